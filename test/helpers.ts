@@ -1,0 +1,30 @@
+// Shared helpers for the test suite: paths of the repository and its fixtures,
+// and temporary folders that are removed when the test process exits.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** Root of the nnrag repository (tests run from dist/test/...). */
+export const repoRoot = (() => {
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  while (!dir.endsWith(`${path.sep}dist`) && dir !== path.dirname(dir)) dir = path.dirname(dir);
+  return path.dirname(dir);
+})();
+
+/** Absolute path of a fixture under test/fixtures. */
+export function fixture(...parts: string[]): string {
+  return path.join(repoRoot, 'test', 'fixtures', ...parts);
+}
+
+const temps: string[] = [];
+process.on('exit', () => {
+  for (const t of temps) rmSync(t, { recursive: true, force: true });
+});
+
+/** A fresh temporary folder, removed at process exit. */
+export function tempDir(prefix = 'nnrag-test-'): string {
+  const d = mkdtempSync(path.join(tmpdir(), prefix));
+  temps.push(d);
+  return d;
+}
