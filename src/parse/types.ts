@@ -14,9 +14,15 @@ export const FACTS_VERSION = 1;
  *  - `from ..x import y as z` → {kind:'from', module:'x', level:2, name:'y', asname:'z'} binds `z`
  *  - `from . import y`     → {kind:'from', module:'', level:1, name:'y'}
  *  - `from x import *`     → {kind:'from', module:'x', level:0, name:'*'} */
-export type ImportEdge =
-  | { kind: 'import'; module: string; asname: string | null; line: number }
-  | { kind: 'from'; module: string; level: number; name: string; asname: string | null; line: number };
+export type ImportEdge = (
+  | { kind: 'import'; module: string; asname: string | null }
+  | { kind: 'from'; module: string; level: number; name: string; asname: string | null }
+) & {
+  line: number;
+  /** span of the whole import statement the edge belongs to */
+  start: number;
+  end: number;
+};
 
 /** The name an import edge binds in the importing scope (null for a star import). */
 export function importBinds(e: ImportEdge): string | null {
@@ -56,11 +62,24 @@ export interface StatementFacts {
   /** module-scope names this statement binds (in any branch, including `global`
    *  declarations inside functions); `*` imports are in `imports` only */
   binds: string[];
+  /** identifier spans of the module-scope bindings (def/class names, assignment
+   *  targets), for renaming a binding when two copied definitions collide */
+  bindSpans: { name: string; start: number; end: number }[];
   refs: Ref[];
   imports: ImportEdge[];
   guard: Guard;
   /** names this statement deletes at module scope (`del x`) */
   deletes?: string[];
+  /** imports inside function or class bodies of this statement (they bind locals) */
+  nestedImports?: NestedImport[];
+}
+
+/** An import statement nested in a def/class body: `def f(): from .x import y`. */
+export interface NestedImport {
+  start: number;
+  end: number;
+  line: number;
+  edges: ImportEdge[];
 }
 
 export interface ClassFacts {
