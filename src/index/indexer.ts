@@ -1,0 +1,480 @@
+// The indexing run: list each repository's Python files, find each file's content
+// (git blob id) through a stat cache, parse the contents the store does not have yet
+// on the worker pool, and record the repository's files, problems and the run.
+//
+// Incremental policy:
+// - stat cache: a file whose (size, mtime) equals the stored row keeps its stored blob
+//   id and is not read. Files modified within 2 s of the run ("racily clean", as git
+//   calls them: a later edit could keep the same mtime) are stored with mtime -1 so
+//   the next run reads them again.
+// - content address: facts are keyed by blob id, so content already parsed in any
+//   repository or revision is never parsed again (`missing`). `force` parses every
+//   distinct content once; `skip` parses nothing and only records files. Facts of an
+//   older FACTS_VERSION count as missing.
+// - crash safety: facts rows are self-contained and committed batch by batch; a
+//   repository's files/problems rows are replaced in one transaction at the end, and
+//   only point at contents whose facts are stored. A run killed at any moment leaves
+//   the previous consistent state plus some extra facts; the next run reuses those
+//   facts and completes. The runs row of a killed run keeps finished = NULL.
+// - problems (reported, never fatal): files > 2 MB (`too-large`), unreadable files and
+//   symlink loops (`read-error`, `symlink-loop`), undecodable bytes (`invalid-utf8`,
+//   see source.ts), binder failures, syntax errors (`syntax-error`, file and line; the
+//   file is still indexed as far as tree-sitter's error recovery allows).
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { FACTS_VERSION } from '../parse/types.js';
+import { ParsePool } from './pool.js';
+import type { ParseItem, ParseOutcome } from './pool.js';
+import { gitBlobId } from './source.js';
+import type { FactsRow, FileRow, IndexStore, ProblemRow, RepoRow } from './store.js';
+
+export type IndexMode = 'missing' | 'force' | 'skip';
+
+/** What the indexer needs from a prepared repository (RepoCache.prepare). */
+export interface RepoCheckout {
+  name: string;
+  root: string;
+  revision: string | null;
+  originUrl: string | null;
+  local: boolean;
+  packageRoots: string[];
+  /** optional: restrict to these sub-paths (else IndexOptions.paths) */
+  paths?: string[];
+  priority?: number;
+}
+
+export interface ListedFile {
+  /** POSIX path relative to the repository root */
+  path: string;
+  size: number;
+  mtimeMs: number;
+}
+
+export interface ListProblem {
+  path: string;
+  kind?: string;
+  problem?: string;
+  message?: string;
+}
+
+export type Lister = (root: string, opts: { paths?: string[] }) =>
+  { files: ListedFile[]; problems: ListProblem[] } | Promise<{ files: ListedFile[]; problems: ListProblem[] }>;
+
+export type ModuleNamer = (relPath: string, packageRoots: string[]) => string | null;
+
+export interface IndexProgress {
+  phase: 'list' | 'hash' | 'parse' | 'store';
+  repo?: string;
+  done: number;
+  total: number;
+}
+
+export interface IndexOptions {
+  mode?: IndexMode;
+  /** parse workers (default os.availableParallelism()) */
+  workers?: number;
+  /** sub-paths to index, for every repo or per repo name */
+  paths?: string[] | Record<string, string[]>;
+  onProgress?: (p: IndexProgress) => void;
+  /** files larger than this are reported, not parsed (default 2 MB) */
+  maxFileBytes?: number;
+  /** an existing pool to use (not closed by indexRepos) */
+  pool?: ParsePool;
+  /** listing and module naming (default: src/repos) */
+  list?: Lister;
+  moduleName?: ModuleNamer;
+}
+
+export interface RepoIndexReport {
+  name: string;
+  files: number;
+  bytes: number;
+  parsed: number;
+  reused: number;
+  problems: number;
+}
+
+export interface IndexTimings {
+  list: number;
+  hash: number;
+  parse: number;
+  store: number;
+  total: number;
+  /** sum of per-file binder time across workers */
+  parseCpu: number;
+}
+
+export interface IndexReport {
+  runId: number;
+  mode: IndexMode;
+  workers: number;
+  repos: RepoIndexReport[];
+  /** files recorded in the index by this run */
+  files: number;
+  bytes: number;
+  /** files read and hashed (stat cache misses) */
+  hashed: number;
+  /** distinct contents parsed in this run */
+  parsed: number;
+  /** files whose facts were already stored */
+  reused: number;
+  /** files with at least one syntax error */
+  parseErrors: number;
+  problems: ProblemRow[];
+  timings: IndexTimings;
+}
+
+export const MAX_FILE_BYTES = 2 * 1024 * 1024;
+const RACY_MS = 2000;
+
+interface Entry {
+  path: string;
+  abs: string;
+  module: string | null;
+  size: number;
+  mtimeMs: number;
+  blob: string;
+}
+
+interface RepoState {
+  checkout: RepoCheckout;
+  entries: Entry[];
+  problems: ProblemRow[];
+  parsed: number;
+}
+
+/** Facts metadata needed per file: whether stored, syntax errors, content problem. */
+interface Meta {
+  version: number;
+  errors: number;
+  firstError: string | null;
+  problem: string | null;
+  hasData: boolean;
+}
+
+const now = () => performance.now();
+
+async function defaultRepoFns(): Promise<{ list: Lister; moduleName: ModuleNamer }> {
+  // src/repos is written in parallel; bound by its published signatures.
+  const spec = '../repos/cache.js';
+  const m = (await import(spec)) as { listPythonFiles: Lister; moduleNameFor: ModuleNamer };
+  return { list: m.listPythonFiles, moduleName: m.moduleNameFor };
+}
+
+function pathsFor(c: RepoCheckout, opts: IndexOptions): string[] | undefined {
+  if (c.paths) return c.paths;
+  if (Array.isArray(opts.paths)) return opts.paths;
+  return opts.paths?.[c.name];
+}
+
+/** Index the given repositories into the store (see the policy in the header). */
+export async function indexRepos(store: IndexStore, checkouts: RepoCheckout[], opts: IndexOptions = {}): Promise<IndexReport> {
+  const t0 = now();
+  const wallStart = Date.now();
+  const mode = opts.mode ?? 'missing';
+  const maxBytes = opts.maxFileBytes ?? MAX_FILE_BYTES;
+  const fns = opts.list && opts.moduleName ? { list: opts.list, moduleName: opts.moduleName } : await defaultRepoFns();
+  const list = opts.list ?? fns.list;
+  const moduleName = opts.moduleName ?? fns.moduleName;
+  const progress = opts.onProgress ?? (() => {});
+  const timings: IndexTimings = { list: 0, hash: 0, parse: 0, store: 0, total: 0, parseCpu: 0 };
+  const runId = store.beginRun(mode, checkouts.map((c) => c.name));
+  const pool = opts.pool ?? new ParsePool(opts.workers);
+  const ownPool = !opts.pool;
+
+  const metaStmt = store.stmt(
+    'SELECT version, errors, first_error AS firstError, problem, data IS NOT NULL AS hasData FROM facts WHERE blob = ?',
+  );
+  const metaCache = new Map<string, Meta | null>();
+  const meta = (blob: string): Meta | null => {
+    let m = metaCache.get(blob);
+    if (m === undefined) {
+      m = (metaStmt.get(blob) as Meta | undefined) ?? null;
+      metaCache.set(blob, m);
+    }
+    return m;
+  };
+  const hasCurrent = (blob: string) => meta(blob)?.version === FACTS_VERSION;
+
+  const states: RepoState[] = [];
+  /** contents to parse this run: blob → one file that has it */
+  const toParse = new Map<string, ParseItem & { size: number }>();
+  let hashed = 0;
+
+  try {
+    // ---------------------------------------------------------------- list + hash
+    for (const c of checkouts) {
+      const tl = now();
+      const listing = await list(c.root, { paths: pathsFor(c, opts) });
+      timings.list += now() - tl;
+      progress({ phase: 'list', repo: c.name, done: listing.files.length, total: listing.files.length });
+
+      const th = now();
+      const st: RepoState = { checkout: c, entries: [], problems: [], parsed: 0 };
+      states.push(st);
+      for (const p of listing.problems) {
+        const message = p.message ?? p.problem ?? 'problem';
+        const kind = p.kind ?? (/loop/i.test(message) ? 'symlink-loop' : 'list-error');
+        st.problems.push({ repo: c.name, path: p.path, kind, message });
+      }
+      const stored = new Map(store.listFiles(c.name).map((f) => [f.path, f]));
+      let done = 0;
+      for (const f of listing.files) {
+        done++;
+        if (f.size > maxBytes) {
+          st.problems.push({
+            repo: c.name, path: f.path, kind: 'too-large',
+            message: `${f.size} bytes > ${maxBytes}: not parsed`,
+          });
+          continue;
+        }
+        const abs = path.join(c.root, f.path);
+        const prev = stored.get(f.path);
+        let blob: string;
+        let size = f.size;
+        let mtimeMs = f.mtimeMs;
+        if (prev && prev.mtimeMs >= 0 && prev.size === f.size && prev.mtimeMs === f.mtimeMs) {
+          blob = prev.blob;
+        } else {
+          let buf: Buffer;
+          try {
+            buf = readFileSync(abs);
+          } catch (e) {
+            const err = e as NodeJS.ErrnoException;
+            st.problems.push({
+              repo: c.name, path: f.path, kind: err.code === 'ELOOP' ? 'symlink-loop' : 'read-error',
+              message: err.message,
+            });
+            continue;
+          }
+          hashed++;
+          blob = gitBlobId(buf);
+          if (buf.length !== size) {
+            size = buf.length;
+            mtimeMs = -1; // changed while listing: read again next time
+          }
+          if (size > maxBytes) {
+            st.problems.push({ repo: c.name, path: f.path, kind: 'too-large', message: `${size} bytes > ${maxBytes}: not parsed` });
+            continue;
+          }
+        }
+        if (mtimeMs >= wallStart - RACY_MS) mtimeMs = -1;
+        st.entries.push({ path: f.path, abs, module: moduleName(f.path, c.packageRoots), size, mtimeMs, blob });
+        if (mode !== 'skip' && !toParse.has(blob) && (mode === 'force' || !hasCurrent(blob))) {
+          toParse.set(blob, { path: abs, blob, size });
+          pool.warm(); // start tree-sitter in the workers while we keep hashing
+        }
+        if (done % 256 === 0) progress({ phase: 'hash', repo: c.name, done, total: listing.files.length });
+      }
+      timings.hash += now() - th;
+    }
+
+    // ---------------------------------------------------------------- parse
+    const parsedBlobs = new Set<string>();
+    if (toParse.size) {
+      const tp = now();
+      let storeMs = 0;
+      // Two rounds at most: the second parses contents whose file changed between
+      // hashing and parsing (another file with the old content still needs them).
+      for (let round = 0; round < 2 && toParse.size; round++) {
+        const items = [...toParse.values()].sort((a, b) => b.size - a.size);
+        toParse.clear();
+        const total = items.length;
+        let done = 0;
+        const batches = makeBatches(items, pool.size);
+        const byPath = new Map<string, Entry[]>();
+        for (const st of states) for (const e of st.entries) {
+          const l = byPath.get(e.abs);
+          if (l) l.push(e);
+          else byPath.set(e.abs, [e]);
+        }
+        await Promise.all(batches.map(async (batch) => {
+          const outcomes = await pool.parse(batch);
+          const rows: FactsRow[] = [];
+          for (const o of outcomes) {
+            timings.parseCpu += o.parseMs;
+            if (o.readFailed || !o.blob) continue;
+            const row = factsRow(o);
+            rows.push(row);
+            parsedBlobs.add(o.blob);
+            metaCache.set(o.blob, {
+              version: row.version, errors: row.errors, firstError: firstErrorOf(o), problem: row.problem,
+              hasData: row.json !== null,
+            });
+            const expected = batch.find((b) => b.path === o.path)?.blob;
+            if (expected && expected !== o.blob) {
+              // The file changed after we hashed it: record what was parsed.
+              for (const e of byPath.get(o.path) ?? []) {
+                e.blob = o.blob;
+                e.mtimeMs = -1;
+                e.size = o.size;
+              }
+            }
+          }
+          const ts = now();
+          store.putFacts(rows);
+          storeMs += now() - ts;
+          done += outcomes.length;
+          progress({ phase: 'parse', done, total });
+        }));
+        // Contents still without current facts (vanished or changed files) go again.
+        for (const st of states) for (const e of st.entries) {
+          if (!hasCurrent(e.blob) && !toParse.has(e.blob) && !parsedBlobs.has(e.blob) && round === 0) {
+            toParse.set(e.blob, { path: e.abs, blob: e.blob, size: e.size });
+          }
+        }
+      }
+      timings.store += storeMs;
+      timings.parse += now() - tp - storeMs;
+    }
+
+    // ---------------------------------------------------------------- store files
+    const ts = now();
+    const repoReports: RepoIndexReport[] = [];
+    const allProblems: ProblemRow[] = [];
+    let files = 0, bytes = 0, reused = 0, parseErrors = 0;
+    const counted = new Set<string>();
+    for (const st of states) {
+      const c = st.checkout;
+      const rows: FileRow[] = [];
+      let rParsed = 0, rReused = 0, rBytes = 0;
+      for (const e of st.entries) {
+        const m = meta(e.blob);
+        if (mode !== 'skip' && m?.version !== FACTS_VERSION) {
+          st.problems.push({ repo: c.name, path: e.path, kind: 'read-error', message: 'file could not be read for parsing' });
+          continue;
+        }
+        rows.push({ repo: c.name, path: e.path, module: e.module, blob: e.blob, size: e.size, mtimeMs: e.mtimeMs });
+        rBytes += e.size;
+        if (parsedBlobs.has(e.blob) && !counted.has(e.blob)) {
+          counted.add(e.blob);
+          rParsed++;
+        } else rReused++;
+        if (m) {
+          if (m.problem) {
+            const p = JSON.parse(m.problem) as { kind: string; message: string };
+            st.problems.push({ repo: c.name, path: e.path, kind: p.kind, message: p.message });
+          }
+          if (m.errors > 0) {
+            parseErrors++;
+            st.problems.push({
+              repo: c.name, path: e.path, kind: 'syntax-error',
+              message: (m.firstError ?? 'syntax error') + (m.errors > 1 ? ` (+${m.errors - 1} more)` : ''),
+            });
+          }
+        }
+      }
+      const repoRow: RepoRow = {
+        name: c.name, url: c.originUrl ?? null, root: c.root, revision: c.revision ?? null, local: !!c.local,
+        priority: c.priority ?? 0, packageRoots: c.packageRoots, indexedAt: new Date().toISOString(),
+      };
+      st.problems.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : a.kind.localeCompare(b.kind)));
+      store.replaceRepo(repoRow, rows, st.problems);
+      progress({ phase: 'store', repo: c.name, done: rows.length, total: rows.length });
+      files += rows.length;
+      bytes += rBytes;
+      reused += rReused;
+      allProblems.push(...st.problems);
+      repoReports.push({ name: c.name, files: rows.length, bytes: rBytes, parsed: rParsed, reused: rReused, problems: st.problems.length });
+    }
+    timings.store += now() - ts;
+    timings.total = now() - t0;
+    for (const k of Object.keys(timings) as (keyof IndexTimings)[]) timings[k] = Math.round(timings[k] * 10) / 10;
+
+    const report: IndexReport = {
+      runId, mode, workers: pool.size, repos: repoReports, files, bytes, hashed, parsed: parsedBlobs.size, reused,
+      parseErrors, problems: allProblems, timings,
+    };
+    const { problems: _p, ...summary } = report;
+    store.finishRun(runId, { ...summary, problems: allProblems.length }, { ...timings });
+    return report;
+  } finally {
+    if (ownPool) await pool.close();
+  }
+}
+
+/** Split parse items (largest first) into batches: small enough that the workers
+ *  finish together, large enough to amortise messaging. */
+function makeBatches<T extends { size: number }>(items: T[], workers: number): T[][] {
+  const total = items.reduce((s, i) => s + i.size, 0);
+  const target = Math.min(256 * 1024, Math.max(16 * 1024, Math.ceil(total / (workers * 16))));
+  const batches: T[][] = [];
+  let cur: T[] = [];
+  let bytes = 0;
+  for (const it of items) {
+    cur.push(it);
+    bytes += it.size;
+    if (bytes >= target || cur.length >= 64) {
+      batches.push(cur);
+      cur = [];
+      bytes = 0;
+    }
+  }
+  if (cur.length) batches.push(cur);
+  return batches;
+}
+
+function firstErrorOf(o: ParseOutcome): string | null {
+  return o.firstError ?? null;
+}
+
+function factsRow(o: ParseOutcome): FactsRow {
+  return {
+    blob: o.blob, version: FACTS_VERSION, json: o.json, size: o.size, lines: o.lines, errors: o.errors,
+    parseMs: Math.round(o.parseMs * 100) / 100, encoding: o.encoding,
+    problem: o.problem ? JSON.stringify(o.problem) : null,
+    firstError: firstErrorOf(o),
+  };
+}
+
+/** Summary of what the store holds: `nnrag stats --json`. */
+export interface StoreStats {
+  schemaVersion: number;
+  repos: { name: string; files: number; bytes: number; revision: string | null; indexedAt: string | null }[];
+  files: number;
+  bytes: number;
+  /** distinct contents with stored facts */
+  facts: number;
+  /** files with at least one syntax error */
+  parseErrors: number;
+  syntaxErrors: number;
+  problems: number;
+  problemsByKind: Record<string, number>;
+  blocks: number;
+  lastRun: {
+    id: number; mode: string; started: string; finished: string | null;
+    timings: Record<string, number> | null; stats: Record<string, unknown> | null;
+  } | null;
+}
+
+export function stats(store: IndexStore): StoreStats {
+  const q = <T>(sql: string) => store.stmt(sql).get() as T;
+  const repos = store.stmt(
+    `SELECT r.name, r.revision, r.indexed_at AS indexedAt, COUNT(f.path) AS files, COALESCE(SUM(f.size), 0) AS bytes
+     FROM repos r LEFT JOIN files f ON f.repo = r.name GROUP BY r.name ORDER BY r.priority DESC, r.name`,
+  ).all() as StoreStats['repos'];
+  const tot = q<{ files: number; bytes: number }>('SELECT COUNT(*) AS files, COALESCE(SUM(size), 0) AS bytes FROM files');
+  const err = q<{ files: number; errors: number }>(
+    `SELECT COUNT(*) AS files, COALESCE(SUM(x.errors), 0) AS errors FROM files f JOIN facts x ON x.blob = f.blob WHERE x.errors > 0`,
+  );
+  const byKind: Record<string, number> = {};
+  for (const r of store.stmt('SELECT kind, COUNT(*) AS n FROM problems GROUP BY kind ORDER BY kind').all() as { kind: string; n: number }[]) {
+    byKind[r.kind] = r.n;
+  }
+  const last = store.lastRun();
+  return {
+    schemaVersion: store.schemaVersion,
+    repos,
+    files: tot.files,
+    bytes: tot.bytes,
+    facts: q<{ n: number }>('SELECT COUNT(*) AS n FROM facts').n,
+    parseErrors: err.files,
+    syntaxErrors: err.errors,
+    problems: Object.values(byKind).reduce((a, b) => a + b, 0),
+    problemsByKind: byKind,
+    blocks: q<{ n: number }>('SELECT COUNT(*) AS n FROM blocks').n,
+    lastRun: last && {
+      id: last.id, mode: last.mode, started: last.started, finished: last.finished, timings: last.timings, stats: last.stats,
+    },
+  };
+}

@@ -1,0 +1,164 @@
+// Pool of parse workers (worker_threads, one tree-sitter parser each; default size
+// os.availableParallelism()). `parse(items)` sends a batch of files to the next idle
+// worker and resolves with one ParseOutcome per file. A file the binder throws on
+// comes back with a `binder-error` problem; a worker that dies (wasm abort, OOM) is
+// replaced, the files of its batch are retried one by one, and the file that kills a
+// worker on its own gets a `parse-crash` problem. Nothing here is fatal to the run.
+import os from 'node:os';
+import { Worker } from 'node:worker_threads';
+
+export interface ParseItem {
+  /** absolute path; the worker reads the file itself */
+  path: string;
+  /** blob id the main thread saw (the worker reports the one it actually read) */
+  blob: string | null;
+}
+
+export interface ParseOutcome {
+  path: string;
+  /** git blob id of the bytes that were parsed */
+  blob: string;
+  /** JSON.stringify(FileFacts), null when the binder failed or the file was unreadable */
+  json: string | null;
+  lines: number;
+  /** number of syntax errors */
+  errors: number;
+  /** 'line L:C: message' of the first syntax error */
+  firstError?: string | null;
+  parseMs: number;
+  size: number;
+  encoding: string | null;
+  problem: { kind: string; message: string } | null;
+  /** the file could not be read at all (vanished, permission) */
+  readFailed?: boolean;
+}
+
+export interface WorkerRequest {
+  id: number;
+  items: ParseItem[];
+}
+
+export interface WorkerResponse {
+  id: number;
+  results: ParseOutcome[];
+  fatal?: string;
+}
+
+interface Job {
+  items: ParseItem[];
+  /** retried alone after a worker crash */
+  isolated: boolean;
+  resolve(r: ParseOutcome[]): void;
+  reject(e: Error): void;
+}
+
+interface Slot {
+  worker: Worker;
+  job: Job | null;
+}
+
+const WORKER_URL = new URL('./worker.js', import.meta.url);
+
+export class ParsePool {
+  readonly size: number;
+  private slots: Slot[] = [];
+  private queue: Job[] = [];
+  private nextId = 1;
+  private closed = false;
+  /** files parsed, for tests and reports */
+  parsedFiles = 0;
+
+  constructor(size?: number) {
+    this.size = Math.max(1, size ?? os.availableParallelism());
+  }
+
+  /** Start the workers now (they initialise tree-sitter in the background). */
+  warm(): void {
+    if (this.closed) throw new Error('ParsePool is closed');
+    while (this.slots.length < this.size) this.slots.push(this.spawn());
+  }
+
+  /** Parse a batch of files on the next idle worker. */
+  parse(items: ParseItem[]): Promise<ParseOutcome[]> {
+    if (!items.length) return Promise.resolve([]);
+    this.warm();
+    return new Promise((resolve, reject) => {
+      this.queue.push({ items, isolated: false, resolve, reject });
+      this.pump();
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const slots = this.slots;
+    this.slots = [];
+    for (const j of this.queue) j.reject(new Error('ParsePool closed'));
+    this.queue = [];
+    await Promise.all(slots.map((s) => s.worker.terminate()));
+  }
+
+  private spawn(): Slot {
+    const worker = new Worker(WORKER_URL);
+    const slot: Slot = { worker, job: null };
+    worker.on('message', (res: WorkerResponse) => {
+      const job = slot.job;
+      slot.job = null;
+      if (job) {
+        if (res.fatal) job.reject(new Error(res.fatal));
+        else {
+          this.parsedFiles += res.results.length;
+          job.resolve(res.results);
+        }
+      }
+      this.pump();
+    });
+    const onDeath = (err: Error) => {
+      const idx = this.slots.indexOf(slot);
+      if (idx < 0) return; // already replaced or pool closed
+      const job = slot.job;
+      slot.job = null;
+      this.slots[idx] = this.spawn();
+      if (job) this.retry(job, err);
+      this.pump();
+    };
+    worker.on('error', onDeath);
+    worker.on('exit', (code) => onDeath(new Error(`parse worker exited with code ${code}`)));
+    worker.unref();
+    return slot;
+  }
+
+  /** Split a crashed batch into single-file jobs; a single file that crashed again
+   *  is reported as a problem. */
+  private retry(job: Job, err: Error): void {
+    if (job.isolated || job.items.length === 1) {
+      const it = job.items[0];
+      job.resolve([{
+        path: it.path, blob: it.blob ?? '', json: null, lines: 0, errors: 0, parseMs: 0, size: 0, encoding: null,
+        problem: { kind: 'parse-crash', message: err.message }, readFailed: !it.blob,
+      }]);
+      return;
+    }
+    const parts = job.items.map(
+      (it) => new Promise<ParseOutcome[]>((resolve, reject) => {
+        this.queue.unshift({ items: [it], isolated: true, resolve, reject });
+      }),
+    );
+    Promise.all(parts).then((rs) => job.resolve(rs.flat()), job.reject);
+  }
+
+  private pump(): void {
+    for (const slot of this.slots) {
+      if (!this.queue.length) break;
+      if (slot.job) continue;
+      const job = this.queue.shift()!;
+      slot.job = job;
+      const req: WorkerRequest = { id: this.nextId++, items: job.items };
+      slot.worker.postMessage(req);
+    }
+    // keep the process alive while work is pending
+    for (const slot of this.slots) {
+      if (slot.job) slot.worker.ref();
+      else slot.worker.unref();
+    }
+  }
+}

@@ -1,0 +1,511 @@
+// IndexStore: the SQLite database (better-sqlite3, WAL) that holds everything nnrag
+// knows about the indexed repositories: repos, files (with a stat cache), per-file parse
+// facts keyed by git blob id (content address), problems, indexing runs, discovered
+// blocks and a generic key/value table.
+//
+// Robustness rules (DESIGN.md "Storage"):
+// - WAL + synchronous=NORMAL: a crash loses at most the last transactions, never
+//   consistency. Every write goes through an IMMEDIATE transaction so two processes
+//   serialise on the write lock (busy_timeout) instead of failing with SQLITE_BUSY
+//   on a read→write lock upgrade.
+// - The schema is versioned with `PRAGMA user_version` and an ordered list of
+//   migrations, each applied in its own transaction. Later features add tables by
+//   calling `registerMigration()` (at module load, before `IndexStore.open`).
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import type { FileFacts } from '../parse/types.js';
+import { FACTS_VERSION } from '../parse/types.js';
+import { NnragError } from '../util/errors.js';
+
+export type DB = Database.Database;
+
+/** One schema step. `version` is the user_version the store has after `up` ran. */
+export interface Migration {
+  version: number;
+  name: string;
+  up(db: DB): void;
+}
+
+const migrations: Migration[] = [
+  {
+    version: 1,
+    name: 'initial schema: repos, files, facts, problems, runs, blocks, kv',
+    up(db) {
+      db.exec(`
+        CREATE TABLE repos(
+          name TEXT PRIMARY KEY,
+          url TEXT,
+          root TEXT NOT NULL,
+          revision TEXT,
+          local INTEGER NOT NULL DEFAULT 0,
+          priority INTEGER NOT NULL DEFAULT 0,
+          package_roots TEXT NOT NULL DEFAULT '[]',
+          indexed_at TEXT
+        );
+        -- size + mtime_ms are the stat cache: an unchanged (size, mtime) pair means the
+        -- stored blob id is still right and the file is not read again.
+        CREATE TABLE files(
+          repo TEXT NOT NULL,
+          path TEXT NOT NULL,
+          module TEXT,
+          blob TEXT NOT NULL,
+          size INTEGER NOT NULL,
+          mtime_ms REAL NOT NULL,
+          PRIMARY KEY(repo, path)
+        ) WITHOUT ROWID;
+        CREATE INDEX files_blob ON files(blob);
+        -- one row per distinct file content. data is the FileFacts JSON, NULL when the
+        -- binder failed on this content (the failure is in problem).
+        CREATE TABLE facts(
+          blob TEXT PRIMARY KEY,
+          version INTEGER NOT NULL,
+          data TEXT,
+          size INTEGER NOT NULL DEFAULT 0,
+          lines INTEGER NOT NULL DEFAULT 0,
+          errors INTEGER NOT NULL DEFAULT 0,
+          first_error TEXT,
+          parse_ms REAL NOT NULL DEFAULT 0,
+          encoding TEXT,
+          problem TEXT
+        );
+        CREATE TABLE problems(
+          repo TEXT NOT NULL,
+          path TEXT NOT NULL,
+          kind TEXT NOT NULL,
+          message TEXT NOT NULL
+        );
+        CREATE INDEX problems_repo ON problems(repo);
+        CREATE TABLE runs(
+          id INTEGER PRIMARY KEY AUTOINCREMENT,
+          started TEXT NOT NULL,
+          finished TEXT,
+          mode TEXT NOT NULL,
+          repos TEXT NOT NULL DEFAULT '[]',
+          stats TEXT,
+          timings TEXT
+        );
+        CREATE TABLE blocks(
+          id TEXT PRIMARY KEY,
+          name TEXT NOT NULL,
+          module TEXT NOT NULL,
+          repo TEXT NOT NULL,
+          path TEXT NOT NULL,
+          line INTEGER NOT NULL,
+          bases TEXT NOT NULL DEFAULT '[]',
+          data TEXT
+        );
+        CREATE INDEX blocks_repo ON blocks(repo);
+        CREATE TABLE kv(key TEXT PRIMARY KEY, value TEXT);
+      `);
+    },
+  },
+];
+
+/** Append a schema migration (for later features). Versions must be new and are
+ *  applied in increasing order by every `IndexStore.open` that comes after. */
+export function registerMigration(m: Migration): void {
+  if (!Number.isInteger(m.version) || m.version < 1) throw new Error(`bad migration version ${m.version}`);
+  if (migrations.some((x) => x.version === m.version)) {
+    throw new Error(`migration version ${m.version} already registered`);
+  }
+  migrations.push(m);
+  migrations.sort((a, b) => a.version - b.version);
+}
+
+/** The schema version this build of nnrag knows. */
+export function latestSchemaVersion(): number {
+  return migrations.length ? migrations[migrations.length - 1].version : 0;
+}
+
+export interface RepoRow {
+  name: string;
+  url: string | null;
+  root: string;
+  revision: string | null;
+  local: boolean;
+  priority: number;
+  packageRoots: string[];
+  indexedAt: string | null;
+}
+
+export interface FileRow {
+  repo: string;
+  path: string;
+  module: string | null;
+  blob: string;
+  size: number;
+  /** file mtime, or -1 when the stat cache must not be trusted (racily clean file) */
+  mtimeMs: number;
+}
+
+export interface ProblemRow {
+  repo: string;
+  path: string;
+  /** 'too-large' | 'invalid-utf8' | 'binder-error' | 'read-error' | 'symlink-loop' | ... */
+  kind: string;
+  message: string;
+}
+
+/** A stored facts row; `json` is `JSON.stringify(FileFacts)` or null when the binder failed. */
+export interface FactsRow {
+  blob: string;
+  version: number;
+  json: string | null;
+  size: number;
+  lines: number;
+  errors: number;
+  /** 'line L:C: message' of the first syntax error */
+  firstError: string | null;
+  parseMs: number;
+  /** the encoding the text was decoded with ('utf-8', or a PEP 263 codec) */
+  encoding: string | null;
+  /** a content-level problem (undecodable bytes, binder failure) that every file with
+   *  this content reports */
+  problem: string | null;
+}
+
+export interface BlockRow {
+  id: string;
+  name: string;
+  module: string;
+  repo: string;
+  path: string;
+  line: number;
+  bases: string[];
+  /** anything else discovery wants to keep (JSON-serialisable) */
+  data?: unknown;
+}
+
+export interface RunRow {
+  id: number;
+  started: string;
+  finished: string | null;
+  mode: string;
+  repos: string[];
+  stats: Record<string, unknown> | null;
+  timings: Record<string, number> | null;
+}
+
+export interface Corpus {
+  repos: RepoRow[];
+  files: { repo: string; path: string; module: string | null; blob: string }[];
+}
+
+const BUSY_TIMEOUT_MS = 10_000;
+
+function sleepSync(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
+function isBusy(e: unknown): boolean {
+  const code = (e as { code?: string }).code ?? '';
+  return code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED');
+}
+
+export class IndexStore {
+  readonly file: string;
+  private readonly stmts = new Map<string, Database.Statement>();
+
+  private constructor(readonly db: DB, readonly dir: string) {
+    this.file = db.name;
+  }
+
+  /** Open (creating and migrating if needed) the store in `dir` (`--store DIR`,
+   *  default ./.nnrag): the database is `<dir>/index.sqlite`. */
+  static open(dir = '.nnrag'): IndexStore {
+    mkdirSync(dir, { recursive: true });
+    const file = path.join(dir, 'index.sqlite');
+    let db: DB;
+    try {
+      db = new Database(file, { timeout: BUSY_TIMEOUT_MS });
+    } catch (e) {
+      throw new NnragError(`cannot open index store ${file}: ${(e as Error).message}`, 'store');
+    }
+    try {
+      // Switching to WAL needs an exclusive lock for a moment; with another process
+      // inside a transaction this can report busy without calling the busy handler.
+      retryBusy(() => db.pragma('journal_mode = WAL'));
+      db.pragma('synchronous = NORMAL');
+      db.pragma('foreign_keys = OFF');
+      migrate(db);
+    } catch (e) {
+      db.close();
+      if (e instanceof NnragError) throw e;
+      throw new NnragError(`cannot open index store ${file}: ${(e as Error).message}`, 'store');
+    }
+    return new IndexStore(db, dir);
+  }
+
+  close(): void {
+    if (this.db.open) this.db.close();
+  }
+
+  get schemaVersion(): number {
+    return this.db.pragma('user_version', { simple: true }) as number;
+  }
+
+  /** Cached prepared statement. */
+  stmt(sql: string): Database.Statement {
+    let s = this.stmts.get(sql);
+    if (!s) {
+      s = this.db.prepare(sql);
+      this.stmts.set(sql, s);
+    }
+    return s;
+  }
+
+  /** Run `fn` in an IMMEDIATE transaction (takes the write lock up front, so a second
+   *  process waits on busy_timeout rather than failing on a lock upgrade). */
+  write<T>(fn: () => T): T {
+    return retryBusy(() => this.db.transaction(fn).immediate());
+  }
+
+  // ---------------------------------------------------------------- facts
+
+  /** Stored facts for this content and facts version (a binder failure counts as
+   *  stored: it is not retried until FACTS_VERSION changes or mode is force). */
+  hasFacts(blob: string, version = FACTS_VERSION): boolean {
+    const v = this.stmt('SELECT version FROM facts WHERE blob = ?').pluck().get(blob) as number | undefined;
+    return v === version;
+  }
+
+  /** The facts row's metadata (without the JSON). */
+  factsInfo(blob: string): Omit<FactsRow, 'json'> | null {
+    const r = this.stmt(
+      'SELECT blob, version, size, lines, errors, first_error AS firstError, parse_ms AS parseMs, encoding, problem FROM facts WHERE blob = ?',
+    ).get(blob) as Omit<FactsRow, 'json'> | undefined;
+    return r ?? null;
+  }
+
+  getFacts(blob: string): FileFacts | null {
+    const s = this.stmt('SELECT data FROM facts WHERE blob = ?').pluck().get(blob) as string | null | undefined;
+    return s ? (JSON.parse(s) as FileFacts) : null;
+  }
+
+  /** Insert or replace facts rows, all in one transaction. */
+  putFacts(rows: FactsRow[]): void {
+    if (!rows.length) return;
+    const ins = this.stmt(
+      `INSERT OR REPLACE INTO facts(blob, version, data, size, lines, errors, first_error, parse_ms, encoding, problem)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
+    this.write(() => {
+      for (const r of rows) {
+        ins.run(r.blob, r.version, r.json, r.size, r.lines, r.errors, r.firstError, r.parseMs, r.encoding, r.problem);
+      }
+    });
+  }
+
+  /** Facts of every content some file refers to, parsed, keyed by blob id.
+   *  Read by the resolver for every extraction: one query, plain JSON.parse per row
+   *  (measured on timm in bench/index.ts). */
+  loadAllFacts(): Map<string, FileFacts> {
+    const out = new Map<string, FileFacts>();
+    const rows = this.stmt(
+      `SELECT blob, data FROM facts WHERE data IS NOT NULL AND blob IN (SELECT blob FROM files)`,
+    ).raw().all() as [string, string][];
+    for (const [blob, data] of rows) out.set(blob, JSON.parse(data) as FileFacts);
+    return out;
+  }
+
+  /** Delete facts no file refers to; returns how many rows went. */
+  gc(): number {
+    return this.write(() => this.stmt('DELETE FROM facts WHERE blob NOT IN (SELECT blob FROM files)').run().changes);
+  }
+
+  // ---------------------------------------------------------------- repos & files
+
+  listRepos(): RepoRow[] {
+    const rows = this.stmt('SELECT * FROM repos ORDER BY priority DESC, name').all() as Record<string, unknown>[];
+    return rows.map(repoFromDb);
+  }
+
+  getRepo(name: string): RepoRow | null {
+    const r = this.stmt('SELECT * FROM repos WHERE name = ?').get(name) as Record<string, unknown> | undefined;
+    return r ? repoFromDb(r) : null;
+  }
+
+  listFiles(repo?: string): FileRow[] {
+    const sql =
+      'SELECT repo, path, module, blob, size, mtime_ms AS mtimeMs FROM files' +
+      (repo === undefined ? ' ORDER BY repo, path' : ' WHERE repo = ? ORDER BY path');
+    const s = this.stmt(sql);
+    return (repo === undefined ? s.all() : s.all(repo)) as FileRow[];
+  }
+
+  /** Replace what the store records for one repository (its row, its files, its
+   *  problems) in one transaction: readers see the old or the new state, never a mix. */
+  replaceRepo(repo: RepoRow, files: FileRow[], problems: ProblemRow[]): void {
+    const upRepo = this.stmt(
+      `INSERT OR REPLACE INTO repos(name, url, root, revision, local, priority, package_roots, indexed_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
+    const delFiles = this.stmt('DELETE FROM files WHERE repo = ?');
+    const insFile = this.stmt(
+      'INSERT OR REPLACE INTO files(repo, path, module, blob, size, mtime_ms) VALUES (?, ?, ?, ?, ?, ?)',
+    );
+    const delProblems = this.stmt('DELETE FROM problems WHERE repo = ?');
+    const insProblem = this.stmt('INSERT INTO problems(repo, path, kind, message) VALUES (?, ?, ?, ?)');
+    this.write(() => {
+      upRepo.run(
+        repo.name, repo.url, repo.root, repo.revision, repo.local ? 1 : 0, repo.priority,
+        JSON.stringify(repo.packageRoots), repo.indexedAt,
+      );
+      delFiles.run(repo.name);
+      for (const f of files) insFile.run(repo.name, f.path, f.module, f.blob, f.size, f.mtimeMs);
+      delProblems.run(repo.name);
+      for (const p of problems) insProblem.run(repo.name, p.path, p.kind, p.message);
+    });
+  }
+
+  /** Forget a repository (its files, problems and blocks; facts stay until gc()). */
+  removeRepo(name: string): void {
+    this.write(() => {
+      for (const t of ['files', 'problems', 'blocks']) this.stmt(`DELETE FROM ${t} WHERE repo = ?`).run(name);
+      this.stmt('DELETE FROM repos WHERE name = ?').run(name);
+    });
+  }
+
+  listProblems(repo?: string): ProblemRow[] {
+    const sql =
+      'SELECT repo, path, kind, message FROM problems' + (repo === undefined ? '' : ' WHERE repo = ?') +
+      ' ORDER BY repo, path, kind';
+    const s = this.stmt(sql);
+    return (repo === undefined ? s.all() : s.all(repo)) as ProblemRow[];
+  }
+
+  /** Repos and files (with module names and blob ids) of the whole index. */
+  loadCorpus(): Corpus {
+    return {
+      repos: this.listRepos(),
+      files: this.stmt('SELECT repo, path, module, blob FROM files ORDER BY repo, path').all() as Corpus['files'],
+    };
+  }
+
+  // ---------------------------------------------------------------- blocks
+
+  /** Replace the discovered blocks of one repository. */
+  replaceBlocks(repo: string, rows: BlockRow[]): void {
+    const ins = this.stmt(
+      'INSERT OR REPLACE INTO blocks(id, name, module, repo, path, line, bases, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+    );
+    this.write(() => {
+      this.stmt('DELETE FROM blocks WHERE repo = ?').run(repo);
+      for (const b of rows) {
+        ins.run(b.id, b.name, b.module, repo, b.path, b.line, JSON.stringify(b.bases),
+          b.data === undefined ? null : JSON.stringify(b.data));
+      }
+    });
+  }
+
+  listBlocks(repo?: string): BlockRow[] {
+    const sql = 'SELECT * FROM blocks' + (repo === undefined ? '' : ' WHERE repo = ?') + ' ORDER BY repo, module, line';
+    const s = this.stmt(sql);
+    const rows = (repo === undefined ? s.all() : s.all(repo)) as Record<string, unknown>[];
+    return rows.map((r) => {
+      const b: BlockRow = {
+        id: r.id as string, name: r.name as string, module: r.module as string, repo: r.repo as string,
+        path: r.path as string, line: r.line as number, bases: JSON.parse(r.bases as string) as string[],
+      };
+      if (r.data != null) b.data = JSON.parse(r.data as string);
+      return b;
+    });
+  }
+
+  // ---------------------------------------------------------------- runs
+
+  beginRun(mode: string, repos: string[]): number {
+    return this.write(() =>
+      Number(this.stmt('INSERT INTO runs(started, mode, repos) VALUES (?, ?, ?)')
+        .run(new Date().toISOString(), mode, JSON.stringify(repos)).lastInsertRowid),
+    );
+  }
+
+  finishRun(id: number, stats: object, timings: Record<string, number>): void {
+    this.write(() =>
+      this.stmt('UPDATE runs SET finished = ?, stats = ?, timings = ? WHERE id = ?')
+        .run(new Date().toISOString(), JSON.stringify(stats), JSON.stringify(timings), id),
+    );
+  }
+
+  /** The last finished run (interrupted runs have finished = NULL and are skipped). */
+  lastRun(): RunRow | null {
+    const r = this.stmt('SELECT * FROM runs WHERE finished IS NOT NULL ORDER BY id DESC LIMIT 1').get() as
+      | Record<string, unknown>
+      | undefined;
+    if (!r) return null;
+    return {
+      id: r.id as number, started: r.started as string, finished: r.finished as string | null,
+      mode: r.mode as string, repos: JSON.parse(r.repos as string) as string[],
+      stats: r.stats ? JSON.parse(r.stats as string) : null,
+      timings: r.timings ? JSON.parse(r.timings as string) : null,
+    };
+  }
+
+  // ---------------------------------------------------------------- kv
+
+  getKV(key: string): string | null {
+    return (this.stmt('SELECT value FROM kv WHERE key = ?').pluck().get(key) as string | undefined) ?? null;
+  }
+
+  setKV(key: string, value: string | null): void {
+    this.write(() => {
+      if (value === null) this.stmt('DELETE FROM kv WHERE key = ?').run(key);
+      else this.stmt('INSERT OR REPLACE INTO kv(key, value) VALUES (?, ?)').run(key, value);
+    });
+  }
+
+  /** `PRAGMA integrity_check` result ('ok' when the file is sound). */
+  integrityCheck(): string {
+    const rows = this.db.pragma('integrity_check', { simple: false }) as { integrity_check: string }[];
+    return rows.map((r) => r.integrity_check).join('\n');
+  }
+}
+
+function repoFromDb(r: Record<string, unknown>): RepoRow {
+  return {
+    name: r.name as string, url: (r.url as string | null) ?? null, root: r.root as string,
+    revision: (r.revision as string | null) ?? null, local: !!r.local, priority: r.priority as number,
+    packageRoots: JSON.parse(r.package_roots as string) as string[], indexedAt: (r.indexed_at as string | null) ?? null,
+  };
+}
+
+/** Retry an operation that reported SQLITE_BUSY (lock upgrades and journal-mode
+ *  switches bypass the busy handler), up to the busy timeout. */
+function retryBusy<T>(fn: () => T): T {
+  const deadline = Date.now() + BUSY_TIMEOUT_MS;
+  for (let wait = 5; ; wait = Math.min(wait * 2, 200)) {
+    try {
+      return fn();
+    } catch (e) {
+      if (!isBusy(e) || Date.now() > deadline) throw e;
+      sleepSync(wait);
+    }
+  }
+}
+
+/** Bring the schema to the latest version, one transaction per migration. The
+ *  version is re-read inside the (IMMEDIATE) transaction so two processes opening a
+ *  new store at once apply each migration exactly once. */
+function migrate(db: DB): void {
+  const current = () => db.pragma('user_version', { simple: true }) as number;
+  const latest = latestSchemaVersion();
+  if (current() > latest) {
+    throw new NnragError(
+      `index store schema version ${current()} is newer than this nnrag supports (${latest}); ` +
+        'use a newer nnrag or a fresh --store',
+      'store',
+    );
+  }
+  for (const m of migrations) {
+    if (m.version <= current()) continue;
+    retryBusy(() =>
+      db.transaction(() => {
+        if (current() >= m.version) return;
+        m.up(db);
+        db.pragma(`user_version = ${m.version}`);
+      }).immediate(),
+    );
+  }
+}

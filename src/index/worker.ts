@@ -1,0 +1,59 @@
+// Parse worker (worker_threads): initialises tree-sitter once, then turns batches of
+// files into FileFacts. The worker reads each file itself, computes its git blob id
+// and decodes it, so the main thread only moves paths and JSON strings.
+// Results are sent as JSON text (the form the store keeps), which costs the main
+// thread a string copy instead of a structured-clone of a large object graph.
+import { readFileSync } from 'node:fs';
+import { parentPort } from 'node:worker_threads';
+import { initParser } from '../parse/parser.js';
+import { bindSource } from '../parse/binder.js';
+import { decodePython, gitBlobId } from './source.js';
+import type { WorkerRequest, WorkerResponse, ParseOutcome } from './pool.js';
+
+const ready = initParser();
+
+function parseOne(path: string, expectedBlob: string | null): ParseOutcome {
+  let buf: Buffer;
+  try {
+    buf = readFileSync(path);
+  } catch (e) {
+    return {
+      path, blob: expectedBlob ?? '', json: null, lines: 0, errors: 0, parseMs: 0, size: 0,
+      encoding: null, problem: { kind: 'read-error', message: (e as Error).message }, readFailed: true,
+    };
+  }
+  const blob = gitBlobId(buf);
+  const dec = decodePython(buf);
+  const t = performance.now();
+  try {
+    const facts = bindSource(dec.text);
+    const parseMs = performance.now() - t;
+    const e0 = facts.errors[0];
+    return {
+      path, blob, json: JSON.stringify(facts), lines: facts.lines, errors: facts.errors.length,
+      firstError: e0 ? `line ${e0.line}:${e0.column}: ${e0.message}` : null,
+      parseMs, size: buf.length, encoding: dec.encoding, problem: dec.problem,
+    };
+  } catch (e) {
+    const err = e as Error;
+    return {
+      path, blob, json: null, lines: 0, errors: 0, parseMs: performance.now() - t, size: buf.length,
+      encoding: dec.encoding,
+      problem: { kind: 'binder-error', message: `${err.name}: ${err.message}`.slice(0, 2000) },
+    };
+  }
+}
+
+parentPort!.on('message', (msg: WorkerRequest) => {
+  void ready.then(
+    () => {
+      const results = msg.items.map((it) => parseOne(it.path, it.blob));
+      const res: WorkerResponse = { id: msg.id, results };
+      parentPort!.postMessage(res);
+    },
+    (e: Error) => {
+      const res: WorkerResponse = { id: msg.id, results: [], fatal: `parser init failed: ${e.message}` };
+      parentPort!.postMessage(res);
+    },
+  );
+});
