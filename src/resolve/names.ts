@@ -1,0 +1,241 @@
+// Name resolution across the corpus: what does name N mean in module M?
+//
+// Python rules implemented (Language Reference §5 "The import system", §4.2):
+// - a module-scope read of N resolves to the statements of M that bind N; an import
+//   binding is followed to the binding in the imported module;
+// - `from P import x` first looks for the attribute x of P (a binding in P/__init__.py,
+//   re-exports included), then for the submodule P.x (§5.4.2 / §7.11);
+// - `import a.b.c` binds `a` (the top-level package); `import a.b as c` binds the
+//   submodule a.b to c;
+// - relative imports (`from ..x import y`, PEP 328) resolve against the importing
+//   module's package (the module itself when it is a package's __init__);
+// - `from X import *` binds X.__all__ when X defines it literally, else every name of
+//   X not starting with an underscore (§7.11); star re-exports are computed by a
+//   fixpoint so star-import cycles terminate;
+// - names not bound in M come from builtins (`len`, `super`, …) or module dunders;
+// - a namespace package (PEP 420) is any folder that holds indexed modules.
+// Nothing is ever resolved by guessing a bare name elsewhere in the corpus.
+import { importBinds, type ImportEdge, type Ref } from '../parse/types.js';
+import { BUILTINS, MODULE_DUNDERS } from './builtins.js';
+import type { Corpus, CorpusModule } from './corpus.js';
+
+/** What a name refers to. */
+export type Target =
+  /** the module-level binding(s) of `name` in an interned module (non-import statements) */
+  | { kind: 'def'; module: CorpusModule; name: string; stmts: number[] }
+  /** an interned module object (`from . import layers`, `import timm.layers as L`) */
+  | { kind: 'module'; name: string }
+  /** an extern import: kept verbatim in the emitted module */
+  | { kind: 'extern'; edge: ImportEdge; absModule: string; qualified: string; synthesized?: boolean }
+  | { kind: 'builtin'; name: string }
+  | { kind: 'unresolved'; reason: UnresolvedReason; detail: string };
+
+export type UnresolvedReason = 'missing-module' | 'undefined' | 'star-extern' | 'dynamic' | 'module-object' | 'cycle';
+
+export interface ResolveOptions {
+  /** module-name patterns forced extern even when indexed (`torch.package`'s extern) */
+  extern?: string[];
+}
+
+/** fnmatch-style match of a dotted module name: `timm.*`, `mmcv`, `a.b.**`. */
+export function modulePatternMatches(pattern: string, name: string): boolean {
+  if (pattern === name) return true;
+  if (!/[*?]/.test(pattern)) return name.startsWith(pattern + '.');
+  const re = new RegExp(
+    '^' + pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*\*/g, '\0').replace(/\*/g, '[^.]*').replace(/\0/g, '.*').replace(/\?/g, '.') + '(\\..*)?$',
+  );
+  return re.test(name);
+}
+
+export class Resolver {
+  private readonly memo = new Map<CorpusModule, Map<string, Target[]>>();
+  private readonly inProgress = new Set<string>();
+  private readonly exportsMemo = new Map<string, Set<string> | null>();
+
+  constructor(
+    readonly corpus: Corpus,
+    private readonly opts: ResolveOptions = {},
+  ) {}
+
+  /** Is this absolute module name interned (indexed and not forced extern)? */
+  isInterned(name: string): boolean {
+    if (this.opts.extern?.some((p) => modulePatternMatches(p, name))) return false;
+    return !!this.corpus.module(name) || this.corpus.isPackageName(name);
+  }
+
+  /** An absolute import whose top-level package is indexed but whose module is not. */
+  private isMissingInternal(name: string): boolean {
+    if (this.opts.extern?.some((p) => modulePatternMatches(p, name))) return false;
+    return this.corpus.knowsTopLevel(name);
+  }
+
+  /** PEP 328: the absolute module an import edge names, or null when it goes above the top. */
+  absoluteModule(from: CorpusModule, edge: ImportEdge): string | null {
+    if (edge.kind === 'import' || edge.level === 0) return edge.module;
+    const parts = from.name.split('.');
+    if (!from.isPackage) parts.pop();
+    const up = edge.level - 1;
+    if (up > parts.length || (up === parts.length && !edge.module)) return null;
+    const base = parts.slice(0, parts.length - up);
+    if (edge.module) base.push(edge.module);
+    return base.join('.');
+  }
+
+  /** Everything `name` may mean at module scope of `mod`. */
+  resolveName(mod: CorpusModule, name: string): Target[] {
+    let m = this.memo.get(mod);
+    if (!m) this.memo.set(mod, (m = new Map()));
+    const hit = m.get(name);
+    if (hit) return hit;
+    const key = `${mod.name}\0${mod.repo}\0${name}`;
+    if (this.inProgress.has(key)) return [{ kind: 'unresolved', reason: 'cycle', detail: `${name} is imported in a cycle through ${mod.name}` }];
+    this.inProgress.add(key);
+    try {
+      const out = this.resolveNameUncached(mod, name);
+      m.set(name, out);
+      return out;
+    } finally {
+      this.inProgress.delete(key);
+    }
+  }
+
+  private resolveNameUncached(mod: CorpusModule, name: string): Target[] {
+    const stmts = this.corpus.bindersOf(mod, name);
+    const out: Target[] = [];
+    const defs: number[] = [];
+    for (const i of stmts) {
+      const st = mod.facts.statements[i];
+      if (isPlainImport(st.kind)) {
+        for (const e of st.imports) {
+          if (importBinds(e) === name) out.push(...this.followEdge(mod, e));
+        }
+      } else defs.push(i);
+    }
+    if (defs.length) out.unshift({ kind: 'def', module: mod, name, stmts: defs });
+    if (out.length) return out;
+    // not bound in the module: star imports, then builtins and module dunders
+    const star = this.fromStars(mod, name, new Set());
+    if (star) return star;
+    if (BUILTINS.has(name) || MODULE_DUNDERS.has(name) || (name === '__path__' && mod.isPackage)) return [{ kind: 'builtin', name }];
+    const ext = this.externStar(mod, name);
+    if (ext) return [ext];
+    return [{ kind: 'unresolved', reason: 'undefined', detail: `${name} is not defined in ${mod.name}` }];
+  }
+
+  /** Follow one import edge that binds a name. */
+  private followEdge(mod: CorpusModule, e: ImportEdge): Target[] {
+    const abs = this.absoluteModule(mod, e);
+    if (abs === null) return [{ kind: 'unresolved', reason: 'missing-module', detail: `relative import beyond the top-level package in ${mod.name}` }];
+    if (e.kind === 'import') {
+      if (e.asname) {
+        if (this.isInterned(abs)) return [{ kind: 'module', name: abs }];
+      } else {
+        const top = abs.split('.')[0];
+        if (this.isInterned(top)) {
+          if (!this.isInterned(abs)) return [{ kind: 'unresolved', reason: 'missing-module', detail: `module ${abs} is not indexed` }];
+          return [{ kind: 'module', name: top }];
+        }
+      }
+      if (this.isMissingInternal(abs)) return [{ kind: 'unresolved', reason: 'missing-module', detail: `module ${abs} is not indexed` }];
+      const qualified = e.asname ? abs : abs.split('.')[0];
+      return [{ kind: 'extern', edge: e, absModule: abs, qualified }];
+    }
+    if (this.isInterned(abs)) return this.resolveAttr(abs, e.name);
+    if (e.level > 0 || this.isMissingInternal(abs)) return [{ kind: 'unresolved', reason: 'missing-module', detail: `module ${abs} is not indexed` }];
+    return [{ kind: 'extern', edge: e, absModule: abs, qualified: `${abs}.${e.name}` }];
+  }
+
+  /** The attribute `attr` of the interned module `modName` (binding, then submodule). */
+  resolveAttr(modName: string, attr: string): Target[] {
+    const mod = this.corpus.module(modName);
+    if (mod && this.corpus.bindersOf(mod, attr).length) return this.resolveName(mod, attr);
+    const sub = `${modName}.${attr}`;
+    if (this.isInterned(sub)) return [{ kind: 'module', name: sub }];
+    if (mod) {
+      const star = this.fromStars(mod, attr, new Set());
+      if (star) return star;
+      const ext = this.externStar(mod, attr);
+      if (ext) return [ext];
+    }
+    if (this.corpus.knowsTopLevel(sub) && !mod) return [{ kind: 'unresolved', reason: 'missing-module', detail: `module ${sub} is not indexed` }];
+    return [{ kind: 'unresolved', reason: 'undefined', detail: `${attr} is not defined in ${modName}` }];
+  }
+
+  /** A name provided by an interned star import of `mod`. */
+  private fromStars(mod: CorpusModule, name: string, seen: Set<string>): Target[] | null {
+    for (const st of mod.facts.statements) {
+      for (const e of st.imports) {
+        if (e.kind !== 'from' || e.name !== '*') continue;
+        const abs = this.absoluteModule(mod, e);
+        if (!abs || !this.isInterned(abs)) continue;
+        const exp = this.exports(abs, seen);
+        if (exp?.has(name)) return this.resolveAttr(abs, name);
+      }
+    }
+    return null;
+  }
+
+  /** A name that can only come from a star import of an extern module. */
+  private externStar(mod: CorpusModule, name: string): Target | null {
+    for (const st of mod.facts.statements) {
+      for (const e of st.imports) {
+        if (e.kind !== 'from' || e.name !== '*') continue;
+        const abs = this.absoluteModule(mod, e);
+        if (!abs || this.isInterned(abs) || e.level > 0) continue;
+        const edge: ImportEdge = { ...e, name, asname: null };
+        return { kind: 'extern', edge, absModule: abs, qualified: `${abs}.${name}`, synthesized: true };
+      }
+    }
+    return null;
+  }
+
+  /** Names `from modName import *` binds (§7.11), or null when unknown. Cycles of star
+   *  imports are cut by `seen` (each module contributes once: a fixpoint). */
+  exports(modName: string, seen: Set<string> = new Set()): Set<string> | null {
+    if (this.exportsMemo.has(modName)) return this.exportsMemo.get(modName)!;
+    const mod = this.corpus.module(modName);
+    if (!mod) return null;
+    if (mod.facts.all) {
+      const s = new Set(mod.facts.all);
+      this.exportsMemo.set(modName, s);
+      return s;
+    }
+    if (seen.has(modName)) return new Set();
+    seen.add(modName);
+    const out = new Set<string>();
+    for (const st of mod.facts.statements) for (const n of st.binds) if (!n.startsWith('_')) out.add(n);
+    for (const st of mod.facts.statements) {
+      for (const e of st.imports) {
+        if (e.kind !== 'from' || e.name !== '*') continue;
+        const abs = this.absoluteModule(mod, e);
+        if (!abs || !this.isInterned(abs)) continue;
+        const sub = this.exports(abs, seen);
+        if (sub) for (const n of sub) if (!n.startsWith('_')) out.add(n);
+      }
+    }
+    // only memoise results not truncated by a cycle
+    if (seen.size === 1) this.exportsMemo.set(modName, out);
+    seen.delete(modName);
+    return out;
+  }
+
+  /** Resolve a reference with its attribute chain: `layers.mlp.Mlp` where `layers` is
+   *  an interned module resolves through the chain. `consumed` says how many
+   *  attributes were part of the resolution (the rest are ordinary attribute reads). */
+  resolveRef(mod: CorpusModule, ref: Ref): { targets: Target[]; consumed: number } {
+    let targets = this.resolveName(mod, ref.name);
+    let consumed = 0;
+    const attrs = ref.attrs ?? [];
+    while (targets.length === 1 && targets[0].kind === 'module' && consumed < attrs.length) {
+      const attr = attrs[consumed];
+      if (attr.startsWith('__') && attr.endsWith('__')) break; // module.__name__ and friends
+      targets = this.resolveAttr(targets[0].name, attr);
+      consumed++;
+    }
+    return { targets, consumed };
+  }
+}
+
+export function isPlainImport(kind: string): boolean {
+  return kind === 'import_statement' || kind === 'import_from_statement' || kind === 'future_import_statement';
+}
