@@ -1,0 +1,16 @@
+// Child process for the crash and concurrency tests: index one synthetic tree into a
+// store and print the report as JSON. Does nothing without arguments (node --test
+// runs every file under dist/test).
+import { IndexStore } from '../../src/index/store.js';
+import { indexRepos } from '../../src/index/indexer.js';
+import { checkout, listTree, moduleOf } from './corpus.js';
+
+const [storeDir, root, workers] = process.argv.slice(2);
+if (storeDir && root) {
+  const store = IndexStore.open(storeDir);
+  const report = await indexRepos(store, [checkout('r', root)], {
+    list: listTree, moduleName: moduleOf, workers: Number(workers ?? 2),
+  });
+  store.close();
+  process.stdout.write(JSON.stringify({ files: report.files, parsed: report.parsed, reused: report.reused }) + '\n');
+}

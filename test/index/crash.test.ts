@@ -1,0 +1,94 @@
+// Crash safety and concurrency of indexing: a child process killed with SIGKILL in the
+// middle of a run leaves a consistent store that the next run completes; two processes
+// indexing into the same store at once both succeed.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
+import { IndexStore } from '../../src/index/store.js';
+import { indexRepos } from '../../src/index/indexer.js';
+import { FACTS_VERSION } from '../../src/parse/types.js';
+import { tempDir } from '../helpers.js';
+import { checkout, listTree, moduleOf, pyPackage, writeTree } from './corpus.js';
+
+const CHILD = path.join(path.dirname(fileURLToPath(import.meta.url)), 'child-index.js');
+const N = 600; // modules of ~120 lines: a run of a few seconds
+
+function runChild(storeDir: string, root: string) {
+  const child = spawn(process.execPath, [CHILD, storeDir, root, '2'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '', err = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (err += d));
+  const done = new Promise<{ code: number | null; signal: string | null; out: string; err: string }>((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal, out, err })),
+  );
+  return { child, done };
+}
+
+function factsCount(storeDir: string): number {
+  try {
+    const db = new Database(path.join(storeDir, 'index.sqlite'), { readonly: true, fileMustExist: true, timeout: 5000 });
+    try {
+      return db.prepare('SELECT COUNT(*) FROM facts').pluck().get() as number;
+    } finally {
+      db.close();
+    }
+  } catch {
+    return 0; // not created yet
+  }
+}
+
+function assertComplete(store: IndexStore, files: number): void {
+  assert.equal(store.integrityCheck(), 'ok');
+  assert.equal(store.listFiles('r').length, files);
+  const orphans = store.db.prepare(
+    'SELECT COUNT(*) FROM files f LEFT JOIN facts x ON x.blob = f.blob WHERE x.blob IS NULL OR x.version != ? OR x.data IS NULL',
+  ).pluck().get(FACTS_VERSION);
+  assert.equal(orphans, 0, 'every file row has facts');
+}
+
+test('SIGKILL during indexing, then a rerun completes and the store is consistent', async () => {
+  const root = tempDir();
+  writeTree(root, pyPackage(N, 120));
+  const storeDir = path.join(tempDir(), 'store');
+  const { child, done } = runChild(storeDir, root);
+  // kill as soon as some facts are committed, i.e. in the middle of the parse phase
+  const t0 = Date.now();
+  while (factsCount(storeDir) === 0 && Date.now() - t0 < 60_000) await new Promise((r) => setTimeout(r, 10));
+  child.kill('SIGKILL');
+  const res = await done;
+  assert.equal(res.signal, 'SIGKILL', `child finished before the kill: ${res.out} ${res.err}`);
+
+  const store = IndexStore.open(storeDir);
+  assert.equal(store.integrityCheck(), 'ok');
+  const committed = factsCount(storeDir);
+  assert.ok(committed > 0 && committed < N + 1, `partial facts: ${committed}`);
+  assert.equal(store.listFiles('r').length, 0, 'no file rows of an unfinished run');
+  const interrupted = store.db.prepare('SELECT COUNT(*) FROM runs WHERE finished IS NULL').pluck().get();
+  assert.equal(interrupted, 1);
+
+  const r = await indexRepos(store, [checkout('r', root)], { list: listTree, moduleName: moduleOf, workers: 2 });
+  assert.equal(r.files, N + 1);
+  assert.equal(r.parsed, N + 1 - committed, 'facts committed before the kill are reused');
+  assertComplete(store, N + 1);
+  store.close();
+});
+
+test('two processes indexing the same store at once both succeed', async () => {
+  const root = tempDir();
+  writeTree(root, pyPackage(200, 80, 10_000));
+  const storeDir = path.join(tempDir(), 'store');
+  const a = runChild(storeDir, root);
+  const b = runChild(storeDir, root);
+  const [ra, rb] = await Promise.all([a.done, b.done]);
+  assert.equal(ra.code, 0, ra.err);
+  assert.equal(rb.code, 0, rb.err);
+  assert.equal(JSON.parse(ra.out).files, 201);
+  assert.equal(JSON.parse(rb.out).files, 201);
+  const store = IndexStore.open(storeDir);
+  assertComplete(store, 201);
+  assert.equal(store.db.prepare('SELECT COUNT(*) FROM runs WHERE finished IS NOT NULL').pluck().get(), 2);
+  store.close();
+});
