@@ -1,0 +1,148 @@
+// nn.Module discovery through *resolved* base classes.
+//
+// A block is a module-level class that
+// - is a subclass of torch.nn.Module: one of its bases resolves (through imports,
+//   aliases, re-exports, `alias.attr` chains; see resolve/names.ts) to torch.nn.Module
+//   or to an extern class that is an nn.Module subclass, or to an indexed class that is
+//   itself an nn.Module subclass (`class X(Bottleneck)`, a BaseModule from another
+//   indexed repository);
+// - is concrete: no abstract method left unimplemented (abc rules: a method decorated
+//   with @abstractmethod in the class or a base, not overridden by a plain definition);
+// - has a forward of its own, inherited from an indexed base, or inherited from an
+//   extern nn.Module subclass that defines one (`nn.Sequential`, `nn.Conv2d`), but not
+//   torch.nn.Module's placeholder.
+// Whether an extern class is an nn.Module subclass with a forward is asked of the
+// validation environment's Python (exact for its torch), else decided by the rule in
+// `staticExternInfo`.
+import type { ClassFacts } from '../parse/types.js';
+import type { Corpus, CorpusModule } from '../resolve/corpus.js';
+import type { Resolver, Target } from '../resolve/names.js';
+
+export interface Block {
+  /** qualified name `module.ClassName` */
+  id: string;
+  name: string;
+  module: string;
+  repo: string;
+  path: string;
+  line: number;
+  bases: string[];
+}
+
+/** What discovery needs to know of an extern class (by qualified name). */
+export interface ExternClassInfo {
+  isModule: boolean;
+  hasForward: boolean;
+}
+
+export type ExternInfo = (qualified: string) => ExternClassInfo | undefined;
+
+interface ClassInfo {
+  isModule: boolean;
+  hasForward: boolean;
+  /** abstract methods not implemented */
+  abstract: Set<string>;
+}
+
+const NN_MODULE = new Set(['torch.nn.Module', 'torch.nn.modules.module.Module']);
+const NO_FORWARD_CONTAINERS = new Set(['ModuleList', 'ModuleDict', 'ParameterList', 'ParameterDict', 'Module']);
+const NOT_MODULES = new Set(['Parameter', 'UninitializedParameter', 'UninitializedBuffer', 'Buffer']);
+
+/** Without a Python to ask: torch.nn.Module in any spelling is a module without a
+ *  forward; a capitalised class of torch.nn is a module (with a forward unless it is a
+ *  container); anything else is not known to be a module. */
+export function staticExternInfo(q: string): ExternClassInfo | undefined {
+  if (NN_MODULE.has(q)) return { isModule: true, hasForward: false };
+  const m = /^torch\.nn\.(?:modules\.\w+\.)?([A-Z]\w*)$/.exec(q);
+  if (m && !NOT_MODULES.has(m[1])) return { isModule: true, hasForward: !NO_FORWARD_CONTAINERS.has(m[1]) };
+  return undefined;
+}
+
+export class Discovery {
+  private readonly memo = new Map<string, ClassInfo>();
+  private readonly inProgress = new Set<string>();
+
+  constructor(
+    readonly corpus: Corpus,
+    readonly resolver: Resolver,
+    private readonly extern: ExternInfo = staticExternInfo,
+  ) {}
+
+  /** Qualified names of every extern class used as a base anywhere (to ask Python). */
+  externBaseNames(): string[] {
+    const out = new Set<string>();
+    for (const mod of this.corpus.modules()) {
+      for (const cls of mod.facts.classes) {
+        for (const b of cls.bases) {
+          for (const t of this.resolveBase(mod, b.name, b.attrs)) if (t.kind === 'extern') out.add(qualifiedOf(t, b.attrs, this.consumed));
+        }
+      }
+    }
+    return [...out].sort();
+  }
+
+  private consumed = 0;
+
+  private resolveBase(mod: CorpusModule, name: string | null, attrs: string[]): Target[] {
+    if (!name) return [];
+    const r = this.resolver.resolveRef(mod, { name, start: 0, end: 0, eager: true, attrs, attrEnds: attrs.map(() => 0) });
+    this.consumed = r.consumed;
+    return r.targets;
+  }
+
+  private classInfo(mod: CorpusModule, cls: ClassFacts): ClassInfo {
+    const key = `${mod.repo}\0${mod.name}\0${cls.name}\0${cls.line}`;
+    const hit = this.memo.get(key);
+    if (hit) return hit;
+    if (this.inProgress.has(key)) return { isModule: false, hasForward: false, abstract: new Set() };
+    this.inProgress.add(key);
+    const info: ClassInfo = { isModule: false, hasForward: cls.members.includes('forward'), abstract: new Set() };
+    const inherited = new Set<string>();
+    for (const b of cls.bases) {
+      for (const t of this.resolveBase(mod, b.name, b.attrs)) {
+        if (t.kind === 'extern') {
+          const ext = this.extern(qualifiedOf(t, b.attrs, this.consumed));
+          if (ext?.isModule) {
+            info.isModule = true;
+            if (ext.hasForward) info.hasForward = true;
+          }
+        } else if (t.kind === 'def') {
+          const target = t.module.facts.classes.find((c) => c.name === t.name);
+          if (!target) continue;
+          const base = this.classInfo(t.module, target);
+          if (base.isModule) info.isModule = true;
+          if (base.hasForward) info.hasForward = true;
+          for (const a of base.abstract) inherited.add(a);
+        }
+      }
+    }
+    for (const a of inherited) if (!cls.members.includes(a)) info.abstract.add(a);
+    for (const a of cls.abstractMethods) info.abstract.add(a);
+    this.inProgress.delete(key);
+    this.memo.set(key, info);
+    return info;
+  }
+
+  /** Every block of the corpus, ordered by repository, path and line. */
+  discover(): Block[] {
+    const out: Block[] = [];
+    for (const mod of this.corpus.modules()) {
+      for (const cls of mod.facts.classes) {
+        const info = this.classInfo(mod, cls);
+        if (!info.isModule || !info.hasForward || info.abstract.size) continue;
+        out.push({ id: `${mod.name}.${cls.name}`, name: cls.name, module: mod.name, repo: mod.repo, path: mod.path, line: cls.line, bases: cls.bases.map((b) => b.text) });
+      }
+    }
+    // a name defined twice in one module: the last definition is the module attribute
+    const seen = new Map<string, number>();
+    out.forEach((b, i) => seen.set(b.id, i));
+    const unique = out.filter((b, i) => seen.get(b.id) === i);
+    unique.sort((a, b) => a.repo.localeCompare(b.repo) || a.path.localeCompare(b.path) || a.line - b.line);
+    return unique;
+  }
+}
+
+function qualifiedOf(t: Extract<Target, { kind: 'extern' }>, attrs: string[], consumed: number): string {
+  const rest = attrs.slice(consumed);
+  return rest.length ? `${t.qualified}.${rest.join('.')}` : t.qualified;
+}
