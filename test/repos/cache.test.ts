@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { RepoCache, sparsePatterns } from '../../src/repos/cache.js';
@@ -232,4 +232,33 @@ test('two processes preparing the same repository both succeed and share one che
   assert.deepEqual(tree(a.root), ['timm/__init__.py', 'timm/layers/__init__.py', 'timm/layers/mlp.py']);
   assert.equal(sh(a.root, 'status', '--porcelain'), '');
   assert.ok(statSync(path.join(a.root, '.git', 'nnrag-state.json')).isFile());
+});
+
+test('a checkout left mid-update by a killed process is restored on the next prepare', async () => {
+  const remote = shared();
+  const cache = new RepoCache(tempDir());
+  const s = spec({ url: remote.url, paths: ['timm/layers'] });
+  const co = await cache.prepare(s);
+  const stateFile = path.join(co.root, '.git', 'nnrag-state.json');
+  const state = JSON.parse(readFileSync(stateFile, 'utf8'));
+  writeFileSync(stateFile, JSON.stringify({ ...state, complete: false }));
+  rmSync(path.join(co.root, 'timm/layers/mlp.py'));
+  writeFileSync(path.join(co.root, '.git', 'index.lock'), '');
+  const again = await cache.prepare(s);
+  assert.equal(again.revision, co.revision);
+  assert.ok(existsSync(path.join(co.root, 'timm/layers/mlp.py')));
+  assert.equal(JSON.parse(readFileSync(stateFile, 'utf8')).complete, true);
+});
+
+test('waiting for a lock held by a live process times out with a clear error', async () => {
+  const cacheDir = tempDir();
+  const remote = shared();
+  const s = spec({ url: remote.url });
+  const { cacheKey } = await import('../../src/repos/cache.js');
+  const lock = path.join(cacheDir, `${cacheKey(s.name, remote.url)}.lock`);
+  mkdirSync(lock);
+  const host = (await import('node:os')).hostname();
+  writeFileSync(path.join(lock, 'owner.json'), JSON.stringify({ pid: process.pid, host, token: 'other', since: Date.now() }));
+  await assert.rejects(new RepoCache(cacheDir, { timeoutMs: 150 }).prepare(s), /timed out .* waiting for lock .*held by pid/);
+  assert.ok(existsSync(lock), 'a live lock is never broken');
 });
