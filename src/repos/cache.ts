@@ -78,9 +78,12 @@ export function sparsePatterns(paths: readonly string[]): string[] {
     if (p === '' || p === '.' || p === '**') return ['*.py'];
     // Escape characters that are special at the start of a gitignore line or at its end.
     p = p.replace(/\\/g, '\\\\').replace(/ $/, '\\ ');
-    if (p.endsWith('.py')) out.add(`/${p}`);
-    else out.add(`/${p}.py`); // module form: "models_vit" names models_vit.py
-    out.add(`/${p}/**/*.py`);
+    if (p.endsWith('.py')) {
+      out.add(`/${p}`);
+    } else {
+      out.add(`/${p}.py`); // module form: "models_vit" names models_vit.py
+      out.add(`/${p}/**/*.py`); // a folder and everything below it
+    }
     const segs = p.split('/');
     const firstGlob = segs.findIndex((s) => /[*?[]/.test(s));
     const literal = firstGlob < 0 ? segs.length - 1 : firstGlob;
