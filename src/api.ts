@@ -1,0 +1,241 @@
+// The library API behind the CLI: a Workspace is an opened store (`--store DIR`) plus
+// the corpus, resolver and discovery built from it on demand. Every command of the
+// CLI is one function here, returning the records `--json` prints.
+import { mkdirSync, writeFileSync, renameSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import type { RepoSpec } from './config/repos.js';
+import { symbolMatches } from './config/scope.js';
+import { Discovery, type Block } from './discover/discover.js';
+import { emitModule } from './emit/emitter.js';
+import { indexRepos, type IndexMode, type IndexProgress, type IndexReport } from './index/indexer.js';
+import { IndexStore } from './index/store.js';
+import { putExtraction, textHash } from './library/records.js';
+import { RepoCache } from './repos/cache.js';
+import { ClosureBuilder, type Diagnostic } from './resolve/closure.js';
+import type { Corpus } from './resolve/corpus.js';
+import { loadCorpus } from './resolve/load.js';
+import { Resolver, type ResolveOptions } from './resolve/names.js';
+import { NnragError, UsageError } from './util/errors.js';
+
+export class Workspace {
+  private corpusCache: Corpus | null = null;
+  private resolverCache: Resolver | null = null;
+  private resolverKey = '';
+
+  private constructor(
+    readonly store: IndexStore,
+    readonly storeDir: string,
+  ) {}
+
+  static open(storeDir = '.nnrag'): Workspace {
+    const dir = path.resolve(storeDir);
+    return new Workspace(IndexStore.open(dir), dir);
+  }
+
+  close(): void {
+    this.store.close();
+  }
+
+  /** Forget the in-memory corpus (after indexing). */
+  invalidate(): void {
+    this.corpusCache = null;
+    this.resolverCache = null;
+  }
+
+  corpus(): Corpus {
+    if (!this.corpusCache) this.corpusCache = loadCorpus(this.store);
+    return this.corpusCache;
+  }
+
+  resolver(opts: ResolveOptions = {}): Resolver {
+    const key = JSON.stringify(opts);
+    if (!this.resolverCache || key !== this.resolverKey) {
+      this.resolverCache = new Resolver(this.corpus(), opts);
+      this.resolverKey = key;
+    }
+    return this.resolverCache;
+  }
+}
+
+// ---------------------------------------------------------------- index
+
+export interface IndexOptions {
+  repos: RepoSpec[];
+  mode?: IndexMode;
+  update?: boolean;
+  workers?: number;
+  onProgress?: (p: IndexProgress) => void;
+}
+
+/** Prepare repositories (git clone/fetch or local folders) and index their Python files.
+ *  Without repos, the repositories already in the store are indexed again. */
+export async function index(ws: Workspace, opts: IndexOptions): Promise<IndexReport> {
+  const cache = new RepoCache(path.join(ws.storeDir, 'repos'));
+  let specs = opts.repos;
+  if (!specs.length) {
+    specs = ws.store.listRepos().map((r) => ({
+      name: r.name,
+      url: r.local ? null : r.url,
+      path: r.local ? r.root : null,
+      priority: r.priority,
+      paths: [],
+      description: null,
+      packageRoots: r.packageRoots.length ? r.packageRoots : null,
+    }));
+    if (!specs.length) throw new UsageError('no repositories: give --repo PATH_OR_URL or --config repo_config.json');
+  }
+  const checkouts = [];
+  for (const spec of specs) {
+    const c = await cache.prepare(spec, { update: opts.update });
+    checkouts.push({ ...c, paths: spec.paths.length ? spec.paths : undefined, priority: spec.priority });
+  }
+  const report = await indexRepos(ws.store, checkouts, { mode: opts.mode ?? 'missing', workers: opts.workers, onProgress: opts.onProgress });
+  ws.invalidate();
+  return report;
+}
+
+// ---------------------------------------------------------------- discover
+
+export interface DiscoverOptions {
+  /** symbol patterns (`timm.layers.*`, `Mlp`) */
+  symbols?: string[];
+  repos?: string[];
+}
+
+/** Discover every block of the corpus, store them, and return those in scope. */
+export function discover(ws: Workspace, opts: DiscoverOptions = {}): Block[] {
+  const d = new Discovery(ws.corpus(), ws.resolver());
+  const all = d.discover();
+  const byRepo = new Map<string, Block[]>();
+  for (const r of ws.store.listRepos()) byRepo.set(r.name, []);
+  for (const b of all) byRepo.get(b.repo)?.push(b);
+  for (const [repo, rows] of byRepo) ws.store.replaceBlocks(repo, rows);
+  return all.filter(
+    (b) => (!opts.symbols?.length || symbolMatches(opts.symbols, b.id) || symbolMatches(opts.symbols, b.name)) && (!opts.repos?.length || opts.repos.includes(b.repo)),
+  );
+}
+
+/** Stored blocks (discovering first when the store has none yet). */
+export function storedBlocks(ws: Workspace): Block[] {
+  const rows = ws.store.listBlocks();
+  if (rows.length) return rows.map((r) => ({ id: r.id, name: r.name, module: r.module, repo: r.repo, path: r.path, line: r.line, bases: r.bases }));
+  return discover(ws);
+}
+
+export interface NameResolution {
+  id: string;
+  requested: string;
+  alternatives: string[];
+}
+
+/** Accept qualified ids or bare names; an ambiguous bare name goes to the repository
+ *  with the best (lowest) priority, then the shortest module path, and the
+ *  alternatives are listed. */
+export function resolveBlockNames(ws: Workspace, names: string[]): NameResolution[] {
+  const blocks = storedBlocks(ws);
+  const byId = new Map(blocks.map((b) => [b.id, b]));
+  const prio = new Map(ws.store.listRepos().map((r) => [r.name, r.priority]));
+  return names.map((requested) => {
+    if (byId.has(requested)) return { id: requested, requested, alternatives: [] };
+    const cands = blocks.filter((b) => b.name === requested || b.id.endsWith(`.${requested}`));
+    if (!cands.length) throw new NnragError(`no block named ${JSON.stringify(requested)} (run \`nnrag discover\` to list blocks)`, 'unknown-block');
+    cands.sort((a, b) => (prio.get(a.repo) ?? 0) - (prio.get(b.repo) ?? 0) || a.module.split('.').length - b.module.split('.').length || a.id.localeCompare(b.id));
+    return { id: cands[0].id, requested, alternatives: cands.slice(1).map((b) => b.id) };
+  });
+}
+
+// ---------------------------------------------------------------- extract
+
+export interface ExtractOptions {
+  /** output folder for emitted modules (default `<store>/library`) */
+  out?: string;
+  intern?: string[];
+  extern?: string[];
+}
+
+export interface ExtractionRecord {
+  id: string;
+  file: string;
+  ok: boolean;
+  lines: number;
+  diagnostics: Diagnostic[];
+  interned: string[];
+  externs: string[];
+  ms: number;
+  error?: string;
+  validation?: unknown;
+  [k: string]: unknown;
+}
+
+export interface Extraction {
+  record: ExtractionRecord;
+  text: string;
+}
+
+/** Compute the closure of one block and emit its standalone module (not written). */
+export function extractText(ws: Workspace, id: string, opts: ExtractOptions = {}): Extraction {
+  const t0 = performance.now();
+  const corpus = ws.corpus();
+  const dot = id.lastIndexOf('.');
+  const mod = corpus.module(id.slice(0, dot));
+  const className = id.slice(dot + 1);
+  const base: ExtractionRecord = { id, file: '', ok: false, lines: 0, diagnostics: [], interned: [], externs: [], ms: 0 };
+  if (!mod || !mod.facts.classes.some((c) => c.name === className)) {
+    return { record: { ...base, error: `${id} is not a class of an indexed module`, ms: performance.now() - t0 }, text: '' };
+  }
+  try {
+    const resolver = ws.resolver({ extern: opts.extern });
+    const closure = new ClosureBuilder(corpus, resolver).build(mod, className);
+    const em = emitModule(corpus, closure);
+    const errors = closure.diagnostics.filter((d) => d.severity === 'error');
+    return {
+      record: {
+        ...base,
+        ok: errors.length === 0,
+        lines: em.lines,
+        diagnostics: closure.diagnostics,
+        interned: em.interned,
+        externs: em.externs,
+        provenance: em.provenance,
+        renames: em.renames,
+        ms: performance.now() - t0,
+      },
+      text: em.text,
+    };
+  } catch (e) {
+    return { record: { ...base, error: (e as Error).message, ms: performance.now() - t0 }, text: '' };
+  }
+}
+
+/** Atomically write a file (temp + rename), creating folders. */
+export function writeFileAtomic(file: string, text: string): void {
+  mkdirSync(path.dirname(file), { recursive: true });
+  const tmp = `${file}.${process.pid}.tmp`;
+  writeFileSync(tmp, text);
+  renameSync(tmp, file);
+}
+
+/** Where a block's module goes: `<out>/<status>/<id>.py`. */
+export function blockFile(out: string, status: 'blocks' | 'failed' | 'extracted', id: string): string {
+  return path.join(out, status, `${id}.py`);
+}
+
+/** Extract one block and write it under `<out>/extracted/` (no validation). */
+export function extractBlock(ws: Workspace, id: string, opts: ExtractOptions = {}): ExtractionRecord {
+  return extractBlocks(ws, [id], opts)[0];
+}
+
+/** Extract blocks and write them under `<out>/extracted/`, recording them in the store. */
+export function extractBlocks(ws: Workspace, ids: string[], opts: ExtractOptions = {}): ExtractionRecord[] {
+  const out = path.resolve(opts.out ?? path.join(ws.storeDir, 'library'));
+  return ids.map((id) => {
+    const { record, text } = extractText(ws, id, opts);
+    if (text) {
+      record.file = blockFile(out, 'extracted', id);
+      writeFileAtomic(record.file, text);
+      for (const other of ['blocks', 'failed'] as const) rmSync(blockFile(out, other, id), { force: true });
+      putExtraction(ws.store, { id, hash: textHash(text), ok: record.ok, status: 'extracted', lines: record.lines, record, text });
+    }
+    return record;
+  });
+}

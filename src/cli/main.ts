@@ -1,0 +1,137 @@
+#!/usr/bin/env node
+// nnrag command line: argument parsing and output only; the work is in src/api.ts and
+// the stage modules. Every command takes --json (machine-readable stdout), --store DIR
+// (default ./.nnrag) and exits 0 on success, 1 on failures in the work, 2 on bad usage.
+import { writeFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { stats } from '../index/indexer.js';
+import { NnragError, UsageError } from '../util/errors.js';
+import * as api from '../api.js';
+import { commands as extraCommands } from './commands.js';
+import { common, repoOptions, repoSpecs, withWorkspace, withWorkspaceAsync, type Command, type Ctx } from './context.js';
+import { progress } from './progress.js';
+
+export const commands: Record<string, Command> = {
+  index: {
+    summary: 'clone or locate repositories and index their Python files',
+    usage: 'nnrag index [--repo PATH_OR_URL ...] [--config repo_config.json] [--mode missing|force|skip] [--update] [--workers N]',
+    options: { ...repoOptions, mode: { type: 'string' }, update: { type: 'boolean' }, workers: { type: 'string' } },
+    async run(ctx) {
+      const mode = (ctx.values.mode as string | undefined) ?? 'missing';
+      if (!['missing', 'force', 'skip'].includes(mode)) throw new UsageError(`--mode must be missing, force or skip (got ${mode})`);
+      const workers = ctx.values.workers ? Number(ctx.values.workers) : undefined;
+      if (workers !== undefined && !(workers >= 1)) throw new UsageError('--workers takes a number ≥ 1');
+      const repos = repoSpecs(ctx);
+      const bar = progress('index');
+      const report = await withWorkspaceAsync(ctx, (ws) =>
+        api.index(ws, { repos, mode: mode as 'missing', update: !!ctx.values.update, workers, onProgress: (p) => bar.update(p.phase, p.done, p.total) }),
+      );
+      bar.done();
+      const t = report.timings;
+      ctx.out(
+        `indexed ${report.files} files (${(report.bytes / 1e6).toFixed(1)} MB) in ${report.repos.length} repositories: ` +
+          `${report.parsed} parsed, ${report.reused} reused, ${report.parseErrors} with syntax errors, ${report.problems.length} problems ` +
+          `in ${(t.total / 1000).toFixed(2)} s`,
+        report,
+      );
+      return 0;
+    },
+  },
+
+  discover: {
+    summary: 'list the nn.Module blocks of the indexed corpus',
+    usage: 'nnrag discover [--symbols PATTERN ...] [--repos NAME ...] [--names-json FILE]',
+    options: { symbols: { type: 'string', multiple: true }, repos: { type: 'string', multiple: true }, 'names-json': { type: 'string' } },
+    run(ctx) {
+      const blocks = withWorkspace(ctx, (ws) =>
+        api.discover(ws, { symbols: ctx.values.symbols as string[] | undefined, repos: ctx.values.repos as string[] | undefined }),
+      );
+      if (ctx.values['names-json']) {
+        const names = [...new Set(blocks.map((b) => b.name))].sort();
+        writeFileSync(ctx.values['names-json'] as string, JSON.stringify(names, null, 2) + '\n');
+      }
+      ctx.out(blocks.map((b) => `${b.id}  (${b.repo}:${b.path}:${b.line})`).join('\n') + `\n${blocks.length} blocks`, blocks);
+      return 0;
+    },
+  },
+
+  stats: {
+    summary: 'what the store holds: files, bytes, parse errors, blocks, timings',
+    usage: 'nnrag stats',
+    options: {},
+    run(ctx) {
+      const s = withWorkspace(ctx, (ws) => stats(ws.store));
+      const lines = [
+        `files ${s.files}, ${(s.bytes / 1e6).toFixed(1)} MB, ${s.facts} distinct contents`,
+        `syntax errors in ${s.parseErrors} files, ${s.problems} problems`,
+        `blocks ${s.blocks}`,
+        ...s.repos.map((r) => `  ${r.name}: ${r.files} files @ ${r.revision ?? 'working tree'}`),
+      ];
+      if (s.lastRun?.timings) lines.push(`last run: ${Object.entries(s.lastRun.timings).map(([k, v]) => `${k} ${Math.round(v)} ms`).join(', ')}`);
+      ctx.out(lines.join('\n'), s);
+      return 0;
+    },
+  },
+
+  ...extraCommands,
+};
+
+function usage(): string {
+  const lines = ['nnrag: a searchable library of standalone, validated PyTorch blocks', '', 'commands:'];
+  for (const [name, c] of Object.entries(commands)) lines.push(`  ${name.padEnd(13)} ${c.summary}`);
+  lines.push('', 'every command takes --json, --store DIR (default ./.nnrag), --help');
+  return lines.join('\n');
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === '--help' || name === '-h' || name === 'help') {
+    process.stdout.write(usage() + '\n');
+    return name ? 0 : 2;
+  }
+  if (name === '--version') {
+    process.stdout.write('nnrag 0.1.0\n');
+    return 0;
+  }
+  const cmd = commands[name];
+  if (!cmd) {
+    process.stderr.write(`nnrag: unknown command ${JSON.stringify(name)}\n\n${usage()}\n`);
+    return 2;
+  }
+  let parsed;
+  try {
+    parsed = parseArgs({ args: rest, options: { ...common, ...cmd.options }, allowPositionals: true, strict: true });
+  } catch (e) {
+    process.stderr.write(`nnrag ${name}: ${(e as Error).message}\nusage: ${cmd.usage}\n`);
+    return 2;
+  }
+  if (parsed.values.help) {
+    process.stdout.write(`${cmd.summary}\nusage: ${cmd.usage}\n`);
+    return 0;
+  }
+  const json = !!parsed.values.json;
+  const ctx: Ctx = {
+    json,
+    store: (parsed.values.store as string | undefined) ?? process.env.NNRAG_STORE ?? '.nnrag',
+    values: parsed.values as Record<string, unknown>,
+    positionals: parsed.positionals,
+    out(human, data) {
+      process.stdout.write(json ? JSON.stringify(data, null, 2) + '\n' : human + '\n');
+    },
+  };
+  try {
+    return await cmd.run(ctx);
+  } catch (e) {
+    if (e instanceof UsageError) {
+      process.stderr.write(`nnrag ${name}: ${e.message}\n`);
+      return 2;
+    }
+    if (e instanceof NnragError) {
+      process.stderr.write(`nnrag ${name}: ${e.message}\n`);
+      if (json) process.stdout.write(JSON.stringify({ error: e.message, code: e.code }) + '\n');
+      return 1;
+    }
+    process.stderr.write(`nnrag ${name}: ${(e as Error).stack ?? e}\n`);
+    return 1;
+  }
+}
