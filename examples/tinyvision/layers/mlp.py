@@ -1,11 +1,13 @@
 """Token MLP used by the transformer blocks.
 
 Demonstrates: a subclass of ``torch.nn.Module`` spelled in full, a
-``@staticmethod``, and a class named ``Mlp`` that differs from
+``@staticmethod``, a shared init helper (``trunc_normal_``), and a class named ``Mlp`` that differs from
 ``tinyvision.models.mixer.Mlp``.
 """
 import torch
 import torch.nn as nn
+
+from .helpers import trunc_normal_
 
 
 class Mlp(torch.nn.Module):
@@ -19,6 +21,8 @@ class Mlp(torch.nn.Module):
         self.act = act_layer()
         self.drop = nn.Dropout(drop)
         self.fc2 = nn.Linear(hidden_features, out_features)
+        trunc_normal_(self.fc1.weight, std=0.02)
+        trunc_normal_(self.fc2.weight, std=0.02)
 
     @staticmethod
     def hidden_dim(in_features, mlp_ratio=4.):
