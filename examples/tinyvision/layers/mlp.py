@@ -1,8 +1,8 @@
 """Token MLP used by the transformer blocks.
 
 Demonstrates: a subclass of ``torch.nn.Module`` spelled in full, a
-``@staticmethod``, a shared init helper (``trunc_normal_``), and a class named ``Mlp`` that differs from
-``tinyvision.models.mixer.Mlp``.
+``@staticmethod``, a shared init helper (``trunc_normal_``), and a class
+named ``Mlp`` that differs from ``tinyvision.models.mixer.Mlp``.
 """
 import torch
 import torch.nn as nn
