@@ -1,0 +1,410 @@
+// The validation environment: which interpreter runs candidates, what it needs bound
+// into the sandbox, and the exact command line that starts a harness worker, either
+// inside bubblewrap (default) or, with --no-sandbox, directly under rlimits only.
+//
+// Sandbox layout (bwrap): new user/pid/net/ipc/uts/cgroup namespaces (no network),
+// an empty root made read-only, with /usr, /lib* and a minimal /etc bound read-only,
+// the interpreter's own prefixes and the requested repository roots bound read-only,
+// fresh /proc and /dev, a size-limited tmpfs on /tmp (the only writable place),
+// no /home, /root or /work, a cleared environment, --die-with-parent, --new-session.
+// When nnrag runs as root the sandbox is started as uid/gid 65534 (nobody): the kernel
+// does not apply RLIMIT_NPROC to the global root user, so a fork bomb would otherwise
+// not be stopped by the process limit.
+import { execFile, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { accessSync, constants, existsSync, lstatSync, mkdtempSync, readFileSync, readlinkSync, realpathSync, statSync, chownSync, writeFileSync, readdirSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Limits, PoolOptions } from './types.js';
+
+export const NOBODY = 65534;
+
+/** Path of the harness shipped in the package (src/validate/python/harness.py). */
+export function harnessPath(): string {
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  const candidates = [
+    path.resolve(here, '../../../src/validate/python/harness.py'), // dist/src/validate → repo
+    path.resolve(here, 'python/harness.py'), // running from src/
+  ];
+  for (const c of candidates) if (existsSync(c)) return c;
+  return candidates[0];
+}
+
+let harnessCache: { text: string; hash: string } | null = null;
+export function harnessSource(): { text: string; hash: string } {
+  if (!harnessCache) {
+    const text = readFileSync(harnessPath(), 'utf8');
+    harnessCache = { text, hash: createHash('sha256').update(text).digest('hex').slice(0, 16) };
+  }
+  return harnessCache;
+}
+
+export function defaultLimits(opts: PoolOptions = {}): Limits {
+  return {
+    memoryMb: opts.memoryMb ?? 2048,
+    cpuSeconds: opts.cpuSeconds ?? 30,
+    timeoutMs: opts.timeoutMs ?? 20000,
+    maxProcs: opts.maxProcs ?? 64,
+    fileSizeMb: opts.fileSizeMb ?? 64,
+    scratchMb: opts.scratchMb ?? 256,
+  };
+}
+
+/** Find an executable on PATH (or check an explicit path). */
+export function which(cmd: string): string | null {
+  if (cmd.includes('/')) {
+    try {
+      accessSync(cmd, constants.X_OK);
+      return path.resolve(cmd);
+    } catch {
+      return null;
+    }
+  }
+  for (const dir of (process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin').split(':')) {
+    if (!dir) continue;
+    const p = path.join(dir, cmd);
+    try {
+      accessSync(p, constants.X_OK);
+      if (statSync(p).isFile()) return p;
+    } catch {
+      /* next */
+    }
+  }
+  return null;
+}
+
+export interface ExecResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export function run(cmd: string, args: string[], opts: { timeoutMs?: number; input?: string; uid?: number; gid?: number; env?: NodeJS.ProcessEnv; stdio3?: string } = {}): Promise<ExecResult> {
+  return new Promise((resolve) => {
+    const stdio: ('pipe' | 'ignore')[] = ['pipe', 'pipe', 'pipe'];
+    if (opts.stdio3 !== undefined) stdio.push('pipe');
+    let child;
+    try {
+      child = spawn(cmd, args, { stdio, uid: opts.uid, gid: opts.gid, env: opts.env ?? process.env, cwd: '/' });
+    } catch (e) {
+      resolve({ code: null, stdout: '', stderr: String(e) });
+      return;
+    }
+    let stdout = '';
+    let stderr = '';
+    const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 120000);
+    child.stdout!.on('data', (d) => (stdout += d));
+    child.stderr!.on('data', (d) => (stderr += d));
+    child.on('error', (e) => {
+      clearTimeout(timer);
+      resolve({ code: null, stdout, stderr: stderr + String(e) });
+    });
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+    if (opts.stdio3 !== undefined) {
+      const s = child.stdio[3] as NodeJS.WritableStream;
+      s.on('error', () => {});
+      s.end(opts.stdio3);
+    }
+    child.stdin!.on('error', () => {});
+    child.stdin!.end(opts.input ?? '');
+  });
+}
+
+/** Interpreter facts printed by `harness.py --probe`. */
+export interface Probe {
+  executable: string;
+  realpath: string;
+  version: string;
+  prefix: string;
+  base_prefix: string;
+  exec_prefix: string;
+  path: string[];
+  torch_spec: string | null;
+  torch?: string | null;
+  torch_error?: string;
+}
+
+/** Run the probe on the host (not sandboxed: it runs no repository code). */
+export async function probeHost(python: string, importTorch = false): Promise<Probe | null> {
+  const args = ['-I', '-c', harnessSource().text, '--probe'];
+  if (importTorch) args.push('--import-torch');
+  const r = await run(python, args, { timeoutMs: 120000 });
+  if (r.code !== 0) return null;
+  try {
+    return JSON.parse(r.stdout.trim().split('\n').pop()!) as Probe;
+  } catch {
+    return null;
+  }
+}
+
+export type PythonSource = 'explicit' | 'env' | 'search' | 'rootfs';
+
+/** Interpreters tried, in order, when none is named. Debian's torch is in /usr/bin/python3. */
+function searchCandidates(): string[] {
+  const out: string[] = [];
+  for (const c of ['python3', 'python', '/usr/bin/python3', '/usr/local/bin/python3']) {
+    const p = which(c);
+    if (p && !out.includes(p)) out.push(p);
+  }
+  return out;
+}
+
+/**
+ * The interpreter to validate with: `explicit` (--python or config), else NNRAG_PYTHON,
+ * else the first Python found whose `import torch` works.
+ * With `fast`, torch is only located (importlib find_spec), not imported: the workers
+ * import it anyway and report a failure.
+ */
+export async function locatePython(explicit?: string, fast = false): Promise<{ python: string; probe: Probe; source: PythonSource; torchError?: string } | null> {
+  const named = explicit ?? process.env.NNRAG_PYTHON;
+  const source: PythonSource = explicit ? 'explicit' : 'env';
+  const list = named ? [which(named) ?? named] : searchCandidates();
+  // probe every candidate at once (a pyenv shim alone can take half a second), then
+  // take the first in order that qualifies
+  const probes = await Promise.all(list.map((py) => probeHost(py, !fast)));
+  for (let i = 0; i < list.length; i++) {
+    const py = list[i];
+    const probe = probes[i];
+    if (!probe) continue;
+    const hasTorch = fast ? !!probe.torch_spec : !!probe.torch;
+    if (hasTorch || named) {
+      if (!hasTorch && named) return { python: py, probe, source, torchError: probe.torch_error ?? 'torch not found' };
+      return { python: py, probe, source: named ? source : 'search' };
+    }
+  }
+  return null;
+}
+
+/** Public: the interpreter nnrag would use and its torch version, or null. */
+export async function findPython(explicit?: string): Promise<{ python: string; torch: string } | null> {
+  const r = await locatePython(explicit, false);
+  if (!r || !r.probe.torch) return null;
+  return { python: r.python, torch: r.probe.torch };
+}
+
+export interface BwrapInfo {
+  path: string;
+  version: string | null;
+}
+
+export async function findBwrap(): Promise<BwrapInfo | null> {
+  const p = which('bwrap');
+  if (!p) return null;
+  const r = await run(p, ['--version'], { timeoutMs: 10000 });
+  return { path: p, version: r.code === 0 ? r.stdout.trim().replace(/^bubblewrap\s*/, '') : null };
+}
+
+/** uid/gid the sandbox runs as: nobody when we are root, else ourselves. */
+export function sandboxIds(): { uid?: number; gid?: number } {
+  if (typeof process.getuid === 'function' && process.getuid() === 0) return { uid: NOBODY, gid: NOBODY };
+  return {};
+}
+
+/** Folders hidden by the sandbox: a missing file there is classified sandbox-denied. */
+export function maskedDirs(): string[] {
+  const out = ['/root', '/home'];
+  const h = os.homedir();
+  if (h && h !== '/' && !out.includes(h)) out.push(h);
+  return out;
+}
+
+const TOP_LEVEL = ['usr', 'bin', 'sbin', 'lib', 'lib64', 'lib32', 'libx32'];
+const ETC_FILES = ['ld.so.cache', 'ld.so.conf', 'ld.so.conf.d', 'alternatives', 'localtime', 'nsswitch.conf', 'passwd', 'group', 'hosts', 'mime.types', 'os-release', 'debian_version'];
+
+export interface LaunchSpec {
+  command: string;
+  args: string[];
+  uid?: number;
+  gid?: number;
+  env: NodeJS.ProcessEnv;
+  /** text to write on fd 3 (the harness, for --ro-bind-data) */
+  stdio3?: string;
+  /** no-sandbox: a scratch folder owned by us to remove at close */
+  scratchDir?: string;
+  detached: boolean;
+}
+
+/** Minimal environment inside the sandbox (or for the unsandboxed interpreter). */
+function cleanEnv(home: string): Record<string, string> {
+  return {
+    PATH: '/usr/local/bin:/usr/bin:/bin',
+    HOME: home,
+    LANG: 'C.UTF-8',
+    LC_ALL: 'C.UTF-8',
+    PYTHONDONTWRITEBYTECODE: '1',
+    PYTHONHASHSEED: '0',
+    OMP_NUM_THREADS: '1',
+    MKL_NUM_THREADS: '1',
+    OPENBLAS_NUM_THREADS: '1',
+    TMPDIR: home,
+  };
+}
+
+function isUnder(p: string, dirs: Iterable<string>): boolean {
+  for (const d of dirs) if (p === d || p.startsWith(d.endsWith('/') ? d : d + '/')) return true;
+  return false;
+}
+
+export interface SandboxConfig {
+  python: string;
+  probe: Probe | null;
+  rootfs: string | null;
+  roots: string[];
+  limits: Limits;
+}
+
+/** bwrap arguments that build the filesystem view (without the command). */
+export function bwrapArgs(cfg: SandboxConfig): string[] {
+  const a: string[] = [
+    '--unshare-all',
+    '--die-with-parent',
+    '--new-session',
+    '--cap-drop', 'ALL',
+  ];
+  const base = cfg.rootfs ? realpathSync(cfg.rootfs) : '';
+  const bound: string[] = [];
+  for (const top of TOP_LEVEL) {
+    const src = `${base}/${top}`;
+    let st;
+    try {
+      st = lstatSync(src);
+    } catch {
+      continue;
+    }
+    if (st.isSymbolicLink()) a.push('--symlink', readlinkSync(src), `/${top}`);
+    else if (st.isDirectory()) {
+      a.push('--ro-bind', src, `/${top}`);
+      bound.push(`/${top}`);
+    }
+  }
+  if (cfg.rootfs) {
+    // our own root filesystem holds no secrets: its /etc and /opt are bound whole
+    a.push('--ro-bind', `${base}/etc`, '/etc');
+    a.push('--ro-bind-try', `${base}/opt`, '/opt');
+    bound.push('/etc', '/opt');
+  } else {
+    for (const f of ETC_FILES) a.push('--ro-bind-try', `/etc/${f}`, `/etc/${f}`);
+    try {
+      for (const f of readdirSync('/etc')) if (/^python3(\.\d+)?$/.test(f)) a.push('--ro-bind-try', `/etc/${f}`, `/etc/${f}`);
+    } catch {
+      /* no /etc listing */
+    }
+    // the interpreter's own prefixes and import folders when they live outside /usr
+    const p = cfg.probe;
+    const dirs = new Set<string>();
+    if (p) {
+      for (const d of [p.prefix, p.base_prefix, p.exec_prefix, path.dirname(p.realpath), path.dirname(p.executable), ...p.path]) {
+        if (d && path.isAbsolute(d)) dirs.add(d);
+      }
+    }
+    const home = os.homedir();
+    for (const d of [...dirs].sort((x, y) => x.length - y.length)) {
+      if (d === '/' || d === home || d === '/home' || d === '/root' || d === '/tmp') continue;
+      if (isUnder(d, bound)) continue;
+      if (!existsSync(d)) continue;
+      let real: string;
+      try {
+        real = realpathSync(d);
+      } catch {
+        continue;
+      }
+      a.push('--ro-bind', real, d);
+      bound.push(d);
+    }
+  }
+  for (const r of cfg.roots) {
+    if (!path.isAbsolute(r) || isUnder(r, bound) || !existsSync(r)) continue;
+    a.push('--ro-bind', realpathSync(r), r);
+    bound.push(r);
+  }
+  a.push('--proc', '/proc', '--dev', '/dev');
+  a.push('--size', String(cfg.limits.scratchMb * 1024 * 1024), '--tmpfs', '/tmp');
+  a.push('--ro-bind-data', '3', '/nnrag/harness.py');
+  a.push('--remount-ro', '/');
+  a.push('--chdir', '/tmp');
+  a.push('--clearenv');
+  for (const [k, v] of Object.entries(cleanEnv('/tmp'))) a.push('--setenv', k, v);
+  return a;
+}
+
+export interface WorkerConfig {
+  scratch: string;
+  /** the worker is alone in its own pid namespace (bwrap): it may kill(-1) strays */
+  pidns: boolean;
+  masked: string[];
+  timeout_ms: number;
+  limits: { memory_mb: number; cpu_seconds: number; max_procs: number; file_size_mb: number };
+}
+
+function workerConfig(scratch: string, limits: Limits, pidns: boolean): WorkerConfig {
+  return {
+    scratch,
+    pidns,
+    masked: maskedDirs(),
+    timeout_ms: limits.timeoutMs,
+    limits: { memory_mb: limits.memoryMb, cpu_seconds: limits.cpuSeconds, max_procs: limits.maxProcs, file_size_mb: limits.fileSizeMb },
+  };
+}
+
+/** The command that starts one harness worker. */
+export function workerLaunch(cfg: SandboxConfig & { sandbox: boolean; bwrap: string | null }): LaunchSpec {
+  const ids = sandboxIds();
+  const { text } = harnessSource();
+  if (cfg.sandbox) {
+    if (!cfg.bwrap) throw new Error('bwrap not available');
+    const wc = workerConfig('/tmp', cfg.limits, true);
+    return {
+      command: cfg.bwrap,
+      args: [...bwrapArgs(cfg), cfg.python, '-I', '-B', '/nnrag/harness.py', '--worker', JSON.stringify(wc)],
+      ...ids,
+      env: {},
+      stdio3: text,
+      detached: false,
+    };
+  }
+  // --no-sandbox: a private scratch folder, the harness copied into it, rlimits only
+  const scratch = mkdtempSync(path.join(os.tmpdir(), 'nnrag-validate-'));
+  const hp = path.join(scratch, 'harness.py');
+  writeFileSync(hp, text);
+  if (ids.uid !== undefined) {
+    chownSync(scratch, ids.uid, ids.gid!);
+    chownSync(hp, ids.uid, ids.gid!);
+  }
+  const wc = workerConfig(scratch, cfg.limits, false);
+  return {
+    command: cfg.python,
+    args: ['-I', '-B', hp, '--worker', JSON.stringify(wc)],
+    ...ids,
+    env: cleanEnv(scratch),
+    scratchDir: scratch,
+    detached: true,
+  };
+}
+
+/** Run `harness.py --probe` inside the sandbox (used for --rootfs, and by doctor). */
+export async function probeInSandbox(cfg: SandboxConfig & { bwrap: string }, importTorch: boolean): Promise<{ probe: Probe | null; error?: string }> {
+  const args = [...bwrapArgs(cfg), cfg.python, '-I', '-B', '/nnrag/harness.py', '--probe'];
+  if (importTorch) args.push('--import-torch');
+  const r = await run(cfg.bwrap, args, { ...sandboxIds(), env: {}, stdio3: harnessSource().text, timeoutMs: 120000 });
+  if (r.code !== 0) return { probe: null, error: (r.stderr || r.stdout).trim().slice(-2000) || `exit ${r.code}` };
+  try {
+    return { probe: JSON.parse(r.stdout.trim().split('\n').pop()!) as Probe };
+  } catch {
+    return { probe: null, error: 'unreadable probe output: ' + r.stdout.slice(0, 500) };
+  }
+}
+
+/** Identity of a validation environment: same id ⇒ a stored result is still valid. */
+export function environmentId(parts: { python: string; pythonVersion: string; torch: string; sandbox: boolean; rootfs: string | null }): string {
+  const h = createHash('sha256');
+  h.update(JSON.stringify({ ...parts, harness: harnessSource().hash }));
+  return h.digest('hex').slice(0, 16);
+}
+
+export function execFileText(cmd: string, args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => execFile(cmd, args, (err, out) => (err ? reject(err) : resolve(out))));
+}

@@ -1,0 +1,8 @@
+// Public API of the validator: the sandboxed worker pool, environment discovery,
+// doctor, root filesystem creation, and record helpers.
+export * from './types.js';
+export { ValidatorPool, resolveEnvironment } from './pool.js';
+export { findPython, harnessPath, environmentId } from './environment.js';
+export { doctor } from './doctor.js';
+export { createRootfs, type CreateRootfsOptions } from './rootfs.js';
+export { toRecord, validationKey, passesStages, type ValidationRecord } from './record.js';

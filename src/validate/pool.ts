@@ -1,0 +1,481 @@
+// ValidatorPool: N harness workers (default: one per core), each a sandboxed Python
+// process that imported torch once and forks a child per candidate. Requests are
+// queued and handed to idle workers; results come back as JSON lines. A worker that
+// dies (killed by a candidate, crashed) is replaced and the request it was running is
+// reported as `crash` in the stage that was running; a worker that stops answering is
+// killed by a watchdog. Requests whose equivalence check needs repository roots that a
+// worker has not bound are run on a worker restarted with those roots bound read-only.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { NnragError } from '../util/errors.js';
+import {
+  defaultLimits,
+  environmentId,
+  findBwrap,
+  locatePython,
+  probeInSandbox,
+  workerLaunch,
+  type Probe,
+  type SandboxConfig,
+} from './environment.js';
+import { DEFAULT_REQUIRED_STAGES, STAGES, type Limits, type PoolOptions, type Stage, type StageStatus, type ValidationRequest, type ValidationResult } from './types.js';
+
+const WORKER_START_TIMEOUT_MS = 120000;
+/** extra time the TS watchdog gives the harness beyond a request's own timeout */
+const WATCHDOG_GRACE_MS = 10000;
+const MAX_CONSECUTIVE_START_FAILURES = 3;
+
+interface Job {
+  rid: number;
+  req: ValidationRequest;
+  resolve: (r: ValidationResult) => void;
+  reject: (e: Error) => void;
+  roots: string[];
+}
+
+interface Resolved {
+  python: string;
+  probe: Probe | null;
+  rootfs: string | null;
+  sandbox: boolean;
+  bwrap: string | null;
+  limits: Limits;
+}
+
+class Worker {
+  proc: ChildProcess | null = null;
+  state: 'starting' | 'idle' | 'busy' | 'dead' = 'starting';
+  roots: Set<string>;
+  job: Job | null = null;
+  progress: { running: Stage | null; stages: Partial<Record<Stage, StageStatus>> } = { running: null, stages: {} };
+  info: { torch: string; python: string; executable: string } | null = null;
+  private buf = '';
+  private stderrTail = '';
+  private watchdog: NodeJS.Timeout | null = null;
+  private scratchDir: string | undefined;
+  private readyWaiters: { resolve: () => void; reject: (e: Error) => void } | null = null;
+  /** job to run as soon as this (re)started worker is ready */
+  pendingJob: Job | null = null;
+
+  constructor(
+    private pool: ValidatorPool,
+    roots: Iterable<string>,
+  ) {
+    this.roots = new Set(roots);
+  }
+
+  start(): Promise<void> {
+    const env = this.pool.env;
+    const launch = workerLaunch({ python: env.python, probe: env.probe, rootfs: env.rootfs, roots: [...this.roots], limits: env.limits, sandbox: env.sandbox, bwrap: env.bwrap });
+    this.scratchDir = launch.scratchDir;
+    this.state = 'starting';
+    const stdio: ('pipe' | 'ignore')[] = ['pipe', 'pipe', 'pipe'];
+    if (launch.stdio3 !== undefined) stdio.push('pipe');
+    const proc = spawn(launch.command, launch.args, { stdio, uid: launch.uid, gid: launch.gid, env: launch.env, cwd: '/', detached: launch.detached });
+    this.proc = proc;
+    if (launch.stdio3 !== undefined) {
+      const s = proc.stdio[3] as NodeJS.WritableStream;
+      s.on('error', () => {});
+      s.end(launch.stdio3);
+    }
+    proc.stdin!.on('error', () => {});
+    proc.stdout!.setEncoding('utf8');
+    proc.stdout!.on('data', (d: string) => this.onData(d));
+    proc.stderr!.setEncoding('utf8');
+    proc.stderr!.on('data', (d: string) => {
+      this.stderrTail = (this.stderrTail + d).slice(-4000);
+    });
+    const p = new Promise<void>((resolve, reject) => {
+      this.readyWaiters = { resolve, reject };
+    });
+    const t = setTimeout(() => this.fail(new Error(`worker did not start within ${WORKER_START_TIMEOUT_MS} ms`)), WORKER_START_TIMEOUT_MS);
+    proc.on('error', (e) => this.fail(e));
+    proc.on('exit', (code, signal) => {
+      clearTimeout(t);
+      this.onExit(code, signal);
+    });
+    return p.finally(() => clearTimeout(t));
+  }
+
+  private fail(e: Error) {
+    if (this.readyWaiters) {
+      const w = this.readyWaiters;
+      this.readyWaiters = null;
+      w.reject(e);
+    }
+    this.kill();
+  }
+
+  kill() {
+    const p = this.proc;
+    if (!p || p.exitCode !== null || p.signalCode !== null) return;
+    try {
+      if (p.pid && this.scratchDir) process.kill(-p.pid, 'SIGKILL'); // detached process group (no-sandbox)
+      else p.kill('SIGKILL');
+    } catch {
+      try {
+        p.kill('SIGKILL');
+      } catch {
+        /* gone */
+      }
+    }
+  }
+
+  private onData(d: string) {
+    this.buf += d;
+    let nl: number;
+    while ((nl = this.buf.indexOf('\n')) >= 0) {
+      const line = this.buf.slice(0, nl);
+      this.buf = this.buf.slice(nl + 1);
+      if (!line.trim()) continue;
+      let msg: any;
+      try {
+        msg = JSON.parse(line);
+      } catch {
+        continue;
+      }
+      this.onMessage(msg);
+    }
+    if (this.buf.length > 8 << 20) this.buf = '';
+  }
+
+  private onMessage(msg: any) {
+    if (msg.type === 'ready') {
+      this.info = { torch: String(msg.torch), python: String(msg.python), executable: String(msg.executable) };
+      this.state = 'idle';
+      this.pool.onWorkerReady(this);
+      if (this.readyWaiters) {
+        const w = this.readyWaiters;
+        this.readyWaiters = null;
+        w.resolve();
+      }
+      this.pool.dispatch();
+      return;
+    }
+    const job = this.job;
+    if (!job || msg.rid !== job.rid) return; // stale or forged line
+    if (msg.type === 'progress') {
+      if (msg.ev === 'start') this.progress.running = msg.stage;
+      else {
+        this.progress.stages[msg.stage as Stage] = msg.status;
+        this.progress.running = null;
+      }
+      return;
+    }
+    if (msg.type === 'result') {
+      this.finish(this.pool.toResult(job, msg));
+    }
+  }
+
+  private jobStart = 0;
+
+  run(job: Job) {
+    this.jobStart = performance.now();
+    this.state = 'busy';
+    this.job = job;
+    this.progress = { running: null, stages: {} };
+    const timeout = job.req.timeoutMs ?? this.pool.env.limits.timeoutMs;
+    this.watchdog = setTimeout(() => {
+      // the harness did not answer in time: treat the worker as hung
+      if (this.job === job) {
+        this.hung = true;
+        this.kill();
+      }
+    }, timeout + WATCHDOG_GRACE_MS);
+    const req = {
+      source: job.req.source,
+      className: job.req.className,
+      callSites: job.req.callSites ?? [],
+      original: job.req.original ?? null,
+      timeoutMs: timeout,
+      stages: this.pool.stagesToRun(job.req),
+    };
+    this.proc!.stdin!.write(JSON.stringify({ type: 'validate', rid: job.rid, req }) + '\n');
+  }
+
+  private hung = false;
+
+  private finish(r: ValidationResult) {
+    if (this.watchdog) clearTimeout(this.watchdog);
+    this.watchdog = null;
+    const job = this.job!;
+    this.job = null;
+    this.state = 'idle';
+    job.resolve(r);
+    this.pool.dispatch();
+  }
+
+  private onExit(code: number | null, signal: NodeJS.Signals | null) {
+    const wasStarting = this.state === 'starting';
+    this.state = 'dead';
+    if (this.watchdog) clearTimeout(this.watchdog);
+    if (this.scratchDir) rmSync(this.scratchDir, { recursive: true, force: true });
+    const why = `validation worker ${signal ? `killed by ${signal}` : `exited with status ${code}`}`;
+    if (this.readyWaiters) {
+      const w = this.readyWaiters;
+      this.readyWaiters = null;
+      w.reject(new NnragError(`${why} before it was ready${this.stderrTail ? ': ' + this.stderrTail.trim().slice(-1500) : ''}`));
+    }
+    const job = this.job;
+    this.job = null;
+    if (job) {
+      const stages = Object.fromEntries(STAGES.map((s) => [s, this.progress.stages[s] ?? 'skip'])) as Record<Stage, StageStatus>;
+      const running = this.progress.running ?? STAGES.find((s) => stages[s] === 'skip') ?? 'import';
+      stages[running] = 'fail';
+      const hung = this.hung;
+      job.resolve(
+        this.pool.finalize(job, {
+          stages,
+          timings: {},
+          category: hung ? 'timeout' : 'crash',
+          error: hung ? `worker did not answer within the timeout; killed` : `${why} while validating (candidate killed its worker?)`,
+          stage: running,
+          args: null,
+          input_shapes: null,
+          output_shapes: null,
+          params: null,
+          ms: Math.round((performance.now() - this.jobStart) * 1000) / 1000,
+        }),
+      );
+    }
+    this.pool.onWorkerExit(this, wasStarting);
+  }
+
+  close() {
+    if (this.proc && this.state !== 'dead') {
+      try {
+        this.proc.stdin!.end(JSON.stringify({ type: 'exit' }) + '\n');
+      } catch {
+        /* closed */
+      }
+      this.kill();
+    }
+  }
+}
+
+export class ValidatorPool {
+  readonly env: Resolved;
+  envId = '';
+  readonly warnings: string[] = [];
+  /** milliseconds from start() to every worker ready */
+  startMs = 0;
+  torch = '';
+  pythonVersion = '';
+  private workers: Worker[] = [];
+  private queue: Job[] = [];
+  private rid = 0;
+  private closing = false;
+  private startFailures = 0;
+  private roots = new Set<string>();
+  private brokenError: Error | null = null;
+  private size: number;
+
+  private constructor(env: Resolved, size: number, roots: string[]) {
+    this.env = env;
+    this.size = size;
+    for (const r of roots) this.roots.add(path.resolve(r));
+  }
+
+  /** Resolve the environment and start the workers; resolves when all are ready. */
+  static async start(opts: PoolOptions = {}): Promise<ValidatorPool> {
+    const t0 = performance.now();
+    const env = await resolveEnvironment(opts);
+    const warnings: string[] = [];
+    if (!env.sandbox) {
+      const w = 'running repository code WITHOUT a sandbox (--no-sandbox): only rlimits and timeouts apply; candidates can read your files and use the network';
+      warnings.push(w);
+      opts.onWarning?.(w);
+    }
+    const size = Math.max(1, opts.workers ?? os.availableParallelism?.() ?? os.cpus().length);
+    const pool = new ValidatorPool(env, size, opts.roots ?? []);
+    pool.warnings.push(...warnings);
+    pool.workers = Array.from({ length: size }, () => new Worker(pool, pool.roots));
+    try {
+      await Promise.all(pool.workers.map((w) => w.start()));
+    } catch (e) {
+      await pool.close();
+      const msg = e instanceof Error ? e.message : String(e);
+      const hint = env.sandbox ? ' (is bubblewrap allowed to create namespaces here? `nnrag doctor` checks; --no-sandbox runs without it)' : '';
+      throw new NnragError(`cannot start the validation workers with ${env.python}: ${msg}${hint}`);
+    }
+    const w0 = pool.workers[0].info!;
+    pool.torch = w0.torch;
+    pool.pythonVersion = w0.python;
+    pool.envId = environmentId({ python: env.probe?.realpath ?? env.python, pythonVersion: w0.python, torch: w0.torch, sandbox: env.sandbox, rootfs: env.rootfs });
+    pool.startMs = performance.now() - t0;
+    return pool;
+  }
+
+  get limits(): Limits {
+    return this.env.limits;
+  }
+
+  /** Validate one block (queued until a worker is free). Never rejects for candidate failures. */
+  validate(req: ValidationRequest): Promise<ValidationResult> {
+    if (this.closing) return Promise.reject(new NnragError('validator pool is closed'));
+    if (this.brokenError) return Promise.reject(this.brokenError);
+    return new Promise((resolve, reject) => {
+      const roots = (req.original?.sysPath ?? []).filter((p) => path.isAbsolute(p)).map((p) => path.resolve(p));
+      this.queue.push({ rid: ++this.rid, req, resolve, reject, roots });
+      this.dispatch();
+    });
+  }
+
+  /** Validate many; `onResult` is called as each finishes. Results are in request order. */
+  async validateMany(reqs: ValidationRequest[], onResult?: (r: ValidationResult, index: number) => void): Promise<ValidationResult[]> {
+    return Promise.all(
+      reqs.map((r, i) =>
+        this.validate(r).then((res) => {
+          onResult?.(res, i);
+          return res;
+        }),
+      ),
+    );
+  }
+
+  /** @internal every stage runs (equivalence reports `skip` without an original);
+   *  requiredStages only decides `ok` */
+  stagesToRun(_req: ValidationRequest): Stage[] {
+    return [...STAGES];
+  }
+
+  /** @internal hand queued jobs to idle workers */
+  dispatch() {
+    if (this.closing) return;
+    for (const w of this.workers) {
+      if (!this.queue.length) return;
+      if (w.state !== 'idle') continue;
+      if (w.pendingJob) {
+        const j = w.pendingJob;
+        w.pendingJob = null;
+        w.run(j);
+        continue;
+      }
+      const job = this.queue.shift()!;
+      const missing = job.roots.filter((r) => !w.roots.has(r));
+      if (missing.length) {
+        // restart this worker with the roots bound (read-only) and run the job there
+        for (const r of missing) this.roots.add(r);
+        const nw = new Worker(this, this.roots);
+        nw.pendingJob = job;
+        this.replace(w, nw, true);
+        continue;
+      }
+      w.run(job);
+    }
+  }
+
+  private replace(old: Worker, nw: Worker, killOld: boolean) {
+    const i = this.workers.indexOf(old);
+    if (i >= 0) this.workers[i] = nw;
+    if (killOld) old.close();
+    nw.start().catch(() => {
+      /* handled in onWorkerExit */
+    });
+  }
+
+  /** @internal */
+  onWorkerReady(w: Worker) {
+    this.startFailures = 0;
+    if (w.pendingJob) {
+      const j = w.pendingJob;
+      w.pendingJob = null;
+      w.run(j);
+    }
+  }
+
+  /** @internal a worker ended: replace it (the batch goes on) unless closing */
+  onWorkerExit(w: Worker, wasStarting: boolean) {
+    if (this.closing || !this.workers.includes(w)) return;
+    if (wasStarting) this.startFailures++;
+    if (this.startFailures >= MAX_CONSECUTIVE_START_FAILURES) {
+      this.brokenError = new NnragError('validation workers keep failing to start');
+      const pending = [...this.queue, ...(w.pendingJob ? [w.pendingJob] : [])];
+      this.queue = [];
+      for (const j of pending) j.reject(this.brokenError);
+      return;
+    }
+    const nw = new Worker(this, this.roots);
+    if (w.pendingJob) nw.pendingJob = w.pendingJob;
+    this.replace(w, nw, false);
+  }
+
+  /** @internal convert a harness result line */
+  toResult(job: Job, msg: any): ValidationResult {
+    return this.finalize(job, {
+      stages: msg.stages,
+      timings: msg.timings ?? {},
+      category: msg.category ?? null,
+      error: msg.error ?? null,
+      stage: msg.stage ?? null,
+      args: msg.args ?? null,
+      input_shapes: msg.input_shapes ?? null,
+      output_shapes: msg.output_shapes ?? null,
+      params: msg.params ?? null,
+      layers: msg.layers,
+      equivalence: msg.equivalence,
+      traceback: msg.traceback,
+      output: msg.output,
+      ms: msg.ms ?? 0,
+    });
+  }
+
+  /** @internal */
+  finalize(job: Job, r: Omit<ValidationResult, 'id' | 'ok' | 'envId'>): ValidationResult {
+    const required = job.req.requiredStages ?? DEFAULT_REQUIRED_STAGES;
+    const ok = required.every((s) => r.stages[s] === 'pass');
+    const out: ValidationResult = { id: job.req.id, ok, ...r, envId: this.envId };
+    for (const k of ['layers', 'equivalence', 'traceback', 'output'] as const) if (out[k] === undefined) delete out[k];
+    return out;
+  }
+
+  /** Stop every worker; queued requests are rejected. */
+  async close(): Promise<void> {
+    this.closing = true;
+    const pending = this.queue;
+    this.queue = [];
+    for (const j of pending) j.reject(new NnragError('validator pool closed'));
+    const waits = this.workers.map(
+      (w) =>
+        new Promise<void>((resolve) => {
+          if (!w.proc || w.state === 'dead' || w.proc.exitCode !== null || w.proc.signalCode !== null) return resolve();
+          w.proc.once('exit', () => resolve());
+          w.close();
+          setTimeout(resolve, 3000).unref();
+        }),
+    );
+    await Promise.all(waits);
+  }
+
+  /** @internal for tests: the OS pids of the worker processes */
+  workerPids(): number[] {
+    return this.workers.map((w) => w.proc?.pid ?? -1);
+  }
+}
+
+/** Interpreter, sandbox and limits for a pool (shared with doctor). */
+export async function resolveEnvironment(opts: PoolOptions): Promise<Resolved> {
+  const limits = defaultLimits(opts);
+  const sandbox = opts.sandbox !== false;
+  const rootfs = opts.rootfs ? path.resolve(opts.rootfs) : null;
+  const bw = await findBwrap();
+  if (sandbox && !bw) {
+    throw new NnragError('bubblewrap (bwrap) is not installed: refusing to run repository code without a sandbox. Install bubblewrap, or pass --no-sandbox to run with limits and timeouts only.');
+  }
+  if (rootfs) {
+    if (!bw) throw new NnragError('--rootfs needs bubblewrap (bwrap) to enter the root filesystem');
+    if (!sandbox) throw new NnragError('--rootfs cannot be combined with --no-sandbox');
+    const python = opts.python ?? process.env.NNRAG_PYTHON ?? '/usr/bin/python3';
+    const cfg: SandboxConfig & { bwrap: string } = { python, probe: null, rootfs, roots: [], limits, bwrap: bw.path };
+    const { probe, error } = await probeInSandbox(cfg, false);
+    if (!probe) throw new NnragError(`cannot run ${python} inside ${rootfs}: ${error}`);
+    if (!probe.torch_spec) throw new NnragError(`${python} inside ${rootfs} has no torch (install python3-torch there; see createRootfs)`);
+    return { python, probe, rootfs, sandbox, bwrap: bw.path, limits };
+  }
+  const loc = await locatePython(opts.python, true);
+  if (!loc) throw new NnragError('no Python with torch found: pass --python, set NNRAG_PYTHON, or install python3-torch');
+  if (loc.torchError) throw new NnragError(`${loc.python} cannot import torch: ${loc.torchError}`);
+  return { python: loc.python, probe: loc.probe, rootfs: null, sandbox, bwrap: bw?.path ?? null, limits };
+}

@@ -1,0 +1,1401 @@
+# nnrag validation harness (DESIGN.md "Validation").
+#
+# Runs inside the validation environment (an interpreter whose `import torch` works),
+# normally inside a bubblewrap sandbox started by src/validate/pool.ts. Two modes:
+#
+#   harness.py --probe            print interpreter facts as one JSON line (no torch import)
+#   harness.py --worker CONFIG    a long-lived worker: import torch once, then for each
+#                                 request line on stdin fork a child that runs the stages
+#                                 and answer one JSON line on stdout.
+#
+# The worker never runs candidate code itself. Each child:
+#   - gets its own session / process group, rlimits (address space, CPU seconds,
+#     processes, file size, no core files), stdin/stdout/stderr away from the protocol;
+#   - writes the module into a private scratch folder and runs the stages
+#     parse, compile, import, instantiate, forward, equivalence,
+#     reporting each stage on a pipe as it starts and ends, so a crash is attributed
+#     to the stage that was running.
+# The worker enforces the wall-clock deadline, kills the child and every descendant
+# (it is a child subreaper, so double-forked processes come back to it), and
+# classifies how the child ended (signal, exit, timeout).
+#
+# Must run on Python 3.8+ (Debian bookworm 3.11, trixie 3.13). No third-party imports
+# besides torch, which is imported only in worker mode.
+
+import ast
+import errno
+import gc
+import inspect
+import io
+import json
+import os
+import re
+import resource
+import select
+import shutil
+import signal
+import socket
+import sys
+import time
+import traceback
+import types
+
+# References kept before any candidate code runs, so a module that rebinds
+# json.dumps or os.write cannot break reporting by accident.
+_dumps = json.dumps
+_loads = json.loads
+_write = os.write
+_getpid = os.getpid
+_exit = os._exit
+_monotonic = time.monotonic
+
+STAGES = ("parse", "compile", "import", "instantiate", "forward", "equivalence")
+CANDIDATE_MODULE = "nnrag_candidate"
+MAX_PIPE_BYTES = 4 << 20
+MAX_ERROR_CHARS = 2000
+MAX_TRACE_CHARS = 6000
+
+# errno values that mean "the sandbox or a limit said no" (PEP 3151 OSError subclasses
+# carry these): read-only filesystem, permission, no network, resource limits.
+SANDBOX_ERRNOS = {
+    errno.EROFS, errno.EACCES, errno.EPERM, errno.ENETUNREACH, errno.ENETDOWN,
+    errno.EHOSTUNREACH, errno.ECONNREFUSED, errno.EAFNOSUPPORT, errno.EFBIG,
+    errno.EAGAIN, errno.EADDRNOTAVAIL, errno.ENOSPC, errno.EDQUOT,
+}
+
+
+# --------------------------------------------------------------------------- probe
+
+def probe():
+    """Facts about this interpreter without importing torch (fast): where it lives, the
+    folders it imports from (the sandbox must bind them) and whether torch is findable."""
+    import importlib.util
+    spec = importlib.util.find_spec("torch")
+    info = {
+        "executable": sys.executable,
+        "realpath": os.path.realpath(sys.executable),
+        "version": "%d.%d.%d" % sys.version_info[:3],
+        "prefix": sys.prefix,
+        "base_prefix": getattr(sys, "base_prefix", sys.prefix),
+        "exec_prefix": sys.exec_prefix,
+        "path": [p for p in sys.path if p],
+        "torch_spec": spec.origin if spec else None,
+    }
+    if "--import-torch" in sys.argv:
+        try:
+            import torch
+            info["torch"] = torch.__version__
+        except BaseException as e:  # noqa: BLE001 - report anything
+            info["torch"] = None
+            info["torch_error"] = "%s: %s" % (type(e).__name__, e)
+    sys.stdout.write(_dumps(info) + "\n")
+
+
+# ------------------------------------------------------------------ classification
+
+NATIVE_NAME = re.compile(r"(^|[._])(_C|_ext|_cuda|_cpp|_kernels?|cuda|_native|_ops)($|[._])|cuda|_cpp$|_ext$")
+SHAPE_MSG = re.compile(
+    r"shape|size mismatch|sizes? of tensors|must match the size|mat1 and mat2|cannot be multiplied|"
+    r"invalid for input of size|dimension|expected .*(dim|channel|size|input)|"
+    r"to have \d+ channels|out of range|not broadcastable|unflatten|but got .*(size|dim|channel)|"
+    r"number of (elements|dims)|input.*(channels|features)|doesn't match|does not match",
+    re.I,
+)
+MEMORY_MSG = re.compile(r"can't allocate memory|not enough memory|out of memory|DefaultCPUAllocator|std::bad_alloc|Cannot allocate memory", re.I)
+
+
+class Classifier:
+    def __init__(self, masked):
+        # folders the sandbox hides (home folders): a missing file under one of them
+        # is the sandbox saying no, not an ordinary missing file
+        self.masked = [m.rstrip("/") for m in masked if m and m != "/"]
+
+    def _masked_path(self, filename):
+        if not isinstance(filename, str):
+            return False
+        f = os.path.abspath(os.path.expanduser(filename)) if filename.startswith("~") else filename
+        return any(f == m or f.startswith(m + "/") for m in self.masked)
+
+    def classify(self, e, stage, tb_files=()):
+        msg = str(e)
+        if isinstance(e, MemoryError) or MEMORY_MSG.search(msg):
+            return "memory"
+        if isinstance(e, RecursionError):
+            return "runtime-error"
+        if isinstance(e, NameError) and not isinstance(e, UnboundLocalError):
+            return "unresolved-name"
+        if any("cpp_extension" in f for f in tb_files):
+            return "native-extension"
+        if isinstance(e, ImportError):
+            name = getattr(e, "name", None) or ""
+            if re.search(r"\.so\b|shared object|undefined symbol|DLL load", msg):
+                return "native-extension"
+            if isinstance(e, ModuleNotFoundError) and name and NATIVE_NAME.search(name):
+                return "native-extension"
+            return "missing-extern"
+        if isinstance(e, OSError):
+            if re.search(r"shared object|\.so\b", msg):
+                return "native-extension"
+            if isinstance(e, (socket.gaierror, socket.herror)):
+                return "sandbox-denied"
+            if e.errno in SANDBOX_ERRNOS:
+                return "sandbox-denied"
+            if isinstance(e, FileNotFoundError) and (self._masked_path(e.filename) or self._masked_path(getattr(e, "filename2", None))):
+                return "sandbox-denied"
+        if isinstance(e, AttributeError) and re.match(r"module '[\w.]+' has no attribute", msg):
+            # an extern module of another version lacks the API (torch.nn.RMSNorm on 1.13)
+            return "missing-extern"
+        if stage == "forward" and isinstance(e, (RuntimeError, ValueError, IndexError, TypeError, AssertionError)) and SHAPE_MSG.search(msg):
+            return "forward-shape"
+        if stage == "parse" or stage == "compile":
+            return "syntax" if isinstance(e, SyntaxError) else "runtime-error"
+        return "runtime-error"
+
+
+def fmt_error(e):
+    s = "%s: %s" % (type(e).__name__, e)
+    return s[:MAX_ERROR_CHARS]
+
+
+def fmt_trace(e):
+    try:
+        s = "".join(traceback.format_exception(type(e), e, e.__traceback__))
+    except BaseException:  # noqa: BLE001
+        s = fmt_error(e)
+    return s[-MAX_TRACE_CHARS:]
+
+
+def tb_files(e):
+    out = []
+    tb = e.__traceback__
+    while tb is not None:
+        out.append(tb.tb_frame.f_code.co_filename)
+        tb = tb.tb_next
+    return out
+
+
+# ------------------------------------------------------------ constructor arguments
+
+class Unguessable(Exception):
+    pass
+
+
+CONFIG_NAMES = re.compile(r"^(config|cfg|conf|configs|args|opt|opts|options|hparams|hp|params|settings|model_args|model_cfg|arch|spec|kwargs_dict)$", re.I)
+HEADS = re.compile(r"^(num_?heads?|n_?heads?|heads|nhead|num_attention_heads|attn_heads|n_head)$", re.I)
+HEAD_DIM = re.compile(r"^(head_?dim|dim_?head|head_size|d_head|attn_head_dim|d_k|d_v)$", re.I)
+OUT_DIM = re.compile(r"^(out|oup|c2|c_out|dim_out|nout|n_out|output)(_?(ch|chs|chans|channels|planes|features|dim|size|width))?$|^out_", re.I)
+DIM_WORDS = re.compile(
+    r"^(in_?ch(s|ans|annels)?|in_?planes|inplanes|inp|ch|chs|channels?|c|c1|c_in|dim|d|d_model|n_embd|n_embed|"
+    r"embed_?dim|emb_?dim|embedding_dim|hidden|width|planes|nf|nc|features|num_features|num_channels|n_feats?|"
+    r"filters|units|model_dim|d_hidden|mid_?(ch|chs|channels)|n_in|nin|input_?(dim|size|channels|features))$"
+    r"|(_|^)(dim|dims|channels|chs|chans|features|planes|size|width|hidden|ch|units|filters)$",
+    re.I,
+)
+
+
+def guess_value(name, ann, d, h, nn):
+    """A constructor value guessed from a parameter's name (and annotation).
+    d: the channel / feature width of this candidate; h: its head count (h divides d)."""
+    n = name.lower()
+    if CONFIG_NAMES.match(n):
+        raise Unguessable(name)
+    if HEADS.match(n):
+        return h
+    if HEAD_DIM.match(n):
+        return d // h
+    if n in ("kernel_size", "kernel", "k", "ks", "ksize", "kernel_sizes", "conv_kernel_size", "dw_kernel_size"):
+        return 3
+    if n in ("stride", "s", "strides", "conv_stride"):
+        return 1
+    if n in ("padding", "pad", "pad_size"):
+        return 1
+    if n in ("dilation", "dilation_rate", "groups", "g", "num_layers_per_block"):
+        return 1
+    if n in ("num_groups", "n_groups", "group_num", "groups_norm", "gn_groups", "num_norm_groups"):
+        return 4
+    if re.search(r"drop|dropout|^p$|^rate$", n):
+        return 0.0
+    if n in ("eps", "epsilon", "norm_eps", "layer_norm_eps", "ln_eps", "bn_eps"):
+        return 1e-5
+    if n in ("momentum", "bn_momentum"):
+        return 0.1
+    if re.search(r"mlp_ratio|ffn_ratio|expansion|expand_ratio|exp_ratio|mult|ff_mult|expand", n):
+        return 4
+    if n in ("rd_ratio", "se_ratio", "squeeze_ratio", "ratio"):
+        return 0.25
+    if re.search(r"reduction|^rd_|squeeze", n):
+        return 4
+    if re.search(r"num_classes|n_classes|num_labels|classes|n_class|num_outputs", n):
+        return 10
+    if n in ("depth", "num_layers", "n_layers", "layers", "num_blocks", "n_blocks", "nlayers", "num_block", "repeats", "n"):
+        return 2
+    if re.search(r"window_?size|win_size|^ws$", n):
+        return 4
+    if re.search(r"patch_?size|^ps$", n):
+        return 4
+    if n in ("input_resolution", "resolution_hw", "feat_size", "grid_size", "hw"):
+        return (8, 8)
+    if re.search(r"img_?size|image_?size|resolution|^res$|img_res", n):
+        return 32
+    if re.search(r"seq_?len|max_?len|max_seq|max_length|num_positions|max_position|context_length|block_size|n_ctx|num_tokens_max", n):
+        return 64
+    if re.search(r"vocab|num_embeddings|n_vocab|num_tokens|n_tokens|num_codes|codebook", n):
+        return 100
+    if re.search(r"act|activation|nonlinearity", n):
+        return nn.ReLU
+    if re.search(r"norm", n):
+        return nn.Identity
+    if re.search(r"(^|_)(layer|block|module|fn|func|op)$", n):
+        return nn.Identity
+    if OUT_DIM.search(n):
+        return d
+    if DIM_WORDS.search(n):
+        return d
+    # by annotation
+    a = ann if isinstance(ann, str) else getattr(ann, "__name__", "") if ann is not inspect.Parameter.empty else ""
+    a = str(a).lower()
+    if a in ("bool",):
+        return False
+    if a in ("float",):
+        return 1.0
+    if a in ("str",):
+        raise Unguessable(name)
+    if "tuple" in a or "sequence" in a or "list" in a:
+        return (d, d)
+    return d
+
+
+CANDIDATE_WIDTHS = ((32, 4), (16, 2), (64, 4), (32, 2))
+
+
+def ctor_params(cls):
+    try:
+        sig = inspect.signature(cls.__init__)
+    except (TypeError, ValueError):
+        return None
+    params = list(sig.parameters.values())[1:]  # drop self
+    return params
+
+
+def parse_call_site(text, params, mod_globals, d, h, nn):
+    """Turn a literal argument list text like "(64, 128, stride=2)" into (args, kwargs).
+    Each argument is evaluated as a literal (ast.literal_eval) or else as an expression
+    in the candidate module's namespace (we are inside the sandbox); an argument that
+    does not evaluate (a local variable at the call site) is guessed from its parameter
+    name. Star arguments make the call site unusable."""
+    t = text.strip()
+    if not t.startswith("("):
+        t = "(" + t + ")"
+    try:
+        call = ast.parse("f" + t, mode="eval").body
+    except SyntaxError:
+        return None
+    if not isinstance(call, ast.Call):
+        return None
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    by_name = {p.name: p for p in params}
+
+    def value(node, pname):
+        try:
+            return ast.literal_eval(node)
+        except Exception:  # noqa: BLE001
+            pass
+        try:
+            return eval(compile(ast.Expression(node), "<call-site>", "eval"), mod_globals)  # noqa: S307 - sandboxed
+        except Exception:  # noqa: BLE001
+            p = by_name.get(pname)
+            return guess_value(pname or "x", p.annotation if p else inspect.Parameter.empty, d, h, nn)
+
+    args, kwargs = [], {}
+    for i, a in enumerate(call.args):
+        if isinstance(a, ast.Starred):
+            return None
+        pname = positional[i].name if i < len(positional) else None
+        args.append(value(a, pname))
+    for kw in call.keywords:
+        if kw.arg is None:
+            return None
+        kwargs[kw.arg] = value(kw.value, kw.arg)
+    return args, kwargs
+
+
+def arg_candidates(cls, call_sites, mod_globals, nn):
+    """Ordered, de-duplicated constructor candidates: (label, args, kwargs).
+    1. defaults, when every parameter has one; 2. literal call sites from the corpus;
+    3. name / annotation heuristics at a few widths (required parameters filled, and
+    width-like parameters whose default is None)."""
+    params = ctor_params(cls)
+    out, seen = [], set()
+
+    def add(label, args, kwargs):
+        key = repr((args, sorted(kwargs.items(), key=lambda kv: kv[0])))
+        if key not in seen:
+            seen.add(key)
+            out.append((label, args, kwargs))
+
+    if params is None:
+        add("defaults", [], {})
+        return out, None
+    fillable = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    required = [p for p in fillable if p.default is inspect.Parameter.empty]
+    if not required:
+        add("defaults", [], {})
+    for text in call_sites or ():
+        try:
+            r = parse_call_site(text, params, mod_globals, 32, 4, nn)
+        except Unguessable:
+            r = None
+        if r is not None:
+            add("call-site", r[0], r[1])
+    unguessable = None
+    for d, h in CANDIDATE_WIDTHS:
+        kwargs, posargs = {}, []
+        try:
+            for p in fillable:
+                if p.default is inspect.Parameter.empty:
+                    v = guess_value(p.name, p.annotation, d, h, nn)
+                elif p.default is None and (DIM_WORDS.search(p.name) or OUT_DIM.search(p.name)) and required:
+                    continue  # leave width-like Optional defaults alone while others are guessed
+                else:
+                    continue
+                if p.kind == p.POSITIONAL_ONLY:
+                    posargs.append(v)
+                else:
+                    kwargs[p.name] = v
+        except Unguessable as u:
+            unguessable = str(u)
+            break
+        add("heuristic d=%d h=%d" % (d, h), posargs, kwargs)
+    if not required:
+        # defaults failed or did not run forward: also try width-like parameters set
+        for d, h in CANDIDATE_WIDTHS[:2]:
+            kwargs = {}
+            for p in fillable:
+                if p.kind != p.POSITIONAL_ONLY and (DIM_WORDS.search(p.name) or OUT_DIM.search(p.name) or HEADS.match(p.name)) and not isinstance(p.default, bool):
+                    try:
+                        kwargs[p.name] = guess_value(p.name, p.annotation, d, h, nn)
+                    except Unguessable:
+                        pass
+            if kwargs:
+                add("widths d=%d h=%d" % (d, h), [], kwargs)
+    return out, (unguessable if not out or (required and unguessable) else None)
+
+
+def jsonable(v, depth=0):
+    if depth > 4:
+        return repr(v)[:200]
+    if v is None or isinstance(v, (bool, int, str)):
+        return v
+    if isinstance(v, float):
+        return v if v == v and v not in (float("inf"), float("-inf")) else repr(v)
+    if isinstance(v, (list, tuple)):
+        return [jsonable(x, depth + 1) for x in v]
+    if isinstance(v, dict):
+        return {str(k): jsonable(x, depth + 1) for k, x in v.items()}
+    if isinstance(v, type):
+        return "%s.%s" % (v.__module__, v.__qualname__)
+    return repr(v)[:200]
+
+
+# ------------------------------------------------------------------------- inputs
+
+def layer_shapes(m, torch, nn):
+    """Input candidates a layer accepts, from its type and sizes. Each candidate is a
+    list of "specs": ("float", shape) or ("long", shape, high)."""
+    c = []
+    if isinstance(m, nn.Conv1d) or isinstance(m, nn.ConvTranspose1d):
+        c.append([("float", (2, m.in_channels, 32))])
+    elif isinstance(m, nn.Conv2d) or isinstance(m, nn.ConvTranspose2d):
+        c.append([("float", (2, m.in_channels, 32, 32))])
+    elif isinstance(m, nn.Conv3d) or isinstance(m, nn.ConvTranspose3d):
+        c.append([("float", (2, m.in_channels, 8, 16, 16))])
+    elif isinstance(m, nn.Linear):
+        c.append([("float", (2, 8, m.in_features))])
+        c.append([("float", (2, m.in_features))])
+        c.append([("float", (2, m.in_features, 16, 16))])
+    elif isinstance(m, nn.Bilinear):
+        c.append([("float", (2, m.in1_features)), ("float", (2, m.in2_features))])
+    elif isinstance(m, nn.Embedding) or isinstance(m, nn.EmbeddingBag):
+        c.append([("long", (2, 8), m.num_embeddings)])
+    elif isinstance(m, nn.LayerNorm):
+        shp = tuple(m.normalized_shape)
+        c.append([("float", (2, 8) + shp)])
+        c.append([("float", (2,) + shp)])
+        if len(shp) == 1:
+            c.append([("float", (2, 16, 16) + shp)])
+    elif isinstance(m, nn.GroupNorm):
+        c.append([("float", (2, m.num_channels, 16, 16))])
+        c.append([("float", (2, m.num_channels, 32))])
+    elif isinstance(m, nn.BatchNorm1d) or isinstance(m, nn.InstanceNorm1d):
+        c.append([("float", (2, m.num_features, 16))])
+        c.append([("float", (2, m.num_features))])
+    elif isinstance(m, nn.BatchNorm2d) or isinstance(m, nn.InstanceNorm2d):
+        c.append([("float", (2, m.num_features, 16, 16))])
+    elif isinstance(m, nn.BatchNorm3d) or isinstance(m, nn.InstanceNorm3d):
+        c.append([("float", (2, m.num_features, 4, 8, 8))])
+    elif isinstance(m, nn.MultiheadAttention):
+        e = m.embed_dim
+        bf = getattr(m, "batch_first", False)
+        shp = (2, 8, e) if bf else (8, 2, e)
+        c.append([("float", shp)] * 3)
+        c.append([("float", shp)])
+    elif isinstance(m, (nn.RNN, nn.LSTM, nn.GRU)):
+        c.append([("float", (2, 8, m.input_size))])
+    elif isinstance(m, (nn.RNNCell, nn.LSTMCell, nn.GRUCell)):
+        c.append([("float", (2, m.input_size))])
+    else:
+        ps = [p for p in m._parameters.values() if p is not None]
+        if ps:
+            p = ps[0]
+            if p.dim() >= 1:
+                last = p.shape[-1] if p.dim() > 1 else p.shape[0]
+                c.append([("float", (2, 8, int(last)))])
+                c.append([("float", (2, int(p.shape[0]), 16, 16))])
+                if p.dim() > 1:
+                    c.append([("float", (2, int(p.shape[1])) + ((16, 16) if p.dim() == 4 else (32,) if p.dim() == 3 else ()))])
+    return c
+
+
+def leaf_layers(model, nn, limit=3):
+    out = []
+    for m in model.modules():
+        if m is model and any(True for _ in model.children()):
+            continue
+        if isinstance(m, (nn.Sequential, nn.ModuleList, nn.ModuleDict)):
+            continue
+        own = [p for p in m._parameters.values() if p is not None]
+        known = isinstance(m, (nn.MultiheadAttention, nn.RNNBase))
+        if own or known:
+            out.append(m)
+            if len(out) >= limit:
+                break
+    return out
+
+
+def forward_plan(model):
+    """Which forward parameters get a tensor, which an int (H/W-style sizes), which
+    None (masks): returns list of (name, kind) for the required parameters."""
+    try:
+        sig = inspect.signature(model.forward)
+    except (TypeError, ValueError):
+        return [("x", "tensor")]
+    plan = []
+    for p in sig.parameters.values():
+        if p.kind == p.VAR_POSITIONAL:
+            if not plan:
+                plan.append((p.name, "tensor"))
+            continue
+        if p.kind in (p.VAR_KEYWORD, p.KEYWORD_ONLY) or p.default is not inspect.Parameter.empty:
+            continue
+        n = p.name.lower()
+        ann = p.annotation
+        an = getattr(ann, "__name__", str(ann)) if ann is not inspect.Parameter.empty else ""
+        if n in ("h", "w", "height", "width", "hh", "ww", "size_h", "size_w") or an == "int":
+            plan.append((p.name, "int"))
+        elif "mask" in n:
+            plan.append((p.name, "none"))
+        elif an == "bool":
+            plan.append((p.name, "false"))
+        else:
+            plan.append((p.name, "tensor"))
+    if not plan:
+        plan.append(("x", "tensor"))
+    return plan
+
+
+def input_candidates(model, plan, width_values, torch, nn, spatial):
+    n_tensor = sum(1 for _, k in plan if k == "tensor")
+    has_hw = sum(1 for _, k in plan if k == "int") >= 2
+    cands = []
+    for m in leaf_layers(model, nn):
+        for specs in layer_shapes(m, torch, nn):
+            cands.append(specs)
+    widths = []
+    for w in list(width_values) + [3, 16, 32, 64]:
+        if isinstance(w, int) and not isinstance(w, bool) and 0 < w <= 4096 and w not in widths:
+            widths.append(w)
+    for w in widths[:4]:
+        cands.append([("float", (2, w, spatial, spatial))])
+        cands.append([("float", (2, 8, w))])
+        cands.append([("float", (2, w))])
+        cands.append([("float", (2, w, 32))])
+    # rewrite to the forward's tensor count; token layout when forward takes (x, H, W)
+    out, seen = [], set()
+    for specs in cands:
+        if has_hw:
+            f = [s for s in specs if s[0] == "float"]
+            if f:
+                shp = f[0][1]
+                if len(shp) == 4:
+                    specs = [("float", (shp[0], 64, shp[1]))]
+                elif len(shp) == 3:
+                    specs = [("float", (shp[0], 64, shp[2]))]
+        if n_tensor > len(specs):
+            specs = list(specs) + [specs[-1]] * (n_tensor - len(specs))
+        elif n_tensor < len(specs):
+            specs = list(specs[:n_tensor])
+        key = repr(specs)
+        if key not in seen:
+            seen.add(key)
+            out.append(specs)
+    return out[:14]
+
+
+def make_inputs(specs, plan, torch):
+    tensors = []
+    for s in specs:
+        if s[0] == "long":
+            tensors.append(torch.randint(0, max(1, int(s[2])), s[1], dtype=torch.long))
+        else:
+            tensors.append(torch.randn(*s[1]))
+    args, ti = [], 0
+    for _, kind in plan:
+        if kind == "tensor":
+            args.append(tensors[ti] if ti < len(tensors) else tensors[-1])
+            ti += 1
+        elif kind == "int":
+            args.append(8)
+        elif kind == "false":
+            args.append(False)
+        else:
+            args.append(None)
+    return args
+
+
+def shapes_of(args, torch):
+    return [list(a.shape) for a in args if isinstance(a, torch.Tensor)]
+
+
+def flatten_tensors(v, torch, out=None, depth=0):
+    if out is None:
+        out = []
+    if len(out) >= 64 or depth > 5:
+        return out
+    if isinstance(v, torch.Tensor):
+        out.append(v)
+    elif isinstance(v, (list, tuple)):
+        for x in v:
+            flatten_tensors(x, torch, out, depth + 1)
+    elif isinstance(v, dict):
+        for x in v.values():
+            flatten_tensors(x, torch, out, depth + 1)
+    elif hasattr(v, "__dict__") and not isinstance(v, type):
+        for x in vars(v).values():
+            flatten_tensors(x, torch, out, depth + 1)
+    return out
+
+
+# --------------------------------------------------------------------------- child
+
+class Reporter:
+    def __init__(self, fd, pid):
+        self.fd = fd
+        self.pid = pid
+
+    def send(self, obj):
+        # a process forked by candidate code shares this pipe: only the child itself reports
+        if _getpid() != self.pid:
+            _exit(0)
+        data = (_dumps(obj, default=repr) + "\n").encode("utf-8", "replace")
+        view = memoryview(data)
+        while view:
+            try:
+                n = _write(self.fd, view)
+            except InterruptedError:
+                continue
+            view = view[n:]
+
+
+def apply_limits(lim):
+    def setl(res, soft, hard=None):
+        try:
+            resource.setrlimit(res, (soft, soft if hard is None else hard))
+        except (ValueError, OSError):
+            pass
+    if lim.get("as_bytes"):
+        setl(resource.RLIMIT_AS, lim["as_bytes"])
+    if lim.get("cpu_seconds"):
+        setl(resource.RLIMIT_CPU, lim["cpu_seconds"], lim["cpu_seconds"] + 2)
+    if lim.get("nproc"):
+        setl(resource.RLIMIT_NPROC, lim["nproc"])
+    if lim.get("fsize_bytes"):
+        setl(resource.RLIMIT_FSIZE, lim["fsize_bytes"])
+    setl(resource.RLIMIT_CORE, 0)
+
+
+def child_main(req, scratch, wfd, lim, masked):
+    rep = Reporter(wfd, _getpid())
+    try:
+        os.setsid()
+    except OSError:
+        pass
+    apply_limits(lim)
+    # a write past the file-size limit fails with EFBIG instead of killing the child
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    log = os.open(os.path.join(scratch, "output.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    sys.stdout = io.TextIOWrapper(os.fdopen(1, "wb", 0), write_through=True)
+    sys.stderr = io.TextIOWrapper(os.fdopen(2, "wb", 0), write_through=True)
+    sys.dont_write_bytecode = True
+    os.chdir(scratch)
+    import torch
+    torch.set_num_threads(1)
+    Stages(req, scratch, rep, Classifier(masked), torch).run()
+    rep.send({"ev": "done"})
+    _exit(0)
+
+
+class StageFailed(Exception):
+    pass
+
+
+class Stages:
+    def __init__(self, req, scratch, rep, cls, torch):
+        self.req = req
+        self.scratch = scratch
+        self.rep = rep
+        self.classifier = cls
+        self.torch = torch
+        self.nn = torch.nn
+
+    def start(self, stage):
+        self.rep.send({"ev": "start", "stage": stage})
+        return _monotonic()
+
+    def end(self, stage, t0, status, **kw):
+        d = {"ev": "end", "stage": stage, "status": status, "ms": round((_monotonic() - t0) * 1000, 3)}
+        d.update(kw)
+        self.rep.send(d)
+
+    def fail(self, stage, t0, e, category=None):
+        self.end(stage, t0, "fail", category=category or self.classifier.classify(e, stage, tb_files(e)),
+                 error=fmt_error(e), traceback=fmt_trace(e))
+        raise StageFailed()
+
+    def run(self):
+        try:
+            self._run()
+        except StageFailed:
+            pass
+
+    def _run(self):
+        req, nn = self.req, self.nn
+        path = os.path.join(self.scratch, CANDIDATE_MODULE + ".py")
+        source = req.get("source", "")
+        # 1. parse
+        t0 = self.start("parse")
+        try:
+            tree = ast.parse(source, filename=path)
+        except BaseException as e:  # noqa: BLE001
+            self.fail("parse", t0, e)
+        self.end("parse", t0, "pass")
+        # 2. compile (symbol-table errors such as 'return' outside function appear here)
+        t0 = self.start("compile")
+        try:
+            code = compile(tree, path, "exec", dont_inherit=True)
+        except BaseException as e:  # noqa: BLE001
+            self.fail("compile", t0, e)
+        self.end("compile", t0, "pass")
+        # 3. import: execute the module body as module `nnrag_candidate`
+        t0 = self.start("import")
+        try:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(source)
+            mod = types.ModuleType(CANDIDATE_MODULE)
+            mod.__file__ = path
+            sys.modules[CANDIDATE_MODULE] = mod
+            exec(code, mod.__dict__)  # noqa: S102 - sandboxed candidate
+        except BaseException as e:  # noqa: BLE001
+            self.fail("import", t0, e)
+        cls = mod.__dict__.get(req["className"])
+        if cls is None:
+            self.fail("import", t0, NameError("class %r is not defined by the module" % req["className"]), "unresolved-name")
+        if not (isinstance(cls, type) and issubclass(cls, nn.Module)):
+            self.fail("import", t0, TypeError("%r is not an nn.Module subclass" % req["className"]), "runtime-error")
+        self.end("import", t0, "pass")
+        want = set(req.get("stages") or STAGES)
+        if "instantiate" not in want and "forward" not in want and "equivalence" not in want:
+            return
+        # 4 + 5. instantiate with candidate arguments, then forward on candidate inputs;
+        # a candidate that constructs but fails forward moves on to the next one
+        self._instantiate_forward(cls, mod, want)
+
+    def _instantiate_forward(self, cls, mod, want):
+        torch, nn = self.torch, self.nn
+        t_inst = self.start("instantiate")
+        try:
+            cands, unguessable = arg_candidates(cls, self.req.get("callSites"), mod.__dict__, nn)
+        except BaseException as e:  # noqa: BLE001
+            self.fail("instantiate", t_inst, e)
+        if not cands:
+            self.fail("instantiate", t_inst, TypeError("cannot guess constructor argument(s): %s" % unguessable), "needs-args")
+        params = ctor_params(cls) or []
+        has_required = any(p.default is inspect.Parameter.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params)
+        inst_errors = []
+        fwd_errors = []
+        model = None
+        fwd_t0 = None
+        forward_started = False
+        attempts = 0
+        for label, args, kwargs in cands[:8]:
+            torch.manual_seed(0)
+            try:
+                m = cls(*args, **kwargs)
+            except BaseException as e:  # noqa: BLE001
+                cat = self.classifier.classify(e, "instantiate", tb_files(e))
+                if cat in ("memory", "unresolved-name", "missing-extern", "native-extension", "sandbox-denied"):
+                    self.fail("instantiate", t_inst, e, cat)
+                inst_errors.append((label, args, kwargs, e))
+                continue
+            if not isinstance(m, nn.Module):
+                inst_errors.append((label, args, kwargs, TypeError("constructor returned %s" % type(m).__name__)))
+                continue
+            if model is None:
+                # first successful construction: the instantiate stage passes
+                self.end("instantiate", t_inst, "pass", args=self._args_json(args, kwargs))
+            model = m
+            if "forward" not in want and "equivalence" not in want:
+                self.info(model, args, kwargs, None, None)
+                return
+            if not forward_started:
+                fwd_t0 = self._fwd_t0 = self.start("forward")
+                forward_started = True
+            ok, res = self._forward(m, kwargs, args)
+            attempts += 1
+            if ok:
+                x, y = res
+                self.rep.send({"ev": "end", "stage": "forward", "status": "pass",
+                               "ms": round((_monotonic() - fwd_t0) * 1000, 3),
+                               "args": self._args_json(args, kwargs)})
+                self.info(m, args, kwargs, x, y)
+                if "equivalence" in want or self.req.get("original"):
+                    self._equivalence(cls, args, kwargs, x)
+                return
+            fwd_errors.append((label, args, kwargs, res))
+            if attempts >= 4:
+                break
+        if model is None:
+            label, args, kwargs, e = inst_errors[0] if inst_errors else (None, [], {}, TypeError("no candidate"))
+            cat = "needs-args" if has_required else self.classifier.classify(e, "instantiate", tb_files(e))
+            if not has_required and cat == "runtime-error" and isinstance(e, TypeError) and re.search(r"argument", str(e)):
+                cat = "needs-args"
+            self.rep.send({"ev": "info", "args": self._args_json(args, kwargs), "tried": len(inst_errors)})
+            self.fail("instantiate", t_inst, e, cat)
+        # every forward attempt failed: prefer an error that is not about shapes
+        best = None
+        for label, args, kwargs, (e, specs) in fwd_errors:
+            cat = self.classifier.classify(e, "forward", tb_files(e))
+            if best is None or (best[1] == "forward-shape" and cat != "forward-shape"):
+                best = (e, cat, args, kwargs, specs)
+        e, cat, args, kwargs, specs = best
+        self.rep.send({"ev": "info", "args": self._args_json(args, kwargs),
+                       "input_shapes": [list(s[1]) for s in specs]})
+        self.fail("forward", fwd_t0, e, cat)
+
+    def _args_json(self, args, kwargs):
+        if args:
+            return {"args": jsonable(list(args)), "kwargs": jsonable(kwargs)}
+        return jsonable(kwargs)
+
+    def _forward(self, model, kwargs, args):
+        torch, nn = self.torch, self.nn
+        model.eval()
+        plan = forward_plan(model)
+        widths = [v for v in list(kwargs.values()) + list(args) if isinstance(v, int) and not isinstance(v, bool)]
+        spatial = 32
+        for k in ("img_size", "image_size", "input_size", "resolution"):
+            v = kwargs.get(k, getattr(model, k, None))
+            if isinstance(v, int) and 8 <= v <= 512:
+                spatial = v
+            elif isinstance(v, (tuple, list)) and len(v) == 2 and all(isinstance(i, int) for i in v) and 8 <= v[0] <= 512:
+                spatial = v[0]
+        first_err = None
+        cands = input_candidates(model, plan, widths, torch, nn, spatial)
+        for specs in cands:
+            torch.manual_seed(1)
+            try:
+                inputs = make_inputs(specs, plan, torch)
+                with torch.no_grad():
+                    out = model(*inputs)
+            except BaseException as e:  # noqa: BLE001
+                cat = self.classifier.classify(e, "forward", tb_files(e))
+                if cat in ("memory", "unresolved-name", "missing-extern", "native-extension", "sandbox-denied"):
+                    self.fail("forward", self._fwd_t0, e, cat)
+                if first_err is None or (self.classifier.classify(first_err[0], "forward") == "forward-shape" and cat != "forward-shape"):
+                    first_err = (e, specs)
+                continue
+            self._last_inputs = (specs, plan)
+            return True, (inputs, out)
+        if first_err is None:
+            first_err = (RuntimeError("no input candidate for forward"), [])
+        return False, first_err
+
+    def info(self, model, args, kwargs, inputs, out):
+        torch = self.torch
+        layers = {}
+        for m in model.modules():
+            if m is model:
+                continue
+            n = type(m).__name__
+            layers[n] = layers.get(n, 0) + 1
+        d = {"ev": "info", "args": self._args_json(args, kwargs),
+             "params": int(sum(p.numel() for p in model.parameters())), "layers": layers}
+        if inputs is not None:
+            d["input_shapes"] = shapes_of(inputs, torch)
+            d["output_shapes"] = [list(t.shape) for t in flatten_tensors(out, torch)]
+        self.rep.send(d)
+
+    def _equivalence(self, cls, args, kwargs, inputs):
+        torch = self.torch
+        orig = self.req.get("original")
+        t0 = self.start("equivalence")
+        if not orig:
+            self.end("equivalence", t0, "skip", reason="no original module given")
+            return
+        import importlib
+        for p in reversed(orig.get("sysPath") or []):
+            if p not in sys.path:
+                sys.path.insert(0, p)
+        try:
+            om = importlib.import_module(orig["module"])
+            ocls = getattr(om, orig["className"])
+        except BaseException as e:  # noqa: BLE001
+            self.end("equivalence", t0, "skip", reason="original does not import: " + fmt_error(e))
+            return
+        try:
+            torch.manual_seed(0)
+            a = ocls(*args, **kwargs)
+        except BaseException as e:  # noqa: BLE001
+            self.end("equivalence", t0, "skip", reason="original does not instantiate with the same arguments: " + fmt_error(e))
+            return
+        try:
+            torch.manual_seed(0)
+            b = cls(*args, **kwargs)
+            b.load_state_dict(a.state_dict(), strict=True)
+        except BaseException as e:  # noqa: BLE001
+            self.end("equivalence", t0, "fail", reason="state_dict does not load strictly: " + fmt_error(e),
+                     category="not-equivalent", error=fmt_error(e))
+            return
+        a.eval()
+        b.eval()
+        try:
+            with torch.no_grad():
+                torch.manual_seed(1)
+                ya = flatten_tensors(a(*inputs), torch)
+        except BaseException as e:  # noqa: BLE001
+            self.end("equivalence", t0, "skip", reason="original forward failed: " + fmt_error(e))
+            return
+        try:
+            with torch.no_grad():
+                torch.manual_seed(1)
+                yb = flatten_tensors(b(*inputs), torch)
+        except BaseException as e:  # noqa: BLE001
+            self.end("equivalence", t0, "fail", reason="extracted forward failed: " + fmt_error(e),
+                     category="not-equivalent", error=fmt_error(e))
+            return
+        if len(ya) != len(yb) or any(list(x.shape) != list(y.shape) for x, y in zip(ya, yb)):
+            r = "outputs differ in structure: %s vs %s" % ([list(t.shape) for t in ya], [list(t.shape) for t in yb])
+            self.end("equivalence", t0, "fail", reason=r, category="not-equivalent", error=r)
+            return
+        maxdiff = 0.0
+        ok = True
+        for x, y in zip(ya, yb):
+            if x.dtype != y.dtype:
+                ok = False
+                continue
+            if x.numel() == 0:
+                continue
+            if x.is_floating_point() or x.is_complex():
+                diff = (x.double() - y.double()).abs()
+                nan_mismatch = bool((x.isnan() != y.isnan()).any())
+                m = float(diff[~diff.isnan()].max()) if bool((~diff.isnan()).any()) else 0.0
+                maxdiff = max(maxdiff, m)
+                if nan_mismatch or not torch.allclose(x, y, rtol=1e-5, atol=1e-6, equal_nan=True):
+                    ok = False
+            elif not torch.equal(x, y):
+                ok = False
+                maxdiff = max(maxdiff, float((x.double() - y.double()).abs().max()))
+        if ok:
+            self.end("equivalence", t0, "pass", maxAbsDiff=maxdiff)
+        else:
+            r = "outputs differ (max abs diff %.3g)" % maxdiff
+            self.end("equivalence", t0, "fail", reason=r, maxAbsDiff=maxdiff, category="not-equivalent", error=r)
+
+
+# -------------------------------------------------------------------------- worker
+
+class Worker:
+    def __init__(self, cfg, proto):
+        self.cfg = cfg
+        self.proto = proto
+        self.scratch_root = cfg.get("scratch") or "/tmp"
+        self.masked = cfg.get("masked") or []
+        self.seq = 0
+        self.me = os.getpid()
+        # kill(-1) is only safe when this worker is alone in a pid namespace made for it
+        # (bwrap: init is pid 1, the worker pid 2); never without the sandbox
+        self.pidns = bool(cfg.get("pidns")) and self.me <= 3
+
+    def send(self, obj):
+        self.proto.write(_dumps(obj, default=repr) + "\n")
+        self.proto.flush()
+
+    def limits(self, vm_kb):
+        lim = dict(self.cfg.get("limits") or {})
+        mem_mb = lim.pop("memory_mb", 2048)
+        # address space = what the worker already maps (interpreter + torch) + the budget
+        lim["as_bytes"] = int(vm_kb * 1024 + mem_mb * 1024 * 1024)
+        lim["nproc"] = count_my_tasks() + int(lim.pop("max_procs", 64))
+        lim["fsize_bytes"] = int(lim.pop("file_size_mb", 64)) * 1024 * 1024
+        return lim
+
+    def run(self):
+        t0 = _monotonic()
+        import torch  # noqa: F401 - imported once; every child inherits it through fork
+        try:
+            torch.set_num_threads(1)
+        except Exception:  # noqa: BLE001
+            pass
+        self.vm_kb = vm_size_kb()
+        self.lim = self.limits(self.vm_kb)
+        set_subreaper()
+        set_undumpable()
+        gc.collect()
+        if hasattr(gc, "freeze"):
+            gc.freeze()  # fewer copy-on-write pages after fork
+        self.send({"type": "ready", "torch": torch.__version__, "python": "%d.%d.%d" % sys.version_info[:3],
+                   "executable": sys.executable, "pid": os.getpid(), "vm_kb": self.vm_kb,
+                   "limits": self.lim, "import_ms": round((_monotonic() - t0) * 1000, 1)})
+        for line in sys.stdin:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                msg = _loads(line)
+            except ValueError:
+                continue
+            if msg.get("type") == "validate":
+                res = self.validate(msg)
+                self.send(res)
+            elif msg.get("type") == "exit":
+                break
+
+    def validate(self, msg):
+        rid = msg.get("rid")
+        req = msg.get("req") or {}
+        timeout = max(0.05, float(req.get("timeoutMs") or self.cfg.get("timeout_ms") or 20000) / 1000.0)
+        self.seq += 1
+        scratch = os.path.join(self.scratch_root, "nnrag-%d-%d" % (self.me, self.seq))
+        shutil.rmtree(scratch, ignore_errors=True)
+        os.makedirs(scratch, mode=0o700)
+        t0 = _monotonic()
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.close(r)
+                try:
+                    os.close(self.proto.fileno())
+                except OSError:
+                    pass
+                child_main(req, scratch, w, self.lim, self.masked)
+            except BaseException:  # noqa: BLE001
+                try:
+                    os.write(w, (_dumps({"ev": "harness-error", "error": traceback.format_exc()[-2000:]}) + "\n").encode())
+                except BaseException:  # noqa: BLE001
+                    pass
+            _exit(0)
+        os.close(w)
+        buf, timed_out, overflow, status = self.collect(pid, r, t0 + timeout, rid)
+        if status is None:
+            try:
+                _, status = os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+        strays = self.cleanup(pid)
+        # drain whatever is still in the pipe, without waiting for stray holders of it
+        try:
+            os.set_blocking(r, False)
+            while len(buf) < MAX_PIPE_BYTES:
+                chunk = os.read(r, 65536)
+                if not chunk:
+                    break
+                buf += chunk
+        except (BlockingIOError, OSError):
+            pass
+        os.close(r)
+        strays += self.cleanup(pid)
+        elapsed = (_monotonic() - t0) * 1000
+        out_tail = read_tail(os.path.join(scratch, "output.log"))
+        shutil.rmtree(scratch, ignore_errors=True)
+        events = []
+        for ln in buf.split(b"\n"):
+            if not ln.strip():
+                continue
+            try:
+                events.append(_loads(ln.decode("utf-8", "replace")))
+            except ValueError:
+                continue
+        return self.assemble(rid, req, events, status, timed_out, overflow, elapsed, timeout, strays, out_tail)
+
+    def cleanup(self, child_pid):
+        """Kill and reap every process the candidate left behind. Inside the sandbox's
+        own pid namespace kill(-1) reaches all of them at once (everything but this
+        worker and the namespace's init), which also stops a fork bomb that forks
+        while we kill; without a sandbox only the candidate's process group and this
+        worker's descendants are signalled. Returns how many were still alive."""
+        me = os.getpid()
+        left = [p for p, st in descendants(me) if st != "Z"]
+        strays = len(left)
+        for _ in range(500):
+            if self.pidns:
+                try:
+                    os.kill(-1, signal.SIGKILL)
+                except OSError:
+                    pass
+            else:
+                kill_group(child_pid)
+                for p in left:
+                    try:
+                        os.kill(p, signal.SIGKILL)
+                    except OSError:
+                        pass
+            reap()
+            rest = descendants(me)
+            if not rest:
+                break
+            left = [p for p, st in rest if st != "Z"]
+            time.sleep(0.001)
+        return strays
+
+    def forward_progress(self, rid, buf, pos):
+        """Relay stage start/end events to the TS side as they arrive, so that if this
+        worker itself is killed the request is still attributed to its running stage."""
+        while True:
+            nl = buf.find(b"\n", pos)
+            if nl < 0:
+                return pos
+            line = buf[pos:nl]
+            pos = nl + 1
+            try:
+                ev = _loads(line.decode("utf-8", "replace"))
+            except ValueError:
+                continue
+            if isinstance(ev, dict) and ev.get("ev") == "done":
+                self._done = True
+            if isinstance(ev, dict) and ev.get("ev") in ("start", "end") and ev.get("stage") in STAGES:
+                self.send({"type": "progress", "rid": rid, "ev": ev["ev"], "stage": ev["stage"],
+                           "status": ev.get("status")})
+
+    def collect(self, pid, r, deadline, rid=None):
+        """Read the child's reports until it exits, the deadline passes (kill) or it
+        floods the pipe (kill). Returns (bytes, timed_out, overflow, status or None)."""
+        buf = b""
+        timed_out = False
+        overflow = False
+        status = None
+        pidfd = None
+        if hasattr(os, "pidfd_open"):
+            try:
+                pidfd = os.pidfd_open(pid)
+            except OSError:
+                pidfd = None
+        r_open = True
+        pos = 0
+        self._done = False
+        try:
+            while True:
+                left = deadline - _monotonic()
+                if left <= 0:
+                    timed_out = True
+                    kill_group(pid)
+                    break
+                watch = ([r] if r_open else []) + ([pidfd] if pidfd is not None else [])
+                if pidfd is None:
+                    done, st = os.waitpid(pid, os.WNOHANG)
+                    if done:
+                        status = st
+                        break
+                    wait = min(left, 0.002 if not r_open else 0.05)
+                else:
+                    wait = min(left, 0.5)
+                ready = select.select(watch, [], [], wait)[0] if watch else time.sleep(wait) or []
+                if r_open and r in ready:
+                    chunk = os.read(r, 65536)
+                    if not chunk:
+                        r_open = False
+                    else:
+                        buf += chunk
+                        pos = self.forward_progress(rid, buf, pos)
+                        if self._done:
+                            # the child has reported everything: do not wait for its
+                            # exit (slow under a fork bomb), end it and its group now
+                            kill_group(pid)
+                            break
+                        if len(buf) > MAX_PIPE_BYTES:
+                            overflow = True
+                            kill_group(pid)
+                            break
+                if pidfd is not None and pidfd in ready:
+                    break
+        finally:
+            if pidfd is not None:
+                os.close(pidfd)
+        return buf, timed_out, overflow, status
+
+    def assemble(self, rid, req, events, status, timed_out, overflow, elapsed, timeout, strays, out_tail):
+        stages = {s: "skip" for s in STAGES}
+        timings = {}
+        res = {"type": "result", "rid": rid, "stages": stages, "timings": timings, "category": None,
+               "error": None, "stage": None, "args": None, "input_shapes": None, "output_shapes": None,
+               "params": None, "ms": round(elapsed, 3)}
+        current = None
+        done = False
+        equivalence = None
+        harness_error = None
+        for ev in events:
+            k = ev.get("ev")
+            if k == "start" and ev.get("stage") in stages:
+                current = ev["stage"]
+            elif k == "end" and ev.get("stage") in stages:
+                st = ev["stage"]
+                stages[st] = ev.get("status", "fail")
+                if "ms" in ev:
+                    timings[st] = ev["ms"]
+                if ev.get("args") is not None:
+                    res["args"] = ev["args"]
+                if st == "equivalence":
+                    equivalence = {"status": ev.get("status")}
+                    if ev.get("reason"):
+                        equivalence["reason"] = ev["reason"]
+                    if ev.get("maxAbsDiff") is not None:
+                        equivalence["maxAbsDiff"] = ev["maxAbsDiff"]
+                if ev.get("status") == "fail" and res["stage"] is None:
+                    res["stage"] = st
+                    res["category"] = ev.get("category") or "runtime-error"
+                    res["error"] = ev.get("error")
+                    if ev.get("traceback"):
+                        res["traceback"] = ev["traceback"]
+                current = None
+            elif k == "info":
+                for key in ("args", "input_shapes", "output_shapes", "params", "layers"):
+                    if key in ev and ev[key] is not None:
+                        res[key] = ev[key]
+            elif k == "done":
+                done = True
+            elif k == "harness-error":
+                harness_error = ev.get("error")
+        if equivalence is not None:
+            res["equivalence"] = equivalence
+        if not done and res["stage"] is None:
+            # the child did not finish: attribute the ending to the running stage
+            st = current or next((s for s in STAGES if stages[s] == "skip"), "import")
+            stages[st] = "fail"
+            res["stage"] = st
+            if timed_out:
+                res["category"] = "timeout"
+                res["error"] = "wall-clock timeout after %d ms" % int(timeout * 1000)
+            elif overflow:
+                res["category"] = "crash"
+                res["error"] = "candidate flooded the report pipe"
+            elif status is not None and os.WIFSIGNALED(status):
+                sig = os.WTERMSIG(status)
+                name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
+                if sig == signal.SIGXCPU:
+                    res["category"] = "timeout"
+                    res["error"] = "CPU time limit exceeded (SIGXCPU)"
+                elif sig == signal.SIGXFSZ:
+                    res["category"] = "sandbox-denied"
+                    res["error"] = "file size limit exceeded (SIGXFSZ)"
+                else:
+                    res["category"] = "crash"
+                    res["error"] = "process killed by %s" % name
+            elif harness_error:
+                res["category"] = "crash"
+                res["error"] = "harness error: " + harness_error
+            else:
+                code = os.WEXITSTATUS(status) if status is not None and os.WIFEXITED(status) else None
+                res["category"] = "crash"
+                res["error"] = "process exited with status %s during %s" % (code, st)
+            if out_tail:
+                res["output"] = out_tail
+        if strays:
+            res["strays_killed"] = strays
+
+        return res
+
+
+def read_tail(path, n=2000):
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, 2)
+            size = f.tell()
+            f.seek(max(0, size - n))
+            return f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def vm_size_kb():
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 1 << 20
+
+
+def count_my_tasks():
+    """Tasks (threads) already owned by this uid: RLIMIT_NPROC counts them too."""
+    uid = os.getuid()
+    n = 0
+    try:
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                if os.stat("/proc/" + name).st_uid != uid:
+                    continue
+                n += len(os.listdir("/proc/%s/task" % name))
+            except OSError:
+                continue
+    except OSError:
+        return 0
+    return n
+
+
+def _libc():
+    import ctypes
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def set_subreaper():
+    # PR_SET_CHILD_SUBREAPER (36): orphaned descendants of candidates are re-parented
+    # to this worker, so kill_descendants() finds double-forked processes too
+    try:
+        _libc().prctl(36, 1, 0, 0, 0)
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def set_undumpable():
+    # PR_SET_DUMPABLE (4) = 0: /proc/<worker>/fd and ptrace are closed to the
+    # candidates (same uid), so they cannot write into the protocol pipe
+    try:
+        _libc().prctl(4, 0, 0, 0, 0)
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def proc_table():
+    table = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name, "rb") as f:
+                s = f.read().decode("ascii", "replace")
+            rest = s.rsplit(")", 1)[1].split()
+            table[int(name)] = (int(rest[1]), rest[0])
+        except (OSError, IndexError, ValueError):
+            continue
+    return table
+
+
+def _children_files(pid):
+    """Direct children of every thread of `pid` (/proc/PID/task/TID/children, Linux 3.5+)."""
+    out = []
+    for tid in os.listdir("/proc/%d/task" % pid):
+        with open("/proc/%d/task/%s/children" % (pid, tid)) as f:
+            out.extend(int(x) for x in f.read().split())
+    return out
+
+
+def _state(pid):
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            return f.read().decode("ascii", "replace").rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return "Z"
+
+
+def descendants(root):
+    """[(pid, state)] of every descendant of root: through the children files when the
+    kernel has them (cheap), else by scanning /proc."""
+    try:
+        out, stack = [], [root]
+        while stack:
+            p = stack.pop()
+            try:
+                kids = _children_files(p)
+            except FileNotFoundError:
+                if p == root:
+                    raise
+                kids = []
+            for c in kids:
+                out.append((c, _state(c)))
+                stack.append(c)
+        return out
+    except OSError:
+        pass
+    table = proc_table()
+    kids = {}
+    for pid, (ppid, state) in table.items():
+        kids.setdefault(ppid, []).append((pid, state))
+    out, stack = [], [root]
+    while stack:
+        p = stack.pop()
+        for c, state in kids.get(p, ()):
+            out.append((c, state))
+            stack.append(c)
+    return out
+
+
+def reap():
+    while True:
+        try:
+            p, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if p == 0:
+            return
+
+
+def kill_group(pid):
+    """SIGKILL the candidate and its process group (it made itself a session leader)."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def main():
+    if "--probe" in sys.argv:
+        probe()
+        return
+    if "--worker" in sys.argv:
+        i = sys.argv.index("--worker")
+        cfg = _loads(sys.argv[i + 1]) if i + 1 < len(sys.argv) else {}
+        # the protocol channel is a private duplicate of stdout; fd 1 itself goes to
+        # stderr so that anything printed during `import torch` cannot corrupt it
+        proto = os.fdopen(os.dup(1), "w", buffering=1)
+        os.dup2(2, 1)
+        sys.stdout = sys.stderr
+        Worker(cfg, proto).run()
+        return
+    sys.stderr.write("usage: harness.py --probe | --worker CONFIG_JSON\n")
+    sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,57 @@
+// Helpers for storing validation results: the "validation" field of a block record,
+// and the cache key that lets re-validation skip an unchanged module in the same
+// environment (content hash + environment id).
+import { createHash } from 'node:crypto';
+import { DEFAULT_REQUIRED_STAGES, type Stage, type StageStatus, type ValidationRequest, type ValidationResult } from './types.js';
+
+export interface ValidationRecord {
+  stages: Record<Stage, StageStatus>;
+  category: string | null;
+  error: string | null;
+  args: unknown;
+  input_shapes: number[][] | null;
+  output_shapes: number[][] | null;
+  params: number | null;
+  equivalence?: { status: StageStatus; reason?: string; maxAbsDiff?: number };
+  envId: string;
+}
+
+/** The `"validation"` object of a library record. */
+export function toRecord(r: ValidationResult): ValidationRecord {
+  const rec: ValidationRecord = {
+    stages: r.stages,
+    category: r.category,
+    error: r.error,
+    args: r.args,
+    input_shapes: r.input_shapes,
+    output_shapes: r.output_shapes,
+    params: r.params,
+    envId: r.envId,
+  };
+  if (r.equivalence) rec.equivalence = r.equivalence;
+  return rec;
+}
+
+/**
+ * Key of one validation: the same module text, class, call sites, original and required
+ * stages in the same environment give the same key, so a stored result can be reused.
+ */
+export function validationKey(req: ValidationRequest, envId: string): string {
+  const h = createHash('sha256');
+  h.update(
+    JSON.stringify({
+      source: req.source,
+      className: req.className,
+      callSites: req.callSites ?? [],
+      original: req.original ?? null,
+      required: req.requiredStages ?? DEFAULT_REQUIRED_STAGES,
+      envId,
+    }),
+  );
+  return h.digest('hex');
+}
+
+/** Whether a stored result passes the given required stages (for re-promotion with other settings). */
+export function passesStages(r: Pick<ValidationResult, 'stages'>, required: readonly Stage[] = DEFAULT_REQUIRED_STAGES): boolean {
+  return required.every((s) => r.stages[s] === 'pass');
+}

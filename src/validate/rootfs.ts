@@ -1,0 +1,72 @@
+// `nnrag env create DIR`: build a root filesystem for validation with debootstrap
+// (Debian trixie + python3-torch, i.e. torch 2.6), so that blocks needing torch 2 APIs
+// can be validated with `--rootfs DIR` while the host keeps its own torch.
+//
+// Needs: root (debootstrap creates device nodes and chroots), the debootstrap package,
+// and network access to a Debian mirror; it downloads a few hundred MB and takes
+// minutes. The mirror is `opts.mirror`, else debootstrap's own default. The result is
+// then checked by running `import torch` inside it through bwrap.
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { NnragError } from '../util/errors.js';
+import { defaultLimits, findBwrap, probeInSandbox, which } from './environment.js';
+
+export interface CreateRootfsOptions {
+  /** Debian suite, default 'trixie' (python3-torch 2.6) */
+  suite?: string;
+  /** Debian mirror URL; default: debootstrap's own */
+  mirror?: string;
+  /** extra Debian packages to include (e.g. 'python3-numpy', 'python3-einops') */
+  packages?: string[];
+  /** architecture, default: the host's */
+  arch?: string;
+  /** progress lines from debootstrap */
+  onLog?: (line: string) => void;
+  /** allow a non-empty DIR */
+  force?: boolean;
+}
+
+export async function createRootfs(dir: string, opts: CreateRootfsOptions = {}): Promise<void> {
+  const target = path.resolve(dir);
+  if (typeof process.getuid === 'function' && process.getuid() !== 0) {
+    throw new NnragError('nnrag env create needs root (debootstrap); run it with sudo');
+  }
+  const debootstrap = which('debootstrap');
+  if (!debootstrap) throw new NnragError('debootstrap is not installed (apt-get install debootstrap)');
+  if (existsSync(target) && readdirSync(target).length > 0 && !opts.force) {
+    throw new NnragError(`${target} is not empty`);
+  }
+  mkdirSync(target, { recursive: true });
+  const packages = ['python3', 'python3-torch', ...(opts.packages ?? [])];
+  const args = ['--variant=minbase', `--include=${packages.join(',')}`];
+  if (opts.arch) args.push(`--arch=${opts.arch}`);
+  args.push(opts.suite ?? 'trixie', target);
+  if (opts.mirror) args.push(opts.mirror);
+  await new Promise<void>((resolve, reject) => {
+    const p = spawn(debootstrap, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let tail = '';
+    const onChunk = (d: Buffer) => {
+      const s = d.toString();
+      tail = (tail + s).slice(-4000);
+      for (const line of s.split('\n')) if (line.trim()) opts.onLog?.(line);
+    };
+    p.stdout.on('data', onChunk);
+    p.stderr.on('data', onChunk);
+    p.on('error', (e) => reject(new NnragError(`debootstrap failed to start: ${e.message}`)));
+    p.on('close', (code) => (code === 0 ? resolve() : reject(new NnragError(`debootstrap exited with ${code}: ${tail.trim().slice(-1500)}`))));
+  });
+  // downloaded packages are not needed any more
+  rmSync(path.join(target, 'var/cache/apt/archives'), { recursive: true, force: true });
+  mkdirSync(path.join(target, 'var/cache/apt/archives/partial'), { recursive: true });
+  const bw = await findBwrap();
+  if (!bw) {
+    opts.onLog?.('bwrap not found: root filesystem built but not checked');
+    return;
+  }
+  const { probe, error } = await probeInSandbox({ python: '/usr/bin/python3', probe: null, rootfs: target, roots: [], limits: defaultLimits(), bwrap: bw.path }, true);
+  if (!probe || !probe.torch) {
+    throw new NnragError(`root filesystem built in ${target}, but torch does not import in it: ${error ?? probe?.torch_error}`);
+  }
+  opts.onLog?.(`root filesystem ready: python ${probe.version}, torch ${probe.torch}`);
+}

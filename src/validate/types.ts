@@ -1,0 +1,132 @@
+// Public types of the validator (DESIGN.md "Validation"): what a caller asks for one
+// block, what comes back per stage, and the pool / environment options.
+
+/** The validation stages, in the order they run. */
+export type Stage = 'parse' | 'compile' | 'import' | 'instantiate' | 'forward' | 'equivalence';
+export const STAGES: readonly Stage[] = ['parse', 'compile', 'import', 'instantiate', 'forward', 'equivalence'];
+
+/** Stages a block must pass to be promoted unless the caller says otherwise. */
+export const DEFAULT_REQUIRED_STAGES: readonly Stage[] = ['import', 'instantiate', 'forward'];
+
+export type StageStatus = 'pass' | 'fail' | 'skip';
+
+/** Failure categories. `not-equivalent` is only ever set by the equivalence stage. */
+export type FailureCategory =
+  | 'syntax'
+  | 'missing-extern'
+  | 'unresolved-name'
+  | 'native-extension'
+  | 'needs-args'
+  | 'forward-shape'
+  | 'runtime-error'
+  | 'timeout'
+  | 'memory'
+  | 'crash'
+  | 'sandbox-denied'
+  | 'not-equivalent';
+
+export interface ValidationRequest {
+  /** block id, e.g. 'timm.layers.mlp.Mlp' */
+  id: string;
+  /** the emitted standalone module text */
+  source: string;
+  /** class to instantiate inside it */
+  className: string;
+  /** literal argument-list texts of calls of the class found in the corpus, e.g. "(64, 128, stride=2)" */
+  callSites?: string[];
+  /** for equivalence: import `module` from these roots (bound read-only into the sandbox) */
+  original?: { module: string; className: string; sysPath: string[] };
+  /** default ['import','instantiate','forward'] */
+  requiredStages?: Stage[];
+  timeoutMs?: number;
+}
+
+export interface EquivalenceResult {
+  status: StageStatus;
+  reason?: string;
+  maxAbsDiff?: number;
+}
+
+export interface ValidationResult {
+  id: string;
+  /** all required stages passed */
+  ok: boolean;
+  stages: Record<Stage, StageStatus>;
+  timings: Partial<Record<Stage, number>>;
+  category: FailureCategory | string | null;
+  error: string | null;
+  /** the first failing stage */
+  stage: Stage | null;
+  /** constructor arguments used: {name: value} (values of classes as 'module.Qualname') */
+  args: unknown;
+  input_shapes: number[][] | null;
+  output_shapes: number[][] | null;
+  params: number | null;
+  /** module type → count in the instantiated block, for specs */
+  layers?: Record<string, number>;
+  equivalence?: EquivalenceResult;
+  /** Python traceback of the failure, trimmed */
+  traceback?: string;
+  /** tail of what the candidate printed, when it ended abnormally */
+  output?: string;
+  /** wall-clock milliseconds of the whole check inside the worker (fork to report) */
+  ms: number;
+  envId: string;
+}
+
+export interface PoolOptions {
+  /** interpreter (inside `rootfs` when given); else NNRAG_PYTHON, else the first python with torch */
+  python?: string;
+  /** default: number of cores */
+  workers?: number;
+  /** default true; false = --no-sandbox (limits and timeout only) */
+  sandbox?: boolean;
+  /** run the interpreter inside this root filesystem (see createRootfs) */
+  rootfs?: string;
+  /** address space a candidate may add on top of the worker (interpreter + torch); default 2048 */
+  memoryMb?: number;
+  /** CPU seconds per candidate; default 30 */
+  cpuSeconds?: number;
+  /** wall-clock per candidate; default 20000 */
+  timeoutMs?: number;
+  /** processes / threads a candidate may add; default 64 */
+  maxProcs?: number;
+  /** largest file a candidate may write, MB; default 64 */
+  fileSizeMb?: number;
+  /** scratch tmpfs size, MB; default 256 */
+  scratchMb?: number;
+  /** repository roots bound read-only from the start (equivalence); more are added on demand */
+  roots?: string[];
+  /** called with warnings (e.g. running without a sandbox) */
+  onWarning?: (message: string) => void;
+}
+
+export interface Limits {
+  memoryMb: number;
+  cpuSeconds: number;
+  timeoutMs: number;
+  maxProcs: number;
+  fileSizeMb: number;
+  scratchMb: number;
+}
+
+export interface DoctorReport {
+  python: string | null;
+  pythonVersion: string | null;
+  torch: string | null;
+  torchError?: string;
+  /** how the interpreter was chosen */
+  pythonSource: 'explicit' | 'env' | 'search' | 'rootfs' | null;
+  rootfs: string | null;
+  sandbox: {
+    bwrap: string | null;
+    version: string | null;
+    working: boolean;
+    /** the uid the sandbox runs as (65534 when nnrag runs as root) */
+    uid: number | null;
+    error?: string;
+  };
+  limits: Limits;
+  envId: string | null;
+  problems: string[];
+}
