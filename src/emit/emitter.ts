@@ -164,11 +164,19 @@ function collectEdits(closure: Closure, names: Map<Binding, string>): Map<StmtNo
     }
   }
   for (const r of closure.importRewrites) {
+    // At module level the import binds a global of the copied statement, which may
+    // itself have been renamed; in a function body it binds a local that keeps its name.
+    const bound = (local: string) => (r.nested ? local : (renamedDefs.get(`${r.node.mod.repo}:${r.node.mod.name}:${local}`) ?? local));
     const lines: string[] = [];
-    for (const e of r.keep) lines.push(importLine(e, null));
+    for (const e of r.keep) {
+      const local = e.kind === 'import' ? (e.asname ?? e.module.split('.')[0]) : (e.asname ?? e.name);
+      const as = bound(local);
+      lines.push(importLine(e, as !== local ? as : null));
+    }
     for (const { local, binding } of r.locals) {
       const name = nameOf(binding);
-      if (name !== local) lines.push(`${local} = ${name}`);
+      const as = bound(local);
+      if (name !== as) lines.push(`${as} = ${name}`);
     }
     add(r.node, { start: r.start, end: r.end, text: lines.length ? lines.join('; ') : 'pass' });
   }
@@ -257,7 +265,10 @@ function printImports(closure: Closure, names: Map<Binding, string>, futureAnnot
   for (const b of closure.bindings.values()) {
     if (b.kind !== 'extern') continue;
     const name = names.get(b) ?? b.name;
-    for (const { edge, absModule } of b.edges!) {
+    // one binding, one import: the first form seen, except `import a.b` forms that all
+    // bind `a` but each load a submodule
+    const edges = b.edges!.some((e) => e.edge.kind === 'import' && !e.edge.asname) ? b.edges! : b.edges!.slice(0, 1);
+    for (const { edge, absModule } of edges) {
       if (edge.kind === 'from') {
         addFrom(absModule, name !== edge.name ? `${edge.name} as ${name}` : edge.name);
       } else {

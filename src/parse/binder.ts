@@ -129,17 +129,22 @@ class Binder {
   /** After the walk: attach module bindings and global reads to their statements. */
   private resolve(): void {
     const binds = this.statements.map(() => new Set<string>());
-    const addBind = (stmt: number, name: string) => binds[stmt].add(name);
+    const globalBinds = this.statements.map(() => new Set<string>());
     for (const s of this.scopes) {
-      if (s.kind === 'module') {
-        // module-level bindings were recorded per statement in moduleBinds
-        continue;
-      }
-      // `global x` plus a binding of x in a function binds x at module scope
-      for (const g of s.globals) if (s.bindings.has(g)) addBind(s.stmt, g);
+      if (s.kind === 'module') continue; // recorded per statement in moduleBinds
+      // `global x` plus a binding of x in a function (re)binds x at module scope, but
+      // only when the function runs
+      for (const g of s.globals) if (s.bindings.has(g)) globalBinds[s.stmt].add(g);
     }
-    for (const [stmt, names] of this.moduleBinds) for (const n of names) addBind(stmt, n);
-    this.statements.forEach((st, i) => (st.binds = [...binds[i]]));
+    for (const [stmt, names] of this.moduleBinds) for (const n of names) binds[stmt].add(n);
+    this.statements.forEach((st, i) => {
+      for (const g of globalBinds[i]) {
+        if (binds[i].has(g)) continue;
+        binds[i].add(g);
+        (st.globalBinds ??= []).push(g);
+      }
+      st.binds = [...binds[i]];
+    });
 
     for (const s of this.scopes) {
       for (const a of s.accesses) {

@@ -6,7 +6,7 @@
 
 /** Bump when the shape or meaning of FileFacts changes: stored facts of an older
  *  version are re-parsed. */
-export const FACTS_VERSION = 1;
+export const FACTS_VERSION = 2;
 
 /** One imported name, one edge. `import a.b as c, d` gives two edges.
  *  - `import a.b.c`        → {kind:'import', module:'a.b.c', asname:null} binds `a`
@@ -62,6 +62,9 @@ export interface StatementFacts {
   /** module-scope names this statement binds (in any branch, including `global`
    *  declarations inside functions); `*` imports are in `imports` only */
   binds: string[];
+  /** names in `binds` that are bound only by `global` declarations inside function
+   *  bodies (the binding happens when the function is called, not when the statement runs) */
+  globalBinds?: string[];
   /** identifier spans of the module-scope bindings (def/class names, assignment
    *  targets), for renaming a binding when two copied definitions collide */
   bindSpans: { name: string; start: number; end: number }[];

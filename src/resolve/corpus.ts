@@ -1,7 +1,7 @@
 // The corpus as the resolver sees it: every indexed module under its absolute module
 // name (what Python would import), with its FileFacts and a way to read its source.
-// When two repositories provide the same module name, the repository with the higher
-// priority wins (as the first sys.path entry would); the others are kept as
+// When two repositories provide the same module name, the repository with the better
+// (lower) priority number wins (as the first sys.path entry would); the others are kept as
 // alternatives for diagnostics.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -47,7 +47,8 @@ export class Corpus {
       for (let i = 1; i < parts.length; i++) this.prefixes.add(parts.slice(0, i).join('.'));
     }
     const prio = (m: CorpusModule) => this.repos.get(m.repo)?.priority ?? 0;
-    for (const list of this.byName.values()) list.sort((a, b) => prio(b) - prio(a) || a.repo.localeCompare(b.repo));
+    // nn-rag priority: lower numbers are preferred
+    for (const list of this.byName.values()) list.sort((a, b) => prio(a) - prio(b) || a.repo.localeCompare(b.repo));
   }
 
   /** The module Python would import under this name, if indexed. */
@@ -75,18 +76,25 @@ export class Corpus {
     return this.byName.has(top) || this.prefixes.has(top);
   }
 
-  /** Statement indexes of `mod` that bind `name` at module scope. */
+  /** Statement indexes of `mod` that bind `name` at module scope. A function that
+   *  rebinds the name through `global` counts only when no statement binds it when the
+   *  module runs: the name is defined without calling that function. */
   bindersOf(mod: CorpusModule, name: string): number[] {
     let map = this.binders.get(mod);
     if (!map) {
-      map = new Map();
+      const direct = new Map<string, number[]>();
+      const viaGlobal = new Map<string, number[]>();
       mod.facts.statements.forEach((st, i) => {
+        const g = st.globalBinds;
         for (const n of st.binds) {
-          const l = map!.get(n);
+          const target = g?.includes(n) ? viaGlobal : direct;
+          const l = target.get(n);
           if (l) l.push(i);
-          else map!.set(n, [i]);
+          else target.set(n, [i]);
         }
       });
+      for (const [n, l] of viaGlobal) if (!direct.has(n)) direct.set(n, l);
+      map = direct;
       this.binders.set(mod, map);
     }
     return map.get(name) ?? [];
