@@ -1,0 +1,184 @@
+// PEP 508 requirements for the extern imports of a block, read from the validation
+// environment: one Python process maps each top-level import name to the distribution that
+// provides it (`importlib.metadata.packages_distributions()`, Python ≥ 3.10; older Pythons
+// scan `top_level.txt` / RECORD of every distribution) and its installed version
+// (`importlib.metadata.version()`), e.g. `torch` → `torch==1.13.1`, `PIL` → `Pillow==9.4.0`.
+// Standard-library modules (`sys.stdlib_module_names`, `sys.builtin_module_names`) need no
+// requirement. An import that no installed distribution provides becomes a bare requirement
+// (its distribution name from a small table of well-known mismatches, else the import name).
+//
+// Versions: PEP 440 local version labels (`1.13.0a0+gitunknown` of a distro build) are
+// dropped by default, because `==1.13.0a0` already matches the local build (PEP 440 "Version
+// matching": a specifier without a local label ignores the candidate's local label) while a
+// pinned `+gitunknown` would be satisfiable nowhere else.
+import { execFile } from 'node:child_process';
+import { NnragError } from '../util/errors.js';
+
+export interface Requirement {
+  /** the top-level import name (`torch` for `import torch.nn.functional as F`) */
+  importName: string;
+  stdlib: boolean;
+  /** providing distribution(s) as installed; empty when not installed / stdlib */
+  distributions: string[];
+  /** installed version of the chosen distribution */
+  version: string | null;
+  /** PEP 508 requirement string; null for stdlib modules */
+  pep508: string | null;
+  /** why the requirement is less than exact, if it is */
+  note?: string;
+}
+
+export interface RequirementOptions {
+  /** interpreter of the validation environment (default /usr/bin/python3) */
+  python?: string;
+  /** keep PEP 440 local version labels (`+gitunknown`) */
+  keepLocalVersion?: boolean;
+  timeoutMs?: number;
+}
+
+/** Import names whose distribution is named differently, for imports that are not installed. */
+export const KNOWN_DISTRIBUTIONS: Record<string, string> = {
+  PIL: 'Pillow',
+  yaml: 'PyYAML',
+  cv2: 'opencv-python',
+  sklearn: 'scikit-learn',
+  skimage: 'scikit-image',
+  bs4: 'beautifulsoup4',
+  attr: 'attrs',
+  google: 'protobuf',
+  dateutil: 'python-dateutil',
+  jwt: 'PyJWT',
+  Crypto: 'pycryptodome',
+  mpl_toolkits: 'matplotlib',
+  fvcore: 'fvcore',
+  mmcv: 'mmcv',
+  apex: 'apex',
+  pytorch_lightning: 'pytorch-lightning',
+  lightning: 'lightning',
+  huggingface_hub: 'huggingface-hub',
+  sentencepiece: 'sentencepiece',
+  tensorboardX: 'tensorboardX',
+};
+
+// Runs in the validation environment; reads a JSON list of top-level names on stdin.
+const PROBE = String.raw`
+import sys, json
+import importlib.metadata as md
+names = json.load(sys.stdin)
+stdlib = set(getattr(sys, "stdlib_module_names", ())) | set(sys.builtin_module_names)
+if not getattr(sys, "stdlib_module_names", None):
+    # Python < 3.10: approximate the stdlib by the modules found under the stdlib directory
+    import sysconfig, pkgutil
+    std = sysconfig.get_paths()["stdlib"]
+    stdlib |= {m.name for m in pkgutil.iter_modules([std])} | {"__future__"}
+try:
+    pd = md.packages_distributions()
+except AttributeError:
+    pd = {}
+    for d in md.distributions():
+        tops = (d.read_text("top_level.txt") or "").split()
+        if not tops:
+            tops = {str(f).split("/")[0].split(".")[0] for f in (d.files or []) if not str(f).startswith("..")}
+        for t in tops:
+            pd.setdefault(t, []).append(d.metadata["Name"])
+out = {}
+for n in names:
+    if n in stdlib:
+        out[n] = {"stdlib": True, "dists": []}
+        continue
+    dists = []
+    for d in dict.fromkeys(pd.get(n, [])):
+        try:
+            dists.append([d, md.version(d)])
+        except Exception:
+            dists.append([d, None])
+    out[n] = {"stdlib": False, "dists": dists}
+json.dump({"python": sys.version.split()[0], "names": out}, sys.stdout)
+`;
+
+/** PEP 503 normalised distribution name, for comparing names. */
+export function normalizeDistName(name: string): string {
+  return name.toLowerCase().replace(/[-_.]+/g, '-');
+}
+
+/** Drop a PEP 440 local version label: `1.13.0a0+gitunknown` → `1.13.0a0`. */
+export function publicVersion(v: string): string {
+  const i = v.indexOf('+');
+  return i < 0 ? v : v.slice(0, i);
+}
+
+/** Top-level import name of a module path (`torch.nn.functional` → `torch`); relative → null. */
+export function topLevelName(module: string): string | null {
+  if (!module || module.startsWith('.')) return null;
+  return module.split('.')[0];
+}
+
+/** Run the probe in the validation environment. */
+export function probeEnvironment(
+  names: readonly string[],
+  opts: RequirementOptions = {},
+): Promise<{ python: string; names: Record<string, { stdlib: boolean; dists: [string, string | null][] }> }> {
+  const python = opts.python ?? '/usr/bin/python3';
+  return new Promise((resolve, reject) => {
+    // -I: isolated mode (no PYTHON* variables, no user site, no script dir on sys.path)
+    const child = execFile(
+      python,
+      ['-I', '-c', PROBE],
+      { timeout: opts.timeoutMs ?? 60_000, maxBuffer: 16 << 20, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8' } },
+      (err, stdout, stderr) => {
+        if (err) {
+          reject(new NnragError(`cannot read installed distributions with ${python}: ${stderr.trim() || err.message}`));
+          return;
+        }
+        try {
+          resolve(JSON.parse(stdout));
+        } catch (e) {
+          reject(new NnragError(`unexpected output from ${python}: ${stdout.slice(0, 200)}`));
+        }
+      },
+    );
+    child.stdin?.end(JSON.stringify([...names]));
+  });
+}
+
+/**
+ * Requirements for the given import names (module paths are reduced to their top-level
+ * name; duplicates merged; result sorted by import name).
+ */
+export async function resolveRequirements(imports: readonly string[], opts: RequirementOptions = {}): Promise<Requirement[]> {
+  const names = [...new Set(imports.map(topLevelName).filter((n): n is string => !!n))].sort();
+  if (names.length === 0) return [];
+  const probe = await probeEnvironment(names, opts);
+  return names.map((importName) => {
+    const info = probe.names[importName] ?? { stdlib: false, dists: [] };
+    if (info.stdlib) return { importName, stdlib: true, distributions: [], version: null, pep508: null };
+    const dists = info.dists;
+    if (dists.length === 0) {
+      const dist = KNOWN_DISTRIBUTIONS[importName] ?? importName;
+      return {
+        importName, stdlib: false, distributions: [], version: null, pep508: dist,
+        note: 'not installed in the validation environment; version unknown',
+      };
+    }
+    // several distributions can provide one top-level name (namespace packages): prefer the
+    // one named like the import, else the first in name order, and say so
+    const sorted = [...dists].sort((a, b) => (a[0] < b[0] ? -1 : 1));
+    const chosen = sorted.find(([d]) => normalizeDistName(d) === normalizeDistName(importName)) ?? sorted[0];
+    const [dist, version] = chosen;
+    const v = version === null ? null : opts.keepLocalVersion ? version : publicVersion(version);
+    const req: Requirement = {
+      importName, stdlib: false, distributions: sorted.map(([d]) => d), version: v,
+      pep508: v ? `${dist}==${v}` : dist,
+    };
+    if (sorted.length > 1) req.note = `provided by several distributions: ${req.distributions.join(', ')}`;
+    if (!v) req.note = (req.note ? req.note + '; ' : '') + 'installed version unknown';
+    return req;
+  });
+}
+
+/** De-duplicated, sorted PEP 508 lines (requirements.txt body) for some requirements. */
+export function requirementLines(reqs: readonly Requirement[]): string[] {
+  const lines = new Map<string, string>();
+  for (const r of reqs) if (r.pep508) lines.set(normalizeDistName(r.pep508.split('==')[0]), r.pep508);
+  return [...lines.entries()].sort((a, b) => (a[0] < b[0] ? -1 : 1)).map(([, l]) => l);
+}
