@@ -5,9 +5,9 @@
 //   only identifier spans are rewritten, never by regex: references resolved to a
 //   renamed binding, `alias.attr` chains into interned modules (replaced by the name
 //   of the copied definition), and the binding sites of renamed definitions.
-// - Order: a topological order of eager dependencies, ties broken by the order the
-//   modules were reached (deepest dependencies first) and the original position;
-//   lazy dependencies never force order.
+// - Order: a topological order of eager dependencies and of the original order within
+//   each module, ties broken by the order the modules were reached (deepest
+//   dependencies first) and the original position; lazy dependencies never force order.
 // - Extern imports are printed in their original form (`import a.b as c`,
 //   `from x import y as z`), deduplicated and grouped per PEP 8: `__future__`, then
 //   the standard library, then third party.
@@ -168,10 +168,10 @@ function collectEdits(closure: Closure, names: Map<Binding, string>): Map<StmtNo
     // itself have been renamed; in a function body it binds a local that keeps its name.
     const bound = (local: string) => (r.nested ? local : (renamedDefs.get(`${r.node.mod.repo}:${r.node.mod.name}:${local}`) ?? local));
     const lines: string[] = [];
-    for (const e of r.keep) {
+    for (const { edge: e, absModule } of r.keep) {
       const local = e.kind === 'import' ? (e.asname ?? e.module.split('.')[0]) : (e.asname ?? e.name);
       const as = bound(local);
-      lines.push(importLine(e, as !== local ? as : null));
+      lines.push(importLine(e, as !== local ? as : null, absModule ?? undefined));
     }
     for (const { local, binding } of r.locals) {
       const name = nameOf(binding);
@@ -213,14 +213,26 @@ function orderNodes(closure: Closure): StmtNode[] {
   const indeg = new Map<StmtNode, number>();
   const users = new Map<StmtNode, StmtNode[]>();
   for (const n of closure.nodes) indeg.set(n, 0);
-  for (const [n, deps] of closure.eager) {
-    for (const d of deps) {
-      if (!indeg.has(d) || d === n) continue;
-      indeg.set(n, indeg.get(n)! + 1);
-      const l = users.get(d);
-      if (l) l.push(n);
-      else users.set(d, [n]);
-    }
+  const edge = (n: StmtNode, d: StmtNode) => {
+    if (!indeg.has(d) || d === n) return;
+    indeg.set(n, indeg.get(n)! + 1);
+    const l = users.get(d);
+    if (l) l.push(n);
+    else users.set(d, [n]);
+  };
+  for (const [n, deps] of closure.eager) for (const d of deps) edge(n, d);
+  // statements of one module keep their original relative order: the module ran them
+  // in that order, so it is consistent with its eager reads, and it keeps `del` and
+  // redefinitions after what they undo
+  const byMod = new Map<CorpusModule, StmtNode[]>();
+  for (const n of closure.nodes) {
+    const l = byMod.get(n.mod);
+    if (l) l.push(n);
+    else byMod.set(n.mod, [n]);
+  }
+  for (const l of byMod.values()) {
+    l.sort((a, b) => a.stmt - b.stmt);
+    for (let i = 1; i < l.length; i++) edge(l[i], l[i - 1]);
   }
   const out: StmtNode[] = [];
   const remaining = new Set(closure.nodes);
@@ -270,7 +282,7 @@ function printImports(closure: Closure, names: Map<Binding, string>, futureAnnot
     const edges = b.edges!.some((e) => e.edge.kind === 'import' && !e.edge.asname) ? b.edges! : b.edges!.slice(0, 1);
     for (const { edge, absModule } of edges) {
       if (edge.kind === 'from') {
-        addFrom(absModule, name !== edge.name ? `${edge.name} as ${name}` : edge.name);
+        addFrom(absModule, name !== edge.name && edge.name !== '*' ? `${edge.name} as ${name}` : edge.name);
       } else {
         const g = groupOf(absModule);
         let s = plain.get(g);
@@ -287,7 +299,11 @@ function printImports(closure: Closure, names: Map<Binding, string>, futureAnnot
     const byMod = froms.get(g);
     if (byMod) {
       for (const mod of [...byMod.keys()].sort()) {
-        const items = [...byMod.get(mod)!].sort((a, b) => a.localeCompare(b));
+        const all = byMod.get(mod)!;
+        // `from x import *` keeps its own line (it cannot be combined with names)
+        if (all.delete('*')) lines.push(`from ${mod} import *`);
+        if (!all.size) continue;
+        const items = [...all].sort((a, b) => a.localeCompare(b));
         const one = `from ${mod} import ${items.join(', ')}`;
         lines.push(one.length <= 99 ? one : `from ${mod} import (\n${items.map((i) => `    ${i},`).join('\n')}\n)`);
       }

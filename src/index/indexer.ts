@@ -23,6 +23,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { FACTS_VERSION } from '../parse/types.js';
+import { listPythonFiles, moduleNameFor } from '../repos/files.js';
 import { ParsePool } from './pool.js';
 import type { ParseItem, ParseOutcome } from './pool.js';
 import { gitBlobId } from './source.js';
@@ -30,8 +31,9 @@ import type { FactsRow, FileRow, IndexStore, ProblemRow, RepoRow } from './store
 
 export type IndexMode = 'missing' | 'force' | 'skip';
 
-/** What the indexer needs from a prepared repository (RepoCache.prepare). */
-export interface RepoCheckout {
+/** What the indexer needs from a prepared repository (a RepoCheckout of
+ *  src/repos/cache.ts fits). */
+export interface IndexCheckout {
   name: string;
   root: string;
   revision: string | null;
@@ -137,7 +139,7 @@ interface Entry {
 }
 
 interface RepoState {
-  checkout: RepoCheckout;
+  checkout: IndexCheckout;
   entries: Entry[];
   problems: ProblemRow[];
   parsed: number;
@@ -154,28 +156,30 @@ interface Meta {
 
 const now = () => performance.now();
 
-async function defaultRepoFns(): Promise<{ list: Lister; moduleName: ModuleNamer }> {
-  // src/repos is written in parallel; bound by its published signatures.
-  const spec = '../repos/cache.js';
-  const m = (await import(spec)) as { listPythonFiles: Lister; moduleNameFor: ModuleNamer };
-  return { list: m.listPythonFiles, moduleName: m.moduleNameFor };
+/** Kind of a listing problem from its message (src/repos/files.ts wording). */
+function listProblemKind(message: string): string {
+  if (/symlink loop/i.test(message)) return 'symlink-loop';
+  if (/too large/i.test(message)) return 'too-large';
+  if (/broken symlink/i.test(message)) return 'broken-symlink';
+  if (/leaves the repository/i.test(message)) return 'symlink-outside';
+  if (/unreadable/i.test(message)) return 'read-error';
+  return 'list-error';
 }
 
-function pathsFor(c: RepoCheckout, opts: IndexOptions): string[] | undefined {
+function pathsFor(c: IndexCheckout, opts: IndexOptions): string[] | undefined {
   if (c.paths) return c.paths;
   if (Array.isArray(opts.paths)) return opts.paths;
   return opts.paths?.[c.name];
 }
 
 /** Index the given repositories into the store (see the policy in the header). */
-export async function indexRepos(store: IndexStore, checkouts: RepoCheckout[], opts: IndexOptions = {}): Promise<IndexReport> {
+export async function indexRepos(store: IndexStore, checkouts: IndexCheckout[], opts: IndexOptions = {}): Promise<IndexReport> {
   const t0 = now();
   const wallStart = Date.now();
   const mode = opts.mode ?? 'missing';
   const maxBytes = opts.maxFileBytes ?? MAX_FILE_BYTES;
-  const fns = opts.list && opts.moduleName ? { list: opts.list, moduleName: opts.moduleName } : await defaultRepoFns();
-  const list = opts.list ?? fns.list;
-  const moduleName = opts.moduleName ?? fns.moduleName;
+  const list: Lister = opts.list ?? listPythonFiles;
+  const moduleName: ModuleNamer = opts.moduleName ?? moduleNameFor;
   const progress = opts.onProgress ?? (() => {});
   const timings: IndexTimings = { list: 0, hash: 0, parse: 0, store: 0, total: 0, parseCpu: 0 };
   const runId = store.beginRun(mode, checkouts.map((c) => c.name));
@@ -214,7 +218,7 @@ export async function indexRepos(store: IndexStore, checkouts: RepoCheckout[], o
       states.push(st);
       for (const p of listing.problems) {
         const message = p.message ?? p.problem ?? 'problem';
-        const kind = p.kind ?? (/loop/i.test(message) ? 'symlink-loop' : 'list-error');
+        const kind = p.kind ?? listProblemKind(message);
         st.problems.push({ repo: c.name, path: p.path, kind, message });
       }
       const stored = new Map(store.listFiles(c.name).map((f) => [f.path, f]));

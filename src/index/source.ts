@@ -10,8 +10,8 @@
 //   nnrag indexes it as far as possible: invalid sequences become U+FFFD and the file
 //   gets an `invalid-utf8` (or `undecodable`) problem naming the first bad line, so the
 //   definitions in the rest of the file stay usable and the problem is visible.
-import { createHash } from 'node:crypto';
 import { isUtf8 } from 'node:buffer';
+export { gitBlobId } from '../library/swhid.js';
 
 export interface DecodedSource {
   text: string;
@@ -19,11 +19,6 @@ export interface DecodedSource {
   encoding: string;
   /** null when the bytes decoded cleanly */
   problem: { kind: 'invalid-utf8' | 'undecodable' | 'unknown-encoding'; message: string } | null;
-}
-
-/** Git's blob id of some content: sha1("blob <len>\0" + content). */
-export function gitBlobId(buf: Uint8Array): string {
-  return createHash('sha1').update(`blob ${buf.length}\0`).update(buf).digest('hex');
 }
 
 // PEP 263: ^[ \t\f]*#.*?coding[:=][ \t]*([-_.a-zA-Z0-9]+)

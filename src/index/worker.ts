@@ -5,12 +5,17 @@
 // thread a string copy instead of a structured-clone of a large object graph.
 import { readFileSync } from 'node:fs';
 import { parentPort } from 'node:worker_threads';
+import { getHeapStatistics } from 'node:v8';
 import { initParser } from '../parse/parser.js';
 import { bindSource } from '../parse/binder.js';
 import { decodePython, gitBlobId } from './source.js';
 import type { WorkerRequest, WorkerResponse, ParseOutcome } from './pool.js';
 
-const ready = initParser();
+const started = performance.now();
+let initMs: number | undefined;
+const ready = initParser().then(() => {
+  initMs = performance.now() - started;
+});
 
 function parseOne(path: string, expectedBlob: string | null): ParseOutcome {
   let buf: Buffer;
@@ -47,12 +52,14 @@ function parseOne(path: string, expectedBlob: string | null): ParseOutcome {
 parentPort!.on('message', (msg: WorkerRequest) => {
   void ready.then(
     () => {
+      const t = performance.now();
       const results = msg.items.map((it) => parseOne(it.path, it.blob));
-      const res: WorkerResponse = { id: msg.id, results };
+      const res: WorkerResponse = { id: msg.id, results, initMs, busyMs: performance.now() - t, heapMB: getHeapStatistics().total_heap_size / 1048576 };
+      initMs = undefined;
       parentPort!.postMessage(res);
     },
     (e: Error) => {
-      const res: WorkerResponse = { id: msg.id, results: [], fatal: `parser init failed: ${e.message}` };
+      const res: WorkerResponse = { id: msg.id, results: [], fatal: `parser init failed: ${e.message}`, busyMs: 0 };
       parentPort!.postMessage(res);
     },
   );

@@ -45,7 +45,6 @@ export const KNOWN_DISTRIBUTIONS: Record<string, string> = {
   skimage: 'scikit-image',
   bs4: 'beautifulsoup4',
   attr: 'attrs',
-  google: 'protobuf',
   dateutil: 'python-dateutil',
   jwt: 'PyJWT',
   Crypto: 'pycryptodome',

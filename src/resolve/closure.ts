@@ -56,9 +56,9 @@ export interface ImportRewrite {
   node: StmtNode;
   start: number;
   end: number;
-  /** local name → binding it must refer to; extern edges are kept as text */
+  /** local name → binding it must refer to; extern (and unresolvable) edges are kept */
   locals: { local: string; binding: Binding }[];
-  keep: ImportEdge[];
+  keep: { edge: ImportEdge; absModule: string | null }[];
   /** the import sits in a function body (affects how same-name imports are rewritten) */
   nested: boolean;
 }
@@ -168,6 +168,8 @@ class State {
       switch (t.kind) {
         case 'def': {
           b = this.defBinding(t.module, t.name);
+          // `del name` at module level is part of the name's binding history
+          for (const i of this.corpus.deletersOf(t.module, t.name)) this.node(t.module, i);
           for (const i of t.stmts) {
             const dep = this.node(t.module, i);
             if (eager && dep !== from) {
@@ -232,13 +234,15 @@ class State {
     }
     for (const group of byStmt.values()) {
       const locals: ImportRewrite['locals'] = [];
-      const keep: ImportEdge[] = [];
+      const keep: ImportRewrite['keep'] = [];
       let interned = false;
       for (const e of group) {
         const abs = this.resolver.absoluteModule(n.mod, e);
-        const isInterned = (e.kind === 'from' && e.level > 0) || (abs !== null && this.resolver.isInterned(e.kind === 'import' && !e.asname ? abs.split('.')[0] : abs));
+        const isInterned =
+          (e.kind === 'from' && e.level > 0) ||
+          (abs !== null && (this.resolver.isInterned(e.kind === 'import' && !e.asname ? abs.split('.')[0] : abs) || this.resolver.isMissingInternal(abs)));
         if (!isInterned) {
-          keep.push(e);
+          keep.push({ edge: e, absModule: abs });
           continue;
         }
         interned = true;
@@ -248,8 +252,13 @@ class State {
           continue;
         }
         // the import binds `local` in this statement: follow the edge itself
-        const b = this.bind(n, this.followEdge(n, e), local, !nested, { name: local, line: e.line });
+        const followed = this.followEdge(n, e);
+        const b = this.bind(n, followed, local, !nested, { name: local, line: e.line });
         if (b) locals.push({ local, binding: b });
+        else if (followed.some((t) => t.kind === 'unresolved' && t.reason === 'missing-module')) {
+          // keep the failing import: the copied code then fails (or falls back) like the original
+          keep.push({ edge: e, absModule: abs });
+        }
       }
       if (interned) this.rewrites.push({ node: n, start: group[0].start, end: group[0].end, locals, keep, nested });
     }

@@ -121,6 +121,15 @@ export class Corpus {
     return lo + 1;
   }
 
+  /** Statement indexes of `mod` that `del` the name at module scope. */
+  deletersOf(mod: CorpusModule, name: string): number[] {
+    const out: number[] = [];
+    mod.facts.statements.forEach((st, i) => {
+      if (st.deletes?.includes(name)) out.push(i);
+    });
+    return out;
+  }
+
   /** Absolute path of a module's file. */
   filePath(mod: CorpusModule): string {
     const repo = this.repos.get(mod.repo);

@@ -64,7 +64,7 @@ export class Resolver {
   }
 
   /** An absolute import whose top-level package is indexed but whose module is not. */
-  private isMissingInternal(name: string): boolean {
+  isMissingInternal(name: string): boolean {
     if (this.opts.extern?.some((p) => modulePatternMatches(p, name))) return false;
     return this.corpus.knowsTopLevel(name);
   }
@@ -182,8 +182,8 @@ export class Resolver {
         if (e.kind !== 'from' || e.name !== '*') continue;
         const abs = this.absoluteModule(mod, e);
         if (!abs || this.isInterned(abs) || e.level > 0) continue;
-        const edge: ImportEdge = { ...e, name, asname: null };
-        return { kind: 'extern', edge, absModule: abs, qualified: `${abs}.${name}`, synthesized: true };
+        // the star import itself is kept in its original form
+        return { kind: 'extern', edge: e, absModule: abs, qualified: `${abs}.${name}`, synthesized: true };
       }
     }
     return null;

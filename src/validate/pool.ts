@@ -33,6 +33,7 @@ interface Job {
   resolve: (r: ValidationResult) => void;
   reject: (e: Error) => void;
   roots: string[];
+  attempts: number;
 }
 
 interface Resolved {
@@ -108,6 +109,11 @@ class Worker {
     this.kill();
   }
 
+  alive(): boolean {
+    const p = this.proc;
+    return !!p && p.exitCode === null && p.signalCode === null;
+  }
+
   kill() {
     const p = this.proc;
     if (!p || p.exitCode !== null || p.signalCode !== null) return;
@@ -157,6 +163,7 @@ class Worker {
     const job = this.job;
     if (!job || msg.rid !== job.rid) return; // stale or forged line
     if (msg.type === 'progress') {
+      this.progressSeen = true;
       if (msg.ev === 'start') this.progress.running = msg.stage;
       else {
         this.progress.stages[msg.stage as Stage] = msg.status;
@@ -171,7 +178,10 @@ class Worker {
 
   private jobStart = 0;
 
+  private progressSeen = false;
+
   run(job: Job) {
+    this.progressSeen = false;
     this.jobStart = performance.now();
     this.state = 'busy';
     this.job = job;
@@ -220,7 +230,12 @@ class Worker {
     }
     const job = this.job;
     this.job = null;
-    if (job) {
+    if (job && !this.progressSeen && !this.hung && job.attempts < 1) {
+      // the worker died before the candidate reported anything (it may have been dead
+      // already when the job was handed over): run the job once more elsewhere
+      job.attempts++;
+      this.pool.requeue(job);
+    } else if (job) {
       const stages = Object.fromEntries(STAGES.map((s) => [s, this.progress.stages[s] ?? 'skip'])) as Record<Stage, StageStatus>;
       const running = this.progress.running ?? STAGES.find((s) => stages[s] === 'skip') ?? 'import';
       stages[running] = 'fail';
@@ -318,7 +333,7 @@ export class ValidatorPool {
     if (this.brokenError) return Promise.reject(this.brokenError);
     return new Promise((resolve, reject) => {
       const roots = (req.original?.sysPath ?? []).filter((p) => path.isAbsolute(p)).map((p) => path.resolve(p));
-      this.queue.push({ rid: ++this.rid, req, resolve, reject, roots });
+      this.queue.push({ rid: ++this.rid, req, resolve, reject, roots, attempts: 0 });
       this.dispatch();
     });
   }
@@ -346,7 +361,7 @@ export class ValidatorPool {
     if (this.closing) return;
     for (const w of this.workers) {
       if (!this.queue.length) return;
-      if (w.state !== 'idle') continue;
+      if (w.state !== 'idle' || !w.alive()) continue;
       if (w.pendingJob) {
         const j = w.pendingJob;
         w.pendingJob = null;
@@ -374,6 +389,12 @@ export class ValidatorPool {
     nw.start().catch(() => {
       /* handled in onWorkerExit */
     });
+  }
+
+  /** @internal put a job back at the head of the queue */
+  requeue(job: Job) {
+    this.queue.unshift(job);
+    queueMicrotask(() => this.dispatch());
   }
 
   /** @internal */

@@ -1,0 +1,142 @@
+// Category of a library block for its neutral spec: attention, convolution, transformer
+// block, pooling, normalization, loss, architecture or utility. Decided from what the block
+// spec already knows — class name, docstring, base classes, the layer types its constructor
+// creates (`layers`: type name → count, e.g. {Conv2d: 2, BatchNorm2d: 2}) and the parameters
+// of `forward` — by the ordered rules below; the first rule that fires wins, and the result
+// carries the rule as its reason so the choice can be audited.
+//
+//  1. loss          name or a base ends in Loss / is a criterion (`_Loss`, `_WeightedLoss`),
+//                   or forward takes a target/label and the block has at most one layer
+//  2. normalization name or a base is a norm (LayerNorm, RMSNorm, `_BatchNorm`, `_NormBase`, …)
+//                   and the block has no convolution / attention / linear layers of its own
+//  3. pooling       name says Pool/Pooling/GeM/SPP, or every layer is a pooling layer
+//  4. architecture  a whole network: name says Net/Model/ResNet/ViT/…Former/Classifier/
+//                   Backbone/Encoder-Decoder and it has ≥ 3 layers, or it has ≥ 12 layers of
+//                   ≥ 4 kinds ending in a Linear head (a classifier), or the docstring calls
+//                   it a model/network/architecture and it has ≥ 8 layers
+//  5. transformer block  it contains a Transformer(Encoder|Decoder)Layer, or it is named
+//                   Block/Layer/Encoder/Decoder and has attention plus an MLP (≥ 2 Linear or
+//                   an Mlp/FeedForward layer) or a LayerNorm
+//  6. attention     name says Attention/Attn/MHSA/SE/Squeeze-Excitation/CBAM/NonLocal, or it
+//                   has a MultiheadAttention / *Attention layer
+//  7. convolution   name says Conv/Bottleneck/BasicBlock/ResBlock/Inverted Residual/Depthwise,
+//                   or convolutions are its most frequent parameterised layer
+//  8. utility       everything else (activations, DropPath, Identity, reshapes, embeddings …)
+
+export type Category =
+  | 'attention'
+  | 'convolution'
+  | 'transformer block'
+  | 'pooling'
+  | 'normalization'
+  | 'loss'
+  | 'architecture'
+  | 'utility';
+
+export const CATEGORIES: readonly Category[] = [
+  'attention', 'convolution', 'transformer block', 'pooling', 'normalization', 'loss', 'architecture', 'utility',
+];
+
+export interface CategoryInput {
+  name: string;
+  docstring?: string | null;
+  /** layer type → number of instances created by the block (qualified or bare names) */
+  layers?: Record<string, number>;
+  /** base class expressions as written (`nn.Module`, `torch.nn.modules.loss._Loss`) */
+  bases?: string[];
+  /** parameter names of forward, without self */
+  forwardParams?: string[];
+}
+
+export interface CategoryResult {
+  category: Category;
+  /** the rule that decided it */
+  reason: string;
+}
+
+const bare = (s: string) => s.split('.').pop()!.replace(/\[.*$/, '').trim();
+
+const IS = {
+  conv: (t: string) => /^(Lazy)?Conv(Transpose)?[123]d$|Conv(2d|Bn|BN|Norm|Act)|^Conv$|ConvModule|DepthwiseSeparable|SeparableConv/.test(t),
+  attention: (t: string) => /MultiheadAttention|Attention|Attn|MHSA/.test(t),
+  norm: (t: string) => /Norm(\dd)?$|^(Batch|Layer|Group|Instance|RMS|LocalResponse)Norm|^_?NormBase$|^_BatchNorm$|^FrozenBatchNorm/.test(t),
+  pool: (t: string) => /Pool(\dd)?$|Pooling|^GeM$/.test(t),
+  linear: (t: string) => /^(Lazy)?Linear$|^Bilinear$|^NonDynamicallyQuantizableLinear$/.test(t),
+  mlp: (t: string) => /Mlp|MLP|FeedForward|FFN|^FF$/.test(t),
+  transformerLayer: (t: string) => /^Transformer(Encoder|Decoder)Layer$|TransformerBlock/.test(t),
+  loss: (t: string) => /Loss$|^_Loss$|^_WeightedLoss$|Criterion$/.test(t),
+};
+
+/** Non-parameterised helpers that do not make a block "convolutional" etc. */
+const PASSIVE = /^(ReLU|ReLU6|GELU|SiLU|Swish|Mish|Sigmoid|Tanh|Hardswish|Hardsigmoid|LeakyReLU|PReLU|ELU|SELU|Softmax|LogSoftmax|Dropout\dd?|Dropout|DropPath|Identity|Flatten|Unflatten|Sequential|ModuleList|ModuleDict|ParameterList|Upsample|PixelShuffle)$/;
+
+export function categorize(input: CategoryInput): CategoryResult {
+  const name = input.name;
+  const doc = input.docstring ?? '';
+  const bases = (input.bases ?? []).map(bare);
+  const params = (input.forwardParams ?? []).filter((p) => p !== 'self');
+  const layers = Object.entries(input.layers ?? {}).map(([t, n]) => [bare(t), n] as const);
+  const count = (pred: (t: string) => boolean) => layers.reduce((a, [t, n]) => a + (pred(t) ? n : 0), 0);
+  const total = layers.reduce((a, [, n]) => a + n, 0);
+  const active = layers.filter(([t]) => !PASSIVE.test(t));
+  const kinds = new Set(active.map(([t]) => t)).size;
+  const nConv = count(IS.conv);
+  const nAttn = count(IS.attention);
+  const nNorm = count(IS.norm);
+  const nPool = count(IS.pool);
+  const nLinear = count(IS.linear);
+  const nMlp = count(IS.mlp);
+  const nTLayer = count(IS.transformerLayer);
+  const r = (category: Category, reason: string): CategoryResult => ({ category, reason });
+
+  // 1. loss
+  if (/Loss$|Loss[A-Z0-9_]|Criterion/.test(name)) return r('loss', `name ${name} is a loss`);
+  const lossBase = bases.find(IS.loss);
+  if (lossBase) return r('loss', `base ${lossBase} is a loss`);
+  if (params.some((p) => /^(target|targets|label|labels|gt|y_true|ground_truth)$/.test(p)) && active.length <= 1 && total <= 1) {
+    return r('loss', `forward takes a target (${params.join(', ')}) and the block has no layers`);
+  }
+  // 2. normalization
+  const own = nConv + nAttn + nLinear + nMlp + nTLayer;
+  const normBase = bases.find(IS.norm);
+  if (normBase && own === 0) return r('normalization', `base ${normBase} is a normalization layer`);
+  if (/Norm(alization|alize)?(\dd)?$|^(RMS|Layer|Batch|Group)Norm|Normali[sz]/.test(name) && own === 0) {
+    return r('normalization', `name ${name} is a normalization`);
+  }
+  // 3. pooling
+  if (/Pool(ing)?(\dd)?$|Pool[A-Z]|^GeM|SPP(F)?$|^SpatialPyramid/.test(name) && nConv + nAttn + nTLayer <= 2) {
+    return r('pooling', `name ${name} is a pooling`);
+  }
+  if (active.length > 0 && active.every(([t]) => IS.pool(t))) return r('pooling', 'every layer is a pooling layer');
+  // 4. architecture
+  const archName = /(Net|Nets|Model|ResNe[XS]?t|VGG|ViT|Former|Transformer|Classifier|Backbone|EncoderDecoder|Detector|Segmenter|UNet|GAN|Generator|Discriminator)(V?\d+[a-z]?|_.*)?$/;
+  if (archName.test(name) && total >= 3 && !/Block$|Layer$/.test(name)) {
+    return r('architecture', `name ${name} names a network and it has ${total} layers`);
+  }
+  const lastLinear = layers.length > 0 && IS.linear(layers[layers.length - 1][0]);
+  if (total >= 12 && kinds >= 4 && (lastLinear || nLinear > 0) && !/Block$|Layer$/.test(name)) {
+    return r('architecture', `${total} layers of ${kinds} kinds with a Linear head`);
+  }
+  if (/\b(model|network|architecture|backbone)\b/i.test(doc) && total >= 8 && !/Block$|Layer$/.test(name)) {
+    return r('architecture', 'the docstring describes a model and it has ≥ 8 layers');
+  }
+  // 5. transformer block
+  if (nTLayer > 0) return r('transformer block', 'it contains a transformer layer');
+  if (nAttn > 0 && (nMlp > 0 || nLinear >= 2 || nNorm > 0) && /Block|Layer|Encoder|Decoder|Transformer/.test(name)) {
+    return r('transformer block', `${name} combines attention with ${nMlp > 0 ? 'an MLP' : nLinear >= 2 ? 'linear layers' : 'normalization'}`);
+  }
+  // 6. attention
+  if (/Attention|Attn|MHSA|MultiHead|SqueezeExcit|^SE(Block|Module|Layer)?$|^SE[A-Z]|CBAM|NonLocal|^ECA/.test(name)) {
+    return r('attention', `name ${name} is an attention mechanism`);
+  }
+  if (nAttn > 0) return r('attention', 'it has an attention layer');
+  // 7. convolution
+  if (/Conv|Bottleneck|BasicBlock|ResBlock|ResidualBlock|InvertedResidual|Depthwise|DepthWise|MBConv|Stem$/.test(name) && nAttn === 0) {
+    return r('convolution', `name ${name} is a convolutional block`);
+  }
+  if (nConv > 0 && nConv >= nLinear && nConv >= nNorm && nConv >= nPool) {
+    return r('convolution', `convolutions are its main layers (${nConv})`);
+  }
+  // 8. utility
+  return r('utility', total === 0 ? 'no layers of its own' : 'no rule above applies');
+}
