@@ -3,13 +3,13 @@
 // runs every file under dist/test).
 import { IndexStore } from '../../src/index/store.js';
 import { indexRepos } from '../../src/index/indexer.js';
-import { checkout, listTree, moduleOf } from './corpus.js';
+import { checkout } from './corpus.js';
 
 const [storeDir, root, workers] = process.argv.slice(2);
 if (storeDir && root) {
   const store = IndexStore.open(storeDir);
   const report = await indexRepos(store, [checkout('r', root)], {
-    list: listTree, moduleName: moduleOf, workers: Number(workers ?? 2),
+    workers: Number(workers ?? 2),
   });
   store.close();
   process.stdout.write(JSON.stringify({ files: report.files, parsed: report.parsed, reused: report.reused }) + '\n');

@@ -1,9 +1,9 @@
 // Helpers for the index tests: small synthetic Python trees written to temp folders,
-// a checkout description for them, and the listing/module-naming functions the
-// indexer is given (a plain recursive walk, so these tests do not depend on src/repos).
+// a checkout description for them, and a plain listing that does not check what it
+// lists (to feed the indexer files that fail when read).
 import { mkdirSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { ListedFile, RepoCheckout, Lister, ModuleNamer } from '../../src/index/indexer.js';
+import type { ListedFile, IndexCheckout, Lister } from '../../src/index/indexer.js';
 
 /** Write `files` (relative path → text or bytes) under `root`. */
 export function writeTree(root: string, files: Record<string, string | Uint8Array>): void {
@@ -52,10 +52,7 @@ export const listTree: Lister = (root, opts) => {
   return { files, problems };
 };
 
-/** Module name with the repository root as the only package root. */
-export const moduleOf: ModuleNamer = (rel) => rel.replace(/\.py$/, '').replace(/(^|\/)__init__$/, '').replace(/\//g, '.') || null;
-
-export function checkout(name: string, root: string): RepoCheckout {
+export function checkout(name: string, root: string): IndexCheckout {
   return { name, root, revision: null, originUrl: null, local: true, packageRoots: [''] };
 }
 

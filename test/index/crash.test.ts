@@ -11,7 +11,7 @@ import { IndexStore } from '../../src/index/store.js';
 import { indexRepos } from '../../src/index/indexer.js';
 import { FACTS_VERSION } from '../../src/parse/types.js';
 import { tempDir } from '../helpers.js';
-import { checkout, listTree, moduleOf, pyPackage, writeTree } from './corpus.js';
+import { checkout, pyPackage, writeTree } from './corpus.js';
 
 const CHILD = path.join(path.dirname(fileURLToPath(import.meta.url)), 'child-index.js');
 const N = 600; // modules of ~120 lines: a run of a few seconds
@@ -69,7 +69,7 @@ test('SIGKILL during indexing, then a rerun completes and the store is consisten
   const interrupted = store.db.prepare('SELECT COUNT(*) FROM runs WHERE finished IS NULL').pluck().get();
   assert.equal(interrupted, 1);
 
-  const r = await indexRepos(store, [checkout('r', root)], { list: listTree, moduleName: moduleOf, workers: 2 });
+  const r = await indexRepos(store, [checkout('r', root)], { workers: 2 });
   assert.equal(r.files, N + 1);
   assert.equal(r.parsed, N + 1 - committed, 'facts committed before the kill are reused');
   assertComplete(store, N + 1);

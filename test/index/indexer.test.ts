@@ -11,11 +11,12 @@ import type { IndexOptions, Lister } from '../../src/index/indexer.js';
 import { ParsePool } from '../../src/index/pool.js';
 import { FACTS_VERSION } from '../../src/parse/types.js';
 import { tempDir } from '../helpers.js';
-import { ageTree, checkout, listTree, moduleOf, pyPackage, writeTree } from './corpus.js';
+import { ageTree, checkout, listTree, pyPackage, writeTree } from './corpus.js';
 
 const pool = new ParsePool(2);
 test.after(() => pool.close());
-const opts = (o: IndexOptions = {}): IndexOptions => ({ list: listTree, moduleName: moduleOf, pool, ...o });
+// the real listing and module naming of src/repos
+const opts = (o: IndexOptions = {}): IndexOptions => ({ pool, ...o });
 
 /** Every file row points at stored, current facts. */
 function assertConsistent(store: IndexStore): void {
@@ -145,18 +146,12 @@ test('problems: > 2 MB file, invalid UTF-8, syntax error, symlink loop; none fat
     'pkg/broken.py': 'X = 1\n\ndef f(:\n    pass\n\nclass C:\n    pass\n',
     'pkg/ok.py': 'Z = 3\n',
   });
-  symlinkSync('loop.py', path.join(root, 'pkg/loop.py'));
-  // The listing reports the loop link as a file (as a lister that does not stat it
-  // would); reading it must fail with a recorded problem.
-  const lister: Lister = async (r, o) => {
-    const l = await listTree(r, o);
-    return { files: [...l.files, { path: 'pkg/loop.py', size: 10, mtimeMs: 1 }], problems: l.problems.filter((p) => p.path !== 'pkg/loop.py') };
-  };
+  symlinkSync('..', path.join(root, 'pkg/loop')); // pkg/loop/pkg/loop/... 
   const store = IndexStore.open(tempDir());
-  const r = await indexRepos(store, [checkout('r', root)], opts({ list: lister }));
+  const r = await indexRepos(store, [checkout('r', root)], opts());
   const kinds = Object.fromEntries(r.problems.map((p) => [p.path, p.kind]));
   assert.deepEqual(kinds, {
-    'pkg/big.py': 'too-large', 'pkg/latin.py': 'invalid-utf8', 'pkg/broken.py': 'syntax-error', 'pkg/loop.py': 'symlink-loop',
+    'pkg/big.py': 'too-large', 'pkg/latin.py': 'invalid-utf8', 'pkg/broken.py': 'syntax-error', 'pkg/loop': 'symlink-loop',
   });
   assert.match(r.problems.find((p) => p.kind === 'syntax-error')!.message, /^line 3:/);
   assert.match(r.problems.find((p) => p.kind === 'invalid-utf8')!.message, /line 2/);
@@ -169,7 +164,7 @@ test('problems: > 2 MB file, invalid UTF-8, syntax error, symlink loop; none fat
   assert.ok(broken.statements.some((s) => s.binds.includes('C')), 'the class after the syntax error is still bound');
   // problems are stored, and reported again when the content is reused
   assert.equal(store.listProblems('r').length, 4);
-  const r2 = await indexRepos(store, [checkout('r', root)], opts({ list: lister }));
+  const r2 = await indexRepos(store, [checkout('r', root)], opts());
   assert.equal(r2.parsed, 0);
   assert.equal(r2.problems.length, 4);
   const st = stats(store);
@@ -178,5 +173,24 @@ test('problems: > 2 MB file, invalid UTF-8, syntax error, symlink loop; none fat
   assert.deepEqual(st.problemsByKind, { 'invalid-utf8': 1, 'symlink-loop': 1, 'syntax-error': 1, 'too-large': 1 });
   assert.equal(st.lastRun?.mode, 'missing');
   assertConsistent(store);
+  store.close();
+});
+
+test('a listed file that cannot be read (self-referencing symlink, vanished) is a problem', async () => {
+  const root = tempDir();
+  writeTree(root, { 'a.py': 'A = 1\n' });
+  symlinkSync('self.py', path.join(root, 'self.py'));
+  // a lister that reports the link and a vanished file without checking them
+  const lister: Lister = async (r, o) => {
+    const l = await listTree(r, o);
+    return {
+      files: [...l.files.filter((f) => f.path === 'a.py'), { path: 'self.py', size: 10, mtimeMs: 1 }, { path: 'gone.py', size: 5, mtimeMs: 1 }],
+      problems: [],
+    };
+  };
+  const store = IndexStore.open(tempDir());
+  const r = await indexRepos(store, [checkout('r', root)], opts({ list: lister }));
+  assert.deepEqual(r.problems.map((p) => [p.path, p.kind]), [['gone.py', 'read-error'], ['self.py', 'symlink-loop']]);
+  assert.deepEqual(store.listFiles('r').map((f) => f.path), ['a.py']);
   store.close();
 });
