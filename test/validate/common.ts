@@ -1,0 +1,40 @@
+// Shared helpers for the validator tests: fixture loading and whether this machine can
+// run real validations (a Python with torch; bubblewrap for the sandboxed ones).
+// Nothing here mocks torch or the sandbox: tests that cannot run real checks skip.
+import { readFileSync, readdirSync } from 'node:fs';
+import { fixture } from '../helpers.js';
+import { findPython } from '../../src/validate/index.js';
+import { which } from '../../src/validate/environment.js';
+import type { ValidationRequest } from '../../src/validate/index.js';
+
+export function validateFixture(...parts: string[]): string {
+  return readFileSync(fixture('validate', ...parts), 'utf8');
+}
+
+export function listFixtures(dir: string): string[] {
+  return readdirSync(fixture('validate', dir)).filter((f) => f.endsWith('.py')).sort();
+}
+
+/** The last top-level class of a fixture module (the block under test). */
+export function mainClass(src: string): string {
+  const all = [...src.matchAll(/^class (\w+)/gm)];
+  return all.length ? all[all.length - 1][1] : 'Missing';
+}
+
+export function request(dir: string, file: string, extra: Partial<ValidationRequest> = {}): ValidationRequest {
+  const source = validateFixture(dir, file);
+  return { id: `${dir}/${file}`, source, className: mainClass(source), ...extra };
+}
+
+let pythonCache: Promise<{ python: string; torch: string } | null> | null = null;
+export function torchPython() {
+  pythonCache ??= findPython();
+  return pythonCache;
+}
+
+/** Reason to skip, or null when real sandboxed validation can run here. */
+export async function cannotValidate(needSandbox = true): Promise<string | null> {
+  if (!(await torchPython())) return 'no Python with torch on this machine';
+  if (needSandbox && !which('bwrap')) return 'bubblewrap (bwrap) is not installed';
+  return null;
+}

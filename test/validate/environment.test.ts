@@ -1,0 +1,81 @@
+// The validation environment: interpreter discovery, doctor, the refusal to run
+// repository code without bubblewrap unless --no-sandbox is explicit, and the
+// unsandboxed mode (limits and timeouts only, with a warning).
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { NnragError } from '../../src/util/errors.js';
+import { ValidatorPool, doctor, findPython } from '../../src/validate/index.js';
+import { bwrapArgs, defaultLimits } from '../../src/validate/environment.js';
+import { cannotValidate, request, torchPython } from './common.js';
+
+const noTorch = await cannotValidate(false);
+const noSandbox = await cannotValidate(true);
+
+describe('validation environment', () => {
+  it('finds a Python whose torch imports, and honours an explicit one', { skip: noTorch ?? false }, async () => {
+    const found = (await torchPython())!;
+    assert.match(found.torch, /^\d+\.\d+/);
+    const again = await findPython(found.python);
+    assert.deepEqual(again, found);
+    assert.equal(await findPython('/nonexistent/python3'), null);
+  });
+
+  it('doctor reports interpreter, torch, sandbox, limits and environment id', { skip: noSandbox ?? false }, async () => {
+    const d = await doctor({ workers: 1 });
+    assert.deepEqual(d.problems, []);
+    assert.ok(d.python && d.torch && d.pythonVersion);
+    assert.equal(d.sandbox.working, true);
+    assert.ok(d.sandbox.bwrap);
+    assert.equal(d.limits.memoryMb, 2048);
+    assert.match(d.envId!, /^[0-9a-f]{16}$/);
+    if (process.getuid?.() === 0) assert.equal(d.sandbox.uid, 65534);
+  });
+
+  it('refuses to run repository code when bwrap is missing and --no-sandbox is not given', async () => {
+    const saved = process.env.PATH;
+    const empty = mkdtempSync(path.join(os.tmpdir(), 'nnrag-nopath-'));
+    process.env.PATH = empty;
+    try {
+      await assert.rejects(ValidatorPool.start({ python: '/usr/bin/python3', workers: 1 }), (e: unknown) => e instanceof NnragError && /--no-sandbox/.test(e.message));
+    } finally {
+      process.env.PATH = saved;
+      rmSync(empty, { recursive: true, force: true });
+    }
+  });
+
+  it('runs without the sandbox only when asked, with a warning, still under timeouts and limits', { skip: noTorch ?? false }, async () => {
+    const warnings: string[] = [];
+    const pool = await ValidatorPool.start({ sandbox: false, workers: 1, timeoutMs: 1500, onWarning: (w) => warnings.push(w) });
+    try {
+      assert.equal(warnings.length, 1);
+      assert.match(warnings[0], /WITHOUT a sandbox/);
+      assert.deepEqual(pool.warnings, warnings);
+      const good = await pool.validate(request('good', 'conv_block.py'));
+      assert.equal(good.ok, true, `${good.error}`);
+      const spin = await pool.validate(request('fail', 'timeout.py'));
+      assert.equal(spin.category, 'timeout');
+      const shape = await pool.validate(request('fail', 'forward_shape.py'));
+      assert.equal(shape.category, 'forward-shape');
+      // a different sandbox setting is a different environment
+      const sandboxed = await doctor({});
+      if (sandboxed.envId) assert.notEqual(pool.envId, sandboxed.envId);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('builds a sandbox that hides home folders and binds only what it needs', () => {
+    const args = bwrapArgs({ python: '/usr/bin/python3', probe: null, rootfs: null, roots: ['/opt/some-repo-root-that-does-not-exist'], limits: defaultLimits() });
+    const joined = args.join(' ');
+    for (const flag of ['--unshare-all', '--die-with-parent', '--new-session', '--clearenv', '--remount-ro']) assert.ok(args.includes(flag), flag);
+    assert.ok(!/--(ro-)?bind \/ \//.test(joined), 'the whole root must not be bound');
+    assert.ok(!/ \/root\b| \/home\b/.test(joined), 'no home folder may be bound');
+    assert.ok(!joined.includes('some-repo-root'), 'missing roots are not bound');
+    const i = args.indexOf('--tmpfs');
+    assert.equal(args[i + 1], '/tmp');
+    assert.equal(args[i - 2], '--size');
+  });
+});

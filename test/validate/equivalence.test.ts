@@ -1,0 +1,70 @@
+// Equivalence stage: the original block is imported from its (read-only bound)
+// repository, both are built with the same arguments, the original's state_dict is
+// loaded strictly into the extracted copy, and outputs on the same input are compared.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { fixture } from '../helpers.js';
+import { ValidatorPool, type ValidationRequest } from '../../src/validate/index.js';
+import { cannotValidate, validateFixture } from './common.js';
+
+const skip = await cannotValidate(true);
+
+function eq(file: string, extra: Partial<ValidationRequest> = {}): ValidationRequest {
+  return {
+    id: `equiv/${file}`,
+    source: validateFixture('equiv', file),
+    className: 'ScaledGate',
+    original: { module: 'eqpkg.blocks', className: 'ScaledGate', sysPath: [fixture('validate', 'equiv', 'repo')] },
+    requiredStages: ['import', 'instantiate', 'forward', 'equivalence'],
+    ...extra,
+  };
+}
+
+describe('equivalence with the original module', { skip: skip ?? false }, () => {
+  let pool: ValidatorPool;
+  before(async () => {
+    pool = await ValidatorPool.start({ workers: 1 });
+  });
+  after(async () => pool?.close());
+
+  it('passes a faithful copy with identical outputs', async () => {
+    const r = await pool.validate(eq('gate_same.py'));
+    assert.equal(r.stages.equivalence, 'pass', `${r.equivalence?.reason} ${r.error}`);
+    assert.equal(r.ok, true);
+    assert.equal(r.equivalence?.status, 'pass');
+    assert.equal(r.equivalence?.maxAbsDiff, 0);
+    assert.equal(r.category, null);
+  });
+
+  it('fails a copy that computes something else', async () => {
+    const r = await pool.validate(eq('gate_diff.py'));
+    assert.equal(r.stages.forward, 'pass');
+    assert.equal(r.stages.equivalence, 'fail');
+    assert.equal(r.ok, false);
+    assert.equal(r.stage, 'equivalence');
+    assert.equal(r.category, 'not-equivalent');
+    assert.ok(r.equivalence!.maxAbsDiff! > 1e-4, String(r.equivalence!.maxAbsDiff));
+  });
+
+  it('fails a copy whose parameters do not load strictly', async () => {
+    const r = await pool.validate(eq('gate_struct.py'));
+    assert.equal(r.stages.equivalence, 'fail');
+    assert.match(r.equivalence!.reason!, /state_dict/);
+    assert.match(r.equivalence!.reason!, /scale|gain/);
+  });
+
+  it('skips, with the reason, when the original does not import', async () => {
+    const r = await pool.validate(eq('gate_same.py', { original: { module: 'eqpkg.nowhere', className: 'ScaledGate', sysPath: [fixture('validate', 'equiv', 'repo')] }, requiredStages: undefined }));
+    assert.equal(r.stages.equivalence, 'skip');
+    assert.match(r.equivalence!.reason!, /does not import/);
+    assert.equal(r.ok, true); // equivalence is not required by default
+  });
+
+  it('does not let the original repository be written', async () => {
+    const root = fixture('validate', 'equiv', 'repo');
+    const source = validateFixture('equiv', 'gate_same.py') + `\nopen(${JSON.stringify(root + '/eqpkg/injected.py')}, 'w').write('x = 1')\n`;
+    const r = await pool.validate(eq('gate_same.py', { source }));
+    assert.equal(r.stage, 'import');
+    assert.equal(r.category, 'sandbox-denied', `${r.error}`);
+  });
+});

@@ -1,0 +1,124 @@
+// Stage results on hand-written fixtures, through the real sandboxed pool: correct
+// blocks pass every required stage with sensible arguments and shapes, and each
+// broken fixture fails the stage it should, with the right category.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { ValidatorPool, toRecord, validationKey, type ValidationResult } from '../../src/validate/index.js';
+import { cannotValidate, listFixtures, request } from './common.js';
+
+const skip = await cannotValidate(true);
+
+describe('validation stages', { skip: skip ?? false }, () => {
+  let pool: ValidatorPool;
+  const results = new Map<string, ValidationResult>();
+
+  before(async () => {
+    pool = await ValidatorPool.start({ workers: 2, timeoutMs: 2500 });
+    const reqs = [...listFixtures('good').map((f) => request('good', f)), ...listFixtures('fail').map((f) => request('fail', f))];
+    const cs = reqs.find((r) => r.id === 'good/callsite_only.py')!;
+    cs.callSites = ['(mode, channels)', "('mean', 12)"];
+    for (const r of await pool.validateMany(reqs)) results.set(r.id, r);
+  });
+  after(async () => pool?.close());
+
+  it('passes every correct fixture through import, instantiate and forward', () => {
+    for (const f of listFixtures('good')) {
+      const r = results.get(`good/${f}`)!;
+      assert.equal(r.ok, true, `${f}: ${r.stage} ${r.category} ${r.error}`);
+      for (const s of ['parse', 'compile', 'import', 'instantiate', 'forward'] as const) assert.equal(r.stages[s], 'pass', `${f} ${s}`);
+      assert.equal(r.stages.equivalence, 'skip');
+      assert.equal(r.equivalence?.status, 'skip');
+      assert.ok(r.output_shapes && r.output_shapes.length > 0, f);
+      assert.equal(r.envId, pool.envId);
+      assert.ok(r.timings.forward! >= 0);
+    }
+  });
+
+  it('records arguments, shapes, parameter counts and layers', () => {
+    const mlp = results.get('good/mlp_defaults.py')!;
+    assert.deepEqual(mlp.args, {});
+    assert.deepEqual(mlp.input_shapes, [[2, 8, 24]]); // from the first Linear(24, 48)
+    assert.deepEqual(mlp.output_shapes, [[2, 8, 24]]);
+    assert.equal(mlp.params, 24 * 48 + 48 + 48 * 24 + 24);
+    assert.deepEqual(mlp.layers, { Linear: 2, ReLU: 1 });
+
+    const conv = results.get('good/conv_block.py')!;
+    const a = conv.args as Record<string, number>;
+    assert.equal(a.kernel_size, 3);
+    assert.equal(a.in_chs, a.out_chs);
+    assert.deepEqual(conv.input_shapes, [[2, a.in_chs, 32, 32]]);
+
+    const attn = results.get('good/attention.py')!;
+    const aa = attn.args as Record<string, number>;
+    assert.equal(aa.dim % aa.num_heads, 0);
+    assert.deepEqual(attn.input_shapes, [[2, 8, aa.dim]]);
+
+    const emb = results.get('good/embed.py')!;
+    assert.deepEqual(emb.input_shapes, [[2, 8]]);
+    assert.equal(emb.output_shapes!.length, 2);
+
+    const hw = results.get('good/tokens_hw.py')!;
+    assert.deepEqual(hw.input_shapes, [[2, 64, (hw.args as any).dim]]);
+
+    const two = results.get('good/two_inputs.py')!;
+    assert.equal(two.input_shapes!.length, 2);
+  });
+
+  it('uses literal call sites from the corpus when heuristics cannot guess', () => {
+    const r = results.get('good/callsite_only.py')!;
+    assert.deepEqual(r.args, { args: ['mean', 12], kwargs: {} });
+    assert.deepEqual(r.output_shapes, [[2, 12]]);
+  });
+
+  const expected: Record<string, [string, string]> = {
+    'syntax_error.py': ['parse', 'syntax'],
+    'compile_error.py': ['compile', 'syntax'],
+    'missing_extern.py': ['import', 'missing-extern'],
+    'unresolved_name.py': ['import', 'unresolved-name'],
+    'native_ext.py': ['import', 'native-extension'],
+    'needs_args.py': ['instantiate', 'needs-args'],
+    'lazy_unresolved.py': ['instantiate', 'unresolved-name'],
+    'forward_shape.py': ['forward', 'forward-shape'],
+    'runtime_error.py': ['forward', 'runtime-error'],
+    'timeout.py': ['forward', 'timeout'],
+  };
+  for (const [file, [stage, category]] of Object.entries(expected)) {
+    it(`fails ${file} at ${stage} with ${category}`, () => {
+      const r = results.get(`fail/${file}`)!;
+      assert.equal(r.ok, false);
+      assert.equal(r.stage, stage, `${r.stage} ${r.category} ${r.error}`);
+      assert.equal(r.category, category, `${r.error}`);
+      assert.equal(r.stages[stage as keyof typeof r.stages], 'fail');
+      assert.ok(r.error && r.error.length > 0);
+      // stages before the failing one passed, later ones did not run
+      const order = ['parse', 'compile', 'import', 'instantiate', 'forward', 'equivalence'] as const;
+      const i = order.indexOf(stage as (typeof order)[number]);
+      for (const s of order.slice(0, i)) assert.equal(r.stages[s], 'pass', `${file} ${s}`);
+      for (const s of order.slice(i + 1)) assert.equal(r.stages[s], 'skip', `${file} ${s}`);
+    });
+  }
+
+  it('bounds the timeout by the wall clock', () => {
+    const r = results.get('fail/timeout.py')!;
+    assert.ok(r.ms >= 2400 && r.ms < 2500 + 3000, `took ${r.ms} ms`);
+  });
+
+  it('decides ok from the required stages only', async () => {
+    const req = request('fail', 'forward_shape.py', { requiredStages: ['import', 'instantiate'] });
+    const r = await pool.validate(req);
+    assert.equal(r.ok, true);
+    assert.equal(r.stages.forward, 'fail');
+    assert.equal(r.category, 'forward-shape');
+  });
+
+  it('gives a storable record and a cache key that follows content and environment', () => {
+    const r = results.get('good/conv_block.py')!;
+    const rec = toRecord(r);
+    assert.deepEqual(Object.keys(rec).sort(), ['args', 'category', 'envId', 'equivalence', 'error', 'input_shapes', 'output_shapes', 'params', 'stages'].sort());
+    const req = request('good', 'conv_block.py');
+    const k = validationKey(req, pool.envId);
+    assert.equal(k, validationKey({ ...req }, pool.envId));
+    assert.notEqual(k, validationKey({ ...req, source: req.source + '\n# changed\n' }, pool.envId));
+    assert.notEqual(k, validationKey(req, 'another-env'));
+  });
+});
