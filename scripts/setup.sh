@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs everything nnrag needs on a fresh machine of this kind (Debian + Node 20):
+# the validation environment (Debian's Python with PyTorch 1.13, torchvision, pyflakes),
+# bubblewrap for the sandbox, git, then the npm dependencies, then the build.
+# Safe to run again: apt is skipped when the packages are already there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+for pkg in python3-torch python3-torchvision python3-pyflakes bubblewrap git; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  echo "setup: installing ${need[*]} with apt-get" >&2
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  npm ci --no-audit --no-fund
+fi
+npm run build --silent

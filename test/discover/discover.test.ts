@@ -1,0 +1,138 @@
+// Discovery: nn.Module subclasses through resolved bases, across files and across two
+// indexed repositories; abstract classes, non-modules and base classes without a
+// forward are not blocks.
+import assert from 'node:assert/strict';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+import * as api from '../../src/api.js';
+import { repoRoot, tempDir } from '../helpers.js';
+
+function writeTree(root: string, files: Record<string, string>): void {
+  for (const [rel, text] of Object.entries(files)) {
+    const f = path.join(root, rel);
+    mkdirSync(path.dirname(f), { recursive: true });
+    writeFileSync(f, text);
+  }
+}
+
+const spec = (name: string, p: string, priority = 1) => ({ name, url: null, path: p, priority, paths: [], description: null, packageRoots: null });
+
+describe('discovery', () => {
+  it('finds exactly the blocks of the example corpus', async () => {
+    const ws = api.Workspace.open(tempDir());
+    try {
+      await api.index(ws, { repos: [spec('examples', path.join(repoRoot, 'examples'))] });
+      const ids = api.discover(ws).map((b) => b.id).sort();
+      assert.deepEqual(ids, [
+        'tinyvision.layers.activations.GELUTanh',
+        'tinyvision.layers.activations.HardSigmoid',
+        'tinyvision.layers.attention.Attention',
+        'tinyvision.layers.attention.Block',
+        'tinyvision.layers.attention.WindowAttention',
+        'tinyvision.layers.conv.ConvBnAct',
+        'tinyvision.layers.mlp.Mlp',
+        'tinyvision.models.mixer.Block',
+        'tinyvision.models.mixer.LinearHead',
+        'tinyvision.models.mixer.Mlp',
+        'tinyvision.models.resnet.Bottleneck',
+        'tinyvision.models.variants.ResBottleneck',
+      ]);
+    } finally {
+      ws.close();
+    }
+  });
+
+  it('follows bases across two indexed repositories and every spelling of nn.Module', async () => {
+    const dir = tempDir();
+    writeTree(path.join(dir, 'base'), {
+      'basepkg/__init__.py': 'from .core import BaseModule\n__all__ = ["BaseModule"]\n',
+      'basepkg/core.py': 'import torch.nn as tnn\n\nclass BaseModule(tnn.Module):\n    def init_weights(self):\n        pass\n',
+    });
+    writeTree(path.join(dir, 'app'), {
+      'app/__init__.py': '',
+      'app/blocks.py': [
+        'import abc',
+        'import torch',
+        'from torch import nn',
+        'from torch.nn import Module as M',
+        'from basepkg import BaseModule',
+        'from . import layers as L',
+        '',
+        'class Uses(BaseModule):',
+        '    def forward(self, x):',
+        '        return x',
+        '',
+        'class Spelled1(torch.nn.Module):',
+        '    def forward(self, x):',
+        '        return x',
+        '',
+        'class Spelled2(M):',
+        '    def forward(self, x):',
+        '        return x',
+        '',
+        'class Seq(nn.Sequential):',
+        '    pass',
+        '',
+        'class NoForward(nn.Module):',
+        '    pass',
+        '',
+        'class Abstract(nn.Module, abc.ABC):',
+        '    @abc.abstractmethod',
+        '    def forward(self, x): ...',
+        '',
+        'class Concrete(Abstract):',
+        '    def forward(self, x):',
+        '        return x',
+        '',
+        'class ViaAlias(L.Thing):',
+        '    pass',
+        '',
+        'class Plain:',
+        '    def forward(self, x):',
+        '        return x',
+        '',
+        'def f():',
+        '    class Nested(nn.Module):',
+        '        def forward(self, x):',
+        '            return x',
+        '    return Nested',
+      ].join('\n') + '\n',
+      'app/layers.py': 'from torch import nn\n\nclass Thing(nn.Module):\n    def forward(self, x):\n        return x\n',
+    });
+    const ws = api.Workspace.open(path.join(dir, 'store'));
+    try {
+      await api.index(ws, { repos: [spec('org/base', path.join(dir, 'base')), spec('org/app', path.join(dir, 'app'), 2)] });
+      const blocks = api.discover(ws);
+      const names = blocks.filter((b) => b.module === 'app.blocks').map((b) => b.name).sort();
+      assert.deepEqual(names, ['Concrete', 'Seq', 'Spelled1', 'Spelled2', 'Uses', 'ViaAlias']);
+      const uses = blocks.find((b) => b.name === 'Uses')!;
+      assert.equal(uses.repo, 'org/app');
+      assert.deepEqual(uses.bases, ['BaseModule']);
+      assert.ok(!blocks.some((b) => b.name === 'BaseModule'), 'a base without forward is not a block');
+      // bare names resolve, ambiguous ones by repository priority with alternatives listed
+      const [r] = api.resolveBlockNames(ws, ['Thing']);
+      assert.equal(r.id, 'app.layers.Thing');
+    } finally {
+      ws.close();
+    }
+  });
+
+  it('resolves an ambiguous bare name by repository priority and lists the alternatives', async () => {
+    const dir = tempDir();
+    const block = 'import torch.nn as nn\n\nclass Mlp(nn.Module):\n    def forward(self, x):\n        return x\n';
+    writeTree(path.join(dir, 'one'), { 'one/__init__.py': '', 'one/mlp.py': block });
+    writeTree(path.join(dir, 'two'), { 'two/__init__.py': '', 'two/mlp.py': block });
+    const ws = api.Workspace.open(path.join(dir, 'store'));
+    try {
+      await api.index(ws, { repos: [spec('r/one', path.join(dir, 'one'), 5), spec('r/two', path.join(dir, 'two'), 1)] });
+      api.discover(ws);
+      const [r] = api.resolveBlockNames(ws, ['Mlp']);
+      assert.equal(r.id, 'two.mlp.Mlp');
+      assert.deepEqual(r.alternatives, ['one.mlp.Mlp']);
+      assert.throws(() => api.resolveBlockNames(ws, ['Nope']), /no block named "Nope"/);
+    } finally {
+      ws.close();
+    }
+  });
+});
