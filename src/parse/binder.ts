@@ -11,8 +11,8 @@
 // - `global x` makes x refer to the module scope, `nonlocal x` to the nearest
 //   enclosing function scope;
 // - class scopes are not visible from functions, lambdas or comprehensions nested in
-//   them; a class body read falls back to globals when the class has not bound the
-//   name yet (LOAD_NAME semantics);
+//   them; a class body read of a name the class binds, made before the binding has
+//   run (in evaluation order: `x = x`, `x += 1`), reads the globals (LOAD_NAME);
 // - a comprehension is its own scope, except that its first iterable is evaluated in
 //   the enclosing scope (§6.2.4); a walrus target inside a comprehension binds in the
 //   nearest enclosing non-comprehension scope (PEP 572);
@@ -41,7 +41,7 @@ type ScopeKind = 'module' | 'class' | 'function' | 'lambda' | 'comprehension';
 interface Scope {
   kind: ScopeKind;
   parent: Scope | null;
-  /** name → offset of its first binding in this scope */
+  /** name → walk order (Binder.seq) of its first binding in this scope */
   bindings: Map<string, number>;
   globals: Set<string>;
   nonlocals: Set<string>;
@@ -52,6 +52,10 @@ interface Scope {
 
 interface Access extends Ref {
   stmt: number;
+  /** walk order: the walk visits reads and bindings in evaluation order (an
+   *  assignment's value before its targets), so `seq` orders class-body reads
+   *  against class-body bindings; source offsets do not (`x = x`) */
+  seq: number;
 }
 
 /** Calls that make static name resolution impossible (reported, not guessed). */
@@ -81,6 +85,8 @@ class Binder {
   private defDepth = 0;
   private all: string[] | null = null;
   private allBroken = false;
+  /** counter giving reads and bindings their evaluation order */
+  private seq = 0;
 
   constructor(src: string, futureAnnotations: boolean) {
     this.src = src;
@@ -149,7 +155,7 @@ class Binder {
     for (const s of this.scopes) {
       for (const a of s.accesses) {
         if (!this.isGlobalRead(a, s)) continue;
-        const { stmt, ...ref } = a;
+        const { stmt, seq, ...ref } = a;
         if (ref.attrs === undefined) {
           delete ref.attrs;
           delete ref.attrEnds;
@@ -167,11 +173,11 @@ class Binder {
     if (s.kind === 'module') return true;
     if (s.globals.has(name)) return true;
     if (!s.nonlocals.has(name) && s.bindings.has(name)) {
-      // class bodies use LOAD_NAME: a read before the class binds the name falls back
-      // to the enclosing scopes
-      if (s.kind === 'class' && (s.bindings.get(name) as number) > a.start) {
-        /* fall through to enclosing scopes */
-      } else return false;
+      // class bodies use LOAD_NAME for names they bind: a read before the class has
+      // bound the name looks in the globals (then builtins), not in enclosing functions
+      // (`x = x`, `x += 1` in a class body read the global x)
+      if (s.kind === 'class' && (s.bindings.get(name) as number) > a.seq) return true;
+      return false;
     }
     // enclosing scopes, skipping class scopes (they are not visible from nested blocks)
     for (let p = s.parent; p; p = p.parent) {
@@ -198,7 +204,7 @@ class Binder {
         if (this.src.startsWith(name, at)) this.statements[this.stmt].bindSpans.push({ name, start: at, end: at + name.length });
       }
     }
-    if (!s.bindings.has(name)) s.bindings.set(name, at);
+    if (!s.bindings.has(name)) s.bindings.set(name, this.seq++);
   }
 
   /** PEP 572: an assignment expression binds in the nearest non-comprehension scope. */
@@ -245,6 +251,7 @@ class Binder {
       end: n.endIndex,
       eager: !this.lazy,
       stmt: this.stmt,
+      seq: this.seq++,
     };
     if (attrs && attrs.length) {
       a.attrs = attrs;
@@ -390,7 +397,7 @@ class Binder {
     // `x: int` without a value does not bind at runtime, but makes x local in a
     // function (§4.2.2); at module/class level it binds nothing.
     if (!right && type) {
-      if (left.type === 'identifier' && this.scope.kind === 'function') this.scope.bindings.set(left.text, left.startIndex);
+      if (left.type === 'identifier' && this.scope.kind === 'function') this.scope.bindings.set(left.text, this.seq++);
       else if (left.type !== 'identifier') this.visitExpr(left);
       return;
     }
@@ -405,7 +412,7 @@ class Binder {
       if (this.scope === this.module) {
         const st = this.statements[this.stmt];
         (st.deletes ??= []).push(n.text);
-      } else if (!this.scope.bindings.has(n.text)) this.scope.bindings.set(n.text, n.startIndex);
+      } else if (!this.scope.bindings.has(n.text)) this.scope.bindings.set(n.text, this.seq++);
     } else if (n.type === 'expression_list' || n.type === 'tuple' || n.type === 'list' || n.type === 'parenthesized_expression') {
       for (const c of n.namedChildren) if (c) this.visitDelete(c);
     } else this.visitExpr(n);
@@ -745,7 +752,7 @@ class Binder {
           ends.push(start + m[1].length + am.index + am[0].length);
         }
       }
-      const a: Access = { name: m[1], start, end: start + m[1].length, eager: false, soft: true, stmt: this.stmt };
+      const a: Access = { name: m[1], start, end: start + m[1].length, eager: false, soft: true, stmt: this.stmt, seq: this.seq++ };
       if (attrs.length) {
         a.attrs = attrs;
         a.attrEnds = ends;
