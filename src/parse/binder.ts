@@ -915,7 +915,12 @@ class Binder {
     const method = fn.childForFieldName('attribute')?.text;
     const args = n.childForFieldName('arguments')?.namedChildren.filter((c): c is Node => !!c && c.type !== 'comment') ?? [];
     if (method === 'extend' && args.length === 1) this.collectAll(args[0], true);
-    else if (method === 'append' && args.length === 1 && args[0].type === 'string') this.collectAll(args[0], true);
+    else if (method === 'append' && args.length === 1 && args[0].type === 'string') {
+      // one string, not a sequence of strings
+      const v = stringValue(args[0]);
+      if (v === null) this.allBroken = true;
+      else this.all = [...(this.all ?? []), v];
+    }
     else if (method === 'remove' && args.length === 1 && args[0].type === 'string') {
       const v = stringValue(args[0]);
       if (this.all) this.all = this.all.filter((x) => x !== v);
