@@ -194,14 +194,16 @@ class Binder {
   /** module statement index → names bound at module scope */
   private readonly moduleBinds = new Map<number, Set<string>>();
 
-  private bind(name: string, at: number): void {
+  /** Bind `name` in the current scope; `at` is the offset of the binding identifier,
+   *  or null when the binding has no identifier of that name (imports). */
+  private bind(name: string, at: number | null): void {
     let s = this.scope;
     if (s.kind === 'module' || s.globals.has(name)) {
       if (s.kind === 'module') {
         let set = this.moduleBinds.get(this.stmt);
         if (!set) this.moduleBinds.set(this.stmt, (set = new Set()));
         set.add(name);
-        if (this.src.startsWith(name, at)) this.statements[this.stmt].bindSpans.push({ name, start: at, end: at + name.length });
+        if (at !== null && this.src.startsWith(name, at)) this.statements[this.stmt].bindSpans.push({ name, start: at, end: at + name.length });
       }
     }
     if (!s.bindings.has(name)) s.bindings.set(name, this.seq++);
@@ -565,7 +567,9 @@ class Binder {
     }
     for (const e of edges) {
       const name = e.kind === 'import' ? (e.asname ?? e.module.split('.')[0]) : e.name === '*' ? null : (e.asname ?? e.name);
-      if (name) this.bind(name, n.startIndex);
+      // no bindSpan: `from m import y` binds y but renaming it needs `y as z`, which the
+      // emitter does by rewriting the whole import statement
+      if (name) this.bind(name, null);
     }
     if (this.scope === this.module) this.statements[this.stmt].imports.push(...edges);
     else {
