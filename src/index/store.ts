@@ -309,6 +309,15 @@ export class IndexStore {
     return out;
   }
 
+  /** Like loadAllFacts, but each file's JSON is parsed on first use (for callers that
+   *  touch only part of the corpus; JSON.parse is ~80% of loadAllFacts on timm). */
+  loadFactsLazy(): LazyFacts {
+    const rows = this.stmt(
+      `SELECT blob, data FROM facts WHERE data IS NOT NULL AND blob IN (SELECT blob FROM files)`,
+    ).raw().all() as [string, string][];
+    return new LazyFacts(new Map(rows));
+  }
+
   /** Delete facts no file refers to; returns how many rows went. */
   gc(): number {
     return this.write(() => this.stmt('DELETE FROM facts WHERE blob NOT IN (SELECT blob FROM files)').run().changes);
@@ -415,11 +424,14 @@ export class IndexStore {
 
   // ---------------------------------------------------------------- runs
 
+  /** Record the start of a run (keeps the last 1000 runs). */
   beginRun(mode: string, repos: string[]): number {
-    return this.write(() =>
-      Number(this.stmt('INSERT INTO runs(started, mode, repos) VALUES (?, ?, ?)')
-        .run(new Date().toISOString(), mode, JSON.stringify(repos)).lastInsertRowid),
-    );
+    return this.write(() => {
+      const id = Number(this.stmt('INSERT INTO runs(started, mode, repos) VALUES (?, ?, ?)')
+        .run(new Date().toISOString(), mode, JSON.stringify(repos)).lastInsertRowid);
+      this.stmt('DELETE FROM runs WHERE id <= ?').run(id - 1000);
+      return id;
+    });
   }
 
   finishRun(id: number, stats: object, timings: Record<string, number>): void {
@@ -460,6 +472,35 @@ export class IndexStore {
   integrityCheck(): string {
     const rows = this.db.pragma('integrity_check', { simple: false }) as { integrity_check: string }[];
     return rows.map((r) => r.integrity_check).join('\n');
+  }
+}
+
+/** Facts by blob id, parsed from JSON on first access. */
+export class LazyFacts {
+  private readonly parsed = new Map<string, FileFacts>();
+  constructor(private readonly text: Map<string, string>) {}
+
+  get size(): number {
+    return this.text.size;
+  }
+
+  has(blob: string): boolean {
+    return this.text.has(blob);
+  }
+
+  get(blob: string): FileFacts | undefined {
+    let f = this.parsed.get(blob);
+    if (!f) {
+      const t = this.text.get(blob);
+      if (t === undefined) return undefined;
+      f = JSON.parse(t) as FileFacts;
+      this.parsed.set(blob, f);
+    }
+    return f;
+  }
+
+  keys(): IterableIterator<string> {
+    return this.text.keys();
   }
 }
 

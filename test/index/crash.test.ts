@@ -11,7 +11,7 @@ import { IndexStore } from '../../src/index/store.js';
 import { indexRepos } from '../../src/index/indexer.js';
 import { FACTS_VERSION } from '../../src/parse/types.js';
 import { tempDir } from '../helpers.js';
-import { checkout, pyPackage, writeTree } from './corpus.js';
+import { checkout, pyModule, pyPackage, writeTree } from './corpus.js';
 
 const CHILD = path.join(path.dirname(fileURLToPath(import.meta.url)), 'child-index.js');
 const N = 600; // modules of ~120 lines: a run of a few seconds
@@ -41,8 +41,12 @@ function factsCount(storeDir: string): number {
 }
 
 function assertComplete(store: IndexStore, files: number): void {
-  assert.equal(store.integrityCheck(), 'ok');
+  assertConsistent(store);
   assert.equal(store.listFiles('r').length, files);
+}
+
+function assertConsistent(store: IndexStore): void {
+  assert.equal(store.integrityCheck(), 'ok');
   const orphans = store.db.prepare(
     'SELECT COUNT(*) FROM files f LEFT JOIN facts x ON x.blob = f.blob WHERE x.blob IS NULL OR x.version != ? OR x.data IS NULL',
   ).pluck().get(FACTS_VERSION);
@@ -73,6 +77,31 @@ test('SIGKILL during indexing, then a rerun completes and the store is consisten
   assert.equal(r.files, N + 1);
   assert.equal(r.parsed, N + 1 - committed, 'facts committed before the kill are reused');
   assertComplete(store, N + 1);
+  store.close();
+});
+
+test('SIGKILL at random moments of runs over a changing tree always leaves a consistent store', async () => {
+  const root = tempDir();
+  writeTree(root, pyPackage(300, 100, 20_000));
+  const storeDir = path.join(tempDir(), 'store');
+  let seed = 12345;
+  const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  for (let round = 0; round < 4; round++) {
+    // change some files between runs so every run has parsing to do
+    const changed: Record<string, string> = {};
+    for (let i = 0; i < 40; i++) changed[`pkg/m${Math.floor(rand() * 300)}.py`] = pyModule(50_000 + round * 100 + i, 100);
+    writeTree(root, changed);
+    const { child, done } = runChild(storeDir, root);
+    await new Promise((r) => setTimeout(r, 150 + rand() * 1200));
+    child.kill('SIGKILL');
+    await done;
+    const store = IndexStore.open(storeDir);
+    assertConsistent(store);
+    store.close();
+  }
+  const store = IndexStore.open(storeDir);
+  await indexRepos(store, [checkout('r', root)], { workers: 2 });
+  assertComplete(store, 301);
   store.close();
 });
 

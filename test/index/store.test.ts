@@ -81,6 +81,11 @@ test('facts: version check, failed contents, loadAllFacts of referenced blobs, g
   const all = s.loadAllFacts();
   assert.deepEqual([...all.keys()], ['a'], 'only facts some file refers to, and only real facts');
   assert.equal(all.get('a')?.lines, 1);
+  const lazy = s.loadFactsLazy();
+  assert.deepEqual([...lazy.keys()], ['a']);
+  assert.equal(lazy.get('a')?.lines, 1);
+  assert.equal(lazy.get('a'), lazy.get('a'), 'parsed once, then cached');
+  assert.equal(lazy.get('bad'), undefined);
   assert.deepEqual(s.loadCorpus().files, [
     { repo: 'r', path: 'x.py', module: 'x', blob: 'a' },
     { repo: 'r', path: 'y.py', module: 'y', blob: 'bad' },
