@@ -66,6 +66,8 @@ const DYNAMIC_CALLS: Record<string, DynamicUse['kind']> = {
   exec: 'exec',
   eval: 'eval',
   __import__: '__import__',
+  // `from importlib import import_module` then `import_module(name)`
+  import_module: 'import_module',
 };
 
 class Binder {
