@@ -24,6 +24,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { FACTS_VERSION } from '../parse/types.js';
 import { listPythonFiles, moduleNameFor } from '../repos/files.js';
+import { UsageError } from '../util/errors.js';
 import { ParsePool } from './pool.js';
 import type { ParseItem, ParseOutcome } from './pool.js';
 import { gitBlobId } from './source.js';
@@ -174,6 +175,9 @@ function pathsFor(c: IndexCheckout, opts: IndexOptions): string[] | undefined {
 
 /** Index the given repositories into the store (see the policy in the header). */
 export async function indexRepos(store: IndexStore, checkouts: IndexCheckout[], opts: IndexOptions = {}): Promise<IndexReport> {
+  const names = checkouts.map((c) => c.name);
+  const dup = names.find((n, i) => names.indexOf(n) !== i);
+  if (dup !== undefined) throw new UsageError(`repository ${JSON.stringify(dup)} given twice`);
   const t0 = now();
   const wallStart = Date.now();
   const mode = opts.mode ?? 'missing';

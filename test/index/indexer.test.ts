@@ -9,6 +9,7 @@ import { IndexStore } from '../../src/index/store.js';
 import { indexRepos, stats } from '../../src/index/indexer.js';
 import type { IndexOptions, Lister } from '../../src/index/indexer.js';
 import { ParsePool } from '../../src/index/pool.js';
+import { formatIndexReport, formatStats } from '../../src/index/report.js';
 import { FACTS_VERSION } from '../../src/parse/types.js';
 import { tempDir } from '../helpers.js';
 import { ageTree, checkout, listTree, pyPackage, writeTree } from './corpus.js';
@@ -45,6 +46,7 @@ test('identical content in two repos is parsed once', async () => {
   assert.equal(r2.parsed, 0);
   assert.equal(store.listFiles('c').length, 4);
   assert.equal(store.listFiles('a')[1].module, 'pkg.m0');
+  await assert.rejects(indexRepos(store, [checkout('a', a), checkout('a', b)], opts()), /given twice/);
   assertConsistent(store);
   store.close();
 });
@@ -172,6 +174,8 @@ test('problems: > 2 MB file, invalid UTF-8, syntax error, symlink loop; none fat
   assert.equal(st.parseErrors, 1);
   assert.deepEqual(st.problemsByKind, { 'invalid-utf8': 1, 'symlink-loop': 1, 'syntax-error': 1, 'too-large': 1 });
   assert.equal(st.lastRun?.mode, 'missing');
+  assert.match(formatStats(st), /4 files, .* 1 files with syntax errors/);
+  assert.match(formatIndexReport(r2), /4 problems:\n  r\/pkg\/big.py: too-large/);
   assertConsistent(store);
   store.close();
 });
