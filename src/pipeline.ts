@@ -1,0 +1,158 @@
+// Extraction followed by sandboxed validation and promotion (DESIGN.md "Validation"):
+// each block's module is emitted, validated in the pool (import, instantiate, forward,
+// and equivalence against the original when its repository imports), then written to
+// `<out>/blocks/` when it passes the required stages, else to `<out>/failed/` with a
+// JSON record of the failing stage, category and error. Results are cached by module
+// content and validation environment, so re-validating an unchanged module is free.
+import { rmSync } from 'node:fs';
+import path from 'node:path';
+import * as api from './api.js';
+import { putCachedValidation, getCachedValidation, putExtraction, textHash } from './library/records.js';
+import type { Corpus, CorpusModule } from './resolve/corpus.js';
+import {
+  DEFAULT_REQUIRED_STAGES,
+  ValidatorPool,
+  passesStages,
+  toRecord,
+  validationKey,
+  type PoolOptions,
+  type Stage,
+  type ValidationRequest,
+  type ValidationResult,
+} from './validate/index.js';
+
+export interface PipelineOptions extends api.ExtractOptions {
+  /** validate (default true) */
+  validate?: boolean;
+  pool?: PoolOptions;
+  /** an already started pool (not closed here) */
+  validator?: ValidatorPool;
+  required?: Stage[];
+  /** compare with the original module when its repository imports (default true) */
+  equivalence?: boolean;
+  onProgress?: (done: number, total: number) => void;
+  onWarning?: (msg: string) => void;
+}
+
+const MAX_CALL_SITES = 6;
+
+/** Literal argument lists of calls of the class found in the corpus, e.g. `(64, 128, stride=2)`:
+ *  references that resolve to the class and are directly followed by a call whose
+ *  arguments are literals only. */
+export function callSites(ws: api.Workspace, id: string): string[] {
+  const corpus = ws.corpus();
+  const resolver = ws.resolver();
+  const dot = id.lastIndexOf('.');
+  const modName = id.slice(0, dot);
+  const cls = id.slice(dot + 1);
+  const out = new Set<string>();
+  for (const mod of corpus.modules()) {
+    let src: string | null = null;
+    for (const st of mod.facts.statements) {
+      for (const ref of st.refs) {
+        const last = ref.attrs?.length ? ref.attrs[ref.attrs.length - 1] : ref.name;
+        if (last !== cls) continue;
+        const { targets, consumed } = resolver.resolveRef(mod, ref);
+        if (consumed !== (ref.attrs?.length ?? 0)) continue;
+        if (!targets.some((t) => t.kind === 'def' && t.module.name === modName && t.name === cls)) continue;
+        src ??= safeSource(corpus, mod);
+        if (src === null) break;
+        const end = consumed ? ref.attrEnds![consumed - 1] : ref.end;
+        const args = literalCall(src, end);
+        if (args) out.add(args);
+        if (out.size >= MAX_CALL_SITES) return [...out];
+      }
+    }
+  }
+  return [...out];
+}
+
+function safeSource(corpus: Corpus, mod: CorpusModule): string | null {
+  try {
+    return corpus.source(mod);
+  } catch {
+    return null;
+  }
+}
+
+const LITERAL_ARGS = /^\(\s*(?:(?:[A-Za-z_]\w*\s*=\s*)?(?:-?\d+(?:\.\d*)?(?:e-?\d+)?|True|False|None|'[^'\n]*'|"[^"\n]*"|\(\s*(?:-?\d+\s*,\s*)*-?\d*\s*\))\s*(?:,\s*|(?=\))))*\)$/;
+
+/** The balanced `( … )` right after `pos` if it holds literal arguments only. */
+function literalCall(src: string, pos: number): string | null {
+  if (src[pos] !== '(') return null;
+  let depth = 0;
+  for (let i = pos; i < src.length && i < pos + 400; i++) {
+    const c = src[i];
+    if (c === '(') depth++;
+    else if (c === ')' && --depth === 0) {
+      const text = src.slice(pos, i + 1).replace(/\s+/g, ' ');
+      return LITERAL_ARGS.test(text) ? text : null;
+    }
+  }
+  return null;
+}
+
+/** sys.path entries that make the block's original module importable. */
+function originalSysPath(ws: api.Workspace, id: string): string[] | null {
+  const corpus = ws.corpus();
+  const mod = corpus.module(id.slice(0, id.lastIndexOf('.')));
+  if (!mod) return null;
+  const repo = ws.store.getRepo(mod.repo);
+  if (!repo) return null;
+  const roots = repo.packageRoots.length ? repo.packageRoots : [''];
+  return roots.map((r) => path.join(repo.root, ...r.split('/').filter(Boolean)));
+}
+
+/** Extract, validate and promote blocks. */
+export async function extractAndValidate(ws: api.Workspace, ids: string[], opts: PipelineOptions = {}): Promise<api.ExtractionRecord[]> {
+  const out = path.resolve(opts.out ?? path.join(ws.storeDir, 'library'));
+  if (opts.validate === false) return api.extractBlocks(ws, ids, opts);
+  const required = opts.required ?? [...DEFAULT_REQUIRED_STAGES];
+  const pool = opts.validator ?? (await ValidatorPool.start({ ...opts.pool, onWarning: opts.onWarning }));
+  try {
+    const extracted = ids.map((id) => ({ id, ...api.extractText(ws, id, opts) }));
+    const records: api.ExtractionRecord[] = [];
+    let done = 0;
+    await Promise.all(
+      extracted.map(async ({ id, record, text }, i) => {
+        let result: ValidationResult | null = null;
+        if (text) {
+          const req: ValidationRequest = {
+            id,
+            source: text,
+            className: id.slice(id.lastIndexOf('.') + 1),
+            callSites: callSites(ws, id),
+            requiredStages: required,
+          };
+          const sysPath = opts.equivalence === false ? null : originalSysPath(ws, id);
+          if (sysPath) req.original = { module: id.slice(0, id.lastIndexOf('.')), className: req.className, sysPath };
+          const key = validationKey(req, pool.envId);
+          result = getCachedValidation<ValidationResult>(ws.store, key, pool.envId);
+          if (!result) {
+            result = await pool.validate(req);
+            if (result.category !== 'crash' && result.category !== 'timeout') putCachedValidation(ws.store, key, pool.envId, result);
+          }
+          record.validation = toRecord(result);
+          record.ok = passesStages(result, required);
+          const status = record.ok ? 'blocks' : 'failed';
+          record.file = api.blockFile(out, status, id);
+          api.writeFileAtomic(record.file, text);
+          rmSync(api.blockFile(out, record.ok ? 'failed' : 'blocks', id), { force: true });
+          rmSync(api.blockFile(out, 'extracted', id), { force: true });
+          if (!record.ok) {
+            api.writeFileAtomic(
+              record.file.replace(/\.py$/, '.json'),
+              JSON.stringify({ id, stage: result.stage, category: result.category, error: result.error, traceback: result.traceback ?? null }, null, 2) + '\n',
+            );
+          } else rmSync(api.blockFile(out, 'failed', id).replace(/\.py$/, '.json'), { force: true });
+          putExtraction(ws.store, { id, hash: textHash(text), ok: record.ok, status: record.ok ? 'validated' : 'failed', lines: record.lines, record, text });
+        }
+        records[i] = record;
+        opts.onProgress?.(++done, extracted.length);
+      }),
+    );
+    return records;
+  } finally {
+    if (!opts.validator) await pool.close();
+  }
+}
