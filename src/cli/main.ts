@@ -8,6 +8,8 @@ import { stats } from '../index/indexer.js';
 import { NnragError, UsageError } from '../util/errors.js';
 import * as api from '../api.js';
 import { commands as extraCommands } from './commands.js';
+import { commands as libraryCommands } from './library-commands.js';
+import { commands as searchCommands } from './search-commands.js';
 import { common, repoOptions, repoSpecs, withWorkspace, withWorkspaceAsync, type Command, type Ctx } from './context.js';
 import { progress } from './progress.js';
 
@@ -74,6 +76,8 @@ export const commands: Record<string, Command> = {
   },
 
   ...extraCommands,
+  ...libraryCommands,
+  ...searchCommands,
 };
 
 function usage(): string {
