@@ -24,6 +24,9 @@ export type DB = Database.Database;
 export interface Migration {
   version: number;
   name: string;
+  /** it changes tables that code without this migration uses: such code must refuse
+   *  the store (additive migrations, e.g. new tables, leave this unset) */
+  breaking?: boolean;
   up(db: DB): void;
 }
 
@@ -102,8 +105,9 @@ const migrations: Migration[] = [
   },
 ];
 
-/** Append a schema migration (for later features). Versions must be new and are
- *  applied in increasing order by every `IndexStore.open` that comes after. */
+/** Add a schema migration (for later features; call at module load, before
+ *  `IndexStore.open`). Versions must be unique across nnrag; every open applies the
+ *  registered migrations the store has not had, in increasing version order. */
 export function registerMigration(m: Migration): void {
   if (!Number.isInteger(m.version) || m.version < 1) throw new Error(`bad migration version ${m.version}`);
   if (migrations.some((x) => x.version === m.version)) {
@@ -241,8 +245,14 @@ export class IndexStore {
     if (this.db.open) this.db.close();
   }
 
+  /** Highest applied migration version. */
   get schemaVersion(): number {
     return this.db.pragma('user_version', { simple: true }) as number;
+  }
+
+  /** Versions of the applied migrations. */
+  appliedMigrations(): number[] {
+    return this.stmt('SELECT version FROM schema_migrations ORDER BY version').pluck().all() as number[];
   }
 
   /** Cached prepared statement. */
@@ -526,26 +536,51 @@ function retryBusy<T>(fn: () => T): T {
   }
 }
 
-/** Bring the schema to the latest version, one transaction per migration. The
- *  version is re-read inside the (IMMEDIATE) transaction so two processes opening a
- *  new store at once apply each migration exactly once. */
+/** Apply every registered migration the store has not had yet, in version order, each
+ *  in its own IMMEDIATE transaction (re-checked inside it, so two processes opening
+ *  a store at once apply each migration exactly once).
+ *
+ *  Applied migrations are listed in `schema_migrations`; `PRAGMA user_version` is the
+ *  highest applied version. Which migrations a process knows depends on the modules it
+ *  imported (features register theirs at load), so a store may hold migrations this
+ *  process does not know: that is fine unless one of them is marked `breaking` (it
+ *  changed tables this code uses), in which case the store is refused. */
 function migrate(db: DB): void {
-  const current = () => db.pragma('user_version', { simple: true }) as number;
-  const latest = latestSchemaVersion();
-  if (current() > latest) {
+  const userVersion = () => db.pragma('user_version', { simple: true }) as number;
+  retryBusy(() =>
+    db.transaction(() => {
+      const exists = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").get();
+      if (exists) return;
+      db.exec('CREATE TABLE schema_migrations(version INTEGER PRIMARY KEY, name TEXT NOT NULL, breaking INTEGER NOT NULL DEFAULT 0, applied_at TEXT NOT NULL)');
+      // a store made before schema_migrations existed: its user_version counts
+      const uv = userVersion();
+      const ins = db.prepare('INSERT INTO schema_migrations(version, name, applied_at) VALUES (?, ?, ?)');
+      for (const m of migrations) if (m.version <= uv) ins.run(m.version, m.name, new Date().toISOString());
+    }).immediate(),
+  );
+  const applied = () => new Map(
+    (db.prepare('SELECT version, breaking FROM schema_migrations').all() as { version: number; breaking: number }[])
+      .map((r) => [r.version, r.breaking]),
+  );
+  const known = new Set(migrations.map((m) => m.version));
+  const unknownBreaking = [...applied()].filter(([v, b]) => b && !known.has(v)).map(([v]) => v);
+  if (unknownBreaking.length) {
     throw new NnragError(
-      `index store schema version ${current()} is newer than this nnrag supports (${latest}); ` +
+      `index store has schema changes (${unknownBreaking.join(', ')}) newer than this nnrag supports; ` +
         'use a newer nnrag or a fresh --store',
       'store',
     );
   }
+  const done = applied();
   for (const m of migrations) {
-    if (m.version <= current()) continue;
+    if (done.has(m.version)) continue;
     retryBusy(() =>
       db.transaction(() => {
-        if (current() >= m.version) return;
+        if (db.prepare('SELECT 1 FROM schema_migrations WHERE version = ?').get(m.version)) return;
         m.up(db);
-        db.pragma(`user_version = ${m.version}`);
+        db.prepare('INSERT INTO schema_migrations(version, name, breaking, applied_at) VALUES (?, ?, ?, ?)')
+          .run(m.version, m.name, m.breaking ? 1 : 0, new Date().toISOString());
+        if (m.version > userVersion()) db.pragma(`user_version = ${m.version}`);
       }).immediate(),
     );
   }

@@ -50,19 +50,43 @@ test('a registered migration is applied once, in order, on the next open', () =>
   assert.throws(() => registerMigration({ version: v, name: 'dup', up: () => {} }));
   const s = IndexStore.open(dir);
   assert.equal(s.schemaVersion, v);
+  assert.deepEqual(s.appliedMigrations().slice(-1), [v]);
   s.db.prepare('INSERT INTO extra VALUES (1)').run();
   s.close();
   IndexStore.open(dir).close();
   assert.equal(runs, 1);
 });
 
-test('a store from a newer nnrag is refused', () => {
+test('migrations unknown to this process are tolerated unless breaking', () => {
   const dir = tempDir();
   IndexStore.open(dir).close();
+  // another nnrag component (not loaded here) added an additive migration
   const db = new Database(path.join(dir, 'index.sqlite'));
-  db.pragma('user_version = 999999');
+  db.exec("CREATE TABLE other(x); INSERT INTO schema_migrations VALUES (900000, 'other feature', 0, 'now')");
+  db.pragma('user_version = 900000');
   db.close();
+  const s = IndexStore.open(dir);
+  assert.ok(s.appliedMigrations().includes(900000));
+  assert.ok(s.appliedMigrations().includes(1));
+  s.close();
+  const db2 = new Database(path.join(dir, 'index.sqlite'));
+  db2.exec("INSERT INTO schema_migrations VALUES (900001, 'changes files', 1, 'now')");
+  db2.close();
   assert.throws(() => IndexStore.open(dir), (e) => e instanceof NnragError && /newer/.test(e.message));
+});
+
+test('a migration registered later is applied even when the store has higher versions', () => {
+  const dir = tempDir();
+  IndexStore.open(dir).close();
+  const db2 = new Database(path.join(dir, 'index.sqlite'));
+  db2.exec("INSERT INTO schema_migrations VALUES (800000, 'x', 0, 'now')");
+  db2.pragma('user_version = 800000');
+  db2.close();
+  registerMigration({ version: 700000, name: 'late', up: (d) => d.exec('CREATE TABLE late(y)') });
+  const s = IndexStore.open(dir);
+  s.db.prepare('INSERT INTO late VALUES (1)').run();
+  assert.equal(s.schemaVersion, 800000);
+  s.close();
 });
 
 test('facts: version check, failed contents, loadAllFacts of referenced blobs, gc', () => {
