@@ -30,7 +30,7 @@ import { Worker, isMainThread, parentPort, workerData } from 'node:worker_thread
 import {
   tokenize, docstringMask, structuralHashes, exactFingerprint, intsHash, codeTokenCount,
 } from './structural.js';
-import { shingles, ophSignature, jaccard, jaccardBound, bandKey, chooseBands, mix32 } from './minhash.js';
+import { shinglesInto, ophSignature, ophInto, jaccard, jaccardBound, bandKey, chooseBands, mix32 } from './minhash.js';
 
 export const NEAR_THRESHOLD = 0.9;
 export const STRUCTURAL_THRESHOLD = 0.95;
@@ -108,33 +108,59 @@ export interface BlockSignature {
 let scratchKeep = new Uint8Array(1024);
 let scratchStruct = new Uint32Array(1024);
 let scratchNear = new Uint32Array(1024);
+let nearSetBuf = new Uint32Array(1024);
+let structSetBuf = new Uint32Array(1024);
 
-/** Signatures of one block from the tokenizer alone (synchronous; no syntax check). */
-export function computeSignature(text: string): BlockSignature {
+interface Core {
+  error: string | null;
+  empty: boolean;
+  exact: string;
+  ints: number;
+  tokens: number;
+  /** set sizes; the sets are in nearSetBuf / structSetBuf until the next call */
+  nNear: number;
+  nStruct: number;
+}
+
+/** The per-block work, into scratch buffers (no per-block typed-array allocation). */
+function signCore(text: string): Core {
   const t = tokenize(text, true);
-  if (t.error) return invalidSig(t.error, false);
-  if (scratchKeep.length < t.n) {
-    scratchKeep = new Uint8Array(t.n * 2);
-    scratchStruct = new Uint32Array(t.n * 2);
-    scratchNear = new Uint32Array(t.n * 2);
+  if (t.error) return { error: t.error, empty: false, exact: '', ints: 0, tokens: 0, nNear: 0, nStruct: 0 };
+  if (scratchKeep.length < t.n + 1) {
+    const cap = (t.n + 1) * 2;
+    scratchKeep = new Uint8Array(cap);
+    scratchStruct = new Uint32Array(cap);
+    scratchNear = new Uint32Array(cap);
+    nearSetBuf = new Uint32Array(cap);
+    structSetBuf = new Uint32Array(cap);
   }
   const keep = scratchKeep;
   docstringMask(t, keep);
   const code = codeTokenCount(t, keep);
-  if (code === 0) return invalidSig(null, true);
+  if (code === 0) return { error: null, empty: true, exact: '', ints: 0, tokens: 0, nNear: 0, nStruct: 0 };
   let m = 0;
-  for (let i = 0; i < t.n; i++) if (keep[i]) scratchNear[m++] = t.hash[i];
-  const nearShingles = shingles(scratchNear, m, SHINGLE_K);
+  const hash = t.hash;
+  for (let i = 0; i < t.n; i++) if (keep[i]) scratchNear[m++] = hash[i];
+  const nNear = shinglesInto(scratchNear, m, SHINGLE_K, nearSetBuf);
   const sm = structuralHashes(t, keep, scratchStruct);
-  const structuralShingles = shingles(scratchStruct, sm, SHINGLE_K);
+  const nStruct = shinglesInto(scratchStruct, sm, SHINGLE_K, structSetBuf);
+  return { error: null, empty: false, exact: exactFingerprint(t, keep), ints: intsHash(t, keep), tokens: code, nNear, nStruct };
+}
+
+/** Signatures of one block from the tokenizer alone (synchronous; no syntax check). */
+export function computeSignature(text: string): BlockSignature {
+  const c = signCore(text);
+  if (c.error || c.empty) return invalidSig(c.error, c.empty);
+  const nearShingles = nearSetBuf.slice(0, c.nNear);
+  const structuralShingles = structSetBuf.slice(0, c.nStruct);
   return {
-    exact: exactFingerprint(t, keep),
-    ints: intsHash(t, keep),
+    exact: c.exact,
+    ints: c.ints,
     nearSig: ophSignature(nearShingles, MINHASH_K, NEAR_SEED),
     structuralSig: ophSignature(structuralShingles, MINHASH_K, STRUCT_SEED),
     nearShingles,
     structuralShingles,
-    tokens: code,
+    tokens: c.tokens,
     empty: false,
     error: null,
   };
@@ -224,6 +250,21 @@ interface Packed {
   structOff: Uint32Array;
 }
 
+/** Growable Uint32Array. */
+class U32 {
+  buf = new Uint32Array(1 << 16);
+  len = 0;
+  append(src: Uint32Array, n: number): void {
+    if (this.len + n > this.buf.length) {
+      const b = new Uint32Array(Math.max(this.buf.length * 2, this.len + n));
+      b.set(this.buf.subarray(0, this.len));
+      this.buf = b;
+    }
+    this.buf.set(n === src.length ? src : src.subarray(0, n), this.len);
+    this.len += n;
+  }
+}
+
 function packSignatures(texts: readonly string[]): Packed {
   const count = texts.length;
   const K = MINHASH_K;
@@ -231,35 +272,31 @@ function packSignatures(texts: readonly string[]): Packed {
   const sigs = new Uint32Array(count * 2 * K);
   const exact: string[] = new Array(count);
   const errors: (string | null)[] = new Array(count).fill(null);
-  const nearParts: Uint32Array[] = [];
-  const structParts: Uint32Array[] = [];
+  const near = new U32();
+  const struct = new U32();
   const nearOff = new Uint32Array(count + 1);
   const structOff = new Uint32Array(count + 1);
   for (let i = 0; i < count; i++) {
-    const s = computeSignature(texts[i]);
-    exact[i] = s.exact;
-    errors[i] = s.error;
-    const valid = !s.error && !s.empty;
-    meta[i * 3] = (valid ? 1 : 0) | (s.empty ? 2 : 0);
-    meta[i * 3 + 1] = s.ints;
-    meta[i * 3 + 2] = s.tokens;
-    if (s.nearSig) sigs.set(s.nearSig, i * 2 * K);
-    if (s.structuralSig) sigs.set(s.structuralSig, i * 2 * K + K);
-    nearParts.push(s.nearShingles);
-    structParts.push(s.structuralShingles);
-    nearOff[i + 1] = nearOff[i] + s.nearShingles.length;
-    structOff[i + 1] = structOff[i] + s.structuralShingles.length;
+    const c = signCore(texts[i]);
+    exact[i] = c.exact;
+    errors[i] = c.error;
+    const valid = !c.error && !c.empty;
+    meta[i * 3] = (valid ? 1 : 0) | (c.empty ? 2 : 0);
+    meta[i * 3 + 1] = c.ints;
+    meta[i * 3 + 2] = c.tokens;
+    if (valid) {
+      ophInto(nearSetBuf, c.nNear, K, NEAR_SEED, sigs, i * 2 * K);
+      ophInto(structSetBuf, c.nStruct, K, STRUCT_SEED, sigs, i * 2 * K + K);
+      near.append(nearSetBuf, c.nNear);
+      struct.append(structSetBuf, c.nStruct);
+    }
+    nearOff[i + 1] = near.len;
+    structOff[i + 1] = struct.len;
   }
-  const cat = (parts: Uint32Array[], total: number) => {
-    const out = new Uint32Array(total);
-    let o = 0;
-    for (const p of parts) { out.set(p, o); o += p.length; }
-    return out;
-  };
   return {
     count, exact, meta, errors, sigs,
-    nearSets: cat(nearParts, nearOff[count]), nearOff,
-    structSets: cat(structParts, structOff[count]), structOff,
+    nearSets: near.buf, nearOff,
+    structSets: struct.buf, structOff,
   };
 }
 

@@ -30,29 +30,73 @@ export function mix32(h: number): number {
   return (h ^ (h >>> 16)) >>> 0;
 }
 
+let rawBuf = new Uint32Array(4096);
+let counts = new Int32Array(1025);
+
 /**
  * Shingle set of a token-hash sequence: hashes of every window of `k` consecutive tokens,
  * sorted ascending and de-duplicated. A sequence shorter than k gives one shingle (the whole
  * sequence); an empty sequence gives the empty set.
+ * Window hashes are a rolling polynomial (Rabin–Karp, base = FNV prime, mod 2^32) of the
+ * token hashes, finalised with `mix32`; sorting is a bucket pass on the top bits followed by
+ * one insertion-sort pass (hash values are uniform, so buckets hold ~1 value each).
  */
 export function shingles(tokens: Uint32Array, count: number, k = 5): Uint32Array {
-  if (count === 0) return new Uint32Array(0);
+  const out = new Uint32Array(Math.max(1, count));
+  const u = shinglesInto(tokens, count, k, out);
+  return u === out.length ? out : out.slice(0, u);
+}
+
+/** `shingles` into a caller buffer of length ≥ max(1, count); returns the set size. */
+export function shinglesInto(tokens: Uint32Array, count: number, k: number, out: Uint32Array): number {
+  if (count === 0) return 0;
   const w = Math.min(k, count);
   const m = count - w + 1;
-  const out = new Uint32Array(m);
-  for (let i = 0; i < m; i++) {
-    let h = 0x9747b28c ^ w;
-    for (let j = 0; j < w; j++) {
-      h = Math.imul(h ^ tokens[i + j], 0x5bd1e995);
-      h ^= h >>> 15;
-    }
-    out[i] = mix32(h);
+  if (rawBuf.length < m) rawBuf = new Uint32Array(m * 2);
+  const raw = rawBuf;
+  const B = 0x01000193;
+  let h = 0;
+  let Bw = 1;
+  for (let j = 0; j < w; j++) {
+    h = (Math.imul(h, B) + tokens[j]) | 0;
+    Bw = Math.imul(Bw, B);
   }
-  out.sort();
-  // de-duplicate in place
+  raw[0] = mix32(h ^ w);
+  for (let i = 1; i < m; i++) {
+    h = (Math.imul(h, B) + tokens[i + w - 1] - Math.imul(tokens[i - 1], Bw)) | 0;
+    raw[i] = mix32(h ^ w);
+  }
+  return sortUniqueInto(raw, m, out);
+}
+
+/** Sort the first m values of `raw` (uniformly distributed) into `out`, dropping repeats;
+ *  returns the number of distinct values. */
+function sortUniqueInto(raw: Uint32Array, m: number, out: Uint32Array): number {
+  let bits = 4;
+  while (1 << bits < m && bits < 16) bits++;
+  const nb = 1 << bits;
+  const shift = 32 - bits;
+  if (counts.length < nb + 1) counts = new Int32Array(nb + 1);
+  counts.fill(0, 0, nb + 1);
+  for (let i = 0; i < m; i++) counts[(raw[i] >>> shift) + 1]++;
+  for (let i = 1; i <= nb; i++) counts[i] += counts[i - 1];
+  for (let i = 0; i < m; i++) {
+    const v = raw[i];
+    out[counts[v >>> shift]++] = v;
+  }
+  for (let i = 1; i < m; i++) {
+    const v = out[i];
+    let j = i - 1;
+    if (out[j] <= v) continue;
+    while (j >= 0 && out[j] > v) {
+      out[j + 1] = out[j];
+      j--;
+    }
+    out[j + 1] = v;
+  }
   let u = 0;
-  for (let i = 0; i < m; i++) if (i === 0 || out[i] !== out[u - 1]) out[u++] = out[i];
-  return u === m ? out : out.slice(0, u);
+  for (let i = 0; i < m; i++) if (u === 0 || out[i] !== out[u - 1]) out[u++] = out[i];
+  return u;
 }
 
 /** Exact Jaccard similarity |A∩B| / |A∪B| of two sorted, de-duplicated sets.
@@ -75,8 +119,6 @@ export function jaccardBound(na: number, nb: number): number {
   return na === 0 || nb === 0 ? 0 : Math.min(na, nb) / Math.max(na, nb);
 }
 
-const EMPTY = 0xffffffff;
-
 /**
  * One-permutation hashing with optimal densification. Each shingle (already a well-mixed
  * 32-bit hash) is re-mixed with `seed`; the top log2(K) bits pick the bin, the value is kept
@@ -87,35 +129,47 @@ const EMPTY = 0xffffffff;
  */
 export function ophSignature(set: Uint32Array, K = 128, seed = 0x2545f491, out?: Uint32Array): Uint32Array | null {
   if (set.length === 0) return null;
+  const sig = out ?? new Uint32Array(K);
+  ophInto(set, set.length, K, seed, sig, 0);
+  return sig;
+}
+
+let filledBuf = new Uint8Array(128);
+
+/** `ophSignature` of set[0, len) into out[off, off + K); len must be > 0. */
+export function ophInto(set: Uint32Array, len: number, K: number, seed: number, out: Uint32Array, off: number): void {
   if (K & (K - 1) || K < 2 || K > 65536) throw new RangeError(`K must be a power of two, got ${K}`);
   const shift = 32 - Math.log2(K);
-  const sig = out ?? new Uint32Array(K);
-  sig.fill(EMPTY);
-  let filled = 0;
-  for (let i = 0; i < set.length; i++) {
+  const mask = (1 << shift) - 1 || 0xffffffff; // value = the bits below the bin bits
+  if (filledBuf.length < K) filledBuf = new Uint8Array(K);
+  const filled = filledBuf;
+  filled.fill(0, 0, K);
+  let nFilled = 0;
+  for (let i = 0; i < len; i++) {
     const h = mix32(set[i] ^ seed);
     const bin = h >>> shift;
-    const v = h & ((1 << shift) - 1 || 0xffffffff); // value below the bin bits
-    if (sig[bin] === EMPTY) filled++;
-    if (v < sig[bin] || sig[bin] === EMPTY) sig[bin] = v;
+    const v = h & mask;
+    if (filled[bin] === 0) {
+      filled[bin] = 1;
+      nFilled++;
+      out[off + bin] = v;
+    } else if (v < out[off + bin]) out[off + bin] = v;
   }
-  if (filled < K) {
-    // snapshot of which bins were filled by the set itself (borrow only from those)
-    const orig = sig.slice();
+  if (nFilled < K) {
+    // borrow only from bins the set filled itself (never overwritten below)
     for (let i = 0; i < K; i++) {
-      if (orig[i] !== EMPTY) continue;
+      if (filled[i]) continue;
       for (let attempt = 1; ; attempt++) {
         const j = mix32(Math.imul(i + 1, 0x9e3779b1) ^ Math.imul(attempt, 0x85ebca6b) ^ seed) >>> shift;
-        if (orig[j] !== EMPTY) {
+        if (filled[j]) {
           // Shrivastava 2017 copies the value; adding the attempt number (his "offset" C)
           // keeps borrowed values distinguishable from real minima of bin i.
-          sig[i] = (orig[j] + attempt * 0x3c6ef372) >>> 0;
+          out[off + i] = (out[off + j] + Math.imul(attempt, 0x3c6ef372)) >>> 0;
           break;
         }
       }
     }
   }
-  return sig;
 }
 
 /** Fraction of equal positions: the MinHash estimate of Jaccard. */
