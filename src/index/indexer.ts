@@ -270,7 +270,10 @@ export async function indexRepos(store: IndexStore, checkouts: IndexCheckout[], 
         st.entries.push({ path: f.path, abs, module: moduleName(f.path, c.packageRoots), size, mtimeMs, blob });
         if (mode !== 'skip' && !toParse.has(blob) && (mode === 'force' || !hasCurrent(blob))) {
           toParse.set(blob, { path: abs, blob, size });
-          pool.warm(); // start tree-sitter in the workers while we keep hashing
+          // start tree-sitter in the workers while we keep hashing: one for a small
+          // update, all of them once there is enough to parse
+          if (toParse.size === 1) pool.warm(1);
+          else if (toParse.size === 8) pool.warm();
         }
         if (done % 256 === 0) progress({ phase: 'hash', repo: c.name, done, total: listing.files.length });
       }

@@ -89,18 +89,20 @@ export class ParsePool {
     this.size = Math.max(1, size ?? os.availableParallelism());
   }
 
-  /** Start the workers now (they initialise tree-sitter in the background). */
-  warm(): void {
+  /** Start up to `n` workers now (they initialise tree-sitter in the background). */
+  warm(n = this.size): void {
     if (this.closed) throw new Error('ParsePool is closed');
-    while (this.slots.length < this.size) this.slots.push(this.spawn());
+    while (this.slots.length < Math.min(n, this.size)) this.slots.push(this.spawn());
   }
 
-  /** Parse a batch of files on the next idle worker. */
+  /** Parse a batch of files on the next idle worker. Workers are started as the queue
+   *  needs them, so a small update does not pay for starting every worker. */
   parse(items: ParseItem[]): Promise<ParseOutcome[]> {
     if (!items.length) return Promise.resolve([]);
-    this.warm();
     return new Promise((resolve, reject) => {
       this.queue.push({ items, isolated: false, resolve, reject });
+      const idle = this.slots.filter((sl) => !sl.job).length;
+      if (this.queue.length > idle) this.warm(this.slots.length + (this.queue.length - idle));
       this.pump();
     });
   }

@@ -328,7 +328,9 @@ export class IndexStore {
     return new LazyFacts(new Map(rows));
   }
 
-  /** Delete facts no file refers to; returns how many rows went. */
+  /** Delete facts no file refers to; returns how many rows went. Not to be run while
+   *  another process indexes: the facts a running index stores are unreferenced until
+   *  its files are written at the end of the run. */
   gc(): number {
     return this.write(() => this.stmt('DELETE FROM facts WHERE blob NOT IN (SELECT blob FROM files)').run().changes);
   }
