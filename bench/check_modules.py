@@ -2,7 +2,10 @@
 (2) whether it imports (executes its body) in this Python with torch. One process,
 torch imported once; each module runs in a forked child with a time limit.
 
-usage: /usr/bin/python3 check_modules.py OUT.json FILE...
+usage: /usr/bin/python3 check_modules.py OUT.json INPUT.json
+INPUT.json: [{"file": emitted module, "originals": [source files it was copied from]}]
+Undefined names that pyflakes also reports in the original files (e.g. names used only
+in `# type:` comments that the original never imports) are reported apart.
 """
 import json
 import os
@@ -14,7 +17,8 @@ from pyflakes import reporter as pr
 
 import torch  # noqa: F401  (imported once, inherited by the children)
 
-out, files = sys.argv[1], sys.argv[2:]
+out = sys.argv[1]
+inputs = json.load(open(sys.argv[2]))
 
 
 class Collect(pr.Reporter):
@@ -64,11 +68,36 @@ def import_in_child(path):
     return data.decode() or "crashed"
 
 
+import re
+
+_orig_cache = {}
+
+
+def undefined_in(path):
+    if path not in _orig_cache:
+        rep = Collect()
+        try:
+            with open(path) as fh:
+                pyflakes_api.check(fh.read(), path, rep)
+        except OSError:
+            pass
+        _orig_cache[path] = {m.group(1) for u in rep.undefined for m in [re.search(r"undefined name '([^']+)'", u)] if m}
+    return _orig_cache[path]
+
+
 results = {}
-for f in files:
+for item in inputs:
+    f = item["file"]
     rep = Collect()
     with open(f) as fh:
         pyflakes_api.check(fh.read(), f, rep)
-    results[f] = {"undefined": rep.undefined, "errors": rep.errors, "import": import_in_child(f)}
+    inherited = set()
+    for o in item.get("originals", []):
+        inherited |= undefined_in(o)
+    new, old = [], []
+    for u in rep.undefined:
+        m = re.search(r"undefined name '([^']+)'", u)
+        (old if m and m.group(1) in inherited else new).append(u)
+    results[f] = {"undefined": new, "undefined_in_original": old, "errors": rep.errors, "import": import_in_child(f)}
 with open(out, "w") as fh:
     json.dump(results, fh, indent=1)

@@ -4,7 +4,7 @@
 //
 // usage: node dist/bench/extract.js REPO_PATH [--paths timm/] [--store DIR] [--python /usr/bin/python3]
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -57,13 +57,20 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const checker = path.resolve(here, '..', '..', 'bench', 'check_modules.py');
 const out = path.join(store, 'check.json');
 t = performance.now();
-execFileSync(python, [checker, out, ...records.filter((r) => r.file).map((r) => r.file)], { stdio: ['ignore', 'ignore', 'inherit'] });
-const check = JSON.parse(readFileSync(out, 'utf8')) as Record<string, { undefined: string[]; errors: string[]; import: string }>;
+const repoRoots = new Map(ws.store.listRepos().map((r) => [r.name, r.root]));
+const inputs = records
+  .filter((r) => r.file)
+  .map((r) => ({ file: r.file, originals: ((r.provenance ?? []) as { repo: string; path: string }[]).map((p) => path.join(repoRoots.get(p.repo) ?? '', p.path)) }));
+const inputFile = path.join(store, 'check-input.json');
+writeFileSync(inputFile, JSON.stringify(inputs));
+execFileSync(python, [checker, out, inputFile], { stdio: ['ignore', 'ignore', 'inherit'] });
+const check = JSON.parse(readFileSync(out, 'utf8')) as Record<string, { undefined: string[]; undefined_in_original: string[]; errors: string[]; import: string }>;
 const vals = Object.values(check);
 const imported = vals.filter((v) => v.import === 'ok').length;
 const undef = vals.filter((v) => v.undefined.length).length;
+const inherited = vals.filter((v) => v.undefined_in_original.length).length;
 const parseErr = vals.filter((v) => v.errors.length).length;
-console.log(`pyflakes: ${undef} modules with undefined names, ${parseErr} that do not parse`);
+console.log(`pyflakes: ${undef} modules with undefined names the originals do not have, ${inherited} with names the original files also leave undefined, ${parseErr} that do not parse`);
 console.log(`import: ${imported}/${vals.length} (${((100 * imported) / vals.length).toFixed(1)}%) in ${((performance.now() - t) / 1000).toFixed(1)} s`);
 const fails = new Map<string, number>();
 for (const [f, v] of Object.entries(check)) {

@@ -184,7 +184,7 @@ export function extractText(ws: Workspace, id: string, opts: ExtractOptions = {}
     return { record: { ...base, error: `${id} is not a class of an indexed module`, ms: performance.now() - t0 }, text: '' };
   }
   try {
-    const resolver = ws.resolver({ extern: opts.extern });
+    const resolver = ws.resolver({ extern: opts.extern, intern: opts.intern });
     const closure = new ClosureBuilder(corpus, resolver).build(mod, className);
     const em = emitModule(corpus, closure);
     const errors = closure.diagnostics.filter((d) => d.severity === 'error');

@@ -35,6 +35,9 @@ export type UnresolvedReason = 'missing-module' | 'undefined' | 'star-extern' | 
 export interface ResolveOptions {
   /** module-name patterns forced extern even when indexed (`torch.package`'s extern) */
   extern?: string[];
+  /** when given, only indexed modules matching these patterns are interned; every
+   *  other module is extern (`torch.package`'s intern) */
+  intern?: string[];
 }
 
 /** fnmatch-style match of a dotted module name: `timm.*`, `mmcv`, `a.b.**`. */
@@ -59,13 +62,18 @@ export class Resolver {
 
   /** Is this absolute module name interned (indexed and not forced extern)? */
   isInterned(name: string): boolean {
-    if (this.opts.extern?.some((p) => modulePatternMatches(p, name))) return false;
+    if (this.forcedExtern(name)) return false;
     return !!this.corpus.module(name) || this.corpus.isPackageName(name);
+  }
+
+  forcedExtern(name: string): boolean {
+    if (this.opts.extern?.some((p) => modulePatternMatches(p, name))) return true;
+    return !!this.opts.intern?.length && !this.opts.intern.some((p) => modulePatternMatches(p, name) || modulePatternMatches(name, p));
   }
 
   /** An absolute import whose top-level package is indexed but whose module is not. */
   isMissingInternal(name: string): boolean {
-    if (this.opts.extern?.some((p) => modulePatternMatches(p, name))) return false;
+    if (this.forcedExtern(name)) return false;
     return this.corpus.knowsTopLevel(name);
   }
 
@@ -141,7 +149,10 @@ export class Resolver {
       return [{ kind: 'extern', edge: e, absModule: abs, qualified }];
     }
     if (this.isInterned(abs)) return this.resolveAttr(abs, e.name);
-    if (e.level > 0 || this.isMissingInternal(abs)) return [{ kind: 'unresolved', reason: 'missing-module', detail: `module ${abs} is not indexed` }];
+    // a relative import names a module of this package: missing unless forced extern
+    if ((e.level > 0 && !this.forcedExtern(abs)) || this.isMissingInternal(abs)) {
+      return [{ kind: 'unresolved', reason: 'missing-module', detail: `module ${abs} is not indexed` }];
+    }
     return [{ kind: 'extern', edge: e, absModule: abs, qualified: `${abs}.${e.name}` }];
   }
 
