@@ -54,6 +54,10 @@ export interface DedupCluster {
   representative: string;
   /** all members including the representative, sorted by id */
   members: string[];
+  /** per member (same order as members): exact Jaccard of its near and structural shingle
+   *  sets with the representative's, and whether the normal forms are identical. Members
+   *  joined transitively may score below the thresholds. */
+  scores: { id: string; exact: boolean; near: number; structural: number }[];
 }
 
 export interface DedupResult {
@@ -231,6 +235,51 @@ export async function syntaxErrors(texts: readonly string[]): Promise<(string | 
       tree.delete();
     }
   });
+}
+
+/** A signature as storable values (e.g. SQLite BLOBs): typed arrays as little-endian bytes. */
+export interface SignatureRecord {
+  exact: string;
+  ints: number;
+  tokens: number;
+  empty: boolean;
+  error: string | null;
+  nearSig: Buffer | null;
+  structuralSig: Buffer | null;
+  nearShingles: Buffer;
+  structuralShingles: Buffer;
+}
+
+const toBytes = (a: Uint32Array) => {
+  const b = Buffer.alloc(a.length * 4);
+  for (let i = 0; i < a.length; i++) b.writeUInt32LE(a[i], i * 4);
+  return b;
+};
+const fromBytes = (b: Uint8Array) => {
+  const buf = Buffer.from(b.buffer, b.byteOffset, b.byteLength);
+  const a = new Uint32Array(b.byteLength >>> 2);
+  for (let i = 0; i < a.length; i++) a[i] = buf.readUInt32LE(i * 4);
+  return a;
+};
+
+export function signatureToRecord(s: BlockSignature): SignatureRecord {
+  return {
+    exact: s.exact, ints: s.ints, tokens: s.tokens, empty: s.empty, error: s.error,
+    nearSig: s.nearSig && toBytes(s.nearSig),
+    structuralSig: s.structuralSig && toBytes(s.structuralSig),
+    nearShingles: toBytes(s.nearShingles),
+    structuralShingles: toBytes(s.structuralShingles),
+  };
+}
+
+export function signatureFromRecord(r: SignatureRecord): BlockSignature {
+  return {
+    exact: r.exact, ints: r.ints, tokens: r.tokens, empty: r.empty, error: r.error,
+    nearSig: r.nearSig && fromBytes(r.nearSig),
+    structuralSig: r.structuralSig && fromBytes(r.structuralSig),
+    nearShingles: fromBytes(r.nearShingles),
+    structuralShingles: fromBytes(r.structuralShingles),
+  };
 }
 
 // ---------------------------------------------------------------------------------------
@@ -624,10 +673,18 @@ export async function dedup(blocks: readonly DedupInput[], opts: DedupOptions = 
         const r0 = ufNear.find(members[0]);
         kind = members.every((m) => ufNear.find(m) === r0) ? 'near' : 'structural';
       }
+      const sorted = [...members].sort((a, b) => (blocks[a].id < blocks[b].id ? -1 : blocks[a].id > blocks[b].id ? 1 : 0));
+      const round = (v: number) => Math.round(v * 10000) / 10000;
       clusters.push({
         kind,
         representative: blocks[rep].id,
-        members: members.map((m) => blocks[m].id).sort(),
+        members: sorted.map((m) => blocks[m].id),
+        scores: sorted.map((m) => ({
+          id: blocks[m].id,
+          exact: S.exact[m] === S.exact[rep],
+          near: round(jaccard(S.nearSet(m), S.nearSet(rep))),
+          structural: round(jaccard(S.structSet(m), S.structSet(rep))),
+        })),
       });
     }
     clusters.sort((a, b) => (a.representative < b.representative ? -1 : a.representative > b.representative ? 1 : 0));

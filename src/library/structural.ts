@@ -16,10 +16,10 @@
 // they nest through brackets and INDENT/DEDENT). Measured on this machine, tree-sitter
 // (wasm) needs ~0.3–0.5 ms per 50-line block just to parse, i.e. 15–25 s for 100,000 blocks
 // on 2 cores, while this tokenizer handles the whole signature pipeline in well under that
-// budget. Syntax validity is still decided by a real parser: dedup.ts asks tree-sitter about
-// every block that would join a cluster (see dedup.ts), and this tokenizer rejects lexically
-// broken input (unterminated strings, unbalanced brackets, inconsistent dedent, stray
-// characters) itself.
+// budget. Syntax validity is still decided by a real parser: the caller's `parseable` (from
+// validation, i.e. CPython), else tree-sitter for every block that would join a cluster (see
+// dedup.ts); this tokenizer rejects lexically broken input (unterminated strings, unbalanced
+// brackets, inconsistent dedent, stray characters) itself.
 //
 // Width rule ("different layer widths are not duplicates"): dedup also compares the multiset
 // of integer literals (`intsHash`); near and structural duplicates must have equal multisets.

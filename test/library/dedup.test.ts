@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { tokenize, docstringMask, canonicalText, T } from '../../src/library/structural.js';
 import { shingles, jaccard, ophSignature, estimateJaccard, chooseBands, candidateProbability } from '../../src/library/minhash.js';
-import { dedup, computeSignature, blockSignatures, similarity, type DedupInput } from '../../src/library/dedup.js';
+import { dedup, computeSignature, blockSignatures, similarity, signatureToRecord, signatureFromRecord, type DedupInput } from '../../src/library/dedup.js';
 import { generateBlocks, rng } from '../../bench/dedup.js';
 
 const KIND: Record<number, string> = {
@@ -234,6 +234,11 @@ test('dedup clusters planted duplicates and keeps near-misses apart', async () =
   assert.deepEqual(main.members, ['base', 'exact', 'near', 'renamed']);
   assert.equal(main.kind, 'structural');
   assert.equal(main.representative, 'exact');
+  const score = Object.fromEntries(main.scores.map((x) => [x.id, x]));
+  assert.equal(score.base.exact, true);
+  assert.equal(score.exact.near, 1);
+  assert.ok(score.near.near >= 0.9 && score.near.near < 1);
+  assert.ok(score.renamed.structural >= 0.95 && score.renamed.near < 0.9);
   // the width variants are each on their own, although they match each other's renamings:
   // WIDTH and WIDTH_RENAMED have the same widths, so they are a structural pair
   const w = res.clusters.find((c) => c.members.includes('width'))!;
@@ -291,6 +296,9 @@ test('empty and unparseable blocks never collapse', async () => {
   // with syntaxCheck 'lexical', the tokenizer-valid syntax errors do cluster
   const lex = await dedup([{ id: 's1', repo: 'x', text: syntaxError }, { id: 's2', repo: 'x', text: syntaxError }], { syntaxCheck: 'lexical' });
   assert.equal(lex.clusters.length, 1);
+  const rt = signatureFromRecord(JSON.parse(JSON.stringify(signatureToRecord(computeSignature(BASE))), (_k, v) =>
+    v && v.type === 'Buffer' ? Buffer.from(v.data) : v));
+  assert.deepEqual(rt, computeSignature(BASE));
   const sig = await blockSignatures(syntaxError);
   assert.match(sig.error ?? '', /syntax error at line \d/);
   assert.equal(sig.nearSig, null);
