@@ -44,6 +44,9 @@ interface Scope {
   /** name → walk order (Binder.seq) of its first binding in this scope */
   bindings: Map<string, number>;
   globals: Set<string>;
+  /** identifier spans of `global` declarations and of the targets they make module
+   *  bindings (`global x` … `x = 1` in a function): bindSpans when the scope binds x */
+  globalSpans: { name: string; start: number; end: number }[];
   nonlocals: Set<string>;
   accesses: Access[];
   /** top-level statement the scope lives in */
@@ -98,7 +101,7 @@ class Binder {
   }
 
   private newScope(kind: ScopeKind, parent: Scope | null): Scope {
-    const s: Scope = { kind, parent, bindings: new Map(), globals: new Set(), nonlocals: new Set(), accesses: [], stmt: this.stmt };
+    const s: Scope = { kind, parent, bindings: new Map(), globals: new Set(), globalSpans: [], nonlocals: new Set(), accesses: [], stmt: this.stmt };
     this.scopes.push(s);
     return s;
   }
@@ -143,9 +146,12 @@ class Binder {
       // `global x` plus a binding of x in a function (re)binds x at module scope, but
       // only when the function runs
       for (const g of s.globals) if (s.bindings.has(g)) globalBinds[s.stmt].add(g);
+      // renaming such a module binding must rename the declaration and the targets too
+      for (const sp of s.globalSpans) if (s.bindings.has(sp.name)) this.statements[s.stmt].bindSpans.push(sp);
     }
     for (const [stmt, names] of this.moduleBinds) for (const n of names) binds[stmt].add(n);
     this.statements.forEach((st, i) => {
+      st.bindSpans.sort((x, y) => x.start - y.start);
       for (const g of globalBinds[i]) {
         if (binds[i].has(g)) continue;
         binds[i].add(g);
@@ -206,7 +212,7 @@ class Binder {
         if (!set) this.moduleBinds.set(this.stmt, (set = new Set()));
         set.add(name);
         if (at !== null && this.src.startsWith(name, at)) this.statements[this.stmt].bindSpans.push({ name, start: at, end: at + name.length });
-      }
+      } else if (at !== null && this.src.startsWith(name, at)) s.globalSpans.push({ name, start: at, end: at + name.length });
     }
     if (!s.bindings.has(name)) s.bindings.set(name, this.seq++);
   }
@@ -303,7 +309,11 @@ class Binder {
         for (const c of n.namedChildren) if (c) this.visitExprStatementPart(c);
         return;
       case 'global_statement':
-        for (const c of n.namedChildren) if (c?.type === 'identifier') this.scope.globals.add(c.text);
+        for (const c of n.namedChildren) {
+          if (c?.type !== 'identifier') continue;
+          this.scope.globals.add(c.text);
+          this.scope.globalSpans.push({ name: c.text, start: c.startIndex, end: c.endIndex });
+        }
         return;
       case 'nonlocal_statement':
         for (const c of n.namedChildren) if (c?.type === 'identifier') this.scope.nonlocals.add(c.text);
