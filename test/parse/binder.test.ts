@@ -165,7 +165,7 @@ test('in a class inside a function, a class-bound name read before its binding s
 // ---------------------------------------------------------------- global / nonlocal
 
 test('global declarations bind and read module names from functions; nonlocal refers to the enclosing function', () => {
-  const { f } = bind(`
+  const { src, f } = bind(`
     def f():
         global G, R
         G = 1
@@ -184,8 +184,16 @@ test('global declarations bind and read module names from functions; nonlocal re
   assert.deepEqual(f.statements[0].globalBinds, ['G']);
   // a declaration without a binding (R) binds nothing; the nested function's R is global
   assert.deepEqual(refs(f.statements[0]), ['R~', 'G~', 'H~']);
-  // `G = 1` runs when f is called: no bindSpan for it
-  assert.deepEqual(f.statements[0].bindSpans.map((b) => b.name), ['f']);
+  // renaming the module binding G must rename the declaration and the target inside f
+  // (not R: f does not bind it)
+  assert.deepEqual(
+    f.statements[0].bindSpans.map((b) => [b.name, src.slice(src.lastIndexOf('\n', b.start) + 1, b.end)]),
+    [
+      ['f', 'def f'],
+      ['G', '    global G'],
+      ['G', '    G'],
+    ],
+  );
   assert.deepEqual(binds(f.statements[1]), ['g']);
   assert.equal(f.statements[1].globalBinds, undefined);
   assert.deepEqual(refs(f.statements[1]), []);
