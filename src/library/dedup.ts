@@ -57,7 +57,7 @@ export interface DedupCluster {
   /** per member (same order as members): exact Jaccard of its near and structural shingle
    *  sets with the representative's, and whether the normal forms are identical. Members
    *  joined transitively may score below the thresholds. */
-  scores: { id: string; exact: boolean; near: number; structural: number }[];
+  scores?: { id: string; exact: boolean; near: number; structural: number }[];
 }
 
 export interface DedupResult {
@@ -280,6 +280,65 @@ export function signatureFromRecord(r: SignatureRecord): BlockSignature {
     nearShingles: fromBytes(r.nearShingles),
     structuralShingles: fromBytes(r.structuralShingles),
   };
+}
+
+/**
+ * In-memory LSH index over stored signatures for "similar blocks" queries: candidates come
+ * from the near and structural band buckets (same banding as dedup, without the width
+ * rule), and are ranked by exact Jaccard — the larger of near and structural.
+ */
+export class SimilarityIndex {
+  private sigs = new Map<string, BlockSignature>();
+  private buckets = new Map<string, string[]>();
+  private nearBands = chooseBands(MINHASH_K, NEAR_THRESHOLD);
+  private structBands = chooseBands(MINHASH_K, STRUCTURAL_THRESHOLD);
+
+  /** Bucket keys of a signature: 'n<band>:<key>' and 's<band>:<key>'. */
+  private keys(sig: BlockSignature): string[] {
+    const out: string[] = [];
+    if (sig.nearSig) for (let b = 0; b < this.nearBands.b; b++) out.push(`n${b}:${bandKey(sig.nearSig, b, this.nearBands.r)}`);
+    if (sig.structuralSig) for (let b = 0; b < this.structBands.b; b++) out.push(`s${b}:${bandKey(sig.structuralSig, b, this.structBands.r)}`);
+    return out;
+  }
+
+  get size(): number {
+    return this.sigs.size;
+  }
+
+  add(id: string, sig: BlockSignature): void {
+    if (this.sigs.has(id)) throw new Error(`SimilarityIndex: duplicate id ${id}`);
+    this.sigs.set(id, sig);
+    for (const k of this.keys(sig)) {
+      const b = this.buckets.get(k);
+      if (b) b.push(id);
+      else this.buckets.set(k, [id]);
+    }
+  }
+
+  /**
+   * Blocks similar to `sig`, best first. `exhaustive` compares against every indexed block
+   * (exact, for small libraries or low thresholds); otherwise only LSH candidates, which
+   * find pairs above ~0.8 Jaccard reliably.
+   */
+  query(sig: BlockSignature, opts: { k?: number; minScore?: number; exhaustive?: boolean; excludeId?: string } = {}): {
+    id: string; score: number; near: number; structural: number; exact: boolean; sameInts: boolean;
+  }[] {
+    const cands = new Set<string>();
+    if (opts.exhaustive) for (const id of this.sigs.keys()) cands.add(id);
+    else for (const k of this.keys(sig)) for (const id of this.buckets.get(k) ?? []) cands.add(id);
+    if (opts.excludeId !== undefined) cands.delete(opts.excludeId);
+    const res = [];
+    for (const id of cands) {
+      const o = this.sigs.get(id)!;
+      const near = jaccard(sig.nearShingles, o.nearShingles);
+      const structural = jaccard(sig.structuralShingles, o.structuralShingles);
+      const score = Math.max(near, structural);
+      if (score < (opts.minScore ?? 0)) continue;
+      res.push({ id, score, near, structural, exact: !!sig.exact && sig.exact === o.exact, sameInts: sig.ints === o.ints });
+    }
+    res.sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : 1));
+    return res.slice(0, opts.k ?? 10);
+  }
 }
 
 // ---------------------------------------------------------------------------------------

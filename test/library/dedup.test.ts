@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { tokenize, docstringMask, canonicalText, T } from '../../src/library/structural.js';
 import { shingles, jaccard, ophSignature, estimateJaccard, chooseBands, candidateProbability } from '../../src/library/minhash.js';
-import { dedup, computeSignature, blockSignatures, similarity, signatureToRecord, signatureFromRecord, type DedupInput } from '../../src/library/dedup.js';
+import { dedup, computeSignature, blockSignatures, similarity, signatureToRecord, signatureFromRecord, SimilarityIndex, type DedupInput } from '../../src/library/dedup.js';
 import { generateBlocks, rng } from '../../bench/dedup.js';
 
 const KIND: Record<number, string> = {
@@ -234,7 +234,7 @@ test('dedup clusters planted duplicates and keeps near-misses apart', async () =
   assert.deepEqual(main.members, ['base', 'exact', 'near', 'renamed']);
   assert.equal(main.kind, 'structural');
   assert.equal(main.representative, 'exact');
-  const score = Object.fromEntries(main.scores.map((x) => [x.id, x]));
+  const score = Object.fromEntries(main.scores!.map((x) => [x.id, x]));
   assert.equal(score.base.exact, true);
   assert.equal(score.exact.near, 1);
   assert.ok(score.near.near >= 0.9 && score.near.near < 1);
@@ -339,4 +339,20 @@ test('tokenizer agrees with CPython tokenize on every file of a real timm checko
   const bad = JSON.parse(execFileSync('python3', ['-c', py], { input: JSON.stringify(ours), encoding: 'utf8', maxBuffer: 1 << 28 }));
   assert.ok(files.length > 100);
   assert.deepEqual(bad, []);
+});
+
+test('SimilarityIndex finds the planted relatives of a block', () => {
+  const idx = new SimilarityIndex();
+  const texts: Record<string, string> = { base: BASE, exact: EXACT, near: NEAR, renamed: RENAMED, width: WIDTH, other: OTHER };
+  for (const [id, t] of Object.entries(texts)) idx.add(id, computeSignature(t));
+  assert.equal(idx.size, 6);
+  const hits = idx.query(computeSignature(BASE), { excludeId: 'base', minScore: 0.8 });
+  assert.deepEqual(hits.map((h) => h.id).sort(), ['exact', 'near', 'renamed', 'width']);
+  assert.equal(hits[0].id, 'exact');
+  assert.equal(hits[0].exact, true);
+  assert.equal(hits.find((h) => h.id === 'width')!.sameInts, false);
+  const all = idx.query(computeSignature(BASE), { exhaustive: true, k: 100 });
+  assert.equal(all.length, 6);
+  assert.equal(all[all.length - 1].id, 'other');
+  assert.throws(() => idx.add('base', computeSignature(BASE)));
 });
