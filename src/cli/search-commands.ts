@@ -1,4 +1,140 @@
-// CLI commands of the search stage (filled in by that stage's work).
-import type { Command } from './context.js';
+// CLI commands of the search stage: search, similar, export and serve (the local web
+// catalog). Argument parsing and output only; the work is in src/search, src/export and
+// src/serve.
+import { UsageError } from '../util/errors.js';
+import { exportBlock } from '../export/export.js';
+import { resolveLibraryId, searchBlocks } from '../search/index.js';
+import { refreshSearch } from '../search/refresh.js';
+import { similarBlocks } from '../search/similar.js';
+import { startServer } from '../serve/server.js';
+import * as api from '../api.js';
+import { withWorkspace, withWorkspaceAsync, type Command, type Ctx } from './context.js';
 
-export const commands: Record<string, Command> = {};
+function numberOpt(ctx: Ctx, key: string, opts: { min?: number; integer?: boolean } = {}): number | undefined {
+  const v = ctx.values[key];
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isFinite(n) || (opts.integer && !Number.isInteger(n)) || (opts.min !== undefined && n < opts.min)) {
+    throw new UsageError(`--${key} takes a ${opts.integer ? 'whole ' : ''}number${opts.min !== undefined ? ` ≥ ${opts.min}` : ''} (got ${String(v)})`);
+  }
+  return n;
+}
+
+function fmtParams(n: number | null): string {
+  if (n === null) return '?';
+  return n >= 1e6 ? `${(n / 1e6).toFixed(1)}M` : n >= 1e3 ? `${(n / 1e3).toFixed(1)}k` : String(n);
+}
+
+export const commands: Record<string, Command> = {
+  search: {
+    summary: 'full-text search of the library blocks (names, docstrings, identifiers, layers, categories)',
+    usage: 'nnrag search QUERY [--repo R ...] [--category C ...] [--validated] [--min-params N] [--max-params N] [--limit N]',
+    options: {
+      repo: { type: 'string', multiple: true },
+      category: { type: 'string', multiple: true },
+      validated: { type: 'boolean' },
+      'min-params': { type: 'string' },
+      'max-params': { type: 'string' },
+      limit: { type: 'string' },
+    },
+    run(ctx) {
+      const query = ctx.positionals.join(' ');
+      const minParams = numberOpt(ctx, 'min-params', { min: 0 });
+      const maxParams = numberOpt(ctx, 'max-params', { min: 0 });
+      const limit = numberOpt(ctx, 'limit', { min: 1, integer: true }) ?? 20;
+      const res = withWorkspace(ctx, (ws) => {
+        refreshSearch(ws.store);
+        return searchBlocks(ws.store, query, {
+          repo: ctx.values.repo as string[] | undefined,
+          category: ctx.values.category as string[] | undefined,
+          validated: !!ctx.values.validated,
+          minParams,
+          maxParams,
+          limit,
+        });
+      });
+      const lines = res.hits.map(
+        (h, i) =>
+          `${String(i + 1).padStart(2)}. ${h.id}  score ${h.score.toFixed(2)}  ${h.status}  ${h.category}  ${fmtParams(h.params)} params\n` +
+          `    ${h.origin.repo}:${h.origin.path}:${h.origin.line}${h.summary ? `  — ${h.summary}` : ''}`,
+      );
+      lines.push(`${res.total} match${res.total === 1 ? '' : 'es'}${res.mode === 'any' ? ' (some words only)' : ''} in ${res.ms.toFixed(1)} ms`);
+      ctx.out(lines.join('\n'), res);
+      return 0;
+    },
+  },
+
+  similar: {
+    summary: 'blocks nearest to a block by lexical and structural similarity',
+    usage: 'nnrag similar ID|NAME [--limit N]',
+    options: { limit: { type: 'string' } },
+    run(ctx) {
+      if (ctx.positionals.length !== 1) throw new UsageError('name one block: nnrag similar ID');
+      const k = numberOpt(ctx, 'limit', { min: 1, integer: true }) ?? 10;
+      const { id, hits } = withWorkspace(ctx, (ws) => {
+        refreshSearch(ws.store);
+        const id = resolveLibraryId(ws.store, ctx.positionals[0]);
+        return { id, hits: similarBlocks(ws.store, id, k) };
+      });
+      const lines = hits.map(
+        (h) => `${h.score.toFixed(3)}  ${h.id}  lexical ${h.lexical.toFixed(3)} structural ${h.structural.toFixed(3)}${h.duplicate ? `  [${h.duplicate} duplicate]` : ''}`,
+      );
+      lines.unshift(`blocks similar to ${id}:`);
+      if (!hits.length) lines.push('  (none)');
+      ctx.out(lines.join('\n'), { id, similar: hits });
+      return 0;
+    },
+  },
+
+  export: {
+    summary: 'write a library block as a module of another project, merging its requirements',
+    usage: 'nnrag export ID|NAME --into DIR [--module NAME] [--force] [--python PY]',
+    options: { into: { type: 'string' }, module: { type: 'string' }, force: { type: 'boolean' }, python: { type: 'string' } },
+    async run(ctx) {
+      if (ctx.positionals.length !== 1) throw new UsageError('name one block: nnrag export ID --into DIR');
+      if (!ctx.values.into) throw new UsageError('--into DIR is required');
+      const rep = await withWorkspaceAsync(ctx, async (ws) => {
+        const id = resolveLibraryId(ws.store, ctx.positionals[0]);
+        return exportBlock(ws.store, id, {
+          into: ctx.values.into as string,
+          module: ctx.values.module as string | undefined,
+          force: !!ctx.values.force,
+          python: (ctx.values.python as string | undefined) ?? process.env.NNRAG_PYTHON,
+        });
+      });
+      const lines = [`${rep.action} ${rep.file} (${rep.id})`, `import with: ${rep.importLine}`];
+      for (const p of rep.packages) lines.push(`created package ${p}`);
+      if (rep.added.length) lines.push(`added to ${rep.requirementsFile}: ${rep.added.join(', ')}`);
+      if (rep.kept.length) lines.push(`already required (kept as written): ${rep.kept.join(', ')}`);
+      ctx.out(lines.join('\n'), rep);
+      return 0;
+    },
+  },
+
+  serve: {
+    summary: 'local web catalog of the library (search, block pages, provenance, similar blocks)',
+    usage: 'nnrag serve [--port P] [--host 127.0.0.1]',
+    options: { port: { type: 'string' }, host: { type: 'string' } },
+    async run(ctx) {
+      const port = numberOpt(ctx, 'port', { min: 0, integer: true }) ?? 8765;
+      if (port > 65535) throw new UsageError('--port must be ≤ 65535');
+      const host = (ctx.values.host as string | undefined) ?? '127.0.0.1';
+      if (!['127.0.0.1', 'localhost', '::1'].includes(host)) throw new UsageError('--host must be a loopback address (127.0.0.1, ::1 or localhost)');
+      const ws = api.Workspace.open(ctx.store);
+      try {
+        const server = await startServer({ ws, port, host });
+        process.stderr.write(`nnrag catalog at ${server.url} (Ctrl-C to stop)\n`);
+        if (ctx.json) process.stdout.write(JSON.stringify({ url: server.url }) + '\n');
+        await new Promise<void>((resolve) => {
+          const stop = () => resolve();
+          process.once('SIGINT', stop);
+          process.once('SIGTERM', stop);
+        });
+        await server.close();
+      } finally {
+        ws.close();
+      }
+      return 0;
+    },
+  },
+};

@@ -1,0 +1,242 @@
+// `nnrag export ID --into DIR`: copy a library block into another project as a module
+// of that project, keeping the provenance header, and merge the block's requirements into
+// the project's requirements.txt.
+//
+// Safety rules:
+//  - nothing is written outside DIR: the module name must be a dotted Python identifier
+//    (PEP 8 module names; keywords refused), every path is resolved and checked to stay
+//    under the real path of DIR, and an existing path component or target that is a
+//    symbolic link leading outside DIR is refused;
+//  - an existing file is never replaced without `force` (an identical file is left alone);
+//  - files are written atomically (temporary file in the same folder, then rename), so a
+//    crash leaves either the old or the new file.
+//
+// Requirements merge (requirements file format of pip; PEP 508 names): a requirement of the
+// block whose distribution the file already names is left as the project wrote it (its
+// pin wins); names are compared after PEP 503 normalisation (case-insensitive, runs of
+// `-`, `_`, `.` equal). Comments, options (`-r`, `-e`, `--index-url`) and order are kept;
+// new requirements are appended.
+import { existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { IndexStore } from '../index/store.js';
+import { getExtraction } from '../library/records.js';
+import { KNOWN_DISTRIBUTIONS, normalizeDistName, requirementLines, resolveRequirements, topLevelName } from '../library/requirements.js';
+import { NnragError, UsageError } from '../util/errors.js';
+import { buildDoc, storedSpec } from '../search/documents.js';
+
+const PY_KEYWORDS = new Set(
+  'False None True and as assert async await break class continue def del elif else except finally for from global if import in is lambda nonlocal not or pass raise return try while with yield'.split(' '),
+);
+
+export interface ExportOptions {
+  into: string;
+  /** dotted module name inside the project (default: the class name in snake_case) */
+  module?: string;
+  force?: boolean;
+  /** requirements to merge instead of those derived from the block's extern imports */
+  requirements?: string[];
+  /** interpreter whose installed versions pin the requirements (default /usr/bin/python3) */
+  python?: string;
+}
+
+export interface ExportReport {
+  id: string;
+  module: string;
+  file: string;
+  /** 'written' | 'replaced' | 'unchanged' */
+  action: string;
+  requirementsFile: string | null;
+  /** requirement lines appended to the file */
+  added: string[];
+  /** block requirements the project already names (its line is kept) */
+  kept: string[];
+  /** package __init__.py files created for a dotted module name */
+  packages: string[];
+  /** how to import the block inside the project */
+  importLine: string;
+}
+
+/** `WindowAttention` → `window_attention`, `MHSABlock` → `mhsa_block`. */
+export function snakeCase(name: string): string {
+  const s = name
+    .replace(/([A-Z]+)([A-Z][a-z])/g, '$1_$2')
+    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
+    .replace(/[^A-Za-z0-9_]/g, '_')
+    .toLowerCase();
+  return /^[0-9]/.test(s) ? `_${s}` : s;
+}
+
+export function checkModuleName(name: string): string[] {
+  const parts = name.split('.');
+  for (const p of parts) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(p)) throw new UsageError(`--module ${JSON.stringify(name)}: ${JSON.stringify(p)} is not a Python identifier`);
+    if (PY_KEYWORDS.has(p)) throw new UsageError(`--module ${JSON.stringify(name)}: ${p} is a Python keyword`);
+  }
+  return parts;
+}
+
+/** Whether `p` is `root` or inside it (both absolute, real paths). */
+export function isInside(root: string, p: string): boolean {
+  const rel = path.relative(root, p);
+  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
+}
+
+/** Check that writing `target` (under `root`, a real path) cannot land outside `root`:
+ *  every existing component from root to target must be a real folder inside root, or a
+ *  symbolic link whose real path is inside root. */
+export function checkPathSafe(root: string, target: string): void {
+  const abs = path.resolve(root, target);
+  if (!isInside(root, abs)) throw new NnragError(`refusing to write ${abs}: outside ${root}`, 'unsafe-path');
+  const rel = path.relative(root, abs);
+  let cur = root;
+  for (const part of rel.split(path.sep).filter(Boolean)) {
+    cur = path.join(cur, part);
+    let st;
+    try {
+      st = lstatSync(cur);
+    } catch {
+      break; // does not exist: nothing below can be a link either
+    }
+    if (st.isSymbolicLink()) {
+      let real: string;
+      try {
+        real = realpathSync(cur);
+      } catch {
+        throw new NnragError(`refusing to write through ${cur}: dangling symbolic link`, 'unsafe-path');
+      }
+      if (!isInside(root, real)) throw new NnragError(`refusing to write through ${cur}: symbolic link to ${real}, outside ${root}`, 'unsafe-path');
+    }
+  }
+}
+
+/** Write atomically: temporary file in the target's folder, then rename over the target. */
+function writeAtomic(file: string, text: string): void {
+  const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.${Date.now()}.tmp`);
+  try {
+    writeFileSync(tmp, text, { flag: 'wx' });
+    renameSync(tmp, file);
+  } catch (e) {
+    rmSync(tmp, { force: true });
+    throw e;
+  }
+}
+
+/** The distribution name of one requirements-file line, or null for comments, blanks, options. */
+export function requirementName(line: string): string | null {
+  const s = line.replace(/(^|\s)#.*$/, '').trim();
+  if (!s || s.startsWith('-')) return null;
+  // PEP 508: a name is letters/digits with `-`, `_`, `.` inside
+  const m = s.match(/^([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)/);
+  return m ? m[1] : null;
+}
+
+/** Merge requirement lines into a requirements file's text. */
+export function mergeRequirements(existing: string, reqs: readonly string[]): { text: string; added: string[]; kept: string[] } {
+  const have = new Set<string>();
+  for (const line of existing.split(/\r?\n/)) {
+    const n = requirementName(line);
+    if (n) have.add(normalizeDistName(n));
+  }
+  const added: string[] = [];
+  const kept: string[] = [];
+  for (const r of reqs) {
+    const n = requirementName(r);
+    if (!n) continue;
+    const key = normalizeDistName(n);
+    if (have.has(key)) kept.push(r);
+    else {
+      have.add(key);
+      added.push(r.trim());
+    }
+  }
+  let text = existing;
+  if (added.length) {
+    if (text && !text.endsWith('\n')) text += '\n';
+    text += added.join('\n') + '\n';
+  }
+  return { text, added, kept };
+}
+
+/** PEP 508 requirement lines of the block: from its spec, else from its extern imports as
+ *  installed in the validation environment, else bare distribution names. */
+async function blockRequirements(externs: string[], known: string[] | null, python?: string): Promise<string[]> {
+  if (known) return known;
+  if (!externs.length) return [];
+  try {
+    return requirementLines(await resolveRequirements(externs, { python }));
+  } catch {
+    const names = [...new Set(externs.map(topLevelName).filter((n): n is string => !!n))];
+    return names.map((n) => KNOWN_DISTRIBUTIONS[n] ?? n).sort();
+  }
+}
+
+export async function exportBlock(store: IndexStore, id: string, opts: ExportOptions): Promise<ExportReport> {
+  const e = getExtraction(store, id);
+  if (!e || !e.text) throw new NnragError(`no library block ${JSON.stringify(id)}`, 'unknown-block');
+  const doc = buildDoc(store, e, storedSpec(store, id));
+  const moduleName = opts.module ?? snakeCase(doc.name);
+  const parts = checkModuleName(moduleName);
+  if (!opts.into) throw new UsageError('--into DIR is required');
+  mkdirSync(opts.into, { recursive: true });
+  const root = realpathSync(opts.into);
+
+  const file = path.join(root, ...parts.slice(0, -1), `${parts[parts.length - 1]}.py`);
+  const reqFile = path.join(root, 'requirements.txt');
+  checkPathSafe(root, file);
+  checkPathSafe(root, reqFile);
+
+  const header =
+    `# Exported by nnrag from ${id} (${e.status}${doc.stages ? ': ' + Object.entries(doc.stages).filter(([, s]) => s === 'pass').map(([k]) => k).join(', ') : ''}).\n` +
+    `# The provenance lines below say where every definition comes from; keep them with the code.\n`;
+  const text = header + e.text;
+
+  let action = 'written';
+  if (existsSync(file) || isLink(file)) {
+    const st = lstatSync(file);
+    if (!st.isFile() && !st.isSymbolicLink()) throw new NnragError(`${file} exists and is not a file`, 'exists');
+    const same = st.isFile() && readFileSync(file, 'utf8') === text;
+    if (same) action = 'unchanged';
+    else if (!opts.force) throw new NnragError(`${file} exists; use --force to replace it`, 'exists');
+    else action = 'replaced';
+  }
+
+  const reqs = await blockRequirements(doc.externs, opts.requirements ?? doc.requirements, opts.python);
+  const existingReq = existsSync(reqFile) ? readFileSync(reqFile, 'utf8') : '';
+  const merged = mergeRequirements(existingReq, reqs);
+
+  // create packages for a dotted name: only folders made here get an __init__.py
+  const packages: string[] = [];
+  let dir = root;
+  for (const p of parts.slice(0, -1)) {
+    dir = path.join(dir, p);
+    if (!existsSync(dir)) {
+      mkdirSync(dir);
+      const init = path.join(dir, '__init__.py');
+      writeAtomic(init, '');
+      packages.push(init);
+    } else if (!lstatSync(realpathSync(dir)).isDirectory()) throw new NnragError(`${dir} exists and is not a folder`, 'exists');
+  }
+  checkPathSafe(root, file);
+  if (action !== 'unchanged') writeAtomic(file, text);
+  if (merged.added.length) writeAtomic(reqFile, merged.text);
+
+  return {
+    id,
+    module: moduleName,
+    file,
+    action,
+    requirementsFile: merged.added.length || existingReq ? reqFile : null,
+    added: merged.added,
+    kept: merged.kept,
+    packages,
+    importLine: `from ${moduleName} import ${doc.name}`,
+  };
+}
+
+function isLink(p: string): boolean {
+  try {
+    return lstatSync(p).isSymbolicLink();
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,286 @@
+// Search documents: what the search index, `similar`, `export` and the web catalog know
+// about one library block. Built from the block's neutral spec when the library stage has
+// stored one (`specs` table), else from the stored extraction record (provenance,
+// validation) plus the class facts of the indexed source file (docstring, bases, the
+// parameter lists of __init__ and forward) and a scan of the emitted module (layer types
+// constructed, identifiers of the class body).
+import { createHash } from 'node:crypto';
+import type { IndexStore } from '../index/store.js';
+import { categorize } from '../library/category.js';
+import type { StoredExtraction } from '../library/records.js';
+import type { BlockSpec } from '../library/spec-types.js';
+import type { ClassFacts, FileFacts } from '../parse/types.js';
+
+/** Bump when the document layout or tokenization changes: every row is rebuilt. */
+export const DOC_VERSION = 2;
+
+export interface ProvenanceEntry {
+  repo: string;
+  revision: string | null;
+  url: string | null;
+  path: string;
+  module: string;
+  swhid: string;
+  ranges: [number, number][];
+}
+
+export interface SearchDoc {
+  id: string;
+  name: string;
+  module: string;
+  origin: { repo: string; path: string; line: number; revision: string | null; url: string | null };
+  /** 'validated' | 'failed' | 'extracted' */
+  status: string;
+  params: number | null;
+  category: string;
+  summary: string | null;
+  docstring: string | null;
+  bases: string[];
+  /** constructor parameter names */
+  hyperparameters: string[];
+  forwardParams: string[];
+  /** layer type → count */
+  layers: Record<string, number>;
+  /** identifiers of the class body */
+  identifiers: string[];
+  /** names of the other top-level definitions copied into the module */
+  copied: string[];
+  /** interned modules */
+  dependencies: string[];
+  externs: string[];
+  /** PEP 508 requirements when the spec knows them */
+  requirements: string[] | null;
+  lines: number;
+  stages: Record<string, string> | null;
+  provenance: ProvenanceEntry[];
+  /** where the document came from */
+  source: 'spec' | 'extraction';
+  /** extraction hash (module content) */
+  hash: string;
+}
+
+/** Parameter names of a parameter-list text (`self, dim=32, *args, qkv_bias: bool = True`). */
+export function paramNames(params: string | null | undefined): string[] {
+  if (!params) return [];
+  const out: string[] = [];
+  let depth = 0;
+  let cur = '';
+  const flush = () => {
+    const m = cur.trim().match(/^\*{0,2}\s*([A-Za-z_]\w*)/);
+    if (m && m[1] !== 'self' && m[1] !== 'cls') out.push(m[1]);
+    cur = '';
+  };
+  for (const c of params) {
+    if ('([{'.includes(c)) depth++;
+    else if (')]}'.includes(c)) depth--;
+    if (c === ',' && depth === 0) flush();
+    else cur += c;
+  }
+  flush();
+  return out;
+}
+
+/** First sentence (or first paragraph line) of a docstring. */
+export function firstSentence(doc: string | null | undefined): string | null {
+  if (!doc) return null;
+  const para = doc.trim().split(/\n\s*\n/)[0].replace(/\s+/g, ' ').trim();
+  const m = para.match(/^(.+?[.!?])(\s|$)/);
+  return (m ? m[1] : para) || null;
+}
+
+/** The source text of top-level class `name` in a module: its line to the next top-level statement. */
+export function classSegment(text: string, name: string): string {
+  const re = new RegExp(`^class\\s+${name.replace(/[^\w]/g, '')}\\b`, 'm');
+  const m = re.exec(text);
+  if (!m) return '';
+  const rest = text.slice(m.index);
+  const lines = rest.split('\n');
+  let end = 1;
+  for (; end < lines.length; end++) {
+    const l = lines[end];
+    if (l.length && !/^[\s#)\]}]/.test(l)) break;
+  }
+  return lines.slice(0, end).join('\n');
+}
+
+/** Docstring of the class in a segment (the first string statement of the body). */
+function docstringFromSegment(seg: string): string | null {
+  const m = seg.match(/:\s*\n\s+[rRuU]?("""|''')([\s\S]*?)\1/) ?? seg.match(/:\s*\n\s+[rRuU]?(["'])((?:\\.|(?!\1).)*)\1/);
+  return m ? m[2].trim() : null;
+}
+
+/** Layer types constructed in a module's code (`nn.Conv2d(`, `torch.nn.LayerNorm(`). */
+export function layerInventory(text: string, className?: string): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const m of text.matchAll(/\bnn\.([A-Z]\w*)\s*\(/g)) out[m[1]] = (out[m[1]] ?? 0) + 1;
+  // classes copied into the module and constructed in it (`Attention(dim)`, `Mlp(...)`)
+  const classes = new Set([...text.matchAll(/^class\s+([A-Za-z_]\w*)/gm)].map((m) => m[1]));
+  classes.delete(className ?? '');
+  for (const m of text.matchAll(/(?<![\w.])([A-Z]\w*)\s*\(/g)) {
+    if (classes.has(m[1]) && !/^class\s/.test(text.slice(text.lastIndexOf('\n', m.index) + 1, m.index + 1))) out[m[1]] = (out[m[1]] ?? 0) + 1;
+  }
+  return out;
+}
+
+const PY_KEYWORDS = new Set(
+  'False None True and as assert async await break class continue def del elif else except finally for from global if import in is lambda nonlocal not or pass raise return try while with yield self super'.split(' '),
+);
+
+function identifiersOf(seg: string): string[] {
+  const code = seg.replace(/#.*$/gm, '');
+  const set = new Set<string>();
+  for (const m of code.matchAll(/[A-Za-z_]\w*/g)) if (!PY_KEYWORDS.has(m[0]) && m[0].length > 1) set.add(m[0]);
+  return [...set];
+}
+
+function copiedNames(text: string, className: string): string[] {
+  const set = new Set<string>();
+  for (const m of text.matchAll(/^(?:class|def|async\s+def)\s+([A-Za-z_]\w*)|^([A-Za-z_]\w*)\s*(?::[^=\n]*)?=(?!=)/gm)) {
+    const n = m[1] ?? m[2];
+    if (n && n !== className) set.add(n);
+  }
+  return [...set];
+}
+
+/** The stored spec of a block, if the library stage wrote one. Read straight from the
+ *  `specs` table (any column holding the spec JSON), so search works with or without it. */
+export function storedSpec(store: IndexStore, id: string): BlockSpec | null {
+  if (!hasTable(store, 'specs')) return null;
+  let row: Record<string, unknown> | undefined;
+  try {
+    row = store.stmt('SELECT * FROM specs WHERE id = ?').get(id) as Record<string, unknown> | undefined;
+  } catch {
+    return null;
+  }
+  if (!row) return null;
+  for (const v of Object.values(row)) {
+    if (typeof v !== 'string' || !v.startsWith('{')) continue;
+    try {
+      const o = JSON.parse(v) as BlockSpec;
+      if (o && typeof o === 'object' && o.id === id && o.origin && typeof o.class === 'string') return o;
+    } catch {
+      /* not JSON */
+    }
+  }
+  return null;
+}
+
+const tableCache = new WeakMap<IndexStore, Map<string, boolean>>();
+export function hasTable(store: IndexStore, name: string): boolean {
+  let m = tableCache.get(store);
+  if (!m) tableCache.set(store, (m = new Map()));
+  let v = m.get(name);
+  if (v === undefined || !v) {
+    v = !!store.stmt("SELECT 1 FROM sqlite_master WHERE type IN ('table', 'view') AND name = ?").get(name);
+    m.set(name, v);
+  }
+  return v;
+}
+
+/** Class facts of a discovered block, read from the stored facts of its file. */
+export function classFacts(store: IndexStore, id: string, cache?: Map<string, FileFacts | null>): { facts: ClassFacts | null; row: { repo: string; path: string; line: number; module: string } | null } {
+  const row = store.stmt('SELECT repo, path, line, module, name FROM blocks WHERE id = ?').get(id) as
+    | { repo: string; path: string; line: number; module: string; name: string }
+    | undefined;
+  if (!row) return { facts: null, row: null };
+  const blob = store.stmt('SELECT blob FROM files WHERE repo = ? AND path = ?').pluck().get(row.repo, row.path) as string | undefined;
+  let ff: FileFacts | null = null;
+  if (blob) {
+    if (cache?.has(blob)) ff = cache.get(blob)!;
+    else {
+      ff = store.getFacts(blob);
+      cache?.set(blob, ff);
+    }
+  }
+  const facts = ff?.classes.find((c) => c.name === row.name && !c.nested) ?? null;
+  return { facts, row };
+}
+
+/** Identity of the inputs a document is built from: a changed extraction (module hash,
+ *  status, validation) or spec gives a different key and the row is rebuilt. */
+export function docKey(e: Pick<StoredExtraction, 'hash' | 'status' | 'record'>, spec: BlockSpec | null): string {
+  const h = createHash('sha1');
+  h.update(`${DOC_VERSION}|${e.hash}|${e.status}|`);
+  h.update(JSON.stringify((e.record as { validation?: unknown }).validation ?? null));
+  h.update(spec ? JSON.stringify(spec) : '');
+  return h.digest('hex');
+}
+
+/** Build the search document of one stored extraction. */
+export function buildDoc(store: IndexStore, e: StoredExtraction, spec: BlockSpec | null, factsCache?: Map<string, FileFacts | null>): SearchDoc {
+  const rec = e.record as {
+    interned?: string[];
+    externs?: string[];
+    provenance?: ProvenanceEntry[];
+    validation?: { stages?: Record<string, string>; params?: number | null };
+  };
+  const id = e.id;
+  const dot = id.lastIndexOf('.');
+  const name = id.slice(dot + 1);
+  const module = id.slice(0, dot);
+  const seg = classSegment(e.text, name);
+  const provenance = rec.provenance ?? [];
+  const own = provenance.find((p) => p.module === module) ?? provenance[provenance.length - 1];
+  const identifiers = identifiersOf(seg);
+  const copied = copiedNames(e.text, name);
+  if (spec) {
+    return {
+      id, name: spec.class, module: spec.origin.module,
+      origin: { repo: spec.origin.repo, path: spec.origin.path, line: spec.origin.line, revision: spec.origin.revision, url: spec.origin.url },
+      status: e.status,
+      params: spec.params ?? rec.validation?.params ?? null,
+      category: spec.category,
+      summary: spec.summary,
+      docstring: docstringFromSegment(seg) ?? spec.summary,
+      bases: spec.bases,
+      hyperparameters: spec.hyperparameters?.length ? spec.hyperparameters : spec.init.map((p) => p.name),
+      forwardParams: spec.forward.map((p) => p.name),
+      layers: Object.keys(spec.layers ?? {}).length ? spec.layers : layerInventory(e.text, name),
+      identifiers, copied,
+      dependencies: spec.dependencies ?? rec.interned ?? [],
+      externs: spec.externs ?? rec.externs ?? [],
+      requirements: spec.requirements ?? null,
+      lines: e.lines,
+      stages: spec.stages ?? rec.validation?.stages ?? null,
+      provenance,
+      source: 'spec',
+      hash: e.hash,
+    };
+  }
+  const { facts, row } = classFacts(store, id, factsCache);
+  const docstring = facts?.docstring ?? docstringFromSegment(seg);
+  const bases = facts ? facts.bases.map((b) => b.text) : (seg.match(/^class\s+\w+\s*\(([^)]*)\)/)?.[1] ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  const initSrc = facts?.initParams ?? seg.match(/def\s+__init__\s*\(([^)]*)\)/)?.[1] ?? null;
+  const fwdSrc = facts?.forwardParams ?? seg.match(/def\s+forward\s*\(([^)]*)\)/)?.[1] ?? null;
+  const layers = layerInventory(e.text, name);
+  const forwardParams = paramNames(fwdSrc);
+  const repoRow = row ? (store.stmt('SELECT url, revision, local FROM repos WHERE name = ?').get(row.repo) as { url: string | null; revision: string | null; local: number } | undefined) : undefined;
+  return {
+    id, name, module,
+    origin: {
+      repo: row?.repo ?? own?.repo ?? '',
+      path: row?.path ?? own?.path ?? '',
+      line: row?.line ?? own?.ranges?.[0]?.[0] ?? 0,
+      revision: own?.revision ?? repoRow?.revision ?? null,
+      url: own?.url ?? (repoRow && !repoRow.local ? repoRow.url : null),
+    },
+    status: e.status,
+    params: rec.validation?.params ?? null,
+    category: categorize({ name, docstring, layers, bases, forwardParams }).category,
+    summary: firstSentence(docstring),
+    docstring,
+    bases,
+    hyperparameters: paramNames(initSrc),
+    forwardParams,
+    layers,
+    identifiers, copied,
+    dependencies: rec.interned ?? [],
+    externs: rec.externs ?? [],
+    requirements: null,
+    lines: e.lines,
+    stages: rec.validation?.stages ?? null,
+    provenance,
+    source: 'extraction',
+    hash: e.hash,
+  };
+}

@@ -1,0 +1,286 @@
+// Block search (`nnrag search`, the catalog's search box): an SQLite FTS5 index over the
+// library blocks, ranked by BM25 with per-column weights, kept in sync incrementally with
+// the stored extractions (a row is rebuilt only when its extraction or spec changed).
+//
+// Schema (migration 4, additive and independent of the other library tables):
+//   search_docs  one row per block: the filterable columns (repo, category, status,
+//                params) and the whole SearchDoc as JSON; `key` identifies its inputs
+//   search_fts   FTS5 table, rowid = search_docs.rowid, columns in weight order below,
+//                text expanded by tokens.ts (camelCase / snake_case / digit parts)
+//   search_sigs  de-duplication signatures (MinHash of lexical and structural shingles,
+//                dedup.ts) of each module content, for `similar`
+//
+// BM25 (FTS5 `bm25()`, k1 = 1.2, b = 0.75) returns lower = better; scores reported here are
+// its negation, so higher = better.
+import { registerMigration, type IndexStore } from '../index/store.js';
+import { listExtractions, getExtraction, type StoredExtraction } from '../library/records.js';
+import { NnragError } from '../util/errors.js';
+import { buildDoc, docKey, storedSpec, type SearchDoc } from './documents.js';
+import { expandText, parseQuery } from './tokens.js';
+import type { FileFacts } from '../parse/types.js';
+
+export const SEARCH_MIGRATION_VERSION = 4;
+
+/** FTS columns and their BM25 weights (the block's own name counts most). */
+export const COLUMNS: readonly { name: string; weight: number }[] = [
+  { name: 'name', weight: 10 },
+  { name: 'qualname', weight: 2 },
+  { name: 'summary', weight: 4 },
+  { name: 'category', weight: 3 },
+  { name: 'layers', weight: 2 },
+  { name: 'params', weight: 1.5 },
+  { name: 'identifiers', weight: 1 },
+  { name: 'deps', weight: 0.5 },
+];
+
+registerMigration({
+  version: SEARCH_MIGRATION_VERSION,
+  name: 'search: FTS5 index of library blocks, similarity signatures',
+  up(db) {
+    db.exec(`
+      CREATE TABLE search_docs(
+        rowid INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        key TEXT NOT NULL,
+        repo TEXT NOT NULL,
+        category TEXT NOT NULL,
+        status TEXT NOT NULL,
+        params INTEGER,
+        doc TEXT NOT NULL
+      );
+      CREATE INDEX search_docs_repo ON search_docs(repo);
+      CREATE VIRTUAL TABLE search_fts USING fts5(
+        ${COLUMNS.map((c) => c.name).join(', ')},
+        tokenize = 'unicode61 remove_diacritics 2',
+        prefix = '2 3'
+      );
+      CREATE TABLE search_sigs(
+        id TEXT PRIMARY KEY,
+        hash TEXT NOT NULL,
+        ints INTEGER NOT NULL,
+        tokens INTEGER NOT NULL,
+        near BLOB,
+        structural BLOB
+      );
+    `);
+  },
+});
+
+/** The FTS column texts of a document. */
+export function ftsColumns(d: SearchDoc): string[] {
+  const layerText = Object.keys(d.layers).join(' ');
+  return [
+    expandText(d.name),
+    expandText(`${d.module} ${d.origin.repo}`),
+    expandText(d.docstring ?? d.summary ?? ''),
+    expandText(d.category),
+    expandText(layerText),
+    expandText(d.hyperparameters.join(' ') + ' ' + d.forwardParams.join(' ')),
+    expandText(d.identifiers.join(' ') + ' ' + d.bases.join(' ')),
+    expandText(d.copied.join(' ') + ' ' + d.dependencies.join(' ') + ' ' + d.externs.join(' ')),
+  ];
+}
+
+export interface SyncReport {
+  added: number;
+  updated: number;
+  removed: number;
+  unchanged: number;
+  ms: number;
+}
+
+/** Insert or replace one document (in the caller's transaction). */
+export function putDoc(store: IndexStore, d: SearchDoc, key: string): void {
+  const old = store.stmt('SELECT rowid FROM search_docs WHERE id = ?').pluck().get(d.id) as number | undefined;
+  if (old !== undefined) {
+    store.stmt('DELETE FROM search_fts WHERE rowid = ?').run(old);
+    store.stmt('DELETE FROM search_docs WHERE rowid = ?').run(old);
+  }
+  const info = store
+    .stmt('INSERT INTO search_docs(id, key, repo, category, status, params, doc) VALUES (?, ?, ?, ?, ?, ?, ?)')
+    .run(d.id, key, d.origin.repo, d.category, d.status, d.params, JSON.stringify(d));
+  store
+    .stmt(`INSERT INTO search_fts(rowid, ${COLUMNS.map((c) => c.name).join(', ')}) VALUES (?, ${COLUMNS.map(() => '?').join(', ')})`)
+    .run(info.lastInsertRowid, ...ftsColumns(d));
+}
+
+function removeDoc(store: IndexStore, id: string): void {
+  const old = store.stmt('SELECT rowid FROM search_docs WHERE id = ?').pluck().get(id) as number | undefined;
+  if (old === undefined) return;
+  store.stmt('DELETE FROM search_fts WHERE rowid = ?').run(old);
+  store.stmt('DELETE FROM search_docs WHERE rowid = ?').run(old);
+  store.stmt('DELETE FROM search_sigs WHERE id = ?').run(id);
+}
+
+/**
+ * Bring the search index up to date with the stored extractions: build documents of new
+ * blocks, rebuild those whose key (module hash, status, validation, spec) changed, drop
+ * blocks that are no longer stored.
+ */
+export function syncSearchIndex(store: IndexStore): SyncReport {
+  const t0 = performance.now();
+  const current = new Map(
+    (store.stmt('SELECT id, key FROM search_docs').all() as { id: string; key: string }[]).map((r) => [r.id, r.key]),
+  );
+  const rows = store.stmt('SELECT id, hash, status, record FROM extractions').all() as { id: string; hash: string; status: string; record: string }[];
+  const report: SyncReport = { added: 0, updated: 0, removed: 0, unchanged: 0, ms: 0 };
+  const todo: { e: StoredExtraction; key: string; spec: ReturnType<typeof storedSpec> }[] = [];
+  const seen = new Set<string>();
+  for (const r of rows) {
+    seen.add(r.id);
+    const record = JSON.parse(r.record) as Record<string, unknown>;
+    const spec = storedSpec(store, r.id);
+    const key = docKey({ hash: r.hash, status: r.status, record }, spec);
+    if (current.get(r.id) === key) {
+      report.unchanged++;
+      continue;
+    }
+    const e = getExtraction(store, r.id);
+    if (!e) continue;
+    todo.push({ e, key, spec });
+  }
+  const gone = [...current.keys()].filter((id) => !seen.has(id));
+  if (todo.length || gone.length) {
+    const facts = new Map<string, FileFacts | null>();
+    const docs = todo.map((t) => ({ doc: buildDoc(store, t.e, t.spec, facts), key: t.key }));
+    store.write(() => {
+      for (const { doc, key } of docs) {
+        if (current.has(doc.id)) report.updated++;
+        else report.added++;
+        putDoc(store, doc, key);
+      }
+      for (const id of gone) {
+        removeDoc(store, id);
+        report.removed++;
+      }
+    });
+  }
+  report.ms = performance.now() - t0;
+  return report;
+}
+
+export interface SearchFilters {
+  repo?: string | string[];
+  category?: string | string[];
+  /** only blocks that passed validation */
+  validated?: boolean;
+  minParams?: number;
+  maxParams?: number;
+}
+
+export interface SearchOptions extends SearchFilters {
+  limit?: number;
+  offset?: number;
+}
+
+export interface SearchHit {
+  id: string;
+  name: string;
+  /** −BM25: higher is better */
+  score: number;
+  origin: SearchDoc['origin'];
+  status: string;
+  category: string;
+  params: number | null;
+  summary: string | null;
+}
+
+export interface SearchResult {
+  query: string;
+  /** 'all' = every word matched, 'any' = fallback where some words matched, 'browse' = empty query */
+  mode: 'all' | 'any' | 'browse';
+  total: number;
+  hits: SearchHit[];
+  ms: number;
+}
+
+const RANK = `bm25(search_fts, ${COLUMNS.map((c) => c.weight).join(', ')})`;
+
+function filterSql(f: SearchFilters): { where: string[]; args: unknown[] } {
+  const where: string[] = [];
+  const args: unknown[] = [];
+  const list = (v: string | string[] | undefined) => (v === undefined ? [] : Array.isArray(v) ? v : [v]).filter((x) => x !== '');
+  const repos = list(f.repo);
+  if (repos.length) {
+    where.push(`d.repo IN (${repos.map(() => '?').join(', ')})`);
+    args.push(...repos);
+  }
+  const cats = list(f.category);
+  if (cats.length) {
+    where.push(`d.category IN (${cats.map(() => '?').join(', ')})`);
+    args.push(...cats.map((c) => c.toLowerCase()));
+  }
+  if (f.validated) where.push(`d.status = 'validated'`);
+  if (f.minParams !== undefined) {
+    where.push('d.params >= ?');
+    args.push(f.minParams);
+  }
+  if (f.maxParams !== undefined) {
+    where.push('d.params <= ?');
+    args.push(f.maxParams);
+  }
+  return { where, args };
+}
+
+function hitOf(row: { doc: string; score: number }): SearchHit {
+  const d = JSON.parse(row.doc) as SearchDoc;
+  return { id: d.id, name: d.name, score: Math.round(row.score * 1e4) / 1e4, origin: d.origin, status: d.status, category: d.category, params: d.params, summary: d.summary };
+}
+
+/** Search the index (call `syncSearchIndex` first to include new extractions). */
+export function searchBlocks(store: IndexStore, query: string, opts: SearchOptions = {}): SearchResult {
+  const t0 = performance.now();
+  const limit = Math.max(1, Math.min(opts.limit ?? 20, 1000));
+  const offset = Math.max(0, opts.offset ?? 0);
+  const { where, args } = filterSql(opts);
+  const q = parseQuery(query);
+  if (!q.all) {
+    const w = where.length ? `WHERE ${where.join(' AND ')}` : '';
+    const rows = store.stmt(`SELECT d.doc AS doc, 0 AS score FROM search_docs d ${w} ORDER BY d.id LIMIT ? OFFSET ?`).all(...args, limit, offset) as { doc: string; score: number }[];
+    const total = store.stmt(`SELECT count(*) FROM search_docs d ${w}`).pluck().get(...args) as number;
+    return { query, mode: 'browse', total, hits: rows.map(hitOf), ms: performance.now() - t0 };
+  }
+  const run = (match: string) => {
+    const w = ['search_fts MATCH ?', ...where].join(' AND ');
+    const rows = store
+      .stmt(`SELECT d.doc AS doc, -${RANK} AS score FROM search_fts JOIN search_docs d ON d.rowid = search_fts.rowid WHERE ${w} ORDER BY ${RANK}, d.id LIMIT ? OFFSET ?`)
+      .all(match, ...args, limit, offset) as { doc: string; score: number }[];
+    const total = store.stmt(`SELECT count(*) FROM search_fts JOIN search_docs d ON d.rowid = search_fts.rowid WHERE ${w}`).pluck().get(match, ...args) as number;
+    return { rows, total };
+  };
+  let mode: SearchResult['mode'] = 'all';
+  let r = run(q.all);
+  if (r.total === 0 && q.any) {
+    mode = 'any';
+    r = run(q.any);
+  }
+  return { query, mode, total: r.total, hits: r.rows.map(hitOf), ms: performance.now() - t0 };
+}
+
+/** The stored search document of a block (after sync). */
+export function getDoc(store: IndexStore, id: string): SearchDoc | null {
+  const s = store.stmt('SELECT doc FROM search_docs WHERE id = ?').pluck().get(id) as string | undefined;
+  return s ? (JSON.parse(s) as SearchDoc) : null;
+}
+
+/** Every stored document, by id. */
+export function listDocs(store: IndexStore): SearchDoc[] {
+  return (store.stmt('SELECT doc FROM search_docs ORDER BY id').pluck().all() as string[]).map((s) => JSON.parse(s) as SearchDoc);
+}
+
+/** Distinct values of the filter columns, for the catalog's filter menus. */
+export function facets(store: IndexStore): { repos: string[]; categories: string[]; statuses: string[] } {
+  const col = (c: string) => store.stmt(`SELECT DISTINCT ${c} FROM search_docs ORDER BY ${c}`).pluck().all() as string[];
+  return { repos: col('repo'), categories: col('category'), statuses: col('status') };
+}
+
+/** Resolve a block id or a bare class name to a stored extraction id. */
+export function resolveLibraryId(store: IndexStore, idOrName: string): string {
+  if (store.stmt('SELECT 1 FROM extractions WHERE id = ?').get(idOrName)) return idOrName;
+  const ids = store.stmt("SELECT id FROM extractions WHERE id LIKE ? ESCAPE '\\' ORDER BY status = 'validated' DESC, length(id), id").pluck()
+    .all('%.' + idOrName.replace(/[\\%_]/g, (c) => '\\' + c)) as string[];
+  if (!ids.length) throw new NnragError(`no library block ${JSON.stringify(idOrName)} (run \`nnrag extract\` or \`nnrag demo\` first)`, 'unknown-block');
+  return ids[0];
+}
+
+export { listExtractions };

@@ -1,0 +1,309 @@
+// `nnrag serve`: the local web catalog of the library. node:http only, bound to a loopback
+// address; pages are rendered on the server (every stored string HTML-escaped, no scripts:
+// the Content-Security-Policy forbids them), plus a small JSON API.
+//
+//   GET /                     search box with filters, results
+//   GET /block/<id>           block page: highlighted code, provenance, validation stages,
+//                             spec, dependency graph (inline SVG), similar blocks
+//   GET /block/<id>.py        the module as text
+//   GET /api/search?q=…       SearchResult JSON (filters: repo, category, validated,
+//                             min-params, max-params, limit, offset)
+//   GET /api/block/<id>       {doc, spec, record, text, similar, graph}
+//
+// Requests whose Host header is not the loopback address the server listens on are
+// refused (a web page elsewhere cannot reach the catalog through DNS rebinding).
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import * as api from '../api.js';
+import { getExtraction } from '../library/records.js';
+import { storedSpec, type SearchDoc } from '../search/documents.js';
+import { facets, getDoc, searchBlocks, type SearchOptions, type SearchResult } from '../search/index.js';
+import { refreshSearch } from '../search/refresh.js';
+import { similarBlocks, type SimilarHit } from '../search/similar.js';
+import { NnragError } from '../util/errors.js';
+import { dependencyGraph, graphSvg } from './graph.js';
+import { escapeHtml as esc, highlightPython } from './highlight.js';
+
+export interface ServerOptions {
+  ws?: api.Workspace;
+  storeDir?: string;
+  port?: number;
+  host?: string;
+  /** minimum milliseconds between two syncs of the search index with the store (default 1000) */
+  refreshMs?: number;
+}
+
+export interface CatalogServer {
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+const CSS = `
+body{font:15px/1.45 system-ui,sans-serif;margin:0;color:#1d2330;background:#fafbfc}
+header{background:#1d2330;color:#fff;padding:10px 20px}header a{color:#fff;text-decoration:none;font-weight:600}
+main{max-width:1100px;margin:0 auto;padding:16px 20px}
+form.search{display:flex;flex-wrap:wrap;gap:8px;align-items:center;margin-bottom:14px}
+form.search input[type=search]{flex:1 1 320px;font-size:16px;padding:6px 8px}
+input,select,button{font-size:14px;padding:4px 6px}
+.hit{background:#fff;border:1px solid #dde1e8;border-radius:6px;padding:8px 12px;margin:8px 0}
+.hit .meta,.muted{color:#5a6272;font-size:13px}
+.badge{display:inline-block;border-radius:10px;padding:0 8px;font-size:12px;margin-left:6px;background:#e4e7ee}
+.badge.validated,.pass{background:#d6f5dd;color:#145c25}.badge.failed,.fail{background:#fbdada;color:#7a1414}.skip{background:#eee;color:#555}
+table{border-collapse:collapse;margin:6px 0 14px}td,th{border:1px solid #dde1e8;padding:3px 8px;text-align:left;font-size:13px;vertical-align:top}
+pre.code{background:#fff;border:1px solid #dde1e8;border-radius:6px;padding:10px;overflow:auto;font:13px/1.4 ui-monospace,monospace}
+.code .k{color:#8b1fa9;font-weight:600}.code .k2{color:#0b5fa8}.code .s{color:#1a7f37}.code .c{color:#6e7781;font-style:italic}
+.code .n{color:#b35900}.code .f{color:#0550ae;font-weight:600}.code .cl{color:#953800;font-weight:700}.code .d{color:#8250df}.code .b{color:#0b5fa8}
+section{margin-bottom:18px}h2{font-size:17px;border-bottom:1px solid #dde1e8;padding-bottom:3px}
+.graph{overflow:auto;background:#fff;border:1px solid #dde1e8;border-radius:6px;padding:6px}
+code{font-family:ui-monospace,monospace;font-size:13px}
+`;
+
+function page(title: string, body: string): string {
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${esc(title)} · nnrag</title><meta name="viewport" content="width=device-width, initial-scale=1"><style>${CSS}</style></head>` +
+    `<body><header><a href="/">nnrag catalog</a></header><main>${body}</main></body></html>`;
+}
+
+const blockHref = (id: string) => `/block/${encodeURIComponent(id)}`;
+const fmtParams = (n: number | null) => (n === null ? '?' : n.toLocaleString('en-US'));
+
+function parseFilters(q: URLSearchParams): SearchOptions {
+  const num = (k: string) => {
+    const v = q.get(k);
+    if (v === null || v.trim() === '') return undefined;
+    const n = Number(v);
+    return Number.isFinite(n) ? n : undefined;
+  };
+  return {
+    repo: q.getAll('repo').filter(Boolean),
+    category: q.getAll('category').filter(Boolean),
+    validated: q.get('validated') === '1' || q.get('validated') === 'on' || q.get('validated') === 'true',
+    minParams: num('min-params'),
+    maxParams: num('max-params'),
+    limit: num('limit') ?? 50,
+    offset: num('offset') ?? 0,
+  };
+}
+
+function searchPage(store: api.Workspace['store'], q: URLSearchParams): string {
+  const query = q.get('q') ?? '';
+  const f = parseFilters(q);
+  const res = searchBlocks(store, query, f);
+  const fc = facets(store);
+  const sel = (name: string, values: string[], chosen: string[] | string | undefined) => {
+    const ch = new Set(Array.isArray(chosen) ? chosen : chosen ? [chosen] : []);
+    return `<select name="${name}" aria-label="${name}"><option value="">any ${name}</option>${values
+      .map((v) => `<option value="${esc(v)}"${ch.has(v) ? ' selected' : ''}>${esc(v)}</option>`)
+      .join('')}</select>`;
+  };
+  const form =
+    `<form class="search" method="get" action="/" role="search">` +
+    `<input type="search" name="q" value="${esc(query)}" placeholder="search blocks: window attention, conv bn, mlp …" autofocus aria-label="query">` +
+    sel('repo', fc.repos, f.repo) +
+    sel('category', fc.categories, f.category) +
+    `<label><input type="checkbox" name="validated" value="1"${f.validated ? ' checked' : ''}> validated</label>` +
+    `<input type="number" name="min-params" placeholder="min params" value="${f.minParams ?? ''}" min="0" style="width:8em" aria-label="min params">` +
+    `<input type="number" name="max-params" placeholder="max params" value="${f.maxParams ?? ''}" min="0" style="width:8em" aria-label="max params">` +
+    `<button type="submit">Search</button></form>`;
+  return page(query || 'search', form + resultsHtml(res));
+}
+
+function resultsHtml(res: SearchResult): string {
+  const head = `<p class="muted" id="count">${res.total} block${res.total === 1 ? '' : 's'}${res.mode === 'any' ? ' (matching some of the words)' : ''} · ${res.ms.toFixed(1)} ms</p>`;
+  const hits = res.hits
+    .map(
+      (h) =>
+        `<div class="hit"><a class="hit-link" href="${blockHref(h.id)}"><strong>${esc(h.name)}</strong></a> <code>${esc(h.id)}</code>` +
+        `<span class="badge ${esc(h.status)}">${esc(h.status)}</span><span class="badge">${esc(h.category)}</span>` +
+        `<div class="meta">${esc(h.origin.repo)}:${esc(h.origin.path)}:${h.origin.line} · ${fmtParams(h.params)} params${res.mode !== 'browse' ? ` · score ${h.score.toFixed(2)}` : ''}</div>` +
+        (h.summary ? `<div>${esc(h.summary)}</div>` : '') +
+        `</div>`,
+    )
+    .join('');
+  return `<div id="results">${head}${hits}</div>`;
+}
+
+async function blockPage(store: api.Workspace['store'], id: string, hl: Map<string, string>): Promise<string | null> {
+  const e = getExtraction(store, id);
+  const doc = getDoc(store, id);
+  if (!e || !doc) return null;
+  const spec = storedSpec(store, id);
+  const rec = e.record as { validation?: { stages?: Record<string, string>; category?: string | null; error?: string | null; input_shapes?: unknown; output_shapes?: unknown; params?: number | null; args?: unknown; equivalence?: unknown }; diagnostics?: { severity: string; message: string }[] };
+  let code = hl.get(e.hash);
+  if (code === undefined) {
+    code = await highlightPython(e.text);
+    if (hl.size > 200) hl.clear();
+    hl.set(e.hash, code);
+  }
+  const similar: SimilarHit[] = similarBlocks(store, id, 8);
+  const o = doc.origin;
+  const v = rec.validation;
+  const sections: string[] = [];
+  sections.push(
+    `<h1 id="title">${esc(doc.name)}<span class="badge ${esc(doc.status)}" id="status">${esc(doc.status)}</span><span class="badge">${esc(doc.category)}</span></h1>` +
+      `<p><code id="block-id">${esc(id)}</code></p>` +
+      (doc.docstring ? `<p id="docstring">${esc(doc.docstring).replace(/\n\s*\n/g, '<br><br>')}</p>` : '') +
+      `<p class="muted">${fmtParams(doc.params)} parameters · ${doc.lines} lines · <a href="${blockHref(id)}.py">module as text</a> · export: <code>nnrag export ${esc(id)} --into DIR</code></p>`,
+  );
+  // provenance
+  const origin = `${esc(o.repo)}:${esc(o.path)}:${o.line}${o.url ? ` · <a href="${esc(o.url)}" rel="noreferrer">${esc(o.url)}</a>` : ''}${o.revision ? ` @ <code>${esc(o.revision)}</code>` : ''}`;
+  sections.push(
+    `<section id="provenance"><h2>Provenance</h2><p>Origin: ${origin}</p><table><tr><th>repository</th><th>module</th><th>path</th><th>lines</th><th>SWHID</th></tr>` +
+      doc.provenance
+        .map(
+          (p) =>
+            `<tr><td>${esc(p.repo)}${p.revision ? ` @ <code>${esc(p.revision.slice(0, 12))}</code>` : ''}</td><td><code>${esc(p.module)}</code></td><td><code>${esc(p.path)}</code></td>` +
+            `<td>${p.ranges.map(([a, b]) => (a === b ? `${a}` : `${a}-${b}`)).join(', ')}</td><td><code class="swhid">${esc(p.swhid)}</code></td></tr>`,
+        )
+        .join('') +
+      `</table></section>`,
+  );
+  // validation
+  const stages = doc.stages ?? v?.stages ?? null;
+  sections.push(
+    `<section id="validation"><h2>Validation</h2>` +
+      (stages
+        ? `<table><tr>${Object.keys(stages).map((s) => `<th>${esc(s)}</th>`).join('')}</tr><tr>${Object.values(stages).map((r) => `<td class="${esc(r)}">${esc(r)}</td>`).join('')}</tr></table>`
+        : '<p class="muted">not validated</p>') +
+      (v?.error ? `<p><strong>${esc(v.category ?? 'error')}</strong>: <code>${esc(v.error)}</code></p>` : '') +
+      (v?.input_shapes ? `<p class="muted">input shapes <code>${esc(JSON.stringify(v.input_shapes))}</code> → output shapes <code>${esc(JSON.stringify(v.output_shapes))}</code>${v.args && Object.keys(v.args as object).length ? ` · constructor args <code>${esc(JSON.stringify(v.args))}</code>` : ''}</p>` : '') +
+      `</section>`,
+  );
+  // spec
+  const specRows: [string, string][] = spec
+    ? [
+        ['constructor', spec.init.map((p) => p.name + (p.default !== null ? `=${p.default}` : '')).join(', ')],
+        ['forward', spec.forward.map((p) => p.name).join(', ')],
+        ['bases', spec.bases.join(', ')],
+        ['layers', Object.entries(spec.layers).map(([k, n]) => `${k}×${n}`).join(', ')],
+        ['dependencies', spec.dependencies.join(', ')],
+        ['requirements', spec.requirements.join(', ')],
+      ]
+    : [
+        ['constructor', doc.hyperparameters.join(', ')],
+        ['forward', doc.forwardParams.join(', ')],
+        ['bases', doc.bases.join(', ')],
+        ['layers (constructed in the code)', Object.entries(doc.layers).map(([k, n]) => `${k}×${n}`).join(', ')],
+        ['dependencies', doc.dependencies.join(', ')],
+        ['externs', doc.externs.join(', ')],
+      ];
+  sections.push(
+    `<section id="spec"><h2>Spec</h2><table>${specRows.map(([k, val]) => `<tr><th>${esc(k)}</th><td><code>${esc(val || '—')}</code></td></tr>`).join('')}</table>` +
+      (spec ? '' : '<p class="muted">derived from the extraction record (no stored spec)</p>') +
+      `</section>`,
+  );
+  // dependency graph
+  let svg = '';
+  try {
+    svg = graphSvg(dependencyGraph(store, doc));
+  } catch (err) {
+    svg = `<p class="muted">graph unavailable: ${esc((err as Error).message)}</p>`;
+  }
+  sections.push(`<section id="graph"><h2>Dependencies</h2><div class="graph">${svg}</div></section>`);
+  // code
+  sections.push(`<section id="code"><h2>Module</h2><pre class="code"><code>${code}</code></pre></section>`);
+  // similar
+  sections.push(
+    `<section id="similar"><h2>Similar blocks</h2>` +
+      (similar.length
+        ? `<table><tr><th>block</th><th>similarity</th><th>lexical</th><th>structural</th><th></th></tr>${similar
+            .map(
+              (s) =>
+                `<tr><td><a href="${blockHref(s.id)}">${esc(s.id)}</a></td><td>${s.score.toFixed(3)}</td><td>${s.lexical.toFixed(3)}</td><td>${s.structural.toFixed(3)}</td><td>${s.duplicate ? esc(s.duplicate + ' duplicate') : ''}</td></tr>`,
+            )
+            .join('')}</table>`
+        : '<p class="muted">none</p>') +
+      `</section>`,
+  );
+  return page(doc.name, sections.join(''));
+}
+
+function send(res: http.ServerResponse, status: number, type: string, body: string): void {
+  res.writeHead(status, {
+    'content-type': type,
+    'content-length': Buffer.byteLength(body),
+    'x-content-type-options': 'nosniff',
+    'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+    'referrer-policy': 'no-referrer',
+    'cache-control': 'no-store',
+  });
+  res.end(body);
+}
+
+const json = (res: http.ServerResponse, status: number, data: unknown) => send(res, status, 'application/json; charset=utf-8', JSON.stringify(data));
+
+/** Start the catalog; `port: 0` picks a free port. */
+export async function startServer(opts: ServerOptions): Promise<CatalogServer> {
+  const ownWs = !opts.ws;
+  const ws = opts.ws ?? api.Workspace.open(opts.storeDir ?? '.nnrag');
+  const store = ws.store;
+  const host = opts.host ?? '127.0.0.1';
+  const refreshMs = opts.refreshMs ?? 1000;
+  let lastRefresh = 0;
+  const refresh = () => {
+    const now = Date.now();
+    if (now - lastRefresh >= refreshMs) {
+      refreshSearch(store);
+      lastRefresh = Date.now();
+    }
+  };
+  refresh();
+  const hl = new Map<string, string>();
+  let allowedHosts = new Set<string>();
+
+  const server = http.createServer((req, res) => {
+    void (async () => {
+      try {
+        if (!allowedHosts.has((req.headers.host ?? '').toLowerCase())) return send(res, 421, 'text/plain; charset=utf-8', 'misdirected request: unknown Host\n');
+        if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, 'text/plain; charset=utf-8', 'method not allowed\n');
+        const url = new URL(req.url ?? '/', 'http://localhost');
+        const p = url.pathname;
+        refresh();
+        if (p === '/' || p === '/index.html') return send(res, 200, 'text/html; charset=utf-8', searchPage(store, url.searchParams));
+        if (p === '/api/search') return json(res, 200, searchBlocks(store, url.searchParams.get('q') ?? '', parseFilters(url.searchParams)));
+        if (p.startsWith('/api/block/')) {
+          const id = decodeURIComponent(p.slice('/api/block/'.length));
+          const e = getExtraction(store, id);
+          const doc: SearchDoc | null = getDoc(store, id);
+          if (!e || !doc) return json(res, 404, { error: `no block ${id}` });
+          return json(res, 200, { doc, spec: storedSpec(store, id), record: e.record, text: e.text, similar: similarBlocks(store, id, 8), graph: dependencyGraph(store, doc) });
+        }
+        if (p.startsWith('/block/')) {
+          let id = decodeURIComponent(p.slice('/block/'.length));
+          if (id.endsWith('.py')) {
+            id = id.slice(0, -3);
+            const e = getExtraction(store, id);
+            if (e) return send(res, 200, 'text/plain; charset=utf-8', e.text);
+          }
+          const html = await blockPage(store, id, hl);
+          if (html) return send(res, 200, 'text/html; charset=utf-8', html);
+          return send(res, 404, 'text/html; charset=utf-8', page('not found', `<p>No block <code>${esc(id)}</code>.</p>`));
+        }
+        return send(res, 404, 'text/html; charset=utf-8', page('not found', '<p>Not found.</p>'));
+      } catch (err) {
+        const msg = err instanceof NnragError ? err.message : `internal error: ${(err as Error).message}`;
+        if (!res.headersSent) send(res, 500, 'text/plain; charset=utf-8', msg + '\n');
+        else res.end();
+      }
+    })();
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? 0, host, () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  allowedHosts = new Set([`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`]);
+  const shownHost = host.includes(':') ? `[${host}]` : host;
+  return {
+    url: `http://${shownHost}:${port}/`,
+    port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => {
+          if (ownWs) ws.close();
+          resolve();
+        });
+      }),
+  };
+}
