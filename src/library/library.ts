@@ -1,0 +1,361 @@
+// The library stage: from the stored extraction records to the published library folder.
+// For every stored block it writes, next to the block's module (`<out>/blocks/`,
+// `<out>/failed/` or `<out>/extracted/`):
+//   <id>.spec.json            the neutral spec (spec.ts / spec-types.ts), no source code
+//   <id>.required_repos.json  repositories, revisions and file SWHIDs the block copies from
+// and for the whole library `<out>/required_repos.json` and `<out>/requirements.txt` (PEP 508
+// pins of the extern imports, versions read from the validation environment). Specs and
+// de-duplication clusters are also stored in the IndexStore (schema v3), so everything the
+// CLI prints with --json is in the store.
+import { createHash } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import path from 'node:path';
+import { writeFileAtomic, type Workspace } from '../api.js';
+import { registerMigration, type IndexStore, type RepoRow } from '../index/store.js';
+import type { ClassFacts } from '../parse/types.js';
+import type { CorpusModule } from '../resolve/corpus.js';
+import type { Resolver } from '../resolve/names.js';
+import { dedup, type DedupCluster, type DedupOptions, type DedupResult } from './dedup.js';
+import { blockManifest, checkSwhids, detectLicense, libraryManifest, type LicenseInfo, type RequiredRepos } from './provenance.js';
+import { listExtractions, type StoredExtraction } from './records.js';
+import { requirementLines, resolveRequirements, type Requirement } from './requirements.js';
+import { buildSpec, initSpecParser, type ProvenanceEntry, type ValidationFacts } from './spec.js';
+import type { BlockSpec } from './spec-types.js';
+
+registerMigration({
+  version: 3,
+  name: 'library: block specs and de-duplication clusters',
+  up(db) {
+    db.exec(`
+      CREATE TABLE IF NOT EXISTS specs(
+        id TEXT PRIMARY KEY,
+        repo TEXT NOT NULL,
+        status TEXT NOT NULL,
+        category TEXT NOT NULL,
+        json TEXT NOT NULL,
+        updated TEXT NOT NULL
+      );
+      CREATE INDEX IF NOT EXISTS specs_repo ON specs(repo);
+      CREATE TABLE IF NOT EXISTS dedup_clusters(
+        cluster INTEGER PRIMARY KEY,
+        kind TEXT NOT NULL,
+        representative TEXT NOT NULL,
+        members TEXT NOT NULL,
+        scores TEXT NOT NULL DEFAULT '[]'
+      );
+      CREATE TABLE IF NOT EXISTS dedup_members(
+        block TEXT PRIMARY KEY,
+        cluster INTEGER NOT NULL
+      );
+    `);
+  },
+});
+
+/** Folder of a block's files under the library folder, by stored status. */
+export function statusDir(status: string): 'blocks' | 'failed' | 'extracted' {
+  return status === 'validated' ? 'blocks' : status === 'failed' ? 'failed' : 'extracted';
+}
+
+// ---------------------------------------------------------------- specs in the store
+
+export function putSpecs(store: IndexStore, specs: readonly BlockSpec[]): void {
+  const ins = store.stmt('INSERT OR REPLACE INTO specs(id, repo, status, category, json, updated) VALUES (?, ?, ?, ?, ?, ?)');
+  const now = new Date().toISOString();
+  store.write(() => {
+    for (const s of specs) ins.run(s.id, s.origin.repo, s.status, s.category, JSON.stringify(s), now);
+  });
+}
+
+export function getSpec(store: IndexStore, id: string): BlockSpec | null {
+  const j = store.stmt('SELECT json FROM specs WHERE id = ?').pluck().get(id) as string | undefined;
+  return j ? (JSON.parse(j) as BlockSpec) : null;
+}
+
+export function listSpecs(store: IndexStore, filter: { status?: string; repo?: string; category?: string } = {}): BlockSpec[] {
+  const rows = store.stmt('SELECT json FROM specs ORDER BY id').pluck().all() as string[];
+  return rows
+    .map((j) => JSON.parse(j) as BlockSpec)
+    .filter((s) => (!filter.status || s.status === filter.status) && (!filter.repo || s.origin.repo === filter.repo) && (!filter.category || s.category === filter.category));
+}
+
+// ---------------------------------------------------------------- requirements
+
+/**
+ * PEP 508 requirements of top-level import names in the validation environment, probed
+ * once per environment and cached in the store's kv table (`requirements:<env>`); only
+ * names not cached yet are probed.
+ */
+export async function environmentRequirements(
+  store: IndexStore,
+  names: readonly string[],
+  opts: { python?: string; envKey?: string } = {},
+): Promise<Map<string, Requirement>> {
+  const python = opts.python ?? process.env.NNRAG_PYTHON ?? '/usr/bin/python3';
+  const key = `requirements:${opts.envKey ?? `python:${python}`}`;
+  const cached = JSON.parse(store.getKV(key) ?? '{}') as Record<string, Requirement>;
+  const missing = [...new Set(names)].filter((n) => !(n in cached)).sort();
+  if (missing.length) {
+    for (const r of await resolveRequirements(missing, { python })) cached[r.importName] = r;
+    store.setKV(key, JSON.stringify(cached));
+  }
+  return new Map(names.filter((n) => n in cached).map((n) => [n, cached[n]]));
+}
+
+// ---------------------------------------------------------------- building
+
+export interface LibraryOptions {
+  /** library folder (default `<store>/library`) */
+  out?: string;
+  /** interpreter of the validation environment (requirements); default NNRAG_PYTHON or /usr/bin/python3 */
+  python?: string;
+}
+
+export interface LibraryResult {
+  out: string;
+  specs: number;
+  byStatus: Record<string, number>;
+  byCategory: Record<string, number>;
+  /** requirements.txt lines */
+  requirements: string[];
+  /** library manifest (also `<out>/required_repos.json`) */
+  manifest: RequiredRepos;
+  /** manifest files whose bytes on disk differ from the recorded SWHID (changed since indexing) */
+  changedFiles: { repo: string; path: string; expected: string; actual: string | null }[];
+  warnings: string[];
+  ms: number;
+}
+
+/** Repository of a stored block: the discovered block row, else its first provenance entry. */
+function blockRepo(e: StoredExtraction, blocks: Map<string, { repo: string }>): string {
+  return blocks.get(e.id)?.repo ?? (e.record.provenance as ProvenanceEntry[] | undefined)?.[0]?.repo ?? 'unknown';
+}
+
+/** The class statement Python would bind for `module.Class` (the last definition). */
+function classOf(mod: CorpusModule | undefined, name: string): ClassFacts | null {
+  if (!mod) return null;
+  const all = mod.facts.classes.filter((c) => c.name === name && !c.nested);
+  return all.length ? all[all.length - 1] : null;
+}
+
+/**
+ * `__init__` / `forward` parameter text of a class, or of the first indexed base class that
+ * defines it (depth-first, left to right: the MRO for single inheritance and simple
+ * diamonds). An extern base (torch.nn.Conv2d …) ends the search with null.
+ */
+function inheritedParams(resolver: Resolver, mod: CorpusModule, cls: ClassFacts, which: 'initParams' | 'forwardParams', depth = 0): string | null {
+  if (cls[which] !== null) return cls[which];
+  if (depth > 12) return null;
+  for (const b of cls.bases) {
+    if (!b.name) continue;
+    const r = resolver.resolveRef(mod, { name: b.name, start: 0, end: 0, eager: true, attrs: b.attrs, attrEnds: b.attrs.map(() => 0) });
+    for (const t of r.targets) {
+      if (t.kind !== 'def') continue;
+      const base = classOf(t.module, t.name);
+      if (!base) continue;
+      const p = inheritedParams(resolver, t.module, base, which, depth + 1);
+      if (p !== null) return p;
+    }
+  }
+  return null;
+}
+
+/** Build specs, manifests and requirements for every stored extraction. */
+export async function buildLibrary(ws: Workspace, opts: LibraryOptions = {}): Promise<LibraryResult> {
+  const t0 = performance.now();
+  const out = path.resolve(opts.out ?? path.join(ws.storeDir, 'library'));
+  const warnings: string[] = [];
+  await initSpecParser();
+  const store = ws.store;
+  const extractions = listExtractions(store).filter((e) => e.text);
+  const blocks = new Map(store.listBlocks().map((b) => [b.id, b]));
+  const repos = new Map<string, RepoRow>(store.listRepos().map((r) => [r.name, r]));
+  const licenses = new Map<string, LicenseInfo>([...repos.values()].map((r) => [r.name, detectLicense(r.root)]));
+  const corpus = ws.corpus();
+  const resolver = ws.resolver();
+
+  // requirements of every extern top-level name, from the validation environment
+  const externNames = [...new Set(extractions.flatMap((e) => ((e.record.externs as string[] | undefined) ?? []).map((x) => x.split('.')[0])))].filter(Boolean);
+  const envId = extractions.map((e) => (e.record.validation as ValidationFacts | undefined)?.envId).find((x) => !!x);
+  let reqs = new Map<string, Requirement>();
+  try {
+    reqs = await environmentRequirements(store, externNames, { python: opts.python, envKey: envId ? `env:${envId}` : undefined });
+  } catch (e) {
+    warnings.push(`requirements not resolved: ${(e as Error).message}`);
+  }
+  const reqMap = new Map<string, string | null>([...reqs].map(([k, r]) => [k, r.pep508]));
+
+  const specs: BlockSpec[] = [];
+  for (const e of extractions) {
+    const dot = e.id.lastIndexOf('.');
+    const modName = e.id.slice(0, dot);
+    const className = e.id.slice(dot + 1);
+    const mod = corpus.module(modName);
+    const cls = classOf(mod, className);
+    const row = blocks.get(e.id);
+    const provenance = (e.record.provenance as ProvenanceEntry[] | undefined) ?? [];
+    const repoName = row?.repo ?? mod?.repo ?? provenance[0]?.repo ?? 'unknown';
+    const repo = repos.get(repoName);
+    const spec = buildSpec({
+      id: e.id,
+      status: e.status,
+      lines: e.lines,
+      cls,
+      initParams: mod && cls ? inheritedParams(resolver, mod, cls, 'initParams') : null,
+      forwardParams: mod && cls ? inheritedParams(resolver, mod, cls, 'forwardParams') : null,
+      origin: {
+        repo: repoName,
+        module: modName,
+        path: row?.path ?? mod?.path ?? provenance.find((p) => p.module === modName)?.path ?? '',
+        line: row?.line ?? cls?.line ?? 0,
+        revision: repo?.revision ?? null,
+        url: repo?.url ?? null,
+      },
+      interned: (e.record.interned as string[] | undefined) ?? [],
+      externs: (e.record.externs as string[] | undefined) ?? [],
+      provenance,
+      validation: (e.record.validation as ValidationFacts | undefined) ?? null,
+      requirements: reqMap,
+    });
+    if (!cls) warnings.push(`${e.id}: class no longer in the index; spec without signature and docstring`);
+    specs.push(spec);
+
+    // files next to the module; forget copies in the other status folders
+    const dir = statusDir(e.status);
+    writeFileAtomic(path.join(out, dir, `${e.id}.spec.json`), JSON.stringify(spec, null, 2) + '\n');
+    writeFileAtomic(path.join(out, dir, `${e.id}.required_repos.json`), JSON.stringify(blockManifest(e.id, provenance, repos, licenses), null, 2) + '\n');
+    for (const other of ['blocks', 'failed', 'extracted']) {
+      if (other === dir) continue;
+      rmSync(path.join(out, other, `${e.id}.spec.json`), { force: true });
+      rmSync(path.join(out, other, `${e.id}.required_repos.json`), { force: true });
+    }
+  }
+  putSpecs(store, specs);
+
+  const manifest = libraryManifest(
+    extractions.map((e) => ({ id: e.id, provenance: (e.record.provenance as ProvenanceEntry[] | undefined) ?? [] })),
+    repos,
+    licenses,
+  );
+  writeFileAtomic(path.join(out, 'required_repos.json'), JSON.stringify(manifest, null, 2) + '\n');
+  const changedFiles = checkSwhids(manifest, repos);
+  for (const c of changedFiles) warnings.push(`${c.repo}:${c.path} changed since indexing (${c.expected} → ${c.actual ?? 'missing'})`);
+
+  // requirements.txt: the externs of the promoted blocks (of every block when none is validated)
+  const validated = specs.filter((s) => s.status === 'validated');
+  const forReqs = validated.length ? validated : specs;
+  const used = new Set(forReqs.flatMap((s) => s.externs));
+  const requirements = requirementLines([...reqs.values()].filter((r) => used.has(r.importName)));
+  writeFileAtomic(
+    path.join(out, 'requirements.txt'),
+    `# PEP 508 requirements of the extern imports of the ${validated.length ? 'validated ' : ''}library blocks,\n` +
+      `# versions as installed in the validation environment\n` +
+      requirements.map((l) => l + '\n').join(''),
+  );
+
+  const count = (xs: string[]) => xs.reduce<Record<string, number>>((a, x) => ((a[x] = (a[x] ?? 0) + 1), a), {});
+  const result: LibraryResult = {
+    out,
+    specs: specs.length,
+    byStatus: count(specs.map((s) => s.status)),
+    byCategory: count(specs.map((s) => s.category)),
+    requirements,
+    manifest,
+    changedFiles,
+    warnings,
+    ms: Math.round(performance.now() - t0),
+  };
+  store.setKV('library:last', JSON.stringify({ ...result, manifest: undefined, at: new Date().toISOString() }));
+  return result;
+}
+
+// ---------------------------------------------------------------- de-duplication
+
+export interface StoredDedup {
+  /** digest of the (id, module hash) pairs the clusters were computed from */
+  inputs: string;
+  at: string;
+  uniqueCount: number;
+  total: number;
+  perRepo: DedupResult['perRepo'];
+  excluded: DedupResult['excluded'];
+  timings: DedupResult['timings'];
+  /** counts of clusters by kind */
+  kinds: Record<string, number>;
+  clusters: DedupCluster[];
+}
+
+function inputsDigest(es: readonly StoredExtraction[]): string {
+  const h = createHash('sha256');
+  for (const e of [...es].sort((a, b) => (a.id < b.id ? -1 : 1))) h.update(`${e.id}\0${e.hash}\n`);
+  return h.digest('hex').slice(0, 16);
+}
+
+/** De-duplicate every stored extraction's module text and store the clusters. */
+export async function runDedup(ws: Workspace, opts: DedupOptions = {}): Promise<StoredDedup> {
+  const store = ws.store;
+  const es = listExtractions(store).filter((e) => e.text);
+  const blocks = new Map(store.listBlocks().map((b) => [b.id, b]));
+  const res = await dedup(
+    es.map((e) => {
+      // validation stage 1 already parsed the module: pass what it found
+      const parse = (e.record.validation as ValidationFacts | undefined)?.stages?.parse;
+      return { id: e.id, repo: blockRepo(e, blocks), text: e.text, parseable: parse === 'pass' ? true : parse === 'fail' ? false : undefined };
+    }),
+    { repoPriority: store.listRepos().sort((a, b) => a.priority - b.priority).map((r) => r.name), ...opts },
+  );
+  const kinds: Record<string, number> = {};
+  for (const c of res.clusters) kinds[c.kind] = (kinds[c.kind] ?? 0) + 1;
+  const stored: StoredDedup = {
+    inputs: inputsDigest(es),
+    at: new Date().toISOString(),
+    uniqueCount: res.uniqueCount,
+    total: res.total,
+    perRepo: res.perRepo,
+    excluded: res.excluded,
+    timings: res.timings,
+    kinds,
+    clusters: res.clusters,
+  };
+  const insC = store.stmt('INSERT INTO dedup_clusters(cluster, kind, representative, members, scores) VALUES (?, ?, ?, ?, ?)');
+  const insM = store.stmt('INSERT OR REPLACE INTO dedup_members(block, cluster) VALUES (?, ?)');
+  store.write(() => {
+    store.stmt('DELETE FROM dedup_clusters').run();
+    store.stmt('DELETE FROM dedup_members').run();
+    res.clusters.forEach((c, i) => {
+      insC.run(i + 1, c.kind, c.representative, JSON.stringify(c.members), JSON.stringify(c.scores ?? []));
+      for (const m of c.members) insM.run(m, i + 1);
+    });
+    store.stmt('INSERT OR REPLACE INTO kv(key, value) VALUES (?, ?)').run('dedup:last', JSON.stringify({ ...stored, clusters: undefined }));
+  });
+  return stored;
+}
+
+/** The stored de-duplication result (null when `nnrag dedup` never ran); `fresh` tells whether
+ *  the stored extractions are still those it was computed from. */
+export function getDedup(store: IndexStore): (StoredDedup & { fresh: boolean }) | null {
+  const s = store.getKV('dedup:last');
+  if (!s) return null;
+  const summary = JSON.parse(s) as Omit<StoredDedup, 'clusters'>;
+  const clusters = (store.stmt('SELECT kind, representative, members, scores FROM dedup_clusters ORDER BY cluster').all() as ClusterRow[]).map(clusterFromRow);
+  const fresh = inputsDigest(listExtractions(store).filter((e) => e.text)) === summary.inputs;
+  return { ...summary, clusters, fresh };
+}
+
+/** The cluster a block belongs to, if any. */
+export function clusterOf(store: IndexStore, id: string): DedupCluster | null {
+  const r = store
+    .stmt('SELECT c.kind, c.representative, c.members, c.scores FROM dedup_members m JOIN dedup_clusters c ON c.cluster = m.cluster WHERE m.block = ?')
+    .get(id) as ClusterRow | undefined;
+  return r ? clusterFromRow(r) : null;
+}
+
+interface ClusterRow {
+  kind: string;
+  representative: string;
+  members: string;
+  scores: string;
+}
+
+function clusterFromRow(r: ClusterRow): DedupCluster {
+  return { kind: r.kind as DedupCluster['kind'], representative: r.representative, members: JSON.parse(r.members) as string[], scores: JSON.parse(r.scores) as DedupCluster['scores'] };
+}
