@@ -396,7 +396,7 @@ export async function indexRepos(store: IndexStore, checkouts: IndexCheckout[], 
       runId, mode, workers: pool.size, repos: repoReports, files, bytes, hashed, parsed: parsedBlobs.size, reused,
       parseErrors, problems: allProblems, timings,
     };
-    const { problems: _p, ...summary } = report;
+    const { problems: _p, timings: _t, runId: _r, ...summary } = report;
     store.finishRun(runId, { ...summary, problems: allProblems.length }, { ...timings });
     return report;
   } finally {
