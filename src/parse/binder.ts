@@ -144,8 +144,11 @@ class Binder {
     for (const s of this.scopes) {
       if (s.kind === 'module') continue; // recorded per statement in moduleBinds
       // `global x` plus a binding of x in a function (re)binds x at module scope, but
-      // only when the function runs
-      for (const g of s.globals) if (s.bindings.has(g)) globalBinds[s.stmt].add(g);
+      // only when the function runs; a class body (outside functions) runs with its
+      // class statement, so there it is a plain binding
+      let inFunction = false;
+      for (let p: Scope | null = s; p && !inFunction; p = p.parent) inFunction = p.kind === 'function' || p.kind === 'lambda';
+      for (const g of s.globals) if (s.bindings.has(g)) (inFunction ? globalBinds : binds)[s.stmt].add(g);
       // renaming such a module binding must rename the declaration and the targets too
       for (const sp of s.globalSpans) if (s.bindings.has(sp.name)) this.statements[s.stmt].bindSpans.push(sp);
     }
@@ -715,7 +718,8 @@ class Binder {
       end: n.endIndex,
       bases,
       metaclass,
-      members: [...scope.bindings.keys()],
+      // a name declared global/nonlocal in the class body is not a class attribute
+      members: [...scope.bindings.keys()].filter((m) => !scope.globals.has(m) && !scope.nonlocals.has(m)),
       abstractMethods,
       docstring,
       decorators: decorators.map((d) => d.text.replace(/^@\s*/, '')),
