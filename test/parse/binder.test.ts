@@ -199,6 +199,21 @@ test('global declarations bind and read module names from functions; nonlocal re
   assert.deepEqual(refs(f.statements[1]), []);
 });
 
+test('a global declaration in a class body binds when the class statement runs', () => {
+  const { f } = bind(`
+    class A:
+        global GC
+        GC = 1
+        def m(self):
+            global GM
+            GM = 2
+  `);
+  assert.deepEqual(binds(f.statements[0]), ['A', 'GC', 'GM']);
+  // only GM waits for a call
+  assert.deepEqual(f.statements[0].globalBinds, ['GM']);
+  assert.deepEqual(f.classes[0].members, ['m']);
+});
+
 // ---------------------------------------------------------------- walrus (PEP 572)
 
 test('walrus targets bind in the nearest non-comprehension scope', () => {
