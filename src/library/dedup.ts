@@ -73,6 +73,8 @@ export interface DedupResult {
   excluded: { id: string; reason: string }[];
   /** wall-clock milliseconds per phase */
   timings: Record<string, number>;
+  /** how many blocks tree-sitter had to parse (syntaxCheck 'tree-sitter', parseable unknown) */
+  syntaxChecked: number;
 }
 
 export interface DedupOptions {
@@ -660,6 +662,7 @@ export async function dedup(blocks: readonly DedupInput[], opts: DedupOptions = 
     cluster();
     tick('cluster');
 
+    let syntaxChecked = 0;
     // 3. syntax check of every head that is in a cluster (exact group ≥ 2 or linked);
     //    identical normal forms parse identically, so one check covers an exact group.
     if ((opts.syntaxCheck ?? 'tree-sitter') === 'tree-sitter') {
@@ -692,7 +695,7 @@ export async function dedup(blocks: readonly DedupInput[], opts: DedupOptions = 
         found = true;
         for (const m of groups.get(S.exact[h])!) bad.set(m, `unparseable: ${e}`);
       });
-      timings.syntaxChecked = check.length;
+      syntaxChecked = check.length;
       tick('syntax');
       if (found) {
         // re-cluster without the unparseable blocks (all endpoints of the new edges were
@@ -760,7 +763,7 @@ export async function dedup(blocks: readonly DedupInput[], opts: DedupOptions = 
     }
     const excluded = [...bad.entries()].sort((a, b) => a[0] - b[0]).map(([i, reason]) => ({ id: blocks[i].id, reason }));
     tick('report');
-    return { clusters, uniqueCount, total: n, perRepo, excluded, timings };
+    return { clusters, uniqueCount, total: n, perRepo, excluded, timings, syntaxChecked };
   } finally {
     await pool?.close();
   }
