@@ -276,6 +276,8 @@ export class ValidatorPool {
   readonly warnings: string[] = [];
   /** milliseconds from start() to every worker ready */
   startMs = 0;
+  /** where start time went: finding the interpreter, then the workers importing torch */
+  startBreakdown = { environmentMs: 0, workersMs: 0 };
   torch = '';
   pythonVersion = '';
   private workers: Worker[] = [];
@@ -297,6 +299,7 @@ export class ValidatorPool {
   static async start(opts: PoolOptions = {}): Promise<ValidatorPool> {
     const t0 = performance.now();
     const env = await resolveEnvironment(opts);
+    const tEnv = performance.now();
     const warnings: string[] = [];
     if (!env.sandbox) {
       const w = 'running repository code WITHOUT a sandbox (--no-sandbox): only rlimits and timeouts apply; candidates can read your files and use the network';
@@ -320,6 +323,7 @@ export class ValidatorPool {
     pool.pythonVersion = w0.python;
     pool.envId = environmentId({ python: env.probe?.realpath ?? env.python, pythonVersion: w0.python, torch: w0.torch, sandbox: env.sandbox, rootfs: env.rootfs });
     pool.startMs = performance.now() - t0;
+    pool.startBreakdown = { environmentMs: tEnv - t0, workersMs: performance.now() - tEnv };
     return pool;
   }
 

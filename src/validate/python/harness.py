@@ -147,9 +147,25 @@ class Classifier:
             return "missing-extern"
         if stage == "forward" and isinstance(e, (RuntimeError, ValueError, IndexError, TypeError, AssertionError)) and SHAPE_MSG.search(msg):
             return "forward-shape"
+        if stage == "forward" and isinstance(e, ValueError) and "values to unpack" in msg:
+            return "forward-shape"  # b, c, h, w = x.shape on a tensor of another rank
+        if stage == "forward" and isinstance(e, AssertionError) and SHAPE_LINE.search(last_line(e)):
+            return "forward-shape"  # assert x.shape[-1] == self.dim
         if stage == "parse" or stage == "compile":
             return "syntax" if isinstance(e, SyntaxError) else "runtime-error"
         return "runtime-error"
+
+
+SHAPE_LINE = re.compile(r"shape|size|dim|\bH\b|\bW\b|len\(|numel|channels", re.I)
+
+
+def last_line(e):
+    """Source text of the line that raised e (the innermost frame)."""
+    try:
+        fr = traceback.extract_tb(e.__traceback__)
+        return (fr[-1].line or "") if fr else ""
+    except BaseException:  # noqa: BLE001
+        return ""
 
 
 def fmt_error(e):
@@ -237,7 +253,9 @@ def guess_value(name, ann, d, h, nn):
         return (8, 8)
     if re.search(r"img_?size|image_?size|resolution|^res$|img_res", n):
         return 32
-    if re.search(r"seq_?len|max_?len|max_seq|max_length|num_positions|max_position|context_length|block_size|n_ctx|num_tokens_max", n):
+    if n in ("block_size", "upscale_factor", "scale_factor", "downscale_factor", "bs"):
+        return 2
+    if re.search(r"seq_?len|max_?len|max_seq|max_length|num_positions|max_position|context_length|n_ctx|num_tokens_max", n):
         return 64
     if re.search(r"vocab|num_embeddings|n_vocab|num_tokens|n_tokens|num_codes|codebook", n):
         return 100
@@ -245,7 +263,11 @@ def guess_value(name, ann, d, h, nn):
         return nn.ReLU
     if re.search(r"norm", n):
         return nn.Identity
-    if re.search(r"(^|_)(layer|block|module|fn|func|op)$", n):
+    if n in ("fn", "func", "module", "block", "layer", "m", "main", "shortcut", "branch", "body", "inner", "sublayer", "wrapped", "mod"):
+        # an nn.Module instance the block wraps and calls: an identity module works
+        return nn.Identity()
+    if re.search(r"(^|_)(layer|block|module|fn|func|op|cls)$", n):
+        # a layer *class* (factory) the block instantiates: nn.Identity accepts any arguments
         return nn.Identity
     if OUT_DIM.search(n):
         return d
@@ -366,6 +388,28 @@ def arg_candidates(cls, call_sites, mod_globals, nn):
             unguessable = str(u)
             break
         add("heuristic d=%d h=%d" % (d, h), posargs, kwargs)
+    # ResNet-style bottlenecks add the input to an output of planes * expansion
+    # channels: make the input width match (inplanes = planes * cls.expansion)
+    exp = getattr(cls, "expansion", None)
+    names = [p.name for p in fillable]
+    if isinstance(exp, int) and exp > 1 and "planes" in names:
+        in_name = next((x for x in ("inplanes", "in_planes", "in_chs", "in_channels", "inp") if x in names), None)
+        if in_name:
+            for label, a, kw in list(out):
+                if "planes" in kw and isinstance(kw["planes"], int) and not a:
+                    kw2 = dict(kw)
+                    kw2[in_name] = kw["planes"] * exp
+                    out.insert(out.index((label, a, kw)), (label + " expansion", a, kw2))
+                    seen.add(repr((a, sorted(kw2.items(), key=lambda kv: kv[0]))))
+                    break
+    # layer factories left at None (norm_layer=None, act_layer=None) that the block calls
+    none_layers = [p for p in fillable if p.default is None and p.kind != p.POSITIONAL_ONLY and re.search(r"norm|act|layer$", p.name)]
+    if none_layers and out:
+        label, a, kw = out[0]
+        kw2 = dict(kw)
+        for p in none_layers:
+            kw2[p.name] = guess_value(p.name, p.annotation, 32, 4, nn)
+        add(label + " +layers", a, kw2)
     if not required:
         # defaults failed or did not run forward: also try width-like parameters set
         for d, h in CANDIDATE_WIDTHS[:2]:
@@ -379,6 +423,32 @@ def arg_candidates(cls, call_sites, mod_globals, nn):
             if kwargs:
                 add("widths d=%d h=%d" % (d, h), [], kwargs)
     return out, (unguessable if not out or (required and unguessable) else None)
+
+
+SEQ_ERR = re.compile(r"not subscriptable|has no len|not iterable|cannot unpack non-iterable|must be a tuple|must be a list|tuple index out of range", re.I)
+SIZE_TUPLE = re.compile(r"(img|image|input|window|patch|feat|grid|pool|output)_?size$|^input_resolution$|^resolution$|^size$|^kernel_size$|^stride$", re.I)
+SINGULAR_S = {"bias", "chs", "chans", "channels", "features", "heads", "num_heads", "planes", "groups", "classes", "num_classes",
+              "tokens", "layers", "num_layers", "blocks", "num_blocks", "embeddings", "positions", "eps", "inplanes", "out_chs", "in_chs",
+              "out_channels", "in_channels", "in_features", "out_features", "hidden_features", "num_features", "levels", "num_experts", "experts"}
+
+
+def seq_variant(args, kwargs):
+    """The same candidate with size-like values as (v, v) and plural-named values as
+    [v, v]: for constructors that index or iterate a parameter (window_size[0],
+    len(depths)). Returns None when nothing changes."""
+    kw2, changed = {}, False
+    for k, v in kwargs.items():
+        if isinstance(v, int) and not isinstance(v, bool):
+            if SIZE_TUPLE.search(k):
+                kw2[k] = (v, v)
+                changed = True
+                continue
+            if k.endswith("s") and k.lower() not in SINGULAR_S:
+                kw2[k] = [v, v]
+                changed = True
+                continue
+        kw2[k] = v
+    return (list(args), kw2) if changed else None
 
 
 def jsonable(v, depth=0):
@@ -407,6 +477,10 @@ def layer_shapes(m, torch, nn):
         c.append([("float", (2, m.in_channels, 32))])
     elif isinstance(m, nn.Conv2d) or isinstance(m, nn.ConvTranspose2d):
         c.append([("float", (2, m.in_channels, 32, 32))])
+        if m.in_channels == 3:
+            c.append([("float", (1, 3, 224, 224))])  # an image stem of a whole network
+        c.append([("float", (2, m.in_channels, 35, 35))])  # odd sizes for unpadded stride-2 branches
+        c.append([("float", (2, m.in_channels, 17, 17))])
     elif isinstance(m, nn.Conv3d) or isinstance(m, nn.ConvTranspose3d):
         c.append([("float", (2, m.in_channels, 8, 16, 16))])
     elif isinstance(m, nn.Linear):
@@ -492,6 +566,10 @@ def forward_plan(model):
         an = getattr(ann, "__name__", str(ann)) if ann is not inspect.Parameter.empty else ""
         if n in ("h", "w", "height", "width", "hh", "ww", "size_h", "size_w") or an == "int":
             plan.append((p.name, "int"))
+        elif n in ("feat_size", "hw_shape", "hw_size", "size", "hw", "input_size", "shape", "resolution", "grid_size", "spatial_shape", "x_size", "thw") or "Tuple[int" in str(ann) or "List[int" in str(ann):
+            plan.append((p.name, "hw"))
+        elif n in ("target", "targets", "label", "labels", "y_true", "gt", "classes"):
+            plan.append((p.name, "target"))
         elif "mask" in n:
             plan.append((p.name, "none"))
         elif an == "bool":
@@ -505,7 +583,7 @@ def forward_plan(model):
 
 def input_candidates(model, plan, width_values, torch, nn, spatial):
     n_tensor = sum(1 for _, k in plan if k == "tensor")
-    has_hw = sum(1 for _, k in plan if k == "int") >= 2
+    has_hw = sum(1 for _, k in plan if k == "int") >= 2 or any(k == "hw" for _, k in plan)
     cands = []
     for m in leaf_layers(model, nn):
         for specs in layer_shapes(m, torch, nn):
@@ -555,6 +633,14 @@ def make_inputs(specs, plan, torch):
             ti += 1
         elif kind == "int":
             args.append(8)
+        elif kind == "hw":
+            args.append((8, 8))
+        elif kind == "target":
+            # class indices for a loss: one per sample, below the last dim of the first input
+            x = tensors[0] if tensors else None
+            ncls = int(x.shape[-1]) if x is not None and x.dim() >= 1 else 2
+            nb = int(x.shape[0]) if x is not None and x.dim() >= 1 else 2
+            args.append(torch.randint(0, max(1, ncls), (nb,), dtype=torch.long))
         elif kind == "false":
             args.append(False)
         else:
@@ -741,7 +827,11 @@ class Stages:
         fwd_t0 = None
         forward_started = False
         attempts = 0
-        for label, args, kwargs in cands[:8]:
+        cands = list(cands[:8])
+        i = 0
+        while i < len(cands) and i < 12:
+            label, args, kwargs = cands[i]
+            i += 1
             torch.manual_seed(0)
             try:
                 m = cls(*args, **kwargs)
@@ -750,6 +840,10 @@ class Stages:
                 if cat in ("memory", "unresolved-name", "missing-extern", "native-extension", "sandbox-denied"):
                     self.fail("instantiate", t_inst, e, cat)
                 inst_errors.append((label, args, kwargs, e))
+                if isinstance(e, (TypeError, IndexError, AssertionError, ValueError)) and SEQ_ERR.search(str(e)) and "seq" not in label:
+                    v = seq_variant(args, kwargs)
+                    if v is not None:
+                        cands.insert(i, (label + " seq", v[0], v[1]))
                 continue
             if not isinstance(m, nn.Module):
                 inst_errors.append((label, args, kwargs, TypeError("constructor returned %s" % type(m).__name__)))
