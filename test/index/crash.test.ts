@@ -14,7 +14,7 @@ import { tempDir } from '../helpers.js';
 import { checkout, pyModule, pyPackage, writeTree } from './corpus.js';
 
 const CHILD = path.join(path.dirname(fileURLToPath(import.meta.url)), 'child-index.js');
-const N = 600; // modules of ~120 lines: a run of a few seconds
+const N = 400; // modules of ~100 lines: a run of a second or more
 
 function runChild(storeDir: string, root: string) {
   const child = spawn(process.execPath, [CHILD, storeDir, root, '2'], { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -55,7 +55,7 @@ function assertConsistent(store: IndexStore): void {
 
 test('SIGKILL during indexing, then a rerun completes and the store is consistent', async () => {
   const root = tempDir();
-  writeTree(root, pyPackage(N, 120));
+  writeTree(root, pyPackage(N, 100));
   const storeDir = path.join(tempDir(), 'store');
   const { child, done } = runChild(storeDir, root);
   // kill as soon as some facts are committed, i.e. in the middle of the parse phase
@@ -82,14 +82,14 @@ test('SIGKILL during indexing, then a rerun completes and the store is consisten
 
 test('SIGKILL at random moments of runs over a changing tree always leaves a consistent store', async () => {
   const root = tempDir();
-  writeTree(root, pyPackage(300, 100, 20_000));
+  writeTree(root, pyPackage(200, 100, 20_000));
   const storeDir = path.join(tempDir(), 'store');
   let seed = 12345;
   const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
-  for (let round = 0; round < 4; round++) {
+  for (let round = 0; round < 3; round++) {
     // change some files between runs so every run has parsing to do
     const changed: Record<string, string> = {};
-    for (let i = 0; i < 40; i++) changed[`pkg/m${Math.floor(rand() * 300)}.py`] = pyModule(50_000 + round * 100 + i, 100);
+    for (let i = 0; i < 40; i++) changed[`pkg/m${Math.floor(rand() * 200)}.py`] = pyModule(50_000 + round * 100 + i, 100);
     writeTree(root, changed);
     const { child, done } = runChild(storeDir, root);
     await new Promise((r) => setTimeout(r, 150 + rand() * 1200));
@@ -101,7 +101,7 @@ test('SIGKILL at random moments of runs over a changing tree always leaves a con
   }
   const store = IndexStore.open(storeDir);
   await indexRepos(store, [checkout('r', root)], { workers: 2 });
-  assertComplete(store, 301);
+  assertComplete(store, 201);
   store.close();
 });
 
