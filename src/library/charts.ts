@@ -43,6 +43,15 @@ const fmtNum = (v: number) =>
 const fmtPct = (v: number) => `${(v * 100).toFixed(1)}%`;
 const r2 = (v: number) => Math.round(v * 100) / 100;
 
+/** The 1, 2 or 5 × 10^k closest to raw (by ratio). */
+export function niceStep(raw: number): number {
+  if (!(raw > 0)) return 1;
+  const p = Math.pow(10, Math.floor(Math.log10(raw)));
+  let best = p;
+  for (const m of [1, 2, 5, 10]) if (Math.abs(Math.log(m * p / raw)) < Math.abs(Math.log(best / raw))) best = m * p;
+  return best;
+}
+
 /** Truncate long labels so they fit the label column (full text kept in a <title>). */
 function clip(s: string, n: number): string {
   return s.length <= n ? s : s.slice(0, n - 1) + '…';
@@ -59,16 +68,18 @@ export function barChart(opts: BarChartOptions): string {
   }
   const labelChars = Math.min(28, Math.max(4, ...bars.map((b) => b.label.length)));
   const labelW = Math.round(labelChars * 7 + 12);
-  const noteW = 110;
+  const noteW = 150;
   const plotX = labelW;
   const plotW = Math.max(60, width - labelW - noteW);
   const rowH = 22;
   const top = 34;
   const axisH = opts.axisLabel ? 34 : 22;
   const height = top + Math.max(1, bars.length) * rowH + axisH;
-  const scaleMax = opts.percent
-    ? 1
-    : Math.max(0, ...bars.map((b) => Math.max(b.value, b.max ?? 0, b.high ?? 0))) || 1;
+  const dataMax = Math.max(0, ...bars.map((b) => Math.max(b.value, b.max ?? 0, b.high ?? 0))) || 1;
+  // ticks at multiples of a "nice" step (1, 2 or 5 × 10^k), about four of them
+  const step = opts.percent ? 0.25 : niceStep(dataMax / 4);
+  const scaleMax = opts.percent ? 1 : Math.ceil(dataMax / step - 1e-9) * step;
+  const nTicks = Math.round(scaleMax / step);
   const x = (v: number) => r2(plotX + (Math.max(0, Math.min(v, scaleMax)) / scaleMax) * plotW);
 
   const out: string[] = [];
@@ -107,14 +118,14 @@ export function barChart(opts: BarChartOptions): string {
     out.push(`<text class="n" x="${plotX + plotW + 6}" y="${y + 15}">${escapeXml(note)}</text>`);
     out.push(`</g>`);
   });
-  // value axis: baseline and ticks at 0, 25, 50, 75, 100% of the scale
+  // value axis: baseline and ticks
   const axisY = top + Math.max(1, bars.length) * rowH + 2;
   out.push(`<path d="M${plotX} ${axisY}H${plotX + plotW}" stroke="#888" fill="none"/>`);
-  for (let t = 0; t <= 4; t++) {
-    const v = (scaleMax * t) / 4;
+  for (let t = 0; t <= nTicks; t++) {
+    const v = step * t;
     const tx = x(v);
     out.push(`<path d="M${tx} ${axisY}V${axisY + 4}" stroke="#888" fill="none"/>`);
-    out.push(`<text class="n" x="${tx}" y="${axisY + 16}" text-anchor="middle">${opts.percent ? `${t * 25}%` : fmtNum(v)}</text>`);
+    out.push(`<text class="n" x="${tx}" y="${axisY + 16}" text-anchor="middle">${opts.percent ? `${t * 25}%` : fmtNum(r2(v))}</text>`);
   }
   if (opts.axisLabel) {
     out.push(`<text class="n" x="${plotX + plotW / 2}" y="${axisY + 30}" text-anchor="middle">${escapeXml(opts.axisLabel)}</text>`);

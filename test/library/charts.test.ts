@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { barChart, blocksPerRepoChart, passRateChart, escapeXml } from '../../src/library/charts.js';
+import { barChart, blocksPerRepoChart, passRateChart, escapeXml, niceStep } from '../../src/library/charts.js';
 import { wilson } from '../../src/library/stats.js';
 
 /** Parse with xml.etree (expat); returns the root tag and the count of <rect> elements. */
@@ -68,4 +68,10 @@ test('blocks per repository chart sorts by total', () => {
   const iSmall = x.texts.indexOf('small');
   assert.ok(iBig >= 0 && iSmall > iBig);
   assert.ok(x.texts.includes('7 unique / 10'));
+});
+
+test('value axis uses round tick values', () => {
+  assert.deepEqual([0.3, 1, 1.5, 205, 999, 1000].map(niceStep), [0.2, 1, 2, 200, 1000, 1000]);
+  const x = parseXml(barChart({ title: 't', bars: [{ label: 'a', value: 820 }] }));
+  for (const t of ['0', '200', '400', '600', '800', '1000']) assert.ok(x.texts.includes(t), t);
 });
