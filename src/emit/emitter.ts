@@ -168,11 +168,14 @@ function collectEdits(closure: Closure, names: Map<Binding, string>): Map<StmtNo
     // itself have been renamed; in a function body it binds a local that keeps its name.
     const bound = (local: string) => (r.nested ? local : (renamedDefs.get(`${r.node.mod.repo}:${r.node.mod.name}:${local}`) ?? local));
     const lines: string[] = [];
+    let renamed = false;
     for (const { edge: e, absModule } of r.keep) {
       const local = e.kind === 'import' ? (e.asname ?? e.module.split('.')[0]) : (e.asname ?? e.name);
       const as = bound(local);
+      if (as !== local) renamed = true;
       lines.push(importLine(e, as !== local ? as : null, absModule ?? undefined));
     }
+    if (!r.interned && !renamed) continue; // the original import text stays as it is
     for (const { local, binding } of r.locals) {
       const name = nameOf(binding);
       const as = bound(local);

@@ -61,6 +61,8 @@ export interface ImportRewrite {
   keep: { edge: ImportEdge; absModule: string | null }[];
   /** the import sits in a function body (affects how same-name imports are rewritten) */
   nested: boolean;
+  /** some edge names an interned module (else only a rename can change the text) */
+  interned: boolean;
 }
 
 export interface Diagnostic {
@@ -260,7 +262,8 @@ class State {
           keep.push({ edge: e, absModule: abs });
         }
       }
-      if (interned) this.rewrites.push({ node: n, start: group[0].start, end: group[0].end, locals, keep, nested });
+      // an all-extern import at module level is recorded too: its binding may be renamed
+      if (interned || !nested) this.rewrites.push({ node: n, start: group[0].start, end: group[0].end, locals, keep, nested, interned });
     }
   }
 
