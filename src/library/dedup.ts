@@ -32,6 +32,9 @@ import {
 } from './structural.js';
 import { shinglesInto, ophSignature, ophInto, jaccard, jaccardBound, bandKey, chooseBands, mix32 } from './minhash.js';
 
+/** Bump whenever tokenization, shingling or MinHash hashing changes: stored signatures of
+ *  another version are not comparable and must be recomputed. */
+export const SIGNATURE_VERSION = 2;
 export const NEAR_THRESHOLD = 0.9;
 export const STRUCTURAL_THRESHOLD = 0.95;
 export const SHINGLE_K = 5;
