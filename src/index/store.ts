@@ -218,10 +218,10 @@ export class IndexStore {
   /** Open (creating and migrating if needed) the store in `dir` (`--store DIR`,
    *  default ./.nnrag): the database is `<dir>/index.sqlite`. */
   static open(dir = '.nnrag'): IndexStore {
-    mkdirSync(dir, { recursive: true });
     const file = path.join(dir, 'index.sqlite');
     let db: DB;
     try {
+      mkdirSync(dir, { recursive: true });
       db = new Database(file, { timeout: BUSY_TIMEOUT_MS });
     } catch (e) {
       throw new NnragError(`cannot open index store ${file}: ${(e as Error).message}`, 'store');

@@ -2,7 +2,7 @@
 // repo/file replacement, blocks, kv, gc.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { IndexStore, registerMigration, latestSchemaVersion } from '../../src/index/store.js';
@@ -87,6 +87,12 @@ test('a migration registered later is applied even when the store has higher ver
   s.db.prepare('INSERT INTO late VALUES (1)').run();
   assert.equal(s.schemaVersion, 800000);
   s.close();
+});
+
+test('a store path that cannot be a folder is an NnragError', () => {
+  const f = path.join(tempDir(), 'file');
+  writeFileSync(f, 'x');
+  assert.throws(() => IndexStore.open(f), (e) => e instanceof NnragError && /cannot open index store/.test(e.message));
 });
 
 test('facts: version check, failed contents, loadAllFacts of referenced blobs, gc', () => {
