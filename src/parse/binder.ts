@@ -21,7 +21,7 @@
 //   (lazy reads). With `from __future__ import annotations` (PEP 563) annotations are
 //   not evaluated (lazy); string annotations are soft references.
 import type { Node } from 'web-tree-sitter';
-import { parsePython } from './parser.js';
+import { parsePython, type Tree } from './parser.js';
 import {
   FACTS_VERSION,
   type BaseExpr,
@@ -1054,19 +1054,52 @@ function hasFutureAnnotations(root: Node): boolean {
   return false;
 }
 
+/** Error recovery: after an unclosed bracket tree-sitter can put every following
+ *  statement into one top-level ERROR node, and their facts would be lost. Blank the
+ *  first line of such a node (with spaces, so every offset stays the same) and parse
+ *  again, a bounded number of times; the statements after the error then parse. */
+function recoverStatements(source: string, tree: Tree): { text: string; tree: Tree } {
+  let text = source;
+  let cur = tree;
+  for (let round = 0; round < 50; round++) {
+    const err = cur.rootNode.namedChildren.find((c) => c?.type === 'ERROR' && c.endPosition.row > c.startPosition.row);
+    if (!err) break;
+    const lineStart = text.lastIndexOf('\n', err.startIndex - 1) + 1;
+    let lineEnd = text.indexOf('\n', err.startIndex);
+    if (lineEnd === -1) lineEnd = text.length;
+    text = text.slice(0, lineStart) + text.slice(lineStart, lineEnd).replace(/[^\r]/g, ' ') + text.slice(lineEnd);
+    if (cur !== tree) cur.delete();
+    cur = parsePython(text);
+  }
+  return { text, tree: cur };
+}
+
 /** Compute the FileFacts of one Python source text. Call after `await initParser()`. */
 export function bindSource(source: string): FileFacts {
   const tree = parsePython(source);
+  let recovered: Tree | null = null;
   try {
-    const root = tree.rootNode;
+    // errors are those of the file as written; facts come from the recovered parse
+    const errors = syntaxIssues(tree.rootNode);
+    let text = source;
+    let root = tree.rootNode;
+    if (errors.length) {
+      const r = recoverStatements(source, tree);
+      if (r.tree !== tree) {
+        recovered = r.tree;
+        text = r.text;
+        root = r.tree.rootNode;
+      }
+    }
     const futureAnnotations = hasFutureAnnotations(root);
-    const b = new Binder(source, futureAnnotations);
+    const b = new Binder(text, futureAnnotations);
     const facts = b.run(root);
     let lines = 1;
     for (let i = source.indexOf('\n'); i !== -1; i = source.indexOf('\n', i + 1)) lines++;
     if (source.endsWith('\n')) lines--;
-    return { version: FACTS_VERSION, lines, errors: syntaxIssues(root), futureAnnotations, ...facts };
+    return { version: FACTS_VERSION, lines, errors, futureAnnotations, ...facts };
   } finally {
     tree.delete();
+    recovered?.delete();
   }
 }
