@@ -640,6 +640,28 @@ test('a file with syntax errors records them and still yields the valid statemen
   assert.equal(f.lines, 9);
 });
 
+test('statements after an unclosed bracket still yield facts', () => {
+  // tree-sitter puts everything after `foo(1, 2` into one ERROR node; the binder
+  // recovers the statements that follow, at their real offsets
+  const { src, f } = bind(`
+    import os
+    x = foo(1, 2
+    def f():
+        return os.sep
+    class K(B):
+        y = os.sep
+    z = os.getcwd()
+  `);
+  assert.deepEqual(
+    f.errors.map((e) => e.line),
+    [2],
+  );
+  assert.deepEqual(f.statements.map((s) => s.binds), [['os'], ['f'], ['K'], ['z']]);
+  assert.deepEqual(f.statements.map(refs), [[], ['os.sep~'], ['B', 'os.sep'], ['os.getcwd']]);
+  assert.ok(src.slice(f.statements[2].start, f.statements[2].end).startsWith('class K(B):'));
+  assert.deepEqual(f.classes.map((c) => [c.name, c.stmt, c.members]), [['K', 2, ['y']]]);
+});
+
 test('offsets are JavaScript string indices: BOM, non-ASCII identifiers and astral characters before refs', () => {
   const src = '\uFEFFimport torch\ns = "h\u00e9llo \u{1F600} \u20AC"\n\u00e9t\u00e9 = torch.zeros(1)\nprint(\u00e9t\u00e9, f"{s!r:>{width}} {d["k"]}")\nclass \u03A9(nn.Module):\n    pass\n';
   const f = bindSource(src);
