@@ -183,6 +183,8 @@ class Binder {
     const name = a.name;
     if (s.kind === 'module') return true;
     if (s.globals.has(name)) return true;
+    // a class namespace starts with __module__ and __qualname__ (datamodel §3.3.3.6)
+    if (s.kind === 'class' && (name === '__module__' || name === '__qualname__')) return false;
     if (!s.nonlocals.has(name) && s.bindings.has(name)) {
       // class bodies use LOAD_NAME for names they bind: a read before the class has
       // bound the name looks in the globals (then builtins), not in enclosing functions
