@@ -147,6 +147,18 @@ test('class-body reads before the class binds the name read the globals (LOAD_NA
   assert.deepEqual(refs(f.statements[0]), ['x', 'x', 'z']);
 });
 
+test('a class body reads __module__ and __qualname__ from its own namespace', () => {
+  const { f } = bind(`
+    class A:
+        where = __module__ + __qualname__
+        def m(self):
+            return __qualname__
+    top = __module__
+  `);
+  assert.deepEqual(refs(f.statements[0]), ['__qualname__~']);
+  assert.deepEqual(refs(f.statements[1]), ['__module__']);
+});
+
 test('in a class inside a function, a class-bound name read before its binding skips the function scope', () => {
   const { f } = bind(`
     def f():
