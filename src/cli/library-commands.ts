@@ -4,7 +4,7 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { UsageError } from '../util/errors.js';
-import { buildLibrary, getDedup, listSpecs, runDedup, type StoredDedup } from '../library/library.js';
+import { buildLibrary, diversityTopUp, getDedup, listSpecs, runDedup, type StoredDedup, type TopUp } from '../library/library.js';
 import { trainingPairs, writePairs } from '../library/pairs.js';
 import { buildReport, reportHtml, reportText } from '../library/report.js';
 import { withWorkspaceAsync, type Command } from './context.js';
@@ -54,8 +54,8 @@ export const commands: Record<string, Command> = {
 
   dedup: {
     summary: 'de-duplicate the stored blocks (exact, near, structural) and store the clusters',
-    usage: 'nnrag dedup [--near T] [--structural T] [--threads N]',
-    options: { near: { type: 'string' }, structural: { type: 'string' }, threads: { type: 'string' } },
+    usage: 'nnrag dedup [--near T] [--structural T] [--threads N] [--top-up N]',
+    options: { near: { type: 'string' }, structural: { type: 'string' }, threads: { type: 'string' }, 'top-up': { type: 'string' } },
     async run(ctx) {
       return withWorkspaceAsync(ctx, async (ws) => {
         const threads = ctx.values.threads === undefined ? undefined : Number(ctx.values.threads);
@@ -66,7 +66,16 @@ export const commands: Record<string, Command> = {
           threads,
         });
         if (d.total === 0) throw new UsageError('no extracted blocks in the store: run `nnrag extract` (or `nnrag demo`) first');
-        ctx.out(dedupText(d), d);
+        let topUp: TopUp[] | undefined;
+        if (ctx.values['top-up'] !== undefined) {
+          const min = Number(ctx.values['top-up']);
+          if (!(Number.isInteger(min) && min >= 1)) throw new UsageError('--top-up takes a whole number ≥ 1');
+          if (!listSpecs(ws.store).length) await buildLibrary(ws);
+          topUp = diversityTopUp(listSpecs(ws.store), d.clusters, min);
+          ws.store.setKV('dedup:topup', JSON.stringify({ min, categories: topUp }));
+        }
+        const human = dedupText(d) + (topUp ? '\ndiversity top-up (validated blocks per category):\n' + topUp.map((t) => `  ${t.category}: ${t.unique} unique${t.added.length ? ` + ${t.added.length}: ${t.added.join(', ')}` : ''}`).join('\n') : '');
+        ctx.out(human, topUp ? { ...d, topUp } : d);
         return 0;
       });
     },

@@ -359,3 +359,42 @@ interface ClusterRow {
 function clusterFromRow(r: ClusterRow): DedupCluster {
   return { kind: r.kind as DedupCluster['kind'], representative: r.representative, members: JSON.parse(r.members) as string[], scores: JSON.parse(r.scores) as DedupCluster['scores'] };
 }
+
+// ---------------------------------------------------------------- diversity top-up
+
+export interface TopUp {
+  category: string;
+  /** unique blocks of the category (singletons and cluster representatives) */
+  unique: number;
+  /** cluster members added back so the category has at least `min` blocks */
+  added: string[];
+}
+
+/**
+ * Optional diversity top-up of the de-duplicated library: a category with fewer than `min`
+ * unique blocks gets back members of its duplicate clusters, the least similar to their
+ * representative first (lowest near-duplicate Jaccard, then id), until it has `min` blocks
+ * or runs out of members. Only blocks with specs of the given status count.
+ */
+export function diversityTopUp(specs: readonly BlockSpec[], clusters: readonly DedupCluster[], min: number, status = 'validated'): TopUp[] {
+  const byId = new Map(specs.filter((s) => !status || s.status === status).map((s) => [s.id, s]));
+  const nonRep = new Map<string, number>(); // member → near score with its representative
+  for (const c of clusters) {
+    for (const sc of c.scores ?? c.members.map((id) => ({ id, near: 1 }))) if (sc.id !== c.representative) nonRep.set(sc.id, sc.near);
+  }
+  const unique = new Map<string, number>();
+  const spare = new Map<string, [string, number][]>();
+  for (const s of byId.values()) {
+    if (nonRep.has(s.id)) {
+      let l = spare.get(s.category);
+      if (!l) spare.set(s.category, (l = []));
+      l.push([s.id, nonRep.get(s.id)!]);
+    } else unique.set(s.category, (unique.get(s.category) ?? 0) + 1);
+  }
+  const cats = [...new Set([...unique.keys(), ...spare.keys()])].sort();
+  return cats.map((category) => {
+    const have = unique.get(category) ?? 0;
+    const pool = (spare.get(category) ?? []).sort((a, b) => a[1] - b[1] || (a[0] < b[0] ? -1 : 1));
+    return { category, unique: have, added: pool.slice(0, Math.max(0, min - have)).map(([id]) => id) };
+  });
+}

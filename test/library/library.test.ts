@@ -9,7 +9,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import * as api from '../../src/api.js';
-import { buildLibrary, clusterOf, getDedup, getSpec, listSpecs, runDedup, type LibraryResult } from '../../src/library/library.js';
+import { buildLibrary, clusterOf, diversityTopUp, getDedup, getSpec, listSpecs, runDedup, type LibraryResult } from '../../src/library/library.js';
 import type { RequiredRepos } from '../../src/library/provenance.js';
 import { listExtractions, putExtraction } from '../../src/library/records.js';
 import { publicVersion } from '../../src/library/requirements.js';
@@ -198,4 +198,28 @@ test('dedup: clusters stored, freshness follows the extractions', { skip }, asyn
   } finally {
     ws.store.write(() => ws.store.stmt('DELETE FROM extractions WHERE id = ?').run(copyId));
   }
+});
+
+test('diversity top-up adds back the least similar cluster members of thin categories', () => {
+  const spec = (id: string, category: string, status = 'validated') => ({ id, category, status }) as BlockSpec;
+  const specs = [
+    spec('a.Attn1', 'attention'), spec('b.Attn1', 'attention'), spec('c.Attn1', 'attention'), spec('d.Attn1', 'attention', 'failed'),
+    spec('a.Conv', 'convolution'), spec('b.Conv', 'convolution'), spec('c.Conv', 'convolution'),
+    spec('x.Pool', 'pooling'),
+  ];
+  const clusters = [
+    { kind: 'near' as const, representative: 'a.Attn1', members: ['a.Attn1', 'b.Attn1', 'c.Attn1', 'd.Attn1'],
+      scores: [{ id: 'a.Attn1', exact: true, near: 1, structural: 1 }, { id: 'b.Attn1', exact: false, near: 0.97, structural: 1 },
+        { id: 'c.Attn1', exact: false, near: 0.91, structural: 1 }, { id: 'd.Attn1', exact: false, near: 0.9, structural: 1 }] },
+    { kind: 'exact' as const, representative: 'a.Conv', members: ['a.Conv', 'b.Conv'],
+      scores: [{ id: 'a.Conv', exact: true, near: 1, structural: 1 }, { id: 'b.Conv', exact: true, near: 1, structural: 1 }] },
+  ];
+  const top = Object.fromEntries(diversityTopUp(specs, clusters, 2).map((t) => [t.category, t]));
+  // attention: one unique (the representative); the least similar validated member comes back (d is failed)
+  assert.deepEqual(top.attention, { category: 'attention', unique: 1, added: ['c.Attn1'] });
+  // convolution already has two unique blocks (a.Conv, c.Conv)
+  assert.deepEqual(top.convolution, { category: 'convolution', unique: 2, added: [] });
+  // pooling has no duplicates to add back
+  assert.deepEqual(top.pooling, { category: 'pooling', unique: 1, added: [] });
+  assert.deepEqual(diversityTopUp(specs, clusters, 3).find((t) => t.category === 'attention')!.added, ['c.Attn1', 'b.Attn1']);
 });
