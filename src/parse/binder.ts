@@ -957,7 +957,9 @@ function guardOf(n: Node, src: string): Guard {
   if (n.type === 'if_statement') {
     const cond = n.childForFieldName('condition');
     const text = cond ? src.slice(cond.startIndex, cond.endIndex) : '';
-    return /\bTYPE_CHECKING\b/.test(text) ? 'type-checking' : 'if';
+    // only a plain `if TYPE_CHECKING:` / `if typing.TYPE_CHECKING:` is skipped at run
+    // time; `if not TYPE_CHECKING:` or `if TYPE_CHECKING or x:` run
+    return /^\(*\s*(?:[A-Za-z_]\w*\s*\.\s*)*TYPE_CHECKING\s*\)*$/.test(text) ? 'type-checking' : 'if';
   }
   return null;
 }
