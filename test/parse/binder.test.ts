@@ -476,6 +476,12 @@ test('conditional imports keep their edges on the compound statement, with its g
     x = 1
   `);
   assert.deepEqual(f.statements.map((s) => s.guard), ['try', 'type-checking', 'if', null]);
+  // only a plain TYPE_CHECKING condition is skipped at run time
+  const guards = (cond: string) => bindSource(`if ${cond}:\n    import q\n`).statements[0].guard;
+  assert.deepEqual(
+    ['typing.TYPE_CHECKING', '(TYPE_CHECKING)', 'not TYPE_CHECKING', 'TYPE_CHECKING or sys.version_info >= (3, 8)'].map(guards),
+    ['type-checking', 'type-checking', 'if', 'if'],
+  );
   assert.deepEqual(f.statements.map(binds), [['foo'], ['Q'], ['Literal'], ['x']]);
   assert.deepEqual(refs(f.statements[0]), ['ImportError']);
   assert.deepEqual(refs(f.statements[1]), ['TYPE_CHECKING']);
