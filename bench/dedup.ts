@@ -243,6 +243,7 @@ async function main(): Promise<void> {
     loadavg: os.loadavg()[0],
     syntaxCheck: checkSyntax ? 'tree-sitter' : 'parseable given',
     phases: res.timings,
+    phasesCpu: res.cpu,
     syntaxChecked: res.syntaxChecked,
     clusters: res.clusters.length,
     clusterKinds: kinds,
@@ -255,7 +256,8 @@ async function main(): Promise<void> {
   if (args.includes('--json')) console.log(JSON.stringify(out));
   else {
     console.log(`dedup of ${N} synthetic blocks (${lines} lines) on ${out.cpus} cpus: ${out.dedupMs} ms wall, ${out.cpuMs} ms cpu (load average ${out.loadavg.toFixed(2)}; ${out.syntaxCheck})`);
-    console.log(`  phases (ms): ${JSON.stringify(res.timings)}; tree-sitter syntax checks: ${res.syntaxChecked}`);
+    console.log(`  phases, wall ms: ${JSON.stringify(res.timings)}; tree-sitter syntax checks: ${res.syntaxChecked}`);
+    console.log(`  phases, cpu ms:  ${JSON.stringify(res.cpu)}`);
     console.log(`  cpu per block: ${((out.cpuMs * 1000) / N).toFixed(0)} us`);
     console.log(`  clusters: ${out.clusters} ${JSON.stringify(kinds)}; unique ${res.uniqueCount}`);
     console.log(`  planted duplicate pairs found: ${found}/${same.length}; near-misses (width changed) merged: ${wrong}/${different.length}`);

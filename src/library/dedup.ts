@@ -34,7 +34,7 @@ import { shinglesInto, ophSignature, ophInto, jaccard, jaccardBound, bandKey, ch
 
 /** Bump whenever tokenization, shingling or MinHash hashing changes: stored signatures of
  *  another version are not comparable and must be recomputed. */
-export const SIGNATURE_VERSION = 2;
+export const SIGNATURE_VERSION = 3;
 export const NEAR_THRESHOLD = 0.9;
 export const STRUCTURAL_THRESHOLD = 0.95;
 export const SHINGLE_K = 5;
@@ -76,6 +76,8 @@ export interface DedupResult {
   excluded: { id: string; reason: string }[];
   /** wall-clock milliseconds per phase */
   timings: Record<string, number>;
+  /** CPU milliseconds per phase, all threads of the process (workers work during 'signatures') */
+  cpu: Record<string, number>;
   /** how many blocks tree-sitter had to parse (syntaxCheck 'tree-sitter', parseable unknown) */
   syntaxChecked: number;
 }
@@ -580,11 +582,16 @@ function lshPairs(
 /** De-duplicate blocks. See the file header for the rules. */
 export async function dedup(blocks: readonly DedupInput[], opts: DedupOptions = {}): Promise<DedupResult> {
   const timings: Record<string, number> = {};
+  const cpu: Record<string, number> = {};
   let t0 = performance.now();
+  let c0 = process.cpuUsage();
   const tick = (name: string) => {
     const t = performance.now();
+    const c = process.cpuUsage();
     timings[name] = Math.round((t - t0) * 10) / 10;
+    cpu[name] = Math.round((c.user - c0.user + c.system - c0.system) / 100) / 10;
     t0 = t;
+    c0 = c;
   };
   const n = blocks.length;
   const nearThr = opts.nearThreshold ?? NEAR_THRESHOLD;
@@ -766,7 +773,7 @@ export async function dedup(blocks: readonly DedupInput[], opts: DedupOptions = 
     }
     const excluded = [...bad.entries()].sort((a, b) => a[0] - b[0]).map(([i, reason]) => ({ id: blocks[i].id, reason }));
     tick('report');
-    return { clusters, uniqueCount, total: n, perRepo, excluded, timings, syntaxChecked };
+    return { clusters, uniqueCount, total: n, perRepo, excluded, timings, cpu, syntaxChecked };
   } finally {
     await pool?.close();
   }

@@ -72,6 +72,13 @@ export const H_LIT = fnv1a('\u0000LIT');
 
 const STRING_PREFIXES = new Set(['r', 'u', 'b', 'br', 'rb', 'f', 'fr', 'rf']);
 
+/** ASCII identifier characters [A-Za-z0-9_] (non-ASCII code units count as identifier
+ *  characters: in valid source they only occur in names, strings and comments). */
+const ID_CHAR = new Uint8Array(128);
+for (let c = 0; c < 128; c++) {
+  ID_CHAR[c] = (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || c === 95 || (c >= 48 && c <= 57) ? 1 : 0;
+}
+
 function isIdStart(c: number): boolean {
   return (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || c === 95 || c > 127;
 }
@@ -111,12 +118,12 @@ class Buf {
 /** Second, independent 32-bit token hash (multiply-rotate over code units), so that the
  *  exact fingerprint is 64 bits wide. */
 export function hash2Range(s: string, start: number, end: number): number {
-  let h = 0x3c6ef372 ^ (end - start);
+  let h = 0x3c6ef372;
   for (let i = start; i < end; i++) {
     h = Math.imul(h ^ s.charCodeAt(i), 0x9e3779b1);
     h = (h << 13) | (h >>> 19);
   }
-  return mix32(h);
+  return mix32(h ^ Math.imul(end - start, 0x85ebca6b));
 }
 
 /** Keywords by FNV-1a hash (verified against the text on a hit). */
@@ -145,7 +152,7 @@ export function tokenize(src: string, reuse = false): Tokens {
   const push = (k: number, s: number, e: number) => {
     if (n >= B.cap) B.ensure(n + 1);
     let h = 0x811c9dc5;
-    let g = 0x3c6ef372 ^ (e - s);
+    let g = 0x3c6ef372;
     for (let i = s; i < e; i++) {
       const c = src.charCodeAt(i);
       h = Math.imul(h ^ c, 0x01000193);
@@ -156,7 +163,7 @@ export function tokenize(src: string, reuse = false): Tokens {
     B.start[n] = s;
     B.end[n] = e;
     B.hash[n] = h >>> 0;
-    B.hash2[n] = mix32(g);
+    B.hash2[n] = mix32(g ^ Math.imul(e - s, 0x85ebca6b));
     B.depth[n] = brackets.length;
     n++;
   };
@@ -239,12 +246,17 @@ export function tokenize(src: string, reuse = false): Tokens {
     lineHasTokens = true;
     const s = pos;
     if (isIdStart(c)) {
+      // scan the name and compute both token hashes in the same loop
       let h = Math.imul(0x811c9dc5 ^ c, 0x01000193);
+      let g = Math.imul(0x3c6ef372 ^ c, 0x9e3779b1);
+      g = (g << 13) | (g >>> 19);
       pos++;
       for (; pos < len; pos++) {
         const d = src.charCodeAt(pos);
-        if (!isIdChar(d)) break;
+        if (d < 128 ? ID_CHAR[d] === 0 : false) break;
         h = Math.imul(h ^ d, 0x01000193);
+        g = Math.imul(g ^ d, 0x9e3779b1);
+        g = (g << 13) | (g >>> 19);
       }
       const q = src.charCodeAt(pos);
       if ((q === 34 || q === 39) && pos - s <= 2 && STRING_PREFIXES.has(src.slice(s, pos).toLowerCase())) {
@@ -254,8 +266,17 @@ export function tokenize(src: string, reuse = false): Tokens {
         push(T.STRING, s, pos);
         continue;
       }
-      const kw = pos - s <= 8 ? KW_BY_HASH.get(h >>> 0) : undefined;
-      push(kw !== undefined && kw.length === pos - s && src.startsWith(kw, s) ? T.KEYWORD : T.NAME, s, pos);
+      h >>>= 0;
+      const kw = pos - s <= 8 ? KW_BY_HASH.get(h) : undefined;
+      if (n >= B.cap) B.ensure(n + 1);
+      B.kind[n] = kw !== undefined && kw.length === pos - s && src.startsWith(kw, s) ? T.KEYWORD : T.NAME;
+      B.start[n] = s;
+      B.end[n] = pos;
+      B.hash[n] = h;
+      // same as push(): the second hash is seeded with the length, so fold it in here
+      B.hash2[n] = mix32(g ^ Math.imul(pos - s, 0x85ebca6b));
+      B.depth[n] = brackets.length;
+      n++;
       continue;
     }
     if (c === 34 || c === 39) {
