@@ -101,6 +101,36 @@ export async function environmentRequirements(
   return new Map(names.filter((n) => n in cached).map((n) => [n, cached[n]]));
 }
 
+// ---------------------------------------------------------------- stored validation results
+
+/** What the full validation result adds to a record's `validation` object. */
+export interface ValidationExtras {
+  layers?: Record<string, number>;
+  timings?: Record<string, number>;
+  ms?: number;
+}
+
+/**
+ * The full stored validation results (the pool's cache, keyed by module content and
+ * environment) of the given records: the one per block whose environment and stage results
+ * match the record's. Gives the per-stage timings, and the layer inventory for records
+ * stored before the pipeline kept `layers` in them.
+ */
+export function storedValidationResults(store: IndexStore, records: readonly StoredExtraction[]): Map<string, ValidationExtras> {
+  const want = new Map(records.filter((r) => r.record.validation).map((r) => [r.id, r.record.validation as ValidationFacts]));
+  const out = new Map<string, ValidationExtras>();
+  if (!want.size) return out;
+  for (const row of store.stmt('SELECT result FROM validations').pluck().iterate() as Iterable<string>) {
+    const m = /"id":"([^"]+)"/.exec(row); // cheap pre-filter before parsing
+    if (!m || !want.has(m[1]) || out.has(m[1])) continue;
+    const res = JSON.parse(row) as { id: string; envId: string; stages: Record<string, string> } & ValidationExtras;
+    const v = want.get(res.id)!;
+    if (res.envId !== v.envId || JSON.stringify(res.stages) !== JSON.stringify(v.stages)) continue;
+    out.set(res.id, { layers: res.layers, timings: res.timings, ms: res.ms });
+  }
+  return out;
+}
+
 // ---------------------------------------------------------------- building
 
 export interface LibraryOptions {
@@ -159,6 +189,13 @@ function inheritedParams(resolver: Resolver, mod: CorpusModule, cls: ClassFacts,
   return null;
 }
 
+function validationOf(e: StoredExtraction, extras: Map<string, ValidationExtras>): ValidationFacts | null {
+  const v = e.record.validation as ValidationFacts | undefined;
+  if (!v) return null;
+  const layers = v.layers ?? extras.get(e.id)?.layers;
+  return layers ? { ...v, layers } : v;
+}
+
 /** Build specs, manifests and requirements for every stored extraction. */
 export async function buildLibrary(ws: Workspace, opts: LibraryOptions = {}): Promise<LibraryResult> {
   const t0 = performance.now();
@@ -183,6 +220,9 @@ export async function buildLibrary(ws: Workspace, opts: LibraryOptions = {}): Pr
     warnings.push(`requirements not resolved: ${(e as Error).message}`);
   }
   const reqMap = new Map<string, string | null>([...reqs].map(([k, r]) => [k, r.pep508]));
+  // layer inventories of records stored before the pipeline kept them
+  const older = extractions.filter((e) => e.record.validation && !(e.record.validation as ValidationFacts).layers);
+  const extras = older.length ? storedValidationResults(store, older) : new Map<string, ValidationExtras>();
 
   const specs: BlockSpec[] = [];
   for (const e of extractions) {
@@ -213,7 +253,7 @@ export async function buildLibrary(ws: Workspace, opts: LibraryOptions = {}): Pr
       interned: (e.record.interned as string[] | undefined) ?? [],
       externs: (e.record.externs as string[] | undefined) ?? [],
       provenance,
-      validation: (e.record.validation as ValidationFacts | undefined) ?? null,
+      validation: validationOf(e, extras),
       requirements: reqMap,
     });
     if (!cls) warnings.push(`${e.id}: class no longer in the index; spec without signature and docstring`);

@@ -6,7 +6,7 @@
 // HTML page inlines two SVG charts (blocks per repository, pass rate per stage).
 import type { IndexStore } from '../index/store.js';
 import { blocksPerRepoChart, escapeXml, passRateChart } from './charts.js';
-import { getDedup, listSpecs } from './library.js';
+import { getDedup, listSpecs, storedValidationResults } from './library.js';
 import { detectLicense } from './provenance.js';
 import { listExtractions, type StoredExtraction } from './records.js';
 import type { ValidationFacts } from './spec.js';
@@ -135,22 +135,11 @@ function figures(records: readonly StoredExtraction[], discovered: number): Omit
   };
 }
 
-/** Per-stage timings of the stored validation results of these blocks (results cached by
- *  module content and environment; the one matching the record's environment and stages). */
+/** Per-stage timings of the stored validation results of these blocks. */
 function validationTimings(store: IndexStore, records: readonly StoredExtraction[]): { perStage: Record<string, number[]>; total: number[] } {
-  const want = new Map(records.filter((r) => r.record.validation).map((r) => [r.id, r.record.validation as ValidationFacts]));
   const perStage: Record<string, number[]> = {};
   const total: number[] = [];
-  if (!want.size) return { perStage, total };
-  const seen = new Set<string>();
-  for (const row of store.stmt('SELECT result FROM validations').pluck().iterate() as Iterable<string>) {
-    // cheap pre-filter before parsing
-    const m = /"id":"([^"]+)"/.exec(row);
-    if (!m || !want.has(m[1]) || seen.has(m[1])) continue;
-    const res = JSON.parse(row) as { id: string; envId: string; stages: Record<string, string>; timings?: Record<string, number>; ms?: number };
-    const v = want.get(res.id)!;
-    if (res.envId !== v.envId || JSON.stringify(res.stages) !== JSON.stringify(v.stages)) continue;
-    seen.add(res.id);
+  for (const res of storedValidationResults(store, records).values()) {
     for (const [s, ms] of Object.entries(res.timings ?? {})) (perStage[s] ??= []).push(ms);
     if (typeof res.ms === 'number') total.push(res.ms);
   }
@@ -278,7 +267,7 @@ export function reportHtml(r: LibraryReport): string {
   const parts = [
     '<!DOCTYPE html>',
     '<html lang="en"><head><meta charset="utf-8"><title>nnrag library report</title>',
-    '<style>body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}.charts svg{margin:0.5em 1em 0.5em 0}</style>',
+    '<style>body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}.charts svg{margin:0.5em 1em 0.5em 0;vertical-align:top}</style>',
     '</head><body>',
     `<h1>nnrag library report</h1><p>store ${e(r.store)}, generated ${e(r.generated)}</p>`,
     `<p>discovered ${t.discovered}, extracted ${t.extracted}, validated ${t.validated} of ${t.validationRun} (${e(pct(t.passRate))}, Wilson 95%), failed ${t.failed}${t.unique !== null ? `, unique ${t.unique}` : ''}</p>`,

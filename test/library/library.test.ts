@@ -172,6 +172,20 @@ test('a second build reuses the cached requirements and moves files with the sta
   assert.ok(!existsSync(path.join(out, 'failed', `${id}.spec.json`)));
 });
 
+test('records stored without layers get them from the stored validation result', { skip }, async () => {
+  const id = 'tinyvision.layers.attention.WindowAttention';
+  const e = listExtractions(ws.store).find((x) => x.id === id)!;
+  const { layers, ...rest } = e.record.validation as { layers: Record<string, number> };
+  assert.deepEqual(layers, { Linear: 2 });
+  putExtraction(ws.store, { ...e, record: { ...e.record, validation: rest } });
+  try {
+    await buildLibrary(ws, { python: PY });
+    assert.deepEqual(getSpec(ws.store, id)!.layers, { Linear: 2 });
+  } finally {
+    putExtraction(ws.store, e);
+  }
+});
+
 test('dedup: clusters stored, freshness follows the extractions', { skip }, async () => {
   const d = await runDedup(ws, { threads: 0 });
   assert.equal(d.total, 12);
