@@ -19,7 +19,8 @@
 // - default values, decorators, base classes and annotations are evaluated in the
 //   enclosing scope when the `def`/`class` statement runs; function bodies run later
 //   (lazy reads). With `from __future__ import annotations` (PEP 563) annotations are
-//   not evaluated (lazy); string annotations are soft references.
+//   not evaluated (lazy); string annotations are soft references (but not the strings
+//   of `Literal[...]`, PEP 586, or `Annotated[T, ...]` metadata, PEP 593).
 import type { Node } from 'web-tree-sitter';
 import { parsePython, type Tree } from './parser.js';
 import {
@@ -862,12 +863,29 @@ class Binder {
       case 'type':
         for (const c of n.namedChildren) if (c) this.visitExpr(c, annotation);
         return;
-      case 'subscript':
-        this.visitExpr(n.childForFieldName('value'), annotation);
+      case 'subscript': {
+        const value = n.childForFieldName('value');
+        this.visitExpr(value, annotation);
+        const types = annotation && value ? typeArguments(value) : Infinity;
+        let i = 0;
         for (const c of n.namedChildren) {
-          if (c && c.id !== n.childForFieldName('value')?.id) this.visitExpr(c, annotation);
+          if (c && c.id !== value?.id && c.type !== 'comment') this.visitExpr(c, annotation && i++ < types);
         }
         return;
+      }
+      case 'generic_type': {
+        // `List[int]` in a `type` node: a name and a type_parameter list
+        const head = n.namedChildren[0];
+        const types = annotation && head ? typeArguments(head) : Infinity;
+        let i = 0;
+        for (const c of n.namedChildren) {
+          if (!c) continue;
+          if (c.type === 'type_parameter') {
+            for (const t of c.namedChildren) if (t && t.type !== 'comment') this.visitExpr(t, annotation && i++ < types);
+          } else this.visitExpr(c, annotation);
+        }
+        return;
+      }
       default:
         if (n.type.endsWith('_statement') || n.type.endsWith('_definition')) {
           this.visitStatement(n);
@@ -962,6 +980,16 @@ function guardOf(n: Node, src: string): Guard {
     return /^\(*\s*(?:[A-Za-z_]\w*\s*\.\s*)*TYPE_CHECKING\s*\)*$/.test(text) ? 'type-checking' : 'if';
   }
   return null;
+}
+
+/** How many leading subscript arguments of an annotation are type expressions: the
+ *  strings of `Literal['a']` are values (PEP 586) and the metadata of
+ *  `Annotated[T, 'm']` are not types (PEP 593), so they are not forward references. */
+function typeArguments(head: Node): number {
+  const last = head.type === 'identifier' ? head.text : head.type === 'attribute' ? head.childForFieldName('attribute')?.text : undefined;
+  if (last === 'Literal') return 0;
+  if (last === 'Annotated') return 1;
+  return Infinity;
 }
 
 function baseExpr(n: Node): BaseExpr {
