@@ -413,6 +413,17 @@ test('with from __future__ import annotations every annotation is lazy', () => {
   assert.equal(bindSource('from __future__ import (division,\n    annotations)\n').futureAnnotations, true);
 });
 
+test('strings inside Literal[...] and Annotated metadata are not forward references', () => {
+  const { f } = bind(`
+    def f(a: Literal['train', 'eval'] = 'train', b: typing.Literal['x'] = 'x',
+          c: Optional[Literal['w', Mode.FAST]] = None, d: Annotated['Fwd', 'meta'] = 1) -> 'Out':
+        pass
+    v: Literal['q'] = 'q'
+  `);
+  assert.deepEqual(refs(f.statements[0]), ['Literal', 'typing.Literal', 'Optional', 'Literal', 'Mode.FAST', 'Annotated', 'Fwd?', 'Out?']);
+  assert.deepEqual(refs(f.statements[1]), ['Literal']);
+});
+
 // ---------------------------------------------------------------- attribute chains
 
 test('attribute chains give the root name with attrs and attrEnds; a local alias is not a global ref', () => {
