@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { tokenize, docstringMask, canonicalText, T } from '../../src/library/structural.js';
+import { tokenize, docstringMask, canonicalText, structuralHashes, T } from '../../src/library/structural.js';
 import { shingles, jaccard, ophSignature, estimateJaccard, chooseBands, candidateProbability } from '../../src/library/minhash.js';
 import { dedup, computeSignature, blockSignatures, similarity, signatureToRecord, signatureFromRecord, SimilarityIndex, type DedupInput } from '../../src/library/dedup.js';
 import { generateBlocks, rng } from '../../bench/dedup.js';
@@ -355,4 +355,42 @@ test('SimilarityIndex finds the planted relatives of a block', () => {
   assert.equal(all.length, 6);
   assert.equal(all[all.length - 1].id, 'other');
   assert.throws(() => idx.add('base', computeSignature(BASE)));
+});
+
+test('structural view: bound names abstracted, API names, keywords and widths kept', () => {
+  const view = (src: string) => {
+    const t = tokenize(src);
+    const keep = new Uint8Array(t.n);
+    docstringMask(t, keep);
+    const out = new Uint32Array(t.n);
+    return Array.from(out.subarray(0, structuralHashes(t, keep, out)));
+  };
+  const a = 'import torch.nn as nn\nclass A(nn.Module):\n    def __init__(self, dim=64):\n        self.fc = nn.Linear(dim, 64, bias=False)\n    def forward(self, x):\n        return self.fc(x).relu()\n';
+  // renaming the class, parameters, attributes and locals changes nothing
+  const renamed = a.replace(/\bA\b/, 'B').replace(/\bdim\b/g, 'd').replace(/\bfc\b/g, 'proj').replace(/\bx\b/g, 'inp');
+  assert.deepEqual(view(renamed), view(a));
+  // but API names, import aliases, keyword-argument names and integer literals are kept
+  for (const changed of [
+    a.replace('nn.Linear', 'nn.Bilinear'),
+    a.replace('import torch.nn as nn', 'import torch.nn as tnn').replace(/nn\./g, 'tnn.'),
+    a.replace('bias=False', 'bias_=False'),
+    a.replace('dim, 64', 'dim, 128'),
+    a.replace('.relu()', '.gelu()'),
+  ]) {
+    assert.notDeepEqual(view(changed), view(a));
+  }
+  // strings and floats are abstracted
+  assert.deepEqual(view('x = "a" + 0.5\n'), view('y = "bcd" + 2.5e-3\n'));
+});
+
+test('many blocks that differ only in widths are compared quickly and never merged', async () => {
+  const blocks: DedupInput[] = [];
+  for (let i = 0; i < 3000; i++) {
+    blocks.push({ id: `w${i}`, repo: 'cfg', text: `class Cfg(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(${16 + i}, ${32 + i})\n        self.act = nn.ReLU()\n\n    def forward(self, x):\n        return self.act(self.fc(x))\n` });
+  }
+  const t0 = performance.now();
+  const res = await dedup(blocks, { threads: 0, syntaxCheck: 'lexical' });
+  assert.equal(res.clusters.length, 0);
+  assert.equal(res.uniqueCount, 3000);
+  assert.ok(performance.now() - t0 < 30_000);
 });
