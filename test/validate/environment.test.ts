@@ -48,14 +48,14 @@ describe('validation environment', () => {
 
   it('runs without the sandbox only when asked, with a warning, still under timeouts and limits', { skip: noTorch ?? false }, async () => {
     const warnings: string[] = [];
-    const pool = await ValidatorPool.start({ sandbox: false, workers: 1, timeoutMs: 1500, onWarning: (w) => warnings.push(w) });
+    const pool = await ValidatorPool.start({ sandbox: false, workers: 1, onWarning: (w) => warnings.push(w) });
     try {
       assert.equal(warnings.length, 1);
       assert.match(warnings[0], /WITHOUT a sandbox/);
       assert.deepEqual(pool.warnings, warnings);
       const good = await pool.validate(request('good', 'conv_block.py'));
       assert.equal(good.ok, true, `${good.error}`);
-      const spin = await pool.validate(request('fail', 'timeout.py'));
+      const spin = await pool.validate(request('fail', 'timeout.py', { timeoutMs: 1500 }));
       assert.equal(spin.category, 'timeout');
       const shape = await pool.validate(request('fail', 'forward_shape.py'));
       assert.equal(shape.category, 'forward-shape');

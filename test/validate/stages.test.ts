@@ -13,8 +13,9 @@ describe('validation stages', { skip: skip ?? false }, () => {
   const results = new Map<string, ValidationResult>();
 
   before(async () => {
-    pool = await ValidatorPool.start({ workers: 2, timeoutMs: 2500 });
+    pool = await ValidatorPool.start({ workers: 2 });
     const reqs = [...listFixtures('good').map((f) => request('good', f)), ...listFixtures('fail').map((f) => request('fail', f))];
+    reqs.find((r) => r.id === 'fail/timeout.py')!.timeoutMs = 2500;
     const cs = reqs.find((r) => r.id === 'good/callsite_only.py')!;
     cs.callSites = ['(mode, channels)', "('mean', 12)"];
     for (const r of await pool.validateMany(reqs)) results.set(r.id, r);

@@ -447,6 +447,10 @@ def seq_variant(args, kwargs):
                 kw2[k] = [v, v]
                 changed = True
                 continue
+        if isinstance(v, float) and (k.endswith("s") or k in ("dpr",)) and k.lower() not in SINGULAR_S:
+            kw2[k] = [v, v]  # per-block rates: drop_path_rates
+            changed = True
+            continue
         kw2[k] = v
     return (list(args), kw2) if changed else None
 
@@ -581,7 +585,7 @@ def forward_plan(model):
     return plan
 
 
-def input_candidates(model, plan, width_values, torch, nn, spatial):
+def input_candidates(model, plan, width_values, torch, nn, spatial, hints=None):
     n_tensor = sum(1 for _, k in plan if k == "tensor")
     has_hw = sum(1 for _, k in plan if k == "int") >= 2 or any(k == "hw" for _, k in plan)
     cands = []
@@ -597,6 +601,17 @@ def input_candidates(model, plan, width_values, torch, nn, spatial):
         cands.append([("float", (2, 8, w))])
         cands.append([("float", (2, w))])
         cands.append([("float", (2, w, 32))])
+    # token counts the block is built for (window_size 7 → 49 tokens, resolution 14 →
+    # 196, num_patches): the same token candidates with that many tokens
+    counts = token_counts(model, hints)
+    if counts:
+        extra = []
+        for specs in cands:
+            f = specs[0]
+            if f[0] == "float" and len(f[1]) == 3 and f[1][1] == 8:
+                for n in counts:
+                    extra.append([("float", (f[1][0], n, f[1][2]))] + list(specs[1:]))
+        cands = cands[:1] + extra + cands[1:]
     # rewrite to the forward's tensor count; token layout when forward takes (x, H, W)
     out, seen = [], set()
     for specs in cands:
@@ -617,6 +632,32 @@ def input_candidates(model, plan, width_values, torch, nn, spatial):
             seen.add(key)
             out.append(specs)
     return out[:14]
+
+
+TOKEN_ATTRS = ("window_size", "resolution", "input_resolution", "num_patches", "seq_len", "grid_size", "feat_size", "N", "num_tokens")
+
+
+def token_counts(model, hints=None):
+    """Token counts suggested by the block's attributes or constructor values."""
+    out = []
+    hints = hints or {}
+    for name in TOKEN_ATTRS:
+        v = getattr(model, name, None)
+        if v is None:
+            v = hints.get(name)
+        if isinstance(v, bool):
+            continue
+        if isinstance(v, int) and 1 < v <= 4096:
+            n = v if name in ("num_patches", "seq_len", "N", "num_tokens") else v * v
+        elif isinstance(v, (tuple, list)) and v and all(isinstance(i, int) for i in v):
+            n = 1
+            for i in v:
+                n *= i
+        else:
+            continue
+        if 1 < n <= 4096 and n not in out:
+            out.append(n)
+    return out[:2]
 
 
 def make_inputs(specs, plan, torch):
@@ -908,7 +949,15 @@ class Stages:
             elif isinstance(v, (tuple, list)) and len(v) == 2 and all(isinstance(i, int) for i in v) and 8 <= v[0] <= 512:
                 spatial = v[0]
         first_err = None
-        cands = input_candidates(model, plan, widths, torch, nn, spatial)
+        hints = {}
+        try:
+            for p in inspect.signature(type(model).__init__).parameters.values():
+                if p.default is not inspect.Parameter.empty:
+                    hints[p.name] = p.default
+        except (TypeError, ValueError):
+            pass
+        hints.update(kwargs)
+        cands = input_candidates(model, plan, widths, torch, nn, spatial, hints)
         for specs in cands:
             torch.manual_seed(1)
             try:
