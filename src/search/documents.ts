@@ -197,13 +197,24 @@ export function classFacts(store: IndexStore, id: string, cache?: Map<string, Fi
 }
 
 /** Identity of the inputs a document is built from: a changed extraction (module hash,
- *  status, validation) or spec gives a different key and the row is rebuilt. */
-export function docKey(e: Pick<StoredExtraction, 'hash' | 'status' | 'record'>, spec: BlockSpec | null): string {
+ *  status, or a re-validation, which rewrites the row's `updated` time) or spec gives a
+ *  different key and the row is rebuilt. */
+export function docKey(e: { hash: string; status: string; updated: string }, specRaw: string | null): string {
   const h = createHash('sha1');
-  h.update(`${DOC_VERSION}|${e.hash}|${e.status}|`);
-  h.update(JSON.stringify((e.record as { validation?: unknown }).validation ?? null));
-  h.update(spec ? JSON.stringify(spec) : '');
+  h.update(`${DOC_VERSION}|${e.hash}|${e.status}|${e.updated}|${specRaw ?? ''}`);
   return h.digest('hex');
+}
+
+/** Raw spec rows by id (JSON of the row as stored), for change detection without parsing. */
+export function specRows(store: IndexStore): Map<string, string> {
+  const out = new Map<string, string>();
+  if (!hasTable(store, 'specs')) return out;
+  try {
+    for (const r of store.stmt('SELECT * FROM specs').all() as Record<string, unknown>[]) out.set(String(r.id), JSON.stringify(r));
+  } catch {
+    /* a specs table without an id column is not ours to read */
+  }
+  return out;
 }
 
 /** Build the search document of one stored extraction. */

@@ -6,8 +6,7 @@
 // similarities; the best candidates are re-scored with the exact Jaccard of their shingle
 // sets, and ranked by the mean of the lexical and structural similarity.
 import type { IndexStore } from '../index/store.js';
-import { computeSignature, similarity, type BlockSignature, type DupKind } from '../library/dedup.js';
-import { estimateJaccard } from '../library/minhash.js';
+import { computeSignature, MINHASH_K, similarity, type BlockSignature, type DupKind } from '../library/dedup.js';
 import { NnragError } from '../util/errors.js';
 import { getDoc } from './index.js';
 
@@ -25,7 +24,6 @@ export interface SimilarHit {
 }
 
 const toBlob = (a: Uint32Array | null) => (a ? Buffer.from(a.buffer, a.byteOffset, a.byteLength) : null);
-const fromBlob = (b: Buffer | null) => (b ? new Uint32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength)) : null);
 
 /** Compute and store the signatures of every extraction whose module changed. */
 export function syncSignatures(store: IndexStore): number {
@@ -45,42 +43,90 @@ export function syncSignatures(store: IndexStore): number {
   return todo.length + gone.length;
 }
 
+interface SigMatrix {
+  stamp: string;
+  ids: string[];
+  index: Map<string, number>;
+  /** K values per block, row i at [i*K, (i+1)*K); `valid[i]` = 0 for empty/invalid blocks */
+  near: Uint32Array;
+  structural: Uint32Array;
+  valid: Uint8Array;
+}
+
+const K = MINHASH_K;
+const matrices = new WeakMap<IndexStore, SigMatrix>();
+
+/** All stored signatures as two flat matrices, cached per store until search_sigs changes. */
+function sigMatrix(store: IndexStore): SigMatrix {
+  const st = store.stmt('SELECT count(*) AS n, max(rowid) AS m FROM search_sigs').get() as { n: number; m: number | null };
+  const stamp = `${st.n}:${st.m}`;
+  const cached = matrices.get(store);
+  if (cached && cached.stamp === stamp) return cached;
+  const rows = store.stmt('SELECT id, near, structural FROM search_sigs ORDER BY id').raw().all() as [string, Buffer | null, Buffer | null][];
+  const n = rows.length;
+  const m: SigMatrix = { stamp, ids: [], index: new Map(), near: new Uint32Array(n * K), structural: new Uint32Array(n * K), valid: new Uint8Array(n) };
+  const nearBytes = new Uint8Array(m.near.buffer);
+  const structBytes = new Uint8Array(m.structural.buffer);
+  rows.forEach(([id, a, b], i) => {
+    m.ids.push(id);
+    m.index.set(id, i);
+    if (a && b && a.byteLength === K * 4 && b.byteLength === K * 4) {
+      nearBytes.set(a, i * K * 4);
+      structBytes.set(b, i * K * 4);
+      m.valid[i] = 1;
+    }
+  });
+  matrices.set(store, m);
+  return m;
+}
+
 /** The k blocks most similar to `id` (call syncSignatures first). */
 export function similarBlocks(store: IndexStore, id: string, k = 10): SimilarHit[] {
-  const rows = store.stmt('SELECT id, near, structural FROM search_sigs').all() as { id: string; near: Buffer | null; structural: Buffer | null }[];
-  const self = rows.find((r) => r.id === id);
-  if (!self) throw new NnragError(`no library block ${JSON.stringify(id)}`, 'unknown-block');
-  const sn = fromBlob(self.near);
-  const ss = fromBlob(self.structural);
-  if (!sn || !ss) return [];
-  const est: { id: string; s: number }[] = [];
-  for (const r of rows) {
-    if (r.id === id || !r.near || !r.structural) continue;
-    const n = estimateJaccard(sn, fromBlob(r.near)!);
-    const s = estimateJaccard(ss, fromBlob(r.structural)!);
-    if (n + s > 0) est.push({ id: r.id, s: (n + s) / 2 });
+  const m = sigMatrix(store);
+  const self = m.index.get(id);
+  if (self === undefined) throw new NnragError(`no library block ${JSON.stringify(id)}`, 'unknown-block');
+  if (!m.valid[self]) return [];
+  const { near, structural, valid } = m;
+  const base = self * K;
+  const est: { i: number; s: number }[] = [];
+  for (let i = 0; i < m.ids.length; i++) {
+    if (i === self || !valid[i]) continue;
+    // MinHash estimate of both Jaccard similarities: equal positions of the signatures
+    let eq = 0;
+    const o = i * K;
+    for (let j = 0; j < K; j++) {
+      if (near[o + j] === near[base + j]) eq++;
+      if (structural[o + j] === structural[base + j]) eq++;
+    }
+    if (eq > 0) est.push({ i, s: eq });
   }
-  est.sort((a, b) => b.s - a.s || (a.id < b.id ? -1 : 1));
+  est.sort((a, b) => b.s - a.s || a.i - b.i);
   // re-score the best candidates exactly (MinHash error ≈ 1/sqrt(K) ≈ 0.09)
-  const finalists = est.slice(0, Math.max(k * 4, 20));
+  const finalists = est.slice(0, Math.max(k * 3, 15));
   const text = store.stmt('SELECT text FROM extractions WHERE id = ?').pluck();
   const mine: BlockSignature = computeSignature(text.get(id) as string);
-  const hits: SimilarHit[] = finalists.map(({ id: other }) => {
-    const sim = similarity(mine, computeSignature(text.get(other) as string));
-    const doc = getDoc(store, other);
-    return {
-      id: other,
-      score: round((sim.near + sim.structural) / 2),
-      lexical: round(sim.near),
-      structural: round(sim.structural),
-      duplicate: sim.duplicate,
-      status: doc?.status ?? null,
-      category: doc?.category ?? null,
-      summary: doc?.summary ?? null,
-    };
+  const scored = finalists.map(({ i }) => {
+    const other = m.ids[i];
+    const sim = similarity(mine, computeSignature((text.get(other) as string | undefined) ?? ''));
+    return { other, sim, score: round((sim.near + sim.structural) / 2) };
   });
-  hits.sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : 1));
-  return hits.filter((h) => h.score > 0).slice(0, k);
+  scored.sort((a, b) => b.score - a.score || (a.other < b.other ? -1 : 1));
+  return scored
+    .filter((h) => h.score > 0)
+    .slice(0, k)
+    .map(({ other, sim, score }) => {
+      const doc = getDoc(store, other);
+      return {
+        id: other,
+        score,
+        lexical: round(sim.near),
+        structural: round(sim.structural),
+        duplicate: sim.duplicate,
+        status: doc?.status ?? null,
+        category: doc?.category ?? null,
+        summary: doc?.summary ?? null,
+      };
+    });
 }
 
 const round = (x: number) => Math.round(x * 1e4) / 1e4;

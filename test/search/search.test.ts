@@ -1,0 +1,157 @@
+// Search: identifier splitting, injection-safe query parsing, BM25 ranking and filters on
+// the validated example library, incremental sync, and the `nnrag search` command.
+import assert from 'node:assert/strict';
+import { execFileSync, spawnSync } from 'node:child_process';
+import path from 'node:path';
+import { before, describe, test } from 'node:test';
+import { IndexStore } from '../../src/index/store.js';
+import { getExtraction, putExtraction, textHash } from '../../src/library/records.js';
+import { expandText, identifierParts, parseQuery } from '../../src/search/tokens.js';
+import { searchBlocks, syncSearchIndex, resolveLibraryId } from '../../src/search/index.js';
+import { paramNames, firstSentence } from '../../src/search/documents.js';
+import { repoRoot } from '../helpers.js';
+import { buildExampleLibrary } from './library-fixture.js';
+
+const bin = path.join(repoRoot, 'dist', 'src', 'cli', 'bin.js');
+
+describe('tokens', () => {
+  test('identifiers split at camelCase, acronyms, underscores and digits', () => {
+    assert.deepEqual(identifierParts('WindowAttention'), ['window', 'attention']);
+    assert.deepEqual(identifierParts('MHSAttention'), ['mhs', 'attention']);
+    assert.deepEqual(identifierParts('HTTPServer'), ['http', 'server']);
+    assert.deepEqual(identifierParts('qkv_bias'), ['qkv', 'bias']);
+    assert.deepEqual(identifierParts('Conv2d'), ['conv', '2d']);
+    assert.deepEqual(identifierParts('__init__'), ['init']);
+    assert.deepEqual(identifierParts('ResNet50'), ['res', 'net', '50']);
+  });
+
+  test('documents carry the parts and the joined word', () => {
+    assert.equal(expandText('WindowAttention'), 'window attention windowattention');
+    assert.equal(expandText('nn.Conv2d(x)'), 'nn conv 2d conv2d x');
+  });
+
+  test('every query term is a quoted FTS5 string', () => {
+    const q = parseQuery('window attention');
+    assert.equal(q.all, '"window" AND "attention"*');
+    assert.equal(q.any, '"window" OR "attention"*');
+    assert.equal(parseQuery('WindowAttention').all, '("windowattention"* OR ("window" AND "attention"*))');
+    assert.equal(parseQuery('window attention', { isWord: (t) => t === 'attention' }).all, '"window" AND "attention"', 'a whole indexed word is not a prefix');
+    assert.equal(parseQuery('  ').all, null);
+    assert.equal(parseQuery('"()*:^').all, null);
+    // FTS5 operators and column filters in the input are plain words
+    assert.equal(parseQuery('name:mlp OR NEAR').all, '"name" AND "mlp" AND "or" AND "near"*');
+  });
+
+  test('parameter names and first sentences', () => {
+    assert.deepEqual(paramNames('self, dim=32, num_heads: int = 4, *args, act=partial(f, a=1), **kw'), ['dim', 'num_heads', 'args', 'act', 'kw']);
+    assert.equal(firstSentence('Local window attention: tokens attend. More.\n\nDetails.'), 'Local window attention: tokens attend.');
+  });
+});
+
+describe('search over the example library', () => {
+  let dir: string;
+  let store: IndexStore;
+  before(async () => {
+    dir = await buildExampleLibrary();
+    store = IndexStore.open(dir);
+    const r = syncSearchIndex(store);
+    assert.equal(r.added, 12);
+  });
+
+  const ids = (q: string, f = {}) => searchBlocks(store, q, f).hits.map((h) => h.id);
+
+  test('"window attention" finds the window-attention block first', () => {
+    const hits = ids('window attention');
+    assert.equal(hits[0], 'tinyvision.layers.attention.WindowAttention');
+    assert.equal(ids('WindowAttention')[0], 'tinyvision.layers.attention.WindowAttention');
+    assert.equal(ids('window att')[0], 'tinyvision.layers.attention.WindowAttention', 'prefix of the last word');
+  });
+
+  test('names rank above mentions', () => {
+    const mlp = ids('mlp');
+    assert.deepEqual(new Set(mlp.slice(0, 2)), new Set(['tinyvision.layers.mlp.Mlp', 'tinyvision.models.mixer.Mlp']));
+    assert.equal(ids('bottleneck')[0], 'tinyvision.models.resnet.Bottleneck');
+    assert.equal(ids('conv bn act')[0], 'tinyvision.layers.conv.ConvBnAct');
+    assert.equal(ids('hard sigmoid')[0], 'tinyvision.layers.activations.HardSigmoid');
+  });
+
+  test('docstrings, layers and categories are searchable', () => {
+    // "identity" appears only in ResBottleneck's docstring
+    assert.equal(ids('starts as the identity')[0], 'tinyvision.models.variants.ResBottleneck');
+    // BatchNorm2d is a layer of the convolution blocks only
+    const bn = ids('batchnorm2d');
+    assert.ok(bn.length >= 3 && bn.includes('tinyvision.layers.conv.ConvBnAct'), bn.join());
+    assert.ok(!bn.includes('tinyvision.layers.mlp.Mlp'));
+  });
+
+  test('a query whose words do not all match falls back to any word', () => {
+    const r = searchBlocks(store, 'window zzzunknownzzz');
+    assert.equal(r.mode, 'any');
+    assert.equal(r.hits[0].id, 'tinyvision.layers.attention.WindowAttention');
+    assert.equal(searchBlocks(store, 'zzzunknownzzz').total, 0);
+  });
+
+  test('filters: category, validated, parameter range, repo', () => {
+    const conv = searchBlocks(store, '', { category: 'convolution' }).hits;
+    assert.ok(conv.length >= 3);
+    assert.ok(conv.every((h) => h.category === 'convolution'));
+    const all = searchBlocks(store, '', { limit: 100 });
+    assert.equal(all.total, 12);
+    const failed = all.hits.filter((h) => h.status !== 'validated').map((h) => h.id);
+    assert.deepEqual(failed, ['tinyvision.models.mixer.Block'], 'mixer.Block fails forward on the synthesized input');
+    const validated = searchBlocks(store, 'block', { validated: true }).hits.map((h) => h.id);
+    assert.ok(!validated.includes('tinyvision.models.mixer.Block'));
+    assert.ok(searchBlocks(store, 'block').hits.some((h) => h.id === 'tinyvision.models.mixer.Block'));
+    const wa = all.hits.find((h) => h.id.endsWith('.WindowAttention'))!;
+    assert.ok(wa.params! > 0);
+    const range = searchBlocks(store, 'attention', { minParams: wa.params!, maxParams: wa.params! }).hits;
+    assert.ok(range.every((h) => h.params === wa.params));
+    assert.ok(range.some((h) => h.id === wa.id));
+    assert.ok(!searchBlocks(store, 'attention', { minParams: wa.params! + 1, maxParams: wa.params! + 1 }).hits.some((h) => h.id === wa.id));
+    assert.equal(searchBlocks(store, 'attention', { repo: 'nope' }).total, 0);
+    assert.ok(searchBlocks(store, 'attention', { repo: 'examples' }).total > 0);
+  });
+
+  test('FTS5 syntax in queries is never interpreted', () => {
+    for (const q of ['"', 'mlp OR', 'NEAR(a b)', '*', 'name:mlp', 'a AND', '-x', '^mlp', ')(', "'; DROP TABLE search_docs; --", 'ünïcödé', '{name}: mlp', 'mlp"*']) {
+      assert.doesNotThrow(() => searchBlocks(store, q), q);
+    }
+    // a column filter in the input is two words, not a filter on the name column
+    const colon = searchBlocks(store, 'name:mlp');
+    assert.deepEqual(colon.hits.map((h) => h.id), searchBlocks(store, 'name mlp').hits.map((h) => h.id));
+    assert.equal(searchBlocks(store, '').total, 12, 'table intact');
+  });
+
+  test('incremental sync rebuilds only changed rows and drops removed ones', () => {
+    assert.deepEqual({ ...syncSearchIndex(store), ms: 0 }, { added: 0, updated: 0, removed: 0, unchanged: 12, ms: 0 });
+    const e = getExtraction(store, 'tinyvision.layers.mlp.Mlp')!;
+    const text = e.text.replace('class Mlp(', '# zebracorn marker\nclass Mlp(').replace('"""Linear', '"""Zebracorn linear');
+    putExtraction(store, { ...e, text, hash: textHash(text) });
+    const r = syncSearchIndex(store);
+    assert.equal(r.updated, 1);
+    assert.equal(r.unchanged, 11);
+    assert.deepEqual(ids('zebracorn'), ['tinyvision.layers.mlp.Mlp']);
+    store.write(() => store.stmt('DELETE FROM extractions WHERE id = ?').run('tinyvision.layers.mlp.Mlp'));
+    assert.equal(syncSearchIndex(store).removed, 1);
+    assert.deepEqual(ids('zebracorn'), []);
+    putExtraction(store, e);
+    assert.equal(syncSearchIndex(store).added, 1);
+  });
+
+  test('bare names resolve to library ids', () => {
+    assert.equal(resolveLibraryId(store, 'WindowAttention'), 'tinyvision.layers.attention.WindowAttention');
+    assert.throws(() => resolveLibraryId(store, 'NoSuchBlock'), /no library block/);
+  });
+
+  test('nnrag search: human and --json output, exit codes', () => {
+    const out = JSON.parse(execFileSync('node', [bin, 'search', 'window', 'attention', '--store', dir, '--json'], { encoding: 'utf8' }));
+    assert.equal(out.hits[0].id, 'tinyvision.layers.attention.WindowAttention');
+    assert.equal(out.hits[0].status, 'validated');
+    assert.equal(out.hits[0].origin.path, 'tinyvision/layers/attention.py');
+    assert.ok(out.hits[0].score > 0);
+    const human = execFileSync('node', [bin, 'search', 'mlp', '--category', 'utility', '--validated', '--store', dir], { encoding: 'utf8' });
+    assert.match(human, /Mlp/);
+    const bad = spawnSync('node', [bin, 'search', 'x', '--min-params', 'lots', '--store', dir], { encoding: 'utf8' });
+    assert.equal(bad.status, 2, bad.stderr);
+  });
+});
