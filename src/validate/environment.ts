@@ -204,6 +204,33 @@ export function sandboxIds(): { uid?: number; gid?: number } {
   return {};
 }
 
+/**
+ * Whether the sandbox user can read folder `p`: it exists and, when the sandbox runs as
+ * nobody (we are root), every ancestor is searchable by others and `p` is readable by
+ * others.
+ */
+export function sandboxCanRead(p: string): boolean {
+  let real: string;
+  try {
+    real = realpathSync(p);
+    if (!statSync(real).isDirectory()) return false;
+  } catch {
+    return false;
+  }
+  if (sandboxIds().uid === undefined) return true;
+  let dir = real;
+  try {
+    if ((statSync(dir).mode & 0o005) !== 0o005) return false;
+    while (dir !== path.dirname(dir)) {
+      dir = path.dirname(dir);
+      if ((statSync(dir).mode & 0o001) === 0) return false;
+    }
+  } catch {
+    return false;
+  }
+  return true;
+}
+
 /** Folders hidden by the sandbox: a missing file there is classified sandbox-denied. */
 export function maskedDirs(): string[] {
   const out = ['/root', '/home'];

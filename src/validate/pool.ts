@@ -11,6 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { NnragError } from '../util/errors.js';
 import {
+  sandboxCanRead,
   defaultLimits,
   environmentId,
   findBwrap,
@@ -336,7 +337,12 @@ export class ValidatorPool {
     if (this.closing) return Promise.reject(new NnragError('validator pool is closed'));
     if (this.brokenError) return Promise.reject(this.brokenError);
     return new Promise((resolve, reject) => {
-      const roots = (req.original?.sysPath ?? []).filter((p) => path.isAbsolute(p)).map((p) => path.resolve(p));
+      // roots the sandbox user cannot read would make bwrap fail at start: leave them
+      // out (the equivalence stage then reports that the original does not import)
+      const roots = (req.original?.sysPath ?? [])
+        .filter((p) => path.isAbsolute(p))
+        .map((p) => path.resolve(p))
+        .filter((p) => sandboxCanRead(p));
       this.queue.push({ rid: ++this.rid, req, resolve, reject, roots, attempts: 0 });
       this.dispatch();
     });

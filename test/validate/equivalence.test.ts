@@ -3,7 +3,9 @@
 // loaded strictly into the extracted copy, and outputs on the same input are compared.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { fixture } from '../helpers.js';
+import { chmodSync, cpSync } from 'node:fs';
+import path from 'node:path';
+import { fixture, tempDir } from '../helpers.js';
 import { ValidatorPool, type ValidationRequest } from '../../src/validate/index.js';
 import { cannotValidate, validateFixture } from './common.js';
 
@@ -58,6 +60,18 @@ describe('equivalence with the original module', { skip: skip ?? false }, () => 
     assert.equal(r.stages.equivalence, 'skip');
     assert.match(r.equivalence!.reason!, /does not import/);
     assert.equal(r.ok, true); // equivalence is not required by default
+  });
+
+  it('leaves out a repository root the sandbox user cannot read, and keeps working', { skip: process.getuid?.() !== 0 ? 'only meaningful when nnrag runs as root' : false }, async () => {
+    const hidden = tempDir('nnrag-private-root-');
+    cpSync(fixture('validate', 'equiv', 'repo'), path.join(hidden, 'repo'), { recursive: true });
+    chmodSync(hidden, 0o700);
+    const r = await pool.validate(eq('gate_same.py', { original: { module: 'eqpkg.blocks', className: 'ScaledGate', sysPath: [path.join(hidden, 'repo')] }, requiredStages: undefined }));
+    assert.equal(r.ok, true, `${r.error}`);
+    assert.equal(r.stages.equivalence, 'skip');
+    assert.match(r.equivalence!.reason!, /does not import/);
+    const again = await pool.validate(eq('gate_same.py'));
+    assert.equal(again.stages.equivalence, 'pass');
   });
 
   it('does not let the original repository be written', async () => {
