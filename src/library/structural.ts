@@ -546,6 +546,9 @@ export function docstringMask(t: Tokens, keep: Uint8Array): number {
 const ROLE_BIND = 1; // a binding occurrence: always ID
 const ROLE_KWARG = 2; // keyword-argument name in a call: keep text
 let roleBuf = new Uint8Array(1024);
+const boundSet = new Set<number>();
+const attrSet = new Set<number>();
+const KEY_MASK = 0x3fffffff;
 
 /**
  * Structural token hashes: `out[j]` for the j-th kept token. Returns the count.
@@ -555,11 +558,14 @@ export function structuralHashes(t: Tokens, keep: Uint8Array, out: Uint32Array):
   if (roleBuf.length < n) roleBuf = new Uint8Array(n * 2);
   const role = roleBuf;
   role.fill(0, 0, n);
-  const bound = new Set<number>();
-  const attrs = new Set<number>();
+  // keys are the low 30 bits of the name hash (small integers: no boxing in the Set)
+  const bound = boundSet;
+  const attrs = attrSet;
+  bound.clear();
+  attrs.clear();
   const isOp = (i: number, h: number) => i >= 0 && i < n && kind[i] === T.OP && hash[i] === h;
   const isKw = (i: number, h: number) => i >= 0 && i < n && kind[i] === T.KEYWORD && hash[i] === h;
-  const bind = (i: number) => { role[i] = ROLE_BIND; bound.add(hash[i]); };
+  const bind = (i: number) => { role[i] = ROLE_BIND; bound.add(hash[i] & KEY_MASK); };
   const isSelf = (i: number) => i >= 0 && kind[i] === T.NAME && (hash[i] === HN_SELF || hash[i] === HN_CLS) && !isOp(i - 1, HO_DOT);
 
   // pass 1: logical lines
@@ -604,7 +610,7 @@ export function structuralHashes(t: Tokens, keep: Uint8Array, out: Uint32Array):
       for (let i = first; i < targetEnd; i++) {
         if (kind[i] !== T.NAME) continue;
         if (isOp(i - 1, HO_DOT)) {
-          if (i - 2 >= first && isSelf(i - 2)) attrs.add(hash[i]);
+          if (i - 2 >= first && isSelf(i - 2)) attrs.add(hash[i] & KEY_MASK);
           continue;
         }
         if (depth[i] !== d0 && !isOp(i - 1, HO_LPAR) && !isOp(i - 1, HO_COMMA)) continue;
@@ -648,8 +654,8 @@ export function structuralHashes(t: Tokens, keep: Uint8Array, out: Uint32Array):
       if (r === ROLE_BIND) h = H_ID;
       else if (r === ROLE_KWARG) h = hash[i];
       else if (i > 0 && kind[i - 1] === T.OP && hash[i - 1] === HO_DOT) {
-        h = isSelf(i - 2) && (attrs.has(hash[i]) || bound.has(hash[i])) ? H_ID : hash[i];
-      } else h = bound.has(hash[i]) ? H_ID : hash[i];
+        h = isSelf(i - 2) && (attrs.has(hash[i] & KEY_MASK) || bound.has(hash[i] & KEY_MASK)) ? H_ID : hash[i];
+      } else h = bound.has(hash[i] & KEY_MASK) ? H_ID : hash[i];
     } else if (k === T.STRING) h = H_STR;
     else if (k === T.NUMBER) h = H_LIT;
     else h = hash[i];
