@@ -6,6 +6,7 @@ import path from 'node:path';
 import { UsageError } from '../util/errors.js';
 import { buildLibrary, diversityTopUp, getDedup, listSpecs, runDedup, type StoredDedup, type TopUp } from '../library/library.js';
 import { trainingPairs, writePairs } from '../library/pairs.js';
+import { listExtractions } from '../library/records.js';
 import { buildReport, reportHtml, reportText } from '../library/report.js';
 import { withWorkspaceAsync, type Command } from './context.js';
 
@@ -22,6 +23,8 @@ function dedupText(d: StoredDedup): string {
   return lines.join('\n');
 }
 
+const NO_BLOCKS = 'no extracted blocks in the store: run `nnrag extract` (or `nnrag demo`) first';
+
 function threshold(v: unknown, name: string): number | undefined {
   if (v === undefined) return undefined;
   const n = Number(v);
@@ -36,8 +39,8 @@ export const commands: Record<string, Command> = {
     options: { out: { type: 'string' }, python: { type: 'string' } },
     async run(ctx) {
       return withWorkspaceAsync(ctx, async (ws) => {
+        if (!listExtractions(ws.store).length) throw new UsageError(NO_BLOCKS);
         const r = await buildLibrary(ws, { out: ctx.values.out as string | undefined, python: ctx.values.python as string | undefined });
-        if (r.specs === 0) throw new UsageError('no extracted blocks in the store: run `nnrag extract` (or `nnrag demo`) first');
         const human = [
           `${r.specs} specs in ${r.out} (${Object.entries(r.byStatus).map(([k, v]) => `${k} ${v}`).join(', ')})`,
           `categories: ${Object.entries(r.byCategory).map(([k, v]) => `${k} ${v}`).join(', ')}`,
@@ -58,6 +61,7 @@ export const commands: Record<string, Command> = {
     options: { near: { type: 'string' }, structural: { type: 'string' }, threads: { type: 'string' }, 'top-up': { type: 'string' } },
     async run(ctx) {
       return withWorkspaceAsync(ctx, async (ws) => {
+        if (!listExtractions(ws.store).length) throw new UsageError(NO_BLOCKS);
         const threads = ctx.values.threads === undefined ? undefined : Number(ctx.values.threads);
         if (threads !== undefined && !(Number.isInteger(threads) && threads >= 0)) throw new UsageError('--threads takes a whole number');
         const d = await runDedup(ws, {
@@ -65,7 +69,6 @@ export const commands: Record<string, Command> = {
           structuralThreshold: threshold(ctx.values.structural, 'structural'),
           threads,
         });
-        if (d.total === 0) throw new UsageError('no extracted blocks in the store: run `nnrag extract` (or `nnrag demo`) first');
         let topUp: TopUp[] | undefined;
         if (ctx.values['top-up'] !== undefined) {
           const min = Number(ctx.values['top-up']);
