@@ -1087,14 +1087,14 @@ function hasFutureAnnotations(root: Node): boolean {
 }
 
 /** Error recovery: after an unclosed bracket tree-sitter can put every following
- *  statement into one top-level ERROR node, and their facts would be lost. Blank the
+ *  statement into one ERROR node, and their facts would be lost. Blank the
  *  first line of such a node (with spaces, so every offset stays the same) and parse
  *  again, a bounded number of times; the statements after the error then parse. */
 function recoverStatements(source: string, tree: Tree): { text: string; tree: Tree } {
   let text = source;
   let cur = tree;
   for (let round = 0; round < 50; round++) {
-    const err = cur.rootNode.namedChildren.find((c) => c?.type === 'ERROR' && c.endPosition.row > c.startPosition.row);
+    const err = firstMultiLineError(cur.rootNode);
     if (!err) break;
     const lineStart = text.lastIndexOf('\n', err.startIndex - 1) + 1;
     let lineEnd = text.indexOf('\n', err.startIndex);
@@ -1104,6 +1104,19 @@ function recoverStatements(source: string, tree: Tree): { text: string; tree: Tr
     cur = parsePython(text);
   }
   return { text, tree: cur };
+}
+
+/** The first ERROR node (in source order, at any depth) that spans several lines. */
+function firstMultiLineError(root: Node): Node | null {
+  const stack: Node[] = [root];
+  while (stack.length) {
+    const n = stack.pop()!;
+    if (!n.hasError || n.endPosition.row === n.startPosition.row) continue;
+    if (n.type === 'ERROR') return n;
+    const kids = n.children;
+    for (let i = kids.length - 1; i >= 0; i--) if (kids[i]) stack.push(kids[i]!);
+  }
+  return null;
 }
 
 /** Compute the FileFacts of one Python source text. Call after `await initParser()`. */
