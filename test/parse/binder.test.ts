@@ -689,6 +689,22 @@ test('statements after an unclosed bracket still yield facts', () => {
   assert.deepEqual(f.statements.map(refs), [[], ['os.sep~'], ['B', 'os.sep'], ['os.getcwd']]);
   assert.ok(src.slice(f.statements[2].start, f.statements[2].end).startsWith('class K(B):'));
   assert.deepEqual(f.classes.map((c) => [c.name, c.stmt, c.members]), [['K', 2, ['y']]]);
+
+  // the same inside a class body: the methods and functions after it are recovered
+  const g = bind(`
+    import os
+    class A(nn.Module):
+        def __init__(self):
+            self.x = foo(1,
+        def forward(self, x):
+            return os.sep
+    def g():
+        return bar
+  `).f;
+  assert.deepEqual(g.errors.map((e) => e.line), [4]);
+  assert.deepEqual(g.statements.map((s) => s.binds), [['os'], ['A'], ['g']]);
+  assert.deepEqual(g.statements.map(refs), [[], ['nn.Module', 'os.sep~'], ['bar~']]);
+  assert.deepEqual(g.classes[0].members, ['__init__', 'forward']);
 });
 
 test('offsets are JavaScript string indices: BOM, non-ASCII identifiers and astral characters before refs', () => {
