@@ -1,6 +1,6 @@
 // Search documents: what the search index, `similar`, `export` and the web catalog know
 // about one library block. Built from the block's neutral spec when the library stage has
-// stored one (`specs` table), else from the stored extraction record (provenance,
+// stored one (`nnrag library`, `specs` table), else from the stored extraction record (provenance,
 // validation) plus the class facts of the indexed source file (docstring, bases, the
 // parameter lists of __init__ and forward) and a scan of the emitted module (layer types
 // constructed, identifiers of the class body).
@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import type { IndexStore } from '../index/store.js';
 import { categorize } from '../library/category.js';
 import type { StoredExtraction } from '../library/records.js';
+import { getSpec } from '../library/library.js';
 import type { BlockSpec } from '../library/spec-types.js';
 import type { ClassFacts, FileFacts } from '../parse/types.js';
 
@@ -142,27 +143,9 @@ function copiedNames(text: string, className: string): string[] {
   return [...set];
 }
 
-/** The stored spec of a block, if the library stage wrote one. Read straight from the
- *  `specs` table (any column holding the spec JSON), so search works with or without it. */
+/** The stored spec of a block, if the library stage (`nnrag library`) wrote one. */
 export function storedSpec(store: IndexStore, id: string): BlockSpec | null {
-  if (!hasTable(store, 'specs')) return null;
-  let row: Record<string, unknown> | undefined;
-  try {
-    row = store.stmt('SELECT * FROM specs WHERE id = ?').get(id) as Record<string, unknown> | undefined;
-  } catch {
-    return null;
-  }
-  if (!row) return null;
-  for (const v of Object.values(row)) {
-    if (typeof v !== 'string' || !v.startsWith('{')) continue;
-    try {
-      const o = JSON.parse(v) as BlockSpec;
-      if (o && typeof o === 'object' && o.id === id && o.origin && typeof o.class === 'string') return o;
-    } catch {
-      /* not JSON */
-    }
-  }
-  return null;
+  return hasTable(store, 'specs') ? getSpec(store, id) : null;
 }
 
 const tableCache = new WeakMap<IndexStore, Map<string, boolean>>();
@@ -205,16 +188,10 @@ export function docKey(e: { hash: string; status: string; updated: string }, spe
   return h.digest('hex');
 }
 
-/** Raw spec rows by id (JSON of the row as stored), for change detection without parsing. */
+/** The stored spec JSON by id, for change detection without parsing. */
 export function specRows(store: IndexStore): Map<string, string> {
-  const out = new Map<string, string>();
-  if (!hasTable(store, 'specs')) return out;
-  try {
-    for (const r of store.stmt('SELECT * FROM specs').all() as Record<string, unknown>[]) out.set(String(r.id), JSON.stringify(r));
-  } catch {
-    /* a specs table without an id column is not ours to read */
-  }
-  return out;
+  if (!hasTable(store, 'specs')) return new Map();
+  return new Map(store.stmt('SELECT id, json FROM specs').raw().all() as [string, string][]);
 }
 
 /** Build the search document of one stored extraction. */

@@ -7,7 +7,9 @@ import { before, describe, test } from 'node:test';
 import { IndexStore } from '../../src/index/store.js';
 import { getExtraction, putExtraction, textHash } from '../../src/library/records.js';
 import { expandText, identifierParts, parseQuery } from '../../src/search/tokens.js';
-import { searchBlocks, syncSearchIndex, resolveLibraryId } from '../../src/search/index.js';
+import { getDoc, searchBlocks, syncSearchIndex, resolveLibraryId } from '../../src/search/index.js';
+import * as api from '../../src/api.js';
+import { buildLibrary, getSpec } from '../../src/library/library.js';
 import { paramNames, firstSentence } from '../../src/search/documents.js';
 import { repoRoot } from '../helpers.js';
 import { buildExampleLibrary } from './library-fixture.js';
@@ -136,6 +138,22 @@ describe('search over the example library', () => {
     assert.deepEqual(ids('zebracorn'), []);
     putExtraction(store, e);
     assert.equal(syncSearchIndex(store).added, 1);
+  });
+
+  test('stored specs (nnrag library) replace the derived documents', async () => {
+    const ws = api.Workspace.open(dir);
+    try {
+      await buildLibrary(ws);
+      const r = syncSearchIndex(ws.store);
+      assert.equal(r.updated, 12);
+      const doc = getDoc(ws.store, 'tinyvision.layers.attention.WindowAttention')!;
+      assert.equal(doc.source, 'spec');
+      assert.deepEqual(doc.layers, getSpec(ws.store, doc.id)!.layers, 'layers counted in the instantiated block');
+      assert.equal(searchBlocks(ws.store, 'window attention').hits[0].id, doc.id);
+      assert.equal(syncSearchIndex(ws.store).unchanged, 12);
+    } finally {
+      ws.close();
+    }
   });
 
   test('bare names resolve to library ids', () => {
