@@ -3,6 +3,7 @@
 // src/serve.
 import { UsageError } from '../util/errors.js';
 import { exportBlock } from '../export/export.js';
+import { CATEGORIES, type Category } from '../library/category.js';
 import { resolveLibraryId, searchBlocks } from '../search/index.js';
 import { refreshSearch } from '../search/refresh.js';
 import { similarBlocks } from '../search/similar.js';
@@ -42,6 +43,9 @@ export const commands: Record<string, Command> = {
       const minParams = numberOpt(ctx, 'min-params', { min: 0 });
       const maxParams = numberOpt(ctx, 'max-params', { min: 0 });
       const limit = numberOpt(ctx, 'limit', { min: 1, integer: true }) ?? 20;
+      for (const c of (ctx.values.category as string[] | undefined) ?? []) {
+        if (!CATEGORIES.includes(c.toLowerCase() as Category)) throw new UsageError(`--category ${c}: categories are ${CATEGORIES.join(', ')}`);
+      }
       const res = withWorkspace(ctx, (ws) => {
         refreshSearch(ws.store);
         return searchBlocks(ws.store, query, {
