@@ -13,6 +13,7 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, appendFileSync, utimesSync }
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
 import { deserialize, serialize } from 'node:v8';
 import { IndexStore } from '../src/index/store.js';
 import { indexRepos } from '../src/index/indexer.js';
@@ -95,12 +96,32 @@ function loadMeasures(store: IndexStore) {
   };
 }
 
+/** How much two threads of this machine get done compared with one: the same CPU-bound
+ *  loop on 1 worker, then on 2 workers at once. On 2 free cores scaling is ~2.0; on a
+ *  shared or oversubscribed machine it is lower and wall-clock targets move with it. */
+async function calibrate(): Promise<{ oneThreadMs: number; twoThreadsMs: number; scaling: number }> {
+  const code = `const { parentPort } = require('node:worker_threads');
+    const t = performance.now(); let x = 0; for (let i = 0; i < 2e8; i++) x = (x * 31 + i) | 0;
+    parentPort.postMessage([performance.now() - t, x]);`;
+  const spin = () => new Promise<number>((resolve, reject) => {
+    const w = new Worker(code, { eval: true });
+    w.once('message', (m: [number, number]) => { void w.terminate(); resolve(m[0]); });
+    w.once('error', reject);
+  });
+  const one = await spin();
+  const t = performance.now();
+  await Promise.all([spin(), spin()]);
+  const two = performance.now() - t;
+  return { oneThreadMs: ms(one), twoThreadsMs: ms(two), scaling: Math.round((2 * one / two) * 100) / 100 };
+}
+
 async function scenarioTimm() {
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'nnrag-bench-'));
   try {
     const root = path.join(tmp, 'timm');
     cpSync(path.join(timmSrc, 'timm'), path.join(root, 'timm'), { recursive: true, preserveTimestamps: true });
     const repos = [co('timm', root, ['timm/'])];
+    const machineBefore = await calibrate();
     const cold: number[] = [];
     const coldRuns: unknown[] = [];
     let coldReport: IndexReport | null = null;
@@ -128,7 +149,7 @@ async function scenarioTimm() {
     const load = loadMeasures(store);
     store.close();
     return {
-      scenario: 'timm', workers, cores: os.availableParallelism(),
+      scenario: 'timm', workers, cores: os.availableParallelism(), machineBefore, machineAfter: await calibrate(),
       coldWallMs: cold, coldMedianMs: median(cold), coldMinMs: Math.min(...cold), coldRuns, cold: brief(coldReport!),
       noChangeWallMs: [nochange.wall, nochange2.wall], noChange: brief(nochange2.report),
       oneChangedWallMs: changed.wall, oneChangedOtherLoad: changed.otherLoad, oneChanged: brief(changed.report),
