@@ -29,7 +29,8 @@ export interface ServerOptions {
   storeDir?: string;
   port?: number;
   host?: string;
-  /** minimum milliseconds between two syncs of the search index with the store (default 1000) */
+  /** minimum milliseconds between two checks of the store for new extractions (default 0:
+   *  every request; the check is O(1), see refreshSearch) */
   refreshMs?: number;
 }
 
@@ -135,7 +136,12 @@ async function blockPage(store: api.Workspace['store'], id: string, hl: Map<stri
     if (hl.size > 200) hl.clear();
     hl.set(e.hash, code);
   }
-  const similar: SimilarHit[] = similarBlocks(store, id, 8);
+  let similar: SimilarHit[] = [];
+  try {
+    similar = similarBlocks(store, id, 8);
+  } catch {
+    /* no signature yet */
+  }
   const o = doc.origin;
   const v = rec.validation;
   const sections: string[] = [];
@@ -238,7 +244,7 @@ export async function startServer(opts: ServerOptions): Promise<CatalogServer> {
   const ws = opts.ws ?? api.Workspace.open(opts.storeDir ?? '.nnrag');
   const store = ws.store;
   const host = opts.host ?? '127.0.0.1';
-  const refreshMs = opts.refreshMs ?? 1000;
+  const refreshMs = opts.refreshMs ?? 0;
   let lastRefresh = 0;
   const refresh = () => {
     const now = Date.now();
