@@ -8,11 +8,13 @@
 // - a name is local to a block if it is bound anywhere in that block (assignment,
 //   augmented/annotated assignment with a value, `for`/`with`/`except` targets,
 //   import, def, class, `del`, parameters, match captures, walrus);
-// - `global x` makes x refer to the module scope, `nonlocal x` to the nearest
-//   enclosing function scope;
+// - `global x` makes x refer to the module scope (a binding of x in a function then
+//   happens when the function is called; in a class body, when the class statement
+//   runs), `nonlocal x` to the nearest enclosing function scope;
 // - class scopes are not visible from functions, lambdas or comprehensions nested in
 //   them; a class body read of a name the class binds, made before the binding has
-//   run (in evaluation order: `x = x`, `x += 1`), reads the globals (LOAD_NAME);
+//   run (in evaluation order: `x = x`, `x += 1`), reads the globals (LOAD_NAME); a
+//   class namespace starts with `__module__` and `__qualname__`;
 // - a comprehension is its own scope, except that its first iterable is evaluated in
 //   the enclosing scope (§6.2.4); a walrus target inside a comprehension binds in the
 //   nearest enclosing non-comprehension scope (PEP 572);
@@ -21,6 +23,7 @@
 //   (lazy reads). With `from __future__ import annotations` (PEP 563) annotations are
 //   not evaluated (lazy); string annotations are soft references (but not the strings
 //   of `Literal[...]`, PEP 586, or `Annotated[T, ...]` metadata, PEP 593).
+// Not implemented: PEP 695 (`type X = ...`, type parameters), `# type:` comments.
 import type { Node } from 'web-tree-sitter';
 import { parsePython, type Tree } from './parser.js';
 import {
