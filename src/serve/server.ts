@@ -106,7 +106,14 @@ function searchPage(store: api.Workspace['store'], q: URLSearchParams): string {
     `<input type="number" name="min-params" placeholder="min params" value="${f.minParams ?? ''}" min="0" style="width:8em" aria-label="min params">` +
     `<input type="number" name="max-params" placeholder="max params" value="${f.maxParams ?? ''}" min="0" style="width:8em" aria-label="max params">` +
     `<button type="submit">Search</button></form>`;
-  return page(query || 'search', form + resultsHtml(res));
+  let more = '';
+  const shown = (f.offset ?? 0) + res.hits.length;
+  if (res.total > shown) {
+    const next = new URLSearchParams(q);
+    next.set('offset', String(shown));
+    more = `<p><a id="more" href="/?${esc(next.toString())}">next ${Math.min(f.limit ?? 50, res.total - shown)} of ${res.total - shown} more</a></p>`;
+  }
+  return page(query || 'search', form + resultsHtml(res) + more);
 }
 
 function resultsHtml(res: SearchResult): string {
