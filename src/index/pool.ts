@@ -63,6 +63,18 @@ interface Job {
 interface Slot {
   worker: Worker;
   job: Job | null;
+  timer: NodeJS.Timeout | null;
+  /** why the pool terminated this worker (a batch that ran too long) */
+  killed: string | null;
+}
+
+export interface PoolOptions {
+  /** V8 old-generation limit per worker in MB (default 128); 0 for none */
+  oldMB?: number;
+  youngMB?: number;
+  /** a batch running longer than this is abandoned and its files retried one by one
+   *  (default 120 s); a single file that runs this long gets a `parse-crash` problem */
+  timeoutMs?: number;
 }
 
 const WORKER_URL = new URL('./worker.js', import.meta.url);
@@ -82,11 +94,16 @@ export class ParsePool {
   /** largest V8 heap a worker reported (MB) */
   peakWorkerHeapMB = 0;
 
-  /** `limits`: V8 heap limits of each worker (default old generation 128 MB, which
-   *  makes V8 collect garbage sooner: peak RSS on torch+torchvision 320 → 250 MB);
-   *  a file that needs more is parsed again in a worker without limits. */
-  constructor(size?: number, private readonly limits: { oldMB?: number; youngMB?: number } = { oldMB: 128 }) {
+  private readonly limits: { oldMB?: number; youngMB?: number };
+  private readonly timeoutMs: number;
+
+  /** Heap limits: V8 old generation 128 MB per worker by default, which makes V8
+   *  collect garbage sooner (peak RSS indexing torch+torchvision 320 → 250 MB); a file
+   *  that needs more is parsed again in a worker without limits. */
+  constructor(size?: number, opts: PoolOptions = {}) {
     this.size = Math.max(1, size ?? os.availableParallelism());
+    this.limits = { oldMB: opts.oldMB ?? 128, youngMB: opts.youngMB };
+    this.timeoutMs = opts.timeoutMs ?? 120_000;
   }
 
   /** Start up to `n` workers now (they initialise tree-sitter in the background). */
@@ -113,6 +130,7 @@ export class ParsePool {
     this.slots = [];
     for (const j of this.queue) j.reject(new Error('ParsePool closed'));
     this.queue = [];
+    for (const sl of slots) if (sl.timer) clearTimeout(sl.timer);
     await Promise.all(slots.map((s) => s.worker.terminate()));
   }
 
@@ -123,10 +141,12 @@ export class ParsePool {
         ...(this.limits.youngMB ? { maxYoungGenerationSizeMb: this.limits.youngMB } : {}),
       },
     });
-    const slot: Slot = { worker, job: null };
+    const slot: Slot = { worker, job: null, timer: null, killed: null };
     worker.on('message', (res: WorkerResponse) => {
       const job = slot.job;
       slot.job = null;
+      if (slot.timer) clearTimeout(slot.timer);
+      slot.timer = null;
       if (res.initMs !== undefined) this.initMs.push(res.initMs);
       this.busyMs += res.busyMs;
       if (res.heapMB !== undefined) this.peakWorkerHeapMB = Math.max(this.peakWorkerHeapMB, res.heapMB);
@@ -144,8 +164,9 @@ export class ParsePool {
       if (idx < 0) return; // already replaced or pool closed
       const job = slot.job;
       slot.job = null;
+      if (slot.timer) clearTimeout(slot.timer);
       this.slots[idx] = this.spawn();
-      if (job) this.retry(job, err);
+      if (job) this.retry(job, slot.killed ? new Error(slot.killed) : err);
       this.pump();
     };
     worker.on('error', onDeath);
@@ -211,6 +232,11 @@ export class ParsePool {
       slot.job = job;
       const req: WorkerRequest = { id: this.nextId++, items: job.items };
       slot.worker.postMessage(req);
+      slot.timer = setTimeout(() => {
+        slot.killed = `parsing took longer than ${this.timeoutMs / 1000} s`;
+        void slot.worker.terminate();
+      }, this.timeoutMs);
+      slot.timer.unref();
     }
     // keep the process alive while work is pending
     for (const slot of this.slots) {

@@ -54,3 +54,20 @@ test('a file that exhausts the worker heap limit is parsed again without the lim
     await pool.close();
   }
 });
+
+test('a batch that runs past the timeout is abandoned; its files are retried alone and reported', async () => {
+  const root = tempDir();
+  const lines: string[] = [];
+  for (let i = 0; i < 3000; i++) lines.push(`def f${i}(a):`, `    return g(a, [x for x in a if x], {k: v for k, v in a})`);
+  writeTree(root, { 'slow.py': lines.join('\n') + '\n' });
+  const pool = new ParsePool(1, { timeoutMs: 1 });
+  try {
+    const [o] = await pool.parse([{ path: path.join(root, 'slow.py'), blob: 'b' }]);
+    assert.equal(o.json, null);
+    assert.equal(o.problem?.kind, 'parse-crash');
+    assert.match(o.problem!.message, /longer than/);
+    assert.equal(o.blob, 'b');
+  } finally {
+    await pool.close();
+  }
+});
