@@ -4,7 +4,9 @@
 // playwright-core; no browser is downloaded) that searches, opens a block and checks
 // that its code and provenance are shown.
 import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import path from 'node:path';
 import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { IndexStore } from '../../src/index/store.js';
@@ -13,10 +15,11 @@ import { syncSearchIndex, getDoc } from '../../src/search/index.js';
 import { dependencyGraph, graphSvg } from '../../src/serve/graph.js';
 import { escapeHtml, highlightPython } from '../../src/serve/highlight.js';
 import { startServer, type CatalogServer } from '../../src/serve/server.js';
-import { tempDir } from '../helpers.js';
+import { repoRoot, tempDir } from '../helpers.js';
 import { buildExampleLibrary } from '../search/library-fixture.js';
 
 const CHROMIUM = '/usr/bin/chromium';
+const bin = path.join(repoRoot, 'dist', 'src', 'cli', 'bin.js');
 const WA = 'tinyvision.layers.attention.WindowAttention';
 
 const unescape = (s: string) => s.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&amp;/g, '&');
@@ -125,6 +128,32 @@ describe('catalog server', () => {
     } finally {
       store.close();
     }
+  });
+
+  test('nnrag serve: one command, loopback URL on stdout with --json, exits 0 on SIGINT', async () => {
+    const child = spawn('node', [bin, 'serve', '--port', '0', '--json', '--store', dir], { stdio: ['ignore', 'pipe', 'pipe'] });
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        let out = '';
+        child.stdout.setEncoding('utf8');
+        child.stdout.on('data', (c: string) => {
+          out += c;
+          const line = out.split('\n').find((l) => l.startsWith('{'));
+          if (line && out.includes('\n')) resolve(JSON.parse(line).url);
+        });
+        child.once('exit', (code) => reject(new Error(`serve exited early with ${code}`)));
+      });
+      assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\/$/);
+      const s = JSON.parse((await get(`${url}api/search?q=conv+bn+act`)).body);
+      assert.equal(s.hits[0].id, 'tinyvision.layers.conv.ConvBnAct');
+      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      child.kill('SIGINT');
+      assert.equal(await exited, 0);
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+    }
+    const bad = spawnSync('node', [bin, 'serve', '--host', '0.0.0.0', '--store', dir], { encoding: 'utf8' });
+    assert.equal(bad.status, 2, 'only loopback addresses');
   });
 
   test('end to end in headless Chromium: search, open a block, code and provenance shown', async (t) => {
