@@ -16,6 +16,9 @@
 //   only point at contents whose facts are stored. A run killed at any moment leaves
 //   the previous consistent state plus some extra facts; the next run reuses those
 //   facts and completes. The runs row of a killed run keeps finished = NULL.
+// - work split: the main thread reads and hashes the stat-cache misses, so contents are
+//   de-duplicated before any parsing (timm, 4.8 MB: 30-55 ms of a ~2 s cold run); the
+//   workers re-read the files they parse and report the blob id they actually saw.
 // - problems (reported, never fatal): files > 2 MB (`too-large`), unreadable files and
 //   symlink loops (`read-error`, `symlink-loop`), undecodable bytes (`invalid-utf8`,
 //   see source.ts), binder failures, syntax errors (`syntax-error`, file and line; the
