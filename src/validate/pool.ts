@@ -70,7 +70,15 @@ class Worker {
 
   start(): Promise<void> {
     const env = this.pool.env;
-    const launch = workerLaunch({ python: env.python, probe: env.probe, rootfs: env.rootfs, roots: [...this.roots], limits: env.limits, sandbox: env.sandbox, bwrap: env.bwrap });
+    let launch;
+    try {
+      launch = workerLaunch({ python: env.python, probe: env.probe, rootfs: env.rootfs, roots: [...this.roots], limits: env.limits, sandbox: env.sandbox, bwrap: env.bwrap });
+    } catch (e) {
+      // nothing was started: report it like a worker that died while starting
+      this.state = 'dead';
+      queueMicrotask(() => this.pool.onWorkerExit(this, true));
+      return Promise.reject(e instanceof Error ? e : new Error(String(e)));
+    }
     this.scratchDir = launch.scratchDir;
     this.state = 'starting';
     const stdio: ('pipe' | 'ignore')[] = ['pipe', 'pipe', 'pipe'];
@@ -93,7 +101,15 @@ class Worker {
       this.readyWaiters = { resolve, reject };
     });
     const t = setTimeout(() => this.fail(new Error(`worker did not start within ${WORKER_START_TIMEOUT_MS} ms`)), WORKER_START_TIMEOUT_MS);
-    proc.on('error', (e) => this.fail(e));
+    proc.on('error', (e) => {
+      this.stderrTail += String(e);
+      this.fail(e);
+      // a process that could not be spawned emits no 'exit'
+      if (proc.pid === undefined) {
+        clearTimeout(t);
+        this.onExit(null, null);
+      }
+    });
     proc.on('exit', (code, signal) => {
       clearTimeout(t);
       this.onExit(code, signal);
@@ -506,6 +522,8 @@ export async function resolveEnvironment(opts: PoolOptions): Promise<Resolved> {
     return { python, probe, rootfs, sandbox, bwrap: bw.path, limits };
   }
   const loc = await locatePython(opts.python, true);
+  const named = opts.python ?? process.env.NNRAG_PYTHON;
+  if (!loc && named) throw new NnragError(`cannot run the Python interpreter ${named}${opts.python ? '' : ' (from NNRAG_PYTHON)'}`);
   if (!loc) throw new NnragError('no Python with torch found: pass --python, set NNRAG_PYTHON, or install python3-torch');
   if (loc.torchError) throw new NnragError(`${loc.python} cannot import torch: ${loc.torchError}`);
   return { python: loc.python, probe: loc.probe, rootfs: null, sandbox, bwrap: bw?.path ?? null, limits };

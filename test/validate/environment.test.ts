@@ -46,6 +46,10 @@ describe('validation environment', () => {
     }
   });
 
+  it('names the interpreter it cannot use', async () => {
+    await assert.rejects(ValidatorPool.start({ python: '/nonexistent/python3', workers: 1 }), (e: unknown) => e instanceof NnragError && /cannot run the Python interpreter \/nonexistent\/python3/.test(e.message));
+  });
+
   it('runs without the sandbox only when asked, with a warning, still under timeouts and limits', { skip: noTorch ?? false }, async () => {
     const warnings: string[] = [];
     const pool = await ValidatorPool.start({ sandbox: false, workers: 1, onWarning: (w) => warnings.push(w) });
