@@ -670,11 +670,12 @@ test('a file with syntax errors records them and still yields the valid statemen
 });
 
 test('statements after an unclosed bracket still yield facts', () => {
-  // tree-sitter puts everything after `foo(1, 2` into one ERROR node; the binder
-  // recovers the statements that follow, at their real offsets
+  // tree-sitter puts everything after `foo("…", 2` into one ERROR node; the binder
+  // recovers the statements that follow, at their real offsets (the astral character
+  // on the broken line counts two)
   const { src, f } = bind(`
     import os
-    x = foo(1, 2
+    x = foo("\u{1F600}", 2
     def f():
         return os.sep
     class K(B):
