@@ -1102,7 +1102,9 @@ function recoverStatements(source: string, tree: Tree): { text: string; tree: Tr
     const lineStart = text.lastIndexOf('\n', err.startIndex - 1) + 1;
     let lineEnd = text.indexOf('\n', err.startIndex);
     if (lineEnd === -1) lineEnd = text.length;
-    text = text.slice(0, lineStart) + text.slice(lineStart, lineEnd).replace(/[^\r]/g, ' ') + text.slice(lineEnd);
+    const blanked = text.slice(0, lineStart) + text.slice(lineStart, lineEnd).replace(/[^\r]/g, ' ') + text.slice(lineEnd);
+    if (blanked === text) break; // nothing left to blank on that line
+    text = blanked;
     if (cur !== tree) cur.delete();
     cur = parsePython(text);
   }
