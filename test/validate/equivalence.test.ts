@@ -74,6 +74,24 @@ describe('equivalence with the original module', { skip: skip ?? false }, () => 
     assert.equal(again.stages.equivalence, 'pass');
   });
 
+  it('does not let a candidate import the original package it was extracted from', async () => {
+    // the original repository is imported once for equivalence, but hidden while the
+    // candidate imports: an extracted module that still needs it is missing-extern
+    const source = 'import eqpkg\n' + validateFixture('equiv', 'gate_same.py');
+    const r = await pool.validate(eq('gate_same.py', { source }));
+    assert.equal(r.stage, 'import');
+    assert.equal(r.category, 'missing-extern', `${r.error}`);
+  });
+
+  it('survives a candidate that kills the process it was forked from', async () => {
+    const source = validateFixture('equiv', 'gate_same.py') + '\nimport os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n';
+    const r = await pool.validate(eq('gate_same.py', { source }));
+    assert.equal(r.ok, false);
+    assert.equal(r.category, 'crash');
+    const again = await pool.validate(eq('gate_same.py'));
+    assert.equal(again.stages.equivalence, 'pass', `${again.error} ${again.equivalence?.reason}`);
+  });
+
   it('does not let the original repository be written', async () => {
     const root = fixture('validate', 'equiv', 'repo');
     const source = validateFixture('equiv', 'gate_same.py') + `\nopen(${JSON.stringify(root + '/eqpkg/injected.py')}, 'w').write('x = 1')\n`;

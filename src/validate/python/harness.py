@@ -1000,6 +1000,8 @@ class Stages:
             self.end("equivalence", t0, "skip", reason="no original module given")
             return
         import importlib
+        for name, m in STASH.items():
+            sys.modules.setdefault(name, m)  # imported once by this zygote (see Zygote)
         for p in reversed(orig.get("sysPath") or []):
             if p not in sys.path:
                 sys.path.insert(0, p)
@@ -1082,6 +1084,10 @@ class Worker:
         # kill(-1) is only safe when this worker is alone in a pid namespace made for it
         # (bwrap: init is pid 1, the worker pid 2); never without the sandbox
         self.pidns = bool(cfg.get("pidns")) and self.me <= 3
+        self.zygotes = {}
+        self.failed_zygotes = set()
+        self.zygote_ok = not cfg.get("no_zygotes")
+        self.extra_close = []
 
     def send(self, obj):
         self.proto.write(_dumps(obj, default=repr) + "\n")
@@ -1113,7 +1119,10 @@ class Worker:
         self.send({"type": "ready", "torch": torch.__version__, "python": "%d.%d.%d" % sys.version_info[:3],
                    "executable": sys.executable, "pid": os.getpid(), "vm_kb": self.vm_kb,
                    "limits": self.lim, "import_ms": round((_monotonic() - t0) * 1000, 1)})
-        for line in sys.stdin:
+        self.serve(sys.stdin)
+
+    def serve(self, stream):
+        for line in stream:
             line = line.strip()
             if not line:
                 continue
@@ -1122,10 +1131,48 @@ class Worker:
             except ValueError:
                 continue
             if msg.get("type") == "validate":
-                res = self.validate(msg)
+                res = self.route(msg)
                 self.send(res)
             elif msg.get("type") == "exit":
                 break
+
+    def route(self, msg):
+        """Requests with an original module run in a zygote that has imported the
+        original repository once (see Zygote); the others fork from this worker."""
+        req = msg.get("req") or {}
+        orig = req.get("original")
+        if self.zygote_ok and orig and orig.get("module") and orig.get("sysPath"):
+            key = (tuple(orig["sysPath"]), orig["module"].split(".")[0])
+            if key not in self.failed_zygotes:
+                z = self.zygotes.get(key)
+                if z is None or not z.alive():
+                    z = self.new_zygote(key, orig)
+                if z is not None:
+                    res = z.ask(self, msg)
+                    if res is not None:
+                        return res
+                    # the zygote died or hung: forget it, clean up its orphans, report
+                    self.drop_zygote(key)
+                    if z.never_answered:
+                        self.failed_zygotes.add(key)
+                    self.cleanup(None)
+                    return z.failure(msg)
+        return self.validate(msg)
+
+    def new_zygote(self, key, orig):
+        while len(self.zygotes) >= MAX_ZYGOTES:
+            self.drop_zygote(next(iter(self.zygotes)))
+        try:
+            z = Zygote(self, list(orig["sysPath"]), orig["module"])
+        except OSError:
+            return None
+        self.zygotes[key] = z
+        return z
+
+    def drop_zygote(self, key):
+        z = self.zygotes.pop(key, None)
+        if z is not None:
+            z.kill()
 
     def validate(self, msg):
         rid = msg.get("rid")
@@ -1145,6 +1192,14 @@ class Worker:
                     os.close(self.proto.fileno())
                 except OSError:
                     pass
+                # no way for a candidate to reach a zygote's pipes or this zygote's requests
+                for z in self.zygotes.values():
+                    z.close_fds()
+                for fd in self.extra_close:
+                    try:
+                        os.close(fd)
+                    except OSError:
+                        pass
                 child_main(req, scratch, w, self.lim, self.masked)
             except BaseException:  # noqa: BLE001
                 try:
@@ -1192,23 +1247,25 @@ class Worker:
         while we kill; without a sandbox only the candidate's process group and this
         worker's descendants are signalled. Returns how many were still alive."""
         me = os.getpid()
-        left = [p for p, st in descendants(me) if st != "Z"]
+        keep = {z.pid for z in self.zygotes.values()}
+        left = [p for p, st in descendants(me, keep) if st != "Z"]
         strays = len(left)
         for _ in range(500):
-            if self.pidns:
+            if self.pidns and not keep:
                 try:
                     os.kill(-1, signal.SIGKILL)
                 except OSError:
                     pass
             else:
-                kill_group(child_pid)
+                if child_pid:
+                    kill_group(child_pid)
                 for p in left:
                     try:
                         os.kill(p, signal.SIGKILL)
                     except OSError:
                         pass
-            reap()
-            rest = descendants(me)
+            reap_except(keep)
+            rest = descendants(me, keep)
             if not rest:
                 break
             left = [p for p, st in rest if st != "Z"]
@@ -1372,6 +1429,189 @@ class Worker:
         return res
 
 
+MAX_ZYGOTES = 3
+# Modules of an original repository imported by a zygote, hidden from sys.modules while
+# a candidate imports, instantiates and runs (so `import timm` in a candidate still fails
+# when timm is not installed) and put back for the equivalence stage.
+STASH = {}
+
+
+def zygote_main(cfg, roots, module, req_fd, res_fd):
+    """A forked copy of the worker that imports the original repository once; the
+    candidates of that repository fork from here, so equivalence does not re-import
+    the repository for every block. The repository's import-time code runs here, in the
+    same sandbox, never in the worker that serves other repositories."""
+    try:
+        _libc().prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: die with the worker
+    except Exception:  # noqa: BLE001
+        pass
+    try:
+        os.setpgid(0, 0)
+    except OSError:
+        pass
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(devnull, 1)
+    import importlib
+    for p in reversed(roots):
+        if p not in sys.path:
+            sys.path.insert(0, p)
+    sys.dont_write_bytecode = True
+    try:
+        importlib.import_module(module)
+    except BaseException:  # noqa: BLE001 - the equivalence stage reports it
+        pass
+    prefixes = [r.rstrip("/") + "/" for r in roots]
+    for name, m in list(sys.modules.items()):
+        f = getattr(m, "__file__", None) or ""
+        paths = list(getattr(m, "__path__", None) or [])
+        if any(f.startswith(pr) for pr in prefixes) or any(str(x).startswith(pr) for x in paths for pr in prefixes):
+            STASH[name] = sys.modules.pop(name)
+    for p in roots:
+        while p in sys.path:
+            sys.path.remove(p)
+    importlib.invalidate_caches()
+    zcfg = dict(cfg)
+    zcfg["pidns"] = False
+    zcfg["no_zygotes"] = True
+    w = Worker(zcfg, os.fdopen(res_fd, "w", buffering=1))
+    w.vm_kb = vm_size_kb()
+    w.lim = w.limits(w.vm_kb)
+    set_subreaper()
+    gc.collect()
+    if hasattr(gc, "freeze"):
+        gc.freeze()
+    w.extra_close = [req_fd]
+    w.send({"type": "zygote-ready"})
+    w.serve(os.fdopen(req_fd, "r"))
+
+
+class Zygote:
+    def __init__(self, worker, roots, module):
+        req_r, req_w = os.pipe()
+        res_r, res_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.close(req_w)
+                os.close(res_r)
+                for z in worker.zygotes.values():
+                    z.close_fds()
+                try:
+                    os.close(worker.proto.fileno())
+                except OSError:
+                    pass
+                zygote_main(worker.cfg, roots, module, req_r, res_w)
+            except BaseException:  # noqa: BLE001
+                pass
+            _exit(0)
+        os.close(req_r)
+        os.close(res_w)
+        self.pid = pid
+        self.w = req_w
+        self.r = res_r
+        self.buf = b""
+        self.never_answered = True
+        self.progress = {}
+        self.running = None
+
+    def close_fds(self):
+        for fd in (self.w, self.r):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def alive(self):
+        try:
+            done, _ = os.waitpid(self.pid, os.WNOHANG)
+        except ChildProcessError:
+            return False
+        return done == 0
+
+    def kill(self):
+        for p, _ in descendants(self.pid):
+            try:
+                os.kill(p, signal.SIGKILL)
+            except OSError:
+                pass
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        try:
+            os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            pass
+        self.close_fds()
+
+    def ask(self, worker, msg):
+        """Send one request; relay its progress lines; return its result, or None when
+        the zygote died or did not answer in time (its first answer may include the
+        repository import)."""
+        rid = msg.get("rid")
+        req = msg.get("req") or {}
+        timeout = max(0.05, float(req.get("timeoutMs") or worker.cfg.get("timeout_ms") or 20000) / 1000.0)
+        # the first answer includes the repository import; stay inside the TS watchdog
+        # (request timeout + 10 s)
+        deadline = _monotonic() + timeout + (8.0 if self.never_answered else 5.0)
+        self.progress = {}
+        self.running = None
+        try:
+            data = (_dumps(msg) + "\n").encode()
+            while data:
+                n = os.write(self.w, data)
+                data = data[n:]
+        except OSError:
+            return None
+        while True:
+            nl = self.buf.find(b"\n")
+            while nl >= 0:
+                line = self.buf[:nl]
+                self.buf = self.buf[nl + 1:]
+                try:
+                    obj = _loads(line.decode("utf-8", "replace"))
+                except ValueError:
+                    obj = None
+                if isinstance(obj, dict):
+                    t = obj.get("type")
+                    if t == "zygote-ready":
+                        pass
+                    elif t == "progress" and obj.get("rid") == rid:
+                        if obj.get("ev") == "start":
+                            self.running = obj.get("stage")
+                        else:
+                            self.progress[obj.get("stage")] = obj.get("status")
+                            self.running = None
+                        worker.send(obj)
+                    elif t == "result" and obj.get("rid") == rid:
+                        self.never_answered = False
+                        return obj
+                nl = self.buf.find(b"\n")
+            left = deadline - _monotonic()
+            if left <= 0:
+                self.timed_out = True
+                return None
+            ready = select.select([self.r], [], [], min(left, 0.5))[0]
+            if ready:
+                chunk = os.read(self.r, 65536)
+                if not chunk:
+                    return None
+                self.buf += chunk
+
+    def failure(self, msg):
+        stages = {s: self.progress.get(s, "skip") for s in STAGES}
+        st = self.running or next((s for s in STAGES if stages[s] == "skip"), "import")
+        stages[st] = "fail"
+        hung = getattr(self, "timed_out", False)
+        return {"type": "result", "rid": msg.get("rid"), "stages": stages, "timings": {},
+                "category": "timeout" if hung else "crash",
+                "error": ("the original repository's import did not finish in time" if hung and self.never_answered
+                          else "validation process did not answer in time" if hung
+                          else "validation process (repository zygote) died while validating"),
+                "stage": st, "args": None, "input_shapes": None, "output_shapes": None, "params": None, "ms": 0}
+
+
 def read_tail(path, n=2000):
     try:
         with open(path, "rb") as f:
@@ -1468,9 +1708,10 @@ def _state(pid):
         return "Z"
 
 
-def descendants(root):
-    """[(pid, state)] of every descendant of root: through the children files when the
-    kernel has them (cheap), else by scanning /proc."""
+def descendants(root, exclude=()):
+    """[(pid, state)] of every descendant of root, not entering the subtrees of
+    `exclude`: through the children files when the kernel has them (cheap), else by
+    scanning /proc."""
     try:
         out, stack = [], [root]
         while stack:
@@ -1482,6 +1723,8 @@ def descendants(root):
                     raise
                 kids = []
             for c in kids:
+                if c in exclude:
+                    continue
                 out.append((c, _state(c)))
                 stack.append(c)
         return out
@@ -1495,9 +1738,24 @@ def descendants(root):
     while stack:
         p = stack.pop()
         for c, state in kids.get(p, ()):
+            if c in exclude:
+                continue
             out.append((c, state))
             stack.append(c)
     return out
+
+
+def reap_except(keep):
+    """Reap dead children, but never a zygote's status (its owner waits for it)."""
+    if not keep:
+        reap()
+        return
+    for p, state in descendants(os.getpid(), keep):
+        if state == "Z":
+            try:
+                os.waitpid(p, os.WNOHANG)
+            except ChildProcessError:
+                pass
 
 
 def reap():
