@@ -6,7 +6,7 @@
 
 /** Bump when the shape or meaning of FileFacts changes: stored facts of an older
  *  version are re-parsed. */
-export const FACTS_VERSION = 2;
+export const FACTS_VERSION = 3;
 
 /** One imported name, one edge. `import a.b as c, d` gives two edges.
  *  - `import a.b.c`        → {kind:'import', module:'a.b.c', asname:null} binds `a`
@@ -66,7 +66,9 @@ export interface StatementFacts {
    *  bodies (the binding happens when the function is called, not when the statement runs) */
   globalBinds?: string[];
   /** identifier spans of the module-scope bindings (def/class names, assignment
-   *  targets), for renaming a binding when two copied definitions collide */
+   *  targets, `global` declarations and their targets inside functions; not imports,
+   *  which are rewritten whole), for renaming a binding when two copied definitions
+   *  collide */
   bindSpans: { name: string; start: number; end: number }[];
   refs: Ref[];
   imports: ImportEdge[];
