@@ -6,7 +6,7 @@ import { UsageError } from '../util/errors.js';
 import * as api from '../api.js';
 import { extractAndValidate, type PipelineOptions } from '../pipeline.js';
 import { createRootfs, doctor, STAGES, type Stage } from '../validate/index.js';
-import { requestedNames, withWorkspace, withWorkspaceAsync, type Command, type Ctx } from './context.js';
+import { requestedNames, withWorkspaceAsync, type Command, type Ctx } from './context.js';
 import { progress } from './progress.js';
 
 const extractOptions = {
@@ -211,4 +211,3 @@ export const commands: Record<string, Command> = {
   },
 };
 
-void withWorkspace;

@@ -11,9 +11,9 @@
 // - has a forward of its own, inherited from an indexed base, or inherited from an
 //   extern nn.Module subclass that defines one (`nn.Sequential`, `nn.Conv2d`), but not
 //   torch.nn.Module's placeholder.
-// Whether an extern class is an nn.Module subclass with a forward is asked of the
-// validation environment's Python (exact for its torch), else decided by the rule in
-// `staticExternInfo`.
+// Whether an extern class is an nn.Module subclass with a forward is decided by the
+// rule in `staticExternInfo` (torch.nn's public classes), or by an ExternInfo the
+// caller passes.
 import type { ClassFacts } from '../parse/types.js';
 import type { Corpus, CorpusModule } from '../resolve/corpus.js';
 import type { Resolver, Target } from '../resolve/names.js';
@@ -68,26 +68,24 @@ export class Discovery {
     private readonly extern: ExternInfo = staticExternInfo,
   ) {}
 
-  /** Qualified names of every extern class used as a base anywhere (to ask Python). */
+  /** Qualified names of every extern class used as a base anywhere. */
   externBaseNames(): string[] {
     const out = new Set<string>();
     for (const mod of this.corpus.modules()) {
       for (const cls of mod.facts.classes) {
         for (const b of cls.bases) {
-          for (const t of this.resolveBase(mod, b.name, b.attrs)) if (t.kind === 'extern') out.add(qualifiedOf(t, b.attrs, this.consumed));
+          const { targets, consumed } = this.resolveBase(mod, b.name, b.attrs);
+          for (const t of targets) if (t.kind === 'extern') out.add(qualifiedOf(t, b.attrs, consumed));
         }
       }
     }
     return [...out].sort();
   }
 
-  private consumed = 0;
-
-  private resolveBase(mod: CorpusModule, name: string | null, attrs: string[]): Target[] {
-    if (!name) return [];
-    const r = this.resolver.resolveRef(mod, { name, start: 0, end: 0, eager: true, attrs, attrEnds: attrs.map(() => 0) });
-    this.consumed = r.consumed;
-    return r.targets;
+  /** A base expression `name.attr…` resolved like any read in the module. */
+  private resolveBase(mod: CorpusModule, name: string | null, attrs: string[]): { targets: Target[]; consumed: number } {
+    if (!name) return { targets: [], consumed: 0 };
+    return this.resolver.resolveRef(mod, { name, start: 0, end: 0, eager: true, attrs, attrEnds: attrs.map(() => 0) });
   }
 
   private classInfo(mod: CorpusModule, cls: ClassFacts): ClassInfo {
@@ -99,9 +97,10 @@ export class Discovery {
     const info: ClassInfo = { isModule: false, hasForward: cls.members.includes('forward'), abstract: new Set() };
     const inherited = new Set<string>();
     for (const b of cls.bases) {
-      for (const t of this.resolveBase(mod, b.name, b.attrs)) {
+      const { targets, consumed } = this.resolveBase(mod, b.name, b.attrs);
+      for (const t of targets) {
         if (t.kind === 'extern') {
-          const ext = this.extern(qualifiedOf(t, b.attrs, this.consumed));
+          const ext = this.extern(qualifiedOf(t, b.attrs, consumed));
           if (ext?.isModule) {
             info.isModule = true;
             if (ext.hasForward) info.hasForward = true;
