@@ -5,8 +5,10 @@
 // guessed from their names).
 //
 // Usage: node dist/bench/validate.js [--workers 2] [--blocks 60] [--python PATH] [--no-sandbox] [--json]
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ValidatorPool, type ValidationRequest } from '../src/validate/index.js';
+import { ValidatorPool, type Stage, type ValidationRequest } from '../src/validate/index.js';
 
 const KINDS = ['mlp', 'conv', 'norm', 'attn', 'embed', 'gate'] as const;
 
@@ -109,7 +111,22 @@ async function main() {
     const t1 = performance.now();
     const second = await pool.validateMany(blocks);
     const warmS = (performance.now() - t1) / 1000;
-    const failed = [...first, ...second].filter((r) => !r.ok);
+    // equivalence against an original package (the test fixture repository): the first
+    // request imports it in a zygote, the rest fork from there
+    const eqRoot = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'test', 'fixtures', 'validate', 'equiv');
+    const eqSource = readFileSync(path.join(eqRoot, 'gate_same.py'), 'utf8');
+    const eqReqs = Array.from({ length: 20 }, (_, i) => ({
+      id: `eq${i}`,
+      source: eqSource,
+      className: 'ScaledGate',
+      original: { module: 'eqpkg.blocks', className: 'ScaledGate', sysPath: [path.join(eqRoot, 'repo')] },
+      requiredStages: ['import', 'instantiate', 'forward', 'equivalence'] as Stage[],
+    }));
+    await pool.validate(eqReqs[0]); // binds the root (worker restart) and starts the zygote
+    const t2 = performance.now();
+    const eq = await pool.validateMany(eqReqs);
+    const eqS = (performance.now() - t2) / 1000;
+    const failed = [...first, ...second, ...eq].filter((r) => !r.ok);
     const perCheck = first.map((r) => r.ms).sort((a, b) => a - b);
     const out = {
       workers,
@@ -122,6 +139,7 @@ async function main() {
       firstPassPerSecond: +(n / coldS).toFixed(1),
       secondPassPerSecond: +(n / warmS).toFixed(1),
       medianCheckMs: +perCheck[Math.floor(perCheck.length / 2)].toFixed(1),
+      equivalencePerSecond: +(eqReqs.length / eqS).toFixed(1),
       failed: failed.map((r) => `${r.id}: ${r.stage} ${r.category} ${r.error}`),
     };
     if (argv.includes('--json')) console.log(JSON.stringify(out));
@@ -131,6 +149,7 @@ async function main() {
       console.log(`  validations/s (1st)   ${out.firstPassPerSecond} over ${n} blocks (target >= 20)`);
       console.log(`  validations/s (2nd)   ${out.secondPassPerSecond}`);
       console.log(`  median check          ${out.medianCheckMs} ms (fork to report, in the worker)`);
+      console.log(`  with equivalence/s    ${out.equivalencePerSecond} (original imported once per worker)`);
       console.log(`  failed                ${failed.length}`);
       for (const f of out.failed.slice(0, 10)) console.log(`    ${f}`);
     }

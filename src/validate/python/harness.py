@@ -8,7 +8,9 @@
 #                                 request line on stdin fork a child that runs the stages
 #                                 and answer one JSON line on stdout.
 #
-# The worker never runs candidate code itself. Each child:
+# The worker never runs candidate code itself. Requests that carry an original module
+# (equivalence) go to a per-repository "zygote", a fork of the worker that imported the
+# original once and forks the candidates of that repository (see Zygote). Each child:
 #   - gets its own session / process group, rlimits (address space, CPU seconds,
 #     processes, file size, no core files), stdin/stdout/stderr away from the protocol;
 #   - writes the module into a private scratch folder and runs the stages
