@@ -1425,6 +1425,8 @@ class Worker:
                 res["error"] = "process exited with status %s during %s" % (code, st)
             if out_tail:
                 res["output"] = out_tail
+            if st == "equivalence" and equivalence is None:
+                res["equivalence"] = {"status": "fail", "reason": res["error"]}
         if strays:
             res["strays_killed"] = strays
 
