@@ -23,15 +23,9 @@
 //                   or convolutions are its most frequent parameterised layer
 //  8. utility       everything else (activations, DropPath, Identity, reshapes, embeddings …)
 
-export type Category =
-  | 'attention'
-  | 'convolution'
-  | 'transformer block'
-  | 'pooling'
-  | 'normalization'
-  | 'loss'
-  | 'architecture'
-  | 'utility';
+import type { BlockCategory } from './spec-types.js';
+
+export type Category = BlockCategory;
 
 export const CATEGORIES: readonly Category[] = [
   'attention', 'convolution', 'transformer block', 'pooling', 'normalization', 'loss', 'architecture', 'utility',

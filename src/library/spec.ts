@@ -7,6 +7,7 @@
 // definitions"; PEP 3102 keyword-only arguments after `*` or `*args`; PEP 570 positional-only
 // parameters before `/`; PEP 3107 annotations). Defaults and annotations are kept as source
 // text (whitespace runs across lines collapsed to one space), never evaluated.
+import type { ProvenanceEntry } from '../emit/emitter.js';
 import { initParser, parsePython, type Node } from '../parse/parser.js';
 import type { ClassFacts } from '../parse/types.js';
 import { categorize } from './category.js';
@@ -152,16 +153,6 @@ export interface ValidationFacts {
   envId?: string;
 }
 
-/** A provenance entry of an extraction record (emitter output). */
-export interface ProvenanceEntry {
-  repo: string;
-  revision: string | null;
-  url: string | null;
-  path: string;
-  module: string;
-  swhid: string;
-  ranges: [number, number][];
-}
 
 export interface SpecInput {
   id: string;
@@ -225,3 +216,5 @@ export function buildSpec(inp: SpecInput): BlockSpec {
     revision_swhid: revision && HEX40.test(revision) ? revisionSwhid(revision) : null,
   };
 }
+
+export type { ProvenanceEntry };

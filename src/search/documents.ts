@@ -4,6 +4,7 @@
 // validation) plus the class facts of the indexed source file (docstring, bases, the
 // parameter lists of __init__ and forward) and a scan of the emitted module (layer types
 // constructed, identifiers of the class body).
+import type { ProvenanceEntry } from '../emit/emitter.js';
 import { createHash } from 'node:crypto';
 import type { IndexStore } from '../index/store.js';
 import { categorize } from '../library/category.js';
@@ -15,15 +16,6 @@ import type { ClassFacts, FileFacts } from '../parse/types.js';
 /** Bump when the document layout or tokenization changes: every row is rebuilt. */
 export const DOC_VERSION = 2;
 
-export interface ProvenanceEntry {
-  repo: string;
-  revision: string | null;
-  url: string | null;
-  path: string;
-  module: string;
-  swhid: string;
-  ranges: [number, number][];
-}
 
 export interface SearchDoc {
   id: string;
@@ -272,3 +264,5 @@ export function buildDoc(store: IndexStore, e: StoredExtraction, spec: BlockSpec
     hash: e.hash,
   };
 }
+
+export type { ProvenanceEntry };
