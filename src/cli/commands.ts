@@ -4,6 +4,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { UsageError } from '../util/errors.js';
 import * as api from '../api.js';
+import { buildLibrary, runDedup } from '../library/library.js';
+import { buildReport, reportText } from '../library/report.js';
 import { extractAndValidate, type PipelineOptions } from '../pipeline.js';
 import { createRootfs, doctor, STAGES, type Stage } from '../validate/index.js';
 import { requestedNames, withWorkspaceAsync, type Command, type Ctx } from './context.js';
@@ -181,7 +183,7 @@ export const commands: Record<string, Command> = {
   },
 
   demo: {
-    summary: 'run the whole pipeline on the bundled example corpus (examples/)',
+    summary: 'run the whole pipeline on the bundled example corpus (examples/): index, discover, extract, validate, library, report',
     usage: 'nnrag demo [--out DIR] [--no-validate] [validation options]',
     options: { out: { type: 'string' }, 'no-validate': { type: 'boolean' }, ...validateOptions },
     async run(ctx) {
@@ -197,12 +199,18 @@ export const commands: Record<string, Command> = {
           onProgress: (d, t) => bar.update('validate', d, t),
         });
         bar.done();
+        // the library: specs, manifests, requirements, duplicate clusters, the report
+        const library = await buildLibrary(ws, { out: ctx.values.out as string | undefined });
+        const dedup = await runDedup(ws);
+        const rep = buildReport(ws.store, { storeDir: ws.storeDir });
         const human = [
           `indexed ${report.files} files of ${examples}`,
           `discovered ${blocks.length} blocks`,
           summarize(records),
+          '',
+          reportText(rep),
         ].join('\n');
-        ctx.out(human, { index: report, blocks, records });
+        ctx.out(human, { index: report, blocks, records, library, dedup: { uniqueCount: dedup.uniqueCount, clusters: dedup.clusters }, report: rep });
         // blocks that fail validation are results (kept in failed/ with their category),
         // not a failure of the demo; an emission error is
         return records.every((r) => r.file) ? 0 : 1;
