@@ -695,6 +695,17 @@ def shapes_of(args, torch):
     return [list(a.shape) for a in args if isinstance(a, torch.Tensor)]
 
 
+def seed_all(torch, n):
+    """Seed every random number generator a block may draw from (torch, Python's
+    random, NumPy when loaded), so the original and the copy see the same draws."""
+    torch.manual_seed(n)
+    import random
+    random.seed(n)
+    np = sys.modules.get("numpy")
+    if np is not None:
+        np.random.seed(n)
+
+
 def flatten_tensors(v, torch, out=None, depth=0):
     if out is None:
         out = []
@@ -1014,13 +1025,13 @@ class Stages:
             self.end("equivalence", t0, "skip", reason="original does not import: " + fmt_error(e))
             return
         try:
-            torch.manual_seed(0)
+            seed_all(torch, 0)
             a = ocls(*args, **kwargs)
         except BaseException as e:  # noqa: BLE001
             self.end("equivalence", t0, "skip", reason="original does not instantiate with the same arguments: " + fmt_error(e))
             return
         try:
-            torch.manual_seed(0)
+            seed_all(torch, 0)
             b = cls(*args, **kwargs)
             b.load_state_dict(a.state_dict(), strict=True)
         except BaseException as e:  # noqa: BLE001
@@ -1031,14 +1042,14 @@ class Stages:
         b.eval()
         try:
             with torch.no_grad():
-                torch.manual_seed(1)
+                seed_all(torch, 1)
                 ya = flatten_tensors(a(*inputs), torch)
         except BaseException as e:  # noqa: BLE001
             self.end("equivalence", t0, "skip", reason="original forward failed: " + fmt_error(e))
             return
         try:
             with torch.no_grad():
-                torch.manual_seed(1)
+                seed_all(torch, 1)
                 yb = flatten_tensors(b(*inputs), torch)
         except BaseException as e:  # noqa: BLE001
             self.end("equivalence", t0, "fail", reason="extracted forward failed: " + fmt_error(e),
