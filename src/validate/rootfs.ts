@@ -38,7 +38,9 @@ export async function createRootfs(dir: string, opts: CreateRootfsOptions = {}):
     throw new NnragError(`${target} is not empty`);
   }
   mkdirSync(target, { recursive: true });
-  const packages = ['python3', 'python3-torch', ...(opts.packages ?? [])];
+  // torchvision and Pillow too: repositories such as timm import them at package import,
+  // so without them the originals do not import and equivalence cannot run
+  const packages = ['python3', 'python3-torch', 'python3-torchvision', 'python3-pil', ...(opts.packages ?? [])];
   const args = ['--variant=minbase', `--include=${packages.join(',')}`];
   if (opts.arch) args.push(`--arch=${opts.arch}`);
   args.push(opts.suite ?? 'trixie', target);
