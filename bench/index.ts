@@ -4,12 +4,12 @@
 //
 //   node dist/bench/index.js                 # both scenarios, each in its own process
 //   node dist/bench/index.js --scenario timm # one scenario (peak RSS is per process)
-//   options: --workers N, --timm DIR, --runs N (cold runs, median reported), --json
+//   options: --workers N, --timm DIR (default NNRAG_BENCH_TIMM), --runs N (cold runs, median reported), --json
 //
 // timm is copied (timestamps kept) to a temp folder so the "changed file" step never
 // touches the real checkout.
 import { spawnSync } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, rmSync, appendFileSync, utimesSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, appendFileSync, utimesSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -27,7 +27,7 @@ const opt = (name: string, dflt: string) => {
 };
 const json = args.includes('--json');
 const workers = Number(opt('workers', String(os.availableParallelism())));
-const timmSrc = opt('timm', '/work/corpora/timm');
+const timmSrc = opt('timm', process.env.NNRAG_BENCH_TIMM ?? '');
 const distPackages = '/usr/lib/python3/dist-packages';
 const runs = Number(opt('runs', '3'));
 
@@ -116,6 +116,10 @@ async function calibrate(): Promise<{ oneThreadMs: number; twoThreadsMs: number;
 }
 
 async function scenarioTimm() {
+  if (!timmSrc || !existsSync(path.join(timmSrc, 'timm'))) {
+    console.error('bench/index: give a timm checkout with --timm DIR or NNRAG_BENCH_TIMM');
+    process.exit(2);
+  }
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'nnrag-bench-'));
   try {
     const root = path.join(tmp, 'timm');

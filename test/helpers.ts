@@ -28,3 +28,7 @@ export function tempDir(prefix = 'nnrag-test-'): string {
   temps.push(d);
   return d;
 }
+
+/** A checkout of pytorch-image-models (timm) for the tests that run over real code,
+ *  from NNRAG_TEST_TIMM; those tests skip when it is not set or absent. */
+export const TIMM_CHECKOUT = process.env.NNRAG_TEST_TIMM ?? '';

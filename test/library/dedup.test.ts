@@ -9,6 +9,7 @@ import { tokenize, docstringMask, canonicalText, structuralHashes, T } from '../
 import { shingles, jaccard, ophSignature, estimateJaccard, chooseBands, candidateProbability } from '../../src/library/minhash.js';
 import { dedup, computeSignature, blockSignatures, similarity, signatureToRecord, signatureFromRecord, SimilarityIndex, type DedupInput } from '../../src/library/dedup.js';
 import { generateBlocks, rng } from '../../bench/dedup.js';
+import { TIMM_CHECKOUT } from '../helpers.js';
 
 const KIND: Record<number, string> = {
   [T.NAME]: 'NAME', [T.KEYWORD]: 'NAME', [T.INT]: 'NUMBER', [T.NUMBER]: 'NUMBER', [T.STRING]: 'STRING',
@@ -318,8 +319,8 @@ test('worker threads: planted relations in generated blocks, same result as in-t
   assert.equal(res.uniqueCount, blocks.length - res.clusters.reduce((a, c) => a + c.members.length - 1, 0));
 });
 
-const TIMM = '/work/corpora/timm';
-test('tokenizer agrees with CPython tokenize on every file of a real timm checkout', { skip: !existsSync(TIMM) && 'no timm checkout' }, () => {
+const TIMM = TIMM_CHECKOUT;
+test('tokenizer agrees with CPython tokenize on every file of a real timm checkout', { skip: !(TIMM && existsSync(TIMM)) && 'no timm checkout (set NNRAG_TEST_TIMM)' }, () => {
   const files = execFileSync('find', [TIMM, '-name', '*.py'], { encoding: 'utf8' }).trim().split('\n').sort();
   const ours: Record<string, string[]> = {};
   for (const f of files) ours[f] = ourTokens(readFileSync(f, 'utf8'));

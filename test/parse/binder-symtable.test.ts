@@ -8,9 +8,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { initParser } from '../../src/parse/parser.js';
 import { bindSource } from '../../src/parse/binder.js';
-import { fixture, tempDir } from '../helpers.js';
+import { fixture, tempDir, TIMM_CHECKOUT } from '../helpers.js';
 
 const PYTHON = '/usr/bin/python3';
 const ORACLE = fixture('scopes', 'symtable_oracle.py');
@@ -77,7 +78,7 @@ test('random programs: the binder agrees with symtable', { skip: !hasPython && `
 });
 
 test('timm: the binder agrees with symtable on every top-level statement', async (t) => {
-  const root = '/work/corpora/timm/timm';
+  const root = path.join(TIMM_CHECKOUT || '/nonexistent', 'timm');
   if (!hasPython || !existsSync(root)) {
     t.skip(`${root} or ${PYTHON} does not exist`);
     return;
