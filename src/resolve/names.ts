@@ -172,30 +172,31 @@ export class Resolver {
     return [{ kind: 'unresolved', reason: 'undefined', detail: `${attr} is not defined in ${modName}` }];
   }
 
-  /** A name provided by an interned star import of `mod`. */
-  private fromStars(mod: CorpusModule, name: string, seen: Set<string>): Target[] | null {
+  /** The module-level star imports of `mod` with the absolute module they name. */
+  private *starImports(mod: CorpusModule): Generator<{ edge: ImportEdge; abs: string; interned: boolean }> {
     for (const st of mod.facts.statements) {
       for (const e of st.imports) {
         if (e.kind !== 'from' || e.name !== '*') continue;
         const abs = this.absoluteModule(mod, e);
-        if (!abs || !this.isInterned(abs)) continue;
-        const exp = this.exports(abs, seen);
-        if (exp?.has(name)) return this.resolveAttr(abs, name);
+        if (abs) yield { edge: e, abs, interned: this.isInterned(abs) };
       }
+    }
+  }
+
+  /** A name provided by an interned star import of `mod`. */
+  private fromStars(mod: CorpusModule, name: string, seen: Set<string>): Target[] | null {
+    for (const { abs, interned } of this.starImports(mod)) {
+      if (interned && this.exports(abs, seen)?.has(name)) return this.resolveAttr(abs, name);
     }
     return null;
   }
 
   /** A name that can only come from a star import of an extern module. */
   private externStar(mod: CorpusModule, name: string): Target | null {
-    for (const st of mod.facts.statements) {
-      for (const e of st.imports) {
-        if (e.kind !== 'from' || e.name !== '*') continue;
-        const abs = this.absoluteModule(mod, e);
-        if (!abs || this.isInterned(abs) || e.level > 0) continue;
-        // the star import itself is kept in its original form
-        return { kind: 'extern', edge: e, absModule: abs, qualified: `${abs}.${name}`, synthesized: true };
-      }
+    for (const { edge, abs, interned } of this.starImports(mod)) {
+      if (interned || (edge.kind === 'from' && edge.level > 0)) continue;
+      // the star import itself is kept in its original form
+      return { kind: 'extern', edge, absModule: abs, qualified: `${abs}.${name}`, synthesized: true };
     }
     return null;
   }
@@ -215,14 +216,10 @@ export class Resolver {
     seen.add(modName);
     const out = new Set<string>();
     for (const st of mod.facts.statements) for (const n of st.binds) if (!n.startsWith('_')) out.add(n);
-    for (const st of mod.facts.statements) {
-      for (const e of st.imports) {
-        if (e.kind !== 'from' || e.name !== '*') continue;
-        const abs = this.absoluteModule(mod, e);
-        if (!abs || !this.isInterned(abs)) continue;
-        const sub = this.exports(abs, seen);
-        if (sub) for (const n of sub) if (!n.startsWith('_')) out.add(n);
-      }
+    for (const { abs, interned } of this.starImports(mod)) {
+      if (!interned) continue;
+      const sub = this.exports(abs, seen);
+      if (sub) for (const n of sub) if (!n.startsWith('_')) out.add(n);
     }
     // only memoise results not truncated by a cycle
     if (seen.size === 1) this.exportsMemo.set(modName, out);
