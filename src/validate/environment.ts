@@ -343,13 +343,15 @@ export function bwrapArgs(cfg: SandboxConfig): string[] {
       bound.push(d);
     }
   }
+  a.push('--proc', '/proc', '--dev', '/dev');
+  a.push('--size', String(cfg.limits.scratchMb * 1024 * 1024), '--tmpfs', '/tmp');
+  // repository roots come after the scratch tmpfs, so a checkout under /tmp is mounted
+  // on top of it instead of being hidden by it
   for (const r of cfg.roots) {
     if (!path.isAbsolute(r) || isUnder(r, bound) || !existsSync(r)) continue;
     a.push('--ro-bind', realpathSync(r), r);
     bound.push(r);
   }
-  a.push('--proc', '/proc', '--dev', '/dev');
-  a.push('--size', String(cfg.limits.scratchMb * 1024 * 1024), '--tmpfs', '/tmp');
   a.push('--ro-bind-data', '3', '/nnrag/harness.py');
   a.push('--remount-ro', '/');
   a.push('--chdir', '/tmp');

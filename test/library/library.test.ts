@@ -67,7 +67,7 @@ test('WindowAttention: attention, signature, layers, shapes, dependencies — an
   assert.equal(s.class, 'WindowAttention');
   assert.deepEqual(s.origin, {
     repo: 'examples', module: 'tinyvision.layers.attention', path: 'tinyvision/layers/attention.py', line: s.origin.line,
-    revision: s.origin.revision, url: null,
+    revision: s.origin.revision, url: ws.store.getRepo('examples')!.url,
   });
   assert.match(readFileSync(path.join(repoRoot, 'examples', s.origin.path), 'utf8').split('\n')[s.origin.line - 1], /^class WindowAttention\b/);
   assert.deepEqual(s.hyperparameters, ['dim', 'num_heads', 'window_size', 'qkv_bias']);

@@ -9,7 +9,6 @@ import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'no
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { repoRoot } from '../helpers.js';
 import { ValidatorPool, type ValidationResult } from '../../src/validate/index.js';
 import { cannotValidate, listFixtures, validateFixture, request } from './common.js';
 
@@ -58,8 +57,9 @@ describe('hostile candidates in the sandbox', { skip: skip ?? false }, () => {
   const tag = `${process.pid}-${Date.now()}`;
   const secret = path.join(os.homedir(), `.nnrag-test-secret-${tag}`);
   const secretText = `SECRET-${tag}`;
-  // outside scratch, in the project folder (not under /tmp, which the sandbox replaces)
-  const targetDir = path.join(repoRoot, `.nnrag-hostile-${tag}`);
+  // outside scratch: a host folder the sandbox shows read-only or not at all (not under
+  // /tmp, which the sandbox replaces, wherever the project checkout itself lives)
+  const targetDir = path.join('/var/tmp', `.nnrag-hostile-${tag}`);
   const target = path.join(targetDir, 'pwned.txt');
   const results = new Map<string, ValidationResult>();
   let batchMs = 0;
