@@ -118,7 +118,7 @@ export function discover(ws: Workspace, opts: DiscoverOptions = {}): Block[] {
 /** Stored blocks (discovering first when the store has none yet). */
 export function storedBlocks(ws: Workspace): Block[] {
   const rows = ws.store.listBlocks();
-  if (rows.length) return rows.map((r) => ({ id: r.id, name: r.name, module: r.module, repo: r.repo, path: r.path, line: r.line, bases: r.bases }));
+  if (rows.length) return rows.map(({ data: _data, ...b }) => b);
   return discover(ws);
 }
 

@@ -14,20 +14,13 @@
 // Whether an extern class is an nn.Module subclass with a forward is decided by the
 // rule in `staticExternInfo` (torch.nn's public classes), or by an ExternInfo the
 // caller passes.
+import type { BlockRow } from '../index/store.js';
 import type { ClassFacts } from '../parse/types.js';
 import type { Corpus, CorpusModule } from '../resolve/corpus.js';
 import type { Resolver, Target } from '../resolve/names.js';
 
-export interface Block {
-  /** qualified name `module.ClassName` */
-  id: string;
-  name: string;
-  module: string;
-  repo: string;
-  path: string;
-  line: number;
-  bases: string[];
-}
+/** A discovered block, as the store keeps it (id = qualified name `module.ClassName`). */
+export type Block = Omit<BlockRow, 'data'>;
 
 /** What discovery needs to know of an extern class (by qualified name). */
 export interface ExternClassInfo {

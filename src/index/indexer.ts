@@ -27,6 +27,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { FACTS_VERSION } from '../parse/types.js';
 import { listPythonFiles, moduleNameFor } from '../repos/files.js';
+import type { RepoCheckout } from '../repos/cache.js';
 import { UsageError } from '../util/errors.js';
 import { ParsePool } from './pool.js';
 import type { ParseItem, ParseOutcome } from './pool.js';
@@ -35,19 +36,12 @@ import type { FactsRow, FileRow, IndexStore, ProblemRow, RepoRow } from './store
 
 export type IndexMode = 'missing' | 'force' | 'skip';
 
-/** What the indexer needs from a prepared repository (a RepoCheckout of
- *  src/repos/cache.ts fits). */
-export interface IndexCheckout {
-  name: string;
-  root: string;
-  revision: string | null;
-  originUrl: string | null;
-  local: boolean;
-  packageRoots: string[];
+/** What the indexer needs from a prepared repository (RepoCache.prepare's result). */
+export type IndexCheckout = Pick<RepoCheckout, 'name' | 'root' | 'revision' | 'originUrl' | 'local' | 'packageRoots'> & {
   /** optional: restrict to these sub-paths (else IndexOptions.paths) */
   paths?: string[];
   priority?: number;
-}
+};
 
 export interface ListedFile {
   /** POSIX path relative to the repository root */

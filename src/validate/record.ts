@@ -2,21 +2,16 @@
 // and the cache key that lets re-validation skip an unchanged module in the same
 // environment (content hash + environment id).
 import { createHash } from 'node:crypto';
-import { DEFAULT_REQUIRED_STAGES, type Stage, type StageStatus, type ValidationRequest, type ValidationResult } from './types.js';
+import { DEFAULT_REQUIRED_STAGES, type Stage, type ValidationRequest, type ValidationResult } from './types.js';
 
-export interface ValidationRecord {
-  stages: Record<Stage, StageStatus>;
-  category: string | null;
-  error: string | null;
-  args: unknown;
-  input_shapes: number[][] | null;
-  output_shapes: number[][] | null;
-  params: number | null;
-  equivalence?: { status: StageStatus; reason?: string; maxAbsDiff?: number };
-  envId: string;
-}
+/** The `"validation"` object of a library record: the result without timings,
+ *  traceback and output. */
+export type ValidationRecord = Pick<
+  ValidationResult,
+  'stages' | 'category' | 'error' | 'args' | 'input_shapes' | 'output_shapes' | 'params' | 'envId' | 'equivalence' | 'layers'
+>;
 
-/** The `"validation"` object of a library record. */
+/** The `"validation"` object of a library record (layers feed the library spec). */
 export function toRecord(r: ValidationResult): ValidationRecord {
   const rec: ValidationRecord = {
     stages: r.stages,
@@ -29,6 +24,7 @@ export function toRecord(r: ValidationResult): ValidationRecord {
     envId: r.envId,
   };
   if (r.equivalence) rec.equivalence = r.equivalence;
+  if (r.layers) rec.layers = r.layers;
   return rec;
 }
 
