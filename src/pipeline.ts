@@ -8,6 +8,7 @@ import { rmSync } from 'node:fs';
 import path from 'node:path';
 import * as api from './api.js';
 import { putCachedValidation, getCachedValidation, putExtraction, textHash } from './library/records.js';
+import type { Ref } from './parse/types.js';
 import type { Corpus, CorpusModule } from './resolve/corpus.js';
 import {
   DEFAULT_REQUIRED_STAGES,
@@ -36,6 +37,30 @@ export interface PipelineOptions extends api.ExtractOptions {
 
 const MAX_CALL_SITES = 6;
 
+/** Every reference of the corpus by the last name of its chain (`Mlp` for `layers.Mlp`),
+ *  built once per corpus: finding the call sites of each block then looks at the
+ *  references that can name it instead of scanning every reference again. */
+const refsByLastName = new WeakMap<Corpus, Map<string, { mod: CorpusModule; ref: Ref }[]>>();
+
+function refsNamed(corpus: Corpus, name: string): { mod: CorpusModule; ref: Ref }[] {
+  let index = refsByLastName.get(corpus);
+  if (!index) {
+    index = new Map();
+    for (const mod of corpus.modules()) {
+      for (const st of mod.facts.statements) {
+        for (const ref of st.refs) {
+          const last = ref.attrs?.length ? ref.attrs[ref.attrs.length - 1] : ref.name;
+          const l = index.get(last);
+          if (l) l.push({ mod, ref });
+          else index.set(last, [{ mod, ref }]);
+        }
+      }
+    }
+    refsByLastName.set(corpus, index);
+  }
+  return index.get(name) ?? [];
+}
+
 /** Literal argument lists of calls of the class found in the corpus, e.g. `(64, 128, stride=2)`:
  *  references that resolve to the class and are directly followed by a call whose
  *  arguments are literals only. */
@@ -46,23 +71,16 @@ export function callSites(ws: api.Workspace, id: string): string[] {
   const modName = id.slice(0, dot);
   const cls = id.slice(dot + 1);
   const out = new Set<string>();
-  for (const mod of corpus.modules()) {
-    let src: string | null = null;
-    for (const st of mod.facts.statements) {
-      for (const ref of st.refs) {
-        const last = ref.attrs?.length ? ref.attrs[ref.attrs.length - 1] : ref.name;
-        if (last !== cls) continue;
-        const { targets, consumed } = resolver.resolveRef(mod, ref);
-        if (consumed !== (ref.attrs?.length ?? 0)) continue;
-        if (!targets.some((t) => t.kind === 'def' && t.module.name === modName && t.name === cls)) continue;
-        src ??= safeSource(corpus, mod);
-        if (src === null) break;
-        const end = consumed ? ref.attrEnds![consumed - 1] : ref.end;
-        const args = literalCall(src, end);
-        if (args) out.add(args);
-        if (out.size >= MAX_CALL_SITES) return [...out];
-      }
-    }
+  for (const { mod, ref } of refsNamed(corpus, cls)) {
+    const { targets, consumed } = resolver.resolveRef(mod, ref);
+    if (consumed !== (ref.attrs?.length ?? 0)) continue;
+    if (!targets.some((t) => t.kind === 'def' && t.module.name === modName && t.name === cls)) continue;
+    const src = safeSource(corpus, mod);
+    if (src === null) continue;
+    const end = consumed ? ref.attrEnds![consumed - 1] : ref.end;
+    const args = literalCall(src, end);
+    if (args) out.add(args);
+    if (out.size >= MAX_CALL_SITES) break;
   }
   return [...out];
 }
@@ -132,8 +150,7 @@ export async function extractAndValidate(ws: api.Workspace, ids: string[], opts:
             result = await pool.validate(req);
             if (result.category !== 'crash' && result.category !== 'timeout') putCachedValidation(ws.store, key, pool.envId, result);
           }
-          // layers (module type → count in the instantiated block) feed the library spec
-          record.validation = result.layers ? { ...toRecord(result), layers: result.layers } : toRecord(result);
+          record.validation = toRecord(result);
           record.ok = passesStages(result, required);
           const status = record.ok ? 'blocks' : 'failed';
           record.file = api.blockFile(out, status, id);

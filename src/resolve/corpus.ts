@@ -121,13 +121,23 @@ export class Corpus {
     return lo + 1;
   }
 
+  private readonly deleters = new Map<CorpusModule, Map<string, number[]>>();
+
   /** Statement indexes of `mod` that `del` the name at module scope. */
   deletersOf(mod: CorpusModule, name: string): number[] {
-    const out: number[] = [];
-    mod.facts.statements.forEach((st, i) => {
-      if (st.deletes?.includes(name)) out.push(i);
-    });
-    return out;
+    let map = this.deleters.get(mod);
+    if (!map) {
+      map = new Map();
+      mod.facts.statements.forEach((st, i) => {
+        for (const n of st.deletes ?? []) {
+          const l = map!.get(n);
+          if (l) l.push(i);
+          else map!.set(n, [i]);
+        }
+      });
+      this.deleters.set(mod, map);
+    }
+    return map.get(name) ?? [];
   }
 
   /** Absolute path of a module's file. */
