@@ -341,4 +341,3 @@ function buildProvenance(corpus: Corpus, order: StmtNode[]): ProvenanceEntry[] {
   return [...byFile.values()];
 }
 
-export { importLine };

@@ -14,7 +14,7 @@ import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import type { RepoRow } from '../index/store.js';
 import type { ProvenanceEntry } from './spec.js';
-import { gitBlobId, originUrl, revisionSwhid } from './swhid.js';
+import { contentSwhid, originUrl, revisionSwhid } from './swhid.js';
 
 export interface LicenseInfo {
   /** SPDX license id, or 'unknown' */
@@ -227,7 +227,7 @@ export function checkSwhids(manifest: RequiredRepos, repos: ReadonlyMap<string, 
     for (const f of r.files) {
       let actual: string | null = null;
       try {
-        if (root) actual = `swh:1:cnt:${gitBlobId(readFileSync(path.join(root, f.path)))}`;
+        if (root) actual = contentSwhid(readFileSync(path.join(root, f.path)));
       } catch {
         actual = null;
       }
