@@ -10,12 +10,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as api from '../src/api.js';
 import { quantile } from '../src/library/stats.js';
+import { args, opt } from './args.js';
 
-const args = process.argv.slice(2);
-const opt = (name: string, dflt?: string) => {
-  const i = args.indexOf(name);
-  return i >= 0 ? args[i + 1] : dflt;
-};
 const repo = args[0];
 if (!repo) {
   console.error('usage: node dist/bench/extract.js REPO_PATH [--paths timm/] [--store DIR] [--python PY]');

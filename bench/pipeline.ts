@@ -8,12 +8,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import * as api from '../src/api.js';
 import { extractAndValidate } from '../src/pipeline.js';
+import { args, opt } from './args.js';
 
-const args = process.argv.slice(2);
-const opt = (name: string) => {
-  const i = args.indexOf(name);
-  return i >= 0 ? args[i + 1] : undefined;
-};
 const repo = args[0];
 if (!repo) {
   console.error('usage: node dist/bench/pipeline.js REPO_PATH [--paths P] [--store DIR] [--rootfs DIR] [--limit N] [--workers N]');

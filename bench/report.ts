@@ -13,12 +13,8 @@ import * as api from '../src/api.js';
 import { buildLibrary, runDedup } from '../src/library/library.js';
 import { trainingPairs } from '../src/library/pairs.js';
 import { buildReport, reportHtml, reportText } from '../src/library/report.js';
+import { args, opt } from './args.js';
 
-const args = process.argv.slice(2);
-const opt = (name: string) => {
-  const i = args.indexOf(name);
-  return i >= 0 ? args[i + 1] : undefined;
-};
 let store = args[0];
 if (!store) {
   console.error('usage: node dist/bench/report.js STORE [--out DIR] [--python PY] [--snapshot DIR]');
