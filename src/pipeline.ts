@@ -150,7 +150,8 @@ export async function extractAndValidate(ws: api.Workspace, ids: string[], opts:
             result = await pool.validate(req);
             if (result.category !== 'crash' && result.category !== 'timeout') putCachedValidation(ws.store, key, pool.envId, result);
           }
-          record.validation = toRecord(result);
+          // layers (module type → count in the instantiated block) feed the library spec
+          record.validation = result.layers ? { ...toRecord(result), layers: result.layers } : toRecord(result);
           record.ok = passesStages(result, required);
           const status = record.ok ? 'blocks' : 'failed';
           record.file = api.blockFile(out, status, id);

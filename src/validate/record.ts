@@ -11,7 +11,7 @@ export type ValidationRecord = Pick<
   'stages' | 'category' | 'error' | 'args' | 'input_shapes' | 'output_shapes' | 'params' | 'envId' | 'equivalence' | 'layers'
 >;
 
-/** The `"validation"` object of a library record (layers feed the library spec). */
+/** The `"validation"` object of a library record. */
 export function toRecord(r: ValidationResult): ValidationRecord {
   const rec: ValidationRecord = {
     stages: r.stages,
@@ -24,7 +24,6 @@ export function toRecord(r: ValidationResult): ValidationRecord {
     envId: r.envId,
   };
   if (r.equivalence) rec.equivalence = r.equivalence;
-  if (r.layers) rec.layers = r.layers;
   return rec;
 }
 
