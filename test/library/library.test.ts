@@ -14,6 +14,7 @@ import type { RequiredRepos } from '../../src/library/provenance.js';
 import { listExtractions, putExtraction } from '../../src/library/records.js';
 import { publicVersion } from '../../src/library/requirements.js';
 import type { BlockSpec } from '../../src/library/spec-types.js';
+import { originUrl } from '../../src/library/swhid.js';
 import { extractAndValidate } from '../../src/pipeline.js';
 import { repoRoot, tempDir } from '../helpers.js';
 
@@ -67,7 +68,8 @@ test('WindowAttention: attention, signature, layers, shapes, dependencies — an
   assert.equal(s.class, 'WindowAttention');
   assert.deepEqual(s.origin, {
     repo: 'examples', module: 'tinyvision.layers.attention', path: 'tinyvision/layers/attention.py', line: s.origin.line,
-    revision: s.origin.revision, url: ws.store.getRepo('examples')!.url,
+    // the origin URL is normalised (no trailing `.git`), as in SWHID origin qualifiers
+    revision: s.origin.revision, url: originUrl(ws.store.getRepo('examples')!.url!),
   });
   assert.match(readFileSync(path.join(repoRoot, 'examples', s.origin.path), 'utf8').split('\n')[s.origin.line - 1], /^class WindowAttention\b/);
   assert.deepEqual(s.hyperparameters, ['dim', 'num_heads', 'window_size', 'qkv_bias']);
