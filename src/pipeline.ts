@@ -8,7 +8,7 @@ import { rmSync } from 'node:fs';
 import path from 'node:path';
 import * as api from './api.js';
 import { putCachedValidation, getCachedValidation, putExtraction, textHash } from './library/records.js';
-import type { Ref } from './parse/types.js';
+import type { Ref, StatementFacts } from './parse/types.js';
 import type { Corpus, CorpusModule } from './resolve/corpus.js';
 import {
   DEFAULT_REQUIRED_STAGES,
@@ -16,6 +16,8 @@ import {
   passesStages,
   toRecord,
   validationKey,
+  type CallSite,
+  type DataSite,
   type PoolOptions,
   type Stage,
   type ValidationRequest,
@@ -36,13 +38,16 @@ export interface PipelineOptions extends api.ExtractOptions {
 }
 
 const MAX_CALL_SITES = 6;
+/** a call's enclosing statement larger than this is not sent to the validator */
+const MAX_CONTEXT_CHARS = 200_000;
 
 /** Every reference of the corpus by the last name of its chain (`Mlp` for `layers.Mlp`),
  *  built once per corpus: finding the call sites of each block then looks at the
  *  references that can name it instead of scanning every reference again. */
-const refsByLastName = new WeakMap<Corpus, Map<string, { mod: CorpusModule; ref: Ref }[]>>();
+type NamedRef = { mod: CorpusModule; ref: Ref; st: StatementFacts };
+const refsByLastName = new WeakMap<Corpus, Map<string, NamedRef[]>>();
 
-function refsNamed(corpus: Corpus, name: string): { mod: CorpusModule; ref: Ref }[] {
+function refsNamed(corpus: Corpus, name: string): NamedRef[] {
   let index = refsByLastName.get(corpus);
   if (!index) {
     index = new Map();
@@ -51,8 +56,8 @@ function refsNamed(corpus: Corpus, name: string): { mod: CorpusModule; ref: Ref 
         for (const ref of st.refs) {
           const last = ref.attrs?.length ? ref.attrs[ref.attrs.length - 1] : ref.name;
           const l = index.get(last);
-          if (l) l.push({ mod, ref });
-          else index.set(last, [{ mod, ref }]);
+          if (l) l.push({ mod, ref, st });
+          else index.set(last, [{ mod, ref, st }]);
         }
       }
     }
@@ -61,17 +66,25 @@ function refsNamed(corpus: Corpus, name: string): { mod: CorpusModule; ref: Ref 
   return index.get(name) ?? [];
 }
 
-/** Literal argument lists of calls of the class found in the corpus, e.g. `(64, 128, stride=2)`:
- *  references that resolve to the class and are directly followed by a call whose
- *  arguments are literals only. */
-export function callSites(ws: api.Workspace, id: string): string[] {
+/** Calls of the class found in the corpus, for the validator's constructor candidates:
+ *  - literal argument lists, e.g. `(64, 128, stride=2)`, from references that resolve to
+ *    the class and are directly followed by a call whose arguments are literals only;
+ *  - otherwise the call in its context: the text of the enclosing top-level statement
+ *    and the offset of the call's `(` in it. The harness parses it with Python's `ast`
+ *    and evaluates the arguments with the reaching definitions of the enclosing function
+ *    (parameter defaults, earlier local assignments, `self.x = …`, the first item of an
+ *    enclosing `for`), so `InceptionB(288, conv_block=conv_block, **dd)` after
+ *    `conv_block = partial(ConvNormAct, padding=0)` is built as the network builds it. */
+export function callSites(ws: api.Workspace, id: string): CallSite[] {
   const corpus = ws.corpus();
   const resolver = ws.resolver();
   const dot = id.lastIndexOf('.');
   const modName = id.slice(0, dot);
   const cls = id.slice(dot + 1);
-  const out = new Set<string>();
-  for (const { mod, ref } of refsNamed(corpus, cls)) {
+  const literal = new Set<string>();
+  const contextual: CallSite[] = [];
+  for (const { mod, ref, st } of refsNamed(corpus, cls)) {
+    if (literal.size >= MAX_CALL_SITES) break;
     const { targets, consumed } = resolver.resolveRef(mod, ref);
     if (consumed !== (ref.attrs?.length ?? 0)) continue;
     if (!targets.some((t) => t.kind === 'def' && t.module.name === modName && t.name === cls)) continue;
@@ -79,11 +92,36 @@ export function callSites(ws: api.Workspace, id: string): string[] {
     if (src === null) continue;
     const end = consumed ? ref.attrEnds![consumed - 1] : ref.end;
     const args = literalCall(src, end);
-    if (args) out.add(args);
-    if (out.size >= MAX_CALL_SITES) break;
+    if (args) literal.add(args);
+    else if (src[end] === '(' && contextual.length < MAX_CALL_SITES && st.end - st.start <= MAX_CONTEXT_CHARS) {
+      contextual.push({ module: mod.name, text: src.slice(st.start, st.end), offset: end - st.start });
+    }
   }
-  return [...out];
+  return [...literal, ...contextual].slice(0, 2 * MAX_CALL_SITES);
 }
+
+/** Module-level configuration data of the block's own module, for constructors that take
+ *  a configuration (`VGG(cfg)`, `RegNet(cfg: RegNetCfg)`): top-level assignments that bind
+ *  one name spelled like a configuration table (`cfgs`, `model_cfgs`, `arch_configs`).
+ *  The harness evaluates the entries of the table one by one as that argument. */
+export function dataSites(ws: api.Workspace, id: string): DataSite[] {
+  const corpus = ws.corpus();
+  const mod = corpus.module(id.slice(0, id.lastIndexOf('.')));
+  if (!mod) return [];
+  const src = safeSource(corpus, mod);
+  if (src === null) return [];
+  const out: DataSite[] = [];
+  for (const st of mod.facts.statements) {
+    if (st.kind !== 'expression_statement' || st.binds.length !== 1 || !CONFIG_TABLE.test(st.binds[0])) continue;
+    if (st.end - st.start > MAX_CONTEXT_CHARS) continue;
+    out.push({ module: mod.name, name: st.binds[0], text: src.slice(st.start, st.end) });
+    if (out.length >= MAX_DATA_SITES) break;
+  }
+  return out;
+}
+
+const CONFIG_TABLE = /cfg|config/i;
+const MAX_DATA_SITES = 4;
 
 function safeSource(corpus: Corpus, mod: CorpusModule): string | null {
   try {
@@ -140,6 +178,7 @@ export async function extractAndValidate(ws: api.Workspace, ids: string[], opts:
             source: text,
             className: id.slice(id.lastIndexOf('.') + 1),
             callSites: callSites(ws, id),
+            dataSites: dataSites(ws, id),
             requiredStages: required,
           };
           const sysPath = opts.equivalence === false ? null : originalSysPath(ws, id);

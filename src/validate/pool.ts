@@ -215,6 +215,7 @@ class Worker {
       source: job.req.source,
       className: job.req.className,
       callSites: job.req.callSites ?? [],
+      dataSites: job.req.dataSites ?? [],
       original: job.req.original ?? null,
       timeoutMs: timeout,
       stages: this.pool.stagesToRun(job.req),

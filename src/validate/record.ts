@@ -38,6 +38,7 @@ export function validationKey(req: ValidationRequest, envId: string): string {
       source: req.source,
       className: req.className,
       callSites: req.callSites ?? [],
+      dataSites: req.dataSites ?? [],
       original: req.original ?? null,
       required: req.requiredStages ?? DEFAULT_REQUIRED_STAGES,
       envId,

@@ -25,6 +25,21 @@ export type FailureCategory =
   | 'sandbox-denied'
   | 'not-equivalent';
 
+/** A call of the class found in the corpus: a literal argument-list text such as
+ *  "(64, 128, stride=2)", or the call in its context — the text of the top-level
+ *  statement holding it (from `module`) and the offset of the call's `(` in that text. */
+export type CallSite = string | { module: string; text: string; offset: number };
+
+/** A top-level assignment of a configuration table (`model_cfgs = dict(a=Cfg(...), ...)`):
+ *  its entries are candidates for a constructor's configuration parameter. */
+export interface DataSite {
+  module: string;
+  /** the name the statement binds */
+  name: string;
+  /** the statement's text */
+  text: string;
+}
+
 export interface ValidationRequest {
   /** block id, e.g. 'timm.layers.mlp.Mlp' */
   id: string;
@@ -32,8 +47,10 @@ export interface ValidationRequest {
   source: string;
   /** class to instantiate inside it */
   className: string;
-  /** literal argument-list texts of calls of the class found in the corpus, e.g. "(64, 128, stride=2)" */
-  callSites?: string[];
+  /** calls of the class found in the corpus (see CallSite) */
+  callSites?: CallSite[];
+  /** module-level configuration tables of the block's module (see DataSite) */
+  dataSites?: DataSite[];
   /** for equivalence: import `module` from these roots (bound read-only into the sandbox) */
   original?: { module: string; className: string; sysPath: string[] };
   /** default ['import','instantiate','forward'] */

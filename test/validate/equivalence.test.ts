@@ -38,6 +38,31 @@ describe('equivalence with the original module', { skip: skip ?? false }, () => 
     assert.equal(r.category, null);
   });
 
+  it("builds the original with the original's classes where the arguments name the copy's", async () => {
+    // the call site passes partial(ScaledGate, hidden=16): evaluated in the copy it names
+    // the copy's ScaledGate; the original is given its own ScaledGate in its place.
+    // `widths` comes from a helper only the original module has: plain data, so it is
+    // computed in the original's namespace (dim = widths[1] = 16)
+    const text =
+      'class Net(nn.Module):\n    def __init__(self):\n        gate = partial(ScaledGate, hidden=16)\n' +
+      '        widths = gate_widths(3)\n        self.body = GatedStack(widths[1], gate_layer=gate)\n';
+    const source = 'from functools import partial\n' + validateFixture('equiv', 'stack_same.py');
+    const r = await pool.validate(
+      eq('stack_same.py', {
+        source,
+        className: 'GatedStack',
+        original: { module: 'eqpkg.blocks', className: 'GatedStack', sysPath: [fixture('validate', 'equiv', 'repo')] },
+        callSites: [{ module: 'net', text, offset: text.indexOf('GatedStack(') + 'GatedStack'.length }],
+        dataSites: [],
+      }),
+    );
+    const a = r.args as { args: unknown[]; kwargs: Record<string, unknown> };
+    assert.deepEqual(a.args, [16]);
+    assert.match(String(a.kwargs.gate_layer), /partial\(<class 'nnrag_candidate\.ScaledGate'>, hidden=16\)/);
+    assert.equal(r.stages.equivalence, 'pass', `${r.equivalence?.reason} ${r.error}`);
+    assert.equal(r.equivalence?.maxAbsDiff, 0);
+  });
+
   it('fails a copy that computes something else', async () => {
     const r = await pool.validate(eq('gate_diff.py'));
     assert.equal(r.stages.forward, 'pass');

@@ -4,6 +4,8 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ValidatorPool, toRecord, validationKey, type ValidationResult } from '../../src/validate/index.js';
+import { readFileSync } from 'node:fs';
+import { fixture } from '../helpers.js';
 import { cannotValidate, listFixtures, request } from './common.js';
 
 const skip = await cannotValidate(true);
@@ -18,6 +20,15 @@ describe('validation stages', { skip: skip ?? false }, () => {
     reqs.find((r) => r.id === 'fail/timeout.py')!.timeoutMs = 2500;
     const cs = reqs.find((r) => r.id === 'good/callsite_only.py')!;
     cs.callSites = ['(mode, channels)', "('mean', 12)"];
+    // a call in its context: the statement text and the offset of the call's `(`
+    const text = readFileSync(fixture('validate', 'good', 'context_site.context.txt'), 'utf8');
+    const offset = text.indexOf('Stem(self.width') + 'Stem'.length;
+    reqs.find((r) => r.id === 'good/context_site.py')!.callSites = [{ module: 'net', text, offset }];
+    // a configuration table of the module: the helper-built entry is skipped
+    const table = readFileSync(fixture('validate', 'good', 'config_table.context.txt'), 'utf8');
+    reqs.find((r) => r.id === 'good/config_table.py')!.dataSites = [{ module: 'net', name: 'cfgs', text: table }];
+    // whole networks must fit a short limit: built small, not at their wide defaults
+    reqs.find((r) => r.id === 'good/wide_network.py')!.timeoutMs = 8000;
     for (const r of await pool.validateMany(reqs)) results.set(r.id, r);
   });
   after(async () => pool?.close());
@@ -69,6 +80,45 @@ describe('validation stages', { skip: skip ?? false }, () => {
     const r = results.get('good/callsite_only.py')!;
     assert.deepEqual(r.args, { args: ['mean', 12], kwargs: {} });
     assert.deepEqual(r.output_shapes, [[2, 12]]);
+  });
+
+  it('rebuilds a call in its context: parameter defaults, local assignments, self attributes, **extra', () => {
+    const r = results.get('good/context_site.py')!;
+    const a = r.args as { args: unknown[]; kwargs: Record<string, unknown> };
+    assert.match(String(a.kwargs.conv_block), /partial\(<class 'nnrag_candidate\.ConvBn'>, padding=0, eps=0\.001\)/);
+    assert.deepEqual(a.args, [8]); // self.width, from the replayed `self.width = 8`
+    assert.deepEqual(Object.keys(a.kwargs), ['conv_block']); // **dd gave device=None, which Stem does not take
+    assert.equal(r.input_shapes![0][1], 8);
+    assert.equal(r.output_shapes![0][1], 16 + 8); // both branches, concatenated
+  });
+
+  it('runs forward without inputs, and with a list of tensors where the annotation asks for one', () => {
+    const bias = results.get('good/forward_no_args.py')!;
+    assert.deepEqual(bias.input_shapes, []);
+    assert.deepEqual(bias.args, {});
+    assert.deepEqual(bias.output_shapes, [[2, 16, 16]]);
+    const root = results.get('good/list_input.py')!;
+    assert.deepEqual(root.input_shapes, [[2, 16, 32, 32], [2, 16, 32, 32]]); // two halves of in_chs=32
+  });
+
+  it('builds dataclass configurations and per-stage lists from annotations', () => {
+    const r = results.get('good/dataclass_cfg.py')!;
+    const a = r.args as Record<string, unknown>;
+    assert.match(String(a.cfg), /^NetCfg\(stem=StemCfg\(out_chs=8, kernel_size=3\), widths=\(8, 16\)/);
+    assert.deepEqual(a.depths, [2, 2, 2]); // as long as channels=(8, 16, 32)
+  });
+
+  it("takes a configuration from the module's configuration table, entry by entry", () => {
+    const r = results.get('good/config_table.py')!;
+    assert.deepEqual(r.args, { cfg: [8, 'M', 16, 'M', 32] });
+    assert.deepEqual(r.output_shapes, [[r.input_shapes![0][0], 10]]);
+  });
+
+  it('builds a network with wide defaults at small widths first', () => {
+    const r = results.get('good/wide_network.py')!;
+    const a = r.args as Record<string, number>;
+    assert.ok(a.embed_dim < 2048 && a.embed_dim % a.num_heads === 0, JSON.stringify(a));
+    assert.ok(r.params! < 1_000_000, `${r.params} parameters`);
   });
 
   const expected: Record<string, [string, string]> = {

@@ -211,9 +211,100 @@ DIM_WORDS = re.compile(
 )
 
 
-def guess_value(name, ann, d, h, nn):
-    """A constructor value guessed from a parameter's name (and annotation).
-    d: the channel / feature width of this candidate; h: its head count (h divides d)."""
+SEQ_OF_INT = re.compile(r"^(typing\.)?(List|Tuple|Sequence|list|tuple)\[int(, int)*(, \.\.\.)?\]$")
+BUILTIN_TYPES = (int, float, str, bool, bytes, list, tuple, dict, set, type(None))
+
+
+def ann_text(ann):
+    if ann is inspect.Parameter.empty or ann is None:
+        return ""
+    if isinstance(ann, str):
+        return ann
+    if isinstance(ann, type):
+        return ann.__name__
+    return str(ann)
+
+
+def resolve_annotation(ann, g):
+    """An annotation object; a string annotation (PEP 563 `from __future__ import
+    annotations`, or a quoted forward reference) is evaluated in the module namespace."""
+    if isinstance(ann, str) and g is not None:
+        try:
+            return eval(ann, g)  # noqa: S307 - sandboxed
+        except Exception:  # noqa: BLE001
+            return ann
+    return ann
+
+
+def build_config(cls, d, h, nn, g, depth=0):
+    """An instance of a configuration class named by an annotation (`cfg: RegNetCfg`):
+    a dataclass (PEP 557) built from its field defaults, its required fields guessed
+    from their names and types; another class only when its constructor needs nothing."""
+    import dataclasses
+    if depth > 3:
+        raise Unguessable(cls.__name__)
+    if dataclasses.is_dataclass(cls):
+        try:
+            import typing
+            hints = typing.get_type_hints(cls, g)
+        except Exception:  # noqa: BLE001
+            hints = {}
+        kw = {}
+        for f in dataclasses.fields(cls):
+            if not f.init or f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING:
+                continue
+            kw[f.name] = guess_value(f.name, hints.get(f.name, f.type), d, h, nn, g, depth=depth + 1)
+        try:
+            return cls(**kw)
+        except Exception:  # noqa: BLE001
+            raise Unguessable(cls.__name__)
+    params = ctor_params(cls)
+    if params is not None and all(p.default is not inspect.Parameter.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
+        try:
+            return cls()
+        except Exception:  # noqa: BLE001
+            pass
+    raise Unguessable(cls.__name__)
+
+
+def is_config_class(ann, nn=None):
+    """A class named by an annotation that is neither a builtin, a torch or typing type,
+    an nn.Module, nor inspect's "no annotation" marker: a configuration class."""
+    if not isinstance(ann, type) or ann is inspect.Parameter.empty or issubclass(ann, BUILTIN_TYPES):
+        return False
+    if nn is not None and issubclass(ann, nn.Module):
+        return False
+    return getattr(ann, "__module__", "").split(".")[0] not in ("torch", "typing", "builtins", "collections", "enum", "inspect", "numpy")
+
+
+def guess_value(name, ann, d, h, nn, g=None, seq_len=None, depth=0):
+    """A constructor value guessed from a parameter's name and annotation; `g` is the
+    module namespace string annotations are evaluated in, `seq_len` the length of the
+    sibling sequences (`channels=(64, 128, 256, 512)` makes `layers: List[int]` 4 long)."""
+    ann = resolve_annotation(ann, g)
+    # a configuration object of a class the module defines (cfg: CspModelCfg)
+    if is_config_class(ann, nn):
+        return build_config(ann, d, h, nn, g, depth)
+    text = ann_text(ann)
+    if re.search(r"(List|Sequence|Tuple|list|tuple)\[float", text) and not re.search(r"Union\[float|Optional\[float|^float", text.replace("typing.", "")):
+        # per-block rates (drop_path_rates: List[float]); fit_rates makes them depth long
+        v = _guess_by_name(name, "float", d, h, nn)
+        if isinstance(v, float):
+            return [v] * (seq_len or 2)
+    m = SEQ_OF_INT.match(text.replace("typing.", ""))
+    if m:
+        # a sequence of ints (layers: List[int], depths: Tuple[int, int, int, int])
+        n = text.count("int") if "..." not in text and text.count("int") > 1 else (seq_len or 4)
+        # one element per stage, guessed from the singular name (depths → depth)
+        v = _guess_by_name(name[:-1] if name.endswith("s") else name, "int", d, h, nn)
+        if not isinstance(v, int) or isinstance(v, bool):
+            v = _guess_by_name(name, "int", d, h, nn)
+        if isinstance(v, int) and not isinstance(v, bool):
+            return [v] * n
+    return _guess_by_name(name, ann, d, h, nn)
+
+
+def _guess_by_name(name, ann, d, h, nn):
     n = name.lower()
     if CONFIG_NAMES.match(n):
         raise Unguessable(name)
@@ -328,7 +419,7 @@ def parse_call_site(text, params, mod_globals, d, h, nn):
             return eval(compile(ast.Expression(node), "<call-site>", "eval"), mod_globals)  # noqa: S307 - sandboxed
         except Exception:  # noqa: BLE001
             p = by_name.get(pname)
-            return guess_value(pname or "x", p.annotation if p else inspect.Parameter.empty, d, h, nn)
+            return guess_value(pname or "x", p.annotation if p else inspect.Parameter.empty, d, h, nn, mod_globals)
 
     args, kwargs = [], {}
     for i, a in enumerate(call.args):
@@ -343,7 +434,364 @@ def parse_call_site(text, params, mod_globals, d, h, nn):
     return args, kwargs
 
 
-def arg_candidates(cls, call_sites, mod_globals, nn):
+class _Self(object):
+    """Stands for `self` while a method's assignments before a call are replayed."""
+
+
+def _names_in(node):
+    """Names an expression reads; `self.x` counts as the name "self.x"."""
+    out = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self":
+            out.add("self." + n.attr)
+        elif isinstance(n, ast.Name):
+            out.add(n.id)
+    return out
+
+
+def _target_keys(t):
+    if isinstance(t, ast.Name):
+        return [t.id]
+    if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+        return ["self." + t.attr]
+    if isinstance(t, (ast.Tuple, ast.List)):
+        return [k for e in t.elts for k in _target_keys(e)]
+    return []
+
+
+def _contains(node, target):
+    return any(n is target for n in ast.walk(node))
+
+
+def is_plain_data(v, depth=0):
+    """Numbers, strings, booleans, None, and lists, tuples and dicts of them."""
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return True
+    if depth > 4:
+        return False
+    if type(v) in (list, tuple):
+        return len(v) <= 10000 and all(is_plain_data(x, depth + 1) for x in v)
+    if type(v) is dict:
+        return len(v) <= 10000 and all(is_plain_data(k, depth + 1) and is_plain_data(x, depth + 1) for k, x in v.items())
+    return False
+
+
+class CallContext(object):
+    """The arguments of one call of the class, evaluated as the enclosing function
+    would evaluate them: a replay of the reaching definitions before the call.
+    Python's own rules, approximated without running the function: parameters are
+    bound to their defaults (evaluated in the module namespace, as `def` does); the
+    statements before the call run in order when they are assignments to names the
+    call needs (transitively), `if` tests that evaluate choose their branch, an
+    enclosing `for` binds its target to the first item of its iterable, and
+    `self.x = …` assignments are kept on a stand-in `self`. A name whose reaching
+    definition does not evaluate is unknown: an argument that reads it is guessed
+    from the parameter name instead (never taken from a same-named module global)."""
+
+    def __init__(self, text, offset):
+        self.tree = ast.parse(text)
+        line = text.count("\n", 0, offset) + 1
+        col = len(text[text.rfind("\n", 0, offset) + 1:offset].encode("utf-8"))
+        self.call, self.chain = None, []
+        stack = [(self.tree, [])]
+        while stack and self.call is None:
+            node, anc = stack.pop()
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.Call) and getattr(child.func, "end_lineno", None) == line and child.func.end_col_offset == col:
+                    self.call, self.chain = child, anc + [node]
+                    break
+                stack.append((child, anc + [node]))
+        if self.call is None:
+            raise ValueError("call not found at offset %d" % offset)
+        self.fn = next((n for n in reversed(self.chain) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+        # names the call needs, closed over every assignment of the function (any order)
+        need = set()
+        for a in list(self.call.args) + [k.value for k in self.call.keywords]:
+            need |= _names_in(a)
+        assigns = [n for n in ast.walk(self.fn)] if self.fn is not None else []
+        assigns = [n for n in assigns if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None]
+        changed = True
+        while changed:
+            changed = False
+            for n in assigns:
+                keys = [k for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) for k in _target_keys(t)]
+                if any(k in need for k in keys):
+                    more = _names_in(n.value) - need
+                    if more:
+                        need |= more
+                        changed = True
+        self.need = need
+
+    def evaluate(self, mod_globals, data_ns=None):
+        """(namespace, unknown names, evaluator) at the call. `data_ns` (the original module's
+        namespace) computes what the copy's namespace cannot, when the result is plain
+        data (numbers, strings, lists of them): never a class or function of the original."""
+        ns = dict(mod_globals)
+        unknown = set()
+        local = {}
+        self_obj = _Self()
+
+        def ev(node):
+            if _names_in(node) & unknown:
+                raise NameError("unknown at the call site")
+            code = compile(ast.Expression(node), "<call-site>", "eval")
+            try:
+                return eval(code, ns)  # noqa: S307 - sandboxed
+            except NameError:
+                if data_ns is None:
+                    raise
+                ons = dict(data_ns)
+                ons.update(local)
+                ons["self"] = self_obj
+                v = eval(code, ons)  # noqa: S307 - sandboxed
+                if not is_plain_data(v):
+                    raise
+                return v
+
+        def bind(key, value):
+            if key.startswith("self."):
+                setattr(self_obj, key[5:], value)
+            else:
+                ns[key] = value
+                local[key] = value
+            unknown.discard(key)
+
+        def forget(keys):
+            for k in keys:
+                if k in self.need:
+                    unknown.add(k)
+
+        fn = self.fn
+        if fn is not None:
+            a = fn.args
+            pos = list(getattr(a, "posonlyargs", [])) + list(a.args)
+            defaults = [None] * (len(pos) - len(a.defaults)) + list(a.defaults)
+            for i, (p, dflt) in enumerate(zip(pos, defaults)):
+                if i == 0 and p.arg in ("self", "cls"):
+                    ns[p.arg] = self_obj
+                    continue
+                if dflt is None:
+                    unknown.add(p.arg)
+                    continue
+                try:
+                    ns[p.arg] = ev(dflt)
+                except Exception:  # noqa: BLE001
+                    unknown.add(p.arg)
+            for p, dflt in zip(a.kwonlyargs, a.kw_defaults):
+                try:
+                    if dflt is None:
+                        raise NameError(p.arg)
+                    ns[p.arg] = ev(dflt)
+                except Exception:  # noqa: BLE001
+                    unknown.add(p.arg)
+            if a.vararg is not None:
+                ns[a.vararg.arg] = ()
+            if a.kwarg is not None:
+                ns[a.kwarg.arg] = {}
+
+        def run(stmts):
+            for st in stmts:
+                if _contains(st, self.call):
+                    if isinstance(st, (ast.For, ast.AsyncFor)) and any(_contains(b, self.call) for b in st.body):
+                        keys = _target_keys(st.target)
+                        try:
+                            first = next(iter(ev(st.iter)))
+                            if isinstance(st.target, ast.Name):
+                                bind(st.target.id, first)
+                            else:
+                                for k, v in zip(keys, first):
+                                    bind(k, v)
+                        except Exception:  # noqa: BLE001
+                            forget(keys)
+                        run(st.body)
+                    elif isinstance(st, ast.If):
+                        run(st.body if any(_contains(b, self.call) for b in st.body) else st.orelse)
+                    elif isinstance(st, (ast.With, ast.AsyncWith, ast.While)):
+                        run(st.body)
+                    elif isinstance(st, ast.Try):
+                        for part in (st.body, st.orelse, st.finalbody):
+                            if any(_contains(b, self.call) for b in part):
+                                run(part)
+                                return
+                        for h in st.handlers:
+                            if _contains(h, self.call):
+                                run(h.body)
+                    return
+                if isinstance(st, (ast.Assign, ast.AnnAssign)) and st.value is not None:
+                    targets = st.targets if isinstance(st, ast.Assign) else [st.target]
+                    keys = [k for t in targets for k in _target_keys(t)]
+                    if not any(k in self.need for k in keys):
+                        continue
+                    try:
+                        v = ev(st.value)
+                        for t in targets:
+                            if isinstance(t, (ast.Tuple, ast.List)):
+                                for k, x in zip(_target_keys(t), v):
+                                    bind(k, x)
+                            else:
+                                for k in _target_keys(t):
+                                    bind(k, v)
+                    except Exception:  # noqa: BLE001
+                        forget(keys)
+                elif isinstance(st, ast.If):
+                    try:
+                        branch = st.body if ev(st.test) else st.orelse
+                    except Exception:  # noqa: BLE001
+                        for n in ast.walk(st):
+                            if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                                forget([k for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) for k in _target_keys(t)])
+                        continue
+                    run(branch)
+                else:
+                    # loops, augmented assignments, with-blocks...: what they bind is unknown
+                    for n in ast.walk(st):
+                        if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For)):
+                            t = n.targets if isinstance(n, ast.Assign) else [n.target]
+                            forget([k for x in t for k in _target_keys(x)])
+
+        run(fn.body if fn is not None else self.tree.body)
+        ns["self"] = self_obj
+        # a call inside a comprehension: its targets take the first item of their iterables
+        for node in self.chain:
+            if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+                for gen in node.generators:
+                    keys = _target_keys(gen.target)
+                    try:
+                        first = next(iter(ev(gen.iter)))
+                        if isinstance(gen.target, ast.Name):
+                            bind(gen.target.id, first)
+                        else:
+                            for k, v in zip(keys, first):
+                                bind(k, v)
+                    except Exception:  # noqa: BLE001
+                        unknown.update(keys)
+        return ns, unknown, ev
+
+    def arguments(self, mod_globals, params, d, h, nn, data_ns=None):
+        """(args, kwargs, number of guessed arguments) or None when unusable."""
+        ns, unknown, ev = self.evaluate(mod_globals, data_ns)
+        positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        by_name = {p.name: p for p in params}
+        guessed = [0]
+
+        def value(node, pname):
+            try:
+                return ev(node)
+            except Exception:  # noqa: BLE001
+                guessed[0] += 1
+                p = by_name.get(pname)
+                return guess_value(pname or "x", p.annotation if p else inspect.Parameter.empty, d, h, nn, mod_globals)
+
+        args, kwargs = [], {}
+        for a in self.call.args:
+            if isinstance(a, ast.Starred):
+                try:
+                    args.extend(ev(a.value))
+                except Exception:  # noqa: BLE001
+                    return None
+                continue
+            pname = positional[len(args)].name if len(args) < len(positional) else None
+            args.append(value(a, pname))
+        for kw in self.call.keywords:
+            if kw.arg is None:
+                try:
+                    extra = ev(kw.value)
+                    kwargs.update({k: v for k, v in dict(extra).items() if k in by_name or any(p.kind == p.VAR_KEYWORD for p in params)})
+                except Exception:  # noqa: BLE001
+                    pass  # `**extra` that does not evaluate is left out
+                continue
+            kwargs[kw.arg] = value(kw.value, kw.arg)
+        # required parameters the evaluated call leaves unset (they came from a `**extra`
+        # that did not evaluate) are guessed like the others
+        for i, p in enumerate(params):
+            if p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name not in kwargs:
+                if p.kind == p.POSITIONAL_OR_KEYWORD and i < len(args):
+                    continue
+                guessed[0] += 1
+                kwargs[p.name] = guess_value(p.name, p.annotation, d, h, nn, mod_globals)
+        return args, kwargs, guessed[0]
+
+
+def call_site_arguments(site, params, mod_globals, d, h, nn, data_ns=None):
+    """(args, kwargs, guessed) from one call site (literal text or {text, offset}), or None."""
+    try:
+        if isinstance(site, str):
+            r = parse_call_site(site, params, mod_globals, d, h, nn)
+            return None if r is None else (r[0], r[1], 0)
+        return CallContext(site["text"], int(site["offset"])).arguments(mod_globals, params, d, h, nn, data_ns)
+    except Unguessable:
+        return None
+    except (SyntaxError, ValueError, KeyError, TypeError, RecursionError):
+        return None
+
+
+def table_entries(text, g, limit=3):
+    """Up to `limit` entries of a module-level configuration table that evaluate in the
+    namespace `g`: the values of a dict display or a `dict(...)` call, the items of a
+    list or tuple, else the assigned value itself. Entries are evaluated one by one, so
+    an entry built by a helper the namespace lacks does not spoil the others."""
+    try:
+        st = ast.parse(text).body[0]
+    except (SyntaxError, IndexError):
+        return []
+    value = st.value if isinstance(st, (ast.Assign, ast.AnnAssign)) else None
+    if value is None:
+        return []
+    if isinstance(value, ast.Dict):
+        nodes = [(ast.literal_eval(k) if isinstance(k, ast.Constant) else None, v) for k, v in zip(value.keys, value.values) if k is not None]
+    elif isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "dict" and not value.args:
+        nodes = [(k.arg, k.value) for k in value.keywords if k.arg]
+    elif isinstance(value, (ast.List, ast.Tuple)):
+        nodes = list(enumerate(value.elts))
+    else:
+        nodes = [(None, value)]
+    out = []
+    for key, node in nodes:
+        try:
+            out.append((key, eval(compile(ast.Expression(node), "<config-table>", "eval"), dict(g))))  # noqa: S307 - sandboxed
+        except Exception:  # noqa: BLE001
+            continue
+        if len(out) >= limit:
+            break
+    return out
+
+
+def to_original(v, om, depth=0):
+    """`v` with every class or function of the candidate module replaced by the original
+    module's object of the same name, through partials, containers and dataclass
+    instances; other values (numbers, torch classes, module instances) are kept."""
+    import dataclasses
+    import functools
+    if depth > 6:
+        return v
+    if isinstance(v, (type, types.FunctionType)) and getattr(v, "__module__", None) == CANDIDATE_MODULE:
+        return getattr(om, v.__name__, v)
+    if isinstance(v, functools.partial):
+        return functools.partial(to_original(v.func, om, depth + 1), *to_original(list(v.args), om, depth + 1), **to_original(dict(v.keywords), om, depth + 1))
+    if isinstance(v, list):
+        return [to_original(x, om, depth + 1) for x in v]
+    if isinstance(v, tuple) and type(v) is tuple:
+        return tuple(to_original(x, om, depth + 1) for x in v)
+    if isinstance(v, dict) and type(v) is dict:
+        return {k: to_original(x, om, depth + 1) for k, x in v.items()}
+    if dataclasses.is_dataclass(v) and not isinstance(v, type) and type(v).__module__ == CANDIDATE_MODULE:
+        ocls = getattr(om, type(v).__name__, None)
+        if ocls is not None and dataclasses.is_dataclass(ocls):
+            return ocls(**{f.name: to_original(getattr(v, f.name), om, depth + 1) for f in dataclasses.fields(v) if f.init})
+    return v
+
+
+def is_config_param(p, g):
+    """A required constructor parameter that takes a configuration: named like one
+    (cfg, config, block_cfg) or annotated with a class of the module (cfg: RegNetCfg)."""
+    if p.default is not inspect.Parameter.empty or p.kind not in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
+        return False
+    if CONFIG_NAMES.match(p.name) or re.search(r"cfg|config", p.name, re.I):
+        return True
+    return is_config_class(resolve_annotation(p.annotation, g))
+
+
+def arg_candidates(cls, call_sites, mod_globals, nn, data_sites=None, data_ns=None):
     """Ordered, de-duplicated constructor candidates: (label, args, kwargs).
     1. defaults, when every parameter has one; 2. literal call sites from the corpus;
     3. name / annotation heuristics at a few widths (required parameters filled, and
@@ -352,32 +800,55 @@ def arg_candidates(cls, call_sites, mod_globals, nn):
     out, seen = [], set()
 
     def add(label, args, kwargs):
+        kwargs = fit_rates(kwargs)
         key = repr((args, sorted(kwargs.items(), key=lambda kv: kv[0])))
         if key not in seen:
             seen.add(key)
             out.append((label, args, kwargs))
+            return True
+        return False
 
     if params is None:
         add("defaults", [], {})
         return out, None
     fillable = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
     required = [p for p in fillable if p.default is inspect.Parameter.empty]
+    # the most common length of the sequences the signature defaults to (per-stage settings)
+    lens = [len(p.default) for p in fillable if isinstance(p.default, (tuple, list)) and len(p.default) >= 2]
+    seq_len = max(set(lens), key=lens.count) if lens else None
     if not required:
         add("defaults", [], {})
-    for text in call_sites or ():
-        try:
-            r = parse_call_site(text, params, mod_globals, 32, 4, nn)
-        except Unguessable:
-            r = None
+    # calls found in the corpus: those whose arguments all evaluated first
+    sites = []
+    for i, site in enumerate(call_sites or ()):
+        r = call_site_arguments(site, params, mod_globals, 32, 4, nn, data_ns)
         if r is not None:
-            add("call-site", r[0], r[1])
+            sites.append((r[2], i, site, r[0], r[1]))
+    for guessed, i, site, a, kw in sorted(sites, key=lambda t: (t[0], t[1])):
+        label = "call-site %d" % (i + 1) + (" guessed=%d" % guessed if guessed else "")
+        add(label, a, kw)
+    # entries of the module's configuration tables as the configuration parameter
+    cfg_params = [p for p in fillable if is_config_param(p, mod_globals)] if data_sites else []
+    if len(cfg_params) == 1:
+        cp = cfg_params[0]
+        for site in data_sites:
+            for key, value in table_entries(site.get("text", ""), mod_globals):
+                kwargs = {cp.name: value}
+                try:
+                    for p in required:
+                        if p is not cp:
+                            kwargs[p.name] = guess_value(p.name, p.annotation, 32, 4, nn, mod_globals, seq_len)
+                except Unguessable:
+                    continue
+                label = "config %s[%r]" % (site.get("name"), key)
+                add(label, [], kwargs)
     unguessable = None
     for d, h in CANDIDATE_WIDTHS:
         kwargs, posargs = {}, []
         try:
             for p in fillable:
                 if p.default is inspect.Parameter.empty:
-                    v = guess_value(p.name, p.annotation, d, h, nn)
+                    v = guess_value(p.name, p.annotation, d, h, nn, mod_globals, seq_len)
                 elif p.default is None and (DIM_WORDS.search(p.name) or OUT_DIM.search(p.name)) and required:
                     continue  # leave width-like Optional defaults alone while others are guessed
                 else:
@@ -419,12 +890,43 @@ def arg_candidates(cls, call_sites, mod_globals, nn):
             for p in fillable:
                 if p.kind != p.POSITIONAL_ONLY and (DIM_WORDS.search(p.name) or OUT_DIM.search(p.name) or HEADS.match(p.name)) and not isinstance(p.default, bool):
                     try:
-                        kwargs[p.name] = guess_value(p.name, p.annotation, d, h, nn)
+                        own = len(p.default) if isinstance(p.default, (tuple, list)) and len(p.default) >= 2 else seq_len
+                        kwargs[p.name] = guess_value(p.name, p.annotation, d, h, nn, mod_globals, own)
                     except Unguessable:
                         pass
             if kwargs:
                 add("widths d=%d h=%d" % (d, h), [], kwargs)
+        # a whole network whose defaults are wide (embed_dim=768): the same architecture
+        # at small widths first, so building and running it fits the time limit
+        if any(is_wide_default(p) for p in fillable):
+            small = [c for c in out if c[0].startswith("widths")]
+            out[:] = small + [c for c in out if not c[0].startswith("widths")]
     return out, (unguessable if not out or (required and unguessable) else None)
+
+
+DEPTH_NAMES = re.compile(r"^(depth|num_blocks|n_blocks|num_layers|n_layers|layers|num_block)$")
+RATE_NAMES = re.compile(r"drop|dpr|rate", re.I)
+
+
+def fit_rates(kwargs):
+    """Per-block rate lists (drop_path_rates=[0.0, 0.0]) as long as the block count they
+    are indexed with (depth=3): a stage indexes them dpr[i] for i in range(depth)."""
+    depth = max([v for k, v in kwargs.items() if DEPTH_NAMES.match(k) and isinstance(v, int) and not isinstance(v, bool)] or [0])
+    out = kwargs
+    for k, v in kwargs.items():
+        if RATE_NAMES.search(k) and isinstance(v, list) and v and all(isinstance(x, float) for x in v) and len(v) < depth:
+            if out is kwargs:
+                out = dict(kwargs)
+            out[k] = v + [v[-1]] * (depth - len(v))
+    return out
+
+
+def is_wide_default(p):
+    """A width-like parameter whose default is 384 or more (or a list of such)."""
+    if isinstance(p.default, bool) or not (DIM_WORDS.search(p.name) or OUT_DIM.search(p.name)):
+        return False
+    vals = p.default if isinstance(p.default, (tuple, list)) else [p.default]
+    return any(isinstance(v, int) and not isinstance(v, bool) and v >= 384 for v in vals)
 
 
 SEQ_ERR = re.compile(r"not subscriptable|has no len|not iterable|cannot unpack non-iterable|must be a tuple|must be a list|tuple index out of range", re.I)
@@ -559,6 +1061,8 @@ def forward_plan(model):
         sig = inspect.signature(model.forward)
     except (TypeError, ValueError):
         return [("x", "tensor")]
+    if not sig.parameters:
+        return []  # forward(self): a bias table, a positional embedding generator
     plan = []
     for p in sig.parameters.values():
         if p.kind == p.VAR_POSITIONAL:
@@ -574,6 +1078,8 @@ def forward_plan(model):
             plan.append((p.name, "int"))
         elif n in ("feat_size", "hw_shape", "hw_size", "size", "hw", "input_size", "shape", "resolution", "grid_size", "spatial_shape", "x_size", "thw") or "Tuple[int" in str(ann) or "List[int" in str(ann):
             plan.append((p.name, "hw"))
+        elif re.search(r"(List|Sequence|Tuple)\[(torch\.)?Tensor", str(ann)):
+            plan.append((p.name, "tensors"))  # torch.cat(x, 1) over a list of feature maps
         elif n in ("target", "targets", "label", "labels", "y_true", "gt", "classes"):
             plan.append((p.name, "target"))
         elif "mask" in n:
@@ -588,7 +1094,9 @@ def forward_plan(model):
 
 
 def input_candidates(model, plan, width_values, torch, nn, spatial, hints=None):
-    n_tensor = sum(1 for _, k in plan if k == "tensor")
+    n_tensor = sum(1 for _, k in plan if k in ("tensor", "tensors"))
+    if not plan:
+        return [[]]
     has_hw = sum(1 for _, k in plan if k == "int") >= 2 or any(k == "hw" for _, k in plan)
     cands = []
     for m in leaf_layers(model, nn):
@@ -640,13 +1148,19 @@ TOKEN_ATTRS = ("window_size", "resolution", "input_resolution", "num_patches", "
 
 
 def token_counts(model, hints=None):
-    """Token counts suggested by the block's attributes or constructor values."""
+    """Token counts suggested by the block's attributes or constructor values, or by
+    the configuration object it keeps (self.cfg.num_tokens of a dataclass config)."""
+    import dataclasses
     out = []
     hints = hints or {}
+    configs = [v for v in vars(model).values() if dataclasses.is_dataclass(v) and not isinstance(v, type) or isinstance(v, types.SimpleNamespace)]
     for name in TOKEN_ATTRS:
         v = getattr(model, name, None)
         if v is None:
             v = hints.get(name)
+        for c in configs:
+            if v is None:
+                v = getattr(c, name, None)
         if isinstance(v, bool):
             continue
         if isinstance(v, int) and 1 < v <= 4096:
@@ -674,6 +1188,14 @@ def make_inputs(specs, plan, torch):
         if kind == "tensor":
             args.append(tensors[ti] if ti < len(tensors) else tensors[-1])
             ti += 1
+        elif kind == "tensors":
+            # a list the block concatenates along channels: the spec's channels in two halves
+            t = tensors[ti] if ti < len(tensors) else tensors[-1]
+            if t.is_floating_point() and t.dim() >= 2 and t.shape[1] % 2 == 0:
+                args.append(list(t.chunk(2, dim=1)))
+            else:
+                args.append([t, t.clone()])
+            ti += 1
         elif kind == "int":
             args.append(8)
         elif kind == "hw":
@@ -692,7 +1214,19 @@ def make_inputs(specs, plan, torch):
 
 
 def shapes_of(args, torch):
-    return [list(a.shape) for a in args if isinstance(a, torch.Tensor)]
+    out = []
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            out.append(list(a.shape))
+        elif isinstance(a, list):
+            out.extend(list(t.shape) for t in a if isinstance(t, torch.Tensor))
+    return out
+
+
+def fresh_inputs(args, torch):
+    """A copy of forward inputs (tensors cloned, lists copied): a forward that changes
+    its input in place (x.add_(), features.append) must not change the next run's."""
+    return [a.clone() if isinstance(a, torch.Tensor) else fresh_inputs(a, torch) if isinstance(a, list) else a for a in args]
 
 
 def seed_all(torch, n):
@@ -868,7 +1402,8 @@ class Stages:
         torch, nn = self.torch, self.nn
         t_inst = self.start("instantiate")
         try:
-            cands, unguessable = arg_candidates(cls, self.req.get("callSites"), mod.__dict__, nn)
+            data_ns = self._data_namespace() if self.req.get("callSites") else None
+            cands, unguessable = arg_candidates(cls, self.req.get("callSites"), mod.__dict__, nn, self.req.get("dataSites"), data_ns)
         except BaseException as e:  # noqa: BLE001
             self.fail("instantiate", t_inst, e)
         if not cands:
@@ -954,13 +1489,6 @@ class Stages:
         model.eval()
         plan = forward_plan(model)
         widths = [v for v in list(kwargs.values()) + list(args) if isinstance(v, int) and not isinstance(v, bool)]
-        spatial = 32
-        for k in ("img_size", "image_size", "input_size", "resolution"):
-            v = kwargs.get(k, getattr(model, k, None))
-            if isinstance(v, int) and 8 <= v <= 512:
-                spatial = v
-            elif isinstance(v, (tuple, list)) and len(v) == 2 and all(isinstance(i, int) for i in v) and 8 <= v[0] <= 512:
-                spatial = v[0]
         first_err = None
         hints = {}
         try:
@@ -970,6 +1498,14 @@ class Stages:
         except (TypeError, ValueError):
             pass
         hints.update(kwargs)
+        # the image size the block is built for: its argument, its attribute, else its default
+        spatial = 32
+        for k in ("img_size", "image_size", "input_size", "resolution"):
+            v = kwargs.get(k, getattr(model, k, hints.get(k)))
+            if isinstance(v, int) and not isinstance(v, bool) and 8 <= v <= 512:
+                spatial = v
+            elif isinstance(v, (tuple, list)) and len(v) == 2 and all(isinstance(i, int) for i in v) and 8 <= v[0] <= 512:
+                spatial = v[0]
         cands = input_candidates(model, plan, widths, torch, nn, spatial, hints)
         for specs in cands:
             torch.manual_seed(1)
@@ -1005,6 +1541,28 @@ class Stages:
             d["output_shapes"] = [list(t.shape) for t in flatten_tensors(out, torch)]
         self.rep.send(d)
 
+    def _original_module(self):
+        """The block's original module, imported from its repository (read-only in the
+        sandbox); a zygote has imported it already (see Zygote)."""
+        import importlib
+        orig = self.req.get("original") or {}
+        for name, m in STASH.items():
+            sys.modules.setdefault(name, m)
+        for p in reversed(orig.get("sysPath") or []):
+            if p not in sys.path:
+                sys.path.insert(0, p)
+        return importlib.import_module(orig["module"])
+
+    def _data_namespace(self):
+        """The original module's namespace, for plain data the copy cannot compute (a
+        helper it does not need builds a call site's drop-path rates); None without one."""
+        if not self.req.get("original"):
+            return None
+        try:
+            return self._original_module().__dict__
+        except BaseException:  # noqa: BLE001
+            return None
+
     def _equivalence(self, cls, args, kwargs, inputs):
         torch = self.torch
         orig = self.req.get("original")
@@ -1012,21 +1570,21 @@ class Stages:
         if not orig:
             self.end("equivalence", t0, "skip", reason="no original module given")
             return
-        import importlib
-        for name, m in STASH.items():
-            sys.modules.setdefault(name, m)  # imported once by this zygote (see Zygote)
-        for p in reversed(orig.get("sysPath") or []):
-            if p not in sys.path:
-                sys.path.insert(0, p)
         try:
-            om = importlib.import_module(orig["module"])
+            om = self._original_module()
             ocls = getattr(om, orig["className"])
         except BaseException as e:  # noqa: BLE001
             self.end("equivalence", t0, "skip", reason="original does not import: " + fmt_error(e))
             return
+        # the same argument values, with the copy's classes and functions swapped for the
+        # original's (partial(ConvNormAct, padding=0) of the original module)
+        try:
+            oargs, okwargs = to_original(list(args), om), to_original(dict(kwargs), om)
+        except Exception:  # noqa: BLE001
+            oargs, okwargs = args, kwargs
         try:
             seed_all(torch, 0)
-            a = ocls(*args, **kwargs)
+            a = ocls(*oargs, **okwargs)
         except BaseException as e:  # noqa: BLE001
             self.end("equivalence", t0, "skip", reason="original does not instantiate with the same arguments: " + fmt_error(e))
             return
@@ -1043,14 +1601,14 @@ class Stages:
         try:
             with torch.no_grad():
                 seed_all(torch, 1)
-                ya = flatten_tensors(a(*inputs), torch)
+                ya = flatten_tensors(a(*fresh_inputs(inputs, torch)), torch)
         except BaseException as e:  # noqa: BLE001
             self.end("equivalence", t0, "skip", reason="original forward failed: " + fmt_error(e))
             return
         try:
             with torch.no_grad():
                 seed_all(torch, 1)
-                yb = flatten_tensors(b(*inputs), torch)
+                yb = flatten_tensors(b(*fresh_inputs(inputs, torch)), torch)
         except BaseException as e:  # noqa: BLE001
             self.end("equivalence", t0, "fail", reason="extracted forward failed: " + fmt_error(e),
                      category="not-equivalent", error=fmt_error(e))
