@@ -41,10 +41,10 @@ describe('cli', () => {
     const r = nnrag('index', '--store', store, '--json');
     assert.equal(r.code, 0, r.stderr);
     const rep = JSON.parse(r.stdout);
-    assert.equal(rep.files, 14);
+    assert.equal(rep.files, 15);
     assert.equal(rep.parsed, 0, 'nothing changed, nothing parsed');
     const s = JSON.parse(nnrag('stats', '--store', store, '--json').stdout);
-    assert.equal(s.files, 14);
+    assert.equal(s.files, 15);
     assert.ok(s.lastRun.timings.total >= 0);
   });
 
@@ -53,7 +53,7 @@ describe('cli', () => {
     const r = nnrag('discover', '--store', store, '--json', '--names-json', names);
     assert.equal(r.code, 0, r.stderr);
     const blocks = JSON.parse(r.stdout) as { id: string; name: string; module: string; repo: string; path: string; line: number; bases: string[] }[];
-    assert.equal(blocks.length, 12);
+    assert.equal(blocks.length, 13);
     const b = blocks.find((x) => x.id === 'tinyvision.models.variants.ResBottleneck')!;
     assert.deepEqual(Object.keys(b).sort(), ['bases', 'id', 'line', 'module', 'name', 'path', 'repo']);
     assert.equal(b.path, 'tinyvision/models/variants.py');

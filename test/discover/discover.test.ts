@@ -37,6 +37,7 @@ describe('discovery', () => {
         'tinyvision.models.mixer.Mlp',
         'tinyvision.models.resnet.Bottleneck',
         'tinyvision.models.variants.ResBottleneck',
+        'tinyvision.models.wrappers.FeatureTap',
       ]);
     } finally {
       ws.close();

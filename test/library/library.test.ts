@@ -44,11 +44,12 @@ before(async () => {
 after(() => ws?.close());
 
 const readJson = <T>(file: string): T => JSON.parse(readFileSync(file, 'utf8')) as T;
+const originOf = (url: string | null) => (url ? originUrl(url) : null);
 
 test('one spec per stored block, next to its module, and the same spec in the store', { skip }, () => {
   const records = listExtractions(ws.store);
   assert.equal(lib.specs, records.length);
-  assert.equal(records.length, 12);
+  assert.equal(records.length, 13);
   for (const r of records) {
     const dir = r.status === 'validated' ? 'blocks' : r.status === 'failed' ? 'failed' : 'extracted';
     assert.ok(existsSync(path.join(out, dir, `${r.id}.py`)), `${r.id}.py in ${dir}`);
@@ -59,7 +60,7 @@ test('one spec per stored block, next to its module, and the same spec in the st
   }
   assert.equal(listSpecs(ws.store).length, records.length);
   assert.equal(listSpecs(ws.store, { status: 'validated' }).length, readdirSync(path.join(out, 'blocks')).filter((f) => f.endsWith('.py')).length);
-  assert.deepEqual(lib.byStatus, { validated: 11, failed: 1 });
+  assert.deepEqual(lib.byStatus, { validated: 12, failed: 1 });
 });
 
 test('WindowAttention: attention, signature, layers, shapes, dependencies — and no source code', { skip }, () => {
@@ -68,8 +69,9 @@ test('WindowAttention: attention, signature, layers, shapes, dependencies — an
   assert.equal(s.class, 'WindowAttention');
   assert.deepEqual(s.origin, {
     repo: 'examples', module: 'tinyvision.layers.attention', path: 'tinyvision/layers/attention.py', line: s.origin.line,
-    // the origin URL is normalised (no trailing `.git`), as in SWHID origin qualifiers
-    revision: s.origin.revision, url: originUrl(ws.store.getRepo('examples')!.url!),
+    // the origin URL (the checkout's remote, when it has one) is normalised without a
+    // trailing `.git`, as in SWHID origin qualifiers
+    revision: s.origin.revision, url: originOf(ws.store.getRepo('examples')!.url),
   });
   assert.match(readFileSync(path.join(repoRoot, 'examples', s.origin.path), 'utf8').split('\n')[s.origin.line - 1], /^class WindowAttention\b/);
   assert.deepEqual(s.hyperparameters, ['dim', 'num_heads', 'window_size', 'qkv_bias']);
@@ -103,9 +105,12 @@ test('categories and inherited signatures of the other blocks', { skip }, () => 
   assert.equal(rb.init.at(-1)?.kind, 'var-keyword');
   assert.ok(!rb.hyperparameters.includes(rb.init.at(-1)!.name));
   // the failed block keeps its stages and is in failed/
-  const failed = getSpec(ws.store, 'tinyvision.models.mixer.Block')!;
+  const failed = getSpec(ws.store, 'tinyvision.models.wrappers.FeatureTap')!;
   assert.equal(failed.status, 'failed');
-  assert.equal(failed.stages?.forward, 'fail');
+  assert.equal(failed.stages?.instantiate, 'fail');
+  assert.equal(failed.stages?.forward, 'skip');
+  // the mixer Block's input needs exactly cfg.num_tokens tokens, read from its dataclass config
+  assert.deepEqual(getSpec(ws.store, 'tinyvision.models.mixer.Block')!.input_shapes, [[2, 16, 32]]);
 });
 
 function gitHashObject(file: string): string {
@@ -190,10 +195,10 @@ test('records stored without layers get them from the stored validation result',
 
 test('dedup: clusters stored, freshness follows the extractions', { skip }, async () => {
   const d = await runDedup(ws, { threads: 0 });
-  assert.equal(d.total, 12);
+  assert.equal(d.total, 13);
   // the two Mlp classes differ (different layers and init), nothing else is copied twice
-  assert.equal(d.uniqueCount, 12 - d.clusters.reduce((a, c) => a + c.members.length - 1, 0));
-  assert.equal(d.perRepo.examples.total, 12);
+  assert.equal(d.uniqueCount, 13 - d.clusters.reduce((a, c) => a + c.members.length - 1, 0));
+  assert.equal(d.perRepo.examples.total, 13);
   const stored = getDedup(ws.store)!;
   assert.equal(stored.fresh, true);
   assert.equal(stored.uniqueCount, d.uniqueCount);
@@ -205,7 +210,7 @@ test('dedup: clusters stored, freshness follows the extractions', { skip }, asyn
   assert.equal(getDedup(ws.store)!.fresh, false);
   try {
     const d2 = await runDedup(ws, { threads: 0 });
-    assert.equal(d2.total, 13);
+    assert.equal(d2.total, 14);
     assert.equal(d2.uniqueCount, d.uniqueCount);
     const c = clusterOf(ws.store, copyId)!;
     assert.equal(c.kind, 'exact');

@@ -49,9 +49,9 @@ test('export-pairs: one JSON line per block with license, provenance and the mod
   const { stdout } = await promisify(execFile)(process.execPath, [BIN, 'export-pairs', '--store', store, '--out', file, '--all', '--json', '--python', '/usr/bin/python3']);
   const summary = JSON.parse(stdout) as { pairs: number; licenses: Record<string, number> };
   const lines = readFileSync(file, 'utf8').split('\n').filter(Boolean);
-  assert.equal(lines.length, 12);
-  assert.equal(summary.pairs, 12);
-  assert.deepEqual(summary.licenses, { MIT: 12 });
+  assert.equal(lines.length, 13);
+  assert.equal(summary.pairs, 13);
+  assert.deepEqual(summary.licenses, { MIT: 13 });
   const ws = api.Workspace.open(store);
   try {
     const texts = new Map(listExtractions(ws.store).map((e) => [e.id, e.text]));
