@@ -63,6 +63,18 @@ describe('equivalence with the original module', { skip: skip ?? false }, () => 
     assert.equal(r.equivalence?.maxAbsDiff, 0);
   });
 
+  it('survives a repository whose import leaves a non-module in sys.modules', async () => {
+    // a pool of its own, so this repository's zygote is made by importing oddmod
+    const own = await ValidatorPool.start({ workers: 1 });
+    try {
+      const r = await own.validate(eq('gate_same.py', { original: { module: 'eqpkg.oddmod', className: 'ScaledGate', sysPath: [fixture('validate', 'equiv', 'repo')] } }));
+      assert.equal(r.category, null, `${r.stage} ${r.error}`);
+      assert.equal(r.stages.equivalence, 'pass', `${r.equivalence?.reason}`);
+    } finally {
+      await own.close();
+    }
+  });
+
   it('fails a copy that computes something else', async () => {
     const r = await pool.validate(eq('gate_diff.py'));
     assert.equal(r.stages.forward, 'pass');

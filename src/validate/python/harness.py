@@ -2036,9 +2036,16 @@ def zygote_main(cfg, roots, module, req_fd, res_fd):
         pass
     prefixes = [r.rstrip("/") + "/" for r in roots]
     for name, m in list(sys.modules.items()):
-        f = getattr(m, "__file__", None) or ""
-        paths = list(getattr(m, "__path__", None) or [])
-        if any(f.startswith(pr) for pr in prefixes) or any(str(x).startswith(pr) for x in paths for pr in prefixes):
+        # sys.modules may hold objects that are not modules (torch.classes namespaces
+        # under torch 2.6: their __path__ is not a list of folders)
+        try:
+            f = getattr(m, "__file__", None) or ""
+            paths = [str(x) for x in (getattr(m, "__path__", None) or [])]
+        except Exception:  # noqa: BLE001
+            continue
+        if not isinstance(f, str):
+            continue
+        if any(f.startswith(pr) for pr in prefixes) or any(x.startswith(pr) for x in paths for pr in prefixes):
             STASH[name] = sys.modules.pop(name)
     for p in roots:
         while p in sys.path:
