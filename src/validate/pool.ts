@@ -181,8 +181,15 @@ class Worker {
     if (!job || msg.rid !== job.rid) return; // stale or forged line
     if (msg.type === 'progress') {
       this.progressSeen = true;
-      if (msg.ev === 'start') this.progress.running = msg.stage;
-      else {
+      if (msg.ev === 'start') {
+        this.progress.running = msg.stage;
+        // equivalence builds and runs two more copies: it has a wall-clock budget of
+        // its own (the harness extends its deadline the same way, once)
+        if (msg.stage === 'equivalence' && !this.eqExtended) {
+          this.eqExtended = true;
+          this.armWatchdog(job);
+        }
+      } else {
         this.progress.stages[msg.stage as Stage] = msg.status;
         this.progress.running = null;
       }
@@ -203,14 +210,8 @@ class Worker {
     this.state = 'busy';
     this.job = job;
     this.progress = { running: null, stages: {} };
-    const timeout = job.req.timeoutMs ?? this.pool.env.limits.timeoutMs;
-    this.watchdog = setTimeout(() => {
-      // the harness did not answer in time: treat the worker as hung
-      if (this.job === job) {
-        this.hung = true;
-        this.kill();
-      }
-    }, timeout + WATCHDOG_GRACE_MS);
+    this.eqExtended = false;
+    const timeout = this.armWatchdog(job);
     const req = {
       source: job.req.source,
       className: job.req.className,
@@ -224,6 +225,22 @@ class Worker {
   }
 
   private hung = false;
+
+  private eqExtended = false;
+
+  /** (Re)start the timer that declares the worker hung; returns the request's timeout. */
+  private armWatchdog(job: Job): number {
+    const timeout = job.req.timeoutMs ?? this.pool.env.limits.timeoutMs;
+    if (this.watchdog) clearTimeout(this.watchdog);
+    this.watchdog = setTimeout(() => {
+      // the harness did not answer in time: treat the worker as hung
+      if (this.job === job) {
+        this.hung = true;
+        this.kill();
+      }
+    }, timeout + WATCHDOG_GRACE_MS);
+    return timeout;
+  }
 
   private finish(r: ValidationResult) {
     if (this.watchdog) clearTimeout(this.watchdog);

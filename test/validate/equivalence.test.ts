@@ -75,6 +75,21 @@ describe('equivalence with the original module', { skip: skip ?? false }, () => 
     }
   });
 
+  it('gives the equivalence stage a wall-clock budget of its own', async () => {
+    // forward sleeps 1 s: validation takes ~1 s, equivalence two more forwards (~2 s);
+    // together over the 2.5 s limit, each part within it
+    const r = await pool.validate(
+      eq('slow_same.py', {
+        className: 'SlowGate',
+        original: { module: 'eqpkg.blocks', className: 'SlowGate', sysPath: [fixture('validate', 'equiv', 'repo')] },
+        timeoutMs: 2500,
+      }),
+    );
+    assert.equal(r.category, null, `${r.stage} ${r.error}`);
+    assert.equal(r.stages.equivalence, 'pass');
+    assert.ok(r.ms > 2500, `took ${r.ms} ms`);
+  });
+
   it('fails a copy that computes something else', async () => {
     const r = await pool.validate(eq('gate_diff.py'));
     assert.equal(r.stages.forward, 'pass');

@@ -1289,7 +1289,9 @@ def apply_limits(lim):
     if lim.get("as_bytes"):
         setl(resource.RLIMIT_AS, lim["as_bytes"])
     if lim.get("cpu_seconds"):
-        setl(resource.RLIMIT_CPU, lim["cpu_seconds"], lim["cpu_seconds"] + 2)
+        # the hard limit leaves room for the equivalence stage's own budget (see
+        # Stages._equivalence, which raises the soft limit once)
+        setl(resource.RLIMIT_CPU, lim["cpu_seconds"], 2 * lim["cpu_seconds"] + 2)
     if lim.get("nproc"):
         setl(resource.RLIMIT_NPROC, lim["nproc"])
     if lim.get("fsize_bytes"):
@@ -1567,6 +1569,12 @@ class Stages:
         torch = self.torch
         orig = self.req.get("original")
         t0 = self.start("equivalence")
+        try:
+            soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+            if soft != resource.RLIM_INFINITY and hard != resource.RLIM_INFINITY:
+                resource.setrlimit(resource.RLIMIT_CPU, (min(hard, 2 * soft), hard))
+        except (ValueError, OSError):
+            pass
         if not orig:
             self.end("equivalence", t0, "skip", reason="no original module given")
             return
@@ -1779,7 +1787,7 @@ class Worker:
                     pass
             _exit(0)
         os.close(w)
-        buf, timed_out, overflow, status = self.collect(pid, r, t0 + timeout, rid)
+        buf, timed_out, overflow, status = self.collect(pid, r, t0 + timeout, rid, timeout)
         if status is None:
             try:
                 _, status = os.waitpid(pid, 0)
@@ -1858,14 +1866,20 @@ class Worker:
                 continue
             if isinstance(ev, dict) and ev.get("ev") == "done":
                 self._done = True
+            if isinstance(ev, dict) and ev.get("ev") == "start" and ev.get("stage") == "equivalence" and getattr(self, "_eq_start", 1) is None:
+                self._eq_start = _monotonic()
             if isinstance(ev, dict) and ev.get("ev") in ("start", "end") and ev.get("stage") in STAGES:
                 self.send({"type": "progress", "rid": rid, "ev": ev["ev"], "stage": ev["stage"],
                            "status": ev.get("status")})
 
-    def collect(self, pid, r, deadline, rid=None):
+    def collect(self, pid, r, deadline, rid=None, eq_timeout=None):
         """Read the child's reports until it exits, the deadline passes (kill) or it
-        floods the pipe (kill). Returns (bytes, timed_out, overflow, status or None)."""
+        floods the pipe (kill). Returns (bytes, timed_out, overflow, status or None).
+        The equivalence stage, which builds and runs two copies, gets a wall-clock budget
+        of its own (`eq_timeout` from its start, once)."""
         buf = b""
+        self._eq_start = None
+        extended = False
         timed_out = False
         overflow = False
         status = None
@@ -1880,6 +1894,9 @@ class Worker:
         self._done = False
         try:
             while True:
+                if self._eq_start is not None and not extended and eq_timeout:
+                    extended = True
+                    deadline = max(deadline, self._eq_start + eq_timeout)
                 left = deadline - _monotonic()
                 if left <= 0:
                     timed_out = True
@@ -2160,6 +2177,9 @@ class Zygote:
                     elif t == "progress" and obj.get("rid") == rid:
                         if obj.get("ev") == "start":
                             self.running = obj.get("stage")
+                            if obj.get("stage") == "equivalence":
+                                # the zygote's child has an equivalence budget of its own
+                                deadline = max(deadline, _monotonic() + timeout + 5.0)
                         else:
                             self.progress[obj.get("stage")] = obj.get("status")
                             self.running = None
