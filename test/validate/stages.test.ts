@@ -101,6 +101,12 @@ describe('validation stages', { skip: skip ?? false }, () => {
     assert.deepEqual(root.input_shapes, [[2, 16, 32, 32], [2, 16, 32, 32]]); // two halves of in_chs=32
   });
 
+  it('repairs an input from the shape error of a first try (token count 8 → 49)', () => {
+    const r = results.get('good/fixed_tokens.py')!;
+    assert.deepEqual(r.input_shapes, [[2, 49, 24]]);
+    assert.deepEqual(r.output_shapes, [[2, 49, 24]]);
+  });
+
   it('builds dataclass configurations and per-stage lists from annotations', () => {
     const r = results.get('good/dataclass_cfg.py')!;
     const a = r.args as Record<string, unknown>;

@@ -1124,15 +1124,20 @@ def input_candidates(model, plan, width_values, torch, nn, spatial, hints=None):
         cands = cands[:1] + extra + cands[1:]
     # rewrite to the forward's tensor count; token layout when forward takes (x, H, W)
     out, seen = [], set()
+    expanded = []
     for specs in cands:
         if has_hw:
             f = [s for s in specs if s[0] == "float"]
             if f:
                 shp = f[0][1]
-                if len(shp) == 4:
-                    specs = [("float", (shp[0], 64, shp[1]))]
-                elif len(shp) == 3:
-                    specs = [("float", (shp[0], 64, shp[2]))]
+                c = shp[1] if len(shp) == 4 else shp[2] if len(shp) == 3 else None
+                if c is not None:
+                    # H·W tokens for (8, 8), and H·W + 1 for blocks that carry a class token
+                    expanded.append([("float", (shp[0], 64, c))])
+                    expanded.append([("float", (shp[0], 65, c))])
+                    continue
+        expanded.append(specs)
+    for specs in expanded:
         if n_tensor > len(specs):
             specs = list(specs) + [specs[-1]] * (n_tensor - len(specs))
         elif n_tensor < len(specs):
@@ -1154,6 +1159,8 @@ def token_counts(model, hints=None):
     out = []
     hints = hints or {}
     configs = [v for v in vars(model).values() if dataclasses.is_dataclass(v) and not isinstance(v, type) or isinstance(v, types.SimpleNamespace)]
+    # then the direct sub-modules (self.attn.N of a block whose attention fixes its tokens)
+    configs += list(model.children())[:8]
     for name in TOKEN_ATTRS:
         v = getattr(model, name, None)
         if v is None:
@@ -1174,6 +1181,69 @@ def token_counts(model, hints=None):
         if 1 < n <= 4096 and n not in out:
             out.append(n)
     return out[:2]
+
+
+SIZE_MISMATCH = re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)")
+CHANNELS_MISMATCH = re.compile(r"expected input\[([\d, ]+)\] to have (\d+) channels, but got (\d+) channels")
+MATMUL_MISMATCH = re.compile(r"mat1 and mat2 shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)")
+NORM_MISMATCH = re.compile(r"normalized_shape=\[(\d+)\], expected input with shape \[\*, \1\], but got input of size\s*\[([\d, ]+)\]")
+
+
+def repair_specs(specs, msg):
+    """The same input with one dimension changed as a shape error says it should be:
+    "size of tensor a (8) must match the size of tensor b (49)" (8 tokens → 49),
+    "expected input[2, 16, 8, 8] to have 32 channels, but got 16", "mat1 and mat2 shapes
+    cannot be multiplied (16x4 and 32x64)" (last dim 4 → 32), LayerNorm over the wrong
+    last dim. Returns None when the message names no dimension of the input."""
+    def replace(pred, old, new):
+        out, done = [], False
+        for sp in specs:
+            if not done and sp[0] == "float":
+                shp = list(sp[1])
+                idx = pred(shp)
+                if idx is not None:
+                    shp[idx] = new
+                    done = True
+                    out.append((sp[0], tuple(shp)) + tuple(sp[2:]))
+                    continue
+            out.append(sp)
+        return out if done else None
+
+    def dim_equal(v, prefer=(1, -1, 2, 3)):
+        def pred(shp):
+            for j in prefer:
+                if -len(shp) <= j < len(shp) and j != 0 and shp[j] == v:
+                    return j
+            return None
+        return pred
+
+    m = CHANNELS_MISMATCH.search(msg)
+    if m:
+        shape = [int(x) for x in m.group(1).split(",")]
+        want, got = int(m.group(2)), int(m.group(3))
+        r = replace(lambda shp: 1 if list(shp) == shape and len(shp) > 1 else None, got, want)
+        return r if r is not None else replace(dim_equal(got, (1,)), got, want)
+    m = MATMUL_MISMATCH.search(msg)
+    if m:
+        got, want = int(m.group(2)), int(m.group(3))
+        return replace(dim_equal(got, (-1,)), got, want) if got != want else None
+    m = NORM_MISMATCH.search(msg)
+    if m:
+        want = int(m.group(1))
+        shape = [int(x) for x in m.group(2).split(",")]
+        if len(shape) == 4 and shape[1] == want:
+            # channels-first map given to a channels-last norm: the same map channels-last
+            return replace(lambda shp: 1 if list(shp) == shape else None, want, shape[2]) and \
+                [("float", (shape[0], shape[2], shape[3], want)) if sp[0] == "float" and list(sp[1]) == shape else sp for sp in specs]
+        return None
+    m = SIZE_MISMATCH.search(msg)
+    if m:
+        a, b = int(m.group(1)), int(m.group(2))
+        if a == b:
+            return None
+        r = replace(dim_equal(a), a, b)
+        return r if r is not None else replace(dim_equal(b), b, a)
+    return None
 
 
 def make_inputs(specs, plan, torch):
@@ -1504,12 +1574,19 @@ class Stages:
         spatial = 32
         for k in ("img_size", "image_size", "input_size", "resolution"):
             v = kwargs.get(k, getattr(model, k, hints.get(k)))
-            if isinstance(v, int) and not isinstance(v, bool) and 8 <= v <= 512:
+            if isinstance(v, int) and not isinstance(v, bool) and 4 <= v <= 512:
                 spatial = v
-            elif isinstance(v, (tuple, list)) and len(v) == 2 and all(isinstance(i, int) for i in v) and 8 <= v[0] <= 512:
+            elif isinstance(v, (tuple, list)) and len(v) == 2 and all(isinstance(i, int) for i in v) and 4 <= v[0] <= 512:
                 spatial = v[0]
         cands = input_candidates(model, plan, widths, torch, nn, spatial, hints)
-        for specs in cands:
+        tried, repairs = set(), 0
+        i = 0
+        while i < len(cands):
+            specs = cands[i]
+            i += 1
+            if repr(specs) in tried:
+                continue
+            tried.add(repr(specs))
             torch.manual_seed(1)
             try:
                 inputs = make_inputs(specs, plan, torch)
@@ -1521,6 +1598,11 @@ class Stages:
                     self.fail("forward", self._fwd_t0, e, cat)
                 if first_err is None or (self.classifier.classify(first_err[0], "forward") == "forward-shape" and cat != "forward-shape"):
                     first_err = (e, specs)
+                if cat == "forward-shape" and repairs < 4:
+                    fixed = repair_specs(specs, str(e))
+                    if fixed is not None and repr(fixed) not in tried:
+                        repairs += 1
+                        cands.insert(i, fixed)  # try the repaired input next
                 continue
             self._last_inputs = (specs, plan)
             return True, (inputs, out)
