@@ -101,6 +101,14 @@ describe('validation stages', { skip: skip ?? false }, () => {
     assert.deepEqual(root.input_shapes, [[2, 16, 32, 32], [2, 16, 32, 32]]); // two halves of in_chs=32
   });
 
+  it('takes block classes, stage lists and counts from annotations', () => {
+    const r = results.get('good/typed_block_arg.py')!;
+    const a = r.args as Record<string, unknown>;
+    assert.equal(a.block, 'nnrag_candidate.Basic');
+    assert.deepEqual(a.layers, [2, 2, 2, 2]);
+    assert.equal(a.convs_per_block, 2);
+  });
+
   it('repairs an input from the shape error of a first try (token count 8 → 49)', () => {
     const r = results.get('good/fixed_tokens.py')!;
     assert.deepEqual(r.input_shapes, [[2, 49, 24]]);

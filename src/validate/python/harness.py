@@ -267,6 +267,20 @@ def build_config(cls, d, h, nn, g, depth=0):
     raise Unguessable(cls.__name__)
 
 
+def module_classes_in(ann, nn, depth=0):
+    """nn.Module subclasses (other than nn.Module itself) an annotation names, through
+    Union / Optional / Type[...] (typing.get_args, PEP 484)."""
+    import typing
+    if depth > 3:
+        return []
+    if isinstance(ann, type):
+        return [ann] if issubclass(ann, nn.Module) and ann is not nn.Module else []
+    out = []
+    for a in getattr(typing, "get_args", lambda x: ())(ann) or ():
+        out += module_classes_in(a, nn, depth + 1)
+    return out
+
+
 def is_config_class(ann, nn=None):
     """A class named by an annotation that is neither a builtin, a torch or typing type,
     an nn.Module, nor inspect's "no annotation" marker: a configuration class."""
@@ -285,6 +299,11 @@ def guess_value(name, ann, d, h, nn, g=None, seq_len=None, depth=0):
     # a configuration object of a class the module defines (cfg: CspModelCfg)
     if is_config_class(ann, nn):
         return build_config(ann, d, h, nn, g, depth)
+    # a block class named by the annotation (block: Union[BasicBlock, Bottleneck],
+    # block_fn: Type[ConvBlock]): the first nn.Module subclass it names, not nn.Module
+    named = module_classes_in(ann, nn)
+    if named:
+        return named[0]
     text = ann_text(ann)
     if re.search(r"(List|Sequence|Tuple|list|tuple)\[float", text) and not re.search(r"Union\[float|Optional\[float|^float", text.replace("typing.", "")):
         # per-block rates (drop_path_rates: List[float]); fit_rates makes them depth long
@@ -295,10 +314,13 @@ def guess_value(name, ann, d, h, nn, g=None, seq_len=None, depth=0):
     if m:
         # a sequence of ints (layers: List[int], depths: Tuple[int, int, int, int])
         n = text.count("int") if "..." not in text and text.count("int") > 1 else (seq_len or 4)
-        # one element per stage, guessed from the singular name (depths → depth)
-        v = _guess_by_name(name[:-1] if name.endswith("s") else name, "int", d, h, nn)
-        if not isinstance(v, int) or isinstance(v, bool):
-            v = _guess_by_name(name, "int", d, h, nn)
+        # one element per stage, guessed from the name, else from the singular name
+        # when the plural tells nothing more than "a number" (depths → depth)
+        v = _guess_by_name(name, "int", d, h, nn)
+        if name.endswith("s") and v == d:
+            w = _guess_by_name(name[:-1], "int", d, h, nn)
+            if isinstance(w, int) and not isinstance(w, bool):
+                v = w
         if isinstance(v, int) and not isinstance(v, bool):
             return [v] * n
     return _guess_by_name(name, ann, d, h, nn)
@@ -352,6 +374,13 @@ def _guess_by_name(name, ann, d, h, nn):
         return 64
     if re.search(r"vocab|num_embeddings|n_vocab|num_tokens|n_tokens|num_codes|codebook", n):
         return 100
+    at = ann_text(ann).replace("typing.", "")
+    if re.match(r"(int|float|bool|Union\[int|Optional\[int|Tuple\[int|List\[int|Sequence\[int)", at):
+        # a number by its annotation, whatever the name says (layer_per_block: int,
+        # normalized_shape: Union[int, List[int]]): counts per block are small
+        if re.search(r"(^|_)per(_|$)", n):
+            return 2
+        return 1.0 if at.startswith("float") else False if at.startswith("bool") else d
     if re.search(r"act|activation|nonlinearity", n):
         return nn.ReLU
     if re.search(r"norm", n):
