@@ -1225,6 +1225,8 @@ def repair_specs(specs, msg):
     cannot be multiplied (16x4 and 32x64)" (last dim 4 → 32), LayerNorm over the wrong
     last dim. Returns None when the message names no dimension of the input."""
     def replace(pred, old, new):
+        if new > 4096:
+            return None
         out, done = [], False
         for sp in specs:
             if not done and sp[0] == "float":
@@ -1232,6 +1234,11 @@ def repair_specs(specs, msg):
                 idx = pred(shp)
                 if idx is not None:
                     shp[idx] = new
+                    numel = 1
+                    for x in shp:
+                        numel *= x
+                    if numel > (1 << 22):
+                        return None  # 4M elements: a repair that big is not a plausible input
                     done = True
                     out.append((sp[0], tuple(shp)) + tuple(sp[2:]))
                     continue
@@ -1608,7 +1615,7 @@ class Stages:
             elif isinstance(v, (tuple, list)) and len(v) == 2 and all(isinstance(i, int) for i in v) and 4 <= v[0] <= 512:
                 spatial = v[0]
         cands = input_candidates(model, plan, widths, torch, nn, spatial, hints)
-        tried, repairs = set(), 0
+        tried, repairs, repaired_at = set(), 0, set()
         i = 0
         while i < len(cands):
             specs = cands[i]
@@ -1616,6 +1623,7 @@ class Stages:
             if repr(specs) in tried:
                 continue
             tried.add(repr(specs))
+            repaired = i - 1 in repaired_at
             torch.manual_seed(1)
             try:
                 inputs = make_inputs(specs, plan, torch)
@@ -1623,6 +1631,8 @@ class Stages:
                     out = model(*inputs)
             except BaseException as e:  # noqa: BLE001
                 cat = self.classifier.classify(e, "forward", tb_files(e))
+                if repaired and cat == "memory":
+                    continue  # a repaired input too large for the limits: just a failed try
                 if cat in ("memory", "unresolved-name", "missing-extern", "native-extension", "sandbox-denied"):
                     self.fail("forward", self._fwd_t0, e, cat)
                 if first_err is None or (self.classifier.classify(first_err[0], "forward") == "forward-shape" and cat != "forward-shape"):
@@ -1631,6 +1641,7 @@ class Stages:
                     fixed = repair_specs(specs, str(e))
                     if fixed is not None and repr(fixed) not in tried:
                         repairs += 1
+                        repaired_at = {j + 1 if j >= i else j for j in repaired_at} | {i}
                         cands.insert(i, fixed)  # try the repaired input next
                 continue
             self._last_inputs = (specs, plan)
@@ -1712,6 +1723,10 @@ class Stages:
             b = cls(*args, **kwargs)
             b.load_state_dict(a.state_dict(), strict=True)
         except BaseException as e:  # noqa: BLE001
+            if self.classifier.classify(e, "equivalence") == "memory":
+                self.end("equivalence", t0, "fail", reason="memory limit while building the copy: " + fmt_error(e),
+                         category="memory", error=fmt_error(e))
+                return
             self.end("equivalence", t0, "fail", reason="state_dict does not load strictly: " + fmt_error(e),
                      category="not-equivalent", error=fmt_error(e))
             return
@@ -1729,8 +1744,9 @@ class Stages:
                 seed_all(torch, 1)
                 yb = flatten_tensors(b(*fresh_inputs(inputs, torch)), torch)
         except BaseException as e:  # noqa: BLE001
-            self.end("equivalence", t0, "fail", reason="extracted forward failed: " + fmt_error(e),
-                     category="not-equivalent", error=fmt_error(e))
+            mem = self.classifier.classify(e, "equivalence") == "memory"
+            self.end("equivalence", t0, "fail", reason=("memory limit in the copy's forward: " if mem else "extracted forward failed: ") + fmt_error(e),
+                     category="memory" if mem else "not-equivalent", error=fmt_error(e))
             return
         if len(ya) != len(yb) or any(list(x.shape) != list(y.shape) for x, y in zip(ya, yb)):
             r = "outputs differ in structure: %s vs %s" % ([list(t.shape) for t in ya], [list(t.shape) for t in yb])
