@@ -63,6 +63,19 @@ describe('equivalence with the original module', { skip: skip ?? false }, () => 
     assert.equal(r.equivalence?.maxAbsDiff, 0);
   });
 
+  it("finds the original's class in another module of its package when the block's module does not name it", async () => {
+    const text = 'class Net(nn.Module):\n    def __init__(self):\n        self.body = GatedStack2(12, gate_layer=partial(ScaledGate, hidden=16))\n';
+    const r = await pool.validate(
+      eq('stack2_same.py', {
+        source: 'from functools import partial\n' + validateFixture('equiv', 'stack2_same.py'),
+        className: 'GatedStack2',
+        original: { module: 'eqpkg.stack2', className: 'GatedStack2', sysPath: [fixture('validate', 'equiv', 'repo')] },
+        callSites: [{ module: 'net', text, offset: text.indexOf('GatedStack2(') + 'GatedStack2'.length }],
+      }),
+    );
+    assert.equal(r.stages.equivalence, 'pass', `${r.equivalence?.reason} ${r.error}`);
+  });
+
   it('survives a repository whose import leaves a non-module in sys.modules', async () => {
     // a pool of its own, so this repository's zygote is made by importing oddmod
     const own = await ValidatorPool.start({ workers: 1 });

@@ -785,6 +785,25 @@ def table_entries(text, g, limit=3):
     return out
 
 
+def original_named(v, om):
+    """The original's object for a class or function of the copy: the same name in the
+    block's module, else the one object of that name (same kind, same qualified name)
+    defined in a module of the original's top-level package (a copied dependency the
+    block's module does not import by name)."""
+    o = getattr(om, v.__name__, None)
+    if o is not None:
+        return o
+    top = om.__name__.split(".")[0] + "."
+    found = set()
+    for name, m in list(sys.modules.items()):
+        if not (name + ".").startswith(top) or m is None:
+            continue
+        o = getattr(m, v.__name__, None)
+        if o is not None and type(o) is type(v) and getattr(o, "__qualname__", None) == v.__qualname__ and getattr(o, "__module__", "") == name:
+            found.add(o)
+    return found.pop() if len(found) == 1 else v
+
+
 def to_original(v, om, depth=0):
     """`v` with every class or function of the candidate module replaced by the original
     module's object of the same name, through partials, containers and dataclass
@@ -794,7 +813,7 @@ def to_original(v, om, depth=0):
     if depth > 6:
         return v
     if isinstance(v, (type, types.FunctionType)) and getattr(v, "__module__", None) == CANDIDATE_MODULE:
-        return getattr(om, v.__name__, v)
+        return original_named(v, om)
     if isinstance(v, functools.partial):
         return functools.partial(to_original(v.func, om, depth + 1), *to_original(list(v.args), om, depth + 1), **to_original(dict(v.keywords), om, depth + 1))
     if isinstance(v, list):
