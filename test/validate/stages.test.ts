@@ -29,6 +29,7 @@ describe('validation stages', { skip: skip ?? false }, () => {
     reqs.find((r) => r.id === 'good/config_table.py')!.dataSites = [{ module: 'net', name: 'cfgs', text: table }];
     // whole networks must fit a short limit: built small, not at their wide defaults
     reqs.find((r) => r.id === 'good/wide_network.py')!.timeoutMs = 8000;
+    reqs.find((r) => r.id === 'good/forwarding_ctor.py')!.timeoutMs = 8000;
     for (const r of await pool.validateMany(reqs)) results.set(r.id, r);
   });
   after(async () => pool?.close());
@@ -126,6 +127,13 @@ describe('validation stages', { skip: skip ?? false }, () => {
     const r = results.get('good/config_table.py')!;
     assert.deepEqual(r.args, { cfg: [8, 'M', 16, 'M', 32] });
     assert.deepEqual(r.output_shapes, [[r.input_shapes![0][0], 10]]);
+  });
+
+  it("reads a forwarding constructor's parameters from its base", () => {
+    const r = results.get('good/forwarding_ctor.py')!;
+    const a = r.args as Record<string, number>;
+    assert.ok(a.embed_dim < 1536, JSON.stringify(a));
+    assert.ok(r.params! < 1_000_000, `${r.params} parameters`);
   });
 
   it('builds a network with wide defaults at small widths first', () => {

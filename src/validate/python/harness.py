@@ -418,6 +418,19 @@ def ctor_params(cls):
     except (TypeError, ValueError):
         return None
     params = list(sig.parameters.values())[1:]  # drop self
+    if params and all(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
+        # a forwarding constructor, __init__(self, *args, **kwargs) → super().__init__(...):
+        # the parameters are those of the first base that names its own (not nn.Module's)
+        for base in cls.__mro__[1:]:
+            init = base.__dict__.get("__init__")
+            if init is None or getattr(base, "__module__", "").startswith("torch."):
+                continue
+            try:
+                named = list(inspect.signature(init).parameters.values())[1:]
+            except (TypeError, ValueError):
+                continue
+            if any(p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in named):
+                return named
     return params
 
 
