@@ -434,48 +434,6 @@ def ctor_params(cls):
     return params
 
 
-def parse_call_site(text, params, mod_globals, d, h, nn):
-    """Turn a literal argument list text like "(64, 128, stride=2)" into (args, kwargs).
-    Each argument is evaluated as a literal (ast.literal_eval) or else as an expression
-    in the candidate module's namespace (we are inside the sandbox); an argument that
-    does not evaluate (a local variable at the call site) is guessed from its parameter
-    name. Star arguments make the call site unusable."""
-    t = text.strip()
-    if not t.startswith("("):
-        t = "(" + t + ")"
-    try:
-        call = ast.parse("f" + t, mode="eval").body
-    except SyntaxError:
-        return None
-    if not isinstance(call, ast.Call):
-        return None
-    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    by_name = {p.name: p for p in params}
-
-    def value(node, pname):
-        try:
-            return ast.literal_eval(node)
-        except Exception:  # noqa: BLE001
-            pass
-        try:
-            return eval(compile(ast.Expression(node), "<call-site>", "eval"), mod_globals)  # noqa: S307 - sandboxed
-        except Exception:  # noqa: BLE001
-            p = by_name.get(pname)
-            return guess_value(pname or "x", p.annotation if p else inspect.Parameter.empty, d, h, nn, mod_globals)
-
-    args, kwargs = [], {}
-    for i, a in enumerate(call.args):
-        if isinstance(a, ast.Starred):
-            return None
-        pname = positional[i].name if i < len(positional) else None
-        args.append(value(a, pname))
-    for kw in call.keywords:
-        if kw.arg is None:
-            return None
-        kwargs[kw.arg] = value(kw.value, kw.arg)
-    return args, kwargs
-
-
 class _Self(object):
     """Stands for `self` while a method's assignments before a call are replayed."""
 
@@ -499,6 +457,13 @@ def _target_keys(t):
     if isinstance(t, (ast.Tuple, ast.List)):
         return [k for e in t.elts for k in _target_keys(e)]
     return []
+
+
+def _assigned_keys(n):
+    """The names (and self.x) an assignment, annotated or augmented assignment or for
+    loop binds."""
+    targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+    return [k for t in targets for k in _target_keys(t)]
 
 
 def _contains(node, target):
@@ -556,8 +521,7 @@ class CallContext(object):
         while changed:
             changed = False
             for n in assigns:
-                keys = [k for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) for k in _target_keys(t)]
-                if any(k in need for k in keys):
+                if any(k in need for k in _assigned_keys(n)):
                     more = _names_in(n.value) - need
                     if more:
                         need |= more
@@ -603,6 +567,24 @@ class CallContext(object):
                 if k in self.need:
                     unknown.add(k)
 
+        def forget_all(st, kinds):
+            for n in ast.walk(st):
+                if isinstance(n, kinds):
+                    forget(_assigned_keys(n))
+
+        def bind_first(target, iterable, on_fail):
+            """A loop or comprehension target takes the first item of its iterable."""
+            keys = _target_keys(target)
+            try:
+                first = next(iter(ev(iterable)))
+                if isinstance(target, ast.Name):
+                    bind(target.id, first)
+                else:
+                    for k, v in zip(keys, first):
+                        bind(k, v)
+            except Exception:  # noqa: BLE001
+                on_fail(keys)
+
         fn = self.fn
         if fn is not None:
             a = fn.args
@@ -635,16 +617,7 @@ class CallContext(object):
             for st in stmts:
                 if _contains(st, self.call):
                     if isinstance(st, (ast.For, ast.AsyncFor)) and any(_contains(b, self.call) for b in st.body):
-                        keys = _target_keys(st.target)
-                        try:
-                            first = next(iter(ev(st.iter)))
-                            if isinstance(st.target, ast.Name):
-                                bind(st.target.id, first)
-                            else:
-                                for k, v in zip(keys, first):
-                                    bind(k, v)
-                        except Exception:  # noqa: BLE001
-                            forget(keys)
+                        bind_first(st.target, st.iter, forget)
                         run(st.body)
                     elif isinstance(st, ast.If):
                         run(st.body if any(_contains(b, self.call) for b in st.body) else st.orelse)
@@ -660,13 +633,12 @@ class CallContext(object):
                                 run(h.body)
                     return
                 if isinstance(st, (ast.Assign, ast.AnnAssign)) and st.value is not None:
-                    targets = st.targets if isinstance(st, ast.Assign) else [st.target]
-                    keys = [k for t in targets for k in _target_keys(t)]
+                    keys = _assigned_keys(st)
                     if not any(k in self.need for k in keys):
                         continue
                     try:
                         v = ev(st.value)
-                        for t in targets:
+                        for t in (st.targets if isinstance(st, ast.Assign) else [st.target]):
                             if isinstance(t, (ast.Tuple, ast.List)):
                                 for k, x in zip(_target_keys(t), v):
                                     bind(k, x)
@@ -679,17 +651,12 @@ class CallContext(object):
                     try:
                         branch = st.body if ev(st.test) else st.orelse
                     except Exception:  # noqa: BLE001
-                        for n in ast.walk(st):
-                            if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-                                forget([k for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) for k in _target_keys(t)])
+                        forget_all(st, (ast.Assign, ast.AnnAssign, ast.AugAssign))
                         continue
                     run(branch)
                 else:
                     # loops, augmented assignments, with-blocks...: what they bind is unknown
-                    for n in ast.walk(st):
-                        if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For)):
-                            t = n.targets if isinstance(n, ast.Assign) else [n.target]
-                            forget([k for x in t for k in _target_keys(x)])
+                    forget_all(st, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For))
 
         run(fn.body if fn is not None else self.tree.body)
         ns["self"] = self_obj
@@ -697,16 +664,7 @@ class CallContext(object):
         for node in self.chain:
             if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
                 for gen in node.generators:
-                    keys = _target_keys(gen.target)
-                    try:
-                        first = next(iter(ev(gen.iter)))
-                        if isinstance(gen.target, ast.Name):
-                            bind(gen.target.id, first)
-                        else:
-                            for k, v in zip(keys, first):
-                                bind(k, v)
-                    except Exception:  # noqa: BLE001
-                        unknown.update(keys)
+                    bind_first(gen.target, gen.iter, unknown.update)
         return ns, unknown, ev
 
     def arguments(self, mod_globals, params, d, h, nn, data_ns=None):
@@ -758,8 +716,9 @@ def call_site_arguments(site, params, mod_globals, d, h, nn, data_ns=None):
     """(args, kwargs, guessed) from one call site (literal text or {text, offset}), or None."""
     try:
         if isinstance(site, str):
-            r = parse_call_site(site, params, mod_globals, d, h, nn)
-            return None if r is None else (r[0], r[1], 0)
+            # a literal argument list "(64, 128, stride=2)": the call `f(64, 128, stride=2)`
+            text = site.strip()
+            site = {"text": "f" + (text if text.startswith("(") else "(" + text + ")"), "offset": 1}
         return CallContext(site["text"], int(site["offset"])).arguments(mod_globals, params, d, h, nn, data_ns)
     except Unguessable:
         return None
@@ -1826,6 +1785,7 @@ class Worker:
         self.failed_zygotes = set()
         self.zygote_ok = not cfg.get("no_zygotes")
         self.extra_close = []
+        self._eq_start = None  # when the running child's equivalence stage started (collect)
 
     def send(self, obj):
         self.proto.write(_dumps(obj, default=repr) + "\n")
@@ -2025,7 +1985,7 @@ class Worker:
                 continue
             if isinstance(ev, dict) and ev.get("ev") == "done":
                 self._done = True
-            if isinstance(ev, dict) and ev.get("ev") == "start" and ev.get("stage") == "equivalence" and getattr(self, "_eq_start", 1) is None:
+            if isinstance(ev, dict) and ev.get("ev") == "start" and ev.get("stage") == "equivalence" and self._eq_start is None:
                 self._eq_start = _monotonic()
             if isinstance(ev, dict) and ev.get("ev") in ("start", "end") and ev.get("stage") in STAGES:
                 self.send({"type": "progress", "rid": rid, "ev": ev["ev"], "stage": ev["stage"],
