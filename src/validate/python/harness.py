@@ -529,9 +529,10 @@ class CallContext(object):
         self.need = need
 
     def evaluate(self, mod_globals, data_ns=None):
-        """(namespace, unknown names, evaluator) at the call. `data_ns` (the original module's
-        namespace) computes what the copy's namespace cannot, when the result is plain
-        data (numbers, strings, lists of them): never a class or function of the original."""
+        """(namespace, unknown names, evaluator) at the call. `data_ns()` (the original
+        module's namespace, asked for only when needed) computes what the copy's namespace
+        cannot, when the result is plain data (numbers, strings, lists of them): never a
+        class or function of the original."""
         ns = dict(mod_globals)
         unknown = set()
         local = {}
@@ -544,9 +545,10 @@ class CallContext(object):
             try:
                 return eval(code, ns)  # noqa: S307 - sandboxed
             except NameError:
-                if data_ns is None:
+                g = data_ns() if data_ns is not None else None
+                if g is None:
                     raise
-                ons = dict(data_ns)
+                ons = dict(g)
                 ons.update(local)
                 ons["self"] = self_obj
                 v = eval(code, ons)  # noqa: S307 - sandboxed
@@ -1434,6 +1436,7 @@ class Stages:
         self.classifier = cls
         self.torch = torch
         self.nn = torch.nn
+        self._data_ns, self._data_ns_tried = None, False
 
     def start(self, stage):
         self.rep.send({"ev": "start", "stage": stage})
@@ -1501,8 +1504,7 @@ class Stages:
         torch, nn = self.torch, self.nn
         t_inst = self.start("instantiate")
         try:
-            data_ns = self._data_namespace() if self.req.get("callSites") else None
-            cands, unguessable = arg_candidates(cls, self.req.get("callSites"), mod.__dict__, nn, self.req.get("dataSites"), data_ns)
+            cands, unguessable = arg_candidates(cls, self.req.get("callSites"), mod.__dict__, nn, self.req.get("dataSites"), self._data_namespace)
         except BaseException as e:  # noqa: BLE001
             self.fail("instantiate", t_inst, e)
         if not cands:
@@ -1670,13 +1672,16 @@ class Stages:
 
     def _data_namespace(self):
         """The original module's namespace, for plain data the copy cannot compute (a
-        helper it does not need builds a call site's drop-path rates); None without one."""
-        if not self.req.get("original"):
-            return None
-        try:
-            return self._original_module().__dict__
-        except BaseException:  # noqa: BLE001
-            return None
+        helper it does not need builds a call site's drop-path rates); None without one.
+        Imported on first use only (a child outside a zygote would import the repository)."""
+        if not self._data_ns_tried:
+            self._data_ns_tried = True
+            if self.req.get("original"):
+                try:
+                    self._data_ns = self._original_module().__dict__
+                except BaseException:  # noqa: BLE001
+                    pass
+        return self._data_ns
 
     def _equivalence(self, cls, args, kwargs, inputs):
         torch = self.torch
