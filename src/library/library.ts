@@ -17,7 +17,7 @@ import type { CorpusModule } from '../resolve/corpus.js';
 import type { Resolver } from '../resolve/names.js';
 import { dedup, type DedupCluster, type DedupOptions, type DedupResult } from './dedup.js';
 import { blockManifest, checkSwhids, detectLicense, libraryManifest, type LicenseInfo, type RequiredRepos } from './provenance.js';
-import { listExtractions, type StoredExtraction } from './records.js';
+import { extractionHashes, listExtractions, type StoredExtraction } from './records.js';
 import { requirementLines, resolveRequirements, type Requirement } from './requirements.js';
 import { buildSpec, initSpecParser, type ProvenanceEntry, type ValidationFacts } from './spec.js';
 import type { BlockSpec } from './spec-types.js';
@@ -324,7 +324,7 @@ export interface StoredDedup {
   clusters: DedupCluster[];
 }
 
-function inputsDigest(es: readonly StoredExtraction[]): string {
+function inputsDigest(es: readonly { id: string; hash: string }[]): string {
   const h = createHash('sha256');
   for (const e of [...es].sort((a, b) => (a.id < b.id ? -1 : 1))) h.update(`${e.id}\0${e.hash}\n`);
   return h.digest('hex').slice(0, 16);
@@ -377,7 +377,7 @@ export function getDedup(store: IndexStore): (StoredDedup & { fresh: boolean }) 
   if (!s) return null;
   const summary = JSON.parse(s) as Omit<StoredDedup, 'clusters'>;
   const clusters = (store.stmt('SELECT kind, representative, members, scores FROM dedup_clusters ORDER BY cluster').all() as ClusterRow[]).map(clusterFromRow);
-  const fresh = inputsDigest(listExtractions(store).filter((e) => e.text)) === summary.inputs;
+  const fresh = inputsDigest(extractionHashes(store)) === summary.inputs;
   return { ...summary, clusters, fresh };
 }
 

@@ -61,6 +61,12 @@ export function listExtractions(store: IndexStore): StoredExtraction[] {
   return (store.stmt('SELECT * FROM extractions ORDER BY id').all() as Record<string, unknown>[]).map(rowToExtraction);
 }
 
+/** Id and content hash of every stored extraction that has a module text (what the
+ *  library's derived results are computed from), without loading the texts. */
+export function extractionHashes(store: IndexStore): { id: string; hash: string }[] {
+  return store.stmt("SELECT id, hash FROM extractions WHERE text IS NOT NULL AND text != '' ORDER BY id").all() as { id: string; hash: string }[];
+}
+
 function rowToExtraction(r: Record<string, unknown>): StoredExtraction {
   return {
     id: r.id as string,
