@@ -24,8 +24,9 @@
 //   not evaluated (lazy); string annotations are soft references (but not the strings
 //   of `Literal[...]`, PEP 586, or `Annotated[T, ...]` metadata, PEP 593).
 // Not implemented: PEP 695 (`type X = ...`, type parameters), `# type:` comments.
-import type { Node } from 'web-tree-sitter';
+import type { Node as TsNode } from 'web-tree-sitter';
 import { parsePython, type Tree } from './parser.js';
+import { syntaxTree, type SyntaxNode as Node } from './syntax.js';
 import {
   FACTS_VERSION,
   type BaseExpr,
@@ -1053,10 +1054,10 @@ function literalStrings(n: Node | null): string[] | null {
   return null;
 }
 
-function syntaxIssues(root: Node, max = 20): SyntaxIssue[] {
+function syntaxIssues(root: TsNode, max = 20): SyntaxIssue[] {
   const out: SyntaxIssue[] = [];
   if (!root.hasError) return out;
-  const stack: Node[] = [root];
+  const stack: TsNode[] = [root];
   while (stack.length && out.length < max) {
     const n = stack.pop()!;
     if (n.isMissing) {
@@ -1112,8 +1113,8 @@ function recoverStatements(source: string, tree: Tree): { text: string; tree: Tr
 }
 
 /** The first ERROR node (in source order, at any depth) that spans several lines. */
-function firstMultiLineError(root: Node): Node | null {
-  const stack: Node[] = [root];
+function firstMultiLineError(root: TsNode): TsNode | null {
+  const stack: TsNode[] = [root];
   while (stack.length) {
     const n = stack.pop()!;
     if (!n.hasError || n.endPosition.row === n.startPosition.row) continue;
@@ -1132,15 +1133,17 @@ export function bindSource(source: string): FileFacts {
     // errors are those of the file as written; facts come from the recovered parse
     const errors = syntaxIssues(tree.rootNode);
     let text = source;
-    let root = tree.rootNode;
+    let parsed = tree;
     if (errors.length) {
       const r = recoverStatements(source, tree);
       if (r.tree !== tree) {
         recovered = r.tree;
         text = r.text;
-        root = r.tree.rootNode;
+        parsed = r.tree;
       }
     }
+    // the binder reads a plain copy of the named nodes (syntax.ts), not the wasm tree
+    const root = syntaxTree(parsed, text);
     const futureAnnotations = hasFutureAnnotations(root);
     const b = new Binder(text, futureAnnotations);
     const facts = b.run(root);

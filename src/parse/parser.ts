@@ -5,6 +5,7 @@
 import { createRequire } from 'node:module';
 import { Language, Parser } from 'web-tree-sitter';
 import type { Tree, Node } from 'web-tree-sitter';
+import { useWasmModule } from './syntax.js';
 
 export type { Tree, Node };
 
@@ -16,7 +17,10 @@ let parser: Parser | null = null;
 export function initParser(): Promise<Parser> {
   if (!ready) {
     ready = (async () => {
-      await Parser.init();
+      // the Emscripten module object: syntax.ts walks trees through its exports
+      const wasmModule: Record<string, unknown> = {};
+      await Parser.init(wasmModule);
+      useWasmModule(wasmModule);
       const wasm = require.resolve('tree-sitter-python/tree-sitter-python.wasm');
       const lang = await Language.load(wasm);
       const p = new Parser();
