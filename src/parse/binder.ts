@@ -66,17 +66,19 @@ interface Access extends Ref {
   seq: number;
 }
 
-/** Calls that make static name resolution impossible (reported, not guessed). */
-const DYNAMIC_CALLS: Record<string, DynamicUse['kind']> = {
-  globals: 'globals',
-  locals: 'locals',
-  vars: 'vars',
-  exec: 'exec',
-  eval: 'eval',
-  __import__: '__import__',
+/** Calls that make static name resolution impossible (reported, not guessed). A Map,
+ *  not an object literal: a Python call of `constructor(...)` or `toString(...)` must not
+ *  find Object.prototype's members. */
+const DYNAMIC_CALLS = new Map<string, DynamicUse['kind']>([
+  ['globals', 'globals'],
+  ['locals', 'locals'],
+  ['vars', 'vars'],
+  ['exec', 'exec'],
+  ['eval', 'eval'],
+  ['__import__', '__import__'],
   // `from importlib import import_module` then `import_module(name)`
-  import_module: 'import_module',
-};
+  ['import_module', 'import_module'],
+]);
 
 class Binder {
   private readonly src: string;
@@ -901,7 +903,7 @@ class Binder {
 
   private noteDynamic(fn: Node, call: Node): void {
     let kind: DynamicUse['kind'] | undefined;
-    if (fn.type === 'identifier') kind = DYNAMIC_CALLS[fn.text];
+    if (fn.type === 'identifier') kind = DYNAMIC_CALLS.get(fn.text);
     else if (fn.type === 'attribute' && fn.childForFieldName('attribute')?.text === 'import_module') kind = 'import_module';
     if (kind) this.dynamic.push({ kind, line: call.startPosition.row + 1, stmt: this.stmt });
   }
