@@ -1,7 +1,8 @@
 // tree-sitter setup: one web-tree-sitter Parser for Python per thread.
 // web-tree-sitter + tree-sitter-python's wasm was chosen over the native binding by
 // measurement on timm (parse + full cursor walk: wasm 1.7 s, native 2.3-2.6 s, single
-// thread) and because it installs without a native build.
+// thread) and because it installs without a native build. The Emscripten module object
+// given to Parser.init is handed to syntax.ts, whose tree walk calls its exports.
 import { createRequire } from 'node:module';
 import { Language, Parser } from 'web-tree-sitter';
 import type { Tree, Node } from 'web-tree-sitter';
