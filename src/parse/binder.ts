@@ -1,6 +1,7 @@
-// The binder: one walk over a file's tree-sitter tree that collects every binding and
-// every name access per scope, then resolves the accesses after the walk (the shape of
-// LibCST's scope provider). The result is the file's FileFacts: per top-level
+// The binder: one walk over a file's syntax tree (syntax.ts's plain copy of
+// tree-sitter's named nodes) that collects every binding and every name access per
+// scope, then resolves the accesses after the walk (the shape of LibCST's scope
+// provider). The result is the file's FileFacts: per top-level
 // statement, the module-scope names it binds and the module-scope names it reads,
 // split into eager and lazy reads (DESIGN.md "Parsing and binding").
 //
