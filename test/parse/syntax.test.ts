@@ -2,7 +2,7 @@
 // Node API: the same named nodes in the same order, with the same types, offsets, rows
 // and columns, parents and field children, from the fast walk (WebAssembly exports) and
 // from the public TreeCursor walk; on fixtures, on text with syntax errors, CRLF and
-// lone CR line ends, non-ASCII and astral characters.
+// lone CR line ends, non-ASCII and astral characters, deep nesting.
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
@@ -30,6 +30,9 @@ const samples: Record<string, string> = {
   'missing-node': 'x = (1,\n',
   match: 'match p:\n    case Point(x=0, y=yy) as pt if yy > 0:\n        pass\n    case [1, *rest]:\n        pass\n    case {"k": v, **kw}:\n        pass\n',
   empty: '',
+  // deep nesting grows the cursor's stack inside WebAssembly
+  deep: 'x = ' + '('.repeat(600) + '1' + ')'.repeat(600) + '\n' + 'def f():\n' + Array.from({ length: 100 }, (_, i) => ' '.repeat(4 * (i + 1)) + 'if x:\n').join('') + ' '.repeat(404) + 'pass\n',
+  nul: 'a\0b = 1\n',
 };
 
 /** Every named node, depth first, as [type, start, end, startRow, startColumn, endRow,
