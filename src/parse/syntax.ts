@@ -159,34 +159,34 @@ function walkFast(ex: CursorExports, tree: Tree, cursor: TreeCursor, doc: Syntax
   let id = 0;
   // owner[d]: the node the named nodes at cursor depth d+1 attach to
   const owner: SyntaxNode[] = [];
-  const visit = (depth: number): void => {
+  const visit = (depth: number): boolean => {
     const t = typeId(T);
     let isNamed = named[t];
     if (isNamed === 0) named[t] = isNamed = ex._ts_language_type_is_named_wasm(langAddr, t) ? 1 : 2;
+    if (isNamed === 2) return false;
     const parent = depth ? owner[depth - 1] : null;
-    if (isNamed === 2) {
-      owner[depth] = parent!;
-      return;
-    }
     const f = depth ? fieldId(T) : 0;
     // web-tree-sitter's nodeType: the error symbol (65535) has no name in the table
     const node = new SyntaxNode(id++, types[t] || 'ERROR', f ? (fields[f] ?? null) : null, startIndex(T), endIndex(T), parent, doc);
     if (parent) addChild(parent, node);
     owner[depth] = node;
+    return true;
   };
   try {
-    visit(0);
+    let named = visit(0);
     const root = owner[0];
     let depth = 0;
     for (;;) {
-      if (first(T)) {
-        visit(++depth);
+      // an anonymous node's children are not the named children of any node (the Node
+      // API does not look inside a visible node for them): not entered
+      if (named && first(T)) {
+        named = visit(++depth);
         continue;
       }
       for (;;) {
         if (depth === 0) return root;
         if (next(T)) {
-          visit(depth);
+          named = visit(depth);
           break;
         }
         up(T);
@@ -202,30 +202,28 @@ function walkPublic(tree: Tree, c: TreeCursor, doc: SyntaxDoc): SyntaxNode {
   const tab = tablesOf(tree.language);
   let id = 0;
   const owner: SyntaxNode[] = [];
-  const visit = (depth: number): void => {
+  const visit = (depth: number): boolean => {
+    if (!c.nodeIsNamed) return false;
     const parent = depth ? owner[depth - 1] : null;
-    if (!c.nodeIsNamed) {
-      owner[depth] = parent!;
-      return;
-    }
     const f = depth ? c.currentFieldId : 0;
     const node = new SyntaxNode(id++, c.nodeType, f ? (tab.fields[f] ?? null) : null, c.startIndex, c.endIndex, parent, doc);
     if (parent) addChild(parent, node);
     owner[depth] = node;
+    return true;
   };
   try {
-    visit(0);
+    let named = visit(0);
     const root = owner[0];
     let depth = 0;
     for (;;) {
-      if (c.gotoFirstChild()) {
-        visit(++depth);
+      if (named && c.gotoFirstChild()) {
+        named = visit(++depth);
         continue;
       }
       for (;;) {
         if (depth === 0) return root;
         if (c.gotoNextSibling()) {
-          visit(depth);
+          named = visit(depth);
           break;
         }
         c.gotoParent();
