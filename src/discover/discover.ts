@@ -11,13 +11,14 @@
 // - has a forward of its own, inherited from an indexed base, or inherited from an
 //   extern nn.Module subclass that defines one (`nn.Sequential`, `nn.Conv2d`), but not
 //   torch.nn.Module's placeholder.
-// Whether an extern class is an nn.Module subclass with a forward is decided by the
-// rule in `staticExternInfo` (torch.nn's public classes), or by an ExternInfo the
-// caller passes.
+// Whether an extern class is an nn.Module subclass with a forward is decided by
+// `staticExternInfo` (a reference list of torch.nn's classes generated from torch,
+// torch-nn-classes.ts), or by an ExternInfo the caller passes.
 import type { BlockRow } from '../index/store.js';
 import type { ClassFacts } from '../parse/types.js';
 import type { Corpus, CorpusModule } from '../resolve/corpus.js';
 import type { Resolver, Target } from '../resolve/names.js';
+import { TORCH_NN_NOT_MODULES, TORCH_NN_WITH_FORWARD, TORCH_NN_WITHOUT_FORWARD } from './torch-nn-classes.js';
 
 /** A discovered block, as the store keeps it (id = qualified name `module.ClassName`). */
 export type Block = Omit<BlockRow, 'data'>;
@@ -37,17 +38,27 @@ interface ClassInfo {
   abstract: Set<string>;
 }
 
-const NN_MODULE = new Set(['torch.nn.Module', 'torch.nn.modules.module.Module']);
-const NO_FORWARD_CONTAINERS = new Set(['ModuleList', 'ModuleDict', 'ParameterList', 'ParameterDict', 'Module']);
-const NOT_MODULES = new Set(['Parameter', 'UninitializedParameter', 'UninitializedBuffer', 'Buffer']);
+const WITH_FORWARD = new Set(TORCH_NN_WITH_FORWARD);
+const WITHOUT_FORWARD = new Set(TORCH_NN_WITHOUT_FORWARD);
+const NOT_MODULES = new Set(TORCH_NN_NOT_MODULES);
+/** containers and bases of torch.nn's public API without a forward of their own */
+const NO_FORWARD_CONTAINERS = new Set(['ModuleList', 'ModuleDict', 'ParameterList', 'ParameterDict', 'Module', 'Container']);
+const NOT_MODULE_NAMES = new Set(['Parameter', 'UninitializedParameter', 'UninitializedBuffer', 'Buffer']);
 
-/** Without a Python to ask: torch.nn.Module in any spelling is a module without a
- *  forward; a capitalised class of torch.nn is a module (with a forward unless it is a
- *  container); anything else is not known to be a module. */
+/** Without a Python to ask: the reference list of torch.nn's classes (generated from
+ *  torch by scripts/torch_nn_classes.py: every nn.Module subclass under every module
+ *  path it is reachable by, private ones included, e.g.
+ *  `torch.nn.modules.batchnorm._BatchNorm`), which says whether the class is a module
+ *  and has a forward other than torch.nn.Module's placeholder. A name the list does not
+ *  know (a class of a newer torch) is judged by torch.nn's public naming: a
+ *  capitalised class of `torch.nn` or `torch.nn.modules.<m>` is a module, with a
+ *  forward unless it is a container. Anything else is not known to be a module. */
 export function staticExternInfo(q: string): ExternClassInfo | undefined {
-  if (NN_MODULE.has(q)) return { isModule: true, hasForward: false };
+  if (WITH_FORWARD.has(q)) return { isModule: true, hasForward: true };
+  if (WITHOUT_FORWARD.has(q)) return { isModule: true, hasForward: false };
+  if (NOT_MODULES.has(q)) return undefined;
   const m = /^torch\.nn\.(?:modules\.\w+\.)?([A-Z]\w*)$/.exec(q);
-  if (m && !NOT_MODULES.has(m[1])) return { isModule: true, hasForward: !NO_FORWARD_CONTAINERS.has(m[1]) };
+  if (m && !NOT_MODULE_NAMES.has(m[1])) return { isModule: true, hasForward: !NO_FORWARD_CONTAINERS.has(m[1]) };
   return undefined;
 }
 

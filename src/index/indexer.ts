@@ -207,6 +207,10 @@ export async function indexRepos(store: IndexStore, checkouts: IndexCheckout[], 
   let hashed = 0;
 
   try {
+    // A first index of these repositories (or a forced one) parses everything: start
+    // tree-sitter in the workers now, while the main thread lists and hashes, instead
+    // of after the first files to parse are found.
+    if (mode === 'force' || (mode !== 'skip' && checkouts.every((c) => !store.hasFiles(c.name)))) pool.warm();
     // ---------------------------------------------------------------- list + hash
     for (const c of checkouts) {
       const tl = now();

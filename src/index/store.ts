@@ -347,6 +347,11 @@ export class IndexStore {
     return r ? repoFromDb(r) : null;
   }
 
+  /** Does the store record any file of this repository? */
+  hasFiles(repo: string): boolean {
+    return this.stmt('SELECT 1 FROM files WHERE repo = ? LIMIT 1').get(repo) !== undefined;
+  }
+
   listFiles(repo?: string): FileRow[] {
     const sql =
       'SELECT repo, path, module, blob, size, mtime_ms AS mtimeMs FROM files' +

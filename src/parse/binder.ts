@@ -1,6 +1,7 @@
-// The binder: one walk over a file's tree-sitter tree that collects every binding and
-// every name access per scope, then resolves the accesses after the walk (the shape of
-// LibCST's scope provider). The result is the file's FileFacts: per top-level
+// The binder: one walk over a file's syntax tree (syntax.ts's plain copy of
+// tree-sitter's named nodes) that collects every binding and every name access per
+// scope, then resolves the accesses after the walk (the shape of LibCST's scope
+// provider). The result is the file's FileFacts: per top-level
 // statement, the module-scope names it binds and the module-scope names it reads,
 // split into eager and lazy reads (DESIGN.md "Parsing and binding").
 //
@@ -24,8 +25,9 @@
 //   not evaluated (lazy); string annotations are soft references (but not the strings
 //   of `Literal[...]`, PEP 586, or `Annotated[T, ...]` metadata, PEP 593).
 // Not implemented: PEP 695 (`type X = ...`, type parameters), `# type:` comments.
-import type { Node } from 'web-tree-sitter';
+import type { Node as TsNode } from 'web-tree-sitter';
 import { parsePython, type Tree } from './parser.js';
+import { syntaxTree, type SyntaxNode as Node } from './syntax.js';
 import {
   FACTS_VERSION,
   type BaseExpr,
@@ -65,17 +67,19 @@ interface Access extends Ref {
   seq: number;
 }
 
-/** Calls that make static name resolution impossible (reported, not guessed). */
-const DYNAMIC_CALLS: Record<string, DynamicUse['kind']> = {
-  globals: 'globals',
-  locals: 'locals',
-  vars: 'vars',
-  exec: 'exec',
-  eval: 'eval',
-  __import__: '__import__',
+/** Calls that make static name resolution impossible (reported, not guessed). A Map,
+ *  not an object literal: a Python call of `constructor(...)` or `toString(...)` must not
+ *  find Object.prototype's members. */
+const DYNAMIC_CALLS = new Map<string, DynamicUse['kind']>([
+  ['globals', 'globals'],
+  ['locals', 'locals'],
+  ['vars', 'vars'],
+  ['exec', 'exec'],
+  ['eval', 'eval'],
+  ['__import__', '__import__'],
   // `from importlib import import_module` then `import_module(name)`
-  import_module: 'import_module',
-};
+  ['import_module', 'import_module'],
+]);
 
 class Binder {
   private readonly src: string;
@@ -900,7 +904,7 @@ class Binder {
 
   private noteDynamic(fn: Node, call: Node): void {
     let kind: DynamicUse['kind'] | undefined;
-    if (fn.type === 'identifier') kind = DYNAMIC_CALLS[fn.text];
+    if (fn.type === 'identifier') kind = DYNAMIC_CALLS.get(fn.text);
     else if (fn.type === 'attribute' && fn.childForFieldName('attribute')?.text === 'import_module') kind = 'import_module';
     if (kind) this.dynamic.push({ kind, line: call.startPosition.row + 1, stmt: this.stmt });
   }
@@ -1053,10 +1057,10 @@ function literalStrings(n: Node | null): string[] | null {
   return null;
 }
 
-function syntaxIssues(root: Node, max = 20): SyntaxIssue[] {
+function syntaxIssues(root: TsNode, max = 20): SyntaxIssue[] {
   const out: SyntaxIssue[] = [];
   if (!root.hasError) return out;
-  const stack: Node[] = [root];
+  const stack: TsNode[] = [root];
   while (stack.length && out.length < max) {
     const n = stack.pop()!;
     if (n.isMissing) {
@@ -1112,8 +1116,8 @@ function recoverStatements(source: string, tree: Tree): { text: string; tree: Tr
 }
 
 /** The first ERROR node (in source order, at any depth) that spans several lines. */
-function firstMultiLineError(root: Node): Node | null {
-  const stack: Node[] = [root];
+function firstMultiLineError(root: TsNode): TsNode | null {
+  const stack: TsNode[] = [root];
   while (stack.length) {
     const n = stack.pop()!;
     if (!n.hasError || n.endPosition.row === n.startPosition.row) continue;
@@ -1132,15 +1136,17 @@ export function bindSource(source: string): FileFacts {
     // errors are those of the file as written; facts come from the recovered parse
     const errors = syntaxIssues(tree.rootNode);
     let text = source;
-    let root = tree.rootNode;
+    let parsed = tree;
     if (errors.length) {
       const r = recoverStatements(source, tree);
       if (r.tree !== tree) {
         recovered = r.tree;
         text = r.text;
-        root = r.tree.rootNode;
+        parsed = r.tree;
       }
     }
+    // the binder reads a plain copy of the named nodes (syntax.ts), not the wasm tree
+    const root = syntaxTree(parsed, text);
     const futureAnnotations = hasFutureAnnotations(root);
     const b = new Binder(text, futureAnnotations);
     const facts = b.run(root);

@@ -1,10 +1,12 @@
 // tree-sitter setup: one web-tree-sitter Parser for Python per thread.
 // web-tree-sitter + tree-sitter-python's wasm was chosen over the native binding by
 // measurement on timm (parse + full cursor walk: wasm 1.7 s, native 2.3-2.6 s, single
-// thread) and because it installs without a native build.
+// thread) and because it installs without a native build. The Emscripten module object
+// given to Parser.init is handed to syntax.ts, whose tree walk calls its exports.
 import { createRequire } from 'node:module';
 import { Language, Parser } from 'web-tree-sitter';
 import type { Tree, Node } from 'web-tree-sitter';
+import { useWasmModule } from './syntax.js';
 
 export type { Tree, Node };
 
@@ -16,7 +18,10 @@ let parser: Parser | null = null;
 export function initParser(): Promise<Parser> {
   if (!ready) {
     ready = (async () => {
-      await Parser.init();
+      // the Emscripten module object: syntax.ts walks trees through its exports
+      const wasmModule: Record<string, unknown> = {};
+      await Parser.init(wasmModule);
+      useWasmModule(wasmModule);
       const wasm = require.resolve('tree-sitter-python/tree-sitter-python.wasm');
       const lang = await Language.load(wasm);
       const p = new Parser();

@@ -1,12 +1,14 @@
 // Discovery: nn.Module subclasses through resolved bases, across files and across two
 // indexed repositories; abstract classes, non-modules and base classes without a
-// forward are not blocks.
+// forward are not blocks; torch.nn's classes under any module path (private bases too).
 import assert from 'node:assert/strict';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import * as api from '../../src/api.js';
-import { repoRoot, tempDir } from '../helpers.js';
+import { fixture, repoRoot, tempDir } from '../helpers.js';
+import { PYTHON } from '../support/python.js';
 
 function writeTree(root: string, files: Record<string, string>): void {
   for (const [rel, text] of Object.entries(files)) {
@@ -132,6 +134,31 @@ describe('discovery', () => {
       assert.equal(r.id, 'two.mlp.Mlp');
       assert.deepEqual(r.alternatives, ['one.mlp.Mlp']);
       assert.throws(() => api.resolveBlockNames(ws, ['Nope']), /no block named "Nope"/);
+    } finally {
+      ws.close();
+    }
+  });
+
+  it('knows every class of torch.nn as a base, under any module path or alias', async () => {
+    // fixture test/fixtures/discover/torch-bases: private bases of torch.nn's submodules
+    // (_BatchNorm, _ConvNd, _DropoutNd, _NormBase), containers, DistributedDataParallel,
+    // parametrize.ParametrizationList, import aliases; Parameter is not a module
+    const root = fixture('discover', 'torch-bases');
+    const ws = api.Workspace.open(tempDir());
+    try {
+      await api.index(ws, { repos: [spec('fixtures/torch-bases', root)] });
+      const ids = api.discover(ws).map((b) => b.id).sort();
+      const expected = [
+        'tb.layers.AliasedBatchNorm', 'tb.layers.BatchNormXd', 'tb.layers.Dropout', 'tb.layers.MyConv2',
+        'tb.layers.Plist', 'tb.layers.StackWithForward', 'tb.layers.Wrapped',
+      ];
+      assert.deepEqual(ids, expected);
+      // the same listing as torch itself gives, when the validation Python is here
+      if (existsSync(PYTHON)) {
+        const out = path.join(tempDir(), 'runtime.json');
+        const r = spawnSync(PYTHON, [path.join(repoRoot, 'bench', 'runtime_blocks.py'), root, 'tb', out], { encoding: 'utf8' });
+        if (r.status === 0) assert.deepEqual(ids, (JSON.parse(readFileSync(out, 'utf8')) as { blocks: string[] }).blocks);
+      }
     } finally {
       ws.close();
     }

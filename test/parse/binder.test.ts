@@ -572,6 +572,8 @@ test('dynamic uses are recorded with their line and statement', () => {
     __import__('y')
     eval('1')
     model.eval()
+    optimizer = constructor(w)
+    s = toString(x) + hasOwnProperty(y) + __proto__(z)
   `);
   assert.deepEqual(
     f.dynamic.map((d) => [d.kind, d.line, d.stmt]),
