@@ -161,7 +161,7 @@ export const commands: Record<string, Command> = {
         `torch    ${rep.torch ?? `not importable${rep.torchError ? `: ${rep.torchError}` : ''}`}`,
         `sandbox  ${rep.sandbox.bwrap ?? 'bwrap not found'} ${rep.sandbox.version ?? ''} ${rep.sandbox.working ? 'working' : `NOT working${rep.sandbox.error ? `: ${rep.sandbox.error}` : ''}`}`,
         `limits   ${Object.entries(rep.limits).map(([k, v]) => `${k}=${v}`).join(' ')}`,
-        `env id   ${rep.envId ?? '-'}`,
+        `env id   ${rep.envId ?? '-'} (${rep.distributions?.length ?? 0} installed distributions)`,
         ...rep.problems.map((p) => `problem: ${p}`),
       ];
       ctx.out(lines.join('\n'), rep);

@@ -124,6 +124,8 @@ export interface Probe {
   exec_prefix: string;
   path: string[];
   torch_spec: string | null;
+  /** installed distributions as `name==version` (PEP 503 names), sorted */
+  distributions?: string[];
   torch?: string | null;
   torch_error?: string;
 }
@@ -313,7 +315,13 @@ export function bwrapArgs(cfg: SandboxConfig): string[] {
     a.push('--ro-bind', `${base}/etc`, '/etc');
     a.push('--ro-bind-try', `${base}/opt`, '/opt');
     bound.push('/etc', '/opt');
-  } else {
+  }
+  // /proc, /dev and the scratch tmpfs come before the interpreter's folders and the
+  // repository roots: a later mount hides what an earlier one put below it, and a
+  // virtual environment or checkout may well live under /tmp
+  a.push('--proc', '/proc', '--dev', '/dev');
+  a.push('--size', String(cfg.limits.scratchMb * 1024 * 1024), '--tmpfs', '/tmp');
+  if (!cfg.rootfs) {
     for (const f of ETC_FILES) a.push('--ro-bind-try', `/etc/${f}`, `/etc/${f}`);
     try {
       for (const f of readdirSync('/etc')) if (/^python3(\.\d+)?$/.test(f)) a.push('--ro-bind-try', `/etc/${f}`, `/etc/${f}`);
@@ -343,8 +351,6 @@ export function bwrapArgs(cfg: SandboxConfig): string[] {
       bound.push(d);
     }
   }
-  a.push('--proc', '/proc', '--dev', '/dev');
-  a.push('--size', String(cfg.limits.scratchMb * 1024 * 1024), '--tmpfs', '/tmp');
   // repository roots come after the scratch tmpfs, so a checkout under /tmp is mounted
   // on top of it instead of being hidden by it
   for (const r of cfg.roots) {
@@ -427,10 +433,23 @@ export async function probeInSandbox(cfg: SandboxConfig & { bwrap: string }, imp
   }
 }
 
-/** Identity of a validation environment: same id ⇒ a stored result is still valid. */
-export function environmentId(parts: { python: string; pythonVersion: string; torch: string; sandbox: boolean; rootfs: string | null }): string {
+/** Identity of a validation environment: same id ⇒ a stored result is still valid. It
+ *  covers the interpreter as invoked (a virtual environment's `bin/python` resolves to the
+ *  system interpreter, so the executable and prefix count, not the real path), its
+ *  version, torch, every installed distribution with its version, the sandbox, the root
+ *  filesystem and the harness: installing, removing or upgrading a package re-validates. */
+export function environmentId(parts: { python: string; pythonVersion: string; torch: string; sandbox: boolean; rootfs: string | null; probe?: Probe | null }): string {
+  const { probe, ...rest } = parts;
   const h = createHash('sha256');
-  h.update(JSON.stringify({ ...parts, harness: harnessSource().hash }));
+  h.update(
+    JSON.stringify({
+      ...rest,
+      executable: probe?.executable ?? null,
+      prefix: probe?.prefix ?? null,
+      distributions: probe?.distributions ?? null,
+      harness: harnessSource().hash,
+    }),
+  );
   return h.digest('hex').slice(0, 16);
 }
 

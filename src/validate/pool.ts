@@ -356,7 +356,7 @@ export class ValidatorPool {
     const w0 = pool.workers[0].info!;
     pool.torch = w0.torch;
     pool.pythonVersion = w0.python;
-    pool.envId = environmentId({ python: env.probe?.realpath ?? env.python, pythonVersion: w0.python, torch: w0.torch, sandbox: env.sandbox, rootfs: env.rootfs });
+    pool.envId = environmentId({ python: env.probe?.realpath ?? env.python, pythonVersion: w0.python, torch: w0.torch, sandbox: env.sandbox, rootfs: env.rootfs, probe: env.probe });
     pool.startMs = performance.now() - t0;
     pool.startBreakdown = { environmentMs: tEnv - t0, workersMs: performance.now() - tEnv };
     return pool;

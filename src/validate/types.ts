@@ -145,5 +145,7 @@ export interface DoctorReport {
   };
   limits: Limits;
   envId: string | null;
+  /** installed distributions (`name==version`) that the environment id covers */
+  distributions?: string[];
   problems: string[];
 }

@@ -68,6 +68,25 @@ SANDBOX_ERRNOS = {
 
 # --------------------------------------------------------------------------- probe
 
+def installed_distributions():
+    """Every installed distribution as "name==version", sorted (importlib.metadata, PEP 566
+    metadata; names PEP 503-normalised): part of the environment id, so installing or
+    upgrading a package makes stored validations stale."""
+    try:
+        import importlib.metadata as md
+    except ImportError:  # Python < 3.8
+        return []
+    out = set()
+    for d in md.distributions():
+        try:
+            name = d.metadata["Name"]
+        except Exception:  # noqa: BLE001 - a broken dist-info folder
+            continue
+        if name:
+            out.add("%s==%s" % (re.sub(r"[-_.]+", "-", name).lower(), d.version))
+    return sorted(out)
+
+
 def probe():
     """Facts about this interpreter without importing torch (fast): where it lives, the
     folders it imports from (the sandbox must bind them) and whether torch is findable."""
@@ -82,6 +101,7 @@ def probe():
         "exec_prefix": sys.exec_prefix,
         "path": [p for p in sys.path if p],
         "torch_spec": spec.origin if spec else None,
+        "distributions": installed_distributions(),
     }
     if "--import-torch" in sys.argv:
         try:
