@@ -34,6 +34,7 @@ const validateOptions = {
   memory: { type: 'string' },
   require: { type: 'string', multiple: true },
   'no-equivalence': { type: 'boolean' },
+  force: { type: 'boolean' },
 } as const;
 
 function pipelineOptions(ctx: Ctx): PipelineOptions {
@@ -53,6 +54,7 @@ function pipelineOptions(ctx: Ctx): PipelineOptions {
     validate: !ctx.values['no-validate'],
     required: required as Stage[] | undefined,
     equivalence: !ctx.values['no-equivalence'],
+    force: !!ctx.values.force,
     pool: {
       python: (ctx.values.python as string | undefined) ?? process.env.NNRAG_PYTHON,
       rootfs: ctx.values.rootfs as string | undefined,
@@ -131,7 +133,7 @@ export const commands: Record<string, Command> = {
 
   validate: {
     summary: 'extract and validate blocks in the sandbox (import, instantiate, forward, equivalence)',
-    usage: 'nnrag validate [ID|NAME …] [--all] [--python PY] [--rootfs DIR] [--no-sandbox] [--workers N] [--timeout S] [--require STAGE …]',
+    usage: 'nnrag validate [ID|NAME …] [--all] [--force] [--python PY] [--rootfs DIR] [--no-sandbox] [--workers N] [--timeout S] [--require STAGE …]',
     options: { ...extractOptions, ...validateOptions },
     async run(ctx) {
       return withWorkspaceAsync(ctx, async (ws) => {

@@ -92,8 +92,8 @@ export const commands: Record<string, Command> = {
 
   export: {
     summary: 'write a library block as a module of another project, merging its requirements',
-    usage: 'nnrag export ID|NAME --into DIR [--module NAME] [--force] [--python PY]',
-    options: { into: { type: 'string' }, module: { type: 'string' }, force: { type: 'boolean' }, python: { type: 'string' } },
+    usage: 'nnrag export ID|NAME --into DIR [--module NAME] [--force] [--allow-failed] [--python PY]',
+    options: { into: { type: 'string' }, module: { type: 'string' }, force: { type: 'boolean' }, 'allow-failed': { type: 'boolean' }, python: { type: 'string' } },
     async run(ctx) {
       if (ctx.positionals.length !== 1) throw new UsageError('name one block: nnrag export ID --into DIR');
       if (!ctx.values.into) throw new UsageError('--into DIR is required');
@@ -103,6 +103,7 @@ export const commands: Record<string, Command> = {
           into: ctx.values.into as string,
           module: ctx.values.module as string | undefined,
           force: !!ctx.values.force,
+          allowFailed: !!ctx.values['allow-failed'],
           python: (ctx.values.python as string | undefined) ?? process.env.NNRAG_PYTHON,
         });
       });

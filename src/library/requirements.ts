@@ -175,6 +175,19 @@ export async function resolveRequirements(imports: readonly string[], opts: Requ
   });
 }
 
+/** A requirement pip accepts that keeps what the validating environment had: the
+ *  installed version's release segment fixes the series, `dist>=X.Y,<X.(Y+1)` (PEP 440
+ *  "Version specifiers"; pre-release, post-release and local labels dropped, since a
+ *  distribution's own build such as Debian's `1.13.0a0+gitunknown` exists on no index).
+ *  A version with no release segment gives the bare name. */
+export function compatiblePin(dist: string, version: string | null): string {
+  const m = version ? /^\s*v?(\d+(?:\.\d+)*)/.exec(version) : null;
+  if (!m) return dist;
+  const rel = m[1].split('.').map(Number);
+  if (rel.length === 1) return `${dist}>=${rel[0]},<${rel[0] + 1}`;
+  return `${dist}>=${rel[0]}.${rel[1]},<${rel[0]}.${rel[1] + 1}`;
+}
+
 /** De-duplicated, sorted PEP 508 lines (requirements.txt body) for some requirements. */
 export function requirementLines(reqs: readonly Requirement[]): string[] {
   const lines = new Map<string, string>();

@@ -492,6 +492,7 @@ export class ValidatorPool {
     const required = job.req.requiredStages ?? DEFAULT_REQUIRED_STAGES;
     const ok = required.every((s) => r.stages[s] === 'pass');
     const out: ValidationResult = { id: job.req.id, ok, ...r, envId: this.envId };
+    if (!this.env.rootfs) out.python = this.env.python;
     for (const k of ['layers', 'equivalence', 'traceback', 'output'] as const) if (out[k] === undefined) delete out[k];
     return out;
   }

@@ -89,6 +89,9 @@ export interface ValidationResult {
   /** wall-clock milliseconds of the whole check inside the worker (fork to report) */
   ms: number;
   envId: string;
+  /** the interpreter that validated, when it runs on the host (not inside a --rootfs):
+   *  exported requirements are pinned to what it has installed */
+  python?: string;
 }
 
 export interface PoolOptions {
