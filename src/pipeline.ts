@@ -35,7 +35,8 @@ export interface PipelineOptions extends api.ExtractOptions {
   equivalence?: boolean;
   /** re-run validation even when a stored result for the same module and environment exists */
   force?: boolean;
-  onProgress?: (done: number, total: number) => void;
+  /** after each block, with its record */
+  onProgress?: (done: number, total: number, record: api.ExtractionRecord) => void;
   onWarning?: (msg: string) => void;
 }
 
@@ -208,7 +209,7 @@ export async function extractAndValidate(ws: api.Workspace, ids: string[], opts:
           putExtraction(ws.store, { id, hash: textHash(text), ok: record.ok, status: record.ok ? 'validated' : 'failed', lines: record.lines, record, text });
         }
         records[i] = record;
-        opts.onProgress?.(++done, extracted.length);
+        opts.onProgress?.(++done, extracted.length, record);
       }),
     );
     return records;

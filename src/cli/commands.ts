@@ -92,19 +92,42 @@ function selectIds(ctx: Ctx, ws: api.Workspace): { ids: string[]; notes: string[
   return { ids, notes };
 }
 
-function summarize(records: api.ExtractionRecord[]): string {
+/** Progress of extract / validate / demo: on a terminal, each block's line as it
+ *  finishes (above the progress bar, which counts passed and failed so far); the final
+ *  summary then has the totals only. */
+function blockProgress(ctx: Ctx, label: string, phase: string) {
+  const bar = progress(label);
+  const live = !ctx.json && !!process.stdout.isTTY && !!process.stderr.isTTY;
+  const counts = { ok: 0, failed: 0 };
+  return {
+    live,
+    onProgress(done: number, total: number, r: api.ExtractionRecord) {
+      if (r.ok) counts.ok++;
+      else counts.failed++;
+      if (live) process.stdout.write(`\r\x1b[K${blockLine(r)}\n`);
+      bar.update(phase, done, total, counts);
+    },
+    done: () => bar.done(),
+  };
+}
+
+function blockLine(r: api.ExtractionRecord): string {
+  const errs = r.diagnostics.filter((d) => d.severity === 'error');
+  const v = r.validation as { stages: Record<string, string>; category: string | null; error: string | null } | undefined;
+  let status = r.error ? `ERROR ${r.error}` : r.ok ? 'ok' : `${errs.length} unresolved`;
+  if (v) {
+    const stages = Object.entries(v.stages).map(([k, s]) => `${k}:${s}`).join(' ');
+    status = r.ok ? stages : `${v.category ?? 'failed'}: ${(v.error ?? '').split('\n')[0].slice(0, 120)} [${stages}]`;
+  }
+  return `${r.ok ? '✓' : '✗'} ${r.id}  ${r.lines} lines  ${r.ms.toFixed(1)} ms  ${status}${r.file ? `  → ${r.file}` : ''}`;
+}
+
+/** The result lines of extract / validate (only the totals when each block's line was
+ *  already shown as it finished). */
+function summarize(records: api.ExtractionRecord[], linesShown = false): string {
   const ok = records.filter((r) => r.ok).length;
   const validated = records.some((r) => r.validation);
-  const lines = records.map((r) => {
-    const errs = r.diagnostics.filter((d) => d.severity === 'error');
-    const v = r.validation as { stages: Record<string, string>; category: string | null; error: string | null } | undefined;
-    let status = r.error ? `ERROR ${r.error}` : r.ok ? 'ok' : `${errs.length} unresolved`;
-    if (v) {
-      const stages = Object.entries(v.stages).map(([k, s]) => `${k}:${s}`).join(' ');
-      status = r.ok ? stages : `${v.category ?? 'failed'}: ${(v.error ?? '').split('\n')[0].slice(0, 120)} [${stages}]`;
-    }
-    return `${r.ok ? '✓' : '✗'} ${r.id}  ${r.lines} lines  ${r.ms.toFixed(1)} ms  ${status}${r.file ? `  → ${r.file}` : ''}`;
-  });
+  const lines = linesShown ? [] : records.map(blockLine);
   lines.push(validated ? `${ok}/${records.length} validated and promoted` : `${ok}/${records.length} extracted without unresolved names`);
   return lines.join('\n');
 }
@@ -121,11 +144,11 @@ export const commands: Record<string, Command> = {
         if (!names.length && !ctx.values.all) throw new UsageError('name blocks with --block, --blocks, --names-json, or use --all');
         const { ids, notes } = selectIds(ctx, ws);
         for (const n of notes) process.stderr.write(`note: ${n}\n`);
-        const bar = progress('extract');
         const opts = pipelineOptions(ctx);
-        const records = await extractAndValidate(ws, ids, { ...opts, onProgress: (d, t) => bar.update(opts.validate ? 'validate' : 'emit', d, t) });
+        const bar = blockProgress(ctx, 'extract', opts.validate ? 'validate' : 'emit');
+        const records = await extractAndValidate(ws, ids, { ...opts, onProgress: bar.onProgress });
         bar.done();
-        ctx.out(summarize(records), records);
+        ctx.out(summarize(records, bar.live), records);
         return records.every((r) => r.ok) ? 0 : 1;
       });
     },
@@ -139,10 +162,10 @@ export const commands: Record<string, Command> = {
       return withWorkspaceAsync(ctx, async (ws) => {
         const { ids, notes } = selectIds(ctx, ws);
         for (const n of notes) process.stderr.write(`note: ${n}\n`);
-        const bar = progress('validate');
-        const records = await extractAndValidate(ws, ids, { ...pipelineOptions(ctx), validate: true, onProgress: (d, t) => bar.update('validate', d, t) });
+        const bar = blockProgress(ctx, 'validate', 'validate');
+        const records = await extractAndValidate(ws, ids, { ...pipelineOptions(ctx), validate: true, onProgress: bar.onProgress });
         bar.done();
-        ctx.out(summarize(records), records);
+        ctx.out(summarize(records, bar.live), records);
         return records.every((r) => r.ok) ? 0 : 1;
       });
     },

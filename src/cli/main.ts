@@ -88,6 +88,12 @@ function usage(): string {
 }
 
 export async function main(argv: string[]): Promise<number> {
+  // common options may come before the command (`nnrag --store S index`): the first
+  // word that names a command is the command
+  if (argv[0]?.startsWith('-') && !['--help', '-h', '--version'].includes(argv[0])) {
+    const i = argv.findIndex((a) => Object.hasOwn(commands, a));
+    if (i > 0) argv = [argv[i], ...argv.slice(0, i), ...argv.slice(i + 1)];
+  }
   const [name, ...rest] = argv;
   if (!name || name === '--help' || name === '-h' || name === 'help') {
     process.stdout.write(usage() + '\n');

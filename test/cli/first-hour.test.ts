@@ -5,7 +5,7 @@
 // accepts, exported module names keep the class name readable.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as api from '../../src/api.js';
@@ -15,6 +15,7 @@ import { compatiblePin } from '../../src/library/requirements.js';
 import { extractAndValidate } from '../../src/pipeline.js';
 import { ValidatorPool, type ValidationRequest } from '../../src/validate/index.js';
 import { NnragError } from '../../src/util/errors.js';
+import { duration, progressLine } from '../../src/cli/progress.js';
 import { repoRoot, tempDir } from '../helpers.js';
 
 const PY = '/usr/bin/python3';
@@ -117,4 +118,31 @@ test('exported module names keep the class name readable', () => {
   assert.equal(moduleNameFor('ResNet'), 'res_net');
   assert.equal(moduleNameFor('Conv2dSame'), 'conv2d_same');
   assert.equal(moduleNameFor('Mlp'), 'mlp');
+});
+
+test('progress shows passed and failed so far, the rate and the time left', () => {
+  const line = progressLine('extract', 'validate', 50, 200, 10, { ok: 45, failed: 5 });
+  assert.match(line, /50\/200/);
+  assert.match(line, /✓ 45 ✗ 5/);
+  assert.match(line, /5\.0\/s/);
+  assert.match(line, /ETA 30 s/);
+  assert.match(progressLine('x', 'validate', 2, 10, 8), /4\.0 s each  ETA 32 s/);
+  assert.doesNotMatch(progressLine('x', 'validate', 10, 10, 8), /ETA/);
+  assert.equal(duration(4000), '67 min');
+  assert.equal(duration(7200), '2.0 h');
+});
+
+test('common options may come before the command; a closed output pipe is not an error', { skip }, async () => {
+  const bin = path.join(repoRoot, 'dist', 'src', 'cli', 'bin.js');
+  const r = spawnSync(process.execPath, [bin, '--store', ws.storeDir, '--json', 'stats'], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  assert.ok(JSON.parse(r.stdout).files > 0);
+  // the reader goes away before nnrag writes (`nnrag discover --json | head -0`)
+  const child = spawn(process.execPath, [bin, 'discover', '--json', '--store', ws.storeDir], { stdio: ['ignore', 'pipe', 'pipe'] });
+  child.stdout.destroy();
+  let err = '';
+  child.stderr.on('data', (d) => (err += d));
+  const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+  assert.equal(code, 0, err);
+  assert.doesNotMatch(err, /EPIPE|Error/);
 });
