@@ -8,7 +8,7 @@ import { buildLibrary, runDedup } from '../library/library.js';
 import { buildReport, reportText } from '../library/report.js';
 import { extractAndValidate, type PipelineOptions } from '../pipeline.js';
 import { createRootfs, doctor, STAGES, type Stage } from '../validate/index.js';
-import { requestedNames, withWorkspaceAsync, type Command, type Ctx } from './context.js';
+import { repoOptions, repoSpecs, requestedNames, withWorkspaceAsync, type Command, type Ctx } from './context.js';
 import { progress } from './progress.js';
 
 const extractOptions = {
@@ -136,12 +136,20 @@ export const commands: Record<string, Command> = {
   extract: {
     summary: 'regenerate blocks as standalone modules (validated unless --no-validate)',
     usage:
-      'nnrag extract (--block ID|NAME | --blocks A B … | --names-json FILE | --all) [--limit N] [--start-from NAME] [--out DIR] [--no-validate] [--intern P] [--extern P]',
-    options: { ...extractOptions, ...validateOptions },
+      'nnrag extract (--block ID|NAME | --blocks A B … | --names-json FILE | --all) [--repo PATH_OR_URL … | --config FILE] [--limit N] [--start-from NAME] [--out DIR] [--no-validate] [--force] [--intern P] [--extern P]',
+    options: { ...extractOptions, ...validateOptions, ...repoOptions },
     async run(ctx) {
       return withWorkspaceAsync(ctx, async (ws) => {
         const names = requestedNames(ctx);
         if (!names.length && !ctx.values.all) throw new UsageError('name blocks with --block, --blocks, --names-json, or use --all');
+        // one step: `--repo`/`--config` index first (unchanged files are not parsed again)
+        if (ctx.values.repo || ctx.values.config) {
+          const bar = progress('index');
+          const rep = await api.index(ws, { repos: repoSpecs(ctx), onProgress: (p) => bar.update(p.phase, p.done, p.total) });
+          bar.done();
+          if (!ctx.json) process.stderr.write(`indexed ${rep.files} files in ${rep.repos.length} repositories (${rep.parsed} parsed)\n`);
+          api.discover(ws);
+        }
         const { ids, notes } = selectIds(ctx, ws);
         for (const n of notes) process.stderr.write(`note: ${n}\n`);
         const opts = pipelineOptions(ctx);

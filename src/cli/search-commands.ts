@@ -129,6 +129,7 @@ export const commands: Record<string, Command> = {
         });
       });
       const lines = [`${rep.action} ${rep.file} (${rep.id})`, `import with: ${rep.importLine}`];
+      if (rep.usage) lines.push(`use as validated: ${rep.usage}`);
       for (const p of rep.packages) lines.push(`created package ${p}`);
       if (rep.added.length) lines.push(`added to ${rep.requirementsFile}: ${rep.added.join(', ')}`);
       if (rep.kept.length) lines.push(`already required (kept as written): ${rep.kept.join(', ')}`);

@@ -57,6 +57,8 @@ export interface ExportReport {
   packages: string[];
   /** how to import the block inside the project */
   importLine: string;
+  /** the construction and call that passed validation, when recorded */
+  usage: string | null;
 }
 
 /** `WindowAttention` → `window_attention`, `MHSABlock` → `mhsa_block`. */
@@ -227,8 +229,10 @@ export async function exportBlock(store: IndexStore, id: string, opts: ExportOpt
 
   const passed = doc.stages ? Object.entries(doc.stages).filter(([, s]) => s === 'pass').map(([k]) => k) : [];
   const state = failed ? `FAILED at ${failed}; passed: ${passed.join(', ') || 'none'}` : `${e.status}${passed.length ? ': ' + passed.join(', ') : ''}`;
+  const usage = (validation as { usage?: string | null } | undefined)?.usage;
   const header =
     `# Exported by nnrag from ${id} (${state}).\n` +
+    (usage && !failed ? `# Usage, as validated (names of this module, torch imported): ${usage}\n` : '') +
     `# The provenance lines below say where every definition comes from; keep them with the code.\n`;
   const text = header + e.text;
 
@@ -272,6 +276,7 @@ export async function exportBlock(store: IndexStore, id: string, opts: ExportOpt
     kept: merged.kept,
     packages,
     importLine: `from ${moduleName} import ${doc.name}`,
+    usage: usage ?? null,
   };
 }
 

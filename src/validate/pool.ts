@@ -480,6 +480,7 @@ export class ValidatorPool {
       output_shapes: msg.output_shapes ?? null,
       params: msg.params ?? null,
       layers: msg.layers,
+      usage: typeof msg.usage === 'string' ? msg.usage.slice(0, 2000) : undefined,
       equivalence: msg.equivalence,
       traceback: msg.traceback,
       output: msg.output,
@@ -493,7 +494,7 @@ export class ValidatorPool {
     const ok = required.every((s) => r.stages[s] === 'pass');
     const out: ValidationResult = { id: job.req.id, ok, ...r, envId: this.envId };
     if (!this.env.rootfs) out.python = this.env.python;
-    for (const k of ['layers', 'equivalence', 'traceback', 'output'] as const) if (out[k] === undefined) delete out[k];
+    for (const k of ['layers', 'equivalence', 'traceback', 'output', 'usage'] as const) if (out[k] === undefined) delete out[k];
     return out;
   }
 

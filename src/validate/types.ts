@@ -81,6 +81,9 @@ export interface ValidationResult {
   params: number | null;
   /** module type → count in the instantiated block, for specs */
   layers?: Record<string, number>;
+  /** the construction and call that passed forward, as Python source
+   *  (`Block(dim=32, num_heads=4)(torch.randn(2, 16, 32))`); null when a value has no plain spelling */
+  usage?: string | null;
   equivalence?: EquivalenceResult;
   /** Python traceback of the failure, trimmed */
   traceback?: string;

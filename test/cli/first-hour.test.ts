@@ -99,6 +99,12 @@ test('a validated block is exported with pins pip accepts for every extern impor
   assert.match(torch!, /^torch>=\d+\.\d+,<\d+\.\d+$/);
   assert.doesNotMatch(torch!, /a0|\+|==/);
   assert.match(readFileSync(r.file, 'utf8').split('\n')[0], /\(validated: .*forward/);
+  // the recorded usage runs in a fresh interpreter next to the exported module
+  assert.ok(r.usage, 'a usage snippet was recorded');
+  assert.match(r.usage!, /^Mlp\(.*\)\(torch\./);
+  const shape = execFileSync(PY, ['-c', `import torch, sys; sys.path.insert(0, ${JSON.stringify(into)}); import mlp; y = eval(${JSON.stringify(r.usage)}, dict(vars(mlp), torch=torch)); print(list(y.shape))`], { encoding: 'utf8' }).trim();
+  const rec = getExtraction(ws.store, GOOD)!.record.validation as { output_shapes: number[][] };
+  assert.equal(shape, JSON.stringify(rec.output_shapes[0]).replace(/,/g, ', '));
 });
 
 test('pins from installed versions', () => {
