@@ -19,7 +19,7 @@ if (!store) {
   process.exit(2);
 }
 const here = path.dirname(fileURLToPath(import.meta.url));
-const labelsFile = args[1] ?? path.resolve(here, '..', '..', 'bench', 'data', 'category-labels.tsv');
+const labelsFile = (args[1] && !args[1].startsWith('--') ? args[1] : undefined) ?? path.resolve(here, '..', '..', 'bench', 'data', 'category-labels.tsv');
 const labels = readFileSync(labelsFile, 'utf8')
   .split('\n')
   .filter((l) => l.trim() && !l.startsWith('#'))

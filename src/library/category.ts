@@ -14,8 +14,8 @@
 //  3. pooling       name says Pool/Pooling/GeM/SPP/RoIAlign/RoIPool/Aggregation, or every layer
 //                   is a pooling layer (and it is not named a block, layer or stage)
 //  4. architecture  a whole network: name says Net/Model/ResNet/ViT/…Former/Classifier/
-//                   Backbone/Encoder-Decoder and it has ≥ 3 layers (or none known: not built,
-//                   inherited), not being named …Block/Layer/Stage, or it has ≥ 12 layers of
+//                   Backbone/Encoder-Decoder (however many layers are known: it may not have
+//                   been built, or inherit them), not being named …Block/Layer/Stage, or it has ≥ 12 layers of
 //                   ≥ 4 kinds ending in a Linear head (a classifier, not a …Head), or the docstring calls
 //                   it a model/network/architecture and it has ≥ 8 layers
 //  5. transformer block  it contains a Transformer(Encoder|Decoder)Layer, or it is named
@@ -93,7 +93,7 @@ const IS = {
   pool: (t: string) => /Pool(\dd)?$|Pooling|^GeM$/.test(t),
   linear: (t: string) => /^(Lazy)?Linear$|^Bilinear$|^NonDynamicallyQuantizableLinear$/.test(t),
   mlp: (t: string) => /Mlp|MLP|FeedForward|FFN|^FF$/.test(t),
-  transformerLayer: (t: string) => /^Transformer(Encoder|Decoder)Layer$|TransformerBlock/.test(t),
+  transformerLayer: (t: string) => /Transformer(Encoder|Decoder)Layer$|TransformerBlock/.test(t),
   loss: (t: string) => /Loss$|^_Loss$|^_WeightedLoss$|Criterion$/.test(t),
 };
 
@@ -138,15 +138,15 @@ export function categorize(input: CategoryInput): CategoryResult {
   }
   // 3. pooling
   // RoI align/pool and graph aggregations reduce a region or a neighbourhood to one value
-  if (/Pool(ing)?(\dd)?$|Pool[A-Z]|^GeM|SPP(F)?$|^SpatialPyramid|R[Oo]I(Align|Pool)|Aggregation$|Pooler$/.test(name) && nConv + nAttn + nTLayer <= 2) {
+  if (/[Pp]ool(ing)?(\dd)?$|Pool[A-Z]|^GeM|SPP(F)?$|^SpatialPyramid|R[Oo]I(Align|Pool)|Aggregation$|Pooler$/.test(name) && nConv + nAttn + nTLayer <= 2) {
     return r('pooling', `name ${name} is a pooling`);
   }
   if (active.length > 0 && active.every(([t]) => IS.pool(t)) && !PART.test(name)) return r('pooling', 'every layer is a pooling layer');
   // 4. architecture
   const archName = /(Net|Nets|Model|ResNe[XS]?t|VGG|ViT|Former|Transformer|Classifier|Backbone|EncoderDecoder|Detector|Segmenter|UNet|GAN|Generator|Discriminator)(V?\d+[a-z]?|_.*)?$/;
   // a network named as one; with no known layers (not built, layers inherited) the name alone
-  if (archName.test(name) && (total >= 3 || total === 0) && !PART.test(name)) {
-    return r('architecture', total ? `name ${name} names a network and it has ${total} layers` : `name ${name} names a network`);
+  if (archName.test(name) && !PART.test(name)) {
+    return r('architecture', `name ${name} names a network`);
   }
   const lastLinear = layers.length > 0 && IS.linear(layers[layers.length - 1][0]);
   if (total >= 12 && kinds >= 4 && (lastLinear || nLinear > 0) && !PART.test(name) && !/Head$/.test(name)) {
@@ -166,7 +166,7 @@ export function categorize(input: CategoryInput): CategoryResult {
   }
   if (nAttn > 0) return r('attention', 'it has an attention layer');
   // 7. convolution
-  if (/Conv|Bottleneck|BasicBlock|ResBlock|ResidualBlock|^Res(Layer|Stage|Unit)|InvertedResidual|Depthwise|DepthWise|MBConv|Stem$/.test(name) && nAttn === 0) {
+  if (/Conv(?!ert)|Bottleneck|BasicBlock|ResBlock|ResidualBlock|^Res(Layer|Stage|Unit)|InvertedResidual|Depthwise|DepthWise|MBConv|Stem$/.test(name) && nAttn === 0) {
     return r('convolution', `name ${name} is a convolutional block`);
   }
   if (nConv > 0 && nConv >= nLinear && nConv >= nNorm && nConv >= nPool) {
