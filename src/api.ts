@@ -110,8 +110,12 @@ export function discover(ws: Workspace, opts: DiscoverOptions = {}): Block[] {
   for (const r of ws.store.listRepos()) byRepo.set(r.name, []);
   for (const b of all) byRepo.get(b.repo)?.push(b);
   for (const [repo, rows] of byRepo) ws.store.replaceBlocks(repo, rows);
+  // symbol patterns match case-insensitively (`*attention` finds WindowAttention)
+  const symbols = opts.symbols?.map((p) => p.toLowerCase());
   return all.filter(
-    (b) => (!opts.symbols?.length || symbolMatches(opts.symbols, b.id) || symbolMatches(opts.symbols, b.name)) && (!opts.repos?.length || opts.repos.includes(b.repo)),
+    (b) =>
+      (!symbols?.length || symbolMatches(symbols, b.id.toLowerCase()) || symbolMatches(symbols, b.name.toLowerCase())) &&
+      (!opts.repos?.length || opts.repos.includes(b.repo)),
   );
 }
 

@@ -152,3 +152,25 @@ test('common options may come before the command; a closed output pipe is not an
   assert.equal(code, 0, err);
   assert.doesNotMatch(err, /EPIPE|Error/);
 });
+
+test('help: every flag of every command has a line, every command an example', async () => {
+  const { commands } = await import('../../src/cli/main.js');
+  const { common } = await import('../../src/cli/context.js');
+  const { EXAMPLES, flagHelp } = await import('../../src/cli/help.js');
+  const bin = path.join(repoRoot, 'dist', 'src', 'cli', 'bin.js');
+  for (const [name, cmd] of Object.entries(commands)) {
+    assert.ok(EXAMPLES[name]?.startsWith(`nnrag ${name}`), `an example for ${name}`);
+    const help = spawnSync(process.execPath, [bin, name, '--help'], { encoding: 'utf8' });
+    assert.equal(help.status, 0);
+    for (const flag of Object.keys({ ...cmd.options, ...common })) {
+      assert.ok(flagHelp(name, flag), `nnrag ${name} --${flag} has a description`);
+      assert.match(help.stdout, new RegExp(`--${flag}\\b.* \\S`), `nnrag ${name} --help lists --${flag}`);
+    }
+  }
+});
+
+test('discover --symbols matches case-insensitively', { skip }, () => {
+  const found = api.discover(ws, { symbols: ['*attention'] }).map((b) => b.id);
+  assert.ok(found.includes('tinyvision.layers.attention.WindowAttention'), found.join());
+  assert.deepEqual(api.discover(ws, { symbols: ['TINYVISION.LAYERS.MLP.MLP'] }).map((b) => b.id), ['tinyvision.layers.mlp.Mlp']);
+});
