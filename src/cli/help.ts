@@ -61,6 +61,7 @@ export const COMMAND_FLAGS: Record<string, Record<string, string>> = {
   export: { force: 'replace an existing file of the same name', python: 'interpreter whose installed versions pin the requirements (default: the one that validated the block)' },
   'export-pairs': { out: 'the JSON Lines file to write', all: 'also blocks that failed validation', python: 'interpreter whose installed versions pin the requirements' },
   library: { python: 'interpreter whose installed versions pin the requirements (default /usr/bin/python3)' },
+  requirements: { python: 'interpreter that says which distribution provides an import (default /usr/bin/python3)' },
   demo: { out: 'output folder of the library (default <store>/library)' },
 };
 
@@ -78,6 +79,7 @@ export const EXAMPLES: Record<string, string> = {
   dedup: 'nnrag dedup --near 0.9',
   report: 'nnrag report --html report.html',
   'export-pairs': 'nnrag export-pairs --out pairs.jsonl',
+  requirements: 'nnrag requirements --repos WongKinYiu/yolov9 --json',
   search: 'nnrag search "window attention" --category attention --validated',
   similar: 'nnrag similar timm.layers.mlp.Mlp --limit 5',
   export: 'nnrag export WindowAttention --into ../my-project --module blocks.window_attention',

@@ -8,6 +8,10 @@ import { buildLibrary, diversityTopUp, getDedup, listSpecs, runDedup, type Store
 import { trainingPairs, writePairs } from '../library/pairs.js';
 import { listExtractions } from '../library/records.js';
 import { buildReport, reportHtml, reportText } from '../library/report.js';
+import { repositoryRequirements } from '../library/repo-requirements.js';
+import { initParser } from '../parse/parser.js';
+import { KNOWN_DISTRIBUTIONS, probeEnvironment } from '../library/requirements.js';
+import * as api from '../api.js';
 import { withWorkspaceAsync, type Command } from './context.js';
 
 function dedupText(d: StoredDedup): string {
@@ -104,6 +108,47 @@ export const commands: Record<string, Command> = {
         ctx.out(reportText(r), r);
         return 0;
       });
+    },
+  },
+
+  requirements: {
+    summary: 'what each repository needs: requirements its packaging files declare, imports of its emitted blocks, Debian packages',
+    usage: 'nnrag requirements [--repos NAME …] [--python PY]',
+    options: { repos: { type: 'string', multiple: true }, python: { type: 'string' } },
+    async run(ctx) {
+      const only = ctx.values.repos as string[] | undefined;
+      await initParser(); // setup.py is read from its syntax tree
+      const rows = await withWorkspaceAsync(ctx, async (ws) => {
+        const repos = ws.store.listRepos().filter((r) => !only?.length || only.includes(r.name));
+        if (only?.length && !repos.length) throw new UsageError(`--repos: none of ${only.join(', ')} is indexed`);
+        const repoOf = new Map(api.storedBlocks(ws).map((b) => [b.id, b.repo]));
+        const blocks = listExtractions(ws.store).map((e) => ({ repo: repoOf.get(e.id) ?? '', externs: (e.record.externs as string[] | undefined) ?? [] }));
+        const names = [...new Set(blocks.flatMap((b) => b.externs.map((x) => x.split('.')[0])))].filter(Boolean);
+        // the validation environment says which distribution provides an import
+        let probe: Awaited<ReturnType<typeof probeEnvironment>> | null = null;
+        try {
+          probe = names.length ? await probeEnvironment(names, { python: (ctx.values.python as string | undefined) ?? process.env.NNRAG_PYTHON }) : null;
+        } catch (e) {
+          process.stderr.write(`warning: ${(e as Error).message}; import names are mapped by a table only\n`);
+        }
+        return repositoryRequirements(
+          repos.map((r) => ({ name: r.name, root: r.root })),
+          blocks,
+          (m) => probe?.names[m]?.dists[0]?.[0] ?? KNOWN_DISTRIBUTIONS[m] ?? m,
+          (m) => !!probe?.names[m]?.stdlib,
+        );
+      });
+      const lines: string[] = [];
+      for (const r of rows) {
+        lines.push(`${r.repo}:`);
+        const groups = new Map<string, string[]>();
+        for (const d of r.declared) groups.set(d.group, [...(groups.get(d.group) ?? []), `${d.spec} (${d.file}:${d.line})`]);
+        if (!groups.size) lines.push('  declares no requirements');
+        for (const [g, l] of groups) lines.push(`  ${g}: ${l.join(', ')}`);
+        if (r.imports.length) lines.push(`  emitted blocks import: ${r.imports.map((i) => `${i.module} → ${i.distribution} (${i.blocks} blocks${i.declared ? '' : ', not declared'})`).join(', ')}`);
+      }
+      ctx.out(lines.join('\n'), rows);
+      return 0;
     },
   },
 
