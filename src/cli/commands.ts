@@ -9,6 +9,10 @@ import { buildReport, reportText } from '../library/report.js';
 import { extractAndValidate, type PipelineOptions } from '../pipeline.js';
 import { createRootfs, doctor, STAGES, type Stage } from '../validate/index.js';
 import { repoOptions, repoSpecs, requestedNames, withWorkspaceAsync, type Command, type Ctx } from './context.js';
+import { storeRequirements } from './library-commands.js';
+import { environmentGaps, type EnvironmentGap } from '../library/repo-requirements.js';
+import { normalizeDistName } from '../library/requirements.js';
+import { existsSync } from 'node:fs';
 import { progress } from './progress.js';
 
 const extractOptions = {
@@ -181,7 +185,7 @@ export const commands: Record<string, Command> = {
 
   doctor: {
     summary: 'report the validation environment: interpreter, torch, sandbox, limits',
-    usage: 'nnrag doctor [--python PY] [--rootfs DIR] [--no-sandbox]',
+    usage: 'nnrag doctor [--python PY] [--rootfs DIR] [--no-sandbox] [--store S]',
     options: { python: { type: 'string' }, rootfs: { type: 'string' }, 'no-sandbox': { type: 'boolean' } },
     async run(ctx) {
       const rep = await doctor({
@@ -189,6 +193,12 @@ export const commands: Record<string, Command> = {
         rootfs: ctx.values.rootfs as string | undefined,
         sandbox: !ctx.values['no-sandbox'],
       });
+      // with a store: what its repositories need that this environment lacks
+      let gaps: EnvironmentGap[] | null = null;
+      if (existsSync(path.join(ctx.store, 'index.sqlite')) && rep.distributions && !rep.rootfs) {
+        const installed = new Set(rep.distributions.map((d) => normalizeDistName(d.split('==')[0])));
+        gaps = await withWorkspaceAsync(ctx, async (ws) => environmentGaps(await storeRequirements(ws, { python: rep.python ?? undefined }), installed));
+      }
       const lines = [
         `python   ${rep.python ?? 'not found'} ${rep.pythonVersion ?? ''} (${rep.pythonSource ?? '-'})`,
         `torch    ${rep.torch ?? `not importable${rep.torchError ? `: ${rep.torchError}` : ''}`}`,
@@ -197,7 +207,16 @@ export const commands: Record<string, Command> = {
         `env id   ${rep.envId ?? '-'} (${rep.distributions?.length ?? 0} installed distributions)`,
         ...rep.problems.map((p) => `problem: ${p}`),
       ];
-      ctx.out(lines.join('\n'), rep);
+      if (gaps) {
+        const can = gaps.filter((g) => g.candidate);
+        lines.push(gaps.length ? `the store's repositories need ${gaps.length} distributions this environment lacks:` : "the store's repositories need nothing this environment lacks");
+        for (const g of gaps) {
+          const by = g.neededBy.map((n) => (n.why === 'import' ? `${n.blocks} blocks of ${n.repo}` : `declared by ${n.repo}`)).join(', ');
+          lines.push(`  ${g.distribution.padEnd(20)} ${g.candidate ? `${g.debian} ${g.candidate}` : `no Debian package (${g.debian})`}  — ${by}`);
+        }
+        if (can.length) lines.push(`to add what Debian has: apt-get install ${can.map((g) => g.debian).join(' ')}`);
+      }
+      ctx.out(lines.join('\n'), gaps ? { ...rep, missing: gaps } : rep);
       return rep.problems.length ? 1 : 0;
     },
   },

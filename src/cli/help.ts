@@ -72,7 +72,7 @@ export const EXAMPLES: Record<string, string> = {
   stats: 'nnrag stats',
   extract: 'nnrag extract --repo ../nanoGPT --block GPT --out ./blocks',
   validate: 'nnrag validate timm.layers.mlp.Mlp --force --require equivalence',
-  doctor: 'nnrag doctor --python /usr/bin/python3',
+  doctor: 'nnrag doctor --store .nnrag   # also: what the store\'s repositories need that the environment lacks',
   env: 'nnrag env create ./trixie-env',
   demo: 'nnrag demo --store /tmp/nnrag-demo',
   library: 'nnrag library --python /usr/bin/python3',

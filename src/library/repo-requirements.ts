@@ -16,6 +16,7 @@
 //   `pip:` sub-list.
 // Each requirement says where it came from (file and line) and its group: `install`,
 // `optional:<extra>` or `dev` (requirements files named for tests, docs, builds).
+import { execFile } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { parsePython, type Node } from '../parse/parser.js';
@@ -318,7 +319,7 @@ export interface RepoRequirements {
   /** what the repository's packaging files declare */
   declared: DeclaredRequirement[];
   /** top-level third-party modules the emitted blocks of this repository import */
-  imports: { module: string; blocks: number; distribution: string; declared: boolean }[];
+  imports: { module: string; blocks: number; distribution: string; declared: boolean; importable?: boolean }[];
   /** distribution (PEP 503 key) → Debian package (dh-python's table or the policy name) */
   debian: Record<string, string>;
 }
@@ -330,6 +331,7 @@ export function repositoryRequirements(
   blocks: { repo: string; externs: string[] }[],
   distributionOf: (importName: string) => string,
   isStdlib: (importName: string) => boolean,
+  importable?: (importName: string) => boolean,
 ): RepoRequirements[] {
   return repos.map((r) => {
     const declared = readDeclaredRequirements(r.root);
@@ -343,11 +345,67 @@ export function repositoryRequirements(
       .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
       .map(([module, n]) => {
         const distribution = distributionOf(module);
-        return { module, blocks: n, distribution, declared: keys.has(normalizeDistName(distribution)) };
+        const row = { module, blocks: n, distribution, declared: keys.has(normalizeDistName(distribution)) };
+        return importable ? { ...row, importable: importable(module) } : row;
       });
     const debian: Record<string, string> = {};
     for (const d of declared) debian[d.key] = debianPackageFor(d.name);
     for (const i of imports) debian[normalizeDistName(i.distribution)] = debianPackageFor(i.distribution);
     return { repo: r.name, declared, imports, debian };
   });
+}
+
+/** Debian's candidate version of each package (`apt-cache policy`), null when Debian has no
+ *  such package (or apt knows nothing: run `apt-get update` once). */
+export function debianCandidates(pkgs: readonly string[]): Promise<Map<string, string | null>> {
+  const out = new Map<string, string | null>(pkgs.map((p) => [p, null]));
+  if (!pkgs.length) return Promise.resolve(out);
+  return new Promise((resolve) => {
+    execFile('apt-cache', ['policy', ...pkgs], { timeout: 60_000, maxBuffer: 16 << 20, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C' } }, (_err, stdout) => {
+      let cur: string | null = null;
+      for (const line of String(stdout ?? '').split('\n')) {
+        const head = /^(\S+):$/.exec(line);
+        if (head) cur = head[1];
+        const cand = /^\s+Candidate:\s*(\S+)/.exec(line);
+        if (cur && cand && out.has(cur)) out.set(cur, cand[1] === '(none)' ? null : cand[1]);
+      }
+      resolve(out);
+    });
+  });
+}
+
+export interface EnvironmentGap {
+  distribution: string;
+  /** repositories whose blocks import it (`import`) or that declare it (`declared`) */
+  neededBy: { repo: string; why: 'import' | 'declared'; blocks?: number }[];
+  debian: string;
+  /** Debian's candidate version, null when Debian has no such package */
+  candidate: string | null;
+}
+
+/** What the validation environment lacks for the stored repositories: distributions their
+ *  blocks import or their packaging declares (install group), not installed there, with the
+ *  Debian package that would add each. `installed` holds PEP 503 keys. */
+export async function environmentGaps(reqs: RepoRequirements[], installed: Set<string>): Promise<EnvironmentGap[]> {
+  const gaps = new Map<string, EnvironmentGap>();
+  const need = (dist: string, repo: string, why: 'import' | 'declared', blocks?: number) => {
+    const key = normalizeDistName(dist);
+    if (installed.has(key)) return;
+    let g = gaps.get(key);
+    if (!g) gaps.set(key, (g = { distribution: dist, neededBy: [], debian: debianPackageFor(dist), candidate: null }));
+    if (!g.neededBy.some((n) => n.repo === repo && n.why === why)) g.neededBy.push({ repo, why, ...(blocks ? { blocks } : {}) });
+  };
+  // a distribution whose module imports is there, whatever name its package registered
+  // (Debian's python3-opencv provides cv2 without an opencv-python dist-info)
+  const present = new Set(installed);
+  for (const r of reqs) for (const i of r.imports) if (i.importable) present.add(normalizeDistName(i.distribution));
+  for (const r of reqs) {
+    for (const i of r.imports) if (!i.importable) need(i.distribution, r.repo, 'import', i.blocks);
+    for (const d of r.declared) if (d.group === 'install' && !/;/.test(d.spec) && !present.has(d.key)) need(d.name, r.repo, 'declared');
+  }
+  const cands = await debianCandidates([...new Set([...gaps.values()].map((g) => g.debian))]);
+  for (const g of gaps.values()) g.candidate = cands.get(g.debian) ?? null;
+  // what blocks import first, then by how many blocks
+  const weight = (g: EnvironmentGap) => g.neededBy.reduce((a, n) => a + (n.why === 'import' ? 1000 + (n.blocks ?? 0) : 1), 0);
+  return [...gaps.values()].sort((a, b) => weight(b) - weight(a) || a.distribution.localeCompare(b.distribution));
 }

@@ -91,7 +91,12 @@ for n in names:
             dists.append([d, md.version(d)])
         except Exception:
             dists.append([d, None])
-    out[n] = {"stdlib": False, "dists": dists}
+    try:
+        import importlib.util
+        found = importlib.util.find_spec(n) is not None
+    except Exception:
+        found = False
+    out[n] = {"stdlib": False, "dists": dists, "found": found}
 json.dump({"python": sys.version.split()[0], "names": out}, sys.stdout)
 `;
 
@@ -116,7 +121,7 @@ export function topLevelName(module: string): string | null {
 export function probeEnvironment(
   names: readonly string[],
   opts: RequirementOptions = {},
-): Promise<{ python: string; names: Record<string, { stdlib: boolean; dists: [string, string | null][] }> }> {
+): Promise<{ python: string; names: Record<string, { stdlib: boolean; dists: [string, string | null][]; found?: boolean }> }> {
   const python = opts.python ?? '/usr/bin/python3';
   return new Promise((resolve, reject) => {
     // -I: isolated mode (no PYTHON* variables, no user site, no script dir on sys.path)

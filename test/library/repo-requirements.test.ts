@@ -4,7 +4,7 @@
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, rmSync } from 'node:fs';
-import { debianPackageFor, readDeclaredRequirements, repositoryRequirements } from '../../src/library/repo-requirements.js';
+import { debianPackageFor, environmentGaps, readDeclaredRequirements, repositoryRequirements } from '../../src/library/repo-requirements.js';
 import { initParser } from '../../src/parse/parser.js';
 import { fixture } from '../helpers.js';
 
@@ -74,4 +74,25 @@ test('Debian packages: dh-python\'s table where a name differs, else python3-<na
     assert.equal(debianPackageFor('PyYAML'), 'python3-yaml');
     assert.equal(debianPackageFor('pillow'), 'python3-pil');
   }
+});
+
+test('what the environment lacks: imports that do not import, declared requirements not installed', async () => {
+  const reqs = repositoryRequirements(
+    [{ name: 'fixture', root }],
+    [{ repo: 'fixture', externs: ['torch', 'cv2', 'einops'] }],
+    (m) => ({ cv2: 'opencv-python' })[m] ?? m,
+    () => false,
+    (m) => m !== 'einops',
+  );
+  const installed = new Set(['torch', 'numpy', 'pyyaml', 'termcolor', 'packaging', 'tqdm', 'timm', 'h5py', 'fvcore', 'libjpeg-turbo']);
+  const gaps = await environmentGaps(reqs, installed);
+  const names = gaps.map((g) => g.distribution);
+  assert.equal(names[0], 'einops', 'what blocks import comes first');
+  assert.deepEqual(gaps[0].neededBy, [{ repo: 'fixture', why: 'import', blocks: 1 }, { repo: 'fixture', why: 'declared' }]);
+  assert.ok(!names.includes('opencv-python'), 'cv2 imports, so opencv-python is there whatever its package is called');
+  assert.ok(!names.includes('torch'));
+  assert.ok(names.includes('rich'), 'declared and not installed');
+  assert.ok(!names.includes('regex'), 'a requirement with an environment marker is not assumed to apply');
+  assert.ok(!names.includes('pytest') && !names.includes('scipy'), 'dev and optional groups are not required');
+  for (const g of gaps) assert.ok(g.candidate === null || typeof g.candidate === 'string');
 });
