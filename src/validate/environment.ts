@@ -242,7 +242,41 @@ export function maskedDirs(): string[] {
 }
 
 const TOP_LEVEL = ['usr', 'bin', 'sbin', 'lib', 'lib64', 'lib32', 'libx32'];
-const ETC_FILES = ['ld.so.cache', 'ld.so.conf', 'ld.so.conf.d', 'alternatives', 'localtime', 'nsswitch.conf', 'passwd', 'group', 'hosts', 'mime.types', 'os-release', 'debian_version'];
+/** Entries of the host's /etc a candidate never sees, whatever their permissions: password
+ *  and group shadows and their backups, sudo and PAM policy, ssh keys and configuration,
+ *  systemd credentials, the machine id, and secrets of network services. */
+const ETC_DENY = new Set([
+  'shadow', 'shadow-', 'gshadow', 'gshadow-', 'passwd-', 'group-', 'subuid-', 'subgid-', 'sudoers', 'sudoers.d', 'sudo.conf',
+  'security', 'pam.d', 'ssh', 'credstore', 'credstore.encrypted', 'machine-id', 'ppp', 'wireguard', 'ipsec.secrets', 'NetworkManager',
+  'krb5.keytab', 'docker', 'containerd', 'cron.d', 'crontab', 'gnupg', 'letsencrypt', 'openvpn',
+]);
+
+/** The host's /etc entries bound read-only into the sandbox: what installed packages keep
+ *  there (ld.so, alternatives, matplotlibrc, fonts, ssl certificates, mime types, python3,
+ *  passwd and group for user names) — every world-readable top-level entry except
+ *  ETC_DENY. Inside a bound folder the file permissions still hold: the sandbox user
+ *  (uid 65534 when nnrag runs as root) cannot read a file that is not world-readable. */
+export function etcEntries(etc = '/etc'): string[] {
+  let names: string[];
+  try {
+    names = readdirSync(etc);
+  } catch {
+    return [];
+  }
+  const out: string[] = [];
+  for (const f of names.sort()) {
+    if (ETC_DENY.has(f) || f.startsWith('.')) continue;
+    let st;
+    try {
+      st = statSync(path.join(etc, f));
+    } catch {
+      continue; // a dangling link
+    }
+    const worldReadable = (st.mode & 0o004) !== 0 && (!st.isDirectory() || (st.mode & 0o001) !== 0);
+    if (worldReadable && (st.isFile() || st.isDirectory())) out.push(f);
+  }
+  return out;
+}
 
 export interface LaunchSpec {
   command: string;
@@ -322,12 +356,7 @@ export function bwrapArgs(cfg: SandboxConfig): string[] {
   a.push('--proc', '/proc', '--dev', '/dev');
   a.push('--size', String(cfg.limits.scratchMb * 1024 * 1024), '--tmpfs', '/tmp');
   if (!cfg.rootfs) {
-    for (const f of ETC_FILES) a.push('--ro-bind-try', `/etc/${f}`, `/etc/${f}`);
-    try {
-      for (const f of readdirSync('/etc')) if (/^python3(\.\d+)?$/.test(f)) a.push('--ro-bind-try', `/etc/${f}`, `/etc/${f}`);
-    } catch {
-      /* no /etc listing */
-    }
+    for (const f of etcEntries()) a.push('--ro-bind-try', `/etc/${f}`, `/etc/${f}`);
     // the interpreter's own prefixes and import folders when they live outside /usr
     const p = cfg.probe;
     const dirs = new Set<string>();
