@@ -1,7 +1,7 @@
 // The library API behind the CLI: a Workspace is an opened store (`--store DIR`) plus
 // the corpus, resolver and discovery built from it on demand. Every command of the
 // CLI is one function here, returning the records `--json` prints.
-import { mkdirSync, writeFileSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import type { RepoSpec } from './config/repos.js';
 import { symbolMatches } from './config/scope.js';
@@ -9,7 +9,7 @@ import { Discovery, type Block } from './discover/discover.js';
 import { emitModule } from './emit/emitter.js';
 import { indexRepos, type IndexMode, type IndexProgress, type IndexReport } from './index/indexer.js';
 import { IndexStore } from './index/store.js';
-import { putExtraction, textHash } from './library/records.js';
+import { getExtraction, putExtraction, textHash } from './library/records.js';
 import { RepoCache } from './repos/cache.js';
 import { ClosureBuilder, type Diagnostic } from './resolve/closure.js';
 import type { Corpus } from './resolve/corpus.js';
@@ -110,8 +110,12 @@ export function discover(ws: Workspace, opts: DiscoverOptions = {}): Block[] {
   for (const r of ws.store.listRepos()) byRepo.set(r.name, []);
   for (const b of all) byRepo.get(b.repo)?.push(b);
   for (const [repo, rows] of byRepo) ws.store.replaceBlocks(repo, rows);
+  // symbol patterns match case-insensitively (`*attention` finds WindowAttention)
+  const symbols = opts.symbols?.map((p) => p.toLowerCase());
   return all.filter(
-    (b) => (!opts.symbols?.length || symbolMatches(opts.symbols, b.id) || symbolMatches(opts.symbols, b.name)) && (!opts.repos?.length || opts.repos.includes(b.repo)),
+    (b) =>
+      (!symbols?.length || symbolMatches(symbols, b.id.toLowerCase()) || symbolMatches(symbols, b.name.toLowerCase())) &&
+      (!opts.repos?.length || opts.repos.includes(b.repo)),
   );
 }
 
@@ -225,11 +229,20 @@ export function extractBlock(ws: Workspace, id: string, opts: ExtractOptions = {
   return extractBlocks(ws, [id], opts)[0];
 }
 
-/** Extract blocks and write them under `<out>/extracted/`, recording them in the store. */
+/** Extract blocks and write them under `<out>/extracted/`, recording them in the store.
+ *  A block whose emitted module is unchanged keeps its stored validation (and its file in
+ *  `blocks/` or `failed/`): extraction without validation proves nothing new, so it must
+ *  not demote what was validated. */
 export function extractBlocks(ws: Workspace, ids: string[], opts: ExtractOptions = {}): ExtractionRecord[] {
   const out = path.resolve(opts.out ?? path.join(ws.storeDir, 'library'));
   return ids.map((id) => {
     const { record, text } = extractText(ws, id, opts);
+    const prev = text ? getExtraction(ws.store, id) : null;
+    if (prev && prev.status !== 'extracted' && prev.hash === textHash(text)) {
+      const kept = prev.record as ExtractionRecord;
+      const file = blockFile(out, prev.status === 'validated' ? 'blocks' : 'failed', id);
+      if (existsSync(file)) return { ...kept, file, ms: record.ms };
+    }
     if (text) {
       record.file = blockFile(out, 'extracted', id);
       writeFileAtomic(record.file, text);

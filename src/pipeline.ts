@@ -33,7 +33,10 @@ export interface PipelineOptions extends api.ExtractOptions {
   required?: Stage[];
   /** compare with the original module when its repository imports (default true) */
   equivalence?: boolean;
-  onProgress?: (done: number, total: number) => void;
+  /** re-run validation even when a stored result for the same module and environment exists */
+  force?: boolean;
+  /** after each block, with its record */
+  onProgress?: (done: number, total: number, record: api.ExtractionRecord) => void;
   onWarning?: (msg: string) => void;
 }
 
@@ -184,7 +187,7 @@ export async function extractAndValidate(ws: api.Workspace, ids: string[], opts:
           const sysPath = opts.equivalence === false ? null : originalSysPath(ws, id);
           if (sysPath) req.original = { module: id.slice(0, id.lastIndexOf('.')), className: req.className, sysPath };
           const key = validationKey(req, pool.envId);
-          result = getCachedValidation<ValidationResult>(ws.store, key, pool.envId);
+          result = opts.force ? null : getCachedValidation<ValidationResult>(ws.store, key, pool.envId);
           if (!result) {
             result = await pool.validate(req);
             if (result.category !== 'crash' && result.category !== 'timeout') putCachedValidation(ws.store, key, pool.envId, result);
@@ -206,7 +209,7 @@ export async function extractAndValidate(ws: api.Workspace, ids: string[], opts:
           putExtraction(ws.store, { id, hash: textHash(text), ok: record.ok, status: record.ok ? 'validated' : 'failed', lines: record.lines, record, text });
         }
         records[i] = record;
-        opts.onProgress?.(++done, extracted.length);
+        opts.onProgress?.(++done, extracted.length, record);
       }),
     );
     return records;

@@ -8,7 +8,11 @@ import { buildLibrary, runDedup } from '../library/library.js';
 import { buildReport, reportText } from '../library/report.js';
 import { extractAndValidate, type PipelineOptions } from '../pipeline.js';
 import { createRootfs, doctor, STAGES, type Stage } from '../validate/index.js';
-import { requestedNames, withWorkspaceAsync, type Command, type Ctx } from './context.js';
+import { repoOptions, repoSpecs, requestedNames, withWorkspaceAsync, type Command, type Ctx } from './context.js';
+import { storeRequirements } from './library-commands.js';
+import { environmentGaps, type EnvironmentGap } from '../library/repo-requirements.js';
+import { normalizeDistName } from '../library/requirements.js';
+import { existsSync } from 'node:fs';
 import { progress } from './progress.js';
 
 const extractOptions = {
@@ -34,6 +38,7 @@ const validateOptions = {
   memory: { type: 'string' },
   require: { type: 'string', multiple: true },
   'no-equivalence': { type: 'boolean' },
+  force: { type: 'boolean' },
 } as const;
 
 function pipelineOptions(ctx: Ctx): PipelineOptions {
@@ -53,6 +58,7 @@ function pipelineOptions(ctx: Ctx): PipelineOptions {
     validate: !ctx.values['no-validate'],
     required: required as Stage[] | undefined,
     equivalence: !ctx.values['no-equivalence'],
+    force: !!ctx.values.force,
     pool: {
       python: (ctx.values.python as string | undefined) ?? process.env.NNRAG_PYTHON,
       rootfs: ctx.values.rootfs as string | undefined,
@@ -90,19 +96,42 @@ function selectIds(ctx: Ctx, ws: api.Workspace): { ids: string[]; notes: string[
   return { ids, notes };
 }
 
-function summarize(records: api.ExtractionRecord[]): string {
+/** Progress of extract / validate / demo: on a terminal, each block's line as it
+ *  finishes (above the progress bar, which counts passed and failed so far); the final
+ *  summary then has the totals only. */
+function blockProgress(ctx: Ctx, label: string, phase: string) {
+  const bar = progress(label);
+  const live = !ctx.json && !!process.stdout.isTTY && !!process.stderr.isTTY;
+  const counts = { ok: 0, failed: 0 };
+  return {
+    live,
+    onProgress(done: number, total: number, r: api.ExtractionRecord) {
+      if (r.ok) counts.ok++;
+      else counts.failed++;
+      if (live) process.stdout.write(`\r\x1b[K${blockLine(r)}\n`);
+      bar.update(phase, done, total, counts);
+    },
+    done: () => bar.done(),
+  };
+}
+
+function blockLine(r: api.ExtractionRecord): string {
+  const errs = r.diagnostics.filter((d) => d.severity === 'error');
+  const v = r.validation as { stages: Record<string, string>; category: string | null; error: string | null } | undefined;
+  let status = r.error ? `ERROR ${r.error}` : r.ok ? 'ok' : `${errs.length} unresolved`;
+  if (v) {
+    const stages = Object.entries(v.stages).map(([k, s]) => `${k}:${s}`).join(' ');
+    status = r.ok ? stages : `${v.category ?? 'failed'}: ${(v.error ?? '').split('\n')[0].slice(0, 120)} [${stages}]`;
+  }
+  return `${r.ok ? '✓' : '✗'} ${r.id}  ${r.lines} lines  ${r.ms.toFixed(1)} ms  ${status}${r.file ? `  → ${r.file}` : ''}`;
+}
+
+/** The result lines of extract / validate (only the totals when each block's line was
+ *  already shown as it finished). */
+function summarize(records: api.ExtractionRecord[], linesShown = false): string {
   const ok = records.filter((r) => r.ok).length;
   const validated = records.some((r) => r.validation);
-  const lines = records.map((r) => {
-    const errs = r.diagnostics.filter((d) => d.severity === 'error');
-    const v = r.validation as { stages: Record<string, string>; category: string | null; error: string | null } | undefined;
-    let status = r.error ? `ERROR ${r.error}` : r.ok ? 'ok' : `${errs.length} unresolved`;
-    if (v) {
-      const stages = Object.entries(v.stages).map(([k, s]) => `${k}:${s}`).join(' ');
-      status = r.ok ? stages : `${v.category ?? 'failed'}: ${(v.error ?? '').split('\n')[0].slice(0, 120)} [${stages}]`;
-    }
-    return `${r.ok ? '✓' : '✗'} ${r.id}  ${r.lines} lines  ${r.ms.toFixed(1)} ms  ${status}${r.file ? `  → ${r.file}` : ''}`;
-  });
+  const lines = linesShown ? [] : records.map(blockLine);
   lines.push(validated ? `${ok}/${records.length} validated and promoted` : `${ok}/${records.length} extracted without unresolved names`);
   return lines.join('\n');
 }
@@ -111,19 +140,27 @@ export const commands: Record<string, Command> = {
   extract: {
     summary: 'regenerate blocks as standalone modules (validated unless --no-validate)',
     usage:
-      'nnrag extract (--block ID|NAME | --blocks A B … | --names-json FILE | --all) [--limit N] [--start-from NAME] [--out DIR] [--no-validate] [--intern P] [--extern P]',
-    options: { ...extractOptions, ...validateOptions },
+      'nnrag extract (--block ID|NAME | --blocks A B … | --names-json FILE | --all) [--repo PATH_OR_URL … | --config FILE] [--limit N] [--start-from NAME] [--out DIR] [--no-validate] [--force] [--intern P] [--extern P]',
+    options: { ...extractOptions, ...validateOptions, ...repoOptions },
     async run(ctx) {
       return withWorkspaceAsync(ctx, async (ws) => {
         const names = requestedNames(ctx);
         if (!names.length && !ctx.values.all) throw new UsageError('name blocks with --block, --blocks, --names-json, or use --all');
+        // one step: `--repo`/`--config` index first (unchanged files are not parsed again)
+        if (ctx.values.repo || ctx.values.config) {
+          const bar = progress('index');
+          const rep = await api.index(ws, { repos: repoSpecs(ctx), onProgress: (p) => bar.update(p.phase, p.done, p.total) });
+          bar.done();
+          if (!ctx.json) process.stderr.write(`indexed ${rep.files} files in ${rep.repos.length} repositories (${rep.parsed} parsed)\n`);
+          api.discover(ws);
+        }
         const { ids, notes } = selectIds(ctx, ws);
         for (const n of notes) process.stderr.write(`note: ${n}\n`);
-        const bar = progress('extract');
         const opts = pipelineOptions(ctx);
-        const records = await extractAndValidate(ws, ids, { ...opts, onProgress: (d, t) => bar.update(opts.validate ? 'validate' : 'emit', d, t) });
+        const bar = blockProgress(ctx, 'extract', opts.validate ? 'validate' : 'emit');
+        const records = await extractAndValidate(ws, ids, { ...opts, onProgress: bar.onProgress });
         bar.done();
-        ctx.out(summarize(records), records);
+        ctx.out(summarize(records, bar.live), records);
         return records.every((r) => r.ok) ? 0 : 1;
       });
     },
@@ -131,16 +168,16 @@ export const commands: Record<string, Command> = {
 
   validate: {
     summary: 'extract and validate blocks in the sandbox (import, instantiate, forward, equivalence)',
-    usage: 'nnrag validate [ID|NAME …] [--all] [--python PY] [--rootfs DIR] [--no-sandbox] [--workers N] [--timeout S] [--require STAGE …]',
+    usage: 'nnrag validate [ID|NAME …] [--all] [--force] [--python PY] [--rootfs DIR] [--no-sandbox] [--workers N] [--timeout S] [--require STAGE …]',
     options: { ...extractOptions, ...validateOptions },
     async run(ctx) {
       return withWorkspaceAsync(ctx, async (ws) => {
         const { ids, notes } = selectIds(ctx, ws);
         for (const n of notes) process.stderr.write(`note: ${n}\n`);
-        const bar = progress('validate');
-        const records = await extractAndValidate(ws, ids, { ...pipelineOptions(ctx), validate: true, onProgress: (d, t) => bar.update('validate', d, t) });
+        const bar = blockProgress(ctx, 'validate', 'validate');
+        const records = await extractAndValidate(ws, ids, { ...pipelineOptions(ctx), validate: true, onProgress: bar.onProgress });
         bar.done();
-        ctx.out(summarize(records), records);
+        ctx.out(summarize(records, bar.live), records);
         return records.every((r) => r.ok) ? 0 : 1;
       });
     },
@@ -148,7 +185,7 @@ export const commands: Record<string, Command> = {
 
   doctor: {
     summary: 'report the validation environment: interpreter, torch, sandbox, limits',
-    usage: 'nnrag doctor [--python PY] [--rootfs DIR] [--no-sandbox]',
+    usage: 'nnrag doctor [--python PY] [--rootfs DIR] [--no-sandbox] [--store S]',
     options: { python: { type: 'string' }, rootfs: { type: 'string' }, 'no-sandbox': { type: 'boolean' } },
     async run(ctx) {
       const rep = await doctor({
@@ -156,15 +193,30 @@ export const commands: Record<string, Command> = {
         rootfs: ctx.values.rootfs as string | undefined,
         sandbox: !ctx.values['no-sandbox'],
       });
+      // with a store: what its repositories need that this environment lacks
+      let gaps: EnvironmentGap[] | null = null;
+      if (existsSync(path.join(ctx.store, 'index.sqlite')) && rep.distributions && !rep.rootfs) {
+        const installed = new Set(rep.distributions.map((d) => normalizeDistName(d.split('==')[0])));
+        gaps = await withWorkspaceAsync(ctx, async (ws) => environmentGaps(await storeRequirements(ws, { python: rep.python ?? undefined }), installed));
+      }
       const lines = [
         `python   ${rep.python ?? 'not found'} ${rep.pythonVersion ?? ''} (${rep.pythonSource ?? '-'})`,
         `torch    ${rep.torch ?? `not importable${rep.torchError ? `: ${rep.torchError}` : ''}`}`,
         `sandbox  ${rep.sandbox.bwrap ?? 'bwrap not found'} ${rep.sandbox.version ?? ''} ${rep.sandbox.working ? 'working' : `NOT working${rep.sandbox.error ? `: ${rep.sandbox.error}` : ''}`}`,
         `limits   ${Object.entries(rep.limits).map(([k, v]) => `${k}=${v}`).join(' ')}`,
-        `env id   ${rep.envId ?? '-'}`,
+        `env id   ${rep.envId ?? '-'} (${rep.distributions?.length ?? 0} installed distributions)`,
         ...rep.problems.map((p) => `problem: ${p}`),
       ];
-      ctx.out(lines.join('\n'), rep);
+      if (gaps) {
+        const can = gaps.filter((g) => g.candidate);
+        lines.push(gaps.length ? `the store's repositories need ${gaps.length} distributions this environment lacks:` : "the store's repositories need nothing this environment lacks");
+        for (const g of gaps) {
+          const by = g.neededBy.map((n) => (n.why === 'import' ? `${n.blocks} blocks of ${n.repo}` : `declared by ${n.repo}`)).join(', ');
+          lines.push(`  ${g.distribution.padEnd(20)} ${g.candidate ? `${g.debian} ${g.candidate}` : `no Debian package (${g.debian})`}  — ${by}`);
+        }
+        if (can.length) lines.push(`to add what Debian has: apt-get install ${can.map((g) => g.debian).join(' ')}`);
+      }
+      ctx.out(lines.join('\n'), gaps ? { ...rep, missing: gaps } : rep);
       return rep.problems.length ? 1 : 0;
     },
   },

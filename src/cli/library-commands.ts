@@ -8,6 +8,10 @@ import { buildLibrary, diversityTopUp, getDedup, listSpecs, runDedup, type Store
 import { trainingPairs, writePairs } from '../library/pairs.js';
 import { listExtractions } from '../library/records.js';
 import { buildReport, reportHtml, reportText } from '../library/report.js';
+import { repositoryRequirements, type RepoRequirements } from '../library/repo-requirements.js';
+import { initParser } from '../parse/parser.js';
+import { KNOWN_DISTRIBUTIONS, probeEnvironment } from '../library/requirements.js';
+import * as api from '../api.js';
 import { withWorkspaceAsync, type Command } from './context.js';
 
 function dedupText(d: StoredDedup): string {
@@ -30,6 +34,31 @@ function threshold(v: unknown, name: string): number | undefined {
   const n = Number(v);
   if (!(n > 0 && n <= 1)) throw new UsageError(`--${name} takes a number in (0, 1]`);
   return n;
+}
+
+/** Declared requirements and block imports of the store's repositories (`nnrag
+ *  requirements`, `nnrag doctor`); the validation interpreter says which distribution
+ *  provides an import. */
+export async function storeRequirements(ws: api.Workspace, opts: { repos?: string[]; python?: string }): Promise<RepoRequirements[]> {
+  await initParser(); // setup.py is read from its syntax tree
+  const repos = ws.store.listRepos().filter((r) => !opts.repos?.length || opts.repos.includes(r.name));
+  if (opts.repos?.length && !repos.length) throw new UsageError(`--repos: none of ${opts.repos.join(', ')} is indexed`);
+  const repoOf = new Map(api.storedBlocks(ws).map((b) => [b.id, b.repo]));
+  const blocks = listExtractions(ws.store).map((e) => ({ repo: repoOf.get(e.id) ?? '', externs: (e.record.externs as string[] | undefined) ?? [] }));
+  const names = [...new Set(blocks.flatMap((b) => b.externs.map((x) => x.split('.')[0])))].filter(Boolean);
+  let probe: Awaited<ReturnType<typeof probeEnvironment>> | null = null;
+  try {
+    probe = names.length ? await probeEnvironment(names, { python: opts.python }) : null;
+  } catch (e) {
+    process.stderr.write(`warning: ${(e as Error).message}; import names are mapped by a table only\n`);
+  }
+  return repositoryRequirements(
+    repos.map((r) => ({ name: r.name, root: r.root })),
+    blocks,
+    (m) => probe?.names[m]?.dists[0]?.[0] ?? KNOWN_DISTRIBUTIONS[m] ?? m,
+    (m) => !!probe?.names[m]?.stdlib,
+    probe ? (m) => !!probe!.names[m]?.found : undefined,
+  );
 }
 
 export const commands: Record<string, Command> = {
@@ -104,6 +133,27 @@ export const commands: Record<string, Command> = {
         ctx.out(reportText(r), r);
         return 0;
       });
+    },
+  },
+
+  requirements: {
+    summary: 'what each repository needs: requirements its packaging files declare, imports of its emitted blocks, Debian packages',
+    usage: 'nnrag requirements [--repos NAME …] [--python PY]',
+    options: { repos: { type: 'string', multiple: true }, python: { type: 'string' } },
+    async run(ctx) {
+      const only = ctx.values.repos as string[] | undefined;
+      const rows = await withWorkspaceAsync(ctx, (ws) => storeRequirements(ws, { repos: only, python: (ctx.values.python as string | undefined) ?? process.env.NNRAG_PYTHON }));
+      const lines: string[] = [];
+      for (const r of rows) {
+        lines.push(`${r.repo}:`);
+        const groups = new Map<string, string[]>();
+        for (const d of r.declared) groups.set(d.group, [...(groups.get(d.group) ?? []), `${d.spec} (${d.file}:${d.line})`]);
+        if (!groups.size) lines.push('  declares no requirements');
+        for (const [g, l] of groups) lines.push(`  ${g}: ${l.join(', ')}`);
+        if (r.imports.length) lines.push(`  emitted blocks import: ${r.imports.map((i) => `${i.module} → ${i.distribution} (${i.blocks} blocks${i.declared ? '' : ', not declared'})`).join(', ')}`);
+      }
+      ctx.out(lines.join('\n'), rows);
+      return 0;
     },
   },
 

@@ -11,6 +11,7 @@ import { commands as extraCommands } from './commands.js';
 import { commands as libraryCommands } from './library-commands.js';
 import { commands as searchCommands } from './search-commands.js';
 import { common, repoOptions, repoSpecs, withWorkspace, withWorkspaceAsync, type Command, type Ctx } from './context.js';
+import { commandHelp } from './help.js';
 import { progress } from './progress.js';
 
 export const commands: Record<string, Command> = {
@@ -83,11 +84,17 @@ export const commands: Record<string, Command> = {
 function usage(): string {
   const lines = ['nnrag: a searchable library of standalone, validated PyTorch blocks', '', 'commands:'];
   for (const [name, c] of Object.entries(commands)) lines.push(`  ${name.padEnd(13)} ${c.summary}`);
-  lines.push('', 'every command takes --json, --store DIR (default ./.nnrag), --help');
+  lines.push('', 'every command takes --json, --store DIR (default ./.nnrag), --help (its flags and an example)');
   return lines.join('\n');
 }
 
 export async function main(argv: string[]): Promise<number> {
+  // common options may come before the command (`nnrag --store S index`): the first
+  // word that names a command is the command
+  if (argv[0]?.startsWith('-') && !['--help', '-h', '--version'].includes(argv[0])) {
+    const i = argv.findIndex((a) => Object.hasOwn(commands, a));
+    if (i > 0) argv = [argv[i], ...argv.slice(0, i), ...argv.slice(i + 1)];
+  }
   const [name, ...rest] = argv;
   if (!name || name === '--help' || name === '-h' || name === 'help') {
     process.stdout.write(usage() + '\n');
@@ -110,7 +117,7 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
   if (parsed.values.help) {
-    process.stdout.write(`${cmd.summary}\nusage: ${cmd.usage}\n`);
+    process.stdout.write(commandHelp(name, cmd, common) + '\n');
     return 0;
   }
   const json = !!parsed.values.json;

@@ -4,7 +4,7 @@
 import { UsageError } from '../util/errors.js';
 import { exportBlock } from '../export/export.js';
 import { CATEGORIES, type Category } from '../library/category.js';
-import { resolveLibraryId, searchBlocks } from '../search/index.js';
+import { facets, resolveLibraryId, searchBlocks } from '../search/index.js';
 import { refreshSearch } from '../search/refresh.js';
 import { similarBlocks } from '../search/similar.js';
 import { startServer } from '../serve/server.js';
@@ -29,11 +29,12 @@ function fmtParams(n: number | null): string {
 export const commands: Record<string, Command> = {
   search: {
     summary: 'full-text search of the library blocks (names, docstrings, identifiers, layers, categories)',
-    usage: 'nnrag search QUERY [--repo R ...] [--category C ...] [--validated] [--min-params N] [--max-params N] [--limit N]',
+    usage: 'nnrag search QUERY [--repo R ...] [--category C ...] [--validated | --all] [--min-params N] [--max-params N] [--limit N]',
     options: {
       repo: { type: 'string', multiple: true },
       category: { type: 'string', multiple: true },
       validated: { type: 'boolean' },
+      all: { type: 'boolean' },
       'min-params': { type: 'string' },
       'max-params': { type: 'string' },
       limit: { type: 'string' },
@@ -46,24 +47,44 @@ export const commands: Record<string, Command> = {
       for (const c of (ctx.values.category as string[] | undefined) ?? []) {
         if (!CATEGORIES.includes(c.toLowerCase() as Category)) throw new UsageError(`--category ${c}: categories are ${CATEGORIES.join(', ')}`);
       }
+      const filtered = ['repo', 'category', 'validated', 'min-params', 'max-params'].some((k) => ctx.values[k] !== undefined);
+      if (!query.trim() && !filtered) throw new UsageError('give a query (nnrag search "window attention") or a filter (--repo, --category, --validated, --min-params, --max-params)');
       const res = withWorkspace(ctx, (ws) => {
         refreshSearch(ws.store);
+        const known = facets(ws.store).repos;
+        for (const r of (ctx.values.repo as string[] | undefined) ?? []) {
+          if (!known.includes(r)) throw new UsageError(`--repo ${r}: no library block comes from it (repositories: ${known.join(', ') || 'none'})`);
+        }
         return searchBlocks(ws.store, query, {
           repo: ctx.values.repo as string[] | undefined,
           category: ctx.values.category as string[] | undefined,
           validated: !!ctx.values.validated,
+          all: !!ctx.values.all,
           minParams,
           maxParams,
           limit,
         });
       });
-      const lines = res.hits.map(
-        (h, i) =>
-          `${String(i + 1).padStart(2)}. ${h.id}  score ${h.score.toFixed(2)}  ${h.status}  ${h.category}  ${fmtParams(h.params)} params\n` +
-          `    ${h.origin.repo}:${h.origin.path}:${h.origin.line}${h.summary ? `  — ${h.summary}` : ''}`,
-      );
-      lines.push(`${res.total} match${res.total === 1 ? '' : 'es'}${res.mode === 'any' ? ' (some words only)' : ''} in ${res.ms.toFixed(1)} ms`);
-      ctx.out(lines.join('\n'), res);
+      // blocks that share a class name (the same PatchEmbed in six repositories) are one
+      // entry: the best-ranked block, then the others by id
+      const groups = new Map<string, typeof res.hits>();
+      for (const h of res.hits) {
+        const g = groups.get(h.name);
+        if (g) g.push(h);
+        else groups.set(h.name, [h]);
+      }
+      const lines: string[] = [];
+      let n = 0;
+      for (const [, [h, ...more]] of groups) {
+        lines.push(
+          `${String(++n).padStart(2)}. ${h.id}  score ${h.score.toFixed(2)}  ${h.status}  ${h.category}  ${fmtParams(h.params)} params\n` +
+            `    ${h.origin.repo}:${h.origin.path}:${h.origin.line}${h.summary ? `  — ${h.summary}` : ''}`,
+        );
+        if (more.length) lines.push(`    also ${h.name} in: ${more.map((m) => `${m.id}${m.status === 'validated' ? '' : ` (${m.status})`}`).join(', ')}`);
+      }
+      const hidden = ctx.values.all || ctx.values.validated ? '' : ' (blocks that failed validation left out: --all shows them)';
+      lines.push(`${res.total} match${res.total === 1 ? '' : 'es'}${res.mode === 'any' ? ' (some words only)' : ''}${hidden} in ${res.ms.toFixed(1)} ms`);
+      ctx.out(lines.join('\n'), { ...res, groups: [...groups].map(([name, hs]) => ({ name, ids: hs.map((x) => x.id) })) });
       return 0;
     },
   },
@@ -92,8 +113,8 @@ export const commands: Record<string, Command> = {
 
   export: {
     summary: 'write a library block as a module of another project, merging its requirements',
-    usage: 'nnrag export ID|NAME --into DIR [--module NAME] [--force] [--python PY]',
-    options: { into: { type: 'string' }, module: { type: 'string' }, force: { type: 'boolean' }, python: { type: 'string' } },
+    usage: 'nnrag export ID|NAME --into DIR [--module NAME] [--force] [--allow-failed] [--python PY]',
+    options: { into: { type: 'string' }, module: { type: 'string' }, force: { type: 'boolean' }, 'allow-failed': { type: 'boolean' }, python: { type: 'string' } },
     async run(ctx) {
       if (ctx.positionals.length !== 1) throw new UsageError('name one block: nnrag export ID --into DIR');
       if (!ctx.values.into) throw new UsageError('--into DIR is required');
@@ -103,10 +124,12 @@ export const commands: Record<string, Command> = {
           into: ctx.values.into as string,
           module: ctx.values.module as string | undefined,
           force: !!ctx.values.force,
+          allowFailed: !!ctx.values['allow-failed'],
           python: (ctx.values.python as string | undefined) ?? process.env.NNRAG_PYTHON,
         });
       });
       const lines = [`${rep.action} ${rep.file} (${rep.id})`, `import with: ${rep.importLine}`];
+      if (rep.usage) lines.push(`use as validated: ${rep.usage}`);
       for (const p of rep.packages) lines.push(`created package ${p}`);
       if (rep.added.length) lines.push(`added to ${rep.requirementsFile}: ${rep.added.join(', ')}`);
       if (rep.kept.length) lines.push(`already required (kept as written): ${rep.kept.join(', ')}`);

@@ -20,7 +20,7 @@ import { existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, renameSyn
 import path from 'node:path';
 import type { IndexStore } from '../index/store.js';
 import { getExtraction } from '../library/records.js';
-import { KNOWN_DISTRIBUTIONS, normalizeDistName, requirementLines, resolveRequirements, topLevelName } from '../library/requirements.js';
+import { compatiblePin, KNOWN_DISTRIBUTIONS, normalizeDistName, requirementLines, resolveRequirements, topLevelName } from '../library/requirements.js';
 import { NnragError, UsageError } from '../util/errors.js';
 import { buildDoc, storedSpec } from '../search/documents.js';
 
@@ -30,13 +30,16 @@ const PY_KEYWORDS = new Set(
 
 export interface ExportOptions {
   into: string;
-  /** dotted module name inside the project (default: the class name in snake_case) */
+  /** dotted module name inside the project (default: the class name in snake case, `moduleNameFor`) */
   module?: string;
   force?: boolean;
   /** requirements to merge instead of those derived from the block's extern imports */
   requirements?: string[];
-  /** interpreter whose installed versions pin the requirements (default /usr/bin/python3) */
+  /** interpreter whose installed versions pin the requirements (default: the one that
+   *  validated the block, else /usr/bin/python3) */
   python?: string;
+  /** export a block that failed validation (refused otherwise) */
+  allowFailed?: boolean;
 }
 
 export interface ExportReport {
@@ -54,6 +57,8 @@ export interface ExportReport {
   packages: string[];
   /** how to import the block inside the project */
   importLine: string;
+  /** the construction and call that passed validation, when recorded */
+  usage: string | null;
 }
 
 /** `WindowAttention` → `window_attention`, `MHSABlock` → `mhsa_block`. */
@@ -158,23 +163,60 @@ export function mergeRequirements(existing: string, reqs: readonly string[]): { 
 }
 
 /** PEP 508 requirement lines of the block: from its spec, else from its extern imports as
- *  installed in the validation environment, else bare distribution names. */
+ *  installed in the validation environment, else bare distribution names. An exact pin of
+ *  the environment (`torch==1.13.0a0`) becomes the release series it had, in a form pip
+ *  can install (`torch>=1.13,<1.14`). */
 async function blockRequirements(externs: string[], known: string[] | null, python?: string): Promise<string[]> {
-  if (known) return known;
-  if (!externs.length) return [];
-  try {
-    return requirementLines(await resolveRequirements(externs, { python }));
-  } catch {
-    const names = [...new Set(externs.map(topLevelName).filter((n): n is string => !!n))];
-    return names.map((n) => KNOWN_DISTRIBUTIONS[n] ?? n).sort();
+  let lines: string[];
+  if (known) lines = known;
+  else if (!externs.length) return [];
+  else {
+    try {
+      lines = requirementLines(await resolveRequirements(externs, { python }));
+    } catch {
+      const names = [...new Set(externs.map(topLevelName).filter((n): n is string => !!n))];
+      return names.map((n) => KNOWN_DISTRIBUTIONS[n] ?? n).sort();
+    }
   }
+  return lines.map((l) => {
+    const m = /^([A-Za-z0-9][A-Za-z0-9._-]*)\s*===?\s*(\S+)$/.exec(l.trim());
+    return m ? compatiblePin(m[1], m[2]) : l;
+  });
+}
+
+/** Readable module name for a class: snake case, where camel-case fragments of one or two
+ *  letters that are not words of their own are joined to the fragment before them
+ *  (`ViT` → `vit`, not `vi_t`; `ConvNeXtBlock` → `conv_next_block`). */
+export function moduleNameFor(className: string): string {
+  const parts = snakeCase(className).split('_').filter(Boolean);
+  const out: string[] = [];
+  for (const p of parts) {
+    const prev = out[out.length - 1];
+    const short = /^[a-z]{1,2}$/.test(p);
+    if (prev !== undefined && short && (p.length === 1 || /^[a-z]{1,2}$/.test(prev))) out[out.length - 1] = prev + p;
+    else out.push(p);
+  }
+  const name = out.join('_') || 'block';
+  return /^[0-9]/.test(name) ? `_${name}` : name;
+}
+
+/** The first stage a record failed and its category, or null when nothing failed. */
+function failedStage(stages: Record<string, string> | null, category: string | null): string | null {
+  if (!stages) return null;
+  const stage = Object.entries(stages).find(([, s]) => s === 'fail')?.[0];
+  return stage ? `${stage}${category ? ` (${category})` : ''}` : null;
 }
 
 export async function exportBlock(store: IndexStore, id: string, opts: ExportOptions): Promise<ExportReport> {
   const e = getExtraction(store, id);
   if (!e || !e.text) throw new NnragError(`no library block ${JSON.stringify(id)}`, 'unknown-block');
   const doc = buildDoc(store, e, storedSpec(store, id));
-  const moduleName = opts.module ?? snakeCase(doc.name);
+  const validation = e.record.validation as { stages?: Record<string, string>; category?: string | null; python?: string } | undefined;
+  const failed = e.status === 'failed' ? (failedStage(doc.stages, validation?.category ?? null) ?? 'validation') : null;
+  if (failed && !opts.allowFailed) {
+    throw new NnragError(`${id} failed at ${failed}; it is not a validated block (export it anyway with --allow-failed)`, 'failed-block');
+  }
+  const moduleName = opts.module ?? moduleNameFor(doc.name);
   const parts = checkModuleName(moduleName);
   if (!opts.into) throw new UsageError('--into DIR is required');
   mkdirSync(opts.into, { recursive: true });
@@ -185,8 +227,12 @@ export async function exportBlock(store: IndexStore, id: string, opts: ExportOpt
   checkPathSafe(root, file);
   checkPathSafe(root, reqFile);
 
+  const passed = doc.stages ? Object.entries(doc.stages).filter(([, s]) => s === 'pass').map(([k]) => k) : [];
+  const state = failed ? `FAILED at ${failed}; passed: ${passed.join(', ') || 'none'}` : `${e.status}${passed.length ? ': ' + passed.join(', ') : ''}`;
+  const usage = (validation as { usage?: string | null } | undefined)?.usage;
   const header =
-    `# Exported by nnrag from ${id} (${e.status}${doc.stages ? ': ' + Object.entries(doc.stages).filter(([, s]) => s === 'pass').map(([k]) => k).join(', ') : ''}).\n` +
+    `# Exported by nnrag from ${id} (${state}).\n` +
+    (usage && !failed ? `# Usage, as validated (names of this module, torch imported): ${usage}\n` : '') +
     `# The provenance lines below say where every definition comes from; keep them with the code.\n`;
   const text = header + e.text;
 
@@ -200,7 +246,7 @@ export async function exportBlock(store: IndexStore, id: string, opts: ExportOpt
     else action = 'replaced';
   }
 
-  const reqs = await blockRequirements(doc.externs, opts.requirements ?? doc.requirements, opts.python);
+  const reqs = await blockRequirements(doc.externs, opts.requirements ?? doc.requirements, opts.python ?? validation?.python);
   const existingReq = existsSync(reqFile) ? readFileSync(reqFile, 'utf8') : '';
   const merged = mergeRequirements(existingReq, reqs);
 
@@ -230,6 +276,7 @@ export async function exportBlock(store: IndexStore, id: string, opts: ExportOpt
     kept: merged.kept,
     packages,
     importLine: `from ${moduleName} import ${doc.name}`,
+    usage: usage ?? null,
   };
 }
 

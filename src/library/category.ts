@@ -1,7 +1,9 @@
 // Category of a library block for its neutral spec: attention, convolution, transformer
 // block, pooling, normalization, loss, architecture or utility. Decided from what the block
 // spec already knows — class name, docstring, base classes, the layer types its constructor
-// creates (`layers`: type name → count, e.g. {Conv2d: 2, BatchNorm2d: 2}) and the parameters
+// creates (`layers`: type name → count, e.g. {Conv2d: 2, BatchNorm2d: 2}: those of the built
+// instance when validation built one, else those its own class body constructs, see
+// `layerInventory`) and the parameters
 // of `forward` — by the ordered rules below; the first rule that fires wins, and the result
 // carries the rule as its reason so the choice can be audited.
 //
@@ -9,13 +11,15 @@
 //                   or forward takes a target/label and the block has at most one layer
 //  2. normalization name or a base is a norm (LayerNorm, RMSNorm, `_BatchNorm`, `_NormBase`, …)
 //                   and the block has no convolution / attention / linear layers of its own
-//  3. pooling       name says Pool/Pooling/GeM/SPP, or every layer is a pooling layer
+//  3. pooling       name says Pool/Pooling/GeM/SPP/RoIAlign/RoIPool/Aggregation, or every layer
+//                   is a pooling layer (and it is not named a block, layer or stage)
 //  4. architecture  a whole network: name says Net/Model/ResNet/ViT/…Former/Classifier/
-//                   Backbone/Encoder-Decoder and it has ≥ 3 layers, or it has ≥ 12 layers of
-//                   ≥ 4 kinds ending in a Linear head (a classifier), or the docstring calls
+//                   Backbone/Encoder-Decoder (however many layers are known: it may not have
+//                   been built, or inherit them), not being named …Block/Layer/Stage, or it has ≥ 12 layers of
+//                   ≥ 4 kinds ending in a Linear head (a classifier, not a …Head), or the docstring calls
 //                   it a model/network/architecture and it has ≥ 8 layers
 //  5. transformer block  it contains a Transformer(Encoder|Decoder)Layer, or it is named
-//                   Block/Layer/Encoder/Decoder and has attention plus an MLP (≥ 2 Linear or
+//                   Block/Layer/Stage/Encoder/Decoder and has attention plus an MLP (≥ 2 Linear or
 //                   an Mlp/FeedForward layer) or a LayerNorm
 //  6. attention     name says Attention/Attn/MHSA/SE/Squeeze-Excitation/CBAM/NonLocal, or it
 //                   has a MultiheadAttention / *Attention layer
@@ -24,6 +28,38 @@
 //  8. utility       everything else (activations, DropPath, Identity, reshapes, embeddings …)
 
 import type { BlockCategory } from './spec-types.js';
+
+/** The source text of top-level class `name` in a module: its line to the next top-level statement. */
+export function classSegment(text: string, name: string): string {
+  const re = new RegExp(`^class\\s+${name.replace(/[^\w]/g, '')}\\b`, 'm');
+  const m = re.exec(text);
+  if (!m) return '';
+  const rest = text.slice(m.index);
+  const lines = rest.split('\n');
+  let end = 1;
+  for (; end < lines.length; end++) {
+    const l = lines[end];
+    if (l.length && !/^[\s#)\]}]/.test(l)) break;
+  }
+  return lines.slice(0, end).join('\n');
+}
+
+/** Layer types the class's own code constructs (`nn.Conv2d(`, `torch.nn.LayerNorm(`, and
+ *  classes of the same module such as `Attention(dim)`), for a block that validation could
+ *  not build: the closure's other classes construct layers of their own, which are not
+ *  this block's. */
+export function layerInventory(text: string, className: string): Record<string, number> {
+  const out: Record<string, number> = {};
+  const seg = classSegment(text, className) || text;
+  for (const m of seg.matchAll(/\bnn\.([A-Z]\w*)\s*\(/g)) out[m[1]] = (out[m[1]] ?? 0) + 1;
+  const classes = new Set([...text.matchAll(/^class\s+([A-Za-z_]\w*)/gm)].map((m) => m[1]));
+  classes.delete(className);
+  for (const m of seg.matchAll(/(?<![\w.])([A-Z]\w*)\s*\(/g)) {
+    if (classes.has(m[1]) && !/^\s*class\s/.test(seg.slice(seg.lastIndexOf('\n', m.index) + 1, m.index + 1))) out[m[1]] = (out[m[1]] ?? 0) + 1;
+  }
+  return out;
+}
+
 
 export type Category = BlockCategory;
 
@@ -52,14 +88,17 @@ const bare = (s: string) => s.split('.').pop()!.replace(/\[.*$/, '').trim();
 
 const IS = {
   conv: (t: string) => /^(Lazy)?Conv(Transpose)?[123]d$|Conv(2d|Bn|BN|Norm|Act)|^Conv$|ConvModule|DepthwiseSeparable|SeparableConv/.test(t),
-  attention: (t: string) => /MultiheadAttention|Attention|Attn|MHSA/.test(t),
+  attention: (t: string) => /MultiheadAttention|Attention|Attn|MHSA|MSA$|MHA$/.test(t),
   norm: (t: string) => /Norm(\dd)?$|^(Batch|Layer|Group|Instance|RMS|LocalResponse)Norm|^_?NormBase$|^_BatchNorm$|^FrozenBatchNorm/.test(t),
   pool: (t: string) => /Pool(\dd)?$|Pooling|^GeM$/.test(t),
   linear: (t: string) => /^(Lazy)?Linear$|^Bilinear$|^NonDynamicallyQuantizableLinear$/.test(t),
   mlp: (t: string) => /Mlp|MLP|FeedForward|FFN|^FF$/.test(t),
-  transformerLayer: (t: string) => /^Transformer(Encoder|Decoder)Layer$|TransformerBlock/.test(t),
+  transformerLayer: (t: string) => /Transformer(Encoder|Decoder)Layer$|TransformerBlock/.test(t),
   loss: (t: string) => /Loss$|^_Loss$|^_WeightedLoss$|Criterion$/.test(t),
 };
+
+/** Names of a part of a network (a block, layer or stage of it), never the whole network. */
+const PART = /(Block|Layer|Stage)$/;
 
 /** Non-parameterised helpers that do not make a block "convolutional" etc. */
 const PASSIVE = /^(ReLU|ReLU6|GELU|SiLU|Swish|Mish|Sigmoid|Tanh|Hardswish|Hardsigmoid|LeakyReLU|PReLU|ELU|SELU|Softmax|LogSoftmax|Dropout\dd?|Dropout|DropPath|Identity|Flatten|Unflatten|Sequential|ModuleList|ModuleDict|ParameterList|Upsample|PixelShuffle)$/;
@@ -98,25 +137,27 @@ export function categorize(input: CategoryInput): CategoryResult {
     return r('normalization', `name ${name} is a normalization`);
   }
   // 3. pooling
-  if (/Pool(ing)?(\dd)?$|Pool[A-Z]|^GeM|SPP(F)?$|^SpatialPyramid/.test(name) && nConv + nAttn + nTLayer <= 2) {
+  // RoI align/pool and graph aggregations reduce a region or a neighbourhood to one value
+  if (/[Pp]ool(ing)?(\dd)?$|Pool[A-Z]|^GeM|SPP(F)?$|^SpatialPyramid|R[Oo]I(Align|Pool)|Aggregation$|Pooler$/.test(name) && nConv + nAttn + nTLayer <= 2) {
     return r('pooling', `name ${name} is a pooling`);
   }
-  if (active.length > 0 && active.every(([t]) => IS.pool(t))) return r('pooling', 'every layer is a pooling layer');
+  if (active.length > 0 && active.every(([t]) => IS.pool(t)) && !PART.test(name)) return r('pooling', 'every layer is a pooling layer');
   // 4. architecture
   const archName = /(Net|Nets|Model|ResNe[XS]?t|VGG|ViT|Former|Transformer|Classifier|Backbone|EncoderDecoder|Detector|Segmenter|UNet|GAN|Generator|Discriminator)(V?\d+[a-z]?|_.*)?$/;
-  if (archName.test(name) && total >= 3 && !/Block$|Layer$/.test(name)) {
-    return r('architecture', `name ${name} names a network and it has ${total} layers`);
+  // a network named as one; with no known layers (not built, layers inherited) the name alone
+  if (archName.test(name) && !PART.test(name)) {
+    return r('architecture', `name ${name} names a network`);
   }
   const lastLinear = layers.length > 0 && IS.linear(layers[layers.length - 1][0]);
-  if (total >= 12 && kinds >= 4 && (lastLinear || nLinear > 0) && !/Block$|Layer$/.test(name)) {
+  if (total >= 12 && kinds >= 4 && (lastLinear || nLinear > 0) && !PART.test(name) && !/Head$/.test(name)) {
     return r('architecture', `${total} layers of ${kinds} kinds with a Linear head`);
   }
-  if (/\b(model|network|architecture|backbone)\b/i.test(doc) && total >= 8 && !/Block$|Layer$/.test(name)) {
+  if (/\b(model|network|architecture|backbone)\b/i.test(doc) && total >= 8 && !PART.test(name)) {
     return r('architecture', 'the docstring describes a model and it has ≥ 8 layers');
   }
   // 5. transformer block
   if (nTLayer > 0) return r('transformer block', 'it contains a transformer layer');
-  if (nAttn > 0 && (nMlp > 0 || nLinear >= 2 || nNorm > 0) && /Block|Layer|Encoder|Decoder|Transformer/.test(name)) {
+  if (nAttn > 0 && (nMlp > 0 || nLinear >= 2 || nNorm > 0) && /Block|Layer|Stage|Encoder|Decoder|Transformer/.test(name)) {
     return r('transformer block', `${name} combines attention with ${nMlp > 0 ? 'an MLP' : nLinear >= 2 ? 'linear layers' : 'normalization'}`);
   }
   // 6. attention
@@ -125,7 +166,7 @@ export function categorize(input: CategoryInput): CategoryResult {
   }
   if (nAttn > 0) return r('attention', 'it has an attention layer');
   // 7. convolution
-  if (/Conv|Bottleneck|BasicBlock|ResBlock|ResidualBlock|InvertedResidual|Depthwise|DepthWise|MBConv|Stem$/.test(name) && nAttn === 0) {
+  if (/Conv(?!ert)|Bottleneck|BasicBlock|ResBlock|ResidualBlock|^Res(Layer|Stage|Unit)|InvertedResidual|Depthwise|DepthWise|MBConv|Stem$/.test(name) && nAttn === 0) {
     return r('convolution', `name ${name} is a convolutional block`);
   }
   if (nConv > 0 && nConv >= nLinear && nConv >= nNorm && nConv >= nPool) {

@@ -239,6 +239,7 @@ export async function buildLibrary(ws: Workspace, opts: LibraryOptions = {}): Pr
       id: e.id,
       status: e.status,
       lines: e.lines,
+      text: e.text,
       cls,
       initParams: mod && cls ? inheritedParams(resolver, mod, cls, 'initParams') : null,
       forwardParams: mod && cls ? inheritedParams(resolver, mod, cls, 'forwardParams') : null,

@@ -91,7 +91,12 @@ for n in names:
             dists.append([d, md.version(d)])
         except Exception:
             dists.append([d, None])
-    out[n] = {"stdlib": False, "dists": dists}
+    try:
+        import importlib.util
+        found = importlib.util.find_spec(n) is not None
+    except Exception:
+        found = False
+    out[n] = {"stdlib": False, "dists": dists, "found": found}
 json.dump({"python": sys.version.split()[0], "names": out}, sys.stdout)
 `;
 
@@ -116,7 +121,7 @@ export function topLevelName(module: string): string | null {
 export function probeEnvironment(
   names: readonly string[],
   opts: RequirementOptions = {},
-): Promise<{ python: string; names: Record<string, { stdlib: boolean; dists: [string, string | null][] }> }> {
+): Promise<{ python: string; names: Record<string, { stdlib: boolean; dists: [string, string | null][]; found?: boolean }> }> {
   const python = opts.python ?? '/usr/bin/python3';
   return new Promise((resolve, reject) => {
     // -I: isolated mode (no PYTHON* variables, no user site, no script dir on sys.path)
@@ -173,6 +178,19 @@ export async function resolveRequirements(imports: readonly string[], opts: Requ
     if (!v) req.note = (req.note ? req.note + '; ' : '') + 'installed version unknown';
     return req;
   });
+}
+
+/** A requirement pip accepts that keeps what the validating environment had: the
+ *  installed version's release segment fixes the series, `dist>=X.Y,<X.(Y+1)` (PEP 440
+ *  "Version specifiers"; pre-release, post-release and local labels dropped, since a
+ *  distribution's own build such as Debian's `1.13.0a0+gitunknown` exists on no index).
+ *  A version with no release segment gives the bare name. */
+export function compatiblePin(dist: string, version: string | null): string {
+  const m = version ? /^\s*v?(\d+(?:\.\d+)*)/.exec(version) : null;
+  if (!m) return dist;
+  const rel = m[1].split('.').map(Number);
+  if (rel.length === 1) return `${dist}>=${rel[0]},<${rel[0] + 1}`;
+  return `${dist}>=${rel[0]}.${rel[1]},<${rel[0]}.${rel[1] + 1}`;
 }
 
 /** De-duplicated, sorted PEP 508 lines (requirements.txt body) for some requirements. */

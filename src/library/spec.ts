@@ -10,7 +10,7 @@
 import type { ProvenanceEntry } from '../emit/emitter.js';
 import { initParser, parsePython, type Node } from '../parse/parser.js';
 import type { ClassFacts } from '../parse/types.js';
-import { categorize } from './category.js';
+import { categorize, layerInventory } from './category.js';
 import type { BlockSpec } from './spec-types.js';
 import { originUrl, revisionSwhid } from './swhid.js';
 
@@ -168,6 +168,8 @@ export interface SpecInput {
   externs: string[];
   provenance: ProvenanceEntry[];
   validation: ValidationFacts | null;
+  /** the emitted module, for the layers its class constructs when validation built none */
+  text?: string;
   /** top-level import name → PEP 508 requirement (null for the standard library) */
   requirements: Map<string, string | null>;
 }
@@ -185,7 +187,8 @@ export function buildSpec(inp: SpecInput): BlockSpec {
   const { category } = categorize({
     name: className,
     docstring: inp.cls?.docstring ?? null,
-    layers,
+    // the built instance's layers, else those its class body constructs
+    layers: Object.keys(layers).length ? layers : inp.text ? layerInventory(inp.text, className) : {},
     bases,
     forwardParams: forward.map((p) => p.name),
   });

@@ -7,14 +7,14 @@
 import type { ProvenanceEntry } from '../emit/emitter.js';
 import { createHash } from 'node:crypto';
 import type { IndexStore } from '../index/store.js';
-import { categorize } from '../library/category.js';
+import { categorize, classSegment, layerInventory } from '../library/category.js';
 import type { StoredExtraction } from '../library/records.js';
 import { getSpec } from '../library/library.js';
 import type { BlockSpec } from '../library/spec-types.js';
 import type { ClassFacts, FileFacts } from '../parse/types.js';
 
-/** Bump when the document layout or tokenization changes: every row is rebuilt. */
-export const DOC_VERSION = 2;
+/** Bump when the document layout, its derivation (layers, category) or tokenization changes: every row is rebuilt. */
+export const DOC_VERSION = 3;
 
 
 export interface SearchDoc {
@@ -81,38 +81,10 @@ export function firstSentence(doc: string | null | undefined): string | null {
   return (m ? m[1] : para) || null;
 }
 
-/** The source text of top-level class `name` in a module: its line to the next top-level statement. */
-export function classSegment(text: string, name: string): string {
-  const re = new RegExp(`^class\\s+${name.replace(/[^\w]/g, '')}\\b`, 'm');
-  const m = re.exec(text);
-  if (!m) return '';
-  const rest = text.slice(m.index);
-  const lines = rest.split('\n');
-  let end = 1;
-  for (; end < lines.length; end++) {
-    const l = lines[end];
-    if (l.length && !/^[\s#)\]}]/.test(l)) break;
-  }
-  return lines.slice(0, end).join('\n');
-}
-
 /** Docstring of the class in a segment (the first string statement of the body). */
 function docstringFromSegment(seg: string): string | null {
   const m = seg.match(/:\s*\n\s+[rRuU]?("""|''')([\s\S]*?)\1/) ?? seg.match(/:\s*\n\s+[rRuU]?(["'])((?:\\.|(?!\1).)*)\1/);
   return m ? m[2].trim() : null;
-}
-
-/** Layer types constructed in a module's code (`nn.Conv2d(`, `torch.nn.LayerNorm(`). */
-export function layerInventory(text: string, className?: string): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const m of text.matchAll(/\bnn\.([A-Z]\w*)\s*\(/g)) out[m[1]] = (out[m[1]] ?? 0) + 1;
-  // classes copied into the module and constructed in it (`Attention(dim)`, `Mlp(...)`)
-  const classes = new Set([...text.matchAll(/^class\s+([A-Za-z_]\w*)/gm)].map((m) => m[1]));
-  classes.delete(className ?? '');
-  for (const m of text.matchAll(/(?<![\w.])([A-Z]\w*)\s*\(/g)) {
-    if (classes.has(m[1]) && !/^class\s/.test(text.slice(text.lastIndexOf('\n', m.index) + 1, m.index + 1))) out[m[1]] = (out[m[1]] ?? 0) + 1;
-  }
-  return out;
 }
 
 const PY_KEYWORDS = new Set(
@@ -192,7 +164,7 @@ export function buildDoc(store: IndexStore, e: StoredExtraction, spec: BlockSpec
     interned?: string[];
     externs?: string[];
     provenance?: ProvenanceEntry[];
-    validation?: { stages?: Record<string, string>; params?: number | null };
+    validation?: { stages?: Record<string, string>; params?: number | null; layers?: Record<string, number> };
   };
   const id = e.id;
   const dot = id.lastIndexOf('.');
@@ -232,7 +204,10 @@ export function buildDoc(store: IndexStore, e: StoredExtraction, spec: BlockSpec
   const bases = facts ? facts.bases.map((b) => b.text) : (seg.match(/^class\s+\w+\s*\(([^)]*)\)/)?.[1] ?? '').split(',').map((s) => s.trim()).filter(Boolean);
   const initSrc = facts?.initParams ?? seg.match(/def\s+__init__\s*\(([^)]*)\)/)?.[1] ?? null;
   const fwdSrc = facts?.forwardParams ?? seg.match(/def\s+forward\s*\(([^)]*)\)/)?.[1] ?? null;
-  const layers = layerInventory(e.text, name);
+  // the layers of an instance when validation built one, else those the class's own code
+  // constructs
+  const built = rec.validation?.layers;
+  const layers = built && Object.keys(built).length ? built : layerInventory(e.text, name);
   const forwardParams = paramNames(fwdSrc);
   const repoRow = row ? (store.stmt('SELECT url, revision, local FROM repos WHERE name = ?').get(row.repo) as { url: string | null; revision: string | null; local: number } | undefined) : undefined;
   return {

@@ -38,7 +38,7 @@ export const COLUMNS: readonly { name: string; weight: number }[] = [
 
 const FTS_SQL = `CREATE VIRTUAL TABLE search_fts USING fts5(
         ${COLUMNS.map((c) => c.name).join(', ')},
-        tokenize = 'unicode61 remove_diacritics 2',
+        tokenize = 'porter unicode61 remove_diacritics 2',
         prefix = '2 3'
       )`;
 
@@ -168,8 +168,10 @@ export function syncSearchIndex(store: IndexStore): SyncReport {
 /** The FTS table is a derived cache: when a store holds it with other columns (an older
  *  layout), drop it and every document so the next sync rebuilds them. */
 function ensureFtsLayout(store: IndexStore): void {
-  const cols = (store.db.prepare("SELECT name FROM pragma_table_info('search_fts')").pluck().all() as string[]).join(',');
-  if (cols === COLUMNS.map((c) => c.name).join(',')) return;
+  // the table as created (columns, tokenizer, prefixes): an index made by an older layout
+  // is rebuilt from the stored documents
+  const sql = store.db.prepare("SELECT sql FROM sqlite_master WHERE name = 'search_fts'").pluck().get() as string | undefined;
+  if (sql?.replace(/\s+/g, ' ') === FTS_SQL.replace(/\s+/g, ' ')) return;
   store.write(() => {
     store.db.exec('DROP TABLE IF EXISTS search_fts; DELETE FROM search_docs;');
     store.db.exec(FTS_SQL);
@@ -181,6 +183,8 @@ export interface SearchFilters {
   category?: string | string[];
   /** only blocks that passed validation */
   validated?: boolean;
+  /** include blocks that failed validation (left out by default) */
+  all?: boolean;
   minParams?: number;
   maxParams?: number;
 }
@@ -239,6 +243,7 @@ function filterSql(f: SearchFilters): { where: string[]; args: unknown[] } {
     args.push(...cats.map((c) => c.toLowerCase()));
   }
   if (f.validated) where.push(`d.status = 'validated'`);
+  else if (!f.all) where.push(`d.status != 'failed'`);
   if (f.minParams !== undefined) {
     where.push('d.params >= ?');
     args.push(f.minParams);
@@ -271,12 +276,14 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
   // a block whose whole name is the query comes first, whatever BM25 says (FTS5 clamps the
   // IDF of a word found in more than half of the blocks to ~0, e.g. "block")
   const joined = q.words.flatMap(identifierParts).join('');
-  const join = where.length ? 'JOIN search_docs d ON d.rowid = search_fts.rowid' : '';
+  // validated blocks come before the others (then by rank): what a search finds first
+  // should be a block that is proven to run
+  const join = 'JOIN search_docs d ON d.rowid = search_fts.rowid';
   const run = (match: string) => {
     const w = ['search_fts MATCH ?', ...where].join(' AND ');
     const ranked = (m: string, n: number) =>
       store
-        .stmt(`SELECT search_fts.rowid AS rowid, -${RANK} AS score FROM search_fts ${join} WHERE ${w} ORDER BY score DESC, search_fts.rowid LIMIT ?`)
+        .stmt(`SELECT search_fts.rowid AS rowid, -${RANK} AS score FROM search_fts ${join} WHERE ${w} ORDER BY d.status = 'validated' DESC, score DESC, search_fts.rowid LIMIT ?`)
         .raw()
         .all(m, ...args, n) as [number, number][];
     // blocks whose whole name is the query (column filter on `exact`; `joined` holds letters

@@ -1,9 +1,11 @@
 // `nnrag serve`: the local web catalog of the library. node:http only, bound to a loopback
-// address; pages are rendered on the server (every stored string HTML-escaped, no scripts:
-// the Content-Security-Policy forbids them), plus a small JSON API.
+// address; pages are rendered on the server (every stored string HTML-escaped; the one
+// script is the copy buttons', allowed by its hash, the Content-Security-Policy forbids any
+// other), plus a small JSON API.
 //
 //   GET /                     search box with filters, results
-//   GET /block/<id>           block page: highlighted code, provenance, validation stages,
+//   GET /block/<id>           block page: usage as validated, highlighted code (copy
+//                             buttons), provenance, validation stages and the next step,
 //                             spec, dependency graph (inline SVG), similar blocks
 //   GET /block/<id>.py        the module as text
 //   GET /api/search?q=…       SearchResult JSON (filters: repo, category, validated,
@@ -12,6 +14,7 @@
 //
 // Requests whose Host header is not the loopback address the server listens on are
 // refused (a web page elsewhere cannot reach the catalog through DNS rebinding).
+import { createHash } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as api from '../api.js';
@@ -21,6 +24,7 @@ import { facets, getDoc, searchBlocks, type SearchOptions, type SearchResult } f
 import { refreshSearch } from '../search/refresh.js';
 import { similarBlocks, type SimilarHit } from '../search/similar.js';
 import { NnragError } from '../util/errors.js';
+import { moduleNameFor } from '../export/export.js';
 import { dependencyGraph, graphSvg } from './graph.js';
 import { escapeHtml as esc, highlightPython } from './highlight.js';
 
@@ -60,9 +64,45 @@ section{margin-bottom:18px}h2{font-size:17px;border-bottom:1px solid #dde1e8;pad
 code{font-family:ui-monospace,monospace;font-size:13px}
 `;
 
+// The one script of the catalog: copy buttons. The policy allows exactly this text (by
+// its SHA-256, CSP Level 2 hash source), nothing else; the buttons only copy the text of
+// the element they name, so no stored string ever reaches a script.
+const COPY_SCRIPT =
+  "document.addEventListener('click',function(e){var b=e.target.closest('button[data-copy]');if(!b)return;" +
+  "var t=document.getElementById(b.getAttribute('data-copy'));if(!t)return;" +
+  "navigator.clipboard.writeText(t.textContent).then(function(){b.textContent='Copied';setTimeout(function(){b.textContent='Copy'},1500)},function(){b.textContent='Copy failed'})});";
+const COPY_SCRIPT_HASH = `sha256-${createHash('sha256').update(COPY_SCRIPT).digest('base64')}`;
+
+/** What to do about a failure, from its category and message (shown on the block page). */
+export function nextStep(category: string | null | undefined, error: string | null | undefined): string | null {
+  const err = error ?? '';
+  const missing = /No module named '([^'.]+)/.exec(err);
+  if (missing) return `the validation environment lacks the module \`${missing[1]}\`: install it there (Debian: \`apt-get install python3-${missing[1].toLowerCase().replace(/_/g, '-')}\`, or a virtual environment given with --python), then \`nnrag validate ID --force\``;
+  // a keyword a newer torch.nn class takes (LayerNorm(bias=…) since torch 2.1)
+  if (/unexpected keyword argument/.test(err) && /torch/.test(err + category)) return 'the block was written for a newer torch: validate in a torch 2 environment (`nnrag env create DIR`, then `--rootfs DIR`)';
+  switch (category) {
+    case 'needs-args':
+      return 'no default, call site or configuration gave the constructor all its arguments: build it by hand with the arguments its repository uses';
+    case 'forward-shape':
+      return 'no synthesized input fitted: call forward with the input shape its repository uses';
+    case 'unresolved-name':
+      return 'a name of the original is missing from the module: see the diagnostics, and report the block';
+    case 'missing-extern':
+      return 'a third-party package is missing from the validation environment: install it, then `nnrag validate ID --force`';
+    case 'timeout':
+      return 'the check ran out of time: `nnrag validate ID --timeout 120`';
+    case 'memory':
+      return 'the check ran out of memory: `nnrag validate ID --memory 8192`';
+    case 'native-extension':
+      return 'the block needs a compiled extension of its repository (CUDA or C++ ops), which a standalone module cannot carry';
+    default:
+      return null;
+  }
+}
+
 function page(title: string, body: string): string {
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${esc(title)} · nnrag</title><meta name="viewport" content="width=device-width, initial-scale=1"><style>${CSS}</style></head>` +
-    `<body><header><a href="/">nnrag catalog</a></header><main>${body}</main></body></html>`;
+    `<body><header><a href="/">nnrag catalog</a></header><main>${body}</main><script>${COPY_SCRIPT}</script></body></html>`;
 }
 
 const blockHref = (id: string) => `/block/${encodeURIComponent(id)}`;
@@ -158,6 +198,16 @@ async function blockPage(store: api.Workspace['store'], id: string, hl: Map<stri
       (doc.docstring ? `<p id="docstring">${esc(doc.docstring).replace(/\n\s*\n/g, '<br><br>')}</p>` : '') +
       `<p class="muted">${fmtParams(doc.params)} parameters · ${doc.lines} lines · <a href="${blockHref(id)}.py">module as text</a> · export: <code>nnrag export ${esc(id)} --into DIR</code></p>`,
   );
+  // usage: the construction and call that passed validation
+  const usage = (v as { usage?: string | null } | undefined)?.usage;
+  if (usage && doc.status === 'validated') {
+    const modName = moduleNameFor(doc.name);
+    sections.push(
+      `<section id="usage"><h2>Usage <button type="button" id="copy-usage" data-copy="usage-code">Copy</button></h2>` +
+        `<pre class="code"><code id="usage-code">${esc(`# nnrag export ${id} --into . --module ${modName}\nimport torch\nfrom ${modName} import *\n\ny = ${usage}`)}</code></pre>` +
+        `<p class="muted">the arguments and input that passed validation</p></section>`,
+    );
+  }
   // provenance
   const origin = `${esc(o.repo)}:${esc(o.path)}:${o.line}${o.url ? ` · <a href="${esc(o.url)}" rel="noreferrer">${esc(o.url)}</a>` : ''}${o.revision ? ` @ <code>${esc(o.revision)}</code>` : ''}`;
   sections.push(
@@ -179,6 +229,7 @@ async function blockPage(store: api.Workspace['store'], id: string, hl: Map<stri
         ? `<table><tr>${Object.keys(stages).map((s) => `<th>${esc(s)}</th>`).join('')}</tr><tr>${Object.values(stages).map((r) => `<td class="${esc(r)}">${esc(r)}</td>`).join('')}</tr></table>`
         : '<p class="muted">not validated</p>') +
       (v?.error ? `<p><strong>${esc(v.category ?? 'error')}</strong>: <code>${esc(v.error)}</code></p>` : '') +
+      (v?.error || v?.category ? ((n) => (n ? `<p id="next-step"><strong>Next step:</strong> ${esc(n).replace(/`([^`]+)`/g, '<code>$1</code>')}</p>` : ''))(nextStep(v?.category, v?.error)) : '') +
       (v?.input_shapes ? `<p class="muted">input shapes <code>${esc(JSON.stringify(v.input_shapes))}</code> → output shapes <code>${esc(JSON.stringify(v.output_shapes))}</code>${v.args && Object.keys(v.args as object).length ? ` · constructor args <code>${esc(JSON.stringify(v.args))}</code>` : ''}</p>` : '') +
       `</section>`,
   );
@@ -214,7 +265,9 @@ async function blockPage(store: api.Workspace['store'], id: string, hl: Map<stri
   }
   sections.push(`<section id="graph"><h2>Dependencies</h2><div class="graph">${svg}</div></section>`);
   // code
-  sections.push(`<section id="code"><h2>Module</h2><pre class="code"><code>${code}</code></pre></section>`);
+  sections.push(
+    `<section id="code"><h2>Module <button type="button" id="copy-code" data-copy="code-text">Copy</button></h2><pre class="code"><code id="code-text">${code}</code></pre></section>`,
+  );
   // similar
   sections.push(
     `<section id="similar"><h2>Similar blocks</h2>` +
@@ -236,7 +289,7 @@ function send(res: http.ServerResponse, status: number, type: string, body: stri
     'content-type': type,
     'content-length': Buffer.byteLength(body),
     'x-content-type-options': 'nosniff',
-    'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+    'content-security-policy': `default-src 'none'; style-src 'unsafe-inline'; script-src '${COPY_SCRIPT_HASH}'; img-src data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'`,
     'referrer-policy': 'no-referrer',
     'cache-control': 'no-store',
   });

@@ -1,7 +1,7 @@
 // `nnrag doctor` for the validator: which interpreter would run candidates, its torch
 // version, whether bubblewrap is there and actually works here, the limits in force,
 // and the environment id that stored validation results are keyed by.
-import { defaultLimits, environmentId, findBwrap, locatePython, probeInSandbox, sandboxIds } from './environment.js';
+import { defaultLimits, environmentId, findBwrap, locatePython, probeInSandbox, sandboxIds, type Probe } from './environment.js';
 import type { DoctorReport, PoolOptions } from './types.js';
 import path from 'node:path';
 
@@ -24,6 +24,7 @@ export async function doctor(opts: PoolOptions = {}): Promise<DoctorReport> {
   };
   if (!bw) problems.push('bubblewrap (bwrap) not found: validation refuses to run repository code unless --no-sandbox is given');
   let realpath: string | null = null;
+  let used: Probe | null = null;
   if (rootfs) {
     report.pythonSource = 'rootfs';
     const python = opts.python ?? process.env.NNRAG_PYTHON ?? '/usr/bin/python3';
@@ -35,6 +36,7 @@ export async function doctor(opts: PoolOptions = {}): Promise<DoctorReport> {
         report.pythonVersion = probe.version;
         report.torch = probe.torch ?? null;
         realpath = probe.realpath;
+        used = probe;
         if (!probe.torch) {
           report.torchError = probe.torch_error;
           problems.push(`${python} in ${rootfs} cannot import torch: ${probe.torch_error}`);
@@ -53,6 +55,7 @@ export async function doctor(opts: PoolOptions = {}): Promise<DoctorReport> {
       report.pythonVersion = loc.probe.version;
       report.torch = loc.probe.torch ?? null;
       realpath = loc.probe.realpath;
+      used = loc.probe;
       if (loc.torchError) {
         report.torchError = loc.torchError;
         problems.push(`${loc.python} cannot import torch: ${loc.torchError}`);
@@ -68,7 +71,8 @@ export async function doctor(opts: PoolOptions = {}): Promise<DoctorReport> {
     }
   }
   if (report.python && report.torch && report.pythonVersion) {
-    report.envId = environmentId({ python: realpath ?? report.python, pythonVersion: report.pythonVersion, torch: report.torch, sandbox: opts.sandbox !== false, rootfs });
+    report.envId = environmentId({ python: realpath ?? report.python, pythonVersion: report.pythonVersion, torch: report.torch, sandbox: opts.sandbox !== false, rootfs, probe: used });
+    report.distributions = used?.distributions ?? [];
   }
   return report;
 }

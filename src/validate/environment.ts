@@ -124,6 +124,8 @@ export interface Probe {
   exec_prefix: string;
   path: string[];
   torch_spec: string | null;
+  /** installed distributions as `name==version` (PEP 503 names), sorted */
+  distributions?: string[];
   torch?: string | null;
   torch_error?: string;
 }
@@ -240,7 +242,41 @@ export function maskedDirs(): string[] {
 }
 
 const TOP_LEVEL = ['usr', 'bin', 'sbin', 'lib', 'lib64', 'lib32', 'libx32'];
-const ETC_FILES = ['ld.so.cache', 'ld.so.conf', 'ld.so.conf.d', 'alternatives', 'localtime', 'nsswitch.conf', 'passwd', 'group', 'hosts', 'mime.types', 'os-release', 'debian_version'];
+/** Entries of the host's /etc a candidate never sees, whatever their permissions: password
+ *  and group shadows and their backups, sudo and PAM policy, ssh keys and configuration,
+ *  systemd credentials, the machine id, and secrets of network services. */
+const ETC_DENY = new Set([
+  'shadow', 'shadow-', 'gshadow', 'gshadow-', 'passwd-', 'group-', 'subuid-', 'subgid-', 'sudoers', 'sudoers.d', 'sudo.conf',
+  'security', 'pam.d', 'ssh', 'credstore', 'credstore.encrypted', 'machine-id', 'ppp', 'wireguard', 'ipsec.secrets', 'NetworkManager',
+  'krb5.keytab', 'docker', 'containerd', 'cron.d', 'crontab', 'gnupg', 'letsencrypt', 'openvpn',
+]);
+
+/** The host's /etc entries bound read-only into the sandbox: what installed packages keep
+ *  there (ld.so, alternatives, matplotlibrc, fonts, ssl certificates, mime types, python3,
+ *  passwd and group for user names) — every world-readable top-level entry except
+ *  ETC_DENY. Inside a bound folder the file permissions still hold: the sandbox user
+ *  (uid 65534 when nnrag runs as root) cannot read a file that is not world-readable. */
+export function etcEntries(etc = '/etc'): string[] {
+  let names: string[];
+  try {
+    names = readdirSync(etc);
+  } catch {
+    return [];
+  }
+  const out: string[] = [];
+  for (const f of names.sort()) {
+    if (ETC_DENY.has(f) || f.startsWith('.')) continue;
+    let st;
+    try {
+      st = statSync(path.join(etc, f));
+    } catch {
+      continue; // a dangling link
+    }
+    const worldReadable = (st.mode & 0o004) !== 0 && (!st.isDirectory() || (st.mode & 0o001) !== 0);
+    if (worldReadable && (st.isFile() || st.isDirectory())) out.push(f);
+  }
+  return out;
+}
 
 export interface LaunchSpec {
   command: string;
@@ -313,13 +349,14 @@ export function bwrapArgs(cfg: SandboxConfig): string[] {
     a.push('--ro-bind', `${base}/etc`, '/etc');
     a.push('--ro-bind-try', `${base}/opt`, '/opt');
     bound.push('/etc', '/opt');
-  } else {
-    for (const f of ETC_FILES) a.push('--ro-bind-try', `/etc/${f}`, `/etc/${f}`);
-    try {
-      for (const f of readdirSync('/etc')) if (/^python3(\.\d+)?$/.test(f)) a.push('--ro-bind-try', `/etc/${f}`, `/etc/${f}`);
-    } catch {
-      /* no /etc listing */
-    }
+  }
+  // /proc, /dev and the scratch tmpfs come before the interpreter's folders and the
+  // repository roots: a later mount hides what an earlier one put below it, and a
+  // virtual environment or checkout may well live under /tmp
+  a.push('--proc', '/proc', '--dev', '/dev');
+  a.push('--size', String(cfg.limits.scratchMb * 1024 * 1024), '--tmpfs', '/tmp');
+  if (!cfg.rootfs) {
+    for (const f of etcEntries()) a.push('--ro-bind-try', `/etc/${f}`, `/etc/${f}`);
     // the interpreter's own prefixes and import folders when they live outside /usr
     const p = cfg.probe;
     const dirs = new Set<string>();
@@ -343,8 +380,6 @@ export function bwrapArgs(cfg: SandboxConfig): string[] {
       bound.push(d);
     }
   }
-  a.push('--proc', '/proc', '--dev', '/dev');
-  a.push('--size', String(cfg.limits.scratchMb * 1024 * 1024), '--tmpfs', '/tmp');
   // repository roots come after the scratch tmpfs, so a checkout under /tmp is mounted
   // on top of it instead of being hidden by it
   for (const r of cfg.roots) {
@@ -427,10 +462,23 @@ export async function probeInSandbox(cfg: SandboxConfig & { bwrap: string }, imp
   }
 }
 
-/** Identity of a validation environment: same id ⇒ a stored result is still valid. */
-export function environmentId(parts: { python: string; pythonVersion: string; torch: string; sandbox: boolean; rootfs: string | null }): string {
+/** Identity of a validation environment: same id ⇒ a stored result is still valid. It
+ *  covers the interpreter as invoked (a virtual environment's `bin/python` resolves to the
+ *  system interpreter, so the executable and prefix count, not the real path), its
+ *  version, torch, every installed distribution with its version, the sandbox, the root
+ *  filesystem and the harness: installing, removing or upgrading a package re-validates. */
+export function environmentId(parts: { python: string; pythonVersion: string; torch: string; sandbox: boolean; rootfs: string | null; probe?: Probe | null }): string {
+  const { probe, ...rest } = parts;
   const h = createHash('sha256');
-  h.update(JSON.stringify({ ...parts, harness: harnessSource().hash }));
+  h.update(
+    JSON.stringify({
+      ...rest,
+      executable: probe?.executable ?? null,
+      prefix: probe?.prefix ?? null,
+      distributions: probe?.distributions ?? null,
+      harness: harnessSource().hash,
+    }),
+  );
   return h.digest('hex').slice(0, 16);
 }
 

@@ -356,7 +356,7 @@ export class ValidatorPool {
     const w0 = pool.workers[0].info!;
     pool.torch = w0.torch;
     pool.pythonVersion = w0.python;
-    pool.envId = environmentId({ python: env.probe?.realpath ?? env.python, pythonVersion: w0.python, torch: w0.torch, sandbox: env.sandbox, rootfs: env.rootfs });
+    pool.envId = environmentId({ python: env.probe?.realpath ?? env.python, pythonVersion: w0.python, torch: w0.torch, sandbox: env.sandbox, rootfs: env.rootfs, probe: env.probe });
     pool.startMs = performance.now() - t0;
     pool.startBreakdown = { environmentMs: tEnv - t0, workersMs: performance.now() - tEnv };
     return pool;
@@ -480,6 +480,7 @@ export class ValidatorPool {
       output_shapes: msg.output_shapes ?? null,
       params: msg.params ?? null,
       layers: msg.layers,
+      usage: typeof msg.usage === 'string' ? msg.usage.slice(0, 2000) : undefined,
       equivalence: msg.equivalence,
       traceback: msg.traceback,
       output: msg.output,
@@ -492,7 +493,8 @@ export class ValidatorPool {
     const required = job.req.requiredStages ?? DEFAULT_REQUIRED_STAGES;
     const ok = required.every((s) => r.stages[s] === 'pass');
     const out: ValidationResult = { id: job.req.id, ok, ...r, envId: this.envId };
-    for (const k of ['layers', 'equivalence', 'traceback', 'output'] as const) if (out[k] === undefined) delete out[k];
+    if (!this.env.rootfs) out.python = this.env.python;
+    for (const k of ['layers', 'equivalence', 'traceback', 'output', 'usage'] as const) if (out[k] === undefined) delete out[k];
     return out;
   }
 

@@ -8,7 +8,7 @@ import { DEFAULT_REQUIRED_STAGES, type Stage, type ValidationRequest, type Valid
  *  traceback and output. */
 export type ValidationRecord = Pick<
   ValidationResult,
-  'stages' | 'category' | 'error' | 'args' | 'input_shapes' | 'output_shapes' | 'params' | 'envId' | 'equivalence' | 'layers'
+  'stages' | 'category' | 'error' | 'args' | 'input_shapes' | 'output_shapes' | 'params' | 'envId' | 'equivalence' | 'layers' | 'python' | 'usage'
 >;
 
 /** The `"validation"` object of a library record. */
@@ -24,6 +24,8 @@ export function toRecord(r: ValidationResult): ValidationRecord {
     envId: r.envId,
   };
   if (r.equivalence) rec.equivalence = r.equivalence;
+  if (r.python) rec.python = r.python;
+  if (r.usage) rec.usage = r.usage;
   return rec;
 }
 

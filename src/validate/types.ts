@@ -81,6 +81,9 @@ export interface ValidationResult {
   params: number | null;
   /** module type → count in the instantiated block, for specs */
   layers?: Record<string, number>;
+  /** the construction and call that passed forward, as Python source
+   *  (`Block(dim=32, num_heads=4)(torch.randn(2, 16, 32))`); null when a value has no plain spelling */
+  usage?: string | null;
   equivalence?: EquivalenceResult;
   /** Python traceback of the failure, trimmed */
   traceback?: string;
@@ -89,6 +92,9 @@ export interface ValidationResult {
   /** wall-clock milliseconds of the whole check inside the worker (fork to report) */
   ms: number;
   envId: string;
+  /** the interpreter that validated, when it runs on the host (not inside a --rootfs):
+   *  exported requirements are pinned to what it has installed */
+  python?: string;
 }
 
 export interface PoolOptions {
@@ -145,5 +151,7 @@ export interface DoctorReport {
   };
   limits: Limits;
   envId: string | null;
+  /** installed distributions (`name==version`) that the environment id covers */
+  distributions?: string[];
   problems: string[];
 }

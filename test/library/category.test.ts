@@ -2,7 +2,7 @@
 // Attention/Block/Mlp/SEModule, torchvision's ResNet/Bottleneck, losses).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { categorize, CATEGORIES, type CategoryInput } from '../../src/library/category.js';
+import { categorize, CATEGORIES, layerInventory, type CategoryInput } from '../../src/library/category.js';
 
 const cases: [CategoryInput, string][] = [
   [{ name: 'FocalLoss', layers: {} }, 'loss'],
@@ -46,4 +46,45 @@ test('a block named like a layer is not an architecture, however many layers it 
   // layers decide when the name does not
   assert.equal(categorize({ name: 'Thing', layers: { Conv2d: 2, BatchNorm2d: 2 } }).category, 'convolution');
   assert.equal(categorize({ name: 'Thing', layers: { 'torch.nn.modules.conv.Conv2d': 1 } }).category, 'convolution');
+});
+
+test('region and neighbourhood reductions are pooling; stages and heads are not whole networks', () => {
+  assert.equal(categorize({ name: 'MultiScaleRoIAlign', layers: {} }).category, 'pooling');
+  assert.equal(categorize({ name: 'ROIAlignRotated' }).category, 'pooling');
+  assert.equal(categorize({ name: 'MeanAggregation' }).category, 'pooling');
+  const stage = { name: 'SwinStage', layers: { SwinBlock: 2, WindowAttention: 2, Mlp: 2, LayerNorm: 5, Linear: 10, PatchMerging: 1 } };
+  assert.equal(categorize(stage).category, 'transformer block');
+  assert.equal(categorize({ name: 'ClsHead', layers: { Conv2d: 3, BatchNorm2d: 3, ReLU: 3, AdaptiveAvgPool2d: 1, Flatten: 1, Linear: 1 } }).category, 'convolution');
+  assert.equal(categorize({ name: 'ResLayer', layers: { AvgPool2d: 1 } }).category, 'convolution');
+});
+
+test('a network named as one is an architecture even when its layers are not known', () => {
+  // not built by validation, layers inherited from a base class
+  assert.equal(categorize({ name: 'VisionTransformer', layers: {}, bases: ['timm.models.vision_transformer.VisionTransformer'] }).category, 'architecture');
+  assert.equal(categorize({ name: 'ResidualBlock', layers: {} }).category, 'convolution');
+});
+
+test('the layers a block constructs are those of its own class body, not of the whole module', () => {
+  const text = [
+    'import torch.nn as nn',
+    'class Head(nn.Module):',
+    '    def __init__(self):',
+    '        super().__init__()',
+    '        self.fc = nn.Linear(8, 2)',
+    '        self.a = nn.Linear(8, 8)',
+    '',
+    'class GPT(nn.Module):',
+    '    def __init__(self, config):',
+    '        super().__init__()',
+    '        self.wte = nn.Embedding(10, 8)',
+    '        self.head = Head()',
+    '        self.ln = nn.LayerNorm(8)',
+    '    def forward(self, idx, targets=None):',
+    '        return self.head(self.ln(self.wte(idx)))',
+    '',
+  ].join('\n');
+  assert.deepEqual(layerInventory(text, 'GPT'), { Embedding: 1, LayerNorm: 1, Head: 1 });
+  assert.deepEqual(layerInventory(text, 'Head'), { Linear: 2 });
+  // a model whose forward takes targets (it returns the loss too) is not a loss
+  assert.notEqual(categorize({ name: 'GPT', layers: layerInventory(text, 'GPT'), forwardParams: ['idx', 'targets'] }).category, 'loss');
 });

@@ -77,6 +77,14 @@ describe('search over the example library', () => {
     assert.equal(ids('hard sigmoid')[0], 'tinyvision.layers.activations.HardSigmoid');
   });
 
+  test('words match their other forms (Porter stemming) and identifier parts', () => {
+    // "attentions", "bottlenecks", "activation" of ConvBnAct's `act`: stems, not spellings
+    assert.equal(ids('window attentions')[0], 'tinyvision.layers.attention.WindowAttention');
+    assert.equal(ids('bottlenecks')[0], 'tinyvision.models.resnet.Bottleneck');
+    assert.equal(ids('hard sigmoids')[0], 'tinyvision.layers.activations.HardSigmoid');
+    assert.equal(searchBlocks(store, 'window attentions').mode, 'all', 'every word matched, not the any-word fallback');
+  });
+
   test('docstrings, layers and categories are searchable', () => {
     // "identity" appears only in ResBottleneck's docstring
     assert.equal(ids('starts as the identity')[0], 'tinyvision.models.variants.ResBottleneck');
@@ -97,13 +105,15 @@ describe('search over the example library', () => {
     const conv = searchBlocks(store, '', { category: 'convolution' }).hits;
     assert.ok(conv.length >= 3);
     assert.ok(conv.every((h) => h.category === 'convolution'));
-    const all = searchBlocks(store, '', { limit: 100 });
+    const all = searchBlocks(store, '', { limit: 100, all: true });
     assert.equal(all.total, 13);
     const failed = all.hits.filter((h) => h.status !== 'validated').map((h) => h.id);
     assert.deepEqual(failed, ['tinyvision.models.wrappers.FeatureTap'], 'FeatureTap needs a real backbone');
+    assert.equal(searchBlocks(store, '', { limit: 100 }).total, 12, 'failed blocks are left out unless asked for');
     const validated = searchBlocks(store, 'feature', { validated: true }).hits.map((h) => h.id);
     assert.ok(!validated.includes('tinyvision.models.wrappers.FeatureTap'));
-    assert.ok(searchBlocks(store, 'feature').hits.some((h) => h.id === 'tinyvision.models.wrappers.FeatureTap'));
+    assert.ok(!searchBlocks(store, 'feature').hits.some((h) => h.id === 'tinyvision.models.wrappers.FeatureTap'));
+    assert.ok(searchBlocks(store, 'feature', { all: true }).hits.some((h) => h.id === 'tinyvision.models.wrappers.FeatureTap'));
     const wa = all.hits.find((h) => h.id.endsWith('.WindowAttention'))!;
     assert.ok(wa.params! > 0);
     const range = searchBlocks(store, 'attention', { minParams: wa.params!, maxParams: wa.params! }).hits;
@@ -121,7 +131,7 @@ describe('search over the example library', () => {
     // a column filter in the input is two words, not a filter on the name column
     const colon = searchBlocks(store, 'name:mlp');
     assert.deepEqual(colon.hits.map((h) => h.id), searchBlocks(store, 'name mlp').hits.map((h) => h.id));
-    assert.equal(searchBlocks(store, '').total, 13, 'table intact');
+    assert.equal(searchBlocks(store, '', { all: true }).total, 13, 'table intact');
   });
 
   test('incremental sync rebuilds only changed rows and drops removed ones', () => {
@@ -171,5 +181,18 @@ describe('search over the example library', () => {
     assert.match(human, /Mlp/);
     const bad = spawnSync('node', [bin, 'search', 'x', '--min-params', 'lots', '--store', dir], { encoding: 'utf8' });
     assert.equal(bad.status, 2, bad.stderr);
+    const empty = spawnSync('node', [bin, 'search', '--store', dir], { encoding: 'utf8' });
+    assert.equal(empty.status, 2, 'no query and no filter is a usage error');
+    const nowhere = spawnSync('node', [bin, 'search', 'mlp', '--repo', 'nosuchrepo', '--store', dir], { encoding: 'utf8' });
+    assert.equal(nowhere.status, 2);
+    assert.match(nowhere.stderr, /nosuchrepo.*repositories: examples/);
+    // blocks sharing a name are one entry; failed blocks only with --all
+    const grouped = JSON.parse(execFileSync('node', [bin, 'search', 'mlp', '--store', dir, '--json'], { encoding: 'utf8' }));
+    const mlp = grouped.groups.find((g: { name: string }) => g.name === 'Mlp');
+    assert.deepEqual(new Set(mlp.ids), new Set(['tinyvision.layers.mlp.Mlp', 'tinyvision.models.mixer.Mlp']));
+    assert.match(execFileSync('node', [bin, 'search', 'mlp', '--store', dir], { encoding: 'utf8' }), /also Mlp in: tinyvision\.(layers\.mlp|models\.mixer)\.Mlp/);
+    const tap = (args: string[]) => JSON.parse(execFileSync('node', [bin, 'search', 'feature', 'tap', ...args, '--store', dir, '--json'], { encoding: 'utf8' })).hits.map((h: { id: string }) => h.id);
+    assert.ok(!tap([]).includes('tinyvision.models.wrappers.FeatureTap'));
+    assert.ok(tap(['--all']).includes('tinyvision.models.wrappers.FeatureTap'));
   });
 });

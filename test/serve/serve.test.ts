@@ -14,7 +14,8 @@ import { getExtraction, putExtraction, textHash } from '../../src/library/record
 import { syncSearchIndex, getDoc } from '../../src/search/index.js';
 import { dependencyGraph, graphSvg } from '../../src/serve/graph.js';
 import { escapeHtml, highlightPython } from '../../src/serve/highlight.js';
-import { startServer, type CatalogServer } from '../../src/serve/server.js';
+import { nextStep, startServer, type CatalogServer } from '../../src/serve/server.js';
+import { createHash } from 'node:crypto';
 import { repoRoot, tempDir } from '../helpers.js';
 import { buildExampleLibrary } from '../search/library-fixture.js';
 
@@ -107,6 +108,29 @@ describe('catalog server', () => {
     assert.ok(!results.body.includes('<script>x</script>'));
   });
 
+  test('the only script a page may run is the copy buttons\', by its hash', async () => {
+    const res = await new Promise<{ csp: string; body: string }>((resolve, reject) =>
+      http.get(`${server.url}block/${WA}`, (r) => {
+        let body = '';
+        r.on('data', (d) => (body += d));
+        r.on('end', () => resolve({ csp: String(r.headers['content-security-policy']), body }));
+      }).on('error', reject),
+    );
+    const scripts = [...res.body.matchAll(/<script>([\s\S]*?)<\/script>/g)].map((m) => m[1]);
+    assert.equal(scripts.length, 1);
+    const hash = createHash('sha256').update(scripts[0]).digest('base64');
+    const scriptSrc = /(?:^|; )script-src ([^;]*)/.exec(res.csp)?.[1];
+    assert.equal(scriptSrc, `'sha256-${hash}'`, 'exactly that script, no unsafe-inline, no other source');
+  });
+
+  test('a failure says what to do next', () => {
+    assert.match(nextStep('missing-extern', "ModuleNotFoundError: No module named 'einops'")!, /python3-einops.*--force/);
+    assert.match(nextStep('runtime-error', "TypeError: __init__() got an unexpected keyword argument 'bias' (torch.nn.LayerNorm)")!, /--rootfs/);
+    assert.match(nextStep('needs-args', 'TypeError: missing 1 required positional argument')!, /arguments/);
+    assert.match(nextStep('timeout', 'no answer')!, /--timeout/);
+    assert.equal(nextStep(null, null), null);
+  });
+
   test('dependency graph of a block with interned modules', () => {
     const store = IndexStore.open(dir);
     try {
@@ -182,6 +206,16 @@ describe('catalog server', () => {
       assert.match(code ?? '', /class WindowAttention\(Attention\):/);
       assert.match(code ?? '', /def window_partition\(x, window_size\):/);
       assert.ok((await page.locator('#code span.cl').count()) >= 2, 'class names highlighted');
+      // the usage that passed validation, and copy buttons (the one script the policy allows)
+      const usage = await page.locator('#usage-code').textContent();
+      assert.match(usage ?? '', /from window_attention import \*/);
+      assert.match(usage ?? '', /y = WindowAttention\(.*\)\(torch\.randn\(/);
+      await browser.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url });
+      await page.click('#copy-usage');
+      await page.locator('#copy-usage', { hasText: 'Copied' }).waitFor();
+      assert.equal(await page.evaluate(() => navigator.clipboard.readText()), usage);
+      await page.click('#copy-code');
+      assert.match(await page.evaluate(() => navigator.clipboard.readText()), /class WindowAttention\(Attention\):/);
       const prov = await page.locator('#provenance').textContent();
       assert.match(prov ?? '', /tinyvision\/layers\/attention\.py/);
       assert.match(prov ?? '', /swh:1:cnt:[0-9a-f]{40}/);
@@ -195,6 +229,10 @@ describe('catalog server', () => {
       await Promise.all([page.waitForURL(/category=convolution/), page.click('button[type=submit]')]);
       const names = await page.locator('#results .hit-link').allTextContents();
       assert.ok(names.includes('ConvBnAct') && !names.includes('WindowAttention'), names.join());
+      // a failed block says what to do next
+      await page.goto(`${server.url}block/tinyvision.models.wrappers.FeatureTap`);
+      assert.match((await page.locator('#next-step').textContent()) ?? '', /Next step: .*constructor/);
+      assert.equal(await page.locator('#usage').count(), 0, 'no usage for a block that did not run');
     } finally {
       await browser.close();
     }

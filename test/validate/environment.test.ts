@@ -3,7 +3,8 @@
 // unsandboxed mode (limits and timeouts only, with a warning).
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { NnragError } from '../../src/util/errors.js';
@@ -81,5 +82,41 @@ describe('validation environment', () => {
     const i = args.indexOf('--tmpfs');
     assert.equal(args[i + 1], '/tmp');
     assert.equal(args[i - 2], '--size');
+  });
+
+  it('gives a virtual environment its own id, which changes when a distribution is installed, and runs it in the sandbox', { skip: noSandbox ?? false }, async () => {
+    const python = (await torchPython())!.python;
+    // a venv under the temporary folder (the sandbox mounts its own /tmp: the venv must
+    // still be visible) that sees the system's torch
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'nnrag-venv-'));
+    chmodSync(dir, 0o755); // the sandbox runs as an unprivileged user when we are root
+    try {
+      const venv = path.join(dir, 'venv');
+      execFileSync(python, ['-m', 'venv', '--system-site-packages', '--without-pip', venv]);
+      const vpy = path.join(venv, 'bin', 'python');
+      const system = await doctor({ python });
+      const before = await doctor({ python: vpy });
+      assert.ok(before.envId && system.envId);
+      assert.notEqual(before.envId, system.envId, 'a venv is not the system interpreter, even if its binary resolves to it');
+      // install a distribution the way pip leaves it: a dist-info folder with METADATA
+      const site = execFileSync(vpy, ['-c', 'import sysconfig; print(sysconfig.get_paths()["purelib"])'], { encoding: 'utf8' }).trim();
+      const info = path.join(site, 'nnrag_probe_dist-1.2.3.dist-info');
+      mkdirSync(info, { recursive: true });
+      writeFileSync(path.join(info, 'METADATA'), 'Metadata-Version: 2.1\nName: nnrag_probe_dist\nVersion: 1.2.3\n');
+      const after = await doctor({ python: vpy });
+      assert.ok(after.distributions!.includes('nnrag-probe-dist==1.2.3'), 'the package set is reported');
+      assert.notEqual(after.envId, before.envId, 'installing a distribution changes the environment id');
+      assert.deepEqual(after.problems, [], 'the sandbox starts with an interpreter under /tmp');
+      const pool = await ValidatorPool.start({ python: vpy, workers: 1 });
+      try {
+        assert.equal(pool.envId, after.envId);
+        const good = await pool.validate(request('good', 'conv_block.py'));
+        assert.equal(good.ok, true, `${good.error}`);
+      } finally {
+        await pool.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -187,7 +187,10 @@ describe('validation stages', { skip: skip ?? false }, () => {
   it('gives a storable record and a cache key that follows content and environment', () => {
     const r = results.get('good/conv_block.py')!;
     const rec = toRecord(r);
-    assert.deepEqual(Object.keys(rec).sort(), ['args', 'category', 'envId', 'equivalence', 'error', 'input_shapes', 'output_shapes', 'params', 'stages'].sort());
+    assert.deepEqual(Object.keys(rec).sort(), ['args', 'category', 'envId', 'equivalence', 'error', 'input_shapes', 'output_shapes', 'params', 'python', 'stages', 'usage'].sort());
+    assert.equal(rec.usage, r.usage);
+    assert.match(rec.usage!, /^ConvNormAct\(.*\)\(torch\.randn\(\d+(, \d+)*\)\)$/);
+    assert.equal(rec.python, pool.env.python, 'the host interpreter that validated, for pinning requirements');
     const req = request('good', 'conv_block.py');
     const k = validationKey(req, pool.envId);
     assert.equal(k, validationKey({ ...req }, pool.envId));

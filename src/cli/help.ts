@@ -1,0 +1,105 @@
+// Help text of the command line: one line per flag (what it does, the values it takes,
+// its default) and one example per command. A flag means the same in every command unless
+// a command says otherwise in COMMAND_FLAGS; a test checks that every flag of every
+// command has a line and every command an example.
+import type { Command } from './context.js';
+
+const STAGES = 'parse, compile, import, instantiate, forward, equivalence';
+
+/** What a flag means wherever it appears. */
+export const FLAGS: Record<string, string> = {
+  json: 'print machine-readable JSON on stdout (everything it prints is also in the store)',
+  store: 'the store folder (default ./.nnrag, or $NNRAG_STORE)',
+  help: 'show this help',
+  repo: 'a repository: a local folder (indexed in place), a bare repository or a git URL (shallow sparse clone of *.py); repeatable',
+  config: "a repo_config.json (nn-rag's format: {\"owner/name\": {url|path, priority, paths, package_roots}})",
+  block: 'a block to work on: qualified id (timm.layers.mlp.Mlp) or bare class name (Mlp); repeatable',
+  blocks: 'several blocks, as --block',
+  'names-json': 'a JSON file with a list of block names (- or /dev/stdin reads standard input)',
+  all: 'every block of the store',
+  limit: 'at most N blocks',
+  'start-from': 'skip the selected blocks before this one (resume an interrupted run)',
+  out: 'output folder (default <store>/library)',
+  'no-validate': 'emit the standalone modules without validating them (stored validation of unchanged modules is kept)',
+  intern: 'module pattern to copy into the emitted module even when it could stay an import (fnmatch on dotted names: timm.layers.*, a.b.**); repeatable',
+  extern: 'module pattern to keep as an import even when it is indexed (torch.package style); repeatable',
+  python: 'the interpreter that validates (default $NNRAG_PYTHON, else the first python3 whose torch imports)',
+  rootfs: 'validate inside a root filesystem made by `nnrag env create DIR`',
+  'no-sandbox': 'run repository code without bubblewrap (limits and timeouts only): only for code you trust',
+  workers: 'number of validation workers (default: the number of cores)',
+  timeout: 'wall-clock seconds per block (default 20)',
+  memory: 'memory limit per block in MB (default 2048)',
+  require: `a stage that must pass for a block to be promoted (${STAGES}); repeatable; default import, instantiate, forward`,
+  'no-equivalence': 'do not compare with the original module',
+  force: 'validate again even when a stored result for the same module and environment exists',
+  mode: 'missing (parse new and changed files, default) | force (parse everything again) | skip (no parsing, only the file list)',
+  update: 'fetch remote repositories again before indexing',
+  symbols: 'only blocks whose id or name matches this pattern (fnmatch, case-insensitive: *Attention, timm.layers.*); repeatable',
+  repos: 'only blocks of these repositories (owner/name); repeatable',
+  near: 'Jaccard similarity from which two blocks are near-duplicates (default 0.85)',
+  structural: 'similarity of structure (names and literals abstracted) from which two blocks are structural duplicates (default 0.9)',
+  threads: 'worker threads for de-duplication (default: the number of cores)',
+  'top-up': 'add up to N blocks that are least similar to the rest (diversity)',
+  html: 'also write the report as an HTML file',
+  'no-dedup': 'leave out the uniqueness figures',
+  category: `only blocks of this category (attention, convolution, transformer block, pooling, normalization, loss, architecture, utility); repeatable`,
+  validated: 'only blocks that passed validation',
+  'min-params': 'only blocks with at least N parameters',
+  'max-params': 'only blocks with at most N parameters',
+  into: 'the project folder to write into',
+  module: 'dotted module name inside the project (default: the class name in snake case: ViT → vit)',
+  'allow-failed': 'export a block that failed validation (refused otherwise)',
+  port: 'TCP port (default 8765; 0 picks a free one)',
+  host: 'loopback address to listen on (127.0.0.1 or ::1; other addresses are refused)',
+};
+
+/** Where a flag means something else in one command. */
+export const COMMAND_FLAGS: Record<string, Record<string, string>> = {
+  index: { workers: 'parser threads (default: the number of cores)' },
+  search: { all: 'include blocks that failed validation (left out by default)', limit: 'number of results (default 20)' },
+  similar: { limit: 'number of similar blocks (default 10)' },
+  export: { force: 'replace an existing file of the same name', python: 'interpreter whose installed versions pin the requirements (default: the one that validated the block)' },
+  'export-pairs': { out: 'the JSON Lines file to write', all: 'also blocks that failed validation', python: 'interpreter whose installed versions pin the requirements' },
+  library: { python: 'interpreter whose installed versions pin the requirements (default /usr/bin/python3)' },
+  requirements: { python: 'interpreter that says which distribution provides an import (default /usr/bin/python3)' },
+  demo: { out: 'output folder of the library (default <store>/library)' },
+};
+
+/** One example per command. */
+export const EXAMPLES: Record<string, string> = {
+  index: 'nnrag index --repo ../pytorch-image-models --repo https://github.com/facebookresearch/detr.git',
+  discover: "nnrag discover --symbols '*Attention' --json",
+  stats: 'nnrag stats',
+  extract: 'nnrag extract --repo ../nanoGPT --block GPT --out ./blocks',
+  validate: 'nnrag validate timm.layers.mlp.Mlp --force --require equivalence',
+  doctor: 'nnrag doctor --store .nnrag   # also: what the store\'s repositories need that the environment lacks',
+  env: 'nnrag env create ./trixie-env',
+  demo: 'nnrag demo --store /tmp/nnrag-demo',
+  library: 'nnrag library --python /usr/bin/python3',
+  dedup: 'nnrag dedup --near 0.9',
+  report: 'nnrag report --html report.html',
+  'export-pairs': 'nnrag export-pairs --out pairs.jsonl',
+  requirements: 'nnrag requirements --repos WongKinYiu/yolov9 --json',
+  search: 'nnrag search "window attention" --category attention --validated',
+  similar: 'nnrag similar timm.layers.mlp.Mlp --limit 5',
+  export: 'nnrag export WindowAttention --into ../my-project --module blocks.window_attention',
+  serve: 'nnrag serve --port 8765',
+};
+
+/** The description of one flag of one command, if there is one. */
+export function flagHelp(command: string, flag: string): string | undefined {
+  return COMMAND_FLAGS[command]?.[flag] ?? FLAGS[flag];
+}
+
+/** `nnrag COMMAND --help`. */
+export function commandHelp(name: string, cmd: Command, common: Command['options']): string {
+  const lines = [cmd.summary, `usage: ${cmd.usage}`, '', 'flags:'];
+  const opts = { ...cmd.options, ...common };
+  const width = Math.max(...Object.keys(opts).map((k) => k.length)) + 4;
+  for (const [flag, o] of Object.entries(opts)) {
+    const value = o.type === 'string' ? ' V' : '';
+    lines.push(`  ${`--${flag}${value}`.padEnd(width + 2)} ${flagHelp(name, flag) ?? ''}`);
+  }
+  if (EXAMPLES[name]) lines.push('', 'example:', `  ${EXAMPLES[name]}`);
+  return lines.join('\n');
+}

@@ -1,0 +1,411 @@
+// What a repository says it needs: its declared requirements, read from the files Python
+// packaging defines, never by running them.
+//
+// - `requirements*.txt` and `requirements/*.txt` (pip's requirements-file format: one PEP 508
+//   requirement a line, `#` comments, `-r`/`--requirement` includes followed, other
+//   options such as `-e`, `--index-url` skipped);
+// - `setup.py`: the `install_requires=` and `extras_require=` arguments of the setup call,
+//   read from the tree-sitter syntax tree (list literals of strings, a module-level name
+//   bound to one, or a call whose string argument names a requirements file, as
+//   `parse_requirements('requirements/runtime.txt')` does);
+// - `setup.cfg`: `[options] install_requires` and `[options.extras_require]` (setuptools'
+//   declarative configuration, dangling lists one requirement a line);
+// - `pyproject.toml`: `[project] dependencies` and `[project.optional-dependencies]`
+//   (PEP 621), arrays of strings;
+// - `environment.yml` / `environment.yaml` (conda): the `dependencies:` list, and its
+//   `pip:` sub-list.
+// Each requirement says where it came from (file and line) and its group: `install`,
+// `optional:<extra>` or `dev` (requirements files named for tests, docs, builds).
+import { execFile } from 'node:child_process';
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { parsePython, type Node } from '../parse/parser.js';
+import { normalizeDistName } from './requirements.js';
+
+export interface DeclaredRequirement {
+  /** distribution name as written */
+  name: string;
+  /** PEP 503 normalised name */
+  key: string;
+  /** the whole PEP 508 requirement as written (specifiers, extras, markers) */
+  spec: string;
+  /** posix path relative to the repository root */
+  file: string;
+  line: number;
+  group: string;
+}
+
+/** The distribution name of a PEP 508 requirement, or null when the line is not one. */
+export function pep508Name(req: string): string | null {
+  const m = /^\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(\[|[<>=!~;@ ]|$)/.exec(req);
+  return m ? m[1] : null;
+}
+
+const DEV_FILE = /(^|[-_/.])(dev|test|tests|testing|doc|docs|build|lint|ci|readthedocs|mminstall)([-_/.]|$)/i;
+
+/** Every requirement a repository declares, in file order. */
+export function readDeclaredRequirements(root: string): DeclaredRequirement[] {
+  const out: DeclaredRequirement[] = [];
+  const seenFiles = new Set<string>();
+  const add = (spec: string, file: string, line: number, group: string) => {
+    const s = spec.trim();
+    const name = pep508Name(s);
+    if (!name) return;
+    out.push({ name, key: normalizeDistName(name), spec: s, file, line, group });
+  };
+  const readTxt = (rel: string, group: string, depth = 0) => {
+    if (seenFiles.has(rel) || depth > 8) return;
+    seenFiles.add(rel);
+    const abs = path.join(root, rel);
+    let text: string;
+    try {
+      text = readFileSync(abs, 'utf8');
+    } catch {
+      return;
+    }
+    text.split(/\r?\n/).forEach((raw, i) => {
+      const line = raw.replace(/(^|\s)#.*$/, '').trim();
+      if (!line) return;
+      const inc = /^(?:-r|--requirement)\s*=?\s*(\S+)/.exec(line);
+      if (inc) {
+        const target = path.posix.normalize(path.posix.join(path.posix.dirname(rel), inc[1]));
+        readTxt(target, DEV_FILE.test(target) ? 'dev' : /(^|\/)(requirements[-_])?optional/i.test(target) ? 'optional:optional' : group, depth + 1);
+        return;
+      }
+      if (line.startsWith('-')) return; // -e, -c, --index-url, …
+      add(line, rel, i + 1, group);
+    });
+  };
+
+  // requirements files at the root and in a requirements/ folder
+  const txt: string[] = [];
+  for (const f of safeList(root)) if (/^requirements.*\.txt$/i.test(f)) txt.push(f);
+  if (isDir(path.join(root, 'requirements'))) for (const f of safeList(path.join(root, 'requirements'))) if (f.endsWith('.txt')) txt.push(`requirements/${f}`);
+  // a requirements.txt that only includes others is read first, so included files keep its group
+  txt.sort((a, b) => Number(a.includes('/')) - Number(b.includes('/')) || a.localeCompare(b));
+  const groupOf = (f: string) => (DEV_FILE.test(f) ? 'dev' : /(^|\/)(requirements[-_])?optional/i.test(f) ? 'optional:optional' : 'install');
+  for (const f of txt) readTxt(f, groupOf(f));
+
+  if (existsSync(path.join(root, 'setup.py'))) readSetupPy(root, add, readTxt);
+  if (existsSync(path.join(root, 'setup.cfg'))) readSetupCfg(root, add);
+  if (existsSync(path.join(root, 'pyproject.toml'))) readPyproject(root, add);
+  for (const f of ['environment.yml', 'environment.yaml']) if (existsSync(path.join(root, f))) readCondaEnv(root, f, add);
+  return out;
+}
+
+type Add = (spec: string, file: string, line: number, group: string) => void;
+
+function safeList(dir: string): string[] {
+  try {
+    return readdirSync(dir).sort();
+  } catch {
+    return [];
+  }
+}
+
+function isDir(p: string): boolean {
+  try {
+    return statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+// ------------------------------------------------------------------ setup.py
+
+/** The value of a Python string literal node (no f-strings; implicit concatenation joined). */
+function stringValue(n: Node, src: string): string | null {
+  if (n.type === 'concatenated_string') {
+    const parts = n.namedChildren.map((c) => (c ? stringValue(c, src) : null));
+    return parts.every((p) => p !== null) ? parts.join('') : null;
+  }
+  if (n.type !== 'string') return null;
+  if (n.namedChildren.some((c) => c?.type === 'interpolation')) return null;
+  let text = '';
+  for (const c of n.namedChildren) if (c?.type === 'string_content') text += src.slice(c.startIndex, c.endIndex);
+  return text;
+}
+
+function readSetupPy(root: string, add: Add, readTxt: (rel: string, group: string) => void): void {
+  const src = readFileSync(path.join(root, 'setup.py'), 'utf8');
+  const tree = parsePython(src);
+  try {
+    // module-level `NAME = [ ... ]` lists, for `install_requires=NAME`
+    const lists = new Map<string, Node>();
+    for (const st of tree.rootNode.namedChildren) {
+      const a = st?.type === 'expression_statement' ? st.namedChildren[0] : null;
+      if (a?.type === 'assignment') {
+        const left = a.childForFieldName('left');
+        const right = a.childForFieldName('right');
+        if (left?.type === 'identifier' && right) lists.set(left.text, right);
+      }
+    }
+    const lineOf = (n: Node) => n.startPosition.row + 1;
+    const values = (n: Node | null, group: string): void => {
+      if (!n) return;
+      if (n.type === 'identifier' && lists.has(n.text)) return values(lists.get(n.text)!, group);
+      if (n.type === 'list' || n.type === 'tuple') {
+        for (const c of n.namedChildren) {
+          if (!c) continue;
+          const s = stringValue(c, src);
+          if (s !== null) add(s, 'setup.py', lineOf(c), group);
+        }
+        return;
+      }
+      if (n.type === 'binary_operator') {
+        values(n.childForFieldName('left'), group);
+        values(n.childForFieldName('right'), group);
+        return;
+      }
+      if (n.type === 'call') {
+        // a helper that reads a requirements file: its string argument names the file
+        for (const arg of n.childForFieldName('arguments')?.namedChildren ?? []) {
+          const s = arg ? stringValue(arg, src) : null;
+          if (s && /\.txt$/.test(s)) readTxt(path.posix.normalize(s), group);
+        }
+      }
+    };
+    const visit = (n: Node) => {
+      if (n.type === 'keyword_argument') {
+        const name = n.childForFieldName('name')?.text;
+        const value = n.childForFieldName('value');
+        if (name === 'install_requires') values(value, 'install');
+        else if (name === 'extras_require' && value?.type === 'dictionary') {
+          for (const pair of value.namedChildren) {
+            if (pair?.type !== 'pair') continue;
+            const k = pair.childForFieldName('key');
+            const extra = k ? stringValue(k, src) : null;
+            if (extra !== null) values(pair.childForFieldName('value'), `optional:${extra}`);
+          }
+        }
+      }
+      for (const c of n.namedChildren) if (c) visit(c);
+    };
+    visit(tree.rootNode);
+  } finally {
+    tree.delete();
+  }
+}
+
+// ------------------------------------------------------------------ setup.cfg
+
+function readSetupCfg(root: string, add: Add): void {
+  const lines = readFileSync(path.join(root, 'setup.cfg'), 'utf8').split(/\r?\n/);
+  let section = '';
+  let key: string | null = null;
+  lines.forEach((raw, i) => {
+    const line = raw.replace(/(^|\s)[#;].*$/, '');
+    const sec = /^\s*\[([^\]]+)\]/.exec(line);
+    if (sec) {
+      section = sec[1].trim();
+      key = null;
+      return;
+    }
+    const kv = /^([A-Za-z0-9_.-]+)\s*[=:]\s*(.*)$/.exec(line);
+    if (kv && !/^\s/.test(raw)) {
+      key = kv[1].trim();
+      const v = kv[2].trim();
+      if (v) value(v, i + 1);
+      return;
+    }
+    if (/^\s+\S/.test(line) && key) value(line.trim(), i + 1);
+  });
+  function value(v: string, line: number) {
+    if (section === 'options' && key === 'install_requires') add(v, 'setup.cfg', line, 'install');
+    else if (section === 'options.extras_require' && key) add(v, 'setup.cfg', line, `optional:${key}`);
+  }
+}
+
+// ------------------------------------------------------------------ pyproject.toml
+
+/** PEP 621 `[project] dependencies` and `[project.optional-dependencies]`: TOML arrays of
+ *  strings (basic and literal strings), possibly over several lines. */
+function readPyproject(root: string, add: Add): void {
+  const text = readFileSync(path.join(root, 'pyproject.toml'), 'utf8');
+  const lines = text.split(/\r?\n/);
+  let table = '';
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i];
+    const t = /^\s*\[([^\[\]]+)\]\s*(#.*)?$/.exec(line);
+    if (t) {
+      table = t[1].trim();
+      continue;
+    }
+    const kv = /^\s*("?[A-Za-z0-9_.-]+"?)\s*=\s*\[(.*)$/.exec(line);
+    if (!kv) continue;
+    const key = kv[1].replace(/"/g, '');
+    let group: string | null = null;
+    if (table === 'project' && key === 'dependencies') group = 'install';
+    else if (table === 'project.optional-dependencies') group = `optional:${key}`;
+    if (!group) continue;
+    // collect the array to its closing bracket (outside strings)
+    let rest = kv[2];
+    let j = i;
+    for (;;) {
+      for (const m of rest.matchAll(/"((?:[^"\\]|\\.)*)"|'([^']*)'/g)) add(m[1] ?? m[2], 'pyproject.toml', j + 1, group);
+      if (/\]\s*(#.*)?$/.test(rest.replace(/"(?:[^"\\]|\\.)*"|'[^']*'/g, '')) || j + 1 >= lines.length) break;
+      rest = lines[++j];
+    }
+    i = j;
+  }
+}
+
+// ------------------------------------------------------------------ environment.yml
+
+function readCondaEnv(root: string, file: string, add: Add): void {
+  const lines = readFileSync(path.join(root, file), 'utf8').split(/\r?\n/);
+  let inDeps = false;
+  let depsIndent = -1;
+  let pipIndent = -1;
+  lines.forEach((raw, i) => {
+    const line = raw.replace(/\s#.*$/, '');
+    if (/^dependencies\s*:/.test(line)) {
+      inDeps = true;
+      return;
+    }
+    if (!inDeps) return;
+    if (/^\S/.test(line)) {
+      inDeps = false;
+      return;
+    }
+    const item = /^(\s*)-\s*(.+)$/.exec(line);
+    if (!item) return;
+    const indent = item[1].length;
+    if (depsIndent < 0) depsIndent = indent;
+    const v = item[2].trim();
+    if (/^pip\s*:/.test(v)) {
+      pipIndent = indent;
+      return;
+    }
+    if (pipIndent >= 0 && indent > pipIndent) {
+      add(v, file, i + 1, 'install');
+      return;
+    }
+    pipIndent = -1;
+    // conda specs: name, name=version, name>=version, channel::name
+    const conda = v.replace(/^[\w.-]+::/, '');
+    const name = /^([A-Za-z0-9][A-Za-z0-9._-]*)/.exec(conda)?.[1];
+    if (!name || name === 'python' || name === 'pip') return;
+    add(conda.replace(/^([A-Za-z0-9][A-Za-z0-9._-]*)=(?!=)/, '$1=='), file, i + 1, 'install');
+  });
+}
+
+// ------------------------------------------------------------------ Debian
+
+/** dh-python's table of PyPI distributions whose Debian package is not python3-<name>. */
+const DH_PYTHON_FALLBACK = '/usr/share/dh-python/dist/cpython3_fallback';
+let fallback: Map<string, string> | null = null;
+
+/** The Debian package that ships a distribution: dh-python's fallback table (installed with
+ *  the `dh-python` package), else Debian's Python policy name `python3-<name>` (lower case,
+ *  `_` and `.` as `-`). */
+export function debianPackageFor(dist: string): string {
+  if (!fallback) {
+    fallback = new Map();
+    try {
+      for (const line of readFileSync(DH_PYTHON_FALLBACK, 'utf8').split('\n')) {
+        const [d, pkg] = line.trim().split(/\s+/);
+        if (d && pkg) fallback.set(normalizeDistName(d), pkg);
+      }
+    } catch {
+      /* dh-python not installed: the policy name only */
+    }
+  }
+  return fallback.get(normalizeDistName(dist)) ?? `python3-${dist.toLowerCase().replace(/[_.]+/g, '-')}`;
+}
+
+export interface RepoRequirements {
+  repo: string;
+  /** what the repository's packaging files declare */
+  declared: DeclaredRequirement[];
+  /** top-level third-party modules the emitted blocks of this repository import */
+  imports: { module: string; blocks: number; distribution: string; declared: boolean; importable?: boolean }[];
+  /** distribution (PEP 503 key) → Debian package (dh-python's table or the policy name) */
+  debian: Record<string, string>;
+}
+
+/** Declared requirements and imports of the emitted blocks, per repository. `distributionOf`
+ *  maps a top-level import name to its distribution (from the validation environment). */
+export function repositoryRequirements(
+  repos: { name: string; root: string }[],
+  blocks: { repo: string; externs: string[] }[],
+  distributionOf: (importName: string) => string,
+  isStdlib: (importName: string) => boolean,
+  importable?: (importName: string) => boolean,
+): RepoRequirements[] {
+  return repos.map((r) => {
+    const declared = readDeclaredRequirements(r.root);
+    const keys = new Set(declared.map((d) => d.key));
+    const counts = new Map<string, number>();
+    for (const b of blocks) {
+      if (b.repo !== r.name) continue;
+      for (const m of new Set(b.externs.map((e) => e.split('.')[0]).filter((e) => e && !isStdlib(e)))) counts.set(m, (counts.get(m) ?? 0) + 1);
+    }
+    const imports = [...counts]
+      .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
+      .map(([module, n]) => {
+        const distribution = distributionOf(module);
+        const row = { module, blocks: n, distribution, declared: keys.has(normalizeDistName(distribution)) };
+        return importable ? { ...row, importable: importable(module) } : row;
+      });
+    const debian: Record<string, string> = {};
+    for (const d of declared) debian[d.key] = debianPackageFor(d.name);
+    for (const i of imports) debian[normalizeDistName(i.distribution)] = debianPackageFor(i.distribution);
+    return { repo: r.name, declared, imports, debian };
+  });
+}
+
+/** Debian's candidate version of each package (`apt-cache policy`), null when Debian has no
+ *  such package (or apt knows nothing: run `apt-get update` once). */
+export function debianCandidates(pkgs: readonly string[]): Promise<Map<string, string | null>> {
+  const out = new Map<string, string | null>(pkgs.map((p) => [p, null]));
+  if (!pkgs.length) return Promise.resolve(out);
+  return new Promise((resolve) => {
+    execFile('apt-cache', ['policy', ...pkgs], { timeout: 60_000, maxBuffer: 16 << 20, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C' } }, (_err, stdout) => {
+      let cur: string | null = null;
+      for (const line of String(stdout ?? '').split('\n')) {
+        const head = /^(\S+):$/.exec(line);
+        if (head) cur = head[1];
+        const cand = /^\s+Candidate:\s*(\S+)/.exec(line);
+        if (cur && cand && out.has(cur)) out.set(cur, cand[1] === '(none)' ? null : cand[1]);
+      }
+      resolve(out);
+    });
+  });
+}
+
+export interface EnvironmentGap {
+  distribution: string;
+  /** repositories whose blocks import it (`import`) or that declare it (`declared`) */
+  neededBy: { repo: string; why: 'import' | 'declared'; blocks?: number }[];
+  debian: string;
+  /** Debian's candidate version, null when Debian has no such package */
+  candidate: string | null;
+}
+
+/** What the validation environment lacks for the stored repositories: distributions their
+ *  blocks import or their packaging declares (install group), not installed there, with the
+ *  Debian package that would add each. `installed` holds PEP 503 keys. */
+export async function environmentGaps(reqs: RepoRequirements[], installed: Set<string>): Promise<EnvironmentGap[]> {
+  const gaps = new Map<string, EnvironmentGap>();
+  const need = (dist: string, repo: string, why: 'import' | 'declared', blocks?: number) => {
+    const key = normalizeDistName(dist);
+    if (installed.has(key)) return;
+    let g = gaps.get(key);
+    if (!g) gaps.set(key, (g = { distribution: dist, neededBy: [], debian: debianPackageFor(dist), candidate: null }));
+    if (!g.neededBy.some((n) => n.repo === repo && n.why === why)) g.neededBy.push({ repo, why, ...(blocks ? { blocks } : {}) });
+  };
+  // a distribution whose module imports is there, whatever name its package registered
+  // (Debian's python3-opencv provides cv2 without an opencv-python dist-info)
+  const present = new Set(installed);
+  for (const r of reqs) for (const i of r.imports) if (i.importable) present.add(normalizeDistName(i.distribution));
+  for (const r of reqs) {
+    for (const i of r.imports) if (!i.importable) need(i.distribution, r.repo, 'import', i.blocks);
+    for (const d of r.declared) if (d.group === 'install' && !/;/.test(d.spec) && !present.has(d.key)) need(d.name, r.repo, 'declared');
+  }
+  const cands = await debianCandidates([...new Set([...gaps.values()].map((g) => g.debian))]);
+  for (const g of gaps.values()) g.candidate = cands.get(g.debian) ?? null;
+  // what blocks import first, then by how many blocks
+  const weight = (g: EnvironmentGap) => g.neededBy.reduce((a, n) => a + (n.why === 'import' ? 1000 + (n.blocks ?? 0) : 1), 0);
+  return [...gaps.values()].sort((a, b) => weight(b) - weight(a) || a.distribution.localeCompare(b.distribution));
+}
