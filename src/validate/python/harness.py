@@ -1969,6 +1969,7 @@ class Worker:
             return
         for d in (self.scratch_root, "/dev/shm"):
             try:
+                os.chmod(d, 0o700)  # a candidate may have taken its owner's write permission
                 names = os.listdir(d)
             except OSError:
                 continue
