@@ -5,8 +5,9 @@
 #
 #   harness.py --probe            print interpreter facts as one JSON line (no torch import)
 #   harness.py --worker CONFIG    a long-lived worker: import torch once, then for each
-#                                 request line on stdin fork a child that runs the stages
-#                                 and answer one JSON line on stdout.
+#                                 request (framed with a nonce, on descriptor 4; see
+#                                 Channel) fork a child that runs the stages and answer
+#                                 JSON lines carrying that nonce on descriptor 5.
 #
 # The worker never runs candidate code itself. Requests that carry an original module
 # (equivalence) go to a per-repository "zygote", a fork of the worker that imported the
@@ -18,8 +19,9 @@
 #     reporting each stage on a pipe as it starts and ends, so a crash is attributed
 #     to the stage that was running.
 # The worker enforces the wall-clock deadline, kills the child and every descendant
-# (it is a child subreaper, so double-forked processes come back to it), and
-# classifies how the child ended (signal, exit, timeout).
+# (it is a child subreaper, so double-forked processes come back to it), classifies
+# how the child ended (signal, exit, timeout), and empties /tmp and /dev/shm before the
+# next candidate.
 #
 # Must run on Python 3.8+ (Debian bookworm 3.11, trixie 3.13). No third-party imports
 # besides torch, which is imported only in worker mode.
