@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { chmodSync, cpSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { ValidatorPool, type ValidationRequest, type ValidationResult } from '../../src/validate/index.js';
+import { ValidatorPool, forStorage, toRecord, MAX_STORED_ERROR, type ValidationRequest, type ValidationResult } from '../../src/validate/index.js';
 import { fixture, tempDir } from '../helpers.js';
 import { cannotValidate, request, validateFixture } from './common.js';
 
@@ -165,5 +165,34 @@ describe('isolation between the blocks of one batch', { skip: skip ?? false }, (
     await new Promise((r) => setTimeout(r, 300));
     for (const p of pids) assert.deepEqual(tree(p), [], `worker ${p} left processes`);
     assert.deepEqual(tree(process.pid).filter((p) => p.depth > 0), [], 'processes left below the test');
+  });
+});
+
+describe('what a stored record keeps of a failure', () => {
+  it('keeps no output and no source lines, and caps the error message', () => {
+    const r = {
+      id: 'x',
+      ok: false,
+      stages: { parse: 'pass', compile: 'pass', import: 'fail', instantiate: 'skip', forward: 'skip', equivalence: 'skip' },
+      timings: {},
+      category: 'runtime-error',
+      error: 'RuntimeError: ' + 'S'.repeat(5000),
+      stage: 'import',
+      args: null,
+      input_shapes: null,
+      output_shapes: null,
+      params: null,
+      envId: 'e',
+      ms: 1,
+      output: 'TOKEN=printed-secret',
+      traceback: 'Traceback (most recent call last):\n  File "/r/m.py", line 3, in <module>\n    secret = "quoted-source-line"\nRuntimeError: boom',
+    } as ValidationResult;
+    const s = forStorage(r);
+    assert.equal(s.output, undefined);
+    assert.ok(!s.traceback!.includes('quoted-source-line'), s.traceback);
+    assert.match(s.traceback!, /File "\/r\/m.py", line 3/);
+    assert.match(s.traceback!, /RuntimeError: boom$/);
+    assert.ok(s.error!.length <= MAX_STORED_ERROR + 1);
+    assert.ok(toRecord(r).error!.length <= MAX_STORED_ERROR + 1);
   });
 });
