@@ -368,7 +368,17 @@ export class IndexStore {
     );
     const delProblems = this.stmt('DELETE FROM problems WHERE repo = ?');
     const insProblem = this.stmt('INSERT INTO problems(repo, path, kind, message) VALUES (?, ?, ?, ?)');
+    const sig = (rows: { path: string; module: string | null; blob: string }[]) =>
+      rows.map((f) => `${f.path}\0${f.module ?? ''}\0${f.blob}`).sort().join('\n');
     this.write(() => {
+      const old = this.stmt('SELECT path, module, blob FROM files WHERE repo = ?').all(repo.name) as { path: string; module: string | null; blob: string }[];
+      const oldRepo = this.getRepo(repo.name);
+      // discovered blocks follow the index: any change of files, contents, module
+      // names or package roots forgets them all (a base class may live in another
+      // repository), and the next listing discovers again
+      if (sig(old) !== sig(files) || JSON.stringify(oldRepo?.packageRoots ?? null) !== JSON.stringify(repo.packageRoots) || oldRepo?.root !== repo.root) {
+        this.stmt('DELETE FROM blocks').run();
+      }
       upRepo.run(
         repo.name, repo.url, repo.root, repo.revision, repo.local ? 1 : 0, repo.priority,
         JSON.stringify(repo.packageRoots), repo.indexedAt,
@@ -380,10 +390,12 @@ export class IndexStore {
     });
   }
 
-  /** Forget a repository (its files, problems and blocks; facts stay until gc()). */
+  /** Forget a repository (its files, problems, and every discovered block, since
+   *  another repository's classes may have had their bases there; facts stay until gc()). */
   removeRepo(name: string): void {
     this.write(() => {
-      for (const t of ['files', 'problems', 'blocks']) this.stmt(`DELETE FROM ${t} WHERE repo = ?`).run(name);
+      for (const t of ['files', 'problems']) this.stmt(`DELETE FROM ${t} WHERE repo = ?`).run(name);
+      this.stmt('DELETE FROM blocks').run();
       this.stmt('DELETE FROM repos WHERE name = ?').run(name);
     });
   }
