@@ -8,7 +8,7 @@ import { buildLibrary, runDedup } from '../library/library.js';
 import { buildReport, reportText } from '../library/report.js';
 import { extractAndValidate, type PipelineOptions } from '../pipeline.js';
 import { createRootfs, doctor, STAGES, type Stage } from '../validate/index.js';
-import { requestedNames, withWorkspaceAsync, type Command, type Ctx } from './context.js';
+import { requestedNames, withWorkspaceAsync, workersOpt, type Command, type Ctx } from './context.js';
 import { progress } from './progress.js';
 
 const extractOptions = {
@@ -30,6 +30,7 @@ const validateOptions = {
   rootfs: { type: 'string' },
   'no-sandbox': { type: 'boolean' },
   workers: { type: 'string' },
+  'force-workers': { type: 'boolean' },
   timeout: { type: 'string' },
   memory: { type: 'string' },
   require: { type: 'string', multiple: true },
@@ -57,7 +58,7 @@ function pipelineOptions(ctx: Ctx): PipelineOptions {
       python: (ctx.values.python as string | undefined) ?? process.env.NNRAG_PYTHON,
       rootfs: ctx.values.rootfs as string | undefined,
       sandbox: !ctx.values['no-sandbox'],
-      workers: num('workers'),
+      workers: workersOpt(ctx),
       timeoutMs: num('timeout') !== undefined ? num('timeout')! * 1000 : undefined,
       memoryMb: num('memory'),
     },
@@ -131,7 +132,7 @@ export const commands: Record<string, Command> = {
 
   validate: {
     summary: 'extract and validate blocks in the sandbox (import, instantiate, forward, equivalence)',
-    usage: 'nnrag validate [ID|NAME …] [--all] [--python PY] [--rootfs DIR] [--no-sandbox] [--workers N] [--timeout S] [--require STAGE …]',
+    usage: 'nnrag validate [ID|NAME …] [--all] [--python PY] [--rootfs DIR] [--no-sandbox] [--workers N [--force-workers]] [--timeout S] [--require STAGE …]',
     options: { ...extractOptions, ...validateOptions },
     async run(ctx) {
       return withWorkspaceAsync(ctx, async (ws) => {
@@ -214,7 +215,7 @@ export const commands: Record<string, Command> = {
         // blocks that fail validation are results (kept in failed/ with their category),
         // not a failure of the demo; an emission error is
         return records.every((r) => r.file) ? 0 : 1;
-      });
+      }, true);
     },
   },
 };

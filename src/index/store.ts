@@ -11,12 +11,13 @@
 // - The schema is versioned with `PRAGMA user_version` and an ordered list of
 //   migrations, each applied in its own transaction. Later features add tables by
 //   calling `registerMigration()` (at module load, before `IndexStore.open`).
-import { mkdirSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import type { FileFacts } from '../parse/types.js';
 import { FACTS_VERSION } from '../parse/types.js';
 import { NnragError } from '../util/errors.js';
+import { ensureDir } from '../util/fs.js';
 
 export type DB = Database.Database;
 
@@ -217,11 +218,16 @@ export class IndexStore {
 
   /** Open (creating and migrating if needed) the store in `dir` (`--store DIR`,
    *  default ./.nnrag): the database is `<dir>/index.sqlite`. */
-  static open(dir = '.nnrag'): IndexStore {
+  /** Open the store in `dir`; with `create: false` (read-only commands) a folder that
+   *  holds no store is refused instead of becoming an empty store. */
+  static open(dir = '.nnrag', opts: { create?: boolean } = {}): IndexStore {
     const file = path.join(dir, 'index.sqlite');
+    if (opts.create === false && !existsSync(file)) {
+      throw new NnragError(`no nnrag store in ${path.resolve(dir)} (index repositories there first with \`nnrag index --store ${dir}\`)`, 'no-store');
+    }
+    ensureDir(dir, 'store folder');
     let db: DB;
     try {
-      mkdirSync(dir, { recursive: true });
       db = new Database(file, { timeout: BUSY_TIMEOUT_MS });
     } catch (e) {
       throw new NnragError(`cannot open index store ${file}: ${(e as Error).message}`, 'store');
