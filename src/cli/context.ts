@@ -86,6 +86,9 @@ export function workersOpt(ctx: Ctx): number | undefined {
   return n;
 }
 
+/** standard input, read once (a command may ask for the names more than once) */
+let stdinText: string | undefined;
+
 /** Block names from --block, --blocks, --names-json or positionals. */
 export function requestedNames(ctx: Ctx): string[] {
   const names: string[] = [];
@@ -96,7 +99,9 @@ export function requestedNames(ctx: Ctx): string[] {
     const file = ctx.values['names-json'] as string;
     let data: unknown;
     try {
-      data = JSON.parse(readFileSync(file, 'utf8'));
+      // `-` is standard input; /dev/stdin too (read through its descriptor: opening the
+      // path fails when standard input is a socket)
+      data = JSON.parse(file === '-' || file === '/dev/stdin' ? (stdinText ??= readFileSync(0, 'utf8')) : readFileSync(file, 'utf8'));
     } catch (e) {
       throw new UsageError(`--names-json ${file}: ${(e as Error).message}`);
     }

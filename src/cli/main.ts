@@ -29,6 +29,8 @@ export const commands: Record<string, Command> = {
         true,
       );
       bar.done();
+      // a repository without a single Python file is most likely a wrong path or --paths
+      for (const r of report.repos) if (r.files === 0) process.stderr.write(`warning: repository ${r.name} has no Python files to index${r.problems ? ` (${r.problems} problems)` : ''}\n`);
       const t = report.timings;
       ctx.out(
         `indexed ${report.files} files (${(report.bytes / 1e6).toFixed(1)} MB) in ${report.repos.length} repositories: ` +
