@@ -225,9 +225,9 @@ export class IndexStore {
     if (opts.create === false && !existsSync(file)) {
       throw new NnragError(`no nnrag store in ${path.resolve(dir)} (index repositories there first with \`nnrag index --store ${dir}\`)`, 'no-store');
     }
-    ensureDir(dir, 'store folder');
     let db: DB;
     try {
+      ensureDir(dir, 'store folder');
       db = new Database(file, { timeout: BUSY_TIMEOUT_MS });
     } catch (e) {
       throw new NnragError(`cannot open index store ${file}: ${(e as Error).message}`, 'store');
