@@ -2262,6 +2262,7 @@ class Worker:
 
 
 MAX_ZYGOTES = 3
+ZYGOTE_UNCLEAN = 75  # exit status of a zygote whose import left a thread running
 # Modules of an original repository imported by a zygote, hidden from sys.modules while
 # a candidate imports, instantiates and runs (so `import timm` in a candidate still fails
 # when timm is not installed) and put back for the equivalence stage.
@@ -2341,9 +2342,11 @@ def zygote_main(cfg, roots, module, req_fd, res_fd):
     if hasattr(gc, "freeze"):
         gc.freeze()
     w.extra_close = [req_fd]
-    w.send({"type": "zygote-ready", "threads": threads, "clean": threads == 1})
-    if threads == 1:
-        w.serve()
+    if threads != 1:
+        # said by the exit status: a thread of the import may be writing into the pipe
+        _exit(ZYGOTE_UNCLEAN)
+    w.send({"type": "zygote-ready", "threads": threads})
+    w.serve()
 
 
 class Zygote:
@@ -2372,6 +2375,7 @@ class Zygote:
         self.progress = {}
         self.running = None
         self.clean = True
+        self.reaped = False
         self.threads = None  # after its import (zygote-ready)
 
     def unchanged(self):
@@ -2389,13 +2393,21 @@ class Zygote:
                 pass
 
     def alive(self):
+        if self.reaped:
+            return False
         try:
             done, _ = os.waitpid(self.pid, os.WNOHANG)
         except ChildProcessError:
-            return False
+            done = self.pid
+        self.reaped = done != 0
         return done == 0
 
     def kill(self):
+        if self.reaped:
+            # its pid may already name another process: what it left is the worker's
+            # (its subreaper) to clean up
+            self.close_fds()
+            return
         for p, _ in descendants(self.pid):
             try:
                 os.kill(p, signal.SIGKILL)
@@ -2447,9 +2459,6 @@ class Zygote:
                     t = obj.get("type")
                     if t == "zygote-ready" and self.threads is None:
                         self.threads = obj.get("threads")
-                        if not obj.get("clean"):
-                            self.clean = False
-                            return None
                     elif obj.get("nonce") != token:
                         pass
                     elif t == "progress" and obj.get("rid") == rid:
@@ -2474,8 +2483,19 @@ class Zygote:
             if ready:
                 chunk = os.read(self.r, 65536)
                 if not chunk:
+                    self.ended()
                     return None
                 self.buf += chunk
+
+    def ended(self):
+        """The zygote closed its pipe: collect how it ended (unclean import or death)."""
+        try:
+            pid, status = os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            return
+        self.reaped = True
+        if pid and os.WIFEXITED(status) and os.WEXITSTATUS(status) == ZYGOTE_UNCLEAN:
+            self.clean = False
 
     def failure(self, msg):
         stages = {s: self.progress.get(s, "skip") for s in STAGES}
