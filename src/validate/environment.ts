@@ -270,9 +270,14 @@ export const PROTOCOL_FDS = [4, 5] as const;
 /** The descriptor bwrap reads the seccomp program from. */
 const SECCOMP_FD = 6;
 
-/** /dev/shm gets a tmpfs of its own: the scratch size, at most 64 MB. */
+/** The scratch budget (`scratchMb`) is shared by the two writable tmpfs: /dev/shm gets
+ *  a quarter of it (at most 64 MB), /tmp the rest. */
 export function shmBytes(limits: Limits): number {
-  return Math.min(limits.scratchMb, 64) * 1024 * 1024;
+  return Math.max(1, Math.min(Math.floor(limits.scratchMb / 4), 64)) * 1024 * 1024;
+}
+
+export function tmpBytes(limits: Limits): number {
+  return Math.max(1024 * 1024, limits.scratchMb * 1024 * 1024 - shmBytes(limits));
 }
 
 /**
@@ -408,7 +413,7 @@ export function bwrapArgs(cfg: SandboxConfig): string[] {
   // /dev read-only (bwrap's /dev is a tmpfs of host-RAM size), /dev/shm a small tmpfs
   a.push('--proc', '/proc', '--dev', '/dev', '--remount-ro', '/dev');
   a.push('--size', String(shmBytes(cfg.limits)), '--tmpfs', '/dev/shm');
-  a.push('--size', String(cfg.limits.scratchMb * 1024 * 1024), '--tmpfs', '/tmp');
+  a.push('--size', String(tmpBytes(cfg.limits)), '--tmpfs', '/tmp');
   // repository roots come after the scratch tmpfs, so a checkout under /tmp is mounted
   // on top of it instead of being hidden by it; their .git and untracked files are
   // covered (an empty read-only folder, /dev/null for a file)
