@@ -438,10 +438,11 @@ const hiddenCache = new Map<string, { at: number; list: { path: string; dir: boo
 
 /**
  * What of a repository root the sandbox must not show: every `.git` (folder or file)
- * and, in a git work tree, every file or folder git does not track (`git ls-files
- * --others --directory`: untracked and ignored, such as `.env`, credentials, build
- * output); outside git, every hidden entry (a name starting with '.') up to 6 levels
- * down. Cached for a few seconds (workers restart often with the same roots).
+ * and, in a git work tree, every file git does not track (`git ls-files --others`:
+ * untracked and ignored, such as `.env`, credentials, build output) except Python
+ * files, which the index reads as sources; outside git, every hidden entry (a name
+ * starting with '.') up to 6 levels down. Cached for a few seconds (workers restart
+ * often with the same roots).
  */
 export function hiddenEntries(root: string): { path: string; dir: boolean }[] {
   const hit = hiddenCache.get(root);
@@ -463,7 +464,52 @@ export function hiddenEntries(root: string): { path: string; dir: boolean }[] {
     git = null;
   }
   if (git !== null) {
-    for (const rel of git.split('\0')) if (rel) add(path.join(root, rel.replace(/\/$/, '')));
+    // untracked Python files are indexed sources (the indexer reads every .py file) and
+    // stay visible; every other untracked file is hidden, a folder without any .py file
+    // below it as a whole
+    const MAX_WALK = 5000;
+    const hideUntracked = (abs: string) => {
+      let st;
+      try {
+        st = lstatSync(abs);
+      } catch {
+        return;
+      }
+      if (!st.isDirectory()) {
+        if (!abs.endsWith('.py')) add(abs);
+        return;
+      }
+      // does this folder hold a .py file (within MAX_WALK entries)?
+      let seen = 0;
+      const hasPy = (dir: string): boolean => {
+        let names: string[];
+        try {
+          names = readdirSync(dir);
+        } catch {
+          return false;
+        }
+        for (const n of names) {
+          if (++seen > MAX_WALK) return false;
+          const p = path.join(dir, n);
+          if (n.endsWith('.py')) return true;
+          try {
+            if (lstatSync(p).isDirectory() && hasPy(p)) return true;
+          } catch {
+            /* gone */
+          }
+        }
+        return false;
+      };
+      if (!hasPy(abs)) return add(abs);
+      let names: string[] = [];
+      try {
+        names = readdirSync(abs);
+      } catch {
+        /* unreadable: the sandbox user cannot read it either */
+      }
+      for (const n of names) hideUntracked(path.join(abs, n));
+    };
+    for (const rel of git.split('\0')) if (rel) hideUntracked(path.join(root, rel.replace(/\/$/, '')));
     const walkGit = (dir: string, depth: number) => {
       let names: string[];
       try {

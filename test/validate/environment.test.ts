@@ -97,10 +97,18 @@ describe('validation environment', () => {
       writeFileSync(path.join(root, 'pkg', '__init__.py'), '');
       writeFileSync(path.join(root, 'pkg', 'secret.key'), 'x');
       writeFileSync(path.join(root, '.env'), 'TOKEN=x');
+      // untracked: a Python file (an indexed source, stays), a folder of data (hidden
+      // whole), a new package with a data file (the package stays, the data goes)
+      writeFileSync(path.join(root, 'pkg', 'version.py'), '');
+      mkdirSync(path.join(root, 'data', 'sub'), { recursive: true });
+      writeFileSync(path.join(root, 'data', 'sub', 'x.bin'), '');
+      mkdirSync(path.join(root, 'newpkg'));
+      writeFileSync(path.join(root, 'newpkg', '__init__.py'), '');
+      writeFileSync(path.join(root, 'newpkg', 'weights.pt'), '');
       execFileSync('git', ['init', '-q', root]);
       execFileSync('git', ['-C', root, 'add', 'pkg/__init__.py']);
       const hidden = hiddenEntries(root).map((h) => path.relative(root, h.path)).sort();
-      assert.deepEqual(hidden, ['.env', '.git', 'pkg/secret.key']);
+      assert.deepEqual(hidden, ['.env', '.git', 'data', 'newpkg/weights.pt', 'pkg/secret.key']);
       const args = bwrapArgs({ python: '/usr/bin/python3', probe: null, rootfs: null, roots: [root], limits: defaultLimits() });
       const j = args.join(' ');
       assert.ok(j.includes(`--ro-bind /dev/null ${path.join(root, '.env')}`), j);
