@@ -1,7 +1,7 @@
 // The library API behind the CLI: a Workspace is an opened store (`--store DIR`) plus
 // the corpus, resolver and discovery built from it on demand. Every command of the
 // CLI is one function here, returning the records `--json` prints.
-import { existsSync, mkdirSync, writeFileSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, writeFileSync, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import type { RepoSpec } from './config/repos.js';
 import { symbolMatches } from './config/scope.js';
@@ -16,6 +16,7 @@ import type { Corpus } from './resolve/corpus.js';
 import { loadCorpus } from './resolve/load.js';
 import { Resolver, type ResolveOptions } from './resolve/names.js';
 import { NnragError, UsageError } from './util/errors.js';
+import { ensureDir } from './util/fs.js';
 
 export class Workspace {
   private corpusCache: Corpus | null = null;
@@ -27,9 +28,10 @@ export class Workspace {
     readonly storeDir: string,
   ) {}
 
-  static open(storeDir = '.nnrag'): Workspace {
+  /** Open (`create`, the default: or create) the store in `storeDir`. */
+  static open(storeDir = '.nnrag', opts: { create?: boolean } = {}): Workspace {
     const dir = path.resolve(storeDir);
-    return new Workspace(IndexStore.open(dir), dir);
+    return new Workspace(IndexStore.open(dir, opts), dir);
   }
 
   close(): void {
@@ -213,7 +215,7 @@ export function extractText(ws: Workspace, id: string, opts: ExtractOptions = {}
 
 /** Atomically write a file (temp + rename), creating folders. */
 export function writeFileAtomic(file: string, text: string): void {
-  mkdirSync(path.dirname(file), { recursive: true });
+  ensureDir(path.dirname(file));
   const tmp = `${file}.${process.pid}.tmp`;
   writeFileSync(tmp, text);
   renameSync(tmp, file);

@@ -15,6 +15,7 @@ import {
   ValidatorPool,
   passesStages,
   toRecord,
+  forStorage,
   validationKey,
   type CallSite,
   type DataSite,
@@ -190,7 +191,7 @@ export async function extractAndValidate(ws: api.Workspace, ids: string[], opts:
           result = opts.force ? null : getCachedValidation<ValidationResult>(ws.store, key, pool.envId);
           if (!result) {
             result = await pool.validate(req);
-            if (result.category !== 'crash' && result.category !== 'timeout') putCachedValidation(ws.store, key, pool.envId, result);
+            if (result.category !== 'crash' && result.category !== 'timeout') putCachedValidation(ws.store, key, pool.envId, forStorage(result));
           }
           // layers (module type → count in the instantiated block) feed the library spec
           record.validation = result.layers ? { ...toRecord(result), layers: result.layers } : toRecord(result);
@@ -201,9 +202,10 @@ export async function extractAndValidate(ws: api.Workspace, ids: string[], opts:
           rmSync(api.blockFile(out, record.ok ? 'failed' : 'blocks', id), { force: true });
           rmSync(api.blockFile(out, 'extracted', id), { force: true });
           if (!record.ok) {
+            const stored = forStorage(result);
             api.writeFileAtomic(
               record.file.replace(/\.py$/, '.json'),
-              JSON.stringify({ id, stage: result.stage, category: result.category, error: result.error, traceback: result.traceback ?? null }, null, 2) + '\n',
+              JSON.stringify({ id, stage: stored.stage, category: stored.category, error: stored.error, traceback: stored.traceback ?? null }, null, 2) + '\n',
             );
           } else rmSync(api.blockFile(out, 'failed', id).replace(/\.py$/, '.json'), { force: true });
           putExtraction(ws.store, { id, hash: textHash(text), ok: record.ok, status: record.ok ? 'validated' : 'failed', lines: record.lines, record, text });

@@ -8,7 +8,7 @@ import { buildLibrary, runDedup } from '../library/library.js';
 import { buildReport, reportText } from '../library/report.js';
 import { extractAndValidate, type PipelineOptions } from '../pipeline.js';
 import { createRootfs, doctor, STAGES, type Stage } from '../validate/index.js';
-import { repoOptions, repoSpecs, requestedNames, withWorkspaceAsync, type Command, type Ctx } from './context.js';
+import { repoOptions, repoSpecs, requestedNames, withWorkspaceAsync, workersOpt, type Command, type Ctx } from './context.js';
 import { storeRequirements } from './library-commands.js';
 import { environmentGaps, type EnvironmentGap } from '../library/repo-requirements.js';
 import { normalizeDistName } from '../library/requirements.js';
@@ -34,6 +34,7 @@ const validateOptions = {
   rootfs: { type: 'string' },
   'no-sandbox': { type: 'boolean' },
   workers: { type: 'string' },
+  'force-workers': { type: 'boolean' },
   timeout: { type: 'string' },
   memory: { type: 'string' },
   require: { type: 'string', multiple: true },
@@ -63,7 +64,7 @@ function pipelineOptions(ctx: Ctx): PipelineOptions {
       python: (ctx.values.python as string | undefined) ?? process.env.NNRAG_PYTHON,
       rootfs: ctx.values.rootfs as string | undefined,
       sandbox: !ctx.values['no-sandbox'],
-      workers: num('workers'),
+      workers: workersOpt(ctx),
       timeoutMs: num('timeout') !== undefined ? num('timeout')! * 1000 : undefined,
       memoryMb: num('memory'),
     },
@@ -143,6 +144,7 @@ export const commands: Record<string, Command> = {
       'nnrag extract (--block ID|NAME | --blocks A B … | --names-json FILE | --all) [--repo PATH_OR_URL … | --config FILE] [--limit N] [--start-from NAME] [--out DIR] [--no-validate] [--force] [--intern P] [--extern P]',
     options: { ...extractOptions, ...validateOptions, ...repoOptions },
     async run(ctx) {
+      // with --repo/--config the store is made as `index` would make it (one step)
       return withWorkspaceAsync(ctx, async (ws) => {
         const names = requestedNames(ctx);
         if (!names.length && !ctx.values.all) throw new UsageError('name blocks with --block, --blocks, --names-json, or use --all');
@@ -162,13 +164,13 @@ export const commands: Record<string, Command> = {
         bar.done();
         ctx.out(summarize(records, bar.live), records);
         return records.every((r) => r.ok) ? 0 : 1;
-      });
+      }, !!(ctx.values.repo || ctx.values.config));
     },
   },
 
   validate: {
     summary: 'extract and validate blocks in the sandbox (import, instantiate, forward, equivalence)',
-    usage: 'nnrag validate [ID|NAME …] [--all] [--force] [--python PY] [--rootfs DIR] [--no-sandbox] [--workers N] [--timeout S] [--require STAGE …]',
+    usage: 'nnrag validate [ID|NAME …] [--all] [--force] [--python PY] [--rootfs DIR] [--no-sandbox] [--workers N [--force-workers]] [--timeout S] [--require STAGE …]',
     options: { ...extractOptions, ...validateOptions },
     async run(ctx) {
       return withWorkspaceAsync(ctx, async (ws) => {
@@ -266,7 +268,7 @@ export const commands: Record<string, Command> = {
         // blocks that fail validation are results (kept in failed/ with their category),
         // not a failure of the demo; an emission error is
         return records.every((r) => r.file) ? 0 : 1;
-      });
+      }, true);
     },
   },
 };

@@ -1,6 +1,7 @@
 // Shared pieces of the CLI commands: the context a command runs with, common options,
 // repository specs from --repo/--config, block names from --block/--blocks/--names-json.
 import { readFileSync } from 'node:fs';
+import os from 'node:os';
 import type { ParseArgsConfig } from 'node:util';
 import { loadRepoConfig, repoSpecFromArg, type RepoSpec } from '../config/repos.js';
 import { UsageError } from '../util/errors.js';
@@ -39,8 +40,14 @@ export function repoSpecs(ctx: Ctx): RepoSpec[] {
   return args.map((a) => repoSpecFromArg(a, config));
 }
 
+/** Only `index` creates a store: every other command refuses a folder without one
+ *  (a mistyped --store must not silently become an empty store). */
+export function openWorkspace(ctx: Ctx, create = false): api.Workspace {
+  return api.Workspace.open(ctx.store, { create });
+}
+
 export function withWorkspace<T>(ctx: Ctx, f: (ws: api.Workspace) => T): T {
-  const ws = api.Workspace.open(ctx.store);
+  const ws = openWorkspace(ctx);
   try {
     return f(ws);
   } finally {
@@ -48,14 +55,39 @@ export function withWorkspace<T>(ctx: Ctx, f: (ws: api.Workspace) => T): T {
   }
 }
 
-export async function withWorkspaceAsync<T>(ctx: Ctx, f: (ws: api.Workspace) => Promise<T>): Promise<T> {
-  const ws = api.Workspace.open(ctx.store);
+export async function withWorkspaceAsync<T>(ctx: Ctx, f: (ws: api.Workspace) => Promise<T>, create = false): Promise<T> {
+  const ws = openWorkspace(ctx, create);
   try {
     return await f(ws);
   } finally {
     ws.close();
   }
 }
+
+/** Most workers --force-workers allows. */
+export const MAX_WORKERS = 256;
+
+/**
+ * --workers N: a whole number from 1; more than the machine's cores is capped at the
+ * core count (with a warning) unless --force-workers is given, and never above
+ * MAX_WORKERS (each validation worker holds its own interpreter with torch).
+ */
+export function workersOpt(ctx: Ctx): number | undefined {
+  const v = ctx.values.workers;
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1) throw new UsageError(`--workers takes a whole number ≥ 1 (got ${String(v)})`);
+  if (n > MAX_WORKERS) throw new UsageError(`--workers must be ≤ ${MAX_WORKERS} (got ${n})`);
+  const cores = os.availableParallelism?.() ?? os.cpus().length;
+  if (n > cores && !ctx.values['force-workers']) {
+    process.stderr.write(`warning: --workers ${n} is more than the ${cores} cores here: using ${cores} (--force-workers keeps ${n})\n`);
+    return cores;
+  }
+  return n;
+}
+
+/** standard input, read once (a command may ask for the names more than once) */
+let stdinText: string | undefined;
 
 /** Block names from --block, --blocks, --names-json or positionals. */
 export function requestedNames(ctx: Ctx): string[] {
@@ -67,7 +99,9 @@ export function requestedNames(ctx: Ctx): string[] {
     const file = ctx.values['names-json'] as string;
     let data: unknown;
     try {
-      data = JSON.parse(readFileSync(file, 'utf8'));
+      // `-` is standard input; /dev/stdin too (read through its descriptor: opening the
+      // path fails when standard input is a socket)
+      data = JSON.parse(file === '-' || file === '/dev/stdin' ? (stdinText ??= readFileSync(0, 'utf8')) : readFileSync(file, 'utf8'));
     } catch (e) {
       throw new UsageError(`--names-json ${file}: ${(e as Error).message}`);
     }

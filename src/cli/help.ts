@@ -26,7 +26,8 @@ export const FLAGS: Record<string, string> = {
   python: 'the interpreter that validates (default $NNRAG_PYTHON, else the first python3 whose torch imports)',
   rootfs: 'validate inside a root filesystem made by `nnrag env create DIR`',
   'no-sandbox': 'run repository code without bubblewrap (limits and timeouts only): only for code you trust',
-  workers: 'number of validation workers (default: the number of cores)',
+  workers: 'number of validation workers (default: the number of cores; at most that many unless --force-workers)',
+  'force-workers': 'allow --workers above the number of cores',
   timeout: 'wall-clock seconds per block (default 20)',
   memory: 'memory limit per block in MB (default 2048)',
   require: `a stage that must pass for a block to be promoted (${STAGES}); repeatable; default import, instantiate, forward`,
@@ -55,7 +56,7 @@ export const FLAGS: Record<string, string> = {
 
 /** Where a flag means something else in one command. */
 export const COMMAND_FLAGS: Record<string, Record<string, string>> = {
-  index: { workers: 'parser threads (default: the number of cores)' },
+  index: { workers: 'parser threads (default: the number of cores; at most that many unless --force-workers)' },
   search: { all: 'include blocks that failed validation (left out by default)', limit: 'number of results (default 20)' },
   similar: { limit: 'number of similar blocks (default 10)' },
   export: { force: 'replace an existing file of the same name', python: 'interpreter whose installed versions pin the requirements (default: the one that validated the block)' },

@@ -10,26 +10,28 @@ import * as api from '../api.js';
 import { commands as extraCommands } from './commands.js';
 import { commands as libraryCommands } from './library-commands.js';
 import { commands as searchCommands } from './search-commands.js';
-import { common, repoOptions, repoSpecs, withWorkspace, withWorkspaceAsync, type Command, type Ctx } from './context.js';
+import { common, repoOptions, repoSpecs, withWorkspace, withWorkspaceAsync, workersOpt, type Command, type Ctx } from './context.js';
 import { commandHelp } from './help.js';
 import { progress } from './progress.js';
 
 export const commands: Record<string, Command> = {
   index: {
     summary: 'clone or locate repositories and index their Python files',
-    usage: 'nnrag index [--repo PATH_OR_URL ...] [--config repo_config.json] [--mode missing|force|skip] [--update] [--workers N]',
-    options: { ...repoOptions, mode: { type: 'string' }, update: { type: 'boolean' }, workers: { type: 'string' } },
+    usage: 'nnrag index [--repo PATH_OR_URL ...] [--config repo_config.json] [--mode missing|force|skip] [--update] [--workers N [--force-workers]]',
+    options: { ...repoOptions, mode: { type: 'string' }, update: { type: 'boolean' }, workers: { type: 'string' }, 'force-workers': { type: 'boolean' } },
     async run(ctx) {
       const mode = (ctx.values.mode as string | undefined) ?? 'missing';
       if (!['missing', 'force', 'skip'].includes(mode)) throw new UsageError(`--mode must be missing, force or skip (got ${mode})`);
-      const workers = ctx.values.workers ? Number(ctx.values.workers) : undefined;
-      if (workers !== undefined && !(workers >= 1)) throw new UsageError('--workers takes a number ≥ 1');
+      const workers = workersOpt(ctx);
       const repos = repoSpecs(ctx);
       const bar = progress('index');
       const report = await withWorkspaceAsync(ctx, (ws) =>
         api.index(ws, { repos, mode: mode as 'missing', update: !!ctx.values.update, workers, onProgress: (p) => bar.update(p.phase, p.done, p.total) }),
+        true,
       );
       bar.done();
+      // a repository without a single Python file is most likely a wrong path or --paths
+      for (const r of report.repos) if (r.files === 0) process.stderr.write(`warning: repository ${r.name} has no Python files to index${r.problems ? ` (${r.problems} problems)` : ''}\n`);
       const t = report.timings;
       ctx.out(
         `indexed ${report.files} files (${(report.bytes / 1e6).toFixed(1)} MB) in ${report.repos.length} repositories: ` +

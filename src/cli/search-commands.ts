@@ -9,7 +9,7 @@ import { refreshSearch } from '../search/refresh.js';
 import { similarBlocks } from '../search/similar.js';
 import { startServer } from '../serve/server.js';
 import * as api from '../api.js';
-import { withWorkspace, withWorkspaceAsync, type Command, type Ctx } from './context.js';
+import { openWorkspace, withWorkspace, withWorkspaceAsync, type Command, type Ctx } from './context.js';
 
 function numberOpt(ctx: Ctx, key: string, opts: { min?: number; integer?: boolean } = {}): number | undefined {
   const v = ctx.values[key];
@@ -147,7 +147,7 @@ export const commands: Record<string, Command> = {
       if (port > 65535) throw new UsageError('--port must be ≤ 65535');
       const host = (ctx.values.host as string | undefined) ?? '127.0.0.1';
       if (!['127.0.0.1', 'localhost', '::1'].includes(host)) throw new UsageError('--host must be a loopback address (127.0.0.1, ::1 or localhost)');
-      const ws = api.Workspace.open(ctx.store);
+      const ws = openWorkspace(ctx);
       try {
         const server = await startServer({ ws, port, host });
         process.stderr.write(`nnrag catalog at ${server.url} (Ctrl-C to stop)\n`);

@@ -22,6 +22,7 @@ import type { IndexStore } from '../index/store.js';
 import { getExtraction } from '../library/records.js';
 import { compatiblePin, KNOWN_DISTRIBUTIONS, normalizeDistName, requirementLines, resolveRequirements, topLevelName } from '../library/requirements.js';
 import { NnragError, UsageError } from '../util/errors.js';
+import { ensureDir } from '../util/fs.js';
 import { buildDoc, storedSpec } from '../search/documents.js';
 
 const PY_KEYWORDS = new Set(
@@ -219,7 +220,7 @@ export async function exportBlock(store: IndexStore, id: string, opts: ExportOpt
   const moduleName = opts.module ?? moduleNameFor(doc.name);
   const parts = checkModuleName(moduleName);
   if (!opts.into) throw new UsageError('--into DIR is required');
-  mkdirSync(opts.into, { recursive: true });
+  ensureDir(opts.into, "export folder");
   const root = realpathSync(opts.into);
 
   const file = path.join(root, ...parts.slice(0, -1), `${parts[parts.length - 1]}.py`);

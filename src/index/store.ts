@@ -11,12 +11,13 @@
 // - The schema is versioned with `PRAGMA user_version` and an ordered list of
 //   migrations, each applied in its own transaction. Later features add tables by
 //   calling `registerMigration()` (at module load, before `IndexStore.open`).
-import { mkdirSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import type { FileFacts } from '../parse/types.js';
 import { FACTS_VERSION } from '../parse/types.js';
 import { NnragError } from '../util/errors.js';
+import { ensureDir } from '../util/fs.js';
 
 export type DB = Database.Database;
 
@@ -217,11 +218,16 @@ export class IndexStore {
 
   /** Open (creating and migrating if needed) the store in `dir` (`--store DIR`,
    *  default ./.nnrag): the database is `<dir>/index.sqlite`. */
-  static open(dir = '.nnrag'): IndexStore {
+  /** Open the store in `dir`; with `create: false` (read-only commands) a folder that
+   *  holds no store is refused instead of becoming an empty store. */
+  static open(dir = '.nnrag', opts: { create?: boolean } = {}): IndexStore {
     const file = path.join(dir, 'index.sqlite');
+    if (opts.create === false && !existsSync(file)) {
+      throw new NnragError(`no nnrag store in ${path.resolve(dir)} (index repositories there first with \`nnrag index --store ${dir}\`)`, 'no-store');
+    }
     let db: DB;
     try {
-      mkdirSync(dir, { recursive: true });
+      ensureDir(dir, 'store folder');
       db = new Database(file, { timeout: BUSY_TIMEOUT_MS });
     } catch (e) {
       throw new NnragError(`cannot open index store ${file}: ${(e as Error).message}`, 'store');
@@ -373,7 +379,17 @@ export class IndexStore {
     );
     const delProblems = this.stmt('DELETE FROM problems WHERE repo = ?');
     const insProblem = this.stmt('INSERT INTO problems(repo, path, kind, message) VALUES (?, ?, ?, ?)');
+    const sig = (rows: { path: string; module: string | null; blob: string }[]) =>
+      rows.map((f) => `${f.path}\0${f.module ?? ''}\0${f.blob}`).sort().join('\n');
     this.write(() => {
+      const old = this.stmt('SELECT path, module, blob FROM files WHERE repo = ?').all(repo.name) as { path: string; module: string | null; blob: string }[];
+      const oldRepo = this.getRepo(repo.name);
+      // discovered blocks follow the index: any change of files, contents, module
+      // names or package roots forgets them all (a base class may live in another
+      // repository), and the next listing discovers again
+      if (sig(old) !== sig(files) || JSON.stringify(oldRepo?.packageRoots ?? null) !== JSON.stringify(repo.packageRoots) || oldRepo?.root !== repo.root) {
+        this.stmt('DELETE FROM blocks').run();
+      }
       upRepo.run(
         repo.name, repo.url, repo.root, repo.revision, repo.local ? 1 : 0, repo.priority,
         JSON.stringify(repo.packageRoots), repo.indexedAt,
@@ -385,10 +401,12 @@ export class IndexStore {
     });
   }
 
-  /** Forget a repository (its files, problems and blocks; facts stay until gc()). */
+  /** Forget a repository (its files, problems, and every discovered block, since
+   *  another repository's classes may have had their bases there; facts stay until gc()). */
   removeRepo(name: string): void {
     this.write(() => {
-      for (const t of ['files', 'problems', 'blocks']) this.stmt(`DELETE FROM ${t} WHERE repo = ?`).run(name);
+      for (const t of ['files', 'problems']) this.stmt(`DELETE FROM ${t} WHERE repo = ?`).run(name);
+      this.stmt('DELETE FROM blocks').run();
       this.stmt('DELETE FROM repos WHERE name = ?').run(name);
     });
   }

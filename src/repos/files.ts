@@ -32,6 +32,14 @@ export interface FileProblem {
   problem: string;
 }
 
+/** Why a file could not be read. A name that is not valid UTF-8 comes back from readdir
+ *  with U+FFFD in place of its bytes and then does not exist under that name: say so. */
+function unreadable(e: unknown, rel: string): string {
+  const code = (e as NodeJS.ErrnoException).code;
+  if (code === 'ENOENT' && rel.includes('\uFFFD')) return 'unreadable: its name is not valid UTF-8 (rename the file)';
+  return `unreadable: ${code ?? (e as Error).message}`;
+}
+
 /** Walk `root` for `.py` files within `opts.paths` globs (all when empty). */
 export async function listPythonFiles(
   root: string,
@@ -51,7 +59,7 @@ export async function listPythonFiles(
     try {
       st = await stat(abs);
     } catch (e) {
-      problems.push({ path: rel, problem: `unreadable: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}` });
+      problems.push({ path: rel, problem: unreadable(e, rel) });
       return;
     }
     if (st.size > MAX_PY_FILE_BYTES) {
@@ -67,7 +75,7 @@ export async function listPythonFiles(
     try {
       entries = await readdir(abs, { withFileTypes: true });
     } catch (e) {
-      problems.push({ path: rel || '.', problem: `unreadable folder: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}` });
+      problems.push({ path: rel || '.', problem: `${unreadable(e, rel)} (folder)` });
       return;
     }
     entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));

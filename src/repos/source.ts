@@ -55,8 +55,16 @@ export function vetSource(source: string, what = 'repository source'): SourceKin
     } catch {
       return refuse('not a valid URL');
     }
-    if (u.hostname.startsWith('-') || decodeURIComponent(u.username).startsWith('-')) {
-      refuse('host or user name starts with "-"');
+    // git percent-decodes the host and user before handing them to ssh: `%2d` is '-'
+    const dec = (s: string) => {
+      try {
+        return decodeURIComponent(s);
+      } catch {
+        return s;
+      }
+    };
+    if (dec(u.hostname).startsWith('-') || dec(u.username).startsWith('-')) {
+      refuse('host or user name starts with "-" (it would reach ssh as an option)');
     }
     if (kind !== 'file' && u.hostname === '') refuse('URL has no host');
     if (kind === 'file' && u.hostname !== '' && u.hostname !== 'localhost') refuse('file:// URLs must be local');

@@ -209,7 +209,7 @@ async function blockPage(store: api.Workspace['store'], id: string, hl: Map<stri
     );
   }
   // provenance
-  const origin = `${esc(o.repo)}:${esc(o.path)}:${o.line}${o.url ? ` · <a href="${esc(o.url)}" rel="noreferrer">${esc(o.url)}</a>` : ''}${o.revision ? ` @ <code>${esc(o.revision)}</code>` : ''}`;
+  const origin = `${esc(o.repo)}:${esc(o.path)}:${o.line}${originUrlHtml(o.url)}${o.revision ? ` @ <code>${esc(o.revision)}</code>` : ''}`;
   sections.push(
     `<section id="provenance"><h2>Provenance</h2><p>Origin: ${origin}</p><table><tr><th>repository</th><th>module</th><th>path</th><th>lines</th><th>SWHID</th></tr>` +
       doc.provenance
@@ -299,6 +299,14 @@ function send(res: http.ServerResponse, status: number, type: string, body: stri
 const json = (res: http.ServerResponse, status: number, data: unknown) => send(res, status, 'application/json; charset=utf-8', JSON.stringify(data));
 
 /** Start the catalog; `port: 0` picks a free port. */
+/** The origin URL of a block: a link only for http(s) (a javascript: or data: URL from
+ *  a repository config would run in the catalog's page), else shown as text. */
+export function originUrlHtml(url: string | null): string {
+  if (!url) return '';
+  if (/^https?:\/\//i.test(url)) return ` · <a href="${esc(url)}" rel="noreferrer">${esc(url)}</a>`;
+  return ` · <code>${esc(url)}</code>`;
+}
+
 export async function startServer(opts: ServerOptions): Promise<CatalogServer> {
   const ownWs = !opts.ws;
   const ws = opts.ws ?? api.Workspace.open(opts.storeDir ?? '.nnrag');
@@ -347,6 +355,8 @@ export async function startServer(opts: ServerOptions): Promise<CatalogServer> {
         }
         return send(res, 404, 'text/html; charset=utf-8', page('not found', '<p>Not found.</p>'));
       } catch (err) {
+        // a malformed %-escape in the path is the client's error, not ours
+        if (err instanceof URIError) return send(res, 400, 'text/plain; charset=utf-8', 'bad request: malformed %-escape in the URL\n');
         const msg = err instanceof NnragError ? err.message : `internal error: ${(err as Error).message}`;
         if (!res.headersSent) send(res, 500, 'text/plain; charset=utf-8', msg + '\n');
         else res.end();
@@ -354,7 +364,11 @@ export async function startServer(opts: ServerOptions): Promise<CatalogServer> {
     })();
   });
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
+    server.once('error', (e: NodeJS.ErrnoException) => {
+      if (ownWs) ws.close();
+      const why = e.code === 'EADDRINUSE' ? 'is already in use (another nnrag serve? pick one with --port)' : e.code === 'EACCES' ? 'needs privileges' : e.message;
+      reject(new NnragError(`cannot listen on ${host}:${opts.port ?? 0}: the port ${why}`, 'serve'));
+    });
     server.listen(opts.port ?? 0, host, () => resolve());
   });
   const port = (server.address() as AddressInfo).port;

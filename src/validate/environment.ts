@@ -5,12 +5,16 @@
 // Sandbox layout (bwrap): new user/pid/net/ipc/uts/cgroup namespaces (no network),
 // an empty root made read-only, with /usr, /lib* and a minimal /etc bound read-only,
 // the interpreter's own prefixes and the requested repository roots bound read-only,
-// fresh /proc and /dev, a size-limited tmpfs on /tmp (the only writable place),
-// no /home, /root or /work, a cleared environment, --die-with-parent, --new-session.
+// fresh /proc, a read-only minimal /dev, size-limited tmpfs on /tmp and /dev/shm (the
+// only writable places, emptied by the worker between candidates), no /home, /root or
+// /work, a cleared environment, --die-with-parent, --new-session, and a seccomp filter
+// that denies ptrace, process_vm_readv/writev and pidfd_getfd (no process in the
+// sandbox can take another's memory or descriptors). A repository root is bound
+// without its .git folder and without files git does not track.
 // When nnrag runs as root the sandbox is started as uid/gid 65534 (nobody): the kernel
 // does not apply RLIMIT_NPROC to the global root user, so a fork bomb would otherwise
 // not be stopped by the process limit.
-import { execFile, spawn } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { accessSync, constants, existsSync, lstatSync, mkdtempSync, readFileSync, readlinkSync, realpathSync, statSync, chownSync, writeFileSync, readdirSync } from 'node:fs';
 import os from 'node:os';
@@ -288,7 +292,70 @@ export interface LaunchSpec {
   stdio3?: string;
   /** no-sandbox: a scratch folder owned by us to remove at close */
   scratchDir?: string;
+  /** the seccomp program to write on its descriptor (bwrap --seccomp) */
+  seccomp?: Buffer;
+  /** spawn's stdio: the protocol descriptors and the data ones */
+  stdio: ('pipe' | 'ignore')[];
   detached: boolean;
+}
+
+/** The descriptors of the protocol inside the worker: requests in, results out. They
+ *  are above 2 because bubblewrap's pid 1, which candidates can see, keeps 0-2 open
+ *  and closes every other descriptor it inherited. */
+export const PROTOCOL_FDS = [4, 5] as const;
+/** The descriptor bwrap reads the seccomp program from. */
+const SECCOMP_FD = 6;
+
+/** The scratch budget (`scratchMb`) is shared by the two writable tmpfs: /dev/shm gets
+ *  a quarter of it (at most 64 MB), /tmp the rest. */
+export function shmBytes(limits: Limits): number {
+  return Math.max(1, Math.min(Math.floor(limits.scratchMb / 4), 64)) * 1024 * 1024;
+}
+
+export function tmpBytes(limits: Limits): number {
+  return Math.max(1024 * 1024, limits.scratchMb * 1024 * 1024 - shmBytes(limits));
+}
+
+/**
+ * A classic BPF seccomp program (struct sock_filter[], for bwrap --seccomp) that fails
+ * ptrace, process_vm_readv, process_vm_writev and pidfd_getfd with EPERM, and every
+ * system call of a foreign ABI (i386 / x32 on x86-64), so no process of the sandbox can
+ * read or write another one's memory or take its descriptors. null on an architecture
+ * whose numbers we do not list (the worker stays non-dumpable there, which denies the
+ * same to processes without capabilities).
+ */
+export function seccompProgram(arch: string = process.arch): Buffer | null {
+  // <linux/audit.h> AUDIT_ARCH_*, and the syscall tables of each architecture
+  const table: Record<string, { audit: number; nrs: number[]; x32?: boolean }> = {
+    x64: { audit: 0xc000003e, nrs: [101, 310, 311, 438], x32: true },
+    arm64: { audit: 0xc00000b7, nrs: [117, 270, 271, 438] },
+  };
+  const t = table[arch];
+  if (!t) return null;
+  const LD_ABS_W = 0x20, JEQ = 0x15, JGE = 0x35, RET = 0x06;
+  const ALLOW = 0x7fff0000, ERRNO_EPERM = 0x00050000 | 1;
+  type Ins = [number, number, number, number];
+  const prog: Ins[] = [];
+  // the deny instruction is the last one; jumps are relative to the next instruction
+  const tests: Array<[number, number]> = [];
+  if (t.x32) tests.push([JGE, 0x40000000]);
+  for (const nr of t.nrs) tests.push([JEQ, nr]);
+  const n = 4 + tests.length + 2; // ld arch, jeq arch, ret deny, ld nr, tests, allow, deny
+  prog.push([LD_ABS_W, 0, 0, 4]); // seccomp_data.arch
+  prog.push([JEQ, 1, 0, t.audit]);
+  prog.push([RET, 0, 0, ERRNO_EPERM]);
+  prog.push([LD_ABS_W, 0, 0, 0]); // seccomp_data.nr
+  for (const [op, k] of tests) prog.push([op, n - 1 - (prog.length + 1), 0, k]);
+  prog.push([RET, 0, 0, ALLOW]);
+  prog.push([RET, 0, 0, ERRNO_EPERM]);
+  const buf = Buffer.alloc(prog.length * 8);
+  prog.forEach(([code, jt, jf, k], i) => {
+    buf.writeUInt16LE(code, i * 8);
+    buf.writeUInt8(jt, i * 8 + 2);
+    buf.writeUInt8(jf, i * 8 + 3);
+    buf.writeUInt32LE(k >>> 0, i * 8 + 4);
+  });
+  return buf;
 }
 
 /** Minimal environment inside the sandbox (or for the unsandboxed interpreter). */
@@ -353,8 +420,10 @@ export function bwrapArgs(cfg: SandboxConfig): string[] {
   // /proc, /dev and the scratch tmpfs come before the interpreter's folders and the
   // repository roots: a later mount hides what an earlier one put below it, and a
   // virtual environment or checkout may well live under /tmp
-  a.push('--proc', '/proc', '--dev', '/dev');
-  a.push('--size', String(cfg.limits.scratchMb * 1024 * 1024), '--tmpfs', '/tmp');
+  // /dev read-only (bwrap's /dev is a tmpfs of host-RAM size), /dev/shm a small tmpfs
+  a.push('--proc', '/proc', '--dev', '/dev', '--remount-ro', '/dev');
+  a.push('--size', String(shmBytes(cfg.limits)), '--tmpfs', '/dev/shm');
+  a.push('--size', String(tmpBytes(cfg.limits)), '--tmpfs', '/tmp');
   if (!cfg.rootfs) {
     for (const f of etcEntries()) a.push('--ro-bind-try', `/etc/${f}`, `/etc/${f}`);
     // the interpreter's own prefixes and import folders when they live outside /usr
@@ -381,10 +450,15 @@ export function bwrapArgs(cfg: SandboxConfig): string[] {
     }
   }
   // repository roots come after the scratch tmpfs, so a checkout under /tmp is mounted
-  // on top of it instead of being hidden by it
+  // on top of it instead of being hidden by it; their .git and untracked files are
+  // covered (an empty read-only folder, /dev/null for a file)
   for (const r of cfg.roots) {
     if (!path.isAbsolute(r) || isUnder(r, bound) || !existsSync(r)) continue;
     a.push('--ro-bind', realpathSync(r), r);
+    for (const hide of hiddenEntries(r)) {
+      if (hide.dir) a.push('--size', '4096', '--tmpfs', hide.path, '--remount-ro', hide.path);
+      else a.push('--ro-bind', '/dev/null', hide.path);
+    }
     bound.push(r);
   }
   a.push('--ro-bind-data', '3', '/nnrag/harness.py');
@@ -395,7 +469,132 @@ export function bwrapArgs(cfg: SandboxConfig): string[] {
   return a;
 }
 
+const hiddenCache = new Map<string, { at: number; list: { path: string; dir: boolean }[] }>();
+
+/**
+ * What of a repository root the sandbox must not show: every `.git` (folder or file)
+ * and, in a git work tree, every file git does not track (`git ls-files --others`:
+ * untracked and ignored, such as `.env`, credentials, build output) except Python
+ * files, which the index reads as sources; outside git, every hidden entry (a name
+ * starting with '.') up to 6 levels down. Cached for a few seconds (workers restart
+ * often with the same roots).
+ */
+export function hiddenEntries(root: string): { path: string; dir: boolean }[] {
+  const hit = hiddenCache.get(root);
+  if (hit && Date.now() - hit.at < 10000) return hit.list;
+  const out: { path: string; dir: boolean }[] = [];
+  const add = (p: string) => {
+    try {
+      const st = lstatSync(p);
+      if (st.isSymbolicLink()) return; // a link is not followed by the bind itself; its target is what matters
+      out.push({ path: p, dir: st.isDirectory() });
+    } catch {
+      /* gone */
+    }
+  };
+  let git: string | null = null;
+  try {
+    git = execFileSync('git', ['-C', root, 'ls-files', '-z', '--others', '--directory'], { encoding: 'buffer', stdio: ['ignore', 'pipe', 'ignore'], maxBuffer: 64 << 20, timeout: 30000 }).toString('utf8');
+  } catch {
+    git = null;
+  }
+  if (git !== null) {
+    // untracked Python files are indexed sources (the indexer reads every .py file) and
+    // stay visible; every other untracked file is hidden, a folder without any .py file
+    // below it as a whole
+    const MAX_WALK = 5000;
+    const hideUntracked = (abs: string) => {
+      let st;
+      try {
+        st = lstatSync(abs);
+      } catch {
+        return;
+      }
+      if (!st.isDirectory()) {
+        if (!abs.endsWith('.py')) add(abs);
+        return;
+      }
+      // does this folder hold a .py file (within MAX_WALK entries)?
+      let seen = 0;
+      const hasPy = (dir: string): boolean => {
+        let names: string[];
+        try {
+          names = readdirSync(dir);
+        } catch {
+          return false;
+        }
+        for (const n of names) {
+          if (++seen > MAX_WALK) return false;
+          const p = path.join(dir, n);
+          if (n.endsWith('.py')) return true;
+          try {
+            if (lstatSync(p).isDirectory() && hasPy(p)) return true;
+          } catch {
+            /* gone */
+          }
+        }
+        return false;
+      };
+      if (!hasPy(abs)) return add(abs);
+      let names: string[] = [];
+      try {
+        names = readdirSync(abs);
+      } catch {
+        /* unreadable: the sandbox user cannot read it either */
+      }
+      for (const n of names) hideUntracked(path.join(abs, n));
+    };
+    for (const rel of git.split('\0')) if (rel) hideUntracked(path.join(root, rel.replace(/\/$/, '')));
+    const walkGit = (dir: string, depth: number) => {
+      let names: string[];
+      try {
+        names = readdirSync(dir);
+      } catch {
+        return;
+      }
+      for (const n of names) {
+        const p = path.join(dir, n);
+        if (n === '.git') add(p);
+        else if (depth < 8 && !out.some((o) => o.path === p)) {
+          try {
+            if (lstatSync(p).isDirectory()) walkGit(p, depth + 1);
+          } catch {
+            /* gone */
+          }
+        }
+      }
+    };
+    walkGit(root, 0);
+    // the work tree's own .git lies above a package root: it is not under the bound root
+  } else {
+    const walk = (dir: string, depth: number) => {
+      let names: string[];
+      try {
+        names = readdirSync(dir);
+      } catch {
+        return;
+      }
+      for (const n of names) {
+        const p = path.join(dir, n);
+        if (n.startsWith('.')) add(p);
+        else if (depth < 6) {
+          try {
+            if (lstatSync(p).isDirectory()) walk(p, depth + 1);
+          } catch {
+            /* gone */
+          }
+        }
+      }
+    };
+    walk(root, 0);
+  }
+  hiddenCache.set(root, { at: Date.now(), list: out });
+  return out;
+}
+
 export interface WorkerConfig {
+  /** the protocol descriptors: requests in, results out */
+  fds: number[];
   scratch: string;
   /** the worker is alone in its own pid namespace (bwrap): it may kill(-1) strays */
   pidns: boolean;
@@ -406,6 +605,7 @@ export interface WorkerConfig {
 
 function workerConfig(scratch: string, limits: Limits, pidns: boolean): WorkerConfig {
   return {
+    fds: [...PROTOCOL_FDS],
     scratch,
     pidns,
     masked: maskedDirs(),
@@ -421,12 +621,17 @@ export function workerLaunch(cfg: SandboxConfig & { sandbox: boolean; bwrap: str
   if (cfg.sandbox) {
     if (!cfg.bwrap) throw new Error('bwrap not available');
     const wc = workerConfig('/tmp', cfg.limits, true);
+    const seccomp = seccompProgram();
+    const stdio: ('pipe' | 'ignore')[] = ['ignore', 'ignore', 'pipe', 'pipe', 'pipe', 'pipe'];
+    if (seccomp) stdio.push('pipe');
     return {
       command: cfg.bwrap,
-      args: [...bwrapArgs(cfg), cfg.python, '-I', '-B', '/nnrag/harness.py', '--worker', JSON.stringify(wc)],
+      args: [...(seccomp ? ['--seccomp', String(SECCOMP_FD)] : []), ...bwrapArgs(cfg), cfg.python, '-I', '-B', '/nnrag/harness.py', '--worker', JSON.stringify(wc)],
       ...ids,
       env: {},
       stdio3: text,
+      seccomp: seccomp ?? undefined,
+      stdio,
       detached: false,
     };
   }
@@ -445,6 +650,7 @@ export function workerLaunch(cfg: SandboxConfig & { sandbox: boolean; bwrap: str
     ...ids,
     env: cleanEnv(scratch),
     scratchDir: scratch,
+    stdio: ['ignore', 'ignore', 'pipe', 'ignore', 'pipe', 'pipe'],
     detached: true,
   };
 }

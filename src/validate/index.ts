@@ -5,4 +5,4 @@ export { ValidatorPool, resolveEnvironment } from './pool.js';
 export { findPython, harnessPath, environmentId } from './environment.js';
 export { doctor } from './doctor.js';
 export { createRootfs, type CreateRootfsOptions } from './rootfs.js';
-export { toRecord, validationKey, passesStages, type ValidationRecord } from './record.js';
+export { toRecord, forStorage, validationKey, passesStages, MAX_STORED_ERROR, type ValidationRecord } from './record.js';

@@ -3,9 +3,13 @@
 // queued and handed to idle workers; results come back as JSON lines. A worker that
 // dies (killed by a candidate, crashed) is replaced and the request it was running is
 // reported as `crash` in the stage that was running; a worker that stops answering is
-// killed by a watchdog. Requests whose equivalence check needs repository roots that a
-// worker has not bound are run on a worker restarted with those roots bound read-only.
+// killed by a watchdog. A worker binds exactly the repository roots (read-only) of the
+// requests it runs: a request whose roots differ runs on a worker restarted with its
+// roots, and idle workers take the queued requests whose roots they already have first.
+// Every request carries a random nonce the worker answers with; lines without it (or
+// for another request) are ignored.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -18,6 +22,7 @@ import {
   locatePython,
   probeInSandbox,
   workerLaunch,
+  PROTOCOL_FDS,
   type Probe,
   type SandboxConfig,
 } from './environment.js';
@@ -30,6 +35,8 @@ const MAX_CONSECUTIVE_START_FAILURES = 3;
 
 interface Job {
   rid: number;
+  /** 32 hex characters the worker's answers must carry (never given to a candidate) */
+  nonce: string;
   req: ValidationRequest;
   resolve: (r: ValidationResult) => void;
   reject: (e: Error) => void;
@@ -55,6 +62,7 @@ class Worker {
   info: { torch: string; python: string; executable: string } | null = null;
   private buf = '';
   private stderrTail = '';
+  private requests: NodeJS.WritableStream | null = null;
   private watchdog: NodeJS.Timeout | null = null;
   private scratchDir: string | undefined;
   private readyWaiters: { resolve: () => void; reject: (e: Error) => void } | null = null;
@@ -81,18 +89,24 @@ class Worker {
     }
     this.scratchDir = launch.scratchDir;
     this.state = 'starting';
-    const stdio: ('pipe' | 'ignore')[] = ['pipe', 'pipe', 'pipe'];
-    if (launch.stdio3 !== undefined) stdio.push('pipe');
-    const proc = spawn(launch.command, launch.args, { stdio, uid: launch.uid, gid: launch.gid, env: launch.env, cwd: '/', detached: launch.detached });
+    const proc = spawn(launch.command, launch.args, { stdio: launch.stdio, uid: launch.uid, gid: launch.gid, env: launch.env, cwd: '/', detached: launch.detached });
     this.proc = proc;
-    if (launch.stdio3 !== undefined) {
-      const s = proc.stdio[3] as NodeJS.WritableStream;
+    const fds = proc.stdio as unknown as (NodeJS.ReadWriteStream | null | undefined)[];
+    const feed = (fd: number, data: string | Buffer | undefined) => {
+      const s = fds[fd];
+      if (!s || data === undefined) return;
       s.on('error', () => {});
-      s.end(launch.stdio3);
-    }
-    proc.stdin!.on('error', () => {});
-    proc.stdout!.setEncoding('utf8');
-    proc.stdout!.on('data', (d: string) => this.onData(d));
+      s.end(data);
+    };
+    feed(3, launch.stdio3);
+    feed(6, launch.seccomp);
+    const [reqFd, resFd] = PROTOCOL_FDS;
+    this.requests = fds[reqFd] ?? null;
+    this.requests?.on('error', () => {});
+    const results = fds[resFd];
+    results?.on('error', () => {});
+    results?.setEncoding('utf8');
+    results?.on('data', (d: string) => this.onData(d));
     proc.stderr!.setEncoding('utf8');
     proc.stderr!.on('data', (d: string) => {
       this.stderrTail = (this.stderrTail + d).slice(-4000);
@@ -165,7 +179,7 @@ class Worker {
   }
 
   private onMessage(msg: any) {
-    if (msg.type === 'ready') {
+    if (msg.type === 'ready' && this.state === 'starting') {
       this.info = { torch: String(msg.torch), python: String(msg.python), executable: String(msg.executable) };
       this.state = 'idle';
       this.pool.onWorkerReady(this);
@@ -178,7 +192,7 @@ class Worker {
       return;
     }
     const job = this.job;
-    if (!job || msg.rid !== job.rid) return; // stale or forged line
+    if (!job || msg.rid !== job.rid || msg.nonce !== job.nonce) return; // stale or forged line
     if (msg.type === 'progress') {
       this.progressSeen = true;
       if (msg.ev === 'start') {
@@ -221,10 +235,16 @@ class Worker {
       timeoutMs: timeout,
       stages: this.pool.stagesToRun(job.req),
     };
-    this.proc!.stdin!.write(JSON.stringify({ type: 'validate', rid: job.rid, req }) + '\n');
+    this.send(job.nonce, { type: 'validate', rid: job.rid, req });
   }
 
   private hung = false;
+
+  /** One framed request: nonce (32 hex characters), payload length (8 hex digits), JSON. */
+  private send(nonce: string, msg: object) {
+    const body = Buffer.from(JSON.stringify(msg), 'utf8');
+    this.requests?.write(Buffer.concat([Buffer.from(nonce.padEnd(32, '0').slice(0, 32), 'ascii'), Buffer.from(body.length.toString(16).padStart(8, '0'), 'ascii'), body]));
+  }
 
   private eqExtended = false;
 
@@ -296,7 +316,8 @@ class Worker {
   close() {
     if (this.proc && this.state !== 'dead') {
       try {
-        this.proc.stdin!.end(JSON.stringify({ type: 'exit' }) + '\n');
+        this.send('', { type: 'exit' });
+        this.requests?.end();
       } catch {
         /* closed */
       }
@@ -377,7 +398,7 @@ export class ValidatorPool {
         .filter((p) => path.isAbsolute(p))
         .map((p) => path.resolve(p))
         .filter((p) => sandboxCanRead(p));
-      this.queue.push({ rid: ++this.rid, req, resolve, reject, roots, attempts: 0 });
+      this.queue.push({ rid: ++this.rid, nonce: randomBytes(16).toString('hex'), req, resolve, reject, roots: [...new Set(roots)].sort(), attempts: 0 });
       this.dispatch();
     });
   }
@@ -412,12 +433,14 @@ export class ValidatorPool {
         w.run(j);
         continue;
       }
-      const job = this.queue.shift()!;
-      const missing = job.roots.filter((r) => !w.roots.has(r));
-      if (missing.length) {
-        // restart this worker with the roots bound (read-only) and run the job there
-        for (const r of missing) this.roots.add(r);
-        const nw = new Worker(this, this.roots);
+      // a worker binds exactly the roots of the request it runs (no repository sees
+      // another's files): take a queued request with this worker's roots first, else
+      // restart the worker with the roots of the request at the head of the queue
+      let i = this.queue.findIndex((j) => sameRoots(j.roots, w.roots));
+      if (i < 0) i = 0;
+      const job = this.queue.splice(i, 1)[0];
+      if (!sameRoots(job.roots, w.roots)) {
+        const nw = new Worker(this, job.roots);
         nw.pendingJob = job;
         this.replace(w, nw, true);
         continue;
@@ -462,7 +485,7 @@ export class ValidatorPool {
       for (const j of pending) j.reject(this.brokenError);
       return;
     }
-    const nw = new Worker(this, this.roots);
+    const nw = new Worker(this, w.roots);
     if (w.pendingJob) nw.pendingJob = w.pendingJob;
     this.replace(w, nw, false);
   }
@@ -520,6 +543,10 @@ export class ValidatorPool {
   workerPids(): number[] {
     return this.workers.map((w) => w.proc?.pid ?? -1);
   }
+}
+
+function sameRoots(a: string[], b: Set<string>): boolean {
+  return a.length === b.size && a.every((r) => b.has(r));
 }
 
 /** Interpreter, sandbox and limits for a pool (shared with doctor). */

@@ -11,12 +11,38 @@ export type ValidationRecord = Pick<
   'stages' | 'category' | 'error' | 'args' | 'input_shapes' | 'output_shapes' | 'params' | 'envId' | 'equivalence' | 'layers' | 'python' | 'usage'
 >;
 
+/** Longest error message a stored record keeps. */
+export const MAX_STORED_ERROR = 1000;
+
+function cap(s: string | null, n: number): string | null {
+  return s !== null && s.length > n ? s.slice(0, n) + '…' : s;
+}
+
+/**
+ * A result as it may be stored (validation cache, `library/failed/*.json`): no text a
+ * candidate printed (`output`), a traceback reduced to its frame lines and the
+ * exception line (no source lines: they quote files), an error message capped at
+ * MAX_STORED_ERROR characters. Whatever a candidate read cannot travel further than
+ * the capped message of its own failure.
+ */
+export function forStorage(r: ValidationResult): ValidationResult {
+  const out: ValidationResult = { ...r, error: cap(r.error, MAX_STORED_ERROR) };
+  delete out.output;
+  if (r.traceback !== undefined) {
+    const lines = r.traceback.split('\n');
+    const frames = lines.filter((l) => /^\s*File "/.test(l) || /^Traceback /.test(l));
+    const last = [...lines].reverse().find((l) => l.trim() && !/^\s/.test(l));
+    out.traceback = cap([...frames, ...(last && !frames.includes(last) ? [last] : [])].join('\n'), 4000 + MAX_STORED_ERROR) ?? undefined;
+  }
+  return out;
+}
+
 /** The `"validation"` object of a library record. */
 export function toRecord(r: ValidationResult): ValidationRecord {
   const rec: ValidationRecord = {
     stages: r.stages,
     category: r.category,
-    error: r.error,
+    error: cap(r.error, MAX_STORED_ERROR),
     args: r.args,
     input_shapes: r.input_shapes,
     output_shapes: r.output_shapes,

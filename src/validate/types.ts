@@ -116,9 +116,9 @@ export interface PoolOptions {
   maxProcs?: number;
   /** largest file a candidate may write, MB; default 64 */
   fileSizeMb?: number;
-  /** scratch tmpfs size, MB; default 256 */
+  /** writable tmpfs in the sandbox, MB, default 256: /dev/shm a quarter (at most 64), /tmp the rest */
   scratchMb?: number;
-  /** repository roots bound read-only from the start (equivalence); more are added on demand */
+  /** repository roots bound read-only from the start (a request with other roots restarts its worker with those) */
   roots?: string[];
   /** called with warnings (e.g. running without a sandbox) */
   onWarning?: (message: string) => void;

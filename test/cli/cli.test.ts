@@ -2,14 +2,20 @@
 // usage), --json output, --names-json, bare names, refused repository sources.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { readFileSync, existsSync } from 'node:fs';
+import { readFileSync, existsSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { before, describe, it } from 'node:test';
 import { repoRoot, tempDir } from '../helpers.js';
 
 const bin = path.join(repoRoot, 'dist', 'src', 'cli', 'bin.js');
 function nnrag(...args: string[]) {
-  const r = spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8', cwd: repoRoot });
+  const r = spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8', cwd: repoRoot, timeout: 60000 });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+function nnragInput(input: string, ...args: string[]) {
+  const r = spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8', cwd: repoRoot, input, timeout: 60000 });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -80,5 +86,60 @@ describe('cli', () => {
     const amb = nnrag('extract', '--store', store, '--block', 'Mlp', '--no-validate', '--out', out);
     assert.equal(amb.code, 0, amb.stderr);
     assert.match(amb.stderr, /Mlp → tinyvision\.layers\.mlp\.Mlp \(also: tinyvision\.models\.mixer\.Mlp\)/);
+  });
+
+  it('reads --names-json from standard input with - and /dev/stdin', () => {
+    for (const file of ['-', '/dev/stdin']) {
+      const r = nnragInput('["WindowAttention"]', 'extract', '--store', store, '--names-json', file, '--no-validate', '--out', tempDir(), '--json');
+      assert.equal(r.code, 0, `${file}: ${r.stderr}`);
+      assert.deepEqual((JSON.parse(r.stdout) as { id: string }[]).map((x) => x.id), ['tinyvision.layers.attention.WindowAttention']);
+    }
+  });
+
+  it('refuses option-like host names hidden behind %-escapes', () => {
+    for (const src of ['ssh://%2doProxyCommand=touch%20pwned/x', 'ssh://%2Dx@host/repo', 'git://%2dhost/x']) {
+      const r = nnrag('index', '--repo', src, '--store', store);
+      assert.equal(r.code, 2, `${src}: ${r.stderr}`);
+      assert.match(r.stderr, /starts with "-"/);
+    }
+  });
+
+  it('range-checks --workers and caps it at the core count unless forced', () => {
+    for (const w of ['0', '-2', '1.5', 'many', '100000']) {
+      const r = nnrag('index', '--store', store, '--workers', w);
+      assert.equal(r.code, 2, `${w}: ${r.stderr}`);
+      assert.match(r.stderr, /--workers/);
+    }
+    const cores = os.availableParallelism();
+    const r = nnrag('index', '--store', store, '--workers', String(cores + 7), '--json');
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stderr, new RegExp(`using ${cores}`));
+    assert.ok(JSON.parse(r.stdout).workers <= cores);
+    const forced = nnrag('index', '--store', store, '--workers', String(cores + 1), '--force-workers', '--json');
+    assert.equal(forced.code, 0, forced.stderr);
+    assert.ok(!/using/.test(forced.stderr), forced.stderr);
+  });
+
+  it('fails fast and clearly on a store folder that cannot be created', () => {
+    const t0 = Date.now();
+    const r = nnrag('index', '--repo', path.join(repoRoot, 'examples'), '--store', '/proc/nnrag-no-such-store');
+    assert.equal(r.code, 1, r.stderr);
+    assert.match(r.stderr, /cannot create store folder/);
+    assert.ok(Date.now() - t0 < 30000);
+  });
+
+  it('says when a repository has no Python files, and names undecodable file names', () => {
+    const empty = tempDir();
+    const r = nnrag('index', '--repo', empty, '--store', tempDir(), '--json');
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stderr, /has no Python files/);
+    const odd = tempDir();
+    writeFileSync(path.join(odd, 'ok.py'), 'x = 1\n');
+    writeFileSync(Buffer.concat([Buffer.from(odd + '/bad'), Buffer.from([0xff, 0xfe]), Buffer.from('.py')]), 'y = 2\n');
+    const q = nnrag('index', '--repo', odd, '--store', tempDir(), '--json');
+    assert.equal(q.code, 0, q.stderr);
+    const problems = JSON.parse(q.stdout).problems as { path: string; message?: string; kind?: string }[];
+    assert.ok(problems.some((p) => /not valid UTF-8/.test(JSON.stringify(p))), JSON.stringify(problems));
+    assert.ok(!/ENOENT/.test(q.stdout));
   });
 });

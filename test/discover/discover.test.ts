@@ -3,7 +3,7 @@
 // forward are not blocks; torch.nn's classes under any module path (private bases too).
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import * as api from '../../src/api.js';
@@ -21,6 +21,33 @@ function writeTree(root: string, files: Record<string, string>): void {
 const spec = (name: string, p: string, priority = 1) => ({ name, url: null, path: p, priority, paths: [], description: null, packageRoots: null });
 
 describe('discovery', () => {
+  it('follows the index: a block added or deleted by re-indexing appears or disappears', async () => {
+    const dir = tempDir();
+    const repo = path.join(dir, 'repo');
+    writeTree(repo, {
+      'pkg/__init__.py': '',
+      'pkg/a.py': 'from torch import nn\n\nclass OldOne(nn.Module):\n    def forward(self, x):\n        return x\n',
+    });
+    const ws = api.Workspace.open(path.join(dir, 'store'));
+    try {
+      await api.index(ws, { repos: [spec('r', repo)] });
+      assert.deepEqual(api.storedBlocks(ws).map((b) => b.name), ['OldOne']);
+      writeTree(repo, { 'pkg/b.py': 'from torch import nn\n\nclass NewOne(nn.Module):\n    def forward(self, x):\n        return x\n' });
+      await api.index(ws, { repos: [] });
+      assert.deepEqual(api.storedBlocks(ws).map((b) => b.name).sort(), ['NewOne', 'OldOne']);
+      assert.equal(api.resolveBlockNames(ws, ['NewOne'])[0].id, 'pkg.b.NewOne');
+      rmSync(path.join(repo, 'pkg', 'a.py'));
+      await api.index(ws, { repos: [] });
+      assert.deepEqual(api.storedBlocks(ws).map((b) => b.name), ['NewOne']);
+      assert.throws(() => api.resolveBlockNames(ws, ['OldOne']), /no block named/);
+      // an index run that changes nothing keeps the stored list
+      await api.index(ws, { repos: [] });
+      assert.equal(ws.store.listBlocks().length, 1);
+    } finally {
+      ws.close();
+    }
+  });
+
   it('finds exactly the blocks of the example corpus', async () => {
     const ws = api.Workspace.open(tempDir());
     try {

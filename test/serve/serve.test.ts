@@ -14,7 +14,7 @@ import { getExtraction, putExtraction, textHash } from '../../src/library/record
 import { syncSearchIndex, getDoc } from '../../src/search/index.js';
 import { dependencyGraph, graphSvg } from '../../src/serve/graph.js';
 import { escapeHtml, highlightPython } from '../../src/serve/highlight.js';
-import { nextStep, startServer, type CatalogServer } from '../../src/serve/server.js';
+import { nextStep, originUrlHtml, startServer, type CatalogServer } from '../../src/serve/server.js';
 import { createHash } from 'node:crypto';
 import { repoRoot, tempDir } from '../helpers.js';
 import { buildExampleLibrary } from '../search/library-fixture.js';
@@ -70,6 +70,41 @@ describe('catalog server', () => {
   });
   after(async () => {
     await server?.close();
+  });
+
+  test('a malformed %-escape is a bad request (400), not a server error', async () => {
+    for (const p of ['block/%E0%A4%A', 'api/block/%zz', 'block/%']) {
+      const r = await get(server.url + p);
+      assert.equal(r.status, 400, `${p}: ${r.status} ${r.body}`);
+    }
+  });
+
+  test('only http(s) origin URLs become links', () => {
+    assert.match(originUrlHtml('https://github.com/o/r'), /<a href="https:\/\/github.com\/o\/r"/);
+    for (const u of ['javascript:alert(1)', 'JavaScript:alert(1)', 'data:text/html,x', ' javascript:alert(1)']) {
+      const h = originUrlHtml(u);
+      assert.ok(!h.includes('<a'), h);
+      assert.ok(h.includes('<code>'), h);
+    }
+  });
+
+  test('a port in use is a clear error, not a stack trace', async () => {
+    const port = Number(new URL(server.url).port);
+    await assert.rejects(startServer({ storeDir: dir, port }), /already in use/);
+    const r = spawnSync(process.execPath, [bin, 'serve', '--port', String(port), '--store', dir], { encoding: 'utf8', timeout: 20000 });
+    assert.equal(r.status, 1, r.stderr);
+    assert.match(r.stderr, /already in use/);
+    assert.ok(!/\n\s+at /.test(r.stderr), r.stderr);
+  });
+
+  test('stats and serve refuse a store that does not exist, and create nothing', () => {
+    const missing = path.join(tempDir(), 'typo');
+    for (const args of [['stats'], ['serve', '--port', '0']]) {
+      const r = spawnSync(process.execPath, [bin, ...args, '--store', missing], { encoding: 'utf8', timeout: 20000 });
+      assert.equal(r.status, 1, `${args[0]}: ${r.stderr}`);
+      assert.match(r.stderr, /no nnrag store/);
+      assert.equal(existsSync(missing), false);
+    }
   });
 
   test('bound to loopback; other Host headers are refused', async () => {

@@ -3,13 +3,13 @@
 // unsandboxed mode (limits and timeouts only, with a warning).
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { NnragError } from '../../src/util/errors.js';
 import { ValidatorPool, doctor, findPython } from '../../src/validate/index.js';
-import { bwrapArgs, defaultLimits } from '../../src/validate/environment.js';
+import { bwrapArgs, defaultLimits, hiddenEntries, seccompProgram } from '../../src/validate/environment.js';
 import { cannotValidate, request, torchPython } from './common.js';
 
 const noTorch = await cannotValidate(false);
@@ -79,9 +79,51 @@ describe('validation environment', () => {
     assert.ok(!/--(ro-)?bind \/ \//.test(joined), 'the whole root must not be bound');
     assert.ok(!/ \/root\b| \/home\b/.test(joined), 'no home folder may be bound');
     assert.ok(!joined.includes('some-repo-root'), 'missing roots are not bound');
-    const i = args.indexOf('--tmpfs');
-    assert.equal(args[i + 1], '/tmp');
-    assert.equal(args[i - 2], '--size');
+    // every writable place is a size-limited tmpfs: /tmp and /dev/shm; /dev itself read-only
+    for (const dir of ['/tmp', '/dev/shm']) {
+      const i = args.findIndex((a, k) => a === '--tmpfs' && args[k + 1] === dir);
+      assert.ok(i > 0, dir);
+      assert.equal(args[i - 2], '--size', dir);
+      assert.ok(Number(args[i - 1]) <= defaultLimits().scratchMb * 1024 * 1024, dir);
+    }
+    const dev = args.findIndex((a, k) => a === '--dev' && args[k + 1] === '/dev');
+    assert.deepEqual(args.slice(dev + 2, dev + 4), ['--remount-ro', '/dev']);
+  });
+
+  it('hides .git and files git does not track in a bound repository root', () => {
+    const root = mkdtempSync(path.join(os.tmpdir(), 'nnrag-hide-'));
+    try {
+      mkdirSync(path.join(root, 'pkg'));
+      writeFileSync(path.join(root, 'pkg', '__init__.py'), '');
+      writeFileSync(path.join(root, 'pkg', 'secret.key'), 'x');
+      writeFileSync(path.join(root, '.env'), 'TOKEN=x');
+      // untracked: a Python file (an indexed source, stays), a folder of data (hidden
+      // whole), a new package with a data file (the package stays, the data goes)
+      writeFileSync(path.join(root, 'pkg', 'version.py'), '');
+      mkdirSync(path.join(root, 'data', 'sub'), { recursive: true });
+      writeFileSync(path.join(root, 'data', 'sub', 'x.bin'), '');
+      mkdirSync(path.join(root, 'newpkg'));
+      writeFileSync(path.join(root, 'newpkg', '__init__.py'), '');
+      writeFileSync(path.join(root, 'newpkg', 'weights.pt'), '');
+      execFileSync('git', ['init', '-q', root]);
+      execFileSync('git', ['-C', root, 'add', 'pkg/__init__.py']);
+      const hidden = hiddenEntries(root).map((h) => path.relative(root, h.path)).sort();
+      assert.deepEqual(hidden, ['.env', '.git', 'data', 'newpkg/weights.pt', 'pkg/secret.key']);
+      const args = bwrapArgs({ python: '/usr/bin/python3', probe: null, rootfs: null, roots: [root], limits: defaultLimits() });
+      const j = args.join(' ');
+      assert.ok(j.includes(`--ro-bind /dev/null ${path.join(root, '.env')}`), j);
+      assert.ok(j.includes(`--tmpfs ${path.join(root, '.git')} --remount-ro ${path.join(root, '.git')}`), j);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  it('builds a seccomp program that denies ptrace and descriptor theft', () => {
+    const prog = seccompProgram('x64')!;
+    assert.equal(prog.length % 8, 0);
+    const ks = Array.from({ length: prog.length / 8 }, (_, i) => prog.readUInt32LE(i * 8 + 4));
+    for (const nr of [101, 310, 311, 438]) assert.ok(ks.includes(nr), String(nr));
+    assert.equal(seccompProgram('mips'), null);
   });
 
   it('gives a virtual environment its own id, which changes when a distribution is installed, and runs it in the sandbox', { skip: noSandbox ?? false }, async () => {

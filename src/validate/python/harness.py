@@ -5,8 +5,9 @@
 #
 #   harness.py --probe            print interpreter facts as one JSON line (no torch import)
 #   harness.py --worker CONFIG    a long-lived worker: import torch once, then for each
-#                                 request line on stdin fork a child that runs the stages
-#                                 and answer one JSON line on stdout.
+#                                 request (framed with a nonce, on descriptor 4; see
+#                                 Channel) fork a child that runs the stages and answer
+#                                 JSON lines carrying that nonce on descriptor 5.
 #
 # The worker never runs candidate code itself. Requests that carry an original module
 # (equivalence) go to a per-repository "zygote", a fork of the worker that imported the
@@ -18,8 +19,9 @@
 #     reporting each stage on a pipe as it starts and ends, so a crash is attributed
 #     to the stage that was running.
 # The worker enforces the wall-clock deadline, kills the child and every descendant
-# (it is a child subreaper, so double-forked processes come back to it), and
-# classifies how the child ended (signal, exit, timeout).
+# (it is a child subreaper, so double-forked processes come back to it), classifies
+# how the child ended (signal, exit, timeout), and empties /tmp and /dev/shm before the
+# next candidate.
 #
 # Must run on Python 3.8+ (Debian bookworm 3.11, trixie 3.13). No third-party imports
 # besides torch, which is imported only in worker mode.
@@ -38,6 +40,7 @@ import shutil
 import signal
 import socket
 import sys
+import tempfile
 import time
 import traceback
 import types
@@ -1869,10 +1872,95 @@ class Stages:
 
 # -------------------------------------------------------------------------- worker
 
+NONCE_LEN = 32
+MADV_WIPEONFORK = 18  # <linux/mman.h>, Linux 4.14; not exported by the mmap module
+
+
+class Channel(object):
+    """A worker's end of the protocol with its parent (pool.ts; a worker for its
+    zygotes). Requests arrive framed as NONCE (32 hex characters) + payload length
+    (8 hex digits) + JSON, read unbuffered; every progress and result line answers with
+    the nonce of its request and the parent accepts no line without it, so a line
+    written by anyone else cannot answer for any request. The nonce is read straight into
+    a private page the kernel wipes in forked children (MADV_WIPEONFORK), so no candidate
+    ever holds the nonce of its own request, and a finished request's nonce is dead."""
+
+    def __init__(self, rfd, wfd):
+        import mmap
+        self.rfd, self.wfd = rfd, wfd
+        self.page = mmap.mmap(-1, mmap.PAGESIZE, flags=mmap.MAP_PRIVATE)
+        try:
+            self.page.madvise(MADV_WIPEONFORK)
+        except (AttributeError, OSError, ValueError):
+            pass  # kernel before 4.14: a child sees its own request's nonce, no other
+        self.nonce = memoryview(self.page)[:NONCE_LEN]
+
+    def _fill(self, view):
+        got = 0
+        while got < len(view):
+            try:
+                n = os.readv(self.rfd, [view[got:]])
+            except InterruptedError:
+                continue
+            if n == 0:
+                return False
+            got += n
+        return True
+
+    def read(self):
+        """The next request (a dict; {} when unreadable), or None at the end of input."""
+        head = bytearray(8)
+        if not self._fill(self.nonce) or not self._fill(memoryview(head)):
+            return None
+        try:
+            n = int(head.decode("ascii"), 16)
+        except ValueError:
+            return None
+        data = bytearray(n)
+        if not self._fill(memoryview(data)):
+            return None
+        try:
+            msg = _loads(data.decode("utf-8", "replace"))
+        except ValueError:
+            return {}
+        return msg if isinstance(msg, dict) else {}
+
+    def send(self, obj):
+        obj.pop("nonce", None)
+        body = _dumps(obj, default=repr).encode("utf-8", "replace")
+        if obj.get("type") in ("progress", "result") and body.startswith(b"{"):
+            parts = [b'{"nonce":"', self.nonce, b'",' + body[1:] + b"\n"]
+        else:
+            parts = [body + b"\n"]
+        while parts:
+            try:
+                n = os.writev(self.wfd, parts)
+            except InterruptedError:
+                continue
+            while parts and n >= len(parts[0]):
+                n -= len(parts[0])
+                parts.pop(0)
+            if parts and n:
+                parts[0] = memoryview(parts[0])[n:]
+
+    def close(self):
+        for fd in (self.rfd, self.wfd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def frame(nonce, msg):
+    """A request as Channel.read expects it (used towards a zygote)."""
+    data = _dumps(msg).encode("utf-8")
+    return nonce + ("%08x" % len(data)).encode("ascii") + data
+
+
 class Worker:
     def __init__(self, cfg, proto):
         self.cfg = cfg
-        self.proto = proto
+        self.proto = proto  # a Channel
         self.scratch_root = cfg.get("scratch") or "/tmp"
         self.masked = cfg.get("masked") or []
         self.seq = 0
@@ -1885,10 +1973,10 @@ class Worker:
         self.zygote_ok = not cfg.get("no_zygotes")
         self.extra_close = []
         self._eq_start = None  # when the running child's equivalence stage started (collect)
+        self.discard = False  # set when a candidate left state this worker cannot remove
 
     def send(self, obj):
-        self.proto.write(_dumps(obj, default=repr) + "\n")
-        self.proto.flush()
+        self.proto.send(obj)
 
     def limits(self, vm_kb):
         lim = dict(self.cfg.get("limits") or {})
@@ -1916,22 +2004,20 @@ class Worker:
         self.send({"type": "ready", "torch": torch.__version__, "python": "%d.%d.%d" % sys.version_info[:3],
                    "executable": sys.executable, "pid": os.getpid(), "vm_kb": self.vm_kb,
                    "limits": self.lim, "import_ms": round((_monotonic() - t0) * 1000, 1)})
-        self.serve(sys.stdin)
+        self.serve()
 
-    def serve(self, stream):
-        for line in stream:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                msg = _loads(line)
-            except ValueError:
-                continue
+    def serve(self):
+        while True:
+            msg = self.proto.read()
+            if msg is None or msg.get("type") == "exit":
+                break
             if msg.get("type") == "validate":
                 res = self.route(msg)
                 self.send(res)
-            elif msg.get("type") == "exit":
-                break
+                if self.discard:
+                    # something a candidate left could not be removed: end this worker
+                    # (pool.ts starts a fresh sandbox) instead of running the next one
+                    break
 
     def route(self, msg):
         """Requests with an original module run in a zygote that has imported the
@@ -1947,14 +2033,49 @@ class Worker:
                 if z is not None:
                     res = z.ask(self, msg)
                     if res is not None:
+                        # orphans re-parented to this worker die too, and a zygote that
+                        # kept a thread or process of anything it ran is not used again
+                        self.cleanup(None)
+                        if not z.unchanged():
+                            self.drop_zygote(key)
+                        self.sweep()
                         return res
-                    # the zygote died or hung: forget it, clean up its orphans, report
                     self.drop_zygote(key)
+                    self.cleanup(None)
+                    self.sweep()
+                    if not z.clean:
+                        # the repository's import left a thread running in the zygote:
+                        # its requests import the original in their own child instead
+                        self.failed_zygotes.add(key)
+                        return self.validate(msg)
+                    # the zygote died or hung: forget it, clean up its orphans, report
                     if z.never_answered:
                         self.failed_zygotes.add(key)
-                    self.cleanup(None)
                     return z.failure(msg)
-        return self.validate(msg)
+        res = self.validate(msg)
+        self.sweep()
+        return res
+
+    def sweep(self):
+        """Between candidates, empty the sandbox's writable places (/tmp, /dev/shm: each
+        a size-limited tmpfs of this sandbox alone), so nothing a candidate wrote there
+        reaches the next one. Without the sandbox only the candidate's own scratch folder
+        is removed (validate). What cannot be removed discards this worker."""
+        if not self.pidns:
+            return
+        for d in (self.scratch_root, "/dev/shm"):
+            try:
+                os.chmod(d, 0o700)  # a candidate may have taken its owner's write permission
+                names = os.listdir(d)
+            except OSError:
+                continue
+            for n in names:
+                remove_tree(os.path.join(d, n))
+            try:
+                if os.listdir(d):
+                    self.discard = True
+            except OSError:
+                pass
 
     def new_zygote(self, key, orig):
         while len(self.zygotes) >= MAX_ZYGOTES:
@@ -1976,19 +2097,16 @@ class Worker:
         req = msg.get("req") or {}
         timeout = max(0.05, float(req.get("timeoutMs") or self.cfg.get("timeout_ms") or 20000) / 1000.0)
         self.seq += 1
-        scratch = os.path.join(self.scratch_root, "nnrag-%d-%d" % (self.me, self.seq))
-        shutil.rmtree(scratch, ignore_errors=True)
-        os.makedirs(scratch, mode=0o700)
+        # an unpredictable name, created exclusively (mode 0700): nothing a candidate
+        # left can stand in for the next one's scratch
+        scratch = tempfile.mkdtemp(prefix="nnrag-", dir=self.scratch_root)
         t0 = _monotonic()
         r, w = os.pipe()
         pid = os.fork()
         if pid == 0:
             try:
                 os.close(r)
-                try:
-                    os.close(self.proto.fileno())
-                except OSError:
-                    pass
+                self.proto.close()
                 # no way for a candidate to reach a zygote's pipes or this zygote's requests
                 for z in self.zygotes.values():
                     z.close_fds()
@@ -2026,7 +2144,7 @@ class Worker:
         strays += self.cleanup(pid)
         elapsed = (_monotonic() - t0) * 1000
         out_tail = read_tail(os.path.join(scratch, "output.log"))
-        shutil.rmtree(scratch, ignore_errors=True)
+        remove_tree(scratch)
         events = []
         for ln in buf.split(b"\n"):
             if not ln.strip():
@@ -2238,6 +2356,7 @@ class Worker:
 
 
 MAX_ZYGOTES = 3
+ZYGOTE_UNCLEAN = 75  # exit status of a zygote whose import left a thread running
 # Modules of an original repository imported by a zygote, hidden from sys.modules while
 # a candidate imports, instantiates and runs (so `import timm` in a candidate still fails
 # when timm is not installed) and put back for the equivalence stage.
@@ -2260,6 +2379,14 @@ def zygote_main(cfg, roots, module, req_fd, res_fd):
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
     os.dup2(devnull, 1)
+    # processes the import starts, double-forked or not, come back to this zygote
+    set_subreaper()
+    handlers = {}
+    for sig in signal.valid_signals() if hasattr(signal, "valid_signals") else ():
+        try:
+            handlers[sig] = signal.getsignal(sig)
+        except (OSError, ValueError):
+            pass
     import importlib
     for p in reversed(roots):
         if p not in sys.path:
@@ -2286,19 +2413,34 @@ def zygote_main(cfg, roots, module, req_fd, res_fd):
         while p in sys.path:
             sys.path.remove(p)
     importlib.invalidate_caches()
+    # nothing of the import may act later, between or inside other blocks' runs: its
+    # processes (daemons) are killed, signal handlers it set are put back, the zygote is
+    # made non-dumpable again (candidates cannot open its /proc/PID/fd or memory), and a
+    # zygote left with a thread is reported unclean and not used (see Worker.route)
+    for sig, h in handlers.items():
+        try:
+            if signal.getsignal(sig) is not h:
+                signal.signal(sig, h)
+        except (OSError, ValueError, TypeError):
+            pass
+    set_undumpable()
+    kill_descendants(os.getpid())
+    threads = count_threads(os.getpid())
     zcfg = dict(cfg)
     zcfg["pidns"] = False
     zcfg["no_zygotes"] = True
-    w = Worker(zcfg, os.fdopen(res_fd, "w", buffering=1))
+    w = Worker(zcfg, Channel(req_fd, res_fd))
     w.vm_kb = vm_size_kb()
     w.lim = w.limits(w.vm_kb)
-    set_subreaper()
     gc.collect()
     if hasattr(gc, "freeze"):
         gc.freeze()
     w.extra_close = [req_fd]
-    w.send({"type": "zygote-ready"})
-    w.serve(os.fdopen(req_fd, "r"))
+    if threads != 1:
+        # said by the exit status: a thread of the import may be writing into the pipe
+        _exit(ZYGOTE_UNCLEAN)
+    w.send({"type": "zygote-ready", "threads": threads})
+    w.serve()
 
 
 class Zygote:
@@ -2312,10 +2454,7 @@ class Zygote:
                 os.close(res_r)
                 for z in worker.zygotes.values():
                     z.close_fds()
-                try:
-                    os.close(worker.proto.fileno())
-                except OSError:
-                    pass
+                worker.proto.close()
                 zygote_main(worker.cfg, roots, module, req_r, res_w)
             except BaseException:  # noqa: BLE001
                 pass
@@ -2329,6 +2468,16 @@ class Zygote:
         self.never_answered = True
         self.progress = {}
         self.running = None
+        self.clean = True
+        self.reaped = False
+        self.threads = None  # after its import (zygote-ready)
+
+    def unchanged(self):
+        """Still as it was when it became ready: alive, the same threads, no process
+        left below it (its own cleanup runs after each candidate)."""
+        if not self.alive() or self.threads is None or count_threads(self.pid) != self.threads:
+            return False
+        return not [p for p, st in descendants(self.pid) if st != "Z"]
 
     def close_fds(self):
         for fd in (self.w, self.r):
@@ -2338,13 +2487,21 @@ class Zygote:
                 pass
 
     def alive(self):
+        if self.reaped:
+            return False
         try:
             done, _ = os.waitpid(self.pid, os.WNOHANG)
         except ChildProcessError:
-            return False
+            done = self.pid
+        self.reaped = done != 0
         return done == 0
 
     def kill(self):
+        if self.reaped:
+            # its pid may already name another process: what it left is the worker's
+            # (its subreaper) to clean up
+            self.close_fds()
+            return
         for p, _ in descendants(self.pid):
             try:
                 os.kill(p, signal.SIGKILL)
@@ -2372,8 +2529,12 @@ class Zygote:
         deadline = _monotonic() + timeout + (8.0 if self.never_answered else 5.0)
         self.progress = {}
         self.running = None
+        # a fresh token for this request: the zygote answers with it, lines without it
+        # (left in the pipe, or written for another request) are ignored
+        token = os.urandom(NONCE_LEN // 2).hex()
+        self.buf = b""
         try:
-            data = (_dumps(msg) + "\n").encode()
+            data = frame(token.encode("ascii"), {"type": "validate", "rid": rid, "req": req})
             while data:
                 n = os.write(self.w, data)
                 data = data[n:]
@@ -2390,7 +2551,9 @@ class Zygote:
                     obj = None
                 if isinstance(obj, dict):
                     t = obj.get("type")
-                    if t == "zygote-ready":
+                    if t == "zygote-ready" and self.threads is None:
+                        self.threads = obj.get("threads")
+                    elif obj.get("nonce") != token:
                         pass
                     elif t == "progress" and obj.get("rid") == rid:
                         if obj.get("ev") == "start":
@@ -2414,8 +2577,19 @@ class Zygote:
             if ready:
                 chunk = os.read(self.r, 65536)
                 if not chunk:
+                    self.ended()
                     return None
                 self.buf += chunk
+
+    def ended(self):
+        """The zygote closed its pipe: collect how it ended (unclean import or death)."""
+        try:
+            pid, status = os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            return
+        self.reaped = True
+        if pid and os.WIFEXITED(status) and os.WEXITSTATUS(status) == ZYGOTE_UNCLEAN:
+            self.clean = False
 
     def failure(self, msg):
         stages = {s: self.progress.get(s, "skip") for s in STAGES}
@@ -2428,6 +2602,32 @@ class Zygote:
                           else "validation process did not answer in time" if hung
                           else "validation process (repository zygote) died while validating"),
                 "stage": st, "args": None, "input_shapes": None, "output_shapes": None, "params": None, "ms": 0}
+
+
+def remove_tree(path):
+    """Remove a file or folder a candidate may have made hard to remove (folders
+    without write or search permission for their owner)."""
+    def fix(func, p, _exc):
+        try:
+            os.chmod(os.path.dirname(p), 0o700)
+            if os.path.isdir(p) and not os.path.islink(p):
+                os.chmod(p, 0o700)
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                os.unlink(p)
+        except OSError:
+            pass
+    try:
+        if os.path.isdir(path) and not os.path.islink(path):
+            try:
+                os.chmod(path, 0o700)
+            except OSError:
+                pass
+            shutil.rmtree(path, onerror=fix)
+        else:
+            os.unlink(path)
+    except (OSError, RecursionError):
+        pass
 
 
 def read_tail(path, n=2000):
@@ -2469,6 +2669,28 @@ def count_my_tasks():
     except OSError:
         return 0
     return n
+
+
+def count_threads(pid):
+    try:
+        return len(os.listdir("/proc/%d/task" % pid))
+    except OSError:
+        return 0
+
+
+def kill_descendants(pid):
+    """SIGKILL and reap every descendant of `pid` (this process, a subreaper)."""
+    for _ in range(200):
+        left = [p for p, st in descendants(pid) if st != "Z"]
+        for p in left:
+            try:
+                os.kill(p, signal.SIGKILL)
+            except OSError:
+                pass
+        reap()
+        if not left and not descendants(pid):
+            return
+        time.sleep(0.002)
 
 
 def _libc():
@@ -2605,12 +2827,17 @@ def main():
     if "--worker" in sys.argv:
         i = sys.argv.index("--worker")
         cfg = _loads(sys.argv[i + 1]) if i + 1 < len(sys.argv) else {}
-        # the protocol channel is a private duplicate of stdout; fd 1 itself goes to
-        # stderr so that anything printed during `import torch` cannot corrupt it
-        proto = os.fdopen(os.dup(1), "w", buffering=1)
+        # requests and results travel on their own descriptors (cfg "fds", above 2:
+        # bubblewrap's pid 1, visible to candidates, keeps only 0-2 open); stdout goes
+        # to stderr so that anything printed during `import torch` cannot corrupt them
+        rfd, wfd = cfg.get("fds") or (os.dup(0), os.dup(1))
+        os.set_inheritable(rfd, False)
+        os.set_inheritable(wfd, False)
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
         os.dup2(2, 1)
         sys.stdout = sys.stderr
-        Worker(cfg, proto).run()
+        Worker(cfg, Channel(rfd, wfd)).run()
         return
     sys.stderr.write("usage: harness.py --probe | --worker CONFIG_JSON\n")
     sys.exit(2)
