@@ -1,4 +1,4 @@
-// Extraction followed by sandboxed validation and promotion (DESIGN.md "Validation"):
+// Extraction followed by sandboxed validation and promotion (docs/ARCHITECTURE.md "Validation"):
 // each block's module is emitted, validated in the pool (import, instantiate, forward,
 // and equivalence against the original when its repository imports), then written to
 // `<out>/blocks/` when it passes the required stages, else to `<out>/failed/` with a

@@ -1,5 +1,5 @@
 // The emitter: turns a closure into one standalone Python module that keeps the
-// original code (DESIGN.md "Emission").
+// original code (docs/ARCHITECTURE.md "Emission").
 //
 // - Each copied statement keeps its original text (comments, decorators, docstrings);
 //   only identifier spans are rewritten, never by regex: references resolved to a

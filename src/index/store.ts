@@ -3,7 +3,7 @@
 // facts keyed by git blob id (content address), problems, indexing runs, discovered
 // blocks and a generic key/value table.
 //
-// Robustness rules (DESIGN.md "Storage"):
+// Robustness rules (docs/ARCHITECTURE.md "Storage"):
 // - WAL + synchronous=NORMAL: a crash loses at most the last transactions, never
 //   consistency. Every write goes through an IMMEDIATE transaction so two processes
 //   serialise on the write lock (busy_timeout) instead of failing with SQLITE_BUSY

@@ -3,7 +3,7 @@
 // scope, then resolves the accesses after the walk (the shape of LibCST's scope
 // provider). The result is the file's FileFacts: per top-level
 // statement, the module-scope names it binds and the module-scope names it reads,
-// split into eager and lazy reads (DESIGN.md "Parsing and binding").
+// split into eager and lazy reads (docs/ARCHITECTURE.md "Parsing and binding").
 //
 // Python rules implemented here (Python Language Reference §4.2 "Naming and binding"):
 // - a name is local to a block if it is bound anywhere in that block (assignment,

@@ -1,4 +1,4 @@
-// Types of the per-file facts the binder produces (DESIGN.md "Parsing and binding").
+// Types of the per-file facts the binder produces (docs/ARCHITECTURE.md "Parsing and binding").
 // FileFacts are pure data (JSON-serialisable), computed from one file's text alone,
 // and stored in the IndexStore keyed by the file's git blob id.
 // All offsets are JavaScript string (UTF-16 code unit) indices into the decoded

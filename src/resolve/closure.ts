@@ -1,5 +1,5 @@
 // Dependency closure of a block: a worklist over top-level statements, starting at the
-// statement that defines the target class (DESIGN.md "Resolution and closure").
+// statement that defines the target class (docs/ARCHITECTURE.md "Resolution and closure").
 //
 // - Every binding of a needed name is included: all statements of the module that bind
 //   it (both branches of an `if`, the whole `try` statement, every redefinition).

@@ -1,4 +1,4 @@
-// Public types of the validator (DESIGN.md "Validation"): what a caller asks for one
+// Public types of the validator (docs/ARCHITECTURE.md "Validation"): what a caller asks for one
 // block, what comes back per stage, and the pool / environment options.
 
 /** The validation stages, in the order they run. */

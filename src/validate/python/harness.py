@@ -1,4 +1,4 @@
-# nnrag validation harness (DESIGN.md "Validation").
+# nnrag validation harness (docs/ARCHITECTURE.md "Validation").
 #
 # Runs inside the validation environment (an interpreter whose `import torch` works),
 # normally inside a bubblewrap sandbox started by src/validate/pool.ts. Two modes:
