@@ -17,7 +17,7 @@
 // - A provenance header records, per copied statement, repository, revision, path,
 //   line range and the SWHID of the source file.
 import type { ImportEdge } from '../parse/types.js';
-import type { Binding, Closure, StmtNode } from '../resolve/closure.js';
+import { slotKey, type Binding, type Closure, type StmtNode } from '../resolve/closure.js';
 import type { Corpus, CorpusModule } from '../resolve/corpus.js';
 import { STDLIB_MODULES } from '../resolve/builtins.js';
 
@@ -83,7 +83,7 @@ export function emitModule(corpus: Corpus, closure: Closure, opts: { generator?:
   }
   const renames = [...names.entries()]
     .filter(([b, name]) => name !== b.name)
-    .map(([b, name]) => ({ from: b.name, to: name, module: b.mod?.name ?? b.key }));
+    .map(([b, name]) => ({ from: b.name, to: name, module: b.mod?.name ?? b.origins?.[0]?.mod.name ?? b.key }));
   for (const r of renames) header.push(`# renamed: ${r.module}.${r.from} -> ${r.to}`);
 
   const parts = [header.join('\n')];
@@ -103,8 +103,10 @@ function assignNames(closure: Closure): Map<Binding, string> {
   const all = new Map(closure.bindings);
   for (const n of closure.nodes) {
     for (const name of n.facts.binds) {
-      const key = `def:${n.mod.repo}:${n.mod.name}:${name}`;
-      if (!all.has(key)) all.set(key, { key, name, kind: 'def', mod: n.mod, seq: Number.MAX_SAFE_INTEGER });
+      // a name bound only by imports of something the closure binds already is that binding
+      if (closure.aliases.has(slotKey(n.mod, name))) continue;
+      const key = `def:${slotKey(n.mod, name)}`;
+      if (!all.has(key)) all.set(key, { key, name, kind: 'def', mod: n.mod, seq: Number.MAX_SAFE_INTEGER, origins: [{ mod: n.mod, name }] });
     }
   }
   for (const b of all.values()) {
@@ -133,7 +135,7 @@ function assignNames(closure: Closure): Map<Binding, string> {
 }
 
 function suffixFor(b: Binding): string {
-  const src = b.kind === 'def' ? b.mod!.name : (b.edges?.[0]?.absModule ?? 'ext');
+  const src = b.kind === 'def' ? b.mod!.name : (b.edges?.[0]?.absModule ?? b.origins?.[0]?.mod.name ?? 'ext');
   const last = src.split('.').filter((p) => p && p !== '__init__').pop() ?? 'mod';
   return last.replace(/[^A-Za-z0-9_]/g, '_');
 }
@@ -166,13 +168,26 @@ function collectEdits(closure: Closure, names: Map<Binding, string>): Map<StmtNo
   for (const r of closure.importRewrites) {
     // At module level the import binds a global of the copied statement, which may
     // itself have been renamed; in a function body it binds a local that keeps its name.
-    const bound = (local: string) => (r.nested ? local : (renamedDefs.get(`${r.node.mod.repo}:${r.node.mod.name}:${local}`) ?? local));
+    // A global bound only by imports is the binding it denotes (closure.aliases).
+    const bound = (local: string) => {
+      if (r.nested) return local;
+      const alias = closure.aliases.get(slotKey(r.node.mod, local));
+      return alias ? nameOf(alias) : (renamedDefs.get(slotKey(r.node.mod, local)) ?? local);
+    };
     const lines: string[] = [];
     let renamed = false;
     for (const { edge: e, absModule } of r.keep) {
       const local = e.kind === 'import' ? (e.asname ?? e.module.split('.')[0]) : (e.asname ?? e.name);
       const as = bound(local);
       if (as !== local) renamed = true;
+      if (as !== local && e.kind === 'import' && !e.asname && e.module.includes('.')) {
+        // `import a.b.c` binds `a` and loads a.b.c (§7.11); renamed, it keeps both effects
+        // without touching `a`, which something else holds: `import a.b.c as x` loads the
+        // submodule, `import a as x` then binds x to the top-level package
+        const mod = absModule ?? e.module;
+        lines.push(`import ${mod} as ${as}`, `import ${mod.split('.')[0]} as ${as}`);
+        continue;
+      }
       lines.push(importLine(e, as !== local ? as : null, absModule ?? undefined));
     }
     if (!r.interned && !renamed) continue; // the original import text stays as it is
@@ -277,6 +292,8 @@ function printImports(closure: Closure, names: Map<Binding, string>, futureAnnot
     s.add(item);
   };
   if (futureAnnotations) addFrom('__future__', 'annotations');
+  // names held by extern bindings (a side-effect `import a.b.c` must not rebind them)
+  const externNames = new Set([...closure.bindings.values()].filter((b) => b.kind === 'extern').map((b) => names.get(b) ?? b.name));
   for (const b of closure.bindings.values()) {
     if (b.kind !== 'extern') continue;
     const name = names.get(b) ?? b.name;
@@ -286,13 +303,23 @@ function printImports(closure: Closure, names: Map<Binding, string>, futureAnnot
     for (const { edge, absModule } of edges) {
       if (edge.kind === 'from') {
         addFrom(absModule, name !== edge.name && edge.name !== '*' ? `${edge.name} as ${name}` : edge.name);
+        // a renamed name that came from `from x import *` is imported under its new name too
+        if (edge.name === '*' && name !== b.name) addFrom(absModule, `${b.name} as ${name}`);
       } else {
         const g = groupOf(absModule);
         let s = plain.get(g);
         if (!s) plain.set(g, (s = new Set()));
+        const top = absModule.split('.')[0];
         if (edge.asname) s.add(name !== absModule ? `import ${absModule} as ${name}` : `import ${absModule}`);
-        else if (name !== b.name) s.add(`import ${absModule.split('.')[0]} as ${name}`);
-        else s.add(`import ${absModule}`);
+        else if (name === b.name) s.add(`import ${absModule}`);
+        else if (absModule === top) s.add(`import ${top} as ${name}`);
+        else if (!externNames.has(top)) {
+          // renamed `import a.b.c` (binds `a`, loads a.b.c, §7.11): the new name is bound to
+          // the package and the dotted import stays for its side effect; what holds `a` in
+          // the module is a definition, bound after the imports
+          s.add(`import ${top} as ${name}`);
+          s.add(`import ${absModule}`);
+        } else s.add(`import ${absModule} as ${name}\nimport ${top} as ${name}`); // `a` is another import's: leave it alone
       }
     }
   }
