@@ -187,13 +187,14 @@ export function extractText(ws: Workspace, id: string, opts: ExtractOptions = {}
     const resolver = ws.resolver({ extern: opts.extern, intern: opts.intern });
     const closure = new ClosureBuilder(corpus, resolver).build(mod, className);
     const em = emitModule(corpus, closure);
-    const errors = closure.diagnostics.filter((d) => d.severity === 'error');
+    const diagnostics = [...closure.diagnostics, ...em.diagnostics];
+    const errors = diagnostics.filter((d) => d.severity === 'error');
     return {
       record: {
         ...base,
         ok: errors.length === 0,
         lines: em.lines,
-        diagnostics: closure.diagnostics,
+        diagnostics,
         interned: em.interned,
         externs: em.externs,
         provenance: em.provenance,

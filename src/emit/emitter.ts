@@ -5,9 +5,12 @@
 //   only identifier spans are rewritten, never by regex: references resolved to a
 //   renamed binding, `alias.attr` chains into interned modules (replaced by the name
 //   of the copied definition), and the binding sites of renamed definitions.
-// - Order: a topological order of eager dependencies and of the original order within
-//   each module, ties broken by the order the modules were reached (deepest
-//   dependencies first) and the original position; lazy dependencies never force order.
+// - Order: a topological order of eager dependencies (every eager read follows its
+//   definition; redefinitions and `del` of a name keep their order), ties broken by the
+//   order the modules were reached (deepest dependencies first) and the original
+//   position; lazy dependencies never force order, and a module's original order is only
+//   a tie-break, so a definition another module reads eagerly moves up to where it is
+//   needed. A cycle of eager reads is reported (`eager-cycle`), not emitted silently.
 // - Extern imports are printed in their original form (`import a.b as c`,
 //   `from x import y as z`), deduplicated and grouped per PEP 8: `__future__`, then
 //   the standard library, then third party.
@@ -17,7 +20,7 @@
 // - A provenance header records, per copied statement, repository, revision, path,
 //   line range and the SWHID of the source file.
 import type { ImportEdge } from '../parse/types.js';
-import { slotKey, type Binding, type Closure, type StmtNode } from '../resolve/closure.js';
+import { slotKey, type Binding, type Closure, type Diagnostic, type StmtNode } from '../resolve/closure.js';
 import type { Corpus, CorpusModule } from '../resolve/corpus.js';
 import { STDLIB_MODULES } from '../resolve/builtins.js';
 
@@ -42,6 +45,8 @@ export interface EmittedModule {
   provenance: ProvenanceEntry[];
   /** original name → emitted name, for renamed bindings */
   renames: { from: string; to: string; module: string }[];
+  /** problems found while emitting (a cycle of eager reads) */
+  diagnostics: Diagnostic[];
 }
 
 interface Edit {
@@ -52,7 +57,7 @@ interface Edit {
 
 export function emitModule(corpus: Corpus, closure: Closure, opts: { generator?: string } = {}): EmittedModule {
   const names = assignNames(closure);
-  const order = orderNodes(closure);
+  const { order, diagnostics } = orderNodes(closure);
   const edits = collectEdits(closure, names);
 
   const body: string[] = [];
@@ -90,7 +95,7 @@ export function emitModule(corpus: Corpus, closure: Closure, opts: { generator?:
   if (imports) parts.push(imports);
   parts.push(...body);
   const text = parts.join('\n\n\n') + '\n';
-  return { text, lines: text.split('\n').length - 1, interned, externs, provenance, renames };
+  return { text, lines: text.split('\n').length - 1, interned, externs, provenance, renames, diagnostics };
 }
 
 // ---------------------------------------------------------------- names
@@ -215,55 +220,184 @@ function applyEdits(src: string, start: number, end: number, edits: Edit[]): str
 
 // ---------------------------------------------------------------- order
 
-/** Kahn's algorithm over eager edges; ready nodes are taken deepest module first, then
- *  by original position. A cycle of eager edges (legal only through conditional code)
- *  is broken at the node that comes first in that order. */
-function orderNodes(closure: Closure): StmtNode[] {
+/** A topological order of the statements (Kahn's algorithm with a priority queue):
+ *  - hard edges: eager reads (closure.eager), and statements of one module that bind or
+ *    `del` the same name keep their original relative order (the last binding is the
+ *    value the module ends with, §4.2.2);
+ *  - soft edges (closure.soft): eager readers of one definition keep their order unless
+ *    that closes a cycle, then the soft edges among the statements left are dropped;
+ *  - ties: deepest module first (reached last by the worklist), then original position.
+ *  Nothing else forces the original order of a module: a definition another module reads
+ *  eagerly moves up to where it is needed. A cycle of hard edges is reported as an
+ *  `eager-cycle` diagnostic and broken at the first statement in tie order. */
+function orderNodes(closure: Closure): { order: StmtNode[]; diagnostics: Diagnostic[] } {
   const modRank = new Map<CorpusModule, number>();
   for (const n of [...closure.nodes].sort((a, b) => a.seq - b.seq)) if (!modRank.has(n.mod)) modRank.set(n.mod, modRank.size);
   // deeper modules (reached later) first; the target's module last
-  const key = (n: StmtNode) => [-(modRank.get(n.mod) ?? 0), n.stmt];
-  const cmp = (a: StmtNode, b: StmtNode) => {
-    const ka = key(a);
-    const kb = key(b);
-    return ka[0] - kb[0] || ka[1] - kb[1];
+  const cmp = (a: StmtNode, b: StmtNode) => (modRank.get(b.mod) ?? 0) - (modRank.get(a.mod) ?? 0) || a.stmt - b.stmt;
+  const hard = new Map<StmtNode, Set<StmtNode>>(); // node → deps
+  const addEdge = (m: Map<StmtNode, Set<StmtNode>>, n: StmtNode, d: StmtNode) => {
+    if (n === d) return;
+    let s = m.get(n);
+    if (!s) m.set(n, (s = new Set()));
+    s.add(d);
   };
-  const indeg = new Map<StmtNode, number>();
-  const users = new Map<StmtNode, StmtNode[]>();
-  for (const n of closure.nodes) indeg.set(n, 0);
-  const edge = (n: StmtNode, d: StmtNode) => {
-    if (!indeg.has(d) || d === n) return;
-    indeg.set(n, indeg.get(n)! + 1);
-    const l = users.get(d);
-    if (l) l.push(n);
-    else users.set(d, [n]);
-  };
-  for (const [n, deps] of closure.eager) for (const d of deps) edge(n, d);
-  // statements of one module keep their original relative order: the module ran them
-  // in that order, so it is consistent with its eager reads, and it keeps `del` and
-  // redefinitions after what they undo
-  const byMod = new Map<CorpusModule, StmtNode[]>();
+  const inClosure = new Set(closure.nodes);
+  for (const [n, deps] of closure.eager) for (const d of deps) if (inClosure.has(d) && inClosure.has(n)) addEdge(hard, n, d);
+  // redefinitions and `del` of one name in one module stay in order
+  const binders = new Map<string, StmtNode[]>();
   for (const n of closure.nodes) {
-    const l = byMod.get(n.mod);
-    if (l) l.push(n);
-    else byMod.set(n.mod, [n]);
+    const names = new Set([...n.facts.binds.filter((x) => !n.facts.globalBinds?.includes(x)), ...(n.facts.deletes ?? [])]);
+    for (const name of names) {
+      const k = slotKey(n.mod, name);
+      const l = binders.get(k);
+      if (l) l.push(n);
+      else binders.set(k, [n]);
+    }
   }
-  for (const l of byMod.values()) {
+  for (const l of binders.values()) {
+    if (l.length < 2) continue;
     l.sort((a, b) => a.stmt - b.stmt);
-    for (let i = 1; i < l.length; i++) edge(l[i], l[i - 1]);
+    for (let i = 1; i < l.length; i++) addEdge(hard, l[i], l[i - 1]);
   }
+  const soft = new Map<StmtNode, Set<StmtNode>>();
+  for (const [n, deps] of closure.soft) for (const d of deps) if (inClosure.has(d) && inClosure.has(n) && !hard.get(d)?.has(n)) addEdge(soft, n, d);
+
+  const users = new Map<StmtNode, StmtNode[]>();
+  const indeg = new Map<StmtNode, number>();
+  for (const n of closure.nodes) indeg.set(n, 0);
+  for (const m of [hard, soft]) {
+    for (const [n, deps] of m) {
+      for (const d of deps) {
+        indeg.set(n, indeg.get(n)! + 1);
+        const l = users.get(d);
+        if (l) l.push(n);
+        else users.set(d, [n]);
+      }
+    }
+  }
+  const heap = new Heap<StmtNode>(cmp);
+  for (const n of closure.nodes) if (indeg.get(n) === 0) heap.push(n);
   const out: StmtNode[] = [];
-  const remaining = new Set(closure.nodes);
-  while (remaining.size) {
-    let ready = [...remaining].filter((n) => indeg.get(n) === 0);
-    if (!ready.length) ready = [[...remaining].sort(cmp)[0]]; // cycle: break it
-    ready.sort(cmp);
-    const n = ready[0];
-    remaining.delete(n);
+  const done = new Set<StmtNode>();
+  const diagnostics: Diagnostic[] = [];
+  const release = (n: StmtNode) => {
+    for (const u of users.get(n) ?? []) {
+      const d = indeg.get(u)! - 1;
+      indeg.set(u, d);
+      if (d === 0 && !done.has(u)) heap.push(u);
+    }
+  };
+  let softDropped = false;
+  while (out.length < closure.nodes.length) {
+    let n = heap.pop();
+    if (n === undefined) {
+      const remaining = closure.nodes.filter((x) => !done.has(x));
+      if (!softDropped) {
+        // a cycle through soft edges: only hard edges count from here on
+        softDropped = true;
+        for (const x of remaining) {
+          let d = 0;
+          for (const dep of hard.get(x) ?? []) if (!done.has(dep)) d++;
+          indeg.set(x, d);
+          if (d === 0) heap.push(x);
+        }
+        users.clear();
+        for (const [x, deps] of hard) {
+          for (const dep of deps) {
+            const l = users.get(dep);
+            if (l) l.push(x);
+            else users.set(dep, [x]);
+          }
+        }
+        continue;
+      }
+      // a real cycle of eager reads: report it, then break it
+      const cycle = findCycle(remaining, hard, done);
+      n = [...remaining].sort(cmp)[0];
+      const where = (x: StmtNode) => `${x.mod.path}:${x.facts.startLine}`;
+      diagnostics.push({
+        severity: 'error',
+        name: cycle.map((x) => x.facts.binds[0] ?? '?').join(' -> '),
+        reason: 'eager-cycle',
+        message: `statements read each other when they run, so no order works: ${cycle.map(where).join(' -> ')}`,
+        module: n.mod.name,
+        path: n.mod.path,
+        repo: n.mod.repo,
+        line: n.facts.startLine,
+      });
+    }
+    if (done.has(n)) continue;
+    done.add(n);
     out.push(n);
-    for (const u of users.get(n) ?? []) indeg.set(u, indeg.get(u)! - 1);
+    release(n);
   }
-  return out;
+  return { order: out, diagnostics };
+}
+
+/** A cycle of hard edges among the statements not yet emitted. */
+function findCycle(remaining: StmtNode[], hard: Map<StmtNode, Set<StmtNode>>, done: Set<StmtNode>): StmtNode[] {
+  const state = new Map<StmtNode, 1 | 2>();
+  const stack: StmtNode[] = [];
+  const visit = (n: StmtNode): StmtNode[] | null => {
+    state.set(n, 1);
+    stack.push(n);
+    for (const d of hard.get(n) ?? []) {
+      if (done.has(d)) continue;
+      if (state.get(d) === 1) return stack.slice(stack.indexOf(d)).reverse();
+      if (!state.has(d)) {
+        const c = visit(d);
+        if (c) return c;
+      }
+    }
+    stack.pop();
+    state.set(n, 2);
+    return null;
+  };
+  for (const n of remaining) {
+    if (state.has(n)) continue;
+    const c = visit(n);
+    if (c) return c;
+  }
+  return remaining.slice(0, 1);
+}
+
+/** Minimal binary heap. */
+class Heap<T> {
+  private readonly a: T[] = [];
+  constructor(private readonly cmp: (x: T, y: T) => number) {}
+  push(x: T): void {
+    const a = this.a;
+    a.push(x);
+    let i = a.length - 1;
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      if (this.cmp(a[i], a[p]) >= 0) break;
+      [a[i], a[p]] = [a[p], a[i]];
+      i = p;
+    }
+  }
+  pop(): T | undefined {
+    const a = this.a;
+    if (!a.length) return undefined;
+    const top = a[0];
+    const last = a.pop()!;
+    if (a.length) {
+      a[0] = last;
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1;
+        const r = l + 1;
+        let m = i;
+        if (l < a.length && this.cmp(a[l], a[m]) < 0) m = l;
+        if (r < a.length && this.cmp(a[r], a[m]) < 0) m = r;
+        if (m === i) break;
+        [a[i], a[m]] = [a[m], a[i]];
+        i = m;
+      }
+    }
+    return top;
+  }
 }
 
 // ---------------------------------------------------------------- imports

@@ -7,7 +7,13 @@
 //   followed to the definition it names; an extern import is recorded and printed
 //   in its original form by the emitter.
 // - Reads are eager (evaluated when the statement runs) or lazy (function bodies);
-//   eager reads become ordering edges, lazy ones only pull definitions in.
+//   eager reads become ordering edges, lazy ones only pull definitions in. A read of
+//   another module's name sees its final value (the module ran to the end before the
+//   import returned), so it follows every statement binding it; a read of the module's
+//   own name sees the bindings before it (§4.2.2: names are looked up when the statement
+//   runs), so it follows those and precedes the later ones. Eager reads of the same
+//   definition of one module keep their original order as a soft edge (one may mutate
+//   what the other reads: registries), dropped by the emitter if it would close a cycle.
 // - Imports nested in compound statements or function bodies that name interned
 //   modules are rewritten, because relative imports cannot work in a standalone file.
 // - A name that cannot be resolved is a diagnostic, never silently dropped.
@@ -76,7 +82,7 @@ export interface ImportRewrite {
 export interface Diagnostic {
   severity: 'error' | 'warning';
   name: string;
-  reason: UnresolvedReason | 'nested-module-import';
+  reason: UnresolvedReason | 'nested-module-import' | 'eager-cycle';
   message: string;
   module: string;
   path: string;
@@ -87,8 +93,12 @@ export interface Diagnostic {
 export interface Closure {
   target: { mod: CorpusModule; className: string; node: StmtNode };
   nodes: StmtNode[];
-  /** node → nodes that must be emitted before it (eager reads) */
+  /** node → nodes that must be emitted before it (eager reads; a later rebinding of a
+   *  name the node reads eagerly in its own module is after it) */
   eager: Map<StmtNode, Set<StmtNode>>;
+  /** node → nodes it should follow when possible (earlier eager readers of the same
+   *  definition of its module) */
+  soft: Map<StmtNode, Set<StmtNode>>;
   bindings: Map<BindingKey, Binding>;
   uses: Use[];
   importRewrites: ImportRewrite[];
@@ -122,6 +132,7 @@ export class ClosureBuilder {
       target: { mod, className, node: root },
       nodes: [...state.nodes.values()],
       eager: state.eager,
+      soft: state.softOrder(),
       bindings: state.bindings,
       uses: state.uses,
       importRewrites: state.rewrites,
@@ -135,6 +146,8 @@ class State {
   readonly nodes = new Map<string, StmtNode>();
   readonly queue: StmtNode[] = [];
   readonly eager = new Map<StmtNode, Set<StmtNode>>();
+  /** slot → statements of its own module that read it eagerly */
+  private readonly ownReaders = new Map<string, Set<StmtNode>>();
   readonly bindings = new Map<BindingKey, Binding>();
   readonly uses: Use[] = [];
   readonly rewrites: ImportRewrite[] = [];
@@ -156,6 +169,27 @@ class State {
       this.queue.push(n);
     }
     return n;
+  }
+
+  /** `node` must be emitted after `dep`. */
+  private after(node: StmtNode, dep: StmtNode): void {
+    let s = this.eager.get(node);
+    if (!s) this.eager.set(node, (s = new Set()));
+    s.add(dep);
+  }
+
+  /** Soft order: eager readers of one definition of their own module, in original order. */
+  softOrder(): Map<StmtNode, Set<StmtNode>> {
+    const soft = new Map<StmtNode, Set<StmtNode>>();
+    for (const readers of this.ownReaders.values()) {
+      const l = [...readers].sort((a, b) => a.stmt - b.stmt);
+      for (let i = 1; i < l.length; i++) {
+        let s = soft.get(l[i]);
+        if (!s) soft.set(l[i], (s = new Set()));
+        s.add(l[i - 1]);
+      }
+    }
+    return soft;
   }
 
   defBinding(mod: CorpusModule, name: string): Binding {
@@ -280,10 +314,18 @@ class State {
           for (const i of t.stmts) {
             const dep = this.node(t.module, i);
             if (eager && dep !== from) {
-              let s = this.eager.get(from);
-              if (!s) this.eager.set(from, (s = new Set()));
-              s.add(dep);
+              // the module's own name: the read sees the bindings before it, and a later
+              // rebinding must not run first (when none comes before, keep them all)
+              const own = t.module === from.mod && t.stmts.some((j) => j <= from.stmt);
+              if (own && i > from.stmt) this.after(dep, from);
+              else this.after(from, dep);
             }
+          }
+          if (eager && t.module === from.mod) {
+            const key = slotKey(t.module, t.name);
+            let r = this.ownReaders.get(key);
+            if (!r) this.ownReaders.set(key, (r = new Set()));
+            r.add(from);
           }
           break;
         }
