@@ -6,7 +6,7 @@ import path from 'node:path';
 import type { RepoSpec } from './config/repos.js';
 import { symbolMatches } from './config/scope.js';
 import { Discovery, type Block } from './discover/discover.js';
-import { emitModule } from './emit/emitter.js';
+import { emitModule, type NamespaceMap } from './emit/emitter.js';
 import { indexRepos, type IndexMode, type IndexProgress, type IndexReport } from './index/indexer.js';
 import { IndexStore } from './index/store.js';
 import { putExtraction, textHash } from './library/records.js';
@@ -170,6 +170,8 @@ export interface ExtractionRecord {
 export interface Extraction {
   record: ExtractionRecord;
   text: string;
+  /** names of the emitted module and what they denote in the originals (for validation) */
+  namespace?: NamespaceMap;
 }
 
 /** Compute the closure of one block and emit its standalone module (not written). */
@@ -202,6 +204,7 @@ export function extractText(ws: Workspace, id: string, opts: ExtractOptions = {}
         ms: performance.now() - t0,
       },
       text: em.text,
+      namespace: em.namespace,
     };
   } catch (e) {
     return { record: { ...base, error: (e as Error).message, ms: performance.now() - t0 }, text: '' };

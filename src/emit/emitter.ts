@@ -47,6 +47,17 @@ export interface EmittedModule {
   renames: { from: string; to: string; module: string }[];
   /** problems found while emitting (a cycle of eager reads) */
   diagnostics: Diagnostic[];
+  /** what the validator's namespace stage checks (see NamespaceMap) */
+  namespace: NamespaceMap;
+}
+
+/** The top-level names of the emitted module that come from the original corpus, each
+ *  with the module-level names of the original modules it must denote the same thing
+ *  as, and where each copied statement sits: `[first, last]` lines in the emitted text,
+ *  the original module and its `[first, last]` lines. */
+export interface NamespaceMap {
+  names: { name: string; origins: [module: string, name: string][] }[];
+  statements: [first: number, last: number, module: string, origFirst: number, origLast: number][];
 }
 
 interface Edit {
@@ -61,6 +72,7 @@ export function emitModule(corpus: Corpus, closure: Closure, opts: { generator?:
   const edits = collectEdits(closure, names);
 
   const body: string[] = [];
+  const statements: NamespaceMap['statements'] = [];
   for (const n of order) {
     const src = corpus.source(n.mod);
     body.push(applyEdits(src, n.facts.start, n.facts.end, edits.get(n) ?? []));
@@ -93,9 +105,29 @@ export function emitModule(corpus: Corpus, closure: Closure, opts: { generator?:
 
   const parts = [header.join('\n')];
   if (imports) parts.push(imports);
+  // each part is followed by two blank lines: the first line of the body is known
+  let line = 1;
+  for (const p of parts) line += countLines(p) + 2;
+  order.forEach((n, i) => {
+    const last = line + countLines(body[i]) - 1;
+    statements.push([line, last, n.mod.name, n.facts.startLine, n.facts.endLine]);
+    line = last + 3;
+  });
   parts.push(...body);
   const text = parts.join('\n\n\n') + '\n';
-  return { text, lines: text.split('\n').length - 1, interned, externs, provenance, renames, diagnostics };
+  const namespace: NamespaceMap = {
+    names: [...names]
+      .filter(([b]) => b.kind !== 'builtin' && b.origins?.length)
+      .map(([b, name]) => ({ name, origins: b.origins!.map((o): [string, string] => [o.mod.name, o.name]) })),
+    statements,
+  };
+  return { text, lines: text.split('\n').length - 1, interned, externs, provenance, renames, diagnostics, namespace };
+}
+
+function countLines(s: string): number {
+  let n = 1;
+  for (let i = s.indexOf('\n'); i !== -1; i = s.indexOf('\n', i + 1)) n++;
+  return n;
 }
 
 // ---------------------------------------------------------------- names

@@ -22,6 +22,7 @@ import {
   type SandboxConfig,
 } from './environment.js';
 import { DEFAULT_REQUIRED_STAGES, STAGES, type Limits, type PoolOptions, type Stage, type StageStatus, type ValidationRequest, type ValidationResult } from './types.js';
+import { passesStages } from './record.js';
 
 const WORKER_START_TIMEOUT_MS = 120000;
 /** extra time the TS watchdog gives the harness beyond a request's own timeout */
@@ -218,6 +219,7 @@ class Worker {
       callSites: job.req.callSites ?? [],
       dataSites: job.req.dataSites ?? [],
       original: job.req.original ?? null,
+      namespace: job.req.namespace ?? null,
       timeoutMs: timeout,
       stages: this.pool.stagesToRun(job.req),
     };
@@ -481,6 +483,7 @@ export class ValidatorPool {
       params: msg.params ?? null,
       layers: msg.layers,
       equivalence: msg.equivalence,
+      namespace: msg.namespace,
       traceback: msg.traceback,
       output: msg.output,
       ms: msg.ms ?? 0,
@@ -490,9 +493,9 @@ export class ValidatorPool {
   /** @internal */
   finalize(job: Job, r: Omit<ValidationResult, 'id' | 'ok' | 'envId'>): ValidationResult {
     const required = job.req.requiredStages ?? DEFAULT_REQUIRED_STAGES;
-    const ok = required.every((s) => r.stages[s] === 'pass');
+    const ok = passesStages(r, required);
     const out: ValidationResult = { id: job.req.id, ok, ...r, envId: this.envId };
-    for (const k of ['layers', 'equivalence', 'traceback', 'output'] as const) if (out[k] === undefined) delete out[k];
+    for (const k of ['layers', 'equivalence', 'namespace', 'traceback', 'output'] as const) if (out[k] === undefined) delete out[k];
     return out;
   }
 
