@@ -1802,7 +1802,10 @@ def namespace_stage(st, mod, path):
         r = "no original module given"
         st.end("namespace", t0, "skip", reason=r, namespace={"checked": 0, "reason": r})
         return
-    saved_modules = set(sys.modules)
+    # sys.modules keeps insertion order: what the stage adds is its tail. (A copy of the
+    # whole dict would touch every key, and in a fork of the zygote every touched page is
+    # copied: ~15 ms for timm's 1500 modules, against ~0.3 ms for the check itself.)
+    before = len(sys.modules)
     saved_path = list(sys.path)
     try:
         try:
@@ -1814,9 +1817,9 @@ def namespace_stage(st, mod, path):
         _namespace_check(st, t0, mod, path, ns)
     finally:
         # the original's modules are hidden again while the candidate runs (see STASH)
-        for name in list(sys.modules):
-            if name not in saved_modules:
-                del sys.modules[name]
+        import itertools
+        for name in list(itertools.islice(reversed(sys.modules), max(0, len(sys.modules) - before))):
+            del sys.modules[name]
         sys.path[:] = saved_path
 
 
@@ -1826,14 +1829,23 @@ def _namespace_check(st, t0, mod, path, ns):
     import importlib
     stmts = sorted((tuple(x) for x in ns.get("statements") or []), key=lambda x: x[0])
     starts = [x[0] for x in stmts]
-    cand_file = os.path.realpath(path)
+    real = {}
+
+    def realpath(f):
+        # one realpath (a stat per path component) per file name, not per object
+        r = real.get(f)
+        if r is None:
+            r = real[f] = os.path.realpath(f)
+        return r
+
+    cand_file = realpath(path)
     files = {}
 
     def module_file(name):
         if name not in files:
             m = sys.modules.get(name)
             f = getattr(m, "__file__", None) if m is not None else None
-            files[name] = os.path.realpath(f) if isinstance(f, str) else None
+            files[name] = realpath(f) if isinstance(f, str) else None
         return files[name]
 
     def code_of(v):
@@ -1858,11 +1870,11 @@ def _namespace_check(st, t0, mod, path, ns):
                 elif isinstance(m, property):
                     m = m.fget
                 c = code_of(m) if callable(m) else None
-                if c is not None and want_file is not None and os.path.realpath(c.co_filename) == want_file:
+                if c is not None and want_file is not None and realpath(c.co_filename) == want_file:
                     lines.append(c.co_firstlineno)
             return (want_file, min(lines)) if lines else None
         c = code_of(v)
-        return (os.path.realpath(c.co_filename), c.co_firstlineno) if c is not None else None
+        return (realpath(c.co_filename), c.co_firstlineno) if c is not None else None
 
     def copied_from(line):
         """The original statement a line of the copy was copied from: (module, first, last)."""
