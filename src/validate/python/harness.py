@@ -1805,6 +1805,10 @@ def namespace_stage(st, mod, path):
     # sys.modules keeps insertion order: what the stage adds is its tail. (A copy of the
     # whole dict would touch every key, and in a fork of the zygote every touched page is
     # copied: ~15 ms for timm's 1500 modules, against ~0.3 ms for the check itself.)
+    if IN_ZYGOTE and req["original"].get("module") not in STASH:
+        r = "original does not import: the repository's zygote did not import %s" % req["original"].get("module")
+        st.end("namespace", t0, "skip", reason=r, namespace={"checked": 0, "reason": r})
+        return
     before = len(sys.modules)
     saved_path = list(sys.path)
     try:
@@ -2379,6 +2383,9 @@ MAX_ZYGOTES = 3
 # a candidate imports, instantiates and runs (so `import timm` in a candidate still fails
 # when timm is not installed) and put back for the equivalence stage.
 STASH = {}
+# Set in a zygote (the module it imported): its candidates know which original modules
+# imported there without trying again (a failing import can take seconds).
+IN_ZYGOTE = []
 
 
 def zygote_main(cfg, roots, module, req_fd, res_fd):
@@ -2402,6 +2409,7 @@ def zygote_main(cfg, roots, module, req_fd, res_fd):
         if p not in sys.path:
             sys.path.insert(0, p)
     sys.dont_write_bytecode = True
+    IN_ZYGOTE.append(module)
     try:
         importlib.import_module(module)
     except BaseException:  # noqa: BLE001 - the equivalence stage reports it
