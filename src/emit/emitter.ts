@@ -14,11 +14,23 @@
 // - Extern imports are printed in their original form (`import a.b as c`,
 //   `from x import y as z`), deduplicated and grouped per PEP 8: `__future__`, then
 //   the standard library, then third party.
-// - Two different things wanting the same global name: the one reached first from the
+// - Names are bindings identified by what they denote (closure.ts): `import torch` and
+//   `import torch.distributed.nn` (in a `try` or not) are one binding of `torch`, and a
+//   global bound only by imports of one thing is that thing; only two *different*
+//   things wanting the same global name conflict. Then the one reached first from the
 //   target keeps it (the target class always does; builtins are never shadowed), the
-//   others are renamed `<name>_<module>` and every reference is rewritten.
+//   others are renamed `<name>_<module>` and every reference is rewritten, keeping the
+//   meaning of each import form (Language Reference §7.11): `import a` → `import a as
+//   a_1`; `import a.b.c` (binds `a`, loads a.b.c) → `import a as a_1` plus `import a.b.c`
+//   for its side effect, or `import a.b.c as a_1` + `import a as a_1` where `a` must
+//   not be touched (another import holds it, or inside a compound statement);
+//   `import a.b as x` → `import a.b as x_1`; `from m import y` → `from m import y as
+//   y_1`; a name from `from m import *` → also `from m import y as y_1`; relative and
+//   interned imports disappear (the definition is copied and renamed).
 // - A provenance header records, per copied statement, repository, revision, path,
-//   line range and the SWHID of the source file.
+//   line range and the SWHID of the source file; `namespace` (for the validator's
+//   namespace stage) lists each emitted name with the original module-level names it
+//   must denote the same thing as, and where each copied statement sits.
 import type { ImportEdge } from '../parse/types.js';
 import { slotKey, type Binding, type Closure, type Diagnostic, type StmtNode } from '../resolve/closure.js';
 import type { Corpus, CorpusModule } from '../resolve/corpus.js';
