@@ -41,6 +41,8 @@ const clean = records.filter((r) => r.ok).length;
 console.log(`extract: ${emitted}/${records.length} emitted, ${clean} without unresolved names, total ${(total / 1000).toFixed(2)} s`);
 console.log(`per block ms: median ${quantile(ms, 0.5).toFixed(2)}, p90 ${quantile(ms, 0.9).toFixed(2)}, max ${Math.max(...ms).toFixed(1)}`);
 console.log(`lines: median ${quantile(lines, 0.5)}, p90 ${quantile(lines, 0.9)}, max ${Math.max(...lines)}`);
+const renames = records.map((r) => (Array.isArray(r.renames) ? r.renames.length : 0));
+console.log(`total: ${lines.reduce((x, y) => x + y, 0)} lines, ${renames.reduce((x, y) => x + y, 0)} renames in ${renames.filter((n) => n > 0).length} modules`);
 const reasons = new Map<string, number>();
 for (const r of records) for (const d of r.diagnostics) if (d.severity === 'error') reasons.set(d.reason, (reasons.get(d.reason) ?? 0) + 1);
 console.log(`unresolved by reason: ${JSON.stringify(Object.fromEntries(reasons))}`);

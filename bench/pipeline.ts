@@ -8,6 +8,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import * as api from '../src/api.js';
 import { extractAndValidate } from '../src/pipeline.js';
+import { quantile } from '../src/library/stats.js';
+import { ValidatorPool } from '../src/validate/index.js';
 import { args, opt } from './args.js';
 
 const repo = args[0];
@@ -25,13 +27,24 @@ console.log(`index ${((performance.now() - t) / 1000).toFixed(1)} s`);
 let ids = api.discover(ws).map((b) => b.id);
 if (opt('--limit')) ids = ids.slice(0, Number(opt('--limit')));
 t = performance.now();
-const records = await extractAndValidate(ws, ids, {
-  pool: { rootfs: opt('--rootfs'), workers: opt('--workers') ? Number(opt('--workers')) : undefined },
+const pool = await ValidatorPool.start({
+  rootfs: opt('--rootfs'),
+  workers: opt('--workers') ? Number(opt('--workers')) : undefined,
   onWarning: (m) => console.error(`warning: ${m}`),
 });
+// per-stage timings of the validations run now (cached results are not re-timed)
+const timings: Partial<Record<string, number>>[] = [];
+const validate = pool.validate.bind(pool);
+pool.validate = async (req) => {
+  const r = await validate(req);
+  timings.push(r.timings);
+  return r;
+};
+const records = await extractAndValidate(ws, ids, { validator: pool, onWarning: (m) => console.error(`warning: ${m}`) });
+await pool.close();
 const secs = (performance.now() - t) / 1000;
 console.log(`extract + validate ${records.length} blocks in ${secs.toFixed(1)} s (${(records.length / secs).toFixed(1)} blocks/s)`);
-const stages = ['parse', 'compile', 'import', 'instantiate', 'forward', 'equivalence'];
+const stages = ['parse', 'compile', 'import', 'namespace', 'instantiate', 'forward', 'equivalence'];
 const counts: Record<string, Record<string, number>> = {};
 const cats: Record<string, number> = {};
 for (const r of records) {
@@ -54,6 +67,20 @@ for (const s of stages) {
 const eqRun = (counts.equivalence?.pass ?? 0) + (counts.equivalence?.fail ?? 0);
 console.log(`equivalence passes where it ran: ${counts.equivalence?.pass ?? 0}/${eqRun}`);
 console.log(`failure categories: ${JSON.stringify(cats)}`);
+// namespace stage: names compared with the originals, mismatches, time it adds per block
+type NsRecord = { namespace?: { checked: number; skipped?: number; mismatches?: { name: string; copy: string; original: string }[]; reason?: string } };
+const ns = records.map((r) => (r.validation as NsRecord | undefined)?.namespace).filter((x) => x !== undefined);
+const mism = ns.flatMap((x) => x!.mismatches ?? []);
+console.log(
+  `namespace: ${ns.filter((x) => x!.checked > 0).length} blocks checked, ${ns.reduce((a, x) => a + x!.checked, 0)} names checked, ` +
+    `${ns.reduce((a, x) => a + (x!.skipped ?? 0), 0)} skipped, ${mism.length} mismatches`,
+);
+const nsMs = timings.map((t) => t.namespace).filter((x): x is number => typeof x === 'number');
+if (nsMs.length) console.log(`namespace stage ms per block: median ${quantile(nsMs, 0.5).toFixed(2)}, p90 ${quantile(nsMs, 0.9).toFixed(2)}, max ${Math.max(...nsMs).toFixed(1)} (${nsMs.length} blocks)`);
+for (const m of mism.slice(0, 20)) console.log(`  rebound: ${m.name}: copy ${m.copy}; original ${m.original}`);
+const reasons = new Map<string, number>();
+for (const x of ns) if (x!.reason) reasons.set(x!.reason.slice(0, 80), (reasons.get(x!.reason.slice(0, 80)) ?? 0) + 1);
+if (reasons.size) console.log(`namespace skipped: ${JSON.stringify(Object.fromEntries(reasons))}`);
 console.log(`promoted: ${records.filter((r) => r.ok).length}/${records.length}`);
 if (args.includes('--verbose')) {
   for (const r of records) {

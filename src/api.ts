@@ -6,7 +6,7 @@ import path from 'node:path';
 import type { RepoSpec } from './config/repos.js';
 import { symbolMatches } from './config/scope.js';
 import { Discovery, type Block } from './discover/discover.js';
-import { emitModule } from './emit/emitter.js';
+import { emitModule, type NamespaceMap } from './emit/emitter.js';
 import { indexRepos, type IndexMode, type IndexProgress, type IndexReport } from './index/indexer.js';
 import { IndexStore } from './index/store.js';
 import { getExtraction, putExtraction, textHash } from './library/records.js';
@@ -176,6 +176,8 @@ export interface ExtractionRecord {
 export interface Extraction {
   record: ExtractionRecord;
   text: string;
+  /** names of the emitted module and what they denote in the originals (for validation) */
+  namespace?: NamespaceMap;
 }
 
 /** Compute the closure of one block and emit its standalone module (not written). */
@@ -193,13 +195,14 @@ export function extractText(ws: Workspace, id: string, opts: ExtractOptions = {}
     const resolver = ws.resolver({ extern: opts.extern, intern: opts.intern });
     const closure = new ClosureBuilder(corpus, resolver).build(mod, className);
     const em = emitModule(corpus, closure);
-    const errors = closure.diagnostics.filter((d) => d.severity === 'error');
+    const diagnostics = [...closure.diagnostics, ...em.diagnostics];
+    const errors = diagnostics.filter((d) => d.severity === 'error');
     return {
       record: {
         ...base,
         ok: errors.length === 0,
         lines: em.lines,
-        diagnostics: closure.diagnostics,
+        diagnostics,
         interned: em.interned,
         externs: em.externs,
         provenance: em.provenance,
@@ -207,6 +210,7 @@ export function extractText(ws: Workspace, id: string, opts: ExtractOptions = {}
         ms: performance.now() - t0,
       },
       text: em.text,
+      namespace: em.namespace,
     };
   } catch (e) {
     return { record: { ...base, error: (e as Error).message, ms: performance.now() - t0 }, text: '' };

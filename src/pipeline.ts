@@ -174,7 +174,7 @@ export async function extractAndValidate(ws: api.Workspace, ids: string[], opts:
     const records: api.ExtractionRecord[] = [];
     let done = 0;
     await Promise.all(
-      extracted.map(async ({ id, record, text }, i) => {
+      extracted.map(async ({ id, record, text, namespace }, i) => {
         let result: ValidationResult | null = null;
         if (text) {
           const req: ValidationRequest = {
@@ -187,6 +187,8 @@ export async function extractAndValidate(ws: api.Workspace, ids: string[], opts:
           };
           const sysPath = opts.equivalence === false ? null : originalSysPath(ws, id);
           if (sysPath) req.original = { module: id.slice(0, id.lastIndexOf('.')), className: req.className, sysPath };
+          // the namespace stage compares the copy's names with the original modules'
+          if (sysPath && namespace) req.namespace = namespace;
           const key = validationKey(req, pool.envId);
           result = opts.force ? null : getCachedValidation<ValidationResult>(ws.store, key, pool.envId);
           if (!result) {

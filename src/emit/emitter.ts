@@ -5,19 +5,34 @@
 //   only identifier spans are rewritten, never by regex: references resolved to a
 //   renamed binding, `alias.attr` chains into interned modules (replaced by the name
 //   of the copied definition), and the binding sites of renamed definitions.
-// - Order: a topological order of eager dependencies and of the original order within
-//   each module, ties broken by the order the modules were reached (deepest
-//   dependencies first) and the original position; lazy dependencies never force order.
+// - Order: a topological order of eager dependencies (every eager read follows its
+//   definition; redefinitions and `del` of a name keep their order), ties broken by the
+//   order the modules were reached (deepest dependencies first) and the original
+//   position; lazy dependencies never force order, and a module's original order is only
+//   a tie-break, so a definition another module reads eagerly moves up to where it is
+//   needed. A cycle of eager reads is reported (`eager-cycle`), not emitted silently.
 // - Extern imports are printed in their original form (`import a.b as c`,
 //   `from x import y as z`), deduplicated and grouped per PEP 8: `__future__`, then
 //   the standard library, then third party.
-// - Two different things wanting the same global name: the one reached first from the
+// - Names are bindings identified by what they denote (closure.ts): `import torch` and
+//   `import torch.distributed.nn` (in a `try` or not) are one binding of `torch`, and a
+//   global bound only by imports of one thing is that thing; only two *different*
+//   things wanting the same global name conflict. Then the one reached first from the
 //   target keeps it (the target class always does; builtins are never shadowed), the
-//   others are renamed `<name>_<module>` and every reference is rewritten.
+//   others are renamed `<name>_<module>` and every reference is rewritten, keeping the
+//   meaning of each import form (Language Reference §7.11): `import a` → `import a as
+//   a_1`; `import a.b.c` (binds `a`, loads a.b.c) → `import a as a_1` plus `import a.b.c`
+//   for its side effect, or `import a.b.c as a_1` + `import a as a_1` where `a` must
+//   not be touched (another import holds it, or inside a compound statement);
+//   `import a.b as x` → `import a.b as x_1`; `from m import y` → `from m import y as
+//   y_1`; a name from `from m import *` → also `from m import y as y_1`; relative and
+//   interned imports disappear (the definition is copied and renamed).
 // - A provenance header records, per copied statement, repository, revision, path,
-//   line range and the SWHID of the source file.
+//   line range and the SWHID of the source file; `namespace` (for the validator's
+//   namespace stage) lists each emitted name with the original module-level names it
+//   must denote the same thing as, and where each copied statement sits.
 import type { ImportEdge } from '../parse/types.js';
-import type { Binding, Closure, StmtNode } from '../resolve/closure.js';
+import { slotKey, type Binding, type Closure, type Diagnostic, type StmtNode } from '../resolve/closure.js';
 import type { Corpus, CorpusModule } from '../resolve/corpus.js';
 import { STDLIB_MODULES } from '../resolve/builtins.js';
 
@@ -42,6 +57,19 @@ export interface EmittedModule {
   provenance: ProvenanceEntry[];
   /** original name → emitted name, for renamed bindings */
   renames: { from: string; to: string; module: string }[];
+  /** problems found while emitting (a cycle of eager reads) */
+  diagnostics: Diagnostic[];
+  /** what the validator's namespace stage checks (see NamespaceMap) */
+  namespace: NamespaceMap;
+}
+
+/** The top-level names of the emitted module that come from the original corpus, each
+ *  with the module-level names of the original modules it must denote the same thing
+ *  as, and where each copied statement sits: `[first, last]` lines in the emitted text,
+ *  the original module and its `[first, last]` lines. */
+export interface NamespaceMap {
+  names: { name: string; origins: [module: string, name: string][] }[];
+  statements: [first: number, last: number, module: string, origFirst: number, origLast: number][];
 }
 
 interface Edit {
@@ -52,10 +80,11 @@ interface Edit {
 
 export function emitModule(corpus: Corpus, closure: Closure, opts: { generator?: string } = {}): EmittedModule {
   const names = assignNames(closure);
-  const order = orderNodes(closure);
+  const { order, diagnostics } = orderNodes(closure);
   const edits = collectEdits(closure, names);
 
   const body: string[] = [];
+  const statements: NamespaceMap['statements'] = [];
   for (const n of order) {
     const src = corpus.source(n.mod);
     body.push(applyEdits(src, n.facts.start, n.facts.end, edits.get(n) ?? []));
@@ -83,14 +112,34 @@ export function emitModule(corpus: Corpus, closure: Closure, opts: { generator?:
   }
   const renames = [...names.entries()]
     .filter(([b, name]) => name !== b.name)
-    .map(([b, name]) => ({ from: b.name, to: name, module: b.mod?.name ?? b.key }));
+    .map(([b, name]) => ({ from: b.name, to: name, module: b.mod?.name ?? b.origins?.[0]?.mod.name ?? b.key }));
   for (const r of renames) header.push(`# renamed: ${r.module}.${r.from} -> ${r.to}`);
 
   const parts = [header.join('\n')];
   if (imports) parts.push(imports);
+  // each part is followed by two blank lines: the first line of the body is known
+  let line = 1;
+  for (const p of parts) line += countLines(p) + 2;
+  order.forEach((n, i) => {
+    const last = line + countLines(body[i]) - 1;
+    statements.push([line, last, n.mod.name, n.facts.startLine, n.facts.endLine]);
+    line = last + 3;
+  });
   parts.push(...body);
   const text = parts.join('\n\n\n') + '\n';
-  return { text, lines: text.split('\n').length - 1, interned, externs, provenance, renames };
+  const namespace: NamespaceMap = {
+    names: [...names]
+      .filter(([b]) => b.kind !== 'builtin' && b.origins?.length)
+      .map(([b, name]) => ({ name, origins: b.origins!.map((o): [string, string] => [o.mod.name, o.name]) })),
+    statements,
+  };
+  return { text, lines: text.split('\n').length - 1, interned, externs, provenance, renames, diagnostics, namespace };
+}
+
+function countLines(s: string): number {
+  let n = 1;
+  for (let i = s.indexOf('\n'); i !== -1; i = s.indexOf('\n', i + 1)) n++;
+  return n;
 }
 
 // ---------------------------------------------------------------- names
@@ -103,8 +152,10 @@ function assignNames(closure: Closure): Map<Binding, string> {
   const all = new Map(closure.bindings);
   for (const n of closure.nodes) {
     for (const name of n.facts.binds) {
-      const key = `def:${n.mod.repo}:${n.mod.name}:${name}`;
-      if (!all.has(key)) all.set(key, { key, name, kind: 'def', mod: n.mod, seq: Number.MAX_SAFE_INTEGER });
+      // a name bound only by imports of something the closure binds already is that binding
+      if (closure.aliases.has(slotKey(n.mod, name))) continue;
+      const key = `def:${slotKey(n.mod, name)}`;
+      if (!all.has(key)) all.set(key, { key, name, kind: 'def', mod: n.mod, seq: Number.MAX_SAFE_INTEGER, origins: [{ mod: n.mod, name }] });
     }
   }
   for (const b of all.values()) {
@@ -133,7 +184,7 @@ function assignNames(closure: Closure): Map<Binding, string> {
 }
 
 function suffixFor(b: Binding): string {
-  const src = b.kind === 'def' ? b.mod!.name : (b.edges?.[0]?.absModule ?? 'ext');
+  const src = b.kind === 'def' ? b.mod!.name : (b.edges?.[0]?.absModule ?? b.origins?.[0]?.mod.name ?? 'ext');
   const last = src.split('.').filter((p) => p && p !== '__init__').pop() ?? 'mod';
   return last.replace(/[^A-Za-z0-9_]/g, '_');
 }
@@ -166,13 +217,26 @@ function collectEdits(closure: Closure, names: Map<Binding, string>): Map<StmtNo
   for (const r of closure.importRewrites) {
     // At module level the import binds a global of the copied statement, which may
     // itself have been renamed; in a function body it binds a local that keeps its name.
-    const bound = (local: string) => (r.nested ? local : (renamedDefs.get(`${r.node.mod.repo}:${r.node.mod.name}:${local}`) ?? local));
+    // A global bound only by imports is the binding it denotes (closure.aliases).
+    const bound = (local: string) => {
+      if (r.nested) return local;
+      const alias = closure.aliases.get(slotKey(r.node.mod, local));
+      return alias ? nameOf(alias) : (renamedDefs.get(slotKey(r.node.mod, local)) ?? local);
+    };
     const lines: string[] = [];
     let renamed = false;
     for (const { edge: e, absModule } of r.keep) {
       const local = e.kind === 'import' ? (e.asname ?? e.module.split('.')[0]) : (e.asname ?? e.name);
       const as = bound(local);
       if (as !== local) renamed = true;
+      if (as !== local && e.kind === 'import' && !e.asname && e.module.includes('.')) {
+        // `import a.b.c` binds `a` and loads a.b.c (§7.11); renamed, it keeps both effects
+        // without touching `a`, which something else holds: `import a.b.c as x` loads the
+        // submodule, `import a as x` then binds x to the top-level package
+        const mod = absModule ?? e.module;
+        lines.push(`import ${mod} as ${as}`, `import ${mod.split('.')[0]} as ${as}`);
+        continue;
+      }
       lines.push(importLine(e, as !== local ? as : null, absModule ?? undefined));
     }
     if (!r.interned && !renamed) continue; // the original import text stays as it is
@@ -200,55 +264,184 @@ function applyEdits(src: string, start: number, end: number, edits: Edit[]): str
 
 // ---------------------------------------------------------------- order
 
-/** Kahn's algorithm over eager edges; ready nodes are taken deepest module first, then
- *  by original position. A cycle of eager edges (legal only through conditional code)
- *  is broken at the node that comes first in that order. */
-function orderNodes(closure: Closure): StmtNode[] {
+/** A topological order of the statements (Kahn's algorithm with a priority queue):
+ *  - hard edges: eager reads (closure.eager), and statements of one module that bind or
+ *    `del` the same name keep their original relative order (the last binding is the
+ *    value the module ends with, §4.2.2);
+ *  - soft edges (closure.soft): eager readers of one definition keep their order unless
+ *    that closes a cycle, then the soft edges among the statements left are dropped;
+ *  - ties: deepest module first (reached last by the worklist), then original position.
+ *  Nothing else forces the original order of a module: a definition another module reads
+ *  eagerly moves up to where it is needed. A cycle of hard edges is reported as an
+ *  `eager-cycle` diagnostic and broken at the first statement in tie order. */
+function orderNodes(closure: Closure): { order: StmtNode[]; diagnostics: Diagnostic[] } {
   const modRank = new Map<CorpusModule, number>();
   for (const n of [...closure.nodes].sort((a, b) => a.seq - b.seq)) if (!modRank.has(n.mod)) modRank.set(n.mod, modRank.size);
   // deeper modules (reached later) first; the target's module last
-  const key = (n: StmtNode) => [-(modRank.get(n.mod) ?? 0), n.stmt];
-  const cmp = (a: StmtNode, b: StmtNode) => {
-    const ka = key(a);
-    const kb = key(b);
-    return ka[0] - kb[0] || ka[1] - kb[1];
+  const cmp = (a: StmtNode, b: StmtNode) => (modRank.get(b.mod) ?? 0) - (modRank.get(a.mod) ?? 0) || a.stmt - b.stmt;
+  const hard = new Map<StmtNode, Set<StmtNode>>(); // node → deps
+  const addEdge = (m: Map<StmtNode, Set<StmtNode>>, n: StmtNode, d: StmtNode) => {
+    if (n === d) return;
+    let s = m.get(n);
+    if (!s) m.set(n, (s = new Set()));
+    s.add(d);
   };
-  const indeg = new Map<StmtNode, number>();
-  const users = new Map<StmtNode, StmtNode[]>();
-  for (const n of closure.nodes) indeg.set(n, 0);
-  const edge = (n: StmtNode, d: StmtNode) => {
-    if (!indeg.has(d) || d === n) return;
-    indeg.set(n, indeg.get(n)! + 1);
-    const l = users.get(d);
-    if (l) l.push(n);
-    else users.set(d, [n]);
-  };
-  for (const [n, deps] of closure.eager) for (const d of deps) edge(n, d);
-  // statements of one module keep their original relative order: the module ran them
-  // in that order, so it is consistent with its eager reads, and it keeps `del` and
-  // redefinitions after what they undo
-  const byMod = new Map<CorpusModule, StmtNode[]>();
+  const inClosure = new Set(closure.nodes);
+  for (const [n, deps] of closure.eager) for (const d of deps) if (inClosure.has(d) && inClosure.has(n)) addEdge(hard, n, d);
+  // redefinitions and `del` of one name in one module stay in order
+  const binders = new Map<string, StmtNode[]>();
   for (const n of closure.nodes) {
-    const l = byMod.get(n.mod);
-    if (l) l.push(n);
-    else byMod.set(n.mod, [n]);
+    const names = new Set([...n.facts.binds.filter((x) => !n.facts.globalBinds?.includes(x)), ...(n.facts.deletes ?? [])]);
+    for (const name of names) {
+      const k = slotKey(n.mod, name);
+      const l = binders.get(k);
+      if (l) l.push(n);
+      else binders.set(k, [n]);
+    }
   }
-  for (const l of byMod.values()) {
+  for (const l of binders.values()) {
+    if (l.length < 2) continue;
     l.sort((a, b) => a.stmt - b.stmt);
-    for (let i = 1; i < l.length; i++) edge(l[i], l[i - 1]);
+    for (let i = 1; i < l.length; i++) addEdge(hard, l[i], l[i - 1]);
   }
+  const soft = new Map<StmtNode, Set<StmtNode>>();
+  for (const [n, deps] of closure.soft) for (const d of deps) if (inClosure.has(d) && inClosure.has(n) && !hard.get(d)?.has(n)) addEdge(soft, n, d);
+
+  const users = new Map<StmtNode, StmtNode[]>();
+  const indeg = new Map<StmtNode, number>();
+  for (const n of closure.nodes) indeg.set(n, 0);
+  for (const m of [hard, soft]) {
+    for (const [n, deps] of m) {
+      for (const d of deps) {
+        indeg.set(n, indeg.get(n)! + 1);
+        const l = users.get(d);
+        if (l) l.push(n);
+        else users.set(d, [n]);
+      }
+    }
+  }
+  const heap = new Heap<StmtNode>(cmp);
+  for (const n of closure.nodes) if (indeg.get(n) === 0) heap.push(n);
   const out: StmtNode[] = [];
-  const remaining = new Set(closure.nodes);
-  while (remaining.size) {
-    let ready = [...remaining].filter((n) => indeg.get(n) === 0);
-    if (!ready.length) ready = [[...remaining].sort(cmp)[0]]; // cycle: break it
-    ready.sort(cmp);
-    const n = ready[0];
-    remaining.delete(n);
+  const done = new Set<StmtNode>();
+  const diagnostics: Diagnostic[] = [];
+  const release = (n: StmtNode) => {
+    for (const u of users.get(n) ?? []) {
+      const d = indeg.get(u)! - 1;
+      indeg.set(u, d);
+      if (d === 0 && !done.has(u)) heap.push(u);
+    }
+  };
+  let softDropped = false;
+  while (out.length < closure.nodes.length) {
+    let n = heap.pop();
+    if (n === undefined) {
+      const remaining = closure.nodes.filter((x) => !done.has(x));
+      if (!softDropped) {
+        // a cycle through soft edges: only hard edges count from here on
+        softDropped = true;
+        for (const x of remaining) {
+          let d = 0;
+          for (const dep of hard.get(x) ?? []) if (!done.has(dep)) d++;
+          indeg.set(x, d);
+          if (d === 0) heap.push(x);
+        }
+        users.clear();
+        for (const [x, deps] of hard) {
+          for (const dep of deps) {
+            const l = users.get(dep);
+            if (l) l.push(x);
+            else users.set(dep, [x]);
+          }
+        }
+        continue;
+      }
+      // a real cycle of eager reads: report it, then break it
+      const cycle = findCycle(remaining, hard, done);
+      n = [...remaining].sort(cmp)[0];
+      const where = (x: StmtNode) => `${x.mod.path}:${x.facts.startLine}`;
+      diagnostics.push({
+        severity: 'error',
+        name: cycle.map((x) => x.facts.binds[0] ?? '?').join(' -> '),
+        reason: 'eager-cycle',
+        message: `statements read each other when they run, so no order works: ${cycle.map(where).join(' -> ')}`,
+        module: n.mod.name,
+        path: n.mod.path,
+        repo: n.mod.repo,
+        line: n.facts.startLine,
+      });
+    }
+    if (done.has(n)) continue;
+    done.add(n);
     out.push(n);
-    for (const u of users.get(n) ?? []) indeg.set(u, indeg.get(u)! - 1);
+    release(n);
   }
-  return out;
+  return { order: out, diagnostics };
+}
+
+/** A cycle of hard edges among the statements not yet emitted. */
+function findCycle(remaining: StmtNode[], hard: Map<StmtNode, Set<StmtNode>>, done: Set<StmtNode>): StmtNode[] {
+  const state = new Map<StmtNode, 1 | 2>();
+  const stack: StmtNode[] = [];
+  const visit = (n: StmtNode): StmtNode[] | null => {
+    state.set(n, 1);
+    stack.push(n);
+    for (const d of hard.get(n) ?? []) {
+      if (done.has(d)) continue;
+      if (state.get(d) === 1) return stack.slice(stack.indexOf(d)).reverse();
+      if (!state.has(d)) {
+        const c = visit(d);
+        if (c) return c;
+      }
+    }
+    stack.pop();
+    state.set(n, 2);
+    return null;
+  };
+  for (const n of remaining) {
+    if (state.has(n)) continue;
+    const c = visit(n);
+    if (c) return c;
+  }
+  return remaining.slice(0, 1);
+}
+
+/** Minimal binary heap. */
+class Heap<T> {
+  private readonly a: T[] = [];
+  constructor(private readonly cmp: (x: T, y: T) => number) {}
+  push(x: T): void {
+    const a = this.a;
+    a.push(x);
+    let i = a.length - 1;
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      if (this.cmp(a[i], a[p]) >= 0) break;
+      [a[i], a[p]] = [a[p], a[i]];
+      i = p;
+    }
+  }
+  pop(): T | undefined {
+    const a = this.a;
+    if (!a.length) return undefined;
+    const top = a[0];
+    const last = a.pop()!;
+    if (a.length) {
+      a[0] = last;
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1;
+        const r = l + 1;
+        let m = i;
+        if (l < a.length && this.cmp(a[l], a[m]) < 0) m = l;
+        if (r < a.length && this.cmp(a[r], a[m]) < 0) m = r;
+        if (m === i) break;
+        [a[i], a[m]] = [a[m], a[i]];
+        i = m;
+      }
+    }
+    return top;
+  }
 }
 
 // ---------------------------------------------------------------- imports
@@ -277,6 +470,8 @@ function printImports(closure: Closure, names: Map<Binding, string>, futureAnnot
     s.add(item);
   };
   if (futureAnnotations) addFrom('__future__', 'annotations');
+  // names held by extern bindings (a side-effect `import a.b.c` must not rebind them)
+  const externNames = new Set([...closure.bindings.values()].filter((b) => b.kind === 'extern').map((b) => names.get(b) ?? b.name));
   for (const b of closure.bindings.values()) {
     if (b.kind !== 'extern') continue;
     const name = names.get(b) ?? b.name;
@@ -286,13 +481,23 @@ function printImports(closure: Closure, names: Map<Binding, string>, futureAnnot
     for (const { edge, absModule } of edges) {
       if (edge.kind === 'from') {
         addFrom(absModule, name !== edge.name && edge.name !== '*' ? `${edge.name} as ${name}` : edge.name);
+        // a renamed name that came from `from x import *` is imported under its new name too
+        if (edge.name === '*' && name !== b.name) addFrom(absModule, `${b.name} as ${name}`);
       } else {
         const g = groupOf(absModule);
         let s = plain.get(g);
         if (!s) plain.set(g, (s = new Set()));
+        const top = absModule.split('.')[0];
         if (edge.asname) s.add(name !== absModule ? `import ${absModule} as ${name}` : `import ${absModule}`);
-        else if (name !== b.name) s.add(`import ${absModule.split('.')[0]} as ${name}`);
-        else s.add(`import ${absModule}`);
+        else if (name === b.name) s.add(`import ${absModule}`);
+        else if (absModule === top) s.add(`import ${top} as ${name}`);
+        else if (!externNames.has(top)) {
+          // renamed `import a.b.c` (binds `a`, loads a.b.c, §7.11): the new name is bound to
+          // the package and the dotted import stays for its side effect; what holds `a` in
+          // the module is a definition, bound after the imports
+          s.add(`import ${top} as ${name}`);
+          s.add(`import ${absModule}`);
+        } else s.add(`import ${absModule} as ${name}\nimport ${top} as ${name}`); // `a` is another import's: leave it alone
       }
     }
   }

@@ -12,7 +12,7 @@ import { listExtractions, type StoredExtraction } from './records.js';
 import type { ValidationFacts } from './spec.js';
 import { histogram, summarize, wilson, type Bin, type Interval } from './stats.js';
 
-export const REPORT_STAGES = ['parse', 'compile', 'import', 'instantiate', 'forward', 'equivalence'] as const;
+export const REPORT_STAGES = ['parse', 'compile', 'import', 'namespace', 'instantiate', 'forward', 'equivalence'] as const;
 
 export interface StageFigures {
   stage: string;

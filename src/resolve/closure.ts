@@ -7,11 +7,22 @@
 //   followed to the definition it names; an extern import is recorded and printed
 //   in its original form by the emitter.
 // - Reads are eager (evaluated when the statement runs) or lazy (function bodies);
-//   eager reads become ordering edges, lazy ones only pull definitions in.
+//   eager reads become ordering edges, lazy ones only pull definitions in. A read of
+//   another module's name sees its final value (the module ran to the end before the
+//   import returned), so it follows every statement binding it; a read of the module's
+//   own name sees the bindings before it (§4.2.2: names are looked up when the statement
+//   runs), so it follows those and precedes the later ones. Eager reads of the same
+//   definition of one module keep their original order as a soft edge (one may mutate
+//   what the other reads: registries), dropped by the emitter if it would close a cycle.
 // - Imports nested in compound statements or function bodies that name interned
 //   modules are rewritten, because relative imports cannot work in a standalone file.
 // - A name that cannot be resolved is a diagnostic, never silently dropped.
-import type { ImportEdge, Ref, StatementFacts } from '../parse/types.js';
+// - Bindings are identified by what they denote, not by their text: a module-level name
+//   that a compound statement binds only through imports (`try: import torch.distributed.nn`,
+//   which binds `torch`, Language Reference §7.11) is the same binding as the module or
+//   definition those imports name, when every binding of the name denotes that one thing;
+//   its slot is recorded in `aliases` so the emitter neither claims nor renames it apart.
+import { importBinds, type ImportEdge, type Ref, type StatementFacts } from '../parse/types.js';
 import type { Corpus, CorpusModule } from './corpus.js';
 import { isPlainImport, Resolver, type Target, type UnresolvedReason } from './names.js';
 
@@ -38,6 +49,9 @@ export interface Binding {
   edges?: { edge: ImportEdge; absModule: string }[];
   /** order of first use, for deciding who keeps a contested name */
   seq: number;
+  /** module-level names of the original modules that denote this binding (for the
+   *  validator's namespace stage): `name` in `mod` is the same object */
+  origins?: { mod: CorpusModule; name: string }[];
 }
 
 /** A reference inside a copied statement and the binding it was resolved to. */
@@ -68,7 +82,7 @@ export interface ImportRewrite {
 export interface Diagnostic {
   severity: 'error' | 'warning';
   name: string;
-  reason: UnresolvedReason | 'nested-module-import';
+  reason: UnresolvedReason | 'nested-module-import' | 'eager-cycle';
   message: string;
   module: string;
   path: string;
@@ -79,12 +93,24 @@ export interface Diagnostic {
 export interface Closure {
   target: { mod: CorpusModule; className: string; node: StmtNode };
   nodes: StmtNode[];
-  /** node → nodes that must be emitted before it (eager reads) */
+  /** node → nodes that must be emitted before it (eager reads; a later rebinding of a
+   *  name the node reads eagerly in its own module is after it) */
   eager: Map<StmtNode, Set<StmtNode>>;
+  /** node → nodes it should follow when possible (earlier eager readers of the same
+   *  definition of its module) */
+  soft: Map<StmtNode, Set<StmtNode>>;
   bindings: Map<BindingKey, Binding>;
   uses: Use[];
   importRewrites: ImportRewrite[];
   diagnostics: Diagnostic[];
+  /** `repo:module:name` of a module-level name bound only by imports → the binding it
+   *  denotes (one binding, not a second claim on the name) */
+  aliases: Map<string, Binding>;
+}
+
+/** Key of a module-level name of an interned module (as used by `aliases`). */
+export function slotKey(mod: CorpusModule, name: string): string {
+  return `${mod.repo}:${mod.name}:${name}`;
 }
 
 export class ClosureBuilder {
@@ -101,14 +127,17 @@ export class ClosureBuilder {
     // the class name itself is a binding of the emitted module
     state.defBinding(mod, className);
     while (state.queue.length) state.process(state.queue.shift()!);
+    state.aliasSlots();
     return {
       target: { mod, className, node: root },
       nodes: [...state.nodes.values()],
       eager: state.eager,
+      soft: state.softOrder(),
       bindings: state.bindings,
       uses: state.uses,
       importRewrites: state.rewrites,
       diagnostics: state.diagnostics,
+      aliases: state.aliases,
     };
   }
 }
@@ -117,10 +146,13 @@ class State {
   readonly nodes = new Map<string, StmtNode>();
   readonly queue: StmtNode[] = [];
   readonly eager = new Map<StmtNode, Set<StmtNode>>();
+  /** slot → statements of its own module that read it eagerly */
+  private readonly ownReaders = new Map<string, Set<StmtNode>>();
   readonly bindings = new Map<BindingKey, Binding>();
   readonly uses: Use[] = [];
   readonly rewrites: ImportRewrite[] = [];
   readonly diagnostics: Diagnostic[] = [];
+  readonly aliases = new Map<string, Binding>();
   private seq = 0;
 
   constructor(
@@ -139,19 +171,117 @@ class State {
     return n;
   }
 
+  /** `node` must be emitted after `dep`. */
+  private after(node: StmtNode, dep: StmtNode): void {
+    let s = this.eager.get(node);
+    if (!s) this.eager.set(node, (s = new Set()));
+    s.add(dep);
+  }
+
+  /** Soft order: eager readers of one definition of their own module, in original order. */
+  softOrder(): Map<StmtNode, Set<StmtNode>> {
+    const soft = new Map<StmtNode, Set<StmtNode>>();
+    for (const readers of this.ownReaders.values()) {
+      const l = [...readers].sort((a, b) => a.stmt - b.stmt);
+      for (let i = 1; i < l.length; i++) {
+        let s = soft.get(l[i]);
+        if (!s) soft.set(l[i], (s = new Set()));
+        s.add(l[i - 1]);
+      }
+    }
+    return soft;
+  }
+
   defBinding(mod: CorpusModule, name: string): Binding {
-    const key = `def:${mod.repo}:${mod.name}:${name}`;
+    const key = `def:${slotKey(mod, name)}`;
     let b = this.bindings.get(key);
-    if (!b) this.bindings.set(key, (b = { key, name, kind: 'def', mod, seq: this.seq++ }));
+    if (!b) this.bindings.set(key, (b = { key, name, kind: 'def', mod, seq: this.seq++, origins: [{ mod, name }] }));
     return b;
   }
 
-  private externBinding(local: string, t: Extract<Target, { kind: 'extern' }>): Binding {
-    const key = `ext:${local}=${t.qualified}`;
+  /** The binding of an extern target; `print` adds its edge to the imports the emitter
+   *  prints (plain top-level imports only: an import inside a compound statement stays
+   *  in its statement). */
+  private externBinding(local: string, t: Extract<Target, { kind: 'extern' }>, print = true): Binding {
+    const key = externKey(local, t);
     let b = this.bindings.get(key);
-    if (!b) this.bindings.set(key, (b = { key, name: local, kind: 'extern', edges: [], seq: this.seq++ }));
-    if (!b.edges!.some((x) => sameEdge(x.edge, t.edge, x.absModule, t.absModule))) b.edges!.push({ edge: t.edge, absModule: t.absModule });
+    if (!b) this.bindings.set(key, (b = { key, name: key.slice(4, key.indexOf('=')), kind: 'extern', edges: [], seq: this.seq++ }));
+    if (print && !b.edges!.some((x) => sameEdge(x.edge, t.edge, x.absModule, t.absModule))) b.edges!.push({ edge: t.edge, absModule: t.absModule });
     return b;
+  }
+
+  /** The statements of `stmts` bind `name` only through import edges (no assignment,
+   *  def, class, `global` or `del` of it): those edges, else null. */
+  private importOnly(mod: CorpusModule, name: string, stmts: number[]): ImportEdge[] | null {
+    if (this.corpus.deletersOf(mod, name).length) return null;
+    const edges: ImportEdge[] = [];
+    for (const i of stmts) {
+      const st = mod.facts.statements[i];
+      if (st.globalBinds?.includes(name) || st.bindSpans.some((s) => s.name === name)) return null;
+      const es = st.imports.filter((e) => importBinds(e) === name);
+      if (!es.length) return null;
+      edges.push(...es);
+    }
+    return edges;
+  }
+
+  /** The one thing every target denotes, following import-only bindings through the
+   *  imports that make them (`import torch` and `try: import torch.utils.checkpoint` both
+   *  denote the module `torch`); null when they denote different or unknown things. */
+  private identity(targets: Target[], local: string, depth = 0): { key: string; target: Target } | null {
+    let out: { key: string; target: Target } | null = null;
+    for (const t of targets) {
+      const parts: { key: string; target: Target }[] = [];
+      if (t.kind === 'extern') parts.push({ key: externKey(local, t), target: t });
+      else if (t.kind === 'def') {
+        const edges = this.importOnly(t.module, t.name, t.stmts);
+        if (!edges) parts.push({ key: `def:${slotKey(t.module, t.name)}`, target: t });
+        else {
+          if (depth > 16) return null;
+          for (const e of edges) {
+            const r = this.identity(this.resolver.followEdge(t.module, e), local, depth + 1);
+            if (!r) return null;
+            parts.push(r);
+          }
+        }
+      } else return null;
+      for (const p of parts) {
+        if (!out) out = p;
+        else if (out.key !== p.key) return null;
+      }
+    }
+    return out;
+  }
+
+  private bindingFor(id: { target: Target }, local: string): Binding {
+    const t = id.target;
+    if (t.kind === 'extern') return this.externBinding(local, t, false);
+    if (t.kind === 'def') return this.defBinding(t.module, t.name);
+    throw new Error(`no binding for a ${t.kind} target`);
+  }
+
+  /** When every binding of `targets` denotes one thing and some are import-only slots. */
+  private sameThing(targets: Target[], local: string): Binding | null {
+    if (!targets.some((t) => t.kind === 'def' && this.importOnly(t.module, t.name, t.stmts))) return null;
+    const id = this.identity(targets, local);
+    return id ? this.bindingFor(id, local) : null;
+  }
+
+  /** After the worklist: every name a copied statement binds only through imports is
+   *  an alias of the binding it denotes, when that is one thing. */
+  aliasSlots(): void {
+    for (const n of this.nodes.values()) {
+      for (const name of n.facts.binds) {
+        const key = slotKey(n.mod, name);
+        if (this.aliases.has(key) || this.bindings.has(`def:${key}`)) continue;
+        const targets = this.resolver.resolveName(n.mod, name);
+        if (!targets.some((t) => t.kind === 'def' && t.module === n.mod && t.stmts.includes(n.stmt))) continue;
+        const b = this.sameThing(targets, name);
+        if (!b) continue;
+        this.aliases.set(key, b);
+        addOrigin(b, n.mod, name);
+      }
+    }
   }
 
   private builtinBinding(name: string): Binding {
@@ -162,28 +292,45 @@ class State {
   }
 
   /** Turn resolved targets into bindings (and pull their statements in). Returns the
-   *  binding the reference should use, if any. */
-  private bind(from: StmtNode, targets: Target[], local: string, eager: boolean, ref: { name: string; line: number; soft?: boolean }): Binding | null {
-    let chosen: Binding | null = null;
+   *  binding the reference should use, if any, and whether it is the only thing the
+   *  targets denote. */
+  private bind(
+    from: StmtNode,
+    targets: Target[],
+    local: string,
+    eager: boolean,
+    ref: { name: string; line: number; soft?: boolean },
+  ): { chosen: Binding | null; unique: boolean } {
+    const same = this.sameThing(targets, local);
+    let chosen: Binding | null = same;
+    const distinct = new Set<Binding>();
     for (const t of targets) {
       let b: Binding | null = null;
       switch (t.kind) {
         case 'def': {
-          b = this.defBinding(t.module, t.name);
+          b = same ?? this.defBinding(t.module, t.name);
           // `del name` at module level is part of the name's binding history
           for (const i of this.corpus.deletersOf(t.module, t.name)) this.node(t.module, i);
           for (const i of t.stmts) {
             const dep = this.node(t.module, i);
             if (eager && dep !== from) {
-              let s = this.eager.get(from);
-              if (!s) this.eager.set(from, (s = new Set()));
-              s.add(dep);
+              // the module's own name: the read sees the bindings before it, and a later
+              // rebinding must not run first (when none comes before, keep them all)
+              const own = t.module === from.mod && t.stmts.some((j) => j <= from.stmt);
+              if (own && i > from.stmt) this.after(dep, from);
+              else this.after(from, dep);
             }
+          }
+          if (eager && t.module === from.mod) {
+            const key = slotKey(t.module, t.name);
+            let r = this.ownReaders.get(key);
+            if (!r) this.ownReaders.set(key, (r = new Set()));
+            r.add(from);
           }
           break;
         }
         case 'extern':
-          b = this.externBinding(t.edge.kind === 'import' && !t.edge.asname ? t.absModule.split('.')[0] : local, t);
+          b = this.externBinding(local, t);
           if (t.synthesized && !ref.soft) this.diag(from, ref.name, ref.line, 'star-extern', `${ref.name} is assumed to come from \`from ${t.absModule} import *\``, 'warning');
           break;
         case 'builtin':
@@ -196,9 +343,10 @@ class State {
           if (!ref.soft) this.diag(from, ref.name, ref.line, t.reason, t.detail, 'error');
           break;
       }
+      if (b) distinct.add(b);
       if (b && !chosen) chosen = b;
     }
-    return chosen;
+    return { chosen, unique: !!chosen && (!!same || distinct.size === 1) };
   }
 
   process(n: StmtNode): void {
@@ -221,8 +369,12 @@ class State {
     const resolvedTargets = ref.soft ? targets.filter((t) => t.kind !== 'unresolved' && t.kind !== 'module') : targets;
     if (!resolvedTargets.length) return;
     const end = consumed > 0 ? ref.attrEnds![consumed - 1] : ref.end;
-    const b = this.bind(n, resolvedTargets, ref.name, ref.eager, { name: ref.name, line: lineOf(ref.start), soft: ref.soft });
-    if (b) this.uses.push({ node: n, start: ref.start, end, original: src.slice(ref.start, end), binding: b });
+    const { chosen: b, unique } = this.bind(n, resolvedTargets, ref.name, ref.eager, { name: ref.name, line: lineOf(ref.start), soft: ref.soft });
+    if (!b) return;
+    this.uses.push({ node: n, start: ref.start, end, original: src.slice(ref.start, end), binding: b });
+    // the module-level name read here denotes the binding (unless it is bound to
+    // several things, or the reference goes through module attributes)
+    if (unique && consumed === 0 && b.kind !== 'builtin') addOrigin(b, n.mod, ref.name);
   }
 
   /** Imports that are not plain top-level import statements: extern edges stay as
@@ -255,7 +407,7 @@ class State {
         }
         // the import binds `local` in this statement: follow the edge itself
         const followed = this.followEdge(n, e);
-        const b = this.bind(n, followed, local, !nested, { name: local, line: e.line });
+        const { chosen: b } = this.bind(n, followed, local, !nested, { name: local, line: e.line });
         if (b) locals.push({ local, binding: b });
         else if (followed.some((t) => t.kind === 'unresolved' && t.reason === 'missing-module')) {
           // keep the failing import: the copied code then fails (or falls back) like the original
@@ -278,6 +430,16 @@ class State {
     const d: Diagnostic = { severity, name, reason, message, module: n.mod.name, path: n.mod.path, repo: n.mod.repo, line };
     if (!this.diagnostics.some((x) => x.name === d.name && x.line === d.line && x.path === d.path && x.reason === d.reason)) this.diagnostics.push(d);
   }
+}
+
+function externKey(local: string, t: Extract<Target, { kind: 'extern' }>): BindingKey {
+  // `import a.b.c` binds `a` whatever name it is reached by (§7.11)
+  return `ext:${t.edge.kind === 'import' && !t.edge.asname ? t.absModule.split('.')[0] : local}=${t.qualified}`;
+}
+
+function addOrigin(b: Binding, mod: CorpusModule, name: string): void {
+  const list = (b.origins ??= []);
+  if (!list.some((o) => o.mod === mod && o.name === name)) list.push({ mod, name });
 }
 
 function sameEdge(a: ImportEdge, b: ImportEdge, absA: string, absB: string): boolean {

@@ -130,8 +130,9 @@ export class Resolver {
     return [{ kind: 'unresolved', reason: 'undefined', detail: `${name} is not defined in ${mod.name}` }];
   }
 
-  /** Follow one import edge that binds a name. */
-  private followEdge(mod: CorpusModule, e: ImportEdge): Target[] {
+  /** Follow one import edge that binds a name (also used by the closure to tell what
+   *  an import inside a compound statement binds). */
+  followEdge(mod: CorpusModule, e: ImportEdge): Target[] {
     const abs = this.absoluteModule(mod, e);
     if (abs === null) return [{ kind: 'unresolved', reason: 'missing-module', detail: `relative import beyond the top-level package in ${mod.name}` }];
     if (e.kind === 'import') {

@@ -27,6 +27,7 @@ import {
   type SandboxConfig,
 } from './environment.js';
 import { DEFAULT_REQUIRED_STAGES, STAGES, type Limits, type PoolOptions, type Stage, type StageStatus, type ValidationRequest, type ValidationResult } from './types.js';
+import { passesStages } from './record.js';
 
 const WORKER_START_TIMEOUT_MS = 120000;
 /** extra time the TS watchdog gives the harness beyond a request's own timeout */
@@ -232,6 +233,7 @@ class Worker {
       callSites: job.req.callSites ?? [],
       dataSites: job.req.dataSites ?? [],
       original: job.req.original ?? null,
+      namespace: job.req.namespace ?? null,
       timeoutMs: timeout,
       stages: this.pool.stagesToRun(job.req),
     };
@@ -505,6 +507,7 @@ export class ValidatorPool {
       layers: msg.layers,
       usage: typeof msg.usage === 'string' ? msg.usage.slice(0, 2000) : undefined,
       equivalence: msg.equivalence,
+      namespace: msg.namespace,
       traceback: msg.traceback,
       output: msg.output,
       ms: msg.ms ?? 0,
@@ -514,10 +517,10 @@ export class ValidatorPool {
   /** @internal */
   finalize(job: Job, r: Omit<ValidationResult, 'id' | 'ok' | 'envId'>): ValidationResult {
     const required = job.req.requiredStages ?? DEFAULT_REQUIRED_STAGES;
-    const ok = required.every((s) => r.stages[s] === 'pass');
+    const ok = passesStages(r, required);
     const out: ValidationResult = { id: job.req.id, ok, ...r, envId: this.envId };
     if (!this.env.rootfs) out.python = this.env.python;
-    for (const k of ['layers', 'equivalence', 'traceback', 'output', 'usage'] as const) if (out[k] === undefined) delete out[k];
+    for (const k of ['layers', 'equivalence', 'namespace', 'traceback', 'output', 'usage'] as const) if (out[k] === undefined) delete out[k];
     return out;
   }
 

@@ -8,7 +8,7 @@ import { DEFAULT_REQUIRED_STAGES, type Stage, type ValidationRequest, type Valid
  *  traceback and output. */
 export type ValidationRecord = Pick<
   ValidationResult,
-  'stages' | 'category' | 'error' | 'args' | 'input_shapes' | 'output_shapes' | 'params' | 'envId' | 'equivalence' | 'layers' | 'python' | 'usage'
+  'stages' | 'category' | 'error' | 'args' | 'input_shapes' | 'output_shapes' | 'params' | 'envId' | 'equivalence' | 'namespace' | 'layers' | 'python' | 'usage'
 >;
 
 /** Longest error message a stored record keeps. */
@@ -50,6 +50,7 @@ export function toRecord(r: ValidationResult): ValidationRecord {
     envId: r.envId,
   };
   if (r.equivalence) rec.equivalence = r.equivalence;
+  if (r.namespace) rec.namespace = r.namespace;
   if (r.python) rec.python = r.python;
   if (r.usage) rec.usage = r.usage;
   return rec;
@@ -68,6 +69,7 @@ export function validationKey(req: ValidationRequest, envId: string): string {
       callSites: req.callSites ?? [],
       dataSites: req.dataSites ?? [],
       original: req.original ?? null,
+      namespace: req.namespace ?? null,
       required: req.requiredStages ?? DEFAULT_REQUIRED_STAGES,
       envId,
     }),
@@ -75,7 +77,9 @@ export function validationKey(req: ValidationRequest, envId: string): string {
   return h.digest('hex');
 }
 
-/** Whether a stored result passes the given required stages (for re-promotion with other settings). */
+/** Whether a result passes the given required stages (for re-promotion with other
+ *  settings). A namespace stage that ran and failed (a name of the copy means something
+ *  else) fails it too, required or not: that copy computes with the wrong object. */
 export function passesStages(r: Pick<ValidationResult, 'stages'>, required: readonly Stage[] = DEFAULT_REQUIRED_STAGES): boolean {
-  return required.every((s) => r.stages[s] === 'pass');
+  return required.every((s) => r.stages[s] === 'pass') && r.stages.namespace !== 'fail';
 }

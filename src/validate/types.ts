@@ -1,16 +1,18 @@
 // Public types of the validator (docs/ARCHITECTURE.md "Validation"): what a caller asks for one
 // block, what comes back per stage, and the pool / environment options.
+import type { NamespaceMap } from '../emit/emitter.js';
 
 /** The validation stages, in the order they run. */
-export type Stage = 'parse' | 'compile' | 'import' | 'instantiate' | 'forward' | 'equivalence';
-export const STAGES: readonly Stage[] = ['parse', 'compile', 'import', 'instantiate', 'forward', 'equivalence'];
+export type Stage = 'parse' | 'compile' | 'import' | 'namespace' | 'instantiate' | 'forward' | 'equivalence';
+export const STAGES: readonly Stage[] = ['parse', 'compile', 'import', 'namespace', 'instantiate', 'forward', 'equivalence'];
 
 /** Stages a block must pass to be promoted unless the caller says otherwise. */
 export const DEFAULT_REQUIRED_STAGES: readonly Stage[] = ['import', 'instantiate', 'forward'];
 
 export type StageStatus = 'pass' | 'fail' | 'skip';
 
-/** Failure categories. `not-equivalent` is only ever set by the equivalence stage. */
+/** Failure categories. `not-equivalent` is only ever set by the equivalence stage,
+ *  `rebound-name` only by the namespace stage. */
 export type FailureCategory =
   | 'syntax'
   | 'missing-extern'
@@ -23,7 +25,8 @@ export type FailureCategory =
   | 'memory'
   | 'crash'
   | 'sandbox-denied'
-  | 'not-equivalent';
+  | 'not-equivalent'
+  | 'rebound-name';
 
 /** A call of the class found in the corpus: a literal argument-list text such as
  *  "(64, 128, stride=2)", or the call in its context — the text of the top-level
@@ -53,9 +56,23 @@ export interface ValidationRequest {
   dataSites?: DataSite[];
   /** for equivalence: import `module` from these roots (bound read-only into the sandbox) */
   original?: { module: string; className: string; sysPath: string[] };
+  /** for the namespace stage (needs `original`): the module's names that came from the
+   *  original corpus, what they denote there, and where the copied statements sit */
+  namespace?: NamespaceMap;
   /** default ['import','instantiate','forward'] */
   requiredStages?: Stage[];
   timeoutMs?: number;
+}
+
+/** The names the namespace stage compared, and those that denote something else. */
+export interface NamespaceResult {
+  status: StageStatus;
+  reason?: string;
+  /** name × origin pairs compared */
+  checked: number;
+  /** pairs not compared: the origin module does not import, or neither binds the name */
+  skipped?: number;
+  mismatches?: { name: string; copy: string; original: string }[];
 }
 
 export interface EquivalenceResult {
@@ -85,6 +102,7 @@ export interface ValidationResult {
    *  (`Block(dim=32, num_heads=4)(torch.randn(2, 16, 32))`); null when a value has no plain spelling */
   usage?: string | null;
   equivalence?: EquivalenceResult;
+  namespace?: NamespaceResult;
   /** Python traceback of the failure, trimmed */
   traceback?: string;
   /** tail of what the candidate printed, when it ended abnormally */
