@@ -225,12 +225,14 @@ export const commands: Record<string, Command> = {
 
   env: {
     summary: 'env create DIR: build a Debian trixie root filesystem with python3-torch (torch 2.x) for --rootfs',
-    usage: 'nnrag env create DIR',
-    options: {},
+    usage: 'nnrag env create DIR [--packages P,Q …]',
+    options: { packages: { type: 'string', multiple: true } },
     async run(ctx) {
       const [sub, dir] = ctx.positionals;
-      if (sub !== 'create' || !dir) throw new UsageError('usage: nnrag env create DIR');
-      await createRootfs(path.resolve(dir));
+      if (sub !== 'create' || !dir) throw new UsageError('usage: nnrag env create DIR [--packages P,Q …]');
+      const packages = ((ctx.values.packages as string[] | undefined) ?? []).flatMap((p) => p.split(',')).map((p) => p.trim()).filter(Boolean);
+      for (const p of packages) if (!/^[a-z0-9][a-z0-9+.-]+$/.test(p)) throw new UsageError(`--packages: ${JSON.stringify(p)} is not a Debian package name`);
+      await createRootfs(path.resolve(dir), { packages, onLog: ctx.json ? undefined : (l) => process.stderr.write(`${l}\n`) });
       ctx.out(`root filesystem ready in ${path.resolve(dir)}; use --rootfs ${path.resolve(dir)}`, { rootfs: path.resolve(dir) });
       return 0;
     },

@@ -51,6 +51,7 @@ export const FLAGS: Record<string, string> = {
   module: 'dotted module name inside the project (default: the class name in snake case: ViT → vit)',
   'allow-failed': 'export a block that failed validation (refused otherwise)',
   port: 'TCP port (default 8765; 0 picks a free one)',
+  packages: 'more Debian packages to install into the root filesystem (python3-einops,python3-timm); repeatable',
   host: 'loopback address to listen on (127.0.0.1 or ::1; other addresses are refused)',
 };
 
@@ -74,7 +75,7 @@ export const EXAMPLES: Record<string, string> = {
   extract: 'nnrag extract --repo ../nanoGPT --block GPT --out ./blocks',
   validate: 'nnrag validate timm.layers.mlp.Mlp --force --require equivalence',
   doctor: 'nnrag doctor --store .nnrag   # also: what the store\'s repositories need that the environment lacks',
-  env: 'nnrag env create ./trixie-env',
+  env: 'nnrag env create /var/lib/nnrag/trixie --packages python3-einops,python3-omegaconf',
   demo: 'nnrag demo --store /tmp/nnrag-demo',
   library: 'nnrag library --python /usr/bin/python3',
   dedup: 'nnrag dedup --near 0.9',

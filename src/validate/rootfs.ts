@@ -7,7 +7,7 @@
 // minutes. The mirror is `opts.mirror`, else debootstrap's own default. The result is
 // then checked by running `import torch` inside it through bwrap.
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { NnragError } from '../util/errors.js';
 import { defaultLimits, findBwrap, probeInSandbox, which } from './environment.js';
@@ -27,10 +27,39 @@ export interface CreateRootfsOptions {
   force?: boolean;
 }
 
+/** The first folder on the way to `dir` (itself included when it exists) that the
+ *  sandbox's user cannot pass through, or null. When nnrag runs as root the sandbox runs
+ *  as uid 65534, which needs the others' execute bit on every folder above the root
+ *  filesystem (a `mktemp -d` folder or /root has none). */
+export function unreachableForSandbox(dir: string): string | null {
+  if (typeof process.getuid !== 'function' || process.getuid() !== 0) return null;
+  const parts = path.resolve(dir).split(path.sep).filter(Boolean);
+  let cur: string = path.sep;
+  for (const p of ['', ...parts]) {
+    cur = p ? path.join(cur, p) : cur;
+    let st;
+    try {
+      st = statSync(cur);
+    } catch {
+      return null; // does not exist yet: created below with the default mode
+    }
+    if (st.isDirectory() && (st.mode & 0o001) === 0) return cur;
+  }
+  return null;
+}
+
 export async function createRootfs(dir: string, opts: CreateRootfsOptions = {}): Promise<void> {
   const target = path.resolve(dir);
   if (typeof process.getuid === 'function' && process.getuid() !== 0) {
     throw new NnragError('nnrag env create needs root (debootstrap); run it with sudo');
+  }
+  // checked before minutes of debootstrap, not after
+  const blocked = unreachableForSandbox(target);
+  if (blocked) {
+    throw new NnragError(
+      `${blocked} cannot be entered by the sandbox's user (uid 65534), so a root filesystem under it would be unusable; ` +
+        `choose a folder such as /var/lib/nnrag/env, or allow it with \`chmod o+x ${blocked}\``,
+    );
   }
   const debootstrap = which('debootstrap');
   if (!debootstrap) throw new NnragError('debootstrap is not installed (apt-get install debootstrap)');
