@@ -136,9 +136,11 @@ export interface Probe {
 
 /** Run the probe on the host (not sandboxed: it runs no repository code). */
 export async function probeHost(python: string, importTorch = false): Promise<Probe | null> {
-  const args = ['-I', '-c', harnessSource().text, '--probe'];
+  // the harness is read from standard input (`-`): as one `-c` argument it would pass
+  // Linux's limit on a single argument (MAX_ARG_STRLEN, 128 KiB) as it grows
+  const args = ['-I', '-', '--probe'];
   if (importTorch) args.push('--import-torch');
-  const r = await run(python, args, { timeoutMs: 120000 });
+  const r = await run(python, args, { timeoutMs: 120000, input: harnessSource().text });
   if (r.code !== 0) return null;
   try {
     return JSON.parse(r.stdout.trim().split('\n').pop()!) as Probe;
