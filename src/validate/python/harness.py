@@ -72,21 +72,23 @@ SANDBOX_ERRNOS = {
 # --------------------------------------------------------------------------- probe
 
 def installed_distributions():
-    """Every installed distribution as "name==version", sorted (importlib.metadata, PEP 566
-    metadata; names PEP 503-normalised): part of the environment id, so installing or
-    upgrading a package makes stored validations stale."""
-    try:
-        import importlib.metadata as md
-    except ImportError:  # Python < 3.8
-        return []
+    """Every installed distribution as "name==version" (PEP 503 name), sorted, from the
+    names of the `name-version.dist-info` / `.egg-info` entries on sys.path (PEP 376,
+    PEP 427: reading each METADATA costs 50 ms, the names alone well under 1 ms). Part
+    of the environment id: installing, removing or upgrading a package changes it."""
     out = set()
-    for d in md.distributions():
+    for d in sys.path:
         try:
-            name = d.metadata["Name"]
-        except Exception:  # noqa: BLE001 - a broken dist-info folder
+            names = os.listdir(d or ".")
+        except OSError:
             continue
-        if name:
-            out.add("%s==%s" % (re.sub(r"[-_.]+", "-", name).lower(), d.version))
+        for f in names:
+            if not f.endswith((".dist-info", ".egg-info")):
+                continue
+            stem = f.rsplit(".", 1)[0]
+            name, _, version = stem.partition("-")
+            version = version.split("-py")[0]  # egg-info names may end in -py3.11
+            out.add("%s==%s" % (re.sub(r"[-_.]+", "-", name).lower(), version))
     return sorted(out)
 
 
