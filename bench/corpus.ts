@@ -45,11 +45,11 @@ const records = await extractAndValidate(ws, [...repoOf.keys()], {
 const secs = (performance.now() - t) / 1000;
 console.log(`extract${validate ? ' + validate' : ''} ${records.length} blocks: ${secs.toFixed(1)} s`);
 
-type Row = { discovered: number; emitted: number; unresolved: number; import: number; instantiate: number; forward: number; eqPass: number; eqRan: number; importErrors: Map<string, number> };
+type Row = { discovered: number; emitted: number; unresolved: number; import: number; instantiate: number; forward: number; eqPass: number; eqRan: number; nsBlocks: number; nsNames: number; nsMismatch: number; importErrors: Map<string, number>; eqSkips: Map<string, number> };
 const rows = new Map<string, Row>();
 const row = (repo: string): Row => {
   let r = rows.get(repo);
-  if (!r) rows.set(repo, (r = { discovered: 0, emitted: 0, unresolved: 0, import: 0, instantiate: 0, forward: 0, eqPass: 0, eqRan: 0, importErrors: new Map() }));
+  if (!r) rows.set(repo, (r = { discovered: 0, emitted: 0, unresolved: 0, import: 0, instantiate: 0, forward: 0, eqPass: 0, eqRan: 0, nsBlocks: 0, nsNames: 0, nsMismatch: 0, importErrors: new Map(), eqSkips: new Map() }));
   return r;
 };
 for (const rec of records) {
@@ -57,7 +57,9 @@ for (const rec of records) {
   r.discovered++;
   if (rec.lines > 0) r.emitted++;
   if (rec.diagnostics.some((d) => d.severity === 'error')) r.unresolved++;
-  const v = rec.validation as { stages: Record<string, string>; stage: string | null; error: string | null } | undefined;
+  const v = rec.validation as
+    | { stages: Record<string, string>; stage: string | null; error: string | null; namespace?: { checked: number; mismatches?: unknown[] }; equivalence?: { status: string; reason?: string } }
+    | undefined;
   if (!v) continue;
   if (v.stages.import === 'pass') r.import++;
   else if (v.stages.import === 'fail') {
@@ -69,18 +71,28 @@ for (const rec of records) {
   if (v.stages.forward === 'pass') r.forward++;
   if (v.stages.equivalence === 'pass') r.eqPass++;
   if (v.stages.equivalence === 'pass' || v.stages.equivalence === 'fail') r.eqRan++;
+  else if (v.stages.forward === 'pass') {
+    // why equivalence did not run for a block that ran forward
+    const why = (v.equivalence?.reason ?? 'no reason given').replace(/\d+(\.\d+)?/g, 'N').slice(0, 70);
+    r.eqSkips.set(why, (r.eqSkips.get(why) ?? 0) + 1);
+  }
+  if (v.namespace && v.namespace.checked > 0) {
+    r.nsBlocks++;
+    r.nsNames += v.namespace.checked;
+    r.nsMismatch += v.namespace.mismatches?.length ?? 0;
+  }
 }
 const total = row('total');
 for (const [name, r] of rows) {
   if (name === 'total') continue;
-  for (const k of ['discovered', 'emitted', 'unresolved', 'import', 'instantiate', 'forward', 'eqPass', 'eqRan'] as const) total[k] += r[k];
+  for (const k of ['discovered', 'emitted', 'unresolved', 'import', 'instantiate', 'forward', 'eqPass', 'eqRan', 'nsBlocks', 'nsNames', 'nsMismatch'] as const) total[k] += r[k];
 }
 const pct = (a: number, b: number) => (b ? `${((100 * a) / b).toFixed(0)}%` : '-');
-console.log('| repository | discovered | emitted | with unresolved | import | instantiate | forward | equivalence pass/ran |');
-console.log('|---|---|---|---|---|---|---|---|');
+console.log('| repository | discovered | emitted | with unresolved | import | instantiate | forward | equivalence pass/ran | namespace blocks / names / mismatches |');
+console.log('|---|---|---|---|---|---|---|---|---|');
 for (const [name, r] of [...rows].sort((a, b) => (a[0] === 'total' ? 1 : b[0] === 'total' ? -1 : a[0].localeCompare(b[0])))) {
   console.log(
-    `| ${name} | ${r.discovered} | ${r.emitted} | ${r.unresolved} | ${r.import} (${pct(r.import, r.discovered)}) | ${r.instantiate} (${pct(r.instantiate, r.discovered)}) | ${r.forward} (${pct(r.forward, r.discovered)}) | ${r.eqPass}/${r.eqRan} |`,
+    `| ${name} | ${r.discovered} | ${r.emitted} | ${r.unresolved} | ${r.import} (${pct(r.import, r.discovered)}) | ${r.instantiate} (${pct(r.instantiate, r.discovered)}) | ${r.forward} (${pct(r.forward, r.discovered)}) | ${r.eqPass}/${r.eqRan} | ${r.nsBlocks} / ${r.nsNames} / ${r.nsMismatch} |`,
   );
 }
 console.log('\nimport failures per repository (most common first):');
@@ -88,6 +100,11 @@ for (const [name, r] of rows) {
   if (!r.importErrors.size) continue;
   const top = [...r.importErrors].sort((a, b) => b[1] - a[1]).slice(0, 6);
   console.log(`  ${name}: ${top.map(([k, n]) => `${k} ×${n}`).join('; ')}`);
+}
+console.log('\nequivalence not run after a forward pass, by reason:');
+for (const [name, r] of rows) {
+  if (!r.eqSkips.size) continue;
+  console.log(`  ${name}: ${[...r.eqSkips].sort((a, b) => b[1] - a[1]).slice(0, 4).map(([k, n]) => `${k} ×${n}`).join('; ')}`);
 }
 const json = opt('--json');
 if (json) writeFileSync(json, JSON.stringify(records.map((r) => ({ repo: repoOf.get(r.id), ...r })), null, 1));
