@@ -7,6 +7,7 @@
 import { rmSync } from 'node:fs';
 import path from 'node:path';
 import * as api from './api.js';
+import { parseBlockId } from './discover/ids.js';
 import { putCachedValidation, getCachedValidation, putExtraction, textHash } from './library/records.js';
 import type { Ref, StatementFacts } from './parse/types.js';
 import type { Corpus, CorpusModule } from './resolve/corpus.js';
@@ -78,16 +79,16 @@ function refsNamed(corpus: Corpus, name: string): NamedRef[] {
 export function callSites(ws: api.Workspace, id: string): CallSite[] {
   const corpus = ws.corpus();
   const resolver = ws.resolver();
-  const dot = id.lastIndexOf('.');
-  const modName = id.slice(0, dot);
-  const cls = id.slice(dot + 1);
+  const block = ws.blockModule(id);
+  if (!block) return [];
+  const { mod: own, className: cls } = block;
   const literal = new Set<string>();
   const contextual: CallSite[] = [];
   for (const { mod, ref, st } of refsNamed(corpus, cls)) {
     if (literal.size >= MAX_CALL_SITES) break;
     const { targets, consumed } = resolver.resolveRef(mod, ref);
     if (consumed !== (ref.attrs?.length ?? 0)) continue;
-    if (!targets.some((t) => t.kind === 'def' && t.module.name === modName && t.name === cls)) continue;
+    if (!targets.some((t) => t.kind === 'def' && t.module === own && t.name === cls)) continue;
     const src = safeSource(corpus, mod);
     if (src === null) continue;
     const end = consumed ? ref.attrEnds![consumed - 1] : ref.end;
@@ -106,7 +107,7 @@ export function callSites(ws: api.Workspace, id: string): CallSite[] {
  *  The harness evaluates the entries of the table one by one as that argument. */
 export function dataSites(ws: api.Workspace, id: string): DataSite[] {
   const corpus = ws.corpus();
-  const mod = corpus.module(id.slice(0, id.lastIndexOf('.')));
+  const mod = ws.blockModule(id)?.mod;
   if (!mod) return [];
   const src = safeSource(corpus, mod);
   if (src === null) return [];
@@ -150,8 +151,7 @@ function literalCall(src: string, pos: number): string | null {
 
 /** sys.path entries that make the block's original module importable. */
 function originalSysPath(ws: api.Workspace, id: string): string[] | null {
-  const corpus = ws.corpus();
-  const mod = corpus.module(id.slice(0, id.lastIndexOf('.')));
+  const mod = ws.blockModule(id)?.mod;
   if (!mod) return null;
   const repo = ws.store.getRepo(mod.repo);
   if (!repo) return null;
@@ -173,16 +173,17 @@ export async function extractAndValidate(ws: api.Workspace, ids: string[], opts:
       extracted.map(async ({ id, record, text }, i) => {
         let result: ValidationResult | null = null;
         if (text) {
+          const { module: origModule, className } = parseBlockId(id);
           const req: ValidationRequest = {
             id,
             source: text,
-            className: id.slice(id.lastIndexOf('.') + 1),
+            className,
             callSites: callSites(ws, id),
             dataSites: dataSites(ws, id),
             requiredStages: required,
           };
           const sysPath = opts.equivalence === false ? null : originalSysPath(ws, id);
-          if (sysPath) req.original = { module: id.slice(0, id.lastIndexOf('.')), className: req.className, sysPath };
+          if (sysPath) req.original = { module: origModule, className: req.className, sysPath };
           const key = validationKey(req, pool.envId);
           result = getCachedValidation<ValidationResult>(ws.store, key, pool.envId);
           if (!result) {
