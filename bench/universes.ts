@@ -37,6 +37,8 @@ console.log(`load corpus: ${(performance.now() - t).toFixed(0)} ms`);
 t = performance.now();
 const records = api.extractBlocks(ws, blocks.map((b) => b.id));
 console.log(`extract ${records.length} blocks: ${((performance.now() - t) / 1000).toFixed(2)} s`);
+const od = (ws.corpus().moduleLoader as { stats?: { loaded: number; parsed: number; fetched: number; ms: number } } | null)?.stats;
+if (od) console.log(`on demand: ${od.loaded} modules read outside the configured paths (${od.parsed} parsed, ${od.fetched} fetched through git) in ${od.ms.toFixed(0)} ms`);
 
 type Row = { discovered: number; emitted: number; reasons: Map<string, number>; imported: number; undef: number; failures: Map<string, number> };
 const rows = new Map<string, Row>();

@@ -10,6 +10,7 @@ import { idFileStem, parseBlockId } from './discover/ids.js';
 import { emitModule } from './emit/emitter.js';
 import { indexRepos, type IndexMode, type IndexProgress, type IndexReport } from './index/indexer.js';
 import { IndexStore } from './index/store.js';
+import { initParser } from './parse/parser.js';
 import { putExtraction, textHash } from './library/records.js';
 import { RepoCache } from './repos/cache.js';
 import { ClosureBuilder, type Diagnostic } from './resolve/closure.js';
@@ -68,6 +69,13 @@ export class Workspace {
   }
 }
 
+/** Load the Python parser in this thread. The resolver parses modules it reads on demand
+ *  (outside the configured paths) synchronously; without a parser only contents the store
+ *  already has are usable that way. `index` calls it; so does the CLI. */
+export async function ready(): Promise<void> {
+  await initParser();
+}
+
 // ---------------------------------------------------------------- index
 
 export interface IndexOptions {
@@ -81,6 +89,7 @@ export interface IndexOptions {
 /** Prepare repositories (git clone/fetch or local folders) and index their Python files.
  *  Without repos, the repositories already in the store are indexed again. */
 export async function index(ws: Workspace, opts: IndexOptions): Promise<IndexReport> {
+  await ready();
   const cache = new RepoCache(path.join(ws.storeDir, 'repos'));
   let specs = opts.repos;
   if (!specs.length) {

@@ -124,6 +124,8 @@ export async function main(argv: string[]): Promise<number> {
     },
   };
   try {
+    // the resolver parses modules it reads on demand synchronously (src/resolve/ondemand.ts)
+    await api.ready();
     return await cmd.run(ctx);
   } catch (e) {
     if (e instanceof UsageError) {

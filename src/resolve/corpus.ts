@@ -85,6 +85,11 @@ export class Corpus {
     if (text !== undefined) this.sources.set(`${m.repo}\0${m.path}`, text);
   }
 
+  /** The attached on-demand loader, if any. */
+  get moduleLoader(): ModuleLoader | null {
+    return this.loader;
+  }
+
   /** Attach the on-demand loader (modules of a repository outside its `paths`). */
   setLoader(loader: ModuleLoader | null): void {
     this.loader = loader;
