@@ -59,6 +59,7 @@ export class Corpus {
   private readonly binders = new Map<CorpusModule, Map<string, number[]>>();
   private readonly lookups = new Map<string, CorpusModule | null>();
   private readonly loaded = new Map<string, CorpusModule | null>();
+  private readonly folders = new Map<string, boolean>();
   private loader: ModuleLoader | null = null;
 
   constructor(repos: CorpusRepo[], modules: CorpusModule[]) {
@@ -132,7 +133,11 @@ export class Corpus {
   private hasPortion(repo: string, name: string, disk: boolean): boolean {
     if (this.prefixes.get(repo)?.has(name)) return true;
     const r = this.repos.get(repo);
-    return !!this.loader && !!r && (disk || this.repoKnowsTop(repo, name)) && this.loader.hasFolder(r, name);
+    if (!this.loader || !r || !(disk || this.repoKnowsTop(repo, name))) return false;
+    const key = `${repo}\0${name}`;
+    let hit = this.folders.get(key);
+    if (hit === undefined) this.folders.set(key, (hit = this.loader.hasFolder(r, name)));
+    return hit;
   }
 
   /** The module Python would import under this name from code of repository `repo`

@@ -76,9 +76,11 @@ describe('cli', () => {
     const bad = nnrag('extract', '--store', store, '--block', 'NoSuchBlock', '--no-validate');
     assert.equal(bad.code, 1);
     assert.match(bad.stderr, /no block named "NoSuchBlock"/);
-    // Mlp is ambiguous: resolved, and the alternative is named
+    // Mlp is ambiguous: a usage error that lists the candidates with their repositories
     const amb = nnrag('extract', '--store', store, '--block', 'Mlp', '--no-validate', '--out', out);
-    assert.equal(amb.code, 0, amb.stderr);
-    assert.match(amb.stderr, /Mlp → tinyvision\.layers\.mlp\.Mlp \(also: tinyvision\.models\.mixer\.Mlp\)/);
+    assert.equal(amb.code, 2, amb.stderr);
+    assert.match(amb.stderr, /"Mlp" is ambiguous/);
+    assert.match(amb.stderr, /tinyvision\.layers\.mlp\.Mlp +\(\S+, tinyvision\/layers\/mlp\.py:\d+\)/);
+    assert.match(amb.stderr, /tinyvision\.models\.mixer\.Mlp +\(\S+, tinyvision\/models\/mixer\.py:\d+\)/);
   });
 });
