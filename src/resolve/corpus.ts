@@ -156,18 +156,27 @@ export class Corpus {
   private lookup(name: string, repo?: string): CorpusModule | undefined {
     const dot = name.indexOf('.');
     const top = dot < 0 ? name : name.slice(0, dot);
-    const uni = this.universe(repo);
+    let uni = this.universe(repo);
+    if (repo !== undefined && this.repos.has(repo)) {
+      // the repository's own sys.path entry comes first (`python main.py` puts its folder
+      // first): a top-level name it has is looked up in it only. (Python would let another
+      // entry's regular package win over a namespace folder of the script's own; a
+      // repository's code never means another repository's package by its own folder.)
+      // a top-level name the repository has (module, package, namespace folder) is its own
+      if (this.inRepo(repo, top, true) || this.hasPortion(repo, top, true)) return dot < 0 ? this.inRepo(repo, top, true) : this.inRepo(repo, name, true);
+      uni = uni.slice(1);
+    }
     for (const r of uni) {
-      const owner = this.inRepo(r, top, r === repo);
+      const owner = this.inRepo(r, top, false);
       if (!owner) continue;
       if (dot < 0) return owner;
       // §5.4.2 / §5.5: submodules of a module or regular package come from its __path__ only
-      return owner.isPackage ? this.inRepo(r, name, r === repo) : undefined;
+      return owner.isPackage ? this.inRepo(r, name, false) : undefined;
     }
     // PEP 420: no entry has it as a module or regular package: its portions merge
     for (const r of uni) {
-      if (!this.hasPortion(r, top, r === repo)) continue;
-      const m = this.inRepo(r, name, r === repo);
+      if (!this.hasPortion(r, top, false)) continue;
+      const m = this.inRepo(r, name, false);
       if (m) return m;
     }
     return undefined;

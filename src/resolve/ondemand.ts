@@ -7,7 +7,7 @@
 // for a sparse blobless clone, from git (`git cat-file` fetches the one blob), and
 // indexes it like any other content: facts keyed by blob id in the index store, parsed
 // only when the store does not have them, the file recorded in `support_files`.
-import { readFileSync, realpathSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { factsRow, MAX_FILE_BYTES } from '../index/indexer.js';
 import { parseBuffer } from '../index/parse-one.js';
@@ -78,11 +78,7 @@ export class OnDemandLoader implements ModuleLoader {
     if (!parts.every(isIdentifier)) return false;
     for (const root of this.roots(repo)) {
       const rel = [root, ...parts].filter(Boolean).join('/');
-      try {
-        if (statSync(path.join(repo.root, ...rel.split('/'))).isDirectory()) return true;
-      } catch {
-        /* not in the work tree */
-      }
+      if (holdsPython(path.join(repo.root, ...rel.split('/')))) return true;
       if (this.isRemote(repo) && this.tree(repo)?.dirs.has(rel)) return true;
     }
     return false;
@@ -147,4 +143,17 @@ export class OnDemandLoader implements ModuleLoader {
       text: decodePython(buf).text,
     };
   }
+}
+
+/** A folder that could provide Python modules: it holds a `.py` file, or a subfolder
+ *  that does (a folder of data or configuration only is not a package of the code). */
+function holdsPython(dir: string, depth = 0): boolean {
+  let entries;
+  try {
+    entries = readdirSync(dir, { withFileTypes: true });
+  } catch {
+    return false;
+  }
+  if (entries.some((e) => e.isFile() && e.name.endsWith('.py'))) return true;
+  return depth < 2 && entries.some((e) => e.isDirectory() && !e.name.startsWith('.') && holdsPython(path.join(dir, e.name), depth + 1));
 }

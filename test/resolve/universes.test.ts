@@ -63,6 +63,21 @@ describe('import universes', () => {
       ws.close();
     }
   });
+
+  it("resolves a repository's own namespace folder before another repository's regular package", async () => {
+    const dir = tempDir();
+    const ws = api.Workspace.open(path.join(dir, 'store'));
+    try {
+      await api.index(ws, { repos: [local('org/gamma', fixture('universes', 'gamma'), [], 2), local('org/beta', fixture('universes', 'beta'), [], 1)], workers: 1 });
+      api.discover(ws);
+      const gamma = emit(ws, 'models_gamma.GammaNet', dir);
+      assert.deepEqual(gamma.record.diagnostics, []);
+      assert.ok(gamma.record.interned.includes('util.helper'), JSON.stringify(gamma.record.interned));
+      assert.match(gamma.text, /return x \* 3/);
+    } finally {
+      ws.close();
+    }
+  });
 });
 
 describe('namespace packages (PEP 420) under a script root', () => {
