@@ -8,8 +8,9 @@
 // from the first sys.path entry that has it as a module or a regular package, and then
 // finds its submodules only in that package's `__path__`; only when no entry has it as
 // a module or regular package do the namespace portions of every entry merge (PEP 420,
-// "Specification"). So `models.common` imported by yolov9 is yolov9's file even when
-// yolov5 is indexed too. Modules outside a repository's configured `paths` are found
+// "Specification"). A top-level name the importing repository has itself (a module, a
+// package, a namespace folder) is looked up in it only. So `models.common` imported by
+// yolov9 is yolov9's file even when yolov5 is indexed too. Modules outside a repository's configured `paths` are found
 // through an OnDemand loader (src/resolve/ondemand.ts) when one is attached: `paths`
 // scope discovery, not what a closure may read.
 import { readFileSync } from 'node:fs';
@@ -141,9 +142,9 @@ export class Corpus {
   }
 
   /** The module Python would import under this name from code of repository `repo`
-   *  (see the header: the first entry of the universe that has the top-level name as a
-   *  module or regular package owns it; otherwise namespace portions merge). Without
-   *  `repo`, the universe is every repository by priority. */
+   *  (see the header: a top-level name the repository has is its own; otherwise the first
+   *  other repository that has it as a module or regular package owns it, else namespace
+   *  portions merge). Without `repo`, the universe is every repository by priority. */
   module(name: string, repo?: string): CorpusModule | undefined {
     const key = `${repo ?? ''}\0${name}`;
     const hit = this.lookups.get(key);
@@ -159,11 +160,11 @@ export class Corpus {
     let uni = this.universe(repo);
     if (repo !== undefined && this.repos.has(repo)) {
       // the repository's own sys.path entry comes first (`python main.py` puts its folder
-      // first): a top-level name it has is looked up in it only. (Python would let another
-      // entry's regular package win over a namespace folder of the script's own; a
-      // repository's code never means another repository's package by its own folder.)
-      // a top-level name the repository has (module, package, namespace folder) is its own
-      if (this.inRepo(repo, top, true) || this.hasPortion(repo, top, true)) return dot < 0 ? this.inRepo(repo, top, true) : this.inRepo(repo, name, true);
+      // first): a top-level name it has (module, package, namespace folder) is looked up
+      // in it only. (Python would let another entry's regular package win over a
+      // namespace folder of the script's own; a repository's code never means another
+      // repository's package by its own folder's name.)
+      if (this.ownsTop(repo, top)) return this.inRepo(repo, name, true);
       uni = uni.slice(1);
     }
     for (const r of uni) {
@@ -205,10 +206,16 @@ export class Corpus {
     return out;
   }
 
+  /** Does the repository itself have this top-level name (module, package, folder)? */
+  private ownsTop(repo: string, top: string): boolean {
+    return !!this.inRepo(repo, top, true) || this.hasPortion(repo, top, true);
+  }
+
   /** A namespace package (PEP 420) or regular package exists under this name in the
    *  universe of `repo`. */
   isPackageName(name: string, repo?: string): boolean {
     if (this.module(name, repo)?.isPackage) return true;
+    if (repo !== undefined && this.repos.has(repo) && this.ownsTop(repo, name.split('.')[0])) return this.hasPortion(repo, name, true);
     return this.universe(repo).some((r) => this.hasPortion(r, name, r === repo));
   }
 
