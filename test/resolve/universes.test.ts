@@ -87,7 +87,7 @@ describe('namespace packages (PEP 420) under a script root', () => {
     try {
       await api.index(ws, { repos: [local('org/flat', fixture('namespace', 'flat')), local('org/nested', fixture('namespace', 'nested'))], workers: 1 });
       const ids = api.discover(ws).map((b) => b.id).sort();
-      assert.deepEqual(ids, ['models.net.Net', 'nets.deep.block.Block', 'nets.deep.layers.conv.ConvUnit']);
+      assert.deepEqual(ids, ['models.net.Net', 'models.net.PositionalEncoding', 'nets.deep.block.Block', 'nets.deep.layers.conv.ConvUnit']);
       const net = emit(ws, 'models.net.Net', dir);
       const block = emit(ws, 'nets.deep.block.Block', dir);
       assert.deepEqual(net.record.diagnostics, []);
@@ -95,10 +95,13 @@ describe('namespace packages (PEP 420) under a script root', () => {
       assert.doesNotMatch(net.text, /^from util/m);
       assert.deepEqual(block.record.diagnostics, []);
       assert.ok(block.record.interned.includes('nets.deep.layers.conv'), JSON.stringify(block.record.interned));
+      const pe = emit(ws, 'models.net.PositionalEncoding', dir);
       const checks = checkModules([
+        { name: 'pe', file: pe.file, run: 'import torch\nassert m.PositionalEncoding()(torch.ones(4, 8)).shape == (4, 8)' },
         { name: 'net', file: net.file, run: 'import torch\nassert m.Net()(torch.ones(4, 8)).shape == (4, 8)' },
         { name: 'block', file: block.file, run: 'import torch\nassert m.Block()(torch.ones(1, 3, 4, 4)).shape == (1, 3, 4, 4)' },
       ]);
+      assert.equal(checks.pe.result, 'ok', checks.pe.result);
       assert.equal(checks.net.result, 'ok', checks.net.result);
       assert.equal(checks.block.result, 'ok', checks.block.result);
     } finally {
