@@ -5,7 +5,7 @@
 // bench/check_modules.py run with Debian's Python and torch.
 //
 // usage: node dist/bench/universes.js CONFIG [--repos a/b,c/d] [--store DIR]
-//        [--python /usr/bin/python3] [--no-check] [--verbose]
+//        [--python /usr/bin/python3] [--no-check] [--check-repos a/b,c/d] [--verbose]
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,7 +17,7 @@ import { args, opt } from './args.js';
 
 const config = args[0];
 if (!config || config.startsWith('--')) {
-  console.error('usage: node dist/bench/universes.js CONFIG [--repos a/b,c/d] [--store DIR] [--python PY] [--no-check] [--verbose]');
+  console.error('usage: node dist/bench/universes.js CONFIG [--repos a/b,c/d] [--store DIR] [--python PY] [--no-check] [--check-repos a/b,c/d] [--verbose]');
   process.exit(2);
 }
 const only = opt('--repos')?.split(',');
@@ -58,8 +58,9 @@ if (!args.includes('--no-check')) {
   const checker = path.resolve(here, '..', '..', 'bench', 'check_modules.py');
   const out = path.join(store, 'check.json');
   const roots = new Map(ws.store.listRepos().map((r) => [r.name, r.root]));
+  const checkRepos = opt('--check-repos')?.split(',');
   const inputs = records
-    .filter((r) => r.file)
+    .filter((r) => r.file && (!checkRepos || checkRepos.includes(repoOf.get(r.file) ?? '')))
     .map((r) => ({ file: r.file, originals: ((r.provenance ?? []) as { repo: string; path: string }[]).map((p) => path.join(roots.get(p.repo) ?? '', p.path)) }));
   const inputFile = path.join(store, 'check-input.json');
   writeFileSync(inputFile, JSON.stringify(inputs));
