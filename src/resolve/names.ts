@@ -155,6 +155,13 @@ export class Resolver {
       const qualified = e.asname ? abs : abs.split('.')[0];
       return [{ kind: 'extern', edge: e, absModule: abs, qualified }];
     }
+    // a package importing its own submodule (`from . import x` or `from pkg import x` in
+    // pkg/__init__.py) binds the submodule (§5.4.2 "Submodules"): following the
+    // attribute would only find this very import again
+    const ownDefs = () => this.corpus.bindersOf(mod, e.name).some((i) => !isPlainImport(mod.facts.statements[i].kind));
+    if (mod.isPackage && abs === mod.name && e.name !== '*' && this.isInterned(`${abs}.${e.name}`, repo) && !ownDefs()) {
+      return [{ kind: 'module', name: `${abs}.${e.name}`, repo }];
+    }
     if (this.isInterned(abs, repo)) return this.resolveAttr(abs, e.name, repo);
     // a relative import names a module of this package: missing unless forced extern
     if ((e.level > 0 && !this.forcedExtern(abs)) || this.isMissingInternal(abs, repo)) {
