@@ -61,6 +61,8 @@ export class Corpus {
   private readonly lookups = new Map<string, CorpusModule | null>();
   private readonly loaded = new Map<string, CorpusModule | null>();
   private readonly folders = new Map<string, boolean>();
+  private readonly universes = new Map<string, string[]>();
+  private readonly packageNames = new Map<string, boolean>();
   private loader: ModuleLoader | null = null;
 
   constructor(repos: CorpusRepo[], modules: CorpusModule[]) {
@@ -96,13 +98,17 @@ export class Corpus {
   setLoader(loader: ModuleLoader | null): void {
     this.loader = loader;
     this.lookups.clear();
+    this.packageNames.clear();
+    this.folders.clear();
   }
 
   /** Repositories in the import universe of `repo`: itself first, then the others by
    *  priority (as installed packages); without `repo`, all of them by priority. */
   universe(repo?: string): string[] {
     if (repo === undefined || !this.repos.has(repo)) return this.order;
-    return [repo, ...this.order.filter((r) => r !== repo)];
+    let u = this.universes.get(repo);
+    if (!u) this.universes.set(repo, (u = [repo, ...this.order.filter((r) => r !== repo)]));
+    return u;
   }
 
   /** Does `repo` know the top-level package of `name` from its indexed files? */
@@ -214,6 +220,13 @@ export class Corpus {
   /** A namespace package (PEP 420) or regular package exists under this name in the
    *  universe of `repo`. */
   isPackageName(name: string, repo?: string): boolean {
+    const key = `${repo ?? ''}\0${name}`;
+    let hit = this.packageNames.get(key);
+    if (hit === undefined) this.packageNames.set(key, (hit = this.packageNameUncached(name, repo)));
+    return hit;
+  }
+
+  private packageNameUncached(name: string, repo?: string): boolean {
     if (this.module(name, repo)?.isPackage) return true;
     if (repo !== undefined && this.repos.has(repo) && this.ownsTop(repo, name.split('.')[0])) return this.hasPortion(repo, name, true);
     return this.universe(repo).some((r) => this.hasPortion(r, name, r === repo));
