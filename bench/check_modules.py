@@ -90,7 +90,10 @@ for item in inputs:
     f = item["file"]
     rep = Collect()
     with open(f) as fh:
-        pyflakes_api.check(fh.read(), f, rep)
+        try:
+            pyflakes_api.check(fh.read(), f, rep)
+        except SyntaxError as e:  # e.g. a PEP 263 coding line pyflakes' tokenizer refuses
+            rep.errors.append(f"syntax error: {e}")
     inherited = set()
     for o in item.get("originals", []):
         inherited |= undefined_in(o)

@@ -6,13 +6,15 @@ import path from 'node:path';
 import type { RepoSpec } from './config/repos.js';
 import { symbolMatches } from './config/scope.js';
 import { Discovery, type Block } from './discover/discover.js';
+import { idFileStem, parseBlockId } from './discover/ids.js';
 import { emitModule, type NamespaceMap } from './emit/emitter.js';
 import { indexRepos, type IndexMode, type IndexProgress, type IndexReport } from './index/indexer.js';
 import { IndexStore } from './index/store.js';
+import { initParser } from './parse/parser.js';
 import { getExtraction, putExtraction, textHash } from './library/records.js';
 import { RepoCache } from './repos/cache.js';
 import { ClosureBuilder, type Diagnostic } from './resolve/closure.js';
-import type { Corpus } from './resolve/corpus.js';
+import type { Corpus, CorpusModule } from './resolve/corpus.js';
 import { loadCorpus } from './resolve/load.js';
 import { Resolver, type ResolveOptions } from './resolve/names.js';
 import { NnragError, UsageError } from './util/errors.js';
@@ -49,6 +51,16 @@ export class Workspace {
     return this.corpusCache;
   }
 
+  /** The module and class a block id names (`module.Class` or `repo:module.Class`,
+   *  see discover/ids.ts), or null when no indexed module defines that class. */
+  blockModule(id: string): { mod: CorpusModule; className: string } | null {
+    const { repo, module, className } = parseBlockId(id);
+    const corpus = this.corpus();
+    const has = (m: CorpusModule | undefined): m is CorpusModule => !!m && m.facts.classes.some((c) => c.name === className);
+    const mod = repo !== null ? corpus.ownModule(repo, module) : corpus.modulesNamed(module).find(has);
+    return has(mod) ? { mod, className } : null;
+  }
+
   resolver(opts: ResolveOptions = {}): Resolver {
     const key = JSON.stringify(opts);
     if (!this.resolverCache || key !== this.resolverKey) {
@@ -57,6 +69,13 @@ export class Workspace {
     }
     return this.resolverCache;
   }
+}
+
+/** Load the Python parser in this thread. The resolver parses modules it reads on demand
+ *  (outside the configured paths) synchronously; without a parser only contents the store
+ *  already has are usable that way. `index` calls it; so does the CLI. */
+export async function ready(): Promise<void> {
+  await initParser();
 }
 
 // ---------------------------------------------------------------- index
@@ -72,6 +91,7 @@ export interface IndexOptions {
 /** Prepare repositories (git clone/fetch or local folders) and index their Python files.
  *  Without repos, the repositories already in the store are indexed again. */
 export async function index(ws: Workspace, opts: IndexOptions): Promise<IndexReport> {
+  await ready();
   const cache = new RepoCache(path.join(ws.storeDir, 'repos'));
   let specs = opts.repos;
   if (!specs.length) {
@@ -116,7 +136,7 @@ export function discover(ws: Workspace, opts: DiscoverOptions = {}): Block[] {
   const symbols = opts.symbols?.map((p) => p.toLowerCase());
   return all.filter(
     (b) =>
-      (!symbols?.length || symbolMatches(symbols, b.id.toLowerCase()) || symbolMatches(symbols, b.name.toLowerCase())) &&
+      (!symbols?.length || symbolMatches(symbols, b.id.toLowerCase()) || symbolMatches(symbols, `${b.module}.${b.name}`.toLowerCase()) || symbolMatches(symbols, b.name.toLowerCase())) &&
       (!opts.repos?.length || opts.repos.includes(b.repo)),
   );
 }
@@ -131,22 +151,29 @@ export function storedBlocks(ws: Workspace): Block[] {
 export interface NameResolution {
   id: string;
   requested: string;
-  alternatives: string[];
 }
 
-/** Accept qualified ids or bare names; an ambiguous bare name goes to the repository
- *  with the best (lowest) priority, then the shortest module path, and the
- *  alternatives are listed. */
+/** Accept ids, `repo:module.Class`, `module.Class`, a dotted tail of it (`common.Conv`)
+ *  or the bare class name, each only where it names one block. A name no block has is
+ *  an NnragError ('unknown-block'); a name several blocks answer to is a UsageError
+ *  (exit 2) listing the candidates with their repositories. */
 export function resolveBlockNames(ws: Workspace, names: string[]): NameResolution[] {
   const blocks = storedBlocks(ws);
   const byId = new Map(blocks.map((b) => [b.id, b]));
-  const prio = new Map(ws.store.listRepos().map((r) => [r.name, r.priority]));
   return names.map((requested) => {
-    if (byId.has(requested)) return { id: requested, requested, alternatives: [] };
-    const cands = blocks.filter((b) => b.name === requested || b.id.endsWith(`.${requested}`));
+    if (byId.has(requested)) return { id: requested, requested };
+    const want = parseBlockId(requested);
+    const cands = blocks.filter((b) => {
+      if (want.repo !== null && want.repo !== b.repo) return false;
+      const q = `${b.module}.${b.name}`;
+      return q === want.qualified || b.name === want.qualified || q.endsWith(`.${want.qualified}`);
+    });
     if (!cands.length) throw new NnragError(`no block named ${JSON.stringify(requested)} (run \`nnrag discover\` to list blocks)`, 'unknown-block');
-    cands.sort((a, b) => (prio.get(a.repo) ?? 0) - (prio.get(b.repo) ?? 0) || a.module.split('.').length - b.module.split('.').length || a.id.localeCompare(b.id));
-    return { id: cands[0].id, requested, alternatives: cands.slice(1).map((b) => b.id) };
+    if (cands.length > 1) {
+      const list = cands.map((b) => `  ${b.id}  (${b.repo}, ${b.path}:${b.line})`).join('\n');
+      throw new UsageError(`${JSON.stringify(requested)} is ambiguous: ${cands.length} blocks answer to it; give one of\n${list}`);
+    }
+    return { id: cands[0].id, requested };
   });
 }
 
@@ -184,13 +211,12 @@ export interface Extraction {
 export function extractText(ws: Workspace, id: string, opts: ExtractOptions = {}): Extraction {
   const t0 = performance.now();
   const corpus = ws.corpus();
-  const dot = id.lastIndexOf('.');
-  const mod = corpus.module(id.slice(0, dot));
-  const className = id.slice(dot + 1);
   const base: ExtractionRecord = { id, file: '', ok: false, lines: 0, diagnostics: [], interned: [], externs: [], ms: 0 };
-  if (!mod || !mod.facts.classes.some((c) => c.name === className)) {
+  const found = ws.blockModule(id);
+  if (!found) {
     return { record: { ...base, error: `${id} is not a class of an indexed module`, ms: performance.now() - t0 }, text: '' };
   }
+  const { mod, className } = found;
   try {
     const resolver = ws.resolver({ extern: opts.extern, intern: opts.intern });
     const closure = new ClosureBuilder(corpus, resolver).build(mod, className);
@@ -225,9 +251,10 @@ export function writeFileAtomic(file: string, text: string): void {
   renameSync(tmp, file);
 }
 
-/** Where a block's module goes: `<out>/<status>/<id>.py`. */
+/** Where a block's module goes: `<out>/<status>/<id>.py` (the id's repository part
+ *  percent-encoded: discover/ids.ts). */
 export function blockFile(out: string, status: 'blocks' | 'failed' | 'extracted', id: string): string {
-  return path.join(out, status, `${id}.py`);
+  return path.join(out, status, `${idFileStem(id)}.py`);
 }
 
 /** Extract one block and write it under `<out>/extracted/` (no validation). */

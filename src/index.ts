@@ -1,5 +1,5 @@
 // nnrag's library API (package entry point): the same functions the CLI uses.
-export { Workspace, index, discover, storedBlocks, resolveBlockNames, extractText, extractBlock, extractBlocks } from './api.js';
+export { Workspace, ready, index, discover, storedBlocks, resolveBlockNames, extractText, extractBlock, extractBlocks } from './api.js';
 export type { ExtractionRecord, ExtractOptions, IndexOptions, DiscoverOptions, NameResolution } from './api.js';
 export { extractAndValidate, callSites } from './pipeline.js';
 export type { PipelineOptions } from './pipeline.js';

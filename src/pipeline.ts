@@ -7,6 +7,7 @@
 import { rmSync } from 'node:fs';
 import path from 'node:path';
 import * as api from './api.js';
+import { parseBlockId } from './discover/ids.js';
 import { putCachedValidation, getCachedValidation, putExtraction, textHash } from './library/records.js';
 import type { Ref, StatementFacts } from './parse/types.js';
 import type { Corpus, CorpusModule } from './resolve/corpus.js';
@@ -82,16 +83,16 @@ function refsNamed(corpus: Corpus, name: string): NamedRef[] {
 export function callSites(ws: api.Workspace, id: string): CallSite[] {
   const corpus = ws.corpus();
   const resolver = ws.resolver();
-  const dot = id.lastIndexOf('.');
-  const modName = id.slice(0, dot);
-  const cls = id.slice(dot + 1);
+  const block = ws.blockModule(id);
+  if (!block) return [];
+  const { mod: own, className: cls } = block;
   const literal = new Set<string>();
   const contextual: CallSite[] = [];
   for (const { mod, ref, st } of refsNamed(corpus, cls)) {
     if (literal.size >= MAX_CALL_SITES) break;
     const { targets, consumed } = resolver.resolveRef(mod, ref);
     if (consumed !== (ref.attrs?.length ?? 0)) continue;
-    if (!targets.some((t) => t.kind === 'def' && t.module.name === modName && t.name === cls)) continue;
+    if (!targets.some((t) => t.kind === 'def' && t.module === own && t.name === cls)) continue;
     const src = safeSource(corpus, mod);
     if (src === null) continue;
     const end = consumed ? ref.attrEnds![consumed - 1] : ref.end;
@@ -110,7 +111,7 @@ export function callSites(ws: api.Workspace, id: string): CallSite[] {
  *  The harness evaluates the entries of the table one by one as that argument. */
 export function dataSites(ws: api.Workspace, id: string): DataSite[] {
   const corpus = ws.corpus();
-  const mod = corpus.module(id.slice(0, id.lastIndexOf('.')));
+  const mod = ws.blockModule(id)?.mod;
   if (!mod) return [];
   const src = safeSource(corpus, mod);
   if (src === null) return [];
@@ -153,14 +154,26 @@ function literalCall(src: string, pos: number): string | null {
 }
 
 /** sys.path entries that make the block's original module importable. */
-function originalSysPath(ws: api.Workspace, id: string): string[] | null {
-  const corpus = ws.corpus();
-  const mod = corpus.module(id.slice(0, id.lastIndexOf('.')));
+function originalSysPath(ws: api.Workspace, id: string, crossed: readonly string[] = []): string[] | null {
+  const mod = ws.blockModule(id)?.mod;
   if (!mod) return null;
-  const repo = ws.store.getRepo(mod.repo);
-  if (!repo) return null;
-  const roots = repo.packageRoots.length ? repo.packageRoots : [''];
-  return roots.map((r) => path.join(repo.root, ...r.split('/').filter(Boolean)));
+  const own = ws.store.getRepo(mod.repo);
+  if (!own) return null;
+  // the block's own repository first, then every other indexed repository its closure
+  // copied definitions from (Swin-Transformer's original imports timm): the original
+  // imports them as the block's repository does, as installed packages after its own
+  // code (Language Reference §5.5, sys.path order)
+  const out: string[] = [];
+  for (const name of [mod.repo, ...crossed.filter((r) => r !== mod.repo)]) {
+    const repo = name === mod.repo ? own : ws.store.getRepo(name);
+    if (!repo) continue;
+    const roots = repo.packageRoots.length ? repo.packageRoots : [''];
+    for (const r of roots) {
+      const p = path.join(repo.root, ...r.split('/').filter(Boolean));
+      if (!out.includes(p)) out.push(p);
+    }
+  }
+  return out;
 }
 
 /** Extract, validate and promote blocks. */
@@ -177,16 +190,18 @@ export async function extractAndValidate(ws: api.Workspace, ids: string[], opts:
       extracted.map(async ({ id, record, text, namespace }, i) => {
         let result: ValidationResult | null = null;
         if (text) {
+          const { module: origModule, className } = parseBlockId(id);
           const req: ValidationRequest = {
             id,
             source: text,
-            className: id.slice(id.lastIndexOf('.') + 1),
+            className,
             callSites: callSites(ws, id),
             dataSites: dataSites(ws, id),
             requiredStages: required,
           };
-          const sysPath = opts.equivalence === false ? null : originalSysPath(ws, id);
-          if (sysPath) req.original = { module: id.slice(0, id.lastIndexOf('.')), className: req.className, sysPath };
+          const crossed = [...new Set(((record.provenance as { repo: string }[] | undefined) ?? []).map((p) => p.repo))];
+          const sysPath = opts.equivalence === false ? null : originalSysPath(ws, id, crossed);
+          if (sysPath) req.original = { module: origModule, className: req.className, sysPath };
           // the namespace stage compares the copy's names with the original modules'
           if (sysPath && namespace) req.namespace = namespace;
           const key = validationKey(req, pool.envId);

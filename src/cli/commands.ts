@@ -79,9 +79,7 @@ function selectIds(ctx: Ctx, ws: api.Workspace): { ids: string[]; notes: string[
   const notes: string[] = [];
   let ids: string[];
   if (names.length) {
-    const res = api.resolveBlockNames(ws, names);
-    for (const r of res) if (r.alternatives.length) notes.push(`${r.requested} → ${r.id} (also: ${r.alternatives.join(', ')})`);
-    ids = res.map((r) => r.id);
+    ids = api.resolveBlockNames(ws, names).map((r) => r.id);
   } else ids = api.storedBlocks(ws).map((b) => b.id);
   const start = ctx.values['start-from'] as string | undefined;
   if (start) {

@@ -48,11 +48,16 @@ export const commands: Record<string, Command> = {
     usage: 'nnrag discover [--symbols PATTERN ...] [--repos NAME ...] [--names-json FILE]',
     options: { symbols: { type: 'string', multiple: true }, repos: { type: 'string', multiple: true }, 'names-json': { type: 'string' } },
     run(ctx) {
-      const blocks = withWorkspace(ctx, (ws) =>
-        api.discover(ws, { symbols: ctx.values.symbols as string[] | undefined, repos: ctx.values.repos as string[] | undefined }),
-      );
+      const { blocks, all } = withWorkspace(ctx, (ws) => ({
+        blocks: api.discover(ws, { symbols: ctx.values.symbols as string[] | undefined, repos: ctx.values.repos as string[] | undefined }),
+        all: api.storedBlocks(ws),
+      }));
       if (ctx.values['names-json']) {
-        const names = [...new Set(blocks.map((b) => b.name))].sort();
+        // bare names where one block has the name, ids otherwise: the list can be given
+        // back to `extract --names-json` without an ambiguous name
+        const count = new Map<string, number>();
+        for (const b of all) count.set(b.name, (count.get(b.name) ?? 0) + 1);
+        const names = [...new Set(blocks.map((b) => (count.get(b.name) === 1 ? b.name : b.id)))].sort();
         writeFileSync(ctx.values['names-json'] as string, JSON.stringify(names, null, 2) + '\n');
       }
       ctx.out(blocks.map((b) => `${b.id}  (${b.repo}:${b.path}:${b.line})`).join('\n') + `\n${blocks.length} blocks`, blocks);
@@ -133,6 +138,8 @@ export async function main(argv: string[]): Promise<number> {
     },
   };
   try {
+    // the resolver parses modules it reads on demand synchronously (src/resolve/ondemand.ts)
+    await api.ready();
     return await cmd.run(ctx);
   } catch (e) {
     if (e instanceof UsageError) {

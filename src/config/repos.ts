@@ -35,7 +35,8 @@ export interface RepoSpec {
   url: string | null;
   /** Local folder used in place (absolute). */
   path: string | null;
-  /** nn-rag priority: lower numbers are preferred when the same block exists twice. */
+  /** nn-rag priority: lower numbers come first among the other repositories an import
+   *  of a repository falls back to (its import universe, src/resolve/corpus.ts). */
   priority: number;
   /** Path globs inside the repository; empty = everything. */
   paths: string[];

@@ -19,8 +19,10 @@ import type { ClassFacts } from '../parse/types.js';
 import type { Corpus, CorpusModule } from '../resolve/corpus.js';
 import type { Resolver, Target } from '../resolve/names.js';
 import { TORCH_NN_NOT_MODULES, TORCH_NN_WITH_FORWARD, TORCH_NN_WITHOUT_FORWARD } from './torch-nn-classes.js';
+import { blockId } from './ids.js';
 
-/** A discovered block, as the store keeps it (id = qualified name `module.ClassName`). */
+/** A discovered block, as the store keeps it (id = qualified name `module.ClassName`,
+ *  or `repo:module.ClassName` when several repositories define that name: ids.ts). */
 export type Block = Omit<BlockRow, 'data'>;
 
 /** What discovery needs to know of an extern class (by qualified name). */
@@ -126,7 +128,7 @@ export class Discovery {
     return info;
   }
 
-  /** Every block of the corpus, ordered by repository, path and line. */
+  /** Every block of every repository, ordered by repository, path and line. */
   discover(): Block[] {
     const out: Block[] = [];
     for (const mod of this.corpus.modules()) {
@@ -138,8 +140,16 @@ export class Discovery {
     }
     // a name defined twice in one module: the last definition is the module attribute
     const seen = new Map<string, number>();
-    out.forEach((b, i) => seen.set(b.id, i));
-    const unique = out.filter((b, i) => seen.get(b.id) === i);
+    out.forEach((b, i) => seen.set(`${b.repo}\0${b.id}`, i));
+    const unique = out.filter((b, i) => seen.get(`${b.repo}\0${b.id}`) === i);
+    // a qualified name several repositories define: its ids carry the repository
+    const repos = new Map<string, Set<string>>();
+    for (const b of unique) {
+      const s = repos.get(b.id);
+      if (s) s.add(b.repo);
+      else repos.set(b.id, new Set([b.repo]));
+    }
+    for (const b of unique) if (repos.get(b.id)!.size > 1) b.id = blockId(b.repo, b.module, b.name, true);
     unique.sort((a, b) => a.repo.localeCompare(b.repo) || a.path.localeCompare(b.path) || a.line - b.line);
     return unique;
   }

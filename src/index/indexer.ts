@@ -430,7 +430,7 @@ function firstErrorOf(o: ParseOutcome): string | null {
   return o.firstError ?? null;
 }
 
-function factsRow(o: ParseOutcome): FactsRow {
+export function factsRow(o: ParseOutcome): FactsRow {
   return {
     blob: o.blob, version: FACTS_VERSION, json: o.json, size: o.size, lines: o.lines, errors: o.errors,
     parseMs: Math.round(o.parseMs * 100) / 100, encoding: o.encoding,

@@ -1,7 +1,8 @@
 // IndexStore: the SQLite database (better-sqlite3, WAL) that holds everything nnrag
 // knows about the indexed repositories: repos, files (with a stat cache), per-file parse
 // facts keyed by git blob id (content address), problems, indexing runs, discovered
-// blocks and a generic key/value table.
+// blocks, the modules read on demand outside the configured paths (support_files) and
+// a generic key/value table.
 //
 // Robustness rules (docs/ARCHITECTURE.md "Storage"):
 // - WAL + synchronous=NORMAL: a crash loses at most the last transactions, never
@@ -101,6 +102,23 @@ const migrations: Migration[] = [
         );
         CREATE INDEX blocks_repo ON blocks(repo);
         CREATE TABLE kv(key TEXT PRIMARY KEY, value TEXT);
+      `);
+    },
+  },
+  {
+    version: 9,
+    name: 'support_files: modules read on demand outside the configured paths',
+    up(db) {
+      // a module a closure needed outside the repository's `paths`: resolved against,
+      // never discovered; its facts are kept (content-addressed) like the indexed ones
+      db.exec(`
+        CREATE TABLE support_files(
+          repo TEXT NOT NULL,
+          path TEXT NOT NULL,
+          module TEXT NOT NULL,
+          blob TEXT NOT NULL,
+          PRIMARY KEY(repo, path)
+        ) WITHOUT ROWID;
       `);
     },
   },
@@ -338,7 +356,21 @@ export class IndexStore {
    *  another process indexes: the facts a running index stores are unreferenced until
    *  its files are written at the end of the run. */
   gc(): number {
-    return this.write(() => this.stmt('DELETE FROM facts WHERE blob NOT IN (SELECT blob FROM files)').run().changes);
+    return this.write(
+      () => this.stmt('DELETE FROM facts WHERE blob NOT IN (SELECT blob FROM files) AND blob NOT IN (SELECT blob FROM support_files)').run().changes,
+    );
+  }
+
+  /** Record a module read on demand outside the repository's configured paths. */
+  putSupportFile(repo: string, path: string, module: string, blob: string): void {
+    this.write(() => this.stmt('INSERT OR REPLACE INTO support_files(repo, path, module, blob) VALUES (?, ?, ?, ?)').run(repo, path, module, blob));
+  }
+
+  /** Modules read on demand, per repository. */
+  listSupportFiles(repo?: string): { repo: string; path: string; module: string; blob: string }[] {
+    const sql = 'SELECT repo, path, module, blob FROM support_files' + (repo === undefined ? ' ORDER BY repo, path' : ' WHERE repo = ? ORDER BY path');
+    const s = this.stmt(sql);
+    return (repo === undefined ? s.all() : s.all(repo)) as { repo: string; path: string; module: string; blob: string }[];
   }
 
   // ---------------------------------------------------------------- repos & files
@@ -378,6 +410,8 @@ export class IndexStore {
       'INSERT OR REPLACE INTO files(repo, path, module, blob, size, mtime_ms) VALUES (?, ?, ?, ?, ?, ?)',
     );
     const delProblems = this.stmt('DELETE FROM problems WHERE repo = ?');
+    // modules read on demand belong to the previous state of the repository
+    const delSupport = this.stmt('DELETE FROM support_files WHERE repo = ?');
     const insProblem = this.stmt('INSERT INTO problems(repo, path, kind, message) VALUES (?, ?, ?, ?)');
     const sig = (rows: { path: string; module: string | null; blob: string }[]) =>
       rows.map((f) => `${f.path}\0${f.module ?? ''}\0${f.blob}`).sort().join('\n');
@@ -397,15 +431,16 @@ export class IndexStore {
       delFiles.run(repo.name);
       for (const f of files) insFile.run(repo.name, f.path, f.module, f.blob, f.size, f.mtimeMs);
       delProblems.run(repo.name);
+      delSupport.run(repo.name);
       for (const p of problems) insProblem.run(repo.name, p.path, p.kind, p.message);
     });
   }
 
-  /** Forget a repository (its files, problems, and every discovered block, since
-   *  another repository's classes may have had their bases there; facts stay until gc()). */
+  /** Forget a repository (its files, support files, problems, and every discovered block,
+   *  since another repository's classes may have had their bases there; facts stay until gc()). */
   removeRepo(name: string): void {
     this.write(() => {
-      for (const t of ['files', 'problems']) this.stmt(`DELETE FROM ${t} WHERE repo = ?`).run(name);
+      for (const t of ['files', 'problems', 'support_files']) this.stmt(`DELETE FROM ${t} WHERE repo = ?`).run(name);
       this.stmt('DELETE FROM blocks').run();
       this.stmt('DELETE FROM repos WHERE name = ?').run(name);
     });

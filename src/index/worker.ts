@@ -7,8 +7,7 @@ import { readFileSync } from 'node:fs';
 import { parentPort } from 'node:worker_threads';
 import { getHeapStatistics } from 'node:v8';
 import { initParser } from '../parse/parser.js';
-import { bindSource } from '../parse/binder.js';
-import { decodePython, gitBlobId } from './source.js';
+import { parseBuffer } from './parse-one.js';
 import type { WorkerRequest, WorkerResponse, ParseOutcome } from './pool.js';
 
 const started = performance.now();
@@ -27,26 +26,7 @@ function parseOne(path: string, expectedBlob: string | null): ParseOutcome {
       encoding: null, problem: { kind: 'read-error', message: (e as Error).message }, readFailed: true,
     };
   }
-  const blob = gitBlobId(buf);
-  const dec = decodePython(buf);
-  const t = performance.now();
-  try {
-    const facts = bindSource(dec.text);
-    const parseMs = performance.now() - t;
-    const e0 = facts.errors[0];
-    return {
-      path, blob, json: JSON.stringify(facts), lines: facts.lines, errors: facts.errors.length,
-      firstError: e0 ? `line ${e0.line}:${e0.column}: ${e0.message}` : null,
-      parseMs, size: buf.length, encoding: dec.encoding, problem: dec.problem,
-    };
-  } catch (e) {
-    const err = e as Error;
-    return {
-      path, blob, json: null, lines: 0, errors: 0, parseMs: performance.now() - t, size: buf.length,
-      encoding: dec.encoding,
-      problem: { kind: 'binder-error', message: `${err.name}: ${err.message}`.slice(0, 2000) },
-    };
-  }
+  return parseBuffer(path, buf);
 }
 
 parentPort!.on('message', (msg: WorkerRequest) => {

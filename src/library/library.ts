@@ -12,6 +12,7 @@ import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { writeFileAtomic, type Workspace } from '../api.js';
 import { registerMigration, type IndexStore, type RepoRow } from '../index/store.js';
+import { idFileStem, parseBlockId } from '../discover/ids.js';
 import type { ClassFacts } from '../parse/types.js';
 import type { CorpusModule } from '../resolve/corpus.js';
 import type { Resolver } from '../resolve/names.js';
@@ -226,10 +227,9 @@ export async function buildLibrary(ws: Workspace, opts: LibraryOptions = {}): Pr
 
   const specs: BlockSpec[] = [];
   for (const e of extractions) {
-    const dot = e.id.lastIndexOf('.');
-    const modName = e.id.slice(0, dot);
-    const className = e.id.slice(dot + 1);
-    const mod = corpus.module(modName);
+    const { module: modName, className, repo: idRepo } = parseBlockId(e.id);
+    const own = blocks.get(e.id)?.repo ?? idRepo;
+    const mod = own ? corpus.ownModule(own, modName) : corpus.modulesNamed(modName).find((m) => m.facts.classes.some((c) => c.name === className));
     const cls = classOf(mod, className);
     const row = blocks.get(e.id);
     const provenance = (e.record.provenance as ProvenanceEntry[] | undefined) ?? [];
@@ -262,12 +262,12 @@ export async function buildLibrary(ws: Workspace, opts: LibraryOptions = {}): Pr
 
     // files next to the module; forget copies in the other status folders
     const dir = statusDir(e.status);
-    writeFileAtomic(path.join(out, dir, `${e.id}.spec.json`), JSON.stringify(spec, null, 2) + '\n');
-    writeFileAtomic(path.join(out, dir, `${e.id}.required_repos.json`), JSON.stringify(blockManifest(e.id, provenance, repos, licenses), null, 2) + '\n');
+    writeFileAtomic(path.join(out, dir, `${idFileStem(e.id)}.spec.json`), JSON.stringify(spec, null, 2) + '\n');
+    writeFileAtomic(path.join(out, dir, `${idFileStem(e.id)}.required_repos.json`), JSON.stringify(blockManifest(e.id, provenance, repos, licenses), null, 2) + '\n');
     for (const other of ['blocks', 'failed', 'extracted']) {
       if (other === dir) continue;
-      rmSync(path.join(out, other, `${e.id}.spec.json`), { force: true });
-      rmSync(path.join(out, other, `${e.id}.required_repos.json`), { force: true });
+      rmSync(path.join(out, other, `${idFileStem(e.id)}.spec.json`), { force: true });
+      rmSync(path.join(out, other, `${idFileStem(e.id)}.required_repos.json`), { force: true });
     }
   }
   putSpecs(store, specs);

@@ -33,6 +33,11 @@ export function initParser(): Promise<Parser> {
   return ready;
 }
 
+/** Has `initParser()` resolved in this thread (so parsing can be synchronous)? */
+export function parserReady(): boolean {
+  return parser !== null;
+}
+
 /** The parser, after `initParser()` has resolved. */
 export function getParser(): Parser {
   if (!parser) throw new Error('initParser() must be awaited before getParser()');

@@ -14,13 +14,13 @@
 // * Every clone/update/open of a cached repository runs under a per-repository lock
 //   (lock.ts), so several processes can share one cache.
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, readdir, readFile, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { RepoSpec } from '../config/repos.js';
 import { NnragError, UsageError } from '../util/errors.js';
-import { detectPackageRoots, listPythonFiles } from './files.js';
+import { detectPackageRoots, importedNamesOf, listPythonFiles } from './files.js';
 import { git } from './git.js';
 import { acquireLock, type LockOptions } from './lock.js';
 import { isBareRepo, vetSource } from './source.js';
@@ -31,6 +31,7 @@ export {
   detectPackageRoots,
   moduleNameFor,
   moduleNameCandidates,
+  importedNamesOf,
   isIdentifier,
   MAX_PY_FILE_BYTES,
   type PyFile,
@@ -152,10 +153,18 @@ export class RepoCache {
   private async packageRoots(spec: RepoSpec, root: string): Promise<string[]> {
     if (spec.packageRoots !== null) return [...new Set(spec.packageRoots.map((r) => r.replace(/\/+$/, '')))].sort();
     const { files } = await listPythonFiles(root, { paths: spec.paths });
-    // Ancestor __init__.py files may lie outside the path globs: look on disk.
+    // Ancestor __init__.py files may lie outside the path globs: look on disk. The
+    // files' imports are read only when a folder without __init__.py needs a decision.
     return detectPackageRoots(
       files.map((f) => f.path),
       (dir) => existsSync(path.join(root, ...dir.split('/'), '__init__.py')),
+      () => files.flatMap((f) => {
+        try {
+          return importedNamesOf(readFileSync(path.join(root, ...f.path.split('/')), 'latin1'));
+        } catch {
+          return [];
+        }
+      }),
     );
   }
 

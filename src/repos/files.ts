@@ -10,8 +10,10 @@
 // a file is imported from is the first ancestor folder *without* `__init__.py`.
 // `timm/layers/mlp.py` with `timm/__init__.py` and `timm/layers/__init__.py` has root ''
 // and module `timm.layers.mlp`; `src/transformers/models/bert/modeling_bert.py` has root
-// `src`; a folder of loose scripts is its own root. Namespace packages (PEP 420, folders
-// without `__init__.py`) make other names possible too: `moduleNameCandidates` lists them.
+// `src`. A folder without `__init__.py` is a namespace package (PEP 420) for code run from
+// a folder above it: detectPackageRoots chooses the sys.path entries the repository's own
+// imports use (`models/net.py` without `models/__init__.py` is `models.net` when the
+// repository's scripts import it so). `moduleNameCandidates` lists every possible name.
 import { readdir, realpath, stat } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
@@ -133,10 +135,28 @@ const parentOf = (dir: string) => {
   return i < 0 ? '' : dir.slice(0, i);
 };
 
-/** sys.path roots of a set of files: for each file, the first ancestor folder without
- *  `__init__.py` ('' = repository root). `hasInit(dir)` says whether `dir/__init__.py`
- *  exists; by default it is looked up in `files` itself. Sorted, distinct. */
-export function detectPackageRoots(files: readonly string[], hasInit?: (dir: string) => boolean): string[] {
+/** sys.path roots of a set of files, sorted and distinct ('' = repository root).
+ *
+ * - A folder with `__init__.py` is a regular package (Language Reference §5.2.1), so a
+ *   file's *regular root* is its first ancestor folder without `__init__.py`.
+ *   `hasInit(dir)` says whether `dir/__init__.py` exists (default: looked up in `files`).
+ * - A folder without `__init__.py` is a namespace package (PEP 420) for code that runs
+ *   from a folder above it: `python main.py` puts the script's folder on sys.path
+ *   (Python documentation, "sys.path"), so in a repository run from its root,
+ *   `models/net.py` (no `models/__init__.py`) is imported as `models.net`. Module names
+ *   follow how the repository's own code imports them: for a regular root R other than
+ *   the repository root, every folder above R up to the repository root (through
+ *   identifier-named folders only) is a candidate sys.path entry, and the candidate
+ *   under which the most of the repository's absolute imports (`importedNames`, read
+ *   lazily) name R's modules wins. Without evidence, a folder that directly holds
+ *   modules is a namespace package under the repository root (the script root); a
+ *   folder that holds only regular packages (`src/pkg/__init__.py`, the src layout)
+ *   is itself the sys.path entry. */
+export function detectPackageRoots(
+  files: readonly string[],
+  hasInit?: (dir: string) => boolean,
+  importedNames?: () => Iterable<string>,
+): string[] {
   const set = new Set(files);
   const has = hasInit ?? ((d: string) => set.has(d ? `${d}/__init__.py` : '__init__.py'));
   const memo = new Map<string, string>();
@@ -148,12 +168,86 @@ export function detectPackageRoots(files: readonly string[], hasInit?: (dir: str
     memo.set(dir, r);
     return r;
   };
-  const roots = new Set<string>();
+  const groups = new Map<string, string[]>();
   for (const f of files) {
     if (!f.endsWith('.py')) continue;
-    roots.add(rootOf(parentOf(f)));
+    const r = rootOf(parentOf(f));
+    const g = groups.get(r);
+    if (g) g.push(f);
+    else groups.set(r, [f]);
   }
+  let imported: string[] | null = null;
+  const imports = () => (imported ??= importedNames ? [...importedNames()] : []);
+  const roots = new Set<string>();
+  for (const [r0, group] of groups) roots.add(r0 === '' ? '' : chooseRoot(r0, group, imports));
   return [...roots].sort();
+}
+
+/** The sys.path entry for the files whose regular root is `r0` (see detectPackageRoots). */
+function chooseRoot(r0: string, group: readonly string[], imports: () => string[]): string {
+  // candidates: r0, then each ancestor whose path down to r0 is made of identifiers
+  const cands: { root: string; prefix: string }[] = [{ root: r0, prefix: '' }];
+  for (let c = r0; c !== ''; ) {
+    const p = parentOf(c);
+    const rel = p === '' ? r0 : r0.slice(p.length + 1);
+    if (!rel.split('/').every(isIdentifier)) break;
+    cands.push({ root: p, prefix: rel.split('/').join('.') });
+    c = p;
+  }
+  if (cands.length === 1) return r0;
+  // top-level names of r0: its modules and packages
+  const tops = new Set<string>();
+  for (const f of group) {
+    const first = f.slice(r0.length + 1).split('/')[0];
+    tops.add(first.endsWith('.py') ? first.slice(0, -3) : first);
+  }
+  const score = (prefix: string) => {
+    let n = 0;
+    for (const name of imports()) {
+      if (prefix === '') {
+        if (tops.has(name.split('.')[0])) n++;
+      } else if (name.startsWith(prefix + '.') && tops.has(name.slice(prefix.length + 1).split('.')[0])) n++;
+    }
+    return n;
+  };
+  const holdsModules = group.some((f) => parentOf(f) === r0);
+  const top = cands[cands.length - 1];
+  const dflt = holdsModules && top.root === '' ? top : cands[0];
+  let best = dflt;
+  let bestScore = score(dflt.prefix);
+  for (const c of cands) {
+    if (c === dflt) continue;
+    const sc = score(c.prefix);
+    if (sc > bestScore) {
+      best = c;
+      bestScore = sc;
+    }
+  }
+  return best.root;
+}
+
+const FROM_IMPORT = /^[ \t]*from[ \t]+([A-Za-z_][\w.]*)[ \t]+import[ \t]+\(?([^#\n;]*)/gm;
+const PLAIN_IMPORT = /^[ \t]*import[ \t]+([^#\n;]+)/gm;
+
+/** Absolute module names a Python source imports (`import a.b`, `from a.b import c`
+ *  gives `a.b` and `a.b.c`), read line by line with a regular expression: the evidence
+ *  detectPackageRoots weighs, before any file is parsed. Relative imports are left out. */
+export function importedNamesOf(text: string): string[] {
+  const out: string[] = [];
+  for (const m of text.matchAll(FROM_IMPORT)) {
+    out.push(m[1]);
+    for (const part of m[2].split(',')) {
+      const n = part.trim().split(/\s+/)[0]?.replace(/[()\\]/g, '');
+      if (n && n !== '*' && isIdentifier(n)) out.push(`${m[1]}.${n}`);
+    }
+  }
+  for (const m of text.matchAll(PLAIN_IMPORT)) {
+    for (const part of m[1].split(',')) {
+      const n = part.trim().split(/\s+/)[0];
+      if (n && /^[A-Za-z_][\w.]*$/.test(n)) out.push(n);
+    }
+  }
+  return out;
 }
 
 /** Python keywords cannot be module name parts (`import class` is a syntax error). */

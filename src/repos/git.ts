@@ -1,6 +1,6 @@
 // Run the git CLI safely: execFile (never a shell), a scrubbed environment, protocols
 // that can run commands disabled, and no interactive prompts.
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { NnragError } from '../util/errors.js';
 
 /** Options placed before every git subcommand. `protocol.ext`/`protocol.fd` can run
@@ -67,4 +67,21 @@ export function git(
     if (opts.input !== undefined) child.stdin?.end(opts.input);
     else child.stdin?.end();
   });
+}
+
+/** `git` run synchronously (the resolver's on-demand reads, src/resolve/ondemand.ts):
+ *  same safety as `git()`. Returns stdout as bytes, or null when git fails. */
+export function gitSync(args: string[], opts: { cwd?: string; timeoutMs?: number } = {}): Buffer | null {
+  try {
+    return execFileSync('git', [...SAFE_CONFIG, ...args], {
+      cwd: opts.cwd,
+      env: gitEnv(),
+      timeout: opts.timeoutMs ?? 2 * 60_000,
+      maxBuffer: 64 * 1024 * 1024,
+      stdio: ['ignore', 'pipe', 'ignore'],
+      windowsHide: true,
+    });
+  } catch {
+    return null;
+  }
 }

@@ -394,7 +394,8 @@ class State {
         const abs = this.resolver.absoluteModule(n.mod, e);
         const isInterned =
           (e.kind === 'from' && e.level > 0) ||
-          (abs !== null && (this.resolver.isInterned(e.kind === 'import' && !e.asname ? abs.split('.')[0] : abs) || this.resolver.isMissingInternal(abs)));
+          (abs !== null &&
+            (this.resolver.isInterned(e.kind === 'import' && !e.asname ? abs.split('.')[0] : abs, n.mod.repo) || this.resolver.isMissingInternal(abs, n.mod.repo)));
         if (!isInterned) {
           keep.push({ edge: e, absModule: abs });
           continue;
@@ -422,8 +423,8 @@ class State {
   private followEdge(n: StmtNode, e: ImportEdge): Target[] {
     const abs = this.resolver.absoluteModule(n.mod, e);
     if (abs === null) return [{ kind: 'unresolved', reason: 'missing-module', detail: 'relative import beyond the top-level package' }];
-    if (e.kind === 'import') return [{ kind: 'module', name: e.asname ? abs : abs.split('.')[0] }];
-    return this.resolver.resolveAttr(abs, e.name);
+    if (e.kind === 'import') return [{ kind: 'module', name: e.asname ? abs : abs.split('.')[0], repo: n.mod.repo }];
+    return this.resolver.resolveAttr(abs, e.name, n.mod.repo);
   }
 
   private diag(n: StmtNode, name: string, line: number, reason: Diagnostic['reason'], message: string, severity: Diagnostic['severity']): void {

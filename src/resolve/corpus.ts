@@ -1,8 +1,18 @@
 // The corpus as the resolver sees it: every indexed module under its absolute module
 // name (what Python would import), with its FileFacts and a way to read its source.
-// When two repositories provide the same module name, the repository with the better
-// (lower) priority number wins (as the first sys.path entry would); the others are kept as
-// alternatives for diagnostics.
+//
+// Each repository is its own import universe (Language Reference §5.3 "Searching",
+// §5.5 "The Path Based Finder"): code of repository R runs with R's package roots first
+// on sys.path and the other indexed repositories after it, as installed packages, in
+// priority order (lower number first). The path based finder takes a top-level name
+// from the first sys.path entry that has it as a module or a regular package, and then
+// finds its submodules only in that package's `__path__`; only when no entry has it as
+// a module or regular package do the namespace portions of every entry merge (PEP 420,
+// "Specification"). A top-level name the importing repository has itself (a module, a
+// package, a namespace folder) is looked up in it only. So `models.common` imported by
+// yolov9 is yolov9's file even when yolov5 is indexed too. Modules outside a repository's configured `paths` are found
+// through an OnDemand loader (src/resolve/ondemand.ts) when one is attached: `paths`
+// scope discovery, not what a closure may read.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { FileFacts } from '../parse/types.js';
@@ -26,54 +36,207 @@ export interface CorpusModule {
   isPackage: boolean;
   blob: string;
   facts: FileFacts;
+  /** read on demand outside the configured paths: resolved against, never discovered */
+  support?: boolean;
+}
+
+/** Finds modules of a repository that the index does not hold (outside its `paths`). */
+export interface ModuleLoader {
+  /** The module `name` of `repo` read and indexed now, or null when it does not exist. */
+  load(repo: CorpusRepo, name: string): { module: CorpusModule; text?: string } | null;
+  /** Does `repo` have a folder (a PEP 420 namespace portion) for this module name? */
+  hasFolder(repo: CorpusRepo, name: string): boolean;
 }
 
 export class Corpus {
   readonly repos = new Map<string, CorpusRepo>();
-  private readonly byName = new Map<string, CorpusModule[]>();
-  /** every package prefix of every module name (for namespace packages, PEP 420) */
-  private readonly prefixes = new Set<string>();
+  /** repository names by priority (lower number first), then name */
+  private readonly order: string[];
+  private readonly byRepo = new Map<string, Map<string, CorpusModule>>();
+  /** per repository, every package prefix of its module names (namespace portions) */
+  private readonly prefixes = new Map<string, Set<string>>();
   private readonly sources = new Map<string, string>();
   /** name → statement indexes binding it, per module (lazily built) */
   private readonly binders = new Map<CorpusModule, Map<string, number[]>>();
+  private readonly lookups = new Map<string, CorpusModule | null>();
+  private readonly loaded = new Map<string, CorpusModule | null>();
+  private readonly folders = new Map<string, boolean>();
+  private readonly universes = new Map<string, string[]>();
+  private readonly packageNames = new Map<string, boolean>();
+  private loader: ModuleLoader | null = null;
 
   constructor(repos: CorpusRepo[], modules: CorpusModule[]) {
-    for (const r of repos) this.repos.set(r.name, r);
-    for (const m of modules) {
-      let list = this.byName.get(m.name);
-      if (!list) this.byName.set(m.name, (list = []));
-      list.push(m);
-      const parts = m.name.split('.');
-      for (let i = 1; i < parts.length; i++) this.prefixes.add(parts.slice(0, i).join('.'));
+    for (const r of repos) {
+      this.repos.set(r.name, r);
+      this.byRepo.set(r.name, new Map());
+      this.prefixes.set(r.name, new Set());
     }
-    const prio = (m: CorpusModule) => this.repos.get(m.repo)?.priority ?? 0;
     // nn-rag priority: lower numbers are preferred
-    for (const list of this.byName.values()) list.sort((a, b) => prio(a) - prio(b) || a.repo.localeCompare(b.repo));
+    this.order = repos.map((r) => r.name).sort((a, b) => this.repos.get(a)!.priority - this.repos.get(b)!.priority || a.localeCompare(b));
+    for (const m of modules) this.add(m);
   }
 
-  /** The module Python would import under this name, if indexed. */
-  module(name: string): CorpusModule | undefined {
-    return this.byName.get(name)?.[0];
+  private add(m: CorpusModule, text?: string): void {
+    let mods = this.byRepo.get(m.repo);
+    if (!mods) {
+      this.byRepo.set(m.repo, (mods = new Map()));
+      this.prefixes.set(m.repo, new Set());
+    }
+    mods.set(m.name, m);
+    const pre = this.prefixes.get(m.repo)!;
+    const parts = m.name.split('.');
+    for (let i = 1; i < parts.length; i++) pre.add(parts.slice(0, i).join('.'));
+    if (text !== undefined) this.sources.set(`${m.repo}\0${m.path}`, text);
   }
 
-  /** Other repositories' modules with the same name (shadowed by priority). */
-  alternatives(name: string): CorpusModule[] {
-    return this.byName.get(name)?.slice(1) ?? [];
+  /** The attached on-demand loader, if any. */
+  get moduleLoader(): ModuleLoader | null {
+    return this.loader;
   }
 
-  modules(): CorpusModule[] {
-    return [...this.byName.values()].map((l) => l[0]);
+  /** Attach the on-demand loader (modules of a repository outside its `paths`). */
+  setLoader(loader: ModuleLoader | null): void {
+    this.loader = loader;
+    this.lookups.clear();
+    this.packageNames.clear();
+    this.folders.clear();
   }
 
-  /** A namespace package (PEP 420) or regular package exists under this name. */
-  isPackageName(name: string): boolean {
-    return this.prefixes.has(name) || !!this.module(name)?.isPackage;
+  /** Repositories in the import universe of `repo`: itself first, then the others by
+   *  priority (as installed packages); without `repo`, all of them by priority. */
+  universe(repo?: string): string[] {
+    if (repo === undefined || !this.repos.has(repo)) return this.order;
+    let u = this.universes.get(repo);
+    if (!u) this.universes.set(repo, (u = [repo, ...this.order.filter((r) => r !== repo)]));
+    return u;
   }
 
-  /** Is this (absolute) module name, or the package it starts with, indexed? */
-  knowsTopLevel(name: string): boolean {
+  /** Does `repo` know the top-level package of `name` from its indexed files? */
+  private repoKnowsTop(repo: string, name: string): boolean {
     const top = name.split('.')[0];
-    return this.byName.has(top) || this.prefixes.has(top);
+    return !!this.byRepo.get(repo)?.has(top) || !!this.prefixes.get(repo)?.has(top);
+  }
+
+  /** Module `name` of repository `repo` itself: indexed, else read on demand when `disk`
+   *  allows it (the importing repository's own modules, or a package the repository is
+   *  indexed for). */
+  private inRepo(repo: string, name: string, disk: boolean): CorpusModule | undefined {
+    const m = this.byRepo.get(repo)?.get(name);
+    if (m) return m;
+    if (!this.loader || !(disk || this.repoKnowsTop(repo, name))) return undefined;
+    const key = `${repo}\0${name}`;
+    let hit = this.loaded.get(key);
+    if (hit === undefined) {
+      const r = this.repos.get(repo);
+      const got = r ? this.loader.load(r, name) : null;
+      hit = got ? { ...got.module, support: true } : null;
+      if (hit) this.add(hit, got!.text);
+      this.loaded.set(key, hit);
+    }
+    return hit ?? undefined;
+  }
+
+  /** Does `repo` hold `name` as a folder (a regular package or a namespace portion)? */
+  private hasPortion(repo: string, name: string, disk: boolean): boolean {
+    if (this.prefixes.get(repo)?.has(name)) return true;
+    const r = this.repos.get(repo);
+    if (!this.loader || !r || !(disk || this.repoKnowsTop(repo, name))) return false;
+    const key = `${repo}\0${name}`;
+    let hit = this.folders.get(key);
+    if (hit === undefined) this.folders.set(key, (hit = this.loader.hasFolder(r, name)));
+    return hit;
+  }
+
+  /** The module Python would import under this name from code of repository `repo`
+   *  (see the header: a top-level name the repository has is its own; otherwise the first
+   *  other repository that has it as a module or regular package owns it, else namespace
+   *  portions merge). Without `repo`, the universe is every repository by priority. */
+  module(name: string, repo?: string): CorpusModule | undefined {
+    const key = `${repo ?? ''}\0${name}`;
+    const hit = this.lookups.get(key);
+    if (hit !== undefined) return hit ?? undefined;
+    const found = this.lookup(name, repo);
+    this.lookups.set(key, found ?? null);
+    return found;
+  }
+
+  private lookup(name: string, repo?: string): CorpusModule | undefined {
+    const dot = name.indexOf('.');
+    const top = dot < 0 ? name : name.slice(0, dot);
+    let uni = this.universe(repo);
+    if (repo !== undefined && this.repos.has(repo)) {
+      // the repository's own sys.path entry comes first (`python main.py` puts its folder
+      // first): a top-level name it has (module, package, namespace folder) is looked up
+      // in it only. (Python would let another entry's regular package win over a
+      // namespace folder of the script's own; a repository's code never means another
+      // repository's package by its own folder's name.)
+      if (this.ownsTop(repo, top)) return this.inRepo(repo, name, true);
+      uni = uni.slice(1);
+    }
+    for (const r of uni) {
+      const owner = this.inRepo(r, top, false);
+      if (!owner) continue;
+      if (dot < 0) return owner;
+      // §5.4.2 / §5.5: submodules of a module or regular package come from its __path__ only
+      return owner.isPackage ? this.inRepo(r, name, false) : undefined;
+    }
+    // PEP 420: no entry has it as a module or regular package: its portions merge
+    for (const r of uni) {
+      if (!this.hasPortion(r, top, false)) continue;
+      const m = this.inRepo(r, name, false);
+      if (m) return m;
+    }
+    return undefined;
+  }
+
+  /** The module `name` of repository `repo` itself (a block's own module). */
+  ownModule(repo: string, name: string): CorpusModule | undefined {
+    return this.inRepo(repo, name, true);
+  }
+
+  /** The indexed modules named `name`, one per repository that has it, by priority. */
+  modulesNamed(name: string): CorpusModule[] {
+    const out: CorpusModule[] = [];
+    for (const r of this.order) {
+      const m = this.byRepo.get(r)!.get(name);
+      if (m && !m.support) out.push(m);
+    }
+    return out;
+  }
+
+  /** Every indexed module of every repository (not those read on demand): what
+   *  discovery looks at. */
+  modules(): CorpusModule[] {
+    const out: CorpusModule[] = [];
+    for (const r of this.order) for (const m of this.byRepo.get(r)!.values()) if (!m.support) out.push(m);
+    return out;
+  }
+
+  /** Does the repository itself have this top-level name (module, package, folder)? */
+  private ownsTop(repo: string, top: string): boolean {
+    return !!this.inRepo(repo, top, true) || this.hasPortion(repo, top, true);
+  }
+
+  /** A namespace package (PEP 420) or regular package exists under this name in the
+   *  universe of `repo`. */
+  isPackageName(name: string, repo?: string): boolean {
+    const key = `${repo ?? ''}\0${name}`;
+    let hit = this.packageNames.get(key);
+    if (hit === undefined) this.packageNames.set(key, (hit = this.packageNameUncached(name, repo)));
+    return hit;
+  }
+
+  private packageNameUncached(name: string, repo?: string): boolean {
+    if (this.module(name, repo)?.isPackage) return true;
+    if (repo !== undefined && this.repos.has(repo) && this.ownsTop(repo, name.split('.')[0])) return this.hasPortion(repo, name, true);
+    return this.universe(repo).some((r) => this.hasPortion(r, name, r === repo));
+  }
+
+  /** Is the top-level package of this (absolute) module name known in the universe of
+   *  `repo` (indexed, or on disk for the repository itself)? */
+  knowsTopLevel(name: string, repo?: string): boolean {
+    const top = name.split('.')[0];
+    return !!this.module(top, repo) || this.isPackageName(top, repo);
   }
 
   /** Statement indexes of `mod` that bind `name` at module scope. A function that

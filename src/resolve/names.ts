@@ -13,7 +13,12 @@
 //   X not starting with an underscore (§7.11); star re-exports are computed by a
 //   fixpoint so star-import cycles terminate;
 // - names not bound in M come from builtins (`len`, `super`, …) or module dunders;
-// - a namespace package (PEP 420) is any folder that holds indexed modules.
+// - a namespace package (PEP 420) is any folder that holds indexed modules;
+// - every lookup of a module by name happens in the import universe of the repository
+//   of the importing module (Corpus.module(name, repo), §5.5): its own modules first,
+//   then the other indexed repositories as installed packages. A relative import
+//   (PEP 328) names a module of the importing module's own package, so it stays in
+//   that repository whatever the universe holds.
 // Nothing is ever resolved by guessing a bare name elsewhere in the corpus.
 import { importBinds, type ImportEdge, type Ref } from '../parse/types.js';
 import { BUILTINS, MODULE_DUNDERS } from './builtins.js';
@@ -24,7 +29,7 @@ export type Target =
   /** the module-level binding(s) of `name` in an interned module (non-import statements) */
   | { kind: 'def'; module: CorpusModule; name: string; stmts: number[] }
   /** an interned module object (`from . import layers`, `import timm.layers as L`) */
-  | { kind: 'module'; name: string }
+  | { kind: 'module'; name: string; repo: string }
   /** an extern import: kept verbatim in the emitted module */
   | { kind: 'extern'; edge: ImportEdge; absModule: string; qualified: string; synthesized?: boolean }
   | { kind: 'builtin'; name: string }
@@ -60,10 +65,11 @@ export class Resolver {
     private readonly opts: ResolveOptions = {},
   ) {}
 
-  /** Is this absolute module name interned (indexed and not forced extern)? */
-  isInterned(name: string): boolean {
+  /** Is this absolute module name interned (indexed and not forced extern) for code of
+   *  repository `repo`? */
+  isInterned(name: string, repo: string): boolean {
     if (this.forcedExtern(name)) return false;
-    return !!this.corpus.module(name) || this.corpus.isPackageName(name);
+    return !!this.corpus.module(name, repo) || this.corpus.isPackageName(name, repo);
   }
 
   forcedExtern(name: string): boolean {
@@ -72,9 +78,9 @@ export class Resolver {
   }
 
   /** An absolute import whose top-level package is indexed but whose module is not. */
-  isMissingInternal(name: string): boolean {
+  isMissingInternal(name: string, repo: string): boolean {
     if (this.forcedExtern(name)) return false;
-    return this.corpus.knowsTopLevel(name);
+    return this.corpus.knowsTopLevel(name, repo);
   }
 
   /** PEP 328: the absolute module an import edge names, or null when it goes above the top. */
@@ -95,7 +101,7 @@ export class Resolver {
     if (!m) this.memo.set(mod, (m = new Map()));
     const hit = m.get(name);
     if (hit) return hit;
-    const key = `${mod.name}\0${mod.repo}\0${name}`;
+    const key = `${mod.repo}\0${mod.name}\0${name}`;
     if (this.inProgress.has(key)) return [{ kind: 'unresolved', reason: 'cycle', detail: `${name} is imported in a cycle through ${mod.name}` }];
     this.inProgress.add(key);
     try {
@@ -135,41 +141,50 @@ export class Resolver {
   followEdge(mod: CorpusModule, e: ImportEdge): Target[] {
     const abs = this.absoluteModule(mod, e);
     if (abs === null) return [{ kind: 'unresolved', reason: 'missing-module', detail: `relative import beyond the top-level package in ${mod.name}` }];
+    const repo = mod.repo;
     if (e.kind === 'import') {
       if (e.asname) {
-        if (this.isInterned(abs)) return [{ kind: 'module', name: abs }];
+        if (this.isInterned(abs, repo)) return [{ kind: 'module', name: abs, repo }];
       } else {
         const top = abs.split('.')[0];
-        if (this.isInterned(top)) {
-          if (!this.isInterned(abs)) return [{ kind: 'unresolved', reason: 'missing-module', detail: `module ${abs} is not indexed` }];
-          return [{ kind: 'module', name: top }];
+        if (this.isInterned(top, repo)) {
+          if (!this.isInterned(abs, repo)) return [{ kind: 'unresolved', reason: 'missing-module', detail: `module ${abs} does not exist` }];
+          return [{ kind: 'module', name: top, repo }];
         }
       }
-      if (this.isMissingInternal(abs)) return [{ kind: 'unresolved', reason: 'missing-module', detail: `module ${abs} is not indexed` }];
+      if (this.isMissingInternal(abs, repo)) return [{ kind: 'unresolved', reason: 'missing-module', detail: `module ${abs} does not exist` }];
       const qualified = e.asname ? abs : abs.split('.')[0];
       return [{ kind: 'extern', edge: e, absModule: abs, qualified }];
     }
-    if (this.isInterned(abs)) return this.resolveAttr(abs, e.name);
+    // a package importing its own submodule (`from . import x` or `from pkg import x` in
+    // pkg/__init__.py) binds the submodule (§5.4.2 "Submodules"): following the
+    // attribute would only find this very import again
+    const ownDefs = () => this.corpus.bindersOf(mod, e.name).some((i) => !isPlainImport(mod.facts.statements[i].kind));
+    if (mod.isPackage && abs === mod.name && e.name !== '*' && this.isInterned(`${abs}.${e.name}`, repo) && !ownDefs()) {
+      return [{ kind: 'module', name: `${abs}.${e.name}`, repo }];
+    }
+    if (this.isInterned(abs, repo)) return this.resolveAttr(abs, e.name, repo);
     // a relative import names a module of this package: missing unless forced extern
-    if ((e.level > 0 && !this.forcedExtern(abs)) || this.isMissingInternal(abs)) {
-      return [{ kind: 'unresolved', reason: 'missing-module', detail: `module ${abs} is not indexed` }];
+    if ((e.level > 0 && !this.forcedExtern(abs)) || this.isMissingInternal(abs, repo)) {
+      return [{ kind: 'unresolved', reason: 'missing-module', detail: `module ${abs} does not exist` }];
     }
     return [{ kind: 'extern', edge: e, absModule: abs, qualified: `${abs}.${e.name}` }];
   }
 
-  /** The attribute `attr` of the interned module `modName` (binding, then submodule). */
-  resolveAttr(modName: string, attr: string): Target[] {
-    const mod = this.corpus.module(modName);
+  /** The attribute `attr` of the interned module `modName` as code of repository `repo`
+   *  imports it (binding, then submodule). */
+  resolveAttr(modName: string, attr: string, repo: string): Target[] {
+    const mod = this.corpus.module(modName, repo);
     if (mod && this.corpus.bindersOf(mod, attr).length) return this.resolveName(mod, attr);
     const sub = `${modName}.${attr}`;
-    if (this.isInterned(sub)) return [{ kind: 'module', name: sub }];
+    if (this.isInterned(sub, repo)) return [{ kind: 'module', name: sub, repo }];
     if (mod) {
       const star = this.fromStars(mod, attr, new Set());
       if (star) return star;
       const ext = this.externStar(mod, attr);
       if (ext) return [ext];
     }
-    if (this.corpus.knowsTopLevel(sub) && !mod) return [{ kind: 'unresolved', reason: 'missing-module', detail: `module ${sub} is not indexed` }];
+    if (this.corpus.knowsTopLevel(sub, repo) && !mod) return [{ kind: 'unresolved', reason: 'missing-module', detail: `module ${sub} does not exist` }];
     return [{ kind: 'unresolved', reason: 'undefined', detail: `${attr} is not defined in ${modName}` }];
   }
 
@@ -179,7 +194,7 @@ export class Resolver {
       for (const e of st.imports) {
         if (e.kind !== 'from' || e.name !== '*') continue;
         const abs = this.absoluteModule(mod, e);
-        if (abs) yield { edge: e, abs, interned: this.isInterned(abs) };
+        if (abs) yield { edge: e, abs, interned: this.isInterned(abs, mod.repo) };
       }
     }
   }
@@ -187,7 +202,7 @@ export class Resolver {
   /** A name provided by an interned star import of `mod`. */
   private fromStars(mod: CorpusModule, name: string, seen: Set<string>): Target[] | null {
     for (const { abs, interned } of this.starImports(mod)) {
-      if (interned && this.exports(abs, seen)?.has(name)) return this.resolveAttr(abs, name);
+      if (interned && this.exports(abs, mod.repo, seen)?.has(name)) return this.resolveAttr(abs, name, mod.repo);
     }
     return null;
   }
@@ -204,27 +219,28 @@ export class Resolver {
 
   /** Names `from modName import *` binds (§7.11), or null when unknown. Cycles of star
    *  imports are cut by `seen` (each module contributes once: a fixpoint). */
-  exports(modName: string, seen: Set<string> = new Set()): Set<string> | null {
-    if (this.exportsMemo.has(modName)) return this.exportsMemo.get(modName)!;
-    const mod = this.corpus.module(modName);
+  exports(modName: string, repo: string, seen: Set<string> = new Set()): Set<string> | null {
+    const mod = this.corpus.module(modName, repo);
     if (!mod) return null;
+    const key = `${mod.repo}\0${mod.name}`;
+    if (this.exportsMemo.has(key)) return this.exportsMemo.get(key)!;
     if (mod.facts.all) {
       const s = new Set(mod.facts.all);
-      this.exportsMemo.set(modName, s);
+      this.exportsMemo.set(key, s);
       return s;
     }
-    if (seen.has(modName)) return new Set();
-    seen.add(modName);
+    if (seen.has(key)) return new Set();
+    seen.add(key);
     const out = new Set<string>();
     for (const st of mod.facts.statements) for (const n of st.binds) if (!n.startsWith('_')) out.add(n);
     for (const { abs, interned } of this.starImports(mod)) {
       if (!interned) continue;
-      const sub = this.exports(abs, seen);
+      const sub = this.exports(abs, mod.repo, seen);
       if (sub) for (const n of sub) if (!n.startsWith('_')) out.add(n);
     }
     // only memoise results not truncated by a cycle
-    if (seen.size === 1) this.exportsMemo.set(modName, out);
-    seen.delete(modName);
+    if (seen.size === 1) this.exportsMemo.set(key, out);
+    seen.delete(key);
     return out;
   }
 
@@ -238,7 +254,7 @@ export class Resolver {
     while (targets.length === 1 && targets[0].kind === 'module' && consumed < attrs.length) {
       const attr = attrs[consumed];
       if (attr.startsWith('__') && attr.endsWith('__')) break; // module.__name__ and friends
-      targets = this.resolveAttr(targets[0].name, attr);
+      targets = this.resolveAttr(targets[0].name, attr, targets[0].repo);
       consumed++;
     }
     return { targets, consumed };

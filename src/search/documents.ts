@@ -4,6 +4,7 @@
 // validation) plus the class facts of the indexed source file (docstring, bases, the
 // parameter lists of __init__ and forward) and a scan of the emitted module (layer types
 // constructed, identifiers of the class body).
+import { parseBlockId } from '../discover/ids.js';
 import type { ProvenanceEntry } from '../emit/emitter.js';
 import { createHash } from 'node:crypto';
 import type { IndexStore } from '../index/store.js';
@@ -167,9 +168,7 @@ export function buildDoc(store: IndexStore, e: StoredExtraction, spec: BlockSpec
     validation?: { stages?: Record<string, string>; params?: number | null; layers?: Record<string, number> };
   };
   const id = e.id;
-  const dot = id.lastIndexOf('.');
-  const name = id.slice(dot + 1);
-  const module = id.slice(0, dot);
+  const { className: name, module } = parseBlockId(id);
   const seg = classSegment(e.text, name);
   const provenance = rec.provenance ?? [];
   const own = provenance.find((p) => p.module === module) ?? provenance[provenance.length - 1];

@@ -28,7 +28,9 @@ export interface DependencyGraph {
 }
 
 function factsOf(store: IndexStore, repo: string, file: string): FileFacts | null {
-  const blob = store.stmt('SELECT blob FROM files WHERE repo = ? AND path = ?').pluck().get(repo, file) as string | undefined;
+  // an interned module is an indexed file or one the resolver read on demand (support_files)
+  const blob = (store.stmt('SELECT blob FROM files WHERE repo = ? AND path = ?').pluck().get(repo, file) ??
+    store.stmt('SELECT blob FROM support_files WHERE repo = ? AND path = ?').pluck().get(repo, file)) as string | undefined;
   return blob ? store.getFacts(blob) : null;
 }
 

@@ -64,7 +64,11 @@ describe('cli', () => {
     assert.deepEqual(Object.keys(b).sort(), ['bases', 'id', 'line', 'module', 'name', 'path', 'repo']);
     assert.equal(b.path, 'tinyvision/models/variants.py');
     const list = JSON.parse(readFileSync(names, 'utf8')) as string[];
-    assert.deepEqual(list, [...new Set(blocks.map((x) => x.name))].sort());
+    // bare names, except where several blocks share one: their ids
+    const count = new Map<string, number>();
+    for (const x of blocks) count.set(x.name, (count.get(x.name) ?? 0) + 1);
+    assert.deepEqual(list, [...new Set(blocks.map((x) => (count.get(x.name) === 1 ? x.name : x.id)))].sort());
+    assert.ok(list.includes('tinyvision.layers.mlp.Mlp') && !list.includes('Mlp'));
   });
 
   it('extract --no-validate --json writes standalone modules; bare names resolve, unknown ones fail', () => {
@@ -82,10 +86,12 @@ describe('cli', () => {
     const bad = nnrag('extract', '--store', store, '--block', 'NoSuchBlock', '--no-validate');
     assert.equal(bad.code, 1);
     assert.match(bad.stderr, /no block named "NoSuchBlock"/);
-    // Mlp is ambiguous: resolved, and the alternative is named
+    // Mlp is ambiguous: a usage error that lists the candidates with their repositories
     const amb = nnrag('extract', '--store', store, '--block', 'Mlp', '--no-validate', '--out', out);
-    assert.equal(amb.code, 0, amb.stderr);
-    assert.match(amb.stderr, /Mlp → tinyvision\.layers\.mlp\.Mlp \(also: tinyvision\.models\.mixer\.Mlp\)/);
+    assert.equal(amb.code, 2, amb.stderr);
+    assert.match(amb.stderr, /"Mlp" is ambiguous/);
+    assert.match(amb.stderr, /tinyvision\.layers\.mlp\.Mlp +\(\S+, tinyvision\/layers\/mlp\.py:\d+\)/);
+    assert.match(amb.stderr, /tinyvision\.models\.mixer\.Mlp +\(\S+, tinyvision\/models\/mixer\.py:\d+\)/);
   });
 
   it('reads --names-json from standard input with - and /dev/stdin', () => {

@@ -7,6 +7,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import * as api from '../../src/api.js';
+import { UsageError } from '../../src/util/errors.js';
 import { fixture, repoRoot, tempDir } from '../helpers.js';
 import { PYTHON } from '../support/python.js';
 
@@ -148,7 +149,7 @@ describe('discovery', () => {
     }
   });
 
-  it('resolves an ambiguous bare name by repository priority and lists the alternatives', async () => {
+  it('refuses an ambiguous name with the candidates and their repositories, accepts qualified ones', async () => {
     const dir = tempDir();
     const block = 'import torch.nn as nn\n\nclass Mlp(nn.Module):\n    def forward(self, x):\n        return x\n';
     writeTree(path.join(dir, 'one'), { 'one/__init__.py': '', 'one/mlp.py': block });
@@ -157,9 +158,13 @@ describe('discovery', () => {
     try {
       await api.index(ws, { repos: [spec('r/one', path.join(dir, 'one'), 5), spec('r/two', path.join(dir, 'two'), 1)] });
       api.discover(ws);
-      const [r] = api.resolveBlockNames(ws, ['Mlp']);
-      assert.equal(r.id, 'two.mlp.Mlp');
-      assert.deepEqual(r.alternatives, ['one.mlp.Mlp']);
+      assert.throws(
+        () => api.resolveBlockNames(ws, ['Mlp']),
+        (e: Error) => e instanceof UsageError && /ambiguous/.test(e.message) && /one\.mlp\.Mlp +\(r\/one/.test(e.message) && /two\.mlp\.Mlp +\(r\/two/.test(e.message),
+      );
+      assert.equal(api.resolveBlockNames(ws, ['two.mlp.Mlp'])[0].id, 'two.mlp.Mlp');
+      assert.equal(api.resolveBlockNames(ws, ['r/one:one.mlp.Mlp'])[0].id, 'one.mlp.Mlp');
+      assert.equal(api.resolveBlockNames(ws, ['r/one:Mlp'])[0].id, 'one.mlp.Mlp');
       assert.throws(() => api.resolveBlockNames(ws, ['Nope']), /no block named "Nope"/);
     } finally {
       ws.close();
@@ -186,6 +191,28 @@ describe('discovery', () => {
         const r = spawnSync(PYTHON, [path.join(repoRoot, 'bench', 'runtime_blocks.py'), root, 'tb', out], { encoding: 'utf8' });
         if (r.status === 0) assert.deepEqual(ids, (JSON.parse(readFileSync(out, 'utf8')) as { blocks: string[] }).blocks);
       }
+    } finally {
+      ws.close();
+    }
+  });
+
+  it('gives ids with the repository to a qualified name two repositories define', async () => {
+    const dir = tempDir();
+    const block = (n: number) => `import torch.nn as nn\n\nclass Conv(nn.Module):\n    def forward(self, x):\n        return x * ${n}\n`;
+    writeTree(path.join(dir, 'a'), { 'models/__init__.py': '', 'models/common.py': block(1) + '\nclass OnlyA(nn.Module):\n    def forward(self, x):\n        return x\n' });
+    writeTree(path.join(dir, 'b'), { 'models/__init__.py': '', 'models/common.py': block(2) });
+    const ws = api.Workspace.open(path.join(dir, 'store'));
+    try {
+      await api.index(ws, { repos: [spec('org/a', path.join(dir, 'a'), 1), spec('org/b', path.join(dir, 'b'), 1)] });
+      const ids = api.discover(ws).map((b) => b.id).sort();
+      assert.deepEqual(ids, ['models.common.OnlyA', 'org/a:models.common.Conv', 'org/b:models.common.Conv']);
+      assert.throws(() => api.resolveBlockNames(ws, ['models.common.Conv']), UsageError);
+      assert.equal(api.resolveBlockNames(ws, ['org/b:Conv'])[0].id, 'org/b:models.common.Conv');
+      const recs = api.extractBlocks(ws, ['org/a:models.common.Conv', 'org/b:models.common.Conv', 'models.common.OnlyA'], { out: path.join(dir, 'lib') });
+      assert.ok(recs[0].file.endsWith('org%2Fa%3Amodels.common.Conv.py'), recs[0].file);
+      assert.match(readFileSync(recs[0].file, 'utf8'), /x \* 1/);
+      assert.match(readFileSync(recs[1].file, 'utf8'), /x \* 2/);
+      assert.ok(recs[2].ok, recs[2].error);
     } finally {
       ws.close();
     }

@@ -134,8 +134,8 @@ test('a local git work tree is used in place with its HEAD revision', async () =
   assert.equal(co.local, true);
   assert.equal(co.root, remote.work);
   assert.equal(co.revision, sh(remote.work, 'rev-parse', 'HEAD'));
-  // timm/models has no __init__.py: its files are loose scripts with their own root
-  assert.deepEqual(co.packageRoots, ['', 'timm/models']);
+  // timm/models has no __init__.py: a namespace package inside timm (PEP 420), run from the root
+  assert.deepEqual(co.packageRoots, ['']);
 });
 
 test('a plain folder is used in place with no revision; config package roots override detection', async () => {
@@ -145,7 +145,8 @@ test('a plain folder is used in place with no revision; config package roots ove
   const co = await cache.prepare(spec({ path: dir }));
   assert.equal(co.revision, null);
   assert.equal(co.originUrl, null);
-  assert.deepEqual(co.packageRoots, ['scripts', 'src']);
+  // scripts/ holds modules (a namespace package under the root); src/ only a regular package
+  assert.deepEqual(co.packageRoots, ['', 'src']);
   const forced = await cache.prepare(spec({ path: dir, packageRoots: [''] }));
   assert.deepEqual(forced.packageRoots, ['']);
 });

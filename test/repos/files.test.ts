@@ -10,6 +10,7 @@ import {
   gitBlobId,
   listPythonFiles,
   moduleNameCandidates,
+  importedNamesOf,
   moduleNameFor,
 } from '../../src/repos/cache.js';
 import { tempDir } from '../helpers.js';
@@ -107,20 +108,51 @@ test('package roots and module names: src layout', () => {
     'src/transformers/models/bert/modeling_bert.py',
     'tests/test_bert.py',
   ];
+  // `src` holds only a regular package: it is the sys.path entry (no import says otherwise);
+  // `tests` holds modules: a namespace package under the repository root
   const roots = detectPackageRoots(files);
-  assert.deepEqual(roots, ['src', 'tests']);
+  assert.deepEqual(roots, ['', 'src']);
   assert.equal(moduleNameFor('src/transformers/models/bert/modeling_bert.py', roots), 'transformers.models.bert.modeling_bert');
-  assert.equal(moduleNameFor('tests/test_bert.py', roots), 'test_bert');
+  assert.equal(moduleNameFor('tests/test_bert.py', roots), 'tests.test_bert');
 });
 
-test('package roots and module names: loose scripts and namespace folders', () => {
+test('package roots and module names: loose scripts and namespace folders (PEP 420)', () => {
   const files = ['train.py', 'models/yolo.py', 'models/common.py', 'utils/__init__.py', 'utils/general.py'];
   const roots = detectPackageRoots(files);
-  assert.deepEqual(roots, ['', 'models']);
-  assert.equal(moduleNameFor('models/yolo.py', roots), 'yolo');
-  assert.deepEqual(moduleNameCandidates('models/yolo.py', roots), ['yolo', 'models.yolo']);
+  assert.deepEqual(roots, ['']);
+  assert.equal(moduleNameFor('models/yolo.py', roots), 'models.yolo');
   assert.equal(moduleNameFor('utils/general.py', roots), 'utils.general');
   assert.equal(moduleNameFor('train.py', roots), 'train');
+  assert.deepEqual(moduleNameCandidates('models/yolo.py', ['', 'models']), ['yolo', 'models.yolo']);
+});
+
+test('package roots: nested namespace folders, and the names the code imports win', () => {
+  const files = ['main.py', 'nets/deep/block.py', 'nets/deep/layers/__init__.py', 'nets/deep/layers/conv.py'];
+  assert.deepEqual(detectPackageRoots(files), ['']);
+  assert.equal(moduleNameFor('nets/deep/layers/conv.py', ['']), 'nets.deep.layers.conv');
+  // code that imports `block` (its folder on sys.path) names the folder the entry
+  assert.deepEqual(detectPackageRoots(files, undefined, () => ['block', 'layers.conv', 'torch']), ['', 'nets/deep']);
+  // evidence for the middle folder
+  assert.deepEqual(detectPackageRoots(files, undefined, () => ['deep.block']), ['', 'nets']);
+  // a src layout that imports itself through `src.` follows its imports too
+  const src = ['src/pkg/__init__.py', 'src/pkg/mod.py'];
+  assert.deepEqual(detectPackageRoots(src), ['src']);
+  assert.deepEqual(detectPackageRoots(src, undefined, () => ['src.pkg.mod']), ['']);
+  // a folder whose name is no identifier cannot be a package
+  assert.deepEqual(detectPackageRoots(['my-tools/run.py', 'my-tools/helper.py']), ['my-tools']);
+});
+
+test('imported names are read from the source text', () => {
+  const text = [
+    'import torch, torch.nn as nn',
+    'from util.pos_embed import get_2d_sincos_pos_embed, other as o',
+    'from models import (',
+    '    net,',
+    ')',
+    'from . import sibling',
+    '    from a.b import *  # nested',
+  ].join('\n');
+  assert.deepEqual(importedNamesOf(text).sort(), ['a.b', 'models', 'torch', 'torch.nn', 'util.pos_embed', 'util.pos_embed.get_2d_sincos_pos_embed', 'util.pos_embed.other'].sort());
 });
 
 test('names that Python cannot import are null', () => {
