@@ -18,6 +18,7 @@ import type { Corpus, CorpusModule } from './resolve/corpus.js';
 import { loadCorpus } from './resolve/load.js';
 import { Resolver, type ResolveOptions } from './resolve/names.js';
 import { NnragError, UsageError } from './util/errors.js';
+import { suggest } from './util/suggest.js';
 import { ensureDir } from './util/fs.js';
 
 export class Workspace {
@@ -168,7 +169,17 @@ export function resolveBlockNames(ws: Workspace, names: string[]): NameResolutio
       const q = `${b.module}.${b.name}`;
       return q === want.qualified || b.name === want.qualified || q.endsWith(`.${want.qualified}`);
     });
-    if (!cands.length) throw new NnragError(`no block named ${JSON.stringify(requested)} (run \`nnrag discover\` to list blocks)`, 'unknown-block');
+    if (!cands.length) {
+      if (!blocks.length) {
+        const hint = ws.store.listRepos().length ? 'no blocks were discovered in the indexed repositories' : 'nothing is indexed: run `nnrag index --repo PATH` first (or `nnrag extract --repo PATH --block NAME`)';
+        throw new NnragError(`no block named ${JSON.stringify(requested)}: ${hint}`, 'unknown-block');
+      }
+      const near = suggest(want.qualified.split('.').pop()!, blocks.map((b) => b.name));
+      throw new NnragError(
+        `no block named ${JSON.stringify(requested)}${near.length ? `; did you mean ${near.join(', ')}?` : ''} (\`nnrag discover\` lists the blocks)`,
+        'unknown-block',
+      );
+    }
     if (cands.length > 1) {
       const list = cands.map((b) => `  ${b.id}  (${b.repo}, ${b.path}:${b.line})`).join('\n');
       throw new UsageError(`${JSON.stringify(requested)} is ambiguous: ${cands.length} blocks answer to it; give one of\n${list}`);

@@ -14,7 +14,9 @@
 // its negation, so higher = better.
 import { registerMigration, type IndexStore } from '../index/store.js';
 import { listExtractions, getExtraction, type StoredExtraction } from '../library/records.js';
-import { NnragError } from '../util/errors.js';
+import { NnragError, UsageError } from '../util/errors.js';
+import { suggest } from '../util/suggest.js';
+import { parseBlockId } from '../discover/ids.js';
 import { buildDoc, docKey, specRows, storedSpec, type SearchDoc } from './documents.js';
 import { expandText, identifierParts, parseQuery, quoteTerm } from './tokens.js';
 import type { FileFacts } from '../parse/types.js';
@@ -330,12 +332,27 @@ export function facets(store: IndexStore): { repos: string[]; categories: string
   return { repos: col('repo'), categories: col('category'), statuses: col('status') };
 }
 
-/** Resolve a block id or a bare class name to a stored extraction id. */
+/** Resolve a block id or a name to a stored extraction id, the way `extract` resolves
+ *  names: an exact id; else `Class`, a dotted tail (`mlp.Mlp`) or `repo:name` naming one
+ *  block; several → a usage error listing them; none → the nearest names. */
 export function resolveLibraryId(store: IndexStore, idOrName: string): string {
   if (store.stmt('SELECT 1 FROM extractions WHERE id = ?').get(idOrName)) return idOrName;
-  const ids = store.stmt("SELECT id FROM extractions WHERE id LIKE ? ESCAPE '\\' ORDER BY status = 'validated' DESC, length(id), id").pluck()
-    .all('%.' + idOrName.replace(/[\\%_]/g, (c) => '\\' + c)) as string[];
-  if (!ids.length) throw new NnragError(`no library block ${JSON.stringify(idOrName)} (run \`nnrag extract\` or \`nnrag demo\` first)`, 'unknown-block');
+  const { repo, qualified: name } = parseBlockId(idOrName);
+  let ids = store.stmt("SELECT id FROM extractions WHERE id LIKE ? ESCAPE '\\' OR id LIKE ? ESCAPE '\\' ORDER BY id").pluck()
+    .all('%.' + name.replace(/[\\%_]/g, (c) => '\\' + c), '%:' + name.replace(/[\\%_]/g, (c) => '\\' + c)) as string[];
+  if (repo) {
+    const repoOf = (id: string) => (store.stmt('SELECT repo FROM blocks WHERE id = ?').pluck().get(id) as string | undefined) ?? (id.includes(':') ? id.slice(0, id.lastIndexOf(':')) : null);
+    ids = ids.filter((id) => repoOf(id) === repo);
+  }
+  if (ids.length > 1) {
+    throw new UsageError(`${JSON.stringify(idOrName)} is ambiguous: ${ids.length} library blocks answer to it; give one of\n${ids.map((i) => `  ${i}`).join('\n')}`);
+  }
+  if (!ids.length) {
+    const all = store.stmt('SELECT id FROM extractions').pluck().all() as string[];
+    if (!all.length) throw new NnragError(`no library block ${JSON.stringify(idOrName)}: the library is empty (run \`nnrag extract\` or \`nnrag demo\` first)`, 'unknown-block');
+    const near = suggest(name.split('.').pop()!, all.map((i) => i.slice(i.lastIndexOf('.') + 1)));
+    throw new NnragError(`no library block ${JSON.stringify(idOrName)}${near.length ? `; did you mean ${near.join(', ')}?` : ''}`, 'unknown-block');
+  }
   return ids[0];
 }
 

@@ -174,3 +174,17 @@ test('discover --symbols matches case-insensitively', { skip }, () => {
   assert.ok(found.includes('tinyvision.layers.attention.WindowAttention'), found.join());
   assert.deepEqual(api.discover(ws, { symbols: ['TINYVISION.LAYERS.MLP.MLP'] }).map((b) => b.id), ['tinyvision.layers.mlp.Mlp']);
 });
+
+test('an unknown name gets the nearest names; an empty store says to index first', { skip }, async () => {
+  assert.throws(() => api.resolveBlockNames(ws, ['WindowAtention']), /did you mean WindowAttention\?/);
+  const empty = api.Workspace.open(tempDir(), { create: true });
+  try {
+    assert.throws(() => api.resolveBlockNames(empty, ['Mlp']), /nnrag index --repo/);
+  } finally {
+    empty.close();
+  }
+  const { suggest, editDistance } = await import('../../src/util/suggest.js');
+  assert.equal(editDistance('kitten', 'sitting'), 3);
+  assert.deepEqual(suggest('mlp', ['Mlp', 'MLP', 'GluMlp', 'Attention']), ['Mlp', 'MLP', 'GluMlp']);
+  assert.deepEqual(suggest('zzzz', ['Mlp']), []);
+});

@@ -8,6 +8,7 @@ import { IndexStore } from '../../src/index/store.js';
 import { getExtraction, putExtraction, textHash } from '../../src/library/records.js';
 import { expandText, identifierParts, parseQuery } from '../../src/search/tokens.js';
 import { getDoc, searchBlocks, syncSearchIndex, resolveLibraryId } from '../../src/search/index.js';
+import { UsageError } from '../../src/util/errors.js';
 import * as api from '../../src/api.js';
 import { buildLibrary, getSpec } from '../../src/library/library.js';
 import { paramNames, firstSentence } from '../../src/search/documents.js';
@@ -169,6 +170,12 @@ describe('search over the example library', () => {
   test('bare names resolve to library ids', () => {
     assert.equal(resolveLibraryId(store, 'WindowAttention'), 'tinyvision.layers.attention.WindowAttention');
     assert.throws(() => resolveLibraryId(store, 'NoSuchBlock'), /no library block/);
+    // the same rules as extract: a mistyped name gets the nearest ones, an ambiguous one
+    // is a usage error that lists the candidates (no silent pick)
+    assert.throws(() => resolveLibraryId(store, 'WindowAtention'), /did you mean WindowAttention\?/);
+    assert.throws(() => resolveLibraryId(store, 'Mlp'), (e: unknown) => e instanceof UsageError && /tinyvision\.layers\.mlp\.Mlp/.test(e.message) && /tinyvision\.models\.mixer\.Mlp/.test(e.message));
+    assert.equal(resolveLibraryId(store, 'mixer.Mlp'), 'tinyvision.models.mixer.Mlp');
+    assert.equal(resolveLibraryId(store, 'examples:layers.mlp.Mlp'), 'tinyvision.layers.mlp.Mlp');
   });
 
   test('nnrag search: human and --json output, exit codes', () => {
