@@ -129,8 +129,11 @@ export function emitModule(corpus: Corpus, closure: Closure, opts: { generator?:
   parts.push(...body);
   const text = parts.join('\n\n\n') + '\n';
   const namespace: NamespaceMap = {
+    // the names the copied code uses (and the target class): a statement copied for one
+    // name may bind others nothing reads, e.g. a flag set only when a `try` succeeds,
+    // which the original had from an earlier statement the copy did not need
     names: [...names]
-      .filter(([b]) => b.kind !== 'builtin' && b.origins?.length)
+      .filter(([b]) => b.kind !== 'builtin' && b.origins?.length && closure.bindings.get(b.key) === b)
       .map(([b, name]) => ({ name, origins: b.origins!.map((o): [string, string] => [o.mod.name, o.name]) })),
     statements,
   };

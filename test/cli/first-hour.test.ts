@@ -188,3 +188,27 @@ test('an unknown name gets the nearest names; an empty store says to index first
   assert.deepEqual(suggest('mlp', ['Mlp', 'MLP', 'GluMlp', 'Attention']), ['Mlp', 'MLP', 'GluMlp']);
   assert.deepEqual(suggest('zzzz', ['Mlp']), []);
 });
+
+test('the first hour, scripted: one-step extract from a local repository, search, export, run the usage', { skip }, () => {
+  const bin = path.join(repoRoot, 'dist', 'src', 'cli', 'bin.js');
+  const store = path.join(tempDir(), 'fresh-store'); // does not exist yet
+  const cli = (...args: string[]) => spawnSync(process.execPath, [bin, ...args, '--store', store], { encoding: 'utf8' });
+  const ex = cli('extract', '--repo', path.join(repoRoot, 'examples'), '--block', 'WindowAttention', '--python', PY, '--json');
+  assert.equal(ex.status, 0, ex.stderr);
+  const [rec] = JSON.parse(ex.stdout) as { id: string; ok: boolean; validation: { usage?: string } }[];
+  assert.equal(rec.id, 'tinyvision.layers.attention.WindowAttention');
+  assert.ok(rec.ok && rec.validation.usage);
+  const found = cli('search', 'window', 'attentions', '--json');
+  assert.equal(found.status, 0, found.stderr);
+  assert.equal(JSON.parse(found.stdout).hits[0].id, rec.id);
+  const project = tempDir();
+  const exp = cli('export', 'WindowAttention', '--into', project, '--json');
+  assert.equal(exp.status, 0, exp.stderr);
+  const report = JSON.parse(exp.stdout) as { module: string; usage: string };
+  assert.equal(report.module, 'window_attention');
+  // the exported file runs in a fresh interpreter with the usage that passed validation
+  const code = `import torch, sys; sys.path.insert(0, ${JSON.stringify(project)}); from window_attention import *; y = ${report.usage}; print(tuple(y.shape))`;
+  const run = spawnSync(PY, ['-c', code], { encoding: 'utf8' });
+  assert.equal(run.status, 0, run.stderr);
+  assert.match(run.stdout, /^\(\d+(, \d+)*\)$/m);
+});

@@ -38,3 +38,31 @@ export async function cannotValidate(needSandbox = true): Promise<string | null>
   if (needSandbox && !which('bwrap')) return 'bubblewrap (bwrap) is not installed';
   return null;
 }
+
+/** Live descendants of a host process with their depth below it (from /proc). */
+export function processTree(root: number): { pid: number; depth: number }[] {
+  const kids = new Map<number, number[]>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (rest[0] === 'Z') continue;
+      const ppid = Number(rest[1]);
+      if (!kids.has(ppid)) kids.set(ppid, []);
+      kids.get(ppid)!.push(Number(name));
+    } catch {
+      /* exited */
+    }
+  }
+  const out: { pid: number; depth: number }[] = [];
+  const stack = [{ pid: root, depth: 0 }];
+  while (stack.length) {
+    const p = stack.pop()!;
+    for (const c of kids.get(p.pid) ?? []) {
+      out.push({ pid: c, depth: p.depth + 1 });
+      stack.push({ pid: c, depth: p.depth + 1 });
+    }
+  }
+  return out;
+}

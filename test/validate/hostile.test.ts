@@ -10,31 +10,12 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { ValidatorPool, type ValidationResult } from '../../src/validate/index.js';
-import { cannotValidate, listFixtures, validateFixture, request } from './common.js';
+import { cannotValidate, listFixtures, processTree, validateFixture, request } from './common.js';
 
 const skip = await cannotValidate(true);
 
 /** Live descendants of a host process (from /proc), to prove nothing is left behind. */
-function descendants(root: number): number[] {
-  const kids = new Map<number, number[]>();
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (rest[0] === 'Z') continue;
-      const ppid = Number(rest[1]);
-      if (!kids.has(ppid)) kids.set(ppid, []);
-      kids.get(ppid)!.push(Number(name));
-    } catch {
-      /* exited */
-    }
-  }
-  const out: number[] = [];
-  const stack = [root];
-  while (stack.length) for (const c of kids.get(stack.pop()!) ?? []) (out.push(c), stack.push(c));
-  return out;
-}
+const descendants = (root: number): number[] => processTree(root).map((p) => p.pid);
 
 const EXPECTED: Record<string, string[]> = {
   'socket.py': ['sandbox-denied'],

@@ -13,7 +13,7 @@ import { chmodSync, cpSync, readFileSync, readdirSync, writeFileSync } from 'nod
 import path from 'node:path';
 import { ValidatorPool, forStorage, toRecord, MAX_STORED_ERROR, type ValidationRequest, type ValidationResult } from '../../src/validate/index.js';
 import { fixture, tempDir } from '../helpers.js';
-import { cannotValidate, request, validateFixture } from './common.js';
+import { cannotValidate, processTree as tree, request, validateFixture } from './common.js';
 
 const skip = await cannotValidate(true);
 
@@ -22,33 +22,6 @@ function shmemKb(): number {
   return m ? Number(m[1]) : 0;
 }
 
-/** Live descendants of a host process with their depth below it (from /proc). */
-function tree(root: number): { pid: number; depth: number }[] {
-  const kids = new Map<number, number[]>();
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (rest[0] === 'Z') continue;
-      const ppid = Number(rest[1]);
-      if (!kids.has(ppid)) kids.set(ppid, []);
-      kids.get(ppid)!.push(Number(name));
-    } catch {
-      /* exited */
-    }
-  }
-  const out: { pid: number; depth: number }[] = [];
-  const stack = [{ pid: root, depth: 0 }];
-  while (stack.length) {
-    const p = stack.pop()!;
-    for (const c of kids.get(p.pid) ?? []) {
-      out.push({ pid: c, depth: p.depth + 1 });
-      stack.push({ pid: c, depth: p.depth + 1 });
-    }
-  }
-  return out;
-}
 
 function gitRepo(dir: string, tracked: string[]) {
   execFileSync('git', ['init', '-q', dir]);
