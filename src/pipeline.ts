@@ -160,11 +160,23 @@ function originalSysPath(ws: api.Workspace, id: string, crossed: readonly string
   const own = ws.store.getRepo(mod.repo);
   if (!own) return null;
   // the block's own repository first, then every other indexed repository its closure
-  // copied definitions from (Swin-Transformer's original imports timm): the original
-  // imports them as the block's repository does, as installed packages after its own
-  // code (Language Reference §5.5, sys.path order)
+  // copied definitions from: the original imports them as the block's repository does, as
+  // installed packages after its own code (Language Reference §5.5, sys.path order)
+  // and the repositories the original module itself imports at its top level
+  // (Swin-Transformer's swin_mlp.py imports timm even where the block needs none of it):
+  // an absolute import whose top-level package another indexed repository provides
+  const corpus = ws.corpus();
+  const imported = new Set<string>();
+  for (const st of mod.facts.statements) {
+    for (const e of st.imports) {
+      if (e.kind === 'from' && e.level > 0) continue;
+      const top = e.module.split('.')[0];
+      const owner = top ? corpus.module(top, mod.repo)?.repo : undefined;
+      if (owner && owner !== mod.repo) imported.add(owner);
+    }
+  }
   const out: string[] = [];
-  for (const name of [mod.repo, ...crossed.filter((r) => r !== mod.repo)]) {
+  for (const name of [mod.repo, ...crossed.filter((r) => r !== mod.repo), ...[...imported].filter((r) => r !== mod.repo && !crossed.includes(r))]) {
     const repo = name === mod.repo ? own : ws.store.getRepo(name);
     if (!repo) continue;
     const roots = repo.packageRoots.length ? repo.packageRoots : [''];
