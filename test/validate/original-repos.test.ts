@@ -8,6 +8,7 @@ import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import * as api from '../../src/api.js';
 import { extractAndValidate } from '../../src/pipeline.js';
+import { ValidatorPool } from '../../src/validate/index.js';
 import { tempDir } from '../helpers.js';
 import { cannotValidate } from './common.js';
 
@@ -40,10 +41,24 @@ test('the original imports the other repositories it needs, so equivalence runs'
     const spec = (name: string, p: string, paths: string[]) => ({ name, url: null, path: p, priority: 1, paths, description: null, packageRoots: null });
     await api.index(ws, { repos: [spec('org/research', path.join(dir, 'research'), ['models']), spec('org/lib', path.join(dir, 'lib'), ['blib/__init__.py'])] });
     api.discover(ws);
-    const recs = await extractAndValidate(ws, ['models.net.Net', 'models.plain.Plain'], { pool: { workers: 1 } });
-    for (const r of recs) {
-      const v = r.validation as { stages: Record<string, string>; equivalence?: { reason?: string } };
-      assert.equal(v.stages.equivalence, 'pass', `${r.id}: ${JSON.stringify(v.equivalence)}`);
+    const pool = await ValidatorPool.start({ workers: 1 });
+    try {
+      let before: number[] = [];
+      // several rounds in one worker: the roots live under the temporary folder, which the
+      // sandbox replaces with its scratch tmpfs and mounts them on top; emptying the
+      // scratch between candidates must leave those mounts alone, not discard the worker
+      for (let round = 0; round < 3; round++) {
+        const recs = await extractAndValidate(ws, ['models.net.Net', 'models.plain.Plain'], { validator: pool, force: true });
+        for (const r of recs) {
+          const v = r.validation as { stages: Record<string, string>; equivalence?: { reason?: string }; category: string | null };
+          assert.equal(v.stages.equivalence, 'pass', `${r.id}: ${v.category} ${JSON.stringify(v.equivalence)}`);
+        }
+        // the first request restarts the worker with these roots bound; none after it
+        if (round === 0) before = pool.workerPids();
+      }
+      assert.deepEqual(pool.workerPids(), before, 'the same worker served every request');
+    } finally {
+      await pool.close();
     }
   } finally {
     ws.close();

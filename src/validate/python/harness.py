@@ -2192,6 +2192,42 @@ def frame(nonce, msg):
     return nonce + ("%08x" % len(data)).encode("ascii") + data
 
 
+def mount_points():
+    """Mount points of this process's mount namespace (/proc/self/mountinfo, field 5,
+    with the kernel's octal escapes for space, tab, newline and backslash)."""
+    out = set()
+    try:
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                parts = line.split(" ")
+                if len(parts) > 4:
+                    out.add(re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), parts[4]))
+    except OSError:
+        pass
+    return out
+
+
+def sweep_dir(d, keep):
+    """Remove everything below `d` except the mount points in `keep` and the folders that
+    lead to them. True when nothing else is left."""
+    try:
+        names = os.listdir(d)
+    except OSError:
+        return False
+    clean = True
+    for n in names:
+        p = os.path.join(d, n)
+        if p in keep:
+            continue
+        if any(k.startswith(p + "/") for k in keep):
+            clean = sweep_dir(p, keep) and clean
+            continue
+        remove_tree(p)
+        if os.path.lexists(p):
+            clean = False
+    return clean
+
+
 class Worker:
     def __init__(self, cfg, proto):
         self.cfg = cfg
@@ -2298,19 +2334,16 @@ class Worker:
         is removed (validate). What cannot be removed discards this worker."""
         if not self.pidns:
             return
+        # what bubblewrap mounted below them stays: a repository root or an interpreter
+        # prefix that lives under /tmp is bound on top of the scratch tmpfs, read-only
+        keep = mount_points()
         for d in (self.scratch_root, "/dev/shm"):
             try:
                 os.chmod(d, 0o700)  # a candidate may have taken its owner's write permission
-                names = os.listdir(d)
             except OSError:
                 continue
-            for n in names:
-                remove_tree(os.path.join(d, n))
-            try:
-                if os.listdir(d):
-                    self.discard = True
-            except OSError:
-                pass
+            if not sweep_dir(d, keep):
+                self.discard = True
 
     def new_zygote(self, key, orig):
         while len(self.zygotes) >= MAX_ZYGOTES:
