@@ -8,6 +8,7 @@ import { rmSync } from 'node:fs';
 import path from 'node:path';
 import * as api from './api.js';
 import { parseBlockId } from './discover/ids.js';
+import { sysPathRoots } from './index/store.js';
 import { putCachedValidation, getCachedValidation, putExtraction, textHash } from './library/records.js';
 import type { Ref, StatementFacts } from './parse/types.js';
 import type { Corpus, CorpusModule } from './resolve/corpus.js';
@@ -153,39 +154,30 @@ function literalCall(src: string, pos: number): string | null {
   return null;
 }
 
-/** sys.path entries that make the block's original module importable. */
+/** sys.path entries that make the block's original module importable: its own
+ *  repository first, then, as installed packages after its own code (Language Reference
+ *  §5.5, sys.path order), every other indexed repository that its closure copied
+ *  definitions from (`crossed`) or that its module imports at top level (an absolute
+ *  import whose top-level package another repository provides: Swin-Transformer's
+ *  swin_mlp.py imports timm even where the block needs none of it). */
 function originalSysPath(ws: api.Workspace, id: string, crossed: readonly string[] = []): string[] | null {
   const mod = ws.blockModule(id)?.mod;
-  if (!mod) return null;
-  const own = ws.store.getRepo(mod.repo);
-  if (!own) return null;
-  // the block's own repository first, then every other indexed repository its closure
-  // copied definitions from: the original imports them as the block's repository does, as
-  // installed packages after its own code (Language Reference §5.5, sys.path order)
-  // and the repositories the original module itself imports at its top level
-  // (Swin-Transformer's swin_mlp.py imports timm even where the block needs none of it):
-  // an absolute import whose top-level package another indexed repository provides
+  if (!mod || !ws.store.getRepo(mod.repo)) return null;
   const corpus = ws.corpus();
-  const imported = new Set<string>();
+  const repos = new Set([mod.repo, ...crossed]);
   for (const st of mod.facts.statements) {
     for (const e of st.imports) {
       if (e.kind === 'from' && e.level > 0) continue;
-      const top = e.module.split('.')[0];
-      const owner = top ? corpus.module(top, mod.repo)?.repo : undefined;
-      if (owner && owner !== mod.repo) imported.add(owner);
+      const owner = corpus.module(e.module.split('.')[0], mod.repo)?.repo;
+      if (owner) repos.add(owner);
     }
   }
-  const out: string[] = [];
-  for (const name of [mod.repo, ...crossed.filter((r) => r !== mod.repo), ...[...imported].filter((r) => r !== mod.repo && !crossed.includes(r))]) {
-    const repo = name === mod.repo ? own : ws.store.getRepo(name);
-    if (!repo) continue;
-    const roots = repo.packageRoots.length ? repo.packageRoots : [''];
-    for (const r of roots) {
-      const p = path.join(repo.root, ...r.split('/').filter(Boolean));
-      if (!out.includes(p)) out.push(p);
-    }
+  const out = new Set<string>();
+  for (const name of repos) {
+    const repo = ws.store.getRepo(name);
+    if (repo) for (const r of sysPathRoots(repo)) out.add(path.join(repo.root, ...r.split('/').filter(Boolean)));
   }
-  return out;
+  return [...out];
 }
 
 /** Extract, validate and promote blocks. */

@@ -9,7 +9,6 @@ import { trainingPairs, writePairs } from '../library/pairs.js';
 import { listExtractions } from '../library/records.js';
 import { buildReport, reportHtml, reportText } from '../library/report.js';
 import { repositoryRequirements, type RepoRequirements } from '../library/repo-requirements.js';
-import { initParser } from '../parse/parser.js';
 import { KNOWN_DISTRIBUTIONS, probeEnvironment } from '../library/requirements.js';
 import * as api from '../api.js';
 import { withWorkspaceAsync, type Command } from './context.js';
@@ -40,7 +39,7 @@ function threshold(v: unknown, name: string): number | undefined {
  *  requirements`, `nnrag doctor`); the validation interpreter says which distribution
  *  provides an import. */
 export async function storeRequirements(ws: api.Workspace, opts: { repos?: string[]; python?: string }): Promise<RepoRequirements[]> {
-  await initParser(); // setup.py is read from its syntax tree
+  await api.ready(); // setup.py is read from its syntax tree
   const repos = ws.store.listRepos().filter((r) => !opts.repos?.length || opts.repos.includes(r.name));
   if (opts.repos?.length && !repos.length) throw new UsageError(`--repos: none of ${opts.repos.join(', ')} is indexed`);
   const repoOf = new Map(api.storedBlocks(ws).map((b) => [b.id, b.repo]));

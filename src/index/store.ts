@@ -152,6 +152,12 @@ export interface RepoRow {
   indexedAt: string | null;
 }
 
+/** A repository's sys.path entries relative to its root (its package roots; the root
+ *  itself, '', when none were detected or configured). */
+export function sysPathRoots(r: Pick<RepoRow, 'packageRoots'>): string[] {
+  return r.packageRoots.length ? r.packageRoots : [''];
+}
+
 export interface FileRow {
   repo: string;
   path: string;

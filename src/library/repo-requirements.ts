@@ -42,6 +42,14 @@ export function pep508Name(req: string): string | null {
 }
 
 const DEV_FILE = /(^|[-_/.])(dev|test|tests|testing|doc|docs|build|lint|ci|readthedocs|mminstall)([-_/.]|$)/i;
+const OPTIONAL_FILE = /(^|\/)(requirements[-_])?optional/i;
+
+/** The group a requirements file's name gives its lines (`requirements/tests.txt` → dev,
+ *  `requirements/optional.txt` → optional), else `inherited` (an included file keeps the
+ *  group of the file that includes it). */
+function fileGroup(rel: string, inherited: string): string {
+  return DEV_FILE.test(rel) ? 'dev' : OPTIONAL_FILE.test(rel) ? 'optional:optional' : inherited;
+}
 
 /** Every requirement a repository declares, in file order. */
 export function readDeclaredRequirements(root: string): DeclaredRequirement[] {
@@ -69,7 +77,7 @@ export function readDeclaredRequirements(root: string): DeclaredRequirement[] {
       const inc = /^(?:-r|--requirement)\s*=?\s*(\S+)/.exec(line);
       if (inc) {
         const target = path.posix.normalize(path.posix.join(path.posix.dirname(rel), inc[1]));
-        readTxt(target, DEV_FILE.test(target) ? 'dev' : /(^|\/)(requirements[-_])?optional/i.test(target) ? 'optional:optional' : group, depth + 1);
+        readTxt(target, fileGroup(target, group), depth + 1);
         return;
       }
       if (line.startsWith('-')) return; // -e, -c, --index-url, …
@@ -83,8 +91,7 @@ export function readDeclaredRequirements(root: string): DeclaredRequirement[] {
   if (isDir(path.join(root, 'requirements'))) for (const f of safeList(path.join(root, 'requirements'))) if (f.endsWith('.txt')) txt.push(`requirements/${f}`);
   // a requirements.txt that only includes others is read first, so included files keep its group
   txt.sort((a, b) => Number(a.includes('/')) - Number(b.includes('/')) || a.localeCompare(b));
-  const groupOf = (f: string) => (DEV_FILE.test(f) ? 'dev' : /(^|\/)(requirements[-_])?optional/i.test(f) ? 'optional:optional' : 'install');
-  for (const f of txt) readTxt(f, groupOf(f));
+  for (const f of txt) readTxt(f, fileGroup(f, 'install'));
 
   if (existsSync(path.join(root, 'setup.py'))) readSetupPy(root, add, readTxt);
   if (existsSync(path.join(root, 'setup.cfg'))) readSetupCfg(root, add);

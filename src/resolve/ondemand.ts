@@ -12,7 +12,7 @@ import path from 'node:path';
 import { factsRow, MAX_FILE_BYTES } from '../index/indexer.js';
 import { parseBuffer } from '../index/parse-one.js';
 import { decodePython, gitBlobId } from '../index/source.js';
-import type { IndexStore, RepoRow } from '../index/store.js';
+import { sysPathRoots, type IndexStore, type RepoRow } from '../index/store.js';
 import type { FileFacts } from '../parse/types.js';
 import { parserReady } from '../parse/parser.js';
 import { isIdentifier } from '../repos/files.js';
@@ -43,7 +43,7 @@ export class OnDemandLoader implements ModuleLoader {
   /** sys.path entries of the repository, relative to its root. */
   private roots(repo: CorpusRepo): string[] {
     const r = this.rows.get(repo.name);
-    return r?.packageRoots.length ? r.packageRoots : [''];
+    return r ? sysPathRoots(r) : [''];
   }
 
   private isRemote(repo: CorpusRepo): boolean {
