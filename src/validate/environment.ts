@@ -485,13 +485,36 @@ export function hiddenEntries(root: string): { path: string; dir: boolean }[] {
   const hit = hiddenCache.get(root);
   if (hit && Date.now() - hit.at < 10000) return hit.list;
   const out: { path: string; dir: boolean }[] = [];
+  const hidden = new Set<string>();
   const add = (p: string) => {
     try {
       const st = lstatSync(p);
       if (st.isSymbolicLink()) return; // a link is not followed by the bind itself; its target is what matters
       out.push({ path: p, dir: st.isDirectory() });
+      hidden.add(p);
     } catch {
       /* gone */
+    }
+  };
+  /** Folders below `dir` down to `maxDepth`: an entry `hide` names is hidden, a folder
+   *  not hidden yet is entered. */
+  const walk = (dir: string, depth: number, maxDepth: number, hide: (name: string) => boolean): void => {
+    let names: string[];
+    try {
+      names = readdirSync(dir);
+    } catch {
+      return;
+    }
+    for (const n of names) {
+      const p = path.join(dir, n);
+      if (hide(n)) add(p);
+      else if (depth < maxDepth && !hidden.has(p)) {
+        try {
+          if (lstatSync(p).isDirectory()) walk(p, depth + 1, maxDepth, hide);
+        } catch {
+          /* gone */
+        }
+      }
     }
   };
   let git: string | null = null;
@@ -547,49 +570,9 @@ export function hiddenEntries(root: string): { path: string; dir: boolean }[] {
       for (const n of names) hideUntracked(path.join(abs, n));
     };
     for (const rel of git.split('\0')) if (rel) hideUntracked(path.join(root, rel.replace(/\/$/, '')));
-    const walkGit = (dir: string, depth: number) => {
-      let names: string[];
-      try {
-        names = readdirSync(dir);
-      } catch {
-        return;
-      }
-      for (const n of names) {
-        const p = path.join(dir, n);
-        if (n === '.git') add(p);
-        else if (depth < 8 && !out.some((o) => o.path === p)) {
-          try {
-            if (lstatSync(p).isDirectory()) walkGit(p, depth + 1);
-          } catch {
-            /* gone */
-          }
-        }
-      }
-    };
-    walkGit(root, 0);
+    walk(root, 0, 8, (n) => n === '.git');
     // the work tree's own .git lies above a package root: it is not under the bound root
-  } else {
-    const walk = (dir: string, depth: number) => {
-      let names: string[];
-      try {
-        names = readdirSync(dir);
-      } catch {
-        return;
-      }
-      for (const n of names) {
-        const p = path.join(dir, n);
-        if (n.startsWith('.')) add(p);
-        else if (depth < 6) {
-          try {
-            if (lstatSync(p).isDirectory()) walk(p, depth + 1);
-          } catch {
-            /* gone */
-          }
-        }
-      }
-    };
-    walk(root, 0);
-  }
+  } else walk(root, 0, 6, (n) => n.startsWith('.'));
   hiddenCache.set(root, { at: Date.now(), list: out });
   return out;
 }
