@@ -13,6 +13,7 @@
 // not there (another web-tree-sitter build), the same walk runs through the public
 // TreeCursor API: slower, same result.
 import type { Language, Tree, TreeCursor } from 'web-tree-sitter';
+import { lineIndex, lineStarts } from '../util/lines.js';
 
 /** A named node of the tree (the subset of web-tree-sitter's Node the binder uses). */
 export class SyntaxNode {
@@ -63,20 +64,9 @@ class SyntaxDoc {
   constructor(readonly text: string) {}
 
   point(index: number): { row: number; column: number } {
-    if (!this.lineStarts) {
-      const starts = [0];
-      for (let i = this.text.indexOf('\n'); i !== -1; i = this.text.indexOf('\n', i + 1)) starts.push(i + 1);
-      this.lineStarts = starts;
-    }
-    const ls = this.lineStarts;
-    let lo = 0;
-    let hi = ls.length - 1;
-    while (lo < hi) {
-      const mid = (lo + hi + 1) >> 1;
-      if (ls[mid] <= index) lo = mid;
-      else hi = mid - 1;
-    }
-    return { row: lo, column: index - ls[lo] };
+    this.lineStarts ??= lineStarts(this.text);
+    const row = lineIndex(this.lineStarts, index);
+    return { row, column: index - this.lineStarts[row] };
   }
 }
 

@@ -18,6 +18,7 @@ import path from 'node:path';
 import type { FileFacts } from '../parse/types.js';
 import { NnragError } from '../util/errors.js';
 import { decodePython, gitBlobId } from '../index/source.js';
+import { lineIndex, lineStarts } from '../util/lines.js';
 
 export interface CorpusRepo {
   name: string;
@@ -268,20 +269,8 @@ export class Corpus {
   /** 1-based line of an offset in the module's source. */
   lineOf(mod: CorpusModule, offset: number): number {
     let starts = this.lineStarts.get(mod);
-    if (!starts) {
-      const src = this.source(mod);
-      starts = [0];
-      for (let i = src.indexOf('\n'); i !== -1; i = src.indexOf('\n', i + 1)) starts.push(i + 1);
-      this.lineStarts.set(mod, starts);
-    }
-    let lo = 0;
-    let hi = starts.length - 1;
-    while (lo < hi) {
-      const mid = (lo + hi + 1) >> 1;
-      if (starts[mid] <= offset) lo = mid;
-      else hi = mid - 1;
-    }
-    return lo + 1;
+    if (!starts) this.lineStarts.set(mod, (starts = lineStarts(this.source(mod))));
+    return lineIndex(starts, offset) + 1;
   }
 
   private readonly deleters = new Map<CorpusModule, Map<string, number[]>>();
