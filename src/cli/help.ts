@@ -86,6 +86,7 @@ export const EXAMPLES: Record<string, string> = {
   similar: 'nnrag similar timm.layers.mlp.Mlp --limit 5',
   export: 'nnrag export WindowAttention --into ../my-project --module blocks.window_attention',
   serve: 'nnrag serve --port 8765',
+  witnesses: 'nnrag witnesses --repo nanoGPT --json',
 };
 
 /** The description of one flag of one command, if there is one. */

@@ -234,6 +234,9 @@ class Worker {
       dataSites: job.req.dataSites ?? [],
       original: job.req.original ?? null,
       namespace: job.req.namespace ?? null,
+      witnesses: job.req.witnesses ?? [],
+      witnessRepoTops: job.req.witnessRepoTops ?? [],
+      harvest: job.req.harvest ?? null,
       timeoutMs: timeout,
       stages: this.pool.stagesToRun(job.req),
     };
@@ -385,6 +388,11 @@ export class ValidatorPool {
     return pool;
   }
 
+  /** number of workers (requests that run at once) */
+  get workerCount(): number {
+    return this.size;
+  }
+
   get limits(): Limits {
     return this.env.limits;
   }
@@ -506,6 +514,8 @@ export class ValidatorPool {
       params: msg.params ?? null,
       layers: msg.layers,
       usage: typeof msg.usage === 'string' ? msg.usage.slice(0, 2000) : undefined,
+      argumentsSource: typeof msg.argumentsSource === 'string' ? msg.argumentsSource : undefined,
+      harvest: msg.harvest,
       equivalence: msg.equivalence,
       namespace: msg.namespace,
       traceback: msg.traceback,
@@ -520,7 +530,7 @@ export class ValidatorPool {
     const ok = passesStages(r, required);
     const out: ValidationResult = { id: job.req.id, ok, ...r, envId: this.envId };
     if (!this.env.rootfs) out.python = this.env.python;
-    for (const k of ['layers', 'equivalence', 'namespace', 'traceback', 'output', 'usage'] as const) if (out[k] === undefined) delete out[k];
+    for (const k of ['layers', 'equivalence', 'namespace', 'traceback', 'output', 'usage', 'argumentsSource', 'harvest'] as const) if (out[k] === undefined) delete out[k];
     return out;
   }
 

@@ -8,7 +8,7 @@ import { DEFAULT_REQUIRED_STAGES, type Stage, type ValidationRequest, type Valid
  *  traceback and output. */
 export type ValidationRecord = Pick<
   ValidationResult,
-  'stages' | 'category' | 'error' | 'args' | 'input_shapes' | 'output_shapes' | 'params' | 'envId' | 'equivalence' | 'namespace' | 'layers' | 'python' | 'usage'
+  'stages' | 'category' | 'error' | 'args' | 'input_shapes' | 'output_shapes' | 'params' | 'envId' | 'equivalence' | 'namespace' | 'layers' | 'python' | 'usage' | 'argumentsSource'
 >;
 
 /** Longest error message a stored record keeps. */
@@ -53,6 +53,7 @@ export function toRecord(r: ValidationResult): ValidationRecord {
   if (r.namespace) rec.namespace = r.namespace;
   if (r.python) rec.python = r.python;
   if (r.usage) rec.usage = r.usage;
+  if (r.argumentsSource) rec.argumentsSource = r.argumentsSource;
   return rec;
 }
 
@@ -68,6 +69,7 @@ export function validationKey(req: ValidationRequest, envId: string): string {
       className: req.className,
       callSites: req.callSites ?? [],
       dataSites: req.dataSites ?? [],
+      witnesses: req.witnesses ?? [],
       original: req.original ?? null,
       namespace: req.namespace ?? null,
       required: req.requiredStages ?? DEFAULT_REQUIRED_STAGES,

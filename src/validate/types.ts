@@ -59,12 +59,36 @@ export interface ValidationRequest {
   /** for the namespace stage (needs `original`): the module's names that came from the
    *  original corpus, what they denote there, and where the copied statements sit */
   namespace?: NamespaceMap;
+  /** what the repository's own model builds gave the class (witness/), smallest first:
+   *  tried before call sites, configuration tables and guesses */
+  witnesses?: Witness[];
+  /** top-level module names of the witnesses' repository (their classes are resolved in
+   *  the copy; other modules, such as torch, are imported) */
+  witnessRepoTops?: string[];
+  /** a witness-harvest step instead of a validation (witness/harvest.ts) */
+  harvest?: Record<string, unknown>;
   /** default ['import','instantiate','forward'] */
   requiredStages?: Stage[];
   timeoutMs?: number;
 }
 
 /** The names the namespace stage compared, and those that denote something else. */
+/** One recorded construction of a class (and its first call) in a model the repository
+ *  built itself: values encoded by python/nnrag_harness/values.py. */
+export interface Witness {
+  args: unknown[];
+  kwargs: Record<string, unknown>;
+  inputs?: { args: unknown[]; kwargs: Record<string, unknown> };
+  outputs?: number[][];
+  /** parameters of the instance built */
+  params: number;
+  /** the entry point that built it */
+  entry: string;
+}
+
+/** Where the constructor arguments that passed came from. */
+export type ArgumentsSource = 'witness' | 'call-site' | 'config-table' | 'defaults' | 'guess';
+
 export interface NamespaceResult {
   status: StageStatus;
   reason?: string;
@@ -93,6 +117,10 @@ export interface ValidationResult {
   stage: Stage | null;
   /** constructor arguments used: {name: value} (values of classes as 'module.Qualname') */
   args: unknown;
+  /** the source of the arguments that passed instantiate (and forward when it ran) */
+  argumentsSource?: ArgumentsSource | null;
+  /** a harvest step's answer (harvest requests only) */
+  harvest?: unknown;
   input_shapes: number[][] | null;
   output_shapes: number[][] | null;
   params: number | null;

@@ -54,6 +54,36 @@ _getpid = os.getpid
 _exit = os._exit
 _monotonic = time.monotonic
 
+
+def _load_package():
+    """The harness's package (nnrag_harness/): from the bundle the pool puts in front of
+    this file inside the sandbox (environment.ts harnessSource: a dict of module texts),
+    else from the folder next to this file."""
+    bundle = globals().get("_NNRAG_BUNDLE")
+    if not bundle:
+        here = os.path.dirname(os.path.abspath(__file__)) if "__file__" in globals() else ""
+        if here and here not in sys.path:
+            sys.path.insert(0, here)
+        return
+    pkg = types.ModuleType("nnrag_harness")
+    pkg.__path__ = []
+    pkg.__package__ = "nnrag_harness"
+    sys.modules["nnrag_harness"] = pkg
+    for name in sorted(bundle, key=lambda n: (n != "nnrag_harness", n)):
+        if name == "nnrag_harness":
+            exec(compile(bundle[name], "<nnrag_harness/__init__.py>", "exec"), pkg.__dict__)  # noqa: S102 - our own code
+            continue
+        m = types.ModuleType(name)
+        m.__package__ = "nnrag_harness"
+        sys.modules[name] = m
+        setattr(pkg, name.split(".")[-1], m)
+    for name in sorted(bundle):
+        if name != "nnrag_harness":
+            exec(compile(bundle[name], "<%s.py>" % name.replace(".", "/"), "exec"), sys.modules[name].__dict__)  # noqa: S102
+
+
+_load_package()
+
 STAGES = ("parse", "compile", "import", "namespace", "instantiate", "forward", "equivalence")
 CANDIDATE_MODULE = "nnrag_candidate"
 MAX_PIPE_BYTES = 4 << 20
@@ -1514,9 +1544,38 @@ def child_main(req, scratch, wfd, lim, masked):
     os.chdir(scratch)
     import torch
     torch.set_num_threads(1)
-    Stages(req, scratch, rep, Classifier(masked), torch).run()
+    if req.get("harvest"):
+        harvest_main(req, rep, torch)
+    else:
+        Stages(req, scratch, rep, Classifier(masked), torch).run()
     rep.send({"ev": "done"})
     _exit(0)
+
+
+def harvest_main(req, rep, torch):
+    """A witness-harvest step (nnrag_harness.harvest) in a child of the repository's
+    zygote: its modules are put back and its roots are on sys.path, its CPU budget is
+    the doubled one of the equivalence stage."""
+    from nnrag_harness import harvest
+    for name, m in STASH.items():
+        sys.modules.setdefault(name, m)
+    cfg = req["harvest"]
+    for p in reversed(cfg.get("roots") or []):
+        if p not in sys.path:
+            sys.path.insert(0, p)
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+        if soft != resource.RLIM_INFINITY and hard != resource.RLIM_INFINITY:
+            resource.setrlimit(resource.RLIMIT_CPU, (min(hard, 2 * soft), hard))
+    except (ValueError, OSError):
+        pass
+    try:
+        if cfg.get("mode") == "list":
+            rep.send({"ev": "harvest", "result": harvest.list_entries(cfg, torch)})
+        else:
+            harvest.run_entry(cfg, torch, rep.send)
+    except BaseException as e:  # noqa: BLE001 - reported as the step's error
+        rep.send({"ev": "harvest", "result": {"error": fmt_error(e), "traceback": fmt_trace(e)}})
 
 
 class StageFailed(Exception):
@@ -1600,10 +1659,16 @@ class Stages:
     def _instantiate_forward(self, cls, mod, want):
         torch, nn = self.torch, self.nn
         t_inst = self.start("instantiate")
+        # the repository's own constructions of the class (witnesses) first, then the
+        # call sites, configuration tables, defaults and guesses of arg_candidates
+        wits = self._witness_candidates(mod)
         try:
             cands, unguessable = arg_candidates(cls, self.req.get("callSites"), mod.__dict__, nn, self.req.get("dataSites"), self._data_namespace)
         except BaseException as e:  # noqa: BLE001
-            self.fail("instantiate", t_inst, e)
+            if not wits:
+                self.fail("instantiate", t_inst, e)
+            cands, unguessable = [], None
+        cands = wits + list(cands[:8])
         if not cands:
             self.fail("instantiate", t_inst, TypeError("cannot guess constructor argument(s): %s" % unguessable), "needs-args")
         params = ctor_params(cls) or []
@@ -1614,7 +1679,6 @@ class Stages:
         fwd_t0 = None
         forward_started = False
         attempts = 0
-        cands = list(cands[:8])
         i = 0
         while i < len(cands) and i < 12:
             label, args, kwargs = cands[i]
@@ -1640,21 +1704,22 @@ class Stages:
                 self.end("instantiate", t_inst, "pass", args=self._args_json(args, kwargs))
             model = m
             if "forward" not in want and "equivalence" not in want:
-                self.info(model, args, kwargs, None, None)
+                self.info(model, args, kwargs, None, None, label)
                 return
             if not forward_started:
                 fwd_t0 = self._fwd_t0 = self.start("forward")
                 forward_started = True
-            ok, res = self._forward(m, kwargs, args)
+            witness = self._witness.get(label)
+            ok, res = self._forward(m, kwargs, args, witness)
             attempts += 1
             if ok:
                 x, y = res
                 self.rep.send({"ev": "end", "stage": "forward", "status": "pass",
                                "ms": round((_monotonic() - fwd_t0) * 1000, 3),
                                "args": self._args_json(args, kwargs)})
-                self.info(m, args, kwargs, x, y)
+                self.info(m, args, kwargs, x, y, label)
                 if "equivalence" in want or self.req.get("original"):
-                    self._equivalence(cls, args, kwargs, x)
+                    self._equivalence(cls, args, kwargs, x, witness if self._fwd_kwargs is not None else None, witness)
                 return
             fwd_errors.append((label, args, kwargs, res))
             if attempts >= 4:
@@ -1682,9 +1747,66 @@ class Stages:
             return {"args": jsonable(list(args)), "kwargs": jsonable(kwargs)}
         return jsonable(kwargs)
 
-    def _forward(self, model, kwargs, args):
+    def _witness_candidates(self, mod):
+        """Witness candidates (nnrag_harness.sources) and their witnesses by label."""
+        from nnrag_harness import sources
+        self._witness = {}
+        wits = self.req.get("witnesses") or []
+        if not wits:
+            return []
+        resolve = sources.copy_resolver(mod.__dict__, self.req.get("witnessRepoTops") or [], self._import_original)
+        out, skipped = sources.witness_candidates(wits, resolve, self.torch)
+        self._witness_resolve = resolve
+        if skipped:
+            self.rep.send({"ev": "info", "witnessSkipped": skipped[:3]})
+        for label, a, kw, w in out:
+            self._witness[label] = w
+        return [(label, a, kw) for label, a, kw, _ in out]
+
+    def _import_original(self, module):
+        """An original module for a witness value the copy does not define (a module
+        instance or container passed in): the zygote's, else imported from the roots and
+        hidden again from sys.modules (as in the namespace stage), or None."""
+        import importlib
+        import itertools
+        m = STASH.get(module)
+        if m is not None or not self.req.get("original"):
+            return m
+        before = len(sys.modules)
+        saved_path = list(sys.path)
+        try:
+            for name, mm in STASH.items():
+                sys.modules.setdefault(name, mm)
+            for p in reversed(self.req["original"].get("sysPath") or []):
+                if p not in sys.path:
+                    sys.path.insert(0, p)
+            return importlib.import_module(module)
+        except BaseException:  # noqa: BLE001 - the witness is skipped
+            return None
+        finally:
+            for name in list(itertools.islice(reversed(sys.modules), max(0, len(sys.modules) - before))):
+                del sys.modules[name]
+            sys.path[:] = saved_path
+
+    def _forward(self, model, kwargs, args, witness=None):
         torch, nn = self.torch, self.nn
         model.eval()
+        self._fwd_kwargs = None
+        if witness is not None and witness.get("inputs"):
+            # the inputs the repository's own model gave this construction
+            from nnrag_harness import sources
+            try:
+                a, kw = sources.witness_inputs(witness, self._witness_resolve, torch)
+                torch.manual_seed(1)
+                with torch.no_grad():
+                    out = model(*a, **kw)
+                self._fwd_kwargs = kw
+                return True, (a, out)
+            except BaseException as e:  # noqa: BLE001
+                cat = self.classifier.classify(e, "forward", tb_files(e))
+                if cat in ("memory", "unresolved-name", "missing-extern", "native-extension", "sandbox-denied"):
+                    self.fail("forward", self._fwd_t0, e, cat)
+                # else: the heuristic inputs below, with the witness's arguments
         plan = forward_plan(model)
         widths = [v for v in list(kwargs.values()) + list(args) if isinstance(v, int) and not isinstance(v, bool)]
         first_err = None
@@ -1740,7 +1862,8 @@ class Stages:
             first_err = (RuntimeError("no input candidate for forward"), [])
         return False, first_err
 
-    def info(self, model, args, kwargs, inputs, out):
+    def info(self, model, args, kwargs, inputs, out, label=None):
+        from nnrag_harness.sources import source_of
         torch = self.torch
         layers = {}
         for m in model.modules():
@@ -1749,12 +1872,13 @@ class Stages:
             n = type(m).__name__
             layers[n] = layers.get(n, 0) + 1
         d = {"ev": "info", "args": self._args_json(args, kwargs),
-             "params": int(sum(p.numel() for p in model.parameters())), "layers": layers}
+             "params": int(sum(p.numel() for p in model.parameters())), "layers": layers,
+             "argumentsSource": source_of(label)}
         if inputs is not None:
             d["input_shapes"] = shapes_of(inputs, torch)
             d["output_shapes"] = [list(t.shape) for t in flatten_tensors(out, torch)]
             try:
-                d["usage"] = usage_snippet(type(model).__name__, args, kwargs, inputs, torch)
+                d["usage"] = usage_snippet(type(model).__name__, args, kwargs, inputs, torch) if not getattr(self, "_fwd_kwargs", None) else None
             except Exception:  # noqa: BLE001 - a snippet is a convenience, never a failure
                 d["usage"] = None
         self.rep.send(d)
@@ -1784,7 +1908,7 @@ class Stages:
                     pass
         return self._data_ns
 
-    def _equivalence(self, cls, args, kwargs, inputs):
+    def _equivalence(self, cls, args, kwargs, inputs, input_witness=None, arg_witness=None):
         torch = self.torch
         orig = self.req.get("original")
         t0 = self.start("equivalence")
@@ -1809,6 +1933,28 @@ class Stages:
             oargs, okwargs = to_original(list(args), om), to_original(dict(kwargs), om)
         except Exception:  # noqa: BLE001
             oargs, okwargs = args, kwargs
+        from nnrag_harness import sources
+        orig_resolve = sources.original_resolver()
+        if arg_witness is not None:
+            # a witness: the original gets the recorded values decoded with its own names
+            try:
+                _, oargs, okwargs, _ = sources.witness_candidates([arg_witness], orig_resolve, torch)[0][0]
+            except BaseException as e:  # noqa: BLE001
+                self.end("equivalence", t0, "skip", reason="witness does not rebuild for the original: " + fmt_error(e))
+                return
+            # and the copy a fresh build of its own (nested modules not shared)
+            try:
+                _, args, kwargs, _ = sources.witness_candidates([arg_witness], self._witness_resolve, torch)[0][0]
+            except BaseException:  # noqa: BLE001
+                pass
+
+        def call(model, resolve):
+            if input_witness is not None:
+                a_, kw_ = sources.witness_inputs(input_witness, resolve, torch)
+                seed_all(torch, 1)
+                return model(*a_, **kw_)
+            seed_all(torch, 1)
+            return model(*fresh_inputs(inputs, torch))
         try:
             seed_all(torch, 0)
             a = ocls(*oargs, **okwargs)
@@ -1831,15 +1977,13 @@ class Stages:
         b.eval()
         try:
             with torch.no_grad():
-                seed_all(torch, 1)
-                ya = flatten_tensors(a(*fresh_inputs(inputs, torch)), torch)
+                ya = flatten_tensors(call(a, orig_resolve), torch)
         except BaseException as e:  # noqa: BLE001
             self.end("equivalence", t0, "skip", reason="original forward failed: " + fmt_error(e))
             return
         try:
             with torch.no_grad():
-                seed_all(torch, 1)
-                yb = flatten_tensors(b(*fresh_inputs(inputs, torch)), torch)
+                yb = flatten_tensors(call(b, getattr(self, "_witness_resolve", None)), torch)
         except BaseException as e:  # noqa: BLE001
             mem = self.classifier.classify(e, "equivalence") == "memory"
             self.end("equivalence", t0, "fail", reason=("memory limit in the copy's forward: " if mem else "extracted forward failed: ") + fmt_error(e),
@@ -2576,9 +2720,11 @@ class Worker:
                         res["traceback"] = ev["traceback"]
                 current = None
             elif k == "info":
-                for key in ("args", "input_shapes", "output_shapes", "params", "layers", "usage"):
+                for key in ("args", "input_shapes", "output_shapes", "params", "layers", "usage", "argumentsSource"):
                     if key in ev and ev[key] is not None:
                         res[key] = ev[key]
+            elif k == "harvest":
+                res["harvest"] = ev.get("result")
             elif k == "done":
                 done = True
             elif k == "harness-error":
