@@ -121,6 +121,8 @@ export interface ValidationResult {
   argumentsSource?: ArgumentsSource | null;
   /** a harvest step's answer (harvest requests only) */
   harvest?: unknown;
+  /** why witnesses of the class could not be rebuilt in the copy (at most three) */
+  witnessSkipped?: string[];
   input_shapes: number[][] | null;
   output_shapes: number[][] | null;
   params: number | null;

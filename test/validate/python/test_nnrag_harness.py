@@ -16,7 +16,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "sr
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 
+from nnrag_harness import arguments as A  # noqa: E402
+from nnrag_harness import classify as C  # noqa: E402
 from nnrag_harness import harvest as H  # noqa: E402
+from nnrag_harness import inputs as I  # noqa: E402
 from nnrag_harness import sources as S  # noqa: E402
 from nnrag_harness import values as V  # noqa: E402
 
@@ -157,6 +160,70 @@ class HarvestTest(unittest.TestCase):
         self.assertEqual(w["kwargs"]["act"], {"$ref": ["torch.nn.modules.activation", "GELU"]})
         self.assertEqual(w["inputs"]["args"][0]["$tensor"], [2, 3])
         self.assertEqual(w["outputs"], [[2, 3]])
+
+
+class Attn(nn.Module):
+    def __init__(self, dim, num_heads, qkv_bias=False, norm_layer=None):
+        super().__init__()
+        assert dim % num_heads == 0
+        self.qkv = nn.Linear(dim, dim * 3, bias=qkv_bias)
+
+    def forward(self, x):
+        return self.qkv(x)
+
+
+class ArgumentsTest(unittest.TestCase):
+    """The call-site, configuration-table, defaults and guess sources (arguments.py)."""
+
+    def test_guess_by_name(self):
+        cands, why = A.arg_candidates(Attn, [], {}, nn)
+        label, args, kwargs = cands[0]
+        self.assertEqual(S.source_of(label), "guess")
+        self.assertEqual(kwargs["dim"] % kwargs["num_heads"], 0)
+        Attn(*args, **kwargs)
+
+    def test_literal_call_site_first(self):
+        cands, _ = A.arg_candidates(Attn, ["(48, 6, qkv_bias=True)"], {}, nn)
+        label, args, kwargs = cands[0]
+        self.assertEqual(S.source_of(label), "call-site")
+        m = Attn(*args, **kwargs)
+        self.assertEqual((m.qkv.in_features, m.qkv.bias is not None), (48, True))
+
+    def test_defaults(self):
+        cands, _ = A.arg_candidates(Lin, [], {}, nn)
+        self.assertTrue(cands)
+        cands, _ = A.arg_candidates(nn.ReLU, [], {}, nn)
+        self.assertEqual(S.source_of(cands[0][0]), "defaults")
+
+    def test_seq_variant(self):
+        self.assertEqual(A.seq_variant([], {"window_size": 7, "depths": 2}), ([], {"window_size": (7, 7), "depths": [2, 2]}))
+        self.assertIsNone(A.seq_variant([], {"dim": 4}))
+
+
+class InputsTest(unittest.TestCase):
+    """Input candidates from layers and their repair from shape errors (inputs.py)."""
+
+    def test_linear_input(self):
+        m = Attn(16, 4)
+        plan = I.forward_plan(m)
+        cands = I.input_candidates(m, plan, [16, 4], torch, nn, 32, {})
+        shapes = [s[0][1] for s in cands if s]
+        self.assertTrue(any(tuple(sh)[-1] == 16 for sh in shapes), shapes)
+        x = I.make_inputs(cands[0], plan, torch)
+        self.assertEqual(list(m(*x).shape)[-1], 48)
+
+    def test_repair_channels(self):
+        fixed = I.repair_specs([("float", (2, 16, 8, 8))], "expected input[2, 16, 8, 8] to have 32 channels, but got 16 channels instead")
+        self.assertEqual(fixed[0][1][1], 32)
+
+
+class ClassifyTest(unittest.TestCase):
+    def test_categories(self):
+        c = C.Classifier([])
+        self.assertEqual(c.classify(RuntimeError("mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)"), "forward"), "forward-shape")
+        self.assertEqual(c.classify(ModuleNotFoundError("No module named 'x'", name="x"), "import"), "missing-extern")
+        self.assertEqual(c.classify(NameError("y"), "import"), "unresolved-name")
+        self.assertEqual(c.classify(MemoryError(), "forward"), "memory")
 
 
 class SourcesTest(unittest.TestCase):

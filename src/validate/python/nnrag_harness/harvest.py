@@ -498,8 +498,10 @@ class _NoWeights(dict):
 
 def no_downloads(torch):
     """Pretrained weights are not fetched (no network; shapes, not weights, make a
-    witness): torch.hub.load_state_dict_from_url (and torch.utils.model_zoo, its alias)
-    gives an empty mapping that load_state_dict ignores."""
+    witness): torch.hub.load_state_dict_from_url (also where a module imported it by
+    name, as torchvision does, and torch.utils.model_zoo.load_url) gives an empty
+    mapping that load_state_dict ignores. Returns a function that puts everything back
+    (validation rebuilds a witness's nested modules under it, then undoes it)."""
     import torch.hub as hub
 
     def load_state_dict_from_url(*a, **k):
@@ -507,26 +509,20 @@ def no_downloads(torch):
 
     def download_url_to_file(*a, **k):
         raise OSError("no network during a witness harvest")
-    # also where it was imported by name (torchvision: from torch.hub import ...)
-    originals = {id(hub.load_state_dict_from_url): load_state_dict_from_url, id(hub.download_url_to_file): download_url_to_file}
+    repl = {id(hub.load_state_dict_from_url): load_state_dict_from_url, id(hub.download_url_to_file): download_url_to_file}
+    undo = []
     for m in list(sys.modules.values()):
         d = getattr(m, "__dict__", None)
         if not isinstance(d, dict):
             continue
         for k in ("load_state_dict_from_url", "download_url_to_file", "load_url"):
             v = d.get(k)
-            if v is not None and id(v) in originals:
+            if v is not None and id(v) in repl:
                 try:
-                    setattr(m, k, originals[id(v)])
+                    setattr(m, k, repl[id(v)])
+                    undo.append((m, k, v))
                 except Exception:  # noqa: BLE001
                     pass
-    hub.load_state_dict_from_url = load_state_dict_from_url
-    hub.download_url_to_file = download_url_to_file
-    try:
-        import torch.utils.model_zoo as mz
-        mz.load_url = load_state_dict_from_url
-    except Exception:  # noqa: BLE001
-        pass
     orig = torch.nn.Module.load_state_dict
 
     def load_state_dict(self, state_dict, *a, **k):
@@ -534,6 +530,15 @@ def no_downloads(torch):
             return None
         return orig(self, state_dict, *a, **k)
     torch.nn.Module.load_state_dict = load_state_dict
+    undo.append((torch.nn.Module, "load_state_dict", orig))
+
+    def restore():
+        for m, k, v in reversed(undo):
+            try:
+                setattr(m, k, v)
+            except Exception:  # noqa: BLE001
+                pass
+    return restore
 
 
 def make_config(spec, torch):

@@ -68,6 +68,19 @@ def witness_candidates(witnesses, resolve, torch):
     """(label, args, kwargs, witness) per witness whose arguments decode, and the
     reasons of those that do not."""
     out, skipped = [], []
+    from .harvest import no_downloads
+    restore = no_downloads(torch) if witnesses else None
+    try:
+        _decode_all(witnesses, resolve, torch, out, skipped)
+    finally:
+        if restore is not None:
+            restore()
+    return out, skipped
+
+
+def _decode_all(witnesses, resolve, torch, out, skipped):
+    """Nested modules of a witness are rebuilt as the harvest built them: pretrained
+    weights are not fetched (harvest.no_downloads)."""
     for i, w in enumerate(witnesses or ()):
         try:
             gen = torch.Generator().manual_seed(0)
@@ -81,7 +94,6 @@ def witness_candidates(witnesses, resolve, torch):
             continue
         label = "witness %d %s" % (i + 1, w.get("entry", ""))
         out.append((label, list(args), dict(kwargs), w))
-    return out, skipped
 
 
 def witness_inputs(w, resolve, torch, seed=1):
