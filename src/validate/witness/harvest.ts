@@ -21,8 +21,7 @@ export interface HarvestEntry {
   rank: number;
   /** the registry or module of a family of entry points (variants of one model); null for a class */
   family: string | null;
-  /** one of several model files for the same callable: run while the budget lasts, even
-   *  when its reach (which cannot see names a file gives) is covered */
+  /** one of several model files for the same callable (its reach: the classes the file names) */
   variant?: boolean;
 }
 
@@ -56,6 +55,8 @@ export interface HarvestOptions {
   repo: string;
   /** sys.path entries: the repository's roots first, then those it imports from */
   sysPath: string[];
+  /** how many of sysPath are the repository's own roots (its entry points and classes) */
+  ownRoots?: number;
   /** module names of the repository to import (its indexed files) */
   modules: string[];
   /** top-level module that the repository's zygote imports first */
@@ -74,7 +75,7 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
   const entryMs = o.entryMs ?? 30000;
   const repoMs = o.repoMs ?? 240000;
   const perClass = o.perClass ?? 3;
-  const base = { roots: o.sysPath, modules: o.modules };
+  const base = { roots: o.sysPath, own: o.sysPath.slice(0, o.ownRoots ?? o.sysPath.length), modules: o.modules };
   const out: HarvestResult = { repo: o.repo, classes: [], witnesses: {}, entries: [], skipped: 0, importFailures: {}, ms: 0 };
   const ask = (harvest: Record<string, unknown>, timeoutMs: number) =>
     pool.validate({
@@ -108,7 +109,7 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
     const deferred: HarvestEntry[] = [];
     while (pending.length && batch.length < workers) {
       const e = pending.shift()!;
-      if (e.reach.length && score(e) === 0 && !e.variant) {
+      if (e.reach.length && score(e) === 0) {
         out.skipped++;
         continue;
       }

@@ -96,7 +96,8 @@ export async function repoWitnesses(
   const tops = new Map<string, number>();
   for (const m of modules) tops.set(m.split('.')[0], (tops.get(m.split('.')[0]) ?? 0) + 1);
   const zygoteModule = [...tops].sort((a, b) => b[1] - a[1])[0][0];
-  const result = await harvestRepo(pool, { repo, sysPath: harvestSysPath(store, repo), modules, zygoteModule, entryMs: opts.entryMs, repoMs: opts.repoMs, onEntry: opts.onEntry });
+  const own = sysPathRoots(row).length;
+  const result = await harvestRepo(pool, { repo, sysPath: harvestSysPath(store, repo), ownRoots: own, modules, zygoteModule, entryMs: opts.entryMs, repoMs: opts.repoMs, onEntry: opts.onEntry });
   store.write(() => store.stmt('INSERT OR REPLACE INTO witness_harvests(repo, key, env, result) VALUES (?, ?, ?, ?)').run(repo, key, pool.envId, JSON.stringify(result)));
   return { result, cached: false };
 }

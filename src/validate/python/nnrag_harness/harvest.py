@@ -38,7 +38,7 @@ SIZE_WORDS = ["nano", "pico", "atto", "femto", "tiny", "micro", "mini", "small",
               "base", "b", "medium", "m", "large", "l", "huge", "h", "giant", "g", "x", "xl", "xxl", "e"]
 MAX_WITNESSES_PER_CLASS = 3
 MAX_SCRIPT_BYTES = 400_000
-MAX_FILE_VARIANTS = 12
+MAX_FILE_VARIANTS = 60
 
 
 class EntryTimeout(BaseException):
@@ -196,6 +196,15 @@ def choose_configs(obj, param, configs):
     return [configs[i] for _, _, i in sorted(scored)[:2]]
 
 
+def file_names(path):
+    """Identifiers a (model) file mentions."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return set(re.findall(r"[A-Za-z_]\w*", f.read(200_000)))
+    except OSError:
+        return set()
+
+
 def yaml_files(roots, limit=200):
     out = []
     for root in roots:
@@ -213,7 +222,9 @@ def yaml_files(roots, limit=200):
 
 def list_entries(cfg, torch):
     nn = torch.nn
-    roots = cfg["roots"]
+    # entry points and classes of the repository itself ("own"); the other roots are
+    # what it imports from (timm for Swin-Transformer)
+    roots = cfg.get("own") or cfg["roots"]
     t0 = time.monotonic()
     import importlib
     failed = {}
@@ -228,6 +239,9 @@ def list_entries(cfg, torch):
     mods = repo_modules(roots)
     classes = repo_classes(mods, nn)
     class_ids = {id(c): k for k, c in classes.items()}
+    by_name = {}
+    for k, c in classes.items():
+        by_name.setdefault(c.__name__, []).append(k)
     configs = dataclass_configs(mods) + script_configs(roots)
     yamls = yaml_files(roots)
     entries = []
@@ -268,11 +282,18 @@ def list_entries(cfg, torch):
         if files:
             # a model file by name: one entry point per file of the repository below the
             # module that reads it (the sizes and variants of its architectures)
+            own = reach(obj)
             for f in sorted(near, key=lambda f: (size_rank(os.path.basename(f).rsplit(".", 1)[0]), f))[:MAX_FILE_VARIANTS]:
                 p2 = dict(plan)
                 p2[files[0]] = {"file": f}
+                # what the file builds: the repository classes it names (a model file
+                # lists its layers by class name), so greedy coverage can choose files
+                named = file_names(f) & by_name.keys()
+                if not named:
+                    continue
+                r = sorted(({class_ids[id(obj)]} & set(own)) | {c for n in named for c in by_name[n]})
                 entries.append({"kind": kind, "module": getattr(obj, "__module__", module), "qualname": getattr(obj, "__qualname__", qualname),
-                                "plan": p2, "reach": reach(obj), "rank": size_rank(os.path.basename(f)), "variant": True,
+                                "plan": p2, "reach": r, "rank": size_rank(os.path.basename(f)), "variant": True,
                                 "via": "%s.%s(%s=%r)" % (getattr(obj, "__module__", module), getattr(obj, "__qualname__", qualname), files[0], os.path.relpath(f, here or "/")),
                                 "family": "%s.%s" % (module, qualname)})
             return
@@ -640,16 +661,17 @@ def run_entry(cfg, torch, send):
     """Build one entry point and run its model; sends one {"ev": "harvest"} event."""
     import importlib
     nn = torch.nn
-    roots = cfg["roots"]
+    roots = cfg.get("own") or cfg["roots"]
     entry = cfg["entry"]
     budget = float(cfg.get("budgetSeconds", 30))
     t0 = time.monotonic()
     res = {"entry": entry_name(entry), "built": False, "forward": False, "error": None}
-    for name in cfg.get("modules") or []:
-        try:
-            importlib.import_module(name)
-        except BaseException:  # noqa: BLE001 - listed already
-            pass
+    # the entry point's module (and what it imports; the zygote's modules are back in
+    # sys.modules): not every module of the repository again, the list step did that
+    try:
+        importlib.import_module(entry["module"])
+    except BaseException:  # noqa: BLE001 - reported by the call below
+        pass
     mods = repo_modules(roots)
     classes = repo_classes(mods, nn)
     rec = Recorder(torch, classes, roots)
