@@ -8,8 +8,8 @@ import { rmSync } from 'node:fs';
 import path from 'node:path';
 import * as api from './api.js';
 import { parseBlockId } from './discover/ids.js';
-import { sysPathRoots } from './index/store.js';
-import { putCachedValidation, getCachedValidation, putExtraction, textHash } from './library/records.js';
+import { sysPathRoots } from './store/store.js';
+import { putCachedValidation, getCachedValidation, putExtraction, textHash } from './store/records.js';
 import type { Ref, StatementFacts } from './parse/types.js';
 import type { Corpus, CorpusModule } from './resolve/corpus.js';
 import {
