@@ -146,12 +146,7 @@ export function specRows(store: IndexStore): Map<string, string> {
 
 /** Build the search document of one stored extraction. */
 export function buildDoc(store: IndexStore, e: StoredExtraction, spec: BlockSpec | null, factsCache?: Map<string, FileFacts | null>): SearchDoc {
-  const rec = e.record as {
-    interned?: string[];
-    externs?: string[];
-    provenance?: ProvenanceEntry[];
-    validation?: { stages?: Record<string, string>; params?: number | null; layers?: Record<string, number> };
-  };
+  const rec = e.record;
   const id = e.id;
   const { className: name, module } = parseBlockId(id);
   const seg = classSegment(e.text, name);
