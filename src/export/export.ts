@@ -16,6 +16,7 @@
 // pin wins); names are compared after PEP 503 normalisation (case-insensitive, runs of
 // `-`, `_`, `.` equal). Comments, options (`-r`, `-e`, `--index-url`) and order are kept;
 // new requirements are appended.
+import { PYTHON_KEYWORDS } from '../util/python.js';
 import { existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { IndexStore } from '../store/store.js';
@@ -25,9 +26,7 @@ import { NnragError, UsageError } from '../util/errors.js';
 import { ensureDir, writeFileAtomic } from '../util/fs.js';
 import { buildDoc, storedSpec } from '../search/documents.js';
 
-const PY_KEYWORDS = new Set(
-  'False None True and as assert async await break class continue def del elif else except finally for from global if import in is lambda nonlocal not or pass raise return try while with yield'.split(' '),
-);
+const PY_KEYWORDS = PYTHON_KEYWORDS;
 
 export interface ExportOptions {
   into: string;
