@@ -44,7 +44,7 @@ export async function storeRequirements(ws: api.Workspace, opts: { repos?: strin
   const repos = ws.store.listRepos().filter((r) => !opts.repos?.length || opts.repos.includes(r.name));
   if (opts.repos?.length && !repos.length) throw new UsageError(`--repos: none of ${opts.repos.join(', ')} is indexed`);
   const repoOf = new Map(api.storedBlocks(ws).map((b) => [b.id, b.repo]));
-  const blocks = listExtractions(ws.store).map((e) => ({ repo: repoOf.get(e.id) ?? '', externs: (e.record.externs as string[] | undefined) ?? [] }));
+  const blocks = listExtractions(ws.store).map((e) => ({ repo: repoOf.get(e.id) ?? '', externs: e.record.externs }));
   const names = [...new Set(blocks.flatMap((b) => b.externs.map((x) => x.split('.')[0])))].filter(Boolean);
   let probe: Awaited<ReturnType<typeof probeEnvironment>> | null = null;
   try {
