@@ -5,19 +5,12 @@
 // changed reads the stored harvest instead of building models again.
 import { createHash } from 'node:crypto';
 import path from 'node:path';
-import { registerMigration, sysPathRoots, type IndexStore } from '../../index/store.js';
+import { sysPathRoots, type IndexStore } from '../../store/store.js';
+import { getHarvest, putHarvest } from '../../store/witnesses.js';
 import type { Corpus } from '../../resolve/corpus.js';
 import type { ValidatorPool } from '../pool.js';
 import type { Witness } from '../types.js';
 import { harvestRepo, type EntryReport, type HarvestResult } from './harvest.js';
-
-registerMigration({
-  version: 20,
-  name: 'witness harvests',
-  up(db) {
-    db.exec('CREATE TABLE witness_harvests(repo TEXT PRIMARY KEY, key TEXT NOT NULL, env TEXT NOT NULL, result TEXT NOT NULL)');
-  },
-});
 
 export interface RepoWitnesses {
   result: HarvestResult;
@@ -82,7 +75,7 @@ export async function repoWitnesses(
   if (!row) return null;
   const key = harvestKey(store, repo, pool.envId);
   if (!opts.force) {
-    const got = store.stmt('SELECT result FROM witness_harvests WHERE repo = ? AND key = ?').pluck().get(repo, key) as string | undefined;
+    const got = getHarvest(store, repo, key);
     if (got) return { result: JSON.parse(got) as HarvestResult, cached: true };
   }
   const modules =
@@ -98,13 +91,13 @@ export async function repoWitnesses(
   const zygoteModule = [...tops].sort((a, b) => b[1] - a[1])[0][0];
   const own = sysPathRoots(row).length;
   const result = await harvestRepo(pool, { repo, sysPath: harvestSysPath(store, repo), ownRoots: own, modules, zygoteModule, entryMs: opts.entryMs, repoMs: opts.repoMs, onEntry: opts.onEntry });
-  store.write(() => store.stmt('INSERT OR REPLACE INTO witness_harvests(repo, key, env, result) VALUES (?, ?, ?, ?)').run(repo, key, pool.envId, JSON.stringify(result)));
+  putHarvest(store, repo, key, pool.envId, JSON.stringify(result));
   return { result, cached: false };
 }
 
 /** The stored harvest of a repository, whatever its key (for `nnrag witnesses` without running). */
 export function storedHarvest(store: IndexStore, repo: string): HarvestResult | null {
-  const got = store.stmt('SELECT result FROM witness_harvests WHERE repo = ?').pluck().get(repo) as string | undefined;
+  const got = getHarvest(store, repo);
   return got ? (JSON.parse(got) as HarvestResult) : null;
 }
 

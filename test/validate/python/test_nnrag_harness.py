@@ -193,7 +193,7 @@ class ArgumentsTest(unittest.TestCase):
         cands, _ = A.arg_candidates(Lin, [], {}, nn)
         self.assertTrue(cands)
         cands, _ = A.arg_candidates(nn.ReLU, [], {}, nn)
-        self.assertEqual(S.source_of(cands[0][0]), "defaults")
+        self.assertEqual(cands[0][0], "defaults")
 
     def test_seq_variant(self):
         self.assertEqual(A.seq_variant([], {"window_size": 7, "depths": 2}), ([], {"window_size": (7, 7), "depths": [2, 2]}))
@@ -231,7 +231,7 @@ class SourcesTest(unittest.TestCase):
         self.assertEqual(S.source_of("witness 1 x.y"), "witness")
         self.assertEqual(S.source_of("call-site 2 guessed=1"), "call-site")
         self.assertEqual(S.source_of("config cfgs['a']"), "config-table")
-        self.assertEqual(S.source_of("defaults"), "defaults")
+        self.assertEqual(S.source_of("defaults"), "guess")
         self.assertEqual(S.source_of("heuristic d=32 h=4"), "guess")
         self.assertEqual(S.source_of("widths d=32 h=4"), "guess")
 

@@ -7,14 +7,13 @@
 #                 decoded against the copy's names; tried first, smallest first
 #   call-site     a call of the class found in the corpus, evaluated in its context
 #   config-table  an entry of the block module's configuration table
-#   defaults      the constructor's own defaults
-#   guess         name / annotation heuristics
+#   guess         the constructor's own defaults, name / annotation heuristics
 #
 # This module holds the witness source and the label -> source rule; the others are in
 # harness.py (arg_candidates).
 from . import values as V
 
-SOURCES = ("witness", "call-site", "config-table", "defaults", "guess")
+SOURCES = ("witness", "call-site", "config-table", "guess")  # ArgumentsSource in types.ts
 
 
 def source_of(label):
@@ -28,8 +27,6 @@ def source_of(label):
         return "call-site"
     if head == "config":
         return "config-table"
-    if head == "defaults" and label == "defaults":
-        return "defaults"
     return "guess"
 
 
