@@ -57,6 +57,7 @@ export const FLAGS: Record<string, string> = {
 
 /** Where a flag means something else in one command. */
 export const COMMAND_FLAGS: Record<string, Record<string, string>> = {
+  witnesses: { show: 'print the stored harvest without building anything', force: 'harvest again even when nothing changed since the stored harvest' },
   index: { workers: 'parser threads (default: the number of cores; at most that many unless --force-workers)' },
   search: { all: 'include blocks that failed validation (left out by default)', limit: 'number of results (default 20)' },
   similar: { limit: 'number of similar blocks (default 10)' },

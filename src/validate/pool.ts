@@ -399,6 +399,16 @@ export class ValidatorPool {
 
   /** Validate one block (queued until a worker is free). Never rejects for candidate failures. */
   validate(req: ValidationRequest): Promise<ValidationResult> {
+    return this.enqueue(req);
+  }
+
+  /** One witness-harvest step (`req.harvest`, see witness/harvest.ts), queued like a
+   *  validation; the step's answer is in the result's `harvest`. */
+  harvestStep(req: ValidationRequest & { harvest: Record<string, unknown> }): Promise<ValidationResult> {
+    return this.enqueue(req);
+  }
+
+  private enqueue(req: ValidationRequest): Promise<ValidationResult> {
     if (this.closing) return Promise.reject(new NnragError('validator pool is closed'));
     if (this.brokenError) return Promise.reject(this.brokenError);
     return new Promise((resolve, reject) => {

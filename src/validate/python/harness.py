@@ -23,6 +23,11 @@
 # how the child ended (signal, exit, timeout), and empties /tmp and /dev/shm before the
 # next candidate.
 #
+# A request with `harvest` runs a witness-harvest step instead of the stages
+# (nnrag_harness/harvest.py). Argument and input sources, failure classification and
+# value encoding live in the package nnrag_harness/ next to this file (sent bundled in
+# front of it into the sandbox, see _load_package).
+#
 # Must run on Python 3.8+ (Debian bookworm 3.11, trixie 3.13). No third-party imports
 # besides torch, which is imported only in worker mode.
 

@@ -78,7 +78,7 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
   const base = { roots: o.sysPath, own: o.sysPath.slice(0, o.ownRoots ?? o.sysPath.length), modules: o.modules };
   const out: HarvestResult = { repo: o.repo, classes: [], witnesses: {}, entries: [], skipped: 0, importFailures: {}, ms: 0 };
   const ask = (harvest: Record<string, unknown>, timeoutMs: number) =>
-    pool.validate({
+    pool.harvestStep({
       id: `harvest:${o.repo}`,
       source: '',
       className: '',
