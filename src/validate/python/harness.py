@@ -338,7 +338,10 @@ class Stages:
         cands = list(cands[:8])
         with_inputs = [c for c in wits if self._witness[c[0]].get("inputs")]
         without = [c for c in wits if not self._witness[c[0]].get("inputs")]
-        k = next((j for j, c in enumerate(cands) if source_of(c[0]) == "guess"), len(cands))
+        params0 = ctor_params(cls) or []
+        required0 = any(p.default is inspect.Parameter.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params0)
+        # (a class built from its defaults: its own candidates first, small widths included)
+        k = next((j for j, c in enumerate(cands) if source_of(c[0]) == "guess"), len(cands)) if required0 else len(cands)
         cands = with_inputs + cands[:k] + without + cands[k:]
         if not cands:
             self.fail("instantiate", t_inst, TypeError("cannot guess constructor argument(s): %s" % unguessable), "needs-args")
@@ -355,18 +358,27 @@ class Stages:
             label, args, kwargs = cands[i]
             i += 1
             torch.manual_seed(0)
+            restore = None
             try:
+                if label in self._witness:
+                    # built as the harvest built it: pretrained weights are not fetched
+                    from nnrag_harness.harvest import no_downloads
+                    restore = no_downloads(torch)
                 m = cls(*args, **kwargs)
             except BaseException as e:  # noqa: BLE001
                 cat = self.classifier.classify(e, "instantiate", tb_files(e))
                 if cat in ("memory", "unresolved-name", "missing-extern", "native-extension", "sandbox-denied") and not (cat == "memory" and label in self._witness):
                     self.fail("instantiate", t_inst, e, cat)
+                if restore is not None:
+                    restore()
                 inst_errors.append((label, args, kwargs, e))
                 if isinstance(e, (TypeError, IndexError, AssertionError, ValueError)) and SEQ_ERR.search(str(e)) and "seq" not in label:
                     v = seq_variant(args, kwargs)
                     if v is not None:
                         cands.insert(i, (label + " seq", v[0], v[1]))
                 continue
+            if restore is not None:
+                restore()
             if not isinstance(m, nn.Module):
                 inst_errors.append((label, args, kwargs, TypeError("constructor returned %s" % type(m).__name__)))
                 continue
@@ -632,13 +644,29 @@ class Stages:
             return model(*fresh_inputs(inputs, torch))
         try:
             seed_all(torch, 0)
-            a = ocls(*oargs, **okwargs)
+            restore = None
+            if arg_witness is not None:
+                from nnrag_harness.harvest import no_downloads
+                restore = no_downloads(torch)
+            try:
+                a = ocls(*oargs, **okwargs)
+            finally:
+                if restore is not None:
+                    restore()
         except BaseException as e:  # noqa: BLE001
             self.end("equivalence", t0, "skip", reason="original does not instantiate with the same arguments: " + fmt_error(e))
             return
         try:
             seed_all(torch, 0)
-            b = cls(*args, **kwargs)
+            restore = None
+            if arg_witness is not None:
+                from nnrag_harness.harvest import no_downloads
+                restore = no_downloads(torch)
+            try:
+                b = cls(*args, **kwargs)
+            finally:
+                if restore is not None:
+                    restore()
             b.load_state_dict(a.state_dict(), strict=True)
         except BaseException as e:  # noqa: BLE001
             if self.classifier.classify(e, "equivalence") == "memory":

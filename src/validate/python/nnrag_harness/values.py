@@ -77,8 +77,14 @@ def encode(v, modules=None, depth=0):
         if rec is None or rec[0] is not v:
             raise Unencodable("module instance built outside the record")
         _, cls, args, kwargs = rec
-        return {"$module": _ref(cls), "args": [encode(x, modules, depth + 1) for x in args],
-                "kwargs": {k: encode(x, modules, depth + 1) for k, x in kwargs.items()}}
+        out = {"$module": _ref(cls), "args": [encode(x, modules, depth + 1) for x in args],
+               "kwargs": {k: encode(x, modules, depth + 1) for k, x in kwargs.items()}}
+        # plain attributes it holds (some set after construction: detr's
+        # `model.num_channels = backbone.num_channels`), put back when missing
+        extra = {k: x for k, x in vars(v).items() if not k.startswith("_") and type(x) in (int, float, str, bool)}
+        if extra:
+            out["attrs"] = extra
+        return out
     if dataclasses.is_dataclass(v) and not isinstance(v, type):
         fields = {f.name: encode(getattr(v, f.name), modules, depth + 1) for f in dataclasses.fields(v) if f.init}
         return {"$dataclass": _ref(type(v)), "fields": fields}
@@ -160,8 +166,12 @@ def decode(enc, resolve, torch, gen=None, depth=0):
                                  **{k: decode(x, resolve, torch, gen, depth + 1) for k, x in enc.get("kwargs", {}).items()})
     if "$module" in enc:
         cls = resolve(*enc["$module"])
-        return cls(*[decode(x, resolve, torch, gen, depth + 1) for x in enc.get("args", [])],
-                   **{k: decode(x, resolve, torch, gen, depth + 1) for k, x in enc.get("kwargs", {}).items()})
+        obj = cls(*[decode(x, resolve, torch, gen, depth + 1) for x in enc.get("args", [])],
+                  **{k: decode(x, resolve, torch, gen, depth + 1) for k, x in enc.get("kwargs", {}).items()})
+        for k, x in (enc.get("attrs") or {}).items():
+            if not hasattr(obj, k):
+                setattr(obj, k, x)
+        return obj
     if "$dataclass" in enc:
         fields = {k: decode(x, resolve, torch, gen, depth + 1) for k, x in enc["fields"].items()}
         try:
