@@ -11,8 +11,7 @@ import { createHash } from 'node:crypto';
 import { writeFileAtomic } from '../util/fs.js';
 import type { Workspace } from '../workspace.js';
 import { classSignature, classStatement } from '../resolve/classes.js';
-import { libraryDir, libraryFile, placeBlockFile, statusFolder } from './layout.js';
-import type { BlockStatus } from './record.js';
+import { libraryDir, libraryFile, placeBlockFile } from './layout.js';
 import type { IndexStore, RepoRow } from '../store/store.js';
 import { KV_KEYS, requirementsKey } from '../store/kv.js';
 import { clusterOf, listClusters, putDedup, putSpecs } from '../store/specs.js';
@@ -27,10 +26,6 @@ import { requirementLines, resolveRequirements, type Requirement } from './requi
 import { buildSpec, initSpecParser, type ProvenanceEntry, type ValidationFacts } from './spec.js';
 import type { BlockSpec } from './spec-types.js';
 
-/** Folder of a block's files under the library folder, by stored status (library/layout.ts). */
-export function statusDir(status: BlockStatus): 'blocks' | 'failed' | 'extracted' {
-  return statusFolder(status);
-}
 
 export { getSpec, listSpecs, putSpecs } from '../store/specs.js';
 
