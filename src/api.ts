@@ -25,6 +25,7 @@ export class Workspace {
   private corpusCache: Corpus | null = null;
   private resolverCache: Resolver | null = null;
   private resolverKey = '';
+  private resolverImportable: readonly string[] | undefined = undefined;
 
   private constructor(
     readonly store: IndexStore,
@@ -63,8 +64,10 @@ export class Workspace {
   }
 
   resolver(opts: ResolveOptions = {}): Resolver {
-    const key = JSON.stringify(opts);
-    if (!this.resolverCache || key !== this.resolverKey) {
+    // the importable list is long and the same object for a whole run: compared by identity
+    const key = JSON.stringify({ ...opts, importable: undefined });
+    if (!this.resolverCache || key !== this.resolverKey || opts.importable !== this.resolverImportable) {
+      this.resolverImportable = opts.importable;
       this.resolverCache = new Resolver(this.corpus(), opts);
       this.resolverKey = key;
     }
@@ -195,6 +198,8 @@ export interface ExtractOptions {
   out?: string;
   intern?: string[];
   extern?: string[];
+  /** top-level modules importable in the validation environment (its probe) */
+  importable?: readonly string[];
 }
 
 export interface ExtractionRecord {
@@ -229,7 +234,7 @@ export function extractText(ws: Workspace, id: string, opts: ExtractOptions = {}
   }
   const { mod, className } = found;
   try {
-    const resolver = ws.resolver({ extern: opts.extern, intern: opts.intern });
+    const resolver = ws.resolver({ extern: opts.extern, intern: opts.intern, importable: opts.importable });
     const closure = new ClosureBuilder(corpus, resolver).build(mod, className);
     const em = emitModule(corpus, closure);
     const diagnostics = [...closure.diagnostics, ...em.diagnostics];

@@ -9,6 +9,7 @@ import path from 'node:path';
 import * as api from './api.js';
 import { parseBlockId } from './discover/ids.js';
 import { sysPathRoots } from './index/store.js';
+import { missingLookup } from './validate/missing.js';
 import { putCachedValidation, getCachedValidation, putExtraction, textHash } from './library/records.js';
 import type { Ref, StatementFacts } from './parse/types.js';
 import type { Corpus, CorpusModule } from './resolve/corpus.js';
@@ -25,6 +26,7 @@ import {
   type Stage,
   type ValidationRequest,
   type ValidationResult,
+  type ValidationRecord,
 } from './validate/index.js';
 
 export interface PipelineOptions extends api.ExtractOptions {
@@ -186,8 +188,12 @@ export async function extractAndValidate(ws: api.Workspace, ids: string[], opts:
   if (opts.validate === false) return api.extractBlocks(ws, ids, opts);
   const required = opts.required ?? [...DEFAULT_REQUIRED_STAGES];
   const pool = opts.validator ?? (await ValidatorPool.start({ ...opts.pool, onWarning: opts.onWarning }));
+  const missing = missingLookup({ rootfs: pool.env.rootfs });
   try {
-    const extracted = ids.map((id) => ({ id, ...api.extractText(ws, id, opts) }));
+    // what the validation environment can import decides whether an interned package
+    // used as a module object keeps its import (closure.ts)
+    const importable = opts.importable ?? pool.env.probe?.modules;
+    const extracted = ids.map((id) => ({ id, ...api.extractText(ws, id, { ...opts, importable }) }));
     const records: api.ExtractionRecord[] = [];
     let done = 0;
     await Promise.all(
@@ -216,6 +222,11 @@ export async function extractAndValidate(ws: api.Workspace, ids: string[], opts:
           }
           // layers (module type → count in the instantiated block) feed the library spec
           record.validation = result.layers ? { ...toRecord(result), layers: result.layers } : toRecord(result);
+          // "environment lacks X" (and whether Debian has X) apart from failures of the block
+          if (result.category === 'missing-extern') {
+            const m = await missing(result.error);
+            if (m) (record.validation as ValidationRecord).missing = m;
+          }
           record.ok = passesStages(result, required);
           const status = record.ok ? 'blocks' : 'failed';
           record.file = api.blockFile(out, status, id);
