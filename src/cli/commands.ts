@@ -154,7 +154,7 @@ function rootfsLines(rep: DoctorReport): string[] {
   const by = (st: string) => m.entries.filter((e) => e.status === st);
   const deb = [...by('present'), ...by('installed')];
   out.push(`packages for the store (${m.updated}): ${deb.length} from Debian (${deb.map((e) => e.package).join(' ')})` + (by('wheel').length ? `, ${by('wheel').length} from wheels (${by('wheel').map((e) => e.distribution).join(' ')})` : ''));
-  for (const e of [...by('no-package'), ...by('failed')]) out.push(`  lacks ${e.distribution}: ${e.status === 'failed' ? `${e.package} failed to install` : 'no Debian package'} — ${e.neededBy.map((n) => n.repo).join(', ')}`);
+  for (const e of [...by('no-package'), ...by('failed')]) out.push(`  lacks ${e.distribution}: ${e.status === "failed" ? `${e.package} failed to install` : "no Debian package"} — ${[...new Set(e.neededBy.map((n) => n.repo))].join(", ")}`);
   if (m.packages.length) out.push(`packages added with --packages: ${m.packages.join(' ')}`);
   return out;
 }

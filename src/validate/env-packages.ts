@@ -11,6 +11,9 @@
 import { spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
+import { createInterface } from 'node:readline';
+import { Readable } from 'node:stream';
+import { createGunzip } from 'node:zlib';
 import path from 'node:path';
 import { NnragError } from '../util/errors.js';
 import { debianPackageFor, type RepoRequirements } from '../library/repo-requirements.js';
@@ -216,59 +219,78 @@ function lastLines(s: string): string {
   return s.trim().split('\n').filter((l) => /^E:|error|Error/.test(l)).slice(-3).join(' | ').slice(0, 500) || s.trim().slice(-300);
 }
 
-/** Debian's Contents index (through apt-file, installed for the lookup and purged
- *  after, so the environment keeps its package set): for each entry, the python3-*
- *  package that ships `dist-packages/<module>/__init__.py`, `<module>.py`, an extension
- *  module `<module>.cpython-*.so` for one of its import names (Debian Python Policy §4.2:
- *  public modules live in /usr/lib/python3/dist-packages), or the distribution's
- *  `.dist-info` / `.egg-info` (PEP 376, PEP 503 names with `_`). Keys: PEP 503 names. */
+/** The first `deb URL SUITE COMPONENTS…` source of a root filesystem (what debootstrap
+ *  writes to etc/apt/sources.list), or null. */
+function aptSource(rootfs: string): { url: string; suite: string; components: string[] } | null {
+  try {
+    for (const line of readFileSync(path.join(rootfs, 'etc/apt/sources.list'), 'utf8').split('\n')) {
+      const m = /^\s*deb\s+(?:\[[^\]]*\]\s+)?(\S+)\s+(\S+)\s+(.+)$/.exec(line);
+      if (m) return { url: m[1].replace(/\/+$/, ''), suite: m[2], components: m[3].trim().split(/\s+/) };
+    }
+  } catch {
+    /* no sources.list */
+  }
+  return null;
+}
+
+/** Debian's Contents index: for each entry, the python3-* package that ships
+ *  `dist-packages/<module>/__init__.py`, `<module>.py` or an extension module
+ *  `<module>.cpython-*.so` for one of its import names (Debian Python Policy §4.2: public
+ *  modules live in /usr/lib/python3/dist-packages), or the distribution's `.dist-info` /
+ *  `.egg-info` (PEP 376; PEP 503 names with `_`). The `Contents-<arch>.gz` and
+ *  `Contents-all.gz` files of the root filesystem's apt source are read as a stream; they
+ *  only choose package names, which apt then installs from its verified lists (apt-file
+ *  would refuse a mirror whose Contents and Release disagree mid-sync). Keys: PEP 503 names. */
 async function contentsLookup(rootfs: string, entries: ManifestEntry[], log?: (l: string) => void): Promise<Map<string, string>> {
   const out = new Map<string, string>();
-  const had = new Set(installedDebianPackages(rootfs).map((p) => p.split('=')[0]));
-  const inst = await inRoot(rootfs, ['apt-get', 'install', '-y', '-q', '--no-install-recommends', 'apt-file']);
-  if (inst.code !== 0) {
-    log?.(`apt-file could not be installed, Contents not searched: ${lastLines(inst.out)}`);
+  const src = aptSource(rootfs);
+  if (!src) {
+    log?.('no apt source in the root filesystem: Contents not searched');
     return out;
   }
-  try {
-    let upd = await inRoot(rootfs, ['apt-file', 'update']);
-    // a mirror in the middle of a sync serves a Contents file of another size: once more
-    if (upd.code !== 0 || /Failed to fetch/.test(upd.out)) {
-      await new Promise((r) => setTimeout(r, 20_000));
-      upd = await inRoot(rootfs, ['apt-file', 'update']);
-    }
-    if (upd.code !== 0 || /Failed to fetch/.test(upd.out)) {
-      log?.(`apt-file update failed: ${lastLines(upd.out)}`);
-      return out;
-    }
-    const esc = (x: string) => x.replace(/[.+^${}()|[\]\\*?]/g, '\\$&');
-    const want = new Map<string, string>(); // file stem → entry key
-    for (const e of entries) {
-      const key = normalizeDistName(e.distribution);
-      for (const m of e.modules) want.set(m, key);
-      want.set(`dist:${key.replace(/-/g, '_')}`, key);
-    }
-    const mods = [...want.keys()].filter((k) => !k.startsWith('dist:')).map(esc);
-    const dists = [...want.keys()].filter((k) => k.startsWith('dist:')).map((k) => esc(k.slice(5)));
-    const alts: string[] = [];
-    if (mods.length) alts.push(`(${mods.join('|')})(/__init__\\.py|\\.py|\\.cpython-[^/]*\\.so)`);
-    if (dists.length) alts.push(`(${dists.join('|')})-[^/]*\\.(dist|egg)-info/`);
-    const re = `^/usr/lib/python3/dist-packages/(${alts.join('|')})`;
-    const found = await inRoot(rootfs, ['apt-file', 'search', '--regexp', re]);
-    for (const line of found.out.split('\n')) {
-      const m = /^(\S+): \/usr\/lib\/python3\/dist-packages\/([^/]+)/.exec(line);
-      if (!m || !m[1].startsWith('python3-')) continue;
-      const file = m[2];
-      const stem = file.replace(/(\.cpython-[^/]*\.so|\.py)$/, '');
-      const distStem = /^(.+?)-[^-/]*\.(dist|egg)-info$/.exec(file)?.[1];
-      const key = (distStem && want.get(`dist:${normalizeDistName(distStem).replace(/-/g, '_')}`)) ?? want.get(stem);
-      if (key && !out.has(key)) out.set(key, m[1]);
-    }
-    log?.(`Debian's Contents index: ${out.size} of ${entries.length} found (${[...out].map(([k, p]) => `${k} → ${p}`).join(', ') || 'none'})`);
-    return out;
-  } finally {
-    if (!had.has('apt-file')) await inRoot(rootfs, ['apt-get', 'purge', '-y', '-q', '--autoremove', 'apt-file']);
+  const archRun = await inRoot(rootfs, ['dpkg', '--print-architecture']);
+  const arch = archRun.out.trim() || 'amd64';
+  const want = new Map<string, string>(); // dist-packages entry stem → entry key
+  const wantDist = new Map<string, string>();
+  for (const e of entries) {
+    const key = normalizeDistName(e.distribution);
+    for (const m of e.modules) want.set(m, key);
+    wantDist.set(key.replace(/-/g, '_'), key);
   }
+  const PREFIX = 'usr/lib/python3/dist-packages/';
+  for (const comp of src.components) {
+    for (const file of [`Contents-${arch}.gz`, 'Contents-all.gz']) {
+      const url = `${src.url}/dists/${src.suite}/${comp}/${file}`;
+      try {
+        const res = await fetch(url, { signal: AbortSignal.timeout(300_000) });
+        if (!res.ok || !res.body) {
+          log?.(`${url}: HTTP ${res.status}`);
+          continue;
+        }
+        const lines = createInterface({ input: Readable.fromWeb(res.body as never).pipe(createGunzip()), crlfDelay: Infinity });
+        for await (const line of lines) {
+          if (!line.startsWith(PREFIX)) continue;
+          const sp = line.search(/\s+\S+$/);
+          if (sp < 0) continue;
+          const p = line.slice(PREFIX.length, sp);
+          const slash = p.indexOf('/');
+          const head = slash < 0 ? p : p.slice(0, slash);
+          let key: string | undefined;
+          if (slash < 0) key = want.get(head.replace(/(\.cpython-[^/]*\.so|\.py)$/, ''));
+          else if (p.slice(slash) === '/__init__.py') key = want.get(head);
+          const info = /^(.+?)-[^-/]*\.(dist|egg)-info$/.exec(head);
+          if (!key && info) key = wantDist.get(normalizeDistName(info[1]).replace(/-/g, '_'));
+          if (!key || out.has(key)) continue;
+          const pkg = line.slice(sp).trim().split(',').map((x) => x.split('/').pop()!).find((x) => x.startsWith('python3-'));
+          if (pkg) out.set(key, pkg);
+        }
+      } catch (e) {
+        log?.(`${url}: ${(e as Error).message}`);
+      }
+    }
+  }
+  log?.(`Debian's Contents index: ${out.size} of ${entries.length} found (${[...out].map(([k, p]) => `${k} → ${p}`).join(', ') || 'none'})`);
+  return out;
 }
 
 /** The wheel files of a folder that provide a distribution (PEP 427 file names: the
