@@ -4,13 +4,14 @@
 // `<out>/blocks/` when it passes the required stages, else to `<out>/failed/` with a
 // JSON record of the failing stage, category and error. Results are cached by module
 // content and validation environment, so re-validating an unchanged module is free.
-import { rmSync } from 'node:fs';
 import path from 'node:path';
 import * as api from './api.js';
 import { parseBlockId } from './discover/ids.js';
-import { sysPathRoots } from './index/store.js';
+import { libraryDir, placeBlockFile, removeBlockFile, validatedStatus } from './library/layout.js';
+import type { BlockRecord } from './library/record.js';
+import { sysPathRoots } from './store/store.js';
+import { putCachedValidation, getCachedValidation, putExtraction, textHash } from './store/records.js';
 import { missingLookup } from './validate/missing.js';
-import { putCachedValidation, getCachedValidation, putExtraction, textHash } from './library/records.js';
 import type { Ref, StatementFacts } from './parse/types.js';
 import type { Corpus, CorpusModule } from './resolve/corpus.js';
 import {
@@ -26,7 +27,6 @@ import {
   type Stage,
   type ValidationRequest,
   type ValidationResult,
-  type ValidationRecord,
 } from './validate/index.js';
 
 export interface PipelineOptions extends api.ExtractOptions {
@@ -41,7 +41,7 @@ export interface PipelineOptions extends api.ExtractOptions {
   /** re-run validation even when a stored result for the same module and environment exists */
   force?: boolean;
   /** after each block, with its record */
-  onProgress?: (done: number, total: number, record: api.ExtractionRecord) => void;
+  onProgress?: (done: number, total: number, record: BlockRecord) => void;
   onWarning?: (msg: string) => void;
 }
 
@@ -183,8 +183,8 @@ function originalSysPath(ws: api.Workspace, id: string, crossed: readonly string
 }
 
 /** Extract, validate and promote blocks. */
-export async function extractAndValidate(ws: api.Workspace, ids: string[], opts: PipelineOptions = {}): Promise<api.ExtractionRecord[]> {
-  const out = path.resolve(opts.out ?? path.join(ws.storeDir, 'library'));
+export async function extractAndValidate(ws: api.Workspace, ids: string[], opts: PipelineOptions = {}): Promise<BlockRecord[]> {
+  const out = libraryDir(ws.storeDir, opts.out);
   if (opts.validate === false) return api.extractBlocks(ws, ids, opts);
   const required = opts.required ?? [...DEFAULT_REQUIRED_STAGES];
   const pool = opts.validator ?? (await ValidatorPool.start({ ...opts.pool, onWarning: opts.onWarning }));
@@ -194,7 +194,7 @@ export async function extractAndValidate(ws: api.Workspace, ids: string[], opts:
     // used as a module object keeps its import (closure.ts)
     const importable = opts.importable ?? pool.env.probe?.modules;
     const extracted = ids.map((id) => ({ id, ...api.extractText(ws, id, { ...opts, importable }) }));
-    const records: api.ExtractionRecord[] = [];
+    const records: BlockRecord[] = [];
     let done = 0;
     await Promise.all(
       extracted.map(async ({ id, record, text, namespace }, i) => {
@@ -209,7 +209,7 @@ export async function extractAndValidate(ws: api.Workspace, ids: string[], opts:
             dataSites: dataSites(ws, id),
             requiredStages: required,
           };
-          const crossed = [...new Set(((record.provenance as { repo: string }[] | undefined) ?? []).map((p) => p.repo))];
+          const crossed = [...new Set(record.provenance.map((p) => p.repo))];
           const sysPath = opts.equivalence === false ? null : originalSysPath(ws, id, crossed);
           if (sysPath) req.original = { module: origModule, className: req.className, sysPath };
           // the namespace stage compares the copy's names with the original modules'
@@ -225,22 +225,17 @@ export async function extractAndValidate(ws: api.Workspace, ids: string[], opts:
           // "environment lacks X" (and whether Debian has X) apart from failures of the block
           if (result.category === 'missing-extern') {
             const m = await missing(result.error);
-            if (m) (record.validation as ValidationRecord).missing = m;
+            if (m && record.validation) record.validation.missing = m;
           }
           record.ok = passesStages(result, required);
-          const status = record.ok ? 'blocks' : 'failed';
-          record.file = api.blockFile(out, status, id);
-          api.writeFileAtomic(record.file, text);
-          rmSync(api.blockFile(out, record.ok ? 'failed' : 'blocks', id), { force: true });
-          rmSync(api.blockFile(out, 'extracted', id), { force: true });
+          const status = validatedStatus(record.ok);
+          record.file = placeBlockFile(out, status, id, '.py', text);
           if (!record.ok) {
+            // why it failed, next to the module (library/layout.ts)
             const stored = forStorage(result);
-            api.writeFileAtomic(
-              record.file.replace(/\.py$/, '.json'),
-              JSON.stringify({ id, stage: stored.stage, category: stored.category, error: stored.error, traceback: stored.traceback ?? null }, null, 2) + '\n',
-            );
-          } else rmSync(api.blockFile(out, 'failed', id).replace(/\.py$/, '.json'), { force: true });
-          putExtraction(ws.store, { id, hash: textHash(text), ok: record.ok, status: record.ok ? 'validated' : 'failed', lines: record.lines, record, text });
+            placeBlockFile(out, status, id, '.json', JSON.stringify({ id, stage: stored.stage, category: stored.category, error: stored.error, traceback: stored.traceback ?? null }, null, 2) + '\n');
+          } else removeBlockFile(out, id, '.json');
+          putExtraction(ws.store, { id, hash: textHash(text), ok: record.ok, status, lines: record.lines, record, text });
         }
         records[i] = record;
         opts.onProgress?.(++done, extracted.length, record);

@@ -116,7 +116,7 @@ function blockProgress(ctx: Ctx, label: string, phase: string) {
 
 function blockLine(r: api.ExtractionRecord): string {
   const errs = r.diagnostics.filter((d) => d.severity === 'error');
-  const v = r.validation as { stages: Record<string, string>; category: string | null; error: string | null } | undefined;
+  const v = r.validation;
   let status = r.error ? `ERROR ${r.error}` : r.ok ? 'ok' : `${errs.length} unresolved`;
   if (v) {
     const stages = Object.entries(v.stages).map(([k, s]) => `${k}:${s}`).join(' ');

@@ -8,76 +8,31 @@
 // de-duplication clusters are also stored in the IndexStore (schema v3), so everything the
 // CLI prints with --json is in the store.
 import { createHash } from 'node:crypto';
-import { rmSync } from 'node:fs';
-import path from 'node:path';
-import { writeFileAtomic, type Workspace } from '../api.js';
-import { registerMigration, type IndexStore, type RepoRow } from '../index/store.js';
-import { idFileStem, parseBlockId } from '../discover/ids.js';
+import { writeFileAtomic } from '../util/fs.js';
+import type { Workspace } from '../workspace.js';
+import { classStatement, baseClasses } from '../resolve/classes.js';
+import { libraryDir, libraryFile, placeBlockFile, statusFolder } from './layout.js';
+import type { BlockStatus } from './record.js';
+import type { IndexStore, RepoRow } from '../store/store.js';
+import { KV_KEYS, requirementsKey } from '../store/kv.js';
+import { clusterOf, listClusters, putDedup, putSpecs } from '../store/specs.js';
+import { parseBlockId } from '../discover/ids.js';
 import type { ClassFacts } from '../parse/types.js';
 import type { CorpusModule } from '../resolve/corpus.js';
 import type { Resolver } from '../resolve/names.js';
 import { dedup, type DedupCluster, type DedupOptions, type DedupResult } from './dedup.js';
 import { blockManifest, checkSwhids, detectLicense, libraryManifest, type LicenseInfo, type RequiredRepos } from './provenance.js';
-import { extractionHashes, listExtractions, type StoredExtraction } from './records.js';
+import { cachedValidationTexts, extractionHashes, listExtractions, type StoredExtraction } from '../store/records.js';
 import { requirementLines, resolveRequirements, type Requirement } from './requirements.js';
 import { buildSpec, initSpecParser, type ProvenanceEntry, type ValidationFacts } from './spec.js';
 import type { BlockSpec } from './spec-types.js';
 
-registerMigration({
-  version: 3,
-  name: 'library: block specs and de-duplication clusters',
-  up(db) {
-    db.exec(`
-      CREATE TABLE IF NOT EXISTS specs(
-        id TEXT PRIMARY KEY,
-        repo TEXT NOT NULL,
-        status TEXT NOT NULL,
-        category TEXT NOT NULL,
-        json TEXT NOT NULL,
-        updated TEXT NOT NULL
-      );
-      CREATE INDEX IF NOT EXISTS specs_repo ON specs(repo);
-      CREATE TABLE IF NOT EXISTS dedup_clusters(
-        cluster INTEGER PRIMARY KEY,
-        kind TEXT NOT NULL,
-        representative TEXT NOT NULL,
-        members TEXT NOT NULL,
-        scores TEXT NOT NULL DEFAULT '[]'
-      );
-      CREATE TABLE IF NOT EXISTS dedup_members(
-        block TEXT PRIMARY KEY,
-        cluster INTEGER NOT NULL
-      );
-    `);
-  },
-});
-
-/** Folder of a block's files under the library folder, by stored status. */
-export function statusDir(status: string): 'blocks' | 'failed' | 'extracted' {
-  return status === 'validated' ? 'blocks' : status === 'failed' ? 'failed' : 'extracted';
+/** Folder of a block's files under the library folder, by stored status (library/layout.ts). */
+export function statusDir(status: BlockStatus): 'blocks' | 'failed' | 'extracted' {
+  return statusFolder(status);
 }
 
-// ---------------------------------------------------------------- specs in the store
-
-export function putSpecs(store: IndexStore, specs: readonly BlockSpec[]): void {
-  const ins = store.stmt('INSERT OR REPLACE INTO specs(id, repo, status, category, json, updated) VALUES (?, ?, ?, ?, ?, ?)');
-  const now = new Date().toISOString();
-  store.write(() => {
-    for (const s of specs) ins.run(s.id, s.origin.repo, s.status, s.category, JSON.stringify(s), now);
-  });
-}
-
-export function getSpec(store: IndexStore, id: string): BlockSpec | null {
-  const j = store.stmt('SELECT json FROM specs WHERE id = ?').pluck().get(id) as string | undefined;
-  return j ? (JSON.parse(j) as BlockSpec) : null;
-}
-
-export function listSpecs(store: IndexStore, filter: { status?: string; repo?: string; category?: string } = {}): BlockSpec[] {
-  const rows = store.stmt('SELECT json FROM specs ORDER BY id').pluck().all() as string[];
-  return rows
-    .map((j) => JSON.parse(j) as BlockSpec)
-    .filter((s) => (!filter.status || s.status === filter.status) && (!filter.repo || s.origin.repo === filter.repo) && (!filter.category || s.category === filter.category));
-}
+export { getSpec, listSpecs, putSpecs } from '../store/specs.js';
 
 // ---------------------------------------------------------------- requirements
 
@@ -92,7 +47,7 @@ export async function environmentRequirements(
   opts: { python?: string; envKey?: string } = {},
 ): Promise<Map<string, Requirement>> {
   const python = opts.python ?? process.env.NNRAG_PYTHON ?? '/usr/bin/python3';
-  const key = `requirements:${opts.envKey ?? `python:${python}`}`;
+  const key = requirementsKey(opts.envKey ?? `python:${python}`);
   const cached = JSON.parse(store.getKV(key) ?? '{}') as Record<string, Requirement>;
   const missing = [...new Set(names)].filter((n) => !(n in cached)).sort();
   if (missing.length) {
@@ -118,10 +73,10 @@ export interface ValidationExtras {
  * stored before the pipeline kept `layers` in them.
  */
 export function storedValidationResults(store: IndexStore, records: readonly StoredExtraction[]): Map<string, ValidationExtras> {
-  const want = new Map(records.filter((r) => r.record.validation).map((r) => [r.id, r.record.validation as ValidationFacts]));
+  const want = new Map(records.flatMap((r) => (r.record.validation ? [[r.id, r.record.validation] as const] : [])));
   const out = new Map<string, ValidationExtras>();
   if (!want.size) return out;
-  for (const row of store.stmt('SELECT result FROM validations').pluck().iterate() as Iterable<string>) {
+  for (const row of cachedValidationTexts(store)) {
     const m = /"id":"([^"]+)"/.exec(row); // cheap pre-filter before parsing
     if (!m || !want.has(m[1]) || out.has(m[1])) continue;
     const res = JSON.parse(row) as { id: string; envId: string; stages: Record<string, string> } & ValidationExtras;
@@ -158,15 +113,9 @@ export interface LibraryResult {
 
 /** Repository of a stored block: the discovered block row, else its first provenance entry. */
 function blockRepo(e: StoredExtraction, blocks: Map<string, { repo: string }>): string {
-  return blocks.get(e.id)?.repo ?? (e.record.provenance as ProvenanceEntry[] | undefined)?.[0]?.repo ?? 'unknown';
+  return blocks.get(e.id)?.repo ?? e.record.provenance[0]?.repo ?? 'unknown';
 }
 
-/** The class statement Python would bind for `module.Class` (the last definition). */
-function classOf(mod: CorpusModule | undefined, name: string): ClassFacts | null {
-  if (!mod) return null;
-  const all = mod.facts.classes.filter((c) => c.name === name && !c.nested);
-  return all.length ? all[all.length - 1] : null;
-}
 
 /**
  * `__init__` / `forward` parameter text of a class, or of the first indexed base class that
@@ -176,14 +125,10 @@ function classOf(mod: CorpusModule | undefined, name: string): ClassFacts | null
 function inheritedParams(resolver: Resolver, mod: CorpusModule, cls: ClassFacts, which: 'initParams' | 'forwardParams', depth = 0): string | null {
   if (cls[which] !== null) return cls[which];
   if (depth > 12) return null;
-  for (const b of cls.bases) {
-    if (!b.name) continue;
-    const r = resolver.resolveRef(mod, { name: b.name, start: 0, end: 0, eager: true, attrs: b.attrs, attrEnds: b.attrs.map(() => 0) });
-    for (const t of r.targets) {
-      if (t.kind !== 'def') continue;
-      const base = classOf(t.module, t.name);
-      if (!base) continue;
-      const p = inheritedParams(resolver, t.module, base, which, depth + 1);
+  for (const targets of baseClasses(resolver, mod, cls)) {
+    for (const t of targets) {
+      if (t.kind !== 'class') continue;
+      const p = inheritedParams(resolver, t.module, t.cls, which, depth + 1);
       if (p !== null) return p;
     }
   }
@@ -191,7 +136,7 @@ function inheritedParams(resolver: Resolver, mod: CorpusModule, cls: ClassFacts,
 }
 
 function validationOf(e: StoredExtraction, extras: Map<string, ValidationExtras>): ValidationFacts | null {
-  const v = e.record.validation as ValidationFacts | undefined;
+  const v = e.record.validation;
   if (!v) return null;
   const layers = v.layers ?? extras.get(e.id)?.layers;
   return layers ? { ...v, layers } : v;
@@ -200,7 +145,7 @@ function validationOf(e: StoredExtraction, extras: Map<string, ValidationExtras>
 /** Build specs, manifests and requirements for every stored extraction. */
 export async function buildLibrary(ws: Workspace, opts: LibraryOptions = {}): Promise<LibraryResult> {
   const t0 = performance.now();
-  const out = path.resolve(opts.out ?? path.join(ws.storeDir, 'library'));
+  const out = libraryDir(ws.storeDir, opts.out);
   const warnings: string[] = [];
   await initSpecParser();
   const store = ws.store;
@@ -212,8 +157,8 @@ export async function buildLibrary(ws: Workspace, opts: LibraryOptions = {}): Pr
   const resolver = ws.resolver();
 
   // requirements of every extern top-level name, from the validation environment
-  const externNames = [...new Set(extractions.flatMap((e) => ((e.record.externs as string[] | undefined) ?? []).map((x) => x.split('.')[0])))].filter(Boolean);
-  const envId = extractions.map((e) => (e.record.validation as ValidationFacts | undefined)?.envId).find((x) => !!x);
+  const externNames = [...new Set(extractions.flatMap((e) => e.record.externs.map((x) => x.split('.')[0])))].filter(Boolean);
+  const envId = extractions.map((e) => e.record.validation?.envId).find((x) => !!x);
   let reqs = new Map<string, Requirement>();
   try {
     reqs = await environmentRequirements(store, externNames, { python: opts.python, envKey: envId ? `env:${envId}` : undefined });
@@ -222,7 +167,7 @@ export async function buildLibrary(ws: Workspace, opts: LibraryOptions = {}): Pr
   }
   const reqMap = new Map<string, string | null>([...reqs].map(([k, r]) => [k, r.pep508]));
   // layer inventories of records stored before the pipeline kept them
-  const older = extractions.filter((e) => e.record.validation && !(e.record.validation as ValidationFacts).layers);
+  const older = extractions.filter((e) => e.record.validation && !e.record.validation.layers);
   const extras = older.length ? storedValidationResults(store, older) : new Map<string, ValidationExtras>();
 
   const specs: BlockSpec[] = [];
@@ -230,9 +175,9 @@ export async function buildLibrary(ws: Workspace, opts: LibraryOptions = {}): Pr
     const { module: modName, className, repo: idRepo } = parseBlockId(e.id);
     const own = blocks.get(e.id)?.repo ?? idRepo;
     const mod = own ? corpus.ownModule(own, modName) : corpus.modulesNamed(modName).find((m) => m.facts.classes.some((c) => c.name === className));
-    const cls = classOf(mod, className);
+    const cls = classStatement(mod, className);
     const row = blocks.get(e.id);
-    const provenance = (e.record.provenance as ProvenanceEntry[] | undefined) ?? [];
+    const provenance = e.record.provenance;
     const repoName = row?.repo ?? mod?.repo ?? provenance[0]?.repo ?? 'unknown';
     const repo = repos.get(repoName);
     const spec = buildSpec({
@@ -251,8 +196,8 @@ export async function buildLibrary(ws: Workspace, opts: LibraryOptions = {}): Pr
         revision: repo?.revision ?? null,
         url: repo?.url ?? null,
       },
-      interned: (e.record.interned as string[] | undefined) ?? [],
-      externs: (e.record.externs as string[] | undefined) ?? [],
+      interned: e.record.interned,
+      externs: e.record.externs,
       provenance,
       validation: validationOf(e, extras),
       requirements: reqMap,
@@ -260,24 +205,18 @@ export async function buildLibrary(ws: Workspace, opts: LibraryOptions = {}): Pr
     if (!cls) warnings.push(`${e.id}: class no longer in the index; spec without signature and docstring`);
     specs.push(spec);
 
-    // files next to the module; forget copies in the other status folders
-    const dir = statusDir(e.status);
-    writeFileAtomic(path.join(out, dir, `${idFileStem(e.id)}.spec.json`), JSON.stringify(spec, null, 2) + '\n');
-    writeFileAtomic(path.join(out, dir, `${idFileStem(e.id)}.required_repos.json`), JSON.stringify(blockManifest(e.id, provenance, repos, licenses), null, 2) + '\n');
-    for (const other of ['blocks', 'failed', 'extracted']) {
-      if (other === dir) continue;
-      rmSync(path.join(out, other, `${idFileStem(e.id)}.spec.json`), { force: true });
-      rmSync(path.join(out, other, `${idFileStem(e.id)}.required_repos.json`), { force: true });
-    }
+    // files next to the module; copies in the other status folders go (library/layout.ts)
+    placeBlockFile(out, e.status, e.id, '.spec.json', JSON.stringify(spec, null, 2) + '\n');
+    placeBlockFile(out, e.status, e.id, '.required_repos.json', JSON.stringify(blockManifest(e.id, provenance, repos, licenses), null, 2) + '\n');
   }
   putSpecs(store, specs);
 
   const manifest = libraryManifest(
-    extractions.map((e) => ({ id: e.id, provenance: (e.record.provenance as ProvenanceEntry[] | undefined) ?? [] })),
+    extractions.map((e) => ({ id: e.id, provenance: e.record.provenance })),
     repos,
     licenses,
   );
-  writeFileAtomic(path.join(out, 'required_repos.json'), JSON.stringify(manifest, null, 2) + '\n');
+  writeFileAtomic(libraryFile(out, 'required_repos.json'), JSON.stringify(manifest, null, 2) + '\n');
   const changedFiles = checkSwhids(manifest, repos);
   for (const c of changedFiles) warnings.push(`${c.repo}:${c.path} changed since indexing (${c.expected} → ${c.actual ?? 'missing'})`);
 
@@ -287,7 +226,7 @@ export async function buildLibrary(ws: Workspace, opts: LibraryOptions = {}): Pr
   const used = new Set(forReqs.flatMap((s) => s.externs));
   const requirements = requirementLines([...reqs.values()].filter((r) => used.has(r.importName)));
   writeFileAtomic(
-    path.join(out, 'requirements.txt'),
+    libraryFile(out, 'requirements.txt'),
     `# PEP 508 requirements of the extern imports of the ${validated.length ? 'validated ' : ''}library blocks,\n` +
       `# versions as installed in the validation environment\n` +
       requirements.map((l) => l + '\n').join(''),
@@ -305,7 +244,7 @@ export async function buildLibrary(ws: Workspace, opts: LibraryOptions = {}): Pr
     warnings,
     ms: Math.round(performance.now() - t0),
   };
-  store.setKV('library:last', JSON.stringify({ ...result, manifest: undefined, at: new Date().toISOString() }));
+  store.setKV(KV_KEYS.libraryLast, JSON.stringify({ ...result, manifest: undefined, at: new Date().toISOString() }));
   return result;
 }
 
@@ -339,7 +278,7 @@ export async function runDedup(ws: Workspace, opts: DedupOptions = {}): Promise<
   const res = await dedup(
     es.map((e) => {
       // validation stage 1 already parsed the module: pass what it found
-      const parse = (e.record.validation as ValidationFacts | undefined)?.stages?.parse;
+      const parse = e.record.validation?.stages.parse;
       return { id: e.id, repo: blockRepo(e, blocks), text: e.text, parseable: parse === 'pass' ? true : parse === 'fail' ? false : undefined };
     }),
     { repoPriority: store.listRepos().sort((a, b) => a.priority - b.priority).map((r) => r.name), ...opts },
@@ -357,49 +296,22 @@ export async function runDedup(ws: Workspace, opts: DedupOptions = {}): Promise<
     kinds,
     clusters: res.clusters,
   };
-  const insC = store.stmt('INSERT INTO dedup_clusters(cluster, kind, representative, members, scores) VALUES (?, ?, ?, ?, ?)');
-  const insM = store.stmt('INSERT OR REPLACE INTO dedup_members(block, cluster) VALUES (?, ?)');
-  store.write(() => {
-    store.stmt('DELETE FROM dedup_clusters').run();
-    store.stmt('DELETE FROM dedup_members').run();
-    res.clusters.forEach((c, i) => {
-      insC.run(i + 1, c.kind, c.representative, JSON.stringify(c.members), JSON.stringify(c.scores ?? []));
-      for (const m of c.members) insM.run(m, i + 1);
-    });
-    store.stmt('INSERT OR REPLACE INTO kv(key, value) VALUES (?, ?)').run('dedup:last', JSON.stringify({ ...stored, clusters: undefined }));
-  });
+  putDedup(store, res.clusters, { ...stored, clusters: undefined });
   return stored;
 }
 
 /** The stored de-duplication result (null when `nnrag dedup` never ran); `fresh` tells whether
  *  the stored extractions are still those it was computed from. */
 export function getDedup(store: IndexStore): (StoredDedup & { fresh: boolean }) | null {
-  const s = store.getKV('dedup:last');
+  const s = store.getKV(KV_KEYS.dedupLast);
   if (!s) return null;
   const summary = JSON.parse(s) as Omit<StoredDedup, 'clusters'>;
-  const clusters = (store.stmt('SELECT kind, representative, members, scores FROM dedup_clusters ORDER BY cluster').all() as ClusterRow[]).map(clusterFromRow);
+  const clusters = listClusters(store);
   const fresh = inputsDigest(extractionHashes(store)) === summary.inputs;
   return { ...summary, clusters, fresh };
 }
 
-/** The cluster a block belongs to, if any. */
-export function clusterOf(store: IndexStore, id: string): DedupCluster | null {
-  const r = store
-    .stmt('SELECT c.kind, c.representative, c.members, c.scores FROM dedup_members m JOIN dedup_clusters c ON c.cluster = m.cluster WHERE m.block = ?')
-    .get(id) as ClusterRow | undefined;
-  return r ? clusterFromRow(r) : null;
-}
-
-interface ClusterRow {
-  kind: string;
-  representative: string;
-  members: string;
-  scores: string;
-}
-
-function clusterFromRow(r: ClusterRow): DedupCluster {
-  return { kind: r.kind as DedupCluster['kind'], representative: r.representative, members: JSON.parse(r.members) as string[], scores: JSON.parse(r.scores) as DedupCluster['scores'] };
-}
+export { clusterOf };
 
 // ---------------------------------------------------------------- diversity top-up
 

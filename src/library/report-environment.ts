@@ -5,7 +5,7 @@
 // which is a fact about the block's expectations) is the block's. And why equivalence
 // did not run after a forward pass, counted by reason.
 import type { MissingRequirement } from '../validate/missing.js';
-import type { StoredExtraction } from './records.js';
+import type { StoredExtraction } from '../store/records.js';
 
 export interface EnvironmentLack {
   module: string;

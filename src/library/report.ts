@@ -4,12 +4,12 @@
 // validation stages, de-duplication), the size distribution of the emitted modules, and
 // uniqueness from the stored de-duplication. Everything is computed from the store; the
 // HTML page inlines two SVG charts (blocks per repository, pass rate per stage).
-import type { IndexStore } from '../index/store.js';
+import type { IndexStore } from '../store/store.js';
+import { KV_KEYS } from '../store/kv.js';
 import { blocksPerRepoChart, escapeXml, passRateChart } from './charts.js';
 import { getDedup, listSpecs, storedValidationResults } from './library.js';
 import { detectLicense } from './provenance.js';
-import { listExtractions, type StoredExtraction } from './records.js';
-import type { ValidationFacts } from './spec.js';
+import { listExtractions, type StoredExtraction } from '../store/records.js';
 import { environmentLack, environmentLacks, equivalenceSkips, type EnvironmentLack } from './report-environment.js';
 import { histogram, summarize, wilson, type Bin, type Interval } from './stats.js';
 
@@ -104,7 +104,7 @@ function stageFigures(records: readonly StoredExtraction[]): StageFigures[] {
   return REPORT_STAGES.map((stage) => {
     let passed = 0, failed = 0, skipped = 0;
     for (const r of validated) {
-      const s = (r.record.validation as ValidationFacts).stages?.[stage];
+      const s = r.record.validation!.stages[stage];
       if (s === 'pass') passed++;
       else if (s === 'fail') failed++;
       else skipped++;
@@ -120,21 +120,21 @@ function stageFigures(records: readonly StoredExtraction[]): StageFigures[] {
 function failureCategories(records: readonly StoredExtraction[]): Record<string, number> {
   const out: Record<string, number> = {};
   for (const r of records) {
-    if (r.status !== 'failed' || environmentLack(r.record.validation as never)) continue;
-    const c = (r.record.validation as ValidationFacts | undefined)?.category ?? 'unknown';
+    if (r.status !== 'failed' || environmentLack(r.record.validation)) continue;
+    const c = r.record.validation?.category ?? 'unknown';
     out[c] = (out[c] ?? 0) + 1;
   }
   return Object.fromEntries(Object.entries(out).sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)));
 }
 
 function figures(records: readonly StoredExtraction[], discovered: number): Omit<RepoFigures, 'name' | 'url' | 'revision' | 'license' | 'unique' | 'share'> {
-  const envFailed = records.filter((r) => r.status === 'failed' && environmentLack(r.record.validation as never)).length;
+  const envFailed = records.filter((r) => r.status === 'failed' && environmentLack(r.record.validation)).length;
   const run = records.filter((r) => r.record.validation);
   const validated = records.filter((r) => r.status === 'validated').length;
   return {
     discovered,
     extracted: records.length,
-    unresolved: records.filter((r) => ((r.record.diagnostics as { severity: string }[] | undefined) ?? []).some((d) => d.severity === 'error')).length,
+    unresolved: records.filter((r) => r.record.diagnostics.some((d) => d.severity === 'error')).length,
     validationRun: run.length,
     validated,
     failed: records.filter((r) => r.status === 'failed').length,
@@ -163,7 +163,7 @@ export function buildReport(store: IndexStore, opts: { storeDir?: string } = {})
   const blocks = store.listBlocks();
   const blockRepo = new Map(blocks.map((b) => [b.id, b.repo]));
   const repoOf = (e: StoredExtraction) =>
-    blockRepo.get(e.id) ?? (e.record.provenance as { repo: string }[] | undefined)?.[0]?.repo ?? 'unknown';
+    blockRepo.get(e.id) ?? e.record.provenance[0]?.repo ?? 'unknown';
   const dd = getDedup(store);
   const repoRows = store.listRepos();
   const names = [...new Set([...repoRows.map((r) => r.name), ...records.map(repoOf)])].sort();
@@ -191,7 +191,7 @@ export function buildReport(store: IndexStore, opts: { storeDir?: string } = {})
   const lines = records.map((r) => r.lines);
   const top = SIZE_EDGES[SIZE_EDGES.length - 1];
   const edges = Math.max(0, ...lines) > top ? [...SIZE_EDGES, Math.max(...lines)] : SIZE_EDGES;
-  const lib = store.getKV('library:last');
+  const lib = store.getKV(KV_KEYS.libraryLast);
   const { stages, failureCategories: fc, ...totals } = all;
   return {
     generated: new Date().toISOString(),

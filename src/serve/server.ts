@@ -18,7 +18,7 @@ import { createHash } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as api from '../api.js';
-import { getExtraction } from '../library/records.js';
+import { getExtraction } from '../store/records.js';
 import { storedSpec, type SearchDoc } from '../search/documents.js';
 import { facets, getDoc, searchBlocks, type SearchOptions, type SearchResult } from '../search/index.js';
 import { refreshSearch } from '../search/refresh.js';
@@ -176,7 +176,7 @@ async function blockPage(store: api.Workspace['store'], id: string, hl: Map<stri
   const doc = getDoc(store, id);
   if (!e || !doc) return null;
   const spec = storedSpec(store, id);
-  const rec = e.record as { validation?: { stages?: Record<string, string>; category?: string | null; error?: string | null; input_shapes?: unknown; output_shapes?: unknown; params?: number | null; args?: unknown; equivalence?: unknown }; diagnostics?: { severity: string; message: string }[] };
+  const rec = e.record;
   let code = hl.get(e.hash);
   if (code === undefined) {
     code = await highlightPython(e.text);
@@ -230,7 +230,7 @@ async function blockPage(store: api.Workspace['store'], id: string, hl: Map<stri
         : '<p class="muted">not validated</p>') +
       (v?.error ? `<p><strong>${esc(v.category ?? 'error')}</strong>: <code>${esc(v.error)}</code></p>` : '') +
       (v?.error || v?.category ? ((n) => (n ? `<p id="next-step"><strong>Next step:</strong> ${esc(n).replace(/`([^`]+)`/g, '<code>$1</code>')}</p>` : ''))(nextStep(v?.category, v?.error)) : '') +
-      (v?.input_shapes ? `<p class="muted">input shapes <code>${esc(JSON.stringify(v.input_shapes))}</code> → output shapes <code>${esc(JSON.stringify(v.output_shapes))}</code>${v.args && Object.keys(v.args as object).length ? ` · constructor args <code>${esc(JSON.stringify(v.args))}</code>` : ''}</p>` : '') +
+      (v?.input_shapes ? `<p class="muted">input shapes <code>${esc(JSON.stringify(v.input_shapes))}</code> → output shapes <code>${esc(JSON.stringify(v.output_shapes))}</code>${v.args && Object.keys(v.args).length ? ` · constructor args <code>${esc(JSON.stringify(v.args))}</code>` : ''}</p>` : '') +
       `</section>`,
   );
   // spec

@@ -1,0 +1,135 @@
+// The extraction and validation tables (migration 2): one row per block id with the
+// emitted module text, its content hash and the record the CLI prints with --json (so
+// everything printed is also in the store), and validation results cached by module
+// content hash and validation environment id.
+import { createHash } from 'node:crypto';
+import { BLOCK_RECORD_VERSION, BLOCK_STATUSES, type BlockRecord, type BlockStatus } from '../library/record.js';
+import type { IndexStore } from './store.js';
+
+export function textHash(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+export interface StoredExtraction {
+  id: string;
+  hash: string;
+  ok: boolean;
+  status: BlockStatus;
+  lines: number;
+  record: BlockRecord;
+  text: string;
+}
+
+export function putExtraction(store: IndexStore, e: StoredExtraction): void {
+  store.write(() =>
+    store
+      .stmt('INSERT OR REPLACE INTO extractions(id, hash, ok, status, lines, record, text, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
+      .run(e.id, e.hash, e.ok ? 1 : 0, e.status, e.lines, JSON.stringify(e.record), e.text, new Date().toISOString()),
+  );
+}
+
+export function getExtraction(store: IndexStore, id: string): StoredExtraction | null {
+  const r = store.stmt('SELECT * FROM extractions WHERE id = ?').get(id) as Record<string, unknown> | undefined;
+  return r ? rowToExtraction(r) : null;
+}
+
+export function listExtractions(store: IndexStore): StoredExtraction[] {
+  return (store.stmt('SELECT * FROM extractions ORDER BY id').all() as Record<string, unknown>[]).map(rowToExtraction);
+}
+
+/** Id and content hash of every stored extraction that has a module text (what the
+ *  library's derived results are computed from), without loading the texts. */
+export function extractionHashes(store: IndexStore): { id: string; hash: string }[] {
+  return store.stmt("SELECT id, hash FROM extractions WHERE text IS NOT NULL AND text != '' ORDER BY id").all() as { id: string; hash: string }[];
+}
+
+function rowToExtraction(r: Record<string, unknown>): StoredExtraction {
+  return {
+    id: r.id as string,
+    hash: r.hash as string,
+    ok: !!r.ok,
+    status: decodeStatus(r.status as string),
+    lines: r.lines as number,
+    record: decodeRecord(r.record as string),
+    text: r.text as string,
+  };
+}
+
+function decodeStatus(s: string): BlockStatus {
+  return (BLOCK_STATUSES as readonly string[]).includes(s) ? (s as BlockStatus) : 'extracted';
+}
+
+/**
+ * A stored record as the current `BlockRecord`. Records written before the record was
+ * versioned lack `version`, `repository`, `source` and `emission` (they were faithful
+ * emissions), and records of blocks that emitted nothing lack `provenance` and `renames`:
+ * those get their defaults; every other field is kept as stored.
+ */
+export function decodeRecord(json: string): BlockRecord {
+  const r = JSON.parse(json) as Partial<BlockRecord> & Pick<BlockRecord, 'id'>;
+  return {
+    ...r,
+    version: r.version ?? BLOCK_RECORD_VERSION,
+    id: r.id,
+    repository: r.repository ?? r.source?.repo ?? null,
+    source: r.source ?? null,
+    file: r.file ?? '',
+    ok: r.ok ?? false,
+    lines: r.lines ?? 0,
+    diagnostics: r.diagnostics ?? [],
+    interned: r.interned ?? [],
+    externs: r.externs ?? [],
+    provenance: r.provenance ?? [],
+    renames: r.renames ?? [],
+    emission: r.emission ?? { profile: 'faithful' },
+    ms: r.ms ?? 0,
+  };
+}
+
+/** A validation result cached by module content hash and validation environment. */
+export function getCachedValidation<T>(store: IndexStore, hash: string, env: string): T | null {
+  const v = store.stmt('SELECT result FROM validations WHERE hash = ? AND env = ?').pluck().get(hash, env) as string | undefined;
+  return v ? (JSON.parse(v) as T) : null;
+}
+
+export function putCachedValidation(store: IndexStore, hash: string, env: string, result: unknown): void {
+  store.write(() => store.stmt('INSERT OR REPLACE INTO validations(hash, env, result) VALUES (?, ?, ?)').run(hash, env, JSON.stringify(result)));
+}
+
+/** Every cached validation result (JSON text), for the library's timings and layers. */
+export function cachedValidationTexts(store: IndexStore): Iterable<string> {
+  return store.stmt('SELECT result FROM validations').pluck().iterate() as Iterable<string>;
+}
+
+/** Is a block id stored? */
+export function hasExtraction(store: IndexStore, id: string): boolean {
+  return store.stmt('SELECT 1 FROM extractions WHERE id = ?').get(id) !== undefined;
+}
+
+/** Every stored block id. */
+export function extractionIds(store: IndexStore): string[] {
+  return store.stmt('SELECT id FROM extractions ORDER BY id').pluck().all() as string[];
+}
+
+/** What decides whether a block's derived rows (search document, signatures) are current. */
+export interface ExtractionStamp {
+  id: string;
+  hash: string;
+  status: string;
+  /** time of the last write (a re-validation rewrites it) */
+  updated: string;
+}
+
+export function extractionStamps(store: IndexStore): ExtractionStamp[] {
+  return store.stmt('SELECT id, hash, status, updated FROM extractions').all() as ExtractionStamp[];
+}
+
+/** The emitted module text of a block ('' when the block is not stored). */
+export function extractionText(store: IndexStore, id: string): string {
+  return (store.stmt('SELECT text FROM extractions WHERE id = ?').pluck().get(id) as string | undefined) ?? '';
+}
+
+/** Forget one stored block (its record and module text). */
+export function deleteExtraction(store: IndexStore, id: string): void {
+  store.write(() => store.stmt('DELETE FROM extractions WHERE id = ?').run(id));
+}
