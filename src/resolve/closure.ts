@@ -64,6 +64,8 @@ export interface Use {
   /** text the original code had there */
   original: string;
   binding: Binding;
+  /** an attribute chain replaced by one name: the names local where it stands */
+  shadows?: string[];
 }
 
 /** A nested/compound import of interned modules, replaced by assignments. */
@@ -382,7 +384,7 @@ class State {
     const end = consumed > 0 ? ref.attrEnds![consumed - 1] : ref.end;
     const { chosen: b, unique } = this.bind(n, resolvedTargets, ref.name, ref.eager, { name: ref.name, line: lineOf(ref.start), soft: ref.soft });
     if (!b) return;
-    this.uses.push({ node: n, start: ref.start, end, original: src.slice(ref.start, end), binding: b });
+    this.uses.push({ node: n, start: ref.start, end, original: src.slice(ref.start, end), binding: b, ...(consumed > 0 && ref.shadows ? { shadows: ref.shadows } : {}) });
     // the module-level name read here denotes the binding (unless it is bound to
     // several things, or the reference goes through module attributes)
     if (unique && consumed === 0 && b.kind !== 'builtin') addOrigin(b, n.mod, ref.name);

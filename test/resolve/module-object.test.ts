@@ -79,4 +79,23 @@ describe('module objects of interned packages', () => {
       ws.close();
     }
   });
+
+  it('renames a definition read through a package where a function binds its name locally', async () => {
+    const dir = tempDir();
+    const ws = api.Workspace.open(path.join(dir, 'store'), { create: true });
+    try {
+      await api.index(ws, { repos: [{ name: 'org/modobj', url: null, path: root, priority: 1, paths: ['usepkg'], description: null, packageRoots: null }], workers: 1 });
+      const { text, record } = api.extractText(ws, 'usepkg.layers.Fast', { importable: ['torch'] });
+      assert.deepEqual(record.diagnostics.filter((d) => d.severity === 'error'), []);
+      assert.match(text, /^use_fast_backend = None$/m, 'the module-level copy gives up the name the function binds');
+      assert.match(text, /if use_fast_backend is None:/);
+      const file = path.join(dir, 'fast.py');
+      writeFileSync(file, text);
+      const r = checkModules([{ name: 'f', file, run: 'import torch\nassert float(m.Fast()(torch.ones(2)).sum()) == 4.0' }]).f;
+      assert.deepEqual(r.undefined, []);
+      assert.equal(r.result, 'ok');
+    } finally {
+      ws.close();
+    }
+  });
 });
