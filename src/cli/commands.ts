@@ -9,7 +9,7 @@ import { buildReport, reportText } from '../library/report.js';
 import { extractAndValidate, type PipelineOptions } from '../pipeline.js';
 import { createRootfs, doctor, type DoctorReport, storeNeeds, syncEnvironment, STAGES, type Stage } from '../validate/index.js';
 import { repoOptions, repoSpecs, requestedNames, withWorkspaceAsync, workersOpt, type Command, type Ctx } from './context.js';
-import { storeRequirements } from './library-commands.js';
+import { requirements } from '../commands/requirements.js';
 import { environmentGaps, type EnvironmentGap } from '../library/repo-requirements.js';
 import { normalizeDistName } from '../library/requirements.js';
 import { existsSync } from 'node:fs';
@@ -221,7 +221,7 @@ export const commands: Record<string, Command> = {
       let gaps: EnvironmentGap[] | null = null;
       if (existsSync(path.join(ctx.store, 'index.sqlite')) && rep.distributions && !rep.rootfs) {
         const installed = new Set(rep.distributions.map((d) => normalizeDistName(d.split('==')[0])));
-        gaps = await withWorkspaceAsync(ctx, async (ws) => environmentGaps(await storeRequirements(ws, { python: rep.python ?? undefined }), installed));
+        gaps = await withWorkspaceAsync(ctx, async (ws) => environmentGaps(await requirements(ws, { python: rep.python ?? undefined, onWarning: (m) => process.stderr.write(`warning: ${m}\n`) }), installed));
       }
       const lines = [
         `python   ${rep.python ?? 'not found'} ${rep.pythonVersion ?? ''} (${rep.pythonSource ?? '-'})`,
@@ -264,7 +264,7 @@ export const commands: Record<string, Command> = {
       const onLog = ctx.json ? undefined : (l: string) => process.stderr.write(`${l}\n`);
       // the store is read before minutes of debootstrap: a wrong --store fails at once
       const needs = withStore
-        ? await withWorkspaceAsync(ctx, async (ws) => storeNeeds(await storeRequirements(ws, { python: (ctx.values.python as string | undefined) ?? process.env.NNRAG_PYTHON }), indexedTopLevel(ws)))
+        ? await withWorkspaceAsync(ctx, async (ws) => storeNeeds(await requirements(ws, { python: (ctx.values.python as string | undefined) ?? process.env.NNRAG_PYTHON, onWarning: (m) => process.stderr.write(`warning: ${m}\n`) }), indexedTopLevel(ws)))
         : [];
       if (sub === 'create') await createRootfs(target, { packages: withStore ? [] : packages, onLog });
       if (sub === 'create' && !withStore && !wheels) {

@@ -24,9 +24,9 @@ import { writeFileAtomic } from '../util/fs.js';
 import { detectPackageRoots, importedNamesOf, listPythonFiles } from './files.js';
 import { git } from './git.js';
 import { acquireLock, type LockOptions } from './lock.js';
-import { isBareRepo, vetSource } from './source.js';
+import { isBareRepo, vetSource } from '../config/source.js';
 
-export { gitBlobId } from '../library/swhid.js';
+export { gitBlobId } from './git.js';
 export {
   listPythonFiles,
   detectPackageRoots,
