@@ -5,7 +5,8 @@
 // issues ask for "per repository, before and after".
 //
 // usage: node dist/bench/corpus.js CONFIG [--store DIR] [--repos a/b,c/d] [--no-validate]
-//        [--workers N] [--json FILE] [--validate-repos a/b,c/d] [--no-witnesses]
+//        [--workers N] [--rootfs DIR] [--json FILE] [--validate-repos a/b,c/d] [--no-witnesses]
+// --rootfs validates in a root filesystem made by `nnrag env create` (and `env sync --store`).
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -16,7 +17,7 @@ import { args, opt } from './args.js';
 
 const config = args[0];
 if (!config || config.startsWith('--')) {
-  console.error('usage: node dist/bench/corpus.js CONFIG [--store DIR] [--repos a/b,c/d] [--no-validate] [--workers N] [--json FILE]');
+  console.error('usage: node dist/bench/corpus.js CONFIG [--store DIR] [--repos a/b,c/d] [--no-validate] [--workers N] [--rootfs DIR] [--json FILE]');
   process.exit(2);
 }
 const only = opt('--repos')?.split(',');
@@ -34,9 +35,11 @@ const repoOf = new Map(blocks.map((b) => [b.id, b.repo]));
 t = performance.now();
 const validate = !args.includes('--no-validate');
 let last = 0;
-const records = await extractAndValidate(ws, [...repoOf.keys()], {
+// --repos: only the blocks of those repositories (the store may hold others)
+const ids = [...repoOf.keys()].filter((id) => !only || only.includes(repoOf.get(id)!));
+const records = await extractAndValidate(ws, ids, {
   validate,
-  pool: { workers: opt('--workers') ? Number(opt('--workers')) : undefined },
+  pool: { workers: opt('--workers') ? Number(opt('--workers')) : undefined, rootfs: opt('--rootfs') },
   onWarning: (m) => console.error(`warning: ${m}`),
   witnesses: !args.includes('--no-witnesses'),
   onHarvest: (repo, h, cached) => {
@@ -121,5 +124,17 @@ for (const [name, r] of rows) {
   if (!r.eqSkips.size) continue;
   console.log(`  ${name}: ${[...r.eqSkips].sort((a, b) => b[1] - a[1]).slice(0, 4).map(([k, n]) => `${k} ×${n}`).join('; ')}`);
 }
+// missing-extern failures as requirements (src/validate/missing.ts): what the
+// environment lacks though Debian has it, and what has no Debian package
+const lacks = new Map<string, { n: number; how: string }>();
+for (const rec of records) {
+  const m = (rec.validation as { missing?: { module: string; distribution: string; debian: string; candidate: string | null; verdict: string } } | undefined)?.missing;
+  if (!m) continue;
+  const how = m.verdict === 'lacks' ? `Debian ${m.debian} ${m.candidate}, not installed` : m.verdict === 'no-package' ? `no Debian package (tried ${m.debian})` : m.verdict === 'version' ? `installed (${m.debian}), another version's API` : 'unknown';
+  const k = `${m.module} (${m.distribution})`;
+  lacks.set(k, { n: (lacks.get(k)?.n ?? 0) + 1, how });
+}
+console.log('\nmissing-extern failures by requirement:');
+for (const [k, v] of [...lacks].sort((a, b) => b[1].n - a[1].n)) console.log(`  ${k} ×${v.n}: ${v.how}`);
 const json = opt('--json');
 if (json) writeFileSync(json, JSON.stringify(records.map((r) => ({ repo: repoOf.get(r.id), ...r })), null, 1));

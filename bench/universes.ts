@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import * as api from '../src/api.js';
 import { loadRepoConfig } from '../src/config/repos.js';
 import { args, opt } from './args.js';
+import { probeHost } from '../src/validate/environment.js';
 
 const config = args[0];
 if (!config || config.startsWith('--')) {
@@ -35,7 +36,10 @@ t = performance.now();
 ws.corpus();
 console.log(`load corpus: ${(performance.now() - t).toFixed(0)} ms`);
 t = performance.now();
-const records = api.extractBlocks(ws, blocks.map((b) => b.id));
+// what the checking interpreter can import decides, as in validation, whether an interned
+// package used as a module object keeps its import (src/resolve/closure.ts)
+const importable = (await probeHost(python))?.modules;
+const records = api.extractBlocks(ws, blocks.map((b) => b.id), { importable });
 console.log(`extract ${records.length} blocks: ${((performance.now() - t) / 1000).toFixed(2)} s`);
 const od = (ws.corpus().moduleLoader as { stats?: { loaded: number; parsed: number; fetched: number; ms: number } } | null)?.stats;
 if (od) console.log(`on demand: ${od.loaded} modules read outside the configured paths (${od.parsed} parsed, ${od.fetched} fetched through git) in ${od.ms.toFixed(0)} ms`);

@@ -145,6 +145,8 @@ export interface ExtractOptions {
   out?: string;
   intern?: string[];
   extern?: string[];
+  /** top-level modules importable in the validation environment (its probe) */
+  importable?: readonly string[];
 }
 
 /** The record of one block (src/library/record.ts); the name the API had before. */
@@ -168,7 +170,7 @@ export function extractText(ws: Workspace, id: string, opts: ExtractOptions = {}
   const { mod, className, cls } = found;
   const base = { ...emptyRecord(id, mod.repo, ws.blockSource(id)), signature: classSignature(ws.resolver(), mod, cls) };
   try {
-    const resolver = ws.resolver({ extern: opts.extern, intern: opts.intern });
+    const resolver = ws.resolver({ extern: opts.extern, intern: opts.intern, importable: opts.importable });
     const closure = new ClosureBuilder(corpus, resolver).build(mod, className);
     const em = emitModule(corpus, closure);
     const diagnostics = [...closure.diagnostics, ...em.diagnostics];

@@ -11,6 +11,7 @@ import { libraryDir, placeBlockFile, removeBlockFile, validatedStatus } from './
 import type { BlockRecord } from './library/record.js';
 import { sysPathRoots } from './store/store.js';
 import { putCachedValidation, getCachedValidation, putExtraction, textHash } from './store/records.js';
+import { missingLookup } from './validate/missing.js';
 import type { Ref, StatementFacts } from './parse/types.js';
 import type { Corpus, CorpusModule } from './resolve/corpus.js';
 import {
@@ -193,8 +194,12 @@ export async function extractAndValidate(ws: api.Workspace, ids: string[], opts:
   if (opts.validate === false) return api.extractBlocks(ws, ids, opts);
   const required = opts.required ?? [...DEFAULT_REQUIRED_STAGES];
   const pool = opts.validator ?? (await ValidatorPool.start({ ...opts.pool, onWarning: opts.onWarning }));
+  const missing = missingLookup({ rootfs: pool.env.rootfs });
   try {
-    const extracted = ids.map((id) => ({ id, ...api.extractText(ws, id, opts) }));
+    // what the validation environment can import decides whether an interned package
+    // used as a module object keeps its import (closure.ts)
+    const importable = opts.importable ?? pool.env.probe?.modules;
+    const extracted = ids.map((id) => ({ id, ...api.extractText(ws, id, { ...opts, importable }) }));
     // witnesses of the repositories of these blocks, harvested (or read) first
     const harvests = new Map<string, HarvestResult>();
     if (opts.witnesses !== false) {
@@ -249,6 +254,11 @@ export async function extractAndValidate(ws: api.Workspace, ids: string[], opts:
           }
           // layers (module type → count in the instantiated block) feed the library spec
           record.validation = result.layers ? { ...toRecord(result), layers: result.layers } : toRecord(result);
+          // "environment lacks X" (and whether Debian has X) apart from failures of the block
+          if (result.category === 'missing-extern') {
+            const m = await missing(result.error);
+            if (m && record.validation) record.validation.missing = m;
+          }
           record.ok = passesStages(result, required);
           const status = validatedStatus(record.ok);
           record.file = placeBlockFile(out, status, id, '.py', text);

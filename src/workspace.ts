@@ -15,6 +15,7 @@ export class Workspace {
   private corpusCache: Corpus | null = null;
   private resolverCache: Resolver | null = null;
   private resolverKey = '';
+  private resolverImportable: readonly string[] | undefined = undefined;
 
   private constructor(
     readonly store: IndexStore,
@@ -63,8 +64,10 @@ export class Workspace {
   }
 
   resolver(opts: ResolveOptions = {}): Resolver {
-    const key = JSON.stringify(opts);
-    if (!this.resolverCache || key !== this.resolverKey) {
+    // the importable list is long and the same object for a whole run: compared by identity
+    const key = JSON.stringify({ ...opts, importable: undefined });
+    if (!this.resolverCache || key !== this.resolverKey || opts.importable !== this.resolverImportable) {
+      this.resolverImportable = opts.importable;
       this.resolverCache = new Resolver(this.corpus(), opts);
       this.resolverKey = key;
     }

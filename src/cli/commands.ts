@@ -7,7 +7,7 @@ import * as api from '../api.js';
 import { buildLibrary, runDedup } from '../library/library.js';
 import { buildReport, reportText } from '../library/report.js';
 import { extractAndValidate, type PipelineOptions } from '../pipeline.js';
-import { createRootfs, doctor, STAGES, type Stage } from '../validate/index.js';
+import { createRootfs, doctor, type DoctorReport, storeNeeds, syncEnvironment, STAGES, type Stage } from '../validate/index.js';
 import { repoOptions, repoSpecs, requestedNames, withWorkspaceAsync, workersOpt, type Command, type Ctx } from './context.js';
 import { requirements } from '../commands/requirements.js';
 import { environmentGaps, type EnvironmentGap } from '../library/repo-requirements.js';
@@ -135,6 +135,30 @@ function summarize(records: api.ExtractionRecord[], linesShown = false): string 
   return lines.join('\n');
 }
 
+/** Top-level module names of the store's indexed repositories → repository. */
+function indexedTopLevel(ws: api.Workspace): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const f of [...ws.store.listFiles(), ...ws.store.listSupportFiles()]) {
+    const top = f.module?.split('.')[0];
+    if (top && !out.has(top)) out.set(top, f.repo);
+  }
+  return out;
+}
+
+/** doctor --rootfs: the root filesystem's package set and what `env create/sync --store`
+ *  asked for (installed, from wheels, or with no Debian package, by name). */
+function rootfsLines(rep: DoctorReport): string[] {
+  const out = [`packages ${rep.debianPackages?.length ?? 0} Debian packages in ${rep.rootfs} (part of the env id)`];
+  const m = rep.environment;
+  if (!m) return [...out, 'packages no nnrag manifest: made without --store (`nnrag env sync DIR --store S` adds what a store needs)'];
+  const by = (st: string) => m.entries.filter((e) => e.status === st);
+  const deb = [...by('present'), ...by('installed')];
+  out.push(`packages for the store (${m.updated}): ${deb.length} from Debian (${deb.map((e) => e.package).join(' ')})` + (by('wheel').length ? `, ${by('wheel').length} from wheels (${by('wheel').map((e) => e.distribution).join(' ')})` : ''));
+  for (const e of [...by('no-package'), ...by('failed')]) out.push(`  lacks ${e.distribution}: ${e.status === "failed" ? `${e.package} failed to install` : "no Debian package"} — ${[...new Set(e.neededBy.map((n) => n.repo))].join(", ")}`);
+  if (m.packages.length) out.push(`packages added with --packages: ${m.packages.join(' ')}`);
+  return out;
+}
+
 export const commands: Record<string, Command> = {
   extract: {
     summary: 'regenerate blocks as standalone modules (validated unless --no-validate)',
@@ -207,6 +231,7 @@ export const commands: Record<string, Command> = {
         `env id   ${rep.envId ?? '-'} (${rep.distributions?.length ?? 0} installed distributions)`,
         ...rep.problems.map((p) => `problem: ${p}`),
       ];
+      if (rep.rootfs) lines.push(...rootfsLines(rep));
       if (gaps) {
         const can = gaps.filter((g) => g.candidate);
         lines.push(gaps.length ? `the store's repositories need ${gaps.length} distributions this environment lacks:` : "the store's repositories need nothing this environment lacks");
@@ -222,16 +247,40 @@ export const commands: Record<string, Command> = {
   },
 
   env: {
-    summary: 'env create DIR: build a Debian trixie root filesystem with python3-torch (torch 2.x) for --rootfs',
-    usage: 'nnrag env create DIR [--packages P,Q …]',
-    options: { packages: { type: 'string', multiple: true } },
+    summary: 'env create DIR: build a Debian trixie root filesystem with python3-torch (torch 2.x) for --rootfs; env sync DIR --store S: add what new repositories need',
+    usage: 'nnrag env create DIR [--store S] [--packages P,Q …] [--wheels DIR] | nnrag env sync DIR --store S [--packages P,Q …] [--wheels DIR]',
+    options: { packages: { type: 'string', multiple: true }, wheels: { type: 'string' }, python: { type: 'string' } },
     async run(ctx) {
       const [sub, dir] = ctx.positionals;
-      if (sub !== 'create' || !dir) throw new UsageError('usage: nnrag env create DIR [--packages P,Q …]');
+      if ((sub !== 'create' && sub !== 'sync') || !dir) throw new UsageError(`usage: ${commands.env.usage}`);
       const packages = ((ctx.values.packages as string[] | undefined) ?? []).flatMap((p) => p.split(',')).map((p) => p.trim()).filter(Boolean);
       for (const p of packages) if (!/^[a-z0-9][a-z0-9+.-]+$/.test(p)) throw new UsageError(`--packages: ${JSON.stringify(p)} is not a Debian package name`);
-      await createRootfs(path.resolve(dir), { packages, onLog: ctx.json ? undefined : (l) => process.stderr.write(`${l}\n`) });
-      ctx.out(`root filesystem ready in ${path.resolve(dir)}; use --rootfs ${path.resolve(dir)}`, { rootfs: path.resolve(dir) });
+      const wheels = ctx.values.wheels ? path.resolve(ctx.values.wheels as string) : undefined;
+      if (wheels && !existsSync(wheels)) throw new UsageError(`--wheels: ${wheels} does not exist`);
+      const target = path.resolve(dir);
+      // --store is a common option with a default: only an explicit one (or NNRAG_STORE) asks for the store's requirements
+      const withStore = ctx.values.store !== undefined || process.env.NNRAG_STORE !== undefined;
+      if (sub === 'sync' && !withStore && !packages.length && !wheels) throw new UsageError('env sync needs --store S (or --packages / --wheels)');
+      const onLog = ctx.json ? undefined : (l: string) => process.stderr.write(`${l}\n`);
+      // the store is read before minutes of debootstrap: a wrong --store fails at once
+      const needs = withStore
+        ? await withWorkspaceAsync(ctx, async (ws) => storeNeeds(await requirements(ws, { python: (ctx.values.python as string | undefined) ?? process.env.NNRAG_PYTHON, onWarning: (m) => process.stderr.write(`warning: ${m}\n`) }), indexedTopLevel(ws)))
+        : [];
+      if (sub === 'create') await createRootfs(target, { packages: withStore ? [] : packages, onLog });
+      if (sub === 'create' && !withStore && !wheels) {
+        ctx.out(`root filesystem ready in ${target}; use --rootfs ${target}`, { rootfs: target });
+        return 0;
+      }
+      const r = await syncEnvironment(target, needs, { packages, wheels, onLog });
+      const missing = r.manifest.entries.filter((e) => e.status === 'no-package' || e.status === 'failed');
+      const human = [
+        `${sub === 'create' ? 'root filesystem ready' : 'root filesystem synced'} in ${target}; use --rootfs ${target}`,
+        `${r.manifest.entries.length} distributions needed: ${r.manifest.entries.filter((e) => e.status === 'present' || e.status === 'installed').length} from Debian, ${r.manifest.entries.filter((e) => e.status === 'wheel').length} from wheels, ${missing.length} not installed`,
+        `installed now: ${r.installed.join(' ') || '(nothing new)'}`,
+        ...missing.map((e) => `  ${e.status === 'failed' ? `${e.package} failed to install` : `no Debian package`}: ${e.distribution} (tried ${[e.debian, ...e.modules.map((m) => `python3-${m.toLowerCase()}`)].filter((x, i, a) => a.indexOf(x) === i).join(', ')}) — ${e.neededBy.map((n) => (n.why === 'import' ? `${n.blocks ?? 0} blocks of ${n.repo}` : `declared by ${n.repo}`)).join(', ')}${e.error ? `: ${e.error}` : ''}`),
+        r.before === r.after ? 'package set unchanged (environment id unchanged)' : 'package set changed: the environment id changed, stored validations will be redone',
+      ];
+      ctx.out(human.join('\n'), { rootfs: target, ...r });
       return 0;
     },
   },

@@ -52,12 +52,17 @@ export const FLAGS: Record<string, string> = {
   'allow-failed': 'export a block that failed validation (refused otherwise)',
   port: 'TCP port (default 8765; 0 picks a free one)',
   packages: 'more Debian packages to install into the root filesystem (python3-einops,python3-timm); repeatable',
+  wheels: 'a folder of wheels for what Debian does not package, installed with pip --no-index (nothing downloaded)',
   host: 'loopback address to listen on (127.0.0.1 or ::1; other addresses are refused)',
 };
 
 /** Where a flag means something else in one command. */
 export const COMMAND_FLAGS: Record<string, Record<string, string>> = {
   witnesses: { show: 'print the stored harvest without building anything', force: 'harvest again even when nothing changed since the stored harvest' },
+  env: {
+    store: 'install what this store\'s repositories and blocks need (given explicitly or as $NNRAG_STORE)',
+    python: 'the interpreter whose installed distributions name the store\'s imports (default /usr/bin/python3)',
+  },
   index: { workers: 'parser threads (default: the number of cores; at most that many unless --force-workers)' },
   search: { all: 'include blocks that failed validation (left out by default)', limit: 'number of results (default 20)' },
   similar: { limit: 'number of similar blocks (default 10)' },
@@ -76,7 +81,7 @@ export const EXAMPLES: Record<string, string> = {
   extract: 'nnrag extract --repo ../nanoGPT --block GPT --out ./blocks',
   validate: 'nnrag validate timm.layers.mlp.Mlp --force --require equivalence',
   doctor: 'nnrag doctor --store .nnrag   # also: what the store\'s repositories need that the environment lacks',
-  env: 'nnrag env create /var/lib/nnrag/trixie --packages python3-einops,python3-omegaconf',
+  env: 'nnrag env create /var/lib/nnrag/trixie --store .nnrag   # later: nnrag env sync /var/lib/nnrag/trixie --store .nnrag',
   demo: 'nnrag demo --store /tmp/nnrag-demo',
   library: 'nnrag library --python /usr/bin/python3',
   dedup: 'nnrag dedup --near 0.9',

@@ -170,14 +170,27 @@ function assignNames(closure: Closure): Map<Binding, string> {
   const targetKey = `def:${closure.target.mod.repo}:${closure.target.mod.name}:${closure.target.className}`;
   const rank = (b: Binding) => (b.kind === 'builtin' ? -2 : b.key === targetKey ? -1 : b.seq);
   const taken = new Set(claims.keys());
+  // an attribute chain replaced by a binding's name must not land where a function binds
+  // that name locally (`torch_geometric.backend.use_segment_matmul` read in a function
+  // that assigns `use_segment_matmul`): such a binding gives the name up
+  const forbidden = new Map<Binding, Set<string>>();
+  for (const u of closure.uses) {
+    if (!u.shadows) continue;
+    let f = forbidden.get(u.binding);
+    if (!f) forbidden.set(u.binding, (f = new Set()));
+    for (const s of u.shadows) f.add(s);
+  }
+  const allowed = (b: Binding, name: string) => !forbidden.get(b)?.has(name);
   const out = new Map<Binding, string>();
   for (const [name, list] of claims) {
     list.sort((a, b) => rank(a) - rank(b));
-    out.set(list[0], name);
-    for (const b of list.slice(1)) {
+    const keeper = list.find((b) => b.key === targetKey || allowed(b, name));
+    if (keeper) out.set(keeper, name);
+    for (const b of list) {
+      if (b === keeper) continue;
       const base = `${name}_${suffixFor(b)}`;
       let cand = base;
-      for (let i = 2; taken.has(cand); i++) cand = `${base}${i}`;
+      for (let i = 2; taken.has(cand) || !allowed(b, cand); i++) cand = `${base}${i}`;
       taken.add(cand);
       out.set(b, cand);
     }

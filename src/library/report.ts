@@ -10,6 +10,7 @@ import { blocksPerRepoChart, escapeXml, passRateChart } from './charts.js';
 import { getDedup, listSpecs, storedValidationResults } from './library.js';
 import { detectLicense } from './provenance.js';
 import { listExtractions, type StoredExtraction } from '../store/records.js';
+import { environmentLack, environmentLacks, equivalenceSkips, type EnvironmentLack } from './report-environment.js';
 import { histogram, summarize, wilson, type Bin, type Interval } from './stats.js';
 
 export const REPORT_STAGES = ['parse', 'compile', 'import', 'namespace', 'instantiate', 'forward', 'equivalence'] as const;
@@ -47,7 +48,12 @@ export interface RepoFigures {
   /** validated / validationRun, Wilson 95% */
   passRate: Interval;
   stages: StageFigures[];
+  /** categories of failures of the block itself (not what the environment lacks) */
   failureCategories: Record<string, number>;
+  /** failed because the environment lacks a requirement (report-environment.ts) */
+  environmentFailed: number;
+  /** why equivalence did not run after a forward pass, by reason */
+  equivalenceSkips: Record<string, number>;
   /** from the stored de-duplication, when it ran */
   unique: number | null;
   share: number | null;
@@ -63,6 +69,8 @@ export interface LibraryReport {
   /** blocks that ran forward, by the source of their constructor arguments (witness,
    *  call-site, config-table, guess) */
   argumentSources: Record<string, number>;
+  /** requirements the validation environment lacks, with the blocks each failed */
+  environment: EnvironmentLack[];
   categories: Record<string, number> | null;
   timings: {
     /** the last finished indexing run, ms per phase */
@@ -115,7 +123,7 @@ function stageFigures(records: readonly StoredExtraction[]): StageFigures[] {
 function failureCategories(records: readonly StoredExtraction[]): Record<string, number> {
   const out: Record<string, number> = {};
   for (const r of records) {
-    if (r.status !== 'failed') continue;
+    if (r.status !== 'failed' || environmentLack(r.record.validation)) continue;
     const c = r.record.validation?.category ?? 'unknown';
     out[c] = (out[c] ?? 0) + 1;
   }
@@ -134,6 +142,7 @@ function argumentSources(records: readonly StoredExtraction[]): Record<string, n
 }
 
 function figures(records: readonly StoredExtraction[], discovered: number): Omit<RepoFigures, 'name' | 'url' | 'revision' | 'license' | 'unique' | 'share'> {
+  const envFailed = records.filter((r) => r.status === 'failed' && environmentLack(r.record.validation)).length;
   const run = records.filter((r) => r.record.validation);
   const validated = records.filter((r) => r.status === 'validated').length;
   return {
@@ -146,6 +155,8 @@ function figures(records: readonly StoredExtraction[], discovered: number): Omit
     passRate: roundInterval(wilson(validated, run.length)),
     stages: stageFigures(records),
     failureCategories: failureCategories(records),
+    environmentFailed: envFailed,
+    equivalenceSkips: equivalenceSkips(records),
   };
 }
 
@@ -204,6 +215,7 @@ export function buildReport(store: IndexStore, opts: { storeDir?: string } = {})
     stages,
     failureCategories: fc,
     argumentSources: argumentSources(records),
+    environment: environmentLacks(records),
     categories,
     timings: {
       index: store.lastRun()?.timings ?? null,
@@ -240,7 +252,17 @@ export function reportText(r: LibraryReport): string {
   out.push('', 'stages (passed/attempted, Wilson 95%; cumulative = of all validated):');
   for (const s of r.stages) out.push(`  ${s.stage.padEnd(12)} ${s.passed}/${s.attempted} ${pct(s.rate)}  cumulative ${pct(s.cumulative)}  skipped ${s.skipped}`);
   if (Object.keys(r.failureCategories).length) {
-    out.push('', 'failure categories: ' + Object.entries(r.failureCategories).map(([k, v]) => `${k} ${v}`).join(', '));
+    out.push('', 'failures of the blocks: ' + Object.entries(r.failureCategories).map(([k, v]) => `${k} ${v}`).join(', '));
+  }
+  if (r.environment.length) {
+    out.push(`the environment lacks (${t.environmentFailed} blocks failed for it):`);
+    for (const e of r.environment) {
+      const how = e.verdict === 'lacks' ? `Debian ${e.debian} ${e.candidate}, not installed` : e.verdict === 'no-package' ? `no Debian package (tried ${e.debian})` : 'unknown';
+      out.push(`  ${e.module} (${e.distribution}): ${e.blocks} blocks — ${how}`);
+    }
+  }
+  if (Object.keys(t.equivalenceSkips).length) {
+    out.push('equivalence not run after a forward pass: ' + Object.entries(t.equivalenceSkips).map(([k, v]) => `${k} ×${v}`).join('; '));
   }
   if (Object.keys(r.argumentSources).length) out.push('forward passes by argument source: ' + Object.entries(r.argumentSources).map(([k, v]) => `${k} ${v}`).join(', '));
   if (r.categories) out.push('block categories: ' + Object.entries(r.categories).map(([k, v]) => `${k} ${v}`).join(', '));

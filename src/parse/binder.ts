@@ -45,6 +45,18 @@ import {
 
 type ScopeKind = 'module' | 'class' | 'function' | 'lambda' | 'comprehension';
 
+/** Names a read in scope `s` would find bound before the module scope: bindings of `s`
+ *  and of the enclosing function-like scopes (class scopes are not visible from nested
+ *  blocks, §4.2.2), sorted. */
+function localNames(s: Scope): string[] {
+  const out = new Set<string>();
+  for (let p: Scope | null = s; p && p.kind !== 'module'; p = p.parent) {
+    if (p.kind === 'class' && p !== s) continue;
+    for (const n of p.bindings.keys()) if (!p.globals.has(n) && !p.nonlocals.has(n)) out.add(n);
+  }
+  return [...out].sort();
+}
+
 interface Scope {
   kind: ScopeKind;
   parent: Scope | null;
@@ -181,6 +193,10 @@ class Binder {
           delete ref.attrEnds;
         }
         if (!ref.soft) delete ref.soft;
+        if (ref.attrs) {
+          const shadows = localNames(s);
+          if (shadows.length) ref.shadows = shadows;
+        }
         this.statements[stmt].refs.push(ref);
       }
     }

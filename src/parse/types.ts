@@ -7,7 +7,7 @@ import type { Param } from './params.js';
 
 /** Bump when the shape or meaning of FileFacts changes: stored facts of an older
  *  version are re-parsed. */
-export const FACTS_VERSION = 5;
+export const FACTS_VERSION = 6;
 
 /** One imported name, one edge. `import a.b as c, d` gives two edges.
  *  - `import a.b.c`        → {kind:'import', module:'a.b.c', asname:null} binds `a`
@@ -48,6 +48,10 @@ export interface Ref {
   attrEnds?: number[];
   /** the reference comes from a string annotation or is otherwise optional */
   soft?: boolean;
+  /** for a read with an attribute chain (which the emitter may replace by one name, an
+   *  interned module's attribute): the names bound locally in the function scopes around
+   *  it, which that one name must not be (§4.2.2: they would be local there) */
+  shadows?: string[];
 }
 
 /** How a top-level statement that binds names conditionally is guarded. */

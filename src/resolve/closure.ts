@@ -64,6 +64,8 @@ export interface Use {
   /** text the original code had there */
   original: string;
   binding: Binding;
+  /** an attribute chain replaced by one name: the names local where it stands */
+  shadows?: string[];
 }
 
 /** A nested/compound import of interned modules, replaced by assignments. */
@@ -337,9 +339,19 @@ class State {
         case 'builtin':
           b = this.builtinBinding(t.name);
           break;
-        case 'module':
-          if (!ref.soft) this.diag(from, ref.name, ref.line, 'module-object', `${ref.name} refers to the interned module ${t.name} itself, which a standalone file cannot provide`, 'error');
+        case 'module': {
+          // the module object itself (`torchvision.__version__`, a module passed as a
+          // value): a copy holds some of its definitions, never the module. When the
+          // package is importable in the validation environment, its import stays
+          // extern (the installed module, §5.3); else the reference cannot work
+          const top = t.name.split('.')[0];
+          if (this.resolver.importable(top)) {
+            const edge: ImportEdge = { kind: 'import', module: t.name, asname: local === t.name || (local === top && t.name === top) ? null : local, line: ref.line, start: 0, end: 0 };
+            b = this.externBinding(local, { kind: 'extern', edge, absModule: t.name, qualified: edge.asname ? t.name : top });
+          }
+          if (!ref.soft) this.moduleObject(from, ref.name, ref.line, t.name, !!b);
           break;
+        }
         case 'unresolved':
           if (!ref.soft) this.diag(from, ref.name, ref.line, t.reason, t.detail, 'error');
           break;
@@ -372,7 +384,7 @@ class State {
     const end = consumed > 0 ? ref.attrEnds![consumed - 1] : ref.end;
     const { chosen: b, unique } = this.bind(n, resolvedTargets, ref.name, ref.eager, { name: ref.name, line: lineOf(ref.start), soft: ref.soft });
     if (!b) return;
-    this.uses.push({ node: n, start: ref.start, end, original: src.slice(ref.start, end), binding: b });
+    this.uses.push({ node: n, start: ref.start, end, original: src.slice(ref.start, end), binding: b, ...(consumed > 0 && ref.shadows ? { shadows: ref.shadows } : {}) });
     // the module-level name read here denotes the binding (unless it is bound to
     // several things, or the reference goes through module attributes)
     if (unique && consumed === 0 && b.kind !== 'builtin') addOrigin(b, n.mod, ref.name);
@@ -409,6 +421,14 @@ class State {
         }
         // the import binds `local` in this statement: follow the edge itself
         const followed = this.followEdge(n, e);
+        if (followed.length === 1 && followed[0].kind === 'module') {
+          // a module object (`import pkg.sub as sub` in a function, then `vars(sub)`):
+          // no copy can be that module, so the import stays, absolute, where it was
+          // (lazy in a function body, as in the original)
+          keep.push({ edge: e, absModule: abs });
+          this.moduleObject(n, local, e.line, followed[0].name, this.resolver.importable(followed[0].name.split('.')[0]) === true);
+          continue;
+        }
         const { chosen: b } = this.bind(n, followed, local, !nested, { name: local, line: e.line });
         if (b) locals.push({ local, binding: b });
         else if (followed.some((t) => t.kind === 'unresolved' && t.reason === 'missing-module')) {
@@ -426,6 +446,19 @@ class State {
     if (abs === null) return [{ kind: 'unresolved', reason: 'missing-module', detail: 'relative import beyond the top-level package' }];
     if (e.kind === 'import') return [{ kind: 'module', name: e.asname ? abs : abs.split('.')[0], repo: n.mod.repo }];
     return this.resolver.resolveAttr(abs, e.name, n.mod.repo);
+  }
+
+  /** The diagnostic of a module object of an interned package: a warning when its import
+   *  is kept for the installed package, an error saying why it cannot work otherwise. */
+  private moduleObject(n: StmtNode, name: string, line: number, module: string, kept: boolean): void {
+    const top = module.split('.')[0];
+    const can = this.resolver.importable(top);
+    if (kept) {
+      this.diag(n, name, line, 'module-object', `${name} is the module ${module} itself: its import is kept, of the ${top} installed in the validation environment`, 'warning');
+      return;
+    }
+    const why = can === false ? `${top} is not importable in the validation environment` : `whether ${top} is installed in the validation environment is unknown here`;
+    this.diag(n, name, line, 'module-object', `${name} refers to the interned module ${module} itself, which a standalone file cannot provide (${why})`, 'error');
   }
 
   private diag(n: StmtNode, name: string, line: number, reason: Diagnostic['reason'], message: string, severity: Diagnostic['severity']): void {

@@ -44,6 +44,10 @@ export interface ResolveOptions {
   /** when given, only indexed modules matching these patterns are interned; every
    *  other module is extern (`torch.package`'s intern) */
   intern?: string[];
+  /** top-level modules importable in the validation environment, when known: an
+   *  interned package used as a module object (`torchvision.__version__`) keeps its
+   *  `import` extern when it is importable there */
+  importable?: readonly string[];
 }
 
 /** fnmatch-style match of a dotted module name: `timm.*`, `mmcv`, `a.b.**`. */
@@ -72,6 +76,15 @@ export class Resolver {
     if (this.forcedExtern(name)) return false;
     return !!this.corpus.module(name, repo) || this.corpus.isPackageName(name, repo);
   }
+
+  /** Is this top-level module importable in the validation environment? null: unknown. */
+  importable(top: string): boolean | null {
+    if (!this.opts.importable) return null;
+    this.importableSet ??= new Set(this.opts.importable);
+    return this.importableSet.has(top);
+  }
+
+  private importableSet: Set<string> | null = null;
 
   forcedExtern(name: string): boolean {
     if (this.opts.extern?.some((p) => modulePatternMatches(p, name))) return true;
@@ -243,17 +256,25 @@ export class Resolver {
    *  an interned module resolves through the chain. `consumed` says how many
    *  attributes were part of the resolution (the rest are ordinary attribute reads). */
   resolveRef(mod: CorpusModule, ref: Ref): { targets: Target[]; consumed: number } {
-    let targets = this.resolveName(mod, ref.name);
+    let targets = sameModule(this.resolveName(mod, ref.name));
     let consumed = 0;
     const attrs = ref.attrs ?? [];
     while (targets.length === 1 && targets[0].kind === 'module' && consumed < attrs.length) {
       const attr = attrs[consumed];
       if (attr.startsWith('__') && attr.endsWith('__')) break; // module.__name__ and friends
-      targets = this.resolveAttr(targets[0].name, attr, targets[0].repo);
+      targets = sameModule(this.resolveAttr(targets[0].name, attr, targets[0].repo));
       consumed++;
     }
     return { targets, consumed };
   }
+}
+
+/** Several imports binding one name to the same module (`import a.b` and `import a.c`
+ *  both bind the package `a`, §7.11) are one module target. */
+function sameModule(targets: Target[]): Target[] {
+  if (targets.length < 2 || !targets.every((t) => t.kind === 'module')) return targets;
+  const [first] = targets as Extract<Target, { kind: 'module' }>[];
+  return targets.every((t) => t.kind === 'module' && t.name === first.name && t.repo === first.repo) ? [first] : targets;
 }
 
 export function isPlainImport(kind: string): boolean {

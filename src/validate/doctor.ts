@@ -4,6 +4,7 @@
 import { defaultLimits, environmentId, findBwrap, locatePython, probeInSandbox, sandboxIds, type Probe } from './environment.js';
 import type { DoctorReport, PoolOptions } from './types.js';
 import path from 'node:path';
+import { installedDebianPackages, readManifest } from './env-packages.js';
 
 export async function doctor(opts: PoolOptions = {}): Promise<DoctorReport> {
   const limits = defaultLimits(opts);
@@ -27,6 +28,8 @@ export async function doctor(opts: PoolOptions = {}): Promise<DoctorReport> {
   let used: Probe | null = null;
   if (rootfs) {
     report.pythonSource = 'rootfs';
+    report.debianPackages = installedDebianPackages(rootfs);
+    report.environment = readManifest(rootfs);
     const python = opts.python ?? process.env.NNRAG_PYTHON ?? '/usr/bin/python3';
     report.python = python;
     if (bw) {

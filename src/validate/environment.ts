@@ -21,6 +21,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Limits, PoolOptions } from './types.js';
+import { packageSetDigest } from './env-packages.js';
 
 export const NOBODY = 65534;
 
@@ -139,6 +140,8 @@ export interface Probe {
   torch_spec: string | null;
   /** installed distributions as `name==version` (PEP 503 names), sorted */
   distributions?: string[];
+  /** top-level modules importable from sys.path (the resolver's `importable`) */
+  modules?: string[];
   torch?: string | null;
   torch_error?: string;
 }
@@ -677,6 +680,10 @@ export function environmentId(parts: { python: string; pythonVersion: string; to
       prefix: probe?.prefix ?? null,
       distributions: probe?.distributions ?? null,
       harness: harnessSource().hash,
+      // a root filesystem's Debian package set (env-packages.ts): a package without
+      // Python metadata (python3-opencv has no dist-info) changes the id too; only
+      // present with --rootfs, so the host's ids stay as they were
+      ...(rest.rootfs ? { debian: packageSetDigest(rest.rootfs) } : {}),
     }),
   );
   return h.digest('hex').slice(0, 16);

@@ -4,5 +4,6 @@ export * from './types.js';
 export { ValidatorPool, resolveEnvironment } from './pool.js';
 export { findPython, harnessPath, environmentId } from './environment.js';
 export { doctor } from './doctor.js';
-export { createRootfs, type CreateRootfsOptions } from './rootfs.js';
+export { createRootfs, BASE_PACKAGES, type CreateRootfsOptions } from './rootfs.js';
+export { syncEnvironment, storeNeeds, readManifest, installedDebianPackages, type EnvManifest, type EnvNeed, type ManifestEntry, type SyncResult } from './env-packages.js';
 export { toRecord, forStorage, validationKey, passesStages, MAX_STORED_ERROR, type ValidationRecord } from './record.js';

@@ -9,7 +9,11 @@ import { DEFAULT_REQUIRED_STAGES, type Stage, type ValidationRequest, type Valid
 export type ValidationRecord = Pick<
   ValidationResult,
   'stages' | 'category' | 'error' | 'args' | 'argumentsSource' | 'input_shapes' | 'output_shapes' | 'params' | 'envId' | 'equivalence' | 'namespace' | 'layers' | 'python' | 'usage'
->;
+> & {
+  /** a missing-extern failure as a requirement (missing.ts): module, distribution, Debian
+   *  package, whether the environment could have it */
+  missing?: import('./missing.js').MissingRequirement;
+};
 
 /** Longest error message a stored record keeps. */
 export const MAX_STORED_ERROR = 1000;

@@ -25,7 +25,14 @@ export interface CreateRootfsOptions {
   onLog?: (line: string) => void;
   /** allow a non-empty DIR */
   force?: boolean;
+  /** the packages every environment gets, default python3 + torch + torchvision + Pillow;
+   *  a smaller set (tests) skips the torch check */
+  base?: string[];
+  /** debootstrap's package cache (--cache-dir), reused between runs */
+  cacheDir?: string;
 }
+
+export const BASE_PACKAGES = ['python3', 'python3-torch', 'python3-torchvision', 'python3-pil'];
 
 /** The first folder on the way to `dir` (itself included when it exists) that the
  *  sandbox's user cannot pass through, or null. When nnrag runs as root the sandbox runs
@@ -69,8 +76,13 @@ export async function createRootfs(dir: string, opts: CreateRootfsOptions = {}):
   mkdirSync(target, { recursive: true });
   // torchvision and Pillow too: repositories such as timm import them at package import,
   // so without them the originals do not import and equivalence cannot run
-  const packages = ['python3', 'python3-torch', 'python3-torchvision', 'python3-pil', ...(opts.packages ?? [])];
+  const base = opts.base ?? BASE_PACKAGES;
+  const packages = [...base, ...(opts.packages ?? [])];
   const args = ['--variant=minbase', `--include=${packages.join(',')}`];
+  if (opts.cacheDir) {
+    mkdirSync(opts.cacheDir, { recursive: true });
+    args.push(`--cache-dir=${path.resolve(opts.cacheDir)}`);
+  }
   if (opts.arch) args.push(`--arch=${opts.arch}`);
   args.push(opts.suite ?? 'trixie', target);
   if (opts.mirror) args.push(opts.mirror);
@@ -96,8 +108,9 @@ export async function createRootfs(dir: string, opts: CreateRootfsOptions = {}):
     return;
   }
   const { probe, error } = await probeInSandbox({ python: '/usr/bin/python3', probe: null, rootfs: target, roots: [], limits: defaultLimits(), bwrap: bw.path }, true);
-  if (!probe || !probe.torch) {
+  const wantTorch = base.includes('python3-torch');
+  if (!probe || (wantTorch && !probe.torch)) {
     throw new NnragError(`root filesystem built in ${target}, but torch does not import in it: ${error ?? probe?.torch_error}`);
   }
-  opts.onLog?.(`root filesystem ready: python ${probe.version}, torch ${probe.torch}`);
+  opts.onLog?.(`root filesystem ready: python ${probe.version}${wantTorch ? `, torch ${probe.torch}` : ''}`);
 }

@@ -207,5 +207,9 @@ export interface DoctorReport {
   envId: string | null;
   /** installed distributions (`name==version`) that the environment id covers */
   distributions?: string[];
+  /** with --rootfs: its installed Debian packages (`name=version`, part of the id) */
+  debianPackages?: string[];
+  /** with --rootfs: what `nnrag env create/sync --store` asked for and got (env-packages.ts) */
+  environment?: import('./env-packages.js').EnvManifest | null;
   problems: string[];
 }

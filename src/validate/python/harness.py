@@ -120,6 +120,19 @@ def installed_distributions():
     return sorted(out)
 
 
+def top_level_modules():
+    """Top-level modules and packages importable from sys.path (pkgutil.iter_modules:
+    the path entry finders' listing, PEP 302) and the built-in ones. The resolver keeps
+    `import pkg` extern for a module object of an indexed package it finds here."""
+    import pkgutil
+    names = set(sys.builtin_module_names)
+    try:
+        names |= {m.name for m in pkgutil.iter_modules()}
+    except Exception:  # noqa: BLE001 - an unreadable path entry
+        pass
+    return sorted(names)
+
+
 def probe():
     """Facts about this interpreter without importing torch (fast): where it lives, the
     folders it imports from (the sandbox must bind them) and whether torch is findable."""
@@ -135,6 +148,7 @@ def probe():
         "path": [p for p in sys.path if p],
         "torch_spec": spec.origin if spec else None,
         "distributions": installed_distributions(),
+        "modules": top_level_modules(),
     }
     if "--import-torch" in sys.argv:
         try:
