@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything nnrag needs on a fresh machine of this kind (Debian + Node 20):
 # the validation environment (Debian's Python with PyTorch 1.13, torchvision, pyflakes),
-# dh-python (its table maps Python distributions to Debian packages),
+# dh-python (its table maps Python distributions to Debian packages), debootstrap
+# (`nnrag env create` builds root filesystems with it; a CI test builds a small one),
 # Chromium for the web catalog's browser test,
 # bubblewrap for the sandbox, git, then the npm dependencies, then the build.
 # Safe to run again: apt is skipped when the packages are already there.
@@ -9,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need=()
-for pkg in python3-torch python3-torchvision python3-pyflakes bubblewrap git chromium dh-python; do
+for pkg in python3-torch python3-torchvision python3-pyflakes bubblewrap git chromium dh-python debootstrap; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then
