@@ -8,6 +8,7 @@ import { symbolMatches } from './config/scope.js';
 import { Discovery, type Block } from './discover/discover.js';
 import { idFileStem, parseBlockId } from './discover/ids.js';
 import { emitModule, type NamespaceMap } from './emit/emitter.js';
+import { slimClosure, type SlimResult } from './emit/slim/slim.js';
 import { indexRepos, type IndexMode, type IndexProgress, type IndexReport } from './index/indexer.js';
 import { IndexStore } from './index/store.js';
 import { initParser } from './parse/parser.js';
@@ -195,6 +196,19 @@ export interface ExtractOptions {
   out?: string;
   intern?: string[];
   extern?: string[];
+  /** 'faithful': every option of the original works; 'slim' (the default): without
+   *  registration decorators and unreached options (src/emit/slim), used when it
+   *  validates as the faithful module does (pipeline.ts) */
+  profile?: EmissionProfile;
+}
+
+export type EmissionProfile = 'slim' | 'faithful';
+
+/** What slim emission may use beyond the code: texts whose strings the block can be
+ *  called with, decorators the sandbox proved to return their argument. */
+export interface SlimInputs {
+  seeds?: readonly string[];
+  proven?: ReadonlySet<string>;
 }
 
 export interface ExtractionRecord {
@@ -216,10 +230,12 @@ export interface Extraction {
   text: string;
   /** names of the emitted module and what they denote in the originals (for validation) */
   namespace?: NamespaceMap;
+  /** slim emission: decorators not proven statically (for the sandbox probe) */
+  unknownDecorators?: SlimResult['unknownDecorators'];
 }
 
 /** Compute the closure of one block and emit its standalone module (not written). */
-export function extractText(ws: Workspace, id: string, opts: ExtractOptions = {}): Extraction {
+export function extractText(ws: Workspace, id: string, opts: ExtractOptions = {}, slim: SlimInputs = {}): Extraction {
   const t0 = performance.now();
   const corpus = ws.corpus();
   const base: ExtractionRecord = { id, file: '', ok: false, lines: 0, diagnostics: [], interned: [], externs: [], ms: 0 };
@@ -230,8 +246,10 @@ export function extractText(ws: Workspace, id: string, opts: ExtractOptions = {}
   const { mod, className } = found;
   try {
     const resolver = ws.resolver({ extern: opts.extern, intern: opts.intern });
-    const closure = new ClosureBuilder(corpus, resolver).build(mod, className);
-    const em = emitModule(corpus, closure);
+    const profile = opts.profile ?? 'slim';
+    const sl = profile === 'slim' ? slimClosure(corpus, resolver, mod, className, slim) : null;
+    const closure = sl ? sl.closure : new ClosureBuilder(corpus, resolver).build(mod, className);
+    const em = emitModule(corpus, closure, sl ? { edits: sl.edits, header: sl.header } : {});
     const diagnostics = [...closure.diagnostics, ...em.diagnostics];
     const errors = diagnostics.filter((d) => d.severity === 'error');
     return {
@@ -244,10 +262,12 @@ export function extractText(ws: Workspace, id: string, opts: ExtractOptions = {}
         externs: em.externs,
         provenance: em.provenance,
         renames: em.renames,
+        emission: { profile, ...(sl ? { removed: sl.removed } : {}) },
         ms: performance.now() - t0,
       },
       text: em.text,
       namespace: em.namespace,
+      ...(sl ? { unknownDecorators: sl.unknownDecorators } : {}),
     };
   } catch (e) {
     return { record: { ...base, error: (e as Error).message, ms: performance.now() - t0 }, text: '' };

@@ -12,6 +12,8 @@ import { sysPathRoots } from './index/store.js';
 import { putCachedValidation, getCachedValidation, putExtraction, textHash } from './library/records.js';
 import type { Ref, StatementFacts } from './parse/types.js';
 import type { Corpus, CorpusModule } from './resolve/corpus.js';
+import type { NamespaceMap } from './emit/emitter.js';
+import { PROBE_CLASS, probeSource } from './emit/slim/probe.js';
 import {
   DEFAULT_REQUIRED_STAGES,
   ValidatorPool,
@@ -180,6 +182,51 @@ function originalSysPath(ws: api.Workspace, id: string, crossed: readonly string
   return [...out];
 }
 
+/** The slim module when it passes every stage the faithful one passes (same call sites,
+ *  data sites and original, so equivalence too), else the faithful one with the reason
+ *  on its record (`emission.fallbackReason`). Decorators the corpus does not show to
+ *  return their argument are first tried in the sandbox (emit/slim/probe.ts). */
+async function slimOrFaithful(
+  ws: api.Workspace,
+  id: string,
+  opts: PipelineOptions,
+  req: ValidationRequest,
+  { record: faithfulRecord, result: faithful }: { record: api.ExtractionRecord; result: ValidationResult },
+  namespace: NamespaceMap | undefined,
+  validate: (req: ValidationRequest) => Promise<ValidationResult>,
+): Promise<{ record: api.ExtractionRecord; text: string; result: ValidationResult }> {
+  const seeds = [...(req.callSites ?? []).map((c) => (typeof c === 'string' ? c : c.text)), ...(req.dataSites ?? []).map((d) => d.text)];
+  let slim = api.extractText(ws, id, { ...opts, profile: 'slim' }, { seeds });
+  const fallback = (reason: string) => {
+    faithfulRecord.emission = { profile: 'faithful', fallbackReason: reason, faithfulLines: faithfulRecord.lines, slimLines: slim.record.lines || null };
+    return { record: faithfulRecord, text: req.source, result: faithful };
+  };
+  if (!slim.text) return fallback(`slim emission failed: ${slim.record.error ?? 'no text'}`);
+  // decorators not proven statically: the sandbox applies them to a fresh class
+  if (slim.unknownDecorators?.length && namespace && faithful.stages.import === 'pass') {
+    const probe = probeSource(req.source, namespace, slim.unknownDecorators.map((d) => ({ key: d.key, module: d.mod.name, line: d.line, target: d.target })));
+    if (probe) {
+      const r = await validate({ id: `${id}#decorator-probe`, source: probe.source, className: PROBE_CLASS, requiredStages: ['import'] });
+      if (r.stages.import === 'pass') slim = api.extractText(ws, id, { ...opts, profile: 'slim' }, { seeds, proven: new Set(probe.keys) });
+    }
+  }
+  const emission = slim.record.emission as { removed?: unknown[] };
+  if (slim.text === req.source) {
+    slim.record.emission = { profile: 'slim', faithfulLines: slim.record.lines, slimLines: slim.record.lines, removed: emission.removed ?? [] };
+    return { record: slim.record, text: slim.text, result: faithful };
+  }
+  const sreq: ValidationRequest = { ...req, source: slim.text };
+  if (req.namespace && slim.namespace) sreq.namespace = slim.namespace;
+  const r = await validate(sreq);
+  const lost = (Object.keys(faithful.stages) as Stage[]).filter((s) => faithful.stages[s] === 'pass' && r.stages[s] !== 'pass');
+  const faithfulOk = passesStages(faithful, req.requiredStages ?? [...DEFAULT_REQUIRED_STAGES]);
+  if (lost.length || (faithfulOk && !passesStages(r, req.requiredStages ?? [...DEFAULT_REQUIRED_STAGES]))) {
+    return fallback(`slim module failed ${lost.join(', ') || 'a required stage'}: ${r.category ?? ''} ${(r.error ?? '').slice(0, 300)}`.trim());
+  }
+  slim.record.emission = { profile: 'slim', faithfulLines: faithfulRecord.lines, slimLines: slim.record.lines, removed: emission.removed ?? [] };
+  return { record: slim.record, text: slim.text, result: r };
+}
+
 /** Extract, validate and promote blocks. */
 export async function extractAndValidate(ws: api.Workspace, ids: string[], opts: PipelineOptions = {}): Promise<api.ExtractionRecord[]> {
   const out = path.resolve(opts.out ?? path.join(ws.storeDir, 'library'));
@@ -187,12 +234,24 @@ export async function extractAndValidate(ws: api.Workspace, ids: string[], opts:
   const required = opts.required ?? [...DEFAULT_REQUIRED_STAGES];
   const pool = opts.validator ?? (await ValidatorPool.start({ ...opts.pool, onWarning: opts.onWarning }));
   try {
-    const extracted = ids.map((id) => ({ id, ...api.extractText(ws, id, opts) }));
+    const profile = opts.profile ?? 'slim';
+    const extracted = ids.map((id) => ({ id, ...api.extractText(ws, id, { ...opts, profile: 'faithful' }) }));
     const records: api.ExtractionRecord[] = [];
     let done = 0;
+    const validateCached = async (req: ValidationRequest): Promise<ValidationResult> => {
+      const key = validationKey(req, pool.envId);
+      let r = opts.force ? null : getCachedValidation<ValidationResult>(ws.store, key, pool.envId);
+      if (!r) {
+        r = await pool.validate(req);
+        if (r.category !== 'crash' && r.category !== 'timeout') putCachedValidation(ws.store, key, pool.envId, forStorage(r));
+      }
+      return r;
+    };
     await Promise.all(
-      extracted.map(async ({ id, record, text, namespace }, i) => {
+      extracted.map(async ({ id, record: faithfulRecord, text: faithfulText, namespace }, i) => {
         let result: ValidationResult | null = null;
+        let record = faithfulRecord;
+        let text = faithfulText;
         if (text) {
           const { module: origModule, className } = parseBlockId(id);
           const req: ValidationRequest = {
@@ -208,11 +267,12 @@ export async function extractAndValidate(ws: api.Workspace, ids: string[], opts:
           if (sysPath) req.original = { module: origModule, className: req.className, sysPath };
           // the namespace stage compares the copy's names with the original modules'
           if (sysPath && namespace) req.namespace = namespace;
-          const key = validationKey(req, pool.envId);
-          result = opts.force ? null : getCachedValidation<ValidationResult>(ws.store, key, pool.envId);
-          if (!result) {
-            result = await pool.validate(req);
-            if (result.category !== 'crash' && result.category !== 'timeout') putCachedValidation(ws.store, key, pool.envId, forStorage(result));
+          result = await validateCached(req);
+          if (profile === 'slim') {
+            const chosen = await slimOrFaithful(ws, id, opts, req, { record, result }, namespace, validateCached);
+            record = chosen.record;
+            text = chosen.text;
+            result = chosen.result;
           }
           // layers (module type → count in the instantiated block) feed the library spec
           record.validation = result.layers ? { ...toRecord(result), layers: result.layers } : toRecord(result);
