@@ -5,7 +5,10 @@
 // issues ask for "per repository, before and after".
 //
 // usage: node dist/bench/corpus.js CONFIG [--store DIR] [--repos a/b,c/d] [--no-validate]
-//        [--workers N] [--json FILE]
+//        [--workers N] [--json FILE] [--profile slim|faithful]
+// With the slim profile (the default) a second table gives the emitted lines per
+// repository: faithful and the module kept (slim where it validated), median / p90 / max,
+// and how many blocks fell back to faithful.
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -33,6 +36,7 @@ const validate = !args.includes('--no-validate');
 let last = 0;
 const records = await extractAndValidate(ws, [...repoOf.keys()], {
   validate,
+  profile: (opt('--profile') as 'slim' | 'faithful' | undefined) ?? 'slim',
   pool: { workers: opt('--workers') ? Number(opt('--workers')) : undefined },
   onWarning: (m) => console.error(`warning: ${m}`),
   onProgress: (done, total) => {
@@ -106,5 +110,34 @@ for (const [name, r] of rows) {
   if (!r.eqSkips.size) continue;
   console.log(`  ${name}: ${[...r.eqSkips].sort((a, b) => b[1] - a[1]).slice(0, 4).map(([k, n]) => `${k} ×${n}`).join('; ')}`);
 }
+const q = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? s[Math.min(s.length - 1, Math.ceil(p * s.length) - 1)] : 0;
+};
+const sizes = new Map<string, { faithful: number[]; kept: number[]; slim: number; fallback: number; reasons: Map<string, number> }>();
+for (const rec of records) {
+  const em = rec.emission as { profile: string; faithfulLines?: number; fallbackReason?: string } | undefined;
+  if (!rec.lines) continue;
+  for (const name of [repoOf.get(rec.id) ?? '?', 'total']) {
+    let z = sizes.get(name);
+    if (!z) sizes.set(name, (z = { faithful: [], kept: [], slim: 0, fallback: 0, reasons: new Map() }));
+    z.faithful.push(em?.faithfulLines ?? rec.lines);
+    z.kept.push(rec.lines);
+    if (em?.profile === 'slim') z.slim++;
+    if (em?.fallbackReason) {
+      z.fallback++;
+      const why = em.fallbackReason.replace(/\d+/g, 'N').slice(0, 60);
+      z.reasons.set(why, (z.reasons.get(why) ?? 0) + 1);
+    }
+  }
+}
+console.log('\nemitted lines: faithful vs kept (slim where it validated) — median / p90 / max:');
+console.log('| repository | blocks | faithful | kept | slim | fell back |');
+console.log('|---|---|---|---|---|---|');
+for (const [name, z] of [...sizes].sort((a, b) => (a[0] === 'total' ? 1 : b[0] === 'total' ? -1 : a[0].localeCompare(b[0])))) {
+  const f = (xs: number[]) => `${q(xs, 0.5)} / ${q(xs, 0.9)} / ${Math.max(0, ...xs)}`;
+  console.log(`| ${name} | ${z.kept.length} | ${f(z.faithful)} | ${f(z.kept)} | ${z.slim} | ${z.fallback} |`);
+}
+for (const [name, z] of sizes) if (z.reasons.size && name !== 'total') console.log(`  fell back in ${name}: ${[...z.reasons].sort((a, b) => b[1] - a[1]).slice(0, 4).map(([k, n]) => `${k} ×${n}`).join('; ')}`);
 const json = opt('--json');
 if (json) writeFileSync(json, JSON.stringify(records.map((r) => ({ repo: repoOf.get(r.id), ...r })), null, 1));

@@ -195,7 +195,11 @@ async function slimOrFaithful(
   namespace: NamespaceMap | undefined,
   validate: (req: ValidationRequest) => Promise<ValidationResult>,
 ): Promise<{ record: api.ExtractionRecord; text: string; result: ValidationResult }> {
-  const seeds = [...(req.callSites ?? []).map((c) => (typeof c === 'string' ? c : c.text)), ...(req.dataSites ?? []).map((d) => d.text)];
+  // what the block is built with: its call sites, and the arguments the faithful module
+  // was validated with (the one configuration-table entry that worked, not every entry)
+  const seeds = [...(req.callSites ?? []).map((c) => (typeof c === 'string' ? c : c.text))];
+  if (faithful.args) seeds.push(...texts(faithful.args));
+  else seeds.push(...(req.dataSites ?? []).map((d) => d.text));
   let slim = api.extractText(ws, id, { ...opts, profile: 'slim' }, { seeds });
   const fallback = (reason: string) => {
     faithfulRecord.emission = { profile: 'faithful', fallbackReason: reason, faithfulLines: faithfulRecord.lines, slimLines: slim.record.lines || null };
@@ -225,6 +229,14 @@ async function slimOrFaithful(
   }
   slim.record.emission = { profile: 'slim', faithfulLines: faithfulRecord.lines, slimLines: slim.record.lines, removed: emission.removed ?? [] };
   return { record: slim.record, text: slim.text, result: r };
+}
+
+/** Every string in a JSON value (the validator's arguments are reprs: `"Cfg(type='x')"`). */
+function texts(v: unknown, out: string[] = []): string[] {
+  if (typeof v === 'string') out.push(v);
+  else if (Array.isArray(v)) for (const x of v) texts(x, out);
+  else if (v && typeof v === 'object') for (const [k, x] of Object.entries(v)) out.push(`'${k}'`), texts(x, out);
+  return out;
 }
 
 /** Extract, validate and promote blocks. */

@@ -1,8 +1,10 @@
 // CLI commands of the search stage: search, similar, export and serve (the local web
 // catalog). Argument parsing and output only; the work is in src/search, src/export and
 // src/serve.
-import { UsageError } from '../util/errors.js';
-import { exportBlock } from '../export/export.js';
+import { NnragError, UsageError } from '../util/errors.js';
+import { exportBlock, heldProfile } from '../export/export.js';
+import { getExtraction } from '../library/records.js';
+import { profileOpt } from './commands.js';
 import { CATEGORIES, type Category } from '../library/category.js';
 import { facets, resolveLibraryId, searchBlocks } from '../search/index.js';
 import { refreshSearch } from '../search/refresh.js';
@@ -113,14 +115,32 @@ export const commands: Record<string, Command> = {
 
   export: {
     summary: 'write a library block as a module of another project, merging its requirements',
-    usage: 'nnrag export ID|NAME --into DIR [--module NAME] [--force] [--allow-failed] [--python PY]',
-    options: { into: { type: 'string' }, module: { type: 'string' }, force: { type: 'boolean' }, 'allow-failed': { type: 'boolean' }, python: { type: 'string' } },
+    usage: 'nnrag export ID|NAME --into DIR [--module NAME] [--profile slim|faithful] [--force] [--allow-failed] [--python PY]',
+    options: { into: { type: 'string' }, module: { type: 'string' }, profile: { type: 'string' }, force: { type: 'boolean' }, 'allow-failed': { type: 'boolean' }, python: { type: 'string' } },
     async run(ctx) {
       if (ctx.positionals.length !== 1) throw new UsageError('name one block: nnrag export ID --into DIR');
       if (!ctx.values.into) throw new UsageError('--into DIR is required');
       const rep = await withWorkspaceAsync(ctx, async (ws) => {
         const id = resolveLibraryId(ws.store, ctx.positionals[0]);
+        // --profile: the library's module when it is of that profile; a faithful module is
+        // emitted again from the indexed sources; a slim one the library does not hold is refused
+        const profile = profileOpt(ctx);
+        let profileText: { profile: string; text: string } | undefined;
+        const stored = profile ? getExtraction(ws.store, id) : null;
+        if (profile && stored) {
+          const held = heldProfile(stored.record);
+          if (held.profile !== profile) {
+            if (profile === 'slim') {
+              throw new NnragError(`the library holds the faithful module of ${id}: ${held.fallbackReason ?? 'it was stored before slim emission; extract it again'}`, 'profile-unavailable');
+            }
+            await api.ready();
+            const f = api.extractText(ws, id, { profile: 'faithful' });
+            if (!f.text) throw new NnragError(`cannot emit the faithful module of ${id}: ${f.record.error ?? 'no text'}`, 'profile-unavailable');
+            profileText = { profile, text: f.text };
+          }
+        }
         return exportBlock(ws.store, id, {
+          profileText,
           into: ctx.values.into as string,
           module: ctx.values.module as string | undefined,
           force: !!ctx.values.force,

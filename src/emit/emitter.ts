@@ -31,6 +31,8 @@
 //   line range and the SWHID of the source file; `namespace` (for the validator's
 //   namespace stage) lists each emitted name with the original module-level names it
 //   must denote the same thing as, and where each copied statement sits.
+// - Slim emission (src/emit/slim) hands in more edits (removed decorators, pruned
+//   options) and header lines through `EmitOptions`.
 import type { ImportEdge } from '../parse/types.js';
 import { slotKey, type Binding, type Closure, type Diagnostic, type StmtNode } from '../resolve/closure.js';
 import type { Corpus, CorpusModule } from '../resolve/corpus.js';

@@ -41,6 +41,15 @@ export interface ExportOptions {
   python?: string;
   /** export a block that failed validation (refused otherwise) */
   allowFailed?: boolean;
+  /** the module text of another emission profile than the library holds (`--profile
+   *  faithful` of a slim block, emitted again from the indexed sources), and its name */
+  profileText?: { profile: string; text: string };
+}
+
+/** The emission profile of a stored record and why it is not slim, if it fell back. */
+export function heldProfile(record: Record<string, unknown>): { profile: string; fallbackReason: string | null } {
+  const em = record.emission as { profile?: string; fallbackReason?: string } | undefined;
+  return { profile: em?.profile ?? 'faithful', fallbackReason: em?.fallbackReason ?? null };
 }
 
 export interface ExportReport {
@@ -233,9 +242,12 @@ export async function exportBlock(store: IndexStore, id: string, opts: ExportOpt
   const usage = (validation as { usage?: string | null } | undefined)?.usage;
   const header =
     `# Exported by nnrag from ${id} (${state}).\n` +
+    (opts.profileText
+      ? `# ${opts.profileText.profile} profile, emitted again from the indexed sources (the library holds the ${heldProfile(e.record).profile} module, which is what was validated).\n`
+      : '') +
     (usage && !failed ? `# Usage, as validated (names of this module, torch imported): ${usage}\n` : '') +
     `# The provenance lines below say where every definition comes from; keep them with the code.\n`;
-  const text = header + e.text;
+  const text = header + (opts.profileText?.text ?? e.text);
 
   let action = 'written';
   if (existsSync(file) || isLink(file)) {

@@ -221,9 +221,18 @@ function rebound(n: Node, name: string, skip: Node | null): boolean {
             : c.type === 'as_pattern_target'
               ? c
               : null;
-    if (target && new RegExp(`(^|[^\\w.])${name}($|[^\\w])`).test(target.text)) return true;
+    if (target && bindsName(target, name)) return true;
     if ((c.type === 'global_statement' || c.type === 'nonlocal_statement' || c.type.startsWith('import')) && new RegExp(`\\b${name}\\b`).test(c.text)) return true;
     if (rebound(c, name, skip)) return true;
+  }
+  return false;
+}
+
+/** Does an assignment target bind `name` (not an attribute or item of it)? */
+function bindsName(t: Node, name: string): boolean {
+  if (t.type === 'identifier') return t.text === name;
+  if (['pattern_list', 'tuple_pattern', 'list_pattern', 'tuple', 'list', 'list_splat_pattern', 'parenthesized_expression', 'as_pattern_target'].includes(t.type)) {
+    return t.namedChildren.some((c) => !!c && bindsName(c, name));
   }
   return false;
 }

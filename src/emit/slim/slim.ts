@@ -9,7 +9,9 @@
 // the code that stays (defaults, literals passed on), of the block's call sites and data
 // sites (what the validator builds it with) are reached; an option whose key is reached
 // is kept, which brings its code (and its strings) in; repeat until nothing new is
-// reached. Keys compare case-insensitively (factories lower-case their argument).
+// reached. The names of the definitions the code that stays reads are reached too (code
+// may select an option by a class's `__name__`). Keys compare case-insensitively and
+// without `_`/`-` (factories normalise their argument).
 import type { Closure, StmtNode } from '../../resolve/closure.js';
 import { ClosureBuilder, slotKey } from '../../resolve/closure.js';
 import type { Corpus, CorpusModule } from '../../resolve/corpus.js';
@@ -61,7 +63,7 @@ const DEF_KINDS = new Set(['class_definition', 'function_definition', 'decorated
 export function slimClosure(corpus: Corpus, resolver: Resolver, mod: CorpusModule, className: string, opts: SlimOptions = {}): SlimResult {
   const builder = new ClosureBuilder(corpus, resolver);
   const reached = new Set<string>();
-  for (const t of opts.seeds ?? []) for (const m of t.matchAll(STRING_LIT)) reached.add(m[2].toLowerCase());
+  for (const t of opts.seeds ?? []) for (const m of t.matchAll(STRING_LIT)) reached.add(optionKey(m[2]));
   const syntax = (m: CorpusModule): ModuleSyntax => moduleSyntax(m, corpus.source(m));
   /** decorators kept because their registry is still read by the code that stays */
   const keepDecorators = new Set<DecoratorSite>();
@@ -83,7 +85,7 @@ export function slimClosure(corpus: Corpus, resolver: Resolver, mod: CorpusModul
   };
   const prunable = (m: CorpusModule, site: OptionSite, i: number): boolean => {
     const e = site.entries[i];
-    if (e.keys.some((k) => reached.has(k))) return false;
+    if (e.keys.some((k) => reached.has(optionKey(k)))) return false;
     const refs = m.facts.statements[site.stmt].refs;
     return refs.some((r) => r.start >= e.codeStart && r.start < e.codeEnd);
   };
@@ -119,9 +121,21 @@ export function slimClosure(corpus: Corpus, resolver: Resolver, mod: CorpusModul
       for (const o of sitesOf(n.mod, n.stmt).options) for (const e of o.entries) keys.push(...e.keyRanges);
       for (let i = firstAtOrAfter(s.strings, n.facts.start); i < s.strings.length && s.strings[i].start < n.facts.end; i++) {
         const lit = s.strings[i];
-        if (reached.has(lit.value) || within(skipped, lit.start) || within(keys, lit.start)) continue;
-        reached.add(lit.value);
+        const v = optionKey(lit.value);
+        if (reached.has(v) || within(skipped, lit.start) || within(keys, lit.start)) continue;
+        reached.add(v);
         grew = true;
+      }
+      // the names of the definitions the code that stays uses: code may select an option
+      // by a class's or function's `__name__` (`norm_layer.__name__.lower()`)
+      for (const r of n.facts.refs) {
+        if (within(skipped, r.start)) continue;
+        for (const name of [r.name, ...(r.attrs ?? [])]) {
+          const v = optionKey(name);
+          if (reached.has(v)) continue;
+          reached.add(v);
+          grew = true;
+        }
       }
     }
     if (!grew || round >= MAX_ROUNDS) {
@@ -226,6 +240,12 @@ export function slimClosure(corpus: Corpus, resolver: Resolver, mod: CorpusModul
     }
   }
   return { closure, edits: (n) => editsByNode.get(n), header, removed, unknownDecorators };
+}
+
+/** Option values compare case-insensitively and without `_`, `-` and spaces: factories
+ *  normalise the names they are given (`name.lower()`, `.replace('_', '')`). */
+function optionKey(s: string): string {
+  return s.toLowerCase().replace(/[-_\s]/g, '');
 }
 
 /** `3-4,5-6,9` → `3-6,9`: adjacent line ranges merged. */
