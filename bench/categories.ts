@@ -7,7 +7,8 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { IndexStore } from '../src/index/store.js';
+import { IndexStore } from '../src/store/store.js';
+import { clearDocs } from '../src/store/search.js';
 import { categorize } from '../src/library/category.js';
 import { listDocs } from '../src/search/index.js';
 import { refreshSearch } from '../src/search/refresh.js';
@@ -29,7 +30,7 @@ const labels = readFileSync(labelsFile, 'utf8')
   });
 const s = IndexStore.open(store);
 // documents are derived data: rebuild them all, so the categories are this code's
-s.write(() => s.db.exec('DELETE FROM search_docs; DELETE FROM search_fts;'));
+clearDocs(s);
 refreshSearch(s, { force: true });
 const docs = listDocs(s);
 let right = 0;

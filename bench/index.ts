@@ -15,7 +15,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { deserialize, serialize } from 'node:v8';
-import { IndexStore } from '../src/index/store.js';
+import { IndexStore } from '../src/store/store.js';
 import { indexRepos } from '../src/index/indexer.js';
 import { ParsePool } from '../src/index/pool.js';
 import type { IndexReport, IndexCheckout } from '../src/index/indexer.js';
@@ -81,7 +81,7 @@ function loadMeasures(store: IndexStore) {
   const t0 = performance.now();
   const all = store.loadAllFacts();
   const tLoad = performance.now() - t0;
-  const rows = store.db.prepare('SELECT data FROM facts WHERE data IS NOT NULL').pluck().all() as string[];
+  const rows = store.allFactsTexts();
   const jsonBytes = rows.reduce((s, x) => s + x.length, 0);
   let t = performance.now();
   for (const r of rows) JSON.parse(r);

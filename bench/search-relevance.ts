@@ -13,7 +13,7 @@
 // and with `--all` (every block), since a judged block may have failed validation.
 //
 // usage: node dist/bench/search-relevance.js STORE [--quiet]
-import { IndexStore } from '../src/index/store.js';
+import { IndexStore } from '../src/store/store.js';
 import { refreshSearch } from '../src/search/refresh.js';
 import { searchBlocks } from '../src/search/index.js';
 import { args } from './args.js';

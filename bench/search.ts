@@ -7,8 +7,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { IndexStore } from '../src/index/store.js';
-import { putExtraction, textHash } from '../src/library/records.js';
+import { IndexStore } from '../src/store/store.js';
+import { extractionIds, putExtraction, textHash } from '../src/store/records.js';
 import { searchBlocks, syncSearchIndex, type SearchOptions } from '../src/search/index.js';
 import { similarBlocks, syncSignatures } from '../src/search/similar.js';
 
@@ -120,7 +120,7 @@ try {
   t = performance.now();
   const nsig = syncSignatures(store);
   console.log(`signatures: ${nsig} computed in ${(performance.now() - t).toFixed(0)} ms`);
-  const ids = store.stmt('SELECT id FROM extractions ORDER BY random() LIMIT 20').pluck().all() as string[];
+  const ids = extractionIds(store).sort(() => Math.random() - 0.5).slice(0, 20);
   const st: number[] = [];
   for (const id of ids) {
     const t0 = performance.now();

@@ -6,7 +6,8 @@ import path from 'node:path';
 import { UsageError } from '../util/errors.js';
 import { buildLibrary, diversityTopUp, getDedup, listSpecs, runDedup, type StoredDedup, type TopUp } from '../library/library.js';
 import { trainingPairs, writePairs } from '../library/pairs.js';
-import { listExtractions } from '../library/records.js';
+import { listExtractions } from '../store/records.js';
+import { KV_KEYS } from '../store/kv.js';
 import { buildReport, reportHtml, reportText } from '../library/report.js';
 import { repositoryRequirements, type RepoRequirements } from '../library/repo-requirements.js';
 import { KNOWN_DISTRIBUTIONS, probeEnvironment } from '../library/requirements.js';
@@ -103,7 +104,7 @@ export const commands: Record<string, Command> = {
           if (!(Number.isInteger(min) && min >= 1)) throw new UsageError('--top-up takes a whole number ≥ 1');
           if (!listSpecs(ws.store).length) await buildLibrary(ws);
           topUp = diversityTopUp(listSpecs(ws.store), d.clusters, min);
-          ws.store.setKV('dedup:topup', JSON.stringify({ min, categories: topUp }));
+          ws.store.setKV(KV_KEYS.dedupTopUp, JSON.stringify({ min, categories: topUp }));
         }
         const human = dedupText(d) + (topUp ? '\ndiversity top-up (validated blocks per category):\n' + topUp.map((t) => `  ${t.category}: ${t.unique} unique${t.added.length ? ` + ${t.added.length}: ${t.added.join(', ')}` : ''}`).join('\n') : '');
         ctx.out(human, topUp ? { ...d, topUp } : d);

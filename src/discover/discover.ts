@@ -14,7 +14,7 @@
 // Whether an extern class is an nn.Module subclass with a forward is decided by
 // `staticExternInfo` (a reference list of torch.nn's classes generated from torch,
 // torch-nn-classes.ts), or by an ExternInfo the caller passes.
-import type { BlockRow } from '../index/store.js';
+import type { BlockRow } from '../store/store.js';
 import type { ClassFacts } from '../parse/types.js';
 import type { Corpus, CorpusModule } from '../resolve/corpus.js';
 import type { Resolver, Target } from '../resolve/names.js';

@@ -18,8 +18,8 @@
 // new requirements are appended.
 import { existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { IndexStore } from '../index/store.js';
-import { getExtraction } from '../library/records.js';
+import type { IndexStore } from '../store/store.js';
+import { getExtraction } from '../store/records.js';
 import { compatiblePin, KNOWN_DISTRIBUTIONS, normalizeDistName, requirementLines, resolveRequirements, topLevelName } from '../library/requirements.js';
 import { NnragError, UsageError } from '../util/errors.js';
 import { ensureDir } from '../util/fs.js';

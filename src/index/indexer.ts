@@ -32,7 +32,7 @@ import { UsageError } from '../util/errors.js';
 import { ParsePool } from './pool.js';
 import type { ParseItem, ParseOutcome } from './pool.js';
 import { gitBlobId } from './source.js';
-import type { FactsRow, FileRow, IndexStore, ProblemRow, RepoRow } from './store.js';
+import type { FactsMeta, FactsRow, FileRow, IndexStore, ProblemRow, RepoRow } from '../store/store.js';
 
 export type IndexMode = 'missing' | 'force' | 'skip';
 
@@ -144,13 +144,7 @@ interface RepoState {
 }
 
 /** Facts metadata needed per file: whether stored, syntax errors, content problem. */
-interface Meta {
-  version: number;
-  errors: number;
-  firstError: string | null;
-  problem: string | null;
-  hasData: boolean;
-}
+type Meta = FactsMeta;
 
 const now = () => performance.now();
 
@@ -187,14 +181,11 @@ export async function indexRepos(store: IndexStore, checkouts: IndexCheckout[], 
   const pool = opts.pool ?? new ParsePool(opts.workers);
   const ownPool = !opts.pool;
 
-  const metaStmt = store.stmt(
-    'SELECT version, errors, first_error AS firstError, problem, data IS NOT NULL AS hasData FROM facts WHERE blob = ?',
-  );
   const metaCache = new Map<string, Meta | null>();
   const meta = (blob: string): Meta | null => {
     let m = metaCache.get(blob);
     if (m === undefined) {
-      m = (metaStmt.get(blob) as Meta | undefined) ?? null;
+      m = store.factsMeta(blob);
       metaCache.set(blob, m);
     }
     return m;
@@ -439,54 +430,4 @@ export function factsRow(o: ParseOutcome): FactsRow {
   };
 }
 
-/** Summary of what the store holds: `nnrag stats --json`. */
-export interface StoreStats {
-  schemaVersion: number;
-  repos: { name: string; files: number; bytes: number; revision: string | null; indexedAt: string | null }[];
-  files: number;
-  bytes: number;
-  /** distinct contents with stored facts */
-  facts: number;
-  /** files with at least one syntax error */
-  parseErrors: number;
-  syntaxErrors: number;
-  problems: number;
-  problemsByKind: Record<string, number>;
-  blocks: number;
-  lastRun: {
-    id: number; mode: string; started: string; finished: string | null;
-    timings: Record<string, number> | null; stats: Record<string, unknown> | null;
-  } | null;
-}
-
-export function stats(store: IndexStore): StoreStats {
-  const q = <T>(sql: string) => store.stmt(sql).get() as T;
-  const repos = store.stmt(
-    `SELECT r.name, r.revision, r.indexed_at AS indexedAt, COUNT(f.path) AS files, COALESCE(SUM(f.size), 0) AS bytes
-     FROM repos r LEFT JOIN files f ON f.repo = r.name GROUP BY r.name ORDER BY r.priority DESC, r.name`,
-  ).all() as StoreStats['repos'];
-  const tot = q<{ files: number; bytes: number }>('SELECT COUNT(*) AS files, COALESCE(SUM(size), 0) AS bytes FROM files');
-  const err = q<{ files: number; errors: number }>(
-    `SELECT COUNT(*) AS files, COALESCE(SUM(x.errors), 0) AS errors FROM files f JOIN facts x ON x.blob = f.blob WHERE x.errors > 0`,
-  );
-  const byKind: Record<string, number> = {};
-  for (const r of store.stmt('SELECT kind, COUNT(*) AS n FROM problems GROUP BY kind ORDER BY kind').all() as { kind: string; n: number }[]) {
-    byKind[r.kind] = r.n;
-  }
-  const last = store.lastRun();
-  return {
-    schemaVersion: store.schemaVersion,
-    repos,
-    files: tot.files,
-    bytes: tot.bytes,
-    facts: q<{ n: number }>('SELECT COUNT(*) AS n FROM facts').n,
-    parseErrors: err.files,
-    syntaxErrors: err.errors,
-    problems: Object.values(byKind).reduce((a, b) => a + b, 0),
-    problemsByKind: byKind,
-    blocks: q<{ n: number }>('SELECT COUNT(*) AS n FROM blocks').n,
-    lastRun: last && {
-      id: last.id, mode: last.mode, started: last.started, finished: last.finished, timings: last.timings, stats: last.stats,
-    },
-  };
-}
+export { storeStats as stats, type StoreStats } from '../store/store.js';

@@ -11,73 +11,26 @@ import { createHash } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { writeFileAtomic, type Workspace } from '../api.js';
-import { registerMigration, type IndexStore, type RepoRow } from '../index/store.js';
+import type { IndexStore, RepoRow } from '../store/store.js';
+import { KV_KEYS, requirementsKey } from '../store/kv.js';
+import { clusterOf, listClusters, putDedup, putSpecs } from '../store/specs.js';
 import { idFileStem, parseBlockId } from '../discover/ids.js';
 import type { ClassFacts } from '../parse/types.js';
 import type { CorpusModule } from '../resolve/corpus.js';
 import type { Resolver } from '../resolve/names.js';
 import { dedup, type DedupCluster, type DedupOptions, type DedupResult } from './dedup.js';
 import { blockManifest, checkSwhids, detectLicense, libraryManifest, type LicenseInfo, type RequiredRepos } from './provenance.js';
-import { extractionHashes, listExtractions, type StoredExtraction } from './records.js';
+import { cachedValidationTexts, extractionHashes, listExtractions, type StoredExtraction } from '../store/records.js';
 import { requirementLines, resolveRequirements, type Requirement } from './requirements.js';
 import { buildSpec, initSpecParser, type ProvenanceEntry, type ValidationFacts } from './spec.js';
 import type { BlockSpec } from './spec-types.js';
-
-registerMigration({
-  version: 3,
-  name: 'library: block specs and de-duplication clusters',
-  up(db) {
-    db.exec(`
-      CREATE TABLE IF NOT EXISTS specs(
-        id TEXT PRIMARY KEY,
-        repo TEXT NOT NULL,
-        status TEXT NOT NULL,
-        category TEXT NOT NULL,
-        json TEXT NOT NULL,
-        updated TEXT NOT NULL
-      );
-      CREATE INDEX IF NOT EXISTS specs_repo ON specs(repo);
-      CREATE TABLE IF NOT EXISTS dedup_clusters(
-        cluster INTEGER PRIMARY KEY,
-        kind TEXT NOT NULL,
-        representative TEXT NOT NULL,
-        members TEXT NOT NULL,
-        scores TEXT NOT NULL DEFAULT '[]'
-      );
-      CREATE TABLE IF NOT EXISTS dedup_members(
-        block TEXT PRIMARY KEY,
-        cluster INTEGER NOT NULL
-      );
-    `);
-  },
-});
 
 /** Folder of a block's files under the library folder, by stored status. */
 export function statusDir(status: string): 'blocks' | 'failed' | 'extracted' {
   return status === 'validated' ? 'blocks' : status === 'failed' ? 'failed' : 'extracted';
 }
 
-// ---------------------------------------------------------------- specs in the store
-
-export function putSpecs(store: IndexStore, specs: readonly BlockSpec[]): void {
-  const ins = store.stmt('INSERT OR REPLACE INTO specs(id, repo, status, category, json, updated) VALUES (?, ?, ?, ?, ?, ?)');
-  const now = new Date().toISOString();
-  store.write(() => {
-    for (const s of specs) ins.run(s.id, s.origin.repo, s.status, s.category, JSON.stringify(s), now);
-  });
-}
-
-export function getSpec(store: IndexStore, id: string): BlockSpec | null {
-  const j = store.stmt('SELECT json FROM specs WHERE id = ?').pluck().get(id) as string | undefined;
-  return j ? (JSON.parse(j) as BlockSpec) : null;
-}
-
-export function listSpecs(store: IndexStore, filter: { status?: string; repo?: string; category?: string } = {}): BlockSpec[] {
-  const rows = store.stmt('SELECT json FROM specs ORDER BY id').pluck().all() as string[];
-  return rows
-    .map((j) => JSON.parse(j) as BlockSpec)
-    .filter((s) => (!filter.status || s.status === filter.status) && (!filter.repo || s.origin.repo === filter.repo) && (!filter.category || s.category === filter.category));
-}
+export { getSpec, listSpecs, putSpecs } from '../store/specs.js';
 
 // ---------------------------------------------------------------- requirements
 
@@ -92,7 +45,7 @@ export async function environmentRequirements(
   opts: { python?: string; envKey?: string } = {},
 ): Promise<Map<string, Requirement>> {
   const python = opts.python ?? process.env.NNRAG_PYTHON ?? '/usr/bin/python3';
-  const key = `requirements:${opts.envKey ?? `python:${python}`}`;
+  const key = requirementsKey(opts.envKey ?? `python:${python}`);
   const cached = JSON.parse(store.getKV(key) ?? '{}') as Record<string, Requirement>;
   const missing = [...new Set(names)].filter((n) => !(n in cached)).sort();
   if (missing.length) {
@@ -121,7 +74,7 @@ export function storedValidationResults(store: IndexStore, records: readonly Sto
   const want = new Map(records.filter((r) => r.record.validation).map((r) => [r.id, r.record.validation as ValidationFacts]));
   const out = new Map<string, ValidationExtras>();
   if (!want.size) return out;
-  for (const row of store.stmt('SELECT result FROM validations').pluck().iterate() as Iterable<string>) {
+  for (const row of cachedValidationTexts(store)) {
     const m = /"id":"([^"]+)"/.exec(row); // cheap pre-filter before parsing
     if (!m || !want.has(m[1]) || out.has(m[1])) continue;
     const res = JSON.parse(row) as { id: string; envId: string; stages: Record<string, string> } & ValidationExtras;
@@ -305,7 +258,7 @@ export async function buildLibrary(ws: Workspace, opts: LibraryOptions = {}): Pr
     warnings,
     ms: Math.round(performance.now() - t0),
   };
-  store.setKV('library:last', JSON.stringify({ ...result, manifest: undefined, at: new Date().toISOString() }));
+  store.setKV(KV_KEYS.libraryLast, JSON.stringify({ ...result, manifest: undefined, at: new Date().toISOString() }));
   return result;
 }
 
@@ -357,49 +310,22 @@ export async function runDedup(ws: Workspace, opts: DedupOptions = {}): Promise<
     kinds,
     clusters: res.clusters,
   };
-  const insC = store.stmt('INSERT INTO dedup_clusters(cluster, kind, representative, members, scores) VALUES (?, ?, ?, ?, ?)');
-  const insM = store.stmt('INSERT OR REPLACE INTO dedup_members(block, cluster) VALUES (?, ?)');
-  store.write(() => {
-    store.stmt('DELETE FROM dedup_clusters').run();
-    store.stmt('DELETE FROM dedup_members').run();
-    res.clusters.forEach((c, i) => {
-      insC.run(i + 1, c.kind, c.representative, JSON.stringify(c.members), JSON.stringify(c.scores ?? []));
-      for (const m of c.members) insM.run(m, i + 1);
-    });
-    store.stmt('INSERT OR REPLACE INTO kv(key, value) VALUES (?, ?)').run('dedup:last', JSON.stringify({ ...stored, clusters: undefined }));
-  });
+  putDedup(store, res.clusters, { ...stored, clusters: undefined });
   return stored;
 }
 
 /** The stored de-duplication result (null when `nnrag dedup` never ran); `fresh` tells whether
  *  the stored extractions are still those it was computed from. */
 export function getDedup(store: IndexStore): (StoredDedup & { fresh: boolean }) | null {
-  const s = store.getKV('dedup:last');
+  const s = store.getKV(KV_KEYS.dedupLast);
   if (!s) return null;
   const summary = JSON.parse(s) as Omit<StoredDedup, 'clusters'>;
-  const clusters = (store.stmt('SELECT kind, representative, members, scores FROM dedup_clusters ORDER BY cluster').all() as ClusterRow[]).map(clusterFromRow);
+  const clusters = listClusters(store);
   const fresh = inputsDigest(extractionHashes(store)) === summary.inputs;
   return { ...summary, clusters, fresh };
 }
 
-/** The cluster a block belongs to, if any. */
-export function clusterOf(store: IndexStore, id: string): DedupCluster | null {
-  const r = store
-    .stmt('SELECT c.kind, c.representative, c.members, c.scores FROM dedup_members m JOIN dedup_clusters c ON c.cluster = m.cluster WHERE m.block = ?')
-    .get(id) as ClusterRow | undefined;
-  return r ? clusterFromRow(r) : null;
-}
-
-interface ClusterRow {
-  kind: string;
-  representative: string;
-  members: string;
-  scores: string;
-}
-
-function clusterFromRow(r: ClusterRow): DedupCluster {
-  return { kind: r.kind as DedupCluster['kind'], representative: r.representative, members: JSON.parse(r.members) as string[], scores: JSON.parse(r.scores) as DedupCluster['scores'] };
-}
+export { clusterOf };
 
 // ---------------------------------------------------------------- diversity top-up
 

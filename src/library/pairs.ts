@@ -5,9 +5,9 @@
 // repository the module copies from and the provenance (SWHIDs) of its lines, so a data
 // set can be filtered by license and every target traced to its sources.
 import { writeFileSync } from 'node:fs';
-import type { IndexStore } from '../index/store.js';
+import type { IndexStore } from '../store/store.js';
 import { detectLicense } from './provenance.js';
-import { listExtractions } from './records.js';
+import { listExtractions } from '../store/records.js';
 import { formatSignature, type ProvenanceEntry } from './spec.js';
 import type { BlockSpec } from './spec-types.js';
 import { listSpecs } from './library.js';

@@ -12,7 +12,7 @@
 // (https://spdx.org/licenses/) for common licenses, else 'unknown'.
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import type { RepoRow } from '../index/store.js';
+import type { RepoRow } from '../store/store.js';
 import type { ProvenanceEntry } from './spec.js';
 import { contentSwhid, originUrl, revisionSwhid } from './swhid.js';
 

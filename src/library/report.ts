@@ -4,11 +4,12 @@
 // validation stages, de-duplication), the size distribution of the emitted modules, and
 // uniqueness from the stored de-duplication. Everything is computed from the store; the
 // HTML page inlines two SVG charts (blocks per repository, pass rate per stage).
-import type { IndexStore } from '../index/store.js';
+import type { IndexStore } from '../store/store.js';
+import { KV_KEYS } from '../store/kv.js';
 import { blocksPerRepoChart, escapeXml, passRateChart } from './charts.js';
 import { getDedup, listSpecs, storedValidationResults } from './library.js';
 import { detectLicense } from './provenance.js';
-import { listExtractions, type StoredExtraction } from './records.js';
+import { listExtractions, type StoredExtraction } from '../store/records.js';
 import type { ValidationFacts } from './spec.js';
 import { histogram, summarize, wilson, type Bin, type Interval } from './stats.js';
 
@@ -219,7 +220,7 @@ export function buildReport(store: IndexStore, opts: { storeDir?: string } = {})
   const lines = records.map((r) => r.lines);
   const top = SIZE_EDGES[SIZE_EDGES.length - 1];
   const edges = Math.max(0, ...lines) > top ? [...SIZE_EDGES, Math.max(...lines)] : SIZE_EDGES;
-  const lib = store.getKV('library:last');
+  const lib = store.getKV(KV_KEYS.libraryLast);
   const { stages, failureCategories: fc, ...totals } = all;
   return {
     generated: new Date().toISOString(),

@@ -1,6 +1,6 @@
 // Builds the resolver's Corpus from the IndexStore: module rows plus their facts, with
 // the on-demand loader attached (modules outside the configured paths, ondemand.ts).
-import type { IndexStore } from '../index/store.js';
+import type { IndexStore } from '../store/store.js';
 import { Corpus, type CorpusModule } from './corpus.js';
 import { OnDemandLoader } from './ondemand.js';
 

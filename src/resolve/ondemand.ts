@@ -12,7 +12,7 @@ import path from 'node:path';
 import { factsRow, MAX_FILE_BYTES } from '../index/indexer.js';
 import { parseBuffer } from '../index/parse-one.js';
 import { decodePython, gitBlobId } from '../index/source.js';
-import { sysPathRoots, type IndexStore, type RepoRow } from '../index/store.js';
+import { sysPathRoots, type IndexStore, type RepoRow } from '../store/store.js';
 import type { FileFacts } from '../parse/types.js';
 import { parserReady } from '../parse/parser.js';
 import { isIdentifier } from '../repos/files.js';

@@ -7,10 +7,10 @@
 import { parseBlockId } from '../discover/ids.js';
 import type { ProvenanceEntry } from '../emit/emitter.js';
 import { createHash } from 'node:crypto';
-import type { IndexStore } from '../index/store.js';
+import type { IndexStore } from '../store/store.js';
 import { categorize, classSegment, layerInventory } from '../library/category.js';
-import type { StoredExtraction } from '../library/records.js';
-import { getSpec } from '../library/library.js';
+import type { StoredExtraction } from '../store/records.js';
+import { getSpec, specTexts } from '../store/specs.js';
 import type { BlockSpec } from '../library/spec-types.js';
 import type { ClassFacts, FileFacts } from '../parse/types.js';
 
@@ -110,28 +110,14 @@ function copiedNames(text: string, className: string): string[] {
 
 /** The stored spec of a block, if the library stage (`nnrag library`) wrote one. */
 export function storedSpec(store: IndexStore, id: string): BlockSpec | null {
-  return hasTable(store, 'specs') ? getSpec(store, id) : null;
-}
-
-const tableCache = new WeakMap<IndexStore, Map<string, boolean>>();
-export function hasTable(store: IndexStore, name: string): boolean {
-  let m = tableCache.get(store);
-  if (!m) tableCache.set(store, (m = new Map()));
-  let v = m.get(name);
-  if (v === undefined || !v) {
-    v = !!store.stmt("SELECT 1 FROM sqlite_master WHERE type IN ('table', 'view') AND name = ?").get(name);
-    m.set(name, v);
-  }
-  return v;
+  return getSpec(store, id);
 }
 
 /** Class facts of a discovered block, read from the stored facts of its file. */
 export function classFacts(store: IndexStore, id: string, cache?: Map<string, FileFacts | null>): { facts: ClassFacts | null; row: { repo: string; path: string; line: number; module: string } | null } {
-  const row = store.stmt('SELECT repo, path, line, module, name FROM blocks WHERE id = ?').get(id) as
-    | { repo: string; path: string; line: number; module: string; name: string }
-    | undefined;
+  const row = store.getBlock(id);
   if (!row) return { facts: null, row: null };
-  const blob = store.stmt('SELECT blob FROM files WHERE repo = ? AND path = ?').pluck().get(row.repo, row.path) as string | undefined;
+  const blob = store.indexedBlob(row.repo, row.path);
   let ff: FileFacts | null = null;
   if (blob) {
     if (cache?.has(blob)) ff = cache.get(blob)!;
@@ -155,8 +141,7 @@ export function docKey(e: { hash: string; status: string; updated: string }, spe
 
 /** The stored spec JSON by id, for change detection without parsing. */
 export function specRows(store: IndexStore): Map<string, string> {
-  if (!hasTable(store, 'specs')) return new Map();
-  return new Map(store.stmt('SELECT id, json FROM specs').raw().all() as [string, string][]);
+  return specTexts(store);
 }
 
 /** Build the search document of one stored extraction. */
@@ -208,7 +193,7 @@ export function buildDoc(store: IndexStore, e: StoredExtraction, spec: BlockSpec
   const built = rec.validation?.layers;
   const layers = built && Object.keys(built).length ? built : layerInventory(e.text, name);
   const forwardParams = paramNames(fwdSrc);
-  const repoRow = row ? (store.stmt('SELECT url, revision, local FROM repos WHERE name = ?').get(row.repo) as { url: string | null; revision: string | null; local: number } | undefined) : undefined;
+  const repoRow = row ? store.getRepo(row.repo) : null;
   return {
     id, name, module,
     origin: {

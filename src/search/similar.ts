@@ -5,7 +5,9 @@
 // `search_sigs`. Every block is scored by the MinHash estimates of both Jaccard
 // similarities; the best candidates are re-scored with the exact Jaccard of their shingle
 // sets, and ranked by the mean of the lexical and structural similarity.
-import type { IndexStore } from '../index/store.js';
+import type { IndexStore } from '../store/store.js';
+import { extractionText, extractionStamps } from '../store/records.js';
+import { putSignatures, signatureBytes, signatureHashes, signatureStamp } from '../store/search.js';
 import { computeSignature, MINHASH_K, similarity, type BlockSignature, type DupKind } from '../library/dedup.js';
 import { NnragError } from '../util/errors.js';
 import { getDoc } from './index.js';
@@ -23,23 +25,19 @@ export interface SimilarHit {
   summary: string | null;
 }
 
-const toBlob = (a: Uint32Array | null) => (a ? Buffer.from(a.buffer, a.byteOffset, a.byteLength) : null);
-
 /** Compute and store the signatures of every extraction whose module changed. */
 export function syncSignatures(store: IndexStore): number {
-  const have = new Map((store.stmt('SELECT id, hash FROM search_sigs').all() as { id: string; hash: string }[]).map((r) => [r.id, r.hash]));
-  const rows = store.stmt('SELECT id, hash FROM extractions').all() as { id: string; hash: string }[];
+  const have = signatureHashes(store);
+  const rows = extractionStamps(store);
   const todo = rows.filter((r) => have.get(r.id) !== r.hash);
   const ids = new Set(rows.map((r) => r.id));
   const gone = [...have.keys()].filter((id) => !ids.has(id));
   if (!todo.length && !gone.length) return 0;
-  const text = store.stmt('SELECT text FROM extractions WHERE id = ?').pluck();
-  const sigs = todo.map((r) => ({ ...r, sig: computeSignature(text.get(r.id) as string) }));
-  store.write(() => {
-    const ins = store.stmt('INSERT OR REPLACE INTO search_sigs(id, hash, ints, tokens, near, structural) VALUES (?, ?, ?, ?, ?, ?)');
-    for (const { id, hash, sig } of sigs) ins.run(id, hash, sig.ints, sig.tokens, toBlob(sig.nearSig), toBlob(sig.structuralSig));
-    for (const id of gone) store.stmt('DELETE FROM search_sigs WHERE id = ?').run(id);
+  const sigs = todo.map(({ id, hash }) => {
+    const sig = computeSignature(extractionText(store, id));
+    return { id, hash, ints: sig.ints, tokens: sig.tokens, near: sig.nearSig, structural: sig.structuralSig };
   });
+  putSignatures(store, sigs, gone);
   return todo.length + gone.length;
 }
 
@@ -58,11 +56,10 @@ const matrices = new WeakMap<IndexStore, SigMatrix>();
 
 /** All stored signatures as two flat matrices, cached per store until search_sigs changes. */
 function sigMatrix(store: IndexStore): SigMatrix {
-  const st = store.stmt('SELECT count(*) AS n, max(rowid) AS m FROM search_sigs').get() as { n: number; m: number | null };
-  const stamp = `${st.n}:${st.m}`;
+  const stamp = signatureStamp(store);
   const cached = matrices.get(store);
   if (cached && cached.stamp === stamp) return cached;
-  const rows = store.stmt('SELECT id, near, structural FROM search_sigs ORDER BY id').raw().all() as [string, Buffer | null, Buffer | null][];
+  const rows = signatureBytes(store);
   const n = rows.length;
   const m: SigMatrix = { stamp, ids: [], index: new Map(), near: new Uint32Array(n * K), structural: new Uint32Array(n * K), valid: new Uint8Array(n) };
   const nearBytes = new Uint8Array(m.near.buffer);
@@ -103,11 +100,10 @@ export function similarBlocks(store: IndexStore, id: string, k = 10): SimilarHit
   est.sort((a, b) => b.s - a.s || a.i - b.i);
   // re-score the best candidates exactly (MinHash error ≈ 1/sqrt(K) ≈ 0.09)
   const finalists = est.slice(0, Math.max(k * 3, 15));
-  const text = store.stmt('SELECT text FROM extractions WHERE id = ?').pluck();
-  const mine: BlockSignature = computeSignature(text.get(id) as string);
+  const mine: BlockSignature = computeSignature(extractionText(store, id));
   const scored = finalists.map(({ i }) => {
     const other = m.ids[i];
-    const sim = similarity(mine, computeSignature((text.get(other) as string | undefined) ?? ''));
+    const sim = similarity(mine, computeSignature(extractionText(store, other)));
     return { other, sim, score: round((sim.near + sim.structural) / 2) };
   });
   scored.sort((a, b) => b.score - a.score || (a.other < b.other ? -1 : 1));

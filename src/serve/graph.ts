@@ -9,7 +9,7 @@
 // resolved against M's package) or names a name that the copied statements of N bind
 // (re-exports through a package `__init__`); M → extern package P when such an import's
 // top-level module is P.
-import type { IndexStore } from '../index/store.js';
+import type { IndexStore } from '../store/store.js';
 import type { FileFacts, ImportEdge } from '../parse/types.js';
 import type { SearchDoc } from '../search/documents.js';
 import { escapeHtml } from './highlight.js';
@@ -29,8 +29,7 @@ export interface DependencyGraph {
 
 function factsOf(store: IndexStore, repo: string, file: string): FileFacts | null {
   // an interned module is an indexed file or one the resolver read on demand (support_files)
-  const blob = (store.stmt('SELECT blob FROM files WHERE repo = ? AND path = ?').pluck().get(repo, file) ??
-    store.stmt('SELECT blob FROM support_files WHERE repo = ? AND path = ?').pluck().get(repo, file)) as string | undefined;
+  const blob = store.blobOf(repo, file);
   return blob ? store.getFacts(blob) : null;
 }
 

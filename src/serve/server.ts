@@ -18,7 +18,7 @@ import { createHash } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as api from '../api.js';
-import { getExtraction } from '../library/records.js';
+import { getExtraction } from '../store/records.js';
 import { storedSpec, type SearchDoc } from '../search/documents.js';
 import { facets, getDoc, searchBlocks, type SearchOptions, type SearchResult } from '../search/index.js';
 import { refreshSearch } from '../search/refresh.js';

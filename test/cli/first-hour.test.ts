@@ -10,7 +10,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as api from '../../src/api.js';
 import { exportBlock, moduleNameFor } from '../../src/export/export.js';
-import { getExtraction } from '../../src/library/records.js';
+import { getExtraction } from '../../src/store/records.js';
 import { compatiblePin } from '../../src/library/requirements.js';
 import { extractAndValidate } from '../../src/pipeline.js';
 import { ValidatorPool, type ValidationRequest } from '../../src/validate/index.js';

@@ -7,7 +7,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { before, describe, test } from 'node:test';
-import { IndexStore } from '../../src/index/store.js';
+import { IndexStore } from '../../src/store/store.js';
 import { exportBlock, mergeRequirements, requirementName, snakeCase } from '../../src/export/export.js';
 import { NnragError, UsageError } from '../../src/util/errors.js';
 import { repoRoot, tempDir } from '../helpers.js';

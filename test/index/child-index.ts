@@ -1,7 +1,7 @@
 // Child process for the crash and concurrency tests: index one synthetic tree into a
 // store and print the report as JSON. Does nothing without arguments (node --test
 // runs every file under dist/test).
-import { IndexStore } from '../../src/index/store.js';
+import { IndexStore } from '../../src/store/store.js';
 import { indexRepos } from '../../src/index/indexer.js';
 import { checkout } from './corpus.js';
 

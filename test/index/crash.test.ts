@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
-import { IndexStore } from '../../src/index/store.js';
+import { IndexStore } from '../../src/store/store.js';
 import { indexRepos } from '../../src/index/indexer.js';
 import { FACTS_VERSION } from '../../src/parse/types.js';
 import { tempDir } from '../helpers.js';

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { rmSync, symlinkSync, writeFileSync, utimesSync } from 'node:fs';
 import path from 'node:path';
-import { IndexStore } from '../../src/index/store.js';
+import { IndexStore } from '../../src/store/store.js';
 import { indexRepos, stats } from '../../src/index/indexer.js';
 import type { IndexOptions, Lister } from '../../src/index/indexer.js';
 import { ParsePool } from '../../src/index/pool.js';

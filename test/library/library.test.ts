@@ -11,7 +11,7 @@ import path from 'node:path';
 import * as api from '../../src/api.js';
 import { buildLibrary, clusterOf, diversityTopUp, getDedup, getSpec, listSpecs, runDedup, type LibraryResult } from '../../src/library/library.js';
 import type { RequiredRepos } from '../../src/library/provenance.js';
-import { listExtractions, putExtraction } from '../../src/library/records.js';
+import { listExtractions, putExtraction } from '../../src/store/records.js';
 import { publicVersion } from '../../src/library/requirements.js';
 import type { BlockSpec } from '../../src/library/spec-types.js';
 import { originUrl } from '../../src/library/swhid.js';

@@ -12,7 +12,7 @@ import * as api from '../../src/api.js';
 import { buildLibrary } from '../../src/library/library.js';
 import { instructionOf, trainingPairs, type TrainingPair } from '../../src/library/pairs.js';
 import { detectLicense, licenseFromName, licenseFromText } from '../../src/library/provenance.js';
-import { listExtractions } from '../../src/library/records.js';
+import { listExtractions } from '../../src/store/records.js';
 import { extractAndValidate } from '../../src/pipeline.js';
 import { repoRoot, tempDir } from '../helpers.js';
 

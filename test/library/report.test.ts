@@ -9,7 +9,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import * as api from '../../src/api.js';
 import '../../src/library/library.js';
-import { listExtractions, type StoredExtraction } from '../../src/library/records.js';
+import { listExtractions, type StoredExtraction } from '../../src/store/records.js';
 import { buildReport, reportHtml, type LibraryReport } from '../../src/library/report.js';
 import { wilson } from '../../src/library/stats.js';
 import { extractAndValidate } from '../../src/pipeline.js';

@@ -9,9 +9,13 @@
 //   consistency. Every write goes through an IMMEDIATE transaction so two processes
 //   serialise on the write lock (busy_timeout) instead of failing with SQLITE_BUSY
 //   on a read→write lock upgrade.
-// - The schema is versioned with `PRAGMA user_version` and an ordered list of
-//   migrations, each applied in its own transaction. Later features add tables by
-//   calling `registerMigration()` (at module load, before `IndexStore.open`).
+// - The schema is versioned with `PRAGMA user_version` and the one static ordered list
+//   of migrations in migrations.ts, each applied in its own transaction on every open.
+//
+// This file is the store's core (open, migrate, transactions) and the tables of the
+// index (repos, files, facts, problems, runs, blocks, support files, kv). The other table
+// groups have their own modules next to it (records.ts, specs.ts, search.ts, kv.ts);
+// nothing outside src/store/ writes SQL (test/store/layers.test.ts checks it).
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
@@ -19,126 +23,14 @@ import type { FileFacts } from '../parse/types.js';
 import { FACTS_VERSION } from '../parse/types.js';
 import { NnragError } from '../util/errors.js';
 import { ensureDir } from '../util/fs.js';
+import type { KvKey } from './kv.js';
+import { LATEST_SCHEMA_VERSION, MIGRATIONS, type DB, type Migration } from './migrations.js';
 
-export type DB = Database.Database;
-
-/** One schema step. `version` is the user_version the store has after `up` ran. */
-export interface Migration {
-  version: number;
-  name: string;
-  /** it changes tables that code without this migration uses: such code must refuse
-   *  the store (additive migrations, e.g. new tables, leave this unset) */
-  breaking?: boolean;
-  up(db: DB): void;
-}
-
-const migrations: Migration[] = [
-  {
-    version: 1,
-    name: 'initial schema: repos, files, facts, problems, runs, blocks, kv',
-    up(db) {
-      db.exec(`
-        CREATE TABLE repos(
-          name TEXT PRIMARY KEY,
-          url TEXT,
-          root TEXT NOT NULL,
-          revision TEXT,
-          local INTEGER NOT NULL DEFAULT 0,
-          priority INTEGER NOT NULL DEFAULT 0,
-          package_roots TEXT NOT NULL DEFAULT '[]',
-          indexed_at TEXT
-        );
-        -- size + mtime_ms are the stat cache: an unchanged (size, mtime) pair means the
-        -- stored blob id is still right and the file is not read again.
-        CREATE TABLE files(
-          repo TEXT NOT NULL,
-          path TEXT NOT NULL,
-          module TEXT,
-          blob TEXT NOT NULL,
-          size INTEGER NOT NULL,
-          mtime_ms REAL NOT NULL,
-          PRIMARY KEY(repo, path)
-        ) WITHOUT ROWID;
-        CREATE INDEX files_blob ON files(blob);
-        -- one row per distinct file content. data is the FileFacts JSON, NULL when the
-        -- binder failed on this content (the failure is in problem).
-        CREATE TABLE facts(
-          blob TEXT PRIMARY KEY,
-          version INTEGER NOT NULL,
-          data TEXT,
-          size INTEGER NOT NULL DEFAULT 0,
-          lines INTEGER NOT NULL DEFAULT 0,
-          errors INTEGER NOT NULL DEFAULT 0,
-          first_error TEXT,
-          parse_ms REAL NOT NULL DEFAULT 0,
-          encoding TEXT,
-          problem TEXT
-        );
-        CREATE TABLE problems(
-          repo TEXT NOT NULL,
-          path TEXT NOT NULL,
-          kind TEXT NOT NULL,
-          message TEXT NOT NULL
-        );
-        CREATE INDEX problems_repo ON problems(repo);
-        CREATE TABLE runs(
-          id INTEGER PRIMARY KEY AUTOINCREMENT,
-          started TEXT NOT NULL,
-          finished TEXT,
-          mode TEXT NOT NULL,
-          repos TEXT NOT NULL DEFAULT '[]',
-          stats TEXT,
-          timings TEXT
-        );
-        CREATE TABLE blocks(
-          id TEXT PRIMARY KEY,
-          name TEXT NOT NULL,
-          module TEXT NOT NULL,
-          repo TEXT NOT NULL,
-          path TEXT NOT NULL,
-          line INTEGER NOT NULL,
-          bases TEXT NOT NULL DEFAULT '[]',
-          data TEXT
-        );
-        CREATE INDEX blocks_repo ON blocks(repo);
-        CREATE TABLE kv(key TEXT PRIMARY KEY, value TEXT);
-      `);
-    },
-  },
-  {
-    version: 9,
-    name: 'support_files: modules read on demand outside the configured paths',
-    up(db) {
-      // a module a closure needed outside the repository's `paths`: resolved against,
-      // never discovered; its facts are kept (content-addressed) like the indexed ones
-      db.exec(`
-        CREATE TABLE support_files(
-          repo TEXT NOT NULL,
-          path TEXT NOT NULL,
-          module TEXT NOT NULL,
-          blob TEXT NOT NULL,
-          PRIMARY KEY(repo, path)
-        ) WITHOUT ROWID;
-      `);
-    },
-  },
-];
-
-/** Add a schema migration (for later features; call at module load, before
- *  `IndexStore.open`). Versions must be unique across nnrag; every open applies the
- *  registered migrations the store has not had, in increasing version order. */
-export function registerMigration(m: Migration): void {
-  if (!Number.isInteger(m.version) || m.version < 1) throw new Error(`bad migration version ${m.version}`);
-  if (migrations.some((x) => x.version === m.version)) {
-    throw new Error(`migration version ${m.version} already registered`);
-  }
-  migrations.push(m);
-  migrations.sort((a, b) => a.version - b.version);
-}
+export type { DB, Migration };
 
 /** The schema version this build of nnrag knows. */
 export function latestSchemaVersion(): number {
-  return migrations.length ? migrations[migrations.length - 1].version : 0;
+  return LATEST_SCHEMA_VERSION;
 }
 
 export interface RepoRow {
@@ -192,6 +84,15 @@ export interface FactsRow {
   /** a content-level problem (undecodable bytes, binder failure) that every file with
    *  this content reports */
   problem: string | null;
+}
+
+/** A facts row as indexing checks it (`hasData`: the binder succeeded on this content). */
+export interface FactsMeta {
+  version: number;
+  errors: number;
+  firstError: string | null;
+  problem: string | null;
+  hasData: boolean;
 }
 
 export interface BlockRow {
@@ -310,6 +211,35 @@ export class IndexStore {
     return v === version;
   }
 
+  /** What indexing needs to know of a stored facts row (one cached statement: it runs
+   *  once per file of an index run). */
+  factsMeta(blob: string): FactsMeta | null {
+    return (this.stmt(
+      'SELECT version, errors, first_error AS firstError, problem, data IS NOT NULL AS hasData FROM facts WHERE blob = ?',
+    ).get(blob) as FactsMeta | undefined) ?? null;
+  }
+
+  /** The content (blob id) of an indexed file of a repository. */
+  indexedBlob(repo: string, file: string): string | null {
+    return (this.stmt('SELECT blob FROM files WHERE repo = ? AND path = ?').pluck().get(repo, file) as string | undefined) ?? null;
+  }
+
+  /** The content (blob id) of a file of a repository: an indexed file, else a module read
+   *  on demand (support_files). */
+  blobOf(repo: string, file: string): string | null {
+    return ((this.stmt('SELECT blob FROM files WHERE repo = ? AND path = ?').pluck().get(repo, file) ??
+      this.stmt('SELECT blob FROM support_files WHERE repo = ? AND path = ?').pluck().get(repo, file)) as string | undefined) ?? null;
+  }
+
+  /** Counters that change whenever the database changed: another connection's commits
+   *  (`PRAGMA data_version`) and this connection's own writes (`total_changes()`); both O(1). */
+  changeCounters(): { dataVersion: number; ownChanges: number } {
+    return {
+      dataVersion: this.db.pragma('data_version', { simple: true }) as number,
+      ownChanges: this.stmt('SELECT total_changes()').pluck().get() as number,
+    };
+  }
+
   /** The facts row's metadata (without the JSON). */
   factsInfo(blob: string): Omit<FactsRow, 'json'> | null {
     const r = this.stmt(
@@ -347,6 +277,11 @@ export class IndexStore {
     ).raw().all() as [string, string][];
     for (const [blob, data] of rows) out.set(blob, JSON.parse(data) as FileFacts);
     return out;
+  }
+
+  /** The JSON text of every stored facts row (benchmarks compare decoders on it). */
+  allFactsTexts(): string[] {
+    return this.stmt('SELECT data FROM facts WHERE data IS NOT NULL').pluck().all() as string[];
   }
 
   /** Like loadAllFacts, but each file's JSON is parsed on first use (for callers that
@@ -484,18 +419,17 @@ export class IndexStore {
     });
   }
 
+  /** A discovered block by id. */
+  getBlock(id: string): BlockRow | null {
+    const r = this.stmt('SELECT * FROM blocks WHERE id = ?').get(id) as Record<string, unknown> | undefined;
+    return r ? blockFromDb(r) : null;
+  }
+
   listBlocks(repo?: string): BlockRow[] {
     const sql = 'SELECT * FROM blocks' + (repo === undefined ? '' : ' WHERE repo = ?') + ' ORDER BY repo, module, line';
     const s = this.stmt(sql);
     const rows = (repo === undefined ? s.all() : s.all(repo)) as Record<string, unknown>[];
-    return rows.map((r) => {
-      const b: BlockRow = {
-        id: r.id as string, name: r.name as string, module: r.module as string, repo: r.repo as string,
-        path: r.path as string, line: r.line as number, bases: JSON.parse(r.bases as string) as string[],
-      };
-      if (r.data != null) b.data = JSON.parse(r.data as string);
-      return b;
-    });
+    return rows.map(blockFromDb);
   }
 
   // ---------------------------------------------------------------- runs
@@ -533,11 +467,11 @@ export class IndexStore {
 
   // ---------------------------------------------------------------- kv
 
-  getKV(key: string): string | null {
+  getKV(key: KvKey): string | null {
     return (this.stmt('SELECT value FROM kv WHERE key = ?').pluck().get(key) as string | undefined) ?? null;
   }
 
-  setKV(key: string, value: string | null): void {
+  setKV(key: KvKey, value: string | null): void {
     this.write(() => {
       if (value === null) this.stmt('DELETE FROM kv WHERE key = ?').run(key);
       else this.stmt('INSERT OR REPLACE INTO kv(key, value) VALUES (?, ?)').run(key, value);
@@ -549,6 +483,58 @@ export class IndexStore {
     const rows = this.db.pragma('integrity_check', { simple: false }) as { integrity_check: string }[];
     return rows.map((r) => r.integrity_check).join('\n');
   }
+}
+
+/** Summary of what the store holds: `nnrag stats --json`. */
+export interface StoreStats {
+  schemaVersion: number;
+  repos: { name: string; files: number; bytes: number; revision: string | null; indexedAt: string | null }[];
+  files: number;
+  bytes: number;
+  /** distinct contents with stored facts */
+  facts: number;
+  /** files with at least one syntax error */
+  parseErrors: number;
+  syntaxErrors: number;
+  problems: number;
+  problemsByKind: Record<string, number>;
+  blocks: number;
+  lastRun: {
+    id: number; mode: string; started: string; finished: string | null;
+    timings: Record<string, number> | null; stats: Record<string, unknown> | null;
+  } | null;
+}
+
+export function storeStats(store: IndexStore): StoreStats {
+  const q = <T>(sql: string) => store.stmt(sql).get() as T;
+  const repos = store.stmt(
+    `SELECT r.name, r.revision, r.indexed_at AS indexedAt, COUNT(f.path) AS files, COALESCE(SUM(f.size), 0) AS bytes
+     FROM repos r LEFT JOIN files f ON f.repo = r.name GROUP BY r.name ORDER BY r.priority DESC, r.name`,
+  ).all() as StoreStats['repos'];
+  const tot = q<{ files: number; bytes: number }>('SELECT COUNT(*) AS files, COALESCE(SUM(size), 0) AS bytes FROM files');
+  const err = q<{ files: number; errors: number }>(
+    `SELECT COUNT(*) AS files, COALESCE(SUM(x.errors), 0) AS errors FROM files f JOIN facts x ON x.blob = f.blob WHERE x.errors > 0`,
+  );
+  const byKind: Record<string, number> = {};
+  for (const r of store.stmt('SELECT kind, COUNT(*) AS n FROM problems GROUP BY kind ORDER BY kind').all() as { kind: string; n: number }[]) {
+    byKind[r.kind] = r.n;
+  }
+  const last = store.lastRun();
+  return {
+    schemaVersion: store.schemaVersion,
+    repos,
+    files: tot.files,
+    bytes: tot.bytes,
+    facts: q<{ n: number }>('SELECT COUNT(*) AS n FROM facts').n,
+    parseErrors: err.files,
+    syntaxErrors: err.errors,
+    problems: Object.values(byKind).reduce((a, b) => a + b, 0),
+    problemsByKind: byKind,
+    blocks: q<{ n: number }>('SELECT COUNT(*) AS n FROM blocks').n,
+    lastRun: last && {
+      id: last.id, mode: last.mode, started: last.started, finished: last.finished, timings: last.timings, stats: last.stats,
+    },
+  };
 }
 
 /** Facts by blob id, parsed from JSON on first access. */
@@ -580,6 +566,15 @@ export class LazyFacts {
   }
 }
 
+function blockFromDb(r: Record<string, unknown>): BlockRow {
+  const b: BlockRow = {
+    id: r.id as string, name: r.name as string, module: r.module as string, repo: r.repo as string,
+    path: r.path as string, line: r.line as number, bases: JSON.parse(r.bases as string) as string[],
+  };
+  if (r.data != null) b.data = JSON.parse(r.data as string);
+  return b;
+}
+
 function repoFromDb(r: Record<string, unknown>): RepoRow {
   return {
     name: r.name as string, url: (r.url as string | null) ?? null, root: r.root as string,
@@ -602,14 +597,13 @@ function retryBusy<T>(fn: () => T): T {
   }
 }
 
-/** Apply every registered migration the store has not had yet, in version order, each
+/** Apply every migration of MIGRATIONS the store has not had yet, in version order, each
  *  in its own IMMEDIATE transaction (re-checked inside it, so two processes opening
  *  a store at once apply each migration exactly once).
  *
  *  Applied migrations are listed in `schema_migrations`; `PRAGMA user_version` is the
- *  highest applied version. Which migrations a process knows depends on the modules it
- *  imported (features register theirs at load), so a store may hold migrations this
- *  process does not know: that is fine unless one of them is marked `breaking` (it
+ *  highest applied version. A store written by a newer nnrag may hold migrations this
+ *  build does not know: that is fine unless one of them is marked `breaking` (it
  *  changed tables this code uses), in which case the store is refused. */
 function migrate(db: DB): void {
   const userVersion = () => db.pragma('user_version', { simple: true }) as number;
@@ -621,14 +615,14 @@ function migrate(db: DB): void {
       // a store made before schema_migrations existed: its user_version counts
       const uv = userVersion();
       const ins = db.prepare('INSERT INTO schema_migrations(version, name, applied_at) VALUES (?, ?, ?)');
-      for (const m of migrations) if (m.version <= uv) ins.run(m.version, m.name, new Date().toISOString());
+      for (const m of MIGRATIONS) if (m.version <= uv) ins.run(m.version, m.name, new Date().toISOString());
     }).immediate(),
   );
   const applied = () => new Map(
     (db.prepare('SELECT version, breaking FROM schema_migrations').all() as { version: number; breaking: number }[])
       .map((r) => [r.version, r.breaking]),
   );
-  const known = new Set(migrations.map((m) => m.version));
+  const known = new Set(MIGRATIONS.map((m) => m.version));
   const unknownBreaking = [...applied()].filter(([v, b]) => b && !known.has(v)).map(([v]) => v);
   if (unknownBreaking.length) {
     throw new NnragError(
@@ -638,7 +632,7 @@ function migrate(db: DB): void {
     );
   }
   const done = applied();
-  for (const m of migrations) {
+  for (const m of MIGRATIONS) {
     if (done.has(m.version)) continue;
     retryBusy(() =>
       db.transaction(() => {

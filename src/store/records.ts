@@ -1,33 +1,9 @@
-// Storage of extraction and validation records in the IndexStore (schema v2): one row
-// per block id with the emitted module text, its content hash, and the record the CLI
-// prints with --json, so everything printed is also in the store.
+// The extraction and validation tables (migration 2): one row per block id with the
+// emitted module text, its content hash and the record the CLI prints with --json (so
+// everything printed is also in the store), and validation results cached by module
+// content hash and validation environment id.
 import { createHash } from 'node:crypto';
-import { registerMigration, type IndexStore } from '../index/store.js';
-
-registerMigration({
-  version: 2,
-  name: 'extraction records and emitted modules',
-  up(db) {
-    db.exec(`
-      CREATE TABLE extractions(
-        id TEXT PRIMARY KEY,
-        hash TEXT NOT NULL,
-        ok INTEGER NOT NULL,
-        status TEXT NOT NULL,
-        lines INTEGER NOT NULL,
-        record TEXT NOT NULL,
-        text TEXT NOT NULL,
-        updated TEXT NOT NULL
-      );
-      CREATE TABLE validations(
-        hash TEXT NOT NULL,
-        env TEXT NOT NULL,
-        result TEXT NOT NULL,
-        PRIMARY KEY(hash, env)
-      );
-    `);
-  },
-});
+import type { IndexStore } from './store.js';
 
 export function textHash(text: string): string {
   return createHash('sha256').update(text).digest('hex');
@@ -87,4 +63,42 @@ export function getCachedValidation<T>(store: IndexStore, hash: string, env: str
 
 export function putCachedValidation(store: IndexStore, hash: string, env: string, result: unknown): void {
   store.write(() => store.stmt('INSERT OR REPLACE INTO validations(hash, env, result) VALUES (?, ?, ?)').run(hash, env, JSON.stringify(result)));
+}
+
+/** Every cached validation result (JSON text), for the library's timings and layers. */
+export function cachedValidationTexts(store: IndexStore): Iterable<string> {
+  return store.stmt('SELECT result FROM validations').pluck().iterate() as Iterable<string>;
+}
+
+/** Is a block id stored? */
+export function hasExtraction(store: IndexStore, id: string): boolean {
+  return store.stmt('SELECT 1 FROM extractions WHERE id = ?').get(id) !== undefined;
+}
+
+/** Every stored block id. */
+export function extractionIds(store: IndexStore): string[] {
+  return store.stmt('SELECT id FROM extractions ORDER BY id').pluck().all() as string[];
+}
+
+/** What decides whether a block's derived rows (search document, signatures) are current. */
+export interface ExtractionStamp {
+  id: string;
+  hash: string;
+  status: string;
+  /** time of the last write (a re-validation rewrites it) */
+  updated: string;
+}
+
+export function extractionStamps(store: IndexStore): ExtractionStamp[] {
+  return store.stmt('SELECT id, hash, status, updated FROM extractions').all() as ExtractionStamp[];
+}
+
+/** The emitted module text of a block ('' when the block is not stored). */
+export function extractionText(store: IndexStore, id: string): string {
+  return (store.stmt('SELECT text FROM extractions WHERE id = ?').pluck().get(id) as string | undefined) ?? '';
+}
+
+/** Forget one stored block (its record and module text). */
+export function deleteExtraction(store: IndexStore, id: string): void {
+  store.write(() => store.stmt('DELETE FROM extractions WHERE id = ?').run(id));
 }

@@ -5,8 +5,12 @@ import assert from 'node:assert/strict';
 import { existsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { IndexStore, registerMigration, latestSchemaVersion } from '../../src/index/store.js';
-import type { FactsRow, RepoRow } from '../../src/index/store.js';
+import { IndexStore, latestSchemaVersion } from '../../src/store/store.js';
+import { KV_KEYS } from '../../src/store/kv.js';
+import { MIGRATIONS } from '../../src/store/migrations.js';
+import { listExtractions, putExtraction } from '../../src/store/records.js';
+import { getSpec } from '../../src/store/specs.js';
+import type { FactsRow, RepoRow } from '../../src/store/store.js';
 import { FACTS_VERSION } from '../../src/parse/types.js';
 import type { FileFacts } from '../../src/parse/types.js';
 import { NnragError } from '../../src/util/errors.js';
@@ -32,29 +36,76 @@ test('open creates the schema in WAL mode and reopen keeps the data', () => {
   assert.equal(s.schemaVersion, latestSchemaVersion());
   assert.equal(s.db.pragma('journal_mode', { simple: true }), 'wal');
   s.putFacts([row('b1', facts(3))]);
-  s.setKV('k', 'v');
+  s.setKV(KV_KEYS.libraryLast, 'v');
   s.close();
   const s2 = IndexStore.open(dir);
   assert.equal(s2.getFacts('b1')?.lines, 3);
-  assert.equal(s2.getKV('k'), 'v');
+  assert.equal(s2.getKV(KV_KEYS.libraryLast), 'v');
   assert.equal(s2.integrityCheck(), 'ok');
   s2.close();
 });
 
-test('a registered migration is applied once, in order, on the next open', () => {
-  const dir = tempDir();
-  IndexStore.open(dir).close();
-  const v = latestSchemaVersion() + 1;
-  let runs = 0;
-  registerMigration({ version: v, name: 'test table', up: (db) => { runs++; db.exec('CREATE TABLE extra(x)'); } });
-  assert.throws(() => registerMigration({ version: v, name: 'dup', up: () => {} }));
-  const s = IndexStore.open(dir);
-  assert.equal(s.schemaVersion, v);
-  assert.deepEqual(s.appliedMigrations().slice(-1), [v]);
-  s.db.prepare('INSERT INTO extra VALUES (1)').run();
+test('one static list of migrations, strictly increasing, all applied on every open', () => {
+  const versions = MIGRATIONS.map((m) => m.version);
+  assert.deepEqual(versions, [...versions].sort((a, b) => a - b));
+  assert.equal(new Set(versions).size, versions.length);
+  const s = IndexStore.open(tempDir());
+  assert.deepEqual(s.appliedMigrations(), versions);
+  assert.equal(s.schemaVersion, latestSchemaVersion());
   s.close();
-  IndexStore.open(dir).close();
-  assert.equal(runs, 1);
+});
+
+// The DDL of migrations 1, 2 and 9 exactly as earlier nnrag builds applied them when a
+// command had not imported the library and search modules (their migrations were
+// registered at module load): such a store lacks the specs and search tables.
+const OLD_SCHEMA = `
+  CREATE TABLE repos(name TEXT PRIMARY KEY, url TEXT, root TEXT NOT NULL, revision TEXT, local INTEGER NOT NULL DEFAULT 0,
+    priority INTEGER NOT NULL DEFAULT 0, package_roots TEXT NOT NULL DEFAULT '[]', indexed_at TEXT);
+  CREATE TABLE files(repo TEXT NOT NULL, path TEXT NOT NULL, module TEXT, blob TEXT NOT NULL, size INTEGER NOT NULL,
+    mtime_ms REAL NOT NULL, PRIMARY KEY(repo, path)) WITHOUT ROWID;
+  CREATE INDEX files_blob ON files(blob);
+  CREATE TABLE facts(blob TEXT PRIMARY KEY, version INTEGER NOT NULL, data TEXT, size INTEGER NOT NULL DEFAULT 0,
+    lines INTEGER NOT NULL DEFAULT 0, errors INTEGER NOT NULL DEFAULT 0, first_error TEXT, parse_ms REAL NOT NULL DEFAULT 0,
+    encoding TEXT, problem TEXT);
+  CREATE TABLE problems(repo TEXT NOT NULL, path TEXT NOT NULL, kind TEXT NOT NULL, message TEXT NOT NULL);
+  CREATE INDEX problems_repo ON problems(repo);
+  CREATE TABLE runs(id INTEGER PRIMARY KEY AUTOINCREMENT, started TEXT NOT NULL, finished TEXT, mode TEXT NOT NULL,
+    repos TEXT NOT NULL DEFAULT '[]', stats TEXT, timings TEXT);
+  CREATE TABLE blocks(id TEXT PRIMARY KEY, name TEXT NOT NULL, module TEXT NOT NULL, repo TEXT NOT NULL, path TEXT NOT NULL,
+    line INTEGER NOT NULL, bases TEXT NOT NULL DEFAULT '[]', data TEXT);
+  CREATE INDEX blocks_repo ON blocks(repo);
+  CREATE TABLE kv(key TEXT PRIMARY KEY, value TEXT);
+  CREATE TABLE extractions(id TEXT PRIMARY KEY, hash TEXT NOT NULL, ok INTEGER NOT NULL, status TEXT NOT NULL,
+    lines INTEGER NOT NULL, record TEXT NOT NULL, text TEXT NOT NULL, updated TEXT NOT NULL);
+  CREATE TABLE validations(hash TEXT NOT NULL, env TEXT NOT NULL, result TEXT NOT NULL, PRIMARY KEY(hash, env));
+  CREATE TABLE support_files(repo TEXT NOT NULL, path TEXT NOT NULL, module TEXT NOT NULL, blob TEXT NOT NULL,
+    PRIMARY KEY(repo, path)) WITHOUT ROWID;
+  CREATE TABLE schema_migrations(version INTEGER PRIMARY KEY, name TEXT NOT NULL, breaking INTEGER NOT NULL DEFAULT 0, applied_at TEXT NOT NULL);
+  INSERT INTO schema_migrations VALUES (1, 'initial', 0, 'then'), (2, 'records', 0, 'then'), (9, 'support', 0, 'then');
+  PRAGMA user_version = 9;
+`;
+
+test('a store written by the previous schema opens, gains the missing tables and keeps its rows', () => {
+  const dir = tempDir();
+  const db = new Database(path.join(dir, 'index.sqlite'));
+  db.exec(OLD_SCHEMA);
+  const record = { id: 'pkg.m.Block', file: 'x.py', ok: true, lines: 3, diagnostics: [], interned: ['pkg.m'], externs: ['torch'], ms: 1 };
+  db.prepare('INSERT INTO extractions VALUES (?, ?, ?, ?, ?, ?, ?, ?)').run('pkg.m.Block', 'h', 1, 'extracted', 3, JSON.stringify(record), 'class Block: pass\n', 'then');
+  db.prepare("INSERT INTO kv VALUES ('dedup:last', '{}')").run();
+  db.prepare("INSERT INTO repos(name, root) VALUES ('r', '/src/r')").run();
+  db.close();
+  const s = IndexStore.open(dir);
+  assert.deepEqual(s.appliedMigrations(), MIGRATIONS.map((m) => m.version), 'the migrations the old process did not know are applied');
+  const [e] = listExtractions(s);
+  assert.equal(e.id, 'pkg.m.Block');
+  assert.equal(e.text, 'class Block: pass\n');
+  assert.deepEqual(e.record.externs, ['torch']);
+  assert.equal(s.getKV(KV_KEYS.dedupLast), '{}');
+  assert.equal(s.getRepo('r')?.root, '/src/r');
+  assert.equal(getSpec(s, 'pkg.m.Block'), null, 'the specs table exists (empty)');
+  putExtraction(s, { ...e, status: 'validated' });
+  assert.equal(listExtractions(s)[0].status, 'validated');
+  s.close();
 });
 
 test('migrations unknown to this process are tolerated unless breaking', () => {
@@ -75,16 +126,16 @@ test('migrations unknown to this process are tolerated unless breaking', () => {
   assert.throws(() => IndexStore.open(dir), (e) => e instanceof NnragError && /newer/.test(e.message));
 });
 
-test('a migration registered later is applied even when the store has higher versions', () => {
+test('a store with newer unknown versions still gets the known migrations it lacks', () => {
   const dir = tempDir();
   IndexStore.open(dir).close();
   const db2 = new Database(path.join(dir, 'index.sqlite'));
+  db2.exec("DROP TABLE search_sigs; DROP TABLE search_docs; DROP TABLE search_fts; DELETE FROM schema_migrations WHERE version = 4");
   db2.exec("INSERT INTO schema_migrations VALUES (800000, 'x', 0, 'now')");
   db2.pragma('user_version = 800000');
   db2.close();
-  registerMigration({ version: 700000, name: 'late', up: (d) => d.exec('CREATE TABLE late(y)') });
   const s = IndexStore.open(dir);
-  s.db.prepare('INSERT INTO late VALUES (1)').run();
+  assert.ok(s.appliedMigrations().includes(4));
   assert.equal(s.schemaVersion, 800000);
   s.close();
 });

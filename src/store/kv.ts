@@ -1,0 +1,18 @@
+// The keys of the store's key/value table (`kv`), in one place: each key a typed constant,
+// so a reader and a writer of the same entry cannot spell it two ways. Values are JSON
+// text; the modules that own an entry encode and decode it.
+export const KV_KEYS = {
+  /** summary of the last `nnrag library` run (LibraryResult without the manifest, plus `at`) */
+  libraryLast: 'library:last',
+  /** summary of the last `nnrag dedup` run (StoredDedup without the clusters) */
+  dedupLast: 'dedup:last',
+  /** the diversity top-up of the last `nnrag dedup --top-up N` ({ min, categories }) */
+  dedupTopUp: 'dedup:topup',
+} as const;
+
+/** Requirements (import name → Requirement) probed in one validation environment. */
+export function requirementsKey(env: string): KvKey {
+  return `requirements:${env}`;
+}
+
+export type KvKey = (typeof KV_KEYS)[keyof typeof KV_KEYS] | `requirements:${string}`;

@@ -1,0 +1,207 @@
+// The store's schema: ONE static, ordered list of migrations, applied by `IndexStore.open`
+// whatever command runs (docs/ARCHITECTURE.md "Storage"). Nothing registers migrations at
+// module load any more: before, the tables a store had depended on which modules the
+// command happened to import (a `search` run on a store only `index` had opened found no
+// `specs` table).
+//
+// Rules for a new migration: append it with the next free version (versions are never
+// reused or renumbered: stores in the field list the versions they applied); make it
+// additive (new tables, new columns with defaults) so that an older nnrag keeps opening
+// the store; set `breaking` only when it changes tables older code reads, which makes
+// older nnrag builds refuse the store instead of misreading it.
+import type Database from 'better-sqlite3';
+import { FTS_SQL } from './search.js';
+
+export type DB = Database.Database;
+
+/** One schema step. `version` is the user_version the store has after `up` ran. */
+export interface Migration {
+  version: number;
+  name: string;
+  /** it changes tables that code without this migration uses: such code must refuse
+   *  the store (additive migrations, e.g. new tables, leave this unset) */
+  breaking?: boolean;
+  up(db: DB): void;
+}
+
+/** Every migration nnrag knows, in increasing version order (checked by the store test). */
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'initial schema: repos, files, facts, problems, runs, blocks, kv',
+    up(db) {
+      db.exec(`
+        CREATE TABLE repos(
+          name TEXT PRIMARY KEY,
+          url TEXT,
+          root TEXT NOT NULL,
+          revision TEXT,
+          local INTEGER NOT NULL DEFAULT 0,
+          priority INTEGER NOT NULL DEFAULT 0,
+          package_roots TEXT NOT NULL DEFAULT '[]',
+          indexed_at TEXT
+        );
+        -- size + mtime_ms are the stat cache: an unchanged (size, mtime) pair means the
+        -- stored blob id is still right and the file is not read again.
+        CREATE TABLE files(
+          repo TEXT NOT NULL,
+          path TEXT NOT NULL,
+          module TEXT,
+          blob TEXT NOT NULL,
+          size INTEGER NOT NULL,
+          mtime_ms REAL NOT NULL,
+          PRIMARY KEY(repo, path)
+        ) WITHOUT ROWID;
+        CREATE INDEX files_blob ON files(blob);
+        -- one row per distinct file content. data is the FileFacts JSON, NULL when the
+        -- binder failed on this content (the failure is in problem).
+        CREATE TABLE facts(
+          blob TEXT PRIMARY KEY,
+          version INTEGER NOT NULL,
+          data TEXT,
+          size INTEGER NOT NULL DEFAULT 0,
+          lines INTEGER NOT NULL DEFAULT 0,
+          errors INTEGER NOT NULL DEFAULT 0,
+          first_error TEXT,
+          parse_ms REAL NOT NULL DEFAULT 0,
+          encoding TEXT,
+          problem TEXT
+        );
+        CREATE TABLE problems(
+          repo TEXT NOT NULL,
+          path TEXT NOT NULL,
+          kind TEXT NOT NULL,
+          message TEXT NOT NULL
+        );
+        CREATE INDEX problems_repo ON problems(repo);
+        CREATE TABLE runs(
+          id INTEGER PRIMARY KEY AUTOINCREMENT,
+          started TEXT NOT NULL,
+          finished TEXT,
+          mode TEXT NOT NULL,
+          repos TEXT NOT NULL DEFAULT '[]',
+          stats TEXT,
+          timings TEXT
+        );
+        CREATE TABLE blocks(
+          id TEXT PRIMARY KEY,
+          name TEXT NOT NULL,
+          module TEXT NOT NULL,
+          repo TEXT NOT NULL,
+          path TEXT NOT NULL,
+          line INTEGER NOT NULL,
+          bases TEXT NOT NULL DEFAULT '[]',
+          data TEXT
+        );
+        CREATE INDEX blocks_repo ON blocks(repo);
+        CREATE TABLE kv(key TEXT PRIMARY KEY, value TEXT);
+      `);
+    },
+  },
+  {
+    version: 2,
+    name: 'extraction records and emitted modules',
+    up(db) {
+      // one row per block id: the emitted module text, its content hash and the record
+      // (`BlockRecord`, src/library/record.ts) the CLI prints with --json; validation
+      // results cached by module content hash and validation environment id
+      db.exec(`
+        CREATE TABLE extractions(
+          id TEXT PRIMARY KEY,
+          hash TEXT NOT NULL,
+          ok INTEGER NOT NULL,
+          status TEXT NOT NULL,
+          lines INTEGER NOT NULL,
+          record TEXT NOT NULL,
+          text TEXT NOT NULL,
+          updated TEXT NOT NULL
+        );
+        CREATE TABLE validations(
+          hash TEXT NOT NULL,
+          env TEXT NOT NULL,
+          result TEXT NOT NULL,
+          PRIMARY KEY(hash, env)
+        );
+      `);
+    },
+  },
+  {
+    version: 3,
+    name: 'library: block specs and de-duplication clusters',
+    up(db) {
+      db.exec(`
+        CREATE TABLE IF NOT EXISTS specs(
+          id TEXT PRIMARY KEY,
+          repo TEXT NOT NULL,
+          status TEXT NOT NULL,
+          category TEXT NOT NULL,
+          json TEXT NOT NULL,
+          updated TEXT NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS specs_repo ON specs(repo);
+        CREATE TABLE IF NOT EXISTS dedup_clusters(
+          cluster INTEGER PRIMARY KEY,
+          kind TEXT NOT NULL,
+          representative TEXT NOT NULL,
+          members TEXT NOT NULL,
+          scores TEXT NOT NULL DEFAULT '[]'
+        );
+        CREATE TABLE IF NOT EXISTS dedup_members(
+          block TEXT PRIMARY KEY,
+          cluster INTEGER NOT NULL
+        );
+      `);
+    },
+  },
+  {
+    version: 4,
+    name: 'search: FTS5 index of library blocks, similarity signatures',
+    up(db) {
+      // search_docs: one row per block, the filter columns and the SearchDoc JSON; `key`
+      // identifies its inputs. search_fts: rowid = search_docs.rowid. search_sigs: MinHash
+      // signatures of each module content, for `similar`.
+      db.exec(`
+        ${FTS_SQL};
+        CREATE TABLE search_docs(
+          rowid INTEGER PRIMARY KEY,
+          id TEXT NOT NULL UNIQUE,
+          key TEXT NOT NULL,
+          repo TEXT NOT NULL,
+          category TEXT NOT NULL,
+          status TEXT NOT NULL,
+          params INTEGER,
+          doc TEXT NOT NULL
+        );
+        CREATE INDEX search_docs_repo ON search_docs(repo);
+        CREATE TABLE search_sigs(
+          id TEXT PRIMARY KEY,
+          hash TEXT NOT NULL,
+          ints INTEGER NOT NULL,
+          tokens INTEGER NOT NULL,
+          near BLOB,
+          structural BLOB
+        );
+      `);
+    },
+  },
+  {
+    version: 9,
+    name: 'support_files: modules read on demand outside the configured paths',
+    up(db) {
+      // a module a closure needed outside the repository's `paths`: resolved against,
+      // never discovered; its facts are kept (content-addressed) like the indexed ones
+      db.exec(`
+        CREATE TABLE support_files(
+          repo TEXT NOT NULL,
+          path TEXT NOT NULL,
+          module TEXT NOT NULL,
+          blob TEXT NOT NULL,
+          PRIMARY KEY(repo, path)
+        ) WITHOUT ROWID;
+      `);
+    },
+  },
+];
+
+/** The schema version this build of nnrag knows. */
+export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;

@@ -1,0 +1,217 @@
+// The search tables (migration 4): `search_docs` (one row per block: filter columns and
+// the SearchDoc JSON; `key` identifies its inputs), `search_fts` (FTS5, rowid =
+// search_docs.rowid, one column per entry of SEARCH_COLUMNS, BM25-ranked) and
+// `search_sigs` (MinHash signatures of each module content, for `similar`). What goes
+// into them is decided in src/search/; the SQL is here.
+//
+// BM25 (FTS5 `bm25()`, k1 = 1.2, b = 0.75) returns lower = better; scores returned here
+// are its negation, so higher = better.
+import type { SearchDoc } from '../search/documents.js';
+import type { IndexStore } from './store.js';
+
+/** FTS columns and their BM25 weights (the block's own name counts most). */
+export const SEARCH_COLUMNS: readonly { name: string; weight: number }[] = [
+  // the class name as one lower-case word: an exact name match outranks a longer name
+  // that contains the word (`bottleneck` → Bottleneck before ResBottleneck)
+  { name: 'exact', weight: 20 },
+  { name: 'name', weight: 10 },
+  { name: 'qualname', weight: 2 },
+  { name: 'summary', weight: 4 },
+  { name: 'category', weight: 3 },
+  { name: 'layers', weight: 2 },
+  { name: 'params', weight: 1.5 },
+  { name: 'identifiers', weight: 1 },
+  { name: 'deps', weight: 0.5 },
+];
+
+export const FTS_SQL = `CREATE VIRTUAL TABLE search_fts USING fts5(
+        ${SEARCH_COLUMNS.map((c) => c.name).join(', ')},
+        tokenize = 'porter unicode61 remove_diacritics 2',
+        prefix = '2 3'
+      )`;
+
+/** The FTS table is a derived cache: when a store holds it with other columns, tokenizer
+ *  or prefixes (an older layout), drop it and every document so the next sync rebuilds them. */
+export function ensureFtsLayout(store: IndexStore): void {
+  const sql = store.stmt("SELECT sql FROM sqlite_master WHERE name = 'search_fts'").pluck().get() as string | undefined;
+  if (sql?.replace(/\s+/g, ' ') === FTS_SQL.replace(/\s+/g, ' ')) return;
+  store.write(() => {
+    store.db.exec('DROP TABLE IF EXISTS search_fts; DELETE FROM search_docs;');
+    store.db.exec(FTS_SQL);
+  });
+}
+
+/** Input key of every stored document, by block id. */
+export function docKeys(store: IndexStore): Map<string, string> {
+  return new Map((store.stmt('SELECT id, key FROM search_docs').all() as { id: string; key: string }[]).map((r) => [r.id, r.key]));
+}
+
+/** A document to store: the document, the key of its inputs and its FTS column texts (in
+ *  SEARCH_COLUMNS order). */
+export interface DocRow {
+  doc: SearchDoc;
+  key: string;
+  fts: string[];
+}
+
+function removeDocRow(store: IndexStore, id: string, withSignature: boolean): boolean {
+  const old = store.stmt('SELECT rowid FROM search_docs WHERE id = ?').pluck().get(id) as number | undefined;
+  if (old === undefined) return false;
+  store.stmt('DELETE FROM search_fts WHERE rowid = ?').run(old);
+  store.stmt('DELETE FROM search_docs WHERE rowid = ?').run(old);
+  if (withSignature) store.stmt('DELETE FROM search_sigs WHERE id = ?').run(id);
+  return true;
+}
+
+/** Insert or replace documents and drop those of `gone` blocks (with their signatures), in
+ *  one transaction. */
+export function putDocs(store: IndexStore, rows: readonly DocRow[], gone: readonly string[] = []): void {
+  const cols = SEARCH_COLUMNS.map((c) => c.name);
+  store.write(() => {
+    for (const { doc: d, key, fts } of rows) {
+      removeDocRow(store, d.id, false);
+      const info = store
+        .stmt('INSERT INTO search_docs(id, key, repo, category, status, params, doc) VALUES (?, ?, ?, ?, ?, ?, ?)')
+        .run(d.id, key, d.origin.repo, d.category, d.status, d.params, JSON.stringify(d));
+      store.stmt(`INSERT INTO search_fts(rowid, ${cols.join(', ')}) VALUES (?, ${cols.map(() => '?').join(', ')})`).run(info.lastInsertRowid, ...fts);
+    }
+    for (const id of gone) removeDocRow(store, id, true);
+  });
+}
+
+/** Forget every document (the next sync rebuilds them). */
+export function clearDocs(store: IndexStore): void {
+  store.write(() => store.db.exec('DELETE FROM search_docs; DELETE FROM search_fts;'));
+}
+
+/** The stored search document of a block. */
+export function getDoc(store: IndexStore, id: string): SearchDoc | null {
+  const s = store.stmt('SELECT doc FROM search_docs WHERE id = ?').pluck().get(id) as string | undefined;
+  return s ? (JSON.parse(s) as SearchDoc) : null;
+}
+
+/** Every stored document, by id. */
+export function listDocs(store: IndexStore): SearchDoc[] {
+  return (store.stmt('SELECT doc FROM search_docs ORDER BY id').pluck().all() as string[]).map((s) => JSON.parse(s) as SearchDoc);
+}
+
+/** Distinct values of the filter columns, for the catalog's filter menus. */
+export function docFacets(store: IndexStore): { repos: string[]; categories: string[]; statuses: string[] } {
+  const col = (c: 'repo' | 'category' | 'status') => store.stmt(`SELECT DISTINCT ${c} FROM search_docs ORDER BY ${c}`).pluck().all() as string[];
+  return { repos: col('repo'), categories: col('category'), statuses: col('status') };
+}
+
+// ---------------------------------------------------------------- queries
+
+export interface DocFilters {
+  repos: string[];
+  categories: string[];
+  /** only validated blocks */
+  validated: boolean;
+  /** include blocks that failed validation */
+  all: boolean;
+  minParams?: number;
+  maxParams?: number;
+}
+
+function filterSql(f: DocFilters): { where: string[]; args: unknown[] } {
+  const where: string[] = [];
+  const args: unknown[] = [];
+  if (f.repos.length) {
+    where.push(`d.repo IN (${f.repos.map(() => '?').join(', ')})`);
+    args.push(...f.repos);
+  }
+  if (f.categories.length) {
+    where.push(`d.category IN (${f.categories.map(() => '?').join(', ')})`);
+    args.push(...f.categories);
+  }
+  if (f.validated) where.push(`d.status = 'validated'`);
+  else if (!f.all) where.push(`d.status != 'failed'`);
+  if (f.minParams !== undefined) {
+    where.push('d.params >= ?');
+    args.push(f.minParams);
+  }
+  if (f.maxParams !== undefined) {
+    where.push('d.params <= ?');
+    args.push(f.maxParams);
+  }
+  return { where, args };
+}
+
+/** Does the FTS index know this (quoted) term? */
+export function ftsHasTerm(store: IndexStore, quoted: string): boolean {
+  return !!store.stmt('SELECT 1 FROM search_fts WHERE search_fts MATCH ? LIMIT 1').get(quoted);
+}
+
+/** Documents in id order, filtered (the browse mode of an empty query). */
+export function browseDocs(store: IndexStore, f: DocFilters, limit: number, offset: number): { docs: string[]; total: number } {
+  const { where, args } = filterSql(f);
+  const w = where.length ? `WHERE ${where.join(' AND ')}` : '';
+  const docs = store.stmt(`SELECT d.doc FROM search_docs d ${w} ORDER BY d.id LIMIT ? OFFSET ?`).pluck().all(...args, limit, offset) as string[];
+  const total = store.stmt(`SELECT count(*) FROM search_docs d ${w}`).pluck().get(...args) as number;
+  return { docs, total };
+}
+
+const JOIN = 'JOIN search_docs d ON d.rowid = search_fts.rowid';
+
+/** Rowid and score (−rank: higher is better) of the documents an FTS query matches, validated
+ *  blocks first, then by score; `rank` is an SQL expression over `search_fts`. */
+export function rankedDocs(store: IndexStore, match: string, f: DocFilters, rank: string, limit: number): [number, number][] {
+  const { where, args } = filterSql(f);
+  const w = ['search_fts MATCH ?', ...where].join(' AND ');
+  return store
+    .stmt(`SELECT search_fts.rowid AS rowid, -${rank} AS score FROM search_fts ${JOIN} WHERE ${w} ORDER BY d.status = 'validated' DESC, score DESC, search_fts.rowid LIMIT ?`)
+    .raw()
+    .all(match, ...args, limit) as [number, number][];
+}
+
+/** How many documents an FTS query matches. */
+export function countMatches(store: IndexStore, match: string, f: DocFilters): number {
+  const { where, args } = filterSql(f);
+  const w = ['search_fts MATCH ?', ...where].join(' AND ');
+  return store.stmt(`SELECT count(*) FROM search_fts ${JOIN} WHERE ${w}`).pluck().get(match, ...args) as number;
+}
+
+/** Document JSON texts by rowid. */
+export function docsByRowid(store: IndexStore, rowids: readonly number[]): Map<number, string> {
+  if (!rowids.length) return new Map();
+  return new Map(store.stmt(`SELECT rowid, doc FROM search_docs WHERE rowid IN (${rowids.map(() => '?').join(',')})`).raw().all(...rowids) as [number, string][]);
+}
+
+// ---------------------------------------------------------------- signatures
+
+/** Module content hash of every stored signature, by block id. */
+export function signatureHashes(store: IndexStore): Map<string, string> {
+  return new Map((store.stmt('SELECT id, hash FROM search_sigs').all() as { id: string; hash: string }[]).map((r) => [r.id, r.hash]));
+}
+
+export interface SignatureRow {
+  id: string;
+  hash: string;
+  ints: number;
+  tokens: number;
+  near: Uint32Array | null;
+  structural: Uint32Array | null;
+}
+
+const toBlob = (a: Uint32Array | null) => (a ? Buffer.from(a.buffer, a.byteOffset, a.byteLength) : null);
+
+/** Store signatures and drop those of `gone` blocks, in one transaction. */
+export function putSignatures(store: IndexStore, rows: readonly SignatureRow[], gone: readonly string[]): void {
+  store.write(() => {
+    const ins = store.stmt('INSERT OR REPLACE INTO search_sigs(id, hash, ints, tokens, near, structural) VALUES (?, ?, ?, ?, ?, ?)');
+    for (const r of rows) ins.run(r.id, r.hash, r.ints, r.tokens, toBlob(r.near), toBlob(r.structural));
+    for (const id of gone) store.stmt('DELETE FROM search_sigs WHERE id = ?').run(id);
+  });
+}
+
+/** A value that changes whenever the stored signatures change (count and last rowid). */
+export function signatureStamp(store: IndexStore): string {
+  const st = store.stmt('SELECT count(*) AS n, max(rowid) AS m FROM search_sigs').get() as { n: number; m: number | null };
+  return `${st.n}:${st.m}`;
+}
+
+/** Every stored signature as raw bytes, by id. */
+export function signatureBytes(store: IndexStore): [string, Buffer | null, Buffer | null][] {
+  return store.stmt('SELECT id, near, structural FROM search_sigs ORDER BY id').raw().all() as [string, Buffer | null, Buffer | null][];
+}
