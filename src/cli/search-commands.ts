@@ -3,7 +3,7 @@
 // src/serve.
 import { NnragError, UsageError } from '../util/errors.js';
 import { exportBlock, heldProfile } from '../export/export.js';
-import { getExtraction } from '../library/records.js';
+import { getExtraction } from '../store/records.js';
 import { profileOpt } from './commands.js';
 import { CATEGORIES, type Category } from '../library/category.js';
 import { facets, resolveLibraryId, searchBlocks } from '../search/index.js';
