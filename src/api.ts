@@ -196,9 +196,10 @@ export interface ExtractOptions {
   out?: string;
   intern?: string[];
   extern?: string[];
-  /** 'faithful': every option of the original works; 'slim' (the default): without
-   *  registration decorators and unreached options (src/emit/slim), used when it
-   *  validates as the faithful module does (pipeline.ts) */
+  /** 'faithful' (the default here): every option of the original works; 'slim': without
+   *  registration decorators and unreached options (src/emit/slim). The validating
+   *  pipeline defaults to slim and keeps it only when it validates as the faithful
+   *  module does (pipeline.ts); without validation nothing proves it */
   profile?: EmissionProfile;
 }
 
@@ -246,7 +247,7 @@ export function extractText(ws: Workspace, id: string, opts: ExtractOptions = {}
   const { mod, className } = found;
   try {
     const resolver = ws.resolver({ extern: opts.extern, intern: opts.intern });
-    const profile = opts.profile ?? 'slim';
+    const profile = opts.profile ?? 'faithful';
     const sl = profile === 'slim' ? slimClosure(corpus, resolver, mod, className, slim) : null;
     const closure = sl ? sl.closure : new ClosureBuilder(corpus, resolver).build(mod, className);
     const em = emitModule(corpus, closure, sl ? { edits: sl.edits, header: sl.header } : {});

@@ -129,7 +129,7 @@ export function slimClosure(corpus: Corpus, resolver: Resolver, mod: CorpusModul
       // the names of the definitions the code that stays uses: code may select an option
       // by a class's or function's `__name__` (`norm_layer.__name__.lower()`)
       for (const r of n.facts.refs) {
-        if (within(skipped, r.start)) continue;
+        if (within(skipped, r.start) || within(keys, r.start)) continue;
         for (const name of [r.name, ...(r.attrs ?? [])]) {
           const v = optionKey(name);
           if (reached.has(v)) continue;
@@ -155,6 +155,7 @@ export function slimClosure(corpus: Corpus, resolver: Resolver, mod: CorpusModul
 
   // edits and the header, for the statements of the final closure
   const editsByNode = new Map<StmtNode, Edit[]>();
+  const src = (m: CorpusModule) => corpus.source(m);
   const removed: SlimRemoval[] = [];
   const unknownDecorators: SlimResult['unknownDecorators'] = [];
   for (const n of closure.nodes) {
@@ -206,7 +207,7 @@ export function slimClosure(corpus: Corpus, resolver: Resolver, mod: CorpusModul
         const run = o.entries.slice(i, j + 1);
         const first = run[0];
         const last = run[run.length - 1];
-        const keys = run.flatMap((e) => e.keys.map((k) => `'${k}'`)).join(', ');
+        const keys = run.flatMap((e) => (o.kind === 'set' ? [src(n.mod).slice(e.codeStart, e.codeEnd)] : e.keys.map((k) => `'${k}'`))).join(', ');
         const lines: [number, number] = [first.startLine, last.endLine];
         const whole = run.every((e) => e.indent !== null);
         edits.push({
@@ -282,7 +283,7 @@ function within(ranges: readonly (readonly [number, number])[], offset: number):
 function registry(resolver: Resolver, mod: CorpusModule, site: OptionSite): boolean {
   const st = mod.facts.statements[site.stmt];
   const refsIn = (a: number, b: number) => st.refs.filter((r) => r.start >= a && r.start < b);
-  if (site.kind === 'if') return site.entries.filter((e) => refsIn(e.codeStart, e.codeEnd).length > 0).length >= 2;
+  if (site.kind === 'if' || site.kind === 'if-seq') return site.entries.filter((e) => refsIn(e.codeStart, e.codeEnd).length > 0).length >= 2;
   if (!site.entries.every((e) => e.refLike)) return false;
   let defs = 0;
   for (const e of site.entries) {

@@ -48,7 +48,7 @@ export interface OptionEntry {
 }
 
 export interface OptionSite {
-  kind: 'dict' | 'if' | 'if-seq';
+  kind: 'dict' | 'set' | 'if' | 'if-seq';
   /** index of the top-level statement that holds it */
   stmt: number;
   /** the compared expression (`attn_type`) or the dict's bound name when known */
@@ -172,6 +172,34 @@ function analyze(mod: CorpusModule, src: string): ModuleSyntax {
       });
       options.push({ kind: 'dict', stmt, subject: boundName(d) ?? 'dict', entries });
     }
+    // sets of definitions (`{BatchNormAct2d, GroupNormAct}`): membership tests of classes;
+    // an element whose definition nothing else reaches cannot match anything the module
+    // makes, so it is an option keyed by its name
+    for (const d of root.descendantsOfType('set')) {
+      if (!d) continue;
+      const els = d.namedChildren.filter((c): c is Node => !!c && c.type !== 'comment');
+      if (els.length < 2 || !els.every((e) => e.type === 'identifier' || e.type === 'attribute')) continue;
+      const stmt = stmtAt(d.startIndex);
+      if (stmt < 0) continue;
+      const entries: OptionEntry[] = els.map((e) => {
+        const { start, end, indent } = entrySpan(src, e, lineStart);
+        return {
+          keys: [(e.text.split('.').pop() ?? e.text).toLowerCase()],
+          keyRanges: [[e.startIndex, e.endIndex]],
+          start,
+          end,
+          codeStart: e.startIndex,
+          codeEnd: e.endIndex,
+          startLine: lineOf(e.startIndex),
+          endLine: lineOf(e.endIndex),
+          indent,
+          refLike: true,
+          denoting: [[e.startIndex, e.endIndex]],
+        };
+      });
+      options.push({ kind: 'set', stmt, subject: boundName(d) ?? 'set', entries });
+    }
+
     // if/elif chains comparing one subject with strings, and runs of consecutive plain
     // `if` statements doing so (`if key in ('avg', 'avgpool'): return …`)
     const clauseEntry = (cond: Node, body: Node, clause: Node, lead: boolean): OptionEntry | null => {
