@@ -298,10 +298,14 @@ export function extractBlock(ws: Workspace, id: string, opts: ExtractOptions = {
  *  A block whose emitted module is unchanged keeps its stored validation (and its file in
  *  `blocks/` or `failed/`): extraction without validation proves nothing new, so it must
  *  not demote what was validated. */
-export function extractBlocks(ws: Workspace, ids: string[], opts: ExtractOptions = {}): ExtractionRecord[] {
+export function extractBlocks(ws: Workspace, ids: string[], opts: ExtractOptions = {}, slimInputs?: (id: string, prev: ExtractionRecord) => SlimInputs): ExtractionRecord[] {
   const out = path.resolve(opts.out ?? path.join(ws.storeDir, 'library'));
   return ids.map((id) => {
-    const { record, text } = extractText(ws, id, opts);
+    // a validated slim module stays when the same slim module comes out again (no
+    // profile asked for: the library's choice stands)
+    const stored = opts.profile === undefined && slimInputs ? getExtraction(ws.store, id) : null;
+    const slimHeld = stored && stored.status !== 'extracted' && (stored.record.emission as { profile?: string } | undefined)?.profile === 'slim';
+    const { record, text } = slimHeld ? extractText(ws, id, { ...opts, profile: 'slim' }, slimInputs!(id, stored.record as ExtractionRecord)) : extractText(ws, id, opts);
     const prev = text ? getExtraction(ws.store, id) : null;
     if (prev && prev.status !== 'extracted' && prev.hash === textHash(text)) {
       const kept = prev.record as ExtractionRecord;

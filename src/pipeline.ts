@@ -195,11 +195,8 @@ async function slimOrFaithful(
   namespace: NamespaceMap | undefined,
   validate: (req: ValidationRequest) => Promise<ValidationResult>,
 ): Promise<{ record: api.ExtractionRecord; text: string; result: ValidationResult }> {
-  // what the block is built with: its call sites, and the arguments the faithful module
-  // was validated with (the one configuration-table entry that worked, not every entry)
-  const seeds = [...(req.callSites ?? []).map((c) => (typeof c === 'string' ? c : c.text))];
-  if (faithful.args) seeds.push(...texts(faithful.args));
-  else seeds.push(...(req.dataSites ?? []).map((d) => d.text));
+  const seeds = slimSeeds(req, faithful.args);
+  let proven: string[] = [];
   let slim = api.extractText(ws, id, { ...opts, profile: 'slim' }, { seeds });
   const fallback = (reason: string) => {
     faithfulRecord.emission = { profile: 'faithful', fallbackReason: reason, faithfulLines: faithfulRecord.lines, slimLines: slim.record.lines || null };
@@ -211,12 +208,15 @@ async function slimOrFaithful(
     const probe = probeSource(req.source, namespace, slim.unknownDecorators.map((d) => ({ key: d.key, module: d.mod.name, line: d.line, target: d.target })));
     if (probe) {
       const r = await validate({ id: `${id}#decorator-probe`, source: probe.source, className: PROBE_CLASS, requiredStages: ['import'] });
-      if (r.stages.import === 'pass') slim = api.extractText(ws, id, { ...opts, profile: 'slim' }, { seeds, proven: new Set(probe.keys) });
+      if (r.stages.import === 'pass') {
+        proven = probe.keys;
+        slim = api.extractText(ws, id, { ...opts, profile: 'slim' }, { seeds, proven: new Set(proven) });
+      }
     }
   }
   const emission = slim.record.emission as { removed?: unknown[] };
   if (slim.text === req.source) {
-    slim.record.emission = { profile: 'slim', faithfulLines: slim.record.lines, slimLines: slim.record.lines, removed: emission.removed ?? [] };
+    slim.record.emission = { profile: 'slim', faithfulLines: slim.record.lines, slimLines: slim.record.lines, removed: emission.removed ?? [], proven };
     return { record: slim.record, text: slim.text, result: faithful };
   }
   const sreq: ValidationRequest = { ...req, source: slim.text };
@@ -227,8 +227,18 @@ async function slimOrFaithful(
   if (lost.length || (faithfulOk && !passesStages(r, req.requiredStages ?? [...DEFAULT_REQUIRED_STAGES]))) {
     return fallback(`slim module failed ${lost.join(', ') || 'a required stage'}: ${r.category ?? ''} ${(r.error ?? '').slice(0, 300)}`.trim());
   }
-  slim.record.emission = { profile: 'slim', faithfulLines: faithfulRecord.lines, slimLines: slim.record.lines, removed: emission.removed ?? [] };
+  slim.record.emission = { profile: 'slim', faithfulLines: faithfulRecord.lines, slimLines: slim.record.lines, removed: emission.removed ?? [], proven };
   return { record: slim.record, text: slim.text, result: r };
+}
+
+/** What a block is built with, whose strings reach options: its call sites, and the
+ *  arguments the faithful module was validated with (the one configuration-table entry
+ *  that worked, not every entry), else its data sites. */
+function slimSeeds(req: Pick<ValidationRequest, 'callSites' | 'dataSites'>, args: unknown): string[] {
+  const seeds = [...(req.callSites ?? []).map((c) => (typeof c === 'string' ? c : c.text))];
+  if (args) seeds.push(...texts(args));
+  else seeds.push(...(req.dataSites ?? []).map((d) => d.text));
+  return seeds;
 }
 
 /** Every string in a JSON value (the validator's arguments are reprs: `"Cfg(type='x')"`). */
@@ -242,7 +252,13 @@ function texts(v: unknown, out: string[] = []): string[] {
 /** Extract, validate and promote blocks. */
 export async function extractAndValidate(ws: api.Workspace, ids: string[], opts: PipelineOptions = {}): Promise<api.ExtractionRecord[]> {
   const out = path.resolve(opts.out ?? path.join(ws.storeDir, 'library'));
-  if (opts.validate === false) return api.extractBlocks(ws, ids, opts);
+  if (opts.validate === false) {
+    return api.extractBlocks(ws, ids, opts, (id, prev) => {
+      const v = prev.validation as { args?: unknown } | undefined;
+      const em = prev.emission as { proven?: string[] } | undefined;
+      return { seeds: slimSeeds({ callSites: callSites(ws, id), dataSites: dataSites(ws, id) }, v?.args), proven: new Set(em?.proven ?? []) };
+    });
+  }
   const required = opts.required ?? [...DEFAULT_REQUIRED_STAGES];
   const pool = opts.validator ?? (await ValidatorPool.start({ ...opts.pool, onWarning: opts.onWarning }));
   try {

@@ -93,7 +93,7 @@ test('slim is kept where it validates as faithful does (with equivalence), else 
   const { ws, dir } = await workspace();
   const pool = await ValidatorPool.start({ workers: 1 });
   try {
-    const ids = ['slimpkg.blocks.Block', 'slimpkg.blocks.Traced', 'slimpkg.blocks.Computed'];
+    const ids = ['slimpkg.blocks.Block', 'slimpkg.blocks.Traced', 'slimpkg.blocks.Computed', 'slimpkg.blocks.Hooked'];
     const recs = await extractAndValidate(ws, ids, { validator: pool, out: path.join(dir, 'library') });
     const by = new Map(recs.map((r) => [r.id, r]));
     for (const id of ['slimpkg.blocks.Block', 'slimpkg.blocks.Traced']) {
@@ -116,6 +116,15 @@ test('slim is kept where it validates as faithful does (with equivalence), else 
     // the stored module is the faithful one
     const stored = api.extractText(ws, 'slimpkg.blocks.Computed', { profile: 'faithful' }).text;
     assert.ok(stored.includes('class Gate'));
+    // a decorator the corpus does not show (an inherited method) stays in the static slim
+    // module; the sandbox probe proves it returns its argument, so the library's lacks it
+    assert.match(api.extractText(ws, 'slimpkg.blocks.Hooked', { profile: 'slim' }).text, /^@HOOKS\.register$/m);
+    const h = by.get('slimpkg.blocks.Hooked')!;
+    const hem = h.emission as { profile: string; proven: string[]; removed: { kind: string; what: string }[] };
+    assert.equal(hem.profile, 'slim');
+    assert.deepEqual(hem.proven, ['org/slim:slimpkg.blocks:51']);
+    assert.deepEqual(hem.removed.map((r) => r.what), ['@HOOKS.register']);
+    assert.equal((h.validation as { stages: Record<string, string> }).stages.equivalence, 'pass');
     // --profile faithful keeps today's modules
     const f = await extractAndValidate(ws, ['slimpkg.blocks.Block'], { validator: pool, out: path.join(dir, 'library'), profile: 'faithful' });
     assert.equal((f[0].emission as { profile: string }).profile, 'faithful');
