@@ -61,9 +61,7 @@ for (const rec of records) {
   r.discovered++;
   if (rec.lines > 0) r.emitted++;
   if (rec.diagnostics.some((d) => d.severity === 'error')) r.unresolved++;
-  const v = rec.validation as
-    | { stages: Record<string, string>; stage: string | null; error: string | null; namespace?: { checked: number; mismatches?: unknown[] }; equivalence?: { status: string; reason?: string } }
-    | undefined;
+  const v = rec.validation;
   if (!v) continue;
   if (v.stages.import === 'pass') r.import++;
   else if (v.stages.import === 'fail') {

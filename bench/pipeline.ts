@@ -9,7 +9,7 @@ import path from 'node:path';
 import * as api from '../src/api.js';
 import { extractAndValidate } from '../src/pipeline.js';
 import { quantile } from '../src/library/stats.js';
-import { ValidatorPool } from '../src/validate/index.js';
+import { STAGES, ValidatorPool } from '../src/validate/index.js';
 import { args, opt } from './args.js';
 
 const repo = args[0];
@@ -44,11 +44,11 @@ const records = await extractAndValidate(ws, ids, { validator: pool, onWarning: 
 await pool.close();
 const secs = (performance.now() - t) / 1000;
 console.log(`extract + validate ${records.length} blocks in ${secs.toFixed(1)} s (${(records.length / secs).toFixed(1)} blocks/s)`);
-const stages = ['parse', 'compile', 'import', 'namespace', 'instantiate', 'forward', 'equivalence'];
+const stages = STAGES;
 const counts: Record<string, Record<string, number>> = {};
 const cats: Record<string, number> = {};
 for (const r of records) {
-  const v = r.validation as { stages: Record<string, string>; category: string | null } | undefined;
+  const v = r.validation;
   if (!v) {
     cats['not-emitted'] = (cats['not-emitted'] ?? 0) + 1;
     continue;
@@ -68,8 +68,7 @@ const eqRun = (counts.equivalence?.pass ?? 0) + (counts.equivalence?.fail ?? 0);
 console.log(`equivalence passes where it ran: ${counts.equivalence?.pass ?? 0}/${eqRun}`);
 console.log(`failure categories: ${JSON.stringify(cats)}`);
 // namespace stage: names compared with the originals, mismatches, time it adds per block
-type NsRecord = { namespace?: { checked: number; skipped?: number; mismatches?: { name: string; copy: string; original: string }[]; reason?: string } };
-const ns = records.map((r) => (r.validation as NsRecord | undefined)?.namespace).filter((x) => x !== undefined);
+const ns = records.map((r) => r.validation?.namespace).filter((x) => x !== undefined);
 const mism = ns.flatMap((x) => x!.mismatches ?? []);
 console.log(
   `namespace: ${ns.filter((x) => x!.checked > 0).length} blocks checked, ${ns.reduce((a, x) => a + x!.checked, 0)} names checked, ` +
@@ -84,7 +83,7 @@ if (reasons.size) console.log(`namespace skipped: ${JSON.stringify(Object.fromEn
 console.log(`promoted: ${records.filter((r) => r.ok).length}/${records.length}`);
 if (args.includes('--verbose')) {
   for (const r of records) {
-    const v = r.validation as { category: string | null; error: string | null; stage: string | null } | undefined;
+    const v = r.validation;
     if (!r.ok) console.log(`  ${r.id}: ${v?.category} ${(v?.error ?? r.error ?? '').split('\n')[0].slice(0, 160)}`);
   }
 }

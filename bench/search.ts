@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { IndexStore } from '../src/store/store.js';
 import { extractionIds, putExtraction, textHash } from '../src/store/records.js';
+import { emptyRecord } from '../src/library/record.js';
 import { searchBlocks, syncSearchIndex, type SearchOptions } from '../src/search/index.js';
 import { similarBlocks, syncSignatures } from '../src/search/similar.js';
 
@@ -71,7 +72,14 @@ try {
       const status = rnd() < 0.8 ? 'validated' : 'failed';
       putExtraction(store, {
         id, hash: textHash(text), ok: status === 'validated', status, lines: text.split('\n').length,
-        record: { id, interned: [], externs: ['torch'], provenance: [], validation: { stages: { parse: 'pass' }, params: Math.floor(rnd() * 5e6) } },
+        record: {
+          ...emptyRecord(id),
+          externs: ['torch'],
+          validation: {
+            stages: { parse: 'pass', compile: 'pass', import: 'pass', namespace: 'skip', instantiate: 'pass', forward: 'pass', equivalence: 'skip' },
+            category: null, error: null, args: null, input_shapes: null, output_shapes: null, params: Math.floor(rnd() * 5e6), envId: 'bench',
+          },
+        },
         text,
       });
     }

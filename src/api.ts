@@ -1,77 +1,26 @@
 // The library API behind the CLI: a Workspace is an opened store (`--store DIR`) plus
 // the corpus, resolver and discovery built from it on demand. Every command of the
 // CLI is one function here, returning the records `--json` prints.
-import { existsSync, writeFileSync, renameSync, rmSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { RepoSpec } from './config/repos.js';
 import { symbolMatches } from './config/scope.js';
 import { Discovery, type Block } from './discover/discover.js';
-import { idFileStem, parseBlockId } from './discover/ids.js';
+import { parseBlockId } from './discover/ids.js';
 import { emitModule, type NamespaceMap } from './emit/emitter.js';
 import { slimClosure, type SlimResult } from './emit/slim/slim.js';
 import { indexRepos, type IndexMode, type IndexProgress, type IndexReport } from './index/indexer.js';
-import { IndexStore } from './store/store.js';
 import { initParser } from './parse/parser.js';
 import { getExtraction, putExtraction, textHash } from './store/records.js';
+import { blockFile, libraryDir, placeBlockFile } from './library/layout.js';
+import { emptyRecord, type BlockRecord, type EmissionProfile } from './library/record.js';
 import { RepoCache } from './repos/cache.js';
-import { ClosureBuilder, type Diagnostic } from './resolve/closure.js';
-import type { Corpus, CorpusModule } from './resolve/corpus.js';
-import { loadCorpus } from './resolve/load.js';
-import { Resolver, type ResolveOptions } from './resolve/names.js';
+import { ClosureBuilder } from './resolve/closure.js';
 import { NnragError, UsageError } from './util/errors.js';
 import { suggest } from './util/suggest.js';
-import { ensureDir } from './util/fs.js';
+import { Workspace } from './workspace.js';
 
-export class Workspace {
-  private corpusCache: Corpus | null = null;
-  private resolverCache: Resolver | null = null;
-  private resolverKey = '';
-
-  private constructor(
-    readonly store: IndexStore,
-    readonly storeDir: string,
-  ) {}
-
-  /** Open (`create`, the default: or create) the store in `storeDir`. */
-  static open(storeDir = '.nnrag', opts: { create?: boolean } = {}): Workspace {
-    const dir = path.resolve(storeDir);
-    return new Workspace(IndexStore.open(dir, opts), dir);
-  }
-
-  close(): void {
-    this.store.close();
-  }
-
-  /** Forget the in-memory corpus (after indexing). */
-  invalidate(): void {
-    this.corpusCache = null;
-    this.resolverCache = null;
-  }
-
-  corpus(): Corpus {
-    if (!this.corpusCache) this.corpusCache = loadCorpus(this.store);
-    return this.corpusCache;
-  }
-
-  /** The module and class a block id names (`module.Class` or `repo:module.Class`,
-   *  see discover/ids.ts), or null when no indexed module defines that class. */
-  blockModule(id: string): { mod: CorpusModule; className: string } | null {
-    const { repo, module, className } = parseBlockId(id);
-    const corpus = this.corpus();
-    const has = (m: CorpusModule | undefined): m is CorpusModule => !!m && m.facts.classes.some((c) => c.name === className);
-    const mod = repo !== null ? corpus.ownModule(repo, module) : corpus.modulesNamed(module).find(has);
-    return has(mod) ? { mod, className } : null;
-  }
-
-  resolver(opts: ResolveOptions = {}): Resolver {
-    const key = JSON.stringify(opts);
-    if (!this.resolverCache || key !== this.resolverKey) {
-      this.resolverCache = new Resolver(this.corpus(), opts);
-      this.resolverKey = key;
-    }
-    return this.resolverCache;
-  }
-}
+export { Workspace };
 
 /** Load the Python parser in this thread. The resolver parses modules it reads on demand
  *  (outside the configured paths) synchronously; without a parser only contents the store
@@ -203,7 +152,7 @@ export interface ExtractOptions {
   profile?: EmissionProfile;
 }
 
-export type EmissionProfile = 'slim' | 'faithful';
+export type { EmissionProfile };
 
 /** What slim emission may use beyond the code: texts whose strings the block can be
  *  called with, decorators the sandbox proved to return their argument. */
@@ -212,19 +161,8 @@ export interface SlimInputs {
   proven?: ReadonlySet<string>;
 }
 
-export interface ExtractionRecord {
-  id: string;
-  file: string;
-  ok: boolean;
-  lines: number;
-  diagnostics: Diagnostic[];
-  interned: string[];
-  externs: string[];
-  ms: number;
-  error?: string;
-  validation?: unknown;
-  [k: string]: unknown;
-}
+/** The record of one block (src/library/record.ts); the name the API had before. */
+export type ExtractionRecord = BlockRecord;
 
 export interface Extraction {
   record: ExtractionRecord;
@@ -239,12 +177,12 @@ export interface Extraction {
 export function extractText(ws: Workspace, id: string, opts: ExtractOptions = {}, slim: SlimInputs = {}): Extraction {
   const t0 = performance.now();
   const corpus = ws.corpus();
-  const base: ExtractionRecord = { id, file: '', ok: false, lines: 0, diagnostics: [], interned: [], externs: [], ms: 0 };
   const found = ws.blockModule(id);
   if (!found) {
-    return { record: { ...base, error: `${id} is not a class of an indexed module`, ms: performance.now() - t0 }, text: '' };
+    return { record: { ...emptyRecord(id), error: `${id} is not a class of an indexed module`, ms: performance.now() - t0 }, text: '' };
   }
   const { mod, className } = found;
+  const base = emptyRecord(id, mod.repo, ws.blockSource(id));
   try {
     const resolver = ws.resolver({ extern: opts.extern, intern: opts.intern });
     const profile = opts.profile ?? 'faithful';
@@ -275,22 +213,8 @@ export function extractText(ws: Workspace, id: string, opts: ExtractOptions = {}
   }
 }
 
-/** Atomically write a file (temp + rename), creating folders. */
-export function writeFileAtomic(file: string, text: string): void {
-  ensureDir(path.dirname(file));
-  const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync(tmp, text);
-  renameSync(tmp, file);
-}
-
-/** Where a block's module goes: `<out>/<status>/<id>.py` (the id's repository part
- *  percent-encoded: discover/ids.ts). */
-export function blockFile(out: string, status: 'blocks' | 'failed' | 'extracted', id: string): string {
-  return path.join(out, status, `${idFileStem(id)}.py`);
-}
-
 /** Extract one block and write it under `<out>/extracted/` (no validation). */
-export function extractBlock(ws: Workspace, id: string, opts: ExtractOptions = {}): ExtractionRecord {
+export function extractBlock(ws: Workspace, id: string, opts: ExtractOptions = {}): BlockRecord {
   return extractBlocks(ws, [id], opts)[0];
 }
 
@@ -298,24 +222,21 @@ export function extractBlock(ws: Workspace, id: string, opts: ExtractOptions = {
  *  A block whose emitted module is unchanged keeps its stored validation (and its file in
  *  `blocks/` or `failed/`): extraction without validation proves nothing new, so it must
  *  not demote what was validated. */
-export function extractBlocks(ws: Workspace, ids: string[], opts: ExtractOptions = {}, slimInputs?: (id: string, prev: ExtractionRecord) => SlimInputs): ExtractionRecord[] {
-  const out = path.resolve(opts.out ?? path.join(ws.storeDir, 'library'));
+export function extractBlocks(ws: Workspace, ids: string[], opts: ExtractOptions = {}, slimInputs?: (id: string, prev: BlockRecord) => SlimInputs): BlockRecord[] {
+  const out = libraryDir(ws.storeDir, opts.out);
   return ids.map((id) => {
     // a validated slim module stays when the same slim module comes out again (no
     // profile asked for: the library's choice stands)
     const stored = opts.profile === undefined && slimInputs ? getExtraction(ws.store, id) : null;
-    const slimHeld = stored && stored.status !== 'extracted' && (stored.record.emission as { profile?: string } | undefined)?.profile === 'slim';
-    const { record, text } = slimHeld ? extractText(ws, id, { ...opts, profile: 'slim' }, slimInputs!(id, stored.record as ExtractionRecord)) : extractText(ws, id, opts);
+    const slimHeld = stored && stored.status !== 'extracted' && stored.record.emission.profile === 'slim';
+    const { record, text } = slimHeld ? extractText(ws, id, { ...opts, profile: 'slim' }, slimInputs!(id, stored.record)) : extractText(ws, id, opts);
     const prev = text ? getExtraction(ws.store, id) : null;
     if (prev && prev.status !== 'extracted' && prev.hash === textHash(text)) {
-      const kept = prev.record as ExtractionRecord;
-      const file = blockFile(out, prev.status === 'validated' ? 'blocks' : 'failed', id);
-      if (existsSync(file)) return { ...kept, file, ms: record.ms };
+      const file = blockFile(out, prev.status, id);
+      if (existsSync(file)) return { ...prev.record, file, ms: record.ms };
     }
     if (text) {
-      record.file = blockFile(out, 'extracted', id);
-      writeFileAtomic(record.file, text);
-      for (const other of ['blocks', 'failed'] as const) rmSync(blockFile(out, other, id), { force: true });
+      record.file = placeBlockFile(out, 'extracted', id, '.py', text);
       putExtraction(ws.store, { id, hash: textHash(text), ok: record.ok, status: 'extracted', lines: record.lines, record, text });
     }
     return record;

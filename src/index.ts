@@ -1,10 +1,16 @@
-// nnrag's library API (package entry point): the same functions the CLI uses.
-export { Workspace, ready, index, discover, storedBlocks, resolveBlockNames, extractText, extractBlock, extractBlocks } from './api.js';
+// nnrag's library API (package entry point): the same functions the CLI uses, one per
+// command (src/commands/index.ts), the Workspace they work in, the block record and its
+// schema, and the validator.
+export * from './commands/index.js';
+export { Workspace } from './workspace.js';
+export { callSites } from './pipeline.js';
 export type { ExtractionRecord, ExtractOptions, IndexOptions, DiscoverOptions, NameResolution } from './api.js';
-export { extractAndValidate, callSites } from './pipeline.js';
 export type { PipelineOptions } from './pipeline.js';
+export type { BlockRecord, BlockStatus, EmissionProfile, EmissionFacts, SourceLocation, BlockRequirement } from './library/record.js';
+export { BLOCK_RECORD_SCHEMA } from './library/record-schema.js';
+export type { BlockSpec } from './library/spec-types.js';
 export type { Block } from './discover/discover.js';
 export type { FileFacts, StatementFacts, Ref, ImportEdge, ClassFacts } from './parse/types.js';
 export type { Diagnostic } from './resolve/closure.js';
 export { ValidatorPool, doctor, findPython } from './validate/index.js';
-export type { ValidationRequest, ValidationResult, PoolOptions } from './validate/index.js';
+export type { ValidationRequest, ValidationResult, PoolOptions, ArgumentsSource } from './validate/index.js';

@@ -4,10 +4,11 @@
 // `<out>/blocks/` when it passes the required stages, else to `<out>/failed/` with a
 // JSON record of the failing stage, category and error. Results are cached by module
 // content and validation environment, so re-validating an unchanged module is free.
-import { rmSync } from 'node:fs';
 import path from 'node:path';
 import * as api from './api.js';
 import { parseBlockId } from './discover/ids.js';
+import { libraryDir, placeBlockFile, removeBlockFile, validatedStatus } from './library/layout.js';
+import type { BlockRecord } from './library/record.js';
 import { sysPathRoots } from './store/store.js';
 import { putCachedValidation, getCachedValidation, putExtraction, textHash } from './store/records.js';
 import type { Ref, StatementFacts } from './parse/types.js';
@@ -41,7 +42,7 @@ export interface PipelineOptions extends api.ExtractOptions {
   /** re-run validation even when a stored result for the same module and environment exists */
   force?: boolean;
   /** after each block, with its record */
-  onProgress?: (done: number, total: number, record: api.ExtractionRecord) => void;
+  onProgress?: (done: number, total: number, record: BlockRecord) => void;
   onWarning?: (msg: string) => void;
 }
 
@@ -214,7 +215,7 @@ async function slimOrFaithful(
       }
     }
   }
-  const emission = slim.record.emission as { removed?: unknown[] };
+  const emission = slim.record.emission;
   if (slim.text === req.source) {
     slim.record.emission = { profile: 'slim', faithfulLines: slim.record.lines, slimLines: slim.record.lines, removed: emission.removed ?? [], proven };
     return { record: slim.record, text: slim.text, result: faithful };
@@ -250,13 +251,12 @@ function texts(v: unknown, out: string[] = []): string[] {
 }
 
 /** Extract, validate and promote blocks. */
-export async function extractAndValidate(ws: api.Workspace, ids: string[], opts: PipelineOptions = {}): Promise<api.ExtractionRecord[]> {
-  const out = path.resolve(opts.out ?? path.join(ws.storeDir, 'library'));
+export async function extractAndValidate(ws: api.Workspace, ids: string[], opts: PipelineOptions = {}): Promise<BlockRecord[]> {
+  const out = libraryDir(ws.storeDir, opts.out);
   if (opts.validate === false) {
     return api.extractBlocks(ws, ids, opts, (id, prev) => {
       const v = prev.validation as { args?: unknown } | undefined;
-      const em = prev.emission as { proven?: string[] } | undefined;
-      return { seeds: slimSeeds({ callSites: callSites(ws, id), dataSites: dataSites(ws, id) }, v?.args), proven: new Set(em?.proven ?? []) };
+      return { seeds: slimSeeds({ callSites: callSites(ws, id), dataSites: dataSites(ws, id) }, v?.args), proven: new Set(prev.emission.proven ?? []) };
     });
   }
   const required = opts.required ?? [...DEFAULT_REQUIRED_STAGES];
@@ -264,7 +264,7 @@ export async function extractAndValidate(ws: api.Workspace, ids: string[], opts:
   try {
     const profile = opts.profile ?? 'slim';
     const extracted = ids.map((id) => ({ id, ...api.extractText(ws, id, { ...opts, profile: 'faithful' }) }));
-    const records: api.ExtractionRecord[] = [];
+    const records: BlockRecord[] = [];
     let done = 0;
     const validateCached = async (req: ValidationRequest): Promise<ValidationResult> => {
       const key = validationKey(req, pool.envId);
@@ -290,7 +290,7 @@ export async function extractAndValidate(ws: api.Workspace, ids: string[], opts:
             dataSites: dataSites(ws, id),
             requiredStages: required,
           };
-          const crossed = [...new Set(((record.provenance as { repo: string }[] | undefined) ?? []).map((p) => p.repo))];
+          const crossed = [...new Set(record.provenance.map((p) => p.repo))];
           const sysPath = opts.equivalence === false ? null : originalSysPath(ws, id, crossed);
           if (sysPath) req.original = { module: origModule, className: req.className, sysPath };
           // the namespace stage compares the copy's names with the original modules'
@@ -305,19 +305,14 @@ export async function extractAndValidate(ws: api.Workspace, ids: string[], opts:
           // layers (module type → count in the instantiated block) feed the library spec
           record.validation = result.layers ? { ...toRecord(result), layers: result.layers } : toRecord(result);
           record.ok = passesStages(result, required);
-          const status = record.ok ? 'blocks' : 'failed';
-          record.file = api.blockFile(out, status, id);
-          api.writeFileAtomic(record.file, text);
-          rmSync(api.blockFile(out, record.ok ? 'failed' : 'blocks', id), { force: true });
-          rmSync(api.blockFile(out, 'extracted', id), { force: true });
+          const status = validatedStatus(record.ok);
+          record.file = placeBlockFile(out, status, id, '.py', text);
           if (!record.ok) {
+            // why it failed, next to the module (library/layout.ts)
             const stored = forStorage(result);
-            api.writeFileAtomic(
-              record.file.replace(/\.py$/, '.json'),
-              JSON.stringify({ id, stage: stored.stage, category: stored.category, error: stored.error, traceback: stored.traceback ?? null }, null, 2) + '\n',
-            );
-          } else rmSync(api.blockFile(out, 'failed', id).replace(/\.py$/, '.json'), { force: true });
-          putExtraction(ws.store, { id, hash: textHash(text), ok: record.ok, status: record.ok ? 'validated' : 'failed', lines: record.lines, record, text });
+            placeBlockFile(out, status, id, '.json', JSON.stringify({ id, stage: stored.stage, category: stored.category, error: stored.error, traceback: stored.traceback ?? null }, null, 2) + '\n');
+          } else removeBlockFile(out, id, '.json');
+          putExtraction(ws.store, { id, hash: textHash(text), ok: record.ok, status, lines: record.lines, record, text });
         }
         records[i] = record;
         opts.onProgress?.(++done, extracted.length, record);

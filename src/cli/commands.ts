@@ -9,7 +9,7 @@ import { buildReport, reportText } from '../library/report.js';
 import { extractAndValidate, type PipelineOptions } from '../pipeline.js';
 import { createRootfs, doctor, STAGES, type Stage } from '../validate/index.js';
 import { repoOptions, repoSpecs, requestedNames, withWorkspaceAsync, workersOpt, type Command, type Ctx } from './context.js';
-import { storeRequirements } from './library-commands.js';
+import { requirements } from '../commands/requirements.js';
 import { environmentGaps, type EnvironmentGap } from '../library/repo-requirements.js';
 import { normalizeDistName } from '../library/requirements.js';
 import { existsSync } from 'node:fs';
@@ -127,7 +127,7 @@ function blockProgress(ctx: Ctx, label: string, phase: string) {
 
 function blockLine(r: api.ExtractionRecord): string {
   const errs = r.diagnostics.filter((d) => d.severity === 'error');
-  const v = r.validation as { stages: Record<string, string>; category: string | null; error: string | null } | undefined;
+  const v = r.validation;
   let status = r.error ? `ERROR ${r.error}` : r.ok ? 'ok' : `${errs.length} unresolved`;
   if (v) {
     const stages = Object.entries(v.stages).map(([k, s]) => `${k}:${s}`).join(' ');
@@ -210,7 +210,7 @@ export const commands: Record<string, Command> = {
       let gaps: EnvironmentGap[] | null = null;
       if (existsSync(path.join(ctx.store, 'index.sqlite')) && rep.distributions && !rep.rootfs) {
         const installed = new Set(rep.distributions.map((d) => normalizeDistName(d.split('==')[0])));
-        gaps = await withWorkspaceAsync(ctx, async (ws) => environmentGaps(await storeRequirements(ws, { python: rep.python ?? undefined }), installed));
+        gaps = await withWorkspaceAsync(ctx, async (ws) => environmentGaps(await requirements(ws, { python: rep.python ?? undefined, onWarning: (m) => process.stderr.write(`warning: ${m}\n`) }), installed));
       }
       const lines = [
         `python   ${rep.python ?? 'not found'} ${rep.pythonVersion ?? ''} (${rep.pythonSource ?? '-'})`,

@@ -1,17 +1,12 @@
 // CLI commands of the library stage: `library` (specs, manifests, requirements), `dedup`,
 // `report` (text, --json, --html FILE) and `export-pairs` (training pairs as JSON Lines).
 // Argument parsing and output only; the work is in src/library/.
-import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { UsageError } from '../util/errors.js';
-import { buildLibrary, diversityTopUp, getDedup, listSpecs, runDedup, type StoredDedup, type TopUp } from '../library/library.js';
-import { trainingPairs, writePairs } from '../library/pairs.js';
-import { listExtractions } from '../store/records.js';
-import { KV_KEYS } from '../store/kv.js';
-import { buildReport, reportHtml, reportText } from '../library/report.js';
-import { repositoryRequirements, type RepoRequirements } from '../library/repo-requirements.js';
-import { KNOWN_DISTRIBUTIONS, probeEnvironment } from '../library/requirements.js';
-import * as api from '../api.js';
+import type { StoredDedup } from '../library/library.js';
+import { reportText } from '../library/report.js';
+import { dedupBlocks, exportPairs, library, report } from '../commands/library.js';
+import { requirements } from '../commands/requirements.js';
 import { withWorkspaceAsync, type Command } from './context.js';
 
 function dedupText(d: StoredDedup): string {
@@ -27,38 +22,11 @@ function dedupText(d: StoredDedup): string {
   return lines.join('\n');
 }
 
-const NO_BLOCKS = 'no extracted blocks in the store: run `nnrag extract` (or `nnrag demo`) first';
-
 function threshold(v: unknown, name: string): number | undefined {
   if (v === undefined) return undefined;
   const n = Number(v);
   if (!(n > 0 && n <= 1)) throw new UsageError(`--${name} takes a number in (0, 1]`);
   return n;
-}
-
-/** Declared requirements and block imports of the store's repositories (`nnrag
- *  requirements`, `nnrag doctor`); the validation interpreter says which distribution
- *  provides an import. */
-export async function storeRequirements(ws: api.Workspace, opts: { repos?: string[]; python?: string }): Promise<RepoRequirements[]> {
-  await api.ready(); // setup.py is read from its syntax tree
-  const repos = ws.store.listRepos().filter((r) => !opts.repos?.length || opts.repos.includes(r.name));
-  if (opts.repos?.length && !repos.length) throw new UsageError(`--repos: none of ${opts.repos.join(', ')} is indexed`);
-  const repoOf = new Map(api.storedBlocks(ws).map((b) => [b.id, b.repo]));
-  const blocks = listExtractions(ws.store).map((e) => ({ repo: repoOf.get(e.id) ?? '', externs: (e.record.externs as string[] | undefined) ?? [] }));
-  const names = [...new Set(blocks.flatMap((b) => b.externs.map((x) => x.split('.')[0])))].filter(Boolean);
-  let probe: Awaited<ReturnType<typeof probeEnvironment>> | null = null;
-  try {
-    probe = names.length ? await probeEnvironment(names, { python: opts.python }) : null;
-  } catch (e) {
-    process.stderr.write(`warning: ${(e as Error).message}; import names are mapped by a table only\n`);
-  }
-  return repositoryRequirements(
-    repos.map((r) => ({ name: r.name, root: r.root })),
-    blocks,
-    (m) => probe?.names[m]?.dists[0]?.[0] ?? KNOWN_DISTRIBUTIONS[m] ?? m,
-    (m) => !!probe?.names[m]?.stdlib,
-    probe ? (m) => !!probe!.names[m]?.found : undefined,
-  );
 }
 
 export const commands: Record<string, Command> = {
@@ -68,8 +36,7 @@ export const commands: Record<string, Command> = {
     options: { out: { type: 'string' }, python: { type: 'string' } },
     async run(ctx) {
       return withWorkspaceAsync(ctx, async (ws) => {
-        if (!listExtractions(ws.store).length) throw new UsageError(NO_BLOCKS);
-        const r = await buildLibrary(ws, { out: ctx.values.out as string | undefined, python: ctx.values.python as string | undefined });
+        const r = await library(ws, { out: ctx.values.out as string | undefined, python: ctx.values.python as string | undefined });
         const human = [
           `${r.specs} specs in ${r.out} (${Object.entries(r.byStatus).map(([k, v]) => `${k} ${v}`).join(', ')})`,
           `categories: ${Object.entries(r.byCategory).map(([k, v]) => `${k} ${v}`).join(', ')}`,
@@ -90,24 +57,22 @@ export const commands: Record<string, Command> = {
     options: { near: { type: 'string' }, structural: { type: 'string' }, threads: { type: 'string' }, 'top-up': { type: 'string' } },
     async run(ctx) {
       return withWorkspaceAsync(ctx, async (ws) => {
-        if (!listExtractions(ws.store).length) throw new UsageError(NO_BLOCKS);
         const threads = ctx.values.threads === undefined ? undefined : Number(ctx.values.threads);
         if (threads !== undefined && !(Number.isInteger(threads) && threads >= 0)) throw new UsageError('--threads takes a whole number');
-        const d = await runDedup(ws, {
+        let min: number | undefined;
+        if (ctx.values['top-up'] !== undefined) {
+          min = Number(ctx.values['top-up']);
+          if (!(Number.isInteger(min) && min >= 1)) throw new UsageError('--top-up takes a whole number ≥ 1');
+        }
+        const d = await dedupBlocks(ws, {
           nearThreshold: threshold(ctx.values.near, 'near'),
           structuralThreshold: threshold(ctx.values.structural, 'structural'),
           threads,
+          topUp: min,
         });
-        let topUp: TopUp[] | undefined;
-        if (ctx.values['top-up'] !== undefined) {
-          const min = Number(ctx.values['top-up']);
-          if (!(Number.isInteger(min) && min >= 1)) throw new UsageError('--top-up takes a whole number ≥ 1');
-          if (!listSpecs(ws.store).length) await buildLibrary(ws);
-          topUp = diversityTopUp(listSpecs(ws.store), d.clusters, min);
-          ws.store.setKV(KV_KEYS.dedupTopUp, JSON.stringify({ min, categories: topUp }));
-        }
+        const topUp = d.topUp;
         const human = dedupText(d) + (topUp ? '\ndiversity top-up (validated blocks per category):\n' + topUp.map((t) => `  ${t.category}: ${t.unique} unique${t.added.length ? ` + ${t.added.length}: ${t.added.join(', ')}` : ''}`).join('\n') : '');
-        ctx.out(human, topUp ? { ...d, topUp } : d);
+        ctx.out(human, d);
         return 0;
       });
     },
@@ -119,17 +84,10 @@ export const commands: Record<string, Command> = {
     options: { html: { type: 'string' }, 'no-dedup': { type: 'boolean' } },
     async run(ctx) {
       return withWorkspaceAsync(ctx, async (ws) => {
-        // uniqueness needs current clusters: refresh them when the extractions changed
-        if (!ctx.values['no-dedup']) {
-          const d = getDedup(ws.store);
-          if (!d || !d.fresh) await runDedup(ws);
-        }
-        const r = buildReport(ws.store, { storeDir: ws.storeDir });
-        if (ctx.values.html) {
-          const file = path.resolve(ctx.values.html as string);
-          writeFileSync(file, reportHtml(r));
-          if (!ctx.json) process.stderr.write(`wrote ${file}\n`);
-        }
+        // uniqueness needs current clusters: refreshed when the extractions changed
+        const html = ctx.values.html as string | undefined;
+        const r = await report(ws, { dedup: !ctx.values['no-dedup'], html });
+        if (html && !ctx.json) process.stderr.write(`wrote ${path.resolve(html)}\n`);
         ctx.out(reportText(r), r);
         return 0;
       });
@@ -142,7 +100,9 @@ export const commands: Record<string, Command> = {
     options: { repos: { type: 'string', multiple: true }, python: { type: 'string' } },
     async run(ctx) {
       const only = ctx.values.repos as string[] | undefined;
-      const rows = await withWorkspaceAsync(ctx, (ws) => storeRequirements(ws, { repos: only, python: (ctx.values.python as string | undefined) ?? process.env.NNRAG_PYTHON }));
+      const rows = await withWorkspaceAsync(ctx, (ws) =>
+        requirements(ws, { repos: only, python: (ctx.values.python as string | undefined) ?? process.env.NNRAG_PYTHON, onWarning: (m) => process.stderr.write(`warning: ${m}\n`) }),
+      );
       const lines: string[] = [];
       for (const r of rows) {
         lines.push(`${r.repo}:`);
@@ -165,16 +125,9 @@ export const commands: Record<string, Command> = {
       const out = ctx.values.out as string | undefined;
       if (!out) throw new UsageError('--out FILE is required');
       return withWorkspaceAsync(ctx, async (ws) => {
-        // pairs come from specs: build them when the store has none yet
-        if (!listSpecs(ws.store).length) await buildLibrary(ws, { python: ctx.values.python as string | undefined });
-        const pairs = trainingPairs(ws.store, { all: !!ctx.values.all });
-        const n = writePairs(path.resolve(out), pairs);
-        const licenses: Record<string, number> = {};
-        for (const p of pairs) licenses[p.license] = (licenses[p.license] ?? 0) + 1;
-        ctx.out(
-          `${n} pairs → ${path.resolve(out)} (licenses: ${Object.entries(licenses).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'})`,
-          { file: path.resolve(out), pairs: n, licenses },
-        );
+        // pairs come from specs: built when the store has none yet
+        const r = await exportPairs(ws, out, { all: !!ctx.values.all, python: ctx.values.python as string | undefined });
+        ctx.out(`${r.pairs} pairs → ${r.file} (licenses: ${Object.entries(r.licenses).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'})`, r);
         return 0;
       });
     },

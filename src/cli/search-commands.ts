@@ -1,16 +1,11 @@
 // CLI commands of the search stage: search, similar, export and serve (the local web
 // catalog). Argument parsing and output only; the work is in src/search, src/export and
 // src/serve.
-import { NnragError, UsageError } from '../util/errors.js';
-import { exportBlock, heldProfile } from '../export/export.js';
-import { getExtraction } from '../store/records.js';
+import { UsageError } from '../util/errors.js';
+import { exportLibraryBlock, search, similar } from '../commands/search.js';
 import { profileOpt } from './commands.js';
 import { CATEGORIES, type Category } from '../library/category.js';
-import { facets, resolveLibraryId, searchBlocks } from '../search/index.js';
-import { refreshSearch } from '../search/refresh.js';
-import { similarBlocks } from '../search/similar.js';
 import { startServer } from '../serve/server.js';
-import * as api from '../api.js';
 import { openWorkspace, withWorkspace, withWorkspaceAsync, type Command, type Ctx } from './context.js';
 
 function numberOpt(ctx: Ctx, key: string, opts: { min?: number; integer?: boolean } = {}): number | undefined {
@@ -51,13 +46,8 @@ export const commands: Record<string, Command> = {
       }
       const filtered = ['repo', 'category', 'validated', 'min-params', 'max-params'].some((k) => ctx.values[k] !== undefined);
       if (!query.trim() && !filtered) throw new UsageError('give a query (nnrag search "window attention") or a filter (--repo, --category, --validated, --min-params, --max-params)');
-      const res = withWorkspace(ctx, (ws) => {
-        refreshSearch(ws.store);
-        const known = facets(ws.store).repos;
-        for (const r of (ctx.values.repo as string[] | undefined) ?? []) {
-          if (!known.includes(r)) throw new UsageError(`--repo ${r}: no library block comes from it (repositories: ${known.join(', ') || 'none'})`);
-        }
-        return searchBlocks(ws.store, query, {
+      const res = withWorkspace(ctx, (ws) =>
+        search(ws, query, {
           repo: ctx.values.repo as string[] | undefined,
           category: ctx.values.category as string[] | undefined,
           validated: !!ctx.values.validated,
@@ -65,8 +55,8 @@ export const commands: Record<string, Command> = {
           minParams,
           maxParams,
           limit,
-        });
-      });
+        }),
+      );
       // blocks that share a class name (the same PatchEmbed in six repositories) are one
       // entry: the best-ranked block, then the others by id
       const groups = new Map<string, typeof res.hits>();
@@ -98,11 +88,7 @@ export const commands: Record<string, Command> = {
     run(ctx) {
       if (ctx.positionals.length !== 1) throw new UsageError('name one block: nnrag similar ID');
       const k = numberOpt(ctx, 'limit', { min: 1, integer: true }) ?? 10;
-      const { id, hits } = withWorkspace(ctx, (ws) => {
-        refreshSearch(ws.store);
-        const id = resolveLibraryId(ws.store, ctx.positionals[0]);
-        return { id, hits: similarBlocks(ws.store, id, k) };
-      });
+      const { id, similar: hits } = withWorkspace(ctx, (ws) => similar(ws, ctx.positionals[0], k));
       const lines = hits.map(
         (h) => `${h.score.toFixed(3)}  ${h.id}  lexical ${h.lexical.toFixed(3)} structural ${h.structural.toFixed(3)}${h.duplicate ? `  [${h.duplicate} duplicate]` : ''}`,
       );
@@ -120,34 +106,16 @@ export const commands: Record<string, Command> = {
     async run(ctx) {
       if (ctx.positionals.length !== 1) throw new UsageError('name one block: nnrag export ID --into DIR');
       if (!ctx.values.into) throw new UsageError('--into DIR is required');
-      const rep = await withWorkspaceAsync(ctx, async (ws) => {
-        const id = resolveLibraryId(ws.store, ctx.positionals[0]);
-        // --profile: the library's module when it is of that profile; a faithful module is
-        // emitted again from the indexed sources; a slim one the library does not hold is refused
-        const profile = profileOpt(ctx);
-        let profileText: { profile: string; text: string } | undefined;
-        const stored = profile ? getExtraction(ws.store, id) : null;
-        if (profile && stored) {
-          const held = heldProfile(stored.record);
-          if (held.profile !== profile) {
-            if (profile === 'slim') {
-              throw new NnragError(`the library holds the faithful module of ${id}: ${held.fallbackReason ?? 'it was stored before slim emission; extract it again'}`, 'profile-unavailable');
-            }
-            await api.ready();
-            const f = api.extractText(ws, id, { profile: 'faithful' });
-            if (!f.text) throw new NnragError(`cannot emit the faithful module of ${id}: ${f.record.error ?? 'no text'}`, 'profile-unavailable');
-            profileText = { profile, text: f.text };
-          }
-        }
-        return exportBlock(ws.store, id, {
-          profileText,
+      const rep = await withWorkspaceAsync(ctx, (ws) =>
+        exportLibraryBlock(ws, ctx.positionals[0], {
+          profile: profileOpt(ctx),
           into: ctx.values.into as string,
           module: ctx.values.module as string | undefined,
           force: !!ctx.values.force,
           allowFailed: !!ctx.values['allow-failed'],
           python: (ctx.values.python as string | undefined) ?? process.env.NNRAG_PYTHON,
-        });
-      });
+        }),
+      );
       const lines = [`${rep.action} ${rep.file} (${rep.id})`, `import with: ${rep.importLine}`];
       if (rep.usage) lines.push(`use as validated: ${rep.usage}`);
       for (const p of rep.packages) lines.push(`created package ${p}`);

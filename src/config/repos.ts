@@ -13,7 +13,7 @@ import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { UsageError } from '../util/errors.js';
-import { isBareRepo, nameFromUrl, vetSource } from '../repos/source.js';
+import { isBareRepo, nameFromUrl, vetSource } from './source.js';
 import { normalizeRelPath } from './scope.js';
 
 export {

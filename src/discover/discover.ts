@@ -17,7 +17,8 @@
 import type { BlockRow } from '../store/store.js';
 import type { ClassFacts } from '../parse/types.js';
 import type { Corpus, CorpusModule } from '../resolve/corpus.js';
-import type { Resolver, Target } from '../resolve/names.js';
+import type { Resolver } from '../resolve/names.js';
+import { baseClasses } from '../resolve/classes.js';
 import { TORCH_NN_NOT_MODULES, TORCH_NN_WITH_FORWARD, TORCH_NN_WITHOUT_FORWARD } from './torch-nn-classes.js';
 import { blockId } from './ids.js';
 
@@ -79,19 +80,10 @@ export class Discovery {
     const out = new Set<string>();
     for (const mod of this.corpus.modules()) {
       for (const cls of mod.facts.classes) {
-        for (const b of cls.bases) {
-          const { targets, consumed } = this.resolveBase(mod, b.name, b.attrs);
-          for (const t of targets) if (t.kind === 'extern') out.add(qualifiedOf(t, b.attrs, consumed));
-        }
+        for (const b of baseClasses(this.resolver, mod, cls).flat()) if (b.kind === 'extern') out.add(b.qualified);
       }
     }
     return [...out].sort();
-  }
-
-  /** A base expression `name.attr…` resolved like any read in the module. */
-  private resolveBase(mod: CorpusModule, name: string | null, attrs: string[]): { targets: Target[]; consumed: number } {
-    if (!name) return { targets: [], consumed: 0 };
-    return this.resolver.resolveRef(mod, { name, start: 0, end: 0, eager: true, attrs, attrEnds: attrs.map(() => 0) });
   }
 
   private classInfo(mod: CorpusModule, cls: ClassFacts): ClassInfo {
@@ -102,19 +94,16 @@ export class Discovery {
     this.inProgress.add(key);
     const info: ClassInfo = { isModule: false, hasForward: cls.members.includes('forward'), abstract: new Set() };
     const inherited = new Set<string>();
-    for (const b of cls.bases) {
-      const { targets, consumed } = this.resolveBase(mod, b.name, b.attrs);
+    for (const targets of baseClasses(this.resolver, mod, cls)) {
       for (const t of targets) {
         if (t.kind === 'extern') {
-          const ext = this.extern(qualifiedOf(t, b.attrs, consumed));
+          const ext = this.extern(t.qualified);
           if (ext?.isModule) {
             info.isModule = true;
             if (ext.hasForward) info.hasForward = true;
           }
-        } else if (t.kind === 'def') {
-          const target = t.module.facts.classes.find((c) => c.name === t.name);
-          if (!target) continue;
-          const base = this.classInfo(t.module, target);
+        } else {
+          const base = this.classInfo(t.module, t.cls);
           if (base.isModule) info.isModule = true;
           if (base.hasForward) info.hasForward = true;
           for (const a of base.abstract) inherited.add(a);
@@ -153,9 +142,4 @@ export class Discovery {
     unique.sort((a, b) => a.repo.localeCompare(b.repo) || a.path.localeCompare(b.path) || a.line - b.line);
     return unique;
   }
-}
-
-function qualifiedOf(t: Extract<Target, { kind: 'extern' }>, attrs: string[], consumed: number): string {
-  const rest = attrs.slice(consumed);
-  return rest.length ? `${t.qualified}.${rest.join('.')}` : t.qualified;
 }

@@ -16,18 +16,18 @@
 // pin wins); names are compared after PEP 503 normalisation (case-insensitive, runs of
 // `-`, `_`, `.` equal). Comments, options (`-r`, `-e`, `--index-url`) and order are kept;
 // new requirements are appended.
+import { PYTHON_KEYWORDS } from '../util/python.js';
 import { existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { IndexStore } from '../store/store.js';
 import { getExtraction } from '../store/records.js';
+import type { BlockRecord } from '../library/record.js';
 import { compatiblePin, KNOWN_DISTRIBUTIONS, normalizeDistName, requirementLines, resolveRequirements, topLevelName } from '../library/requirements.js';
 import { NnragError, UsageError } from '../util/errors.js';
-import { ensureDir } from '../util/fs.js';
+import { ensureDir, writeFileAtomic } from '../util/fs.js';
 import { buildDoc, storedSpec } from '../search/documents.js';
 
-const PY_KEYWORDS = new Set(
-  'False None True and as assert async await break class continue def del elif else except finally for from global if import in is lambda nonlocal not or pass raise return try while with yield'.split(' '),
-);
+const PY_KEYWORDS = PYTHON_KEYWORDS;
 
 export interface ExportOptions {
   into: string;
@@ -47,9 +47,8 @@ export interface ExportOptions {
 }
 
 /** The emission profile of a stored record and why it is not slim, if it fell back. */
-export function heldProfile(record: Record<string, unknown>): { profile: string; fallbackReason: string | null } {
-  const em = record.emission as { profile?: string; fallbackReason?: string } | undefined;
-  return { profile: em?.profile ?? 'faithful', fallbackReason: em?.fallbackReason ?? null };
+export function heldProfile(record: Pick<BlockRecord, 'emission'>): { profile: string; fallbackReason: string | null } {
+  return { profile: record.emission?.profile ?? 'faithful', fallbackReason: record.emission?.fallbackReason ?? null };
 }
 
 export interface ExportReport {
@@ -121,18 +120,6 @@ export function checkPathSafe(root: string, target: string): void {
       }
       if (!isInside(root, real)) throw new NnragError(`refusing to write through ${cur}: symbolic link to ${real}, outside ${root}`, 'unsafe-path');
     }
-  }
-}
-
-/** Write atomically: temporary file in the target's folder, then rename over the target. */
-function writeAtomic(file: string, text: string): void {
-  const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.${Date.now()}.tmp`);
-  try {
-    writeFileSync(tmp, text, { flag: 'wx' });
-    renameSync(tmp, file);
-  } catch (e) {
-    rmSync(tmp, { force: true });
-    throw e;
   }
 }
 
@@ -221,7 +208,7 @@ export async function exportBlock(store: IndexStore, id: string, opts: ExportOpt
   const e = getExtraction(store, id);
   if (!e || !e.text) throw new NnragError(`no library block ${JSON.stringify(id)}`, 'unknown-block');
   const doc = buildDoc(store, e, storedSpec(store, id));
-  const validation = e.record.validation as { stages?: Record<string, string>; category?: string | null; python?: string } | undefined;
+  const validation = e.record.validation;
   const failed = e.status === 'failed' ? (failedStage(doc.stages, validation?.category ?? null) ?? 'validation') : null;
   if (failed && !opts.allowFailed) {
     throw new NnragError(`${id} failed at ${failed}; it is not a validated block (export it anyway with --allow-failed)`, 'failed-block');
@@ -239,7 +226,7 @@ export async function exportBlock(store: IndexStore, id: string, opts: ExportOpt
 
   const passed = doc.stages ? Object.entries(doc.stages).filter(([, s]) => s === 'pass').map(([k]) => k) : [];
   const state = failed ? `FAILED at ${failed}; passed: ${passed.join(', ') || 'none'}` : `${e.status}${passed.length ? ': ' + passed.join(', ') : ''}`;
-  const usage = (validation as { usage?: string | null } | undefined)?.usage;
+  const usage = validation?.usage;
   const header =
     `# Exported by nnrag from ${id} (${state}).\n` +
     (opts.profileText
@@ -271,13 +258,13 @@ export async function exportBlock(store: IndexStore, id: string, opts: ExportOpt
     if (!existsSync(dir)) {
       mkdirSync(dir);
       const init = path.join(dir, '__init__.py');
-      writeAtomic(init, '');
+      writeFileAtomic(init, '', { createDirs: false });
       packages.push(init);
     } else if (!lstatSync(realpathSync(dir)).isDirectory()) throw new NnragError(`${dir} exists and is not a folder`, 'exists');
   }
   checkPathSafe(root, file);
-  if (action !== 'unchanged') writeAtomic(file, text);
-  if (merged.added.length) writeAtomic(reqFile, merged.text);
+  if (action !== 'unchanged') writeFileAtomic(file, text, { createDirs: false });
+  if (merged.added.length) writeFileAtomic(reqFile, merged.text, { createDirs: false });
 
   return {
     id,

@@ -11,7 +11,7 @@
 //   gets an `invalid-utf8` (or `undecodable`) problem naming the first bad line, so the
 //   definitions in the rest of the file stay usable and the problem is visible.
 import { isUtf8 } from 'node:buffer';
-export { gitBlobId } from '../library/swhid.js';
+export { gitBlobId } from '../repos/git.js';
 
 export interface DecodedSource {
   text: string;

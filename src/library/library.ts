@@ -8,13 +8,15 @@
 // de-duplication clusters are also stored in the IndexStore (schema v3), so everything the
 // CLI prints with --json is in the store.
 import { createHash } from 'node:crypto';
-import { rmSync } from 'node:fs';
-import path from 'node:path';
-import { writeFileAtomic, type Workspace } from '../api.js';
+import { writeFileAtomic } from '../util/fs.js';
+import type { Workspace } from '../workspace.js';
+import { classStatement, baseClasses } from '../resolve/classes.js';
+import { libraryDir, libraryFile, placeBlockFile, statusFolder } from './layout.js';
+import type { BlockStatus } from './record.js';
 import type { IndexStore, RepoRow } from '../store/store.js';
 import { KV_KEYS, requirementsKey } from '../store/kv.js';
 import { clusterOf, listClusters, putDedup, putSpecs } from '../store/specs.js';
-import { idFileStem, parseBlockId } from '../discover/ids.js';
+import { parseBlockId } from '../discover/ids.js';
 import type { ClassFacts } from '../parse/types.js';
 import type { CorpusModule } from '../resolve/corpus.js';
 import type { Resolver } from '../resolve/names.js';
@@ -25,9 +27,9 @@ import { requirementLines, resolveRequirements, type Requirement } from './requi
 import { buildSpec, initSpecParser, type ProvenanceEntry, type ValidationFacts } from './spec.js';
 import type { BlockSpec } from './spec-types.js';
 
-/** Folder of a block's files under the library folder, by stored status. */
-export function statusDir(status: string): 'blocks' | 'failed' | 'extracted' {
-  return status === 'validated' ? 'blocks' : status === 'failed' ? 'failed' : 'extracted';
+/** Folder of a block's files under the library folder, by stored status (library/layout.ts). */
+export function statusDir(status: BlockStatus): 'blocks' | 'failed' | 'extracted' {
+  return statusFolder(status);
 }
 
 export { getSpec, listSpecs, putSpecs } from '../store/specs.js';
@@ -71,7 +73,7 @@ export interface ValidationExtras {
  * stored before the pipeline kept `layers` in them.
  */
 export function storedValidationResults(store: IndexStore, records: readonly StoredExtraction[]): Map<string, ValidationExtras> {
-  const want = new Map(records.filter((r) => r.record.validation).map((r) => [r.id, r.record.validation as ValidationFacts]));
+  const want = new Map(records.flatMap((r) => (r.record.validation ? [[r.id, r.record.validation] as const] : [])));
   const out = new Map<string, ValidationExtras>();
   if (!want.size) return out;
   for (const row of cachedValidationTexts(store)) {
@@ -111,15 +113,9 @@ export interface LibraryResult {
 
 /** Repository of a stored block: the discovered block row, else its first provenance entry. */
 function blockRepo(e: StoredExtraction, blocks: Map<string, { repo: string }>): string {
-  return blocks.get(e.id)?.repo ?? (e.record.provenance as ProvenanceEntry[] | undefined)?.[0]?.repo ?? 'unknown';
+  return blocks.get(e.id)?.repo ?? e.record.provenance[0]?.repo ?? 'unknown';
 }
 
-/** The class statement Python would bind for `module.Class` (the last definition). */
-function classOf(mod: CorpusModule | undefined, name: string): ClassFacts | null {
-  if (!mod) return null;
-  const all = mod.facts.classes.filter((c) => c.name === name && !c.nested);
-  return all.length ? all[all.length - 1] : null;
-}
 
 /**
  * `__init__` / `forward` parameter text of a class, or of the first indexed base class that
@@ -129,14 +125,10 @@ function classOf(mod: CorpusModule | undefined, name: string): ClassFacts | null
 function inheritedParams(resolver: Resolver, mod: CorpusModule, cls: ClassFacts, which: 'initParams' | 'forwardParams', depth = 0): string | null {
   if (cls[which] !== null) return cls[which];
   if (depth > 12) return null;
-  for (const b of cls.bases) {
-    if (!b.name) continue;
-    const r = resolver.resolveRef(mod, { name: b.name, start: 0, end: 0, eager: true, attrs: b.attrs, attrEnds: b.attrs.map(() => 0) });
-    for (const t of r.targets) {
-      if (t.kind !== 'def') continue;
-      const base = classOf(t.module, t.name);
-      if (!base) continue;
-      const p = inheritedParams(resolver, t.module, base, which, depth + 1);
+  for (const targets of baseClasses(resolver, mod, cls)) {
+    for (const t of targets) {
+      if (t.kind !== 'class') continue;
+      const p = inheritedParams(resolver, t.module, t.cls, which, depth + 1);
       if (p !== null) return p;
     }
   }
@@ -144,7 +136,7 @@ function inheritedParams(resolver: Resolver, mod: CorpusModule, cls: ClassFacts,
 }
 
 function validationOf(e: StoredExtraction, extras: Map<string, ValidationExtras>): ValidationFacts | null {
-  const v = e.record.validation as ValidationFacts | undefined;
+  const v = e.record.validation;
   if (!v) return null;
   const layers = v.layers ?? extras.get(e.id)?.layers;
   return layers ? { ...v, layers } : v;
@@ -153,7 +145,7 @@ function validationOf(e: StoredExtraction, extras: Map<string, ValidationExtras>
 /** Build specs, manifests and requirements for every stored extraction. */
 export async function buildLibrary(ws: Workspace, opts: LibraryOptions = {}): Promise<LibraryResult> {
   const t0 = performance.now();
-  const out = path.resolve(opts.out ?? path.join(ws.storeDir, 'library'));
+  const out = libraryDir(ws.storeDir, opts.out);
   const warnings: string[] = [];
   await initSpecParser();
   const store = ws.store;
@@ -165,8 +157,8 @@ export async function buildLibrary(ws: Workspace, opts: LibraryOptions = {}): Pr
   const resolver = ws.resolver();
 
   // requirements of every extern top-level name, from the validation environment
-  const externNames = [...new Set(extractions.flatMap((e) => ((e.record.externs as string[] | undefined) ?? []).map((x) => x.split('.')[0])))].filter(Boolean);
-  const envId = extractions.map((e) => (e.record.validation as ValidationFacts | undefined)?.envId).find((x) => !!x);
+  const externNames = [...new Set(extractions.flatMap((e) => e.record.externs.map((x) => x.split('.')[0])))].filter(Boolean);
+  const envId = extractions.map((e) => e.record.validation?.envId).find((x) => !!x);
   let reqs = new Map<string, Requirement>();
   try {
     reqs = await environmentRequirements(store, externNames, { python: opts.python, envKey: envId ? `env:${envId}` : undefined });
@@ -175,7 +167,7 @@ export async function buildLibrary(ws: Workspace, opts: LibraryOptions = {}): Pr
   }
   const reqMap = new Map<string, string | null>([...reqs].map(([k, r]) => [k, r.pep508]));
   // layer inventories of records stored before the pipeline kept them
-  const older = extractions.filter((e) => e.record.validation && !(e.record.validation as ValidationFacts).layers);
+  const older = extractions.filter((e) => e.record.validation && !e.record.validation.layers);
   const extras = older.length ? storedValidationResults(store, older) : new Map<string, ValidationExtras>();
 
   const specs: BlockSpec[] = [];
@@ -183,9 +175,9 @@ export async function buildLibrary(ws: Workspace, opts: LibraryOptions = {}): Pr
     const { module: modName, className, repo: idRepo } = parseBlockId(e.id);
     const own = blocks.get(e.id)?.repo ?? idRepo;
     const mod = own ? corpus.ownModule(own, modName) : corpus.modulesNamed(modName).find((m) => m.facts.classes.some((c) => c.name === className));
-    const cls = classOf(mod, className);
+    const cls = classStatement(mod, className);
     const row = blocks.get(e.id);
-    const provenance = (e.record.provenance as ProvenanceEntry[] | undefined) ?? [];
+    const provenance = e.record.provenance;
     const repoName = row?.repo ?? mod?.repo ?? provenance[0]?.repo ?? 'unknown';
     const repo = repos.get(repoName);
     const spec = buildSpec({
@@ -204,8 +196,8 @@ export async function buildLibrary(ws: Workspace, opts: LibraryOptions = {}): Pr
         revision: repo?.revision ?? null,
         url: repo?.url ?? null,
       },
-      interned: (e.record.interned as string[] | undefined) ?? [],
-      externs: (e.record.externs as string[] | undefined) ?? [],
+      interned: e.record.interned,
+      externs: e.record.externs,
       provenance,
       validation: validationOf(e, extras),
       requirements: reqMap,
@@ -213,24 +205,18 @@ export async function buildLibrary(ws: Workspace, opts: LibraryOptions = {}): Pr
     if (!cls) warnings.push(`${e.id}: class no longer in the index; spec without signature and docstring`);
     specs.push(spec);
 
-    // files next to the module; forget copies in the other status folders
-    const dir = statusDir(e.status);
-    writeFileAtomic(path.join(out, dir, `${idFileStem(e.id)}.spec.json`), JSON.stringify(spec, null, 2) + '\n');
-    writeFileAtomic(path.join(out, dir, `${idFileStem(e.id)}.required_repos.json`), JSON.stringify(blockManifest(e.id, provenance, repos, licenses), null, 2) + '\n');
-    for (const other of ['blocks', 'failed', 'extracted']) {
-      if (other === dir) continue;
-      rmSync(path.join(out, other, `${idFileStem(e.id)}.spec.json`), { force: true });
-      rmSync(path.join(out, other, `${idFileStem(e.id)}.required_repos.json`), { force: true });
-    }
+    // files next to the module; copies in the other status folders go (library/layout.ts)
+    placeBlockFile(out, e.status, e.id, '.spec.json', JSON.stringify(spec, null, 2) + '\n');
+    placeBlockFile(out, e.status, e.id, '.required_repos.json', JSON.stringify(blockManifest(e.id, provenance, repos, licenses), null, 2) + '\n');
   }
   putSpecs(store, specs);
 
   const manifest = libraryManifest(
-    extractions.map((e) => ({ id: e.id, provenance: (e.record.provenance as ProvenanceEntry[] | undefined) ?? [] })),
+    extractions.map((e) => ({ id: e.id, provenance: e.record.provenance })),
     repos,
     licenses,
   );
-  writeFileAtomic(path.join(out, 'required_repos.json'), JSON.stringify(manifest, null, 2) + '\n');
+  writeFileAtomic(libraryFile(out, 'required_repos.json'), JSON.stringify(manifest, null, 2) + '\n');
   const changedFiles = checkSwhids(manifest, repos);
   for (const c of changedFiles) warnings.push(`${c.repo}:${c.path} changed since indexing (${c.expected} → ${c.actual ?? 'missing'})`);
 
@@ -240,7 +226,7 @@ export async function buildLibrary(ws: Workspace, opts: LibraryOptions = {}): Pr
   const used = new Set(forReqs.flatMap((s) => s.externs));
   const requirements = requirementLines([...reqs.values()].filter((r) => used.has(r.importName)));
   writeFileAtomic(
-    path.join(out, 'requirements.txt'),
+    libraryFile(out, 'requirements.txt'),
     `# PEP 508 requirements of the extern imports of the ${validated.length ? 'validated ' : ''}library blocks,\n` +
       `# versions as installed in the validation environment\n` +
       requirements.map((l) => l + '\n').join(''),
@@ -292,7 +278,7 @@ export async function runDedup(ws: Workspace, opts: DedupOptions = {}): Promise<
   const res = await dedup(
     es.map((e) => {
       // validation stage 1 already parsed the module: pass what it found
-      const parse = (e.record.validation as ValidationFacts | undefined)?.stages?.parse;
+      const parse = e.record.validation?.stages.parse;
       return { id: e.id, repo: blockRepo(e, blocks), text: e.text, parseable: parse === 'pass' ? true : parse === 'fail' ? false : undefined };
     }),
     { repoPriority: store.listRepos().sort((a, b) => a.priority - b.priority).map((r) => r.name), ...opts },

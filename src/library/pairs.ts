@@ -68,7 +68,7 @@ export function trainingPairs(store: IndexStore, opts: PairOptions = {}): Traini
   for (const spec of specs) {
     const ex = texts.get(spec.id);
     if (!ex?.text) continue;
-    const prov = (ex.record.provenance as ProvenanceEntry[] | undefined) ?? [];
+    const prov = ex.record.provenance;
     const names = [...new Set([spec.origin.repo, ...prov.map((p) => p.repo)])];
     out.push({
       id: spec.id,

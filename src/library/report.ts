@@ -10,8 +10,8 @@ import { blocksPerRepoChart, escapeXml, passRateChart } from './charts.js';
 import { getDedup, listSpecs, storedValidationResults } from './library.js';
 import { detectLicense } from './provenance.js';
 import { listExtractions, type StoredExtraction } from '../store/records.js';
-import type { ValidationFacts } from './spec.js';
 import { histogram, summarize, wilson, type Bin, type Interval } from './stats.js';
+import type { BlockRecord } from './record.js';
 
 export const REPORT_STAGES = ['parse', 'compile', 'import', 'namespace', 'instantiate', 'forward', 'equivalence'] as const;
 
@@ -43,7 +43,7 @@ export interface EmissionFigures {
 }
 
 /** Faithful vs kept lines and fallbacks, from the records' `emission`. */
-export function emissionFigures(records: readonly { lines: number; record: Record<string, unknown> }[]): EmissionFigures {
+export function emissionFigures(records: readonly { lines: number; record: Pick<BlockRecord, 'emission'> }[]): EmissionFigures {
   const faithful: number[] = [];
   const kept: number[] = [];
   let slim = 0;
@@ -52,7 +52,7 @@ export function emissionFigures(records: readonly { lines: number; record: Recor
   const fallbackReasons: Record<string, number> = {};
   for (const r of records) {
     if (!r.lines) continue;
-    const em = r.record.emission as { profile?: string; faithfulLines?: number; fallbackReason?: string } | undefined;
+    const em = r.record.emission;
     faithful.push(em?.faithfulLines ?? r.lines);
     kept.push(r.lines);
     if (em?.profile === 'slim') slim++;
@@ -136,7 +136,7 @@ function stageFigures(records: readonly StoredExtraction[]): StageFigures[] {
   return REPORT_STAGES.map((stage) => {
     let passed = 0, failed = 0, skipped = 0;
     for (const r of validated) {
-      const s = (r.record.validation as ValidationFacts).stages?.[stage];
+      const s = r.record.validation!.stages[stage];
       if (s === 'pass') passed++;
       else if (s === 'fail') failed++;
       else skipped++;
@@ -153,7 +153,7 @@ function failureCategories(records: readonly StoredExtraction[]): Record<string,
   const out: Record<string, number> = {};
   for (const r of records) {
     if (r.status !== 'failed') continue;
-    const c = (r.record.validation as ValidationFacts | undefined)?.category ?? 'unknown';
+    const c = r.record.validation?.category ?? 'unknown';
     out[c] = (out[c] ?? 0) + 1;
   }
   return Object.fromEntries(Object.entries(out).sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)));
@@ -165,7 +165,7 @@ function figures(records: readonly StoredExtraction[], discovered: number): Omit
   return {
     discovered,
     extracted: records.length,
-    unresolved: records.filter((r) => ((r.record.diagnostics as { severity: string }[] | undefined) ?? []).some((d) => d.severity === 'error')).length,
+    unresolved: records.filter((r) => r.record.diagnostics.some((d) => d.severity === 'error')).length,
     validationRun: run.length,
     validated,
     failed: records.filter((r) => r.status === 'failed').length,
@@ -192,7 +192,7 @@ export function buildReport(store: IndexStore, opts: { storeDir?: string } = {})
   const blocks = store.listBlocks();
   const blockRepo = new Map(blocks.map((b) => [b.id, b.repo]));
   const repoOf = (e: StoredExtraction) =>
-    blockRepo.get(e.id) ?? (e.record.provenance as { repo: string }[] | undefined)?.[0]?.repo ?? 'unknown';
+    blockRepo.get(e.id) ?? e.record.provenance[0]?.repo ?? 'unknown';
   const dd = getDedup(store);
   const repoRows = store.listRepos();
   const names = [...new Set([...repoRows.map((r) => r.name), ...records.map(repoOf)])].sort();

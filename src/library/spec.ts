@@ -10,6 +10,7 @@
 import type { ProvenanceEntry } from '../emit/emitter.js';
 import { initParser, parsePython, type Node } from '../parse/parser.js';
 import type { ClassFacts } from '../parse/types.js';
+import type { ValidationRecord } from '../validate/record.js';
 import { categorize, layerInventory } from './category.js';
 import type { BlockSpec } from './spec-types.js';
 import { originUrl, revisionSwhid } from './swhid.js';
@@ -141,17 +142,8 @@ export function firstSentence(doc: string | null | undefined): string | null {
   return s;
 }
 
-/** The validation facts of a stored record (`record.validation`), as far as a spec needs them. */
-export interface ValidationFacts {
-  stages?: Record<string, string>;
-  category?: string | null;
-  error?: string | null;
-  input_shapes?: number[][] | null;
-  output_shapes?: number[][] | null;
-  params?: number | null;
-  layers?: Record<string, number>;
-  envId?: string;
-}
+/** What a spec reads of a record's validation (`BlockRecord.validation`). */
+export type ValidationFacts = Pick<ValidationRecord, 'stages' | 'params' | 'input_shapes' | 'output_shapes' | 'layers'>;
 
 
 export interface SpecInput {

@@ -24,6 +24,7 @@
 // Width rule ("different layer widths are not duplicates"): dedup also compares the multiset
 // of integer literals (`intsHash`); near and structural duplicates must have equal multisets.
 
+import { PYTHON_KEYWORDS } from '../util/python.js';
 import { fnv1a, mix32 } from './minhash.js';
 
 export const enum T {
@@ -39,11 +40,7 @@ export const enum T {
 }
 
 /** Hard keywords (Python 3.12 `keyword.kwlist`). Soft keywords (match, case, type, _) are names. */
-export const KEYWORDS = new Set([
-  'False', 'None', 'True', 'and', 'as', 'assert', 'async', 'await', 'break', 'class', 'continue',
-  'def', 'del', 'elif', 'else', 'except', 'finally', 'for', 'from', 'global', 'if', 'import', 'in',
-  'is', 'lambda', 'nonlocal', 'not', 'or', 'pass', 'raise', 'return', 'try', 'while', 'with', 'yield',
-]);
+export const KEYWORDS = PYTHON_KEYWORDS;
 
 /** Tokens of one source text in parallel arrays (no per-token objects). */
 export interface Tokens {

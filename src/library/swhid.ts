@@ -4,18 +4,11 @@
 // `git hash-object <file>` prints (without filters: the bytes as stored, no CRLF conversion).
 // A revision SWHID is `swh:1:rev:` + the git commit id. Origins are not hashed: SWHID
 // qualifiers carry the origin URL as `;origin=<url>`.
-import { createHash } from 'node:crypto';
+import { gitBlobId } from '../repos/git.js';
 
 const HEX40 = /^[0-9a-f]{40}$/;
 
-/** The git blob id (sha1 hex) of some bytes, as `git hash-object` computes it. */
-export function gitBlobId(bytes: Buffer | Uint8Array | string): string {
-  const buf = typeof bytes === 'string' ? Buffer.from(bytes, 'utf8') : bytes;
-  const h = createHash('sha1');
-  h.update(`blob ${buf.length}\0`);
-  h.update(buf);
-  return h.digest('hex');
-}
+export { gitBlobId };
 
 /** `swh:1:cnt:<git blob id>` of a file's bytes. */
 export function contentSwhid(bytes: Buffer | Uint8Array | string): string {

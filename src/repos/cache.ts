@@ -15,17 +15,18 @@
 //   (lock.ts), so several processes can share one cache.
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdir, readdir, readFile, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, realpath, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { RepoSpec } from '../config/repos.js';
 import { NnragError, UsageError } from '../util/errors.js';
+import { writeFileAtomic } from '../util/fs.js';
 import { detectPackageRoots, importedNamesOf, listPythonFiles } from './files.js';
 import { git } from './git.js';
 import { acquireLock, type LockOptions } from './lock.js';
-import { isBareRepo, vetSource } from './source.js';
+import { isBareRepo, vetSource } from '../config/source.js';
 
-export { gitBlobId } from '../library/swhid.js';
+export { gitBlobId } from './git.js';
 export {
   listPythonFiles,
   detectPackageRoots,
@@ -109,9 +110,7 @@ async function readState(gitDir: string): Promise<CacheState | null> {
 }
 
 async function writeState(gitDir: string, s: CacheState): Promise<void> {
-  const tmp = path.join(gitDir, `nnrag-state.${randomBytes(4).toString('hex')}.tmp`);
-  await writeFile(tmp, JSON.stringify(s, null, 1));
-  await rename(tmp, path.join(gitDir, 'nnrag-state.json'));
+  writeFileAtomic(path.join(gitDir, 'nnrag-state.json'), JSON.stringify(s, null, 1), { createDirs: false });
 }
 
 const sameList = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((x, i) => x === b[i]);

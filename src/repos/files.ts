@@ -14,6 +14,7 @@
 // a folder above it: detectPackageRoots chooses the sys.path entries the repository's own
 // imports use (`models/net.py` without `models/__init__.py` is `models.net` when the
 // repository's scripts import it so). `moduleNameCandidates` lists every possible name.
+import { PYTHON_KEYWORDS } from '../util/python.js';
 import { readdir, realpath, stat } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
@@ -251,11 +252,7 @@ export function importedNamesOf(text: string): string[] {
 }
 
 /** Python keywords cannot be module name parts (`import class` is a syntax error). */
-const KEYWORDS = new Set(
-  'False None True and as assert async await break class continue def del elif else except finally for from global if import in is lambda nonlocal not or pass raise return try while with yield'.split(
-    ' ',
-  ),
-);
+const KEYWORDS = PYTHON_KEYWORDS;
 /** Identifiers per the language reference §2.3 (XID_Start / XID_Continue, approximated). */
 const IDENT = /^[\p{ID_Start}_][\p{ID_Continue}]*$/u;
 export const isIdentifier = (s: string) => IDENT.test(s) && !KEYWORDS.has(s);

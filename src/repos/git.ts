@@ -1,6 +1,8 @@
 // Run the git CLI safely: execFile (never a shell), a scrubbed environment, protocols
-// that can run commands disabled, and no interactive prompts.
+// that can run commands disabled, and no interactive prompts; and git's content address
+// of a file (the blob id), which the index keys facts by and SWHIDs are made of.
 import { execFile, execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { NnragError } from '../util/errors.js';
 
 /** Options placed before every git subcommand. `protocol.ext`/`protocol.fd` can run
@@ -84,4 +86,13 @@ export function gitSync(args: string[], opts: { cwd?: string; timeoutMs?: number
   } catch {
     return null;
   }
+}
+
+/** The git blob id (sha1 hex) of some bytes, as `git hash-object` computes it. */
+export function gitBlobId(bytes: Buffer | Uint8Array | string): string {
+  const buf = typeof bytes === 'string' ? Buffer.from(bytes, 'utf8') : bytes;
+  const h = createHash('sha1');
+  h.update(`blob ${buf.length}\0`);
+  h.update(buf);
+  return h.digest('hex');
 }

@@ -23,6 +23,7 @@
 //   definition those imports name, when every binding of the name denotes that one thing;
 //   its slot is recorded in `aliases` so the emitter neither claims nor renames it apart.
 import { importBinds, type ImportEdge, type Ref, type StatementFacts } from '../parse/types.js';
+import { classStatement } from './classes.js';
 import type { Corpus, CorpusModule } from './corpus.js';
 import { isPlainImport, Resolver, type Target, type UnresolvedReason } from './names.js';
 
@@ -130,7 +131,7 @@ export class ClosureBuilder {
   /** `opts.skip`: byte ranges of a statement whose code the emitted module leaves out
    *  (slim emission, src/emit/slim): references inside them pull nothing in. */
   build(mod: CorpusModule, className: string, opts: BuildOptions = {}): Closure {
-    const cls = mod.facts.classes.find((c) => c.name === className);
+    const cls = classStatement(mod, className);
     if (!cls) throw new Error(`class ${className} is not defined at module level in ${mod.name}`);
     const state = new State(this.corpus, this.resolver, opts.skip);
     const root = state.node(mod, cls.stmt);

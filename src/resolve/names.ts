@@ -20,6 +20,7 @@
 //   (PEP 328) names a module of the importing module's own package, so it stays in
 //   that repository whatever the universe holds.
 // Nothing is ever resolved by guessing a bare name elsewhere in the corpus.
+import { absoluteImport } from '../util/python.js';
 import { importBinds, type ImportEdge, type Ref } from '../parse/types.js';
 import { BUILTINS, MODULE_DUNDERS } from './builtins.js';
 import type { Corpus, CorpusModule } from './corpus.js';
@@ -85,14 +86,8 @@ export class Resolver {
 
   /** PEP 328: the absolute module an import edge names, or null when it goes above the top. */
   absoluteModule(from: CorpusModule, edge: ImportEdge): string | null {
-    if (edge.kind === 'import' || edge.level === 0) return edge.module;
-    const parts = from.name.split('.');
-    if (!from.isPackage) parts.pop();
-    const up = edge.level - 1;
-    if (up > parts.length || (up === parts.length && !edge.module)) return null;
-    const base = parts.slice(0, parts.length - up);
-    if (edge.module) base.push(edge.module);
-    return base.join('.');
+    if (edge.kind === 'import') return edge.module;
+    return absoluteImport(from.name, from.isPackage, edge.level, edge.module);
   }
 
   /** Everything `name` may mean at module scope of `mod`. */

@@ -4,6 +4,7 @@
 // validation) plus the class facts of the indexed source file (docstring, bases, the
 // parameter lists of __init__ and forward) and a scan of the emitted module (layer types
 // constructed, identifiers of the class body).
+import { PYTHON_KEYWORDS } from '../util/python.js';
 import { parseBlockId } from '../discover/ids.js';
 import type { ProvenanceEntry } from '../emit/emitter.js';
 import { createHash } from 'node:crypto';
@@ -88,9 +89,8 @@ function docstringFromSegment(seg: string): string | null {
   return m ? m[2].trim() : null;
 }
 
-const PY_KEYWORDS = new Set(
-  'False None True and as assert async await break class continue def del elif else except finally for from global if import in is lambda nonlocal not or pass raise return try while with yield self super'.split(' '),
-);
+/** words an identifier list of a class body leaves out: the keywords, and `self` / `super` */
+const PY_KEYWORDS = new Set([...PYTHON_KEYWORDS, 'self', 'super']);
 
 function identifiersOf(seg: string): string[] {
   const code = seg.replace(/#.*$/gm, '');
@@ -146,12 +146,7 @@ export function specRows(store: IndexStore): Map<string, string> {
 
 /** Build the search document of one stored extraction. */
 export function buildDoc(store: IndexStore, e: StoredExtraction, spec: BlockSpec | null, factsCache?: Map<string, FileFacts | null>): SearchDoc {
-  const rec = e.record as {
-    interned?: string[];
-    externs?: string[];
-    provenance?: ProvenanceEntry[];
-    validation?: { stages?: Record<string, string>; params?: number | null; layers?: Record<string, number> };
-  };
+  const rec = e.record;
   const id = e.id;
   const { className: name, module } = parseBlockId(id);
   const seg = classSegment(e.text, name);

@@ -10,7 +10,8 @@
 // (re-exports through a package `__init__`); M → extern package P when such an import's
 // top-level module is P.
 import type { IndexStore } from '../store/store.js';
-import type { FileFacts, ImportEdge } from '../parse/types.js';
+import type { FileFacts } from '../parse/types.js';
+import { absoluteImport } from '../util/python.js';
 import type { SearchDoc } from '../search/documents.js';
 import { escapeHtml } from './highlight.js';
 
@@ -33,15 +34,6 @@ function factsOf(store: IndexStore, repo: string, file: string): FileFacts | nul
   return blob ? store.getFacts(blob) : null;
 }
 
-/** Absolute module an import edge names (`from ..x import y` in `a.b.c` → `a.x`). */
-function targetModule(e: ImportEdge, importer: string, isPackage: boolean): string {
-  if (e.kind === 'import') return e.module;
-  if (!e.level) return e.module;
-  const parts = importer.split('.');
-  const pkg = isPackage ? parts : parts.slice(0, -1);
-  const base = pkg.slice(0, Math.max(0, pkg.length - (e.level - 1)));
-  return [...base, ...(e.module ? e.module.split('.') : [])].join('.');
-}
 
 export function dependencyGraph(store: IndexStore, doc: SearchDoc): DependencyGraph {
   const nodes = new Map<string, GraphNode>();
@@ -69,7 +61,9 @@ export function dependencyGraph(store: IndexStore, doc: SearchDoc): DependencyGr
       for (const e of st.imports) {
         const bound = e.kind === 'import' ? (e.asname ?? e.module.split('.')[0]) : e.name === '*' ? null : (e.asname ?? e.name);
         if (bound !== null && !reads.has(bound)) continue;
-        const target = targetModule(e, p.module, isPackage);
+        // PEP 328, as the resolver reads it (an import above the top names nothing)
+        const target = e.kind === 'import' ? e.module : absoluteImport(p.module, isPackage, e.level, e.module);
+        if (target === null) continue;
         const top = target.split('.')[0];
         if (externs.has(top) && !nodes.has(target)) {
           if (!nodes.has(top)) nodes.set(top, { id: top, kind: 'extern', defs: 0, path: null });

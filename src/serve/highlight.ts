@@ -3,6 +3,7 @@
 // role (keyword, string, comment, number, constant, function or class name, decorator,
 // builtin). Text between tokens (whitespace) is copied as is, and every piece of source
 // text is HTML-escaped, so the output shows exactly the module's characters.
+import { PYTHON_KEYWORDS, PYTHON_SOFT_KEYWORDS } from '../util/python.js';
 import { initParser, parsePython, type Node } from '../parse/parser.js';
 
 /** Escape text for HTML element content and attribute values. */
@@ -10,9 +11,13 @@ export function escapeHtml(s: string): string {
   return s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 }
 
-const KEYWORDS = new Set(
-  'and as assert async await break class continue def del elif else except exec finally for from global if import in is lambda nonlocal not or pass print raise return try while with yield match case type'.split(' '),
-);
+// keywords shown as keywords: the hard ones except the constants (shown as constants), the
+// soft ones except `_`, and Python 2's print and exec statements
+const KEYWORDS = new Set([
+  ...[...PYTHON_KEYWORDS].filter((k) => !['True', 'False', 'None'].includes(k)),
+  ...[...PYTHON_SOFT_KEYWORDS].filter((k) => k !== '_'),
+  'exec', 'print',
+]);
 const CONSTANTS = new Set(['true', 'false', 'none', 'True', 'False', 'None', 'ellipsis']);
 const BUILTINS = new Set(
   'self super len range isinstance issubclass getattr setattr hasattr print int float str bool list dict tuple set min max sum abs zip enumerate map filter any all sorted reversed type object NotImplementedError ValueError TypeError RuntimeError'.split(' '),

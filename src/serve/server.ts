@@ -17,7 +17,7 @@
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import * as api from '../api.js';
+import { Workspace } from '../workspace.js';
 import { getExtraction } from '../store/records.js';
 import { storedSpec, type SearchDoc } from '../search/documents.js';
 import { facets, getDoc, searchBlocks, type SearchOptions, type SearchResult } from '../search/index.js';
@@ -29,7 +29,7 @@ import { dependencyGraph, graphSvg } from './graph.js';
 import { escapeHtml as esc, highlightPython } from './highlight.js';
 
 export interface ServerOptions {
-  ws?: api.Workspace;
+  ws?: Workspace;
   storeDir?: string;
   port?: number;
   host?: string;
@@ -126,7 +126,7 @@ function parseFilters(q: URLSearchParams): SearchOptions {
   };
 }
 
-function searchPage(store: api.Workspace['store'], q: URLSearchParams): string {
+function searchPage(store: Workspace['store'], q: URLSearchParams): string {
   const query = q.get('q') ?? '';
   const f = parseFilters(q);
   const res = searchBlocks(store, query, f);
@@ -171,12 +171,12 @@ function resultsHtml(res: SearchResult): string {
   return `<div id="results">${head}${hits}</div>`;
 }
 
-async function blockPage(store: api.Workspace['store'], id: string, hl: Map<string, string>): Promise<string | null> {
+async function blockPage(store: Workspace['store'], id: string, hl: Map<string, string>): Promise<string | null> {
   const e = getExtraction(store, id);
   const doc = getDoc(store, id);
   if (!e || !doc) return null;
   const spec = storedSpec(store, id);
-  const rec = e.record as { validation?: { stages?: Record<string, string>; category?: string | null; error?: string | null; input_shapes?: unknown; output_shapes?: unknown; params?: number | null; args?: unknown; equivalence?: unknown }; diagnostics?: { severity: string; message: string }[] };
+  const rec = e.record;
   let code = hl.get(e.hash);
   if (code === undefined) {
     code = await highlightPython(e.text);
@@ -230,7 +230,7 @@ async function blockPage(store: api.Workspace['store'], id: string, hl: Map<stri
         : '<p class="muted">not validated</p>') +
       (v?.error ? `<p><strong>${esc(v.category ?? 'error')}</strong>: <code>${esc(v.error)}</code></p>` : '') +
       (v?.error || v?.category ? ((n) => (n ? `<p id="next-step"><strong>Next step:</strong> ${esc(n).replace(/`([^`]+)`/g, '<code>$1</code>')}</p>` : ''))(nextStep(v?.category, v?.error)) : '') +
-      (v?.input_shapes ? `<p class="muted">input shapes <code>${esc(JSON.stringify(v.input_shapes))}</code> → output shapes <code>${esc(JSON.stringify(v.output_shapes))}</code>${v.args && Object.keys(v.args as object).length ? ` · constructor args <code>${esc(JSON.stringify(v.args))}</code>` : ''}</p>` : '') +
+      (v?.input_shapes ? `<p class="muted">input shapes <code>${esc(JSON.stringify(v.input_shapes))}</code> → output shapes <code>${esc(JSON.stringify(v.output_shapes))}</code>${v.args && Object.keys(v.args).length ? ` · constructor args <code>${esc(JSON.stringify(v.args))}</code>` : ''}</p>` : '') +
       `</section>`,
   );
   // spec
@@ -309,7 +309,7 @@ export function originUrlHtml(url: string | null): string {
 
 export async function startServer(opts: ServerOptions): Promise<CatalogServer> {
   const ownWs = !opts.ws;
-  const ws = opts.ws ?? api.Workspace.open(opts.storeDir ?? '.nnrag');
+  const ws = opts.ws ?? Workspace.open(opts.storeDir ?? '.nnrag');
   const store = ws.store;
   const host = opts.host ?? '127.0.0.1';
   const refreshMs = opts.refreshMs ?? 0;

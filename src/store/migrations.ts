@@ -10,9 +10,29 @@
 // the store; set `breaking` only when it changes tables older code reads, which makes
 // older nnrag builds refuse the store instead of misreading it.
 import type Database from 'better-sqlite3';
-import { FTS_SQL } from './search.js';
 
 export type DB = Database.Database;
+
+/** FTS columns and their BM25 weights (the block's own name counts most). */
+export const SEARCH_COLUMNS: readonly { name: string; weight: number }[] = [
+  // the class name as one lower-case word: an exact name match outranks a longer name
+  // that contains the word (`bottleneck` → Bottleneck before ResBottleneck)
+  { name: 'exact', weight: 20 },
+  { name: 'name', weight: 10 },
+  { name: 'qualname', weight: 2 },
+  { name: 'summary', weight: 4 },
+  { name: 'category', weight: 3 },
+  { name: 'layers', weight: 2 },
+  { name: 'params', weight: 1.5 },
+  { name: 'identifiers', weight: 1 },
+  { name: 'deps', weight: 0.5 },
+];
+
+export const FTS_SQL = `CREATE VIRTUAL TABLE search_fts USING fts5(
+        ${SEARCH_COLUMNS.map((c) => c.name).join(', ')},
+        tokenize = 'porter unicode61 remove_diacritics 2',
+        prefix = '2 3'
+      )`;
 
 /** One schema step. `version` is the user_version the store has after `up` ran. */
 export interface Migration {

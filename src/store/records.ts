@@ -3,6 +3,7 @@
 // everything printed is also in the store), and validation results cached by module
 // content hash and validation environment id.
 import { createHash } from 'node:crypto';
+import { BLOCK_RECORD_VERSION, BLOCK_STATUSES, type BlockRecord, type BlockStatus } from '../library/record.js';
 import type { IndexStore } from './store.js';
 
 export function textHash(text: string): string {
@@ -13,10 +14,9 @@ export interface StoredExtraction {
   id: string;
   hash: string;
   ok: boolean;
-  /** 'validated' | 'failed' | 'extracted' (not validated) */
-  status: string;
+  status: BlockStatus;
   lines: number;
-  record: Record<string, unknown>;
+  record: BlockRecord;
   text: string;
 }
 
@@ -48,10 +48,41 @@ function rowToExtraction(r: Record<string, unknown>): StoredExtraction {
     id: r.id as string,
     hash: r.hash as string,
     ok: !!r.ok,
-    status: r.status as string,
+    status: decodeStatus(r.status as string),
     lines: r.lines as number,
-    record: JSON.parse(r.record as string) as Record<string, unknown>,
+    record: decodeRecord(r.record as string),
     text: r.text as string,
+  };
+}
+
+function decodeStatus(s: string): BlockStatus {
+  return (BLOCK_STATUSES as readonly string[]).includes(s) ? (s as BlockStatus) : 'extracted';
+}
+
+/**
+ * A stored record as the current `BlockRecord`. Records written before the record was
+ * versioned lack `version`, `repository`, `source` and `emission` (they were faithful
+ * emissions), and records of blocks that emitted nothing lack `provenance` and `renames`:
+ * those get their defaults; every other field is kept as stored.
+ */
+export function decodeRecord(json: string): BlockRecord {
+  const r = JSON.parse(json) as Partial<BlockRecord> & Pick<BlockRecord, 'id'>;
+  return {
+    ...r,
+    version: r.version ?? BLOCK_RECORD_VERSION,
+    id: r.id,
+    repository: r.repository ?? r.source?.repo ?? null,
+    source: r.source ?? null,
+    file: r.file ?? '',
+    ok: r.ok ?? false,
+    lines: r.lines ?? 0,
+    diagnostics: r.diagnostics ?? [],
+    interned: r.interned ?? [],
+    externs: r.externs ?? [],
+    provenance: r.provenance ?? [],
+    renames: r.renames ?? [],
+    emission: r.emission ?? { profile: 'faithful' },
+    ms: r.ms ?? 0,
   };
 }
 

@@ -7,28 +7,10 @@
 // BM25 (FTS5 `bm25()`, k1 = 1.2, b = 0.75) returns lower = better; scores returned here
 // are its negation, so higher = better.
 import type { SearchDoc } from '../search/documents.js';
+import { FTS_SQL, SEARCH_COLUMNS } from './migrations.js';
 import type { IndexStore } from './store.js';
 
-/** FTS columns and their BM25 weights (the block's own name counts most). */
-export const SEARCH_COLUMNS: readonly { name: string; weight: number }[] = [
-  // the class name as one lower-case word: an exact name match outranks a longer name
-  // that contains the word (`bottleneck` → Bottleneck before ResBottleneck)
-  { name: 'exact', weight: 20 },
-  { name: 'name', weight: 10 },
-  { name: 'qualname', weight: 2 },
-  { name: 'summary', weight: 4 },
-  { name: 'category', weight: 3 },
-  { name: 'layers', weight: 2 },
-  { name: 'params', weight: 1.5 },
-  { name: 'identifiers', weight: 1 },
-  { name: 'deps', weight: 0.5 },
-];
-
-export const FTS_SQL = `CREATE VIRTUAL TABLE search_fts USING fts5(
-        ${SEARCH_COLUMNS.map((c) => c.name).join(', ')},
-        tokenize = 'porter unicode61 remove_diacritics 2',
-        prefix = '2 3'
-      )`;
+export { SEARCH_COLUMNS };
 
 /** The FTS table is a derived cache: when a store holds it with other columns, tokenizer
  *  or prefixes (an older layout), drop it and every document so the next sync rebuilds them. */

@@ -8,7 +8,7 @@ import { DEFAULT_REQUIRED_STAGES, type Stage, type ValidationRequest, type Valid
  *  traceback and output. */
 export type ValidationRecord = Pick<
   ValidationResult,
-  'stages' | 'category' | 'error' | 'args' | 'input_shapes' | 'output_shapes' | 'params' | 'envId' | 'equivalence' | 'namespace' | 'layers' | 'python' | 'usage'
+  'stages' | 'category' | 'error' | 'args' | 'argumentsSource' | 'input_shapes' | 'output_shapes' | 'params' | 'envId' | 'equivalence' | 'namespace' | 'layers' | 'python' | 'usage'
 >;
 
 /** Longest error message a stored record keeps. */
@@ -49,6 +49,7 @@ export function toRecord(r: ValidationResult): ValidationRecord {
     params: r.params,
     envId: r.envId,
   };
+  if (r.argumentsSource) rec.argumentsSource = r.argumentsSource;
   if (r.equivalence) rec.equivalence = r.equivalence;
   if (r.namespace) rec.namespace = r.namespace;
   if (r.python) rec.python = r.python;

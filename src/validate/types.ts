@@ -81,6 +81,14 @@ export interface EquivalenceResult {
   maxAbsDiff?: number;
 }
 
+/** Where the constructor arguments that were used came from: an observed call of the
+ *  original (witness, issue 11), a call site in the corpus, an entry of a configuration
+ *  table, or defaults and guesses from annotations. */
+export type ArgumentsSource = 'witness' | 'call-site' | 'config-table' | 'guess';
+
+/** A value as JSON carries it. */
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+
 export interface ValidationResult {
   id: string;
   /** all required stages passed */
@@ -91,8 +99,11 @@ export interface ValidationResult {
   error: string | null;
   /** the first failing stage */
   stage: Stage | null;
-  /** constructor arguments used: {name: value} (values of classes as 'module.Qualname') */
-  args: unknown;
+  /** constructor arguments used: {name: value}, or {args: [...], kwargs: {...}} when some
+   *  were positional (values of classes as 'module.Qualname'); null when none was built */
+  args: { [name: string]: JsonValue } | null;
+  /** where `args` came from, when the validator reports it */
+  argumentsSource?: ArgumentsSource;
   input_shapes: number[][] | null;
   output_shapes: number[][] | null;
   params: number | null;

@@ -12,6 +12,8 @@ import * as api from '../../src/api.js';
 import { extractAndValidate } from '../../src/pipeline.js';
 import { ValidatorPool } from '../../src/validate/index.js';
 import { fixture, tempDir } from '../helpers.js';
+import { BLOCK_RECORD_SCHEMA } from '../../src/library/record-schema.js';
+import { violations } from '../support/json-schema.js';
 import { cannotValidate, torchPython } from '../validate/common.js';
 
 async function workspace(): Promise<{ ws: api.Workspace; dir: string }> {
@@ -96,6 +98,8 @@ test('slim is kept where it validates as faithful does (with equivalence), else 
     const ids = ['slimpkg.blocks.Block', 'slimpkg.blocks.Traced', 'slimpkg.blocks.Computed', 'slimpkg.blocks.Hooked'];
     const recs = await extractAndValidate(ws, ids, { validator: pool, out: path.join(dir, 'library') });
     const by = new Map(recs.map((r) => [r.id, r]));
+    // the records (slim, fallen back, probed) follow the block record's schema
+    for (const r of recs) assert.deepEqual(violations(BLOCK_RECORD_SCHEMA, JSON.parse(JSON.stringify(r))), [], r.id);
     for (const id of ['slimpkg.blocks.Block', 'slimpkg.blocks.Traced']) {
       const r = by.get(id)!;
       const v = r.validation as { stages: Record<string, string> };

@@ -12,6 +12,8 @@ import * as api from '../../src/api.js';
 import { buildLibrary, clusterOf, diversityTopUp, getDedup, getSpec, listSpecs, runDedup, type LibraryResult } from '../../src/library/library.js';
 import type { RequiredRepos } from '../../src/library/provenance.js';
 import { listExtractions, putExtraction } from '../../src/store/records.js';
+import { BLOCK_RECORD_SCHEMA } from '../../src/library/record-schema.js';
+import { violations } from '../support/json-schema.js';
 import { publicVersion } from '../../src/library/requirements.js';
 import type { BlockSpec } from '../../src/library/spec-types.js';
 import { originUrl } from '../../src/library/swhid.js';
@@ -184,7 +186,7 @@ test('a second build reuses the cached requirements and moves files with the sta
 test('records stored without layers get them from the stored validation result', { skip }, async () => {
   const id = 'tinyvision.layers.attention.WindowAttention';
   const e = listExtractions(ws.store).find((x) => x.id === id)!;
-  const { layers, ...rest } = e.record.validation as { layers: Record<string, number> };
+  const { layers, ...rest } = e.record.validation!;
   assert.deepEqual(layers, { Linear: 2 });
   putExtraction(ws.store, { ...e, record: { ...e.record, validation: rest } });
   try {
@@ -245,4 +247,10 @@ test('diversity top-up adds back the least similar cluster members of thin categ
   // pooling has no duplicates to add back
   assert.deepEqual(top.pooling, { category: 'pooling', unique: 1, added: [] });
   assert.deepEqual(diversityTopUp(specs, clusters, 3).find((t) => t.category === 'attention')!.added, ['c.Attn1', 'b.Attn1']);
+});
+
+test('validated records conform to docs/block-record.schema.json', { skip }, () => {
+  const records = listExtractions(ws.store);
+  assert.ok(records.some((e) => e.record.validation));
+  for (const e of records) assert.deepEqual(violations(BLOCK_RECORD_SCHEMA, e.record), [], e.id);
 });

@@ -124,7 +124,7 @@ test('buildSpec: category, hyperparameters, externs to top-level names, requirem
     origin: { repo: 'r', module: 'pkg.attn', path: 'pkg/attn.py', line: 10, revision: 'A'.repeat(40), url: 'https://github.com/o/r.git/' },
     interned: ['pkg.b', 'pkg.a'], externs: ['torch.nn.functional', 'torch', 'math', 'einops'],
     provenance: [{ repo: 'r', revision: null, url: null, path: 'pkg/attn.py', module: 'pkg.attn', swhid: 'swh:1:cnt:' + '1'.repeat(40), ranges: [[1, 5]] }],
-    validation: { stages: { parse: 'pass' }, params: 10, input_shapes: [[2, 3]], output_shapes: [[2, 3]], layers: { Linear: 2, Dropout: 1 } },
+    validation: { stages: { parse: 'pass', compile: 'pass', import: 'pass', namespace: 'skip', instantiate: 'pass', forward: 'pass', equivalence: 'skip' }, params: 10, input_shapes: [[2, 3]], output_shapes: [[2, 3]], layers: { Linear: 2, Dropout: 1 } },
     requirements: new Map([['torch', 'torch==1.13.0'], ['math', null], ['einops', 'einops']]),
   });
   assert.equal(spec.class, 'WindowAttention');

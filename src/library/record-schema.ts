@@ -1,0 +1,147 @@
+// The JSON schema of the block record (library/record.ts `BlockRecord`), for users of
+// `--json` and of the records the store keeps. docs/block-record.schema.json is this object
+// written out by scripts/block-record-schema.ts; test/library/record.test.ts checks that
+// the file is current, that every record field is described (the key list below is checked
+// against the type by the compiler) and that real extraction records satisfy it.
+import type { BlockRecord } from './record.js';
+
+const str = { type: 'string' } as const;
+const strs = { type: 'array', items: str } as const;
+const int = { type: 'integer', minimum: 0 } as const;
+const nullable = (t: string) => ({ type: [t, 'null'] });
+const shapes = { type: ['array', 'null'], items: { type: 'array', items: { type: 'integer' } } } as const;
+const stageStatus = { enum: ['pass', 'fail', 'skip'] } as const;
+
+/** Every field of BlockRecord, each with its schema. `satisfies` makes a field added to the
+ *  type without a schema (or a schema entry without a field) a compile error. */
+const properties = {
+  version: { ...int, description: 'record layout version (1)' },
+  id: { ...str, description: 'block id: module.Class, or owner/name:module.Class where two repositories define it' },
+  repository: { ...nullable('string'), description: 'repository of the block\'s class' },
+  source: {
+    type: ['object', 'null'],
+    description: 'where the block\'s class is defined (the last top-level class statement of that name)',
+    required: ['repo', 'module', 'className', 'path', 'line'],
+    properties: { repo: str, module: str, className: str, path: str, line: int },
+  },
+  file: { ...str, description: 'the module file written; empty when none' },
+  ok: { type: 'boolean', description: 'no unresolved names; after validation: the required stages passed' },
+  lines: { ...int, description: 'lines of the emitted module' },
+  diagnostics: {
+    type: 'array',
+    description: 'names the closure could not resolve, eager cycles',
+    items: {
+      type: 'object',
+      required: ['severity', 'name', 'reason', 'message', 'module', 'path', 'repo', 'line'],
+      properties: { severity: { enum: ['error', 'warning'] }, name: str, reason: str, message: str, module: str, path: str, repo: str, line: int },
+    },
+  },
+  interned: { ...strs, description: 'interned modules whose statements were copied' },
+  externs: { ...strs, description: 'extern modules imported' },
+  provenance: {
+    type: 'array',
+    description: 'per source file: repository, revision, path, module, SWHID and the line ranges copied',
+    items: {
+      type: 'object',
+      required: ['repo', 'revision', 'url', 'path', 'module', 'swhid', 'ranges'],
+      properties: {
+        repo: str, revision: nullable('string'), url: nullable('string'), path: str, module: str, swhid: str,
+        ranges: { type: 'array', items: { type: 'array', items: { type: 'integer' }, minItems: 2, maxItems: 2 } },
+      },
+    },
+  },
+  renames: {
+    type: 'array',
+    description: 'original name → emitted name, for renamed bindings',
+    items: { type: 'object', required: ['from', 'to', 'module'], properties: { from: str, to: str, module: str } },
+  },
+  emission: {
+    type: 'object',
+    description: 'how the module was emitted',
+    required: ['profile'],
+    properties: {
+      profile: { enum: ['slim', 'faithful'] },
+      fallbackReason: str,
+      faithfulLines: { type: 'integer', minimum: 0 },
+      slimLines: { type: ['integer', 'null'], minimum: 0 },
+      removed: {
+        type: 'array',
+        description: 'what slim left out: decorators, options, branches, with the original lines',
+        items: {
+          type: 'object',
+          required: ['kind', 'repo', 'path', 'module', 'lines', 'what'],
+          properties: {
+            kind: { enum: ['decorator', 'options', 'branch'] },
+            repo: str,
+            path: str,
+            module: str,
+            lines: { type: 'array', items: { type: 'integer' }, minItems: 2, maxItems: 2 },
+            what: str,
+          },
+        },
+      },
+      proven: { type: 'array', items: str, description: 'decorators the sandbox proved to return their argument' },
+    },
+  },
+  ms: { type: 'number', description: 'milliseconds of the extraction' },
+  error: { ...str, description: 'why nothing was emitted' },
+  validation: {
+    type: 'object',
+    description: 'the sandboxed validation',
+    required: ['stages', 'category', 'error', 'args', 'input_shapes', 'output_shapes', 'params', 'envId'],
+    properties: {
+      stages: {
+        type: 'object',
+        required: ['parse', 'compile', 'import', 'namespace', 'instantiate', 'forward', 'equivalence'],
+        properties: Object.fromEntries(['parse', 'compile', 'import', 'namespace', 'instantiate', 'forward', 'equivalence'].map((s) => [s, stageStatus])),
+      },
+      category: { ...nullable('string'), description: 'failure category (syntax, missing-extern, needs-args, …)' },
+      error: nullable('string'),
+      args: { type: ['object', 'null'], description: 'constructor arguments used' },
+      argumentsSource: { enum: ['witness', 'call-site', 'config-table', 'guess'], description: 'where the arguments came from' },
+      input_shapes: shapes,
+      output_shapes: shapes,
+      params: nullable('integer'),
+      layers: { type: 'object', additionalProperties: { type: 'integer' }, description: 'module type → count in the built instance' },
+      usage: { ...nullable('string'), description: 'the construction and call that passed forward, as Python' },
+      envId: { ...str, description: 'validation environment id' },
+      python: str,
+      equivalence: { type: 'object', required: ['status'], properties: { status: stageStatus, reason: str, maxAbsDiff: { type: 'number' } } },
+      namespace: {
+        type: 'object',
+        required: ['status', 'checked'],
+        properties: {
+          status: stageStatus, reason: str, checked: int, skipped: int,
+          mismatches: { type: 'array', items: { type: 'object', required: ['name', 'copy', 'original'], properties: { name: str, copy: str, original: str } } },
+        },
+      },
+    },
+  },
+  requirements: {
+    type: 'array',
+    description: 'PEP 508 requirements of the externs',
+    items: { type: 'object', required: ['importName', 'pep508'], properties: { importName: str, pep508: nullable('string') } },
+  },
+} satisfies Record<keyof BlockRecord, object>;
+
+// the other direction: no schema entry for a field the type does not have
+type Exact<A, B> = [Exclude<keyof A, keyof B>, Exclude<keyof B, keyof A>] extends [never, never] ? true : never;
+const exact: Exact<typeof properties, BlockRecord> = true;
+void exact;
+
+/** Fields every record has (the optional ones of BlockRecord are left out). */
+const REQUIRED: (keyof BlockRecord)[] = ['version', 'id', 'repository', 'source', 'file', 'ok', 'lines', 'diagnostics', 'interned', 'externs', 'provenance', 'renames', 'emission', 'ms'];
+
+export const BLOCK_RECORD_SCHEMA = {
+  $schema: 'https://json-schema.org/draft/2020-12/schema',
+  title: 'nnrag block record',
+  description: 'One block as extraction produced it and validation completed it (the records of extract/validate --json, and the store).',
+  type: 'object',
+  required: REQUIRED,
+  properties,
+} as const;
+
+/** The schema as written to docs/block-record.schema.json. */
+export function blockRecordSchemaText(): string {
+  return JSON.stringify(BLOCK_RECORD_SCHEMA, null, 2) + '\n';
+}

@@ -1,0 +1,135 @@
+// The block record: ONE typed, versioned record per block that extraction produces and
+// every later stage reads (validation adds `validation`, the library stage reads it for
+// specs and manifests, search and the catalog project it). It is what `--json` prints
+// for extract / validate and what the store keeps next to the module text
+// (src/store/records.ts decodes stored records, older ones included, into this type).
+// docs/block-record.schema.json is its JSON schema, written by
+// `node dist/scripts/block-record-schema.js` and checked against this type by
+// test/library/record.test.ts.
+//
+// Fields by stage:
+//   identity      version, id, repository, source (where the class is defined)
+//   closure       diagnostics, interned, externs
+//   emission      lines, provenance, renames, emission { profile, fallbackReason }
+//   validation    validation { stages, category, error, args, argumentsSource, … equivalence }
+//   library       requirements (PEP 508 pins of the externs, when resolved)
+//   placement     file (where the module was written), ok, ms, error
+// The flat names (`lines`, `provenance`, `interned` …) are the JSON users have always seen
+// and stay where they were; what is new is grouped (`emission`, `source`).
+import type { ProvenanceEntry } from '../emit/emitter.js';
+import type { Diagnostic } from '../resolve/closure.js';
+import type { ValidationRecord } from '../validate/record.js';
+
+/** Bump when a field changes meaning; the store's decoder upgrades older records. */
+export const BLOCK_RECORD_VERSION = 1;
+
+/** How the module was emitted: `faithful` keeps every binding the closure reached;
+ *  `slim` (issue 12) drops what the block does not need and falls back to faithful with a
+ *  reason when the slim module does not validate. */
+export type EmissionProfile = 'slim' | 'faithful';
+
+export interface EmissionFacts {
+  profile: EmissionProfile;
+  /** why a requested slim emission fell back to faithful */
+  fallbackReason?: string;
+  /** lines of the faithful module (when slim was tried) */
+  faithfulLines?: number;
+  /** lines of the slim module (when slim was tried; null when it emitted nothing) */
+  slimLines?: number | null;
+  /** what slim left out of the copied statements: decorators, options, branches, each
+   *  with the original file and lines (src/emit/slim) */
+  removed?: SlimRemoval[];
+  /** decorators the sandbox proved to return their argument (`repo:module:line`) */
+  proven?: string[];
+}
+
+/** One removal of slim emission. */
+export interface SlimRemoval {
+  kind: 'decorator' | 'options' | 'branch';
+  repo: string;
+  path: string;
+  module: string;
+  /** original lines removed (1-based, inclusive) */
+  lines: [number, number];
+  /** the decorator's text, or the pruned option values */
+  what: string;
+}
+
+/** Where the block's class is defined (the class statement Python binds for
+ *  `module.Class`, see resolve/corpus.ts `classStatement`). */
+export interface SourceLocation {
+  repo: string;
+  module: string;
+  className: string;
+  /** repository-relative path of the module's file */
+  path: string;
+  /** 1-based line of the class statement */
+  line: number;
+}
+
+/** A PEP 508 requirement of one extern import of the block. */
+export interface BlockRequirement {
+  /** top-level import name (`yaml`) */
+  importName: string;
+  /** `PyYAML==6.0.1`; null for the standard library or when unknown */
+  pep508: string | null;
+}
+
+export interface BlockRecord {
+  /** record layout version (BLOCK_RECORD_VERSION) */
+  version: number;
+  /** block id: `module.Class`, or `owner/name:module.Class` where two repositories define it */
+  id: string;
+  /** repository of the block's class; null when the id names no indexed class */
+  repository: string | null;
+  source: SourceLocation | null;
+  /** the module file written (`<library>/extracted|blocks|failed/<id>.py`); '' when none */
+  file: string;
+  /** extraction without unresolved names; after validation: the required stages passed */
+  ok: boolean;
+  /** emitted lines */
+  lines: number;
+  diagnostics: Diagnostic[];
+  /** interned module names whose statements were copied */
+  interned: string[];
+  /** extern modules imported (each a requirement) */
+  externs: string[];
+  /** every copied statement's repository, revision, path, line ranges and SWHID */
+  provenance: ProvenanceEntry[];
+  /** original name → emitted name, for renamed bindings */
+  renames: { from: string; to: string; module: string }[];
+  emission: EmissionFacts;
+  /** milliseconds of the extraction */
+  ms: number;
+  /** why nothing was emitted */
+  error?: string;
+  /** the sandboxed validation's result, when the block was validated */
+  validation?: ValidationRecord;
+  /** PEP 508 requirements of the externs (the library stage resolves them) */
+  requirements?: BlockRequirement[];
+}
+
+/** The stored status of a block, which decides its folder (library/layout.ts). */
+export type BlockStatus = 'validated' | 'failed' | 'extracted';
+
+export const BLOCK_STATUSES: readonly BlockStatus[] = ['validated', 'failed', 'extracted'];
+
+/** A record for a block whose extraction produced nothing (yet). */
+export function emptyRecord(id: string, repository: string | null = null, source: SourceLocation | null = null): BlockRecord {
+  return {
+    version: BLOCK_RECORD_VERSION,
+    id,
+    repository,
+    source,
+    file: '',
+    ok: false,
+    lines: 0,
+    diagnostics: [],
+    interned: [],
+    externs: [],
+    provenance: [],
+    renames: [],
+    emission: { profile: 'faithful' },
+    ms: 0,
+  };
+}

@@ -1,0 +1,52 @@
+// Classes of the corpus, looked up one way everywhere:
+// - `classStatement`: which class statement is "the" `module.Class`. A module's code runs
+//   top to bottom and each `class C:` statement rebinds `C` (Language Reference §4.2.2,
+//   "Resolution of names"; §8.8, class definitions are executed statements), so the
+//   module attribute after import is the LAST top-level class statement with that name.
+//   Discovery, closure, the spec and the search document all use this rule.
+// - `baseClasses`: the base expressions of a class resolved like any eager read of its
+//   module, to indexed class statements (by the same rule) or extern names; the one walk
+//   over bases that discovery (is it an nn.Module?) and the spec (inherited `__init__` /
+//   `forward` parameters) share.
+import type { BaseExpr, ClassFacts } from '../parse/types.js';
+import type { CorpusModule } from './corpus.js';
+import type { Resolver, Target } from './names.js';
+
+/** The class statement Python binds for `module.Class` (the last top-level definition),
+ *  or null when the module defines no such class. */
+export function classStatement(mod: CorpusModule | undefined, name: string): ClassFacts | null {
+  if (!mod) return null;
+  const all = mod.facts.classes;
+  for (let i = all.length - 1; i >= 0; i--) if (all[i].name === name && !all[i].nested) return all[i];
+  return null;
+}
+
+/** One resolved base of a class: an indexed class statement, or an extern qualified name. */
+export type BaseTarget =
+  | { kind: 'class'; module: CorpusModule; cls: ClassFacts }
+  | { kind: 'extern'; qualified: string };
+
+/** The resolution of one base expression (`name.attr…`) read eagerly in `mod`. */
+export function resolveBase(resolver: Resolver, mod: CorpusModule, b: BaseExpr): { targets: Target[]; consumed: number } {
+  if (!b.name) return { targets: [], consumed: 0 };
+  return resolver.resolveRef(mod, { name: b.name, start: 0, end: 0, eager: true, attrs: b.attrs, attrEnds: b.attrs.map(() => 0) });
+}
+
+/** The bases of a class, left to right, each resolved to what it denotes (an unresolvable
+ *  base gives nothing). */
+export function baseClasses(resolver: Resolver, mod: CorpusModule, cls: ClassFacts): BaseTarget[][] {
+  return cls.bases.map((b) => {
+    const { targets, consumed } = resolveBase(resolver, mod, b);
+    const out: BaseTarget[] = [];
+    for (const t of targets) {
+      if (t.kind === 'extern') {
+        const rest = b.attrs.slice(consumed);
+        out.push({ kind: 'extern', qualified: rest.length ? `${t.qualified}.${rest.join('.')}` : t.qualified });
+      } else if (t.kind === 'def') {
+        const base = classStatement(t.module, t.name);
+        if (base) out.push({ kind: 'class', module: t.module, cls: base });
+      }
+    }
+    return out;
+  });
+}

@@ -1,0 +1,74 @@
+// A Workspace: an opened store (`--store DIR`) plus the corpus and resolver built from it on
+// demand, and the one lookup of a block id to its module and class statement. Every
+// stage after indexing works through one (resolve, discover, extract, validate, library).
+import path from 'node:path';
+import { parseBlockId } from './discover/ids.js';
+import type { SourceLocation } from './library/record.js';
+import type { ClassFacts } from './parse/types.js';
+import { classStatement } from './resolve/classes.js';
+import type { Corpus, CorpusModule } from './resolve/corpus.js';
+import { loadCorpus } from './resolve/load.js';
+import { Resolver, type ResolveOptions } from './resolve/names.js';
+import { IndexStore } from './store/store.js';
+
+export class Workspace {
+  private corpusCache: Corpus | null = null;
+  private resolverCache: Resolver | null = null;
+  private resolverKey = '';
+
+  private constructor(
+    readonly store: IndexStore,
+    readonly storeDir: string,
+  ) {}
+
+  /** Open (`create`, the default: or create) the store in `storeDir`. */
+  static open(storeDir = '.nnrag', opts: { create?: boolean } = {}): Workspace {
+    const dir = path.resolve(storeDir);
+    return new Workspace(IndexStore.open(dir, opts), dir);
+  }
+
+  close(): void {
+    this.store.close();
+  }
+
+  /** Forget the in-memory corpus (after indexing). */
+  invalidate(): void {
+    this.corpusCache = null;
+    this.resolverCache = null;
+  }
+
+  corpus(): Corpus {
+    if (!this.corpusCache) this.corpusCache = loadCorpus(this.store);
+    return this.corpusCache;
+  }
+
+  /** The module and class a block id names (`module.Class` or `repo:module.Class`,
+   *  see discover/ids.ts), or null when no indexed module defines that class. */
+  blockModule(id: string): { mod: CorpusModule; className: string; cls: ClassFacts } | null {
+    const { repo, module, className } = parseBlockId(id);
+    const corpus = this.corpus();
+    const mods = repo !== null ? [corpus.ownModule(repo, module)] : corpus.modulesNamed(module);
+    for (const mod of mods) {
+      const cls = classStatement(mod, className);
+      if (mod && cls) return { mod, className, cls };
+    }
+    return null;
+  }
+
+  /** Where the block's class is defined (null when no indexed module defines it). */
+  blockSource(id: string): SourceLocation | null {
+    const found = this.blockModule(id);
+    if (!found) return null;
+    return { repo: found.mod.repo, module: found.mod.name, className: found.className, path: found.mod.path, line: found.cls.line };
+  }
+
+  resolver(opts: ResolveOptions = {}): Resolver {
+    const key = JSON.stringify(opts);
+    if (!this.resolverCache || key !== this.resolverKey) {
+      this.resolverCache = new Resolver(this.corpus(), opts);
+      this.resolverKey = key;
+    }
+    return this.resolverCache;
+  }
+}
+
