@@ -15,6 +15,7 @@ import { getExtraction, putExtraction, textHash } from './store/records.js';
 import { blockFile, libraryDir, placeBlockFile } from './library/layout.js';
 import { emptyRecord, type BlockRecord, type EmissionProfile } from './library/record.js';
 import { RepoCache } from './repos/cache.js';
+import { classSignature } from './resolve/classes.js';
 import { ClosureBuilder } from './resolve/closure.js';
 import { NnragError, UsageError } from './util/errors.js';
 import { suggest } from './util/suggest.js';
@@ -181,8 +182,8 @@ export function extractText(ws: Workspace, id: string, opts: ExtractOptions = {}
   if (!found) {
     return { record: { ...emptyRecord(id), error: `${id} is not a class of an indexed module`, ms: performance.now() - t0 }, text: '' };
   }
-  const { mod, className } = found;
-  const base = emptyRecord(id, mod.repo, ws.blockSource(id));
+  const { mod, className, cls } = found;
+  const base = { ...emptyRecord(id, mod.repo, ws.blockSource(id)), signature: classSignature(ws.resolver(), mod, cls) };
   try {
     const resolver = ws.resolver({ extern: opts.extern, intern: opts.intern });
     const profile = opts.profile ?? 'faithful';

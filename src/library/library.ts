@@ -10,9 +10,8 @@
 import { createHash } from 'node:crypto';
 import { writeFileAtomic } from '../util/fs.js';
 import type { Workspace } from '../workspace.js';
-import { classStatement, baseClasses } from '../resolve/classes.js';
-import { libraryDir, libraryFile, placeBlockFile, statusFolder } from './layout.js';
-import type { BlockStatus } from './record.js';
+import { classSignature, classStatement } from '../resolve/classes.js';
+import { libraryDir, libraryFile, placeBlockFile } from './layout.js';
 import type { IndexStore, RepoRow } from '../store/store.js';
 import { KV_KEYS, requirementsKey } from '../store/kv.js';
 import { clusterOf, listClusters, putDedup, putSpecs } from '../store/specs.js';
@@ -27,10 +26,6 @@ import { requirementLines, resolveRequirements, type Requirement } from './requi
 import { buildSpec, initSpecParser, type ProvenanceEntry, type ValidationFacts } from './spec.js';
 import type { BlockSpec } from './spec-types.js';
 
-/** Folder of a block's files under the library folder, by stored status (library/layout.ts). */
-export function statusDir(status: BlockStatus): 'blocks' | 'failed' | 'extracted' {
-  return statusFolder(status);
-}
 
 export { getSpec, listSpecs, putSpecs } from '../store/specs.js';
 
@@ -117,24 +112,6 @@ function blockRepo(e: StoredExtraction, blocks: Map<string, { repo: string }>): 
 }
 
 
-/**
- * `__init__` / `forward` parameter text of a class, or of the first indexed base class that
- * defines it (depth-first, left to right: the MRO for single inheritance and simple
- * diamonds). An extern base (torch.nn.Conv2d …) ends the search with null.
- */
-function inheritedParams(resolver: Resolver, mod: CorpusModule, cls: ClassFacts, which: 'initParams' | 'forwardParams', depth = 0): string | null {
-  if (cls[which] !== null) return cls[which];
-  if (depth > 12) return null;
-  for (const targets of baseClasses(resolver, mod, cls)) {
-    for (const t of targets) {
-      if (t.kind !== 'class') continue;
-      const p = inheritedParams(resolver, t.module, t.cls, which, depth + 1);
-      if (p !== null) return p;
-    }
-  }
-  return null;
-}
-
 function validationOf(e: StoredExtraction, extras: Map<string, ValidationExtras>): ValidationFacts | null {
   const v = e.record.validation;
   if (!v) return null;
@@ -176,6 +153,8 @@ export async function buildLibrary(ws: Workspace, opts: LibraryOptions = {}): Pr
     const own = blocks.get(e.id)?.repo ?? idRepo;
     const mod = own ? corpus.ownModule(own, modName) : corpus.modulesNamed(modName).find((m) => m.facts.classes.some((c) => c.name === className));
     const cls = classStatement(mod, className);
+    // the signature extraction recorded; records made before it carry none: read it now
+    const signature = e.record.signature ?? (mod && cls ? classSignature(resolver, mod, cls) : null);
     const row = blocks.get(e.id);
     const provenance = e.record.provenance;
     const repoName = row?.repo ?? mod?.repo ?? provenance[0]?.repo ?? 'unknown';
@@ -185,9 +164,7 @@ export async function buildLibrary(ws: Workspace, opts: LibraryOptions = {}): Pr
       status: e.status,
       lines: e.lines,
       text: e.text,
-      cls,
-      initParams: mod && cls ? inheritedParams(resolver, mod, cls, 'initParams') : null,
-      forwardParams: mod && cls ? inheritedParams(resolver, mod, cls, 'forwardParams') : null,
+      signature,
       origin: {
         repo: repoName,
         module: modName,
@@ -202,7 +179,7 @@ export async function buildLibrary(ws: Workspace, opts: LibraryOptions = {}): Pr
       validation: validationOf(e, extras),
       requirements: reqMap,
     });
-    if (!cls) warnings.push(`${e.id}: class no longer in the index; spec without signature and docstring`);
+    if (!signature) warnings.push(`${e.id}: class no longer in the index; spec without signature and docstring`);
     specs.push(spec);
 
     // files next to the module; copies in the other status folders go (library/layout.ts)

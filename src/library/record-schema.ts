@@ -11,6 +11,14 @@ const int = { type: 'integer', minimum: 0 } as const;
 const nullable = (t: string) => ({ type: [t, 'null'] });
 const shapes = { type: ['array', 'null'], items: { type: 'array', items: { type: 'integer' } } } as const;
 const stageStatus = { enum: ['pass', 'fail', 'skip'] } as const;
+const params = {
+  type: 'array',
+  items: {
+    type: 'object',
+    required: ['name', 'default', 'annotation', 'kind'],
+    properties: { name: str, default: nullable('string'), annotation: nullable('string'), kind: { enum: ['positional', 'keyword', 'var-positional', 'var-keyword'] } },
+  },
+} as const;
 
 /** Every field of BlockRecord, each with its schema. `satisfies` makes a field added to the
  *  type without a schema (or a schema entry without a field) a compile error. */
@@ -23,6 +31,12 @@ const properties = {
     description: 'where the block\'s class is defined (the last top-level class statement of that name)',
     required: ['repo', 'module', 'className', 'path', 'line'],
     properties: { repo: str, module: str, className: str, path: str, line: int },
+  },
+  signature: {
+    type: ['object', 'null'],
+    description: 'the class as extraction read it (parameters inherited from an indexed base where the class has none)',
+    required: ['bases', 'docstring', 'init', 'forward'],
+    properties: { bases: strs, docstring: nullable('string'), init: params, forward: params },
   },
   file: { ...str, description: 'the module file written; empty when none' },
   ok: { type: 'boolean', description: 'no unresolved names; after validation: the required stages passed' },
@@ -130,7 +144,7 @@ const exact: Exact<typeof properties, BlockRecord> = true;
 void exact;
 
 /** Fields every record has (the optional ones of BlockRecord are left out). */
-const REQUIRED: (keyof BlockRecord)[] = ['version', 'id', 'repository', 'source', 'file', 'ok', 'lines', 'diagnostics', 'interned', 'externs', 'provenance', 'renames', 'emission', 'ms'];
+const REQUIRED: (keyof BlockRecord)[] = ['version', 'id', 'repository', 'source', 'signature', 'file', 'ok', 'lines', 'diagnostics', 'interned', 'externs', 'provenance', 'renames', 'emission', 'ms'];
 
 export const BLOCK_RECORD_SCHEMA = {
   $schema: 'https://json-schema.org/draft/2020-12/schema',

@@ -8,7 +8,8 @@
 // test/library/record.test.ts.
 //
 // Fields by stage:
-//   identity      version, id, repository, source (where the class is defined)
+//   identity      version, id, repository, source (where the class is defined),
+//                 signature (bases, docstring, parameters: read once, at extraction)
 //   closure       diagnostics, interned, externs
 //   emission      lines, provenance, renames, emission { profile, fallbackReason }
 //   validation    validation { stages, category, error, args, argumentsSource, … equivalence }
@@ -17,6 +18,7 @@
 // The flat names (`lines`, `provenance`, `interned` …) are the JSON users have always seen
 // and stay where they were; what is new is grouped (`emission`, `source`).
 import type { ProvenanceEntry } from '../emit/emitter.js';
+import type { ClassSignature } from '../resolve/classes.js';
 import type { Diagnostic } from '../resolve/closure.js';
 import type { ValidationRecord } from '../validate/record.js';
 
@@ -83,6 +85,10 @@ export interface BlockRecord {
   /** repository of the block's class; null when the id names no indexed class */
   repository: string | null;
   source: SourceLocation | null;
+  /** the class as extraction read it: bases, docstring, `__init__` / `forward` parameters
+   *  (inherited from an indexed base where the class has none); specs, search documents
+   *  and the catalog are projections of it */
+  signature: ClassSignature | null;
   /** the module file written (`<library>/extracted|blocks|failed/<id>.py`); '' when none */
   file: string;
   /** extraction without unresolved names; after validation: the required stages passed */
@@ -121,6 +127,7 @@ export function emptyRecord(id: string, repository: string | null = null, source
     id,
     repository,
     source,
+    signature: null,
     file: '',
     ok: false,
     lines: 0,

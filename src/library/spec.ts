@@ -1,99 +1,23 @@
 // The neutral spec of a library block (spec-types.ts `BlockSpec`): derived facts only, no
-// source code. This file holds the pure pieces — parameter lists parsed with tree-sitter,
-// the first docstring sentence, and the assembly of a spec from the class facts, the
-// extraction record and its validation — while library.ts gathers the inputs.
-//
-// Parameter lists follow the Python grammar of `parameters` (Python reference, "Function
-// definitions"; PEP 3102 keyword-only arguments after `*` or `*args`; PEP 570 positional-only
-// parameters before `/`; PEP 3107 annotations). Defaults and annotations are kept as source
-// text (whitespace runs across lines collapsed to one space), never evaluated.
+// source code. This file holds the pure pieces — parameter lists (parse/params.ts), the
+// first docstring sentence, and the assembly of a spec from the block record's signature
+// and its validation — while library.ts gathers the inputs.
 import type { ProvenanceEntry } from '../emit/emitter.js';
-import { initParser, parsePython, type Node } from '../parse/parser.js';
-import type { ClassFacts } from '../parse/types.js';
+import { initParser } from '../parse/parser.js';
+import { parseParams, type Param } from '../parse/params.js';
+
+export { parseParams };
+import type { ClassSignature } from '../resolve/classes.js';
 import type { ValidationRecord } from '../validate/record.js';
 import { categorize, layerInventory } from './category.js';
 import type { BlockSpec } from './spec-types.js';
 import { originUrl, revisionSwhid } from './swhid.js';
 
-export type Param = BlockSpec['init'][number];
+export type { Param };
 
 /** Make sure the tree-sitter parser is ready (parseParams needs it). */
 export async function initSpecParser(): Promise<void> {
   await initParser();
-}
-
-const oneLine = (s: string) => s.replace(/\s*\n\s*/g, ' ').trim();
-
-/**
- * Parse a parameter list as written, with its parentheses (`(self, dim, *, eps=1e-6)`), into
- * parameters. `dropFirst` removes the first parameter (the method's `self`/`cls`) when it is a
- * plain positional one. Call `initSpecParser()` first. Text that does not parse as a
- * parameter list gives [].
- */
-export function parseParams(text: string | null | undefined, opts: { dropFirst?: boolean } = {}): Param[] {
-  if (!text) return [];
-  const t = text.trim();
-  if (!t.startsWith('(')) return [];
-  const tree = parsePython(`def _f${t}:\n    pass\n`);
-  try {
-    const def = tree.rootNode.namedChildren[0];
-    const params = def?.type === 'function_definition' ? def.childForFieldName('parameters') : null;
-    if (!params || tree.rootNode.hasError) return [];
-    const out: Param[] = [];
-    let keywordOnly = false;
-    for (const n of params.namedChildren) {
-      if (!n || n.type === 'comment') continue;
-      const p = paramOf(n, keywordOnly);
-      if (n.type === 'keyword_separator') {
-        keywordOnly = true; // bare `*` (PEP 3102)
-        continue;
-      }
-      if (n.type === 'positional_separator') continue; // `/` (PEP 570): what came before stays positional
-      if (!p) continue;
-      if (p.kind === 'var-positional') keywordOnly = true; // after *args: keyword-only
-      out.push(p);
-    }
-    if (opts.dropFirst && out.length && out[0].kind === 'positional') out.shift();
-    return out;
-  } finally {
-    tree.delete();
-  }
-}
-
-function paramOf(n: Node, keywordOnly: boolean): Param | null {
-  const plainKind = keywordOnly ? 'keyword' : 'positional';
-  const text = (x: Node | null | undefined) => (x ? oneLine(x.text) : null);
-  switch (n.type) {
-    case 'identifier':
-      return { name: n.text, default: null, annotation: null, kind: plainKind };
-    case 'default_parameter':
-      return { name: n.childForFieldName('name')?.text ?? '', default: text(n.childForFieldName('value')), annotation: null, kind: plainKind };
-    case 'typed_default_parameter':
-      return {
-        name: n.childForFieldName('name')?.text ?? '',
-        default: text(n.childForFieldName('value')),
-        annotation: text(n.childForFieldName('type')),
-        kind: plainKind,
-      };
-    case 'typed_parameter': {
-      // `x: int`, `*args: int`, `**kw: Any`: the first named child is the name or the splat
-      const inner = n.namedChildren.find((c) => !!c && c.type !== 'type') ?? null;
-      const annotation = text(n.childForFieldName('type'));
-      if (!inner) return null;
-      const p = paramOf(inner, keywordOnly);
-      return p ? { ...p, annotation } : null;
-    }
-    case 'list_splat_pattern': {
-      const id = n.namedChildren.find((c) => c?.type === 'identifier');
-      return id ? { name: id.text, default: null, annotation: null, kind: 'var-positional' } : null;
-    }
-    case 'dictionary_splat_pattern': {
-      const id = n.namedChildren.find((c) => c?.type === 'identifier');
-      return id ? { name: id.text, default: null, annotation: null, kind: 'var-keyword' } : null;
-    }
-    default:
-      return null;
-  }
 }
 
 /** A signature line `Name(a, b=2, *args, c: int = 3, **kw)` from parameters. */
@@ -150,11 +74,9 @@ export interface SpecInput {
   id: string;
   status: string;
   lines: number;
-  /** the class facts of the block (null when the module is no longer indexed) */
-  cls: ClassFacts | null;
-  /** constructor / forward parameter lists as written, possibly inherited from an indexed base */
-  initParams: string | null;
-  forwardParams: string | null;
+  /** the block's class: bases, docstring, parameters (the record's `signature`; null when
+   *  neither the record nor the index has the class) */
+  signature: ClassSignature | null;
   origin: { repo: string; module: string; path: string; line: number; revision: string | null; url: string | null };
   interned: string[];
   externs: string[];
@@ -171,14 +93,14 @@ const HEX40 = /^[0-9a-f]{40}$/i;
 /** Assemble the neutral spec of one block. */
 export function buildSpec(inp: SpecInput): BlockSpec {
   const className = inp.id.slice(inp.id.lastIndexOf('.') + 1);
-  const init = parseParams(inp.initParams, { dropFirst: true });
-  const forward = parseParams(inp.forwardParams, { dropFirst: true });
+  const init = inp.signature?.init ?? [];
+  const forward = inp.signature?.forward ?? [];
   const v = inp.validation;
   const layers = v?.layers ?? {};
-  const bases = inp.cls?.bases.map((b) => b.text) ?? [];
+  const bases = inp.signature?.bases ?? [];
   const { category } = categorize({
     name: className,
-    docstring: inp.cls?.docstring ?? null,
+    docstring: inp.signature?.docstring ?? null,
     // the built instance's layers, else those its class body constructs
     layers: Object.keys(layers).length ? layers : inp.text ? layerInventory(inp.text, className) : {},
     bases,
@@ -193,7 +115,7 @@ export function buildSpec(inp: SpecInput): BlockSpec {
     origin: { ...inp.origin, url: inp.origin.url ? originUrl(inp.origin.url) : null },
     init,
     forward,
-    summary: firstSentence(inp.cls?.docstring),
+    summary: firstSentence(inp.signature?.docstring),
     bases,
     layers,
     params: v?.params ?? null,

@@ -28,6 +28,7 @@
 import type { Node as TsNode } from 'web-tree-sitter';
 import { parsePython, type Tree } from './parser.js';
 import { syntaxTree, type SyntaxNode as Node } from './syntax.js';
+import { paramsOf, type Param } from './params.js';
 import {
   FACTS_VERSION,
   type BaseExpr,
@@ -700,6 +701,8 @@ class Binder {
     let docstring: string | null = null;
     let initParams: string | null = null;
     let forwardParams: string | null = null;
+    let init: Param[] | null = null;
+    let forward: Param[] | null = null;
     const stmts = body ? body.namedChildren.filter((c): c is Node => !!c && c.type !== 'comment') : [];
     if (stmts.length && stmts[0].type === 'expression_statement') {
       const s = stmts[0].namedChildren[0];
@@ -716,8 +719,15 @@ class Binder {
       const fname = def.childForFieldName('name')?.text;
       if (!fname) continue;
       if (decos.some((d) => /abstractmethod\s*$/.test(d.text))) abstractMethods.push(fname);
-      if (fname === '__init__') initParams = def.childForFieldName('parameters')?.text ?? null;
-      if (fname === 'forward') forwardParams = def.childForFieldName('parameters')?.text ?? null;
+      const params = fname === '__init__' || fname === 'forward' ? def.childForFieldName('parameters') : null;
+      if (fname === '__init__') {
+        initParams = params?.text ?? null;
+        init = params ? paramsOf(params, { dropFirst: true }) : null;
+      }
+      if (fname === 'forward') {
+        forwardParams = params?.text ?? null;
+        forward = params ? paramsOf(params, { dropFirst: true }) : null;
+      }
     }
     const outer = decorators.length ? n.parent ?? n : n;
     return {
@@ -735,6 +745,8 @@ class Binder {
       decorators: decorators.map((d) => d.text.replace(/^@\s*/, '')),
       initParams,
       forwardParams,
+      init,
+      forward,
       nested: false,
     };
   }

@@ -3,10 +3,11 @@
 // and stored in the IndexStore keyed by the file's git blob id.
 // All offsets are JavaScript string (UTF-16 code unit) indices into the decoded
 // source text; all line numbers are 1-based.
+import type { Param } from './params.js';
 
 /** Bump when the shape or meaning of FileFacts changes: stored facts of an older
  *  version are re-parsed. */
-export const FACTS_VERSION = 4;
+export const FACTS_VERSION = 5;
 
 /** One imported name, one edge. `import a.b as c, d` gives two edges.
  *  - `import a.b.c`        → {kind:'import', module:'a.b.c', asname:null} binds `a`
@@ -108,6 +109,10 @@ export interface ClassFacts {
   /** parameter list text of __init__ and forward, if defined in this class */
   initParams: string | null;
   forwardParams: string | null;
+  /** the same lists read from the syntax tree, without `self` (parse/params.ts); null
+   *  when the class does not define the method; absent in facts of FACTS_VERSION < 5 */
+  init?: Param[] | null;
+  forward?: Param[] | null;
   /** nested in a function or class (not reachable as a module attribute) */
   nested: boolean;
 }

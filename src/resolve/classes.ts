@@ -6,15 +6,19 @@
 //   Discovery, closure, the spec and the search document all use this rule.
 // - `baseClasses`: the base expressions of a class resolved like any eager read of its
 //   module, to indexed class statements (by the same rule) or extern names; the one walk
-//   over bases that discovery (is it an nn.Module?) and the spec (inherited `__init__` /
-//   `forward` parameters) share.
+//   over bases that discovery (is it an nn.Module?) and the signature (inherited
+//   `__init__` / `forward` parameters) share.
+// - `classSignature`: what extraction records of the block's class (bases, docstring,
+//   constructor and forward parameters), so the spec, the search document and the catalog
+//   read it from the record instead of deriving it again.
+import { ownParams, type Param } from '../parse/params.js';
 import type { BaseExpr, ClassFacts } from '../parse/types.js';
 import type { CorpusModule } from './corpus.js';
 import type { Resolver, Target } from './names.js';
 
 /** The class statement Python binds for `module.Class` (the last top-level definition),
  *  or null when the module defines no such class. */
-export function classStatement(mod: CorpusModule | undefined, name: string): ClassFacts | null {
+export function classStatement(mod: { facts: { classes: readonly ClassFacts[] } } | null | undefined, name: string): ClassFacts | null {
   if (!mod) return null;
   const all = mod.facts.classes;
   for (let i = all.length - 1; i >= 0; i--) if (all[i].name === name && !all[i].nested) return all[i];
@@ -49,4 +53,40 @@ export function baseClasses(resolver: Resolver, mod: CorpusModule, cls: ClassFac
     }
     return out;
   });
+}
+
+/** The parameters of `__init__` or `forward` of a class, or of the first indexed base class
+ *  that defines the method (depth-first, left to right: the MRO for single inheritance and
+ *  simple diamonds); null when none does (an extern base is not looked into). */
+export function inheritedParams(resolver: Resolver, mod: CorpusModule, cls: ClassFacts, which: 'init' | 'forward', depth = 0): Param[] | null {
+  const own = ownParams(cls, which);
+  if (own !== null) return own;
+  if (depth > 12) return null;
+  for (const targets of baseClasses(resolver, mod, cls)) {
+    for (const t of targets) {
+      if (t.kind !== 'class') continue;
+      const p = inheritedParams(resolver, t.module, t.cls, which, depth + 1);
+      if (p !== null) return p;
+    }
+  }
+  return null;
+}
+
+/** A block class's signature as the library and search read it. */
+export interface ClassSignature {
+  /** base expressions as written */
+  bases: string[];
+  docstring: string | null;
+  /** constructor parameters without self (inherited from an indexed base when the class has no __init__) */
+  init: Param[];
+  forward: Param[];
+}
+
+export function classSignature(resolver: Resolver, mod: CorpusModule, cls: ClassFacts): ClassSignature {
+  return {
+    bases: cls.bases.map((b) => b.text),
+    docstring: cls.docstring,
+    init: inheritedParams(resolver, mod, cls, 'init') ?? [],
+    forward: inheritedParams(resolver, mod, cls, 'forward') ?? [],
+  };
 }

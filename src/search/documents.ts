@@ -1,10 +1,13 @@
 // Search documents: what the search index, `similar`, `export` and the web catalog know
-// about one library block. Built from the block's neutral spec when the library stage has
-// stored one (`nnrag library`, `specs` table), else from the stored extraction record (provenance,
-// validation) plus the class facts of the indexed source file (docstring, bases, the
-// parameter lists of __init__ and forward) and a scan of the emitted module (layer types
-// constructed, identifiers of the class body).
+// about one library block — a projection of the block record. Built from the block's
+// neutral spec when the library stage has stored one (`nnrag library`, `specs` table), else
+// from the stored record (signature: docstring, bases, the parameters of __init__ and
+// forward as extraction read them; provenance; validation) and a scan of the emitted module
+// (layer types constructed, identifiers of the class body). Records made before the record
+// carried a signature fall back to the class facts of the indexed file.
 import { PYTHON_KEYWORDS } from '../util/python.js';
+import { ownParams } from '../parse/params.js';
+import { classStatement } from '../resolve/classes.js';
 import { parseBlockId } from '../discover/ids.js';
 import type { ProvenanceEntry } from '../emit/emitter.js';
 import { createHash } from 'node:crypto';
@@ -52,27 +55,6 @@ export interface SearchDoc {
   source: 'spec' | 'extraction';
   /** extraction hash (module content) */
   hash: string;
-}
-
-/** Parameter names of a parameter-list text (`self, dim=32, *args, qkv_bias: bool = True`). */
-export function paramNames(params: string | null | undefined): string[] {
-  if (!params) return [];
-  const out: string[] = [];
-  let depth = 0;
-  let cur = '';
-  const flush = () => {
-    const m = cur.trim().match(/^\*{0,2}\s*([A-Za-z_]\w*)/);
-    if (m && m[1] !== 'self' && m[1] !== 'cls') out.push(m[1]);
-    cur = '';
-  };
-  for (const c of params) {
-    if ('([{'.includes(c)) depth++;
-    else if (')]}'.includes(c)) depth--;
-    if (c === ',' && depth === 0) flush();
-    else cur += c;
-  }
-  flush();
-  return out;
 }
 
 /** First sentence (or first paragraph line) of a docstring. */
@@ -126,7 +108,7 @@ export function classFacts(store: IndexStore, id: string, cache?: Map<string, Fi
       cache?.set(blob, ff);
     }
   }
-  const facts = ff?.classes.find((c) => c.name === row.name && !c.nested) ?? null;
+  const facts = classStatement(ff ? { facts: ff } : null, row.name);
   return { facts, row };
 }
 
@@ -179,15 +161,17 @@ export function buildDoc(store: IndexStore, e: StoredExtraction, spec: BlockSpec
     };
   }
   const { facts, row } = classFacts(store, id, factsCache);
-  const docstring = facts?.docstring ?? docstringFromSegment(seg);
-  const bases = facts ? facts.bases.map((b) => b.text) : (seg.match(/^class\s+\w+\s*\(([^)]*)\)/)?.[1] ?? '').split(',').map((s) => s.trim()).filter(Boolean);
-  const initSrc = facts?.initParams ?? seg.match(/def\s+__init__\s*\(([^)]*)\)/)?.[1] ?? null;
-  const fwdSrc = facts?.forwardParams ?? seg.match(/def\s+forward\s*\(([^)]*)\)/)?.[1] ?? null;
+  // the class as extraction recorded it; records made before it: the indexed class
+  const sig = rec.signature;
+  const docstring = sig?.docstring ?? facts?.docstring ?? docstringFromSegment(seg);
+  const bases = sig?.bases ?? (facts ? facts.bases.map((b) => b.text) : (seg.match(/^class\s+\w+\s*\(([^)]*)\)/)?.[1] ?? '').split(',').map((s) => s.trim()).filter(Boolean));
+  const init = sig?.init ?? (facts ? ownParams(facts, 'init') : null) ?? [];
+  const forward = sig?.forward ?? (facts ? ownParams(facts, 'forward') : null) ?? [];
   // the layers of an instance when validation built one, else those the class's own code
   // constructs
   const built = rec.validation?.layers;
   const layers = built && Object.keys(built).length ? built : layerInventory(e.text, name);
-  const forwardParams = paramNames(fwdSrc);
+  const forwardParams = forward.map((p) => p.name);
   const repoRow = row ? store.getRepo(row.repo) : null;
   return {
     id, name, module,
@@ -204,7 +188,7 @@ export function buildDoc(store: IndexStore, e: StoredExtraction, spec: BlockSpec
     summary: firstSentence(docstring),
     docstring,
     bases,
-    hyperparameters: paramNames(initSrc),
+    hyperparameters: init.map((p) => p.name),
     forwardParams,
     layers,
     identifiers, copied,

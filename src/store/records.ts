@@ -73,6 +73,7 @@ export function decodeRecord(json: string): BlockRecord {
     id: r.id,
     repository: r.repository ?? r.source?.repo ?? null,
     source: r.source ?? null,
+    signature: r.signature ?? null,
     file: r.file ?? '',
     ok: r.ok ?? false,
     lines: r.lines ?? 0,

@@ -119,8 +119,11 @@ test('buildSpec: category, hyperparameters, externs to top-level names, requirem
     initParams: '(self, dim, num_heads, *, qkv_bias=True, **kw)', forwardParams: '(self, x, mask: Optional[Tensor] = None)', nested: false,
   };
   const spec = buildSpec({
-    id: 'pkg.attn.WindowAttention', status: 'validated', lines: 40, cls,
-    initParams: cls.initParams, forwardParams: cls.forwardParams,
+    id: 'pkg.attn.WindowAttention', status: 'validated', lines: 40,
+    signature: {
+      bases: cls.bases.map((b) => b.text), docstring: cls.docstring,
+      init: parseParams(cls.initParams, { dropFirst: true }), forward: parseParams(cls.forwardParams, { dropFirst: true }),
+    },
     origin: { repo: 'r', module: 'pkg.attn', path: 'pkg/attn.py', line: 10, revision: 'A'.repeat(40), url: 'https://github.com/o/r.git/' },
     interned: ['pkg.b', 'pkg.a'], externs: ['torch.nn.functional', 'torch', 'math', 'einops'],
     provenance: [{ repo: 'r', revision: null, url: null, path: 'pkg/attn.py', module: 'pkg.attn', swhid: 'swh:1:cnt:' + '1'.repeat(40), ranges: [[1, 5]] }],

@@ -11,7 +11,9 @@ import { getDoc, searchBlocks, syncSearchIndex, resolveLibraryId } from '../../s
 import { UsageError } from '../../src/util/errors.js';
 import * as api from '../../src/api.js';
 import { buildLibrary, getSpec } from '../../src/library/library.js';
-import { paramNames, firstSentence } from '../../src/search/documents.js';
+import { firstSentence } from '../../src/search/documents.js';
+import { parseParams } from '../../src/parse/params.js';
+import { initParser } from '../../src/parse/parser.js';
 import { repoRoot } from '../helpers.js';
 import { buildExampleLibrary } from './library-fixture.js';
 
@@ -45,8 +47,10 @@ describe('tokens', () => {
     assert.equal(parseQuery('name:mlp OR NEAR').all, '"name" AND "mlp" AND "or" AND "near"*');
   });
 
-  test('parameter names and first sentences', () => {
-    assert.deepEqual(paramNames('self, dim=32, num_heads: int = 4, *args, act=partial(f, a=1), **kw'), ['dim', 'num_heads', 'args', 'act', 'kw']);
+  test('parameter names (read as the binder reads them) and first sentences', async () => {
+    await initParser();
+    const names = parseParams('(self, dim=32, num_heads: int = 4, *args, act=partial(f, a=1), **kw)', { dropFirst: true }).map((p) => p.name);
+    assert.deepEqual(names, ['dim', 'num_heads', 'args', 'act', 'kw']);
     assert.equal(firstSentence('Local window attention: tokens attend. More.\n\nDetails.'), 'Local window attention: tokens attend.');
   });
 });

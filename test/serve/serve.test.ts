@@ -44,7 +44,9 @@ describe('highlighting', () => {
 function get(url: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string; headers: http.IncomingHttpHeaders }> {
   return new Promise((resolve, reject) => {
     http
-      .get(url, { headers }, (res) => {
+      // a connection per request: a kept-alive socket the server closed after its idle
+      // timeout (5 s, longer than a loaded machine takes between two tests) gave ECONNRESET
+      .get(url, { headers, agent: false }, (res) => {
         let body = '';
         res.setEncoding('utf8');
         res.on('data', (c) => (body += c));
