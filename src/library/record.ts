@@ -18,6 +18,7 @@
 // The flat names (`lines`, `provenance`, `interned` …) are the JSON users have always seen
 // and stay where they were; what is new is grouped (`emission`, `source`).
 import type { ProvenanceEntry } from '../emit/emitter.js';
+import type { SlimRemoval } from '../emit/slim/slim.js';
 import type { ClassSignature } from '../resolve/classes.js';
 import type { Diagnostic } from '../resolve/closure.js';
 import type { ValidationRecord } from '../validate/record.js';
@@ -45,17 +46,7 @@ export interface EmissionFacts {
   proven?: string[];
 }
 
-/** One removal of slim emission. */
-export interface SlimRemoval {
-  kind: 'decorator' | 'options' | 'branch';
-  repo: string;
-  path: string;
-  module: string;
-  /** original lines removed (1-based, inclusive) */
-  lines: [number, number];
-  /** the decorator's text, or the pruned option values */
-  what: string;
-}
+
 
 /** Where the block's class is defined (the class statement Python binds for
  *  `module.Class`, see resolve/corpus.ts `classStatement`). */

@@ -17,11 +17,20 @@ import { ClosureBuilder, slotKey } from '../../resolve/closure.js';
 import type { Corpus, CorpusModule } from '../../resolve/corpus.js';
 import type { Resolver } from '../../resolve/names.js';
 import type { Edit } from '../emitter.js';
-import type { SlimRemoval } from '../../library/record.js';
 import { decoratorVerdict } from './decorators.js';
 import { moduleSyntax, type DecoratorSite, type ModuleSyntax, type OptionSite } from './syntax.js';
 
-export type { SlimRemoval };
+/** One removal of slim emission (the record's `emission.removed`). */
+export interface SlimRemoval {
+  kind: 'decorator' | 'options' | 'branch';
+  repo: string;
+  path: string;
+  module: string;
+  /** original lines removed (1-based, inclusive) */
+  lines: [number, number];
+  /** the decorator's text, or the pruned option values */
+  what: string;
+}
 
 export interface SlimOptions {
   /** texts whose string literals can reach options: call sites, data sites, witnesses */
