@@ -5,7 +5,7 @@
 // issues ask for "per repository, before and after".
 //
 // usage: node dist/bench/corpus.js CONFIG [--store DIR] [--repos a/b,c/d] [--no-validate]
-//        [--workers N] [--json FILE] [--profile slim|faithful]
+//        [--workers N] [--json FILE] [--validate-repos a/b,c/d] [--no-witnesses] [--profile slim|faithful]
 // With the slim profile (the default) a second table gives the emitted lines per
 // repository: faithful and the module kept (slim where it validated), median / p90 / max,
 // and how many blocks fell back to faithful.
@@ -29,7 +29,10 @@ const ws = api.Workspace.open(store);
 let t = performance.now();
 await api.index(ws, { repos });
 console.log(`index ${repos.length} repositories: ${((performance.now() - t) / 1000).toFixed(1)} s (store ${store})`);
-const blocks = api.discover(ws);
+// --validate-repos a,b: index every repository of the config (closures need them) but
+// extract and validate only the blocks of these (Swin-Transformer indexed with timm)
+const validateOnly = opt('--validate-repos')?.split(',');
+const blocks = api.discover(ws).filter((b) => !validateOnly || validateOnly.includes(b.repo));
 const repoOf = new Map(blocks.map((b) => [b.id, b.repo]));
 t = performance.now();
 const validate = !args.includes('--no-validate');
@@ -39,6 +42,14 @@ const records = await extractAndValidate(ws, [...repoOf.keys()], {
   profile: (opt('--profile') as 'slim' | 'faithful' | undefined) ?? 'slim',
   pool: { workers: opt('--workers') ? Number(opt('--workers')) : undefined },
   onWarning: (m) => console.error(`warning: ${m}`),
+  witnesses: !args.includes('--no-witnesses'),
+  onHarvest: (repo, h, cached) => {
+    const built = h.entries.filter((e) => e.built).length;
+    const fwd = h.entries.filter((e) => e.forward).length;
+    console.log(
+      `witnesses ${repo}: ${cached ? 'stored' : `${(h.ms / 1000).toFixed(1)} s`}, ${h.entries.length} entry points run (${built} built, ${fwd} forward, ${h.skipped} skipped), ${Object.keys(h.witnesses).length}/${h.classes.length} classes with witnesses${h.error ? `, error: ${h.error}` : ''}`,
+    );
+  },
   onProgress: (done, total) => {
     if (done - last >= 200 || done === total) {
       last = done;
@@ -49,11 +60,11 @@ const records = await extractAndValidate(ws, [...repoOf.keys()], {
 const secs = (performance.now() - t) / 1000;
 console.log(`extract${validate ? ' + validate' : ''} ${records.length} blocks: ${secs.toFixed(1)} s`);
 
-type Row = { discovered: number; emitted: number; unresolved: number; import: number; instantiate: number; forward: number; eqPass: number; eqRan: number; nsBlocks: number; nsNames: number; nsMismatch: number; importErrors: Map<string, number>; eqSkips: Map<string, number> };
+type Row = { discovered: number; emitted: number; unresolved: number; import: number; instantiate: number; forward: number; eqPass: number; eqRan: number; nsBlocks: number; nsNames: number; nsMismatch: number; importErrors: Map<string, number>; eqSkips: Map<string, number>; sources: Map<string, number> };
 const rows = new Map<string, Row>();
 const row = (repo: string): Row => {
   let r = rows.get(repo);
-  if (!r) rows.set(repo, (r = { discovered: 0, emitted: 0, unresolved: 0, import: 0, instantiate: 0, forward: 0, eqPass: 0, eqRan: 0, nsBlocks: 0, nsNames: 0, nsMismatch: 0, importErrors: new Map(), eqSkips: new Map() }));
+  if (!r) rows.set(repo, (r = { discovered: 0, emitted: 0, unresolved: 0, import: 0, instantiate: 0, forward: 0, eqPass: 0, eqRan: 0, nsBlocks: 0, nsNames: 0, nsMismatch: 0, importErrors: new Map(), eqSkips: new Map(), sources: new Map() }));
   return r;
 };
 for (const rec of records) {
@@ -70,7 +81,11 @@ for (const rec of records) {
     r.importErrors.set(key, (r.importErrors.get(key) ?? 0) + 1);
   }
   if (v.stages.instantiate === 'pass') r.instantiate++;
-  if (v.stages.forward === 'pass') r.forward++;
+  if (v.stages.forward === 'pass') {
+    r.forward++;
+    const src = (v as { argumentsSource?: string }).argumentsSource ?? '?';
+    r.sources.set(src, (r.sources.get(src) ?? 0) + 1);
+  }
   if (v.stages.equivalence === 'pass') r.eqPass++;
   if (v.stages.equivalence === 'pass' || v.stages.equivalence === 'fail') r.eqRan++;
   else if (v.stages.forward === 'pass') {
@@ -103,6 +118,8 @@ for (const [name, r] of rows) {
   const top = [...r.importErrors].sort((a, b) => b[1] - a[1]).slice(0, 6);
   console.log(`  ${name}: ${top.map(([k, n]) => `${k} ×${n}`).join('; ')}`);
 }
+console.log('\nforward passes by argument source:');
+for (const [name, r] of rows) if (r.sources.size) console.log(`  ${name}: ${[...r.sources].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${n}`).join(', ')}`);
 console.log('\nequivalence not run after a forward pass, by reason:');
 for (const [name, r] of rows) {
   if (!r.eqSkips.size) continue;

@@ -2,7 +2,7 @@
 outside a throwaway checkout): import every module of a package and list the classes
 defined in it that are concrete torch.nn.Module subclasses with a forward.
 
-usage: python3 runtime_blocks.py ROOT PACKAGE OUT.json
+usage: python3 runtime_blocks.py ROOT PACKAGE OUT.json   (PACKAGE may be a plain module)
 """
 import importlib
 import inspect
@@ -19,7 +19,7 @@ import torch.nn as nn  # noqa: E402
 failed = {}
 found = set()
 pkg = importlib.import_module(package)
-names = [package] + [m.name for m in pkgutil.walk_packages(pkg.__path__, package + ".")]
+names = [package] + ([m.name for m in pkgutil.walk_packages(pkg.__path__, package + ".")] if hasattr(pkg, "__path__") else [])
 for name in names:
     try:
         mod = importlib.import_module(name)

@@ -29,6 +29,7 @@ import {
   type ValidationRequest,
   type ValidationResult,
 } from './validate/index.js';
+import { libraryModules, repoTops, repoWitnesses, witnessesOf, type HarvestResult } from './validate/witness/index.js';
 
 export interface PipelineOptions extends api.ExtractOptions {
   /** validate (default true) */
@@ -41,6 +42,11 @@ export interface PipelineOptions extends api.ExtractOptions {
   equivalence?: boolean;
   /** re-run validation even when a stored result for the same module and environment exists */
   force?: boolean;
+  /** harvest witnesses from each repository's own model builds and try them first
+   *  (default true; stored per repository, re-run only when its files change) */
+  witnesses?: boolean;
+  /** called once per repository harvest (ran or read from the store) */
+  onHarvest?: (repo: string, result: HarvestResult, cached: boolean) => void;
   /** after each block, with its record */
   onProgress?: (done: number, total: number, record: BlockRecord) => void;
   onWarning?: (msg: string) => void;
@@ -264,6 +270,26 @@ export async function extractAndValidate(ws: api.Workspace, ids: string[], opts:
   try {
     const profile = opts.profile ?? 'slim';
     const extracted = ids.map((id) => ({ id, ...api.extractText(ws, id, { ...opts, profile: 'faithful' }) }));
+    // witnesses of the repositories of these blocks, harvested (or read) first
+    const harvests = new Map<string, HarvestResult>();
+    if (opts.witnesses !== false) {
+      const repos = new Set<string>();
+      for (const id of ids) {
+        const repo = ws.blockModule(id)?.mod.repo;
+        if (repo) repos.add(repo);
+      }
+      for (const repo of [...repos].sort()) {
+        try {
+          const got = await repoWitnesses(ws.store, pool, repo, { modules: libraryModules(ws.corpus(), repo) });
+          if (got) {
+            harvests.set(repo, got.result);
+            opts.onHarvest?.(repo, got.result, got.cached);
+          }
+        } catch (e) {
+          opts.onWarning?.(`witness harvest of ${repo} failed: ${e instanceof Error ? e.message : String(e)}`);
+        }
+      }
+    }
     const records: BlockRecord[] = [];
     let done = 0;
     const validateCached = async (req: ValidationRequest): Promise<ValidationResult> => {
@@ -290,6 +316,12 @@ export async function extractAndValidate(ws: api.Workspace, ids: string[], opts:
             dataSites: dataSites(ws, id),
             requiredStages: required,
           };
+          const harvest = harvests.get(ws.blockModule(id)?.mod.repo ?? '');
+          const wits = harvest ? witnessesOf(harvest, `${origModule}.${className}`) : [];
+          if (harvest && wits.length) {
+            req.witnesses = wits;
+            req.witnessRepoTops = repoTops(harvest);
+          }
           const crossed = [...new Set(record.provenance.map((p) => p.repo))];
           const sysPath = opts.equivalence === false ? null : originalSysPath(ws, id, crossed);
           if (sysPath) req.original = { module: origModule, className: req.className, sysPath };

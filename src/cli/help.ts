@@ -58,6 +58,7 @@ export const FLAGS: Record<string, string> = {
 
 /** Where a flag means something else in one command. */
 export const COMMAND_FLAGS: Record<string, Record<string, string>> = {
+  witnesses: { show: 'print the stored harvest without building anything', force: 'harvest again even when nothing changed since the stored harvest' },
   index: { workers: 'parser threads (default: the number of cores; at most that many unless --force-workers)' },
   search: { all: 'include blocks that failed validation (left out by default)', limit: 'number of results (default 20)' },
   similar: { limit: 'number of similar blocks (default 10)' },
@@ -87,6 +88,7 @@ export const EXAMPLES: Record<string, string> = {
   similar: 'nnrag similar timm.layers.mlp.Mlp --limit 5',
   export: 'nnrag export WindowAttention --into ../my-project --module blocks.window_attention',
   serve: 'nnrag serve --port 8765',
+  witnesses: 'nnrag witnesses --repo nanoGPT --json',
 };
 
 /** The description of one flag of one command, if there is one. */

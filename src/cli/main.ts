@@ -10,6 +10,7 @@ import * as api from '../api.js';
 import { commands as extraCommands } from './commands.js';
 import { commands as libraryCommands } from './library-commands.js';
 import { commands as searchCommands } from './search-commands.js';
+import { commands as witnessCommands } from './witness-commands.js';
 import { common, repoOptions, repoSpecs, withWorkspace, withWorkspaceAsync, workersOpt, type Command, type Ctx } from './context.js';
 import { commandHelp } from './help.js';
 import { progress } from './progress.js';
@@ -86,6 +87,7 @@ export const commands: Record<string, Command> = {
   ...extraCommands,
   ...libraryCommands,
   ...searchCommands,
+  ...witnessCommands,
 };
 
 function usage(): string {

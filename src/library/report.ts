@@ -97,6 +97,9 @@ export interface LibraryReport {
   repos: RepoFigures[];
   stages: StageFigures[];
   failureCategories: Record<string, number>;
+  /** blocks that ran forward, by the source of their constructor arguments (witness,
+   *  call-site, config-table, guess) */
+  argumentSources: Record<string, number>;
   categories: Record<string, number> | null;
   timings: {
     /** the last finished indexing run, ms per phase */
@@ -155,6 +158,17 @@ function failureCategories(records: readonly StoredExtraction[]): Record<string,
     if (r.status !== 'failed') continue;
     const c = r.record.validation?.category ?? 'unknown';
     out[c] = (out[c] ?? 0) + 1;
+  }
+  return Object.fromEntries(Object.entries(out).sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)));
+}
+
+function argumentSources(records: readonly StoredExtraction[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const r of records) {
+    const v = r.record.validation;
+    if (v?.stages.forward !== 'pass') continue;
+    const k = v.argumentsSource ?? 'unknown';
+    out[k] = (out[k] ?? 0) + 1;
   }
   return Object.fromEntries(Object.entries(out).sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)));
 }
@@ -229,6 +243,7 @@ export function buildReport(store: IndexStore, opts: { storeDir?: string } = {})
     repos,
     stages,
     failureCategories: fc,
+    argumentSources: argumentSources(records),
     categories,
     timings: {
       index: store.lastRun()?.timings ?? null,
@@ -268,6 +283,7 @@ export function reportText(r: LibraryReport): string {
   if (Object.keys(r.failureCategories).length) {
     out.push('', 'failure categories: ' + Object.entries(r.failureCategories).map(([k, v]) => `${k} ${v}`).join(', '));
   }
+  if (Object.keys(r.argumentSources).length) out.push('forward passes by argument source: ' + Object.entries(r.argumentSources).map(([k, v]) => `${k} ${v}`).join(', '));
   if (r.categories) out.push('block categories: ' + Object.entries(r.categories).map(([k, v]) => `${k} ${v}`).join(', '));
   const tm = r.timings;
   out.push('', 'timings (ms):');

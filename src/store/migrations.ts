@@ -221,6 +221,15 @@ export const MIGRATIONS: readonly Migration[] = [
       `);
     },
   },
+  {
+    version: 10,
+    name: 'witness_harvests: per repository, what its own model builds gave each class',
+    up(db) {
+      // one harvest per repository (src/validate/witness/), valid while `key` (blob ids of
+      // the files on its sys.path + environment id) is unchanged; result: HarvestResult JSON
+      db.exec('CREATE TABLE witness_harvests(repo TEXT PRIMARY KEY, key TEXT NOT NULL, env TEXT NOT NULL, result TEXT NOT NULL)');
+    },
+  },
 ];
 
 /** The schema version this build of nnrag knows. */

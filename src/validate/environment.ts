@@ -36,9 +36,18 @@ export function harnessPath(): string {
 }
 
 let harnessCache: { text: string; hash: string } | null = null;
+/** The harness as one text: harness.py with its package (python/nnrag_harness/*.py)
+ *  bundled in front as `_NNRAG_BUNDLE = {module: text}` (a JSON object is a Python dict
+ *  literal), which harness.py installs as modules: the sandbox receives one file
+ *  (--ro-bind-data), so the package folder need not be readable there. */
 export function harnessSource(): { text: string; hash: string } {
   if (!harnessCache) {
-    const text = readFileSync(harnessPath(), 'utf8');
+    const pkg = path.join(path.dirname(harnessPath()), 'nnrag_harness');
+    const bundle: Record<string, string> = {};
+    for (const f of readdirSync(pkg).filter((n) => n.endsWith('.py')).sort()) {
+      bundle[f === '__init__.py' ? 'nnrag_harness' : `nnrag_harness.${f.slice(0, -3)}`] = readFileSync(path.join(pkg, f), 'utf8');
+    }
+    const text = `_NNRAG_BUNDLE = ${JSON.stringify(bundle)}\n` + readFileSync(harnessPath(), 'utf8');
     harnessCache = { text, hash: createHash('sha256').update(text).digest('hex').slice(0, 16) };
   }
   return harnessCache;

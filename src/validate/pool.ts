@@ -234,6 +234,9 @@ class Worker {
       dataSites: job.req.dataSites ?? [],
       original: job.req.original ?? null,
       namespace: job.req.namespace ?? null,
+      witnesses: job.req.witnesses ?? [],
+      witnessRepoTops: job.req.witnessRepoTops ?? [],
+      harvest: job.req.harvest ?? null,
       timeoutMs: timeout,
       stages: this.pool.stagesToRun(job.req),
     };
@@ -385,12 +388,27 @@ export class ValidatorPool {
     return pool;
   }
 
+  /** number of workers (requests that run at once) */
+  get workerCount(): number {
+    return this.size;
+  }
+
   get limits(): Limits {
     return this.env.limits;
   }
 
   /** Validate one block (queued until a worker is free). Never rejects for candidate failures. */
   validate(req: ValidationRequest): Promise<ValidationResult> {
+    return this.enqueue(req);
+  }
+
+  /** One witness-harvest step (`req.harvest`, see witness/harvest.ts), queued like a
+   *  validation; the step's answer is in the result's `harvest`. */
+  harvestStep(req: ValidationRequest & { harvest: Record<string, unknown> }): Promise<ValidationResult> {
+    return this.enqueue(req);
+  }
+
+  private enqueue(req: ValidationRequest): Promise<ValidationResult> {
     if (this.closing) return Promise.reject(new NnragError('validator pool is closed'));
     if (this.brokenError) return Promise.reject(this.brokenError);
     return new Promise((resolve, reject) => {
@@ -506,6 +524,9 @@ export class ValidatorPool {
       params: msg.params ?? null,
       layers: msg.layers,
       usage: typeof msg.usage === 'string' ? msg.usage.slice(0, 2000) : undefined,
+      argumentsSource: typeof msg.argumentsSource === 'string' ? msg.argumentsSource : undefined,
+      harvest: msg.harvest,
+      witnessSkipped: Array.isArray(msg.witnessSkipped) ? msg.witnessSkipped.map(String).slice(0, 3) : undefined,
       equivalence: msg.equivalence,
       namespace: msg.namespace,
       traceback: msg.traceback,
@@ -520,7 +541,7 @@ export class ValidatorPool {
     const ok = passesStages(r, required);
     const out: ValidationResult = { id: job.req.id, ok, ...r, envId: this.envId };
     if (!this.env.rootfs) out.python = this.env.python;
-    for (const k of ['layers', 'equivalence', 'namespace', 'traceback', 'output', 'usage'] as const) if (out[k] === undefined) delete out[k];
+    for (const k of ['layers', 'equivalence', 'namespace', 'traceback', 'output', 'usage', 'argumentsSource', 'harvest', 'witnessSkipped'] as const) if (out[k] === undefined) delete out[k];
     return out;
   }
 

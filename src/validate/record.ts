@@ -69,6 +69,7 @@ export function validationKey(req: ValidationRequest, envId: string): string {
       className: req.className,
       callSites: req.callSites ?? [],
       dataSites: req.dataSites ?? [],
+      witnesses: req.witnesses ?? [],
       original: req.original ?? null,
       namespace: req.namespace ?? null,
       required: req.requiredStages ?? DEFAULT_REQUIRED_STAGES,

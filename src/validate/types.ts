@@ -59,12 +59,33 @@ export interface ValidationRequest {
   /** for the namespace stage (needs `original`): the module's names that came from the
    *  original corpus, what they denote there, and where the copied statements sit */
   namespace?: NamespaceMap;
+  /** what the repository's own model builds gave the class (witness/), smallest first:
+   *  tried before call sites, configuration tables and guesses */
+  witnesses?: Witness[];
+  /** top-level module names of the witnesses' repository (their classes are resolved in
+   *  the copy; other modules, such as torch, are imported) */
+  witnessRepoTops?: string[];
+  /** a witness-harvest step instead of a validation (witness/harvest.ts) */
+  harvest?: Record<string, unknown>;
   /** default ['import','instantiate','forward'] */
   requiredStages?: Stage[];
   timeoutMs?: number;
 }
 
 /** The names the namespace stage compared, and those that denote something else. */
+/** One recorded construction of a class (and its first call) in a model the repository
+ *  built itself: values encoded by python/nnrag_harness/values.py. */
+export interface Witness {
+  args: unknown[];
+  kwargs: Record<string, unknown>;
+  inputs?: { args: unknown[]; kwargs: Record<string, unknown> };
+  outputs?: number[][];
+  /** parameters of the instance built */
+  params: number;
+  /** the entry point that built it */
+  entry: string;
+}
+
 export interface NamespaceResult {
   status: StageStatus;
   reason?: string;
@@ -104,6 +125,10 @@ export interface ValidationResult {
   args: { [name: string]: JsonValue } | null;
   /** where `args` came from, when the validator reports it */
   argumentsSource?: ArgumentsSource;
+  /** a harvest step's answer (harvest requests only) */
+  harvest?: unknown;
+  /** why witnesses of the class could not be rebuilt in the copy (at most three) */
+  witnessSkipped?: string[];
   input_shapes: number[][] | null;
   output_shapes: number[][] | null;
   params: number | null;

@@ -187,7 +187,9 @@ describe('validation stages', { skip: skip ?? false }, () => {
   it('gives a storable record and a cache key that follows content and environment', () => {
     const r = results.get('good/conv_block.py')!;
     const rec = toRecord(r);
-    assert.deepEqual(Object.keys(rec).sort(), ['args', 'category', 'envId', 'equivalence', 'error', 'input_shapes', 'output_shapes', 'params', 'python', 'stages', 'usage'].sort());
+    assert.deepEqual(Object.keys(rec).sort(), ['args', 'argumentsSource', 'category', 'envId', 'equivalence', 'error', 'input_shapes', 'output_shapes', 'params', 'python', 'stages', 'usage'].sort());
+    // no witnesses here: the arguments came from the block's defaults or a guess
+    assert.equal(rec.argumentsSource, 'guess');
     assert.equal(rec.usage, r.usage);
     assert.match(rec.usage!, /^ConvNormAct\(.*\)\(torch\.randn\(\d+(, \d+)*\)\)$/);
     assert.equal(rec.python, pool.env.python, 'the host interpreter that validated, for pinning requirements');

@@ -23,11 +23,15 @@
 # how the child ended (signal, exit, timeout), and empties /tmp and /dev/shm before the
 # next candidate.
 #
+# A request with `harvest` runs a witness-harvest step instead of the stages
+# (nnrag_harness/harvest.py). Argument and input sources, failure classification and
+# value encoding live in the package nnrag_harness/ next to this file (sent bundled in
+# front of it into the sandbox, see _load_package).
+#
 # Must run on Python 3.8+ (Debian bookworm 3.11, trixie 3.13). No third-party imports
 # besides torch, which is imported only in worker mode.
 
 import ast
-import errno
 import gc
 import inspect
 import io
@@ -38,7 +42,6 @@ import resource
 import select
 import shutil
 import signal
-import socket
 import sys
 import tempfile
 import time
@@ -54,19 +57,44 @@ _getpid = os.getpid
 _exit = os._exit
 _monotonic = time.monotonic
 
-STAGES = ("parse", "compile", "import", "namespace", "instantiate", "forward", "equivalence")
-CANDIDATE_MODULE = "nnrag_candidate"
-MAX_PIPE_BYTES = 4 << 20
-MAX_ERROR_CHARS = 2000
-MAX_TRACE_CHARS = 6000
 
-# errno values that mean "the sandbox or a limit said no" (PEP 3151 OSError subclasses
-# carry these): read-only filesystem, permission, no network, resource limits.
-SANDBOX_ERRNOS = {
-    errno.EROFS, errno.EACCES, errno.EPERM, errno.ENETUNREACH, errno.ENETDOWN,
-    errno.EHOSTUNREACH, errno.ECONNREFUSED, errno.EAFNOSUPPORT, errno.EFBIG,
-    errno.EAGAIN, errno.EADDRNOTAVAIL, errno.ENOSPC, errno.EDQUOT,
-}
+def _load_package():
+    """The harness's package (nnrag_harness/): from the bundle the pool puts in front of
+    this file inside the sandbox (environment.ts harnessSource: a dict of module texts),
+    else from the folder next to this file."""
+    bundle = globals().get("_NNRAG_BUNDLE")
+    if not bundle:
+        here = os.path.dirname(os.path.abspath(__file__)) if "__file__" in globals() else ""
+        if here and here not in sys.path:
+            sys.path.insert(0, here)
+        return
+    pkg = types.ModuleType("nnrag_harness")
+    pkg.__path__ = []
+    pkg.__package__ = "nnrag_harness"
+    sys.modules["nnrag_harness"] = pkg
+    for name in sorted(bundle, key=lambda n: (n != "nnrag_harness", n)):
+        if name == "nnrag_harness":
+            exec(compile(bundle[name], "<nnrag_harness/__init__.py>", "exec"), pkg.__dict__)  # noqa: S102 - our own code
+            continue
+        m = types.ModuleType(name)
+        m.__package__ = "nnrag_harness"
+        sys.modules[name] = m
+        setattr(pkg, name.split(".")[-1], m)
+    for name in sorted(bundle):
+        if name != "nnrag_harness":
+            exec(compile(bundle[name], "<%s.py>" % name.replace(".", "/"), "exec"), sys.modules[name].__dict__)  # noqa: S102
+
+
+_load_package()
+
+from nnrag_harness import CANDIDATE_MODULE  # noqa: E402
+from nnrag_harness.classify import Classifier, fmt_error, fmt_trace, tb_files  # noqa: E402
+from nnrag_harness.arguments import SEQ_ERR, arg_candidates, ctor_params, jsonable, seq_variant, to_original  # noqa: E402
+from nnrag_harness.inputs import flatten_tensors, forward_plan, fresh_inputs, input_candidates, make_inputs, repair_specs, seed_all, shapes_of, usage_snippet  # noqa: E402
+
+STAGES = ("parse", "compile", "import", "namespace", "instantiate", "forward", "equivalence")
+MAX_PIPE_BYTES = 4 << 20
+
 
 
 # --------------------------------------------------------------------------- probe
@@ -116,1341 +144,6 @@ def probe():
             info["torch"] = None
             info["torch_error"] = "%s: %s" % (type(e).__name__, e)
     sys.stdout.write(_dumps(info) + "\n")
-
-
-# ------------------------------------------------------------------ classification
-
-NATIVE_NAME = re.compile(r"(^|[._])(_C|_ext|_cuda|_cpp|_kernels?|cuda|_native|_ops)($|[._])|cuda|_cpp$|_ext$")
-SHAPE_MSG = re.compile(
-    r"shape|size mismatch|sizes? of tensors|must match the size|mat1 and mat2|cannot be multiplied|"
-    r"invalid for input of size|dimension|expected .*(dim|channel|size|input)|"
-    r"to have \d+ channels|out of range|not broadcastable|unflatten|but got .*(size|dim|channel)|"
-    r"number of (elements|dims)|input.*(channels|features)|doesn't match|does not match",
-    re.I,
-)
-MEMORY_MSG = re.compile(r"can't allocate memory|not enough memory|out of memory|DefaultCPUAllocator|std::bad_alloc|Cannot allocate memory", re.I)
-
-
-class Classifier:
-    def __init__(self, masked):
-        # folders the sandbox hides (home folders): a missing file under one of them
-        # is the sandbox saying no, not an ordinary missing file
-        self.masked = [m.rstrip("/") for m in masked if m and m != "/"]
-
-    def _masked_path(self, filename):
-        if not isinstance(filename, str):
-            return False
-        f = os.path.abspath(os.path.expanduser(filename)) if filename.startswith("~") else filename
-        return any(f == m or f.startswith(m + "/") for m in self.masked)
-
-    def classify(self, e, stage, tb_files=()):
-        msg = str(e)
-        if isinstance(e, MemoryError) or MEMORY_MSG.search(msg):
-            return "memory"
-        if isinstance(e, RecursionError):
-            return "runtime-error"
-        if isinstance(e, NameError) and not isinstance(e, UnboundLocalError):
-            return "unresolved-name"
-        if any("cpp_extension" in f for f in tb_files):
-            return "native-extension"
-        if isinstance(e, ImportError):
-            name = getattr(e, "name", None) or ""
-            if re.search(r"\.so\b|shared object|undefined symbol|DLL load", msg):
-                return "native-extension"
-            if isinstance(e, ModuleNotFoundError) and name and NATIVE_NAME.search(name):
-                return "native-extension"
-            return "missing-extern"
-        if isinstance(e, OSError):
-            if re.search(r"shared object|\.so\b", msg):
-                return "native-extension"
-            if isinstance(e, (socket.gaierror, socket.herror)):
-                return "sandbox-denied"
-            if e.errno in SANDBOX_ERRNOS:
-                return "sandbox-denied"
-            if isinstance(e, FileNotFoundError) and (self._masked_path(e.filename) or self._masked_path(getattr(e, "filename2", None))):
-                return "sandbox-denied"
-        if isinstance(e, AttributeError) and re.match(r"module '[\w.]+' has no attribute", msg):
-            # an extern module of another version lacks the API (torch.nn.RMSNorm on 1.13)
-            return "missing-extern"
-        if stage == "forward" and isinstance(e, (RuntimeError, ValueError, IndexError, TypeError, AssertionError)) and SHAPE_MSG.search(msg):
-            return "forward-shape"
-        if stage == "forward" and isinstance(e, ValueError) and "values to unpack" in msg:
-            return "forward-shape"  # b, c, h, w = x.shape on a tensor of another rank
-        if stage == "forward" and isinstance(e, AssertionError) and SHAPE_LINE.search(last_line(e)):
-            return "forward-shape"  # assert x.shape[-1] == self.dim
-        if stage == "parse" or stage == "compile":
-            return "syntax" if isinstance(e, SyntaxError) else "runtime-error"
-        return "runtime-error"
-
-
-SHAPE_LINE = re.compile(r"shape|size|dim|\bH\b|\bW\b|len\(|numel|channels", re.I)
-
-
-def last_line(e):
-    """Source text of the line that raised e (the innermost frame)."""
-    try:
-        fr = traceback.extract_tb(e.__traceback__)
-        return (fr[-1].line or "") if fr else ""
-    except BaseException:  # noqa: BLE001
-        return ""
-
-
-def fmt_error(e):
-    s = "%s: %s" % (type(e).__name__, e)
-    return s[:MAX_ERROR_CHARS]
-
-
-def fmt_trace(e):
-    try:
-        s = "".join(traceback.format_exception(type(e), e, e.__traceback__))
-    except BaseException:  # noqa: BLE001
-        s = fmt_error(e)
-    return s[-MAX_TRACE_CHARS:]
-
-
-def tb_files(e):
-    out = []
-    tb = e.__traceback__
-    while tb is not None:
-        out.append(tb.tb_frame.f_code.co_filename)
-        tb = tb.tb_next
-    return out
-
-
-# ------------------------------------------------------------ constructor arguments
-
-class Unguessable(Exception):
-    pass
-
-
-CONFIG_NAMES = re.compile(r"^(config|cfg|conf|configs|args|opt|opts|options|hparams|hp|params|settings|model_args|model_cfg|arch|spec|kwargs_dict)$", re.I)
-HEADS = re.compile(r"^(num_?heads?|n_?heads?|heads|nhead|num_attention_heads|attn_heads|n_head)$", re.I)
-HEAD_DIM = re.compile(r"^(head_?dim|dim_?head|head_size|d_head|attn_head_dim|d_k|d_v)$", re.I)
-OUT_DIM = re.compile(r"^(out|oup|c2|c_out|dim_out|nout|n_out|output)(_?(ch|chs|chans|channels|planes|features|dim|size|width))?$|^out_", re.I)
-DIM_WORDS = re.compile(
-    r"^(in_?ch(s|ans|annels)?|in_?planes|inplanes|inp|ch|chs|channels?|c|c1|c_in|dim|d|d_model|n_embd|n_embed|"
-    r"embed_?dim|emb_?dim|embedding_dim|hidden|width|planes|nf|nc|features|num_features|num_channels|n_feats?|"
-    r"filters|units|model_dim|d_hidden|mid_?(ch|chs|channels)|n_in|nin|input_?(dim|size|channels|features))$"
-    r"|(_|^)(dim|dims|channels|chs|chans|features|planes|size|width|hidden|ch|units|filters)$",
-    re.I,
-)
-
-
-SEQ_OF_INT = re.compile(r"^(typing\.)?(List|Tuple|Sequence|list|tuple)\[int(, int)*(, \.\.\.)?\]$")
-BUILTIN_TYPES = (int, float, str, bool, bytes, list, tuple, dict, set, type(None))
-
-
-def ann_text(ann):
-    if ann is inspect.Parameter.empty or ann is None:
-        return ""
-    if isinstance(ann, str):
-        return ann
-    if isinstance(ann, type):
-        return ann.__name__
-    return str(ann)
-
-
-def resolve_annotation(ann, g):
-    """An annotation object; a string annotation (PEP 563 `from __future__ import
-    annotations`, or a quoted forward reference) is evaluated in the module namespace."""
-    if isinstance(ann, str) and g is not None:
-        try:
-            return eval(ann, g)  # noqa: S307 - sandboxed
-        except Exception:  # noqa: BLE001
-            return ann
-    return ann
-
-
-def build_config(cls, d, h, nn, g, depth=0):
-    """An instance of a configuration class named by an annotation (`cfg: RegNetCfg`):
-    a dataclass (PEP 557) built from its field defaults, its required fields guessed
-    from their names and types; another class only when its constructor needs nothing."""
-    import dataclasses
-    if depth > 3:
-        raise Unguessable(cls.__name__)
-    if dataclasses.is_dataclass(cls):
-        try:
-            import typing
-            hints = typing.get_type_hints(cls, g)
-        except Exception:  # noqa: BLE001
-            hints = {}
-        kw = {}
-        for f in dataclasses.fields(cls):
-            if not f.init or f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING:
-                continue
-            kw[f.name] = guess_value(f.name, hints.get(f.name, f.type), d, h, nn, g, depth=depth + 1)
-        try:
-            return cls(**kw)
-        except Exception:  # noqa: BLE001
-            raise Unguessable(cls.__name__)
-    params = ctor_params(cls)
-    if params is not None and all(p.default is not inspect.Parameter.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
-        try:
-            return cls()
-        except Exception:  # noqa: BLE001
-            pass
-    raise Unguessable(cls.__name__)
-
-
-def module_classes_in(ann, nn, depth=0):
-    """nn.Module subclasses (other than nn.Module itself) an annotation names, through
-    Union / Optional / Type[...] (typing.get_args, PEP 484)."""
-    import typing
-    if depth > 3:
-        return []
-    if isinstance(ann, type):
-        return [ann] if issubclass(ann, nn.Module) and ann is not nn.Module else []
-    out = []
-    for a in getattr(typing, "get_args", lambda x: ())(ann) or ():
-        out += module_classes_in(a, nn, depth + 1)
-    return out
-
-
-def is_config_class(ann, nn=None):
-    """A class named by an annotation that is neither a builtin, a torch or typing type,
-    an nn.Module, nor inspect's "no annotation" marker: a configuration class."""
-    if not isinstance(ann, type) or ann is inspect.Parameter.empty or issubclass(ann, BUILTIN_TYPES):
-        return False
-    if nn is not None and issubclass(ann, nn.Module):
-        return False
-    return getattr(ann, "__module__", "").split(".")[0] not in ("torch", "typing", "builtins", "collections", "enum", "inspect", "numpy")
-
-
-def guess_value(name, ann, d, h, nn, g=None, seq_len=None, depth=0):
-    """A constructor value guessed from a parameter's name and annotation; `g` is the
-    module namespace string annotations are evaluated in, `seq_len` the length of the
-    sibling sequences (`channels=(64, 128, 256, 512)` makes `layers: List[int]` 4 long)."""
-    ann = resolve_annotation(ann, g)
-    # a configuration object of a class the module defines (cfg: CspModelCfg)
-    if is_config_class(ann, nn):
-        return build_config(ann, d, h, nn, g, depth)
-    # a block class named by the annotation (block: Union[BasicBlock, Bottleneck],
-    # block_fn: Type[ConvBlock]): the first nn.Module subclass it names, not nn.Module
-    named = module_classes_in(ann, nn)
-    if named:
-        return named[0]
-    text = ann_text(ann)
-    if re.search(r"(List|Sequence|Tuple|list|tuple)\[float", text) and not re.search(r"Union\[float|Optional\[float|^float", text.replace("typing.", "")):
-        # per-block rates (drop_path_rates: List[float]); fit_rates makes them depth long
-        v = _guess_by_name(name, "float", d, h, nn)
-        if isinstance(v, float):
-            return [v] * (seq_len or 2)
-    m = SEQ_OF_INT.match(text.replace("typing.", ""))
-    if m:
-        # a sequence of ints (layers: List[int], depths: Tuple[int, int, int, int])
-        n = text.count("int") if "..." not in text and text.count("int") > 1 else (seq_len or 4)
-        # one element per stage, guessed from the name, else from the singular name
-        # when the plural tells nothing more than "a number" (depths → depth)
-        v = _guess_by_name(name, "int", d, h, nn)
-        if name.endswith("s") and v == d:
-            w = _guess_by_name(name[:-1], "int", d, h, nn)
-            if isinstance(w, int) and not isinstance(w, bool):
-                v = w
-        if isinstance(v, int) and not isinstance(v, bool):
-            return [v] * n
-    return _guess_by_name(name, ann, d, h, nn)
-
-
-def _guess_by_name(name, ann, d, h, nn):
-    n = name.lower()
-    if CONFIG_NAMES.match(n):
-        raise Unguessable(name)
-    if HEADS.match(n):
-        return h
-    if HEAD_DIM.match(n):
-        return d // h
-    if n in ("kernel_size", "kernel", "k", "ks", "ksize", "kernel_sizes", "conv_kernel_size", "dw_kernel_size"):
-        return 3
-    if n in ("stride", "s", "strides", "conv_stride"):
-        return 1
-    if n in ("padding", "pad", "pad_size"):
-        return 1
-    if n in ("dilation", "dilation_rate", "groups", "g", "num_layers_per_block"):
-        return 1
-    if n in ("num_groups", "n_groups", "group_num", "groups_norm", "gn_groups", "num_norm_groups"):
-        return 4
-    if re.search(r"drop|dropout|^p$|^rate$", n):
-        return 0.0
-    if n in ("eps", "epsilon", "norm_eps", "layer_norm_eps", "ln_eps", "bn_eps"):
-        return 1e-5
-    if n in ("momentum", "bn_momentum"):
-        return 0.1
-    if re.search(r"mlp_ratio|ffn_ratio|expansion|expand_ratio|exp_ratio|mult|ff_mult|expand", n):
-        return 4
-    if n in ("rd_ratio", "se_ratio", "squeeze_ratio", "ratio"):
-        return 0.25
-    if re.search(r"reduction|^rd_|squeeze", n):
-        return 4
-    if re.search(r"num_classes|n_classes|num_labels|classes|n_class|num_outputs", n):
-        return 10
-    if n in ("depth", "num_layers", "n_layers", "layers", "num_blocks", "n_blocks", "nlayers", "num_block", "repeats", "n"):
-        return 2
-    if re.search(r"window_?size|win_size|^ws$", n):
-        return 4
-    if re.search(r"patch_?size|^ps$", n):
-        return 4
-    if n in ("input_resolution", "resolution_hw", "feat_size", "grid_size", "hw"):
-        return (8, 8)
-    if re.search(r"img_?size|image_?size|resolution|^res$|img_res", n):
-        return 32
-    if n in ("block_size", "upscale_factor", "scale_factor", "downscale_factor", "bs"):
-        return 2
-    if re.search(r"seq_?len|max_?len|max_seq|max_length|num_positions|max_position|context_length|n_ctx|num_tokens_max", n):
-        return 64
-    if re.search(r"vocab|num_embeddings|n_vocab|num_tokens|n_tokens|num_codes|codebook", n):
-        return 100
-    at = ann_text(ann).replace("typing.", "")
-    if re.match(r"(int|float|bool|Union\[int|Optional\[int|Tuple\[int|List\[int|Sequence\[int)", at):
-        # a number by its annotation, whatever the name says (layer_per_block: int,
-        # normalized_shape: Union[int, List[int]]): counts per block are small
-        if re.search(r"(^|_)per(_|$)", n):
-            return 2
-        return 1.0 if at.startswith("float") else False if at.startswith("bool") else d
-    if re.search(r"act|activation|nonlinearity", n):
-        return nn.ReLU
-    if re.search(r"norm", n):
-        return nn.Identity
-    if n in ("fn", "func", "module", "block", "layer", "m", "main", "shortcut", "branch", "body", "inner", "sublayer", "wrapped", "mod"):
-        # an nn.Module instance the block wraps and calls: an identity module works
-        return nn.Identity()
-    if re.search(r"(^|_)(layer|block|module|fn|func|op|cls)$", n):
-        # a layer *class* (factory) the block instantiates: nn.Identity accepts any arguments
-        return nn.Identity
-    if OUT_DIM.search(n):
-        return d
-    if DIM_WORDS.search(n):
-        return d
-    # by annotation
-    a = ann if isinstance(ann, str) else getattr(ann, "__name__", "") if ann is not inspect.Parameter.empty else ""
-    a = str(a).lower()
-    if a in ("bool",):
-        return False
-    if a in ("float",):
-        return 1.0
-    if a in ("str",):
-        raise Unguessable(name)
-    if "tuple" in a or "sequence" in a or "list" in a:
-        return (d, d)
-    return d
-
-
-CANDIDATE_WIDTHS = ((32, 4), (16, 2), (64, 4), (32, 2))
-
-
-def ctor_params(cls):
-    try:
-        sig = inspect.signature(cls.__init__)
-    except (TypeError, ValueError):
-        return None
-    params = list(sig.parameters.values())[1:]  # drop self
-    if params and all(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
-        # a forwarding constructor, __init__(self, *args, **kwargs) → super().__init__(...):
-        # the parameters are those of the first base that names its own (not nn.Module's)
-        for base in cls.__mro__[1:]:
-            init = base.__dict__.get("__init__")
-            if init is None or getattr(base, "__module__", "").startswith("torch."):
-                continue
-            try:
-                named = list(inspect.signature(init).parameters.values())[1:]
-            except (TypeError, ValueError):
-                continue
-            if any(p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in named):
-                return named
-    return params
-
-
-class _Self(object):
-    """Stands for `self` while a method's assignments before a call are replayed."""
-
-
-def _names_in(node):
-    """Names an expression reads; `self.x` counts as the name "self.x"."""
-    out = set()
-    for n in ast.walk(node):
-        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self":
-            out.add("self." + n.attr)
-        elif isinstance(n, ast.Name):
-            out.add(n.id)
-    return out
-
-
-def _target_keys(t):
-    if isinstance(t, ast.Name):
-        return [t.id]
-    if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
-        return ["self." + t.attr]
-    if isinstance(t, (ast.Tuple, ast.List)):
-        return [k for e in t.elts for k in _target_keys(e)]
-    return []
-
-
-def _assigned_keys(n):
-    """The names (and self.x) an assignment, annotated or augmented assignment or for
-    loop binds."""
-    targets = n.targets if isinstance(n, ast.Assign) else [n.target]
-    return [k for t in targets for k in _target_keys(t)]
-
-
-def _contains(node, target):
-    return any(n is target for n in ast.walk(node))
-
-
-def is_plain_data(v, depth=0):
-    """Numbers, strings, booleans, None, and lists, tuples and dicts of them."""
-    if v is None or isinstance(v, (bool, int, float, str)):
-        return True
-    if depth > 4:
-        return False
-    if type(v) in (list, tuple):
-        return len(v) <= 10000 and all(is_plain_data(x, depth + 1) for x in v)
-    if type(v) is dict:
-        return len(v) <= 10000 and all(is_plain_data(k, depth + 1) and is_plain_data(x, depth + 1) for k, x in v.items())
-    return False
-
-
-class CallContext(object):
-    """The arguments of one call of the class, evaluated as the enclosing function
-    would evaluate them: a replay of the reaching definitions before the call.
-    Python's own rules, approximated without running the function: parameters are
-    bound to their defaults (evaluated in the module namespace, as `def` does); the
-    statements before the call run in order when they are assignments to names the
-    call needs (transitively), `if` tests that evaluate choose their branch, an
-    enclosing `for` binds its target to the first item of its iterable, and
-    `self.x = …` assignments are kept on a stand-in `self`. A name whose reaching
-    definition does not evaluate is unknown: an argument that reads it is guessed
-    from the parameter name instead (never taken from a same-named module global)."""
-
-    def __init__(self, text, offset):
-        self.tree = ast.parse(text)
-        line = text.count("\n", 0, offset) + 1
-        col = len(text[text.rfind("\n", 0, offset) + 1:offset].encode("utf-8"))
-        self.call, self.chain = None, []
-        stack = [(self.tree, [])]
-        while stack and self.call is None:
-            node, anc = stack.pop()
-            for child in ast.iter_child_nodes(node):
-                if isinstance(child, ast.Call) and getattr(child.func, "end_lineno", None) == line and child.func.end_col_offset == col:
-                    self.call, self.chain = child, anc + [node]
-                    break
-                stack.append((child, anc + [node]))
-        if self.call is None:
-            raise ValueError("call not found at offset %d" % offset)
-        self.fn = next((n for n in reversed(self.chain) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
-        # names the call needs, closed over every assignment of the function (any order)
-        need = set()
-        for a in list(self.call.args) + [k.value for k in self.call.keywords]:
-            need |= _names_in(a)
-        assigns = [n for n in ast.walk(self.fn)] if self.fn is not None else []
-        assigns = [n for n in assigns if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None]
-        changed = True
-        while changed:
-            changed = False
-            for n in assigns:
-                if any(k in need for k in _assigned_keys(n)):
-                    more = _names_in(n.value) - need
-                    if more:
-                        need |= more
-                        changed = True
-        self.need = need
-
-    def evaluate(self, mod_globals, data_ns=None):
-        """(namespace, unknown names, evaluator) at the call. `data_ns()` (the original
-        module's namespace, asked for only when needed) computes what the copy's namespace
-        cannot, when the result is plain data (numbers, strings, lists of them): never a
-        class or function of the original."""
-        ns = dict(mod_globals)
-        unknown = set()
-        local = {}
-        self_obj = _Self()
-
-        def ev(node):
-            if _names_in(node) & unknown:
-                raise NameError("unknown at the call site")
-            code = compile(ast.Expression(node), "<call-site>", "eval")
-            try:
-                return eval(code, ns)  # noqa: S307 - sandboxed
-            except NameError:
-                g = data_ns() if data_ns is not None else None
-                if g is None:
-                    raise
-                ons = dict(g)
-                ons.update(local)
-                ons["self"] = self_obj
-                v = eval(code, ons)  # noqa: S307 - sandboxed
-                if not is_plain_data(v):
-                    raise
-                return v
-
-        def bind(key, value):
-            if key.startswith("self."):
-                setattr(self_obj, key[5:], value)
-            else:
-                ns[key] = value
-                local[key] = value
-            unknown.discard(key)
-
-        def forget(keys):
-            for k in keys:
-                if k in self.need:
-                    unknown.add(k)
-
-        def forget_all(st, kinds):
-            for n in ast.walk(st):
-                if isinstance(n, kinds):
-                    forget(_assigned_keys(n))
-
-        def bind_first(target, iterable, on_fail):
-            """A loop or comprehension target takes the first item of its iterable."""
-            keys = _target_keys(target)
-            try:
-                first = next(iter(ev(iterable)))
-                if isinstance(target, ast.Name):
-                    bind(target.id, first)
-                else:
-                    for k, v in zip(keys, first):
-                        bind(k, v)
-            except Exception:  # noqa: BLE001
-                on_fail(keys)
-
-        fn = self.fn
-        if fn is not None:
-            a = fn.args
-            pos = list(getattr(a, "posonlyargs", [])) + list(a.args)
-            defaults = [None] * (len(pos) - len(a.defaults)) + list(a.defaults)
-            for i, (p, dflt) in enumerate(zip(pos, defaults)):
-                if i == 0 and p.arg in ("self", "cls"):
-                    ns[p.arg] = self_obj
-                    continue
-                if dflt is None:
-                    unknown.add(p.arg)
-                    continue
-                try:
-                    ns[p.arg] = ev(dflt)
-                except Exception:  # noqa: BLE001
-                    unknown.add(p.arg)
-            for p, dflt in zip(a.kwonlyargs, a.kw_defaults):
-                try:
-                    if dflt is None:
-                        raise NameError(p.arg)
-                    ns[p.arg] = ev(dflt)
-                except Exception:  # noqa: BLE001
-                    unknown.add(p.arg)
-            if a.vararg is not None:
-                ns[a.vararg.arg] = ()
-            if a.kwarg is not None:
-                ns[a.kwarg.arg] = {}
-
-        def run(stmts):
-            for st in stmts:
-                if _contains(st, self.call):
-                    if isinstance(st, (ast.For, ast.AsyncFor)) and any(_contains(b, self.call) for b in st.body):
-                        bind_first(st.target, st.iter, forget)
-                        run(st.body)
-                    elif isinstance(st, ast.If):
-                        run(st.body if any(_contains(b, self.call) for b in st.body) else st.orelse)
-                    elif isinstance(st, (ast.With, ast.AsyncWith, ast.While)):
-                        run(st.body)
-                    elif isinstance(st, ast.Try):
-                        for part in (st.body, st.orelse, st.finalbody):
-                            if any(_contains(b, self.call) for b in part):
-                                run(part)
-                                return
-                        for h in st.handlers:
-                            if _contains(h, self.call):
-                                run(h.body)
-                    return
-                if isinstance(st, (ast.Assign, ast.AnnAssign)) and st.value is not None:
-                    keys = _assigned_keys(st)
-                    if not any(k in self.need for k in keys):
-                        continue
-                    try:
-                        v = ev(st.value)
-                        for t in (st.targets if isinstance(st, ast.Assign) else [st.target]):
-                            if isinstance(t, (ast.Tuple, ast.List)):
-                                for k, x in zip(_target_keys(t), v):
-                                    bind(k, x)
-                            else:
-                                for k in _target_keys(t):
-                                    bind(k, v)
-                    except Exception:  # noqa: BLE001
-                        forget(keys)
-                elif isinstance(st, ast.If):
-                    try:
-                        branch = st.body if ev(st.test) else st.orelse
-                    except Exception:  # noqa: BLE001
-                        forget_all(st, (ast.Assign, ast.AnnAssign, ast.AugAssign))
-                        continue
-                    run(branch)
-                else:
-                    # loops, augmented assignments, with-blocks...: what they bind is unknown
-                    forget_all(st, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For))
-
-        run(fn.body if fn is not None else self.tree.body)
-        ns["self"] = self_obj
-        # a call inside a comprehension: its targets take the first item of their iterables
-        for node in self.chain:
-            if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
-                for gen in node.generators:
-                    bind_first(gen.target, gen.iter, unknown.update)
-        return ns, unknown, ev
-
-    def arguments(self, mod_globals, params, d, h, nn, data_ns=None):
-        """(args, kwargs, number of guessed arguments) or None when unusable."""
-        ns, unknown, ev = self.evaluate(mod_globals, data_ns)
-        positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        by_name = {p.name: p for p in params}
-        guessed = [0]
-
-        def value(node, pname):
-            try:
-                return ev(node)
-            except Exception:  # noqa: BLE001
-                guessed[0] += 1
-                p = by_name.get(pname)
-                return guess_value(pname or "x", p.annotation if p else inspect.Parameter.empty, d, h, nn, mod_globals)
-
-        args, kwargs = [], {}
-        for a in self.call.args:
-            if isinstance(a, ast.Starred):
-                try:
-                    args.extend(ev(a.value))
-                except Exception:  # noqa: BLE001
-                    return None
-                continue
-            pname = positional[len(args)].name if len(args) < len(positional) else None
-            args.append(value(a, pname))
-        for kw in self.call.keywords:
-            if kw.arg is None:
-                try:
-                    extra = ev(kw.value)
-                    kwargs.update({k: v for k, v in dict(extra).items() if k in by_name or any(p.kind == p.VAR_KEYWORD for p in params)})
-                except Exception:  # noqa: BLE001
-                    pass  # `**extra` that does not evaluate is left out
-                continue
-            kwargs[kw.arg] = value(kw.value, kw.arg)
-        # required parameters the evaluated call leaves unset (they came from a `**extra`
-        # that did not evaluate) are guessed like the others
-        for i, p in enumerate(params):
-            if p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name not in kwargs:
-                if p.kind == p.POSITIONAL_OR_KEYWORD and i < len(args):
-                    continue
-                guessed[0] += 1
-                kwargs[p.name] = guess_value(p.name, p.annotation, d, h, nn, mod_globals)
-        return args, kwargs, guessed[0]
-
-
-def call_site_arguments(site, params, mod_globals, d, h, nn, data_ns=None):
-    """(args, kwargs, guessed) from one call site (literal text or {text, offset}), or None."""
-    try:
-        if isinstance(site, str):
-            # a literal argument list "(64, 128, stride=2)": the call `f(64, 128, stride=2)`
-            text = site.strip()
-            site = {"text": "f" + (text if text.startswith("(") else "(" + text + ")"), "offset": 1}
-        return CallContext(site["text"], int(site["offset"])).arguments(mod_globals, params, d, h, nn, data_ns)
-    except Unguessable:
-        return None
-    except (SyntaxError, ValueError, KeyError, TypeError, RecursionError):
-        return None
-
-
-def table_entries(text, g, limit=3):
-    """Up to `limit` entries of a module-level configuration table that evaluate in the
-    namespace `g`: the values of a dict display or a `dict(...)` call, the items of a
-    list or tuple, else the assigned value itself. Entries are evaluated one by one, so
-    an entry built by a helper the namespace lacks does not spoil the others."""
-    try:
-        st = ast.parse(text).body[0]
-    except (SyntaxError, IndexError):
-        return []
-    value = st.value if isinstance(st, (ast.Assign, ast.AnnAssign)) else None
-    if value is None:
-        return []
-    if isinstance(value, ast.Dict):
-        nodes = [(ast.literal_eval(k) if isinstance(k, ast.Constant) else None, v) for k, v in zip(value.keys, value.values) if k is not None]
-    elif isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "dict" and not value.args:
-        nodes = [(k.arg, k.value) for k in value.keywords if k.arg]
-    elif isinstance(value, (ast.List, ast.Tuple)):
-        nodes = list(enumerate(value.elts))
-    else:
-        nodes = [(None, value)]
-    out = []
-    for key, node in nodes:
-        try:
-            out.append((key, eval(compile(ast.Expression(node), "<config-table>", "eval"), dict(g))))  # noqa: S307 - sandboxed
-        except Exception:  # noqa: BLE001
-            continue
-        if len(out) >= limit:
-            break
-    return out
-
-
-def original_named(v, om):
-    """The original's object for a class or function of the copy: the same name in the
-    block's module, else the one object of that name (same kind, same qualified name)
-    defined in a module of the original's top-level package (a copied dependency the
-    block's module does not import by name)."""
-    o = getattr(om, v.__name__, None)
-    if o is not None:
-        return o
-    top = om.__name__.split(".")[0] + "."
-    found = set()
-    for name, m in list(sys.modules.items()):
-        if not (name + ".").startswith(top) or m is None:
-            continue
-        o = getattr(m, v.__name__, None)
-        if o is not None and type(o) is type(v) and getattr(o, "__qualname__", None) == v.__qualname__ and getattr(o, "__module__", "") == name:
-            found.add(o)
-    return found.pop() if len(found) == 1 else v
-
-
-def to_original(v, om, depth=0):
-    """`v` with every class or function of the candidate module replaced by the original
-    module's object of the same name, through partials, containers and dataclass
-    instances; other values (numbers, torch classes, module instances) are kept."""
-    import dataclasses
-    import functools
-    if depth > 6:
-        return v
-    if isinstance(v, (type, types.FunctionType)) and getattr(v, "__module__", None) == CANDIDATE_MODULE:
-        return original_named(v, om)
-    if isinstance(v, functools.partial):
-        return functools.partial(to_original(v.func, om, depth + 1), *to_original(list(v.args), om, depth + 1), **to_original(dict(v.keywords), om, depth + 1))
-    if isinstance(v, list):
-        return [to_original(x, om, depth + 1) for x in v]
-    if isinstance(v, tuple) and type(v) is tuple:
-        return tuple(to_original(x, om, depth + 1) for x in v)
-    if isinstance(v, dict) and type(v) is dict:
-        return {k: to_original(x, om, depth + 1) for k, x in v.items()}
-    if dataclasses.is_dataclass(v) and not isinstance(v, type) and type(v).__module__ == CANDIDATE_MODULE:
-        ocls = getattr(om, type(v).__name__, None)
-        if ocls is not None and dataclasses.is_dataclass(ocls):
-            return ocls(**{f.name: to_original(getattr(v, f.name), om, depth + 1) for f in dataclasses.fields(v) if f.init})
-    return v
-
-
-def is_config_param(p, g):
-    """A required constructor parameter that takes a configuration: named like one
-    (cfg, config, block_cfg) or annotated with a class of the module (cfg: RegNetCfg)."""
-    if p.default is not inspect.Parameter.empty or p.kind not in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
-        return False
-    if CONFIG_NAMES.match(p.name) or re.search(r"cfg|config", p.name, re.I):
-        return True
-    return is_config_class(resolve_annotation(p.annotation, g))
-
-
-def arg_candidates(cls, call_sites, mod_globals, nn, data_sites=None, data_ns=None):
-    """Ordered, de-duplicated constructor candidates: (label, args, kwargs).
-    1. defaults, when every parameter has one; 2. literal call sites from the corpus;
-    3. name / annotation heuristics at a few widths (required parameters filled, and
-    width-like parameters whose default is None)."""
-    params = ctor_params(cls)
-    out, seen = [], set()
-
-    def add(label, args, kwargs):
-        kwargs = fit_rates(kwargs)
-        key = repr((args, sorted(kwargs.items(), key=lambda kv: kv[0])))
-        if key not in seen:
-            seen.add(key)
-            out.append((label, args, kwargs))
-            return True
-        return False
-
-    if params is None:
-        add("defaults", [], {})
-        return out, None
-    fillable = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
-    required = [p for p in fillable if p.default is inspect.Parameter.empty]
-    # the most common length of the sequences the signature defaults to (per-stage settings)
-    lens = [len(p.default) for p in fillable if isinstance(p.default, (tuple, list)) and len(p.default) >= 2]
-    seq_len = max(set(lens), key=lens.count) if lens else None
-    if not required:
-        add("defaults", [], {})
-    # calls found in the corpus: those whose arguments all evaluated first
-    sites = []
-    for i, site in enumerate(call_sites or ()):
-        r = call_site_arguments(site, params, mod_globals, 32, 4, nn, data_ns)
-        if r is not None:
-            sites.append((r[2], i, site, r[0], r[1]))
-    for guessed, i, site, a, kw in sorted(sites, key=lambda t: (t[0], t[1])):
-        label = "call-site %d" % (i + 1) + (" guessed=%d" % guessed if guessed else "")
-        add(label, a, kw)
-    # entries of the module's configuration tables as the configuration parameter
-    cfg_params = [p for p in fillable if is_config_param(p, mod_globals)] if data_sites else []
-    if len(cfg_params) == 1:
-        cp = cfg_params[0]
-        for site in data_sites:
-            for key, value in table_entries(site.get("text", ""), mod_globals):
-                kwargs = {cp.name: value}
-                try:
-                    for p in required:
-                        if p is not cp:
-                            kwargs[p.name] = guess_value(p.name, p.annotation, 32, 4, nn, mod_globals, seq_len)
-                except Unguessable:
-                    continue
-                label = "config %s[%r]" % (site.get("name"), key)
-                add(label, [], kwargs)
-    unguessable = None
-    for d, h in CANDIDATE_WIDTHS:
-        kwargs, posargs = {}, []
-        try:
-            for p in fillable:
-                if p.default is inspect.Parameter.empty:
-                    v = guess_value(p.name, p.annotation, d, h, nn, mod_globals, seq_len)
-                elif p.default is None and (DIM_WORDS.search(p.name) or OUT_DIM.search(p.name)) and required:
-                    continue  # leave width-like Optional defaults alone while others are guessed
-                else:
-                    continue
-                if p.kind == p.POSITIONAL_ONLY:
-                    posargs.append(v)
-                else:
-                    kwargs[p.name] = v
-        except Unguessable as u:
-            unguessable = str(u)
-            break
-        add("heuristic d=%d h=%d" % (d, h), posargs, kwargs)
-    # ResNet-style bottlenecks add the input to an output of planes * expansion
-    # channels: make the input width match (inplanes = planes * cls.expansion)
-    exp = getattr(cls, "expansion", None)
-    names = [p.name for p in fillable]
-    if isinstance(exp, int) and exp > 1 and "planes" in names:
-        in_name = next((x for x in ("inplanes", "in_planes", "in_chs", "in_channels", "inp") if x in names), None)
-        if in_name:
-            for label, a, kw in list(out):
-                if "planes" in kw and isinstance(kw["planes"], int) and not a:
-                    kw2 = dict(kw)
-                    kw2[in_name] = kw["planes"] * exp
-                    out.insert(out.index((label, a, kw)), (label + " expansion", a, kw2))
-                    seen.add(repr((a, sorted(kw2.items(), key=lambda kv: kv[0]))))
-                    break
-    # layer factories left at None (norm_layer=None, act_layer=None) that the block calls
-    none_layers = [p for p in fillable if p.default is None and p.kind != p.POSITIONAL_ONLY and re.search(r"norm|act|layer$", p.name)]
-    if none_layers and out:
-        label, a, kw = out[0]
-        kw2 = dict(kw)
-        for p in none_layers:
-            kw2[p.name] = guess_value(p.name, p.annotation, 32, 4, nn)
-        add(label + " +layers", a, kw2)
-    if not required:
-        # defaults failed or did not run forward: also try width-like parameters set
-        for d, h in CANDIDATE_WIDTHS[:2]:
-            kwargs = {}
-            for p in fillable:
-                if p.kind != p.POSITIONAL_ONLY and (DIM_WORDS.search(p.name) or OUT_DIM.search(p.name) or HEADS.match(p.name)) and not isinstance(p.default, bool):
-                    try:
-                        own = len(p.default) if isinstance(p.default, (tuple, list)) and len(p.default) >= 2 else seq_len
-                        kwargs[p.name] = guess_value(p.name, p.annotation, d, h, nn, mod_globals, own)
-                    except Unguessable:
-                        pass
-            if kwargs:
-                add("widths d=%d h=%d" % (d, h), [], kwargs)
-        # a whole network whose defaults are wide (embed_dim=768): the same architecture
-        # at small widths first, so building and running it fits the time limit
-        if any(is_wide_default(p) for p in fillable):
-            small = [c for c in out if c[0].startswith("widths")]
-            out[:] = small + [c for c in out if not c[0].startswith("widths")]
-    return out, (unguessable if not out or (required and unguessable) else None)
-
-
-DEPTH_NAMES = re.compile(r"^(depth|num_blocks|n_blocks|num_layers|n_layers|layers|num_block)$")
-RATE_NAMES = re.compile(r"drop|dpr|rate", re.I)
-
-
-def fit_rates(kwargs):
-    """Per-block rate lists (drop_path_rates=[0.0, 0.0]) as long as the block count they
-    are indexed with (depth=3): a stage indexes them dpr[i] for i in range(depth)."""
-    depth = max([v for k, v in kwargs.items() if DEPTH_NAMES.match(k) and isinstance(v, int) and not isinstance(v, bool)] or [0])
-    out = kwargs
-    for k, v in kwargs.items():
-        if RATE_NAMES.search(k) and isinstance(v, list) and v and all(isinstance(x, float) for x in v) and len(v) < depth:
-            if out is kwargs:
-                out = dict(kwargs)
-            out[k] = v + [v[-1]] * (depth - len(v))
-    return out
-
-
-def is_wide_default(p):
-    """A width-like parameter whose default is 384 or more (or a list of such)."""
-    if isinstance(p.default, bool) or not (DIM_WORDS.search(p.name) or OUT_DIM.search(p.name)):
-        return False
-    vals = p.default if isinstance(p.default, (tuple, list)) else [p.default]
-    return any(isinstance(v, int) and not isinstance(v, bool) and v >= 384 for v in vals)
-
-
-SEQ_ERR = re.compile(r"not subscriptable|has no len|not iterable|cannot unpack non-iterable|must be a tuple|must be a list|tuple index out of range", re.I)
-SIZE_TUPLE = re.compile(r"(img|image|input|window|patch|feat|grid|pool|output)_?size$|^input_resolution$|^resolution$|^size$|^kernel_size$|^stride$", re.I)
-SINGULAR_S = {"bias", "chs", "chans", "channels", "features", "heads", "num_heads", "planes", "groups", "classes", "num_classes",
-              "tokens", "layers", "num_layers", "blocks", "num_blocks", "embeddings", "positions", "eps", "inplanes", "out_chs", "in_chs",
-              "out_channels", "in_channels", "in_features", "out_features", "hidden_features", "num_features", "levels", "num_experts", "experts"}
-
-
-def seq_variant(args, kwargs):
-    """The same candidate with size-like values as (v, v) and plural-named values as
-    [v, v]: for constructors that index or iterate a parameter (window_size[0],
-    len(depths)). Returns None when nothing changes."""
-    kw2, changed = {}, False
-    for k, v in kwargs.items():
-        if isinstance(v, int) and not isinstance(v, bool):
-            if SIZE_TUPLE.search(k):
-                kw2[k] = (v, v)
-                changed = True
-                continue
-            if k.endswith("s") and k.lower() not in SINGULAR_S:
-                kw2[k] = [v, v]
-                changed = True
-                continue
-        if isinstance(v, float) and (k.endswith("s") or k in ("dpr",)) and k.lower() not in SINGULAR_S:
-            kw2[k] = [v, v]  # per-block rates: drop_path_rates
-            changed = True
-            continue
-        kw2[k] = v
-    return (list(args), kw2) if changed else None
-
-
-def jsonable(v, depth=0):
-    if depth > 4:
-        return repr(v)[:200]
-    if v is None or isinstance(v, (bool, int, str)):
-        return v
-    if isinstance(v, float):
-        return v if v == v and v not in (float("inf"), float("-inf")) else repr(v)
-    if isinstance(v, (list, tuple)):
-        return [jsonable(x, depth + 1) for x in v]
-    if isinstance(v, dict):
-        return {str(k): jsonable(x, depth + 1) for k, x in v.items()}
-    if isinstance(v, type):
-        return "%s.%s" % (v.__module__, v.__qualname__)
-    return repr(v)[:200]
-
-
-# ------------------------------------------------------------------------- inputs
-
-def layer_shapes(m, torch, nn):
-    """Input candidates a layer accepts, from its type and sizes. Each candidate is a
-    list of "specs": ("float", shape) or ("long", shape, high)."""
-    c = []
-    if isinstance(m, nn.Conv1d) or isinstance(m, nn.ConvTranspose1d):
-        c.append([("float", (2, m.in_channels, 32))])
-    elif isinstance(m, nn.Conv2d) or isinstance(m, nn.ConvTranspose2d):
-        c.append([("float", (2, m.in_channels, 32, 32))])
-        if m.in_channels == 3:
-            c.append([("float", (1, 3, 224, 224))])  # an image stem of a whole network
-        c.append([("float", (2, m.in_channels, 35, 35))])  # odd sizes for unpadded stride-2 branches
-        c.append([("float", (2, m.in_channels, 17, 17))])
-    elif isinstance(m, nn.Conv3d) or isinstance(m, nn.ConvTranspose3d):
-        c.append([("float", (2, m.in_channels, 8, 16, 16))])
-    elif isinstance(m, nn.Linear):
-        c.append([("float", (2, 8, m.in_features))])
-        c.append([("float", (2, m.in_features))])
-        c.append([("float", (2, m.in_features, 16, 16))])
-    elif isinstance(m, nn.Bilinear):
-        c.append([("float", (2, m.in1_features)), ("float", (2, m.in2_features))])
-    elif isinstance(m, nn.Embedding) or isinstance(m, nn.EmbeddingBag):
-        c.append([("long", (2, 8), m.num_embeddings)])
-    elif isinstance(m, nn.LayerNorm):
-        shp = tuple(m.normalized_shape)
-        c.append([("float", (2, 8) + shp)])
-        c.append([("float", (2,) + shp)])
-        if len(shp) == 1:
-            c.append([("float", (2, 16, 16) + shp)])
-    elif isinstance(m, nn.GroupNorm):
-        c.append([("float", (2, m.num_channels, 16, 16))])
-        c.append([("float", (2, m.num_channels, 32))])
-    elif isinstance(m, nn.BatchNorm1d) or isinstance(m, nn.InstanceNorm1d):
-        c.append([("float", (2, m.num_features, 16))])
-        c.append([("float", (2, m.num_features))])
-    elif isinstance(m, nn.BatchNorm2d) or isinstance(m, nn.InstanceNorm2d):
-        c.append([("float", (2, m.num_features, 16, 16))])
-    elif isinstance(m, nn.BatchNorm3d) or isinstance(m, nn.InstanceNorm3d):
-        c.append([("float", (2, m.num_features, 4, 8, 8))])
-    elif isinstance(m, nn.MultiheadAttention):
-        e = m.embed_dim
-        bf = getattr(m, "batch_first", False)
-        shp = (2, 8, e) if bf else (8, 2, e)
-        c.append([("float", shp)] * 3)
-        c.append([("float", shp)])
-    elif isinstance(m, (nn.RNN, nn.LSTM, nn.GRU)):
-        c.append([("float", (2, 8, m.input_size))])
-    elif isinstance(m, (nn.RNNCell, nn.LSTMCell, nn.GRUCell)):
-        c.append([("float", (2, m.input_size))])
-    else:
-        ps = [p for p in m._parameters.values() if p is not None]
-        if ps:
-            p = ps[0]
-            if p.dim() >= 1:
-                last = p.shape[-1] if p.dim() > 1 else p.shape[0]
-                c.append([("float", (2, 8, int(last)))])
-                c.append([("float", (2, int(p.shape[0]), 16, 16))])
-                if p.dim() > 1:
-                    c.append([("float", (2, int(p.shape[1])) + ((16, 16) if p.dim() == 4 else (32,) if p.dim() == 3 else ()))])
-    return c
-
-
-def leaf_layers(model, nn, limit=3):
-    out = []
-    for m in model.modules():
-        if m is model and any(True for _ in model.children()):
-            continue
-        if isinstance(m, (nn.Sequential, nn.ModuleList, nn.ModuleDict)):
-            continue
-        own = [p for p in m._parameters.values() if p is not None]
-        known = isinstance(m, (nn.MultiheadAttention, nn.RNNBase))
-        if own or known:
-            out.append(m)
-            if len(out) >= limit:
-                break
-    return out
-
-
-def forward_plan(model):
-    """Which forward parameters get a tensor, which an int (H/W-style sizes), which
-    None (masks): returns list of (name, kind) for the required parameters."""
-    try:
-        sig = inspect.signature(model.forward)
-    except (TypeError, ValueError):
-        return [("x", "tensor")]
-    if not sig.parameters:
-        return []  # forward(self): a bias table, a positional embedding generator
-    plan = []
-    for p in sig.parameters.values():
-        if p.kind == p.VAR_POSITIONAL:
-            if not plan:
-                plan.append((p.name, "tensor"))
-            continue
-        if p.kind in (p.VAR_KEYWORD, p.KEYWORD_ONLY) or p.default is not inspect.Parameter.empty:
-            continue
-        n = p.name.lower()
-        ann = p.annotation
-        an = getattr(ann, "__name__", str(ann)) if ann is not inspect.Parameter.empty else ""
-        if n in ("h", "w", "height", "width", "hh", "ww", "size_h", "size_w") or an == "int":
-            plan.append((p.name, "int"))
-        elif n in ("feat_size", "hw_shape", "hw_size", "size", "hw", "input_size", "shape", "resolution", "grid_size", "spatial_shape", "x_size", "thw") or "Tuple[int" in str(ann) or "List[int" in str(ann):
-            plan.append((p.name, "hw"))
-        elif re.search(r"(List|Sequence|Tuple)\[(torch\.)?Tensor", str(ann)):
-            plan.append((p.name, "tensors"))  # torch.cat(x, 1) over a list of feature maps
-        elif n in ("target", "targets", "label", "labels", "y_true", "gt", "classes"):
-            plan.append((p.name, "target"))
-        elif "mask" in n:
-            plan.append((p.name, "none"))
-        elif an == "bool":
-            plan.append((p.name, "false"))
-        else:
-            plan.append((p.name, "tensor"))
-    if not plan:
-        plan.append(("x", "tensor"))
-    return plan
-
-
-def input_candidates(model, plan, width_values, torch, nn, spatial, hints=None):
-    n_tensor = sum(1 for _, k in plan if k in ("tensor", "tensors"))
-    if not plan:
-        return [[]]
-    has_hw = sum(1 for _, k in plan if k == "int") >= 2 or any(k == "hw" for _, k in plan)
-    cands = []
-    for m in leaf_layers(model, nn):
-        for specs in layer_shapes(m, torch, nn):
-            cands.append(specs)
-    widths = []
-    for w in list(width_values) + [3, 16, 32, 64]:
-        if isinstance(w, int) and not isinstance(w, bool) and 0 < w <= 4096 and w not in widths:
-            widths.append(w)
-    for w in widths[:4]:
-        cands.append([("float", (2, w, spatial, spatial))])
-        cands.append([("float", (2, 8, w))])
-        cands.append([("float", (2, w))])
-        cands.append([("float", (2, w, 32))])
-    # token counts the block is built for (window_size 7 → 49 tokens, resolution 14 →
-    # 196, num_patches): the same token candidates with that many tokens
-    counts = token_counts(model, hints)
-    if counts:
-        extra = []
-        for specs in cands:
-            f = specs[0]
-            if f[0] == "float" and len(f[1]) == 3 and f[1][1] == 8:
-                for n in counts:
-                    extra.append([("float", (f[1][0], n, f[1][2]))] + list(specs[1:]))
-        cands = cands[:1] + extra + cands[1:]
-    # rewrite to the forward's tensor count; token layout when forward takes (x, H, W)
-    out, seen = [], set()
-    expanded = []
-    for specs in cands:
-        if has_hw:
-            f = [s for s in specs if s[0] == "float"]
-            if f:
-                shp = f[0][1]
-                c = shp[1] if len(shp) == 4 else shp[2] if len(shp) == 3 else None
-                if c is not None:
-                    # H·W tokens for (8, 8), and H·W + 1 for blocks that carry a class token
-                    expanded.append([("float", (shp[0], 64, c))])
-                    expanded.append([("float", (shp[0], 65, c))])
-                    continue
-        expanded.append(specs)
-    for specs in expanded:
-        if n_tensor > len(specs):
-            specs = list(specs) + [specs[-1]] * (n_tensor - len(specs))
-        elif n_tensor < len(specs):
-            specs = list(specs[:n_tensor])
-        key = repr(specs)
-        if key not in seen:
-            seen.add(key)
-            out.append(specs)
-    return out[:14]
-
-
-TOKEN_ATTRS = ("window_size", "resolution", "input_resolution", "num_patches", "seq_len", "grid_size", "feat_size", "N", "num_tokens")
-
-
-def token_counts(model, hints=None):
-    """Token counts suggested by the block's attributes or constructor values, or by
-    the configuration object it keeps (self.cfg.num_tokens of a dataclass config)."""
-    import dataclasses
-    out = []
-    hints = hints or {}
-    configs = [v for v in vars(model).values() if dataclasses.is_dataclass(v) and not isinstance(v, type) or isinstance(v, types.SimpleNamespace)]
-    # then the direct sub-modules (self.attn.N of a block whose attention fixes its tokens)
-    configs += list(model.children())[:8]
-    for name in TOKEN_ATTRS:
-        v = getattr(model, name, None)
-        if v is None:
-            v = hints.get(name)
-        for c in configs:
-            if v is None:
-                v = getattr(c, name, None)
-        if isinstance(v, bool):
-            continue
-        if isinstance(v, int) and 1 < v <= 4096:
-            n = v if name in ("num_patches", "seq_len", "N", "num_tokens") else v * v
-        elif isinstance(v, (tuple, list)) and v and all(isinstance(i, int) for i in v):
-            n = 1
-            for i in v:
-                n *= i
-        else:
-            continue
-        if 1 < n <= 4096 and n not in out:
-            out.append(n)
-    return out[:2]
-
-
-SIZE_MISMATCH = re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)")
-CHANNELS_MISMATCH = re.compile(r"expected input\[([\d, ]+)\] to have (\d+) channels, but got (\d+) channels")
-MATMUL_MISMATCH = re.compile(r"mat1 and mat2 shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)")
-NORM_MISMATCH = re.compile(r"normalized_shape=\[(\d+)\], expected input with shape \[\*, \1\], but got input of size\s*\[([\d, ]+)\]")
-
-
-def repair_specs(specs, msg):
-    """The same input with one dimension changed as a shape error says it should be:
-    "size of tensor a (8) must match the size of tensor b (49)" (8 tokens → 49),
-    "expected input[2, 16, 8, 8] to have 32 channels, but got 16", "mat1 and mat2 shapes
-    cannot be multiplied (16x4 and 32x64)" (last dim 4 → 32), LayerNorm over the wrong
-    last dim. Returns None when the message names no dimension of the input."""
-    def replace(pred, old, new):
-        if new > 4096:
-            return None
-        out, done = [], False
-        for sp in specs:
-            if not done and sp[0] == "float":
-                shp = list(sp[1])
-                idx = pred(shp)
-                if idx is not None:
-                    shp[idx] = new
-                    numel = 1
-                    for x in shp:
-                        numel *= x
-                    if numel > (1 << 22):
-                        return None  # 4M elements: a repair that big is not a plausible input
-                    done = True
-                    out.append((sp[0], tuple(shp)) + tuple(sp[2:]))
-                    continue
-            out.append(sp)
-        return out if done else None
-
-    def dim_equal(v, prefer=(1, -1, 2, 3)):
-        def pred(shp):
-            for j in prefer:
-                if -len(shp) <= j < len(shp) and j != 0 and shp[j] == v:
-                    return j
-            return None
-        return pred
-
-    m = CHANNELS_MISMATCH.search(msg)
-    if m:
-        shape = [int(x) for x in m.group(1).split(",")]
-        want, got = int(m.group(2)), int(m.group(3))
-        r = replace(lambda shp: 1 if list(shp) == shape and len(shp) > 1 else None, got, want)
-        return r if r is not None else replace(dim_equal(got, (1,)), got, want)
-    m = MATMUL_MISMATCH.search(msg)
-    if m:
-        got, want = int(m.group(2)), int(m.group(3))
-        return replace(dim_equal(got, (-1,)), got, want) if got != want else None
-    m = NORM_MISMATCH.search(msg)
-    if m:
-        want = int(m.group(1))
-        shape = [int(x) for x in m.group(2).split(",")]
-        if len(shape) == 4 and shape[1] == want:
-            # channels-first map given to a channels-last norm: the same map channels-last
-            return replace(lambda shp: 1 if list(shp) == shape else None, want, shape[2]) and \
-                [("float", (shape[0], shape[2], shape[3], want)) if sp[0] == "float" and list(sp[1]) == shape else sp for sp in specs]
-        return None
-    m = SIZE_MISMATCH.search(msg)
-    if m:
-        a, b = int(m.group(1)), int(m.group(2))
-        if a == b:
-            return None
-        r = replace(dim_equal(a), a, b)
-        return r if r is not None else replace(dim_equal(b), b, a)
-    return None
-
-
-def make_inputs(specs, plan, torch):
-    tensors = []
-    for s in specs:
-        if s[0] == "long":
-            tensors.append(torch.randint(0, max(1, int(s[2])), s[1], dtype=torch.long))
-        else:
-            tensors.append(torch.randn(*s[1]))
-    args, ti = [], 0
-    for _, kind in plan:
-        if kind == "tensor":
-            args.append(tensors[ti] if ti < len(tensors) else tensors[-1])
-            ti += 1
-        elif kind == "tensors":
-            # a list the block concatenates along channels: the spec's channels in two halves
-            t = tensors[ti] if ti < len(tensors) else tensors[-1]
-            if t.is_floating_point() and t.dim() >= 2 and t.shape[1] % 2 == 0:
-                args.append(list(t.chunk(2, dim=1)))
-            else:
-                args.append([t, t.clone()])
-            ti += 1
-        elif kind == "int":
-            args.append(8)
-        elif kind == "hw":
-            args.append((8, 8))
-        elif kind == "target":
-            # class indices for a loss: one per sample, below the last dim of the first input
-            x = tensors[0] if tensors else None
-            ncls = int(x.shape[-1]) if x is not None and x.dim() >= 1 else 2
-            nb = int(x.shape[0]) if x is not None and x.dim() >= 1 else 2
-            args.append(torch.randint(0, max(1, ncls), (nb,), dtype=torch.long))
-        elif kind == "false":
-            args.append(False)
-        else:
-            args.append(None)
-    return args
-
-
-def shapes_of(args, torch):
-    out = []
-    for a in args:
-        if isinstance(a, torch.Tensor):
-            out.append(list(a.shape))
-        elif isinstance(a, list):
-            out.extend(list(t.shape) for t in a if isinstance(t, torch.Tensor))
-    return out
-
-
-def py_expr(v, torch, depth=0):
-    """Python source that rebuilds a constructor argument in the emitted module's own
-    namespace (numbers, strings, containers, the module's own classes and functions,
-    torch.nn classes), or None when it has no such spelling (then no usage snippet)."""
-    if depth > 4:
-        return None
-    if v is None or isinstance(v, (bool, int, str)):
-        return repr(v)
-    if isinstance(v, float):
-        return repr(v) if v == v and v not in (float("inf"), float("-inf")) else None
-    if isinstance(v, (list, tuple)):
-        items = [py_expr(x, torch, depth + 1) for x in v]
-        if any(i is None for i in items):
-            return None
-        if isinstance(v, tuple):
-            return "(%s)" % (items[0] + "," if len(items) == 1 else ", ".join(items))
-        return "[%s]" % ", ".join(items)
-    if isinstance(v, dict):
-        items = [(py_expr(k, torch, depth + 1), py_expr(x, torch, depth + 1)) for k, x in v.items()]
-        if any(a is None or b is None for a, b in items):
-            return None
-        return "{%s}" % ", ".join("%s: %s" % kv for kv in items)
-    mod = getattr(v, "__module__", None)
-    name = getattr(v, "__qualname__", None)
-    if (isinstance(v, type) or inspect.isfunction(v)) and name and "<" not in name:
-        if mod == CANDIDATE_MODULE:
-            return name
-        nn_v = getattr(torch.nn, getattr(v, "__name__", ""), None)
-        if nn_v is v:
-            return "torch.nn.%s" % v.__name__
-    return None
-
-
-def input_expr(a, torch, depth=0):
-    """Python source for a forward input of the same shape and kind: random floats,
-    integer ids within the range seen, masks, lists and tuples of those."""
-    if depth > 3:
-        return None
-    if a is None:
-        return "None"
-    if isinstance(a, torch.Tensor):
-        shape = ", ".join(str(int(d)) for d in a.shape)
-        if a.dtype == torch.bool:
-            return "torch.ones(%s, dtype=torch.bool)" % (shape or "()")
-        if a.dtype.is_floating_point:
-            return "torch.randn(%s)" % shape if shape else "torch.randn(())"
-        high = int(a.max()) + 1 if a.numel() else 1
-        return "torch.randint(0, %d, (%s%s))" % (max(1, high), shape, "," if a.dim() == 1 else "")
-    if isinstance(a, (list, tuple)):
-        items = [input_expr(x, torch, depth + 1) for x in a]
-        if any(i is None for i in items):
-            return None
-        return ("[%s]" if isinstance(a, list) else "(%s,)" if len(items) == 1 else "(%s)") % ", ".join(items)
-    if isinstance(a, (bool, int, float)):
-        return repr(a)
-    return None
-
-
-def usage_snippet(cls_name, args, kwargs, inputs, torch):
-    """`Block(dim=32, num_heads=4)(torch.randn(2, 16, 32))`: the construction and call
-    that passed, as a line to paste next to the emitted module (None when some value has
-    no plain spelling)."""
-    pos = [py_expr(a, torch) for a in args]
-    kw = [(k, py_expr(v, torch)) for k, v in kwargs.items()]
-    ins = [input_expr(x, torch) for x in inputs]
-    if None in pos or any(e is None for _, e in kw) or None in ins:
-        return None
-    return "%s(%s)(%s)" % (cls_name, ", ".join(pos + ["%s=%s" % kv for kv in kw]), ", ".join(ins))
-
-
-def fresh_inputs(args, torch):
-    """A copy of forward inputs (tensors cloned, lists copied): a forward that changes
-    its input in place (x.add_(), features.append) must not change the next run's."""
-    return [a.clone() if isinstance(a, torch.Tensor) else fresh_inputs(a, torch) if isinstance(a, list) else a for a in args]
-
-
-def seed_all(torch, n):
-    """Seed every random number generator a block may draw from (torch, Python's
-    random, NumPy when loaded), so the original and the copy see the same draws."""
-    torch.manual_seed(n)
-    import random
-    random.seed(n)
-    np = sys.modules.get("numpy")
-    if np is not None:
-        np.random.seed(n)
-
-
-def flatten_tensors(v, torch, out=None, depth=0):
-    if out is None:
-        out = []
-    if len(out) >= 64 or depth > 5:
-        return out
-    if isinstance(v, torch.Tensor):
-        out.append(v)
-    elif isinstance(v, (list, tuple)):
-        for x in v:
-            flatten_tensors(x, torch, out, depth + 1)
-    elif isinstance(v, dict):
-        for x in v.values():
-            flatten_tensors(x, torch, out, depth + 1)
-    elif hasattr(v, "__dict__") and not isinstance(v, type):
-        for x in vars(v).values():
-            flatten_tensors(x, torch, out, depth + 1)
-    return out
 
 
 # --------------------------------------------------------------------------- child
@@ -1514,9 +207,38 @@ def child_main(req, scratch, wfd, lim, masked):
     os.chdir(scratch)
     import torch
     torch.set_num_threads(1)
-    Stages(req, scratch, rep, Classifier(masked), torch).run()
+    if req.get("harvest"):
+        harvest_main(req, rep, torch)
+    else:
+        Stages(req, scratch, rep, Classifier(masked), torch).run()
     rep.send({"ev": "done"})
     _exit(0)
+
+
+def harvest_main(req, rep, torch):
+    """A witness-harvest step (nnrag_harness.harvest) in a child of the repository's
+    zygote: its modules are put back and its roots are on sys.path, its CPU budget is
+    the doubled one of the equivalence stage."""
+    from nnrag_harness import harvest
+    for name, m in STASH.items():
+        sys.modules.setdefault(name, m)
+    cfg = req["harvest"]
+    for p in reversed(cfg.get("roots") or []):
+        if p not in sys.path:
+            sys.path.insert(0, p)
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+        if soft != resource.RLIM_INFINITY and hard != resource.RLIM_INFINITY:
+            resource.setrlimit(resource.RLIMIT_CPU, (min(hard, 2 * soft), hard))
+    except (ValueError, OSError):
+        pass
+    try:
+        if cfg.get("mode") == "list":
+            rep.send({"ev": "harvest", "result": harvest.list_entries(cfg, torch)})
+        else:
+            harvest.run_entry(cfg, torch, rep.send)
+    except BaseException as e:  # noqa: BLE001 - reported as the step's error
+        rep.send({"ev": "harvest", "result": {"error": fmt_error(e), "traceback": fmt_trace(e)}})
 
 
 class StageFailed(Exception):
@@ -1600,10 +322,27 @@ class Stages:
     def _instantiate_forward(self, cls, mod, want):
         torch, nn = self.torch, self.nn
         t_inst = self.start("instantiate")
+        # the repository's own constructions of the class (witnesses) first, then the
+        # call sites, configuration tables, defaults and guesses of arg_candidates
+        wits = self._witness_candidates(mod)
         try:
             cands, unguessable = arg_candidates(cls, self.req.get("callSites"), mod.__dict__, nn, self.req.get("dataSites"), self._data_namespace)
         except BaseException as e:  # noqa: BLE001
-            self.fail("instantiate", t_inst, e)
+            if not wits:
+                self.fail("instantiate", t_inst, e)
+            cands, unguessable = [], None
+        # witnesses with recorded inputs first; those without (the model's forward did not
+        # reach the class) after the candidates of the class's own defaults, call sites
+        # and configuration tables, before the guesses
+        from nnrag_harness.sources import source_of
+        cands = list(cands[:8])
+        with_inputs = [c for c in wits if self._witness[c[0]].get("inputs")]
+        without = [c for c in wits if not self._witness[c[0]].get("inputs")]
+        params0 = ctor_params(cls) or []
+        required0 = any(p.default is inspect.Parameter.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params0)
+        # (a class built from its defaults: its own candidates first, small widths included)
+        k = next((j for j, c in enumerate(cands) if source_of(c[0]) == "guess"), len(cands)) if required0 else len(cands)
+        cands = with_inputs + cands[:k] + without + cands[k:]
         if not cands:
             self.fail("instantiate", t_inst, TypeError("cannot guess constructor argument(s): %s" % unguessable), "needs-args")
         params = ctor_params(cls) or []
@@ -1614,24 +353,32 @@ class Stages:
         fwd_t0 = None
         forward_started = False
         attempts = 0
-        cands = list(cands[:8])
         i = 0
-        while i < len(cands) and i < 12:
+        while i < len(cands) and i < 12 + len(wits):
             label, args, kwargs = cands[i]
             i += 1
             torch.manual_seed(0)
+            restore = None
             try:
+                if label in self._witness:
+                    # built as the harvest built it: pretrained weights are not fetched
+                    from nnrag_harness.harvest import no_downloads
+                    restore = no_downloads(torch)
                 m = cls(*args, **kwargs)
             except BaseException as e:  # noqa: BLE001
                 cat = self.classifier.classify(e, "instantiate", tb_files(e))
-                if cat in ("memory", "unresolved-name", "missing-extern", "native-extension", "sandbox-denied"):
+                if cat in ("memory", "unresolved-name", "missing-extern", "native-extension", "sandbox-denied") and not (cat == "memory" and label in self._witness):
                     self.fail("instantiate", t_inst, e, cat)
+                if restore is not None:
+                    restore()
                 inst_errors.append((label, args, kwargs, e))
                 if isinstance(e, (TypeError, IndexError, AssertionError, ValueError)) and SEQ_ERR.search(str(e)) and "seq" not in label:
                     v = seq_variant(args, kwargs)
                     if v is not None:
                         cands.insert(i, (label + " seq", v[0], v[1]))
                 continue
+            if restore is not None:
+                restore()
             if not isinstance(m, nn.Module):
                 inst_errors.append((label, args, kwargs, TypeError("constructor returned %s" % type(m).__name__)))
                 continue
@@ -1640,24 +387,25 @@ class Stages:
                 self.end("instantiate", t_inst, "pass", args=self._args_json(args, kwargs))
             model = m
             if "forward" not in want and "equivalence" not in want:
-                self.info(model, args, kwargs, None, None)
+                self.info(model, args, kwargs, None, None, label)
                 return
             if not forward_started:
                 fwd_t0 = self._fwd_t0 = self.start("forward")
                 forward_started = True
-            ok, res = self._forward(m, kwargs, args)
+            witness = self._witness.get(label)
+            ok, res = self._forward(m, kwargs, args, witness)
             attempts += 1
             if ok:
                 x, y = res
                 self.rep.send({"ev": "end", "stage": "forward", "status": "pass",
                                "ms": round((_monotonic() - fwd_t0) * 1000, 3),
                                "args": self._args_json(args, kwargs)})
-                self.info(m, args, kwargs, x, y)
+                self.info(m, args, kwargs, x, y, label)
                 if "equivalence" in want or self.req.get("original"):
-                    self._equivalence(cls, args, kwargs, x)
+                    self._equivalence(cls, args, kwargs, x, witness if self._fwd_kwargs is not None else None, witness)
                 return
             fwd_errors.append((label, args, kwargs, res))
-            if attempts >= 4:
+            if attempts >= 4 + len(wits):
                 break
         if model is None:
             label, args, kwargs, e = inst_errors[0] if inst_errors else (None, [], {}, TypeError("no candidate"))
@@ -1682,9 +430,66 @@ class Stages:
             return {"args": jsonable(list(args)), "kwargs": jsonable(kwargs)}
         return jsonable(kwargs)
 
-    def _forward(self, model, kwargs, args):
+    def _witness_candidates(self, mod):
+        """Witness candidates (nnrag_harness.sources) and their witnesses by label."""
+        from nnrag_harness import sources
+        self._witness = {}
+        wits = self.req.get("witnesses") or []
+        if not wits:
+            return []
+        resolve = sources.copy_resolver(mod.__dict__, self.req.get("witnessRepoTops") or [], self._import_original)
+        out, skipped = sources.witness_candidates(wits, resolve, self.torch)
+        self._witness_resolve = resolve
+        if skipped:
+            self.rep.send({"ev": "info", "witnessSkipped": skipped[:3]})
+        for label, a, kw, w in out:
+            self._witness[label] = w
+        return [(label, a, kw) for label, a, kw, _ in out]
+
+    def _import_original(self, module):
+        """An original module for a witness value the copy does not define (a module
+        instance or container passed in): the zygote's, else imported from the roots and
+        hidden again from sys.modules (as in the namespace stage), or None."""
+        import importlib
+        import itertools
+        m = STASH.get(module)
+        if m is not None or not self.req.get("original"):
+            return m
+        before = len(sys.modules)
+        saved_path = list(sys.path)
+        try:
+            for name, mm in STASH.items():
+                sys.modules.setdefault(name, mm)
+            for p in reversed(self.req["original"].get("sysPath") or []):
+                if p not in sys.path:
+                    sys.path.insert(0, p)
+            return importlib.import_module(module)
+        except BaseException:  # noqa: BLE001 - the witness is skipped
+            return None
+        finally:
+            for name in list(itertools.islice(reversed(sys.modules), max(0, len(sys.modules) - before))):
+                del sys.modules[name]
+            sys.path[:] = saved_path
+
+    def _forward(self, model, kwargs, args, witness=None):
         torch, nn = self.torch, self.nn
         model.eval()
+        self._fwd_kwargs = None
+        if witness is not None and witness.get("inputs"):
+            # the inputs the repository's own model gave this construction
+            from nnrag_harness import sources
+            try:
+                a, kw = sources.witness_inputs(witness, self._witness_resolve, torch)
+                torch.manual_seed(1)
+                with torch.no_grad():
+                    out = model(*a, **kw)
+                self._fwd_kwargs = kw
+                return True, (a, out)
+            except BaseException as e:  # noqa: BLE001
+                cat = self.classifier.classify(e, "forward", tb_files(e))
+                if cat in ("unresolved-name", "missing-extern", "native-extension", "sandbox-denied"):
+                    self.fail("forward", self._fwd_t0, e, cat)
+                # else: the heuristic inputs below, with the witness's arguments
         plan = forward_plan(model)
         widths = [v for v in list(kwargs.values()) + list(args) if isinstance(v, int) and not isinstance(v, bool)]
         first_err = None
@@ -1721,8 +526,12 @@ class Stages:
                     out = model(*inputs)
             except BaseException as e:  # noqa: BLE001
                 cat = self.classifier.classify(e, "forward", tb_files(e))
-                if repaired and cat == "memory":
-                    continue  # a repaired input too large for the limits: just a failed try
+                if (repaired or witness is not None) and cat == "memory":
+                    # a repaired input, or a witness's full-size block on a guessed input,
+                    # too large for the limits: just a failed try
+                    if first_err is None:
+                        first_err = (e, specs)
+                    continue
                 if cat in ("memory", "unresolved-name", "missing-extern", "native-extension", "sandbox-denied"):
                     self.fail("forward", self._fwd_t0, e, cat)
                 if first_err is None or (self.classifier.classify(first_err[0], "forward") == "forward-shape" and cat != "forward-shape"):
@@ -1740,7 +549,8 @@ class Stages:
             first_err = (RuntimeError("no input candidate for forward"), [])
         return False, first_err
 
-    def info(self, model, args, kwargs, inputs, out):
+    def info(self, model, args, kwargs, inputs, out, label=None):
+        from nnrag_harness.sources import source_of
         torch = self.torch
         layers = {}
         for m in model.modules():
@@ -1749,12 +559,13 @@ class Stages:
             n = type(m).__name__
             layers[n] = layers.get(n, 0) + 1
         d = {"ev": "info", "args": self._args_json(args, kwargs),
-             "params": int(sum(p.numel() for p in model.parameters())), "layers": layers}
+             "params": int(sum(p.numel() for p in model.parameters())), "layers": layers,
+             "argumentsSource": source_of(label)}
         if inputs is not None:
             d["input_shapes"] = shapes_of(inputs, torch)
             d["output_shapes"] = [list(t.shape) for t in flatten_tensors(out, torch)]
             try:
-                d["usage"] = usage_snippet(type(model).__name__, args, kwargs, inputs, torch)
+                d["usage"] = usage_snippet(type(model).__name__, args, kwargs, inputs, torch) if not getattr(self, "_fwd_kwargs", None) else None
             except Exception:  # noqa: BLE001 - a snippet is a convenience, never a failure
                 d["usage"] = None
         self.rep.send(d)
@@ -1784,7 +595,7 @@ class Stages:
                     pass
         return self._data_ns
 
-    def _equivalence(self, cls, args, kwargs, inputs):
+    def _equivalence(self, cls, args, kwargs, inputs, input_witness=None, arg_witness=None):
         torch = self.torch
         orig = self.req.get("original")
         t0 = self.start("equivalence")
@@ -1809,15 +620,53 @@ class Stages:
             oargs, okwargs = to_original(list(args), om), to_original(dict(kwargs), om)
         except Exception:  # noqa: BLE001
             oargs, okwargs = args, kwargs
+        from nnrag_harness import sources
+        orig_resolve = sources.original_resolver()
+        if arg_witness is not None:
+            # a witness: the original gets the recorded values decoded with its own names
+            try:
+                _, oargs, okwargs, _ = sources.witness_candidates([arg_witness], orig_resolve, torch)[0][0]
+            except BaseException as e:  # noqa: BLE001
+                self.end("equivalence", t0, "skip", reason="witness does not rebuild for the original: " + fmt_error(e))
+                return
+            # and the copy a fresh build of its own (nested modules not shared)
+            try:
+                _, args, kwargs, _ = sources.witness_candidates([arg_witness], self._witness_resolve, torch)[0][0]
+            except BaseException:  # noqa: BLE001
+                pass
+
+        def call(model, resolve):
+            if input_witness is not None:
+                a_, kw_ = sources.witness_inputs(input_witness, resolve, torch)
+                seed_all(torch, 1)
+                return model(*a_, **kw_)
+            seed_all(torch, 1)
+            return model(*fresh_inputs(inputs, torch))
         try:
             seed_all(torch, 0)
-            a = ocls(*oargs, **okwargs)
+            restore = None
+            if arg_witness is not None:
+                from nnrag_harness.harvest import no_downloads
+                restore = no_downloads(torch)
+            try:
+                a = ocls(*oargs, **okwargs)
+            finally:
+                if restore is not None:
+                    restore()
         except BaseException as e:  # noqa: BLE001
             self.end("equivalence", t0, "skip", reason="original does not instantiate with the same arguments: " + fmt_error(e))
             return
         try:
             seed_all(torch, 0)
-            b = cls(*args, **kwargs)
+            restore = None
+            if arg_witness is not None:
+                from nnrag_harness.harvest import no_downloads
+                restore = no_downloads(torch)
+            try:
+                b = cls(*args, **kwargs)
+            finally:
+                if restore is not None:
+                    restore()
             b.load_state_dict(a.state_dict(), strict=True)
         except BaseException as e:  # noqa: BLE001
             if self.classifier.classify(e, "equivalence") == "memory":
@@ -1831,15 +680,13 @@ class Stages:
         b.eval()
         try:
             with torch.no_grad():
-                seed_all(torch, 1)
-                ya = flatten_tensors(a(*fresh_inputs(inputs, torch)), torch)
+                ya = flatten_tensors(call(a, orig_resolve), torch)
         except BaseException as e:  # noqa: BLE001
             self.end("equivalence", t0, "skip", reason="original forward failed: " + fmt_error(e))
             return
         try:
             with torch.no_grad():
-                seed_all(torch, 1)
-                yb = flatten_tensors(b(*fresh_inputs(inputs, torch)), torch)
+                yb = flatten_tensors(call(b, getattr(self, "_witness_resolve", None)), torch)
         except BaseException as e:  # noqa: BLE001
             mem = self.classifier.classify(e, "equivalence") == "memory"
             self.end("equivalence", t0, "fail", reason=("memory limit in the copy's forward: " if mem else "extracted forward failed: ") + fmt_error(e),
@@ -2576,9 +1423,11 @@ class Worker:
                         res["traceback"] = ev["traceback"]
                 current = None
             elif k == "info":
-                for key in ("args", "input_shapes", "output_shapes", "params", "layers", "usage"):
+                for key in ("args", "input_shapes", "output_shapes", "params", "layers", "usage", "argumentsSource", "witnessSkipped"):
                     if key in ev and ev[key] is not None:
                         res[key] = ev[key]
+            elif k == "harvest":
+                res["harvest"] = ev.get("result")
             elif k == "done":
                 done = True
             elif k == "harness-error":

@@ -1,0 +1,83 @@
+// `nnrag witnesses`: run (or show) the witness harvest of the store's repositories —
+// per entry point whether it built and ran, why not, its time and the classes it
+// covered (src/validate/witness/).
+import { UsageError } from '../util/errors.js';
+import { ValidatorPool } from '../validate/index.js';
+import { libraryModules, repoWitnesses, storedHarvest, type HarvestResult } from '../validate/witness/index.js';
+import { withWorkspaceAsync, workersOpt, type Command } from './context.js';
+
+function summary(h: HarvestResult, cached: boolean | null): string[] {
+  const lines = [
+    `${h.repo}: ${cached === null ? 'stored harvest' : cached ? 'unchanged, stored harvest' : `harvested in ${(h.ms / 1000).toFixed(1)} s`}; ` +
+      `${Object.keys(h.witnesses).length}/${h.classes.length} classes with witnesses; ${h.entries.length} entry points run, ${h.skipped} skipped${h.error ? `; error: ${h.error}` : ''}`,
+  ];
+  for (const e of h.entries) {
+    const what = e.forward ? 'built, ran' : e.built ? `built, forward failed: ${e.forwardError ?? '?'}` : `not built: ${e.error ?? '?'}`;
+    lines.push(`  ${e.entry}  ${(e.ms / 1000).toFixed(1)} s  ${e.covered.length} classes  ${what.slice(0, 160)}`);
+  }
+  const failed = Object.entries(h.importFailures);
+  if (failed.length) lines.push(`  modules that did not import: ${failed.slice(0, 5).map(([m, e]) => `${m} (${e.slice(0, 60)})`).join('; ')}${failed.length > 5 ? ' …' : ''}`);
+  return lines;
+}
+
+export const commands: Record<string, Command> = {
+  witnesses: {
+    summary: "harvest (or show) witnesses: what each class got when the repository's own entry points built and ran its models",
+    usage: 'nnrag witnesses [--repo R …] [--show] [--force] [--workers N] [--python PY] [--no-sandbox] [--json]',
+    options: {
+      show: { type: 'boolean' },
+      force: { type: 'boolean' },
+      python: { type: 'string' },
+      'no-sandbox': { type: 'boolean' },
+      workers: { type: 'string' },
+      'force-workers': { type: 'boolean' },
+    },
+    async run(ctx) {
+      return withWorkspaceAsync(ctx, async (ws) => {
+        const known = ws.store.listRepos().map((r) => r.name);
+        if (!known.length) throw new UsageError('the store has no repositories: run `nnrag index` first');
+        const wanted = (ctx.values.repo as string[] | undefined) ?? known;
+        for (const r of wanted) if (!known.includes(r)) throw new UsageError(`unknown repository ${r} (indexed: ${known.join(', ')})`);
+        const results: { repo: string; cached: boolean | null; harvest: HarvestResult | null }[] = [];
+        if (ctx.values.show) {
+          for (const r of wanted) results.push({ repo: r, cached: null, harvest: storedHarvest(ws.store, r) });
+        } else {
+          const pool = await ValidatorPool.start({
+            python: (ctx.values.python as string | undefined) ?? process.env.NNRAG_PYTHON,
+            sandbox: !ctx.values['no-sandbox'],
+            workers: workersOpt(ctx),
+            onWarning: (m) => process.stderr.write(`warning: ${m}\n`),
+          });
+          try {
+            for (const r of wanted) {
+              const got = await repoWitnesses(ws.store, pool, r, {
+                force: !!ctx.values.force,
+                modules: libraryModules(ws.corpus(), r),
+                onEntry: ctx.json ? undefined : (e) => process.stderr.write(`  ${r}: ${e.entry} ${e.forward ? 'ran' : e.built ? 'built' : 'failed'} (${(e.ms / 1000).toFixed(1)} s)\n`),
+              });
+              results.push({ repo: r, cached: got?.cached ?? null, harvest: got?.result ?? null });
+            }
+          } finally {
+            await pool.close();
+          }
+        }
+        const text = results.flatMap((x) => (x.harvest ? summary(x.harvest, x.cached) : [`${x.repo}: no harvest stored`])).join('\n');
+        ctx.out(
+          text,
+          results.map((x) => ({
+            repo: x.repo,
+            cached: x.cached,
+            classes: x.harvest?.classes.length ?? 0,
+            withWitnesses: x.harvest ? Object.keys(x.harvest.witnesses).length : 0,
+            ms: x.harvest?.ms ?? null,
+            error: x.harvest?.error ?? null,
+            entries: x.harvest?.entries ?? [],
+            skipped: x.harvest?.skipped ?? 0,
+            importFailures: x.harvest?.importFailures ?? {},
+          })),
+        );
+        return results.every((x) => x.harvest && !x.harvest.error) ? 0 : 1;
+      });
+    },
+  },
+};

@@ -1,0 +1,20 @@
+# nnrag_harness: the focused modules of the validation harness (src/validate/README.md).
+#
+#   classify - failure categories, error and traceback text
+#   arguments- constructor-argument candidates: defaults, call sites, configuration tables,
+#              name / annotation heuristics; values mapped to the original's objects
+#   inputs   - forward-input candidates from layers, widths and token counts; shape repair
+#   values   - encode / decode recorded Python values (constructor arguments, forward
+#              inputs) as JSON: numbers, strings, tuples, classes, partials, tensors by
+#              shape and statistics, nested modules by their own construction, objects
+#              rebuilt from their fields
+#   harvest  - witness harvesting: list a repository's own ways to build whole models,
+#              build one and run it on a small input, recording what every class got
+#   sources  - sources of constructor arguments behind one interface (witness first)
+#
+# harness.py imports this package. Inside the sandbox the package has no folder: the
+# pool sends harness.py with the package's module texts bundled in front of it
+# (environment.ts harnessSource) and harness.py installs them as modules.
+
+# the module name a candidate's text is imported as
+CANDIDATE_MODULE = "nnrag_candidate"

@@ -1,0 +1,815 @@
+# Constructor arguments (src/validate/README.md "Constructor arguments and inputs"):
+# defaults, calls of the class found in the corpus evaluated in their context,
+# configuration-table entries and name / annotation heuristics (arg_candidates), and the
+# mapping of a candidate's values to the original module's objects for equivalence
+# (to_original). The witness source is in sources.py.
+import ast
+import inspect
+import re
+import sys
+import types
+
+from . import CANDIDATE_MODULE  # noqa: F401
+
+
+class Unguessable(Exception):
+    pass
+
+
+CONFIG_NAMES = re.compile(r"^(config|cfg|conf|configs|args|opt|opts|options|hparams|hp|params|settings|model_args|model_cfg|arch|spec|kwargs_dict)$", re.I)
+HEADS = re.compile(r"^(num_?heads?|n_?heads?|heads|nhead|num_attention_heads|attn_heads|n_head)$", re.I)
+HEAD_DIM = re.compile(r"^(head_?dim|dim_?head|head_size|d_head|attn_head_dim|d_k|d_v)$", re.I)
+OUT_DIM = re.compile(r"^(out|oup|c2|c_out|dim_out|nout|n_out|output)(_?(ch|chs|chans|channels|planes|features|dim|size|width))?$|^out_", re.I)
+DIM_WORDS = re.compile(
+    r"^(in_?ch(s|ans|annels)?|in_?planes|inplanes|inp|ch|chs|channels?|c|c1|c_in|dim|d|d_model|n_embd|n_embed|"
+    r"embed_?dim|emb_?dim|embedding_dim|hidden|width|planes|nf|nc|features|num_features|num_channels|n_feats?|"
+    r"filters|units|model_dim|d_hidden|mid_?(ch|chs|channels)|n_in|nin|input_?(dim|size|channels|features))$"
+    r"|(_|^)(dim|dims|channels|chs|chans|features|planes|size|width|hidden|ch|units|filters)$",
+    re.I,
+)
+
+
+SEQ_OF_INT = re.compile(r"^(typing\.)?(List|Tuple|Sequence|list|tuple)\[int(, int)*(, \.\.\.)?\]$")
+BUILTIN_TYPES = (int, float, str, bool, bytes, list, tuple, dict, set, type(None))
+
+
+def ann_text(ann):
+    if ann is inspect.Parameter.empty or ann is None:
+        return ""
+    if isinstance(ann, str):
+        return ann
+    if isinstance(ann, type):
+        return ann.__name__
+    return str(ann)
+
+
+def resolve_annotation(ann, g):
+    """An annotation object; a string annotation (PEP 563 `from __future__ import
+    annotations`, or a quoted forward reference) is evaluated in the module namespace."""
+    if isinstance(ann, str) and g is not None:
+        try:
+            return eval(ann, g)  # noqa: S307 - sandboxed
+        except Exception:  # noqa: BLE001
+            return ann
+    return ann
+
+
+def build_config(cls, d, h, nn, g, depth=0):
+    """An instance of a configuration class named by an annotation (`cfg: RegNetCfg`):
+    a dataclass (PEP 557) built from its field defaults, its required fields guessed
+    from their names and types; another class only when its constructor needs nothing."""
+    import dataclasses
+    if depth > 3:
+        raise Unguessable(cls.__name__)
+    if dataclasses.is_dataclass(cls):
+        try:
+            import typing
+            hints = typing.get_type_hints(cls, g)
+        except Exception:  # noqa: BLE001
+            hints = {}
+        kw = {}
+        for f in dataclasses.fields(cls):
+            if not f.init or f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING:
+                continue
+            kw[f.name] = guess_value(f.name, hints.get(f.name, f.type), d, h, nn, g, depth=depth + 1)
+        try:
+            return cls(**kw)
+        except Exception:  # noqa: BLE001
+            raise Unguessable(cls.__name__)
+    params = ctor_params(cls)
+    if params is not None and all(p.default is not inspect.Parameter.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
+        try:
+            return cls()
+        except Exception:  # noqa: BLE001
+            pass
+    raise Unguessable(cls.__name__)
+
+
+def module_classes_in(ann, nn, depth=0):
+    """nn.Module subclasses (other than nn.Module itself) an annotation names, through
+    Union / Optional / Type[...] (typing.get_args, PEP 484)."""
+    import typing
+    if depth > 3:
+        return []
+    if isinstance(ann, type):
+        return [ann] if issubclass(ann, nn.Module) and ann is not nn.Module else []
+    out = []
+    for a in getattr(typing, "get_args", lambda x: ())(ann) or ():
+        out += module_classes_in(a, nn, depth + 1)
+    return out
+
+
+def is_config_class(ann, nn=None):
+    """A class named by an annotation that is neither a builtin, a torch or typing type,
+    an nn.Module, nor inspect's "no annotation" marker: a configuration class."""
+    if not isinstance(ann, type) or ann is inspect.Parameter.empty or issubclass(ann, BUILTIN_TYPES):
+        return False
+    if nn is not None and issubclass(ann, nn.Module):
+        return False
+    return getattr(ann, "__module__", "").split(".")[0] not in ("torch", "typing", "builtins", "collections", "enum", "inspect", "numpy")
+
+
+def guess_value(name, ann, d, h, nn, g=None, seq_len=None, depth=0):
+    """A constructor value guessed from a parameter's name and annotation; `g` is the
+    module namespace string annotations are evaluated in, `seq_len` the length of the
+    sibling sequences (`channels=(64, 128, 256, 512)` makes `layers: List[int]` 4 long)."""
+    ann = resolve_annotation(ann, g)
+    # a configuration object of a class the module defines (cfg: CspModelCfg)
+    if is_config_class(ann, nn):
+        return build_config(ann, d, h, nn, g, depth)
+    # a block class named by the annotation (block: Union[BasicBlock, Bottleneck],
+    # block_fn: Type[ConvBlock]): the first nn.Module subclass it names, not nn.Module
+    named = module_classes_in(ann, nn)
+    if named:
+        return named[0]
+    text = ann_text(ann)
+    if re.search(r"(List|Sequence|Tuple|list|tuple)\[float", text) and not re.search(r"Union\[float|Optional\[float|^float", text.replace("typing.", "")):
+        # per-block rates (drop_path_rates: List[float]); fit_rates makes them depth long
+        v = _guess_by_name(name, "float", d, h, nn)
+        if isinstance(v, float):
+            return [v] * (seq_len or 2)
+    m = SEQ_OF_INT.match(text.replace("typing.", ""))
+    if m:
+        # a sequence of ints (layers: List[int], depths: Tuple[int, int, int, int])
+        n = text.count("int") if "..." not in text and text.count("int") > 1 else (seq_len or 4)
+        # one element per stage, guessed from the name, else from the singular name
+        # when the plural tells nothing more than "a number" (depths → depth)
+        v = _guess_by_name(name, "int", d, h, nn)
+        if name.endswith("s") and v == d:
+            w = _guess_by_name(name[:-1], "int", d, h, nn)
+            if isinstance(w, int) and not isinstance(w, bool):
+                v = w
+        if isinstance(v, int) and not isinstance(v, bool):
+            return [v] * n
+    return _guess_by_name(name, ann, d, h, nn)
+
+
+def _guess_by_name(name, ann, d, h, nn):
+    n = name.lower()
+    if CONFIG_NAMES.match(n):
+        raise Unguessable(name)
+    if HEADS.match(n):
+        return h
+    if HEAD_DIM.match(n):
+        return d // h
+    if n in ("kernel_size", "kernel", "k", "ks", "ksize", "kernel_sizes", "conv_kernel_size", "dw_kernel_size"):
+        return 3
+    if n in ("stride", "s", "strides", "conv_stride"):
+        return 1
+    if n in ("padding", "pad", "pad_size"):
+        return 1
+    if n in ("dilation", "dilation_rate", "groups", "g", "num_layers_per_block"):
+        return 1
+    if n in ("num_groups", "n_groups", "group_num", "groups_norm", "gn_groups", "num_norm_groups"):
+        return 4
+    if re.search(r"drop|dropout|^p$|^rate$", n):
+        return 0.0
+    if n in ("eps", "epsilon", "norm_eps", "layer_norm_eps", "ln_eps", "bn_eps"):
+        return 1e-5
+    if n in ("momentum", "bn_momentum"):
+        return 0.1
+    if re.search(r"mlp_ratio|ffn_ratio|expansion|expand_ratio|exp_ratio|mult|ff_mult|expand", n):
+        return 4
+    if n in ("rd_ratio", "se_ratio", "squeeze_ratio", "ratio"):
+        return 0.25
+    if re.search(r"reduction|^rd_|squeeze", n):
+        return 4
+    if re.search(r"num_classes|n_classes|num_labels|classes|n_class|num_outputs", n):
+        return 10
+    if n in ("depth", "num_layers", "n_layers", "layers", "num_blocks", "n_blocks", "nlayers", "num_block", "repeats", "n"):
+        return 2
+    if re.search(r"window_?size|win_size|^ws$", n):
+        return 4
+    if re.search(r"patch_?size|^ps$", n):
+        return 4
+    if n in ("input_resolution", "resolution_hw", "feat_size", "grid_size", "hw"):
+        return (8, 8)
+    if re.search(r"img_?size|image_?size|resolution|^res$|img_res", n):
+        return 32
+    if n in ("block_size", "upscale_factor", "scale_factor", "downscale_factor", "bs"):
+        return 2
+    if re.search(r"seq_?len|max_?len|max_seq|max_length|num_positions|max_position|context_length|n_ctx|num_tokens_max", n):
+        return 64
+    if re.search(r"vocab|num_embeddings|n_vocab|num_tokens|n_tokens|num_codes|codebook", n):
+        return 100
+    at = ann_text(ann).replace("typing.", "")
+    if re.match(r"(int|float|bool|Union\[int|Optional\[int|Tuple\[int|List\[int|Sequence\[int)", at):
+        # a number by its annotation, whatever the name says (layer_per_block: int,
+        # normalized_shape: Union[int, List[int]]): counts per block are small
+        if re.search(r"(^|_)per(_|$)", n):
+            return 2
+        return 1.0 if at.startswith("float") else False if at.startswith("bool") else d
+    if re.search(r"act|activation|nonlinearity", n):
+        return nn.ReLU
+    if re.search(r"norm", n):
+        return nn.Identity
+    if n in ("fn", "func", "module", "block", "layer", "m", "main", "shortcut", "branch", "body", "inner", "sublayer", "wrapped", "mod"):
+        # an nn.Module instance the block wraps and calls: an identity module works
+        return nn.Identity()
+    if re.search(r"(^|_)(layer|block|module|fn|func|op|cls)$", n):
+        # a layer *class* (factory) the block instantiates: nn.Identity accepts any arguments
+        return nn.Identity
+    if OUT_DIM.search(n):
+        return d
+    if DIM_WORDS.search(n):
+        return d
+    # by annotation
+    a = ann if isinstance(ann, str) else getattr(ann, "__name__", "") if ann is not inspect.Parameter.empty else ""
+    a = str(a).lower()
+    if a in ("bool",):
+        return False
+    if a in ("float",):
+        return 1.0
+    if a in ("str",):
+        raise Unguessable(name)
+    if "tuple" in a or "sequence" in a or "list" in a:
+        return (d, d)
+    return d
+
+
+CANDIDATE_WIDTHS = ((32, 4), (16, 2), (64, 4), (32, 2))
+
+
+def ctor_params(cls):
+    try:
+        sig = inspect.signature(cls.__init__)
+    except (TypeError, ValueError):
+        return None
+    params = list(sig.parameters.values())[1:]  # drop self
+    if params and all(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
+        # a forwarding constructor, __init__(self, *args, **kwargs) → super().__init__(...):
+        # the parameters are those of the first base that names its own (not nn.Module's)
+        for base in cls.__mro__[1:]:
+            init = base.__dict__.get("__init__")
+            if init is None or getattr(base, "__module__", "").startswith("torch."):
+                continue
+            try:
+                named = list(inspect.signature(init).parameters.values())[1:]
+            except (TypeError, ValueError):
+                continue
+            if any(p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in named):
+                return named
+    return params
+
+
+class _Self(object):
+    """Stands for `self` while a method's assignments before a call are replayed."""
+
+
+def _names_in(node):
+    """Names an expression reads; `self.x` counts as the name "self.x"."""
+    out = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self":
+            out.add("self." + n.attr)
+        elif isinstance(n, ast.Name):
+            out.add(n.id)
+    return out
+
+
+def _target_keys(t):
+    if isinstance(t, ast.Name):
+        return [t.id]
+    if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+        return ["self." + t.attr]
+    if isinstance(t, (ast.Tuple, ast.List)):
+        return [k for e in t.elts for k in _target_keys(e)]
+    return []
+
+
+def _assigned_keys(n):
+    """The names (and self.x) an assignment, annotated or augmented assignment or for
+    loop binds."""
+    targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+    return [k for t in targets for k in _target_keys(t)]
+
+
+def _contains(node, target):
+    return any(n is target for n in ast.walk(node))
+
+
+def is_plain_data(v, depth=0):
+    """Numbers, strings, booleans, None, and lists, tuples and dicts of them."""
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return True
+    if depth > 4:
+        return False
+    if type(v) in (list, tuple):
+        return len(v) <= 10000 and all(is_plain_data(x, depth + 1) for x in v)
+    if type(v) is dict:
+        return len(v) <= 10000 and all(is_plain_data(k, depth + 1) and is_plain_data(x, depth + 1) for k, x in v.items())
+    return False
+
+
+class CallContext(object):
+    """The arguments of one call of the class, evaluated as the enclosing function
+    would evaluate them: a replay of the reaching definitions before the call.
+    Python's own rules, approximated without running the function: parameters are
+    bound to their defaults (evaluated in the module namespace, as `def` does); the
+    statements before the call run in order when they are assignments to names the
+    call needs (transitively), `if` tests that evaluate choose their branch, an
+    enclosing `for` binds its target to the first item of its iterable, and
+    `self.x = …` assignments are kept on a stand-in `self`. A name whose reaching
+    definition does not evaluate is unknown: an argument that reads it is guessed
+    from the parameter name instead (never taken from a same-named module global)."""
+
+    def __init__(self, text, offset):
+        self.tree = ast.parse(text)
+        line = text.count("\n", 0, offset) + 1
+        col = len(text[text.rfind("\n", 0, offset) + 1:offset].encode("utf-8"))
+        self.call, self.chain = None, []
+        stack = [(self.tree, [])]
+        while stack and self.call is None:
+            node, anc = stack.pop()
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.Call) and getattr(child.func, "end_lineno", None) == line and child.func.end_col_offset == col:
+                    self.call, self.chain = child, anc + [node]
+                    break
+                stack.append((child, anc + [node]))
+        if self.call is None:
+            raise ValueError("call not found at offset %d" % offset)
+        self.fn = next((n for n in reversed(self.chain) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+        # names the call needs, closed over every assignment of the function (any order)
+        need = set()
+        for a in list(self.call.args) + [k.value for k in self.call.keywords]:
+            need |= _names_in(a)
+        assigns = [n for n in ast.walk(self.fn)] if self.fn is not None else []
+        assigns = [n for n in assigns if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None]
+        changed = True
+        while changed:
+            changed = False
+            for n in assigns:
+                if any(k in need for k in _assigned_keys(n)):
+                    more = _names_in(n.value) - need
+                    if more:
+                        need |= more
+                        changed = True
+        self.need = need
+
+    def evaluate(self, mod_globals, data_ns=None):
+        """(namespace, unknown names, evaluator) at the call. `data_ns()` (the original
+        module's namespace, asked for only when needed) computes what the copy's namespace
+        cannot, when the result is plain data (numbers, strings, lists of them): never a
+        class or function of the original."""
+        ns = dict(mod_globals)
+        unknown = set()
+        local = {}
+        self_obj = _Self()
+
+        def ev(node):
+            if _names_in(node) & unknown:
+                raise NameError("unknown at the call site")
+            code = compile(ast.Expression(node), "<call-site>", "eval")
+            try:
+                return eval(code, ns)  # noqa: S307 - sandboxed
+            except NameError:
+                g = data_ns() if data_ns is not None else None
+                if g is None:
+                    raise
+                ons = dict(g)
+                ons.update(local)
+                ons["self"] = self_obj
+                v = eval(code, ons)  # noqa: S307 - sandboxed
+                if not is_plain_data(v):
+                    raise
+                return v
+
+        def bind(key, value):
+            if key.startswith("self."):
+                setattr(self_obj, key[5:], value)
+            else:
+                ns[key] = value
+                local[key] = value
+            unknown.discard(key)
+
+        def forget(keys):
+            for k in keys:
+                if k in self.need:
+                    unknown.add(k)
+
+        def forget_all(st, kinds):
+            for n in ast.walk(st):
+                if isinstance(n, kinds):
+                    forget(_assigned_keys(n))
+
+        def bind_first(target, iterable, on_fail):
+            """A loop or comprehension target takes the first item of its iterable."""
+            keys = _target_keys(target)
+            try:
+                first = next(iter(ev(iterable)))
+                if isinstance(target, ast.Name):
+                    bind(target.id, first)
+                else:
+                    for k, v in zip(keys, first):
+                        bind(k, v)
+            except Exception:  # noqa: BLE001
+                on_fail(keys)
+
+        fn = self.fn
+        if fn is not None:
+            a = fn.args
+            pos = list(getattr(a, "posonlyargs", [])) + list(a.args)
+            defaults = [None] * (len(pos) - len(a.defaults)) + list(a.defaults)
+            for i, (p, dflt) in enumerate(zip(pos, defaults)):
+                if i == 0 and p.arg in ("self", "cls"):
+                    ns[p.arg] = self_obj
+                    continue
+                if dflt is None:
+                    unknown.add(p.arg)
+                    continue
+                try:
+                    ns[p.arg] = ev(dflt)
+                except Exception:  # noqa: BLE001
+                    unknown.add(p.arg)
+            for p, dflt in zip(a.kwonlyargs, a.kw_defaults):
+                try:
+                    if dflt is None:
+                        raise NameError(p.arg)
+                    ns[p.arg] = ev(dflt)
+                except Exception:  # noqa: BLE001
+                    unknown.add(p.arg)
+            if a.vararg is not None:
+                ns[a.vararg.arg] = ()
+            if a.kwarg is not None:
+                ns[a.kwarg.arg] = {}
+
+        def run(stmts):
+            for st in stmts:
+                if _contains(st, self.call):
+                    if isinstance(st, (ast.For, ast.AsyncFor)) and any(_contains(b, self.call) for b in st.body):
+                        bind_first(st.target, st.iter, forget)
+                        run(st.body)
+                    elif isinstance(st, ast.If):
+                        run(st.body if any(_contains(b, self.call) for b in st.body) else st.orelse)
+                    elif isinstance(st, (ast.With, ast.AsyncWith, ast.While)):
+                        run(st.body)
+                    elif isinstance(st, ast.Try):
+                        for part in (st.body, st.orelse, st.finalbody):
+                            if any(_contains(b, self.call) for b in part):
+                                run(part)
+                                return
+                        for h in st.handlers:
+                            if _contains(h, self.call):
+                                run(h.body)
+                    return
+                if isinstance(st, (ast.Assign, ast.AnnAssign)) and st.value is not None:
+                    keys = _assigned_keys(st)
+                    if not any(k in self.need for k in keys):
+                        continue
+                    try:
+                        v = ev(st.value)
+                        for t in (st.targets if isinstance(st, ast.Assign) else [st.target]):
+                            if isinstance(t, (ast.Tuple, ast.List)):
+                                for k, x in zip(_target_keys(t), v):
+                                    bind(k, x)
+                            else:
+                                for k in _target_keys(t):
+                                    bind(k, v)
+                    except Exception:  # noqa: BLE001
+                        forget(keys)
+                elif isinstance(st, ast.If):
+                    try:
+                        branch = st.body if ev(st.test) else st.orelse
+                    except Exception:  # noqa: BLE001
+                        forget_all(st, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+                        continue
+                    run(branch)
+                else:
+                    # loops, augmented assignments, with-blocks...: what they bind is unknown
+                    forget_all(st, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For))
+
+        run(fn.body if fn is not None else self.tree.body)
+        ns["self"] = self_obj
+        # a call inside a comprehension: its targets take the first item of their iterables
+        for node in self.chain:
+            if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+                for gen in node.generators:
+                    bind_first(gen.target, gen.iter, unknown.update)
+        return ns, unknown, ev
+
+    def arguments(self, mod_globals, params, d, h, nn, data_ns=None):
+        """(args, kwargs, number of guessed arguments) or None when unusable."""
+        ns, unknown, ev = self.evaluate(mod_globals, data_ns)
+        positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        by_name = {p.name: p for p in params}
+        guessed = [0]
+
+        def value(node, pname):
+            try:
+                return ev(node)
+            except Exception:  # noqa: BLE001
+                guessed[0] += 1
+                p = by_name.get(pname)
+                return guess_value(pname or "x", p.annotation if p else inspect.Parameter.empty, d, h, nn, mod_globals)
+
+        args, kwargs = [], {}
+        for a in self.call.args:
+            if isinstance(a, ast.Starred):
+                try:
+                    args.extend(ev(a.value))
+                except Exception:  # noqa: BLE001
+                    return None
+                continue
+            pname = positional[len(args)].name if len(args) < len(positional) else None
+            args.append(value(a, pname))
+        for kw in self.call.keywords:
+            if kw.arg is None:
+                try:
+                    extra = ev(kw.value)
+                    kwargs.update({k: v for k, v in dict(extra).items() if k in by_name or any(p.kind == p.VAR_KEYWORD for p in params)})
+                except Exception:  # noqa: BLE001
+                    pass  # `**extra` that does not evaluate is left out
+                continue
+            kwargs[kw.arg] = value(kw.value, kw.arg)
+        # required parameters the evaluated call leaves unset (they came from a `**extra`
+        # that did not evaluate) are guessed like the others
+        for i, p in enumerate(params):
+            if p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name not in kwargs:
+                if p.kind == p.POSITIONAL_OR_KEYWORD and i < len(args):
+                    continue
+                guessed[0] += 1
+                kwargs[p.name] = guess_value(p.name, p.annotation, d, h, nn, mod_globals)
+        return args, kwargs, guessed[0]
+
+
+def call_site_arguments(site, params, mod_globals, d, h, nn, data_ns=None):
+    """(args, kwargs, guessed) from one call site (literal text or {text, offset}), or None."""
+    try:
+        if isinstance(site, str):
+            # a literal argument list "(64, 128, stride=2)": the call `f(64, 128, stride=2)`
+            text = site.strip()
+            site = {"text": "f" + (text if text.startswith("(") else "(" + text + ")"), "offset": 1}
+        return CallContext(site["text"], int(site["offset"])).arguments(mod_globals, params, d, h, nn, data_ns)
+    except Unguessable:
+        return None
+    except (SyntaxError, ValueError, KeyError, TypeError, RecursionError):
+        return None
+
+
+def table_entries(text, g, limit=3):
+    """Up to `limit` entries of a module-level configuration table that evaluate in the
+    namespace `g`: the values of a dict display or a `dict(...)` call, the items of a
+    list or tuple, else the assigned value itself. Entries are evaluated one by one, so
+    an entry built by a helper the namespace lacks does not spoil the others."""
+    try:
+        st = ast.parse(text).body[0]
+    except (SyntaxError, IndexError):
+        return []
+    value = st.value if isinstance(st, (ast.Assign, ast.AnnAssign)) else None
+    if value is None:
+        return []
+    if isinstance(value, ast.Dict):
+        nodes = [(ast.literal_eval(k) if isinstance(k, ast.Constant) else None, v) for k, v in zip(value.keys, value.values) if k is not None]
+    elif isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "dict" and not value.args:
+        nodes = [(k.arg, k.value) for k in value.keywords if k.arg]
+    elif isinstance(value, (ast.List, ast.Tuple)):
+        nodes = list(enumerate(value.elts))
+    else:
+        nodes = [(None, value)]
+    out = []
+    for key, node in nodes:
+        try:
+            out.append((key, eval(compile(ast.Expression(node), "<config-table>", "eval"), dict(g))))  # noqa: S307 - sandboxed
+        except Exception:  # noqa: BLE001
+            continue
+        if len(out) >= limit:
+            break
+    return out
+
+
+def original_named(v, om):
+    """The original's object for a class or function of the copy: the same name in the
+    block's module, else the one object of that name (same kind, same qualified name)
+    defined in a module of the original's top-level package (a copied dependency the
+    block's module does not import by name)."""
+    o = getattr(om, v.__name__, None)
+    if o is not None:
+        return o
+    top = om.__name__.split(".")[0] + "."
+    found = set()
+    for name, m in list(sys.modules.items()):
+        if not (name + ".").startswith(top) or m is None:
+            continue
+        o = getattr(m, v.__name__, None)
+        if o is not None and type(o) is type(v) and getattr(o, "__qualname__", None) == v.__qualname__ and getattr(o, "__module__", "") == name:
+            found.add(o)
+    return found.pop() if len(found) == 1 else v
+
+
+def to_original(v, om, depth=0):
+    """`v` with every class or function of the candidate module replaced by the original
+    module's object of the same name, through partials, containers and dataclass
+    instances; other values (numbers, torch classes, module instances) are kept."""
+    import dataclasses
+    import functools
+    if depth > 6:
+        return v
+    if isinstance(v, (type, types.FunctionType)) and getattr(v, "__module__", None) == CANDIDATE_MODULE:
+        return original_named(v, om)
+    if isinstance(v, functools.partial):
+        return functools.partial(to_original(v.func, om, depth + 1), *to_original(list(v.args), om, depth + 1), **to_original(dict(v.keywords), om, depth + 1))
+    if isinstance(v, list):
+        return [to_original(x, om, depth + 1) for x in v]
+    if isinstance(v, tuple) and type(v) is tuple:
+        return tuple(to_original(x, om, depth + 1) for x in v)
+    if isinstance(v, dict) and type(v) is dict:
+        return {k: to_original(x, om, depth + 1) for k, x in v.items()}
+    if dataclasses.is_dataclass(v) and not isinstance(v, type) and type(v).__module__ == CANDIDATE_MODULE:
+        ocls = getattr(om, type(v).__name__, None)
+        if ocls is not None and dataclasses.is_dataclass(ocls):
+            return ocls(**{f.name: to_original(getattr(v, f.name), om, depth + 1) for f in dataclasses.fields(v) if f.init})
+    return v
+
+
+def is_config_param(p, g):
+    """A required constructor parameter that takes a configuration: named like one
+    (cfg, config, block_cfg) or annotated with a class of the module (cfg: RegNetCfg)."""
+    if p.default is not inspect.Parameter.empty or p.kind not in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
+        return False
+    if CONFIG_NAMES.match(p.name) or re.search(r"cfg|config", p.name, re.I):
+        return True
+    return is_config_class(resolve_annotation(p.annotation, g))
+
+
+def arg_candidates(cls, call_sites, mod_globals, nn, data_sites=None, data_ns=None):
+    """Ordered, de-duplicated constructor candidates: (label, args, kwargs).
+    1. defaults, when every parameter has one; 2. literal call sites from the corpus;
+    3. name / annotation heuristics at a few widths (required parameters filled, and
+    width-like parameters whose default is None)."""
+    params = ctor_params(cls)
+    out, seen = [], set()
+
+    def add(label, args, kwargs):
+        kwargs = fit_rates(kwargs)
+        key = repr((args, sorted(kwargs.items(), key=lambda kv: kv[0])))
+        if key not in seen:
+            seen.add(key)
+            out.append((label, args, kwargs))
+            return True
+        return False
+
+    if params is None:
+        add("defaults", [], {})
+        return out, None
+    fillable = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    required = [p for p in fillable if p.default is inspect.Parameter.empty]
+    # the most common length of the sequences the signature defaults to (per-stage settings)
+    lens = [len(p.default) for p in fillable if isinstance(p.default, (tuple, list)) and len(p.default) >= 2]
+    seq_len = max(set(lens), key=lens.count) if lens else None
+    if not required:
+        add("defaults", [], {})
+    # calls found in the corpus: those whose arguments all evaluated first
+    sites = []
+    for i, site in enumerate(call_sites or ()):
+        r = call_site_arguments(site, params, mod_globals, 32, 4, nn, data_ns)
+        if r is not None:
+            sites.append((r[2], i, site, r[0], r[1]))
+    for guessed, i, site, a, kw in sorted(sites, key=lambda t: (t[0], t[1])):
+        label = "call-site %d" % (i + 1) + (" guessed=%d" % guessed if guessed else "")
+        add(label, a, kw)
+    # entries of the module's configuration tables as the configuration parameter
+    cfg_params = [p for p in fillable if is_config_param(p, mod_globals)] if data_sites else []
+    if len(cfg_params) == 1:
+        cp = cfg_params[0]
+        for site in data_sites:
+            for key, value in table_entries(site.get("text", ""), mod_globals):
+                kwargs = {cp.name: value}
+                try:
+                    for p in required:
+                        if p is not cp:
+                            kwargs[p.name] = guess_value(p.name, p.annotation, 32, 4, nn, mod_globals, seq_len)
+                except Unguessable:
+                    continue
+                label = "config %s[%r]" % (site.get("name"), key)
+                add(label, [], kwargs)
+    unguessable = None
+    for d, h in CANDIDATE_WIDTHS:
+        kwargs, posargs = {}, []
+        try:
+            for p in fillable:
+                if p.default is inspect.Parameter.empty:
+                    v = guess_value(p.name, p.annotation, d, h, nn, mod_globals, seq_len)
+                elif p.default is None and (DIM_WORDS.search(p.name) or OUT_DIM.search(p.name)) and required:
+                    continue  # leave width-like Optional defaults alone while others are guessed
+                else:
+                    continue
+                if p.kind == p.POSITIONAL_ONLY:
+                    posargs.append(v)
+                else:
+                    kwargs[p.name] = v
+        except Unguessable as u:
+            unguessable = str(u)
+            break
+        add("heuristic d=%d h=%d" % (d, h), posargs, kwargs)
+    # ResNet-style bottlenecks add the input to an output of planes * expansion
+    # channels: make the input width match (inplanes = planes * cls.expansion)
+    exp = getattr(cls, "expansion", None)
+    names = [p.name for p in fillable]
+    if isinstance(exp, int) and exp > 1 and "planes" in names:
+        in_name = next((x for x in ("inplanes", "in_planes", "in_chs", "in_channels", "inp") if x in names), None)
+        if in_name:
+            for label, a, kw in list(out):
+                if "planes" in kw and isinstance(kw["planes"], int) and not a:
+                    kw2 = dict(kw)
+                    kw2[in_name] = kw["planes"] * exp
+                    out.insert(out.index((label, a, kw)), (label + " expansion", a, kw2))
+                    seen.add(repr((a, sorted(kw2.items(), key=lambda kv: kv[0]))))
+                    break
+    # layer factories left at None (norm_layer=None, act_layer=None) that the block calls
+    none_layers = [p for p in fillable if p.default is None and p.kind != p.POSITIONAL_ONLY and re.search(r"norm|act|layer$", p.name)]
+    if none_layers and out:
+        label, a, kw = out[0]
+        kw2 = dict(kw)
+        for p in none_layers:
+            kw2[p.name] = guess_value(p.name, p.annotation, 32, 4, nn)
+        add(label + " +layers", a, kw2)
+    if not required:
+        # defaults failed or did not run forward: also try width-like parameters set
+        for d, h in CANDIDATE_WIDTHS[:2]:
+            kwargs = {}
+            for p in fillable:
+                if p.kind != p.POSITIONAL_ONLY and (DIM_WORDS.search(p.name) or OUT_DIM.search(p.name) or HEADS.match(p.name)) and not isinstance(p.default, bool):
+                    try:
+                        own = len(p.default) if isinstance(p.default, (tuple, list)) and len(p.default) >= 2 else seq_len
+                        kwargs[p.name] = guess_value(p.name, p.annotation, d, h, nn, mod_globals, own)
+                    except Unguessable:
+                        pass
+            if kwargs:
+                add("widths d=%d h=%d" % (d, h), [], kwargs)
+        # a whole network whose defaults are wide (embed_dim=768): the same architecture
+        # at small widths first, so building and running it fits the time limit
+        if any(is_wide_default(p) for p in fillable):
+            small = [c for c in out if c[0].startswith("widths")]
+            out[:] = small + [c for c in out if not c[0].startswith("widths")]
+    return out, (unguessable if not out or (required and unguessable) else None)
+
+
+DEPTH_NAMES = re.compile(r"^(depth|num_blocks|n_blocks|num_layers|n_layers|layers|num_block)$")
+RATE_NAMES = re.compile(r"drop|dpr|rate", re.I)
+
+
+def fit_rates(kwargs):
+    """Per-block rate lists (drop_path_rates=[0.0, 0.0]) as long as the block count they
+    are indexed with (depth=3): a stage indexes them dpr[i] for i in range(depth)."""
+    depth = max([v for k, v in kwargs.items() if DEPTH_NAMES.match(k) and isinstance(v, int) and not isinstance(v, bool)] or [0])
+    out = kwargs
+    for k, v in kwargs.items():
+        if RATE_NAMES.search(k) and isinstance(v, list) and v and all(isinstance(x, float) for x in v) and len(v) < depth:
+            if out is kwargs:
+                out = dict(kwargs)
+            out[k] = v + [v[-1]] * (depth - len(v))
+    return out
+
+
+def is_wide_default(p):
+    """A width-like parameter whose default is 384 or more (or a list of such)."""
+    if isinstance(p.default, bool) or not (DIM_WORDS.search(p.name) or OUT_DIM.search(p.name)):
+        return False
+    vals = p.default if isinstance(p.default, (tuple, list)) else [p.default]
+    return any(isinstance(v, int) and not isinstance(v, bool) and v >= 384 for v in vals)
+
+
+SEQ_ERR = re.compile(r"not subscriptable|has no len|not iterable|cannot unpack non-iterable|must be a tuple|must be a list|tuple index out of range", re.I)
+SIZE_TUPLE = re.compile(r"(img|image|input|window|patch|feat|grid|pool|output)_?size$|^input_resolution$|^resolution$|^size$|^kernel_size$|^stride$", re.I)
+SINGULAR_S = {"bias", "chs", "chans", "channels", "features", "heads", "num_heads", "planes", "groups", "classes", "num_classes",
+              "tokens", "layers", "num_layers", "blocks", "num_blocks", "embeddings", "positions", "eps", "inplanes", "out_chs", "in_chs",
+              "out_channels", "in_channels", "in_features", "out_features", "hidden_features", "num_features", "levels", "num_experts", "experts"}
+
+
+def seq_variant(args, kwargs):
+    """The same candidate with size-like values as (v, v) and plural-named values as
+    [v, v]: for constructors that index or iterate a parameter (window_size[0],
+    len(depths)). Returns None when nothing changes."""
+    kw2, changed = {}, False
+    for k, v in kwargs.items():
+        if isinstance(v, int) and not isinstance(v, bool):
+            if SIZE_TUPLE.search(k):
+                kw2[k] = (v, v)
+                changed = True
+                continue
+            if k.endswith("s") and k.lower() not in SINGULAR_S:
+                kw2[k] = [v, v]
+                changed = True
+                continue
+        if isinstance(v, float) and (k.endswith("s") or k in ("dpr",)) and k.lower() not in SINGULAR_S:
+            kw2[k] = [v, v]  # per-block rates: drop_path_rates
+            changed = True
+            continue
+        kw2[k] = v
+    return (list(args), kw2) if changed else None
+
+
+def jsonable(v, depth=0):
+    if depth > 4:
+        return repr(v)[:200]
+    if v is None or isinstance(v, (bool, int, str)):
+        return v
+    if isinstance(v, float):
+        return v if v == v and v not in (float("inf"), float("-inf")) else repr(v)
+    if isinstance(v, (list, tuple)):
+        return [jsonable(x, depth + 1) for x in v]
+    if isinstance(v, dict):
+        return {str(k): jsonable(x, depth + 1) for k, x in v.items()}
+    if isinstance(v, type):
+        return "%s.%s" % (v.__module__, v.__qualname__)
+    return repr(v)[:200]

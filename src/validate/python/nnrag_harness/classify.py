@@ -1,0 +1,116 @@
+# How a failure is classified (src/validate/README.md "Stages and categories"): the
+# exception, the stage and the files of its traceback give one failure category; error
+# and traceback text capped for the report.
+import errno
+import os
+import re
+import socket
+import traceback
+
+MAX_ERROR_CHARS = 2000
+MAX_TRACE_CHARS = 6000
+
+# errno values that mean "the sandbox or a limit said no" (PEP 3151 OSError subclasses
+# carry these): read-only filesystem, permission, no network, resource limits.
+SANDBOX_ERRNOS = {
+    errno.EROFS, errno.EACCES, errno.EPERM, errno.ENETUNREACH, errno.ENETDOWN,
+    errno.EHOSTUNREACH, errno.ECONNREFUSED, errno.EAFNOSUPPORT, errno.EFBIG,
+    errno.EAGAIN, errno.EADDRNOTAVAIL, errno.ENOSPC, errno.EDQUOT,
+}
+
+
+NATIVE_NAME = re.compile(r"(^|[._])(_C|_ext|_cuda|_cpp|_kernels?|cuda|_native|_ops)($|[._])|cuda|_cpp$|_ext$")
+SHAPE_MSG = re.compile(
+    r"shape|size mismatch|sizes? of tensors|must match the size|mat1 and mat2|cannot be multiplied|"
+    r"invalid for input of size|dimension|expected .*(dim|channel|size|input)|"
+    r"to have \d+ channels|out of range|not broadcastable|unflatten|but got .*(size|dim|channel)|"
+    r"number of (elements|dims)|input.*(channels|features)|doesn't match|does not match",
+    re.I,
+)
+MEMORY_MSG = re.compile(r"can't allocate memory|not enough memory|out of memory|DefaultCPUAllocator|std::bad_alloc|Cannot allocate memory", re.I)
+
+
+class Classifier:
+    def __init__(self, masked):
+        # folders the sandbox hides (home folders): a missing file under one of them
+        # is the sandbox saying no, not an ordinary missing file
+        self.masked = [m.rstrip("/") for m in masked if m and m != "/"]
+
+    def _masked_path(self, filename):
+        if not isinstance(filename, str):
+            return False
+        f = os.path.abspath(os.path.expanduser(filename)) if filename.startswith("~") else filename
+        return any(f == m or f.startswith(m + "/") for m in self.masked)
+
+    def classify(self, e, stage, tb_files=()):
+        msg = str(e)
+        if isinstance(e, MemoryError) or MEMORY_MSG.search(msg):
+            return "memory"
+        if isinstance(e, RecursionError):
+            return "runtime-error"
+        if isinstance(e, NameError) and not isinstance(e, UnboundLocalError):
+            return "unresolved-name"
+        if any("cpp_extension" in f for f in tb_files):
+            return "native-extension"
+        if isinstance(e, ImportError):
+            name = getattr(e, "name", None) or ""
+            if re.search(r"\.so\b|shared object|undefined symbol|DLL load", msg):
+                return "native-extension"
+            if isinstance(e, ModuleNotFoundError) and name and NATIVE_NAME.search(name):
+                return "native-extension"
+            return "missing-extern"
+        if isinstance(e, OSError):
+            if re.search(r"shared object|\.so\b", msg):
+                return "native-extension"
+            if isinstance(e, (socket.gaierror, socket.herror)):
+                return "sandbox-denied"
+            if e.errno in SANDBOX_ERRNOS:
+                return "sandbox-denied"
+            if isinstance(e, FileNotFoundError) and (self._masked_path(e.filename) or self._masked_path(getattr(e, "filename2", None))):
+                return "sandbox-denied"
+        if isinstance(e, AttributeError) and re.match(r"module '[\w.]+' has no attribute", msg):
+            # an extern module of another version lacks the API (torch.nn.RMSNorm on 1.13)
+            return "missing-extern"
+        if stage == "forward" and isinstance(e, (RuntimeError, ValueError, IndexError, TypeError, AssertionError)) and SHAPE_MSG.search(msg):
+            return "forward-shape"
+        if stage == "forward" and isinstance(e, ValueError) and "values to unpack" in msg:
+            return "forward-shape"  # b, c, h, w = x.shape on a tensor of another rank
+        if stage == "forward" and isinstance(e, AssertionError) and SHAPE_LINE.search(last_line(e)):
+            return "forward-shape"  # assert x.shape[-1] == self.dim
+        if stage == "parse" or stage == "compile":
+            return "syntax" if isinstance(e, SyntaxError) else "runtime-error"
+        return "runtime-error"
+
+
+SHAPE_LINE = re.compile(r"shape|size|dim|\bH\b|\bW\b|len\(|numel|channels", re.I)
+
+
+def last_line(e):
+    """Source text of the line that raised e (the innermost frame)."""
+    try:
+        fr = traceback.extract_tb(e.__traceback__)
+        return (fr[-1].line or "") if fr else ""
+    except BaseException:  # noqa: BLE001
+        return ""
+
+
+def fmt_error(e):
+    s = "%s: %s" % (type(e).__name__, e)
+    return s[:MAX_ERROR_CHARS]
+
+
+def fmt_trace(e):
+    try:
+        s = "".join(traceback.format_exception(type(e), e, e.__traceback__))
+    except BaseException:  # noqa: BLE001
+        s = fmt_error(e)
+    return s[-MAX_TRACE_CHARS:]
+
+
+def tb_files(e):
+    out = []
+    tb = e.__traceback__
+    while tb is not None:
+        out.append(tb.tb_frame.f_code.co_filename)
+        tb = tb.tb_next
+    return out

@@ -1,0 +1,737 @@
+# Witness harvesting (src/validate/README.md "Witnesses"): the repository knows how to
+# build and call its blocks, so ask it. Runs in the sandbox, in a child of the
+# repository's zygote (its modules imported once), one request per step:
+#
+#   list: import the repository's modules and list its entry points - model registries
+#         (module-level dicts whose values are its factory functions or classes, such as
+#         timm's @register_model table or segment-anything's sam_model_registry),
+#         factory functions (build_* / create_* / get_*model*), nn.Module classes whose
+#         constructor is satisfiable from defaults - and the configurations it ships
+#         (dataclasses with defaults, argparse parsers' defaults read statically from
+#         its scripts, YAML model files next to a `cfg='x.yaml'` default), plus, per
+#         entry point, the classes it can reach (for greedy coverage in witness/harvest.ts).
+#   run:  build one entry point with constructor wrappers on every class of the
+#         repository and of torch.nn (bound arguments as called) and forward wrappers
+#         (inputs, output shapes), call the model on a small input from its own defaults
+#         (img_size, in_chans, vocab_size, block_size ...), and report per class the
+#         recorded constructions and calls (values.encode).
+#
+# Pretrained weights are never fetched: torch.hub's download functions give an empty
+# state that loading ignores (shapes, not weights, make a witness), and a `pretrained`
+# parameter is passed False (the torchvision / timm convention). A device default that
+# names CUDA is read as CPU (the sandbox has none).
+import ast
+import dataclasses
+import functools
+import inspect
+import os
+import re
+import signal
+import sys
+import time
+
+from . import values as V
+
+FACTORY_NAME = re.compile(r"^(build|create|make)_\w+$|^get_\w*model|model", re.I)
+CONFIG_PARAM = re.compile(r"^(cfg|config|conf|args|opt|opts|hparams|hp|params|model_cfg|model_config|cfg_dict)$", re.I)
+SIZE_WORDS = ["nano", "pico", "atto", "femto", "tiny", "micro", "mini", "small", "little", "t", "n", "s",
+              "base", "b", "medium", "m", "large", "l", "huge", "h", "giant", "g", "x", "xl", "xxl", "e"]
+MAX_WITNESSES_PER_CLASS = 3
+MAX_SCRIPT_BYTES = 400_000
+MAX_FILE_VARIANTS = 60
+
+
+class EntryTimeout(BaseException):
+    pass
+
+
+def _under(path, roots):
+    return isinstance(path, str) and any(path.startswith(r.rstrip("/") + "/") for r in roots)
+
+
+def repo_modules(roots):
+    """Imported modules whose file is in one of the repository roots."""
+    out = {}
+    for name, m in list(sys.modules.items()):
+        try:
+            f = getattr(m, "__file__", None)
+        except Exception:  # noqa: BLE001
+            continue
+        if _under(f, roots):
+            out[name] = m
+    return out
+
+
+def repo_classes(mods, nn):
+    """Every nn.Module subclass defined at the top level of a repository module."""
+    out = {}
+    for name, m in mods.items():
+        for attr, obj in list(vars(m).items()):
+            if isinstance(obj, type) and getattr(obj, "__module__", None) == name and issubclass(obj, nn.Module) and "." not in obj.__qualname__:
+                out["%s.%s" % (name, obj.__qualname__)] = obj
+    return out
+
+
+def size_rank(name):
+    """Position of the first model-size word of a name (tiny before base before large):
+    families are sampled at their smallest registered size first."""
+    toks = [t for t in re.split(r"[_\-.\d]+", name.lower()) if t]
+    for i, w in enumerate(SIZE_WORDS):
+        if w in toks:
+            return i
+    return SIZE_WORDS.index("medium")  # no size word: after the explicitly small ones
+
+
+# ------------------------------------------------------------------ configurations
+
+def argparse_defaults(path):
+    """`dest -> default` of the add_argument calls of one script, read with ast (the
+    script is not run): literal defaults, store_true -> False, store_false -> True,
+    otherwise None; dest from the first long option (PEP 389 / argparse docs)."""
+    try:
+        if os.path.getsize(path) > MAX_SCRIPT_BYTES:
+            return {}
+        with open(path, encoding="utf-8", errors="replace") as f:
+            tree = ast.parse(f.read())
+    except (OSError, SyntaxError, ValueError):
+        return {}
+    out = {}
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument"):
+            continue
+        opts = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        kw = {k.arg: k.value for k in node.keywords if k.arg}
+        dest = None
+        if "dest" in kw and isinstance(kw["dest"], ast.Constant):
+            dest = kw["dest"].value
+        else:
+            longs = [o for o in opts if o.startswith("--")]
+            pos = [o for o in opts if not o.startswith("-")]
+            name = longs[0][2:] if longs else (pos[0] if pos else (opts[0].lstrip("-") if opts else None))
+            dest = name.replace("-", "_") if name else None
+        if not dest or not dest.isidentifier():
+            continue
+        value = None
+        action = kw.get("action")
+        act = action.value if isinstance(action, ast.Constant) else None
+        if "default" in kw:
+            try:
+                value = ast.literal_eval(kw["default"])
+            except (ValueError, SyntaxError, TypeError):
+                value = None
+        elif act == "store_true":
+            value = False
+        elif act == "store_false":
+            value = True
+        if isinstance(value, str) and re.match(r"^cuda(:\d+)?$", value):
+            value = "cpu"  # the sandbox has no GPU
+        if "nargs" in kw and isinstance(value, (str, int, float)) and value is not None and "default" not in kw:
+            value = [value]
+        out.setdefault(dest, value)
+    return out
+
+
+def script_configs(roots, limit=400):
+    """argparse namespaces from the repository's scripts: one per file with at least
+    three add_argument calls."""
+    out = []
+    seen = 0
+    for root in roots:
+        for d, dirs, files in os.walk(root):
+            dirs[:] = sorted(x for x in dirs if not x.startswith(".") and x not in ("__pycache__", "node_modules"))
+            for f in sorted(files):
+                if not f.endswith(".py"):
+                    continue
+                seen += 1
+                if seen > limit:
+                    return out
+                p = os.path.join(d, f)
+                try:
+                    with open(p, "rb") as fh:
+                        if b"add_argument" not in fh.read(MAX_SCRIPT_BYTES):
+                            continue
+                except OSError:
+                    continue
+                defaults = argparse_defaults(p)
+                if len(defaults) >= 3:
+                    out.append({"kind": "argparse", "file": os.path.relpath(p, root), "fields": defaults})
+    return out
+
+
+def dataclass_configs(mods):
+    """Dataclasses of the repository whose every field has a default (GPTConfig())."""
+    out = []
+    for name, m in mods.items():
+        for attr, obj in list(vars(m).items()):
+            if not (isinstance(obj, type) and obj.__module__ == name and dataclasses.is_dataclass(obj)):
+                continue
+            fields = [f for f in dataclasses.fields(obj) if f.init]
+            if all(f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING for f in fields):
+                out.append({"kind": "dataclass", "ref": [name, obj.__qualname__], "fields": [f.name for f in fields]})
+    return out
+
+
+def reads_of(obj, param):
+    """Attribute names read as `param.x` in the source of obj (and, for a class, its
+    methods): the fields a configuration object must have."""
+    try:
+        src = inspect.getsource(obj)
+    except (OSError, TypeError):
+        return set()
+    return set(re.findall(r"\b%s\.(\w+)" % re.escape(param), src))
+
+
+def choose_configs(obj, param, configs):
+    """Configurations for a config-like parameter, best first: those covering the most
+    of the fields the callable reads from it (config objects by use)."""
+    want = reads_of(obj, param)
+    scored = []
+    for i, c in enumerate(configs):
+        fields = set(c["fields"]) if isinstance(c["fields"], list) else set(c["fields"])
+        cover = len(want & fields)
+        if want and cover == 0:
+            continue
+        # nothing read here (the callable passes it on): the fullest configuration
+        scored.append((-cover, len(fields) if want else -len(fields), i))
+    return [configs[i] for _, _, i in sorted(scored)[:2]]
+
+
+def file_names(path):
+    """Identifiers a (model) file mentions."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return set(re.findall(r"[A-Za-z_]\w*", f.read(200_000)))
+    except OSError:
+        return set()
+
+
+def yaml_files(roots, limit=200):
+    out = []
+    for root in roots:
+        for d, dirs, files in os.walk(root):
+            dirs[:] = sorted(x for x in dirs if not x.startswith("."))
+            for f in sorted(files):
+                if f.endswith((".yaml", ".yml")):
+                    out.append(os.path.join(d, f))
+                    if len(out) >= limit:
+                        return out
+    return out
+
+
+# --------------------------------------------------------------------------- list
+
+def list_entries(cfg, torch):
+    nn = torch.nn
+    # entry points and classes of the repository itself ("own"); the other roots are
+    # what it imports from (timm for Swin-Transformer)
+    roots = cfg.get("own") or cfg["roots"]
+    t0 = time.monotonic()
+    import importlib
+    failed = {}
+    for name in cfg.get("modules") or []:
+        if time.monotonic() - t0 > cfg.get("importBudget", 60):
+            failed[name] = "import budget spent"
+            continue
+        try:
+            importlib.import_module(name)
+        except BaseException as e:  # noqa: BLE001 - a module that does not import is reported
+            failed[name] = "%s: %s" % (type(e).__name__, str(e)[:200])
+    mods = repo_modules(roots)
+    classes = repo_classes(mods, nn)
+    class_ids = {id(c): k for k, c in classes.items()}
+    by_name = {}
+    for k, c in classes.items():
+        by_name.setdefault(c.__name__, []).append(k)
+    configs = dataclass_configs(mods) + script_configs(roots)
+    yamls = yaml_files(roots)
+    entries = []
+    seen = set()
+
+    def reach(obj):
+        """Repository classes a callable can reach: the global names its code (and the
+        code of what those name) reads, followed through the repository's functions and
+        classes."""
+        found, todo, seen_ids = set(), [obj], set()
+        while todo and len(seen_ids) < 2000:
+            o = todo.pop()
+            if id(o) in seen_ids:
+                continue
+            seen_ids.add(id(o))
+            if id(o) in class_ids:
+                found.add(class_ids[id(o)])
+                todo.extend(b for b in o.__mro__[1:] if id(b) in class_ids)  # its repository bases
+            g = getattr(sys.modules.get(getattr(o, "__module__", "") or ""), "__dict__", {})
+            for code in code_objects(o):
+                for n in code.co_names:
+                    v = g.get(n)
+                    if v is not None and (id(v) in class_ids or (inspect.isfunction(v) and _under(getattr(sys.modules.get(v.__module__ or ""), "__file__", None), roots))):
+                        todo.append(v)
+        return sorted(found)
+
+    def add(kind, module, qualname, obj, via=None):
+        key = (module, qualname)
+        if key in seen:
+            return
+        here = os.path.dirname(getattr(sys.modules.get(getattr(obj, "__module__", "") or ""), "__file__", "") or "")
+        near = [f for f in yamls if here and f.startswith(here + "/")] or yamls
+        plan = call_plan(obj, configs, near)
+        if plan is None:
+            return
+        seen.add(key)
+        files = [k for k, v in plan.items() if "file" in v]
+        if files:
+            # a model file by name: one entry point per file of the repository below the
+            # module that reads it (the sizes and variants of its architectures)
+            own = reach(obj)
+            for f in sorted(near, key=lambda f: (size_rank(os.path.basename(f).rsplit(".", 1)[0]), f))[:MAX_FILE_VARIANTS]:
+                p2 = dict(plan)
+                p2[files[0]] = {"file": f}
+                # what the file builds: the repository classes it names (a model file
+                # lists its layers by class name), so greedy coverage can choose files
+                named = file_names(f) & by_name.keys()
+                if not named:
+                    continue
+                r = sorted(({class_ids[id(obj)]} & set(own)) | {c for n in named for c in by_name[n]})
+                entries.append({"kind": kind, "module": getattr(obj, "__module__", module), "qualname": getattr(obj, "__qualname__", qualname),
+                                "plan": p2, "reach": r, "rank": size_rank(os.path.basename(f)), "variant": True,
+                                "via": "%s.%s(%s=%r)" % (getattr(obj, "__module__", module), getattr(obj, "__qualname__", qualname), files[0], os.path.relpath(f, here or "/")),
+                                "family": "%s.%s" % (module, qualname)})
+            return
+        e = {"kind": kind, "module": getattr(obj, "__module__", module), "qualname": getattr(obj, "__qualname__", qualname),
+             "plan": plan, "reach": reach(obj), "rank": size_rank(qualname if via is None else via),
+             "family": via.split("[")[0] if via else (getattr(obj, "__module__", module) if kind == "factory" else None)}
+        if via:
+            e["via"] = via
+        entries.append(e)
+
+    for name, m in sorted(mods.items()):
+        for attr, obj in list(vars(m).items()):
+            if isinstance(obj, dict) and 0 < len(obj) <= 5000:
+                # a registry: a module-level dict of the repository's factories / classes
+                vals = [v for v in obj.values() if callable(v) and _under(getattr(sys.modules.get(getattr(v, "__module__", "") or ""), "__file__", None), roots)]
+                if len(vals) >= max(1, len(obj) // 2):
+                    for k, v in list(obj.items()):
+                        if callable(v) and isinstance(k, str):
+                            add("registry", getattr(v, "__module__", name), getattr(v, "__qualname__", k), v, via="%s.%s[%r]" % (name, attr, k))
+                continue
+            if isinstance(obj, type) and obj.__module__ == name and issubclass(obj, nn.Module) and "." not in obj.__qualname__:
+                if not inspect.isabstract(obj):
+                    add("class", name, obj.__qualname__, obj)
+            elif inspect.isfunction(obj) and obj.__module__ == name and FACTORY_NAME.search(attr) and not attr.startswith("_"):
+                add("factory", name, obj.__qualname__, obj)
+    return {"classes": sorted(classes), "entries": entries, "configs": len(configs), "importFailures": failed,
+            "ms": round((time.monotonic() - t0) * 1000, 1)}
+
+
+def code_objects(o):
+    """Code objects of a function or of a class's methods, nested code included."""
+    out = []
+    fns = []
+    if inspect.isfunction(o):
+        fns = [o]
+    elif isinstance(o, type):
+        for k in ("__init__", "forward"):
+            f = o.__dict__.get(k)
+            if inspect.isfunction(f):
+                fns.append(f)
+    stack = [getattr(f, "__code__", None) for f in fns if inspect.isfunction(f)]
+    while stack:
+        c = stack.pop()
+        if c is None:
+            continue
+        out.append(c)
+        stack.extend(x for x in c.co_consts if hasattr(x, "co_names"))
+    return out
+
+
+def call_plan(obj, configs, yamls):
+    """How to call an entry point: {param: spec} for the parameters it needs, or None
+    when one cannot be satisfied. Specs: {"false": 1} for `pretrained`, a configuration
+    (dataclass / argparse namespace) for a config-like parameter, a YAML file of the
+    repository for a `cfg='x.yaml'` default."""
+    try:
+        sig = inspect.signature(obj)
+    except (TypeError, ValueError):
+        return None
+    plan = {}
+    for p in sig.parameters.values():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        if re.match(r"^pretrained(_backbone)?$", p.name):
+            plan[p.name] = {"value": False}
+            continue
+        if p.default is not inspect.Parameter.empty:
+            if isinstance(p.default, str) and p.default.endswith((".yaml", ".yml")) and not os.path.isabs(p.default) and yamls:
+                # a model file given by name: the repository's own files of that kind,
+                # smallest first (one family's sizes)
+                picks = sorted(yamls, key=lambda f: (size_rank(os.path.basename(f).rsplit(".", 1)[0]), f))[:1]
+                plan[p.name] = {"file": picks[0]}
+            continue
+        if CONFIG_PARAM.match(p.name) or re.search(r"cfg|config", p.name, re.I):
+            picks = choose_configs(obj, p.name, configs)
+            if not picks:
+                return None
+            c = picks[0]
+            plan[p.name] = {"config": c}
+            continue
+        return None
+    return plan
+
+
+# ---------------------------------------------------------------------------- run
+
+class Recorder:
+    """Constructor and forward wrappers on every class of the repository and of
+    torch.nn, installed in the harvest child only."""
+
+    def __init__(self, torch, classes, roots):
+        self.torch = torch
+        self.built = {}  # id(instance) -> (instance, class, args, kwargs)
+        self.order = []
+        self.calls = {}  # id(instance) -> [(args, kwargs, out_shapes)] (encoded)
+        self.active = set()
+        self.repo = classes
+        self.roots = roots
+        self.patched = []
+
+    def install(self, nn):
+        import torch.nn.modules as nnm
+        targets = set(self.repo.values())
+        for name, m in list(sys.modules.items()):
+            if name.startswith("torch.nn.modules."):
+                for obj in vars(m).values():
+                    if isinstance(obj, type) and issubclass(obj, nn.Module) and obj.__module__ == name:
+                        targets.add(obj)
+        del nnm
+        for cls in targets:
+            if "__init__" in cls.__dict__:
+                self._patch_init(cls)
+            if cls in self.repo.values() and "forward" in cls.__dict__:
+                self._patch_forward(cls)
+
+    def _patch_init(self, cls):
+        orig = cls.__dict__["__init__"]
+        rec = self
+
+        @functools.wraps(orig)
+        def __init__(self, *args, **kwargs):
+            k = id(self)
+            if k not in rec.built:
+                rec.built[k] = (self, type(self), args, kwargs)
+                rec.order.append(k)
+            return orig(self, *args, **kwargs)
+        cls.__init__ = __init__
+        self.patched.append((cls, "__init__", orig))
+
+    def _patch_forward(self, cls):
+        orig = cls.__dict__["forward"]
+        rec = self
+        repo_types = set(self.repo.values())
+
+        @functools.wraps(orig)
+        def forward(self, *args, **kwargs):
+            k = id(self)
+            if k in rec.active or type(self) not in repo_types or len(rec.calls.get(k, ())) >= 1:
+                return orig(self, *args, **kwargs)
+            try:
+                enc = (V.encode(list(args), rec.built), {n: V.encode(v, rec.built) for n, v in kwargs.items()})
+            except V.Unencodable:
+                enc = None
+            except Exception:  # noqa: BLE001 - recording never changes what the model does
+                enc = None
+            rec.active.add(k)
+            try:
+                out = orig(self, *args, **kwargs)
+            finally:
+                rec.active.discard(k)
+            if enc is not None:
+                shapes = [list(t.shape) for t in flat_tensors(out, rec.torch)]
+                rec.calls.setdefault(k, []).append((enc[0], enc[1], shapes))
+            return out
+        cls.forward = forward
+        self.patched.append((cls, "forward", orig))
+
+    def witnesses(self, entry_name):
+        """Per repository class id: witnesses of the instances built (arguments as
+        called), with the first call's inputs and output shapes when one was recorded."""
+        by_class = {}
+        ids = {c: k for k, c in self.repo.items()}
+        for k in self.order:
+            inst, cls, args, kwargs = self.built[k]
+            cid = ids.get(cls)
+            if cid is None:
+                continue
+            lst = by_class.setdefault(cid, [])
+            try:
+                w = {"args": [V.encode(a, self.built) for a in args], "kwargs": {n: V.encode(v, self.built) for n, v in kwargs.items()}}
+            except V.Unencodable as e:
+                lst.append({"unencodable": str(e)[:100]})
+                continue
+            except Exception as e:  # noqa: BLE001
+                lst.append({"unencodable": "%s: %s" % (type(e).__name__, str(e)[:80])})
+                continue
+            try:
+                w["params"] = int(sum(p.numel() for p in inst.parameters()))
+            except Exception:  # noqa: BLE001
+                w["params"] = 0
+            calls = self.calls.get(k)
+            if calls:
+                a, kw, shapes = calls[0]
+                w["inputs"] = {"args": a, "kwargs": kw}
+                w["outputs"] = shapes
+            w["entry"] = entry_name
+            lst.append(w)
+        out = {}
+        for cid, lst in by_class.items():
+            good = [w for w in lst if "unencodable" not in w]
+            uniq, seen = [], set()
+            # called ones first, then smallest
+            for w in sorted(good, key=lambda w: ("inputs" not in w, w["params"], V.size_of(w.get("inputs")))):
+                key = repr((w["args"], w["kwargs"], w.get("inputs")))
+                if key in seen:
+                    continue
+                seen.add(key)
+                uniq.append(w)
+            out[cid] = {"witnesses": uniq[:MAX_WITNESSES_PER_CLASS], "built": len(lst), "called": sum(1 for w in good if "inputs" in w),
+                        "unencodable": sorted({w["unencodable"] for w in lst if "unencodable" in w})[:3]}
+        return out
+
+
+def flat_tensors(v, torch, out=None, depth=0):
+    if out is None:
+        out = []
+    if depth > 4 or len(out) > 32:
+        return out
+    if isinstance(v, torch.Tensor):
+        out.append(v)
+    elif isinstance(v, (list, tuple)):
+        for x in v:
+            flat_tensors(x, torch, out, depth + 1)
+    elif isinstance(v, dict):
+        for x in v.values():
+            flat_tensors(x, torch, out, depth + 1)
+    return out
+
+
+class _NoWeights(dict):
+    """What torch.hub's download functions give during a harvest: no weights."""
+
+
+def no_downloads(torch):
+    """Pretrained weights are not fetched (no network; shapes, not weights, make a
+    witness): torch.hub.load_state_dict_from_url (also where a module imported it by
+    name, as torchvision does, and torch.utils.model_zoo.load_url) gives an empty
+    mapping that load_state_dict ignores. Returns a function that puts everything back
+    (validation rebuilds a witness's nested modules under it, then undoes it)."""
+    import torch.hub as hub
+
+    def load_state_dict_from_url(*a, **k):
+        return _NoWeights()
+
+    def download_url_to_file(*a, **k):
+        raise OSError("no network during a witness harvest")
+    repl = {id(hub.load_state_dict_from_url): load_state_dict_from_url, id(hub.download_url_to_file): download_url_to_file}
+    undo = []
+    for m in list(sys.modules.values()):
+        d = getattr(m, "__dict__", None)
+        if not isinstance(d, dict):
+            continue
+        for k in ("load_state_dict_from_url", "download_url_to_file", "load_url"):
+            v = d.get(k)
+            if v is not None and id(v) in repl:
+                try:
+                    setattr(m, k, repl[id(v)])
+                    undo.append((m, k, v))
+                except Exception:  # noqa: BLE001
+                    pass
+    orig = torch.nn.Module.load_state_dict
+
+    def load_state_dict(self, state_dict, *a, **k):
+        if isinstance(state_dict, _NoWeights):
+            return None
+        return orig(self, state_dict, *a, **k)
+    torch.nn.Module.load_state_dict = load_state_dict
+    undo.append((torch.nn.Module, "load_state_dict", orig))
+
+    def restore():
+        for m, k, v in reversed(undo):
+            try:
+                setattr(m, k, v)
+            except Exception:  # noqa: BLE001
+                pass
+    return restore
+
+
+def make_config(spec, torch):
+    import importlib
+    if spec["kind"] == "dataclass":
+        mod, qn = spec["ref"]
+        obj = importlib.import_module(mod)
+        for p in qn.split("."):
+            obj = getattr(obj, p)
+        return obj()
+    if spec["kind"] == "argparse":
+        import argparse
+        return argparse.Namespace(**spec["fields"])
+    raise ValueError("unknown configuration kind %r" % spec["kind"])
+
+
+def model_hints(model, built, torch):
+    """Input-size facts of a whole model from its own settings: its constructor
+    arguments (and the fields of configuration objects among them), then its attributes."""
+    hints = {}
+    rec = built.get(id(model))
+    sources = []
+    if rec is not None:
+        _, cls, args, kwargs = rec
+        try:
+            bound = inspect.signature(cls.__init__).bind_partial(model, *args, **kwargs)
+            sources.append({k: v for k, v in bound.arguments.items() if k != "self"})
+            for p in inspect.signature(cls.__init__).parameters.values():
+                if p.default is not inspect.Parameter.empty:
+                    sources[-1].setdefault(p.name, p.default)
+        except (TypeError, ValueError):
+            sources.append(dict(kwargs))
+        for v in list(sources[0].values()):
+            if dataclasses.is_dataclass(v) and not isinstance(v, type):
+                sources.append({f.name: getattr(v, f.name) for f in dataclasses.fields(v)})
+            elif hasattr(v, "__dict__") and type(v).__name__ == "Namespace":
+                sources.append(vars(v))
+    sources.append({k: v for k, v in vars(model).items() if not k.startswith("_")})
+    keys = {
+        "img": ("img_size", "image_size", "input_size", "image_resolution", "resolution", "input_resolution", "imgsz"),
+        "chans": ("in_chans", "in_channels", "in_ch", "input_channels", "ch", "num_channels", "in_chs"),
+        "vocab": ("vocab_size", "n_vocab", "num_tokens", "vocab"),
+        "seq": ("block_size", "context_length", "max_seq_len", "n_positions", "max_position_embeddings", "seq_len", "n_ctx"),
+    }
+    for src in sources:
+        for kind, names in keys.items():
+            if kind in hints:
+                continue
+            for n in names:
+                v = src.get(n)
+                if isinstance(v, (list, tuple)) and len(v) >= 1 and all(isinstance(x, int) for x in v):
+                    v = v[0] if kind == "img" else None
+                if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+                    hints[kind] = v
+                    break
+    return hints
+
+
+def input_candidates(model, hints, torch):
+    """Whole-model inputs from its own defaults, smallest first."""
+    cands = []
+    if "vocab" in hints:
+        t = min(hints.get("seq", 16), 16)
+        cands.append([torch.randint(0, hints["vocab"], (1, t))])
+    c = hints.get("chans", 3)
+    sizes = [hints["img"]] if "img" in hints and hints["img"] <= 1024 else []
+    sizes += [s for s in (64, 224) if s not in sizes]
+    for s in sizes:
+        cands.append([torch.randn(1, c, s, s)])
+    return cands
+
+
+def root_module(result, rec, nn):
+    """The model an entry point built: what it returned (the first module of a tuple,
+    list or dict), else the largest repository module built that no other contains."""
+    if isinstance(result, nn.Module):
+        return result
+    if isinstance(result, (tuple, list)):
+        for x in result:
+            if isinstance(x, nn.Module):
+                return x
+    if isinstance(result, dict):
+        for x in result.values():
+            if isinstance(x, nn.Module):
+                return x
+    repo_types = set(rec.repo.values())
+    insts = [rec.built[k][0] for k in rec.order if rec.built[k][1] in repo_types]
+    children = set()
+    for m in insts:
+        for c in m.children():
+            children.add(id(c))
+    tops = [m for m in insts if id(m) not in children]
+    if not tops:
+        return None
+    return max(tops, key=lambda m: sum(p.numel() for p in m.parameters()))
+
+
+def run_entry(cfg, torch, send):
+    """Build one entry point and run its model; sends one {"ev": "harvest"} event."""
+    import importlib
+    nn = torch.nn
+    roots = cfg.get("own") or cfg["roots"]
+    entry = cfg["entry"]
+    budget = float(cfg.get("budgetSeconds", 30))
+    t0 = time.monotonic()
+    res = {"entry": entry_name(entry), "built": False, "forward": False, "error": None}
+    # the entry point's module (and what it imports; the zygote's modules are back in
+    # sys.modules): not every module of the repository again, the list step did that
+    try:
+        importlib.import_module(entry["module"])
+    except BaseException:  # noqa: BLE001 - reported by the call below
+        pass
+    mods = repo_modules(roots)
+    classes = repo_classes(mods, nn)
+    rec = Recorder(torch, classes, roots)
+    rec.install(nn)
+    no_downloads(torch)
+
+    def alarm(signum, frame):
+        raise EntryTimeout("entry point took longer than %.0f s" % budget)
+    signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, budget)
+    result = None
+    try:
+        obj = importlib.import_module(entry["module"])
+        for p in entry["qualname"].split("."):
+            obj = getattr(obj, p)
+        kwargs = {}
+        for name, spec in (entry.get("plan") or {}).items():
+            if "value" in spec:
+                kwargs[name] = spec["value"]
+            elif "file" in spec:
+                kwargs[name] = spec["file"]
+            elif "config" in spec:
+                kwargs[name] = make_config(spec["config"], torch)
+        torch.manual_seed(0)
+        result = obj(**kwargs)
+        res["built"] = True
+    except EntryTimeout as e:
+        res["error"] = "timeout: %s" % e
+    except BaseException as e:  # noqa: BLE001 - a failed entry point is reported, never fatal
+        res["error"] = "%s: %s" % (type(e).__name__, str(e)[:300])
+    res["buildMs"] = round((time.monotonic() - t0) * 1000, 1)
+    model = None
+    try:
+        model = root_module(result, rec, nn)
+    except Exception:  # noqa: BLE001
+        model = None
+    if model is not None and not str(res["error"] or "").startswith("timeout"):
+        try:
+            model.eval()
+            hints = model_hints(model, rec.built, torch)
+            res["hints"] = hints
+            for inputs in input_candidates(model, hints, torch):
+                try:
+                    with torch.no_grad():
+                        torch.manual_seed(1)
+                        model(*inputs)
+                    res["forward"] = True
+                    res["input"] = [list(x.shape) for x in inputs]
+                    break
+                except EntryTimeout:
+                    raise
+                except BaseException as e:  # noqa: BLE001
+                    res["forwardError"] = "%s: %s" % (type(e).__name__, str(e)[:300])
+        except EntryTimeout as e:
+            res["forwardError"] = "timeout: %s" % e
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    res["ms"] = round((time.monotonic() - t0) * 1000, 1)
+    res["classes"] = rec.witnesses(res["entry"])
+    send({"ev": "harvest", "result": res})
+
+
+def entry_name(entry):
+    return entry.get("via") or "%s.%s" % (entry["module"], entry["qualname"])

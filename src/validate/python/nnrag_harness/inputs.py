@@ -1,0 +1,438 @@
+# Forward inputs (src/validate/README.md "Constructor arguments and inputs"): candidates
+# from the first parameterized layers and the block's widths and token counts, shape
+# repair from error messages, inputs made from specs, and the usage snippet.
+import inspect
+import re
+import sys
+import types
+
+from . import CANDIDATE_MODULE  # noqa: F401
+
+
+def layer_shapes(m, torch, nn):
+    """Input candidates a layer accepts, from its type and sizes. Each candidate is a
+    list of "specs": ("float", shape) or ("long", shape, high)."""
+    c = []
+    if isinstance(m, nn.Conv1d) or isinstance(m, nn.ConvTranspose1d):
+        c.append([("float", (2, m.in_channels, 32))])
+    elif isinstance(m, nn.Conv2d) or isinstance(m, nn.ConvTranspose2d):
+        c.append([("float", (2, m.in_channels, 32, 32))])
+        if m.in_channels == 3:
+            c.append([("float", (1, 3, 224, 224))])  # an image stem of a whole network
+        c.append([("float", (2, m.in_channels, 35, 35))])  # odd sizes for unpadded stride-2 branches
+        c.append([("float", (2, m.in_channels, 17, 17))])
+    elif isinstance(m, nn.Conv3d) or isinstance(m, nn.ConvTranspose3d):
+        c.append([("float", (2, m.in_channels, 8, 16, 16))])
+    elif isinstance(m, nn.Linear):
+        c.append([("float", (2, 8, m.in_features))])
+        c.append([("float", (2, m.in_features))])
+        c.append([("float", (2, m.in_features, 16, 16))])
+    elif isinstance(m, nn.Bilinear):
+        c.append([("float", (2, m.in1_features)), ("float", (2, m.in2_features))])
+    elif isinstance(m, nn.Embedding) or isinstance(m, nn.EmbeddingBag):
+        c.append([("long", (2, 8), m.num_embeddings)])
+    elif isinstance(m, nn.LayerNorm):
+        shp = tuple(m.normalized_shape)
+        c.append([("float", (2, 8) + shp)])
+        c.append([("float", (2,) + shp)])
+        if len(shp) == 1:
+            c.append([("float", (2, 16, 16) + shp)])
+    elif isinstance(m, nn.GroupNorm):
+        c.append([("float", (2, m.num_channels, 16, 16))])
+        c.append([("float", (2, m.num_channels, 32))])
+    elif isinstance(m, nn.BatchNorm1d) or isinstance(m, nn.InstanceNorm1d):
+        c.append([("float", (2, m.num_features, 16))])
+        c.append([("float", (2, m.num_features))])
+    elif isinstance(m, nn.BatchNorm2d) or isinstance(m, nn.InstanceNorm2d):
+        c.append([("float", (2, m.num_features, 16, 16))])
+    elif isinstance(m, nn.BatchNorm3d) or isinstance(m, nn.InstanceNorm3d):
+        c.append([("float", (2, m.num_features, 4, 8, 8))])
+    elif isinstance(m, nn.MultiheadAttention):
+        e = m.embed_dim
+        bf = getattr(m, "batch_first", False)
+        shp = (2, 8, e) if bf else (8, 2, e)
+        c.append([("float", shp)] * 3)
+        c.append([("float", shp)])
+    elif isinstance(m, (nn.RNN, nn.LSTM, nn.GRU)):
+        c.append([("float", (2, 8, m.input_size))])
+    elif isinstance(m, (nn.RNNCell, nn.LSTMCell, nn.GRUCell)):
+        c.append([("float", (2, m.input_size))])
+    else:
+        ps = [p for p in m._parameters.values() if p is not None]
+        if ps:
+            p = ps[0]
+            if p.dim() >= 1:
+                last = p.shape[-1] if p.dim() > 1 else p.shape[0]
+                c.append([("float", (2, 8, int(last)))])
+                c.append([("float", (2, int(p.shape[0]), 16, 16))])
+                if p.dim() > 1:
+                    c.append([("float", (2, int(p.shape[1])) + ((16, 16) if p.dim() == 4 else (32,) if p.dim() == 3 else ()))])
+    return c
+
+
+def leaf_layers(model, nn, limit=3):
+    out = []
+    for m in model.modules():
+        if m is model and any(True for _ in model.children()):
+            continue
+        if isinstance(m, (nn.Sequential, nn.ModuleList, nn.ModuleDict)):
+            continue
+        own = [p for p in m._parameters.values() if p is not None]
+        known = isinstance(m, (nn.MultiheadAttention, nn.RNNBase))
+        if own or known:
+            out.append(m)
+            if len(out) >= limit:
+                break
+    return out
+
+
+def forward_plan(model):
+    """Which forward parameters get a tensor, which an int (H/W-style sizes), which
+    None (masks): returns list of (name, kind) for the required parameters."""
+    try:
+        sig = inspect.signature(model.forward)
+    except (TypeError, ValueError):
+        return [("x", "tensor")]
+    if not sig.parameters:
+        return []  # forward(self): a bias table, a positional embedding generator
+    plan = []
+    for p in sig.parameters.values():
+        if p.kind == p.VAR_POSITIONAL:
+            if not plan:
+                plan.append((p.name, "tensor"))
+            continue
+        if p.kind in (p.VAR_KEYWORD, p.KEYWORD_ONLY) or p.default is not inspect.Parameter.empty:
+            continue
+        n = p.name.lower()
+        ann = p.annotation
+        an = getattr(ann, "__name__", str(ann)) if ann is not inspect.Parameter.empty else ""
+        if n in ("h", "w", "height", "width", "hh", "ww", "size_h", "size_w") or an == "int":
+            plan.append((p.name, "int"))
+        elif n in ("feat_size", "hw_shape", "hw_size", "size", "hw", "input_size", "shape", "resolution", "grid_size", "spatial_shape", "x_size", "thw") or "Tuple[int" in str(ann) or "List[int" in str(ann):
+            plan.append((p.name, "hw"))
+        elif re.search(r"(List|Sequence|Tuple)\[(torch\.)?Tensor", str(ann)):
+            plan.append((p.name, "tensors"))  # torch.cat(x, 1) over a list of feature maps
+        elif n in ("target", "targets", "label", "labels", "y_true", "gt", "classes"):
+            plan.append((p.name, "target"))
+        elif "mask" in n:
+            plan.append((p.name, "none"))
+        elif an == "bool":
+            plan.append((p.name, "false"))
+        else:
+            plan.append((p.name, "tensor"))
+    if not plan:
+        plan.append(("x", "tensor"))
+    return plan
+
+
+def input_candidates(model, plan, width_values, torch, nn, spatial, hints=None):
+    n_tensor = sum(1 for _, k in plan if k in ("tensor", "tensors"))
+    if not plan:
+        return [[]]
+    has_hw = sum(1 for _, k in plan if k == "int") >= 2 or any(k == "hw" for _, k in plan)
+    cands = []
+    for m in leaf_layers(model, nn):
+        for specs in layer_shapes(m, torch, nn):
+            cands.append(specs)
+    widths = []
+    for w in list(width_values) + [3, 16, 32, 64]:
+        if isinstance(w, int) and not isinstance(w, bool) and 0 < w <= 4096 and w not in widths:
+            widths.append(w)
+    for w in widths[:4]:
+        cands.append([("float", (2, w, spatial, spatial))])
+        cands.append([("float", (2, 8, w))])
+        cands.append([("float", (2, w))])
+        cands.append([("float", (2, w, 32))])
+    # token counts the block is built for (window_size 7 → 49 tokens, resolution 14 →
+    # 196, num_patches): the same token candidates with that many tokens
+    counts = token_counts(model, hints)
+    if counts:
+        extra = []
+        for specs in cands:
+            f = specs[0]
+            if f[0] == "float" and len(f[1]) == 3 and f[1][1] == 8:
+                for n in counts:
+                    extra.append([("float", (f[1][0], n, f[1][2]))] + list(specs[1:]))
+        cands = cands[:1] + extra + cands[1:]
+    # rewrite to the forward's tensor count; token layout when forward takes (x, H, W)
+    out, seen = [], set()
+    expanded = []
+    for specs in cands:
+        if has_hw:
+            f = [s for s in specs if s[0] == "float"]
+            if f:
+                shp = f[0][1]
+                c = shp[1] if len(shp) == 4 else shp[2] if len(shp) == 3 else None
+                if c is not None:
+                    # H·W tokens for (8, 8), and H·W + 1 for blocks that carry a class token
+                    expanded.append([("float", (shp[0], 64, c))])
+                    expanded.append([("float", (shp[0], 65, c))])
+                    continue
+        expanded.append(specs)
+    for specs in expanded:
+        if n_tensor > len(specs):
+            specs = list(specs) + [specs[-1]] * (n_tensor - len(specs))
+        elif n_tensor < len(specs):
+            specs = list(specs[:n_tensor])
+        key = repr(specs)
+        if key not in seen:
+            seen.add(key)
+            out.append(specs)
+    return out[:14]
+
+
+TOKEN_ATTRS = ("window_size", "resolution", "input_resolution", "num_patches", "seq_len", "grid_size", "feat_size", "N", "num_tokens")
+
+
+def token_counts(model, hints=None):
+    """Token counts suggested by the block's attributes or constructor values, or by
+    the configuration object it keeps (self.cfg.num_tokens of a dataclass config)."""
+    import dataclasses
+    out = []
+    hints = hints or {}
+    configs = [v for v in vars(model).values() if dataclasses.is_dataclass(v) and not isinstance(v, type) or isinstance(v, types.SimpleNamespace)]
+    # then the direct sub-modules (self.attn.N of a block whose attention fixes its tokens)
+    configs += list(model.children())[:8]
+    for name in TOKEN_ATTRS:
+        v = getattr(model, name, None)
+        if v is None:
+            v = hints.get(name)
+        for c in configs:
+            if v is None:
+                v = getattr(c, name, None)
+        if isinstance(v, bool):
+            continue
+        if isinstance(v, int) and 1 < v <= 4096:
+            n = v if name in ("num_patches", "seq_len", "N", "num_tokens") else v * v
+        elif isinstance(v, (tuple, list)) and v and all(isinstance(i, int) for i in v):
+            n = 1
+            for i in v:
+                n *= i
+        else:
+            continue
+        if 1 < n <= 4096 and n not in out:
+            out.append(n)
+    return out[:2]
+
+
+SIZE_MISMATCH = re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)")
+CHANNELS_MISMATCH = re.compile(r"expected input\[([\d, ]+)\] to have (\d+) channels, but got (\d+) channels")
+MATMUL_MISMATCH = re.compile(r"mat1 and mat2 shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)")
+NORM_MISMATCH = re.compile(r"normalized_shape=\[(\d+)\], expected input with shape \[\*, \1\], but got input of size\s*\[([\d, ]+)\]")
+
+
+def repair_specs(specs, msg):
+    """The same input with one dimension changed as a shape error says it should be:
+    "size of tensor a (8) must match the size of tensor b (49)" (8 tokens → 49),
+    "expected input[2, 16, 8, 8] to have 32 channels, but got 16", "mat1 and mat2 shapes
+    cannot be multiplied (16x4 and 32x64)" (last dim 4 → 32), LayerNorm over the wrong
+    last dim. Returns None when the message names no dimension of the input."""
+    def replace(pred, old, new):
+        if new > 4096:
+            return None
+        out, done = [], False
+        for sp in specs:
+            if not done and sp[0] == "float":
+                shp = list(sp[1])
+                idx = pred(shp)
+                if idx is not None:
+                    shp[idx] = new
+                    numel = 1
+                    for x in shp:
+                        numel *= x
+                    if numel > (1 << 22):
+                        return None  # 4M elements: a repair that big is not a plausible input
+                    done = True
+                    out.append((sp[0], tuple(shp)) + tuple(sp[2:]))
+                    continue
+            out.append(sp)
+        return out if done else None
+
+    def dim_equal(v, prefer=(1, -1, 2, 3)):
+        def pred(shp):
+            for j in prefer:
+                if -len(shp) <= j < len(shp) and j != 0 and shp[j] == v:
+                    return j
+            return None
+        return pred
+
+    m = CHANNELS_MISMATCH.search(msg)
+    if m:
+        shape = [int(x) for x in m.group(1).split(",")]
+        want, got = int(m.group(2)), int(m.group(3))
+        r = replace(lambda shp: 1 if list(shp) == shape and len(shp) > 1 else None, got, want)
+        return r if r is not None else replace(dim_equal(got, (1,)), got, want)
+    m = MATMUL_MISMATCH.search(msg)
+    if m:
+        got, want = int(m.group(2)), int(m.group(3))
+        return replace(dim_equal(got, (-1,)), got, want) if got != want else None
+    m = NORM_MISMATCH.search(msg)
+    if m:
+        want = int(m.group(1))
+        shape = [int(x) for x in m.group(2).split(",")]
+        if len(shape) == 4 and shape[1] == want:
+            # channels-first map given to a channels-last norm: the same map channels-last
+            return replace(lambda shp: 1 if list(shp) == shape else None, want, shape[2]) and \
+                [("float", (shape[0], shape[2], shape[3], want)) if sp[0] == "float" and list(sp[1]) == shape else sp for sp in specs]
+        return None
+    m = SIZE_MISMATCH.search(msg)
+    if m:
+        a, b = int(m.group(1)), int(m.group(2))
+        if a == b:
+            return None
+        r = replace(dim_equal(a), a, b)
+        return r if r is not None else replace(dim_equal(b), b, a)
+    return None
+
+
+def make_inputs(specs, plan, torch):
+    tensors = []
+    for s in specs:
+        if s[0] == "long":
+            tensors.append(torch.randint(0, max(1, int(s[2])), s[1], dtype=torch.long))
+        else:
+            tensors.append(torch.randn(*s[1]))
+    args, ti = [], 0
+    for _, kind in plan:
+        if kind == "tensor":
+            args.append(tensors[ti] if ti < len(tensors) else tensors[-1])
+            ti += 1
+        elif kind == "tensors":
+            # a list the block concatenates along channels: the spec's channels in two halves
+            t = tensors[ti] if ti < len(tensors) else tensors[-1]
+            if t.is_floating_point() and t.dim() >= 2 and t.shape[1] % 2 == 0:
+                args.append(list(t.chunk(2, dim=1)))
+            else:
+                args.append([t, t.clone()])
+            ti += 1
+        elif kind == "int":
+            args.append(8)
+        elif kind == "hw":
+            args.append((8, 8))
+        elif kind == "target":
+            # class indices for a loss: one per sample, below the last dim of the first input
+            x = tensors[0] if tensors else None
+            ncls = int(x.shape[-1]) if x is not None and x.dim() >= 1 else 2
+            nb = int(x.shape[0]) if x is not None and x.dim() >= 1 else 2
+            args.append(torch.randint(0, max(1, ncls), (nb,), dtype=torch.long))
+        elif kind == "false":
+            args.append(False)
+        else:
+            args.append(None)
+    return args
+
+
+def shapes_of(args, torch):
+    out = []
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            out.append(list(a.shape))
+        elif isinstance(a, list):
+            out.extend(list(t.shape) for t in a if isinstance(t, torch.Tensor))
+    return out
+
+
+def py_expr(v, torch, depth=0):
+    """Python source that rebuilds a constructor argument in the emitted module's own
+    namespace (numbers, strings, containers, the module's own classes and functions,
+    torch.nn classes), or None when it has no such spelling (then no usage snippet)."""
+    if depth > 4:
+        return None
+    if v is None or isinstance(v, (bool, int, str)):
+        return repr(v)
+    if isinstance(v, float):
+        return repr(v) if v == v and v not in (float("inf"), float("-inf")) else None
+    if isinstance(v, (list, tuple)):
+        items = [py_expr(x, torch, depth + 1) for x in v]
+        if any(i is None for i in items):
+            return None
+        if isinstance(v, tuple):
+            return "(%s)" % (items[0] + "," if len(items) == 1 else ", ".join(items))
+        return "[%s]" % ", ".join(items)
+    if isinstance(v, dict):
+        items = [(py_expr(k, torch, depth + 1), py_expr(x, torch, depth + 1)) for k, x in v.items()]
+        if any(a is None or b is None for a, b in items):
+            return None
+        return "{%s}" % ", ".join("%s: %s" % kv for kv in items)
+    mod = getattr(v, "__module__", None)
+    name = getattr(v, "__qualname__", None)
+    if (isinstance(v, type) or inspect.isfunction(v)) and name and "<" not in name:
+        if mod == CANDIDATE_MODULE:
+            return name
+        nn_v = getattr(torch.nn, getattr(v, "__name__", ""), None)
+        if nn_v is v:
+            return "torch.nn.%s" % v.__name__
+    return None
+
+
+def input_expr(a, torch, depth=0):
+    """Python source for a forward input of the same shape and kind: random floats,
+    integer ids within the range seen, masks, lists and tuples of those."""
+    if depth > 3:
+        return None
+    if a is None:
+        return "None"
+    if isinstance(a, torch.Tensor):
+        shape = ", ".join(str(int(d)) for d in a.shape)
+        if a.dtype == torch.bool:
+            return "torch.ones(%s, dtype=torch.bool)" % (shape or "()")
+        if a.dtype.is_floating_point:
+            return "torch.randn(%s)" % shape if shape else "torch.randn(())"
+        high = int(a.max()) + 1 if a.numel() else 1
+        return "torch.randint(0, %d, (%s%s))" % (max(1, high), shape, "," if a.dim() == 1 else "")
+    if isinstance(a, (list, tuple)):
+        items = [input_expr(x, torch, depth + 1) for x in a]
+        if any(i is None for i in items):
+            return None
+        return ("[%s]" if isinstance(a, list) else "(%s,)" if len(items) == 1 else "(%s)") % ", ".join(items)
+    if isinstance(a, (bool, int, float)):
+        return repr(a)
+    return None
+
+
+def usage_snippet(cls_name, args, kwargs, inputs, torch):
+    """`Block(dim=32, num_heads=4)(torch.randn(2, 16, 32))`: the construction and call
+    that passed, as a line to paste next to the emitted module (None when some value has
+    no plain spelling)."""
+    pos = [py_expr(a, torch) for a in args]
+    kw = [(k, py_expr(v, torch)) for k, v in kwargs.items()]
+    ins = [input_expr(x, torch) for x in inputs]
+    if None in pos or any(e is None for _, e in kw) or None in ins:
+        return None
+    return "%s(%s)(%s)" % (cls_name, ", ".join(pos + ["%s=%s" % kv for kv in kw]), ", ".join(ins))
+
+
+def fresh_inputs(args, torch):
+    """A copy of forward inputs (tensors cloned, lists copied): a forward that changes
+    its input in place (x.add_(), features.append) must not change the next run's."""
+    return [a.clone() if isinstance(a, torch.Tensor) else fresh_inputs(a, torch) if isinstance(a, list) else a for a in args]
+
+
+def seed_all(torch, n):
+    """Seed every random number generator a block may draw from (torch, Python's
+    random, NumPy when loaded), so the original and the copy see the same draws."""
+    torch.manual_seed(n)
+    import random
+    random.seed(n)
+    np = sys.modules.get("numpy")
+    if np is not None:
+        np.random.seed(n)
+
+
+def flatten_tensors(v, torch, out=None, depth=0):
+    if out is None:
+        out = []
+    if len(out) >= 64 or depth > 5:
+        return out
+    if isinstance(v, torch.Tensor):
+        out.append(v)
+    elif isinstance(v, (list, tuple)):
+        for x in v:
+            flatten_tensors(x, torch, out, depth + 1)
+    elif isinstance(v, dict):
+        for x in v.values():
+            flatten_tensors(x, torch, out, depth + 1)
+    elif hasattr(v, "__dict__") and not isinstance(v, type):
+        for x in vars(v).values():
+            flatten_tensors(x, torch, out, depth + 1)
+    return out

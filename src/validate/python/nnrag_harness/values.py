@@ -1,0 +1,239 @@
+# Recorded values as JSON and back (witnesses, src/validate/README.md "Witnesses").
+#
+# encode() turns what a class received when the repository built its own models into
+# JSON: plain data as itself, tuples / dicts / floats that JSON cannot spell wrapped
+# ({"$tuple": [...]}, {"$dict": {...}}, {"$float": "inf"}), classes and functions by
+# module and qualified name, functools.partial by its parts, tensors by shape, dtype and
+# statistics (small integer / bool tensors by value: ids, masks), nn.Module instances by
+# their own recorded construction (re-creatable), dataclass / namespace / other plain
+# objects (detr's NestedTensor) by their class and fields. decode() rebuilds a value
+# with a caller's resolver for classes and functions (the copy's names in a candidate,
+# the original's in the equivalence stage) and a seeded generator for tensors.
+import dataclasses
+import enum
+import functools
+import math
+import types
+
+MAX_DEPTH = 6
+MAX_ITEMS = 64
+MAX_EXACT = 4096  # integer / bool tensors up to this many elements are kept by value
+
+
+class Unencodable(Exception):
+    pass
+
+
+class Unresolvable(Exception):
+    """A class or function of the record that the resolver cannot give (the copy does
+    not define it and it is not importable outside the repository)."""
+
+
+def _ref(obj):
+    return [getattr(obj, "__module__", None) or "", getattr(obj, "__qualname__", None) or getattr(obj, "__name__", "")]
+
+
+def encode(v, modules=None, depth=0):
+    """JSON for `v`; `modules` maps id(module instance) -> (instance, class, args, kwargs)
+    as the constructor wrappers recorded them. Raises Unencodable."""
+    import torch
+    if depth > MAX_DEPTH:
+        raise Unencodable("too deep")
+    if v is None or isinstance(v, (bool, str)):
+        return v
+    if isinstance(v, int) and type(v) is int:
+        return v
+    if isinstance(v, float) and type(v) is float:
+        return v if math.isfinite(v) else {"$float": repr(v)}
+    if isinstance(v, enum.Enum):
+        return {"$enum": _ref(type(v)), "name": v.name}
+    if type(v) is tuple:
+        return {"$tuple": [encode(x, modules, depth + 1) for x in v[:MAX_ITEMS]]}
+    if type(v) is list:
+        if len(v) > MAX_ITEMS:
+            raise Unencodable("long list")
+        return [encode(x, modules, depth + 1) for x in v]
+    if type(v) is dict:
+        if len(v) > MAX_ITEMS or not all(isinstance(k, str) for k in v):
+            raise Unencodable("dict with non-string keys")
+        return {"$dict": {k: encode(x, modules, depth + 1) for k, x in v.items()}}
+    if isinstance(v, torch.Tensor):
+        return encode_tensor(v, torch)
+    if isinstance(v, torch.dtype):
+        return {"$dtype": str(v).replace("torch.", "")}
+    if isinstance(v, torch.device):
+        return {"$device": "cpu"}
+    if isinstance(v, torch.Size):
+        return {"$tuple": [int(x) for x in v]}
+    if isinstance(v, type) or isinstance(v, (types.FunctionType, types.BuiltinFunctionType)):
+        if "<locals>" in (getattr(v, "__qualname__", "") or "") or getattr(v, "__name__", "") == "<lambda>":
+            raise Unencodable("local class or lambda")
+        return {"$ref": _ref(v)}
+    if isinstance(v, functools.partial):
+        return {"$partial": encode(v.func, modules, depth + 1), "args": [encode(x, modules, depth + 1) for x in v.args],
+                "kwargs": {k: encode(x, modules, depth + 1) for k, x in v.keywords.items()}}
+    if isinstance(v, torch.nn.Module):
+        rec = (modules or {}).get(id(v))
+        if rec is None or rec[0] is not v:
+            raise Unencodable("module instance built outside the record")
+        _, cls, args, kwargs = rec
+        out = {"$module": _ref(cls), "args": [encode(x, modules, depth + 1) for x in args],
+               "kwargs": {k: encode(x, modules, depth + 1) for k, x in kwargs.items()}}
+        # plain attributes it holds (some set after construction: detr's
+        # `model.num_channels = backbone.num_channels`), put back when missing
+        extra = {k: x for k, x in vars(v).items() if not k.startswith("_") and type(x) in (int, float, str, bool)}
+        if extra:
+            out["attrs"] = extra
+        return out
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        fields = {f.name: encode(getattr(v, f.name), modules, depth + 1) for f in dataclasses.fields(v) if f.init}
+        return {"$dataclass": _ref(type(v)), "fields": fields}
+    if isinstance(v, types.SimpleNamespace) or type(v).__name__ == "Namespace" and type(v).__module__ == "argparse":
+        return {"$namespace": _ref(type(v)), "fields": {k: encode(x, modules, depth + 1) for k, x in vars(v).items()}}
+    d = getattr(v, "__dict__", None)
+    if isinstance(d, dict) and not callable(v) and len(d) <= MAX_ITEMS and "<locals>" not in type(v).__qualname__:
+        # a plain container (detr's NestedTensor(tensors, mask)): rebuilt from its fields
+        return {"$object": _ref(type(v)), "fields": {k: encode(x, modules, depth + 1) for k, x in d.items() if isinstance(k, str)}}
+    raise Unencodable(type(v).__name__)
+
+
+def encode_tensor(t, torch):
+    t = t.detach()
+    out = {"$tensor": [int(s) for s in t.shape], "dtype": str(t.dtype).replace("torch.", "")}
+    if t.numel() == 0:
+        return out
+    if t.dtype == torch.bool or not (t.is_floating_point() or t.is_complex()):
+        if t.numel() <= MAX_EXACT:
+            out["values"] = t.reshape(-1).tolist() if t.dtype != torch.bool else [int(x) for x in t.reshape(-1).tolist()]
+        else:
+            out["min"], out["max"] = int(t.min()), int(t.max())
+        return out
+    if t.is_floating_point():
+        f = t.float()
+        finite = f[f.isfinite()]
+        if finite.numel():
+            out["min"], out["max"] = float(finite.min()), float(finite.max())
+            out["mean"] = float(finite.mean())
+            out["std"] = float(finite.std()) if finite.numel() > 1 else 0.0
+    return out
+
+
+def size_of(enc):
+    """Elements of the tensors in an encoded value (to order witnesses smallest first)."""
+    if isinstance(enc, list):
+        return sum(size_of(x) for x in enc)
+    if not isinstance(enc, dict):
+        return 0
+    if "$tensor" in enc:
+        n = 1
+        for s in enc["$tensor"]:
+            n *= s
+        return n
+    return sum(size_of(x) for k, x in enc.items() if k != "$ref")
+
+
+def decode(enc, resolve, torch, gen=None, depth=0):
+    """The value of `enc`; `resolve(module, qualname)` gives classes and functions
+    (raises Unresolvable); tensors come from `gen` (a torch.Generator) so that the copy
+    and the original get the same ones when decoded with the same seed."""
+    if depth > MAX_DEPTH + 2:
+        raise Unresolvable("too deep")
+    if enc is None or isinstance(enc, (bool, int, float, str)):
+        return enc
+    if isinstance(enc, list):
+        return [decode(x, resolve, torch, gen, depth + 1) for x in enc]
+    if not isinstance(enc, dict):
+        raise Unresolvable("bad value")
+    if "$float" in enc:
+        return float(enc["$float"])
+    if "$tuple" in enc:
+        return tuple(decode(x, resolve, torch, gen, depth + 1) for x in enc["$tuple"])
+    if "$dict" in enc:
+        return {k: decode(x, resolve, torch, gen, depth + 1) for k, x in enc["$dict"].items()}
+    if "$tensor" in enc:
+        return decode_tensor(enc, torch, gen)
+    if "$dtype" in enc:
+        return getattr(torch, enc["$dtype"])
+    if "$device" in enc:
+        return torch.device("cpu")
+    if "$ref" in enc:
+        return resolve(*enc["$ref"])
+    if "$enum" in enc:
+        return getattr(resolve(*enc["$enum"]), enc["name"])
+    if "$partial" in enc:
+        return functools.partial(decode(enc["$partial"], resolve, torch, gen, depth + 1),
+                                 *[decode(x, resolve, torch, gen, depth + 1) for x in enc.get("args", [])],
+                                 **{k: decode(x, resolve, torch, gen, depth + 1) for k, x in enc.get("kwargs", {}).items()})
+    if "$module" in enc:
+        cls = resolve(*enc["$module"])
+        obj = cls(*[decode(x, resolve, torch, gen, depth + 1) for x in enc.get("args", [])],
+                  **{k: decode(x, resolve, torch, gen, depth + 1) for k, x in enc.get("kwargs", {}).items()})
+        for k, x in (enc.get("attrs") or {}).items():
+            if not hasattr(obj, k):
+                setattr(obj, k, x)
+        return obj
+    if "$dataclass" in enc:
+        fields = {k: decode(x, resolve, torch, gen, depth + 1) for k, x in enc["fields"].items()}
+        try:
+            cls = resolve(*enc["$dataclass"])
+        except Unresolvable:
+            # a configuration read by attribute: its fields are what the block reads
+            return types.SimpleNamespace(**fields)
+        return cls(**fields)
+    if "$namespace" in enc:
+        import argparse
+        return argparse.Namespace(**{k: decode(x, resolve, torch, gen, depth + 1) for k, x in enc["fields"].items()})
+    if "$object" in enc:
+        cls = resolve(*enc["$object"])
+        obj = cls.__new__(cls)
+        for k, x in enc["fields"].items():
+            setattr(obj, k, decode(x, resolve, torch, gen, depth + 1))
+        return obj
+    raise Unresolvable("unknown record %s" % sorted(enc)[:3])
+
+
+def decode_tensor(enc, torch, gen=None):
+    shape = enc["$tensor"]
+    dtype = getattr(torch, enc.get("dtype", "float32"))
+    if "values" in enc:
+        t = torch.tensor(enc["values"], dtype=torch.int64 if dtype != torch.bool else torch.int64).reshape(shape)
+        return t.to(dtype)
+    if dtype == torch.bool:
+        return torch.zeros(shape, dtype=torch.bool)
+    if not (dtype.is_floating_point or dtype.is_complex):
+        lo, hi = enc.get("min", 0), enc.get("max", 1)
+        return torch.randint(lo, hi + 1, shape, generator=gen).to(dtype)
+    t = torch.randn(shape, generator=gen)
+    if "mean" in enc:
+        t = t * enc.get("std", 1.0) + enc["mean"]
+        t = t.clamp(enc["min"], enc["max"])
+    return t.to(dtype)
+
+
+def module_resolver(namespace, importable):
+    """A resolver for decode(): a qualified name defined in `namespace` (the copy's
+    module dict: classes keep their qualified name when copied), else an importable
+    module's attribute when `importable(module)` allows importing it (packages outside
+    the repository: torch, functools)."""
+    import importlib
+
+    def resolve(module, qualname):
+        parts = qualname.split(".")
+        obj = namespace.get(parts[0])
+        if obj is not None:
+            for p in parts[1:]:
+                obj = getattr(obj, p, None)
+                if obj is None:
+                    break
+            if obj is not None:
+                return obj
+        if module and importable(module):
+            try:
+                obj = importlib.import_module(module)
+                for p in parts:
+                    obj = getattr(obj, p)
+                return obj
+            except (ImportError, AttributeError) as e:
+                raise Unresolvable("%s.%s: %s" % (module, qualname, e))
+        raise Unresolvable("%s.%s is not defined by the module" % (module, qualname))
+    return resolve

@@ -1,0 +1,173 @@
+// Witness harvesting, TypeScript side (src/validate/README.md "Witnesses"): asks the
+// sandboxed harness (python/nnrag_harness/harvest.py) for a repository's entry points,
+// then builds them one request each — greedy coverage: the entry point that can reach
+// the most classes without a witness yet goes first, families (entry points reaching the
+// same classes) at their smallest size first, an entry point whose reachable classes all
+// have witnesses is skipped — within a time budget per entry point and per repository.
+// The result (per class: witnesses, smallest first; per entry point: built or why not,
+// time, classes covered) is cached by the caller (witness/store.ts).
+import type { ValidatorPool } from '../pool.js';
+import type { Witness } from '../types.js';
+
+export interface HarvestEntry {
+  kind: 'registry' | 'factory' | 'class';
+  module: string;
+  qualname: string;
+  via?: string;
+  plan: Record<string, unknown>;
+  /** classes of the repository the entry point's module defines or imports */
+  reach: string[];
+  /** model-size rank of its name (tiny before large) */
+  rank: number;
+  /** the registry or module of a family of entry points (variants of one model); null for a class */
+  family: string | null;
+  /** one of several model files for the same callable (its reach: the classes the file names) */
+  variant?: boolean;
+}
+
+export interface EntryReport {
+  entry: string;
+  built: boolean;
+  forward: boolean;
+  error: string | null;
+  forwardError?: string;
+  input?: number[][];
+  ms: number;
+  /** classes that got a witness from this entry point */
+  covered: string[];
+}
+
+export interface HarvestResult {
+  repo: string;
+  /** classes of the repository found at runtime */
+  classes: string[];
+  /** class id (module.Qualname) → witnesses, called ones first, smallest first */
+  witnesses: Record<string, Witness[]>;
+  entries: EntryReport[];
+  /** entry points listed but not run (covered already, or budget spent) */
+  skipped: number;
+  importFailures: Record<string, string>;
+  error?: string;
+  ms: number;
+}
+
+export interface HarvestOptions {
+  repo: string;
+  /** sys.path entries: the repository's roots first, then those it imports from */
+  sysPath: string[];
+  /** how many of sysPath are the repository's own roots (its entry points and classes) */
+  ownRoots?: number;
+  /** module names of the repository to import (its indexed files) */
+  modules: string[];
+  /** top-level module that the repository's zygote imports first */
+  zygoteModule: string;
+  /** wall-clock per entry point, ms (default 30000) */
+  entryMs?: number;
+  /** wall-clock for the whole repository, ms (default 240000) */
+  repoMs?: number;
+  /** at most this many witnesses kept per class (default 3) */
+  perClass?: number;
+  onEntry?: (r: EntryReport) => void;
+}
+
+export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promise<HarvestResult> {
+  const t0 = performance.now();
+  const entryMs = o.entryMs ?? 30000;
+  const repoMs = o.repoMs ?? 240000;
+  const perClass = o.perClass ?? 3;
+  const base = { roots: o.sysPath, own: o.sysPath.slice(0, o.ownRoots ?? o.sysPath.length), modules: o.modules };
+  const out: HarvestResult = { repo: o.repo, classes: [], witnesses: {}, entries: [], skipped: 0, importFailures: {}, ms: 0 };
+  const ask = (harvest: Record<string, unknown>, timeoutMs: number) =>
+    pool.harvestStep({
+      id: `harvest:${o.repo}`,
+      source: '',
+      className: '',
+      original: { module: o.zygoteModule, className: '', sysPath: o.sysPath },
+      harvest,
+      timeoutMs,
+    });
+  const listed = await ask({ ...base, mode: 'list', importBudget: Math.min(120, repoMs / 2000) }, Math.min(repoMs, 180000));
+  const list = listed.harvest as { classes?: string[]; entries?: HarvestEntry[]; importFailures?: Record<string, string>; error?: string } | undefined;
+  if (!list || !list.entries) {
+    out.error = list?.error ?? listed.error ?? 'the harness gave no entry points';
+    out.ms = performance.now() - t0;
+    return out;
+  }
+  out.classes = list.classes ?? [];
+  out.importFailures = list.importFailures ?? {};
+  const covered = new Set<string>();
+  const pending = [...list.entries];
+  const name = (e: HarvestEntry) => e.via ?? `${e.module}.${e.qualname}`;
+  const family = (e: HarvestEntry) => e.reach.join(',') || `${e.module}.${e.qualname}`;
+  const workers = Math.max(1, pool.workerCount);
+  while (pending.length && performance.now() - t0 < repoMs) {
+    // greedy: most uncovered reachable classes first, then the smallest size (model
+    // families), then registries and factories before classes
+    const score = (e: HarvestEntry) => e.reach.filter((c) => !covered.has(c)).length;
+    pending.sort((a, b) => score(b) - score(a) || a.rank - b.rank || kindOrder(a) - kindOrder(b) || name(a).localeCompare(name(b)));
+    const batch: HarvestEntry[] = [];
+    const deferred: HarvestEntry[] = [];
+    while (pending.length && batch.length < workers) {
+      const e = pending.shift()!;
+      if (e.reach.length && score(e) === 0) {
+        out.skipped++;
+        continue;
+      }
+      // variants reaching the same classes: one at a time (the next may be covered then)
+      if (batch.some((b) => family(b) === family(e))) deferred.push(e);
+      else batch.push(e);
+    }
+    pending.unshift(...deferred);
+    if (!batch.length) break;
+    const left = repoMs - (performance.now() - t0);
+    await Promise.all(
+      batch.map(async (e) => {
+        const budget = Math.max(1000, Math.min(entryMs, left));
+        const r = await ask({ ...base, mode: 'run', entry: e, budgetSeconds: budget / 1000 }, budget + 15000);
+        const h = r.harvest as
+          | { entry: string; built: boolean; forward: boolean; error: string | null; forwardError?: string; input?: number[][]; ms: number; classes?: Record<string, { witnesses: Witness[] }> }
+          | undefined;
+        const rep: EntryReport = {
+          entry: name(e),
+          built: !!h?.built,
+          forward: !!h?.forward,
+          error: h ? h.error : `${r.category ?? 'error'}: ${r.error ?? 'no answer'}`,
+          ms: h?.ms ?? r.ms,
+          covered: [],
+        };
+        if (h?.forwardError) rep.forwardError = h.forwardError;
+        if (h?.input) rep.input = h.input;
+        let gained = 0;
+        for (const [cls, c] of Object.entries(h?.classes ?? {})) {
+          if (!c.witnesses.length) continue;
+          rep.covered.push(cls);
+          if (!covered.has(cls)) gained++;
+          covered.add(cls);
+          out.witnesses[cls] = mergeWitnesses(out.witnesses[cls] ?? [], c.witnesses, perClass);
+        }
+        out.entries.push(rep);
+        o.onEntry?.(rep);
+      }),
+    );
+  }
+  out.skipped += pending.length;
+  out.ms = performance.now() - t0;
+  return out;
+}
+
+function kindOrder(e: HarvestEntry): number {
+  return e.kind === 'registry' ? 0 : e.kind === 'factory' ? 1 : 2;
+}
+
+/** Witnesses with recorded inputs first, then by parameters; distinct ones only. */
+export function mergeWitnesses(a: Witness[], b: Witness[], n: number): Witness[] {
+  const seen = new Set<string>();
+  const out: Witness[] = [];
+  for (const w of [...a, ...b].sort((x, y) => Number(!x.inputs) - Number(!y.inputs) || x.params - y.params)) {
+    const k = JSON.stringify([w.args, w.kwargs, w.inputs ?? null]);
+    if (seen.has(k)) continue;
+    seen.add(k);
+    out.push(w);
+  }
+  return out.slice(0, n);
+}

@@ -1,0 +1,112 @@
+// Witness cache and lookup (src/validate/README.md "Witnesses"): one harvest per
+// repository, stored in the index store under a key made of the blob ids of every file
+// the harvest imports from (the repository and the repositories on its sys.path) and
+// the validation environment id (which covers the harness); a re-run with nothing
+// changed reads the stored harvest instead of building models again.
+import { createHash } from 'node:crypto';
+import path from 'node:path';
+import { sysPathRoots, type IndexStore } from '../../store/store.js';
+import { getHarvest, putHarvest } from '../../store/witnesses.js';
+import type { Corpus } from '../../resolve/corpus.js';
+import type { ValidatorPool } from '../pool.js';
+import type { Witness } from '../types.js';
+import { harvestRepo, type EntryReport, type HarvestResult } from './harvest.js';
+
+export interface RepoWitnesses {
+  result: HarvestResult;
+  /** read from the store (nothing changed since the harvest) */
+  cached: boolean;
+}
+
+/** sys.path of a harvest: the repository's roots, then every other indexed repository's
+ *  (lower priority: what its modules import from them, such as timm for Swin). */
+export function harvestSysPath(store: IndexStore, repo: string): string[] {
+  const own = store.getRepo(repo);
+  if (!own) return [];
+  const out: string[] = [];
+  const add = (r: NonNullable<ReturnType<IndexStore['getRepo']>>) => {
+    for (const p of sysPathRoots(r)) {
+      const abs = path.join(r.root, ...p.split('/').filter(Boolean));
+      if (!out.includes(abs)) out.push(abs);
+    }
+  };
+  add(own);
+  for (const r of store.listRepos().sort((a, b) => a.priority - b.priority || a.name.localeCompare(b.name))) if (r.name !== repo) add(r);
+  return out;
+}
+
+/** The cache key of a repository's harvest: blob ids of the files of every repository
+ *  on its sys.path, and the environment id. */
+export function harvestKey(store: IndexStore, repo: string, envId: string): string {
+  const h = createHash('sha256');
+  h.update(envId + '\0' + repo + '\0');
+  for (const r of store.listRepos().map((x) => x.name).sort()) {
+    for (const f of store.listFiles(r).sort((a, b) => a.path.localeCompare(b.path))) h.update(`${r}\0${f.path}\0${f.blob}\n`);
+  }
+  return h.digest('hex');
+}
+
+const SCRIPT_STATEMENTS = new Set(['for_statement', 'while_statement', 'with_statement']);
+
+/** Modules of the repository that a harvest may import: library modules, not scripts.
+ *  Importing a module runs its top level (Language Reference §5.3), so a module whose top
+ *  level loops, opens contexts or calls something for its effect (after the docstring) is
+ *  a script — train.py, prepare.py — and is not imported (the `__main__` guard of PEP 299
+ *  style modules keeps their script part from running, those are imported). */
+export function libraryModules(corpus: Corpus, repo: string): string[] {
+  const out: string[] = [];
+  for (const m of corpus.modules()) {
+    if (m.repo !== repo || /(^|\.)(tests?|conftest|setup)(\.|$)/.test(m.name)) continue;
+    const sts = m.facts.statements;
+    const script = sts.some((st, i) => SCRIPT_STATEMENTS.has(st.kind) || (st.kind === 'expression_statement' && !st.binds.length && i > 0 && st.refs.length > 0));
+    if (!script) out.push(m.name);
+  }
+  return out.sort();
+}
+
+/** The repository's harvest: stored when its key is unchanged, else run and stored. */
+export async function repoWitnesses(
+  store: IndexStore,
+  pool: ValidatorPool,
+  repo: string,
+  opts: { force?: boolean; entryMs?: number; repoMs?: number; onEntry?: (r: EntryReport) => void; modules?: string[] } = {},
+): Promise<RepoWitnesses | null> {
+  const row = store.getRepo(repo);
+  if (!row) return null;
+  const key = harvestKey(store, repo, pool.envId);
+  if (!opts.force) {
+    const got = getHarvest(store, repo, key);
+    if (got) return { result: JSON.parse(got) as HarvestResult, cached: true };
+  }
+  const modules =
+    opts.modules ??
+    store
+      .listFiles(repo)
+      .map((f) => f.module)
+      .filter((m): m is string => !!m)
+      .sort();
+  if (!modules.length) return null;
+  const tops = new Map<string, number>();
+  for (const m of modules) tops.set(m.split('.')[0], (tops.get(m.split('.')[0]) ?? 0) + 1);
+  const zygoteModule = [...tops].sort((a, b) => b[1] - a[1])[0][0];
+  const own = sysPathRoots(row).length;
+  const result = await harvestRepo(pool, { repo, sysPath: harvestSysPath(store, repo), ownRoots: own, modules, zygoteModule, entryMs: opts.entryMs, repoMs: opts.repoMs, onEntry: opts.onEntry });
+  putHarvest(store, repo, key, pool.envId, JSON.stringify(result));
+  return { result, cached: false };
+}
+
+/** The stored harvest of a repository, whatever its key (for `nnrag witnesses` without running). */
+export function storedHarvest(store: IndexStore, repo: string): HarvestResult | null {
+  const got = getHarvest(store, repo);
+  return got ? (JSON.parse(got) as HarvestResult) : null;
+}
+
+/** Witnesses of one class (`module.Qualname`), at most n. */
+export function witnessesOf(result: HarvestResult | undefined, classId: string, n = 3): Witness[] {
+  return (result?.witnesses[classId] ?? []).slice(0, n);
+}
+
+/** Top-level module names of the repository's classes (see ValidationRequest.witnessRepoTops). */
+export function repoTops(result: HarvestResult): string[] {
+  return [...new Set(result.classes.map((c) => c.split('.')[0]))].sort();
+}

@@ -1,0 +1,256 @@
+"""Unit tests of the harness package (src/validate/python/nnrag_harness), one class per
+module: values (encode / decode), harvest (argparse defaults read statically, size ranks,
+configurations by use, entry-point call plans) and sources (the witness source and the
+label -> source rule). Run with a Python that has torch (test/validate/harness-package.test.ts)."""
+import argparse
+import dataclasses
+import functools
+import os
+import sys
+import tempfile
+import types
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "src", "validate", "python"))
+
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+
+from nnrag_harness import arguments as A  # noqa: E402
+from nnrag_harness import classify as C  # noqa: E402
+from nnrag_harness import harvest as H  # noqa: E402
+from nnrag_harness import inputs as I  # noqa: E402
+from nnrag_harness import sources as S  # noqa: E402
+from nnrag_harness import values as V  # noqa: E402
+
+
+@dataclasses.dataclass
+class Cfg:
+    width: int = 4
+    heads: int = 2
+
+
+class Box(object):
+    def __init__(self, t, m):
+        self.t = t
+        self.m = m
+
+
+class Lin(nn.Module):
+    def __init__(self, d, act=nn.ReLU):
+        super().__init__()
+        self.fc = nn.Linear(d, d)
+        self.act = act()
+
+    def forward(self, x):
+        return self.act(self.fc(x))
+
+
+NS = {"Cfg": Cfg, "Box": Box, "Lin": Lin}
+resolve = V.module_resolver(NS, lambda m: m.split(".")[0] in ("torch", "functools"))
+
+
+class ValuesTest(unittest.TestCase):
+    def roundtrip(self, v, modules=None):
+        enc = V.encode(v, modules)
+        return enc, V.decode(enc, resolve, torch, torch.Generator().manual_seed(0))
+
+    def test_plain_data(self):
+        for v in [1, 2.5, "x", None, True, (1, 2), [1, (2, 3)], {"a": (1,)}]:
+            self.assertEqual(self.roundtrip(v)[1], v)
+        self.assertEqual(self.roundtrip(float("inf"))[1], float("inf"))
+
+    def test_classes_partials_dataclasses(self):
+        enc, dec = self.roundtrip(functools.partial(nn.LayerNorm, eps=1e-6))
+        self.assertIs(dec.func, nn.LayerNorm)
+        self.assertEqual(dec.keywords, {"eps": 1e-6})
+        enc, dec = self.roundtrip(Cfg(width=8))
+        self.assertEqual(dec, Cfg(width=8))
+
+    def test_unknown_dataclass_becomes_namespace(self):
+        enc = V.encode(Cfg(width=8))
+        enc["$dataclass"] = ["elsewhere", "Other"]
+        dec = V.decode(enc, resolve, torch)
+        self.assertIsInstance(dec, types.SimpleNamespace)
+        self.assertEqual(dec.width, 8)
+
+    def test_tensors(self):
+        ids = torch.tensor([[1, 5, 9]])
+        enc, dec = self.roundtrip(ids)
+        self.assertTrue(torch.equal(dec, ids))
+        mask = torch.tensor([True, False])
+        self.assertTrue(torch.equal(self.roundtrip(mask)[1], mask))
+        x = torch.rand(2, 3, 4) + 5.0
+        enc, dec = self.roundtrip(x)
+        self.assertEqual(list(dec.shape), [2, 3, 4])
+        self.assertEqual(dec.dtype, torch.float32)
+        self.assertGreaterEqual(float(dec.min()), enc["min"])
+        self.assertEqual(V.size_of(enc), 24)
+
+    def test_module_instances_need_their_construction(self):
+        m = Lin(4)
+        with self.assertRaises(V.Unencodable):
+            V.encode(m)
+        enc, dec = self.roundtrip(m, {id(m): (m, Lin, (4,), {})})
+        self.assertIsInstance(dec, Lin)
+        self.assertEqual(dec.fc.in_features, 4)
+
+    def test_objects_from_fields(self):
+        enc, dec = self.roundtrip(Box(torch.zeros(2), [1]))
+        self.assertIsInstance(dec, Box)
+        self.assertEqual(dec.m, [1])
+
+    def test_unresolvable(self):
+        with self.assertRaises(V.Unresolvable):
+            V.decode({"$ref": ["repo.mod", "Missing"]}, resolve, torch)
+
+
+class HarvestTest(unittest.TestCase):
+    def test_argparse_defaults(self):
+        src = ("import argparse\np = argparse.ArgumentParser()\n"
+               "p.add_argument('--hidden-dim', default=256, type=int)\n"
+               "p.add_argument('--aux', action='store_true')\n"
+               "p.add_argument('--no-x', dest='x', action='store_false')\n"
+               "p.add_argument('--device', default='cuda')\n"
+               "p.add_argument('--lr', type=float)\n")
+        with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+            f.write(src)
+        try:
+            d = H.argparse_defaults(f.name)
+        finally:
+            os.unlink(f.name)
+        self.assertEqual(d, {"hidden_dim": 256, "aux": False, "x": True, "device": "cpu", "lr": None})
+
+    def test_size_rank(self):
+        names = ["vit_large_patch16", "vit_tiny_patch16", "vit_base_patch16", "resnet50"]
+        self.assertEqual(sorted(names, key=H.size_rank)[0], "vit_tiny_patch16")
+
+    def test_configs_by_use(self):
+        class Block(nn.Module):
+            def __init__(self, config):
+                super().__init__()
+                self.a = config.width + config.heads
+
+        configs = [{"kind": "argparse", "fields": {"lr": 1, "epochs": 2, "depth": 3}},
+                   {"kind": "dataclass", "ref": [__name__, "Cfg"], "fields": ["width", "heads"]}]
+        self.assertEqual(H.choose_configs(Block, "config", configs)[0]["kind"], "dataclass")
+        plan = H.call_plan(Block, configs, [])
+        self.assertEqual(plan["config"]["config"]["kind"], "dataclass")
+
+    def test_call_plan(self):
+        def build(pretrained=True, n=3):
+            return None
+
+        def needs(width):
+            return None
+        self.assertEqual(H.call_plan(build, [], []), {"pretrained": {"value": False}})
+        self.assertIsNone(H.call_plan(needs, [], []))
+
+    def test_recorder(self):
+        rec = H.Recorder(torch, {"m.Lin": Lin}, [])
+        rec.install(nn)
+        try:
+            m = Lin(3, act=nn.GELU)
+            m(torch.randn(2, 3))
+            w = rec.witnesses("test")["m.Lin"]["witnesses"][0]
+        finally:
+            for cls, name, orig in rec.patched:
+                setattr(cls, name, orig)
+        self.assertEqual(w["args"], [3])
+        self.assertEqual(w["kwargs"]["act"], {"$ref": ["torch.nn.modules.activation", "GELU"]})
+        self.assertEqual(w["inputs"]["args"][0]["$tensor"], [2, 3])
+        self.assertEqual(w["outputs"], [[2, 3]])
+
+
+class Attn(nn.Module):
+    def __init__(self, dim, num_heads, qkv_bias=False, norm_layer=None):
+        super().__init__()
+        assert dim % num_heads == 0
+        self.qkv = nn.Linear(dim, dim * 3, bias=qkv_bias)
+
+    def forward(self, x):
+        return self.qkv(x)
+
+
+class ArgumentsTest(unittest.TestCase):
+    """The call-site, configuration-table, defaults and guess sources (arguments.py)."""
+
+    def test_guess_by_name(self):
+        cands, why = A.arg_candidates(Attn, [], {}, nn)
+        label, args, kwargs = cands[0]
+        self.assertEqual(S.source_of(label), "guess")
+        self.assertEqual(kwargs["dim"] % kwargs["num_heads"], 0)
+        Attn(*args, **kwargs)
+
+    def test_literal_call_site_first(self):
+        cands, _ = A.arg_candidates(Attn, ["(48, 6, qkv_bias=True)"], {}, nn)
+        label, args, kwargs = cands[0]
+        self.assertEqual(S.source_of(label), "call-site")
+        m = Attn(*args, **kwargs)
+        self.assertEqual((m.qkv.in_features, m.qkv.bias is not None), (48, True))
+
+    def test_defaults(self):
+        cands, _ = A.arg_candidates(Lin, [], {}, nn)
+        self.assertTrue(cands)
+        cands, _ = A.arg_candidates(nn.ReLU, [], {}, nn)
+        self.assertEqual(cands[0][0], "defaults")
+
+    def test_seq_variant(self):
+        self.assertEqual(A.seq_variant([], {"window_size": 7, "depths": 2}), ([], {"window_size": (7, 7), "depths": [2, 2]}))
+        self.assertIsNone(A.seq_variant([], {"dim": 4}))
+
+
+class InputsTest(unittest.TestCase):
+    """Input candidates from layers and their repair from shape errors (inputs.py)."""
+
+    def test_linear_input(self):
+        m = Attn(16, 4)
+        plan = I.forward_plan(m)
+        cands = I.input_candidates(m, plan, [16, 4], torch, nn, 32, {})
+        shapes = [s[0][1] for s in cands if s]
+        self.assertTrue(any(tuple(sh)[-1] == 16 for sh in shapes), shapes)
+        x = I.make_inputs(cands[0], plan, torch)
+        self.assertEqual(list(m(*x).shape)[-1], 48)
+
+    def test_repair_channels(self):
+        fixed = I.repair_specs([("float", (2, 16, 8, 8))], "expected input[2, 16, 8, 8] to have 32 channels, but got 16 channels instead")
+        self.assertEqual(fixed[0][1][1], 32)
+
+
+class ClassifyTest(unittest.TestCase):
+    def test_categories(self):
+        c = C.Classifier([])
+        self.assertEqual(c.classify(RuntimeError("mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)"), "forward"), "forward-shape")
+        self.assertEqual(c.classify(ModuleNotFoundError("No module named 'x'", name="x"), "import"), "missing-extern")
+        self.assertEqual(c.classify(NameError("y"), "import"), "unresolved-name")
+        self.assertEqual(c.classify(MemoryError(), "forward"), "memory")
+
+
+class SourcesTest(unittest.TestCase):
+    def test_source_of(self):
+        self.assertEqual(S.source_of("witness 1 x.y"), "witness")
+        self.assertEqual(S.source_of("call-site 2 guessed=1"), "call-site")
+        self.assertEqual(S.source_of("config cfgs['a']"), "config-table")
+        self.assertEqual(S.source_of("defaults"), "guess")
+        self.assertEqual(S.source_of("heuristic d=32 h=4"), "guess")
+        self.assertEqual(S.source_of("widths d=32 h=4"), "guess")
+
+    def test_witness_candidates_and_inputs(self):
+        w = {"args": [4], "kwargs": {"act": {"$ref": ["torch.nn.modules.activation", "GELU"]}},
+             "inputs": {"args": [{"$tensor": [2, 4], "dtype": "float32"}], "kwargs": {}}, "entry": "e", "params": 20}
+        bad = {"args": [{"$module": ["repo.x", "Missing"], "args": [], "kwargs": {}}], "kwargs": {}, "entry": "e"}
+        res = S.copy_resolver(NS, ["repo"], {})
+        cands, skipped = S.witness_candidates([bad, w], res, torch)
+        self.assertEqual(len(cands), 1)
+        self.assertEqual(len(skipped), 1)
+        label, args, kwargs, _ = cands[0]
+        self.assertEqual(S.source_of(label), "witness")
+        m = Lin(*args, **kwargs)
+        a, kw = S.witness_inputs(w, res, torch)
+        self.assertEqual(list(m(*a, **kw).shape), [2, 4])
+        a2, _ = S.witness_inputs(w, res, torch)
+        self.assertTrue(torch.equal(a[0], a2[0]))  # the same seed: the copy and the original get the same inputs
+
+
+if __name__ == "__main__":
+    unittest.main()

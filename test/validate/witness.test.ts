@@ -1,0 +1,81 @@
+// Witnesses (src/validate/README.md "Witnesses"): harvested in the real sandbox from a
+// small fixture package that builds its own models through a registry, a dataclass
+// configuration and an argparse script and passes a structured input; a block that only
+// its witness can build; entry points that raise, sleep past their budget or try the
+// network are reported and the others still run; a second harvest with nothing changed
+// is read from the store.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { chmodSync, cpSync } from 'node:fs';
+import path from 'node:path';
+import * as api from '../../src/api.js';
+import { extractAndValidate } from '../../src/pipeline.js';
+import { ValidatorPool } from '../../src/validate/index.js';
+import { libraryModules, repoWitnesses } from '../../src/validate/witness/index.js';
+import { fixture, tempDir } from '../helpers.js';
+import { cannotValidate } from './common.js';
+
+const skip = await cannotValidate(true);
+
+test('witnesses from a registry, a dataclass config, an argparse script and a structured input; failed entry points contained', { skip: skip ?? false }, async () => {
+  const dir = tempDir();
+  chmodSync(dir, 0o755); // the sandbox runs as an unprivileged user when we are root
+  const repo = path.join(dir, 'wrepo');
+  cpSync(fixture('witness'), repo, { recursive: true });
+  const ws = api.Workspace.open(path.join(dir, 'store'), { create: true });
+  const pool = await ValidatorPool.start({ workers: 2 });
+  try {
+    await api.index(ws, { repos: [{ name: 'wrepo', url: null, path: repo, priority: 1, paths: [], description: null, packageRoots: null }] });
+    api.discover(ws);
+    const modules = libraryModules(ws.corpus(), 'wrepo');
+    assert.ok(modules.includes('wpkg.registry') && !modules.includes('train'), `train.py is a script, not imported: ${modules}`);
+    const got = await repoWitnesses(ws.store, pool, 'wrepo', { modules, entryMs: 4000 });
+    assert.ok(got && !got.cached);
+    const h = got.result;
+    const entry = (name: string) => h.entries.find((e) => e.entry.includes(name));
+    // the registry's factory, called with pretrained=False, built and ran the whole model
+    const reg = entry("MODELS['tinynet_small']");
+    assert.ok(reg?.built && reg.forward, JSON.stringify(reg));
+    // the argparse defaults of train.py (read, not run) configured Stack
+    const stack = h.entries.find((e) => e.covered.includes('wpkg.factory.Stack'));
+    assert.ok(stack?.built, JSON.stringify(h.entries));
+    const mixer = h.witnesses['wpkg.blocks.Mixer'];
+    assert.ok(mixer?.length, 'Mixer has witnesses');
+    // a Mixer built from the dataclass NetConfig and one from the argparse namespace
+    const kinds = new Set(mixer.map((w) => Object.keys((w.args[0] ?? {}) as object)[0]));
+    assert.ok(kinds.has('$dataclass') || kinds.has('$namespace'), JSON.stringify(mixer));
+    // Odd's layout string, as the model built it
+    assert.deepEqual(h.witnesses['wpkg.blocks.Odd'][0].args, ['w8-h3']);
+    // the structured input: a Pair rebuilt from its fields (a float tensor, a bool mask by value)
+    const masked = h.witnesses['wpkg.blocks.Masked'][0];
+    const pair = masked.inputs!.args[0] as { $object: string[]; fields: Record<string, { $tensor: number[]; dtype: string; values?: number[] }> };
+    assert.deepEqual(pair.$object, ['wpkg.blocks', 'Pair']);
+    assert.equal(pair.fields.mask.dtype, 'bool');
+    assert.deepEqual(pair.fields.mask.values!.slice(0, 6), [0, 0, 0, 0, 0, 1]);
+    assert.deepEqual(masked.outputs, [[1, 6, 8]]);
+    // failed entry points are reported with why, and contained
+    assert.match(entry('build_raises')!.error ?? '', /ValueError: this factory always fails/);
+    assert.match(entry('build_sleeps')!.error ?? '', /timeout/);
+    assert.ok(!entry('build_downloads')!.built && entry('build_downloads')!.error, JSON.stringify(entry('build_downloads')));
+    // nothing changed: read from the store
+    const t = performance.now();
+    const again = await repoWitnesses(ws.store, pool, 'wrepo', { modules });
+    assert.ok(again?.cached && performance.now() - t < 2000);
+    assert.deepEqual(again.result.witnesses, h.witnesses);
+
+    // Odd is validated only through its witness: without witnesses no guess builds it
+    const id = 'wpkg.blocks.Odd';
+    const without = await extractAndValidate(ws, [id], { validator: pool, witnesses: false, force: true });
+    assert.equal((without[0].validation as { category: string }).category, 'needs-args');
+    const withW = await extractAndValidate(ws, [id, 'wpkg.blocks.Masked'], { validator: pool, force: true });
+    for (const r of withW) {
+      const v = r.validation as { stages: Record<string, string>; argumentsSource?: string; equivalence?: { status: string } };
+      assert.equal(v.stages.forward, 'pass', `${r.id}: ${JSON.stringify(v)}`);
+      assert.equal(v.argumentsSource, 'witness');
+      assert.equal(v.stages.equivalence, 'pass', `${r.id}: ${JSON.stringify(v.equivalence)}`);
+    }
+  } finally {
+    await pool.close();
+    ws.close();
+  }
+});
