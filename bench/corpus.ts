@@ -5,8 +5,11 @@
 // issues ask for "per repository, before and after".
 //
 // usage: node dist/bench/corpus.js CONFIG [--store DIR] [--repos a/b,c/d] [--no-validate]
-//        [--workers N] [--rootfs DIR] [--json FILE] [--validate-repos a/b,c/d] [--no-witnesses]
+//        [--workers N] [--rootfs DIR] [--json FILE] [--validate-repos a/b,c/d] [--no-witnesses] [--profile slim|faithful]
 // --rootfs validates in a root filesystem made by `nnrag env create` (and `env sync --store`).
+// With the slim profile (the default) a second table gives the emitted lines per
+// repository: faithful and the module kept (slim where it validated), median / p90 / max,
+// and how many blocks fell back to faithful.
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -39,6 +42,7 @@ let last = 0;
 const ids = [...repoOf.keys()].filter((id) => !only || only.includes(repoOf.get(id)!));
 const records = await extractAndValidate(ws, ids, {
   validate,
+  profile: (opt('--profile') as 'slim' | 'faithful' | undefined) ?? 'slim',
   pool: { workers: opt('--workers') ? Number(opt('--workers')) : undefined, rootfs: opt('--rootfs') },
   onWarning: (m) => console.error(`warning: ${m}`),
   witnesses: !args.includes('--no-witnesses'),
@@ -82,7 +86,7 @@ for (const rec of records) {
   if (v.stages.instantiate === 'pass') r.instantiate++;
   if (v.stages.forward === 'pass') {
     r.forward++;
-    const src = (v as { argumentsSource?: string }).argumentsSource ?? '?';
+    const src = v.argumentsSource ?? '?';
     r.sources.set(src, (r.sources.get(src) ?? 0) + 1);
   }
   if (v.stages.equivalence === 'pass') r.eqPass++;
@@ -128,7 +132,7 @@ for (const [name, r] of rows) {
 // environment lacks though Debian has it, and what has no Debian package
 const lacks = new Map<string, { n: number; how: string }>();
 for (const rec of records) {
-  const m = (rec.validation as { missing?: { module: string; distribution: string; debian: string; candidate: string | null; verdict: string } } | undefined)?.missing;
+  const m = rec.validation?.missing;
   if (!m) continue;
   const how = m.verdict === 'lacks' ? `Debian ${m.debian} ${m.candidate}, not installed` : m.verdict === 'no-package' ? `no Debian package (tried ${m.debian})` : m.verdict === 'version' ? `installed (${m.debian}), another version's API` : 'unknown';
   const k = `${m.module} (${m.distribution})`;
@@ -136,5 +140,34 @@ for (const rec of records) {
 }
 console.log('\nmissing-extern failures by requirement:');
 for (const [k, v] of [...lacks].sort((a, b) => b[1].n - a[1].n)) console.log(`  ${k} ×${v.n}: ${v.how}`);
+const q = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? s[Math.min(s.length - 1, Math.ceil(p * s.length) - 1)] : 0;
+};
+const sizes = new Map<string, { faithful: number[]; kept: number[]; slim: number; fallback: number; reasons: Map<string, number> }>();
+for (const rec of records) {
+  const em = rec.emission;
+  if (!rec.lines) continue;
+  for (const name of [repoOf.get(rec.id) ?? '?', 'total']) {
+    let z = sizes.get(name);
+    if (!z) sizes.set(name, (z = { faithful: [], kept: [], slim: 0, fallback: 0, reasons: new Map() }));
+    z.faithful.push(em?.faithfulLines ?? rec.lines);
+    z.kept.push(rec.lines);
+    if (em?.profile === 'slim') z.slim++;
+    if (em?.fallbackReason) {
+      z.fallback++;
+      const why = em.fallbackReason.replace(/\d+/g, 'N').slice(0, 60);
+      z.reasons.set(why, (z.reasons.get(why) ?? 0) + 1);
+    }
+  }
+}
+console.log('\nemitted lines: faithful vs kept (slim where it validated) — median / p90 / max:');
+console.log('| repository | blocks | faithful | kept | slim | fell back |');
+console.log('|---|---|---|---|---|---|');
+for (const [name, z] of [...sizes].sort((a, b) => (a[0] === 'total' ? 1 : b[0] === 'total' ? -1 : a[0].localeCompare(b[0])))) {
+  const f = (xs: number[]) => `${q(xs, 0.5)} / ${q(xs, 0.9)} / ${Math.max(0, ...xs)}`;
+  console.log(`| ${name} | ${z.kept.length} | ${f(z.faithful)} | ${f(z.kept)} | ${z.slim} | ${z.fallback} |`);
+}
+for (const [name, z] of sizes) if (z.reasons.size && name !== 'total') console.log(`  fell back in ${name}: ${[...z.reasons].sort((a, b) => b[1] - a[1]).slice(0, 4).map(([k, n]) => `${k} ×${n}`).join('; ')}`);
 const json = opt('--json');
 if (json) writeFileSync(json, JSON.stringify(records.map((r) => ({ repo: repoOf.get(r.id), ...r })), null, 1));

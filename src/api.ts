@@ -8,11 +8,12 @@ import { symbolMatches } from './config/scope.js';
 import { Discovery, type Block } from './discover/discover.js';
 import { parseBlockId } from './discover/ids.js';
 import { emitModule, type NamespaceMap } from './emit/emitter.js';
+import { slimClosure, type SlimResult } from './emit/slim/slim.js';
 import { indexRepos, type IndexMode, type IndexProgress, type IndexReport } from './index/indexer.js';
 import { initParser } from './parse/parser.js';
 import { getExtraction, putExtraction, textHash } from './store/records.js';
 import { blockFile, libraryDir, placeBlockFile } from './library/layout.js';
-import { emptyRecord, type BlockRecord } from './library/record.js';
+import { emptyRecord, type BlockRecord, type EmissionProfile } from './library/record.js';
 import { RepoCache } from './repos/cache.js';
 import { classSignature } from './resolve/classes.js';
 import { ClosureBuilder } from './resolve/closure.js';
@@ -147,6 +148,20 @@ export interface ExtractOptions {
   extern?: string[];
   /** top-level modules importable in the validation environment (its probe) */
   importable?: readonly string[];
+  /** 'faithful' (the default here): every option of the original works; 'slim': without
+   *  registration decorators and unreached options (src/emit/slim). The validating
+   *  pipeline defaults to slim and keeps it only when it validates as the faithful
+   *  module does (pipeline.ts); without validation nothing proves it */
+  profile?: EmissionProfile;
+}
+
+export type { EmissionProfile };
+
+/** What slim emission may use beyond the code: texts whose strings the block can be
+ *  called with, decorators the sandbox proved to return their argument. */
+export interface SlimInputs {
+  seeds?: readonly string[];
+  proven?: ReadonlySet<string>;
 }
 
 /** The record of one block (src/library/record.ts); the name the API had before. */
@@ -157,10 +172,12 @@ export interface Extraction {
   text: string;
   /** names of the emitted module and what they denote in the originals (for validation) */
   namespace?: NamespaceMap;
+  /** slim emission: decorators not proven statically (for the sandbox probe) */
+  unknownDecorators?: SlimResult['unknownDecorators'];
 }
 
 /** Compute the closure of one block and emit its standalone module (not written). */
-export function extractText(ws: Workspace, id: string, opts: ExtractOptions = {}): Extraction {
+export function extractText(ws: Workspace, id: string, opts: ExtractOptions = {}, slim: SlimInputs = {}): Extraction {
   const t0 = performance.now();
   const corpus = ws.corpus();
   const found = ws.blockModule(id);
@@ -171,8 +188,10 @@ export function extractText(ws: Workspace, id: string, opts: ExtractOptions = {}
   const base = { ...emptyRecord(id, mod.repo, ws.blockSource(id)), signature: classSignature(ws.resolver(), mod, cls) };
   try {
     const resolver = ws.resolver({ extern: opts.extern, intern: opts.intern, importable: opts.importable });
-    const closure = new ClosureBuilder(corpus, resolver).build(mod, className);
-    const em = emitModule(corpus, closure);
+    const profile = opts.profile ?? 'faithful';
+    const sl = profile === 'slim' ? slimClosure(corpus, resolver, mod, className, slim) : null;
+    const closure = sl ? sl.closure : new ClosureBuilder(corpus, resolver).build(mod, className);
+    const em = emitModule(corpus, closure, sl ? { edits: sl.edits, header: sl.header } : {});
     const diagnostics = [...closure.diagnostics, ...em.diagnostics];
     const errors = diagnostics.filter((d) => d.severity === 'error');
     return {
@@ -185,10 +204,12 @@ export function extractText(ws: Workspace, id: string, opts: ExtractOptions = {}
         externs: em.externs,
         provenance: em.provenance,
         renames: em.renames,
+        emission: { profile, ...(sl ? { removed: sl.removed } : {}) },
         ms: performance.now() - t0,
       },
       text: em.text,
       namespace: em.namespace,
+      ...(sl ? { unknownDecorators: sl.unknownDecorators } : {}),
     };
   } catch (e) {
     return { record: { ...base, error: (e as Error).message, ms: performance.now() - t0 }, text: '' };
@@ -204,10 +225,14 @@ export function extractBlock(ws: Workspace, id: string, opts: ExtractOptions = {
  *  A block whose emitted module is unchanged keeps its stored validation (and its file in
  *  `blocks/` or `failed/`): extraction without validation proves nothing new, so it must
  *  not demote what was validated. */
-export function extractBlocks(ws: Workspace, ids: string[], opts: ExtractOptions = {}): BlockRecord[] {
+export function extractBlocks(ws: Workspace, ids: string[], opts: ExtractOptions = {}, slimInputs?: (id: string, prev: BlockRecord) => SlimInputs): BlockRecord[] {
   const out = libraryDir(ws.storeDir, opts.out);
   return ids.map((id) => {
-    const { record, text } = extractText(ws, id, opts);
+    // a validated slim module stays when the same slim module comes out again (no
+    // profile asked for: the library's choice stands)
+    const stored = opts.profile === undefined && slimInputs ? getExtraction(ws.store, id) : null;
+    const slimHeld = stored && stored.status !== 'extracted' && stored.record.emission.profile === 'slim';
+    const { record, text } = slimHeld ? extractText(ws, id, { ...opts, profile: 'slim' }, slimInputs!(id, stored.record)) : extractText(ws, id, opts);
     const prev = text ? getExtraction(ws.store, id) : null;
     if (prev && prev.status !== 'extracted' && prev.hash === textHash(text)) {
       const file = blockFile(out, prev.status, id);

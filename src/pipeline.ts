@@ -14,6 +14,8 @@ import { putCachedValidation, getCachedValidation, putExtraction, textHash } fro
 import { missingLookup } from './validate/missing.js';
 import type { Ref, StatementFacts } from './parse/types.js';
 import type { Corpus, CorpusModule } from './resolve/corpus.js';
+import type { NamespaceMap } from './emit/emitter.js';
+import { PROBE_CLASS, probeSource } from './emit/slim/probe.js';
 import {
   DEFAULT_REQUIRED_STAGES,
   ValidatorPool,
@@ -188,10 +190,81 @@ function originalSysPath(ws: api.Workspace, id: string, crossed: readonly string
   return [...out];
 }
 
+/** The slim module when it passes every stage the faithful one passes (same call sites,
+ *  data sites and original, so equivalence too), else the faithful one with the reason
+ *  on its record (`emission.fallbackReason`). Decorators the corpus does not show to
+ *  return their argument are first tried in the sandbox (emit/slim/probe.ts). */
+async function slimOrFaithful(
+  ws: api.Workspace,
+  id: string,
+  opts: PipelineOptions,
+  req: ValidationRequest,
+  { record: faithfulRecord, result: faithful }: { record: api.ExtractionRecord; result: ValidationResult },
+  namespace: NamespaceMap | undefined,
+  validate: (req: ValidationRequest) => Promise<ValidationResult>,
+): Promise<{ record: api.ExtractionRecord; text: string; result: ValidationResult }> {
+  const seeds = slimSeeds(req, faithful.args);
+  let proven: string[] = [];
+  let slim = api.extractText(ws, id, { ...opts, profile: 'slim' }, { seeds });
+  const fallback = (reason: string) => {
+    faithfulRecord.emission = { profile: 'faithful', fallbackReason: reason, faithfulLines: faithfulRecord.lines, slimLines: slim.record.lines || null };
+    return { record: faithfulRecord, text: req.source, result: faithful };
+  };
+  if (!slim.text) return fallback(`slim emission failed: ${slim.record.error ?? 'no text'}`);
+  // decorators not proven statically: the sandbox applies them to a fresh class
+  if (slim.unknownDecorators?.length && namespace && faithful.stages.import === 'pass') {
+    const probe = probeSource(req.source, namespace, slim.unknownDecorators.map((d) => ({ key: d.key, module: d.mod.name, line: d.line, target: d.target })));
+    if (probe) {
+      const r = await validate({ id: `${id}#decorator-probe`, source: probe.source, className: PROBE_CLASS, requiredStages: ['import'] });
+      if (r.stages.import === 'pass') {
+        proven = probe.keys;
+        slim = api.extractText(ws, id, { ...opts, profile: 'slim' }, { seeds, proven: new Set(proven) });
+      }
+    }
+  }
+  const emission = slim.record.emission;
+  if (slim.text === req.source) {
+    slim.record.emission = { profile: 'slim', faithfulLines: slim.record.lines, slimLines: slim.record.lines, removed: emission.removed ?? [], proven };
+    return { record: slim.record, text: slim.text, result: faithful };
+  }
+  const sreq: ValidationRequest = { ...req, source: slim.text };
+  if (req.namespace && slim.namespace) sreq.namespace = slim.namespace;
+  const r = await validate(sreq);
+  const lost = (Object.keys(faithful.stages) as Stage[]).filter((s) => faithful.stages[s] === 'pass' && r.stages[s] !== 'pass');
+  const faithfulOk = passesStages(faithful, req.requiredStages ?? [...DEFAULT_REQUIRED_STAGES]);
+  if (lost.length || (faithfulOk && !passesStages(r, req.requiredStages ?? [...DEFAULT_REQUIRED_STAGES]))) {
+    return fallback(`slim module failed ${lost.join(', ') || 'a required stage'}: ${r.category ?? ''} ${(r.error ?? '').slice(0, 300)}`.trim());
+  }
+  slim.record.emission = { profile: 'slim', faithfulLines: faithfulRecord.lines, slimLines: slim.record.lines, removed: emission.removed ?? [], proven };
+  return { record: slim.record, text: slim.text, result: r };
+}
+
+/** What a block is built with, whose strings reach options: its call sites, and the
+ *  arguments the faithful module was validated with (the one configuration-table entry
+ *  that worked, not every entry), else its data sites. */
+function slimSeeds(req: Pick<ValidationRequest, 'callSites' | 'dataSites'>, args: unknown): string[] {
+  const seeds = [...(req.callSites ?? []).map((c) => (typeof c === 'string' ? c : c.text))];
+  if (args) seeds.push(...texts(args));
+  else seeds.push(...(req.dataSites ?? []).map((d) => d.text));
+  return seeds;
+}
+
+/** Every string in a JSON value (the validator's arguments are reprs: `"Cfg(type='x')"`). */
+function texts(v: unknown, out: string[] = []): string[] {
+  if (typeof v === 'string') out.push(v);
+  else if (Array.isArray(v)) for (const x of v) texts(x, out);
+  else if (v && typeof v === 'object') for (const [k, x] of Object.entries(v)) out.push(`'${k}'`), texts(x, out);
+  return out;
+}
+
 /** Extract, validate and promote blocks. */
 export async function extractAndValidate(ws: api.Workspace, ids: string[], opts: PipelineOptions = {}): Promise<BlockRecord[]> {
   const out = libraryDir(ws.storeDir, opts.out);
-  if (opts.validate === false) return api.extractBlocks(ws, ids, opts);
+  if (opts.validate === false) {
+    return api.extractBlocks(ws, ids, opts, (id, prev) => {
+      return { seeds: slimSeeds({ callSites: callSites(ws, id), dataSites: dataSites(ws, id) }, prev.validation?.args), proven: new Set(prev.emission.proven ?? []) };
+    });
+  }
   const required = opts.required ?? [...DEFAULT_REQUIRED_STAGES];
   const pool = opts.validator ?? (await ValidatorPool.start({ ...opts.pool, onWarning: opts.onWarning }));
   const missing = missingLookup({ rootfs: pool.env.rootfs });
@@ -199,7 +272,8 @@ export async function extractAndValidate(ws: api.Workspace, ids: string[], opts:
     // what the validation environment can import decides whether an interned package
     // used as a module object keeps its import (closure.ts)
     const importable = opts.importable ?? pool.env.probe?.modules;
-    const extracted = ids.map((id) => ({ id, ...api.extractText(ws, id, { ...opts, importable }) }));
+    const profile = opts.profile ?? 'slim';
+    const extracted = ids.map((id) => ({ id, ...api.extractText(ws, id, { ...opts, importable, profile: 'faithful' }) }));
     // witnesses of the repositories of these blocks, harvested (or read) first
     const harvests = new Map<string, HarvestResult>();
     if (opts.witnesses !== false) {
@@ -222,9 +296,20 @@ export async function extractAndValidate(ws: api.Workspace, ids: string[], opts:
     }
     const records: BlockRecord[] = [];
     let done = 0;
+    const validateCached = async (req: ValidationRequest): Promise<ValidationResult> => {
+      const key = validationKey(req, pool.envId);
+      let r = opts.force ? null : getCachedValidation<ValidationResult>(ws.store, key, pool.envId);
+      if (!r) {
+        r = await pool.validate(req);
+        if (r.category !== 'crash' && r.category !== 'timeout') putCachedValidation(ws.store, key, pool.envId, forStorage(r));
+      }
+      return r;
+    };
     await Promise.all(
-      extracted.map(async ({ id, record, text, namespace }, i) => {
+      extracted.map(async ({ id, record: faithfulRecord, text: faithfulText, namespace }, i) => {
         let result: ValidationResult | null = null;
+        let record = faithfulRecord;
+        let text = faithfulText;
         if (text) {
           const { module: origModule, className } = parseBlockId(id);
           const req: ValidationRequest = {
@@ -246,11 +331,12 @@ export async function extractAndValidate(ws: api.Workspace, ids: string[], opts:
           if (sysPath) req.original = { module: origModule, className: req.className, sysPath };
           // the namespace stage compares the copy's names with the original modules'
           if (sysPath && namespace) req.namespace = namespace;
-          const key = validationKey(req, pool.envId);
-          result = opts.force ? null : getCachedValidation<ValidationResult>(ws.store, key, pool.envId);
-          if (!result) {
-            result = await pool.validate(req);
-            if (result.category !== 'crash' && result.category !== 'timeout') putCachedValidation(ws.store, key, pool.envId, forStorage(result));
+          result = await validateCached(req);
+          if (profile === 'slim') {
+            const chosen = await slimOrFaithful(ws, id, { ...opts, importable }, req, { record, result }, namespace, validateCached);
+            record = chosen.record;
+            text = chosen.text;
+            result = chosen.result;
           }
           // layers (module type → count in the instantiated block) feed the library spec
           record.validation = result.layers ? { ...toRecord(result), layers: result.layers } : toRecord(result);

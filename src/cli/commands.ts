@@ -24,6 +24,7 @@ const extractOptions = {
   'start-from': { type: 'string' },
   out: { type: 'string' },
   'no-validate': { type: 'boolean' },
+  profile: { type: 'string' },
   intern: { type: 'string', multiple: true },
   extern: { type: 'string', multiple: true },
 } as const;
@@ -53,6 +54,7 @@ function pipelineOptions(ctx: Ctx): PipelineOptions {
   const required = ctx.values.require as string[] | undefined;
   for (const r of required ?? []) if (!STAGES.includes(r as Stage)) throw new UsageError(`--require: unknown stage ${r} (stages: ${STAGES.join(', ')})`);
   return {
+    profile: profileOpt(ctx),
     out: ctx.values.out as string | undefined,
     intern: ctx.values.intern as string[] | undefined,
     extern: ctx.values.extern as string[] | undefined,
@@ -70,6 +72,15 @@ function pipelineOptions(ctx: Ctx): PipelineOptions {
     },
     onWarning: (m) => process.stderr.write(`warning: ${m}\n`),
   };
+}
+
+/** `--profile slim|faithful` (default slim: used where it validates as the faithful
+ *  module does, else the faithful module is kept; docs/ARCHITECTURE.md "Slim emission"). */
+export function profileOpt(ctx: Ctx): api.EmissionProfile | undefined {
+  const p = ctx.values.profile as string | undefined;
+  if (p === undefined) return undefined;
+  if (p !== 'slim' && p !== 'faithful') throw new UsageError(`--profile takes slim or faithful, not ${JSON.stringify(p)}`);
+  return p;
 }
 
 /** The ids to work on: requested names (bare names resolved), else every block; then
@@ -122,7 +133,9 @@ function blockLine(r: api.ExtractionRecord): string {
     const stages = Object.entries(v.stages).map(([k, s]) => `${k}:${s}`).join(' ');
     status = r.ok ? stages : `${v.category ?? 'failed'}: ${(v.error ?? '').split('\n')[0].slice(0, 120)} [${stages}]`;
   }
-  return `${r.ok ? '✓' : '✗'} ${r.id}  ${r.lines} lines  ${r.ms.toFixed(1)} ms  ${status}${r.file ? `  → ${r.file}` : ''}`;
+  const em = r.emission;
+  const prof = em?.profile === 'slim' && em.faithfulLines && em.faithfulLines !== r.lines ? ` (slim; faithful ${em.faithfulLines})` : em?.fallbackReason ? ' (faithful: slim did not validate)' : '';
+  return `${r.ok ? '✓' : '✗'} ${r.id}  ${r.lines} lines${prof}  ${r.ms.toFixed(1)} ms  ${status}${r.file ? `  → ${r.file}` : ''}`;
 }
 
 /** The result lines of extract / validate (only the totals when each block's line was
@@ -163,7 +176,7 @@ export const commands: Record<string, Command> = {
   extract: {
     summary: 'regenerate blocks as standalone modules (validated unless --no-validate)',
     usage:
-      'nnrag extract (--block ID|NAME | --blocks A B … | --names-json FILE | --all) [--repo PATH_OR_URL … | --config FILE] [--limit N] [--start-from NAME] [--out DIR] [--no-validate] [--force] [--intern P] [--extern P]',
+      'nnrag extract (--block ID|NAME | --blocks A B … | --names-json FILE | --all) [--repo PATH_OR_URL … | --config FILE] [--limit N] [--start-from NAME] [--out DIR] [--no-validate] [--profile slim|faithful] [--force] [--intern P] [--extern P]',
     options: { ...extractOptions, ...validateOptions, ...repoOptions },
     async run(ctx) {
       // with --repo/--config the store is made as `index` would make it (one step)

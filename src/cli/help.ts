@@ -21,6 +21,7 @@ export const FLAGS: Record<string, string> = {
   'start-from': 'skip the selected blocks before this one (resume an interrupted run)',
   out: 'output folder (default <store>/library)',
   'no-validate': 'emit the standalone modules without validating them (stored validation of unchanged modules is kept)',
+  profile: 'slim (default when validating: without registration decorators and unreached options, kept only where it validates as faithful does) or faithful (every option of the original); export: faithful re-emits a slim block',
   intern: 'module pattern to copy into the emitted module even when it could stay an import (fnmatch on dotted names: timm.layers.*, a.b.**); repeatable',
   extern: 'module pattern to keep as an import even when it is indexed (torch.package style); repeatable',
   python: 'the interpreter that validates (default $NNRAG_PYTHON, else the first python3 whose torch imports)',

@@ -3,6 +3,7 @@
 // src/serve.
 import { UsageError } from '../util/errors.js';
 import { exportLibraryBlock, search, similar } from '../commands/search.js';
+import { profileOpt } from './commands.js';
 import { CATEGORIES, type Category } from '../library/category.js';
 import { startServer } from '../serve/server.js';
 import { openWorkspace, withWorkspace, withWorkspaceAsync, type Command, type Ctx } from './context.js';
@@ -100,13 +101,14 @@ export const commands: Record<string, Command> = {
 
   export: {
     summary: 'write a library block as a module of another project, merging its requirements',
-    usage: 'nnrag export ID|NAME --into DIR [--module NAME] [--force] [--allow-failed] [--python PY]',
-    options: { into: { type: 'string' }, module: { type: 'string' }, force: { type: 'boolean' }, 'allow-failed': { type: 'boolean' }, python: { type: 'string' } },
+    usage: 'nnrag export ID|NAME --into DIR [--module NAME] [--profile slim|faithful] [--force] [--allow-failed] [--python PY]',
+    options: { into: { type: 'string' }, module: { type: 'string' }, profile: { type: 'string' }, force: { type: 'boolean' }, 'allow-failed': { type: 'boolean' }, python: { type: 'string' } },
     async run(ctx) {
       if (ctx.positionals.length !== 1) throw new UsageError('name one block: nnrag export ID --into DIR');
       if (!ctx.values.into) throw new UsageError('--into DIR is required');
       const rep = await withWorkspaceAsync(ctx, (ws) =>
         exportLibraryBlock(ws, ctx.positionals[0], {
+          profile: profileOpt(ctx),
           into: ctx.values.into as string,
           module: ctx.values.module as string | undefined,
           force: !!ctx.values.force,

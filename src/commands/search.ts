@@ -1,11 +1,14 @@
 // The search-stage commands as functions of the API: `nnrag search`, `nnrag similar` and
 // `nnrag export`. Each brings the search structures up to date with the store first; the
 // CLI parses flags and prints what they return.
-import { exportBlock, type ExportOptions, type ExportReport } from '../export/export.js';
+import { extractText, ready } from '../api.js';
+import { exportBlock, heldProfile, type ExportOptions, type ExportReport } from '../export/export.js';
+import type { EmissionProfile } from '../library/record.js';
+import { getExtraction } from '../store/records.js';
 import { facets, resolveLibraryId, searchBlocks, type SearchOptions, type SearchResult } from '../search/index.js';
 import { refreshSearch } from '../search/refresh.js';
 import { similarBlocks, type SimilarHit } from '../search/similar.js';
-import { UsageError } from '../util/errors.js';
+import { NnragError, UsageError } from '../util/errors.js';
 import type { Workspace } from '../workspace.js';
 
 /** `nnrag search`: full-text search of the library; a `repo` filter no block comes from is a
@@ -27,8 +30,25 @@ export function similar(ws: Workspace, idOrName: string, k = 10): { id: string; 
   return { id, similar: similarBlocks(ws.store, id, k) };
 }
 
-/** `nnrag export`: write a library block into another project (an id or a name naming one block). */
-export async function exportLibraryBlock(ws: Workspace, idOrName: string, opts: ExportOptions): Promise<ExportReport> {
+/** `nnrag export`: write a library block into another project (an id or a name naming one block).
+ *  `profile`: the library's module when it is of that profile; a faithful module of a slim
+ *  block is emitted again from the indexed sources; a slim module the library does not hold
+ *  (it fell back to faithful) is refused with the reason. */
+export async function exportLibraryBlock(ws: Workspace, idOrName: string, opts: ExportOptions & { profile?: EmissionProfile }): Promise<ExportReport> {
   const id = resolveLibraryId(ws.store, idOrName);
-  return exportBlock(ws.store, id, opts);
+  const { profile, ...rest } = opts;
+  const stored = profile ? getExtraction(ws.store, id) : null;
+  if (profile && stored) {
+    const held = heldProfile(stored.record);
+    if (held.profile !== profile) {
+      if (profile === 'slim') {
+        throw new NnragError(`the library holds the faithful module of ${id}: ${held.fallbackReason ?? 'it was stored before slim emission; extract it again'}`, 'profile-unavailable');
+      }
+      await ready();
+      const f = extractText(ws, id, { profile: 'faithful' });
+      if (!f.text) throw new NnragError(`cannot emit the faithful module of ${id}: ${f.record.error ?? 'no text'}`, 'profile-unavailable');
+      rest.profileText = { profile, text: f.text };
+    }
+  }
+  return exportBlock(ws.store, id, rest);
 }

@@ -31,6 +31,8 @@
 //   line range and the SWHID of the source file; `namespace` (for the validator's
 //   namespace stage) lists each emitted name with the original module-level names it
 //   must denote the same thing as, and where each copied statement sits.
+// - Slim emission (src/emit/slim) hands in more edits (removed decorators, pruned
+//   options) and header lines through `EmitOptions`.
 import type { ImportEdge } from '../parse/types.js';
 import { slotKey, type Binding, type Closure, type Diagnostic, type StmtNode } from '../resolve/closure.js';
 import type { Corpus, CorpusModule } from '../resolve/corpus.js';
@@ -72,16 +74,33 @@ export interface NamespaceMap {
   statements: [first: number, last: number, module: string, origFirst: number, origLast: number][];
 }
 
-interface Edit {
+/** A replacement of `[start, end)` of a statement's original text (offsets into the
+ *  module's source). */
+export interface Edit {
   start: number;
   end: number;
   text: string;
 }
 
-export function emitModule(corpus: Corpus, closure: Closure, opts: { generator?: string } = {}): EmittedModule {
+export interface EmitOptions {
+  generator?: string;
+  /** more edits of a copied statement (slim emission: removed decorators, pruned
+   *  options; src/emit/slim); an edit covering a name rewrite wins over it */
+  edits?: (n: StmtNode) => readonly Edit[] | undefined;
+  /** lines added to the header after the renames (each starts with `# `) */
+  header?: readonly string[];
+}
+
+export function emitModule(corpus: Corpus, closure: Closure, opts: EmitOptions = {}): EmittedModule {
   const names = assignNames(closure);
   const { order, diagnostics } = orderNodes(closure);
   const edits = collectEdits(closure, names);
+  if (opts.edits) {
+    for (const n of closure.nodes) {
+      const more = opts.edits(n);
+      if (more?.length) edits.set(n, [...(edits.get(n) ?? []), ...more]);
+    }
+  }
 
   const body: string[] = [];
   const statements: NamespaceMap['statements'] = [];
@@ -115,6 +134,7 @@ export function emitModule(corpus: Corpus, closure: Closure, opts: { generator?:
     .filter(([b, name]) => name !== b.name)
     .map(([b, name]) => ({ from: b.name, to: name, module: b.mod?.name ?? b.origins?.[0]?.mod.name ?? b.key }));
   for (const r of renames) header.push(`# renamed: ${r.module}.${r.from} -> ${r.to}`);
+  if (opts.header) header.push(...opts.header);
 
   const parts = [header.join('\n')];
   if (imports) parts.push(imports);

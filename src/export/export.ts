@@ -21,6 +21,7 @@ import { existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, renameSyn
 import path from 'node:path';
 import type { IndexStore } from '../store/store.js';
 import { getExtraction } from '../store/records.js';
+import type { BlockRecord } from '../library/record.js';
 import { compatiblePin, KNOWN_DISTRIBUTIONS, normalizeDistName, requirementLines, resolveRequirements, topLevelName } from '../library/requirements.js';
 import { NnragError, UsageError } from '../util/errors.js';
 import { ensureDir, writeFileAtomic } from '../util/fs.js';
@@ -40,6 +41,14 @@ export interface ExportOptions {
   python?: string;
   /** export a block that failed validation (refused otherwise) */
   allowFailed?: boolean;
+  /** the module text of another emission profile than the library holds (`--profile
+   *  faithful` of a slim block, emitted again from the indexed sources), and its name */
+  profileText?: { profile: string; text: string };
+}
+
+/** The emission profile of a stored record and why it is not slim, if it fell back. */
+export function heldProfile(record: Pick<BlockRecord, 'emission'>): { profile: string; fallbackReason: string | null } {
+  return { profile: record.emission?.profile ?? 'faithful', fallbackReason: record.emission?.fallbackReason ?? null };
 }
 
 export interface ExportReport {
@@ -220,9 +229,12 @@ export async function exportBlock(store: IndexStore, id: string, opts: ExportOpt
   const usage = validation?.usage;
   const header =
     `# Exported by nnrag from ${id} (${state}).\n` +
+    (opts.profileText
+      ? `# ${opts.profileText.profile} profile, emitted again from the indexed sources (the library holds the ${heldProfile(e.record).profile} module, which is what was validated).\n`
+      : '') +
     (usage && !failed ? `# Usage, as validated (names of this module, torch imported): ${usage}\n` : '') +
     `# The provenance lines below say where every definition comes from; keep them with the code.\n`;
-  const text = header + e.text;
+  const text = header + (opts.profileText?.text ?? e.text);
 
   let action = 'written';
   if (existsSync(file) || isLink(file)) {

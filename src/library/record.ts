@@ -18,6 +18,7 @@
 // The flat names (`lines`, `provenance`, `interned` …) are the JSON users have always seen
 // and stay where they were; what is new is grouped (`emission`, `source`).
 import type { ProvenanceEntry } from '../emit/emitter.js';
+import type { SlimRemoval } from '../emit/slim/slim.js';
 import type { ClassSignature } from '../resolve/classes.js';
 import type { Diagnostic } from '../resolve/closure.js';
 import type { ValidationRecord } from '../validate/record.js';
@@ -34,7 +35,18 @@ export interface EmissionFacts {
   profile: EmissionProfile;
   /** why a requested slim emission fell back to faithful */
   fallbackReason?: string;
+  /** lines of the faithful module (when slim was tried) */
+  faithfulLines?: number;
+  /** lines of the slim module (when slim was tried; null when it emitted nothing) */
+  slimLines?: number | null;
+  /** what slim left out of the copied statements: decorators, options, branches, each
+   *  with the original file and lines (src/emit/slim) */
+  removed?: SlimRemoval[];
+  /** decorators the sandbox proved to return their argument (`repo:module:line`) */
+  proven?: string[];
 }
+
+
 
 /** Where the block's class is defined (the class statement Python binds for
  *  `module.Class`, see resolve/corpus.ts `classStatement`). */

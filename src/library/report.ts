@@ -12,6 +12,7 @@ import { detectLicense } from './provenance.js';
 import { listExtractions, type StoredExtraction } from '../store/records.js';
 import { environmentLack, environmentLacks, equivalenceSkips, type EnvironmentLack } from './report-environment.js';
 import { histogram, summarize, wilson, type Bin, type Interval } from './stats.js';
+import type { BlockRecord } from './record.js';
 
 export const REPORT_STAGES = ['parse', 'compile', 'import', 'namespace', 'instantiate', 'forward', 'equivalence'] as const;
 
@@ -29,6 +30,42 @@ export interface StageFigures {
 }
 
 export type Summary = ReturnType<typeof summarize>;
+
+export interface EmissionFigures {
+  /** lines of every block's faithful module */
+  faithful: Summary;
+  /** lines of the modules kept (slim where it validated) */
+  kept: Summary;
+  slim: number;
+  faithfulProfile: number;
+  /** fell back to faithful because the slim module did not validate as it did */
+  fallbacks: number;
+  fallbackReasons: Record<string, number>;
+}
+
+/** Faithful vs kept lines and fallbacks, from the records' `emission`. */
+export function emissionFigures(records: readonly { lines: number; record: Pick<BlockRecord, 'emission'> }[]): EmissionFigures {
+  const faithful: number[] = [];
+  const kept: number[] = [];
+  let slim = 0;
+  let faithfulProfile = 0;
+  let fallbacks = 0;
+  const fallbackReasons: Record<string, number> = {};
+  for (const r of records) {
+    if (!r.lines) continue;
+    const em = r.record.emission;
+    faithful.push(em?.faithfulLines ?? r.lines);
+    kept.push(r.lines);
+    if (em?.profile === 'slim') slim++;
+    else faithfulProfile++;
+    if (em?.fallbackReason) {
+      fallbacks++;
+      const why = /^slim module failed ([\w, ]+)/.exec(em.fallbackReason)?.[0] ?? em.fallbackReason.slice(0, 40);
+      fallbackReasons[why] = (fallbackReasons[why] ?? 0) + 1;
+    }
+  }
+  return { faithful: roundSummary(summarize(faithful)), kept: roundSummary(summarize(kept)), slim, faithfulProfile, fallbacks, fallbackReasons };
+}
 
 export interface RepoFigures {
   name: string;
@@ -85,6 +122,9 @@ export interface LibraryReport {
     library: number | null;
   };
   sizes: { lines: Summary; histogram: Bin[] };
+  /** emission profiles (docs/ARCHITECTURE.md "Slim emission"): lines of the faithful
+   *  modules and of the slim ones kept, blocks that fell back to faithful and why */
+  emission: EmissionFigures;
   uniqueness: {
     uniqueCount: number;
     total: number;
@@ -226,6 +266,7 @@ export function buildReport(store: IndexStore, opts: { storeDir?: string } = {})
       library: lib ? (JSON.parse(lib) as { ms: number }).ms : null,
     },
     sizes: { lines: roundSummary(summarize(lines)), histogram: lines.length ? histogram(lines, edges) : [] },
+    emission: emissionFigures(records),
     uniqueness: dd ? { uniqueCount: dd.uniqueCount, total: dd.total, kinds: dd.kinds, perRepo: dd.perRepo, fresh: dd.fresh } : null,
   };
 }
@@ -275,6 +316,13 @@ export function reportText(r: LibraryReport): string {
   const l = r.sizes.lines;
   out.push('', `module size (lines): min ${l.min}, p50 ${l.p50}, p90 ${l.p90}, max ${l.max}, mean ${l.mean}`);
   out.push('  ' + r.sizes.histogram.map((b) => `[${b.lo},${b.hi}) ${b.count}`).join('  '));
+  const em = r.emission;
+  if (em.kept.n) {
+    out.push(
+      `emission: faithful lines p50 ${em.faithful.p50}, p90 ${em.faithful.p90}, max ${em.faithful.max}; kept p50 ${em.kept.p50}, p90 ${em.kept.p90}, max ${em.kept.max}; ` +
+        `slim ${em.slim}, faithful ${em.faithfulProfile} (fell back ${em.fallbacks}${em.fallbacks ? ': ' + Object.entries(em.fallbackReasons).map(([k, v]) => `${k} ${v}`).join(', ') : ''})`,
+    );
+  }
   if (r.uniqueness) {
     const u = r.uniqueness;
     out.push('', `uniqueness: ${u.uniqueCount} unique of ${u.total} (${Object.entries(u.kinds).map(([k, v]) => `${v} ${k} clusters`).join(', ') || 'no clusters'})${u.fresh ? '' : ' — stale: run `nnrag dedup` again'}`);
@@ -338,6 +386,20 @@ export function reportHtml(r: LibraryReport): string {
     `<p>min ${l.min}, median ${l.p50}, p90 ${l.p90}, max ${l.max}, mean ${l.mean}</p>`,
     table(['lines', 'modules'], r.sizes.histogram.map((b) => [`${b.lo}–${b.hi}`, b.count])),
   );
+  if (r.emission.kept.n) {
+    const em = r.emission;
+    parts.push(
+      '<h2>Emission profiles</h2>',
+      table(
+        ['', 'median', 'p90', 'max'],
+        [
+          ['faithful', em.faithful.p50, em.faithful.p90, em.faithful.max],
+          ['kept (slim where it validated)', em.kept.p50, em.kept.p90, em.kept.max],
+        ],
+      ),
+      `<p>slim ${em.slim}, faithful ${em.faithfulProfile}, fell back to faithful ${em.fallbacks}</p>`,
+    );
+  }
   if (r.uniqueness) {
     const u = r.uniqueness;
     parts.push(

@@ -27,6 +27,14 @@ import { classStatement } from './classes.js';
 import type { Corpus, CorpusModule } from './corpus.js';
 import { isPlainImport, Resolver, type Target, type UnresolvedReason } from './names.js';
 
+/** Byte ranges (`[start, end)` offsets of the module's source) of top-level statement
+ *  `stmt` of `mod` that the emitted module leaves out. */
+export type SkipRanges = (mod: CorpusModule, stmt: number) => readonly (readonly [number, number])[] | undefined;
+
+export interface BuildOptions {
+  skip?: SkipRanges;
+}
+
 /** A top-level statement of an interned module that the closure copies. */
 export interface StmtNode {
   mod: CorpusModule;
@@ -122,10 +130,12 @@ export class ClosureBuilder {
     readonly resolver: Resolver,
   ) {}
 
-  build(mod: CorpusModule, className: string): Closure {
+  /** `opts.skip`: byte ranges of a statement whose code the emitted module leaves out
+   *  (slim emission, src/emit/slim): references inside them pull nothing in. */
+  build(mod: CorpusModule, className: string, opts: BuildOptions = {}): Closure {
     const cls = classStatement(mod, className);
     if (!cls) throw new Error(`class ${className} is not defined at module level in ${mod.name}`);
-    const state = new State(this.corpus, this.resolver);
+    const state = new State(this.corpus, this.resolver, opts.skip);
     const root = state.node(mod, cls.stmt);
     // the class name itself is a binding of the emitted module
     state.defBinding(mod, className);
@@ -161,6 +171,7 @@ class State {
   constructor(
     private readonly corpus: Corpus,
     private readonly resolver: Resolver,
+    private readonly skip?: SkipRanges,
   ) {}
 
   node(mod: CorpusModule, stmt: number): StmtNode {
@@ -366,10 +377,12 @@ class State {
     const st = n.facts;
     const src = this.corpus.source(n.mod);
     const lineOf = (offset: number) => this.corpus.lineOf(n.mod, offset);
-    for (const ref of st.refs) this.processRef(n, ref, src, lineOf);
+    const skipped = this.skip?.(n.mod, n.stmt);
+    const kept = (offset: number) => !skipped?.some(([a, b]) => offset >= a && offset < b);
+    for (const ref of st.refs) if (kept(ref.start)) this.processRef(n, ref, src, lineOf);
     // imports inside compound statements (try/except ImportError, if TYPE_CHECKING)
-    if (!isPlainImport(st.kind) && st.imports.length) this.rewriteImports(n, st.imports, false);
-    for (const ni of st.nestedImports ?? []) this.rewriteImports(n, ni.edges, true);
+    if (!isPlainImport(st.kind) && st.imports.length) this.rewriteImports(n, st.imports.filter((e) => kept(e.start)), false);
+    for (const ni of st.nestedImports ?? []) if (kept(ni.start)) this.rewriteImports(n, ni.edges, true);
     for (const d of n.mod.facts.dynamic) {
       if (d.stmt === n.stmt) {
         this.diag(n, d.kind, d.line, 'dynamic', `${d.kind}() makes the names this code uses impossible to know statically`, 'warning');

@@ -1,0 +1,309 @@
+// Slim emission (docs/ARCHITECTURE.md "Slim emission"): the closure of a block without
+// the registration decorators that return their argument and without the options of
+// option registries the block cannot reach, as skip ranges for the closure and edits for
+// the emitter. The code that stays is the original's, byte for byte; what is removed is
+// listed in the header, and a pruned `if` branch is replaced by one marked line that
+// raises a ValueError naming the option.
+//
+// Reached options, a least fixpoint: every option starts pruned; the string literals of
+// the code that stays (defaults, literals passed on), of the block's call sites and data
+// sites (what the validator builds it with) are reached; an option whose key is reached
+// is kept, which brings its code (and its strings) in; repeat until nothing new is
+// reached. The names of the definitions the code that stays reads are reached too (code
+// may select an option by a class's `__name__`). Keys compare case-insensitively and
+// without `_`/`-` (factories normalise their argument).
+import type { Closure, StmtNode } from '../../resolve/closure.js';
+import { ClosureBuilder, slotKey } from '../../resolve/closure.js';
+import type { Corpus, CorpusModule } from '../../resolve/corpus.js';
+import type { Resolver } from '../../resolve/names.js';
+import type { Edit } from '../emitter.js';
+import { decoratorVerdict } from './decorators.js';
+import { moduleSyntax, type DecoratorSite, type ModuleSyntax, type OptionSite } from './syntax.js';
+
+/** One removal of slim emission (the record's `emission.removed`). */
+export interface SlimRemoval {
+  kind: 'decorator' | 'options' | 'branch';
+  repo: string;
+  path: string;
+  module: string;
+  /** original lines removed (1-based, inclusive) */
+  lines: [number, number];
+  /** the decorator's text, or the pruned option values */
+  what: string;
+}
+
+export interface SlimOptions {
+  /** texts whose string literals can reach options: call sites, data sites, witnesses */
+  seeds?: readonly string[];
+  /** decorators proven in the sandbox to return their argument (`decoratorKey`) */
+  proven?: ReadonlySet<string>;
+}
+
+export interface SlimResult {
+  closure: Closure;
+  edits: (n: StmtNode) => readonly Edit[] | undefined;
+  header: string[];
+  removed: SlimRemoval[];
+  /** decorators of the closure that were not proven to return their argument statically
+   *  (and are not in `proven`): candidates for the sandbox probe */
+  unknownDecorators: { key: string; text: string; target: 'class' | 'function'; mod: CorpusModule; line: number }[];
+}
+
+export function decoratorKey(mod: CorpusModule, site: DecoratorSite): string {
+  return `${mod.repo}:${mod.name}:${site.line}`;
+}
+
+const MAX_ROUNDS = 12;
+const STRING_LIT = /(['"])((?:\\.|(?!\1)[^\\\n])*)\1/g;
+
+/** Registries: which option sites select definitions (cached per module and site). */
+const registryMemo = new WeakMap<CorpusModule, Map<OptionSite, boolean>>();
+const verdictMemo = new WeakMap<CorpusModule, Map<DecoratorSite, boolean>>();
+const DEF_KINDS = new Set(['class_definition', 'function_definition', 'decorated_definition']);
+
+export function slimClosure(corpus: Corpus, resolver: Resolver, mod: CorpusModule, className: string, opts: SlimOptions = {}): SlimResult {
+  const builder = new ClosureBuilder(corpus, resolver);
+  const reached = new Set<string>();
+  for (const t of opts.seeds ?? []) for (const m of t.matchAll(STRING_LIT)) reached.add(optionKey(m[2]));
+  const syntax = (m: CorpusModule): ModuleSyntax => moduleSyntax(m, corpus.source(m));
+  /** decorators kept because their registry is still read by the code that stays */
+  const keepDecorators = new Set<DecoratorSite>();
+
+  const removable = (m: CorpusModule, d: DecoratorSite): boolean => {
+    if (keepDecorators.has(d)) return false;
+    let memo = verdictMemo.get(m);
+    if (!memo) verdictMemo.set(m, (memo = new Map()));
+    let ok = memo.get(d);
+    if (ok === undefined) memo.set(d, (ok = decoratorVerdict(resolver, m, d) === 'identity'));
+    return ok || !!opts.proven?.has(decoratorKey(m, d));
+  };
+  const isRegistry = (m: CorpusModule, site: OptionSite): boolean => {
+    let memo = registryMemo.get(m);
+    if (!memo) registryMemo.set(m, (memo = new Map()));
+    let r = memo.get(site);
+    if (r === undefined) memo.set(site, (r = registry(resolver, m, site)));
+    return r;
+  };
+  const prunable = (m: CorpusModule, site: OptionSite, i: number): boolean => {
+    const e = site.entries[i];
+    if (e.keys.some((k) => reached.has(optionKey(k)))) return false;
+    const refs = m.facts.statements[site.stmt].refs;
+    return refs.some((r) => r.start >= e.codeStart && r.start < e.codeEnd);
+  };
+  const sitesOf = (m: CorpusModule, stmt: number) => {
+    const s = syntax(m);
+    return {
+      options: s.options.filter((o) => o.stmt === stmt && isRegistry(m, o)),
+      decorators: s.decorators.filter((d) => d.stmt === stmt),
+    };
+  };
+
+  let closure!: Closure;
+  for (let round = 0; ; round++) {
+    const skipMemo = new Map<string, [number, number][]>();
+    const skip = (m: CorpusModule, stmt: number): [number, number][] => {
+      const k = `${m.repo}\0${m.name}\0${stmt}`;
+      let r = skipMemo.get(k);
+      if (r) return r;
+      r = [];
+      const { options, decorators } = sitesOf(m, stmt);
+      for (const d of decorators) if (removable(m, d)) r.push([d.start, d.end]);
+      for (const o of options) o.entries.forEach((e, i) => prunable(m, o, i) && r!.push([e.codeStart, e.codeEnd]));
+      skipMemo.set(k, r);
+      return r;
+    };
+    closure = builder.build(mod, className, { skip });
+    // strings of the code that stays
+    let grew = false;
+    for (const n of closure.nodes) {
+      const s = syntax(n.mod);
+      const skipped = skip(n.mod, n.stmt);
+      const keys: [number, number][] = [];
+      for (const o of sitesOf(n.mod, n.stmt).options) for (const e of o.entries) keys.push(...e.keyRanges);
+      for (let i = firstAtOrAfter(s.strings, n.facts.start); i < s.strings.length && s.strings[i].start < n.facts.end; i++) {
+        const lit = s.strings[i];
+        const v = optionKey(lit.value);
+        if (reached.has(v) || within(skipped, lit.start) || within(keys, lit.start)) continue;
+        reached.add(v);
+        grew = true;
+      }
+      // the names of the definitions the code that stays uses: code may select an option
+      // by a class's or function's `__name__` (`norm_layer.__name__.lower()`)
+      for (const r of n.facts.refs) {
+        if (within(skipped, r.start) || within(keys, r.start)) continue;
+        for (const name of [r.name, ...(r.attrs ?? [])]) {
+          const v = optionKey(name);
+          if (reached.has(v)) continue;
+          reached.add(v);
+          grew = true;
+        }
+      }
+    }
+    if (!grew || round >= MAX_ROUNDS) {
+      // a removed decorator whose receiver (`MODELS` of `@MODELS.register_module()`) the
+      // code that stays still reads is kept: that code may look the class up by name
+      let kept = false;
+      for (const n of closure.nodes) {
+        for (const d of sitesOf(n.mod, n.stmt).decorators) {
+          if (!removable(n.mod, d) || !receiverKept(resolver, closure, n.mod, d)) continue;
+          keepDecorators.add(d);
+          kept = true;
+        }
+      }
+      if (!kept) break;
+    }
+  }
+
+  // edits and the header, for the statements of the final closure
+  const editsByNode = new Map<StmtNode, Edit[]>();
+  const src = (m: CorpusModule) => corpus.source(m);
+  const removed: SlimRemoval[] = [];
+  const unknownDecorators: SlimResult['unknownDecorators'] = [];
+  for (const n of closure.nodes) {
+    const edits: Edit[] = [];
+    const { options, decorators } = sitesOf(n.mod, n.stmt);
+    const where = { repo: n.mod.repo, path: n.mod.path, module: n.mod.name };
+    for (const d of decorators) {
+      if (removable(n.mod, d)) {
+        edits.push({ start: d.start, end: d.end, text: '' });
+        removed.push({ kind: 'decorator', ...where, lines: [d.line, d.endLine], what: d.text });
+      } else if (!keepDecorators.has(d) && decoratorVerdict(resolver, n.mod, d) === 'unknown') {
+        unknownDecorators.push({ key: decoratorKey(n.mod, d), text: d.text, target: d.target, mod: n.mod, line: d.line });
+      }
+    }
+    for (const o of options) {
+      if (o.kind === 'if' || o.kind === 'if-seq') {
+        const pruned = o.entries.filter((_, i) => prunable(n.mod, o, i));
+        if (!pruned.length) continue;
+        const msg = (keys: string) => `nnrag slim: option ${keys} of ${o.subject} was pruned from this module (restore it from ${n.mod.path}, see the header); the faithful module has it`;
+        const removedClauses = pruned.filter((e) => e.clause && !e.clause.lead);
+        // a leading `if` (or a clause sharing its lines) keeps its test: its body raises
+        for (const e of pruned) {
+          if (removedClauses.includes(e)) continue;
+          const keys = e.keys.map((k) => `'${k}'`).join(', ');
+          edits.push({ start: e.start, end: e.end, text: `raise ValueError(${JSON.stringify(msg(keys))})  # nnrag slim: pruned lines ${e.startLine}-${e.endLine}` });
+        }
+        // removed clauses: one marked clause in place of the first names them all
+        removedClauses.forEach((e, i) => {
+          let text = '';
+          if (i === 0) {
+            const keys = removedClauses.flatMap((x) => x.keys.map((k) => `'${k}'`)).join(', ');
+            const kw = o.kind === 'if' ? 'elif' : 'if';
+            const lines = compactRanges(removedClauses.map((x) => [x.startLine, x.endLine]));
+            text = `${e.clause!.indent}${kw} ${o.subject} in (${keys}${removedClauses.flatMap((x) => x.keys).length === 1 ? ',' : ''}):  # nnrag slim: pruned lines ${lines}\n${e.clause!.indent}    raise ValueError(${JSON.stringify(msg(keys))})\n`;
+          }
+          edits.push({ start: e.clause!.start, end: e.clause!.end, text });
+        });
+        for (const e of pruned) removed.push({ kind: 'branch', ...where, lines: [e.startLine, e.endLine], what: `${o.subject} == ${e.keys.map((k) => `'${k}'`).join(', ')}` });
+        continue;
+      }
+      // runs of consecutive pruned dict entries: one edit, a marked comment when whole lines go
+      for (let i = 0; i < o.entries.length; ) {
+        if (!prunable(n.mod, o, i)) {
+          i++;
+          continue;
+        }
+        let j = i;
+        while (j + 1 < o.entries.length && prunable(n.mod, o, j + 1)) j++;
+        const run = o.entries.slice(i, j + 1);
+        const first = run[0];
+        const last = run[run.length - 1];
+        const keys = run.flatMap((e) => (o.kind === 'set' ? [src(n.mod).slice(e.codeStart, e.codeEnd)] : e.keys.map((k) => `'${k}'`))).join(', ');
+        const lines: [number, number] = [first.startLine, last.endLine];
+        const whole = run.every((e) => e.indent !== null);
+        edits.push({
+          start: first.start,
+          end: last.end,
+          text: whole ? `${first.indent}# nnrag slim: pruned ${keys} (lines ${lines[0]}-${lines[1]})\n` : '',
+        });
+        removed.push({ kind: 'options', ...where, lines, what: `${o.subject}: ${keys}` });
+        i = j + 1;
+      }
+    }
+    if (edits.length) editsByNode.set(n, edits);
+  }
+  removed.sort((a, b) => a.path.localeCompare(b.path) || a.lines[0] - b.lines[0]);
+  const header: string[] = [];
+  if (removed.length) {
+    header.push('# Slim profile: removed from the copied statements (the original lines are in the files above):');
+    // one line per file and kind of removal (and option subject)
+    const groups = new Map<string, { path: string; label: string; lines: [number, number][]; whats: string[] }>();
+    for (const r of removed) {
+      const subject = r.kind === 'decorator' ? '' : r.what.split(/ == |: /)[0];
+      const k = `${r.path}\0${r.kind}\0${subject}`;
+      let g = groups.get(k);
+      if (!g) groups.set(k, (g = { path: r.path, label: r.kind === 'decorator' ? 'decorators' : r.kind === 'branch' ? `branches of ${subject}` : `options of ${subject}`, lines: [], whats: [] }));
+      g.lines.push(r.lines);
+      g.whats.push(r.kind === 'decorator' ? r.what.replace(/\s+/g, ' ') : r.what.slice(subject.length).replace(/^( == |: )/, ''));
+    }
+    for (const g of groups.values()) {
+      const what = g.whats.join(', ');
+      header.push(`#   ${g.path}:${compactRanges(g.lines)} | ${g.label}: ${what.length > 160 ? what.slice(0, 157) + '...' : what}`);
+    }
+  }
+  return { closure, edits: (n) => editsByNode.get(n), header, removed, unknownDecorators };
+}
+
+/** Option values compare case-insensitively and without `_`, `-` and spaces: factories
+ *  normalise the names they are given (`name.lower()`, `.replace('_', '')`). */
+function optionKey(s: string): string {
+  return s.toLowerCase().replace(/[-_\s]/g, '');
+}
+
+/** `3-4,5-6,9` → `3-6,9`: adjacent line ranges merged. */
+export function compactRanges(ranges: readonly (readonly [number, number])[]): string {
+  const sorted = [...ranges].sort((a, b) => a[0] - b[0]);
+  const out: [number, number][] = [];
+  for (const [a, b] of sorted) {
+    const last = out[out.length - 1];
+    if (last && a <= last[1] + 1) last[1] = Math.max(last[1], b);
+    else out.push([a, b]);
+  }
+  return out.map(([a, b]) => (a === b ? `${a}` : `${a}-${b}`)).join(',');
+}
+
+function firstAtOrAfter(strings: { start: number }[], offset: number): number {
+  let lo = 0;
+  let hi = strings.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (strings[mid].start < offset) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+function within(ranges: readonly (readonly [number, number])[], offset: number): boolean {
+  return ranges.some(([a, b]) => offset >= a && offset < b);
+}
+
+/** An option site selects definitions: an `if` chain with two or more clauses whose
+ *  bodies read module-level names; a dict whose values are all names (or conditionals
+ *  and `partial`s of names) with two or more of them denoting classes or functions
+ *  (corpus definitions, or attributes of extern modules: `nn.ReLU`). */
+function registry(resolver: Resolver, mod: CorpusModule, site: OptionSite): boolean {
+  const st = mod.facts.statements[site.stmt];
+  const refsIn = (a: number, b: number) => st.refs.filter((r) => r.start >= a && r.start < b);
+  if (site.kind === 'if' || site.kind === 'if-seq') return site.entries.filter((e) => refsIn(e.codeStart, e.codeEnd).length > 0).length >= 2;
+  if (!site.entries.every((e) => e.refLike)) return false;
+  let defs = 0;
+  for (const e of site.entries) {
+    const refs = e.denoting.flatMap(([a, b]) => refsIn(a, b));
+    if (!refs.length) continue;
+    const denotesDef = refs.every((r) => {
+      const { targets } = resolver.resolveRef(mod, r);
+      return targets.length > 0 && targets.every((t) => t.kind === 'extern' || (t.kind === 'def' && t.stmts.every((i) => DEF_KINDS.has(t.module.facts.statements[i].kind))));
+    });
+    if (denotesDef) defs++;
+  }
+  return defs >= 2;
+}
+
+/** `@R.f(...)` / `@R.f` whose receiver `R` (a module-level object) the closure copies. */
+function receiverKept(resolver: Resolver, closure: Closure, mod: CorpusModule, d: DecoratorSite): boolean {
+  const ref = mod.facts.statements[d.stmt].refs.find((r) => r.start === d.calleeStart);
+  if (!ref?.attrs?.length) return false;
+  const { targets, consumed } = resolver.resolveRef(mod, ref);
+  if (consumed === ref.attrs.length) return false; // a function reached through modules
+  return targets.some((t) => t.kind === 'def' && closure.bindings.has(`def:${slotKey(t.module, t.name)}`));
+}
