@@ -1162,6 +1162,13 @@ class Worker:
                 z = self.zygotes.get(key)
                 if z is None or not z.alive():
                     z = self.new_zygote(key, orig)
+                elif z.modules is not None and orig["module"] != z.module and orig["module"] not in z.modules:
+                    # the zygote imported a sibling module that does not import this
+                    # one: its candidate imports the original in its own child
+                    z = None
+                    res = self.validate(msg)
+                    self.sweep()
+                    return res
                 if z is not None:
                     res = z.ask(self, msg)
                     if res is not None:
@@ -1576,7 +1583,10 @@ def zygote_main(cfg, roots, module, req_fd, res_fd):
     if threads != 1:
         # said by the exit status: a thread of the import may be writing into the pipe
         _exit(ZYGOTE_UNCLEAN)
-    w.send({"type": "zygote-ready", "threads": threads})
+    # the original modules this zygote holds: a request whose original module is not
+    # among them (a sibling module the package's __init__ does not import) is validated
+    # outside the zygote, where its original is imported for it (Worker.route)
+    w.send({"type": "zygote-ready", "threads": threads, "modules": sorted(STASH)})
     w.serve()
 
 
@@ -1608,6 +1618,8 @@ class Zygote:
         self.clean = True
         self.reaped = False
         self.threads = None  # after its import (zygote-ready)
+        self.module = module
+        self.modules = None  # the original modules it imported (zygote-ready)
 
     def unchanged(self):
         """Still as it was when it became ready: alive, the same threads, no process
@@ -1690,6 +1702,7 @@ class Zygote:
                     t = obj.get("type")
                     if t == "zygote-ready" and self.threads is None:
                         self.threads = obj.get("threads")
+                        self.modules = frozenset(obj.get("modules") or ())
                     elif obj.get("nonce") != token:
                         pass
                     elif t == "progress" and obj.get("rid") == rid:
