@@ -1,6 +1,8 @@
 // Shared helpers for the validator tests: fixture loading and whether this machine can
 // run real validations (a Python with torch; bubblewrap for the sandboxed ones).
-// Nothing here mocks torch or the sandbox: tests that cannot run real checks skip.
+// Nothing here mocks torch or the sandbox: tests that cannot run real checks skip (but
+// a harness that cannot find the torch that is installed fails them).
+import { spawnSync } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { fixture } from '../helpers.js';
 import { findPython } from '../../src/validate/index.js';
@@ -27,8 +29,19 @@ export function request(dir: string, file: string, extra: Partial<ValidationRequ
 }
 
 let pythonCache: Promise<{ python: string; torch: string } | null> | null = null;
+/** The Python with torch the validator finds, or null where none is installed. Where
+ *  torch is installed but the harness's probe finds no interpreter with it, the harness
+ *  itself is broken: that rejects (the tests fail), it never makes them skip. */
 export function torchPython() {
-  pythonCache ??= findPython();
+  pythonCache ??= findPython().then((found) => {
+    if (found) return found;
+    for (const py of ['python3', '/usr/bin/python3']) {
+      if (spawnSync(py, ['-c', 'import torch'], { stdio: 'ignore', timeout: 60_000 }).status === 0) {
+        throw new Error(`${py} imports torch but the harness's probe finds no Python with torch: the harness is broken (see nnrag doctor)`);
+      }
+    }
+    return null;
+  });
   return pythonCache;
 }
 

@@ -656,31 +656,26 @@ class Stages:
                 return model(*a_, **kw_)
             seed_all(torch, 1)
             return model(*fresh_inputs(inputs, torch))
-        try:
+        def build(ctor, a_, kw_):
+            # seeded; a witness's nested modules are built as the harvest built them,
+            # without fetching pretrained weights
             seed_all(torch, 0)
             restore = None
             if arg_witness is not None:
                 from nnrag_harness.harvest import no_downloads
                 restore = no_downloads(torch)
             try:
-                a = ocls(*oargs, **okwargs)
+                return ctor(*a_, **kw_)
             finally:
                 if restore is not None:
                     restore()
+        try:
+            a = build(ocls, oargs, okwargs)
         except BaseException as e:  # noqa: BLE001
             self.end("equivalence", t0, "skip", reason="original does not instantiate with the same arguments: " + fmt_error(e))
             return
         try:
-            seed_all(torch, 0)
-            restore = None
-            if arg_witness is not None:
-                from nnrag_harness.harvest import no_downloads
-                restore = no_downloads(torch)
-            try:
-                b = cls(*args, **kwargs)
-            finally:
-                if restore is not None:
-                    restore()
+            b = build(cls, args, kwargs)
             b.load_state_dict(a.state_dict(), strict=True)
         except BaseException as e:  # noqa: BLE001
             if self.classifier.classify(e, "equivalence") == "memory":

@@ -445,7 +445,8 @@ class Recorder:
             finally:
                 rec.active.discard(k)
             if enc is not None:
-                shapes = [list(t.shape) for t in flat_tensors(out, rec.torch)]
+                from .inputs import flatten_tensors  # the bundle loads modules in name order
+                shapes = [list(t.shape) for t in flatten_tensors(out, rec.torch)]
                 rec.calls.setdefault(k, []).append((enc[0], enc[1], shapes))
             return out
         cls.forward = forward
@@ -495,22 +496,6 @@ class Recorder:
             out[cid] = {"witnesses": uniq[:MAX_WITNESSES_PER_CLASS], "built": len(lst), "called": sum(1 for w in good if "inputs" in w),
                         "unencodable": sorted({w["unencodable"] for w in lst if "unencodable" in w})[:3]}
         return out
-
-
-def flat_tensors(v, torch, out=None, depth=0):
-    if out is None:
-        out = []
-    if depth > 4 or len(out) > 32:
-        return out
-    if isinstance(v, torch.Tensor):
-        out.append(v)
-    elif isinstance(v, (list, tuple)):
-        for x in v:
-            flat_tensors(x, torch, out, depth + 1)
-    elif isinstance(v, dict):
-        for x in v.values():
-            flat_tensors(x, torch, out, depth + 1)
-    return out
 
 
 class _NoWeights(dict):
