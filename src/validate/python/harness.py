@@ -229,6 +229,17 @@ def child_main(req, scratch, wfd, lim, masked):
     _exit(0)
 
 
+
+def double_cpu_budget():
+    """Equivalence and harvest run two models: twice the candidate's CPU seconds, within
+    the hard limit (RLIMIT_CPU, setrlimit(2))."""
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+        if soft != resource.RLIM_INFINITY and hard != resource.RLIM_INFINITY:
+            resource.setrlimit(resource.RLIMIT_CPU, (min(hard, 2 * soft), hard))
+    except (ValueError, OSError):
+        pass
+
 def harvest_main(req, rep, torch):
     """A witness-harvest step (nnrag_harness.harvest) in a child of the repository's
     zygote: its modules are put back and its roots are on sys.path, its CPU budget is
@@ -240,12 +251,7 @@ def harvest_main(req, rep, torch):
     for p in reversed(cfg.get("roots") or []):
         if p not in sys.path:
             sys.path.insert(0, p)
-    try:
-        soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
-        if soft != resource.RLIM_INFINITY and hard != resource.RLIM_INFINITY:
-            resource.setrlimit(resource.RLIMIT_CPU, (min(hard, 2 * soft), hard))
-    except (ValueError, OSError):
-        pass
+    double_cpu_budget()
     try:
         if cfg.get("mode") == "list":
             rep.send({"ev": "harvest", "result": harvest.list_entries(cfg, torch)})
@@ -613,12 +619,7 @@ class Stages:
         torch = self.torch
         orig = self.req.get("original")
         t0 = self.start("equivalence")
-        try:
-            soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
-            if soft != resource.RLIM_INFINITY and hard != resource.RLIM_INFINITY:
-                resource.setrlimit(resource.RLIMIT_CPU, (min(hard, 2 * soft), hard))
-        except (ValueError, OSError):
-            pass
+        double_cpu_budget()
         if not orig:
             self.end("equivalence", t0, "skip", reason="no original module given")
             return
