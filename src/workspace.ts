@@ -13,9 +13,13 @@ import { IndexStore } from './store/store.js';
 
 export class Workspace {
   private corpusCache: Corpus | null = null;
-  private resolverCache: Resolver | null = null;
-  private resolverKey = '';
-  private resolverImportable: readonly string[] | undefined = undefined;
+  /** resolvers by their options: a run alternates between the plain one (call sites)
+   *  and the one with the environment's importable list (extraction), and a resolver's
+   *  memoised resolutions are worth keeping across blocks */
+  private resolvers = new Map<string, Resolver>();
+  /** the importable list is long and the same array for a whole run: keyed by identity */
+  private importableIds = new WeakMap<readonly string[], number>();
+  private nextImportableId = 0;
 
   private constructor(
     readonly store: IndexStore,
@@ -35,7 +39,7 @@ export class Workspace {
   /** Forget the in-memory corpus (after indexing). */
   invalidate(): void {
     this.corpusCache = null;
-    this.resolverCache = null;
+    this.resolvers.clear();
   }
 
   corpus(): Corpus {
@@ -64,14 +68,15 @@ export class Workspace {
   }
 
   resolver(opts: ResolveOptions = {}): Resolver {
-    // the importable list is long and the same object for a whole run: compared by identity
-    const key = JSON.stringify({ ...opts, importable: undefined });
-    if (!this.resolverCache || key !== this.resolverKey || opts.importable !== this.resolverImportable) {
-      this.resolverImportable = opts.importable;
-      this.resolverCache = new Resolver(this.corpus(), opts);
-      this.resolverKey = key;
+    let importable: number | undefined;
+    if (opts.importable) {
+      importable = this.importableIds.get(opts.importable);
+      if (importable === undefined) this.importableIds.set(opts.importable, (importable = this.nextImportableId++));
     }
-    return this.resolverCache;
+    const key = JSON.stringify({ ...opts, importable });
+    let r = this.resolvers.get(key);
+    if (!r) this.resolvers.set(key, (r = new Resolver(this.corpus(), opts)));
+    return r;
   }
 }
 
