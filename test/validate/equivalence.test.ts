@@ -103,6 +103,26 @@ describe('equivalence with the original module', { skip: skip ?? false }, () => 
     assert.ok(r.ms > 2500, `took ${r.ms} ms`);
   });
 
+  it('skips (does not fail) equivalence that runs out of time, with the reason', async () => {
+    // forward sleeps 1 s: the copy passes forward within 1.6 s, but equivalence (the
+    // original's forward and the copy's again) cannot finish inside its own 1.6 s
+    const r = await pool.validate(
+      eq('slow_same.py', {
+        className: 'SlowGate',
+        original: { module: 'eqpkg.blocks', className: 'SlowGate', sysPath: [fixture('validate', 'equiv', 'repo')] },
+        timeoutMs: 1600,
+        requiredStages: ['import', 'instantiate', 'forward'],
+      }),
+    );
+    assert.equal(r.stages.forward, 'pass', `${r.stage} ${r.error}`);
+    assert.equal(r.stages.equivalence, 'skip');
+    assert.equal(r.equivalence?.status, 'skip');
+    assert.match(r.equivalence?.reason ?? '', /not decided: .*timeout/);
+    assert.equal(r.category, null);
+    assert.equal(r.stage, null);
+    assert.equal(r.ok, true);
+  });
+
   it('fails a copy that computes something else', async () => {
     const r = await pool.validate(eq('gate_diff.py'));
     assert.equal(r.stages.forward, 'pass');

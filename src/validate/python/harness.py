@@ -1483,7 +1483,15 @@ class Worker:
                 res["error"] = "process exited with status %s during %s" % (code, st)
             if out_tail:
                 res["output"] = out_tail
-            if st == "equivalence" and equivalence is None:
+            if st == "equivalence" and res["category"] == "timeout":
+                # Running the original as well did not fit the time: that decides nothing
+                # about the copy (every stage it needs passed), so equivalence is skipped
+                # with the reason, not failed.
+                stages[st] = "skip"
+                res["equivalence"] = {"status": "skip", "reason": "not decided: " + res["error"]}
+                res["stage"] = res["category"] = res["error"] = None
+                res.pop("output", None)
+            elif st == "equivalence" and equivalence is None:
                 res["equivalence"] = {"status": "fail", "reason": res["error"]}
         if strays:
             res["strays_killed"] = strays
