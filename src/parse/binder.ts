@@ -109,6 +109,8 @@ class Binder {
   private readonly dynamic: DynamicUse[] = [];
   /** depth of def/class nesting (0 = module level, including if/try/with blocks) */
   private defDepth = 0;
+  /** depth of `try` bodies (in this scope run) whose handlers catch ImportError */
+  private importGuard = 0;
   private all: string[] | null = null;
   private allBroken = false;
   /** counter giving reads and bindings their evaluation order */
@@ -367,14 +369,22 @@ class Binder {
           } else if (c.type === 'block') this.visitBlock(c);
         }
         return;
-      case 'try_statement':
+      case 'try_statement': {
+        // imports in the body of a `try` whose handlers catch ImportError are guarded:
+        // their failure is part of what the program means (it runs the handler)
+        const guards = n.namedChildren.some((c) => !!c && (c.type === 'except_clause' || c.type === 'except_group_clause') && catchesImportError(c));
         for (const c of n.namedChildren) {
           if (!c) continue;
-          if (c.type === 'block') this.visitBlock(c);
+          if (c.type === 'block') {
+            if (guards) this.importGuard++;
+            this.visitBlock(c);
+            if (guards) this.importGuard--;
+          }
           else if (c.type === 'except_clause' || c.type === 'except_group_clause') this.visitExcept(c);
           else if (c.type === 'else_clause' || c.type === 'finally_clause') this.visitBlock(c.childForFieldName('body') ?? c.namedChildren.find((x) => x?.type === 'block') ?? null);
         }
         return;
+      }
       case 'match_statement':
         this.visitMatch(n);
         return;
@@ -607,6 +617,7 @@ class Binder {
         }
       }
     }
+    if (this.importGuard > 0) for (const e of edges) e.guarded = true;
     for (const e of edges) {
       const name = e.kind === 'import' ? (e.asname ?? e.module.split('.')[0]) : e.name === '*' ? null : (e.asname ?? e.name);
       // no bindSpan: `from m import y` binds y but renaming it needs `y as z`, which the
@@ -675,13 +686,17 @@ class Binder {
     // the body runs at call time
     const saved = this.scope;
     const savedLazy = this.lazy;
+    // a `try` around the def does not guard the imports its body runs when called
+    const savedGuard = this.importGuard;
     this.scope = fnScope;
     this.lazy = true;
+    this.importGuard = 0;
     this.defDepth++;
     this.visitBlock(n.childForFieldName('body'));
     this.defDepth--;
     this.scope = saved;
     this.lazy = savedLazy;
+    this.importGuard = savedGuard;
     void decorators;
   }
 
@@ -1004,6 +1019,18 @@ class Binder {
 }
 
 // ---------------------------------------------------------------- helpers
+
+/** Does this `except` / `except*` clause catch ImportError? A bare `except:`, or an
+ *  exception class that is ImportError or one of its bases or subclasses by name
+ *  (ImportError, ModuleNotFoundError, Exception, BaseException), alone or in a tuple. */
+function catchesImportError(clause: Node): boolean {
+  const head = clause.namedChildren.filter((c) => !!c && c.type !== 'block' && c.type !== 'comment');
+  if (!head.length) return true;
+  let expr = head[0]!;
+  if (expr.type === 'as_pattern') expr = expr.namedChildren.find((x) => !!x && x.type !== 'as_pattern_target') ?? expr;
+  const names = expr.type === 'tuple' || expr.type === 'parenthesized_expression' ? expr.namedChildren.filter((c) => !!c) : [expr];
+  return names.some((c) => /(?:^|\.)\s*(?:ImportError|ModuleNotFoundError|Exception|BaseException)$/.test(c!.text.trim()));
+}
 
 function guardOf(n: Node, src: string): Guard {
   if (n.type === 'try_statement') return 'try';

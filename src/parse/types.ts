@@ -7,7 +7,7 @@ import type { Param } from './params.js';
 
 /** Bump when the shape or meaning of FileFacts changes: stored facts of an older
  *  version are re-parsed. */
-export const FACTS_VERSION = 6;
+export const FACTS_VERSION = 7;
 
 /** One imported name, one edge. `import a.b as c, d` gives two edges.
  *  - `import a.b.c`        → {kind:'import', module:'a.b.c', asname:null} binds `a`
@@ -23,6 +23,9 @@ export type ImportEdge = (
   /** span of the whole import statement the edge belongs to */
   start: number;
   end: number;
+  /** the import runs in the body of a `try` whose handlers catch ImportError (a bare
+   *  `except:`, Exception, ImportError, …): its failure runs the handler */
+  guarded?: true;
 };
 
 /** The name an import edge binds in the importing scope (null for a star import). */

@@ -93,7 +93,7 @@ export interface ImportRewrite {
 export interface Diagnostic {
   severity: 'error' | 'warning';
   name: string;
-  reason: UnresolvedReason | 'nested-module-import' | 'eager-cycle';
+  reason: UnresolvedReason | 'nested-module-import' | 'eager-cycle' | 'guarded-import';
   message: string;
   module: string;
   path: string;
@@ -426,8 +426,22 @@ class State {
           keep.push({ edge: e, absModule: abs });
           continue;
         }
-        interned = true;
         const local = e.kind === 'import' ? (e.asname ?? e.module.split('.')[0]) : e.asname ?? e.name;
+        // A guarded import (`try: from .fused import op` / `except ImportError: op = None`)
+        // of an interned module that cannot import in the validation environment fails in
+        // the original there and runs the handler. Copying the module's definitions would
+        // hoist its failing extern import to the top of the standalone module, unguarded,
+        // so the import stays as written: it fails, and the handler runs, as in the original.
+        const failing = e.guarded && abs !== null ? this.resolver.failingImport(abs, n.mod.repo) : null;
+        if (failing) {
+          keep.push({ edge: e, absModule: abs });
+          // written absolute (a relative import cannot work in a standalone file): where
+          // the package is installed, the copy then imports it as the original does
+          if (e.kind === 'from' && e.level > 0) interned = true;
+          this.diag(n, local, e.line, 'guarded-import', `the guarded import of ${abs} is kept as written: ${abs} needs ${failing}, which the validation environment cannot import, so the import fails and its handler runs, as in the original`, 'warning');
+          continue;
+        }
+        interned = true;
         if (e.kind === 'from' && e.name === '*') {
           this.diag(n, '*', e.line, 'nested-module-import', `star import of interned module ${abs} inside a statement cannot be inlined`, 'error');
           continue;

@@ -85,6 +85,43 @@ export class Resolver {
   }
 
   private importableSet: Set<string> | null = null;
+  private readonly failingMemo = new Map<string, string | null>();
+
+  /** The extern top-level module whose absence makes importing the interned module
+   *  `name` fail in the validation environment, or null (it imports there, or the
+   *  environment is unknown). Importing `a.b.c` first runs the `__init__` of `a` and
+   *  `a.b`, then `a.b.c` (the import system, Python reference §5.4); a plain import
+   *  statement at the top level of any of them that names an extern the environment
+   *  lacks raises ImportError, and interned modules those statements import are
+   *  followed the same way. Imports inside `try`/`if` are not counted: they may be
+   *  guarded or skipped. */
+  failingImport(name: string, repo: string): string | null {
+    if (this.importable('os') === null) return null;
+    const key = `${repo}\0${name}`;
+    if (this.failingMemo.has(key)) return this.failingMemo.get(key)!;
+    this.failingMemo.set(key, null); // an import cycle imports (the module is in sys.modules)
+    let found: string | null = null;
+    const parts = name.split('.');
+    for (let i = 1; i <= parts.length && !found; i++) {
+      const mod = this.corpus.module(parts.slice(0, i).join('.'), repo);
+      if (!mod) continue;
+      for (const st of mod.facts.statements) {
+        if (found) break;
+        if (!isPlainImport(st.kind)) continue;
+        for (const e of st.imports) {
+          const abs = this.absoluteModule(mod, e);
+          if (abs === null || abs === '__future__') continue;
+          const top = abs.split('.')[0];
+          if (this.isInterned(e.kind === 'import' ? top : abs, mod.repo) || this.isInterned(abs, mod.repo)) {
+            found = this.failingImport(abs, mod.repo);
+          } else if (!this.isMissingInternal(abs, mod.repo) && this.importable(top) === false) found = top;
+          if (found) break;
+        }
+      }
+    }
+    this.failingMemo.set(key, found);
+    return found;
+  }
 
   forcedExtern(name: string): boolean {
     if (this.opts.extern?.some((p) => modulePatternMatches(p, name))) return true;

@@ -73,6 +73,19 @@ export class OnDemandLoader implements ModuleLoader {
     }
   }
 
+  /** Facts of an indexed file whose stored facts an older nnrag wrote (another
+   *  FACTS_VERSION): the same bytes (same blob id) parsed again now and stored; null
+   *  when the file changed or is gone since it was indexed, or no parser is ready. */
+  reparse(repo: CorpusRepo, rel: string, blob: string): FileFacts | null {
+    if (!parserReady()) return null;
+    const buf = this.read(repo, rel);
+    if (!buf || gitBlobId(buf) !== blob) return null;
+    const o = parseBuffer(rel, buf);
+    this.store.putFacts([factsRow(o)]);
+    this.stats.parsed++;
+    return o.json ? (JSON.parse(o.json) as FileFacts) : null;
+  }
+
   hasFolder(repo: CorpusRepo, name: string): boolean {
     const parts = name.split('.');
     if (!parts.every(isIdentifier)) return false;

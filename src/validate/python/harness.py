@@ -200,6 +200,22 @@ def apply_limits(lim):
     setl(resource.RLIMIT_CORE, 0)
 
 
+def work_dir(scratch_root):
+    """The working directory of import-time code: the same for the original (imported in
+    a zygote) and for the copy, so a value computed from it at import
+    (`sys.path.append(os.path.abspath('..'))`, a default data folder) is the same in
+    both and the namespace stage compares like with like."""
+    return os.path.join(scratch_root, "nnrag-cwd")
+
+
+def enter_work_dir(scratch_root, fresh):
+    d = work_dir(scratch_root)
+    if fresh:
+        remove_tree(d)
+    os.makedirs(d, mode=0o700, exist_ok=True)
+    os.chdir(d)
+
+
 def child_main(req, scratch, wfd, lim, masked):
     rep = Reporter(wfd, _getpid())
     try:
@@ -218,7 +234,7 @@ def child_main(req, scratch, wfd, lim, masked):
     sys.stdout = io.TextIOWrapper(os.fdopen(1, "wb", 0), write_through=True)
     sys.stderr = io.TextIOWrapper(os.fdopen(2, "wb", 0), write_through=True)
     sys.dont_write_bytecode = True
-    os.chdir(scratch)
+    enter_work_dir(os.path.dirname(scratch), fresh=True)
     import torch
     torch.set_num_threads(1)
     if req.get("harvest"):
@@ -1277,6 +1293,7 @@ class Worker:
         elapsed = (_monotonic() - t0) * 1000
         out_tail = read_tail(os.path.join(scratch, "output.log"))
         remove_tree(scratch)
+        remove_tree(work_dir(self.scratch_root))
         events = []
         for ln in buf.split(b"\n"):
             if not ln.strip():
@@ -1539,6 +1556,10 @@ def zygote_main(cfg, roots, module, req_fd, res_fd):
         if p not in sys.path:
             sys.path.insert(0, p)
     sys.dont_write_bytecode = True
+    try:
+        enter_work_dir(cfg.get("scratch") or "/tmp", fresh=False)
+    except OSError:
+        pass
     IN_ZYGOTE.append(module)
     try:
         importlib.import_module(module)
