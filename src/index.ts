@@ -3,9 +3,9 @@
 // schema, and the validator.
 export * from './commands/index.js';
 export { Workspace } from './workspace.js';
-export { callSites } from './pipeline.js';
-export type { ExtractionRecord, ExtractOptions, IndexOptions, DiscoverOptions, NameResolution } from './api.js';
-export type { PipelineOptions } from './pipeline.js';
+export { callSites } from './commands/extract.js';
+export type { ExtractionRecord, ExtractOptions, IndexOptions, DiscoverOptions, NameResolution } from './commands/discover.js';
+export type { PipelineOptions } from './commands/extract.js';
 export type { BlockRecord, BlockStatus, EmissionProfile, EmissionFacts, SourceLocation, BlockRequirement } from './library/record.js';
 export { BLOCK_RECORD_SCHEMA } from './library/record-schema.js';
 export type { BlockSpec } from './library/spec-types.js';

@@ -3,10 +3,10 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { UsageError } from '../util/errors.js';
-import * as api from '../api.js';
+import * as api from '../commands/discover.js';
 import { buildLibrary, runDedup } from '../library/library.js';
 import { buildReport, reportText } from '../library/report.js';
-import { extractAndValidate, type PipelineOptions } from '../pipeline.js';
+import { extractAndValidate, type PipelineOptions } from '../commands/extract.js';
 import { createRootfs, doctor, type DoctorReport, storeNeeds, syncEnvironment, STAGES, type Stage } from '../validate/index.js';
 import { repoOptions, repoSpecs, requestedNames, withWorkspaceAsync, workersOpt, type Command, type Ctx } from './context.js';
 import { requirements } from '../commands/requirements.js';

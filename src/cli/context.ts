@@ -5,7 +5,7 @@ import os from 'node:os';
 import type { ParseArgsConfig } from 'node:util';
 import { loadRepoConfig, repoSpecFromArg, type RepoSpec } from '../config/repos.js';
 import { UsageError } from '../util/errors.js';
-import * as api from '../api.js';
+import * as api from '../commands/discover.js';
 
 export interface Ctx {
   json: boolean;

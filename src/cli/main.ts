@@ -6,7 +6,7 @@ import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { stats } from '../index/indexer.js';
 import { NnragError, UsageError } from '../util/errors.js';
-import * as api from '../api.js';
+import * as api from '../commands/discover.js';
 import { commands as extraCommands } from './commands.js';
 import { commands as libraryCommands } from './library-commands.js';
 import { commands as searchCommands } from './search-commands.js';

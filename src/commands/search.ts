@@ -1,7 +1,7 @@
 // The search-stage commands as functions of the API: `nnrag search`, `nnrag similar` and
 // `nnrag export`. Each brings the search structures up to date with the store first; the
 // CLI parses flags and prints what they return.
-import { extractText, ready } from '../api.js';
+import { extractText, ready } from './discover.js';
 import { exportBlock, heldProfile, type ExportOptions, type ExportReport } from '../export/export.js';
 import type { EmissionProfile } from '../library/record.js';
 import { getExtraction } from '../store/records.js';

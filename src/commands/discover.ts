@@ -3,23 +3,23 @@
 // CLI is one function here, returning the records `--json` prints.
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import type { RepoSpec } from './config/repos.js';
-import { symbolMatches } from './config/scope.js';
-import { Discovery, type Block } from './discover/discover.js';
-import { parseBlockId } from './discover/ids.js';
-import { emitModule, type NamespaceMap } from './emit/emitter.js';
-import { slimClosure, type SlimResult } from './emit/slim/slim.js';
-import { indexRepos, type IndexMode, type IndexProgress, type IndexReport } from './index/indexer.js';
-import { initParser } from './parse/parser.js';
-import { getExtraction, putExtraction, textHash } from './store/records.js';
-import { blockFile, libraryDir, placeBlockFile } from './library/layout.js';
-import { emptyRecord, type BlockRecord, type EmissionProfile } from './library/record.js';
-import { RepoCache } from './repos/cache.js';
-import { classSignature } from './resolve/classes.js';
-import { ClosureBuilder } from './resolve/closure.js';
-import { NnragError, UsageError } from './util/errors.js';
-import { suggest } from './util/suggest.js';
-import { Workspace } from './workspace.js';
+import type { RepoSpec } from '../config/repos.js';
+import { symbolMatches } from '../config/scope.js';
+import { Discovery, type Block } from '../discover/discover.js';
+import { parseBlockId } from '../discover/ids.js';
+import { emitModule, type NamespaceMap } from '../emit/emitter.js';
+import { slimClosure, type SlimResult } from '../emit/slim/slim.js';
+import { indexRepos, type IndexMode, type IndexProgress, type IndexReport } from '../index/indexer.js';
+import { initParser } from '../parse/parser.js';
+import { getExtraction, putExtraction, textHash } from '../store/records.js';
+import { blockFile, libraryDir, placeBlockFile } from '../library/layout.js';
+import { emptyRecord, type BlockRecord, type EmissionProfile } from '../library/record.js';
+import { RepoCache } from '../repos/cache.js';
+import { classSignature } from '../resolve/classes.js';
+import { ClosureBuilder } from '../resolve/closure.js';
+import { NnragError, UsageError } from '../util/errors.js';
+import { suggest } from '../util/suggest.js';
+import { Workspace } from '../workspace.js';
 
 export { Workspace };
 

@@ -5,17 +5,17 @@
 // JSON record of the failing stage, category and error. Results are cached by module
 // content and validation environment, so re-validating an unchanged module is free.
 import path from 'node:path';
-import * as api from './api.js';
-import { parseBlockId } from './discover/ids.js';
-import { libraryDir, placeBlockFile, removeBlockFile, validatedStatus } from './library/layout.js';
-import type { BlockRecord } from './library/record.js';
-import { sysPathRoots } from './store/store.js';
-import { putCachedValidation, getCachedValidation, putExtraction, textHash } from './store/records.js';
-import { missingLookup } from './validate/missing.js';
-import type { Ref, StatementFacts } from './parse/types.js';
-import type { Corpus, CorpusModule } from './resolve/corpus.js';
-import type { NamespaceMap } from './emit/emitter.js';
-import { PROBE_CLASS, probeSource } from './emit/slim/probe.js';
+import * as api from './discover.js';
+import { parseBlockId } from '../discover/ids.js';
+import { libraryDir, placeBlockFile, removeBlockFile, validatedStatus } from '../library/layout.js';
+import type { BlockRecord } from '../library/record.js';
+import { sysPathRoots } from '../store/store.js';
+import { putCachedValidation, getCachedValidation, putExtraction, textHash } from '../store/records.js';
+import { missingLookup } from '../validate/missing.js';
+import type { Ref, StatementFacts } from '../parse/types.js';
+import type { Corpus, CorpusModule } from '../resolve/corpus.js';
+import type { NamespaceMap } from '../emit/emitter.js';
+import { PROBE_CLASS, probeSource } from '../emit/slim/probe.js';
 import {
   DEFAULT_REQUIRED_STAGES,
   ValidatorPool,
@@ -29,8 +29,8 @@ import {
   type Stage,
   type ValidationRequest,
   type ValidationResult,
-} from './validate/index.js';
-import { libraryModules, repoTops, repoWitnesses, witnessesOf, type HarvestResult } from './validate/witness/index.js';
+} from '../validate/index.js';
+import { libraryModules, repoTops, repoWitnesses, witnessesOf, type HarvestResult } from '../validate/witness/index.js';
 
 export interface PipelineOptions extends api.ExtractOptions {
   /** validate (default true) */
