@@ -4,7 +4,7 @@
 // (default ./.nnrag) and exits 0 on success, 1 on failures in the work, 2 on bad usage.
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { stats } from '../index/indexer.js';
+import { stats } from '../indexer/indexer.js';
 import { NnragError, UsageError } from '../util/errors.js';
 import * as api from '../commands/discover.js';
 import { commands as extraCommands } from './commands.js';

@@ -9,7 +9,7 @@ import { Discovery, type Block } from '../discover/discover.js';
 import { parseBlockId } from '../discover/ids.js';
 import { emitModule, type NamespaceMap } from '../emit/emitter.js';
 import { slimClosure, type SlimResult } from '../emit/slim/slim.js';
-import { indexRepos, type IndexMode, type IndexProgress, type IndexReport } from '../index/indexer.js';
+import { indexRepos, type IndexMode, type IndexProgress, type IndexReport } from '../indexer/indexer.js';
 import { initParser } from '../parse/parser.js';
 import { getExtraction, putExtraction, textHash } from '../store/records.js';
 import { blockFile, libraryDir, placeBlockFile } from '../library/layout.js';

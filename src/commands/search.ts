@@ -5,7 +5,7 @@ import { extractText, ready } from './discover.js';
 import { exportBlock, heldProfile, type ExportOptions, type ExportReport } from '../export/export.js';
 import type { EmissionProfile } from '../library/record.js';
 import { getExtraction } from '../store/records.js';
-import { facets, resolveLibraryId, searchBlocks, type SearchOptions, type SearchResult } from '../search/index.js';
+import { facets, resolveLibraryId, searchBlocks, type SearchOptions, type SearchResult } from '../search/fts.js';
 import { refreshSearch } from '../search/refresh.js';
 import { similarBlocks, type SimilarHit } from '../search/similar.js';
 import { NnragError, UsageError } from '../util/errors.js';

@@ -20,7 +20,7 @@ import type { AddressInfo } from 'node:net';
 import { Workspace } from '../workspace.js';
 import { getExtraction } from '../store/records.js';
 import { storedSpec, type SearchDoc } from '../search/documents.js';
-import { facets, getDoc, searchBlocks, type SearchOptions, type SearchResult } from '../search/index.js';
+import { facets, getDoc, searchBlocks, type SearchOptions, type SearchResult } from '../search/fts.js';
 import { refreshSearch } from '../search/refresh.js';
 import { similarBlocks, type SimilarHit } from '../search/similar.js';
 import { NnragError } from '../util/errors.js';

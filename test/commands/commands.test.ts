@@ -5,7 +5,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import * as nnrag from '../../src/index.js';
+import * as nnrag from '../../src/nnrag.js';
 import { repoRoot, tempDir } from '../helpers.js';
 
 let ws: nnrag.Workspace;

@@ -7,7 +7,7 @@ import { before, describe, test } from 'node:test';
 import { IndexStore } from '../../src/store/store.js';
 import { getExtraction, putExtraction, textHash } from '../../src/store/records.js';
 import { expandText, identifierParts, parseQuery } from '../../src/search/tokens.js';
-import { getDoc, searchBlocks, syncSearchIndex, resolveLibraryId } from '../../src/search/index.js';
+import { getDoc, searchBlocks, syncSearchIndex, resolveLibraryId } from '../../src/search/fts.js';
 import { UsageError } from '../../src/util/errors.js';
 import * as api from '../../src/commands/discover.js';
 import { buildLibrary, getSpec } from '../../src/library/library.js';

@@ -11,7 +11,7 @@ import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { IndexStore } from '../../src/store/store.js';
 import { getExtraction, putExtraction, textHash } from '../../src/store/records.js';
-import { syncSearchIndex, getDoc } from '../../src/search/index.js';
+import { syncSearchIndex, getDoc } from '../../src/search/fts.js';
 import { dependencyGraph, graphSvg } from '../../src/serve/graph.js';
 import { escapeHtml, highlightPython } from '../../src/serve/highlight.js';
 import { nextStep, originUrlHtml, startServer, type CatalogServer } from '../../src/serve/server.js';

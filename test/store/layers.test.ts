@@ -17,7 +17,7 @@ const LAYERS: [string, number][] = [
   ['config/', 2],
   ['repos/', 3],
   ['store/', 4],
-  ['index/', 5],
+  ['indexer/', 5],
   ['resolve/', 6],
   ['discover/', 7],
   ['emit/', 8],
@@ -32,7 +32,7 @@ const LAYERS: [string, number][] = [
   ['serve/', 12],
   ['commands/', 13],
   ['cli/', 14],
-  ['index.ts', 14],
+  ['nnrag.ts', 14],
 ];
 
 function layerOf(rel: string): number {
