@@ -9,7 +9,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import * as api from '../src/commands/discover.js';
+import * as api from '../src/nnrag.js';
 import { loadRepoConfig } from '../src/config/repos.js';
 import { callSites, dataSites } from '../src/commands/extract.js';
 import { args, opt } from './args.js';

@@ -1,72 +1,13 @@
-// The library API behind the CLI: a Workspace is an opened store (`--store DIR`) plus
-// the corpus, resolver and discovery built from it on demand. Every command of the
-// CLI is one function here, returning the records `--json` prints.
-import { existsSync } from 'node:fs';
-import path from 'node:path';
-import type { RepoSpec } from '../config/repos.js';
+// `nnrag discover` as a function of the API, and the naming of blocks every later command
+// uses: discover the corpus's nn.Module blocks (src/discover) and store them; stored
+// blocks; a name (`Mlp`, `layers.Mlp`, an id) to the one block it names; the selection
+// of `extract` / `validate` (names or every block, `startFrom`, `limit`).
 import { symbolMatches } from '../config/scope.js';
 import { Discovery, type Block } from '../discover/discover.js';
 import { parseBlockId } from '../discover/ids.js';
-import { emitModule, type NamespaceMap } from '../emit/emitter.js';
-import { slimClosure, type SlimResult } from '../emit/slim/slim.js';
-import { indexRepos, type IndexMode, type IndexProgress, type IndexReport } from '../indexer/indexer.js';
-import { initParser } from '../parse/parser.js';
-import { getExtraction, putExtraction, textHash } from '../store/records.js';
-import { blockFile, libraryDir, placeBlockFile } from '../library/layout.js';
-import { emptyRecord, type BlockRecord, type EmissionProfile } from '../library/record.js';
-import { RepoCache } from '../repos/cache.js';
-import { classSignature } from '../resolve/classes.js';
-import { ClosureBuilder } from '../resolve/closure.js';
 import { NnragError, UsageError } from '../util/errors.js';
 import { suggest } from '../util/suggest.js';
-import { Workspace } from '../workspace.js';
-
-export { Workspace };
-
-/** Load the Python parser in this thread. The resolver parses modules it reads on demand
- *  (outside the configured paths) synchronously; without a parser only contents the store
- *  already has are usable that way. `index` calls it; so does the CLI. */
-export async function ready(): Promise<void> {
-  await initParser();
-}
-
-// ---------------------------------------------------------------- index
-
-export interface IndexOptions {
-  repos: RepoSpec[];
-  mode?: IndexMode;
-  update?: boolean;
-  workers?: number;
-  onProgress?: (p: IndexProgress) => void;
-}
-
-/** Prepare repositories (git clone/fetch or local folders) and index their Python files.
- *  Without repos, the repositories already in the store are indexed again. */
-export async function index(ws: Workspace, opts: IndexOptions): Promise<IndexReport> {
-  await ready();
-  const cache = new RepoCache(path.join(ws.storeDir, 'repos'));
-  let specs = opts.repos;
-  if (!specs.length) {
-    specs = ws.store.listRepos().map((r) => ({
-      name: r.name,
-      url: r.local ? null : r.url,
-      path: r.local ? r.root : null,
-      priority: r.priority,
-      paths: [],
-      description: null,
-      packageRoots: r.packageRoots.length ? r.packageRoots : null,
-    }));
-    if (!specs.length) throw new UsageError('no repositories: give --repo PATH_OR_URL or --config repo_config.json');
-  }
-  const checkouts = [];
-  for (const spec of specs) {
-    const c = await cache.prepare(spec, { update: opts.update });
-    checkouts.push({ ...c, paths: spec.paths.length ? spec.paths : undefined, priority: spec.priority });
-  }
-  const report = await indexRepos(ws.store, checkouts, { mode: opts.mode ?? 'missing', workers: opts.workers, onProgress: opts.onProgress });
-  ws.invalidate();
-  return report;
-}
+import type { Workspace } from '../workspace.js';
 
 // ---------------------------------------------------------------- discover
 
@@ -139,109 +80,37 @@ export function resolveBlockNames(ws: Workspace, names: string[]): NameResolutio
   });
 }
 
-// ---------------------------------------------------------------- extract
-
-export interface ExtractOptions {
-  /** output folder for emitted modules (default `<store>/library`) */
-  out?: string;
-  intern?: string[];
-  extern?: string[];
-  /** top-level modules importable in the validation environment (its probe) */
-  importable?: readonly string[];
-  /** 'faithful' (the default here): every option of the original works; 'slim': without
-   *  registration decorators and unreached options (src/emit/slim). The validating
-   *  pipeline defaults to slim and keeps it only when it validates as the faithful
-   *  module does (pipeline.ts); without validation nothing proves it */
-  profile?: EmissionProfile;
+export interface Selection {
+  /** block names (ids, `module.Class`, a dotted tail, a bare class name); none: every block */
+  names?: string[];
+  /** start at this block (an id, or the tail of one) */
+  startFrom?: string;
+  /** at most this many blocks */
+  limit?: number;
 }
 
-export type { EmissionProfile };
-
-/** What slim emission may use beyond the code: texts whose strings the block can be
- *  called with, decorators the sandbox proved to return their argument. */
-export interface SlimInputs {
-  seeds?: readonly string[];
-  proven?: ReadonlySet<string>;
-}
-
-/** The record of one block (src/library/record.ts); the name the API had before. */
-export type ExtractionRecord = BlockRecord;
-
-export interface Extraction {
-  record: ExtractionRecord;
-  text: string;
-  /** names of the emitted module and what they denote in the originals (for validation) */
-  namespace?: NamespaceMap;
-  /** slim emission: decorators not proven statically (for the sandbox probe) */
-  unknownDecorators?: SlimResult['unknownDecorators'];
-}
-
-/** Compute the closure of one block and emit its standalone module (not written). */
-export function extractText(ws: Workspace, id: string, opts: ExtractOptions = {}, slim: SlimInputs = {}): Extraction {
-  const t0 = performance.now();
-  const corpus = ws.corpus();
-  const found = ws.blockModule(id);
-  if (!found) {
-    return { record: { ...emptyRecord(id), error: `${id} is not a class of an indexed module`, ms: performance.now() - t0 }, text: '' };
+/** The ids `extract` / `validate` work on: the named blocks (resolveBlockNames), else every
+ *  stored block; then `startFrom` and `limit`. */
+export function selectBlocks(ws: Workspace, sel: Selection = {}): string[] {
+  let ids = sel.names?.length ? resolveBlockNames(ws, sel.names).map((r) => r.id) : storedBlocks(ws).map((b) => b.id);
+  if (sel.startFrom) {
+    const start = sel.startFrom;
+    const i = ids.findIndex((id) => id === start || id.endsWith(`.${start}`));
+    if (i < 0) throw new UsageError(`--start-from ${start}: no such block in the selection`);
+    ids = ids.slice(i);
   }
-  const { mod, className, cls } = found;
-  const base = { ...emptyRecord(id, mod.repo, ws.blockSource(id)), signature: classSignature(ws.resolver(), mod, cls) };
-  try {
-    const resolver = ws.resolver({ extern: opts.extern, intern: opts.intern, importable: opts.importable });
-    const profile = opts.profile ?? 'faithful';
-    const sl = profile === 'slim' ? slimClosure(corpus, resolver, mod, className, slim) : null;
-    const closure = sl ? sl.closure : new ClosureBuilder(corpus, resolver).build(mod, className);
-    const em = emitModule(corpus, closure, sl ? { edits: sl.edits, header: sl.header } : {});
-    const diagnostics = [...closure.diagnostics, ...em.diagnostics];
-    const errors = diagnostics.filter((d) => d.severity === 'error');
-    return {
-      record: {
-        ...base,
-        ok: errors.length === 0,
-        lines: em.lines,
-        diagnostics,
-        interned: em.interned,
-        externs: em.externs,
-        provenance: em.provenance,
-        renames: em.renames,
-        emission: { profile, ...(sl ? { removed: sl.removed } : {}) },
-        ms: performance.now() - t0,
-      },
-      text: em.text,
-      namespace: em.namespace,
-      ...(sl ? { unknownDecorators: sl.unknownDecorators } : {}),
-    };
-  } catch (e) {
-    return { record: { ...base, error: (e as Error).message, ms: performance.now() - t0 }, text: '' };
+  if (sel.limit !== undefined) {
+    if (!Number.isInteger(sel.limit) || sel.limit < 0) throw new UsageError('--limit takes a whole number');
+    ids = ids.slice(0, sel.limit);
   }
+  return ids;
 }
 
-/** Extract one block and write it under `<out>/extracted/` (no validation). */
-export function extractBlock(ws: Workspace, id: string, opts: ExtractOptions = {}): BlockRecord {
-  return extractBlocks(ws, [id], opts)[0];
-}
-
-/** Extract blocks and write them under `<out>/extracted/`, recording them in the store.
- *  A block whose emitted module is unchanged keeps its stored validation (and its file in
- *  `blocks/` or `failed/`): extraction without validation proves nothing new, so it must
- *  not demote what was validated. */
-export function extractBlocks(ws: Workspace, ids: string[], opts: ExtractOptions = {}, slimInputs?: (id: string, prev: BlockRecord) => SlimInputs): BlockRecord[] {
-  const out = libraryDir(ws.storeDir, opts.out);
-  return ids.map((id) => {
-    // a validated slim module stays when the same slim module comes out again (no
-    // profile asked for: the library's choice stands)
-    const stored = opts.profile === undefined && slimInputs ? getExtraction(ws.store, id) : null;
-    const slimHeld = stored && stored.status !== 'extracted' && stored.record.emission.profile === 'slim';
-    const { record, text } = slimHeld ? extractText(ws, id, { ...opts, profile: 'slim' }, slimInputs!(id, stored.record)) : extractText(ws, id, opts);
-    const prev = text ? getExtraction(ws.store, id) : null;
-    if (prev && prev.status !== 'extracted' && prev.hash === textHash(text)) {
-      const file = blockFile(out, prev.status, id);
-      if (existsSync(file)) return { ...prev.record, file, ms: record.ms };
-    }
-    if (text) {
-      record.file = placeBlockFile(out, 'extracted', id, '.py', text);
-      putExtraction(ws.store, { id, hash: textHash(text), ok: record.ok, status: 'extracted', lines: record.lines, record, text });
-    }
-    return record;
-  });
+/** Names for `discover --names-json`: the bare class name where one stored block has it,
+ *  the id otherwise, so the list can be given back to `extract --names-json` without an
+ *  ambiguous name. */
+export function blockNames(ws: Workspace, blocks: Block[]): string[] {
+  const count = new Map<string, number>();
+  for (const b of storedBlocks(ws)) count.set(b.name, (count.get(b.name) ?? 0) + 1);
+  return [...new Set(blocks.map((b) => (count.get(b.name) === 1 ? b.name : b.id)))].sort();
 }

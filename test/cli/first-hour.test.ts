@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import * as api from '../../src/commands/discover.js';
+import * as api from '../../src/nnrag.js';
 import { exportBlock, moduleNameFor } from '../../src/export/export.js';
 import { getExtraction } from '../../src/store/records.js';
 import { compatiblePin } from '../../src/library/requirements.js';

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { chmodSync, cpSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import * as api from '../../src/commands/discover.js';
+import * as api from '../../src/nnrag.js';
 import { extractAndValidate } from '../../src/commands/extract.js';
 import { ValidatorPool } from '../../src/validate/index.js';
 import { fixture, tempDir } from '../helpers.js';

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import * as api from '../../src/commands/discover.js';
+import * as api from '../../src/nnrag.js';
 import { buildLibrary, clusterOf, diversityTopUp, getDedup, getSpec, listSpecs, runDedup, type LibraryResult } from '../../src/library/library.js';
 import type { RequiredRepos } from '../../src/library/provenance.js';
 import { listExtractions, putExtraction } from '../../src/store/records.js';

@@ -8,7 +8,7 @@ import { execFile } from 'node:child_process';
 import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import * as api from '../../src/commands/discover.js';
+import * as api from '../../src/nnrag.js';
 import { buildLibrary } from '../../src/library/library.js';
 import { instructionOf, trainingPairs, type TrainingPair } from '../../src/library/pairs.js';
 import { detectLicense, licenseFromName, licenseFromText } from '../../src/library/provenance.js';

@@ -7,7 +7,7 @@ import { execFile, execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import * as api from '../../src/commands/discover.js';
+import * as api from '../../src/nnrag.js';
 import '../../src/library/library.js';
 import { listExtractions, type StoredExtraction } from '../../src/store/records.js';
 import { buildReport, reportHtml, type LibraryReport } from '../../src/library/report.js';

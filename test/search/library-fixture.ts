@@ -2,7 +2,7 @@
 // (examples/) indexed, discovered, extracted and validated in the sandbox, exactly like
 // `nnrag demo`, into a fresh store.
 import path from 'node:path';
-import * as api from '../../src/commands/discover.js';
+import * as api from '../../src/nnrag.js';
 import { extractAndValidate } from '../../src/commands/extract.js';
 import { repoRoot, tempDir } from '../helpers.js';
 

@@ -9,7 +9,7 @@ import { getExtraction, putExtraction, textHash } from '../../src/store/records.
 import { expandText, identifierParts, parseQuery } from '../../src/search/tokens.js';
 import { getDoc, searchBlocks, syncSearchIndex, resolveLibraryId } from '../../src/search/fts.js';
 import { UsageError } from '../../src/util/errors.js';
-import * as api from '../../src/commands/discover.js';
+import * as api from '../../src/nnrag.js';
 import { buildLibrary, getSpec } from '../../src/library/library.js';
 import { firstSentence } from '../../src/search/documents.js';
 import { parseParams } from '../../src/parse/params.js';

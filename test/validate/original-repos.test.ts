@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import * as api from '../../src/commands/discover.js';
+import * as api from '../../src/nnrag.js';
 import { extractAndValidate } from '../../src/commands/extract.js';
 import { ValidatorPool } from '../../src/validate/index.js';
 import { tempDir } from '../helpers.js';

@@ -3,7 +3,7 @@
 // the offset of its `(`), and the configuration tables of the block's module.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import * as api from '../../src/commands/discover.js';
+import * as api from '../../src/nnrag.js';
 import { callSites, dataSites } from '../../src/commands/extract.js';
 import { fixture, tempDir } from '../helpers.js';
 
