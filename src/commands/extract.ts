@@ -52,7 +52,7 @@ export interface ExtractOptions {
   /** 'faithful' (the default here): every option of the original works; 'slim': without
    *  registration decorators and unreached options (src/emit/slim). The validating
    *  pipeline defaults to slim and keeps it only when it validates as the faithful
-   *  module does (pipeline.ts); without validation nothing proves it */
+   *  module does (extractAndValidate, below); without validation nothing proves it */
   profile?: EmissionProfile;
 }
 
@@ -103,6 +103,7 @@ export function extractText(ws: Workspace, id: string, opts: ExtractOptions = {}
         diagnostics,
         interned: em.interned,
         externs: em.externs,
+        moduleGraph: em.moduleGraph,
         provenance: em.provenance,
         renames: em.renames,
         emission: { profile, ...(sl ? { removed: sl.removed } : {}) },

@@ -259,7 +259,7 @@ async function blockPage(store: Workspace['store'], id: string, hl: Map<string, 
   // dependency graph
   let svg = '';
   try {
-    svg = graphSvg(dependencyGraph(store, doc));
+    svg = graphSvg(dependencyGraph(rec));
   } catch (err) {
     svg = `<p class="muted">graph unavailable: ${esc((err as Error).message)}</p>`;
   }
@@ -340,7 +340,7 @@ export async function startServer(opts: ServerOptions): Promise<CatalogServer> {
           const e = getExtraction(store, id);
           const doc: SearchDoc | null = getDoc(store, id);
           if (!e || !doc) return json(res, 404, { error: `no block ${id}` });
-          return json(res, 200, { doc, spec: storedSpec(store, id), record: e.record, text: e.text, similar: similarBlocks(store, id, 8), graph: dependencyGraph(store, doc) });
+          return json(res, 200, { doc, spec: storedSpec(store, id), record: e.record, text: e.text, similar: similarBlocks(store, id, 8), graph: dependencyGraph(e.record) });
         }
         if (p.startsWith('/block/')) {
           let id = decodeURIComponent(p.slice('/block/'.length));
