@@ -1,8 +1,8 @@
 // The import graph of src/ follows the layering of docs/ARCHITECTURE.md ("Folders"):
 // a module imports only from its own layer or lower ones, never back up —
-//   util < parse < config < repos < store (core) < index < resolve < discover < emit
+//   util < parse < config < repos < store (core) < indexer < resolve < discover < emit
 //   < validate, library (with the store's record and spec tables and the workspace)
-//   < search < export < serve < commands (api, pipeline) < cli and the package entry.
+//   < search < export < serve < commands (src/commands/) < cli and the package entry (nnrag.ts).
 // Type-only imports count too: a lower layer that names a higher layer's type depends on it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
