@@ -487,7 +487,7 @@ export async function extractAndValidate(ws: Workspace, ids: string[], opts: Pip
 
 export interface ExtractCommandOptions extends PipelineOptions, Selection {
   /** index these repositories first and discover their blocks, as `nnrag index` would
-   *  (unchanged files are not parsed again) */
+   *  (unchanged files are not parsed again; an empty list: the store's repositories) */
   repos?: RepoSpec[];
   onIndexProgress?: (p: IndexProgress) => void;
   onIndexed?: (report: IndexReport) => void;
@@ -496,7 +496,8 @@ export interface ExtractCommandOptions extends PipelineOptions, Selection {
 /** `nnrag extract`: (index and discover `repos` first, when given;) the selected blocks
  *  extracted, validated unless `validate: false`, and placed in the library. */
 export async function extract(ws: Workspace, opts: ExtractCommandOptions = {}): Promise<BlockRecord[]> {
-  if (opts.repos?.length) {
+  if (opts.repos) {
+    // an empty list indexes the store's repositories again, as `nnrag index` does
     const report = await index(ws, { repos: opts.repos, onProgress: opts.onIndexProgress });
     opts.onIndexed?.(report);
     discover(ws);
