@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { IndexStore } from '../src/store/store.js';
 import { clearDocs } from '../src/store/search.js';
 import { categorize } from '../src/library/category.js';
-import { listDocs } from '../src/search/index.js';
+import { listDocs } from '../src/search/fts.js';
 import { refreshSearch } from '../src/search/refresh.js';
 import { args } from './args.js';
 

@@ -13,9 +13,9 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import * as api from '../src/api.js';
+import * as api from '../src/nnrag.js';
 import { loadRepoConfig } from '../src/config/repos.js';
-import { extractAndValidate } from '../src/pipeline.js';
+import { extractAndValidate } from '../src/commands/extract.js';
 import { args, opt } from './args.js';
 
 const config = args[0];

@@ -10,7 +10,7 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import * as api from '../src/api.js';
+import * as api from '../src/nnrag.js';
 
 const [root, pkg] = process.argv.slice(2);
 if (!root || !pkg) {

@@ -16,9 +16,9 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { deserialize, serialize } from 'node:v8';
 import { IndexStore } from '../src/store/store.js';
-import { indexRepos } from '../src/index/indexer.js';
-import { ParsePool } from '../src/index/pool.js';
-import type { IndexReport, IndexCheckout } from '../src/index/indexer.js';
+import { indexRepos } from '../src/indexer/indexer.js';
+import { ParsePool } from '../src/indexer/pool.js';
+import type { IndexReport, IndexCheckout } from '../src/indexer/indexer.js';
 
 const args = process.argv.slice(2);
 const opt = (name: string, dflt: string) => {

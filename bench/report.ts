@@ -9,7 +9,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import * as api from '../src/api.js';
+import * as api from '../src/nnrag.js';
 import { buildLibrary, runDedup } from '../src/library/library.js';
 import { trainingPairs } from '../src/library/pairs.js';
 import { buildReport, reportHtml, reportText } from '../src/library/report.js';

@@ -15,7 +15,7 @@
 // usage: node dist/bench/search-relevance.js STORE [--quiet]
 import { IndexStore } from '../src/store/store.js';
 import { refreshSearch } from '../src/search/refresh.js';
-import { searchBlocks } from '../src/search/index.js';
+import { searchBlocks } from '../src/search/fts.js';
 import { args } from './args.js';
 
 export const JUDGED: { q: string; expect: string[] }[] = [

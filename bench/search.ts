@@ -10,7 +10,7 @@ import path from 'node:path';
 import { IndexStore } from '../src/store/store.js';
 import { extractionIds, putExtraction, textHash } from '../src/store/records.js';
 import { emptyRecord } from '../src/library/record.js';
-import { searchBlocks, syncSearchIndex, type SearchOptions } from '../src/search/index.js';
+import { searchBlocks, syncSearchIndex, type SearchOptions } from '../src/search/fts.js';
 import { similarBlocks, syncSignatures } from '../src/search/similar.js';
 
 const N = Number(process.argv[2] ?? 10_000);

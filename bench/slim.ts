@@ -9,9 +9,9 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import * as api from '../src/api.js';
+import * as api from '../src/nnrag.js';
 import { loadRepoConfig } from '../src/config/repos.js';
-import { callSites, dataSites } from '../src/pipeline.js';
+import { callSites, dataSites } from '../src/commands/extract.js';
 import { args, opt } from './args.js';
 
 const config = args[0] && !args[0].startsWith('--') ? args[0] : null;

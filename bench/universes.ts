@@ -11,7 +11,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import * as api from '../src/api.js';
+import * as api from '../src/nnrag.js';
 import { loadRepoConfig } from '../src/config/repos.js';
 import { args, opt } from './args.js';
 import { probeHost } from '../src/validate/environment.js';

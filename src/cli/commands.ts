@@ -1,18 +1,15 @@
-// CLI commands beyond indexing: extraction (and validation), the demo on the bundled
-// example corpus.
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { UsageError } from '../util/errors.js';
-import * as api from '../api.js';
-import { buildLibrary, runDedup } from '../library/library.js';
-import { buildReport, reportText } from '../library/report.js';
-import { extractAndValidate, type PipelineOptions } from '../pipeline.js';
-import { createRootfs, doctor, type DoctorReport, storeNeeds, syncEnvironment, STAGES, type Stage } from '../validate/index.js';
-import { repoOptions, repoSpecs, requestedNames, withWorkspaceAsync, workersOpt, type Command, type Ctx } from './context.js';
-import { requirements } from '../commands/requirements.js';
-import { environmentGaps, type EnvironmentGap } from '../library/repo-requirements.js';
-import { normalizeDistName } from '../library/requirements.js';
+// CLI commands beyond indexing: extract, validate, doctor, env and the demo on the bundled
+// example corpus. Argument parsing and output only; the work is in src/commands/.
 import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { demo } from '../commands/demo.js';
+import type { Selection } from '../commands/discover.js';
+import { doctor, env, environmentNeeds } from '../commands/environment.js';
+import { extract, validate, type EmissionProfile, type ExtractionRecord, type PipelineOptions } from '../commands/extract.js';
+import { reportText } from '../library/report.js';
+import { UsageError } from '../util/errors.js';
+import { STAGES, type DoctorReport, type Stage } from '../validate/index.js';
+import { openWorkspace, repoOptions, repoSpecs, requestedNames, withWorkspaceAsync, workersOpt, type Command, type Ctx } from './context.js';
 import { progress } from './progress.js';
 
 const extractOptions = {
@@ -76,34 +73,22 @@ function pipelineOptions(ctx: Ctx): PipelineOptions {
 
 /** `--profile slim|faithful` (default slim: used where it validates as the faithful
  *  module does, else the faithful module is kept; docs/ARCHITECTURE.md "Slim emission"). */
-export function profileOpt(ctx: Ctx): api.EmissionProfile | undefined {
+export function profileOpt(ctx: Ctx): EmissionProfile | undefined {
   const p = ctx.values.profile as string | undefined;
   if (p === undefined) return undefined;
   if (p !== 'slim' && p !== 'faithful') throw new UsageError(`--profile takes slim or faithful, not ${JSON.stringify(p)}`);
   return p;
 }
 
-/** The ids to work on: requested names (bare names resolved), else every block; then
- *  --start-from and --limit. */
-function selectIds(ctx: Ctx, ws: api.Workspace): { ids: string[]; notes: string[] } {
-  const names = requestedNames(ctx);
-  const notes: string[] = [];
-  let ids: string[];
-  if (names.length) {
-    ids = api.resolveBlockNames(ws, names).map((r) => r.id);
-  } else ids = api.storedBlocks(ws).map((b) => b.id);
-  const start = ctx.values['start-from'] as string | undefined;
-  if (start) {
-    const i = ids.findIndex((id) => id === start || id.endsWith(`.${start}`));
-    if (i < 0) throw new UsageError(`--start-from ${start}: no such block in the selection`);
-    ids = ids.slice(i);
-  }
+/** The blocks to work on: requested names (bare names resolved), else every block; then
+ *  --start-from and --limit (commands/discover.ts `selectBlocks`). */
+function selection(ctx: Ctx): Selection {
+  let limit: number | undefined;
   if (ctx.values.limit !== undefined) {
-    const n = Number(ctx.values.limit);
-    if (!Number.isInteger(n) || n < 0) throw new UsageError('--limit takes a whole number');
-    ids = ids.slice(0, n);
+    limit = Number(ctx.values.limit);
+    if (!Number.isInteger(limit) || limit < 0) throw new UsageError('--limit takes a whole number');
   }
-  return { ids, notes };
+  return { names: requestedNames(ctx), startFrom: ctx.values['start-from'] as string | undefined, limit };
 }
 
 /** Progress of extract / validate / demo: on a terminal, each block's line as it
@@ -115,7 +100,7 @@ function blockProgress(ctx: Ctx, label: string, phase: string) {
   const counts = { ok: 0, failed: 0 };
   return {
     live,
-    onProgress(done: number, total: number, r: api.ExtractionRecord) {
+    onProgress(done: number, total: number, r: ExtractionRecord) {
       if (r.ok) counts.ok++;
       else counts.failed++;
       if (live) process.stdout.write(`\r\x1b[K${blockLine(r)}\n`);
@@ -125,7 +110,7 @@ function blockProgress(ctx: Ctx, label: string, phase: string) {
   };
 }
 
-function blockLine(r: api.ExtractionRecord): string {
+function blockLine(r: ExtractionRecord): string {
   const errs = r.diagnostics.filter((d) => d.severity === 'error');
   const v = r.validation;
   let status = r.error ? `ERROR ${r.error}` : r.ok ? 'ok' : `${errs.length} unresolved`;
@@ -140,22 +125,12 @@ function blockLine(r: api.ExtractionRecord): string {
 
 /** The result lines of extract / validate (only the totals when each block's line was
  *  already shown as it finished). */
-function summarize(records: api.ExtractionRecord[], linesShown = false): string {
+function summarize(records: ExtractionRecord[], linesShown = false): string {
   const ok = records.filter((r) => r.ok).length;
   const validated = records.some((r) => r.validation);
   const lines = linesShown ? [] : records.map(blockLine);
   lines.push(validated ? `${ok}/${records.length} validated and promoted` : `${ok}/${records.length} extracted without unresolved names`);
   return lines.join('\n');
-}
-
-/** Top-level module names of the store's indexed repositories → repository. */
-function indexedTopLevel(ws: api.Workspace): Map<string, string> {
-  const out = new Map<string, string>();
-  for (const f of [...ws.store.listFiles(), ...ws.store.listSupportFiles()]) {
-    const top = f.module?.split('.')[0];
-    if (top && !out.has(top)) out.set(top, f.repo);
-  }
-  return out;
 }
 
 /** doctor --rootfs: the root filesystem's package set and what `env create/sync --store`
@@ -179,27 +154,30 @@ export const commands: Record<string, Command> = {
       'nnrag extract (--block ID|NAME | --blocks A B … | --names-json FILE | --all) [--repo PATH_OR_URL … | --config FILE] [--limit N] [--start-from NAME] [--out DIR] [--no-validate] [--profile slim|faithful] [--force] [--intern P] [--extern P]',
     options: { ...extractOptions, ...validateOptions, ...repoOptions },
     async run(ctx) {
-      // with --repo/--config the store is made as `index` would make it (one step)
+      // with --repo/--config the store is made as `index` would make it (one step:
+      // unchanged files are not parsed again)
+      const repos = ctx.values.repo || ctx.values.config ? repoSpecs(ctx) : undefined;
       return withWorkspaceAsync(ctx, async (ws) => {
-        const names = requestedNames(ctx);
-        if (!names.length && !ctx.values.all) throw new UsageError('name blocks with --block, --blocks, --names-json, or use --all');
-        // one step: `--repo`/`--config` index first (unchanged files are not parsed again)
-        if (ctx.values.repo || ctx.values.config) {
-          const bar = progress('index');
-          const rep = await api.index(ws, { repos: repoSpecs(ctx), onProgress: (p) => bar.update(p.phase, p.done, p.total) });
-          bar.done();
-          if (!ctx.json) process.stderr.write(`indexed ${rep.files} files in ${rep.repos.length} repositories (${rep.parsed} parsed)\n`);
-          api.discover(ws);
-        }
-        const { ids, notes } = selectIds(ctx, ws);
-        for (const n of notes) process.stderr.write(`note: ${n}\n`);
+        const sel = selection(ctx);
+        if (!sel.names?.length && !ctx.values.all) throw new UsageError('name blocks with --block, --blocks, --names-json, or use --all');
         const opts = pipelineOptions(ctx);
+        const indexBar = progress('index');
         const bar = blockProgress(ctx, 'extract', opts.validate ? 'validate' : 'emit');
-        const records = await extractAndValidate(ws, ids, { ...opts, onProgress: bar.onProgress });
+        const records = await extract(ws, {
+          ...opts,
+          ...sel,
+          repos,
+          onIndexProgress: (p) => indexBar.update(p.phase, p.done, p.total),
+          onIndexed: (rep) => {
+            indexBar.done();
+            if (!ctx.json) process.stderr.write(`indexed ${rep.files} files in ${rep.repos.length} repositories (${rep.parsed} parsed)\n`);
+          },
+          onProgress: bar.onProgress,
+        });
         bar.done();
         ctx.out(summarize(records, bar.live), records);
         return records.every((r) => r.ok) ? 0 : 1;
-      }, !!(ctx.values.repo || ctx.values.config));
+      }, !!repos);
     },
   },
 
@@ -209,10 +187,9 @@ export const commands: Record<string, Command> = {
     options: { ...extractOptions, ...validateOptions },
     async run(ctx) {
       return withWorkspaceAsync(ctx, async (ws) => {
-        const { ids, notes } = selectIds(ctx, ws);
-        for (const n of notes) process.stderr.write(`note: ${n}\n`);
+        const sel = selection(ctx);
         const bar = blockProgress(ctx, 'validate', 'validate');
-        const records = await extractAndValidate(ws, ids, { ...pipelineOptions(ctx), validate: true, onProgress: bar.onProgress });
+        const records = await validate(ws, { ...pipelineOptions(ctx), ...sel, onProgress: bar.onProgress });
         bar.done();
         ctx.out(summarize(records, bar.live), records);
         return records.every((r) => r.ok) ? 0 : 1;
@@ -225,17 +202,21 @@ export const commands: Record<string, Command> = {
     usage: 'nnrag doctor [--python PY] [--rootfs DIR] [--no-sandbox] [--store S]',
     options: { python: { type: 'string' }, rootfs: { type: 'string' }, 'no-sandbox': { type: 'boolean' } },
     async run(ctx) {
-      const rep = await doctor({
+      const opts = {
         python: (ctx.values.python as string | undefined) ?? process.env.NNRAG_PYTHON,
         rootfs: ctx.values.rootfs as string | undefined,
         sandbox: !ctx.values['no-sandbox'],
-      });
+      };
+      const onWarning = (m: string) => process.stderr.write(`warning: ${m}\n`);
       // with a store: what its repositories need that this environment lacks
-      let gaps: EnvironmentGap[] | null = null;
-      if (existsSync(path.join(ctx.store, 'index.sqlite')) && rep.distributions && !rep.rootfs) {
-        const installed = new Set(rep.distributions.map((d) => normalizeDistName(d.split('==')[0])));
-        gaps = await withWorkspaceAsync(ctx, async (ws) => environmentGaps(await requirements(ws, { python: rep.python ?? undefined, onWarning: (m) => process.stderr.write(`warning: ${m}\n`) }), installed));
+      const ws = existsSync(path.join(ctx.store, 'index.sqlite')) ? openWorkspace(ctx) : undefined;
+      let rep: Awaited<ReturnType<typeof doctor>>;
+      try {
+        rep = await doctor(opts, ws, onWarning);
+      } finally {
+        ws?.close();
       }
+      const gaps = rep.missing ?? null;
       const lines = [
         `python   ${rep.python ?? 'not found'} ${rep.pythonVersion ?? ''} (${rep.pythonSource ?? '-'})`,
         `torch    ${rep.torch ?? `not importable${rep.torchError ? `: ${rep.torchError}` : ''}`}`,
@@ -254,7 +235,7 @@ export const commands: Record<string, Command> = {
         }
         if (can.length) lines.push(`to add what Debian has: apt-get install ${can.map((g) => g.debian).join(' ')}`);
       }
-      ctx.out(lines.join('\n'), gaps ? { ...rep, missing: gaps } : rep);
+      ctx.out(lines.join('\n'), rep);
       return rep.problems.length ? 1 : 0;
     },
   },
@@ -277,14 +258,14 @@ export const commands: Record<string, Command> = {
       const onLog = ctx.json ? undefined : (l: string) => process.stderr.write(`${l}\n`);
       // the store is read before minutes of debootstrap: a wrong --store fails at once
       const needs = withStore
-        ? await withWorkspaceAsync(ctx, async (ws) => storeNeeds(await requirements(ws, { python: (ctx.values.python as string | undefined) ?? process.env.NNRAG_PYTHON, onWarning: (m) => process.stderr.write(`warning: ${m}\n`) }), indexedTopLevel(ws)))
-        : [];
-      if (sub === 'create') await createRootfs(target, { packages: withStore ? [] : packages, onLog });
-      if (sub === 'create' && !withStore && !wheels) {
+        ? await withWorkspaceAsync(ctx, (ws) => environmentNeeds(ws, { python: (ctx.values.python as string | undefined) ?? process.env.NNRAG_PYTHON, onWarning: (m) => process.stderr.write(`warning: ${m}\n`) }))
+        : null;
+      const res = await env(sub, target, { needs, packages, wheels, onLog });
+      if (!res.manifest) {
         ctx.out(`root filesystem ready in ${target}; use --rootfs ${target}`, { rootfs: target });
         return 0;
       }
-      const r = await syncEnvironment(target, needs, { packages, wheels, onLog });
+      const r = { ...res, manifest: res.manifest, installed: res.installed ?? [] };
       const missing = r.manifest.entries.filter((e) => e.status === 'no-package' || e.status === 'failed');
       const human = [
         `${sub === 'create' ? 'root filesystem ready' : 'root filesystem synced'} in ${target}; use --rootfs ${target}`,
@@ -293,7 +274,7 @@ export const commands: Record<string, Command> = {
         ...missing.map((e) => `  ${e.status === 'failed' ? `${e.package} failed to install` : `no Debian package`}: ${e.distribution} (tried ${[e.debian, ...e.modules.map((m) => `python3-${m.toLowerCase()}`)].filter((x, i, a) => a.indexOf(x) === i).join(', ')}) — ${e.neededBy.map((n) => (n.why === 'import' ? `${n.blocks ?? 0} blocks of ${n.repo}` : `declared by ${n.repo}`)).join(', ')}${e.error ? `: ${e.error}` : ''}`),
         r.before === r.after ? 'package set unchanged (environment id unchanged)' : 'package set changed: the environment id changed, stored validations will be redone',
       ];
-      ctx.out(human.join('\n'), { rootfs: target, ...r });
+      ctx.out(human.join('\n'), r);
       return 0;
     },
   },
@@ -303,30 +284,19 @@ export const commands: Record<string, Command> = {
     usage: 'nnrag demo [--out DIR] [--no-validate] [validation options]',
     options: { out: { type: 'string' }, 'no-validate': { type: 'boolean' }, ...validateOptions },
     async run(ctx) {
-      const examples = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'examples');
       return withWorkspaceAsync(ctx, async (ws) => {
-        const report = await api.index(ws, {
-          repos: [{ name: 'examples', url: null, path: examples, priority: 1, paths: [], description: 'bundled example corpus', packageRoots: null }],
-        });
-        const blocks = api.discover(ws);
         const bar = progress('demo');
-        const records = await extractAndValidate(ws, blocks.map((b) => b.id), {
-          ...pipelineOptions(ctx),
-          onProgress: (d, t) => bar.update('validate', d, t),
-        });
+        const { examples, ...r } = await demo(ws, { ...pipelineOptions(ctx), out: ctx.values.out as string | undefined, onProgress: (d, t) => bar.update('validate', d, t) });
         bar.done();
-        // the library: specs, manifests, requirements, duplicate clusters, the report
-        const library = await buildLibrary(ws, { out: ctx.values.out as string | undefined });
-        const dedup = await runDedup(ws);
-        const rep = buildReport(ws.store, { storeDir: ws.storeDir });
+        const { records } = r;
         const human = [
-          `indexed ${report.files} files of ${examples}`,
-          `discovered ${blocks.length} blocks`,
+          `indexed ${r.index.files} files of ${examples}`,
+          `discovered ${r.blocks.length} blocks`,
           summarize(records),
           '',
-          reportText(rep),
+          reportText(r.report),
         ].join('\n');
-        ctx.out(human, { index: report, blocks, records, library, dedup: { uniqueCount: dedup.uniqueCount, clusters: dedup.clusters }, report: rep });
+        ctx.out(human, r);
         // blocks that fail validation are results (kept in failed/ with their category),
         // not a failure of the demo; an emission error is
         return records.every((r) => r.file) ? 0 : 1;

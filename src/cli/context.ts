@@ -5,7 +5,7 @@ import os from 'node:os';
 import type { ParseArgsConfig } from 'node:util';
 import { loadRepoConfig, repoSpecFromArg, type RepoSpec } from '../config/repos.js';
 import { UsageError } from '../util/errors.js';
-import * as api from '../api.js';
+import { Workspace } from '../workspace.js';
 
 export interface Ctx {
   json: boolean;
@@ -42,11 +42,11 @@ export function repoSpecs(ctx: Ctx): RepoSpec[] {
 
 /** Only `index` creates a store: every other command refuses a folder without one
  *  (a mistyped --store must not silently become an empty store). */
-export function openWorkspace(ctx: Ctx, create = false): api.Workspace {
-  return api.Workspace.open(ctx.store, { create });
+export function openWorkspace(ctx: Ctx, create = false): Workspace {
+  return Workspace.open(ctx.store, { create });
 }
 
-export function withWorkspace<T>(ctx: Ctx, f: (ws: api.Workspace) => T): T {
+export function withWorkspace<T>(ctx: Ctx, f: (ws: Workspace) => T): T {
   const ws = openWorkspace(ctx);
   try {
     return f(ws);
@@ -55,7 +55,7 @@ export function withWorkspace<T>(ctx: Ctx, f: (ws: api.Workspace) => T): T {
   }
 }
 
-export async function withWorkspaceAsync<T>(ctx: Ctx, f: (ws: api.Workspace) => Promise<T>, create = false): Promise<T> {
+export async function withWorkspaceAsync<T>(ctx: Ctx, f: (ws: Workspace) => Promise<T>, create = false): Promise<T> {
   const ws = openWorkspace(ctx, create);
   try {
     return await f(ws);

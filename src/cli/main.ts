@@ -1,12 +1,12 @@
 #!/usr/bin/env node
-// nnrag command line: argument parsing and output only; the work is in src/api.ts and
-// the stage modules. Every command takes --json (machine-readable stdout), --store DIR
+// nnrag command line: argument parsing and output only; the work is in the commands'
+// functions (src/commands/, the package API). Every command takes --json (machine-readable stdout), --store DIR
 // (default ./.nnrag) and exits 0 on success, 1 on failures in the work, 2 on bad usage.
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { stats } from '../index/indexer.js';
 import { NnragError, UsageError } from '../util/errors.js';
-import * as api from '../api.js';
+import { blockNames, discover } from '../commands/discover.js';
+import { index, ready, stats } from '../commands/index-repos.js';
 import { commands as extraCommands } from './commands.js';
 import { commands as libraryCommands } from './library-commands.js';
 import { commands as searchCommands } from './search-commands.js';
@@ -27,7 +27,7 @@ export const commands: Record<string, Command> = {
       const repos = repoSpecs(ctx);
       const bar = progress('index');
       const report = await withWorkspaceAsync(ctx, (ws) =>
-        api.index(ws, { repos, mode: mode as 'missing', update: !!ctx.values.update, workers, onProgress: (p) => bar.update(p.phase, p.done, p.total) }),
+        index(ws, { repos, mode: mode as 'missing', update: !!ctx.values.update, workers, onProgress: (p) => bar.update(p.phase, p.done, p.total) }),
         true,
       );
       bar.done();
@@ -49,18 +49,11 @@ export const commands: Record<string, Command> = {
     usage: 'nnrag discover [--symbols PATTERN ...] [--repos NAME ...] [--names-json FILE]',
     options: { symbols: { type: 'string', multiple: true }, repos: { type: 'string', multiple: true }, 'names-json': { type: 'string' } },
     run(ctx) {
-      const { blocks, all } = withWorkspace(ctx, (ws) => ({
-        blocks: api.discover(ws, { symbols: ctx.values.symbols as string[] | undefined, repos: ctx.values.repos as string[] | undefined }),
-        all: api.storedBlocks(ws),
-      }));
-      if (ctx.values['names-json']) {
-        // bare names where one block has the name, ids otherwise: the list can be given
-        // back to `extract --names-json` without an ambiguous name
-        const count = new Map<string, number>();
-        for (const b of all) count.set(b.name, (count.get(b.name) ?? 0) + 1);
-        const names = [...new Set(blocks.map((b) => (count.get(b.name) === 1 ? b.name : b.id)))].sort();
-        writeFileSync(ctx.values['names-json'] as string, JSON.stringify(names, null, 2) + '\n');
-      }
+      const { blocks, names } = withWorkspace(ctx, (ws) => {
+        const blocks = discover(ws, { symbols: ctx.values.symbols as string[] | undefined, repos: ctx.values.repos as string[] | undefined });
+        return { blocks, names: ctx.values['names-json'] ? blockNames(ws, blocks) : [] };
+      });
+      if (ctx.values['names-json']) writeFileSync(ctx.values['names-json'] as string, JSON.stringify(names, null, 2) + '\n');
       ctx.out(blocks.map((b) => `${b.id}  (${b.repo}:${b.path}:${b.line})`).join('\n') + `\n${blocks.length} blocks`, blocks);
       return 0;
     },
@@ -71,7 +64,7 @@ export const commands: Record<string, Command> = {
     usage: 'nnrag stats',
     options: {},
     run(ctx) {
-      const s = withWorkspace(ctx, (ws) => stats(ws.store));
+      const s = withWorkspace(ctx, (ws) => stats(ws));
       const lines = [
         `files ${s.files}, ${(s.bytes / 1e6).toFixed(1)} MB, ${s.facts} distinct contents`,
         `syntax errors in ${s.parseErrors} files, ${s.problems} problems`,
@@ -141,7 +134,7 @@ export async function main(argv: string[]): Promise<number> {
   };
   try {
     // the resolver parses modules it reads on demand synchronously (src/resolve/ondemand.ts)
-    await api.ready();
+    await ready();
     return await cmd.run(ctx);
   } catch (e) {
     if (e instanceof UsageError) {

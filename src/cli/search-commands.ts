@@ -1,11 +1,9 @@
 // CLI commands of the search stage: search, similar, export and serve (the local web
-// catalog). Argument parsing and output only; the work is in src/search, src/export and
-// src/serve.
+// catalog). Argument parsing and output only; the work is in src/commands/search.ts.
 import { UsageError } from '../util/errors.js';
-import { exportLibraryBlock, search, similar } from '../commands/search.js';
+import { exportLibraryBlock, search, serve, similar } from '../commands/search.js';
 import { profileOpt } from './commands.js';
 import { CATEGORIES, type Category } from '../library/category.js';
-import { startServer } from '../serve/server.js';
 import { openWorkspace, withWorkspace, withWorkspaceAsync, type Command, type Ctx } from './context.js';
 
 function numberOpt(ctx: Ctx, key: string, opts: { min?: number; integer?: boolean } = {}): number | undefined {
@@ -137,7 +135,7 @@ export const commands: Record<string, Command> = {
       if (!['127.0.0.1', 'localhost', '::1'].includes(host)) throw new UsageError('--host must be a loopback address (127.0.0.1, ::1 or localhost)');
       const ws = openWorkspace(ctx);
       try {
-        const server = await startServer({ ws, port, host });
+        const server = await serve(ws, { port, host });
         process.stderr.write(`nnrag catalog at ${server.url} (Ctrl-C to stop)\n`);
         if (ctx.json) process.stdout.write(JSON.stringify({ url: server.url }) + '\n');
         await new Promise<void>((resolve) => {

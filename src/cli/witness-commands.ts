@@ -1,9 +1,9 @@
 // `nnrag witnesses`: run (or show) the witness harvest of the store's repositories —
 // per entry point whether it built and ran, why not, its time and the classes it
-// covered (src/validate/witness/).
-import { UsageError } from '../util/errors.js';
-import { ValidatorPool } from '../validate/index.js';
-import { libraryModules, repoWitnesses, storedHarvest, type HarvestResult } from '../validate/witness/index.js';
+// covered (src/validate/witness/). Argument parsing and output only; the work is in
+// src/commands/witnesses.ts.
+import { witnesses } from '../commands/witnesses.js';
+import type { HarvestResult } from '../validate/witness/index.js';
 import { withWorkspaceAsync, workersOpt, type Command } from './context.js';
 
 function summary(h: HarvestResult, cached: boolean | null): string[] {
@@ -34,33 +34,18 @@ export const commands: Record<string, Command> = {
     },
     async run(ctx) {
       return withWorkspaceAsync(ctx, async (ws) => {
-        const known = ws.store.listRepos().map((r) => r.name);
-        if (!known.length) throw new UsageError('the store has no repositories: run `nnrag index` first');
-        const wanted = (ctx.values.repo as string[] | undefined) ?? known;
-        for (const r of wanted) if (!known.includes(r)) throw new UsageError(`unknown repository ${r} (indexed: ${known.join(', ')})`);
-        const results: { repo: string; cached: boolean | null; harvest: HarvestResult | null }[] = [];
-        if (ctx.values.show) {
-          for (const r of wanted) results.push({ repo: r, cached: null, harvest: storedHarvest(ws.store, r) });
-        } else {
-          const pool = await ValidatorPool.start({
+        const results = await witnesses(ws, {
+          repos: ctx.values.repo as string[] | undefined,
+          show: !!ctx.values.show,
+          force: !!ctx.values.force,
+          pool: {
             python: (ctx.values.python as string | undefined) ?? process.env.NNRAG_PYTHON,
             sandbox: !ctx.values['no-sandbox'],
             workers: workersOpt(ctx),
             onWarning: (m) => process.stderr.write(`warning: ${m}\n`),
-          });
-          try {
-            for (const r of wanted) {
-              const got = await repoWitnesses(ws.store, pool, r, {
-                force: !!ctx.values.force,
-                modules: libraryModules(ws.corpus(), r),
-                onEntry: ctx.json ? undefined : (e) => process.stderr.write(`  ${r}: ${e.entry} ${e.forward ? 'ran' : e.built ? 'built' : 'failed'} (${(e.ms / 1000).toFixed(1)} s)\n`),
-              });
-              results.push({ repo: r, cached: got?.cached ?? null, harvest: got?.result ?? null });
-            }
-          } finally {
-            await pool.close();
-          }
-        }
+          },
+          onEntry: ctx.json ? undefined : (r, e) => process.stderr.write(`  ${r}: ${e.entry} ${e.forward ? 'ran' : e.built ? 'built' : 'failed'} (${(e.ms / 1000).toFixed(1)} s)\n`),
+        });
         const text = results.flatMap((x) => (x.harvest ? summary(x.harvest, x.cached) : [`${x.repo}: no harvest stored`])).join('\n');
         ctx.out(
           text,

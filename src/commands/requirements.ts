@@ -7,7 +7,7 @@ import { initParser } from '../parse/parser.js';
 import { listExtractions } from '../store/records.js';
 import { UsageError } from '../util/errors.js';
 import type { Workspace } from '../workspace.js';
-import { storedBlocks } from '../api.js';
+import { storedBlocks } from './discover.js';
 
 export interface RequirementsOptions {
   /** only these repositories (all when empty) */

@@ -1,12 +1,14 @@
-// The search-stage commands as functions of the API: `nnrag search`, `nnrag similar` and
-// `nnrag export`. Each brings the search structures up to date with the store first; the
+// The search-stage commands as functions of the API: `nnrag search`, `nnrag similar`,
+// `nnrag export` and `nnrag serve` (the web catalog). Each brings the search structures up to date with the store first; the
 // CLI parses flags and prints what they return.
-import { extractText, ready } from '../api.js';
+import { extractText } from './extract.js';
+import { ready } from './index-repos.js';
 import { exportBlock, heldProfile, type ExportOptions, type ExportReport } from '../export/export.js';
 import type { EmissionProfile } from '../library/record.js';
 import { getExtraction } from '../store/records.js';
-import { facets, resolveLibraryId, searchBlocks, type SearchOptions, type SearchResult } from '../search/index.js';
+import { facets, resolveLibraryId, searchBlocks, type SearchOptions, type SearchResult } from '../search/fts.js';
 import { refreshSearch } from '../search/refresh.js';
+import { startServer, type CatalogServer } from '../serve/server.js';
 import { similarBlocks, type SimilarHit } from '../search/similar.js';
 import { NnragError, UsageError } from '../util/errors.js';
 import type { Workspace } from '../workspace.js';
@@ -51,4 +53,10 @@ export async function exportLibraryBlock(ws: Workspace, idOrName: string, opts: 
     }
   }
   return exportBlock(ws.store, id, rest);
+}
+
+/** `nnrag serve`: the local web catalog of the workspace's library on a loopback address
+ *  (src/serve/server.ts); resolves once it listens. */
+export function serve(ws: Workspace, opts: { port?: number; host?: string } = {}): Promise<CatalogServer> {
+  return startServer({ ws, ...opts });
 }

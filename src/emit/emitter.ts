@@ -31,12 +31,15 @@
 //   line range and the SWHID of the source file; `namespace` (for the validator's
 //   namespace stage) lists each emitted name with the original module-level names it
 //   must denote the same thing as, and where each copied statement sits.
+// - The module graph (graph.ts): which module's copied code reads which module's
+//   definitions and which extern packages, from the closure's resolved uses.
 // - Slim emission (src/emit/slim) hands in more edits (removed decorators, pruned
 //   options) and header lines through `EmitOptions`.
 import type { ImportEdge } from '../parse/types.js';
 import { slotKey, type Binding, type Closure, type Diagnostic, type StmtNode } from '../resolve/closure.js';
 import type { Corpus, CorpusModule } from '../resolve/corpus.js';
 import { STDLIB_MODULES } from '../resolve/builtins.js';
+import { moduleGraph, type ModuleGraph } from './graph.js';
 
 export interface ProvenanceEntry {
   repo: string;
@@ -63,6 +66,9 @@ export interface EmittedModule {
   diagnostics: Diagnostic[];
   /** what the validator's namespace stage checks (see NamespaceMap) */
   namespace: NamespaceMap;
+  /** module-level edges of the copied code: which module reads which module's
+   *  definitions, which extern packages it imports (graph.ts) */
+  moduleGraph: ModuleGraph;
 }
 
 /** The top-level names of the emitted module that come from the original corpus, each
@@ -157,7 +163,7 @@ export function emitModule(corpus: Corpus, closure: Closure, opts: EmitOptions =
       .map(([b, name]) => ({ name, origins: b.origins!.map((o): [string, string] => [o.mod.name, o.name]) })),
     statements,
   };
-  return { text, lines: text.split('\n').length - 1, interned, externs, provenance, renames, diagnostics, namespace };
+  return { text, lines: text.split('\n').length - 1, interned, externs, provenance, renames, diagnostics, namespace, moduleGraph: moduleGraph(closure, externs) };
 }
 
 function countLines(s: string): number {

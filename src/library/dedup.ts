@@ -27,6 +27,7 @@
 
 import os from 'node:os';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
+import { WorkerPool, type PoolWorker } from '../util/pool.js';
 import {
   tokenize, docstringMask, structuralHashes, exactFingerprint, intsHash, codeTokenCount,
 } from './structural.js';
@@ -437,38 +438,61 @@ if (!isMainThread && (workerData as { nnragDedup?: boolean } | null)?.nnragDedup
   });
 }
 
+/** Signature threads on the generic pool (util/pool.ts): each job goes to an idle
+ *  thread; a thread that dies fails its job (the run falls back to nothing: dedup is
+ *  all-or-nothing) and is replaced. */
+interface DedupJob {
+  msg: Omit<Job, 'id'>;
+  resolve: (v: unknown) => void;
+  reject: (e: Error) => void;
+}
+
+interface DedupThread extends PoolWorker<DedupJob> {
+  thread: Worker;
+}
+
 class Pool {
-  private workers: Worker[] = [];
-  private next = 0;
-  private pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+  private pool: WorkerPool<DedupJob, DedupThread>;
   private seq = 0;
   constructor(n: number) {
-    for (let i = 0; i < n; i++) {
-      const w = new Worker(new URL(import.meta.url), { workerData: { nnragDedup: true } });
-      w.on('message', (m: { id: number; fail?: string }) => {
-        const p = this.pending.get(m.id);
-        if (!p) return;
-        this.pending.delete(m.id);
-        if (m.fail) p.reject(new Error(m.fail));
-        else p.resolve(m);
-      });
-      w.on('error', (e) => {
-        for (const p of this.pending.values()) p.reject(e);
-        this.pending.clear();
-      });
-      this.workers.push(w);
-    }
+    this.pool = new WorkerPool<DedupJob, DedupThread>(
+      {
+        spawn: () => this.spawn(),
+        lost: (job, _w, why) => job.reject(why.error),
+        reject: (job) => job.reject(new Error('dedup pool closed')),
+      },
+      { size: n, readyOnSpawn: true },
+    );
+    this.pool.warm(n);
   }
-  run<R>(job: Omit<Job, 'id'>): Promise<R> {
-    const id = this.seq++;
-    const w = this.workers[this.next++ % this.workers.length];
-    return new Promise<R>((resolve, reject) => {
-      this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
-      w.postMessage({ ...job, id });
+
+  private spawn(): DedupThread {
+    const thread = new Worker(new URL(import.meta.url), { workerData: { nnragDedup: true } });
+    const w: DedupThread = {
+      thread,
+      run: (job) => thread.postMessage({ ...job.msg, id: this.seq++ }),
+      kill: () => void thread.terminate(),
+      close: async () => {
+        await thread.terminate();
+      },
+    };
+    thread.on('message', (m: { id: number; fail?: string }) => {
+      const job = this.pool.finished(w);
+      if (!job) return;
+      if (m.fail) job.reject(new Error(m.fail));
+      else job.resolve(m);
     });
+    thread.on('error', (e) => this.pool.exited(w, e));
+    thread.on('exit', (code) => this.pool.exited(w, new Error(`dedup worker exited with code ${code}`)));
+    return w;
   }
+
+  run<R>(job: Omit<Job, 'id'>): Promise<R> {
+    return new Promise<R>((resolve, reject) => this.pool.submit({ msg: job, resolve: resolve as (v: unknown) => void, reject }));
+  }
+
   async close(): Promise<void> {
-    await Promise.all(this.workers.map((w) => w.terminate()));
+    await this.pool.close();
   }
 }
 

@@ -52,6 +52,15 @@ const properties = {
   },
   interned: { ...strs, description: 'interned modules whose statements were copied' },
   externs: { ...strs, description: 'extern modules imported' },
+  moduleGraph: {
+    type: 'object',
+    description: 'module-level edges of the copied code, computed at extraction (absent in records stored before it was recorded)',
+    required: ['interned', 'extern'],
+    properties: {
+      interned: { type: 'array', description: '[reader, definer]: copied statements of the first module read definitions of the second', items: { type: 'array', items: str, minItems: 2, maxItems: 2 } },
+      extern: { type: 'array', description: '[reader, package]: copied statements of the module use an import of the extern top-level package', items: { type: 'array', items: str, minItems: 2, maxItems: 2 } },
+    },
+  },
   provenance: {
     type: 'array',
     description: 'per source file: repository, revision, path, module, SWHID and the line ranges copied',

@@ -10,7 +10,7 @@
 // Fields by stage:
 //   identity      version, id, repository, source (where the class is defined),
 //                 signature (bases, docstring, parameters: read once, at extraction)
-//   closure       diagnostics, interned, externs
+//   closure       diagnostics, interned, externs, moduleGraph (module edges, emit/graph.ts)
 //   emission      lines, provenance, renames, emission { profile, fallbackReason }
 //   validation    validation { stages, category, error, args, argumentsSource, … equivalence }
 //   library       requirements (PEP 508 pins of the externs, when resolved)
@@ -18,6 +18,7 @@
 // The flat names (`lines`, `provenance`, `interned` …) are the JSON users have always seen
 // and stay where they were; what is new is grouped (`emission`, `source`).
 import type { ProvenanceEntry } from '../emit/emitter.js';
+import type { ModuleGraph } from '../emit/graph.js';
 import type { SlimRemoval } from '../emit/slim/slim.js';
 import type { ClassSignature } from '../resolve/classes.js';
 import type { Diagnostic } from '../resolve/closure.js';
@@ -91,6 +92,11 @@ export interface BlockRecord {
   interned: string[];
   /** extern modules imported (each a requirement) */
   externs: string[];
+  /** module-level edges of the copied code, from the closure at extraction: which module
+   *  reads which interned module's definitions, which extern packages each imports (the
+   *  catalog's dependency graph draws them). Absent in records stored before it was
+   *  recorded, and when nothing was emitted */
+  moduleGraph?: ModuleGraph;
   /** every copied statement's repository, revision, path, line ranges and SWHID */
   provenance: ProvenanceEntry[];
   /** original name → emitted name, for renamed bindings */

@@ -17,7 +17,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { FileFacts } from '../parse/types.js';
 import { NnragError } from '../util/errors.js';
-import { decodePython, gitBlobId } from '../index/source.js';
+import { decodePython, gitBlobId } from '../indexer/source.js';
 import { lineIndex, lineStarts } from '../util/lines.js';
 
 export interface CorpusRepo {

@@ -9,9 +9,9 @@
 // only when the store does not have them, the file recorded in `support_files`.
 import { readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { factsRow, MAX_FILE_BYTES } from '../index/indexer.js';
-import { parseBuffer } from '../index/parse-one.js';
-import { decodePython, gitBlobId } from '../index/source.js';
+import { factsRow, MAX_FILE_BYTES } from '../indexer/indexer.js';
+import { parseBuffer } from '../indexer/parse-one.js';
+import { decodePython, gitBlobId } from '../indexer/source.js';
 import { sysPathRoots, type IndexStore, type RepoRow } from '../store/store.js';
 import type { FileFacts } from '../parse/types.js';
 import { parserReady } from '../parse/parser.js';

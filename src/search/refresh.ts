@@ -5,7 +5,7 @@
 // commits, `total_changes()` counts this connection's own writes (both O(1), unlike a scan
 // of the extractions table, whose rows hold whole modules).
 import type { IndexStore } from '../store/store.js';
-import { syncSearchIndex, type SyncReport } from './index.js';
+import { syncSearchIndex, type SyncReport } from './fts.js';
 import { syncSignatures } from './similar.js';
 
 const stamps = new WeakMap<IndexStore, string>();

@@ -10,7 +10,7 @@ import { extractionText, extractionStamps } from '../store/records.js';
 import { putSignatures, signatureBytes, signatureHashes, signatureStamp } from '../store/search.js';
 import { computeSignature, MINHASH_K, similarity, type BlockSignature, type DupKind } from '../library/dedup.js';
 import { NnragError } from '../util/errors.js';
-import { getDoc } from './index.js';
+import { getDoc } from './fts.js';
 
 export interface SimilarHit {
   id: string;

@@ -1,18 +1,11 @@
-// The dependency picture of a block for the web catalog: a module-level graph of the
-// modules whose definitions were copied into the block (provenance entries), plus the
-// extern packages it imports, drawn as inline SVG.
-//
-// The closure's statement edges are not stored, so module edges are derived from the
-// stored facts of the source files: module M → interned module N when a statement of M
-// that was copied (inside M's provenance line ranges) reads a name that one of M's import
-// statements binds, and that import names N (`import N`, `from N import x`, relative forms
-// resolved against M's package) or names a name that the copied statements of N bind
-// (re-exports through a package `__init__`); M → extern package P when such an import's
-// top-level module is P.
-import type { IndexStore } from '../store/store.js';
-import type { FileFacts } from '../parse/types.js';
-import { absoluteImport } from '../util/python.js';
-import type { SearchDoc } from '../search/documents.js';
+// The dependency picture of a block for the web catalog: the modules whose definitions
+// were copied into the block (provenance entries) and the extern packages it imports,
+// with the module edges extraction recorded (`moduleGraph` of the block record, computed
+// from the closure by emit/graph.ts), drawn as inline SVG. Nothing is derived here: a
+// record stored before the edges were recorded draws its modules without edges and says
+// so (extract the block again to record them).
+import type { BlockRecord } from '../library/record.js';
+import { parseBlockId } from '../discover/ids.js';
 import { escapeHtml } from './highlight.js';
 
 export interface GraphNode {
@@ -26,68 +19,25 @@ export interface GraphNode {
 export interface DependencyGraph {
   nodes: GraphNode[];
   edges: [string, string][];
+  /** false: the record has no module edges (stored before they were recorded) */
+  recorded: boolean;
 }
 
-function factsOf(store: IndexStore, repo: string, file: string): FileFacts | null {
-  // an interned module is an indexed file or one the resolver read on demand (support_files)
-  const blob = store.blobOf(repo, file);
-  return blob ? store.getFacts(blob) : null;
-}
-
-
-export function dependencyGraph(store: IndexStore, doc: SearchDoc): DependencyGraph {
+/** The graph of a block record: its modules and extern packages, the recorded edges. */
+export function dependencyGraph(rec: BlockRecord): DependencyGraph {
+  const module = rec.source?.module ?? parseBlockId(rec.id).module;
   const nodes = new Map<string, GraphNode>();
+  for (const p of rec.provenance) nodes.set(p.module, { id: p.module, kind: p.module === module ? 'block' : 'interned', defs: p.ranges.length, path: `${p.repo}:${p.path}` });
+  if (!nodes.has(module)) nodes.set(module, { id: module, kind: 'block', defs: 1, path: rec.source ? `${rec.source.repo}:${rec.source.path}` : null });
   const edges = new Set<string>();
-  const provenance = doc.provenance ?? [];
-  for (const p of provenance) nodes.set(p.module, { id: p.module, kind: p.module === doc.module ? 'block' : 'interned', defs: p.ranges.length, path: `${p.repo}:${p.path}` });
-  if (!nodes.has(doc.module)) nodes.set(doc.module, { id: doc.module, kind: 'block', defs: 1, path: `${doc.origin.repo}:${doc.origin.path}` });
-  const externs = new Set(doc.externs.map((x) => x.split('.')[0]));
-  // names each interned module's copied statements bind
-  const info = new Map<string, { facts: FileFacts; copied: FileFacts['statements'] }>();
-  for (const p of provenance) {
-    const facts = factsOf(store, p.repo, p.path);
-    if (!facts) continue;
-    const inRanges = (s: { startLine: number; endLine: number }) => p.ranges.some(([a, b]) => s.startLine <= b && s.endLine >= a);
-    info.set(p.module, { facts, copied: facts.statements.filter(inRanges) });
+  const g = rec.moduleGraph;
+  for (const [a, b] of g?.interned ?? []) if (nodes.has(a) && nodes.has(b)) edges.add(`${a}\u0000${b}`);
+  for (const x of new Set(rec.externs.map((e) => e.split('.')[0]))) {
+    if (nodes.has(x)) continue; // a package both interned and imported: drawn once, as interned
+    nodes.set(x, { id: x, kind: 'extern', defs: 0, path: null });
   }
-  const defines = new Map<string, Set<string>>();
-  for (const [m, { copied }] of info) defines.set(m, new Set(copied.flatMap((s) => s.binds)));
-  for (const p of provenance) {
-    const inf = info.get(p.module);
-    if (!inf) continue;
-    const reads = new Set(inf.copied.flatMap((s) => s.refs.map((r) => r.name)));
-    const isPackage = p.path.endsWith('__init__.py');
-    for (const st of inf.facts.statements) {
-      for (const e of st.imports) {
-        const bound = e.kind === 'import' ? (e.asname ?? e.module.split('.')[0]) : e.name === '*' ? null : (e.asname ?? e.name);
-        if (bound !== null && !reads.has(bound)) continue;
-        // PEP 328, as the resolver reads it (an import above the top names nothing)
-        const target = e.kind === 'import' ? e.module : absoluteImport(p.module, isPackage, e.level, e.module);
-        if (target === null) continue;
-        const top = target.split('.')[0];
-        if (externs.has(top) && !nodes.has(target)) {
-          if (!nodes.has(top)) nodes.set(top, { id: top, kind: 'extern', defs: 0, path: null });
-          edges.add(`${p.module}\u0000${top}`);
-          continue;
-        }
-        const cands: string[] = [];
-        if (e.kind === 'from' && e.name !== '*' && nodes.has(`${target}.${e.name}`)) cands.push(`${target}.${e.name}`);
-        else if (nodes.has(target) && (e.kind === 'import' || e.name === '*' || defines.get(target)?.has(e.name))) cands.push(target);
-        else if (e.kind === 'from' && e.name !== '*') {
-          for (const [m, names] of defines) if (m !== p.module && names.has(e.name) && (m === target || m.startsWith(target + '.'))) cands.push(m);
-        }
-        for (const c of cands) if (c !== p.module) edges.add(`${p.module}\u0000${c}`);
-      }
-    }
-  }
-  // extern packages no derived edge reaches hang off the block's module
-  for (const x of externs) {
-    if (!nodes.has(x)) {
-      nodes.set(x, { id: x, kind: 'extern', defs: 0, path: null });
-      edges.add(`${doc.module}\u0000${x}`);
-    }
-  }
-  return { nodes: [...nodes.values()], edges: [...edges].map((k) => k.split('\u0000') as [string, string]) };
+  for (const [a, x] of g?.extern ?? []) if (nodes.get(x)?.kind === 'extern' && nodes.has(a)) edges.add(`${a}\u0000${x}`);
+  return { nodes: [...nodes.values()], edges: [...edges].map((k) => k.split('\u0000') as [string, string]), recorded: !!g };
 }
 
 /** Layered drawing: the block's module on top, each node one row below its deepest
@@ -143,7 +93,7 @@ export function graphSvg(g: DependencyGraph): string {
     const down = q.y > p.y;
     const x1 = p.x + p.w / 2, y1 = down ? p.y + H : p.y;
     const x2 = q.x + q.w / 2, y2 = down ? q.y : q.y + H;
-    parts.push(`<line x1="${x1.toFixed(1)}" y1="${y1}" x2="${x2.toFixed(1)}" y2="${y2}" stroke="#667" stroke-width="1.2" marker-end="url(#arrow)"/>`);
+    parts.push(`<line x1="${x1.toFixed(1)}" y1="${y1}" x2="${x2.toFixed(1)}" y2="${y2}" stroke="#667" stroke-width="1.2" marker-end="url(#arrow)"><title>${escapeHtml(`${a} → ${b}`)}</title></line>`);
   }
   for (const n of g.nodes) {
     const p = pos.get(n.id)!;
@@ -156,5 +106,6 @@ export function graphSvg(g: DependencyGraph): string {
     );
   }
   parts.push('</svg>');
+  if (!g.recorded) parts.push('<p class="muted" id="graph-not-recorded">module edges not recorded: this block was extracted before nnrag recorded them; extract it again to draw them</p>');
   return parts.join('');
 }

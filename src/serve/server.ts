@@ -20,7 +20,7 @@ import type { AddressInfo } from 'node:net';
 import { Workspace } from '../workspace.js';
 import { getExtraction } from '../store/records.js';
 import { storedSpec, type SearchDoc } from '../search/documents.js';
-import { facets, getDoc, searchBlocks, type SearchOptions, type SearchResult } from '../search/index.js';
+import { facets, getDoc, searchBlocks, type SearchOptions, type SearchResult } from '../search/fts.js';
 import { refreshSearch } from '../search/refresh.js';
 import { similarBlocks, type SimilarHit } from '../search/similar.js';
 import { NnragError } from '../util/errors.js';
@@ -259,7 +259,7 @@ async function blockPage(store: Workspace['store'], id: string, hl: Map<string, 
   // dependency graph
   let svg = '';
   try {
-    svg = graphSvg(dependencyGraph(store, doc));
+    svg = graphSvg(dependencyGraph(rec));
   } catch (err) {
     svg = `<p class="muted">graph unavailable: ${esc((err as Error).message)}</p>`;
   }
@@ -340,7 +340,7 @@ export async function startServer(opts: ServerOptions): Promise<CatalogServer> {
           const e = getExtraction(store, id);
           const doc: SearchDoc | null = getDoc(store, id);
           if (!e || !doc) return json(res, 404, { error: `no block ${id}` });
-          return json(res, 200, { doc, spec: storedSpec(store, id), record: e.record, text: e.text, similar: similarBlocks(store, id, 8), graph: dependencyGraph(store, doc) });
+          return json(res, 200, { doc, spec: storedSpec(store, id), record: e.record, text: e.text, similar: similarBlocks(store, id, 8), graph: dependencyGraph(e.record) });
         }
         if (p.startsWith('/block/')) {
           let id = decodeURIComponent(p.slice('/block/'.length));

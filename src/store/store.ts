@@ -224,13 +224,6 @@ export class IndexStore {
     return (this.stmt('SELECT blob FROM files WHERE repo = ? AND path = ?').pluck().get(repo, file) as string | undefined) ?? null;
   }
 
-  /** The content (blob id) of a file of a repository: an indexed file, else a module read
-   *  on demand (support_files). */
-  blobOf(repo: string, file: string): string | null {
-    return ((this.stmt('SELECT blob FROM files WHERE repo = ? AND path = ?').pluck().get(repo, file) ??
-      this.stmt('SELECT blob FROM support_files WHERE repo = ? AND path = ?').pluck().get(repo, file)) as string | undefined) ?? null;
-  }
-
   /** Counters that change whenever the database changed: another connection's commits
    *  (`PRAGMA data_version`) and this connection's own writes (`total_changes()`); both O(1). */
   changeCounters(): { dataVersion: number; ownChanges: number } {

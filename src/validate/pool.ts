@@ -1,6 +1,8 @@
 // ValidatorPool: N harness workers (default: one per core), each a sandboxed Python
-// process that imported torch once and forks a child per candidate. Requests are
-// queued and handed to idle workers; results come back as JSON lines. A worker that
+// process that imported torch once and forks a child per candidate, on the generic pool
+// of util/pool.ts (queue, idle workers, watchdog, replacement, giving up when workers keep
+// failing to start). Requests are queued and handed to idle workers; results come back
+// as JSON lines. A worker that
 // dies (killed by a candidate, crashed) is replaced and the request it was running is
 // reported as `crash` in the stage that was running; a worker that stops answering is
 // killed by a watchdog. A worker binds exactly the repository roots (read-only) of the
@@ -14,6 +16,7 @@ import { rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { NnragError } from '../util/errors.js';
+import { WorkerPool, type PoolWorker } from '../util/pool.js';
 import {
   sandboxCanRead,
   defaultLimits,
@@ -54,7 +57,7 @@ interface Resolved {
   limits: Limits;
 }
 
-class Worker {
+class Worker implements PoolWorker<Job> {
   proc: ChildProcess | null = null;
   state: 'starting' | 'idle' | 'busy' | 'dead' = 'starting';
   roots: Set<string>;
@@ -64,11 +67,10 @@ class Worker {
   private buf = '';
   private stderrTail = '';
   private requests: NodeJS.WritableStream | null = null;
-  private watchdog: NodeJS.Timeout | null = null;
   private scratchDir: string | undefined;
   private readyWaiters: { resolve: () => void; reject: (e: Error) => void } | null = null;
-  /** job to run as soon as this (re)started worker is ready */
-  pendingJob: Job | null = null;
+  /** start(), for ValidatorPool.start to wait on */
+  started: Promise<void> = Promise.resolve();
 
   constructor(
     private pool: ValidatorPool,
@@ -85,7 +87,8 @@ class Worker {
     } catch (e) {
       // nothing was started: report it like a worker that died while starting
       this.state = 'dead';
-      queueMicrotask(() => this.pool.onWorkerExit(this, true));
+      const err = e instanceof Error ? e : new Error(String(e));
+      queueMicrotask(() => this.pool.workers.exited(this, err));
       return Promise.reject(e instanceof Error ? e : new Error(String(e)));
     }
     this.scratchDir = launch.scratchDir;
@@ -183,13 +186,12 @@ class Worker {
     if (msg.type === 'ready' && this.state === 'starting') {
       this.info = { torch: String(msg.torch), python: String(msg.python), executable: String(msg.executable) };
       this.state = 'idle';
-      this.pool.onWorkerReady(this);
       if (this.readyWaiters) {
         const w = this.readyWaiters;
         this.readyWaiters = null;
         w.resolve();
       }
-      this.pool.dispatch();
+      this.pool.workers.ready(this);
       return;
     }
     const job = this.job;
@@ -202,7 +204,7 @@ class Worker {
         // its own (the harness extends its deadline the same way, once)
         if (msg.stage === 'equivalence' && !this.eqExtended) {
           this.eqExtended = true;
-          this.armWatchdog(job);
+          this.pool.workers.rearm(this);
         }
       } else {
         this.progress.stages[msg.stage as Stage] = msg.status;
@@ -215,9 +217,10 @@ class Worker {
     }
   }
 
-  private jobStart = 0;
+  jobStart = 0;
 
-  private progressSeen = false;
+  /** the candidate reported a stage (a crash after that is the candidate's) */
+  progressSeen = false;
 
   run(job: Job) {
     this.progressSeen = false;
@@ -226,7 +229,7 @@ class Worker {
     this.job = job;
     this.progress = { running: null, stages: {} };
     this.eqExtended = false;
-    const timeout = this.armWatchdog(job);
+    const timeout = this.pool.requestTimeout(job);
     const req = {
       source: job.req.source,
       className: job.req.className,
@@ -243,8 +246,6 @@ class Worker {
     this.send(job.nonce, { type: 'validate', rid: job.rid, req });
   }
 
-  private hung = false;
-
   /** One framed request: nonce (32 hex characters), payload length (8 hex digits), JSON. */
   private send(nonce: string, msg: object) {
     const body = Buffer.from(JSON.stringify(msg), 'utf8');
@@ -253,34 +254,15 @@ class Worker {
 
   private eqExtended = false;
 
-  /** (Re)start the timer that declares the worker hung; returns the request's timeout. */
-  private armWatchdog(job: Job): number {
-    const timeout = job.req.timeoutMs ?? this.pool.env.limits.timeoutMs;
-    if (this.watchdog) clearTimeout(this.watchdog);
-    this.watchdog = setTimeout(() => {
-      // the harness did not answer in time: treat the worker as hung
-      if (this.job === job) {
-        this.hung = true;
-        this.kill();
-      }
-    }, timeout + WATCHDOG_GRACE_MS);
-    return timeout;
-  }
-
   private finish(r: ValidationResult) {
-    if (this.watchdog) clearTimeout(this.watchdog);
-    this.watchdog = null;
-    const job = this.job!;
-    this.job = null;
     this.state = 'idle';
-    job.resolve(r);
-    this.pool.dispatch();
+    const job = this.pool.workers.finished(this);
+    this.job = null;
+    job?.resolve(r);
   }
 
   private onExit(code: number | null, signal: NodeJS.Signals | null) {
-    const wasStarting = this.state === 'starting';
     this.state = 'dead';
-    if (this.watchdog) clearTimeout(this.watchdog);
     if (this.scratchDir) rmSync(this.scratchDir, { recursive: true, force: true });
     const why = `validation worker ${signal ? `killed by ${signal}` : `exited with status ${code}`}`;
     if (this.readyWaiters) {
@@ -288,38 +270,45 @@ class Worker {
       this.readyWaiters = null;
       w.reject(new NnragError(`${why} before it was ready${this.stderrTail ? ': ' + this.stderrTail.trim().slice(-1500) : ''}`));
     }
-    const job = this.job;
+    this.pool.workers.exited(this, new Error(why));
     this.job = null;
-    if (job && !this.progressSeen && !this.hung && job.attempts < 1) {
-      // the worker died before the candidate reported anything (it may have been dead
-      // already when the job was handed over): run the job once more elsewhere
-      job.attempts++;
-      this.pool.requeue(job);
-    } else if (job) {
-      const stages = Object.fromEntries(STAGES.map((s) => [s, this.progress.stages[s] ?? 'skip'])) as Record<Stage, StageStatus>;
-      const running = this.progress.running ?? STAGES.find((s) => stages[s] === 'skip') ?? 'import';
-      stages[running] = 'fail';
-      const hung = this.hung;
-      job.resolve(
-        this.pool.finalize(job, {
-          stages,
-          timings: {},
-          category: hung ? 'timeout' : 'crash',
-          error: hung ? `worker did not answer within the timeout; killed` : `${why} while validating (candidate killed its worker?)`,
-          stage: running,
-          args: null,
-          input_shapes: null,
-          output_shapes: null,
-          params: null,
-          ms: Math.round((performance.now() - this.jobStart) * 1000) / 1000,
-        }),
-      );
-    }
-    this.pool.onWorkerExit(this, wasStarting);
   }
 
-  close() {
-    if (this.proc && this.state !== 'dead') {
+  /** The job this worker was running when it died (`timedOut`: killed by the watchdog):
+   *  run once more elsewhere when the candidate had not reported anything yet (the worker
+   *  may have been dead already when the job was handed over), else `crash` / `timeout`
+   *  in the stage that was running. */
+  lost(job: Job, why: { error: Error; timedOut: boolean }) {
+    if (!this.progressSeen && !why.timedOut && job.attempts < 1) {
+      job.attempts++;
+      this.pool.workers.requeue(job);
+      return;
+    }
+    const stages = Object.fromEntries(STAGES.map((s) => [s, this.progress.stages[s] ?? 'skip'])) as Record<Stage, StageStatus>;
+    const running = this.progress.running ?? STAGES.find((s) => stages[s] === 'skip') ?? 'import';
+    stages[running] = 'fail';
+    job.resolve(
+      this.pool.finalize(job, {
+        stages,
+        timings: {},
+        category: why.timedOut ? 'timeout' : 'crash',
+        error: why.timedOut ? `worker did not answer within the timeout; killed` : `${why.error.message} while validating (candidate killed its worker?)`,
+        stage: running,
+        args: null,
+        input_shapes: null,
+        output_shapes: null,
+        params: null,
+        ms: Math.round((performance.now() - this.jobStart) * 1000) / 1000,
+      }),
+    );
+  }
+
+  /** Ask the worker to exit and kill it; resolves when its process is gone (at most 3 s). */
+  close(): Promise<void> {
+    const p = this.proc;
+    if (!p || this.state === 'dead' || p.exitCode !== null || p.signalCode !== null) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      p.once('exit', () => resolve());
       try {
         this.send('', { type: 'exit' });
         this.requests?.end();
@@ -327,7 +316,8 @@ class Worker {
         /* closed */
       }
       this.kill();
-    }
+      setTimeout(resolve, 3000).unref();
+    });
   }
 }
 
@@ -341,19 +331,44 @@ export class ValidatorPool {
   startBreakdown = { environmentMs: 0, workersMs: 0 };
   torch = '';
   pythonVersion = '';
-  private workers: Worker[] = [];
-  private queue: Job[] = [];
+  /** @internal the generic pool (util/pool.ts) that queues requests and runs the workers */
+  readonly workers: WorkerPool<Job, Worker>;
   private rid = 0;
-  private closing = false;
-  private startFailures = 0;
   private roots = new Set<string>();
-  private brokenError: Error | null = null;
   private size: number;
 
   private constructor(env: Resolved, size: number, roots: string[]) {
     this.env = env;
     this.size = size;
     for (const r of roots) this.roots.add(path.resolve(r));
+    this.workers = new WorkerPool<Job, Worker>(
+      {
+        // a worker binds exactly the roots of the requests it runs (no repository sees
+        // another's files): a replacement keeps the roots of the one it replaces, a
+        // worker restarted for a request gets that request's roots
+        spawn: (prev, job) => {
+          const w = new Worker(this, job ? job.roots : prev ? prev.roots : this.roots);
+          w.started = w.start();
+          w.started.catch(() => {
+            /* its exit is reported to the pool */
+          });
+          return w;
+        },
+        lost: (job, w, why) => w.lost(job, why),
+        reject: (job, why) => job.reject(why === 'closed' ? new NnragError('validator pool closed') : new NnragError('validation workers keep failing to start')),
+        // idle workers take the queued requests whose roots they already have first,
+        // else the worker is restarted with the roots of the request at the head
+        pick: (w, queue) => queue.findIndex((j) => sameRoots(j.roots, w.roots)),
+        fits: (w, job) => sameRoots(job.roots, w.roots),
+        timeoutMs: (job) => this.requestTimeout(job) + WATCHDOG_GRACE_MS,
+      },
+      { size, maxStartFailures: MAX_CONSECUTIVE_START_FAILURES },
+    );
+  }
+
+  /** @internal the wall clock a request gets in the harness (the TS watchdog adds a grace) */
+  requestTimeout(job: Job): number {
+    return job.req.timeoutMs ?? this.env.limits.timeoutMs;
   }
 
   /** Resolve the environment and start the workers; resolves when all are ready. */
@@ -370,16 +385,15 @@ export class ValidatorPool {
     const size = Math.max(1, opts.workers ?? os.availableParallelism?.() ?? os.cpus().length);
     const pool = new ValidatorPool(env, size, opts.roots ?? []);
     pool.warnings.push(...warnings);
-    pool.workers = Array.from({ length: size }, () => new Worker(pool, pool.roots));
     try {
-      await Promise.all(pool.workers.map((w) => w.start()));
+      await Promise.all(pool.workers.warm(size).map((w) => w.started));
     } catch (e) {
       await pool.close();
       const msg = e instanceof Error ? e.message : String(e);
       const hint = env.sandbox ? ' (is bubblewrap allowed to create namespaces here? `nnrag doctor` checks; --no-sandbox runs without it)' : '';
       throw new NnragError(`cannot start the validation workers with ${env.python}: ${msg}${hint}`);
     }
-    const w0 = pool.workers[0].info!;
+    const w0 = pool.workers.workers()[0].info!;
     pool.torch = w0.torch;
     pool.pythonVersion = w0.python;
     pool.envId = environmentId({ python: env.probe?.realpath ?? env.python, pythonVersion: w0.python, torch: w0.torch, sandbox: env.sandbox, rootfs: env.rootfs, probe: env.probe });
@@ -409,8 +423,8 @@ export class ValidatorPool {
   }
 
   private enqueue(req: ValidationRequest): Promise<ValidationResult> {
-    if (this.closing) return Promise.reject(new NnragError('validator pool is closed'));
-    if (this.brokenError) return Promise.reject(this.brokenError);
+    if (this.workers.closed) return Promise.reject(new NnragError('validator pool is closed'));
+    if (this.workers.broken) return Promise.reject(new NnragError('validation workers keep failing to start'));
     return new Promise((resolve, reject) => {
       // roots the sandbox user cannot read would make bwrap fail at start: leave them
       // out (the equivalence stage then reports that the original does not import)
@@ -418,8 +432,7 @@ export class ValidatorPool {
         .filter((p) => path.isAbsolute(p))
         .map((p) => path.resolve(p))
         .filter((p) => sandboxCanRead(p));
-      this.queue.push({ rid: ++this.rid, nonce: randomBytes(16).toString('hex'), req, resolve, reject, roots: [...new Set(roots)].sort(), attempts: 0 });
-      this.dispatch();
+      this.workers.submit({ rid: ++this.rid, nonce: randomBytes(16).toString('hex'), req, resolve, reject, roots: [...new Set(roots)].sort(), attempts: 0 });
     });
   }
 
@@ -439,75 +452,6 @@ export class ValidatorPool {
    *  requiredStages only decides `ok` */
   stagesToRun(_req: ValidationRequest): Stage[] {
     return [...STAGES];
-  }
-
-  /** @internal hand queued jobs to idle workers */
-  dispatch() {
-    if (this.closing) return;
-    for (const w of this.workers) {
-      if (!this.queue.length) return;
-      if (w.state !== 'idle' || !w.alive()) continue;
-      if (w.pendingJob) {
-        const j = w.pendingJob;
-        w.pendingJob = null;
-        w.run(j);
-        continue;
-      }
-      // a worker binds exactly the roots of the request it runs (no repository sees
-      // another's files): take a queued request with this worker's roots first, else
-      // restart the worker with the roots of the request at the head of the queue
-      let i = this.queue.findIndex((j) => sameRoots(j.roots, w.roots));
-      if (i < 0) i = 0;
-      const job = this.queue.splice(i, 1)[0];
-      if (!sameRoots(job.roots, w.roots)) {
-        const nw = new Worker(this, job.roots);
-        nw.pendingJob = job;
-        this.replace(w, nw, true);
-        continue;
-      }
-      w.run(job);
-    }
-  }
-
-  private replace(old: Worker, nw: Worker, killOld: boolean) {
-    const i = this.workers.indexOf(old);
-    if (i >= 0) this.workers[i] = nw;
-    if (killOld) old.close();
-    nw.start().catch(() => {
-      /* handled in onWorkerExit */
-    });
-  }
-
-  /** @internal put a job back at the head of the queue */
-  requeue(job: Job) {
-    this.queue.unshift(job);
-    queueMicrotask(() => this.dispatch());
-  }
-
-  /** @internal */
-  onWorkerReady(w: Worker) {
-    this.startFailures = 0;
-    if (w.pendingJob) {
-      const j = w.pendingJob;
-      w.pendingJob = null;
-      w.run(j);
-    }
-  }
-
-  /** @internal a worker ended: replace it (the batch goes on) unless closing */
-  onWorkerExit(w: Worker, wasStarting: boolean) {
-    if (this.closing || !this.workers.includes(w)) return;
-    if (wasStarting) this.startFailures++;
-    if (this.startFailures >= MAX_CONSECUTIVE_START_FAILURES) {
-      this.brokenError = new NnragError('validation workers keep failing to start');
-      const pending = [...this.queue, ...(w.pendingJob ? [w.pendingJob] : [])];
-      this.queue = [];
-      for (const j of pending) j.reject(this.brokenError);
-      return;
-    }
-    const nw = new Worker(this, w.roots);
-    if (w.pendingJob) nw.pendingJob = w.pendingJob;
-    this.replace(w, nw, false);
   }
 
   /** @internal convert a harness result line */
@@ -547,25 +491,12 @@ export class ValidatorPool {
 
   /** Stop every worker; queued requests are rejected. */
   async close(): Promise<void> {
-    this.closing = true;
-    const pending = this.queue;
-    this.queue = [];
-    for (const j of pending) j.reject(new NnragError('validator pool closed'));
-    const waits = this.workers.map(
-      (w) =>
-        new Promise<void>((resolve) => {
-          if (!w.proc || w.state === 'dead' || w.proc.exitCode !== null || w.proc.signalCode !== null) return resolve();
-          w.proc.once('exit', () => resolve());
-          w.close();
-          setTimeout(resolve, 3000).unref();
-        }),
-    );
-    await Promise.all(waits);
+    await this.workers.close();
   }
 
   /** @internal for tests: the OS pids of the worker processes */
   workerPids(): number[] {
-    return this.workers.map((w) => w.proc?.pid ?? -1);
+    return this.workers.workers().map((w) => w.proc?.pid ?? -1);
   }
 }
 

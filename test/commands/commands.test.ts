@@ -5,7 +5,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import * as nnrag from '../../src/index.js';
+import * as nnrag from '../../src/nnrag.js';
 import { repoRoot, tempDir } from '../helpers.js';
 
 let ws: nnrag.Workspace;
@@ -40,4 +40,32 @@ test('requirements, dedup and report are functions of the API', async () => {
   assert.ok(d.total > 3);
   const r = await nnrag.report(ws, { dedup: false });
   assert.ok(r.repos.some((x) => x.name === 'examples' && x.discovered > 3));
+});
+
+test('extract is one function: it indexes the repositories it is given, discovers, resolves names and selects', async () => {
+  const own = nnrag.Workspace.open(tempDir());
+  try {
+    const indexed: number[] = [];
+    const recs = await nnrag.extract(own, {
+      repos: [{ name: 'examples', url: null, path: path.join(repoRoot, 'examples'), priority: 1, paths: [], description: null, packageRoots: null }],
+      names: ['ConvBnAct', 'layers.mlp.Mlp'],
+      validate: false,
+      onIndexed: (r) => indexed.push(r.files),
+    });
+    assert.equal(indexed.length, 1);
+    assert.ok(indexed[0] > 5);
+    assert.deepEqual(recs.map((r) => r.id), ['tinyvision.layers.conv.ConvBnAct', 'tinyvision.layers.mlp.Mlp']);
+    assert.ok(recs.every((r) => r.ok && existsSync(r.file) && r.file.includes(`${path.sep}extracted${path.sep}`)));
+    // an ambiguous bare name is a usage error naming the candidates
+    await assert.rejects(nnrag.extract(own, { names: ['Mlp'], validate: false }), /ambiguous: 2 blocks/);
+    const all = nnrag.selectBlocks(own);
+    assert.equal(all.length, nnrag.storedBlocks(own).length);
+    assert.deepEqual(nnrag.selectBlocks(own, { startFrom: all[2], limit: 2 }), all.slice(2, 4));
+    // names for --names-json: bare where one block has the name, ids otherwise
+    const names = nnrag.blockNames(own, nnrag.storedBlocks(own));
+    assert.ok(names.includes('ConvBnAct') && names.includes('tinyvision.models.mixer.Mlp') && !names.includes('Mlp'));
+    assert.equal(nnrag.stats(own).files, indexed[0]);
+  } finally {
+    own.close();
+  }
 });

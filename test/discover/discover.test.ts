@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import * as api from '../../src/api.js';
+import * as api from '../../src/nnrag.js';
 import { UsageError } from '../../src/util/errors.js';
 import { fixture, repoRoot, tempDir } from '../helpers.js';
 import { PYTHON } from '../support/python.js';

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import * as api from '../../src/api.js';
+import * as api from '../../src/nnrag.js';
 import { buildLibrary, clusterOf, diversityTopUp, getDedup, getSpec, listSpecs, runDedup, type LibraryResult } from '../../src/library/library.js';
 import type { RequiredRepos } from '../../src/library/provenance.js';
 import { listExtractions, putExtraction } from '../../src/store/records.js';
@@ -17,7 +17,7 @@ import { violations } from '../support/json-schema.js';
 import { publicVersion } from '../../src/library/requirements.js';
 import type { BlockSpec } from '../../src/library/spec-types.js';
 import { originUrl } from '../../src/library/swhid.js';
-import { extractAndValidate } from '../../src/pipeline.js';
+import { extractAndValidate } from '../../src/commands/extract.js';
 import { repoRoot, tempDir } from '../helpers.js';
 
 const PY = '/usr/bin/python3';

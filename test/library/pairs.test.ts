@@ -8,12 +8,12 @@ import { execFile } from 'node:child_process';
 import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import * as api from '../../src/api.js';
+import * as api from '../../src/nnrag.js';
 import { buildLibrary } from '../../src/library/library.js';
 import { instructionOf, trainingPairs, type TrainingPair } from '../../src/library/pairs.js';
 import { detectLicense, licenseFromName, licenseFromText } from '../../src/library/provenance.js';
 import { listExtractions } from '../../src/store/records.js';
-import { extractAndValidate } from '../../src/pipeline.js';
+import { extractAndValidate } from '../../src/commands/extract.js';
 import { repoRoot, tempDir } from '../helpers.js';
 
 const MIT = `MIT License

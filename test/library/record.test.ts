@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import * as api from '../../src/api.js';
+import * as api from '../../src/nnrag.js';
 import { BLOCK_RECORD_SCHEMA, blockRecordSchemaText } from '../../src/library/record-schema.js';
 import { decodeRecord, getExtraction } from '../../src/store/records.js';
 import { repoRoot, tempDir } from '../helpers.js';

@@ -7,12 +7,12 @@ import { execFile, execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import * as api from '../../src/api.js';
+import * as api from '../../src/nnrag.js';
 import '../../src/library/library.js';
 import { listExtractions, type StoredExtraction } from '../../src/store/records.js';
 import { buildReport, reportHtml, type LibraryReport } from '../../src/library/report.js';
 import { wilson } from '../../src/library/stats.js';
-import { extractAndValidate } from '../../src/pipeline.js';
+import { extractAndValidate } from '../../src/commands/extract.js';
 import { repoRoot, tempDir } from '../helpers.js';
 
 const PY = '/usr/bin/python3';

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { before, describe, it } from 'node:test';
-import * as api from '../../src/api.js';
+import * as api from '../../src/nnrag.js';
 import { fixture, tempDir } from '../helpers.js';
 import { checkModules, type ModuleCheck } from '../support/python.js';
 

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import * as api from '../../src/api.js';
+import * as api from '../../src/nnrag.js';
 import { repoRoot, tempDir } from '../helpers.js';
 
 describe('intern / extern patterns', () => {

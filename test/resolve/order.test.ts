@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import * as api from '../../src/api.js';
+import * as api from '../../src/nnrag.js';
 import { fixture, tempDir } from '../helpers.js';
 
 describe('emission order', () => {

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import * as api from '../../src/api.js';
+import * as api from '../../src/nnrag.js';
 import type { RepoSpec } from '../../src/config/repos.js';
 import { fixture, tempDir } from '../helpers.js';
 import { makeRemote } from '../repos/git-helpers.js';

@@ -2,8 +2,8 @@
 // (examples/) indexed, discovered, extracted and validated in the sandbox, exactly like
 // `nnrag demo`, into a fresh store.
 import path from 'node:path';
-import * as api from '../../src/api.js';
-import { extractAndValidate } from '../../src/pipeline.js';
+import * as api from '../../src/nnrag.js';
+import { extractAndValidate } from '../../src/commands/extract.js';
 import { repoRoot, tempDir } from '../helpers.js';
 
 export const examplesDir = path.join(repoRoot, 'examples');

@@ -1,8 +1,8 @@
 // The import graph of src/ follows the layering of docs/ARCHITECTURE.md ("Folders"):
 // a module imports only from its own layer or lower ones, never back up —
-//   util < parse < config < repos < store (core) < index < resolve < discover < emit
+//   util < parse < config < repos < store (core) < indexer < resolve < discover < emit
 //   < validate, library (with the store's record and spec tables and the workspace)
-//   < search < export < serve < commands (api, pipeline) < cli and the package entry.
+//   < search < export < serve < commands (src/commands/) < cli and the package entry (nnrag.ts).
 // Type-only imports count too: a lower layer that names a higher layer's type depends on it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -17,7 +17,7 @@ const LAYERS: [string, number][] = [
   ['config/', 2],
   ['repos/', 3],
   ['store/', 4],
-  ['index/', 5],
+  ['indexer/', 5],
   ['resolve/', 6],
   ['discover/', 7],
   ['emit/', 8],
@@ -30,11 +30,9 @@ const LAYERS: [string, number][] = [
   ['store/search.ts', 10],
   ['export/', 11],
   ['serve/', 12],
-  ['api.ts', 13],
-  ['pipeline.ts', 13],
   ['commands/', 13],
   ['cli/', 14],
-  ['index.ts', 14],
+  ['nnrag.ts', 14],
 ];
 
 function layerOf(rel: string): number {
@@ -76,7 +74,7 @@ test('no module of src/ imports from a higher layer', () => {
 });
 
 test('the layering check catches an upward import', () => {
-  assert.ok(layerOf('library/library.ts') < layerOf('api.ts'));
+  assert.ok(layerOf('library/library.ts') < layerOf('commands/discover.ts'));
   assert.ok(layerOf('store/store.ts') < layerOf('library/record.ts'));
   assert.ok(layerOf('config/repos.ts') < layerOf('repos/cache.ts'));
 });

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import * as api from '../../src/api.js';
+import * as api from '../../src/nnrag.js';
 import { fixture, tempDir } from '../helpers.js';
 import { ValidatorPool, type ValidationRequest } from '../../src/validate/index.js';
 import { cannotValidate } from './common.js';

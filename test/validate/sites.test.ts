@@ -3,8 +3,8 @@
 // the offset of its `(`), and the configuration tables of the block's module.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import * as api from '../../src/api.js';
-import { callSites, dataSites } from '../../src/pipeline.js';
+import * as api from '../../src/nnrag.js';
+import { callSites, dataSites } from '../../src/commands/extract.js';
 import { fixture, tempDir } from '../helpers.js';
 
 test('call sites: literal ones first, then calls in context; data sites: configuration tables only', async () => {

@@ -2,7 +2,7 @@
 // store and print the report as JSON. Does nothing without arguments (node --test
 // runs every file under dist/test).
 import { IndexStore } from '../../src/store/store.js';
-import { indexRepos } from '../../src/index/indexer.js';
+import { indexRepos } from '../../src/indexer/indexer.js';
 import { checkout } from './corpus.js';
 
 const [storeDir, root, workers] = process.argv.slice(2);

@@ -1,21 +1,31 @@
-// Extraction followed by sandboxed validation and promotion (docs/ARCHITECTURE.md "Validation"):
-// each block's module is emitted, validated in the pool (import, instantiate, forward,
-// and equivalence against the original when its repository imports), then written to
-// `<out>/blocks/` when it passes the required stages, else to `<out>/failed/` with a
-// JSON record of the failing stage, category and error. Results are cached by module
+// `nnrag extract` and `nnrag validate` as functions of the API, with the pipeline behind
+// them (docs/ARCHITECTURE.md "Validation", "The path of one block"): each block's closure is
+// computed and its module emitted (`extractText`), validated in the pool (import,
+// instantiate, forward, and equivalence against the original when its repository
+// imports), then written to `<out>/blocks/` when it passes the required stages, else to
+// `<out>/failed/` with a JSON record of the failing stage, category and error; without
+// validation to `<out>/extracted/` (`extractBlocks`). Results are cached by module
 // content and validation environment, so re-validating an unchanged module is free.
+import { existsSync } from 'node:fs';
 import path from 'node:path';
-import * as api from './api.js';
-import { parseBlockId } from './discover/ids.js';
-import { libraryDir, placeBlockFile, removeBlockFile, validatedStatus } from './library/layout.js';
-import type { BlockRecord } from './library/record.js';
-import { sysPathRoots } from './store/store.js';
-import { putCachedValidation, getCachedValidation, putExtraction, textHash } from './store/records.js';
-import { missingLookup } from './validate/missing.js';
-import type { Ref, StatementFacts } from './parse/types.js';
-import type { Corpus, CorpusModule } from './resolve/corpus.js';
-import type { NamespaceMap } from './emit/emitter.js';
-import { PROBE_CLASS, probeSource } from './emit/slim/probe.js';
+import type { RepoSpec } from '../config/repos.js';
+import { emitModule, type NamespaceMap } from '../emit/emitter.js';
+import { slimClosure, type SlimResult } from '../emit/slim/slim.js';
+import type { IndexProgress, IndexReport } from '../indexer/indexer.js';
+import { blockFile, libraryDir, placeBlockFile, removeBlockFile, validatedStatus } from '../library/layout.js';
+import { emptyRecord, type BlockRecord, type EmissionProfile } from '../library/record.js';
+import { classSignature } from '../resolve/classes.js';
+import { ClosureBuilder } from '../resolve/closure.js';
+import type { Workspace } from '../workspace.js';
+import { discover, selectBlocks, type Selection } from './discover.js';
+import { index } from './index-repos.js';
+import { parseBlockId } from '../discover/ids.js';
+import { sysPathRoots } from '../store/store.js';
+import { putCachedValidation, getCachedValidation, getExtraction, putExtraction, textHash } from '../store/records.js';
+import { missingLookup } from '../validate/missing.js';
+import type { Ref, StatementFacts } from '../parse/types.js';
+import type { Corpus, CorpusModule } from '../resolve/corpus.js';
+import { PROBE_CLASS, probeSource } from '../emit/slim/probe.js';
 import {
   DEFAULT_REQUIRED_STAGES,
   ValidatorPool,
@@ -29,10 +39,118 @@ import {
   type Stage,
   type ValidationRequest,
   type ValidationResult,
-} from './validate/index.js';
-import { libraryModules, repoTops, repoWitnesses, witnessesOf, type HarvestResult } from './validate/witness/index.js';
+} from '../validate/index.js';
+import { libraryModules, repoTops, repoWitnesses, witnessesOf, type HarvestResult } from '../validate/witness/index.js';
 
-export interface PipelineOptions extends api.ExtractOptions {
+export interface ExtractOptions {
+  /** output folder for emitted modules (default `<store>/library`) */
+  out?: string;
+  intern?: string[];
+  extern?: string[];
+  /** top-level modules importable in the validation environment (its probe) */
+  importable?: readonly string[];
+  /** 'faithful' (the default here): every option of the original works; 'slim': without
+   *  registration decorators and unreached options (src/emit/slim). The validating
+   *  pipeline defaults to slim and keeps it only when it validates as the faithful
+   *  module does (extractAndValidate, below); without validation nothing proves it */
+  profile?: EmissionProfile;
+}
+
+export type { EmissionProfile };
+
+/** What slim emission may use beyond the code: texts whose strings the block can be
+ *  called with, decorators the sandbox proved to return their argument. */
+export interface SlimInputs {
+  seeds?: readonly string[];
+  proven?: ReadonlySet<string>;
+}
+
+/** The record of one block (src/library/record.ts); the name the API had before. */
+export type ExtractionRecord = BlockRecord;
+
+export interface Extraction {
+  record: ExtractionRecord;
+  text: string;
+  /** names of the emitted module and what they denote in the originals (for validation) */
+  namespace?: NamespaceMap;
+  /** slim emission: decorators not proven statically (for the sandbox probe) */
+  unknownDecorators?: SlimResult['unknownDecorators'];
+}
+
+/** Compute the closure of one block and emit its standalone module (not written). */
+export function extractText(ws: Workspace, id: string, opts: ExtractOptions = {}, slim: SlimInputs = {}): Extraction {
+  const t0 = performance.now();
+  const corpus = ws.corpus();
+  const found = ws.blockModule(id);
+  if (!found) {
+    return { record: { ...emptyRecord(id), error: `${id} is not a class of an indexed module`, ms: performance.now() - t0 }, text: '' };
+  }
+  const { mod, className, cls } = found;
+  const base = { ...emptyRecord(id, mod.repo, ws.blockSource(id)), signature: classSignature(ws.resolver(), mod, cls) };
+  try {
+    const resolver = ws.resolver({ extern: opts.extern, intern: opts.intern, importable: opts.importable });
+    const profile = opts.profile ?? 'faithful';
+    const sl = profile === 'slim' ? slimClosure(corpus, resolver, mod, className, slim) : null;
+    const closure = sl ? sl.closure : new ClosureBuilder(corpus, resolver).build(mod, className);
+    const em = emitModule(corpus, closure, sl ? { edits: sl.edits, header: sl.header } : {});
+    const diagnostics = [...closure.diagnostics, ...em.diagnostics];
+    const errors = diagnostics.filter((d) => d.severity === 'error');
+    return {
+      record: {
+        ...base,
+        ok: errors.length === 0,
+        lines: em.lines,
+        diagnostics,
+        interned: em.interned,
+        externs: em.externs,
+        moduleGraph: em.moduleGraph,
+        provenance: em.provenance,
+        renames: em.renames,
+        emission: { profile, ...(sl ? { removed: sl.removed } : {}) },
+        ms: performance.now() - t0,
+      },
+      text: em.text,
+      namespace: em.namespace,
+      ...(sl ? { unknownDecorators: sl.unknownDecorators } : {}),
+    };
+  } catch (e) {
+    return { record: { ...base, error: (e as Error).message, ms: performance.now() - t0 }, text: '' };
+  }
+}
+
+/** Extract one block and write it under `<out>/extracted/` (no validation). */
+export function extractBlock(ws: Workspace, id: string, opts: ExtractOptions = {}): BlockRecord {
+  return extractBlocks(ws, [id], opts)[0];
+}
+
+/** Extract blocks and write them under `<out>/extracted/`, recording them in the store.
+ *  A block whose emitted module is unchanged keeps its stored validation (and its file in
+ *  `blocks/` or `failed/`): extraction without validation proves nothing new, so it must
+ *  not demote what was validated. */
+export function extractBlocks(ws: Workspace, ids: string[], opts: ExtractOptions = {}, slimInputs?: (id: string, prev: BlockRecord) => SlimInputs): BlockRecord[] {
+  const out = libraryDir(ws.storeDir, opts.out);
+  return ids.map((id) => {
+    // a validated slim module stays when the same slim module comes out again (no
+    // profile asked for: the library's choice stands)
+    const stored = opts.profile === undefined && slimInputs ? getExtraction(ws.store, id) : null;
+    const slimHeld = stored && stored.status !== 'extracted' && stored.record.emission.profile === 'slim';
+    const { record, text } = slimHeld ? extractText(ws, id, { ...opts, profile: 'slim' }, slimInputs!(id, stored.record)) : extractText(ws, id, opts);
+    const prev = text ? getExtraction(ws.store, id) : null;
+    if (prev && prev.status !== 'extracted' && prev.hash === textHash(text)) {
+      const file = blockFile(out, prev.status, id);
+      if (existsSync(file)) return { ...prev.record, file, ms: record.ms };
+    }
+    if (text) {
+      record.file = placeBlockFile(out, 'extracted', id, '.py', text);
+      putExtraction(ws.store, { id, hash: textHash(text), ok: record.ok, status: 'extracted', lines: record.lines, record, text });
+    }
+    return record;
+  });
+}
+
+// ---------------------------------------------------------------- validation
+
+export interface PipelineOptions extends ExtractOptions {
   /** validate (default true) */
   validate?: boolean;
   pool?: PoolOptions;
@@ -91,7 +209,7 @@ function refsNamed(corpus: Corpus, name: string): NamedRef[] {
  *    (parameter defaults, earlier local assignments, `self.x = …`, the first item of an
  *    enclosing `for`), so `InceptionB(288, conv_block=conv_block, **dd)` after
  *    `conv_block = partial(ConvNormAct, padding=0)` is built as the network builds it. */
-export function callSites(ws: api.Workspace, id: string): CallSite[] {
+export function callSites(ws: Workspace, id: string): CallSite[] {
   const corpus = ws.corpus();
   const resolver = ws.resolver();
   const block = ws.blockModule(id);
@@ -120,7 +238,7 @@ export function callSites(ws: api.Workspace, id: string): CallSite[] {
  *  a configuration (`VGG(cfg)`, `RegNet(cfg: RegNetCfg)`): top-level assignments that bind
  *  one name spelled like a configuration table (`cfgs`, `model_cfgs`, `arch_configs`).
  *  The harness evaluates the entries of the table one by one as that argument. */
-export function dataSites(ws: api.Workspace, id: string): DataSite[] {
+export function dataSites(ws: Workspace, id: string): DataSite[] {
   const corpus = ws.corpus();
   const mod = ws.blockModule(id)?.mod;
   if (!mod) return [];
@@ -170,7 +288,7 @@ function literalCall(src: string, pos: number): string | null {
  *  definitions from (`crossed`) or that its module imports at top level (an absolute
  *  import whose top-level package another repository provides: Swin-Transformer's
  *  swin_mlp.py imports timm even where the block needs none of it). */
-function originalSysPath(ws: api.Workspace, id: string, crossed: readonly string[] = []): string[] | null {
+function originalSysPath(ws: Workspace, id: string, crossed: readonly string[] = []): string[] | null {
   const mod = ws.blockModule(id)?.mod;
   if (!mod || !ws.store.getRepo(mod.repo)) return null;
   const corpus = ws.corpus();
@@ -195,17 +313,17 @@ function originalSysPath(ws: api.Workspace, id: string, crossed: readonly string
  *  on its record (`emission.fallbackReason`). Decorators the corpus does not show to
  *  return their argument are first tried in the sandbox (emit/slim/probe.ts). */
 async function slimOrFaithful(
-  ws: api.Workspace,
+  ws: Workspace,
   id: string,
   opts: PipelineOptions,
   req: ValidationRequest,
-  { record: faithfulRecord, result: faithful }: { record: api.ExtractionRecord; result: ValidationResult },
+  { record: faithfulRecord, result: faithful }: { record: ExtractionRecord; result: ValidationResult },
   namespace: NamespaceMap | undefined,
   validate: (req: ValidationRequest) => Promise<ValidationResult>,
-): Promise<{ record: api.ExtractionRecord; text: string; result: ValidationResult }> {
+): Promise<{ record: ExtractionRecord; text: string; result: ValidationResult }> {
   const seeds = slimSeeds(req, faithful.args);
   let proven: string[] = [];
-  let slim = api.extractText(ws, id, { ...opts, profile: 'slim' }, { seeds });
+  let slim = extractText(ws, id, { ...opts, profile: 'slim' }, { seeds });
   const fallback = (reason: string) => {
     faithfulRecord.emission = { profile: 'faithful', fallbackReason: reason, faithfulLines: faithfulRecord.lines, slimLines: slim.record.lines || null };
     return { record: faithfulRecord, text: req.source, result: faithful };
@@ -218,7 +336,7 @@ async function slimOrFaithful(
       const r = await validate({ id: `${id}#decorator-probe`, source: probe.source, className: PROBE_CLASS, requiredStages: ['import'] });
       if (r.stages.import === 'pass') {
         proven = probe.keys;
-        slim = api.extractText(ws, id, { ...opts, profile: 'slim' }, { seeds, proven: new Set(proven) });
+        slim = extractText(ws, id, { ...opts, profile: 'slim' }, { seeds, proven: new Set(proven) });
       }
     }
   }
@@ -258,10 +376,10 @@ function texts(v: unknown, out: string[] = []): string[] {
 }
 
 /** Extract, validate and promote blocks. */
-export async function extractAndValidate(ws: api.Workspace, ids: string[], opts: PipelineOptions = {}): Promise<BlockRecord[]> {
+export async function extractAndValidate(ws: Workspace, ids: string[], opts: PipelineOptions = {}): Promise<BlockRecord[]> {
   const out = libraryDir(ws.storeDir, opts.out);
   if (opts.validate === false) {
-    return api.extractBlocks(ws, ids, opts, (id, prev) => {
+    return extractBlocks(ws, ids, opts, (id, prev) => {
       return { seeds: slimSeeds({ callSites: callSites(ws, id), dataSites: dataSites(ws, id) }, prev.validation?.args), proven: new Set(prev.emission.proven ?? []) };
     });
   }
@@ -273,7 +391,7 @@ export async function extractAndValidate(ws: api.Workspace, ids: string[], opts:
     // used as a module object keeps its import (closure.ts)
     const importable = opts.importable ?? pool.env.probe?.modules;
     const profile = opts.profile ?? 'slim';
-    const extracted = ids.map((id) => ({ id, ...api.extractText(ws, id, { ...opts, importable, profile: 'faithful' }) }));
+    const extracted = ids.map((id) => ({ id, ...extractText(ws, id, { ...opts, importable, profile: 'faithful' }) }));
     // witnesses of the repositories of these blocks, harvested (or read) first
     const harvests = new Map<string, HarvestResult>();
     if (opts.witnesses !== false) {
@@ -363,4 +481,32 @@ export async function extractAndValidate(ws: api.Workspace, ids: string[], opts:
   } finally {
     if (!opts.validator) await pool.close();
   }
+}
+
+// ---------------------------------------------------------------- the commands
+
+export interface ExtractCommandOptions extends PipelineOptions, Selection {
+  /** index these repositories first and discover their blocks, as `nnrag index` would
+   *  (unchanged files are not parsed again; an empty list: the store's repositories) */
+  repos?: RepoSpec[];
+  onIndexProgress?: (p: IndexProgress) => void;
+  onIndexed?: (report: IndexReport) => void;
+}
+
+/** `nnrag extract`: (index and discover `repos` first, when given;) the selected blocks
+ *  extracted, validated unless `validate: false`, and placed in the library. */
+export async function extract(ws: Workspace, opts: ExtractCommandOptions = {}): Promise<BlockRecord[]> {
+  if (opts.repos) {
+    // an empty list indexes the store's repositories again, as `nnrag index` does
+    const report = await index(ws, { repos: opts.repos, onProgress: opts.onIndexProgress });
+    opts.onIndexed?.(report);
+    discover(ws);
+  }
+  return extractAndValidate(ws, selectBlocks(ws, opts), opts);
+}
+
+/** `nnrag validate`: the selected blocks (every stored block without names) extracted and
+ *  validated in the sandbox. */
+export async function validate(ws: Workspace, opts: PipelineOptions & Selection = {}): Promise<BlockRecord[]> {
+  return extractAndValidate(ws, selectBlocks(ws, opts), { ...opts, validate: true });
 }

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { IndexStore } from '../../src/store/store.js';
-import { indexRepos } from '../../src/index/indexer.js';
+import { indexRepos } from '../../src/indexer/indexer.js';
 import { FACTS_VERSION } from '../../src/parse/types.js';
 import { tempDir } from '../helpers.js';
 import { checkout, pyModule, pyPackage, writeTree } from './corpus.js';

@@ -1,11 +1,13 @@
 // Pool of parse workers (worker_threads, one tree-sitter parser each; default size
-// os.availableParallelism()). `parse(items)` sends a batch of files to the next idle
+// os.availableParallelism()), on the generic pool of util/pool.ts (queue, idle workers,
+// watchdog, replacement). `parse(items)` sends a batch of files to the next idle
 // worker and resolves with one ParseOutcome per file. A file the binder throws on
 // comes back with a `binder-error` problem; a worker that dies (wasm abort, OOM) is
 // replaced, the files of its batch are retried one by one, and the file that kills a
 // worker on its own gets a `parse-crash` problem. Nothing here is fatal to the run.
 import os from 'node:os';
 import { Worker } from 'node:worker_threads';
+import { WorkerPool, type PoolWorker } from '../util/pool.js';
 
 export interface ParseItem {
   /** absolute path; the worker reads the file itself */
@@ -60,12 +62,9 @@ interface Job {
   reject(e: Error): void;
 }
 
-interface Slot {
-  worker: Worker;
-  job: Job | null;
-  timer: NodeJS.Timeout | null;
-  /** why the pool terminated this worker (a batch that ran too long) */
-  killed: string | null;
+/** A parse worker thread as the generic pool (util/pool.ts) drives it. */
+interface ParseWorker extends PoolWorker<Job> {
+  thread: Worker;
 }
 
 export interface PoolOptions {
@@ -81,10 +80,8 @@ const WORKER_URL = new URL('./worker.js', import.meta.url);
 
 export class ParsePool {
   readonly size: number;
-  private slots: Slot[] = [];
-  private queue: Job[] = [];
+  private pool: WorkerPool<Job, ParseWorker>;
   private nextId = 1;
-  private closed = false;
   /** files parsed, for tests and reports */
   parsedFiles = 0;
   /** per worker: ms from its start to a ready parser */
@@ -104,49 +101,56 @@ export class ParsePool {
     this.size = Math.max(1, size ?? os.availableParallelism());
     this.limits = { oldMB: opts.oldMB ?? 128, youngMB: opts.youngMB };
     this.timeoutMs = opts.timeoutMs ?? 120_000;
+    this.pool = new WorkerPool<Job, ParseWorker>(
+      {
+        spawn: () => this.spawn(),
+        lost: (job, _w, why) => this.retry(job, why.timedOut ? new Error(`parsing took longer than ${this.timeoutMs / 1000} s`) : why.error),
+        reject: (job) => job.reject(new Error('ParsePool closed')),
+        timeoutMs: () => this.timeoutMs,
+        // keep the process alive while work is pending
+        busy: (w, busy) => (busy ? w.thread.ref() : w.thread.unref()),
+      },
+      { size: this.size, readyOnSpawn: true, unrefTimers: true },
+    );
   }
 
   /** Start up to `n` workers now (they initialise tree-sitter in the background). */
   warm(n = this.size): void {
-    if (this.closed) throw new Error('ParsePool is closed');
-    while (this.slots.length < Math.min(n, this.size)) this.slots.push(this.spawn());
+    if (this.pool.closed) throw new Error('ParsePool is closed');
+    this.pool.warm(n);
   }
 
   /** Parse a batch of files on the next idle worker. Workers are started as the queue
    *  needs them, so a small update does not pay for starting every worker. */
   parse(items: ParseItem[]): Promise<ParseOutcome[]> {
     if (!items.length) return Promise.resolve([]);
-    return new Promise((resolve, reject) => {
-      this.queue.push({ items, isolated: false, resolve, reject });
-      const idle = this.slots.filter((sl) => !sl.job).length;
-      if (this.queue.length > idle) this.warm(this.slots.length + (this.queue.length - idle));
-      this.pump();
-    });
+    return new Promise((resolve, reject) => this.pool.submit({ items, isolated: false, resolve, reject }, { grow: true }));
   }
 
   async close(): Promise<void> {
-    this.closed = true;
-    const slots = this.slots;
-    this.slots = [];
-    for (const j of this.queue) j.reject(new Error('ParsePool closed'));
-    this.queue = [];
-    for (const sl of slots) if (sl.timer) clearTimeout(sl.timer);
-    await Promise.all(slots.map((s) => s.worker.terminate()));
+    await this.pool.close();
   }
 
-  private spawn(): Slot {
-    const worker = new Worker(WORKER_URL, {
+  private spawn(): ParseWorker {
+    const thread = new Worker(WORKER_URL, {
       resourceLimits: {
         ...(this.limits.oldMB ? { maxOldGenerationSizeMb: this.limits.oldMB } : {}),
         ...(this.limits.youngMB ? { maxYoungGenerationSizeMb: this.limits.youngMB } : {}),
       },
     });
-    const slot: Slot = { worker, job: null, timer: null, killed: null };
-    worker.on('message', (res: WorkerResponse) => {
-      const job = slot.job;
-      slot.job = null;
-      if (slot.timer) clearTimeout(slot.timer);
-      slot.timer = null;
+    const w: ParseWorker = {
+      thread,
+      run: (job) => {
+        const req: WorkerRequest = { id: this.nextId++, items: job.items };
+        thread.postMessage(req);
+      },
+      kill: () => void thread.terminate(),
+      close: async () => {
+        await thread.terminate();
+      },
+    };
+    thread.on('message', (res: WorkerResponse) => {
+      const job = this.pool.finished(w);
       if (res.initMs !== undefined) this.initMs.push(res.initMs);
       this.busyMs += res.busyMs;
       if (res.heapMB !== undefined) this.peakWorkerHeapMB = Math.max(this.peakWorkerHeapMB, res.heapMB);
@@ -157,22 +161,11 @@ export class ParsePool {
           job.resolve(res.results);
         }
       }
-      this.pump();
     });
-    const onDeath = (err: Error) => {
-      const idx = this.slots.indexOf(slot);
-      if (idx < 0) return; // already replaced or pool closed
-      const job = slot.job;
-      slot.job = null;
-      if (slot.timer) clearTimeout(slot.timer);
-      this.slots[idx] = this.spawn();
-      if (job) this.retry(job, slot.killed ? new Error(slot.killed) : err);
-      this.pump();
-    };
-    worker.on('error', onDeath);
-    worker.on('exit', (code) => onDeath(new Error(`parse worker exited with code ${code}`)));
-    worker.unref();
-    return slot;
+    thread.on('error', (err) => this.pool.exited(w, err));
+    thread.on('exit', (code) => this.pool.exited(w, new Error(`parse worker exited with code ${code}`)));
+    thread.unref();
+    return w;
   }
 
   /** Split a crashed batch into single-file jobs; a single file that crashed again
@@ -193,7 +186,7 @@ export class ParsePool {
     }
     const parts = job.items.map(
       (it) => new Promise<ParseOutcome[]>((resolve, reject) => {
-        this.queue.unshift({ items: [it], isolated: true, resolve, reject });
+        this.pool.requeue({ items: [it], isolated: true, resolve, reject });
       }),
     );
     Promise.all(parts).then((rs) => job.resolve(rs.flat()), job.reject);
@@ -222,26 +215,5 @@ export class ParsePool {
       const req: WorkerRequest = { id: this.nextId++, items: [it] };
       w.postMessage(req);
     });
-  }
-
-  private pump(): void {
-    for (const slot of this.slots) {
-      if (!this.queue.length) break;
-      if (slot.job) continue;
-      const job = this.queue.shift()!;
-      slot.job = job;
-      const req: WorkerRequest = { id: this.nextId++, items: job.items };
-      slot.worker.postMessage(req);
-      slot.timer = setTimeout(() => {
-        slot.killed = `parsing took longer than ${this.timeoutMs / 1000} s`;
-        void slot.worker.terminate();
-      }, this.timeoutMs);
-      slot.timer.unref();
-    }
-    // keep the process alive while work is pending
-    for (const slot of this.slots) {
-      if (slot.job) slot.worker.ref();
-      else slot.worker.unref();
-    }
   }
 }

@@ -2,7 +2,7 @@
 // undecodable bytes indexed with U+FFFD and a problem).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { codingCookie, decodePython } from '../../src/index/source.js';
+import { codingCookie, decodePython } from '../../src/indexer/source.js';
 
 const b = (...parts: (string | number[])[]) =>
   Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p, 'utf8') : Buffer.from(p))));

@@ -3,7 +3,7 @@
 // lists (to feed the indexer files that fail when read).
 import { mkdirSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { ListedFile, IndexCheckout, Lister } from '../../src/index/indexer.js';
+import type { ListedFile, IndexCheckout, Lister } from '../../src/indexer/indexer.js';
 
 /** Write `files` (relative path → text or bytes) under `root`. */
 export function writeTree(root: string, files: Record<string, string | Uint8Array>): void {

@@ -1,0 +1,58 @@
+// `nnrag doctor` and `nnrag env create|sync` as functions of the API: the validation
+// environment (interpreter, torch, sandbox, limits, environment id) with what a store's
+// repositories need that it lacks; a root filesystem made or synced with what a store
+// needs (src/validate/rootfs.ts, env-packages.ts).
+import { environmentGaps, type EnvironmentGap } from '../library/repo-requirements.js';
+import { normalizeDistName } from '../library/requirements.js';
+import { createRootfs, doctor as checkEnvironment, storeNeeds, syncEnvironment, type DoctorReport, type EnvNeed, type PoolOptions, type SyncResult } from '../validate/index.js';
+import type { Workspace } from '../workspace.js';
+import { requirements } from './requirements.js';
+
+/** `nnrag doctor`: the validation environment; with a store (and without a root
+ *  filesystem), also the distributions its repositories need that the environment lacks
+ *  (`missing`). */
+export async function doctor(opts: PoolOptions = {}, ws?: Workspace, onWarning?: (m: string) => void): Promise<DoctorReport & { missing?: EnvironmentGap[] }> {
+  const rep = await checkEnvironment(opts);
+  if (!ws || !rep.distributions || rep.rootfs) return rep;
+  const installed = new Set(rep.distributions.map((d) => normalizeDistName(d.split('==')[0])));
+  const missing = await environmentGaps(await requirements(ws, { python: rep.python ?? undefined, onWarning }), installed);
+  return { ...rep, missing };
+}
+
+/** What a store's repositories need in a root filesystem (`env create/sync --store`): the
+ *  distributions their blocks import or they declare, minus what the store indexes itself. */
+export async function environmentNeeds(ws: Workspace, opts: { python?: string; onWarning?: (m: string) => void } = {}): Promise<EnvNeed[]> {
+  return storeNeeds(await requirements(ws, opts), indexedTopLevel(ws));
+}
+
+/** Top-level module names of the store's indexed repositories → repository. */
+function indexedTopLevel(ws: Workspace): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const f of [...ws.store.listFiles(), ...ws.store.listSupportFiles()]) {
+    const top = f.module?.split('.')[0];
+    if (top && !out.has(top)) out.set(top, f.repo);
+  }
+  return out;
+}
+
+export interface EnvOptions {
+  /** what a store needs (environmentNeeds); null: no store */
+  needs: EnvNeed[] | null;
+  /** Debian packages to add */
+  packages?: string[];
+  /** a folder of wheels for what Debian does not package */
+  wheels?: string;
+  onLog?: (line: string) => void;
+}
+
+/** `nnrag env create DIR` / `nnrag env sync DIR`: make the root filesystem (create), then
+ *  install what the store needs, the packages and the wheels. `create` without a store and
+ *  without wheels installs the packages with debootstrap and returns no sync result. */
+export async function env(sub: 'create' | 'sync', target: string, opts: EnvOptions): Promise<{ rootfs: string } & Partial<SyncResult>> {
+  const withStore = opts.needs !== null;
+  const packages = opts.packages ?? [];
+  if (sub === 'create') await createRootfs(target, { packages: withStore ? [] : packages, onLog: opts.onLog });
+  if (sub === 'create' && !withStore && !opts.wheels) return { rootfs: target };
+  const r = await syncEnvironment(target, opts.needs ?? [], { packages, wheels: opts.wheels, onLog: opts.onLog });
+  return { rootfs: target, ...r };
+}

@@ -1,0 +1,61 @@
+// `nnrag index` and `nnrag stats` as functions of the API: prepare repositories (git
+// clone/fetch or local folders, src/repos) and index their Python files into the store
+// (src/indexer); what the store holds. "Index" in nnrag means this one thing: parsing a
+// repository's files into stored facts.
+import path from 'node:path';
+import type { RepoSpec } from '../config/repos.js';
+import { indexRepos, stats as storeStats, type IndexMode, type IndexProgress, type IndexReport, type StoreStats } from '../indexer/indexer.js';
+import { initParser } from '../parse/parser.js';
+import { RepoCache } from '../repos/cache.js';
+import { UsageError } from '../util/errors.js';
+import type { Workspace } from '../workspace.js';
+
+/** Load the Python parser in this thread. The resolver parses modules it reads on demand
+ *  (outside the configured paths) synchronously; without a parser only contents the store
+ *  already has are usable that way. `index` calls it; so does the CLI. */
+export async function ready(): Promise<void> {
+  await initParser();
+}
+
+export interface IndexOptions {
+  repos: RepoSpec[];
+  mode?: IndexMode;
+  update?: boolean;
+  workers?: number;
+  onProgress?: (p: IndexProgress) => void;
+}
+
+/** Prepare repositories (git clone/fetch or local folders) and index their Python files.
+ *  Without repos, the repositories already in the store are indexed again. */
+export async function index(ws: Workspace, opts: IndexOptions): Promise<IndexReport> {
+  await ready();
+  const cache = new RepoCache(path.join(ws.storeDir, 'repos'));
+  let specs = opts.repos;
+  if (!specs.length) {
+    specs = ws.store.listRepos().map((r) => ({
+      name: r.name,
+      url: r.local ? null : r.url,
+      path: r.local ? r.root : null,
+      priority: r.priority,
+      paths: [],
+      description: null,
+      packageRoots: r.packageRoots.length ? r.packageRoots : null,
+    }));
+    if (!specs.length) throw new UsageError('no repositories: give --repo PATH_OR_URL or --config repo_config.json');
+  }
+  const checkouts = [];
+  for (const spec of specs) {
+    const c = await cache.prepare(spec, { update: opts.update });
+    checkouts.push({ ...c, paths: spec.paths.length ? spec.paths : undefined, priority: spec.priority });
+  }
+  const report = await indexRepos(ws.store, checkouts, { mode: opts.mode ?? 'missing', workers: opts.workers, onProgress: opts.onProgress });
+  ws.invalidate();
+  return report;
+}
+
+/** `nnrag stats`: files, bytes, distinct contents, parse errors, blocks, the last run. */
+export function stats(ws: Workspace): StoreStats {
+  return storeStats(ws.store);
+}
+
+export type { IndexMode, IndexProgress, IndexReport, StoreStats };
