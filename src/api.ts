@@ -13,6 +13,7 @@ import { indexRepos, type IndexMode, type IndexProgress, type IndexReport } from
 import { initParser } from './parse/parser.js';
 import { getExtraction, putExtraction, textHash } from './store/records.js';
 import { blockFile, libraryDir, placeBlockFile } from './library/layout.js';
+import type { EntryCall } from './emit/slim/values.js';
 import { emptyRecord, type BlockRecord, type EmissionProfile } from './library/record.js';
 import { RepoCache } from './repos/cache.js';
 import { classSignature } from './resolve/classes.js';
@@ -162,6 +163,8 @@ export type { EmissionProfile };
 export interface SlimInputs {
   seeds?: readonly string[];
   proven?: ReadonlySet<string>;
+  /** calls of the block from outside (call sites, validated arguments; emit/slim/values.ts) */
+  entry?: readonly EntryCall[];
 }
 
 /** The record of one block (src/library/record.ts); the name the API had before. */

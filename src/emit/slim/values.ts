@@ -1,0 +1,1257 @@
+// Reachability with values for slim emission (docs/ARCHITECTURE.md "Slim emission"): a
+// small abstract evaluation of the `if` tests of the functions a block's closure copies,
+// over the values its parameters can take (defaults, literal arguments at the block's call
+// sites, the arguments the faithful module was validated with, and the arguments the
+// copied code itself passes to the functions and classes it calls). A clause whose test
+// never holds at those values (or that an earlier always-true clause shadows), and the
+// statements after an `if` that always leaves the function, are replaced by one marked
+// `raise ValueError(…)` naming the test, so a caller who passes such a value gets a clear
+// error; the definitions only they read drop out of the closure.
+//
+// Values are finite sets of atoms (None, booleans, numbers, strings, corpus classes and
+// functions, extern objects, opaque truthy objects and collections) or TOP (unknown). The
+// evaluation is non-relational (each name ranges over its set independently) and
+// order-aware: a name's value at a test is its parameter value and the assignments before
+// the test (or anywhere in a loop that encloses it). What is evaluated (Python semantics,
+// Language Reference §6.10–6.11 and the builtins `isinstance`/`issubclass`): `is None`,
+// `is not None`, `==`, `!=`, `in`/`not in` a literal tuple/list/set, truthiness, `not`,
+// `and`/`or` (which return an operand), `isinstance`, `issubclass`, `x.lower()`,
+// `copy.deepcopy(x)`. Everything else (calls, subscripts, tensor attributes,
+// `torch.jit.is_scripting()`, `self.training`) is TOP, so branches on tensor values, the
+// train/eval mode or scripting are never decided.
+//
+// Which parameters have known values: those of module-level functions and of `__init__`
+// and `_private` methods, whose callers are the copied code (or, for the block itself,
+// its defaults, call sites and validated arguments); a function or class used as a value
+// (passed on, `partial(f, …)`, a default `norm_layer=BatchNorm2d`) can be called by code
+// we do not see, so its parameters are TOP, and so are those of `forward` and every other
+// public method (a user of the block may call them). A required parameter of the block is
+// TOP (the user passes anything). `self.x` is the union of every `self.x = …` in the copied
+// methods (TOP when anything else assigns `.x`). Soundness is not claimed beyond that:
+// the pipeline keeps slim only when it passes every stage faithful passed.
+import type { Node } from 'web-tree-sitter';
+import { parsePython } from '../../parse/parser.js';
+import type { Ref } from '../../parse/types.js';
+import type { Closure, StmtNode } from '../../resolve/closure.js';
+import { baseClasses, classStatement } from '../../resolve/classes.js';
+import type { Corpus, CorpusModule } from '../../resolve/corpus.js';
+import type { Resolver, Target } from '../../resolve/names.js';
+import { lineIndex, lineStarts } from '../../util/lines.js';
+
+// ---------------------------------------------------------------- expressions
+
+/** A compact expression tree (tree-sitter nodes do not outlive the parse). */
+type Expr =
+  | { k: 'name'; id: string; start: number }
+  | { k: 'attr'; obj: Expr; attr: string; start: number; end: number }
+  | { k: 'lit'; atom: string }
+  | { k: 'not'; e: Expr }
+  | { k: 'bool'; op: 'and' | 'or'; l: Expr; r: Expr }
+  | { k: 'cmp'; op: string; l: Expr; r: Expr }
+  | { k: 'call'; fn: Expr; args: Expr[]; kw: [string, Expr][]; star: boolean; kwsplat: Expr[]; start: number }
+  | { k: 'seq'; items: Expr[]; kind: 'tuple' | 'list' | 'set' }
+  | { k: 'coll'; atom: string }
+  | { k: 'cond'; body: Expr; test: Expr; orelse: Expr }
+  | { k: 'top' };
+
+const TOP_E: Expr = { k: 'top' };
+
+function toExpr(n: Node | null | undefined): Expr {
+  if (!n) return TOP_E;
+  switch (n.type) {
+    case 'identifier':
+      return { k: 'name', id: n.text, start: n.startIndex };
+    case 'none':
+      return { k: 'lit', atom: 'None' };
+    case 'true':
+      return { k: 'lit', atom: 'True' };
+    case 'false':
+      return { k: 'lit', atom: 'False' };
+    case 'integer':
+    case 'float': {
+      const v = Number(n.text.replace(/_/g, ''));
+      return Number.isFinite(v) ? { k: 'lit', atom: `n:${n.type === 'integer' ? 'i' : 'f'}:${v}` } : TOP_E;
+    }
+    case 'string': {
+      let out = '';
+      for (const c of n.namedChildren) {
+        if (!c) continue;
+        if (c.type === 'interpolation') return { k: 'coll', atom: 'obj:str' };
+        if (c.type === 'escape_sequence') return { k: 'coll', atom: 'obj:str' };
+        if (c.type === 'string_content') out += c.text;
+      }
+      return { k: 'lit', atom: `s:${out}` };
+    }
+    case 'parenthesized_expression':
+      return toExpr(n.namedChildren.find((x) => x && x.type !== 'comment'));
+    case 'attribute': {
+      const obj = n.childForFieldName('object');
+      const attr = n.childForFieldName('attribute');
+      return attr ? { k: 'attr', obj: toExpr(obj), attr: attr.text, start: n.startIndex, end: n.endIndex } : TOP_E;
+    }
+    case 'not_operator':
+      return { k: 'not', e: toExpr(n.childForFieldName('argument')) };
+    case 'boolean_operator': {
+      const op = n.children.find((x) => x && !x.isNamed)?.type;
+      if (op !== 'and' && op !== 'or') return TOP_E;
+      return { k: 'bool', op, l: toExpr(n.childForFieldName('left')), r: toExpr(n.childForFieldName('right')) };
+    }
+    case 'comparison_operator': {
+      const ops = n.children.filter((x) => x && !x.isNamed).map((x) => x!.type);
+      const operands = n.namedChildren.filter((x): x is Node => !!x && x.type !== 'comment');
+      if (operands.length !== 2) return TOP_E;
+      // `is not` / `not in` come as two tokens
+      const op = ops.join(' ');
+      return { k: 'cmp', op, l: toExpr(operands[0]), r: toExpr(operands[1]) };
+    }
+    case 'call': {
+      const fn = n.childForFieldName('function');
+      const argl = n.childForFieldName('arguments');
+      const out: Expr = { k: 'call', fn: toExpr(fn), args: [], kw: [], star: false, kwsplat: [], start: n.startIndex };
+      if (argl?.type !== 'argument_list') return { ...out, star: true };
+      for (const a of argl.namedChildren) {
+        if (!a || a.type === 'comment') continue;
+        if (a.type === 'keyword_argument') out.kw.push([a.childForFieldName('name')?.text ?? '', toExpr(a.childForFieldName('value'))]);
+        else if (a.type === 'list_splat') out.star = true;
+        else if (a.type === 'dictionary_splat') out.kwsplat.push(toExpr(a.namedChildren.find((x) => x && x.type !== 'comment')));
+        else out.args.push(toExpr(a));
+      }
+      return out;
+    }
+    case 'tuple':
+    case 'list':
+    case 'set': {
+      const items = n.namedChildren.filter((x): x is Node => !!x && x.type !== 'comment');
+      if (items.some((x) => x.type === 'list_splat')) return { k: 'coll', atom: `obj:${n.type}` };
+      return { k: 'seq', items: items.map(toExpr), kind: n.type as 'tuple' | 'list' | 'set' };
+    }
+    case 'dictionary': {
+      const items = n.namedChildren.filter((x) => x && x.type !== 'comment');
+      return { k: 'coll', atom: items.length ? 'obj:dict' : 'empty:dict' };
+    }
+    case 'conditional_expression': {
+      const parts = n.namedChildren.filter((x): x is Node => !!x && x.type !== 'comment');
+      return parts.length === 3 ? { k: 'cond', body: toExpr(parts[0]), test: toExpr(parts[1]), orelse: toExpr(parts[2]) } : TOP_E;
+    }
+    default:
+      return TOP_E;
+  }
+}
+
+// ---------------------------------------------------------------- per-module facts
+
+interface Clause {
+  kind: 'if' | 'elif' | 'else';
+  test: Expr | null;
+  testText: string;
+  bodyStart: number;
+  bodyEnd: number;
+  startLine: number;
+  endLine: number;
+  /** the body's last statement is `return` or `raise` */
+  exits: boolean;
+  /** the body is only `raise`/`pass`/`assert`/docstring statements (nothing to prune) */
+  trivial: boolean;
+}
+
+interface IfSite {
+  start: number;
+  clauses: Clause[];
+  /** the statements after the `if` in its block */
+  rest: { start: number; end: number; startLine: number; endLine: number } | null;
+}
+
+interface Assign {
+  pos: number;
+  /** null: a form not evaluated (tuple target, augmented, `for`, `with … as`, …) */
+  value: Expr | null;
+}
+
+interface Param {
+  name: string;
+  kind: 'pos' | 'kwonly' | 'star' | 'kwstar';
+  def: Expr | null;
+}
+
+interface FnFacts {
+  stmt: number;
+  cls: string | null;
+  name: string;
+  start: number;
+  end: number;
+  params: Param[];
+  /** first parameter is bound (a method that is not a staticmethod) */
+  bound: boolean;
+  assigns: Map<string, Assign[]>;
+  loops: [number, number][];
+  ifs: IfSite[];
+  calls: (Expr & { k: 'call' })[];
+  selfAssigns: { attr: string; pos: number; value: Expr | null }[];
+}
+
+interface ModFacts {
+  fns: FnFacts[];
+  /** attribute names assigned through a receiver other than `self` (`m.x = …`), or via
+   *  augmented/tuple targets: their `self.x` values are TOP */
+  otherAttrAssigns: Set<string>;
+  /** class-body assignments `x = …`: class name → attr → values */
+  classAttrs: Map<string, Map<string, Expr | null>>;
+  /** attribute reads not in call position (`self.f` passed on): method names that escape */
+  attrValues: { attr: string; pos: number }[];
+  /** callee start → end of every call (a ref spanning exactly that is a call, not a value use) */
+  calleeSpans: Map<number, number>;
+  /** every call of the module (those outside the analysed function bodies make their
+   *  callees' parameters unknown) */
+  allCalls: (Expr & { k: 'call' })[];
+  /** methods defined under a property-like decorator (their name as an attribute is TOP) */
+  properties: Set<string>;
+}
+
+const factsCache = new WeakMap<CorpusModule, ModFacts>();
+
+function modFacts(mod: CorpusModule, src: string): ModFacts {
+  let f = factsCache.get(mod);
+  if (!f) factsCache.set(mod, (f = analyze(mod, src)));
+  return f;
+}
+
+const SCOPES = new Set(['function_definition', 'class_definition', 'lambda']);
+const LOOPS = new Set(['for_statement', 'while_statement']);
+const TRIVIAL = new Set(['raise_statement', 'pass_statement', 'assert_statement', 'comment']);
+
+function analyze(mod: CorpusModule, src: string): ModFacts {
+  const starts = lineStarts(src);
+  const lineOf = (i: number) => lineIndex(starts, i) + 1;
+  const stmts = mod.facts.statements;
+  const stmtAt = (offset: number): number => stmts.findIndex((s) => s.start <= offset && offset < s.end);
+  const out: ModFacts = { fns: [], otherAttrAssigns: new Set(), classAttrs: new Map(), attrValues: [], calleeSpans: new Map(), allCalls: [], properties: new Set() };
+  const tree = parsePython(src);
+  try {
+    const root = tree.rootNode;
+    const defOf = (n: Node): { def: Node; decorators: string[] } | null => {
+      if (n.type === 'decorated_definition') {
+        const def = n.childForFieldName('definition');
+        return def ? { def, decorators: n.namedChildren.filter((d) => d?.type === 'decorator').map((d) => d!.text) } : null;
+      }
+      return n.type === 'function_definition' || n.type === 'class_definition' ? { def: n, decorators: [] } : null;
+    };
+    for (const top of root.namedChildren) {
+      if (!top) continue;
+      const d = defOf(top);
+      if (!d) continue;
+      const stmt = stmtAt(top.startIndex);
+      if (d.def.type === 'function_definition') out.fns.push(fnFacts(d.def, d.decorators, stmt, null));
+      else {
+        const cname = d.def.childForFieldName('name')?.text ?? '';
+        const attrs = new Map<string, Expr | null>();
+        out.classAttrs.set(cname, attrs);
+        for (const m of d.def.childForFieldName('body')?.namedChildren ?? []) {
+          if (!m) continue;
+          const md = defOf(m);
+          if (md?.def.type === 'function_definition') {
+            out.fns.push(fnFacts(md.def, md.decorators, stmt, cname));
+            if (md.decorators.some((t) => /property|\.setter|cached_property/.test(t))) out.properties.add(md.def.childForFieldName('name')?.text ?? '');
+          } else if (m.type === 'expression_statement') {
+            const a = m.namedChildren[0];
+            if (a?.type === 'assignment') {
+              const l = a.childForFieldName('left');
+              if (l?.type === 'identifier') attrs.set(l.text, a.childForFieldName('right') ? toExpr(a.childForFieldName('right')) : null);
+            }
+          }
+        }
+      }
+    }
+    // module-wide: callee offsets, attribute assignments through other receivers, attribute values
+    const walk = (n: Node) => {
+      if (n.type === 'call') {
+        const fn = n.childForFieldName('function');
+        if (fn) out.calleeSpans.set(fn.startIndex, fn.endIndex);
+        const e = toExpr(n);
+        if (e.k === 'call') out.allCalls.push(e);
+      } else if (n.type === 'assignment' || n.type === 'augmented_assignment') {
+        const l = n.childForFieldName('left');
+        const targets = l ? (l.type === 'pattern_list' || l.type === 'tuple_pattern' || l.type === 'list_pattern' ? l.namedChildren : [l]) : [];
+        for (const t of targets) {
+          if (t?.type !== 'attribute') continue;
+          const obj = t.childForFieldName('object');
+          const attr = t.childForFieldName('attribute')?.text ?? '';
+          if (obj?.type !== 'identifier' || obj.text !== 'self' || n.type === 'augmented_assignment' || targets.length > 1) out.otherAttrAssigns.add(attr);
+        }
+      } else if (n.type === 'attribute') {
+        const p = n.parent;
+        const called = p?.type === 'call' && p.childForFieldName('function')?.startIndex === n.startIndex && p.childForFieldName('function')?.endIndex === n.endIndex;
+        const target = p?.type === 'assignment' && p.childForFieldName('left')?.startIndex === n.startIndex;
+        if (!called && !target) out.attrValues.push({ attr: n.childForFieldName('attribute')?.text ?? '', pos: n.startIndex });
+      }
+      // setattr(obj, 'x', v): any attribute may change
+      if (n.type === 'call' && n.childForFieldName('function')?.text === 'setattr') out.otherAttrAssigns.add('*');
+      for (const c of n.namedChildren) if (c) walk(c);
+    };
+    walk(root);
+    return out;
+  } finally {
+    tree.delete();
+  }
+
+  function fnFacts(def: Node, decorators: string[], stmt: number, cls: string | null): FnFacts {
+    const name = def.childForFieldName('name')?.text ?? '';
+    const params: Param[] = [];
+    let kwonly = false;
+    for (const p of def.childForFieldName('parameters')?.namedChildren ?? []) {
+      if (!p || p.type === 'comment') continue;
+      if (p.type === 'list_splat_pattern' || p.type === 'keyword_separator') {
+        if (p.type === 'list_splat_pattern') params.push({ name: p.namedChildren[0]?.text ?? '', kind: 'star', def: null });
+        kwonly = true;
+        continue;
+      }
+      if (p.type === 'positional_separator') continue;
+      if (p.type === 'dictionary_splat_pattern') {
+        params.push({ name: p.namedChildren[0]?.text ?? '', kind: 'kwstar', def: null });
+        continue;
+      }
+      const isDefault = p.type === 'default_parameter' || p.type === 'typed_default_parameter';
+      const pname = p.type === 'identifier' ? p.text : (p.childForFieldName('name')?.text ?? p.namedChildren[0]?.text ?? '');
+      params.push({ name: pname, kind: kwonly ? 'kwonly' : 'pos', def: isDefault ? toExpr(p.childForFieldName('value')) : null });
+    }
+    const staticm = decorators.some((d) => /staticmethod/.test(d));
+    const f: FnFacts = { stmt, cls, name, start: def.startIndex, end: def.endIndex, params, bound: !!cls && !staticm, assigns: new Map(), loops: [], ifs: [], calls: [], selfAssigns: [] };
+    const assign = (n: string, a: Assign) => {
+      let l = f.assigns.get(n);
+      if (!l) f.assigns.set(n, (l = []));
+      l.push(a);
+    };
+    const bindTarget = (t: Node | null, value: Expr | null, pos: number) => {
+      if (!t) return;
+      if (t.type === 'identifier') assign(t.text, { pos, value });
+      else if (t.type === 'attribute') {
+        const obj = t.childForFieldName('object');
+        if (obj?.type === 'identifier' && obj.text === 'self') f.selfAssigns.push({ attr: t.childForFieldName('attribute')?.text ?? '', pos, value });
+      } else for (const c of t.namedChildren) bindTarget(c, null, pos);
+    };
+    const body = def.childForFieldName('body');
+    const visit = (n: Node) => {
+      if (SCOPES.has(n.type)) {
+        // a nested scope: its name binds here; its body is not analysed
+        const nm = n.childForFieldName('name');
+        if (nm && n.type !== 'lambda') assign(nm.text, { pos: n.startIndex, value: null });
+        return;
+      }
+      switch (n.type) {
+        case 'assignment': {
+          const l = n.childForFieldName('left');
+          const r = n.childForFieldName('right');
+          bindTarget(l, l?.type === 'identifier' || l?.type === 'attribute' ? (r ? toExpr(r) : null) : null, n.startIndex);
+          break;
+        }
+        case 'augmented_assignment':
+        case 'named_expression':
+          bindTarget(n.childForFieldName('left') ?? n.childForFieldName('name'), null, n.startIndex);
+          break;
+        case 'for_statement':
+        case 'for_in_clause':
+          bindTarget(n.childForFieldName('left'), null, n.startIndex);
+          break;
+        case 'as_pattern_target':
+        case 'global_statement':
+        case 'nonlocal_statement':
+        case 'delete_statement':
+          for (const c of n.namedChildren) if (c?.type === 'identifier') assign(c.text, { pos: 0, value: null });
+          break;
+        case 'except_clause':
+          for (const c of n.namedChildren) if (c?.type === 'as_pattern') bindTarget(c.namedChildren[c.namedChildren.length - 1] ?? null, null, n.startIndex);
+          break;
+        case 'import_statement':
+        case 'import_from_statement':
+          for (const c of n.namedChildren) {
+            if (c?.type === 'aliased_import') assign(c.childForFieldName('alias')?.text ?? '', { pos: n.startIndex, value: null });
+            else if (c?.type === 'dotted_name' && n.type === 'import_from_statement' && c.startIndex !== n.childForFieldName('module_name')?.startIndex) assign(c.text, { pos: n.startIndex, value: null });
+            else if (c?.type === 'dotted_name' && n.type === 'import_statement') assign(c.text.split('.')[0], { pos: n.startIndex, value: null });
+          }
+          break;
+        case 'call': {
+          const e = toExpr(n);
+          if (e.k === 'call') f.calls.push(e);
+          break;
+        }
+        case 'if_statement':
+          f.ifs.push(ifSite(n));
+          break;
+      }
+      if (LOOPS.has(n.type)) f.loops.push([n.startIndex, n.endIndex]);
+      for (const c of n.namedChildren) if (c) visit(c);
+    };
+    if (body) for (const c of body.namedChildren) if (c) visit(c);
+    return f;
+  }
+
+  function ifSite(n: Node): IfSite {
+    const clauses: Clause[] = [];
+    const clause = (kind: Clause['kind'], at: Node, cond: Node | null, body: Node | null) => {
+      if (!body) return;
+      const stmtsOf = body.namedChildren.filter((x): x is Node => !!x && x.type !== 'comment');
+      const last = stmtsOf[stmtsOf.length - 1];
+      clauses.push({
+        kind,
+        test: cond ? toExpr(cond) : null,
+        testText: cond ? cond.text.replace(/\s+/g, ' ') : '',
+        bodyStart: body.startIndex,
+        bodyEnd: body.endIndex,
+        startLine: lineOf(at.startIndex),
+        endLine: lineOf(body.endIndex),
+        exits: !!last && (last.type === 'return_statement' || last.type === 'raise_statement'),
+        trivial: stmtsOf.every((s) => TRIVIAL.has(s.type) || (s.type === 'expression_statement' && s.namedChildren[0]?.type === 'string')),
+      });
+    };
+    clause('if', n, n.childForFieldName('condition'), n.childForFieldName('consequence'));
+    for (const alt of n.childrenForFieldName('alternative')) {
+      if (!alt) continue;
+      if (alt.type === 'elif_clause') clause('elif', alt, alt.childForFieldName('condition'), alt.childForFieldName('consequence'));
+      else clause('else', alt, null, alt.childForFieldName('body'));
+    }
+    let rest: IfSite['rest'] = null;
+    const sibs: Node[] = [];
+    for (let s = n.nextNamedSibling; s; s = s.nextNamedSibling) if (s.type !== 'comment') sibs.push(s);
+    if (sibs.length) rest = { start: sibs[0].startIndex, end: sibs[sibs.length - 1].endIndex, startLine: lineOf(sibs[0].startIndex), endLine: lineOf(sibs[sibs.length - 1].endIndex) };
+    return { start: n.startIndex, clauses, rest };
+  }
+}
+
+// ---------------------------------------------------------------- values
+
+/** A set of atoms, or null: unknown. */
+type Vals = Set<string> | null;
+const MAX_ATOMS = 24;
+const NONE: Vals = new Set(['None']);
+const TF = (b: boolean | null): Vals => (b === null ? new Set(['True', 'False']) : new Set([b ? 'True' : 'False']));
+
+function union(a: Vals, b: Vals): Vals {
+  if (!a || !b) return null;
+  const s = new Set(a);
+  for (const x of b) s.add(x);
+  return s.size > MAX_ATOMS ? null : s;
+}
+
+/** Truthiness of an atom (§3.3.8 `__bool__`/`__len__`), null when unknown. */
+function truth(a: string): boolean | null {
+  if (a === 'None' || a === 'False') return false;
+  if (a === 'True') return true;
+  if (a.startsWith('n:')) return Number(a.split(':')[2]) !== 0;
+  if (a.startsWith('s:')) return a.length > 2;
+  if (a.startsWith('empty')) return false;
+  if (a.startsWith('obj:') && a !== 'obj:str') return true;
+  if (a.startsWith('cls:') || a.startsWith('fn:') || a === 'obj') return true;
+  return null;
+}
+
+/** Python type of an atom for `isinstance` with builtins, or null when unknown. */
+function builtinType(a: string): string | null {
+  if (a === 'None') return 'NoneType';
+  if (a === 'True' || a === 'False') return 'bool';
+  if (a.startsWith('n:i:')) return 'int';
+  if (a.startsWith('n:f:')) return 'float';
+  if (a.startsWith('s:') || a === 'obj:str') return 'str';
+  if (a.startsWith('obj:') || a.startsWith('empty:')) return a.split(':')[1];
+  if (a === 'empty') return null;
+  if (a.startsWith('cls:')) return 'type';
+  if (a.startsWith('fn:')) return 'function';
+  return null;
+}
+
+const BUILTIN_TYPES = new Set(['str', 'int', 'float', 'bool', 'dict', 'list', 'tuple', 'set', 'type', 'bytes', 'complex', 'frozenset']);
+
+/** What the analysis needs from the closure. */
+interface Ctx {
+  corpus: Corpus;
+  resolver: Resolver;
+  /** is this offset of `mod` in the code that stays */
+  kept: (mod: CorpusModule, pos: number) => boolean;
+}
+
+interface FnRef {
+  mod: CorpusModule;
+  fn: FnFacts;
+}
+
+const fnKey = (r: FnRef) => `${r.mod.repo}:${r.mod.name}:${r.fn.cls ?? ''}.${r.fn.name}:${r.fn.start}`;
+
+/** One pruning of slim emission by values: replace [start, end) of statement `stmt`. */
+export interface ValuePrune {
+  mod: CorpusModule;
+  stmt: number;
+  start: number;
+  end: number;
+  text: string;
+  lines: [number, number];
+  what: string;
+}
+
+/** One call of the block from outside the closure: the atoms each argument can be (an
+ *  empty set for an argument that is no literal: it reaches nothing). */
+export interface EntryCall {
+  positional: Set<string>[];
+  keywords: [string, Set<string>][];
+}
+
+/** The value-unreachable branches of the closure's copied functions. */
+export function valuePrunes(
+  corpus: Corpus,
+  resolver: Resolver,
+  closure: Closure,
+  skipOf: (mod: CorpusModule, stmt: number) => readonly (readonly [number, number])[],
+  entry: { calls: readonly EntryCall[] },
+): ValuePrune[] {
+  const byMod = new Map<CorpusModule, Map<number, StmtNode>>();
+  for (const n of closure.nodes) {
+    let m = byMod.get(n.mod);
+    if (!m) byMod.set(n.mod, (m = new Map()));
+    m.set(n.stmt, n);
+  }
+  const facts = (m: CorpusModule) => modFacts(m, corpus.source(m));
+  const ctx: Ctx = {
+    corpus,
+    resolver,
+    kept: (mod, pos) => {
+      const nodes = byMod.get(mod);
+      if (!nodes) return false;
+      for (const [stmt, n] of nodes) {
+        if (pos >= n.facts.start && pos < n.facts.end) return !skipOf(mod, stmt).some(([a, b]) => pos >= a && pos < b);
+      }
+      return false;
+    },
+  };
+  // the copied functions and methods
+  const fns: FnRef[] = [];
+  for (const [mod, nodes] of byMod) for (const fn of facts(mod).fns) if (nodes.has(fn.stmt) && ctx.kept(mod, fn.start)) fns.push({ mod, fn });
+  const fnByKey = new Map(fns.map((f) => [fnKey(f), f]));
+  const methodsByName = new Map<string, FnRef[]>();
+  for (const f of fns) {
+    if (!f.fn.cls) continue;
+    let l = methodsByName.get(f.fn.name);
+    if (!l) methodsByName.set(f.fn.name, (l = []));
+    l.push(f);
+  }
+  const refAt = new Map<CorpusModule, Map<number, { ref: Ref; stmt: number }>>();
+  const refOf = (mod: CorpusModule, pos: number) => {
+    let m = refAt.get(mod);
+    if (!m) {
+      refAt.set(mod, (m = new Map()));
+      for (const [stmt] of byMod.get(mod) ?? []) for (const r of mod.facts.statements[stmt].refs) m.set(r.start, { ref: r, stmt });
+    }
+    return m.get(pos);
+  };
+  /** a name or attribute chain at `pos` that reads a module-level binding: what it denotes */
+  const denote = (mod: CorpusModule, e: Expr): Vals | undefined => {
+    let chain: string[] = [];
+    let x: Expr = e;
+    while (x.k === 'attr') {
+      chain.unshift(x.attr);
+      x = x.obj;
+    }
+    if (x.k !== 'name') return undefined;
+    const r = refOf(mod, x.start);
+    if (!r) return undefined; // a local name
+    const attrs = r.ref.attrs ?? [];
+    if (chain.length > attrs.length) return null;
+    const { targets, consumed } = resolver.resolveRef(mod, { ...r.ref, attrs: chain, attrEnds: (r.ref.attrEnds ?? []).slice(0, chain.length) });
+    if (targets.length !== 1) return null;
+    return atomOfTarget(targets[0], chain.slice(consumed));
+  };
+  const atomOfTarget = (t: Target, rest: string[]): Vals => {
+    if (t.kind === 'builtin') {
+      if (rest.length) return null;
+      if (t.name === 'None') return NONE;
+      if (t.name === 'True' || t.name === 'False') return new Set([t.name]);
+      return new Set([`b:${t.name}`]);
+    }
+    if (t.kind === 'extern') return new Set([`x:${[t.qualified, ...rest].join('.')}`]);
+    if (t.kind === 'def' && !rest.length) {
+      const st = t.module.facts.statements;
+      if (t.stmts.length === 1) {
+        const kind = st[t.stmts[0]].kind;
+        const def = kind === 'decorated_definition' ? defKind(t.module, t.stmts[0]) : kind;
+        if (def === 'class_definition' && classStatement(t.module, t.name)) return new Set([`cls:${t.module.repo}:${t.module.name}:${t.name}`]);
+        if (def === 'function_definition') return new Set([`fn:${t.module.repo}:${t.module.name}:${t.name}`]);
+      }
+    }
+    return null;
+  };
+  const defKind = (mod: CorpusModule, stmt: number): string | null => {
+    const f = facts(mod).fns.find((x) => x.stmt === stmt && !x.cls);
+    if (f) return 'function_definition';
+    return mod.facts.classes.some((c) => c.stmt === stmt && !c.nested) ? 'class_definition' : null;
+  };
+
+  // parameters with known values; the rest are TOP
+  const params = new Map<string, Map<string, Vals>>();
+  const kwExtra = new Map<string, Map<string, Vals> | null>();
+  const topFns = new Set<string>();
+  const escaped = new Set<string>(); // cls:/fn: atoms used as values
+  for (const [mod, nodes] of byMod) {
+    const mf = facts(mod);
+    for (const [stmt] of nodes) {
+      for (const r of mod.facts.statements[stmt].refs) {
+        if (!ctx.kept(mod, r.start)) continue;
+        // the longest prefix of the chain that denotes a definition: called when the
+        // call's callee is exactly that chain, else a value use (passed on, or the
+        // receiver of a method call such as `Cls.from_config(…)`)
+        const attrs = r.attrs ?? [];
+        for (let n = attrs.length; n >= 0; n--) {
+          const { targets, consumed } = resolver.resolveRef(mod, { ...r, attrs: attrs.slice(0, n), attrEnds: (r.attrEnds ?? []).slice(0, n) });
+          if (targets.length !== 1) continue;
+          const v = atomOfTarget(targets[0], attrs.slice(consumed, n));
+          if (!v) continue;
+          const end = n ? (r.attrEnds ?? [])[n - 1] : r.end;
+          if (mf.calleeSpans.get(r.start) !== end) for (const a of v) escaped.add(a);
+          break;
+        }
+      }
+    }
+  }
+  const escapedMethods = new Set<string>();
+  for (const [mod] of byMod) for (const a of facts(mod).attrValues) if (ctx.kept(mod, a.pos)) escapedMethods.add(a.attr);
+  const clsAtomOf = (f: FnRef) => `cls:${f.mod.repo}:${f.mod.name}:${f.fn.cls}`;
+  const fnAtomOf = (f: FnRef) => `fn:${f.mod.repo}:${f.mod.name}:${f.fn.name}`;
+  // a class's bases escape too when they are used as values; its own escape covers __init__
+  for (const f of fns) {
+    const k = fnKey(f);
+    const isInit = f.fn.name === '__init__';
+    const priv = /^_[^_]/.test(f.fn.name);
+    if (f.fn.cls) {
+      if (!isInit && !priv) topFns.add(k);
+      else if (isInit && escaped.has(clsAtomOf(f))) topFns.add(k);
+      else if (priv && escapedMethods.has(f.fn.name)) topFns.add(k);
+    } else if (escaped.has(fnAtomOf(f))) topFns.add(k);
+    params.set(k, new Map(f.fn.params.map((p) => [p.name, topFns.has(k) ? null : new Set<string>()])));
+    kwExtra.set(k, topFns.has(k) ? null : new Map());
+  }
+
+  // MRO-ish lookup: the first class in a depth-first walk of the bases defining `name`
+  const methodOf = (mod: CorpusModule, cls: string, name: string, skipSelf: boolean, depth = 0): FnRef | null => {
+    if (depth > 12) return null;
+    const cf = classStatement(mod, cls);
+    if (!cf) return null;
+    if (!skipSelf) {
+      const f = fns.find((x) => x.mod === mod && x.fn.cls === cls && x.fn.name === name && x.fn.stmt === cf.stmt);
+      if (f) return f;
+      if (cf.members.includes(name)) return null; // defined but not copied (or not a plain def)
+    }
+    for (const bases of baseClasses(resolver, mod, cf)) {
+      for (const b of bases) {
+        if (b.kind !== 'class') continue;
+        const r = methodOf(b.module, b.cls.name, name, false, depth + 1);
+        if (r) return r;
+      }
+    }
+    return null;
+  };
+
+  // the block's __init__ takes its defaults, call-site literals and validated arguments
+  const target = closure.target;
+  const entryInit = methodOf(target.mod, target.className, '__init__', false);
+  const entryVals = new Map<string, Vals>();
+  if (entryInit && !topFns.has(fnKey(entryInit))) {
+    const ps = entryInit.fn.params.slice(entryInit.fn.bound ? 1 : 0);
+    for (const p of ps) entryVals.set(p.name, p.def ? (p.kind === 'star' || p.kind === 'kwstar' ? null : new Set<string>()) : null);
+    for (const c of entry.calls) {
+      c.positional.forEach((a, i) => {
+        const p = ps[i];
+        if (p && p.kind === 'pos' && entryVals.get(p.name)) entryVals.set(p.name, union(entryVals.get(p.name)!, a));
+      });
+      for (const [k, a] of c.keywords) {
+        if (entryVals.has(k)) {
+          if (entryVals.get(k)) entryVals.set(k, union(entryVals.get(k)!, a));
+        } else if (ps.some((p) => p.kind === 'kwstar')) {
+          const kx = kwExtra.get(fnKey(entryInit));
+          if (kx) kx.set(k, union(kx.get(k) ?? new Set(), a));
+        }
+      }
+    }
+  }
+
+  // self.x: the union of the copied `self.x = …`
+  const selfAttrCache = new Map<string, Vals>();
+  const otherAttrs = new Set<string>();
+  for (const [mod] of byMod) for (const a of facts(mod).otherAttrAssigns) otherAttrs.add(a);
+  const properties = new Set<string>();
+  for (const [mod] of byMod) for (const a of facts(mod).properties) properties.add(a);
+
+  // evaluation
+  const evalIn = (f: FnRef, e: Expr, pos: number, depth: number): Vals => {
+    if (depth > 24) return null;
+    switch (e.k) {
+      case 'lit':
+        return new Set([e.atom]);
+      case 'coll':
+        return new Set([e.atom]);
+      case 'top':
+        return null;
+      case 'name': {
+        const d = denote(f.mod, e);
+        if (d !== undefined) return d;
+        return nameValue(f, e.id, pos, depth);
+      }
+      case 'attr': {
+        if (e.obj.k === 'name' && e.obj.id === 'self' && f.fn.bound && f.fn.params[0]?.name === 'self') return selfAttr(e.attr, depth);
+        const d = denote(f.mod, e);
+        return d === undefined ? null : d;
+      }
+      case 'not': {
+        const v = evalIn(f, e.e, pos, depth + 1);
+        if (!v) return null;
+        const out = new Set<string>();
+        for (const a of v) {
+          const t = truth(a);
+          if (t === null) return null;
+          out.add(t ? 'False' : 'True');
+        }
+        return out;
+      }
+      case 'bool': {
+        // `a or b` is a if a is true else b; `a and b` is a if a is false else b
+        const l = evalIn(f, e.l, pos, depth + 1);
+        if (!l) return null;
+        let out: Vals = new Set();
+        let needR = false;
+        for (const a of l) {
+          const t = truth(a);
+          if (t === null) return null;
+          if ((e.op === 'or') === t) out.add(a);
+          else needR = true;
+        }
+        if (needR) out = union(out, evalIn(f, e.r, pos, depth + 1));
+        return out;
+      }
+      case 'cond': {
+        const t = evalIn(f, e.test, pos, depth + 1);
+        const ts = t ? [...t].map(truth) : [null];
+        let out: Vals = new Set();
+        if (ts.some((x) => x !== false)) out = union(out, evalIn(f, e.body, pos, depth + 1));
+        if (ts.some((x) => x !== true)) out = union(out, evalIn(f, e.orelse, pos, depth + 1));
+        return out;
+      }
+      case 'cmp':
+        return compare(f, e, pos, depth);
+      case 'call':
+        return callValue(f, e, pos, depth);
+      case 'seq':
+        return new Set([e.items.length ? `obj:${e.kind}` : `empty:${e.kind}`]);
+    }
+  };
+  const nameValue = (f: FnRef, id: string, pos: number, depth: number): Vals => {
+    const p = f.fn.params.find((x) => x.name === id);
+    let out: Vals = new Set();
+    if (p) {
+      const k = fnKey(f);
+      if (p.kind === 'star') out = new Set(['obj:tuple', 'empty:tuple']);
+      else if (p.kind === 'kwstar') out = new Set(['obj:dict', 'empty:dict']);
+      else out = params.get(k)?.get(id) ?? null;
+      if (out && !out.size && !reachedFns.has(k)) out = null;
+    }
+    const as = f.fn.assigns.get(id);
+    if (!p && !as) return null; // a free name the facts do not resolve (class-scope, builtins)
+    for (const a of as ?? []) {
+      if (!out) return null;
+      if (!ctx.kept(f.mod, a.pos)) continue;
+      if (a.pos >= pos && !f.fn.loops.some(([s, t]) => s <= a.pos && a.pos < t && s <= pos && pos < t)) continue;
+      if (!a.value) return null;
+      out = union(out, evalIn(f, a.value, a.pos, depth + 1));
+    }
+    return out;
+  };
+  const selfAttr = (attr: string, depth: number): Vals => {
+    if (otherAttrs.has(attr) || otherAttrs.has('*') || properties.has(attr)) return null;
+    if (selfAttrCache.has(attr)) return selfAttrCache.get(attr)!;
+    selfAttrCache.set(attr, null); // a cycle reads TOP
+    let out: Vals = new Set();
+    let any = false;
+    for (const f of fns) {
+      for (const a of f.fn.selfAssigns) {
+        if (a.attr !== attr || !ctx.kept(f.mod, a.pos)) continue;
+        any = true;
+        out = a.value ? union(out, evalIn(f, a.value, a.pos, depth + 1)) : null;
+        if (!out) break;
+      }
+      if (!out) break;
+    }
+    // class-level defaults of the copied classes
+    for (const [mod] of byMod) {
+      for (const [, attrs] of facts(mod).classAttrs) {
+        if (!attrs.has(attr)) continue;
+        any = true;
+        const v = attrs.get(attr);
+        out = v && (v.k === 'lit' || v.k === 'coll') ? union(out, new Set([v.atom])) : null;
+      }
+    }
+    if (!any) out = null;
+    selfAttrCache.set(attr, out);
+    return out;
+  };
+  const compare = (f: FnRef, e: Expr & { k: 'cmp' }, pos: number, depth: number): Vals => {
+    const l = evalIn(f, e.l, pos, depth + 1);
+    if (e.op === 'in' || e.op === 'not in') {
+      if (!l || e.r.k !== 'seq') return TF(null);
+      const items: string[] = [];
+      for (const it of e.r.items) {
+        const v = evalIn(f, it, pos, depth + 1);
+        if (!v || v.size !== 1) return TF(null);
+        items.push([...v][0]);
+      }
+      const res = new Set<boolean>();
+      for (const a of l) {
+        const known = items.every((b) => eqAtoms(a, b) !== null);
+        if (!known) return TF(null);
+        res.add(items.some((b) => eqAtoms(a, b)));
+      }
+      return boolSet(res, e.op === 'not in');
+    }
+    const r = evalIn(f, e.r, pos, depth + 1);
+    if (!l || !r) return TF(null);
+    const res = new Set<boolean>();
+    for (const a of l) {
+      for (const b of r) {
+        let v: boolean | null;
+        if (e.op === 'is' || e.op === 'is not') v = a === 'None' || b === 'None' ? a === b : a.startsWith('cls:') || a.startsWith('fn:') || b.startsWith('cls:') || b.startsWith('fn:') ? identityAtoms(a, b) : null;
+        else if (e.op === '==' || e.op === '!=') v = eqAtoms(a, b);
+        else v = null;
+        if (v === null) return TF(null);
+        res.add(v);
+      }
+    }
+    return boolSet(res, e.op === 'is not' || e.op === '!=');
+  };
+  const callValue = (f: FnRef, e: Expr & { k: 'call' }, pos: number, depth: number): Vals => {
+    const fname = e.fn.k === 'name' ? e.fn.id : e.fn.k === 'attr' ? e.fn.attr : '';
+    const callee = e.fn.k === 'name' || e.fn.k === 'attr' ? denote(f.mod, e.fn) : undefined;
+    const isB = (n: string) => callee instanceof Set && callee.size === 1 && callee.has(`b:${n}`);
+    if ((isB('isinstance') || isB('issubclass')) && e.args.length === 2 && !e.kw.length && !e.star) {
+      const obj = evalIn(f, e.args[0], pos, depth + 1);
+      const types = e.args[1].k === 'seq' ? e.args[1].items : [e.args[1]];
+      const tv: string[] = [];
+      for (const t of types) {
+        const v = evalIn(f, t, pos, depth + 1);
+        if (!v || v.size !== 1) return TF(null);
+        tv.push([...v][0]);
+      }
+      if (!obj) return TF(null);
+      const res = new Set<boolean>();
+      for (const a of obj) {
+        const vs = tv.map((t) => (isB('isinstance') ? isInstance(a, t) : isSubclass(a, t)));
+        if (vs.some((v) => v === true)) res.add(true);
+        else if (vs.every((v) => v === false)) res.add(false);
+        else return TF(null);
+      }
+      return boolSet(res, false);
+    }
+    if ((isB('dict') || isB('list') || isB('tuple') || isB('set')) && !e.star && !e.kwsplat.length) {
+      const kind = [...(callee as Set<string>)][0].slice(2);
+      return new Set([e.args.length || e.kw.length ? (kind === 'dict' && !e.kw.length && e.args.length ? 'obj' : `obj:${kind}`) : `empty:${kind}`]);
+    }
+    // copy.deepcopy(x) / copy.copy(x) is x as far as these tests go
+    if (callee instanceof Set && callee.size === 1 && /^x:copy\.(deep)?copy$/.test([...callee][0]) && e.args.length === 1) return evalIn(f, e.args[0], pos, depth + 1);
+    if (e.fn.k === 'attr' && fname === 'lower' && !e.args.length) {
+      const v = evalIn(f, e.fn.obj, pos, depth + 1);
+      if (!v) return null;
+      const out = new Set<string>();
+      for (const a of v) {
+        if (!a.startsWith('s:')) return null;
+        out.add(a.toLowerCase());
+      }
+      return out;
+    }
+    return null;
+  };
+  const boolSet = (res: Set<boolean>, negate: boolean): Vals => new Set([...res].map((b) => ((b !== negate) ? 'True' : 'False')));
+  const isInstance = (a: string, t: string): boolean | null => {
+    const ty = builtinType(a);
+    if (t.startsWith('b:')) {
+      const tn = t.slice(2);
+      if (!BUILTIN_TYPES.has(tn) && tn !== 'object') return null;
+      if (tn === 'object') return true;
+      if (!ty) return null;
+      if (tn === ty) return true;
+      if (tn === 'int' && ty === 'bool') return true;
+      return ty === 'NoneType' || ty === 'str' || ty === 'int' || ty === 'float' || ty === 'bool' || ty === 'function' || ((ty === 'type') && tn !== 'type') || ['dict', 'list', 'tuple', 'set'].includes(ty) ? false : null;
+    }
+    if (t.startsWith('cls:') || t.startsWith('x:')) {
+      // a value of a builtin type, a class object or a function is no instance of a
+      // class of the corpus (nor of an extern class, unless that is a metaclass)
+      if (ty === 'NoneType' || ty === 'str' || ty === 'int' || ty === 'float' || ty === 'bool' || ty === 'function') return t.startsWith('x:') && !/\.(Module|Tensor)$/.test(t) ? null : false;
+      if (ty === 'type' && t.startsWith('cls:') && !isMeta(t)) return false;
+      return null;
+    }
+    return null;
+  };
+  const isMeta = (t: string): boolean => {
+    const [repo, ...rest] = t.slice(4).split(':');
+    const name = rest.pop()!;
+    const mod = corpus.module(rest.join(':'), repo);
+    const cf = mod ? classStatement(mod, name) : null;
+    return !cf || cf.bases.some((b) => /\b(type|Meta)\b|Meta$/.test(b.text));
+  };
+  const isSubclass = (a: string, t: string): boolean | null => {
+    if (a.startsWith('x:') && t.startsWith('cls:')) return false; // an extern class derives from no corpus class
+    if (!a.startsWith('cls:')) return null;
+    if (a === t) return true;
+    const anc = ancestors(a);
+    if (!anc) return null;
+    if (anc.set.has(t)) return true;
+    return anc.closed && t.startsWith('cls:') ? false : null;
+  };
+  const ancCache = new Map<string, { set: Set<string>; closed: boolean } | null>();
+  const ancestors = (a: string): { set: Set<string>; closed: boolean } | null => {
+    if (ancCache.has(a)) return ancCache.get(a)!;
+    ancCache.set(a, null);
+    const [repo, ...rest] = a.slice(4).split(':');
+    const name = rest.pop()!;
+    const mod = corpus.module(rest.join(':'), repo);
+    const cf = mod ? classStatement(mod, name) : null;
+    if (!mod || !cf) return null;
+    const set = new Set<string>();
+    let closed = true;
+    for (const bases of baseClasses(resolver, mod, cf)) {
+      if (bases.length !== 1) closed = false;
+      for (const b of bases) {
+        if (b.kind === 'extern') {
+          set.add(`x:${b.qualified}`);
+          continue;
+        }
+        const k = `cls:${b.module.repo}:${b.module.name}:${b.cls.name}`;
+        set.add(k);
+        const up = ancestors(k);
+        if (!up) closed = false;
+        else {
+          for (const x of up.set) set.add(x);
+          closed &&= up.closed;
+        }
+      }
+    }
+    if (cf.bases.length !== cf.bases.filter((b) => b.name).length) closed = false;
+    const r = { set, closed };
+    ancCache.set(a, r);
+    return r;
+  };
+
+  // callers → callees, to a fixpoint
+  const reachedFns = new Set<string>();
+  if (entryInit) reachedFns.add(fnKey(entryInit));
+  const calleesOf = (f: FnRef, c: Expr & { k: 'call' }): { fn: FnRef; bound: boolean }[] => {
+    const out: { fn: FnRef; bound: boolean }[] = [];
+    if (c.fn.k === 'call' || c.fn.k === 'attr') {
+      // super().m(…), self.m(…), Name.m(self, …), obj.m(…)
+      const m = c.fn.k === 'attr' ? c.fn.attr : '';
+      const obj = c.fn.k === 'attr' ? c.fn.obj : null;
+      if (obj?.k === 'call' && obj.fn.k === 'name' && obj.fn.id === 'super' && f.fn.cls) {
+        const r = methodOf(f.mod, f.fn.cls, m, true);
+        if (r) out.push({ fn: r, bound: true });
+        return out;
+      }
+      if (obj) {
+        const d = denote(f.mod, obj);
+        if (d && d.size === 1 && [...d][0].startsWith('cls:')) {
+          const [repo, ...rest] = [...d][0].slice(4).split(':');
+          const name = rest.pop()!;
+          const mod = corpus.module(rest.join(':'), repo);
+          const r = mod ? methodOf(mod, name, m, false) : null;
+          if (r) out.push({ fn: r, bound: false });
+          return out;
+        }
+        if (d !== undefined && d !== null) return out; // an extern or a module function handled below
+      }
+      if (c.fn.k === 'attr') {
+        const d = denote(f.mod, c.fn);
+        if (d) return resolveCallee(d, out);
+        for (const r of methodsByName.get(m) ?? []) out.push({ fn: r, bound: true });
+      }
+      return out;
+    }
+    if (c.fn.k === 'name') {
+      const d = denote(f.mod, c.fn);
+      if (d) return resolveCallee(d, out);
+    }
+    return out;
+  };
+  const resolveCallee = (d: Set<string>, out: { fn: FnRef; bound: boolean }[]) => {
+    for (const a of d) {
+      const [kind, repo, ...rest] = a.split(':');
+      if (kind !== 'cls' && kind !== 'fn') continue;
+      const name = rest.pop()!;
+      const mod = corpus.module(rest.join(':'), repo);
+      if (!mod) continue;
+      if (kind === 'cls') {
+        const r = methodOf(mod, name, '__init__', false);
+        if (r) out.push({ fn: r, bound: true });
+      } else {
+        const r = fns.find((x) => x.mod === mod && !x.fn.cls && x.fn.name === name);
+        if (r) out.push({ fn: r, bound: false });
+      }
+    }
+    return out;
+  };
+  // calls the analysis does not follow (module level, class bodies, nested functions and
+  // lambdas): their callees take unknown arguments; so do the `__init__`s when some code
+  // builds an instance of a class it does not name (`cls(…)`, `self.__class__(…)`)
+  const analysed = new Set<number>();
+  for (const f of fns) for (const c of f.fn.calls) analysed.add(c.start);
+  for (const [mod] of byMod) {
+    for (const c of facts(mod).allCalls) {
+      if (!ctx.kept(mod, c.start)) continue;
+      if ((c.fn.k === 'name' && c.fn.id === 'cls') || (c.fn.k === 'attr' && c.fn.attr === '__class__') || (c.fn.k === 'call' && c.fn.fn.k === 'name' && c.fn.fn.id === 'type')) {
+        for (const f of fns) if (f.fn.name === '__init__') topFns.add(fnKey(f));
+      }
+      if (analysed.has(c.start)) continue;
+      const inner = fns.find((f) => f.mod === mod && f.fn.start <= c.start && c.start < f.fn.end);
+      const ctxFn: FnRef = inner ?? { mod, fn: { stmt: -1, cls: null, name: '', start: c.start, end: c.start, params: [], bound: false, assigns: new Map(), loops: [], ifs: [], calls: [], selfAssigns: [] } };
+      for (const x of calleesOf(ctxFn, c)) topFns.add(fnKey(x.fn));
+    }
+  }
+  for (const k of topFns) {
+    const m = params.get(k);
+    if (m) for (const n of m.keys()) m.set(n, null);
+    kwExtra.set(k, null);
+  }
+  const callSites: { caller: FnRef; call: Expr & { k: 'call' }; callees: { fn: FnRef; bound: boolean }[] }[] = [];
+  for (const f of fns) {
+    for (const c of f.fn.calls) {
+      if (!ctx.kept(f.mod, c.start)) continue;
+      const callees = calleesOf(f, c).filter((x) => !topFns.has(fnKey(x.fn)));
+      if (callees.length) callSites.push({ caller: f, call: c, callees });
+    }
+  }
+  const setParam = (k: string, name: string, v: Vals): boolean => {
+    const m = params.get(k);
+    if (!m) return false;
+    const cur = m.get(name);
+    if (cur === null) return false;
+    const next = union(cur ?? new Set(), v);
+    if (next && cur && next.size === cur.size) return false;
+    m.set(name, next);
+    return true;
+  };
+  if (entryInit && !topFns.has(fnKey(entryInit))) {
+    const k = fnKey(entryInit);
+    for (const p of entryInit.fn.params.slice(entryInit.fn.bound ? 1 : 0)) {
+      const v = entryVals.get(p.name);
+      setParam(k, p.name, p.def && v !== null && v !== undefined ? union(v, evalDefault(entryInit, p)) : null);
+    }
+  }
+  function evalDefault(f: FnRef, p: Param): Vals {
+    return p.def ? evalIn(f, p.def, f.fn.start, 0) : null;
+  }
+  for (let round = 0; round < 10; round++) {
+    let changed = false;
+    for (const { caller, call, callees } of callSites) {
+      if (!reachedFns.has(fnKey(caller)) && !topFns.has(fnKey(caller))) continue;
+      for (const { fn, bound } of callees) {
+        const k = fnKey(fn);
+        if (!reachedFns.has(k)) {
+          reachedFns.add(k);
+          changed = true;
+        }
+        const ps = fn.fn.params.slice(bound && fn.fn.bound ? 1 : 0);
+        const given = new Set<string>();
+        const pos = ps.filter((p) => p.kind === 'pos');
+        call.args.forEach((a, i) => {
+          const p = pos[i];
+          if (p) {
+            given.add(p.name);
+            changed = setParam(k, p.name, evalIn(caller, a, call.start, 0)) || changed;
+          }
+        });
+        for (const [name, a] of call.kw) {
+          if (ps.some((p) => p.name === name && p.kind !== 'star' && p.kind !== 'kwstar')) {
+            given.add(name);
+            changed = setParam(k, name, evalIn(caller, a, call.start, 0)) || changed;
+          } else {
+            const kx = kwExtra.get(k);
+            if (kx) kx.set(name, union(kx.get(name) ?? new Set(), evalIn(caller, a, call.start, 0)));
+          }
+        }
+        // **kwargs passed on: the caller's own **kwargs carries its known keys
+        let splat: Map<string, Vals> | null = new Map();
+        for (const s of call.kwsplat) {
+          const own = s.k === 'name' ? caller.fn.params.find((p) => p.name === s.id && p.kind === 'kwstar') : undefined;
+          const assigned = s.k === 'name' && (caller.fn.assigns.get(s.id) ?? []).some((a) => ctx.kept(caller.mod, a.pos));
+          const kx = own && !assigned ? kwExtra.get(fnKey(caller)) : null;
+          if (!kx) splat = null;
+          else if (splat) for (const [n, v] of kx) splat.set(n, union(splat.get(n) ?? new Set(), v));
+        }
+        for (const p of ps) {
+          if (given.has(p.name) || p.kind === 'star' || p.kind === 'kwstar') continue;
+          if (call.star && p.kind === 'pos') {
+            changed = setParam(k, p.name, null) || changed;
+            continue;
+          }
+          if (!splat) {
+            changed = setParam(k, p.name, null) || changed;
+            continue;
+          }
+          let v: Vals = new Set();
+          if (splat.has(p.name)) v = union(v, splat.get(p.name)!);
+          v = union(v, p.def ? evalDefault(fn, p) : splat.has(p.name) ? new Set() : null);
+          changed = setParam(k, p.name, v) || changed;
+        }
+        if (!splat) kwExtra.set(k, null);
+        else {
+          const kx = kwExtra.get(k);
+          if (kx) for (const [n, v] of splat) if (!ps.some((p) => p.name === n)) kx.set(n, union(kx.get(n) ?? new Set(), v));
+        }
+      }
+    }
+    selfAttrCache.clear();
+    if (!changed) break;
+    if (round === 9) for (const m of params.values()) for (const n of m.keys()) m.set(n, null);
+  }
+
+  // the tests
+  const prunes: ValuePrune[] = [];
+  const readsDefs = (mod: CorpusModule, stmt: number, a: number, b: number): boolean =>
+    mod.facts.statements[stmt].refs.some((r) => {
+      if (r.start < a || r.start >= b) return false;
+      const { targets } = resolver.resolveRef(mod, r);
+      return targets.some((t) => t.kind === 'def');
+    });
+  for (const f of fns) {
+    const k = fnKey(f);
+    if (topFns.has(k) && !f.fn.ifs.length) continue;
+    if (!reachedFns.has(k) && !topFns.has(k)) continue;
+    for (const site of f.fn.ifs) {
+      if (!ctx.kept(f.mod, site.start)) continue;
+      let shadowed = false;
+      let fallthrough = true;
+      let allExit = true;
+      const pruned: Clause[] = [];
+      for (const c of site.clauses) {
+        if (shadowed) {
+          pruned.push(c);
+          continue;
+        }
+        let t: Set<boolean | null>;
+        if (c.test) {
+          const v = evalIn(f, c.test, site.start, 0);
+          t = v ? new Set([...v].map(truth)) : new Set([null]);
+        } else t = new Set([true]);
+        if (!t.has(true) && !t.has(null)) {
+          pruned.push(c);
+          continue;
+        }
+        allExit &&= c.exits;
+        if (!t.has(false) && !t.has(null)) {
+          shadowed = true;
+          fallthrough = false;
+        }
+      }
+      for (const c of pruned) {
+        if (c.trivial || !readsDefs(f.mod, f.fn.stmt, c.bodyStart, c.bodyEnd)) continue;
+        const what = c.kind === 'else' ? `else of if ${site.clauses[0].testText}` : `${c.kind} ${c.testText}`;
+        prunes.push({
+          mod: f.mod,
+          stmt: f.fn.stmt,
+          start: c.bodyStart,
+          end: c.bodyEnd,
+          lines: [c.startLine, c.endLine],
+          what,
+          text: `raise ValueError(${JSON.stringify(`nnrag slim: branch '${what}' is not reached with this block's defaults and validated arguments and was pruned (restore it from ${f.mod.path}, see the header); the faithful module has it`)})  # nnrag slim: pruned lines ${c.startLine}-${c.endLine}`,
+        });
+      }
+      // an `if` every reached clause of which leaves the function, with no way around
+      if (!fallthrough && allExit && site.rest && readsDefs(f.mod, f.fn.stmt, site.rest.start, site.rest.end)) {
+        const first = site.clauses.find((c) => !pruned.includes(c));
+        const what = `after if ${site.clauses[0].testText}`;
+        prunes.push({
+          mod: f.mod,
+          stmt: f.fn.stmt,
+          start: site.rest.start,
+          end: site.rest.end,
+          lines: [site.rest.startLine, site.rest.endLine],
+          what,
+          text: `raise ValueError(${JSON.stringify(`nnrag slim: the code ${what}${first && first.kind !== 'if' ? '' : ''} is not reached with this block's defaults and validated arguments and was pruned (restore it from ${f.mod.path}, see the header); the faithful module has it`)})  # nnrag slim: pruned lines ${site.rest.startLine}-${site.rest.endLine}`,
+        });
+      }
+    }
+  }
+  // nested prunes inside an outer one go
+  prunes.sort((a, b) => (a.mod === b.mod ? a.start - b.start || b.end - a.end : a.mod.name.localeCompare(b.mod.name)));
+  const out: ValuePrune[] = [];
+  for (const p of prunes) {
+    const last = out[out.length - 1];
+    if (last && last.mod === p.mod && p.start < last.end) continue;
+    out.push(p);
+  }
+  return out;
+}
+
+/** Equality of two atoms (`==`), null when unknown. */
+function eqAtoms(a: string, b: string): boolean | null {
+  const simple = (x: string) => x === 'None' || x === 'True' || x === 'False' || x.startsWith('n:') || x.startsWith('s:');
+  if (simple(a) && simple(b)) {
+    const num = (x: string) => (x === 'True' ? 1 : x === 'False' ? 0 : x.startsWith('n:') ? Number(x.split(':')[2]) : NaN);
+    if ((a.startsWith('n:') || a === 'True' || a === 'False') && (b.startsWith('n:') || b === 'True' || b === 'False')) return num(a) === num(b);
+    return a === b;
+  }
+  if ((a.startsWith('cls:') || a.startsWith('fn:')) && (b.startsWith('cls:') || b.startsWith('fn:') || simple(b))) return a === b;
+  if ((b.startsWith('cls:') || b.startsWith('fn:')) && simple(a)) return false;
+  return null;
+}
+
+/** `a is b` for a class or function atom: the same definition. */
+function identityAtoms(a: string, b: string): boolean | null {
+  const def = (x: string) => x.startsWith('cls:') || x.startsWith('fn:');
+  if (def(a) && def(b)) return a === b;
+  if ((def(a) && (b === 'None' || b.startsWith('s:') || b.startsWith('n:'))) || (def(b) && (a === 'None' || a.startsWith('s:') || a.startsWith('n:')))) return false;
+  return null;
+}
+
+/** The atom of a literal argument text (`None`, `2`, `'relu'`), else an empty set (a
+ *  non-literal argument at a call site outside the closure reaches nothing). */
+export function literalAtom(text: string): Set<string> {
+  const t = text.trim();
+  if (t === 'None' || t === 'True' || t === 'False') return new Set([t]);
+  if (/^-?\d+$/.test(t)) return new Set([`n:i:${Number(t)}`]);
+  if (/^-?(\d+\.\d*|\.\d+|\d+)(e-?\d+)?$/i.test(t)) return new Set([`n:f:${Number(t)}`]);
+  const m = /^(['"])((?:(?!\1)[^\\])*)\1$/.exec(t);
+  if (m) return new Set([`s:${m[2]}`]);
+  return new Set();
+}
+
+/** Entry calls of the block from the texts of its call sites: `(64, 128, stride=2)` or a
+ *  statement's text with the offset of the call's `(`; literal arguments only. */
+export function entryCallFromText(text: string, offset?: number): EntryCall | null {
+  const src = offset === undefined ? `f${text}` : text;
+  const at = offset === undefined ? 1 : offset;
+  const tree = parsePython(src);
+  try {
+    let node: Node | null = tree.rootNode.descendantForIndex(at, at + 1);
+    while (node && node.type !== 'argument_list') node = node.parent;
+    if (!node || node.startIndex !== at) return null;
+    const call: EntryCall = { positional: [], keywords: [] };
+    for (const a of node.namedChildren) {
+      if (!a || a.type === 'comment') continue;
+      if (a.type === 'keyword_argument') call.keywords.push([a.childForFieldName('name')?.text ?? '', literalAtom(a.childForFieldName('value')?.text ?? '')]);
+      else if (a.type === 'list_splat' || a.type === 'dictionary_splat') break;
+      else call.positional.push(literalAtom(a.text));
+    }
+    return call;
+  } finally {
+    tree.delete();
+  }
+}
+
+/** The entry call of the arguments a module was validated with ({name: value}, or
+ *  {args, kwargs}); JSON values as the harness encodes them (a class or an object is a
+ *  string: its qualified name or repr, so an opaque truthy object here). */
+export function entryCallFromArgs(args: unknown): EntryCall | null {
+  if (!args || typeof args !== 'object') return null;
+  const a = args as Record<string, unknown>;
+  const atom = (v: unknown): Set<string> => {
+    if (v === null) return new Set(['None']);
+    if (typeof v === 'boolean') return new Set([v ? 'True' : 'False']);
+    if (typeof v === 'number') return new Set([`n:${Number.isInteger(v) ? 'i' : 'f'}:${v}`]);
+    if (typeof v === 'string') return new Set([/^[A-Za-z_][\w.]*(\(.*\))?$/s.test(v) && /[.(]/.test(v) ? 'obj' : `s:${v}`]);
+    if (Array.isArray(v) || typeof v === 'object') return new Set([Object.keys(v as object).length ? 'obj' : 'empty']);
+    return new Set();
+  };
+  if (Array.isArray(a.args) && a.kwargs && typeof a.kwargs === 'object' && Object.keys(a).length === 2) {
+    return { positional: a.args.map(atom), keywords: Object.entries(a.kwargs as object).map(([k, v]) => [k, atom(v)]) };
+  }
+  return { positional: [], keywords: Object.entries(a).map(([k, v]) => [k, atom(v)]) };
+}
