@@ -175,7 +175,10 @@ export function slimClosure(corpus: Corpus, resolver: Resolver, mod: CorpusModul
       for (const p of prunesOf(m, stmt)) r.push([p.start, p.end]);
       return r;
     };
-    const next = valuePrunes(corpus, resolver, closure, skipAll, { calls: opts.entry ?? [] });
+    // a clause of an option registry is the registry's to prune (it names the options)
+    const next = valuePrunes(corpus, resolver, closure, skipAll, { calls: opts.entry ?? [] }).filter(
+      (p) => !sitesOf(p.mod, p.stmt).options.some((o) => o.entries.some((e) => Math.min(e.start, e.clause?.start ?? e.start) <= p.start && p.end <= Math.max(e.end, e.clause?.end ?? e.end))),
+    );
     const key = next.map((p) => `${p.mod.repo}:${p.mod.name}:${p.start}:${p.end}`).join(',');
     if (key === pruneKey || outer >= MAX_OUTER) break;
     prunes = next;
