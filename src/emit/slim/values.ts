@@ -179,6 +179,8 @@ interface FnFacts {
   name: string;
   start: number;
   end: number;
+  /** where the body starts (the header's defaults run when the `def` does) */
+  bodyStart: number;
   params: Param[];
   /** first parameter is bound (a method that is not a staticmethod) */
   bound: boolean;
@@ -191,9 +193,13 @@ interface FnFacts {
 
 interface ModFacts {
   fns: FnFacts[];
-  /** attribute names assigned through a receiver other than `self` (`m.x = …`), or via
-   *  augmented/tuple targets: their `self.x` values are TOP */
-  otherAttrAssigns: Set<string>;
+  /** attributes assigned through a receiver other than `self` (`m.x = …`), via
+   *  augmented/tuple targets, or by `setattr` (`*`: a computed name): where; their
+   *  `self.x` values are TOP when that code runs */
+  otherAttrAssigns: { attr: string; pos: number }[];
+  /** the type arguments of `isinstance`/`issubclass` (a class named there is not used as
+   *  a value: nothing calls it) */
+  typeArgs: [number, number][];
   /** class-body assignments `x = …`: class name → attr → values */
   classAttrs: Map<string, Map<string, Expr | null>>;
   /** attribute reads not in call position (`self.f` passed on): method names that escape */
@@ -224,7 +230,7 @@ function analyze(mod: CorpusModule, src: string): ModFacts {
   const lineOf = (i: number) => lineIndex(starts, i) + 1;
   const stmts = mod.facts.statements;
   const stmtAt = (offset: number): number => stmts.findIndex((s) => s.start <= offset && offset < s.end);
-  const out: ModFacts = { fns: [], otherAttrAssigns: new Set(), classAttrs: new Map(), attrValues: [], calleeSpans: new Map(), allCalls: [], properties: new Set() };
+  const out: ModFacts = { fns: [], otherAttrAssigns: [], typeArgs: [], classAttrs: new Map(), attrValues: [], calleeSpans: new Map(), allCalls: [], properties: new Set() };
   const tree = parsePython(src);
   try {
     const root = tree.rootNode;
@@ -275,7 +281,7 @@ function analyze(mod: CorpusModule, src: string): ModFacts {
           if (t?.type !== 'attribute') continue;
           const obj = t.childForFieldName('object');
           const attr = t.childForFieldName('attribute')?.text ?? '';
-          if (obj?.type !== 'identifier' || obj.text !== 'self' || n.type === 'augmented_assignment' || targets.length > 1) out.otherAttrAssigns.add(attr);
+          if (obj?.type !== 'identifier' || obj.text !== 'self' || n.type === 'augmented_assignment' || targets.length > 1) out.otherAttrAssigns.push({ attr, pos: n.startIndex });
         }
       } else if (n.type === 'attribute') {
         const p = n.parent;
@@ -284,7 +290,26 @@ function analyze(mod: CorpusModule, src: string): ModFacts {
         if (!called && !target) out.attrValues.push({ attr: n.childForFieldName('attribute')?.text ?? '', pos: n.startIndex });
       }
       // setattr(obj, 'x', v): any attribute may change
-      if (n.type === 'call' && n.childForFieldName('function')?.text === 'setattr') out.otherAttrAssigns.add('*');
+      if (n.type === 'call') {
+        const fn = n.childForFieldName('function')?.text;
+        const args = n.childForFieldName('arguments')?.namedChildren.filter((x): x is Node => !!x && x.type !== 'comment') ?? [];
+        if (fn === 'setattr') {
+          const name = args[1]?.type === 'string' ? toExpr(args[1]) : null;
+          out.otherAttrAssigns.push({ attr: name?.k === 'lit' && name.atom.startsWith('s:') ? name.atom.slice(2) : '*', pos: n.startIndex });
+        }
+        if ((fn === 'isinstance' || fn === 'issubclass') && args[1]) out.typeArgs.push([args[1].startIndex, args[1].endIndex]);
+      }
+      // annotations (PEP 484/526), base-class lists and `except` types name classes
+      // without calling them
+      if (n.type === 'type') out.typeArgs.push([n.startIndex, n.endIndex]);
+      if (n.type === 'class_definition') {
+        const sup = n.childForFieldName('superclasses');
+        if (sup) out.typeArgs.push([sup.startIndex, sup.endIndex]);
+      }
+      if (n.type === 'except_clause') {
+        const t = n.namedChildren.find((x) => x && x.type !== 'comment' && x.type !== 'block');
+        if (t) out.typeArgs.push([t.startIndex, t.endIndex]);
+      }
       for (const c of n.namedChildren) if (c) walk(c);
     };
     walk(root);
@@ -314,7 +339,8 @@ function analyze(mod: CorpusModule, src: string): ModFacts {
       params.push({ name: pname, kind: kwonly ? 'kwonly' : 'pos', def: isDefault ? toExpr(p.childForFieldName('value')) : null });
     }
     const staticm = decorators.some((d) => /staticmethod/.test(d));
-    const f: FnFacts = { stmt, cls, name, start: def.startIndex, end: def.endIndex, params, bound: !!cls && !staticm, assigns: new Map(), loops: [], ifs: [], calls: [], selfAssigns: [] };
+    const body = def.childForFieldName('body');
+    const f: FnFacts = { stmt, cls, name, start: def.startIndex, end: def.endIndex, bodyStart: body?.startIndex ?? def.endIndex, params, bound: !!cls && !staticm, assigns: new Map(), loops: [], ifs: [], calls: [], selfAssigns: [] };
     const assign = (n: string, a: Assign) => {
       let l = f.assigns.get(n);
       if (!l) f.assigns.set(n, (l = []));
@@ -328,7 +354,6 @@ function analyze(mod: CorpusModule, src: string): ModFacts {
         if (obj?.type === 'identifier' && obj.text === 'self') f.selfAssigns.push({ attr: t.childForFieldName('attribute')?.text ?? '', pos, value });
       } else for (const c of t.namedChildren) bindTarget(c, null, pos);
     };
-    const body = def.childForFieldName('body');
     const visit = (n: Node) => {
       if (SCOPES.has(n.type)) {
         // a nested scope: its name binds here; its body is not analysed
@@ -507,14 +532,28 @@ export function valuePrunes(
     m.set(n.stmt, n);
   }
   const facts = (m: CorpusModule) => modFacts(m, corpus.source(m));
+  const sortedNodes = new Map<CorpusModule, StmtNode[]>();
+  for (const [m, nodes] of byMod) sortedNodes.set(m, [...nodes.values()].sort((a, b) => a.facts.start - b.facts.start));
+  const skipCache = new Map<StmtNode, readonly (readonly [number, number])[]>();
   const ctx: Ctx = {
     corpus,
     resolver,
     kept: (mod, pos) => {
-      const nodes = byMod.get(mod);
-      if (!nodes) return false;
-      for (const [stmt, n] of nodes) {
-        if (pos >= n.facts.start && pos < n.facts.end) return !skipOf(mod, stmt).some(([a, b]) => pos >= a && pos < b);
+      // the copied statement holding `pos` (binary search), then its skipped ranges
+      const sorted = sortedNodes.get(mod);
+      if (!sorted) return false;
+      let lo = 0;
+      let hi = sorted.length - 1;
+      while (lo <= hi) {
+        const mid = (lo + hi) >> 1;
+        const n = sorted[mid];
+        if (n.facts.end <= pos) lo = mid + 1;
+        else if (n.facts.start > pos) hi = mid - 1;
+        else {
+          let sk = skipCache.get(n);
+          if (!sk) skipCache.set(n, (sk = skipOf(mod, n.stmt)));
+          return !sk.some(([a, b]) => pos >= a && pos < b);
+        }
       }
       return false;
     },
@@ -522,14 +561,6 @@ export function valuePrunes(
   // the copied functions and methods
   const fns: FnRef[] = [];
   for (const [mod, nodes] of byMod) for (const fn of facts(mod).fns) if (nodes.has(fn.stmt) && ctx.kept(mod, fn.start)) fns.push({ mod, fn });
-  const fnByKey = new Map(fns.map((f) => [fnKey(f), f]));
-  const methodsByName = new Map<string, FnRef[]>();
-  for (const f of fns) {
-    if (!f.fn.cls) continue;
-    let l = methodsByName.get(f.fn.name);
-    if (!l) methodsByName.set(f.fn.name, (l = []));
-    l.push(f);
-  }
   const refAt = new Map<CorpusModule, Map<number, { ref: Ref; stmt: number }>>();
   const refOf = (mod: CorpusModule, pos: number) => {
     let m = refAt.get(mod);
@@ -581,50 +612,6 @@ export function valuePrunes(
     return mod.facts.classes.some((c) => c.stmt === stmt && !c.nested) ? 'class_definition' : null;
   };
 
-  // parameters with known values; the rest are TOP
-  const params = new Map<string, Map<string, Vals>>();
-  const kwExtra = new Map<string, Map<string, Vals> | null>();
-  const topFns = new Set<string>();
-  const escaped = new Set<string>(); // cls:/fn: atoms used as values
-  for (const [mod, nodes] of byMod) {
-    const mf = facts(mod);
-    for (const [stmt] of nodes) {
-      for (const r of mod.facts.statements[stmt].refs) {
-        if (!ctx.kept(mod, r.start)) continue;
-        // the longest prefix of the chain that denotes a definition: called when the
-        // call's callee is exactly that chain, else a value use (passed on, or the
-        // receiver of a method call such as `Cls.from_config(…)`)
-        const attrs = r.attrs ?? [];
-        for (let n = attrs.length; n >= 0; n--) {
-          const { targets, consumed } = resolver.resolveRef(mod, { ...r, attrs: attrs.slice(0, n), attrEnds: (r.attrEnds ?? []).slice(0, n) });
-          if (targets.length !== 1) continue;
-          const v = atomOfTarget(targets[0], attrs.slice(consumed, n));
-          if (!v) continue;
-          const end = n ? (r.attrEnds ?? [])[n - 1] : r.end;
-          if (mf.calleeSpans.get(r.start) !== end) for (const a of v) escaped.add(a);
-          break;
-        }
-      }
-    }
-  }
-  const escapedMethods = new Set<string>();
-  for (const [mod] of byMod) for (const a of facts(mod).attrValues) if (ctx.kept(mod, a.pos)) escapedMethods.add(a.attr);
-  const clsAtomOf = (f: FnRef) => `cls:${f.mod.repo}:${f.mod.name}:${f.fn.cls}`;
-  const fnAtomOf = (f: FnRef) => `fn:${f.mod.repo}:${f.mod.name}:${f.fn.name}`;
-  // a class's bases escape too when they are used as values; its own escape covers __init__
-  for (const f of fns) {
-    const k = fnKey(f);
-    const isInit = f.fn.name === '__init__';
-    const priv = /^_[^_]/.test(f.fn.name);
-    if (f.fn.cls) {
-      if (!isInit && !priv) topFns.add(k);
-      else if (isInit && escaped.has(clsAtomOf(f))) topFns.add(k);
-      else if (priv && escapedMethods.has(f.fn.name)) topFns.add(k);
-    } else if (escaped.has(fnAtomOf(f))) topFns.add(k);
-    params.set(k, new Map(f.fn.params.map((p) => [p.name, topFns.has(k) ? null : new Set<string>()])));
-    kwExtra.set(k, topFns.has(k) ? null : new Map());
-  }
-
   // MRO-ish lookup: the first class in a depth-first walk of the bases defining `name`
   const methodOf = (mod: CorpusModule, cls: string, name: string, skipSelf: boolean, depth = 0): FnRef | null => {
     if (depth > 12) return null;
@@ -645,36 +632,144 @@ export function valuePrunes(
     return null;
   };
 
-  // the block's __init__ takes its defaults, call-site literals and validated arguments
-  const target = closure.target;
-  const entryInit = methodOf(target.mod, target.className, '__init__', false);
-  const entryVals = new Map<string, Vals>();
-  if (entryInit && !topFns.has(fnKey(entryInit))) {
-    const ps = entryInit.fn.params.slice(entryInit.fn.bound ? 1 : 0);
-    for (const p of ps) entryVals.set(p.name, p.def ? (p.kind === 'star' || p.kind === 'kwstar' ? null : new Set<string>()) : null);
-    for (const c of entry.calls) {
-      c.positional.forEach((a, i) => {
-        const p = ps[i];
-        if (p && p.kind === 'pos' && entryVals.get(p.name)) entryVals.set(p.name, union(entryVals.get(p.name)!, a));
-      });
-      for (const [k, a] of c.keywords) {
-        if (entryVals.has(k)) {
-          if (entryVals.get(k)) entryVals.set(k, union(entryVals.get(k)!, a));
-        } else if (ps.some((p) => p.kind === 'kwstar')) {
-          const kx = kwExtra.get(fnKey(entryInit));
-          if (kx) kx.set(k, union(kx.get(k) ?? new Set(), a));
+  // Reachable code, a least fixpoint: the block's class is instantiated (its `__init__`
+  // takes the entry values, its other methods TOP); a live call in reachable code
+  // reaches its callee with the argument values (a class's `__init__`, and makes its
+  // methods reachable); a function or class used as a value in live code is reachable
+  // with TOP parameters; code outside function bodies (module level, class bodies,
+  // decorators, defaults) always runs. Values and live code only grow.
+  const params = new Map<string, Map<string, Vals>>();
+  const kwExtra = new Map<string, Map<string, Vals> | null>();
+  const reachedFns = new Set<string>();
+  const instantiated = new Set<string>();
+  const fnsOfClass = (mod: CorpusModule, cls: string) => fns.filter((x) => x.mod === mod && x.fn.cls === cls);
+  let changed = false;
+  const reach = (f: FnRef, top: boolean) => {
+    const k = fnKey(f);
+    if (!reachedFns.has(k)) {
+      reachedFns.add(k);
+      // `self` of a method is the instance: not a value this analysis follows
+      params.set(k, new Map(f.fn.params.map((p, i) => [p.name, i === 0 && f.fn.bound ? null : new Set<string>()])));
+      kwExtra.set(k, new Map());
+      changed = true;
+    }
+    // forward and the other public methods: a user of the block may call them
+    if (top || (f.fn.cls && f.fn.name !== '__init__' && !/^_[^_]/.test(f.fn.name))) {
+      const m = params.get(k)!;
+      for (const [n, v] of m) {
+        if (v !== null) {
+          m.set(n, null);
+          changed = true;
         }
       }
+      if (kwExtra.get(k) !== null) {
+        kwExtra.set(k, null);
+        changed = true;
+      }
     }
-  }
-
-  // self.x: the union of the copied `self.x = …`
+  };
+  const setParam = (k: string, name: string, v: Vals): boolean => {
+    const m = params.get(k);
+    if (!m || !m.has(name)) return false;
+    const cur = m.get(name);
+    if (cur === null) return false;
+    const next = union(cur ?? new Set(), v);
+    if (next && cur && next.size === cur.size) return false;
+    m.set(name, next);
+    return true;
+  };
+  /** m[k] ∪= v; whether it changed */
+  const grow = (m: Map<string, Vals>, k: string, v: Vals): boolean => {
+    const cur = m.get(k);
+    if (cur === null) return false;
+    const next = union(cur ?? new Set(), v);
+    if (next && cur && next.size === cur.size) return false;
+    m.set(k, next);
+    return true;
+  };
+  const instantiate = (clsAtom: string, top: boolean) => {
+    const key = `${clsAtom}${top ? ':top' : ''}`;
+    const [repo, ...rest] = clsAtom.slice(4).split(':');
+    const name = rest.pop()!;
+    const mod = corpus.module(rest.join(':'), repo);
+    if (!mod) return;
+    if (!instantiated.has(key)) {
+      instantiated.add(key);
+      instantiated.add(clsAtom);
+      changed = true;
+    }
+    // the methods of its classes (what an instance can run)
+    const seen = new Set<string>();
+    const walk = (m: CorpusModule, c: string, depth: number) => {
+      const k = `${m.repo}:${m.name}:${c}`;
+      if (seen.has(k) || depth > 12) return;
+      seen.add(k);
+      for (const f of fnsOfClass(m, c)) if (f.fn.name !== '__init__' && !/^_[^_]/.test(f.fn.name)) reach(f, true);
+      const cf = classStatement(m, c);
+      if (cf) for (const bases of baseClasses(resolver, m, cf)) for (const b of bases) if (b.kind === 'class') walk(b.module, b.cls.name, depth + 1);
+    };
+    walk(mod, name, 0);
+    if (top) {
+      const init = methodOf(mod, name, '__init__', false);
+      if (init) reach(init, true);
+    }
+  };
+  // self.x: the union of the live `self.x = …` of reachable methods (and class-level
+  // values of the copied classes); TOP when none is copied, when it is a property, or
+  // when live code assigns it otherwise (`m.x = …`, `setattr`)
   const selfAttrCache = new Map<string, Vals>();
-  const otherAttrs = new Set<string>();
-  for (const [mod] of byMod) for (const a of facts(mod).otherAttrAssigns) otherAttrs.add(a);
+  const anySelfAssign = new Set<string>();
+  for (const f of fns) for (const a of f.fn.selfAssigns) if (ctx.kept(f.mod, a.pos)) anySelfAssign.add(a.attr);
+  for (const [mod] of byMod) for (const [, attrs] of facts(mod).classAttrs) for (const a of attrs.keys()) anySelfAssign.add(a);
   const properties = new Set<string>();
   for (const [mod] of byMod) for (const a of facts(mod).properties) properties.add(a);
-
+  const otherAttrs = new Set<string>();
+  /** dead ranges of each reachable function (this round) */
+  const deadOf = new Map<string, [number, number][]>();
+  const fnsByMod = new Map<CorpusModule, FnRef[]>();
+  for (const f of fns) {
+    let l = fnsByMod.get(f.mod);
+    if (!l) fnsByMod.set(f.mod, (l = []));
+    l.push(f);
+  }
+  for (const l of fnsByMod.values()) l.sort((a, b) => a.fn.start - b.fn.start);
+  /** the function (module-level, or a method) whose body holds `pos` */
+  const fnAt = (mod: CorpusModule, pos: number, from: 'body' | 'def' = 'body'): FnRef | undefined => {
+    const l = fnsByMod.get(mod);
+    if (!l) return undefined;
+    let lo = 0;
+    let hi = l.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      const f = l[mid].fn;
+      if (f.end <= pos) lo = mid + 1;
+      else if (f.start > pos) hi = mid - 1;
+      else return (from === 'body' ? f.bodyStart : f.start) <= pos ? l[mid] : undefined;
+    }
+    return undefined;
+  };
+  /** `pos` of `f` runs: copied, not skipped, and in no dead range of `f` */
+  const live = (f: FnRef, pos: number) => ctx.kept(f.mod, pos) && !(deadOf.get(fnKey(f)) ?? []).some(([a, b]) => pos >= a && pos < b);
+  /** code outside function bodies (module level, class bodies, headers) or live code of a
+   *  reachable function */
+  // a module-level assignment (`MODELS = Registry('model')`, `ConfigType = Union[…]`)
+  // runs for this analysis when running code reads what it binds (annotations do not)
+  const needed = new Set<string>();
+  const stmtKey = (mod: CorpusModule, stmt: number) => `${mod.repo}:${mod.name}:${stmt}`;
+  const lazyStmt = (mod: CorpusModule, pos: number): number => {
+    const sorted = sortedNodes.get(mod);
+    const n = sorted?.find((x) => x.facts.start <= pos && pos < x.facts.end);
+    return n && n.facts.kind === 'expression_statement' && n.facts.binds.length ? n.stmt : -1;
+  };
+  const runs = (mod: CorpusModule, pos: number): boolean => {
+    if (!ctx.kept(mod, pos)) return false;
+    const lz = lazyStmt(mod, pos);
+    if (lz >= 0 && !needed.has(stmtKey(mod, lz))) return false;
+    // the innermost function body holding it (a method's body, or a module-level function's)
+    const f = fnAt(mod, pos);
+    if (!f) return true;
+    return reachedFns.has(fnKey(f)) && live(f, pos);
+  };
   // evaluation
   const evalIn = (f: FnRef, e: Expr, pos: number, depth: number): Vals => {
     if (depth > 24) return null;
@@ -744,14 +839,16 @@ export function valuePrunes(
       const k = fnKey(f);
       if (p.kind === 'star') out = new Set(['obj:tuple', 'empty:tuple']);
       else if (p.kind === 'kwstar') out = new Set(['obj:dict', 'empty:dict']);
-      else out = params.get(k)?.get(id) ?? null;
-      if (out && !out.size && !reachedFns.has(k)) out = null;
+      else {
+        const m = params.get(k);
+        out = m && m.has(id) ? m.get(id)! : null;
+      }
     }
     const as = f.fn.assigns.get(id);
     if (!p && !as) return null; // a free name the facts do not resolve (class-scope, builtins)
     for (const a of as ?? []) {
       if (!out) return null;
-      if (!ctx.kept(f.mod, a.pos)) continue;
+      if (!live(f, a.pos)) continue;
       if (a.pos >= pos && !f.fn.loops.some(([s, t]) => s <= a.pos && a.pos < t && s <= pos && pos < t)) continue;
       if (!a.value) return null;
       out = union(out, evalIn(f, a.value, a.pos, depth + 1));
@@ -759,30 +856,27 @@ export function valuePrunes(
     return out;
   };
   const selfAttr = (attr: string, depth: number): Vals => {
-    if (otherAttrs.has(attr) || otherAttrs.has('*') || properties.has(attr)) return null;
+    if (!anySelfAssign.has(attr) || otherAttrs.has(attr) || otherAttrs.has('*') || properties.has(attr)) return null;
     if (selfAttrCache.has(attr)) return selfAttrCache.get(attr)!;
     selfAttrCache.set(attr, null); // a cycle reads TOP
     let out: Vals = new Set();
-    let any = false;
     for (const f of fns) {
+      if (!reachedFns.has(fnKey(f))) continue;
       for (const a of f.fn.selfAssigns) {
-        if (a.attr !== attr || !ctx.kept(f.mod, a.pos)) continue;
-        any = true;
+        if (a.attr !== attr || !live(f, a.pos)) continue;
         out = a.value ? union(out, evalIn(f, a.value, a.pos, depth + 1)) : null;
         if (!out) break;
       }
       if (!out) break;
     }
-    // class-level defaults of the copied classes
+    // class-level values of the copied classes
     for (const [mod] of byMod) {
       for (const [, attrs] of facts(mod).classAttrs) {
         if (!attrs.has(attr)) continue;
-        any = true;
         const v = attrs.get(attr);
         out = v && (v.k === 'lit' || v.k === 'coll') ? union(out, new Set([v.atom])) : null;
       }
     }
-    if (!any) out = null;
     selfAttrCache.set(attr, out);
     return out;
   };
@@ -931,46 +1025,47 @@ export function valuePrunes(
     return r;
   };
 
-  // callers → callees, to a fixpoint
-  const reachedFns = new Set<string>();
-  if (entryInit) reachedFns.add(fnKey(entryInit));
-  const calleesOf = (f: FnRef, c: Expr & { k: 'call' }): { fn: FnRef; bound: boolean }[] => {
-    const out: { fn: FnRef; bound: boolean }[] = [];
-    if (c.fn.k === 'call' || c.fn.k === 'attr') {
-      // super().m(…), self.m(…), Name.m(self, …), obj.m(…)
-      const m = c.fn.k === 'attr' ? c.fn.attr : '';
-      const obj = c.fn.k === 'attr' ? c.fn.obj : null;
-      if (obj?.k === 'call' && obj.fn.k === 'name' && obj.fn.id === 'super' && f.fn.cls) {
+  // callees of a call: a function, a class's __init__, `super().m`, `Cls.m(self, …)`,
+  // `obj.m(…)` (the methods named m of the instantiated classes)
+  const calleesOf = (f: FnRef, c: Expr & { k: 'call' }): { fn: FnRef; bound: boolean; cls?: string }[] => {
+    const out: { fn: FnRef; bound: boolean; cls?: string }[] = [];
+    if (c.fn.k === 'name') {
+      const d = denote(f.mod, c.fn);
+      return d ? resolveCallee(d, out) : out;
+    }
+    if (c.fn.k !== 'attr') return out;
+    const m = c.fn.attr;
+    const obj = c.fn.obj;
+    if (obj.k === 'call' && obj.fn.k === 'name' && obj.fn.id === 'super') {
+      if (f.fn.cls) {
         const r = methodOf(f.mod, f.fn.cls, m, true);
         if (r) out.push({ fn: r, bound: true });
-        return out;
-      }
-      if (obj) {
-        const d = denote(f.mod, obj);
-        if (d && d.size === 1 && [...d][0].startsWith('cls:')) {
-          const [repo, ...rest] = [...d][0].slice(4).split(':');
-          const name = rest.pop()!;
-          const mod = corpus.module(rest.join(':'), repo);
-          const r = mod ? methodOf(mod, name, m, false) : null;
-          if (r) out.push({ fn: r, bound: false });
-          return out;
-        }
-        if (d !== undefined && d !== null) return out; // an extern or a module function handled below
-      }
-      if (c.fn.k === 'attr') {
-        const d = denote(f.mod, c.fn);
-        if (d) return resolveCallee(d, out);
-        for (const r of methodsByName.get(m) ?? []) out.push({ fn: r, bound: true });
       }
       return out;
     }
-    if (c.fn.k === 'name') {
-      const d = denote(f.mod, c.fn);
-      if (d) return resolveCallee(d, out);
+    const whole = denote(f.mod, c.fn);
+    if (whole) return resolveCallee(whole, out);
+    const d = denote(f.mod, obj);
+    if (d && d.size === 1 && [...d][0].startsWith('cls:')) {
+      const [repo, ...rest] = [...d][0].slice(4).split(':');
+      const name = rest.pop()!;
+      const mod = corpus.module(rest.join(':'), repo);
+      const r = mod ? methodOf(mod, name, m, false) : null;
+      if (r) out.push({ fn: r, bound: false });
+      return out;
+    }
+    if (d !== undefined) return out; // an extern object, a module: nothing of ours
+    for (const a of instantiated) {
+      if (a.endsWith(':top')) continue;
+      const [repo, ...rest] = a.slice(4).split(':');
+      const name = rest.pop()!;
+      const mod = corpus.module(rest.join(':'), repo);
+      const r = mod ? methodOf(mod, name, m, false) : null;
+      if (r && !out.some((x) => x.fn === r)) out.push({ fn: r, bound: true });
     }
     return out;
   };
-  const resolveCallee = (d: Set<string>, out: { fn: FnRef; bound: boolean }[]) => {
+  const resolveCallee = (d: Set<string>, out: { fn: FnRef; bound: boolean; cls?: string }[]) => {
     for (const a of d) {
       const [kind, repo, ...rest] = a.split(':');
       if (kind !== 'cls' && kind !== 'fn') continue;
@@ -979,7 +1074,7 @@ export function valuePrunes(
       if (!mod) continue;
       if (kind === 'cls') {
         const r = methodOf(mod, name, '__init__', false);
-        if (r) out.push({ fn: r, bound: true });
+        out.push({ fn: r ?? (null as unknown as FnRef), bound: true, cls: a });
       } else {
         const r = fns.find((x) => x.mod === mod && !x.fn.cls && x.fn.name === name);
         if (r) out.push({ fn: r, bound: false });
@@ -987,122 +1082,254 @@ export function valuePrunes(
     }
     return out;
   };
-  // calls the analysis does not follow (module level, class bodies, nested functions and
-  // lambdas): their callees take unknown arguments; so do the `__init__`s when some code
-  // builds an instance of a class it does not name (`cls(…)`, `self.__class__(…)`)
-  const analysed = new Set<number>();
-  for (const f of fns) for (const c of f.fn.calls) analysed.add(c.start);
-  for (const [mod] of byMod) {
-    for (const c of facts(mod).allCalls) {
-      if (!ctx.kept(mod, c.start)) continue;
-      if ((c.fn.k === 'name' && c.fn.id === 'cls') || (c.fn.k === 'attr' && c.fn.attr === '__class__') || (c.fn.k === 'call' && c.fn.fn.k === 'name' && c.fn.fn.id === 'type')) {
-        for (const f of fns) if (f.fn.name === '__init__') topFns.add(fnKey(f));
-      }
-      if (analysed.has(c.start)) continue;
-      const inner = fns.find((f) => f.mod === mod && f.fn.start <= c.start && c.start < f.fn.end);
-      const ctxFn: FnRef = inner ?? { mod, fn: { stmt: -1, cls: null, name: '', start: c.start, end: c.start, params: [], bound: false, assigns: new Map(), loops: [], ifs: [], calls: [], selfAssigns: [] } };
-      for (const x of calleesOf(ctxFn, c)) topFns.add(fnKey(x.fn));
-    }
-  }
-  for (const k of topFns) {
-    const m = params.get(k);
-    if (m) for (const n of m.keys()) m.set(n, null);
-    kwExtra.set(k, null);
-  }
-  const callSites: { caller: FnRef; call: Expr & { k: 'call' }; callees: { fn: FnRef; bound: boolean }[] }[] = [];
-  for (const f of fns) {
-    for (const c of f.fn.calls) {
-      if (!ctx.kept(f.mod, c.start)) continue;
-      const callees = calleesOf(f, c).filter((x) => !topFns.has(fnKey(x.fn)));
-      if (callees.length) callSites.push({ caller: f, call: c, callees });
-    }
-  }
-  const setParam = (k: string, name: string, v: Vals): boolean => {
-    const m = params.get(k);
-    if (!m) return false;
-    const cur = m.get(name);
-    if (cur === null) return false;
-    const next = union(cur ?? new Set(), v);
-    if (next && cur && next.size === cur.size) return false;
-    m.set(name, next);
-    return true;
-  };
-  if (entryInit && !topFns.has(fnKey(entryInit))) {
-    const k = fnKey(entryInit);
-    for (const p of entryInit.fn.params.slice(entryInit.fn.bound ? 1 : 0)) {
-      const v = entryVals.get(p.name);
-      setParam(k, p.name, p.def && v !== null && v !== undefined ? union(v, evalDefault(entryInit, p)) : null);
-    }
-  }
   function evalDefault(f: FnRef, p: Param): Vals {
     return p.def ? evalIn(f, p.def, f.fn.start, 0) : null;
   }
-  for (let round = 0; round < 10; round++) {
-    let changed = false;
-    for (const { caller, call, callees } of callSites) {
-      if (!reachedFns.has(fnKey(caller)) && !topFns.has(fnKey(caller))) continue;
-      for (const { fn, bound } of callees) {
-        const k = fnKey(fn);
-        if (!reachedFns.has(k)) {
-          reachedFns.add(k);
-          changed = true;
+  /** the dead ranges of `f` at the current values: clause bodies no value reaches, and
+   *  the code after an `if` none of whose live clauses falls through */
+  const deadRanges = (f: FnRef): { dead: [number, number][]; prunes: { site: IfSite; clauses: Clause[]; rest: boolean }[] } => {
+    const dead: [number, number][] = [];
+    const prunes: { site: IfSite; clauses: Clause[]; rest: boolean }[] = [];
+    const k = fnKey(f);
+    deadOf.set(k, dead); // nested sites see the dead ranges found so far
+    for (const site of f.fn.ifs) {
+      if (!ctx.kept(f.mod, site.start) || dead.some(([a, b]) => site.start >= a && site.start < b)) continue;
+      let reachable = true; // some value gets to this clause
+      let fallthrough = false;
+      const pruned: Clause[] = [];
+      for (const c of site.clauses) {
+        if (!reachable) {
+          pruned.push(c);
+          continue;
         }
-        const ps = fn.fn.params.slice(bound && fn.fn.bound ? 1 : 0);
-        const given = new Set<string>();
-        const pos = ps.filter((p) => p.kind === 'pos');
-        call.args.forEach((a, i) => {
-          const p = pos[i];
-          if (p) {
-            given.add(p.name);
-            changed = setParam(k, p.name, evalIn(caller, a, call.start, 0)) || changed;
+        let mayTrue = true;
+        let mayFalse = false;
+        if (c.test) {
+          const v = evalIn(f, c.test, site.start, 0);
+          const ts = v ? [...v].map(truth) : [null];
+          mayTrue = ts.some((t) => t !== false);
+          mayFalse = ts.some((t) => t !== true);
+        }
+        if (!mayTrue) pruned.push(c);
+        else if (!c.exits) fallthrough = true;
+        reachable = mayFalse;
+      }
+      // no `else`, and the last test may be false: the `if` falls through
+      if (reachable) fallthrough = true;
+      for (const c of pruned) dead.push([c.bodyStart, c.bodyEnd]);
+      const rest = !fallthrough && !!site.rest;
+      if (rest) dead.push([site.rest!.start, site.rest!.end]);
+      if (pruned.length || rest) prunes.push({ site, clauses: pruned, rest });
+    }
+    return { dead, prunes };
+  };
+
+  // static: what code outside function bodies calls and uses as values
+  const typeArgsOf = (mod: CorpusModule) => facts(mod).typeArgs;
+  const valueUses = (mod: CorpusModule, stmt: number, inRange: (pos: number) => boolean, onUse: (atom: string, pos: number) => void) => {
+    const mf = facts(mod);
+    for (const r of mod.facts.statements[stmt].refs) {
+      if (!inRange(r.start) || typeArgsOf(mod).some(([a, b]) => r.start >= a && r.start < b)) continue;
+      // the longest prefix of the chain that denotes a definition: called when the
+      // call's callee is exactly that chain, else a value use (passed on, or the
+      // receiver of a method call such as `Cls.from_config(…)`)
+      const attrs = r.attrs ?? [];
+      for (let n = attrs.length; n >= 0; n--) {
+        const { targets, consumed } = resolver.resolveRef(mod, { ...r, attrs: attrs.slice(0, n), attrEnds: (r.attrEnds ?? []).slice(0, n) });
+        if (targets.length !== 1) continue;
+        const v = atomOfTarget(targets[0], attrs.slice(consumed, n));
+        if (!v) continue;
+        const end = n ? (r.attrEnds ?? [])[n - 1] : r.end;
+        if (mf.calleeSpans.get(r.start) !== end) for (const a of v) onUse(a, r.start);
+        break;
+      }
+    }
+  };
+  const useAsValue = (a: string) => {
+    if (a.startsWith('cls:')) instantiate(a, true);
+    else if (a.startsWith('fn:')) {
+      const [, repo, ...rest] = a.split(':');
+      const name = rest.pop()!;
+      const f = fns.find((x) => x.mod.repo === repo && x.mod.name === rest.join(':') && !x.fn.cls && x.fn.name === name);
+      if (f) reach(f, true);
+    }
+  };
+  /** a call the analysis does not follow argument by argument (module level, class
+   *  bodies, nested functions, lambdas): its callees take TOP */
+  const opaqueCall = (ctxFn: FnRef, c: Expr & { k: 'call' }) => {
+    // an instance of a class the code does not name (`cls(…)`, `self.__class__(…)`,
+    // `type(self)(…)`): every instantiated class's __init__ may run with anything
+    if ((c.fn.k === 'name' && c.fn.id === 'cls') || (c.fn.k === 'attr' && c.fn.attr === '__class__') || (c.fn.k === 'call' && c.fn.fn.k === 'name' && c.fn.fn.id === 'type')) {
+      for (const a of [...instantiated]) if (!a.endsWith(':top')) instantiate(a, true);
+    }
+    for (const x of calleesOf(ctxFn, c)) {
+      if (x.cls) instantiate(x.cls, true);
+      else reach(x.fn, true);
+    }
+  };
+  const analysed = new Set<number>();
+  for (const f of fns) for (const c of f.fn.calls) analysed.add(c.start);
+  const moduleFn = (mod: CorpusModule, pos: number): FnRef => ({ mod, fn: { stmt: -1, cls: null, name: '', start: pos, end: pos, bodyStart: pos, params: [], bound: false, assigns: new Map(), loops: [], ifs: [], calls: [], selfAssigns: [] } });
+
+  // the block's __init__ takes its defaults, call-site literals and validated arguments
+  const target = closure.target;
+  const entryInit = methodOf(target.mod, target.className, '__init__', false);
+  const entryVals = new Map<string, Vals>();
+  if (entryInit) {
+    const ps = entryInit.fn.params.slice(entryInit.fn.bound ? 1 : 0);
+    // a required parameter is TOP: the user passes anything
+    for (const p of ps) entryVals.set(p.name, p.def && p.kind !== 'star' && p.kind !== 'kwstar' ? new Set<string>() : null);
+    const extra = new Map<string, Vals>();
+    for (const c of entry.calls) {
+      c.positional.forEach((a, i) => {
+        const p = ps[i];
+        if (p && p.kind === 'pos' && entryVals.get(p.name)) entryVals.set(p.name, union(entryVals.get(p.name)!, a));
+      });
+      for (const [k, a] of c.keywords) {
+        if (entryVals.has(k)) {
+          if (entryVals.get(k)) entryVals.set(k, union(entryVals.get(k)!, a));
+        } else extra.set(k, union(extra.get(k) ?? new Set(), a));
+      }
+    }
+    reach(entryInit, false);
+    const k = fnKey(entryInit);
+    for (const p of ps) {
+      const v = entryVals.get(p.name);
+      setParam(k, p.name, v ? union(v, evalDefault(entryInit, p)) : null);
+    }
+    if (entryInit.fn.bound) setParam(k, entryInit.fn.params[0].name, null);
+    kwExtra.set(k, ps.some((p) => p.kind === 'kwstar') ? extra : null);
+  }
+  instantiate(`cls:${target.mod.repo}:${target.mod.name}:${target.className}`, false);
+
+  const uses: { mod: CorpusModule; pos: number; atoms: string[] }[] = [];
+  for (const [mod, nodes] of byMod) {
+    for (const [stmt] of nodes) {
+      valueUses(mod, stmt, (pos) => ctx.kept(mod, pos), (a, pos) => {
+        const last = uses[uses.length - 1];
+        if (last && last.mod === mod && last.pos === pos) last.atoms.push(a);
+        else uses.push({ mod, pos, atoms: [a] });
+      });
+    }
+  }
+  const reads: { mod: CorpusModule; pos: number; keys: string[] }[] = [];
+  for (const [mod, nodes] of byMod) {
+    const ta = typeArgsOf(mod);
+    for (const [stmt] of nodes) {
+      for (const r of mod.facts.statements[stmt].refs) {
+        if (!ctx.kept(mod, r.start) || ta.some(([a, b]) => r.start >= a && r.start < b)) continue;
+        const { targets } = resolver.resolveRef(mod, r);
+        const keys = targets.flatMap((t) => (t.kind === 'def' ? t.stmts.map((i) => stmtKey(t.module, i)) : []));
+        if (keys.length) reads.push({ mod, pos: r.start, keys });
+      }
+    }
+  }
+  const opaque: { mod: CorpusModule; call: Expr & { k: 'call' }; ctx: FnRef }[] = [];
+  for (const [mod] of byMod) {
+    for (const c of facts(mod).allCalls) {
+      if (analysed.has(c.start) || !ctx.kept(mod, c.start)) continue;
+      opaque.push({ mod, call: c, ctx: fnAt(mod, c.start, 'def') ?? moduleFn(mod, c.start) });
+    }
+  }
+  const finalPrunes = new Map<string, { site: IfSite; clauses: Clause[]; rest: boolean }[]>();
+  for (let round = 0; ; round++) {
+    changed = false;
+    selfAttrCache.clear();
+    otherAttrs.clear();
+    finalPrunes.clear();
+    for (const f of fns) if (reachedFns.has(fnKey(f))) finalPrunes.set(fnKey(f), deadRanges(f).prunes);
+    for (const [mod] of byMod) for (const a of facts(mod).otherAttrAssigns) if (runs(mod, a.pos)) otherAttrs.add(a.attr);
+    // code outside function bodies, and the live code of reachable functions
+    for (const r of reads) {
+      if (!runs(r.mod, r.pos)) continue;
+      for (const k of r.keys) {
+        if (needed.has(k)) continue;
+        needed.add(k);
+        changed = true;
+      }
+    }
+    for (const u of uses) {
+      if (!runs(u.mod, u.pos)) continue;
+      for (const a of u.atoms) useAsValue(a);
+    }
+    for (const o of opaque) {
+      if (!runs(o.mod, o.call.start)) continue;
+      opaqueCall(o.ctx, o.call);
+    }
+    for (const caller of fns) {
+      const ck = fnKey(caller);
+      if (!reachedFns.has(ck)) continue;
+      for (const call of caller.fn.calls) {
+        if (!live(caller, call.start)) continue;
+        for (const x of calleesOf(caller, call)) {
+          if (x.cls) {
+            instantiate(x.cls, false);
+            if (!x.fn) continue;
           }
-        });
-        for (const [name, a] of call.kw) {
-          if (ps.some((p) => p.name === name && p.kind !== 'star' && p.kind !== 'kwstar')) {
-            given.add(name);
-            changed = setParam(k, name, evalIn(caller, a, call.start, 0)) || changed;
-          } else {
-            const kx = kwExtra.get(k);
-            if (kx) kx.set(name, union(kx.get(name) ?? new Set(), evalIn(caller, a, call.start, 0)));
+          const fn = x.fn;
+          reach(fn, false);
+          const k = fnKey(fn);
+          const ps = fn.fn.params.slice(x.bound && fn.fn.bound ? 1 : 0);
+          if (!x.bound && fn.fn.bound && !call.args.length) continue;
+          const given = new Set<string>();
+          const pos = ps.filter((p) => p.kind === 'pos');
+          call.args.forEach((a, i) => {
+            const p = pos[i];
+            if (p) {
+              given.add(p.name);
+              changed = setParam(k, p.name, evalIn(caller, a, call.start, 0)) || changed;
+            }
+          });
+          for (const [name, a] of call.kw) {
+            if (ps.some((p) => p.name === name && p.kind !== 'star' && p.kind !== 'kwstar')) {
+              given.add(name);
+              changed = setParam(k, name, evalIn(caller, a, call.start, 0)) || changed;
+            } else {
+              const kx = kwExtra.get(k);
+              if (kx) changed = grow(kx, name, evalIn(caller, a, call.start, 0)) || changed;
+            }
           }
-        }
-        // **kwargs passed on: the caller's own **kwargs carries its known keys
-        let splat: Map<string, Vals> | null = new Map();
-        for (const s of call.kwsplat) {
-          const own = s.k === 'name' ? caller.fn.params.find((p) => p.name === s.id && p.kind === 'kwstar') : undefined;
-          const assigned = s.k === 'name' && (caller.fn.assigns.get(s.id) ?? []).some((a) => ctx.kept(caller.mod, a.pos));
-          const kx = own && !assigned ? kwExtra.get(fnKey(caller)) : null;
-          if (!kx) splat = null;
-          else if (splat) for (const [n, v] of kx) splat.set(n, union(splat.get(n) ?? new Set(), v));
-        }
-        for (const p of ps) {
-          if (given.has(p.name) || p.kind === 'star' || p.kind === 'kwstar') continue;
-          if (call.star && p.kind === 'pos') {
-            changed = setParam(k, p.name, null) || changed;
-            continue;
+          // **kwargs passed on: the caller's own **kwargs carries its known keys
+          let splat: Map<string, Vals> | null = new Map();
+          for (const sp of call.kwsplat) {
+            const own = sp.k === 'name' ? caller.fn.params.find((p) => p.name === sp.id && p.kind === 'kwstar') : undefined;
+            const assigned = sp.k === 'name' && (caller.fn.assigns.get(sp.id) ?? []).some((a) => live(caller, a.pos));
+            const kx = own && !assigned ? kwExtra.get(ck) : null;
+            if (!kx) splat = null;
+            else if (splat) for (const [n, v] of kx) splat.set(n, union(splat.get(n) ?? new Set(), v));
+          }
+          for (const p of ps) {
+            if (given.has(p.name) || p.kind === 'star' || p.kind === 'kwstar') continue;
+            if ((call.star && p.kind === 'pos') || !splat) {
+              changed = setParam(k, p.name, null) || changed;
+              continue;
+            }
+            let v: Vals = new Set();
+            if (splat.has(p.name)) v = union(v, splat.get(p.name)!);
+            v = union(v, p.def ? evalDefault(fn, p) : splat.has(p.name) ? new Set() : null);
+            changed = setParam(k, p.name, v) || changed;
           }
           if (!splat) {
-            changed = setParam(k, p.name, null) || changed;
-            continue;
+            if (kwExtra.get(k) !== null) changed = true;
+            kwExtra.set(k, null);
+          } else {
+            const kx = kwExtra.get(k);
+            if (kx) {
+              for (const [n, v] of splat) {
+                if (ps.some((p) => p.name === n)) continue;
+                changed = grow(kx, n, v) || changed;
+              }
+            }
           }
-          let v: Vals = new Set();
-          if (splat.has(p.name)) v = union(v, splat.get(p.name)!);
-          v = union(v, p.def ? evalDefault(fn, p) : splat.has(p.name) ? new Set() : null);
-          changed = setParam(k, p.name, v) || changed;
-        }
-        if (!splat) kwExtra.set(k, null);
-        else {
-          const kx = kwExtra.get(k);
-          if (kx) for (const [n, v] of splat) if (!ps.some((p) => p.name === n)) kx.set(n, union(kx.get(n) ?? new Set(), v));
         }
       }
     }
-    selfAttrCache.clear();
     if (!changed) break;
-    if (round === 9) for (const m of params.values()) for (const n of m.keys()) m.set(n, null);
+    if (round >= 40) return []; // no fixpoint in time: prune nothing
   }
 
-  // the tests
+  // the prunes: dead code of reachable functions that reads definitions (that is what
+  // shrinks the closure); bodies that only raise or pass stay as they are
   const prunes: ValuePrune[] = [];
   const readsDefs = (mod: CorpusModule, stmt: number, a: number, b: number): boolean =>
     mod.facts.statements[stmt].refs.some((r) => {
@@ -1111,36 +1338,8 @@ export function valuePrunes(
       return targets.some((t) => t.kind === 'def');
     });
   for (const f of fns) {
-    const k = fnKey(f);
-    if (topFns.has(k) && !f.fn.ifs.length) continue;
-    if (!reachedFns.has(k) && !topFns.has(k)) continue;
-    for (const site of f.fn.ifs) {
-      if (!ctx.kept(f.mod, site.start)) continue;
-      let shadowed = false;
-      let fallthrough = true;
-      let allExit = true;
-      const pruned: Clause[] = [];
-      for (const c of site.clauses) {
-        if (shadowed) {
-          pruned.push(c);
-          continue;
-        }
-        let t: Set<boolean | null>;
-        if (c.test) {
-          const v = evalIn(f, c.test, site.start, 0);
-          t = v ? new Set([...v].map(truth)) : new Set([null]);
-        } else t = new Set([true]);
-        if (!t.has(true) && !t.has(null)) {
-          pruned.push(c);
-          continue;
-        }
-        allExit &&= c.exits;
-        if (!t.has(false) && !t.has(null)) {
-          shadowed = true;
-          fallthrough = false;
-        }
-      }
-      for (const c of pruned) {
+    for (const { site, clauses, rest } of finalPrunes.get(fnKey(f)) ?? []) {
+      for (const c of clauses) {
         if (c.trivial || !readsDefs(f.mod, f.fn.stmt, c.bodyStart, c.bodyEnd)) continue;
         const what = c.kind === 'else' ? `else of if ${site.clauses[0].testText}` : `${c.kind} ${c.testText}`;
         prunes.push({
@@ -1153,9 +1352,7 @@ export function valuePrunes(
           text: `raise ValueError(${JSON.stringify(`nnrag slim: branch '${what}' is not reached with this block's defaults and validated arguments and was pruned (restore it from ${f.mod.path}, see the header); the faithful module has it`)})  # nnrag slim: pruned lines ${c.startLine}-${c.endLine}`,
         });
       }
-      // an `if` every reached clause of which leaves the function, with no way around
-      if (!fallthrough && allExit && site.rest && readsDefs(f.mod, f.fn.stmt, site.rest.start, site.rest.end)) {
-        const first = site.clauses.find((c) => !pruned.includes(c));
+      if (rest && site.rest && readsDefs(f.mod, f.fn.stmt, site.rest.start, site.rest.end)) {
         const what = `after if ${site.clauses[0].testText}`;
         prunes.push({
           mod: f.mod,
@@ -1164,7 +1361,7 @@ export function valuePrunes(
           end: site.rest.end,
           lines: [site.rest.startLine, site.rest.endLine],
           what,
-          text: `raise ValueError(${JSON.stringify(`nnrag slim: the code ${what}${first && first.kind !== 'if' ? '' : ''} is not reached with this block's defaults and validated arguments and was pruned (restore it from ${f.mod.path}, see the header); the faithful module has it`)})  # nnrag slim: pruned lines ${site.rest.startLine}-${site.rest.endLine}`,
+          text: `raise ValueError(${JSON.stringify(`nnrag slim: the code ${what} is not reached with this block's defaults and validated arguments and was pruned (restore it from ${f.mod.path}, see the header); the faithful module has it`)})  # nnrag slim: pruned lines ${site.rest.startLine}-${site.rest.endLine}`,
         });
       }
     }
