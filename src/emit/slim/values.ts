@@ -52,6 +52,8 @@ type Expr =
   | { k: 'seq'; items: Expr[]; kind: 'tuple' | 'list' | 'set' }
   | { k: 'coll'; atom: string }
   | { k: 'cond'; body: Expr; test: Expr; orelse: Expr }
+  | { k: 'unpack'; value: Expr; index: number; n: number }
+  | { k: 'dict'; items: [string, Expr][] }
   | { k: 'top' };
 
 const TOP_E: Expr = { k: 'top' };
@@ -126,8 +128,18 @@ function toExpr(n: Node | null | undefined): Expr {
       return { k: 'seq', items: items.map(toExpr), kind: n.type as 'tuple' | 'list' | 'set' };
     }
     case 'dictionary': {
-      const items = n.namedChildren.filter((x) => x && x.type !== 'comment');
-      return { k: 'coll', atom: items.length ? 'obj:dict' : 'empty:dict' };
+      const items = n.namedChildren.filter((x): x is Node => !!x && x.type !== 'comment');
+      const pairs: [string, Expr][] = [];
+      for (const it of items) {
+        if (it.type === 'dictionary_splat') {
+          pairs.push(['**', toExpr(it.namedChildren.find((x) => x && x.type !== 'comment'))]);
+          continue;
+        }
+        const k = it.type === 'pair' ? toExpr(it.childForFieldName('key')) : null;
+        if (!k || k.k !== 'lit' || !k.atom.startsWith('s:')) return { k: 'coll', atom: items.length ? 'obj:dict' : 'empty:dict' };
+        pairs.push([k.atom.slice(2), toExpr(it.childForFieldName('value'))]);
+      }
+      return { k: 'dict', items: pairs };
     }
     case 'conditional_expression': {
       const parts = n.namedChildren.filter((x): x is Node => !!x && x.type !== 'comment');
@@ -189,6 +201,14 @@ interface FnFacts {
   ifs: IfSite[];
   calls: (Expr & { k: 'call' })[];
   selfAssigns: { attr: string; pos: number; value: Expr | null }[];
+  /** `return` statements (value null: a bare `return`) */
+  returns: { pos: number; value: Expr | null }[];
+  /** the body can end without a `return` (its last statement is no `return`/`raise`) */
+  fallsOff: boolean;
+  /** the `**kwargs` parameter gains keys in the body (`kw[k] = …`, `kw.setdefault`, `kw.update`) */
+  kwAdds: boolean;
+  /** local names whose object the body changes (`d[k] = …`, `d.update(…)`, `d.setdefault(…)`) */
+  mutated: Set<string>;
 }
 
 interface ModFacts {
@@ -340,7 +360,11 @@ function analyze(mod: CorpusModule, src: string): ModFacts {
     }
     const staticm = decorators.some((d) => /staticmethod/.test(d));
     const body = def.childForFieldName('body');
-    const f: FnFacts = { stmt, cls, name, start: def.startIndex, end: def.endIndex, bodyStart: body?.startIndex ?? def.endIndex, params, bound: !!cls && !staticm, assigns: new Map(), loops: [], ifs: [], calls: [], selfAssigns: [] };
+    const f: FnFacts = { stmt, cls, name, start: def.startIndex, end: def.endIndex, bodyStart: body?.startIndex ?? def.endIndex, params, bound: !!cls && !staticm, assigns: new Map(), loops: [], ifs: [], calls: [], selfAssigns: [], returns: [], fallsOff: true, kwAdds: false, mutated: new Set() };
+    const kwName = params.find((p) => p.kind === 'kwstar')?.name;
+    const bodyStmts = body?.namedChildren.filter((x): x is Node => !!x && x.type !== 'comment') ?? [];
+    const lastStmt = bodyStmts[bodyStmts.length - 1];
+    f.fallsOff = !lastStmt || (lastStmt.type !== 'return_statement' && lastStmt.type !== 'raise_statement');
     const assign = (n: string, a: Assign) => {
       let l = f.assigns.get(n);
       if (!l) f.assigns.set(n, (l = []));
@@ -365,7 +389,14 @@ function analyze(mod: CorpusModule, src: string): ModFacts {
         case 'assignment': {
           const l = n.childForFieldName('left');
           const r = n.childForFieldName('right');
-          bindTarget(l, l?.type === 'identifier' || l?.type === 'attribute' ? (r ? toExpr(r) : null) : null, n.startIndex);
+          if ((l?.type === 'pattern_list' || l?.type === 'tuple_pattern') && r) {
+            // `a, b = f(…)`: each name takes its element of the values `f` returns
+            const els = l.namedChildren.filter((x): x is Node => !!x && x.type !== 'comment');
+            const rv = toExpr(r);
+            els.forEach((t, i) => bindTarget(t, els.every((x) => x.type === 'identifier') ? { k: 'unpack', value: rv, index: i, n: els.length } : null, n.startIndex));
+          } else bindTarget(l, l?.type === 'identifier' || l?.type === 'attribute' ? (r ? toExpr(r) : null) : null, n.startIndex);
+          if (l?.type === 'subscript' && kwName && l.childForFieldName('value')?.text === kwName) f.kwAdds = true;
+          if (l?.type === 'subscript') f.mutated.add(l.childForFieldName('value')?.text ?? '');
           break;
         }
         case 'augmented_assignment':
@@ -401,6 +432,19 @@ function analyze(mod: CorpusModule, src: string): ModFacts {
         case 'if_statement':
           f.ifs.push(ifSite(n));
           break;
+        case 'return_statement': {
+          const v = n.namedChildren.find((x) => x && x.type !== 'comment');
+          f.returns.push({ pos: n.startIndex, value: v ? toExpr(v) : null });
+          break;
+        }
+      }
+      if (n.type === 'call' && kwName) {
+        const fn = n.childForFieldName('function');
+        if (fn?.type === 'attribute' && fn.childForFieldName('object')?.text === kwName && /^(setdefault|update|__setitem__)$/.test(fn.childForFieldName('attribute')?.text ?? '')) f.kwAdds = true;
+      }
+      if (n.type === 'call') {
+        const fn = n.childForFieldName('function');
+        if (fn?.type === 'attribute' && /^(setdefault|update|__setitem__|clear)$/.test(fn.childForFieldName('attribute')?.text ?? '')) f.mutated.add(fn.childForFieldName('object')?.text ?? '');
       }
       if (LOOPS.has(n.type)) f.loops.push([n.startIndex, n.endIndex]);
       for (const c of n.namedChildren) if (c) visit(c);
@@ -830,7 +874,87 @@ export function valuePrunes(
         return callValue(f, e, pos, depth);
       case 'seq':
         return new Set([e.items.length ? `obj:${e.kind}` : `empty:${e.kind}`]);
+      case 'unpack':
+        return e.value.k === 'call' ? returned(f, e.value, depth, e) : null;
+      case 'dict':
+        return new Set([e.items.length ? 'obj:dict' : 'empty:dict']);
     }
+  };
+  /** what a call of a copied function returns: the union of its live `return`s (None
+   *  when it can end without one); `pick`: the element of a returned tuple */
+  const returned = (f: FnRef, c: Expr & { k: 'call' }, depth: number, pick?: { index: number; n: number }): Vals => {
+    if (depth > 16) return null;
+    const callees = calleesOf(f, c);
+    // only calls whose callee is known (`obj.m(…)` may be any object's m)
+    if (!callees.length || callees.some((x) => x.cls || x.fuzzy || !reachedFns.has(fnKey(x.fn)))) return null;
+    let out: Vals = new Set();
+    for (const { fn } of callees) {
+      if (fn.fn.fallsOff || fn.fn.returns.some((r) => !r.value)) {
+        if (pick) return null;
+        out = union(out, NONE);
+      }
+      for (const r of fn.fn.returns) {
+        if (!r.value || !live(fn, r.pos)) continue;
+        if (pick) {
+          if (r.value.k !== 'seq' || r.value.items.length !== pick.n) return null;
+          out = union(out, evalIn(fn, r.value.items[pick.index], r.pos, depth + 1));
+        } else out = union(out, evalIn(fn, r.value, r.pos, depth + 1));
+        if (!out) return null;
+      }
+    }
+    return out;
+  };
+  /** the keys and values of a local name bound only to dicts of literal keys */
+  const localDict = (f: FnRef, id: string, pos: number, depth = 0): Map<string, Vals> | null => {
+    if (depth > 8) return null;
+    // a parameter that is None (or an empty dict) adds no keys: `**None` raises, so a
+    // call that works splats what the body assigned
+    const p = f.fn.params.find((x) => x.name === id);
+    if (p) {
+      const pv = p.kind === 'pos' || p.kind === 'kwonly' ? params.get(fnKey(f))?.get(id) : null;
+      if (!pv || [...pv].some((v) => v !== 'None' && v !== 'empty:dict')) return null;
+    }
+    const as = (f.fn.assigns.get(id) ?? []).filter((a) => live(f, a.pos) && (a.pos < pos || f.fn.loops.some(([s, t]) => s <= a.pos && a.pos < t && s <= pos && pos < t)));
+    if (!as.length) return null;
+    const out = new Map<string, Vals>();
+    for (const a of as) {
+      const v = a.value;
+      let items: [string, Expr][] | null = null;
+      if (v?.k === 'dict') items = v.items;
+      else if (v?.k === 'call' && v.fn.k === 'name' && v.fn.id === 'dict' && !v.args.length && !v.star && !v.kwsplat.length) items = v.kw;
+      if (!items) return null;
+      for (const [k, x] of items) {
+        if (k !== '**') {
+          out.set(k, union(out.get(k) ?? new Set(), evalIn(f, x, a.pos, 1)));
+          continue;
+        }
+        // `**other`: a dict of known keys, or `**(x or {})` where x is None
+        const inner = dictShape(f, x, a.pos, depth + 1);
+        if (!inner) return null;
+        for (const [ik, iv] of inner) out.set(ik, union(out.get(ik) ?? new Set(), iv));
+      }
+    }
+    return out;
+  };
+  /** the keys and values of a dict expression, or null when unknown */
+  const dictShape = (f: FnRef, x: Expr, pos: number, depth: number): Map<string, Vals> | null => {
+    if (depth > 8) return null;
+    if (x.k === 'dict' && x.items.every(([k]) => k !== '**')) return new Map(x.items.map(([k, v]) => [k, evalIn(f, v, pos, 1)]));
+    if (x.k === 'coll' && x.atom === 'empty:dict') return new Map();
+    if (x.k === 'name') return kwKeys(f, x.id) ?? (f.fn.mutated.has(x.id) ? null : localDict(f, x.id, pos, depth + 1));
+    if (x.k === 'bool' && x.op === 'or') {
+      // `a or b`: a when a is truthy; only a None/empty a is followed (to b)
+      const l = evalIn(f, x.l, pos, 1);
+      if (!l || [...l].some((v) => truth(v) !== false)) return null;
+      return dictShape(f, x.r, pos, depth + 1);
+    }
+    return null;
+  };
+  /** the keys a `**kwargs` parameter can hold, or null when unknown */
+  const kwKeys = (f: FnRef, id: string): Map<string, Vals> | null => {
+    const p = f.fn.params.find((x) => x.name === id && x.kind === 'kwstar');
+    if (!p || f.fn.kwAdds || (f.fn.assigns.get(id) ?? []).length) return null;
+    return kwExtra.get(fnKey(f)) ?? null;
   };
   const nameValue = (f: FnRef, id: string, pos: number, depth: number): Vals => {
     const p = f.fn.params.find((x) => x.name === id);
@@ -882,6 +1006,12 @@ export function valuePrunes(
   };
   const compare = (f: FnRef, e: Expr & { k: 'cmp' }, pos: number, depth: number): Vals => {
     const l = evalIn(f, e.l, pos, depth + 1);
+    if ((e.op === 'in' || e.op === 'not in') && e.r.k === 'name' && e.l.k === 'lit' && e.l.atom.startsWith('s:')) {
+      // `'key' in kwargs`: a key no caller passes is not there
+      const keys = kwKeys(f, e.r.id);
+      if (!keys) return TF(null);
+      return keys.has(e.l.atom.slice(2)) ? TF(null) : boolSet(new Set([false]), e.op === 'not in');
+    }
     if (e.op === 'in' || e.op === 'not in') {
       if (!l || e.r.k !== 'seq') return TF(null);
       const items: string[] = [];
@@ -942,6 +1072,20 @@ export function valuePrunes(
     }
     // copy.deepcopy(x) / copy.copy(x) is x as far as these tests go
     if (callee instanceof Set && callee.size === 1 && /^x:copy\.(deep)?copy$/.test([...callee][0]) && e.args.length === 1) return evalIn(f, e.args[0], pos, depth + 1);
+    // kwargs.pop('k', d) / kwargs.get('k', d): the values callers pass for k, or d
+    if (e.fn.k === 'attr' && (fname === 'pop' || fname === 'get') && e.fn.obj.k === 'name' && e.args.length >= 1 && e.args.length <= 2 && e.args[0].k === 'lit' && e.args[0].atom.startsWith('s:')) {
+      const keys = kwKeys(f, e.fn.obj.id);
+      if (keys) {
+        const k = e.args[0].atom.slice(2);
+        let out: Vals = keys.has(k) ? keys.get(k)! : new Set();
+        out = union(out, e.args.length === 2 ? evalIn(f, e.args[1], pos, depth + 1) : fname === 'get' ? NONE : new Set());
+        return out;
+      }
+    }
+    if (e.fn.k === 'call' || e.fn.k === 'name' || e.fn.k === 'attr') {
+      const r = returned(f, e, depth);
+      if (r) return r;
+    }
     if (e.fn.k === 'attr' && fname === 'lower' && !e.args.length) {
       const v = evalIn(f, e.fn.obj, pos, depth + 1);
       if (!v) return null;
@@ -1027,8 +1171,9 @@ export function valuePrunes(
 
   // callees of a call: a function, a class's __init__, `super().m`, `Cls.m(self, …)`,
   // `obj.m(…)` (the methods named m of the instantiated classes)
-  const calleesOf = (f: FnRef, c: Expr & { k: 'call' }): { fn: FnRef; bound: boolean; cls?: string }[] => {
-    const out: { fn: FnRef; bound: boolean; cls?: string }[] = [];
+  type Callee = { fn: FnRef; bound: boolean; cls?: string; fuzzy?: boolean };
+  const calleesOf = (f: FnRef, c: Expr & { k: 'call' }): Callee[] => {
+    const out: Callee[] = [];
     if (c.fn.k === 'name') {
       const d = denote(f.mod, c.fn);
       return d ? resolveCallee(d, out) : out;
@@ -1061,11 +1206,11 @@ export function valuePrunes(
       const name = rest.pop()!;
       const mod = corpus.module(rest.join(':'), repo);
       const r = mod ? methodOf(mod, name, m, false) : null;
-      if (r && !out.some((x) => x.fn === r)) out.push({ fn: r, bound: true });
+      if (r && !out.some((x) => x.fn === r)) out.push({ fn: r, bound: true, fuzzy: true });
     }
     return out;
   };
-  const resolveCallee = (d: Set<string>, out: { fn: FnRef; bound: boolean; cls?: string }[]) => {
+  const resolveCallee = (d: Set<string>, out: Callee[]) => {
     for (const a of d) {
       const [kind, repo, ...rest] = a.split(':');
       if (kind !== 'cls' && kind !== 'fn') continue;
@@ -1169,7 +1314,7 @@ export function valuePrunes(
   };
   const analysed = new Set<number>();
   for (const f of fns) for (const c of f.fn.calls) analysed.add(c.start);
-  const moduleFn = (mod: CorpusModule, pos: number): FnRef => ({ mod, fn: { stmt: -1, cls: null, name: '', start: pos, end: pos, bodyStart: pos, params: [], bound: false, assigns: new Map(), loops: [], ifs: [], calls: [], selfAssigns: [] } });
+  const moduleFn = (mod: CorpusModule, pos: number): FnRef => ({ mod, fn: { stmt: -1, cls: null, name: '', start: pos, end: pos, bodyStart: pos, params: [], bound: false, assigns: new Map(), loops: [], ifs: [], calls: [], selfAssigns: [], returns: [], fallsOff: true, kwAdds: false, mutated: new Set() } });
 
   // the block's __init__ takes its defaults, call-site literals and validated arguments
   const target = closure.target;
@@ -1294,7 +1439,9 @@ export function valuePrunes(
           for (const sp of call.kwsplat) {
             const own = sp.k === 'name' ? caller.fn.params.find((p) => p.name === sp.id && p.kind === 'kwstar') : undefined;
             const assigned = sp.k === 'name' && (caller.fn.assigns.get(sp.id) ?? []).some((a) => live(caller, a.pos));
-            const kx = own && !assigned ? kwExtra.get(ck) : null;
+            let kx = own && !assigned ? kwExtra.get(ck) : null;
+            // a local dict of literal keys (`dd = {'device': device, 'dtype': dtype}`)
+            if (!own && sp.k === 'name' && !caller.fn.mutated.has(sp.id)) kx = localDict(caller, sp.id, call.start);
             if (!kx) splat = null;
             else if (splat) for (const [n, v] of kx) splat.set(n, union(splat.get(n) ?? new Set(), v));
           }
