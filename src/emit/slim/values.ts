@@ -16,19 +16,22 @@
 // Language Reference §6.10–6.11 and the builtins `isinstance`/`issubclass`): `is None`,
 // `is not None`, `==`, `!=`, `in`/`not in` a literal tuple/list/set, truthiness, `not`,
 // `and`/`or` (which return an operand), `isinstance`, `issubclass`, `x.lower()`,
-// `copy.deepcopy(x)`. Everything else (calls, subscripts, tensor attributes,
+// `copy.deepcopy(x)`, the returns of known copied functions, `'k' in kwargs` and
+// `kwargs.pop/get('k', d)`. Everything else (other calls, subscripts, tensor attributes,
 // `torch.jit.is_scripting()`, `self.training`) is TOP, so branches on tensor values, the
 // train/eval mode or scripting are never decided.
 //
-// Which parameters have known values: those of module-level functions and of `__init__`
-// and `_private` methods, whose callers are the copied code (or, for the block itself,
-// its defaults, call sites and validated arguments); a function or class used as a value
-// (passed on, `partial(f, …)`, a default `norm_layer=BatchNorm2d`) can be called by code
-// we do not see, so its parameters are TOP, and so are those of `forward` and every other
-// public method (a user of the block may call them). A required parameter of the block is
-// TOP (the user passes anything). `self.x` is the union of every `self.x = …` in the copied
-// methods (TOP when anything else assigns `.x`). Soundness is not claimed beyond that:
-// the pipeline keeps slim only when it passes every stage faithful passed.
+// Which code runs and with which values is a least fixpoint over the closure: the block's
+// class is instantiated (its `__init__` takes its defaults, call-site literals and
+// validated arguments; a required parameter is TOP: the user passes anything); live calls
+// in reachable code reach module-level functions and `__init__`/`_private` methods with
+// their argument values; a function or class used as a value (passed on, `partial(f, …)`,
+// a default `norm_layer=BatchNorm2d`) can be called by code we do not see, so its
+// parameters are TOP, and so are those of `forward` and every other public method (a
+// user of the block may call them). `self.x` is the union of the live `self.x = …` of
+// reachable methods (TOP when running code also assigns `.x` otherwise). Soundness is not
+// claimed beyond that: the pipeline keeps slim only when it passes every stage faithful
+// passed.
 import type { Node } from 'web-tree-sitter';
 import { parsePython } from '../../parse/parser.js';
 import type { Ref } from '../../parse/types.js';
