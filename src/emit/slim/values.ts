@@ -316,6 +316,13 @@ function analyze(mod: CorpusModule, src: string): ModFacts {
       if (n.type === 'call') {
         const fn = n.childForFieldName('function')?.text;
         const args = n.childForFieldName('arguments')?.namedChildren.filter((x): x is Node => !!x && x.type !== 'comment') ?? [];
+        // nn.Module's register_buffer / register_parameter / add_module / register_module
+        // bind the attribute they name
+        const m = /(?:^|\.)(register_buffer|register_parameter|add_module|register_module)$/.exec(fn ?? '');
+        if (m) {
+          const name = args[0]?.type === 'string' ? toExpr(args[0]) : null;
+          out.otherAttrAssigns.push({ attr: name?.k === 'lit' && name.atom.startsWith('s:') ? name.atom.slice(2) : '*', pos: n.startIndex });
+        }
         if (fn === 'setattr') {
           const name = args[1]?.type === 'string' ? toExpr(args[1]) : null;
           out.otherAttrAssigns.push({ attr: name?.k === 'lit' && name.atom.startsWith('s:') ? name.atom.slice(2) : '*', pos: n.startIndex });
@@ -407,8 +414,11 @@ function analyze(mod: CorpusModule, src: string): ModFacts {
           bindTarget(n.childForFieldName('left') ?? n.childForFieldName('name'), null, n.startIndex);
           break;
         case 'for_statement':
-        case 'for_in_clause':
           bindTarget(n.childForFieldName('left'), null, n.startIndex);
+          break;
+        case 'for_in_clause':
+          // a comprehension's variable is read by the expression written before it
+          bindTarget(n.childForFieldName('left'), null, def.startIndex);
           break;
         case 'as_pattern_target':
         case 'global_statement':
