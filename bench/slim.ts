@@ -1,7 +1,8 @@
 // Slim emission without validation (docs/ARCHITECTURE.md "Slim emission"): for every
 // block of an indexed store (or of a repo config, indexed first), the faithful and the
 // slim module (seeds: call sites and data sites, as the pipeline uses when no validated
-// arguments exist; no sandbox probe), lines per repository (median / p90 / max), and
+// arguments exist; the values of parameters: defaults and call-site literals; no sandbox
+// probe), lines per repository (median / p90 / max), and
 // which slim modules still import `rich` or define a class `Registry`. Slim here is not
 // proven: `extract` keeps it only when it validates (bench/corpus.ts measures that).
 //
@@ -11,7 +12,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import * as api from '../src/nnrag.js';
 import { loadRepoConfig } from '../src/config/repos.js';
-import { callSites, dataSites } from '../src/commands/extract.js';
+import { callSites, dataSites, slimEntry } from '../src/commands/extract.js';
 import { args, opt } from './args.js';
 
 const config = args[0] && !args[0].startsWith('--') ? args[0] : null;
@@ -35,7 +36,7 @@ for (const b of blocks) {
   if (!f.text) continue;
   const t = performance.now();
   const seeds = [...callSites(ws, b.id).map((c) => (typeof c === 'string' ? c : c.text)), ...dataSites(ws, b.id).map((d) => d.text)];
-  const s = api.extractText(ws, b.id, { profile: 'slim' }, { seeds });
+  const s = api.extractText(ws, b.id, { profile: 'slim' }, { seeds, entry: slimEntry({ callSites: callSites(ws, b.id) }, null) });
   r.t += performance.now() - t;
   if (!s.text) continue;
   r.faithful.push(f.record.lines);

@@ -26,6 +26,7 @@ import { missingLookup } from '../validate/missing.js';
 import type { Ref, StatementFacts } from '../parse/types.js';
 import type { Corpus, CorpusModule } from '../resolve/corpus.js';
 import { PROBE_CLASS, probeSource } from '../emit/slim/probe.js';
+import { entryCallFromArgs, entryCallFromText, type EntryCall } from '../emit/slim/values.js';
 import {
   DEFAULT_REQUIRED_STAGES,
   ValidatorPool,
@@ -63,6 +64,8 @@ export type { EmissionProfile };
 export interface SlimInputs {
   seeds?: readonly string[];
   proven?: ReadonlySet<string>;
+  /** calls of the block from outside (call sites, validated arguments; emit/slim/values.ts) */
+  entry?: readonly EntryCall[];
 }
 
 /** The record of one block (src/library/record.ts); the name the API had before. */
@@ -322,8 +325,9 @@ async function slimOrFaithful(
   validate: (req: ValidationRequest) => Promise<ValidationResult>,
 ): Promise<{ record: ExtractionRecord; text: string; result: ValidationResult }> {
   const seeds = slimSeeds(req, faithful.args);
+  const entry = slimEntry(req, faithful.args);
   let proven: string[] = [];
-  let slim = extractText(ws, id, { ...opts, profile: 'slim' }, { seeds });
+  let slim = extractText(ws, id, { ...opts, profile: 'slim' }, { seeds, entry });
   const fallback = (reason: string) => {
     faithfulRecord.emission = { profile: 'faithful', fallbackReason: reason, faithfulLines: faithfulRecord.lines, slimLines: slim.record.lines || null };
     return { record: faithfulRecord, text: req.source, result: faithful };
@@ -336,7 +340,7 @@ async function slimOrFaithful(
       const r = await validate({ id: `${id}#decorator-probe`, source: probe.source, className: PROBE_CLASS, requiredStages: ['import'] });
       if (r.stages.import === 'pass') {
         proven = probe.keys;
-        slim = extractText(ws, id, { ...opts, profile: 'slim' }, { seeds, proven: new Set(proven) });
+        slim = extractText(ws, id, { ...opts, profile: 'slim' }, { seeds, entry, proven: new Set(proven) });
       }
     }
   }
@@ -367,6 +371,20 @@ function slimSeeds(req: Pick<ValidationRequest, 'callSites' | 'dataSites'>, args
   return seeds;
 }
 
+/** The calls of the block whose values its parameters take besides their defaults
+ *  (emit/slim/values.ts): the literal arguments of its call sites and the arguments the
+ *  faithful module was validated with. */
+export function slimEntry(req: Pick<ValidationRequest, 'callSites'>, args: unknown): EntryCall[] {
+  const out: EntryCall[] = [];
+  for (const c of req.callSites ?? []) {
+    const e = typeof c === 'string' ? entryCallFromText(c) : entryCallFromText(c.text, c.offset);
+    if (e) out.push(e);
+  }
+  const a = entryCallFromArgs(args);
+  if (a) out.push(a);
+  return out;
+}
+
 /** Every string in a JSON value (the validator's arguments are reprs: `"Cfg(type='x')"`). */
 function texts(v: unknown, out: string[] = []): string[] {
   if (typeof v === 'string') out.push(v);
@@ -380,7 +398,8 @@ export async function extractAndValidate(ws: Workspace, ids: string[], opts: Pip
   const out = libraryDir(ws.storeDir, opts.out);
   if (opts.validate === false) {
     return extractBlocks(ws, ids, opts, (id, prev) => {
-      return { seeds: slimSeeds({ callSites: callSites(ws, id), dataSites: dataSites(ws, id) }, prev.validation?.args), proven: new Set(prev.emission.proven ?? []) };
+      const sites = { callSites: callSites(ws, id), dataSites: dataSites(ws, id) };
+      return { seeds: slimSeeds(sites, prev.validation?.args), entry: slimEntry(sites, prev.validation?.args), proven: new Set(prev.emission.proven ?? []) };
     });
   }
   const required = opts.required ?? [...DEFAULT_REQUIRED_STAGES];

@@ -1,7 +1,9 @@
 // Slim emission (src/emit/slim): registration decorators that return their argument are
 // removed (one that wraps stays), option registries keep the options the block reaches
-// and a pruned option fails with an error naming it, the code that stays is the
-// original's, and a block whose slim module does not validate keeps its faithful one.
+// and a pruned option fails with an error naming it, branches no value of the defaults
+// reaches (`isinstance`/`issubclass`/`is None` tests) are pruned with an error naming
+// the test, the code that stays is the original's, and a block whose slim module does
+// not validate keeps its faithful one.
 // Real tree-sitter, real SQLite, real torch in the real sandbox (fixture test/fixtures/slim).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -10,6 +12,7 @@ import { chmodSync, cpSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import * as api from '../../src/nnrag.js';
 import { extractAndValidate } from '../../src/commands/extract.js';
+import { entryCallFromArgs } from '../../src/emit/slim/values.js';
 import { ValidatorPool } from '../../src/validate/index.js';
 import { fixture, tempDir } from '../helpers.js';
 import { BLOCK_RECORD_SCHEMA } from '../../src/library/record-schema.js';
@@ -89,18 +92,70 @@ test('slim removes registration decorators and their registries, keeps a wrappin
   }
 });
 
+test('slim prunes branches the defaults never reach (isinstance, issubclass, is None) and keeps those they reach', async () => {
+  const { ws } = await workspace();
+  try {
+    const id = 'slimpkg.typed.TypedBlock';
+    const slim = api.extractText(ws, id, { profile: 'slim' });
+    const faithful = api.extractText(ws, id, { profile: 'faithful' });
+    assert.ok(slim.text && faithful.text, slim.record.error ?? faithful.record.error);
+    for (const s of ['class BlurPool', 'class Attn', 'class RmsNorm', 'NORMS = ']) {
+      assert.ok(faithful.text.includes(s), s);
+      assert.ok(!bodyLines(slim.text).some((l) => l.includes(s)), `slim still has ${s}`);
+    }
+    // `scale=True` reaches `make_gate`'s branch: Scale stays
+    assert.match(slim.text, /^class Scale\(nn\.Module\):$/m);
+    assert.match(slim.text, /^ {8}return Scale\(dim\)$/m);
+    // the pruned code is one marked raise naming the test; the test itself stays
+    assert.match(slim.text, /^ {4}if isinstance\(norm, str\):\n {8}raise ValueError\("nnrag slim: branch 'if isinstance\(norm, str\)' is not reached.*# nnrag slim: pruned lines 63-64$/m);
+    assert.match(slim.text, /^ {4}raise ValueError\("nnrag slim: the code after if attn_layer is None is not reached.*# nnrag slim: pruned lines 57-59$/m);
+    // the header lists them with their original lines
+    assert.match(slim.text, /^# {3}slimpkg\/typed\.py:49-51,57-59,63-64 \| branches no value of the defaults and validated arguments reaches: after if not pool_layer or not enable, after if attn_layer is None, if isinstance\(norm, str\)$/m);
+    const original = new Set(faithful.text.split('\n'));
+    for (const l of bodyLines(slim.text)) if (!l.includes('nnrag slim')) assert.ok(original.has(l), `not in the faithful module: ${l}`);
+    const removed = (slim.record.emission as { removed: { kind: string; lines: number[] }[] }).removed;
+    assert.deepEqual(removed.filter((r) => r.kind === 'unreached').map((r) => r.lines), [[49, 51], [57, 59], [63, 64]]);
+
+    // a value from outside (validated arguments, call sites) reaches its branch: kept
+    const withAttn = api.extractText(ws, id, { profile: 'slim' }, { entry: [entryCallFromArgs({ attn_layer: 'se' })!] }).text;
+    assert.match(withAttn, /^class Attn\(nn\.Module\):$/m);
+    assert.ok(!bodyLines(withAttn).some((l) => l.includes('class BlurPool')));
+
+    // the defaults work; a pruned value fails with an error naming the test
+    const py = await torchPython();
+    if (py) {
+      const dir = tempDir();
+      writeFileSync(path.join(dir, 'typed_slim.py'), slim.text);
+      const run = (code: string) => {
+        try {
+          return execFileSync(py.python, ['-c', `import typed_slim, torch\n${code}`], { cwd: dir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+        } catch (e) {
+          return String((e as { stderr?: string }).stderr);
+        }
+      };
+      assert.match(run('print(typed_slim.TypedBlock()(torch.randn(2, 8)).shape)'), /torch\.Size\(\[2, 8\]\)/);
+      assert.match(run('print(typed_slim.TypedBlock(scale=False)(torch.randn(2, 8)).shape)'), /torch\.Size\(\[2, 8\]\)/);
+      assert.match(run("typed_slim.TypedBlock(norm='rms')"), /ValueError: nnrag slim: branch 'if isinstance\(norm, str\)' is not reached/);
+      assert.match(run("typed_slim.TypedBlock(attn_layer='se')"), /ValueError: nnrag slim: the code after if attn_layer is None is not reached/);
+      assert.match(run('typed_slim.TypedBlock(pool_layer=torch.nn.AvgPool1d)'), /ValueError: nnrag slim: the code after if not pool_layer or not enable is not reached/);
+    }
+  } finally {
+    ws.close();
+  }
+});
+
 const skip = await cannotValidate(true);
 
 test('slim is kept where it validates as faithful does (with equivalence), else the faithful module is kept with the reason', { skip: skip ?? false }, async () => {
   const { ws, dir } = await workspace();
   const pool = await ValidatorPool.start({ workers: 1 });
   try {
-    const ids = ['slimpkg.blocks.Block', 'slimpkg.blocks.Traced', 'slimpkg.blocks.Computed', 'slimpkg.blocks.Hooked'];
+    const ids = ['slimpkg.blocks.Block', 'slimpkg.blocks.Traced', 'slimpkg.blocks.Computed', 'slimpkg.blocks.Hooked', 'slimpkg.typed.TypedBlock', 'slimpkg.typed.Switched'];
     const recs = await extractAndValidate(ws, ids, { validator: pool, out: path.join(dir, 'library') });
     const by = new Map(recs.map((r) => [r.id, r]));
     // the records (slim, fallen back, probed) follow the block record's schema
     for (const r of recs) assert.deepEqual(violations(BLOCK_RECORD_SCHEMA, JSON.parse(JSON.stringify(r))), [], r.id);
-    for (const id of ['slimpkg.blocks.Block', 'slimpkg.blocks.Traced']) {
+    for (const id of ['slimpkg.blocks.Block', 'slimpkg.blocks.Traced', 'slimpkg.typed.TypedBlock']) {
       const r = by.get(id)!;
       const v = r.validation as { stages: Record<string, string> };
       const em = r.emission as { profile: string; faithfulLines: number };
@@ -122,6 +177,15 @@ test('slim is kept where it validates as faithful does (with equivalence), else 
     // the stored module is the faithful one
     const stored = api.extractText(ws, 'slimpkg.blocks.Computed', { profile: 'faithful' }).text;
     assert.ok(stored.includes('class Gate'));
+    // Switched sets the attribute its branch tests through __dict__: the value analysis
+    // prunes the branch that builds Scale, the slim module fails to build, faithful is kept
+    const sw = by.get('slimpkg.typed.Switched')!;
+    const swem = sw.emission as { profile: string; fallbackReason: string };
+    assert.match(api.extractText(ws, 'slimpkg.typed.Switched', { profile: 'slim' }).text, /nnrag slim: branch 'if use_scale' is not reached/);
+    assert.equal(swem.profile, 'faithful');
+    assert.match(swem.fallbackReason, /slim module failed instantiate.*nnrag slim: branch 'if use_scale'/s);
+    assert.equal(sw.ok, true);
+    assert.equal((sw.validation as { stages: Record<string, string> }).stages.equivalence, 'pass');
     // a decorator the corpus does not show (an inherited method) stays in the static slim
     // module; the sandbox probe proves it returns its argument, so the library's lacks it
     assert.match(api.extractText(ws, 'slimpkg.blocks.Hooked', { profile: 'slim' }).text, /^@HOOKS\.register$/m);

@@ -19,10 +19,11 @@ import type { Resolver } from '../../resolve/names.js';
 import type { Edit } from '../emitter.js';
 import { decoratorVerdict } from './decorators.js';
 import { moduleSyntax, type DecoratorSite, type ModuleSyntax, type OptionSite } from './syntax.js';
+import { valuePrunes, type EntryCall, type ValuePrune } from './values.js';
 
 /** One removal of slim emission (the record's `emission.removed`). */
 export interface SlimRemoval {
-  kind: 'decorator' | 'options' | 'branch';
+  kind: 'decorator' | 'options' | 'branch' | 'unreached';
   repo: string;
   path: string;
   module: string;
@@ -37,6 +38,9 @@ export interface SlimOptions {
   seeds?: readonly string[];
   /** decorators proven in the sandbox to return their argument (`decoratorKey`) */
   proven?: ReadonlySet<string>;
+  /** calls of the block from outside (call sites, validated arguments): the values its
+   *  parameters take besides their defaults (values.ts) */
+  entry?: readonly EntryCall[];
 }
 
 export interface SlimResult {
@@ -54,6 +58,7 @@ export function decoratorKey(mod: CorpusModule, site: DecoratorSite): string {
 }
 
 const MAX_ROUNDS = 12;
+const MAX_OUTER = 6;
 const STRING_LIT = /(['"])((?:\\.|(?!\1)[^\\\n])*)\1/g;
 
 /** Registries: which option sites select definitions (cached per module and site). */
@@ -63,8 +68,9 @@ const DEF_KINDS = new Set(['class_definition', 'function_definition', 'decorated
 
 export function slimClosure(corpus: Corpus, resolver: Resolver, mod: CorpusModule, className: string, opts: SlimOptions = {}): SlimResult {
   const builder = new ClosureBuilder(corpus, resolver);
-  const reached = new Set<string>();
-  for (const t of opts.seeds ?? []) for (const m of t.matchAll(STRING_LIT)) reached.add(optionKey(m[2]));
+  const seedKeys = new Set<string>();
+  for (const t of opts.seeds ?? []) for (const m of t.matchAll(STRING_LIT)) seedKeys.add(optionKey(m[2]));
+  let reached = new Set<string>();
   const syntax = (m: CorpusModule): ModuleSyntax => moduleSyntax(m, corpus.source(m));
   /** decorators kept because their registry is still read by the code that stays */
   const keepDecorators = new Set<DecoratorSite>();
@@ -84,6 +90,10 @@ export function slimClosure(corpus: Corpus, resolver: Resolver, mod: CorpusModul
     if (r === undefined) memo.set(site, (r = registry(resolver, m, site)));
     return r;
   };
+  // branches no value reaches (values.ts): recomputed on each closure until they repeat
+  let prunes: ValuePrune[] = [];
+  const prunesOf = (m: CorpusModule, stmt: number) => prunes.filter((p) => p.mod === m && p.stmt === stmt);
+  const inPrune = (m: CorpusModule, stmt: number, a: number, b: number) => prunesOf(m, stmt).some((p) => a >= p.start && b <= p.end);
   const prunable = (m: CorpusModule, site: OptionSite, i: number): boolean => {
     const e = site.entries[i];
     if (e.keys.some((k) => reached.has(optionKey(k)))) return false;
@@ -99,6 +109,9 @@ export function slimClosure(corpus: Corpus, resolver: Resolver, mod: CorpusModul
   };
 
   let closure!: Closure;
+  let pruneKey = '';
+  for (let outer = 0; ; outer++) {
+  reached = new Set(seedKeys);
   for (let round = 0; ; round++) {
     const skipMemo = new Map<string, [number, number][]>();
     const skip = (m: CorpusModule, stmt: number): [number, number][] => {
@@ -109,6 +122,7 @@ export function slimClosure(corpus: Corpus, resolver: Resolver, mod: CorpusModul
       const { options, decorators } = sitesOf(m, stmt);
       for (const d of decorators) if (removable(m, d)) r.push([d.start, d.end]);
       for (const o of options) o.entries.forEach((e, i) => prunable(m, o, i) && r!.push([e.codeStart, e.codeEnd]));
+      for (const p of prunesOf(m, stmt)) r.push([p.start, p.end]);
       skipMemo.set(k, r);
       return r;
     };
@@ -153,6 +167,23 @@ export function slimClosure(corpus: Corpus, resolver: Resolver, mod: CorpusModul
       if (!kept) break;
     }
   }
+    const skipAll = (m: CorpusModule, stmt: number): [number, number][] => {
+      const r: [number, number][] = [];
+      const { options, decorators } = sitesOf(m, stmt);
+      for (const d of decorators) if (removable(m, d)) r.push([d.start, d.end]);
+      for (const o of options) o.entries.forEach((e, i) => prunable(m, o, i) && r.push([e.codeStart, e.codeEnd]));
+      for (const p of prunesOf(m, stmt)) r.push([p.start, p.end]);
+      return r;
+    };
+    // a clause of an option registry is the registry's to prune (it names the options)
+    const next = valuePrunes(corpus, resolver, closure, skipAll, { calls: opts.entry ?? [] }).filter(
+      (p) => !sitesOf(p.mod, p.stmt).options.some((o) => o.entries.some((e) => Math.min(e.start, e.clause?.start ?? e.start) <= p.start && p.end <= Math.max(e.end, e.clause?.end ?? e.end))),
+    );
+    const key = next.map((p) => `${p.mod.repo}:${p.mod.name}:${p.start}:${p.end}`).join(',');
+    if (key === pruneKey || outer >= MAX_OUTER) break;
+    prunes = next;
+    pruneKey = key;
+  }
 
   // edits and the header, for the statements of the final closure
   const editsByNode = new Map<StmtNode, Edit[]>();
@@ -161,7 +192,13 @@ export function slimClosure(corpus: Corpus, resolver: Resolver, mod: CorpusModul
   const unknownDecorators: SlimResult['unknownDecorators'] = [];
   for (const n of closure.nodes) {
     const edits: Edit[] = [];
-    const { options, decorators } = sitesOf(n.mod, n.stmt);
+    const { decorators } = sitesOf(n.mod, n.stmt);
+    // option sites inside a branch no value reaches go with it
+    const options = sitesOf(n.mod, n.stmt).options.filter((o) => !o.entries.some((e) => inPrune(n.mod, n.stmt, e.start, e.end)));
+    for (const p of prunesOf(n.mod, n.stmt)) {
+      edits.push({ start: p.start, end: p.end, text: p.text });
+      removed.push({ kind: 'unreached', repo: n.mod.repo, path: n.mod.path, module: n.mod.name, lines: p.lines, what: p.what });
+    }
     const where = { repo: n.mod.repo, path: n.mod.path, module: n.mod.name };
     for (const d of decorators) {
       if (removable(n.mod, d)) {
@@ -229,12 +266,12 @@ export function slimClosure(corpus: Corpus, resolver: Resolver, mod: CorpusModul
     // one line per file and kind of removal (and option subject)
     const groups = new Map<string, { path: string; label: string; lines: [number, number][]; whats: string[] }>();
     for (const r of removed) {
-      const subject = r.kind === 'decorator' ? '' : r.what.split(/ == |: /)[0];
+      const subject = r.kind === 'decorator' || r.kind === 'unreached' ? '' : r.what.split(/ == |: /)[0];
       const k = `${r.path}\0${r.kind}\0${subject}`;
       let g = groups.get(k);
-      if (!g) groups.set(k, (g = { path: r.path, label: r.kind === 'decorator' ? 'decorators' : r.kind === 'branch' ? `branches of ${subject}` : `options of ${subject}`, lines: [], whats: [] }));
+      if (!g) groups.set(k, (g = { path: r.path, label: r.kind === 'decorator' ? 'decorators' : r.kind === 'unreached' ? 'branches no value of the defaults and validated arguments reaches' : r.kind === 'branch' ? `branches of ${subject}` : `options of ${subject}`, lines: [], whats: [] }));
       g.lines.push(r.lines);
-      g.whats.push(r.kind === 'decorator' ? r.what.replace(/\s+/g, ' ') : r.what.slice(subject.length).replace(/^( == |: )/, ''));
+      g.whats.push(r.kind === 'decorator' || r.kind === 'unreached' ? r.what.replace(/\s+/g, ' ') : r.what.slice(subject.length).replace(/^( == |: )/, ''));
     }
     for (const g of groups.values()) {
       const what = g.whats.join(', ');
