@@ -35,6 +35,8 @@ export interface EntryReport {
   ms: number;
   /** classes that got a witness from this entry point */
   covered: string[];
+  /** companions built alongside the model (a criterion, post-processors): called, or why not */
+  companions?: Record<string, string>;
 }
 
 export interface HarvestResult {
@@ -87,7 +89,9 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
       timeoutMs,
     });
   const listed = await ask({ ...base, mode: 'list', importBudget: Math.min(120, repoMs / 2000) }, Math.min(repoMs, 180000));
-  const list = listed.harvest as { classes?: string[]; entries?: HarvestEntry[]; importFailures?: Record<string, string>; error?: string } | undefined;
+  const list = listed.harvest as
+    | { classes?: string[]; entries?: HarvestEntry[]; importFailures?: Record<string, string>; forwardKeys?: Record<string, string>; error?: string }
+    | undefined;
   if (!list || !list.entries) {
     out.error = list?.error ?? listed.error ?? 'the harness gave no entry points';
     out.ms = performance.now() - t0;
@@ -125,7 +129,17 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
         const budget = Math.max(1000, Math.min(entryMs, left));
         const r = await ask({ ...base, mode: 'run', entry: e, budgetSeconds: budget / 1000 }, budget + 15000);
         const h = r.harvest as
-          | { entry: string; built: boolean; forward: boolean; error: string | null; forwardError?: string; input?: number[][]; ms: number; classes?: Record<string, { witnesses: Witness[] }> }
+          | {
+              entry: string;
+              built: boolean;
+              forward: boolean;
+              error: string | null;
+              forwardError?: string;
+              input?: number[][];
+              ms: number;
+              companions?: Record<string, string>;
+              classes?: Record<string, { witnesses: Witness[] }>;
+            }
           | undefined;
         const rep: EntryReport = {
           entry: name(e),
@@ -137,6 +151,7 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
         };
         if (h?.forwardError) rep.forwardError = h.forwardError;
         if (h?.input) rep.input = h.input;
+        if (h?.companions && Object.keys(h.companions).length) rep.companions = h.companions;
         let gained = 0;
         for (const [cls, c] of Object.entries(h?.classes ?? {})) {
           if (!c.witnesses.length) continue;
@@ -151,8 +166,37 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
     );
   }
   out.skipped += pending.length;
+  borrowSiblingInputs(out.witnesses, list.forwardKeys ?? {}, out.classes, perClass);
   out.ms = performance.now() - t0;
   return out;
+}
+
+/**
+ * A class whose witnesses have no recorded inputs (the model never called it: one of two
+ * interchangeable implementations, chosen by a setting) takes the inputs recorded for a
+ * sibling — a class of the same module whose forward has the same parameters — as a
+ * witness of its own construction with those inputs (`inputsFrom`).
+ */
+export function borrowSiblingInputs(
+  witnesses: Record<string, Witness[]>,
+  forwardKeys: Record<string, string>,
+  classes: string[],
+  perClass: number,
+): void {
+  const byKey = new Map<string, string[]>();
+  for (const c of classes) {
+    const k = forwardKeys[c];
+    if (k) byKey.set(k, [...(byKey.get(k) ?? []), c]);
+  }
+  for (const c of classes) {
+    const own = witnesses[c] ?? [];
+    const k = forwardKeys[c];
+    if (!k || !own.length || own.some((w) => w.inputs)) continue;
+    const donor = (byKey.get(k) ?? []).find((d) => d !== c && (witnesses[d] ?? []).some((w) => w.inputs && !w.inputsFrom));
+    if (!donor) continue;
+    const inputs = witnesses[donor].find((w) => w.inputs && !w.inputsFrom)!.inputs;
+    witnesses[c] = mergeWitnesses(own, [{ ...own[0], inputs, inputsFrom: donor }], perClass);
+  }
 }
 
 function kindOrder(e: HarvestEntry): number {

@@ -167,18 +167,48 @@ def dataclass_configs(mods):
                 continue
             fields = [f for f in dataclasses.fields(obj) if f.init]
             if all(f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING for f in fields):
-                out.append({"kind": "dataclass", "ref": [name, obj.__qualname__], "fields": [f.name for f in fields]})
+                out.append({"kind": "dataclass", "ref": [name, obj.__qualname__], "fields": [f.name for f in fields],
+                            "flags": [f.name for f in fields if f.default is False]})
     return out
 
 
-def reads_of(obj, param):
+def reads_of(obj, param, depth=1):
     """Attribute names read as `param.x` in the source of obj (and, for a class, its
-    methods): the fields a configuration object must have."""
+    methods): the fields a configuration object must have. A callable that passes the
+    object on (`build(args)`) reads what the repository functions and classes it names
+    read from a parameter of the same name (`depth` levels down)."""
     try:
         src = inspect.getsource(obj)
     except (OSError, TypeError):
         return set()
-    return set(re.findall(r"\b%s\.(\w+)" % re.escape(param), src))
+    out = set(re.findall(r"\b%s\.(\w+)" % re.escape(param), src))
+    if depth > 0:
+        g = getattr(sys.modules.get(getattr(obj, "__module__", "") or ""), "__dict__", {})
+        for code in code_objects(obj):
+            for n in code.co_names:
+                v = g.get(n)
+                if v is None or v is obj or not (inspect.isfunction(v) or isinstance(v, type)):
+                    continue
+                try:
+                    names = inspect.signature(v).parameters
+                except (TypeError, ValueError):
+                    continue
+                if param in names:
+                    out |= reads_of(v, param, depth - 1)
+    return out
+
+
+MAX_FLAG_VARIANTS = 6
+
+
+def flag_variants(obj, param, config):
+    """Boolean switches of a configuration that the callable reads and that are off by
+    default (`--masks` store_true, `use_x: bool = False`): each turned on builds what the
+    default configuration leaves out (a segmentation head), one variant per switch."""
+    fields = config.get("fields")
+    flags = config.get("flags") or ([k for k, v in fields.items() if v is False] if isinstance(fields, dict) else [])
+    read = reads_of(obj, param)
+    return [f for f in sorted(flags) if f in read][:MAX_FLAG_VARIANTS]
 
 
 def choose_configs(obj, param, configs):
@@ -219,6 +249,27 @@ def yaml_files(roots, limit=200):
 
 
 # --------------------------------------------------------------------------- list
+
+def forward_keys(classes):
+    """class id -> its module and forward's parameters (names and annotations), for
+    classes defining a forward with parameters: interchangeable implementations of one
+    interface in a module (sine and learned position embeddings) take the same inputs,
+    so one's recorded inputs serve a sibling the model did not call (witness/harvest.ts)."""
+    out = {}
+    for cid, c in classes.items():
+        f = c.__dict__.get("forward")
+        if not inspect.isfunction(f):
+            continue
+        try:
+            ps = list(inspect.signature(f).parameters.values())[1:]
+        except (TypeError, ValueError):
+            continue
+        if not ps:
+            continue
+        out[cid] = "%s|%s" % (c.__module__, ",".join("%s:%s:%s" % (p.name, p.kind, p.annotation if p.annotation is not inspect.Parameter.empty else "")
+                                                      for p in ps))
+    return out
+
 
 def list_entries(cfg, torch):
     nn = torch.nn
@@ -303,6 +354,15 @@ def list_entries(cfg, torch):
         if via:
             e["via"] = via
         entries.append(e)
+        for pname, spec in plan.items():
+            if "config" not in spec:
+                continue
+            for flag in flag_variants(obj, pname, spec["config"]):
+                p2 = dict(plan)
+                p2[pname] = dict(spec, set={flag: True})
+                v = dict(e, plan=p2, rank=e["rank"] + 1, variant=True,
+                         via="%s(%s.%s=True)" % (entry_name(e), pname, flag), family=e["family"] or entry_name(e))
+                entries.append(v)
 
     for name, m in sorted(mods.items()):
         for attr, obj in list(vars(m).items()):
@@ -320,6 +380,7 @@ def list_entries(cfg, torch):
             elif inspect.isfunction(obj) and obj.__module__ == name and FACTORY_NAME.search(attr) and not attr.startswith("_"):
                 add("factory", name, obj.__qualname__, obj)
     return {"classes": sorted(classes), "entries": entries, "configs": len(configs), "importFailures": failed,
+            "forwardKeys": forward_keys(classes),
             "ms": round((time.monotonic() - t0) * 1000, 1)}
 
 
@@ -391,17 +452,31 @@ class Recorder:
         self.calls = {}  # id(instance) -> [(args, kwargs, out_shapes)] (encoded)
         self.active = set()
         self.repo = classes
+        self.repo_types = set(classes.values())
         self.roots = roots
         self.patched = []
+        self.done = set()  # ids of instances whose outermost __init__ returned
+        self.bases = []  # [id, base class, args, kwargs, returned] of super().__init__ calls
 
     def install(self, nn):
         import torch.nn.modules as nnm
         targets = set(self.repo.values())
         for name, m in list(sys.modules.items()):
-            if name.startswith("torch.nn.modules."):
-                for obj in vars(m).values():
+            # torch.nn's classes and those of the libraries the repository builds on
+            # (a torchvision ResNet handed to a block is then re-creatable from its
+            # construction); torch's other packages are left alone
+            if name.startswith("torch.") and not name.startswith("torch.nn.modules."):
+                continue
+            try:
+                items = list(vars(m).values())
+            except TypeError:
+                continue
+            for obj in items:
+                try:
                     if isinstance(obj, type) and issubclass(obj, nn.Module) and obj.__module__ == name:
                         targets.add(obj)
+                except Exception:  # noqa: BLE001 - odd metaclasses
+                    continue
         del nnm
         for cls in targets:
             if "__init__" in cls.__dict__:
@@ -416,10 +491,25 @@ class Recorder:
         @functools.wraps(orig)
         def __init__(self, *args, **kwargs):
             k = id(self)
+            base = None
             if k not in rec.built:
                 rec.built[k] = (self, type(self), args, kwargs)
                 rec.order.append(k)
-            return orig(self, *args, **kwargs)
+                outer = True
+            else:
+                outer = False
+                if cls is not type(self) and cls in rec.repo_types:
+                    # super().__init__(...) of a repository base class: the base's own
+                    # construction, a witness of the base class
+                    base = [k, cls, args, kwargs, False]
+                    rec.bases.append(base)
+            orig(self, *args, **kwargs)
+            # only completed constructions are witnesses: one whose __init__ raised
+            # neither covers its class nor is tried in validation
+            if outer:
+                rec.done.add(k)
+            elif base is not None:
+                base[4] = True
         cls.__init__ = __init__
         self.patched.append((cls, "__init__", orig))
 
@@ -457,8 +547,11 @@ class Recorder:
         called), with the first call's inputs and output shapes when one was recorded."""
         by_class = {}
         ids = {c: k for k, c in self.repo.items()}
-        for k in self.order:
-            inst, cls, args, kwargs = self.built[k]
+        todo = [(k,) + self.built[k] for k in self.order if k in self.done]
+        for k, cls, args, kwargs, ok in self.bases:
+            if ok and k in self.done:
+                todo.append((k, self.built[k][0], cls, args, kwargs))
+        for k, inst, cls, args, kwargs in todo:
             cid = ids.get(cls)
             if cid is None:
                 continue
@@ -476,6 +569,8 @@ class Recorder:
             except Exception:  # noqa: BLE001
                 w["params"] = 0
             calls = self.calls.get(k)
+            if calls and cls is not type(inst) and not _inherits_forward(type(inst), cls):
+                calls = None  # the subclass's own forward received these inputs, not the base's
             if calls:
                 a, kw, shapes = calls[0]
                 w["inputs"] = {"args": a, "kwargs": kw}
@@ -496,6 +591,12 @@ class Recorder:
             out[cid] = {"witnesses": uniq[:MAX_WITNESSES_PER_CLASS], "built": len(lst), "called": sum(1 for w in good if "inputs" in w),
                         "unencodable": sorted({w["unencodable"] for w in lst if "unencodable" in w})[:3]}
         return out
+
+
+def _inherits_forward(sub, base):
+    """Whether `sub` runs the forward `base` runs (defined in base or above it)."""
+    owner = next((c for c in sub.__mro__ if "forward" in c.__dict__), None)
+    return owner is not None and owner in base.__mro__
 
 
 class _NoWeights(dict):
@@ -547,17 +648,17 @@ def no_downloads(torch):
     return restore
 
 
-def make_config(spec, torch):
+def make_config(spec, torch, overrides=None):
     import importlib
     if spec["kind"] == "dataclass":
         mod, qn = spec["ref"]
         obj = importlib.import_module(mod)
         for p in qn.split("."):
             obj = getattr(obj, p)
-        return obj()
+        return obj(**(overrides or {}))
     if spec["kind"] == "argparse":
         import argparse
-        return argparse.Namespace(**spec["fields"])
+        return argparse.Namespace(**dict(spec["fields"], **(overrides or {})))
     raise ValueError("unknown configuration kind %r" % spec["kind"])
 
 
@@ -642,6 +743,42 @@ def root_module(result, rec, nn):
     return max(tops, key=lambda m: sum(p.numel() for p in m.parameters()))
 
 
+def call_companions(result, model, out, inputs, torch):
+    """Call what the entry point built alongside its model (a criterion, post-processors)
+    on the model's output and targets made from how their code reads them
+    (structured.py); their calls, and those of the modules they use (a matcher), are
+    recorded like the model's. Returns per companion class: called or why not."""
+    from . import structured  # lazy: the bundle loads the package's modules in name order
+    nn = torch.nn
+    report = {}
+    x = inputs[0] if inputs else None
+    batch = int(x.shape[0]) if hasattr(x, "shape") and x.dim() >= 1 else 1
+    hw = tuple(int(s) for s in x.shape[-2:]) if hasattr(x, "shape") and x.dim() >= 3 else (64, 64)
+    for c in structured.companions(result, model, nn):
+        name = type(c).__name__
+        gen = torch.Generator().manual_seed(2)
+        try:
+            args = structured.companion_args(c, out, batch, hw, torch, gen)
+        except EntryTimeout:
+            raise
+        except Exception as e:  # noqa: BLE001
+            report[name] = "%s: %s" % (type(e).__name__, str(e)[:120])
+            continue
+        if args is None:
+            report[name] = "arguments unknown"
+            continue
+        try:
+            with torch.no_grad():
+                torch.manual_seed(3)
+                c(*args)
+            report[name] = "called"
+        except EntryTimeout:
+            raise
+        except BaseException as e:  # noqa: BLE001 - a companion that fails is reported
+            report[name] = "%s: %s" % (type(e).__name__, str(e)[:120])
+    return report
+
+
 def run_entry(cfg, torch, send):
     """Build one entry point and run its model; sends one {"ev": "harvest"} event."""
     import importlib
@@ -679,7 +816,7 @@ def run_entry(cfg, torch, send):
             elif "file" in spec:
                 kwargs[name] = spec["file"]
             elif "config" in spec:
-                kwargs[name] = make_config(spec["config"], torch)
+                kwargs[name] = make_config(spec["config"], torch, spec.get("set"))
         torch.manual_seed(0)
         result = obj(**kwargs)
         res["built"] = True
@@ -702,9 +839,10 @@ def run_entry(cfg, torch, send):
                 try:
                     with torch.no_grad():
                         torch.manual_seed(1)
-                        model(*inputs)
+                        out = model(*inputs)
                     res["forward"] = True
                     res["input"] = [list(x.shape) for x in inputs]
+                    res["companions"] = call_companions(result, model, out, inputs, torch)
                     break
                 except EntryTimeout:
                     raise
