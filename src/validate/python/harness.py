@@ -89,8 +89,8 @@ _load_package()
 
 from nnrag_harness import CANDIDATE_MODULE  # noqa: E402
 from nnrag_harness.classify import Classifier, fmt_error, fmt_trace, tb_files  # noqa: E402
-from nnrag_harness.arguments import SEQ_ERR, arg_candidates, ctor_params, jsonable, seq_variant, to_original  # noqa: E402
-from nnrag_harness.inputs import flatten_tensors, forward_plan, fresh_inputs, input_candidates, make_inputs, repair_specs, seed_all, shapes_of, usage_snippet  # noqa: E402
+from nnrag_harness.arguments import SCALAR_ERR, SEQ_ERR, arg_candidates, ctor_params, jsonable, scalar_variant, seq_variant, subscript_lengths, to_original  # noqa: E402
+from nnrag_harness.inputs import flatten_tensors, forward_plan, fresh_inputs, input_candidates, make_inputs, repair_specs, seed_all, shapes_of, targets_as_tensors, usage_snippet  # noqa: E402
 
 STAGES = ("parse", "compile", "import", "namespace", "instantiate", "forward", "equivalence")
 MAX_PIPE_BYTES = 4 << 20
@@ -393,9 +393,13 @@ class Stages:
                     restore()
                 inst_errors.append((label, args, kwargs, e))
                 if isinstance(e, (TypeError, IndexError, AssertionError, ValueError)) and SEQ_ERR.search(str(e)) and "seq" not in label:
-                    v = seq_variant(args, kwargs)
+                    v = seq_variant(args, kwargs, subscript_lengths(cls))
                     if v is not None:
                         cands.insert(i, (label + " seq", v[0], v[1]))
+                elif isinstance(e, TypeError) and SCALAR_ERR.search(str(e)) and "scalar" not in label:
+                    v = scalar_variant(args, kwargs)
+                    if v is not None:
+                        cands.insert(i, (label + " scalar", v[0], v[1]))
                 continue
             if restore is not None:
                 restore()
@@ -523,25 +527,29 @@ class Stages:
         hints.update(kwargs)
         # the image size the block is built for: its argument, its attribute, else its default
         spatial = 32
-        for k in ("img_size", "image_size", "input_size", "resolution"):
+        for k in ("input_resolution", "image_resolution", "img_size", "image_size", "input_size", "resolution"):
             v = kwargs.get(k, getattr(model, k, hints.get(k)))
             if isinstance(v, int) and not isinstance(v, bool) and 4 <= v <= 512:
                 spatial = v
             elif isinstance(v, (tuple, list)) and len(v) == 2 and all(isinstance(i, int) for i in v) and 4 <= v[0] <= 512:
                 spatial = v[0]
         cands = input_candidates(model, plan, widths, torch, nn, spatial, hints)
+        # then the first candidates again with class-index targets as tensors like the
+        # other inputs (a loss combining its arguments elementwise)
+        alt = targets_as_tensors(plan)
+        cands = [(plan, c) for c in cands] + ([(alt, c) for c in cands[:4]] if alt else [])
         tried, repairs, repaired_at = set(), 0, set()
         i = 0
         while i < len(cands):
-            specs = cands[i]
+            plan, specs = cands[i]
             i += 1
-            if repr(specs) in tried:
+            if repr((plan, specs)) in tried:
                 continue
-            tried.add(repr(specs))
+            tried.add(repr((plan, specs)))
             repaired = i - 1 in repaired_at
             torch.manual_seed(1)
             try:
-                inputs = make_inputs(specs, plan, torch)
+                inputs = make_inputs(specs, plan, torch, model)
                 with torch.no_grad():
                     out = model(*inputs)
             except BaseException as e:  # noqa: BLE001
@@ -558,10 +566,10 @@ class Stages:
                     first_err = (e, specs)
                 if cat == "forward-shape" and repairs < 4:
                     fixed = repair_specs(specs, str(e))
-                    if fixed is not None and repr(fixed) not in tried:
+                    if fixed is not None and repr((plan, fixed)) not in tried:
                         repairs += 1
                         repaired_at = {j + 1 if j >= i else j for j in repaired_at} | {i}
-                        cands.insert(i, fixed)  # try the repaired input next
+                        cands.insert(i, (plan, fixed))  # try the repaired input next
                 continue
             self._last_inputs = (specs, plan)
             return True, (inputs, out)
