@@ -53,6 +53,24 @@ test('witnesses from a registry, a dataclass config, an argparse script and a st
     assert.equal(pair.fields.mask.dtype, 'bool');
     assert.deepEqual(pair.fields.mask.values!.slice(0, 6), [0, 0, 0, 0, 0, 1]);
     assert.deepEqual(masked.outputs, [[1, 6, 8]]);
+    // the detector's builder (detect.py's argparse defaults): its model, and the
+    // companions returned next to it called on the model's output with targets made
+    // from how their code reads them (a list of dicts with the keys it subscripts)
+    const det = h.entries.find((e) => e.entry === 'wpkg.detector.build_detector');
+    assert.ok(det?.forward, JSON.stringify(det));
+    assert.deepEqual(det!.companions, { Criterion: 'called', PostProc: 'called' });
+    const crit = h.witnesses['wpkg.detector.Criterion'][0];
+    const targets = crit.inputs!.args[1] as { $dict: Record<string, { $tensor: number[]; dtype: string }> }[];
+    assert.deepEqual(Object.keys(targets[0].$dict).sort(), ['boxes', 'labels']);
+    assert.equal(targets[0].$dict.labels.dtype, 'int64');
+    assert.ok(h.witnesses['wpkg.detector.Matcher'].some((w) => w.inputs), 'the matcher the criterion calls is recorded too');
+    // the base class built through super().__init__ with its body: a witness of its own
+    const base = h.witnesses['wpkg.detector.DetectorBase'][0];
+    assert.deepEqual((base.args[0] as { $module: string[] }).$module, ['torch.nn.modules.container', 'Sequential']);
+    assert.ok(base.inputs, 'Detector runs the base forward: its inputs are the base forward inputs');
+    // the --with_head switch, off by default, on in a variant of its own
+    const flag = h.entries.find((e) => e.entry === 'wpkg.detector.build_detector(args.with_head=True)');
+    assert.ok(flag?.covered.includes('wpkg.detector.ExtraHead'), JSON.stringify(h.entries.map((e) => e.entry)));
     // failed entry points are reported with why, and contained
     assert.match(entry('build_raises')!.error ?? '', /ValueError: this factory always fails/);
     assert.match(entry('build_sleeps')!.error ?? '', /timeout/);
@@ -67,7 +85,10 @@ test('witnesses from a registry, a dataclass config, an argparse script and a st
     const id = 'wpkg.blocks.Odd';
     const without = await extractAndValidate(ws, [id], { validator: pool, witnesses: false, force: true });
     assert.equal((without[0].validation as { category: string }).category, 'needs-args');
-    const withW = await extractAndValidate(ws, [id, 'wpkg.blocks.Masked'], { validator: pool, force: true });
+    // the criterion too: no guess makes its matcher and its list of target dicts
+    const noCrit = await extractAndValidate(ws, ['wpkg.detector.Criterion'], { validator: pool, witnesses: false, force: true });
+    assert.notEqual((noCrit[0].validation as { stages: Record<string, string> }).stages.forward, 'pass');
+    const withW = await extractAndValidate(ws, [id, 'wpkg.blocks.Masked', 'wpkg.detector.Criterion'], { validator: pool, force: true });
     for (const r of withW) {
       const v = r.validation as { stages: Record<string, string>; argumentsSource?: string; equivalence?: { status: string } };
       assert.equal(v.stages.forward, 'pass', `${r.id}: ${JSON.stringify(v)}`);

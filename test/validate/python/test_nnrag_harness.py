@@ -21,6 +21,7 @@ from nnrag_harness import classify as C  # noqa: E402
 from nnrag_harness import harvest as H  # noqa: E402
 from nnrag_harness import inputs as I  # noqa: E402
 from nnrag_harness import sources as S  # noqa: E402
+from nnrag_harness import structured as T  # noqa: E402
 from nnrag_harness import values as V  # noqa: E402
 
 
@@ -250,6 +251,163 @@ class SourcesTest(unittest.TestCase):
         self.assertEqual(list(m(*a, **kw).shape), [2, 4])
         a2, _ = S.witness_inputs(w, res, torch)
         self.assertTrue(torch.equal(a[0], a2[0]))  # the same seed: the copy and the original get the same inputs
+
+
+class Criterion(nn.Module):
+    """Reads targets as a list of dicts: labels and boxes required, 'ignored' only tested."""
+
+    def forward(self, outputs, targets):
+        n = sum(len(t["labels"]) for t in targets)
+        loss = 0.0
+        for t, o in zip(targets, outputs):
+            if "ignored" in t:
+                continue
+            loss = loss + (o - t["boxes"]).abs().sum() + t.get("weight", 1.0)
+        return loss / max(n, 1)
+
+
+class PostProc(nn.Module):
+    def forward(self, outputs, target_sizes):
+        return outputs * target_sizes[:, :1]
+
+
+class Base(nn.Module):
+    def __init__(self, body, width):
+        super().__init__()
+        self.body = body
+        self.fc = nn.Linear(width, width)
+
+    def forward(self, x):
+        return self.fc(self.body(x))
+
+
+class Sub(Base):
+    def __init__(self, width):
+        super().__init__(nn.Identity(), width)
+
+
+class Focal(nn.Module):
+    def __init__(self, loss_fcn, gamma):
+        super().__init__()
+        self.loss_fcn = loss_fcn
+        self.reduction = loss_fcn.reduction
+        self.gamma = gamma
+
+    def forward(self, pred, true):
+        return self.loss_fcn(pred, true) * self.gamma
+
+
+class Stages(nn.Module):
+    def __init__(self, layers, res):
+        super().__init__()
+        self.a = nn.Linear(layers[0], layers[3])
+        self.grid = res // 2
+
+
+def build_flagged(opts):
+    return Stages([4] * 4, 8) if opts.big else Sub(opts.width)
+
+
+def build_outer(opts):
+    return build_flagged(opts)
+
+
+class StructuredTest(unittest.TestCase):
+    def test_list_of_dicts_by_use(self):
+        import sys as _sys
+        u = T.usage([_sys.modules[__name__]], "targets")
+        self.assertEqual(u, ("list", ["boxes", "labels"]))  # 'ignored' and 'weight' are optional
+        self.assertIsNone(T.usage([_sys.modules[__name__]], "outputs"))
+
+    def test_companion_arguments_and_call(self):
+        out = torch.randn(2, 4)
+        args = T.companion_args(Criterion(), out, 2, (8, 8), torch, torch.Generator().manual_seed(0))
+        self.assertIs(args[0], out)
+        self.assertEqual([sorted(t) for t in args[1]], [["boxes", "labels"]] * 2)
+        self.assertEqual(args[1][0]["labels"].dtype, torch.int64)
+        self.assertEqual(list(args[1][0]["boxes"].shape), [2, 4])
+        Criterion()(*args)  # the synthesized targets are what the code reads
+        sizes = T.companion_args(PostProc(), out, 2, (8, 6), torch, torch.Generator())[1]
+        self.assertEqual(sizes.tolist(), [[8, 6], [8, 6]])
+        model, crit, post = nn.Linear(2, 2), Criterion(), PostProc()
+        self.assertEqual(T.companions((model, crit, {"bbox": post}), model, nn), [crit, post])
+
+
+class WitnessRulesTest(unittest.TestCase):
+    def test_base_class_witness(self):
+        rec = H.Recorder(torch, {"m.Base": Base, "m.Sub": Sub}, [])
+        rec.install(nn)
+        try:
+            m = Sub(4)
+            m(torch.randn(1, 4))
+            w = rec.witnesses("e")
+        finally:
+            for cls, name, orig in reversed(rec.patched):
+                setattr(cls, name, orig)
+        self.assertEqual(w["m.Sub"]["witnesses"][0]["args"], [4])
+        base = w["m.Base"]["witnesses"][0]
+        self.assertEqual(base["args"][1], 4)
+        self.assertEqual(base["args"][0]["$module"], ["torch.nn.modules.linear", "Identity"])
+        self.assertIn("inputs", base)  # Sub runs Base's forward: the inputs are the base's too
+
+    def test_failed_construction_is_no_witness(self):
+        rec = H.Recorder(torch, {"m.Stages": Stages}, [])
+        rec.install(nn)
+        try:
+            with self.assertRaises(TypeError):
+                Stages(4, 8)
+            Stages([2, 2, 2, 2], 8)
+            w = rec.witnesses("e")
+        finally:
+            for cls, name, orig in reversed(rec.patched):
+                setattr(cls, name, orig)
+        self.assertEqual([x["args"] for x in w["m.Stages"]["witnesses"]], [[[2, 2, 2, 2], 8]])
+
+    def test_flag_variants_read_through_calls(self):
+        cfg = {"kind": "argparse", "fields": {"big": False, "width": 4, "quiet": False}}
+        self.assertEqual(H.flag_variants(build_outer, "opts", cfg), ["big"])  # 'quiet' is not read
+        ns = H.make_config(cfg, torch, {"big": True})
+        self.assertIsInstance(build_outer(ns), Stages)
+
+
+class RulesTest(unittest.TestCase):
+    def test_subscript_lengths_and_scalar_variant(self):
+        self.assertEqual(A.subscript_lengths(Stages)["layers"], 4)
+        self.assertEqual(A.seq_variant([], {"layers": 2}, {"layers": 4})[1], {"layers": [2, 2, 2, 2]})
+        self.assertEqual(A.scalar_variant([], {"res": (8, 8), "d": 4})[1], {"res": 8, "d": 4})
+        self.assertTrue(A.SCALAR_ERR.search("unsupported operand type(s) for //: 'tuple' and 'int'"))
+
+    def test_duck_module(self):
+        import inspect
+        params = list(inspect.signature(Focal.__init__).parameters.values())[1:]
+        d = A.duck_modules(Focal, params, nn)
+        self.assertEqual(list(d), ["loss_fcn"])
+        self.assertTrue(hasattr(d["loss_fcn"](), "reduction"))
+        self.assertIn(d["loss_fcn"], (nn.MSELoss, nn.L1Loss))
+
+    def test_optional_and_ids_plan(self):
+        from typing import Optional
+
+        class Prompt(nn.Module):
+            def forward(self, points: Optional[torch.Tensor], boxes: Optional[torch.Tensor]):
+                return points
+
+        class Clip(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.context_length = 5
+                self.emb = nn.Embedding(7, 4)
+
+            def forward(self, image, text):
+                return text
+
+        self.assertEqual(I.forward_plan(Prompt()), [("points", "none"), ("boxes", "none")])
+        m = Clip()
+        plan = I.forward_plan(m)
+        self.assertEqual(plan, [("image", "tensor"), ("text", "ids")])
+        ids = I.make_inputs([("float", (3, 4))], plan, torch, m)[1]
+        self.assertEqual((list(ids.shape), ids.dtype), ([3, 5], torch.int64))
+        self.assertEqual(I.targets_as_tensors([("x", "tensor"), ("label", "target")]), [("x", "tensor"), ("label", "tensor")])
 
 
 if __name__ == "__main__":
