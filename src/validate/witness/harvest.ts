@@ -23,6 +23,8 @@ export interface HarvestEntry {
   family: string | null;
   /** one of several model files for the same callable (its reach: the classes the file names) */
   variant?: boolean;
+  /** the configuration switch this variant turns on (`args.masks`) */
+  switch?: string;
 }
 
 export interface EntryReport {
@@ -99,21 +101,34 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
   }
   out.classes = list.classes ?? [];
   out.importFailures = list.importFailures ?? {};
+  // covered: classes with a witness; called: with a witness that has recorded inputs.
+  // Greedy coverage aims at called classes (a construction alone, such as a base class
+  // built through super().__init__, leaves its inputs to guesses)
   const covered = new Set<string>();
+  const called = new Set<string>();
   const pending = [...list.entries];
   const name = (e: HarvestEntry) => e.via ?? `${e.module}.${e.qualname}`;
-  const family = (e: HarvestEntry) => e.reach.join(',') || `${e.module}.${e.qualname}`;
+  const family = (e: HarvestEntry) => (e.reach.join(',') || `${e.module}.${e.qualname}`) + (e.switch ? `|${e.switch}` : '');
+  // a family (entry points reaching the same classes: one architecture's registered
+  // sizes and variants) whose last run built its model and covered nothing new is
+  // exhausted: what it reaches but did not build is behind settings its other members
+  // share; one whose builds failed twice is exhausted too
+  const exhausted = new Set<string>();
+  const failures = new Map<string, number>();
   const workers = Math.max(1, pool.workerCount);
   while (pending.length && performance.now() - t0 < repoMs) {
     // greedy: most uncovered reachable classes first, then the smallest size (model
-    // families), then registries and factories before classes
-    const score = (e: HarvestEntry) => e.reach.filter((c) => !covered.has(c)).length;
-    pending.sort((a, b) => score(b) - score(a) || a.rank - b.rank || kindOrder(a) - kindOrder(b) || name(a).localeCompare(name(b)));
+    // families), the smallest input resolution named (`_224` before `_512`), then
+    // registries and factories before classes
+    const score = (e: HarvestEntry) => e.reach.filter((c) => !called.has(c)).length;
+    pending.sort(
+      (a, b) => score(b) - score(a) || a.rank - b.rank || resolutionOf(name(a)) - resolutionOf(name(b)) || kindOrder(a) - kindOrder(b) || name(a).localeCompare(name(b)),
+    );
     const batch: HarvestEntry[] = [];
     const deferred: HarvestEntry[] = [];
     while (pending.length && batch.length < workers) {
       const e = pending.shift()!;
-      if (e.reach.length && score(e) === 0) {
+      if ((e.reach.length && score(e) === 0) || exhausted.has(family(e))) {
         out.skipped++;
         continue;
       }
@@ -158,7 +173,17 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
           rep.covered.push(cls);
           if (!covered.has(cls)) gained++;
           covered.add(cls);
+          if (c.witnesses.some((w) => w.inputs)) {
+            if (!called.has(cls)) gained++;
+            called.add(cls);
+          }
           out.witnesses[cls] = mergeWitnesses(out.witnesses[cls] ?? [], c.witnesses, perClass);
+        }
+        if (rep.built && gained === 0) exhausted.add(family(e));
+        if (!rep.built) {
+          const n = (failures.get(family(e)) ?? 0) + 1;
+          failures.set(family(e), n);
+          if (n >= 2) exhausted.add(family(e));
         }
         out.entries.push(rep);
         o.onEntry?.(rep);
@@ -197,6 +222,12 @@ export function borrowSiblingInputs(
     const inputs = witnesses[donor].find((w) => w.inputs && !w.inputsFrom)!.inputs;
     witnesses[c] = mergeWitnesses(own, [{ ...own[0], inputs, inputsFrom: donor }], perClass);
   }
+}
+
+/** The input resolution a model name ends with (`maxvit_tiny_tf_512` → 512), else 0. */
+export function resolutionOf(name: string): number {
+  const m = /[_-](\d{3,4})\b[^\d]*$/.exec(name);
+  return m ? Number(m[1]) : 0;
 }
 
 function kindOrder(e: HarvestEntry): number {

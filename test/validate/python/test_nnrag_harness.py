@@ -363,6 +363,22 @@ class WitnessRulesTest(unittest.TestCase):
                 setattr(cls, name, orig)
         self.assertEqual([x["args"] for x in w["m.Stages"]["witnesses"]], [[[2, 2, 2, 2], 8]])
 
+    def test_forward_keys_need_an_own_type(self):
+        class A(nn.Module):
+            def forward(self, t: Box):
+                return t
+
+        class B(nn.Module):
+            def forward(self, t: Box):
+                return t
+
+        class Plain(nn.Module):
+            def forward(self, x: torch.Tensor):
+                return x
+        k = H.forward_keys({"m.A": A, "m.B": B, "m.Plain": Plain, "m.Lin": Lin})
+        self.assertEqual(sorted(k), ["m.A", "m.B"])  # forward(x) alone is no interface
+        self.assertEqual(k["m.A"], k["m.B"])
+
     def test_flag_variants_read_through_calls(self):
         cfg = {"kind": "argparse", "fields": {"big": False, "width": 4, "quiet": False}}
         self.assertEqual(H.flag_variants(build_outer, "opts", cfg), ["big"])  # 'quiet' is not read

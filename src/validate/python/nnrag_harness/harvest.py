@@ -250,6 +250,16 @@ def yaml_files(roots, limit=200):
 
 # --------------------------------------------------------------------------- list
 
+def _own_type(ann):
+    """An annotation naming a class that is neither builtin nor torch's nor typing's."""
+    if ann is inspect.Parameter.empty or ann is None:
+        return False
+    if isinstance(ann, str):
+        return bool(re.match(r"^[A-Z]\w*$", ann)) and ann not in ("Tensor", "Any", "Optional")
+    mod = getattr(ann, "__module__", "") or ""
+    return isinstance(ann, type) and mod.split(".")[0] not in ("builtins", "torch", "typing", "collections", "numpy")
+
+
 def forward_keys(classes):
     """class id -> its module and forward's parameters (names and annotations), for
     classes defining a forward with parameters: interchangeable implementations of one
@@ -264,7 +274,9 @@ def forward_keys(classes):
             ps = list(inspect.signature(f).parameters.values())[1:]
         except (TypeError, ValueError):
             continue
-        if not ps:
+        if not ps or not any(_own_type(p.annotation) for p in ps):
+            # `forward(self, x)` says nothing of what x is: only a parameter annotated with
+            # a class of its own (tensor_list: NestedTensor) makes two forwards one interface
             continue
         out[cid] = "%s|%s" % (c.__module__, ",".join("%s:%s:%s" % (p.name, p.kind, p.annotation if p.annotation is not inspect.Parameter.empty else "")
                                                       for p in ps))
@@ -360,7 +372,7 @@ def list_entries(cfg, torch):
             for flag in flag_variants(obj, pname, spec["config"]):
                 p2 = dict(plan)
                 p2[pname] = dict(spec, set={flag: True})
-                v = dict(e, plan=p2, rank=e["rank"] + 1, variant=True,
+                v = dict(e, plan=p2, rank=e["rank"] + 1, variant=True, switch="%s.%s" % (pname, flag),
                          via="%s(%s.%s=True)" % (entry_name(e), pname, flag), family=e["family"] or entry_name(e))
                 entries.append(v)
 
