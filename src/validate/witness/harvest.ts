@@ -10,7 +10,8 @@ import type { ValidatorPool } from '../pool.js';
 import type { Witness } from '../types.js';
 
 export interface HarvestEntry {
-  kind: 'registry' | 'factory' | 'class';
+  /** registry value, factory function, class from its defaults, class of a `dict(type=…)` config file, `__main__` snippet */
+  kind: 'registry' | 'factory' | 'class' | 'config' | 'snippet';
   module: string;
   qualname: string;
   via?: string;
@@ -231,7 +232,7 @@ export function resolutionOf(name: string): number {
 }
 
 function kindOrder(e: HarvestEntry): number {
-  return e.kind === 'registry' ? 0 : e.kind === 'factory' ? 1 : 2;
+  return { registry: 0, factory: 1, config: 2, snippet: 3, class: 4 }[e.kind] ?? 5;
 }
 
 /** Witnesses with recorded inputs first, then by parameters; distinct ones only. */

@@ -18,6 +18,7 @@ import torch.nn as nn  # noqa: E402
 
 from nnrag_harness import arguments as A  # noqa: E402
 from nnrag_harness import classify as C  # noqa: E402
+from nnrag_harness import configs as CF  # noqa: E402
 from nnrag_harness import harvest as H  # noqa: E402
 from nnrag_harness import inputs as I  # noqa: E402
 from nnrag_harness import sources as S  # noqa: E402
@@ -424,6 +425,42 @@ class RulesTest(unittest.TestCase):
         ids = I.make_inputs([("float", (3, 4))], plan, torch, m)[1]
         self.assertEqual((list(ids.shape), ids.dtype), ([3, 5], torch.int64))
         self.assertEqual(I.targets_as_tensors([("x", "tensor"), ("label", "target")]), [("x", "tensor"), ("label", "tensor")])
+
+
+class ConfigsTest(unittest.TestCase):
+    def write(self, d, name, text):
+        p = os.path.join(d, name)
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with open(p, "w") as f:
+            f.write(text)
+        return p
+
+    def test_yacs_defaults_read_statically(self):
+        src = ("from yacs.config import CfgNode as CN\n_C = CN()\n_C.MODEL = CN()\n_C.MODEL.SWIN = CN()\n"
+               "_C.MODEL.SWIN.DEPTHS = [2, 2]\n_C.MODEL.TYPE = 'swin'\n_C.MODEL.NAME = os.environ['X']\n_C.DEVICE = 'cuda:0'\n")
+        tree = CF.yacs_tree(src)["_C"]
+        self.assertEqual(tree, {"MODEL": {"SWIN": {"DEPTHS": [2, 2]}, "TYPE": "swin"}, "DEVICE": "cpu"})  # no NAME: not a literal
+        cfg = CF.to_attrdict(tree)
+        self.assertEqual((cfg.MODEL.SWIN.DEPTHS, cfg["MODEL"]["TYPE"]), ([2, 2], "swin"))
+        enc = V.encode(cfg)
+        back = V.decode(enc, resolve, torch)
+        self.assertEqual(back.MODEL.TYPE, "swin")
+        self.assertIsInstance(back, CF.AttrDict)
+
+    def test_dict_type_configs_and_snippets(self):
+        with tempfile.TemporaryDirectory() as d:
+            self.write(d, "configs/a.py", "_base_ = ['x.py']\nmodel = dict(type='Net', depth=2, head=dict(type='Head', k=[1, 2]))\n")
+            self.write(d, "pkg/code.py", "def f():\n    pass\nmodel = dict(type='NotAConfig')\n")
+            p = self.write(d, "pkg/m.py", "import torch\nx = 1\nif __name__ == '__main__':\n    net = Net(3)\n    y = net(torch.ones(1))\n")
+            got = CF.dict_type_configs([d])
+            self.assertEqual([(c["type"], c["kwargs"], c["types"]) for c in got],
+                             [("Net", {"depth": 2, "head": {"type": "Head", "k": [1, 2]}}, ["Head", "Net"])])
+            code, names = CF.main_snippet(p)
+            self.assertTrue({"Net", "torch"} <= names)
+            ns = {"Net": lambda n: (lambda t: t * n), "torch": torch}
+            exec(code, ns)
+            self.assertEqual(ns["y"].tolist(), [3.0])
+            self.assertIsNone(CF.main_snippet(self.write(d, "pkg/n.py", "x = 1\n")))
 
 
 if __name__ == "__main__":

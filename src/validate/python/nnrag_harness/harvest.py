@@ -305,7 +305,8 @@ def list_entries(cfg, torch):
     by_name = {}
     for k, c in classes.items():
         by_name.setdefault(c.__name__, []).append(k)
-    configs = dataclass_configs(mods) + script_configs(roots)
+    from . import configs as CF  # lazy: the bundle loads the package's modules in name order
+    configs = dataclass_configs(mods) + script_configs(roots) + CF.yacs_configs(roots)
     yamls = yaml_files(roots)
     entries = []
     seen = set()
@@ -376,6 +377,24 @@ def list_entries(cfg, torch):
                          via="%s(%s.%s=True)" % (entry_name(e), pname, flag), family=e["family"] or entry_name(e))
                 entries.append(v)
 
+    # `dict(type='X', ...)` config files: the class named X with the other keys
+    for dc in CF.dict_type_configs(roots):
+        for cid in by_name.get(dc["type"], [])[:1]:
+            r = sorted({cid} | {c for n in dc["types"] for c in by_name.get(n, [])})
+            entries.append({"kind": "config", "module": classes[cid].__module__, "qualname": classes[cid].__qualname__,
+                            "plan": {k: {"value": v} for k, v in dc["kwargs"].items()}, "reach": r,
+                            "rank": size_rank(os.path.basename(dc["file"]).rsplit(".", 1)[0]), "family": dc["file"],
+                            "via": "%s:%s(type=%r)" % (dc["file"], dc["name"], dc["type"])})
+    # `if __name__ == "__main__":` snippets of library modules: what they build and run
+    for name, m in sorted(mods.items()):
+        f = getattr(m, "__file__", None)
+        sn = CF.main_snippet(f) if f else None
+        if sn is None:
+            continue
+        named = sorted(c for n in sn[1] for c in by_name.get(n, []))
+        if named:
+            entries.append({"kind": "snippet", "module": name, "qualname": "__main__", "plan": {}, "reach": named,
+                            "rank": size_rank(name), "family": None, "via": "%s (__main__ snippet)" % name})
     for name, m in sorted(mods.items()):
         for attr, obj in list(vars(m).items()):
             if isinstance(obj, dict) and 0 < len(obj) <= 5000:
@@ -671,6 +690,9 @@ def make_config(spec, torch, overrides=None):
     if spec["kind"] == "argparse":
         import argparse
         return argparse.Namespace(**dict(spec["fields"], **(overrides or {})))
+    if spec["kind"] == "yacs":
+        from .configs import to_attrdict
+        return to_attrdict(dict(spec["tree"], **(overrides or {})))
     raise ValueError("unknown configuration kind %r" % spec["kind"])
 
 
@@ -819,7 +841,21 @@ def run_entry(cfg, torch, send):
     result = None
     try:
         obj = importlib.import_module(entry["module"])
-        for p in entry["qualname"].split("."):
+        if entry.get("kind") == "snippet":
+            # the module's `if __name__ == "__main__":` block, in a copy of its namespace
+            from .configs import main_snippet
+            code = main_snippet(obj.__file__)[0]
+            ns = dict(vars(obj))
+            ns["__name__"] = "__main__"
+            saved_argv = sys.argv
+            sys.argv = [obj.__file__]  # an argparse in the snippet sees no arguments: its defaults
+            try:
+                torch.manual_seed(0)
+                exec(code, ns)  # noqa: S102 - the repository's own snippet, in the sandbox
+            finally:
+                sys.argv = saved_argv
+            obj = None
+        for p in entry["qualname"].split(".") if obj is not None else ():
             obj = getattr(obj, p)
         kwargs = {}
         for name, spec in (entry.get("plan") or {}).items():
@@ -830,7 +866,7 @@ def run_entry(cfg, torch, send):
             elif "config" in spec:
                 kwargs[name] = make_config(spec["config"], torch, spec.get("set"))
         torch.manual_seed(0)
-        result = obj(**kwargs)
+        result = obj(**kwargs) if obj is not None else None
         res["built"] = True
     except EntryTimeout as e:
         res["error"] = "timeout: %s" % e

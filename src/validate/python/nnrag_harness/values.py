@@ -15,6 +15,9 @@ import functools
 import math
 import types
 
+import re
+
+ATTR_DICTS = re.compile(r"^(CN|CfgNode|ConfigNode|ConfigDict|AttrDict|EasyDict|edict)$")
 MAX_DEPTH = 6
 MAX_ITEMS = 64
 MAX_EXACT = 4096  # integer / bool tensors up to this many elements are kept by value
@@ -57,6 +60,9 @@ def encode(v, modules=None, depth=0):
         if len(v) > MAX_ITEMS or not all(isinstance(k, str) for k in v):
             raise Unencodable("dict with non-string keys")
         return {"$dict": {k: encode(x, modules, depth + 1) for k, x in v.items()}}
+    if isinstance(v, dict) and ATTR_DICTS.match(type(v).__name__) and all(isinstance(k, str) for k in v) and len(v) <= MAX_ITEMS:
+        # a configuration read by attribute and key (yacs CfgNode, easydict, configs.AttrDict)
+        return {"$attrdict": {k: encode(x, modules, depth + 1) for k, x in v.items()}}
     if isinstance(v, torch.Tensor):
         return encode_tensor(v, torch)
     if isinstance(v, torch.dtype):
@@ -150,6 +156,9 @@ def decode(enc, resolve, torch, gen=None, depth=0):
         return tuple(decode(x, resolve, torch, gen, depth + 1) for x in enc["$tuple"])
     if "$dict" in enc:
         return {k: decode(x, resolve, torch, gen, depth + 1) for k, x in enc["$dict"].items()}
+    if "$attrdict" in enc:
+        from .configs import AttrDict  # lazy: the bundle loads the package's modules in name order
+        return AttrDict((k, decode(x, resolve, torch, gen, depth + 1)) for k, x in enc["$attrdict"].items())
     if "$tensor" in enc:
         return decode_tensor(enc, torch, gen)
     if "$dtype" in enc:
