@@ -86,6 +86,14 @@ test('witnesses from a registry, dataclass, argparse, yacs and dict(type=) confi
     assert.ok(h.entries.find((e) => e.entry === 'wpkg.tower (__main__ snippet)')?.covered.includes('wpkg.tower.Prism'));
     assert.deepEqual(prism.args, [4, 'bca']);
     assert.deepEqual((prism.inputs!.args[0] as { $tensor: number[] }).$tensor, [4, 2, 3]);
+    // a wrapper of a whole model, given the model of the quickest entry point that built
+    // and ran one (which one depends on timing), and run on an input from that model's
+    // own settings (token ids for TinyNet, an image for Detector)
+    const avg = h.witnesses['wpkg.blocks.Averaged'][0];
+    const wrapped = (avg.kwargs.model as { $module: string[] }).$module;
+    assert.ok(wrapped && wrapped[0].startsWith('wpkg.'), JSON.stringify(avg));
+    const dtype = (avg.inputs?.args[0] as { dtype: string } | undefined)?.dtype;
+    assert.equal(dtype, wrapped[1] === 'TinyNet' ? 'int64' : 'float32', JSON.stringify(avg));
     // failed entry points are reported with why, and contained
     assert.match(entry('build_raises')!.error ?? '', /ValueError: this factory always fails/);
     assert.match(entry('build_sleeps')!.error ?? '', /timeout/);
@@ -103,7 +111,7 @@ test('witnesses from a registry, dataclass, argparse, yacs and dict(type=) confi
     // the criterion too (no guess makes its matcher and its list of target dicts), and
     // the blocks taking a mode string from the yacs defaults, the dict(type=...) config
     // and the __main__ snippet
-    const only = ['wpkg.detector.Criterion', 'wpkg.tower.Gate', 'wpkg.tower.Lens', 'wpkg.tower.Prism'];
+    const only = ['wpkg.detector.Criterion', 'wpkg.tower.Gate', 'wpkg.tower.Lens', 'wpkg.tower.Prism', 'wpkg.blocks.Averaged'];
     const none = await extractAndValidate(ws, only, { validator: pool, witnesses: false, force: true });
     for (const r of none) assert.notEqual((r.validation as { stages: Record<string, string> }).stages.forward, 'pass', r.id);
     const withW = await extractAndValidate(ws, [id, 'wpkg.blocks.Masked', ...only], { validator: pool, force: true });

@@ -117,6 +117,10 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
   const exhausted = new Set<string>();
   const failures = new Map<string, number>();
   const workers = Math.max(1, pool.workerCount);
+  // a wrapper of a whole model (`AutoShape(model)`, `ModelEma(model)`) is given the model
+  // of the quickest entry point that built and ran one (the provider)
+  const needsModel = (e: HarvestEntry) => Object.values(e.plan).some((s) => !!s && typeof s === 'object' && 'instance' in (s as object));
+  let provider: { entry: HarvestEntry; ms: number } | null = null;
   while (pending.length && performance.now() - t0 < repoMs) {
     // greedy: most uncovered reachable classes first, then the smallest size (model
     // families), the smallest input resolution named (`_224` before `_512`), then
@@ -133,17 +137,29 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
         out.skipped++;
         continue;
       }
+      if (needsModel(e) && !provider) {
+        deferred.push(e);
+        continue;
+      }
       // variants reaching the same classes: one at a time (the next may be covered then)
       if (batch.some((b) => family(b) === family(e))) deferred.push(e);
       else batch.push(e);
     }
     pending.unshift(...deferred);
-    if (!batch.length) break;
+    if (!batch.length) {
+      // only wrappers are left and nothing built a model to give them
+      out.skipped += pending.length;
+      pending.length = 0;
+      break;
+    }
     const left = repoMs - (performance.now() - t0);
     await Promise.all(
       batch.map(async (e) => {
         const budget = Math.max(1000, Math.min(entryMs, left));
-        const r = await ask({ ...base, mode: 'run', entry: e, budgetSeconds: budget / 1000 }, budget + 15000);
+        const r = await ask(
+          { ...base, mode: 'run', entry: e, budgetSeconds: budget / 1000, ...(needsModel(e) && provider ? { provider: provider.entry } : {}) },
+          budget + 15000,
+        );
         const h = r.harvest as
           | {
               entry: string;
@@ -180,6 +196,7 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
           }
           out.witnesses[cls] = mergeWitnesses(out.witnesses[cls] ?? [], c.witnesses, perClass);
         }
+        if (rep.built && rep.forward && !needsModel(e) && e.kind !== 'snippet' && (!provider || rep.ms < provider.ms)) provider = { entry: e, ms: rep.ms };
         if (rep.built && gained === 0) exhausted.add(family(e));
         if (!rep.built) {
           const n = (failures.get(family(e)) ?? 0) + 1;

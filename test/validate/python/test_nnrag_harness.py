@@ -364,6 +364,18 @@ class WitnessRulesTest(unittest.TestCase):
                 setattr(cls, name, orig)
         self.assertEqual([x["args"] for x in w["m.Stages"]["witnesses"]], [[[2, 2, 2, 2], 8]])
 
+    def test_call_plan_wrapper_of_a_model(self):
+        class Ema(nn.Module):
+            def __init__(self, model, decay=0.9):
+                super().__init__()
+                self.module = model
+
+        class Needs(nn.Module):
+            def __init__(self, model: int):
+                super().__init__()
+        self.assertEqual(H.call_plan(Ema, [], []), {"model": {"instance": True}})
+        self.assertIsNone(H.call_plan(Needs, [], []))  # annotated as something else than a module
+
     def test_forward_keys_need_an_own_type(self):
         class A(nn.Module):
             def forward(self, t: Box):

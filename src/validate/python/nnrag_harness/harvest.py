@@ -466,8 +466,27 @@ def call_plan(obj, configs, yamls):
             c = picks[0]
             plan[p.name] = {"config": c}
             continue
+        if isinstance(obj, type) and MODEL_PARAM.match(p.name) and _module_annotation(p.annotation):
+            # a wrapper of a whole model (an EMA copy, a feature extractor, an inference
+            # wrapper): given a model the repository's own entry point built (witness/harvest.ts)
+            plan[p.name] = {"instance": True}
+            continue
         return None
     return plan
+
+
+MODEL_PARAM = re.compile(r"^(model|module|net|network|base|base_model|backbone|teacher|student|wrapped|inner)$")
+
+
+def _module_annotation(ann):
+    """No annotation, or one naming nn.Module (or a subclass): a model instance fits."""
+    if ann is inspect.Parameter.empty:
+        return True
+    try:
+        import torch.nn as nn
+        return isinstance(ann, type) and issubclass(ann, nn.Module) or "Module" in str(ann)
+    except Exception:  # noqa: BLE001
+        return False
 
 
 # ---------------------------------------------------------------------------- run
@@ -696,9 +715,10 @@ def make_config(spec, torch, overrides=None):
     raise ValueError("unknown configuration kind %r" % spec["kind"])
 
 
-def model_hints(model, built, torch):
+def model_hints(model, built, torch, depth=0):
     """Input-size facts of a whole model from its own settings: its constructor
-    arguments (and the fields of configuration objects among them), then its attributes."""
+    arguments (and the fields of configuration objects among them), then its attributes,
+    then those of a model it wraps (a module passed to its constructor)."""
     hints = {}
     rec = built.get(id(model))
     sources = []
@@ -734,6 +754,12 @@ def model_hints(model, built, torch):
                     v = v[0] if kind == "img" else None
                 if isinstance(v, int) and not isinstance(v, bool) and v > 0:
                     hints[kind] = v
+                    break
+    if depth == 0 and rec is not None and not hints:
+        for v in list(sources[0].values()):
+            if isinstance(v, torch.nn.Module) and id(v) in built:
+                hints = model_hints(v, built, torch, 1)
+                if hints:
                     break
     return hints
 
@@ -813,6 +839,24 @@ def call_companions(result, model, out, inputs, torch):
     return report
 
 
+def build_entry(entry, torch):
+    """Call a (registry, factory, class) entry point with its plan; returns what it built."""
+    import importlib
+    obj = importlib.import_module(entry["module"])
+    for p in entry["qualname"].split("."):
+        obj = getattr(obj, p)
+    kwargs = {}
+    for name, spec in (entry.get("plan") or {}).items():
+        if "value" in spec:
+            kwargs[name] = spec["value"]
+        elif "file" in spec:
+            kwargs[name] = spec["file"]
+        elif "config" in spec:
+            kwargs[name] = make_config(spec["config"], torch, spec.get("set"))
+    torch.manual_seed(0)
+    return obj(**kwargs)
+
+
 def run_entry(cfg, torch, send):
     """Build one entry point and run its model; sends one {"ev": "harvest"} event."""
     import importlib
@@ -824,10 +868,11 @@ def run_entry(cfg, torch, send):
     res = {"entry": entry_name(entry), "built": False, "forward": False, "error": None}
     # the entry point's module (and what it imports; the zygote's modules are back in
     # sys.modules): not every module of the repository again, the list step did that
-    try:
-        importlib.import_module(entry["module"])
-    except BaseException:  # noqa: BLE001 - reported by the call below
-        pass
+    for m in [entry["module"]] + ([cfg["provider"]["module"]] if cfg.get("provider") else []):
+        try:
+            importlib.import_module(m)
+        except BaseException:  # noqa: BLE001 - reported by the call below
+            pass
     mods = repo_modules(roots)
     classes = repo_classes(mods, nn)
     rec = Recorder(torch, classes, roots)
@@ -858,7 +903,19 @@ def run_entry(cfg, torch, send):
         for p in entry["qualname"].split(".") if obj is not None else ():
             obj = getattr(obj, p)
         kwargs = {}
-        for name, spec in (entry.get("plan") or {}).items():
+        plan = entry.get("plan") or {}
+        if any("instance" in spec for spec in plan.values()):
+            # a model the repository's own entry point builds (the provider: what a run
+            # before this one built and ran), recorded like everything else
+            prov = cfg.get("provider")
+            if prov is None:
+                raise RuntimeError("no model built yet to wrap")
+            inst = build_entry(prov, torch)
+            model0 = root_module(inst, rec, nn)
+            if model0 is None:
+                raise RuntimeError("the provider built no module")
+            kwargs.update({name: model0 for name, spec in plan.items() if "instance" in spec})
+        for name, spec in plan.items():
             if "value" in spec:
                 kwargs[name] = spec["value"]
             elif "file" in spec:
