@@ -426,6 +426,15 @@ class State {
           keep.push({ edge: e, absModule: abs });
           continue;
         }
+        if (!nested && abs !== null && this.optionalImport(n) && this.cannotImportHere(abs, n.mod.repo)) {
+          // `try: from .kernels import Fused / except ImportError: Fused = None`: the
+          // interned module imports what the validation environment lacks (a compiled
+          // extension), so in the original the import fails and the except branch runs;
+          // the copy keeps the import where it is, to fail and fall back the same way,
+          // instead of copying definitions whose own imports would fail at the top
+          keep.push({ edge: e, absModule: abs });
+          continue;
+        }
         interned = true;
         const local = e.kind === 'import' ? (e.asname ?? e.module.split('.')[0]) : e.asname ?? e.name;
         if (e.kind === 'from' && e.name === '*') {
@@ -452,6 +461,31 @@ class State {
       // an all-extern import at module level is recorded too: its binding may be renamed
       if (interned || !nested) this.rewrites.push({ node: n, start: group[0].start, end: group[0].end, locals, keep, nested, interned });
     }
+  }
+
+  /** A `try` statement with a handler for a failed import (ImportError,
+   *  ModuleNotFoundError, Exception or a bare `except:`; Language Reference §8.4). */
+  private optionalImport(n: StmtNode): boolean {
+    if (n.facts.kind !== 'try_statement') return false;
+    const text = this.corpus.source(n.mod).slice(n.facts.start, n.facts.end);
+    return /\bexcept\s*(:|\(?[^:]*\b(ImportError|ModuleNotFoundError|Exception|BaseException)\b)/.test(text);
+  }
+
+  /** Whether an interned module imports, at its top level, a module that is known not to
+   *  be importable in the validation environment (neither indexed nor installed). */
+  private cannotImportHere(abs: string, repo: string): boolean {
+    const mod = this.corpus.module(abs, repo);
+    if (!mod) return false;
+    for (const st of mod.facts.statements) {
+      if (!isPlainImport(st.kind)) continue;
+      for (const e of st.imports) {
+        if (e.kind === 'from' && e.level > 0) continue;
+        const top = (e.module ?? '').split('.')[0];
+        if (!top || this.resolver.isInterned(top, mod.repo)) continue;
+        if (this.resolver.importable(top) === false) return true;
+      }
+    }
+    return false;
   }
 
   private followEdge(n: StmtNode, e: ImportEdge): Target[] {

@@ -1542,9 +1542,25 @@ def zygote_main(cfg, roots, module, req_fd, res_fd):
             sys.path.insert(0, p)
     sys.dont_write_bytecode = True
     IN_ZYGOTE.append(module)
+    # the original imports in a folder like a candidate's scratch (a fresh one in the
+    # scratch root): module-level values computed from the working directory
+    # (`os.path.abspath('..')`) then mean the same in the original as in the copy
+    here = os.getcwd()
+    wd = None
+    try:
+        wd = tempfile.mkdtemp(prefix="nnrag-", dir=cfg.get("scratch") or "/tmp")
+        os.chdir(wd)
+    except OSError:
+        wd = None
     try:
         importlib.import_module(module)
     except BaseException:  # noqa: BLE001 - the equivalence stage reports it
+        pass
+    try:
+        os.chdir(here)
+        if wd:
+            os.rmdir(wd)
+    except OSError:
         pass
     prefixes = [r.rstrip("/") + "/" for r in roots]
     for name, m in list(sys.modules.items()):
