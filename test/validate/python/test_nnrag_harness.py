@@ -330,6 +330,15 @@ class StructuredTest(unittest.TestCase):
         Criterion()(*args)  # the synthesized targets are what the code reads
         sizes = T.companion_args(PostProc(), out, 2, (8, 6), torch, torch.Generator())[1]
         self.assertEqual(sizes.tolist(), [[8, 6], [8, 6]])
+        class PostSegm(nn.Module):
+            def forward(self, results, outputs, sizes):
+                return results
+
+        first = torch.ones(1)
+        chained = T.companion_args(PostSegm(), out, 2, (8, 6), torch, torch.Generator(), previous=first)
+        self.assertIs(chained[0], first)  # `results`: what the companion before it returned
+        self.assertIs(chained[1], out)  # `outputs`: the model's output
+        self.assertIsNone(T.companion_args(PostSegm(), out, 2, (8, 6), torch, torch.Generator()))  # nothing before it
         model, crit, post = nn.Linear(2, 2), Criterion(), PostProc()
         self.assertEqual(T.companions((model, crit, {"bbox": post}), model, nn), [crit, post])
 

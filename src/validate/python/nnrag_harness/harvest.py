@@ -814,11 +814,12 @@ def call_companions(result, model, out, inputs, torch):
     x = inputs[0] if inputs else None
     batch = int(x.shape[0]) if hasattr(x, "shape") and x.dim() >= 1 else 1
     hw = tuple(int(s) for s in x.shape[-2:]) if hasattr(x, "shape") and x.dim() >= 3 else (64, 64)
+    previous = None
     for c in structured.companions(result, model, nn):
         name = type(c).__name__
         gen = torch.Generator().manual_seed(2)
         try:
-            args = structured.companion_args(c, out, batch, hw, torch, gen)
+            args = structured.companion_args(c, out, batch, hw, torch, gen, previous)
         except EntryTimeout:
             raise
         except Exception as e:  # noqa: BLE001
@@ -830,7 +831,7 @@ def call_companions(result, model, out, inputs, torch):
         try:
             with torch.no_grad():
                 torch.manual_seed(3)
-                c(*args)
+                previous = c(*args)
             report[name] = "called"
         except EntryTimeout:
             raise

@@ -159,10 +159,17 @@ def related_modules(obj):
     return mods
 
 
-def companion_args(companion, output, batch, hw, torch, gen):
-    """Positional arguments for a companion's forward: the model's output first, the
-    other required parameters by use (a list of dicts for `targets`) or by name (sizes
-    -> (B, 2) image sizes, flags annotated bool -> False); None when one is unknown."""
+OUTPUT_NAMES = re.compile(r"^(outputs?|out|preds?|predictions?|logits)$")
+RESULT_NAMES = re.compile(r"^(results?|detections?)$")
+
+
+def companion_args(companion, output, batch, hw, torch, gen, previous=None):
+    """Positional arguments for a companion's forward: the model's output first (or
+    where a parameter is named like it: `outputs`), what the companion before it
+    returned for a parameter named `results` (post-processing steps chain: boxes, then
+    masks), the other required parameters by use (a list of dicts for `targets`) or by
+    name (sizes -> (B, 2) image sizes, flags annotated bool -> False); None when one is
+    unknown."""
     try:
         sig = inspect.signature(companion.forward)
     except (TypeError, ValueError):
@@ -170,9 +177,17 @@ def companion_args(companion, output, batch, hw, torch, gen):
     params = [p for p in sig.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is inspect.Parameter.empty]
     if not params:
         return None
-    args = [output]
+    args = []
     mods = None
-    for p in params[1:]:
+    for i, p in enumerate(params):
+        if RESULT_NAMES.match(p.name) and previous is not None:
+            args.append(previous)
+            continue
+        if OUTPUT_NAMES.match(p.name) or (i == 0 and not RESULT_NAMES.match(p.name)):
+            args.append(output)
+            continue
+        if i == 0:
+            return None
         if mods is None:
             mods = related_modules(companion)
         u = usage(mods, p.name)
