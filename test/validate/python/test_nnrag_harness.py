@@ -313,7 +313,50 @@ def build_outer(opts):
     return build_flagged(opts)
 
 
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 4)
+
+    def forward(self, feats, n: int):
+        return self.fc(torch.repeat_interleave(feats, n, dim=0))
+
+
+class Whole(nn.Module):
+    """A model whose forward takes a list of dicts (one per image) and a flag."""
+
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.Conv2d(3, 8, 3)
+        self.head = Head()
+
+    def forward(self, batched_input, multimask: bool):
+        x = torch.stack([r["image"] for r in batched_input])
+        return self.head(self.enc(x).mean(dim=(2, 3)), len(batched_input[0]["labels"]))
+
+
 class StructuredTest(unittest.TestCase):
+    def test_whole_model_structured_input_and_meta_run(self):
+        m = Whole()
+        cands = H.structured_candidates(m, {}, torch)
+        self.assertEqual(len(cands), 1)
+        batched, flag = cands[0]
+        self.assertEqual((sorted(batched[0]), list(batched[0]["image"].shape), flag), (["image", "labels"], [3, 64, 64], False))
+        self.assertEqual(list(m(*cands[0]).shape), [2, 4])  # what its code reads is there
+        rec = H.Recorder(torch, {"t.Whole": Whole, "t.Head": Head}, [])
+        rec.install(nn)
+        try:
+            m2 = Whole()
+            H.meta_forward(m2, cands[0], rec, torch)  # shapes only: repeat_interleave by an int included
+            w = rec.witnesses("e")
+        finally:
+            for cls, name, orig in reversed(rec.patched):
+                setattr(cls, name, orig)
+        self.assertIs(torch.repeat_interleave, torch.repeat_interleave)  # put back
+        self.assertTrue(next(m2.parameters()).is_meta)
+        head_in = w["t.Head"]["witnesses"][0]["inputs"]["args"]
+        self.assertEqual(head_in, [{"$tensor": [1, 8], "dtype": "float32"}, 2])  # no statistics of a meta tensor
+
     def test_list_of_dicts_by_use(self):
         import sys as _sys
         u = T.usage([_sys.modules[__name__]], "targets")

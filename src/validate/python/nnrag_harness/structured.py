@@ -67,7 +67,18 @@ def usage_in_function(fn, param):
             a = node.args[0]
             if isinstance(a, ast.Name) and a.id in whole:
                 u["list"] = True
+    def const(sub):
+        key = sub.slice
+        if isinstance(key, ast.Index):  # Python < 3.9
+            key = key.value
+        return key.value if isinstance(key, ast.Constant) else None
+
     for node in ast.walk(fn):
+        if (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Subscript) and isinstance(node.value.value, ast.Name)
+                and node.value.value.id in whole and isinstance(const(node.value), int) and isinstance(const(node), str)):
+            # `param[0]["labels"]`: an element read by position
+            u["list"] = True
+            u["keys"].add(const(node))
         if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
             key = node.slice
             if isinstance(key, ast.Index):  # Python < 3.9
@@ -127,7 +138,7 @@ def value_for_key(key, hw, torch, gen):
     if re.search(r"mask", k):
         return torch.rand(n, h, w, generator=gen) > 0.5
     if re.search(r"size|shape", k):
-        return torch.tensor([h, w])
+        return (h, w)
     if re.search(r"^image$|^img$|^images?$", k):
         return torch.randn(3, h, w, generator=gen)
     if re.search(r"point|coord|keypoint", k):

@@ -106,8 +106,8 @@ def encode(v, modules=None, depth=0):
 def encode_tensor(t, torch):
     t = t.detach()
     out = {"$tensor": [int(s) for s in t.shape], "dtype": str(t.dtype).replace("torch.", "")}
-    if t.numel() == 0:
-        return out
+    if t.numel() == 0 or t.is_meta:
+        return out  # a meta tensor (a shapes-only run) has no values
     if t.dtype == torch.bool or not (t.is_floating_point() or t.is_complex()):
         if t.numel() <= MAX_EXACT:
             out["values"] = t.reshape(-1).tolist() if t.dtype != torch.bool else [int(x) for x in t.reshape(-1).tolist()]
