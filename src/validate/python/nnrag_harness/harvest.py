@@ -585,9 +585,9 @@ class Recorder:
             try:
                 out = orig(self, *args, **kwargs)
             except BaseException as e:
-                if isinstance(e, EntryTimeout):
-                    # running when the budget ran out: too expensive to validate on these
-                    # inputs, so the shapes-only run does not record it either
+                if isinstance(e, EntryTimeout) or is_memory_error(e):
+                    # running when the budget or the memory ran out: too expensive to
+                    # validate on these inputs, so the shapes-only run does not record it
                     rec.too_slow.add(k)
                 if rec.meta and enc is not None:
                     # a shapes-only run stops at an operation meta tensors cannot do
@@ -815,6 +815,11 @@ def structured_candidates(model, hints, torch):
     return [args]
 
 
+def is_memory_error(e):
+    """MemoryError, or torch's CPU allocator refusing (under RLIMIT_AS)."""
+    return isinstance(e, MemoryError) or (isinstance(e, RuntimeError) and re.search(r"can't allocate memory|DefaultCPUAllocator|not enough memory", str(e)) is not None)
+
+
 def to_meta(v, torch, depth=0):
     if isinstance(v, torch.Tensor):
         return v.to("meta")
@@ -1025,13 +1030,11 @@ def run_entry(cfg, torch, send):
             model.eval()
             hints = model_hints(model, rec.built, torch)
             res["hints"] = hints
-            structured = structured_candidates(model, hints, torch)
-            for inputs in structured + input_candidates(model, hints, torch):
-                left = budget - (time.monotonic() - t0)
-                if inputs is structured[0] if structured else False:
-                    # a structured input reaches the whole model: keep a third of what is
-                    # left for a shapes-only run in case the real one is too expensive
-                    signal.setitimer(signal.ITIMER_REAL, max(0.5, left * 2 / 3))
+            for inputs in structured_candidates(model, hints, torch) + input_candidates(model, hints, torch):
+                # keep a third of what is left for a shapes-only run, in case the real
+                # forward is too expensive for the budget or the memory limit
+                signal.setitimer(signal.ITIMER_REAL, max(0.5, (budget - (time.monotonic() - t0)) * 2 / 3))
+                too_costly = None
                 try:
                     with torch.no_grad():
                         torch.manual_seed(1)
@@ -1041,10 +1044,15 @@ def run_entry(cfg, torch, send):
                     res["companions"] = call_companions(result, model, out, inputs, torch)
                     break
                 except EntryTimeout:
-                    if not (structured and inputs is structured[0]):
-                        raise
+                    too_costly = "timeout: the real forward took longer than its share of %.0f s" % budget
+                except BaseException as e:  # noqa: BLE001
+                    res["forwardError"] = "%s: %s" % (type(e).__name__, str(e)[:300])
+                    if is_memory_error(e):
+                        too_costly = res["forwardError"]
+                finally:
                     signal.setitimer(signal.ITIMER_REAL, max(0.5, budget - (time.monotonic() - t0)))
-                    res["forwardError"] = "timeout: the real forward took longer than its share of %.0f s" % budget
+                if too_costly:
+                    res["forwardError"] = too_costly
                     try:
                         meta_forward(model, inputs, rec, torch)
                         res["metaForward"] = "ran"
@@ -1053,11 +1061,6 @@ def run_entry(cfg, torch, send):
                     except BaseException as e:  # noqa: BLE001
                         res["metaForward"] = "%s: %s" % (type(e).__name__, str(e)[:200])
                     break
-                except BaseException as e:  # noqa: BLE001
-                    res["forwardError"] = "%s: %s" % (type(e).__name__, str(e)[:300])
-                finally:
-                    if structured and inputs is structured[0]:
-                        signal.setitimer(signal.ITIMER_REAL, max(0.5, budget - (time.monotonic() - t0)))
         except EntryTimeout as e:
             res["forwardError"] = "timeout: %s" % e
     signal.setitimer(signal.ITIMER_REAL, 0)
