@@ -196,7 +196,9 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
           }
           out.witnesses[cls] = mergeWitnesses(out.witnesses[cls] ?? [], c.witnesses, perClass);
         }
-        if (rep.built && rep.forward && !needsModel(e) && e.kind !== 'snippet' && (!provider || rep.ms < provider.ms)) provider = { entry: e, ms: rep.ms };
+        // the provider: the quickest that built and ran its model, else the quickest that built one
+        const rank = (r: EntryReport) => (r.forward ? 0 : 1e9) + r.ms;
+        if (rep.built && !needsModel(e) && e.kind !== 'snippet' && (!provider || rank(rep) < provider.ms)) provider = { entry: e, ms: rank(rep) };
         if (rep.built && gained === 0) exhausted.add(family(e));
         if (!rep.built) {
           const n = (failures.get(family(e)) ?? 0) + 1;

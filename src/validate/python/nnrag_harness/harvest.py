@@ -466,6 +466,9 @@ def call_plan(obj, configs, yamls):
             c = picks[0]
             plan[p.name] = {"config": c}
             continue
+        if p.annotation is bool or p.annotation == "bool":
+            plan[p.name] = {"value": False}  # a required switch: off
+            continue
         if isinstance(obj, type) and MODEL_PARAM.match(p.name) and _module_annotation(p.annotation):
             # a wrapper of a whole model (an EMA copy, a feature extractor, an inference
             # wrapper): given a model the repository's own entry point built (witness/harvest.ts)
