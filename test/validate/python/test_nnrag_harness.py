@@ -313,6 +313,12 @@ def build_outer(opts):
     return build_flagged(opts)
 
 
+def build_chosen(opts):
+    if opts.big and opts.kind == "wide":
+        return Stages([8] * 4, 8)
+    return build_flagged(opts)
+
+
 class Head(nn.Module):
     def __init__(self):
         super().__init__()
@@ -443,6 +449,18 @@ class WitnessRulesTest(unittest.TestCase):
         k = H.forward_keys({"m.A": A, "m.B": B, "m.Plain": Plain, "m.Lin": Lin})
         self.assertEqual(sorted(k), ["m.A", "m.B"])  # forward(x) alone is no interface
         self.assertEqual(k["m.A"], k["m.B"])
+
+    def test_choice_variants(self):
+        cfg = {"kind": "argparse", "fields": {"big": False, "width": 4, "kind": "narrow"}}
+        self.assertEqual(H.choice_variants(build_chosen, "opts", cfg), [{"big": True, "kind": "wide"}])
+        self.assertEqual(H.choice_variants(build_chosen, "opts", dict(cfg, fields=dict(cfg["fields"], kind="wide"))), [])  # the default already
+
+    def test_number_keyed_tables(self):
+        t = {i: i < 2 for i in range(5)}
+        enc = V.encode(t)
+        self.assertEqual(V.decode(enc, resolve, torch), t)
+        with self.assertRaises(V.Unencodable):
+            V.encode({1: float("inf")})
 
     def test_flag_variants_read_through_calls(self):
         cfg = {"kind": "argparse", "fields": {"big": False, "width": 4, "quiet": False}}

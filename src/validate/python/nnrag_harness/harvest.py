@@ -211,6 +211,45 @@ def flag_variants(obj, param, config):
     return [f for f in sorted(flags) if f in read][:MAX_FLAG_VARIANTS]
 
 
+def source_of_callable(obj, param, depth=1):
+    """The source of obj and of the repository callables it passes `param` to (as
+    reads_of follows them)."""
+    try:
+        out = [inspect.getsource(obj)]
+    except (OSError, TypeError):
+        return []
+    if depth > 0:
+        g = getattr(sys.modules.get(getattr(obj, "__module__", "") or ""), "__dict__", {})
+        for code in code_objects(obj):
+            for n in code.co_names:
+                v = g.get(n)
+                if v is None or v is obj or not (inspect.isfunction(v) or isinstance(v, type)):
+                    continue
+                try:
+                    if param in inspect.signature(v).parameters:
+                        out += source_of_callable(v, param, depth - 1)
+                except (TypeError, ValueError):
+                    continue
+    return out
+
+
+def choice_variants(obj, param, config):
+    """String settings the callable compares with a constant (`if args.dataset_file ==
+    "coco_panoptic":`) other than their default: each value, with every off-by-default
+    switch it reads turned on (the branch is often nested in one: a panoptic head only
+    with masks), one variant per value."""
+    fields = config.get("fields")
+    if not isinstance(fields, dict):
+        return []
+    out = []
+    for src in source_of_callable(obj, param):
+        for field, value in re.findall(r"\b%s\.(\w+)\s*==\s*['\"]([^'\"]+)['\"]" % re.escape(param), src):
+            if isinstance(fields.get(field), str) and fields[field] != value and (field, value) not in out:
+                out.append((field, value))
+    flags = {f: True for f in flag_variants(obj, param, config)}
+    return [dict(flags, **{f: v}) for f, v in out[:MAX_FLAG_VARIANTS]]
+
+
 def choose_configs(obj, param, configs):
     """Configurations for a config-like parameter, best first: those covering the most
     of the fields the callable reads from it (config objects by use)."""
@@ -376,6 +415,13 @@ def list_entries(cfg, torch):
                 v = dict(e, plan=p2, rank=e["rank"] + 1, variant=True, switch="%s.%s" % (pname, flag),
                          via="%s(%s.%s=True)" % (entry_name(e), pname, flag), family=e["family"] or entry_name(e))
                 entries.append(v)
+            for choice in choice_variants(obj, pname, spec["config"]):
+                p2 = dict(plan)
+                p2[pname] = dict(spec, set=choice)
+                label = ",".join("%s.%s=%r" % (pname, k, x) for k, x in sorted(choice.items()))
+                v = dict(e, plan=p2, rank=e["rank"] + 2, variant=True, switch=label,
+                         via="%s(%s)" % (entry_name(e), label), family=e["family"] or entry_name(e))
+                entries.append(v)
 
     # `dict(type='X', ...)` config files: the class named X with the other keys
     for dc in CF.dict_type_configs(roots):
@@ -479,6 +525,7 @@ def call_plan(obj, configs, yamls):
 
 
 MODEL_PARAM = re.compile(r"^(model|module|net|network|base|base_model|backbone|teacher|student|wrapped|inner)$")
+WRAPPED_PARAM = re.compile(r"^(model|module|net|network|base_model|teacher|student|wrapped|inner)$")  # runs the whole model
 
 
 def _module_annotation(ann):
@@ -771,8 +818,10 @@ def model_hints(model, built, torch, depth=0):
                     hints[kind] = v
                     break
     if depth == 0 and rec is not None and not hints:
-        for v in list(sources[0].values()):
-            if isinstance(v, torch.nn.Module) and id(v) in built:
+        # a wrapper of a whole model (the parameter says so: `model`, `module`, ...), not
+        # a model built from parts (detr's `backbone` has 2048 output channels)
+        for k, v in list(sources[0].items()):
+            if WRAPPED_PARAM.match(k) and isinstance(v, torch.nn.Module) and id(v) in built:
                 hints = model_hints(v, built, torch, 1)
                 if hints:
                     break
