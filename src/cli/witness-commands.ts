@@ -25,6 +25,7 @@ export const commands: Record<string, Command> = {
     summary: "harvest (or show) witnesses: what each class got when the repository's own entry points built and ran its models",
     usage: 'nnrag witnesses [--repo R …] [--show] [--force] [--workers N] [--python PY] [--no-sandbox] [--json]',
     options: {
+      repo: { type: 'string', multiple: true },
       show: { type: 'boolean' },
       force: { type: 'boolean' },
       python: { type: 'string' },

@@ -84,6 +84,8 @@ export interface Witness {
   params: number;
   /** the entry point that built it */
   entry: string;
+  /** the class whose recorded inputs these are, when not this one (a sibling with the same forward) */
+  inputsFrom?: string;
 }
 
 export interface NamespaceResult {

@@ -33,6 +33,12 @@ describe('cli', () => {
     assert.equal(nnrag('discover', '--no-such-flag').code, 2);
     assert.equal(nnrag('index', '--mode', 'sometimes', '--store', store).code, 2);
     assert.equal(nnrag('extract', '--store', store).code, 2);
+    // `witnesses --repo R` as its usage says: an unknown repository is bad usage; a known
+    // one with no stored harvest is listed as such (exit 1: nothing harvested)
+    assert.equal(nnrag('witnesses', '--repo', 'no/such', '--show', '--store', store).code, 2);
+    const shown = nnrag('witnesses', '--repo', 'examples', '--show', '--store', store, '--json');
+    assert.equal(shown.code, 1, shown.stderr);
+    assert.deepEqual(JSON.parse(shown.stdout).map((x: { repo: string }) => x.repo), ['examples']);
   });
 
   it('refuses dangerous repository sources', () => {

@@ -51,6 +51,8 @@ describe('namespace stage', { skip: skip ?? false }, () => {
       ['rebinding-order', 'pkg.a.Block', 5],
       // a flag the copied `try` binds but nothing reads is not compared
       ['try-flag-unused', 'pkg.a.Block', 2],
+      // a value computed from the working directory: the original imports in one like the copy's
+      ['cwd-value', 'pkg.a.Block', 2],
     ] as const) {
       const { req } = await extract(name, target);
       const r = await pool.validate(req);

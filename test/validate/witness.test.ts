@@ -1,7 +1,10 @@
 // Witnesses (src/validate/README.md "Witnesses"): harvested in the real sandbox from a
 // small fixture package that builds its own models through a registry, a dataclass
-// configuration and an argparse script and passes a structured input; a block that only
-// its witness can build; entry points that raise, sleep past their budget or try the
+// configuration, argparse scripts (and a switch they leave off), a yacs-style defaults
+// file, a dict(type=...) config file and a __main__ snippet, passes a structured input,
+// and returns a criterion and a post-processor next to a model (called on its output
+// with targets read from their code); blocks that only their witness can build; entry
+// points that raise, sleep past their budget or try the
 // network are reported and the others still run; a second harvest with nothing changed
 // is read from the store.
 import { test } from 'node:test';
@@ -17,7 +20,7 @@ import { cannotValidate } from './common.js';
 
 const skip = await cannotValidate(true);
 
-test('witnesses from a registry, a dataclass config, an argparse script and a structured input; failed entry points contained', { skip: skip ?? false }, async () => {
+test('witnesses from a registry, dataclass, argparse, yacs and dict(type=) configs, a __main__ snippet, a switch variant, companions with structured targets; failed entry points contained', { skip: skip ?? false }, async () => {
   const dir = tempDir();
   chmodSync(dir, 0o755); // the sandbox runs as an unprivileged user when we are root
   const repo = path.join(dir, 'wrepo');
@@ -53,6 +56,44 @@ test('witnesses from a registry, a dataclass config, an argparse script and a st
     assert.equal(pair.fields.mask.dtype, 'bool');
     assert.deepEqual(pair.fields.mask.values!.slice(0, 6), [0, 0, 0, 0, 0, 1]);
     assert.deepEqual(masked.outputs, [[1, 6, 8]]);
+    // the detector's builder (detect.py's argparse defaults): its model, and the
+    // companions returned next to it called on the model's output with targets made
+    // from how their code reads them (a list of dicts with the keys it subscripts)
+    const det = h.entries.find((e) => e.entry === 'wpkg.detector.build_detector');
+    assert.ok(det?.forward, JSON.stringify(det));
+    assert.deepEqual(det!.companions, { Criterion: 'called', PostProc: 'called' });
+    const crit = h.witnesses['wpkg.detector.Criterion'][0];
+    const targets = crit.inputs!.args[1] as { $dict: Record<string, { $tensor: number[]; dtype: string }> }[];
+    assert.deepEqual(Object.keys(targets[0].$dict).sort(), ['boxes', 'labels']);
+    assert.equal(targets[0].$dict.labels.dtype, 'int64');
+    assert.ok(h.witnesses['wpkg.detector.Matcher'].some((w) => w.inputs), 'the matcher the criterion calls is recorded too');
+    // the base class built through super().__init__ with its body: a witness of its own
+    const base = h.witnesses['wpkg.detector.DetectorBase'][0];
+    assert.deepEqual((base.args[0] as { $module: string[] }).$module, ['torch.nn.modules.container', 'Sequential']);
+    assert.ok(base.inputs, 'Detector runs the base forward: its inputs are the base forward inputs');
+    // the --with_head switch, off by default, on in a variant of its own
+    const flag = h.entries.find((e) => e.entry === 'wpkg.detector.build_detector(args.with_head=True)');
+    assert.ok(flag?.covered.includes('wpkg.detector.ExtraHead'), JSON.stringify(h.entries.map((e) => e.entry)));
+    // a yacs-style defaults file (read statically; its CfgNode is the repository's own):
+    // build_tower(cfg) got cfg.MODEL.* and built Tower(5, 'tanh', 2)
+    assert.deepEqual(h.witnesses['wpkg.tower.Tower'][0].args, [5, 'tanh', 2]);
+    // a dict(type='Lens', ...) config file: the class named by type with the other keys
+    const lens = h.entries.find((e) => e.entry.includes("configs/lens_small.py:model(type='Lens')"));
+    assert.ok(lens?.covered.includes('wpkg.tower.Lens'), JSON.stringify(h.entries.map((e) => e.entry)));
+    assert.deepEqual(h.witnesses['wpkg.tower.Lens'][0].kwargs, { width: 6, mode: 'affine' });
+    // the module's __main__ snippet built Prism(4, 'bca') and called it on its own input
+    const prism = h.witnesses['wpkg.tower.Prism'][0];
+    assert.ok(h.entries.find((e) => e.entry === 'wpkg.tower (__main__ snippet)')?.covered.includes('wpkg.tower.Prism'));
+    assert.deepEqual(prism.args, [4, 'bca']);
+    assert.deepEqual((prism.inputs!.args[0] as { $tensor: number[] }).$tensor, [4, 2, 3]);
+    // a wrapper of a whole model, given the model of the quickest entry point that built
+    // and ran one (which one depends on timing), and run on an input from that model's
+    // own settings (token ids for TinyNet, an image for Detector)
+    const avg = h.witnesses['wpkg.blocks.Averaged'][0];
+    const wrapped = (avg.kwargs.model as { $module: string[] }).$module;
+    assert.ok(wrapped && wrapped[0].startsWith('wpkg.'), JSON.stringify(avg));
+    const dtype = (avg.inputs?.args[0] as { dtype: string } | undefined)?.dtype;
+    assert.equal(dtype, wrapped[1] === 'TinyNet' ? 'int64' : 'float32', JSON.stringify(avg));
     // failed entry points are reported with why, and contained
     assert.match(entry('build_raises')!.error ?? '', /ValueError: this factory always fails/);
     assert.match(entry('build_sleeps')!.error ?? '', /timeout/);
@@ -67,7 +108,13 @@ test('witnesses from a registry, a dataclass config, an argparse script and a st
     const id = 'wpkg.blocks.Odd';
     const without = await extractAndValidate(ws, [id], { validator: pool, witnesses: false, force: true });
     assert.equal((without[0].validation as { category: string }).category, 'needs-args');
-    const withW = await extractAndValidate(ws, [id, 'wpkg.blocks.Masked'], { validator: pool, force: true });
+    // the criterion too (no guess makes its matcher and its list of target dicts), and
+    // the blocks taking a mode string from the yacs defaults, the dict(type=...) config
+    // and the __main__ snippet
+    const only = ['wpkg.detector.Criterion', 'wpkg.tower.Gate', 'wpkg.tower.Lens', 'wpkg.tower.Prism', 'wpkg.blocks.Averaged'];
+    const none = await extractAndValidate(ws, only, { validator: pool, witnesses: false, force: true });
+    for (const r of none) assert.notEqual((r.validation as { stages: Record<string, string> }).stages.forward, 'pass', r.id);
+    const withW = await extractAndValidate(ws, [id, 'wpkg.blocks.Masked', ...only], { validator: pool, force: true });
     for (const r of withW) {
       const v = r.validation as { stages: Record<string, string>; argumentsSource?: string; equivalence?: { status: string } };
       assert.equal(v.stages.forward, 'pass', `${r.id}: ${JSON.stringify(v)}`);

@@ -10,7 +10,8 @@ import type { ValidatorPool } from '../pool.js';
 import type { Witness } from '../types.js';
 
 export interface HarvestEntry {
-  kind: 'registry' | 'factory' | 'class';
+  /** registry value, factory function, class from its defaults, class of a `dict(type=…)` config file, `__main__` snippet */
+  kind: 'registry' | 'factory' | 'class' | 'config' | 'snippet';
   module: string;
   qualname: string;
   via?: string;
@@ -23,6 +24,8 @@ export interface HarvestEntry {
   family: string | null;
   /** one of several model files for the same callable (its reach: the classes the file names) */
   variant?: boolean;
+  /** the configuration switch this variant turns on (`args.masks`) */
+  switch?: string;
 }
 
 export interface EntryReport {
@@ -35,6 +38,8 @@ export interface EntryReport {
   ms: number;
   /** classes that got a witness from this entry point */
   covered: string[];
+  /** companions built alongside the model (a criterion, post-processors): called, or why not */
+  companions?: Record<string, string>;
 }
 
 export interface HarvestResult {
@@ -87,7 +92,9 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
       timeoutMs,
     });
   const listed = await ask({ ...base, mode: 'list', importBudget: Math.min(120, repoMs / 2000) }, Math.min(repoMs, 180000));
-  const list = listed.harvest as { classes?: string[]; entries?: HarvestEntry[]; importFailures?: Record<string, string>; error?: string } | undefined;
+  const list = listed.harvest as
+    | { classes?: string[]; entries?: HarvestEntry[]; importFailures?: Record<string, string>; forwardKeys?: Record<string, string>; error?: string }
+    | undefined;
   if (!list || !list.entries) {
     out.error = list?.error ?? listed.error ?? 'the harness gave no entry points';
     out.ms = performance.now() - t0;
@@ -95,22 +102,43 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
   }
   out.classes = list.classes ?? [];
   out.importFailures = list.importFailures ?? {};
+  // covered: classes with a witness; called: with a witness that has recorded inputs.
+  // Greedy coverage aims at called classes (a construction alone, such as a base class
+  // built through super().__init__, leaves its inputs to guesses)
   const covered = new Set<string>();
+  const called = new Set<string>();
   const pending = [...list.entries];
   const name = (e: HarvestEntry) => e.via ?? `${e.module}.${e.qualname}`;
-  const family = (e: HarvestEntry) => e.reach.join(',') || `${e.module}.${e.qualname}`;
+  const family = (e: HarvestEntry) => (e.reach.join(',') || `${e.module}.${e.qualname}`) + (e.switch ? `|${e.switch}` : '');
+  // a family (entry points reaching the same classes: one architecture's registered
+  // sizes and variants) whose last run built its model and covered nothing new is
+  // exhausted: what it reaches but did not build is behind settings its other members
+  // share; one whose builds failed twice is exhausted too
+  const exhausted = new Set<string>();
+  const failures = new Map<string, number>();
   const workers = Math.max(1, pool.workerCount);
+  // a wrapper of a whole model (`AutoShape(model)`, `ModelEma(model)`) is given the model
+  // of the quickest entry point that built and ran one (the provider)
+  const needsModel = (e: HarvestEntry) => Object.values(e.plan).some((s) => !!s && typeof s === 'object' && 'instance' in (s as object));
+  let provider: { entry: HarvestEntry; ms: number } | null = null;
   while (pending.length && performance.now() - t0 < repoMs) {
     // greedy: most uncovered reachable classes first, then the smallest size (model
-    // families), then registries and factories before classes
-    const score = (e: HarvestEntry) => e.reach.filter((c) => !covered.has(c)).length;
-    pending.sort((a, b) => score(b) - score(a) || a.rank - b.rank || kindOrder(a) - kindOrder(b) || name(a).localeCompare(name(b)));
+    // families), the smallest input resolution named (`_224` before `_512`), then
+    // registries and factories before classes
+    const score = (e: HarvestEntry) => e.reach.filter((c) => !called.has(c)).length;
+    pending.sort(
+      (a, b) => score(b) - score(a) || a.rank - b.rank || resolutionOf(name(a)) - resolutionOf(name(b)) || kindOrder(a) - kindOrder(b) || name(a).localeCompare(name(b)),
+    );
     const batch: HarvestEntry[] = [];
     const deferred: HarvestEntry[] = [];
     while (pending.length && batch.length < workers) {
       const e = pending.shift()!;
-      if (e.reach.length && score(e) === 0) {
+      if ((e.reach.length && score(e) === 0) || exhausted.has(family(e))) {
         out.skipped++;
+        continue;
+      }
+      if (needsModel(e) && !provider) {
+        deferred.push(e);
         continue;
       }
       // variants reaching the same classes: one at a time (the next may be covered then)
@@ -118,14 +146,32 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
       else batch.push(e);
     }
     pending.unshift(...deferred);
-    if (!batch.length) break;
+    if (!batch.length) {
+      // only wrappers are left and nothing built a model to give them
+      out.skipped += pending.length;
+      pending.length = 0;
+      break;
+    }
     const left = repoMs - (performance.now() - t0);
     await Promise.all(
       batch.map(async (e) => {
         const budget = Math.max(1000, Math.min(entryMs, left));
-        const r = await ask({ ...base, mode: 'run', entry: e, budgetSeconds: budget / 1000 }, budget + 15000);
+        const r = await ask(
+          { ...base, mode: 'run', entry: e, budgetSeconds: budget / 1000, ...(needsModel(e) && provider ? { provider: provider.entry } : {}) },
+          budget + 15000,
+        );
         const h = r.harvest as
-          | { entry: string; built: boolean; forward: boolean; error: string | null; forwardError?: string; input?: number[][]; ms: number; classes?: Record<string, { witnesses: Witness[] }> }
+          | {
+              entry: string;
+              built: boolean;
+              forward: boolean;
+              error: string | null;
+              forwardError?: string;
+              input?: number[][];
+              ms: number;
+              companions?: Record<string, string>;
+              classes?: Record<string, { witnesses: Witness[] }>;
+            }
           | undefined;
         const rep: EntryReport = {
           entry: name(e),
@@ -137,13 +183,27 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
         };
         if (h?.forwardError) rep.forwardError = h.forwardError;
         if (h?.input) rep.input = h.input;
+        if (h?.companions && Object.keys(h.companions).length) rep.companions = h.companions;
         let gained = 0;
         for (const [cls, c] of Object.entries(h?.classes ?? {})) {
           if (!c.witnesses.length) continue;
           rep.covered.push(cls);
           if (!covered.has(cls)) gained++;
           covered.add(cls);
+          if (c.witnesses.some((w) => w.inputs)) {
+            if (!called.has(cls)) gained++;
+            called.add(cls);
+          }
           out.witnesses[cls] = mergeWitnesses(out.witnesses[cls] ?? [], c.witnesses, perClass);
+        }
+        // the provider: the quickest that built and ran its model, else the quickest that built one
+        const rank = (r: EntryReport) => (r.forward ? 0 : 1e9) + r.ms;
+        if (rep.built && !needsModel(e) && e.kind !== 'snippet' && (!provider || rank(rep) < provider.ms)) provider = { entry: e, ms: rank(rep) };
+        if (rep.built && gained === 0) exhausted.add(family(e));
+        if (!rep.built) {
+          const n = (failures.get(family(e)) ?? 0) + 1;
+          failures.set(family(e), n);
+          if (n >= 2) exhausted.add(family(e));
         }
         out.entries.push(rep);
         o.onEntry?.(rep);
@@ -151,12 +211,47 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
     );
   }
   out.skipped += pending.length;
+  borrowSiblingInputs(out.witnesses, list.forwardKeys ?? {}, out.classes, perClass);
   out.ms = performance.now() - t0;
   return out;
 }
 
+/**
+ * A class whose witnesses have no recorded inputs (the model never called it: one of two
+ * interchangeable implementations, chosen by a setting) takes the inputs recorded for a
+ * sibling — a class of the same module whose forward has the same parameters — as a
+ * witness of its own construction with those inputs (`inputsFrom`).
+ */
+export function borrowSiblingInputs(
+  witnesses: Record<string, Witness[]>,
+  forwardKeys: Record<string, string>,
+  classes: string[],
+  perClass: number,
+): void {
+  const byKey = new Map<string, string[]>();
+  for (const c of classes) {
+    const k = forwardKeys[c];
+    if (k) byKey.set(k, [...(byKey.get(k) ?? []), c]);
+  }
+  for (const c of classes) {
+    const own = witnesses[c] ?? [];
+    const k = forwardKeys[c];
+    if (!k || !own.length || own.some((w) => w.inputs)) continue;
+    const donor = (byKey.get(k) ?? []).find((d) => d !== c && (witnesses[d] ?? []).some((w) => w.inputs && !w.inputsFrom));
+    if (!donor) continue;
+    const inputs = witnesses[donor].find((w) => w.inputs && !w.inputsFrom)!.inputs;
+    witnesses[c] = mergeWitnesses(own, [{ ...own[0], inputs, inputsFrom: donor }], perClass);
+  }
+}
+
+/** The input resolution a model name ends with (`maxvit_tiny_tf_512` → 512), else 0. */
+export function resolutionOf(name: string): number {
+  const m = /[_-](\d{3,4})\b[^\d]*$/.exec(name);
+  return m ? Number(m[1]) : 0;
+}
+
 function kindOrder(e: HarvestEntry): number {
-  return e.kind === 'registry' ? 0 : e.kind === 'factory' ? 1 : 2;
+  return { registry: 0, factory: 1, config: 2, snippet: 3, class: 4 }[e.kind] ?? 5;
 }
 
 /** Witnesses with recorded inputs first, then by parameters; distinct ones only. */

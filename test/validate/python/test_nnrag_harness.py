@@ -18,9 +18,11 @@ import torch.nn as nn  # noqa: E402
 
 from nnrag_harness import arguments as A  # noqa: E402
 from nnrag_harness import classify as C  # noqa: E402
+from nnrag_harness import configs as CF  # noqa: E402
 from nnrag_harness import harvest as H  # noqa: E402
 from nnrag_harness import inputs as I  # noqa: E402
 from nnrag_harness import sources as S  # noqa: E402
+from nnrag_harness import structured as T  # noqa: E402
 from nnrag_harness import values as V  # noqa: E402
 
 
@@ -250,6 +252,297 @@ class SourcesTest(unittest.TestCase):
         self.assertEqual(list(m(*a, **kw).shape), [2, 4])
         a2, _ = S.witness_inputs(w, res, torch)
         self.assertTrue(torch.equal(a[0], a2[0]))  # the same seed: the copy and the original get the same inputs
+
+
+class Criterion(nn.Module):
+    """Reads targets as a list of dicts: labels and boxes required, 'ignored' only tested."""
+
+    def forward(self, outputs, targets):
+        n = sum(len(t["labels"]) for t in targets)
+        loss = 0.0
+        for t, o in zip(targets, outputs):
+            if "ignored" in t:
+                continue
+            loss = loss + (o - t["boxes"]).abs().sum() + t.get("weight", 1.0)
+        return loss / max(n, 1)
+
+
+class PostProc(nn.Module):
+    def forward(self, outputs, target_sizes):
+        return outputs * target_sizes[:, :1]
+
+
+class Base(nn.Module):
+    def __init__(self, body, width):
+        super().__init__()
+        self.body = body
+        self.fc = nn.Linear(width, width)
+
+    def forward(self, x):
+        return self.fc(self.body(x))
+
+
+class Sub(Base):
+    def __init__(self, width):
+        super().__init__(nn.Identity(), width)
+
+
+class Focal(nn.Module):
+    def __init__(self, loss_fcn, gamma):
+        super().__init__()
+        self.loss_fcn = loss_fcn
+        self.reduction = loss_fcn.reduction
+        self.gamma = gamma
+
+    def forward(self, pred, true):
+        return self.loss_fcn(pred, true) * self.gamma
+
+
+class Stages(nn.Module):
+    def __init__(self, layers, res):
+        super().__init__()
+        self.a = nn.Linear(layers[0], layers[3])
+        self.grid = res // 2
+
+
+def build_flagged(opts):
+    return Stages([4] * 4, 8) if opts.big else Sub(opts.width)
+
+
+def build_outer(opts):
+    return build_flagged(opts)
+
+
+def build_chosen(opts):
+    if opts.big and opts.kind == "wide":
+        return Stages([8] * 4, 8)
+    return build_flagged(opts)
+
+
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 4)
+
+    def forward(self, feats, n: int):
+        return self.fc(torch.repeat_interleave(feats, n, dim=0))
+
+
+class Whole(nn.Module):
+    """A model whose forward takes a list of dicts (one per image) and a flag."""
+
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.Conv2d(3, 8, 3)
+        self.head = Head()
+
+    def forward(self, batched_input, multimask: bool):
+        x = torch.stack([r["image"] for r in batched_input])
+        return self.head(self.enc(x).mean(dim=(2, 3)), len(batched_input[0]["labels"]))
+
+
+class StructuredTest(unittest.TestCase):
+    def test_whole_model_structured_input_and_meta_run(self):
+        m = Whole()
+        cands = H.structured_candidates(m, {}, torch)
+        self.assertEqual(len(cands), 1)
+        batched, flag = cands[0]
+        self.assertEqual((sorted(batched[0]), list(batched[0]["image"].shape), flag), (["image", "labels"], [3, 64, 64], False))
+        self.assertEqual(list(m(*cands[0]).shape), [2, 4])  # what its code reads is there
+        rec = H.Recorder(torch, {"t.Whole": Whole, "t.Head": Head}, [])
+        rec.install(nn)
+        try:
+            m2 = Whole()
+            H.meta_forward(m2, cands[0], rec, torch)  # shapes only: repeat_interleave by an int included
+            w = rec.witnesses("e")
+        finally:
+            for cls, name, orig in reversed(rec.patched):
+                setattr(cls, name, orig)
+        self.assertIs(torch.repeat_interleave, torch.repeat_interleave)  # put back
+        self.assertTrue(next(m2.parameters()).is_meta)
+        head_in = w["t.Head"]["witnesses"][0]["inputs"]["args"]
+        self.assertEqual(head_in, [{"$tensor": [1, 8], "dtype": "float32"}, 2])  # no statistics of a meta tensor
+
+    def test_list_of_dicts_by_use(self):
+        import sys as _sys
+        u = T.usage([_sys.modules[__name__]], "targets")
+        self.assertEqual(u, ("list", ["boxes", "labels"]))  # 'ignored' and 'weight' are optional
+        self.assertIsNone(T.usage([_sys.modules[__name__]], "outputs"))
+
+    def test_companion_arguments_and_call(self):
+        out = torch.randn(2, 4)
+        args = T.companion_args(Criterion(), out, 2, (8, 8), torch, torch.Generator().manual_seed(0))
+        self.assertIs(args[0], out)
+        self.assertEqual([sorted(t) for t in args[1]], [["boxes", "labels"]] * 2)
+        self.assertEqual(args[1][0]["labels"].dtype, torch.int64)
+        self.assertEqual(list(args[1][0]["boxes"].shape), [2, 4])
+        Criterion()(*args)  # the synthesized targets are what the code reads
+        sizes = T.companion_args(PostProc(), out, 2, (8, 6), torch, torch.Generator())[1]
+        self.assertEqual(sizes.tolist(), [[8, 6], [8, 6]])
+        class PostSegm(nn.Module):
+            def forward(self, results, outputs, sizes):
+                return results
+
+        first = torch.ones(1)
+        chained = T.companion_args(PostSegm(), out, 2, (8, 6), torch, torch.Generator(), previous=first)
+        self.assertIs(chained[0], first)  # `results`: what the companion before it returned
+        self.assertIs(chained[1], out)  # `outputs`: the model's output
+        self.assertIsNone(T.companion_args(PostSegm(), out, 2, (8, 6), torch, torch.Generator()))  # nothing before it
+        model, crit, post = nn.Linear(2, 2), Criterion(), PostProc()
+        self.assertEqual(T.companions((model, crit, {"bbox": post}), model, nn), [crit, post])
+
+
+class WitnessRulesTest(unittest.TestCase):
+    def test_base_class_witness(self):
+        rec = H.Recorder(torch, {"m.Base": Base, "m.Sub": Sub}, [])
+        rec.install(nn)
+        try:
+            m = Sub(4)
+            m(torch.randn(1, 4))
+            w = rec.witnesses("e")
+        finally:
+            for cls, name, orig in reversed(rec.patched):
+                setattr(cls, name, orig)
+        self.assertEqual(w["m.Sub"]["witnesses"][0]["args"], [4])
+        base = w["m.Base"]["witnesses"][0]
+        self.assertEqual(base["args"][1], 4)
+        self.assertEqual(base["args"][0]["$module"], ["torch.nn.modules.linear", "Identity"])
+        self.assertIn("inputs", base)  # Sub runs Base's forward: the inputs are the base's too
+
+    def test_failed_construction_is_no_witness(self):
+        rec = H.Recorder(torch, {"m.Stages": Stages}, [])
+        rec.install(nn)
+        try:
+            with self.assertRaises(TypeError):
+                Stages(4, 8)
+            Stages([2, 2, 2, 2], 8)
+            w = rec.witnesses("e")
+        finally:
+            for cls, name, orig in reversed(rec.patched):
+                setattr(cls, name, orig)
+        self.assertEqual([x["args"] for x in w["m.Stages"]["witnesses"]], [[[2, 2, 2, 2], 8]])
+
+    def test_call_plan_wrapper_of_a_model(self):
+        class Ema(nn.Module):
+            def __init__(self, model, decay=0.9):
+                super().__init__()
+                self.module = model
+
+        class Needs(nn.Module):
+            def __init__(self, model: int):
+                super().__init__()
+        self.assertEqual(H.call_plan(Ema, [], []), {"model": {"instance": True}})
+        self.assertIsNone(H.call_plan(Needs, [], []))  # annotated as something else than a module
+
+    def test_forward_keys_need_an_own_type(self):
+        class A(nn.Module):
+            def forward(self, t: Box):
+                return t
+
+        class B(nn.Module):
+            def forward(self, t: Box):
+                return t
+
+        class Plain(nn.Module):
+            def forward(self, x: torch.Tensor):
+                return x
+        k = H.forward_keys({"m.A": A, "m.B": B, "m.Plain": Plain, "m.Lin": Lin})
+        self.assertEqual(sorted(k), ["m.A", "m.B"])  # forward(x) alone is no interface
+        self.assertEqual(k["m.A"], k["m.B"])
+
+    def test_choice_variants(self):
+        cfg = {"kind": "argparse", "fields": {"big": False, "width": 4, "kind": "narrow"}}
+        self.assertEqual(H.choice_variants(build_chosen, "opts", cfg), [{"big": True, "kind": "wide"}])
+        self.assertEqual(H.choice_variants(build_chosen, "opts", dict(cfg, fields=dict(cfg["fields"], kind="wide"))), [])  # the default already
+
+    def test_number_keyed_tables(self):
+        t = {i: i < 2 for i in range(5)}
+        enc = V.encode(t)
+        self.assertEqual(V.decode(enc, resolve, torch), t)
+        with self.assertRaises(V.Unencodable):
+            V.encode({1: float("inf")})
+
+    def test_flag_variants_read_through_calls(self):
+        cfg = {"kind": "argparse", "fields": {"big": False, "width": 4, "quiet": False}}
+        self.assertEqual(H.flag_variants(build_outer, "opts", cfg), ["big"])  # 'quiet' is not read
+        ns = H.make_config(cfg, torch, {"big": True})
+        self.assertIsInstance(build_outer(ns), Stages)
+
+
+class RulesTest(unittest.TestCase):
+    def test_subscript_lengths_and_scalar_variant(self):
+        self.assertEqual(A.subscript_lengths(Stages)["layers"], 4)
+        self.assertEqual(A.seq_variant([], {"layers": 2}, {"layers": 4})[1], {"layers": [2, 2, 2, 2]})
+        self.assertEqual(A.scalar_variant([], {"res": (8, 8), "d": 4})[1], {"res": 8, "d": 4})
+        self.assertTrue(A.SCALAR_ERR.search("unsupported operand type(s) for //: 'tuple' and 'int'"))
+
+    def test_duck_module(self):
+        import inspect
+        params = list(inspect.signature(Focal.__init__).parameters.values())[1:]
+        d = A.duck_modules(Focal, params, nn)
+        self.assertEqual(list(d), ["loss_fcn"])
+        self.assertTrue(hasattr(d["loss_fcn"](), "reduction"))
+        self.assertIn(d["loss_fcn"], (nn.MSELoss, nn.L1Loss))
+
+    def test_optional_and_ids_plan(self):
+        from typing import Optional
+
+        class Prompt(nn.Module):
+            def forward(self, points: Optional[torch.Tensor], boxes: Optional[torch.Tensor]):
+                return points
+
+        class Clip(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.context_length = 5
+                self.emb = nn.Embedding(7, 4)
+
+            def forward(self, image, text):
+                return text
+
+        self.assertEqual(I.forward_plan(Prompt()), [("points", "none"), ("boxes", "none")])
+        m = Clip()
+        plan = I.forward_plan(m)
+        self.assertEqual(plan, [("image", "tensor"), ("text", "ids")])
+        ids = I.make_inputs([("float", (3, 4))], plan, torch, m)[1]
+        self.assertEqual((list(ids.shape), ids.dtype), ([3, 5], torch.int64))
+        self.assertEqual(I.targets_as_tensors([("x", "tensor"), ("label", "target")]), [("x", "tensor"), ("label", "tensor")])
+
+
+class ConfigsTest(unittest.TestCase):
+    def write(self, d, name, text):
+        p = os.path.join(d, name)
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with open(p, "w") as f:
+            f.write(text)
+        return p
+
+    def test_yacs_defaults_read_statically(self):
+        src = ("from yacs.config import CfgNode as CN\n_C = CN()\n_C.MODEL = CN()\n_C.MODEL.SWIN = CN()\n"
+               "_C.MODEL.SWIN.DEPTHS = [2, 2]\n_C.MODEL.TYPE = 'swin'\n_C.MODEL.NAME = os.environ['X']\n_C.DEVICE = 'cuda:0'\n")
+        tree = CF.yacs_tree(src)["_C"]
+        self.assertEqual(tree, {"MODEL": {"SWIN": {"DEPTHS": [2, 2]}, "TYPE": "swin"}, "DEVICE": "cpu"})  # no NAME: not a literal
+        cfg = CF.to_attrdict(tree)
+        self.assertEqual((cfg.MODEL.SWIN.DEPTHS, cfg["MODEL"]["TYPE"]), ([2, 2], "swin"))
+        enc = V.encode(cfg)
+        back = V.decode(enc, resolve, torch)
+        self.assertEqual(back.MODEL.TYPE, "swin")
+        self.assertIsInstance(back, CF.AttrDict)
+
+    def test_dict_type_configs_and_snippets(self):
+        with tempfile.TemporaryDirectory() as d:
+            self.write(d, "configs/a.py", "_base_ = ['x.py']\nmodel = dict(type='Net', depth=2, head=dict(type='Head', k=[1, 2]))\n")
+            self.write(d, "pkg/code.py", "def f():\n    pass\nmodel = dict(type='NotAConfig')\n")
+            p = self.write(d, "pkg/m.py", "import torch\nx = 1\nif __name__ == '__main__':\n    net = Net(3)\n    y = net(torch.ones(1))\n")
+            got = CF.dict_type_configs([d])
+            self.assertEqual([(c["type"], c["kwargs"], c["types"]) for c in got],
+                             [("Net", {"depth": 2, "head": {"type": "Head", "k": [1, 2]}}, ["Head", "Net"])])
+            code, names = CF.main_snippet(p)
+            self.assertTrue({"Net", "torch"} <= names)
+            ns = {"Net": lambda n: (lambda t: t * n), "torch": torch}
+            exec(code, ns)
+            self.assertEqual(ns["y"].tolist(), [3.0])
+            self.assertIsNone(CF.main_snippet(self.write(d, "pkg/n.py", "x = 1\n")))
 
 
 if __name__ == "__main__":

@@ -683,11 +683,14 @@ def arg_candidates(cls, call_sites, mod_globals, nn, data_sites=None, data_ns=No
                 label = "config %s[%r]" % (site.get("name"), key)
                 add(label, [], kwargs)
     unguessable = None
+    ducks = duck_modules(cls, required, nn)
     for d, h in CANDIDATE_WIDTHS:
         kwargs, posargs = {}, []
         try:
             for p in fillable:
-                if p.default is inspect.Parameter.empty:
+                if p.default is inspect.Parameter.empty and p.name in ducks:
+                    v = ducks[p.name]()
+                elif p.default is inspect.Parameter.empty:
                     v = guess_value(p.name, p.annotation, d, h, nn, mod_globals, seq_len)
                 elif p.default is None and (DIM_WORDS.search(p.name) or OUT_DIM.search(p.name)) and required:
                     continue  # leave width-like Optional defaults alone while others are guessed
@@ -744,6 +747,39 @@ def arg_candidates(cls, call_sites, mod_globals, nn, data_sites=None, data_ns=No
     return out, (unguessable if not out or (required and unguessable) else None)
 
 
+def duck_modules(cls, params, nn):
+    """Parameter -> torch.nn class, for unannotated required parameters the constructor
+    reads attributes of (`self.reduction = loss_fcn.reduction`) that an instance of a
+    torch.nn class built without arguments has (duck typing: a loss function wrapped by
+    a focal loss). Losses first when the name says loss / criterion / fcn."""
+    try:
+        src = inspect.getsource(cls.__init__)
+    except (OSError, TypeError):
+        return {}
+    out = {}
+    for p in params:
+        if p.annotation is not inspect.Parameter.empty or CONFIG_NAMES.match(p.name.lower()):
+            continue
+        reads = set(re.findall(r"\b%s\.(\w+)\b(?!\s*\()" % re.escape(p.name), src))
+        if not reads:
+            continue
+        import torch.nn.modules.loss as L
+        # elementwise losses first: they take any two inputs of one shape
+        first = ("MSELoss", "L1Loss", "SmoothL1Loss", "BCEWithLogitsLoss")
+        losses = sorted((n for n in dir(L) if n.endswith("Loss") and not n.startswith("_")), key=lambda n: (n not in first, first.index(n) if n in first else 0, n))
+        order = [getattr(L, n) for n in losses] if re.search(r"loss|crit|fcn|fn$", p.name, re.I) else []
+        order += [getattr(nn, n) for n in dir(nn) if isinstance(getattr(nn, n, None), type) and issubclass(getattr(nn, n), nn.Module)]
+        for c in order:
+            try:
+                inst = c()
+            except Exception:  # noqa: BLE001 - needs arguments
+                continue
+            if all(hasattr(inst, r) for r in reads):
+                out[p.name] = c
+                break
+    return out
+
+
 DEPTH_NAMES = re.compile(r"^(depth|num_blocks|n_blocks|num_layers|n_layers|layers|num_block)$")
 RATE_NAMES = re.compile(r"drop|dpr|rate", re.I)
 
@@ -776,12 +812,48 @@ SINGULAR_S = {"bias", "chs", "chans", "channels", "features", "heads", "num_head
               "out_channels", "in_channels", "in_features", "out_features", "hidden_features", "num_features", "levels", "num_experts", "experts"}
 
 
-def seq_variant(args, kwargs):
-    """The same candidate with size-like values as (v, v) and plural-named values as
-    [v, v]: for constructors that index or iterate a parameter (window_size[0],
-    len(depths)). Returns None when nothing changes."""
+SCALAR_ERR = re.compile(r"unsupported operand type\(s\) for .+: '(tuple|list)' and '(int|float)'|unsupported operand type\(s\) for .+: '(int|float)' and '(tuple|list)'")
+
+
+def subscript_lengths(cls):
+    """Parameter -> length, for constructor parameters the constructor indexes with
+    integer constants (`layers[0]` … `layers[3]`: a sequence of 4)."""
+    out = {}
+    try:
+        src = inspect.getsource(cls.__init__)
+    except (OSError, TypeError):
+        return out
+    for name, idx in re.findall(r"\b([A-Za-z_]\w*)\[(\d+)\]", src):
+        out[name] = max(out.get(name, 0), int(idx) + 1)
+    return out
+
+
+def scalar_variant(args, kwargs):
+    """The same candidate with guessed pairs (v, v) as v: a constructor that does
+    arithmetic with a size (`input_resolution // patch_size`) takes a number."""
     kw2, changed = {}, False
     for k, v in kwargs.items():
+        if isinstance(v, (tuple, list)) and len(v) == 2 and v[0] == v[1] and isinstance(v[0], int) and not isinstance(v[0], bool):
+            kw2[k] = v[0]
+            changed = True
+        else:
+            kw2[k] = v
+    return (list(args), kw2) if changed else None
+
+
+def seq_variant(args, kwargs, lengths=None):
+    """The same candidate with size-like values as (v, v) and plural-named values as
+    [v, v]: for constructors that index or iterate a parameter (window_size[0],
+    len(depths)); a parameter indexed with constants up to k (`lengths`, from
+    subscript_lengths) becomes k+1 long whatever its name. Returns None when nothing
+    changes."""
+    kw2, changed = {}, False
+    lengths = lengths or {}
+    for k, v in kwargs.items():
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and lengths.get(k, 0) >= 2:
+            kw2[k] = [v] * lengths[k]
+            changed = True
+            continue
         if isinstance(v, int) and not isinstance(v, bool):
             if SIZE_TUPLE.search(k):
                 kw2[k] = (v, v)

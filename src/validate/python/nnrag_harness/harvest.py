@@ -167,18 +167,87 @@ def dataclass_configs(mods):
                 continue
             fields = [f for f in dataclasses.fields(obj) if f.init]
             if all(f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING for f in fields):
-                out.append({"kind": "dataclass", "ref": [name, obj.__qualname__], "fields": [f.name for f in fields]})
+                out.append({"kind": "dataclass", "ref": [name, obj.__qualname__], "fields": [f.name for f in fields],
+                            "flags": [f.name for f in fields if f.default is False]})
     return out
 
 
-def reads_of(obj, param):
+def reads_of(obj, param, depth=1):
     """Attribute names read as `param.x` in the source of obj (and, for a class, its
-    methods): the fields a configuration object must have."""
+    methods): the fields a configuration object must have. A callable that passes the
+    object on (`build(args)`) reads what the repository functions and classes it names
+    read from a parameter of the same name (`depth` levels down)."""
     try:
         src = inspect.getsource(obj)
     except (OSError, TypeError):
         return set()
-    return set(re.findall(r"\b%s\.(\w+)" % re.escape(param), src))
+    out = set(re.findall(r"\b%s\.(\w+)" % re.escape(param), src))
+    if depth > 0:
+        g = getattr(sys.modules.get(getattr(obj, "__module__", "") or ""), "__dict__", {})
+        for code in code_objects(obj):
+            for n in code.co_names:
+                v = g.get(n)
+                if v is None or v is obj or not (inspect.isfunction(v) or isinstance(v, type)):
+                    continue
+                try:
+                    names = inspect.signature(v).parameters
+                except (TypeError, ValueError):
+                    continue
+                if param in names:
+                    out |= reads_of(v, param, depth - 1)
+    return out
+
+
+MAX_FLAG_VARIANTS = 6
+
+
+def flag_variants(obj, param, config):
+    """Boolean switches of a configuration that the callable reads and that are off by
+    default (`--masks` store_true, `use_x: bool = False`): each turned on builds what the
+    default configuration leaves out (a segmentation head), one variant per switch."""
+    fields = config.get("fields")
+    flags = config.get("flags") or ([k for k, v in fields.items() if v is False] if isinstance(fields, dict) else [])
+    read = reads_of(obj, param)
+    return [f for f in sorted(flags) if f in read][:MAX_FLAG_VARIANTS]
+
+
+def source_of_callable(obj, param, depth=1):
+    """The source of obj and of the repository callables it passes `param` to (as
+    reads_of follows them)."""
+    try:
+        out = [inspect.getsource(obj)]
+    except (OSError, TypeError):
+        return []
+    if depth > 0:
+        g = getattr(sys.modules.get(getattr(obj, "__module__", "") or ""), "__dict__", {})
+        for code in code_objects(obj):
+            for n in code.co_names:
+                v = g.get(n)
+                if v is None or v is obj or not (inspect.isfunction(v) or isinstance(v, type)):
+                    continue
+                try:
+                    if param in inspect.signature(v).parameters:
+                        out += source_of_callable(v, param, depth - 1)
+                except (TypeError, ValueError):
+                    continue
+    return out
+
+
+def choice_variants(obj, param, config):
+    """String settings the callable compares with a constant (`if args.dataset_file ==
+    "coco_panoptic":`) other than their default: each value, with every off-by-default
+    switch it reads turned on (the branch is often nested in one: a panoptic head only
+    with masks), one variant per value."""
+    fields = config.get("fields")
+    if not isinstance(fields, dict):
+        return []
+    out = []
+    for src in source_of_callable(obj, param):
+        for field, value in re.findall(r"\b%s\.(\w+)\s*==\s*['\"]([^'\"]+)['\"]" % re.escape(param), src):
+            if isinstance(fields.get(field), str) and fields[field] != value and (field, value) not in out:
+                out.append((field, value))
+    flags = {f: True for f in flag_variants(obj, param, config)}
+    return [dict(flags, **{f: v}) for f, v in out[:MAX_FLAG_VARIANTS]]
 
 
 def choose_configs(obj, param, configs):
@@ -220,6 +289,39 @@ def yaml_files(roots, limit=200):
 
 # --------------------------------------------------------------------------- list
 
+def _own_type(ann):
+    """An annotation naming a class that is neither builtin nor torch's nor typing's."""
+    if ann is inspect.Parameter.empty or ann is None:
+        return False
+    if isinstance(ann, str):
+        return bool(re.match(r"^[A-Z]\w*$", ann)) and ann not in ("Tensor", "Any", "Optional")
+    mod = getattr(ann, "__module__", "") or ""
+    return isinstance(ann, type) and mod.split(".")[0] not in ("builtins", "torch", "typing", "collections", "numpy")
+
+
+def forward_keys(classes):
+    """class id -> its module and forward's parameters (names and annotations), for
+    classes defining a forward with parameters: interchangeable implementations of one
+    interface in a module (sine and learned position embeddings) take the same inputs,
+    so one's recorded inputs serve a sibling the model did not call (witness/harvest.ts)."""
+    out = {}
+    for cid, c in classes.items():
+        f = c.__dict__.get("forward")
+        if not inspect.isfunction(f):
+            continue
+        try:
+            ps = list(inspect.signature(f).parameters.values())[1:]
+        except (TypeError, ValueError):
+            continue
+        if not ps or not any(_own_type(p.annotation) for p in ps):
+            # `forward(self, x)` says nothing of what x is: only a parameter annotated with
+            # a class of its own (tensor_list: NestedTensor) makes two forwards one interface
+            continue
+        out[cid] = "%s|%s" % (c.__module__, ",".join("%s:%s:%s" % (p.name, p.kind, p.annotation if p.annotation is not inspect.Parameter.empty else "")
+                                                      for p in ps))
+    return out
+
+
 def list_entries(cfg, torch):
     nn = torch.nn
     # entry points and classes of the repository itself ("own"); the other roots are
@@ -242,7 +344,8 @@ def list_entries(cfg, torch):
     by_name = {}
     for k, c in classes.items():
         by_name.setdefault(c.__name__, []).append(k)
-    configs = dataclass_configs(mods) + script_configs(roots)
+    from . import configs as CF  # lazy: the bundle loads the package's modules in name order
+    configs = dataclass_configs(mods) + script_configs(roots) + CF.yacs_configs(roots)
     yamls = yaml_files(roots)
     entries = []
     seen = set()
@@ -303,7 +406,41 @@ def list_entries(cfg, torch):
         if via:
             e["via"] = via
         entries.append(e)
+        for pname, spec in plan.items():
+            if "config" not in spec:
+                continue
+            for flag in flag_variants(obj, pname, spec["config"]):
+                p2 = dict(plan)
+                p2[pname] = dict(spec, set={flag: True})
+                v = dict(e, plan=p2, rank=e["rank"] + 1, variant=True, switch="%s.%s" % (pname, flag),
+                         via="%s(%s.%s=True)" % (entry_name(e), pname, flag), family=e["family"] or entry_name(e))
+                entries.append(v)
+            for choice in choice_variants(obj, pname, spec["config"]):
+                p2 = dict(plan)
+                p2[pname] = dict(spec, set=choice)
+                label = ",".join("%s.%s=%r" % (pname, k, x) for k, x in sorted(choice.items()))
+                v = dict(e, plan=p2, rank=e["rank"] + 2, variant=True, switch=label,
+                         via="%s(%s)" % (entry_name(e), label), family=e["family"] or entry_name(e))
+                entries.append(v)
 
+    # `dict(type='X', ...)` config files: the class named X with the other keys
+    for dc in CF.dict_type_configs(roots):
+        for cid in by_name.get(dc["type"], [])[:1]:
+            r = sorted({cid} | {c for n in dc["types"] for c in by_name.get(n, [])})
+            entries.append({"kind": "config", "module": classes[cid].__module__, "qualname": classes[cid].__qualname__,
+                            "plan": {k: {"value": v} for k, v in dc["kwargs"].items()}, "reach": r,
+                            "rank": size_rank(os.path.basename(dc["file"]).rsplit(".", 1)[0]), "family": dc["file"],
+                            "via": "%s:%s(type=%r)" % (dc["file"], dc["name"], dc["type"])})
+    # `if __name__ == "__main__":` snippets of library modules: what they build and run
+    for name, m in sorted(mods.items()):
+        f = getattr(m, "__file__", None)
+        sn = CF.main_snippet(f) if f else None
+        if sn is None:
+            continue
+        named = sorted(c for n in sn[1] for c in by_name.get(n, []))
+        if named:
+            entries.append({"kind": "snippet", "module": name, "qualname": "__main__", "plan": {}, "reach": named,
+                            "rank": size_rank(name), "family": None, "via": "%s (__main__ snippet)" % name})
     for name, m in sorted(mods.items()):
         for attr, obj in list(vars(m).items()):
             if isinstance(obj, dict) and 0 < len(obj) <= 5000:
@@ -320,6 +457,7 @@ def list_entries(cfg, torch):
             elif inspect.isfunction(obj) and obj.__module__ == name and FACTORY_NAME.search(attr) and not attr.startswith("_"):
                 add("factory", name, obj.__qualname__, obj)
     return {"classes": sorted(classes), "entries": entries, "configs": len(configs), "importFailures": failed,
+            "forwardKeys": forward_keys(classes),
             "ms": round((time.monotonic() - t0) * 1000, 1)}
 
 
@@ -374,8 +512,31 @@ def call_plan(obj, configs, yamls):
             c = picks[0]
             plan[p.name] = {"config": c}
             continue
+        if p.annotation is bool or p.annotation == "bool":
+            plan[p.name] = {"value": False}  # a required switch: off
+            continue
+        if isinstance(obj, type) and MODEL_PARAM.match(p.name) and _module_annotation(p.annotation):
+            # a wrapper of a whole model (an EMA copy, a feature extractor, an inference
+            # wrapper): given a model the repository's own entry point built (witness/harvest.ts)
+            plan[p.name] = {"instance": True}
+            continue
         return None
     return plan
+
+
+MODEL_PARAM = re.compile(r"^(model|module|net|network|base|base_model|backbone|teacher|student|wrapped|inner)$")
+WRAPPED_PARAM = re.compile(r"^(model|module|net|network|base_model|teacher|student|wrapped|inner)$")  # runs the whole model
+
+
+def _module_annotation(ann):
+    """No annotation, or one naming nn.Module (or a subclass): a model instance fits."""
+    if ann is inspect.Parameter.empty:
+        return True
+    try:
+        import torch.nn as nn
+        return isinstance(ann, type) and issubclass(ann, nn.Module) or "Module" in str(ann)
+    except Exception:  # noqa: BLE001
+        return False
 
 
 # ---------------------------------------------------------------------------- run
@@ -391,17 +552,33 @@ class Recorder:
         self.calls = {}  # id(instance) -> [(args, kwargs, out_shapes)] (encoded)
         self.active = set()
         self.repo = classes
+        self.repo_types = set(classes.values())
         self.roots = roots
         self.patched = []
+        self.done = set()  # ids of instances whose outermost __init__ returned
+        self.meta = False  # a shapes-only run on the meta device is under way
+        self.too_slow = set()  # ids of instances whose forward was running when the budget ran out
+        self.bases = []  # [id, base class, args, kwargs, returned] of super().__init__ calls
 
     def install(self, nn):
         import torch.nn.modules as nnm
         targets = set(self.repo.values())
         for name, m in list(sys.modules.items()):
-            if name.startswith("torch.nn.modules."):
-                for obj in vars(m).values():
+            # torch.nn's classes and those of the libraries the repository builds on
+            # (a torchvision ResNet handed to a block is then re-creatable from its
+            # construction); torch's other packages are left alone
+            if name.startswith("torch.") and not name.startswith("torch.nn.modules."):
+                continue
+            try:
+                items = list(vars(m).values())
+            except TypeError:
+                continue
+            for obj in items:
+                try:
                     if isinstance(obj, type) and issubclass(obj, nn.Module) and obj.__module__ == name:
                         targets.add(obj)
+                except Exception:  # noqa: BLE001 - odd metaclasses
+                    continue
         del nnm
         for cls in targets:
             if "__init__" in cls.__dict__:
@@ -416,10 +593,25 @@ class Recorder:
         @functools.wraps(orig)
         def __init__(self, *args, **kwargs):
             k = id(self)
+            base = None
             if k not in rec.built:
                 rec.built[k] = (self, type(self), args, kwargs)
                 rec.order.append(k)
-            return orig(self, *args, **kwargs)
+                outer = True
+            else:
+                outer = False
+                if cls is not type(self) and cls in rec.repo_types:
+                    # super().__init__(...) of a repository base class: the base's own
+                    # construction, a witness of the base class
+                    base = [k, cls, args, kwargs, False]
+                    rec.bases.append(base)
+            orig(self, *args, **kwargs)
+            # only completed constructions are witnesses: one whose __init__ raised
+            # neither covers its class nor is tried in validation
+            if outer:
+                rec.done.add(k)
+            elif base is not None:
+                base[4] = True
         cls.__init__ = __init__
         self.patched.append((cls, "__init__", orig))
 
@@ -431,7 +623,7 @@ class Recorder:
         @functools.wraps(orig)
         def forward(self, *args, **kwargs):
             k = id(self)
-            if k in rec.active or type(self) not in repo_types or len(rec.calls.get(k, ())) >= 1:
+            if k in rec.active or type(self) not in repo_types or len(rec.calls.get(k, ())) >= 1 or (rec.meta and k in rec.too_slow):
                 return orig(self, *args, **kwargs)
             try:
                 enc = (V.encode(list(args), rec.built), {n: V.encode(v, rec.built) for n, v in kwargs.items()})
@@ -442,6 +634,16 @@ class Recorder:
             rec.active.add(k)
             try:
                 out = orig(self, *args, **kwargs)
+            except BaseException as e:
+                if isinstance(e, EntryTimeout) or is_memory_error(e):
+                    # running when the budget or the memory ran out: too expensive to
+                    # validate on these inputs, so the shapes-only run does not record it
+                    rec.too_slow.add(k)
+                if rec.meta and enc is not None:
+                    # a shapes-only run stops at an operation meta tensors cannot do
+                    # (data-dependent): the inputs that reached this module still hold
+                    rec.calls.setdefault(k, []).append((enc[0], enc[1], []))
+                raise
             finally:
                 rec.active.discard(k)
             if enc is not None:
@@ -457,8 +659,11 @@ class Recorder:
         called), with the first call's inputs and output shapes when one was recorded."""
         by_class = {}
         ids = {c: k for k, c in self.repo.items()}
-        for k in self.order:
-            inst, cls, args, kwargs = self.built[k]
+        todo = [(k,) + self.built[k] for k in self.order if k in self.done]
+        for k, cls, args, kwargs, ok in self.bases:
+            if ok and k in self.done:
+                todo.append((k, self.built[k][0], cls, args, kwargs))
+        for k, inst, cls, args, kwargs in todo:
             cid = ids.get(cls)
             if cid is None:
                 continue
@@ -476,6 +681,8 @@ class Recorder:
             except Exception:  # noqa: BLE001
                 w["params"] = 0
             calls = self.calls.get(k)
+            if calls and cls is not type(inst) and not _inherits_forward(type(inst), cls):
+                calls = None  # the subclass's own forward received these inputs, not the base's
             if calls:
                 a, kw, shapes = calls[0]
                 w["inputs"] = {"args": a, "kwargs": kw}
@@ -496,6 +703,12 @@ class Recorder:
             out[cid] = {"witnesses": uniq[:MAX_WITNESSES_PER_CLASS], "built": len(lst), "called": sum(1 for w in good if "inputs" in w),
                         "unencodable": sorted({w["unencodable"] for w in lst if "unencodable" in w})[:3]}
         return out
+
+
+def _inherits_forward(sub, base):
+    """Whether `sub` runs the forward `base` runs (defined in base or above it)."""
+    owner = next((c for c in sub.__mro__ if "forward" in c.__dict__), None)
+    return owner is not None and owner in base.__mro__
 
 
 class _NoWeights(dict):
@@ -547,23 +760,27 @@ def no_downloads(torch):
     return restore
 
 
-def make_config(spec, torch):
+def make_config(spec, torch, overrides=None):
     import importlib
     if spec["kind"] == "dataclass":
         mod, qn = spec["ref"]
         obj = importlib.import_module(mod)
         for p in qn.split("."):
             obj = getattr(obj, p)
-        return obj()
+        return obj(**(overrides or {}))
     if spec["kind"] == "argparse":
         import argparse
-        return argparse.Namespace(**spec["fields"])
+        return argparse.Namespace(**dict(spec["fields"], **(overrides or {})))
+    if spec["kind"] == "yacs":
+        from .configs import to_attrdict
+        return to_attrdict(dict(spec["tree"], **(overrides or {})))
     raise ValueError("unknown configuration kind %r" % spec["kind"])
 
 
-def model_hints(model, built, torch):
+def model_hints(model, built, torch, depth=0):
     """Input-size facts of a whole model from its own settings: its constructor
-    arguments (and the fields of configuration objects among them), then its attributes."""
+    arguments (and the fields of configuration objects among them), then its attributes,
+    then those of a model it wraps (a module passed to its constructor)."""
     hints = {}
     rec = built.get(id(model))
     sources = []
@@ -600,6 +817,14 @@ def model_hints(model, built, torch):
                 if isinstance(v, int) and not isinstance(v, bool) and v > 0:
                     hints[kind] = v
                     break
+    if depth == 0 and rec is not None and not hints:
+        # a wrapper of a whole model (the parameter says so: `model`, `module`, ...), not
+        # a model built from parts (detr's `backbone` has 2048 output channels)
+        for k, v in list(sources[0].items()):
+            if WRAPPED_PARAM.match(k) and isinstance(v, torch.nn.Module) and id(v) in built:
+                hints = model_hints(v, built, torch, 1)
+                if hints:
+                    break
     return hints
 
 
@@ -615,6 +840,83 @@ def input_candidates(model, hints, torch):
     for s in sizes:
         cands.append([torch.randn(1, c, s, s)])
     return cands
+
+
+def structured_candidates(model, hints, torch):
+    """Inputs of a whole model whose forward reads its first parameter as a list of dicts
+    or a dict (`for record in batched_input: record["image"]`, structured.py): that
+    structure from the keys its code reads, for one 64-pixel image; its other required
+    parameters False when annotated bool, else no candidate."""
+    from . import structured  # lazy: the bundle loads the package's modules in name order
+    try:
+        params = [p for p in inspect.signature(model.forward).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is inspect.Parameter.empty]
+    except (TypeError, ValueError):
+        return []
+    if not params:
+        return []
+    u = structured.usage(structured.related_modules(model), params[0].name)
+    if u is None:
+        return []
+    args = [structured.structured_value(u[0], u[1], 1, (64, 64), torch, torch.Generator().manual_seed(1))]
+    for p in params[1:]:
+        if p.annotation is bool or p.annotation == "bool":
+            args.append(False)
+        else:
+            return []
+    return [args]
+
+
+def is_memory_error(e):
+    """MemoryError, or torch's CPU allocator refusing (under RLIMIT_AS)."""
+    return isinstance(e, MemoryError) or (isinstance(e, RuntimeError) and re.search(r"can't allocate memory|DefaultCPUAllocator|not enough memory", str(e)) is not None)
+
+
+def to_meta(v, torch, depth=0):
+    if isinstance(v, torch.Tensor):
+        return v.to("meta")
+    if depth > 4:
+        return v
+    if isinstance(v, list):
+        return [to_meta(x, torch, depth + 1) for x in v]
+    if isinstance(v, tuple):
+        return tuple(to_meta(x, torch, depth + 1) for x in v)
+    if isinstance(v, dict):
+        return {k: to_meta(x, torch, depth + 1) for k, x in v.items()}
+    return v
+
+
+def meta_forward(model, inputs, rec, torch):
+    """A forward too expensive for the budget, again on the meta device: shapes only, no
+    arithmetic, so every module it reaches records the shapes of its inputs (values.py
+    keeps no values for meta tensors; validation draws them). The model's own tensors are
+    moved to meta (it is not used for anything after). `repeat_interleave` by an int is
+    given its output size, which its meta kernel needs (torch 1.13)."""
+    orig_ri = torch.repeat_interleave
+    tensor_ri = torch.Tensor.repeat_interleave
+
+    def repeat_interleave(input, repeats=None, dim=None, *a, **k):
+        if isinstance(input, torch.Tensor) and input.is_meta and isinstance(repeats, int) and "output_size" not in k:
+            if dim is None:
+                return orig_ri(input.reshape(-1), repeats, 0, output_size=input.numel() * repeats)
+            return orig_ri(input, repeats, dim, output_size=input.shape[dim] * repeats)
+        return orig_ri(input, repeats, dim, *a, **k) if repeats is not None else orig_ri(input, *a, **k)
+
+    rec.meta = True
+    torch.repeat_interleave = repeat_interleave
+    torch.Tensor.repeat_interleave = lambda self, *a, **k: repeat_interleave(self, *a, **k)
+    try:
+        model.to("meta")
+        with torch.no_grad():
+            model(*to_meta(list(inputs), torch))
+    finally:
+        torch.repeat_interleave = orig_ri
+        torch.Tensor.repeat_interleave = tensor_ri
+        rec.meta = False
+
+
+def shapes_of_input(inputs):
+    return [list(x.shape) if hasattr(x, "shape") else type(x).__name__ for x in inputs]
 
 
 def root_module(result, rec, nn):
@@ -642,6 +944,61 @@ def root_module(result, rec, nn):
     return max(tops, key=lambda m: sum(p.numel() for p in m.parameters()))
 
 
+def call_companions(result, model, out, inputs, torch):
+    """Call what the entry point built alongside its model (a criterion, post-processors)
+    on the model's output and targets made from how their code reads them
+    (structured.py); their calls, and those of the modules they use (a matcher), are
+    recorded like the model's. Returns per companion class: called or why not."""
+    from . import structured  # lazy: the bundle loads the package's modules in name order
+    nn = torch.nn
+    report = {}
+    x = inputs[0] if inputs else None
+    batch = int(x.shape[0]) if hasattr(x, "shape") and x.dim() >= 1 else 1
+    hw = tuple(int(s) for s in x.shape[-2:]) if hasattr(x, "shape") and x.dim() >= 3 else (64, 64)
+    previous = None
+    for c in structured.companions(result, model, nn):
+        name = type(c).__name__
+        gen = torch.Generator().manual_seed(2)
+        try:
+            args = structured.companion_args(c, out, batch, hw, torch, gen, previous)
+        except EntryTimeout:
+            raise
+        except Exception as e:  # noqa: BLE001
+            report[name] = "%s: %s" % (type(e).__name__, str(e)[:120])
+            continue
+        if args is None:
+            report[name] = "arguments unknown"
+            continue
+        try:
+            with torch.no_grad():
+                torch.manual_seed(3)
+                previous = c(*args)
+            report[name] = "called"
+        except EntryTimeout:
+            raise
+        except BaseException as e:  # noqa: BLE001 - a companion that fails is reported
+            report[name] = "%s: %s" % (type(e).__name__, str(e)[:120])
+    return report
+
+
+def build_entry(entry, torch):
+    """Call a (registry, factory, class) entry point with its plan; returns what it built."""
+    import importlib
+    obj = importlib.import_module(entry["module"])
+    for p in entry["qualname"].split("."):
+        obj = getattr(obj, p)
+    kwargs = {}
+    for name, spec in (entry.get("plan") or {}).items():
+        if "value" in spec:
+            kwargs[name] = spec["value"]
+        elif "file" in spec:
+            kwargs[name] = spec["file"]
+        elif "config" in spec:
+            kwargs[name] = make_config(spec["config"], torch, spec.get("set"))
+    torch.manual_seed(0)
+    return obj(**kwargs)
+
+
 def run_entry(cfg, torch, send):
     """Build one entry point and run its model; sends one {"ev": "harvest"} event."""
     import importlib
@@ -653,10 +1010,11 @@ def run_entry(cfg, torch, send):
     res = {"entry": entry_name(entry), "built": False, "forward": False, "error": None}
     # the entry point's module (and what it imports; the zygote's modules are back in
     # sys.modules): not every module of the repository again, the list step did that
-    try:
-        importlib.import_module(entry["module"])
-    except BaseException:  # noqa: BLE001 - reported by the call below
-        pass
+    for m in [entry["module"]] + ([cfg["provider"]["module"]] if cfg.get("provider") else []):
+        try:
+            importlib.import_module(m)
+        except BaseException:  # noqa: BLE001 - reported by the call below
+            pass
     mods = repo_modules(roots)
     classes = repo_classes(mods, nn)
     rec = Recorder(torch, classes, roots)
@@ -670,18 +1028,44 @@ def run_entry(cfg, torch, send):
     result = None
     try:
         obj = importlib.import_module(entry["module"])
-        for p in entry["qualname"].split("."):
+        if entry.get("kind") == "snippet":
+            # the module's `if __name__ == "__main__":` block, in a copy of its namespace
+            from .configs import main_snippet
+            code = main_snippet(obj.__file__)[0]
+            ns = dict(vars(obj))
+            ns["__name__"] = "__main__"
+            saved_argv = sys.argv
+            sys.argv = [obj.__file__]  # an argparse in the snippet sees no arguments: its defaults
+            try:
+                torch.manual_seed(0)
+                exec(code, ns)  # noqa: S102 - the repository's own snippet, in the sandbox
+            finally:
+                sys.argv = saved_argv
+            obj = None
+        for p in entry["qualname"].split(".") if obj is not None else ():
             obj = getattr(obj, p)
         kwargs = {}
-        for name, spec in (entry.get("plan") or {}).items():
+        plan = entry.get("plan") or {}
+        if any("instance" in spec for spec in plan.values()):
+            # a model the repository's own entry point builds (the provider: what a run
+            # before this one built and ran), recorded like everything else
+            prov = cfg.get("provider")
+            if prov is None:
+                raise RuntimeError("no model built yet to wrap")
+            inst = build_entry(prov, torch)
+            model0 = root_module(inst, rec, nn)
+            if model0 is None:
+                raise RuntimeError("the provider built no module")
+            kwargs.update({name: model0 for name, spec in plan.items() if "instance" in spec})
+        for name, spec in plan.items():
             if "value" in spec:
                 kwargs[name] = spec["value"]
             elif "file" in spec:
                 kwargs[name] = spec["file"]
             elif "config" in spec:
-                kwargs[name] = make_config(spec["config"], torch)
+                kwargs[name] = make_config(spec["config"], torch, spec.get("set"))
         torch.manual_seed(0)
-        result = obj(**kwargs)
+        result = obj(**kwargs) if obj is not None else None
         res["built"] = True
     except EntryTimeout as e:
         res["error"] = "timeout: %s" % e
@@ -698,18 +1082,37 @@ def run_entry(cfg, torch, send):
             model.eval()
             hints = model_hints(model, rec.built, torch)
             res["hints"] = hints
-            for inputs in input_candidates(model, hints, torch):
+            for inputs in structured_candidates(model, hints, torch) + input_candidates(model, hints, torch):
+                # keep a third of what is left for a shapes-only run, in case the real
+                # forward is too expensive for the budget or the memory limit
+                signal.setitimer(signal.ITIMER_REAL, max(0.5, (budget - (time.monotonic() - t0)) * 2 / 3))
+                too_costly = None
                 try:
                     with torch.no_grad():
                         torch.manual_seed(1)
-                        model(*inputs)
+                        out = model(*inputs)
                     res["forward"] = True
-                    res["input"] = [list(x.shape) for x in inputs]
+                    res["input"] = shapes_of_input(inputs)
+                    res["companions"] = call_companions(result, model, out, inputs, torch)
                     break
                 except EntryTimeout:
-                    raise
+                    too_costly = "timeout: the real forward took longer than its share of %.0f s" % budget
                 except BaseException as e:  # noqa: BLE001
                     res["forwardError"] = "%s: %s" % (type(e).__name__, str(e)[:300])
+                    if is_memory_error(e):
+                        too_costly = res["forwardError"]
+                finally:
+                    signal.setitimer(signal.ITIMER_REAL, max(0.5, budget - (time.monotonic() - t0)))
+                if too_costly:
+                    res["forwardError"] = too_costly
+                    try:
+                        meta_forward(model, inputs, rec, torch)
+                        res["metaForward"] = "ran"
+                    except EntryTimeout:
+                        raise
+                    except BaseException as e:  # noqa: BLE001
+                        res["metaForward"] = "%s: %s" % (type(e).__name__, str(e)[:200])
+                    break
         except EntryTimeout as e:
             res["forwardError"] = "timeout: %s" % e
     signal.setitimer(signal.ITIMER_REAL, 0)

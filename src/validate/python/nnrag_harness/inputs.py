@@ -96,6 +96,8 @@ def forward_plan(model):
     if not sig.parameters:
         return []  # forward(self): a bias table, a positional embedding generator
     plan = []
+    required = [p for p in sig.parameters.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.KEYWORD_ONLY) and p.default is inspect.Parameter.empty]
+    all_optional = bool(required) and all(is_optional(p.annotation) for p in required)
     for p in sig.parameters.values():
         if p.kind == p.VAR_POSITIONAL:
             if not plan:
@@ -106,7 +108,11 @@ def forward_plan(model):
         n = p.name.lower()
         ann = p.annotation
         an = getattr(ann, "__name__", str(ann)) if ann is not inspect.Parameter.empty else ""
-        if n in ("h", "w", "height", "width", "hh", "ww", "size_h", "size_w") or an == "int":
+        if is_optional(ann) and (plan or all_optional):
+            # Optional[X] accepts None (PEP 484): prompts a decoder may go without; the
+            # first input stays a tensor unless every parameter is optional
+            plan.append((p.name, "none"))
+        elif n in ("h", "w", "height", "width", "hh", "ww", "size_h", "size_w") or an == "int":
             plan.append((p.name, "int"))
         elif n in ("feat_size", "hw_shape", "hw_size", "size", "hw", "input_size", "shape", "resolution", "grid_size", "spatial_shape", "x_size", "thw") or "Tuple[int" in str(ann) or "List[int" in str(ann):
             plan.append((p.name, "hw"))
@@ -114,6 +120,8 @@ def forward_plan(model):
             plan.append((p.name, "tensors"))  # torch.cat(x, 1) over a list of feature maps
         elif n in ("target", "targets", "label", "labels", "y_true", "gt", "classes"):
             plan.append((p.name, "target"))
+        elif plan and TOKEN_IDS.match(n):
+            plan.append((p.name, "ids"))  # token ids beside another input (image, text)
         elif "mask" in n:
             plan.append((p.name, "none"))
         elif an == "bool":
@@ -123,6 +131,26 @@ def forward_plan(model):
     if not plan:
         plan.append(("x", "tensor"))
     return plan
+
+
+TOKEN_IDS = re.compile(r"^(text|texts|tokens|token_ids|input_ids|ids|tokenized|captions?)$")
+SEQ_ATTRS = ("context_length", "block_size", "max_seq_len", "n_ctx", "seq_len", "max_position_embeddings")
+
+
+def is_optional(ann):
+    """typing.Optional[X] / Union[X, None] (PEP 484), as an object or a string."""
+    if ann is inspect.Parameter.empty:
+        return False
+    t = str(ann).replace("typing.", "")
+    return t.startswith("Optional[") or (t.startswith("Union[") and "NoneType" in t or t.endswith(", None]"))
+
+
+def targets_as_tensors(plan):
+    """The plan with class-index targets made inputs like the others: losses that
+    combine their arguments elementwise (a soft label of the prediction's shape)."""
+    if not any(k == "target" for _, k in plan):
+        return None
+    return [(n, "tensor" if k == "target" else k) for n, k in plan]
 
 
 def input_candidates(model, plan, width_values, torch, nn, spatial, hints=None):
@@ -285,7 +313,20 @@ def repair_specs(specs, msg):
     return None
 
 
-def make_inputs(specs, plan, torch):
+def ids_shape(model, nn, batch):
+    """(B, L) token ids for a model: L its context length (a positional table is that
+    long), else 8; the ids below its first embedding's size."""
+    n = None
+    for a in SEQ_ATTRS:
+        v = getattr(model, a, None)
+        if isinstance(v, int) and not isinstance(v, bool) and 0 < v <= 4096:
+            n = v
+            break
+    vocab = next((m.num_embeddings for m in model.modules() if isinstance(m, nn.Embedding)), 2)
+    return (batch, n or 8), vocab
+
+
+def make_inputs(specs, plan, torch, model=None):
     tensors = []
     for s in specs:
         if s[0] == "long":
@@ -317,6 +358,11 @@ def make_inputs(specs, plan, torch):
             args.append(torch.randint(0, max(1, ncls), (nb,), dtype=torch.long))
         elif kind == "false":
             args.append(False)
+        elif kind == "ids":
+            x = tensors[0] if tensors else None
+            nb = int(x.shape[0]) if x is not None and x.dim() >= 1 else 2
+            shape, vocab = ids_shape(model, torch.nn, nb) if model is not None else ((nb, 8), 2)
+            args.append(torch.randint(0, max(1, vocab), shape, dtype=torch.long))
         else:
             args.append(None)
     return args

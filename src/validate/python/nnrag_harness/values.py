@@ -15,6 +15,9 @@ import functools
 import math
 import types
 
+import re
+
+ATTR_DICTS = re.compile(r"^(CN|CfgNode|ConfigNode|ConfigDict|AttrDict|EasyDict|edict)$")
 MAX_DEPTH = 6
 MAX_ITEMS = 64
 MAX_EXACT = 4096  # integer / bool tensors up to this many elements are kept by value
@@ -54,9 +57,18 @@ def encode(v, modules=None, depth=0):
             raise Unencodable("long list")
         return [encode(x, modules, depth + 1) for x in v]
     if type(v) is dict:
-        if len(v) > MAX_ITEMS or not all(isinstance(k, str) for k in v):
-            raise Unencodable("dict with non-string keys")
-        return {"$dict": {k: encode(x, modules, depth + 1) for k, x in v.items()}}
+        if all(isinstance(k, str) for k in v):
+            if len(v) > MAX_ITEMS:
+                raise Unencodable("long dict")
+            return {"$dict": {k: encode(x, modules, depth + 1) for k, x in v.items()}}
+        if all(type(k) in (int, bool) and type(x) in (int, float, bool, str, type(None)) and (type(x) is not float or math.isfinite(x))
+               for k, x in v.items()) and len(v) <= MAX_EXACT:
+            # a table of plain values by number (detr's is_thing_map: class id -> bool)
+            return {"$items": [[k, x] for k, x in v.items()]}
+        raise Unencodable("dict with non-string keys")
+    if isinstance(v, dict) and ATTR_DICTS.match(type(v).__name__) and all(isinstance(k, str) for k in v) and len(v) <= MAX_ITEMS:
+        # a configuration read by attribute and key (yacs CfgNode, easydict, configs.AttrDict)
+        return {"$attrdict": {k: encode(x, modules, depth + 1) for k, x in v.items()}}
     if isinstance(v, torch.Tensor):
         return encode_tensor(v, torch)
     if isinstance(v, torch.dtype):
@@ -100,8 +112,8 @@ def encode(v, modules=None, depth=0):
 def encode_tensor(t, torch):
     t = t.detach()
     out = {"$tensor": [int(s) for s in t.shape], "dtype": str(t.dtype).replace("torch.", "")}
-    if t.numel() == 0:
-        return out
+    if t.numel() == 0 or t.is_meta:
+        return out  # a meta tensor (a shapes-only run) has no values
     if t.dtype == torch.bool or not (t.is_floating_point() or t.is_complex()):
         if t.numel() <= MAX_EXACT:
             out["values"] = t.reshape(-1).tolist() if t.dtype != torch.bool else [int(x) for x in t.reshape(-1).tolist()]
@@ -150,6 +162,11 @@ def decode(enc, resolve, torch, gen=None, depth=0):
         return tuple(decode(x, resolve, torch, gen, depth + 1) for x in enc["$tuple"])
     if "$dict" in enc:
         return {k: decode(x, resolve, torch, gen, depth + 1) for k, x in enc["$dict"].items()}
+    if "$items" in enc:
+        return {k: x for k, x in enc["$items"]}
+    if "$attrdict" in enc:
+        from .configs import AttrDict  # lazy: the bundle loads the package's modules in name order
+        return AttrDict((k, decode(x, resolve, torch, gen, depth + 1)) for k, x in enc["$attrdict"].items())
     if "$tensor" in enc:
         return decode_tensor(enc, torch, gen)
     if "$dtype" in enc:
