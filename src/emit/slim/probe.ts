@@ -2,7 +2,9 @@
 // emission"), for decorators whose body the corpus does not show (an extern registry,
 // a method found through inheritance): a probe module is the faithful module followed
 // by code that evaluates each decorator expression afresh, applies it to a fresh class
-// (an nn.Module subclass) or function and asserts that it got the same object back.
+// (an nn.Module subclass) or function and asserts that it got the same object back,
+// with the same attributes (a decorator that marks the object, such as
+// `@torch.jit.unused`, is not a registration and stays).
 // It is validated like a block (import stage required, no original), so it runs in the
 // same sandbox; it is never stored as a block.
 import type { NamespaceMap } from '../emitter.js';
@@ -51,7 +53,12 @@ def _nnrag_identity_probe():
             def obj(*args, **kwargs):
                 return None
             obj.__name__ = obj.__qualname__ = '_nnrag_probe_%d' % i
-        same.append(make()(obj) is obj)
+        # a registration leaves the object as it was: a decorator that marks it
+        # (@torch.jit.unused sets an attribute TorchScript reads) changes what it means
+        before = dict(vars(obj))
+        out = make()(obj)
+        after = dict(vars(obj))
+        same.append(out is obj and after.keys() == before.keys() and all(after[k] is before[k] for k in before))
     if not all(same):
         raise AssertionError('nnrag: a decorator does not return its argument: %r' % same)
 

@@ -1,0 +1,41 @@
+// The sandbox probe of decorators the corpus does not show (src/emit/slim/probe.ts): a
+// decorator that returns its argument but marks it (`@torch.jit.unused` sets the
+// attribute TorchScript reads) is not a registration, so the library's slim module keeps
+// it. Real tree-sitter, SQLite, torch and sandbox (fixture test/fixtures/slim).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { chmodSync, cpSync } from 'node:fs';
+import path from 'node:path';
+import * as api from '../../src/nnrag.js';
+import { extractAndValidate } from '../../src/commands/extract.js';
+import { ValidatorPool } from '../../src/validate/index.js';
+import { fixture, tempDir } from '../helpers.js';
+import { cannotValidate } from '../validate/common.js';
+
+test('a decorator that marks the function it returns is not removed by slim', async (t) => {
+  const skip = await cannotValidate(true);
+  if (skip) return t.skip(skip);
+  const dir = tempDir();
+  chmodSync(dir, 0o755); // the sandbox runs as an unprivileged user when we are root
+  const repo = path.join(dir, 'repo');
+  cpSync(fixture('slim'), repo, { recursive: true });
+  const ws = api.Workspace.open(path.join(dir, 'store'), { create: true });
+  const pool = await ValidatorPool.start({ workers: 1 });
+  try {
+    await api.index(ws, { repos: [{ name: 'org/slim', url: null, path: repo, priority: 1, paths: ['slimpkg'], description: null, packageRoots: null }] });
+    api.discover(ws);
+    const id = 'slimpkg.marked.Marked';
+    // statically unknown (torch's body is not in the corpus): the static slim module keeps
+    // it until the probe proves it returns its argument unchanged
+    assert.match(api.extractText(ws, id, { profile: 'slim' }).text, /^@torch\.jit\.unused$/m);
+    const [rec] = await extractAndValidate(ws, [id], { validator: pool, out: path.join(dir, 'library') });
+    assert.equal(rec.ok, true, rec.validation?.error ?? '');
+    assert.deepEqual(rec.emission.proven ?? [], [], 'the probe proves nothing');
+    assert.ok(!(rec.emission.removed ?? []).some((r) => r.what === '@torch.jit.unused'), JSON.stringify(rec.emission));
+    const stored = api.extractText(ws, id, { profile: rec.emission.profile }).text;
+    assert.match(stored, /^@torch\.jit\.unused\ndef debug_stats/m);
+  } finally {
+    await pool.close();
+    ws.close();
+  }
+});
