@@ -349,6 +349,9 @@ async function slimOrFaithful(
     slim.record.emission = { profile: 'slim', faithfulLines: slim.record.lines, slimLines: slim.record.lines, removed: emission.removed ?? [], proven };
     return { record: slim.record, text: slim.text, result: faithful };
   }
+  // slim exists to be shorter: one that removed nothing worth a line (its header lists
+  // what it removed) is not validated, the faithful module is kept
+  if (slim.record.lines >= faithfulRecord.lines) return fallback(`slim module is not shorter (${slim.record.lines} lines, faithful ${faithfulRecord.lines})`);
   const sreq: ValidationRequest = { ...req, source: slim.text };
   if (req.namespace && slim.namespace) sreq.namespace = slim.namespace;
   const r = await validate(sreq);
