@@ -209,9 +209,9 @@ interface FnFacts {
   /** the body can end without a `return` (its last statement is no `return`/`raise`) */
   fallsOff: boolean;
   /** the `**kwargs` parameter gains keys in the body (`kw[k] = …`, `kw.setdefault`, `kw.update`) */
-  kwAdds: boolean;
-  /** local names whose object the body changes (`d[k] = …`, `d.update(…)`, `d.setdefault(…)`) */
-  mutated: Set<string>;
+  kwAdds: number[];
+  /** local names whose object the body changes (`d[k] = …`, `d.update(…)`, `d.setdefault(…)`): where */
+  mutated: Map<string, number[]>;
 }
 
 interface ModFacts {
@@ -370,7 +370,12 @@ function analyze(mod: CorpusModule, src: string): ModFacts {
     }
     const staticm = decorators.some((d) => /staticmethod/.test(d));
     const body = def.childForFieldName('body');
-    const f: FnFacts = { stmt, cls, name, start: def.startIndex, end: def.endIndex, bodyStart: body?.startIndex ?? def.endIndex, params, bound: !!cls && !staticm, assigns: new Map(), loops: [], ifs: [], calls: [], selfAssigns: [], returns: [], fallsOff: true, kwAdds: false, mutated: new Set() };
+    const f: FnFacts = { stmt, cls, name, start: def.startIndex, end: def.endIndex, bodyStart: body?.startIndex ?? def.endIndex, params, bound: !!cls && !staticm, assigns: new Map(), loops: [], ifs: [], calls: [], selfAssigns: [], returns: [], fallsOff: true, kwAdds: [], mutated: new Map() };
+    const mutate = (name: string, pos: number) => {
+      const l = f.mutated.get(name);
+      if (l) l.push(pos);
+      else f.mutated.set(name, [pos]);
+    };
     const kwName = params.find((p) => p.kind === 'kwstar')?.name;
     const bodyStmts = body?.namedChildren.filter((x): x is Node => !!x && x.type !== 'comment') ?? [];
     const lastStmt = bodyStmts[bodyStmts.length - 1];
@@ -386,7 +391,7 @@ function analyze(mod: CorpusModule, src: string): ModFacts {
       else if (t.type === 'attribute') {
         const obj = t.childForFieldName('object');
         if (obj?.type === 'identifier' && obj.text === 'self') f.selfAssigns.push({ attr: t.childForFieldName('attribute')?.text ?? '', pos, value });
-      } else for (const c of t.namedChildren) bindTarget(c, null, pos);
+      } else if (t.type !== 'subscript') for (const c of t.namedChildren) bindTarget(c, null, pos); // `d[k] = v` binds no name
     };
     const visit = (n: Node) => {
       if (SCOPES.has(n.type)) {
@@ -405,8 +410,8 @@ function analyze(mod: CorpusModule, src: string): ModFacts {
             const rv = toExpr(r);
             els.forEach((t, i) => bindTarget(t, els.every((x) => x.type === 'identifier') ? { k: 'unpack', value: rv, index: i, n: els.length } : null, n.startIndex));
           } else bindTarget(l, l?.type === 'identifier' || l?.type === 'attribute' ? (r ? toExpr(r) : null) : null, n.startIndex);
-          if (l?.type === 'subscript' && kwName && l.childForFieldName('value')?.text === kwName) f.kwAdds = true;
-          if (l?.type === 'subscript') f.mutated.add(l.childForFieldName('value')?.text ?? '');
+          if (l?.type === 'subscript' && kwName && l.childForFieldName('value')?.text === kwName) f.kwAdds.push(n.startIndex);
+          if (l?.type === 'subscript') mutate(l.childForFieldName('value')?.text ?? '', n.startIndex);
           break;
         }
         case 'augmented_assignment':
@@ -453,11 +458,11 @@ function analyze(mod: CorpusModule, src: string): ModFacts {
       }
       if (n.type === 'call' && kwName) {
         const fn = n.childForFieldName('function');
-        if (fn?.type === 'attribute' && fn.childForFieldName('object')?.text === kwName && /^(setdefault|update|__setitem__)$/.test(fn.childForFieldName('attribute')?.text ?? '')) f.kwAdds = true;
+        if (fn?.type === 'attribute' && fn.childForFieldName('object')?.text === kwName && /^(setdefault|update|__setitem__)$/.test(fn.childForFieldName('attribute')?.text ?? '')) f.kwAdds.push(n.startIndex);
       }
       if (n.type === 'call') {
         const fn = n.childForFieldName('function');
-        if (fn?.type === 'attribute' && /^(setdefault|update|__setitem__|clear)$/.test(fn.childForFieldName('attribute')?.text ?? '')) f.mutated.add(fn.childForFieldName('object')?.text ?? '');
+        if (fn?.type === 'attribute' && /^(setdefault|update|__setitem__|clear)$/.test(fn.childForFieldName('attribute')?.text ?? '')) mutate(fn.childForFieldName('object')?.text ?? '', n.startIndex);
       }
       if (LOOPS.has(n.type)) f.loops.push([n.startIndex, n.endIndex]);
       for (const c of n.namedChildren) if (c) visit(c);
@@ -917,6 +922,7 @@ export function valuePrunes(
     }
     return out;
   };
+  const mutatedLive = (f: FnRef, id: string) => (f.fn.mutated.get(id) ?? []).some((pos) => live(f, pos));
   /** the keys and values of a local name bound only to dicts of literal keys */
   const localDict = (f: FnRef, id: string, pos: number, depth = 0): Map<string, Vals> | null => {
     if (depth > 8) return null;
@@ -954,7 +960,7 @@ export function valuePrunes(
     if (depth > 8) return null;
     if (x.k === 'dict' && x.items.every(([k]) => k !== '**')) return new Map(x.items.map(([k, v]) => [k, evalIn(f, v, pos, 1)]));
     if (x.k === 'coll' && x.atom === 'empty:dict') return new Map();
-    if (x.k === 'name') return kwKeys(f, x.id) ?? (f.fn.mutated.has(x.id) ? null : localDict(f, x.id, pos, depth + 1));
+    if (x.k === 'name') return kwKeys(f, x.id) ?? (mutatedLive(f, x.id) ? null : localDict(f, x.id, pos, depth + 1));
     if (x.k === 'bool' && x.op === 'or') {
       // `a or b`: a when a is truthy; only a None/empty a is followed (to b)
       const l = evalIn(f, x.l, pos, 1);
@@ -966,7 +972,7 @@ export function valuePrunes(
   /** the keys a `**kwargs` parameter can hold, or null when unknown */
   const kwKeys = (f: FnRef, id: string): Map<string, Vals> | null => {
     const p = f.fn.params.find((x) => x.name === id && x.kind === 'kwstar');
-    if (!p || f.fn.kwAdds || (f.fn.assigns.get(id) ?? []).length) return null;
+    if (!p || f.fn.kwAdds.some((pos) => live(f, pos)) || (f.fn.assigns.get(id) ?? []).some((a) => live(f, a.pos))) return null;
     return kwExtra.get(fnKey(f)) ?? null;
   };
   const nameValue = (f: FnRef, id: string, pos: number, depth: number): Vals => {
@@ -1327,7 +1333,7 @@ export function valuePrunes(
   };
   const analysed = new Set<number>();
   for (const f of fns) for (const c of f.fn.calls) analysed.add(c.start);
-  const moduleFn = (mod: CorpusModule, pos: number): FnRef => ({ mod, fn: { stmt: -1, cls: null, name: '', start: pos, end: pos, bodyStart: pos, params: [], bound: false, assigns: new Map(), loops: [], ifs: [], calls: [], selfAssigns: [], returns: [], fallsOff: true, kwAdds: false, mutated: new Set() } });
+  const moduleFn = (mod: CorpusModule, pos: number): FnRef => ({ mod, fn: { stmt: -1, cls: null, name: '', start: pos, end: pos, bodyStart: pos, params: [], bound: false, assigns: new Map(), loops: [], ifs: [], calls: [], selfAssigns: [], returns: [], fallsOff: true, kwAdds: [], mutated: new Map() } });
 
   // the block's __init__ takes its defaults, call-site literals and validated arguments
   const target = closure.target;
@@ -1393,10 +1399,17 @@ export function valuePrunes(
   for (let round = 0; ; round++) {
     changed = false;
     selfAttrCache.clear();
-    otherAttrs.clear();
+    // attributes written otherwise by running code (only grows): before the tests read them
+    for (const [mod] of byMod) {
+      for (const a of facts(mod).otherAttrAssigns) {
+        if (otherAttrs.has(a.attr) || !runs(mod, a.pos)) continue;
+        otherAttrs.add(a.attr);
+        changed = true;
+      }
+    }
+    selfAttrCache.clear();
     finalPrunes.clear();
     for (const f of fns) if (reachedFns.has(fnKey(f))) finalPrunes.set(fnKey(f), deadRanges(f).prunes);
-    for (const [mod] of byMod) for (const a of facts(mod).otherAttrAssigns) if (runs(mod, a.pos)) otherAttrs.add(a.attr);
     // code outside function bodies, and the live code of reachable functions
     for (const r of reads) {
       if (!runs(r.mod, r.pos)) continue;
@@ -1454,7 +1467,7 @@ export function valuePrunes(
             const assigned = sp.k === 'name' && (caller.fn.assigns.get(sp.id) ?? []).some((a) => live(caller, a.pos));
             let kx = own && !assigned ? kwExtra.get(ck) : null;
             // a local dict of literal keys (`dd = {'device': device, 'dtype': dtype}`)
-            if (!own && sp.k === 'name' && !caller.fn.mutated.has(sp.id)) kx = localDict(caller, sp.id, call.start);
+            if (!own && sp.k === 'name' && !mutatedLive(caller, sp.id)) kx = localDict(caller, sp.id, call.start);
             if (!kx) splat = null;
             else if (splat) for (const [n, v] of kx) splat.set(n, union(splat.get(n) ?? new Set(), v));
           }
