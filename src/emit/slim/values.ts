@@ -124,11 +124,13 @@ function toExpr(n: Node | null | undefined): Expr {
       return out;
     }
     case 'tuple':
+    case 'expression_list': // `return a, b`
     case 'list':
     case 'set': {
+      const kind = n.type === 'expression_list' ? 'tuple' : (n.type as 'tuple' | 'list' | 'set');
       const items = n.namedChildren.filter((x): x is Node => !!x && x.type !== 'comment');
-      if (items.some((x) => x.type === 'list_splat')) return { k: 'coll', atom: `obj:${n.type}` };
-      return { k: 'seq', items: items.map(toExpr), kind: n.type as 'tuple' | 'list' | 'set' };
+      if (items.some((x) => x.type === 'list_splat')) return { k: 'coll', atom: `obj:${kind}` };
+      return { k: 'seq', items: items.map(toExpr), kind };
     }
     case 'dictionary': {
       const items = n.namedChildren.filter((x): x is Node => !!x && x.type !== 'comment');
@@ -178,6 +180,9 @@ interface IfSite {
 
 interface Assign {
   pos: number;
+  /** where the statement ends: it binds after its right-hand side ran (a read inside
+   *  the right-hand side sees the value before) */
+  end?: number;
   /** null: a form not evaluated (tuple target, augmented, `for`, `with … as`, …) */
   value: Expr | null;
 }
@@ -209,7 +214,7 @@ interface FnFacts {
   /** the body can end without a `return` (its last statement is no `return`/`raise`) */
   fallsOff: boolean;
   /** the `**kwargs` parameter gains keys in the body (`kw[k] = …`, `kw.setdefault`, `kw.update`) */
-  kwAdds: number[];
+  kwAdds: { pos: number; key: string | null }[];
   /** local names whose object the body changes (`d[k] = …`, `d.update(…)`, `d.setdefault(…)`): where */
   mutated: Map<string, number[]>;
 }
@@ -385,9 +390,9 @@ function analyze(mod: CorpusModule, src: string): ModFacts {
       if (!l) f.assigns.set(n, (l = []));
       l.push(a);
     };
-    const bindTarget = (t: Node | null, value: Expr | null, pos: number) => {
+    const bindTarget = (t: Node | null, value: Expr | null, pos: number, end?: number) => {
       if (!t) return;
-      if (t.type === 'identifier') assign(t.text, { pos, value });
+      if (t.type === 'identifier') assign(t.text, { pos, value, end });
       else if (t.type === 'attribute') {
         const obj = t.childForFieldName('object');
         if (obj?.type === 'identifier' && obj.text === 'self') f.selfAssigns.push({ attr: t.childForFieldName('attribute')?.text ?? '', pos, value });
@@ -408,9 +413,12 @@ function analyze(mod: CorpusModule, src: string): ModFacts {
             // `a, b = f(…)`: each name takes its element of the values `f` returns
             const els = l.namedChildren.filter((x): x is Node => !!x && x.type !== 'comment');
             const rv = toExpr(r);
-            els.forEach((t, i) => bindTarget(t, els.every((x) => x.type === 'identifier') ? { k: 'unpack', value: rv, index: i, n: els.length } : null, n.startIndex));
-          } else bindTarget(l, l?.type === 'identifier' || l?.type === 'attribute' ? (r ? toExpr(r) : null) : null, n.startIndex);
-          if (l?.type === 'subscript' && kwName && l.childForFieldName('value')?.text === kwName) f.kwAdds.push(n.startIndex);
+            els.forEach((t, i) => bindTarget(t, els.every((x) => x.type === 'identifier') ? { k: 'unpack', value: rv, index: i, n: els.length } : null, n.startIndex, n.endIndex));
+          } else bindTarget(l, l?.type === 'identifier' || l?.type === 'attribute' ? (r ? toExpr(r) : null) : null, n.startIndex, n.endIndex);
+          if (l?.type === 'subscript' && kwName && l.childForFieldName('value')?.text === kwName) {
+            const k = l.childForFieldName('subscript');
+            f.kwAdds.push({ pos: n.startIndex, key: k?.type === 'string' ? k.text.slice(1, -1) : null });
+          }
           if (l?.type === 'subscript') mutate(l.childForFieldName('value')?.text ?? '', n.startIndex);
           break;
         }
@@ -458,7 +466,12 @@ function analyze(mod: CorpusModule, src: string): ModFacts {
       }
       if (n.type === 'call' && kwName) {
         const fn = n.childForFieldName('function');
-        if (fn?.type === 'attribute' && fn.childForFieldName('object')?.text === kwName && /^(setdefault|update|__setitem__)$/.test(fn.childForFieldName('attribute')?.text ?? '')) f.kwAdds.push(n.startIndex);
+        const meth = fn?.type === 'attribute' ? fn.childForFieldName('attribute')?.text ?? '' : '';
+        if (fn?.type === 'attribute' && fn.childForFieldName('object')?.text === kwName && /^(setdefault|update|__setitem__)$/.test(meth)) {
+          // `kwargs.setdefault('k', v)` adds k; `update` adds what it is given
+          const a0 = n.childForFieldName('arguments')?.namedChildren.find((x) => x && x.type !== 'comment');
+          f.kwAdds.push({ pos: n.startIndex, key: meth !== 'update' && a0?.type === 'string' ? a0.text.slice(1, -1) : null });
+        }
       }
       if (n.type === 'call') {
         const fn = n.childForFieldName('function');
@@ -933,7 +946,7 @@ export function valuePrunes(
       const pv = p.kind === 'pos' || p.kind === 'kwonly' ? params.get(fnKey(f))?.get(id) : null;
       if (!pv || [...pv].some((v) => v !== 'None' && v !== 'empty:dict')) return null;
     }
-    const as = (f.fn.assigns.get(id) ?? []).filter((a) => live(f, a.pos) && (a.pos < pos || f.fn.loops.some(([s, t]) => s <= a.pos && a.pos < t && s <= pos && pos < t)));
+    const as = (f.fn.assigns.get(id) ?? []).filter((a) => live(f, a.pos) && ((a.end ?? a.pos) <= pos || f.fn.loops.some(([s, t]) => s <= a.pos && a.pos < t && s <= pos && pos < t)));
     if (!as.length) return null;
     const out = new Map<string, Vals>();
     for (const a of as) {
@@ -972,8 +985,15 @@ export function valuePrunes(
   /** the keys a `**kwargs` parameter can hold, or null when unknown */
   const kwKeys = (f: FnRef, id: string): Map<string, Vals> | null => {
     const p = f.fn.params.find((x) => x.name === id && x.kind === 'kwstar');
-    if (!p || f.fn.kwAdds.some((pos) => live(f, pos)) || (f.fn.assigns.get(id) ?? []).some((a) => live(f, a.pos))) return null;
-    return kwExtra.get(fnKey(f)) ?? null;
+    if (!p || (f.fn.assigns.get(id) ?? []).some((a) => live(f, a.pos))) return null;
+    const known = kwExtra.get(fnKey(f));
+    if (!known) return null;
+    const adds = f.fn.kwAdds.filter((a) => live(f, a.pos));
+    if (!adds.length) return known;
+    if (adds.some((a) => a.key === null)) return null;
+    const out = new Map(known);
+    for (const a of adds) out.set(a.key!, null);
+    return out;
   };
   const nameValue = (f: FnRef, id: string, pos: number, depth: number): Vals => {
     const p = f.fn.params.find((x) => x.name === id);
@@ -992,7 +1012,7 @@ export function valuePrunes(
     for (const a of as ?? []) {
       if (!out) return null;
       if (!live(f, a.pos)) continue;
-      if (a.pos >= pos && !f.fn.loops.some(([s, t]) => s <= a.pos && a.pos < t && s <= pos && pos < t)) continue;
+      if ((a.end ?? a.pos) > pos && !f.fn.loops.some(([s, t]) => s <= a.pos && a.pos < t && s <= pos && pos < t)) continue;
       if (!a.value) return null;
       out = union(out, evalIn(f, a.value, a.pos, depth + 1));
     }
