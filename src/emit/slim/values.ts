@@ -124,11 +124,13 @@ function toExpr(n: Node | null | undefined): Expr {
       return out;
     }
     case 'tuple':
+    case 'expression_list': // `return a, b`
     case 'list':
     case 'set': {
+      const kind = n.type === 'expression_list' ? 'tuple' : (n.type as 'tuple' | 'list' | 'set');
       const items = n.namedChildren.filter((x): x is Node => !!x && x.type !== 'comment');
-      if (items.some((x) => x.type === 'list_splat')) return { k: 'coll', atom: `obj:${n.type}` };
-      return { k: 'seq', items: items.map(toExpr), kind: n.type as 'tuple' | 'list' | 'set' };
+      if (items.some((x) => x.type === 'list_splat')) return { k: 'coll', atom: `obj:${kind}` };
+      return { k: 'seq', items: items.map(toExpr), kind };
     }
     case 'dictionary': {
       const items = n.namedChildren.filter((x): x is Node => !!x && x.type !== 'comment');
@@ -178,6 +180,9 @@ interface IfSite {
 
 interface Assign {
   pos: number;
+  /** where the statement ends: it binds after its right-hand side ran (a read inside
+   *  the right-hand side sees the value before) */
+  end?: number;
   /** null: a form not evaluated (tuple target, augmented, `for`, `with … as`, …) */
   value: Expr | null;
 }
@@ -209,9 +214,9 @@ interface FnFacts {
   /** the body can end without a `return` (its last statement is no `return`/`raise`) */
   fallsOff: boolean;
   /** the `**kwargs` parameter gains keys in the body (`kw[k] = …`, `kw.setdefault`, `kw.update`) */
-  kwAdds: boolean;
-  /** local names whose object the body changes (`d[k] = …`, `d.update(…)`, `d.setdefault(…)`) */
-  mutated: Set<string>;
+  kwAdds: { pos: number; key: string | null }[];
+  /** local names whose object the body changes (`d[k] = …`, `d.update(…)`, `d.setdefault(…)`): where */
+  mutated: Map<string, number[]>;
 }
 
 interface ModFacts {
@@ -370,7 +375,12 @@ function analyze(mod: CorpusModule, src: string): ModFacts {
     }
     const staticm = decorators.some((d) => /staticmethod/.test(d));
     const body = def.childForFieldName('body');
-    const f: FnFacts = { stmt, cls, name, start: def.startIndex, end: def.endIndex, bodyStart: body?.startIndex ?? def.endIndex, params, bound: !!cls && !staticm, assigns: new Map(), loops: [], ifs: [], calls: [], selfAssigns: [], returns: [], fallsOff: true, kwAdds: false, mutated: new Set() };
+    const f: FnFacts = { stmt, cls, name, start: def.startIndex, end: def.endIndex, bodyStart: body?.startIndex ?? def.endIndex, params, bound: !!cls && !staticm, assigns: new Map(), loops: [], ifs: [], calls: [], selfAssigns: [], returns: [], fallsOff: true, kwAdds: [], mutated: new Map() };
+    const mutate = (name: string, pos: number) => {
+      const l = f.mutated.get(name);
+      if (l) l.push(pos);
+      else f.mutated.set(name, [pos]);
+    };
     const kwName = params.find((p) => p.kind === 'kwstar')?.name;
     const bodyStmts = body?.namedChildren.filter((x): x is Node => !!x && x.type !== 'comment') ?? [];
     const lastStmt = bodyStmts[bodyStmts.length - 1];
@@ -380,13 +390,13 @@ function analyze(mod: CorpusModule, src: string): ModFacts {
       if (!l) f.assigns.set(n, (l = []));
       l.push(a);
     };
-    const bindTarget = (t: Node | null, value: Expr | null, pos: number) => {
+    const bindTarget = (t: Node | null, value: Expr | null, pos: number, end?: number) => {
       if (!t) return;
-      if (t.type === 'identifier') assign(t.text, { pos, value });
+      if (t.type === 'identifier') assign(t.text, { pos, value, end });
       else if (t.type === 'attribute') {
         const obj = t.childForFieldName('object');
         if (obj?.type === 'identifier' && obj.text === 'self') f.selfAssigns.push({ attr: t.childForFieldName('attribute')?.text ?? '', pos, value });
-      } else for (const c of t.namedChildren) bindTarget(c, null, pos);
+      } else if (t.type !== 'subscript') for (const c of t.namedChildren) bindTarget(c, null, pos); // `d[k] = v` binds no name
     };
     const visit = (n: Node) => {
       if (SCOPES.has(n.type)) {
@@ -403,10 +413,13 @@ function analyze(mod: CorpusModule, src: string): ModFacts {
             // `a, b = f(…)`: each name takes its element of the values `f` returns
             const els = l.namedChildren.filter((x): x is Node => !!x && x.type !== 'comment');
             const rv = toExpr(r);
-            els.forEach((t, i) => bindTarget(t, els.every((x) => x.type === 'identifier') ? { k: 'unpack', value: rv, index: i, n: els.length } : null, n.startIndex));
-          } else bindTarget(l, l?.type === 'identifier' || l?.type === 'attribute' ? (r ? toExpr(r) : null) : null, n.startIndex);
-          if (l?.type === 'subscript' && kwName && l.childForFieldName('value')?.text === kwName) f.kwAdds = true;
-          if (l?.type === 'subscript') f.mutated.add(l.childForFieldName('value')?.text ?? '');
+            els.forEach((t, i) => bindTarget(t, els.every((x) => x.type === 'identifier') ? { k: 'unpack', value: rv, index: i, n: els.length } : null, n.startIndex, n.endIndex));
+          } else bindTarget(l, l?.type === 'identifier' || l?.type === 'attribute' ? (r ? toExpr(r) : null) : null, n.startIndex, n.endIndex);
+          if (l?.type === 'subscript' && kwName && l.childForFieldName('value')?.text === kwName) {
+            const k = l.childForFieldName('subscript');
+            f.kwAdds.push({ pos: n.startIndex, key: k?.type === 'string' ? k.text.slice(1, -1) : null });
+          }
+          if (l?.type === 'subscript') mutate(l.childForFieldName('value')?.text ?? '', n.startIndex);
           break;
         }
         case 'augmented_assignment':
@@ -453,11 +466,16 @@ function analyze(mod: CorpusModule, src: string): ModFacts {
       }
       if (n.type === 'call' && kwName) {
         const fn = n.childForFieldName('function');
-        if (fn?.type === 'attribute' && fn.childForFieldName('object')?.text === kwName && /^(setdefault|update|__setitem__)$/.test(fn.childForFieldName('attribute')?.text ?? '')) f.kwAdds = true;
+        const meth = fn?.type === 'attribute' ? fn.childForFieldName('attribute')?.text ?? '' : '';
+        if (fn?.type === 'attribute' && fn.childForFieldName('object')?.text === kwName && /^(setdefault|update|__setitem__)$/.test(meth)) {
+          // `kwargs.setdefault('k', v)` adds k; `update` adds what it is given
+          const a0 = n.childForFieldName('arguments')?.namedChildren.find((x) => x && x.type !== 'comment');
+          f.kwAdds.push({ pos: n.startIndex, key: meth !== 'update' && a0?.type === 'string' ? a0.text.slice(1, -1) : null });
+        }
       }
       if (n.type === 'call') {
         const fn = n.childForFieldName('function');
-        if (fn?.type === 'attribute' && /^(setdefault|update|__setitem__|clear)$/.test(fn.childForFieldName('attribute')?.text ?? '')) f.mutated.add(fn.childForFieldName('object')?.text ?? '');
+        if (fn?.type === 'attribute' && /^(setdefault|update|__setitem__|clear)$/.test(fn.childForFieldName('attribute')?.text ?? '')) mutate(fn.childForFieldName('object')?.text ?? '', n.startIndex);
       }
       if (LOOPS.has(n.type)) f.loops.push([n.startIndex, n.endIndex]);
       for (const c of n.namedChildren) if (c) visit(c);
@@ -917,6 +935,7 @@ export function valuePrunes(
     }
     return out;
   };
+  const mutatedLive = (f: FnRef, id: string) => (f.fn.mutated.get(id) ?? []).some((pos) => live(f, pos));
   /** the keys and values of a local name bound only to dicts of literal keys */
   const localDict = (f: FnRef, id: string, pos: number, depth = 0): Map<string, Vals> | null => {
     if (depth > 8) return null;
@@ -927,7 +946,7 @@ export function valuePrunes(
       const pv = p.kind === 'pos' || p.kind === 'kwonly' ? params.get(fnKey(f))?.get(id) : null;
       if (!pv || [...pv].some((v) => v !== 'None' && v !== 'empty:dict')) return null;
     }
-    const as = (f.fn.assigns.get(id) ?? []).filter((a) => live(f, a.pos) && (a.pos < pos || f.fn.loops.some(([s, t]) => s <= a.pos && a.pos < t && s <= pos && pos < t)));
+    const as = (f.fn.assigns.get(id) ?? []).filter((a) => live(f, a.pos) && ((a.end ?? a.pos) <= pos || f.fn.loops.some(([s, t]) => s <= a.pos && a.pos < t && s <= pos && pos < t)));
     if (!as.length) return null;
     const out = new Map<string, Vals>();
     for (const a of as) {
@@ -954,7 +973,7 @@ export function valuePrunes(
     if (depth > 8) return null;
     if (x.k === 'dict' && x.items.every(([k]) => k !== '**')) return new Map(x.items.map(([k, v]) => [k, evalIn(f, v, pos, 1)]));
     if (x.k === 'coll' && x.atom === 'empty:dict') return new Map();
-    if (x.k === 'name') return kwKeys(f, x.id) ?? (f.fn.mutated.has(x.id) ? null : localDict(f, x.id, pos, depth + 1));
+    if (x.k === 'name') return kwKeys(f, x.id) ?? (mutatedLive(f, x.id) ? null : localDict(f, x.id, pos, depth + 1));
     if (x.k === 'bool' && x.op === 'or') {
       // `a or b`: a when a is truthy; only a None/empty a is followed (to b)
       const l = evalIn(f, x.l, pos, 1);
@@ -966,8 +985,15 @@ export function valuePrunes(
   /** the keys a `**kwargs` parameter can hold, or null when unknown */
   const kwKeys = (f: FnRef, id: string): Map<string, Vals> | null => {
     const p = f.fn.params.find((x) => x.name === id && x.kind === 'kwstar');
-    if (!p || f.fn.kwAdds || (f.fn.assigns.get(id) ?? []).length) return null;
-    return kwExtra.get(fnKey(f)) ?? null;
+    if (!p || (f.fn.assigns.get(id) ?? []).some((a) => live(f, a.pos))) return null;
+    const known = kwExtra.get(fnKey(f));
+    if (!known) return null;
+    const adds = f.fn.kwAdds.filter((a) => live(f, a.pos));
+    if (!adds.length) return known;
+    if (adds.some((a) => a.key === null)) return null;
+    const out = new Map(known);
+    for (const a of adds) out.set(a.key!, null);
+    return out;
   };
   const nameValue = (f: FnRef, id: string, pos: number, depth: number): Vals => {
     const p = f.fn.params.find((x) => x.name === id);
@@ -986,7 +1012,7 @@ export function valuePrunes(
     for (const a of as ?? []) {
       if (!out) return null;
       if (!live(f, a.pos)) continue;
-      if (a.pos >= pos && !f.fn.loops.some(([s, t]) => s <= a.pos && a.pos < t && s <= pos && pos < t)) continue;
+      if ((a.end ?? a.pos) > pos && !f.fn.loops.some(([s, t]) => s <= a.pos && a.pos < t && s <= pos && pos < t)) continue;
       if (!a.value) return null;
       out = union(out, evalIn(f, a.value, a.pos, depth + 1));
     }
@@ -1327,7 +1353,7 @@ export function valuePrunes(
   };
   const analysed = new Set<number>();
   for (const f of fns) for (const c of f.fn.calls) analysed.add(c.start);
-  const moduleFn = (mod: CorpusModule, pos: number): FnRef => ({ mod, fn: { stmt: -1, cls: null, name: '', start: pos, end: pos, bodyStart: pos, params: [], bound: false, assigns: new Map(), loops: [], ifs: [], calls: [], selfAssigns: [], returns: [], fallsOff: true, kwAdds: false, mutated: new Set() } });
+  const moduleFn = (mod: CorpusModule, pos: number): FnRef => ({ mod, fn: { stmt: -1, cls: null, name: '', start: pos, end: pos, bodyStart: pos, params: [], bound: false, assigns: new Map(), loops: [], ifs: [], calls: [], selfAssigns: [], returns: [], fallsOff: true, kwAdds: [], mutated: new Map() } });
 
   // the block's __init__ takes its defaults, call-site literals and validated arguments
   const target = closure.target;
@@ -1393,10 +1419,17 @@ export function valuePrunes(
   for (let round = 0; ; round++) {
     changed = false;
     selfAttrCache.clear();
-    otherAttrs.clear();
+    // attributes written otherwise by running code (only grows): before the tests read them
+    for (const [mod] of byMod) {
+      for (const a of facts(mod).otherAttrAssigns) {
+        if (otherAttrs.has(a.attr) || !runs(mod, a.pos)) continue;
+        otherAttrs.add(a.attr);
+        changed = true;
+      }
+    }
+    selfAttrCache.clear();
     finalPrunes.clear();
     for (const f of fns) if (reachedFns.has(fnKey(f))) finalPrunes.set(fnKey(f), deadRanges(f).prunes);
-    for (const [mod] of byMod) for (const a of facts(mod).otherAttrAssigns) if (runs(mod, a.pos)) otherAttrs.add(a.attr);
     // code outside function bodies, and the live code of reachable functions
     for (const r of reads) {
       if (!runs(r.mod, r.pos)) continue;
@@ -1454,7 +1487,7 @@ export function valuePrunes(
             const assigned = sp.k === 'name' && (caller.fn.assigns.get(sp.id) ?? []).some((a) => live(caller, a.pos));
             let kx = own && !assigned ? kwExtra.get(ck) : null;
             // a local dict of literal keys (`dd = {'device': device, 'dtype': dtype}`)
-            if (!own && sp.k === 'name' && !caller.fn.mutated.has(sp.id)) kx = localDict(caller, sp.id, call.start);
+            if (!own && sp.k === 'name' && !mutatedLive(caller, sp.id)) kx = localDict(caller, sp.id, call.start);
             if (!kx) splat = null;
             else if (splat) for (const [n, v] of kx) splat.set(n, union(splat.get(n) ?? new Set(), v));
           }
