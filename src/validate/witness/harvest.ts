@@ -160,18 +160,10 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
           { ...base, mode: 'run', entry: e, budgetSeconds: budget / 1000, ...(needsModel(e) && provider ? { provider: provider.entry } : {}) },
           budget + 15000,
         );
+        // what the harness's run step reports: an entry report with its entry point's
+        // own name, plus the witnesses recorded per class
         const h = r.harvest as
-          | {
-              entry: string;
-              built: boolean;
-              forward: boolean;
-              error: string | null;
-              forwardError?: string;
-              input?: number[][];
-              ms: number;
-              companions?: Record<string, string>;
-              classes?: Record<string, { witnesses: Witness[] }>;
-            }
+          | (Omit<EntryReport, 'covered'> & { classes?: Record<string, { witnesses: Witness[] }> })
           | undefined;
         const rep: EntryReport = {
           entry: name(e),

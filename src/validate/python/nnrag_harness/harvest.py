@@ -172,6 +172,22 @@ def dataclass_configs(mods):
     return out
 
 
+def callees_taking(obj, param):
+    """The repository functions and classes obj's code names (globals of its module)
+    that take a parameter called `param`: where obj passes the object on."""
+    g = getattr(sys.modules.get(getattr(obj, "__module__", "") or ""), "__dict__", {})
+    for code in code_objects(obj):
+        for n in code.co_names:
+            v = g.get(n)
+            if v is None or v is obj or not (inspect.isfunction(v) or isinstance(v, type)):
+                continue
+            try:
+                if param in inspect.signature(v).parameters:
+                    yield v
+            except (TypeError, ValueError):
+                continue
+
+
 def reads_of(obj, param, depth=1):
     """Attribute names read as `param.x` in the source of obj (and, for a class, its
     methods): the fields a configuration object must have. A callable that passes the
@@ -183,18 +199,8 @@ def reads_of(obj, param, depth=1):
         return set()
     out = set(re.findall(r"\b%s\.(\w+)" % re.escape(param), src))
     if depth > 0:
-        g = getattr(sys.modules.get(getattr(obj, "__module__", "") or ""), "__dict__", {})
-        for code in code_objects(obj):
-            for n in code.co_names:
-                v = g.get(n)
-                if v is None or v is obj or not (inspect.isfunction(v) or isinstance(v, type)):
-                    continue
-                try:
-                    names = inspect.signature(v).parameters
-                except (TypeError, ValueError):
-                    continue
-                if param in names:
-                    out |= reads_of(v, param, depth - 1)
+        for v in callees_taking(obj, param):
+            out |= reads_of(v, param, depth - 1)
     return out
 
 
@@ -219,17 +225,8 @@ def source_of_callable(obj, param, depth=1):
     except (OSError, TypeError):
         return []
     if depth > 0:
-        g = getattr(sys.modules.get(getattr(obj, "__module__", "") or ""), "__dict__", {})
-        for code in code_objects(obj):
-            for n in code.co_names:
-                v = g.get(n)
-                if v is None or v is obj or not (inspect.isfunction(v) or isinstance(v, type)):
-                    continue
-                try:
-                    if param in inspect.signature(v).parameters:
-                        out += source_of_callable(v, param, depth - 1)
-                except (TypeError, ValueError):
-                    continue
+        for v in callees_taking(obj, param):
+            out += source_of_callable(v, param, depth - 1)
     return out
 
 
