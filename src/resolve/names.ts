@@ -96,7 +96,7 @@ export class Resolver {
    *  followed the same way. Imports inside `try`/`if` are not counted: they may be
    *  guarded or skipped. */
   failingImport(name: string, repo: string): string | null {
-    if (this.importable('os') === null) return null;
+    if (!this.opts.importable) return null; // the environment is unknown
     const key = `${repo}\0${name}`;
     if (this.failingMemo.has(key)) return this.failingMemo.get(key)!;
     this.failingMemo.set(key, null); // an import cycle imports (the module is in sys.modules)
@@ -112,7 +112,7 @@ export class Resolver {
           const abs = this.absoluteModule(mod, e);
           if (abs === null || abs === '__future__') continue;
           const top = abs.split('.')[0];
-          if (this.isInterned(e.kind === 'import' ? top : abs, mod.repo) || this.isInterned(abs, mod.repo)) {
+          if (this.isInterned(abs, mod.repo) || (e.kind === 'import' && this.isInterned(top, mod.repo))) {
             found = this.failingImport(abs, mod.repo);
           } else if (!this.isMissingInternal(abs, mod.repo) && this.importable(top) === false) found = top;
           if (found) break;

@@ -210,6 +210,8 @@ def work_dir(scratch_root):
 
 
 def enter_work_dir(scratch_root, fresh):
+    """Enter the working directory; `fresh` (a candidate) first removes what the one
+    before it left there, so nothing passes from one block to the next."""
     d = work_dir(scratch_root)
     if fresh:
         remove_tree(d)
@@ -1121,7 +1123,6 @@ class Worker:
         elapsed = (_monotonic() - t0) * 1000
         out_tail = read_tail(os.path.join(scratch, "output.log"))
         remove_tree(scratch)
-        remove_tree(work_dir(self.scratch_root))
         events = []
         for ln in buf.split(b"\n"):
             if not ln.strip():

@@ -984,16 +984,23 @@ def build_entry(entry, torch):
     obj = importlib.import_module(entry["module"])
     for p in entry["qualname"].split("."):
         obj = getattr(obj, p)
+    kwargs = plan_kwargs(entry.get("plan") or {}, torch)
+    torch.manual_seed(0)
+    return obj(**kwargs)
+
+
+def plan_kwargs(plan, torch):
+    """The keyword arguments a plan gives directly: plain values, files, configurations
+    (an `instance` entry, a model to wrap, is the caller's)."""
     kwargs = {}
-    for name, spec in (entry.get("plan") or {}).items():
+    for name, spec in plan.items():
         if "value" in spec:
             kwargs[name] = spec["value"]
         elif "file" in spec:
             kwargs[name] = spec["file"]
         elif "config" in spec:
             kwargs[name] = make_config(spec["config"], torch, spec.get("set"))
-    torch.manual_seed(0)
-    return obj(**kwargs)
+    return kwargs
 
 
 def run_entry(cfg, torch, send):
@@ -1054,13 +1061,7 @@ def run_entry(cfg, torch, send):
             if model0 is None:
                 raise RuntimeError("the provider built no module")
             kwargs.update({name: model0 for name, spec in plan.items() if "instance" in spec})
-        for name, spec in plan.items():
-            if "value" in spec:
-                kwargs[name] = spec["value"]
-            elif "file" in spec:
-                kwargs[name] = spec["file"]
-            elif "config" in spec:
-                kwargs[name] = make_config(spec["config"], torch, spec.get("set"))
+        kwargs.update(plan_kwargs(plan, torch))
         torch.manual_seed(0)
         result = obj(**kwargs) if obj is not None else None
         res["built"] = True
