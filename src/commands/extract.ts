@@ -42,6 +42,7 @@ import {
   type ValidationResult,
 } from '../validate/index.js';
 import { libraryModules, repoTops, repoWitnesses, witnessesOf, type HarvestResult } from '../validate/witness/index.js';
+import { startRemembering } from './witnesses.js';
 
 export interface ExtractOptions {
   /** output folder for emitted modules (default `<store>/library`) */
@@ -406,7 +407,7 @@ export async function extractAndValidate(ws: Workspace, ids: string[], opts: Pip
     });
   }
   const required = opts.required ?? [...DEFAULT_REQUIRED_STAGES];
-  const pool = opts.validator ?? (await ValidatorPool.start({ ...opts.pool, onWarning: opts.onWarning }));
+  const pool = opts.validator ?? (await startRemembering(ws.store, { ...opts.pool, onWarning: opts.onWarning }));
   const missing = missingLookup({ rootfs: pool.env.rootfs });
   try {
     // what the validation environment can import decides whether an interned package

@@ -2,8 +2,10 @@
 // harvest of the store's repositories — what each class got when the repository's own
 // entry points built and ran its models (src/validate/witness/).
 import { UsageError } from '../util/errors.js';
-import { ValidatorPool, type PoolOptions } from '../validate/index.js';
-import { libraryModules, repoWitnesses, storedHarvest, type EntryReport, type HarvestResult } from '../validate/witness/index.js';
+import { workerInfoKey } from '../store/kv.js';
+import type { IndexStore } from '../store/store.js';
+import { environmentIdOf, ValidatorPool, type PoolOptions, type ProbedEnvironment, type WorkerInfo } from '../validate/index.js';
+import { currentHarvest, libraryModules, repoWitnesses, storedHarvest, type EntryReport, type HarvestResult } from '../validate/witness/index.js';
 import type { Workspace } from '../workspace.js';
 
 export interface WitnessesOptions {
@@ -31,9 +33,21 @@ export async function witnesses(ws: Workspace, opts: WitnessesOptions = {}): Pro
   for (const r of wanted) if (!known.includes(r)) throw new UsageError(`unknown repository ${r} (indexed: ${known.join(', ')})`);
   if (opts.show) return wanted.map((repo) => ({ repo, cached: null, harvest: storedHarvest(ws.store, repo) }));
   const results: RepoHarvest[] = [];
-  const pool = await ValidatorPool.start(opts.pool);
+  // a re-run with nothing changed reads the stored harvests without starting a worker
+  // (seconds: each imports torch): the environment id is known from the probe and what
+  // workers of this environment reported before
+  const probed = await ValidatorPool.probe(opts.pool);
+  const remembered = rememberedWorkers(ws.store, probed);
+  const envId = remembered ? environmentIdOf(probed, remembered) : null;
+  let pool: ValidatorPool | null = null;
   try {
     for (const repo of wanted) {
+      const stored = envId && !opts.force ? currentHarvest(ws.store, repo, envId) : null;
+      if (stored) {
+        results.push({ repo, cached: true, harvest: stored });
+        continue;
+      }
+      pool ??= await startRemembering(ws.store, opts.pool, probed);
       const got = await repoWitnesses(ws.store, pool, repo, {
         force: !!opts.force,
         modules: libraryModules(ws.corpus(), repo),
@@ -42,7 +56,21 @@ export async function witnesses(ws: Workspace, opts: WitnessesOptions = {}): Pro
       results.push({ repo, cached: got?.cached ?? null, harvest: got?.result ?? null });
     }
   } finally {
-    await pool.close();
+    await pool?.close();
   }
   return results;
+}
+
+/** What the workers of this environment reported the last time they started, if known. */
+export function rememberedWorkers(store: IndexStore, probed: ProbedEnvironment): WorkerInfo | null {
+  const got = store.getKV(workerInfoKey(probed.key));
+  return got ? (JSON.parse(got) as WorkerInfo) : null;
+}
+
+/** Start a validator pool and remember what its workers reported (rememberedWorkers). */
+export async function startRemembering(store: IndexStore, opts: PoolOptions | undefined, probed?: ProbedEnvironment): Promise<ValidatorPool> {
+  const pool = await ValidatorPool.start(opts, probed);
+  const info: WorkerInfo = { torch: pool.torch, python: pool.pythonVersion };
+  if (JSON.stringify(rememberedWorkers(store, { env: pool.env, key: pool.envKey })) !== JSON.stringify(info)) store.setKV(workerInfoKey(pool.envKey), JSON.stringify(info));
+  return pool;
 }

@@ -15,4 +15,10 @@ export function requirementsKey(env: string): KvKey {
   return `requirements:${env}`;
 }
 
-export type KvKey = (typeof KV_KEYS)[keyof typeof KV_KEYS] | `requirements:${string}`;
+/** What a validation environment's workers reported (torch and Python versions), by the
+ *  digest of the environment as probed without starting them (ValidatorPool.environmentKey). */
+export function workerInfoKey(envProbe: string): KvKey {
+  return `workers:${envProbe}`;
+}
+
+export type KvKey = (typeof KV_KEYS)[keyof typeof KV_KEYS] | `requirements:${string}` | `workers:${string}`;

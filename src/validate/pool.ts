@@ -11,7 +11,7 @@
 // Every request carries a random nonce the worker answers with; lines without it (or
 // for another request) are ignored.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -22,6 +22,7 @@ import {
   defaultLimits,
   environmentId,
   findBwrap,
+  harnessSource,
   locatePython,
   probeInSandbox,
   workerLaunch,
@@ -321,9 +322,34 @@ class Worker implements PoolWorker<Job> {
   }
 }
 
+/** A validation environment as probed, before any worker starts (ValidatorPool.probe). */
+export interface ProbedEnvironment {
+  /** @internal */
+  readonly env: Resolved;
+  /** digest of everything the environment id covers except what only the workers report
+   *  (torch's `__version__`, the Python version they run): with those remembered, the id
+   *  is known without starting a worker (environmentIdOf) */
+  readonly key: string;
+}
+
+/** What the workers of an environment reported when they started. */
+export interface WorkerInfo {
+  torch: string;
+  python: string;
+}
+
+/** The environment id of a probed environment whose workers reported `info`; the same
+ *  formula as ValidatorPool.start's. */
+export function environmentIdOf(p: ProbedEnvironment, info: WorkerInfo): string {
+  const env = p.env;
+  return environmentId({ python: env.probe?.realpath ?? env.python, pythonVersion: info.python, torch: info.torch, sandbox: env.sandbox, rootfs: env.rootfs, probe: env.probe });
+}
+
 export class ValidatorPool {
   readonly env: Resolved;
   envId = '';
+  /** ProbedEnvironment.key of this pool's environment */
+  envKey = '';
   readonly warnings: string[] = [];
   /** milliseconds from start() to every worker ready */
   startMs = 0;
@@ -371,10 +397,21 @@ export class ValidatorPool {
     return job.req.timeoutMs ?? this.env.limits.timeoutMs;
   }
 
-  /** Resolve the environment and start the workers; resolves when all are ready. */
-  static async start(opts: PoolOptions = {}): Promise<ValidatorPool> {
-    const t0 = performance.now();
+  /** Resolve the environment (find the interpreter, probe it; no worker starts): about
+   *  half a second, where starting the workers (each imports torch) takes seconds. */
+  static async probe(opts: PoolOptions = {}): Promise<ProbedEnvironment> {
     const env = await resolveEnvironment(opts);
+    const h = createHash('sha256');
+    h.update(JSON.stringify({ python: env.python, probe: env.probe, sandbox: env.sandbox, rootfs: env.rootfs, harness: harnessSource().hash }));
+    return { env, key: h.digest('hex').slice(0, 32) };
+  }
+
+  /** Resolve the environment (or take one probed before) and start the workers;
+   *  resolves when all are ready. */
+  static async start(opts: PoolOptions = {}, probed?: ProbedEnvironment): Promise<ValidatorPool> {
+    const t0 = performance.now();
+    const p = probed ?? (await ValidatorPool.probe(opts));
+    const env = p.env;
     const tEnv = performance.now();
     const warnings: string[] = [];
     if (!env.sandbox) {
@@ -396,7 +433,8 @@ export class ValidatorPool {
     const w0 = pool.workers.workers()[0].info!;
     pool.torch = w0.torch;
     pool.pythonVersion = w0.python;
-    pool.envId = environmentId({ python: env.probe?.realpath ?? env.python, pythonVersion: w0.python, torch: w0.torch, sandbox: env.sandbox, rootfs: env.rootfs, probe: env.probe });
+    pool.envId = environmentIdOf(p, { torch: w0.torch, python: w0.python });
+    pool.envKey = p.key;
     pool.startMs = performance.now() - t0;
     pool.startBreakdown = { environmentMs: tEnv - t0, workersMs: performance.now() - tEnv };
     return pool;

@@ -75,8 +75,8 @@ export async function repoWitnesses(
   if (!row) return null;
   const key = harvestKey(store, repo, pool.envId);
   if (!opts.force) {
-    const got = getHarvest(store, repo, key);
-    if (got) return { result: JSON.parse(got) as HarvestResult, cached: true };
+    const got = currentHarvest(store, repo, pool.envId);
+    if (got) return { result: got, cached: true };
   }
   const modules =
     opts.modules ??
@@ -93,6 +93,13 @@ export async function repoWitnesses(
   const result = await harvestRepo(pool, { repo, sysPath: harvestSysPath(store, repo), ownRoots: own, modules, zygoteModule, entryMs: opts.entryMs, repoMs: opts.repoMs, onEntry: opts.onEntry });
   putHarvest(store, repo, key, pool.envId, JSON.stringify(result));
   return { result, cached: false };
+}
+
+/** The stored harvest of a repository if it is still current: same files on its sys.path,
+ *  same environment id (no worker is needed to know it, see ValidatorPool.probe). */
+export function currentHarvest(store: IndexStore, repo: string, envId: string): HarvestResult | null {
+  const got = getHarvest(store, repo, harvestKey(store, repo, envId));
+  return got ? (JSON.parse(got) as HarvestResult) : null;
 }
 
 /** The stored harvest of a repository, whatever its key (for `nnrag witnesses` without running). */
