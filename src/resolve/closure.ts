@@ -93,7 +93,7 @@ export interface ImportRewrite {
 export interface Diagnostic {
   severity: 'error' | 'warning';
   name: string;
-  reason: UnresolvedReason | 'nested-module-import' | 'eager-cycle' | 'guarded-import';
+  reason: UnresolvedReason | 'nested-module-import' | 'eager-cycle' | 'guarded-import' | 'module-file';
   message: string;
   module: string;
   path: string;
@@ -298,6 +298,32 @@ class State {
     }
   }
 
+  /** `__file__` is the path of the file a module was loaded from (Language Reference
+   *  §5.4.4, importlib's module attributes): a definition whose code reads its module's
+   *  `__file__` — to find what lies beside it, a compiled extension, a template, a
+   *  config — reads the standalone module's path once copied, and finds nothing there.
+   *  When the module's package is importable in the validation environment, the
+   *  definition is imported from the installed module instead of copied (an extern
+   *  binding, `from pkg.mod import name`), with a warning; else it is copied, and the
+   *  warning says what its `__file__` now means. Returns the extern binding, or null. */
+  private ownFileReader(from: StmtNode, t: Extract<Target, { kind: 'def' }>, local: string, ref: { line: number; soft?: boolean }): Binding | null {
+    const sts = t.module.facts.statements;
+    if (!t.stmts.some((i) => sts[i]?.refs.some((r) => r.name === '__file__'))) return null;
+    if (from.mod === t.module && t.stmts.includes(from.stmt)) return null;
+    const top = t.module.name.split('.')[0];
+    const installed = this.resolver.importable(top) === true && t.module.name !== '__main__';
+    if (ref.soft) return null;
+    const where = `${t.module.name}.${t.name}`;
+    if (!installed) {
+      const why = this.resolver.importable(top) === false ? `${top} is not importable in the validation environment` : `whether ${top} is installed in the validation environment is unknown here`;
+      this.diag(from, t.name, ref.line, 'module-file', `${where} reads its module's __file__, which in the copy is the standalone module's path (${why}, so it is copied)`, 'warning');
+      return null;
+    }
+    this.diag(from, t.name, ref.line, 'module-file', `${where} reads its module's __file__ (files beside it): imported from the ${top} installed in the validation environment, not copied`, 'warning');
+    const edge: ImportEdge = { kind: 'from', module: t.module.name, level: 0, name: t.name, asname: local === t.name ? null : local, line: ref.line, start: 0, end: 0 };
+    return this.externBinding(local, { kind: 'extern', edge, absModule: t.module.name, qualified: `${t.module.name}.${t.name}` });
+  }
+
   private builtinBinding(name: string): Binding {
     const key = `builtin:${name}`;
     let b = this.bindings.get(key);
@@ -322,6 +348,11 @@ class State {
       let b: Binding | null = null;
       switch (t.kind) {
         case 'def': {
+          const installed = same ? null : this.ownFileReader(from, t, local, ref);
+          if (installed) {
+            b = installed;
+            break;
+          }
           b = same ?? this.defBinding(t.module, t.name);
           // `del name` at module level is part of the name's binding history
           for (const i of this.corpus.deletersOf(t.module, t.name)) this.node(t.module, i);

@@ -1,0 +1,71 @@
+// A definition that reads its module's `__file__` (to find a file beside it: a compiled
+// extension, a template, a table) means something else once copied into a standalone
+// module: `__file__` is then the standalone module's path. When the package is
+// importable in the validation environment the definition is imported from it instead
+// (and the copy works, in the real Python); else it is copied with a warning, and the
+// copy indeed looks in the wrong folder.
+import assert from 'node:assert/strict';
+import { cpSync, mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+import * as api from '../../src/nnrag.js';
+import { fixture, tempDir } from '../helpers.js';
+import { checkModules } from '../support/python.js';
+
+const ID = 'filepkg.blocks.Scaled';
+const ENV = ['os', 'sys', 'torch'];
+
+describe("definitions that read their module's __file__", () => {
+  it('are imported from the installed package where it is importable, copied with a warning where not', async () => {
+    const dir = tempDir();
+    const repo = path.join(dir, 'repo');
+    cpSync(fixture('modfile'), repo, { recursive: true });
+    const ws = api.Workspace.open(path.join(dir, 'store'), { create: true });
+    try {
+      await api.index(ws, { repos: [{ name: 'org/modfile', url: null, path: repo, priority: 1, paths: ['filepkg'], description: null, packageRoots: null }], workers: 1 });
+      assert.ok(api.discover(ws).some((b) => b.id === ID));
+
+      // filepkg installed in the environment: asset_path comes from there
+      const inst = api.extractText(ws, ID, { importable: [...ENV, 'filepkg'] });
+      assert.match(inst.text, /^from filepkg\.assets import asset_path$/m);
+      assert.doesNotMatch(inst.text, /def asset_path|__file__/);
+      assert.match(inst.text, /^def scale_from_file\(\):/m, 'what does not read __file__ is still copied');
+      assert.match(inst.text, /^def double\(x\):/m);
+      const warned = inst.record.diagnostics.filter((d) => d.reason === 'module-file');
+      assert.equal(warned.length, 1, JSON.stringify(inst.record.diagnostics));
+      assert.equal(warned[0].severity, 'warning');
+      assert.match(warned[0].message, /filepkg\.assets\.asset_path reads its module's __file__.*imported from the filepkg installed/);
+
+      // not installed: copied, and the warning says what __file__ now means
+      const copied = api.extractText(ws, ID, { importable: ENV });
+      assert.match(copied.text, /^def asset_path\(name\):/m);
+      const w2 = copied.record.diagnostics.filter((d) => d.reason === 'module-file');
+      assert.equal(w2.length, 1);
+      assert.match(w2[0].message, /standalone module's path \(filepkg is not importable/);
+
+      // in the real Python, with filepkg installed (on PYTHONPATH) and the copy elsewhere:
+      // the import form finds scale.txt, the copied form looks beside the copy
+      const a = path.join(dir, 'out', 'installed.py');
+      const b = path.join(dir, 'out', 'copied.py');
+      cpSync(fixture('modfile'), path.join(dir, 'site'), { recursive: true });
+      mkdirSync(path.dirname(a), { recursive: true });
+      writeFileSync(a, inst.text);
+      writeFileSync(b, copied.text);
+      const before = process.env.PYTHONPATH;
+      process.env.PYTHONPATH = path.join(dir, 'site');
+      try {
+        const r = checkModules([
+          { name: 'installed', file: a, run: 'import torch\nassert m.Scaled()(torch.ones(2)).tolist() == [5.0, 5.0]' },
+          { name: 'copied', file: b, run: 'try:\n    m.Scaled()\n    raise AssertionError("built")\nexcept FileNotFoundError:\n    pass' },
+        ]);
+        assert.equal(r.installed.result, 'ok', JSON.stringify(r.installed));
+        assert.equal(r.copied.result, 'ok', JSON.stringify(r.copied));
+      } finally {
+        if (before === undefined) delete process.env.PYTHONPATH;
+        else process.env.PYTHONPATH = before;
+      }
+    } finally {
+      ws.close();
+    }
+  });
+});
