@@ -96,6 +96,11 @@ def forward_plan(model):
     if not sig.parameters:
         return []  # forward(self): a bias table, a positional embedding generator
     plan = []
+    try:  # what the forward's code does with each parameter (usage.py)
+        from nnrag_harness.usage import param_uses
+        uses = param_uses(type(model).forward, model)
+    except Exception:  # noqa: BLE001 - reading the code is best effort
+        uses = {}
     required = [p for p in sig.parameters.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.KEYWORD_ONLY) and p.default is inspect.Parameter.empty]
     all_optional = bool(required) and all(is_optional(p.annotation) for p in required)
     for p in sig.parameters.values():
@@ -126,6 +131,9 @@ def forward_plan(model):
             plan.append((p.name, "none"))
         elif an == "bool":
             plan.append((p.name, "false"))
+        elif uses.get(p.name) in ("index", "pairs") or (plan and uses.get(p.name) == "ids"):
+            # used as an integer index by the code: positions in the first input's rows
+            plan.append((p.name, uses[p.name]))
         else:
             plan.append((p.name, "tensor"))
     if not plan:
@@ -358,6 +366,14 @@ def make_inputs(specs, plan, torch, model=None):
             args.append(torch.randint(0, max(1, ncls), (nb,), dtype=torch.long))
         elif kind == "false":
             args.append(False)
+        elif kind in ("index", "pairs"):
+            # positions among the first input's rows (a node, a token, a box): an index
+            # vector of one per row, sorted, half as many distinct (a batch assignment
+            # works too); pairs link each row to the next (a ring of edges)
+            x = tensors[0] if tensors else None
+            n = int(x.shape[0]) if x is not None and x.dim() >= 1 else 2
+            r = torch.arange(max(1, n))
+            args.append(r // 2 if kind == "index" else torch.stack([r, (r + 1) % max(1, n)]))
         elif kind == "ids":
             x = tensors[0] if tensors else None
             nb = int(x.shape[0]) if x is not None and x.dim() >= 1 else 2

@@ -1,0 +1,189 @@
+# What a forward does with its parameters, read from its code (ast), so that an input is
+# made of the kind the code needs rather than guessed from the parameter's name:
+#   "index"  the parameter is used as an integer index: a subscript's index (`x[p]`), the
+#            `index` of torch's gather / scatter / index_select / index_add family
+#            (positional or `index=`), the input of bincount / one_hot / embedding, or
+#            the input of an nn.Embedding the model holds ("ids" then: below its size);
+#   "pairs"  its rows are taken apart and used as indices (`row, col = p`, `x[p[0]]`):
+#            a (2, E) integer tensor of index pairs (an edge list, a sparse matrix's
+#            coordinates).
+# Calls to what the code can resolve — functions of its module's globals (or of a module
+# it names there), the model's own methods — are followed a few levels, mapping the
+# arguments onto the callee's parameters, so an index handed on to a helper counts too.
+# Only reads code; runs nothing.
+import ast
+import inspect
+import textwrap
+import types
+
+# Tensor methods and torch functions whose `index` argument selects positions
+# (torch docs: Tensor.index_select(dim, index), torch.gather(input, dim, index), …):
+# the index is the second positional argument of the method, the third of the function
+INDEX_METHODS = {
+    "index_select", "gather", "scatter", "scatter_", "scatter_add", "scatter_add_",
+    "scatter_reduce", "scatter_reduce_", "index_add", "index_add_", "index_copy",
+    "index_copy_", "index_fill", "index_fill_", "index_reduce", "index_reduce_",
+    "take_along_dim",
+}
+# functions whose first argument is integer-valued: counts, one-hot, embedding lookups
+INDEX_FIRST = {"bincount", "one_hot", "embedding"}
+# a parameter used several ways takes the most specific: pairs, then an index, then ids
+RANK = {"ids": 0, "index": 1, "pairs": 2}
+
+
+def _function_node(fn):
+    fn = inspect.unwrap(getattr(fn, "__func__", fn))
+    if not isinstance(fn, types.FunctionType):
+        return None, None
+    try:
+        src = textwrap.dedent(inspect.getsource(fn))
+        tree = ast.parse(src)
+    except (OSError, TypeError, SyntaxError, IndentationError):
+        return None, None
+    node = tree.body[0] if tree.body else None
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None, None
+    return fn, node
+
+
+def _params(node):
+    a = node.args
+    return [p.arg for p in a.posonlyargs + a.args], [p.arg for p in a.kwonlyargs]
+
+
+def param_uses(fn, owner=None, depth=3, _seen=None):
+    """{parameter: "index" | "pairs" | "ids"} for the parameters of `fn` (a function or a
+    bound method; `owner` is the model whose methods and attributes it may reach)."""
+    _seen = set() if _seen is None else _seen
+    fn, node = _function_node(fn)
+    if node is None or id(fn) in _seen or depth < 0:
+        return {}
+    _seen = _seen | {id(fn)}
+    positional, keyword_only = _params(node)
+    params = set(positional + keyword_only)
+    params.discard("self")
+    params.discard("cls")
+    g = getattr(fn, "__globals__", {})
+    # names bound to a row of a parameter (`row, col = p`, `src = p[0]`)
+    rows = {}
+    for st in ast.walk(node):
+        if isinstance(st, ast.Assign) and len(st.targets) == 1:
+            t, v = st.targets[0], st.value
+            if isinstance(t, ast.Tuple) and isinstance(v, ast.Name) and v.id in params and len(t.elts) == 2:
+                for e in t.elts:
+                    if isinstance(e, ast.Name):
+                        rows[e.id] = v.id
+            elif isinstance(t, ast.Tuple) and isinstance(v, ast.Tuple) and len(t.elts) == len(v.elts):
+                for e, x in zip(t.elts, v.elts):
+                    p = _row_of(x, params, rows)
+                    if isinstance(e, ast.Name) and p:
+                        rows[e.id] = p
+            elif isinstance(t, ast.Name):
+                p = _row_of(v, params, rows)
+                if p:
+                    rows[t.id] = p
+    uses = {}
+
+    def mark(expr, how="index"):
+        """`expr` is used as an index (how="index"/"ids") or as index pairs ("pairs")."""
+        if isinstance(expr, ast.Name) and expr.id in params:
+            if RANK[how] > RANK.get(uses.get(expr.id), -1):
+                uses[expr.id] = how
+            return
+        p = _row_of(expr, params, rows)
+        if p and how != "pairs":
+            uses[p] = "pairs"
+
+    for n in ast.walk(node):
+        if isinstance(n, ast.Subscript):
+            sl = n.slice
+            items = sl.elts if isinstance(sl, ast.Tuple) else [sl]
+            for it in items:  # x[p], x[:, p], x[p[0]]
+                mark(it)
+        elif isinstance(n, ast.Call):
+            f = n.func
+            for kw in n.keywords:
+                if kw.arg == "index":
+                    mark(kw.value)
+            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+            on_module = isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and isinstance(g.get(f.value.id), types.ModuleType)
+            if name in INDEX_METHODS:
+                pos = 2 if on_module else 1
+                if len(n.args) > pos:
+                    mark(n.args[pos])
+            elif name in INDEX_FIRST and n.args:
+                mark(n.args[0])
+            callee, bound = _callee(f, g, owner)
+            if isinstance(callee, _Embedding):
+                if n.args:
+                    mark(n.args[0], "ids")
+                continue
+            if callee is None or depth == 0:
+                continue
+            sub = param_uses(callee, owner, depth - 1, _seen)
+            if not sub:
+                continue
+            _, cnode = _function_node(callee)
+            cpos, ckw = _params(cnode)
+            if bound and cpos:
+                cpos = cpos[1:]
+            for i, a in enumerate(n.args):
+                if isinstance(a, ast.Starred):
+                    break
+                if i < len(cpos) and cpos[i] in sub:
+                    mark(a, sub[cpos[i]])
+            for kw in n.keywords:
+                if kw.arg and kw.arg in sub:
+                    mark(kw.value, sub[kw.arg])
+    return uses
+
+
+def _row_of(expr, params, rows):
+    """The parameter whose row `expr` is: `p[0]`, `p[i]` (a plain name: a row number), a
+    name bound to one, else None."""
+    if isinstance(expr, ast.Name):
+        return rows.get(expr.id)
+    if isinstance(expr, ast.Subscript) and isinstance(expr.value, ast.Name) and expr.value.id in params:
+        sl = expr.slice
+        if isinstance(sl, ast.Constant) and isinstance(sl.value, int) and not isinstance(sl.value, bool):
+            return expr.value.id
+        if isinstance(sl, ast.Name) and sl.id not in params:
+            return expr.value.id
+    return None
+
+
+class _Embedding:
+    pass
+
+
+_EMBEDDING = _Embedding()
+
+
+def _callee(f, g, owner):
+    """(function, bound) for a call's function expression when it can be resolved without
+    running anything: a module-level function, a function of a module named in the
+    globals, a method of the model (`self.m`); `_EMBEDDING` for an nn.Embedding the model
+    holds (`self.emb(p)`)."""
+    try:
+        if isinstance(f, ast.Name):
+            v = g.get(f.id)
+            return (v, False) if isinstance(v, types.FunctionType) else (None, False)
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
+            base = f.value.id
+            if base == "self" and owner is not None:
+                m = inspect.getattr_static(type(owner), f.attr, None)
+                if isinstance(m, (staticmethod, classmethod)):
+                    return (m.__func__, isinstance(m, classmethod))
+                if isinstance(m, types.FunctionType):
+                    return (m, True)
+                sub = getattr(owner, "_modules", {}).get(f.attr)
+                if sub is not None and type(sub).__name__ == "Embedding" and type(sub).__module__.startswith("torch.nn"):
+                    return (_EMBEDDING, False)
+                return (None, False)
+            mod = g.get(base)
+            if isinstance(mod, types.ModuleType):
+                v = getattr(mod, f.attr, None)
+                return (v, False) if isinstance(v, types.FunctionType) else (None, False)
+    except Exception:  # noqa: BLE001 - a lookup that fails resolves nothing
+        pass
+    return (None, False)

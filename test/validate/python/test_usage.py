@@ -1,0 +1,119 @@
+"""Unit tests of nnrag_harness.usage (what a forward does with its parameters, read from
+its code) and of the inputs it leads to (inputs.forward_plan / make_inputs). Run with a
+Python that has torch (test/validate/harness-package.test.ts)."""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "src", "validate", "python"))
+
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+
+from nnrag_harness import inputs as I  # noqa: E402
+from nnrag_harness.usage import param_uses  # noqa: E402
+
+
+def gather_rows(src, index):
+    return src.index_select(0, index)
+
+
+def subscript(x, idx):
+    return x[idx]
+
+
+def column(x, idx):
+    return x[:, idx]
+
+
+def unpacked(x, edge):
+    row, col = edge
+    return x[row] + x[col]
+
+
+def rows_inline(z, e):
+    return (z[e[0]] * z[e[1]]).sum(1)
+
+
+def torch_function(x, i):
+    return torch.gather(x, 1, i)
+
+
+def keyword(x, b):
+    return x.scatter_add(0, index=b, src=x)
+
+
+def through_helper(x, batch):
+    return gather_rows(x, batch)
+
+
+def counts(labels):
+    return torch.bincount(labels)
+
+
+def plain(x, y):
+    return x[0] + y * 2
+
+
+class Pairs(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, z, edges):
+        return self.score(z, edges)
+
+    def score(self, z, edges):
+        return (self.lin(z)[edges[0]] * z[edges[1]]).sum(-1)
+
+
+class Lookup(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(11, 4)
+
+    def forward(self, tokens):
+        return self.emb(tokens)
+
+
+class UsageTest(unittest.TestCase):
+    def test_index_uses(self):
+        self.assertEqual(param_uses(subscript), {"idx": "index"})
+        self.assertEqual(param_uses(column), {"idx": "index"})
+        self.assertEqual(param_uses(gather_rows), {"index": "index"})
+        self.assertEqual(param_uses(torch_function), {"i": "index"})
+        self.assertEqual(param_uses(keyword), {"b": "index"})
+        self.assertEqual(param_uses(counts), {"labels": "index"})
+
+    def test_pairs(self):
+        self.assertEqual(param_uses(unpacked), {"edge": "pairs"})
+        self.assertEqual(param_uses(rows_inline), {"e": "pairs"})
+
+    def test_follows_calls(self):
+        # a module-level helper, and the model's own method
+        self.assertEqual(param_uses(through_helper), {"batch": "index"})
+        m = Pairs()
+        self.assertEqual(param_uses(type(m).forward, m), {"edges": "pairs"})
+        self.assertEqual(param_uses(type(m).forward, None), {}, "without the model its methods are unknown")
+
+    def test_embedding_input(self):
+        m = Lookup()
+        self.assertEqual(param_uses(type(m).forward, m), {"tokens": "ids"})
+
+    def test_nothing_for_other_uses(self):
+        self.assertEqual(param_uses(plain), {})
+        self.assertEqual(param_uses(len), {}, "a builtin has no code to read")
+
+    def test_inputs_from_uses(self):
+        m = Pairs()
+        plan = I.forward_plan(m)
+        self.assertEqual(plan, [("z", "tensor"), ("edges", "pairs")])
+        args = I.make_inputs([("float", (4, 8))], plan, torch, m)
+        self.assertEqual(tuple(args[1].shape), (2, 4))
+        self.assertEqual(args[1].dtype, torch.long)
+        self.assertTrue(int(args[1].max()) < 4)
+        self.assertEqual(tuple(m(*args).shape), (4,))
+
+
+if __name__ == "__main__":
+    unittest.main()
