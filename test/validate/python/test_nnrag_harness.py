@@ -52,6 +52,29 @@ NS = {"Cfg": Cfg, "Box": Box, "Lin": Lin}
 resolve = V.module_resolver(NS, lambda m: m.split(".")[0] in ("torch", "functools"))
 
 
+def _legacy(fn):
+    """A decorator keeping the factory in its closure (functools.wraps: __wrapped__ too)."""
+    @functools.wraps(fn)
+    def wrapper(*a, **k):
+        return fn(*a, **k)
+    return wrapper
+
+
+def _plain(fn):
+    """A decorator without functools.wraps: the factory only in its closure."""
+    def inner(*a, **k):
+        return fn(*a, **k)
+    return inner
+
+
+def _make_lin():
+    return Lin(4)
+
+
+wrapped_factory = _legacy(_make_lin)
+closure_factory = _plain(_make_lin)
+
+
 class ValuesTest(unittest.TestCase):
     def roundtrip(self, v, modules=None):
         enc = V.encode(v, modules)
@@ -138,6 +161,16 @@ class HarvestTest(unittest.TestCase):
         self.assertEqual(H.choose_configs(Block, "config", configs)[0]["kind"], "dataclass")
         plan = H.call_plan(Block, configs, [])
         self.assertEqual(plan["config"]["config"]["kind"], "dataclass")
+
+    def test_reach_through_decorators(self):
+        # a registry's value is often a decorator's wrapper whose own code names nothing
+        # of the model: reach follows __wrapped__ and the closure into the factory
+        ids = {id(Lin): "t.Lin"}
+        roots = [os.path.dirname(os.path.abspath(__file__))]
+        self.assertEqual(H.reachable(_make_lin, ids, roots), ["t.Lin"])
+        self.assertEqual(H.reachable(wrapped_factory, ids, roots), ["t.Lin"])
+        self.assertEqual(H.reachable(closure_factory, ids, roots), ["t.Lin"])
+        self.assertEqual(H.reachable(closure_factory, ids, ["/elsewhere"]), [], "functions outside the roots are not followed")
 
     def test_call_plan(self):
         def build(pretrained=True, n=3):

@@ -348,25 +348,7 @@ def list_entries(cfg, torch):
     seen = set()
 
     def reach(obj):
-        """Repository classes a callable can reach: the global names its code (and the
-        code of what those name) reads, followed through the repository's functions and
-        classes."""
-        found, todo, seen_ids = set(), [obj], set()
-        while todo and len(seen_ids) < 2000:
-            o = todo.pop()
-            if id(o) in seen_ids:
-                continue
-            seen_ids.add(id(o))
-            if id(o) in class_ids:
-                found.add(class_ids[id(o)])
-                todo.extend(b for b in o.__mro__[1:] if id(b) in class_ids)  # its repository bases
-            g = getattr(sys.modules.get(getattr(o, "__module__", "") or ""), "__dict__", {})
-            for code in code_objects(o):
-                for n in code.co_names:
-                    v = g.get(n)
-                    if v is not None and (id(v) in class_ids or (inspect.isfunction(v) and _under(getattr(sys.modules.get(v.__module__ or ""), "__file__", None), roots))):
-                        todo.append(v)
-        return sorted(found)
+        return reachable(obj, class_ids, roots)
 
     def add(kind, module, qualname, obj, via=None):
         key = (module, qualname)
@@ -456,6 +438,45 @@ def list_entries(cfg, torch):
     return {"classes": sorted(classes), "entries": entries, "configs": len(configs), "importFailures": failed,
             "forwardKeys": forward_keys(classes),
             "ms": round((time.monotonic() - t0) * 1000, 1)}
+
+
+def reachable(obj, class_ids, roots):
+    """Repository classes a callable can reach: the global names its code (and the code
+    of what those name) reads, followed through the repository's functions and classes.
+    A decorated function is followed into what it wraps (`__wrapped__`, set by
+    functools.wraps) and into the functions and classes its closure holds: a registry's
+    values are often such wrappers, whose own code names nothing of the model."""
+    found, todo, seen_ids = set(), [obj], set()
+
+    def ours(v):
+        return id(v) in class_ids or (inspect.isfunction(v) and _under(getattr(sys.modules.get(v.__module__ or ""), "__file__", None), roots))
+
+    while todo and len(seen_ids) < 2000:
+        o = todo.pop()
+        if id(o) in seen_ids:
+            continue
+        seen_ids.add(id(o))
+        if id(o) in class_ids:
+            found.add(class_ids[id(o)])
+            todo.extend(b for b in o.__mro__[1:] if id(b) in class_ids)  # its repository bases
+        if inspect.isfunction(o):
+            w = getattr(o, "__wrapped__", None)
+            if w is not None and (inspect.isfunction(w) or isinstance(w, type)):
+                todo.append(w)
+            for cell in o.__closure__ or ():
+                try:
+                    v = cell.cell_contents
+                except ValueError:  # an empty cell
+                    continue
+                if ours(v):
+                    todo.append(v)
+        g = getattr(sys.modules.get(getattr(o, "__module__", "") or ""), "__dict__", {})
+        for code in code_objects(o):
+            for n in code.co_names:
+                v = g.get(n)
+                if v is not None and ours(v):
+                    todo.append(v)
+    return sorted(found)
 
 
 def code_objects(o):
