@@ -476,20 +476,21 @@ class Stages:
         return jsonable(kwargs)
 
     def _witness_candidates(self, mod):
-        """Witness candidates (nnrag_harness.sources) and their witnesses by label."""
-        from nnrag_harness import sources
+        """Witness candidates (nnrag_harness.source_witness) and their witnesses by label."""
+        from nnrag_harness import source_witness
         self._witness = {}
         wits = self.req.get("witnesses") or []
         if not wits:
             return []
-        resolve = sources.copy_resolver(mod.__dict__, self.req.get("witnessRepoTops") or [], self._import_original)
-        out, skipped = sources.witness_candidates(wits, resolve, self.torch)
+        resolve = source_witness.copy_resolver(mod.__dict__, self.req.get("witnessRepoTops") or [], self._import_original)
+        src = source_witness.WitnessSource(wits, resolve, self.torch)
+        plans = list(src.plans())
         self._witness_resolve = resolve
-        if skipped:
-            self.rep.send({"ev": "info", "witnessSkipped": skipped[:3]})
-        for label, a, kw, w in out:
-            self._witness[label] = w
-        return [(label, a, kw) for label, a, kw, _ in out]
+        if src.skipped:
+            self.rep.send({"ev": "info", "witnessSkipped": src.skipped[:3]})
+        for plan in plans:
+            self._witness[plan.label] = plan.witness
+        return [(plan.label, plan.args, plan.kwargs) for plan in plans]
 
     def _import_original(self, module):
         """An original module for a witness value the copy does not define (a module
@@ -522,9 +523,9 @@ class Stages:
         self._fwd_kwargs = None
         if witness is not None and witness.get("inputs"):
             # the inputs the repository's own model gave this construction
-            from nnrag_harness import sources
+            from nnrag_harness import source_witness
             try:
-                a, kw = sources.witness_inputs(witness, self._witness_resolve, torch)
+                a, kw = source_witness.witness_inputs(witness, self._witness_resolve, torch)
                 torch.manual_seed(1)
                 with torch.no_grad():
                     out = model(*a, **kw)
@@ -664,7 +665,7 @@ class Stages:
             oargs, okwargs = to_original(list(args), om), to_original(dict(kwargs), om)
         except Exception:  # noqa: BLE001
             oargs, okwargs = args, kwargs
-        from nnrag_harness import sources
+        from nnrag_harness import source_witness as sources
         orig_resolve = sources.original_resolver()
         if arg_witness is not None:
             # a witness: the original gets the recorded values decoded with its own names

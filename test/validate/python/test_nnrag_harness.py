@@ -21,6 +21,10 @@ from nnrag_harness import classify as C  # noqa: E402
 from nnrag_harness import configs as CF  # noqa: E402
 from nnrag_harness import harvest as H  # noqa: E402
 from nnrag_harness import inputs as I  # noqa: E402
+from nnrag_harness import source_callsite as SC  # noqa: E402
+from nnrag_harness import source_guess as SG  # noqa: E402
+from nnrag_harness import source_table as ST  # noqa: E402
+from nnrag_harness import source_witness as SW  # noqa: E402
 from nnrag_harness import sources as S  # noqa: E402
 from nnrag_harness import structured as T  # noqa: E402
 from nnrag_harness import values as V  # noqa: E402
@@ -274,17 +278,102 @@ class SourcesTest(unittest.TestCase):
         w = {"args": [4], "kwargs": {"act": {"$ref": ["torch.nn.modules.activation", "GELU"]}},
              "inputs": {"args": [{"$tensor": [2, 4], "dtype": "float32"}], "kwargs": {}}, "entry": "e", "params": 20}
         bad = {"args": [{"$module": ["repo.x", "Missing"], "args": [], "kwargs": {}}], "kwargs": {}, "entry": "e"}
-        res = S.copy_resolver(NS, ["repo"], {})
-        cands, skipped = S.witness_candidates([bad, w], res, torch)
+        res = SW.copy_resolver(NS, ["repo"], {})
+        cands, skipped = SW.witness_candidates([bad, w], res, torch)
         self.assertEqual(len(cands), 1)
         self.assertEqual(len(skipped), 1)
         label, args, kwargs, _ = cands[0]
         self.assertEqual(S.source_of(label), "witness")
         m = Lin(*args, **kwargs)
-        a, kw = S.witness_inputs(w, res, torch)
+        a, kw = SW.witness_inputs(w, res, torch)
         self.assertEqual(list(m(*a, **kw).shape), [2, 4])
-        a2, _ = S.witness_inputs(w, res, torch)
+        a2, _ = SW.witness_inputs(w, res, torch)
         self.assertTrue(torch.equal(a[0], a2[0]))  # the same seed: the copy and the original get the same inputs
+
+
+class Tabled(nn.Module):
+    """Configured by one entry of a module table (the config-table source)."""
+
+    def __init__(self, cfg, width):
+        super().__init__()
+        self.lin = nn.Linear(width, cfg["depth"])
+
+
+class Wide(nn.Module):
+    """Every parameter defaulted, widely (the defaults and widths plans)."""
+
+    def __init__(self, embed_dim=768, depth=2):
+        super().__init__()
+        self.lin = nn.Linear(embed_dim, embed_dim)
+
+
+class SourceInterfaceTest(unittest.TestCase):
+    """Each argument source on its own, through the one interface of sources.py: a
+    source's plans(request) yields Plans named by the source."""
+
+    def names(self, plans):
+        return [(p.source, p.label, p.args, p.kwargs) for p in plans]
+
+    def test_witness_source(self):
+        w = {"args": [4], "kwargs": {"act": {"$ref": ["torch.nn.modules.activation", "GELU"]}},
+             "inputs": {"args": [{"$tensor": [2, 4], "dtype": "float32"}], "kwargs": {}}, "entry": "pkg.build"}
+        bad = {"args": [{"$module": ["repo.x", "Missing"], "args": [], "kwargs": {}}], "kwargs": {}, "entry": "e"}
+        src = SW.WitnessSource([bad, w], SW.copy_resolver(NS, ["repo"], {}), torch)
+        plans = list(src.plans(S.request(Lin, NS, nn)))
+        self.assertEqual([(p.source, p.label, p.args, p.kwargs) for p in plans],
+                         [("witness", "witness 2 pkg.build", [4], {"act": nn.GELU})])
+        self.assertIs(plans[0].witness, w, "the witness record goes with its plan (its inputs)")
+        self.assertEqual(len(src.skipped), 1, "a witness naming a class the copy lacks is skipped, with why")
+
+    def test_call_site_source(self):
+        ctx = "def f():\n    w = 24\n    return Attn(w, 3)\n"
+        sites = ["(48, 6, qkv_bias=True)", "(num_heads=2)", {"text": ctx, "offset": ctx.index("Attn(") + 4}, "(dim="]
+        plans = list(SC.CallSiteSource().plans(S.request(Attn, {}, nn, sites)))
+        # sites whose arguments all evaluated first (a literal list; a call in a function,
+        # its local replayed), then those needing a guess; one that does not parse: none
+        self.assertEqual(self.names(plans), [
+            ("call-site", "call-site 1", [48, 6], {"qkv_bias": True}),
+            ("call-site", "call-site 3", [24, 3], {}),
+            ("call-site", "call-site 2 guessed=1", [], {"num_heads": 2, "dim": 32}),
+        ])
+
+    def test_config_table_source(self):
+        table = {"name": "TABLE", "text": "TABLE = {'s': dict(depth=2), 'm': dict(depth=4), 'x': make(9)}"}
+        plans = list(ST.ConfigTableSource().plans(S.request(Tabled, {}, nn, None, [table])))
+        # each entry that evaluates, as the configuration parameter; the others guessed
+        self.assertEqual(self.names(plans), [
+            ("config-table", "config TABLE['s']", [], {"cfg": {"depth": 2}, "width": 32}),
+            ("config-table", "config TABLE['m']", [], {"cfg": {"depth": 4}, "width": 32}),
+        ])
+        self.assertEqual(list(ST.ConfigTableSource().plans(S.request(Attn, {}, nn, None, [table]))), [],
+                         "no configuration parameter: no plan")
+
+    def test_guess_sources(self):
+        req = S.request(Attn, {}, nn)
+        self.assertEqual(list(SG.DefaultsSource().plans(req)), [], "required parameters: no defaults plan")
+        plans = list(SG.GuessSource().plans(req))
+        self.assertEqual(self.names(plans)[:2], [("guess", "heuristic d=32 h=4", [], {"dim": 32, "num_heads": 4}),
+                                                 ("guess", "heuristic d=16 h=2", [], {"dim": 16, "num_heads": 2})])
+        wide = S.request(Wide, {}, nn)
+        self.assertEqual(self.names(SG.DefaultsSource().plans(wide)), [("guess", "defaults", [], {})])
+        self.assertEqual(self.names(SG.WidthsSource().plans(wide)), [("guess", "widths d=32 h=4", [], {"embed_dim": 32}),
+                                                                    ("guess", "widths d=16 h=2", [], {"embed_dim": 16})])
+
+        class Needs(nn.Module):
+            def __init__(self, mode: str):
+                super().__init__()
+        g = SG.GuessSource()
+        self.assertEqual(list(g.plans(S.request(Needs, {}, nn))), [])
+        self.assertIn("mode", g.unguessable, "no rule makes a string up")
+
+    def test_order_of_the_sources(self):
+        # arg_candidates: defaults, call sites, configuration tables, then guesses
+        cands, _ = A.arg_candidates(Wide, ["(embed_dim=8)"], {}, nn)
+        self.assertEqual([c[0] for c in cands], ["widths d=32 h=4", "widths d=16 h=2", "defaults", "call-site 1"],
+                         "wide defaults: small widths first, then the defaults before the call sites")
+        t = {"name": "T", "text": "T = [dict(depth=3)]"}
+        cands, _ = A.arg_candidates(Tabled, ["(dict(depth=5), 8)"], {}, nn, [t])
+        self.assertEqual([S.source_of(c[0]) for c in cands], ["call-site", "config-table"], "no rule guesses a configuration")
 
 
 class Criterion(nn.Module):
