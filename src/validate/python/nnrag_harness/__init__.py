@@ -1,5 +1,10 @@
 # nnrag_harness: the focused modules of the validation harness (src/validate/README.md).
 #
+#   worker   - the long-lived worker: the protocol with the pool (Channel), a child per
+#              request, deadline, cleanup (Worker)
+#   zygote   - a fork per repository that imported the original once (Zygote, STASH)
+#   stages   - the stages of one candidate in its child (Stages), child_main, harvest_main
+#   procs    - rlimits, working directory, /proc walks, reaping and killing descendants
 #   classify - failure categories, error and traceback text
 #   arguments- guesses by name / annotation; arg_candidates orders the sources' plans and
 #              refines them; values mapped to the original's objects
@@ -14,7 +19,7 @@
 #              Plans), label -> argumentsSource; one module per source:
 #              source_witness, source_callsite, source_table, source_guess
 #
-# harness.py imports this package. Inside the sandbox the package has no folder: the
+# harness.py (the entry point: --probe, --worker) imports this package. Inside the sandbox the package has no folder: the
 # pool sends harness.py with the package's module texts bundled in front of it
 # (environment.ts harnessSource) and harness.py installs them as modules.
 

@@ -3,7 +3,6 @@
 # orders the call-site, config-table and guess sources (source_*.py, one interface in
 # sources.py) and refines their plans, and the mapping of a candidate's values to the
 # original module's objects for equivalence (to_original).
-import ast
 import inspect
 import re
 import sys
