@@ -153,6 +153,9 @@ class HarvestTest(unittest.TestCase):
     def test_size_rank(self):
         names = ["vit_large_patch16", "vit_tiny_patch16", "vit_base_patch16", "resnet50"]
         self.assertEqual(sorted(names, key=H.size_rank)[0], "vit_tiny_patch16")
+        # a registry entry's name ends in its key's quote and bracket: the size word still counts
+        keyed = ["pkg.MODELS['net_b0']", "pkg.MODELS['net_v2_s']", "pkg.MODELS['net_v2_l']"]
+        self.assertEqual(sorted(keyed, key=H.size_rank), ["pkg.MODELS['net_v2_s']", "pkg.MODELS['net_b0']", "pkg.MODELS['net_v2_l']"])
 
     def test_configs_by_use(self):
         class Block(nn.Module):

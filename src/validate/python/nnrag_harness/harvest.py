@@ -75,7 +75,7 @@ def repo_classes(mods, nn):
 def size_rank(name):
     """Position of the first model-size word of a name (tiny before base before large):
     families are sampled at their smallest registered size first."""
-    toks = [t for t in re.split(r"[_\-.\d]+", name.lower()) if t]
+    toks = [t for t in re.split(r"[^a-z]+", name.lower()) if t]  # a registry key's quotes too: `['swin_t']`
     for i, w in enumerate(SIZE_WORDS):
         if w in toks:
             return i
