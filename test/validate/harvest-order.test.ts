@@ -1,7 +1,8 @@
 // The harvest's greedy order (witness/harvest.ts GreedyOrder), without a sandbox: every
 // family's first member runs before any family's second, a family is exhausted only after
 // IDLE_RUNS runs without a new class (not after one), entry points whose classes are all
-// called are skipped, smaller numbered sizes go first within a family.
+// called are skipped, smaller numbered sizes go first within a family; the repository's
+// memory budget, once spent, ends the order.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { GreedyOrder, IDLE_RUNS, numberOf, type HarvestEntry } from '../../src/validate/witness/harvest.js';
@@ -66,4 +67,19 @@ test('numberOf reads the model name, not the registry path', () => {
   assert.equal(numberOf("tv.models._api.BUILTIN_MODELS['resnet18']"), 18);
   assert.equal(numberOf('tv.models.v2.resnet.ResNet'), 0);
   assert.equal(numberOf('pkg.net101'), 101);
+});
+
+test("the repository's memory budget, once the entry points' peaks sum past it, stops the harvest", () => {
+  const order = new GreedyOrder(['a', 'b', 'c', 'd'].map((k) => entry(`${k}1`, [`${k}.X`])), { memoryMb: 1000 });
+  const ran: string[] = [];
+  for (;;) {
+    const b = order.next(1, false);
+    if (!b.length) break;
+    ran.push(...names(b));
+    order.report(b[0], true, { [b[0].reach[0]]: { called: true } }, 600);
+  }
+  assert.deepEqual(ran, ['a1', 'b1']);
+  assert.equal(order.stopped, 'memory');
+  assert.equal(order.memorySpent, 1200);
+  assert.equal(order.pending.length, 2, 'the entry points left are not run');
 });

@@ -42,6 +42,10 @@ export interface EntryReport {
   covered: string[];
   /** companions built alongside the model (a criterion, post-processors): called, or why not */
   companions?: Record<string, string>;
+  /** how far the entry point's resident memory rose at its peak, MB */
+  memoryMb?: number;
+  /** the budget that stopped it short: its time or its memory */
+  stopped?: 'time' | 'memory';
 }
 
 export interface HarvestResult {
@@ -56,6 +60,10 @@ export interface HarvestResult {
   importFailures: Record<string, string>;
   error?: string;
   ms: number;
+  /** the entry points' peak memory growth, summed (MB): what the repository budget counts */
+  memoryMb?: number;
+  /** the repository budget that ended the harvest before every entry point ran */
+  stopped?: 'time' | 'memory';
 }
 
 export interface HarvestOptions {
@@ -72,6 +80,10 @@ export interface HarvestOptions {
   entryMs?: number;
   /** wall-clock for the whole repository, ms (default 240000) */
   repoMs?: number;
+  /** memory an entry point may add to its process, MB (default 1024; RLIMIT_AS, within the pool's own limit) */
+  entryMemoryMb?: number;
+  /** the entry points' peak memory growth summed over the repository, MB, after which the harvest stops (default 65536) */
+  repoMemoryMb?: number;
   /** at most this many witnesses kept per class (default 3) */
   perClass?: number;
   onEntry?: (r: EntryReport) => void;
@@ -82,6 +94,7 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
   const entryMs = o.entryMs ?? 30000;
   const repoMs = o.repoMs ?? 240000;
   const perClass = o.perClass ?? 3;
+  const entryMemoryMb = o.entryMemoryMb ?? 1024;
   const base = { roots: o.sysPath, own: o.sysPath.slice(0, o.ownRoots ?? o.sysPath.length), modules: o.modules };
   const out: HarvestResult = { repo: o.repo, classes: [], witnesses: {}, entries: [], skipped: 0, importFailures: {}, ms: 0 };
   const ask = (harvest: Record<string, unknown>, timeoutMs: number) =>
@@ -104,12 +117,12 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
   }
   out.classes = list.classes ?? [];
   out.importFailures = list.importFailures ?? {};
-  const order = new GreedyOrder(list.entries);
+  const order = new GreedyOrder(list.entries, { memoryMb: o.repoMemoryMb ?? 65536 });
   const workers = Math.max(1, pool.workerCount);
   // a wrapper of a whole model (`AutoShape(model)`, `ModelEma(model)`) is given the model
   // of the quickest entry point that built and ran one (the provider)
   let provider: { entry: HarvestEntry; ms: number } | null = null;
-  while (order.pending.length && performance.now() - t0 < repoMs) {
+  while (order.pending.length && !order.stopped && performance.now() - t0 < repoMs) {
     const batch = order.next(workers, !!provider);
     if (!batch.length) break; // only wrappers are left and nothing built a model to give them
     const left = repoMs - (performance.now() - t0);
@@ -117,7 +130,7 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
       batch.map(async (e) => {
         const budget = Math.max(1000, Math.min(entryMs, left));
         const r = await ask(
-          { ...base, mode: 'run', entry: e, budgetSeconds: budget / 1000, ...(needsModel(e) && provider ? { provider: provider.entry } : {}) },
+          { ...base, mode: 'run', entry: e, budgetSeconds: budget / 1000, memoryMb: entryMemoryMb, ...(needsModel(e) && provider ? { provider: provider.entry } : {}) },
           budget + 15000,
         );
         // what the harness's run step reports: an entry report with its entry point's
@@ -136,6 +149,10 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
         if (h?.forwardError) rep.forwardError = h.forwardError;
         if (h?.input) rep.input = h.input;
         if (h?.companions && Object.keys(h.companions).length) rep.companions = h.companions;
+        if (typeof h?.memoryMb === 'number') rep.memoryMb = h.memoryMb;
+        // the budget that stopped it: the harness says; a child the pool ended says by its category
+        const stopped = h?.stopped ?? (r.category === 'memory' ? 'memory' : r.category === 'timeout' ? 'time' : undefined);
+        if (stopped) rep.stopped = stopped;
         const classes: Record<string, { called: boolean }> = {};
         for (const [cls, c] of Object.entries(h?.classes ?? {})) {
           if (!c.witnesses.length) continue;
@@ -143,7 +160,7 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
           classes[cls] = { called: c.witnesses.some((w) => w.inputs) };
           out.witnesses[cls] = mergeWitnesses(out.witnesses[cls] ?? [], c.witnesses, perClass);
         }
-        order.report(e, rep.built, classes);
+        order.report(e, rep.built, classes, rep.memoryMb ?? 0);
         // the provider: the quickest that built and ran its model, else the quickest that built one
         const rank = (r: EntryReport) => (r.forward ? 0 : 1e9) + r.ms;
         if (rep.built && !needsModel(e) && e.kind !== 'snippet' && (!provider || rank(rep) < provider.ms)) provider = { entry: e, ms: rank(rep) };
@@ -153,6 +170,8 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
     );
   }
   out.skipped += order.skipped + order.pending.length;
+  out.memoryMb = Math.round(order.memorySpent);
+  if (order.pending.length) out.stopped = order.stopped ?? 'time';
   borrowSiblingInputs(out.witnesses, list.forwardKeys ?? {}, out.classes, perClass);
   out.ms = performance.now() - t0;
   return out;
@@ -190,9 +209,15 @@ export class GreedyOrder {
   private readonly idle = new Map<string, number>();
   private readonly failures = new Map<string, number>();
   private readonly exhausted = new Set<string>();
+  /** the entry points' peak memory growth so far, summed (MB) */
+  memorySpent = 0;
+  /** the repository budget that ended the harvest */
+  stopped: 'memory' | undefined;
+  private readonly memoryMb: number;
 
-  constructor(entries: HarvestEntry[]) {
+  constructor(entries: HarvestEntry[], budgets: { memoryMb?: number } = {}) {
     this.pending = [...entries];
+    this.memoryMb = budgets.memoryMb ?? Infinity;
   }
 
   family(e: HarvestEntry): string {
@@ -206,6 +231,7 @@ export class GreedyOrder {
   /** The next entry points to run at once (at most `workers`, one per family); a
    *  wrapper of a whole model waits for a provider (`haveModel`). */
   next(workers: number, haveModel: boolean): HarvestEntry[] {
+    if (this.stopped) return [];
     const started = (e: HarvestEntry) => ((this.runs.get(this.family(e)) ?? 0) > 0 ? 1 : 0);
     this.pending.sort(
       (a, b) =>
@@ -242,8 +268,12 @@ export class GreedyOrder {
     return batch;
   }
 
-  /** What a run of `e` gave: built or not, and per class covered whether it was called. */
-  report(e: HarvestEntry, built: boolean, classes: Record<string, { called: boolean }>): number {
+  /** What a run of `e` gave: built or not, per class covered whether it was called, and
+   *  its peak memory growth (MB; the repository's memory budget, once spent, stops the
+   *  harvest: next() gives nothing more). */
+  report(e: HarvestEntry, built: boolean, classes: Record<string, { called: boolean }>, memoryMb = 0): number {
+    this.memorySpent += memoryMb;
+    if (this.memorySpent >= this.memoryMb) this.stopped = 'memory';
     let gained = 0;
     for (const [cls, c] of Object.entries(classes)) {
       if (!this.covered.has(cls)) gained++;

@@ -1024,6 +1024,49 @@ def plan_kwargs(plan, torch):
     return kwargs
 
 
+def proc_status_kb(field):
+    """A memory figure of this process from /proc/self/status (VmSize, VmRSS, VmHWM), kB."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def limit_memory(mb):
+    """The entry point's memory budget: its address space may grow by `mb` MB from here
+    (RLIMIT_AS, setrlimit(2), lowered only: the child's own limit stays the ceiling). An
+    allocation past it fails (MemoryError, torch's allocator refusing) instead of the
+    kernel killing the process. Returns the limit set, or None."""
+    import resource
+    vm = proc_status_kb("VmSize")
+    if not mb or vm is None:
+        return None
+    want = vm * 1024 + int(mb) * (1 << 20)
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        if soft != resource.RLIM_INFINITY and soft <= want:
+            return None
+        if hard != resource.RLIM_INFINITY:
+            want = min(want, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (want, hard))
+        return want
+    except (ValueError, OSError):
+        return None
+
+
+def memory_used_mb(rss0_kb):
+    """How far this process's resident memory rose above `rss0_kb` at its peak (VmHWM: a
+    forked child's high-water mark starts at its size at the fork), MB."""
+    hwm = proc_status_kb("VmHWM")
+    if hwm is None or rss0_kb is None:
+        return None
+    return round(max(0, hwm - rss0_kb) / 1024.0, 1)
+
+
 def run_entry(cfg, torch, send):
     """Build one entry point and run its model; sends one {"ev": "harvest"} event."""
     import importlib
@@ -1033,6 +1076,8 @@ def run_entry(cfg, torch, send):
     budget = float(cfg.get("budgetSeconds", 30))
     t0 = time.monotonic()
     res = {"entry": entry_name(entry), "built": False, "forward": False, "error": None}
+    rss0 = proc_status_kb("VmRSS")
+    limit_memory(cfg.get("memoryMb"))
     # the entry point's module (and what it imports; the zygote's modules are back in
     # sys.modules): not every module of the repository again, the list step did that
     for m in [entry["module"]] + ([cfg["provider"]["module"]] if cfg.get("provider") else []):
@@ -1136,6 +1181,13 @@ def run_entry(cfg, torch, send):
             res["forwardError"] = "timeout: %s" % e
     signal.setitimer(signal.ITIMER_REAL, 0)
     res["ms"] = round((time.monotonic() - t0) * 1000, 1)
+    res["memoryMb"] = memory_used_mb(rss0)
+    # why the entry point stopped short, when a budget stopped it: its time or its memory
+    errs = [str(res.get("error") or ""), str(res.get("forwardError") or "")]
+    if any(e.startswith("timeout") for e in errs):
+        res["stopped"] = "time"
+    elif any(re.match(r"MemoryError|RuntimeError: .*(can't allocate memory|DefaultCPUAllocator|not enough memory)", e) for e in errs):
+        res["stopped"] = "memory"
     res["classes"] = rec.witnesses(res["entry"])
     send({"ev": "harvest", "result": res})
 
