@@ -517,6 +517,83 @@ class StructuredTest(unittest.TestCase):
         self.assertEqual(T.companions((model, crit, {"bbox": post}), model, nn), [crit, post])
 
 
+HARNESS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "src", "validate", "python")
+
+SLOW_PKG = """
+import time
+import torch.nn as nn
+
+
+class Coil(nn.Module):
+    def __init__(self, width, direction):
+        super().__init__()
+        self.lin = nn.Linear(width, width)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+class Fails(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.coil = Coil(8, 'unwind')
+
+    def forward(self, x):
+        raise RuntimeError('never runs')
+
+
+class Slow(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.coil = Coil(4, 'wind')
+
+    def forward(self, x):
+        time.sleep(60)
+        return self.coil(x)
+
+
+def build_fails():
+    return Fails()
+
+
+def build_slow():
+    return Slow()
+"""
+
+
+class ConstructorOnlyWitnessTest(unittest.TestCase):
+    """A whole model built whose forward fails or runs out of time (on the meta device
+    too): the constructions of its blocks are still reported as witnesses, without inputs."""
+
+    def run_entry(self, root, qualname, budget):
+        # in a child process, as the harness runs it (the recorder patches torch.nn)
+        code = ("import json, sys; sys.path.insert(0, %r); sys.path.insert(0, %r)\n"
+                "import torch\nfrom nnrag_harness import harvest\n"
+                "cfg = {'roots': [%r], 'entry': {'kind': 'factory', 'module': 'slowpkg', 'qualname': %r, 'plan': {}}, 'budgetSeconds': %r}\n"
+                "harvest.run_entry(cfg, torch, lambda ev: print(json.dumps(ev['result'])))\n") % (HARNESS_DIR, root, root, qualname, budget)
+        import subprocess
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        import json
+        return json.loads(r.stdout.strip().splitlines()[-1])
+
+    def test_forward_fails_or_times_out(self):
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "slowpkg.py"), "w") as f:
+                f.write(SLOW_PKG)
+            res = self.run_entry(d, "build_fails", 10)
+            self.assertTrue(res["built"] and not res["forward"], res)
+            self.assertIn("never runs", res["forwardError"])
+            w = res["classes"]["slowpkg.Coil"]["witnesses"][0]
+            self.assertEqual((w["args"], "inputs" in w), ([8, "unwind"], False))
+            res = self.run_entry(d, "build_slow", 2)
+            self.assertTrue(res["built"] and not res["forward"], res)
+            self.assertTrue(res["forwardError"].startswith("timeout"), res)
+            self.assertEqual(res["stopped"], "time")
+            w = res["classes"]["slowpkg.Coil"]["witnesses"][0]
+            self.assertEqual((w["args"], "inputs" in w), ([4, "wind"], False))
+
+
 class WitnessRulesTest(unittest.TestCase):
     def test_base_class_witness(self):
         rec = H.Recorder(torch, {"m.Base": Base, "m.Sub": Sub}, [])
