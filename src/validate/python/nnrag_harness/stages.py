@@ -333,8 +333,13 @@ class Stages:
 
     def _forward(self, model, kwargs, args, witness=None):
         torch, nn = self.torch, self.nn
-        model.eval()
         self._fwd_kwargs = None
+        try:
+            model.eval()
+        except Exception as e:  # noqa: BLE001 - a module the constructor left half made
+            # (an __init__ that never calls nn.Module.__init__ has no _modules): the
+            # block's failure, not the harness's
+            return False, (e, [])
         if witness is not None and witness.get("inputs"):
             # the inputs the repository's own model gave this construction
             from nnrag_harness import source_witness
