@@ -169,6 +169,16 @@ class HarvestTest(unittest.TestCase):
         plan = H.call_plan(Block, configs, [])
         self.assertEqual(plan["config"]["config"]["kind"], "dataclass")
 
+    def test_whole_model_input_rank_from_its_first_convolution(self):
+        video = nn.Sequential(nn.Conv3d(3, 4, 3), nn.ReLU())
+        signal = nn.Sequential(nn.Conv1d(2, 4, 3))
+        image = nn.Sequential(nn.Conv2d(3, 4, 3))
+        shapes = lambda m, h={}: [list(c[0].shape) for c in H.input_candidates(m, h, torch)]
+        self.assertEqual(shapes(video)[0], [1, 3, H.CLIP_FRAMES, 64, 64])
+        self.assertEqual(shapes(signal)[0], [1, 2, 64], "the convolution's input channels")
+        self.assertEqual(shapes(image), [[1, 3, 64, 64], [1, 3, 224, 224]])
+        self.assertEqual(shapes(video, {"img": 112, "chans": 3})[0], [1, 3, H.CLIP_FRAMES, 112, 112])
+
     def test_reach_through_decorators(self):
         # a registry's value is often a decorator's wrapper whose own code names nothing
         # of the model: reach follows __wrapped__ and the closure into the factory

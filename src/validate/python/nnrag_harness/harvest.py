@@ -846,15 +846,36 @@ def model_hints(model, built, torch, depth=0):
     return hints
 
 
+CLIP_FRAMES = 16  # frames of a video clip (the common clip length of video models)
+
+
+def first_conv(model, torch):
+    """The model's first convolution (registration order: a stem is registered first),
+    or None."""
+    nn = torch.nn
+    for m in model.modules():
+        if isinstance(m, (nn.Conv1d, nn.Conv2d, nn.Conv3d)):
+            return m
+    return None
+
+
 def input_candidates(model, hints, torch):
-    """Whole-model inputs from its own defaults, smallest first."""
+    """Whole-model inputs from its own defaults, smallest first. A model whose first
+    convolution is 3-d (video: N, C, T, H, W) or 1-d (signals: N, C, L) is first given an
+    input of that rank; its input channels are that convolution's unless the model names
+    them."""
     cands = []
     if "vocab" in hints:
         t = min(hints.get("seq", 16), 16)
         cands.append([torch.randint(0, hints["vocab"], (1, t))])
-    c = hints.get("chans", 3)
+    conv = first_conv(model, torch)
+    c = hints.get("chans", conv.in_channels if conv is not None and conv.in_channels <= 16 else 3)
     sizes = [hints["img"]] if "img" in hints and hints["img"] <= 1024 else []
     sizes += [s for s in (64, 224) if s not in sizes]
+    if isinstance(conv, torch.nn.Conv3d):
+        cands += [[torch.randn(1, c, CLIP_FRAMES, s, s)] for s in sizes]
+    elif isinstance(conv, torch.nn.Conv1d):
+        cands += [[torch.randn(1, c, s)] for s in sizes]
     for s in sizes:
         cands.append([torch.randn(1, c, s, s)])
     return cands
