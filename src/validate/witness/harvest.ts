@@ -80,7 +80,7 @@ export interface HarvestOptions {
   entryMs?: number;
   /** wall-clock for the whole repository, ms (default 240000) */
   repoMs?: number;
-  /** memory an entry point may add to its process, MB (default 1024; RLIMIT_AS, within the pool's own limit) */
+  /** memory an entry point may add to its process, MB (RLIMIT_AS, within the pool's own memory limit; default: that limit alone) */
   entryMemoryMb?: number;
   /** the entry points' peak memory growth summed over the repository, MB, after which the harvest stops (default 65536) */
   repoMemoryMb?: number;
@@ -94,7 +94,7 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
   const entryMs = o.entryMs ?? 30000;
   const repoMs = o.repoMs ?? 240000;
   const perClass = o.perClass ?? 3;
-  const entryMemoryMb = o.entryMemoryMb ?? 1024;
+  const entryMemoryMb = o.entryMemoryMb;
   const base = { roots: o.sysPath, own: o.sysPath.slice(0, o.ownRoots ?? o.sysPath.length), modules: o.modules };
   const out: HarvestResult = { repo: o.repo, classes: [], witnesses: {}, entries: [], skipped: 0, importFailures: {}, ms: 0 };
   const ask = (harvest: Record<string, unknown>, timeoutMs: number) =>
@@ -130,7 +130,7 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
       batch.map(async (e) => {
         const budget = Math.max(1000, Math.min(entryMs, left));
         const r = await ask(
-          { ...base, mode: 'run', entry: e, budgetSeconds: budget / 1000, memoryMb: entryMemoryMb, ...(needsModel(e) && provider ? { provider: provider.entry } : {}) },
+          { ...base, mode: 'run', entry: e, budgetSeconds: budget / 1000, ...(entryMemoryMb ? { memoryMb: entryMemoryMb } : {}), ...(needsModel(e) && provider ? { provider: provider.entry } : {}) },
           budget + 15000,
         );
         // what the harness's run step reports: an entry report with its entry point's
