@@ -153,6 +153,7 @@ describe('validation stages', { skip: skip ?? false }, () => {
     'lazy_unresolved.py': ['instantiate', 'unresolved-name'],
     'forward_shape.py': ['forward', 'forward-shape'],
     'runtime_error.py': ['forward', 'runtime-error'],
+    'half_made.py': ['forward', 'runtime-error'],
     'timeout.py': ['forward', 'timeout'],
   };
   for (const [file, [stage, category]] of Object.entries(expected)) {

@@ -3,9 +3,10 @@
 // configuration, argparse scripts (and a switch they leave off), a yacs-style defaults
 // file, a dict(type=...) config file and a __main__ snippet, passes a structured input,
 // and returns a criterion and a post-processor next to a model (called on its output
-// with targets read from their code); blocks that only their witness can build; entry
-// points that raise, sleep past their budget or try the
-// network are reported and the others still run; a second harvest with nothing changed
+// with targets read from their code); blocks that only their witness can build (one
+// only from a construction without inputs: its model's forward fails); entry
+// points that raise, sleep past their time budget, allocate past their memory budget or
+// try the network are reported and the others still run; a second harvest with nothing changed
 // is read from the store.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -32,7 +33,7 @@ test('witnesses from a registry, dataclass, argparse, yacs and dict(type=) confi
     api.discover(ws);
     const modules = libraryModules(ws.corpus(), 'wrepo');
     assert.ok(modules.includes('wpkg.registry') && !modules.includes('train'), `train.py is a script, not imported: ${modules}`);
-    const got = await repoWitnesses(ws.store, pool, 'wrepo', { modules, entryMs: 4000 });
+    const got = await repoWitnesses(ws.store, pool, 'wrepo', { modules, entryMs: 4000, entryMemoryMb: 256 });
     assert.ok(got && !got.cached);
     const h = got.result;
     const entry = (name: string) => h.entries.find((e) => e.entry.includes(name));
@@ -98,6 +99,19 @@ test('witnesses from a registry, dataclass, argparse, yacs and dict(type=) confi
     assert.match(entry('build_raises')!.error ?? '', /ValueError: this factory always fails/);
     assert.match(entry('build_sleeps')!.error ?? '', /timeout/);
     assert.ok(!entry('build_downloads')!.built && entry('build_downloads')!.error, JSON.stringify(entry('build_downloads')));
+    // an entry point allocating past its memory budget (256 MB here) is stopped by it,
+    // contained (the others above were harvested) and says so; the others report their peak
+    const hog = entry('build_hog')!;
+    assert.ok(!hog.built && hog.stopped === 'memory' && /MemoryError/.test(hog.error ?? ''), JSON.stringify(hog));
+    assert.equal(entry('build_sleeps')!.stopped, 'time');
+    assert.ok(typeof reg.memoryMb === 'number' && reg.memoryMb < 256, JSON.stringify(reg));
+    assert.ok((h.memoryMb ?? 0) >= reg.memoryMb!, 'the repository total counts every entry point');
+    // a model whose forward fails: its blocks' constructions are still witnesses, without inputs
+    const spring = h.entries.find((e) => e.entry === 'wpkg.spring.build_spring');
+    assert.ok(spring?.built && !spring.forward && /never runs/.test(spring.forwardError ?? ''), JSON.stringify(spring));
+    const coil = h.witnesses['wpkg.spring.Coil'];
+    assert.deepEqual(coil?.[0]?.args, [8, 'unwind'], JSON.stringify(coil));
+    assert.ok(coil.every((w) => !w.inputs), 'Coil was never called');
     // nothing changed: read from the store
     const t = performance.now();
     const again = await repoWitnesses(ws.store, pool, 'wrepo', { modules });
@@ -111,7 +125,8 @@ test('witnesses from a registry, dataclass, argparse, yacs and dict(type=) confi
     // the criterion too (no guess makes its matcher and its list of target dicts), and
     // the blocks taking a mode string from the yacs defaults, the dict(type=...) config
     // and the __main__ snippet
-    const only = ['wpkg.detector.Criterion', 'wpkg.tower.Gate', 'wpkg.tower.Lens', 'wpkg.tower.Prism', 'wpkg.blocks.Averaged'];
+    // and Coil, whose only witness is a construction without inputs (its model's forward fails)
+    const only = ['wpkg.detector.Criterion', 'wpkg.tower.Gate', 'wpkg.tower.Lens', 'wpkg.tower.Prism', 'wpkg.blocks.Averaged', 'wpkg.spring.Coil'];
     const none = await extractAndValidate(ws, only, { validator: pool, witnesses: false, force: true });
     for (const r of none) assert.notEqual((r.validation as { stages: Record<string, string> }).stages.forward, 'pass', r.id);
     const withW = await extractAndValidate(ws, [id, 'wpkg.blocks.Masked', ...only], { validator: pool, force: true });

@@ -1,9 +1,11 @@
 // Witness harvesting, TypeScript side (src/validate/README.md "Witnesses"): asks the
 // sandboxed harness (python/nnrag_harness/harvest.py) for a repository's entry points,
-// then builds them one request each — greedy coverage: the entry point that can reach
-// the most classes without a witness yet goes first, families (entry points reaching the
-// same classes) at their smallest size first, an entry point whose reachable classes all
-// have witnesses is skipped — within a time budget per entry point and per repository.
+// then builds them one request each — greedy coverage (GreedyOrder): every family's
+// first member (entry points reaching the same classes, at their smallest size) before
+// any family's second, the entry point that can reach the most classes without a witness
+// yet first, an entry point whose reachable classes all have witnesses skipped, a family
+// exhausted after IDLE_RUNS runs without a new class — within a time budget per entry
+// point and per repository.
 // The result (per class: witnesses, smallest first; per entry point: built or why not,
 // time, classes covered) is cached by the caller (witness/store.ts).
 import type { ValidatorPool } from '../pool.js';
@@ -40,6 +42,10 @@ export interface EntryReport {
   covered: string[];
   /** companions built alongside the model (a criterion, post-processors): called, or why not */
   companions?: Record<string, string>;
+  /** how far the entry point's resident memory rose at its peak, MB */
+  memoryMb?: number;
+  /** the budget that stopped it short: its time or its memory */
+  stopped?: 'time' | 'memory';
 }
 
 export interface HarvestResult {
@@ -54,6 +60,10 @@ export interface HarvestResult {
   importFailures: Record<string, string>;
   error?: string;
   ms: number;
+  /** the entry points' peak memory growth, summed (MB): what the repository budget counts */
+  memoryMb?: number;
+  /** the repository budget that ended the harvest before every entry point ran */
+  stopped?: 'time' | 'memory';
 }
 
 export interface HarvestOptions {
@@ -70,6 +80,10 @@ export interface HarvestOptions {
   entryMs?: number;
   /** wall-clock for the whole repository, ms (default 240000) */
   repoMs?: number;
+  /** memory an entry point may add to its process, MB (RLIMIT_AS, within the pool's own memory limit; default: that limit alone) */
+  entryMemoryMb?: number;
+  /** the entry points' peak memory growth summed over the repository, MB, after which the harvest stops (default 65536) */
+  repoMemoryMb?: number;
   /** at most this many witnesses kept per class (default 3) */
   perClass?: number;
   onEntry?: (r: EntryReport) => void;
@@ -80,6 +94,7 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
   const entryMs = o.entryMs ?? 30000;
   const repoMs = o.repoMs ?? 240000;
   const perClass = o.perClass ?? 3;
+  const entryMemoryMb = o.entryMemoryMb;
   const base = { roots: o.sysPath, own: o.sysPath.slice(0, o.ownRoots ?? o.sysPath.length), modules: o.modules };
   const out: HarvestResult = { repo: o.repo, classes: [], witnesses: {}, entries: [], skipped: 0, importFailures: {}, ms: 0 };
   const ask = (harvest: Record<string, unknown>, timeoutMs: number) =>
@@ -102,62 +117,20 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
   }
   out.classes = list.classes ?? [];
   out.importFailures = list.importFailures ?? {};
-  // covered: classes with a witness; called: with a witness that has recorded inputs.
-  // Greedy coverage aims at called classes (a construction alone, such as a base class
-  // built through super().__init__, leaves its inputs to guesses)
-  const covered = new Set<string>();
-  const called = new Set<string>();
-  const pending = [...list.entries];
-  const name = (e: HarvestEntry) => e.via ?? `${e.module}.${e.qualname}`;
-  const family = (e: HarvestEntry) => (e.reach.join(',') || `${e.module}.${e.qualname}`) + (e.switch ? `|${e.switch}` : '');
-  // a family (entry points reaching the same classes: one architecture's registered
-  // sizes and variants) whose last run built its model and covered nothing new is
-  // exhausted: what it reaches but did not build is behind settings its other members
-  // share; one whose builds failed twice is exhausted too
-  const exhausted = new Set<string>();
-  const failures = new Map<string, number>();
+  const order = new GreedyOrder(list.entries, { memoryMb: o.repoMemoryMb ?? 65536 });
   const workers = Math.max(1, pool.workerCount);
   // a wrapper of a whole model (`AutoShape(model)`, `ModelEma(model)`) is given the model
   // of the quickest entry point that built and ran one (the provider)
-  const needsModel = (e: HarvestEntry) => Object.values(e.plan).some((s) => !!s && typeof s === 'object' && 'instance' in (s as object));
   let provider: { entry: HarvestEntry; ms: number } | null = null;
-  while (pending.length && performance.now() - t0 < repoMs) {
-    // greedy: most uncovered reachable classes first, then the smallest size (model
-    // families), the smallest input resolution named (`_224` before `_512`), then
-    // registries and factories before classes
-    const score = (e: HarvestEntry) => e.reach.filter((c) => !called.has(c)).length;
-    pending.sort(
-      (a, b) => score(b) - score(a) || a.rank - b.rank || resolutionOf(name(a)) - resolutionOf(name(b)) || kindOrder(a) - kindOrder(b) || name(a).localeCompare(name(b)),
-    );
-    const batch: HarvestEntry[] = [];
-    const deferred: HarvestEntry[] = [];
-    while (pending.length && batch.length < workers) {
-      const e = pending.shift()!;
-      if ((e.reach.length && score(e) === 0) || exhausted.has(family(e))) {
-        out.skipped++;
-        continue;
-      }
-      if (needsModel(e) && !provider) {
-        deferred.push(e);
-        continue;
-      }
-      // variants reaching the same classes: one at a time (the next may be covered then)
-      if (batch.some((b) => family(b) === family(e))) deferred.push(e);
-      else batch.push(e);
-    }
-    pending.unshift(...deferred);
-    if (!batch.length) {
-      // only wrappers are left and nothing built a model to give them
-      out.skipped += pending.length;
-      pending.length = 0;
-      break;
-    }
+  while (order.pending.length && !order.stopped && performance.now() - t0 < repoMs) {
+    const batch = order.next(workers, !!provider);
+    if (!batch.length) break; // only wrappers are left and nothing built a model to give them
     const left = repoMs - (performance.now() - t0);
     await Promise.all(
       batch.map(async (e) => {
         const budget = Math.max(1000, Math.min(entryMs, left));
         const r = await ask(
-          { ...base, mode: 'run', entry: e, budgetSeconds: budget / 1000, ...(needsModel(e) && provider ? { provider: provider.entry } : {}) },
+          { ...base, mode: 'run', entry: e, budgetSeconds: budget / 1000, ...(entryMemoryMb ? { memoryMb: entryMemoryMb } : {}), ...(needsModel(e) && provider ? { provider: provider.entry } : {}) },
           budget + 15000,
         );
         // what the harness's run step reports: an entry report with its entry point's
@@ -166,7 +139,7 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
           | (Omit<EntryReport, 'covered'> & { classes?: Record<string, { witnesses: Witness[] }> })
           | undefined;
         const rep: EntryReport = {
-          entry: name(e),
+          entry: entryName(e),
           built: !!h?.built,
           forward: !!h?.forward,
           error: h ? h.error : `${r.category ?? 'error'}: ${r.error ?? 'no answer'}`,
@@ -176,36 +149,153 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
         if (h?.forwardError) rep.forwardError = h.forwardError;
         if (h?.input) rep.input = h.input;
         if (h?.companions && Object.keys(h.companions).length) rep.companions = h.companions;
-        let gained = 0;
+        if (typeof h?.memoryMb === 'number') rep.memoryMb = h.memoryMb;
+        // the budget that stopped it: the harness says; a child the pool ended says by its category
+        const stopped = h?.stopped ?? (r.category === 'memory' ? 'memory' : r.category === 'timeout' ? 'time' : undefined);
+        if (stopped) rep.stopped = stopped;
+        const classes: Record<string, { called: boolean }> = {};
         for (const [cls, c] of Object.entries(h?.classes ?? {})) {
           if (!c.witnesses.length) continue;
           rep.covered.push(cls);
-          if (!covered.has(cls)) gained++;
-          covered.add(cls);
-          if (c.witnesses.some((w) => w.inputs)) {
-            if (!called.has(cls)) gained++;
-            called.add(cls);
-          }
+          classes[cls] = { called: c.witnesses.some((w) => w.inputs) };
           out.witnesses[cls] = mergeWitnesses(out.witnesses[cls] ?? [], c.witnesses, perClass);
         }
+        order.report(e, rep.built, classes, rep.memoryMb ?? 0);
         // the provider: the quickest that built and ran its model, else the quickest that built one
         const rank = (r: EntryReport) => (r.forward ? 0 : 1e9) + r.ms;
         if (rep.built && !needsModel(e) && e.kind !== 'snippet' && (!provider || rank(rep) < provider.ms)) provider = { entry: e, ms: rank(rep) };
-        if (rep.built && gained === 0) exhausted.add(family(e));
-        if (!rep.built) {
-          const n = (failures.get(family(e)) ?? 0) + 1;
-          failures.set(family(e), n);
-          if (n >= 2) exhausted.add(family(e));
-        }
         out.entries.push(rep);
         o.onEntry?.(rep);
       }),
     );
   }
-  out.skipped += pending.length;
+  out.skipped += order.skipped + order.pending.length;
+  out.memoryMb = Math.round(order.memorySpent);
+  if (order.pending.length) out.stopped = order.stopped ?? 'time';
   borrowSiblingInputs(out.witnesses, list.forwardKeys ?? {}, out.classes, perClass);
   out.ms = performance.now() - t0;
   return out;
+}
+
+const entryName = (e: HarvestEntry) => e.via ?? `${e.module}.${e.qualname}`;
+/** a wrapper of a whole model: its plan asks for a model instance */
+const needsModel = (e: HarvestEntry) => Object.values(e.plan).some((s) => !!s && typeof s === 'object' && 'instance' in (s as object));
+
+/** Runs without a new class after which a family is exhausted. */
+export const IDLE_RUNS = 2;
+
+/**
+ * The order of a harvest's entry points — greedy coverage. covered: classes with a
+ * witness; called: with a witness that has recorded inputs (greedy coverage aims at
+ * called classes: a construction alone, such as a base class built through
+ * super().__init__, leaves its inputs to guesses).
+ *
+ * A family is the entry points reaching the same classes (one architecture's registered
+ * sizes and variants). Every family's first member runs before any family's second
+ * (one family's sizes cannot spend the budget while other families wait); within that,
+ * the most reachable classes not yet called first, then the smallest size, the smallest
+ * input resolution and number named (`_224` before `_512`, `resnet18` before
+ * `resnet101`), registries and factories before classes. An entry point whose reachable
+ * classes are all called is skipped; a family is exhausted after IDLE_RUNS runs that
+ * built its model and covered nothing new (what it reaches but did not build is behind
+ * settings its members share), or after two failed builds.
+ */
+export class GreedyOrder {
+  readonly pending: HarvestEntry[];
+  readonly covered = new Set<string>();
+  readonly called = new Set<string>();
+  skipped = 0;
+  private readonly runs = new Map<string, number>();
+  private readonly idle = new Map<string, number>();
+  private readonly failures = new Map<string, number>();
+  private readonly exhausted = new Set<string>();
+  /** the entry points' peak memory growth so far, summed (MB) */
+  memorySpent = 0;
+  /** the repository budget that ended the harvest */
+  stopped: 'memory' | undefined;
+  private readonly memoryMb: number;
+
+  constructor(entries: HarvestEntry[], budgets: { memoryMb?: number } = {}) {
+    this.pending = [...entries];
+    this.memoryMb = budgets.memoryMb ?? Infinity;
+  }
+
+  family(e: HarvestEntry): string {
+    return (e.reach.join(',') || `${e.module}.${e.qualname}`) + (e.switch ? `|${e.switch}` : '');
+  }
+
+  score(e: HarvestEntry): number {
+    return e.reach.filter((c) => !this.called.has(c)).length;
+  }
+
+  /** The next entry points to run at once (at most `workers`, one per family); a
+   *  wrapper of a whole model waits for a provider (`haveModel`). */
+  next(workers: number, haveModel: boolean): HarvestEntry[] {
+    if (this.stopped) return [];
+    const started = (e: HarvestEntry) => ((this.runs.get(this.family(e)) ?? 0) > 0 ? 1 : 0);
+    this.pending.sort(
+      (a, b) =>
+        started(a) - started(b) ||
+        this.score(b) - this.score(a) ||
+        a.rank - b.rank ||
+        resolutionOf(entryName(a)) - resolutionOf(entryName(b)) ||
+        numberOf(entryName(a)) - numberOf(entryName(b)) ||
+        kindOrder(a) - kindOrder(b) ||
+        entryName(a).localeCompare(entryName(b)),
+    );
+    const batch: HarvestEntry[] = [];
+    const deferred: HarvestEntry[] = [];
+    while (this.pending.length && batch.length < workers) {
+      const e = this.pending.shift()!;
+      if ((e.reach.length && this.score(e) === 0) || this.exhausted.has(this.family(e))) {
+        this.skipped++;
+        continue;
+      }
+      if (needsModel(e) && !haveModel) {
+        deferred.push(e);
+        continue;
+      }
+      // variants reaching the same classes: one at a time (the next may be covered then)
+      if (batch.some((b) => this.family(b) === this.family(e))) deferred.push(e);
+      else batch.push(e);
+    }
+    this.pending.unshift(...deferred);
+    for (const e of batch) this.runs.set(this.family(e), (this.runs.get(this.family(e)) ?? 0) + 1);
+    if (!batch.length) {
+      this.skipped += this.pending.length;
+      this.pending.length = 0;
+    }
+    return batch;
+  }
+
+  /** What a run of `e` gave: built or not, per class covered whether it was called, and
+   *  its peak memory growth (MB; the repository's memory budget, once spent, stops the
+   *  harvest: next() gives nothing more). */
+  report(e: HarvestEntry, built: boolean, classes: Record<string, { called: boolean }>, memoryMb = 0): number {
+    this.memorySpent += memoryMb;
+    if (this.memorySpent >= this.memoryMb) this.stopped = 'memory';
+    let gained = 0;
+    for (const [cls, c] of Object.entries(classes)) {
+      if (!this.covered.has(cls)) gained++;
+      this.covered.add(cls);
+      if (c.called) {
+        if (!this.called.has(cls)) gained++;
+        this.called.add(cls);
+      }
+    }
+    const f = this.family(e);
+    if (built && gained === 0) {
+      const n = (this.idle.get(f) ?? 0) + 1;
+      this.idle.set(f, n);
+      if (n >= IDLE_RUNS) this.exhausted.add(f);
+    }
+    if (!built) {
+      const n = (this.failures.get(f) ?? 0) + 1;
+      this.failures.set(f, n);
+      if (n >= 2) this.exhausted.add(f);
+    }
+    return gained;
+  }
 }
 
 /**
@@ -234,6 +324,14 @@ export function borrowSiblingInputs(
     const inputs = witnesses[donor].find((w) => w.inputs && !w.inputsFrom)!.inputs;
     witnesses[c] = mergeWitnesses(own, [{ ...own[0], inputs, inputsFrom: donor }], perClass);
   }
+}
+
+/** The first number of a model's own name (`resnet18` → 18, the registry key of
+ *  `MODELS['efficientnet_b3']`), else 0: within one size, smaller numbers first. */
+export function numberOf(name: string): number {
+  const key = /\[['"]([^'"]+)['"]\]/.exec(name)?.[1] ?? name.split('.').pop() ?? name;
+  const m = /(\d+)/.exec(key);
+  return m ? Number(m[1]) : 0;
 }
 
 /** The input resolution a model name ends with (`maxvit_tiny_tf_512` → 512), else 0. */

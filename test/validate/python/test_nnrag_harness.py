@@ -21,6 +21,10 @@ from nnrag_harness import classify as C  # noqa: E402
 from nnrag_harness import configs as CF  # noqa: E402
 from nnrag_harness import harvest as H  # noqa: E402
 from nnrag_harness import inputs as I  # noqa: E402
+from nnrag_harness import source_callsite as SC  # noqa: E402
+from nnrag_harness import source_guess as SG  # noqa: E402
+from nnrag_harness import source_table as ST  # noqa: E402
+from nnrag_harness import source_witness as SW  # noqa: E402
 from nnrag_harness import sources as S  # noqa: E402
 from nnrag_harness import structured as T  # noqa: E402
 from nnrag_harness import values as V  # noqa: E402
@@ -50,6 +54,29 @@ class Lin(nn.Module):
 
 NS = {"Cfg": Cfg, "Box": Box, "Lin": Lin}
 resolve = V.module_resolver(NS, lambda m: m.split(".")[0] in ("torch", "functools"))
+
+
+def _legacy(fn):
+    """A decorator keeping the factory in its closure (functools.wraps: __wrapped__ too)."""
+    @functools.wraps(fn)
+    def wrapper(*a, **k):
+        return fn(*a, **k)
+    return wrapper
+
+
+def _plain(fn):
+    """A decorator without functools.wraps: the factory only in its closure."""
+    def inner(*a, **k):
+        return fn(*a, **k)
+    return inner
+
+
+def _make_lin():
+    return Lin(4)
+
+
+wrapped_factory = _legacy(_make_lin)
+closure_factory = _plain(_make_lin)
 
 
 class ValuesTest(unittest.TestCase):
@@ -126,6 +153,9 @@ class HarvestTest(unittest.TestCase):
     def test_size_rank(self):
         names = ["vit_large_patch16", "vit_tiny_patch16", "vit_base_patch16", "resnet50"]
         self.assertEqual(sorted(names, key=H.size_rank)[0], "vit_tiny_patch16")
+        # a registry entry's name ends in its key's quote and bracket: the size word still counts
+        keyed = ["pkg.MODELS['net_b0']", "pkg.MODELS['net_v2_s']", "pkg.MODELS['net_v2_l']"]
+        self.assertEqual(sorted(keyed, key=H.size_rank), ["pkg.MODELS['net_v2_s']", "pkg.MODELS['net_b0']", "pkg.MODELS['net_v2_l']"])
 
     def test_configs_by_use(self):
         class Block(nn.Module):
@@ -138,6 +168,26 @@ class HarvestTest(unittest.TestCase):
         self.assertEqual(H.choose_configs(Block, "config", configs)[0]["kind"], "dataclass")
         plan = H.call_plan(Block, configs, [])
         self.assertEqual(plan["config"]["config"]["kind"], "dataclass")
+
+    def test_whole_model_input_rank_from_its_first_convolution(self):
+        video = nn.Sequential(nn.Conv3d(3, 4, 3), nn.ReLU())
+        signal = nn.Sequential(nn.Conv1d(2, 4, 3))
+        image = nn.Sequential(nn.Conv2d(3, 4, 3))
+        shapes = lambda m, h={}: [list(c[0].shape) for c in H.input_candidates(m, h, torch)]
+        self.assertEqual(shapes(video)[0], [1, 3, H.CLIP_FRAMES, 64, 64])
+        self.assertEqual(shapes(signal)[0], [1, 2, 64], "the convolution's input channels")
+        self.assertEqual(shapes(image), [[1, 3, 64, 64], [1, 3, 224, 224]])
+        self.assertEqual(shapes(video, {"img": 112, "chans": 3})[0], [1, 3, H.CLIP_FRAMES, 112, 112])
+
+    def test_reach_through_decorators(self):
+        # a registry's value is often a decorator's wrapper whose own code names nothing
+        # of the model: reach follows __wrapped__ and the closure into the factory
+        ids = {id(Lin): "t.Lin"}
+        roots = [os.path.dirname(os.path.abspath(__file__))]
+        self.assertEqual(H.reachable(_make_lin, ids, roots), ["t.Lin"])
+        self.assertEqual(H.reachable(wrapped_factory, ids, roots), ["t.Lin"])
+        self.assertEqual(H.reachable(closure_factory, ids, roots), ["t.Lin"])
+        self.assertEqual(H.reachable(closure_factory, ids, ["/elsewhere"]), [], "functions outside the roots are not followed")
 
     def test_call_plan(self):
         def build(pretrained=True, n=3):
@@ -241,17 +291,102 @@ class SourcesTest(unittest.TestCase):
         w = {"args": [4], "kwargs": {"act": {"$ref": ["torch.nn.modules.activation", "GELU"]}},
              "inputs": {"args": [{"$tensor": [2, 4], "dtype": "float32"}], "kwargs": {}}, "entry": "e", "params": 20}
         bad = {"args": [{"$module": ["repo.x", "Missing"], "args": [], "kwargs": {}}], "kwargs": {}, "entry": "e"}
-        res = S.copy_resolver(NS, ["repo"], {})
-        cands, skipped = S.witness_candidates([bad, w], res, torch)
+        res = SW.copy_resolver(NS, ["repo"], {})
+        cands, skipped = SW.witness_candidates([bad, w], res, torch)
         self.assertEqual(len(cands), 1)
         self.assertEqual(len(skipped), 1)
         label, args, kwargs, _ = cands[0]
         self.assertEqual(S.source_of(label), "witness")
         m = Lin(*args, **kwargs)
-        a, kw = S.witness_inputs(w, res, torch)
+        a, kw = SW.witness_inputs(w, res, torch)
         self.assertEqual(list(m(*a, **kw).shape), [2, 4])
-        a2, _ = S.witness_inputs(w, res, torch)
+        a2, _ = SW.witness_inputs(w, res, torch)
         self.assertTrue(torch.equal(a[0], a2[0]))  # the same seed: the copy and the original get the same inputs
+
+
+class Tabled(nn.Module):
+    """Configured by one entry of a module table (the config-table source)."""
+
+    def __init__(self, cfg, width):
+        super().__init__()
+        self.lin = nn.Linear(width, cfg["depth"])
+
+
+class Wide(nn.Module):
+    """Every parameter defaulted, widely (the defaults and widths plans)."""
+
+    def __init__(self, embed_dim=768, depth=2):
+        super().__init__()
+        self.lin = nn.Linear(embed_dim, embed_dim)
+
+
+class SourceInterfaceTest(unittest.TestCase):
+    """Each argument source on its own, through the one interface of sources.py: a
+    source's plans(request) yields Plans named by the source."""
+
+    def names(self, plans):
+        return [(p.source, p.label, p.args, p.kwargs) for p in plans]
+
+    def test_witness_source(self):
+        w = {"args": [4], "kwargs": {"act": {"$ref": ["torch.nn.modules.activation", "GELU"]}},
+             "inputs": {"args": [{"$tensor": [2, 4], "dtype": "float32"}], "kwargs": {}}, "entry": "pkg.build"}
+        bad = {"args": [{"$module": ["repo.x", "Missing"], "args": [], "kwargs": {}}], "kwargs": {}, "entry": "e"}
+        src = SW.WitnessSource([bad, w], SW.copy_resolver(NS, ["repo"], {}), torch)
+        plans = list(src.plans(S.request(Lin, NS, nn)))
+        self.assertEqual([(p.source, p.label, p.args, p.kwargs) for p in plans],
+                         [("witness", "witness 2 pkg.build", [4], {"act": nn.GELU})])
+        self.assertIs(plans[0].witness, w, "the witness record goes with its plan (its inputs)")
+        self.assertEqual(len(src.skipped), 1, "a witness naming a class the copy lacks is skipped, with why")
+
+    def test_call_site_source(self):
+        ctx = "def f():\n    w = 24\n    return Attn(w, 3)\n"
+        sites = ["(48, 6, qkv_bias=True)", "(num_heads=2)", {"text": ctx, "offset": ctx.index("Attn(") + 4}, "(dim="]
+        plans = list(SC.CallSiteSource().plans(S.request(Attn, {}, nn, sites)))
+        # sites whose arguments all evaluated first (a literal list; a call in a function,
+        # its local replayed), then those needing a guess; one that does not parse: none
+        self.assertEqual(self.names(plans), [
+            ("call-site", "call-site 1", [48, 6], {"qkv_bias": True}),
+            ("call-site", "call-site 3", [24, 3], {}),
+            ("call-site", "call-site 2 guessed=1", [], {"num_heads": 2, "dim": 32}),
+        ])
+
+    def test_config_table_source(self):
+        table = {"name": "TABLE", "text": "TABLE = {'s': dict(depth=2), 'm': dict(depth=4), 'x': make(9)}"}
+        plans = list(ST.ConfigTableSource().plans(S.request(Tabled, {}, nn, None, [table])))
+        # each entry that evaluates, as the configuration parameter; the others guessed
+        self.assertEqual(self.names(plans), [
+            ("config-table", "config TABLE['s']", [], {"cfg": {"depth": 2}, "width": 32}),
+            ("config-table", "config TABLE['m']", [], {"cfg": {"depth": 4}, "width": 32}),
+        ])
+        self.assertEqual(list(ST.ConfigTableSource().plans(S.request(Attn, {}, nn, None, [table]))), [],
+                         "no configuration parameter: no plan")
+
+    def test_guess_sources(self):
+        req = S.request(Attn, {}, nn)
+        self.assertEqual(list(SG.DefaultsSource().plans(req)), [], "required parameters: no defaults plan")
+        plans = list(SG.GuessSource().plans(req))
+        self.assertEqual(self.names(plans)[:2], [("guess", "heuristic d=32 h=4", [], {"dim": 32, "num_heads": 4}),
+                                                 ("guess", "heuristic d=16 h=2", [], {"dim": 16, "num_heads": 2})])
+        wide = S.request(Wide, {}, nn)
+        self.assertEqual(self.names(SG.DefaultsSource().plans(wide)), [("guess", "defaults", [], {})])
+        self.assertEqual(self.names(SG.WidthsSource().plans(wide)), [("guess", "widths d=32 h=4", [], {"embed_dim": 32}),
+                                                                    ("guess", "widths d=16 h=2", [], {"embed_dim": 16})])
+
+        class Needs(nn.Module):
+            def __init__(self, mode: str):
+                super().__init__()
+        g = SG.GuessSource()
+        self.assertEqual(list(g.plans(S.request(Needs, {}, nn))), [])
+        self.assertIn("mode", g.unguessable, "no rule makes a string up")
+
+    def test_order_of_the_sources(self):
+        # arg_candidates: defaults, call sites, configuration tables, then guesses
+        cands, _ = A.arg_candidates(Wide, ["(embed_dim=8)"], {}, nn)
+        self.assertEqual([c[0] for c in cands], ["widths d=32 h=4", "widths d=16 h=2", "defaults", "call-site 1"],
+                         "wide defaults: small widths first, then the defaults before the call sites")
+        t = {"name": "T", "text": "T = [dict(depth=3)]"}
+        cands, _ = A.arg_candidates(Tabled, ["(dict(depth=5), 8)"], {}, nn, [t])
+        self.assertEqual([S.source_of(c[0]) for c in cands], ["call-site", "config-table"], "no rule guesses a configuration")
 
 
 class Criterion(nn.Module):
@@ -390,6 +525,83 @@ class StructuredTest(unittest.TestCase):
         self.assertIsNone(T.companion_args(PostSegm(), out, 2, (8, 6), torch, torch.Generator()))  # nothing before it
         model, crit, post = nn.Linear(2, 2), Criterion(), PostProc()
         self.assertEqual(T.companions((model, crit, {"bbox": post}), model, nn), [crit, post])
+
+
+HARNESS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "src", "validate", "python")
+
+SLOW_PKG = """
+import time
+import torch.nn as nn
+
+
+class Coil(nn.Module):
+    def __init__(self, width, direction):
+        super().__init__()
+        self.lin = nn.Linear(width, width)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+class Fails(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.coil = Coil(8, 'unwind')
+
+    def forward(self, x):
+        raise RuntimeError('never runs')
+
+
+class Slow(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.coil = Coil(4, 'wind')
+
+    def forward(self, x):
+        time.sleep(60)
+        return self.coil(x)
+
+
+def build_fails():
+    return Fails()
+
+
+def build_slow():
+    return Slow()
+"""
+
+
+class ConstructorOnlyWitnessTest(unittest.TestCase):
+    """A whole model built whose forward fails or runs out of time (on the meta device
+    too): the constructions of its blocks are still reported as witnesses, without inputs."""
+
+    def run_entry(self, root, qualname, budget):
+        # in a child process, as the harness runs it (the recorder patches torch.nn)
+        code = ("import json, sys; sys.path.insert(0, %r); sys.path.insert(0, %r)\n"
+                "import torch\nfrom nnrag_harness import harvest\n"
+                "cfg = {'roots': [%r], 'entry': {'kind': 'factory', 'module': 'slowpkg', 'qualname': %r, 'plan': {}}, 'budgetSeconds': %r}\n"
+                "harvest.run_entry(cfg, torch, lambda ev: print(json.dumps(ev['result'])))\n") % (HARNESS_DIR, root, root, qualname, budget)
+        import subprocess
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        import json
+        return json.loads(r.stdout.strip().splitlines()[-1])
+
+    def test_forward_fails_or_times_out(self):
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "slowpkg.py"), "w") as f:
+                f.write(SLOW_PKG)
+            res = self.run_entry(d, "build_fails", 10)
+            self.assertTrue(res["built"] and not res["forward"], res)
+            self.assertIn("never runs", res["forwardError"])
+            w = res["classes"]["slowpkg.Coil"]["witnesses"][0]
+            self.assertEqual((w["args"], "inputs" in w), ([8, "unwind"], False))
+            res = self.run_entry(d, "build_slow", 2)
+            self.assertTrue(res["built"] and not res["forward"], res)
+            self.assertTrue(res["forwardError"].startswith("timeout"), res)
+            self.assertEqual(res["stopped"], "time")
+            w = res["classes"]["slowpkg.Coil"]["witnesses"][0]
+            self.assertEqual((w["args"], "inputs" in w), ([4, "wind"], False))
 
 
 class WitnessRulesTest(unittest.TestCase):

@@ -1,8 +1,13 @@
 # nnrag_harness: the focused modules of the validation harness (src/validate/README.md).
 #
+#   worker   - the long-lived worker: the protocol with the pool (Channel), a child per
+#              request, deadline, cleanup (Worker)
+#   zygote   - a fork per repository that imported the original once (Zygote, STASH)
+#   stages   - the stages of one candidate in its child (Stages), child_main, harvest_main
+#   procs    - rlimits, working directory, /proc walks, reaping and killing descendants
 #   classify - failure categories, error and traceback text
-#   arguments- constructor-argument candidates: defaults, call sites, configuration tables,
-#              name / annotation heuristics; values mapped to the original's objects
+#   arguments- guesses by name / annotation; arg_candidates orders the sources' plans and
+#              refines them; values mapped to the original's objects
 #   inputs   - forward-input candidates from layers, widths and token counts; shape repair
 #   values   - encode / decode recorded Python values (constructor arguments, forward
 #              inputs) as JSON: numbers, strings, tuples, classes, partials, tensors by
@@ -10,9 +15,11 @@
 #              rebuilt from their fields
 #   harvest  - witness harvesting: list a repository's own ways to build whole models,
 #              build one and run it on a small input, recording what every class got
-#   sources  - sources of constructor arguments behind one interface (witness first)
+#   sources  - the one interface of the argument sources (a source's plans(request) yields
+#              Plans), label -> argumentsSource; one module per source:
+#              source_witness, source_callsite, source_table, source_guess
 #
-# harness.py imports this package. Inside the sandbox the package has no folder: the
+# harness.py (the entry point: --probe, --worker) imports this package. Inside the sandbox the package has no folder: the
 # pool sends harness.py with the package's module texts bundled in front of it
 # (environment.ts harnessSource) and harness.py installs them as modules.
 

@@ -1,9 +1,8 @@
-# Constructor arguments (src/validate/README.md "Constructor arguments and inputs"):
-# defaults, calls of the class found in the corpus evaluated in their context,
-# configuration-table entries and name / annotation heuristics (arg_candidates), and the
-# mapping of a candidate's values to the original module's objects for equivalence
-# (to_original). The witness source is in sources.py.
-import ast
+# Constructor arguments (src/validate/README.md "Constructor arguments and inputs"): the
+# guesses by name and annotation the sources share (guess_value), arg_candidates, which
+# orders the call-site, config-table and guess sources (source_*.py, one interface in
+# sources.py) and refines their plans, and the mapping of a candidate's values to the
+# original module's objects for equivalence (to_original).
 import inspect
 import re
 import sys
@@ -252,331 +251,6 @@ def ctor_params(cls):
     return params
 
 
-class _Self(object):
-    """Stands for `self` while a method's assignments before a call are replayed."""
-
-
-def _names_in(node):
-    """Names an expression reads; `self.x` counts as the name "self.x"."""
-    out = set()
-    for n in ast.walk(node):
-        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self":
-            out.add("self." + n.attr)
-        elif isinstance(n, ast.Name):
-            out.add(n.id)
-    return out
-
-
-def _target_keys(t):
-    if isinstance(t, ast.Name):
-        return [t.id]
-    if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
-        return ["self." + t.attr]
-    if isinstance(t, (ast.Tuple, ast.List)):
-        return [k for e in t.elts for k in _target_keys(e)]
-    return []
-
-
-def _assigned_keys(n):
-    """The names (and self.x) an assignment, annotated or augmented assignment or for
-    loop binds."""
-    targets = n.targets if isinstance(n, ast.Assign) else [n.target]
-    return [k for t in targets for k in _target_keys(t)]
-
-
-def _contains(node, target):
-    return any(n is target for n in ast.walk(node))
-
-
-def is_plain_data(v, depth=0):
-    """Numbers, strings, booleans, None, and lists, tuples and dicts of them."""
-    if v is None or isinstance(v, (bool, int, float, str)):
-        return True
-    if depth > 4:
-        return False
-    if type(v) in (list, tuple):
-        return len(v) <= 10000 and all(is_plain_data(x, depth + 1) for x in v)
-    if type(v) is dict:
-        return len(v) <= 10000 and all(is_plain_data(k, depth + 1) and is_plain_data(x, depth + 1) for k, x in v.items())
-    return False
-
-
-class CallContext(object):
-    """The arguments of one call of the class, evaluated as the enclosing function
-    would evaluate them: a replay of the reaching definitions before the call.
-    Python's own rules, approximated without running the function: parameters are
-    bound to their defaults (evaluated in the module namespace, as `def` does); the
-    statements before the call run in order when they are assignments to names the
-    call needs (transitively), `if` tests that evaluate choose their branch, an
-    enclosing `for` binds its target to the first item of its iterable, and
-    `self.x = …` assignments are kept on a stand-in `self`. A name whose reaching
-    definition does not evaluate is unknown: an argument that reads it is guessed
-    from the parameter name instead (never taken from a same-named module global)."""
-
-    def __init__(self, text, offset):
-        self.tree = ast.parse(text)
-        line = text.count("\n", 0, offset) + 1
-        col = len(text[text.rfind("\n", 0, offset) + 1:offset].encode("utf-8"))
-        self.call, self.chain = None, []
-        stack = [(self.tree, [])]
-        while stack and self.call is None:
-            node, anc = stack.pop()
-            for child in ast.iter_child_nodes(node):
-                if isinstance(child, ast.Call) and getattr(child.func, "end_lineno", None) == line and child.func.end_col_offset == col:
-                    self.call, self.chain = child, anc + [node]
-                    break
-                stack.append((child, anc + [node]))
-        if self.call is None:
-            raise ValueError("call not found at offset %d" % offset)
-        self.fn = next((n for n in reversed(self.chain) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
-        # names the call needs, closed over every assignment of the function (any order)
-        need = set()
-        for a in list(self.call.args) + [k.value for k in self.call.keywords]:
-            need |= _names_in(a)
-        assigns = [n for n in ast.walk(self.fn)] if self.fn is not None else []
-        assigns = [n for n in assigns if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None]
-        changed = True
-        while changed:
-            changed = False
-            for n in assigns:
-                if any(k in need for k in _assigned_keys(n)):
-                    more = _names_in(n.value) - need
-                    if more:
-                        need |= more
-                        changed = True
-        self.need = need
-
-    def evaluate(self, mod_globals, data_ns=None):
-        """(namespace, unknown names, evaluator) at the call. `data_ns()` (the original
-        module's namespace, asked for only when needed) computes what the copy's namespace
-        cannot, when the result is plain data (numbers, strings, lists of them): never a
-        class or function of the original."""
-        ns = dict(mod_globals)
-        unknown = set()
-        local = {}
-        self_obj = _Self()
-
-        def ev(node):
-            if _names_in(node) & unknown:
-                raise NameError("unknown at the call site")
-            code = compile(ast.Expression(node), "<call-site>", "eval")
-            try:
-                return eval(code, ns)  # noqa: S307 - sandboxed
-            except NameError:
-                g = data_ns() if data_ns is not None else None
-                if g is None:
-                    raise
-                ons = dict(g)
-                ons.update(local)
-                ons["self"] = self_obj
-                v = eval(code, ons)  # noqa: S307 - sandboxed
-                if not is_plain_data(v):
-                    raise
-                return v
-
-        def bind(key, value):
-            if key.startswith("self."):
-                setattr(self_obj, key[5:], value)
-            else:
-                ns[key] = value
-                local[key] = value
-            unknown.discard(key)
-
-        def forget(keys):
-            for k in keys:
-                if k in self.need:
-                    unknown.add(k)
-
-        def forget_all(st, kinds):
-            for n in ast.walk(st):
-                if isinstance(n, kinds):
-                    forget(_assigned_keys(n))
-
-        def bind_first(target, iterable, on_fail):
-            """A loop or comprehension target takes the first item of its iterable."""
-            keys = _target_keys(target)
-            try:
-                first = next(iter(ev(iterable)))
-                if isinstance(target, ast.Name):
-                    bind(target.id, first)
-                else:
-                    for k, v in zip(keys, first):
-                        bind(k, v)
-            except Exception:  # noqa: BLE001
-                on_fail(keys)
-
-        fn = self.fn
-        if fn is not None:
-            a = fn.args
-            pos = list(getattr(a, "posonlyargs", [])) + list(a.args)
-            defaults = [None] * (len(pos) - len(a.defaults)) + list(a.defaults)
-            for i, (p, dflt) in enumerate(zip(pos, defaults)):
-                if i == 0 and p.arg in ("self", "cls"):
-                    ns[p.arg] = self_obj
-                    continue
-                if dflt is None:
-                    unknown.add(p.arg)
-                    continue
-                try:
-                    ns[p.arg] = ev(dflt)
-                except Exception:  # noqa: BLE001
-                    unknown.add(p.arg)
-            for p, dflt in zip(a.kwonlyargs, a.kw_defaults):
-                try:
-                    if dflt is None:
-                        raise NameError(p.arg)
-                    ns[p.arg] = ev(dflt)
-                except Exception:  # noqa: BLE001
-                    unknown.add(p.arg)
-            if a.vararg is not None:
-                ns[a.vararg.arg] = ()
-            if a.kwarg is not None:
-                ns[a.kwarg.arg] = {}
-
-        def run(stmts):
-            for st in stmts:
-                if _contains(st, self.call):
-                    if isinstance(st, (ast.For, ast.AsyncFor)) and any(_contains(b, self.call) for b in st.body):
-                        bind_first(st.target, st.iter, forget)
-                        run(st.body)
-                    elif isinstance(st, ast.If):
-                        run(st.body if any(_contains(b, self.call) for b in st.body) else st.orelse)
-                    elif isinstance(st, (ast.With, ast.AsyncWith, ast.While)):
-                        run(st.body)
-                    elif isinstance(st, ast.Try):
-                        for part in (st.body, st.orelse, st.finalbody):
-                            if any(_contains(b, self.call) for b in part):
-                                run(part)
-                                return
-                        for h in st.handlers:
-                            if _contains(h, self.call):
-                                run(h.body)
-                    return
-                if isinstance(st, (ast.Assign, ast.AnnAssign)) and st.value is not None:
-                    keys = _assigned_keys(st)
-                    if not any(k in self.need for k in keys):
-                        continue
-                    try:
-                        v = ev(st.value)
-                        for t in (st.targets if isinstance(st, ast.Assign) else [st.target]):
-                            if isinstance(t, (ast.Tuple, ast.List)):
-                                for k, x in zip(_target_keys(t), v):
-                                    bind(k, x)
-                            else:
-                                for k in _target_keys(t):
-                                    bind(k, v)
-                    except Exception:  # noqa: BLE001
-                        forget(keys)
-                elif isinstance(st, ast.If):
-                    try:
-                        branch = st.body if ev(st.test) else st.orelse
-                    except Exception:  # noqa: BLE001
-                        forget_all(st, (ast.Assign, ast.AnnAssign, ast.AugAssign))
-                        continue
-                    run(branch)
-                else:
-                    # loops, augmented assignments, with-blocks...: what they bind is unknown
-                    forget_all(st, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For))
-
-        run(fn.body if fn is not None else self.tree.body)
-        ns["self"] = self_obj
-        # a call inside a comprehension: its targets take the first item of their iterables
-        for node in self.chain:
-            if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
-                for gen in node.generators:
-                    bind_first(gen.target, gen.iter, unknown.update)
-        return ns, unknown, ev
-
-    def arguments(self, mod_globals, params, d, h, nn, data_ns=None):
-        """(args, kwargs, number of guessed arguments) or None when unusable."""
-        ns, unknown, ev = self.evaluate(mod_globals, data_ns)
-        positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        by_name = {p.name: p for p in params}
-        guessed = [0]
-
-        def value(node, pname):
-            try:
-                return ev(node)
-            except Exception:  # noqa: BLE001
-                guessed[0] += 1
-                p = by_name.get(pname)
-                return guess_value(pname or "x", p.annotation if p else inspect.Parameter.empty, d, h, nn, mod_globals)
-
-        args, kwargs = [], {}
-        for a in self.call.args:
-            if isinstance(a, ast.Starred):
-                try:
-                    args.extend(ev(a.value))
-                except Exception:  # noqa: BLE001
-                    return None
-                continue
-            pname = positional[len(args)].name if len(args) < len(positional) else None
-            args.append(value(a, pname))
-        for kw in self.call.keywords:
-            if kw.arg is None:
-                try:
-                    extra = ev(kw.value)
-                    kwargs.update({k: v for k, v in dict(extra).items() if k in by_name or any(p.kind == p.VAR_KEYWORD for p in params)})
-                except Exception:  # noqa: BLE001
-                    pass  # `**extra` that does not evaluate is left out
-                continue
-            kwargs[kw.arg] = value(kw.value, kw.arg)
-        # required parameters the evaluated call leaves unset (they came from a `**extra`
-        # that did not evaluate) are guessed like the others
-        for i, p in enumerate(params):
-            if p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name not in kwargs:
-                if p.kind == p.POSITIONAL_OR_KEYWORD and i < len(args):
-                    continue
-                guessed[0] += 1
-                kwargs[p.name] = guess_value(p.name, p.annotation, d, h, nn, mod_globals)
-        return args, kwargs, guessed[0]
-
-
-def call_site_arguments(site, params, mod_globals, d, h, nn, data_ns=None):
-    """(args, kwargs, guessed) from one call site (literal text or {text, offset}), or None."""
-    try:
-        if isinstance(site, str):
-            # a literal argument list "(64, 128, stride=2)": the call `f(64, 128, stride=2)`
-            text = site.strip()
-            site = {"text": "f" + (text if text.startswith("(") else "(" + text + ")"), "offset": 1}
-        return CallContext(site["text"], int(site["offset"])).arguments(mod_globals, params, d, h, nn, data_ns)
-    except Unguessable:
-        return None
-    except (SyntaxError, ValueError, KeyError, TypeError, RecursionError):
-        return None
-
-
-def table_entries(text, g, limit=3):
-    """Up to `limit` entries of a module-level configuration table that evaluate in the
-    namespace `g`: the values of a dict display or a `dict(...)` call, the items of a
-    list or tuple, else the assigned value itself. Entries are evaluated one by one, so
-    an entry built by a helper the namespace lacks does not spoil the others."""
-    try:
-        st = ast.parse(text).body[0]
-    except (SyntaxError, IndexError):
-        return []
-    value = st.value if isinstance(st, (ast.Assign, ast.AnnAssign)) else None
-    if value is None:
-        return []
-    if isinstance(value, ast.Dict):
-        nodes = [(ast.literal_eval(k) if isinstance(k, ast.Constant) else None, v) for k, v in zip(value.keys, value.values) if k is not None]
-    elif isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "dict" and not value.args:
-        nodes = [(k.arg, k.value) for k in value.keywords if k.arg]
-    elif isinstance(value, (ast.List, ast.Tuple)):
-        nodes = list(enumerate(value.elts))
-    else:
-        nodes = [(None, value)]
-    out = []
-    for key, node in nodes:
-        try:
-            out.append((key, eval(compile(ast.Expression(node), "<config-table>", "eval"), dict(g))))  # noqa: S307 - sandboxed
-        except Exception:  # noqa: BLE001
-            continue
-        if len(out) >= limit:
-            break
-    return out
-
-
 def original_named(v, om):
     """The original's object for a class or function of the copy: the same name in the
     block's module, else the one object of that name (same kind, same qualified name)
@@ -621,22 +295,15 @@ def to_original(v, om, depth=0):
     return v
 
 
-def is_config_param(p, g):
-    """A required constructor parameter that takes a configuration: named like one
-    (cfg, config, block_cfg) or annotated with a class of the module (cfg: RegNetCfg)."""
-    if p.default is not inspect.Parameter.empty or p.kind not in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
-        return False
-    if CONFIG_NAMES.match(p.name) or re.search(r"cfg|config", p.name, re.I):
-        return True
-    return is_config_class(resolve_annotation(p.annotation, g))
-
-
 def arg_candidates(cls, call_sites, mod_globals, nn, data_sites=None, data_ns=None):
-    """Ordered, de-duplicated constructor candidates: (label, args, kwargs).
-    1. defaults, when every parameter has one; 2. literal call sites from the corpus;
-    3. name / annotation heuristics at a few widths (required parameters filled, and
-    width-like parameters whose default is None)."""
-    params = ctor_params(cls)
+    """Ordered, de-duplicated constructor candidates: (label, args, kwargs), from the
+    sources of sources.py in their order: 1. the constructor's defaults, when every
+    parameter has one; 2. call sites from the corpus; 3. configuration-table entries;
+    4. name / annotation heuristics at a few widths (required parameters filled, and
+    width-like parameters whose default is None); then the refinements below. Returns
+    (candidates, why the heuristics could not fill a parameter, or None)."""
+    from . import source_callsite, source_guess, source_table, sources  # the bundle loads modules in name order
+    req = sources.request(cls, mod_globals, nn, call_sites, data_sites, data_ns)
     out, seen = [], set()
 
     def add(label, args, kwargs):
@@ -648,62 +315,14 @@ def arg_candidates(cls, call_sites, mod_globals, nn, data_sites=None, data_ns=No
             return True
         return False
 
-    if params is None:
+    if req.params is None:
         add("defaults", [], {})
         return out, None
-    fillable = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
-    required = [p for p in fillable if p.default is inspect.Parameter.empty]
-    # the most common length of the sequences the signature defaults to (per-stage settings)
-    lens = [len(p.default) for p in fillable if isinstance(p.default, (tuple, list)) and len(p.default) >= 2]
-    seq_len = max(set(lens), key=lens.count) if lens else None
-    if not required:
-        add("defaults", [], {})
-    # calls found in the corpus: those whose arguments all evaluated first
-    sites = []
-    for i, site in enumerate(call_sites or ()):
-        r = call_site_arguments(site, params, mod_globals, 32, 4, nn, data_ns)
-        if r is not None:
-            sites.append((r[2], i, site, r[0], r[1]))
-    for guessed, i, site, a, kw in sorted(sites, key=lambda t: (t[0], t[1])):
-        label = "call-site %d" % (i + 1) + (" guessed=%d" % guessed if guessed else "")
-        add(label, a, kw)
-    # entries of the module's configuration tables as the configuration parameter
-    cfg_params = [p for p in fillable if is_config_param(p, mod_globals)] if data_sites else []
-    if len(cfg_params) == 1:
-        cp = cfg_params[0]
-        for site in data_sites:
-            for key, value in table_entries(site.get("text", ""), mod_globals):
-                kwargs = {cp.name: value}
-                try:
-                    for p in required:
-                        if p is not cp:
-                            kwargs[p.name] = guess_value(p.name, p.annotation, 32, 4, nn, mod_globals, seq_len)
-                except Unguessable:
-                    continue
-                label = "config %s[%r]" % (site.get("name"), key)
-                add(label, [], kwargs)
-    unguessable = None
-    ducks = duck_modules(cls, required, nn)
-    for d, h in CANDIDATE_WIDTHS:
-        kwargs, posargs = {}, []
-        try:
-            for p in fillable:
-                if p.default is inspect.Parameter.empty and p.name in ducks:
-                    v = ducks[p.name]()
-                elif p.default is inspect.Parameter.empty:
-                    v = guess_value(p.name, p.annotation, d, h, nn, mod_globals, seq_len)
-                elif p.default is None and (DIM_WORDS.search(p.name) or OUT_DIM.search(p.name)) and required:
-                    continue  # leave width-like Optional defaults alone while others are guessed
-                else:
-                    continue
-                if p.kind == p.POSITIONAL_ONLY:
-                    posargs.append(v)
-                else:
-                    kwargs[p.name] = v
-        except Unguessable as u:
-            unguessable = str(u)
-            break
-        add("heuristic d=%d h=%d" % (d, h), posargs, kwargs)
+    guess = source_guess.GuessSource()
+    for src in (source_guess.DefaultsSource(), source_callsite.CallSiteSource(), source_table.ConfigTableSource(), guess):
+        for plan in src.plans(req):
+            add(plan.label, plan.args, plan.kwargs)
+    fillable, required = req.fillable, req.required
     # ResNet-style bottlenecks add the input to an output of planes * expansion
     # channels: make the input width match (inplanes = planes * cls.expansion)
     exp = getattr(cls, "expansion", None)
@@ -728,22 +347,14 @@ def arg_candidates(cls, call_sites, mod_globals, nn, data_sites=None, data_ns=No
         add(label + " +layers", a, kw2)
     if not required:
         # defaults failed or did not run forward: also try width-like parameters set
-        for d, h in CANDIDATE_WIDTHS[:2]:
-            kwargs = {}
-            for p in fillable:
-                if p.kind != p.POSITIONAL_ONLY and (DIM_WORDS.search(p.name) or OUT_DIM.search(p.name) or HEADS.match(p.name)) and not isinstance(p.default, bool):
-                    try:
-                        own = len(p.default) if isinstance(p.default, (tuple, list)) and len(p.default) >= 2 else seq_len
-                        kwargs[p.name] = guess_value(p.name, p.annotation, d, h, nn, mod_globals, own)
-                    except Unguessable:
-                        pass
-            if kwargs:
-                add("widths d=%d h=%d" % (d, h), [], kwargs)
+        for plan in source_guess.WidthsSource().plans(req):
+            add(plan.label, plan.args, plan.kwargs)
         # a whole network whose defaults are wide (embed_dim=768): the same architecture
         # at small widths first, so building and running it fits the time limit
         if any(is_wide_default(p) for p in fillable):
             small = [c for c in out if c[0].startswith("widths")]
             out[:] = small + [c for c in out if not c[0].startswith("widths")]
+    unguessable = guess.unguessable
     return out, (unguessable if not out or (required and unguessable) else None)
 
 

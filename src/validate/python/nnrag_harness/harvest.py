@@ -75,7 +75,7 @@ def repo_classes(mods, nn):
 def size_rank(name):
     """Position of the first model-size word of a name (tiny before base before large):
     families are sampled at their smallest registered size first."""
-    toks = [t for t in re.split(r"[_\-.\d]+", name.lower()) if t]
+    toks = [t for t in re.split(r"[^a-z]+", name.lower()) if t]  # a registry key's quotes too: `['swin_t']`
     for i, w in enumerate(SIZE_WORDS):
         if w in toks:
             return i
@@ -348,25 +348,7 @@ def list_entries(cfg, torch):
     seen = set()
 
     def reach(obj):
-        """Repository classes a callable can reach: the global names its code (and the
-        code of what those name) reads, followed through the repository's functions and
-        classes."""
-        found, todo, seen_ids = set(), [obj], set()
-        while todo and len(seen_ids) < 2000:
-            o = todo.pop()
-            if id(o) in seen_ids:
-                continue
-            seen_ids.add(id(o))
-            if id(o) in class_ids:
-                found.add(class_ids[id(o)])
-                todo.extend(b for b in o.__mro__[1:] if id(b) in class_ids)  # its repository bases
-            g = getattr(sys.modules.get(getattr(o, "__module__", "") or ""), "__dict__", {})
-            for code in code_objects(o):
-                for n in code.co_names:
-                    v = g.get(n)
-                    if v is not None and (id(v) in class_ids or (inspect.isfunction(v) and _under(getattr(sys.modules.get(v.__module__ or ""), "__file__", None), roots))):
-                        todo.append(v)
-        return sorted(found)
+        return reachable(obj, class_ids, roots)
 
     def add(kind, module, qualname, obj, via=None):
         key = (module, qualname)
@@ -456,6 +438,45 @@ def list_entries(cfg, torch):
     return {"classes": sorted(classes), "entries": entries, "configs": len(configs), "importFailures": failed,
             "forwardKeys": forward_keys(classes),
             "ms": round((time.monotonic() - t0) * 1000, 1)}
+
+
+def reachable(obj, class_ids, roots):
+    """Repository classes a callable can reach: the global names its code (and the code
+    of what those name) reads, followed through the repository's functions and classes.
+    A decorated function is followed into what it wraps (`__wrapped__`, set by
+    functools.wraps) and into the functions and classes its closure holds: a registry's
+    values are often such wrappers, whose own code names nothing of the model."""
+    found, todo, seen_ids = set(), [obj], set()
+
+    def ours(v):
+        return id(v) in class_ids or (inspect.isfunction(v) and _under(getattr(sys.modules.get(v.__module__ or ""), "__file__", None), roots))
+
+    while todo and len(seen_ids) < 2000:
+        o = todo.pop()
+        if id(o) in seen_ids:
+            continue
+        seen_ids.add(id(o))
+        if id(o) in class_ids:
+            found.add(class_ids[id(o)])
+            todo.extend(b for b in o.__mro__[1:] if id(b) in class_ids)  # its repository bases
+        if inspect.isfunction(o):
+            w = getattr(o, "__wrapped__", None)
+            if w is not None and (inspect.isfunction(w) or isinstance(w, type)):
+                todo.append(w)
+            for cell in o.__closure__ or ():
+                try:
+                    v = cell.cell_contents
+                except ValueError:  # an empty cell
+                    continue
+                if ours(v):
+                    todo.append(v)
+        g = getattr(sys.modules.get(getattr(o, "__module__", "") or ""), "__dict__", {})
+        for code in code_objects(o):
+            for n in code.co_names:
+                v = g.get(n)
+                if v is not None and ours(v):
+                    todo.append(v)
+    return sorted(found)
 
 
 def code_objects(o):
@@ -825,15 +846,36 @@ def model_hints(model, built, torch, depth=0):
     return hints
 
 
+CLIP_FRAMES = 16  # frames of a video clip (the common clip length of video models)
+
+
+def first_conv(model, torch):
+    """The model's first convolution (registration order: a stem is registered first),
+    or None."""
+    nn = torch.nn
+    for m in model.modules():
+        if isinstance(m, (nn.Conv1d, nn.Conv2d, nn.Conv3d)):
+            return m
+    return None
+
+
 def input_candidates(model, hints, torch):
-    """Whole-model inputs from its own defaults, smallest first."""
+    """Whole-model inputs from its own defaults, smallest first. A model whose first
+    convolution is 3-d (video: N, C, T, H, W) or 1-d (signals: N, C, L) is first given an
+    input of that rank; its input channels are that convolution's unless the model names
+    them."""
     cands = []
     if "vocab" in hints:
         t = min(hints.get("seq", 16), 16)
         cands.append([torch.randint(0, hints["vocab"], (1, t))])
-    c = hints.get("chans", 3)
+    conv = first_conv(model, torch)
+    c = hints.get("chans", conv.in_channels if conv is not None and conv.in_channels <= 16 else 3)
     sizes = [hints["img"]] if "img" in hints and hints["img"] <= 1024 else []
     sizes += [s for s in (64, 224) if s not in sizes]
+    if isinstance(conv, torch.nn.Conv3d):
+        cands += [[torch.randn(1, c, CLIP_FRAMES, s, s)] for s in sizes]
+    elif isinstance(conv, torch.nn.Conv1d):
+        cands += [[torch.randn(1, c, s)] for s in sizes]
     for s in sizes:
         cands.append([torch.randn(1, c, s, s)])
     return cands
@@ -1003,6 +1045,49 @@ def plan_kwargs(plan, torch):
     return kwargs
 
 
+def proc_status_kb(field):
+    """A memory figure of this process from /proc/self/status (VmSize, VmRSS, VmHWM), kB."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def limit_memory(mb):
+    """The entry point's memory budget: its address space may grow by `mb` MB from here
+    (RLIMIT_AS, setrlimit(2), lowered only: the child's own limit stays the ceiling). An
+    allocation past it fails (MemoryError, torch's allocator refusing) instead of the
+    kernel killing the process. Returns the limit set, or None."""
+    import resource
+    vm = proc_status_kb("VmSize")
+    if not mb or vm is None:
+        return None
+    want = vm * 1024 + int(mb) * (1 << 20)
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        if soft != resource.RLIM_INFINITY and soft <= want:
+            return None
+        if hard != resource.RLIM_INFINITY:
+            want = min(want, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (want, hard))
+        return want
+    except (ValueError, OSError):
+        return None
+
+
+def memory_used_mb(rss0_kb):
+    """How far this process's resident memory rose above `rss0_kb` at its peak (VmHWM: a
+    forked child's high-water mark starts at its size at the fork), MB."""
+    hwm = proc_status_kb("VmHWM")
+    if hwm is None or rss0_kb is None:
+        return None
+    return round(max(0, hwm - rss0_kb) / 1024.0, 1)
+
+
 def run_entry(cfg, torch, send):
     """Build one entry point and run its model; sends one {"ev": "harvest"} event."""
     import importlib
@@ -1012,6 +1097,8 @@ def run_entry(cfg, torch, send):
     budget = float(cfg.get("budgetSeconds", 30))
     t0 = time.monotonic()
     res = {"entry": entry_name(entry), "built": False, "forward": False, "error": None}
+    rss0 = proc_status_kb("VmRSS")
+    limit_memory(cfg.get("memoryMb"))
     # the entry point's module (and what it imports; the zygote's modules are back in
     # sys.modules): not every module of the repository again, the list step did that
     for m in [entry["module"]] + ([cfg["provider"]["module"]] if cfg.get("provider") else []):
@@ -1115,6 +1202,13 @@ def run_entry(cfg, torch, send):
             res["forwardError"] = "timeout: %s" % e
     signal.setitimer(signal.ITIMER_REAL, 0)
     res["ms"] = round((time.monotonic() - t0) * 1000, 1)
+    res["memoryMb"] = memory_used_mb(rss0)
+    # why the entry point stopped short, when a budget stopped it: its time or its memory
+    errs = [str(res.get("error") or ""), str(res.get("forwardError") or "")]
+    if any(e.startswith("timeout") for e in errs):
+        res["stopped"] = "time"
+    elif any(re.match(r"MemoryError|RuntimeError: .*(can't allocate memory|DefaultCPUAllocator|not enough memory)", e) for e in errs):
+        res["stopped"] = "memory"
     res["classes"] = rec.witnesses(res["entry"])
     send({"ev": "harvest", "result": res})
 

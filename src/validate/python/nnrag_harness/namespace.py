@@ -3,7 +3,7 @@
 # in the original modules: the same object; a module by __name__; a class or function by
 # qualified name and by where its code sits (Language Reference §4.2: a name denotes the
 # object it is bound to); immutable plain data by value; anything else by type. The stage
-# itself (importing the original, hiding its modules again) stays in harness.py.
+# itself (importing the original, hiding its modules again) is in stages.py.
 import os
 import sys
 import types

@@ -1,19 +1,66 @@
 # Sources of constructor arguments and forward inputs (src/validate/README.md
-# "Constructor arguments and inputs"). Every candidate the harness tries is
-# (label, args, kwargs); the label's first word names its source, which the record keeps
-# as `argumentsSource`:
+# "Constructor arguments and inputs"), behind one interface. A source has a `name` (the
+# record's `argumentsSource`) and `plans(request)`, which yields Plans: (source, label,
+# args, kwargs, witness) — constructor arguments, and the witness whose recorded inputs
+# go with them (None: the inputs come from inputs.py). The sources, in the order
+# validation tries them:
 #
 #   witness       what the repository's own model builds gave the class (harvest.py),
 #                 decoded against the copy's names; tried first, smallest first
+#                 (source_witness.py)
 #   call-site     a call of the class found in the corpus, evaluated in its context
-#   config-table  an entry of the block module's configuration table
+#                 (source_callsite.py)
+#   config-table  an entry of the block module's configuration table (source_table.py)
 #   guess         the constructor's own defaults, name / annotation heuristics
+#                 (source_guess.py)
 #
-# This module holds the witness source and the label -> source rule; the others are in
-# harness.py (arg_candidates).
-from . import values as V
+# arguments.arg_candidates orders the last three and refines their plans; the harness puts
+# the witnesses in front (those without recorded inputs after the class's own defaults,
+# call sites and tables). A candidate's label's first word names its source (source_of).
+import collections
+import inspect
 
 SOURCES = ("witness", "call-site", "config-table", "guess")  # ArgumentsSource in types.ts
+
+
+class Plan(collections.namedtuple("Plan", "source label args kwargs witness")):
+    """One candidate construction: the source's name, a label (its first word names the
+    source), positional and keyword arguments, and the witness record it came from."""
+    __slots__ = ()
+
+    def __new__(cls, source, label, args, kwargs, witness=None):
+        return super().__new__(cls, source, label, list(args), dict(kwargs), witness)
+
+
+class Request(object):
+    """What a source plans from: the class and its module's globals, its constructor's
+    parameters (None when it has no signature), the fillable and required ones, the
+    common length of its sequence defaults, and the validation request's call sites, data
+    sites (configuration tables) and data namespace."""
+
+    def __init__(self, cls, mod_globals, nn, call_sites=None, data_sites=None, data_ns=None, params=None):
+        self.cls, self.mod_globals, self.nn = cls, mod_globals, nn
+        self.call_sites, self.data_sites, self.data_ns = call_sites, data_sites, data_ns
+        self.params = params
+        ps = params or []
+        self.fillable = [p for p in ps if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+        self.required = [p for p in self.fillable if p.default is inspect.Parameter.empty]
+        # the most common length of the sequences the signature defaults to (per-stage settings)
+        lens = [len(p.default) for p in self.fillable if isinstance(p.default, (tuple, list)) and len(p.default) >= 2]
+        self.seq_len = max(set(lens), key=lens.count) if lens else None
+
+
+def request(cls, mod_globals, nn, call_sites=None, data_sites=None, data_ns=None):
+    """The Request for a class: its constructor's parameters read once."""
+    from . import arguments  # the bundle loads the package's modules in name order
+    return Request(cls, mod_globals, nn, call_sites, data_sites, data_ns, arguments.ctor_params(cls))
+
+
+def plans(req, sources):
+    """Every plan of the sources, in their order."""
+    for src in sources:
+        for plan in src.plans(req):
+            yield plan
 
 
 def source_of(label):
@@ -28,77 +75,3 @@ def source_of(label):
     if head == "config":
         return "config-table"
     return "guess"
-
-
-def copy_resolver(namespace, repo_tops, originals=None):
-    """Resolver for witnesses in the candidate's process: the copy's own definitions
-    by qualified name; modules outside the repository (torch, functools) by import; a
-    class of the repository the copy does not define (a module instance passed in, such
-    as detr's encoder_layer) from the original modules already imported by the zygote
-    (`originals`: name -> module, or a function of the name), like a forward input it is
-    scaffolding, not part of the block."""
-    tops = set(repo_tops or ())
-    base = V.module_resolver(namespace, lambda m: m.split(".")[0] not in tops)
-
-    def resolve(module, qualname):
-        try:
-            return base(module, qualname)
-        except V.Unresolvable:
-            m = originals(module) if callable(originals) else (originals or {}).get(module)
-            if m is None:
-                raise
-            obj = m
-            for p in qualname.split("."):
-                obj = getattr(obj, p, None)
-                if obj is None:
-                    raise
-            return obj
-    return resolve
-
-
-def original_resolver():
-    """Resolver for the equivalence stage: every recorded object from its own module."""
-    return V.module_resolver({}, lambda m: True)
-
-
-def witness_candidates(witnesses, resolve, torch):
-    """(label, args, kwargs, witness) per witness whose arguments decode, and the
-    reasons of those that do not."""
-    out, skipped = [], []
-    from .harvest import no_downloads
-    restore = no_downloads(torch) if witnesses else None
-    try:
-        _decode_all(witnesses, resolve, torch, out, skipped)
-    finally:
-        if restore is not None:
-            restore()
-    return out, skipped
-
-
-def _decode_all(witnesses, resolve, torch, out, skipped):
-    """Nested modules of a witness are rebuilt as the harvest built them: pretrained
-    weights are not fetched (harvest.no_downloads)."""
-    for i, w in enumerate(witnesses or ()):
-        try:
-            gen = torch.Generator().manual_seed(0)
-            args = V.decode(w.get("args") or [], resolve, torch, gen)
-            kwargs = {k: V.decode(v, resolve, torch, gen) for k, v in (w.get("kwargs") or {}).items()}
-        except V.Unresolvable as e:
-            skipped.append(str(e)[:200])
-            continue
-        except Exception as e:  # noqa: BLE001 - a witness that does not rebuild is skipped
-            skipped.append("%s: %s" % (type(e).__name__, str(e)[:160]))
-            continue
-        label = "witness %d %s" % (i + 1, w.get("entry", ""))
-        out.append((label, list(args), dict(kwargs), w))
-
-
-def witness_inputs(w, resolve, torch, seed=1):
-    """The forward inputs a witness recorded, as (args, kwargs), or None."""
-    inp = w.get("inputs")
-    if not inp:
-        return None
-    gen = torch.Generator().manual_seed(seed)
-    args = V.decode(inp.get("args") or [], resolve, torch, gen)
-    kwargs = {k: V.decode(v, resolve, torch, gen) for k, v in (inp.get("kwargs") or {}).items()}
-    return list(args), kwargs

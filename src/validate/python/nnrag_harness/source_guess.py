@@ -1,0 +1,77 @@
+# The guess source of constructor arguments (sources.py): the constructor's own
+# defaults (when every parameter has one), then name / annotation heuristics at a few
+# widths, and for a class built from its defaults the width-like parameters set small.
+import inspect
+
+from . import arguments as A
+
+
+class DefaultsSource(object):
+    """The constructor's defaults, when every parameter has one (tried before the call
+    sites: the class as its author configured it)."""
+    name = "guess"
+
+    def plans(self, req):
+        from .sources import Plan  # the bundle loads the package's modules in name order
+        if req.params is None or not req.required:
+            yield Plan(self.name, "defaults", [], {})
+
+
+class GuessSource(object):
+    """Required parameters (and width-like ones defaulting to None) guessed by name and
+    annotation at each of arguments.CANDIDATE_WIDTHS (width d, heads h); a parameter the
+    constructor reads attributes of gets a torch.nn instance that has them (duck typing).
+    A parameter no rule fills ends the plans: `unguessable` says which."""
+    name = "guess"
+
+    def __init__(self):
+        self.unguessable = None
+
+    def plans(self, req):
+        from .sources import Plan  # the bundle loads the package's modules in name order
+        if req.params is None:
+            return
+        ducks = A.duck_modules(req.cls, req.required, req.nn)
+        for d, h in A.CANDIDATE_WIDTHS:
+            kwargs, posargs = {}, []
+            try:
+                for p in req.fillable:
+                    if p.default is inspect.Parameter.empty and p.name in ducks:
+                        v = ducks[p.name]()
+                    elif p.default is inspect.Parameter.empty:
+                        v = A.guess_value(p.name, p.annotation, d, h, req.nn, req.mod_globals, req.seq_len)
+                    elif p.default is None and (A.DIM_WORDS.search(p.name) or A.OUT_DIM.search(p.name)) and req.required:
+                        continue  # leave width-like Optional defaults alone while others are guessed
+                    else:
+                        continue
+                    if p.kind == p.POSITIONAL_ONLY:
+                        posargs.append(v)
+                    else:
+                        kwargs[p.name] = v
+            except A.Unguessable as u:
+                self.unguessable = str(u)
+                return
+            yield Plan(self.name, "heuristic d=%d h=%d" % (d, h), posargs, kwargs)
+
+
+class WidthsSource(object):
+    """A class whose every parameter has a default, again with its width-like parameters
+    (dims, output widths, heads) set to small values: its defaults failed or are too
+    wide to run within the limits."""
+    name = "guess"
+
+    def plans(self, req):
+        from .sources import Plan  # the bundle loads the package's modules in name order
+        if req.params is None or req.required:
+            return
+        for d, h in A.CANDIDATE_WIDTHS[:2]:
+            kwargs = {}
+            for p in req.fillable:
+                if p.kind != p.POSITIONAL_ONLY and (A.DIM_WORDS.search(p.name) or A.OUT_DIM.search(p.name) or A.HEADS.match(p.name)) and not isinstance(p.default, bool):
+                    try:
+                        own = len(p.default) if isinstance(p.default, (tuple, list)) and len(p.default) >= 2 else req.seq_len
+                        kwargs[p.name] = A.guess_value(p.name, p.annotation, d, h, req.nn, req.mod_globals, own)
+                    except A.Unguessable:
+                        pass
+            if kwargs:
+                yield Plan(self.name, "widths d=%d h=%d" % (d, h), [], kwargs)

@@ -1,0 +1,626 @@
+# The validation stages of one candidate, in a forked child of the worker or of a
+# repository's zygote (harness.py): parse, compile, import, namespace, instantiate,
+# forward, equivalence (Stages), each reported on a pipe as it starts and ends
+# (Reporter); child_main sets the child up (limits, descriptors, working directory) and
+# runs the stages or a witness-harvest step (harvest_main).
+import ast
+import inspect
+import io
+import os
+import re
+import signal
+import sys
+import types
+
+from nnrag_harness import CANDIDATE_MODULE
+from nnrag_harness.classify import Classifier, fmt_error, fmt_trace, tb_files
+from nnrag_harness.namespace import check as namespace_check
+from nnrag_harness.arguments import SCALAR_ERR, SEQ_ERR, arg_candidates, ctor_params, jsonable, scalar_variant, seq_variant, subscript_lengths, to_original
+from nnrag_harness.inputs import flatten_tensors, forward_plan, fresh_inputs, input_candidates, make_inputs, repair_specs, seed_all, shapes_of, targets_as_tensors, usage_snippet
+from nnrag_harness import zygote as _zygote
+from nnrag_harness.procs import _dumps, _write, _getpid, _exit, _monotonic, apply_limits, enter_work_dir, double_cpu_budget
+
+
+STAGES = ("parse", "compile", "import", "namespace", "instantiate", "forward", "equivalence")
+MAX_PIPE_BYTES = 4 << 20
+
+
+class Reporter:
+    def __init__(self, fd, pid):
+        self.fd = fd
+        self.pid = pid
+
+    def send(self, obj):
+        # a process forked by candidate code shares this pipe: only the child itself reports
+        if _getpid() != self.pid:
+            _exit(0)
+        data = (_dumps(obj, default=repr) + "\n").encode("utf-8", "replace")
+        view = memoryview(data)
+        while view:
+            try:
+                n = _write(self.fd, view)
+            except InterruptedError:
+                continue
+            view = view[n:]
+
+
+def child_main(req, scratch, wfd, lim, masked):
+    rep = Reporter(wfd, _getpid())
+    try:
+        os.setsid()
+    except OSError:
+        pass
+    apply_limits(lim)
+    # a write past the file-size limit fails with EFBIG instead of killing the child
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    log = os.open(os.path.join(scratch, "output.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    sys.stdout = io.TextIOWrapper(os.fdopen(1, "wb", 0), write_through=True)
+    sys.stderr = io.TextIOWrapper(os.fdopen(2, "wb", 0), write_through=True)
+    sys.dont_write_bytecode = True
+    enter_work_dir(os.path.dirname(scratch), fresh=True)
+    import torch
+    torch.set_num_threads(1)
+    if req.get("harvest"):
+        harvest_main(req, rep, torch)
+    else:
+        Stages(req, scratch, rep, Classifier(masked), torch).run()
+    rep.send({"ev": "done"})
+    _exit(0)
+
+
+def harvest_main(req, rep, torch):
+    """A witness-harvest step (nnrag_harness.harvest) in a child of the repository's
+    zygote: its modules are put back and its roots are on sys.path, its CPU budget is
+    the doubled one of the equivalence stage."""
+    from nnrag_harness import harvest
+    for name, m in _zygote.STASH.items():
+        sys.modules.setdefault(name, m)
+    cfg = req["harvest"]
+    for p in reversed(cfg.get("roots") or []):
+        if p not in sys.path:
+            sys.path.insert(0, p)
+    double_cpu_budget()
+    try:
+        if cfg.get("mode") == "list":
+            rep.send({"ev": "harvest", "result": harvest.list_entries(cfg, torch)})
+        else:
+            harvest.run_entry(cfg, torch, rep.send)
+    except BaseException as e:  # noqa: BLE001 - reported as the step's error
+        rep.send({"ev": "harvest", "result": {"error": fmt_error(e), "traceback": fmt_trace(e)}})
+
+
+class StageFailed(Exception):
+    pass
+
+
+class Stages:
+    def __init__(self, req, scratch, rep, cls, torch):
+        self.req = req
+        self.scratch = scratch
+        self.rep = rep
+        self.classifier = cls
+        self.torch = torch
+        self.nn = torch.nn
+        self._data_ns, self._data_ns_tried = None, False
+
+    def start(self, stage):
+        self.rep.send({"ev": "start", "stage": stage})
+        return _monotonic()
+
+    def end(self, stage, t0, status, **kw):
+        d = {"ev": "end", "stage": stage, "status": status, "ms": round((_monotonic() - t0) * 1000, 3)}
+        d.update(kw)
+        self.rep.send(d)
+
+    def fail(self, stage, t0, e, category=None):
+        self.end(stage, t0, "fail", category=category or self.classifier.classify(e, stage, tb_files(e)),
+                 error=fmt_error(e), traceback=fmt_trace(e))
+        raise StageFailed()
+
+    def run(self):
+        try:
+            self._run()
+        except StageFailed:
+            pass
+
+    def _run(self):
+        req, nn = self.req, self.nn
+        path = os.path.join(self.scratch, CANDIDATE_MODULE + ".py")
+        source = req.get("source", "")
+        # 1. parse
+        t0 = self.start("parse")
+        try:
+            tree = ast.parse(source, filename=path)
+        except BaseException as e:  # noqa: BLE001
+            self.fail("parse", t0, e)
+        self.end("parse", t0, "pass")
+        # 2. compile (symbol-table errors such as 'return' outside function appear here)
+        t0 = self.start("compile")
+        try:
+            code = compile(tree, path, "exec", dont_inherit=True)
+        except BaseException as e:  # noqa: BLE001
+            self.fail("compile", t0, e)
+        self.end("compile", t0, "pass")
+        # 3. import: execute the module body as module `nnrag_candidate`
+        t0 = self.start("import")
+        try:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(source)
+            mod = types.ModuleType(CANDIDATE_MODULE)
+            mod.__file__ = path
+            sys.modules[CANDIDATE_MODULE] = mod
+            exec(code, mod.__dict__)  # noqa: S102 - sandboxed candidate
+        except BaseException as e:  # noqa: BLE001
+            self.fail("import", t0, e)
+        cls = mod.__dict__.get(req["className"])
+        if cls is None:
+            self.fail("import", t0, NameError("class %r is not defined by the module" % req["className"]), "unresolved-name")
+        if not (isinstance(cls, type) and issubclass(cls, nn.Module)):
+            self.fail("import", t0, TypeError("%r is not an nn.Module subclass" % req["className"]), "runtime-error")
+        self.end("import", t0, "pass")
+        # 4. namespace: every name of the copy means what it meant in the original
+        namespace_stage(self, mod, path)
+        want = set(req.get("stages") or STAGES)
+        if "instantiate" not in want and "forward" not in want and "equivalence" not in want:
+            return
+        # 5 + 6. instantiate with candidate arguments, then forward on candidate inputs;
+        # a candidate that constructs but fails forward moves on to the next one
+        self._instantiate_forward(cls, mod, want)
+
+    def _instantiate_forward(self, cls, mod, want):
+        torch, nn = self.torch, self.nn
+        t_inst = self.start("instantiate")
+        # the repository's own constructions of the class (witnesses) first, then the
+        # call sites, configuration tables, defaults and guesses of arg_candidates
+        wits = self._witness_candidates(mod)
+        try:
+            cands, unguessable = arg_candidates(cls, self.req.get("callSites"), mod.__dict__, nn, self.req.get("dataSites"), self._data_namespace)
+        except BaseException as e:  # noqa: BLE001
+            if not wits:
+                self.fail("instantiate", t_inst, e)
+            cands, unguessable = [], None
+        # witnesses with recorded inputs first; those without (the model's forward did not
+        # reach the class) after the candidates of the class's own defaults, call sites
+        # and configuration tables, before the guesses
+        from nnrag_harness.sources import source_of
+        cands = list(cands[:8])
+        with_inputs = [c for c in wits if self._witness[c[0]].get("inputs")]
+        without = [c for c in wits if not self._witness[c[0]].get("inputs")]
+        params0 = ctor_params(cls) or []
+        required0 = any(p.default is inspect.Parameter.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params0)
+        # (a class built from its defaults: its own candidates first, small widths included)
+        k = next((j for j, c in enumerate(cands) if source_of(c[0]) == "guess"), len(cands)) if required0 else len(cands)
+        cands = with_inputs + cands[:k] + without + cands[k:]
+        if not cands:
+            self.fail("instantiate", t_inst, TypeError("cannot guess constructor argument(s): %s" % unguessable), "needs-args")
+        params = ctor_params(cls) or []
+        has_required = any(p.default is inspect.Parameter.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params)
+        inst_errors = []
+        fwd_errors = []
+        model = None
+        fwd_t0 = None
+        forward_started = False
+        attempts = 0
+        i = 0
+        while i < len(cands) and i < 12 + len(wits):
+            label, args, kwargs = cands[i]
+            i += 1
+            torch.manual_seed(0)
+            restore = None
+            try:
+                if label in self._witness:
+                    # built as the harvest built it: pretrained weights are not fetched
+                    from nnrag_harness.harvest import no_downloads
+                    restore = no_downloads(torch)
+                m = cls(*args, **kwargs)
+            except BaseException as e:  # noqa: BLE001
+                cat = self.classifier.classify(e, "instantiate", tb_files(e))
+                # a witness built with a name the copy lacks (a model file naming a layer the
+                # block never needs): the next candidate, not the end
+                if cat in ("memory", "unresolved-name", "missing-extern", "native-extension", "sandbox-denied") and not (cat in ("memory", "unresolved-name") and label in self._witness):
+                    self.fail("instantiate", t_inst, e, cat)
+                if restore is not None:
+                    restore()
+                inst_errors.append((label, args, kwargs, e))
+                if isinstance(e, (TypeError, IndexError, AssertionError, ValueError)) and SEQ_ERR.search(str(e)) and "seq" not in label:
+                    v = seq_variant(args, kwargs, subscript_lengths(cls))
+                    if v is not None:
+                        cands.insert(i, (label + " seq", v[0], v[1]))
+                elif isinstance(e, TypeError) and SCALAR_ERR.search(str(e)) and "scalar" not in label:
+                    v = scalar_variant(args, kwargs)
+                    if v is not None:
+                        cands.insert(i, (label + " scalar", v[0], v[1]))
+                continue
+            if restore is not None:
+                restore()
+            if not isinstance(m, nn.Module):
+                inst_errors.append((label, args, kwargs, TypeError("constructor returned %s" % type(m).__name__)))
+                continue
+            if model is None:
+                # first successful construction: the instantiate stage passes
+                self.end("instantiate", t_inst, "pass", args=self._args_json(args, kwargs))
+            model = m
+            if "forward" not in want and "equivalence" not in want:
+                self.info(model, args, kwargs, None, None, label)
+                return
+            if not forward_started:
+                fwd_t0 = self._fwd_t0 = self.start("forward")
+                forward_started = True
+            witness = self._witness.get(label)
+            ok, res = self._forward(m, kwargs, args, witness)
+            attempts += 1
+            if ok:
+                x, y = res
+                self.rep.send({"ev": "end", "stage": "forward", "status": "pass",
+                               "ms": round((_monotonic() - fwd_t0) * 1000, 3),
+                               "args": self._args_json(args, kwargs)})
+                self.info(m, args, kwargs, x, y, label)
+                if "equivalence" in want or self.req.get("original"):
+                    self._equivalence(cls, args, kwargs, x, witness if self._fwd_kwargs is not None else None, witness)
+                return
+            fwd_errors.append((label, args, kwargs, res))
+            if attempts >= 4 + len(wits):
+                break
+        if model is None:
+            label, args, kwargs, e = inst_errors[0] if inst_errors else (None, [], {}, TypeError("no candidate"))
+            cat = "needs-args" if has_required else self.classifier.classify(e, "instantiate", tb_files(e))
+            if not has_required and cat == "runtime-error" and isinstance(e, TypeError) and re.search(r"argument", str(e)):
+                cat = "needs-args"
+            self.rep.send({"ev": "info", "args": self._args_json(args, kwargs), "tried": len(inst_errors)})
+            self.fail("instantiate", t_inst, e, cat)
+        # every forward attempt failed: prefer an error that is not about shapes
+        best = None
+        for label, args, kwargs, (e, specs) in fwd_errors:
+            cat = self.classifier.classify(e, "forward", tb_files(e))
+            if best is None or (best[1] == "forward-shape" and cat != "forward-shape"):
+                best = (e, cat, args, kwargs, specs)
+        e, cat, args, kwargs, specs = best
+        self.rep.send({"ev": "info", "args": self._args_json(args, kwargs),
+                       "input_shapes": [list(s[1]) for s in specs]})
+        self.fail("forward", fwd_t0, e, cat)
+
+    def _args_json(self, args, kwargs):
+        if args:
+            return {"args": jsonable(list(args)), "kwargs": jsonable(kwargs)}
+        return jsonable(kwargs)
+
+    def _witness_candidates(self, mod):
+        """Witness candidates (nnrag_harness.source_witness) and their witnesses by label."""
+        from nnrag_harness import source_witness
+        self._witness = {}
+        wits = self.req.get("witnesses") or []
+        if not wits:
+            return []
+        resolve = source_witness.copy_resolver(mod.__dict__, self.req.get("witnessRepoTops") or [], self._import_original)
+        src = source_witness.WitnessSource(wits, resolve, self.torch)
+        plans = list(src.plans())
+        self._witness_resolve = resolve
+        if src.skipped:
+            self.rep.send({"ev": "info", "witnessSkipped": src.skipped[:3]})
+        for plan in plans:
+            self._witness[plan.label] = plan.witness
+        return [(plan.label, plan.args, plan.kwargs) for plan in plans]
+
+    def _import_original(self, module):
+        """An original module for a witness value the copy does not define (a module
+        instance or container passed in): the zygote's, else imported from the roots and
+        hidden again from sys.modules (as in the namespace stage), or None."""
+        import importlib
+        import itertools
+        m = _zygote.STASH.get(module)
+        if m is not None or not self.req.get("original"):
+            return m
+        before = len(sys.modules)
+        saved_path = list(sys.path)
+        try:
+            for name, mm in _zygote.STASH.items():
+                sys.modules.setdefault(name, mm)
+            for p in reversed(self.req["original"].get("sysPath") or []):
+                if p not in sys.path:
+                    sys.path.insert(0, p)
+            return importlib.import_module(module)
+        except BaseException:  # noqa: BLE001 - the witness is skipped
+            return None
+        finally:
+            for name in list(itertools.islice(reversed(sys.modules), max(0, len(sys.modules) - before))):
+                del sys.modules[name]
+            sys.path[:] = saved_path
+
+    def _forward(self, model, kwargs, args, witness=None):
+        torch, nn = self.torch, self.nn
+        self._fwd_kwargs = None
+        try:
+            model.eval()
+        except Exception as e:  # noqa: BLE001 - a module the constructor left half made
+            # (an __init__ that never calls nn.Module.__init__ has no _modules): the
+            # block's failure, not the harness's
+            return False, (e, [])
+        if witness is not None and witness.get("inputs"):
+            # the inputs the repository's own model gave this construction
+            from nnrag_harness import source_witness
+            try:
+                a, kw = source_witness.witness_inputs(witness, self._witness_resolve, torch)
+                torch.manual_seed(1)
+                with torch.no_grad():
+                    out = model(*a, **kw)
+                self._fwd_kwargs = kw
+                return True, (a, out)
+            except BaseException as e:  # noqa: BLE001
+                cat = self.classifier.classify(e, "forward", tb_files(e))
+                if cat in ("unresolved-name", "missing-extern", "native-extension", "sandbox-denied"):
+                    self.fail("forward", self._fwd_t0, e, cat)
+                # else: the heuristic inputs below, with the witness's arguments
+        plan = forward_plan(model)
+        widths = [v for v in list(kwargs.values()) + list(args) if isinstance(v, int) and not isinstance(v, bool)]
+        first_err = None
+        hints = {}
+        try:
+            for p in inspect.signature(type(model).__init__).parameters.values():
+                if p.default is not inspect.Parameter.empty:
+                    hints[p.name] = p.default
+        except (TypeError, ValueError):
+            pass
+        hints.update(kwargs)
+        # the image size the block is built for: its argument, its attribute, else its default
+        spatial = 32
+        for k in ("input_resolution", "image_resolution", "img_size", "image_size", "input_size", "resolution"):
+            v = kwargs.get(k, getattr(model, k, hints.get(k)))
+            if isinstance(v, int) and not isinstance(v, bool) and 4 <= v <= 512:
+                spatial = v
+            elif isinstance(v, (tuple, list)) and len(v) == 2 and all(isinstance(i, int) for i in v) and 4 <= v[0] <= 512:
+                spatial = v[0]
+        cands = input_candidates(model, plan, widths, torch, nn, spatial, hints)
+        # then the first candidates again with class-index targets as tensors like the
+        # other inputs (a loss combining its arguments elementwise)
+        alt = targets_as_tensors(plan)
+        cands = [(plan, c) for c in cands] + ([(alt, c) for c in cands[:4]] if alt else [])
+        tried, repairs, repaired_at = set(), 0, set()
+        i = 0
+        while i < len(cands):
+            plan, specs = cands[i]
+            i += 1
+            if repr((plan, specs)) in tried:
+                continue
+            tried.add(repr((plan, specs)))
+            repaired = i - 1 in repaired_at
+            torch.manual_seed(1)
+            try:
+                inputs = make_inputs(specs, plan, torch, model)
+                with torch.no_grad():
+                    out = model(*inputs)
+            except BaseException as e:  # noqa: BLE001
+                cat = self.classifier.classify(e, "forward", tb_files(e))
+                if (repaired or witness is not None) and cat == "memory":
+                    # a repaired input, or a witness's full-size block on a guessed input,
+                    # too large for the limits: just a failed try
+                    if first_err is None:
+                        first_err = (e, specs)
+                    continue
+                if cat in ("memory", "unresolved-name", "missing-extern", "native-extension", "sandbox-denied"):
+                    self.fail("forward", self._fwd_t0, e, cat)
+                if first_err is None or (self.classifier.classify(first_err[0], "forward") == "forward-shape" and cat != "forward-shape"):
+                    first_err = (e, specs)
+                if cat == "forward-shape" and repairs < 4:
+                    fixed = repair_specs(specs, str(e))
+                    if fixed is not None and repr((plan, fixed)) not in tried:
+                        repairs += 1
+                        repaired_at = {j + 1 if j >= i else j for j in repaired_at} | {i}
+                        cands.insert(i, (plan, fixed))  # try the repaired input next
+                continue
+            self._last_inputs = (specs, plan)
+            return True, (inputs, out)
+        if first_err is None:
+            first_err = (RuntimeError("no input candidate for forward"), [])
+        return False, first_err
+
+    def info(self, model, args, kwargs, inputs, out, label=None):
+        from nnrag_harness.sources import source_of
+        torch = self.torch
+        layers = {}
+        for m in model.modules():
+            if m is model:
+                continue
+            n = type(m).__name__
+            layers[n] = layers.get(n, 0) + 1
+        d = {"ev": "info", "args": self._args_json(args, kwargs),
+             "params": int(sum(p.numel() for p in model.parameters())), "layers": layers,
+             "argumentsSource": source_of(label)}
+        if inputs is not None:
+            d["input_shapes"] = shapes_of(inputs, torch)
+            d["output_shapes"] = [list(t.shape) for t in flatten_tensors(out, torch)]
+            try:
+                d["usage"] = usage_snippet(type(model).__name__, args, kwargs, inputs, torch) if not getattr(self, "_fwd_kwargs", None) else None
+            except Exception:  # noqa: BLE001 - a snippet is a convenience, never a failure
+                d["usage"] = None
+        self.rep.send(d)
+
+    def _original_module(self):
+        """The block's original module, imported from its repository (read-only in the
+        sandbox); a zygote has imported it already (see Zygote)."""
+        import importlib
+        orig = self.req.get("original") or {}
+        for name, m in _zygote.STASH.items():
+            sys.modules.setdefault(name, m)
+        for p in reversed(orig.get("sysPath") or []):
+            if p not in sys.path:
+                sys.path.insert(0, p)
+        return importlib.import_module(orig["module"])
+
+    def _data_namespace(self):
+        """The original module's namespace, for plain data the copy cannot compute (a
+        helper it does not need builds a call site's drop-path rates); None without one.
+        Imported on first use only (a child outside a zygote would import the repository)."""
+        if not self._data_ns_tried:
+            self._data_ns_tried = True
+            if self.req.get("original"):
+                try:
+                    self._data_ns = self._original_module().__dict__
+                except BaseException:  # noqa: BLE001
+                    pass
+        return self._data_ns
+
+    def _equivalence(self, cls, args, kwargs, inputs, input_witness=None, arg_witness=None):
+        torch = self.torch
+        orig = self.req.get("original")
+        t0 = self.start("equivalence")
+        double_cpu_budget()
+        if not orig:
+            self.end("equivalence", t0, "skip", reason="no original module given")
+            return
+        try:
+            om = self._original_module()
+            ocls = getattr(om, orig["className"])
+        except BaseException as e:  # noqa: BLE001
+            self.end("equivalence", t0, "skip", reason="original does not import: " + fmt_error(e))
+            return
+        # the same argument values, with the copy's classes and functions swapped for the
+        # original's (partial(ConvNormAct, padding=0) of the original module)
+        try:
+            oargs, okwargs = to_original(list(args), om), to_original(dict(kwargs), om)
+        except Exception:  # noqa: BLE001
+            oargs, okwargs = args, kwargs
+        from nnrag_harness import source_witness as sources
+        orig_resolve = sources.original_resolver()
+        if arg_witness is not None:
+            # a witness: the original gets the recorded values decoded with its own names
+            try:
+                _, oargs, okwargs, _ = sources.witness_candidates([arg_witness], orig_resolve, torch)[0][0]
+            except BaseException as e:  # noqa: BLE001
+                self.end("equivalence", t0, "skip", reason="witness does not rebuild for the original: " + fmt_error(e))
+                return
+            # and the copy a fresh build of its own (nested modules not shared)
+            try:
+                _, args, kwargs, _ = sources.witness_candidates([arg_witness], self._witness_resolve, torch)[0][0]
+            except BaseException:  # noqa: BLE001
+                pass
+
+        def call(model, resolve):
+            if input_witness is not None:
+                a_, kw_ = sources.witness_inputs(input_witness, resolve, torch)
+                seed_all(torch, 1)
+                return model(*a_, **kw_)
+            seed_all(torch, 1)
+            return model(*fresh_inputs(inputs, torch))
+        def build(ctor, a_, kw_):
+            # seeded; a witness's nested modules are built as the harvest built them,
+            # without fetching pretrained weights
+            seed_all(torch, 0)
+            restore = None
+            if arg_witness is not None:
+                from nnrag_harness.harvest import no_downloads
+                restore = no_downloads(torch)
+            try:
+                return ctor(*a_, **kw_)
+            finally:
+                if restore is not None:
+                    restore()
+        try:
+            a = build(ocls, oargs, okwargs)
+        except BaseException as e:  # noqa: BLE001
+            self.end("equivalence", t0, "skip", reason="original does not instantiate with the same arguments: " + fmt_error(e))
+            return
+        try:
+            b = build(cls, args, kwargs)
+            b.load_state_dict(a.state_dict(), strict=True)
+        except BaseException as e:  # noqa: BLE001
+            if self.classifier.classify(e, "equivalence") == "memory":
+                self.end("equivalence", t0, "fail", reason="memory limit while building the copy: " + fmt_error(e),
+                         category="memory", error=fmt_error(e))
+                return
+            self.end("equivalence", t0, "fail", reason="state_dict does not load strictly: " + fmt_error(e),
+                     category="not-equivalent", error=fmt_error(e))
+            return
+        a.eval()
+        b.eval()
+        try:
+            with torch.no_grad():
+                ya = flatten_tensors(call(a, orig_resolve), torch)
+        except BaseException as e:  # noqa: BLE001
+            self.end("equivalence", t0, "skip", reason="original forward failed: " + fmt_error(e))
+            return
+        try:
+            with torch.no_grad():
+                yb = flatten_tensors(call(b, getattr(self, "_witness_resolve", None)), torch)
+        except BaseException as e:  # noqa: BLE001
+            mem = self.classifier.classify(e, "equivalence") == "memory"
+            self.end("equivalence", t0, "fail", reason=("memory limit in the copy's forward: " if mem else "extracted forward failed: ") + fmt_error(e),
+                     category="memory" if mem else "not-equivalent", error=fmt_error(e))
+            return
+        if len(ya) != len(yb) or any(list(x.shape) != list(y.shape) for x, y in zip(ya, yb)):
+            r = "outputs differ in structure: %s vs %s" % ([list(t.shape) for t in ya], [list(t.shape) for t in yb])
+            self.end("equivalence", t0, "fail", reason=r, category="not-equivalent", error=r)
+            return
+        maxdiff = 0.0
+        ok = True
+        for x, y in zip(ya, yb):
+            if x.dtype != y.dtype:
+                ok = False
+                continue
+            if x.numel() == 0:
+                continue
+            if x.is_floating_point() or x.is_complex():
+                diff = (x.double() - y.double()).abs()
+                nan_mismatch = bool((x.isnan() != y.isnan()).any())
+                m = float(diff[~diff.isnan()].max()) if bool((~diff.isnan()).any()) else 0.0
+                maxdiff = max(maxdiff, m)
+                if nan_mismatch or not torch.allclose(x, y, rtol=1e-5, atol=1e-6, equal_nan=True):
+                    ok = False
+            elif not torch.equal(x, y):
+                ok = False
+                maxdiff = max(maxdiff, float((x.double() - y.double()).abs().max()))
+        if ok:
+            self.end("equivalence", t0, "pass", maxAbsDiff=maxdiff)
+        else:
+            r = "outputs differ (max abs diff %.3g)" % maxdiff
+            self.end("equivalence", t0, "fail", reason=r, maxAbsDiff=maxdiff, category="not-equivalent", error=r)
+
+
+def namespace_stage(st, mod, path):
+    """The namespace stage: every top-level name of the copy that came from the original
+    corpus must denote what it denotes in the original modules (req["namespace"]: the
+    names with their origins `[module, attribute]`, and the copied statements' lines
+    `[first, last, module, original first, original last]`). A module is the same by
+    `__name__`; a class or function by qualified name and by where it is defined (the
+    copy's line, mapped through the copied statements, must fall in the original's
+    statement that defines the original object); immutable plain data by value; anything
+    else (mutable containers that other code may fill, instances) by type, its class
+    compared the same way. Objects shared by both (extern imports) are the same object.
+    Runs only where the original imports; a mismatch fails the stage as `rebound-name`,
+    the later stages still run."""
+    req = st.req
+    ns = req.get("namespace")
+    if not ns:
+        return
+    t0 = st.start("namespace")
+    if not req.get("original"):
+        r = "no original module given"
+        st.end("namespace", t0, "skip", reason=r, namespace={"checked": 0, "reason": r})
+        return
+    # sys.modules keeps insertion order: what the stage adds is its tail. (A copy of the
+    # whole dict would touch every key, and in a fork of the zygote every touched page is
+    # copied: ~15 ms for timm's 1500 modules, against ~0.3 ms for the check itself.)
+    if _zygote.IN_ZYGOTE and req["original"].get("module") not in _zygote.STASH:
+        r = "original does not import: the repository's zygote did not import %s" % req["original"].get("module")
+        st.end("namespace", t0, "skip", reason=r, namespace={"checked": 0, "reason": r})
+        return
+    before = len(sys.modules)
+    saved_path = list(sys.path)
+    try:
+        try:
+            st._original_module()
+        except BaseException as e:  # noqa: BLE001
+            r = "original does not import: " + fmt_error(e)
+            st.end("namespace", t0, "skip", reason=r, namespace={"checked": 0, "reason": r})
+            return
+        namespace_check(st, t0, mod, path, ns)
+    finally:
+        # the original's modules are hidden again while the candidate runs (see STASH)
+        import itertools
+        for name in list(itertools.islice(reversed(sys.modules), max(0, len(sys.modules) - before))):
+            del sys.modules[name]
+        sys.path[:] = saved_path

@@ -1,0 +1,515 @@
+# The long-lived worker of the validation harness (harness.py --worker): the protocol
+# with its parent (Channel: nonce-framed requests, answers carrying the nonce), and the
+# Worker, which forks a child per request (or hands it to a repository's zygote),
+# enforces the wall-clock deadline, kills and reaps what the child left and classifies
+# how it ended.
+import gc
+import os
+import select
+import signal
+import sys
+import tempfile
+import time
+import traceback
+
+from nnrag_harness import stages as _stages, zygote as _zygote
+from nnrag_harness.procs import _dumps, _loads, _exit, _monotonic, mount_points, sweep_dir, remove_tree, read_tail, vm_size_kb, count_my_tasks, set_subreaper, set_undumpable, descendants, reap_except, kill_group
+
+
+NONCE_LEN = 32
+MADV_WIPEONFORK = 18  # <linux/mman.h>, Linux 4.14; not exported by the mmap module
+
+
+class Channel(object):
+    """A worker's end of the protocol with its parent (pool.ts; a worker for its
+    zygotes). Requests arrive framed as NONCE (32 hex characters) + payload length
+    (8 hex digits) + JSON, read unbuffered; every progress and result line answers with
+    the nonce of its request and the parent accepts no line without it, so a line
+    written by anyone else cannot answer for any request. The nonce is read straight into
+    a private page the kernel wipes in forked children (MADV_WIPEONFORK), so no candidate
+    ever holds the nonce of its own request, and a finished request's nonce is dead."""
+
+    def __init__(self, rfd, wfd):
+        import mmap
+        self.rfd, self.wfd = rfd, wfd
+        self.page = mmap.mmap(-1, mmap.PAGESIZE, flags=mmap.MAP_PRIVATE)
+        try:
+            self.page.madvise(MADV_WIPEONFORK)
+        except (AttributeError, OSError, ValueError):
+            pass  # kernel before 4.14: a child sees its own request's nonce, no other
+        self.nonce = memoryview(self.page)[:NONCE_LEN]
+
+    def _fill(self, view):
+        got = 0
+        while got < len(view):
+            try:
+                n = os.readv(self.rfd, [view[got:]])
+            except InterruptedError:
+                continue
+            if n == 0:
+                return False
+            got += n
+        return True
+
+    def read(self):
+        """The next request (a dict; {} when unreadable), or None at the end of input."""
+        head = bytearray(8)
+        if not self._fill(self.nonce) or not self._fill(memoryview(head)):
+            return None
+        try:
+            n = int(head.decode("ascii"), 16)
+        except ValueError:
+            return None
+        data = bytearray(n)
+        if not self._fill(memoryview(data)):
+            return None
+        try:
+            msg = _loads(data.decode("utf-8", "replace"))
+        except ValueError:
+            return {}
+        return msg if isinstance(msg, dict) else {}
+
+    def send(self, obj):
+        obj.pop("nonce", None)
+        body = _dumps(obj, default=repr).encode("utf-8", "replace")
+        if obj.get("type") in ("progress", "result") and body.startswith(b"{"):
+            parts = [b'{"nonce":"', self.nonce, b'",' + body[1:] + b"\n"]
+        else:
+            parts = [body + b"\n"]
+        while parts:
+            try:
+                n = os.writev(self.wfd, parts)
+            except InterruptedError:
+                continue
+            while parts and n >= len(parts[0]):
+                n -= len(parts[0])
+                parts.pop(0)
+            if parts and n:
+                parts[0] = memoryview(parts[0])[n:]
+
+    def close(self):
+        for fd in (self.rfd, self.wfd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def frame(nonce, msg):
+    """A request as Channel.read expects it (used towards a zygote)."""
+    data = _dumps(msg).encode("utf-8")
+    return nonce + ("%08x" % len(data)).encode("ascii") + data
+
+
+class Worker:
+    def __init__(self, cfg, proto):
+        self.cfg = cfg
+        self.proto = proto  # a Channel
+        self.scratch_root = cfg.get("scratch") or "/tmp"
+        self.masked = cfg.get("masked") or []
+        self.seq = 0
+        self.me = os.getpid()
+        # kill(-1) is only safe when this worker is alone in a pid namespace made for it
+        # (bwrap: init is pid 1, the worker pid 2); never without the sandbox
+        self.pidns = bool(cfg.get("pidns")) and self.me <= 3
+        self.zygotes = {}
+        self.failed_zygotes = set()
+        self.zygote_ok = not cfg.get("no_zygotes")
+        self.extra_close = []
+        self._eq_start = None  # when the running child's equivalence stage started (collect)
+        self.discard = False  # set when a candidate left state this worker cannot remove
+
+    def send(self, obj):
+        self.proto.send(obj)
+
+    def limits(self, vm_kb):
+        lim = dict(self.cfg.get("limits") or {})
+        mem_mb = lim.pop("memory_mb", 2048)
+        # address space = what the worker already maps (interpreter + torch) + the budget
+        lim["as_bytes"] = int(vm_kb * 1024 + mem_mb * 1024 * 1024)
+        lim["nproc"] = count_my_tasks() + int(lim.pop("max_procs", 64))
+        lim["fsize_bytes"] = int(lim.pop("file_size_mb", 64)) * 1024 * 1024
+        return lim
+
+    def run(self):
+        t0 = _monotonic()
+        import torch  # noqa: F401 - imported once; every child inherits it through fork
+        try:
+            torch.set_num_threads(1)
+        except Exception:  # noqa: BLE001
+            pass
+        self.vm_kb = vm_size_kb()
+        self.lim = self.limits(self.vm_kb)
+        set_subreaper()
+        set_undumpable()
+        gc.collect()
+        if hasattr(gc, "freeze"):
+            gc.freeze()  # fewer copy-on-write pages after fork
+        self.send({"type": "ready", "torch": torch.__version__, "python": "%d.%d.%d" % sys.version_info[:3],
+                   "executable": sys.executable, "pid": os.getpid(), "vm_kb": self.vm_kb,
+                   "limits": self.lim, "import_ms": round((_monotonic() - t0) * 1000, 1)})
+        self.serve()
+
+    def serve(self):
+        while True:
+            msg = self.proto.read()
+            if msg is None or msg.get("type") == "exit":
+                break
+            if msg.get("type") == "validate":
+                res = self.route(msg)
+                self.send(res)
+                if self.discard:
+                    # something a candidate left could not be removed: end this worker
+                    # (pool.ts starts a fresh sandbox) instead of running the next one
+                    break
+
+    def route(self, msg):
+        """Requests with an original module run in a zygote that has imported the
+        original repository once (see Zygote); the others fork from this worker."""
+        req = msg.get("req") or {}
+        orig = req.get("original")
+        if self.zygote_ok and orig and orig.get("module") and orig.get("sysPath"):
+            key = (tuple(orig["sysPath"]), orig["module"].split(".")[0])
+            if key not in self.failed_zygotes:
+                z = self.zygotes.get(key)
+                if z is None or not z.alive():
+                    z = self.new_zygote(key, orig)
+                elif z.modules is not None and orig["module"] != z.module and orig["module"] not in z.modules:
+                    # the zygote imported a sibling module that does not import this
+                    # one: its candidate imports the original in its own child
+                    z = None
+                    res = self.validate(msg)
+                    self.sweep()
+                    return res
+                if z is not None:
+                    res = z.ask(self, msg)
+                    if res is not None:
+                        # orphans re-parented to this worker die too, and a zygote that
+                        # kept a thread or process of anything it ran is not used again
+                        self.cleanup(None)
+                        if not z.unchanged():
+                            self.drop_zygote(key)
+                        self.sweep()
+                        return res
+                    self.drop_zygote(key)
+                    self.cleanup(None)
+                    self.sweep()
+                    if not z.clean:
+                        # the repository's import left a thread running in the zygote:
+                        # its requests import the original in their own child instead
+                        self.failed_zygotes.add(key)
+                        return self.validate(msg)
+                    # the zygote died or hung: forget it, clean up its orphans, report
+                    if z.never_answered:
+                        self.failed_zygotes.add(key)
+                    return z.failure(msg)
+        res = self.validate(msg)
+        self.sweep()
+        return res
+
+    def sweep(self):
+        """Between candidates, empty the sandbox's writable places (/tmp, /dev/shm: each
+        a size-limited tmpfs of this sandbox alone), so nothing a candidate wrote there
+        reaches the next one. Without the sandbox only the candidate's own scratch folder
+        is removed (validate). What cannot be removed discards this worker."""
+        if not self.pidns:
+            return
+        # what bubblewrap mounted below them stays: a repository root or an interpreter
+        # prefix that lives under /tmp is bound on top of the scratch tmpfs, read-only
+        keep = mount_points()
+        for d in (self.scratch_root, "/dev/shm"):
+            try:
+                os.chmod(d, 0o700)  # a candidate may have taken its owner's write permission
+            except OSError:
+                continue
+            if not sweep_dir(d, keep):
+                self.discard = True
+
+    def new_zygote(self, key, orig):
+        while len(self.zygotes) >= _zygote.MAX_ZYGOTES:
+            self.drop_zygote(next(iter(self.zygotes)))
+        try:
+            z = _zygote.Zygote(self, list(orig["sysPath"]), orig["module"])
+        except OSError:
+            return None
+        self.zygotes[key] = z
+        return z
+
+    def drop_zygote(self, key):
+        z = self.zygotes.pop(key, None)
+        if z is not None:
+            z.kill()
+
+    def validate(self, msg):
+        rid = msg.get("rid")
+        req = msg.get("req") or {}
+        timeout = max(0.05, float(req.get("timeoutMs") or self.cfg.get("timeout_ms") or 20000) / 1000.0)
+        self.seq += 1
+        # an unpredictable name, created exclusively (mode 0700): nothing a candidate
+        # left can stand in for the next one's scratch
+        scratch = tempfile.mkdtemp(prefix="nnrag-", dir=self.scratch_root)
+        t0 = _monotonic()
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.close(r)
+                self.proto.close()
+                # no way for a candidate to reach a zygote's pipes or this zygote's requests
+                for z in self.zygotes.values():
+                    z.close_fds()
+                for fd in self.extra_close:
+                    try:
+                        os.close(fd)
+                    except OSError:
+                        pass
+                _stages.child_main(req, scratch, w, self.lim, self.masked)
+            except BaseException:  # noqa: BLE001
+                try:
+                    os.write(w, (_dumps({"ev": "harness-error", "error": traceback.format_exc()[-2000:]}) + "\n").encode())
+                except BaseException:  # noqa: BLE001
+                    pass
+            _exit(0)
+        os.close(w)
+        buf, timed_out, overflow, status = self.collect(pid, r, t0 + timeout, rid, timeout)
+        if status is None:
+            try:
+                _, status = os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+        strays = self.cleanup(pid)
+        # drain whatever is still in the pipe, without waiting for stray holders of it
+        try:
+            os.set_blocking(r, False)
+            while len(buf) < _stages.MAX_PIPE_BYTES:
+                chunk = os.read(r, 65536)
+                if not chunk:
+                    break
+                buf += chunk
+        except (BlockingIOError, OSError):
+            pass
+        os.close(r)
+        strays += self.cleanup(pid)
+        elapsed = (_monotonic() - t0) * 1000
+        out_tail = read_tail(os.path.join(scratch, "output.log"))
+        remove_tree(scratch)
+        events = []
+        for ln in buf.split(b"\n"):
+            if not ln.strip():
+                continue
+            try:
+                events.append(_loads(ln.decode("utf-8", "replace")))
+            except ValueError:
+                continue
+        return self.assemble(rid, req, events, status, timed_out, overflow, elapsed, timeout, strays, out_tail)
+
+    def cleanup(self, child_pid):
+        """Kill and reap every process the candidate left behind. Inside the sandbox's
+        own pid namespace kill(-1) reaches all of them at once (everything but this
+        worker and the namespace's init), which also stops a fork bomb that forks
+        while we kill; without a sandbox only the candidate's process group and this
+        worker's descendants are signalled. Returns how many were still alive."""
+        me = os.getpid()
+        keep = {z.pid for z in self.zygotes.values()}
+        left = [p for p, st in descendants(me, keep) if st != "Z"]
+        strays = len(left)
+        for _ in range(500):
+            if self.pidns and not keep:
+                try:
+                    os.kill(-1, signal.SIGKILL)
+                except OSError:
+                    pass
+            else:
+                if child_pid:
+                    kill_group(child_pid)
+                for p in left:
+                    try:
+                        os.kill(p, signal.SIGKILL)
+                    except OSError:
+                        pass
+            reap_except(keep)
+            rest = descendants(me, keep)
+            if not rest:
+                break
+            left = [p for p, st in rest if st != "Z"]
+            time.sleep(0.001)
+        return strays
+
+    def forward_progress(self, rid, buf, pos):
+        """Relay stage start/end events to the TS side as they arrive, so that if this
+        worker itself is killed the request is still attributed to its running stage."""
+        while True:
+            nl = buf.find(b"\n", pos)
+            if nl < 0:
+                return pos
+            line = buf[pos:nl]
+            pos = nl + 1
+            try:
+                ev = _loads(line.decode("utf-8", "replace"))
+            except ValueError:
+                continue
+            if isinstance(ev, dict) and ev.get("ev") == "done":
+                self._done = True
+            if isinstance(ev, dict) and ev.get("ev") == "start" and ev.get("stage") == "equivalence" and self._eq_start is None:
+                self._eq_start = _monotonic()
+            if isinstance(ev, dict) and ev.get("ev") in ("start", "end") and ev.get("stage") in _stages.STAGES:
+                self.send({"type": "progress", "rid": rid, "ev": ev["ev"], "stage": ev["stage"],
+                           "status": ev.get("status")})
+
+    def collect(self, pid, r, deadline, rid=None, eq_timeout=None):
+        """Read the child's reports until it exits, the deadline passes (kill) or it
+        floods the pipe (kill). Returns (bytes, timed_out, overflow, status or None).
+        The equivalence stage, which builds and runs two copies, gets a wall-clock budget
+        of its own (`eq_timeout` from its start, once)."""
+        buf = b""
+        self._eq_start = None
+        extended = False
+        timed_out = False
+        overflow = False
+        status = None
+        pidfd = None
+        if hasattr(os, "pidfd_open"):
+            try:
+                pidfd = os.pidfd_open(pid)
+            except OSError:
+                pidfd = None
+        r_open = True
+        pos = 0
+        self._done = False
+        try:
+            while True:
+                if self._eq_start is not None and not extended and eq_timeout:
+                    extended = True
+                    deadline = max(deadline, self._eq_start + eq_timeout)
+                left = deadline - _monotonic()
+                if left <= 0:
+                    timed_out = True
+                    kill_group(pid)
+                    break
+                watch = ([r] if r_open else []) + ([pidfd] if pidfd is not None else [])
+                if pidfd is None:
+                    done, st = os.waitpid(pid, os.WNOHANG)
+                    if done:
+                        status = st
+                        break
+                    wait = min(left, 0.002 if not r_open else 0.05)
+                else:
+                    wait = min(left, 0.5)
+                ready = select.select(watch, [], [], wait)[0] if watch else time.sleep(wait) or []
+                if r_open and r in ready:
+                    chunk = os.read(r, 65536)
+                    if not chunk:
+                        r_open = False
+                    else:
+                        buf += chunk
+                        pos = self.forward_progress(rid, buf, pos)
+                        if self._done:
+                            # the child has reported everything: do not wait for its
+                            # exit (slow under a fork bomb), end it and its group now
+                            kill_group(pid)
+                            break
+                        if len(buf) > _stages.MAX_PIPE_BYTES:
+                            overflow = True
+                            kill_group(pid)
+                            break
+                if pidfd is not None and pidfd in ready:
+                    break
+        finally:
+            if pidfd is not None:
+                os.close(pidfd)
+        return buf, timed_out, overflow, status
+
+    def assemble(self, rid, req, events, status, timed_out, overflow, elapsed, timeout, strays, out_tail):
+        stages = {s: "skip" for s in _stages.STAGES}
+        timings = {}
+        res = {"type": "result", "rid": rid, "stages": stages, "timings": timings, "category": None,
+               "error": None, "stage": None, "args": None, "input_shapes": None, "output_shapes": None,
+               "params": None, "ms": round(elapsed, 3)}
+        current = None
+        done = False
+        equivalence = None
+        harness_error = None
+        for ev in events:
+            k = ev.get("ev")
+            if k == "start" and ev.get("stage") in stages:
+                current = ev["stage"]
+            elif k == "end" and ev.get("stage") in stages:
+                st = ev["stage"]
+                stages[st] = ev.get("status", "fail")
+                if "ms" in ev:
+                    timings[st] = ev["ms"]
+                if ev.get("args") is not None:
+                    res["args"] = ev["args"]
+                if st == "namespace" and isinstance(ev.get("namespace"), dict):
+                    res["namespace"] = dict(ev["namespace"], status=ev.get("status"))
+                if st == "equivalence":
+                    equivalence = {"status": ev.get("status")}
+                    if ev.get("reason"):
+                        equivalence["reason"] = ev["reason"]
+                    if ev.get("maxAbsDiff") is not None:
+                        equivalence["maxAbsDiff"] = ev["maxAbsDiff"]
+                if ev.get("status") == "fail" and res["stage"] is None:
+                    res["stage"] = st
+                    res["category"] = ev.get("category") or "runtime-error"
+                    res["error"] = ev.get("error")
+                    if ev.get("traceback"):
+                        res["traceback"] = ev["traceback"]
+                current = None
+            elif k == "info":
+                for key in ("args", "input_shapes", "output_shapes", "params", "layers", "usage", "argumentsSource", "witnessSkipped"):
+                    if key in ev and ev[key] is not None:
+                        res[key] = ev[key]
+            elif k == "harvest":
+                res["harvest"] = ev.get("result")
+            elif k == "done":
+                done = True
+            elif k == "harness-error":
+                harness_error = ev.get("error")
+        if equivalence is not None:
+            res["equivalence"] = equivalence
+        if not done and res["stage"] is None:
+            # the child did not finish: attribute the ending to the running stage
+            st = current or next((s for s in _stages.STAGES if stages[s] == "skip"), "import")
+            stages[st] = "fail"
+            res["stage"] = st
+            if timed_out:
+                res["category"] = "timeout"
+                res["error"] = "wall-clock timeout after %d ms" % int(timeout * 1000)
+            elif overflow:
+                res["category"] = "crash"
+                res["error"] = "candidate flooded the report pipe"
+            elif status is not None and os.WIFSIGNALED(status):
+                sig = os.WTERMSIG(status)
+                name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
+                if sig == signal.SIGXCPU:
+                    res["category"] = "timeout"
+                    res["error"] = "CPU time limit exceeded (SIGXCPU)"
+                elif sig == signal.SIGXFSZ:
+                    res["category"] = "sandbox-denied"
+                    res["error"] = "file size limit exceeded (SIGXFSZ)"
+                else:
+                    res["category"] = "crash"
+                    res["error"] = "process killed by %s" % name
+            elif harness_error:
+                res["category"] = "crash"
+                res["error"] = "harness error: " + harness_error
+            else:
+                code = os.WEXITSTATUS(status) if status is not None and os.WIFEXITED(status) else None
+                res["category"] = "crash"
+                res["error"] = "process exited with status %s during %s" % (code, st)
+            if out_tail:
+                res["output"] = out_tail
+            if st == "equivalence" and res["category"] == "timeout":
+                # Running the original as well did not fit the time: that decides nothing
+                # about the copy (every stage it needs passed), so equivalence is skipped
+                # with the reason, not failed.
+                stages[st] = "skip"
+                res["equivalence"] = {"status": "skip", "reason": "not decided: " + res["error"]}
+                res["stage"] = res["category"] = res["error"] = None
+                res.pop("output", None)
+            elif st == "equivalence" and equivalence is None:
+                res["equivalence"] = {"status": "fail", "reason": res["error"]}
+        if strays:
+            res["strays_killed"] = strays
+
+        return res

@@ -1,0 +1,275 @@
+# Per-repository zygotes of the validation harness (harness.py): a fork of the worker that
+# imports the original repository once (zygote_main) and forks that repository's
+# candidates, its modules hidden from sys.modules while a candidate runs (STASH); the
+# worker's handle on one (Zygote).
+import gc
+import os
+import select
+import signal
+import sys
+
+from nnrag_harness import stages as _stages, worker as _worker
+from nnrag_harness.procs import _loads, _exit, _monotonic, enter_work_dir, vm_size_kb, count_threads, kill_descendants, _libc, set_subreaper, set_undumpable, descendants
+
+
+MAX_ZYGOTES = 3
+ZYGOTE_UNCLEAN = 75  # exit status of a zygote whose import left a thread running
+# Modules of an original repository imported by a zygote, hidden from sys.modules while
+# a candidate imports, instantiates and runs (so `import timm` in a candidate still fails
+# when timm is not installed) and put back for the equivalence stage.
+STASH = {}
+# Set in a zygote (the module it imported): its candidates know which original modules
+# imported there without trying again (a failing import can take seconds).
+IN_ZYGOTE = []
+
+
+def zygote_main(cfg, roots, module, req_fd, res_fd):
+    """A forked copy of the worker that imports the original repository once; the
+    candidates of that repository fork from here, so equivalence does not re-import
+    the repository for every block. The repository's import-time code runs here, in the
+    same sandbox, never in the worker that serves other repositories."""
+    try:
+        _libc().prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: die with the worker
+    except Exception:  # noqa: BLE001
+        pass
+    try:
+        os.setpgid(0, 0)
+    except OSError:
+        pass
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(devnull, 1)
+    # processes the import starts, double-forked or not, come back to this zygote
+    set_subreaper()
+    handlers = {}
+    for sig in signal.valid_signals() if hasattr(signal, "valid_signals") else ():
+        try:
+            handlers[sig] = signal.getsignal(sig)
+        except (OSError, ValueError):
+            pass
+    import importlib
+    for p in reversed(roots):
+        if p not in sys.path:
+            sys.path.insert(0, p)
+    sys.dont_write_bytecode = True
+    try:
+        enter_work_dir(cfg.get("scratch") or "/tmp", fresh=False)
+    except OSError:
+        pass
+    IN_ZYGOTE.append(module)
+    try:
+        importlib.import_module(module)
+    except BaseException:  # noqa: BLE001 - the equivalence stage reports it
+        pass
+    prefixes = [r.rstrip("/") + "/" for r in roots]
+    for name, m in list(sys.modules.items()):
+        # sys.modules may hold objects that are not modules (torch.classes namespaces
+        # under torch 2.6: their __path__ is not a list of folders)
+        try:
+            f = getattr(m, "__file__", None) or ""
+            paths = [str(x) for x in (getattr(m, "__path__", None) or [])]
+        except Exception:  # noqa: BLE001
+            continue
+        if not isinstance(f, str):
+            continue
+        if any(f.startswith(pr) for pr in prefixes) or any(x.startswith(pr) for x in paths for pr in prefixes):
+            STASH[name] = sys.modules.pop(name)
+    for p in roots:
+        while p in sys.path:
+            sys.path.remove(p)
+    importlib.invalidate_caches()
+    # nothing of the import may act later, between or inside other blocks' runs: its
+    # processes (daemons) are killed, signal handlers it set are put back, the zygote is
+    # made non-dumpable again (candidates cannot open its /proc/PID/fd or memory), and a
+    # zygote left with a thread is reported unclean and not used (see Worker.route)
+    for sig, h in handlers.items():
+        try:
+            if signal.getsignal(sig) is not h:
+                signal.signal(sig, h)
+        except (OSError, ValueError, TypeError):
+            pass
+    set_undumpable()
+    kill_descendants(os.getpid())
+    threads = count_threads(os.getpid())
+    zcfg = dict(cfg)
+    zcfg["pidns"] = False
+    zcfg["no_zygotes"] = True
+    w = _worker.Worker(zcfg, _worker.Channel(req_fd, res_fd))
+    w.vm_kb = vm_size_kb()
+    w.lim = w.limits(w.vm_kb)
+    gc.collect()
+    if hasattr(gc, "freeze"):
+        gc.freeze()
+    w.extra_close = [req_fd]
+    if threads != 1:
+        # said by the exit status: a thread of the import may be writing into the pipe
+        _exit(ZYGOTE_UNCLEAN)
+    # the original modules this zygote holds: a request whose original module is not
+    # among them (a sibling module the package's __init__ does not import) is validated
+    # outside the zygote, where its original is imported for it (Worker.route)
+    w.send({"type": "zygote-ready", "threads": threads, "modules": sorted(STASH)})
+    w.serve()
+
+
+class Zygote:
+    def __init__(self, worker, roots, module):
+        req_r, req_w = os.pipe()
+        res_r, res_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.close(req_w)
+                os.close(res_r)
+                for z in worker.zygotes.values():
+                    z.close_fds()
+                worker.proto.close()
+                zygote_main(worker.cfg, roots, module, req_r, res_w)
+            except BaseException:  # noqa: BLE001
+                pass
+            _exit(0)
+        os.close(req_r)
+        os.close(res_w)
+        self.pid = pid
+        self.w = req_w
+        self.r = res_r
+        self.buf = b""
+        self.never_answered = True
+        self.progress = {}
+        self.running = None
+        self.clean = True
+        self.reaped = False
+        self.threads = None  # after its import (zygote-ready)
+        self.module = module
+        self.modules = None  # the original modules it imported (zygote-ready)
+
+    def unchanged(self):
+        """Still as it was when it became ready: alive, the same threads, no process
+        left below it (its own cleanup runs after each candidate)."""
+        if not self.alive() or self.threads is None or count_threads(self.pid) != self.threads:
+            return False
+        return not [p for p, st in descendants(self.pid) if st != "Z"]
+
+    def close_fds(self):
+        for fd in (self.w, self.r):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def alive(self):
+        if self.reaped:
+            return False
+        try:
+            done, _ = os.waitpid(self.pid, os.WNOHANG)
+        except ChildProcessError:
+            done = self.pid
+        self.reaped = done != 0
+        return done == 0
+
+    def kill(self):
+        if self.reaped:
+            # its pid may already name another process: what it left is the worker's
+            # (its subreaper) to clean up
+            self.close_fds()
+            return
+        for p, _ in descendants(self.pid):
+            try:
+                os.kill(p, signal.SIGKILL)
+            except OSError:
+                pass
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        try:
+            os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            pass
+        self.close_fds()
+
+    def ask(self, worker, msg):
+        """Send one request; relay its progress lines; return its result, or None when
+        the zygote died or did not answer in time (its first answer may include the
+        repository import)."""
+        rid = msg.get("rid")
+        req = msg.get("req") or {}
+        timeout = max(0.05, float(req.get("timeoutMs") or worker.cfg.get("timeout_ms") or 20000) / 1000.0)
+        # the first answer includes the repository import; stay inside the TS watchdog
+        # (request timeout + 10 s)
+        deadline = _monotonic() + timeout + (8.0 if self.never_answered else 5.0)
+        self.progress = {}
+        self.running = None
+        # a fresh token for this request: the zygote answers with it, lines without it
+        # (left in the pipe, or written for another request) are ignored
+        token = os.urandom(_worker.NONCE_LEN // 2).hex()
+        self.buf = b""
+        try:
+            data = _worker.frame(token.encode("ascii"), {"type": "validate", "rid": rid, "req": req})
+            while data:
+                n = os.write(self.w, data)
+                data = data[n:]
+        except OSError:
+            return None
+        while True:
+            nl = self.buf.find(b"\n")
+            while nl >= 0:
+                line = self.buf[:nl]
+                self.buf = self.buf[nl + 1:]
+                try:
+                    obj = _loads(line.decode("utf-8", "replace"))
+                except ValueError:
+                    obj = None
+                if isinstance(obj, dict):
+                    t = obj.get("type")
+                    if t == "zygote-ready" and self.threads is None:
+                        self.threads = obj.get("threads")
+                        self.modules = frozenset(obj.get("modules") or ())
+                    elif obj.get("nonce") != token:
+                        pass
+                    elif t == "progress" and obj.get("rid") == rid:
+                        if obj.get("ev") == "start":
+                            self.running = obj.get("stage")
+                            if obj.get("stage") == "equivalence":
+                                # the zygote's child has an equivalence budget of its own
+                                deadline = max(deadline, _monotonic() + timeout + 5.0)
+                        else:
+                            self.progress[obj.get("stage")] = obj.get("status")
+                            self.running = None
+                        worker.send(obj)
+                    elif t == "result" and obj.get("rid") == rid:
+                        self.never_answered = False
+                        return obj
+                nl = self.buf.find(b"\n")
+            left = deadline - _monotonic()
+            if left <= 0:
+                self.timed_out = True
+                return None
+            ready = select.select([self.r], [], [], min(left, 0.5))[0]
+            if ready:
+                chunk = os.read(self.r, 65536)
+                if not chunk:
+                    self.ended()
+                    return None
+                self.buf += chunk
+
+    def ended(self):
+        """The zygote closed its pipe: collect how it ended (unclean import or death)."""
+        try:
+            pid, status = os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            return
+        self.reaped = True
+        if pid and os.WIFEXITED(status) and os.WEXITSTATUS(status) == ZYGOTE_UNCLEAN:
+            self.clean = False
+
+    def failure(self, msg):
+        stages = {s: self.progress.get(s, "skip") for s in _stages.STAGES}
+        st = self.running or next((s for s in _stages.STAGES if stages[s] == "skip"), "import")
+        stages[st] = "fail"
+        hung = getattr(self, "timed_out", False)
+        return {"type": "result", "rid": msg.get("rid"), "stages": stages, "timings": {},
+                "category": "timeout" if hung else "crash",
+                "error": ("the original repository's import did not finish in time" if hung and self.never_answered
+                          else "validation process did not answer in time" if hung
+                          else "validation process (repository zygote) died while validating"),
+                "stage": st, "args": None, "input_shapes": None, "output_shapes": None, "params": None, "ms": 0}

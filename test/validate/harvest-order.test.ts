@@ -1,0 +1,85 @@
+// The harvest's greedy order (witness/harvest.ts GreedyOrder), without a sandbox: every
+// family's first member runs before any family's second, a family is exhausted only after
+// IDLE_RUNS runs without a new class (not after one), entry points whose classes are all
+// called are skipped, smaller numbered sizes go first within a family; the repository's
+// memory budget, once spent, ends the order.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { GreedyOrder, IDLE_RUNS, numberOf, type HarvestEntry } from '../../src/validate/witness/harvest.js';
+
+const entry = (key: string, reach: string[], rank = 13): HarvestEntry => ({
+  kind: 'registry',
+  module: `pkg.${key.replace(/\d+$/, '')}`,
+  qualname: key,
+  via: `pkg.MODELS['${key}']`,
+  plan: {},
+  reach,
+  rank,
+  family: null,
+});
+
+const names = (b: HarvestEntry[]) => b.map((e) => e.qualname);
+
+test('every family runs its first member before any family runs a second', () => {
+  const big = ['a.Net', 'a.Block', 'a.Extra', 'a.More'];
+  const order = new GreedyOrder([entry('net101', big), entry('net18', big), entry('net50', big), entry('small1', ['b.Small'])]);
+  // the family reaching more classes goes first, its smallest number first
+  const first = order.next(1, false);
+  assert.deepEqual(names(first), ['net18']);
+  order.report(first[0], true, { 'a.Net': { called: true }, 'a.Block': { called: true } });
+  // net50 still reaches two uncalled classes, but the other family has not run yet
+  const second = order.next(1, false);
+  assert.deepEqual(names(second), ['small1']);
+  order.report(second[0], true, { 'b.Small': { called: true } });
+  assert.deepEqual(names(order.next(1, false)), ['net50']);
+});
+
+test(`a family is exhausted after ${IDLE_RUNS} runs without a new class, not one`, () => {
+  const reach = ['m.Model', 'm.Hidden'];
+  const order = new GreedyOrder(['m1', 'm2', 'm3', 'm4', 'm5'].map((k) => entry(k, reach)));
+  const ran: string[] = [];
+  for (;;) {
+    const b = order.next(1, false);
+    if (!b.length) break;
+    ran.push(...names(b));
+    // every member builds Model; none reaches Hidden
+    order.report(b[0], true, { 'm.Model': { called: true } });
+  }
+  // m1 gains, then IDLE_RUNS runs without gain exhaust the family
+  assert.deepEqual(ran, ['m1', 'm2', 'm3'].slice(0, 1 + IDLE_RUNS));
+  assert.equal(order.skipped, 5 - 1 - IDLE_RUNS);
+});
+
+test('entry points whose classes are all called are skipped; failed builds twice exhaust a family', () => {
+  const order = new GreedyOrder([entry('a1', ['x.A']), entry('a2', ['x.A']), entry('f1', ['y.F']), entry('f2', ['y.F']), entry('f3', ['y.F'])]);
+  const ran: string[] = [];
+  for (;;) {
+    const b = order.next(2, false);
+    if (!b.length) break;
+    ran.push(...names(b));
+    for (const e of b) order.report(e, e.qualname.startsWith('a'), e.qualname.startsWith('a') ? { 'x.A': { called: true } } : {});
+  }
+  assert.deepEqual(ran.sort(), ['a1', 'f1', 'f2']);
+  assert.equal(order.skipped, 2);
+});
+
+test('numberOf reads the model name, not the registry path', () => {
+  assert.equal(numberOf("tv.models._api.BUILTIN_MODELS['resnet18']"), 18);
+  assert.equal(numberOf('tv.models.v2.resnet.ResNet'), 0);
+  assert.equal(numberOf('pkg.net101'), 101);
+});
+
+test("the repository's memory budget, once the entry points' peaks sum past it, stops the harvest", () => {
+  const order = new GreedyOrder(['a', 'b', 'c', 'd'].map((k) => entry(`${k}1`, [`${k}.X`])), { memoryMb: 1000 });
+  const ran: string[] = [];
+  for (;;) {
+    const b = order.next(1, false);
+    if (!b.length) break;
+    ran.push(...names(b));
+    order.report(b[0], true, { [b[0].reach[0]]: { called: true } }, 600);
+  }
+  assert.deepEqual(ran, ['a1', 'b1']);
+  assert.equal(order.stopped, 'memory');
+  assert.equal(order.memorySpent, 1200);
+  assert.equal(order.pending.length, 2, 'the entry points left are not run');
+});
