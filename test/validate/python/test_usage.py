@@ -11,7 +11,7 @@ import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 
 from nnrag_harness import inputs as I  # noqa: E402
-from nnrag_harness.usage import param_uses  # noqa: E402
+from nnrag_harness.usage import callable_value, called_params, param_uses  # noqa: E402
 
 
 def gather_rows(src, index):
@@ -76,6 +76,26 @@ class Lookup(nn.Module):
         return self.emb(tokens)
 
 
+class Stage(nn.Module):
+    def __init__(self, dim, make_act, gate, pool, width=4):
+        super().__init__()
+        self.lin = nn.Linear(dim, dim)
+        self.act = make_act()
+        self.gate = gate
+        self.pool_fn = pool
+        self.width = width
+
+    def forward(self, x):
+        return self.gate(self.act(self.lin(x)))
+
+
+class Builds(nn.Module):
+    def __init__(self, block):
+        super().__init__()
+        self.block = block
+        self.body = self.block(4)
+
+
 class UsageTest(unittest.TestCase):
     def test_index_uses(self):
         self.assertEqual(param_uses(subscript), {"idx": "index"})
@@ -103,6 +123,21 @@ class UsageTest(unittest.TestCase):
     def test_nothing_for_other_uses(self):
         self.assertEqual(param_uses(plain), {})
         self.assertEqual(param_uses(len), {}, "a builtin has no code to read")
+
+    def test_called_params(self):
+        self.assertEqual(called_params(Stage), {"make_act": "factory", "gate": "callable"})
+        self.assertEqual(called_params(Builds), {"block": "factory"})
+        self.assertEqual(called_params(nn.Linear), {})
+
+    def test_callable_values(self):
+        self.assertIs(callable_value(10, "factory", nn), nn.Identity)
+        self.assertIs(callable_value(nn.ReLU, "factory", nn), nn.ReLU)
+        self.assertIs(callable_value(nn.ReLU(), "factory", nn), nn.ReLU)
+        self.assertIsInstance(callable_value(32, "callable", nn), nn.Identity)
+        self.assertIsInstance(callable_value(nn.GELU, "callable", nn), nn.GELU)
+        self.assertEqual(callable_value(3, None, nn), 3)
+        m = Stage(8, callable_value(10, "factory", nn), callable_value(32, "callable", nn), None)
+        self.assertEqual(tuple(m(torch.ones(2, 8)).shape), (2, 8))
 
     def test_inputs_from_uses(self):
         m = Pairs()

@@ -187,3 +187,71 @@ def _callee(f, g, owner):
     except Exception:  # noqa: BLE001 - a lookup that fails resolves nothing
         pass
     return (None, False)
+
+
+def called_params(cls):
+    """{parameter: "factory" | "callable"} for the constructor parameters of `cls` that its
+    code calls: called in __init__, directly or through the attribute it is stored in
+    (`self.act = act_layer()`: something that builds — a class, a factory), or stored on
+    self and called in another method (`self.fn = fn` … `self.fn(x)`: something called on
+    the inputs — a function, a module instance). A number or a string there fails with
+    "'int' object is not callable"; the guess source uses this to give a callable."""
+    fn, node = _function_node(getattr(cls, "__init__", None))
+    if node is None:
+        return {}
+    positional, keyword_only = _params(node)
+    params = set(positional + keyword_only) - {"self", "cls"}
+    out = {}
+    stored = {}  # attribute of self -> the parameter assigned to it
+    for n in ast.walk(node):
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Name) and n.value.id in params:
+            for t in n.targets:
+                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                    stored[t.attr] = n.value.id
+    for n in ast.walk(node):
+        if not isinstance(n, ast.Call):
+            continue
+        f = n.func
+        if isinstance(f, ast.Name) and f.id in params:
+            out[f.id] = "factory"
+        elif isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self" and f.attr in stored:
+            out.setdefault(stored[f.attr], "factory")
+    if stored:
+        for name, member in vars(cls).items():
+            if name == "__init__" or not isinstance(member, types.FunctionType):
+                continue
+            _, m = _function_node(member)
+            if m is None:
+                continue
+            for n in ast.walk(m):
+                if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name) \
+                        and n.func.value.id == "self" and n.func.attr in stored:
+                    out.setdefault(stored[n.func.attr], "callable")
+    return out
+
+
+def callable_value(v, how, nn):
+    """A guessed value `v` made fit for how the code calls it: a factory is a class (an
+    instance's class, else nn.Identity, which takes any arguments and builds a module that
+    returns its input); a callable on inputs is an instance (of a class that builds
+    without arguments, else nn.Identity()). Anything else is returned unchanged."""
+    if how == "factory":
+        if isinstance(v, type) or (callable(v) and not isinstance(v, nn.Module)):
+            return v
+        if isinstance(v, nn.Module):
+            try:
+                type(v)()
+                return type(v)
+            except Exception:  # noqa: BLE001 - needs arguments
+                return nn.Identity
+        return nn.Identity
+    if how == "callable":
+        if isinstance(v, type) and issubclass(v, nn.Module):
+            try:
+                return v()
+            except Exception:  # noqa: BLE001
+                return nn.Identity()
+        if callable(v) and not isinstance(v, type):
+            return v
+        return nn.Identity()
+    return v
