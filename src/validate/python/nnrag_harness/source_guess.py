@@ -4,6 +4,7 @@
 import inspect
 
 from . import arguments as A
+from . import usage as U
 
 
 class DefaultsSource(object):
@@ -32,6 +33,8 @@ class GuessSource(object):
         if req.params is None:
             return
         ducks = A.duck_modules(req.cls, req.required, req.nn)
+        # parameters the class's code calls: a factory or a callable, never a number
+        calls = U.called_params(req.cls)
         for d, h in A.CANDIDATE_WIDTHS:
             kwargs, posargs = {}, []
             try:
@@ -40,6 +43,7 @@ class GuessSource(object):
                         v = ducks[p.name]()
                     elif p.default is inspect.Parameter.empty:
                         v = A.guess_value(p.name, p.annotation, d, h, req.nn, req.mod_globals, req.seq_len)
+                        v = U.callable_value(v, calls.get(p.name), req.nn)
                     elif p.default is None and (A.DIM_WORDS.search(p.name) or A.OUT_DIM.search(p.name)) and req.required:
                         continue  # leave width-like Optional defaults alone while others are guessed
                     else:
