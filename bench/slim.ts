@@ -7,7 +7,9 @@
 // proven: `extract` keeps it only when it validates (bench/corpus.ts measures that).
 //
 // usage: node dist/bench/slim.js (CONFIG | --store DIR) [--store DIR] [--repos a/b,c/d]
-import { mkdtempSync } from 'node:fs';
+//   [--limit N] (the first N blocks) [--out DIR] (writes each slim module to DIR/<block id>.py,
+//   to compare two versions byte for byte)
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import * as api from '../src/nnrag.js';
@@ -21,7 +23,10 @@ const store = opt('--store') ?? mkdtempSync(path.join(tmpdir(), 'nnrag-slim-'));
 const ws = api.Workspace.open(store);
 if (config) await api.index(ws, { repos: loadRepoConfig(config).filter((r) => !only || only.includes(r.name)) });
 else await api.ready();
-const blocks = api.discover(ws).filter((b) => !only || only.includes(b.repo));
+const limit = Number(opt('--limit') ?? Infinity);
+const out = opt('--out');
+if (out) mkdirSync(out, { recursive: true });
+const blocks = api.discover(ws).filter((b) => !only || only.includes(b.repo)).slice(0, limit);
 const q = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length ? s[Math.min(s.length - 1, Math.ceil(p * s.length) - 1)] : 0;
@@ -38,6 +43,7 @@ for (const b of blocks) {
   const seeds = [...callSites(ws, b.id).map((c) => (typeof c === 'string' ? c : c.text)), ...dataSites(ws, b.id).map((d) => d.text)];
   const s = api.extractText(ws, b.id, { profile: 'slim' }, { seeds, entry: slimEntry({ callSites: callSites(ws, b.id) }, null) });
   r.t += performance.now() - t;
+  if (out) writeFileSync(path.join(out, `${b.id.replace(/[^\w.-]+/g, '_')}.py`), s.text ?? '');
   if (!s.text) continue;
   r.faithful.push(f.record.lines);
   r.slim.push(s.record.lines);

@@ -284,8 +284,14 @@ export function slimClosure(corpus: Corpus, resolver: Resolver, mod: CorpusModul
 /** Option values compare case-insensitively and without `_`, `-` and spaces: factories
  *  normalise the names they are given (`name.lower()`, `.replace('_', '')`). */
 function optionKey(s: string): string {
-  return s.toLowerCase().replace(/[-_\s]/g, '');
+  let k = optionKeys.get(s);
+  if (k === undefined) {
+    if (optionKeys.size > 100_000) optionKeys.clear();
+    optionKeys.set(s, (k = s.toLowerCase().replace(/[-_\s]/g, '')));
+  }
+  return k;
 }
+const optionKeys = new Map<string, string>();
 
 /** `3-4,5-6,9` → `3-6,9`: adjacent line ranges merged. */
 export function compactRanges(ranges: readonly (readonly [number, number])[]): string {
