@@ -204,3 +204,32 @@ test('slim is kept where it validates as faithful does (with equivalence), else 
     ws.close();
   }
 });
+
+test('slim removes registration calls of module-level code (a pass where one was alone) and the registry they alone read', async () => {
+  const { ws } = await workspace();
+  try {
+    const slim = api.extractText(ws, 'slimpkg.compat.Passthrough', { profile: 'slim' });
+    const faithful = api.extractText(ws, 'slimpkg.compat.Passthrough', { profile: 'faithful' });
+    assert.ok(slim.text && faithful.text, slim.record.error ?? faithful.record.error);
+    assert.match(faithful.text, /^class Registry:$/m);
+    for (const s of ['class Registry', 'MODELS', 'register_module']) assert.ok(!bodyLines(slim.text).some((l) => l.includes(s)), `slim still has ${s}`);
+    assert.match(slim.text, /^ {4}pass {2}# nnrag slim: registration call removed \(line 10\)$/m);
+    assert.match(slim.text, /^ {4}print\('not a registration: it stays'\)$/m);
+    assert.match(slim.text, /^# {3}slimpkg\/compat\.py:10,19 \| registration calls: MODELS\.register_module\(module=nn\.Identity, name='Passthrough'\), MODELS\.register_module\(module=Passthrough, name='Passthrough'\)$/m);
+    const removed = (slim.record.emission as { removed: { kind: string; lines: number[] }[] }).removed;
+    assert.deepEqual(removed.filter((r) => r.kind === 'registration').map((r) => r.lines), [[10, 10], [19, 19]]);
+    assert.deepEqual(violations(BLOCK_RECORD_SCHEMA, slim.record), []);
+    const original = new Set(faithful.text.split('\n'));
+    for (const l of bodyLines(slim.text)) if (!l.includes('nnrag slim')) assert.ok(original.has(l), `not in the faithful module: ${l}`);
+    // the module still defines and runs the block
+    const py = await torchPython();
+    if (py) {
+      const dir = tempDir();
+      writeFileSync(path.join(dir, 'block_slim.py'), slim.text);
+      const out = execFileSync(py.python, ['-c', 'import torch, block_slim\nprint(block_slim.Passthrough()(torch.ones(3)).sum().item())'], { cwd: dir, encoding: 'utf8' });
+      assert.match(out, /3\.0/);
+    }
+  } finally {
+    ws.close();
+  }
+});
