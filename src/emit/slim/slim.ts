@@ -229,6 +229,8 @@ export function slimClosure(corpus: Corpus, resolver: Resolver, mod: CorpusModul
     // a registration call: its lines go (a `pass` keeps a block it was alone in)
     for (const c of registrations) {
       if (keepDecorators.has(c) || inPrune(n.mod, n.stmt, c.start, c.end)) continue;
+      // inside a pruned option, it goes with the option's edit
+      if (options.some((o) => o.entries.some((e, i) => prunable(n.mod, o, i) && Math.min(e.start, e.clause?.start ?? e.start) <= c.start && c.end <= Math.max(e.end, e.clause?.end ?? e.end)))) continue;
       edits.push({ start: c.start, end: c.end, text: c.alone ? `${c.indent}pass  # nnrag slim: registration call removed (line${c.line === c.endLine ? ` ${c.line}` : `s ${c.line}-${c.endLine}`})\n` : '' });
       removed.push({ kind: 'registration', ...where, lines: [c.line, c.endLine], what: c.text });
     }
