@@ -1277,7 +1277,16 @@ export function valuePrunes(
   // callees of a call: a function, a class's __init__, `super().m`, `Cls.m(self, …)`,
   // `obj.m(…)` (the methods named m of the instantiated classes)
   type Callee = { fn: FnRef; bound: boolean; cls?: string; fuzzy?: boolean };
+  // memoised per call until the instantiated classes grow (what `obj.m(…)` may reach)
+  const calleeMemo = new Map<Expr, { fn: FnFacts; stamp: number; out: Callee[] }>();
   const calleesOf = (f: FnRef, c: Expr & { k: 'call' }): Callee[] => {
+    const m = calleeMemo.get(c);
+    if (m && m.fn === f.fn && m.stamp === instantiated.size) return m.out;
+    const out = calleesOfCall(f, c);
+    calleeMemo.set(c, { fn: f.fn, stamp: instantiated.size, out });
+    return out;
+  };
+  const calleesOfCall = (f: FnRef, c: Expr & { k: 'call' }): Callee[] => {
     const out: Callee[] = [];
     if (c.fn.k === 'name') {
       const d = denote(f.mod, c.fn);
