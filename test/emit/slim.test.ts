@@ -1,9 +1,11 @@
 // Slim emission (src/emit/slim): registration decorators that return their argument are
-// removed (one that wraps stays), option registries keep the options the block reaches
-// and a pruned option fails with an error naming it, branches no value of the defaults
+// removed (one that wraps stays), and so are registration calls of module-level code;
+// option registries keep the options the block reaches and a pruned option fails with an
+// error naming it, branches no value of the defaults
 // reaches (`isinstance`/`issubclass`/`is None` tests) are pruned with an error naming
 // the test, the code that stays is the original's, and a block whose slim module does
-// not validate keeps its faithful one.
+// not validate keeps its faithful one; what is memoised across blocks does not change a
+// block's slim module.
 // Real tree-sitter, real SQLite, real torch in the real sandbox (fixture test/fixtures/slim).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -231,5 +233,26 @@ test('slim removes registration calls of module-level code (a pass where one was
     }
   } finally {
     ws.close();
+  }
+});
+
+test('what slim memoises across blocks does not depend on the block: each slim module is the same extracted after all the others as alone', async () => {
+  const ids = ['slimpkg.typed.TypedBlock', 'slimpkg.blocks.Block', 'slimpkg.compat.Passthrough', 'slimpkg.typed.Switched', 'slimpkg.blocks.Traced'];
+  const { ws: shared } = await workspace();
+  try {
+    const after = new Map<string, string>();
+    for (const id of ids) after.set(id, api.extractText(shared, id, { profile: 'slim' }).text);
+    // the last blocks again, in reverse order, in the same workspace
+    for (const id of [...ids].reverse()) assert.equal(api.extractText(shared, id, { profile: 'slim' }).text, after.get(id), id);
+    for (const id of ids) {
+      const { ws } = await workspace();
+      try {
+        assert.equal(api.extractText(ws, id, { profile: 'slim' }).text, after.get(id), id);
+      } finally {
+        ws.close();
+      }
+    }
+  } finally {
+    shared.close();
   }
 });
