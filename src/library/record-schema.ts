@@ -94,7 +94,7 @@ const properties = {
           type: 'object',
           required: ['kind', 'repo', 'path', 'module', 'lines', 'what'],
           properties: {
-            kind: { enum: ['decorator', 'options', 'branch', 'unreached'] },
+            kind: { enum: ['decorator', 'registration', 'options', 'branch', 'unreached'] },
             repo: str,
             path: str,
             module: str,

@@ -1,9 +1,11 @@
 // Slim emission (src/emit/slim): registration decorators that return their argument are
-// removed (one that wraps stays), option registries keep the options the block reaches
-// and a pruned option fails with an error naming it, branches no value of the defaults
+// removed (one that wraps stays), and so are registration calls of module-level code;
+// option registries keep the options the block reaches and a pruned option fails with an
+// error naming it, branches no value of the defaults
 // reaches (`isinstance`/`issubclass`/`is None` tests) are pruned with an error naming
 // the test, the code that stays is the original's, and a block whose slim module does
-// not validate keeps its faithful one.
+// not validate keeps its faithful one; what is memoised across blocks does not change a
+// block's slim module.
 // Real tree-sitter, real SQLite, real torch in the real sandbox (fixture test/fixtures/slim).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -202,5 +204,55 @@ test('slim is kept where it validates as faithful does (with equivalence), else 
   } finally {
     await pool.close();
     ws.close();
+  }
+});
+
+test('slim removes registration calls of module-level code (a pass where one was alone) and the registry they alone read', async () => {
+  const { ws } = await workspace();
+  try {
+    const slim = api.extractText(ws, 'slimpkg.compat.Passthrough', { profile: 'slim' });
+    const faithful = api.extractText(ws, 'slimpkg.compat.Passthrough', { profile: 'faithful' });
+    assert.ok(slim.text && faithful.text, slim.record.error ?? faithful.record.error);
+    assert.match(faithful.text, /^class Registry:$/m);
+    for (const s of ['class Registry', 'MODELS', 'register_module']) assert.ok(!bodyLines(slim.text).some((l) => l.includes(s)), `slim still has ${s}`);
+    assert.match(slim.text, /^ {4}pass {2}# nnrag slim: registration call removed \(line 10\)$/m);
+    assert.match(slim.text, /^ {4}print\('not a registration: it stays'\)$/m);
+    assert.match(slim.text, /^# {3}slimpkg\/compat\.py:10,19 \| registration calls: MODELS\.register_module\(module=nn\.Identity, name='Passthrough'\), MODELS\.register_module\(module=Passthrough, name='Passthrough'\)$/m);
+    const removed = (slim.record.emission as { removed: { kind: string; lines: number[] }[] }).removed;
+    assert.deepEqual(removed.filter((r) => r.kind === 'registration').map((r) => r.lines), [[10, 10], [19, 19]]);
+    assert.deepEqual(violations(BLOCK_RECORD_SCHEMA, slim.record), []);
+    const original = new Set(faithful.text.split('\n'));
+    for (const l of bodyLines(slim.text)) if (!l.includes('nnrag slim')) assert.ok(original.has(l), `not in the faithful module: ${l}`);
+    // the module still defines and runs the block
+    const py = await torchPython();
+    if (py) {
+      const dir = tempDir();
+      writeFileSync(path.join(dir, 'block_slim.py'), slim.text);
+      const out = execFileSync(py.python, ['-c', 'import torch, block_slim\nprint(block_slim.Passthrough()(torch.ones(3)).sum().item())'], { cwd: dir, encoding: 'utf8' });
+      assert.match(out, /3\.0/);
+    }
+  } finally {
+    ws.close();
+  }
+});
+
+test('what slim memoises across blocks does not depend on the block: each slim module is the same extracted after all the others as alone', async () => {
+  const ids = ['slimpkg.typed.TypedBlock', 'slimpkg.blocks.Block', 'slimpkg.compat.Passthrough', 'slimpkg.typed.Switched', 'slimpkg.blocks.Traced'];
+  const { ws: shared } = await workspace();
+  try {
+    const after = new Map<string, string>();
+    for (const id of ids) after.set(id, api.extractText(shared, id, { profile: 'slim' }).text);
+    // the last blocks again, in reverse order, in the same workspace
+    for (const id of [...ids].reverse()) assert.equal(api.extractText(shared, id, { profile: 'slim' }).text, after.get(id), id);
+    for (const id of ids) {
+      const { ws } = await workspace();
+      try {
+        assert.equal(api.extractText(ws, id, { profile: 'slim' }).text, after.get(id), id);
+      } finally {
+        ws.close();
+      }
+    }
+  } finally {
+    shared.close();
   }
 });

@@ -11,12 +11,18 @@
 //   level, `C` a class of the corpus that defines `f` in its body.
 // Anything else is 'unknown' and may be proven in the sandbox instead (probe.ts). A
 // decorator that wraps (returns another object) is never removed.
+//
+// A registration call is the same function called directly on the object it registers, as
+// a statement (its value dropped): `R.register_module(module=C, name='c')` where `f` has
+// the "with or without arguments" shape above and the call passes one of its guarded
+// parameters (the path that returns that argument). Like a removed decorator, removing it
+// drops only the registration.
 import type { Node } from 'web-tree-sitter';
 import { parsePython } from '../../parse/parser.js';
 import type { Ref } from '../../parse/types.js';
 import type { CorpusModule } from '../../resolve/corpus.js';
 import type { Resolver } from '../../resolve/names.js';
-import type { DecoratorSite } from './syntax.js';
+import type { CallStatementSite, DecoratorSite } from './syntax.js';
 
 export type DecoratorVerdict = 'identity' | 'unknown';
 
@@ -48,9 +54,25 @@ export function decoratorVerdict(resolver: Resolver, mod: CorpusModule, site: De
   return 'identity';
 }
 
+/** Is a call statement a registration call (see the header)? */
+export function registrationCall(resolver: Resolver, mod: CorpusModule, site: CallStatementSite): boolean {
+  if (site.call.star) return false;
+  const ref = mod.facts.statements[site.stmt].refs.find((r) => r.start === site.calleeStart);
+  if (!ref) return false;
+  const fn = calleeFunction(resolver, mod, ref, site);
+  if (!fn) return false;
+  const { shape, method } = fn;
+  const own = method ? shape.params.slice(1) : shape.params;
+  if (!shape.factory.ok || !shape.factory.guardedParams.length) return false;
+  return shape.factory.guardedParams.some((p) => {
+    const i = own.findIndex((q) => q.name === p);
+    return i >= 0 && own[i].noneDefault && (i < site.call.positional || site.call.keywords.includes(p));
+  });
+}
+
 /** The function a decorator's callee names: a top-level def, or a method of the class of
  *  a module-level instance (`MODELS = Registry(...)`, `MODELS.register_module`). */
-function calleeFunction(resolver: Resolver, mod: CorpusModule, ref: Ref, site: DecoratorSite): { shape: FnShape; method: boolean } | null {
+function calleeFunction(resolver: Resolver, mod: CorpusModule, ref: Ref, site: { calleeEnd: number }): { shape: FnShape; method: boolean } | null {
   const { targets, consumed } = resolver.resolveRef(mod, ref);
   if (targets.length !== 1 || targets[0].kind !== 'def') return null;
   const t = targets[0];

@@ -1,5 +1,6 @@
 // Slim emission (docs/ARCHITECTURE.md "Slim emission"): the closure of a block without
-// the registration decorators that return their argument and without the options of
+// the registration decorators that return their argument (and the registration calls of
+// module-level code, decorators.ts) and without the options of
 // option registries the block cannot reach, as skip ranges for the closure and edits for
 // the emitter. The code that stays is the original's, byte for byte; what is removed is
 // listed in the header, and a pruned `if` branch is replaced by one marked line that
@@ -17,13 +18,13 @@ import { ClosureBuilder, slotKey } from '../../resolve/closure.js';
 import type { Corpus, CorpusModule } from '../../resolve/corpus.js';
 import type { Resolver } from '../../resolve/names.js';
 import type { Edit } from '../emitter.js';
-import { decoratorVerdict } from './decorators.js';
-import { moduleSyntax, type DecoratorSite, type ModuleSyntax, type OptionSite } from './syntax.js';
+import { decoratorVerdict, registrationCall } from './decorators.js';
+import { moduleSyntax, type CallStatementSite, type DecoratorSite, type ModuleSyntax, type OptionSite } from './syntax.js';
 import { valuePrunes, type EntryCall, type ValuePrune } from './values.js';
 
 /** One removal of slim emission (the record's `emission.removed`). */
 export interface SlimRemoval {
-  kind: 'decorator' | 'options' | 'branch' | 'unreached';
+  kind: 'decorator' | 'registration' | 'options' | 'branch' | 'unreached';
   repo: string;
   path: string;
   module: string;
@@ -64,6 +65,7 @@ const STRING_LIT = /(['"])((?:\\.|(?!\1)[^\\\n])*)\1/g;
 /** Registries: which option sites select definitions (cached per module and site). */
 const registryMemo = new WeakMap<CorpusModule, Map<OptionSite, boolean>>();
 const verdictMemo = new WeakMap<CorpusModule, Map<DecoratorSite, boolean>>();
+const registrationMemo = new WeakMap<CorpusModule, Map<CallStatementSite, boolean>>();
 const DEF_KINDS = new Set(['class_definition', 'function_definition', 'decorated_definition']);
 
 export function slimClosure(corpus: Corpus, resolver: Resolver, mod: CorpusModule, className: string, opts: SlimOptions = {}): SlimResult {
@@ -73,7 +75,14 @@ export function slimClosure(corpus: Corpus, resolver: Resolver, mod: CorpusModul
   let reached = new Set<string>();
   const syntax = (m: CorpusModule): ModuleSyntax => moduleSyntax(m, corpus.source(m));
   /** decorators kept because their registry is still read by the code that stays */
-  const keepDecorators = new Set<DecoratorSite>();
+  const keepDecorators = new Set<DecoratorSite | CallStatementSite>();
+  const isRegistration = (m: CorpusModule, c: CallStatementSite): boolean => {
+    let memo = registrationMemo.get(m);
+    if (!memo) registrationMemo.set(m, (memo = new Map()));
+    let r = memo.get(c);
+    if (r === undefined) memo.set(c, (r = registrationCall(resolver, m, c)));
+    return r;
+  };
 
   const removable = (m: CorpusModule, d: DecoratorSite): boolean => {
     if (keepDecorators.has(d)) return false;
@@ -105,6 +114,7 @@ export function slimClosure(corpus: Corpus, resolver: Resolver, mod: CorpusModul
     return {
       options: s.options.filter((o) => o.stmt === stmt && isRegistry(m, o)),
       decorators: s.decorators.filter((d) => d.stmt === stmt),
+      registrations: s.calls.filter((c) => c.stmt === stmt && isRegistration(m, c)),
     };
   };
 
@@ -119,8 +129,9 @@ export function slimClosure(corpus: Corpus, resolver: Resolver, mod: CorpusModul
       let r = skipMemo.get(k);
       if (r) return r;
       r = [];
-      const { options, decorators } = sitesOf(m, stmt);
+      const { options, decorators, registrations } = sitesOf(m, stmt);
       for (const d of decorators) if (removable(m, d)) r.push([d.start, d.end]);
+      for (const c of registrations) if (!keepDecorators.has(c)) r.push([c.start, c.end]);
       for (const o of options) o.entries.forEach((e, i) => prunable(m, o, i) && r!.push([e.codeStart, e.codeEnd]));
       for (const p of prunesOf(m, stmt)) r.push([p.start, p.end]);
       skipMemo.set(k, r);
@@ -158,9 +169,15 @@ export function slimClosure(corpus: Corpus, resolver: Resolver, mod: CorpusModul
       // code that stays still reads is kept: that code may look the class up by name
       let kept = false;
       for (const n of closure.nodes) {
-        for (const d of sitesOf(n.mod, n.stmt).decorators) {
+        const sites = sitesOf(n.mod, n.stmt);
+        for (const d of sites.decorators) {
           if (!removable(n.mod, d) || !receiverKept(resolver, closure, n.mod, d)) continue;
           keepDecorators.add(d);
+          kept = true;
+        }
+        for (const c of sites.registrations) {
+          if (keepDecorators.has(c) || !receiverKept(resolver, closure, n.mod, c)) continue;
+          keepDecorators.add(c);
           kept = true;
         }
       }
@@ -169,8 +186,9 @@ export function slimClosure(corpus: Corpus, resolver: Resolver, mod: CorpusModul
   }
     const skipAll = (m: CorpusModule, stmt: number): [number, number][] => {
       const r: [number, number][] = [];
-      const { options, decorators } = sitesOf(m, stmt);
+      const { options, decorators, registrations } = sitesOf(m, stmt);
       for (const d of decorators) if (removable(m, d)) r.push([d.start, d.end]);
+      for (const c of registrations) if (!keepDecorators.has(c)) r.push([c.start, c.end]);
       for (const o of options) o.entries.forEach((e, i) => prunable(m, o, i) && r.push([e.codeStart, e.codeEnd]));
       for (const p of prunesOf(m, stmt)) r.push([p.start, p.end]);
       return r;
@@ -192,7 +210,7 @@ export function slimClosure(corpus: Corpus, resolver: Resolver, mod: CorpusModul
   const unknownDecorators: SlimResult['unknownDecorators'] = [];
   for (const n of closure.nodes) {
     const edits: Edit[] = [];
-    const { decorators } = sitesOf(n.mod, n.stmt);
+    const { decorators, registrations } = sitesOf(n.mod, n.stmt);
     // option sites inside a branch no value reaches go with it
     const options = sitesOf(n.mod, n.stmt).options.filter((o) => !o.entries.some((e) => inPrune(n.mod, n.stmt, e.start, e.end)));
     for (const p of prunesOf(n.mod, n.stmt)) {
@@ -207,6 +225,14 @@ export function slimClosure(corpus: Corpus, resolver: Resolver, mod: CorpusModul
       } else if (!keepDecorators.has(d) && decoratorVerdict(resolver, n.mod, d) === 'unknown') {
         unknownDecorators.push({ key: decoratorKey(n.mod, d), text: d.text, target: d.target, mod: n.mod, line: d.line });
       }
+    }
+    // a registration call: its lines go (a `pass` keeps a block it was alone in)
+    for (const c of registrations) {
+      if (keepDecorators.has(c) || inPrune(n.mod, n.stmt, c.start, c.end)) continue;
+      // inside a pruned option, it goes with the option's edit
+      if (options.some((o) => o.entries.some((e, i) => prunable(n.mod, o, i) && Math.min(e.start, e.clause?.start ?? e.start) <= c.start && c.end <= Math.max(e.end, e.clause?.end ?? e.end)))) continue;
+      edits.push({ start: c.start, end: c.end, text: c.alone ? `${c.indent}pass  # nnrag slim: registration call removed (line${c.line === c.endLine ? ` ${c.line}` : `s ${c.line}-${c.endLine}`})\n` : '' });
+      removed.push({ kind: 'registration', ...where, lines: [c.line, c.endLine], what: c.text });
     }
     for (const o of options) {
       if (o.kind === 'if' || o.kind === 'if-seq') {
@@ -266,12 +292,13 @@ export function slimClosure(corpus: Corpus, resolver: Resolver, mod: CorpusModul
     // one line per file and kind of removal (and option subject)
     const groups = new Map<string, { path: string; label: string; lines: [number, number][]; whats: string[] }>();
     for (const r of removed) {
-      const subject = r.kind === 'decorator' || r.kind === 'unreached' ? '' : r.what.split(/ == |: /)[0];
+      const plain = r.kind === 'decorator' || r.kind === 'registration' || r.kind === 'unreached';
+      const subject = plain ? '' : r.what.split(/ == |: /)[0];
       const k = `${r.path}\0${r.kind}\0${subject}`;
       let g = groups.get(k);
-      if (!g) groups.set(k, (g = { path: r.path, label: r.kind === 'decorator' ? 'decorators' : r.kind === 'unreached' ? 'branches no value of the defaults and validated arguments reaches' : r.kind === 'branch' ? `branches of ${subject}` : `options of ${subject}`, lines: [], whats: [] }));
+      if (!g) groups.set(k, (g = { path: r.path, label: r.kind === 'decorator' ? 'decorators' : r.kind === 'registration' ? 'registration calls' : r.kind === 'unreached' ? 'branches no value of the defaults and validated arguments reaches' : r.kind === 'branch' ? `branches of ${subject}` : `options of ${subject}`, lines: [], whats: [] }));
       g.lines.push(r.lines);
-      g.whats.push(r.kind === 'decorator' || r.kind === 'unreached' ? r.what.replace(/\s+/g, ' ') : r.what.slice(subject.length).replace(/^( == |: )/, ''));
+      g.whats.push(plain ? r.what.replace(/\s+/g, ' ') : r.what.slice(subject.length).replace(/^( == |: )/, ''));
     }
     for (const g of groups.values()) {
       const what = g.whats.join(', ');
@@ -284,8 +311,14 @@ export function slimClosure(corpus: Corpus, resolver: Resolver, mod: CorpusModul
 /** Option values compare case-insensitively and without `_`, `-` and spaces: factories
  *  normalise the names they are given (`name.lower()`, `.replace('_', '')`). */
 function optionKey(s: string): string {
-  return s.toLowerCase().replace(/[-_\s]/g, '');
+  let k = optionKeys.get(s);
+  if (k === undefined) {
+    if (optionKeys.size > 100_000) optionKeys.clear();
+    optionKeys.set(s, (k = s.toLowerCase().replace(/[-_\s]/g, '')));
+  }
+  return k;
 }
+const optionKeys = new Map<string, string>();
 
 /** `3-4,5-6,9` → `3-6,9`: adjacent line ranges merged. */
 export function compactRanges(ranges: readonly (readonly [number, number])[]): string {
@@ -337,7 +370,7 @@ function registry(resolver: Resolver, mod: CorpusModule, site: OptionSite): bool
 }
 
 /** `@R.f(...)` / `@R.f` whose receiver `R` (a module-level object) the closure copies. */
-function receiverKept(resolver: Resolver, closure: Closure, mod: CorpusModule, d: DecoratorSite): boolean {
+function receiverKept(resolver: Resolver, closure: Closure, mod: CorpusModule, d: { stmt: number; calleeStart: number }): boolean {
   const ref = mod.facts.statements[d.stmt].refs.find((r) => r.start === d.calleeStart);
   if (!ref?.attrs?.length) return false;
   const { targets, consumed } = resolver.resolveRef(mod, ref);

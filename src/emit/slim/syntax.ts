@@ -2,7 +2,8 @@
 // syntax tree, once per module: the string literals (option values a block can reach),
 // option registries (dicts of string keys to definitions, `if`/`elif` chains comparing
 // one subject with strings) with the byte ranges each option occupies, and the
-// decorators of top-level definitions. Pure syntax: which registries select definitions
+// decorators of top-level definitions, and the call statements inside top-level compound
+// statements (`if …: R.register_module(module=C)`: registration calls). Pure syntax: which registries select definitions
 // and which decorators return their argument is decided in registry.ts / decorators.ts
 // with the resolver.
 import type { Node } from 'web-tree-sitter';
@@ -75,10 +76,31 @@ export interface DecoratorSite {
   target: 'class' | 'function';
 }
 
+/** A call statement on lines of its own in a block of a top-level compound statement (not
+ *  in a function or class): `R.register_module(module=C, name='c')`. decorators.ts says
+ *  whether it is a registration call (it returns the object it registers; its value is
+ *  dropped). */
+export interface CallStatementSite {
+  stmt: number;
+  /** the whole lines of the statement */
+  start: number;
+  end: number;
+  line: number;
+  endLine: number;
+  text: string;
+  calleeStart: number;
+  calleeEnd: number;
+  call: { positional: number; keywords: string[]; star: boolean };
+  /** the only statement of its block: removing it needs a `pass` in its place */
+  alone: boolean;
+  indent: string;
+}
+
 export interface ModuleSyntax {
   strings: StringLit[];
   options: OptionSite[];
   decorators: DecoratorSite[];
+  calls: CallStatementSite[];
 }
 
 const cache = new WeakMap<CorpusModule, ModuleSyntax>();
@@ -282,14 +304,7 @@ function analyze(mod: CorpusModule, src: string): ModuleSyntax {
         let call: DecoratorSite['call'] = null;
         if (expr.type === 'call') {
           callee = expr.childForFieldName('function') ?? expr;
-          const args = expr.childForFieldName('arguments');
-          call = { positional: 0, keywords: [], star: false };
-          for (const a of args?.namedChildren ?? []) {
-            if (!a || a.type === 'comment') continue;
-            if (a.type === 'keyword_argument') call.keywords.push(a.childForFieldName('name')?.text ?? '');
-            else if (a.type === 'list_splat' || a.type === 'dictionary_splat') call.star = true;
-            else call.positional++;
-          }
+          call = callArgs(expr);
         }
         // whole lines only: a decorator sharing its line with other code stays
         const ls = lineStart(dec.startIndex);
@@ -311,10 +326,62 @@ function analyze(mod: CorpusModule, src: string): ModuleSyntax {
         });
       }
     }
-    return { strings, options, decorators };
+    // call statements in the blocks of top-level compound statements
+    const calls: CallStatementSite[] = [];
+    const visitBlock = (block: Node) => {
+      const body = block.namedChildren.filter((x): x is Node => !!x && x.type !== 'comment');
+      for (const c of body) {
+        if (c.type === 'expression_statement') {
+          const expr = c.namedChildren.find((x) => x && x.type !== 'comment');
+          if (expr?.type !== 'call' || c.namedChildren.filter((x) => x && x.type !== 'comment').length !== 1) continue;
+          const callee = expr.childForFieldName('function');
+          if (!callee || (callee.type !== 'attribute' && callee.type !== 'identifier')) continue;
+          const ls = lineStart(c.startIndex);
+          const nl = src.indexOf('\n', c.endIndex);
+          const rest = src.slice(c.endIndex, nl === -1 ? src.length : nl);
+          const stmt = stmtAt(c.startIndex);
+          if (stmt < 0 || !/^\s*$/.test(src.slice(ls, c.startIndex)) || !/^\s*(#.*)?$/.test(rest)) continue;
+          calls.push({
+            stmt,
+            start: ls,
+            end: nl === -1 ? src.length : nl + 1,
+            line: lineOf(c.startIndex),
+            endLine: lineOf(c.endIndex),
+            text: c.text,
+            calleeStart: callee.startIndex,
+            calleeEnd: callee.endIndex,
+            call: callArgs(expr),
+            alone: body.length === 1,
+            indent: src.slice(ls, c.startIndex),
+          });
+        } else visitCompound(c);
+      }
+    };
+    const visitCompound = (n: Node) => {
+      if (n.type === 'function_definition' || n.type === 'class_definition' || n.type === 'decorated_definition') return;
+      for (const c of n.namedChildren) {
+        if (!c) continue;
+        if (c.type === 'block') visitBlock(c);
+        else if (/_clause$/.test(c.type)) visitCompound(c);
+      }
+    };
+    for (const c of root.namedChildren) if (c && /^(if|try|for|while|with)_statement$/.test(c.type)) visitCompound(c);
+    return { strings, options, decorators, calls };
   } finally {
     tree.delete();
   }
+}
+
+/** A call's arguments: how many positional, which keywords, any `*`/`**` splat. */
+function callArgs(expr: Node): { positional: number; keywords: string[]; star: boolean } {
+  const call = { positional: 0, keywords: [] as string[], star: false };
+  for (const a of expr.childForFieldName('arguments')?.namedChildren ?? []) {
+    if (!a || a.type === 'comment') continue;
+    if (a.type === 'keyword_argument') call.keywords.push(a.childForFieldName('name')?.text ?? '');
+    else if (a.type === 'list_splat' || a.type === 'dictionary_splat') call.star = true;
+    else call.positional++;
+  }
+  return call;
 }
 
 /** The characters of a plain string literal (no interpolation), else null. */

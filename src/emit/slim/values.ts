@@ -572,6 +572,31 @@ interface FnRef {
   fn: FnFacts;
 }
 
+/** Resolutions of references with a given attribute chain, per resolver and module: they
+ *  do not depend on the block, and every block (and every rebuild of its closure) asks
+ *  them again. */
+const resolveMemo = new WeakMap<Resolver, WeakMap<CorpusModule, Map<string, { targets: Target[]; consumed: number }>>>();
+function resolveChain(resolver: Resolver, mod: CorpusModule, ref: Ref, chain: readonly string[]): { targets: Target[]; consumed: number } {
+  let byMod = resolveMemo.get(resolver);
+  if (!byMod) resolveMemo.set(resolver, (byMod = new WeakMap()));
+  let m = byMod.get(mod);
+  if (!m) byMod.set(mod, (m = new Map()));
+  const key = `${ref.start}\0${ref.name}\0${chain.join('.')}`;
+  let r = m.get(key);
+  if (!r) m.set(key, (r = resolver.resolveRef(mod, { ...ref, attrs: [...chain], attrEnds: (ref.attrEnds ?? []).slice(0, chain.length) })));
+  return r;
+}
+
+/** Per statement, what its references denote (block-independent; the block's closure only
+ *  filters by what it keeps): the atoms of value uses and the statements reads need. */
+interface StmtRefs {
+  /** value uses: a reference whose longest denoting prefix is not exactly a call's callee */
+  uses: { pos: number; atoms: string[] }[];
+  /** every definition statement a reference reads (`repo:module:stmt`) */
+  reads: { pos: number; keys: string[] }[];
+}
+const stmtRefsMemo = new WeakMap<Resolver, WeakMap<CorpusModule, Map<number, StmtRefs>>>();
+
 const fnKey = (r: FnRef) => `${r.mod.repo}:${r.mod.name}:${r.fn.cls ?? ''}.${r.fn.name}:${r.fn.start}`;
 
 /** One pruning of slim emission by values: replace [start, end) of statement `stmt`. */
@@ -610,6 +635,21 @@ export function valuePrunes(
   const sortedNodes = new Map<CorpusModule, StmtNode[]>();
   for (const [m, nodes] of byMod) sortedNodes.set(m, [...nodes.values()].sort((a, b) => a.facts.start - b.facts.start));
   const skipCache = new Map<StmtNode, readonly (readonly [number, number])[]>();
+  /** the copied statement holding `pos` (binary search; statements do not overlap) */
+  const nodeAt = (mod: CorpusModule, pos: number): StmtNode | undefined => {
+    const sorted = sortedNodes.get(mod);
+    if (!sorted) return undefined;
+    let lo = 0;
+    let hi = sorted.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      const n = sorted[mid];
+      if (n.facts.end <= pos) lo = mid + 1;
+      else if (n.facts.start > pos) hi = mid - 1;
+      else return n;
+    }
+    return undefined;
+  };
   const ctx: Ctx = {
     corpus,
     resolver,
@@ -636,6 +676,23 @@ export function valuePrunes(
   // the copied functions and methods
   const fns: FnRef[] = [];
   for (const [mod, nodes] of byMod) for (const fn of facts(mod).fns) if (nodes.has(fn.stmt) && ctx.kept(mod, fn.start)) fns.push({ mod, fn });
+  // indexes of the copied functions (first of a name wins, as a search in order would)
+  const fnByMethod = new Map<string, FnRef>();
+  const fnByName = new Map<string, FnRef>();
+  const fnsByClass = new Map<string, FnRef[]>();
+  for (const f of fns) {
+    const mk = `${f.mod.repo}\0${f.mod.name}\0${f.fn.cls ?? ''}\0${f.fn.name}\0${f.fn.stmt}`;
+    if (!fnByMethod.has(mk)) fnByMethod.set(mk, f);
+    if (!f.fn.cls) {
+      const nk = `${f.mod.repo}\0${f.mod.name}\0${f.fn.name}`;
+      if (!fnByName.has(nk)) fnByName.set(nk, f);
+    } else {
+      const ck = `${f.mod.repo}\0${f.mod.name}\0${f.fn.cls}`;
+      let l = fnsByClass.get(ck);
+      if (!l) fnsByClass.set(ck, (l = []));
+      l.push(f);
+    }
+  }
   const refAt = new Map<CorpusModule, Map<number, { ref: Ref; stmt: number }>>();
   const refOf = (mod: CorpusModule, pos: number) => {
     let m = refAt.get(mod);
@@ -658,7 +715,7 @@ export function valuePrunes(
     if (!r) return undefined; // a local name
     const attrs = r.ref.attrs ?? [];
     if (chain.length > attrs.length) return null;
-    const { targets, consumed } = resolver.resolveRef(mod, { ...r.ref, attrs: chain, attrEnds: (r.ref.attrEnds ?? []).slice(0, chain.length) });
+    const { targets, consumed } = resolveChain(resolver, mod, r.ref, chain);
     if (targets.length !== 1) return null;
     return atomOfTarget(targets[0], chain.slice(consumed));
   };
@@ -688,12 +745,22 @@ export function valuePrunes(
   };
 
   // MRO-ish lookup: the first class in a depth-first walk of the bases defining `name`
+  const methodMemo = new Map<string, FnRef | null>();
   const methodOf = (mod: CorpusModule, cls: string, name: string, skipSelf: boolean, depth = 0): FnRef | null => {
     if (depth > 12) return null;
+    if (depth === 0) {
+      const key = `${mod.repo}\0${mod.name}\0${cls}\0${name}\0${skipSelf}`;
+      let r = methodMemo.get(key);
+      if (r === undefined) methodMemo.set(key, (r = methodLookup(mod, cls, name, skipSelf, 0)));
+      return r;
+    }
+    return methodLookup(mod, cls, name, skipSelf, depth);
+  };
+  const methodLookup = (mod: CorpusModule, cls: string, name: string, skipSelf: boolean, depth: number): FnRef | null => {
     const cf = classStatement(mod, cls);
     if (!cf) return null;
     if (!skipSelf) {
-      const f = fns.find((x) => x.mod === mod && x.fn.cls === cls && x.fn.name === name && x.fn.stmt === cf.stmt);
+      const f = fnByMethod.get(`${mod.repo}\0${mod.name}\0${cls}\0${name}\0${cf.stmt}`);
       if (f) return f;
       if (cf.members.includes(name)) return null; // defined but not copied (or not a plain def)
     }
@@ -717,7 +784,7 @@ export function valuePrunes(
   const kwExtra = new Map<string, Map<string, Vals> | null>();
   const reachedFns = new Set<string>();
   const instantiated = new Set<string>();
-  const fnsOfClass = (mod: CorpusModule, cls: string) => fns.filter((x) => x.mod === mod && x.fn.cls === cls);
+  const fnsOfClass = (mod: CorpusModule, cls: string) => fnsByClass.get(`${mod.repo}\0${mod.name}\0${cls}`) ?? [];
   let changed = false;
   const reach = (f: FnRef, top: boolean) => {
     const k = fnKey(f);
@@ -832,8 +899,7 @@ export function valuePrunes(
   const needed = new Set<string>();
   const stmtKey = (mod: CorpusModule, stmt: number) => `${mod.repo}:${mod.name}:${stmt}`;
   const lazyStmt = (mod: CorpusModule, pos: number): number => {
-    const sorted = sortedNodes.get(mod);
-    const n = sorted?.find((x) => x.facts.start <= pos && pos < x.facts.end);
+    const n = nodeAt(mod, pos);
     return n && n.facts.kind === 'expression_statement' && n.facts.binds.length ? n.stmt : -1;
   };
   const runs = (mod: CorpusModule, pos: number): boolean => {
@@ -1211,7 +1277,16 @@ export function valuePrunes(
   // callees of a call: a function, a class's __init__, `super().m`, `Cls.m(self, …)`,
   // `obj.m(…)` (the methods named m of the instantiated classes)
   type Callee = { fn: FnRef; bound: boolean; cls?: string; fuzzy?: boolean };
+  // memoised per call until the instantiated classes grow (what `obj.m(…)` may reach)
+  const calleeMemo = new Map<Expr, { fn: FnFacts; stamp: number; out: Callee[] }>();
   const calleesOf = (f: FnRef, c: Expr & { k: 'call' }): Callee[] => {
+    const m = calleeMemo.get(c);
+    if (m && m.fn === f.fn && m.stamp === instantiated.size) return m.out;
+    const out = calleesOfCall(f, c);
+    calleeMemo.set(c, { fn: f.fn, stamp: instantiated.size, out });
+    return out;
+  };
+  const calleesOfCall = (f: FnRef, c: Expr & { k: 'call' }): Callee[] => {
     const out: Callee[] = [];
     if (c.fn.k === 'name') {
       const d = denote(f.mod, c.fn);
@@ -1260,7 +1335,7 @@ export function valuePrunes(
         const r = methodOf(mod, name, '__init__', false);
         out.push({ fn: r ?? (null as unknown as FnRef), bound: true, cls: a });
       } else {
-        const r = fns.find((x) => x.mod === mod && !x.fn.cls && x.fn.name === name);
+        const r = fnByName.get(`${mod.repo}\0${mod.name}\0${name}`);
         if (r) out.push({ fn: r, bound: false });
       }
     }
@@ -1310,31 +1385,45 @@ export function valuePrunes(
 
   // static: what code outside function bodies calls and uses as values
   const typeArgsOf = (mod: CorpusModule) => facts(mod).typeArgs;
-  const valueUses = (mod: CorpusModule, stmt: number, inRange: (pos: number) => boolean, onUse: (atom: string, pos: number) => void) => {
+  /** what the references of a statement denote (memoised across blocks: StmtRefs) */
+  const stmtRefs = (mod: CorpusModule, stmt: number): StmtRefs => {
+    let byMod = stmtRefsMemo.get(resolver);
+    if (!byMod) stmtRefsMemo.set(resolver, (byMod = new WeakMap()));
+    let m = byMod.get(mod);
+    if (!m) byMod.set(mod, (m = new Map()));
+    let out = m.get(stmt);
+    if (out) return out;
+    out = { uses: [], reads: [] };
     const mf = facts(mod);
+    const ta = typeArgsOf(mod);
     for (const r of mod.facts.statements[stmt].refs) {
-      if (!inRange(r.start) || typeArgsOf(mod).some(([a, b]) => r.start >= a && r.start < b)) continue;
+      if (ta.some(([a, b]) => r.start >= a && r.start < b)) continue;
       // the longest prefix of the chain that denotes a definition: called when the
       // call's callee is exactly that chain, else a value use (passed on, or the
       // receiver of a method call such as `Cls.from_config(…)`)
       const attrs = r.attrs ?? [];
       for (let n = attrs.length; n >= 0; n--) {
-        const { targets, consumed } = resolver.resolveRef(mod, { ...r, attrs: attrs.slice(0, n), attrEnds: (r.attrEnds ?? []).slice(0, n) });
+        const { targets, consumed } = resolveChain(resolver, mod, r, attrs.slice(0, n));
         if (targets.length !== 1) continue;
         const v = atomOfTarget(targets[0], attrs.slice(consumed, n));
         if (!v) continue;
         const end = n ? (r.attrEnds ?? [])[n - 1] : r.end;
-        if (mf.calleeSpans.get(r.start) !== end) for (const a of v) onUse(a, r.start);
+        if (mf.calleeSpans.get(r.start) !== end && v.size) out.uses.push({ pos: r.start, atoms: [...v] });
         break;
       }
+      const { targets } = resolveChain(resolver, mod, r, attrs);
+      const keys = targets.flatMap((t) => (t.kind === 'def' ? t.stmts.map((i) => stmtKey(t.module, i)) : []));
+      if (keys.length) out.reads.push({ pos: r.start, keys });
     }
+    m.set(stmt, out);
+    return out;
   };
   const useAsValue = (a: string) => {
     if (a.startsWith('cls:')) instantiate(a, true);
     else if (a.startsWith('fn:')) {
       const [, repo, ...rest] = a.split(':');
       const name = rest.pop()!;
-      const f = fns.find((x) => x.mod.repo === repo && x.mod.name === rest.join(':') && !x.fn.cls && x.fn.name === name);
+      const f = fnByName.get(`${repo}\0${rest.join(':')}\0${name}`);
       if (f) reach(f, true);
     }
   };
@@ -1387,25 +1476,17 @@ export function valuePrunes(
   instantiate(`cls:${target.mod.repo}:${target.mod.name}:${target.className}`, false);
 
   const uses: { mod: CorpusModule; pos: number; atoms: string[] }[] = [];
-  for (const [mod, nodes] of byMod) {
-    for (const [stmt] of nodes) {
-      valueUses(mod, stmt, (pos) => ctx.kept(mod, pos), (a, pos) => {
-        const last = uses[uses.length - 1];
-        if (last && last.mod === mod && last.pos === pos) last.atoms.push(a);
-        else uses.push({ mod, pos, atoms: [a] });
-      });
-    }
-  }
   const reads: { mod: CorpusModule; pos: number; keys: string[] }[] = [];
   for (const [mod, nodes] of byMod) {
-    const ta = typeArgsOf(mod);
     for (const [stmt] of nodes) {
-      for (const r of mod.facts.statements[stmt].refs) {
-        if (!ctx.kept(mod, r.start) || ta.some(([a, b]) => r.start >= a && r.start < b)) continue;
-        const { targets } = resolver.resolveRef(mod, r);
-        const keys = targets.flatMap((t) => (t.kind === 'def' ? t.stmts.map((i) => stmtKey(t.module, i)) : []));
-        if (keys.length) reads.push({ mod, pos: r.start, keys });
-      }
+      const sr = stmtRefs(mod, stmt);
+      for (const u of sr.uses) if (ctx.kept(mod, u.pos)) uses.push({ mod, pos: u.pos, atoms: u.atoms });
+    }
+  }
+  for (const [mod, nodes] of byMod) {
+    for (const [stmt] of nodes) {
+      const sr = stmtRefs(mod, stmt);
+      for (const r of sr.reads) if (ctx.kept(mod, r.pos)) reads.push({ mod, pos: r.pos, keys: r.keys });
     }
   }
   const opaque: { mod: CorpusModule; call: Expr & { k: 'call' }; ctx: FnRef }[] = [];
@@ -1527,7 +1608,7 @@ export function valuePrunes(
   const readsDefs = (mod: CorpusModule, stmt: number, a: number, b: number): boolean =>
     mod.facts.statements[stmt].refs.some((r) => {
       if (r.start < a || r.start >= b) return false;
-      const { targets } = resolver.resolveRef(mod, r);
+      const { targets } = resolveChain(resolver, mod, r, r.attrs ?? []);
       return targets.some((t) => t.kind === 'def');
     });
   for (const f of fns) {
