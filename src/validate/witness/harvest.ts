@@ -82,7 +82,7 @@ export interface HarvestOptions {
   repoMs?: number;
   /** memory an entry point may add to its process, MB (RLIMIT_AS, within the pool's own memory limit; default: that limit alone) */
   entryMemoryMb?: number;
-  /** the entry points' peak memory growth summed over the repository, MB, after which the harvest stops (default 65536) */
+  /** the entry points' peak memory growth summed over the repository, MB, after which the harvest stops (default 131072) */
   repoMemoryMb?: number;
   /** at most this many witnesses kept per class (default 3) */
   perClass?: number;
@@ -117,7 +117,7 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
   }
   out.classes = list.classes ?? [];
   out.importFailures = list.importFailures ?? {};
-  const order = new GreedyOrder(list.entries, { memoryMb: o.repoMemoryMb ?? 65536 });
+  const order = new GreedyOrder(list.entries, { memoryMb: o.repoMemoryMb ?? 131072 });
   const workers = Math.max(1, pool.workerCount);
   // a wrapper of a whole model (`AutoShape(model)`, `ModelEma(model)`) is given the model
   // of the quickest entry point that built and ran one (the provider)
