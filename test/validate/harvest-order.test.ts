@@ -5,7 +5,7 @@
 // memory budget, once spent, ends the order.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { GreedyOrder, IDLE_RUNS, numberOf, type HarvestEntry } from '../../src/validate/witness/harvest.js';
+import { GreedyOrder, IDLE_RUNS, nameStem, numberOf, type HarvestEntry } from '../../src/validate/witness/harvest.js';
 
 const entry = (key: string, reach: string[], rank = 13): HarvestEntry => ({
   kind: 'registry',
@@ -82,4 +82,18 @@ test("the repository's memory budget, once the entry points' peaks sum past it, 
   assert.equal(order.stopped, 'memory');
   assert.equal(order.memorySpent, 1200);
   assert.equal(order.pending.length, 2, 'the entry points left are not run');
+});
+
+test('two architectures of one module (one reach) are two families, each run first', () => {
+  const reach = ['mx.Model', 'mx.Conv', 'mx.Partition'];
+  const es = ['coat_nano', 'coat_tiny', 'coat_small', 'maxv_nano'].map((k) => ({ ...entry(k, reach), via: `pkg.MODELS['${k}']` }));
+  const order = new GreedyOrder(es);
+  const ran: string[] = [];
+  for (let i = 0; i < 2; i++) {
+    const b = order.next(1, false);
+    ran.push(...names(b));
+    order.report(b[0], true, b[0].qualname.startsWith('coat') ? { 'mx.Model': { called: true }, 'mx.Conv': { called: true } } : { 'mx.Partition': { called: true } });
+  }
+  assert.deepEqual(ran, ['coat_nano', 'maxv_nano'], "the second architecture before the first one's second size");
+  assert.equal(nameStem(es[0]), 'coat');
 });

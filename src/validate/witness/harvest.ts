@@ -82,7 +82,7 @@ export interface HarvestOptions {
   repoMs?: number;
   /** memory an entry point may add to its process, MB (RLIMIT_AS, within the pool's own memory limit; default: that limit alone) */
   entryMemoryMb?: number;
-  /** the entry points' peak memory growth summed over the repository, MB, after which the harvest stops (default 65536) */
+  /** the entry points' peak memory growth summed over the repository, MB, after which the harvest stops (default 131072) */
   repoMemoryMb?: number;
   /** at most this many witnesses kept per class (default 3) */
   perClass?: number;
@@ -117,7 +117,7 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
   }
   out.classes = list.classes ?? [];
   out.importFailures = list.importFailures ?? {};
-  const order = new GreedyOrder(list.entries, { memoryMb: o.repoMemoryMb ?? 65536 });
+  const order = new GreedyOrder(list.entries, { memoryMb: o.repoMemoryMb ?? 131072 });
   const workers = Math.max(1, pool.workerCount);
   // a wrapper of a whole model (`AutoShape(model)`, `ModelEma(model)`) is given the model
   // of the quickest entry point that built and ran one (the provider)
@@ -190,8 +190,8 @@ export const IDLE_RUNS = 2;
  * called classes: a construction alone, such as a base class built through
  * super().__init__, leaves its inputs to guesses).
  *
- * A family is the entry points reaching the same classes (one architecture's registered
- * sizes and variants). Every family's first member runs before any family's second
+ * A family is the entry points reaching the same classes with the same architecture word
+ * in their name (one architecture's registered sizes and variants: nameStem). Every family's first member runs before any family's second
  * (one family's sizes cannot spend the budget while other families wait); within that,
  * the most reachable classes not yet called first, then the smallest size, the smallest
  * input resolution and number named (`_224` before `_512`, `resnet18` before
@@ -221,7 +221,7 @@ export class GreedyOrder {
   }
 
   family(e: HarvestEntry): string {
-    return (e.reach.join(',') || `${e.module}.${e.qualname}`) + (e.switch ? `|${e.switch}` : '');
+    return (e.reach.join(',') || `${e.module}.${e.qualname}`) + `|${nameStem(e)}` + (e.switch ? `|${e.switch}` : '');
   }
 
   score(e: HarvestEntry): number {
@@ -324,6 +324,16 @@ export function borrowSiblingInputs(
     const inputs = witnesses[donor].find((w) => w.inputs && !w.inputsFrom)!.inputs;
     witnesses[c] = mergeWitnesses(own, [{ ...own[0], inputs, inputsFrom: donor }], perClass);
   }
+}
+
+/** The architecture word of a model's own name: the leading letters of its registry key
+ *  (`MODELS['coatnet_nano_224']` → `coatnet`, `maxvit_tiny_224` → `maxvit`), else of its
+ *  qualified name. Registered models are named `<architecture>_<size>_<variant>`: two
+ *  architectures built by one module (and reaching the same classes) are two families. */
+export function nameStem(e: HarvestEntry): string {
+  const key = e.kind === 'registry' ? /\[['"]([^'"]+)['"]\]/.exec(e.via ?? '')?.[1] : undefined;
+  const own = key ?? e.qualname.split('.').pop() ?? e.qualname;
+  return (/^[A-Za-z]+/.exec(own)?.[0] ?? own).toLowerCase();
 }
 
 /** The first number of a model's own name (`resnet18` → 18, the registry key of

@@ -1177,6 +1177,7 @@ def run_entry(cfg, torch, send):
                         torch.manual_seed(1)
                         out = model(*inputs)
                     res["forward"] = True
+                    res.pop("forwardError", None)  # an earlier input candidate's failure: not why it stopped
                     res["input"] = shapes_of_input(inputs)
                     res["companions"] = call_companions(result, model, out, inputs, torch)
                     break
