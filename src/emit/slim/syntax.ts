@@ -57,19 +57,25 @@ export interface OptionSite {
   entries: OptionEntry[];
 }
 
-export interface DecoratorSite {
+/** Whole lines of a statement slim may remove, holding a call (or a decorator expression)
+ *  whose callee decorators.ts judges. */
+interface RemovableCall {
   stmt: number;
-  /** the whole lines of the decorator (removed in slim) */
+  /** the whole lines removed in slim */
   start: number;
   end: number;
   line: number;
   endLine: number;
-  /** `@` expression text as written, and where */
+  /** the text as written */
   text: string;
-  exprStart: number;
-  /** a call's callee span (`MODELS.register_module` of `MODELS.register_module()`) */
+  /** the call's callee span (`MODELS.register_module` of `MODELS.register_module()`) */
   calleeStart: number;
   calleeEnd: number;
+}
+
+export interface DecoratorSite extends RemovableCall {
+  /** where the `@` expression starts */
+  exprStart: number;
   /** the call's arguments: positional count and keyword names, or null (no call) */
   call: { positional: number; keywords: string[]; star: boolean } | null;
   /** what it decorates */
@@ -80,16 +86,7 @@ export interface DecoratorSite {
  *  in a function or class): `R.register_module(module=C, name='c')`. decorators.ts says
  *  whether it is a registration call (it returns the object it registers; its value is
  *  dropped). */
-export interface CallStatementSite {
-  stmt: number;
-  /** the whole lines of the statement */
-  start: number;
-  end: number;
-  line: number;
-  endLine: number;
-  text: string;
-  calleeStart: number;
-  calleeEnd: number;
+export interface CallStatementSite extends RemovableCall {
   call: { positional: number; keywords: string[]; star: boolean };
   /** the only statement of its block: removing it needs a `pass` in its place */
   alone: boolean;

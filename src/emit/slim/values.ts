@@ -654,23 +654,12 @@ export function valuePrunes(
     corpus,
     resolver,
     kept: (mod, pos) => {
-      // the copied statement holding `pos` (binary search), then its skipped ranges
-      const sorted = sortedNodes.get(mod);
-      if (!sorted) return false;
-      let lo = 0;
-      let hi = sorted.length - 1;
-      while (lo <= hi) {
-        const mid = (lo + hi) >> 1;
-        const n = sorted[mid];
-        if (n.facts.end <= pos) lo = mid + 1;
-        else if (n.facts.start > pos) hi = mid - 1;
-        else {
-          let sk = skipCache.get(n);
-          if (!sk) skipCache.set(n, (sk = skipOf(mod, n.stmt)));
-          return !sk.some(([a, b]) => pos >= a && pos < b);
-        }
-      }
-      return false;
+      // the copied statement holding `pos`, then its skipped ranges
+      const n = nodeAt(mod, pos);
+      if (!n) return false;
+      let sk = skipCache.get(n);
+      if (!sk) skipCache.set(n, (sk = skipOf(mod, n.stmt)));
+      return !sk.some(([a, b]) => pos >= a && pos < b);
     },
   };
   // the copied functions and methods
