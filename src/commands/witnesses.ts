@@ -62,7 +62,7 @@ export async function witnesses(ws: Workspace, opts: WitnessesOptions = {}): Pro
 }
 
 /** What the workers of this environment reported the last time they started, if known. */
-export function rememberedWorkers(store: IndexStore, probed: ProbedEnvironment): WorkerInfo | null {
+export function rememberedWorkers(store: IndexStore, probed: Pick<ProbedEnvironment, 'key'>): WorkerInfo | null {
   const got = store.getKV(workerInfoKey(probed.key));
   return got ? (JSON.parse(got) as WorkerInfo) : null;
 }
@@ -71,6 +71,6 @@ export function rememberedWorkers(store: IndexStore, probed: ProbedEnvironment):
 export async function startRemembering(store: IndexStore, opts: PoolOptions | undefined, probed?: ProbedEnvironment): Promise<ValidatorPool> {
   const pool = await ValidatorPool.start(opts, probed);
   const info: WorkerInfo = { torch: pool.torch, python: pool.pythonVersion };
-  if (JSON.stringify(rememberedWorkers(store, { env: pool.env, key: pool.envKey })) !== JSON.stringify(info)) store.setKV(workerInfoKey(pool.envKey), JSON.stringify(info));
+  if (JSON.stringify(rememberedWorkers(store, { key: pool.envKey })) !== JSON.stringify(info)) store.setKV(workerInfoKey(pool.envKey), JSON.stringify(info));
   return pool;
 }

@@ -307,8 +307,8 @@ class State {
    *  binding, `from pkg.mod import name`), with a warning; else it is copied, and the
    *  warning says what its `__file__` now means. Returns the extern binding, or null. */
   private ownFileReader(from: StmtNode, t: Extract<Target, { kind: 'def' }>, local: string, ref: { line: number; soft?: boolean }): Binding | null {
-    const sts = t.module.facts.statements;
-    if (!t.stmts.some((i) => sts[i]?.refs.some((r) => r.name === '__file__'))) return null;
+    const readers = fileReaders(t.module);
+    if (!readers.size || !t.stmts.some((i) => readers.has(i))) return null;
     if (from.mod === t.module && t.stmts.includes(from.stmt)) return null;
     const top = t.module.name.split('.')[0];
     const installed = this.resolver.importable(top) === true && t.module.name !== '__main__';
@@ -523,6 +523,21 @@ class State {
     const d: Diagnostic = { severity, name, reason, message, module: n.mod.name, path: n.mod.path, repo: n.mod.repo, line };
     if (!this.diagnostics.some((x) => x.name === d.name && x.line === d.line && x.path === d.path && x.reason === d.reason)) this.diagnostics.push(d);
   }
+}
+
+/** The statements of a module that read its `__file__` (computed once per module: the
+ *  check runs for every reference bound to one of its definitions). */
+const fileReadersMemo = new WeakMap<CorpusModule, Set<number>>();
+function fileReaders(mod: CorpusModule): Set<number> {
+  let r = fileReadersMemo.get(mod);
+  if (!r) {
+    r = new Set();
+    mod.facts.statements.forEach((st, i) => {
+      if (st.refs.some((x) => x.name === '__file__')) r!.add(i);
+    });
+    fileReadersMemo.set(mod, r);
+  }
+  return r;
 }
 
 function externKey(local: string, t: Extract<Target, { kind: 'extern' }>): BindingKey {

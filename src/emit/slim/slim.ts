@@ -66,6 +66,16 @@ const STRING_LIT = /(['"])((?:\\.|(?!\1)[^\\\n])*)\1/g;
 const registryMemo = new WeakMap<CorpusModule, Map<OptionSite, boolean>>();
 const verdictMemo = new WeakMap<CorpusModule, Map<DecoratorSite, boolean>>();
 const registrationMemo = new WeakMap<CorpusModule, Map<CallStatementSite, boolean>>();
+
+/** A per-module verdict on one of its sites, computed once. */
+function memoOf<S>(memos: WeakMap<CorpusModule, Map<S, boolean>>, m: CorpusModule, site: S, compute: () => boolean): boolean {
+  let memo = memos.get(m);
+  if (!memo) memos.set(m, (memo = new Map()));
+  let r = memo.get(site);
+  if (r === undefined) memo.set(site, (r = compute()));
+  return r;
+}
+
 const DEF_KINDS = new Set(['class_definition', 'function_definition', 'decorated_definition']);
 
 export function slimClosure(corpus: Corpus, resolver: Resolver, mod: CorpusModule, className: string, opts: SlimOptions = {}): SlimResult {
@@ -76,29 +86,13 @@ export function slimClosure(corpus: Corpus, resolver: Resolver, mod: CorpusModul
   const syntax = (m: CorpusModule): ModuleSyntax => moduleSyntax(m, corpus.source(m));
   /** decorators kept because their registry is still read by the code that stays */
   const keepDecorators = new Set<DecoratorSite | CallStatementSite>();
-  const isRegistration = (m: CorpusModule, c: CallStatementSite): boolean => {
-    let memo = registrationMemo.get(m);
-    if (!memo) registrationMemo.set(m, (memo = new Map()));
-    let r = memo.get(c);
-    if (r === undefined) memo.set(c, (r = registrationCall(resolver, m, c)));
-    return r;
-  };
+  const isRegistration = (m: CorpusModule, c: CallStatementSite): boolean => memoOf(registrationMemo, m, c, () => registrationCall(resolver, m, c));
 
   const removable = (m: CorpusModule, d: DecoratorSite): boolean => {
     if (keepDecorators.has(d)) return false;
-    let memo = verdictMemo.get(m);
-    if (!memo) verdictMemo.set(m, (memo = new Map()));
-    let ok = memo.get(d);
-    if (ok === undefined) memo.set(d, (ok = decoratorVerdict(resolver, m, d) === 'identity'));
-    return ok || !!opts.proven?.has(decoratorKey(m, d));
+    return memoOf(verdictMemo, m, d, () => decoratorVerdict(resolver, m, d) === 'identity') || !!opts.proven?.has(decoratorKey(m, d));
   };
-  const isRegistry = (m: CorpusModule, site: OptionSite): boolean => {
-    let memo = registryMemo.get(m);
-    if (!memo) registryMemo.set(m, (memo = new Map()));
-    let r = memo.get(site);
-    if (r === undefined) memo.set(site, (r = registry(resolver, m, site)));
-    return r;
-  };
+  const isRegistry = (m: CorpusModule, site: OptionSite): boolean => memoOf(registryMemo, m, site, () => registry(resolver, m, site));
   // branches no value reaches (values.ts): recomputed on each closure until they repeat
   let prunes: ValuePrune[] = [];
   const prunesOf = (m: CorpusModule, stmt: number) => prunes.filter((p) => p.mod === m && p.stmt === stmt);

@@ -635,21 +635,8 @@ export function valuePrunes(
   const sortedNodes = new Map<CorpusModule, StmtNode[]>();
   for (const [m, nodes] of byMod) sortedNodes.set(m, [...nodes.values()].sort((a, b) => a.facts.start - b.facts.start));
   const skipCache = new Map<StmtNode, readonly (readonly [number, number])[]>();
-  /** the copied statement holding `pos` (binary search; statements do not overlap) */
-  const nodeAt = (mod: CorpusModule, pos: number): StmtNode | undefined => {
-    const sorted = sortedNodes.get(mod);
-    if (!sorted) return undefined;
-    let lo = 0;
-    let hi = sorted.length - 1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >> 1;
-      const n = sorted[mid];
-      if (n.facts.end <= pos) lo = mid + 1;
-      else if (n.facts.start > pos) hi = mid - 1;
-      else return n;
-    }
-    return undefined;
-  };
+  /** the copied statement holding `pos` (statements do not overlap) */
+  const nodeAt = (mod: CorpusModule, pos: number): StmtNode | undefined => spanAt(sortedNodes.get(mod), pos, (n) => n.facts);
   const ctx: Ctx = {
     corpus,
     resolver,
@@ -866,18 +853,8 @@ export function valuePrunes(
   for (const l of fnsByMod.values()) l.sort((a, b) => a.fn.start - b.fn.start);
   /** the function (module-level, or a method) whose body holds `pos` */
   const fnAt = (mod: CorpusModule, pos: number, from: 'body' | 'def' = 'body'): FnRef | undefined => {
-    const l = fnsByMod.get(mod);
-    if (!l) return undefined;
-    let lo = 0;
-    let hi = l.length - 1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >> 1;
-      const f = l[mid].fn;
-      if (f.end <= pos) lo = mid + 1;
-      else if (f.start > pos) hi = mid - 1;
-      else return (from === 'body' ? f.bodyStart : f.start) <= pos ? l[mid] : undefined;
-    }
-    return undefined;
+    const f = spanAt(fnsByMod.get(mod), pos, (r) => r.fn);
+    return f && (from === 'body' ? f.fn.bodyStart : f.fn.start) <= pos ? f : undefined;
   };
   /** `pos` of `f` runs: copied, not skipped, and in no dead range of `f` */
   const live = (f: FnRef, pos: number) => ctx.kept(f.mod, pos) && !(deadOf.get(fnKey(f)) ?? []).some(([a, b]) => pos >= a && pos < b);
@@ -1714,4 +1691,20 @@ export function entryCallFromArgs(args: unknown): EntryCall | null {
     return { positional: a.args.map(atom), keywords: Object.entries(a.kwargs as object).map(([k, v]) => [k, atom(v)]) };
   }
   return { positional: [], keywords: Object.entries(a).map(([k, v]) => [k, atom(v)]) };
+}
+
+/** The item of `sorted` (ordered by start, spans not overlapping) whose [start, end)
+ *  holds `pos`, by binary search. */
+function spanAt<T>(sorted: readonly T[] | undefined, pos: number, span: (t: T) => { start: number; end: number }): T | undefined {
+  if (!sorted) return undefined;
+  let lo = 0;
+  let hi = sorted.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    const s = span(sorted[mid]);
+    if (s.end <= pos) lo = mid + 1;
+    else if (s.start > pos) hi = mid - 1;
+    else return sorted[mid];
+  }
+  return undefined;
 }

@@ -12,6 +12,7 @@
 # arguments onto the callee's parameters, so an index handed on to a helper counts too.
 # Only reads code; runs nothing.
 import ast
+import functools
 import inspect
 import textwrap
 import types
@@ -35,15 +36,20 @@ def _function_node(fn):
     fn = inspect.unwrap(getattr(fn, "__func__", fn))
     if not isinstance(fn, types.FunctionType):
         return None, None
+    return fn, _parsed(fn)
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed(fn):
+    """The function's definition node, parsed once (a helper called from several places
+    of a forward is read once)."""
     try:
         src = textwrap.dedent(inspect.getsource(fn))
         tree = ast.parse(src)
     except (OSError, TypeError, SyntaxError, IndentationError):
-        return None, None
+        return None
     node = tree.body[0] if tree.body else None
-    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return None, None
-    return fn, node
+    return node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
 
 
 def _params(node):
