@@ -5,7 +5,7 @@ import { UsageError } from '../util/errors.js';
 import { workerInfoKey } from '../store/kv.js';
 import type { IndexStore } from '../store/store.js';
 import { environmentIdOf, ValidatorPool, type PoolOptions, type ProbedEnvironment, type WorkerInfo } from '../validate/index.js';
-import { currentHarvest, libraryModules, repoWitnesses, storedHarvest, type EntryReport, type HarvestResult } from '../validate/witness/index.js';
+import { currentHarvest, fileListing, libraryModules, repoWitnesses, storedHarvest, type EntryReport, type HarvestResult } from '../validate/witness/index.js';
 import type { Workspace } from '../workspace.js';
 
 export interface WitnessesOptions {
@@ -39,10 +39,11 @@ export async function witnesses(ws: Workspace, opts: WitnessesOptions = {}): Pro
   const probed = await ValidatorPool.probe(opts.pool);
   const remembered = rememberedWorkers(ws.store, probed);
   const envId = remembered ? environmentIdOf(probed, remembered) : null;
+  const listing = envId && !opts.force ? fileListing(ws.store) : '';
   let pool: ValidatorPool | null = null;
   try {
     for (const repo of wanted) {
-      const stored = envId && !opts.force ? currentHarvest(ws.store, repo, envId) : null;
+      const stored = envId && !opts.force ? currentHarvest(ws.store, repo, envId, listing) : null;
       if (stored) {
         results.push({ repo, cached: true, harvest: stored });
         continue;

@@ -220,8 +220,12 @@ export class GreedyOrder {
     this.memoryMb = budgets.memoryMb ?? Infinity;
   }
 
+  private readonly families = new Map<HarvestEntry, string>();
+
   family(e: HarvestEntry): string {
-    return (e.reach.join(',') || `${e.module}.${e.qualname}`) + `|${nameStem(e)}` + (e.switch ? `|${e.switch}` : '');
+    let f = this.families.get(e);
+    if (f === undefined) this.families.set(e, (f = (e.reach.join(',') || `${e.module}.${e.qualname}`) + `|${nameStem(e)}` + (e.switch ? `|${e.switch}` : '')));
+    return f;
   }
 
   score(e: HarvestEntry): number {
@@ -233,10 +237,12 @@ export class GreedyOrder {
   next(workers: number, haveModel: boolean): HarvestEntry[] {
     if (this.stopped) return [];
     const started = (e: HarvestEntry) => ((this.runs.get(this.family(e)) ?? 0) > 0 ? 1 : 0);
+    // scores change only between batches: once per entry, not per comparison
+    const score = new Map(this.pending.map((e) => [e, this.score(e)]));
     this.pending.sort(
       (a, b) =>
         started(a) - started(b) ||
-        this.score(b) - this.score(a) ||
+        score.get(b)! - score.get(a)! ||
         a.rank - b.rank ||
         resolutionOf(entryName(a)) - resolutionOf(entryName(b)) ||
         numberOf(entryName(a)) - numberOf(entryName(b)) ||

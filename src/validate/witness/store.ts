@@ -37,13 +37,18 @@ export function harvestSysPath(store: IndexStore, repo: string): string[] {
 
 /** The cache key of a repository's harvest: blob ids of the files of every repository
  *  on its sys.path, and the environment id. */
-export function harvestKey(store: IndexStore, repo: string, envId: string): string {
-  const h = createHash('sha256');
-  h.update(envId + '\0' + repo + '\0');
+export function harvestKey(store: IndexStore, repo: string, envId: string, listing: string = fileListing(store)): string {
+  return createHash('sha256').update(envId + '\0' + repo + '\0').update(listing).digest('hex');
+}
+
+/** Every indexed file with its blob id, in a fixed order: the part of every repository's
+ *  harvest key that is the same for all (read once when several keys are wanted). */
+export function fileListing(store: IndexStore): string {
+  const lines: string[] = [];
   for (const r of store.listRepos().map((x) => x.name).sort()) {
-    for (const f of store.listFiles(r).sort((a, b) => a.path.localeCompare(b.path))) h.update(`${r}\0${f.path}\0${f.blob}\n`);
+    for (const f of store.listFiles(r).sort((a, b) => a.path.localeCompare(b.path))) lines.push(`${r}\0${f.path}\0${f.blob}\n`);
   }
-  return h.digest('hex');
+  return lines.join('');
 }
 
 const SCRIPT_STATEMENTS = new Set(['for_statement', 'while_statement', 'with_statement']);
@@ -97,8 +102,8 @@ export async function repoWitnesses(
 
 /** The stored harvest of a repository if it is still current: same files on its sys.path,
  *  same environment id (no worker is needed to know it, see ValidatorPool.probe). */
-export function currentHarvest(store: IndexStore, repo: string, envId: string): HarvestResult | null {
-  const got = getHarvest(store, repo, harvestKey(store, repo, envId));
+export function currentHarvest(store: IndexStore, repo: string, envId: string, listing?: string): HarvestResult | null {
+  const got = getHarvest(store, repo, harvestKey(store, repo, envId, listing));
   return got ? (JSON.parse(got) as HarvestResult) : null;
 }
 
