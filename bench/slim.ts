@@ -1,8 +1,8 @@
 // Slim emission without validation (docs/ARCHITECTURE.md "Slim emission"): for every
 // block of an indexed store (or of a repo config, indexed first), the faithful and the
-// slim module (seeds: call sites and data sites, as the pipeline uses when no validated
-// arguments exist; the values of parameters: defaults and call-site literals; no sandbox
-// probe), lines per repository (median / p90 / max), and
+// slim module (seeds and parameter values as the pipeline takes them: call sites, and the
+// arguments the stored record was validated with when the store has one, else data sites;
+// no sandbox probe), lines per repository (median / p90 / max), and
 // which slim modules still import `rich` or define a class `Registry`. Slim here is not
 // proven: `extract` keeps it only when it validates (bench/corpus.ts measures that).
 //
@@ -14,7 +14,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import * as api from '../src/nnrag.js';
 import { loadRepoConfig } from '../src/config/repos.js';
-import { callSites, dataSites, slimEntry } from '../src/commands/extract.js';
+import { callSites, dataSites, slimEntry, slimSeeds } from '../src/commands/extract.js';
+import { getExtraction } from '../src/store/records.js';
 import { args, opt } from './args.js';
 
 const config = args[0] && !args[0].startsWith('--') ? args[0] : null;
@@ -41,8 +42,10 @@ for (const b of blocks) {
   if (!f.text) continue;
   const t = performance.now();
   const c = process.cpuUsage();
-  const seeds = [...callSites(ws, b.id).map((c) => (typeof c === 'string' ? c : c.text)), ...dataSites(ws, b.id).map((d) => d.text)];
-  const s = api.extractText(ws, b.id, { profile: 'slim' }, { seeds, entry: slimEntry({ callSites: callSites(ws, b.id) }, null) });
+  // the arguments the stored faithful module was validated with (a store `extract` filled)
+  const validated = getExtraction(ws.store, b.id)?.record.validation?.args ?? null;
+  const sites = { callSites: callSites(ws, b.id), dataSites: dataSites(ws, b.id) };
+  const s = api.extractText(ws, b.id, { profile: 'slim' }, { seeds: slimSeeds(sites, validated), entry: slimEntry(sites, validated) });
   r.t += performance.now() - t;
   const dc = process.cpuUsage(c);
   r.cpu += (dc.user + dc.system) / 1000;

@@ -368,7 +368,7 @@ async function slimOrFaithful(
 /** What a block is built with, whose strings reach options: its call sites, and the
  *  arguments the faithful module was validated with (the one configuration-table entry
  *  that worked, not every entry), else its data sites. */
-function slimSeeds(req: Pick<ValidationRequest, 'callSites' | 'dataSites'>, args: unknown): string[] {
+export function slimSeeds(req: Pick<ValidationRequest, 'callSites' | 'dataSites'>, args: unknown): string[] {
   const seeds = [...(req.callSites ?? []).map((c) => (typeof c === 'string' ? c : c.text))];
   if (args) seeds.push(...texts(args));
   else seeds.push(...(req.dataSites ?? []).map((d) => d.text));

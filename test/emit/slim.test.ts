@@ -2,7 +2,8 @@
 // removed (one that wraps stays), and so are registration calls of module-level code;
 // option registries keep the options the block reaches and a pruned option fails with an
 // error naming it, branches no value of the defaults
-// reaches (`isinstance`/`issubclass`/`is None` tests) are pruned with an error naming
+// reaches (`isinstance`/`issubclass`/`is None` tests, conditional expressions, values
+// that flow through a local name that is only called) are pruned with an error naming
 // the test, the code that stays is the original's, and a block whose slim module does
 // not validate keeps its faithful one; what is memoised across blocks does not change a
 // block's slim module.
@@ -140,6 +141,50 @@ test('slim prunes branches the defaults never reach (isinstance, issubclass, is 
       assert.match(run("typed_slim.TypedBlock(norm='rms')"), /ValueError: nnrag slim: branch 'if isinstance\(norm, str\)' is not reached/);
       assert.match(run("typed_slim.TypedBlock(attn_layer='se')"), /ValueError: nnrag slim: the code after if attn_layer is None is not reached/);
       assert.match(run('typed_slim.TypedBlock(pool_layer=torch.nn.AvgPool1d)'), /ValueError: nnrag slim: the code after if not pool_layer or not enable is not reached/);
+    }
+  } finally {
+    ws.close();
+  }
+});
+
+test('slim follows a class called through a local name, prunes a conditional expression, and takes required arguments by kind', async () => {
+  const { ws } = await workspace();
+  try {
+    const id = 'slimpkg.flows.FlowBlock';
+    const faithful = api.extractText(ws, id, { profile: 'faithful' });
+    // the block as its validated arguments build it: dim=8, width=3 (required: "some int")
+    const built = api.extractText(ws, id, { profile: 'slim' }, { entry: [entryCallFromArgs({ dim: 8, width: 3 })!] });
+    assert.ok(faithful.text && built.text, faithful.record.error ?? built.record.error);
+    for (const s of ['class Mixed', 'class Padded', 'class DropLayer']) assert.ok(faithful.text.includes(s), s);
+    // `unit = unit or Unit` is only called: Unit runs with the calls' arguments (kernel 1
+    // or an int, padding '' or 1), not with unknown ones; `1.lower()` cannot go on, so
+    // padding is '' where it is lowered and never 'same'; drop is 0.
+    for (const s of ['class Mixed', 'class Padded', 'class DropLayer']) assert.ok(!bodyLines(built.text).some((l) => l.includes(s)), `slim still has ${s}`);
+    assert.match(built.text, /^class Unit\(nn\.Module\):$/m);
+    assert.match(built.text, /^ {8}self\.drop = \(_ for _ in \(\)\)\.throw\(ValueError\("nnrag slim: pruned, not reached with this block's defaults and validated arguments: the true side of if-expression drop > 0\. \(slimpkg\/flows\.py:66; the faithful module has it\)"\)\) if drop > 0\. else nn\.Identity\(\)$/m);
+    assert.match(built.text, /^# {3}slimpkg\/flows\.py:.*66.* \| branches no value of the defaults and validated arguments reaches: .*true side of if-expression drop > 0\./m);
+    const original = new Set(faithful.text.split('\n'));
+    for (const l of bodyLines(built.text)) if (!l.includes('nnrag slim')) assert.ok(original.has(l), `not in the faithful module: ${l}`);
+    // with no call that gives width a value, width is anything: a list reaches Mixed
+    const alone = api.extractText(ws, id, { profile: 'slim' }).text;
+    assert.match(alone, /^class Mixed\(nn\.Module\):$/m);
+    assert.ok(!bodyLines(alone).some((l) => l.includes('class Padded')));
+
+    const py = await torchPython();
+    if (py) {
+      const dir = tempDir();
+      writeFileSync(path.join(dir, 'flows_slim.py'), built.text);
+      const run = (code: string) => {
+        try {
+          return execFileSync(py.python, ['-c', `import flows_slim, torch\n${code}`], { cwd: dir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+        } catch (e) {
+          return String((e as { stderr?: string }).stderr);
+        }
+      };
+      // any int width works (a kind, not the value 3); a pruned value fails naming the test
+      assert.match(run('print(flows_slim.FlowBlock(8, 5)(torch.randn(2, 8)).shape)'), /torch\.Size\(\[2, 8\]\)/);
+      assert.match(run('flows_slim.FlowBlock(8, 3, drop=0.1)'), /ValueError: nnrag slim: pruned, not reached .*: the true side of if-expression drop > 0\./);
+      assert.match(run('flows_slim.FlowBlock(8, [3, 5])'), /ValueError: nnrag slim: branch 'if isinstance\(kernel, list\)' is not reached/);
     }
   } finally {
     ws.close();

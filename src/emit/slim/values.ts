@@ -178,6 +178,18 @@ interface IfSite {
   rest: { start: number; end: number; startLine: number; endLine: number } | null;
 }
 
+/** A conditional expression `body if test else orelse` (Language Reference §6.13). */
+interface CondSite {
+  /** where the test starts (the body starts where the expression does, and may be the
+   *  range pruned already) */
+  start: number;
+  test: Expr;
+  testText: string;
+  body: [number, number];
+  orelse: [number, number];
+  lines: { body: [number, number]; orelse: [number, number] };
+}
+
 interface Assign {
   pos: number;
   /** where the statement ends: it binds after its right-hand side ran (a read inside
@@ -207,6 +219,7 @@ interface FnFacts {
   assigns: Map<string, Assign[]>;
   loops: [number, number][];
   ifs: IfSite[];
+  conds: CondSite[];
   calls: (Expr & { k: 'call' })[];
   selfAssigns: { attr: string; pos: number; value: Expr | null }[];
   /** `return` statements (value null: a bare `return`) */
@@ -217,6 +230,13 @@ interface FnFacts {
   kwAdds: { pos: number; key: string | null }[];
   /** local names whose object the body changes (`d[k] = …`, `d.update(…)`, `d.setdefault(…)`): where */
   mutated: Map<string, number[]>;
+  /** local names (and parameters) whose value never leaves the function: the body only
+   *  calls them, tests them (`x is None`, `if x`, `not x`) or re-binds them to an
+   *  expression of themselves (`x = x or C`); name → the positions of the names and
+   *  attribute chains that are its value (a default, or an assignment's right-hand side
+   *  through `or`/`and`/a conditional). A class or function used there is only called
+   *  by the body's own calls of the name, with their arguments. */
+  confined: Map<string, number[]>;
 }
 
 interface ModFacts {
@@ -375,7 +395,7 @@ function analyze(mod: CorpusModule, src: string): ModFacts {
     }
     const staticm = decorators.some((d) => /staticmethod/.test(d));
     const body = def.childForFieldName('body');
-    const f: FnFacts = { stmt, cls, name, start: def.startIndex, end: def.endIndex, bodyStart: body?.startIndex ?? def.endIndex, params, bound: !!cls && !staticm, assigns: new Map(), loops: [], ifs: [], calls: [], selfAssigns: [], returns: [], fallsOff: true, kwAdds: [], mutated: new Map() };
+    const f: FnFacts = { stmt, cls, name, start: def.startIndex, end: def.endIndex, bodyStart: body?.startIndex ?? def.endIndex, params, bound: !!cls && !staticm, assigns: new Map(), loops: [], ifs: [], conds: [], calls: [], selfAssigns: [], returns: [], fallsOff: true, kwAdds: [], mutated: new Map(), confined: new Map() };
     const mutate = (name: string, pos: number) => {
       const l = f.mutated.get(name);
       if (l) l.push(pos);
@@ -458,6 +478,15 @@ function analyze(mod: CorpusModule, src: string): ModFacts {
         case 'if_statement':
           f.ifs.push(ifSite(n));
           break;
+        case 'conditional_expression': {
+          const parts = n.namedChildren.filter((x): x is Node => !!x && x.type !== 'comment');
+          if (parts.length === 3) {
+            const span = (x: Node): [number, number] => [x.startIndex, x.endIndex];
+            const lines = (x: Node): [number, number] => [lineOf(x.startIndex), lineOf(x.endIndex)];
+            f.conds.push({ start: parts[1].startIndex, test: toExpr(parts[1]), testText: parts[1].text.replace(/\s+/g, ' '), body: span(parts[0]), orelse: span(parts[2]), lines: { body: lines(parts[0]), orelse: lines(parts[2]) } });
+          }
+          break;
+        }
         case 'return_statement': {
           const v = n.namedChildren.find((x) => x && x.type !== 'comment');
           f.returns.push({ pos: n.startIndex, value: v ? toExpr(v) : null });
@@ -481,7 +510,95 @@ function analyze(mod: CorpusModule, src: string): ModFacts {
       for (const c of n.namedChildren) if (c) visit(c);
     };
     if (body) for (const c of body.namedChildren) if (c) visit(c);
+    if (body) confine(def, body, f);
     return f;
+  }
+
+  /** the positions whose value is `n`'s own value: a name or attribute chain, either
+   *  operand of `or`/`and` (which return an operand), either branch of a conditional */
+  function directValues(n: Node | null | undefined, out: number[]): number[] {
+    if (!n) return out;
+    if (n.type === 'identifier' || n.type === 'attribute') out.push(n.startIndex);
+    else if (n.type === 'parenthesized_expression') directValues(n.namedChildren.find((x) => x && x.type !== 'comment'), out);
+    else if (n.type === 'boolean_operator') {
+      directValues(n.childForFieldName('left'), out);
+      directValues(n.childForFieldName('right'), out);
+    } else if (n.type === 'conditional_expression') {
+      const parts = n.namedChildren.filter((x): x is Node => !!x && x.type !== 'comment');
+      if (parts.length === 3) {
+        directValues(parts[0], out);
+        directValues(parts[2], out);
+      }
+    }
+    return out;
+  }
+
+  /** FnFacts.confined: which names of `def` only ever get called or tested in its body */
+  function confine(def: Node, body: Node, f: FnFacts) {
+    const names = new Set([...f.params.filter((p) => p.kind === 'pos' || p.kind === 'kwonly').map((p) => p.name), ...f.assigns.keys()]);
+    const escapes = new Set<string>();
+    const called = new Set<string>();
+    const values = new Map<string, number[]>();
+    const addValue = (name: string, rhs: Node | null) => {
+      let l = values.get(name);
+      if (!l) values.set(name, (l = []));
+      directValues(rhs, l);
+    };
+    // the right-hand side positions of `x = …` that are x's own value (a read of x there
+    // is x flowing into itself)
+    const selfFlow = new Set<number>();
+    const walk = (n: Node, nested: boolean) => {
+      if (n.type === 'assignment' && !nested) {
+        const l = n.childForFieldName('left');
+        if (l?.type === 'identifier' && names.has(l.text)) {
+          const r = n.childForFieldName('right');
+          addValue(l.text, r);
+          for (const p of directValues(r, [])) selfFlow.add(p);
+        }
+      }
+      if (n.type === 'identifier' && names.has(n.text)) {
+        const p = n.parent;
+        const x = n.text;
+        const field = (name: string) => p?.childForFieldName(name)?.startIndex === n.startIndex && p?.childForFieldName(name)?.endIndex === n.endIndex;
+        if (nested) escapes.add(x);
+        else if (p?.type === 'attribute' && field('attribute')) {
+          // `obj.x`: not the name
+        } else if (p?.type === 'keyword_argument' && field('name')) {
+          // `f(x=…)`: not the name
+        } else if (p?.type === 'assignment' && field('left')) {
+          // a binding, not a read
+        } else if (p?.type === 'call' && field('function')) called.add(x);
+        else if (p?.type === 'comparison_operator' && p.namedChildren.length === 2 && p.namedChildren.some((c) => c?.type === 'none') && p.children.some((c) => c && !c.isNamed && c.type === 'is')) {
+          // `x is None` / `x is not None`
+        } else if (p?.type === 'not_operator' || ((p?.type === 'if_statement' || p?.type === 'elif_clause') && field('condition'))) {
+          // a truth test
+        } else if (selfFlow.has(n.startIndex) && n.parent && flowsInto(n, x)) {
+          // `x = x or C`
+        } else escapes.add(x);
+      }
+      for (const c of n.namedChildren) if (c) walk(c, nested || SCOPES.has(n.type) || n.type === 'lambda');
+    };
+    // is `n` (a direct value of some assignment's right-hand side) the value of `x = …`?
+    const flowsInto = (n: Node, x: string): boolean => {
+      for (let a: Node | null = n.parent; a; a = a.parent) {
+        if (a.type === 'assignment') return a.childForFieldName('left')?.type === 'identifier' && a.childForFieldName('left')?.text === x;
+        if (a.type !== 'boolean_operator' && a.type !== 'conditional_expression' && a.type !== 'parenthesized_expression') return false;
+      }
+      return false;
+    };
+    for (const c of body.namedChildren) if (c) walk(c, false);
+    for (const p of def.childForFieldName('parameters')?.namedChildren ?? []) {
+      if (p?.type !== 'default_parameter' && p?.type !== 'typed_default_parameter') continue;
+      const name = p.childForFieldName('name')?.text ?? '';
+      if (names.has(name)) addValue(name, p.childForFieldName('value'));
+    }
+    for (const x of called) {
+      if (escapes.has(x)) continue;
+      // every binding of x is one whose value is read (a `for`, `with … as`, tuple target
+      // or import binds what the analysis does not follow: x is not confined)
+      if ((f.assigns.get(x) ?? []).some((a) => !a.value)) continue;
+      f.confined.set(x, values.get(x) ?? []);
+    }
   }
 
   function ifSite(n: Node): IfSite {
@@ -543,8 +660,18 @@ function truth(a: string): boolean | null {
   return null;
 }
 
+/** The kind of a literal a caller passes for a required parameter: numbers and booleans
+ *  become `t:int`/`t:float`/`t:bool` (some value of that type), the rest stays. */
+function kindOf(a: string): string {
+  if (a === 'True' || a === 'False') return 't:bool';
+  if (a.startsWith('n:i:')) return 't:int';
+  if (a.startsWith('n:f:')) return 't:float';
+  return a;
+}
+
 /** Python type of an atom for `isinstance` with builtins, or null when unknown. */
 function builtinType(a: string): string | null {
+  if (a.startsWith('t:')) return a.slice(2);
   if (a === 'None') return 'NoneType';
   if (a === 'True' || a === 'False') return 'bool';
   if (a.startsWith('n:i:')) return 'int';
@@ -1107,7 +1234,7 @@ export function valuePrunes(
         let v: boolean | null;
         if (e.op === 'is' || e.op === 'is not') v = a === 'None' || b === 'None' ? a === b : a.startsWith('cls:') || a.startsWith('fn:') || b.startsWith('cls:') || b.startsWith('fn:') ? identityAtoms(a, b) : null;
         else if (e.op === '==' || e.op === '!=') v = eqAtoms(a, b);
-        else v = null;
+        else v = orderAtoms(a, b, e.op);
         if (v === null) return TF(null);
         res.add(v);
       }
@@ -1162,6 +1289,9 @@ export function valuePrunes(
       if (!v) return null;
       const out = new Set<string>();
       for (const a of v) {
+        // None, a bool or a number has no `lower`: the call raises AttributeError, so
+        // no value of the name goes on from here but its strings
+        if (['NoneType', 'bool', 'int', 'float'].includes(builtinType(a) ?? '')) continue;
         if (!a.startsWith('s:')) return null;
         out.add(a.toLowerCase());
       }
@@ -1246,6 +1376,11 @@ export function valuePrunes(
   // memoised per call until the instantiated classes grow (what `obj.m(…)` may reach)
   const calleeMemo = new Map<Expr, { fn: FnFacts; stamp: number; out: Callee[] }>();
   const calleesOf = (f: FnRef, c: Expr & { k: 'call' }): Callee[] => {
+    // a call through a local name: what the name holds there (values grow every round)
+    if (c.fn.k === 'name' && f.fn.confined.has(c.fn.id)) {
+      const v = nameValue(f, c.fn.id, c.start, 0);
+      return v ? resolveCallee(v, []) : [];
+    }
     const m = calleeMemo.get(c);
     if (m && m.fn === f.fn && m.stamp === instantiated.size) return m.out;
     const out = calleesOfCall(f, c);
@@ -1312,9 +1447,10 @@ export function valuePrunes(
   }
   /** the dead ranges of `f` at the current values: clause bodies no value reaches, and
    *  the code after an `if` none of whose live clauses falls through */
-  const deadRanges = (f: FnRef): { dead: [number, number][]; prunes: { site: IfSite; clauses: Clause[]; rest: boolean }[] } => {
+  const deadRanges = (f: FnRef): { dead: [number, number][]; prunes: { site: IfSite; clauses: Clause[]; rest: boolean }[]; conds: { site: CondSite; part: 'body' | 'orelse' }[] } => {
     const dead: [number, number][] = [];
     const prunes: { site: IfSite; clauses: Clause[]; rest: boolean }[] = [];
+    const conds: { site: CondSite; part: 'body' | 'orelse' }[] = [];
     const k = fnKey(f);
     deadOf.set(k, dead); // nested sites see the dead ranges found so far
     for (const site of f.fn.ifs) {
@@ -1346,7 +1482,17 @@ export function valuePrunes(
       if (rest) dead.push([site.rest!.start, site.rest!.end]);
       if (pruned.length || rest) prunes.push({ site, clauses: pruned, rest });
     }
-    return { dead, prunes };
+    // `a if t else b`: the operand whose side of the test no value reaches
+    for (const site of f.fn.conds) {
+      if (!ctx.kept(f.mod, site.start) || dead.some(([a, b]) => site.start >= a && site.start < b)) continue;
+      const v = evalIn(f, site.test, site.start, 0);
+      const ts = v ? [...v].map(truth) : [null];
+      const part = !ts.some((t) => t !== false) ? 'body' : !ts.some((t) => t !== true) ? 'orelse' : null;
+      if (!part) continue;
+      dead.push(site[part]);
+      conds.push({ site, part });
+    }
+    return { dead, prunes, conds };
   };
 
   // static: what code outside function bodies calls and uses as values
@@ -1408,7 +1554,7 @@ export function valuePrunes(
   };
   const analysed = new Set<number>();
   for (const f of fns) for (const c of f.fn.calls) analysed.add(c.start);
-  const moduleFn = (mod: CorpusModule, pos: number): FnRef => ({ mod, fn: { stmt: -1, cls: null, name: '', start: pos, end: pos, bodyStart: pos, params: [], bound: false, assigns: new Map(), loops: [], ifs: [], calls: [], selfAssigns: [], returns: [], fallsOff: true, kwAdds: [], mutated: new Map() } });
+  const moduleFn = (mod: CorpusModule, pos: number): FnRef => ({ mod, fn: { stmt: -1, cls: null, name: '', start: pos, end: pos, bodyStart: pos, params: [], bound: false, assigns: new Map(), loops: [], ifs: [], conds: [], calls: [], selfAssigns: [], returns: [], fallsOff: true, kwAdds: [], mutated: new Map(), confined: new Map() } });
 
   // the block's __init__ takes its defaults, call-site literals and validated arguments
   const target = closure.target;
@@ -1418,15 +1564,28 @@ export function valuePrunes(
     const ps = entryInit.fn.params.slice(entryInit.fn.bound ? 1 : 0);
     // a required parameter is TOP: the user passes anything
     for (const p of ps) entryVals.set(p.name, p.def && p.kind !== 'star' && p.kind !== 'kwstar' ? new Set<string>() : null);
+    // a required parameter that every known call (call sites, validated arguments) gives
+    // a literal takes those values' kinds: the strings and None as they are (the options
+    // the block is built with), numbers and booleans as "some int/float/bool" (a caller
+    // may pass any size or flag), so type tests are decided and value tests are not
+    const kinds = new Set<string>();
+    const given = (c: EntryCall, i: number, name: string): Set<string> | undefined => c.keywords.find(([k]) => k === name)?.[1] ?? (ps[i]?.kind === 'pos' ? c.positional[i] : undefined);
+    ps.forEach((p, i) => {
+      if (p.def || (p.kind !== 'pos' && p.kind !== 'kwonly') || !entry.calls.length) return;
+      const seen = entry.calls.map((c) => given(c, i, p.name));
+      if (seen.some((v) => !v || !v.size)) return;
+      entryVals.set(p.name, new Set(seen.flatMap((v) => [...v!].map(kindOf))));
+      kinds.add(p.name);
+    });
     const extra = new Map<string, Vals>();
     for (const c of entry.calls) {
       c.positional.forEach((a, i) => {
         const p = ps[i];
-        if (p && p.kind === 'pos' && entryVals.get(p.name)) entryVals.set(p.name, union(entryVals.get(p.name)!, a));
+        if (p && p.kind === 'pos' && entryVals.get(p.name) && !kinds.has(p.name)) entryVals.set(p.name, union(entryVals.get(p.name)!, a));
       });
       for (const [k, a] of c.keywords) {
         if (entryVals.has(k)) {
-          if (entryVals.get(k)) entryVals.set(k, union(entryVals.get(k)!, a));
+          if (entryVals.get(k) && !kinds.has(k)) entryVals.set(k, union(entryVals.get(k)!, a));
         } else extra.set(k, union(extra.get(k) ?? new Set(), a));
       }
     }
@@ -1434,7 +1593,7 @@ export function valuePrunes(
     const k = fnKey(entryInit);
     for (const p of ps) {
       const v = entryVals.get(p.name);
-      setParam(k, p.name, v ? union(v, evalDefault(entryInit, p)) : null);
+      setParam(k, p.name, v ? (p.def ? union(v, evalDefault(entryInit, p)) : v) : null);
     }
     if (entryInit.fn.bound) setParam(k, entryInit.fn.params[0].name, null);
     kwExtra.set(k, ps.some((p) => p.kind === 'kwstar') ? extra : null);
@@ -1462,7 +1621,17 @@ export function valuePrunes(
       opaque.push({ mod, call: c, ctx: fnAt(mod, c.start, 'def') ?? moduleFn(mod, c.start) });
     }
   }
-  const finalPrunes = new Map<string, { site: IfSite; clauses: Clause[]; rest: boolean }[]>();
+  // positions that are the value of a confined local (FnFacts.confined)
+  const confinedPos = new Map<CorpusModule, Map<number, { f: FnRef; name: string }>>();
+  for (const f of fns) {
+    for (const [name, ps] of f.fn.confined) {
+      let m = confinedPos.get(f.mod);
+      if (!m) confinedPos.set(f.mod, (m = new Map()));
+      for (const p of ps) m.set(p, { f, name });
+    }
+  }
+  const confinedAt = (mod: CorpusModule, pos: number) => confinedPos.get(mod)?.get(pos);
+  const finalPrunes = new Map<string, ReturnType<typeof deadRanges>>();
   for (let round = 0; ; round++) {
     changed = false;
     selfAttrCache.clear();
@@ -1476,7 +1645,7 @@ export function valuePrunes(
     }
     selfAttrCache.clear();
     finalPrunes.clear();
-    for (const f of fns) if (reachedFns.has(fnKey(f))) finalPrunes.set(fnKey(f), deadRanges(f).prunes);
+    for (const f of fns) if (reachedFns.has(fnKey(f))) finalPrunes.set(fnKey(f), deadRanges(f));
     // code outside function bodies, and the live code of reachable functions
     for (const r of reads) {
       if (!runs(r.mod, r.pos)) continue;
@@ -1488,6 +1657,10 @@ export function valuePrunes(
     }
     for (const u of uses) {
       if (!runs(u.mod, u.pos)) continue;
+      // the value of a confined local: only the function's own calls of that name run it,
+      // with their arguments, unless one of them sees an unknown value
+      const c = confinedAt(u.mod, u.pos);
+      if (c && !(reachedFns.has(fnKey(c.f)) && c.f.fn.calls.some((call) => call.fn.k === 'name' && call.fn.id === c.name && live(c.f, call.start) && !nameValue(c.f, c.name, call.start, 0)))) continue;
       for (const a of u.atoms) useAsValue(a);
     }
     for (const o of opaque) {
@@ -1578,7 +1751,25 @@ export function valuePrunes(
       return targets.some((t) => t.kind === 'def');
     });
   for (const f of fns) {
-    for (const { site, clauses, rest } of finalPrunes.get(fnKey(f)) ?? []) {
+    const fp = finalPrunes.get(fnKey(f));
+    for (const { site, part } of fp?.conds ?? []) {
+      const [start, end] = site[part];
+      if (!readsDefs(f.mod, f.fn.stmt, start, end)) continue;
+      const what = `${part === 'body' ? 'true' : 'false'} side of if-expression ${site.testText}`;
+      const [a, b] = site.lines[part];
+      // an expression that raises (a statement cannot stand there, nor a comment: the
+      // line may go on): throwing into a fresh generator raises at once
+      prunes.push({
+        mod: f.mod,
+        stmt: f.fn.stmt,
+        start,
+        end,
+        lines: [a, b],
+        what,
+        text: `(_ for _ in ()).throw(ValueError(${JSON.stringify(`nnrag slim: pruned, not reached with this block's defaults and validated arguments: the ${what} (${f.mod.path}:${a === b ? a : `${a}-${b}`}; the faithful module has it)`)}))`,
+      });
+    }
+    for (const { site, clauses, rest } of fp?.prunes ?? []) {
       for (const c of clauses) {
         if (c.trivial || !readsDefs(f.mod, f.fn.stmt, c.bodyStart, c.bodyEnd)) continue;
         const what = c.kind === 'else' ? `else of if ${site.clauses[0].testText}` : `${c.kind} ${c.testText}`;
@@ -1631,6 +1822,14 @@ function eqAtoms(a: string, b: string): boolean | null {
 }
 
 /** `a is b` for a class or function atom: the same definition. */
+/** `<`, `<=`, `>`, `>=` of two numbers (bool is an int, §3.2), null when unknown. */
+function orderAtoms(a: string, b: string, op: string): boolean | null {
+  const num = (x: string) => (x === 'True' ? 1 : x === 'False' ? 0 : x.startsWith('n:') ? Number(x.split(':')[2]) : NaN);
+  const x = num(a);
+  const y = num(b);
+  if (Number.isNaN(x) || Number.isNaN(y)) return null;
+  return op === '<' ? x < y : op === '<=' ? x <= y : op === '>' ? x > y : op === '>=' ? x >= y : null;
+}
 function identityAtoms(a: string, b: string): boolean | null {
   const def = (x: string) => x.startsWith('cls:') || x.startsWith('fn:');
   if (def(a) && def(b)) return a === b;
