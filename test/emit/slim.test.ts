@@ -33,6 +33,22 @@ async function workspace(): Promise<{ ws: api.Workspace; dir: string }> {
   return { ws, dir };
 }
 
+/** A runner of Python code against a slim module written as `name`.py, with torch, in
+ *  the real Python (null when there is none): its stdout, or its stderr when it fails. */
+async function pythonWith(name: string, text: string): Promise<((code: string) => string) | null> {
+  const py = await torchPython();
+  if (!py) return null;
+  const dir = tempDir();
+  writeFileSync(path.join(dir, `${name}.py`), text);
+  return (code: string) => {
+    try {
+      return execFileSync(py.python, ['-c', `import ${name}, torch\n${code}`], { cwd: dir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    } catch (e) {
+      return String((e as { stderr?: string }).stderr);
+    }
+  };
+}
+
 /** Lines of the body (after the header) that slim added: marked `nnrag slim`. */
 function bodyLines(text: string): string[] {
   return text.split('\n').filter((l) => !l.startsWith('#'));
@@ -125,17 +141,8 @@ test('slim prunes branches the defaults never reach (isinstance, issubclass, is 
     assert.ok(!bodyLines(withAttn).some((l) => l.includes('class BlurPool')));
 
     // the defaults work; a pruned value fails with an error naming the test
-    const py = await torchPython();
-    if (py) {
-      const dir = tempDir();
-      writeFileSync(path.join(dir, 'typed_slim.py'), slim.text);
-      const run = (code: string) => {
-        try {
-          return execFileSync(py.python, ['-c', `import typed_slim, torch\n${code}`], { cwd: dir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-        } catch (e) {
-          return String((e as { stderr?: string }).stderr);
-        }
-      };
+    const run = await pythonWith('typed_slim', slim.text);
+    if (run) {
       assert.match(run('print(typed_slim.TypedBlock()(torch.randn(2, 8)).shape)'), /torch\.Size\(\[2, 8\]\)/);
       assert.match(run('print(typed_slim.TypedBlock(scale=False)(torch.randn(2, 8)).shape)'), /torch\.Size\(\[2, 8\]\)/);
       assert.match(run("typed_slim.TypedBlock(norm='rms')"), /ValueError: nnrag slim: branch 'if isinstance\(norm, str\)' is not reached/);
@@ -170,17 +177,8 @@ test('slim follows a class called through a local name, prunes a conditional exp
     assert.match(alone, /^class Mixed\(nn\.Module\):$/m);
     assert.ok(!bodyLines(alone).some((l) => l.includes('class Padded')));
 
-    const py = await torchPython();
-    if (py) {
-      const dir = tempDir();
-      writeFileSync(path.join(dir, 'flows_slim.py'), built.text);
-      const run = (code: string) => {
-        try {
-          return execFileSync(py.python, ['-c', `import flows_slim, torch\n${code}`], { cwd: dir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-        } catch (e) {
-          return String((e as { stderr?: string }).stderr);
-        }
-      };
+    const run = await pythonWith('flows_slim', built.text);
+    if (run) {
       // any int width works (a kind, not the value 3); a pruned value fails naming the test
       assert.match(run('print(flows_slim.FlowBlock(8, 5)(torch.randn(2, 8)).shape)'), /torch\.Size\(\[2, 8\]\)/);
       assert.match(run('flows_slim.FlowBlock(8, 3, drop=0.1)'), /ValueError: nnrag slim: pruned, not reached .*: the true side of if-expression drop > 0\./);
