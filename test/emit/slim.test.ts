@@ -15,7 +15,7 @@ import { chmodSync, cpSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import * as api from '../../src/nnrag.js';
 import { extractAndValidate } from '../../src/commands/extract.js';
-import { entryCallFromArgs } from '../../src/emit/slim/values.js';
+import { entryCallFromArgs, entryCallFromText } from '../../src/emit/slim/values.js';
 import { ValidatorPool } from '../../src/validate/index.js';
 import { fixture, tempDir } from '../helpers.js';
 import { BLOCK_RECORD_SCHEMA } from '../../src/library/record-schema.js';
@@ -162,16 +162,21 @@ test('slim follows a class called through a local name, prunes a conditional exp
     // the block as its validated arguments build it: dim=8, width=3 (required: "some int")
     const built = api.extractText(ws, id, { profile: 'slim' }, { entry: [entryCallFromArgs({ dim: 8, width: 3 })!] });
     assert.ok(faithful.text && built.text, faithful.record.error ?? built.record.error);
-    for (const s of ['class Mixed', 'class Padded', 'class DropLayer']) assert.ok(faithful.text.includes(s), s);
+    for (const s of ['class Mixed', 'class Padded', 'class DropLayer', 'class Widen']) assert.ok(faithful.text.includes(s), s);
     // `unit = unit or Unit` is only called: Unit runs with the calls' arguments (kernel 1
     // or an int, padding '' or 1), not with unknown ones; `1.lower()` cannot go on, so
     // padding is '' where it is lowered and never 'same'; drop is 0.
     for (const s of ['class Mixed', 'class Padded', 'class DropLayer']) assert.ok(!bodyLines(built.text).some((l) => l.includes(s)), `slim still has ${s}`);
     assert.match(built.text, /^class Unit\(nn\.Module\):$/m);
-    assert.match(built.text, /^ {8}self\.drop = \(_ for _ in \(\)\)\.throw\(ValueError\("nnrag slim: pruned, not reached with this block's defaults and validated arguments: the true side of if-expression drop > 0\. \(slimpkg\/flows\.py:66; the faithful module has it\)"\)\) if drop > 0\. else nn\.Identity\(\)$/m);
-    assert.match(built.text, /^# {3}slimpkg\/flows\.py:.*66.* \| branches no value of the defaults and validated arguments reaches: .*true side of if-expression drop > 0\./m);
+    assert.match(built.text, /^ {8}self\.drop = \(_ for _ in \(\)\)\.throw\(ValueError\("nnrag slim: pruned, not reached with this block's defaults and validated arguments: the true side of if-expression drop > 0\. \(slimpkg\/flows\.py:75; the faithful module has it\)"\)\) if drop > 0\. else nn\.Identity\(\)$/m);
+    assert.match(built.text, /^# {3}slimpkg\/flows\.py:.*75.* \| branches no value of the defaults and validated arguments reaches: .*true side of if-expression drop > 0\./m);
     const original = new Set(faithful.text.split('\n'));
     for (const l of bodyLines(built.text)) if (!l.includes('nnrag slim')) assert.ok(original.has(l), `not in the faithful module: ${l}`);
+    // JSON has no int/float distinction (Python's 3.0 reads as 3): a validated 3 may be
+    // a float, so Widen stays; the literal 3 of a call site is an int, so it goes
+    assert.match(built.text, /^class Widen\(nn\.Module\):$/m);
+    const fromSite = api.extractText(ws, id, { profile: 'slim' }, { entry: [entryCallFromText('(8, 3)')!] }).text;
+    assert.ok(!bodyLines(fromSite).some((l) => l.includes('class Widen') || l.includes('class Mixed')), fromSite);
     // with no call that gives width a value, width is anything: a list reaches Mixed
     const alone = api.extractText(ws, id, { profile: 'slim' }).text;
     assert.match(alone, /^class Mixed\(nn\.Module\):$/m);

@@ -1881,7 +1881,9 @@ export function entryCallFromArgs(args: unknown): EntryCall | null {
   const atom = (v: unknown): Set<string> => {
     if (v === null) return new Set(['None']);
     if (typeof v === 'boolean') return new Set([v ? 'True' : 'False']);
-    if (typeof v === 'number') return new Set([`n:${Number.isInteger(v) ? 'i' : 'f'}:${v}`]);
+    // JSON keeps no int/float distinction for integral values (Python's 1.0 reads as 1):
+    // such a number is an int or a float of that value
+    if (typeof v === 'number') return new Set(Number.isInteger(v) ? [`n:i:${v}`, `n:f:${v}`] : [`n:f:${v}`]);
     if (typeof v === 'string') return new Set([/^[A-Za-z_][\w.]*(\(.*\))?$/s.test(v) && /[.(]/.test(v) ? 'obj' : `s:${v}`]);
     if (Array.isArray(v) || typeof v === 'object') return new Set([Object.keys(v as object).length ? 'obj' : 'empty']);
     return new Set();
