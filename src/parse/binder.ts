@@ -111,6 +111,8 @@ class Binder {
   private defDepth = 0;
   /** depth of `try` bodies (in this scope run) whose handlers catch ImportError */
   private importGuard = 0;
+  /** depth of `if TYPE_CHECKING:` bodies being visited */
+  private typeChecking = 0;
   private all: string[] | null = null;
   private allBroken = false;
   /** counter giving reads and bindings their evaluation order */
@@ -391,14 +393,21 @@ class Binder {
       case 'if_statement':
       case 'while_statement':
       case 'elif_clause':
-      case 'else_clause':
+      case 'else_clause': {
+        // the body of `if TYPE_CHECKING:` (not its elif/else) never runs
+        const typeOnly = n.type === 'if_statement' && isTypeCheckingTest(n.childForFieldName('condition'), this.src);
         for (const c of n.namedChildren) {
           if (!c) continue;
-          if (c.type === 'block') this.visitBlock(c);
+          if (c.type === 'block') {
+            if (typeOnly) this.typeChecking++;
+            this.visitBlock(c);
+            if (typeOnly) this.typeChecking--;
+          }
           else if (c.type === 'elif_clause' || c.type === 'else_clause') this.visitStatement(c);
           else this.visitExpr(c);
         }
         return;
+      }
       case 'block':
         this.visitBlock(n);
         return;
@@ -618,6 +627,7 @@ class Binder {
       }
     }
     if (this.importGuard > 0) for (const e of edges) e.guarded = true;
+    if (this.typeChecking > 0) for (const e of edges) e.typeChecking = true;
     for (const e of edges) {
       const name = e.kind === 'import' ? (e.asname ?? e.module.split('.')[0]) : e.name === '*' ? null : (e.asname ?? e.name);
       // no bindSpan: `from m import y` binds y but renaming it needs `y as z`, which the
@@ -1034,14 +1044,15 @@ function catchesImportError(clause: Node): boolean {
 
 function guardOf(n: Node, src: string): Guard {
   if (n.type === 'try_statement') return 'try';
-  if (n.type === 'if_statement') {
-    const cond = n.childForFieldName('condition');
-    const text = cond ? src.slice(cond.startIndex, cond.endIndex) : '';
-    // only a plain `if TYPE_CHECKING:` / `if typing.TYPE_CHECKING:` is skipped at run
-    // time; `if not TYPE_CHECKING:` or `if TYPE_CHECKING or x:` run
-    return /^\(*\s*(?:[A-Za-z_]\w*\s*\.\s*)*TYPE_CHECKING\s*\)*$/.test(text) ? 'type-checking' : 'if';
-  }
+  if (n.type === 'if_statement') return isTypeCheckingTest(n.childForFieldName('condition'), src) ? 'type-checking' : 'if';
   return null;
+}
+
+/** `TYPE_CHECKING` / `typing.TYPE_CHECKING` (False at run time, PEP 484): only a plain
+ *  test counts; `not TYPE_CHECKING` or `TYPE_CHECKING or x` run. */
+function isTypeCheckingTest(cond: Node | null, src: string): boolean {
+  const text = cond ? src.slice(cond.startIndex, cond.endIndex) : '';
+  return /^\(*\s*(?:[A-Za-z_]\w*\s*\.\s*)*TYPE_CHECKING\s*\)*$/.test(text);
 }
 
 /** How many leading subscript arguments of an annotation are type expressions: the

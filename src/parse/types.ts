@@ -7,7 +7,7 @@ import type { Param } from './params.js';
 
 /** Bump when the shape or meaning of FileFacts changes: stored facts of an older
  *  version are re-parsed. */
-export const FACTS_VERSION = 7;
+export const FACTS_VERSION = 8;
 
 /** One imported name, one edge. `import a.b as c, d` gives two edges.
  *  - `import a.b.c`        → {kind:'import', module:'a.b.c', asname:null} binds `a`
@@ -26,6 +26,9 @@ export type ImportEdge = (
   /** the import runs in the body of a `try` whose handlers catch ImportError (a bare
    *  `except:`, Exception, ImportError, …): its failure runs the handler */
   guarded?: true;
+  /** the import is in the body of `if TYPE_CHECKING:`, which never runs (PEP 484): it
+   *  binds a name for type checkers only */
+  typeChecking?: true;
 };
 
 /** The name an import edge binds in the importing scope (null for a star import). */

@@ -449,11 +449,11 @@ class State {
       let interned = false;
       for (const e of group) {
         const abs = this.resolver.absoluteModule(n.mod, e);
-        // `if TYPE_CHECKING:` never runs (typing.TYPE_CHECKING is False at run time, PEP
-        // 484): its imports bind nothing the original binds when it runs, only names
-        // for type checkers. They stay where they are, written absolute (for a type
-        // checker where the package is installed), and nothing they name is copied.
-        if (n.facts.guard === 'type-checking' && !nested) {
+        // the body of `if TYPE_CHECKING:` never runs (typing.TYPE_CHECKING is False at
+        // run time, PEP 484): its imports bind nothing the original binds when it runs,
+        // only names for type checkers. They stay where they are, written absolute (for
+        // a type checker where the package is installed), and nothing they name is copied.
+        if (e.typeChecking) {
           keep.push({ edge: e, absModule: abs });
           if (e.kind === 'from' && e.level > 0) interned = true;
           continue;
