@@ -9,7 +9,8 @@ import { cpSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import * as api from '../../src/nnrag.js';
-import { fixture, tempDir } from '../helpers.js';
+import { fixture } from '../helpers.js';
+import { indexedFixture } from '../support/indexed.js';
 import { checkModules } from '../support/python.js';
 
 const ID = 'filepkg.blocks.Scaled';
@@ -17,12 +18,8 @@ const ENV = ['os', 'sys', 'torch'];
 
 describe("definitions that read their module's __file__", () => {
   it('are imported from the installed package where it is importable, copied with a warning where not', async () => {
-    const dir = tempDir();
-    const repo = path.join(dir, 'repo');
-    cpSync(fixture('modfile'), repo, { recursive: true });
-    const ws = api.Workspace.open(path.join(dir, 'store'), { create: true });
+    const { ws, dir } = await indexedFixture('modfile', 'org/modfile', ['filepkg']);
     try {
-      await api.index(ws, { repos: [{ name: 'org/modfile', url: null, path: repo, priority: 1, paths: ['filepkg'], description: null, packageRoots: null }], workers: 1 });
       assert.ok(api.discover(ws).some((b) => b.id === ID));
 
       // filepkg installed in the environment: asset_path comes from there

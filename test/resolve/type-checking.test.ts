@@ -4,21 +4,17 @@
 // written absolute, and the standalone module imports and runs in the real Python
 // without the class it names.
 import assert from 'node:assert/strict';
-import { cpSync, mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import * as api from '../../src/nnrag.js';
-import { fixture, tempDir } from '../helpers.js';
+import { indexedFixture } from '../support/indexed.js';
 import { checkModules } from '../support/python.js';
 
 describe('imports under if TYPE_CHECKING', () => {
   it('copy nothing: the statement stays with its import absolute, and the module runs', async () => {
-    const dir = tempDir();
-    const repo = path.join(dir, 'repo');
-    cpSync(fixture('typecheck'), repo, { recursive: true });
-    const ws = api.Workspace.open(path.join(dir, 'store'), { create: true });
+    const { ws, dir } = await indexedFixture('typecheck', 'org/typecheck', ['tcpkg']);
     try {
-      await api.index(ws, { repos: [{ name: 'org/typecheck', url: null, path: repo, priority: 1, paths: ['tcpkg'], description: null, packageRoots: null }], workers: 1 });
       for (const profile of ['faithful', 'slim'] as const) {
         const e = api.extractText(ws, 'tcpkg.blocks.Block', { profile });
         assert.ok(e.text, e.record.error);
