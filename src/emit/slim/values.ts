@@ -6,7 +6,9 @@
 // never holds at those values (or that an earlier always-true clause shadows), and the
 // statements after an `if` that always leaves the function, are replaced by one marked
 // `raise ValueError(…)` naming the test, so a caller who passes such a value gets a clear
-// error; the definitions only they read drop out of the closure.
+// error; the side of a conditional expression (§6.13) its test never takes becomes an
+// expression that raises the same way; the definitions only they read drop out of the
+// closure.
 //
 // Values are finite sets of atoms (None, booleans, numbers, strings, corpus classes and
 // functions, extern objects, opaque truthy objects and collections) or TOP (unknown). The
@@ -14,8 +16,9 @@
 // order-aware: a name's value at a test is its parameter value and the assignments before
 // the test (or anywhere in a loop that encloses it). What is evaluated (Python semantics,
 // Language Reference §6.10–6.11 and the builtins `isinstance`/`issubclass`): `is None`,
-// `is not None`, `==`, `!=`, `in`/`not in` a literal tuple/list/set, truthiness, `not`,
-// `and`/`or` (which return an operand), `isinstance`, `issubclass`, `x.lower()`,
+// `is not None`, `==`, `!=`, `<`/`<=`/`>`/`>=` of numbers, `in`/`not in` a literal
+// tuple/list/set, truthiness, `not`, `and`/`or` (which return an operand), `isinstance`,
+// `issubclass`, `x.lower()` (None, a bool or a number has none: only strings go on),
 // `copy.deepcopy(x)`, the returns of known copied functions, `'k' in kwargs` and
 // `kwargs.pop/get('k', d)`. Everything else (other calls, subscripts, tensor attributes,
 // `torch.jit.is_scripting()`, `self.training`) is TOP, so branches on tensor values, the
@@ -23,12 +26,16 @@
 //
 // Which code runs and with which values is a least fixpoint over the closure: the block's
 // class is instantiated (its `__init__` takes its defaults, call-site literals and
-// validated arguments; a required parameter is TOP: the user passes anything); live calls
+// validated arguments; a required parameter is TOP, the user passes anything, unless every
+// known call gives it a literal: then it takes their kinds, strings and None as they are,
+// numbers and booleans as `t:int`/`t:float`/`t:bool`); live calls
 // in reachable code reach module-level functions and `__init__`/`_private` methods with
 // their argument values; a function or class used as a value (passed on, `partial(f, …)`,
 // a default `norm_layer=BatchNorm2d`) can be called by code we do not see, so its
-// parameters are TOP, and so are those of `forward` and every other public method (a
-// user of the block may call them). `self.x` is the union of the live `self.x = …` of
+// parameters are TOP (except the value of a local name the function only calls and
+// tests, `c = c or ConvNormAct; c(…)`: its calls reach it with their arguments,
+// FnFacts.confined), and so are those of `forward` and every other public method (a user
+// of the block may call them). `self.x` is the union of the live `self.x = …` of
 // reachable methods (TOP when running code also assigns `.x` otherwise). Soundness is not
 // claimed beyond that: the pipeline keeps slim only when it passes every stage faithful
 // passed.
@@ -1821,7 +1828,6 @@ function eqAtoms(a: string, b: string): boolean | null {
   return null;
 }
 
-/** `a is b` for a class or function atom: the same definition. */
 /** `<`, `<=`, `>`, `>=` of two numbers (bool is an int, §3.2), null when unknown. */
 function orderAtoms(a: string, b: string, op: string): boolean | null {
   const num = (x: string) => (x === 'True' ? 1 : x === 'False' ? 0 : x.startsWith('n:') ? Number(x.split(':')[2]) : NaN);
@@ -1830,6 +1836,7 @@ function orderAtoms(a: string, b: string, op: string): boolean | null {
   if (Number.isNaN(x) || Number.isNaN(y)) return null;
   return op === '<' ? x < y : op === '<=' ? x <= y : op === '>' ? x > y : op === '>=' ? x >= y : null;
 }
+/** `a is b` for a class or function atom: the same definition. */
 function identityAtoms(a: string, b: string): boolean | null {
   const def = (x: string) => x.startsWith('cls:') || x.startsWith('fn:');
   if (def(a) && def(b)) return a === b;
