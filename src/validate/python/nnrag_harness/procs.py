@@ -310,6 +310,15 @@ def reap():
             return
 
 
+def close_quietly(*fds):
+    """Close each descriptor, ignoring one that is already closed."""
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
 def kill_group(pid):
     """SIGKILL the candidate and its process group (it made itself a session leader)."""
     try:

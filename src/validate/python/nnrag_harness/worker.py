@@ -13,7 +13,7 @@ import time
 import traceback
 
 from nnrag_harness import stages as _stages, zygote as _zygote
-from nnrag_harness.procs import _dumps, _loads, _exit, _monotonic, mount_points, sweep_dir, remove_tree, read_tail, vm_size_kb, count_my_tasks, set_subreaper, set_undumpable, descendants, reap_except, kill_group
+from nnrag_harness.procs import _dumps, _loads, _exit, _monotonic, mount_points, sweep_dir, remove_tree, read_tail, vm_size_kb, count_my_tasks, set_subreaper, set_undumpable, descendants, reap_except, kill_group, close_quietly
 
 
 NONCE_LEN = 32
@@ -88,11 +88,7 @@ class Channel(object):
                 parts[0] = memoryview(parts[0])[n:]
 
     def close(self):
-        for fd in (self.rfd, self.wfd):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        close_quietly(self.rfd, self.wfd)
 
 
 def frame(nonce, msg):
@@ -258,11 +254,7 @@ class Worker:
                 # no way for a candidate to reach a zygote's pipes or this zygote's requests
                 for z in self.zygotes.values():
                     z.close_fds()
-                for fd in self.extra_close:
-                    try:
-                        os.close(fd)
-                    except OSError:
-                        pass
+                close_quietly(*self.extra_close)
                 _stages.child_main(req, scratch, w, self.lim, self.masked)
             except BaseException:  # noqa: BLE001
                 try:

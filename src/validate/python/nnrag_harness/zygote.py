@@ -9,7 +9,7 @@ import signal
 import sys
 
 from nnrag_harness import stages as _stages, worker as _worker
-from nnrag_harness.procs import _loads, _exit, _monotonic, enter_work_dir, vm_size_kb, count_threads, kill_descendants, _libc, set_subreaper, set_undumpable, descendants
+from nnrag_harness.procs import _loads, _exit, _monotonic, enter_work_dir, vm_size_kb, count_threads, kill_descendants, _libc, set_subreaper, set_undumpable, descendants, close_quietly
 
 
 MAX_ZYGOTES = 3
@@ -150,11 +150,7 @@ class Zygote:
         return not [p for p, st in descendants(self.pid) if st != "Z"]
 
     def close_fds(self):
-        for fd in (self.w, self.r):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        close_quietly(self.w, self.r)
 
     def alive(self):
         if self.reaped:
