@@ -307,12 +307,12 @@ class State {
    *  binding, `from pkg.mod import name`), with a warning; else it is copied, and the
    *  warning says what its `__file__` now means. Returns the extern binding, or null. */
   private ownFileReader(from: StmtNode, t: Extract<Target, { kind: 'def' }>, local: string, ref: { line: number; soft?: boolean }): Binding | null {
+    if (ref.soft) return null;
     const readers = fileReaders(t.module);
     if (!readers.size || !t.stmts.some((i) => readers.has(i))) return null;
     if (from.mod === t.module && t.stmts.includes(from.stmt)) return null;
     const top = t.module.name.split('.')[0];
     const installed = this.resolver.importable(top) === true && t.module.name !== '__main__';
-    if (ref.soft) return null;
     const where = `${t.module.name}.${t.name}`;
     if (!installed) {
       const why = this.resolver.importable(top) === false ? `${top} is not importable in the validation environment` : `whether ${top} is installed in the validation environment is unknown here`;

@@ -19,7 +19,7 @@ import type { Corpus, CorpusModule } from '../../resolve/corpus.js';
 import type { Resolver } from '../../resolve/names.js';
 import type { Edit } from '../emitter.js';
 import { decoratorVerdict, registrationCall } from './decorators.js';
-import { moduleSyntax, type CallStatementSite, type DecoratorSite, type ModuleSyntax, type OptionSite } from './syntax.js';
+import { moduleSyntax, type CallStatementSite, type DecoratorSite, type ModuleSyntax, type OptionEntry, type OptionSite } from './syntax.js';
 import { valuePrunes, type EntryCall, type ValuePrune } from './values.js';
 
 /** One removal of slim emission (the record's `emission.removed`). */
@@ -103,13 +103,35 @@ export function slimClosure(corpus: Corpus, resolver: Resolver, mod: CorpusModul
     const refs = m.facts.statements[site.stmt].refs;
     return refs.some((r) => r.start >= e.codeStart && r.start < e.codeEnd);
   };
-  const sitesOf = (m: CorpusModule, stmt: number) => {
-    const s = syntax(m);
-    return {
-      options: s.options.filter((o) => o.stmt === stmt && isRegistry(m, o)),
-      decorators: s.decorators.filter((d) => d.stmt === stmt),
-      registrations: s.calls.filter((c) => c.stmt === stmt && isRegistration(m, c)),
-    };
+  // the sites of a statement do not change while the block is slimmed (their verdicts are
+  // memoised): computed once per statement, not on every closure rebuild and round
+  type Sites = { options: OptionSite[]; decorators: DecoratorSite[]; registrations: CallStatementSite[] };
+  const sitesMemo = new Map<CorpusModule, Map<number, Sites>>();
+  const sitesOf = (m: CorpusModule, stmt: number): Sites => {
+    let byStmt = sitesMemo.get(m);
+    if (!byStmt) sitesMemo.set(m, (byStmt = new Map()));
+    let r = byStmt.get(stmt);
+    if (!r) {
+      const s = syntax(m);
+      r = {
+        options: s.options.filter((o) => o.stmt === stmt && isRegistry(m, o)),
+        decorators: s.decorators.filter((d) => d.stmt === stmt),
+        registrations: s.calls.filter((c) => c.stmt === stmt && isRegistration(m, c)),
+      };
+      byStmt.set(stmt, r);
+    }
+    return r;
+  };
+  /** what slim leaves out of a statement at the current state: removable decorators,
+   *  registration calls, unreached options, value prunes */
+  const skipRanges = (m: CorpusModule, stmt: number): [number, number][] => {
+    const r: [number, number][] = [];
+    const { options, decorators, registrations } = sitesOf(m, stmt);
+    for (const d of decorators) if (removable(m, d)) r.push([d.start, d.end]);
+    for (const c of registrations) if (!keepDecorators.has(c)) r.push([c.start, c.end]);
+    for (const o of options) o.entries.forEach((e, i) => prunable(m, o, i) && r.push([e.codeStart, e.codeEnd]));
+    for (const p of prunesOf(m, stmt)) r.push([p.start, p.end]);
+    return r;
   };
 
   let closure!: Closure;
@@ -117,18 +139,12 @@ export function slimClosure(corpus: Corpus, resolver: Resolver, mod: CorpusModul
   for (let outer = 0; ; outer++) {
   reached = new Set(seedKeys);
   for (let round = 0; ; round++) {
+    // fixed within a round (reached options and kept decorators change between rounds)
     const skipMemo = new Map<string, [number, number][]>();
     const skip = (m: CorpusModule, stmt: number): [number, number][] => {
       const k = `${m.repo}\0${m.name}\0${stmt}`;
       let r = skipMemo.get(k);
-      if (r) return r;
-      r = [];
-      const { options, decorators, registrations } = sitesOf(m, stmt);
-      for (const d of decorators) if (removable(m, d)) r.push([d.start, d.end]);
-      for (const c of registrations) if (!keepDecorators.has(c)) r.push([c.start, c.end]);
-      for (const o of options) o.entries.forEach((e, i) => prunable(m, o, i) && r!.push([e.codeStart, e.codeEnd]));
-      for (const p of prunesOf(m, stmt)) r.push([p.start, p.end]);
-      skipMemo.set(k, r);
+      if (!r) skipMemo.set(k, (r = skipRanges(m, stmt)));
       return r;
     };
     closure = builder.build(mod, className, { skip });
@@ -178,18 +194,9 @@ export function slimClosure(corpus: Corpus, resolver: Resolver, mod: CorpusModul
       if (!kept) break;
     }
   }
-    const skipAll = (m: CorpusModule, stmt: number): [number, number][] => {
-      const r: [number, number][] = [];
-      const { options, decorators, registrations } = sitesOf(m, stmt);
-      for (const d of decorators) if (removable(m, d)) r.push([d.start, d.end]);
-      for (const c of registrations) if (!keepDecorators.has(c)) r.push([c.start, c.end]);
-      for (const o of options) o.entries.forEach((e, i) => prunable(m, o, i) && r.push([e.codeStart, e.codeEnd]));
-      for (const p of prunesOf(m, stmt)) r.push([p.start, p.end]);
-      return r;
-    };
     // a clause of an option registry is the registry's to prune (it names the options)
-    const next = valuePrunes(corpus, resolver, closure, skipAll, { calls: opts.entry ?? [] }).filter(
-      (p) => !sitesOf(p.mod, p.stmt).options.some((o) => o.entries.some((e) => Math.min(e.start, e.clause?.start ?? e.start) <= p.start && p.end <= Math.max(e.end, e.clause?.end ?? e.end))),
+    const next = valuePrunes(corpus, resolver, closure, skipRanges, { calls: opts.entry ?? [] }).filter(
+      (p) => !sitesOf(p.mod, p.stmt).options.some((o) => o.entries.some((e) => inEntry(e, p.start, p.end))),
     );
     const key = next.map((p) => `${p.mod.repo}:${p.mod.name}:${p.start}:${p.end}`).join(',');
     if (key === pruneKey || outer >= MAX_OUTER) break;
@@ -224,7 +231,7 @@ export function slimClosure(corpus: Corpus, resolver: Resolver, mod: CorpusModul
     for (const c of registrations) {
       if (keepDecorators.has(c) || inPrune(n.mod, n.stmt, c.start, c.end)) continue;
       // inside a pruned option, it goes with the option's edit
-      if (options.some((o) => o.entries.some((e, i) => prunable(n.mod, o, i) && Math.min(e.start, e.clause?.start ?? e.start) <= c.start && c.end <= Math.max(e.end, e.clause?.end ?? e.end)))) continue;
+      if (options.some((o) => o.entries.some((e, i) => prunable(n.mod, o, i) && inEntry(e, c.start, c.end)))) continue;
       edits.push({ start: c.start, end: c.end, text: c.alone ? `${c.indent}pass  # nnrag slim: registration call removed (line${c.line === c.endLine ? ` ${c.line}` : `s ${c.line}-${c.endLine}`})\n` : '' });
       removed.push({ kind: 'registration', ...where, lines: [c.line, c.endLine], what: c.text });
     }
@@ -313,6 +320,11 @@ function optionKey(s: string): string {
   return k;
 }
 const optionKeys = new Map<string, string>();
+
+/** [a, b) lies within an option entry (its key and value, or its whole clause). */
+function inEntry(e: OptionEntry, a: number, b: number): boolean {
+  return Math.min(e.start, e.clause?.start ?? e.start) <= a && b <= Math.max(e.end, e.clause?.end ?? e.end);
+}
 
 /** `3-4,5-6,9` → `3-6,9`: adjacent line ranges merged. */
 export function compactRanges(ranges: readonly (readonly [number, number])[]): string {

@@ -711,10 +711,7 @@ interface FnRef {
  *  them again. */
 const resolveMemo = new WeakMap<Resolver, WeakMap<CorpusModule, Map<string, { targets: Target[]; consumed: number }>>>();
 function resolveChain(resolver: Resolver, mod: CorpusModule, ref: Ref, chain: readonly string[]): { targets: Target[]; consumed: number } {
-  let byMod = resolveMemo.get(resolver);
-  if (!byMod) resolveMemo.set(resolver, (byMod = new WeakMap()));
-  let m = byMod.get(mod);
-  if (!m) byMod.set(mod, (m = new Map()));
+  const m = memoFor(resolveMemo, resolver, mod);
   const key = `${ref.start}\0${ref.name}\0${chain.join('.')}`;
   let r = m.get(key);
   if (!r) m.set(key, (r = resolver.resolveRef(mod, { ...ref, attrs: [...chain], attrEnds: (ref.attrEnds ?? []).slice(0, chain.length) })));
@@ -730,6 +727,15 @@ interface StmtRefs {
   reads: { pos: number; keys: string[] }[];
 }
 const stmtRefsMemo = new WeakMap<Resolver, WeakMap<CorpusModule, Map<number, StmtRefs>>>();
+
+/** The map a block-independent memo keeps for one resolver and module. */
+function memoFor<K, V>(memo: WeakMap<Resolver, WeakMap<CorpusModule, Map<K, V>>>, resolver: Resolver, mod: CorpusModule): Map<K, V> {
+  let byMod = memo.get(resolver);
+  if (!byMod) memo.set(resolver, (byMod = new WeakMap()));
+  let m = byMod.get(mod);
+  if (!m) byMod.set(mod, (m = new Map()));
+  return m;
+}
 
 const fnKey = (r: FnRef) => `${r.mod.repo}:${r.mod.name}:${r.fn.cls ?? ''}.${r.fn.name}:${r.fn.start}`;
 
@@ -1506,10 +1512,7 @@ export function valuePrunes(
   const typeArgsOf = (mod: CorpusModule) => facts(mod).typeArgs;
   /** what the references of a statement denote (memoised across blocks: StmtRefs) */
   const stmtRefs = (mod: CorpusModule, stmt: number): StmtRefs => {
-    let byMod = stmtRefsMemo.get(resolver);
-    if (!byMod) stmtRefsMemo.set(resolver, (byMod = new WeakMap()));
-    let m = byMod.get(mod);
-    if (!m) byMod.set(mod, (m = new Map()));
+    const m = memoFor(stmtRefsMemo, resolver, mod);
     let out = m.get(stmt);
     if (out) return out;
     out = { uses: [], reads: [] };
@@ -1613,11 +1616,6 @@ export function valuePrunes(
     for (const [stmt] of nodes) {
       const sr = stmtRefs(mod, stmt);
       for (const u of sr.uses) if (ctx.kept(mod, u.pos)) uses.push({ mod, pos: u.pos, atoms: u.atoms });
-    }
-  }
-  for (const [mod, nodes] of byMod) {
-    for (const [stmt] of nodes) {
-      const sr = stmtRefs(mod, stmt);
       for (const r of sr.reads) if (ctx.kept(mod, r.pos)) reads.push({ mod, pos: r.pos, keys: r.keys });
     }
   }
@@ -1819,8 +1817,9 @@ export function valuePrunes(
 function eqAtoms(a: string, b: string): boolean | null {
   const simple = (x: string) => x === 'None' || x === 'True' || x === 'False' || x.startsWith('n:') || x.startsWith('s:');
   if (simple(a) && simple(b)) {
-    const num = (x: string) => (x === 'True' ? 1 : x === 'False' ? 0 : x.startsWith('n:') ? Number(x.split(':')[2]) : NaN);
-    if ((a.startsWith('n:') || a === 'True' || a === 'False') && (b.startsWith('n:') || b === 'True' || b === 'False')) return num(a) === num(b);
+    const x = numOf(a);
+    const y = numOf(b);
+    if (!Number.isNaN(x) && !Number.isNaN(y)) return x === y;
     return a === b;
   }
   if ((a.startsWith('cls:') || a.startsWith('fn:')) && (b.startsWith('cls:') || b.startsWith('fn:') || simple(b))) return a === b;
@@ -1828,11 +1827,14 @@ function eqAtoms(a: string, b: string): boolean | null {
   return null;
 }
 
+/** The number an atom is (a bool is an int, §3.2), NaN when it is none. */
+function numOf(a: string): number {
+  return a === 'True' ? 1 : a === 'False' ? 0 : a.startsWith('n:') ? Number(a.split(':')[2]) : NaN;
+}
 /** `<`, `<=`, `>`, `>=` of two numbers (bool is an int, §3.2), null when unknown. */
 function orderAtoms(a: string, b: string, op: string): boolean | null {
-  const num = (x: string) => (x === 'True' ? 1 : x === 'False' ? 0 : x.startsWith('n:') ? Number(x.split(':')[2]) : NaN);
-  const x = num(a);
-  const y = num(b);
+  const x = numOf(a);
+  const y = numOf(b);
   if (Number.isNaN(x) || Number.isNaN(y)) return null;
   return op === '<' ? x < y : op === '<=' ? x <= y : op === '>' ? x > y : op === '>=' ? x >= y : null;
 }
