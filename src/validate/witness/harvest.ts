@@ -221,6 +221,17 @@ export class GreedyOrder {
   }
 
   private readonly families = new Map<HarvestEntry, string>();
+  private readonly sortKeys = new Map<HarvestEntry, { name: string; resolution: number; number: number; kind: number }>();
+
+  /** What orders entry points of equal score and rank, from their names (fixed: read once). */
+  private sortKey(e: HarvestEntry) {
+    let k = this.sortKeys.get(e);
+    if (!k) {
+      const name = entryName(e);
+      this.sortKeys.set(e, (k = { name, resolution: resolutionOf(name), number: numberOf(name), kind: kindOrder(e) }));
+    }
+    return k;
+  }
 
   family(e: HarvestEntry): string {
     let f = this.families.get(e);
@@ -239,21 +250,16 @@ export class GreedyOrder {
     const started = (e: HarvestEntry) => ((this.runs.get(this.family(e)) ?? 0) > 0 ? 1 : 0);
     // scores change only between batches: once per entry, not per comparison
     const score = new Map(this.pending.map((e) => [e, this.score(e)]));
-    this.pending.sort(
-      (a, b) =>
-        started(a) - started(b) ||
-        score.get(b)! - score.get(a)! ||
-        a.rank - b.rank ||
-        resolutionOf(entryName(a)) - resolutionOf(entryName(b)) ||
-        numberOf(entryName(a)) - numberOf(entryName(b)) ||
-        kindOrder(a) - kindOrder(b) ||
-        entryName(a).localeCompare(entryName(b)),
-    );
+    this.pending.sort((a, b) => {
+      const ka = this.sortKey(a);
+      const kb = this.sortKey(b);
+      return started(a) - started(b) || score.get(b)! - score.get(a)! || a.rank - b.rank || ka.resolution - kb.resolution || ka.number - kb.number || ka.kind - kb.kind || ka.name.localeCompare(kb.name);
+    });
     const batch: HarvestEntry[] = [];
     const deferred: HarvestEntry[] = [];
     while (this.pending.length && batch.length < workers) {
       const e = this.pending.shift()!;
-      if ((e.reach.length && this.score(e) === 0) || this.exhausted.has(this.family(e))) {
+      if ((e.reach.length && score.get(e) === 0) || this.exhausted.has(this.family(e))) {
         this.skipped++;
         continue;
       }
