@@ -14,7 +14,7 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, cpSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import * as api from '../../src/nnrag.js';
-import { extractAndValidate } from '../../src/commands/extract.js';
+import { extractAndValidate, type Extraction, type SlimInputs } from '../../src/commands/extract.js';
 import { entryCallFromArgs, entryCallFromText } from '../../src/emit/slim/values.js';
 import { ValidatorPool } from '../../src/validate/index.js';
 import { fixture, tempDir } from '../helpers.js';
@@ -49,6 +49,14 @@ async function pythonWith(name: string, text: string): Promise<((code: string) =
   };
 }
 
+/** A block's slim and faithful modules (both emitted). */
+function bothProfiles(ws: api.Workspace, id: string, entry?: SlimInputs['entry']): { slim: Extraction; faithful: Extraction } {
+  const slim = api.extractText(ws, id, { profile: 'slim' }, entry ? { entry } : {});
+  const faithful = api.extractText(ws, id, { profile: 'faithful' });
+  assert.ok(slim.text && faithful.text, slim.record.error ?? faithful.record.error);
+  return { slim, faithful };
+}
+
 /** Lines of the body (after the header) that slim added: marked `nnrag slim`. */
 function bodyLines(text: string): string[] {
   return text.split('\n').filter((l) => !l.startsWith('#'));
@@ -57,9 +65,7 @@ function bodyLines(text: string): string[] {
 test('slim removes registration decorators and their registries, keeps a wrapping decorator, prunes options to the reached ones', async () => {
   const { ws } = await workspace();
   try {
-    const slim = api.extractText(ws, 'slimpkg.blocks.Block', { profile: 'slim' });
-    const faithful = api.extractText(ws, 'slimpkg.blocks.Block', { profile: 'faithful' });
-    assert.ok(slim.text && faithful.text, slim.record.error ?? faithful.record.error);
+    const { slim, faithful } = bothProfiles(ws, 'slimpkg.blocks.Block');
     // faithful: every option and the registry
     for (const s of ['@MODELS.register_module()', 'class Registry', 'class Swishy', 'class Gate', 'class FancyNorm']) assert.ok(faithful.text.includes(s), s);
     // slim: the decorator and the registry are gone, unreached options and their classes too
@@ -115,9 +121,7 @@ test('slim prunes branches the defaults never reach (isinstance, issubclass, is 
   const { ws } = await workspace();
   try {
     const id = 'slimpkg.typed.TypedBlock';
-    const slim = api.extractText(ws, id, { profile: 'slim' });
-    const faithful = api.extractText(ws, id, { profile: 'faithful' });
-    assert.ok(slim.text && faithful.text, slim.record.error ?? faithful.record.error);
+    const { slim, faithful } = bothProfiles(ws, id);
     for (const s of ['class BlurPool', 'class Attn', 'class RmsNorm', 'NORMS = ']) {
       assert.ok(faithful.text.includes(s), s);
       assert.ok(!bodyLines(slim.text).some((l) => l.includes(s)), `slim still has ${s}`);
@@ -158,10 +162,8 @@ test('slim follows a class called through a local name, prunes a conditional exp
   const { ws } = await workspace();
   try {
     const id = 'slimpkg.flows.FlowBlock';
-    const faithful = api.extractText(ws, id, { profile: 'faithful' });
     // the block as its validated arguments build it: dim=8, width=3 (required: "some int")
-    const built = api.extractText(ws, id, { profile: 'slim' }, { entry: [entryCallFromArgs({ dim: 8, width: 3 })!] });
-    assert.ok(faithful.text && built.text, faithful.record.error ?? built.record.error);
+    const { slim: built, faithful } = bothProfiles(ws, id, [entryCallFromArgs({ dim: 8, width: 3 })!]);
     for (const s of ['class Mixed', 'class Padded', 'class DropLayer', 'class Widen']) assert.ok(faithful.text.includes(s), s);
     // `unit = unit or Unit` is only called: Unit runs with the calls' arguments (kernel 1
     // or an int, padding '' or 1), not with unknown ones; `1.lower()` cannot go on, so
@@ -258,9 +260,7 @@ test('slim is kept where it validates as faithful does (with equivalence), else 
 test('slim removes registration calls of module-level code (a pass where one was alone) and the registry they alone read', async () => {
   const { ws } = await workspace();
   try {
-    const slim = api.extractText(ws, 'slimpkg.compat.Passthrough', { profile: 'slim' });
-    const faithful = api.extractText(ws, 'slimpkg.compat.Passthrough', { profile: 'faithful' });
-    assert.ok(slim.text && faithful.text, slim.record.error ?? faithful.record.error);
+    const { slim, faithful } = bothProfiles(ws, 'slimpkg.compat.Passthrough');
     assert.match(faithful.text, /^class Registry:$/m);
     for (const s of ['class Registry', 'MODELS', 'register_module']) assert.ok(!bodyLines(slim.text).some((l) => l.includes(s)), `slim still has ${s}`);
     assert.match(slim.text, /^ {4}pass {2}# nnrag slim: registration call removed \(line 10\)$/m);
