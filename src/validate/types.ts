@@ -18,6 +18,7 @@ export type FailureCategory =
   | 'missing-extern'
   | 'unresolved-name'
   | 'native-extension'
+  | 'native-op-no-cpu'
   | 'needs-args'
   | 'forward-shape'
   | 'runtime-error'
