@@ -141,6 +141,15 @@ class RenderTest(unittest.TestCase):
         self.assertEqual(t, "Model(Config(n_layer=1, n_embd=8, vocab_size=10, bias=False, dropout=0.0))(torch.tensor([[1, 2, 3, 9]], dtype=torch.int64))")
         self.assertEqual(list(S.run_snippet(t, self.ns, torch).shape), [1, 4, 8])
 
+    def test_a_torch_class_is_not_spelled_by_a_module_class_of_the_same_name(self):
+        class Linear(nn.Module):
+            pass
+        ns = dict(self.ns, Linear=Linear, ReLU=nn.ReLU)
+        spell = S.spell_in(ns, torch)
+        self.assertEqual(S.render(spell("torch.nn.modules.linear", "Linear")), "torch.nn.Linear")
+        self.assertEqual(S.render(spell("torch.nn.modules.activation", "ReLU")), "ReLU")
+        self.assertEqual(S.render(spell("torch.nn.functional", "gelu")), "torch.nn.functional.gelu")
+
     def test_unrenderable_values(self):
         r = S.Renderer(self.spell)
         for enc in ({"$object": ["m", "Thing"], "fields": {}}, {"$attrdict": {}}, {"$ref": ["nnrag_candidate", "_private"]},

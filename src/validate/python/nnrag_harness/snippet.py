@@ -333,22 +333,32 @@ def spell_in(namespace, torch):
         parts = qualname.split(".")
         for p in parts:
             ident(p)
-        if parts[0] in namespace and parts[0] != "torch":
-            node = ("name", parts[0])
+
+        def in_namespace():
+            node, obj = ("name", parts[0]), namespace[parts[0]]
             for p in parts[1:]:
-                node = ("attr", node, p)
-            return node
-        top = module.split(".")[0]
-        if top == "torch" and len(parts) == 1:
+                node, obj = ("attr", node, p), getattr(obj, p, None)
+            return node, obj
+        if module.split(".")[0] == "torch":
+            # a torch object: the module's own name for it only when it is the same object
+            # (a module may define a class of the same name)
             try:
-                obj = getattr(importlib.import_module(module), parts[0])
+                obj = importlib.import_module(module)
+                for p in parts:
+                    obj = getattr(obj, p)
             except (ImportError, AttributeError):
                 raise Unrenderable("%s.%s" % (module, qualname))
-            for path in ("torch.nn", "torch.nn.functional", "torch"):
-                holder = importlib.import_module(path)
-                if getattr(holder, parts[0], None) is obj:
-                    return dotted(path + "." + parts[0])
+            if parts[0] in namespace and parts[0] != "torch" and in_namespace()[1] is obj:
+                return in_namespace()[0]
+            if len(parts) == 1:
+                for path in ("torch.nn", "torch.nn.functional", "torch"):
+                    if getattr(importlib.import_module(path), parts[0], None) is obj:
+                        return dotted(path + "." + parts[0])
             raise Unrenderable("no public torch spelling for %s" % qualname)
+        if parts[0] in namespace and parts[0] != "torch":
+            # the copy's definition of the qualified name (a witness names the original's
+            # module; the candidate resolved it the same way, source_witness.copy_resolver)
+            return in_namespace()[0]
         if module in ("functools", "math") and len(parts) == 1:
             return dotted(module + "." + parts[0])
         raise Unrenderable("%s.%s is not a name of the module" % (module, qualname))

@@ -482,10 +482,12 @@ class Stages:
                         why = why or "%s: %s" % (type(e).__name__, str(e)[:160])
                 if "usage" not in d:
                     d["usageSkipped"] = why
-            else:
+            elif self._deadline - _monotonic() > 1.0:
                 text = S.snippet_text(self.req["className"], a_enc, kw_enc, i_enc, ikw_enc, spell)
                 S.check_values(text, ns, torch, list(args), dict(kwargs), list(inputs), dict(fwd_kwargs or {}))
                 d["usage"], d["usageCheck"] = text, "values"
+            else:
+                d["usageSkipped"] = "no time left to check a snippet"
         except Exception as e:  # noqa: BLE001 - no plain spelling (S.Unrenderable) or a value that does not encode
             d["usageSkipped"] = "%s: %s" % (type(e).__name__, str(e)[:160])
         self.rep.send(d)
