@@ -473,12 +473,14 @@ class Stages:
             if 2 * cost + 1.0 < self._deadline - _monotonic():
                 why = None
                 for eval_mode in (False, True):
+                    if eval_mode and not 2 * cost + 1.0 < self._deadline - _monotonic():
+                        break
                     text = S.snippet_text(self.req["className"], a_enc, kw_enc, i_enc, ikw_enc, spell, eval_mode)
                     try:
                         S.run_snippet(text, ns, torch)
                         d["usage"], d["usageCheck"] = text, "ran"
                         break
-                    except Exception as e:  # noqa: BLE001 - the block's own error on this run
+                    except BaseException as e:  # noqa: BLE001 - the block's own error on this run (SystemExit included)
                         why = why or "%s: %s" % (type(e).__name__, str(e)[:160])
                 if "usage" not in d:
                     d["usageSkipped"] = why
@@ -488,7 +490,7 @@ class Stages:
                 d["usage"], d["usageCheck"] = text, "values"
             else:
                 d["usageSkipped"] = "no time left to check a snippet"
-        except Exception as e:  # noqa: BLE001 - no plain spelling (S.Unrenderable) or a value that does not encode
+        except BaseException as e:  # noqa: BLE001 - no plain spelling (S.Unrenderable), a value that does not encode, the block's error
             d["usageSkipped"] = "%s: %s" % (type(e).__name__, str(e)[:160])
         self.rep.send(d)
 
