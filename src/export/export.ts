@@ -9,7 +9,10 @@
 //    symbolic link leading outside DIR is refused;
 //  - an existing file is never replaced without `force` (an identical file is left alone);
 //  - files are written atomically (temporary file in the same folder, then rename), so a
-//    crash leaves either the old or the new file.
+//    crash leaves either the old or the new file;
+//  - values of the record reach the file only as comment lines (`commentBlock`: split on
+//    every Unicode line break, control characters escaped), and the usage snippet only
+//    when it has the validator's rendered shape (`plainUsage`).
 //
 // Requirements merge (requirements file format of pip; PEP 508 names): a requirement of the
 // block whose distribution the file already names is left as the project wrote it (its
