@@ -23,3 +23,10 @@ test('nnrag_harness.usage unit tests (parameters used as indices, read from the 
   assert.equal(r.status, 0, `python unit tests failed:\n${r.stderr}${r.stdout}`);
   assert.match(r.stderr, /Ran [1-9]\d* tests?[\s\S]*\nOK/);
 });
+
+test('nnrag_harness.snippet unit tests (usage snippets: quoting, whitelist IR, ast check, run, values check)', { skip: py ? false : 'no Python with torch on this machine' }, () => {
+  const file = fixture('..', 'validate', 'python', 'test_snippet.py');
+  const r = spawnSync(py!.python, [file], { encoding: 'utf8', timeout: 120000, env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' } });
+  assert.equal(r.status, 0, `python unit tests failed:\n${r.stderr}${r.stdout}`);
+  assert.match(r.stderr, /Ran [1-9]\d* tests?[\s\S]*\nOK/);
+});
