@@ -9,15 +9,15 @@
 import type { IndexStore } from '../store/store.js';
 import { extractionStamps, getExtraction, listExtractions, type StoredExtraction, hasExtraction, extractionIds } from '../store/records.js';
 import {
-  browseDocs, countMatches, docFacets, docKeys, docsByRowid, ensureFtsLayout, ftsHasTerm, getDoc as storedDoc, listDocs as storedDocs,
-  putDocs, rankedDocs, SEARCH_COLUMNS, type DocFilters,
+  browseDocs, countDocs, docFacets, docKeys, docsByRowid, ensureFtsLayout, ftsHasTerm, getDoc as storedDoc, listDocs as storedDocs,
+  matchScores, namesByRowid, putDocs, SEARCH_COLUMNS, type DocFilters,
 } from '../store/search.js';
 import { specTexts } from '../store/specs.js';
 import { NnragError, UsageError } from '../util/errors.js';
 import { suggest } from '../util/suggest.js';
 import { parseBlockId } from '../discover/ids.js';
 import { buildDoc, docKey, storedSpec, type SearchDoc } from './documents.js';
-import { expandText, identifierParts, parseQuery, quoteTerm } from './tokens.js';
+import { expandText, GENERIC, identifierParts, nameCoverage, queryWords, quoteTerm } from './tokens.js';
 import type { FileFacts } from '../parse/types.js';
 
 /** FTS columns and their BM25 weights (the block's own name counts most). */
@@ -106,12 +106,18 @@ export interface SearchFilters {
 export interface SearchOptions extends SearchFilters {
   limit?: number;
   offset?: number;
+  /** blocks sharing a class name are one entry: `limit` and `offset` count entries (names),
+   *  and every block of an entry on the page is returned (`nnrag search`) */
+  group?: boolean;
 }
 
 export interface SearchHit {
   id: string;
   name: string;
-  /** −BM25: higher is better */
+  /** how well the block matches the query, 0–1: the query words it matches, each weighted
+   *  by how rare it is in the library (IDF) and by where it matches (name 1, docstring 0.6,
+   *  category / layers / parameters / module 0.4, other identifiers 0.2; a related word
+   *  0.8 of that) */
   score: number;
   origin: SearchDoc['origin'];
   status: string;
@@ -122,10 +128,20 @@ export interface SearchHit {
 
 export interface SearchResult {
   query: string;
-  /** 'all' = every word matched, 'any' = fallback where some words matched, 'browse' = empty query */
+  /** 'all' = the first block matches every word, 'any' = the best blocks match some of the
+   *  words, 'browse' = empty query */
   mode: 'all' | 'any' | 'browse';
+  /** matching blocks (of the statuses shown) */
   total: number;
   hits: SearchHit[];
+  /** the page's blocks by class name, in rank order (the best-ranked block first) */
+  groups: { name: string; ids: string[] }[];
+  /** distinct class names among the matching blocks (with `group`) */
+  totalGroups?: number;
+  /** matching blocks that failed validation and are not shown (default filter) */
+  hiddenFailed: number;
+  /** no block other than failed ones matches: those are shown (marked by their status) */
+  failedOnly: boolean;
   ms: number;
 }
 
@@ -141,6 +157,28 @@ const NAME_WEIGHT = 10;
 const RANK =
   `(${NAME_WEIGHT} * bm25(search_fts, ${COLUMNS.map((c) => (NAME_COLS.has(c.name) ? c.weight / 10 : 0)).join(', ')})` +
   ` + bm25(search_fts, ${COLUMNS.map((c) => (NAME_COLS.has(c.name) ? 0 : c.weight)).join(', ')}))`;
+
+/** Where a word can match and what a match there is worth (the score of SearchHit). A
+ *  bm25() whose weights are zero outside a group is non-zero exactly when the word occurs
+ *  in the group (FTS5 floors the IDF of a very common word at 1e-6, never at 0). */
+const FIELDS: { weight: number; columns: string[] }[] = [
+  { weight: 1, columns: ['exact', 'name'] },
+  { weight: 0.6, columns: ['summary'] },
+  { weight: 0.4, columns: ['category', 'layers', 'params', 'qualname'] },
+  { weight: 0.2, columns: ['identifiers', 'deps'] },
+];
+const FIELD_SQL = FIELDS.map((g) => `bm25(search_fts, ${COLUMNS.map((c) => (g.columns.includes(c.name) ? 1 : 0)).join(', ')})`);
+/** what a related word's match is worth against the word's own */
+const RELATED_WEIGHT = 0.8;
+/** blocks scoring at least this share of the best score are "strong" matches: among them
+ *  validated blocks come first */
+const STRONG = 0.5;
+/** the IDF factor of a generic word (GENERIC in tokens.ts: block, layer, module …) */
+const GENERIC_IDF = 0.3;
+/** the score: this share for the query words matched, the rest for the share of the
+ *  block's name the query covers (so `Residual` is the answer to "residual connection"
+ *  rather than a block whose docstring has both words) */
+const NAME_SHARE = 0.4;
 
 function docFilters(f: SearchFilters): DocFilters {
   const list = (v: string | string[] | undefined) => (v === undefined ? [] : Array.isArray(v) ? v : [v]).filter((x) => x !== '');
@@ -159,42 +197,125 @@ function hitOf(row: { doc: string; score: number }): SearchHit {
   return { id: d.id, name: d.name, score: Math.round(row.score * 1e4) / 1e4, origin: d.origin, status: d.status, category: d.category, params: d.params, summary: d.summary };
 }
 
-/** Search the index (call `syncSearchIndex` first to include new extractions). */
+interface Candidate {
+  rowid: number;
+  status: string;
+  /** 0–1 relevance (SearchHit.score) */
+  rel: number;
+  /** summed −BM25 of the words: the order among equal relevance */
+  bm: number;
+  /** it matches every word of the query */
+  every: boolean;
+  exact: boolean;
+}
+
+/**
+ * Search the index (call `syncSearchIndex` first to include new extractions).
+ *
+ * Every word of the query may match (OR semantics): a block is scored by the words it
+ * matches — a word counts by its IDF (Lucene's ln(1 + (N − n + ½)/(n + ½)), positive
+ * however few blocks the library has) times the weight of the best field it occurs in
+ * (FIELDS), a related word (RELATED in tokens.ts) at 0.8 — divided by what matching every
+ * word in the name would score, so a block named by the query scores 1 and a single block
+ * in a store still gets a meaningful score. Order: blocks whose whole name is the query,
+ * then the strong matches (≥ half the best score) validated first, then the rest; equal
+ * scores by BM25. Blocks that failed validation are left out unless asked for (`all`),
+ * but when nothing else matches they are shown (`failedOnly`), and how many were left out
+ * is counted (`hiddenFailed`).
+ */
 export function searchBlocks(store: IndexStore, query: string, opts: SearchOptions = {}): SearchResult {
   const t0 = performance.now();
   const limit = Math.max(1, Math.min(opts.limit ?? 20, 1000));
   const offset = Math.max(0, opts.offset ?? 0);
   const filters = docFilters(opts);
-  const q = parseQuery(query, { isWord: (t) => ftsHasTerm(store, quoteTerm(t)) });
-  if (!q.all) {
-    const { docs, total } = browseDocs(store, filters, limit, offset);
-    return { query, mode: 'browse', total, hits: docs.map((doc) => hitOf({ doc, score: 0 })), ms: performance.now() - t0 };
-  }
-  // a block whose whole name is the query comes first, whatever BM25 says (FTS5 clamps the
-  // IDF of a word found in more than half of the blocks to ~0, e.g. "block")
-  const joined = q.words.flatMap(identifierParts).join('');
-  // validated blocks come before the others (then by rank): what a search finds first
-  // should be a block that is proven to run
-  const run = (match: string) => {
-    const ranked = (m: string, n: number) => rankedDocs(store, m, filters, RANK, n);
-    // blocks whose whole name is the query (column filter on `exact`; `joined` holds letters
-    // and digits only and is quoted), then the rest by rank
-    const exact = joined ? ranked(`(${match}) AND exact : ${quoteTerm(joined)}`, 1000) : [];
-    const exactIds = new Set(exact.map(([r]) => r));
-    const rest = ranked(match, offset + limit + exact.length).filter(([r]) => !exactIds.has(r));
-    const page = [...exact, ...rest].slice(offset, offset + limit);
-    const docs = docsByRowid(store, page.map(([r]) => r));
-    const rows = page.map(([r, score]) => ({ doc: docs.get(r)!, score }));
-    const total = rows.length < limit && offset === 0 ? rows.length : countMatches(store, match, filters);
-    return { rows, total };
+  const words = queryWords(query, { isWord: (t) => ftsHasTerm(store, quoteTerm(t)) });
+  const groupsOf = (hits: SearchHit[]) => {
+    const m = new Map<string, string[]>();
+    for (const h of hits) m.set(h.name, [...(m.get(h.name) ?? []), h.id]);
+    return [...m].map(([name, ids]) => ({ name, ids }));
   };
-  let mode: SearchResult['mode'] = 'all';
-  let r = run(q.all);
-  if (r.total === 0 && q.any) {
-    mode = 'any';
-    r = run(q.any);
+  if (!words.length) {
+    const { docs, total } = browseDocs(store, filters, limit, offset);
+    const hits = docs.map((doc) => hitOf({ doc, score: 0 }));
+    return { query, mode: 'browse', total, hits, groups: groupsOf(hits), hiddenFailed: 0, failedOnly: false, ms: performance.now() - t0 };
   }
-  return { query, mode, total: r.total, hits: r.rows.map(hitOf), ms: performance.now() - t0 };
+  // every status the filters allow plus the failed blocks, which are split off below
+  const scope: DocFilters = { ...filters, all: !filters.validated };
+  const n = Math.max(1, countDocs(store, scope));
+  const cands = new Map<number, Candidate & { per: number[] }>();
+  const idf: number[] = [];
+  words.forEach((w, wi) => {
+    const own = matchScores(store, w.expr, scope, [RANK, ...FIELD_SQL]);
+    const rel = w.related ? matchScores(store, w.related, scope, [RANK, ...FIELD_SQL]) : [];
+    const df = own.length || rel.length;
+    idf.push(Math.log(1 + (n - df + 0.5) / (df + 0.5)) * (GENERIC.has(w.word) ? GENERIC_IDF : 1));
+    const add = (rows: typeof own, factor: number) => {
+      for (const r of rows) {
+        let c = cands.get(r.rowid);
+        if (!c) {
+          c = { rowid: r.rowid, status: r.status, rel: 0, bm: 0, every: false, exact: false, per: words.map(() => 0) };
+          cands.set(r.rowid, c);
+        }
+        const best = Math.max(0, ...FIELDS.map((g, gi) => (r.scores[gi + 1] < 0 ? g.weight : 0))) * factor;
+        c.per[wi] = Math.max(c.per[wi], best);
+        c.bm += -r.scores[0] * factor;
+      }
+    };
+    add(own, 1);
+    add(rel, RELATED_WEIGHT);
+  });
+  const idfSum = idf.reduce((a, b) => a + b, 0) || 1;
+  // a block whose whole name is the query comes first, whatever the scores say (the
+  // `exact` column holds the name's parts joined; `joined` holds letters and digits only
+  // and is quoted)
+  const joined = words.map((w) => w.word).join('');
+  const exact = new Set(joined ? matchScores(store, `exact : ${quoteTerm(joined)}`, scope, []).map((r) => r.rowid) : []);
+  const names = namesByRowid(store, [...cands.keys()]);
+  const qwords = words.map((w) => w.word);
+  for (const c of cands.values()) {
+    const cover = c.per.reduce((a, p, i) => a + p * idf[i], 0) / idfSum;
+    c.rel = (1 - NAME_SHARE) * cover + NAME_SHARE * nameCoverage(names.get(c.rowid) ?? '', qwords);
+    c.every = c.per.every((p) => p > 0);
+    c.exact = exact.has(c.rowid);
+  }
+  let all = [...cands.values()];
+  const failed = all.filter((c) => c.status === 'failed');
+  let hiddenFailed = 0;
+  let failedOnly = false;
+  if (!filters.all && !filters.validated) {
+    const shown = all.filter((c) => c.status !== 'failed');
+    if (shown.length) {
+      hiddenFailed = failed.length;
+      all = shown;
+    } else failedOnly = failed.length > 0;
+  }
+  const top = Math.max(0, ...all.map((c) => c.rel));
+  const tier = (c: Candidate) => (c.exact ? 0 : c.rel >= STRONG * top ? 1 : 2);
+  const eps = 1e-9;
+  all.sort(
+    (a, b) =>
+      tier(a) - tier(b) ||
+      (tier(a) < 2 ? Number(b.status === 'validated') - Number(a.status === 'validated') : 0) ||
+      (Math.abs(b.rel - a.rel) > eps ? b.rel - a.rel : 0) ||
+      b.bm - a.bm ||
+      a.rowid - b.rowid,
+  );
+  let page: Candidate[];
+  let totalGroups: number | undefined;
+  if (opts.group) {
+    // entries by class name in rank order; the page is `limit` entries after `offset`
+    const byName = new Map<string, Candidate[]>();
+    for (const c of all) {
+      const nm = names.get(c.rowid) ?? '';
+      byName.set(nm, [...(byName.get(nm) ?? []), c]);
+    }
+    totalGroups = byName.size;
+    page = [...byName.values()].slice(offset, offset + limit).flat();
+  } else page = all.slice(offset, offset + limit);
+  const docs = docsByRowid(store, page.map((c) => c.rowid));
+  const hits = page.map((c) => hitOf({ doc: docs.get(c.rowid)!, score: c.rel }));
+  const mode: SearchResult['mode'] = all.length && !all[0].every && words.length > 1 ? 'any' : 'all';
+  return { query, mode, total: all.length, hits, groups: groupsOf(hits), totalGroups, hiddenFailed, failedOnly, ms: performance.now() - t0 };
 }
 
 /** The stored search document of a block (after sync). */

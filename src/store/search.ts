@@ -147,6 +147,31 @@ export function rankedDocs(store: IndexStore, match: string, f: DocFilters, rank
     .all(match, ...args, limit) as [number, number][];
 }
 
+/** Every document an FTS query matches (filtered), with its status and the value of each
+ *  SQL expression of `scores` over `search_fts` (e.g. bm25() calls), unordered. */
+export function matchScores(store: IndexStore, match: string, f: DocFilters, scores: readonly string[]): { rowid: number; status: string; scores: number[] }[] {
+  const { where, args } = filterSql(f);
+  const w = ['search_fts MATCH ?', ...where].join(' AND ');
+  const cols = scores.map((s, i) => `${s} AS s${i}`).join(', ');
+  const rows = store
+    .stmt(`SELECT search_fts.rowid, d.status${cols ? `, ${cols}` : ''} FROM search_fts ${JOIN} WHERE ${w}`)
+    .raw()
+    .all(match, ...args) as [number, string, ...number[]][];
+  return rows.map(([rowid, status, ...s]) => ({ rowid, status, scores: s }));
+}
+
+/** How many documents pass the filters (matching or not). */
+export function countDocs(store: IndexStore, f: DocFilters): number {
+  const { where, args } = filterSql(f);
+  return store.stmt(`SELECT count(*) FROM search_docs d ${where.length ? `WHERE ${where.join(' AND ')}` : ''}`).pluck().get(...args) as number;
+}
+
+/** Class names of documents by rowid. */
+export function namesByRowid(store: IndexStore, rowids: readonly number[]): Map<number, string> {
+  if (!rowids.length) return new Map();
+  return new Map(store.stmt("SELECT rowid, json_extract(doc, '$.name') FROM search_docs WHERE rowid IN (SELECT value FROM json_each(?))").raw().all(JSON.stringify(rowids)) as [number, string][]);
+}
+
 /** How many documents an FTS query matches. */
 export function countMatches(store: IndexStore, match: string, f: DocFilters): number {
   const { where, args } = filterSql(f);
