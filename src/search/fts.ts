@@ -175,10 +175,14 @@ const RELATED_WEIGHT = 0.8;
 const STRONG = 0.5;
 /** the IDF factor of a generic word (GENERIC in tokens.ts: block, layer, module …) */
 const GENERIC_IDF = 0.3;
-/** the score: this share for the query words matched, the rest for the share of the
- *  block's name the query covers (so `Residual` is the answer to "residual connection"
- *  rather than a block whose docstring has both words) */
+/** the score is the query words' coverage times (1 − NAME_SHARE + NAME_SHARE × the share
+ *  of the block's name the query covers): a block the query names outranks one that only
+ *  mentions the words (`Residual` for "residual connection" rather than a block whose
+ *  docstring has both words) */
 const NAME_SHARE = 0.4;
+/** a multi-word query found as a phrase in a field closes this share of the coverage gap,
+ *  times the field's weight ("edge detection" in DexiNed's docstring) */
+const PHRASE = 0.5;
 
 function docFilters(f: SearchFilters): DocFilters {
   const list = (v: string | string[] | undefined) => (v === undefined ? [] : Array.isArray(v) ? v : [v]).filter((x) => x !== '');
@@ -270,11 +274,19 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
   // and is quoted)
   const joined = words.map((w) => w.word).join('');
   const exact = new Set(joined ? matchScores(store, `exact : ${quoteTerm(joined)}`, scope, []).map((r) => r.rowid) : []);
+  // the words as a phrase (in query order, adjacent), per field: the best field's weight
+  const phrase = new Map<number, number>();
+  if (words.length > 1) {
+    for (const r of matchScores(store, words.map((w) => quoteTerm(w.word)).join(' + '), scope, FIELD_SQL)) {
+      phrase.set(r.rowid, Math.max(0, ...FIELDS.map((g, gi) => (r.scores[gi] < 0 ? g.weight : 0))));
+    }
+  }
   const names = namesByRowid(store, [...cands.keys()]);
   const qwords = words.map((w) => w.word);
   for (const c of cands.values()) {
     const cover = c.per.reduce((a, p, i) => a + p * idf[i], 0) / idfSum;
-    c.rel = (1 - NAME_SHARE) * cover + NAME_SHARE * nameCoverage(names.get(c.rowid) ?? '', qwords);
+    const phrased = cover + (1 - cover) * PHRASE * (phrase.get(c.rowid) ?? 0);
+    c.rel = (1 - NAME_SHARE) * phrased + NAME_SHARE * nameCoverage(names.get(c.rowid) ?? '', qwords);
     c.every = c.per.every((p) => p > 0);
     c.exact = exact.has(c.rowid);
   }
