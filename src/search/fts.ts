@@ -10,7 +10,7 @@ import type { IndexStore } from '../store/store.js';
 import { extractionStamps, getExtraction, listExtractions, type StoredExtraction, hasExtraction, extractionIds } from '../store/records.js';
 import {
   browseDocs, countDocs, docFacets, docKeys, docsByRowid, ensureFtsLayout, ftsHasTerm, getDoc as storedDoc, listDocs as storedDocs,
-  matchScores, namesByRowid, putDocs, SEARCH_COLUMNS, type DocFilters,
+  matchRowids, putDocs, rankedMatches, SEARCH_COLUMNS, type DocFilters,
 } from '../store/search.js';
 import { specTexts } from '../store/specs.js';
 import { NnragError, UsageError } from '../util/errors.js';
@@ -158,16 +158,14 @@ const RANK =
   `(${NAME_WEIGHT} * bm25(search_fts, ${COLUMNS.map((c) => (NAME_COLS.has(c.name) ? c.weight / 10 : 0)).join(', ')})` +
   ` + bm25(search_fts, ${COLUMNS.map((c) => (NAME_COLS.has(c.name) ? 0 : c.weight)).join(', ')}))`;
 
-/** Where a word can match and what a match there is worth (the score of SearchHit). A
- *  bm25() whose weights are zero outside a group is non-zero exactly when the word occurs
- *  in the group (FTS5 floors the IDF of a very common word at 1e-6, never at 0). */
+/** Where a word can match and what a match there is worth (the score of SearchHit); a
+ *  field is a set of FTS columns, queried with an FTS5 column filter. */
 const FIELDS: { weight: number; columns: string[] }[] = [
   { weight: 1, columns: ['exact', 'name'] },
   { weight: 0.6, columns: ['summary'] },
   { weight: 0.4, columns: ['category', 'layers', 'params', 'qualname'] },
   { weight: 0.2, columns: ['identifiers', 'deps'] },
 ];
-const FIELD_SQL = FIELDS.map((g) => `bm25(search_fts, ${COLUMNS.map((c) => (g.columns.includes(c.name) ? 1 : 0)).join(', ')})`);
 /** what a related word's match is worth against the word's own */
 const RELATED_WEIGHT = 0.8;
 /** blocks scoring at least this share of the best score are "strong" matches: among them
@@ -203,6 +201,8 @@ function hitOf(row: { doc: string; score: number }): SearchHit {
 
 interface Candidate {
   rowid: number;
+  /** class name (the id's last part) */
+  name: string;
   status: string;
   /** 0–1 relevance (SearchHit.score) */
   rel: number;
@@ -245,48 +245,55 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
   }
   // every status the filters allow plus the failed blocks, which are split off below
   const scope: DocFilters = { ...filters, all: !filters.validated };
-  const n = Math.max(1, countDocs(store, scope));
+  // the candidates: every block one of the words (or a related word) matches, with its
+  // BM25 over the whole query (the order among equal scores)
+  const union = words.map((w) => (w.related ? `(${w.expr}) OR (${w.related})` : `(${w.expr})`)).join(' OR ');
   const cands = new Map<number, Candidate & { per: number[] }>();
+  for (const r of rankedMatches(store, union, scope, RANK)) {
+    cands.set(r.rowid, { rowid: r.rowid, status: r.status, rel: 0, bm: r.score, every: false, exact: false, per: words.map(() => 0), name: parseBlockId(r.id).className });
+  }
+  // where each word matches: one rowid-only query per field (FTS5 column filters), far
+  // cheaper than an auxiliary function per row; IDF over the whole library
+  const n = Math.max(1, countDocs(store, { repos: [], categories: [], validated: false, all: true }));
   const idf: number[] = [];
+  const inField = (expr: string, g: (typeof FIELDS)[number]) => matchRowids(store, `{${g.columns.join(' ')}} : (${expr})`);
   words.forEach((w, wi) => {
-    const own = matchScores(store, w.expr, scope, [RANK, ...FIELD_SQL]);
-    const rel = w.related ? matchScores(store, w.related, scope, [RANK, ...FIELD_SQL]) : [];
-    const df = own.length || rel.length;
-    idf.push(Math.log(1 + (n - df + 0.5) / (df + 0.5)) * (GENERIC.has(w.word) ? GENERIC_IDF : 1));
-    const add = (rows: typeof own, factor: number) => {
-      for (const r of rows) {
-        let c = cands.get(r.rowid);
-        if (!c) {
-          c = { rowid: r.rowid, status: r.status, rel: 0, bm: 0, every: false, exact: false, per: words.map(() => 0) };
-          cands.set(r.rowid, c);
-        }
-        const best = Math.max(0, ...FIELDS.map((g, gi) => (r.scores[gi + 1] < 0 ? g.weight : 0))) * factor;
-        c.per[wi] = Math.max(c.per[wi], best);
-        c.bm += -r.scores[0] * factor;
+    const own = new Set<number>();
+    let relDf = 0;
+    for (const g of FIELDS) {
+      for (const r of inField(w.expr, g)) {
+        own.add(r);
+        const c = cands.get(r);
+        if (c) c.per[wi] = Math.max(c.per[wi], g.weight);
       }
-    };
-    add(own, 1);
-    add(rel, RELATED_WEIGHT);
+      if (!w.related) continue;
+      const rel = inField(w.related, g);
+      relDf = Math.max(relDf, rel.length);
+      for (const r of rel) {
+        const c = cands.get(r);
+        if (c) c.per[wi] = Math.max(c.per[wi], g.weight * RELATED_WEIGHT);
+      }
+    }
+    const df = own.size || relDf;
+    idf.push(Math.log(1 + (n - df + 0.5) / (df + 0.5)) * (GENERIC.has(w.word) ? GENERIC_IDF : 1));
   });
   const idfSum = idf.reduce((a, b) => a + b, 0) || 1;
   // a block whose whole name is the query comes first, whatever the scores say (the
   // `exact` column holds the name's parts joined; `joined` holds letters and digits only
   // and is quoted)
   const joined = words.map((w) => w.word).join('');
-  const exact = new Set(joined ? matchScores(store, `exact : ${quoteTerm(joined)}`, scope, []).map((r) => r.rowid) : []);
+  const exact = new Set(joined ? matchRowids(store, `exact : ${quoteTerm(joined)}`) : []);
   // the words as a phrase (in query order, adjacent), per field: the best field's weight
   const phrase = new Map<number, number>();
   if (words.length > 1) {
-    for (const r of matchScores(store, words.map((w) => quoteTerm(w.word)).join(' + '), scope, FIELD_SQL)) {
-      phrase.set(r.rowid, Math.max(0, ...FIELDS.map((g, gi) => (r.scores[gi] < 0 ? g.weight : 0))));
-    }
+    const p = words.map((w) => quoteTerm(w.word)).join(' + ');
+    for (const g of FIELDS) for (const r of inField(p, g)) phrase.set(r, Math.max(phrase.get(r) ?? 0, g.weight));
   }
-  const names = namesByRowid(store, [...cands.keys()]);
   const qwords = words.map((w) => w.word);
   for (const c of cands.values()) {
     const cover = c.per.reduce((a, p, i) => a + p * idf[i], 0) / idfSum;
     const phrased = cover + (1 - cover) * PHRASE * (phrase.get(c.rowid) ?? 0);
-    c.rel = (1 - NAME_SHARE) * phrased + NAME_SHARE * nameCoverage(names.get(c.rowid) ?? '', qwords);
+    c.rel = (1 - NAME_SHARE) * phrased + NAME_SHARE * nameCoverage(c.name, qwords);
     c.every = c.per.every((p) => p > 0);
     c.exact = exact.has(c.rowid);
   }
@@ -317,10 +324,7 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
   if (opts.group) {
     // entries by class name in rank order; the page is `limit` entries after `offset`
     const byName = new Map<string, Candidate[]>();
-    for (const c of all) {
-      const nm = names.get(c.rowid) ?? '';
-      byName.set(nm, [...(byName.get(nm) ?? []), c]);
-    }
+    for (const c of all) byName.set(c.name, [...(byName.get(c.name) ?? []), c]);
     totalGroups = byName.size;
     page = [...byName.values()].slice(offset, offset + limit).flat();
   } else page = all.slice(offset, offset + limit);

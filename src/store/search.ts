@@ -136,47 +136,25 @@ export function browseDocs(store: IndexStore, f: DocFilters, limit: number, offs
 
 const JOIN = 'JOIN search_docs d ON d.rowid = search_fts.rowid';
 
-/** Rowid and score (−rank: higher is better) of the documents an FTS query matches, validated
- *  blocks first, then by score; `rank` is an SQL expression over `search_fts`. */
-export function rankedDocs(store: IndexStore, match: string, f: DocFilters, rank: string, limit: number): [number, number][] {
+/** Every document an FTS query matches (filtered): rowid, id, status and −rank (`rank`
+ *  an SQL expression over `search_fts`: higher is better), unordered. */
+export function rankedMatches(store: IndexStore, match: string, f: DocFilters, rank: string): { rowid: number; id: string; status: string; score: number }[] {
   const { where, args } = filterSql(f);
   const w = ['search_fts MATCH ?', ...where].join(' AND ');
-  return store
-    .stmt(`SELECT search_fts.rowid AS rowid, -${rank} AS score FROM search_fts ${JOIN} WHERE ${w} ORDER BY d.status = 'validated' DESC, score DESC, search_fts.rowid LIMIT ?`)
-    .raw()
-    .all(match, ...args, limit) as [number, number][];
+  const rows = store.stmt(`SELECT search_fts.rowid, d.id, d.status, -${rank} FROM search_fts ${JOIN} WHERE ${w}`).raw().all(match, ...args) as [number, string, string, number][];
+  return rows.map(([rowid, id, status, score]) => ({ rowid, id, status, score }));
 }
 
-/** Every document an FTS query matches (filtered), with its status and the value of each
- *  SQL expression of `scores` over `search_fts` (e.g. bm25() calls), unordered. */
-export function matchScores(store: IndexStore, match: string, f: DocFilters, scores: readonly string[]): { rowid: number; status: string; scores: number[] }[] {
-  const { where, args } = filterSql(f);
-  const w = ['search_fts MATCH ?', ...where].join(' AND ');
-  const cols = scores.map((s, i) => `${s} AS s${i}`).join(', ');
-  const rows = store
-    .stmt(`SELECT search_fts.rowid, d.status${cols ? `, ${cols}` : ''} FROM search_fts ${JOIN} WHERE ${w}`)
-    .raw()
-    .all(match, ...args) as [number, string, ...number[]][];
-  return rows.map(([rowid, status, ...s]) => ({ rowid, status, scores: s }));
+/** Rowids of every document an FTS query matches (unfiltered: no join, no auxiliary
+ *  function — the cheapest FTS5 query). */
+export function matchRowids(store: IndexStore, match: string): number[] {
+  return store.stmt('SELECT rowid FROM search_fts WHERE search_fts MATCH ?').pluck().all(match) as number[];
 }
 
 /** How many documents pass the filters (matching or not). */
 export function countDocs(store: IndexStore, f: DocFilters): number {
   const { where, args } = filterSql(f);
   return store.stmt(`SELECT count(*) FROM search_docs d ${where.length ? `WHERE ${where.join(' AND ')}` : ''}`).pluck().get(...args) as number;
-}
-
-/** Class names of documents by rowid. */
-export function namesByRowid(store: IndexStore, rowids: readonly number[]): Map<number, string> {
-  if (!rowids.length) return new Map();
-  return new Map(store.stmt("SELECT rowid, json_extract(doc, '$.name') FROM search_docs WHERE rowid IN (SELECT value FROM json_each(?))").raw().all(JSON.stringify(rowids)) as [number, string][]);
-}
-
-/** How many documents an FTS query matches. */
-export function countMatches(store: IndexStore, match: string, f: DocFilters): number {
-  const { where, args } = filterSql(f);
-  const w = ['search_fts MATCH ?', ...where].join(' AND ');
-  return store.stmt(`SELECT count(*) FROM search_fts ${JOIN} WHERE ${w}`).pluck().get(match, ...args) as number;
 }
 
 /** Document JSON texts by rowid. */
