@@ -10,14 +10,14 @@ import type { IndexStore } from '../store/store.js';
 import { extractionStamps, getExtraction, listExtractions, type StoredExtraction, hasExtraction, extractionIds } from '../store/records.js';
 import {
   browseDocs, countDocs, docFacets, docKeys, docsByRowid, ensureFtsLayout, ftsHasTerm, getDoc as storedDoc, listDocs as storedDocs,
-  matchRowids, putDocs, rankedMatches, SEARCH_COLUMNS, type DocFilters,
+  matchedDocs, matchRowids, putDocs, rankOf, SEARCH_COLUMNS, type DocFilters,
 } from '../store/search.js';
 import { specTexts } from '../store/specs.js';
 import { NnragError, UsageError } from '../util/errors.js';
 import { suggest } from '../util/suggest.js';
 import { parseBlockId } from '../discover/ids.js';
 import { buildDoc, docKey, storedSpec, type SearchDoc } from './documents.js';
-import { expandText, GENERIC, identifierParts, nameCoverage, queryWords, quoteTerm } from './tokens.js';
+import { expandText, GENERIC, identifierParts, nameCoverer, queryWords, quoteTerm } from './tokens.js';
 import type { FileFacts } from '../parse/types.js';
 
 /** FTS columns and their BM25 weights (the block's own name counts most). */
@@ -245,12 +245,11 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
   }
   // every status the filters allow plus the failed blocks, which are split off below
   const scope: DocFilters = { ...filters, all: !filters.validated };
-  // the candidates: every block one of the words (or a related word) matches, with its
-  // BM25 over the whole query (the order among equal scores)
+  // the candidates: every block one of the words (or a related word) matches
   const union = words.map((w) => (w.related ? `(${w.expr}) OR (${w.related})` : `(${w.expr})`)).join(' OR ');
   const cands = new Map<number, Candidate & { per: number[] }>();
-  for (const r of rankedMatches(store, union, scope, RANK)) {
-    cands.set(r.rowid, { rowid: r.rowid, status: r.status, rel: 0, bm: r.score, every: false, exact: false, per: words.map(() => 0), name: parseBlockId(r.id).className });
+  for (const r of matchedDocs(store, union, scope)) {
+    cands.set(r.rowid, { rowid: r.rowid, status: r.status, rel: 0, bm: 0, every: false, exact: false, per: words.map(() => 0), name: parseBlockId(r.id).className });
   }
   // where each word matches: one rowid-only query per field (FTS5 column filters), far
   // cheaper than an auxiliary function per row; IDF over the whole library
@@ -289,11 +288,11 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
     const p = words.map((w) => quoteTerm(w.word)).join(' + ');
     for (const g of FIELDS) for (const r of inField(p, g)) phrase.set(r, Math.max(phrase.get(r) ?? 0, g.weight));
   }
-  const qwords = words.map((w) => w.word);
+  const cover = nameCoverer(words.map((w) => w.word));
   for (const c of cands.values()) {
-    const cover = c.per.reduce((a, p, i) => a + p * idf[i], 0) / idfSum;
-    const phrased = cover + (1 - cover) * PHRASE * (phrase.get(c.rowid) ?? 0);
-    c.rel = (1 - NAME_SHARE) * phrased + NAME_SHARE * nameCoverage(c.name, qwords);
+    const matched = c.per.reduce((a, p, i) => a + p * idf[i], 0) / idfSum;
+    const phrased = matched + (1 - matched) * PHRASE * (phrase.get(c.rowid) ?? 0);
+    c.rel = (1 - NAME_SHARE) * phrased + NAME_SHARE * cover(c.name);
     c.every = c.per.every((p) => p > 0);
     c.exact = exact.has(c.rowid);
   }
@@ -308,17 +307,39 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
       all = shown;
     } else failedOnly = failed.length > 0;
   }
-  const top = Math.max(0, ...all.map((c) => c.rel));
+  let top = 0;
+  for (const c of all) top = Math.max(top, c.rel);
   const tier = (c: Candidate) => (c.exact ? 0 : c.rel >= STRONG * top ? 1 : 2);
   const eps = 1e-9;
-  all.sort(
-    (a, b) =>
-      tier(a) - tier(b) ||
-      (tier(a) < 2 ? Number(b.status === 'validated') - Number(a.status === 'validated') : 0) ||
-      (Math.abs(b.rel - a.rel) > eps ? b.rel - a.rel : 0) ||
-      b.bm - a.bm ||
-      a.rowid - b.rowid,
-  );
+  const byScore = (a: Candidate, b: Candidate) =>
+    tier(a) - tier(b) ||
+    (tier(a) < 2 ? Number(b.status === 'validated') - Number(a.status === 'validated') : 0) ||
+    (Math.abs(b.rel - a.rel) > eps ? b.rel - a.rel : 0);
+  all.sort((a, b) => byScore(a, b) || a.rowid - b.rowid);
+  // BM25 orders blocks of equal score; it is computed only for the blocks up to the last
+  // one that ties with the page's last entry (an auxiliary function over every match
+  // was most of a query's time)
+  let last = Math.min(all.length, offset + limit) - 1;
+  if (opts.group) {
+    const seen = new Set<string>();
+    last = all.length - 1;
+    for (let i = 0; i < all.length; i++) {
+      seen.add(all[i].name);
+      if (seen.size === offset + limit) {
+        last = i;
+        break;
+      }
+    }
+  }
+  if (last >= 0) {
+    let end = last;
+    while (end + 1 < all.length && byScore(all[end + 1], all[last]) === 0) end++;
+    const head = all.slice(0, end + 1);
+    const bm = rankOf(store, union, RANK, head.map((c) => c.rowid));
+    for (const c of head) c.bm = bm.get(c.rowid) ?? 0;
+    head.sort((a, b) => byScore(a, b) || b.bm - a.bm || a.rowid - b.rowid);
+    all.splice(0, head.length, ...head);
+  }
   let page: Candidate[];
   let totalGroups: number | undefined;
   if (opts.group) {

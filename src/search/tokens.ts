@@ -177,17 +177,37 @@ export function sameStem(a: string, b: string): boolean {
  * 1, `ResnetBlock` 0.87, `LinearAttention` for "attention" 0.5.
  */
 export function nameCoverage(name: string, words: readonly string[]): number {
-  const parts = identifierParts(name);
-  if (!parts.length) return 0;
-  const qs = words.flatMap((w) => [w, ...identifierParts(w)]);
+  return nameCoverer(words)(name);
+}
+
+/** nameCoverage for one query, its words' stems and related words read once (and each
+ *  name once: libraries repeat names). */
+export function nameCoverer(words: readonly string[]): (name: string) => number {
+  const qs = [...new Set(words.flatMap((w) => [w, ...identifierParts(w)]))];
   const rel = new Set(qs.flatMap(relatedWords));
-  let got = 0;
-  let all = 0;
-  for (const p of parts) {
-    const w = GENERIC.has(p) ? 0.5 : 1;
-    all += w;
-    if (qs.some((q) => sameStem(p, q))) got += w;
-    else if (rel.has(p)) got += 0.8 * w;
-  }
-  return got / all;
+  const memo = new Map<string, number>();
+  const partScore = new Map<string, number>();
+  const part = (p: string) => {
+    let v = partScore.get(p);
+    if (v === undefined) {
+      v = qs.some((q) => sameStem(p, q)) ? 1 : rel.has(p) ? 0.8 : 0;
+      partScore.set(p, v);
+    }
+    return v;
+  };
+  return (name) => {
+    let v = memo.get(name);
+    if (v !== undefined) return v;
+    const parts = identifierParts(name);
+    let got = 0;
+    let all = 0;
+    for (const p of parts) {
+      const w = GENERIC.has(p) ? 0.5 : 1;
+      all += w;
+      got += part(p) * w;
+    }
+    v = all ? got / all : 0;
+    memo.set(name, v);
+    return v;
+  };
 }

@@ -136,13 +136,24 @@ export function browseDocs(store: IndexStore, f: DocFilters, limit: number, offs
 
 const JOIN = 'JOIN search_docs d ON d.rowid = search_fts.rowid';
 
-/** Every document an FTS query matches (filtered): rowid, id, status and −rank (`rank`
- *  an SQL expression over `search_fts`: higher is better), unordered. */
-export function rankedMatches(store: IndexStore, match: string, f: DocFilters, rank: string): { rowid: number; id: string; status: string; score: number }[] {
+/** Every document an FTS query matches (filtered): rowid, id and status, unordered. */
+export function matchedDocs(store: IndexStore, match: string, f: DocFilters): { rowid: number; id: string; status: string }[] {
   const { where, args } = filterSql(f);
   const w = ['search_fts MATCH ?', ...where].join(' AND ');
-  const rows = store.stmt(`SELECT search_fts.rowid, d.id, d.status, -${rank} FROM search_fts ${JOIN} WHERE ${w}`).raw().all(match, ...args) as [number, string, string, number][];
-  return rows.map(([rowid, id, status, score]) => ({ rowid, id, status, score }));
+  const rows = store.stmt(`SELECT search_fts.rowid, d.id, d.status FROM search_fts ${JOIN} WHERE ${w}`).raw().all(match, ...args) as [number, string, string][];
+  return rows.map(([rowid, id, status]) => ({ rowid, id, status }));
+}
+
+/** −rank of some documents for an FTS query (`rank` an SQL expression over `search_fts`:
+ *  higher is better), by rowid. FTS5 runs the query once per value of a `rowid IN (…)`
+ *  (measured 0.4 ms each on 10,000 blocks), so beyond a few dozen rowids every match is
+ *  ranked in one pass instead. */
+export function rankOf(store: IndexStore, match: string, rank: string, rowids: readonly number[]): Map<number, number> {
+  if (!rowids.length) return new Map();
+  if (rowids.length > 40) return new Map(store.stmt(`SELECT rowid, -${rank} FROM search_fts WHERE search_fts MATCH ?`).raw().all(match) as [number, number][]);
+  return new Map(
+    store.stmt(`SELECT rowid, -${rank} FROM search_fts WHERE search_fts MATCH ? AND rowid IN (SELECT value FROM json_each(?))`).raw().all(match, JSON.stringify(rowids)) as [number, number][],
+  );
 }
 
 /** Rowids of every document an FTS query matches (unfiltered: no join, no auxiliary
