@@ -1,11 +1,14 @@
 // Block search (`nnrag search`, the catalog's search box): an SQLite FTS5 index over the
-// library blocks, ranked by BM25 with per-column weights, kept in sync incrementally with
-// the stored extractions (a row is rebuilt only when its extraction or spec changed).
+// library blocks, kept in sync incrementally with the stored extractions (a row is rebuilt
+// only when its extraction or spec changed). Any query word may match; a block's score
+// (0–1) weighs the words it matches by IDF and by the field they occur in, plus the share
+// of its name the query covers (searchBlocks); BM25 with per-column weights orders equal
+// scores.
 //
 // The tables and their SQL are in src/store/search.ts (migration 4).
 //
-// BM25 (FTS5 `bm25()`, k1 = 1.2, b = 0.75) returns lower = better; scores reported here are
-// its negation, so higher = better.
+// BM25 (FTS5 `bm25()`, k1 = 1.2, b = 0.75) returns lower = better; it is negated here, so
+// higher = better.
 import type { IndexStore } from '../store/store.js';
 import { extractionStamps, getExtraction, listExtractions, type StoredExtraction, hasExtraction, extractionIds } from '../store/records.js';
 import {
