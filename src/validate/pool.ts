@@ -507,6 +507,7 @@ export class ValidatorPool {
       layers: msg.layers,
       usage: typeof msg.usage === 'string' ? msg.usage.slice(0, 2000) : undefined,
       argumentsSource: typeof msg.argumentsSource === 'string' ? msg.argumentsSource : undefined,
+      argumentsOrigin: typeof msg.argumentsOrigin === 'string' ? msg.argumentsOrigin.slice(0, 500) : undefined,
       harvest: msg.harvest,
       witnessSkipped: Array.isArray(msg.witnessSkipped) ? msg.witnessSkipped.map(String).slice(0, 3) : undefined,
       equivalence: msg.equivalence,
@@ -523,7 +524,7 @@ export class ValidatorPool {
     const ok = passesStages(r, required);
     const out: ValidationResult = { id: job.req.id, ok, ...r, envId: this.envId };
     if (!this.env.rootfs) out.python = this.env.python;
-    for (const k of ['layers', 'equivalence', 'namespace', 'traceback', 'output', 'usage', 'argumentsSource', 'harvest', 'witnessSkipped'] as const) if (out[k] === undefined) delete out[k];
+    for (const k of ['layers', 'equivalence', 'namespace', 'traceback', 'output', 'usage', 'argumentsSource', 'argumentsOrigin', 'harvest', 'witnessSkipped'] as const) if (out[k] === undefined) delete out[k];
     return out;
   }
 

@@ -435,8 +435,12 @@ def list_entries(cfg, torch):
                     add("class", name, obj.__qualname__, obj)
             elif inspect.isfunction(obj) and obj.__module__ == name and FACTORY_NAME.search(attr) and not attr.startswith("_"):
                 add("factory", name, obj.__qualname__, obj)
+    # the repository's tests and documented examples (harvest_docs.py)
+    from . import harvest_docs as HD
+    docs, notes = HD.doc_entries(cfg.get("repoRoot"), classes, by_name, HD.pytest_importable())
+    entries.extend(docs)
     return {"classes": sorted(classes), "entries": entries, "configs": len(configs), "importFailures": failed,
-            "forwardKeys": forward_keys(classes),
+            "forwardKeys": forward_keys(classes), "notes": notes,
             "ms": round((time.monotonic() - t0) * 1000, 1)}
 
 
@@ -577,6 +581,8 @@ class Recorder:
         self.meta = False  # a shapes-only run on the meta device is under way
         self.too_slow = set()  # ids of instances whose forward was running when the budget ran out
         self.bases = []  # [id, base class, args, kwargs, returned] of super().__init__ calls
+        self.current = None  # the test or example running (harvest_docs): what built an instance
+        self.origin = {}  # id(instance) -> the test or example that built it
 
     def install(self, nn):
         import torch.nn.modules as nnm
@@ -615,6 +621,8 @@ class Recorder:
             if k not in rec.built:
                 rec.built[k] = (self, type(self), args, kwargs)
                 rec.order.append(k)
+                if rec.current:
+                    rec.origin[k] = rec.current
                 outer = True
             else:
                 outer = False
@@ -705,7 +713,7 @@ class Recorder:
                 a, kw, shapes = calls[0]
                 w["inputs"] = {"args": a, "kwargs": kw}
                 w["outputs"] = shapes
-            w["entry"] = entry_name
+            w["entry"] = self.origin.get(k, entry_name)
             lst.append(w)
         out = {}
         for cid, lst in by_class.items():
