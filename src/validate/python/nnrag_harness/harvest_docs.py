@@ -127,6 +127,14 @@ def import_lines(code):
     return "\n".join(out)
 
 
+def _runs_something(code):
+    """A block with a statement besides imports (one of imports only builds nothing)."""
+    try:
+        return any(not isinstance(st, (ast.Import, ast.ImportFrom)) for st in ast.parse(code).body)
+    except SyntaxError:
+        return False
+
+
 def doc_entries(repo_root, classes, by_name, pytest_ok):
     """Entry points from the repository's tests and documented examples (see the header):
     those naming no repository class are left out (they cannot cover one)."""
@@ -151,8 +159,9 @@ def doc_entries(repo_root, classes, by_name, pytest_ok):
         for line, code in markdown_blocks(text):
             r = _reach(_names(code), by_name)
             prefix = "\n".join(x for x in before if x)
-            before.append(import_lines(code))
-            if r:
+            imports = import_lines(code)
+            before.append(imports)
+            if r and _runs_something(code):
                 entries.append({"kind": "readme", "module": "", "qualname": "%s:%d" % (rel, line), "plan": {}, "reach": r, "rank": 0,
                                 "family": "readme:%s:%d" % (rel, line), "via": "readme:%s:%d" % (rel, line), "file": rel, "line": line,
                                 "code": code, "prelude": prefix})
