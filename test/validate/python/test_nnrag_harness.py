@@ -285,6 +285,57 @@ class ClassifyTest(unittest.TestCase):
         self.assertEqual(c.classify(RuntimeError("expected input to have 3 channels"), "forward"), "forward-shape")
 
 
+CONVENTIONS = """
+import torch.nn as nn
+
+VALID_MODELS = ("effnet-b3", "effnet-b0", "effnet-b7")
+
+
+class EffNet(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.fc = nn.Linear(width, width)
+
+    @classmethod
+    def from_name(cls, model_name, **override):
+        if model_name not in VALID_MODELS:
+            raise ValueError(model_name)
+        return cls(8 + int(model_name[-1]))
+
+
+class Cfg(object):
+    n_embd = 8
+
+
+class GPT(nn.Module):
+    @staticmethod
+    def get_default_config():
+        return Cfg()
+
+    def __init__(self, config):
+        super().__init__()
+        self.fc = nn.Linear(config.n_embd, config.n_embd)
+"""
+
+
+class EntryConventionsTest(unittest.TestCase):
+    """Entry points by general conventions: classmethod constructors with the smallest of
+    the names they check, a class's own default configuration."""
+
+    def test_from_name_and_default_config(self):
+        m = types.ModuleType("conv_fixture")
+        exec(CONVENTIONS, m.__dict__)
+        sys.modules["conv_fixture"] = m
+        try:
+            self.assertEqual(H.call_plan(m.EffNet.from_name, [], []), {"model_name": {"value": "effnet-b0"}})
+            plan = H.call_plan(m.GPT, [], [])
+            self.assertEqual(plan["config"]["config"]["ref"], ["conv_fixture", "GPT.get_default_config"])
+            self.assertEqual(H.make_config(plan["config"]["config"], torch).n_embd, 8)
+            self.assertIsNone(H.call_plan(m.EffNet, [], []), "a plain width stays unplanned")
+        finally:
+            del sys.modules["conv_fixture"]
+
+
 class HarvestDocsTest(unittest.TestCase):
     """harvest_docs: Markdown code blocks, docstring examples, the listing of tests and
     documents (read statically), and what happens without pytest."""

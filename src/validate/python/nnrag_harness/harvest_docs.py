@@ -278,6 +278,11 @@ def run_example(entry, repo_root, install, torch):
         code = entry["code"]
         ns = dict(vars(m))  # doctest's globs: a copy of the module's namespace
         ns["__name__"] = "__main__"
+        # what a doctest namespace usually provides besides the module's own names (pytest's
+        # doctest_namespace in a conftest): the top-level package and torch
+        top = entry["module"].split(".")[0]
+        ns.setdefault(top, sys.modules.get(top) or importlib.import_module(top))
+        ns.setdefault("torch", torch)
         path = "<doctest %s>" % entry["via"]
         sys.argv = [path]
     else:
