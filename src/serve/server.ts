@@ -95,6 +95,8 @@ export function nextStep(category: string | null | undefined, error: string | nu
       return 'the check ran out of memory: `nnrag validate ID --memory 8192`';
     case 'native-extension':
       return 'the block needs a compiled extension of its repository (CUDA or C++ ops), which a standalone module cannot carry';
+    case 'needs-gpu':
+      return 'the block only runs on a GPU (CUDA tensors, nn.SyncBatchNorm): validate it on a machine with one';
     default:
       return null;
   }
