@@ -313,6 +313,17 @@ def run_test_file(cfg, entry, repo_root, budget, t0, install, torch):
     per_test = float(cfg.get("testSeconds") or DEFAULT_TEST_SECONDS)
     counts = {"collected": 0, "passed": 0, "failed": 0, "skipped": 0, "stopped": [], "errors": []}
 
+    class Gate(object):
+        @pytest.hookimpl(tryfirst=True)
+        def pytest_runtest_protocol(self, item, nextitem):
+            # the step's budget spent: this test is not run (a result other than None
+            # ends the hook call, firstresult) and the session stops after it
+            if budget - (time.monotonic() - t0) < 0.5:
+                item.session.shouldstop = "the step's budget is spent"
+                counts["unrun"] = counts.get("unrun", 0) + 1
+                return True
+            return None
+
     class Plugin(object):
         @pytest.hookimpl(trylast=True)
         def pytest_collection_finish(self, session):
@@ -323,7 +334,6 @@ def run_test_file(cfg, entry, repo_root, budget, t0, install, torch):
         def pytest_runtest_protocol(self, item, nextitem):
             left = budget - (time.monotonic() - t0)
             if left < 0.5:
-                item.session.shouldstop = "the step's budget is spent"
                 yield
                 return
             rec = install()
@@ -356,7 +366,7 @@ def run_test_file(cfg, entry, repo_root, budget, t0, install, torch):
                     counts["errors"].append("%s: %s" % (report.nodeid, msg[:200]))
 
     args = [os.path.join(repo_root, entry["file"]), "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-            "--rootdir", repo_root, "-o", "console_output_style=classic", "--no-header"]
-    rc = pytest.main(args, plugins=[Plugin()])
+            "--rootdir", repo_root, "-o", "console_output_style=classic", "--no-header", "--tb=line"]
+    rc = pytest.main(args, plugins=[Plugin(), Gate()])
     counts["exit"] = int(rc)
     return counts
