@@ -118,8 +118,8 @@ export async function repoWitnesses(
   if (!row) return null;
   const key = harvestKey(store, repo, pool.envId);
   if (!opts.force) {
-    const got = currentHarvest(store, repo, pool.envId);
-    if (got) return { result: got, cached: true };
+    const got = getHarvest(store, repo, key);
+    if (got) return { result: JSON.parse(got) as HarvestResult, cached: true };
   }
   const modules =
     opts.modules ??
