@@ -115,6 +115,8 @@ export interface HarvestOptions {
   repoRoot?: string;
   /** wall-clock per test of a test file, ms (default 10000) */
   testMs?: number;
+  /** wall-clock for the tests and documented examples, after the builders, ms (default: repoMs) */
+  docsMs?: number;
   onEntry?: (r: EntryReport) => void;
 }
 
@@ -151,15 +153,38 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
   out.importFailures = list.importFailures ?? {};
   if (list.notes && Object.keys(list.notes).length) out.notes = list.notes;
   let docsMs = 0;
-  const order = new GreedyOrder(list.entries, { memoryMb: o.repoMemoryMb ?? 131072 });
+  // two phases: the repository's builders of whole models within `repoMs`, then its tests
+  // and documented examples within `docsMs` of their own, aimed at the classes the
+  // builders left without a called witness (a slow test suite never takes the builders' budget)
+  const order = new GreedyOrder(list.entries.filter((e) => !DOC_KINDS.has(e.kind)), { memoryMb: o.repoMemoryMb ?? 131072 });
+  const docsOrder = new GreedyOrder(list.entries.filter((e) => DOC_KINDS.has(e.kind)), { memoryMb: o.repoMemoryMb ?? 131072 });
+  const docsBudget = o.docsMs ?? repoMs;
   const workers = Math.max(1, pool.workerCount);
   // a wrapper of a whole model (`AutoShape(model)`, `ModelEma(model)`) is given the model
   // of the quickest entry point that built and ran one (the provider)
   let provider: { entry: HarvestEntry; ms: number } | null = null;
-  while (order.pending.length && !order.stopped && performance.now() - t0 < repoMs) {
-    const batch = order.next(workers, !!provider);
-    if (!batch.length) break; // only wrappers are left and nothing built a model to give them
-    const left = repoMs - (performance.now() - t0);
+  let phase: 'build' | 'docs' = 'build';
+  let phaseStart = t0;
+  for (;;) {
+    let cur = phase === 'build' ? order : docsOrder;
+    let limit = phase === 'build' ? repoMs : docsBudget;
+    if (!cur.pending.length || cur.stopped || performance.now() - phaseStart >= limit) {
+      if (phase === 'docs') break;
+      // on to the tests and documents: what the builders covered counts as covered
+      phase = 'docs';
+      phaseStart = performance.now();
+      docsOrder.seed(order);
+      cur = docsOrder;
+      limit = docsBudget;
+      if (!cur.pending.length || cur.stopped) break;
+    }
+    const batch = cur.next(workers, !!provider);
+    if (!batch.length) {
+      if (phase === 'docs') break;
+      phaseStart = -Infinity; // only wrappers are left and nothing built a model to give them
+      continue;
+    }
+    const left = limit - (performance.now() - phaseStart);
     await Promise.all(
       batch.map(async (e) => {
         const budget = Math.max(1000, Math.min(entryMs, left));
@@ -196,7 +221,7 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
           classes[cls] = { called: c.witnesses.some((w) => w.inputs) };
           out.witnesses[cls] = mergeWitnesses(out.witnesses[cls] ?? [], c.witnesses, perClass);
         }
-        order.report(e, rep.built, classes, rep.memoryMb ?? 0);
+        cur.report(e, rep.built, classes, rep.memoryMb ?? 0);
         // the provider: the quickest that built and ran its model, else the quickest that built one
         const rank = (r: EntryReport) => (r.forward ? 0 : 1e9) + r.ms;
         if (rep.built && !needsModel(e) && e.kind !== 'snippet' && !DOC_KINDS.has(e.kind) && (!provider || rank(rep) < provider.ms)) provider = { entry: e, ms: rank(rep) };
@@ -205,10 +230,10 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
       }),
     );
   }
-  out.skipped += order.skipped + order.pending.length;
-  out.memoryMb = Math.round(order.memorySpent);
+  out.skipped += order.skipped + order.pending.length + docsOrder.skipped + docsOrder.pending.length;
+  out.memoryMb = Math.round(Math.max(order.memorySpent, docsOrder.memorySpent)); // the second starts from the first's
   if (docsMs) out.docsMs = Math.round(docsMs);
-  if (order.pending.length) out.stopped = order.stopped ?? 'time';
+  if (order.pending.length || docsOrder.pending.length) out.stopped = order.stopped ?? docsOrder.stopped ?? 'time';
   borrowSiblingInputs(out.witnesses, list.forwardKeys ?? {}, out.classes, perClass);
   out.ms = performance.now() - t0;
   return out;
@@ -255,6 +280,14 @@ export class GreedyOrder {
   constructor(entries: HarvestEntry[], budgets: { memoryMb?: number } = {}) {
     this.pending = [...entries];
     this.memoryMb = budgets.memoryMb ?? Infinity;
+  }
+
+  /** Start where another order left off: its covered and called classes, its memory spent. */
+  seed(prev: GreedyOrder): void {
+    for (const c of prev.covered) this.covered.add(c);
+    for (const c of prev.called) this.called.add(c);
+    this.memorySpent = prev.memorySpent;
+    if (this.memorySpent >= this.memoryMb) this.stopped = 'memory';
   }
 
   private readonly families = new Map<HarvestEntry, string>();

@@ -112,7 +112,7 @@ export async function repoWitnesses(
   store: IndexStore,
   pool: ValidatorPool,
   repo: string,
-  opts: { force?: boolean; entryMs?: number; repoMs?: number; entryMemoryMb?: number; repoMemoryMb?: number; testMs?: number; onEntry?: (r: EntryReport) => void; modules?: string[] } = {},
+  opts: { force?: boolean; entryMs?: number; repoMs?: number; entryMemoryMb?: number; repoMemoryMb?: number; testMs?: number; docsMs?: number; onEntry?: (r: EntryReport) => void; modules?: string[] } = {},
 ): Promise<RepoWitnesses | null> {
   const row = store.getRepo(repo);
   if (!row) return null;
@@ -133,7 +133,7 @@ export async function repoWitnesses(
   for (const m of modules) tops.set(m.split('.')[0], (tops.get(m.split('.')[0]) ?? 0) + 1);
   const zygoteModule = [...tops].sort((a, b) => b[1] - a[1])[0][0];
   const own = sysPathRoots(row).length;
-  const result = await harvestRepo(pool, { repo, sysPath: harvestSysPath(store, repo), ownRoots: own, modules, zygoteModule, entryMs: opts.entryMs, repoMs: opts.repoMs, entryMemoryMb: opts.entryMemoryMb, repoMemoryMb: opts.repoMemoryMb, testMs: opts.testMs, repoRoot: row.root, onEntry: opts.onEntry });
+  const result = await harvestRepo(pool, { repo, sysPath: harvestSysPath(store, repo), ownRoots: own, modules, zygoteModule, entryMs: opts.entryMs, repoMs: opts.repoMs, entryMemoryMb: opts.entryMemoryMb, repoMemoryMb: opts.repoMemoryMb, testMs: opts.testMs, docsMs: opts.docsMs, repoRoot: row.root, onEntry: opts.onEntry });
   putHarvest(store, repo, key, pool.envId, JSON.stringify(result));
   return { result, cached: false };
 }

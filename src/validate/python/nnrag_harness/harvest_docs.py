@@ -27,6 +27,8 @@ TEST_FILE = re.compile(r"^(test_.*|.*_test)\.py$")  # pytest's default python_fi
 TEST_DIRS = {"test", "tests", "testing", "unittest", "unittests"}
 SKIP_DIRS = {"node_modules", "site-packages", "build", "dist", "__pycache__", "venv", ".venv", "third_party"}
 MD_FENCE = re.compile(r"^( {0,3})(```+|~~~+)\s*\{?\.?(python3?|py|pycon|ipython3?)\b[^\n]*$", re.I)
+# folders whose *_test.py files are not the test suite: documentation, examples, benchmarks
+NOT_TESTS = {"docs", "doc", "examples", "example", "benchmark", "benchmarks"}
 MAX_FILES = 2000
 MAX_DOC_BYTES = 400_000
 DEFAULT_TEST_SECONDS = 10.0
@@ -143,7 +145,7 @@ def doc_entries(repo_root, classes, by_name, pytest_ok):
         return entries, {}
     notes = {}
     # 1. test files: one entry per file (pytest collects and runs it)
-    tests = _walk(repo_root, lambda rel: is_test_file(rel) and not rel.startswith(("examples/", "docs/")))
+    tests = _walk(repo_root, lambda rel: is_test_file(rel) and rel.split(os.sep)[0] not in NOT_TESTS)
     if tests and not pytest_ok:
         notes["tests"] = "pytest is not importable in this environment: %d test files not run" % len(tests)
         tests = []
