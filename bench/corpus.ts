@@ -51,7 +51,8 @@ const records = await extractAndValidate(ws, ids, {
     const built = h.entries.filter((e) => e.built).length;
     const fwd = h.entries.filter((e) => e.forward).length;
     console.log(
-      `witnesses ${repo}: ${cached ? 'stored' : `${(h.ms / 1000).toFixed(1)} s`}, ${h.entries.length} entry points run (${built} built, ${fwd} forward, ${h.skipped} skipped), ${Object.keys(h.witnesses).length}/${h.classes.length} classes with witnesses${h.error ? `, error: ${h.error}` : ''}`,
+      `witnesses ${repo}: ${cached ? 'stored' : `${(h.ms / 1000).toFixed(1)} s`}, ${h.entries.length} entry points run (${built} built, ${fwd} forward, ${h.skipped} skipped), ${Object.keys(h.witnesses).length}/${h.classes.length} classes with witnesses` +
+        `${h.docsMs ? `, tests and documents ${(h.docsMs / 1000).toFixed(1)} s (${h.entries.filter((e) => e.tests).length} test files)` : ''}${h.notes ? `, ${Object.values(h.notes).join('; ')}` : ''}${h.error ? `, error: ${h.error}` : ''}`,
     );
   },
   onProgress: (done, total) => {

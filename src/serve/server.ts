@@ -98,6 +98,8 @@ export function nextStep(category: string | null | undefined, error: string | nu
       return 'the block needs a compiled extension of its repository (CUDA or C++ ops), which a standalone module cannot carry: `nnrag env create DIR --store S` builds the repository\'s operators for the CPU where its build can';
     case 'native-op-no-cpu':
       return 'the block calls a compiled operator that has no CPU kernel: it runs only where the repository\'s GPU build does';
+    case 'needs-gpu':
+      return 'the block only runs on a GPU (CUDA tensors, nn.SyncBatchNorm): validate it on a machine with one';
     default:
       return null;
   }

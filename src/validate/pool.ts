@@ -511,6 +511,7 @@ export class ValidatorPool {
       usageCheck: msg.usageCheck === 'ran' || msg.usageCheck === 'values' ? msg.usageCheck : undefined,
       usageSkipped: typeof msg.usageSkipped === 'string' ? msg.usageSkipped.slice(0, 200) : undefined,
       argumentsSource: typeof msg.argumentsSource === 'string' ? msg.argumentsSource : undefined,
+      argumentsOrigin: typeof msg.argumentsOrigin === 'string' ? msg.argumentsOrigin.slice(0, 500) : undefined,
       harvest: msg.harvest,
       witnessSkipped: Array.isArray(msg.witnessSkipped) ? msg.witnessSkipped.map(String).slice(0, 3) : undefined,
       equivalence: msg.equivalence,
@@ -527,7 +528,7 @@ export class ValidatorPool {
     const ok = passesStages(r, required);
     const out: ValidationResult = { id: job.req.id, ok, ...r, envId: this.envId };
     if (!this.env.rootfs) out.python = this.env.python;
-    for (const k of ['layers', 'equivalence', 'namespace', 'traceback', 'output', 'usage', 'usageCheck', 'usageSkipped', 'argumentsSource', 'harvest', 'witnessSkipped'] as const) if (out[k] === undefined) delete out[k];
+    for (const k of ['layers', 'equivalence', 'namespace', 'traceback', 'output', 'usage', 'usageCheck', 'usageSkipped', 'argumentsSource', 'argumentsOrigin', 'harvest', 'witnessSkipped'] as const) if (out[k] === undefined) delete out[k];
     return out;
   }
 

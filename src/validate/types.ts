@@ -26,6 +26,7 @@ export type FailureCategory =
   | 'memory'
   | 'crash'
   | 'sandbox-denied'
+  | 'needs-gpu'
   | 'not-equivalent'
   | 'rebound-name';
 
@@ -107,8 +108,10 @@ export interface EquivalenceResult {
 
 /** Where the constructor arguments that were used came from: an observed call of the
  *  original (witness, issue 11), a call site in the corpus, an entry of a configuration
- *  table, or defaults and guesses from annotations. */
-export type ArgumentsSource = 'witness' | 'call-site' | 'config-table' | 'guess';
+ *  table, or defaults and guesses from annotations; a witness from the repository's own
+ *  tests (`test`), a class docstring's `>>>` examples (`doctest`), a Markdown code block
+ *  (`readme`) or an examples/ script (`example`) names that source. */
+export type ArgumentsSource = 'witness' | 'test' | 'doctest' | 'readme' | 'example' | 'call-site' | 'config-table' | 'guess';
 
 /** A value as JSON carries it. */
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
@@ -128,6 +131,9 @@ export interface ValidationResult {
   args: { [name: string]: JsonValue } | null;
   /** where `args` came from, when the validator reports it */
   argumentsSource?: ArgumentsSource;
+  /** the test id (`tests/test_x.py::test_y[2]`) or file and line (`README.md:40`) of a
+   *  witness from tests or documented examples */
+  argumentsOrigin?: string;
   /** a harvest step's answer (harvest requests only) */
   harvest?: unknown;
   /** why witnesses of the class could not be rebuilt in the copy (at most three) */

@@ -17,6 +17,8 @@
 #              rebuilt from their fields
 #   harvest  - witness harvesting: list a repository's own ways to build whole models,
 #              build one and run it on a small input, recording what every class got
+#   harvest_docs - witnesses from the repository's tests (pytest) and documented examples
+#              (Markdown code blocks, docstring `>>>` examples, examples/ scripts)
 #   sources  - the one interface of the argument sources (a source's plans(request) yields
 #              Plans), label -> argumentsSource; one module per source:
 #              source_witness, source_callsite, source_table, source_guess

@@ -27,6 +27,16 @@ SHAPE_MSG = re.compile(
     r"number of (elements|dims)|input.*(channels|features)|doesn't match|does not match",
     re.I,
 )
+# a layer that only runs on a GPU: CUDA asked for where torch has none (`.cuda()`, a CUDA
+# device, CUDA-only kernels), nn.SyncBatchNorm on a CPU tensor or outside a process group
+GPU_MSG = re.compile(
+    r"Torch not compiled with CUDA|Found no NVIDIA driver|No CUDA GPUs are available|CUDA driver initialization failed|"
+    r"torch\.cuda\.is_available\(\) is False|SyncBatchNorm expected input tensor to be on GPU|"
+    r"Default process group has not been initialized|SyncBatchNorm is only supported|"
+    r"(could not|not able to) (find|use) (a )?CUDA|CUDA (is )?(not available|unavailable)|"
+    r"on the same device.*cuda",
+    re.I,
+)
 MEMORY_MSG = re.compile(r"can't allocate memory|not enough memory|out of memory|DefaultCPUAllocator|std::bad_alloc|Cannot allocate memory", re.I)
 
 
@@ -48,6 +58,8 @@ class Classifier:
             return "memory"
         if isinstance(e, RecursionError):
             return "runtime-error"
+        if GPU_MSG.search(msg):
+            return "needs-gpu"
         if isinstance(e, NameError) and not isinstance(e, UnboundLocalError):
             return "unresolved-name"
         if NO_CPU_KERNEL.search(msg):

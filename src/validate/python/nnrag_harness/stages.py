@@ -88,6 +88,9 @@ def harvest_main(req, rep, torch):
     try:
         if cfg.get("mode") == "list":
             rep.send({"ev": "harvest", "result": harvest.list_entries(cfg, torch)})
+        elif (cfg.get("entry") or {}).get("kind") in ("test", "readme", "doctest", "example"):
+            from nnrag_harness import harvest_docs
+            harvest_docs.run_doc_entry(cfg, torch, rep.send)
         else:
             harvest.run_entry(cfg, torch, rep.send)
     except BaseException as e:  # noqa: BLE001 - reported as the step's error
@@ -189,7 +192,7 @@ class Stages:
         # witnesses with recorded inputs first; those without (the model's forward did not
         # reach the class) after the candidates of the class's own defaults, call sites
         # and configuration tables, before the guesses
-        from nnrag_harness.sources import source_of
+        from nnrag_harness.sources import origin_of, source_of
         cands = list(cands[:8])
         with_inputs = [c for c in wits if self._witness[c[0]].get("inputs")]
         without = [c for c in wits if not self._witness[c[0]].get("inputs")]
@@ -428,7 +431,7 @@ class Stages:
         return False, first_err
 
     def info(self, model, args, kwargs, inputs, out, label=None):
-        from nnrag_harness.sources import source_of
+        from nnrag_harness.sources import origin_of, source_of
         torch = self.torch
         layers = {}
         for m in model.modules():
@@ -438,7 +441,7 @@ class Stages:
             layers[n] = layers.get(n, 0) + 1
         d = {"ev": "info", "args": self._args_json(args, kwargs),
              "params": int(sum(p.numel() for p in model.parameters())), "layers": layers,
-             "argumentsSource": source_of(label)}
+             "argumentsSource": source_of(label), "argumentsOrigin": origin_of(label)}
         if inputs is not None:
             d["input_shapes"] = shapes_of(inputs, torch)
             d["output_shapes"] = [list(t.shape) for t in flatten_tensors(out, torch)]
