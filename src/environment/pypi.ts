@@ -335,7 +335,11 @@ export function lockDigestOf(prefix: string): string | null {
  *  put on the path or installed from its checkout instead). */
 function groupRequirements(needs: PyPINeeds, repos: string[], torch: string, extra: string[], systemTorch: boolean): EnvRequirement[] {
   const byKey = new Map<string, EnvRequirement>();
-  const add = (spec: string, by: string) => {
+  const add = (given: string, by: string) => {
+    // a requirements-file line may carry pip's per-requirement options after the PEP 508
+    // part (`xtcocotools --no-binary xtcocotools`, `--hash=…`): the resolver takes the
+    // requirement alone
+    const spec = given.replace(/\s+--?[a-z].*$/i, '').trim();
     const name = /^\s*([A-Za-z0-9][A-Za-z0-9._-]*)/.exec(spec)?.[1];
     if (!name) return;
     const key = normalizeDistName(name);
@@ -393,7 +397,9 @@ function indexedInstalls(needs: PyPINeeds, repos: string[]): IndexedInstall[] {
     for (const d of r.declared) {
       const name = /^\s*([A-Za-z0-9][A-Za-z0-9._-]*)/.exec(d)?.[1];
       const hit = name ? dists.get(normalizeDistName(name)) : undefined;
-      if (hit && hit.repo !== r.name && !out.has(hit.repo)) out.set(hit.repo, { repo: hit.repo, distribution: hit.name, root: hit.root });
+      // a checkout without packaging files (sources only) cannot be installed: it stays on the path
+      const packaged = hit && ['setup.py', 'pyproject.toml', 'setup.cfg'].some((f) => existsSync(path.join(hit.root, f)));
+      if (hit && packaged && hit.repo !== r.name && !out.has(hit.repo)) out.set(hit.repo, { repo: hit.repo, distribution: hit.name, root: hit.root });
     }
   }
   return [...out.values()];
@@ -521,9 +527,18 @@ async function buildNative(uv: string, env: string, b: NativeBuild, torchVersion
 /** Install an indexed repository from its checkout, without dependencies and without
  *  building its operators (a build of its own does that): the files users import. */
 async function installIndexed(uv: string, env: string, x: IndexedInstall, opts: PyPIOptions): Promise<void> {
-  const r = await runCmd(uv, ['pip', 'install', '--python', envPython(env), '--no-deps', '--no-build-isolation', '--compile-bytecode', '--reinstall', x.root, ...(opts.offline ? ['--offline'] : [])], {
-    env: uvEnv({ MMCV_WITH_OPS: '0', FORCE_CUDA: '0', CUDA_VISIBLE_DEVICES: '' }),
-  });
+  // its build backend from PyPI in an isolated build first (a pyproject's pdm-backend,
+  // hatchling); a setup.py that imports torch needs the environment's (no isolation), and
+  // a legacy one that imports pkg_resources a setuptools from before 81
+  const attempt = (isolated: boolean) =>
+    runCmd(uv, ['pip', 'install', '--python', envPython(env), '--no-deps', ...(isolated ? [] : ['--no-build-isolation']), '--compile-bytecode', '--reinstall', x.root, ...(opts.offline ? ['--offline'] : [])], {
+      env: uvEnv({ FORCE_CUDA: '0', CUDA_VISIBLE_DEVICES: '' }),
+    });
+  let r = await attempt(true);
+  if (r.code !== 0) {
+    if (/pkg_resources/.test(r.stderr)) await runCmd(uv, ['pip', 'install', '--python', envPython(env), 'setuptools<81', ...(opts.offline ? ['--offline'] : [])], { env: uvEnv() });
+    r = await attempt(false);
+  }
   if (r.code !== 0) x.error = r.stderr.trim().split('\n').slice(-4).join('\n');
 }
 
