@@ -311,7 +311,6 @@ class Stages:
         instance or container passed in): the zygote's, else imported from the roots and
         hidden again from sys.modules (as in the namespace stage), or None."""
         import importlib
-        import itertools
         m = _zygote.STASH.get(module)
         if m is not None or not self.req.get("original"):
             return m
@@ -327,8 +326,7 @@ class Stages:
         except BaseException:  # noqa: BLE001 - the witness is skipped
             return None
         finally:
-            for name in list(itertools.islice(reversed(sys.modules), max(0, len(sys.modules) - before))):
-                del sys.modules[name]
+            _zygote.hide_new_repository_modules(before, self.req["original"].get("sysPath"))
             sys.path[:] = saved_path
 
     def _forward(self, model, kwargs, args, witness=None):
@@ -620,7 +618,5 @@ def namespace_stage(st, mod, path):
         namespace_check(st, t0, mod, path, ns)
     finally:
         # the original's modules are hidden again while the candidate runs (see STASH)
-        import itertools
-        for name in list(itertools.islice(reversed(sys.modules), max(0, len(sys.modules) - before))):
-            del sys.modules[name]
+        _zygote.hide_new_repository_modules(before, req["original"].get("sysPath"))
         sys.path[:] = saved_path
