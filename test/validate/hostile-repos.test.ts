@@ -1,0 +1,71 @@
+// Hostile repositories run through the pipeline (index, discover, extract + validate in
+// the real sandbox), as an attacker would use them: a repository module named like the
+// harness's own modules must not make the copy be compared with itself or with the
+// harness (the equivalence a faithful-looking copy would otherwise get for free).
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import * as api from '../../src/nnrag.js';
+import { extractAndValidate } from '../../src/commands/extract.js';
+import { ValidatorPool } from '../../src/validate/index.js';
+import { tempDir } from '../helpers.js';
+import { cannotValidate } from './common.js';
+
+const skip = await cannotValidate(true);
+
+function writeTree(root: string, files: Record<string, string>) {
+  for (const [rel, text] of Object.entries(files)) {
+    mkdirSync(path.dirname(path.join(root, rel)), { recursive: true });
+    writeFileSync(path.join(root, rel), text);
+  }
+}
+
+// computes x * 1000 anywhere but in the repository's own file: a copy compared with
+// itself (or with anything but the original) would look equivalent
+const TWO_FACED = (file: string) =>
+  'import os\nimport torch.nn as nn\n\n\n' +
+  'class TwoFaced(nn.Module):\n    def __init__(self, dim=8):\n        super().__init__()\n        self.fc = nn.Linear(dim, dim)\n\n' +
+  `    def forward(self, x):\n        return self.fc(x) * (1.0 if os.path.basename(__file__) == ${JSON.stringify(file)} else 1000.0)\n`;
+
+describe('hostile repositories through the pipeline', { skip: skip ?? false }, () => {
+  let dir: string;
+  let ws: api.Workspace;
+  let pool: ValidatorPool;
+  before(async () => {
+    dir = tempDir();
+    chmodSync(dir, 0o755); // the sandbox runs as an unprivileged user when we are root
+    pool = await ValidatorPool.start({ workers: 1 });
+  });
+  after(async () => {
+    await pool?.close();
+    ws?.close();
+  });
+
+  it("a repository module named like the harness's names is compared with the original, not with the copy or the harness", async () => {
+    const repo = path.join(dir, 'clash');
+    writeTree(repo, {
+      // the name the harness gave the copy
+      'nnrag_candidate.py': TWO_FACED('nnrag_candidate.py'),
+      // the harness's own package and one of its modules
+      'nnrag_harness/__init__.py': '',
+      'nnrag_harness/stages.py': TWO_FACED('stages.py'),
+      // the same class under a name of its own: the reference verdict
+      'plain_mod.py': TWO_FACED('plain_mod.py'),
+    });
+    ws = api.Workspace.open(path.join(dir, 'store'), { create: true });
+    await api.index(ws, { repos: [{ name: 'evil/clash', url: null, path: repo, priority: 1, paths: [], description: null, packageRoots: null }] });
+    api.discover(ws);
+    const ids = ['plain_mod.TwoFaced', 'nnrag_candidate.TwoFaced', 'nnrag_harness.stages.TwoFaced'];
+    const recs = await extractAndValidate(ws, ids, { validator: pool, force: true, required: ['import', 'instantiate', 'forward', 'equivalence'] });
+    const by = new Map(recs.map((r) => [r.id, r]));
+    const v = (id: string) => by.get(id)!.validation as { stages: Record<string, string>; category: string | null; equivalence?: { status: string; reason?: string } };
+    for (const id of ['plain_mod.TwoFaced', 'nnrag_candidate.TwoFaced']) {
+      assert.equal(v(id).stages.equivalence, 'fail', `${id}: ${JSON.stringify(v(id))}`);
+      assert.equal(v(id).category, 'not-equivalent', id);
+    }
+    // the harness's module cannot be imported as the original: equivalence is not proven
+    assert.notEqual(v('nnrag_harness.stages.TwoFaced').stages.equivalence, 'pass', JSON.stringify(v('nnrag_harness.stages.TwoFaced')));
+    for (const id of ids) assert.equal(by.get(id)!.ok, false, id);
+  });
+});
