@@ -2,9 +2,9 @@
 // the real sandbox), as an attacker would use them: a repository module named like the
 // harness's own modules must not make the copy be compared with itself or with the
 // harness (the equivalence a faithful-looking copy would otherwise get for free).
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import * as api from '../../src/nnrag.js';
 import { extractAndValidate } from '../../src/commands/extract.js';
@@ -68,4 +68,34 @@ describe('hostile repositories through the pipeline', { skip: skip ?? false }, (
     assert.notEqual(v('nnrag_harness.stages.TwoFaced').stages.equivalence, 'pass', JSON.stringify(v('nnrag_harness.stages.TwoFaced')));
     for (const id of ids) assert.equal(by.get(id)!.ok, false, id);
   });
+});
+
+test('a module path longer than a file name may hold is extracted with the other blocks: its library file name is shortened, its id kept', async () => {
+  const dir = tempDir();
+  const repo = path.join(dir, 'deep');
+  // three folders of 100 characters: the module path is 300+ bytes (NAME_MAX is 255)
+  const folders = ['a', 'b', 'c'].map((c) => `${c}${'x'.repeat(99)}`);
+  const body = 'import torch.nn as nn\n\n\nclass Deep(nn.Module):\n    def __init__(self, dim=4):\n        super().__init__()\n        self.fc = nn.Linear(dim, dim)\n\n    def forward(self, x):\n        return self.fc(x)\n';
+  const files: Record<string, string> = { 'shallow.py': body.replace('Deep', 'Shallow'), [`${folders.join('/')}/deepmod.py`]: body };
+  for (let i = 1; i <= folders.length; i++) files[`${folders.slice(0, i).join('/')}/__init__.py`] = '';
+  writeTree(repo, files);
+  const ws = api.Workspace.open(path.join(dir, 'store'), { create: true });
+  try {
+    await api.index(ws, { repos: [{ name: 'evil/deep', url: null, path: repo, priority: 1, paths: [], description: null, packageRoots: null }] });
+    api.discover(ws);
+    const deepId = `${folders.join('.')}.deepmod.Deep`;
+    assert.ok(Buffer.byteLength(deepId) > 255);
+    const recs = await extractAndValidate(ws, [deepId, 'shallow.Shallow'], { validate: false });
+    for (const r of recs) {
+      assert.equal(r.error, undefined, `${r.id}: ${r.error}`);
+      assert.ok(r.file && existsSync(r.file), r.id);
+      assert.ok(Buffer.byteLength(path.basename(r.file)) <= 255, r.file);
+    }
+    assert.equal(recs[0].id, deepId);
+    // a second run finds the stored extraction and its file
+    const again = await extractAndValidate(ws, [deepId], { validate: false });
+    assert.equal(again[0].file, recs[0].file);
+  } finally {
+    ws.close();
+  }
 });
