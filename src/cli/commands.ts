@@ -11,6 +11,7 @@ import { UsageError } from '../util/errors.js';
 import { STAGES, type DoctorReport, type Stage } from '../validate/index.js';
 import { openWorkspace, repoOptions, repoSpecs, requestedNames, withWorkspaceAsync, workersOpt, type Command, type Ctx } from './context.js';
 import { progress } from './progress.js';
+import { safeText } from './terminal.js';
 
 const extractOptions = {
   block: { type: 'string', multiple: true },
@@ -67,7 +68,7 @@ function pipelineOptions(ctx: Ctx): PipelineOptions {
       timeoutMs: num('timeout') !== undefined ? num('timeout')! * 1000 : undefined,
       memoryMb: num('memory'),
     },
-    onWarning: (m) => process.stderr.write(`warning: ${m}\n`),
+    onWarning: (m) => process.stderr.write(`warning: ${safeText(m)}\n`),
   };
 }
 
@@ -103,7 +104,7 @@ function blockProgress(ctx: Ctx, label: string, phase: string) {
     onProgress(done: number, total: number, r: ExtractionRecord) {
       if (r.ok) counts.ok++;
       else counts.failed++;
-      if (live) process.stdout.write(`\r\x1b[K${blockLine(r)}\n`);
+      if (live) process.stdout.write(`\r\x1b[K${safeText(blockLine(r))}\n`);
       bar.update(phase, done, total, counts);
     },
     done: () => bar.done(),
@@ -207,7 +208,7 @@ export const commands: Record<string, Command> = {
         rootfs: ctx.values.rootfs as string | undefined,
         sandbox: !ctx.values['no-sandbox'],
       };
-      const onWarning = (m: string) => process.stderr.write(`warning: ${m}\n`);
+      const onWarning = (m: string) => process.stderr.write(`warning: ${safeText(m)}\n`);
       // with a store: what its repositories need that this environment lacks
       const ws = existsSync(path.join(ctx.store, 'index.sqlite')) ? openWorkspace(ctx) : undefined;
       let rep: Awaited<ReturnType<typeof doctor>>;
@@ -255,10 +256,10 @@ export const commands: Record<string, Command> = {
       // --store is a common option with a default: only an explicit one (or NNRAG_STORE) asks for the store's requirements
       const withStore = ctx.values.store !== undefined || process.env.NNRAG_STORE !== undefined;
       if (sub === 'sync' && !withStore && !packages.length && !wheels) throw new UsageError('env sync needs --store S (or --packages / --wheels)');
-      const onLog = ctx.json ? undefined : (l: string) => process.stderr.write(`${l}\n`);
+      const onLog = ctx.json ? undefined : (l: string) => process.stderr.write(`${safeText(l)}\n`);
       // the store is read before minutes of debootstrap: a wrong --store fails at once
       const needs = withStore
-        ? await withWorkspaceAsync(ctx, (ws) => environmentNeeds(ws, { python: (ctx.values.python as string | undefined) ?? process.env.NNRAG_PYTHON, onWarning: (m) => process.stderr.write(`warning: ${m}\n`) }))
+        ? await withWorkspaceAsync(ctx, (ws) => environmentNeeds(ws, { python: (ctx.values.python as string | undefined) ?? process.env.NNRAG_PYTHON, onWarning: (m) => process.stderr.write(`warning: ${safeText(m)}\n`) }))
         : null;
       const res = await env(sub, target, { needs, packages, wheels, onLog });
       if (!res.manifest) {
