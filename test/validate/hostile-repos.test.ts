@@ -10,7 +10,7 @@ import * as api from '../../src/nnrag.js';
 import { extractAndValidate } from '../../src/commands/extract.js';
 import { ValidatorPool } from '../../src/validate/index.js';
 import { tempDir } from '../helpers.js';
-import { cannotValidate } from './common.js';
+import { cannotValidate, request } from './common.js';
 
 const skip = await cannotValidate(true);
 
@@ -98,4 +98,19 @@ test('a module path longer than a file name may hold is extracted with the other
   } finally {
     ws.close();
   }
+});
+
+describe('memory no rlimit counts, and IPC objects between blocks', { skip: skip ?? false }, () => {
+  it('refuses System V shared memory and memfd beyond the memory limit, and leaves no segment to the next block', async () => {
+    const pool = await ValidatorPool.start({ workers: 1, memoryMb: 256 });
+    try {
+      const [hog, peek] = await pool.validateMany([request('ipc', 'hog.py'), request('ipc', 'peek.py')]);
+      // the hog's forward raises when it held more than the limit
+      assert.doesNotMatch(hog.error ?? '', /outside the memory limit/, JSON.stringify(hog));
+      assert.equal(hog.stages.forward, 'pass', `${hog.category}: ${hog.error}`);
+      assert.equal(peek.ok, true, `${peek.category}: ${peek.error}`);
+    } finally {
+      await pool.close();
+    }
+  });
 });

@@ -12,7 +12,7 @@ import tempfile
 import time
 
 from nnrag_harness import stages as _stages, zygote as _zygote
-from nnrag_harness.procs import _dumps, _loads, _exit, _monotonic, mount_points, sweep_dir, remove_tree, read_tail, vm_size_kb, count_my_tasks, set_subreaper, set_undumpable, descendants, reap_except, kill_group, close_quietly
+from nnrag_harness.procs import _dumps, _loads, _exit, _monotonic, mount_points, sweep_dir, remove_tree, read_tail, vm_size_kb, count_my_tasks, set_subreaper, set_undumpable, descendants, reap_except, kill_group, close_quietly, remove_sysv_ipc
 
 
 NONCE_LEN = 32
@@ -219,6 +219,9 @@ class Worker:
                 continue
             if not sweep_dir(d, keep):
                 self.discard = True
+        # System V IPC objects outlive their processes: none passes to the next block
+        if not remove_sysv_ipc():
+            self.discard = True
 
     def new_zygote(self, key, orig):
         while len(self.zygotes) >= _zygote.MAX_ZYGOTES:
