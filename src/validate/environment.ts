@@ -260,20 +260,32 @@ export function maskedDirs(): string[] {
 }
 
 const TOP_LEVEL = ['usr', 'bin', 'sbin', 'lib', 'lib64', 'lib32', 'libx32'];
-/** Entries of the host's /etc a candidate never sees, whatever their permissions: password
- *  and group shadows and their backups, sudo and PAM policy, ssh keys and configuration,
- *  systemd credentials, the machine id, and secrets of network services. */
-const ETC_DENY = new Set([
-  'shadow', 'shadow-', 'gshadow', 'gshadow-', 'passwd-', 'group-', 'subuid-', 'subgid-', 'sudoers', 'sudoers.d', 'sudo.conf',
-  'security', 'pam.d', 'ssh', 'credstore', 'credstore.encrypted', 'machine-id', 'ppp', 'wireguard', 'ipsec.secrets', 'NetworkManager',
-  'krb5.keytab', 'docker', 'containerd', 'cron.d', 'crontab', 'gnupg', 'letsencrypt', 'openvpn',
-]);
+/** The host's /etc entries the sandbox binds (an allow-list: what the interpreter, torch
+ *  and the usual scientific packages read there), never configuration that may carry
+ *  credentials (pip.conf, npmrc, gitconfig, wgetrc, apt's auth.conf.d, netrc-like files
+ *  of services) or policy (shadow, sudoers, PAM, ssh): the dynamic loader's cache and
+ *  configuration, alternatives (BLAS/LAPACK libraries are reached through them), the
+ *  interpreter's own folders (python3, python3.X: Debian's sitecustomize), user and group
+ *  names with nsswitch (getpwuid), time zone, locale aliases, mime types and libmagic's
+ *  database, fonts and matplotlibrc (Debian's matplotlib), the socket module's tables
+ *  (protocols, services, hosts, host.conf, gai.conf, networks; there is no network),
+ *  ssl certificates, terminfo, the system's identification (os-release,
+ *  debian_version, lsb-release, hostname) and mtab. Inside a bound folder the file
+ *  permissions still hold: the sandbox user (uid 65534 when nnrag runs as root) cannot
+ *  read a file that is not world-readable. */
+const ETC_ALLOW = [
+  'ld.so.cache', 'ld.so.conf', 'ld.so.conf.d', 'alternatives',
+  /^python3(\.\d+)?$/,
+  'passwd', 'group', 'nsswitch.conf',
+  'localtime', 'timezone', 'locale.alias', 'locale.conf',
+  'mime.types', 'magic', 'magic.mime',
+  'fonts', 'matplotlibrc',
+  'protocols', 'services', 'hosts', 'host.conf', 'gai.conf', 'networks', 'resolv.conf',
+  'ssl', 'ca-certificates', 'ca-certificates.conf', 'terminfo',
+  'os-release', 'debian_version', 'lsb-release', 'hostname', 'mtab',
+];
 
-/** The host's /etc entries bound read-only into the sandbox: what installed packages keep
- *  there (ld.so, alternatives, matplotlibrc, fonts, ssl certificates, mime types, python3,
- *  passwd and group for user names) — every world-readable top-level entry except
- *  ETC_DENY. Inside a bound folder the file permissions still hold: the sandbox user
- *  (uid 65534 when nnrag runs as root) cannot read a file that is not world-readable. */
+/** Names of ETC_ALLOW that `/etc` holds and that are world-readable (see ETC_ALLOW). */
 export function etcEntries(etc = '/etc'): string[] {
   let names: string[];
   try {
@@ -283,7 +295,7 @@ export function etcEntries(etc = '/etc'): string[] {
   }
   const out: string[] = [];
   for (const f of names.sort()) {
-    if (ETC_DENY.has(f) || f.startsWith('.')) continue;
+    if (!ETC_ALLOW.some((a) => (typeof a === 'string' ? a === f : a.test(f)))) continue;
     let st;
     try {
       st = statSync(path.join(etc, f));
