@@ -114,3 +114,22 @@ describe('memory no rlimit counts, and IPC objects between blocks', { skip: skip
     }
   });
 });
+
+test('a second folder with the name of an indexed repository is refused, the first one kept', async () => {
+  const dir = tempDir();
+  const first = path.join(dir, 'a', 'models');
+  const second = path.join(dir, 'b', 'models');
+  writeTree(first, { 'net.py': 'import torch.nn as nn\n\n\nclass First(nn.Module):\n    pass\n' });
+  writeTree(second, { 'net.py': 'import torch.nn as nn\n\n\nclass Second(nn.Module):\n    pass\n' });
+  const ws = api.Workspace.open(path.join(dir, 'store'), { create: true });
+  const spec = (p: string) => ({ name: 'models', url: null, path: p, priority: 1, paths: [], description: null, packageRoots: null });
+  try {
+    await api.index(ws, { repos: [spec(first)] });
+    await assert.rejects(api.index(ws, { repos: [spec(second)] }), /already indexed from .*a\/models/);
+    assert.equal(ws.store.getRepo('models')?.root, first);
+    // the same folder again is a re-index, not a clash
+    await api.index(ws, { repos: [spec(first)] });
+  } finally {
+    ws.close();
+  }
+});
