@@ -11,7 +11,7 @@ import { UsageError } from '../util/errors.js';
 import { STAGES, type DoctorReport, type Stage } from '../validate/index.js';
 import { openWorkspace, repoOptions, repoSpecs, requestedNames, withWorkspaceAsync, workersOpt, type Command, type Ctx } from './context.js';
 import { progress } from './progress.js';
-import { safeText } from './terminal.js';
+import { safeText, showId } from './terminal.js';
 
 const extractOptions = {
   block: { type: 'string', multiple: true },
@@ -121,7 +121,7 @@ function blockLine(r: ExtractionRecord): string {
   }
   const em = r.emission;
   const prof = em?.profile === 'slim' && em.faithfulLines && em.faithfulLines !== r.lines ? ` (slim; faithful ${em.faithfulLines})` : em?.fallbackReason ? ' (faithful: slim did not validate)' : '';
-  return `${r.ok ? '✓' : '✗'} ${r.id}  ${r.lines} lines${prof}  ${r.ms.toFixed(1)} ms  ${status}${r.file ? `  → ${r.file}` : ''}`;
+  return `${r.ok ? '✓' : '✗'} ${showId(r.id)}  ${r.lines} lines${prof}  ${r.ms.toFixed(1)} ms  ${status}${r.file ? `  → ${r.file}` : ''}`;
 }
 
 /** The result lines of extract / validate (only the totals when each block's line was

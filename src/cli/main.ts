@@ -14,7 +14,7 @@ import { commands as witnessCommands } from './witness-commands.js';
 import { common, repoOptions, repoSpecs, withWorkspace, withWorkspaceAsync, workersOpt, type Command, type Ctx } from './context.js';
 import { commandHelp } from './help.js';
 import { progress } from './progress.js';
-import { safeJson, safeText } from './terminal.js';
+import { safeJson, safeText, showId } from './terminal.js';
 
 export const commands: Record<string, Command> = {
   index: {
@@ -55,7 +55,7 @@ export const commands: Record<string, Command> = {
         return { blocks, names: ctx.values['names-json'] ? blockNames(ws, blocks) : [] };
       });
       if (ctx.values['names-json']) writeFileSync(ctx.values['names-json'] as string, JSON.stringify(names, null, 2) + '\n');
-      ctx.out(blocks.map((b) => `${b.id}  (${b.repo}:${b.path}:${b.line})`).join('\n') + `\n${blocks.length} blocks`, blocks);
+      ctx.out(blocks.map((b) => `${showId(b.id)}  (${b.repo}:${b.path}:${b.line})`).join('\n') + `\n${blocks.length} blocks`, blocks);
       return 0;
     },
   },

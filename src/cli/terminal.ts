@@ -6,6 +6,10 @@
 // was printed (a fake "OK"); bidirectional overrides and isolates (Unicode TR #9, the
 // "Trojan Source" characters) reorder what is shown.
 //
+// Identifiers may be non-ASCII (PEP 3131): `mоdels.Net` with a Cyrillic о looks like
+// `models.Net`. `showId` prints such an id with its non-ASCII characters as \uNNNN and a
+// marker, so two ids that look the same print differently.
+//
 // One helper for every print of the CLI: `safeText` for human output (newlines and tabs
 // kept, everything else escaped as \xNN / \uNNNN), `safeJson` for JSON (already escapes
 // C0; C1, DEL, bidi controls and line/paragraph separators become \uNNNN escapes: the
@@ -26,4 +30,16 @@ export function safeText(s: string): string {
  *  (C1, DEL, bidi controls) as \uNNNN escapes: the same JSON value. */
 export function safeJson(json: string): string {
   return json.replace(UNSAFE_JSON, (c) => `\\u${hex(c, 4)}`);
+}
+
+/** An id (block, module, repository) as printed for humans: ASCII as is; otherwise its
+ *  non-ASCII characters as \\uNNNN (\\UNNNNNNNN beyond the BMP) and a `[non-ASCII]` marker. */
+export function showId(id: string): string {
+  if (/^[\x20-\x7e]*$/.test(id)) return id;
+  let out = '';
+  for (const ch of id) {
+    const cp = ch.codePointAt(0)!;
+    out += cp >= 0x20 && cp < 0x7f ? ch : cp <= 0xffff ? `\\u${cp.toString(16).padStart(4, '0')}` : `\\U${cp.toString(16).padStart(8, '0')}`;
+  }
+  return `${out} [non-ASCII]`;
 }

@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
-import { safeJson, safeText } from '../../src/cli/terminal.js';
+import { safeJson, safeText, showId } from '../../src/cli/terminal.js';
 import { repoRoot, tempDir } from '../helpers.js';
 
 const RAW = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]/;
@@ -52,4 +52,23 @@ test('index, discover, extract, library, search and stats print no raw control s
   }
   // the docstring reached the output, escaped
   assert.match(all, /Gate\\x1b\]0;pwned/);
+});
+
+test('ids that look identical print differently: non-ASCII characters escaped and marked', () => {
+  assert.equal(showId('models.Net'), 'models.Net');
+  assert.equal(showId('m\u043edels.Net'), 'm\\u043edels.Net [non-ASCII]');
+  const dir = tempDir();
+  const repo = path.join(dir, 'repo');
+  mkdirSync(repo, { recursive: true });
+  const body = 'import torch.nn as nn\n\n\nclass Net(nn.Module):\n    def forward(self, x):\n        return x\n';
+  writeFileSync(path.join(repo, 'models.py'), body);
+  writeFileSync(path.join(repo, 'm\u043edels.py'), body); // a Cyrillic о
+  const store = path.join(dir, 'store');
+  const bin = path.join(repoRoot, 'dist', 'src', 'cli', 'bin.js');
+  const run = (...args: string[]) => spawnSync(process.execPath, [bin, ...args, '--store', store], { encoding: 'utf8', cwd: dir, timeout: 120_000 });
+  assert.equal(run('index', '--repo', repo).status, 0);
+  const out = run('discover').stdout.split('\n').filter((l) => l.includes('Net'));
+  assert.equal(out.length, 2, out.join('\n'));
+  assert.ok(out.some((l) => l.startsWith('models.Net ')), out.join('\n'));
+  assert.ok(out.some((l) => l.startsWith('m\\u043edels.Net [non-ASCII]')), out.join('\n'));
 });
