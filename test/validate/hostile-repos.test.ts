@@ -10,7 +10,8 @@ import * as api from '../../src/nnrag.js';
 import { extractAndValidate } from '../../src/commands/extract.js';
 import { ValidatorPool } from '../../src/validate/index.js';
 import { tempDir } from '../helpers.js';
-import { cannotValidate, request } from './common.js';
+import { cannotValidate, request, validateFixture } from './common.js';
+import { fixture } from '../helpers.js';
 
 const skip = await cannotValidate(true);
 
@@ -132,4 +133,26 @@ test('a second folder with the name of an indexed repository is refused, the fir
   } finally {
     ws.close();
   }
+});
+
+describe('an original whose import kills the worker', { skip: skip ?? false }, () => {
+  it("is not the copy's failure: the copy's stages run, namespace and equivalence are skipped with the reason", async () => {
+    const pool = await ValidatorPool.start({ workers: 1 });
+    try {
+      const r = await pool.validate({
+        id: 'killer/copy.py',
+        source: validateFixture('killer', 'copy.py'),
+        className: 'Plain',
+        original: { module: 'killpkg.blocks', className: 'Plain', sysPath: [fixture('validate', 'killer', 'repo')] },
+      });
+      assert.equal(r.stages.parse, 'pass', JSON.stringify(r));
+      assert.equal(r.stages.import, 'pass');
+      assert.equal(r.stages.forward, 'pass');
+      assert.equal(r.stages.equivalence, 'skip');
+      assert.match(r.equivalence?.reason ?? '', /original's import killed the validation worker/);
+      assert.equal(r.ok, true, `${r.category}: ${r.error}`);
+    } finally {
+      await pool.close();
+    }
+  });
 });
