@@ -11,6 +11,7 @@ import { UsageError } from '../util/errors.js';
 import { STAGES, type DoctorReport, type Stage } from '../validate/index.js';
 import { openWorkspace, repoOptions, repoSpecs, requestedNames, withWorkspaceAsync, workersOpt, type Command, type Ctx } from './context.js';
 import { progress } from './progress.js';
+import { safeText, showId } from './terminal.js';
 
 const extractOptions = {
   block: { type: 'string', multiple: true },
@@ -69,7 +70,7 @@ function pipelineOptions(ctx: Ctx): PipelineOptions {
       timeoutMs: num('timeout') !== undefined ? num('timeout')! * 1000 : undefined,
       memoryMb: num('memory'),
     },
-    onWarning: (m) => process.stderr.write(`warning: ${m}\n`),
+    onWarning: (m) => process.stderr.write(`warning: ${safeText(m)}\n`),
   };
 }
 
@@ -105,7 +106,7 @@ function blockProgress(ctx: Ctx, label: string, phase: string) {
     onProgress(done: number, total: number, r: ExtractionRecord) {
       if (r.ok) counts.ok++;
       else counts.failed++;
-      if (live) process.stdout.write(`\r\x1b[K${blockLine(r)}\n`);
+      if (live) process.stdout.write(`\r\x1b[K${safeText(blockLine(r))}\n`);
       bar.update(phase, done, total, counts);
     },
     done: () => bar.done(),
@@ -122,7 +123,7 @@ function blockLine(r: ExtractionRecord): string {
   }
   const em = r.emission;
   const prof = em?.profile === 'slim' && em.faithfulLines && em.faithfulLines !== r.lines ? ` (slim; faithful ${em.faithfulLines})` : em?.fallbackReason ? ' (faithful: slim did not validate)' : '';
-  return `${r.ok ? '✓' : '✗'} ${r.id}  ${r.lines} lines${prof}  ${r.ms.toFixed(1)} ms  ${status}${r.file ? `  → ${r.file}` : ''}`;
+  return `${r.ok ? '✓' : '✗'} ${showId(r.id)}  ${r.lines} lines${prof}  ${r.ms.toFixed(1)} ms  ${status}${r.file ? `  → ${r.file}` : ''}`;
 }
 
 /** The result lines of extract / validate (only the totals when each block's line was
@@ -210,7 +211,7 @@ export const commands: Record<string, Command> = {
         rootfs: ctx.values.rootfs as string | undefined,
         sandbox: !ctx.values['no-sandbox'],
       };
-      const onWarning = (m: string) => process.stderr.write(`warning: ${m}\n`);
+      const onWarning = (m: string) => process.stderr.write(`warning: ${safeText(m)}\n`);
       // with a store: what its repositories need that this environment lacks
       const ws = existsSync(path.join(ctx.store, 'index.sqlite')) ? openWorkspace(ctx) : undefined;
       let rep: Awaited<ReturnType<typeof doctor>>;
@@ -265,8 +266,8 @@ export const commands: Record<string, Command> = {
       const target = path.resolve(dir);
       // --store is a common option with a default: only an explicit one (or NNRAG_STORE) asks for the store's requirements
       const withStore = ctx.values.store !== undefined || process.env.NNRAG_STORE !== undefined;
-      const onLog = ctx.json ? undefined : (l: string) => process.stderr.write(`${l}\n`);
-      const warn = (m: string) => process.stderr.write(`warning: ${m}\n`);
+      const onLog = ctx.json ? undefined : (l: string) => process.stderr.write(`${safeText(l)}\n`);
+      const warn = (m: string) => process.stderr.write(`warning: ${safeText(m)}\n`);
       const python = ctx.values.python as string | undefined;
       if (!ctx.values.debian) {
         for (const p of packages) if (!/^[A-Za-z0-9][A-Za-z0-9._-]*(\[[^\]]*\])?\s*([<>=!~].*)?$/.test(p)) throw new UsageError(`--packages: ${JSON.stringify(p)} is not a PEP 508 requirement`);

@@ -8,6 +8,7 @@ import { reportText } from '../library/report.js';
 import { dedupBlocks, exportPairs, library, report } from '../commands/library.js';
 import { requirements } from '../commands/requirements.js';
 import { withWorkspaceAsync, type Command } from './context.js';
+import { safeText } from './terminal.js';
 
 function dedupText(d: StoredDedup): string {
   const lines = [
@@ -101,7 +102,7 @@ export const commands: Record<string, Command> = {
     async run(ctx) {
       const only = ctx.values.repos as string[] | undefined;
       const rows = await withWorkspaceAsync(ctx, (ws) =>
-        requirements(ws, { repos: only, python: (ctx.values.python as string | undefined) ?? process.env.NNRAG_PYTHON, onWarning: (m) => process.stderr.write(`warning: ${m}\n`) }),
+        requirements(ws, { repos: only, python: (ctx.values.python as string | undefined) ?? process.env.NNRAG_PYTHON, onWarning: (m) => process.stderr.write(`warning: ${safeText(m)}\n`) }),
       );
       const lines: string[] = [];
       for (const r of rows) {

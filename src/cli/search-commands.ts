@@ -1,5 +1,6 @@
 // CLI commands of the search stage: search, similar, export and serve (the local web
 // catalog). Argument parsing and output only; the work is in src/commands/search.ts.
+import { showId } from './terminal.js';
 import { UsageError } from '../util/errors.js';
 import { exportLibraryBlock, search, serve, similar } from '../commands/search.js';
 import { profileOpt } from './commands.js';
@@ -66,10 +67,10 @@ export const commands: Record<string, Command> = {
       let n = 0;
       for (const { name, hits: [h, ...more] } of groups) {
         lines.push(
-          `${String(++n).padStart(2)}. ${h.id}  score ${h.score.toFixed(2)}  ${h.status}  ${h.category}  ${fmtParams(h.params)} params\n` +
+          `${String(++n).padStart(2)}. ${showId(h.id)}  score ${h.score.toFixed(2)}  ${h.status}  ${h.category}  ${fmtParams(h.params)} params\n` +
             `    ${h.origin.repo}:${h.origin.path}:${h.origin.line}${h.summary ? `  — ${h.summary}` : ''}`,
         );
-        if (more.length) lines.push(`    also ${name} in: ${more.map((m) => `${m.id}${m.status === 'validated' ? '' : ` (${m.status})`}`).join(', ')}`);
+        if (more.length) lines.push(`    also ${name} in: ${more.map((m) => `${showId(m.id)}${m.status === 'validated' ? '' : ` (${m.status})`}`).join(', ')}`);
       }
       const hidden = res.hiddenFailed ? ` (${res.hiddenFailed} that failed validation left out: --all shows them)` : '';
       const names = res.totalGroups !== undefined && res.totalGroups !== res.total ? ` under ${res.totalGroups} name${res.totalGroups === 1 ? '' : 's'}` : '';
@@ -88,7 +89,7 @@ export const commands: Record<string, Command> = {
       const k = numberOpt(ctx, 'limit', { min: 1, integer: true }) ?? 10;
       const { id, similar: hits } = withWorkspace(ctx, (ws) => similar(ws, ctx.positionals[0], k));
       const lines = hits.map(
-        (h) => `${h.score.toFixed(3)}  ${h.id}  lexical ${h.lexical.toFixed(3)} structural ${h.structural.toFixed(3)}${h.duplicate ? `  [${h.duplicate} duplicate]` : ''}`,
+        (h) => `${h.score.toFixed(3)}  ${showId(h.id)}  lexical ${h.lexical.toFixed(3)} structural ${h.structural.toFixed(3)}${h.duplicate ? `  [${h.duplicate} duplicate]` : ''}`,
       );
       lines.unshift(`blocks similar to ${id}:`);
       if (!hits.length) lines.push('  (none)');

@@ -147,11 +147,26 @@ export function extractBlocks(ws: Workspace, ids: string[], opts: ExtractOptions
       if (existsSync(file)) return { ...prev.record, file, ms: record.ms };
     }
     if (text) {
-      record.file = placeBlockFile(out, 'extracted', id, '.py', text);
+      if (!placeOrReport(record, () => placeBlockFile(out, 'extracted', id, '.py', text))) return record;
       putExtraction(ws.store, { id, hash: textHash(text), ok: record.ok, status: 'extracted', lines: record.lines, record, text });
     }
     return record;
   });
+}
+
+/** Write a block's library files (`place` returns the module's path) into its record;
+ *  a file that cannot be written (a full disk, a name the file system refuses) is that
+ *  block's failure, recorded as its error, never the end of the whole run. */
+function placeOrReport(record: BlockRecord, place: () => string): boolean {
+  try {
+    record.file = place();
+    return true;
+  } catch (e) {
+    record.file = '';
+    record.ok = false;
+    record.error = `cannot write the library file: ${(e as Error).message}`;
+    return false;
+  }
 }
 
 // ---------------------------------------------------------------- validation
@@ -518,13 +533,17 @@ export async function extractAndValidate(ws: Workspace, ids: string[], opts: Pip
           }
           record.ok = passesStages(result, required);
           const status = validatedStatus(record.ok);
-          record.file = placeBlockFile(out, status, id, '.py', text);
-          if (!record.ok) {
-            // why it failed, next to the module (library/layout.ts)
-            const stored = forStorage(result);
-            placeBlockFile(out, status, id, '.json', JSON.stringify({ id, stage: stored.stage, category: stored.category, error: stored.error, traceback: stored.traceback ?? null }, null, 2) + '\n');
-          } else removeBlockFile(out, id, '.json');
-          putExtraction(ws.store, { id, hash: textHash(text), ok: record.ok, status, lines: record.lines, record, text });
+          const final = result;
+          const placed = placeOrReport(record, () => {
+            const file = placeBlockFile(out, status, id, '.py', text);
+            if (!record.ok) {
+              // why it failed, next to the module (library/layout.ts)
+              const stored = forStorage(final);
+              placeBlockFile(out, status, id, '.json', JSON.stringify({ id, stage: stored.stage, category: stored.category, error: stored.error, traceback: stored.traceback ?? null }, null, 2) + '\n');
+            } else removeBlockFile(out, id, '.json');
+            return file;
+          });
+          if (placed) putExtraction(ws.store, { id, hash: textHash(text), ok: record.ok, status, lines: record.lines, record, text });
         }
         records[i] = record;
         opts.onProgress?.(++done, extracted.length, record);

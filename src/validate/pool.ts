@@ -48,6 +48,9 @@ interface Job {
   reject: (e: Error) => void;
   roots: string[];
   attempts: number;
+  /** set when the original's import killed the worker twice before the candidate
+   *  reported anything: the request runs once more without its original (why) */
+  withoutOriginal?: string;
 }
 
 interface Resolved {
@@ -237,8 +240,8 @@ class Worker implements PoolWorker<Job> {
       className: job.req.className,
       callSites: job.req.callSites ?? [],
       dataSites: job.req.dataSites ?? [],
-      original: job.req.original ?? null,
-      namespace: job.req.namespace ?? null,
+      original: job.withoutOriginal ? null : (job.req.original ?? null),
+      namespace: job.withoutOriginal ? null : (job.req.namespace ?? null),
       witnesses: job.req.witnesses ?? [],
       witnessRepoTops: job.req.witnessRepoTops ?? [],
       harvest: job.req.harvest ?? null,
@@ -286,23 +289,48 @@ class Worker implements PoolWorker<Job> {
       this.pool.workers.requeue(job);
       return;
     }
+    if (!this.progressSeen && !why.timedOut && job.req.original && !job.withoutOriginal) {
+      // dead twice before the copy's first stage started: what ran is the original's
+      // import (in the repository's zygote), not the copy. The copy is validated without
+      // it; namespace and equivalence are skipped with the reason, never a `parse` failure
+      const reason = `not decided: the original's import killed the validation worker (${why.error.message})`;
+      job.withoutOriginal = reason;
+      const resolve = job.resolve;
+      job.resolve = (r) => {
+        if (r.stages.equivalence === 'skip') r.equivalence = { status: 'skip', reason };
+        if (job.req.namespace && r.stages.namespace === 'skip') r.namespace = { checked: 0, reason, status: 'skip' } as ValidationResult['namespace'];
+        resolve(r);
+      };
+      this.pool.workers.requeue(job);
+      return;
+    }
     const stages = Object.fromEntries(STAGES.map((s) => [s, this.progress.stages[s] ?? 'skip'])) as Record<Stage, StageStatus>;
-    const running = this.progress.running ?? STAGES.find((s) => stages[s] === 'skip') ?? 'import';
-    stages[running] = 'fail';
-    job.resolve(
-      this.pool.finalize(job, {
-        stages,
-        timings: {},
-        category: why.timedOut ? 'timeout' : 'crash',
-        error: why.timedOut ? `worker did not answer within the timeout; killed` : `${why.error.message} while validating (candidate killed its worker?)`,
-        stage: running,
-        args: null,
-        input_shapes: null,
-        output_shapes: null,
-        params: null,
-        ms: Math.round((performance.now() - this.jobStart) * 1000) / 1000,
-      }),
-    );
+    // the stage that was running, else the first after the last one reported (a stage
+    // whose report was lost is never failed beside later stages that ran); null when
+    // every stage reported and only the result line was lost
+    let lastReported = -1;
+    STAGES.forEach((s, i) => {
+      if (this.progress.stages[s] !== undefined) lastReported = i;
+    });
+    const running: Stage | null = this.progress.running ?? STAGES[lastReported + 1] ?? null;
+    if (running) stages[running] = 'fail';
+    const r = this.pool.finalize(job, {
+      stages,
+      timings: {},
+      category: why.timedOut ? 'timeout' : 'crash',
+      error: why.timedOut
+        ? `worker did not answer within the timeout; killed`
+        : `${why.error.message} ${running ? 'while validating (candidate killed its worker?)' : 'after the last stage, before its result (candidate killed its worker?)'}`,
+      stage: running,
+      args: null,
+      input_shapes: null,
+      output_shapes: null,
+      params: null,
+      ms: Math.round((performance.now() - this.jobStart) * 1000) / 1000,
+    });
+    // without its result line nothing says the block finished: never a pass
+    if (!running) r.ok = false;
+    job.resolve(r);
   }
 
   /** Ask the worker to exit and kill it; resolves when its process is gone (at most 3 s). */

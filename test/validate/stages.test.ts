@@ -86,7 +86,7 @@ describe('validation stages', { skip: skip ?? false }, () => {
   it('rebuilds a call in its context: parameter defaults, local assignments, self attributes, **extra', () => {
     const r = results.get('good/context_site.py')!;
     const a = r.args as { args: unknown[]; kwargs: Record<string, unknown> };
-    assert.match(String(a.kwargs.conv_block), /partial\(<class 'nnrag_candidate\.ConvBn'>, padding=0, eps=0\.001\)/);
+    assert.match(String(a.kwargs.conv_block), /partial\(<class 'nnrag candidate\.ConvBn'>, padding=0, eps=0\.001\)/);
     assert.deepEqual(a.args, [8]); // self.width, from the replayed `self.width = 8`
     assert.deepEqual(Object.keys(a.kwargs), ['conv_block']); // **dd gave device=None, which Stem does not take
     assert.equal(r.input_shapes![0][1], 8);
@@ -105,7 +105,7 @@ describe('validation stages', { skip: skip ?? false }, () => {
   it('takes block classes, stage lists and counts from annotations', () => {
     const r = results.get('good/typed_block_arg.py')!;
     const a = r.args as Record<string, unknown>;
-    assert.equal(a.block, 'nnrag_candidate.Basic');
+    assert.equal(a.block, 'nnrag candidate.Basic');
     assert.deepEqual(a.layers, [2, 2, 2, 2]);
     assert.equal(a.convs_per_block, 2);
   });

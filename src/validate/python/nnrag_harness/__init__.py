@@ -27,5 +27,9 @@
 # pool sends harness.py with the package's module texts bundled in front of it
 # (environment.ts harnessSource) and harness.py installs them as modules.
 
-# the module name a candidate's text is imported as
-CANDIDATE_MODULE = "nnrag_candidate"
+# the module name a candidate's text is imported as: not an identifier (Language
+# Reference §7.11: an import statement names identifiers), so no repository module can
+# be named like it, and `import` in repository code never reaches the copy; its file in
+# the candidate's scratch folder (an unpredictable name)
+CANDIDATE_MODULE = "nnrag candidate"
+CANDIDATE_FILE = "candidate.py"

@@ -113,8 +113,14 @@ def last_line(e):
 
 
 def fmt_error(e):
-    s = "%s: %s" % (type(e).__name__, e)
-    return s[:MAX_ERROR_CHARS]
+    try:
+        s = "%s: %s" % (type(e).__name__, e)
+    except BaseException:  # noqa: BLE001 - an exception whose __str__ raises
+        s = "%s: <message not printable>" % type(e).__name__
+    if len(s) > MAX_ERROR_CHARS:
+        # cut from the middle: the type in front, the end of the message kept
+        s = s[:MAX_ERROR_CHARS // 2] + "…" + s[-(MAX_ERROR_CHARS // 2):]
+    return s
 
 
 def fmt_trace(e):

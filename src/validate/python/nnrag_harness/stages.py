@@ -12,7 +12,7 @@ import signal
 import sys
 import types
 
-from nnrag_harness import CANDIDATE_MODULE
+from nnrag_harness import CANDIDATE_FILE, CANDIDATE_MODULE
 from nnrag_harness.classify import Classifier, fmt_error, fmt_trace, tb_files
 from nnrag_harness.namespace import check as namespace_check
 from nnrag_harness.arguments import SCALAR_ERR, SEQ_ERR, arg_candidates, ctor_params, jsonable, scalar_variant, seq_variant, subscript_lengths, to_original
@@ -135,7 +135,7 @@ class Stages:
 
     def _run(self):
         req, nn = self.req, self.nn
-        path = os.path.join(self.scratch, CANDIDATE_MODULE + ".py")
+        path = os.path.join(self.scratch, CANDIDATE_FILE)
         source = req.get("source", "")
         # 1. parse
         t0 = self.start("parse")
@@ -151,7 +151,8 @@ class Stages:
         except BaseException as e:  # noqa: BLE001
             self.fail("compile", t0, e)
         self.end("compile", t0, "pass")
-        # 3. import: execute the module body as module `nnrag_candidate`
+        # 3. import: execute the module body as module CANDIDATE_MODULE (a name no import
+        # statement can spell, so no repository module can be or find the copy)
         t0 = self.start("import")
         try:
             with open(path, "w", encoding="utf-8") as f:
@@ -323,7 +324,6 @@ class Stages:
         instance or container passed in): the zygote's, else imported from the roots and
         hidden again from sys.modules (as in the namespace stage), or None."""
         import importlib
-        import itertools
         m = _zygote.STASH.get(module)
         if m is not None or not self.req.get("original"):
             return m
@@ -339,8 +339,7 @@ class Stages:
         except BaseException:  # noqa: BLE001 - the witness is skipped
             return None
         finally:
-            for name in list(itertools.islice(reversed(sys.modules), max(0, len(sys.modules) - before))):
-                del sys.modules[name]
+            _zygote.hide_new_repository_modules(before, self.req["original"].get("sysPath"))
             sys.path[:] = saved_path
 
     def _forward(self, model, kwargs, args, witness=None):
@@ -507,7 +506,14 @@ class Stages:
         for p in reversed(orig.get("sysPath") or []):
             if p not in sys.path:
                 sys.path.insert(0, p)
-        return importlib.import_module(orig["module"])
+        m = importlib.import_module(orig["module"])
+        # the module must be the repository's own: a name the process already holds (the
+        # harness's package, a module of the environment) would compare the copy with
+        # something else, or with itself
+        if not _zygote.of_roots(m, _zygote.root_prefixes(orig.get("sysPath"))):
+            raise ImportError("%s is not the repository's module: its name is taken by %s"
+                              % (orig["module"], getattr(m, "__file__", None) or getattr(m, "__name__", "?")))
+        return m
 
     def _data_namespace(self):
         """The original module's namespace, for plain data the copy cannot compute (a
@@ -678,7 +684,5 @@ def namespace_stage(st, mod, path):
         namespace_check(st, t0, mod, path, ns)
     finally:
         # the original's modules are hidden again while the candidate runs (see STASH)
-        import itertools
-        for name in list(itertools.islice(reversed(sys.modules), max(0, len(sys.modules) - before))):
-            del sys.modules[name]
+        _zygote.hide_new_repository_modules(before, req["original"].get("sysPath"))
         sys.path[:] = saved_path

@@ -10,10 +10,9 @@ import signal
 import sys
 import tempfile
 import time
-import traceback
 
 from nnrag_harness import stages as _stages, zygote as _zygote
-from nnrag_harness.procs import _dumps, _loads, _exit, _monotonic, mount_points, sweep_dir, remove_tree, read_tail, vm_size_kb, count_my_tasks, set_subreaper, set_undumpable, descendants, reap_except, kill_group, close_quietly
+from nnrag_harness.procs import _dumps, _loads, _exit, _monotonic, mount_points, sweep_dir, remove_tree, read_tail, vm_size_kb, count_my_tasks, set_subreaper, set_undumpable, descendants, reap_except, kill_group, close_quietly, remove_sysv_ipc
 
 
 NONCE_LEN = 32
@@ -220,6 +219,9 @@ class Worker:
                 continue
             if not sweep_dir(d, keep):
                 self.discard = True
+        # System V IPC objects outlive their processes: none passes to the next block
+        if not remove_sysv_ipc():
+            self.discard = True
 
     def new_zygote(self, key, orig):
         while len(self.zygotes) >= _zygote.MAX_ZYGOTES:
@@ -256,9 +258,11 @@ class Worker:
                     z.close_fds()
                 close_quietly(*self.extra_close)
                 _stages.child_main(req, scratch, w, self.lim, self.masked)
-            except BaseException:  # noqa: BLE001
+            except BaseException as e:  # noqa: BLE001
                 try:
-                    os.write(w, (_dumps({"ev": "harness-error", "error": traceback.format_exc()[-2000:]}) + "\n").encode())
+                    # the exception itself (type and message) as the error, its traceback
+                    # apart: a stored record caps both, never losing the exception line
+                    os.write(w, (_dumps({"ev": "harness-error", "error": _stages.fmt_error(e), "traceback": _stages.fmt_trace(e)}) + "\n").encode())
                 except BaseException:  # noqa: BLE001
                     pass
             _exit(0)
@@ -457,6 +461,8 @@ class Worker:
                 done = True
             elif k == "harness-error":
                 harness_error = ev.get("error")
+                if ev.get("traceback") and not res.get("traceback"):
+                    res["traceback"] = ev["traceback"]
         if equivalence is not None:
             res["equivalence"] = equivalence
         if not done and res["stage"] is None:

@@ -23,6 +23,41 @@ STASH = {}
 IN_ZYGOTE = []
 
 
+def root_prefixes(roots):
+    return [r.rstrip("/") + "/" for r in roots or []]
+
+
+def of_roots(m, prefixes):
+    """Whether a module of sys.modules was loaded from one of the repository roots (its
+    file, or a folder of its package path, PEP 420 namespace packages included)."""
+    # sys.modules may hold objects that are not modules (torch.classes namespaces
+    # under torch 2.6: their __path__ is not a list of folders)
+    try:
+        f = getattr(m, "__file__", None) or ""
+        paths = [str(x) for x in (getattr(m, "__path__", None) or [])]
+    except Exception:  # noqa: BLE001
+        return False
+    if not isinstance(f, str):
+        return False
+    return any(f.startswith(pr) for pr in prefixes) or any(x.startswith(pr) for x in paths for pr in prefixes)
+
+
+def hide_new_repository_modules(before, roots):
+    """After a step that imported the original (namespace stage, a witness value's
+    module): take the repository's modules it added out of sys.modules again (sys.modules
+    keeps insertion order, so what the step added is its tail), so a candidate that
+    imports the original package still fails. Everything else it imported stays: torch's
+    own submodules above all. Dropping those breaks the process: `import torch._dynamo`
+    run a second time re-registers torch._inductor.test_operators' operator library and
+    aborts (torch 2), and a C extension cannot be initialised twice."""
+    import itertools
+    prefixes = root_prefixes(roots)
+    tail = list(itertools.islice(reversed(sys.modules), max(0, len(sys.modules) - before)))
+    for name in tail:
+        if of_roots(sys.modules.get(name), prefixes):
+            del sys.modules[name]
+
+
 def zygote_main(cfg, roots, module, req_fd, res_fd):
     """A forked copy of the worker that imports the original repository once; the
     candidates of that repository fork from here, so equivalence does not re-import
@@ -61,18 +96,9 @@ def zygote_main(cfg, roots, module, req_fd, res_fd):
         importlib.import_module(module)
     except BaseException:  # noqa: BLE001 - the equivalence stage reports it
         pass
-    prefixes = [r.rstrip("/") + "/" for r in roots]
+    prefixes = root_prefixes(roots)
     for name, m in list(sys.modules.items()):
-        # sys.modules may hold objects that are not modules (torch.classes namespaces
-        # under torch 2.6: their __path__ is not a list of folders)
-        try:
-            f = getattr(m, "__file__", None) or ""
-            paths = [str(x) for x in (getattr(m, "__path__", None) or [])]
-        except Exception:  # noqa: BLE001
-            continue
-        if not isinstance(f, str):
-            continue
-        if any(f.startswith(pr) for pr in prefixes) or any(x.startswith(pr) for x in paths for pr in prefixes):
+        if of_roots(m, prefixes):
             STASH[name] = sys.modules.pop(name)
     for p in roots:
         while p in sys.path:
