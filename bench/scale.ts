@@ -110,11 +110,17 @@ async function benchDedup(sources: Source[], N: number, threads?: number) {
   };
 }
 
+/** CPU ms of the page requests (server and client are this process: its CPU time covers
+ *  the rendering; wall time on a loaded machine mostly measures the wait for a core). */
+const pageCpu: number[] = [];
+
 async function get(url: string): Promise<number> {
+  const c0 = process.cpuUsage();
   const t0 = performance.now();
   const r = await fetch(url);
   await r.text();
   if (r.status !== 200) throw new Error(`${url}: ${r.status}`);
+  pageCpu.push(cpuMs(process.cpuUsage(c0)));
   return performance.now() - t0;
 }
 
@@ -193,10 +199,11 @@ async function benchSearch(sources: Source[], N: number) {
     const blockPages: number[] = [];
     try {
       const ids = Array.from({ length: 30 }, (_, k) => variant(sources, Math.floor((k * N) / 30)).id);
-      await get(`${srv.url}/?q=attention`);
-      for (const [q] of queries.slice(0, 60)) pages.push(await get(`${srv.url}/?q=${encodeURIComponent(q)}`));
-      for (const o of [0, 20, 1000, Math.floor(N / 2)]) pages.push(await get(`${srv.url}/?offset=${o}`));
-      for (const id of ids) blockPages.push(await get(`${srv.url}/block/${encodeURIComponent(id)}`));
+      const at = (p: string) => new URL(p, srv.url).href;
+      await get(at("/?q=attention"));
+      for (const [q] of queries.slice(0, 60)) pages.push(await get(at(`/?q=${encodeURIComponent(q)}`)));
+      for (const o of [0, 20, 1000, Math.floor(N / 2)]) pages.push(await get(at(`/?offset=${o}`)));
+      for (const id of ids) blockPages.push(await get(at(`/block/${encodeURIComponent(id)}`)));
     } finally {
       await srv.close();
     }
@@ -212,6 +219,7 @@ async function benchSearch(sources: Source[], N: number) {
       search: { queries: times.length, p50: +pct(times, 50).toFixed(2), p95: +pct(times, 95).toFixed(2), max: +Math.max(...times).toFixed(2), cpuP95: pct(cpus, 95), load: searchLoad, worst },
       catalog: {
         startMs,
+        pageCpuP95: pct(pageCpu.splice(0), 95),
         searchPages: { n: pages.length, p50: +pct(pages, 50).toFixed(1), p95: +pct(pages, 95).toFixed(1), max: +Math.max(...pages).toFixed(1) },
         blockPages: { n: blockPages.length, p50: +pct(blockPages, 50).toFixed(1), p95: +pct(blockPages, 95).toFixed(1), max: +Math.max(...blockPages).toFixed(1) },
         load: load(),

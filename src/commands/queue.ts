@@ -201,7 +201,7 @@ function buildInThread(job: Job<RepoJob, JobResult>, opts: WorkerOptions, onWarn
     shardsDir: opts.shardsDir,
     repo: job.data.repo,
     universe: job.data.universe,
-    options: { ...job.data.pipeline, cacheDir: opts.cacheDir, pool: opts.pool },
+    options: { ...job.data.pipeline, cacheDir: opts.cacheDir, factsCache: opts.cacheDir ? path.join(opts.cacheDir, '.facts') : undefined, pool: opts.pool },
   };
   return new Promise((resolve, reject) => {
     const t = new Thread(new URL('./shard-thread.js', import.meta.url), { workerData: input });

@@ -15,7 +15,7 @@ import type { RepoSpec } from '../config/repos.js';
 import { idFileStem } from '../discover/ids.js';
 import { blockFile, libraryDir, placeBlockFile, removeBlockFile } from '../library/layout.js';
 import type { BlockRecord, BlockStatus } from '../library/record.js';
-import { mergeShardRows, mergedRepos, readShardMark, writeShardMark, type MergedRows, type ShardMark } from '../store/merge.js';
+import { mergeShardRows, mergedRepos, readShardMark, seedFacts, shareFacts, writeShardMark, type MergedRows, type ShardMark } from '../store/merge.js';
 import { IndexStore } from '../store/store.js';
 import { NnragError, UsageError } from '../util/errors.js';
 import { Workspace } from '../workspace.js';
@@ -31,6 +31,9 @@ export function shardDir(shardsDir: string, repo: string): string {
 export interface ShardOptions extends Omit<PipelineOptions, 'onProgress' | 'validator'> {
   /** the repository cache shared by the shards of this machine (default `<shards>/.repos`) */
   cacheDir?: string;
+  /** the facts cache shared by the shards of this machine (a store; default
+   *  `<shards>/.facts`; false: none, every shard parses its whole universe) */
+  factsCache?: string | false;
   /** each phase as it starts, and every block as it finishes */
   onPhase?: (phase: 'index' | 'discover' | 'extract' | 'done', done?: number, total?: number) => void;
 }
@@ -64,6 +67,11 @@ export async function buildShard(shardsDir: string, repo: string, universe: Repo
   try {
     let t0 = performance.now();
     opts.onPhase?.('index');
+    const factsCache = opts.factsCache === false ? null : path.resolve(opts.factsCache ?? path.join(root, '.facts'));
+    if (factsCache) {
+      IndexStore.open(factsCache).close(); // created and migrated before it is attached
+      timings.seededFacts = seedFacts(ws.store, path.join(factsCache, 'index.sqlite'), universe.map((r) => r.name));
+    }
     await index(ws, { repos: universe, cacheDir: opts.cacheDir ?? path.join(root, '.repos') });
     t('index', t0);
     t0 = performance.now();
@@ -84,6 +92,14 @@ export async function buildShard(shardsDir: string, repo: string, universe: Repo
       validate: opts.validate !== false,
     };
     writeShardMark(ws.store, mark);
+    if (factsCache) {
+      const cache = IndexStore.open(factsCache);
+      try {
+        shareFacts(cache, path.join(tmp, 'index.sqlite'));
+      } finally {
+        cache.close();
+      }
+    }
   } catch (e) {
     ws.close();
     rmSync(tmp, { recursive: true, force: true });

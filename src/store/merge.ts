@@ -136,3 +136,51 @@ export function mergeShardRows(
     db.prepare('DETACH DATABASE shard').run();
   }
 }
+
+// ---------------------------------------------------------------- the facts cache of a machine
+
+/**
+ * The facts cache of one machine's workers: an ordinary store (`<cache>/.facts`) holding the
+ * files and facts of every repository a shard on this machine indexed. Before a shard
+ * indexes its universe, the facts of the universe's files the cache knows are copied into
+ * it (`seedFacts`), so indexing finds them by blob id and parses only what changed, as a
+ * second `nnrag index` into one store would; after, the shard's files and facts are copied
+ * back (`shareFacts`). Facts are content-addressed, so which worker wrote them is immaterial.
+ */
+export function seedFacts(target: IndexStore, cacheFile: string, repos: string[]): number {
+  const db = target.db;
+  db.prepare('ATTACH DATABASE ? AS cache').run(cacheFile);
+  try {
+    return target.write(
+      () =>
+        db
+          .prepare(
+            `INSERT OR IGNORE INTO main.facts SELECT * FROM cache.facts
+             WHERE blob IN (SELECT blob FROM cache.files WHERE repo IN (SELECT value FROM json_each(?)))`,
+          )
+          .run(JSON.stringify(repos)).changes,
+    );
+  } finally {
+    db.prepare('DETACH DATABASE cache').run();
+  }
+}
+
+/** Copy a finished shard's files (per repository, replacing) and facts into the cache. */
+export function shareFacts(cache: IndexStore, shardFile: string): void {
+  const db = cache.db;
+  db.prepare('ATTACH DATABASE ? AS shard').run(shardFile);
+  try {
+    cache.write(() => {
+      db.prepare('DELETE FROM main.files WHERE repo IN (SELECT name FROM shard.repos)').run();
+      db.prepare('INSERT OR REPLACE INTO main.files SELECT * FROM shard.files').run();
+      db.prepare(
+        `INSERT INTO main.facts SELECT * FROM shard.facts WHERE true
+         ON CONFLICT(blob) DO UPDATE SET version = excluded.version, data = excluded.data, size = excluded.size, lines = excluded.lines,
+           errors = excluded.errors, first_error = excluded.first_error, parse_ms = excluded.parse_ms, encoding = excluded.encoding, problem = excluded.problem
+         WHERE excluded.version > facts.version`,
+      ).run();
+    });
+  } finally {
+    db.prepare('DETACH DATABASE shard').run();
+  }
+}
