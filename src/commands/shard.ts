@@ -10,6 +10,7 @@
 // system). A worker killed at any moment leaves a `.tmp-…` folder with no mark, which the
 // merge refuses and the next build of the same repository removes.
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, copyFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import type { RepoSpec } from '../config/repos.js';
 import { idFileStem } from '../discover/ids.js';
@@ -22,6 +23,16 @@ import { Workspace } from '../workspace.js';
 import { discover } from './discover.js';
 import { extractAndValidate, type PipelineOptions } from './extract.js';
 import { index } from './index-repos.js';
+
+/** Does a process with this id run on this machine? (signal 0 checks without sending) */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
 
 /** The folder of a repository's shard under the shards folder. */
 export function shardDir(shardsDir: string, repo: string): string {
@@ -55,10 +66,15 @@ export async function buildShard(shardsDir: string, repo: string, universe: Repo
   mkdirSync(root, { recursive: true });
   const final = shardDir(root, repo);
   const stem = path.basename(final);
-  // leftovers of killed builds of this repository on this machine (a build still running
-  // elsewhere has its own pid in the name; the queue hands a repository to one worker at a time)
-  for (const f of readdirSync(root)) if (f.startsWith(`.tmp-${stem}-`) && !f.startsWith(`.tmp-${stem}-${process.pid}-`)) rmSync(path.join(root, f), { recursive: true, force: true });
-  const tmp = path.join(root, `.tmp-${stem}-${process.pid}-${Date.now()}`);
+  // leftovers of killed builds of this repository on this machine: its host name and a pid
+  // that no longer runs (the shards folder may be shared by several machines, and a job
+  // found stalled may still be running in a live process here)
+  const host = os.hostname().replace(/[^\w.-]/g, '_');
+  for (const f of readdirSync(root)) {
+    const m = f.startsWith(`.tmp-${stem}-${host}-`) ? /-(\d+)-\d+$/.exec(f) : null;
+    if (m && !alive(Number(m[1]))) rmSync(path.join(root, f), { recursive: true, force: true });
+  }
+  const tmp = path.join(root, `.tmp-${stem}-${host}-${process.pid}-${Date.now()}`);
   const timings: Record<string, number> = {};
   const t = (k: string, t0: number) => (timings[k] = Math.round(performance.now() - t0));
   const ws = Workspace.open(tmp, { create: true });
@@ -108,7 +124,7 @@ export async function buildShard(shardsDir: string, repo: string, universe: Repo
   ws.close();
   // the old shard of this repository (a retry, a re-run) makes way, then the new one moves in
   if (existsSync(final)) {
-    const old = path.join(root, `.old-${stem}-${process.pid}-${Date.now()}`);
+    const old = path.join(root, `.old-${stem}-${host}-${process.pid}-${Date.now()}`);
     renameSync(final, old);
     rmSync(old, { recursive: true, force: true });
   }
