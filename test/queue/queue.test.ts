@@ -10,7 +10,7 @@
 // Skips, saying so, only when redis-server is not installed (scripts/setup.sh installs it).
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -279,6 +279,27 @@ describe('queue, workers and merge on a real Redis', { skip: REDIS_SERVER ? fals
     const end = await queueStatus({ redis: redis.url, queue: 'later' });
     assert.equal(end.counts.completed, 2);
     assert.equal(shardDirs(path.join(root, 'later')).length, 2);
+  });
+
+  test('a job that keeps failing ends failed after its attempts, with its error in queue status', async () => {
+    // a repository that is there when it is queued and gone when a worker takes it
+    const gone = path.join(root, 'gone-repo');
+    mkdirSync(gone);
+    writeFileSync(path.join(gone, 'm.py'), 'import torch.nn as nn\n\nclass M(nn.Module):\n    pass\n');
+    const q = cli(['queue', '--repo', gone, '--redis', redis.url, '--queue', 'doomed', '--attempts', '2', '--backoff', '0', '--no-validate', '--json']);
+    assert.equal(q.status, 0, q.stderr);
+    rmSync(gone, { recursive: true, force: true });
+    const w = startWorker(['--redis', redis.url, '--queue', 'doomed', '--shards', path.join(root, 'doomed'), '--exit-when-drained']);
+    assert.equal(await w.exited, 0);
+    assert.equal(w.events.filter((e) => e.event === 'failed').length, 2, 'two attempts, both failed');
+    const st = cli(['queue', 'status', '--redis', redis.url, '--queue', 'doomed', '--json']);
+    assert.equal(st.status, 1, 'queue status exits 1 when a job failed');
+    const s = JSON.parse(st.stdout) as QueueStatus;
+    assert.equal(s.counts.failed, 1);
+    assert.equal(s.counts.completed, 0);
+    assert.equal(s.failed[0].attempts, 2);
+    assert.match(s.failed[0].error, /gone-repo/);
+    assert.deepEqual(existsSync(path.join(root, 'doomed')) ? shardDirs(path.join(root, 'doomed')) : [], [], 'no shard from a failed job');
   });
 
   test('validated in the sandbox: two workers give the records and files of one validating extract --all', { skip: torchHere ? false : 'needs /usr/bin/python3 with torch and bubblewrap' }, async () => {
