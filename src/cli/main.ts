@@ -11,6 +11,7 @@ import { commands as extraCommands } from './commands.js';
 import { commands as libraryCommands } from './library-commands.js';
 import { commands as searchCommands } from './search-commands.js';
 import { commands as witnessCommands } from './witness-commands.js';
+import { commands as queueCommands } from './queue-commands.js';
 import { common, repoOptions, repoSpecs, withWorkspace, withWorkspaceAsync, workersOpt, type Command, type Ctx } from './context.js';
 import { commandHelp } from './help.js';
 import { progress } from './progress.js';
@@ -82,6 +83,7 @@ export const commands: Record<string, Command> = {
   ...libraryCommands,
   ...searchCommands,
   ...witnessCommands,
+  ...queueCommands,
 };
 
 function usage(): string {
