@@ -15,7 +15,7 @@ import { chmodSync, cpSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import * as api from '../../src/nnrag.js';
 import { extractAndValidate, type Extraction, type SlimInputs } from '../../src/commands/extract.js';
-import { entryCallFromArgs, entryCallFromText } from '../../src/emit/slim/values.js';
+import { entryCallFromArgs, entryCallFromText } from '../../src/emit/slim/entry.js';
 import { ValidatorPool } from '../../src/validate/index.js';
 import { fixture, tempDir } from '../helpers.js';
 import { BLOCK_RECORD_SCHEMA } from '../../src/library/record-schema.js';
