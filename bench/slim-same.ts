@@ -6,7 +6,8 @@
 // the modules that are byte-identical, differ, or exist on one side only.
 //
 // usage: node dist/bench/slim-same.js --out DIR [--against DIR] [--config CONFIG]
-//   [--repos a/b,c/d] [--no-fixtures]
+//   [--store DIR] (the configuration's repositories indexed into one store, kept: the
+//   run before and the run after index once) [--repos a/b,c/d] [--no-fixtures]
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -42,14 +43,16 @@ function fixtureRepos(): RepoSpec[] {
 }
 
 const repos: RepoSpec[] = [...(args.includes('--no-fixtures') ? [] : fixtureRepos()), ...(opt('--config') ? loadRepoConfig(opt('--config')!) : [])].filter((r) => !only || only.includes(r.name));
+const shared = opt('--store');
 let emitted = 0;
 for (const repo of repos) {
-  const ws = api.Workspace.open(mkdtempSync(path.join(tmpdir(), 'nnrag-slim-same-')), { create: true });
+  const own = !shared || repo.name.startsWith('fixtures/');
+  const ws = api.Workspace.open(own ? mkdtempSync(path.join(tmpdir(), 'nnrag-slim-same-')) : shared!, { create: true });
   try {
-    await api.index(ws, { repos: [repo] });
+    await api.index(ws, { repos: own ? [repo] : repos.filter((r) => !r.name.startsWith('fixtures/')) });
     const dir = path.join(out, repo.name.replace(/[^\w.-]+/g, '_'));
     mkdirSync(dir, { recursive: true });
-    for (const b of api.discover(ws)) {
+    for (const b of api.discover(ws).filter((b) => b.repo === repo.name)) {
       const sites = { callSites: callSites(ws, b.id), dataSites: dataSites(ws, b.id) };
       const s = api.extractText(ws, b.id, { profile: 'slim' }, { seeds: slimSeeds(sites, null), entry: slimEntry(sites, null) });
       writeFileSync(path.join(dir, `${b.id.replace(/[^\w.-]+/g, '_')}.py`), s.text ?? `# no slim module: ${s.record.error ?? ''}\n`);
