@@ -5,10 +5,11 @@
 // to OUT/<repo>/<block id>.py, and, with `--against DIR` (an OUT of the version before), counts
 // the modules that are byte-identical, differ, or exist on one side only.
 //
+// (The fixtures are indexed from a copy outside git, so their modules' headers name no commit.)
 // usage: node dist/bench/slim-same.js --out DIR [--against DIR] [--config CONFIG]
 //   [--store DIR] (the configuration's repositories indexed into one store, kept: the
 //   run before and the run after index once) [--repos a/b,c/d] [--no-fixtures]
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -26,7 +27,10 @@ const isDir = (p: string) => existsSync(p) && statSync(p).isDirectory();
 // kept under dist/ to compare against runs on the same fixtures)
 let root = path.dirname(fileURLToPath(import.meta.url));
 while (!existsSync(path.join(root, 'package.json')) && path.dirname(root) !== root) root = path.dirname(root);
-const fixtures = path.join(root, 'test/fixtures');
+// a copy outside git: a module's header names the commit of a repository in git, which
+// every commit of this checkout changes
+const fixtures = path.join(mkdtempSync(path.join(tmpdir(), 'nnrag-slim-same-fixtures-')), 'fixtures');
+cpSync(path.join(root, 'test/fixtures'), fixtures, { recursive: true });
 /** The fixture repositories: a folder of test/fixtures holding a package (a child with an
  *  `__init__.py`) or Python files is one; else each of its folders is one. */
 function fixtureRepos(): RepoSpec[] {

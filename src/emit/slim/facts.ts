@@ -5,7 +5,7 @@
 // receivers, type arguments, class-level values, properties), read off one parse tree.
 import type { Node } from 'web-tree-sitter';
 import type { CorpusModule } from '../../resolve/corpus.js';
-import { toExpr, type CallExpr, type Expr } from './expr.js';
+import { TOP_E, toExpr, type CallExpr, type Expr } from './expr.js';
 
 export interface Clause {
   kind: 'if' | 'elif' | 'else';
@@ -109,6 +109,9 @@ export interface ModFacts {
   allCalls: CallExpr[];
   /** methods defined under a property-like decorator (their name as an attribute is TOP) */
   properties: Set<string>;
+  /** key lookups `d[k]`, `d.get(k, …)`, `d.pop(k, …)` whose `d` is a name or attribute chain
+   *  (`pos`: where `d` starts); `direct`: in the body of one function, not a nested scope */
+  lookups: { pos: number; obj: Expr; key: Expr; direct: boolean }[];
 }
 
 
@@ -120,7 +123,7 @@ const TRIVIAL = new Set(['raise_statement', 'pass_statement', 'assert_statement'
 export function moduleFacts(mod: CorpusModule, root: Node, lineOf: (i: number) => number): ModFacts {
   const stmts = mod.facts.statements;
   const stmtAt = (offset: number): number => stmts.findIndex((s) => s.start <= offset && offset < s.end);
-  const out: ModFacts = { fns: [], otherAttrAssigns: [], typeArgs: [], classAttrs: new Map(), attrValues: [], calleeSpans: new Map(), allCalls: [], properties: new Set() };
+  const out: ModFacts = { fns: [], otherAttrAssigns: [], typeArgs: [], classAttrs: new Map(), attrValues: [], calleeSpans: new Map(), allCalls: [], properties: new Set(), lookups: [] };
   for (const top of root.namedChildren) {
     if (!top) continue;
     const d = defOf(top);
@@ -162,7 +165,8 @@ function defOf(n: Node): { def: Node; decorators: string[] } | null {
 /** Module-wide: callee offsets, attribute assignments through other receivers, attribute
  *  values, type arguments. */
 function walkModule(root: Node, out: ModFacts): void {
-  const walk = (n: Node) => {
+  const walk = (n: Node, fnDepth: number) => {
+    lookup(n, fnDepth, out);
     if (n.type === 'call') {
       const fn = n.childForFieldName('function');
       if (fn) out.calleeSpans.set(fn.startIndex, fn.endIndex);
@@ -211,9 +215,32 @@ function walkModule(root: Node, out: ModFacts): void {
       const t = n.namedChildren.find((x) => x && x.type !== 'comment' && x.type !== 'block');
       if (t) out.typeArgs.push([t.startIndex, t.endIndex]);
     }
-    for (const c of n.namedChildren) if (c) walk(c);
+    const depth = n.type === 'function_definition' || n.type === 'lambda' ? fnDepth + 1 : fnDepth;
+    for (const c of n.namedChildren) if (c) walk(c, depth);
   };
-  walk(root);
+  walk(root, 0);
+}
+
+/** ModFacts.lookups: `d[k]` (Language Reference §6.3.2 subscriptions) and `d.get(k, …)` /
+ *  `d.pop(k, …)` of a name or attribute chain `d` */
+function lookup(n: Node, fnDepth: number, out: ModFacts): void {
+  let obj: Node | null = null;
+  let key: Node | null | undefined = null;
+  if (n.type === 'subscript') {
+    obj = n.childForFieldName('value');
+    const keys = n.childrenForFieldName('subscript').filter((x): x is Node => !!x && x.type !== 'comment');
+    key = keys.length === 1 ? keys[0] : null;
+  } else if (n.type === 'call') {
+    const fn = n.childForFieldName('function');
+    const meth = fn?.type === 'attribute' ? fn.childForFieldName('attribute')?.text : '';
+    if (fn?.type === 'attribute' && (meth === 'get' || meth === 'pop')) {
+      obj = fn.childForFieldName('object');
+      key = n.childForFieldName('arguments')?.namedChildren.find((x) => x && x.type !== 'comment');
+      if (key?.type === 'keyword_argument' || key?.type === 'list_splat' || key?.type === 'dictionary_splat') key = null;
+    }
+  }
+  if (!obj || (obj.type !== 'identifier' && obj.type !== 'attribute')) return;
+  out.lookups.push({ pos: obj.startIndex, obj: toExpr(obj), key: key ? toExpr(key) : TOP_E, direct: fnDepth === 1 });
 }
 
 function fnFacts(def: Node, decorators: string[], stmt: number, cls: string | null, lineOf: (i: number) => number): FnFacts {

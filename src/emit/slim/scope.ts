@@ -6,7 +6,7 @@ import type { Ref } from '../../parse/types.js';
 import type { Closure, StmtNode } from '../../resolve/closure.js';
 import { baseClasses, classStatement } from '../../resolve/classes.js';
 import type { CorpusModule } from '../../resolve/corpus.js';
-import type { SlimAnalysis } from './analysis.js';
+import { stmtKey, type SlimAnalysis } from './analysis.js';
 import type { Vals } from './atoms.js';
 import type { Expr } from './expr.js';
 import type { FnFacts, ModFacts } from './facts.js';
@@ -144,6 +144,24 @@ export class BlockScope {
     const { targets, consumed } = this.an.resolveChain(mod, r.ref, chain);
     if (targets.length !== 1) return null;
     return this.an.atomOfTarget(targets[0], chain.slice(consumed));
+  }
+
+  /** the module-level statements (stmtKey) a name or attribute chain of the copied code
+   *  denotes, when it denotes one definition; else undefined */
+  denotedStmts(mod: CorpusModule, e: Expr): string[] | undefined {
+    const chain: string[] = [];
+    let x: Expr = e;
+    while (x.k === 'attr') {
+      chain.unshift(x.attr);
+      x = x.obj;
+    }
+    if (x.k !== 'name') return undefined;
+    const r = this.refOf(mod, x.start);
+    if (!r || chain.length > (r.ref.attrs ?? []).length) return undefined;
+    const { targets, consumed } = this.an.resolveChain(mod, r.ref, chain);
+    if (targets.length !== 1 || consumed !== chain.length || targets[0].kind !== 'def') return undefined;
+    const t = targets[0];
+    return t.stmts.map((i) => stmtKey(t.module, i));
   }
 
   /** MRO-ish lookup: the first class in a depth-first walk of the bases defining `name` */

@@ -87,7 +87,10 @@ export function slimClosure(an: SlimAnalysis, mod: CorpusModule, className: stri
   let prunes: ValuePrune[] = [];
   const prunesOf = (m: CorpusModule, stmt: number) => prunes.filter((p) => p.mod === m && p.stmt === stmt);
   const inPrune = (m: CorpusModule, stmt: number, a: number, b: number) => prunesOf(m, stmt).some((p) => a >= p.start && b <= p.end);
+  // option dicts a lookup with a computed key reads (lookups.ts): kept whole
+  const wholeDicts = new Set<string>();
   const prunable = (m: CorpusModule, site: OptionSite, i: number): boolean => {
+    if (site.kind === 'dict' && wholeDicts.has(`${m.repo}:${m.name}:${site.stmt}`)) return false;
     const e = site.entries[i];
     if (e.keys.some((k) => reached.has(optionKey(k)))) return false;
     const refs = m.facts.statements[site.stmt].refs;
@@ -122,6 +125,24 @@ export function slimClosure(an: SlimAnalysis, mod: CorpusModule, className: stri
     for (const o of options) o.entries.forEach((e, i) => prunable(m, o, i) && r.push([e.codeStart, e.codeEnd]));
     for (const p of prunesOf(m, stmt)) r.push([p.start, p.end]);
     return r;
+  };
+
+  /** option dicts with pruned entries that a lookup with a computed key reads (a key the
+   *  evaluator cannot name, or a string no literal of the code that stays reaches) become
+   *  whole; whether one did */
+  const computedLookups = (cl: Closure, keys: ReadonlyMap<string, ReadonlySet<string> | null>): boolean => {
+    let grew = false;
+    for (const n of cl.nodes) {
+      const k = `${n.mod.repo}:${n.mod.name}:${n.stmt}`;
+      if (!keys.has(k) || wholeDicts.has(k)) continue;
+      const v = keys.get(k)!;
+      if (v && ![...v].some((a) => a === 'obj:str' || (a.startsWith('s:') && !reached.has(optionKey(a.slice(2)))))) continue;
+      const dicts = sitesOf(n.mod, n.stmt).options.filter((o) => o.kind === 'dict');
+      if (!dicts.some((o) => o.entries.some((_, i) => prunable(n.mod, o, i)))) continue;
+      wholeDicts.add(k);
+      grew = true;
+    }
+    return grew;
   };
 
   let closure!: Closure;
@@ -185,11 +206,11 @@ export function slimClosure(an: SlimAnalysis, mod: CorpusModule, className: stri
     }
   }
     // a clause of an option registry is the registry's to prune (it names the options)
-    const next = valuePrunes(an, closure, skipRanges, { calls: opts.entry ?? [] }).filter(
-      (p) => !sitesOf(p.mod, p.stmt).options.some((o) => o.entries.some((e) => inEntry(e, p.start, p.end))),
-    );
+    const vp = valuePrunes(an, closure, skipRanges, { calls: opts.entry ?? [] });
+    const next = vp.prunes.filter((p) => !sitesOf(p.mod, p.stmt).options.some((o) => o.entries.some((e) => inEntry(e, p.start, p.end))));
     const key = next.map((p) => `${p.mod.repo}:${p.mod.name}:${p.start}:${p.end}`).join(',');
-    if (key === pruneKey || outer >= MAX_OUTER) break;
+    const whole = computedLookups(closure, vp.keys);
+    if ((key === pruneKey && !whole) || outer >= MAX_OUTER) break;
     prunes = next;
     pruneKey = key;
   }

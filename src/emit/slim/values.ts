@@ -44,13 +44,16 @@
 // functions hold, read once per module by analysis.ts, which owns every memo that does not
 // depend on the block), scope.ts (what the block's closure copies), evaluator.ts and
 // typetests.ts (the value of an expression), reach.ts and fixpoint.ts (the least fixpoint),
-// output.ts (the prunes), entry.ts (the calls of the block from outside).
+// output.ts (the prunes), lookups.ts (computed keys), entry.ts (the calls of the block from
+// outside).
 import type { Closure } from '../../resolve/closure.js';
 import type { CorpusModule } from '../../resolve/corpus.js';
 import type { SlimAnalysis } from './analysis.js';
 import type { EntryCall } from './entry.js';
+import type { Vals } from './atoms.js';
 import { Evaluator } from './evaluator.js';
 import { runFixpoint } from './fixpoint.js';
+import { lookupKeys } from './lookups.js';
 import { prunesOf, type ValuePrune } from './output.js';
 import { ReachState } from './reach.js';
 import { BlockScope } from './scope.js';
@@ -59,16 +62,18 @@ export type { EntryCall } from './entry.js';
 export { entryCallFromArgs, entryCallFromText, literalAtom } from './entry.js';
 export type { ValuePrune } from './output.js';
 
-/** The value-unreachable branches of the closure's copied functions. */
+/** The value-unreachable branches of the closure's copied functions (`prunes`), and the
+ *  values of the keys the running code looks module-level definitions up with (`keys`,
+ *  lookups.ts; empty when there is no fixpoint in time). */
 export function valuePrunes(
   an: SlimAnalysis,
   closure: Closure,
   skipOf: (mod: CorpusModule, stmt: number) => readonly (readonly [number, number])[],
   entry: { calls: readonly EntryCall[] },
-): ValuePrune[] {
+): { prunes: ValuePrune[]; keys: Map<string, Vals> } {
   const scope = new BlockScope(an, closure, skipOf);
   const st = new ReachState(scope);
   const ev = new Evaluator(scope, st);
   const dead = runFixpoint(scope, st, ev, closure, entry);
-  return dead ? prunesOf(an, scope.fns, dead) : [];
+  return dead ? { prunes: prunesOf(an, scope.fns, dead), keys: lookupKeys(scope, st, ev) } : { prunes: [], keys: new Map() };
 }
