@@ -2,7 +2,9 @@
 // (unknown, TOP). Atoms: `None`, `True`/`False`, numbers `n:i:<v>`/`n:f:<v>`, strings
 // `s:<text>`, some value of a type `t:int`/`t:float`/`t:bool`, corpus classes and functions
 // `cls:`/`fn:<repo>:<module>:<name>`, builtins `b:<name>`, extern objects `x:<qualified>`,
-// opaque truthy objects `obj`, `obj:<type>` and empty collections `empty:<type>`. Here:
+// opaque truthy objects `obj`, `obj:<type>` and empty collections `empty:<type>`; an
+// instance `i0:<repo>:<module>:<name>` of a plain class made without arguments (its
+// attributes are the class-level values: evaluator.ts instanceAttr). Here:
 // union, truthiness (§3.3.8), the builtin type of an atom, and ==, <, `is` of two atoms.
 
 /** A set of atoms, or null: unknown. */
@@ -27,6 +29,8 @@ export function truth(a: string): boolean | null {
   if (a.startsWith('empty')) return false;
   if (a.startsWith('obj:') && a !== 'obj:str') return true;
   if (a.startsWith('cls:') || a.startsWith('fn:') || a === 'obj') return true;
+  // an instance of a plain class (scope.ts plainClass: no __bool__/__len__, §3.3.1)
+  if (a.startsWith('i0:')) return true;
   return null;
 }
 

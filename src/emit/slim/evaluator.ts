@@ -12,7 +12,7 @@ import { NONE, TF, boolSet, builtinType, eqAtoms, identityAtoms, orderAtoms, tru
 import type { CallExpr, Expr } from './expr.js';
 import type { FnFacts, Param } from './facts.js';
 import type { ReachState } from './reach.js';
-import { fnKey, type BlockScope, type FnRef } from './scope.js';
+import { fnKey, moduleFn, type BlockScope, type FnRef } from './scope.js';
 import { TypeTests } from './typetests.js';
 
 /** A callee of a call: the function that runs, whether its first parameter is bound, the
@@ -48,6 +48,10 @@ export class Evaluator {
       case 'attr': {
         if (e.obj.k === 'name' && e.obj.id === 'self' && f.fn.bound && f.fn.params[0]?.name === 'self') return this.selfAttr(e.attr, depth);
         const d = this.scope.denote(f.mod, e);
+        if (d === undefined && e.obj.k === 'name') {
+          const v = this.instanceAttr(f, e.obj, e.attr, pos, depth);
+          if (v !== undefined) return v;
+        }
         return d === undefined ? null : d;
       }
       case 'not': {
@@ -309,6 +313,15 @@ export class Evaluator {
         return out;
       }
     }
+    // `C()` of a plain class (scope.ts plainClass): an instance whose attributes are the
+    // class-level values
+    if (callee instanceof Set && callee.size === 1 && !e.args.length && !e.kw.length && !e.star && !e.kwsplat.length) {
+      const a = [...callee][0];
+      if (a.startsWith('cls:')) {
+        const { mod, name } = this.scope.moduleOfAtom(a);
+        if (mod && this.scope.plainClass(mod, name)) return new Set([`i0:${a.slice(4)}`]);
+      }
+    }
     if (e.fn.k === 'call' || e.fn.k === 'name' || e.fn.k === 'attr') {
       const r = this.returned(f, e, depth);
       if (r) return r;
@@ -338,7 +351,42 @@ export class Evaluator {
   // `obj.m(…)` (the methods named m of the instantiated classes)
   // memoised per call until the instantiated classes grow (what `obj.m(…)` may reach)
   private readonly calleeMemo = new Map<Expr, { fn: FnFacts; stamp: number; out: Callee[] }>();
+  /** `x.attr` of a local name `x` whose values are all `i0:` instances: the class-level
+   *  values of attr (null when one is unknown, or when copied code assigns `.attr`
+   *  otherwise); undefined when x holds anything else */
+  instanceAttr(f: FnRef, obj: Expr & { k: 'name' }, attr: string, pos: number, depth: number): Vals | undefined {
+    if (obj.id === 'self' || depth > 16) return undefined;
+    const v = this.nameValue(f, obj.id, pos, depth + 1);
+    // None has no such attribute: reading it raises AttributeError, so only the instances
+    // go on (a name is its parameter's value and every assignment before: `layers =
+    // layers or LayerFn()` holds the None default too)
+    const insts = v ? [...v].filter((a) => a !== 'None') : [];
+    if (!insts.length || insts.some((a) => !a.startsWith('i0:'))) return undefined;
+    if (this.assignedOtherwise(attr)) return null;
+    let out: Vals = new Set();
+    for (const a of insts) {
+      const { mod, name } = this.scope.moduleOfAtom(a);
+      const ca = mod ? this.scope.classAttr(mod, name, attr) : null;
+      if (!ca || !ca.value) return null;
+      out = union(out, this.evalIn(moduleFn(ca.mod, 0), ca.value, 0, depth + 1));
+      if (!out) return null;
+    }
+    return out;
+  }
+
+  /** copied code assigns `.attr` through `self` or another receiver (or any attribute) */
+  private assignedOtherwise(attr: string): boolean {
+    if (this.st.otherAttrs.has(attr) || this.st.otherAttrs.has('*')) return true;
+    return this.scope.fns.some((f) => f.fn.selfAssigns.some((a) => a.attr === attr && this.scope.kept(f.mod, a.pos)));
+  }
+
   calleesOf(f: FnRef, c: CallExpr): Callee[] {
+    // `x.attr(…)` of an instance of a plain class: the class-level value of attr (values
+    // grow every round)
+    if (c.fn.k === 'attr' && c.fn.obj.k === 'name' && this.scope.denote(f.mod, c.fn.obj) === undefined) {
+      const v = this.instanceAttr(f, c.fn.obj, c.fn.attr, c.start, 0);
+      if (v) return this.resolveCallee(v, []);
+    }
     // a call through a local name: what the name holds there (values grow every round)
     if (c.fn.k === 'name' && f.fn.confined.has(c.fn.id)) {
       const v = this.nameValue(f, c.fn.id, c.start, 0);

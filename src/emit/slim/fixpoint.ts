@@ -49,7 +49,7 @@ export function runFixpoint(scope: BlockScope, st: ReachState, ev: Evaluator, cl
     ev.selfAttrCache.clear();
     finalPrunes.clear();
     for (const f of scope.fns) if (st.isReached(f)) finalPrunes.set(fnKey(f), deadRanges(scope, st, ev, f));
-    runOutside(st, ev, fixed);
+    runOutside(scope, st, ev, fixed);
     for (const caller of scope.fns) {
       const ck = fnKey(caller);
       if (!st.reachedFns.has(ck)) continue;
@@ -118,12 +118,15 @@ interface StaticFacts {
   reads: { mod: CorpusModule; pos: number; keys: string[] }[];
   opaque: { mod: CorpusModule; call: CallExpr; ctx: FnRef }[];
   confinedPos: Map<CorpusModule, Map<number, { f: FnRef; name: string }>>;
+  /** the positions of the class-level values of plain classes (`conv_norm_act =
+   *  ConvNormAct` in a dataclass): attribute name */
+  classAttrPos: Map<CorpusModule, Map<number, string>>;
 }
 
 function staticFacts(scope: BlockScope): StaticFacts {
   const analysed = new Set<number>();
   for (const f of scope.fns) for (const c of f.fn.calls) analysed.add(c.start);
-  const out: StaticFacts = { uses: [], reads: [], opaque: [], confinedPos: new Map() };
+  const out: StaticFacts = { uses: [], reads: [], opaque: [], confinedPos: new Map(), classAttrPos: new Map() };
   for (const [mod, nodes] of scope.byMod) {
     for (const [stmt] of nodes) {
       const sr = scope.an.stmtRefs(mod, stmt);
@@ -144,13 +147,43 @@ function staticFacts(scope: BlockScope): StaticFacts {
       for (const p of ps) m.set(p, { f, name });
     }
   }
+  for (const [mod] of scope.byMod) {
+    for (const [cls, attrs] of scope.facts(mod).classAttrs) {
+      if (!scope.plainClass(mod, cls)) continue;
+      for (const [attr, v] of attrs) {
+        if (v?.k !== 'name' && v?.k !== 'attr') continue;
+        let m = out.classAttrPos.get(mod);
+        if (!m) out.classAttrPos.set(mod, (m = new Map()));
+        m.set(v.start, attr);
+      }
+    }
+  }
   return out;
+}
+
+/** A class-level value of a plain class is confined when running code reads the attribute
+ *  only by calling it through local names that hold instances of plain classes
+ *  (`layers = layers or LayerFn()`, then `layers.conv_norm_act(…)`): those calls reach it
+ *  with their arguments (Evaluator.calleesOf), so the class-level value is no use as a
+ *  value of its own. */
+function attrConfined(scope: BlockScope, st: ReachState, ev: Evaluator, fixed: StaticFacts, attr: string): boolean {
+  for (const [mod] of scope.byMod) if (scope.facts(mod).attrValues.some((a) => a.attr === attr && st.runs(mod, a.pos))) return false;
+  for (const o of fixed.opaque) if (o.call.fn.k === 'attr' && o.call.fn.attr === attr && st.runs(o.mod, o.call.start)) return false;
+  for (const f of scope.fns) {
+    if (!st.isReached(f)) continue;
+    for (const c of f.fn.calls) {
+      if (c.fn.k !== 'attr' || c.fn.attr !== attr || !st.live(f, c.start)) continue;
+      const obj = c.fn.obj;
+      if (obj.k !== 'name' || scope.denote(f.mod, obj) !== undefined || !ev.instanceAttr(f, obj, attr, c.start, 0)) return false;
+    }
+  }
+  return true;
 }
 
 /** code outside function bodies, and the live code of reachable functions: the statements
  *  it reads are needed, the definitions it uses as values reachable with TOP, the callees
  *  of its opaque calls too */
-function runOutside(st: ReachState, ev: Evaluator, fixed: StaticFacts): void {
+function runOutside(scope: BlockScope, st: ReachState, ev: Evaluator, fixed: StaticFacts): void {
   for (const r of fixed.reads) {
     if (!st.runs(r.mod, r.pos)) continue;
     for (const k of r.keys) {
@@ -165,6 +198,8 @@ function runOutside(st: ReachState, ev: Evaluator, fixed: StaticFacts): void {
     // with their arguments, unless one of them sees an unknown value
     const c = fixed.confinedPos.get(u.mod)?.get(u.pos);
     if (c && !(st.isReached(c.f) && c.f.fn.calls.some((call) => call.fn.k === 'name' && call.fn.id === c.name && st.live(c.f, call.start) && !ev.nameValue(c.f, c.name, call.start, 0)))) continue;
+    const ca = fixed.classAttrPos.get(u.mod)?.get(u.pos);
+    if (ca !== undefined && attrConfined(scope, st, ev, fixed, ca)) continue;
     for (const a of u.atoms) st.useAsValue(a);
   }
   for (const o of fixed.opaque) {
@@ -205,12 +240,14 @@ function propagateCall(st: ReachState, ev: Evaluator, caller: FnRef, ck: string,
     const p = pos[i];
     if (p) {
       given.add(p.name);
+      st.argument(k, p.name, caller, a);
       st.changed = st.setParam(k, p.name, ev.evalIn(caller, a, call.start, 0)) || st.changed;
     }
   });
   for (const [name, a] of call.kw) {
     if (ps.some((p) => p.name === name && p.kind !== 'star' && p.kind !== 'kwstar')) {
       given.add(name);
+      st.argument(k, name, caller, a);
       st.changed = st.setParam(k, name, ev.evalIn(caller, a, call.start, 0)) || st.changed;
     } else {
       const kx = st.kwExtra.get(k);

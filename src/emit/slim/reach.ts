@@ -7,6 +7,7 @@ import { baseClasses, classStatement } from '../../resolve/classes.js';
 import type { CorpusModule } from '../../resolve/corpus.js';
 import { stmtKey } from './analysis.js';
 import { union, type Vals } from './atoms.js';
+import type { Expr } from './expr.js';
 import { fnKey, type BlockScope, type FnRef } from './scope.js';
 
 /** A method a user of an instance may call: public, or dunder other than `__init__`. */
@@ -30,6 +31,9 @@ export class ReachState {
   readonly anySelfAssign = new Set<string>();
   /** names of property-like methods of the copied modules */
   readonly properties = new Set<string>();
+  /** the argument expressions live calls pass for each parameter (function key →
+   *  parameter → the caller and the expression) */
+  readonly args = new Map<string, Map<string, { caller: FnRef; expr: Expr }[]>>();
   /** did this round grow anything */
   changed = false;
 
@@ -67,6 +71,15 @@ export class ReachState {
         this.changed = true;
       }
     }
+  }
+
+  /** a live call of `caller` passes `expr` for parameter `name` of function `k` */
+  argument(k: string, name: string, caller: FnRef, expr: Expr): void {
+    let m = this.args.get(k);
+    if (!m) this.args.set(k, (m = new Map()));
+    let l = m.get(name);
+    if (!l) m.set(name, (l = []));
+    if (!l.some((x) => x.caller === caller && x.expr === expr)) l.push({ caller, expr });
   }
 
   /** parameter `name` of function `k` ∪= v; whether it changed */

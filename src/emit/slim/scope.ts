@@ -45,6 +45,7 @@ export class BlockScope {
   private readonly fnsByMod = new Map<CorpusModule, FnRef[]>();
   private readonly refAt = new Map<CorpusModule, Map<number, { ref: Ref; stmt: number }>>();
   private readonly methodMemo = new Map<string, FnRef | null>();
+  private readonly plainMemo = new Map<string, boolean>();
 
   constructor(
     readonly an: SlimAnalysis,
@@ -130,6 +131,18 @@ export class BlockScope {
   /** a name or attribute chain at `pos` that reads a module-level binding: what it denotes
    *  (undefined: a local name) */
   denote(mod: CorpusModule, e: Expr): Vals | undefined {
+    const c = this.chainRef(mod, e);
+    if (!c) return undefined; // a local name
+    const { ref, chain } = c;
+    if (chain.length > (ref.attrs ?? []).length) return null;
+    const { targets, consumed } = this.an.resolveChain(mod, ref, chain);
+    if (targets.length !== 1) return null;
+    return this.an.atomOfTarget(targets[0], chain.slice(consumed));
+  }
+
+  /** a name or attribute chain that starts with a reference of the copied code (not a
+   *  local name): the reference and the chain of attributes after it */
+  private chainRef(mod: CorpusModule, e: Expr): { ref: Ref; chain: string[] } | undefined {
     const chain: string[] = [];
     let x: Expr = e;
     while (x.k === 'attr') {
@@ -138,30 +151,66 @@ export class BlockScope {
     }
     if (x.k !== 'name') return undefined;
     const r = this.refOf(mod, x.start);
-    if (!r) return undefined; // a local name
-    const attrs = r.ref.attrs ?? [];
-    if (chain.length > attrs.length) return null;
-    const { targets, consumed } = this.an.resolveChain(mod, r.ref, chain);
-    if (targets.length !== 1) return null;
-    return this.an.atomOfTarget(targets[0], chain.slice(consumed));
+    return r ? { ref: r.ref, chain } : undefined;
   }
 
   /** the module-level statements (stmtKey) a name or attribute chain of the copied code
    *  denotes, when it denotes one definition; else undefined */
   denotedStmts(mod: CorpusModule, e: Expr): string[] | undefined {
-    const chain: string[] = [];
-    let x: Expr = e;
-    while (x.k === 'attr') {
-      chain.unshift(x.attr);
-      x = x.obj;
-    }
-    if (x.k !== 'name') return undefined;
-    const r = this.refOf(mod, x.start);
-    if (!r || chain.length > (r.ref.attrs ?? []).length) return undefined;
-    const { targets, consumed } = this.an.resolveChain(mod, r.ref, chain);
+    const c = this.chainRef(mod, e);
+    if (!c || c.chain.length > (c.ref.attrs ?? []).length) return undefined;
+    const chain = c.chain;
+    const { targets, consumed } = this.an.resolveChain(mod, c.ref, chain);
     if (targets.length !== 1 || consumed !== chain.length || targets[0].kind !== 'def') return undefined;
     const t = targets[0];
     return t.stmts.map((i) => stmtKey(t.module, i));
+  }
+
+  /** A plain class (for `i0:` instances): its bases, recursively, are classes of the corpus
+   *  (no extern base, no keyword such as `metaclass=`), none defines `__bool__`, `__len__`,
+   *  `__getattr__`, `__getattribute__`, `__new__` or `__init_subclass__`, and the only
+   *  decorator is `@dataclass` (whose `__init__` gives each field its class-level default). */
+  plainClass(mod: CorpusModule, cls: string, depth = 0): boolean {
+    const key = `${mod.repo}\0${mod.name}\0${cls}`;
+    const memo = this.plainMemo.get(key);
+    if (memo !== undefined) return memo;
+    this.plainMemo.set(key, false); // a cycle is not plain
+    const cf = classStatement(mod, cls);
+    let ok = !!cf && depth <= 12 && !cf.members.some((m) => /^__(bool|len|getattr|getattribute|new|init_subclass)__$/.test(m));
+    if (ok && cf) {
+      const st = mod.facts.statements[cf.stmt];
+      const head = this.an.corpus.source(mod).slice(st.start, st.end).split('\n');
+      for (const l of head) {
+        const t = l.trim();
+        if (!t.startsWith('@')) break;
+        if (!/^@(dataclasses\.)?dataclass(\(.*\))?$/.test(t)) ok = false;
+      }
+      if (cf.bases.some((b) => !b.name || b.text.includes('='))) ok = false;
+      for (const bases of ok ? baseClasses(this.an.resolver, mod, cf) : []) {
+        if (bases.length !== 1 || bases[0].kind !== 'class' || !this.plainClass(bases[0].module, bases[0].cls.name, depth + 1)) ok = false;
+      }
+    }
+    this.plainMemo.set(key, ok);
+    return ok;
+  }
+
+  /** The class-level value of `attr` for an instance of class `cls` (the first class in a
+   *  depth-first walk of the bases that assigns it in its body): its module and expression;
+   *  null when a class defines it otherwise (a method) or none does. */
+  classAttr(mod: CorpusModule, cls: string, attr: string, depth = 0): { mod: CorpusModule; value: Expr | null } | null {
+    const cf = classStatement(mod, cls);
+    if (!cf || depth > 12) return null;
+    const attrs = this.facts(mod).classAttrs.get(cls);
+    if (attrs?.has(attr)) return { mod, value: attrs.get(attr)! };
+    if (cf.members.includes(attr)) return null;
+    for (const bases of baseClasses(this.an.resolver, mod, cf)) {
+      for (const b of bases) {
+        if (b.kind !== 'class') continue;
+        const r = this.classAttr(b.module, b.cls.name, attr, depth + 1);
+        if (r) return r;
+      }
+    }
+    return null;
   }
 
   /** MRO-ish lookup: the first class in a depth-first walk of the bases defining `name` */

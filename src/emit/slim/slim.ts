@@ -127,16 +127,13 @@ export function slimClosure(an: SlimAnalysis, mod: CorpusModule, className: stri
     return r;
   };
 
-  /** option dicts with pruned entries that a lookup with a computed key reads (a key the
-   *  evaluator cannot name, or a string no literal of the code that stays reaches) become
-   *  whole; whether one did */
-  const computedLookups = (cl: Closure, keys: ReadonlyMap<string, ReadonlySet<string> | null>): boolean => {
+  /** option dicts with pruned entries that a lookup with a computed key reads (lookups.ts)
+   *  become whole; whether one did */
+  const computedLookups = (cl: Closure, computed: ReadonlySet<string>): boolean => {
     let grew = false;
     for (const n of cl.nodes) {
       const k = `${n.mod.repo}:${n.mod.name}:${n.stmt}`;
-      if (!keys.has(k) || wholeDicts.has(k)) continue;
-      const v = keys.get(k)!;
-      if (v && ![...v].some((a) => a === 'obj:str' || (a.startsWith('s:') && !reached.has(optionKey(a.slice(2)))))) continue;
+      if (!computed.has(k) || wholeDicts.has(k)) continue;
       const dicts = sitesOf(n.mod, n.stmt).options.filter((o) => o.kind === 'dict');
       if (!dicts.some((o) => o.entries.some((_, i) => prunable(n.mod, o, i)))) continue;
       wholeDicts.add(k);
@@ -209,7 +206,7 @@ export function slimClosure(an: SlimAnalysis, mod: CorpusModule, className: stri
     const vp = valuePrunes(an, closure, skipRanges, { calls: opts.entry ?? [] });
     const next = vp.prunes.filter((p) => !sitesOf(p.mod, p.stmt).options.some((o) => o.entries.some((e) => inEntry(e, p.start, p.end))));
     const key = next.map((p) => `${p.mod.repo}:${p.mod.name}:${p.start}:${p.end}`).join(',');
-    const whole = computedLookups(closure, vp.keys);
+    const whole = computedLookups(closure, vp.computed);
     if ((key === pruneKey && !whole) || outer >= MAX_OUTER) break;
     prunes = next;
     pruneKey = key;

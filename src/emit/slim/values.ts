@@ -50,10 +50,9 @@ import type { Closure } from '../../resolve/closure.js';
 import type { CorpusModule } from '../../resolve/corpus.js';
 import type { SlimAnalysis } from './analysis.js';
 import type { EntryCall } from './entry.js';
-import type { Vals } from './atoms.js';
 import { Evaluator } from './evaluator.js';
 import { runFixpoint } from './fixpoint.js';
-import { lookupKeys } from './lookups.js';
+import { computedLookups } from './lookups.js';
 import { prunesOf, type ValuePrune } from './output.js';
 import { ReachState } from './reach.js';
 import { BlockScope } from './scope.js';
@@ -63,17 +62,17 @@ export { entryCallFromArgs, entryCallFromText, literalAtom } from './entry.js';
 export type { ValuePrune } from './output.js';
 
 /** The value-unreachable branches of the closure's copied functions (`prunes`), and the
- *  values of the keys the running code looks module-level definitions up with (`keys`,
- *  lookups.ts; empty when there is no fixpoint in time). */
+ *  module-level definitions (stmtKey) that running code looks up with a computed key
+ *  (`computed`, lookups.ts; empty when there is no fixpoint in time). */
 export function valuePrunes(
   an: SlimAnalysis,
   closure: Closure,
   skipOf: (mod: CorpusModule, stmt: number) => readonly (readonly [number, number])[],
   entry: { calls: readonly EntryCall[] },
-): { prunes: ValuePrune[]; keys: Map<string, Vals> } {
+): { prunes: ValuePrune[]; computed: Set<string> } {
   const scope = new BlockScope(an, closure, skipOf);
   const st = new ReachState(scope);
   const ev = new Evaluator(scope, st);
   const dead = runFixpoint(scope, st, ev, closure, entry);
-  return dead ? { prunes: prunesOf(an, scope.fns, dead), keys: lookupKeys(scope, st, ev) } : { prunes: [], keys: new Map() };
+  return dead ? { prunes: prunesOf(an, scope.fns, dead), computed: computedLookups(scope, st, ev) } : { prunes: [], computed: new Set() };
 }
