@@ -211,7 +211,7 @@ export class Evaluator {
     return out;
   }
   selfAttr(attr: string, depth: number): Vals {
-    if (!this.st.anySelfAssign.has(attr) || this.st.otherAttrs.has(attr) || this.st.otherAttrs.has('*') || this.st.properties.has(attr)) return null;
+    if (!this.st.anySelfAssign.has(attr) || this.st.otherAttrs.has(attr) || this.st.otherAttrs.has('*') || this.st.otherAttrs.has('*nn') || this.st.properties.has(attr)) return null;
     if (this.selfAttrCache.has(attr)) return this.selfAttrCache.get(attr)!;
     this.selfAttrCache.set(attr, null); // a cycle reads TOP
     let out: Vals = new Set();

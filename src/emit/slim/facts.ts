@@ -92,7 +92,8 @@ export interface FnFacts {
 export interface ModFacts {
   fns: FnFacts[];
   /** attributes assigned through a receiver other than `self` (`m.x = …`), via
-   *  augmented/tuple targets, or by `setattr` (`*`: a computed name): where; their
+   *  augmented/tuple targets, or by `setattr` (`*`: a computed name; `*nn`: one of an
+   *  nn.Module's, by `add_module`/`register_buffer`/…): where; their
    *  `self.x` values are TOP when that code runs */
   otherAttrAssigns: { attr: string; pos: number }[];
   /** the type arguments of `isinstance`/`issubclass` (a class named there is not used as
@@ -196,7 +197,8 @@ function walkModule(root: Node, out: ModFacts): void {
       const m = /(?:^|\.)(register_buffer|register_parameter|add_module|register_module)$/.exec(fn ?? '');
       if (m) {
         const name = args[0]?.type === 'string' ? toExpr(args[0]) : null;
-        out.otherAttrAssigns.push({ attr: name?.k === 'lit' && name.atom.startsWith('s:') ? name.atom.slice(2) : '*', pos: n.startIndex });
+        // `*nn`: some attribute of an nn.Module (a plain class has none of these methods)
+        out.otherAttrAssigns.push({ attr: name?.k === 'lit' && name.atom.startsWith('s:') ? name.atom.slice(2) : '*nn', pos: n.startIndex });
       }
       if (fn === 'setattr') {
         const name = args[1]?.type === 'string' ? toExpr(args[1]) : null;
