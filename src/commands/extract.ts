@@ -28,7 +28,7 @@ import { missingLookup } from '../validate/missing.js';
 import type { Ref, StatementFacts } from '../parse/types.js';
 import type { Corpus, CorpusModule } from '../resolve/corpus.js';
 import { PROBE_CLASS, probeSource } from '../emit/slim/probe.js';
-import { entryCallFromArgs, entryCallFromText, type EntryCall } from '../emit/slim/values.js';
+import { entryCallFromArgs, entryCallFromText, type EntryCall } from '../emit/slim/entry.js';
 import {
   DEFAULT_REQUIRED_STAGES,
   ValidatorPool,
@@ -96,7 +96,7 @@ export function extractText(ws: Workspace, id: string, opts: ExtractOptions = {}
   try {
     const resolver = ws.resolver({ extern: opts.extern, intern: opts.intern, importable: opts.importable });
     const profile = opts.profile ?? 'faithful';
-    const sl = profile === 'slim' ? slimClosure(corpus, resolver, mod, className, slim) : null;
+    const sl = profile === 'slim' ? slimClosure(ws.slimAnalysis(resolver), mod, className, slim) : null;
     const closure = sl ? sl.closure : new ClosureBuilder(corpus, resolver).build(mod, className);
     const em = emitModule(corpus, closure, sl ? { edits: sl.edits, header: sl.header } : {});
     const diagnostics = [...closure.diagnostics, ...em.diagnostics];
