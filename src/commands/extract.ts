@@ -13,7 +13,8 @@ import { emitModule, type NamespaceMap } from '../emit/emitter.js';
 import { slimClosure, type SlimResult } from '../emit/slim/slim.js';
 import type { IndexProgress, IndexReport } from '../indexer/indexer.js';
 import { blockFile, libraryDir, placeBlockFile, removeBlockFile, validatedStatus } from '../library/layout.js';
-import { emptyRecord, type BlockRecord, type EmissionProfile } from '../library/record.js';
+import { addValidation, emptyRecord, validationsOf, type BlockRecord, type EmissionProfile } from '../library/record.js';
+import { KNOWN_DISTRIBUTIONS } from '../library/requirements.js';
 import { classSignature } from '../resolve/classes.js';
 import { ClosureBuilder } from '../resolve/closure.js';
 import type { Workspace } from '../workspace.js';
@@ -34,6 +35,8 @@ import {
   toRecord,
   forStorage,
   validationKey,
+  factsForBlock,
+  type ValidationRecord,
   type CallSite,
   type DataSite,
   type PoolOptions,
@@ -480,13 +483,24 @@ export async function extractAndValidate(ws: Workspace, ids: string[], opts: Pip
             result = chosen.result;
           }
           // layers (module type → count in the instantiated block) feed the library spec
-          record.validation = result.layers ? { ...toRecord(result), layers: result.layers } : toRecord(result);
+          const v: ValidationRecord = result.layers ? { ...toRecord(result), layers: result.layers } : toRecord(result);
+          // the environment that ran (a cached result may predate the facts), with the
+          // installed versions of what this block imports: export pins these
+          if (pool.facts) v.environment = factsForBlock(pool.facts, pool.env.probe, record.externs, KNOWN_DISTRIBUTIONS);
           // "environment lacks X" (and whether Debian has X) apart from failures of the block
           if (result.category === 'missing-extern') {
             const m = await missing(result.error);
-            if (m && record.validation) record.validation.missing = m;
+            if (m) v.missing = m;
           }
-          record.ok = passesStages(result, required);
+          // one validation per environment: a run here replaces this environment's entry
+          // and keeps the others' for the same module text; the block is validated when
+          // it passed in any of them
+          const prev = getExtraction(ws.store, id);
+          const earlier = prev && prev.hash === textHash(text) ? validationsOf(prev.record) : {};
+          const merged = addValidation(earlier, v, passesStages(result, required));
+          record.validation = merged.validation;
+          record.validations = merged.validations;
+          record.ok = merged.ok;
           const status = validatedStatus(record.ok);
           record.file = placeBlockFile(out, status, id, '.py', text);
           if (!record.ok) {

@@ -180,17 +180,26 @@ export async function resolveRequirements(imports: readonly string[], opts: Requ
   });
 }
 
-/** A requirement pip accepts that keeps what the validating environment had: the
- *  installed version's release segment fixes the series, `dist>=X.Y,<X.(Y+1)` (PEP 440
- *  "Version specifiers"; pre-release, post-release and local labels dropped, since a
- *  distribution's own build such as Debian's `1.13.0a0+gitunknown` exists on no index).
- *  A version with no release segment gives the bare name. */
-export function compatiblePin(dist: string, version: string | null): string {
+/** A requirement pip accepts that says what was tested: a lower bound at the installed
+ *  version's release segment, `dist>=X.Y.Z` (PEP 440 "Version specifiers"; pre-release,
+ *  post-release and local labels dropped, since a distribution's own build such as
+ *  Debian's `1.13.0a0+gitunknown` exists on no index). No upper bound: one at the tested
+ *  series would downgrade the distribution in any newer project, and only a known break
+ *  justifies one. A version with no release segment gives the bare name. */
+export function testedPin(dist: string, version: string | null): string {
   const m = version ? /^\s*v?(\d+(?:\.\d+)*)/.exec(version) : null;
-  if (!m) return dist;
-  const rel = m[1].split('.').map(Number);
-  if (rel.length === 1) return `${dist}>=${rel[0]},<${rel[0] + 1}`;
-  return `${dist}>=${rel[0]}.${rel[1]},<${rel[0]}.${rel[1] + 1}`;
+  return m ? `${dist}>=${m[1]}` : dist;
+}
+
+/** Compare two PEP 440 release segments (`2.6.0` < `2.10`); trailing zeros do not count. */
+export function compareRelease(a: string, b: string): number {
+  const pa = (/^\s*v?(\d+(?:\.\d+)*)/.exec(a)?.[1] ?? '0').split('.').map(Number);
+  const pb = (/^\s*v?(\d+(?:\.\d+)*)/.exec(b)?.[1] ?? '0').split('.').map(Number);
+  for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
+    const d = (pa[i] ?? 0) - (pb[i] ?? 0);
+    if (d) return d;
+  }
+  return 0;
 }
 
 /** De-duplicated, sorted PEP 508 lines (requirements.txt body) for some requirements. */

@@ -1,7 +1,7 @@
 // Public API of the validator: the sandboxed worker pool, environment discovery,
 // doctor, root filesystem creation, and record helpers.
 export * from './types.js';
-export { ValidatorPool, resolveEnvironment, environmentIdOf, type ProbedEnvironment, type WorkerInfo } from './pool.js';
+export { ValidatorPool, resolveEnvironment, environmentIdOf, environmentFactsOf, factsForBlock, type ProbedEnvironment, type WorkerInfo } from './pool.js';
 export { findPython, harnessPath, environmentId } from './environment.js';
 export { doctor } from './doctor.js';
 export { createRootfs, BASE_PACKAGES, type CreateRootfsOptions } from './rootfs.js';

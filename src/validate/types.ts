@@ -151,6 +151,36 @@ export interface ValidationResult {
   /** the interpreter that validated, when it runs on the host (not inside a --rootfs):
    *  exported requirements are pinned to what it has installed */
   python?: string;
+  /** what the environment that ran was (its probe and workers): export pins and lists
+   *  these, the library keeps one validation per environment id */
+  environment?: EnvironmentFacts;
+}
+
+/** The facts of one validation environment, from its probe (`harness.py --probe`) and its
+ *  workers (torch's and Python's versions as imported). A lock digest of a PyPI
+ *  environment can be added here later (the probe of the environment that ran). */
+export interface EnvironmentFacts {
+  /** the environment id (environmentId): same id, same stored validation */
+  id: string;
+  /** short human name: the root filesystem or virtual environment, else the
+   *  interpreter, with Python's and torch's versions (`python 3.13.5, torch 2.9.1`) */
+  label: string;
+  /** Python version the workers ran (`3.13.5`) */
+  python: string;
+  /** torch.__version__ as imported by the workers (`2.9.1+cpu`) */
+  torch: string;
+  /** the root filesystem the interpreter ran in (`--rootfs`), if any */
+  rootfs?: string;
+  /** the interpreter as invoked (inside `rootfs` when given) */
+  interpreter?: string;
+  /** sys.prefix when it differs from base_prefix (a virtual environment, PEP 405) */
+  venv?: string;
+  /** installed distributions (`name==version`, PEP 503 names) of the modules the block
+   *  imports, torch included: what the block was tested with */
+  distributions?: string[];
+  /** top-level imports of the block that no installed distribution provides by name and
+   *  that are not in the standard library (export requires them by name, unversioned) */
+  unpinned?: string[];
 }
 
 export interface PoolOptions {

@@ -11,7 +11,7 @@ import path from 'node:path';
 import * as api from '../../src/nnrag.js';
 import { exportBlock, moduleNameFor } from '../../src/export/export.js';
 import { getExtraction } from '../../src/store/records.js';
-import { compatiblePin } from '../../src/library/requirements.js';
+import { compareRelease, testedPin } from '../../src/library/requirements.js';
 import { extractAndValidate } from '../../src/commands/extract.js';
 import { ValidatorPool, type ValidationRequest } from '../../src/validate/index.js';
 import { NnragError } from '../../src/util/errors.js';
@@ -95,10 +95,19 @@ test('a validated block is exported with pins pip accepts for every extern impor
   const reqs = readFileSync(path.join(into, 'requirements.txt'), 'utf8').trim().split('\n');
   const torch = reqs.find((l) => /^torch\b/.test(l));
   assert.ok(torch, reqs.join(', '));
-  // Debian's torch is 1.13.0a0+gitunknown: no local label, no pre-release pin
-  assert.match(torch!, /^torch>=\d+\.\d+,<\d+\.\d+$/);
-  assert.doesNotMatch(torch!, /a0|\+|==/);
-  assert.match(readFileSync(r.file, 'utf8').split('\n')[0], /\(validated: .*forward/);
+  // the pin is the tested version as a lower bound, from the record's environment facts
+  // (Debian's torch is 1.13.0a0+gitunknown: no local label, no pre-release pin, no upper bound)
+  const env = getExtraction(ws.store, GOOD)!.record.validation!.environment!;
+  assert.ok(env, 'the validation carries the environment facts');
+  const tested = /^\d+(?:\.\d+)*/.exec(env.torch)![0];
+  assert.equal(torch, `torch>=${tested}`);
+  assert.doesNotMatch(torch!, /a0|\+|==|</);
+  const header = readFileSync(r.file, 'utf8').split('\n');
+  assert.match(header[0], /\(validated: .*forward/);
+  const line = header.find((l) => l.startsWith('# Tested with: '));
+  assert.ok(line, header.slice(0, 6).join('\n'));
+  assert.ok(line!.includes(`python ${env.python}, torch ${env.torch}`), line);
+  assert.equal(env.python, execFileSync(PY, ['-c', 'import platform; print(platform.python_version())'], { encoding: 'utf8' }).trim());
   // the recorded usage runs in a fresh interpreter next to the exported module
   assert.ok(r.usage, 'a usage snippet was recorded');
   assert.match(r.usage!, /^Mlp\(.*\)\(torch\./);
@@ -107,13 +116,16 @@ test('a validated block is exported with pins pip accepts for every extern impor
   assert.equal(shape, JSON.stringify(rec.output_shapes[0]).replace(/,/g, ', '));
 });
 
-test('pins from installed versions', () => {
-  assert.equal(compatiblePin('torch', '1.13.0a0+gitunknown'), 'torch>=1.13,<1.14');
-  assert.equal(compatiblePin('numpy', '1.24.2'), 'numpy>=1.24,<1.25');
-  assert.equal(compatiblePin('einops', '0.8.0'), 'einops>=0.8,<0.9');
-  assert.equal(compatiblePin('six', '1'), 'six>=1,<2');
-  assert.equal(compatiblePin('tzdata', '2024.1.post1'), 'tzdata>=2024.1,<2024.2');
-  assert.equal(compatiblePin('odd', 'unknown-version'), 'odd');
+test('pins say what was tested: a lower bound at the tested version, no upper bound', () => {
+  assert.equal(testedPin('torch', '1.13.0a0+gitunknown'), 'torch>=1.13.0');
+  assert.equal(testedPin('torch', '2.9.1+cpu'), 'torch>=2.9.1');
+  assert.equal(testedPin('numpy', '1.24.2'), 'numpy>=1.24.2');
+  assert.equal(testedPin('six', '1'), 'six>=1');
+  assert.equal(testedPin('tzdata', '2024.1.post1'), 'tzdata>=2024.1');
+  assert.equal(testedPin('odd', 'unknown-version'), 'odd');
+  assert.ok(compareRelease('2.6.0', '2.10') < 0);
+  assert.equal(compareRelease('2.6', '2.6.0'), 0);
+  assert.ok(compareRelease('1.13.0a0', '2.9.1') < 0);
 });
 
 test('exported module names keep the class name readable', () => {
