@@ -55,6 +55,9 @@ export const FLAGS: Record<string, string> = {
   packages: 'more Debian packages to install into the root filesystem (python3-einops,python3-timm); repeatable',
   wheels: 'a folder of wheels for what Debian does not package, installed with pip --no-index (nothing downloaded)',
   host: 'loopback address to listen on (127.0.0.1 or ::1; other addresses are refused)',
+  args: 'constructor arguments to try first, as JSON ({"dim": 64}, [64, 4] or {"args": [...], "kwargs": {...}}) or @FILE; for named blocks',
+  'input-shape': 'a forward input to try first: its shape (1,3,224,224, a float32 tensor), or @FILE with a JSON list of shapes or encoded tensors; repeat for more positional inputs',
+  env: 'only what was validated in this environment: its id (or a prefix of 4+ characters) or part of its label (`torch 2.6`, a --rootfs folder)',
 };
 
 /** Where a flag means something else in one command. */
@@ -67,7 +70,7 @@ export const COMMAND_FLAGS: Record<string, Record<string, string>> = {
   index: { workers: 'parser threads (default: the number of cores; at most that many unless --force-workers)' },
   search: { all: 'include blocks that failed validation (left out by default)', limit: 'number of results (default 20)' },
   similar: { limit: 'number of similar blocks (default 10)' },
-  export: { force: 'replace an existing file of the same name', python: 'interpreter whose installed versions pin the requirements (default: the one that validated the block)' },
+  export: { force: 'replace an existing file of the same name', python: 'interpreter whose installed versions pin the requirements (default: the recorded versions of the environments the block passed in)' },
   'export-pairs': { out: 'the JSON Lines file to write', all: 'also blocks that failed validation', python: 'interpreter whose installed versions pin the requirements' },
   library: { python: 'interpreter whose installed versions pin the requirements (default /usr/bin/python3)' },
   requirements: { python: 'interpreter that says which distribution provides an import (default /usr/bin/python3)' },

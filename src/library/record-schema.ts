@@ -49,7 +49,7 @@ const validation = {
       category: { ...nullable('string'), description: 'failure category (syntax, missing-extern, needs-args, …)' },
       error: nullable('string'),
       args: { type: ['object', 'null'], description: 'constructor arguments used' },
-      argumentsSource: { enum: ['witness', 'call-site', 'config-table', 'guess'], description: 'where the arguments came from' },
+      argumentsSource: { enum: ['user', 'witness', 'call-site', 'config-table', 'guess'], description: 'where the arguments came from' },
       input_shapes: shapes,
       output_shapes: shapes,
       params: nullable('integer'),
@@ -58,6 +58,7 @@ const validation = {
       envId: { ...str, description: 'validation environment id' },
       python: str,
       environment,
+      torchRequired: { type: 'object', required: ['spec', 'file', 'line'], properties: { spec: str, file: str, line: int }, description: "a torch-version failure: the repository's declared torch requirement" },
       equivalence: { type: 'object', required: ['status'], properties: { status: stageStatus, reason: str, maxAbsDiff: { type: 'number' } } },
       namespace: {
         type: 'object',

@@ -202,6 +202,40 @@ export function compareRelease(a: string, b: string): number {
   return 0;
 }
 
+/** Whether an installed version meets a PEP 508 requirement's version specifiers
+ *  (`torch>=2.0,<3`; PEP 440 "Version specifiers": `==` (with a `.*` prefix match), `!=`,
+ *  `<`, `<=`, `>`, `>=`, `~=`, `===`), compared on release segments (pre-, post- and local
+ *  labels ignored: `1.13.0a0+gitunknown` is 1.13.0). A requirement without specifiers, or
+ *  one nnrag cannot read (a URL, markers only), is met. */
+export function meetsSpecifier(version: string, requirement: string): boolean {
+  const body = requirement.replace(/;.*$/, '').replace(/^\s*[A-Za-z0-9][A-Za-z0-9._-]*\s*(\[[^\]]*\])?/, '').replace(/[()]/g, '').trim();
+  if (!body || body.startsWith('@')) return true;
+  for (const clause of body.split(',')) {
+    const m = /^\s*(===|==|!=|~=|<=|>=|<|>)\s*([^\s,]+)\s*$/.exec(clause);
+    if (!m) continue;
+    const [, op, want] = m;
+    if ((op === '==' || op === '!=') && want.endsWith('.*')) {
+      const prefix = want.slice(0, -2).split('.');
+      const have = (/^\s*v?(\d+(?:\.\d+)*)/.exec(version)?.[1] ?? '').split('.');
+      const same = prefix.every((p, i) => Number(p) === Number(have[i] ?? 0));
+      if (same !== (op === '==')) return false;
+      continue;
+    }
+    const c = compareRelease(version, want);
+    const ok =
+      op === '>=' ? c >= 0 : op === '>' ? c > 0 : op === '<=' ? c <= 0 : op === '<' ? c < 0 : op === '!=' ? c !== 0 : op === '~=' ? c >= 0 && compatibleUpper(version, want) : c === 0;
+    if (!ok) return false;
+  }
+  return true;
+}
+
+/** `~=X.Y.Z` also requires the same X.Y (PEP 440 "Compatible release"). */
+function compatibleUpper(version: string, want: string): boolean {
+  const w = want.split('.');
+  const prefix = w.slice(0, Math.max(1, w.length - 1)).join('.');
+  return meetsSpecifier(version, `x==${prefix}.*`);
+}
+
 /** De-duplicated, sorted PEP 508 lines (requirements.txt body) for some requirements. */
 export function requirementLines(reqs: readonly Requirement[]): string[] {
   const lines = new Map<string, string>();

@@ -7,3 +7,4 @@ export { doctor } from './doctor.js';
 export { createRootfs, BASE_PACKAGES, type CreateRootfsOptions } from './rootfs.js';
 export { syncEnvironment, storeNeeds, readManifest, installedDebianPackages, type EnvManifest, type EnvNeed, type ManifestEntry, type SyncResult } from './env-packages.js';
 export { toRecord, forStorage, validationKey, passesStages, MAX_STORED_ERROR, type ValidationRecord } from './record.js';
+export { userWitness, parseInputShapes, USER_ENTRY } from './user-inputs.js';

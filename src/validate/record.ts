@@ -13,6 +13,9 @@ export type ValidationRecord = Pick<
   /** a missing-extern failure as a requirement (missing.ts): module, distribution, Debian
    *  package, whether the environment could have it */
   missing?: import('./missing.js').MissingRequirement;
+  /** a torch-version failure: the torch requirement the block's repository declares
+   *  (its packaging files, library/repo-requirements.ts), the version that has the API */
+  torchRequired?: { spec: string; file: string; line: number };
 };
 
 /** Longest error message a stored record keeps. */

@@ -16,6 +16,9 @@ export type StageStatus = 'pass' | 'fail' | 'skip';
 export type FailureCategory =
   | 'syntax'
   | 'missing-extern'
+  /** torch lacks an API the block uses (`module 'torch' has no attribute 'compiler'`):
+   *  another torch version has it */
+  | 'torch-version'
   | 'unresolved-name'
   | 'native-extension'
   | 'needs-args'
@@ -104,10 +107,11 @@ export interface EquivalenceResult {
   maxAbsDiff?: number;
 }
 
-/** Where the constructor arguments that were used came from: an observed call of the
+/** Where the constructor arguments that were used came from: the user (`--args`,
+ *  `--input-shape`), an observed call of the
  *  original (witness, issue 11), a call site in the corpus, an entry of a configuration
  *  table, or defaults and guesses from annotations. */
-export type ArgumentsSource = 'witness' | 'call-site' | 'config-table' | 'guess';
+export type ArgumentsSource = 'user' | 'witness' | 'call-site' | 'config-table' | 'guess';
 
 /** A value as JSON carries it. */
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
