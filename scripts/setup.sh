@@ -5,6 +5,9 @@
 # (`nnrag env create` builds root filesystems with it; a CI test builds a small one),
 # Chromium for the web catalog's browser test,
 # bubblewrap for the sandbox, git, then the npm dependencies, then the build.
+# The dependencies whose install scripts run (better-sqlite3's native binding,
+# tree-sitter-python's) are declared in package.json `allowScripts` (npm 11's policy),
+# so npm ci installs them without a warning.
 # Safe to run again: apt is skipped when the packages are already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."

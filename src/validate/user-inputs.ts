@@ -56,7 +56,7 @@ export function parseInputShapes(values: readonly string[]): unknown[] {
 }
 
 function shapeTensor(text: string, shown: string): unknown {
-  const dims = text.split(/[,x×\s]+/).filter(Boolean).map(Number);
+  const dims = text.split(/[,\s]+/).filter(Boolean).map(Number);
   if (!dims.length || dims.some((d) => !Number.isInteger(d) || d < 0 || d > 1 << 20)) throw new UsageError(`--input-shape ${shown}: give whole numbers, e.g. --input-shape 1,3,224,224`);
   return { $tensor: dims, dtype: 'float32' };
 }
