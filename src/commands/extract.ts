@@ -6,6 +6,7 @@
 // `<out>/failed/` with a JSON record of the failing stage, category and error; without
 // validation to `<out>/extracted/` (`extractBlocks`). Results are cached by module
 // content and validation environment, so re-validating an unchanged module is free.
+import { envFor, envPython } from '../environment/pypi.js';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { RepoSpec } from '../config/repos.js';
@@ -413,6 +414,29 @@ export async function extractAndValidate(ws: Workspace, ids: string[], opts: Pip
       const sites = { callSites: callSites(ws, id), dataSites: dataSites(ws, id) };
       return { seeds: slimSeeds(sites, prev.validation?.args), entry: slimEntry(sites, prev.validation?.args), proven: new Set(prev.emission.proven ?? []) };
     });
+  }
+  // --env DIR with repositories in environments of their own (their requirements do not
+  // resolve with the others'): each group of blocks validates in its repository's
+  // environment (environment/pypi.ts `envFor`), in the order given
+  if (opts.pool?.env && !opts.pool.python && !opts.validator) {
+    const envDir = opts.pool.env;
+    const byEnv = new Map<string, string[]>();
+    for (const id of ids) {
+      const dir = envFor(envDir, ws.blockModule(id)?.mod.repo);
+      byEnv.set(dir, [...(byEnv.get(dir) ?? []), id]);
+    }
+    const records = new Map<string, BlockRecord>();
+    let done = 0;
+    for (const [dir, group] of byEnv) {
+      const rs = await extractAndValidate(ws, group, {
+        ...opts,
+        pool: { ...opts.pool, env: dir, python: envPython(dir) },
+        onProgress: opts.onProgress ? (_d, _t, r) => opts.onProgress!(++done, ids.length, r) : undefined,
+      });
+      for (const r of rs) records.set(r.id, r);
+      if (byEnv.size === 1) return rs;
+    }
+    return ids.map((id) => records.get(id)).filter((r): r is BlockRecord => !!r);
   }
   const required = opts.required ?? [...DEFAULT_REQUIRED_STAGES];
   const pool = opts.validator ?? (await startRemembering(ws.store, { ...opts.pool, onWarning: opts.onWarning }));

@@ -12,9 +12,10 @@
 // for another request) are ignored.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { rmSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { defaultEnvDir, envPython } from '../environment/pypi.js';
 import { NnragError } from '../util/errors.js';
 import { WorkerPool, type PoolWorker } from '../util/pool.js';
 import {
@@ -613,10 +614,12 @@ export async function resolveEnvironment(opts: PoolOptions): Promise<Resolved> {
     if (!probe.torch_spec) throw new NnragError(`${python} inside ${rootfs} has no torch (install python3-torch there; see createRootfs)`);
     return { python, probe, rootfs, sandbox, bwrap: bw.path, limits };
   }
-  const loc = await locatePython(opts.python, true);
-  const named = opts.python ?? process.env.NNRAG_PYTHON;
-  if (!loc && named) throw new NnragError(`cannot run the Python interpreter ${named}${opts.python ? '' : ' (from NNRAG_PYTHON)'}`);
-  if (!loc) throw new NnragError('no Python with torch found: pass --python, set NNRAG_PYTHON, or install python3-torch');
+  if (opts.env && !opts.python && !existsSync(envPython(opts.env))) throw new NnragError(`--env ${opts.env}: no virtual environment there (make one with: nnrag env create ${opts.env} --store S)`);
+  const explicit = opts.python ?? (opts.env ? envPython(opts.env) : undefined);
+  const loc = await locatePython(explicit, true);
+  const named = explicit ?? process.env.NNRAG_PYTHON;
+  if (!loc && named) throw new NnragError(`cannot run the Python interpreter ${named}${explicit ? '' : ' (from NNRAG_PYTHON)'}`);
+  if (!loc) throw new NnragError(`no Python with torch found: make a PyPI environment (nnrag env create ${defaultEnvDir()}, or run scripts/setup.sh), or pass --env DIR / --python PY, or set NNRAG_PYTHON`);
   if (loc.torchError) throw new NnragError(`${loc.python} cannot import torch: ${loc.torchError}`);
   return { python: loc.python, probe: loc.probe, rootfs: null, sandbox, bwrap: bw?.path ?? null, limits };
 }

@@ -196,6 +196,9 @@ export interface PoolOptions {
   sandbox?: boolean;
   /** run the interpreter inside this root filesystem (see createRootfs) */
   rootfs?: string;
+  /** a PyPI environment folder made by `nnrag env create` (its shared virtual environment's
+   *  interpreter; the pipeline picks a repository's own group where it has one) */
+  env?: string;
   /** address space a candidate may add on top of the worker (interpreter + torch); default 2048 */
   memoryMb?: number;
   /** CPU seconds per candidate; default 30 */
