@@ -15,8 +15,10 @@ export interface AdviceInput {
   torchRequired?: { spec: string; file: string; line: number };
 }
 
-/** The way to build an environment with what the store needs, where Debian lacks it. */
-export const ENVIRONMENT_STEP = '`nnrag env create DIR --store S` (add `--wheels W` for what Debian does not package), then validate with `--rootfs DIR`; or a PyPI virtual environment given with `--python`';
+/** The way to build an environment with what the store needs, where Debian lacks it or
+ *  another version is needed: a PyPI environment (`env create`, src/environment/pypi.ts),
+ *  offline from local wheels with `--wheels W`; or any virtual environment with `--python`. */
+export const ENVIRONMENT_STEP = '`nnrag env create DIR --store S` (a PyPI environment; `--wheels W` installs from local wheels), then validate with `--env DIR`; or a virtual environment of your own given with `--python`';
 
 /** The next step for a failure, or null when nnrag has none to give. `id` is put into the
  *  commands it prints (default `ID`). */

@@ -31,6 +31,7 @@ const environment = {
     python: { ...str, description: 'Python version' },
     torch: { ...str, description: 'torch version as imported' },
     rootfs: str, interpreter: str, venv: str,
+    lock: { ...str, description: 'digest of the lock of a PyPI environment nnrag made' },
     distributions: { type: 'array', items: str, description: 'name==version of the distributions the block imports, torch included' },
     unpinned: { type: 'array', items: str, description: 'imports no installed distribution provides by name (required unversioned)' },
   },

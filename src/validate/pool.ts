@@ -15,7 +15,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { defaultEnvDir, envPython } from '../environment/pypi.js';
+import { defaultEnvDir, envPython, lockDigestOf } from '../environment/pypi.js';
 import { NnragError } from '../util/errors.js';
 import { WorkerPool, type PoolWorker } from '../util/pool.js';
 import {
@@ -363,6 +363,9 @@ export function environmentFactsOf(p: ProbedEnvironment, info: WorkerInfo): Envi
   };
   if (env.rootfs) facts.rootfs = env.rootfs;
   if (venv) facts.venv = venv;
+  // a PyPI environment nnrag made: its lock (what the environment id is made of)
+  const lock = !env.rootfs && probe?.prefix ? lockDigestOf(probe.prefix) : null;
+  if (lock) facts.lock = lock;
   return facts;
 }
 

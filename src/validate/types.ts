@@ -161,8 +161,8 @@ export interface ValidationResult {
 }
 
 /** The facts of one validation environment, from its probe (`harness.py --probe`) and its
- *  workers (torch's and Python's versions as imported). A lock digest of a PyPI
- *  environment can be added here later (the probe of the environment that ran). */
+ *  workers (torch's and Python's versions as imported), with the lock digest of a PyPI
+ *  environment nnrag made. */
 export interface EnvironmentFacts {
   /** the environment id (environmentId): same id, same stored validation */
   id: string;
@@ -179,6 +179,8 @@ export interface EnvironmentFacts {
   interpreter?: string;
   /** sys.prefix when it differs from base_prefix (a virtual environment, PEP 405) */
   venv?: string;
+  /** digest of the lock of a PyPI environment `nnrag env create` made (nnrag-lock.txt) */
+  lock?: string;
   /** installed distributions (`name==version`, PEP 503 names) of the modules the block
    *  imports, torch included: what the block was tested with */
   distributions?: string[];

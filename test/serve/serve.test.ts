@@ -168,13 +168,13 @@ describe('catalog server', () => {
     const miss = { module: 'kornia_rs', distribution: 'kornia-rs', debian: 'python3-kornia-rs', candidate: null, installed: false, verdict: 'no-package' as const };
     const none = nextStep({ category: 'missing-extern', error: "No module named 'kornia_rs'", missing: miss })!;
     assert.doesNotMatch(none, /apt-get install/, 'a package Debian does not have is never recommended');
-    assert.match(none, /Debian has no package.*nnrag env create DIR --store S.*--wheels.*--python/);
+    assert.match(none, /Debian has no package.*nnrag env create DIR --store S.*--wheels.*--env DIR.*--python/);
     const has = nextStep({ category: 'missing-extern', error: "No module named 'einops'", missing: { ...miss, module: 'einops', distribution: 'einops', debian: 'python3-einops', candidate: '0.8.1-1', verdict: 'lacks' } })!;
     assert.match(has, /apt-get install python3-einops` \(Debian 0\.8\.1-1\)/);
     // a torch API another torch version has: the repository's declared torch is named
     const tv = nextStep({ category: 'torch-version', error: "AttributeError: module 'torch' has no attribute 'compiler'", torchRequired: { spec: 'torch>=2.0', file: 'setup.py', line: 12 } })!;
     assert.match(tv, /lacks `compiler`; the repository declares `torch>=2\.0` \(setup\.py:12\).*nnrag env create DIR --store S/);
-    assert.match(nextStep({ category: 'runtime-error', error: "TypeError: __init__() got an unexpected keyword argument 'bias' (torch.nn.LayerNorm)" })!, /--rootfs/);
+    assert.match(nextStep({ category: 'runtime-error', error: "TypeError: __init__() got an unexpected keyword argument 'bias' (torch.nn.LayerNorm)" })!, /nnrag env create DIR --store S.*--env DIR/);
     assert.match(nextStep({ category: 'needs-args', error: 'TypeError: missing 1 required positional argument' })!, /--args/);
     assert.match(nextStep({ category: 'forward-shape', error: 'RuntimeError: shape mismatch' })!, /--input-shape/);
     assert.match(nextStep({ category: 'timeout', error: 'no answer' })!, /--timeout/);
