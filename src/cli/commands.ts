@@ -163,6 +163,12 @@ function blockLine(r: ExtractionRecord): string {
       if (step) more.push(`    next: ${step.replace(/`/g, '')}`);
     }
   }
+  // validated in several environments: how many it passed in, and where this run failed
+  const envs = Object.values(r.validations ?? {});
+  if (envs.length > 1) {
+    const failedIn = envs.filter((e) => !e.ok);
+    status += `  [passed in ${envs.length - failedIn.length} of ${envs.length} environments${failedIn.length ? `; failed in ${failedIn.map((e) => `${e.label}: ${e.category ?? 'failed'}`).join('; ')}` : ''}]`;
+  }
   const em = r.emission;
   const prof = em?.profile === 'slim' && em.faithfulLines && em.faithfulLines !== r.lines ? ` (slim; faithful ${em.faithfulLines})` : em?.fallbackReason ? ' (faithful: slim did not validate)' : '';
   return [`${r.ok ? '✓' : '✗'} ${r.id}  ${r.lines} lines${prof}  ${r.ms.toFixed(1)} ms  ${status}${r.file ? `  → ${r.file}` : ''}`, ...more].join('\n');

@@ -10,6 +10,7 @@ import { before, describe, test } from 'node:test';
 import { IndexStore } from '../../src/store/store.js';
 import { getExtraction, putExtraction } from '../../src/store/records.js';
 import { addValidation, validationsOf } from '../../src/library/record.js';
+import { compareRelease } from '../../src/library/requirements.js';
 import { exportBlock, mergeRequirements, requirementName, snakeCase } from '../../src/export/export.js';
 import { NnragError, UsageError } from '../../src/util/errors.js';
 import { repoRoot, tempDir } from '../helpers.js';
@@ -152,7 +153,7 @@ describe('export into a project', () => {
       const rep = await exportBlock(store, WA, { into: proj });
       const hostTorch = /^\d+(?:\.\d+)*/.exec(host.environment!.torch)![0];
       // the lower of the two tested torch versions; einops from the environment that had it
-      const lowest = Number(hostTorch.split('.')[0]) < 2 ? hostTorch : '2.6.0';
+      const lowest = compareRelease(hostTorch, '2.6.0') < 0 ? hostTorch : '2.6.0';
       assert.deepEqual(rep.added, ['einops>=0.8.1', `torch>=${lowest}`]);
       const text = readFileSync(rep.file, 'utf8');
       assert.match(text, /^# Tested with: python 3\.13\.5, torch 2\.6\.0\+cpu, einops 0\.8\.1 \(\/srv\/envs\/t26\)$/m);
