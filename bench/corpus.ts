@@ -5,8 +5,9 @@
 // issues ask for "per repository, before and after".
 //
 // usage: node dist/bench/corpus.js CONFIG [--store DIR] [--repos a/b,c/d] [--no-validate]
-//        [--workers N] [--rootfs DIR] [--json FILE] [--validate-repos a/b,c/d] [--no-witnesses] [--profile slim|faithful]
-// --rootfs validates in a root filesystem made by `nnrag env create` (and `env sync --store`).
+//        [--workers N] [--env DIR | --python PY | --rootfs DIR] [--json FILE] [--validate-repos a/b,c/d] [--no-witnesses] [--profile slim|faithful]
+// --env validates in a PyPI environment made by `nnrag env create DIR --store S` (each
+// repository in its group's environment); --rootfs in a Debian root filesystem (`env create --debian`).
 // With the slim profile (the default) a second table gives the emitted lines per
 // repository: faithful and the module kept (slim where it validated), median / p90 / max,
 // and how many blocks fell back to faithful.
@@ -43,7 +44,7 @@ const ids = [...repoOf.keys()].filter((id) => !only || only.includes(repoOf.get(
 const records = await extractAndValidate(ws, ids, {
   validate,
   profile: (opt('--profile') as 'slim' | 'faithful' | undefined) ?? 'slim',
-  pool: { workers: opt('--workers') ? Number(opt('--workers')) : undefined, rootfs: opt('--rootfs') },
+  pool: { workers: opt('--workers') ? Number(opt('--workers')) : undefined, rootfs: opt('--rootfs'), env: opt('--env'), python: opt('--python') },
   onWarning: (m) => console.error(`warning: ${m}`),
   witnesses: !args.includes('--no-witnesses'),
   onHarvest: (repo, h, cached) => {

@@ -326,7 +326,8 @@ export const commands: Record<string, Command> = {
         for (const p of packages) if (!/^[A-Za-z0-9][A-Za-z0-9._-]*(\[[^\]]*\])?\s*([<>=!~].*)?$/.test(p)) throw new UsageError(`--packages: ${JSON.stringify(p)} is not a PEP 508 requirement`);
         if (sub === 'sync' && !existsSync(path.join(target, 'nnrag-env.json')) && !existsSync(path.join(target, 'pyvenv.cfg'))) throw new UsageError(`env sync: ${target} is not an environment nnrag made (use env create)`);
         // the store is read before minutes of downloads: a wrong --store fails at once
-        const needs = withStore ? await withWorkspaceAsync(ctx, (ws) => pypiNeeds(ws, { python, onWarning: warn })) : null;
+        const ws = withStore ? openWorkspace(ctx) : undefined;
+        const needs = ws ? await pypiNeeds(ws, { python, onWarning: warn }) : null;
         const t0 = Date.now();
         const m = await pypiEnv(target, needs, {
           python,
@@ -337,7 +338,7 @@ export const commands: Record<string, Command> = {
           packages,
           native: !ctx.values['no-native'],
           onLog,
-        });
+        }, ws).finally(() => ws?.close());
         const secs = (Date.now() - t0) / 1000;
         const human: string[] = [`${sub === 'create' ? 'environment ready' : 'environment synced'} in ${target} (${secs.toFixed(0)} s); use --env ${target}`];
         for (const g of m.groups) {

@@ -8,7 +8,9 @@ import { createRootfs, doctor as checkEnvironment, storeNeeds, syncEnvironment, 
 import type { Workspace } from '../workspace.js';
 import { requirements } from './requirements.js';
 import { KNOWN_DISTRIBUTIONS } from '../environment/names.js';
-import { syncPyPIEnvironment, type EnvManifestPyPI, type PyPINeeds, type PyPIOptions } from '../environment/pypi.js';
+import { envPython, syncPyPIEnvironment, type EnvManifestPyPI, type PyPINeeds, type PyPIOptions } from '../environment/pypi.js';
+import { KV_KEYS } from '../store/kv.js';
+import { existsSync } from 'node:fs';
 
 /** `nnrag doctor`: the validation environment; with a store (and without a root
  *  filesystem), also the distributions its repositories need that the environment lacks
@@ -63,8 +65,17 @@ export async function pypiNeeds(ws: Workspace, opts: { python?: string; onWarnin
 
 /** `nnrag env create|sync DIR` with the PyPI backend (the default): a virtual environment
  *  made with uv, locked, with the store's requirements (null: torch and the tools). */
-export async function pypiEnv(target: string, needs: PyPINeeds | null, opts: PyPIOptions): Promise<EnvManifestPyPI> {
-  return syncPyPIEnvironment(target, needs, opts);
+export async function pypiEnv(target: string, needs: PyPINeeds | null, opts: PyPIOptions, ws?: Workspace): Promise<EnvManifestPyPI> {
+  const m = await syncPyPIEnvironment(target, needs, opts);
+  if (ws) ws.store.setKV(KV_KEYS.environment, JSON.stringify(target));
+  return m;
+}
+
+/** The PyPI environment made for a store (`env create --store`), when it still exists. */
+export function storeEnvironment(ws: Workspace): string | null {
+  const v = ws.store.getKV(KV_KEYS.environment);
+  const dir = v ? (JSON.parse(v) as string) : null;
+  return dir && existsSync(envPython(dir)) ? dir : null;
 }
 
 /** Top-level module names of the store's indexed repositories → repository. */

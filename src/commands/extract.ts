@@ -6,6 +6,7 @@
 // `<out>/failed/` with a JSON record of the failing stage, category and error; without
 // validation to `<out>/extracted/` (`extractBlocks`). Results are cached by module
 // content and validation environment, so re-validating an unchanged module is free.
+import { storeEnvironment } from './environment.js';
 import { envFor, envPython } from '../environment/pypi.js';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
@@ -414,6 +415,11 @@ export async function extractAndValidate(ws: Workspace, ids: string[], opts: Pip
       const sites = { callSites: callSites(ws, id), dataSites: dataSites(ws, id) };
       return { seeds: slimSeeds(sites, prev.validation?.args), entry: slimEntry(sites, prev.validation?.args), proven: new Set(prev.emission.proven ?? []) };
     });
+  }
+  // no interpreter named: the PyPI environment `env create --store` made for this store
+  if (!opts.validator && !opts.pool?.python && !opts.pool?.env && !opts.pool?.rootfs) {
+    const made = storeEnvironment(ws);
+    if (made) opts = { ...opts, pool: { ...opts.pool, env: made } };
   }
   // --env DIR with repositories in environments of their own (their requirements do not
   // resolve with the others'): each group of blocks validates in its repository's

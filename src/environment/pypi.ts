@@ -17,7 +17,7 @@
 // declared requirements name), and the manifest says which (`envFor`).
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, readdirSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { NnragError } from '../util/errors.js';
@@ -476,7 +476,6 @@ async function buildNative(uv: string, env: string, b: NativeBuild, torchVersion
     const tmp = `${cacheDir}.tmp-${process.pid}`;
     rmSync(tmp, { recursive: true, force: true });
     mkdirSync(tmp, { recursive: true });
-    // the build copies the sources: a checkout stays untouched (its build/ folder too)
     const py = envPython(env);
     const pip = await runCmd(uv, ['pip', 'install', '--python', py, 'setuptools', 'wheel', 'ninja', ...(opts.offline ? ['--offline'] : [])], { env: uvEnv() });
     if (pip.code !== 0) {
@@ -484,13 +483,24 @@ async function buildNative(uv: string, env: string, b: NativeBuild, torchVersion
       return;
     }
     const jobs = String(Math.max(1, os.cpus().length));
-    const r = await runCmd(py, ['-m', 'pip', '--version'], {});
-    const builder = r.code === 0 ? [py, ['-m', 'pip', 'wheel', '--no-deps', '--no-build-isolation', '-w', tmp, b.dir]] : [uv, ['build', '--wheel', '--no-build-isolation', '--python', py, '--out-dir', tmp, b.dir]];
-    const build = await runCmd(builder[0] as string, builder[1] as string[], {
-      env: uvEnv({ FORCE_CUDA: '0', CUDA_VISIBLE_DEVICES: '', MAX_JOBS: jobs, TORCH_CUDA_ARCH_LIST: '', VIRTUAL_ENV: env, PATH: `${path.join(env, 'bin')}:${process.env.PATH ?? ''}` }),
-      onLine: opts.onLog ? (l) => /^(building|running build|\[\d+\/\d+\])/.test(l.trim()) && opts.onLog!(`    ${l.trim().slice(0, 160)}`) : undefined,
-      timeoutMs: 3 * 3_600_000,
-    });
+    // the build runs on a copy: a checkout stays untouched (no build/ or egg-info in it)
+    const src = path.join(tmp, 'src');
+    cpSync(b.dir, src, { recursive: true, filter: (p) => path.basename(p) !== '.git' });
+    const builder: [string, string[]] = [uv, ['build', '--wheel', '--no-build-isolation', '--python', py, '--out-dir', tmp, src]];
+    const runBuild = () =>
+      runCmd(builder[0], builder[1], {
+        env: uvEnv({ FORCE_CUDA: '0', CUDA_VISIBLE_DEVICES: '', MAX_JOBS: jobs, TORCH_CUDA_ARCH_LIST: '', VIRTUAL_ENV: env, PATH: `${path.join(env, 'bin')}:${process.env.PATH ?? ''}` }),
+        onLine: opts.onLog ? (l) => /^(building|running build|\[\d+\/\d+\])/.test(l.trim()) && opts.onLog!(`    ${l.trim().slice(0, 160)}`) : undefined,
+        timeoutMs: 3 * 3_600_000,
+      });
+    let build = await runBuild();
+    // a legacy setup.py that imports pkg_resources needs a setuptools from before its
+    // removal (setuptools 81): installed for the build, and the build tried once more
+    if (build.code !== 0 && /No module named 'pkg_resources'/.test(build.stderr + build.stdout)) {
+      opts.onLog?.('    the build imports pkg_resources: building again with setuptools<81');
+      const old = await runCmd(uv, ['pip', 'install', '--python', py, 'setuptools<81', ...(opts.offline ? ['--offline'] : [])], { env: uvEnv() });
+      if (old.code === 0) build = await runBuild();
+    }
     const built = existsSync(tmp) ? readdirSync(tmp).filter((f) => f.endsWith('.whl')) : [];
     if (build.code !== 0 || !built.length) {
       rmSync(tmp, { recursive: true, force: true });

@@ -63,7 +63,9 @@ export function nextStep(v: AdviceInput | null | undefined, id = 'ID'): string |
     case 'memory':
       return `the check ran out of memory: \`nnrag validate ${id} --force --memory 8192\``;
     case 'native-extension':
-      return 'the block needs a compiled extension of its repository (CUDA or C++ ops), which a standalone module cannot carry';
+      return "the block needs a compiled extension of its repository (CUDA or C++ ops), which a standalone module cannot carry: `nnrag env create DIR --store S` builds the repository's operators for the CPU where its build can";
+    case 'native-op-no-cpu':
+      return "the block calls a compiled operator that has no CPU kernel: it runs only where the repository's GPU build does";
     default:
       return null;
   }

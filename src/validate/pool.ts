@@ -560,7 +560,10 @@ export class ValidatorPool {
       output_shapes: msg.output_shapes ?? null,
       params: msg.params ?? null,
       layers: msg.layers,
-      usage: typeof msg.usage === 'string' ? msg.usage.slice(0, 2000) : undefined,
+      // a snippet is recorded whole or not at all (a cut one would not parse)
+      usage: typeof msg.usage === 'string' && msg.usage.length <= 2000 ? msg.usage : undefined,
+      usageCheck: msg.usageCheck === 'ran' || msg.usageCheck === 'values' ? msg.usageCheck : undefined,
+      usageSkipped: typeof msg.usageSkipped === 'string' ? msg.usageSkipped.slice(0, 200) : undefined,
       argumentsSource: typeof msg.argumentsSource === 'string' ? msg.argumentsSource : undefined,
       harvest: msg.harvest,
       witnessSkipped: Array.isArray(msg.witnessSkipped) ? msg.witnessSkipped.map(String).slice(0, 3) : undefined,
@@ -579,7 +582,7 @@ export class ValidatorPool {
     const out: ValidationResult = { id: job.req.id, ok, ...r, envId: this.envId };
     if (!this.env.rootfs) out.python = this.env.python;
     if (this.facts) out.environment = this.facts;
-    for (const k of ['layers', 'equivalence', 'namespace', 'traceback', 'output', 'usage', 'argumentsSource', 'harvest', 'witnessSkipped'] as const) if (out[k] === undefined) delete out[k];
+    for (const k of ['layers', 'equivalence', 'namespace', 'traceback', 'output', 'usage', 'usageCheck', 'usageSkipped', 'argumentsSource', 'harvest', 'witnessSkipped'] as const) if (out[k] === undefined) delete out[k];
     return out;
   }
 

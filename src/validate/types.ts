@@ -21,6 +21,7 @@ export type FailureCategory =
   | 'torch-version'
   | 'unresolved-name'
   | 'native-extension'
+  | 'native-op-no-cpu'
   | 'needs-args'
   | 'forward-shape'
   | 'runtime-error'
@@ -141,8 +142,17 @@ export interface ValidationResult {
   /** module type → count in the instantiated block, for specs */
   layers?: Record<string, number>;
   /** the construction and call that passed forward, as Python source
-   *  (`Block(dim=32, num_heads=4)(torch.randn(2, 16, 32))`); null when a value has no plain spelling */
+   *  (`Block(dim=32, num_heads=4)(torch.randn(2, 16, 32))`, after `import` lines of a few
+   *  standard modules when its values need them), rendered from the recorded values,
+   *  checked with `ast` and run as written before it is recorded (snippet.py); null when a
+   *  value has no plain spelling or the run failed */
   usage?: string | null;
+  /** how the usage was checked: run as written (`ran`), or its argument and input
+   *  expressions evaluated and equal to the validated values (`values`: building the block
+   *  again did not fit in the time left) */
+  usageCheck?: 'ran' | 'values';
+  /** why no usage snippet was recorded (a value without a plain spelling, the snippet's error) */
+  usageSkipped?: string;
   equivalence?: EquivalenceResult;
   namespace?: NamespaceResult;
   /** Python traceback of the failure, trimmed */

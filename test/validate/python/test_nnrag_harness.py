@@ -276,6 +276,10 @@ class ClassifyTest(unittest.TestCase):
         self.assertEqual(c.classify(ModuleNotFoundError("No module named 'x'", name="x"), "import"), "missing-extern")
         self.assertEqual(c.classify(NameError("y"), "import"), "unresolved-name")
         self.assertEqual(c.classify(MemoryError(), "forward"), "memory")
+        # a compiled operator registered without a CPU kernel (torch's dispatcher message)
+        self.assertEqual(c.classify(NotImplementedError("Could not run 'mmcv::ms_deform_attn' with arguments from the 'CPU' backend. This could be because the operator doesn't exist for this backend"), "forward"), "native-op-no-cpu")
+        self.assertEqual(c.classify(RuntimeError("Not implemented on the CPU"), "forward"), "native-op-no-cpu")
+        self.assertEqual(c.classify(RuntimeError("boom"), "forward"), "runtime-error")
 
 
 class SourcesTest(unittest.TestCase):

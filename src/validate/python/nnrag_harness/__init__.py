@@ -9,6 +9,8 @@
 #   arguments- guesses by name / annotation; arg_candidates orders the sources' plans and
 #              refines them; values mapped to the original's objects
 #   inputs   - forward-input candidates from layers, widths and token counts; shape repair
+#   snippet  - the usage snippet: rendered from recorded values through a whitelist IR,
+#              checked with ast, run (or its values compared) before it is recorded
 #   values   - encode / decode recorded Python values (constructor arguments, forward
 #              inputs) as JSON: numbers, strings, tuples, classes, partials, tensors by
 #              shape and statistics, nested modules by their own construction, objects

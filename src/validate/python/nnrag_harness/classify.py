@@ -50,6 +50,11 @@ class Classifier:
             return "runtime-error"
         if isinstance(e, NameError) and not isinstance(e, UnboundLocalError):
             return "unresolved-name"
+        if NO_CPU_KERNEL.search(msg):
+            # a compiled operator without a CPU kernel (torch's dispatcher: "Could not run
+            # 'ns::op' with arguments from the 'CPU' backend"; extensions that raise
+            # "not implemented on CPU"): the block needs a GPU build, it is not broken
+            return "native-op-no-cpu"
         if any("cpp_extension" in f for f in tb_files):
             return "native-extension"
         if isinstance(e, ImportError):
@@ -96,6 +101,7 @@ TORCH_ATTR = re.compile(r"module 'torch(\.[\w.]+)?' has no attribute")
 TORCH_MODULE = re.compile(r"torch\.")
 # `cannot import name 'x' from 'torch.y'` (ImportError.name is the module there)
 TORCH_IMPORT = re.compile(r"cannot import name '\w+' from 'torch(\.[\w.]+)?'")
+NO_CPU_KERNEL = re.compile(r"Could not run '[^']+' with arguments from the 'CPU' backend|not (?:yet )?implemented (?:on|for) (?:the )?CPU", re.I)
 SHAPE_LINE = re.compile(r"shape|size|dim|\bH\b|\bW\b|len\(|numel|channels", re.I)
 
 

@@ -448,7 +448,7 @@ class Worker:
                         res["traceback"] = ev["traceback"]
                 current = None
             elif k == "info":
-                for key in ("args", "input_shapes", "output_shapes", "params", "layers", "usage", "argumentsSource", "witnessSkipped"):
+                for key in ("args", "input_shapes", "output_shapes", "params", "layers", "usage", "usageCheck", "usageSkipped", "argumentsSource", "witnessSkipped"):
                     if key in ev and ev[key] is not None:
                         res[key] = ev[key]
             elif k == "harvest":
