@@ -43,7 +43,18 @@ export function search(ws: Workspace, query: string, opts: SearchOptions & { env
     if (page.hits.length < PAGE || at + PAGE >= page.total) break;
   }
   const offset = opts.offset ?? 0;
-  return { ...first!, total: hits.length, hits: hits.slice(offset, offset + (opts.limit ?? 20)), ms: performance.now() - t0 };
+  const page = hits.slice(offset, offset + (opts.limit ?? 20));
+  // the entries by class name, of the blocks kept (the ranking's order)
+  const groups = new Map<string, string[]>();
+  for (const h of page) groups.set(h.name, [...(groups.get(h.name) ?? []), h.id]);
+  return {
+    ...first!,
+    total: hits.length,
+    totalGroups: new Set(hits.map((h) => h.name)).size,
+    hits: page,
+    groups: [...groups].map(([name, ids]) => ({ name, ids })),
+    ms: performance.now() - t0,
+  };
 }
 
 /** `nnrag similar`: the `k` blocks nearest to a block (an id or a name naming one block). */
