@@ -11,6 +11,9 @@
 # Chromium for the web catalog's browser test,
 # bubblewrap for the sandbox, git, Redis (the queue of `nnrag queue`/`nnrag worker`; its
 # test starts its own server on loopback), then the npm dependencies, then the build.
+# The dependencies whose install scripts run (better-sqlite3's native binding,
+# tree-sitter-python's, msgpackr-extract's prebuilt loader for bullmq) are declared in
+# package.json `allowScripts` (npm 11's policy), so npm ci installs them without a warning.
 # Safe to run again: apt is skipped when the packages are already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."

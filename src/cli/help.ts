@@ -66,7 +66,12 @@ export const FLAGS: Record<string, string> = {
   'stalled-interval': 'seconds between checks for stalled jobs (default 30)',
   'exit-when-drained': 'stop when no job is waiting, delayed or active (default: run until SIGINT/SIGTERM)',
   host: 'loopback address to listen on (127.0.0.1 or ::1; other addresses are refused)',
+  args: 'constructor arguments to try first, as JSON ({"dim": 64}, [64, 4] or {"args": [...], "kwargs": {...}}) or @FILE; for named blocks',
+  'input-shape': 'a forward input to try first: its shape (1,3,224,224, a float32 tensor), or @FILE with a JSON list of shapes or encoded tensors; repeat for more positional inputs',
 };
+
+/** `--env` of report and search: a filter on the environments blocks were validated in. */
+const ENV_FILTER = 'only what passed in this validation environment: its id (or 4+ leading characters of it) or part of its label (`torch 2.6`, an environment or --rootfs folder)';
 
 /** Where a flag means something else in one command. */
 export const COMMAND_FLAGS: Record<string, Record<string, string>> = {
@@ -83,9 +88,14 @@ export const COMMAND_FLAGS: Record<string, Record<string, string>> = {
     'no-native': "do not build the indexed repositories' compiled operators",
   },
   index: { workers: 'parser threads (default: the number of cores; at most that many unless --force-workers)' },
-  search: { all: 'include blocks that failed validation (left out by default)', limit: 'number of results (default 20)' },
+  search: {
+    all: 'include blocks that failed validation (left out by default; with --env: those that failed there)',
+    limit: 'number of results (default 20)',
+    env: ENV_FILTER,
+  },
+  report: { env: ENV_FILTER },
   similar: { limit: 'number of similar blocks (default 10)' },
-  export: { force: 'replace an existing file of the same name', python: 'interpreter whose installed versions pin the requirements (default: the one that validated the block)' },
+  export: { force: 'replace an existing file of the same name', python: 'interpreter whose installed versions pin the requirements (default: the recorded versions of the environments the block passed in)' },
   'export-pairs': { out: 'the JSON Lines file to write', all: 'also blocks that failed validation', python: 'interpreter whose installed versions pin the requirements' },
   library: { python: 'interpreter whose installed versions pin the requirements (default /usr/bin/python3)' },
   requirements: { python: 'interpreter that says which distribution provides an import (default /usr/bin/python3)' },

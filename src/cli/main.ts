@@ -140,8 +140,11 @@ export async function main(argv: string[]): Promise<number> {
     await ready();
     return await cmd.run(ctx);
   } catch (e) {
-    if (e instanceof UsageError) {
+    // a block name that names no block is bad usage too (README: exit 2), like an
+    // ambiguous one; --json still gets the error object
+    if (e instanceof UsageError || (e instanceof NnragError && e.code === 'unknown-block')) {
       process.stderr.write(`nnrag ${name}: ${safeText(e.message)}\n`);
+      if (json && !(e instanceof UsageError)) process.stdout.write(safeJson(JSON.stringify({ error: e.message, code: e.code })) + '\n');
       return 2;
     }
     if (e instanceof NnragError) {

@@ -25,8 +25,9 @@ function fmtParams(n: number | null): string {
 export const commands: Record<string, Command> = {
   search: {
     summary: 'full-text search of the library blocks (names, docstrings, identifiers, layers, categories)',
-    usage: 'nnrag search QUERY [--repo R ...] [--category C ...] [--validated | --all] [--min-params N] [--max-params N] [--limit N]',
+    usage: 'nnrag search QUERY [--repo R ...] [--category C ...] [--validated | --all] [--env ID|LABEL] [--min-params N] [--max-params N] [--limit N]',
     options: {
+      env: { type: 'string' },
       repo: { type: 'string', multiple: true },
       category: { type: 'string', multiple: true },
       validated: { type: 'boolean' },
@@ -43,7 +44,7 @@ export const commands: Record<string, Command> = {
       for (const c of (ctx.values.category as string[] | undefined) ?? []) {
         if (!CATEGORIES.includes(c.toLowerCase() as Category)) throw new UsageError(`--category ${c}: categories are ${CATEGORIES.join(', ')}`);
       }
-      const filtered = ['repo', 'category', 'validated', 'min-params', 'max-params'].some((k) => ctx.values[k] !== undefined);
+      const filtered = ['repo', 'category', 'validated', 'min-params', 'max-params', 'env'].some((k) => ctx.values[k] !== undefined);
       if (!query.trim() && !filtered) throw new UsageError('give a query (nnrag search "window attention") or a filter (--repo, --category, --validated, --min-params, --max-params)');
       const res = withWorkspace(ctx, (ws) =>
         search(ws, query, {
@@ -54,6 +55,7 @@ export const commands: Record<string, Command> = {
           minParams,
           maxParams,
           limit,
+          env: ctx.values.env as string | undefined,
           group: true,
         }),
       );

@@ -19,7 +19,14 @@ export async function doctor(opts: PoolOptions = {}, ws?: Workspace, onWarning?:
   const rep = await checkEnvironment(opts);
   if (!ws || !rep.distributions || rep.rootfs) return rep;
   const installed = new Set(rep.distributions.map((d) => normalizeDistName(d.split('==')[0])));
-  const missing = await environmentGaps(await requirements(ws, { python: rep.python ?? undefined, onWarning }), installed);
+  // installed versions, for the declared specifiers (torch as imported: a source build
+  // may register no distribution)
+  const versions = new Map(rep.distributions.map((d) => [normalizeDistName(d.split('==')[0]), d.split('==')[1] ?? ''] as [string, string]));
+  if (rep.torch) {
+    versions.set('torch', rep.torch);
+    installed.add('torch');
+  }
+  const missing = await environmentGaps(await requirements(ws, { python: rep.python ?? undefined, onWarning }), installed, versions);
   return { ...rep, missing };
 }
 

@@ -15,7 +15,9 @@ import { emitModule, type NamespaceMap } from '../emit/emitter.js';
 import { slimClosure, type SlimResult } from '../emit/slim/slim.js';
 import type { IndexProgress, IndexReport } from '../indexer/indexer.js';
 import { blockFile, libraryDir, placeBlockFile, removeBlockFile, validatedStatus } from '../library/layout.js';
-import { emptyRecord, type BlockRecord, type EmissionProfile } from '../library/record.js';
+import { addValidation, emptyRecord, validationsOf, type BlockRecord, type EmissionProfile } from '../library/record.js';
+import { KNOWN_DISTRIBUTIONS } from '../library/requirements.js';
+import { readDeclaredRequirements } from '../library/repo-requirements.js';
 import { classSignature } from '../resolve/classes.js';
 import { ClosureBuilder } from '../resolve/closure.js';
 import type { Workspace } from '../workspace.js';
@@ -36,12 +38,15 @@ import {
   toRecord,
   forStorage,
   validationKey,
+  factsForBlock,
+  type ValidationRecord,
   type CallSite,
   type DataSite,
   type PoolOptions,
   type Stage,
   type ValidationRequest,
   type ValidationResult,
+  type Witness,
 } from '../validate/index.js';
 import { libraryModules, repoTops, repoWitnesses, witnessesOf, type HarvestResult } from '../validate/witness/index.js';
 import { startRemembering } from './witnesses.js';
@@ -187,6 +192,9 @@ export interface PipelineOptions extends ExtractOptions {
   witnesses?: boolean;
   /** called once per repository harvest (ran or read from the store) */
   onHarvest?: (repo: string, result: HarvestResult, cached: boolean) => void;
+  /** constructor arguments and forward inputs the user gave (validate/user-inputs.ts
+   *  userWitness): tried first for every block validated */
+  userInputs?: Witness;
   /** after each block, with its record */
   onProgress?: (done: number, total: number, record: BlockRecord) => void;
   onWarning?: (msg: string) => void;
@@ -454,6 +462,17 @@ export async function extractAndValidate(ws: Workspace, ids: string[], opts: Pip
   const required = opts.required ?? [...DEFAULT_REQUIRED_STAGES];
   const pool = opts.validator ?? (await startRemembering(ws.store, { ...opts.pool, onWarning: opts.onWarning }));
   const missing = missingLookup({ rootfs: pool.env.rootfs });
+  // the torch requirement each repository declares (its packaging files), read once
+  const torchOf = new Map<string, { spec: string; file: string; line: number } | null>();
+  const declaredTorch = (repo: string | undefined) => {
+    if (!repo) return null;
+    if (!torchOf.has(repo)) {
+      const root = ws.store.getRepo(repo)?.root;
+      const d = root ? readDeclaredRequirements(root).find((r) => r.key === 'torch' && r.group === 'install' && /[<>=~!]/.test(r.spec)) : undefined;
+      torchOf.set(repo, d ? { spec: d.spec, file: d.file, line: d.line } : null);
+    }
+    return torchOf.get(repo)!;
+  };
   try {
     // what the validation environment can import decides whether an interned package
     // used as a module object keeps its import (closure.ts)
@@ -512,6 +531,7 @@ export async function extractAndValidate(ws: Workspace, ids: string[], opts: Pip
             req.witnesses = wits;
             req.witnessRepoTops = repoTops(harvest);
           }
+          if (opts.userInputs) req.witnesses = [opts.userInputs, ...(req.witnesses ?? [])];
           const crossed = [...new Set(record.provenance.map((p) => p.repo))];
           const sysPath = opts.equivalence === false ? null : originalSysPath(ws, id, crossed);
           if (sysPath) req.original = { module: origModule, className: req.className, sysPath };
@@ -525,13 +545,29 @@ export async function extractAndValidate(ws: Workspace, ids: string[], opts: Pip
             result = chosen.result;
           }
           // layers (module type → count in the instantiated block) feed the library spec
-          record.validation = result.layers ? { ...toRecord(result), layers: result.layers } : toRecord(result);
+          const v: ValidationRecord = result.layers ? { ...toRecord(result), layers: result.layers } : toRecord(result);
+          // the environment that ran (a cached result may predate the facts), with the
+          // installed versions of what this block imports: export pins these
+          if (pool.facts) v.environment = factsForBlock(pool.facts, pool.env.probe, record.externs, KNOWN_DISTRIBUTIONS);
           // "environment lacks X" (and whether Debian has X) apart from failures of the block
           if (result.category === 'missing-extern') {
             const m = await missing(result.error);
-            if (m && record.validation) record.validation.missing = m;
+            if (m) v.missing = m;
           }
-          record.ok = passesStages(result, required);
+          // torch lacks an API: the torch the repository declares is the version to use
+          if (result.category === 'torch-version') {
+            const t = declaredTorch(ws.blockModule(id)?.mod.repo);
+            if (t) v.torchRequired = t;
+          }
+          // one validation per environment: a run here replaces this environment's entry
+          // and keeps the others' for the same module text; the block is validated when
+          // it passed in any of them
+          const prev = getExtraction(ws.store, id);
+          const earlier = prev && prev.hash === textHash(text) ? validationsOf(prev.record) : {};
+          const merged = addValidation(earlier, v, passesStages(result, required));
+          record.validation = merged.validation;
+          record.validations = merged.validations;
+          record.ok = merged.ok;
           const status = validatedStatus(record.ok);
           const final = result;
           const placed = placeOrReport(record, () => {

@@ -143,6 +143,8 @@ export interface Probe {
   distributions?: string[];
   /** top-level modules importable from sys.path (the resolver's `importable`) */
   modules?: string[];
+  /** the standard library's top-level module names (sys.stdlib_module_names, 3.10+) */
+  stdlib?: string[];
   torch?: string | null;
   torch_error?: string;
 }

@@ -15,7 +15,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { defaultEnvDir, envPython } from '../environment/pypi.js';
+import { defaultEnvDir, envPython, lockDigestOf } from '../environment/pypi.js';
 import { NnragError } from '../util/errors.js';
 import { WorkerPool, type PoolWorker } from '../util/pool.js';
 import {
@@ -31,7 +31,7 @@ import {
   type Probe,
   type SandboxConfig,
 } from './environment.js';
-import { DEFAULT_REQUIRED_STAGES, STAGES, type Limits, type PoolOptions, type Stage, type StageStatus, type ValidationRequest, type ValidationResult } from './types.js';
+import { DEFAULT_REQUIRED_STAGES, STAGES, type Limits, type PoolOptions, type Stage, type StageStatus, type ValidationRequest, type ValidationResult, type EnvironmentFacts } from './types.js';
 import { passesStages } from './record.js';
 
 const WORKER_START_TIMEOUT_MS = 120000;
@@ -374,9 +374,62 @@ export function environmentIdOf(p: ProbedEnvironment, info: WorkerInfo): string 
   return environmentId({ python: env.probe?.realpath ?? env.python, pythonVersion: info.python, torch: info.torch, sandbox: env.sandbox, rootfs: env.rootfs, probe: env.probe });
 }
 
+/** The facts of a probed environment whose workers reported `info` (types.ts
+ *  EnvironmentFacts), without the per-block distributions (factsForBlock adds them). */
+export function environmentFactsOf(p: ProbedEnvironment, info: WorkerInfo): EnvironmentFacts {
+  const env = p.env;
+  const probe = env.probe;
+  const venv = probe && probe.prefix !== probe.base_prefix ? probe.prefix : undefined;
+  const versions = `python ${info.python}, torch ${info.torch}`;
+  const where = env.rootfs ?? venv;
+  const facts: EnvironmentFacts = {
+    id: environmentIdOf(p, info),
+    label: where ? `${where} (${versions})` : `${env.python} (${versions})`,
+    python: info.python,
+    torch: info.torch,
+    interpreter: env.python,
+  };
+  if (env.rootfs) facts.rootfs = env.rootfs;
+  if (venv) facts.venv = venv;
+  // a PyPI environment nnrag made: its lock (what the environment id is made of)
+  const lock = !env.rootfs && probe?.prefix ? lockDigestOf(probe.prefix) : null;
+  if (lock) facts.lock = lock;
+  return facts;
+}
+
+/** The environment's facts for one block: the installed distributions (probe) that
+ *  provide the block's top-level imports, torch always included. An import maps to the
+ *  distribution named like it (PEP 503 normalisation) or, for the well-known mismatches
+ *  (`PIL` → Pillow), the table `names` gives; an import no distribution provides is left
+ *  out (export names it without a version). */
+export function factsForBlock(facts: EnvironmentFacts, probe: Probe | null, imports: readonly string[], names: Record<string, string> = {}): EnvironmentFacts {
+  const norm = (n: string) => n.toLowerCase().replace(/[-_.]+/g, '-');
+  const installed = new Map<string, string>();
+  for (const d of probe?.distributions ?? []) {
+    const i = d.indexOf('==');
+    if (i > 0) installed.set(norm(d.slice(0, i)), d);
+  }
+  const stdlib = new Set(probe?.stdlib ?? []);
+  const out = new Set<string>();
+  const unpinned: string[] = [];
+  for (const top of new Set(['torch', ...imports.map((m) => m.split('.')[0]).filter((m) => m && !m.startsWith('.'))])) {
+    const hit = installed.get(norm(top)) ?? (names[top] ? installed.get(norm(names[top])) : undefined);
+    if (hit) out.add(hit);
+    else if (top !== 'torch' && !stdlib.has(top) && top !== '__future__') unpinned.push(top);
+  }
+  // torch as the workers imported it (a distribution without dist-info, e.g. a source
+  // build, is still tested)
+  if (![...out].some((d) => d.startsWith('torch=='))) out.add(`torch==${facts.torch}`);
+  const r: EnvironmentFacts = { ...facts, distributions: [...out].sort() };
+  if (unpinned.length) r.unpinned = unpinned.sort();
+  return r;
+}
+
 export class ValidatorPool {
   readonly env: Resolved;
   envId = '';
+  /** what this environment is (EnvironmentFacts without per-block distributions) */
+  facts: EnvironmentFacts | null = null;
   /** ProbedEnvironment.key of this pool's environment */
   envKey = '';
   readonly warnings: string[] = [];
@@ -463,6 +516,7 @@ export class ValidatorPool {
     pool.torch = w0.torch;
     pool.pythonVersion = w0.python;
     pool.envId = environmentIdOf(p, { torch: w0.torch, python: w0.python });
+    pool.facts = environmentFactsOf(p, { torch: w0.torch, python: w0.python });
     pool.envKey = p.key;
     pool.startMs = performance.now() - t0;
     pool.startBreakdown = { environmentMs: tEnv - t0, workersMs: performance.now() - tEnv };
@@ -556,6 +610,7 @@ export class ValidatorPool {
     const ok = passesStages(r, required);
     const out: ValidationResult = { id: job.req.id, ok, ...r, envId: this.envId };
     if (!this.env.rootfs) out.python = this.env.python;
+    if (this.facts) out.environment = this.facts;
     for (const k of ['layers', 'equivalence', 'namespace', 'traceback', 'output', 'usage', 'usageCheck', 'usageSkipped', 'argumentsSource', 'argumentsOrigin', 'harvest', 'witnessSkipped'] as const) if (out[k] === undefined) delete out[k];
     return out;
   }

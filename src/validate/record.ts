@@ -8,11 +8,14 @@ import { DEFAULT_REQUIRED_STAGES, type Stage, type ValidationRequest, type Valid
  *  traceback and output. */
 export type ValidationRecord = Pick<
   ValidationResult,
-  'stages' | 'category' | 'error' | 'args' | 'argumentsSource' | 'argumentsOrigin' | 'input_shapes' | 'output_shapes' | 'params' | 'envId' | 'equivalence' | 'namespace' | 'layers' | 'python' | 'usage' | 'usageCheck'
+  'stages' | 'category' | 'error' | 'args' | 'argumentsSource' | 'argumentsOrigin' | 'input_shapes' | 'output_shapes' | 'params' | 'envId' | 'equivalence' | 'namespace' | 'layers' | 'python' | 'usage' | 'usageCheck' | 'environment'
 > & {
   /** a missing-extern failure as a requirement (missing.ts): module, distribution, Debian
    *  package, whether the environment could have it */
   missing?: import('./missing.js').MissingRequirement;
+  /** a torch-version failure: the torch requirement the block's repository declares
+   *  (its packaging files, library/repo-requirements.ts), the version that has the API */
+  torchRequired?: { spec: string; file: string; line: number };
 };
 
 /** Longest error message a stored record keeps. */
@@ -69,6 +72,7 @@ export function toRecord(r: ValidationResult): ValidationRecord {
     rec.usage = r.usage;
     if (r.usageCheck) rec.usageCheck = r.usageCheck;
   }
+  if (r.environment) rec.environment = r.environment;
   return rec;
 }
 

@@ -22,6 +22,29 @@ function writeTree(root: string, files: Record<string, string>): void {
 const spec = (name: string, p: string, priority = 1) => ({ name, url: null, path: p, priority, paths: [], description: null, packageRoots: null });
 
 describe('discovery', () => {
+  it("a class defined under `if __name__ == '__main__':` is no block; one in its else branch or another `if` is", async () => {
+    const dir = tempDir();
+    const repo = path.join(dir, 'repo');
+    const block = (name: string, indent = '') => `${indent}class ${name}(nn.Module):\n${indent}    def forward(self, x):\n${indent}        return x\n`;
+    writeTree(repo, {
+      'pkg/__init__.py': '',
+      'pkg/script.py':
+        'from torch import nn\n\n' + block('Real') +
+        "\nif __name__ == '__main__':\n    import sys\n" + block('ScriptOnly', '    ') +
+        '\nif ("__main__" == __name__):\n' + block('AlsoScriptOnly', '    ') +
+        "else:\n" + block('ImportedBranch', '    ') +
+        '\nif __name__ != "__main__":\n' + block('OnImport', '    ') +
+        '\nif nn is not None:\n' + block('Conditional', '    '),
+    });
+    const ws = api.Workspace.open(path.join(dir, 'store'));
+    try {
+      await api.index(ws, { repos: [spec('r', repo)] });
+      assert.deepEqual(api.storedBlocks(ws).map((b) => b.name).sort(), ['Conditional', 'ImportedBranch', 'OnImport', 'Real']);
+    } finally {
+      ws.close();
+    }
+  });
+
   it('follows the index: a block added or deleted by re-indexing appears or disappears', async () => {
     const dir = tempDir();
     const repo = path.join(dir, 'repo');

@@ -147,6 +147,7 @@ describe('validation stages', { skip: skip ?? false }, () => {
     'syntax_error.py': ['parse', 'syntax'],
     'compile_error.py': ['compile', 'syntax'],
     'missing_extern.py': ['import', 'missing-extern'],
+    'torch_version.py': ['import', 'torch-version'],
     'unresolved_name.py': ['import', 'unresolved-name'],
     'native_ext.py': ['import', 'native-extension'],
     'needs_args.py': ['instantiate', 'needs-args'],
@@ -188,7 +189,12 @@ describe('validation stages', { skip: skip ?? false }, () => {
   it('gives a storable record and a cache key that follows content and environment', () => {
     const r = results.get('good/conv_block.py')!;
     const rec = toRecord(r);
-    assert.deepEqual(Object.keys(rec).sort(), ['args', 'argumentsSource', 'category', 'envId', 'equivalence', 'error', 'input_shapes', 'output_shapes', 'params', 'python', 'stages', 'usage', 'usageCheck'].sort());
+    assert.deepEqual(Object.keys(rec).sort(), ['args', 'argumentsSource', 'category', 'envId', 'environment', 'equivalence', 'error', 'input_shapes', 'output_shapes', 'params', 'python', 'stages', 'usage', 'usageCheck'].sort());
+    // the facts of the environment that ran: its id, Python's and torch's versions
+    assert.equal(rec.environment!.id, pool.envId);
+    assert.equal(rec.environment!.torch, pool.torch);
+    assert.equal(rec.environment!.python, pool.pythonVersion);
+    assert.ok(rec.environment!.label.includes(`torch ${pool.torch}`), rec.environment!.label);
     // no witnesses here: the arguments came from the block's defaults or a guess
     assert.equal(rec.argumentsSource, 'guess');
     assert.equal(rec.usage, r.usage);

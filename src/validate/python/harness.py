@@ -128,6 +128,8 @@ def probe():
         "torch_spec": spec.origin if spec else None,
         "distributions": installed_distributions(),
         "modules": top_level_modules(),
+        # the standard library's top-level names (Python 3.10+): what needs no distribution
+        "stdlib": sorted(getattr(sys, "stdlib_module_names", ())),
     }
     if "--import-torch" in sys.argv:
         try:

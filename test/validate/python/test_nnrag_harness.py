@@ -399,6 +399,7 @@ class SourcesTest(unittest.TestCase):
 
     def test_source_of(self):
         self.assertEqual(S.source_of("witness 1 x.y"), "witness")
+        self.assertEqual(S.source_of("witness 1 user-supplied"), "user")
         self.assertEqual(S.source_of("call-site 2 guessed=1"), "call-site")
         self.assertEqual(S.source_of("config cfgs['a']"), "config-table")
         self.assertEqual(S.source_of("defaults"), "guess")

@@ -20,7 +20,9 @@
 import collections
 import inspect
 
-SOURCES = ("witness", "call-site", "config-table", "guess")  # ArgumentsSource in types.ts
+SOURCES = ("user", "witness", "call-site", "config-table", "guess")  # ArgumentsSource in types.ts
+# the entry of a witness built from the user's --args / --input-shape (src/validate/user-inputs.ts)
+USER_ENTRY = "user-supplied"
 
 
 class Plan(collections.namedtuple("Plan", "source label args kwargs witness")):
@@ -89,6 +91,8 @@ def source_of(label):
     if not label:
         return None
     head = label.split(" ", 1)[0]
+    if head == "witness" and label.endswith(" " + USER_ENTRY):
+        return "user"
     if head == "witness":
         if label.endswith(" seq"):
             return "guess"

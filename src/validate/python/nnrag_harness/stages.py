@@ -202,6 +202,10 @@ class Stages:
         # (a class built from its defaults: its own candidates first, small widths included)
         k = next((j for j, c in enumerate(cands) if source_of(c[0]) == "guess"), len(cands)) if required0 else len(cands)
         cands = with_inputs + cands[:k] + without + cands[k:]
+        # what the user gave (--args / --input-shape, a witness with entry "user-supplied")
+        # comes before everything else
+        user = [c for c in cands if source_of(c[0]) == "user"]
+        cands = user + [c for c in cands if source_of(c[0]) != "user"]
         if not cands:
             self.fail("instantiate", t_inst, TypeError("cannot guess constructor argument(s): %s" % unguessable), "needs-args")
         params = ctor_params(cls) or []
