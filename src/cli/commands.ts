@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { demo } from '../commands/demo.js';
 import type { Selection } from '../commands/discover.js';
-import { doctor, env, environmentNeeds, pypiEnv, pypiNeeds } from '../commands/environment.js';
+import { doctor, env, environmentNeeds, environmentNextStep, pypiEnv, pypiNeeds } from '../commands/environment.js';
 import { extract, validate, type EmissionProfile, type ExtractionRecord, type PipelineOptions } from '../commands/extract.js';
 import { reportText } from '../library/report.js';
 import { UsageError } from '../util/errors.js';
@@ -227,7 +227,8 @@ export const commands: Record<string, Command> = {
           onProgress: bar.onProgress,
         });
         bar.done();
-        ctx.out(summarize(records, bar.live), records);
+        const next = opts.validate === false || opts.pool?.python || opts.pool?.rootfs ? null : environmentNextStep(ws, records);
+        ctx.out([summarize(records, bar.live), ...(next ? [`next: ${next}`] : [])].join('\n'), records);
         return records.every((r) => r.ok) ? 0 : 1;
       }, !!repos);
     },
