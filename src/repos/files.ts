@@ -58,22 +58,6 @@ export async function listPythonFiles(
 
   const dirWanted = (rel: string) => !patterns || patterns.some((p) => globCouldMatchBelow(p, rel));
 
-  const addFile = async (abs: string, rel: string) => {
-    if (patterns && !pathInScope(patterns, rel)) return;
-    let st;
-    try {
-      st = await stat(abs);
-    } catch (e) {
-      problems.push({ path: rel, problem: unreadable(e, rel) });
-      return;
-    }
-    if (st.size > MAX_PY_FILE_BYTES) {
-      problems.push({ path: rel, problem: `too large (${st.size} bytes > ${MAX_PY_FILE_BYTES})` });
-      return;
-    }
-    files.push({ path: rel, size: st.size, mtimeMs: st.mtimeMs });
-  };
-
   // A file or folder reached by two paths is one file or folder (a repository with two
   // symlinks to each next level would otherwise be walked once per path: exponential).
   // Real entries are walked first; symlinks wait in `later` and are followed afterwards,
@@ -98,7 +82,11 @@ export async function listPythonFiles(
       return;
     }
     seenFiles.set(key, rel);
-    await addFile(abs, rel);
+    if (st.size > MAX_PY_FILE_BYTES) {
+      problems.push({ path: rel, problem: `too large (${st.size} bytes > ${MAX_PY_FILE_BYTES})` });
+      return;
+    }
+    files.push({ path: rel, size: st.size, mtimeMs: st.mtimeMs });
   };
 
   const enter = async (abs: string, rel: string, name: string, real: string) => {
