@@ -11,6 +11,7 @@ import { IndexStore } from '../../src/store/store.js';
 import { exportBlock, mergeRequirements, requirementName, snakeCase } from '../../src/export/export.js';
 import { NnragError, UsageError } from '../../src/util/errors.js';
 import { repoRoot, tempDir } from '../helpers.js';
+import { needsSandbox } from '../support/tier.js';
 import { buildExampleLibrary } from '../search/library-fixture.js';
 
 const bin = path.join(repoRoot, 'dist', 'src', 'cli', 'bin.js');
@@ -43,7 +44,7 @@ describe('requirements merge', () => {
   });
 });
 
-describe('export into a project', () => {
+describe('export into a project', { skip: needsSandbox() }, () => {
   let dir: string;
   let store: IndexStore;
   before(async () => {

@@ -17,6 +17,7 @@ import { escapeHtml, highlightPython } from '../../src/serve/highlight.js';
 import { nextStep, originUrlHtml, startServer, type CatalogServer } from '../../src/serve/server.js';
 import { createHash } from 'node:crypto';
 import { repoRoot, tempDir } from '../helpers.js';
+import { needsSandbox } from '../support/tier.js';
 import { buildExampleLibrary } from '../search/library-fixture.js';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -56,7 +57,7 @@ function get(url: string, headers: Record<string, string> = {}): Promise<{ statu
   });
 }
 
-describe('catalog server', () => {
+describe('catalog server', { skip: needsSandbox() }, () => {
   let dir: string;
   let server: CatalogServer;
   before(async () => {
