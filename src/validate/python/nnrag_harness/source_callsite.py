@@ -6,6 +6,7 @@ import ast
 import inspect
 
 from . import arguments as A
+from .sources import Plan
 
 
 class _Self(object):
@@ -308,7 +309,6 @@ class CallSiteSource(object):
     name = "call-site"
 
     def plans(self, req):
-        from .sources import Plan  # the bundle loads the package's modules in name order
         sites = []
         for i, site in enumerate(req.call_sites or ()):
             r = call_site_arguments(site, req.params, req.mod_globals, 32, 4, req.nn, req.data_ns)
