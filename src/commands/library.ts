@@ -47,7 +47,7 @@ export async function dedupBlocks(ws: Workspace, opts: DedupCommandOptions = {})
 export async function report(ws: Workspace, opts: { dedup?: boolean; html?: string } = {}): Promise<LibraryReport> {
   if (opts.dedup !== false) {
     const d = getDedup(ws.store);
-    if (!d || !d.fresh) await runDedup(ws);
+    if (!d?.fresh) await runDedup(ws);
   }
   const r = buildReport(ws.store, { storeDir: ws.storeDir });
   if (opts.html) writeFileSync(path.resolve(opts.html), reportHtml(r));

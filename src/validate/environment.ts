@@ -239,7 +239,7 @@ export async function locatePython(explicit?: string, fast = false): Promise<{ p
 /** Public: the interpreter nnrag would use and its torch version, or null. */
 export async function findPython(explicit?: string): Promise<{ python: string; torch: string } | null> {
   const r = await locatePython(explicit, false);
-  if (!r || !r.probe.torch) return null;
+  if (!r?.probe.torch) return null;
   return { python: r.python, torch: r.probe.torch };
 }
 

@@ -148,7 +148,7 @@ function toExpr(n: Node | null | undefined): Expr {
           continue;
         }
         const k = it.type === 'pair' ? toExpr(it.childForFieldName('key')) : null;
-        if (!k || k.k !== 'lit' || !k.atom.startsWith('s:')) return { k: 'coll', atom: items.length ? 'obj:dict' : 'empty:dict' };
+        if (k?.k !== 'lit' || !k.atom.startsWith('s:')) return { k: 'coll', atom: items.length ? 'obj:dict' : 'empty:dict' };
         pairs.push([k.atom.slice(2), toExpr(it.childForFieldName('value'))]);
       }
       return { k: 'dict', items: pairs };
@@ -440,7 +440,9 @@ function analyze(mod: CorpusModule, src: string): ModFacts {
             // `a, b = f(…)`: each name takes its element of the values `f` returns
             const els = l.namedChildren.filter((x): x is Node => !!x && x.type !== 'comment');
             const rv = toExpr(r);
-            els.forEach((t, i) => bindTarget(t, els.every((x) => x.type === 'identifier') ? { k: 'unpack', value: rv, index: i, n: els.length } : null, n.startIndex, n.endIndex));
+            els.forEach((t, i) => {
+              bindTarget(t, els.every((x) => x.type === 'identifier') ? { k: 'unpack', value: rv, index: i, n: els.length } : null, n.startIndex, n.endIndex);
+            });
           } else bindTarget(l, l?.type === 'identifier' || l?.type === 'attribute' ? (r ? toExpr(r) : null) : null, n.startIndex, n.endIndex);
           if (l?.type === 'subscript' && kwName && l.childForFieldName('value')?.text === kwName) {
             const k = l.childForFieldName('subscript');
@@ -820,7 +822,7 @@ export function valuePrunes(
   };
   /** a name or attribute chain at `pos` that reads a module-level binding: what it denotes */
   const denote = (mod: CorpusModule, e: Expr): Vals | undefined => {
-    let chain: string[] = [];
+    const chain: string[] = [];
     let x: Expr = e;
     while (x.k === 'attr') {
       chain.unshift(x.attr);
@@ -928,7 +930,7 @@ export function valuePrunes(
   };
   const setParam = (k: string, name: string, v: Vals): boolean => {
     const m = params.get(k);
-    if (!m || !m.has(name)) return false;
+    if (!m?.has(name)) return false;
     const cur = m.get(name);
     if (cur === null) return false;
     const next = union(cur ?? new Set(), v);
@@ -1176,7 +1178,7 @@ export function valuePrunes(
       else if (p.kind === 'kwstar') out = new Set(['obj:dict', 'empty:dict']);
       else {
         const m = params.get(k);
-        out = m && m.has(id) ? m.get(id)! : null;
+        out = m?.has(id) ? m.get(id)! : null;
       }
     }
     const as = f.fn.assigns.get(id);
@@ -1228,7 +1230,7 @@ export function valuePrunes(
       const items: string[] = [];
       for (const it of e.r.items) {
         const v = evalIn(f, it, pos, depth + 1);
-        if (!v || v.size !== 1) return TF(null);
+        if (v?.size !== 1) return TF(null);
         items.push([...v][0]);
       }
       const res = new Set<boolean>();
@@ -1264,7 +1266,7 @@ export function valuePrunes(
       const tv: string[] = [];
       for (const t of types) {
         const v = evalIn(f, t, pos, depth + 1);
-        if (!v || v.size !== 1) return TF(null);
+        if (v?.size !== 1) return TF(null);
         tv.push([...v][0]);
       }
       if (!obj) return TF(null);
@@ -1583,7 +1585,7 @@ export function valuePrunes(
     ps.forEach((p, i) => {
       if (p.def || (p.kind !== 'pos' && p.kind !== 'kwonly') || !entry.calls.length) return;
       const seen = entry.calls.map((c) => given(c, i, p.name));
-      if (seen.some((v) => !v || !v.size)) return;
+      if (seen.some((v) => !v?.size)) return;
       entryVals.set(p.name, new Set(seen.flatMap((v) => [...v!].map(kindOf))));
       kinds.add(p.name);
     });

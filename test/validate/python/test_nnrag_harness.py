@@ -2,7 +2,6 @@
 module: values (encode / decode), harvest (argparse defaults read statically, size ranks,
 configurations by use, entry-point call plans) and sources (the witness source and the
 label -> source rule). Run with a Python that has torch (test/validate/harness-package.test.ts)."""
-import argparse
 import dataclasses
 import functools
 import os
@@ -175,7 +174,8 @@ class HarvestTest(unittest.TestCase):
         video = nn.Sequential(nn.Conv3d(3, 4, 3), nn.ReLU())
         signal = nn.Sequential(nn.Conv1d(2, 4, 3))
         image = nn.Sequential(nn.Conv2d(3, 4, 3))
-        shapes = lambda m, h={}: [list(c[0].shape) for c in H.input_candidates(m, h, torch)]
+        def shapes(m, h=None):
+            return [list(c[0].shape) for c in H.input_candidates(m, h or {}, torch)]
         self.assertEqual(shapes(video)[0], [1, 3, H.CLIP_FRAMES, 64, 64])
         self.assertEqual(shapes(signal)[0], [1, 2, 64], "the convolution's input channels")
         self.assertEqual(shapes(image), [[1, 3, 64, 64], [1, 3, 224, 224]])

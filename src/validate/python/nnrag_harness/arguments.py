@@ -74,7 +74,7 @@ def build_config(cls, d, h, nn, g, depth=0):
         try:
             return cls(**kw)
         except Exception:  # noqa: BLE001
-            raise Unguessable(cls.__name__)
+            raise Unguessable(cls.__name__) from None
     params = ctor_params(cls)
     if params is not None and all(p.default is not inspect.Parameter.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
         try:

@@ -70,7 +70,7 @@ def repo_classes(mods, nn):
     """Every nn.Module subclass defined at the top level of a repository module."""
     out = {}
     for name, m in mods.items():
-        for attr, obj in list(vars(m).items()):
+        for _attr, obj in list(vars(m).items()):
             if isinstance(obj, type) and getattr(obj, "__module__", None) == name and issubclass(obj, nn.Module) and "." not in obj.__qualname__:
                 out["%s.%s" % (name, obj.__qualname__)] = obj
     return out
@@ -166,7 +166,7 @@ def dataclass_configs(mods):
     """Dataclasses of the repository whose every field has a default (GPTConfig())."""
     out = []
     for name, m in mods.items():
-        for attr, obj in list(vars(m).items()):
+        for _attr, obj in list(vars(m).items()):
             if not (isinstance(obj, type) and obj.__module__ == name and dataclasses.is_dataclass(obj)):
                 continue
             fields = [f for f in dataclasses.fields(obj) if f.init]

@@ -194,7 +194,7 @@ class Stages:
         # witnesses with recorded inputs first; those without (the model's forward did not
         # reach the class) after the candidates of the class's own defaults, call sites
         # and configuration tables, before the guesses
-        from nnrag_harness.sources import origin_of, source_of
+        from nnrag_harness.sources import source_of
         cands = list(cands[:8])
         with_inputs = [c for c in wits if self._witness[c[0]].get("inputs")]
         without = [c for c in wits if not self._witness[c[0]].get("inputs")]
@@ -289,7 +289,7 @@ class Stages:
             self.fail("instantiate", t_inst, e, cat)
         # every forward attempt failed: prefer an error that is not about shapes
         best = None
-        for label, args, kwargs, (e, specs) in fwd_errors:
+        for _label, args, kwargs, (e, specs) in fwd_errors:
             cat = self.classifier.classify(e, "forward", tb_files(e))
             if best is None or (best[1] == "forward-shape" and cat != "forward-shape"):
                 best = (e, cat, args, kwargs, specs)

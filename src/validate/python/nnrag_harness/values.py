@@ -251,6 +251,6 @@ def module_resolver(namespace, importable):
                     obj = getattr(obj, p)
                 return obj
             except (ImportError, AttributeError) as e:
-                raise Unresolvable("%s.%s: %s" % (module, qualname, e))
+                raise Unresolvable("%s.%s: %s" % (module, qualname, e)) from None
         raise Unresolvable("%s.%s is not defined by the module" % (module, qualname))
     return resolve
