@@ -418,7 +418,10 @@ export function slimEntry(req: Pick<ValidationRequest, 'callSites'>, args: unkno
 function texts(v: unknown, out: string[] = []): string[] {
   if (typeof v === 'string') out.push(v);
   else if (Array.isArray(v)) for (const x of v) texts(x, out);
-  else if (v && typeof v === 'object') for (const [k, x] of Object.entries(v)) out.push(`'${k}'`), texts(x, out);
+  else if (v && typeof v === 'object') for (const [k, x] of Object.entries(v)) {
+    out.push(`'${k}'`);
+    texts(x, out);
+  }
   return out;
 }
 

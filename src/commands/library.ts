@@ -49,7 +49,7 @@ export async function report(ws: Workspace, opts: { dedup?: boolean; html?: stri
   if (opts.env !== undefined) checkEnvironmentQuery(ws, opts.env);
   if (opts.dedup !== false) {
     const d = getDedup(ws.store);
-    if (!d || !d.fresh) await runDedup(ws);
+    if (!d?.fresh) await runDedup(ws);
   }
   const r = buildReport(ws.store, { storeDir: ws.storeDir, env: opts.env });
   if (opts.html) writeFileSync(path.resolve(opts.html), reportHtml(r));

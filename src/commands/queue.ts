@@ -227,10 +227,16 @@ function buildInThread(job: Job<RepoJob, JobResult>, opts: WorkerOptions, onWarn
       }
     });
     t.on('error', (e) => {
-      if (!settled) (settled = true), reject(e);
+      if (!settled) {
+        settled = true;
+        reject(e);
+      }
     });
     t.on('exit', (code) => {
-      if (!settled) (settled = true), reject(new Error(`shard thread exited with code ${code}`));
+      if (!settled) {
+        settled = true;
+        reject(new Error(`shard thread exited with code ${code}`));
+      }
     });
   });
 }

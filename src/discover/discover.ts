@@ -152,7 +152,9 @@ export class Discovery {
     }
     // a name defined twice in one module: the last definition is the module attribute
     const seen = new Map<string, number>();
-    out.forEach((b, i) => seen.set(`${b.repo}\0${b.id}`, i));
+    out.forEach((b, i) => {
+      seen.set(`${b.repo}\0${b.id}`, i);
+    });
     const unique = out.filter((b, i) => seen.get(`${b.repo}\0${b.id}`) === i);
     // a qualified name several repositories define: its ids carry the repository
     const repos = new Map<string, Set<string>>();

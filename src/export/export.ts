@@ -20,7 +20,7 @@
 // `-`, `_`, `.` equal). Comments, options (`-r`, `-e`, `--index-url`) and order are kept;
 // new requirements are appended.
 import { commentBlock, PYTHON_KEYWORDS } from '../util/python.js';
-import { existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, } from 'node:fs';
 import path from 'node:path';
 import type { IndexStore } from '../store/store.js';
 import { getExtraction } from '../store/records.js';
@@ -288,7 +288,7 @@ function failedStage(stages: Record<string, string> | null, category: string | n
 
 export async function exportBlock(store: IndexStore, id: string, opts: ExportOptions): Promise<ExportReport> {
   const e = getExtraction(store, id);
-  if (!e || !e.text) throw new NnragError(`no library block ${JSON.stringify(id)}`, 'unknown-block');
+  if (!e?.text) throw new NnragError(`no library block ${JSON.stringify(id)}`, 'unknown-block');
   const doc = buildDoc(store, e, storedSpec(store, id));
   const validation = e.record.validation;
   const failed = e.status === 'failed' ? (failedStage(doc.stages, validation?.category ?? null) ?? 'validation') : null;

@@ -150,7 +150,10 @@ function readSetupPy(root: string, add: Add, readTxt: (rel: string, group: strin
     const lineOf = (n: Node) => n.startPosition.row + 1;
     const values = (n: Node | null, group: string): void => {
       if (!n) return;
-      if (n.type === 'identifier' && lists.has(n.text)) return values(lists.get(n.text)!, group);
+      if (n.type === 'identifier' && lists.has(n.text)) {
+        values(lists.get(n.text)!, group);
+        return;
+      }
       if (n.type === 'list' || n.type === 'tuple') {
         for (const c of n.namedChildren) {
           if (!c) continue;
@@ -233,7 +236,7 @@ function readPyproject(root: string, add: Add): void {
   let table = '';
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i];
-    const t = /^\s*\[([^\[\]]+)\]\s*(#.*)?$/.exec(line);
+    const t = /^\s*\[([^[\]]+)\]\s*(#.*)?$/.exec(line);
     if (t) {
       table = t[1].trim();
       continue;

@@ -41,7 +41,7 @@ export { KNOWN_DISTRIBUTIONS, normalizeDistName } from '../environment/names.js'
 import { KNOWN_DISTRIBUTIONS, normalizeDistName } from '../environment/names.js';
 
 // Runs in the validation environment; reads a JSON list of top-level names on stdin.
-const PROBE = String.raw`
+const PROBE = `
 import sys, json
 import importlib.metadata as md
 names = json.load(sys.stdin)
@@ -113,7 +113,7 @@ export function probeEnvironment(
         }
         try {
           resolve(JSON.parse(stdout));
-        } catch (e) {
+        } catch {
           reject(new NnragError(`unexpected output from ${python}: ${stdout.slice(0, 200)}`));
         }
       },

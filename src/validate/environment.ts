@@ -42,13 +42,45 @@ let harnessCache: { text: string; hash: string } | null = null;
  *  bundled in front as `_NNRAG_BUNDLE = {module: text}` (a JSON object is a Python dict
  *  literal), which harness.py installs as modules: the sandbox receives one file
  *  (--ro-bind-data), so the package folder need not be readable there. */
+/** The harness package's modules (name -> text, `__init__` for the package) in the order
+ *  harness.py executes them: the package first, then each module after the package's
+ *  modules it imports at its top level (`from . import x`, `from .x import …`,
+ *  `from nnrag_harness[.x] import …`, `import nnrag_harness.x`; Language Reference §7.11
+ *  — an indented import runs later, when its function is called, and does not count),
+ *  ties by name. A cycle among top-level imports is an error naming the modules. */
+export function harnessLoadOrder(texts: Map<string, string>): string[] {
+  const deps = new Map<string, Set<string>>();
+  for (const [name, text] of texts) {
+    const d = new Set<string>();
+    for (const m of text.matchAll(/^(?:from[ \t]+(?:\.|nnrag_harness\.?)(\w*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#]+)|import[ \t]+nnrag_harness\.(\w+))/gm)) {
+      const named = m[1] || m[3];
+      const mods = named ? [named] : m[2].replace(/[()]/g, '').split(',').map((x) => x.trim().split(/\s+/)[0]);
+      for (const dep of mods) if (dep !== name && texts.has(dep)) d.add(dep);
+    }
+    if (name !== '__init__') d.add('__init__');
+    deps.set(name, d);
+  }
+  const order: string[] = [];
+  const done = new Set<string>();
+  while (done.size < texts.size) {
+    const ready = [...texts.keys()].filter((n) => !done.has(n) && [...deps.get(n)!].every((d) => done.has(d))).sort();
+    if (!ready.length) {
+      const left = [...texts.keys()].filter((n) => !done.has(n));
+      throw new Error(`the harness package's top-level imports form a cycle among: ${left.join(', ')}`);
+    }
+    order.push(ready[0]);
+    done.add(ready[0]);
+  }
+  return order;
+}
+
 export function harnessSource(): { text: string; hash: string } {
   if (!harnessCache) {
     const pkg = path.join(path.dirname(harnessPath()), 'nnrag_harness');
+    const texts = new Map<string, string>();
+    for (const f of readdirSync(pkg).filter((n) => n.endsWith('.py')).sort()) texts.set(f.slice(0, -3), readFileSync(path.join(pkg, f), 'utf8'));
     const bundle: Record<string, string> = {};
-    for (const f of readdirSync(pkg).filter((n) => n.endsWith('.py')).sort()) {
-      bundle[f === '__init__.py' ? 'nnrag_harness' : `nnrag_harness.${f.slice(0, -3)}`] = readFileSync(path.join(pkg, f), 'utf8');
-    }
+    for (const m of harnessLoadOrder(texts)) bundle[m === '__init__' ? 'nnrag_harness' : `nnrag_harness.${m}`] = texts.get(m)!;
     const text = `_NNRAG_BUNDLE = ${JSON.stringify(bundle)}\n` + readFileSync(harnessPath(), 'utf8');
     harnessCache = { text, hash: createHash('sha256').update(text).digest('hex').slice(0, 16) };
   }
@@ -209,7 +241,7 @@ export async function locatePython(explicit?: string, fast = false): Promise<{ p
 /** Public: the interpreter nnrag would use and its torch version, or null. */
 export async function findPython(explicit?: string): Promise<{ python: string; torch: string } | null> {
   const r = await locatePython(explicit, false);
-  if (!r || !r.probe.torch) return null;
+  if (!r?.probe.torch) return null;
   return { python: r.python, torch: r.probe.torch };
 }
 

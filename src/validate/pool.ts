@@ -34,6 +34,11 @@ import {
 import { DEFAULT_REQUIRED_STAGES, STAGES, type Limits, type PoolOptions, type Stage, type StageStatus, type ValidationRequest, type ValidationResult, type EnvironmentFacts } from './types.js';
 import { passesStages } from './record.js';
 
+/** One JSON line of the harness (harness.py): untrusted, each field converted where it is
+ *  read (String(), ?? defaults, finalize's checks). */
+// biome-ignore lint/suspicious/noExplicitAny: the protocol boundary; fields are checked where read
+type HarnessMessage = any;
+
 const WORKER_START_TIMEOUT_MS = 120000;
 /** extra time the TS watchdog gives the harness beyond a request's own timeout */
 const WATCHDOG_GRACE_MS = 10000;
@@ -176,7 +181,7 @@ class Worker implements PoolWorker<Job> {
       const line = this.buf.slice(0, nl);
       this.buf = this.buf.slice(nl + 1);
       if (!line.trim()) continue;
-      let msg: any;
+      let msg: HarnessMessage;
       try {
         msg = JSON.parse(line);
       } catch {
@@ -187,7 +192,7 @@ class Worker implements PoolWorker<Job> {
     if (this.buf.length > 8 << 20) this.buf = '';
   }
 
-  private onMessage(msg: any) {
+  private onMessage(msg: HarnessMessage) {
     if (msg.type === 'ready' && this.state === 'starting') {
       this.info = { torch: String(msg.torch), python: String(msg.python), executable: String(msg.executable) };
       this.state = 'idle';
@@ -576,7 +581,7 @@ export class ValidatorPool {
   }
 
   /** @internal convert a harness result line */
-  toResult(job: Job, msg: any): ValidationResult {
+  toResult(job: Job, msg: HarnessMessage): ValidationResult {
     return this.finalize(job, {
       stages: msg.stages,
       timings: msg.timings ?? {},

@@ -144,7 +144,7 @@ test('progress shows passed and failed so far, the rate and the time left', () =
   assert.match(line, /✓ 45 ✗ 5/);
   assert.match(line, /5\.0\/s/);
   assert.match(line, /ETA 30 s/);
-  assert.match(progressLine('x', 'validate', 2, 10, 8), /4\.0 s each  ETA 32 s/);
+  assert.match(progressLine('x', 'validate', 2, 10, 8), /4\.0 s each {2}ETA 32 s/);
   assert.doesNotMatch(progressLine('x', 'validate', 10, 10, 8), /ETA/);
   assert.equal(duration(4000), '67 min');
   assert.equal(duration(7200), '2.0 h');

@@ -9,6 +9,7 @@ import { describe, it } from 'node:test';
 import * as api from '../../src/nnrag.js';
 import { UsageError } from '../../src/util/errors.js';
 import { fixture, repoRoot, tempDir } from '../helpers.js';
+import { needsTorch } from '../support/tier.js';
 import { PYTHON } from '../support/python.js';
 
 function writeTree(root: string, files: Record<string, string>): void {
@@ -194,7 +195,7 @@ describe('discovery', () => {
     }
   });
 
-  it('knows every class of torch.nn as a base, under any module path or alias', async () => {
+  it('knows every class of torch.nn as a base, under any module path or alias', { skip: needsTorch() }, async () => {
     // fixture test/fixtures/discover/torch-bases: private bases of torch.nn's submodules
     // (_BatchNorm, _ConvNd, _DropoutNd, _NormBase), containers, DistributedDataParallel,
     // parametrize.ParametrizationList, import aliases; Parameter is not a module

@@ -14,6 +14,7 @@ import { compareRelease } from '../../src/library/requirements.js';
 import { exportBlock, mergeRequirements, requirementName, snakeCase } from '../../src/export/export.js';
 import { NnragError, UsageError } from '../../src/util/errors.js';
 import { repoRoot, tempDir } from '../helpers.js';
+import { needsSandbox } from '../support/tier.js';
 import { buildExampleLibrary } from '../search/library-fixture.js';
 
 const bin = path.join(repoRoot, 'dist', 'src', 'cli', 'bin.js');
@@ -46,7 +47,7 @@ describe('requirements merge', () => {
   });
 });
 
-describe('export into a project', () => {
+describe('export into a project', { skip: needsSandbox() }, () => {
   let dir: string;
   let store: IndexStore;
   before(async () => {

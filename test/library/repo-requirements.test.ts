@@ -65,7 +65,7 @@ test('imports of the emitted blocks next to what the repository declares', () =>
     { module: 'cv2', blocks: 1, distribution: 'opencv-python', declared: true },
     { module: 'xformers', blocks: 1, distribution: 'xformers', declared: false },
   ]);
-  assert.equal(r.debian['pyyaml'], debianPackageFor('PyYAML'));
+  assert.equal(r.debian.pyyaml, debianPackageFor('PyYAML'));
 });
 
 test('Debian packages: dh-python\'s table where a name differs, else python3-<name>', () => {

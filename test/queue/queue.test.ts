@@ -15,6 +15,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fixture, repoRoot, tempDir } from '../helpers.js';
+import { needsSandbox } from '../support/tier.js';
 import { queueStatus, type QueueStatus } from '../../src/commands/queue.js';
 import { listExtractions } from '../../src/store/records.js';
 import { IndexStore } from '../../src/store/store.js';
@@ -22,7 +23,7 @@ import { IndexStore } from '../../src/store/store.js';
 const BIN = path.join(repoRoot, 'dist', 'src', 'cli', 'bin.js');
 const REDIS_SERVER = ['/usr/bin/redis-server', '/usr/local/bin/redis-server'].find((p) => existsSync(p)) ?? null;
 const PYTHON = '/usr/bin/python3';
-const torchHere = existsSync(PYTHON) && spawnSync(PYTHON, ['-c', 'import torch'], { stdio: 'ignore' }).status === 0 && existsSync('/usr/bin/bwrap');
+const torchHere = !needsSandbox() && existsSync(PYTHON) && spawnSync(PYTHON, ['-c', 'import torch'], { stdio: 'ignore' }).status === 0 && existsSync('/usr/bin/bwrap');
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {

@@ -11,25 +11,25 @@ import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { IndexStore } from '../../src/store/store.js';
 import { deleteExtraction, getExtraction, putExtraction, textHash } from '../../src/store/records.js';
-import { syncSearchIndex, getDoc } from '../../src/search/fts.js';
 import { dependencyGraph, graphSvg } from '../../src/serve/graph.js';
 import { escapeHtml, highlightPython } from '../../src/serve/highlight.js';
 import { nextStep, originUrlHtml, startServer, type CatalogServer } from '../../src/serve/server.js';
 import { createHash } from 'node:crypto';
 import { repoRoot, tempDir } from '../helpers.js';
+import { needsSandbox } from '../support/tier.js';
 import { buildExampleLibrary } from '../search/library-fixture.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const bin = path.join(repoRoot, 'dist', 'src', 'cli', 'bin.js');
 const WA = 'tinyvision.layers.attention.WindowAttention';
 
-const unescape = (s: string) => s.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&amp;/g, '&');
+const unescapeHtml = (s: string) => s.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&amp;/g, '&');
 
 describe('highlighting', () => {
   test('every character of the source survives, escaped, with token classes', async () => {
     const src = 'import torch  # x < y & z\n\n@dec\nclass A(nn.Module):\n    """Doc <b>"""\n    def f(self, x=1.5):\n        return x if x > 2 else None  # ünïcode\n';
     const html = await highlightPython(src);
-    assert.equal(unescape(html.replace(/<\/?span[^>]*>/g, '')), src);
+    assert.equal(unescapeHtml(html.replace(/<\/?span[^>]*>/g, '')), src);
     assert.ok(!/<(?!\/?span)/.test(html), 'no tags but spans');
     assert.match(html, /<span class="k">class<\/span> <span class="cl">A<\/span>/);
     assert.match(html, /<span class="k">def<\/span> <span class="f">f<\/span>/);
@@ -56,7 +56,7 @@ function get(url: string, headers: Record<string, string> = {}): Promise<{ statu
   });
 }
 
-describe('catalog server', () => {
+describe('catalog server', { skip: needsSandbox() }, () => {
   let dir: string;
   let server: CatalogServer;
   before(async () => {
@@ -263,7 +263,7 @@ describe('catalog server', () => {
     try {
       const ok = await get(`${server.url}block/usage.plain.WindowAttention`);
       assert.equal(ok.status, 200);
-      const code = unescape(/<code id="usage-code">([\s\S]*?)<\/code>/.exec(ok.body)![1]);
+      const code = unescapeHtml(/<code id="usage-code">([\s\S]*?)<\/code>/.exec(ok.body)![1]);
       assert.match(code, /\nimport torch\nfrom window_attention import \*\n\nimport functools\ny = WindowAttention\(norm=functools\.partial/);
       const bad = await get(`${server.url}block/usage.pasted.WindowAttention`);
       assert.equal(bad.status, 200);

@@ -9,7 +9,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, cpSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ValidatorPool, forStorage, toRecord, MAX_STORED_ERROR, type ValidationRequest, type ValidationResult } from '../../src/validate/index.js';
 import { fixture, tempDir } from '../helpers.js';

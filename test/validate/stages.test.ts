@@ -71,7 +71,7 @@ describe('validation stages', { skip: skip ?? false }, () => {
     assert.equal(emb.output_shapes!.length, 2);
 
     const hw = results.get('good/tokens_hw.py')!;
-    assert.deepEqual(hw.input_shapes, [[2, 64, (hw.args as any).dim]]);
+    assert.deepEqual(hw.input_shapes, [[2, 64, (hw.args as { dim: number }).dim]]);
 
     const two = results.get('good/two_inputs.py')!;
     assert.equal(two.input_shapes!.length, 2);

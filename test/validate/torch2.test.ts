@@ -17,9 +17,12 @@ import { extractAndValidate } from '../../src/commands/extract.js';
 import { ValidatorPool } from '../../src/validate/index.js';
 import { which } from '../../src/validate/environment.js';
 import { fixture, tempDir } from '../helpers.js';
+import { needsTorch } from '../support/tier.js';
 
 /** An interpreter whose torch is 2.x, or the reason there is none. */
 function torch2Python(): { python: string } | { skip: string } {
+  const tier = needsTorch();
+  if (tier) return { skip: tier };
   const named = process.env.NNRAG_TEST_TORCH2_PYTHON;
   const cands = named ? [named] : [process.env.NNRAG_PYTHON, '/usr/bin/python3'].filter((p): p is string => !!p);
   for (const py of cands) {

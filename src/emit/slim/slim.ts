@@ -122,7 +122,9 @@ export function slimClosure(an: SlimAnalysis, mod: CorpusModule, className: stri
     const { options, decorators, registrations } = sitesOf(m, stmt);
     for (const d of decorators) if (removable(m, d)) r.push([d.start, d.end]);
     for (const c of registrations) if (!keepDecorators.has(c)) r.push([c.start, c.end]);
-    for (const o of options) o.entries.forEach((e, i) => prunable(m, o, i) && r.push([e.codeStart, e.codeEnd]));
+    for (const o of options) o.entries.forEach((e, i) => {
+        if (prunable(m, o, i)) r.push([e.codeStart, e.codeEnd]);
+      });
     for (const p of prunesOf(m, stmt)) r.push([p.start, p.end]);
     return r;
   };

@@ -1,6 +1,6 @@
 # Per-repository zygotes of the validation harness (harness.py): a fork of the worker that
 # imports the original repository once (zygote_main) and forks that repository's
-# candidates, its modules hidden from sys.modules while a candidate runs (STASH); the
+# candidates, its modules hidden from sys.modules while a candidate runs (stash.py); the
 # worker's handle on one (Zygote).
 import gc
 import os
@@ -8,57 +8,15 @@ import select
 import signal
 import sys
 
-from nnrag_harness import stages as _stages, worker as _worker
+from nnrag_harness import stages as _stages
+from nnrag_harness.channel import NONCE_LEN, Channel, frame
+from nnrag_harness.stash import IN_ZYGOTE, STASH, of_roots, root_prefixes
 from nnrag_harness.procs import _loads, _exit, _monotonic, enter_work_dir, vm_size_kb, count_threads, kill_descendants, _libc, set_subreaper, set_undumpable, descendants, close_quietly
 
 
 MAX_ZYGOTES = 3
 ZYGOTE_UNCLEAN = 75  # exit status of a zygote whose import left a thread running
-# Modules of an original repository imported by a zygote, hidden from sys.modules while
-# a candidate imports, instantiates and runs (so `import timm` in a candidate still fails
-# when timm is not installed) and put back for the equivalence stage.
-STASH = {}
-# Set in a zygote (the module it imported): its candidates know which original modules
-# imported there without trying again (a failing import can take seconds).
-IN_ZYGOTE = []
-
-
-def root_prefixes(roots):
-    return [r.rstrip("/") + "/" for r in roots or []]
-
-
-def of_roots(m, prefixes):
-    """Whether a module of sys.modules was loaded from one of the repository roots (its
-    file, or a folder of its package path, PEP 420 namespace packages included)."""
-    # sys.modules may hold objects that are not modules (torch.classes namespaces
-    # under torch 2.6: their __path__ is not a list of folders)
-    try:
-        f = getattr(m, "__file__", None) or ""
-        paths = [str(x) for x in (getattr(m, "__path__", None) or [])]
-    except Exception:  # noqa: BLE001
-        return False
-    if not isinstance(f, str):
-        return False
-    return any(f.startswith(pr) for pr in prefixes) or any(x.startswith(pr) for x in paths for pr in prefixes)
-
-
-def hide_new_repository_modules(before, roots):
-    """After a step that imported the original (namespace stage, a witness value's
-    module): take the repository's modules it added out of sys.modules again (sys.modules
-    keeps insertion order, so what the step added is its tail), so a candidate that
-    imports the original package still fails. Everything else it imported stays: torch's
-    own submodules above all. Dropping those breaks the process: `import torch._dynamo`
-    run a second time re-registers torch._inductor.test_operators' operator library and
-    aborts (torch 2), and a C extension cannot be initialised twice."""
-    import itertools
-    prefixes = root_prefixes(roots)
-    tail = list(itertools.islice(reversed(sys.modules), max(0, len(sys.modules) - before)))
-    for name in tail:
-        if of_roots(sys.modules.get(name), prefixes):
-            del sys.modules[name]
-
-
-def zygote_main(cfg, roots, module, req_fd, res_fd):
+def zygote_main(worker_class, cfg, roots, module, req_fd, res_fd):
     """A forked copy of the worker that imports the original repository once; the
     candidates of that repository fork from here, so equivalence does not re-import
     the repository for every block. The repository's import-time code runs here, in the
@@ -120,7 +78,7 @@ def zygote_main(cfg, roots, module, req_fd, res_fd):
     zcfg = dict(cfg)
     zcfg["pidns"] = False
     zcfg["no_zygotes"] = True
-    w = _worker.Worker(zcfg, _worker.Channel(req_fd, res_fd))
+    w = worker_class(zcfg, Channel(req_fd, res_fd))
     w.vm_kb = vm_size_kb()
     w.lim = w.limits(w.vm_kb)
     gc.collect()
@@ -149,7 +107,7 @@ class Zygote:
                 for z in worker.zygotes.values():
                     z.close_fds()
                 worker.proto.close()
-                zygote_main(worker.cfg, roots, module, req_r, res_w)
+                zygote_main(type(worker), worker.cfg, roots, module, req_r, res_w)
             except BaseException:  # noqa: BLE001
                 pass
             _exit(0)
@@ -223,10 +181,10 @@ class Zygote:
         self.running = None
         # a fresh token for this request: the zygote answers with it, lines without it
         # (left in the pipe, or written for another request) are ignored
-        token = os.urandom(_worker.NONCE_LEN // 2).hex()
+        token = os.urandom(NONCE_LEN // 2).hex()
         self.buf = b""
         try:
-            data = _worker.frame(token.encode("ascii"), {"type": "validate", "rid": rid, "req": req})
+            data = frame(token.encode("ascii"), {"type": "validate", "rid": rid, "req": req})
             while data:
                 n = os.write(self.w, data)
                 data = data[n:]
