@@ -305,7 +305,8 @@ function fnFacts(def: Node, decorators: string[], stmt: number, cls: string | nu
           // `a, b = f(…)`: each name takes its element of the values `f` returns
           const els = l.namedChildren.filter((x): x is Node => !!x && x.type !== 'comment');
           const rv = toExpr(r);
-          els.forEach((t, i) => bindTarget(t, els.every((x) => x.type === 'identifier') ? { k: 'unpack', value: rv, index: i, n: els.length } : null, n.startIndex, n.endIndex));
+          const plain = els.every((x) => x.type === 'identifier');
+          for (let i = 0; i < els.length; i++) bindTarget(els[i], plain ? { k: 'unpack', value: rv, index: i, n: els.length } : null, n.startIndex, n.endIndex);
         } else bindTarget(l, l?.type === 'identifier' || l?.type === 'attribute' ? (r ? toExpr(r) : null) : null, n.startIndex, n.endIndex);
         if (l?.type === 'subscript' && kwName && l.childForFieldName('value')?.text === kwName) {
           const k = l.childForFieldName('subscript');
