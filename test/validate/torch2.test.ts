@@ -5,8 +5,10 @@
 // import time, so the namespace stage's import of the original brings torch._dynamo in:
 // the stage must hide only the repository's modules afterwards, never torch's (a second
 // import of torch._dynamo re-registers an operator library and aborts the process).
-// Needs a Python with torch 2: NNRAG_TEST_TORCH2_PYTHON, else NNRAG_PYTHON or Debian's
+// Needs a Python with torch 2: NNRAG_TEST_TORCH2_PYTHON, else NNRAG_PYTHON, the PyPI
+// environment scripts/setup.sh builds (torch 2.x), or Debian's
 // python3 when their torch is 2.x; skips with the reason otherwise.
+import { defaultEnvDir, envPython } from '../../src/environment/pypi.js';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -24,7 +26,7 @@ function torch2Python(): { python: string } | { skip: string } {
   const tier = needsTorch();
   if (tier) return { skip: tier };
   const named = process.env.NNRAG_TEST_TORCH2_PYTHON;
-  const cands = named ? [named] : [process.env.NNRAG_PYTHON, '/usr/bin/python3'].filter((p): p is string => !!p);
+  const cands = named ? [named] : [process.env.NNRAG_PYTHON, envPython(defaultEnvDir()), '/usr/bin/python3'].filter((p): p is string => !!p);
   for (const py of cands) {
     const r = spawnSync(py, ['-c', 'import torch; print(torch.__version__)'], { encoding: 'utf8', timeout: 120_000 });
     const v = r.status === 0 ? r.stdout.trim() : '';
