@@ -7,7 +7,7 @@
 // validation to `<out>/extracted/` (`extractBlocks`). Results are cached by module
 // content and validation environment, so re-validating an unchanged module is free.
 import { storeEnvironment } from './environment.js';
-import { envFor, envPython } from '../environment/pypi.js';
+import { envGroups, envPython } from '../environment/pypi.js';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { RepoSpec } from '../config/repos.js';
@@ -444,23 +444,27 @@ export async function extractAndValidate(ws: Workspace, ids: string[], opts: Pip
   // environment (environment/pypi.ts `envFor`), in the order given
   if (opts.pool?.env && !opts.pool.python && !opts.validator) {
     const envDir = opts.pool.env;
+    const groupOf = envGroups(envDir);
     const byEnv = new Map<string, string[]>();
     for (const id of ids) {
-      const dir = envFor(envDir, ws.blockModule(id)?.mod.repo);
+      const dir = groupOf(ws.blockModule(id)?.mod.repo);
       byEnv.set(dir, [...(byEnv.get(dir) ?? []), id]);
     }
-    const records = new Map<string, BlockRecord>();
-    let done = 0;
-    for (const [dir, group] of byEnv) {
-      const rs = await extractAndValidate(ws, group, {
-        ...opts,
-        pool: { ...opts.pool, env: dir, python: envPython(dir) },
-        onProgress: opts.onProgress ? (_d, _t, r) => opts.onProgress!(++done, ids.length, r) : undefined,
-      });
-      for (const r of rs) records.set(r.id, r);
-      if (byEnv.size === 1) return rs;
+    if (byEnv.size > 1) {
+      const records = new Map<string, BlockRecord>();
+      let done = 0;
+      for (const [dir, group] of byEnv) {
+        const rs = await extractAndValidate(ws, group, {
+          ...opts,
+          pool: { ...opts.pool, env: dir, python: envPython(dir) },
+          onProgress: opts.onProgress ? (_d, _t, r) => opts.onProgress!(++done, ids.length, r) : undefined,
+        });
+        for (const r of rs) records.set(r.id, r);
+      }
+      return ids.map((id) => records.get(id)).filter((r): r is BlockRecord => !!r);
     }
-    return ids.map((id) => records.get(id)).filter((r): r is BlockRecord => !!r);
+    const dir = byEnv.keys().next().value ?? envDir;
+    opts = { ...opts, pool: { ...opts.pool, env: dir, python: envPython(dir) } };
   }
   const required = opts.required ?? [...DEFAULT_REQUIRED_STAGES];
   const pool = opts.validator ?? (await startRemembering(ws.store, { ...opts.pool, onWarning: opts.onWarning }));

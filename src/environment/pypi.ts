@@ -301,12 +301,17 @@ export function readPyPIManifest(dir: string): EnvManifestPyPI | null {
   }
 }
 
-/** The virtual environment that validates a repository's blocks in an environment folder:
- *  its own group's, else the shared one. */
+/** Which virtual environment of an environment folder validates a repository's blocks:
+ *  its own group's, else the shared one (the manifest read once). */
+export function envGroups(dir: string): (repo: string | undefined) => string {
+  const own = new Map<string, string>();
+  for (const g of readPyPIManifest(dir)?.groups ?? []) if (g.name !== 'shared') for (const r of g.repos) own.set(r, g.dir);
+  return (repo) => (repo && own.get(repo)) || dir;
+}
+
+/** The virtual environment that validates one repository's blocks (envGroups). */
 export function envFor(dir: string, repo: string | undefined): string {
-  const m = readPyPIManifest(dir);
-  if (!m || !repo) return dir;
-  return m.groups.find((g) => g.name !== 'shared' && g.repos.includes(repo))?.dir ?? dir;
+  return envGroups(dir)(repo);
 }
 
 /** The lock digest of a virtual environment made by nnrag (null for any other). */
