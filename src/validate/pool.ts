@@ -15,6 +15,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { normalizeDistName } from '../environment/names.js';
 import { defaultEnvDir, envPython, lockDigestOf } from '../environment/pypi.js';
 import { NnragError } from '../util/errors.js';
 import { WorkerPool, type PoolWorker } from '../util/pool.js';
@@ -408,13 +409,8 @@ export function environmentFactsOf(p: ProbedEnvironment, info: WorkerInfo): Envi
  *  (`PIL` → Pillow), the table `names` gives; an import no distribution provides is left
  *  out (export names it without a version). */
 export function factsForBlock(facts: EnvironmentFacts, probe: Probe | null, imports: readonly string[], names: Record<string, string> = {}): EnvironmentFacts {
-  const norm = (n: string) => n.toLowerCase().replace(/[-_.]+/g, '-');
-  const installed = new Map<string, string>();
-  for (const d of probe?.distributions ?? []) {
-    const i = d.indexOf('==');
-    if (i > 0) installed.set(norm(d.slice(0, i)), d);
-  }
-  const stdlib = new Set(probe?.stdlib ?? []);
+  const norm = normalizeDistName;
+  const { installed, stdlib } = probeIndex(probe);
   const out = new Set<string>();
   const unpinned: string[] = [];
   for (const top of new Set(['torch', ...imports.map((m) => m.split('.')[0]).filter((m) => m && !m.startsWith('.'))])) {
@@ -428,6 +424,22 @@ export function factsForBlock(facts: EnvironmentFacts, probe: Probe | null, impo
   const r: EnvironmentFacts = { ...facts, distributions: [...out].sort() };
   if (unpinned.length) r.unpinned = unpinned.sort();
   return r;
+}
+
+/** A probe's installed distributions by PEP 503 name and its standard-library names, built
+ *  once per probe (factsForBlock runs for every validated block). */
+const probeIndexes = new WeakMap<Probe, { installed: Map<string, string>; stdlib: Set<string> }>();
+function probeIndex(probe: Probe | null): { installed: Map<string, string>; stdlib: Set<string> } {
+  const known = probe && probeIndexes.get(probe);
+  if (known) return known;
+  const installed = new Map<string, string>();
+  for (const d of probe?.distributions ?? []) {
+    const i = d.indexOf('==');
+    if (i > 0) installed.set(normalizeDistName(d.slice(0, i)), d);
+  }
+  const out = { installed, stdlib: new Set(probe?.stdlib ?? []) };
+  if (probe) probeIndexes.set(probe, out);
+  return out;
 }
 
 export class ValidatorPool {
