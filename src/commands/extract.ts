@@ -15,7 +15,13 @@ import { emitModule, type NamespaceMap } from '../emit/emitter.js';
 import { slimClosure, type SlimResult } from '../emit/slim/slim.js';
 import type { IndexProgress, IndexReport } from '../indexer/indexer.js';
 import { blockFile, libraryDir, placeBlockFile, removeBlockFile, validatedStatus } from '../library/layout.js';
-import { addValidation, emptyRecord, validationsOf, type BlockRecord, type EmissionProfile } from '../library/record.js';
+import {
+  addValidation,
+  emptyRecord,
+  validationsOf,
+  type BlockRecord,
+  type EmissionProfile,
+} from '../library/record.js';
 import { KNOWN_DISTRIBUTIONS } from '../library/requirements.js';
 import { readDeclaredRequirements } from '../library/repo-requirements.js';
 import { classSignature } from '../resolve/classes.js';
@@ -94,7 +100,10 @@ export function extractText(ws: Workspace, id: string, opts: ExtractOptions = {}
   const corpus = ws.corpus();
   const found = ws.blockModule(id);
   if (!found) {
-    return { record: { ...emptyRecord(id), error: `${id} is not a class of an indexed module`, ms: performance.now() - t0 }, text: '' };
+    return {
+      record: { ...emptyRecord(id), error: `${id} is not a class of an indexed module`, ms: performance.now() - t0 },
+      text: '',
+    };
   }
   const { mod, className, cls } = found;
   const base = { ...emptyRecord(id, mod.repo, ws.blockSource(id)), signature: classSignature(ws.resolver(), mod, cls) };
@@ -138,14 +147,21 @@ export function extractBlock(ws: Workspace, id: string, opts: ExtractOptions = {
  *  A block whose emitted module is unchanged keeps its stored validation (and its file in
  *  `blocks/` or `failed/`): extraction without validation proves nothing new, so it must
  *  not demote what was validated. */
-export function extractBlocks(ws: Workspace, ids: string[], opts: ExtractOptions = {}, slimInputs?: (id: string, prev: BlockRecord) => SlimInputs): BlockRecord[] {
+export function extractBlocks(
+  ws: Workspace,
+  ids: string[],
+  opts: ExtractOptions = {},
+  slimInputs?: (id: string, prev: BlockRecord) => SlimInputs,
+): BlockRecord[] {
   const out = libraryDir(ws.storeDir, opts.out);
   return ids.map((id) => {
     // a validated slim module stays when the same slim module comes out again (no
     // profile asked for: the library's choice stands)
     const stored = opts.profile === undefined && slimInputs ? getExtraction(ws.store, id) : null;
     const slimHeld = stored && stored.status !== 'extracted' && stored.record.emission.profile === 'slim';
-    const { record, text } = slimHeld ? extractText(ws, id, { ...opts, profile: 'slim' }, slimInputs!(id, stored.record)) : extractText(ws, id, opts);
+    const { record, text } = slimHeld
+      ? extractText(ws, id, { ...opts, profile: 'slim' }, slimInputs!(id, stored.record))
+      : extractText(ws, id, opts);
     const prev = text ? getExtraction(ws.store, id) : null;
     if (prev && prev.status !== 'extracted' && prev.hash === textHash(text)) {
       const file = blockFile(out, prev.status, id);
@@ -153,7 +169,15 @@ export function extractBlocks(ws: Workspace, ids: string[], opts: ExtractOptions
     }
     if (text) {
       if (!placeOrReport(record, () => placeBlockFile(out, 'extracted', id, '.py', text))) return record;
-      putExtraction(ws.store, { id, hash: textHash(text), ok: record.ok, status: 'extracted', lines: record.lines, record, text });
+      putExtraction(ws.store, {
+        id,
+        hash: textHash(text),
+        ok: record.ok,
+        status: 'extracted',
+        lines: record.lines,
+        record,
+        text,
+      });
     }
     return record;
   });
@@ -294,7 +318,8 @@ function safeSource(corpus: Corpus, mod: CorpusModule): string | null {
   }
 }
 
-const LITERAL_ARGS = /^\(\s*(?:(?:[A-Za-z_]\w*\s*=\s*)?(?:-?\d+(?:\.\d*)?(?:e-?\d+)?|True|False|None|'[^'\n]*'|"[^"\n]*"|\(\s*(?:-?\d+\s*,\s*)*-?\d*\s*\))\s*(?:,\s*|(?=\))))*\)$/;
+const LITERAL_ARGS =
+  /^\(\s*(?:(?:[A-Za-z_]\w*\s*=\s*)?(?:-?\d+(?:\.\d*)?(?:e-?\d+)?|True|False|None|'[^'\n]*'|"[^"\n]*"|\(\s*(?:-?\d+\s*,\s*)*-?\d*\s*\))\s*(?:,\s*|(?=\))))*\)$/;
 
 /** The balanced `( … )` right after `pos` if it holds literal arguments only. */
 function literalCall(src: string, pos: number): string | null {
@@ -355,15 +380,29 @@ async function slimOrFaithful(
   let proven: string[] = [];
   let slim = extractText(ws, id, { ...opts, profile: 'slim' }, { seeds, entry });
   const fallback = (reason: string) => {
-    faithfulRecord.emission = { profile: 'faithful', fallbackReason: reason, faithfulLines: faithfulRecord.lines, slimLines: slim.record.lines || null };
+    faithfulRecord.emission = {
+      profile: 'faithful',
+      fallbackReason: reason,
+      faithfulLines: faithfulRecord.lines,
+      slimLines: slim.record.lines || null,
+    };
     return { record: faithfulRecord, text: req.source, result: faithful };
   };
   if (!slim.text) return fallback(`slim emission failed: ${slim.record.error ?? 'no text'}`);
   // decorators not proven statically: the sandbox applies them to a fresh class
   if (slim.unknownDecorators?.length && namespace && faithful.stages.import === 'pass') {
-    const probe = probeSource(req.source, namespace, slim.unknownDecorators.map((d) => ({ key: d.key, module: d.mod.name, line: d.line, target: d.target })));
+    const probe = probeSource(
+      req.source,
+      namespace,
+      slim.unknownDecorators.map((d) => ({ key: d.key, module: d.mod.name, line: d.line, target: d.target })),
+    );
     if (probe) {
-      const r = await validate({ id: `${id}#decorator-probe`, source: probe.source, className: PROBE_CLASS, requiredStages: ['import'] });
+      const r = await validate({
+        id: `${id}#decorator-probe`,
+        source: probe.source,
+        className: PROBE_CLASS,
+        requiredStages: ['import'],
+      });
       if (r.stages.import === 'pass') {
         proven = probe.keys;
         slim = extractText(ws, id, { ...opts, profile: 'slim' }, { seeds, entry, proven: new Set(proven) });
@@ -372,21 +411,38 @@ async function slimOrFaithful(
   }
   const emission = slim.record.emission;
   if (slim.text === req.source) {
-    slim.record.emission = { profile: 'slim', faithfulLines: slim.record.lines, slimLines: slim.record.lines, removed: emission.removed ?? [], proven };
+    slim.record.emission = {
+      profile: 'slim',
+      faithfulLines: slim.record.lines,
+      slimLines: slim.record.lines,
+      removed: emission.removed ?? [],
+      proven,
+    };
     return { record: slim.record, text: slim.text, result: faithful };
   }
   // slim exists to be shorter: one that removed nothing worth a line (its header lists
   // what it removed) is not validated, the faithful module is kept
-  if (slim.record.lines >= faithfulRecord.lines) return fallback(`slim module is not shorter (${slim.record.lines} lines, faithful ${faithfulRecord.lines})`);
+  if (slim.record.lines >= faithfulRecord.lines)
+    return fallback(`slim module is not shorter (${slim.record.lines} lines, faithful ${faithfulRecord.lines})`);
   const sreq: ValidationRequest = { ...req, source: slim.text };
   if (req.namespace && slim.namespace) sreq.namespace = slim.namespace;
   const r = await validate(sreq);
-  const lost = (Object.keys(faithful.stages) as Stage[]).filter((s) => faithful.stages[s] === 'pass' && r.stages[s] !== 'pass');
+  const lost = (Object.keys(faithful.stages) as Stage[]).filter(
+    (s) => faithful.stages[s] === 'pass' && r.stages[s] !== 'pass',
+  );
   const faithfulOk = passesStages(faithful, req.requiredStages ?? [...DEFAULT_REQUIRED_STAGES]);
   if (lost.length || (faithfulOk && !passesStages(r, req.requiredStages ?? [...DEFAULT_REQUIRED_STAGES]))) {
-    return fallback(`slim module failed ${lost.join(', ') || 'a required stage'}: ${r.category ?? ''} ${(r.error ?? '').slice(0, 300)}`.trim());
+    return fallback(
+      `slim module failed ${lost.join(', ') || 'a required stage'}: ${r.category ?? ''} ${(r.error ?? '').slice(0, 300)}`.trim(),
+    );
   }
-  slim.record.emission = { profile: 'slim', faithfulLines: faithfulRecord.lines, slimLines: slim.record.lines, removed: emission.removed ?? [], proven };
+  slim.record.emission = {
+    profile: 'slim',
+    faithfulLines: faithfulRecord.lines,
+    slimLines: slim.record.lines,
+    removed: emission.removed ?? [],
+    proven,
+  };
   return { record: slim.record, text: slim.text, result: r };
 }
 
@@ -418,20 +474,29 @@ export function slimEntry(req: Pick<ValidationRequest, 'callSites'>, args: unkno
 function texts(v: unknown, out: string[] = []): string[] {
   if (typeof v === 'string') out.push(v);
   else if (Array.isArray(v)) for (const x of v) texts(x, out);
-  else if (v && typeof v === 'object') for (const [k, x] of Object.entries(v)) {
-    out.push(`'${k}'`);
-    texts(x, out);
-  }
+  else if (v && typeof v === 'object')
+    for (const [k, x] of Object.entries(v)) {
+      out.push(`'${k}'`);
+      texts(x, out);
+    }
   return out;
 }
 
 /** Extract, validate and promote blocks. */
-export async function extractAndValidate(ws: Workspace, ids: string[], opts: PipelineOptions = {}): Promise<BlockRecord[]> {
+export async function extractAndValidate(
+  ws: Workspace,
+  ids: string[],
+  opts: PipelineOptions = {},
+): Promise<BlockRecord[]> {
   const out = libraryDir(ws.storeDir, opts.out);
   if (opts.validate === false) {
     return extractBlocks(ws, ids, opts, (id, prev) => {
       const sites = { callSites: callSites(ws, id), dataSites: dataSites(ws, id) };
-      return { seeds: slimSeeds(sites, prev.validation?.args), entry: slimEntry(sites, prev.validation?.args), proven: new Set(prev.emission.proven ?? []) };
+      return {
+        seeds: slimSeeds(sites, prev.validation?.args),
+        entry: slimEntry(sites, prev.validation?.args),
+        proven: new Set(prev.emission.proven ?? []),
+      };
     });
   }
   // no interpreter named: the PyPI environment `env create --store` made for this store
@@ -475,7 +540,11 @@ export async function extractAndValidate(ws: Workspace, ids: string[], opts: Pip
     if (!repo) return null;
     if (!torchOf.has(repo)) {
       const root = ws.store.getRepo(repo)?.root;
-      const d = root ? readDeclaredRequirements(root).find((r) => r.key === 'torch' && r.group === 'install' && /[<>=~!]/.test(r.spec)) : undefined;
+      const d = root
+        ? readDeclaredRequirements(root).find(
+            (r) => r.key === 'torch' && r.group === 'install' && /[<>=~!]/.test(r.spec),
+          )
+        : undefined;
       torchOf.set(repo, d ? { spec: d.spec, file: d.file, line: d.line } : null);
     }
     return torchOf.get(repo)!;
@@ -513,7 +582,8 @@ export async function extractAndValidate(ws: Workspace, ids: string[], opts: Pip
       let r = opts.force ? null : getCachedValidation<ValidationResult>(ws.store, key, pool.envId);
       if (!r) {
         r = await pool.validate(req);
-        if (r.category !== 'crash' && r.category !== 'timeout') putCachedValidation(ws.store, key, pool.envId, forStorage(r));
+        if (r.category !== 'crash' && r.category !== 'timeout')
+          putCachedValidation(ws.store, key, pool.envId, forStorage(r));
       }
       return r;
     };
@@ -546,7 +616,15 @@ export async function extractAndValidate(ws: Workspace, ids: string[], opts: Pip
           if (sysPath && namespace) req.namespace = namespace;
           result = await validateCached(req);
           if (profile === 'slim') {
-            const chosen = await slimOrFaithful(ws, id, { ...opts, importable }, req, { record, result }, namespace, validateCached);
+            const chosen = await slimOrFaithful(
+              ws,
+              id,
+              { ...opts, importable },
+              req,
+              { record, result },
+              namespace,
+              validateCached,
+            );
             record = chosen.record;
             text = chosen.text;
             result = chosen.result;
@@ -555,7 +633,8 @@ export async function extractAndValidate(ws: Workspace, ids: string[], opts: Pip
           const v: ValidationRecord = result.layers ? { ...toRecord(result), layers: result.layers } : toRecord(result);
           // the environment that ran (a cached result may predate the facts), with the
           // installed versions of what this block imports: export pins these
-          if (pool.facts) v.environment = factsForBlock(pool.facts, pool.env.probe, record.externs, KNOWN_DISTRIBUTIONS);
+          if (pool.facts)
+            v.environment = factsForBlock(pool.facts, pool.env.probe, record.externs, KNOWN_DISTRIBUTIONS);
           // "environment lacks X" (and whether Debian has X) apart from failures of the block
           if (result.category === 'missing-extern') {
             const m = await missing(result.error);
@@ -582,11 +661,36 @@ export async function extractAndValidate(ws: Workspace, ids: string[], opts: Pip
             if (!record.ok) {
               // why it failed, next to the module (library/layout.ts)
               const stored = forStorage(final);
-              placeBlockFile(out, status, id, '.json', JSON.stringify({ id, stage: stored.stage, category: stored.category, error: stored.error, traceback: stored.traceback ?? null }, null, 2) + '\n');
+              placeBlockFile(
+                out,
+                status,
+                id,
+                '.json',
+                JSON.stringify(
+                  {
+                    id,
+                    stage: stored.stage,
+                    category: stored.category,
+                    error: stored.error,
+                    traceback: stored.traceback ?? null,
+                  },
+                  null,
+                  2,
+                ) + '\n',
+              );
             } else removeBlockFile(out, id, '.json');
             return file;
           });
-          if (placed) putExtraction(ws.store, { id, hash: textHash(text), ok: record.ok, status, lines: record.lines, record, text });
+          if (placed)
+            putExtraction(ws.store, {
+              id,
+              hash: textHash(text),
+              ok: record.ok,
+              status,
+              lines: record.lines,
+              record,
+              text,
+            });
         }
         records[i] = record;
         opts.onProgress?.(++done, extracted.length, record);
