@@ -33,7 +33,6 @@ export {
   dataSites,
   type ExtractCommandOptions,
   type ExtractOptions,
-  type ExtractionRecord,
   type Extraction,
   type PipelineOptions,
   type SlimInputs,

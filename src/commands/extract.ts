@@ -10,7 +10,7 @@ import { storeEnvironment } from './environment.js';
 import { envGroups, envPython } from '../environment/pypi.js';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import type { RepoSpec } from '../config/repos.js';
+import type { ConfiguredRepo } from '../config/repos.js';
 import { emitModule, type NamespaceMap } from '../emit/emitter.js';
 import { slimClosure, type SlimResult } from '../emit/slim/slim.js';
 import type { IndexProgress, IndexReport } from '../indexer/indexer.js';
@@ -76,11 +76,8 @@ export interface SlimInputs {
   entry?: readonly EntryCall[];
 }
 
-/** The record of one block (src/records/block.ts); the name the API had before. */
-export type ExtractionRecord = BlockRecord;
-
 export interface Extraction {
-  record: ExtractionRecord;
+  record: BlockRecord;
   text: string;
   /** names of the emitted module and what they denote in the originals (for validation) */
   namespace?: NamespaceMap;
@@ -365,10 +362,10 @@ async function slimOrFaithful(
   id: string,
   opts: PipelineOptions,
   req: ValidationRequest,
-  { record: faithfulRecord, result: faithful }: { record: ExtractionRecord; result: ValidationResult },
+  { record: faithfulRecord, result: faithful }: { record: BlockRecord; result: ValidationResult },
   namespace: NamespaceMap | undefined,
   validate: (req: ValidationRequest) => Promise<ValidationResult>,
-): Promise<{ record: ExtractionRecord; text: string; result: ValidationResult }> {
+): Promise<{ record: BlockRecord; text: string; result: ValidationResult }> {
   const seeds = slimSeeds(req, faithful.args);
   const entry = slimEntry(req, faithful.args);
   let proven: string[] = [];
@@ -701,7 +698,7 @@ export async function extractAndValidate(
 export interface ExtractCommandOptions extends PipelineOptions, Selection {
   /** index these repositories first and discover their blocks, as `nnrag index` would
    *  (unchanged files are not parsed again; an empty list: the store's repositories) */
-  repos?: RepoSpec[];
+  repos?: ConfiguredRepo[];
   onIndexProgress?: (p: IndexProgress) => void;
   onIndexed?: (report: IndexReport) => void;
 }
