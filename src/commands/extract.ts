@@ -22,8 +22,8 @@ import {
   type BlockRecord,
   type EmissionProfile,
 } from '../library/record.js';
-import { KNOWN_DISTRIBUTIONS } from '../library/requirements.js';
-import { readDeclaredRequirements } from '../library/repo-requirements.js';
+import { KNOWN_DISTRIBUTIONS } from '../environment/requirements.js';
+import { readDeclaredRequirements } from '../environment/repo-requirements.js';
 import { classSignature } from '../resolve/classes.js';
 import { ClosureBuilder } from '../resolve/closure.js';
 import type { Workspace } from '../workspace.js';

@@ -284,6 +284,6 @@ export interface DoctorReport {
   /** with --rootfs: its installed Debian packages (`name=version`, part of the id) */
   debianPackages?: string[];
   /** with --rootfs: what `nnrag env create/sync --store` asked for and got (env-packages.ts) */
-  environment?: import('./env-packages.js').EnvManifest | null;
+  environment?: import('../environment/debian.js').EnvManifest | null;
   problems: string[];
 }
