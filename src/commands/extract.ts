@@ -5,7 +5,8 @@
 // imports), then written to `<out>/blocks/` when it passes the required stages, else to
 // `<out>/failed/` with a JSON record of the failing stage, category and error; without
 // validation to `<out>/extracted/` (`extractBlocks`). Results are cached by module
-// content and validation environment, so re-validating an unchanged module is free.
+// content and validation environment, so re-validating an unchanged module is free, and
+// a block whose inputs are all unchanged is not even emitted again (commands/reuse.ts).
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { RepoSpec } from '../config/repos.js';
@@ -30,6 +31,8 @@ import { entryCallFromArgs, entryCallFromText, type EntryCall } from '../emit/sl
 import {
   DEFAULT_REQUIRED_STAGES,
   ValidatorPool,
+  environmentIdOf,
+  type ProbedEnvironment,
   passesStages,
   toRecord,
   forStorage,
@@ -41,8 +44,11 @@ import {
   type ValidationRequest,
   type ValidationResult,
 } from '../validate/index.js';
-import { libraryModules, repoTops, repoWitnesses, witnessesOf, type HarvestResult } from '../validate/witness/index.js';
-import { startRemembering } from './witnesses.js';
+import { currentHarvest, fileListing, libraryModules, repoTops, repoWitnesses, witnessesOf, type HarvestResult } from '../validate/witness/index.js';
+import { KV_KEYS } from '../store/kv.js';
+import { Costs } from '../util/costs.js';
+import { Blobs, closureFiles, codeDigest, inputDigests, inputsChanged, layoutDigest } from './reuse.js';
+import { rememberedWorkers, startRemembering } from './witnesses.js';
 
 export interface ExtractOptions {
   /** output folder for emitted modules (default `<store>/library`) */
@@ -173,6 +179,8 @@ export interface PipelineOptions extends ExtractOptions {
   /** after each block, with its record */
   onProgress?: (done: number, total: number, record: BlockRecord) => void;
   onWarning?: (msg: string) => void;
+  /** where the run's time goes (a new table when not given); stored with the run */
+  costs?: Costs;
 }
 
 const MAX_CALL_SITES = 6;
@@ -323,12 +331,14 @@ async function slimOrFaithful(
   req: ValidationRequest,
   { record: faithfulRecord, result: faithful }: { record: ExtractionRecord; result: ValidationResult },
   namespace: NamespaceMap | undefined,
-  validate: (req: ValidationRequest) => Promise<ValidationResult>,
+  validate: (req: ValidationRequest, label: string) => Promise<ValidationResult>,
+  costs: Costs,
 ): Promise<{ record: ExtractionRecord; text: string; result: ValidationResult }> {
   const seeds = slimSeeds(req, faithful.args);
   const entry = slimEntry(req, faithful.args);
+  const repo = faithfulRecord.repository ?? '';
   let proven: string[] = [];
-  let slim = extractText(ws, id, { ...opts, profile: 'slim' }, { seeds, entry });
+  let slim = costs.time('emission slim', repo, () => extractText(ws, id, { ...opts, profile: 'slim' }, { seeds, entry }));
   const fallback = (reason: string) => {
     faithfulRecord.emission = { profile: 'faithful', fallbackReason: reason, faithfulLines: faithfulRecord.lines, slimLines: slim.record.lines || null };
     return { record: faithfulRecord, text: req.source, result: faithful };
@@ -338,10 +348,10 @@ async function slimOrFaithful(
   if (slim.unknownDecorators?.length && namespace && faithful.stages.import === 'pass') {
     const probe = probeSource(req.source, namespace, slim.unknownDecorators.map((d) => ({ key: d.key, module: d.mod.name, line: d.line, target: d.target })));
     if (probe) {
-      const r = await validate({ id: `${id}#decorator-probe`, source: probe.source, className: PROBE_CLASS, requiredStages: ['import'] });
+      const r = await validate({ id: `${id}#decorator-probe`, source: probe.source, className: PROBE_CLASS, requiredStages: ['import'] }, 'decorator probe');
       if (r.stages.import === 'pass') {
         proven = probe.keys;
-        slim = extractText(ws, id, { ...opts, profile: 'slim' }, { seeds, entry, proven: new Set(proven) });
+        slim = costs.time('emission slim', repo, () => extractText(ws, id, { ...opts, profile: 'slim' }, { seeds, entry, proven: new Set(proven) }));
       }
     }
   }
@@ -355,7 +365,7 @@ async function slimOrFaithful(
   if (slim.record.lines >= faithfulRecord.lines) return fallback(`slim module is not shorter (${slim.record.lines} lines, faithful ${faithfulRecord.lines})`);
   const sreq: ValidationRequest = { ...req, source: slim.text };
   if (req.namespace && slim.namespace) sreq.namespace = slim.namespace;
-  const r = await validate(sreq);
+  const r = await validate(sreq, 'slim');
   const lost = (Object.keys(faithful.stages) as Stage[]).filter((s) => faithful.stages[s] === 'pass' && r.stages[s] !== 'pass');
   const faithfulOk = passesStages(faithful, req.requiredStages ?? [...DEFAULT_REQUIRED_STAGES]);
   if (lost.length || (faithfulOk && !passesStages(r, req.requiredStages ?? [...DEFAULT_REQUIRED_STAGES]))) {
@@ -397,7 +407,10 @@ function texts(v: unknown, out: string[] = []): string[] {
   return out;
 }
 
-/** Extract, validate and promote blocks. */
+/** Extract, validate and promote blocks. A block whose stored result was computed from the
+ *  same inputs (commands/reuse.ts) is read from the store: no emission, no validation, and
+ *  no worker starts unless some block or harvest needs one. Where the time went is stored
+ *  (`nnrag report`, util/costs.ts). */
 export async function extractAndValidate(ws: Workspace, ids: string[], opts: PipelineOptions = {}): Promise<BlockRecord[]> {
   const out = libraryDir(ws.storeDir, opts.out);
   if (opts.validate === false) {
@@ -406,26 +419,54 @@ export async function extractAndValidate(ws: Workspace, ids: string[], opts: Pip
       return { seeds: slimSeeds(sites, prev.validation?.args), entry: slimEntry(sites, prev.validation?.args), proven: new Set(prev.emission.proven ?? []) };
     });
   }
+  const costs = opts.costs ?? new Costs();
   const required = opts.required ?? [...DEFAULT_REQUIRED_STAGES];
-  const pool = opts.validator ?? (await startRemembering(ws.store, { ...opts.pool, onWarning: opts.onWarning }));
-  const missing = missingLookup({ rootfs: pool.env.rootfs });
+  // the environment without starting workers: its id is known from the probe and what its
+  // workers reported before (commands/witnesses.ts); workers start when something runs
+  const poolOpts: PoolOptions = { ...opts.pool, onWarning: opts.onWarning };
+  let pool: ValidatorPool | null = opts.validator ?? null;
+  let probed: ProbedEnvironment | null = null;
+  let envId: string | null = pool?.envId ?? null;
+  if (!pool) {
+    probed = await costs.timeAsync('environment probe', '', () => ValidatorPool.probe(poolOpts));
+    const remembered = rememberedWorkers(ws.store, probed);
+    envId = remembered ? environmentIdOf(probed, remembered) : null;
+  }
+  const getPool = async (): Promise<ValidatorPool> => {
+    if (!pool) {
+      pool = await startRemembering(ws.store, poolOpts, probed ?? undefined);
+      envId = pool.envId;
+    }
+    return pool;
+  };
+  if (!envId) await getPool();
+  const env = pool ? (pool as ValidatorPool).env : probed!.env;
+  const missing = missingLookup({ rootfs: env.rootfs });
+  const repoOf = (id: string) => ws.blockModule(id)?.mod.repo ?? '';
   try {
     // what the validation environment can import decides whether an interned package
     // used as a module object keeps its import (closure.ts)
-    const importable = opts.importable ?? pool.env.probe?.modules;
+    const importable = opts.importable ?? env.probe?.modules;
     const profile = opts.profile ?? 'slim';
-    const extracted = ids.map((id) => ({ id, ...extractText(ws, id, { ...opts, importable, profile: 'faithful' }) }));
+    costs.time('corpus load', '', () => ws.corpus());
     // witnesses of the repositories of these blocks, harvested (or read) first
     const harvests = new Map<string, HarvestResult>();
     if (opts.witnesses !== false) {
       const repos = new Set<string>();
-      for (const id of ids) {
-        const repo = ws.blockModule(id)?.mod.repo;
-        if (repo) repos.add(repo);
-      }
+      for (const id of ids) if (repoOf(id)) repos.add(repoOf(id));
+      const listing = fileListing(ws.store);
       for (const repo of [...repos].sort()) {
         try {
-          const got = await repoWitnesses(ws.store, pool, repo, { modules: libraryModules(ws.corpus(), repo) });
+          const stored = currentHarvest(ws.store, repo, envId!, listing);
+          if (stored) {
+            harvests.set(repo, stored);
+            opts.onHarvest?.(repo, stored, true);
+            continue;
+          }
+          const p = await getPool();
+          const got = await costs.timeAsync('harvest', repo, () =>
+            repoWitnesses(ws.store, p, repo, { modules: libraryModules(ws.corpus(), repo), onEntry: (e) => costs.add(`harvest entry ${e.entry}`, repo, e.ms) }),
+          );
           if (got) {
             harvests.set(repo, got.result);
             opts.onHarvest?.(repo, got.result, got.cached);
@@ -435,46 +476,70 @@ export async function extractAndValidate(ws: Workspace, ids: string[], opts: Pip
         }
       }
     }
+    const digests = {
+      code: costs.time('reuse check', '', () => codeDigest()),
+      layout: costs.time('reuse check', '', () => layoutDigest(ws)),
+      options: { profile, required, equivalence: opts.equivalence !== false, witnesses: opts.witnesses !== false, intern: opts.intern ?? [], extern: opts.extern ?? [], importable: importable ?? null },
+    };
+    const blobs = new Blobs(ws);
     const records: BlockRecord[] = [];
     let done = 0;
-    const validateCached = async (req: ValidationRequest): Promise<ValidationResult> => {
-      const key = validationKey(req, pool.envId);
-      let r = opts.force ? null : getCachedValidation<ValidationResult>(ws.store, key, pool.envId);
+    const validateCached = async (req: ValidationRequest, label: string): Promise<ValidationResult> => {
+      const key = validationKey(req, envId!);
+      let r = opts.force ? null : getCachedValidation<ValidationResult>(ws.store, key, envId!);
       if (!r) {
-        r = await pool.validate(req);
-        if (r.category !== 'crash' && r.category !== 'timeout') putCachedValidation(ws.store, key, pool.envId, forStorage(r));
-      }
+        const p = await getPool();
+        const t = performance.now();
+        r = await p.validate(req);
+        const repo = repoOf(req.id.split('#')[0]);
+        for (const [s, ms] of Object.entries(r.timings)) costs.add(`validate ${label} ${s}`, repo, ms ?? 0);
+        if (r.equivalence?.originalMs !== undefined) costs.add(`validate ${label} equivalence: original build`, repo, r.equivalence.originalMs);
+        costs.add('waiting for a worker', repo, Math.max(0, performance.now() - t - r.ms));
+        if (r.category !== 'crash' && r.category !== 'timeout') putCachedValidation(ws.store, key, envId!, forStorage(r));
+      } else costs.count(`validate ${label} (stored result)`, repoOf(req.id.split('#')[0]));
       return r;
     };
     await Promise.all(
-      extracted.map(async ({ id, record: faithfulRecord, text: faithfulText, namespace }, i) => {
+      ids.map(async (id, i) => {
+        const repo = repoOf(id);
+        const sites = costs.time('call and data sites', repo, () => ({ callSites: callSites(ws, id), dataSites: dataSites(ws, id) }));
+        const harvest = harvests.get(repo);
+        const { module: origModule, className } = parseBlockId(id);
+        const wits = harvest ? witnessesOf(harvest, `${origModule}.${className}`) : [];
+        const witnessFields = harvest && wits.length ? { witnesses: wits, witnessRepoTops: repoTops(harvest) } : {};
+        const now = inputDigests({ code: digests.code, env: envId!, options: digests.options, layout: digests.layout, request: { ...sites, ...witnessFields } });
+        // the stored result, when it was computed from the same inputs
+        const stored = opts.force ? null : getExtraction(ws.store, id);
+        let why = opts.force ? '--force' : 'not stored';
+        if (stored && stored.status !== 'extracted' && stored.record.validation) {
+          const changed = costs.time('reuse check', repo, () => inputsChanged(stored.record.inputs, now, blobs));
+          if (changed === null) {
+            const record: BlockRecord = { ...stored.record, reuse: { reused: true, why: 'inputs unchanged (files of its closure, call sites, witnesses, environment, options, nnrag)' } };
+            const file = blockFile(out, stored.status, id);
+            if (!existsSync(file)) record.file = placeBlockFile(out, stored.status, id, '.py', stored.text);
+            else record.file = file;
+            costs.count('blocks reused', repo);
+            records[i] = record;
+            opts.onProgress?.(++done, ids.length, record);
+            return;
+          }
+          why = changed;
+        } else if (stored) why = stored.status === 'extracted' ? 'stored without validation' : 'stored without a validation result';
+        const { record: faithfulRecord, text: faithfulText, namespace } = costs.time('emission faithful', repo, () => extractText(ws, id, { ...opts, importable, profile: 'faithful' }));
         let result: ValidationResult | null = null;
         let record = faithfulRecord;
         let text = faithfulText;
         if (text) {
-          const { module: origModule, className } = parseBlockId(id);
-          const req: ValidationRequest = {
-            id,
-            source: text,
-            className,
-            callSites: callSites(ws, id),
-            dataSites: dataSites(ws, id),
-            requiredStages: required,
-          };
-          const harvest = harvests.get(ws.blockModule(id)?.mod.repo ?? '');
-          const wits = harvest ? witnessesOf(harvest, `${origModule}.${className}`) : [];
-          if (harvest && wits.length) {
-            req.witnesses = wits;
-            req.witnessRepoTops = repoTops(harvest);
-          }
+          costs.count('blocks validated', repo);
+          const req: ValidationRequest = { id, source: text, className, ...sites, requiredStages: required, ...witnessFields };
           const crossed = [...new Set(record.provenance.map((p) => p.repo))];
           const sysPath = opts.equivalence === false ? null : originalSysPath(ws, id, crossed);
           if (sysPath) req.original = { module: origModule, className: req.className, sysPath };
           // the namespace stage compares the copy's names with the original modules'
           if (sysPath && namespace) req.namespace = namespace;
-          result = await validateCached(req);
+          result = await validateCached(req, 'faithful');
           if (profile === 'slim') {
-            const chosen = await slimOrFaithful(ws, id, { ...opts, importable }, req, { record, result }, namespace, validateCached);
+            const chosen = await slimOrFaithful(ws, id, { ...opts, importable }, req, { record, result }, namespace, validateCached, costs);
             record = chosen.record;
             text = chosen.text;
             result = chosen.result;
@@ -491,18 +556,29 @@ export async function extractAndValidate(ws: Workspace, ids: string[], opts: Pip
           record.file = placeBlockFile(out, status, id, '.py', text);
           if (!record.ok) {
             // why it failed, next to the module (library/layout.ts)
-            const stored = forStorage(result);
-            placeBlockFile(out, status, id, '.json', JSON.stringify({ id, stage: stored.stage, category: stored.category, error: stored.error, traceback: stored.traceback ?? null }, null, 2) + '\n');
+            const storedResult = forStorage(result);
+            placeBlockFile(out, status, id, '.json', JSON.stringify({ id, stage: storedResult.stage, category: storedResult.category, error: storedResult.error, traceback: storedResult.traceback ?? null }, null, 2) + '\n');
           } else removeBlockFile(out, id, '.json');
+          // a crash or timeout is not a result to keep (as the validation cache)
+          if (result.category !== 'crash' && result.category !== 'timeout') {
+            record.inputs = { ...now, files: costs.time('reuse check', repo, () => closureFiles(ws, id, record === faithfulRecord ? [record] : [faithfulRecord, record])) };
+          }
+          record.reuse = { reused: false, why };
           putExtraction(ws.store, { id, hash: textHash(text), ok: record.ok, status, lines: record.lines, record, text });
         }
         records[i] = record;
-        opts.onProgress?.(++done, extracted.length, record);
+        opts.onProgress?.(++done, ids.length, record);
       }),
     );
     return records;
   } finally {
-    if (!opts.validator) await pool.close();
+    const p = pool as ValidatorPool | null;
+    if (p) {
+      costs.add('worker start', '', p.spawned.readyMs, null, p.spawned.starts + p.spawned.restarts);
+      costs.count('worker restart', '', p.spawned.restarts);
+    }
+    if (p && !opts.validator) await p.close();
+    ws.store.setKV(KV_KEYS.costsLast, JSON.stringify(costs.table('extract + validate')));
   }
 }
 
@@ -519,13 +595,16 @@ export interface ExtractCommandOptions extends PipelineOptions, Selection {
 /** `nnrag extract`: (index and discover `repos` first, when given;) the selected blocks
  *  extracted, validated unless `validate: false`, and placed in the library. */
 export async function extract(ws: Workspace, opts: ExtractCommandOptions = {}): Promise<BlockRecord[]> {
-  if (opts.repos) {
+  const costs = opts.costs ?? new Costs();
+  const repos = opts.repos;
+  if (repos) {
     // an empty list indexes the store's repositories again, as `nnrag index` does
-    const report = await index(ws, { repos: opts.repos, onProgress: opts.onIndexProgress });
+    const report = await costs.timeAsync('index', '', () => index(ws, { repos, onProgress: opts.onIndexProgress }));
+    for (const [k, ms] of Object.entries(report.timings)) if (k !== 'total') costs.add(`index: ${k}`, '', ms, null);
     opts.onIndexed?.(report);
-    discover(ws);
+    costs.time('discover', '', () => discover(ws));
   }
-  return extractAndValidate(ws, selectBlocks(ws, opts), opts);
+  return extractAndValidate(ws, selectBlocks(ws, opts), { ...opts, costs });
 }
 
 /** `nnrag validate`: the selected blocks (every stored block without names) extracted and

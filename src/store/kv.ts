@@ -8,6 +8,8 @@ export const KV_KEYS = {
   dedupLast: 'dedup:last',
   /** the diversity top-up of the last `nnrag dedup --top-up N` ({ min, categories }) */
   dedupTopUp: 'dedup:topup',
+  /** where the time of the last extract / validate run went (util/costs.ts CostTable) */
+  costsLast: 'costs:last',
 } as const;
 
 /** Requirements (import name → Requirement) probed in one validation environment. */

@@ -2,7 +2,7 @@
 // doctor, root filesystem creation, and record helpers.
 export * from './types.js';
 export { ValidatorPool, resolveEnvironment, environmentIdOf, type ProbedEnvironment, type WorkerInfo } from './pool.js';
-export { findPython, harnessPath, environmentId } from './environment.js';
+export { findPython, harnessPath, harnessSource, environmentId } from './environment.js';
 export { doctor } from './doctor.js';
 export { createRootfs, BASE_PACKAGES, type CreateRootfsOptions } from './rootfs.js';
 export { syncEnvironment, storeNeeds, readManifest, installedDebianPackages, type EnvManifest, type EnvNeed, type ManifestEntry, type SyncResult } from './env-packages.js';

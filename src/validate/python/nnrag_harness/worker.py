@@ -420,6 +420,7 @@ class Worker:
         current = None
         done = False
         equivalence = None
+        original_ms = None  # the original's import and build, when equivalence got that far
         harness_error = None
         for ev in events:
             k = ev.get("ev")
@@ -448,6 +449,8 @@ class Worker:
                         res["traceback"] = ev["traceback"]
                 current = None
             elif k == "info":
+                if isinstance(ev.get("originalMs"), (int, float)):
+                    original_ms = ev["originalMs"]
                 for key in ("args", "input_shapes", "output_shapes", "params", "layers", "usage", "argumentsSource", "witnessSkipped"):
                     if key in ev and ev[key] is not None:
                         res[key] = ev[key]
@@ -458,6 +461,8 @@ class Worker:
             elif k == "harness-error":
                 harness_error = ev.get("error")
         if equivalence is not None:
+            if original_ms is not None:
+                equivalence["originalMs"] = original_ms
             res["equivalence"] = equivalence
         if not done and res["stage"] is None:
             # the child did not finish: attribute the ending to the running stage
