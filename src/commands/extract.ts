@@ -495,7 +495,8 @@ export async function extractAndValidate(ws: Workspace, ids: string[], opts: Pip
         for (const [s, ms] of Object.entries(r.timings)) costs.add(`validate ${label} ${s}`, repo, ms ?? 0);
         if (r.equivalence?.originalMs !== undefined) costs.add(`validate ${label} equivalence: original build`, repo, r.equivalence.originalMs);
         costs.add('waiting for a worker', repo, Math.max(0, performance.now() - t - r.ms));
-        if (r.category !== 'crash' && r.category !== 'timeout') putCachedValidation(ws.store, key, envId!, forStorage(r));
+        // (the started pool's id, should it differ from the one remembered)
+        if (r.category !== 'crash' && r.category !== 'timeout') putCachedValidation(ws.store, validationKey(req, p.envId), p.envId, forStorage(r));
       } else costs.count(`validate ${label} (stored result)`, repoOf(req.id.split('#')[0]));
       return r;
     };
