@@ -7,10 +7,12 @@
 // `nnrag report` of the cold run (the per-phase table).
 //
 // usage: node dist/bench/cost.js --config FILE [--names-json FILE] [--touch REPO_NAME:REL_PATH]
-//          [--build DIR …] [--runs N] [--keep DIR]
+//          [--build DIR …] [--runs N] [--keep DIR] [--from-store DIR]
 //   --build    an nnrag checkout with dist/ built (repeatable; default this checkout); the
 //              builds run back to back, in the order given, on the same copies
 //   --runs     warm runs per build (the median is printed; default 3)
+//   --keep     the work folder (its repository copies are reused when present)
+//   --from-store  start each build from a copy of this store instead of an empty one
 import { spawnSync } from 'node:child_process';
 import { appendFileSync, cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -30,6 +32,7 @@ const runs = Number(opt('--runs', '3'));
 const names = opt('--names-json');
 const touch = opt('--touch');
 const work = opt('--keep') ?? mkdtempSync(path.join(tmpdir(), 'nnrag-cost-'));
+const fromStore = opt('--from-store') ? path.resolve(opt('--from-store')!) : null;
 
 // copies of the repositories, and the config naming the copies
 const cfg = JSON.parse(readFileSync(config, 'utf8')) as Record<string, { path?: string; [k: string]: unknown }>;
@@ -92,6 +95,17 @@ function perRepo(records: Rec[]): Record<string, { blocks: number; ok: number; f
   return out;
 }
 
+/** The per-phase table of the run that just ended (`nnrag report`'s cost section), for
+ *  builds that store one. */
+function costTable(build: string, store: string): void {
+  const rep = spawnSync(process.execPath, [path.join(build, 'dist/src/cli/bin.js'), 'report', '--no-dedup', '--store', store], { encoding: 'utf8' });
+  const lines = rep.status === 0 ? rep.stdout.split('\n') : [];
+  const at = lines.findIndex((l) => l.startsWith('cost of the last'));
+  if (at < 0) return;
+  const end = lines.indexOf('', at);
+  console.log(lines.slice(at, end < 0 ? undefined : end).join('\n'));
+}
+
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const fmt = (r: { wall: number; cpu: number }) => `${r.wall.toFixed(1)} s wall, ${r.cpu.toFixed(1)} s CPU`;
 
@@ -100,12 +114,16 @@ const results: { build: string; cold: Run; warm: Run[]; touched: Run | null }[] 
 for (const build of builds) {
   const store = path.join(work, `store-${results.length}`);
   rmSync(store, { recursive: true, force: true });
+  // --from-store: start from a copy of a store a cold run made (of the same copies)
+  if (fromStore) cpSync(fromStore, store, { recursive: true });
   const cold = nnrag(build, store, ['extract', '--config', cfgFile]);
-  console.log(`${build}: cold ${fmt(cold)}, ${cold.records.length} blocks (load ${loadavg()[0].toFixed(2)})`);
+  console.log(`${build}: ${fromStore ? `first run on a copy of ${fromStore}` : 'cold'} ${fmt(cold)}, ${cold.records.length} blocks (load ${loadavg()[0].toFixed(2)})`);
+  costTable(build, store);
   const warm: Run[] = [];
   for (let i = 0; i < runs; i++) warm.push(nnrag(build, store, ['extract', '--config', cfgFile]));
   const w = { wall: median(warm.map((x) => x.wall)), cpu: median(warm.map((x) => x.cpu)) };
   console.log(`${build}: warm (median of ${runs}) ${fmt(w)}; each ${warm.map((x) => x.wall.toFixed(1)).join(', ')} s; reused ${warm[0].records.filter((r) => r.reuse?.reused).length}/${warm[0].records.length} (load ${loadavg()[0].toFixed(2)})`);
+  costTable(build, store);
   let touched: Run | null = null;
   if (touch) {
     const [repo, rel] = [touch.slice(0, touch.lastIndexOf(':')), touch.slice(touch.lastIndexOf(':') + 1)];
@@ -119,9 +137,8 @@ for (const build of builds) {
     }
     const redone = touched.records.filter((r) => r.reuse && !r.reuse.reused).length;
     console.log(`${build}: ${rel} changed: ${fmt(touched)}; re-validated ${touched.records.some((r) => r.reuse) ? redone : '? (the build does not say)'} of ${touched.records.length} blocks`);
+    costTable(build, store);
   }
-  const rep = spawnSync(process.execPath, [path.join(build, 'dist/src/cli/bin.js'), 'report', '--store', store], { encoding: 'utf8' });
-  if (rep.status === 0) console.log(rep.stdout);
   results.push({ build, cold, warm, touched });
 }
 

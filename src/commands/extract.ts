@@ -494,7 +494,8 @@ export async function extractAndValidate(ws: Workspace, ids: string[], opts: Pip
         const repo = repoOf(req.id.split('#')[0]);
         for (const [s, ms] of Object.entries(r.timings)) costs.add(`validate ${label} ${s}`, repo, ms ?? 0);
         if (r.equivalence?.originalMs !== undefined) costs.add(`validate ${label} equivalence: original build`, repo, r.equivalence.originalMs);
-        costs.add('waiting for a worker', repo, Math.max(0, performance.now() - t - r.ms));
+        // queued behind other requests (summed over requests that wait at once)
+        costs.add('queued for a worker', repo, Math.max(0, performance.now() - t - r.ms));
         // (the started pool's id, should it differ from the one remembered)
         if (r.category !== 'crash' && r.category !== 'timeout') putCachedValidation(ws.store, validationKey(req, p.envId), p.envId, forStorage(r));
       } else costs.count(`validate ${label} (stored result)`, repoOf(req.id.split('#')[0]));
@@ -515,7 +516,9 @@ export async function extractAndValidate(ws: Workspace, ids: string[], opts: Pip
         if (stored && stored.status !== 'extracted' && stored.record.validation) {
           const changed = costs.time('reuse check', repo, () => inputsChanged(stored.record.inputs, now, blobs));
           if (changed === null) {
-            const record: BlockRecord = { ...stored.record, reuse: { reused: true, why: 'inputs unchanged (files of its closure, call sites, witnesses, environment, options, nnrag)' } };
+            const cat = stored.record.validation.category;
+            const unsettled = cat === 'crash' || cat === 'timeout' ? `; the stored result is a ${cat} (--force validates again)` : '';
+            const record: BlockRecord = { ...stored.record, reuse: { reused: true, why: `inputs unchanged (files of its closure, call sites, witnesses, environment, options, nnrag)${unsettled}` } };
             const file = blockFile(out, stored.status, id);
             if (!existsSync(file)) record.file = placeBlockFile(out, stored.status, id, '.py', stored.text);
             else record.file = file;
@@ -560,10 +563,9 @@ export async function extractAndValidate(ws: Workspace, ids: string[], opts: Pip
             const storedResult = forStorage(result);
             placeBlockFile(out, status, id, '.json', JSON.stringify({ id, stage: storedResult.stage, category: storedResult.category, error: storedResult.error, traceback: storedResult.traceback ?? null }, null, 2) + '\n');
           } else removeBlockFile(out, id, '.json');
-          // a crash or timeout is not a result to keep (as the validation cache)
-          if (result.category !== 'crash' && result.category !== 'timeout') {
-            record.inputs = { ...now, files: costs.time('reuse check', repo, () => closureFiles(ws, id, record === faithfulRecord ? [record] : [faithfulRecord, record])) };
-          }
+          // a crash or timeout is kept too (the validation cache does not keep them): a
+          // re-run with nothing changed says so and `--force` validates again
+          record.inputs = { ...now, files: costs.time('reuse check', repo, () => closureFiles(ws, id, record === faithfulRecord ? [record] : [faithfulRecord, record])) };
           record.reuse = { reused: false, why };
           putExtraction(ws.store, { id, hash: textHash(text), ok: record.ok, status, lines: record.lines, record, text });
         }
@@ -601,7 +603,10 @@ export async function extract(ws: Workspace, opts: ExtractCommandOptions = {}): 
   if (repos) {
     // an empty list indexes the store's repositories again, as `nnrag index` does
     const report = await costs.timeAsync('index', '', () => index(ws, { repos, onProgress: opts.onIndexProgress }));
-    for (const [k, ms] of Object.entries(report.timings)) if (k !== 'total') costs.add(`index: ${k}`, '', ms, null);
+    // the indexer's phases; parseCpu: per-file parse time in the parse workers, summed
+    const it = report.timings;
+    for (const k of ['list', 'hash', 'parse', 'store'] as const) costs.add(`index: ${k}`, '', it[k]);
+    costs.add('index: parse in the workers (summed)', '', it.parseCpu);
     opts.onIndexed?.(report);
     costs.time('discover', '', () => discover(ws));
   }
