@@ -5,8 +5,9 @@
 // issues ask for "per repository, before and after".
 //
 // usage: node dist/bench/corpus.js CONFIG [--store DIR] [--repos a/b,c/d] [--no-validate]
-//        [--workers N] [--rootfs DIR] [--json FILE] [--validate-repos a/b,c/d] [--no-witnesses] [--profile slim|faithful]
-// --rootfs validates in a root filesystem made by `nnrag env create` (and `env sync --store`).
+//        [--workers N] [--env DIR | --python PY | --rootfs DIR] [--json FILE] [--validate-repos a/b,c/d] [--no-witnesses] [--profile slim|faithful]
+// --env validates in a PyPI environment made by `nnrag env create DIR --store S` (each
+// repository in its group's environment); --rootfs in a Debian root filesystem (`env create --debian`).
 // With the slim profile (the default) a second table gives the emitted lines per
 // repository: faithful and the module kept (slim where it validated), median / p90 / max,
 // and how many blocks fell back to faithful.
@@ -43,14 +44,15 @@ const ids = [...repoOf.keys()].filter((id) => !only || only.includes(repoOf.get(
 const records = await extractAndValidate(ws, ids, {
   validate,
   profile: (opt('--profile') as 'slim' | 'faithful' | undefined) ?? 'slim',
-  pool: { workers: opt('--workers') ? Number(opt('--workers')) : undefined, rootfs: opt('--rootfs') },
+  pool: { workers: opt('--workers') ? Number(opt('--workers')) : undefined, rootfs: opt('--rootfs'), env: opt('--env'), python: opt('--python') },
   onWarning: (m) => console.error(`warning: ${m}`),
   witnesses: !args.includes('--no-witnesses'),
   onHarvest: (repo, h, cached) => {
     const built = h.entries.filter((e) => e.built).length;
     const fwd = h.entries.filter((e) => e.forward).length;
     console.log(
-      `witnesses ${repo}: ${cached ? 'stored' : `${(h.ms / 1000).toFixed(1)} s`}, ${h.entries.length} entry points run (${built} built, ${fwd} forward, ${h.skipped} skipped), ${Object.keys(h.witnesses).length}/${h.classes.length} classes with witnesses${h.error ? `, error: ${h.error}` : ''}`,
+      `witnesses ${repo}: ${cached ? 'stored' : `${(h.ms / 1000).toFixed(1)} s`}, ${h.entries.length} entry points run (${built} built, ${fwd} forward, ${h.skipped} skipped), ${Object.keys(h.witnesses).length}/${h.classes.length} classes with witnesses` +
+        `${h.docsMs ? `, tests and documents ${(h.docsMs / 1000).toFixed(1)} s (${h.entries.filter((e) => e.tests).length} test files)` : ''}${h.notes ? `, ${Object.values(h.notes).join('; ')}` : ''}${h.error ? `, error: ${h.error}` : ''}`,
     );
   },
   onProgress: (done, total) => {

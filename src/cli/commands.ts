@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { demo } from '../commands/demo.js';
 import type { Selection } from '../commands/discover.js';
-import { doctor, env, environmentNeeds } from '../commands/environment.js';
+import { doctor, env, environmentNeeds, pypiEnv, pypiNeeds } from '../commands/environment.js';
 import { extract, validate, type EmissionProfile, type ExtractionRecord, type PipelineOptions } from '../commands/extract.js';
 import { reportText } from '../library/report.js';
 import { UsageError } from '../util/errors.js';
@@ -29,6 +29,7 @@ const extractOptions = {
 /** Options of the validation environment and sandbox. */
 const validateOptions = {
   python: { type: 'string' },
+  env: { type: 'string' },
   rootfs: { type: 'string' },
   'no-sandbox': { type: 'boolean' },
   workers: { type: 'string' },
@@ -60,7 +61,8 @@ function pipelineOptions(ctx: Ctx): PipelineOptions {
     equivalence: !ctx.values['no-equivalence'],
     force: !!ctx.values.force,
     pool: {
-      python: (ctx.values.python as string | undefined) ?? process.env.NNRAG_PYTHON,
+      python: (ctx.values.python as string | undefined) ?? (ctx.values.env ? undefined : process.env.NNRAG_PYTHON),
+      env: ctx.values.env ? path.resolve(ctx.values.env as string) : undefined,
       rootfs: ctx.values.rootfs as string | undefined,
       sandbox: !ctx.values['no-sandbox'],
       workers: workersOpt(ctx),
@@ -183,7 +185,7 @@ export const commands: Record<string, Command> = {
 
   validate: {
     summary: 'extract and validate blocks in the sandbox (import, instantiate, forward, equivalence)',
-    usage: 'nnrag validate [ID|NAME …] [--all] [--force] [--python PY] [--rootfs DIR] [--no-sandbox] [--workers N [--force-workers]] [--timeout S] [--require STAGE …]',
+    usage: 'nnrag validate [ID|NAME …] [--all] [--force] [--env DIR | --python PY | --rootfs DIR] [--no-sandbox] [--workers N [--force-workers]] [--timeout S] [--require STAGE …]',
     options: { ...extractOptions, ...validateOptions },
     async run(ctx) {
       return withWorkspaceAsync(ctx, async (ws) => {
@@ -199,11 +201,12 @@ export const commands: Record<string, Command> = {
 
   doctor: {
     summary: 'report the validation environment: interpreter, torch, sandbox, limits',
-    usage: 'nnrag doctor [--python PY] [--rootfs DIR] [--no-sandbox] [--store S]',
-    options: { python: { type: 'string' }, rootfs: { type: 'string' }, 'no-sandbox': { type: 'boolean' } },
+    usage: 'nnrag doctor [--env DIR | --python PY | --rootfs DIR] [--no-sandbox] [--store S]',
+    options: { python: { type: 'string' }, env: { type: 'string' }, rootfs: { type: 'string' }, 'no-sandbox': { type: 'boolean' } },
     async run(ctx) {
       const opts = {
-        python: (ctx.values.python as string | undefined) ?? process.env.NNRAG_PYTHON,
+        python: (ctx.values.python as string | undefined) ?? (ctx.values.env ? undefined : process.env.NNRAG_PYTHON),
+        env: ctx.values.env ? path.resolve(ctx.values.env as string) : undefined,
         rootfs: ctx.values.rootfs as string | undefined,
         sandbox: !ctx.values['no-sandbox'],
       };
@@ -241,24 +244,64 @@ export const commands: Record<string, Command> = {
   },
 
   env: {
-    summary: 'env create DIR: build a Debian trixie root filesystem with python3-torch (torch 2.x) for --rootfs; env sync DIR --store S: add what new repositories need',
-    usage: 'nnrag env create DIR [--store S] [--packages P,Q …] [--wheels DIR] | nnrag env sync DIR --store S [--packages P,Q …] [--wheels DIR]',
-    options: { packages: { type: 'string', multiple: true }, wheels: { type: 'string' }, python: { type: 'string' } },
+    summary: 'env create DIR: a PyPI virtual environment (uv) with torch 2.x and what the store\'s repositories need, locked, with their compiled operators built for the CPU (--debian: a Debian trixie root filesystem instead); env sync DIR: bring it up to date',
+    usage: 'nnrag env create DIR [--store S] [--torch 2.x] [--python BASE] [--system-torch] [--offline] [--wheels W] [--packages P …] [--no-native] | nnrag env sync DIR [--store S] [same options] | nnrag env create DIR --debian [--store S] [--packages P,Q …] [--wheels W]',
+    options: {
+      packages: { type: 'string', multiple: true },
+      wheels: { type: 'string' },
+      python: { type: 'string' },
+      debian: { type: 'boolean' },
+      torch: { type: 'string' },
+      'system-torch': { type: 'boolean' },
+      offline: { type: 'boolean' },
+      'no-native': { type: 'boolean' },
+    },
     async run(ctx) {
       const [sub, dir] = ctx.positionals;
       if ((sub !== 'create' && sub !== 'sync') || !dir) throw new UsageError(`usage: ${commands.env.usage}`);
       const packages = ((ctx.values.packages as string[] | undefined) ?? []).flatMap((p) => p.split(',')).map((p) => p.trim()).filter(Boolean);
-      for (const p of packages) if (!/^[a-z0-9][a-z0-9+.-]+$/.test(p)) throw new UsageError(`--packages: ${JSON.stringify(p)} is not a Debian package name`);
       const wheels = ctx.values.wheels ? path.resolve(ctx.values.wheels as string) : undefined;
       if (wheels && !existsSync(wheels)) throw new UsageError(`--wheels: ${wheels} does not exist`);
       const target = path.resolve(dir);
       // --store is a common option with a default: only an explicit one (or NNRAG_STORE) asks for the store's requirements
       const withStore = ctx.values.store !== undefined || process.env.NNRAG_STORE !== undefined;
-      if (sub === 'sync' && !withStore && !packages.length && !wheels) throw new UsageError('env sync needs --store S (or --packages / --wheels)');
       const onLog = ctx.json ? undefined : (l: string) => process.stderr.write(`${l}\n`);
+      const warn = (m: string) => process.stderr.write(`warning: ${m}\n`);
+      const python = ctx.values.python as string | undefined;
+      if (!ctx.values.debian) {
+        for (const p of packages) if (!/^[A-Za-z0-9][A-Za-z0-9._-]*(\[[^\]]*\])?\s*([<>=!~].*)?$/.test(p)) throw new UsageError(`--packages: ${JSON.stringify(p)} is not a PEP 508 requirement`);
+        if (sub === 'sync' && !existsSync(path.join(target, 'nnrag-env.json')) && !existsSync(path.join(target, 'pyvenv.cfg'))) throw new UsageError(`env sync: ${target} is not an environment nnrag made (use env create)`);
+        // the store is read before minutes of downloads: a wrong --store fails at once
+        const ws = withStore ? openWorkspace(ctx) : undefined;
+        const needs = ws ? await pypiNeeds(ws, { python, onWarning: warn }) : null;
+        const t0 = Date.now();
+        const m = await pypiEnv(target, needs, {
+          python,
+          torch: ctx.values.torch as string | undefined,
+          systemTorch: ctx.values['system-torch'] ? true : undefined,
+          offline: !!ctx.values.offline,
+          wheels,
+          packages,
+          native: !ctx.values['no-native'],
+          onLog,
+        }, ws).finally(() => ws?.close());
+        const secs = (Date.now() - t0) / 1000;
+        const human: string[] = [`${sub === 'create' ? 'environment ready' : 'environment synced'} in ${target} (${secs.toFixed(0)} s); use --env ${target}`];
+        for (const g of m.groups) {
+          const torch = g.pins.find((p) => p.startsWith('torch=='));
+          human.push(`${g.name === 'shared' ? 'shared' : `own environment of ${g.name}`}: ${g.dir}, ${g.repos.length} repositories, ${g.pins.length} locked distributions${torch ? ` (${torch})` : m.systemTorch ? ' (the base interpreter\'s torch)' : ''}${g.conflict ? `; does not resolve with the others: ${g.conflict.split('\n').slice(-1)[0]}` : ''}`);
+          for (const x of g.indexed) human.push(`  ${x.distribution} installed from the indexed ${x.repo}${x.error ? `: FAILED ${x.error.split('\n').slice(-1)[0]}` : ''}`);
+          for (const b of g.native) human.push(`  compiled operators of ${b.repo} (${b.dir}): ${b.error ? `not built: ${b.error.split('\n')[0]}` : b.cached ? 'installed from the wheel cache' : `built in ${b.seconds?.toFixed(0)} s`}`);
+        }
+        for (const u of m.unresolved) human.push(`not installed (no requirement names it; a guess is never installed): import ${u.module} by ${u.neededBy.join(', ')}; if it is PyPI's ${u.candidates.join(' or ')}, add it with --packages ${u.candidates[0]}`);
+        ctx.out(human.join('\n'), { env: target, seconds: secs, ...m });
+        return m.groups.some((g) => g.native.some((b) => b.error) || g.indexed.some((x) => x.error)) ? 1 : 0;
+      }
+      for (const p of packages) if (!/^[a-z0-9][a-z0-9+.-]+$/.test(p)) throw new UsageError(`--packages: ${JSON.stringify(p)} is not a Debian package name`);
+      if (sub === 'sync' && !withStore && !packages.length && !wheels) throw new UsageError('env sync --debian needs --store S (or --packages / --wheels)');
       // the store is read before minutes of debootstrap: a wrong --store fails at once
       const needs = withStore
-        ? await withWorkspaceAsync(ctx, (ws) => environmentNeeds(ws, { python: (ctx.values.python as string | undefined) ?? process.env.NNRAG_PYTHON, onWarning: (m) => process.stderr.write(`warning: ${m}\n`) }))
+        ? await withWorkspaceAsync(ctx, (ws) => environmentNeeds(ws, { python: python ?? process.env.NNRAG_PYTHON, onWarning: warn }))
         : null;
       const res = await env(sub, target, { needs, packages, wheels, onLog });
       if (!res.manifest) {
@@ -272,6 +315,7 @@ export const commands: Record<string, Command> = {
         `${r.manifest.entries.length} distributions needed: ${r.manifest.entries.filter((e) => e.status === 'present' || e.status === 'installed').length} from Debian, ${r.manifest.entries.filter((e) => e.status === 'wheel').length} from wheels, ${missing.length} not installed`,
         `installed now: ${r.installed.join(' ') || '(nothing new)'}`,
         ...missing.map((e) => `  ${e.status === 'failed' ? `${e.package} failed to install` : `no Debian package`}: ${e.distribution} (tried ${[e.debian, ...e.modules.map((m) => `python3-${m.toLowerCase()}`)].filter((x, i, a) => a.indexOf(x) === i).join(', ')}) — ${e.neededBy.map((n) => (n.why === 'import' ? `${n.blocks ?? 0} blocks of ${n.repo}` : `declared by ${n.repo}`)).join(', ')}${e.error ? `: ${e.error}` : ''}`),
+        ...(missing.length ? [`what Debian does not package: a PyPI environment has it (nnrag env create DIR --store S, without --debian), or give its wheels with --wheels`] : []),
         r.before === r.after ? 'package set unchanged (environment id unchanged)' : 'package set changed: the environment id changed, stored validations will be redone',
       ];
       ctx.out(human.join('\n'), r);

@@ -53,28 +53,28 @@ export const commands: Record<string, Command> = {
           minParams,
           maxParams,
           limit,
+          group: true,
         }),
       );
       // blocks that share a class name (the same PatchEmbed in six repositories) are one
-      // entry: the best-ranked block, then the others by id
-      const groups = new Map<string, typeof res.hits>();
-      for (const h of res.hits) {
-        const g = groups.get(h.name);
-        if (g) g.push(h);
-        else groups.set(h.name, [h]);
-      }
+      // entry, in the text and the JSON alike: the best-ranked block, then the others;
+      // --limit counts entries
+      const byId = new Map(res.hits.map((h) => [h.id, h]));
+      const groups = res.groups.map((g) => ({ name: g.name, ids: g.ids, hits: g.ids.map((i) => byId.get(i)!) }));
       const lines: string[] = [];
+      if (res.failedOnly) lines.push('only blocks that failed validation match (shown, marked failed; they may not run as extracted):');
       let n = 0;
-      for (const [, [h, ...more]] of groups) {
+      for (const { name, hits: [h, ...more] } of groups) {
         lines.push(
           `${String(++n).padStart(2)}. ${h.id}  score ${h.score.toFixed(2)}  ${h.status}  ${h.category}  ${fmtParams(h.params)} params\n` +
             `    ${h.origin.repo}:${h.origin.path}:${h.origin.line}${h.summary ? `  — ${h.summary}` : ''}`,
         );
-        if (more.length) lines.push(`    also ${h.name} in: ${more.map((m) => `${m.id}${m.status === 'validated' ? '' : ` (${m.status})`}`).join(', ')}`);
+        if (more.length) lines.push(`    also ${name} in: ${more.map((m) => `${m.id}${m.status === 'validated' ? '' : ` (${m.status})`}`).join(', ')}`);
       }
-      const hidden = ctx.values.all || ctx.values.validated ? '' : ' (blocks that failed validation left out: --all shows them)';
-      lines.push(`${res.total} match${res.total === 1 ? '' : 'es'}${res.mode === 'any' ? ' (some words only)' : ''}${hidden} in ${res.ms.toFixed(1)} ms`);
-      ctx.out(lines.join('\n'), { ...res, groups: [...groups].map(([name, hs]) => ({ name, ids: hs.map((x) => x.id) })) });
+      const hidden = res.hiddenFailed ? ` (${res.hiddenFailed} that failed validation left out: --all shows them)` : '';
+      const names = res.totalGroups !== undefined && res.totalGroups !== res.total ? ` under ${res.totalGroups} name${res.totalGroups === 1 ? '' : 's'}` : '';
+      lines.push(`${res.total} match${res.total === 1 ? '' : 'es'}${names}${res.mode === 'any' ? ' (some words only)' : ''}${hidden} in ${res.ms.toFixed(1)} ms`);
+      ctx.out(lines.join('\n'), { ...res, groups });
       return 0;
     },
   },

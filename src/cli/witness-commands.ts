@@ -12,9 +12,15 @@ function summary(h: HarvestResult, cached: boolean | null): string[] {
       `${Object.keys(h.witnesses).length}/${h.classes.length} classes with witnesses; ${h.entries.length} entry points run, ${h.skipped} skipped${h.error ? `; error: ${h.error}` : ''}`,
   ];
   for (const e of h.entries) {
-    const what = e.forward ? 'built, ran' : e.built ? `built, forward failed: ${e.forwardError ?? '?'}` : `not built: ${e.error ?? '?'}`;
+    const t = e.tests;
+    // a test file: its tests' outcomes and those stopped by their budget
+    const what = t
+      ? `tests: ${t.passed} passed, ${t.failed} failed, ${t.skipped} skipped of ${t.collected}${t.stopped.length ? `; stopped: ${t.stopped.join(', ')}` : ''}${e.error ? `; ${e.error}` : ''}`
+      : e.forward ? 'built, ran' : e.built ? `built, forward failed: ${e.forwardError ?? '?'}` : `not built: ${e.error ?? '?'}`;
     lines.push(`  ${e.entry}  ${(e.ms / 1000).toFixed(1)} s  ${e.covered.length} classes  ${what.slice(0, 160)}`);
   }
+  if (h.docsMs) lines.push(`  tests and documented examples: ${(h.docsMs / 1000).toFixed(1)} s of entry-point time`);
+  for (const [k, v] of Object.entries(h.notes ?? {})) lines.push(`  ${k}: ${v}`);
   const failed = Object.entries(h.importFailures);
   if (failed.length) lines.push(`  modules that did not import: ${failed.slice(0, 5).map(([m, e]) => `${m} (${e.slice(0, 60)})`).join('; ')}${failed.length > 5 ? ' …' : ''}`);
   return lines;

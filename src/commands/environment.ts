@@ -2,11 +2,15 @@
 // environment (interpreter, torch, sandbox, limits, environment id) with what a store's
 // repositories need that it lacks; a root filesystem made or synced with what a store
 // needs (src/validate/rootfs.ts, env-packages.ts).
-import { environmentGaps, type EnvironmentGap } from '../library/repo-requirements.js';
+import { environmentGaps, type EnvironmentGap, type RepoRequirements } from '../library/repo-requirements.js';
 import { normalizeDistName } from '../library/requirements.js';
 import { createRootfs, doctor as checkEnvironment, storeNeeds, syncEnvironment, type DoctorReport, type EnvNeed, type PoolOptions, type SyncResult } from '../validate/index.js';
 import type { Workspace } from '../workspace.js';
 import { requirements } from './requirements.js';
+import { KNOWN_DISTRIBUTIONS } from '../environment/names.js';
+import { envPython, syncPyPIEnvironment, type EnvManifestPyPI, type PyPINeeds, type PyPIOptions } from '../environment/pypi.js';
+import { KV_KEYS } from '../store/kv.js';
+import { existsSync } from 'node:fs';
 
 /** `nnrag doctor`: the validation environment; with a store (and without a root
  *  filesystem), also the distributions its repositories need that the environment lacks
@@ -23,6 +27,48 @@ export async function doctor(opts: PoolOptions = {}, ws?: Workspace, onWarning?:
  *  distributions their blocks import or they declare, minus what the store indexes itself. */
 export async function environmentNeeds(ws: Workspace, opts: { python?: string; onWarning?: (m: string) => void } = {}): Promise<EnvNeed[]> {
   return storeNeeds(await requirements(ws, opts), indexedTopLevel(ws));
+}
+
+/** What a store asks of a PyPI environment: per repository, its declared requirements
+ *  (install group, as written, markers included: the resolver evaluates them) and the
+ *  distributions its blocks import without declaring them, when the distribution is known
+ *  (installed metadata of the probing interpreter, or the table of known names); an
+ *  import of an unknown name is reported, never installed on a guess. */
+export async function pypiNeeds(ws: Workspace, opts: { python?: string; onWarning?: (m: string) => void } = {}): Promise<PyPINeeds> {
+  const reqs = await requirements(ws, opts);
+  const indexed = indexedTopLevel(ws);
+  const roots = new Map(ws.store.listRepos().map((r) => [r.name, r.root]));
+  // torch is the environment's own; an import the probing interpreter has is known by its
+  // installed metadata, else by the table, else it is a guess
+  const open = (i: RepoRequirements['imports'][number]) => !i.declared && !indexed.has(i.module) && i.module !== 'torch';
+  const known = (i: RepoRequirements['imports'][number]) => !!KNOWN_DISTRIBUTIONS[i.module] || !!i.importable;
+  return {
+    indexed,
+    repos: reqs
+      .map((r) => ({
+        name: r.repo,
+        root: roots.get(r.repo) ?? '',
+        declared: r.declared.filter((d) => d.group === 'install').map((d) => d.spec),
+        imported: r.imports.filter((i) => open(i) && known(i)).map((i) => i.distribution),
+        unknown: r.imports.filter((i) => open(i) && !known(i)).map((i) => i.module),
+      }))
+      .filter((r) => r.root),
+  };
+}
+
+/** `nnrag env create|sync DIR` with the PyPI backend (the default): a virtual environment
+ *  made with uv, locked, with the store's requirements (null: torch and the tools). */
+export async function pypiEnv(target: string, needs: PyPINeeds | null, opts: PyPIOptions, ws?: Workspace): Promise<EnvManifestPyPI> {
+  const m = await syncPyPIEnvironment(target, needs, opts);
+  if (ws) ws.store.setKV(KV_KEYS.environment, JSON.stringify(target));
+  return m;
+}
+
+/** The PyPI environment made for a store (`env create --store`), when it still exists. */
+export function storeEnvironment(ws: Workspace): string | null {
+  const v = ws.store.getKV(KV_KEYS.environment);
+  const dir = v ? (JSON.parse(v) as string) : null;
+  return dir && existsSync(envPython(dir)) ? dir : null;
 }
 
 /** Top-level module names of the store's indexed repositories → repository. */

@@ -7,6 +7,8 @@
 // validation to `<out>/extracted/` (`extractBlocks`). Results are cached by module
 // content and validation environment, so re-validating an unchanged module is free, and
 // a block whose inputs are all unchanged is not even emitted again (commands/reuse.ts).
+import { storeEnvironment } from './environment.js';
+import { envFor, envPython } from '../environment/pypi.js';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { RepoSpec } from '../config/repos.js';
@@ -420,6 +422,35 @@ export async function extractAndValidate(ws: Workspace, ids: string[], opts: Pip
     });
   }
   const costs = opts.costs ?? new Costs();
+  // no interpreter named: the PyPI environment `env create --store` made for this store
+  if (!opts.validator && !opts.pool?.python && !opts.pool?.env && !opts.pool?.rootfs) {
+    const made = storeEnvironment(ws);
+    if (made) opts = { ...opts, pool: { ...opts.pool, env: made } };
+  }
+  // --env DIR with repositories in environments of their own (their requirements do not
+  // resolve with the others'): each group of blocks validates in its repository's
+  // environment (environment/pypi.ts `envFor`), in the order given
+  if (opts.pool?.env && !opts.pool.python && !opts.validator) {
+    const envDir = opts.pool.env;
+    const byEnv = new Map<string, string[]>();
+    for (const id of ids) {
+      const dir = envFor(envDir, ws.blockModule(id)?.mod.repo);
+      byEnv.set(dir, [...(byEnv.get(dir) ?? []), id]);
+    }
+    const records = new Map<string, BlockRecord>();
+    let done = 0;
+    for (const [dir, group] of byEnv) {
+      const rs = await extractAndValidate(ws, group, {
+        ...opts,
+        costs,
+        pool: { ...opts.pool, env: dir, python: envPython(dir) },
+        onProgress: opts.onProgress ? (_d, _t, r) => opts.onProgress!(++done, ids.length, r) : undefined,
+      });
+      for (const r of rs) records.set(r.id, r);
+      if (byEnv.size === 1) return rs;
+    }
+    return ids.map((id) => records.get(id)).filter((r): r is BlockRecord => !!r);
+  }
   const required = opts.required ?? [...DEFAULT_REQUIRED_STAGES];
   // the environment without starting workers: its id is known from the probe and what its
   // workers reported before (commands/witnesses.ts); workers start when something runs

@@ -9,14 +9,17 @@
 //    symbolic link leading outside DIR is refused;
 //  - an existing file is never replaced without `force` (an identical file is left alone);
 //  - files are written atomically (temporary file in the same folder, then rename), so a
-//    crash leaves either the old or the new file.
+//    crash leaves either the old or the new file;
+//  - values of the record reach the file only as comment lines (`commentBlock`: split on
+//    every Unicode line break, control characters escaped), and the usage snippet only
+//    when it has the validator's rendered shape (`plainUsage`).
 //
 // Requirements merge (requirements file format of pip; PEP 508 names): a requirement of the
 // block whose distribution the file already names is left as the project wrote it (its
 // pin wins); names are compared after PEP 503 normalisation (case-insensitive, runs of
 // `-`, `_`, `.` equal). Comments, options (`-r`, `-e`, `--index-url`) and order are kept;
 // new requirements are appended.
-import { PYTHON_KEYWORDS } from '../util/python.js';
+import { commentBlock, PYTHON_KEYWORDS } from '../util/python.js';
 import { existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { IndexStore } from '../store/store.js';
@@ -197,6 +200,44 @@ export function moduleNameFor(className: string): string {
   return /^[0-9]/.test(name) ? `_${name}` : name;
 }
 
+/** Standard modules a usage snippet may import (snippet.py IMPORTABLE). */
+const SNIPPET_IMPORTS = new Set(['functools', 'argparse', 'math']);
+const PY_TOKEN = /\s+|"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|[A-Za-z_][A-Za-z0-9_]*|\d[\d_]*(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|[()[\]{},:=.-]|./gy;
+
+/** The stored usage snippet when it has the shape the validator's renderer writes
+ *  (snippet.py, checked there with `ast`): printable ASCII, `import` lines of
+ *  SNIPPET_IMPORTS, then one expression of names, attributes, calls, keywords, numbers,
+ *  strings, containers and unary minus; else null. A record written before that renderer
+ *  (or edited by hand) is not shown or exported as code. */
+export function plainUsage(usage: string | null | undefined): string | null {
+  if (typeof usage !== 'string' || !usage || usage.length > 2000 || !/^[\x20-\x7e\n]+$/.test(usage)) return null;
+  const lines = usage.split('\n');
+  const expr = lines.pop()!;
+  if (!lines.every((l) => { const m = /^import ([a-z]+)$/.exec(l); return !!m && SNIPPET_IMPORTS.has(m[1]); })) return null;
+  // one expression: brackets balance, no `;`, no operator but unary minus, `=` only as a
+  // keyword inside a call, `,` only inside brackets, no keyword but None/True/False
+  const stack: string[] = [];
+  let prev = '';
+  PY_TOKEN.lastIndex = 0;
+  for (let m = PY_TOKEN.exec(expr); m; prev = m[0], m = PY_TOKEN.exec(expr)) {
+    const t = m[0];
+    // a string right after a name is a prefixed literal (f"{code}" runs code): refused
+    if (/^["']/.test(t) && /^[A-Za-z_]/.test(prev)) return null;
+    if (/^\s+$/.test(t) || /^["']/.test(t) || /^[.\d]/.test(t) && t !== '.') continue;
+    if (/^[A-Za-z_]/.test(t)) {
+      if (PY_KEYWORDS.has(t) && !['None', 'True', 'False'].includes(t)) return null;
+      continue;
+    }
+    if ('([{'.includes(t)) stack.push(t);
+    else if (')]}'.includes(t)) {
+      if (stack.pop() !== { ')': '(', ']': '[', '}': '{' }[t]) return null;
+    } else if (t === ',' || t === ':' || t === '=') {
+      if (!stack.length || (t === '=' && stack[stack.length - 1] !== '(') || (t === ':' && stack[stack.length - 1] !== '{')) return null;
+    } else if (t !== '.' && t !== '-') return null;
+  }
+  return stack.length ? null : usage;
+}
+
 /** The first stage a record failed and its category, or null when nothing failed. */
 function failedStage(stages: Record<string, string> | null, category: string | null): string | null {
   if (!stages) return null;
@@ -226,13 +267,15 @@ export async function exportBlock(store: IndexStore, id: string, opts: ExportOpt
 
   const passed = doc.stages ? Object.entries(doc.stages).filter(([, s]) => s === 'pass').map(([k]) => k) : [];
   const state = failed ? `FAILED at ${failed}; passed: ${passed.join(', ') || 'none'}` : `${e.status}${passed.length ? ': ' + passed.join(', ') : ''}`;
-  const usage = validation?.usage;
+  const usage = plainUsage(validation?.usage);
+  // every value of the record reaches the file only inside comment lines (commentBlock:
+  // split on every line break, control characters escaped), so none can become code
   const header =
-    `# Exported by nnrag from ${id} (${state}).\n` +
+    commentBlock(`Exported by nnrag from ${id} (${state}).`) + '\n' +
     (opts.profileText
-      ? `# ${opts.profileText.profile} profile, emitted again from the indexed sources (the library holds the ${heldProfile(e.record).profile} module, which is what was validated).\n`
+      ? commentBlock(`${opts.profileText.profile} profile, emitted again from the indexed sources (the library holds the ${heldProfile(e.record).profile} module, which is what was validated).`) + '\n'
       : '') +
-    (usage && !failed ? `# Usage, as validated (names of this module, torch imported): ${usage}\n` : '') +
+    (usage && !failed ? `# Usage, as validated (names of this module, torch imported):\n${commentBlock(usage, '#     ')}\n` : '') +
     `# The provenance lines below say where every definition comes from; keep them with the code.\n`;
   const text = header + (opts.profileText?.text ?? e.text);
 

@@ -1,5 +1,5 @@
 // Category of a library block for its neutral spec: attention, convolution, transformer
-// block, pooling, normalization, loss, architecture or utility. Decided from what the block
+// block, pooling, normalization, loss, architecture, embedding, wrapper or utility. Decided from what the block
 // spec already knows — class name, docstring, base classes, the layer types its constructor
 // creates (`layers`: type name → count, e.g. {Conv2d: 2, BatchNorm2d: 2}: those of the built
 // instance when validation built one, else those its own class body constructs, see
@@ -7,6 +7,10 @@
 // of `forward` — by the ordered rules below; the first rule that fires wins, and the result
 // carries the rule as its reason so the choice can be audited.
 //
+//  0. wrapper       the constructor takes the module it wraps (`fn`, `module`, `sublayer` …:
+//                   Residual(fn), PreNorm(dim, fn)) and the block has no convolution /
+//                   attention / transformer layer of its own and is not named a
+//                   block/layer/stage
 //  1. loss          name or a base ends in Loss / is a criterion (`_Loss`, `_WeightedLoss`),
 //                   or forward takes a target/label and the block has at most one layer
 //  2. normalization name or a base is a norm (LayerNorm, RMSNorm, `_BatchNorm`, `_NormBase`, …)
@@ -18,11 +22,17 @@
 //                   been built, or inherit them), not being named …Block/Layer/Stage, or it has ≥ 12 layers of
 //                   ≥ 4 kinds ending in a Linear head (a classifier, not a …Head), or the docstring calls
 //                   it a model/network/architecture and it has ≥ 8 layers
+//  4b. embedding   a position or token embedding: the name says Embedding/Embed/Emb,
+//                   Positional/PositionEncoding, Rotary/RoPE, Sinusoidal or ALiBi, or every
+//                   layer is an nn.Embedding — and it has no convolution / attention /
+//                   transformer layer (a patch embedding is a strided convolution)
 //  5. transformer block  it contains a Transformer(Encoder|Decoder)Layer, or it is named
 //                   Block/Layer/Stage/Encoder/Decoder and has attention plus an MLP (≥ 2 Linear or
 //                   an Mlp/FeedForward layer) or a LayerNorm
 //  6. attention     name says Attention/Attn/MHSA/SE/Squeeze-Excitation/CBAM/NonLocal, or it
 //                   has a MultiheadAttention / *Attention layer
+//  6b. wrapper     a residual or skip connection by name (Residual, ResidualAdd, Skip,
+//                   Shortcut, …Wrapper) with no convolution / attention layer of its own
 //  7. convolution   name says Conv/Bottleneck/BasicBlock/ResBlock/Inverted Residual/Depthwise,
 //                   or convolutions are its most frequent parameterised layer
 //  8. utility       everything else (activations, DropPath, Identity, reshapes, embeddings …)
@@ -64,7 +74,7 @@ export function layerInventory(text: string, className: string): Record<string, 
 export type Category = BlockCategory;
 
 export const CATEGORIES: readonly Category[] = [
-  'attention', 'convolution', 'transformer block', 'pooling', 'normalization', 'loss', 'architecture', 'utility',
+  'attention', 'convolution', 'transformer block', 'pooling', 'normalization', 'loss', 'architecture', 'embedding', 'wrapper', 'utility',
 ];
 
 export interface CategoryInput {
@@ -76,6 +86,8 @@ export interface CategoryInput {
   bases?: string[];
   /** parameter names of forward, without self */
   forwardParams?: string[];
+  /** parameter names of __init__, without self */
+  initParams?: string[];
 }
 
 export interface CategoryResult {
@@ -96,6 +108,11 @@ const IS = {
   transformerLayer: (t: string) => /Transformer(Encoder|Decoder)Layer$|TransformerBlock/.test(t),
   loss: (t: string) => /Loss$|^_Loss$|^_WeightedLoss$|Criterion$/.test(t),
 };
+
+/** Names of a position or token embedding: Embedding / Embed / Emb as a word of the name
+ *  (`RotaryEmbeddingCat`, `SinusoidalPosEmb`, `TimestepEmbedder`), positional encodings,
+ *  rotary, sinusoidal and ALiBi position terms. */
+const EMBEDDING = /Embed(ding|der)?s?(?![a-z])|Emb(?![a-z])|Positional|Position(Encoding|Embedding|Bias)|Rotary|RoPE|Sinusoidal|Alibi|ALiBi/;
 
 /** Names of a part of a network (a block, layer or stage of it), never the whole network. */
 const PART = /(Block|Layer|Stage)$/;
@@ -122,6 +139,11 @@ export function categorize(input: CategoryInput): CategoryResult {
   const nTLayer = count(IS.transformerLayer);
   const r = (category: Category, reason: string): CategoryResult => ({ category, reason });
 
+  const structural = nConv + nAttn + nTLayer;
+  // 0. wrapper: a module taking the module it applies (the names PyTorch code gives such an
+  // argument), e.g. a residual connection `x + fn(x)` or a pre-norm `fn(norm(x))`
+  const wrapped = (input.initParams ?? []).find((p) => /^(fn|func|function|module|sublayer|sub_layer|wrapped|inner|body)$/.test(p));
+  if (wrapped && structural === 0 && !PART.test(name) && !/Loss/.test(name)) return r('wrapper', `the constructor takes the module it wraps (${wrapped})`);
   // 1. loss
   if (/Loss$|Loss[A-Z0-9_]|Criterion/.test(name)) return r('loss', `name ${name} is a loss`);
   const lossBase = bases.find(IS.loss);
@@ -155,6 +177,9 @@ export function categorize(input: CategoryInput): CategoryResult {
   if (/\b(model|network|architecture|backbone)\b/i.test(doc) && total >= 8 && !PART.test(name)) {
     return r('architecture', 'the docstring describes a model and it has ≥ 8 layers');
   }
+  // 4b. embedding
+  if (EMBEDDING.test(name) && structural === 0) return r('embedding', `name ${name} is an embedding`);
+  if (active.length > 0 && active.every(([t]) => /^Embedding(Bag)?$/.test(t)) && structural === 0) return r('embedding', 'every layer is an embedding table');
   // 5. transformer block
   if (nTLayer > 0) return r('transformer block', 'it contains a transformer layer');
   if (nAttn > 0 && (nMlp > 0 || nLinear >= 2 || nNorm > 0) && /Block|Layer|Stage|Encoder|Decoder|Transformer/.test(name)) {
@@ -165,6 +190,10 @@ export function categorize(input: CategoryInput): CategoryResult {
     return r('attention', `name ${name} is an attention mechanism`);
   }
   if (nAttn > 0) return r('attention', 'it has an attention layer');
+  // 6b. wrapper by name: a residual / skip connection
+  if (/^(Residual|Skip|Shortcut)(Add|Connection|Wrapper)?\d*$|^(Residual|Skip)$|Wrapper$/.test(name) && nConv === 0 && nAttn === 0 && nTLayer === 0) {
+    return r('wrapper', `name ${name} is a residual connection or wrapper`);
+  }
   // 7. convolution
   if (/Conv(?!ert)|Bottleneck|BasicBlock|ResBlock|ResidualBlock|^Res(Layer|Stage|Unit)|InvertedResidual|Depthwise|DepthWise|MBConv|Stem$/.test(name) && nAttn === 0) {
     return r('convolution', `name ${name} is a convolutional block`);

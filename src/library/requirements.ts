@@ -36,28 +36,9 @@ export interface RequirementOptions {
   timeoutMs?: number;
 }
 
-/** Import names whose distribution is named differently, for imports that are not installed. */
-export const KNOWN_DISTRIBUTIONS: Record<string, string> = {
-  PIL: 'Pillow',
-  yaml: 'PyYAML',
-  cv2: 'opencv-python',
-  sklearn: 'scikit-learn',
-  skimage: 'scikit-image',
-  bs4: 'beautifulsoup4',
-  attr: 'attrs',
-  dateutil: 'python-dateutil',
-  jwt: 'PyJWT',
-  Crypto: 'pycryptodome',
-  mpl_toolkits: 'matplotlib',
-  fvcore: 'fvcore',
-  mmcv: 'mmcv',
-  apex: 'apex',
-  pytorch_lightning: 'pytorch-lightning',
-  lightning: 'lightning',
-  huggingface_hub: 'huggingface-hub',
-  sentencepiece: 'sentencepiece',
-  tensorboardX: 'tensorboardX',
-};
+/** Import names whose distribution is named differently: src/environment/names.ts. */
+export { KNOWN_DISTRIBUTIONS, normalizeDistName } from '../environment/names.js';
+import { KNOWN_DISTRIBUTIONS, normalizeDistName } from '../environment/names.js';
 
 // Runs in the validation environment; reads a JSON list of top-level names on stdin.
 const PROBE = String.raw`
@@ -100,10 +81,6 @@ for n in names:
 json.dump({"python": sys.version.split()[0], "names": out}, sys.stdout)
 `;
 
-/** PEP 503 normalised distribution name, for comparing names. */
-export function normalizeDistName(name: string): string {
-  return name.toLowerCase().replace(/[-_.]+/g, '-');
-}
 
 /** Drop a PEP 440 local version label: `1.13.0a0+gitunknown` → `1.13.0a0`. */
 export function publicVersion(v: string): string {

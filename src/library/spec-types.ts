@@ -10,6 +10,8 @@ export type BlockCategory =
   | 'normalization'
   | 'loss'
   | 'architecture'
+  | 'embedding'
+  | 'wrapper'
   | 'utility';
 
 export interface BlockSpec {

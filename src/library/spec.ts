@@ -105,6 +105,7 @@ export function buildSpec(inp: SpecInput): BlockSpec {
     layers: Object.keys(layers).length ? layers : inp.text ? layerInventory(inp.text, className) : {},
     bases,
     forwardParams: forward.map((p) => p.name),
+    initParams: init.map((p) => p.name),
   });
   const externs = [...new Set(inp.externs.map((e) => e.split('.')[0]).filter(Boolean))].sort();
   const requirements = [...new Set(externs.map((e) => inp.requirements.get(e)).filter((r): r is string => !!r))].sort();

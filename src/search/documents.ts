@@ -19,7 +19,7 @@ import type { BlockSpec } from '../library/spec-types.js';
 import type { ClassFacts, FileFacts } from '../parse/types.js';
 
 /** Bump when the document layout, its derivation (layers, category) or tokenization changes: every row is rebuilt. */
-export const DOC_VERSION = 3;
+export const DOC_VERSION = 4;
 
 
 export interface SearchDoc {
@@ -184,7 +184,7 @@ export function buildDoc(store: IndexStore, e: StoredExtraction, spec: BlockSpec
     },
     status: e.status,
     params: rec.validation?.params ?? null,
-    category: categorize({ name, docstring, layers, bases, forwardParams }).category,
+    category: categorize({ name, docstring, layers, bases, forwardParams, initParams: init.map((p) => p.name) }).category,
     summary: firstSentence(docstring),
     docstring,
     bases,

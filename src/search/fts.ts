@@ -1,23 +1,26 @@
 // Block search (`nnrag search`, the catalog's search box): an SQLite FTS5 index over the
-// library blocks, ranked by BM25 with per-column weights, kept in sync incrementally with
-// the stored extractions (a row is rebuilt only when its extraction or spec changed).
+// library blocks, kept in sync incrementally with the stored extractions (a row is rebuilt
+// only when its extraction or spec changed). Any query word may match; a block's score
+// (0–1) weighs the words it matches by IDF and by the field they occur in, plus the share
+// of its name the query covers (searchBlocks); BM25 with per-column weights orders equal
+// scores.
 //
 // The tables and their SQL are in src/store/search.ts (migration 4).
 //
-// BM25 (FTS5 `bm25()`, k1 = 1.2, b = 0.75) returns lower = better; scores reported here are
-// its negation, so higher = better.
+// BM25 (FTS5 `bm25()`, k1 = 1.2, b = 0.75) returns lower = better; it is negated here, so
+// higher = better.
 import type { IndexStore } from '../store/store.js';
 import { extractionStamps, getExtraction, listExtractions, type StoredExtraction, hasExtraction, extractionIds } from '../store/records.js';
 import {
-  browseDocs, countMatches, docFacets, docKeys, docsByRowid, ensureFtsLayout, ftsHasTerm, getDoc as storedDoc, listDocs as storedDocs,
-  putDocs, rankedDocs, SEARCH_COLUMNS, type DocFilters,
+  browseDocs, countDocs, docFacets, docKeys, docsByRowid, ensureFtsLayout, ftsHasTerm, getDoc as storedDoc, listDocs as storedDocs,
+  matchedDocs, matchRowids, putDocs, rankOf, SEARCH_COLUMNS, type DocFilters,
 } from '../store/search.js';
 import { specTexts } from '../store/specs.js';
 import { NnragError, UsageError } from '../util/errors.js';
 import { suggest } from '../util/suggest.js';
 import { parseBlockId } from '../discover/ids.js';
 import { buildDoc, docKey, storedSpec, type SearchDoc } from './documents.js';
-import { expandText, identifierParts, parseQuery, quoteTerm } from './tokens.js';
+import { expandText, GENERIC, identifierParts, nameCoverer, queryWords, quoteTerm } from './tokens.js';
 import type { FileFacts } from '../parse/types.js';
 
 /** FTS columns and their BM25 weights (the block's own name counts most). */
@@ -106,12 +109,18 @@ export interface SearchFilters {
 export interface SearchOptions extends SearchFilters {
   limit?: number;
   offset?: number;
+  /** blocks sharing a class name are one entry: `limit` and `offset` count entries (names),
+   *  and every block of an entry on the page is returned (`nnrag search`) */
+  group?: boolean;
 }
 
 export interface SearchHit {
   id: string;
   name: string;
-  /** −BM25: higher is better */
+  /** how well the block matches the query, 0–1: the query words it matches, each weighted
+   *  by how rare it is in the library (IDF) and by where it matches (name 1, docstring 0.6,
+   *  category / layers / parameters / module 0.4, other identifiers 0.2; a related word
+   *  0.8 of that) */
   score: number;
   origin: SearchDoc['origin'];
   status: string;
@@ -122,10 +131,20 @@ export interface SearchHit {
 
 export interface SearchResult {
   query: string;
-  /** 'all' = every word matched, 'any' = fallback where some words matched, 'browse' = empty query */
+  /** 'all' = the first block matches every word, 'any' = the best blocks match some of the
+   *  words, 'browse' = empty query */
   mode: 'all' | 'any' | 'browse';
+  /** matching blocks (of the statuses shown) */
   total: number;
   hits: SearchHit[];
+  /** the page's blocks by class name, in rank order (the best-ranked block first) */
+  groups: { name: string; ids: string[] }[];
+  /** distinct class names among the matching blocks (with `group`) */
+  totalGroups?: number;
+  /** matching blocks that failed validation and are not shown (default filter) */
+  hiddenFailed: number;
+  /** no block other than failed ones matches: those are shown (marked by their status) */
+  failedOnly: boolean;
   ms: number;
 }
 
@@ -141,6 +160,30 @@ const NAME_WEIGHT = 10;
 const RANK =
   `(${NAME_WEIGHT} * bm25(search_fts, ${COLUMNS.map((c) => (NAME_COLS.has(c.name) ? c.weight / 10 : 0)).join(', ')})` +
   ` + bm25(search_fts, ${COLUMNS.map((c) => (NAME_COLS.has(c.name) ? 0 : c.weight)).join(', ')}))`;
+
+/** Where a word can match and what a match there is worth (the score of SearchHit); a
+ *  field is a set of FTS columns, queried with an FTS5 column filter. */
+const FIELDS: { weight: number; columns: string[] }[] = [
+  { weight: 1, columns: ['exact', 'name'] },
+  { weight: 0.6, columns: ['summary'] },
+  { weight: 0.4, columns: ['category', 'layers', 'params', 'qualname'] },
+  { weight: 0.2, columns: ['identifiers', 'deps'] },
+];
+/** what a related word's match is worth against the word's own */
+const RELATED_WEIGHT = 0.8;
+/** blocks scoring at least this share of the best score are "strong" matches: among them
+ *  validated blocks come first */
+const STRONG = 0.5;
+/** the IDF factor of a generic word (GENERIC in tokens.ts: block, layer, module …) */
+const GENERIC_IDF = 0.3;
+/** the score is the query words' coverage times (1 − NAME_SHARE + NAME_SHARE × the share
+ *  of the block's name the query covers): a block the query names outranks one that only
+ *  mentions the words (`Residual` for "residual connection" rather than a block whose
+ *  docstring has both words) */
+const NAME_SHARE = 0.4;
+/** a multi-word query found as a phrase in a field closes this share of the coverage gap,
+ *  times the field's weight ("edge detection" in DexiNed's docstring) */
+const PHRASE = 0.5;
 
 function docFilters(f: SearchFilters): DocFilters {
   const list = (v: string | string[] | undefined) => (v === undefined ? [] : Array.isArray(v) ? v : [v]).filter((x) => x !== '');
@@ -159,42 +202,160 @@ function hitOf(row: { doc: string; score: number }): SearchHit {
   return { id: d.id, name: d.name, score: Math.round(row.score * 1e4) / 1e4, origin: d.origin, status: d.status, category: d.category, params: d.params, summary: d.summary };
 }
 
-/** Search the index (call `syncSearchIndex` first to include new extractions). */
+interface Candidate {
+  rowid: number;
+  /** class name (the id's last part) */
+  name: string;
+  status: string;
+  /** 0–1 relevance (SearchHit.score) */
+  rel: number;
+  /** summed −BM25 of the words: the order among equal relevance */
+  bm: number;
+  /** it matches every word of the query */
+  every: boolean;
+  exact: boolean;
+}
+
+/**
+ * Search the index (call `syncSearchIndex` first to include new extractions).
+ *
+ * Every word of the query may match (OR semantics): a block is scored by the words it
+ * matches — a word counts by its IDF (Lucene's ln(1 + (N − n + ½)/(n + ½)), positive
+ * however few blocks the library has) times the weight of the best field it occurs in
+ * (FIELDS), a related word (RELATED in tokens.ts) at 0.8 — divided by what matching every
+ * word in the name would score, so a block named by the query scores 1 and a single block
+ * in a store still gets a meaningful score. Order: blocks whose whole name is the query,
+ * then the strong matches (≥ half the best score) validated first, then the rest; equal
+ * scores by BM25. Blocks that failed validation are left out unless asked for (`all`),
+ * but when nothing else matches they are shown (`failedOnly`), and how many were left out
+ * is counted (`hiddenFailed`).
+ */
 export function searchBlocks(store: IndexStore, query: string, opts: SearchOptions = {}): SearchResult {
   const t0 = performance.now();
   const limit = Math.max(1, Math.min(opts.limit ?? 20, 1000));
   const offset = Math.max(0, opts.offset ?? 0);
   const filters = docFilters(opts);
-  const q = parseQuery(query, { isWord: (t) => ftsHasTerm(store, quoteTerm(t)) });
-  if (!q.all) {
-    const { docs, total } = browseDocs(store, filters, limit, offset);
-    return { query, mode: 'browse', total, hits: docs.map((doc) => hitOf({ doc, score: 0 })), ms: performance.now() - t0 };
-  }
-  // a block whose whole name is the query comes first, whatever BM25 says (FTS5 clamps the
-  // IDF of a word found in more than half of the blocks to ~0, e.g. "block")
-  const joined = q.words.flatMap(identifierParts).join('');
-  // validated blocks come before the others (then by rank): what a search finds first
-  // should be a block that is proven to run
-  const run = (match: string) => {
-    const ranked = (m: string, n: number) => rankedDocs(store, m, filters, RANK, n);
-    // blocks whose whole name is the query (column filter on `exact`; `joined` holds letters
-    // and digits only and is quoted), then the rest by rank
-    const exact = joined ? ranked(`(${match}) AND exact : ${quoteTerm(joined)}`, 1000) : [];
-    const exactIds = new Set(exact.map(([r]) => r));
-    const rest = ranked(match, offset + limit + exact.length).filter(([r]) => !exactIds.has(r));
-    const page = [...exact, ...rest].slice(offset, offset + limit);
-    const docs = docsByRowid(store, page.map(([r]) => r));
-    const rows = page.map(([r, score]) => ({ doc: docs.get(r)!, score }));
-    const total = rows.length < limit && offset === 0 ? rows.length : countMatches(store, match, filters);
-    return { rows, total };
+  const words = queryWords(query, { isWord: (t) => ftsHasTerm(store, quoteTerm(t)) });
+  const groupsOf = (hits: SearchHit[]) => {
+    const m = new Map<string, string[]>();
+    for (const h of hits) m.set(h.name, [...(m.get(h.name) ?? []), h.id]);
+    return [...m].map(([name, ids]) => ({ name, ids }));
   };
-  let mode: SearchResult['mode'] = 'all';
-  let r = run(q.all);
-  if (r.total === 0 && q.any) {
-    mode = 'any';
-    r = run(q.any);
+  if (!words.length) {
+    const { docs, total } = browseDocs(store, filters, limit, offset);
+    const hits = docs.map((doc) => hitOf({ doc, score: 0 }));
+    return { query, mode: 'browse', total, hits, groups: groupsOf(hits), hiddenFailed: 0, failedOnly: false, ms: performance.now() - t0 };
   }
-  return { query, mode, total: r.total, hits: r.rows.map(hitOf), ms: performance.now() - t0 };
+  // every status the filters allow plus the failed blocks, which are split off below
+  const scope: DocFilters = { ...filters, all: !filters.validated };
+  // the candidates: every block one of the words (or a related word) matches
+  const union = words.map((w) => (w.related ? `(${w.expr}) OR (${w.related})` : `(${w.expr})`)).join(' OR ');
+  const cands = new Map<number, Candidate & { per: number[] }>();
+  for (const r of matchedDocs(store, union, scope)) {
+    cands.set(r.rowid, { rowid: r.rowid, status: r.status, rel: 0, bm: 0, every: false, exact: false, per: words.map(() => 0), name: parseBlockId(r.id).className });
+  }
+  // where each word matches: one rowid-only query per field (FTS5 column filters), far
+  // cheaper than an auxiliary function per row; IDF over the whole library
+  const n = Math.max(1, countDocs(store, { repos: [], categories: [], validated: false, all: true }));
+  const idf: number[] = [];
+  const inField = (expr: string, g: (typeof FIELDS)[number]) => matchRowids(store, `{${g.columns.join(' ')}} : (${expr})`);
+  words.forEach((w, wi) => {
+    const own = new Set<number>();
+    let relDf = 0;
+    for (const g of FIELDS) {
+      for (const r of inField(w.expr, g)) {
+        own.add(r);
+        const c = cands.get(r);
+        if (c) c.per[wi] = Math.max(c.per[wi], g.weight);
+      }
+      if (!w.related) continue;
+      const rel = inField(w.related, g);
+      relDf = Math.max(relDf, rel.length);
+      for (const r of rel) {
+        const c = cands.get(r);
+        if (c) c.per[wi] = Math.max(c.per[wi], g.weight * RELATED_WEIGHT);
+      }
+    }
+    const df = own.size || relDf;
+    idf.push(Math.log(1 + (n - df + 0.5) / (df + 0.5)) * (GENERIC.has(w.word) ? GENERIC_IDF : 1));
+  });
+  const idfSum = idf.reduce((a, b) => a + b, 0) || 1;
+  // a block whose whole name is the query comes first, whatever the scores say (the
+  // `exact` column holds the name's parts joined; `joined` holds letters and digits only
+  // and is quoted)
+  const joined = words.map((w) => w.word).join('');
+  const exact = new Set(joined ? matchRowids(store, `exact : ${quoteTerm(joined)}`) : []);
+  // the words as a phrase (in query order, adjacent), per field: the best field's weight
+  const phrase = new Map<number, number>();
+  if (words.length > 1) {
+    const p = words.map((w) => quoteTerm(w.word)).join(' + ');
+    for (const g of FIELDS) for (const r of inField(p, g)) phrase.set(r, Math.max(phrase.get(r) ?? 0, g.weight));
+  }
+  const cover = nameCoverer(words.map((w) => w.word));
+  for (const c of cands.values()) {
+    const matched = c.per.reduce((a, p, i) => a + p * idf[i], 0) / idfSum;
+    const phrased = matched + (1 - matched) * PHRASE * (phrase.get(c.rowid) ?? 0);
+    c.rel = (1 - NAME_SHARE) * phrased + NAME_SHARE * cover(c.name);
+    c.every = c.per.every((p) => p > 0);
+    c.exact = exact.has(c.rowid);
+  }
+  let all = [...cands.values()];
+  const failed = all.filter((c) => c.status === 'failed');
+  let hiddenFailed = 0;
+  let failedOnly = false;
+  if (!filters.all && !filters.validated) {
+    const shown = all.filter((c) => c.status !== 'failed');
+    if (shown.length) {
+      hiddenFailed = failed.length;
+      all = shown;
+    } else failedOnly = failed.length > 0;
+  }
+  let top = 0;
+  for (const c of all) top = Math.max(top, c.rel);
+  const tier = (c: Candidate) => (c.exact ? 0 : c.rel >= STRONG * top ? 1 : 2);
+  const eps = 1e-9;
+  const byScore = (a: Candidate, b: Candidate) =>
+    tier(a) - tier(b) ||
+    (tier(a) < 2 ? Number(b.status === 'validated') - Number(a.status === 'validated') : 0) ||
+    (Math.abs(b.rel - a.rel) > eps ? b.rel - a.rel : 0);
+  all.sort((a, b) => byScore(a, b) || a.rowid - b.rowid);
+  // BM25 orders blocks of equal score; it is computed only for the blocks up to the last
+  // one that ties with the page's last entry (an auxiliary function over every match
+  // was most of a query's time)
+  let last = Math.min(all.length, offset + limit) - 1;
+  if (opts.group) {
+    const seen = new Set<string>();
+    last = all.length - 1;
+    for (let i = 0; i < all.length; i++) {
+      seen.add(all[i].name);
+      if (seen.size === offset + limit) {
+        last = i;
+        break;
+      }
+    }
+  }
+  if (last >= 0) {
+    let end = last;
+    while (end + 1 < all.length && byScore(all[end + 1], all[last]) === 0) end++;
+    const head = all.slice(0, end + 1);
+    const bm = rankOf(store, union, RANK, head.map((c) => c.rowid));
+    for (const c of head) c.bm = bm.get(c.rowid) ?? 0;
+    head.sort((a, b) => byScore(a, b) || b.bm - a.bm || a.rowid - b.rowid);
+    all.splice(0, head.length, ...head);
+  }
+  let page: Candidate[];
+  let totalGroups: number | undefined;
+  if (opts.group) {
+    // entries by class name in rank order; the page is `limit` entries after `offset`
+    const byName = new Map<string, Candidate[]>();
+    for (const c of all) byName.set(c.name, [...(byName.get(c.name) ?? []), c]);
+    totalGroups = byName.size;
+    page = [...byName.values()].slice(offset, offset + limit).flat();
+  } else page = all.slice(offset, offset + limit);
+  const docs = docsByRowid(store, page.map((c) => c.rowid));
+  const hits = page.map((c) => hitOf({ doc: docs.get(c.rowid)!, score: c.rel }));
+  const mode: SearchResult['mode'] = all.length && !all[0].every && words.length > 1 ? 'any' : 'all';
+  return { query, mode, total: all.length, hits, groups: groupsOf(hits), totalGroups, hiddenFailed, failedOnly, ms: performance.now() - t0 };
 }
 
 /** The stored search document of a block (after sync). */

@@ -24,7 +24,8 @@ import { facets, getDoc, searchBlocks, type SearchOptions, type SearchResult } f
 import { refreshSearch } from '../search/refresh.js';
 import { similarBlocks, type SimilarHit } from '../search/similar.js';
 import { NnragError } from '../util/errors.js';
-import { moduleNameFor } from '../export/export.js';
+import { moduleNameFor, plainUsage } from '../export/export.js';
+import { commentBlock } from '../util/python.js';
 import { dependencyGraph, graphSvg } from './graph.js';
 import { escapeHtml as esc, highlightPython } from './highlight.js';
 
@@ -94,10 +95,21 @@ export function nextStep(category: string | null | undefined, error: string | nu
     case 'memory':
       return 'the check ran out of memory: `nnrag validate ID --memory 8192`';
     case 'native-extension':
-      return 'the block needs a compiled extension of its repository (CUDA or C++ ops), which a standalone module cannot carry';
+      return 'the block needs a compiled extension of its repository (CUDA or C++ ops), which a standalone module cannot carry: `nnrag env create DIR --store S` builds the repository\'s operators for the CPU where its build can';
+    case 'native-op-no-cpu':
+      return 'the block calls a compiled operator that has no CPU kernel: it runs only where the repository\'s GPU build does';
+    case 'needs-gpu':
+      return 'the block only runs on a GPU (CUDA tensors, nn.SyncBatchNorm): validate it on a machine with one';
     default:
       return null;
   }
+}
+
+/** A usage snippet (`import` lines, then the call) with its value bound to `y`. */
+function usageLines(usage: string): string {
+  const lines = usage.split('\n');
+  lines.push(`y = ${lines.pop()}`);
+  return lines.join('\n');
 }
 
 function page(title: string, body: string): string {
@@ -199,12 +211,12 @@ async function blockPage(store: Workspace['store'], id: string, hl: Map<string, 
       `<p class="muted">${fmtParams(doc.params)} parameters · ${doc.lines} lines · <a href="${blockHref(id)}.py">module as text</a> · export: <code>nnrag export ${esc(id)} --into DIR</code></p>`,
   );
   // usage: the construction and call that passed validation
-  const usage = (v as { usage?: string | null } | undefined)?.usage;
+  const usage = plainUsage((v as { usage?: string | null } | undefined)?.usage);
   if (usage && doc.status === 'validated') {
     const modName = moduleNameFor(doc.name);
     sections.push(
       `<section id="usage"><h2>Usage <button type="button" id="copy-usage" data-copy="usage-code">Copy</button></h2>` +
-        `<pre class="code"><code id="usage-code">${esc(`# nnrag export ${id} --into . --module ${modName}\nimport torch\nfrom ${modName} import *\n\ny = ${usage}`)}</code></pre>` +
+        `<pre class="code"><code id="usage-code">${esc(`${commentBlock(`nnrag export ${id} --into . --module ${modName}`)}\nimport torch\nfrom ${modName} import *\n\n${usageLines(usage)}`)}</code></pre>` +
         `<p class="muted">the arguments and input that passed validation</p></section>`,
     );
   }

@@ -136,22 +136,36 @@ export function browseDocs(store: IndexStore, f: DocFilters, limit: number, offs
 
 const JOIN = 'JOIN search_docs d ON d.rowid = search_fts.rowid';
 
-/** Rowid and score (−rank: higher is better) of the documents an FTS query matches, validated
- *  blocks first, then by score; `rank` is an SQL expression over `search_fts`. */
-export function rankedDocs(store: IndexStore, match: string, f: DocFilters, rank: string, limit: number): [number, number][] {
+/** Every document an FTS query matches (filtered): rowid, id and status, unordered. */
+export function matchedDocs(store: IndexStore, match: string, f: DocFilters): { rowid: number; id: string; status: string }[] {
   const { where, args } = filterSql(f);
   const w = ['search_fts MATCH ?', ...where].join(' AND ');
-  return store
-    .stmt(`SELECT search_fts.rowid AS rowid, -${rank} AS score FROM search_fts ${JOIN} WHERE ${w} ORDER BY d.status = 'validated' DESC, score DESC, search_fts.rowid LIMIT ?`)
-    .raw()
-    .all(match, ...args, limit) as [number, number][];
+  const rows = store.stmt(`SELECT search_fts.rowid, d.id, d.status FROM search_fts ${JOIN} WHERE ${w}`).raw().all(match, ...args) as [number, string, string][];
+  return rows.map(([rowid, id, status]) => ({ rowid, id, status }));
 }
 
-/** How many documents an FTS query matches. */
-export function countMatches(store: IndexStore, match: string, f: DocFilters): number {
+/** −rank of some documents for an FTS query (`rank` an SQL expression over `search_fts`:
+ *  higher is better), by rowid. FTS5 runs the query once per value of a `rowid IN (…)`
+ *  (measured 0.4 ms each on 10,000 blocks), so beyond a few dozen rowids every match is
+ *  ranked in one pass instead. */
+export function rankOf(store: IndexStore, match: string, rank: string, rowids: readonly number[]): Map<number, number> {
+  if (!rowids.length) return new Map();
+  if (rowids.length > 40) return new Map(store.stmt(`SELECT rowid, -${rank} FROM search_fts WHERE search_fts MATCH ?`).raw().all(match) as [number, number][]);
+  return new Map(
+    store.stmt(`SELECT rowid, -${rank} FROM search_fts WHERE search_fts MATCH ? AND rowid IN (SELECT value FROM json_each(?))`).raw().all(match, JSON.stringify(rowids)) as [number, number][],
+  );
+}
+
+/** Rowids of every document an FTS query matches (unfiltered: no join, no auxiliary
+ *  function — the cheapest FTS5 query). */
+export function matchRowids(store: IndexStore, match: string): number[] {
+  return store.stmt('SELECT rowid FROM search_fts WHERE search_fts MATCH ?').pluck().all(match) as number[];
+}
+
+/** How many documents pass the filters (matching or not). */
+export function countDocs(store: IndexStore, f: DocFilters): number {
   const { where, args } = filterSql(f);
-  const w = ['search_fts MATCH ?', ...where].join(' AND ');
-  return store.stmt(`SELECT count(*) FROM search_fts ${JOIN} WHERE ${w}`).pluck().get(match, ...args) as number;
+  return store.stmt(`SELECT count(*) FROM search_docs d ${where.length ? `WHERE ${where.join(' AND ')}` : ''}`).pluck().get(...args) as number;
 }
 
 /** Document JSON texts by rowid. */

@@ -28,3 +28,28 @@ export function absoluteImport(importer: string, isPackage: boolean, level: numb
   if (module) base.push(module);
   return base.join('.');
 }
+
+/** Every character that ends a line for Python's `str.splitlines` (\n, \r, \x0b, \x0c,
+ *  \x1c–\x1e, \x85, \u2028, \u2029): the tokenizer ends a comment at \n and \r (Language
+ *  Reference §2.1.2–2.1.3); editors and other readers break at the others. */
+const LINE_BREAKS = /\r\n|[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]/;
+
+/** `text` with control characters (C0 but tab, DEL, C1) and the other Unicode line and
+ *  paragraph separators shown as `\xNN` / `\uNNNN` escapes: safe on one line of a file
+ *  or a terminal. */
+export function escapeControls(text: string): string {
+  return text.replace(/[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]/g, (c) => {
+    const n = c.charCodeAt(0);
+    return n <= 0xff ? `\\x${n.toString(16).padStart(2, '0')}` : `\\u${n.toString(16).padStart(4, '0')}`;
+  });
+}
+
+/** `text` as a block of Python comment lines: split on every line break
+ *  (`LINE_BREAKS`), each line's remaining control characters escaped, each line prefixed
+ *  with `prefix` (`# `), so nothing in `text` can end the comment and become code. */
+export function commentBlock(text: string, prefix = '# '): string {
+  return text
+    .split(LINE_BREAKS)
+    .map((l) => `${prefix}${escapeControls(l)}`.trimEnd())
+    .join('\n');
+}

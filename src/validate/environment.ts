@@ -20,6 +20,7 @@ import { accessSync, constants, existsSync, lstatSync, mkdtempSync, readFileSync
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { defaultEnvDir, envPython, lockDigestOf } from '../environment/pypi.js';
 import type { Limits, PoolOptions } from './types.js';
 import { packageSetDigest } from './env-packages.js';
 
@@ -163,9 +164,13 @@ export async function probeHost(python: string, importTorch = false): Promise<Pr
 
 export type PythonSource = 'explicit' | 'env' | 'search' | 'rootfs';
 
-/** Interpreters tried, in order, when none is named. Debian's torch is in /usr/bin/python3. */
+/** Interpreters tried, in order, when none is named: the PyPI environment scripts/setup.sh
+ *  builds (src/environment/pypi.ts `defaultEnvDir`), then the Pythons on PATH; Debian's
+ *  torch is in /usr/bin/python3. */
 function searchCandidates(): string[] {
   const out: string[] = [];
+  const dflt = envPython(defaultEnvDir());
+  if (existsSync(dflt)) out.push(dflt);
   for (const c of ['python3', 'python', '/usr/bin/python3', '/usr/local/bin/python3']) {
     const p = which(c);
     if (p && !out.includes(p)) out.push(p);
@@ -673,6 +678,13 @@ export async function probeInSandbox(cfg: SandboxConfig & { bwrap: string }, imp
 export function environmentId(parts: { python: string; pythonVersion: string; torch: string; sandbox: boolean; rootfs: string | null; probe?: Probe | null }): string {
   const { probe, ...rest } = parts;
   const h = createHash('sha256');
+  // a PyPI environment nnrag made is identified by its lock (and what is installed), not
+  // by where it lies: the same lock on another machine validates the same
+  const lock = !rest.rootfs && probe?.prefix ? lockDigestOf(probe.prefix) : null;
+  if (lock) {
+    h.update(JSON.stringify({ lock, pythonVersion: rest.pythonVersion, torch: rest.torch, sandbox: rest.sandbox, distributions: probe?.distributions ?? null, harness: harnessSource().hash }));
+    return h.digest('hex').slice(0, 16);
+  }
   h.update(
     JSON.stringify({
       ...rest,

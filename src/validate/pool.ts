@@ -12,9 +12,10 @@
 // for another request) are ignored.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { rmSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { defaultEnvDir, envPython } from '../environment/pypi.js';
 import { NnragError } from '../util/errors.js';
 import { WorkerPool, type PoolWorker } from '../util/pool.js';
 import {
@@ -514,8 +515,12 @@ export class ValidatorPool {
       output_shapes: msg.output_shapes ?? null,
       params: msg.params ?? null,
       layers: msg.layers,
-      usage: typeof msg.usage === 'string' ? msg.usage.slice(0, 2000) : undefined,
+      // a snippet is recorded whole or not at all (a cut one would not parse)
+      usage: typeof msg.usage === 'string' && msg.usage.length <= 2000 ? msg.usage : undefined,
+      usageCheck: msg.usageCheck === 'ran' || msg.usageCheck === 'values' ? msg.usageCheck : undefined,
+      usageSkipped: typeof msg.usageSkipped === 'string' ? msg.usageSkipped.slice(0, 200) : undefined,
       argumentsSource: typeof msg.argumentsSource === 'string' ? msg.argumentsSource : undefined,
+      argumentsOrigin: typeof msg.argumentsOrigin === 'string' ? msg.argumentsOrigin.slice(0, 500) : undefined,
       harvest: msg.harvest,
       witnessSkipped: Array.isArray(msg.witnessSkipped) ? msg.witnessSkipped.map(String).slice(0, 3) : undefined,
       equivalence: msg.equivalence,
@@ -532,7 +537,7 @@ export class ValidatorPool {
     const ok = passesStages(r, required);
     const out: ValidationResult = { id: job.req.id, ok, ...r, envId: this.envId };
     if (!this.env.rootfs) out.python = this.env.python;
-    for (const k of ['layers', 'equivalence', 'namespace', 'traceback', 'output', 'usage', 'argumentsSource', 'harvest', 'witnessSkipped'] as const) if (out[k] === undefined) delete out[k];
+    for (const k of ['layers', 'equivalence', 'namespace', 'traceback', 'output', 'usage', 'usageCheck', 'usageSkipped', 'argumentsSource', 'argumentsOrigin', 'harvest', 'witnessSkipped'] as const) if (out[k] === undefined) delete out[k];
     return out;
   }
 
@@ -570,10 +575,12 @@ export async function resolveEnvironment(opts: PoolOptions): Promise<Resolved> {
     if (!probe.torch_spec) throw new NnragError(`${python} inside ${rootfs} has no torch (install python3-torch there; see createRootfs)`);
     return { python, probe, rootfs, sandbox, bwrap: bw.path, limits };
   }
-  const loc = await locatePython(opts.python, true);
-  const named = opts.python ?? process.env.NNRAG_PYTHON;
-  if (!loc && named) throw new NnragError(`cannot run the Python interpreter ${named}${opts.python ? '' : ' (from NNRAG_PYTHON)'}`);
-  if (!loc) throw new NnragError('no Python with torch found: pass --python, set NNRAG_PYTHON, or install python3-torch');
+  if (opts.env && !opts.python && !existsSync(envPython(opts.env))) throw new NnragError(`--env ${opts.env}: no virtual environment there (make one with: nnrag env create ${opts.env} --store S)`);
+  const explicit = opts.python ?? (opts.env ? envPython(opts.env) : undefined);
+  const loc = await locatePython(explicit, true);
+  const named = explicit ?? process.env.NNRAG_PYTHON;
+  if (!loc && named) throw new NnragError(`cannot run the Python interpreter ${named}${explicit ? '' : ' (from NNRAG_PYTHON)'}`);
+  if (!loc) throw new NnragError(`no Python with torch found: make a PyPI environment (nnrag env create ${defaultEnvDir()}, or run scripts/setup.sh), or pass --env DIR / --python PY, or set NNRAG_PYTHON`);
   if (loc.torchError) throw new NnragError(`${loc.python} cannot import torch: ${loc.torchError}`);
   return { python: loc.python, probe: loc.probe, rootfs: null, sandbox, bwrap: bw?.path ?? null, limits };
 }

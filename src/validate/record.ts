@@ -8,7 +8,7 @@ import { DEFAULT_REQUIRED_STAGES, type Stage, type ValidationRequest, type Valid
  *  traceback and output. */
 export type ValidationRecord = Pick<
   ValidationResult,
-  'stages' | 'category' | 'error' | 'args' | 'argumentsSource' | 'input_shapes' | 'output_shapes' | 'params' | 'envId' | 'equivalence' | 'namespace' | 'layers' | 'python' | 'usage'
+  'stages' | 'category' | 'error' | 'args' | 'argumentsSource' | 'argumentsOrigin' | 'input_shapes' | 'output_shapes' | 'params' | 'envId' | 'equivalence' | 'namespace' | 'layers' | 'python' | 'usage' | 'usageCheck'
 > & {
   /** a missing-extern failure as a requirement (missing.ts): module, distribution, Debian
    *  package, whether the environment could have it */
@@ -54,10 +54,14 @@ export function toRecord(r: ValidationResult): ValidationRecord {
     envId: r.envId,
   };
   if (r.argumentsSource) rec.argumentsSource = r.argumentsSource;
+  if (r.argumentsOrigin) rec.argumentsOrigin = r.argumentsOrigin;
   if (r.equivalence) rec.equivalence = r.equivalence;
   if (r.namespace) rec.namespace = r.namespace;
   if (r.python) rec.python = r.python;
-  if (r.usage) rec.usage = r.usage;
+  if (r.usage) {
+    rec.usage = r.usage;
+    if (r.usageCheck) rec.usageCheck = r.usageCheck;
+  }
   return rec;
 }
 

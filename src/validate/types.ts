@@ -18,6 +18,7 @@ export type FailureCategory =
   | 'missing-extern'
   | 'unresolved-name'
   | 'native-extension'
+  | 'native-op-no-cpu'
   | 'needs-args'
   | 'forward-shape'
   | 'runtime-error'
@@ -25,6 +26,7 @@ export type FailureCategory =
   | 'memory'
   | 'crash'
   | 'sandbox-denied'
+  | 'needs-gpu'
   | 'not-equivalent'
   | 'rebound-name';
 
@@ -108,8 +110,10 @@ export interface EquivalenceResult {
 
 /** Where the constructor arguments that were used came from: an observed call of the
  *  original (witness, issue 11), a call site in the corpus, an entry of a configuration
- *  table, or defaults and guesses from annotations. */
-export type ArgumentsSource = 'witness' | 'call-site' | 'config-table' | 'guess';
+ *  table, or defaults and guesses from annotations; a witness from the repository's own
+ *  tests (`test`), a class docstring's `>>>` examples (`doctest`), a Markdown code block
+ *  (`readme`) or an examples/ script (`example`) names that source. */
+export type ArgumentsSource = 'witness' | 'test' | 'doctest' | 'readme' | 'example' | 'call-site' | 'config-table' | 'guess';
 
 /** A value as JSON carries it. */
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
@@ -129,6 +133,9 @@ export interface ValidationResult {
   args: { [name: string]: JsonValue } | null;
   /** where `args` came from, when the validator reports it */
   argumentsSource?: ArgumentsSource;
+  /** the test id (`tests/test_x.py::test_y[2]`) or file and line (`README.md:40`) of a
+   *  witness from tests or documented examples */
+  argumentsOrigin?: string;
   /** a harvest step's answer (harvest requests only) */
   harvest?: unknown;
   /** why witnesses of the class could not be rebuilt in the copy (at most three) */
@@ -139,8 +146,17 @@ export interface ValidationResult {
   /** module type → count in the instantiated block, for specs */
   layers?: Record<string, number>;
   /** the construction and call that passed forward, as Python source
-   *  (`Block(dim=32, num_heads=4)(torch.randn(2, 16, 32))`); null when a value has no plain spelling */
+   *  (`Block(dim=32, num_heads=4)(torch.randn(2, 16, 32))`, after `import` lines of a few
+   *  standard modules when its values need them), rendered from the recorded values,
+   *  checked with `ast` and run as written before it is recorded (snippet.py); null when a
+   *  value has no plain spelling or the run failed */
   usage?: string | null;
+  /** how the usage was checked: run as written (`ran`), or its argument and input
+   *  expressions evaluated and equal to the validated values (`values`: building the block
+   *  again did not fit in the time left) */
+  usageCheck?: 'ran' | 'values';
+  /** why no usage snippet was recorded (a value without a plain spelling, the snippet's error) */
+  usageSkipped?: string;
   equivalence?: EquivalenceResult;
   namespace?: NamespaceResult;
   /** Python traceback of the failure, trimmed */
@@ -164,6 +180,9 @@ export interface PoolOptions {
   sandbox?: boolean;
   /** run the interpreter inside this root filesystem (see createRootfs) */
   rootfs?: string;
+  /** a PyPI environment folder made by `nnrag env create` (its shared virtual environment's
+   *  interpreter; the pipeline picks a repository's own group where it has one) */
+  env?: string;
   /** address space a candidate may add on top of the worker (interpreter + torch); default 2048 */
   memoryMb?: number;
   /** CPU seconds per candidate; default 30 */

@@ -29,6 +29,21 @@ const cases: [CategoryInput, string][] = [
   [{ name: 'DropPath', layers: {} }, 'utility'],
   [{ name: 'Mlp', layers: { Linear: 2, GELU: 1, Dropout: 1 } }, 'utility'],
   [{ name: 'Identity' }, 'utility'],
+  // position and token embeddings; a patch embedding (a strided convolution) stays one
+  [{ name: 'RotaryEmbedding', layers: {} }, 'embedding'],
+  [{ name: 'RotaryEmbeddingCat', layers: {} }, 'embedding'],
+  [{ name: 'SinusoidalPosEmb' }, 'embedding'],
+  [{ name: 'SinePositionalEncoding', layers: {} }, 'embedding'],
+  [{ name: 'AlibiPositionalBias', layers: {} }, 'embedding'],
+  [{ name: 'Tokens', layers: { 'nn.Embedding': 1 } }, 'embedding'],
+  // wrappers: the constructor takes the module it applies, or a residual connection by name
+  [{ name: 'Residual', initParams: ['fn'] }, 'wrapper'],
+  [{ name: 'Residual', initParams: ['dim', 'scale_residual'], layers: {} }, 'wrapper'],
+  [{ name: 'PreNorm', initParams: ['dim', 'fn'], layers: { 'nn.LayerNorm': 1 } }, 'wrapper'],
+  [{ name: 'SkipConnection', layers: {} }, 'wrapper'],
+  [{ name: 'ResidualBlock', layers: { 'nn.Conv2d': 2, 'nn.BatchNorm2d': 2 } }, 'convolution'],
+  [{ name: 'ResidualBlock' }, 'convolution'],
+  [{ name: 'ResLayer', initParams: ['block', 'num_blocks'], layers: { AvgPool2d: 1 } }, 'convolution'],
 ];
 
 test('categories of typical blocks', () => {

@@ -233,6 +233,36 @@ describe('catalog server', () => {
     }
   });
 
+  test('the usage section shows only snippets of the renderer: import lines, then y = the call; a pasted one is not shown', async () => {
+    const store = IndexStore.open(dir);
+    const wa = getExtraction(store, WA)!;
+    const put = (id: string, usage: string) =>
+      putExtraction(store, { ...wa, id, record: { ...wa.record, id, validation: { ...wa.record.validation!, usage } } });
+    const plain = 'import functools\nWindowAttention(norm=functools.partial(torch.nn.LayerNorm, eps=1e-06), tag="a\\nb")(torch.randn(2, 10, 32))';
+    const pasted = "WindowAttention(tag='x'\nopen('/tmp/pwned', 'w').write('1')\n#')(torch.randn(2, 10, 32))";
+    try {
+      put('usage.plain.WindowAttention', plain);
+      put('usage.pasted.WindowAttention', pasted);
+    } finally {
+      store.close();
+    }
+    try {
+      const ok = await get(`${server.url}block/usage.plain.WindowAttention`);
+      assert.equal(ok.status, 200);
+      const code = unescape(/<code id="usage-code">([\s\S]*?)<\/code>/.exec(ok.body)![1]);
+      assert.match(code, /\nimport torch\nfrom window_attention import \*\n\nimport functools\ny = WindowAttention\(norm=functools\.partial/);
+      const bad = await get(`${server.url}block/usage.pasted.WindowAttention`);
+      assert.equal(bad.status, 200);
+      assert.ok(!bad.body.includes('id="usage"'), 'a snippet pasted from repr() is not shown as code');
+      assert.ok(!bad.body.includes('/tmp/pwned'));
+    } finally {
+      const s2 = IndexStore.open(dir);
+      deleteExtraction(s2, 'usage.plain.WindowAttention');
+      deleteExtraction(s2, 'usage.pasted.WindowAttention');
+      s2.close();
+    }
+  });
+
   test('nnrag serve: one command, loopback URL on stdout with --json, exits 0 on SIGINT', async () => {
     const child = spawn('node', [bin, 'serve', '--port', '0', '--json', '--store', dir], { stdio: ['ignore', 'pipe', 'pipe'] });
     try {

@@ -1,6 +1,6 @@
 // The import graph of src/ follows the layering of docs/ARCHITECTURE.md ("Folders"):
 // a module imports only from its own layer or lower ones, never back up —
-//   util < parse < config < repos < store (core) < indexer < resolve < discover < emit
+//   util < parse < config < repos < environment < store (core) < indexer < resolve < discover < emit
 //   < validate, library (with the store's record and spec tables and the workspace)
 //   < search < export < serve < commands (src/commands/) < cli and the package entry (nnrag.ts).
 // Type-only imports count too: a lower layer that names a higher layer's type depends on it.
@@ -16,6 +16,7 @@ const LAYERS: [string, number][] = [
   ['parse/', 1],
   ['config/', 2],
   ['repos/', 3],
+  ['environment/', 3.5],
   ['store/', 4],
   ['indexer/', 5],
   ['resolve/', 6],

@@ -97,3 +97,17 @@ test('two architectures of one module (one reach) are two families, each run fir
   assert.deepEqual(ran, ['coat_nano', 'maxv_nano'], "the second architecture before the first one's second size");
   assert.equal(nameStem(es[0]), 'coat');
 });
+
+test('tests and documents start from what the builders covered: a test file reaching only called classes is skipped, one reaching an uncalled class runs first', () => {
+  const builders = new GreedyOrder([entry('net1', ['a.Net', 'a.Block'])]);
+  const b = builders.next(1, false);
+  builders.report(b[0], true, { 'a.Net': { called: true }, 'a.Block': { called: true } }, 100);
+  const doc = (file: string, reach: string[], kind: HarvestEntry['kind'] = 'test'): HarvestEntry => ({
+    kind, module: '', qualname: file, via: `${kind}:${file}`, plan: {}, reach, rank: 0, family: `${kind}:${file}`, file,
+  });
+  const docs = new GreedyOrder([doc('tests/test_net.py', ['a.Net', 'a.Block']), doc('tests/test_layer.py', ['a.Net', 'a.Layer', 'a.Norm']), doc('README.md:3', ['a.Layer'], 'readme')], { memoryMb: 1000 });
+  docs.seed(builders);
+  assert.equal(docs.memorySpent, 100, 'the memory spent carries over');
+  assert.deepEqual(names(docs.next(3, false)), ['tests/test_layer.py', 'README.md:3']);
+  assert.equal(docs.skipped, 1, 'the test file reaching only classes the builders called is skipped');
+});

@@ -11,6 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ValidatorPool, type ValidationResult } from '../../src/validate/index.js';
 import { cannotValidate, listFixtures, processTree, validateFixture, request } from './common.js';
+import { plainUsage } from '../../src/export/export.js';
 
 const skip = await cannotValidate(true);
 
@@ -141,4 +142,29 @@ describe('hostile candidates in the sandbox', { skip: skip ?? false }, () => {
     assert.equal(next.ok, true, `${next.error}`);
     assert.notDeepEqual(pool.workerPids(), before);
   });
+});
+
+// Issue 24, finding 3: a constructor argument that is a str subclass whose repr() breaks
+// the line (\n, \r, \u2028) and adds code. The usage snippet is rendered from the value's
+// str data, never its repr(), so it stays one plain line the export can show.
+describe('usage snippet of a hostile constructor argument', { skip: skip ?? false }, () => {
+  let pool: ValidatorPool;
+  before(async () => {
+    pool = await ValidatorPool.start({ workers: 1 });
+  });
+  after(async () => {
+    await pool?.close();
+  });
+
+  for (const tag of ['NewlineTag', 'ReturnTag', 'LineSeparatorTag']) {
+    it(`writes ${tag}("plain") as the string "plain", on one line of plain Python`, async () => {
+      const r = await pool.validate(request('usage', 'hostile_repr.py', { id: `usage/${tag}`, className: 'Tagged', callSites: [`(8, ${tag}("plain"))`] }));
+      assert.equal(r.ok, true, `${r.stage} ${r.category} ${r.error}`);
+      assert.equal(r.argumentsSource, 'call-site', 'the hostile value is what the block was built with');
+      assert.match(r.usage ?? '', /^Tagged\(8, "plain"\)\(torch\.randn\(\d+(, \d+)*\)\)$/, r.usageSkipped);
+      assert.equal(r.usageCheck, 'ran');
+      assert.doesNotMatch(r.usage!, /[\r\n\x0b\x0c\x1c-\x1e\x85\u2028\u2029]|open\(/);
+      assert.equal(plainUsage(r.usage), r.usage);
+    });
+  }
 });

@@ -188,11 +188,12 @@ describe('validation stages', { skip: skip ?? false }, () => {
   it('gives a storable record and a cache key that follows content and environment', () => {
     const r = results.get('good/conv_block.py')!;
     const rec = toRecord(r);
-    assert.deepEqual(Object.keys(rec).sort(), ['args', 'argumentsSource', 'category', 'envId', 'equivalence', 'error', 'input_shapes', 'output_shapes', 'params', 'python', 'stages', 'usage'].sort());
+    assert.deepEqual(Object.keys(rec).sort(), ['args', 'argumentsSource', 'category', 'envId', 'equivalence', 'error', 'input_shapes', 'output_shapes', 'params', 'python', 'stages', 'usage', 'usageCheck'].sort());
     // no witnesses here: the arguments came from the block's defaults or a guess
     assert.equal(rec.argumentsSource, 'guess');
     assert.equal(rec.usage, r.usage);
     assert.match(rec.usage!, /^ConvNormAct\(.*\)\(torch\.randn\(\d+(, \d+)*\)\)$/);
+    assert.equal(rec.usageCheck, 'ran', 'the snippet was run as written before it was recorded');
     assert.equal(rec.python, pool.env.python, 'the host interpreter that validated, for pinning requirements');
     const req = request('good', 'conv_block.py');
     const k = validationKey(req, pool.envId);

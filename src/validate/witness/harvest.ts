@@ -12,8 +12,9 @@ import type { ValidatorPool } from '../pool.js';
 import type { Witness } from '../types.js';
 
 export interface HarvestEntry {
-  /** registry value, factory function, class from its defaults, class of a `dict(type=…)` config file, `__main__` snippet */
-  kind: 'registry' | 'factory' | 'class' | 'config' | 'snippet';
+  /** registry value, factory function, class from its defaults, class of a `dict(type=…)` config file, `__main__` snippet;
+   *  a test file, a Markdown code block, a class docstring's `>>>` examples, an examples/ script (harvest_docs.py) */
+  kind: 'registry' | 'factory' | 'class' | 'config' | 'snippet' | 'test' | 'readme' | 'doctest' | 'example';
   module: string;
   qualname: string;
   via?: string;
@@ -28,7 +29,25 @@ export interface HarvestEntry {
   variant?: boolean;
   /** the configuration switch this variant turns on (`args.masks`) */
   switch?: string;
+  /** a test file or documented example: its path below the repository root (and line) */
+  file?: string;
+  line?: number;
 }
+
+/** What a test file's run did (harvest_docs.py): tests collected, their outcomes, the
+ *  tests stopped by their own budget, the first failures. */
+export interface TestsReport {
+  collected: number;
+  passed: number;
+  failed: number;
+  skipped: number;
+  stopped: string[];
+  errors: string[];
+  exit?: number;
+}
+
+/** Entry points from the repository's tests and documented examples. */
+export const DOC_KINDS: ReadonlySet<HarvestEntry['kind']> = new Set(['test', 'readme', 'doctest', 'example']);
 
 export interface EntryReport {
   entry: string;
@@ -46,6 +65,8 @@ export interface EntryReport {
   memoryMb?: number;
   /** the budget that stopped it short: its time or its memory */
   stopped?: 'time' | 'memory';
+  /** a test file's tests (kind `test`) */
+  tests?: TestsReport;
 }
 
 export interface HarvestResult {
@@ -64,6 +85,10 @@ export interface HarvestResult {
   memoryMb?: number;
   /** the repository budget that ended the harvest before every entry point ran */
   stopped?: 'time' | 'memory';
+  /** what the list step says about sources it could not use (`tests`: pytest is not importable) */
+  notes?: Record<string, string>;
+  /** time spent in entry points from tests and documented examples, ms */
+  docsMs?: number;
 }
 
 export interface HarvestOptions {
@@ -86,6 +111,12 @@ export interface HarvestOptions {
   repoMemoryMb?: number;
   /** at most this many witnesses kept per class (default 3) */
   perClass?: number;
+  /** the repository's root folder: its tests, Markdown files and examples (harvest_docs.py) */
+  repoRoot?: string;
+  /** wall-clock per test of a test file, ms (default 10000) */
+  testMs?: number;
+  /** wall-clock for the tests and documented examples, after the builders, ms (default: repoMs) */
+  docsMs?: number;
   onEntry?: (r: EntryReport) => void;
 }
 
@@ -95,20 +126,23 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
   const repoMs = o.repoMs ?? 240000;
   const perClass = o.perClass ?? 3;
   const entryMemoryMb = o.entryMemoryMb;
-  const base = { roots: o.sysPath, own: o.sysPath.slice(0, o.ownRoots ?? o.sysPath.length), modules: o.modules };
+  const base = { roots: o.sysPath, own: o.sysPath.slice(0, o.ownRoots ?? o.sysPath.length), modules: o.modules, ...(o.repoRoot ? { repoRoot: o.repoRoot, testSeconds: (o.testMs ?? 10000) / 1000 } : {}) };
+  // the sandbox binds the roots of a request: the repository's root too when its tests
+  // and documents lie outside its import roots (a src/ layout), last on sys.path
+  const bound = o.repoRoot && !o.sysPath.some((p) => o.repoRoot === p || o.repoRoot!.startsWith(p + '/')) ? [...o.sysPath, o.repoRoot] : o.sysPath;
   const out: HarvestResult = { repo: o.repo, classes: [], witnesses: {}, entries: [], skipped: 0, importFailures: {}, ms: 0 };
   const ask = (harvest: Record<string, unknown>, timeoutMs: number) =>
     pool.harvestStep({
       id: `harvest:${o.repo}`,
       source: '',
       className: '',
-      original: { module: o.zygoteModule, className: '', sysPath: o.sysPath },
+      original: { module: o.zygoteModule, className: '', sysPath: bound },
       harvest,
       timeoutMs,
     });
   const listed = await ask({ ...base, mode: 'list', importBudget: Math.min(120, repoMs / 2000) }, Math.min(repoMs, 180000));
   const list = listed.harvest as
-    | { classes?: string[]; entries?: HarvestEntry[]; importFailures?: Record<string, string>; forwardKeys?: Record<string, string>; error?: string }
+    | { classes?: string[]; entries?: HarvestEntry[]; importFailures?: Record<string, string>; forwardKeys?: Record<string, string>; notes?: Record<string, string>; error?: string }
     | undefined;
   if (!list || !list.entries) {
     out.error = list?.error ?? listed.error ?? 'the harness gave no entry points';
@@ -117,15 +151,40 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
   }
   out.classes = list.classes ?? [];
   out.importFailures = list.importFailures ?? {};
-  const order = new GreedyOrder(list.entries, { memoryMb: o.repoMemoryMb ?? 131072 });
+  if (list.notes && Object.keys(list.notes).length) out.notes = list.notes;
+  let docsMs = 0;
+  // two phases: the repository's builders of whole models within `repoMs`, then its tests
+  // and documented examples within `docsMs` of their own, aimed at the classes the
+  // builders left without a called witness (a slow test suite never takes the builders' budget)
+  const order = new GreedyOrder(list.entries.filter((e) => !DOC_KINDS.has(e.kind)), { memoryMb: o.repoMemoryMb ?? 131072 });
+  const docsOrder = new GreedyOrder(list.entries.filter((e) => DOC_KINDS.has(e.kind)), { memoryMb: o.repoMemoryMb ?? 131072 });
+  const docsBudget = o.docsMs ?? repoMs;
   const workers = Math.max(1, pool.workerCount);
   // a wrapper of a whole model (`AutoShape(model)`, `ModelEma(model)`) is given the model
   // of the quickest entry point that built and ran one (the provider)
   let provider: { entry: HarvestEntry; ms: number } | null = null;
-  while (order.pending.length && !order.stopped && performance.now() - t0 < repoMs) {
-    const batch = order.next(workers, !!provider);
-    if (!batch.length) break; // only wrappers are left and nothing built a model to give them
-    const left = repoMs - (performance.now() - t0);
+  let phase: 'build' | 'docs' = 'build';
+  let phaseStart = t0;
+  for (;;) {
+    let cur = phase === 'build' ? order : docsOrder;
+    let limit = phase === 'build' ? repoMs : docsBudget;
+    if (!cur.pending.length || cur.stopped || performance.now() - phaseStart >= limit) {
+      if (phase === 'docs') break;
+      // on to the tests and documents: what the builders covered counts as covered
+      phase = 'docs';
+      phaseStart = performance.now();
+      docsOrder.seed(order);
+      cur = docsOrder;
+      limit = docsBudget;
+      if (!cur.pending.length || cur.stopped) break;
+    }
+    const batch = cur.next(workers, !!provider);
+    if (!batch.length) {
+      if (phase === 'docs') break;
+      phaseStart = -Infinity; // only wrappers are left and nothing built a model to give them
+      continue;
+    }
+    const left = limit - (performance.now() - phaseStart);
     await Promise.all(
       batch.map(async (e) => {
         const budget = Math.max(1000, Math.min(entryMs, left));
@@ -150,6 +209,8 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
         if (h?.input) rep.input = h.input;
         if (h?.companions && Object.keys(h.companions).length) rep.companions = h.companions;
         if (typeof h?.memoryMb === 'number') rep.memoryMb = h.memoryMb;
+        if (h?.tests) rep.tests = h.tests;
+        if (DOC_KINDS.has(e.kind)) docsMs += rep.ms;
         // the budget that stopped it: the harness says; a child the pool ended says by its category
         const stopped = h?.stopped ?? (r.category === 'memory' ? 'memory' : r.category === 'timeout' ? 'time' : undefined);
         if (stopped) rep.stopped = stopped;
@@ -160,18 +221,19 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
           classes[cls] = { called: c.witnesses.some((w) => w.inputs) };
           out.witnesses[cls] = mergeWitnesses(out.witnesses[cls] ?? [], c.witnesses, perClass);
         }
-        order.report(e, rep.built, classes, rep.memoryMb ?? 0);
+        cur.report(e, rep.built, classes, rep.memoryMb ?? 0);
         // the provider: the quickest that built and ran its model, else the quickest that built one
         const rank = (r: EntryReport) => (r.forward ? 0 : 1e9) + r.ms;
-        if (rep.built && !needsModel(e) && e.kind !== 'snippet' && (!provider || rank(rep) < provider.ms)) provider = { entry: e, ms: rank(rep) };
+        if (rep.built && !needsModel(e) && e.kind !== 'snippet' && !DOC_KINDS.has(e.kind) && (!provider || rank(rep) < provider.ms)) provider = { entry: e, ms: rank(rep) };
         out.entries.push(rep);
         o.onEntry?.(rep);
       }),
     );
   }
-  out.skipped += order.skipped + order.pending.length;
-  out.memoryMb = Math.round(order.memorySpent);
-  if (order.pending.length) out.stopped = order.stopped ?? 'time';
+  out.skipped += order.skipped + order.pending.length + docsOrder.skipped + docsOrder.pending.length;
+  out.memoryMb = Math.round(Math.max(order.memorySpent, docsOrder.memorySpent)); // the second starts from the first's
+  if (docsMs) out.docsMs = Math.round(docsMs);
+  if (order.pending.length || docsOrder.pending.length) out.stopped = order.stopped ?? docsOrder.stopped ?? 'time';
   borrowSiblingInputs(out.witnesses, list.forwardKeys ?? {}, out.classes, perClass);
   out.ms = performance.now() - t0;
   return out;
@@ -220,6 +282,14 @@ export class GreedyOrder {
     this.memoryMb = budgets.memoryMb ?? Infinity;
   }
 
+  /** Start where another order left off: its covered and called classes, its memory spent. */
+  seed(prev: GreedyOrder): void {
+    for (const c of prev.covered) this.covered.add(c);
+    for (const c of prev.called) this.called.add(c);
+    this.memorySpent = prev.memorySpent;
+    if (this.memorySpent >= this.memoryMb) this.stopped = 'memory';
+  }
+
   private readonly families = new Map<HarvestEntry, string>();
   private readonly sortKeys = new Map<HarvestEntry, { name: string; resolution: number; number: number; kind: number }>();
 
@@ -235,7 +305,8 @@ export class GreedyOrder {
 
   family(e: HarvestEntry): string {
     let f = this.families.get(e);
-    if (f === undefined) this.families.set(e, (f = (e.reach.join(',') || `${e.module}.${e.qualname}`) + `|${nameStem(e)}` + (e.switch ? `|${e.switch}` : '')));
+    // a test file or documented example is a family of its own (its own list step names it)
+    if (f === undefined) this.families.set(e, (f = DOC_KINDS.has(e.kind) && e.family ? e.family : (e.reach.join(',') || `${e.module}.${e.qualname}`) + `|${nameStem(e)}` + (e.switch ? `|${e.switch}` : '')));
     return f;
   }
 
@@ -363,7 +434,9 @@ export function resolutionOf(name: string): number {
 }
 
 function kindOrder(e: HarvestEntry): number {
-  return { registry: 0, factory: 1, config: 2, snippet: 3, class: 4 }[e.kind] ?? 5;
+  // builders of whole models first; then tests and the documented examples, which build
+  // layers one by one; examples/ scripts (which may train) last
+  return { registry: 0, factory: 1, config: 2, snippet: 3, test: 4, doctest: 5, readme: 6, class: 7, example: 8 }[e.kind] ?? 9;
 }
 
 /** Witnesses with recorded inputs first, then by parameters; distinct ones only. */

@@ -4,6 +4,7 @@
 // the validation environment id (which covers the harness); a re-run with nothing
 // changed reads the stored harvest instead of building models again.
 import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { sysPathRoots, type IndexStore } from '../../store/store.js';
 import { getHarvest, putHarvest } from '../../store/witnesses.js';
@@ -38,7 +39,44 @@ export function harvestSysPath(store: IndexStore, repo: string): string[] {
 /** The cache key of a repository's harvest: blob ids of the files of every repository
  *  on its sys.path, and the environment id. */
 export function harvestKey(store: IndexStore, repo: string, envId: string, listing: string = fileListing(store)): string {
-  return createHash('sha256').update(envId + '\0' + repo + '\0').update(listing).digest('hex');
+  const root = store.getRepo(repo)?.root;
+  return createHash('sha256').update(envId + '\0' + repo + '\0').update(listing).update(root ? docsDigest(root) : '').digest('hex');
+}
+
+const TEST_FILE = /^(test_.*|.*_test)\.py$/;
+const SKIP_DIRS = new Set(['node_modules', 'site-packages', 'build', 'dist', '__pycache__', 'venv', '.venv', 'third_party']);
+
+/** A digest of what a harvest reads besides the indexed files (harvest_docs.py): test
+ *  files and conftest.py (pytest's conventions), Markdown files, examples/ scripts — by
+ *  content, so a changed test or README harvests again. */
+export function docsDigest(root: string): string {
+  const h = createHash('sha256');
+  const walk = (dir: string, rel: string, depth: number) => {
+    let ents: import('node:fs').Dirent[];
+    try {
+      ents = readdirSync(dir, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    } catch {
+      return;
+    }
+    for (const d of ents) {
+      const n = d.name;
+      if (n.startsWith('.') || SKIP_DIRS.has(n)) continue;
+      const r = rel ? `${rel}/${n}` : n;
+      if (d.isDirectory()) {
+        if (depth < 12) walk(path.join(dir, n), r, depth + 1);
+        continue;
+      }
+      const wanted = TEST_FILE.test(n) || n === 'conftest.py' || /\.(md|markdown)$/i.test(n) || (/^examples?\//.test(r) && n.endsWith('.py'));
+      if (!wanted || !d.isFile()) continue;
+      try {
+        h.update(r + '\0').update(readFileSync(path.join(dir, n))).update('\0');
+      } catch {
+        /* unreadable: left out, as the harvest leaves it out */
+      }
+    }
+  };
+  walk(root, '', 0);
+  return h.digest('hex');
 }
 
 /** Every indexed file with its blob id, in a fixed order: the part of every repository's
@@ -74,14 +112,14 @@ export async function repoWitnesses(
   store: IndexStore,
   pool: ValidatorPool,
   repo: string,
-  opts: { force?: boolean; entryMs?: number; repoMs?: number; entryMemoryMb?: number; repoMemoryMb?: number; onEntry?: (r: EntryReport) => void; modules?: string[] } = {},
+  opts: { force?: boolean; entryMs?: number; repoMs?: number; entryMemoryMb?: number; repoMemoryMb?: number; testMs?: number; docsMs?: number; onEntry?: (r: EntryReport) => void; modules?: string[] } = {},
 ): Promise<RepoWitnesses | null> {
   const row = store.getRepo(repo);
   if (!row) return null;
   const key = harvestKey(store, repo, pool.envId);
   if (!opts.force) {
-    const got = currentHarvest(store, repo, pool.envId);
-    if (got) return { result: got, cached: true };
+    const got = getHarvest(store, repo, key);
+    if (got) return { result: JSON.parse(got) as HarvestResult, cached: true };
   }
   const modules =
     opts.modules ??
@@ -95,7 +133,7 @@ export async function repoWitnesses(
   for (const m of modules) tops.set(m.split('.')[0], (tops.get(m.split('.')[0]) ?? 0) + 1);
   const zygoteModule = [...tops].sort((a, b) => b[1] - a[1])[0][0];
   const own = sysPathRoots(row).length;
-  const result = await harvestRepo(pool, { repo, sysPath: harvestSysPath(store, repo), ownRoots: own, modules, zygoteModule, entryMs: opts.entryMs, repoMs: opts.repoMs, entryMemoryMb: opts.entryMemoryMb, repoMemoryMb: opts.repoMemoryMb, onEntry: opts.onEntry });
+  const result = await harvestRepo(pool, { repo, sysPath: harvestSysPath(store, repo), ownRoots: own, modules, zygoteModule, entryMs: opts.entryMs, repoMs: opts.repoMs, entryMemoryMb: opts.entryMemoryMb, repoMemoryMb: opts.repoMemoryMb, testMs: opts.testMs, docsMs: opts.docsMs, repoRoot: row.root, onEntry: opts.onEntry });
   putHarvest(store, repo, key, pool.envId, JSON.stringify(result));
   return { result, cached: false };
 }

@@ -20,6 +20,7 @@ from nnrag_harness import arguments as A  # noqa: E402
 from nnrag_harness import classify as C  # noqa: E402
 from nnrag_harness import configs as CF  # noqa: E402
 from nnrag_harness import harvest as H  # noqa: E402
+from nnrag_harness import harvest_docs as HD  # noqa: E402
 from nnrag_harness import inputs as I  # noqa: E402
 from nnrag_harness import source_callsite as SC  # noqa: E402
 from nnrag_harness import source_guess as SG  # noqa: E402
@@ -276,9 +277,126 @@ class ClassifyTest(unittest.TestCase):
         self.assertEqual(c.classify(ModuleNotFoundError("No module named 'x'", name="x"), "import"), "missing-extern")
         self.assertEqual(c.classify(NameError("y"), "import"), "unresolved-name")
         self.assertEqual(c.classify(MemoryError(), "forward"), "memory")
+        # a compiled operator registered without a CPU kernel (torch's dispatcher message)
+        self.assertEqual(c.classify(NotImplementedError("Could not run 'mmcv::ms_deform_attn' with arguments from the 'CPU' backend. This could be because the operator doesn't exist for this backend"), "forward"), "native-op-no-cpu")
+        self.assertEqual(c.classify(RuntimeError("Not implemented on the CPU"), "forward"), "native-op-no-cpu")
+        self.assertEqual(c.classify(RuntimeError("boom"), "forward"), "runtime-error")
+        # a layer that runs only on a GPU: its own category, not a shape failure
+        self.assertEqual(c.classify(AssertionError("Torch not compiled with CUDA enabled"), "forward"), "needs-gpu")
+        self.assertEqual(c.classify(RuntimeError("Found no NVIDIA driver on your system."), "instantiate"), "needs-gpu")
+        self.assertEqual(c.classify(ValueError("SyncBatchNorm expected input tensor to be on GPU"), "forward"), "needs-gpu")
+        self.assertEqual(c.classify(RuntimeError("Expected all tensors to be on the same device, but found at least two devices, cpu and cuda:0!"), "forward"), "needs-gpu")
+        self.assertEqual(c.classify(RuntimeError("expected input to have 3 channels"), "forward"), "forward-shape")
+
+
+CONVENTIONS = """
+import torch.nn as nn
+
+VALID_MODELS = ("effnet-b3", "effnet-b0", "effnet-b7")
+
+
+class EffNet(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.fc = nn.Linear(width, width)
+
+    @classmethod
+    def from_name(cls, model_name, **override):
+        if model_name not in VALID_MODELS:
+            raise ValueError(model_name)
+        return cls(8 + int(model_name[-1]))
+
+
+class Cfg(object):
+    n_embd = 8
+
+
+class GPT(nn.Module):
+    @staticmethod
+    def get_default_config():
+        return Cfg()
+
+    def __init__(self, config):
+        super().__init__()
+        self.fc = nn.Linear(config.n_embd, config.n_embd)
+"""
+
+
+class EntryConventionsTest(unittest.TestCase):
+    """Entry points by general conventions: classmethod constructors with the smallest of
+    the names they check, a class's own default configuration."""
+
+    def test_from_name_and_default_config(self):
+        m = types.ModuleType("conv_fixture")
+        exec(CONVENTIONS, m.__dict__)
+        sys.modules["conv_fixture"] = m
+        try:
+            self.assertEqual(H.call_plan(m.EffNet.from_name, [], []), {"model_name": {"value": "effnet-b0"}})
+            plan = H.call_plan(m.GPT, [], [])
+            self.assertEqual(plan["config"]["config"]["ref"], ["conv_fixture", "GPT.get_default_config"])
+            self.assertEqual(H.make_config(plan["config"]["config"], torch).n_embd, 8)
+            self.assertIsNone(H.call_plan(m.EffNet, [], []), "a plain width stays unplanned")
+        finally:
+            del sys.modules["conv_fixture"]
+
+
+class HarvestDocsTest(unittest.TestCase):
+    """harvest_docs: Markdown code blocks, docstring examples, the listing of tests and
+    documents (read statically), and what happens without pytest."""
+
+    def test_markdown_blocks(self):
+        text = "# t\n\n```bash\npip install x\n```\n\n```python\nimport torch\nm = M(3)\n```\n\n" \
+               "~~~py\nm(torch.ones(1))\n~~~\n\n```python\n...elided code(\n```\n\n```pycon\n>>> y = M(2)\n>>> y\nM()\n```\n"
+        blocks = HD.markdown_blocks(text)
+        self.assertEqual([b[0] for b in blocks], [8, 13, 21], "bash and unparsable blocks left out; first code line of each")
+        self.assertEqual(blocks[0][1], "import torch\nm = M(3)")
+        self.assertEqual(blocks[2][1], "y = M(2)\ny\n", "a pycon session read as doctest examples")
+        self.assertEqual(HD.import_lines(blocks[0][1]), "import torch")
+
+    def test_doctest_code(self):
+        doc = "Scales.\n\nExample:\n    >>> s = S(\n    ...     2)\n    >>> s.w\n    2\n"
+        self.assertEqual(HD.doctest_code(doc), "s = S(\n    2)\ns.w\n")
+
+    def test_entries_and_no_pytest(self):
+        root = tempfile.mkdtemp()
+        os.makedirs(os.path.join(root, "tests"))
+        with open(os.path.join(root, "tests", "test_a.py"), "w") as f:
+            f.write("from lib import Alpha\n\ndef test_a():\n    Alpha(1)\n")
+        with open(os.path.join(root, "tests", "test_none.py"), "w") as f:
+            f.write("def test_b():\n    pass\n")
+        with open(os.path.join(root, "README.md"), "w") as f:
+            f.write("```python\nfrom lib import Alpha\n```\n\n```python\nAlpha(2)\n```\n")
+
+        class Alpha(nn.Module):
+            """>>> Alpha(3)"""
+        by_name = {"Alpha": ["lib.Alpha"]}
+        entries, notes = HD.doc_entries(root, {"lib.Alpha": Alpha}, by_name, True)
+        self.assertEqual(notes, {})
+        vias = sorted(e["via"] for e in entries)
+        self.assertEqual([v for v in vias if not v.startswith("doctest:")], ["readme:README.md:6", "test:tests/test_a.py"],
+                         "a test file naming no repository class is left out; the README block that builds one is in")
+        readme = next(e for e in entries if e["kind"] == "readme")
+        self.assertEqual(readme["prelude"], "from lib import Alpha", "the imports of the blocks above it")
+        doc = next(e for e in entries if e["kind"] == "doctest")
+        self.assertEqual((doc["code"], doc["reach"]), ("Alpha(3)\n", ["lib.Alpha"]))
+        # without pytest: the test files are reported, not run; the documents still are
+        entries, notes = HD.doc_entries(root, {"lib.Alpha": Alpha}, by_name, False)
+        self.assertIn("pytest is not importable", notes["tests"])
+        self.assertFalse([e for e in entries if e["kind"] == "test"])
+        self.assertTrue([e for e in entries if e["kind"] == "readme"])
 
 
 class SourcesTest(unittest.TestCase):
+    def test_doc_sources(self):
+        self.assertEqual(S.source_of("witness 1 test:tests/t.py::test_a[w 1]"), "test")
+        self.assertEqual(S.origin_of("witness 1 test:tests/t.py::test_a[w 1]"), "tests/t.py::test_a[w 1]")
+        self.assertEqual(S.source_of("witness 2 readme:README.md:17 +layers"), "readme")
+        self.assertEqual(S.origin_of("witness 2 readme:README.md:17 +layers"), "README.md:17")
+        self.assertEqual(S.source_of("witness 1 doctest:lib/a.py:40"), "doctest")
+        self.assertEqual(S.source_of("witness 1 timm.models.resnet18"), "witness")
+        self.assertIsNone(S.origin_of("witness 1 timm.models.resnet18"))
+        self.assertEqual(S.source_of("witness 1 test:t.py::x seq"), "guess")
+
     def test_source_of(self):
         self.assertEqual(S.source_of("witness 1 x.y"), "witness")
         self.assertEqual(S.source_of("call-site 2 guessed=1"), "call-site")

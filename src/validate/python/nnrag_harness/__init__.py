@@ -9,12 +9,16 @@
 #   arguments- guesses by name / annotation; arg_candidates orders the sources' plans and
 #              refines them; values mapped to the original's objects
 #   inputs   - forward-input candidates from layers, widths and token counts; shape repair
+#   snippet  - the usage snippet: rendered from recorded values through a whitelist IR,
+#              checked with ast, run (or its values compared) before it is recorded
 #   values   - encode / decode recorded Python values (constructor arguments, forward
 #              inputs) as JSON: numbers, strings, tuples, classes, partials, tensors by
 #              shape and statistics, nested modules by their own construction, objects
 #              rebuilt from their fields
 #   harvest  - witness harvesting: list a repository's own ways to build whole models,
 #              build one and run it on a small input, recording what every class got
+#   harvest_docs - witnesses from the repository's tests (pytest) and documented examples
+#              (Markdown code blocks, docstring `>>>` examples, examples/ scripts)
 #   sources  - the one interface of the argument sources (a source's plans(request) yields
 #              Plans), label -> argumentsSource; one module per source:
 #              source_witness, source_callsite, source_table, source_guess

@@ -27,6 +27,16 @@ SHAPE_MSG = re.compile(
     r"number of (elements|dims)|input.*(channels|features)|doesn't match|does not match",
     re.I,
 )
+# a layer that only runs on a GPU: CUDA asked for where torch has none (`.cuda()`, a CUDA
+# device, CUDA-only kernels), nn.SyncBatchNorm on a CPU tensor or outside a process group
+GPU_MSG = re.compile(
+    r"Torch not compiled with CUDA|Found no NVIDIA driver|No CUDA GPUs are available|CUDA driver initialization failed|"
+    r"torch\.cuda\.is_available\(\) is False|SyncBatchNorm expected input tensor to be on GPU|"
+    r"Default process group has not been initialized|SyncBatchNorm is only supported|"
+    r"(could not|not able to) (find|use) (a )?CUDA|CUDA (is )?(not available|unavailable)|"
+    r"on the same device.*cuda",
+    re.I,
+)
 MEMORY_MSG = re.compile(r"can't allocate memory|not enough memory|out of memory|DefaultCPUAllocator|std::bad_alloc|Cannot allocate memory", re.I)
 
 
@@ -48,8 +58,15 @@ class Classifier:
             return "memory"
         if isinstance(e, RecursionError):
             return "runtime-error"
+        if GPU_MSG.search(msg):
+            return "needs-gpu"
         if isinstance(e, NameError) and not isinstance(e, UnboundLocalError):
             return "unresolved-name"
+        if NO_CPU_KERNEL.search(msg):
+            # a compiled operator without a CPU kernel (torch's dispatcher: "Could not run
+            # 'ns::op' with arguments from the 'CPU' backend"; extensions that raise
+            # "not implemented on CPU"): the block needs a GPU build, it is not broken
+            return "native-op-no-cpu"
         if any("cpp_extension" in f for f in tb_files):
             return "native-extension"
         if isinstance(e, ImportError):
@@ -82,6 +99,7 @@ class Classifier:
         return "runtime-error"
 
 
+NO_CPU_KERNEL = re.compile(r"Could not run '[^']+' with arguments from the 'CPU' backend|not (?:yet )?implemented (?:on|for) (?:the )?CPU", re.I)
 SHAPE_LINE = re.compile(r"shape|size|dim|\bH\b|\bW\b|len\(|numel|channels", re.I)
 
 

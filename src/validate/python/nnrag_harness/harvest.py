@@ -32,6 +32,7 @@ import time
 
 from . import values as V
 
+CLASS_FACTORY = re.compile(r"^(from_(name|config|cfg|args|params|arch|variant|size|type|preset|spec)|build|create|make)$")
 FACTORY_NAME = re.compile(r"^(build|create|make)_\w+$|^get_\w*model|model", re.I)
 CONFIG_PARAM = re.compile(r"^(cfg|config|conf|args|opt|opts|hparams|hp|params|model_cfg|model_config|cfg_dict)$", re.I)
 SIZE_WORDS = ["nano", "pico", "atto", "femto", "tiny", "micro", "mini", "small", "little", "t", "n", "s",
@@ -433,10 +434,23 @@ def list_entries(cfg, torch):
             if isinstance(obj, type) and obj.__module__ == name and issubclass(obj, nn.Module) and "." not in obj.__qualname__:
                 if not inspect.isabstract(obj):
                     add("class", name, obj.__qualname__, obj)
+                    # classmethod constructors (`Model.from_name('...-b0')`, `from_config`):
+                    # a factory of the class itself
+                    for mname, v in list(vars(obj).items()):
+                        if isinstance(v, classmethod) and CLASS_FACTORY.match(mname):
+                            bound = getattr(obj, mname)
+                            before = len(entries)
+                            add("factory", name, "%s.%s" % (obj.__qualname__, mname), bound)
+                            for e in entries[before:]:
+                                e["reach"] = sorted(set(e["reach"]) | {class_ids[id(obj)]})
             elif inspect.isfunction(obj) and obj.__module__ == name and FACTORY_NAME.search(attr) and not attr.startswith("_"):
                 add("factory", name, obj.__qualname__, obj)
+    # the repository's tests and documented examples (harvest_docs.py)
+    from . import harvest_docs as HD
+    docs, notes = HD.doc_entries(cfg.get("repoRoot"), classes, by_name, HD.pytest_importable())
+    entries.extend(docs)
     return {"classes": sorted(classes), "entries": entries, "configs": len(configs), "importFailures": failed,
-            "forwardKeys": forward_keys(classes),
+            "forwardKeys": forward_keys(classes), "notes": notes,
             "ms": round((time.monotonic() - t0) * 1000, 1)}
 
 
@@ -483,6 +497,7 @@ def code_objects(o):
     """Code objects of a function or of a class's methods, nested code included."""
     out = []
     fns = []
+    o = getattr(o, "__func__", o)  # a bound classmethod: its function
     if inspect.isfunction(o):
         fns = [o]
     elif isinstance(o, type):
@@ -526,13 +541,21 @@ def call_plan(obj, configs, yamls):
         if CONFIG_PARAM.match(p.name) or re.search(r"cfg|config", p.name, re.I):
             picks = choose_configs(obj, p.name, configs)
             if not picks:
-                return None
+                own = default_config_method(obj)
+                if own is None:
+                    return None
+                picks = [own]
             c = picks[0]
             plan[p.name] = {"config": c}
             continue
         if p.annotation is bool or p.annotation == "bool":
             plan[p.name] = {"value": False}  # a required switch: off
             continue
+        if NAME_PARAM.search(p.name):
+            name = smallest_known_name(obj)
+            if name is not None:
+                plan[p.name] = {"value": name}
+                continue
         if isinstance(obj, type) and MODEL_PARAM.match(p.name) and _module_annotation(p.annotation):
             # a wrapper of a whole model (an EMA copy, a feature extractor, an inference
             # wrapper): given a model the repository's own entry point built (witness/harvest.ts)
@@ -540,6 +563,50 @@ def call_plan(obj, configs, yamls):
             continue
         return None
     return plan
+
+
+DEFAULT_CONFIG_METHOD = re.compile(r"^_?(get_)?default_(config|cfg|conf|hparams|params|args)$|^get_(config|cfg)$")
+NAME_PARAM = re.compile(r"(^|_)(name|arch|variant|model_type|preset|version)$")
+
+
+def default_config_method(cls):
+    """A class's own default configuration, when the class makes one: a classmethod or
+    staticmethod named like `get_default_config` that takes no argument (minGPT's
+    `GPT.get_default_config()` then `GPT(config)`). A configuration spec, or None."""
+    if not isinstance(cls, type):
+        return None
+    for klass in cls.__mro__:
+        for name, v in vars(klass).items():
+            if isinstance(v, (classmethod, staticmethod)) and DEFAULT_CONFIG_METHOD.match(name):
+                try:
+                    sig = inspect.signature(getattr(cls, name))
+                except (TypeError, ValueError):
+                    continue
+                if all(p.default is not inspect.Parameter.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in sig.parameters.values()):
+                    return {"kind": "method", "ref": [cls.__module__, "%s.%s" % (cls.__qualname__, name)], "fields": []}
+    return None
+
+
+def smallest_known_name(obj):
+    """The name a `name` / `arch` / `variant` parameter takes, from the module-level
+    collection of strings the callable's code checks it against (`if model_name not in
+    VALID_MODELS`, a dict of per-name settings): its smallest member (size words, then
+    numbers: `-b0` before `-b7`), or None."""
+    fn = getattr(obj, "__func__", obj)
+    g = getattr(sys.modules.get(getattr(fn, "__module__", "") or ""), "__dict__", {})
+    best = None
+    for code in code_objects(fn):
+        for n in code.co_names:
+            v = g.get(n)
+            if isinstance(v, dict):
+                v = list(v.keys())
+            if isinstance(v, (list, tuple, set, frozenset)) and 1 < len(v) <= 2000 and all(isinstance(x, str) for x in v):
+                for x in v:
+                    num = re.findall(r"\d+", x)
+                    k = (size_rank(x), int(num[0]) if num else 0, len(x), x)
+                    if best is None or k < best[0]:
+                        best = (k, x)
+    return best[1] if best else None
 
 
 MODEL_PARAM = re.compile(r"^(model|module|net|network|base|base_model|backbone|teacher|student|wrapped|inner)$")
@@ -577,6 +644,8 @@ class Recorder:
         self.meta = False  # a shapes-only run on the meta device is under way
         self.too_slow = set()  # ids of instances whose forward was running when the budget ran out
         self.bases = []  # [id, base class, args, kwargs, returned] of super().__init__ calls
+        self.current = None  # the test or example running (harvest_docs): what built an instance
+        self.origin = {}  # id(instance) -> the test or example that built it
 
     def install(self, nn):
         import torch.nn.modules as nnm
@@ -615,6 +684,8 @@ class Recorder:
             if k not in rec.built:
                 rec.built[k] = (self, type(self), args, kwargs)
                 rec.order.append(k)
+                if rec.current:
+                    rec.origin[k] = rec.current
                 outer = True
             else:
                 outer = False
@@ -705,7 +776,7 @@ class Recorder:
                 a, kw, shapes = calls[0]
                 w["inputs"] = {"args": a, "kwargs": kw}
                 w["outputs"] = shapes
-            w["entry"] = entry_name
+            w["entry"] = self.origin.get(k, entry_name)
             lst.append(w)
         out = {}
         for cid, lst in by_class.items():
@@ -789,6 +860,16 @@ def make_config(spec, torch, overrides=None):
     if spec["kind"] == "argparse":
         import argparse
         return argparse.Namespace(**dict(spec["fields"], **(overrides or {})))
+    if spec["kind"] == "method":
+        # the class's own default configuration (default_config_method), settings applied
+        mod, qn = spec["ref"]
+        obj = importlib.import_module(mod)
+        for p in qn.split("."):
+            obj = getattr(obj, p)
+        c = obj()
+        for k, v in (overrides or {}).items():
+            setattr(c, k, v)
+        return c
     if spec["kind"] == "yacs":
         from .configs import to_attrdict
         return to_attrdict(dict(spec["tree"], **(overrides or {})))

@@ -1,6 +1,6 @@
 # Forward inputs (src/validate/README.md "Constructor arguments and inputs"): candidates
 # from the first parameterized layers and the block's widths and token counts, shape
-# repair from error messages, inputs made from specs, and the usage snippet.
+# repair from error messages, inputs made from specs (the usage snippet is snippet.py's).
 import inspect
 import re
 import sys
@@ -392,76 +392,6 @@ def shapes_of(args, torch):
         elif isinstance(a, list):
             out.extend(list(t.shape) for t in a if isinstance(t, torch.Tensor))
     return out
-
-
-def py_expr(v, torch, depth=0):
-    """Python source that rebuilds a constructor argument in the emitted module's own
-    namespace (numbers, strings, containers, the module's own classes and functions,
-    torch.nn classes), or None when it has no such spelling (then no usage snippet)."""
-    if depth > 4:
-        return None
-    if v is None or isinstance(v, (bool, int, str)):
-        return repr(v)
-    if isinstance(v, float):
-        return repr(v) if v == v and v not in (float("inf"), float("-inf")) else None
-    if isinstance(v, (list, tuple)):
-        items = [py_expr(x, torch, depth + 1) for x in v]
-        if any(i is None for i in items):
-            return None
-        if isinstance(v, tuple):
-            return "(%s)" % (items[0] + "," if len(items) == 1 else ", ".join(items))
-        return "[%s]" % ", ".join(items)
-    if isinstance(v, dict):
-        items = [(py_expr(k, torch, depth + 1), py_expr(x, torch, depth + 1)) for k, x in v.items()]
-        if any(a is None or b is None for a, b in items):
-            return None
-        return "{%s}" % ", ".join("%s: %s" % kv for kv in items)
-    mod = getattr(v, "__module__", None)
-    name = getattr(v, "__qualname__", None)
-    if (isinstance(v, type) or inspect.isfunction(v)) and name and "<" not in name:
-        if mod == CANDIDATE_MODULE:
-            return name
-        nn_v = getattr(torch.nn, getattr(v, "__name__", ""), None)
-        if nn_v is v:
-            return "torch.nn.%s" % v.__name__
-    return None
-
-
-def input_expr(a, torch, depth=0):
-    """Python source for a forward input of the same shape and kind: random floats,
-    integer ids within the range seen, masks, lists and tuples of those."""
-    if depth > 3:
-        return None
-    if a is None:
-        return "None"
-    if isinstance(a, torch.Tensor):
-        shape = ", ".join(str(int(d)) for d in a.shape)
-        if a.dtype == torch.bool:
-            return "torch.ones(%s, dtype=torch.bool)" % (shape or "()")
-        if a.dtype.is_floating_point:
-            return "torch.randn(%s)" % shape if shape else "torch.randn(())"
-        high = int(a.max()) + 1 if a.numel() else 1
-        return "torch.randint(0, %d, (%s%s))" % (max(1, high), shape, "," if a.dim() == 1 else "")
-    if isinstance(a, (list, tuple)):
-        items = [input_expr(x, torch, depth + 1) for x in a]
-        if any(i is None for i in items):
-            return None
-        return ("[%s]" if isinstance(a, list) else "(%s,)" if len(items) == 1 else "(%s)") % ", ".join(items)
-    if isinstance(a, (bool, int, float)):
-        return repr(a)
-    return None
-
-
-def usage_snippet(cls_name, args, kwargs, inputs, torch):
-    """`Block(dim=32, num_heads=4)(torch.randn(2, 16, 32))`: the construction and call
-    that passed, as a line to paste next to the emitted module (None when some value has
-    no plain spelling)."""
-    pos = [py_expr(a, torch) for a in args]
-    kw = [(k, py_expr(v, torch)) for k, v in kwargs.items()]
-    ins = [input_expr(x, torch) for x in inputs]
-    if None in pos or any(e is None for _, e in kw) or None in ins:
-        return None
-    return "%s(%s)(%s)" % (cls_name, ", ".join(pos + ["%s=%s" % kv for kv in kw]), ", ".join(ins))
 
 
 def fresh_inputs(args, torch):

@@ -63,13 +63,38 @@ def plans(req, sources):
             yield plan
 
 
+DOC_SOURCES = ("test", "doctest", "readme", "example")
+LABEL_SUFFIXES = (" expansion", " +layers", " seq")  # what arguments.arg_candidates appends
+
+
+def _entry_of(label):
+    origin = (label.split(" ", 2) + ["", ""])[2]
+    for suf in LABEL_SUFFIXES:
+        if origin.endswith(suf):
+            origin = origin[:-len(suf)]
+    return origin
+
+
+def origin_of(label):
+    """Where a witness from tests or documented examples came from: the test id, or the
+    file and line ('witness 1 test:tests/x.py::t[1]' -> 'tests/x.py::t[1]'), else None."""
+    if not label or not label.startswith("witness "):
+        return None
+    kind, _, rest = _entry_of(label).partition(":")
+    return rest if kind in DOC_SOURCES and rest else None
+
+
 def source_of(label):
     """The argument source of a candidate label ('call-site 2 guessed=1' -> 'call-site')."""
     if not label:
         return None
     head = label.split(" ", 1)[0]
     if head == "witness":
-        return "guess" if label.endswith(" seq") else "witness"
+        if label.endswith(" seq"):
+            return "guess"
+        # a witness from the repository's tests or documented examples (harvest_docs):
+        # its entry names the source ("test:tests/x.py::t[1]", "readme:README.md:40")
+        return (origin_of(label) and _entry_of(label).split(":", 1)[0]) or "witness"
     if head == "call-site":
         return "call-site"
     if head == "config":

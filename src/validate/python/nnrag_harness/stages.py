@@ -16,7 +16,7 @@ from nnrag_harness import CANDIDATE_MODULE
 from nnrag_harness.classify import Classifier, fmt_error, fmt_trace, tb_files
 from nnrag_harness.namespace import check as namespace_check
 from nnrag_harness.arguments import SCALAR_ERR, SEQ_ERR, arg_candidates, ctor_params, jsonable, scalar_variant, seq_variant, subscript_lengths, to_original
-from nnrag_harness.inputs import flatten_tensors, forward_plan, fresh_inputs, input_candidates, make_inputs, repair_specs, seed_all, shapes_of, targets_as_tensors, usage_snippet
+from nnrag_harness.inputs import flatten_tensors, forward_plan, fresh_inputs, input_candidates, make_inputs, repair_specs, seed_all, shapes_of, targets_as_tensors
 from nnrag_harness import zygote as _zygote
 from nnrag_harness.procs import _dumps, _write, _getpid, _exit, _monotonic, apply_limits, enter_work_dir, double_cpu_budget
 
@@ -88,6 +88,9 @@ def harvest_main(req, rep, torch):
     try:
         if cfg.get("mode") == "list":
             rep.send({"ev": "harvest", "result": harvest.list_entries(cfg, torch)})
+        elif (cfg.get("entry") or {}).get("kind") in ("test", "readme", "doctest", "example"):
+            from nnrag_harness import harvest_docs
+            harvest_docs.run_doc_entry(cfg, torch, rep.send)
         else:
             harvest.run_entry(cfg, torch, rep.send)
     except BaseException as e:  # noqa: BLE001 - reported as the step's error
@@ -107,6 +110,8 @@ class Stages:
         self.torch = torch
         self.nn = torch.nn
         self._data_ns, self._data_ns_tried = None, False
+        # the wall clock the worker gives this candidate (before the equivalence stage's own)
+        self._deadline = _monotonic() + float(req.get("timeoutMs") or 20000) / 1000.0
 
     def start(self, stage):
         self.rep.send({"ev": "start", "stage": stage})
@@ -187,7 +192,7 @@ class Stages:
         # witnesses with recorded inputs first; those without (the model's forward did not
         # reach the class) after the candidates of the class's own defaults, call sites
         # and configuration tables, before the guesses
-        from nnrag_harness.sources import source_of
+        from nnrag_harness.sources import origin_of, source_of
         cands = list(cands[:8])
         with_inputs = [c for c in wits if self._witness[c[0]].get("inputs")]
         without = [c for c in wits if not self._witness[c[0]].get("inputs")]
@@ -212,6 +217,7 @@ class Stages:
             i += 1
             torch.manual_seed(0)
             restore = None
+            t_cand = _monotonic()
             try:
                 if label in self._witness:
                     # built as the harvest built it: pretrained weights are not fetched
@@ -260,6 +266,12 @@ class Stages:
                                "ms": round((_monotonic() - fwd_t0) * 1000, 3),
                                "args": self._args_json(args, kwargs)})
                 self.info(m, args, kwargs, x, y, label)
+                # the usage snippet, checked by running it: the validated model is let go
+                # first (the snippet builds its own), before equivalence, which has a
+                # wall-clock budget of its own
+                cost = _monotonic() - t_cand
+                m = model = y = res = None
+                self._send_usage(cls, mod, args, kwargs, x, self._fwd_kwargs, witness, cost)
                 if "equivalence" in want or self.req.get("original"):
                     self._equivalence(cls, args, kwargs, x, witness if self._fwd_kwargs is not None else None, witness)
                 return
@@ -419,7 +431,7 @@ class Stages:
         return False, first_err
 
     def info(self, model, args, kwargs, inputs, out, label=None):
-        from nnrag_harness.sources import source_of
+        from nnrag_harness.sources import origin_of, source_of
         torch = self.torch
         layers = {}
         for m in model.modules():
@@ -429,14 +441,60 @@ class Stages:
             layers[n] = layers.get(n, 0) + 1
         d = {"ev": "info", "args": self._args_json(args, kwargs),
              "params": int(sum(p.numel() for p in model.parameters())), "layers": layers,
-             "argumentsSource": source_of(label)}
+             "argumentsSource": source_of(label), "argumentsOrigin": origin_of(label)}
         if inputs is not None:
             d["input_shapes"] = shapes_of(inputs, torch)
             d["output_shapes"] = [list(t.shape) for t in flatten_tensors(out, torch)]
-            try:
-                d["usage"] = usage_snippet(type(model).__name__, args, kwargs, inputs, torch) if not getattr(self, "_fwd_kwargs", None) else None
-            except Exception:  # noqa: BLE001 - a snippet is a convenience, never a failure
-                d["usage"] = None
+        self.rep.send(d)
+
+    def _send_usage(self, cls, mod, args, kwargs, inputs, fwd_kwargs, witness, cost):
+        """The usage snippet of the construction and call that passed (snippet.py),
+        rendered from recorded JSON values (the witness's record, else the live values
+        encoded as a witness would be) and checked with ast; then run as written here
+        (`usageCheck: "ran"`; `.eval()` added when it only runs in eval mode, as
+        validated), or, when building the block again would not fit in the wall clock
+        left (`cost`: what this candidate's construction and forward took), its argument
+        and input expressions evaluated and compared with the values the validated run
+        received (`usageCheck: "values"`). Nothing is recorded when a value has no plain
+        spelling or the check fails; a snippet never fails the block."""
+        from nnrag_harness import snippet as S
+        torch = self.torch
+        d = {"ev": "info"}
+        try:
+            if witness is not None:
+                a_enc, kw_enc = witness.get("args") or [], witness.get("kwargs") or {}
+            else:
+                a_enc, kw_enc = S.encode_live(list(args), torch), S.encode_live(dict(kwargs), torch)["$dict"]
+            if fwd_kwargs is not None and witness is not None and witness.get("inputs"):
+                i_enc, ikw_enc = witness["inputs"].get("args") or [], witness["inputs"].get("kwargs") or {}
+            else:
+                i_enc, ikw_enc = S.encode_live(list(inputs), torch), {}
+            ns = S.star_namespace(mod)
+            if ns.get(self.req["className"]) is not cls:
+                raise S.Unrenderable("the class is not a name `from module import *` gives")
+            spell = S.spell_in(ns, torch)
+            if 2 * cost + 1.0 < self._deadline - _monotonic():
+                why = None
+                for eval_mode in (False, True):
+                    if eval_mode and not 2 * cost + 1.0 < self._deadline - _monotonic():
+                        break
+                    text = S.snippet_text(self.req["className"], a_enc, kw_enc, i_enc, ikw_enc, spell, eval_mode)
+                    try:
+                        S.run_snippet(text, ns, torch)
+                        d["usage"], d["usageCheck"] = text, "ran"
+                        break
+                    except BaseException as e:  # noqa: BLE001 - the block's own error on this run (SystemExit included)
+                        why = why or "%s: %s" % (type(e).__name__, str(e)[:160])
+                if "usage" not in d:
+                    d["usageSkipped"] = why
+            elif self._deadline - _monotonic() > 1.0:
+                text = S.snippet_text(self.req["className"], a_enc, kw_enc, i_enc, ikw_enc, spell)
+                S.check_values(text, ns, torch, list(args), dict(kwargs), list(inputs), dict(fwd_kwargs or {}))
+                d["usage"], d["usageCheck"] = text, "values"
+            else:
+                d["usageSkipped"] = "no time left to check a snippet"
+        except BaseException as e:  # noqa: BLE001 - no plain spelling (S.Unrenderable), a value that does not encode, the block's error
+            d["usageSkipped"] = "%s: %s" % (type(e).__name__, str(e)[:160])
         self.rep.send(d)
 
     def _original_module(self):

@@ -451,7 +451,7 @@ class Worker:
             elif k == "info":
                 if isinstance(ev.get("originalMs"), (int, float)):
                     original_ms = ev["originalMs"]
-                for key in ("args", "input_shapes", "output_shapes", "params", "layers", "usage", "argumentsSource", "witnessSkipped"):
+                for key in ("args", "input_shapes", "output_shapes", "params", "layers", "usage", "usageCheck", "usageSkipped", "argumentsSource", "argumentsOrigin", "witnessSkipped"):
                     if key in ev and ev[key] is not None:
                         res[key] = ev[key]
             elif k == "harvest":

@@ -1,0 +1,664 @@
+// PyPI validation environments, built the way users build theirs: a virtual environment
+// made with uv (https://docs.astral.sh/uv/) from a base interpreter the sandbox can read,
+// torch 2.x and the requirements of the store's repositories resolved into a lock file
+// (`uv pip compile`, pip's requirements format with exact pins), installed with
+// `uv pip sync` (bytecode compiled at install: the sandbox's file system is read-only),
+// and the compiled operators of indexed repositories built once for the CPU against the
+// environment's torch and cached as wheels.
+//
+// Layout of an environment folder DIR (`nnrag env create DIR`):
+//   DIR/                     the shared virtual environment (DIR/bin/python)
+//   DIR/nnrag-env.json       the manifest: groups, what each installs, what was reported
+//   DIR/nnrag-lock.txt       the shared group's lock (its digest is part of the env id)
+//   DIR/repos/<owner>__<name>/  a virtual environment of its own for a repository whose
+//                            requirements do not resolve together with the others'
+// Repositories whose requirements resolve together share DIR; each other one validates in
+// the environment of its own universe (the repository and the indexed repositories its
+// declared requirements name), and the manifest says which (`envFor`).
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { NnragError } from '../util/errors.js';
+import { normalizeDistName } from './names.js';
+
+/** One requirement line of an environment, with why it is there. */
+export interface EnvRequirement {
+  /** PEP 508 requirement as given to the resolver */
+  spec: string;
+  /** repositories that declare or import it; `nnrag` for what validation itself needs */
+  neededBy: string[];
+}
+
+/** An indexed repository whose own build compiles C++ operators (a setup.py that builds
+ *  torch.utils.cpp_extension extensions), built as a wheel for this environment. */
+export interface NativeBuild {
+  repo: string;
+  /** folder of the setup.py (the repository root, or a nested package of operators) */
+  dir: string;
+  /** the wheel built and installed, when the build worked */
+  wheel?: string;
+  cached?: boolean;
+  error?: string;
+  seconds?: number;
+}
+
+/** An indexed repository installed into the environment from its checkout, because another
+ *  repository declares it as a requirement (mmpretrain declares mmengine and mmcv): users
+ *  have it installed, and the installed files are the indexed ones. */
+export interface IndexedInstall {
+  repo: string;
+  distribution: string;
+  root: string;
+  error?: string;
+}
+
+export interface EnvGroup {
+  /** `shared`, or the repository a group of its own was made for */
+  name: string;
+  /** the virtual environment's folder */
+  dir: string;
+  repos: string[];
+  requirements: EnvRequirement[];
+  /** sha256 of the lock file's text */
+  lockDigest: string;
+  /** exact pins of the lock (`name==version`) */
+  pins: string[];
+  native: NativeBuild[];
+  indexed: IndexedInstall[];
+  /** when this group exists because the shared resolution failed: uv's reason */
+  conflict?: string;
+}
+
+export interface EnvManifestPyPI {
+  version: 1;
+  backend: 'pypi';
+  created: string;
+  updated: string;
+  /** the base interpreter of every virtual environment */
+  basePython: string;
+  /** the torch requirement (`torch==2.6.*`, or `torch` for the newest) */
+  torch: string;
+  /** reuse the base interpreter's own torch (`--system-site-packages`) */
+  systemTorch: boolean;
+  groups: EnvGroup[];
+  /** imports no declared requirement or known name provides: never installed on a guess */
+  unresolved: { module: string; candidates: string[]; neededBy: string[] }[];
+}
+
+/** What the store asks of an environment (commands/environment.ts builds it). */
+export interface PyPINeeds {
+  repos: {
+    name: string;
+    root: string;
+    /** PEP 508 requirements the repository declares (install group, no markers dropped) */
+    declared: string[];
+    /** distributions its blocks import that it does not declare, when the name is known
+     *  (installed metadata or the table of known mismatches) */
+    imported: string[];
+    /** top-level modules its blocks import that no requirement or known name provides */
+    unknown: string[];
+  }[];
+  /** top-level module name → the indexed repository that provides it */
+  indexed: Map<string, string>;
+}
+
+export interface PyPIOptions {
+  /** base interpreter (default: the first of /usr/bin/python3, python3 the sandbox can read) */
+  python?: string;
+  /** `2.6` / `2.6.0` / a full specifier; default the newest stable */
+  torch?: string;
+  /** reuse the base interpreter's torch instead of installing one */
+  systemTorch?: boolean;
+  /** only uv's cache and local wheels */
+  offline?: boolean;
+  /** a folder of wheels (`--find-links`) */
+  wheels?: string;
+  /** extra requirements (`--packages`) */
+  packages?: string[];
+  /** build indexed repositories' compiled operators (default true) */
+  native?: boolean;
+  /** where built wheels are cached (default `<nnrag home>/wheels`) */
+  wheelCache?: string;
+  onLog?: (line: string) => void;
+}
+
+/** What validation itself needs in every environment: numpy (torch's tensors ↔ arrays),
+ *  pytest (the test-suite witnesses collect with it). */
+export const TOOL_REQUIREMENTS = ['numpy', 'pytest'];
+
+/** nnrag's own folder for environments, tools and built wheels: NNRAG_HOME, else
+ *  /var/lib/nnrag for root (the sandbox runs as uid 65534 there, which cannot enter
+ *  /root), else ~/.local/share/nnrag. */
+export function nnragHome(): string {
+  if (process.env.NNRAG_HOME) return path.resolve(process.env.NNRAG_HOME);
+  if (typeof process.getuid === 'function' && process.getuid() === 0) return '/var/lib/nnrag';
+  return path.join(os.homedir(), '.local', 'share', 'nnrag');
+}
+
+/** The environment `scripts/setup.sh` builds and validation uses when none is named. */
+export function defaultEnvDir(): string {
+  return path.join(nnragHome(), 'envs', 'default');
+}
+
+/** The interpreter of a virtual environment folder. */
+export function envPython(dir: string): string {
+  return path.join(dir, 'bin', 'python');
+}
+
+/** uv: NNRAG_UV, else on PATH, else the copy setup.sh installs under nnrag's home. */
+export function findUv(): string | null {
+  const cands = [process.env.NNRAG_UV, ...(process.env.PATH ?? '').split(':').filter(Boolean).map((d) => path.join(d, 'uv')), path.join(nnragHome(), 'tools', 'bin', 'uv')];
+  for (const c of cands) {
+    if (!c) continue;
+    try {
+      if (statSync(c).isFile()) return c;
+    } catch {
+      /* next */
+    }
+  }
+  return null;
+}
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function runCmd(cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number; onLine?: (l: string) => void } = {}): Promise<Run> {
+  return new Promise((resolve) => {
+    const child = execFile(cmd, args, { env: opts.env ?? process.env, cwd: opts.cwd, timeout: opts.timeoutMs ?? 3_600_000, maxBuffer: 256 << 20 }, (err, stdout, stderr) => {
+      const code = err ? (typeof (err as NodeJS.ErrnoException & { code?: unknown }).code === 'number' ? ((err as unknown as { code: number }).code) : 1) : 0;
+      resolve({ code, stdout: String(stdout), stderr: String(stderr) });
+    });
+    if (opts.onLine) {
+      let buf = '';
+      child.stderr?.on('data', (d) => {
+        buf += d;
+        let i;
+        while ((i = buf.indexOf('\n')) >= 0) {
+          opts.onLine!(buf.slice(0, i));
+          buf = buf.slice(i + 1);
+        }
+      });
+    }
+  });
+}
+
+/** uv's environment: its cache where the user keeps it, no telemetry-like prompts. */
+function uvEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, UV_NO_PROGRESS: '1', ...extra };
+  delete env.VIRTUAL_ENV;
+  return env;
+}
+
+/** The torch requirement for `--torch`: `2.6` → `torch==2.6.*`, `2.6.0` → `torch==2.6.0`,
+ *  a specifier (`>=2.4`) as given, nothing → `torch` (the newest stable release). */
+export function torchRequirement(v?: string): string {
+  if (!v) return 'torch';
+  if (/^[<>=!~]/.test(v)) return `torch${v}`;
+  if (/^\d+\.\d+$/.test(v)) return `torch==${v}.*`;
+  if (/^\d+\.\d+\.\d+([a-z0-9.+]*)?$/.test(v)) return `torch==${v}`;
+  throw new NnragError(`--torch: ${JSON.stringify(v)} is not a torch version (e.g. 2.6 or 2.6.0)`);
+}
+
+/** Whether uid 65534 can enter every folder above `p` and read `p` (the sandbox runs as
+ *  that user when nnrag runs as root). */
+function sandboxReadable(p: string): boolean {
+  if (typeof process.getuid !== 'function' || process.getuid() !== 0) return true;
+  let dir = path.resolve(p);
+  while (!existsSync(dir)) dir = path.dirname(dir);
+  dir = realpathSync(dir);
+  for (;;) {
+    if ((statSync(dir).mode & 0o001) === 0) return false;
+    if (dir === path.dirname(dir)) return true;
+    dir = path.dirname(dir);
+  }
+}
+
+/** A base interpreter the sandbox can run: the one given, else /usr/bin/python3, else the
+ *  first python3 on PATH whose prefix the sandbox user can read. */
+export function baseInterpreter(given?: string): string {
+  const cands = given ? [given] : ['/usr/bin/python3', ...(process.env.PATH ?? '').split(':').filter(Boolean).map((d) => path.join(d, 'python3'))];
+  for (const c of cands) {
+    if (!existsSync(c)) continue;
+    const real = realpathSync(c);
+    if (sandboxReadable(path.dirname(real))) return real;
+    if (given) throw new NnragError(`--python ${given}: ${real} lies where the sandbox's user (uid 65534) cannot read it; give an interpreter under /usr or /opt`);
+  }
+  throw new NnragError('no Python 3 interpreter found for the environment (install python3, or give --python)');
+}
+
+/** Folders of a repository holding a setup.py that builds C++ extensions with
+ *  torch.utils.cpp_extension (the repository root first). Read as text, never run. */
+export function nativeBuildDirs(root: string, maxDepth = 6): string[] {
+  const out: string[] = [];
+  const walk = (dir: string, depth: number) => {
+    let names: string[];
+    try {
+      names = readdirSync(dir);
+    } catch {
+      return;
+    }
+    if (names.includes('setup.py')) {
+      try {
+        const text = readFileSync(path.join(dir, 'setup.py'), 'utf8');
+        if (/\b(CppExtension|CUDAExtension|BuildExtension)\b/.test(text)) out.push(dir);
+      } catch {
+        /* unreadable */
+      }
+    }
+    if (depth >= maxDepth) return;
+    for (const n of names.sort()) {
+      if (n.startsWith('.') || n === 'node_modules' || n === 'build' || n === 'dist') continue;
+      const p = path.join(dir, n);
+      try {
+        if (statSync(p).isDirectory()) walk(p, depth + 1);
+      } catch {
+        /* gone */
+      }
+    }
+  };
+  walk(root, 0);
+  return out;
+}
+
+/** A repository's distribution name as its packaging declares it (setup.py `name=`,
+ *  setup.cfg `[metadata] name`, pyproject `[project] name`), read as text. */
+export function declaredDistributionName(root: string): string | null {
+  const read = (f: string) => {
+    try {
+      return readFileSync(path.join(root, f), 'utf8');
+    } catch {
+      return null;
+    }
+  };
+  const pyproject = read('pyproject.toml');
+  const m1 = pyproject && /^\[project\][^[]*?^name\s*=\s*["']([^"']+)["']/ms.exec(pyproject);
+  if (m1) return m1[1];
+  const cfg = read('setup.cfg');
+  const m2 = cfg && /^\[metadata\][^[]*?^name\s*=\s*(\S+)/ms.exec(cfg);
+  if (m2) return m2[1];
+  const setup = read('setup.py');
+  const m3 = setup && /\bname\s*=\s*["']([A-Za-z0-9][A-Za-z0-9._-]*)["']/.exec(setup);
+  return m3 ? m3[1] : null;
+}
+
+function sha256(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+/** The lock's exact pins (`name==version`, PEP 503 names), sorted. */
+export function lockPins(lock: string): string[] {
+  const out: string[] = [];
+  for (const line of lock.split('\n')) {
+    const m = /^([A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?==([^\s;\\]+)/.exec(line.trim());
+    if (m) out.push(`${normalizeDistName(m[1])}==${m[3]}`);
+  }
+  return out.sort();
+}
+
+export function manifestPath(dir: string): string {
+  return path.join(dir, 'nnrag-env.json');
+}
+
+export function readPyPIManifest(dir: string): EnvManifestPyPI | null {
+  try {
+    const m = JSON.parse(readFileSync(manifestPath(dir), 'utf8')) as EnvManifestPyPI;
+    return m.backend === 'pypi' ? m : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The virtual environment that validates a repository's blocks in an environment folder:
+ *  its own group's, else the shared one. */
+export function envFor(dir: string, repo: string | undefined): string {
+  const m = readPyPIManifest(dir);
+  if (!m || !repo) return dir;
+  return m.groups.find((g) => g.name !== 'shared' && g.repos.includes(repo))?.dir ?? dir;
+}
+
+/** The lock digest of a virtual environment made by nnrag (null for any other). */
+export function lockDigestOf(prefix: string): string | null {
+  try {
+    return sha256(readFileSync(path.join(prefix, 'nnrag-lock.txt'), 'utf8')).slice(0, 16);
+  } catch {
+    return null;
+  }
+}
+
+/** The requirements of a group: torch, the tools, the repositories' declared and known
+ *  imported requirements, minus what an indexed repository of the group provides (it is
+ *  put on the path or installed from its checkout instead). */
+function groupRequirements(needs: PyPINeeds, repos: string[], torch: string, extra: string[], systemTorch: boolean): EnvRequirement[] {
+  const byKey = new Map<string, EnvRequirement>();
+  const add = (given: string, by: string) => {
+    // a requirements-file line may carry pip's per-requirement options after the PEP 508
+    // part (`xtcocotools --no-binary xtcocotools`, `--hash=…`): the resolver takes the
+    // requirement alone
+    const spec = given.replace(/\s+--?[a-z].*$/i, '').trim();
+    const name = /^\s*([A-Za-z0-9][A-Za-z0-9._-]*)/.exec(spec)?.[1];
+    if (!name) return;
+    const key = normalizeDistName(name);
+    if (systemTorch && key === 'torch') return;
+    // every distinct specifier is a line of its own: the resolver intersects them, so two
+    // repositories that pin one distribution differently do not resolve together
+    const line = `${key} ${spec.slice(spec.indexOf(name) + name.length).replace(/\s+/g, '')}`;
+    const r = byKey.get(line);
+    if (r) {
+      if (!r.neededBy.includes(by)) r.neededBy.push(by);
+      return;
+    }
+    byKey.set(line, { spec, neededBy: [by] });
+  };
+  if (!systemTorch) add(torch, 'nnrag');
+  for (const t of TOOL_REQUIREMENTS) add(t, 'nnrag');
+  for (const p of extra) add(p, 'nnrag');
+  const indexedDists = indexedDistributions(needs);
+  for (const r of needs.repos.filter((x) => repos.includes(x.name))) {
+    for (const d of [...r.declared, ...r.imported]) {
+      const name = /^\s*([A-Za-z0-9][A-Za-z0-9._-]*)/.exec(d)?.[1];
+      if (!name) continue;
+      const key = normalizeDistName(name);
+      if (indexedDists.has(key)) continue;
+      // torch is the environment's: a repository's torch pin does not choose it (its
+      // declared range is checked by doctor), but its torchvision follows torch
+      if (key === 'torch') continue;
+      add(d, r.name);
+    }
+  }
+  return [...byKey.values()];
+}
+
+/** PEP 503 names of the distributions the store's indexed repositories are. */
+function indexedDistributions(needs: PyPINeeds): Map<string, { repo: string; root: string; name: string }> {
+  const out = new Map<string, { repo: string; root: string; name: string }>();
+  for (const r of needs.repos) {
+    const name = declaredDistributionName(r.root);
+    if (name) out.set(normalizeDistName(name), { repo: r.name, root: r.root, name });
+  }
+  // an import name that is a top-level module of an indexed repository is that repository
+  for (const [mod, repo] of needs.indexed) {
+    const r = needs.repos.find((x) => x.name === repo);
+    if (r && !out.has(normalizeDistName(mod))) out.set(normalizeDistName(mod), { repo, root: r.root, name: mod });
+  }
+  return out;
+}
+
+/** Indexed repositories a group's repositories declare as requirements (installed from
+ *  their checkouts, without their dependencies: those are in the lock). */
+function indexedInstalls(needs: PyPINeeds, repos: string[]): IndexedInstall[] {
+  const dists = indexedDistributions(needs);
+  const out = new Map<string, IndexedInstall>();
+  for (const r of needs.repos.filter((x) => repos.includes(x.name))) {
+    for (const d of r.declared) {
+      const name = /^\s*([A-Za-z0-9][A-Za-z0-9._-]*)/.exec(d)?.[1];
+      const hit = name ? dists.get(normalizeDistName(name)) : undefined;
+      // a checkout without packaging files (sources only) cannot be installed: it stays on the path
+      const packaged = hit && ['setup.py', 'pyproject.toml', 'setup.cfg'].some((f) => existsSync(path.join(hit.root, f)));
+      if (hit && packaged && hit.repo !== r.name && !out.has(hit.repo)) out.set(hit.repo, { repo: hit.repo, distribution: hit.name, root: hit.root });
+    }
+  }
+  return [...out.values()];
+}
+
+/** The universe of a repository in the store: itself and the indexed repositories it
+ *  declares (transitively). */
+function universe(needs: PyPINeeds, repo: string): string[] {
+  const out = [repo];
+  for (let i = 0; i < out.length; i++) for (const x of indexedInstalls(needs, [out[i]])) if (!out.includes(x.repo)) out.push(x.repo);
+  return out;
+}
+
+/** Resolve requirements into a lock with `uv pip compile` (no install). */
+async function compile(uv: string, python: string, reqs: EnvRequirement[], opts: PyPIOptions, workDir: string): Promise<{ lock: string } | { error: string }> {
+  mkdirSync(workDir, { recursive: true });
+  const input = path.join(workDir, 'requirements.in');
+  writeFileSync(input, reqs.map((r) => r.spec).join('\n') + '\n');
+  const args = ['pip', 'compile', input, '--python', python, '--quiet', '--no-header', '--annotation-style', 'line', '--python-platform', 'linux'];
+  if (opts.offline) args.push('--offline');
+  if (opts.wheels) args.push('--find-links', opts.wheels);
+  const r = await runCmd(uv, args, { env: uvEnv() });
+  if (r.code !== 0) return { error: r.stderr.trim().split('\n').slice(-12).join('\n') || `uv pip compile exited ${r.code}` };
+  return { lock: r.stdout };
+}
+
+/** Make (or reuse) a virtual environment at `dir` for `base`. */
+async function makeVenv(uv: string, base: string, dir: string, systemTorch: boolean): Promise<void> {
+  if (existsSync(path.join(dir, 'pyvenv.cfg'))) return;
+  const args = ['venv', '--quiet', '--python', base, '--no-managed-python', '--no-python-downloads', dir];
+  if (systemTorch) args.push('--system-site-packages');
+  const r = await runCmd(uv, args, { env: uvEnv() });
+  if (r.code !== 0) throw new NnragError(`uv venv ${dir} failed: ${r.stderr.trim().slice(-800)}`);
+}
+
+/** Install a lock exactly (`uv pip sync`: adds, upgrades and removes to match), bytecode
+ *  compiled at install. */
+async function syncLock(uv: string, dir: string, lockFile: string, opts: PyPIOptions): Promise<void> {
+  const args = ['pip', 'sync', lockFile, '--python', envPython(dir), '--compile-bytecode'];
+  if (opts.offline) args.push('--offline');
+  if (opts.wheels) args.push('--find-links', opts.wheels);
+  // keep what nnrag installs beside the lock (indexed checkouts, built operators): sync
+  // would remove them; they are installed again after it
+  const r = await runCmd(uv, args, { env: uvEnv(), onLine: opts.onLog ? (l) => /^\s*(Installed|Uninstalled|Prepared|Resolved|Downloading|Downloaded)/.test(l) && opts.onLog!(`  ${l.trim()}`) : undefined });
+  if (r.code !== 0) throw new NnragError(`installing ${lockFile} failed: ${r.stderr.trim().split('\n').slice(-10).join('\n')}`);
+}
+
+/** The compiler that builds operators (part of a built wheel's cache key). */
+async function compilerId(): Promise<string> {
+  const r = await runCmd(process.env.CXX ?? 'c++', ['--version']);
+  return r.code === 0 ? r.stdout.split('\n')[0].trim() : 'none';
+}
+
+/** The git revision of a checkout (or the content of its setup.py when not in git). */
+async function revisionOf(dir: string): Promise<string> {
+  const r = await runCmd('git', ['-C', dir, 'rev-parse', 'HEAD']);
+  if (r.code === 0) {
+    const d = await runCmd('git', ['-C', dir, 'status', '--porcelain', '--untracked-files=no', '.']);
+    return r.stdout.trim() + (d.stdout.trim() ? '+' + sha256(d.stdout).slice(0, 8) : '');
+  }
+  try {
+    return 'setup:' + sha256(readFileSync(path.join(dir, 'setup.py'), 'utf8')).slice(0, 16);
+  } catch {
+    return 'unknown';
+  }
+}
+
+/** Build one repository's operators as a wheel (cached by revision, torch and compiler),
+ *  for the CPU, against the environment's torch (no build isolation: these setup.py files
+ *  import torch), then install it without dependencies. */
+async function buildNative(uv: string, env: string, b: NativeBuild, torchVersion: string, opts: PyPIOptions): Promise<void> {
+  const cacheRoot = opts.wheelCache ?? path.join(nnragHome(), 'wheels');
+  const key = sha256(JSON.stringify([b.repo, path.basename(b.dir), await revisionOf(b.dir), torchVersion, await compilerId(), process.arch])).slice(0, 16);
+  const cacheDir = path.join(cacheRoot, key);
+  const find = () => (existsSync(cacheDir) ? readdirSync(cacheDir).filter((f) => f.endsWith('.whl')).map((f) => path.join(cacheDir, f))[0] : undefined);
+  let wheel = find();
+  const t0 = Date.now();
+  if (!wheel) {
+    opts.onLog?.(`  building the compiled operators of ${b.repo} (${b.dir}) for the CPU against torch ${torchVersion}: this can take many minutes, once per machine`);
+    const tmp = `${cacheDir}.tmp-${process.pid}`;
+    rmSync(tmp, { recursive: true, force: true });
+    mkdirSync(tmp, { recursive: true });
+    const py = envPython(env);
+    const pip = await runCmd(uv, ['pip', 'install', '--python', py, 'setuptools', 'wheel', 'ninja', ...(opts.offline ? ['--offline'] : [])], { env: uvEnv() });
+    if (pip.code !== 0) {
+      b.error = `build tools: ${pip.stderr.trim().slice(-400)}`;
+      return;
+    }
+    const jobs = String(Math.max(1, os.cpus().length));
+    // the build runs on a copy: a checkout stays untouched (no build/ or egg-info in it)
+    const src = path.join(tmp, 'src');
+    cpSync(b.dir, src, { recursive: true, filter: (p) => path.basename(p) !== '.git' });
+    const builder: [string, string[]] = [uv, ['build', '--wheel', '--no-build-isolation', '--python', py, '--out-dir', tmp, src]];
+    const runBuild = () =>
+      runCmd(builder[0], builder[1], {
+        env: uvEnv({ FORCE_CUDA: '0', CUDA_VISIBLE_DEVICES: '', MAX_JOBS: jobs, TORCH_CUDA_ARCH_LIST: '', VIRTUAL_ENV: env, PATH: `${path.join(env, 'bin')}:${process.env.PATH ?? ''}` }),
+        onLine: opts.onLog ? (l) => /^(building|running build|\[\d+\/\d+\])/.test(l.trim()) && opts.onLog!(`    ${l.trim().slice(0, 160)}`) : undefined,
+        timeoutMs: 3 * 3_600_000,
+      });
+    let build = await runBuild();
+    // a legacy setup.py that imports pkg_resources needs a setuptools from before its
+    // removal (setuptools 81): installed for the build, and the build tried once more
+    if (build.code !== 0 && /No module named 'pkg_resources'/.test(build.stderr + build.stdout)) {
+      opts.onLog?.('    the build imports pkg_resources: building again with setuptools<81');
+      const old = await runCmd(uv, ['pip', 'install', '--python', py, 'setuptools<81', ...(opts.offline ? ['--offline'] : [])], { env: uvEnv() });
+      if (old.code === 0) build = await runBuild();
+    }
+    const built = existsSync(tmp) ? readdirSync(tmp).filter((f) => f.endsWith('.whl')) : [];
+    if (build.code !== 0 || !built.length) {
+      rmSync(tmp, { recursive: true, force: true });
+      const tail = (build.stderr + build.stdout).trim().split('\n').filter((l) => /error|Error|NotImplemented|not available/.test(l)).slice(-6).join('\n');
+      b.error = tail || `the build exited ${build.code}`;
+      return;
+    }
+    rmSync(cacheDir, { recursive: true, force: true });
+    renameSync(tmp, cacheDir);
+    wheel = find();
+    b.seconds = (Date.now() - t0) / 1000;
+  } else b.cached = true;
+  const inst = await runCmd(uv, ['pip', 'install', '--python', envPython(env), '--no-deps', '--reinstall', '--compile-bytecode', wheel!], { env: uvEnv() });
+  if (inst.code !== 0) b.error = `installing ${wheel}: ${inst.stderr.trim().slice(-400)}`;
+  else b.wheel = wheel;
+}
+
+/** Install an indexed repository from its checkout, without dependencies and without
+ *  building its operators (a build of its own does that): the files users import. */
+async function installIndexed(uv: string, env: string, x: IndexedInstall, opts: PyPIOptions): Promise<void> {
+  // its build backend from PyPI in an isolated build first (a pyproject's pdm-backend,
+  // hatchling); a setup.py that imports torch needs the environment's (no isolation), and
+  // a legacy one that imports pkg_resources a setuptools from before 81
+  const attempt = (isolated: boolean) =>
+    runCmd(uv, ['pip', 'install', '--python', envPython(env), '--no-deps', ...(isolated ? [] : ['--no-build-isolation']), '--compile-bytecode', '--reinstall', x.root, ...(opts.offline ? ['--offline'] : [])], {
+      env: uvEnv({ FORCE_CUDA: '0', CUDA_VISIBLE_DEVICES: '' }),
+    });
+  let r = await attempt(true);
+  if (r.code !== 0) {
+    if (/pkg_resources/.test(r.stderr)) await runCmd(uv, ['pip', 'install', '--python', envPython(env), 'setuptools<81', ...(opts.offline ? ['--offline'] : [])], { env: uvEnv() });
+    r = await attempt(false);
+  }
+  if (r.code !== 0) x.error = r.stderr.trim().split('\n').slice(-4).join('\n');
+}
+
+/** The torch version a lock pins (or the base interpreter's, with systemTorch). */
+function torchOf(pins: string[]): string {
+  return pins.find((p) => p.startsWith('torch=='))?.slice('torch=='.length) ?? 'system';
+}
+
+/**
+ * `nnrag env create DIR` / `env sync DIR` with the PyPI backend: resolve the groups, lock
+ * each, install each lock, install the indexed repositories that other repositories
+ * declare, build the compiled operators of the indexed repositories, write the manifest.
+ * `needs` null: torch and the tools only.
+ */
+export async function syncPyPIEnvironment(dir: string, needs: PyPINeeds | null, opts: PyPIOptions = {}): Promise<EnvManifestPyPI> {
+  const uv = findUv();
+  if (!uv) throw new NnragError('uv is not installed: run scripts/setup.sh (it installs uv), or `pip install uv`');
+  const target = path.resolve(dir);
+  if (!sandboxReadable(target)) throw new NnragError(`${target} lies where the sandbox's user (uid 65534) cannot read it; choose a folder outside /root (e.g. ${path.join(nnragHome(), 'envs', path.basename(target))})`);
+  const previous = readPyPIManifest(target);
+  const base = baseInterpreter(opts.python ?? previous?.basePython);
+  const torch = opts.systemTorch ? 'system' : torchRequirement(opts.torch) === 'torch' && previous?.torch && !opts.torch ? previous.torch : torchRequirement(opts.torch);
+  const systemTorch = opts.systemTorch ?? previous?.systemTorch ?? false;
+  const log = opts.onLog ?? (() => {});
+  mkdirSync(target, { recursive: true });
+  const n: PyPINeeds = needs ?? { repos: [], indexed: new Map() };
+  const work = path.join(target, '.nnrag-work');
+  // groups: every repository together first; the repositories whose requirements do not
+  // resolve with the shared set get an environment of their own universe
+  await makeVenv(uv, base, target, systemTorch);
+  const py = envPython(target);
+  const allRepos = n.repos.map((r) => r.name);
+  const groups: EnvGroup[] = [];
+  const extra = opts.packages ?? [];
+  let shared = allRepos;
+  let sharedLock = await compile(uv, py, groupRequirements(n, shared, torch, extra, systemTorch), opts, work);
+  const own: { repo: string; conflict: string }[] = [];
+  if ('error' in sharedLock) {
+    // add repositories one at a time, in the store's order, keeping those that resolve
+    log(`the requirements of all ${allRepos.length} repositories do not resolve together; resolving them one by one`);
+    const firstError = sharedLock.error;
+    shared = [];
+    sharedLock = await compile(uv, py, groupRequirements(n, [], torch, extra, systemTorch), opts, work);
+    if ('error' in sharedLock) throw new NnragError(`torch and the tools do not resolve: ${sharedLock.error}`);
+    for (const r of allRepos) {
+      const tryLock = await compile(uv, py, groupRequirements(n, [...shared, ...universe(n, r)], torch, extra, systemTorch), opts, work);
+      if ('error' in tryLock) own.push({ repo: r, conflict: tryLock.error });
+      else {
+        shared.push(...universe(n, r).filter((x) => !shared.includes(x)));
+        sharedLock = tryLock;
+      }
+    }
+    if (!own.length) log(`(resolved after all: ${firstError.split('\n')[0]})`);
+  }
+  const installGroup = async (name: string, gdir: string, repos: string[], lock: string, conflict?: string): Promise<EnvGroup> => {
+    await makeVenv(uv, base, gdir, systemTorch);
+    const lockFile = path.join(gdir, 'nnrag-lock.txt');
+    const before = existsSync(lockFile) ? readFileSync(lockFile, 'utf8') : null;
+    const prevGroup = previous?.groups.find((g) => g.dir === gdir);
+    if (before === lock && prevGroup) log(`${name === 'shared' ? 'the shared environment' : `the environment of ${name}`} is up to date with its lock (${lockPins(lock).length} distributions)`);
+    else {
+      log(`installing ${name === 'shared' ? 'the shared environment' : `the environment of ${name}`} (${lockPins(lock).length} distributions) into ${gdir}`);
+      const pending = path.join(gdir, 'nnrag-lock.pending.txt');
+      writeFileSync(pending, lock);
+      await syncLock(uv, gdir, pending, opts);
+      // the lock names what is installed only once the install worked
+      renameSync(pending, lockFile);
+    }
+    const pins = lockPins(lock);
+    const indexed = indexedInstalls(n, repos);
+    for (const x of indexed) {
+      log(`  installing ${x.distribution} from the indexed ${x.repo} (${x.root})`);
+      await installIndexed(uv, gdir, x, opts);
+    }
+    const native: NativeBuild[] = [];
+    if (opts.native !== false) {
+      for (const repo of repos) {
+        const r = n.repos.find((x) => x.name === repo);
+        if (!r) continue;
+        for (const d of nativeBuildDirs(r.root)) native.push({ repo, dir: d });
+      }
+      for (const b of native) {
+        await buildNative(uv, gdir, b, torchOf(pins), opts);
+        log(`  operators of ${b.repo} (${path.relative(n.repos.find((x) => x.name === b.repo)!.root, b.dir) || '.'}): ${b.error ? `not built: ${b.error.split('\n')[0]}` : b.cached ? 'from the cache' : `built in ${b.seconds?.toFixed(0)} s`}`);
+      }
+    }
+    return { name, dir: gdir, repos, requirements: groupRequirements(n, repos, torch, extra, systemTorch), lockDigest: sha256(lock), pins, native, indexed, ...(conflict ? { conflict } : {}) };
+  };
+  groups.push(await installGroup('shared', target, shared, (sharedLock as { lock: string }).lock));
+  for (const o of own) {
+    const repos = universe(n, o.repo);
+    const lock = await compile(uv, py, groupRequirements(n, repos, torch, extra, systemTorch), opts, work);
+    if ('error' in lock) {
+      log(`${o.repo}: its own requirements do not resolve either; it validates in the shared environment: ${lock.error.split('\n').slice(-1)[0]}`);
+      groups[0].repos.push(o.repo);
+      continue;
+    }
+    groups.push(await installGroup(o.repo, path.join(target, 'repos', o.repo.replace(/\//g, '__')), repos, lock.lock, o.conflict));
+  }
+  rmSync(work, { recursive: true, force: true });
+  const unresolved = new Map<string, { module: string; candidates: string[]; neededBy: string[] }>();
+  for (const r of n.repos) {
+    for (const m of r.unknown) {
+      const u = unresolved.get(m) ?? { module: m, candidates: [m, m.replace(/_/g, '-')].filter((x, i, a) => a.indexOf(x) === i), neededBy: [] };
+      if (!u.neededBy.includes(r.name)) u.neededBy.push(r.name);
+      unresolved.set(m, u);
+    }
+  }
+  const now = new Date().toISOString();
+  const manifest: EnvManifestPyPI = {
+    version: 1,
+    backend: 'pypi',
+    created: previous?.created ?? now,
+    updated: now,
+    basePython: base,
+    torch,
+    systemTorch,
+    groups,
+    unresolved: [...unresolved.values()].sort((a, b) => a.module.localeCompare(b.module)),
+  };
+  writeFileSync(manifestPath(target), JSON.stringify(manifest, null, 1) + '\n');
+  return manifest;
+}

@@ -1,0 +1,374 @@
+# Witnesses from the repository's own tests and documented examples (src/validate/README.md
+# "Witnesses", "Tests and documented examples"): a library of layers has no model builder
+# to harvest, but its test suite builds every layer with valid arguments and calls it with
+# valid inputs, and its documentation shows how. Runs in the sandbox like harvest.py:
+#
+#   list: test files (pytest's naming convention: test_*.py / *_test.py), the Python code
+#         blocks of Markdown files (``` python fences), the `>>>` examples of the
+#         repository classes' docstrings (doctest's own parser) and the scripts of an
+#         examples/ folder - each an entry point with the repository classes it names
+#         (its reach, for greedy coverage), read statically, never run.
+#   run:  one test file through pytest's own collection and runner (fixtures and
+#         parametrization as pytest runs them), or one example as a script, under the
+#         harvest's constructor and forward wrappers (harvest.Recorder), each completed
+#         construction a witness named by the test (its node id) or the file and line.
+#
+# A test gets a budget of its own (SIGALRM: the test fails with TestTimeout and the next
+# runs; a test that ignores it is ended by the step's budget); what a failing, skipped or
+# stopped test recorded before it stopped is kept, nothing more.
+import ast
+import os
+import re
+import signal
+import sys
+import time
+
+TEST_FILE = re.compile(r"^(test_.*|.*_test)\.py$")  # pytest's default python_files
+TEST_DIRS = {"test", "tests", "testing", "unittest", "unittests"}
+SKIP_DIRS = {"node_modules", "site-packages", "build", "dist", "__pycache__", "venv", ".venv", "third_party"}
+MD_FENCE = re.compile(r"^( {0,3})(```+|~~~+)\s*\{?\.?(python3?|py|pycon|ipython3?)\b[^\n]*$", re.I)
+# folders whose *_test.py files are not the test suite: documentation, examples, benchmarks
+NOT_TESTS = {"docs", "doc", "examples", "example", "benchmark", "benchmarks"}
+MAX_FILES = 2000
+MAX_DOC_BYTES = 400_000
+DEFAULT_TEST_SECONDS = 10.0
+
+
+class TestTimeout(Exception):
+    """A test ran past its own budget: pytest records it as failed and runs the next."""
+
+
+def _walk(root, want, limit=MAX_FILES):
+    """Files under root (sorted, hidden and vendored folders left out) for which want(rel) holds."""
+    out = []
+    for d, dirs, files in os.walk(root):
+        dirs[:] = sorted(x for x in dirs if not x.startswith(".") and x not in SKIP_DIRS)
+        for f in sorted(files):
+            rel = os.path.relpath(os.path.join(d, f), root)
+            if want(rel):
+                out.append(rel)
+                if len(out) >= limit:
+                    return out
+    return out
+
+
+def _read(path):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read(MAX_DOC_BYTES)
+    except OSError:
+        return None
+
+
+def _names(text):
+    return set(re.findall(r"[A-Za-z_]\w*", text or ""))
+
+
+def _reach(names, by_name):
+    return sorted({c for n in names for c in by_name.get(n, ())})
+
+
+def is_test_file(rel):
+    return bool(TEST_FILE.match(os.path.basename(rel)))
+
+
+def markdown_blocks(text):
+    """(line, code) of each Python code block of a Markdown text (CommonMark fenced code
+    blocks, §4.5: an opening fence of 3+ backticks or tildes with the info string
+    `python`/`py`, closed by a fence of the same character at least as long); `pycon`
+    blocks and `>>>` sessions are read as doctest examples. Blocks that do not parse
+    are left out (shell lines, elided code)."""
+    out = []
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        m = MD_FENCE.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        fence, indent = m.group(2), len(m.group(1))
+        start = i + 1
+        j = start
+        while j < len(lines) and not re.match(r"^ {0,3}%s%s*\s*$" % (re.escape(fence[0]) * len(fence), re.escape(fence[0])), lines[j]):
+            j += 1
+        body = [ln[indent:] if ln[:indent].strip() == "" else ln for ln in lines[start:j]]
+        code = "\n".join(body)
+        if ">>>" in code:
+            code = doctest_code(code)
+        if code and code.strip():
+            try:
+                ast.parse(code)
+                out.append((start + 1, code))
+            except SyntaxError:
+                pass
+        i = j + 1
+    return out
+
+
+def doctest_code(text):
+    """The source of the `>>>` examples of a docstring (doctest's own parser), one script."""
+    import doctest
+    try:
+        return "".join(ex.source for ex in doctest.DocTestParser().get_examples(text))
+    except ValueError:
+        return ""
+
+
+def import_lines(code):
+    """The top-level import statements of a code block (what a later block of the same
+    document relies on)."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return ""
+    lines = code.split("\n")
+    out = []
+    for st in tree.body:
+        if isinstance(st, (ast.Import, ast.ImportFrom)):
+            out.append("\n".join(lines[st.lineno - 1:st.end_lineno]))
+    return "\n".join(out)
+
+
+def _runs_something(code):
+    """A block with a statement besides imports (one of imports only builds nothing)."""
+    try:
+        return any(not isinstance(st, (ast.Import, ast.ImportFrom)) for st in ast.parse(code).body)
+    except SyntaxError:
+        return False
+
+
+def doc_entries(repo_root, classes, by_name, pytest_ok):
+    """Entry points from the repository's tests and documented examples (see the header):
+    those naming no repository class are left out (they cannot cover one)."""
+    entries = []
+    if not repo_root or not os.path.isdir(repo_root):
+        return entries, {}
+    notes = {}
+    # 1. test files: one entry per file (pytest collects and runs it)
+    tests = _walk(repo_root, lambda rel: is_test_file(rel) and rel.split(os.sep)[0] not in NOT_TESTS)
+    if tests and not pytest_ok:
+        notes["tests"] = "pytest is not importable in this environment: %d test files not run" % len(tests)
+        tests = []
+    for rel in tests:
+        r = _reach(_names(_read(os.path.join(repo_root, rel))), by_name)
+        if r:
+            entries.append({"kind": "test", "module": "", "qualname": rel, "plan": {}, "reach": r, "rank": 0,
+                            "family": "test:" + rel, "via": "test:" + rel, "file": rel})
+    # 2. Markdown code blocks: each a script, after the imports of the blocks above it
+    for rel in _walk(repo_root, lambda rel: rel.lower().endswith((".md", ".markdown")) and rel.count(os.sep) <= 2, 200):
+        text = _read(os.path.join(repo_root, rel)) or ""
+        before = []
+        for line, code in markdown_blocks(text):
+            r = _reach(_names(code), by_name)
+            prefix = "\n".join(x for x in before if x)
+            imports = import_lines(code)
+            before.append(imports)
+            if r and _runs_something(code):
+                entries.append({"kind": "readme", "module": "", "qualname": "%s:%d" % (rel, line), "plan": {}, "reach": r, "rank": 0,
+                                "family": "readme:%s:%d" % (rel, line), "via": "readme:%s:%d" % (rel, line), "file": rel, "line": line,
+                                "code": code, "prelude": prefix})
+    # 3. `>>>` examples in the docstrings of the repository's classes, run in the class's module namespace
+    import inspect
+    for cid, cls in sorted(classes.items()):
+        doc = cls.__dict__.get("__doc__")
+        if not isinstance(doc, str) or ">>>" not in doc:
+            continue
+        code = doctest_code(inspect.cleandoc(doc))
+        if not code:
+            continue
+        try:
+            f = inspect.getsourcefile(cls)
+            line = inspect.getsourcelines(cls)[1]
+        except (OSError, TypeError):
+            f, line = None, 0
+        rel = os.path.relpath(f, repo_root) if f else cls.__module__
+        r = sorted(set(_reach(_names(code), by_name)) | {cid})
+        entries.append({"kind": "doctest", "module": cls.__module__, "qualname": cls.__qualname__, "plan": {}, "reach": r, "rank": 0,
+                        "family": "doctest:" + cid, "via": "doctest:%s:%d" % (rel, line), "file": rel, "line": line, "code": code})
+    # 4. examples/ scripts
+    for rel in _walk(repo_root, lambda rel: rel.endswith(".py") and rel.split(os.sep)[0] in ("examples", "example") and not is_test_file(rel), 200):
+        r = _reach(_names(_read(os.path.join(repo_root, rel))), by_name)
+        if r:
+            entries.append({"kind": "example", "module": "", "qualname": rel, "plan": {}, "reach": r, "rank": 0,
+                            "family": "example:" + rel, "via": "example:" + rel, "file": rel})
+    return entries, notes
+
+
+def pytest_importable():
+    import importlib.util
+    try:
+        return importlib.util.find_spec("pytest") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+# ---------------------------------------------------------------------------- run
+
+def run_doc_entry(cfg, torch, send):
+    """Run one test file or one documented example under the harvest's wrappers; sends one
+    {"ev": "harvest"} event like harvest.run_entry."""
+    from . import harvest as H  # the bundle loads the package's modules in name order
+    entry = cfg["entry"]
+    repo_root = cfg.get("repoRoot")
+    budget = float(cfg.get("budgetSeconds", 30))
+    t0 = time.monotonic()
+    name = H.entry_name(entry)
+    res = {"entry": name, "built": False, "forward": False, "error": None}
+    rss0 = H.proc_status_kb("VmRSS")
+    H.limit_memory(cfg.get("memoryMb"))
+    roots = cfg.get("own") or cfg["roots"]
+    nn = torch.nn
+    rec = None
+
+    def install():
+        nonlocal rec
+        if rec is None:
+            rec = H.Recorder(torch, H.repo_classes(H.repo_modules(roots), nn), roots)
+            rec.origin = {}
+            rec.current = name
+            rec.install(nn)
+            H.no_downloads(torch)
+        return rec
+
+    def alarm(signum, frame):
+        raise H.EntryTimeout("step took longer than %.0f s" % budget)
+    signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, budget)
+    saved_argv, saved_path = sys.argv, list(sys.path)
+    try:
+        if entry["kind"] == "test":
+            res["tests"] = run_test_file(cfg, entry, repo_root, budget, t0, install, torch)
+            res["built"] = res["tests"]["passed"] + res["tests"]["failed"] > 0
+        else:
+            run_example(entry, repo_root, install, torch)
+            res["built"] = True
+    except H.EntryTimeout as e:
+        res["error"] = "timeout: %s" % e
+    except BaseException as e:  # noqa: BLE001 - a failing example is reported, never fatal
+        res["error"] = "%s: %s" % (type(e).__name__, str(e)[:300])
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        sys.argv = saved_argv
+        sys.path[:] = saved_path
+    if rec is not None:
+        res["forward"] = any(rec.calls.values())
+    res["ms"] = round((time.monotonic() - t0) * 1000, 1)
+    res["memoryMb"] = H.memory_used_mb(rss0)
+    if str(res.get("error") or "").startswith("timeout"):
+        res["stopped"] = "time"
+    elif re.match(r"MemoryError|RuntimeError: .*(can't allocate memory|DefaultCPUAllocator|not enough memory)", str(res.get("error") or "")):
+        res["stopped"] = "memory"
+    res["classes"] = rec.witnesses(name) if rec is not None else {}
+    send({"ev": "harvest", "result": res})
+
+
+def run_example(entry, repo_root, install, torch):
+    """A Markdown block, a docstring's examples or an examples/ script, run as a script
+    (`__name__ == "__main__"`, no command-line arguments). Its import statements run
+    before the wrappers are installed (the classes they import are then wrapped); a
+    statement that raises ends the script, what ran before it is kept."""
+    import importlib
+    kind = entry["kind"]
+    if kind == "example":
+        path = os.path.join(repo_root, entry["file"])
+        code = _read(path) or ""
+        ns = {"__name__": "__main__", "__file__": path, "__builtins__": __builtins__}
+        sys.argv = [path]
+        sys.path.insert(0, os.path.dirname(path))
+    elif kind == "doctest":
+        m = importlib.import_module(entry["module"])
+        code = entry["code"]
+        ns = dict(vars(m))  # doctest's globs: a copy of the module's namespace
+        ns["__name__"] = "__main__"
+        # what a doctest namespace usually provides besides the module's own names (pytest's
+        # doctest_namespace in a conftest): the top-level package and torch
+        top = entry["module"].split(".")[0]
+        ns.setdefault(top, sys.modules.get(top) or importlib.import_module(top))
+        ns.setdefault("torch", torch)
+        path = "<doctest %s>" % entry["via"]
+        sys.argv = [path]
+    else:
+        code = (entry.get("prelude") or "") + "\n" + entry["code"]
+        path = os.path.join(repo_root, entry["file"])
+        ns = {"__name__": "__main__", "__builtins__": __builtins__}
+        sys.argv = [path]
+    tree = ast.parse(code, path)
+    imports = [st for st in tree.body if isinstance(st, (ast.Import, ast.ImportFrom))]
+    rest = [st for st in tree.body if not isinstance(st, (ast.Import, ast.ImportFrom))]
+    for st in imports:
+        try:
+            exec(compile(ast.Module([st], []), path, "exec"), ns)  # noqa: S102 - the repository's own example, in the sandbox
+        except ImportError:
+            pass  # a later statement that uses the name fails and ends the example
+    install()
+    torch.manual_seed(0)
+    for st in rest:
+        exec(compile(ast.Module([st], []), path, "exec"), ns)  # noqa: S102
+
+
+def run_test_file(cfg, entry, repo_root, budget, t0, install, torch):
+    """One test file through pytest (its own collection, fixtures and parametrization),
+    the wrappers installed once collection imported what the tests use; each test's
+    constructions are named by its node id. Returns counts and the tests stopped."""
+    import pytest
+    from . import harvest as H
+    per_test = float(cfg.get("testSeconds") or DEFAULT_TEST_SECONDS)
+    counts = {"collected": 0, "passed": 0, "failed": 0, "skipped": 0, "stopped": [], "errors": []}
+
+    class Gate(object):
+        @pytest.hookimpl(tryfirst=True)
+        def pytest_runtest_protocol(self, item, nextitem):
+            # the step's budget spent: this test is not run (a result other than None
+            # ends the hook call, firstresult) and the session stops after it
+            if budget - (time.monotonic() - t0) < 0.5:
+                item.session.shouldstop = "the step's budget is spent"
+                counts["unrun"] = counts.get("unrun", 0) + 1
+                return True
+            return None
+
+    class Plugin(object):
+        @pytest.hookimpl(trylast=True)
+        def pytest_collection_finish(self, session):
+            counts["collected"] = len(session.items)
+            install()
+
+        @pytest.hookimpl(hookwrapper=True)
+        def pytest_runtest_protocol(self, item, nextitem):
+            left = budget - (time.monotonic() - t0)
+            if left < 0.5:
+                yield
+                return
+            rec = install()
+            rec.current = "test:" + item.nodeid
+            state = {"timed_out": False}
+
+            def test_alarm(signum, frame):
+                if time.monotonic() - t0 >= budget - 0.05:
+                    raise H.EntryTimeout("step took longer than %.0f s" % budget)
+                state["timed_out"] = True
+                raise TestTimeout("test took longer than %.0f s" % per_test)
+            old = signal.signal(signal.SIGALRM, test_alarm)
+            signal.setitimer(signal.ITIMER_REAL, max(0.1, min(per_test, left)))
+            torch.manual_seed(0)
+            try:
+                yield
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, max(0.1, budget - (time.monotonic() - t0)))
+                signal.signal(signal.SIGALRM, old)
+                rec.current = "test:" + entry["file"]
+                if state["timed_out"]:
+                    counts["stopped"].append(item.nodeid)
+
+        def pytest_runtest_logreport(self, report):
+            if report.when == "call" or (report.when == "setup" and not report.passed):
+                k = "passed" if report.passed else "skipped" if report.skipped else "failed"
+                counts[k] += 1
+                if report.failed and len(counts["errors"]) < 3:
+                    msg = str(getattr(report, "longrepr", "") or "").strip().split("\n")[-1]
+                    counts["errors"].append("%s: %s" % (report.nodeid, msg[:200]))
+
+    args = [os.path.join(repo_root, entry["file"]), "-q", "-p", "no:cacheprovider", "-o", "addopts=",
+            "--rootdir", repo_root, "-o", "console_output_style=classic", "--no-header", "--tb=line"]
+    rc = pytest.main(args, plugins=[Plugin(), Gate()])
+    counts["exit"] = int(rc)
+    return counts

@@ -1,0 +1,490 @@
+# Usage snippets (src/validate/README.md "Usage snippet"): the construction and call that
+# passed validation, as Python a user can paste next to the exported module.
+#
+# Safe by construction: a snippet is rendered from recorded JSON values (values.encode:
+# the witness's own record, or the live arguments encoded the same way), never from
+# repr() of a live object (a str subclass can make repr() return anything). Values become
+# a tiny IR (names of the module, attribute paths, numbers, strings, None/True/False,
+# lists/tuples/dicts, calls of constructors the module or torch defines), rendered by
+# this module only: strings through quote() (printable ASCII only, everything else
+# escaped), numbers by their exact type. The text is then checked with `ast`
+# (check_snippet: only Name / Attribute / Call / Constant / containers / keywords / unary
+# minus, `import` of a few standard modules, one statement per line) and finally run in
+# the candidate's process (run_snippet) before it is recorded.
+import keyword
+import math
+import re
+
+IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+MAX_LEN = 2000  # longer snippets are not recorded (never cut: a cut snippet would not parse)
+MAX_EXACT = 64  # integer / bool tensors up to this many elements are written by value
+# standard modules a snippet may import (functools.partial, argparse.Namespace, math.inf)
+IMPORTABLE = ("functools", "argparse", "math")
+
+
+class Unrenderable(Exception):
+    pass
+
+
+# ---------------------------------------------------------------- rendering of the IR
+# IR: ("name", id) | ("attr", node, id) | ("const", value) | ("list", [node])
+#     | ("tuple", [node]) | ("dict", [(node, node)]) | ("call", node, [node], [(id, node)])
+
+def quote(s):
+    """A Python string literal for the exact str `s` (Language Reference 2.4.1, string
+    literals): printable ASCII kept, backslash and the double quote escaped, every other
+    character as \\xNN / \\uNNNN / \\UNNNNNNNN, so the literal holds no line break of any
+    kind (\\n, \\r, \\x0b, \\x0c, \\x1c-\\x1e, \\x85, \\u2028, \\u2029) and no control
+    character. A str subclass is read as its underlying str data (str.__str__), never
+    through its own __repr__ / __str__ / __iter__."""
+    s = str.__str__(s)
+    out = ['"']
+    for ch in s:
+        o = ord(ch)
+        if ch == "\\" or ch == '"':
+            out.append("\\" + ch)
+        elif 0x20 <= o < 0x7F:
+            out.append(ch)
+        elif o <= 0xFF:
+            out.append("\\x%02x" % o)
+        elif o <= 0xFFFF:
+            out.append("\\u%04x" % o)
+        else:
+            out.append("\\U%08x" % o)
+    out.append('"')
+    return "".join(out)
+
+
+def ident(s):
+    if type(s) is not str or not IDENT.match(s) or keyword.iskeyword(s) or s.startswith("__"):
+        raise Unrenderable("not a plain identifier: %s" % (quote(s) if isinstance(s, str) else type(s).__name__))
+    return s
+
+
+def render(node):
+    k = node[0]
+    if k == "name":
+        return ident(node[1])
+    if k == "attr":
+        return "%s.%s" % (render(node[1]), ident(node[2]))
+    if k == "const":
+        v = node[1]
+        if v is None or v is True or v is False:
+            return repr(v)
+        if type(v) is int:
+            return "%d" % v
+        if type(v) is float:
+            if not math.isfinite(v):
+                return 'float(%s)' % quote(float.__repr__(v))
+            return float.__repr__(v)
+        if isinstance(v, str):
+            return quote(v)
+        raise Unrenderable("constant of type %s" % type(v).__name__)
+    if k == "list":
+        return "[%s]" % ", ".join(render(x) for x in node[1])
+    if k == "tuple":
+        items = [render(x) for x in node[1]]
+        return "(%s,)" % items[0] if len(items) == 1 else "(%s)" % ", ".join(items)
+    if k == "dict":
+        return "{%s}" % ", ".join("%s: %s" % (render(a), render(b)) for a, b in node[1])
+    if k == "call":
+        parts = [render(x) for x in node[2]] + ["%s=%s" % (ident(n), render(v)) for n, v in node[3]]
+        return "%s(%s)" % (render(node[1]), ", ".join(parts))
+    raise Unrenderable("unknown node %s" % k)
+
+
+# ---------------------------------------------------------------- values -> IR
+
+def const(v):
+    return ("const", v)
+
+
+def dotted(path):
+    parts = path.split(".")
+    node = ("name", parts[0])
+    for p in parts[1:]:
+        node = ("attr", node, p)
+    return node
+
+
+class Renderer(object):
+    """Turns encoded values (values.encode's JSON) into IR. `spell(module, qualname)`
+    gives the IR of a class / function / dtype the snippet names (a name of the module,
+    `torch.nn.X`, `functools.partial`) or raises Unrenderable; `imports` collects the
+    standard modules the snippet needs."""
+
+    def __init__(self, spell):
+        self.spell = spell
+        self.imports = set()
+
+    def value(self, enc, depth=0):
+        if depth > 10:
+            raise Unrenderable("too deep")
+        if enc is None or isinstance(enc, bool) or type(enc) is int:
+            return const(enc)
+        if type(enc) is float:
+            return const(enc)
+        if isinstance(enc, str):
+            return const(str.__str__(enc))
+        if isinstance(enc, list):
+            return ("list", [self.value(x, depth + 1) for x in enc])
+        if not isinstance(enc, dict):
+            raise Unrenderable("value of type %s" % type(enc).__name__)
+        if "$float" in enc:
+            f = float(str.__str__(enc["$float"]))
+            return const(f)
+        if "$tuple" in enc:
+            return ("tuple", [self.value(x, depth + 1) for x in enc["$tuple"]])
+        if "$dict" in enc:
+            return ("dict", [(const(str.__str__(k)), self.value(x, depth + 1)) for k, x in enc["$dict"].items()])
+        if "$items" in enc:
+            items = []
+            for k, x in enc["$items"]:
+                if not (k is None or isinstance(k, (bool, int, str))):
+                    raise Unrenderable("dict key")
+                items.append((self.value(k, depth + 1), self.value(x, depth + 1)))
+            return ("dict", items)
+        if "$tensor" in enc:
+            return self.tensor(enc)
+        if "$dtype" in enc:
+            return ("attr", ("name", "torch"), ident(enc["$dtype"]))
+        if "$device" in enc:
+            return ("call", dotted("torch.device"), [const("cpu")], [])
+        if "$ref" in enc:
+            return self.spell(*enc["$ref"])
+        if "$enum" in enc:
+            return ("attr", self.spell(*enc["$enum"]), ident(enc["name"]))
+        if "$partial" in enc:
+            self.imports.add("functools")
+            return ("call", dotted("functools.partial"), [self.value(enc["$partial"], depth + 1)] + [self.value(x, depth + 1) for x in enc.get("args", [])],
+                    self.keywords(enc.get("kwargs", {}), depth))
+        if "$module" in enc:
+            # a nested module: its own recorded construction (attributes set after it
+            # are not written; the run of the snippet says whether it needs them)
+            return ("call", self.spell(*enc["$module"]), [self.value(x, depth + 1) for x in enc.get("args", [])],
+                    self.keywords(enc.get("kwargs", {}), depth))
+        if "$dataclass" in enc:
+            # PEP 557: a dataclass is built by keyword from its init fields
+            return ("call", self.spell(*enc["$dataclass"]), [], self.keywords(enc.get("fields", {}), depth))
+        if "$namespace" in enc:
+            self.imports.add("argparse")
+            return ("call", dotted("argparse.Namespace"), [], self.keywords(enc.get("fields", {}), depth))
+        raise Unrenderable("no plain spelling for %s" % sorted(enc)[:1])
+
+    def keywords(self, kw, depth):
+        return [(ident(k), self.value(x, depth + 1)) for k, x in kw.items()]
+
+    def tensor(self, enc):
+        """A tensor of the recorded shape and dtype: floats from torch.randn, integer
+        ids from torch.randint over the recorded range (by value when small), masks as
+        ones / zeros (by value when small and mixed)."""
+        shape = enc["$tensor"]
+        if not isinstance(shape, list) or not all(type(s) is int and s >= 0 for s in shape):
+            raise Unrenderable("tensor shape")
+        dtype = ident(enc.get("dtype", "float32"))
+        dt = [("dtype", ("attr", ("name", "torch"), dtype))]
+        dims = [const(s) for s in shape]
+        size = ("tuple", dims)
+        numel = 1
+        for s in shape:
+            numel *= s
+        floating = dtype.startswith(("float", "bfloat", "complex", "half", "double"))
+        if floating:
+            return ("call", dotted("torch.randn"), dims or [("tuple", [])], [] if dtype == "float32" else dt)
+        vals = enc.get("values")
+        if numel == 0:
+            return ("call", dotted("torch.zeros"), [size], dt)
+        if isinstance(vals, list) and vals and all(type(x) in (int, bool) for x in vals):
+            lo, hi = int(min(vals)), int(max(vals))
+            if dtype == "bool" and lo == hi:
+                return ("call", dotted("torch.ones" if lo else "torch.zeros"), [size], dt)
+            if numel <= MAX_EXACT:
+                return ("call", dotted("torch.tensor"), [nested(vals, shape, dtype == "bool")], dt)
+        else:
+            lo, hi = enc.get("min", 0), enc.get("max", 1)
+            if type(lo) is not int or type(hi) is not int:
+                raise Unrenderable("tensor range")
+        if dtype == "bool":
+            return ("call", dotted("torch.ones"), [size], dt)
+        return ("call", dotted("torch.randint"), [const(lo), const(max(hi + 1, lo + 1)), size], [] if dtype == "int64" else dt)
+
+
+def nested(vals, shape, as_bool):
+    """The flat values as nested lists of `shape` (row-major, as torch.tensor reads them)."""
+    vals = [const(bool(v) if as_bool else int(v)) for v in vals]
+    if not shape:
+        return vals[0]
+
+    def build(off, dims):
+        if len(dims) == 1:
+            return ("list", vals[off:off + dims[0]])
+        step = 1
+        for d in dims[1:]:
+            step *= d
+        return ("list", [build(off + i * step, dims[1:]) for i in range(dims[0])])
+    return build(0, shape)
+
+
+def snippet_text(cls_name, args_enc, kwargs_enc, in_args_enc, in_kwargs_enc, spell, eval_mode=False):
+    """The snippet's text: `import` lines the values need, then one expression
+    `Block(args)(inputs)` (`Block(args).eval()(inputs)` when `eval_mode`). Raises
+    Unrenderable."""
+    r = Renderer(spell)
+    ctor = ("call", ("name", ident(cls_name)), [r.value(a) for a in args_enc], r.keywords(kwargs_enc, 0))
+    if eval_mode:
+        ctor = ("call", ("attr", ctor, "eval"), [], [])
+    call = ("call", ctor, [r.value(a) for a in in_args_enc], r.keywords(in_kwargs_enc, 0))
+    lines = ["import %s" % m for m in sorted(r.imports)] + [render(call)]
+    text = "\n".join(lines)
+    if len(text) > MAX_LEN:
+        raise Unrenderable("longer than %d characters" % MAX_LEN)
+    check_snippet(text)
+    return text
+
+
+# ---------------------------------------------------------------- the check with ast
+
+def check_snippet(text):
+    """Raise Unrenderable unless `text` is printable ASCII, one statement per line, each
+    an `import` of IMPORTABLE or an expression made only of names, attributes (no
+    dunder), calls, keywords, constants (numbers, strings, None, True, False), lists,
+    tuples, dicts and unary minus on a number (Language Reference 6, Expressions)."""
+    import ast
+    if not isinstance(text, str) or any(not (0x20 <= ord(c) < 0x7F or c == "\n") for c in text):
+        raise Unrenderable("not printable ASCII")
+    try:
+        tree = ast.parse(text, mode="exec")
+    except SyntaxError as e:
+        raise Unrenderable("does not parse: %s" % e.msg)
+    lines = text.split("\n")
+    if len(tree.body) != len(lines) or not tree.body:
+        raise Unrenderable("one statement per line")
+    for i, st in enumerate(tree.body):
+        if st.lineno != i + 1 or getattr(st, "end_lineno", i + 1) != i + 1:
+            raise Unrenderable("one statement per line")
+        if isinstance(st, ast.Import):
+            if any(a.name not in IMPORTABLE or a.asname for a in st.names):
+                raise Unrenderable("import of %s" % ",".join(a.name for a in st.names))
+            continue
+        if not isinstance(st, ast.Expr) or i != len(tree.body) - 1:
+            raise Unrenderable("not an expression statement")
+        _check_expr(st.value)
+
+
+def _check_expr(node):
+    import ast
+    if isinstance(node, ast.Name):
+        if not isinstance(node.ctx, ast.Load) or node.id.startswith("__"):
+            raise Unrenderable("name %s" % node.id)
+    elif isinstance(node, ast.Attribute):
+        if node.attr.startswith("__"):
+            raise Unrenderable("attribute %s" % node.attr)
+        _check_expr(node.value)
+    elif isinstance(node, ast.Call):
+        _check_expr(node.func)
+        for a in node.args:
+            _check_expr(a)
+        for k in node.keywords:
+            if k.arg is None:
+                raise Unrenderable("** in a call")
+            _check_expr(k.value)
+    elif isinstance(node, ast.Constant):
+        if not (node.value is None or type(node.value) in (bool, int, float, str)):
+            raise Unrenderable("constant of type %s" % type(node.value).__name__)
+    elif isinstance(node, (ast.List, ast.Tuple)):
+        for x in node.elts:
+            _check_expr(x)
+    elif isinstance(node, ast.Dict):
+        for k, v in zip(node.keys, node.values):
+            if k is None:
+                raise Unrenderable("** in a dict")
+            _check_expr(k)
+            _check_expr(v)
+    elif isinstance(node, ast.UnaryOp):
+        if not isinstance(node.op, ast.USub) or not (isinstance(node.operand, ast.Constant) and type(node.operand.value) in (int, float)):
+            raise Unrenderable("unary operator")
+    else:
+        raise Unrenderable("%s in a snippet" % type(node).__name__)
+
+
+# ---------------------------------------------------------------- names and values of a candidate
+
+def star_namespace(mod):
+    """The names `from module import *` gives (Language Reference 7.11: `__all__` when
+    the module defines it, else the names not starting with an underscore)."""
+    d = mod.__dict__ if hasattr(mod, "__dict__") else mod
+    names = d.get("__all__")
+    if isinstance(names, (list, tuple)) and all(type(n) is str for n in names):
+        return {n: d[n] for n in names if n in d}
+    return {n: v for n, v in d.items() if type(n) is str and not n.startswith("_")}
+
+
+def spell_in(namespace, torch):
+    """spell(module, qualname) for a snippet run where `namespace` (star_namespace of the
+    candidate) and `torch` are visible: a name of the module (first part of the qualified
+    name; a witness recorded the original's module, the copy defines the same qualified
+    name), else a public torch path (`torch.nn.X`, `torch.nn.functional.f`, `torch.f`),
+    else `functools.X` / `math.X` imported."""
+    import importlib
+
+    def spell(module, qualname):
+        if type(module) is not str or type(qualname) is not str:
+            raise Unrenderable("bad reference")
+        parts = qualname.split(".")
+        for p in parts:
+            ident(p)
+
+        def in_namespace():
+            node, obj = ("name", parts[0]), namespace[parts[0]]
+            for p in parts[1:]:
+                node, obj = ("attr", node, p), getattr(obj, p, None)
+            return node, obj
+        if module.split(".")[0] == "torch":
+            # a torch object: the module's own name for it only when it is the same object
+            # (a module may define a class of the same name)
+            try:
+                obj = importlib.import_module(module)
+                for p in parts:
+                    obj = getattr(obj, p)
+            except (ImportError, AttributeError):
+                raise Unrenderable("%s.%s" % (module, qualname))
+            if parts[0] in namespace and parts[0] != "torch" and in_namespace()[1] is obj:
+                return in_namespace()[0]
+            if len(parts) == 1:
+                for path in ("torch.nn", "torch.nn.functional", "torch"):
+                    if getattr(importlib.import_module(path), parts[0], None) is obj:
+                        return dotted(path + "." + parts[0])
+            raise Unrenderable("no public torch spelling for %s" % qualname)
+        if parts[0] in namespace and parts[0] != "torch":
+            # the copy's definition of the qualified name (a witness names the original's
+            # module; the candidate resolved it the same way, source_witness.copy_resolver)
+            return in_namespace()[0]
+        if module in ("functools", "math") and len(parts) == 1:
+            return dotted(module + "." + parts[0])
+        raise Unrenderable("%s.%s is not a name of the module" % (module, qualname))
+    return spell
+
+
+def encode_live(v, torch):
+    """values.encode of a live argument; nn.Module instances without a recorded
+    construction are written as their class called with the constructor parameters they
+    keep as plain attributes of the same name (the torch.nn convention: Linear keeps
+    in_features, Conv2d kernel_size; Parameters, tensors and modules are not plain)."""
+    from . import values as V
+    import inspect
+    modules = {}
+
+    def walk(x, depth=0):
+        if depth > 6:
+            return
+        if isinstance(x, torch.nn.Module):
+            if id(x) in modules:
+                return
+            kw = {}
+            try:
+                params = list(inspect.signature(type(x).__init__).parameters.values())[1:]
+            except (TypeError, ValueError):
+                params = []
+            for p in params:
+                if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                    continue
+                if p.name not in vars(x):
+                    # `bias=False` leaves the parameter registered as None (torch.nn's
+                    # register_parameter convention)
+                    if p.default is True and p.name in x._parameters and x._parameters[p.name] is None:
+                        kw[p.name] = False
+                    continue
+                a = vars(x)[p.name]
+                if a is None or type(a) in (bool, int, float, str) or (type(a) is tuple and all(type(i) in (bool, int, float, str) for i in a)):
+                    if a != p.default or p.default is p.empty:
+                        kw[p.name] = a
+            modules[id(x)] = (x, type(x), [], kw)
+        elif isinstance(x, (list, tuple)):
+            for i in x:
+                walk(i, depth + 1)
+        elif isinstance(x, dict):
+            for i in x.values():
+                walk(i, depth + 1)
+    walk(v)
+    return V.encode(v, modules)
+
+
+def run_snippet(text, namespace, torch):
+    """Run the snippet as a user would, in a fresh namespace holding the module's
+    star-import names, `torch` and the builtins: the import lines, then the expression.
+    Returns its value; raises what the snippet raises."""
+    import ast
+    g = dict(namespace)
+    g["torch"] = torch
+    tree = ast.parse(text, mode="exec")
+    *stmts, last = tree.body
+    if stmts:
+        exec(compile(ast.Module(body=stmts, type_ignores=[]), "<usage>", "exec"), g)  # noqa: S102 - checked snippet
+    torch.manual_seed(1)
+    return eval(compile(ast.Expression(body=last.value), "<usage>", "eval"), g)  # noqa: S307 - checked snippet
+
+
+def check_values(text, namespace, torch, args, kwargs, inputs, input_kwargs):
+    """The check when building the block again does not fit in the time left: the
+    snippet's argument and input expressions (not the block's construction nor its call)
+    are evaluated as written and must equal what the validated run received (same_value).
+    Raises Unrenderable."""
+    import ast
+    g = dict(namespace)
+    g["torch"] = torch
+    tree = ast.parse(text, mode="exec")
+    *stmts, last = tree.body
+    if stmts:
+        exec(compile(ast.Module(body=stmts, type_ignores=[]), "<usage>", "exec"), g)  # noqa: S102 - checked snippet
+    call = last.value
+    ctor = call.func
+    if isinstance(ctor, ast.Call) and isinstance(ctor.func, ast.Attribute) and ctor.func.attr == "eval":
+        ctor = ctor.func.value
+    if not isinstance(ctor, ast.Call):
+        raise Unrenderable("not a construction and a call")
+
+    def ev(node):
+        return eval(compile(ast.Expression(body=node), "<usage>", "eval"), g)  # noqa: S307 - checked snippet
+    pairs = [(ev(a), v) for a, v in zip(ctor.args, args)] + [(ev(k.value), kwargs.get(k.arg, _MISSING)) for k in ctor.keywords]
+    pairs += [(ev(a), v) for a, v in zip(call.args, inputs)] + [(ev(k.value), input_kwargs.get(k.arg, _MISSING)) for k in call.keywords]
+    if len(ctor.args) != len(args) or len(ctor.keywords) != len(kwargs) or len(call.args) != len(inputs) or len(call.keywords) != len(input_kwargs):
+        raise Unrenderable("argument count")
+    for got, want in pairs:
+        if not same_value(got, want, torch):
+            raise Unrenderable("a value of the snippet differs from the validated one")
+
+
+_MISSING = object()
+
+
+def same_value(a, b, torch, depth=0):
+    """Whether a value the snippet builds stands for the validated one: plain data equal
+    (a str subclass by its str data), tensors of the same shape and dtype, nested
+    modules of the same class, dataclasses / partials / containers item by item,
+    classes and functions identical."""
+    if depth > 10 or b is _MISSING:
+        return False
+    if isinstance(b, torch.Tensor):
+        return isinstance(a, torch.Tensor) and tuple(a.shape) == tuple(b.shape) and a.dtype == b.dtype
+    if isinstance(b, torch.nn.Module):
+        return type(a) is type(b)
+    if isinstance(b, str):
+        return type(a) is str and a == str.__str__(b)
+    if isinstance(b, bool) or b is None:
+        return a is b
+    if isinstance(b, (int, float)) and type(b) in (int, float):
+        return type(a) is type(b) and (a == b or (a != a and b != b))
+    if type(b) in (list, tuple):
+        return type(a) is type(b) and len(a) == len(b) and all(same_value(x, y, torch, depth + 1) for x, y in zip(a, b))
+    if type(b) is dict:
+        return type(a) is dict and list(a) == list(b) and all(same_value(a[k], b[k], torch, depth + 1) for k in b)
+    import dataclasses
+    import functools
+    if dataclasses.is_dataclass(b) and not isinstance(b, type):
+        return type(a) is type(b) and all(same_value(getattr(a, f.name), getattr(b, f.name), torch, depth + 1) for f in dataclasses.fields(b))
+    if isinstance(b, functools.partial):
+        return (isinstance(a, functools.partial) and a.func is b.func and same_value(list(a.args), list(b.args), torch, depth + 1)
+                and same_value(dict(a.keywords), dict(b.keywords), torch, depth + 1))
+    if isinstance(b, type) or callable(b):
+        return a is b
+    return type(a) is type(b) and a == b

@@ -1,0 +1,134 @@
+// Usage snippets, end to end (issue 26 item 4, issue 24 finding 3): blocks of the usage
+// fixture (test/fixtures/usage) extracted and validated in the real sandbox with
+// /usr/bin/python3's torch, exported with `nnrag export` into fresh folders and run there
+// as written: a dataclass-configured model, a block wrapping another module, a block
+// taking a tensor and a mask; hostile blocks whose constructor argument is a str subclass
+// with a line break (\n, \r, \u2028) in its repr export a file that imports without
+// running anything. The export header and the page keep every record value inside
+// comments (commentBlock) and show only snippets of the renderer's shape (plainUsage).
+import assert from 'node:assert/strict';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { before, describe, test } from 'node:test';
+import { plainUsage } from '../../src/export/export.js';
+import { commentBlock } from '../../src/util/python.js';
+import { fixture, repoRoot, tempDir } from '../helpers.js';
+
+const PY = '/usr/bin/python3';
+const bin = path.join(repoRoot, 'dist', 'src', 'cli', 'bin.js');
+const haveTorch = existsSync(PY) && (() => {
+  try { execFileSync(PY, ['-c', 'import torch'], { stdio: 'ignore' }); return true; } catch { return false; }
+})();
+const haveBwrap = existsSync('/usr/bin/bwrap');
+const skip = (!haveTorch && 'no /usr/bin/python3 with torch') || (!haveBwrap && 'no bubblewrap');
+
+const BREAKS = ['\n', '\r', '\r\n', '\x0b', '\x0c', '\x1c', '\x1d', '\x1e', '\x85', '\u2028', '\u2029'];
+
+interface Rec { id: string; ok: boolean; validation: { usage?: string | null; usageCheck?: string; stages: Record<string, string> } }
+
+/** Run Python code in `cwd` with the environment's interpreter, nothing else on its path. */
+function py(code: string, cwd: string) {
+  return spawnSync(PY, ['-c', code], { cwd, encoding: 'utf8', env: { PATH: '/usr/bin:/bin', PYTHONDONTWRITEBYTECODE: '1' } });
+}
+
+describe('commentBlock and plainUsage (no record value leaves a comment)', () => {
+  test('every line break and control character stays inside the comment, in the real Python', { skip: !haveTorch && 'no /usr/bin/python3' }, () => {
+    const dir = tempDir('nnrag-comment-');
+    const marker = path.join(dir, 'ran');
+    const lines = BREAKS.map((b) => commentBlock(`x${b}open(${JSON.stringify(marker)}, 'w').write('1')${b}#`));
+    for (const l of lines) {
+      for (const line of l.split('\n')) assert.match(line, /^#/, JSON.stringify(l));
+      assert.equal(l.split(/\r\n|[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]/).length, l.split('\n').length, 'only \\n separates lines');
+    }
+    writeFileSync(path.join(dir, 'm.py'), lines.join('\n') + '\nVALUE = 1\n');
+    const r = py('import m; print(m.VALUE)', dir);
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(r.stdout.trim(), '1');
+    assert.equal(existsSync(marker), false, 'nothing in the comments ran');
+    // the escaped text still says what the value was
+    assert.equal(commentBlock('a\x1b[2Jb\u2028c'), '# a\\x1b[2Jb\n# c');
+  });
+
+  test('plainUsage keeps snippets of the renderer and refuses older pasted ones', () => {
+    for (const ok of ['Mlp(in_features=8)(torch.randn(2, 8))', 'import functools\nW(functools.partial(torch.nn.LayerNorm, eps=-1e-06), t="a;b\\"c)")(torch.randn(2, 3))',
+      'M(C(n=1, s={"a": (1,)}))(torch.tensor([[1, 2]], dtype=torch.int64))']) assert.equal(plainUsage(ok), ok);
+    for (const bad of ["T(8, tag='x'\nopen('f', 'w').write('1')\n#')(torch.randn(2, 8))", "T(tag='x'); open('f')", "T(tag='x'), open('f')", 'T(f"{open(1)}")(x)',
+      'T(lambda: 1)(x)', 'T(1 + 2)(x)', 'import os\nT()(x)', 'T(\u2028)(x)', 'T()(x) # c', 'y = T()(x)', 'T(x for x in y)(z)']) assert.equal(plainUsage(bad), null, bad);
+  });
+});
+
+describe('usage snippets of validated blocks, exported and run as written', { skip }, () => {
+  const store = path.join(tempDir(), 'store');
+  const cli = (...args: string[]) => spawnSync(process.execPath, [bin, ...args, '--store', store], { encoding: 'utf8', timeout: 600000 });
+  const recs = new Map<string, Rec>();
+
+  before(() => {
+    const ex = cli('extract', '--repo', fixture('usage'), '--blocks', 'Model', 'Residual', 'Masked', 'Tagged', 'TaggedCR', 'TaggedLS', '--python', PY, '--workers', '1', '--json');
+    assert.equal(ex.status, 0, ex.stderr);
+    for (const r of JSON.parse(ex.stdout) as Rec[]) recs.set(r.id.split('.').pop()!, r);
+  });
+
+  /** Export `name` into a fresh folder; returns the folder and the report. */
+  function exportInto(name: string) {
+    const dir = tempDir('nnrag-usage-');
+    const exp = cli('export', recs.get(name)!.id, '--into', dir, '--json');
+    assert.equal(exp.status, 0, exp.stderr);
+    return { dir, report: JSON.parse(exp.stdout) as { module: string; usage: string | null; file: string } };
+  }
+
+  /** The usage as the exported file's header and the report give it, run as written. */
+  function runUsage(name: string, check: string) {
+    const { dir, report } = exportInto(name);
+    assert.ok(report.usage, `${name}: a usage snippet was recorded`);
+    const header = readFileSync(report.file, 'utf8').split('\n');
+    const at = header.findIndex((l) => l.startsWith('# Usage, as validated'));
+    assert.ok(at >= 0, 'the header shows the usage');
+    const shown = [];
+    for (let i = at + 1; header[i].startsWith('#     '); i++) shown.push(header[i].slice(6));
+    assert.equal(shown.join('\n'), report.usage, 'the header holds the snippet itself');
+    const lines = report.usage!.split('\n');
+    const code = ['import torch', `from ${report.module} import *`, ...lines.slice(0, -1), `y = ${lines[lines.length - 1]}`, check].join('\n');
+    const r = py(code, dir);
+    assert.equal(r.status, 0, `${report.usage}\n${r.stderr}`);
+    return { usage: report.usage!, out: r.stdout.trim() };
+  }
+
+  test('a model built from a dataclass configuration: Model(ModelConfig(...)) runs in a fresh folder', () => {
+    const rec = recs.get('Model')!;
+    assert.equal(rec.ok, true, JSON.stringify(rec.validation));
+    const { usage, out } = runUsage('Model', 'print(tuple(y.shape))');
+    assert.match(usage, /^Model\((config=)?ModelConfig\(block_size=\d+, vocab_size=\d+, n_layer=\d+, n_embd=\d+, bias=(True|False)\)\)\(torch\.(randint|tensor)\(/);
+    assert.equal(rec.validation.usageCheck, 'ran');
+    assert.match(out, /^\(\d+, \d+, \d+\)$/);
+  });
+
+  test('a block wrapping another module: the nested module written as its own construction', () => {
+    const { usage, out } = runUsage('Residual', 'print(tuple(y.shape))');
+    assert.match(usage, /^Residual\(Mlp\(\d+, \d+\), 0\.5\)\(torch\.randn\(\d+(, \d+)*\)\)$/);
+    assert.match(out, /^\(\d+(, \d+)*\)$/);
+  });
+
+  test('a block taking a tensor and a mask: both built with their shape and dtype', () => {
+    const { usage, out } = runUsage('Masked', 'print(tuple(y.shape), y.dtype)');
+    assert.match(usage, /^Masked\(torch\.randn\(\d+, \d+\)\)\(torch\.randn\(\d+(, \d+)*\), torch\.ones\(\(\d+(, \d+)*\), dtype=torch\.bool\)\)$/);
+    assert.match(out, /^\(\d+(, \d+)*\) torch\.float32$/);
+  });
+
+  for (const name of ['Tagged', 'TaggedCR', 'TaggedLS']) {
+    test(`hostile ${name}: a str subclass whose repr breaks the line is written as its plain string; importing the export runs nothing`, () => {
+      const rec = recs.get(name)!;
+      assert.equal(rec.ok, true, JSON.stringify(rec.validation));
+      const { dir, report } = exportInto(name);
+      const text = readFileSync(report.file, 'utf8');
+      assert.doesNotMatch(text.split('# The provenance lines')[0], /open\(/, 'no code of the repr in the header');
+      assert.match(report.usage ?? '', new RegExp(`^${name}\\(8, "plain"\\)\\(torch\\.randn\\(\\d+(, \\d+)*\\)\\)$`));
+      const r = py(`import ${report.module}`, dir);
+      assert.equal(r.status, 0, r.stderr);
+      assert.deepEqual(readdirSync(dir).filter((f) => f.endsWith('.pwned')), [], 'importing the exported file ran nothing');
+      const run = runUsage(name, 'print(type(y).__name__)');
+      assert.equal(run.out, 'Tensor');
+      assert.deepEqual(readdirSync(dir).filter((f) => f.endsWith('.pwned')), []);
+    });
+  }
+});
