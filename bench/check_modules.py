@@ -8,6 +8,7 @@ Undefined names that pyflakes also reports in the original files (e.g. names use
 in `# type:` comments that the original never imports) are reported apart.
 """
 import json
+import re
 import os
 import sys
 
@@ -68,7 +69,6 @@ def import_in_child(path):
     return data.decode() or "crashed"
 
 
-import re
 
 _orig_cache = {}
 

@@ -227,7 +227,9 @@ async function main(): Promise<void> {
   const cpu = process.cpuUsage(c0);
   // check the planted relations
   const clusterOf = new Map<string, number>();
-  res.clusters.forEach((c, i) => c.members.forEach((m) => clusterOf.set(m, i)));
+  res.clusters.forEach((c, i) => {
+    for (const m of c.members) clusterOf.set(m, i);
+  });
   const together = (a: string, b: string) => clusterOf.has(a) && clusterOf.get(a) === clusterOf.get(b);
   const found = same.filter(([a, b]) => together(a, b)).length;
   const wrong = different.filter(([a, b]) => together(a, b)).length;

@@ -26,7 +26,7 @@ for name in names:
     except BaseException as e:  # noqa: BLE001 - report every import failure
         failed[name] = f"{type(e).__name__}: {e}"[:200]
         continue
-    for attr, obj in list(vars(mod).items()):
+    for _attr, obj in list(vars(mod).items()):
         if not inspect.isclass(obj) or obj.__module__ != name or "." in obj.__qualname__:
             continue
         if not issubclass(obj, nn.Module) or inspect.isabstract(obj):

@@ -9,13 +9,17 @@
 # dh-python (its table maps Python distributions to Debian packages), debootstrap
 # (`nnrag env create` builds root filesystems with it; a CI test builds a small one),
 # Chromium for the web catalog's browser test,
-# bubblewrap for the sandbox, git, then the npm dependencies, then the build.
+# bubblewrap for the sandbox, git, Redis (the queue of `nnrag queue`/`nnrag worker`; its
+# test starts its own server on loopback), then the npm dependencies, then the build.
+# The dependencies whose install scripts run (better-sqlite3's native binding,
+# tree-sitter-python's, msgpackr-extract's prebuilt loader for bullmq) are declared in
+# package.json `allowScripts` (npm 11's policy), so npm ci installs them without a warning.
 # Safe to run again: apt is skipped when the packages are already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need=()
-for pkg in python3-torch python3-torchvision python3-pyflakes python3-dev python3-venv bubblewrap git chromium dh-python debootstrap; do
+for pkg in python3-torch python3-torchvision python3-pyflakes python3-dev python3-venv bubblewrap git chromium dh-python debootstrap redis-server; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -10,6 +10,7 @@ import type { Corpus, CorpusModule } from './resolve/corpus.js';
 import { loadCorpus } from './resolve/load.js';
 import { Resolver, type ResolveOptions } from './resolve/names.js';
 import { IndexStore } from './store/store.js';
+import { SlimAnalysis } from './emit/slim/analysis.js';
 
 export class Workspace {
   private corpusCache: Corpus | null = null;
@@ -17,6 +18,8 @@ export class Workspace {
    *  and the one with the environment's importable list (extraction), and a resolver's
    *  memoised resolutions are worth keeping across blocks */
   private resolvers = new Map<string, Resolver>();
+  /** slim emission's block-independent analysis, one per resolver (emit/slim/analysis.ts) */
+  private slimAnalyses = new WeakMap<Resolver, SlimAnalysis>();
   /** the importable list is long and the same array for a whole run: keyed by identity */
   private importableIds = new WeakMap<readonly string[], number>();
   private nextImportableId = 0;
@@ -77,6 +80,13 @@ export class Workspace {
     let r = this.resolvers.get(key);
     if (!r) this.resolvers.set(key, (r = new Resolver(this.corpus(), opts)));
     return r;
+  }
+
+  /** The slim analysis of a resolver of this workspace (kept as long as the resolver). */
+  slimAnalysis(resolver: Resolver): SlimAnalysis {
+    let a = this.slimAnalyses.get(resolver);
+    if (!a) this.slimAnalyses.set(resolver, (a = new SlimAnalysis(this.corpus(), resolver)));
+    return a;
   }
 }
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // The `nnrag` executable: runs the CLI and sets the exit code.
 import { main } from './main.js';
+import { safeText } from './terminal.js';
 
 // A reader that stops early (`nnrag discover --json | head`) closes the pipe: the rest of
 // the output has nowhere to go, which is not an error of nnrag (exit quietly, as `cat` does).
@@ -16,7 +17,7 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (e) => {
-    process.stderr.write(`nnrag: ${(e as Error).stack ?? e}\n`);
+    process.stderr.write(`nnrag: ${safeText(String((e as Error).stack ?? e))}\n`);
     process.exitCode = 1;
   },
 );

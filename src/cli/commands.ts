@@ -1,16 +1,18 @@
 // CLI commands beyond indexing: extract, validate, doctor, env and the demo on the bundled
 // example corpus. Argument parsing and output only; the work is in src/commands/.
+import { ENVIRONMENT_STEP, nextStep } from '../library/advice.js';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { demo } from '../commands/demo.js';
 import type { Selection } from '../commands/discover.js';
-import { doctor, env, environmentNeeds, pypiEnv, pypiNeeds } from '../commands/environment.js';
+import { doctor, env, environmentNeeds, environmentNextStep, pypiEnv, pypiNeeds } from '../commands/environment.js';
 import { extract, validate, type EmissionProfile, type ExtractionRecord, type PipelineOptions } from '../commands/extract.js';
 import { reportText } from '../library/report.js';
 import { UsageError } from '../util/errors.js';
-import { STAGES, type DoctorReport, type Stage } from '../validate/index.js';
+import { STAGES, parseInputShapes, userWitness, type DoctorReport, type Stage } from '../validate/index.js';
 import { openWorkspace, repoOptions, repoSpecs, requestedNames, withWorkspaceAsync, workersOpt, type Command, type Ctx } from './context.js';
 import { progress } from './progress.js';
+import { safeText, showId } from './terminal.js';
 
 const extractOptions = {
   block: { type: 'string', multiple: true },
@@ -39,6 +41,8 @@ const validateOptions = {
   require: { type: 'string', multiple: true },
   'no-equivalence': { type: 'boolean' },
   force: { type: 'boolean' },
+  args: { type: 'string' },
+  'input-shape': { type: 'string', multiple: true },
 } as const;
 
 function pipelineOptions(ctx: Ctx): PipelineOptions {
@@ -69,8 +73,20 @@ function pipelineOptions(ctx: Ctx): PipelineOptions {
       timeoutMs: num('timeout') !== undefined ? num('timeout')! * 1000 : undefined,
       memoryMb: num('memory'),
     },
-    onWarning: (m) => process.stderr.write(`warning: ${m}\n`),
+    userInputs: userInputs(ctx),
+    onWarning: (m) => process.stderr.write(`warning: ${safeText(m)}\n`),
   };
+}
+
+/** `--args JSON|@FILE` and `--input-shape 1,3,224,224|@FILE`: the arguments and inputs the
+ *  user gives, for named blocks (one construction does not fit a whole library). */
+function userInputs(ctx: Ctx): PipelineOptions['userInputs'] {
+  const args = ctx.values.args as string | undefined;
+  const shapes = ctx.values['input-shape'] as string[] | undefined;
+  if (args === undefined && !shapes?.length) return undefined;
+  if (ctx.values.all || !requestedNames(ctx)?.length) throw new UsageError('--args and --input-shape are for the blocks you name (--block NAME), not for --all');
+  if (ctx.values['no-validate']) throw new UsageError('--args and --input-shape are used by validation: leave out --no-validate');
+  return userWitness(args, shapes?.length ? parseInputShapes(shapes) : undefined);
 }
 
 /** `--profile slim|faithful` (default slim: used where it validates as the faithful
@@ -93,22 +109,39 @@ function selection(ctx: Ctx): Selection {
   return { names: requestedNames(ctx), startFrom: ctx.values['start-from'] as string | undefined, limit };
 }
 
-/** Progress of extract / validate / demo: on a terminal, each block's line as it
- *  finishes (above the progress bar, which counts passed and failed so far); the final
- *  summary then has the totals only. */
+/** Per-block lines as each block finishes, on a terminal and into a pipe or file alike
+ *  (a redirected run is not silent for minutes); the one-line bar on a terminal's stderr.
+ *  Ctrl-C (SIGINT) while it runs says what was kept and exits 130 (128 + SIGINT): every
+ *  finished block was stored as it finished (store writes are synchronous), so nothing
+ *  finished is lost and the same command goes on where it stopped. */
 function blockProgress(ctx: Ctx, label: string, phase: string) {
   const bar = progress(label);
-  const live = !ctx.json && !!process.stdout.isTTY && !!process.stderr.isTTY;
-  const counts = { ok: 0, failed: 0 };
+  const live = !ctx.json;
+  const tty = !!process.stderr.isTTY;
+  const counts = { ok: 0, failed: 0, total: 0 };
+  const onInterrupt = () => {
+    bar.done();
+    const done = counts.ok + counts.failed;
+    process.stderr.write(
+      `\nnrag ${label}: interrupted — ${done}${counts.total ? ` of ${counts.total}` : ''} blocks finished and kept in the store and library (${counts.ok} ${phase === 'validate' ? 'validated' : 'ok'}, ${counts.failed} failed); ` +
+        `the blocks still running were not recorded. Run the same command again to go on: finished modules are not validated again.\n`,
+    );
+    process.exit(130);
+  };
+  process.once('SIGINT', onInterrupt);
   return {
     live,
     onProgress(done: number, total: number, r: ExtractionRecord) {
+      counts.total = total;
       if (r.ok) counts.ok++;
       else counts.failed++;
-      if (live) process.stdout.write(`\r\x1b[K${blockLine(r)}\n`);
+      if (live) process.stdout.write(`${tty && process.stdout.isTTY ? '\r\x1b[K' : ''}${safeText(blockLine(r))}\n`);
       bar.update(phase, done, total, counts);
     },
-    done: () => bar.done(),
+    done: () => {
+      process.removeListener('SIGINT', onInterrupt);
+      bar.done();
+    },
   };
 }
 
@@ -116,13 +149,30 @@ function blockLine(r: ExtractionRecord): string {
   const errs = r.diagnostics.filter((d) => d.severity === 'error');
   const v = r.validation;
   let status = r.error ? `ERROR ${r.error}` : r.ok ? 'ok' : `${errs.length} unresolved`;
+  const more: string[] = [];
   if (v) {
     const stages = Object.entries(v.stages).map(([k, s]) => `${k}:${s}`).join(' ');
     status = r.ok ? stages : `${v.category ?? 'failed'}: ${(v.error ?? '').split('\n')[0].slice(0, 120)} [${stages}]`;
+    if (!r.ok) {
+      // what the validator tried (the catalog's page shows the same), and what to do
+      const tried = [
+        v.args ? `args ${JSON.stringify(v.args)}${v.argumentsSource ? ` (${v.argumentsSource})` : ''}` : 'no arguments built',
+        v.input_shapes ? `input shapes ${JSON.stringify(v.input_shapes)}` : null,
+      ].filter(Boolean);
+      more.push(`    tried: ${tried.join(', ')}`);
+      const step = nextStep(v, r.id);
+      if (step) more.push(`    next: ${step.replace(/`/g, '')}`);
+    }
+  }
+  // validated in several environments: how many it passed in, and where this run failed
+  const envs = Object.values(r.validations ?? {});
+  if (envs.length > 1) {
+    const failedIn = envs.filter((e) => !e.ok);
+    status += `  [passed in ${envs.length - failedIn.length} of ${envs.length} environments${failedIn.length ? `; failed in ${failedIn.map((e) => `${e.label}: ${e.category ?? 'failed'}`).join('; ')}` : ''}]`;
   }
   const em = r.emission;
   const prof = em?.profile === 'slim' && em.faithfulLines && em.faithfulLines !== r.lines ? ` (slim; faithful ${em.faithfulLines})` : em?.fallbackReason ? ' (faithful: slim did not validate)' : '';
-  return `${r.ok ? '✓' : '✗'} ${r.id}  ${r.lines} lines${prof}  ${r.ms.toFixed(1)} ms  ${status}${r.file ? `  → ${r.file}` : ''}`;
+  return [`${r.ok ? '✓' : '✗'} ${showId(r.id)}  ${r.lines} lines${prof}  ${r.ms.toFixed(1)} ms  ${status}${r.file ? `  → ${r.file}` : ''}`, ...more].join('\n');
 }
 
 /** The result lines of extract / validate (only the totals when each block's line was
@@ -177,7 +227,8 @@ export const commands: Record<string, Command> = {
           onProgress: bar.onProgress,
         });
         bar.done();
-        ctx.out(summarize(records, bar.live), records);
+        const next = opts.validate === false || opts.pool?.python || opts.pool?.rootfs ? null : environmentNextStep(ws, records);
+        ctx.out([summarize(records, bar.live), ...(next ? [`next: ${next}`] : [])].join('\n'), records);
         return records.every((r) => r.ok) ? 0 : 1;
       }, !!repos);
     },
@@ -210,7 +261,7 @@ export const commands: Record<string, Command> = {
         rootfs: ctx.values.rootfs as string | undefined,
         sandbox: !ctx.values['no-sandbox'],
       };
-      const onWarning = (m: string) => process.stderr.write(`warning: ${m}\n`);
+      const onWarning = (m: string) => process.stderr.write(`warning: ${safeText(m)}\n`);
       // with a store: what its repositories need that this environment lacks
       const ws = existsSync(path.join(ctx.store, 'index.sqlite')) ? openWorkspace(ctx) : undefined;
       let rep: Awaited<ReturnType<typeof doctor>>;
@@ -234,9 +285,14 @@ export const commands: Record<string, Command> = {
         lines.push(gaps.length ? `the store's repositories need ${gaps.length} distributions this environment lacks:` : "the store's repositories need nothing this environment lacks");
         for (const g of gaps) {
           const by = g.neededBy.map((n) => (n.why === 'import' ? `${n.blocks} blocks of ${n.repo}` : `declared by ${n.repo}`)).join(', ');
-          lines.push(`  ${g.distribution.padEnd(20)} ${g.candidate ? `${g.debian} ${g.candidate}` : `no Debian package (${g.debian})`}  — ${by}`);
+          if (g.version) lines.push(`  ${g.distribution.padEnd(20)} ${g.version.installed} installed, ${g.version.required} declared (${g.version.file}:${g.version.line})  — ${by}`);
+          else lines.push(`  ${g.distribution.padEnd(20)} ${g.candidate ? `${g.debian} ${g.candidate}` : `no Debian package (${g.debian})`}  — ${by}`);
         }
         if (can.length) lines.push(`to add what Debian has: apt-get install ${can.map((g) => g.debian).join(' ')}`);
+        const versions = gaps.filter((g) => g.version);
+        const noDeb = gaps.filter((g) => !g.version && !g.candidate);
+        if (versions.length) lines.push(`for ${versions.map((g) => g.version!.required).join(', ')}: an environment with it, ${ENVIRONMENT_STEP}`);
+        if (noDeb.length) lines.push(`for what Debian does not package (${noDeb.map((g) => g.distribution).join(', ')}): ${ENVIRONMENT_STEP}`);
       }
       ctx.out(lines.join('\n'), rep);
       return rep.problems.length ? 1 : 0;
@@ -265,8 +321,8 @@ export const commands: Record<string, Command> = {
       const target = path.resolve(dir);
       // --store is a common option with a default: only an explicit one (or NNRAG_STORE) asks for the store's requirements
       const withStore = ctx.values.store !== undefined || process.env.NNRAG_STORE !== undefined;
-      const onLog = ctx.json ? undefined : (l: string) => process.stderr.write(`${l}\n`);
-      const warn = (m: string) => process.stderr.write(`warning: ${m}\n`);
+      const onLog = ctx.json ? undefined : (l: string) => process.stderr.write(`${safeText(l)}\n`);
+      const warn = (m: string) => process.stderr.write(`warning: ${safeText(m)}\n`);
       const python = ctx.values.python as string | undefined;
       if (!ctx.values.debian) {
         for (const p of packages) if (!/^[A-Za-z0-9][A-Za-z0-9._-]*(\[[^\]]*\])?\s*([<>=!~].*)?$/.test(p)) throw new UsageError(`--packages: ${JSON.stringify(p)} is not a PEP 508 requirement`);

@@ -55,8 +55,23 @@ export const FLAGS: Record<string, string> = {
   port: 'TCP port (default 8765; 0 picks a free one)',
   packages: 'more Debian packages to install into the root filesystem (python3-einops,python3-timm); repeatable',
   wheels: 'a folder of wheels for what Debian does not package, installed with pip --no-index (nothing downloaded)',
+  redis: 'the Redis server of the queue: redis://[user:password@]HOST:PORT[/DB] (default $NNRAG_REDIS)',
+  queue: 'the queue\'s name (default nnrag)',
+  attempts: 'tries of a job before it ends failed (default 3)',
+  backoff: 'seconds before the first retry of a failed job, doubled each retry (default 10)',
+  shards: 'the folder of the shard stores (one per repository: <shards>/<owner%2Fname>)',
+  cache: 'the repository cache of this machine, shared by its workers (default <shards>/.repos)',
+  concurrency: 'jobs this worker runs at once (default 1)',
+  'lock-duration': 'seconds a job stays locked without renewal before it counts as stalled (default 30)',
+  'stalled-interval': 'seconds between checks for stalled jobs (default 30)',
+  'exit-when-drained': 'stop when no job is waiting, delayed or active (default: run until SIGINT/SIGTERM)',
   host: 'loopback address to listen on (127.0.0.1 or ::1; other addresses are refused)',
+  args: 'constructor arguments to try first, as JSON ({"dim": 64}, [64, 4] or {"args": [...], "kwargs": {...}}) or @FILE; for named blocks',
+  'input-shape': 'a forward input to try first: its shape (1,3,224,224, a float32 tensor), or @FILE with a JSON list of shapes or encoded tensors; repeat for more positional inputs',
 };
+
+/** `--env` of report and search: a filter on the environments blocks were validated in. */
+const ENV_FILTER = 'only what passed in this validation environment: its id (or 4+ leading characters of it) or part of its label (`torch 2.6`, an environment or --rootfs folder)';
 
 /** Where a flag means something else in one command. */
 export const COMMAND_FLAGS: Record<string, Record<string, string>> = {
@@ -73,12 +88,19 @@ export const COMMAND_FLAGS: Record<string, Record<string, string>> = {
     'no-native': "do not build the indexed repositories' compiled operators",
   },
   index: { workers: 'parser threads (default: the number of cores; at most that many unless --force-workers)' },
-  search: { all: 'include blocks that failed validation (left out by default)', limit: 'number of results (default 20)' },
+  search: {
+    all: 'include blocks that failed validation (left out by default; with --env: those that failed there)',
+    limit: 'number of results (default 20)',
+    env: ENV_FILTER,
+  },
+  report: { env: ENV_FILTER },
   similar: { limit: 'number of similar blocks (default 10)' },
-  export: { force: 'replace an existing file of the same name', python: 'interpreter whose installed versions pin the requirements (default: the one that validated the block)' },
+  export: { force: 'replace an existing file of the same name', python: 'interpreter whose installed versions pin the requirements (default: the recorded versions of the environments the block passed in)' },
   'export-pairs': { out: 'the JSON Lines file to write', all: 'also blocks that failed validation', python: 'interpreter whose installed versions pin the requirements' },
   library: { python: 'interpreter whose installed versions pin the requirements (default /usr/bin/python3)' },
   requirements: { python: 'interpreter that says which distribution provides an import (default /usr/bin/python3)' },
+  merge: { into: 'the store the shards are merged into (created if needed)', out: 'library folder of the merged store (default <store>/library)' },
+  worker: { workers: 'validation workers of each job (default: the number of cores)' },
   demo: { out: 'output folder of the library (default <store>/library)' },
 };
 
@@ -102,6 +124,9 @@ export const EXAMPLES: Record<string, string> = {
   export: 'nnrag export WindowAttention --into ../my-project --module blocks.window_attention',
   serve: 'nnrag serve --port 8765',
   witnesses: 'nnrag witnesses --repo nanoGPT --json',
+  queue: 'nnrag queue --config repo_config.json --redis redis://127.0.0.1:6379   # then: nnrag queue status --redis …',
+  worker: 'nnrag worker --redis redis://queue-host:6379 --shards /srv/nnrag/shards --exit-when-drained',
+  merge: 'nnrag merge /srv/nnrag/shards/* --into /srv/nnrag/library-store',
 };
 
 /** The description of one flag of one command, if there is one. */

@@ -8,6 +8,7 @@ import { reportText } from '../library/report.js';
 import { dedupBlocks, exportPairs, library, report } from '../commands/library.js';
 import { requirements } from '../commands/requirements.js';
 import { withWorkspaceAsync, type Command } from './context.js';
+import { safeText } from './terminal.js';
 
 function dedupText(d: StoredDedup): string {
   const lines = [
@@ -80,13 +81,13 @@ export const commands: Record<string, Command> = {
 
   report: {
     summary: 'per-repository figures: discovered, extracted, validated per stage (Wilson 95%), failures, timings, sizes, uniqueness',
-    usage: 'nnrag report [--html FILE] [--no-dedup]',
-    options: { html: { type: 'string' }, 'no-dedup': { type: 'boolean' } },
+    usage: 'nnrag report [--html FILE] [--no-dedup] [--env ID|LABEL]',
+    options: { html: { type: 'string' }, 'no-dedup': { type: 'boolean' }, env: { type: 'string' } },
     async run(ctx) {
       return withWorkspaceAsync(ctx, async (ws) => {
         // uniqueness needs current clusters: refreshed when the extractions changed
         const html = ctx.values.html as string | undefined;
-        const r = await report(ws, { dedup: !ctx.values['no-dedup'], html });
+        const r = await report(ws, { dedup: !ctx.values['no-dedup'], html, env: ctx.values.env as string | undefined });
         if (html && !ctx.json) process.stderr.write(`wrote ${path.resolve(html)}\n`);
         ctx.out(reportText(r), r);
         return 0;
@@ -101,7 +102,7 @@ export const commands: Record<string, Command> = {
     async run(ctx) {
       const only = ctx.values.repos as string[] | undefined;
       const rows = await withWorkspaceAsync(ctx, (ws) =>
-        requirements(ws, { repos: only, python: (ctx.values.python as string | undefined) ?? process.env.NNRAG_PYTHON, onWarning: (m) => process.stderr.write(`warning: ${m}\n`) }),
+        requirements(ws, { repos: only, python: (ctx.values.python as string | undefined) ?? process.env.NNRAG_PYTHON, onWarning: (m) => process.stderr.write(`warning: ${safeText(m)}\n`) }),
       );
       const lines: string[] = [];
       for (const r of rows) {

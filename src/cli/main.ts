@@ -11,9 +11,11 @@ import { commands as extraCommands } from './commands.js';
 import { commands as libraryCommands } from './library-commands.js';
 import { commands as searchCommands } from './search-commands.js';
 import { commands as witnessCommands } from './witness-commands.js';
+import { commands as queueCommands } from './queue-commands.js';
 import { common, repoOptions, repoSpecs, withWorkspace, withWorkspaceAsync, workersOpt, type Command, type Ctx } from './context.js';
 import { commandHelp } from './help.js';
 import { progress } from './progress.js';
+import { safeJson, safeText, showId } from './terminal.js';
 
 export const commands: Record<string, Command> = {
   index: {
@@ -32,7 +34,7 @@ export const commands: Record<string, Command> = {
       );
       bar.done();
       // a repository without a single Python file is most likely a wrong path or --paths
-      for (const r of report.repos) if (r.files === 0) process.stderr.write(`warning: repository ${r.name} has no Python files to index${r.problems ? ` (${r.problems} problems)` : ''}\n`);
+      for (const r of report.repos) if (r.files === 0) process.stderr.write(`warning: repository ${safeText(r.name)} has no Python files to index${r.problems ? ` (${r.problems} problems)` : ''}\n`);
       const t = report.timings;
       ctx.out(
         `indexed ${report.files} files (${(report.bytes / 1e6).toFixed(1)} MB) in ${report.repos.length} repositories: ` +
@@ -54,7 +56,7 @@ export const commands: Record<string, Command> = {
         return { blocks, names: ctx.values['names-json'] ? blockNames(ws, blocks) : [] };
       });
       if (ctx.values['names-json']) writeFileSync(ctx.values['names-json'] as string, JSON.stringify(names, null, 2) + '\n');
-      ctx.out(blocks.map((b) => `${b.id}  (${b.repo}:${b.path}:${b.line})`).join('\n') + `\n${blocks.length} blocks`, blocks);
+      ctx.out(blocks.map((b) => `${showId(b.id)}  (${b.repo}:${b.path}:${b.line})`).join('\n') + `\n${blocks.length} blocks`, blocks);
       return 0;
     },
   },
@@ -81,6 +83,7 @@ export const commands: Record<string, Command> = {
   ...libraryCommands,
   ...searchCommands,
   ...witnessCommands,
+  ...queueCommands,
 };
 
 function usage(): string {
@@ -108,14 +111,14 @@ export async function main(argv: string[]): Promise<number> {
   }
   const cmd = commands[name];
   if (!cmd) {
-    process.stderr.write(`nnrag: unknown command ${JSON.stringify(name)}\n\n${usage()}\n`);
+    process.stderr.write(`nnrag: unknown command ${safeJson(JSON.stringify(name))}\n\n${usage()}\n`);
     return 2;
   }
   let parsed;
   try {
     parsed = parseArgs({ args: rest, options: { ...common, ...cmd.options }, allowPositionals: true, strict: true });
   } catch (e) {
-    process.stderr.write(`nnrag ${name}: ${(e as Error).message}\nusage: ${cmd.usage}\n`);
+    process.stderr.write(`nnrag ${name}: ${safeText((e as Error).message)}\nusage: ${cmd.usage}\n`);
     return 2;
   }
   if (parsed.values.help) {
@@ -129,7 +132,7 @@ export async function main(argv: string[]): Promise<number> {
     values: parsed.values as Record<string, unknown>,
     positionals: parsed.positionals,
     out(human, data) {
-      process.stdout.write(json ? JSON.stringify(data, null, 2) + '\n' : human + '\n');
+      process.stdout.write(json ? safeJson(JSON.stringify(data, null, 2)) + '\n' : safeText(human) + '\n');
     },
   };
   try {
@@ -137,16 +140,19 @@ export async function main(argv: string[]): Promise<number> {
     await ready();
     return await cmd.run(ctx);
   } catch (e) {
-    if (e instanceof UsageError) {
-      process.stderr.write(`nnrag ${name}: ${e.message}\n`);
+    // a block name that names no block is bad usage too (README: exit 2), like an
+    // ambiguous one; --json still gets the error object
+    if (e instanceof UsageError || (e instanceof NnragError && e.code === 'unknown-block')) {
+      process.stderr.write(`nnrag ${name}: ${safeText(e.message)}\n`);
+      if (json && !(e instanceof UsageError)) process.stdout.write(safeJson(JSON.stringify({ error: e.message, code: e.code })) + '\n');
       return 2;
     }
     if (e instanceof NnragError) {
-      process.stderr.write(`nnrag ${name}: ${e.message}\n`);
-      if (json) process.stdout.write(JSON.stringify({ error: e.message, code: e.code }) + '\n');
+      process.stderr.write(`nnrag ${name}: ${safeText(e.message)}\n`);
+      if (json) process.stdout.write(safeJson(JSON.stringify({ error: e.message, code: e.code })) + '\n');
       return 1;
     }
-    process.stderr.write(`nnrag ${name}: ${(e as Error).stack ?? e}\n`);
+    process.stderr.write(`nnrag ${name}: ${safeText(String((e as Error).stack ?? e))}\n`);
     return 1;
   }
 }

@@ -1,5 +1,6 @@
 // CLI commands of the search stage: search, similar, export and serve (the local web
 // catalog). Argument parsing and output only; the work is in src/commands/search.ts.
+import { showId } from './terminal.js';
 import { UsageError } from '../util/errors.js';
 import { exportLibraryBlock, search, serve, similar } from '../commands/search.js';
 import { profileOpt } from './commands.js';
@@ -24,8 +25,9 @@ function fmtParams(n: number | null): string {
 export const commands: Record<string, Command> = {
   search: {
     summary: 'full-text search of the library blocks (names, docstrings, identifiers, layers, categories)',
-    usage: 'nnrag search QUERY [--repo R ...] [--category C ...] [--validated | --all] [--min-params N] [--max-params N] [--limit N]',
+    usage: 'nnrag search QUERY [--repo R ...] [--category C ...] [--validated | --all] [--env ID|LABEL] [--min-params N] [--max-params N] [--limit N]',
     options: {
+      env: { type: 'string' },
       repo: { type: 'string', multiple: true },
       category: { type: 'string', multiple: true },
       validated: { type: 'boolean' },
@@ -42,7 +44,7 @@ export const commands: Record<string, Command> = {
       for (const c of (ctx.values.category as string[] | undefined) ?? []) {
         if (!CATEGORIES.includes(c.toLowerCase() as Category)) throw new UsageError(`--category ${c}: categories are ${CATEGORIES.join(', ')}`);
       }
-      const filtered = ['repo', 'category', 'validated', 'min-params', 'max-params'].some((k) => ctx.values[k] !== undefined);
+      const filtered = ['repo', 'category', 'validated', 'min-params', 'max-params', 'env'].some((k) => ctx.values[k] !== undefined);
       if (!query.trim() && !filtered) throw new UsageError('give a query (nnrag search "window attention") or a filter (--repo, --category, --validated, --min-params, --max-params)');
       const res = withWorkspace(ctx, (ws) =>
         search(ws, query, {
@@ -53,6 +55,7 @@ export const commands: Record<string, Command> = {
           minParams,
           maxParams,
           limit,
+          env: ctx.values.env as string | undefined,
           group: true,
         }),
       );
@@ -66,10 +69,10 @@ export const commands: Record<string, Command> = {
       let n = 0;
       for (const { name, hits: [h, ...more] } of groups) {
         lines.push(
-          `${String(++n).padStart(2)}. ${h.id}  score ${h.score.toFixed(2)}  ${h.status}  ${h.category}  ${fmtParams(h.params)} params\n` +
+          `${String(++n).padStart(2)}. ${showId(h.id)}  score ${h.score.toFixed(2)}  ${h.status}  ${h.category}  ${fmtParams(h.params)} params\n` +
             `    ${h.origin.repo}:${h.origin.path}:${h.origin.line}${h.summary ? `  — ${h.summary}` : ''}`,
         );
-        if (more.length) lines.push(`    also ${name} in: ${more.map((m) => `${m.id}${m.status === 'validated' ? '' : ` (${m.status})`}`).join(', ')}`);
+        if (more.length) lines.push(`    also ${name} in: ${more.map((m) => `${showId(m.id)}${m.status === 'validated' ? '' : ` (${m.status})`}`).join(', ')}`);
       }
       const hidden = res.hiddenFailed ? ` (${res.hiddenFailed} that failed validation left out: --all shows them)` : '';
       const names = res.totalGroups !== undefined && res.totalGroups !== res.total ? ` under ${res.totalGroups} name${res.totalGroups === 1 ? '' : 's'}` : '';
@@ -88,7 +91,7 @@ export const commands: Record<string, Command> = {
       const k = numberOpt(ctx, 'limit', { min: 1, integer: true }) ?? 10;
       const { id, similar: hits } = withWorkspace(ctx, (ws) => similar(ws, ctx.positionals[0], k));
       const lines = hits.map(
-        (h) => `${h.score.toFixed(3)}  ${h.id}  lexical ${h.lexical.toFixed(3)} structural ${h.structural.toFixed(3)}${h.duplicate ? `  [${h.duplicate} duplicate]` : ''}`,
+        (h) => `${h.score.toFixed(3)}  ${showId(h.id)}  lexical ${h.lexical.toFixed(3)} structural ${h.structural.toFixed(3)}${h.duplicate ? `  [${h.duplicate} duplicate]` : ''}`,
       );
       lines.unshift(`blocks similar to ${id}:`);
       if (!hits.length) lines.push('  (none)');

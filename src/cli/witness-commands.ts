@@ -5,6 +5,7 @@
 import { witnesses } from '../commands/witnesses.js';
 import type { HarvestResult } from '../validate/witness/index.js';
 import { withWorkspaceAsync, workersOpt, type Command } from './context.js';
+import { safeText } from './terminal.js';
 
 function summary(h: HarvestResult, cached: boolean | null): string[] {
   const lines = [
@@ -49,9 +50,9 @@ export const commands: Record<string, Command> = {
             python: (ctx.values.python as string | undefined) ?? process.env.NNRAG_PYTHON,
             sandbox: !ctx.values['no-sandbox'],
             workers: workersOpt(ctx),
-            onWarning: (m) => process.stderr.write(`warning: ${m}\n`),
+            onWarning: (m) => process.stderr.write(`warning: ${safeText(m)}\n`),
           },
-          onEntry: ctx.json ? undefined : (r, e) => process.stderr.write(`  ${r}: ${e.entry} ${e.forward ? 'ran' : e.built ? 'built' : 'failed'} (${(e.ms / 1000).toFixed(1)} s)\n`),
+          onEntry: ctx.json ? undefined : (r, e) => process.stderr.write(`  ${safeText(`${r}: ${e.entry}`)} ${e.forward ? 'ran' : e.built ? 'built' : 'failed'} (${(e.ms / 1000).toFixed(1)} s)\n`),
         });
         const text = results.flatMap((x) => (x.harvest ? summary(x.harvest, x.cached) : [`${x.repo}: no harvest stored`])).join('\n');
         ctx.out(

@@ -63,7 +63,14 @@ export function resolveBlockNames(ws: Workspace, names: string[]): NameResolutio
     });
     if (!cands.length) {
       if (!blocks.length) {
-        const hint = ws.store.listRepos().length ? 'no blocks were discovered in the indexed repositories' : 'nothing is indexed: run `nnrag index --repo PATH` first (or `nnrag extract --repo PATH --block NAME`)';
+        const repos = ws.store.listRepos();
+        // a repository without Python files has no blocks: say which, and where it is
+        const empty = repos.filter((r) => !ws.store.listFiles(r.name).length);
+        const hint = !repos.length
+          ? 'nothing is indexed: run `nnrag index --repo PATH` first (or `nnrag extract --repo PATH --block NAME`)'
+          : empty.length === repos.length
+            ? `the indexed ${repos.length === 1 ? 'repository has' : 'repositories have'} no Python files (${empty.map((r) => `${r.name} at ${r.root}`).join('; ')}): give the folder that holds the .py files`
+            : `no nn.Module subclasses were discovered in the indexed repositories${empty.length ? ` (without Python files: ${empty.map((r) => r.name).join(', ')})` : ''}`;
         throw new NnragError(`no block named ${JSON.stringify(requested)}: ${hint}`, 'unknown-block');
       }
       const near = suggest(want.qualified.split('.').pop()!, blocks.map((b) => b.name));

@@ -8,9 +8,11 @@ import { createRootfs, doctor as checkEnvironment, storeNeeds, syncEnvironment, 
 import type { Workspace } from '../workspace.js';
 import { requirements } from './requirements.js';
 import { KNOWN_DISTRIBUTIONS } from '../environment/names.js';
-import { envPython, syncPyPIEnvironment, type EnvManifestPyPI, type PyPINeeds, type PyPIOptions } from '../environment/pypi.js';
+import { envPython, nnragHome, syncPyPIEnvironment, type EnvManifestPyPI, type PyPINeeds, type PyPIOptions } from '../environment/pypi.js';
 import { KV_KEYS } from '../store/kv.js';
 import { existsSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import path from 'node:path';
 
 /** `nnrag doctor`: the validation environment; with a store (and without a root
  *  filesystem), also the distributions its repositories need that the environment lacks
@@ -19,7 +21,14 @@ export async function doctor(opts: PoolOptions = {}, ws?: Workspace, onWarning?:
   const rep = await checkEnvironment(opts);
   if (!ws || !rep.distributions || rep.rootfs) return rep;
   const installed = new Set(rep.distributions.map((d) => normalizeDistName(d.split('==')[0])));
-  const missing = await environmentGaps(await requirements(ws, { python: rep.python ?? undefined, onWarning }), installed);
+  // installed versions, for the declared specifiers (torch as imported: a source build
+  // may register no distribution)
+  const versions = new Map(rep.distributions.map((d) => [normalizeDistName(d.split('==')[0]), d.split('==')[1] ?? ''] as [string, string]));
+  if (rep.torch) {
+    versions.set('torch', rep.torch);
+    installed.add('torch');
+  }
+  const missing = await environmentGaps(await requirements(ws, { python: rep.python ?? undefined, onWarning }), installed, versions);
   return { ...rep, missing };
 }
 
@@ -62,6 +71,24 @@ export async function pypiEnv(target: string, needs: PyPINeeds | null, opts: PyP
   const m = await syncPyPIEnvironment(target, needs, opts);
   if (ws) ws.store.setKV(KV_KEYS.environment, JSON.stringify(target));
   return m;
+}
+
+/** Failure categories a PyPI environment made for the store can remove: a requirement the
+ *  environment lacks, a torch of another release, an operator its build compiles. */
+const ENVIRONMENT_FIXES = new Set(['missing-extern', 'torch-version', 'native-extension']);
+
+/** The one command that gives a store's blocks what they lack, when some failed for it:
+ *  `nnrag env create DIR --store S` (a folder under nnrag's home named for the store), or
+ *  `env sync` of the environment the store already has. The store remembers the
+ *  environment, so the same extract or validate command then validates in it. */
+export function environmentNextStep(ws: Workspace, records: { validation?: { category?: string | null } | null }[]): string | null {
+  const n = records.filter((r) => r.validation?.category && ENVIRONMENT_FIXES.has(r.validation.category)).length;
+  if (!n) return null;
+  const store = path.resolve(ws.storeDir);
+  const made = storeEnvironment(ws);
+  if (made) return `${n} blocks failed for what the environment lacks: \`nnrag env sync ${made} --store ${store}\` adds what the store's repositories need since it was made; then run this command again`;
+  const dir = path.join(nnragHome(), 'envs', `${path.basename(path.dirname(store)) || 'store'}-${createHash('sha256').update(store).digest('hex').slice(0, 8)}`);
+  return `${n} blocks failed for what the environment lacks (requirements, torch release, compiled operators): \`nnrag env create ${dir} --store ${store}\` makes a PyPI environment with what the store's repositories need; then run this command again (the store remembers the environment)`;
 }
 
 /** The PyPI environment made for a store (`env create --store`), when it still exists. */

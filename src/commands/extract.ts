@@ -8,7 +8,7 @@
 // content and validation environment, so re-validating an unchanged module is free, and
 // a block whose inputs are all unchanged is not even emitted again (commands/reuse.ts).
 import { storeEnvironment } from './environment.js';
-import { envFor, envPython } from '../environment/pypi.js';
+import { envGroups, envPython } from '../environment/pypi.js';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { RepoSpec } from '../config/repos.js';
@@ -16,7 +16,9 @@ import { emitModule, type NamespaceMap } from '../emit/emitter.js';
 import { slimClosure, type SlimResult } from '../emit/slim/slim.js';
 import type { IndexProgress, IndexReport } from '../indexer/indexer.js';
 import { blockFile, libraryDir, placeBlockFile, removeBlockFile, validatedStatus } from '../library/layout.js';
-import { emptyRecord, type BlockRecord, type EmissionProfile } from '../library/record.js';
+import { addValidation, emptyRecord, validationsOf, type BlockRecord, type EmissionProfile } from '../library/record.js';
+import { KNOWN_DISTRIBUTIONS } from '../library/requirements.js';
+import { readDeclaredRequirements } from '../library/repo-requirements.js';
 import { classSignature } from '../resolve/classes.js';
 import { ClosureBuilder } from '../resolve/closure.js';
 import type { Workspace } from '../workspace.js';
@@ -29,22 +31,27 @@ import { missingLookup } from '../validate/missing.js';
 import type { Ref, StatementFacts } from '../parse/types.js';
 import type { Corpus, CorpusModule } from '../resolve/corpus.js';
 import { PROBE_CLASS, probeSource } from '../emit/slim/probe.js';
-import { entryCallFromArgs, entryCallFromText, type EntryCall } from '../emit/slim/values.js';
+import { entryCallFromArgs, entryCallFromText, type EntryCall } from '../emit/slim/entry.js';
 import {
   DEFAULT_REQUIRED_STAGES,
   ValidatorPool,
   environmentIdOf,
+  environmentFactsOf,
   type ProbedEnvironment,
+  type WorkerInfo,
   passesStages,
   toRecord,
   forStorage,
   validationKey,
+  factsForBlock,
+  type ValidationRecord,
   type CallSite,
   type DataSite,
   type PoolOptions,
   type Stage,
   type ValidationRequest,
   type ValidationResult,
+  type Witness,
 } from '../validate/index.js';
 import { currentHarvest, fileListing, libraryModules, repoTops, repoWitnesses, witnessesOf, type HarvestResult } from '../validate/witness/index.js';
 import { KV_KEYS } from '../store/kv.js';
@@ -102,7 +109,7 @@ export function extractText(ws: Workspace, id: string, opts: ExtractOptions = {}
   try {
     const resolver = ws.resolver({ extern: opts.extern, intern: opts.intern, importable: opts.importable });
     const profile = opts.profile ?? 'faithful';
-    const sl = profile === 'slim' ? slimClosure(corpus, resolver, mod, className, slim) : null;
+    const sl = profile === 'slim' ? slimClosure(ws.slimAnalysis(resolver), mod, className, slim) : null;
     const closure = sl ? sl.closure : new ClosureBuilder(corpus, resolver).build(mod, className);
     const em = emitModule(corpus, closure, sl ? { edits: sl.edits, header: sl.header } : {});
     const diagnostics = [...closure.diagnostics, ...em.diagnostics];
@@ -153,11 +160,26 @@ export function extractBlocks(ws: Workspace, ids: string[], opts: ExtractOptions
       if (existsSync(file)) return { ...prev.record, file, ms: record.ms };
     }
     if (text) {
-      record.file = placeBlockFile(out, 'extracted', id, '.py', text);
+      if (!placeOrReport(record, () => placeBlockFile(out, 'extracted', id, '.py', text))) return record;
       putExtraction(ws.store, { id, hash: textHash(text), ok: record.ok, status: 'extracted', lines: record.lines, record, text });
     }
     return record;
   });
+}
+
+/** Write a block's library files (`place` returns the module's path) into its record;
+ *  a file that cannot be written (a full disk, a name the file system refuses) is that
+ *  block's failure, recorded as its error, never the end of the whole run. */
+function placeOrReport(record: BlockRecord, place: () => string): boolean {
+  try {
+    record.file = place();
+    return true;
+  } catch (e) {
+    record.file = '';
+    record.ok = false;
+    record.error = `cannot write the library file: ${(e as Error).message}`;
+    return false;
+  }
 }
 
 // ---------------------------------------------------------------- validation
@@ -178,6 +200,9 @@ export interface PipelineOptions extends ExtractOptions {
   witnesses?: boolean;
   /** called once per repository harvest (ran or read from the store) */
   onHarvest?: (repo: string, result: HarvestResult, cached: boolean) => void;
+  /** constructor arguments and forward inputs the user gave (validate/user-inputs.ts
+   *  userWitness): tried first for every block validated */
+  userInputs?: Witness;
   /** after each block, with its record */
   onProgress?: (done: number, total: number, record: BlockRecord) => void;
   onWarning?: (msg: string) => void;
@@ -405,7 +430,10 @@ export function slimEntry(req: Pick<ValidationRequest, 'callSites'>, args: unkno
 function texts(v: unknown, out: string[] = []): string[] {
   if (typeof v === 'string') out.push(v);
   else if (Array.isArray(v)) for (const x of v) texts(x, out);
-  else if (v && typeof v === 'object') for (const [k, x] of Object.entries(v)) out.push(`'${k}'`), texts(x, out);
+  else if (v && typeof v === 'object') for (const [k, x] of Object.entries(v)) {
+    out.push(`'${k}'`);
+    texts(x, out);
+  }
   return out;
 }
 
@@ -432,24 +460,28 @@ export async function extractAndValidate(ws: Workspace, ids: string[], opts: Pip
   // environment (environment/pypi.ts `envFor`), in the order given
   if (opts.pool?.env && !opts.pool.python && !opts.validator) {
     const envDir = opts.pool.env;
+    const groupOf = envGroups(envDir);
     const byEnv = new Map<string, string[]>();
     for (const id of ids) {
-      const dir = envFor(envDir, ws.blockModule(id)?.mod.repo);
+      const dir = groupOf(ws.blockModule(id)?.mod.repo);
       byEnv.set(dir, [...(byEnv.get(dir) ?? []), id]);
     }
-    const records = new Map<string, BlockRecord>();
-    let done = 0;
-    for (const [dir, group] of byEnv) {
-      const rs = await extractAndValidate(ws, group, {
-        ...opts,
-        costs,
-        pool: { ...opts.pool, env: dir, python: envPython(dir) },
-        onProgress: opts.onProgress ? (_d, _t, r) => opts.onProgress!(++done, ids.length, r) : undefined,
-      });
-      for (const r of rs) records.set(r.id, r);
-      if (byEnv.size === 1) return rs;
+    if (byEnv.size > 1) {
+      const records = new Map<string, BlockRecord>();
+      let done = 0;
+      for (const [dir, group] of byEnv) {
+        const rs = await extractAndValidate(ws, group, {
+          ...opts,
+          costs,
+          pool: { ...opts.pool, env: dir, python: envPython(dir) },
+          onProgress: opts.onProgress ? (_d, _t, r) => opts.onProgress!(++done, ids.length, r) : undefined,
+        });
+        for (const r of rs) records.set(r.id, r);
+      }
+      return ids.map((id) => records.get(id)).filter((r): r is BlockRecord => !!r);
     }
-    return ids.map((id) => records.get(id)).filter((r): r is BlockRecord => !!r);
+    const dir = byEnv.keys().next().value ?? envDir;
+    opts = { ...opts, pool: { ...opts.pool, env: dir, python: envPython(dir) } };
   }
   const required = opts.required ?? [...DEFAULT_REQUIRED_STAGES];
   // the environment without starting workers: its id is known from the probe and what its
@@ -458,9 +490,10 @@ export async function extractAndValidate(ws: Workspace, ids: string[], opts: Pip
   let pool: ValidatorPool | null = opts.validator ?? null;
   let probed: ProbedEnvironment | null = null;
   let envId: string | null = pool?.envId ?? null;
+  let remembered: WorkerInfo | null = null;
   if (!pool) {
     probed = await costs.timeAsync('environment probe', '', () => ValidatorPool.probe(poolOpts));
-    const remembered = rememberedWorkers(ws.store, probed);
+    remembered = rememberedWorkers(ws.store, probed);
     envId = remembered ? environmentIdOf(probed, remembered) : null;
   }
   const getPool = async (): Promise<ValidatorPool> => {
@@ -474,6 +507,19 @@ export async function extractAndValidate(ws: Workspace, ids: string[], opts: Pip
   const env = pool ? (pool as ValidatorPool).env : probed!.env;
   const missing = missingLookup({ rootfs: env.rootfs });
   const repoOf = (id: string) => ws.blockModule(id)?.mod.repo ?? '';
+  // what the environment is (pool.ts environmentFactsOf), known like its id without starting workers
+  const factsOf = () => (pool ? (pool as ValidatorPool).facts : probed && remembered ? environmentFactsOf(probed, remembered) : null);
+  // the torch requirement each repository declares (its packaging files), read once
+  const torchOf = new Map<string, { spec: string; file: string; line: number } | null>();
+  const declaredTorch = (repo: string | undefined) => {
+    if (!repo) return null;
+    if (!torchOf.has(repo)) {
+      const root = ws.store.getRepo(repo)?.root;
+      const d = root ? readDeclaredRequirements(root).find((r) => r.key === 'torch' && r.group === 'install' && /[<>=~!]/.test(r.spec)) : undefined;
+      torchOf.set(repo, d ? { spec: d.spec, file: d.file, line: d.line } : null);
+    }
+    return torchOf.get(repo)!;
+  };
   try {
     // what the validation environment can import decides whether an interned package
     // used as a module object keeps its import (closure.ts)
@@ -540,7 +586,7 @@ export async function extractAndValidate(ws: Workspace, ids: string[], opts: Pip
         const { module: origModule, className } = parseBlockId(id);
         const wits = harvest ? witnessesOf(harvest, `${origModule}.${className}`) : [];
         const witnessFields = harvest && wits.length ? { witnesses: wits, witnessRepoTops: repoTops(harvest) } : {};
-        const now = inputDigests({ code: digests.code, env: envId!, options: digests.options, layout: digests.layout, request: { ...sites, ...witnessFields } });
+        const now = inputDigests({ code: digests.code, env: envId!, options: digests.options, layout: digests.layout, request: { ...sites, ...witnessFields, ...(opts.userInputs ? { userInputs: opts.userInputs } : {}) } });
         // the stored result, when it was computed from the same inputs
         const stored = opts.force ? null : getExtraction(ws.store, id);
         let why = opts.force ? '--force' : 'not stored';
@@ -567,6 +613,7 @@ export async function extractAndValidate(ws: Workspace, ids: string[], opts: Pip
         if (text) {
           costs.count('blocks validated', repo);
           const req: ValidationRequest = { id, source: text, className, ...sites, requiredStages: required, ...witnessFields };
+          if (opts.userInputs) req.witnesses = [opts.userInputs, ...(req.witnesses ?? [])];
           const crossed = [...new Set(record.provenance.map((p) => p.repo))];
           const sysPath = opts.equivalence === false ? null : originalSysPath(ws, id, crossed);
           if (sysPath) req.original = { module: origModule, className: req.className, sysPath };
@@ -580,25 +627,46 @@ export async function extractAndValidate(ws: Workspace, ids: string[], opts: Pip
             result = chosen.result;
           }
           // layers (module type → count in the instantiated block) feed the library spec
-          record.validation = result.layers ? { ...toRecord(result), layers: result.layers } : toRecord(result);
+          const v: ValidationRecord = result.layers ? { ...toRecord(result), layers: result.layers } : toRecord(result);
+          // the environment that ran (a cached result may predate the facts), with the
+          // installed versions of what this block imports: export pins these
+          const facts = factsOf();
+          if (facts) v.environment = factsForBlock(facts, env.probe, record.externs, KNOWN_DISTRIBUTIONS);
           // "environment lacks X" (and whether Debian has X) apart from failures of the block
           if (result.category === 'missing-extern') {
             const m = await missing(result.error);
-            if (m && record.validation) record.validation.missing = m;
+            if (m) v.missing = m;
           }
-          record.ok = passesStages(result, required);
+          // torch lacks an API: the torch the repository declares is the version to use
+          if (result.category === 'torch-version') {
+            const t = declaredTorch(ws.blockModule(id)?.mod.repo);
+            if (t) v.torchRequired = t;
+          }
+          // one validation per environment: a run here replaces this environment's entry
+          // and keeps the others' for the same module text; the block is validated when
+          // it passed in any of them
+          const prev = getExtraction(ws.store, id);
+          const earlier = prev && prev.hash === textHash(text) ? validationsOf(prev.record) : {};
+          const merged = addValidation(earlier, v, passesStages(result, required));
+          record.validation = merged.validation;
+          record.validations = merged.validations;
+          record.ok = merged.ok;
           const status = validatedStatus(record.ok);
-          record.file = placeBlockFile(out, status, id, '.py', text);
-          if (!record.ok) {
-            // why it failed, next to the module (library/layout.ts)
-            const storedResult = forStorage(result);
-            placeBlockFile(out, status, id, '.json', JSON.stringify({ id, stage: storedResult.stage, category: storedResult.category, error: storedResult.error, traceback: storedResult.traceback ?? null }, null, 2) + '\n');
-          } else removeBlockFile(out, id, '.json');
+          const final = result;
+          const placed = placeOrReport(record, () => {
+            const file = placeBlockFile(out, status, id, '.py', text);
+            if (!record.ok) {
+              // why it failed, next to the module (library/layout.ts)
+              const storedResult = forStorage(final);
+              placeBlockFile(out, status, id, '.json', JSON.stringify({ id, stage: storedResult.stage, category: storedResult.category, error: storedResult.error, traceback: storedResult.traceback ?? null }, null, 2) + '\n');
+            } else removeBlockFile(out, id, '.json');
+            return file;
+          });
           // a crash or timeout is kept too (the validation cache does not keep them): a
           // re-run with nothing changed says so and `--force` validates again
           record.inputs = { ...now, files: costs.time('reuse check', repo, () => closureFiles(ws, id, record === faithfulRecord ? [record] : [faithfulRecord, record])) };
           record.reuse = { reused: false, why };
-          putExtraction(ws.store, { id, hash: textHash(text), ok: record.ok, status, lines: record.lines, record, text });
+          if (placed) putExtraction(ws.store, { id, hash: textHash(text), ok: record.ok, status, lines: record.lines, record, text });
         }
         records[i] = record;
         opts.onProgress?.(++done, ids.length, record);

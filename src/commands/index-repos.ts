@@ -22,6 +22,9 @@ export interface IndexOptions {
   mode?: IndexMode;
   update?: boolean;
   workers?: number;
+  /** the repository cache (clones of remote repositories; default `<store>/repos`): queue
+   *  workers share one per machine (RepoCache locks each repository) */
+  cacheDir?: string;
   onProgress?: (p: IndexProgress) => void;
 }
 
@@ -29,7 +32,7 @@ export interface IndexOptions {
  *  Without repos, the repositories already in the store are indexed again. */
 export async function index(ws: Workspace, opts: IndexOptions): Promise<IndexReport> {
   await ready();
-  const cache = new RepoCache(path.join(ws.storeDir, 'repos'));
+  const cache = new RepoCache(opts.cacheDir ?? path.join(ws.storeDir, 'repos'));
   let specs = opts.repos;
   if (!specs.length) {
     specs = ws.store.listRepos().map((r) => ({

@@ -9,7 +9,8 @@ import { buildLibrary, diversityTopUp, getDedup, listSpecs, runDedup, type Libra
 import { trainingPairs, writePairs } from '../library/pairs.js';
 import { buildReport, reportHtml, type LibraryReport } from '../library/report.js';
 import { KV_KEYS } from '../store/kv.js';
-import { listExtractions } from '../store/records.js';
+import { environmentSummaries, listExtractions } from '../store/records.js';
+import { matchesEnvironment } from '../library/record.js';
 import { UsageError } from '../util/errors.js';
 import type { Workspace } from '../workspace.js';
 
@@ -44,12 +45,13 @@ export async function dedupBlocks(ws: Workspace, opts: DedupCommandOptions = {})
 
 /** `nnrag report`: the library's figures (clusters recomputed first when the stored ones are
  *  stale, unless `dedup` is false); with `html`, also written as an HTML file. */
-export async function report(ws: Workspace, opts: { dedup?: boolean; html?: string } = {}): Promise<LibraryReport> {
+export async function report(ws: Workspace, opts: { dedup?: boolean; html?: string; env?: string } = {}): Promise<LibraryReport> {
+  if (opts.env !== undefined) checkEnvironmentQuery(ws, opts.env);
   if (opts.dedup !== false) {
     const d = getDedup(ws.store);
-    if (!d || !d.fresh) await runDedup(ws);
+    if (!d?.fresh) await runDedup(ws);
   }
-  const r = buildReport(ws.store, { storeDir: ws.storeDir });
+  const r = buildReport(ws.store, { storeDir: ws.storeDir, env: opts.env });
   if (opts.html) writeFileSync(path.resolve(opts.html), reportHtml(r));
   return r;
 }
@@ -64,4 +66,13 @@ export async function exportPairs(ws: Workspace, out: string, opts: { all?: bool
   const licenses: Record<string, number> = {};
   for (const p of pairs) licenses[p.license] = (licenses[p.license] ?? 0) + 1;
   return { file, pairs: n, licenses };
+}
+
+/** `--env ID|LABEL`: it must name at least one environment blocks were validated in (an id,
+ *  a prefix of one, or a part of a label); otherwise a usage error lists them. */
+export function checkEnvironmentQuery(ws: Workspace, query: string): void {
+  const envs = environmentSummaries(ws.store);
+  if (envs.some((e) => matchesEnvironment({ id: e.env, label: e.label }, query))) return;
+  const known = envs.map((e) => `${e.env} (${e.label})`).join(', ');
+  throw new UsageError(`--env ${JSON.stringify(query)} names no environment blocks were validated in${known ? `; environments: ${known}` : ' (nothing was validated yet)'}`);
 }

@@ -5,7 +5,9 @@ import { extractText } from './extract.js';
 import { ready } from './index-repos.js';
 import { exportBlock, heldProfile, type ExportOptions, type ExportReport } from '../export/export.js';
 import type { EmissionProfile } from '../library/record.js';
-import { getExtraction } from '../store/records.js';
+import { blockEnvironments, getExtraction } from '../store/records.js';
+import { matchesEnvironment } from '../library/record.js';
+import { checkEnvironmentQuery } from './library.js';
 import { facets, resolveLibraryId, searchBlocks, type SearchOptions, type SearchResult } from '../search/fts.js';
 import { refreshSearch } from '../search/refresh.js';
 import { startServer, type CatalogServer } from '../serve/server.js';
@@ -15,14 +17,44 @@ import type { Workspace } from '../workspace.js';
 
 /** `nnrag search`: full-text search of the library; a `repo` filter no block comes from is a
  *  usage error naming the repositories there are. */
-export function search(ws: Workspace, query: string, opts: SearchOptions = {}): SearchResult {
+/** the largest page searchBlocks gives */
+const PAGE = 1000;
+
+export function search(ws: Workspace, query: string, opts: SearchOptions & { env?: string } = {}): SearchResult {
   refreshSearch(ws.store);
   const known = facets(ws.store).repos;
   const repos = opts.repo === undefined ? [] : Array.isArray(opts.repo) ? opts.repo : [opts.repo];
   for (const r of repos) {
     if (!known.includes(r)) throw new UsageError(`--repo ${r}: no library block comes from it (repositories: ${known.join(', ') || 'none'})`);
   }
-  return searchBlocks(ws.store, query, opts);
+  const { env, ...rest } = opts;
+  if (env === undefined) return searchBlocks(ws.store, query, rest);
+  // --env: the blocks that passed in the environments it names (with --all, also those
+  // that failed there), in the ranking's order; the page is cut after filtering
+  checkEnvironmentQuery(ws, env);
+  const keep = new Set(blockEnvironments(ws.store).filter((b) => (b.ok || opts.all) && matchesEnvironment({ id: b.env, label: b.label }, env)).map((b) => b.id));
+  const t0 = performance.now();
+  const hits: SearchResult['hits'] = [];
+  let first: SearchResult | null = null;
+  for (let at = 0; ; at += PAGE) {
+    const page = searchBlocks(ws.store, query, { ...rest, limit: PAGE, offset: at });
+    first ??= page;
+    hits.push(...page.hits.filter((h) => keep.has(h.id)));
+    if (page.hits.length < PAGE || at + PAGE >= page.total) break;
+  }
+  const offset = opts.offset ?? 0;
+  const page = hits.slice(offset, offset + (opts.limit ?? 20));
+  // the entries by class name, of the blocks kept (the ranking's order)
+  const groups = new Map<string, string[]>();
+  for (const h of page) groups.set(h.name, [...(groups.get(h.name) ?? []), h.id]);
+  return {
+    ...first!,
+    total: hits.length,
+    totalGroups: new Set(hits.map((h) => h.name)).size,
+    hits: page,
+    groups: [...groups].map(([name, ids]) => ({ name, ids })),
+    ms: performance.now() - t0,
+  };
 }
 
 /** `nnrag similar`: the `k` blocks nearest to a block (an id or a name naming one block). */

@@ -41,6 +41,9 @@ interface ClassInfo {
   abstract: Set<string>;
 }
 
+/** `if __name__ == '__main__':` (either operand order, either quote, parenthesised) */
+const MAIN_GUARD = /^if\s*\(?\s*(?:__name__\s*==\s*(['"])__main__\1|(['"])__main__\2\s*==\s*__name__)\s*\)?\s*:/;
+
 const WITH_FORWARD = new Set(TORCH_NN_WITH_FORWARD);
 const WITHOUT_FORWARD = new Set(TORCH_NN_WITHOUT_FORWARD);
 const NOT_MODULES = new Set(TORCH_NN_NOT_MODULES);
@@ -117,6 +120,25 @@ export class Discovery {
     return info;
   }
 
+  /** Whether the class statement sits in the body of `if __name__ == '__main__':` (not
+   *  its `elif` / `else`): that body runs only when the file is run as a script, never
+   *  when the module is imported (Python's `__main__` documentation, "Top-level code
+   *  environment"), so the class is no module attribute and no block. */
+  private underMainGuard(mod: CorpusModule, cls: ClassFacts): boolean {
+    const st = mod.facts.statements[cls.stmt];
+    if (!st || st.guard !== 'if') return false;
+    let src: string;
+    try {
+      src = this.corpus.source(mod);
+    } catch {
+      return false;
+    }
+    const head = src.slice(st.start, cls.start);
+    if (!MAIN_GUARD.test(head)) return false;
+    // an `elif` / `else` of the top-level `if` (column 0) before the class: not the body
+    return !/\n(?:elif\b|else\s*:)/.test(head);
+  }
+
   /** Every block of every repository, ordered by repository, path and line. */
   discover(): Block[] {
     const out: Block[] = [];
@@ -124,12 +146,15 @@ export class Discovery {
       for (const cls of mod.facts.classes) {
         const info = this.classInfo(mod, cls);
         if (!info.isModule || !info.hasForward || info.abstract.size) continue;
+        if (this.underMainGuard(mod, cls)) continue;
         out.push({ id: `${mod.name}.${cls.name}`, name: cls.name, module: mod.name, repo: mod.repo, path: mod.path, line: cls.line, bases: cls.bases.map((b) => b.text) });
       }
     }
     // a name defined twice in one module: the last definition is the module attribute
     const seen = new Map<string, number>();
-    out.forEach((b, i) => seen.set(`${b.repo}\0${b.id}`, i));
+    out.forEach((b, i) => {
+      seen.set(`${b.repo}\0${b.id}`, i);
+    });
     const unique = out.filter((b, i) => seen.get(`${b.repo}\0${b.id}`) === i);
     // a qualified name several repositories define: its ids carry the repository
     const repos = new Map<string, Set<string>>();

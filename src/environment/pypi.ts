@@ -21,6 +21,7 @@ import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, realpathSync,
 import os from 'node:os';
 import path from 'node:path';
 import { NnragError } from '../util/errors.js';
+import { unreachableForSandbox } from '../util/fs.js';
 import { normalizeDistName } from './names.js';
 
 /** One requirement line of an environment, with why it is there. */
@@ -204,19 +205,6 @@ export function torchRequirement(v?: string): string {
   throw new NnragError(`--torch: ${JSON.stringify(v)} is not a torch version (e.g. 2.6 or 2.6.0)`);
 }
 
-/** Whether uid 65534 can enter every folder above `p` and read `p` (the sandbox runs as
- *  that user when nnrag runs as root). */
-function sandboxReadable(p: string): boolean {
-  if (typeof process.getuid !== 'function' || process.getuid() !== 0) return true;
-  let dir = path.resolve(p);
-  while (!existsSync(dir)) dir = path.dirname(dir);
-  dir = realpathSync(dir);
-  for (;;) {
-    if ((statSync(dir).mode & 0o001) === 0) return false;
-    if (dir === path.dirname(dir)) return true;
-    dir = path.dirname(dir);
-  }
-}
 
 /** A base interpreter the sandbox can run: the one given, else /usr/bin/python3, else the
  *  first python3 on PATH whose prefix the sandbox user can read. */
@@ -225,7 +213,7 @@ export function baseInterpreter(given?: string): string {
   for (const c of cands) {
     if (!existsSync(c)) continue;
     const real = realpathSync(c);
-    if (sandboxReadable(path.dirname(real))) return real;
+    if (!unreachableForSandbox(path.dirname(real))) return real;
     if (given) throw new NnragError(`--python ${given}: ${real} lies where the sandbox's user (uid 65534) cannot read it; give an interpreter under /usr or /opt`);
   }
   throw new NnragError('no Python 3 interpreter found for the environment (install python3, or give --python)');
@@ -313,12 +301,17 @@ export function readPyPIManifest(dir: string): EnvManifestPyPI | null {
   }
 }
 
-/** The virtual environment that validates a repository's blocks in an environment folder:
- *  its own group's, else the shared one. */
+/** Which virtual environment of an environment folder validates a repository's blocks:
+ *  its own group's, else the shared one (the manifest read once). */
+export function envGroups(dir: string): (repo: string | undefined) => string {
+  const own = new Map<string, string>();
+  for (const g of readPyPIManifest(dir)?.groups ?? []) if (g.name !== 'shared') for (const r of g.repos) own.set(r, g.dir);
+  return (repo) => (repo && own.get(repo)) || dir;
+}
+
+/** The virtual environment that validates one repository's blocks (envGroups). */
 export function envFor(dir: string, repo: string | undefined): string {
-  const m = readPyPIManifest(dir);
-  if (!m || !repo) return dir;
-  return m.groups.find((g) => g.name !== 'shared' && g.repos.includes(repo))?.dir ?? dir;
+  return envGroups(dir)(repo);
 }
 
 /** The lock digest of a virtual environment made by nnrag (null for any other). */
@@ -373,9 +366,14 @@ function groupRequirements(needs: PyPINeeds, repos: string[], torch: string, ext
   return [...byKey.values()];
 }
 
-/** PEP 503 names of the distributions the store's indexed repositories are. */
+/** PEP 503 names of the distributions the store's indexed repositories are (read from
+ *  their packaging files once per `needs`). */
+const distsOf = new WeakMap<PyPINeeds, Map<string, { repo: string; root: string; name: string }>>();
 function indexedDistributions(needs: PyPINeeds): Map<string, { repo: string; root: string; name: string }> {
+  const known = distsOf.get(needs);
+  if (known) return known;
   const out = new Map<string, { repo: string; root: string; name: string }>();
+  distsOf.set(needs, out);
   for (const r of needs.repos) {
     const name = declaredDistributionName(r.root);
     if (name) out.set(normalizeDistName(name), { repo: r.name, root: r.root, name });
@@ -557,11 +555,12 @@ export async function syncPyPIEnvironment(dir: string, needs: PyPINeeds | null, 
   const uv = findUv();
   if (!uv) throw new NnragError('uv is not installed: run scripts/setup.sh (it installs uv), or `pip install uv`');
   const target = path.resolve(dir);
-  if (!sandboxReadable(target)) throw new NnragError(`${target} lies where the sandbox's user (uid 65534) cannot read it; choose a folder outside /root (e.g. ${path.join(nnragHome(), 'envs', path.basename(target))})`);
+  if (unreachableForSandbox(target)) throw new NnragError(`${target} lies where the sandbox's user (uid 65534) cannot read it; choose a folder outside /root (e.g. ${path.join(nnragHome(), 'envs', path.basename(target))})`);
   const previous = readPyPIManifest(target);
   const base = baseInterpreter(opts.python ?? previous?.basePython);
-  const torch = opts.systemTorch ? 'system' : torchRequirement(opts.torch) === 'torch' && previous?.torch && !opts.torch ? previous.torch : torchRequirement(opts.torch);
+  // what was asked now, else what the environment was made with
   const systemTorch = opts.systemTorch ?? previous?.systemTorch ?? false;
+  const torch = systemTorch ? 'system' : opts.torch ? torchRequirement(opts.torch) : (previous?.torch ?? 'torch');
   const log = opts.onLog ?? (() => {});
   mkdirSync(target, { recursive: true });
   const n: PyPINeeds = needs ?? { repos: [], indexed: new Map() };

@@ -20,17 +20,19 @@
 // `-`, `_`, `.` equal). Comments, options (`-r`, `-e`, `--index-url`) and order are kept;
 // new requirements are appended.
 import { commentBlock, PYTHON_KEYWORDS } from '../util/python.js';
-import { existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, } from 'node:fs';
 import path from 'node:path';
 import type { IndexStore } from '../store/store.js';
 import { getExtraction } from '../store/records.js';
 import type { BlockRecord } from '../library/record.js';
-import { compatiblePin, KNOWN_DISTRIBUTIONS, normalizeDistName, requirementLines, resolveRequirements, topLevelName } from '../library/requirements.js';
+import { compareRelease, KNOWN_DISTRIBUTIONS, normalizeDistName, requirementLines, resolveRequirements, testedPin, topLevelName } from '../library/requirements.js';
+import { validationsOf, type EnvValidation } from '../library/record.js';
 import { NnragError, UsageError } from '../util/errors.js';
 import { ensureDir, writeFileAtomic } from '../util/fs.js';
 import { buildDoc, storedSpec } from '../search/documents.js';
 
 const PY_KEYWORDS = PYTHON_KEYWORDS;
+
 
 export interface ExportOptions {
   into: string;
@@ -39,8 +41,9 @@ export interface ExportOptions {
   force?: boolean;
   /** requirements to merge instead of those derived from the block's extern imports */
   requirements?: string[];
-  /** interpreter whose installed versions pin the requirements (default: the one that
-   *  validated the block, else /usr/bin/python3) */
+  /** interpreter whose installed versions pin the requirements instead of the recorded
+   *  facts of the environments the block passed in (records without facts: the
+   *  interpreter that validated, else /usr/bin/python3) */
   python?: string;
   /** export a block that failed validation (refused otherwise) */
   allowFailed?: boolean;
@@ -162,11 +165,40 @@ export function mergeRequirements(existing: string, reqs: readonly string[]): { 
   return { text, added, kept };
 }
 
-/** PEP 508 requirement lines of the block: from its spec, else from its extern imports as
- *  installed in the validation environment, else bare distribution names. An exact pin of
- *  the environment (`torch==1.13.0a0`) becomes the release series it had, in a form pip
- *  can install (`torch>=1.13,<1.14`). */
-async function blockRequirements(externs: string[], known: string[] | null, python?: string): Promise<string[]> {
+/** PEP 508 requirement lines of the block, saying what was tested:
+ *  - from the environments it passed in (their recorded facts: the installed
+ *    distributions of what the block imports), each distribution at the lowest version
+ *    it passed with, as a lower bound (`torch>=2.6.0`); an extern import no tested
+ *    distribution provides by name, bare;
+ *  - for records without environment facts: the spec's requirements, else the extern
+ *    imports as installed in `python` (the interpreter that validated, or --python),
+ *    else bare distribution names, each pinned the same way. */
+async function blockRequirements(externs: string[], passed: EnvValidation[], known: string[] | null, python?: string): Promise<string[]> {
+  const tested = passed.filter((v) => v.environment?.distributions?.length);
+  if (tested.length) {
+    const lowest = new Map<string, { name: string; version: string }>();
+    for (const v of tested) {
+      for (const d of v.environment!.distributions!) {
+        const i = d.indexOf('==');
+        if (i <= 0) continue;
+        const name = d.slice(0, i);
+        const version = d.slice(i + 2);
+        const key = normalizeDistName(name);
+        const had = lowest.get(key);
+        if (!had || compareRelease(version, had.version) < 0) lowest.set(key, { name, version });
+      }
+    }
+    const out = new Map<string, string>();
+    for (const [key, { name, version }] of lowest) out.set(key, testedPin(name, version));
+    // imports no tested environment had a distribution for: required by name
+    for (const v of tested) {
+      for (const n of v.environment!.unpinned ?? []) {
+        const dist = KNOWN_DISTRIBUTIONS[n] ?? n;
+        if (!out.has(normalizeDistName(dist))) out.set(normalizeDistName(dist), dist);
+      }
+    }
+    return [...out.entries()].sort((a, b) => (a[0] < b[0] ? -1 : 1)).map(([, l]) => l);
+  }
   let lines: string[];
   if (known) lines = known;
   else if (!externs.length) return [];
@@ -180,8 +212,17 @@ async function blockRequirements(externs: string[], known: string[] | null, pyth
   }
   return lines.map((l) => {
     const m = /^([A-Za-z0-9][A-Za-z0-9._-]*)\s*===?\s*(\S+)$/.exec(l.trim());
-    return m ? compatiblePin(m[1], m[2]) : l;
+    return m ? testedPin(m[1], m[2]) : l;
   });
+}
+
+/** The tested versions of an environment for the exported header:
+ *  `python 3.13.5, torch 2.9.1, einops 0.8.1 (LABEL)`. */
+function testedLine(v: EnvValidation): string {
+  const env = v.environment;
+  if (!env) return v.label;
+  const others = (env.distributions ?? []).filter((d) => !d.startsWith('torch==')).map((d) => d.replace('==', ' '));
+  return [`python ${env.python}`, `torch ${env.torch}`, ...others].join(', ') + ` (${env.rootfs ?? env.venv ?? env.interpreter ?? env.id})`;
 }
 
 /** Readable module name for a class: snake case, where camel-case fragments of one or two
@@ -247,7 +288,7 @@ function failedStage(stages: Record<string, string> | null, category: string | n
 
 export async function exportBlock(store: IndexStore, id: string, opts: ExportOptions): Promise<ExportReport> {
   const e = getExtraction(store, id);
-  if (!e || !e.text) throw new NnragError(`no library block ${JSON.stringify(id)}`, 'unknown-block');
+  if (!e?.text) throw new NnragError(`no library block ${JSON.stringify(id)}`, 'unknown-block');
   const doc = buildDoc(store, e, storedSpec(store, id));
   const validation = e.record.validation;
   const failed = e.status === 'failed' ? (failedStage(doc.stages, validation?.category ?? null) ?? 'validation') : null;
@@ -266,6 +307,10 @@ export async function exportBlock(store: IndexStore, id: string, opts: ExportOpt
   checkPathSafe(root, reqFile);
 
   const passed = doc.stages ? Object.entries(doc.stages).filter(([, s]) => s === 'pass').map(([k]) => k) : [];
+  // the environments the block passed in (failed export: the one that ran), with what
+  // each had installed: the header lists them, the requirements are their lower bounds
+  const envs = Object.values(validationsOf(e.record));
+  const testedIn = failed ? envs : envs.filter((v) => v.ok);
   const state = failed ? `FAILED at ${failed}; passed: ${passed.join(', ') || 'none'}` : `${e.status}${passed.length ? ': ' + passed.join(', ') : ''}`;
   const usage = plainUsage(validation?.usage);
   // every value of the record reaches the file only inside comment lines (commentBlock:
@@ -276,6 +321,7 @@ export async function exportBlock(store: IndexStore, id: string, opts: ExportOpt
       ? commentBlock(`${opts.profileText.profile} profile, emitted again from the indexed sources (the library holds the ${heldProfile(e.record).profile} module, which is what was validated).`) + '\n'
       : '') +
     (usage && !failed ? `# Usage, as validated (names of this module, torch imported):\n${commentBlock(usage, '#     ')}\n` : '') +
+    testedIn.map((v) => commentBlock(`${failed ? 'Ran' : 'Tested'} with: ${testedLine(v)}`) + '\n').join('') +
     `# The provenance lines below say where every definition comes from; keep them with the code.\n`;
   const text = header + (opts.profileText?.text ?? e.text);
 
@@ -289,7 +335,7 @@ export async function exportBlock(store: IndexStore, id: string, opts: ExportOpt
     else action = 'replaced';
   }
 
-  const reqs = await blockRequirements(doc.externs, opts.requirements ?? doc.requirements, opts.python ?? validation?.python);
+  const reqs = opts.requirements ?? (await blockRequirements(doc.externs, opts.python ? [] : testedIn, doc.requirements, opts.python ?? validation?.python));
   const existingReq = existsSync(reqFile) ? readFileSync(reqFile, 'utf8') : '';
   const merged = mergeRequirements(existingReq, reqs);
 

@@ -23,7 +23,7 @@
 //   symlink loops (`read-error`, `symlink-loop`), undecodable bytes (`invalid-utf8`,
 //   see source.ts), binder failures, syntax errors (`syntax-error`, file and line; the
 //   file is still indexed as far as tree-sitter's error recovery allows).
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import { FACTS_VERSION } from '../parse/types.js';
 import { listPythonFiles, moduleNameFor } from '../repos/files.js';
@@ -169,6 +169,25 @@ export async function indexRepos(store: IndexStore, checkouts: IndexCheckout[], 
   const names = checkouts.map((c) => c.name);
   const dup = names.find((n, i) => names.indexOf(n) !== i);
   if (dup !== undefined) throw new UsageError(`repository ${JSON.stringify(dup)} given twice`);
+  // A repository name names one folder: another folder of the same name (a second
+  // `models/` checkout) must not silently replace the one indexed, whose blocks and
+  // records would be lost. A stored folder that no longer exists (moved) may be replaced.
+  const real = (p: string) => {
+    try {
+      return realpathSync(p);
+    } catch {
+      return path.resolve(p);
+    }
+  };
+  for (const c of checkouts) {
+    const old = store.getRepo(c.name);
+    if (old && existsSync(old.root) && real(old.root) !== real(c.root)) {
+      throw new UsageError(
+        `repository ${JSON.stringify(c.name)} is already indexed from ${old.root}; ${c.root} has the same name: ` +
+          'give one of them another name (a repository config, --config) or use another store',
+      );
+    }
+  }
   const t0 = now();
   const wallStart = Date.now();
   const mode = opts.mode ?? 'missing';

@@ -16,14 +16,11 @@ import type { IndexStore, RepoRow } from '../store/store.js';
 import { KV_KEYS, requirementsKey } from '../store/kv.js';
 import { clusterOf, listClusters, putDedup, putSpecs } from '../store/specs.js';
 import { parseBlockId } from '../discover/ids.js';
-import type { ClassFacts } from '../parse/types.js';
-import type { CorpusModule } from '../resolve/corpus.js';
-import type { Resolver } from '../resolve/names.js';
 import { dedup, type DedupCluster, type DedupOptions, type DedupResult } from './dedup.js';
 import { blockManifest, checkSwhids, detectLicense, libraryManifest, type LicenseInfo, type RequiredRepos } from './provenance.js';
 import { cachedValidationTexts, extractionHashes, listExtractions, type StoredExtraction } from '../store/records.js';
 import { requirementLines, resolveRequirements, type Requirement } from './requirements.js';
-import { buildSpec, initSpecParser, type ProvenanceEntry, type ValidationFacts } from './spec.js';
+import { buildSpec, initSpecParser, type ValidationFacts } from './spec.js';
 import type { BlockSpec } from './spec-types.js';
 
 
@@ -209,7 +206,10 @@ export async function buildLibrary(ws: Workspace, opts: LibraryOptions = {}): Pr
       requirements.map((l) => l + '\n').join(''),
   );
 
-  const count = (xs: string[]) => xs.reduce<Record<string, number>>((a, x) => ((a[x] = (a[x] ?? 0) + 1), a), {});
+  const count = (xs: string[]) => xs.reduce<Record<string, number>>((a, x) => {
+    a[x] = (a[x] ?? 0) + 1;
+    return a;
+  }, {});
   const result: LibraryResult = {
     out,
     specs: specs.length,

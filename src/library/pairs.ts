@@ -8,7 +8,7 @@ import { writeFileSync } from 'node:fs';
 import type { IndexStore } from '../store/store.js';
 import { detectLicense } from './provenance.js';
 import { listExtractions } from '../store/records.js';
-import { formatSignature, type ProvenanceEntry } from './spec.js';
+import { formatSignature, } from './spec.js';
 import type { BlockSpec } from './spec-types.js';
 import { listSpecs } from './library.js';
 

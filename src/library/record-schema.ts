@@ -22,6 +22,58 @@ const params = {
 
 /** Every field of BlockRecord, each with its schema. `satisfies` makes a field added to the
  *  type without a schema (or a schema entry without a field) a compile error. */
+const environment = {
+  type: 'object',
+  description: 'the environment that ran: its probe and workers',
+  required: ['id', 'label', 'python', 'torch'],
+  properties: {
+    id: str, label: str,
+    python: { ...str, description: 'Python version' },
+    torch: { ...str, description: 'torch version as imported' },
+    rootfs: str, interpreter: str, venv: str,
+    lock: { ...str, description: 'digest of the lock of a PyPI environment nnrag made' },
+    distributions: { type: 'array', items: str, description: 'name==version of the distributions the block imports, torch included' },
+    unpinned: { type: 'array', items: str, description: 'imports no installed distribution provides by name (required unversioned)' },
+  },
+};
+
+const validation = {
+    type: 'object',
+    description: 'the sandboxed validation',
+    required: ['stages', 'category', 'error', 'args', 'input_shapes', 'output_shapes', 'params', 'envId'],
+    properties: {
+      stages: {
+        type: 'object',
+        required: ['parse', 'compile', 'import', 'namespace', 'instantiate', 'forward', 'equivalence'],
+        properties: Object.fromEntries(['parse', 'compile', 'import', 'namespace', 'instantiate', 'forward', 'equivalence'].map((s) => [s, stageStatus])),
+      },
+      category: { ...nullable('string'), description: 'failure category (syntax, missing-extern, needs-args, …)' },
+      error: nullable('string'),
+      args: { type: ['object', 'null'], description: 'constructor arguments used' },
+      argumentsSource: { enum: ['user', 'witness', 'test', 'doctest', 'readme', 'example', 'call-site', 'config-table', 'guess'], description: 'where the arguments came from' },
+      argumentsOrigin: { type: 'string', description: 'the test id, or file and line, of a witness from tests or documented examples' },
+      input_shapes: shapes,
+      output_shapes: shapes,
+      params: nullable('integer'),
+      layers: { type: 'object', additionalProperties: { type: 'integer' }, description: 'module type → count in the built instance' },
+      usage: { ...nullable('string'), description: 'the construction and call that passed forward, as Python: `import` lines of a few standard modules, then one expression, rendered from the recorded values' },
+      usageCheck: { enum: ['ran', 'values'], description: 'how the usage was checked before it was recorded: run as written, or (when building the block again did not fit in the time left) its argument and input expressions evaluated and equal to the validated ones' },
+      envId: { ...str, description: 'validation environment id' },
+      python: str,
+      environment,
+      torchRequired: { type: 'object', required: ['spec', 'file', 'line'], properties: { spec: str, file: str, line: int }, description: "a torch-version failure: the repository's declared torch requirement" },
+      equivalence: { type: 'object', required: ['status'], properties: { status: stageStatus, reason: str, maxAbsDiff: { type: 'number' }, originalMs: { type: 'number', description: "milliseconds importing and building the original" } } },
+      namespace: {
+        type: 'object',
+        required: ['status', 'checked'],
+        properties: {
+          status: stageStatus, reason: str, checked: int, skipped: int,
+          mismatches: { type: 'array', items: { type: 'object', required: ['name', 'copy', 'original'], properties: { name: str, copy: str, original: str } } },
+        },
+      },
+    },
+  };
+
 const properties = {
   version: { ...int, description: 'record layout version (1)' },
   id: { ...str, description: 'block id: module.Class, or owner/name:module.Class where two repositories define it' },
@@ -108,38 +160,14 @@ const properties = {
   },
   ms: { type: 'number', description: 'milliseconds of the extraction' },
   error: { ...str, description: 'why nothing was emitted' },
-  validation: {
+  validation: { ...validation, description: 'the sandboxed validation shown: one that passed when any did, else the latest' },
+  validations: {
     type: 'object',
-    description: 'the sandboxed validation',
-    required: ['stages', 'category', 'error', 'args', 'input_shapes', 'output_shapes', 'params', 'envId'],
-    properties: {
-      stages: {
-        type: 'object',
-        required: ['parse', 'compile', 'import', 'namespace', 'instantiate', 'forward', 'equivalence'],
-        properties: Object.fromEntries(['parse', 'compile', 'import', 'namespace', 'instantiate', 'forward', 'equivalence'].map((s) => [s, stageStatus])),
-      },
-      category: { ...nullable('string'), description: 'failure category (syntax, missing-extern, needs-args, …)' },
-      error: nullable('string'),
-      args: { type: ['object', 'null'], description: 'constructor arguments used' },
-      argumentsSource: { enum: ['witness', 'test', 'doctest', 'readme', 'example', 'call-site', 'config-table', 'guess'], description: 'where the arguments came from' },
-      argumentsOrigin: { type: 'string', description: 'the test id, or file and line, of a witness from tests or documented examples' },
-      input_shapes: shapes,
-      output_shapes: shapes,
-      params: nullable('integer'),
-      layers: { type: 'object', additionalProperties: { type: 'integer' }, description: 'module type → count in the built instance' },
-      usage: { ...nullable('string'), description: 'the construction and call that passed forward, as Python: `import` lines of a few standard modules, then one expression, rendered from the recorded values' },
-      usageCheck: { enum: ['ran', 'values'], description: 'how the usage was checked before it was recorded: run as written, or (when building the block again did not fit in the time left) its argument and input expressions evaluated and equal to the validated ones' },
-      envId: { ...str, description: 'validation environment id' },
-      python: str,
-      equivalence: { type: 'object', required: ['status'], properties: { status: stageStatus, reason: str, maxAbsDiff: { type: 'number' }, originalMs: { type: 'number', description: "milliseconds importing and building the original" } } },
-      namespace: {
-        type: 'object',
-        required: ['status', 'checked'],
-        properties: {
-          status: stageStatus, reason: str, checked: int, skipped: int,
-          mismatches: { type: 'array', items: { type: 'object', required: ['name', 'copy', 'original'], properties: { name: str, copy: str, original: str } } },
-        },
-      },
+    description: 'one validation per environment id the module ran in (record version 2)',
+    additionalProperties: {
+      ...validation,
+      required: [...validation.required, 'ok', 'label'],
+      properties: { ...validation.properties, ok: { type: 'boolean', description: 'passed the required stages in this environment' }, label: { ...str, description: "the environment's short label" } },
     },
   },
   requirements: {

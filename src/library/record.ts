@@ -12,7 +12,9 @@
 //                 signature (bases, docstring, parameters: read once, at extraction)
 //   closure       diagnostics, interned, externs, moduleGraph (module edges, emit/graph.ts)
 //   emission      lines, provenance, renames, emission { profile, fallbackReason }
-//   validation    validation { stages, category, error, args, argumentsSource, … equivalence }
+//   validation    validation { stages, category, error, args, argumentsSource, … equivalence,
+//                 environment }: the validation shown (a passing one when any passed);
+//                 validations { envId: … }: one per environment the module ran in (v2)
 //   library       requirements (PEP 508 pins of the externs, when resolved)
 //   placement     file (where the module was written), ok, ms, error
 // The flat names (`lines`, `provenance`, `interned` …) are the JSON users have always seen
@@ -25,7 +27,7 @@ import type { Diagnostic } from '../resolve/closure.js';
 import type { ValidationRecord } from '../validate/record.js';
 
 /** Bump when a field changes meaning; the store's decoder upgrades older records. */
-export const BLOCK_RECORD_VERSION = 1;
+export const BLOCK_RECORD_VERSION = 2;
 
 /** How the module was emitted: `faithful` keeps every binding the closure reached;
  *  `slim` (issue 12) drops what the block does not need and falls back to faithful with a
@@ -106,8 +108,14 @@ export interface BlockRecord {
   ms: number;
   /** why nothing was emitted */
   error?: string;
-  /** the sandboxed validation's result, when the block was validated */
+  /** the sandboxed validation's result, when the block was validated: the one of an
+   *  environment it passed in when there is one (the latest run's when that passed),
+   *  else the latest run's */
   validation?: ValidationRecord;
+  /** the validation of this module in each environment it ran in, by environment id
+   *  (record version 2; a version-1 record's `validation` is its only entry): a run in
+   *  another environment adds an entry, a run in the same one replaces its entry */
+  validations?: Record<string, EnvValidation>;
   /** PEP 508 requirements of the externs (the library stage resolves them) */
   requirements?: BlockRequirement[];
   /** what the validated result was computed from (commands/reuse.ts): a re-run whose
@@ -131,6 +139,50 @@ export interface BlockInputs {
   request: string;
   /** `[repo, path, blob]` of every file the closure read */
   files: [string, string, string][];
+}
+
+/** One environment's validation of a block: the record plus whether it passed the
+ *  required stages there and the environment's short label. */
+export type EnvValidation = ValidationRecord & { ok: boolean; label: string };
+
+/** The short human label of a validation's environment: its recorded label, else the
+ *  interpreter that ran (records before environment facts), else the id's start. */
+export function environmentLabel(v: Pick<ValidationRecord, 'environment' | 'python' | 'envId'>): string {
+  return v.environment?.label ?? (v.python ? v.python : `environment ${v.envId.slice(0, 8)}`);
+}
+
+/** Whether `query` names this environment: its id (or a prefix of at least 4 characters
+ *  of it), or its label, whole or a part of it (case-insensitive). */
+export function matchesEnvironment(env: { id: string; label: string }, query: string): boolean {
+  const q = query.trim().toLowerCase();
+  if (!q) return false;
+  if (env.id === query || (q.length >= 4 && env.id.startsWith(q))) return true;
+  return env.label.toLowerCase().includes(q);
+}
+
+/** The per-environment validations of a record (a record without the map: its one
+ *  `validation`, whose pass is the record's `ok`). */
+export function validationsOf(record: Pick<BlockRecord, 'validation' | 'validations' | 'ok'>): Record<string, EnvValidation> {
+  if (record.validations) return record.validations;
+  const v = record.validation;
+  return v ? { [v.envId]: { ...v, ok: record.ok, label: environmentLabel(v) } } : {};
+}
+
+/**
+ * A new validation of the same module added to the earlier ones (`previous`, those of
+ * the same module text): its environment's entry is replaced, the others kept. The block
+ * passes when it passed in any environment; the validation shown is the new one when it
+ * passed, else one that passed (the most recently added), else the new one.
+ */
+export function addValidation(previous: Record<string, EnvValidation>, v: ValidationRecord, ok: boolean): { validations: Record<string, EnvValidation>; validation: ValidationRecord; ok: boolean } {
+  const validations: Record<string, EnvValidation> = { ...previous };
+  delete validations[v.envId];
+  validations[v.envId] = { ...v, ok, label: environmentLabel(v) };
+  if (ok) return { validations, validation: v, ok };
+  const passed = Object.values(validations).filter((x) => x.ok);
+  if (!passed.length) return { validations, validation: v, ok: false };
+  const { ok: _ok, label: _label, ...shown } = passed[passed.length - 1];
+  return { validations, validation: shown, ok: true };
 }
 
 /** The stored status of a block, which decides its folder (library/layout.ts). */

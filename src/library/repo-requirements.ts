@@ -20,7 +20,7 @@ import { execFile } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { parsePython, type Node } from '../parse/parser.js';
-import { normalizeDistName } from './requirements.js';
+import { meetsSpecifier, normalizeDistName } from './requirements.js';
 
 export interface DeclaredRequirement {
   /** distribution name as written */
@@ -150,7 +150,10 @@ function readSetupPy(root: string, add: Add, readTxt: (rel: string, group: strin
     const lineOf = (n: Node) => n.startPosition.row + 1;
     const values = (n: Node | null, group: string): void => {
       if (!n) return;
-      if (n.type === 'identifier' && lists.has(n.text)) return values(lists.get(n.text)!, group);
+      if (n.type === 'identifier' && lists.has(n.text)) {
+        values(lists.get(n.text)!, group);
+        return;
+      }
       if (n.type === 'list' || n.type === 'tuple') {
         for (const c of n.namedChildren) {
           if (!c) continue;
@@ -233,7 +236,7 @@ function readPyproject(root: string, add: Add): void {
   let table = '';
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i];
-    const t = /^\s*\[([^\[\]]+)\]\s*(#.*)?$/.exec(line);
+    const t = /^\s*\[([^[\]]+)\]\s*(#.*)?$/.exec(line);
     if (t) {
       table = t[1].trim();
       continue;
@@ -383,6 +386,9 @@ export function debianCandidates(pkgs: readonly string[]): Promise<Map<string, s
 
 export interface EnvironmentGap {
   distribution: string;
+  /** installed in another version than a repository declares (`torch>=2.0` with torch
+   *  1.13): the version installed and the requirement, with where it was declared */
+  version?: { installed: string; required: string; file: string; line: number };
   /** repositories whose blocks import it (`import`) or that declare it (`declared`) */
   neededBy: { repo: string; why: 'import' | 'declared'; blocks?: number }[];
   debian: string;
@@ -392,8 +398,10 @@ export interface EnvironmentGap {
 
 /** What the validation environment lacks for the stored repositories: distributions their
  *  blocks import or their packaging declares (install group), not installed there, with the
- *  Debian package that would add each. `installed` holds PEP 503 keys. */
-export async function environmentGaps(reqs: RepoRequirements[], installed: Set<string>): Promise<EnvironmentGap[]> {
+ *  Debian package that would add each; and declared requirements whose installed version
+ *  (`versions`, PEP 503 key → version) does not meet the declared specifiers, torch
+ *  included (`torch>=2.0` on torch 1.13). `installed` holds PEP 503 keys. */
+export async function environmentGaps(reqs: RepoRequirements[], installed: Set<string>, versions: Map<string, string> = new Map()): Promise<EnvironmentGap[]> {
   const gaps = new Map<string, EnvironmentGap>();
   const need = (dist: string, repo: string, why: 'import' | 'declared', blocks?: number) => {
     const key = normalizeDistName(dist);
@@ -408,10 +416,22 @@ export async function environmentGaps(reqs: RepoRequirements[], installed: Set<s
   for (const r of reqs) for (const i of r.imports) if (i.importable) present.add(normalizeDistName(i.distribution));
   for (const r of reqs) {
     for (const i of r.imports) if (!i.importable) need(i.distribution, r.repo, 'import', i.blocks);
-    for (const d of r.declared) if (d.group === 'install' && !/;/.test(d.spec) && !present.has(d.key)) need(d.name, r.repo, 'declared');
+    for (const d of r.declared) {
+      if (d.group !== 'install' || /;/.test(d.spec)) continue;
+      if (!present.has(d.key)) need(d.name, r.repo, 'declared');
+      else {
+        const have = versions.get(d.key);
+        if (have && !meetsSpecifier(have, d.spec)) {
+          const key = `${d.key}@version`;
+          let g = gaps.get(key);
+          if (!g) gaps.set(key, (g = { distribution: d.name, neededBy: [], debian: debianPackageFor(d.name), candidate: null, version: { installed: have, required: d.spec, file: d.file, line: d.line } }));
+          if (!g.neededBy.some((n) => n.repo === r.repo)) g.neededBy.push({ repo: r.repo, why: 'declared' });
+        }
+      }
+    }
   }
-  const cands = await debianCandidates([...new Set([...gaps.values()].map((g) => g.debian))]);
-  for (const g of gaps.values()) g.candidate = cands.get(g.debian) ?? null;
+  const cands = await debianCandidates([...new Set([...gaps.values()].filter((g) => !g.version).map((g) => g.debian))]);
+  for (const g of gaps.values()) if (!g.version) g.candidate = cands.get(g.debian) ?? null;
   // what blocks import first, then by how many blocks
   const weight = (g: EnvironmentGap) => g.neededBy.reduce((a, n) => a + (n.why === 'import' ? 1000 + (n.blocks ?? 0) : 1), 0);
   return [...gaps.values()].sort((a, b) => weight(b) - weight(a) || a.distribution.localeCompare(b.distribution));

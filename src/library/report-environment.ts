@@ -26,7 +26,7 @@ interface V {
 
 /** Is this failed record's failure the environment's (a requirement it lacks)? */
 export function environmentLack(v: V | undefined): MissingRequirement | null {
-  if (!v || v.category !== 'missing-extern' || !v.missing) return null;
+  if (v?.category !== 'missing-extern' || !v.missing) return null;
   return v.missing.verdict === 'version' ? null : v.missing;
 }
 
@@ -61,7 +61,7 @@ export function equivalenceSkips(records: readonly StoredExtraction[]): Record<s
   const out: Record<string, number> = {};
   for (const r of records) {
     const v = r.record.validation as V | undefined;
-    if (!v?.stages || v.stages.forward !== 'pass') continue;
+    if (v?.stages?.forward !== 'pass') continue;
     const s = v.stages.equivalence;
     if (s === 'pass' || s === 'fail') continue;
     const k = skipReason(v.equivalence?.reason);

@@ -9,10 +9,10 @@ import { KV_KEYS } from '../store/kv.js';
 import { blocksPerRepoChart, escapeXml, passRateChart } from './charts.js';
 import { getDedup, listSpecs, storedValidationResults } from './library.js';
 import { detectLicense } from './provenance.js';
-import { listExtractions, type StoredExtraction } from '../store/records.js';
+import { environmentSummaries, listExtractions, type StoredExtraction } from '../store/records.js';
 import { environmentLack, environmentLacks, equivalenceSkips, type EnvironmentLack } from './report-environment.js';
 import { histogram, summarize, wilson, type Bin, type Interval } from './stats.js';
-import type { BlockRecord } from './record.js';
+import { matchesEnvironment, validationsOf, type BlockRecord } from './record.js';
 import { costText, type CostTable } from '../util/costs.js';
 
 /** The cost table of the last extract / validate run, if one was stored. */
@@ -115,6 +115,10 @@ export interface LibraryReport {
   argumentSources: Record<string, number>;
   /** requirements the validation environment lacks, with the blocks each failed */
   environment: EnvironmentLack[];
+  /** the environments blocks were validated in: id, label, blocks passed and failed there */
+  environments: { env: string; label: string; passed: number; failed: number }[];
+  /** the `--env` the figures are restricted to, if any */
+  envFilter: string | null;
   categories: Record<string, number> | null;
   timings: {
     /** the last finished indexing run, ms per phase */
@@ -223,8 +227,9 @@ function validationTimings(store: IndexStore, records: readonly StoredExtraction
 }
 
 /** Compute the report from the store. */
-export function buildReport(store: IndexStore, opts: { storeDir?: string } = {}): LibraryReport {
-  const records = listExtractions(store).filter((e) => e.text);
+export function buildReport(store: IndexStore, opts: { storeDir?: string; env?: string } = {}): LibraryReport {
+  const stored = listExtractions(store).filter((e) => e.text);
+  const records = opts.env ? inEnvironment(stored, opts.env) : stored;
   const blocks = store.listBlocks();
   const blockRepo = new Map(blocks.map((b) => [b.id, b.repo]));
   const repoOf = (e: StoredExtraction) =>
@@ -267,6 +272,8 @@ export function buildReport(store: IndexStore, opts: { storeDir?: string } = {})
     failureCategories: fc,
     argumentSources: argumentSources(records),
     environment: environmentLacks(records),
+    environments: environmentSummaries(store),
+    envFilter: opts.env ?? null,
     categories,
     timings: {
       index: store.lastRun()?.timings ?? null,
@@ -283,6 +290,21 @@ export function buildReport(store: IndexStore, opts: { storeDir?: string } = {})
   };
 }
 
+/** The records as validated in the environments `query` names (record.ts
+ *  matchesEnvironment): a block with a verdict there takes that verdict (passed in any of
+ *  them: validated), a block without one counts as not validated. */
+export function inEnvironment(records: readonly StoredExtraction[], query: string): StoredExtraction[] {
+  return records.map((e) => {
+    const vs = Object.values(validationsOf(e.record)).filter((v) => matchesEnvironment({ id: v.envId, label: v.label }, query));
+    if (!vs.length) {
+      const { validation: _v, ...rest } = e.record;
+      return { ...e, ok: false, status: 'extracted', record: { ...rest, ok: false } };
+    }
+    const { ok, label: _label, ...validation } = vs.find((v) => v.ok) ?? vs[vs.length - 1];
+    return { ...e, ok, status: ok ? 'validated' : 'failed', record: { ...e.record, validation, ok } };
+  });
+}
+
 // ---------------------------------------------------------------- rendering
 
 const pct = (i: Interval) => `${(i.p * 100).toFixed(1)}% [${(i.low * 100).toFixed(1)}, ${(i.high * 100).toFixed(1)}]`;
@@ -295,6 +317,11 @@ export function reportText(r: LibraryReport): string {
     `discovered ${t.discovered}, extracted ${t.extracted} (${t.unresolved} with unresolved names), validated ${t.validated}/${t.validationRun} ` +
       `= ${pct(t.passRate)} (Wilson 95%), failed ${t.failed}` + (t.unique !== null ? `, unique ${t.unique}` : ''),
   );
+  if (r.envFilter) out.push(`(validation figures of the environments matching --env ${JSON.stringify(r.envFilter)})`);
+  if (r.environments.length) {
+    out.push('', 'validated in environments (blocks passed/failed):');
+    for (const e of r.environments) out.push(`  ${e.env}  ${e.label}: ${e.passed} passed, ${e.failed} failed`);
+  }
   out.push('', 'per repository:');
   for (const p of r.repos) {
     out.push(

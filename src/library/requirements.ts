@@ -41,7 +41,7 @@ export { KNOWN_DISTRIBUTIONS, normalizeDistName } from '../environment/names.js'
 import { KNOWN_DISTRIBUTIONS, normalizeDistName } from '../environment/names.js';
 
 // Runs in the validation environment; reads a JSON list of top-level names on stdin.
-const PROBE = String.raw`
+const PROBE = `
 import sys, json
 import importlib.metadata as md
 names = json.load(sys.stdin)
@@ -113,7 +113,7 @@ export function probeEnvironment(
         }
         try {
           resolve(JSON.parse(stdout));
-        } catch (e) {
+        } catch {
           reject(new NnragError(`unexpected output from ${python}: ${stdout.slice(0, 200)}`));
         }
       },
@@ -157,17 +157,60 @@ export async function resolveRequirements(imports: readonly string[], opts: Requ
   });
 }
 
-/** A requirement pip accepts that keeps what the validating environment had: the
- *  installed version's release segment fixes the series, `dist>=X.Y,<X.(Y+1)` (PEP 440
- *  "Version specifiers"; pre-release, post-release and local labels dropped, since a
- *  distribution's own build such as Debian's `1.13.0a0+gitunknown` exists on no index).
- *  A version with no release segment gives the bare name. */
-export function compatiblePin(dist: string, version: string | null): string {
+/** A requirement pip accepts that says what was tested: a lower bound at the installed
+ *  version's release segment, `dist>=X.Y.Z` (PEP 440 "Version specifiers"; pre-release,
+ *  post-release and local labels dropped, since a distribution's own build such as
+ *  Debian's `1.13.0a0+gitunknown` exists on no index). No upper bound: one at the tested
+ *  series would downgrade the distribution in any newer project, and only a known break
+ *  justifies one. A version with no release segment gives the bare name. */
+export function testedPin(dist: string, version: string | null): string {
   const m = version ? /^\s*v?(\d+(?:\.\d+)*)/.exec(version) : null;
-  if (!m) return dist;
-  const rel = m[1].split('.').map(Number);
-  if (rel.length === 1) return `${dist}>=${rel[0]},<${rel[0] + 1}`;
-  return `${dist}>=${rel[0]}.${rel[1]},<${rel[0]}.${rel[1] + 1}`;
+  return m ? `${dist}>=${m[1]}` : dist;
+}
+
+/** Compare two PEP 440 release segments (`2.6.0` < `2.10`); trailing zeros do not count. */
+export function compareRelease(a: string, b: string): number {
+  const pa = (/^\s*v?(\d+(?:\.\d+)*)/.exec(a)?.[1] ?? '0').split('.').map(Number);
+  const pb = (/^\s*v?(\d+(?:\.\d+)*)/.exec(b)?.[1] ?? '0').split('.').map(Number);
+  for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
+    const d = (pa[i] ?? 0) - (pb[i] ?? 0);
+    if (d) return d;
+  }
+  return 0;
+}
+
+/** Whether an installed version meets a PEP 508 requirement's version specifiers
+ *  (`torch>=2.0,<3`; PEP 440 "Version specifiers": `==` (with a `.*` prefix match), `!=`,
+ *  `<`, `<=`, `>`, `>=`, `~=`, `===`), compared on release segments (pre-, post- and local
+ *  labels ignored: `1.13.0a0+gitunknown` is 1.13.0). A requirement without specifiers, or
+ *  one nnrag cannot read (a URL, markers only), is met. */
+export function meetsSpecifier(version: string, requirement: string): boolean {
+  const body = requirement.replace(/;.*$/, '').replace(/^\s*[A-Za-z0-9][A-Za-z0-9._-]*\s*(\[[^\]]*\])?/, '').replace(/[()]/g, '').trim();
+  if (!body || body.startsWith('@')) return true;
+  for (const clause of body.split(',')) {
+    const m = /^\s*(===|==|!=|~=|<=|>=|<|>)\s*([^\s,]+)\s*$/.exec(clause);
+    if (!m) continue;
+    const [, op, want] = m;
+    if ((op === '==' || op === '!=') && want.endsWith('.*')) {
+      const prefix = want.slice(0, -2).split('.');
+      const have = (/^\s*v?(\d+(?:\.\d+)*)/.exec(version)?.[1] ?? '').split('.');
+      const same = prefix.every((p, i) => Number(p) === Number(have[i] ?? 0));
+      if (same !== (op === '==')) return false;
+      continue;
+    }
+    const c = compareRelease(version, want);
+    const ok =
+      op === '>=' ? c >= 0 : op === '>' ? c > 0 : op === '<=' ? c <= 0 : op === '<' ? c < 0 : op === '!=' ? c !== 0 : op === '~=' ? c >= 0 && compatibleUpper(version, want) : c === 0;
+    if (!ok) return false;
+  }
+  return true;
+}
+
+/** `~=X.Y.Z` also requires the same X.Y (PEP 440 "Compatible release"). */
+function compatibleUpper(version: string, want: string): boolean {
+  const w = want.split('.');
+  const prefix = w.slice(0, Math.max(1, w.length - 1)).join('.');
+  return meetsSpecifier(version, `x==${prefix}.*`);
 }
 
 /** De-duplicated, sorted PEP 508 lines (requirements.txt body) for some requirements. */

@@ -60,7 +60,7 @@ export function firstSentence(doc: string | null | undefined): string | null {
   }
   const text = para.join(' ').replace(/\s+/g, ' ').trim();
   if (!text) return null;
-  const m = /^(.*?[.!?])(?=\s+[A-Z0-9"'`(\[]|$)/.exec(text);
+  const m = /^(.*?[.!?])(?=\s+[A-Z0-9"'`([]|$)/.exec(text);
   let s = m ? m[1] : text;
   if (s.length > 300) s = s.slice(0, 299).trimEnd() + '…';
   return s;

@@ -27,7 +27,7 @@
 import { PYTHON_KEYWORDS } from '../util/python.js';
 import { fnv1a, mix32 } from './minhash.js';
 
-export const enum T {
+export enum T {
   NAME = 1,
   KEYWORD = 2,
   INT = 3,

@@ -239,7 +239,7 @@ class Binder {
   /** Bind `name` in the current scope; `at` is the offset of the binding identifier,
    *  or null when the binding has no identifier of that name (imports). */
   private bind(name: string, at: number | null): void {
-    let s = this.scope;
+    const s = this.scope;
     if (s.kind === 'module' || s.globals.has(name)) {
       if (s.kind === 'module') {
         let set = this.moduleBinds.get(this.stmt);
@@ -297,7 +297,7 @@ class Binder {
       stmt: this.stmt,
       seq: this.seq++,
     };
-    if (attrs && attrs.length) {
+    if (attrs?.length) {
       a.attrs = attrs;
       a.attrEnds = attrEnds;
     }
@@ -510,7 +510,7 @@ class Binder {
     const body = n.childForFieldName('body');
     if (!body) return;
     for (const clause of body.namedChildren) {
-      if (!clause || clause.type !== 'case_clause') continue;
+      if (clause?.type !== 'case_clause') continue;
       for (const c of clause.namedChildren) {
         if (!c) continue;
         if (c.type === 'case_pattern') this.visitPattern(c);

@@ -220,7 +220,7 @@ export class RepoCache {
       } else {
         const state = await readState(gitDir);
         revision = (await git(['rev-parse', 'HEAD'], this.gitOpts(dir))).stdout.trim();
-        let needCheckout = !state || !state.complete || state.revision !== revision || !sameList(state.sparse, sparse);
+        let needCheckout = !state?.complete || state.revision !== revision || !sameList(state.sparse, sparse);
         action = 'unchanged';
         if (opts.update) {
           const remoteHead = await this.remoteHead(url);

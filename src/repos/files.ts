@@ -3,7 +3,9 @@
 // `listPythonFiles` walks a work tree (skipping .git, hidden folders, node_modules,
 // __pycache__ and virtual environments), keeps `.py` files inside the path globs, and
 // reports, without failing, symlink loops, symlinks that leave the root, unreadable
-// folders and files over 2 MB.
+// folders and files over 2 MB. A file or folder reached by several paths (symlinks) is
+// listed once, under its real path when it has one, so the walk is linear in the
+// repository's size.
 //
 // Module names follow the import system (Python language reference §5.2.1, "Regular
 // packages"): a folder with `__init__.py` is a regular package, so the sys.path entry
@@ -56,7 +58,15 @@ export async function listPythonFiles(
 
   const dirWanted = (rel: string) => !patterns || patterns.some((p) => globCouldMatchBelow(p, rel));
 
-  const addFile = async (abs: string, rel: string) => {
+  // A file or folder reached by two paths is one file or folder (a repository with two
+  // symlinks to each next level would otherwise be walked once per path: exponential).
+  // Real entries are walked first; symlinks wait in `later` and are followed afterwards,
+  // breadth first, only to what no path has reached yet, so a file keeps its real path.
+  const seenDirs = new Map<string, string>([[realRoot, '.']]);
+  const seenFiles = new Map<string, string>();
+  const later: { abs: string; rel: string; parentReal: string }[] = [];
+
+  const addUnique = async (abs: string, rel: string) => {
     if (patterns && !pathInScope(patterns, rel)) return;
     let st;
     try {
@@ -65,6 +75,13 @@ export async function listPythonFiles(
       problems.push({ path: rel, problem: unreadable(e, rel) });
       return;
     }
+    const key = `${st.dev}:${st.ino}`;
+    const first = seenFiles.get(key);
+    if (first !== undefined) {
+      problems.push({ path: rel, problem: `same file as ${first} (reached through a symlink)` });
+      return;
+    }
+    seenFiles.set(key, rel);
     if (st.size > MAX_PY_FILE_BYTES) {
       problems.push({ path: rel, problem: `too large (${st.size} bytes > ${MAX_PY_FILE_BYTES})` });
       return;
@@ -72,8 +89,15 @@ export async function listPythonFiles(
     files.push({ path: rel, size: st.size, mtimeMs: st.mtimeMs });
   };
 
-  // `ancestors` holds the real paths of the folders on the current walk, for loop detection.
-  const walk = async (abs: string, rel: string, ancestors: Set<string>, real: string): Promise<void> => {
+  const enter = async (abs: string, rel: string, name: string, real: string) => {
+    if (SKIP_DIRS.has(name)) return;
+    if (existsSync(path.join(abs, 'pyvenv.cfg'))) return; // a virtual environment
+    if (!dirWanted(rel)) return;
+    seenDirs.set(real, rel);
+    await walk(abs, rel, real);
+  };
+
+  const walk = async (abs: string, rel: string, real: string): Promise<void> => {
     let entries;
     try {
       entries = await readdir(abs, { withFileTypes: true });
@@ -87,46 +111,47 @@ export async function listPythonFiles(
       if (name.startsWith('.')) continue; // .git, .venv, .tox, hidden files
       const childAbs = path.join(abs, name);
       const childRel = rel ? `${rel}/${name}` : name;
-      let isDir = ent.isDirectory();
-      let isFile = ent.isFile();
-      let childReal = path.join(real, name);
-      if (ent.isSymbolicLink()) {
-        try {
-          childReal = await realpath(childAbs);
-        } catch {
-          if (name.endsWith('.py')) problems.push({ path: childRel, problem: 'broken symlink' });
-          continue;
-        }
-        if (!inside(childReal)) {
-          problems.push({ path: childRel, problem: `symlink leaves the repository (-> ${childReal})` });
-          continue;
-        }
-        try {
-          const st = await stat(childReal);
-          isDir = st.isDirectory();
-          isFile = st.isFile();
-        } catch {
-          continue;
-        }
-        if (isDir && (ancestors.has(childReal) || childReal === real)) {
-          problems.push({ path: childRel, problem: `symlink loop (-> ${path.relative(realRoot, childReal) || '.'})` });
-          continue;
-        }
-      }
-      if (isDir) {
-        if (SKIP_DIRS.has(name)) continue;
-        if (existsSync(path.join(childAbs, 'pyvenv.cfg'))) continue; // a virtual environment
-        if (!dirWanted(childRel)) continue;
-        const next = new Set(ancestors);
-        next.add(real);
-        await walk(childAbs, childRel, next, childReal);
-      } else if (isFile && name.endsWith('.py')) {
-        await addFile(childAbs, childRel);
-      }
+      if (ent.isSymbolicLink()) later.push({ abs: childAbs, rel: childRel, parentReal: real });
+      else if (ent.isDirectory()) await enter(childAbs, childRel, name, path.join(real, name));
+      else if (ent.isFile() && name.endsWith('.py')) await addUnique(childAbs, childRel);
     }
   };
 
-  await walk(root, '', new Set(), realRoot);
+  const follow = async (link: { abs: string; rel: string; parentReal: string }) => {
+    const name = path.basename(link.rel);
+    let target: string;
+    try {
+      target = await realpath(link.abs);
+    } catch {
+      if (name.endsWith('.py')) problems.push({ path: link.rel, problem: 'broken symlink' });
+      return;
+    }
+    if (!inside(target)) {
+      problems.push({ path: link.rel, problem: `symlink leaves the repository (-> ${target})` });
+      return;
+    }
+    let st;
+    try {
+      st = await stat(target);
+    } catch {
+      return;
+    }
+    if (st.isDirectory()) {
+      if (target === link.parentReal || link.parentReal.startsWith(target + path.sep) || target === realRoot) {
+        problems.push({ path: link.rel, problem: `symlink loop (-> ${path.relative(realRoot, target) || '.'})` });
+        return;
+      }
+      const first = seenDirs.get(target);
+      if (first !== undefined) {
+        problems.push({ path: link.rel, problem: `same folder as ${first} (reached through a symlink)` });
+        return;
+      }
+      await enter(link.abs, link.rel, name, target);
+    } else if (st.isFile() && name.endsWith('.py')) await addUnique(link.abs, link.rel);
+  };
+
+  await walk(root, '', realRoot);
+  for (let i = 0; i < later.length; i++) await follow(later[i]);
   files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   return { files, problems };
 }

@@ -61,25 +61,12 @@ export interface ParsedQuery {
  * still finds its block.
  */
 export function parseQuery(q: string, opts: { isWord?: (term: string) => boolean } = {}): ParsedQuery {
-  const words = [...q.matchAll(WORD)].map((m) => m[0]).filter((w) => identifierParts(w).length > 0);
+  // one word's expression is queryWords' (below): the ranked search reads the words one
+  // by one, this joins them for a plain FTS5 query
+  const words = queryWords(q, opts);
   if (!words.length) return { all: null, any: null, words: [] };
-  const groups = words.map((w, wi) => {
-    const parts = identifierParts(w);
-    const last = wi === words.length - 1;
-    // a prefix query scans every indexed word that starts with the term (measured 4× the
-    // cost of the word itself on 10,000 blocks), so a last word that is already an indexed
-    // word is matched as a word
-    const term = (t: string, prefix: boolean) => quoteTerm(t) + (prefix && t.length >= 2 && !opts.isWord?.(t) ? '*' : '');
-    if (parts.length === 1) return term(parts[0], last);
-    const joined = parts.join('');
-    const seq = parts.map((p, i) => term(p, last && i === parts.length - 1)).join(' AND ');
-    return `(${term(joined, last)} OR (${seq}))`;
-  });
-  return {
-    all: groups.join(' AND '),
-    any: groups.length > 1 ? groups.join(' OR ') : null,
-    words: words.map((w) => w.toLowerCase()),
-  };
+  const groups = words.map((w) => w.expr);
+  return { all: groups.join(' AND '), any: groups.length > 1 ? groups.join(' OR ') : null, words: words.map((w) => w.word) };
 }
 
 // ---------------------------------------------------------------- related words
@@ -145,6 +132,9 @@ export function queryWords(q: string, opts: { isWord?: (term: string) => boolean
     if (seen.has(joined)) return;
     seen.add(joined);
     const last = wi === words.length - 1;
+    // a prefix query scans every indexed word that starts with the term (measured 4× the
+    // cost of the word itself on 10,000 blocks), so a last word that is already an indexed
+    // word is matched as a word
     const term = (t: string, prefix: boolean) => quoteTerm(t) + (prefix && t.length >= 2 && !opts.isWord?.(t) ? '*' : '');
     const expr = parts.length === 1 ? term(parts[0], last) : `(${term(joined, last)} OR (${parts.map((p, i) => term(p, last && i === parts.length - 1)).join(' AND ')}))`;
     // related words of the joined word, and of a part whose related words name the same

@@ -14,6 +14,8 @@
 //
 // Requests whose Host header is not the loopback address the server listens on are
 // refused (a web page elsewhere cannot reach the catalog through DNS rebinding).
+import { nextStep } from '../library/advice.js';
+import { validationsOf, type BlockRecord } from '../library/record.js';
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -74,35 +76,21 @@ const COPY_SCRIPT =
   "navigator.clipboard.writeText(t.textContent).then(function(){b.textContent='Copied';setTimeout(function(){b.textContent='Copy'},1500)},function(){b.textContent='Copy failed'})});";
 const COPY_SCRIPT_HASH = `sha256-${createHash('sha256').update(COPY_SCRIPT).digest('base64')}`;
 
-/** What to do about a failure, from its category and message (shown on the block page). */
-export function nextStep(category: string | null | undefined, error: string | null | undefined): string | null {
-  const err = error ?? '';
-  const missing = /No module named '([^'.]+)/.exec(err);
-  if (missing) return `the validation environment lacks the module \`${missing[1]}\`: install it there (Debian: \`apt-get install python3-${missing[1].toLowerCase().replace(/_/g, '-')}\`, or a virtual environment given with --python), then \`nnrag validate ID --force\``;
-  // a keyword a newer torch.nn class takes (LayerNorm(bias=…) since torch 2.1)
-  if (/unexpected keyword argument/.test(err) && /torch/.test(err + category)) return 'the block was written for a newer torch: validate in a torch 2 environment (`nnrag env create DIR`, then `--rootfs DIR`)';
-  switch (category) {
-    case 'needs-args':
-      return 'no default, call site or configuration gave the constructor all its arguments: build it by hand with the arguments its repository uses';
-    case 'forward-shape':
-      return 'no synthesized input fitted: call forward with the input shape its repository uses';
-    case 'unresolved-name':
-      return 'a name of the original is missing from the module: see the diagnostics, and report the block';
-    case 'missing-extern':
-      return 'a third-party package is missing from the validation environment: install it, then `nnrag validate ID --force`';
-    case 'timeout':
-      return 'the check ran out of time: `nnrag validate ID --timeout 120`';
-    case 'memory':
-      return 'the check ran out of memory: `nnrag validate ID --memory 8192`';
-    case 'native-extension':
-      return 'the block needs a compiled extension of its repository (CUDA or C++ ops), which a standalone module cannot carry: `nnrag env create DIR --store S` builds the repository\'s operators for the CPU where its build can';
-    case 'native-op-no-cpu':
-      return 'the block calls a compiled operator that has no CPU kernel: it runs only where the repository\'s GPU build does';
-    case 'needs-gpu':
-      return 'the block only runs on a GPU (CUDA tensors, nn.SyncBatchNorm): validate it on a machine with one';
-    default:
-      return null;
-  }
+/** What to do about a failure (library/advice.ts; shown on the block page). */
+export { nextStep } from '../library/advice.js';
+
+/** The block's verdict in each environment it was validated in (record.validations). */
+function environmentsHtml(rec: Pick<BlockRecord, 'validation' | 'validations' | 'ok'>): string {
+  const envs = Object.entries(validationsOf(rec));
+  if (!envs.length) return '';
+  const passed = envs.filter(([, e]) => e.ok).length;
+  return (
+    `<table id="environments"><tr><th>environment</th><th>id</th><th>verdict</th></tr>` +
+    envs
+      .map(([id, e]) => `<tr><td>${esc(e.label)}</td><td><code>${esc(id)}</code></td><td class="${e.ok ? 'pass' : 'fail'}">${e.ok ? 'passed' : `failed${e.category ? ` (${esc(e.category)})` : ''}`}</td></tr>`)
+      .join('') +
+    `</table><p class="muted">validated in ${passed} of ${envs.length} environment${envs.length === 1 ? '' : 's'}</p>`
+  );
 }
 
 /** A usage snippet (`import` lines, then the call) with its value bound to `y`. */
@@ -241,7 +229,8 @@ async function blockPage(store: Workspace['store'], id: string, hl: Map<string, 
         ? `<table><tr>${Object.keys(stages).map((s) => `<th>${esc(s)}</th>`).join('')}</tr><tr>${Object.values(stages).map((r) => `<td class="${esc(r)}">${esc(r)}</td>`).join('')}</tr></table>`
         : '<p class="muted">not validated</p>') +
       (v?.error ? `<p><strong>${esc(v.category ?? 'error')}</strong>: <code>${esc(v.error)}</code></p>` : '') +
-      (v?.error || v?.category ? ((n) => (n ? `<p id="next-step"><strong>Next step:</strong> ${esc(n).replace(/`([^`]+)`/g, '<code>$1</code>')}</p>` : ''))(nextStep(v?.category, v?.error)) : '') +
+      (v?.error || v?.category ? ((n) => (n ? `<p id="next-step"><strong>Next step:</strong> ${esc(n).replace(/`([^`]+)`/g, '<code>$1</code>')}</p>` : ''))(nextStep(v, id)) : '') +
+      environmentsHtml(rec) +
       (v?.input_shapes ? `<p class="muted">input shapes <code>${esc(JSON.stringify(v.input_shapes))}</code> → output shapes <code>${esc(JSON.stringify(v.output_shapes))}</code>${v.args && Object.keys(v.args).length ? ` · constructor args <code>${esc(JSON.stringify(v.args))}</code>` : ''}</p>` : '') +
       `</section>`,
   );

@@ -3,7 +3,7 @@
 // everything printed is also in the store), and validation results cached by module
 // content hash and validation environment id.
 import { createHash } from 'node:crypto';
-import { BLOCK_RECORD_VERSION, BLOCK_STATUSES, type BlockRecord, type BlockStatus } from '../library/record.js';
+import { BLOCK_RECORD_VERSION, BLOCK_STATUSES, validationsOf, type BlockRecord, type BlockStatus } from '../library/record.js';
 import type { IndexStore } from './store.js';
 
 export function textHash(text: string): string {
@@ -21,11 +21,35 @@ export interface StoredExtraction {
 }
 
 export function putExtraction(store: IndexStore, e: StoredExtraction): void {
-  store.write(() =>
+  store.write(() => {
     store
       .stmt('INSERT OR REPLACE INTO extractions(id, hash, ok, status, lines, record, text, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
-      .run(e.id, e.hash, e.ok ? 1 : 0, e.status, e.lines, JSON.stringify(e.record), e.text, new Date().toISOString()),
-  );
+      .run(e.id, e.hash, e.ok ? 1 : 0, e.status, e.lines, JSON.stringify(e.record), e.text, new Date().toISOString());
+    // the per-environment verdicts (migration 11), for the `--env` filters
+    store.stmt('DELETE FROM block_environments WHERE id = ?').run(e.id);
+    const ins = store.stmt('INSERT INTO block_environments(id, env, label, ok) VALUES (?, ?, ?, ?)');
+    for (const [env, v] of Object.entries(validationsOf(e.record))) ins.run(e.id, env, v.label, v.ok ? 1 : 0);
+  });
+}
+
+/** One block's verdict in one environment. */
+export interface BlockEnvironment {
+  id: string;
+  env: string;
+  label: string;
+  ok: boolean;
+}
+
+/** Every (block, environment) verdict stored, by block id. */
+export function blockEnvironments(store: IndexStore): BlockEnvironment[] {
+  return (store.stmt('SELECT id, env, label, ok FROM block_environments ORDER BY id, env').all() as { id: string; env: string; label: string; ok: number }[]).map((r) => ({ ...r, ok: !!r.ok }));
+}
+
+/** The environments blocks were validated in: id, label, blocks passed and failed. */
+export function environmentSummaries(store: IndexStore): { env: string; label: string; passed: number; failed: number }[] {
+  return store
+    .stmt('SELECT env, MAX(label) AS label, SUM(ok) AS passed, SUM(1 - ok) AS failed FROM block_environments GROUP BY env ORDER BY label')
+    .all() as { env: string; label: string; passed: number; failed: number }[];
 }
 
 export function getExtraction(store: IndexStore, id: string): StoredExtraction | null {
@@ -63,13 +87,18 @@ function decodeStatus(s: string): BlockStatus {
  * A stored record as the current `BlockRecord`. Records written before the record was
  * versioned lack `version`, `repository`, `source` and `emission` (they were faithful
  * emissions), and records of blocks that emitted nothing lack `provenance` and `renames`:
- * those get their defaults; every other field is kept as stored.
+ * those get their defaults; version-1 records have one `validation` and no
+ * `validations`: it becomes the map's one entry (its environment's verdict is the
+ * record's `ok`); every other field is kept as stored.
  */
 export function decodeRecord(json: string): BlockRecord {
   const r = JSON.parse(json) as Partial<BlockRecord> & Pick<BlockRecord, 'id'>;
+  // version 1 kept one validation: it becomes the only entry of the per-environment map
+  const validations = r.validations ?? (r.validation ? validationsOf({ validation: r.validation, ok: r.ok ?? false }) : undefined);
   return {
     ...r,
-    version: r.version ?? BLOCK_RECORD_VERSION,
+    ...(validations ? { validations } : {}),
+    version: BLOCK_RECORD_VERSION,
     id: r.id,
     repository: r.repository ?? r.source?.repo ?? null,
     source: r.source ?? null,
@@ -132,5 +161,8 @@ export function extractionText(store: IndexStore, id: string): string {
 
 /** Forget one stored block (its record and module text). */
 export function deleteExtraction(store: IndexStore, id: string): void {
-  store.write(() => store.stmt('DELETE FROM extractions WHERE id = ?').run(id));
+  store.write(() => {
+    store.stmt('DELETE FROM extractions WHERE id = ?').run(id);
+    store.stmt('DELETE FROM block_environments WHERE id = ?').run(id);
+  });
 }

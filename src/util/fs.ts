@@ -1,5 +1,6 @@
-// Filesystem helpers shared by the stages: folder creation with clear errors, and the
-// one atomic file write (the library folder, exported blocks, the repository cache state).
+// Filesystem helpers shared by the stages: folder creation with clear errors, the one
+// atomic file write (the library folder, exported blocks, the repository cache state), and
+// whether the sandbox's user can reach a folder (root filesystems, PyPI environments).
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -56,4 +57,25 @@ export function writeFileAtomic(file: string, text: string | Uint8Array, opts: {
     rmSync(tmp, { force: true });
     throw e;
   }
+}
+
+/** The first folder on the way to `dir` (itself included when it exists) that the
+ *  sandbox's user cannot pass through, or null. When nnrag runs as root the sandbox runs
+ *  as uid 65534, which needs the others' execute bit on every folder above the root
+ *  filesystem (a `mktemp -d` folder or /root has none). */
+export function unreachableForSandbox(dir: string): string | null {
+  if (typeof process.getuid !== 'function' || process.getuid() !== 0) return null;
+  const parts = path.resolve(dir).split(path.sep).filter(Boolean);
+  let cur: string = path.sep;
+  for (const p of ['', ...parts]) {
+    cur = p ? path.join(cur, p) : cur;
+    let st;
+    try {
+      st = statSync(cur);
+    } catch {
+      return null; // does not exist yet: created below with the default mode
+    }
+    if (st.isDirectory() && (st.mode & 0o001) === 0) return cur;
+  }
+  return null;
 }

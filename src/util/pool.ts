@@ -96,7 +96,10 @@ export class WorkerPool<J, W extends PoolWorker<J>> {
   /** Queue a job. With `grow`, workers are started as the queue needs them (a small
    *  batch does not pay for starting every worker). */
   submit(job: J, opts: { grow?: boolean } = {}): void {
-    if (this.closing || this.broken) return this.hooks.reject(job, this.closing ? 'closed' : 'broken');
+    if (this.closing || this.broken) {
+      this.hooks.reject(job, this.closing ? 'closed' : 'broken');
+      return;
+    }
     this.queue.push(job);
     if (opts.grow) {
       const idle = this.slots.filter((s) => !s.job && !s.pending).length;
@@ -107,7 +110,10 @@ export class WorkerPool<J, W extends PoolWorker<J>> {
 
   /** Put a job back at the head of the queue (a retry runs before new work). */
   requeue(job: J): void {
-    if (this.closing || this.broken) return this.hooks.reject(job, this.closing ? 'closed' : 'broken');
+    if (this.closing || this.broken) {
+      this.hooks.reject(job, this.closing ? 'closed' : 'broken');
+      return;
+    }
     this.queue.unshift(job);
     queueMicrotask(() => this.dispatch());
   }

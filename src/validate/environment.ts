@@ -42,13 +42,45 @@ let harnessCache: { text: string; hash: string } | null = null;
  *  bundled in front as `_NNRAG_BUNDLE = {module: text}` (a JSON object is a Python dict
  *  literal), which harness.py installs as modules: the sandbox receives one file
  *  (--ro-bind-data), so the package folder need not be readable there. */
+/** The harness package's modules (name -> text, `__init__` for the package) in the order
+ *  harness.py executes them: the package first, then each module after the package's
+ *  modules it imports at its top level (`from . import x`, `from .x import …`,
+ *  `from nnrag_harness[.x] import …`, `import nnrag_harness.x`; Language Reference §7.11
+ *  — an indented import runs later, when its function is called, and does not count),
+ *  ties by name. A cycle among top-level imports is an error naming the modules. */
+export function harnessLoadOrder(texts: Map<string, string>): string[] {
+  const deps = new Map<string, Set<string>>();
+  for (const [name, text] of texts) {
+    const d = new Set<string>();
+    for (const m of text.matchAll(/^(?:from[ \t]+(?:\.|nnrag_harness\.?)(\w*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#]+)|import[ \t]+nnrag_harness\.(\w+))/gm)) {
+      const named = m[1] || m[3];
+      const mods = named ? [named] : m[2].replace(/[()]/g, '').split(',').map((x) => x.trim().split(/\s+/)[0]);
+      for (const dep of mods) if (dep !== name && texts.has(dep)) d.add(dep);
+    }
+    if (name !== '__init__') d.add('__init__');
+    deps.set(name, d);
+  }
+  const order: string[] = [];
+  const done = new Set<string>();
+  while (done.size < texts.size) {
+    const ready = [...texts.keys()].filter((n) => !done.has(n) && [...deps.get(n)!].every((d) => done.has(d))).sort();
+    if (!ready.length) {
+      const left = [...texts.keys()].filter((n) => !done.has(n));
+      throw new Error(`the harness package's top-level imports form a cycle among: ${left.join(', ')}`);
+    }
+    order.push(ready[0]);
+    done.add(ready[0]);
+  }
+  return order;
+}
+
 export function harnessSource(): { text: string; hash: string } {
   if (!harnessCache) {
     const pkg = path.join(path.dirname(harnessPath()), 'nnrag_harness');
+    const texts = new Map<string, string>();
+    for (const f of readdirSync(pkg).filter((n) => n.endsWith('.py')).sort()) texts.set(f.slice(0, -3), readFileSync(path.join(pkg, f), 'utf8'));
     const bundle: Record<string, string> = {};
-    for (const f of readdirSync(pkg).filter((n) => n.endsWith('.py')).sort()) {
-      bundle[f === '__init__.py' ? 'nnrag_harness' : `nnrag_harness.${f.slice(0, -3)}`] = readFileSync(path.join(pkg, f), 'utf8');
-    }
+    for (const m of harnessLoadOrder(texts)) bundle[m === '__init__' ? 'nnrag_harness' : `nnrag_harness.${m}`] = texts.get(m)!;
     const text = `_NNRAG_BUNDLE = ${JSON.stringify(bundle)}\n` + readFileSync(harnessPath(), 'utf8');
     harnessCache = { text, hash: createHash('sha256').update(text).digest('hex').slice(0, 16) };
   }
@@ -143,6 +175,8 @@ export interface Probe {
   distributions?: string[];
   /** top-level modules importable from sys.path (the resolver's `importable`) */
   modules?: string[];
+  /** the standard library's top-level module names (sys.stdlib_module_names, 3.10+) */
+  stdlib?: string[];
   torch?: string | null;
   torch_error?: string;
 }
@@ -207,7 +241,7 @@ export async function locatePython(explicit?: string, fast = false): Promise<{ p
 /** Public: the interpreter nnrag would use and its torch version, or null. */
 export async function findPython(explicit?: string): Promise<{ python: string; torch: string } | null> {
   const r = await locatePython(explicit, false);
-  if (!r || !r.probe.torch) return null;
+  if (!r?.probe.torch) return null;
   return { python: r.python, torch: r.probe.torch };
 }
 
@@ -265,20 +299,32 @@ export function maskedDirs(): string[] {
 }
 
 const TOP_LEVEL = ['usr', 'bin', 'sbin', 'lib', 'lib64', 'lib32', 'libx32'];
-/** Entries of the host's /etc a candidate never sees, whatever their permissions: password
- *  and group shadows and their backups, sudo and PAM policy, ssh keys and configuration,
- *  systemd credentials, the machine id, and secrets of network services. */
-const ETC_DENY = new Set([
-  'shadow', 'shadow-', 'gshadow', 'gshadow-', 'passwd-', 'group-', 'subuid-', 'subgid-', 'sudoers', 'sudoers.d', 'sudo.conf',
-  'security', 'pam.d', 'ssh', 'credstore', 'credstore.encrypted', 'machine-id', 'ppp', 'wireguard', 'ipsec.secrets', 'NetworkManager',
-  'krb5.keytab', 'docker', 'containerd', 'cron.d', 'crontab', 'gnupg', 'letsencrypt', 'openvpn',
-]);
+/** The host's /etc entries the sandbox binds (an allow-list: what the interpreter, torch
+ *  and the usual scientific packages read there), never configuration that may carry
+ *  credentials (pip.conf, npmrc, gitconfig, wgetrc, apt's auth.conf.d, netrc-like files
+ *  of services) or policy (shadow, sudoers, PAM, ssh): the dynamic loader's cache and
+ *  configuration, alternatives (BLAS/LAPACK libraries are reached through them), the
+ *  interpreter's own folders (python3, python3.X: Debian's sitecustomize), user and group
+ *  names with nsswitch (getpwuid), time zone, locale aliases, mime types and libmagic's
+ *  database, fonts and matplotlibrc (Debian's matplotlib), the socket module's tables
+ *  (protocols, services, hosts, host.conf, gai.conf, networks; there is no network),
+ *  ssl certificates, terminfo, the system's identification (os-release,
+ *  debian_version, lsb-release, hostname) and mtab. Inside a bound folder the file
+ *  permissions still hold: the sandbox user (uid 65534 when nnrag runs as root) cannot
+ *  read a file that is not world-readable. */
+const ETC_ALLOW = [
+  'ld.so.cache', 'ld.so.conf', 'ld.so.conf.d', 'alternatives',
+  /^python3(\.\d+)?$/,
+  'passwd', 'group', 'nsswitch.conf',
+  'localtime', 'timezone', 'locale.alias', 'locale.conf',
+  'mime.types', 'magic', 'magic.mime',
+  'fonts', 'matplotlibrc',
+  'protocols', 'services', 'hosts', 'host.conf', 'gai.conf', 'networks', 'resolv.conf',
+  'ssl', 'ca-certificates', 'ca-certificates.conf', 'terminfo',
+  'os-release', 'debian_version', 'lsb-release', 'hostname', 'mtab',
+];
 
-/** The host's /etc entries bound read-only into the sandbox: what installed packages keep
- *  there (ld.so, alternatives, matplotlibrc, fonts, ssl certificates, mime types, python3,
- *  passwd and group for user names) — every world-readable top-level entry except
- *  ETC_DENY. Inside a bound folder the file permissions still hold: the sandbox user
- *  (uid 65534 when nnrag runs as root) cannot read a file that is not world-readable. */
+/** Names of ETC_ALLOW that `/etc` holds and that are world-readable (see ETC_ALLOW). */
 export function etcEntries(etc = '/etc'): string[] {
   let names: string[];
   try {
@@ -288,7 +334,7 @@ export function etcEntries(etc = '/etc'): string[] {
   }
   const out: string[] = [];
   for (const f of names.sort()) {
-    if (ETC_DENY.has(f) || f.startsWith('.')) continue;
+    if (!ETC_ALLOW.some((a) => (typeof a === 'string' ? a === f : a.test(f)))) continue;
     let st;
     try {
       st = statSync(path.join(etc, f));
@@ -339,33 +385,55 @@ export function tmpBytes(limits: Limits): number {
  * A classic BPF seccomp program (struct sock_filter[], for bwrap --seccomp) that fails
  * ptrace, process_vm_readv, process_vm_writev and pidfd_getfd with EPERM, and every
  * system call of a foreign ABI (i386 / x32 on x86-64), so no process of the sandbox can
- * read or write another one's memory or take its descriptors. null on an architecture
- * whose numbers we do not list (the worker stays non-dumpable there, which denies the
- * same to processes without capabilities).
+ * read or write another one's memory or take its descriptors. It also fails System V
+ * IPC (shmget/shmat/shmctl/shmdt, msg*, sem*) with EPERM: a segment is memory no rlimit
+ * counts and outlives the process that made it (svipc(7)); and memfd_create /
+ * memfd_secret with ENOSYS, as a kernel without them would (libraries fall back to
+ * /dev/shm, a size-limited tmpfs of the sandbox): a memfd's pages are counted by
+ * neither RLIMIT_AS (unmapped) nor a tmpfs size. null on an architecture whose numbers
+ * we do not list (the worker stays non-dumpable there, which denies the first part to
+ * processes without capabilities).
  */
 export function seccompProgram(arch: string = process.arch): Buffer | null {
   // <linux/audit.h> AUDIT_ARCH_*, and the syscall tables of each architecture
-  const table: Record<string, { audit: number; nrs: number[]; x32?: boolean }> = {
-    x64: { audit: 0xc000003e, nrs: [101, 310, 311, 438], x32: true },
-    arm64: { audit: 0xc00000b7, nrs: [117, 270, 271, 438] },
+  // (arch/x86/entry/syscalls/syscall_64.tbl; include/uapi/asm-generic/unistd.h)
+  const table: Record<string, { audit: number; nrs: number[]; ipc: number[]; memfd: number[]; x32?: boolean }> = {
+    x64: {
+      audit: 0xc000003e,
+      nrs: [101, 310, 311, 438],
+      // shmget shmat shmctl semget semop semctl shmdt msgget msgsnd msgrcv msgctl semtimedop
+      ipc: [29, 30, 31, 64, 65, 66, 67, 68, 69, 70, 71, 220],
+      memfd: [319, 447],
+      x32: true,
+    },
+    arm64: {
+      audit: 0xc00000b7,
+      nrs: [117, 270, 271, 438],
+      // msgget msgctl msgrcv msgsnd semget semctl semtimedop semop shmget shmctl shmat shmdt
+      ipc: [186, 187, 188, 189, 190, 191, 192, 193, 194, 195, 196, 197],
+      memfd: [279, 447],
+    },
   };
   const t = table[arch];
   if (!t) return null;
   const LD_ABS_W = 0x20, JEQ = 0x15, JGE = 0x35, RET = 0x06;
-  const ALLOW = 0x7fff0000, ERRNO_EPERM = 0x00050000 | 1;
+  const ALLOW = 0x7fff0000, ERRNO_EPERM = 0x00050000 | 1, ERRNO_ENOSYS = 0x00050000 | 38;
   type Ins = [number, number, number, number];
   const prog: Ins[] = [];
-  // the deny instruction is the last one; jumps are relative to the next instruction
-  const tests: Array<[number, number]> = [];
-  if (t.x32) tests.push([JGE, 0x40000000]);
-  for (const nr of t.nrs) tests.push([JEQ, nr]);
-  const n = 4 + tests.length + 2; // ld arch, jeq arch, ret deny, ld nr, tests, allow, deny
+  // the two deny instructions are the last ones (ENOSYS, then EPERM); jumps are relative
+  // to the next instruction
+  const tests: Array<[number, number, 'eperm' | 'enosys']> = [];
+  if (t.x32) tests.push([JGE, 0x40000000, 'eperm']);
+  for (const nr of [...t.nrs, ...t.ipc]) tests.push([JEQ, nr, 'eperm']);
+  for (const nr of t.memfd) tests.push([JEQ, nr, 'enosys']);
+  const n = 4 + tests.length + 3; // ld arch, jeq arch, ret deny, ld nr, tests, allow, enosys, eperm
   prog.push([LD_ABS_W, 0, 0, 4]); // seccomp_data.arch
   prog.push([JEQ, 1, 0, t.audit]);
   prog.push([RET, 0, 0, ERRNO_EPERM]);
   prog.push([LD_ABS_W, 0, 0, 0]); // seccomp_data.nr
-  for (const [op, k] of tests) prog.push([op, n - 1 - (prog.length + 1), 0, k]);
+  for (const [op, k, to] of tests) prog.push([op, (to === 'eperm' ? n - 1 : n - 2) - (prog.length + 1), 0, k]);
   prog.push([RET, 0, 0, ALLOW]);
+  prog.push([RET, 0, 0, ERRNO_ENOSYS]);
   prog.push([RET, 0, 0, ERRNO_EPERM]);
   const buf = Buffer.alloc(prog.length * 8);
   prog.forEach(([code, jt, jf, k], i) => {

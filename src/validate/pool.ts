@@ -15,7 +15,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { defaultEnvDir, envPython } from '../environment/pypi.js';
+import { normalizeDistName } from '../environment/names.js';
+import { defaultEnvDir, envPython, lockDigestOf } from '../environment/pypi.js';
 import { NnragError } from '../util/errors.js';
 import { WorkerPool, type PoolWorker } from '../util/pool.js';
 import {
@@ -31,8 +32,13 @@ import {
   type Probe,
   type SandboxConfig,
 } from './environment.js';
-import { DEFAULT_REQUIRED_STAGES, STAGES, type Limits, type PoolOptions, type Stage, type StageStatus, type ValidationRequest, type ValidationResult } from './types.js';
+import { DEFAULT_REQUIRED_STAGES, STAGES, type Limits, type PoolOptions, type Stage, type StageStatus, type ValidationRequest, type ValidationResult, type EnvironmentFacts } from './types.js';
 import { passesStages } from './record.js';
+
+/** One JSON line of the harness (harness.py): untrusted, each field converted where it is
+ *  read (String(), ?? defaults, finalize's checks). */
+// biome-ignore lint/suspicious/noExplicitAny: the protocol boundary; fields are checked where read
+type HarnessMessage = any;
 
 const WORKER_START_TIMEOUT_MS = 120000;
 /** extra time the TS watchdog gives the harness beyond a request's own timeout */
@@ -48,6 +54,9 @@ interface Job {
   reject: (e: Error) => void;
   roots: string[];
   attempts: number;
+  /** set when the original's import killed the worker twice before the candidate
+   *  reported anything: the request runs once more without its original (why) */
+  withoutOriginal?: string;
 }
 
 interface Resolved {
@@ -173,7 +182,7 @@ class Worker implements PoolWorker<Job> {
       const line = this.buf.slice(0, nl);
       this.buf = this.buf.slice(nl + 1);
       if (!line.trim()) continue;
-      let msg: any;
+      let msg: HarnessMessage;
       try {
         msg = JSON.parse(line);
       } catch {
@@ -184,7 +193,7 @@ class Worker implements PoolWorker<Job> {
     if (this.buf.length > 8 << 20) this.buf = '';
   }
 
-  private onMessage(msg: any) {
+  private onMessage(msg: HarnessMessage) {
     if (msg.type === 'ready' && this.state === 'starting') {
       this.info = { torch: String(msg.torch), python: String(msg.python), executable: String(msg.executable) };
       this.state = 'idle';
@@ -237,8 +246,8 @@ class Worker implements PoolWorker<Job> {
       className: job.req.className,
       callSites: job.req.callSites ?? [],
       dataSites: job.req.dataSites ?? [],
-      original: job.req.original ?? null,
-      namespace: job.req.namespace ?? null,
+      original: job.withoutOriginal ? null : (job.req.original ?? null),
+      namespace: job.withoutOriginal ? null : (job.req.namespace ?? null),
       witnesses: job.req.witnesses ?? [],
       witnessRepoTops: job.req.witnessRepoTops ?? [],
       harvest: job.req.harvest ?? null,
@@ -286,23 +295,48 @@ class Worker implements PoolWorker<Job> {
       this.pool.workers.requeue(job);
       return;
     }
+    if (!this.progressSeen && !why.timedOut && job.req.original && !job.withoutOriginal) {
+      // dead twice before the copy's first stage started: what ran is the original's
+      // import (in the repository's zygote), not the copy. The copy is validated without
+      // it; namespace and equivalence are skipped with the reason, never a `parse` failure
+      const reason = `not decided: the original's import killed the validation worker (${why.error.message})`;
+      job.withoutOriginal = reason;
+      const resolve = job.resolve;
+      job.resolve = (r) => {
+        if (r.stages.equivalence === 'skip') r.equivalence = { status: 'skip', reason };
+        if (job.req.namespace && r.stages.namespace === 'skip') r.namespace = { checked: 0, reason, status: 'skip' } as ValidationResult['namespace'];
+        resolve(r);
+      };
+      this.pool.workers.requeue(job);
+      return;
+    }
     const stages = Object.fromEntries(STAGES.map((s) => [s, this.progress.stages[s] ?? 'skip'])) as Record<Stage, StageStatus>;
-    const running = this.progress.running ?? STAGES.find((s) => stages[s] === 'skip') ?? 'import';
-    stages[running] = 'fail';
-    job.resolve(
-      this.pool.finalize(job, {
-        stages,
-        timings: {},
-        category: why.timedOut ? 'timeout' : 'crash',
-        error: why.timedOut ? `worker did not answer within the timeout; killed` : `${why.error.message} while validating (candidate killed its worker?)`,
-        stage: running,
-        args: null,
-        input_shapes: null,
-        output_shapes: null,
-        params: null,
-        ms: Math.round((performance.now() - this.jobStart) * 1000) / 1000,
-      }),
-    );
+    // the stage that was running, else the first after the last one reported (a stage
+    // whose report was lost is never failed beside later stages that ran); null when
+    // every stage reported and only the result line was lost
+    let lastReported = -1;
+    STAGES.forEach((s, i) => {
+      if (this.progress.stages[s] !== undefined) lastReported = i;
+    });
+    const running: Stage | null = this.progress.running ?? STAGES[lastReported + 1] ?? null;
+    if (running) stages[running] = 'fail';
+    const r = this.pool.finalize(job, {
+      stages,
+      timings: {},
+      category: why.timedOut ? 'timeout' : 'crash',
+      error: why.timedOut
+        ? `worker did not answer within the timeout; killed`
+        : `${why.error.message} ${running ? 'while validating (candidate killed its worker?)' : 'after the last stage, before its result (candidate killed its worker?)'}`,
+      stage: running,
+      args: null,
+      input_shapes: null,
+      output_shapes: null,
+      params: null,
+      ms: Math.round((performance.now() - this.jobStart) * 1000) / 1000,
+    });
+    // without its result line nothing says the block finished: never a pass
+    if (!running) r.ok = false;
+    job.resolve(r);
   }
 
   /** Ask the worker to exit and kill it; resolves when its process is gone (at most 3 s). */
@@ -346,9 +380,73 @@ export function environmentIdOf(p: ProbedEnvironment, info: WorkerInfo): string 
   return environmentId({ python: env.probe?.realpath ?? env.python, pythonVersion: info.python, torch: info.torch, sandbox: env.sandbox, rootfs: env.rootfs, probe: env.probe });
 }
 
+/** The facts of a probed environment whose workers reported `info` (types.ts
+ *  EnvironmentFacts), without the per-block distributions (factsForBlock adds them). */
+export function environmentFactsOf(p: ProbedEnvironment, info: WorkerInfo): EnvironmentFacts {
+  const env = p.env;
+  const probe = env.probe;
+  const venv = probe && probe.prefix !== probe.base_prefix ? probe.prefix : undefined;
+  const versions = `python ${info.python}, torch ${info.torch}`;
+  const where = env.rootfs ?? venv;
+  const facts: EnvironmentFacts = {
+    id: environmentIdOf(p, info),
+    label: where ? `${where} (${versions})` : `${env.python} (${versions})`,
+    python: info.python,
+    torch: info.torch,
+    interpreter: env.python,
+  };
+  if (env.rootfs) facts.rootfs = env.rootfs;
+  if (venv) facts.venv = venv;
+  // a PyPI environment nnrag made: its lock (what the environment id is made of)
+  const lock = !env.rootfs && probe?.prefix ? lockDigestOf(probe.prefix) : null;
+  if (lock) facts.lock = lock;
+  return facts;
+}
+
+/** The environment's facts for one block: the installed distributions (probe) that
+ *  provide the block's top-level imports, torch always included. An import maps to the
+ *  distribution named like it (PEP 503 normalisation) or, for the well-known mismatches
+ *  (`PIL` → Pillow), the table `names` gives; an import no distribution provides is left
+ *  out (export names it without a version). */
+export function factsForBlock(facts: EnvironmentFacts, probe: Probe | null, imports: readonly string[], names: Record<string, string> = {}): EnvironmentFacts {
+  const norm = normalizeDistName;
+  const { installed, stdlib } = probeIndex(probe);
+  const out = new Set<string>();
+  const unpinned: string[] = [];
+  for (const top of new Set(['torch', ...imports.map((m) => m.split('.')[0]).filter((m) => m && !m.startsWith('.'))])) {
+    const hit = installed.get(norm(top)) ?? (names[top] ? installed.get(norm(names[top])) : undefined);
+    if (hit) out.add(hit);
+    else if (top !== 'torch' && !stdlib.has(top) && top !== '__future__') unpinned.push(top);
+  }
+  // torch as the workers imported it (a distribution without dist-info, e.g. a source
+  // build, is still tested)
+  if (![...out].some((d) => d.startsWith('torch=='))) out.add(`torch==${facts.torch}`);
+  const r: EnvironmentFacts = { ...facts, distributions: [...out].sort() };
+  if (unpinned.length) r.unpinned = unpinned.sort();
+  return r;
+}
+
+/** A probe's installed distributions by PEP 503 name and its standard-library names, built
+ *  once per probe (factsForBlock runs for every validated block). */
+const probeIndexes = new WeakMap<Probe, { installed: Map<string, string>; stdlib: Set<string> }>();
+function probeIndex(probe: Probe | null): { installed: Map<string, string>; stdlib: Set<string> } {
+  const known = probe && probeIndexes.get(probe);
+  if (known) return known;
+  const installed = new Map<string, string>();
+  for (const d of probe?.distributions ?? []) {
+    const i = d.indexOf('==');
+    if (i > 0) installed.set(normalizeDistName(d.slice(0, i)), d);
+  }
+  const out = { installed, stdlib: new Set(probe?.stdlib ?? []) };
+  if (probe) probeIndexes.set(probe, out);
+  return out;
+}
+
 export class ValidatorPool {
   readonly env: Resolved;
   envId = '';
+  /** what this environment is (EnvironmentFacts without per-block distributions) */
+  facts: EnvironmentFacts | null = null;
   /** ProbedEnvironment.key of this pool's environment */
   envKey = '';
   readonly warnings: string[] = [];
@@ -444,6 +542,7 @@ export class ValidatorPool {
     pool.torch = w0.torch;
     pool.pythonVersion = w0.python;
     pool.envId = environmentIdOf(p, { torch: w0.torch, python: w0.python });
+    pool.facts = environmentFactsOf(p, { torch: w0.torch, python: w0.python });
     pool.envKey = p.key;
     pool.startMs = performance.now() - t0;
     pool.startBreakdown = { environmentMs: tEnv - t0, workersMs: performance.now() - tEnv };
@@ -503,7 +602,7 @@ export class ValidatorPool {
   }
 
   /** @internal convert a harness result line */
-  toResult(job: Job, msg: any): ValidationResult {
+  toResult(job: Job, msg: HarnessMessage): ValidationResult {
     return this.finalize(job, {
       stages: msg.stages,
       timings: msg.timings ?? {},
@@ -537,6 +636,7 @@ export class ValidatorPool {
     const ok = passesStages(r, required);
     const out: ValidationResult = { id: job.req.id, ok, ...r, envId: this.envId };
     if (!this.env.rootfs) out.python = this.env.python;
+    if (this.facts) out.environment = this.facts;
     for (const k of ['layers', 'equivalence', 'namespace', 'traceback', 'output', 'usage', 'usageCheck', 'usageSkipped', 'argumentsSource', 'argumentsOrigin', 'harvest', 'witnessSkipped'] as const) if (out[k] === undefined) delete out[k];
     return out;
   }

@@ -8,35 +8,45 @@ import { DEFAULT_REQUIRED_STAGES, type Stage, type ValidationRequest, type Valid
  *  traceback and output. */
 export type ValidationRecord = Pick<
   ValidationResult,
-  'stages' | 'category' | 'error' | 'args' | 'argumentsSource' | 'argumentsOrigin' | 'input_shapes' | 'output_shapes' | 'params' | 'envId' | 'equivalence' | 'namespace' | 'layers' | 'python' | 'usage' | 'usageCheck'
+  'stages' | 'category' | 'error' | 'args' | 'argumentsSource' | 'argumentsOrigin' | 'input_shapes' | 'output_shapes' | 'params' | 'envId' | 'equivalence' | 'namespace' | 'layers' | 'python' | 'usage' | 'usageCheck' | 'environment'
 > & {
   /** a missing-extern failure as a requirement (missing.ts): module, distribution, Debian
    *  package, whether the environment could have it */
   missing?: import('./missing.js').MissingRequirement;
+  /** a torch-version failure: the torch requirement the block's repository declares
+   *  (its packaging files, library/repo-requirements.ts), the version that has the API */
+  torchRequired?: { spec: string; file: string; line: number };
 };
 
 /** Longest error message a stored record keeps. */
 export const MAX_STORED_ERROR = 1000;
 
-function cap(s: string | null, n: number): string | null {
-  return s !== null && s.length > n ? s.slice(0, n) + '…' : s;
+/** A text of at most `n` characters (plus the elision mark), cut from the middle: its
+ *  beginning (the exception's type, a traceback's outer frames) and its end (the
+ *  message's end, the innermost frames and the exception line) are what tell why. */
+export function capMiddle(s: string | null, n: number): string | null {
+  if (s === null || s.length <= n) return s;
+  const head = Math.floor(n / 3);
+  return s.slice(0, head) + '…' + s.slice(s.length - (n - head));
 }
 
 /**
  * A result as it may be stored (validation cache, `library/failed/*.json`): no text a
  * candidate printed (`output`), a traceback reduced to its frame lines and the
- * exception line (no source lines: they quote files), an error message capped at
- * MAX_STORED_ERROR characters. Whatever a candidate read cannot travel further than
- * the capped message of its own failure.
+ * exception line (no source lines: they quote files), both it and the error message
+ * capped from the middle (MAX_STORED_ERROR characters for the message), so the
+ * exception's type and message and the innermost frames stay. Whatever a candidate read
+ * cannot travel further than the capped message of its own failure.
  */
 export function forStorage(r: ValidationResult): ValidationResult {
-  const out: ValidationResult = { ...r, error: cap(r.error, MAX_STORED_ERROR) };
+  const out: ValidationResult = { ...r, error: capMiddle(r.error, MAX_STORED_ERROR) };
   delete out.output;
   if (r.traceback !== undefined) {
     const lines = r.traceback.split('\n');
     const frames = lines.filter((l) => /^\s*File "/.test(l) || /^Traceback /.test(l));
-    const last = [...lines].reverse().find((l) => l.trim() && !/^\s/.test(l));
-    out.traceback = cap([...frames, ...(last && !frames.includes(last) ? [last] : [])].join('\n'), 4000 + MAX_STORED_ERROR) ?? undefined;
+    const last = [...lines].reverse().find((l) => l.trim() && !/^\s/.test(l) && !/^Traceback /.test(l));
+    const tail = last && !frames.includes(last) ? [capMiddle(last, MAX_STORED_ERROR)!] : [];
+    out.traceback = capMiddle([...frames, ...tail].join('\n'), 4000 + MAX_STORED_ERROR) ?? undefined;
   }
   return out;
 }
@@ -46,7 +56,7 @@ export function toRecord(r: ValidationResult): ValidationRecord {
   const rec: ValidationRecord = {
     stages: r.stages,
     category: r.category,
-    error: cap(r.error, MAX_STORED_ERROR),
+    error: capMiddle(r.error, MAX_STORED_ERROR),
     args: r.args,
     input_shapes: r.input_shapes,
     output_shapes: r.output_shapes,
@@ -62,6 +72,7 @@ export function toRecord(r: ValidationResult): ValidationRecord {
     rec.usage = r.usage;
     if (r.usageCheck) rec.usageCheck = r.usageCheck;
   }
+  if (r.environment) rec.environment = r.environment;
   return rec;
 }
 

@@ -7,7 +7,7 @@
 // minutes. The mirror is `opts.mirror`, else debootstrap's own default. The result is
 // then checked by running `import torch` inside it through bwrap.
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { NnragError } from '../util/errors.js';
 import { defaultLimits, findBwrap, probeInSandbox, which } from './environment.js';
@@ -34,26 +34,9 @@ export interface CreateRootfsOptions {
 
 export const BASE_PACKAGES = ['python3', 'python3-torch', 'python3-torchvision', 'python3-pil'];
 
-/** The first folder on the way to `dir` (itself included when it exists) that the
- *  sandbox's user cannot pass through, or null. When nnrag runs as root the sandbox runs
- *  as uid 65534, which needs the others' execute bit on every folder above the root
- *  filesystem (a `mktemp -d` folder or /root has none). */
-export function unreachableForSandbox(dir: string): string | null {
-  if (typeof process.getuid !== 'function' || process.getuid() !== 0) return null;
-  const parts = path.resolve(dir).split(path.sep).filter(Boolean);
-  let cur: string = path.sep;
-  for (const p of ['', ...parts]) {
-    cur = p ? path.join(cur, p) : cur;
-    let st;
-    try {
-      st = statSync(cur);
-    } catch {
-      return null; // does not exist yet: created below with the default mode
-    }
-    if (st.isDirectory() && (st.mode & 0o001) === 0) return cur;
-  }
-  return null;
-}
+import { unreachableForSandbox } from '../util/fs.js';
+
+export { unreachableForSandbox };
 
 export async function createRootfs(dir: string, opts: CreateRootfsOptions = {}): Promise<void> {
   const target = path.resolve(dir);

@@ -16,6 +16,9 @@ export type StageStatus = 'pass' | 'fail' | 'skip';
 export type FailureCategory =
   | 'syntax'
   | 'missing-extern'
+  /** torch lacks an API the block uses (`module 'torch' has no attribute 'compiler'`):
+   *  another torch version has it */
+  | 'torch-version'
   | 'unresolved-name'
   | 'native-extension'
   | 'native-op-no-cpu'
@@ -108,12 +111,13 @@ export interface EquivalenceResult {
   originalMs?: number;
 }
 
-/** Where the constructor arguments that were used came from: an observed call of the
+/** Where the constructor arguments that were used came from: the user (`--args`,
+ *  `--input-shape`), an observed call of the
  *  original (witness, issue 11), a call site in the corpus, an entry of a configuration
- *  table, or defaults and guesses from annotations; a witness from the repository's own
+ *  table, or defaults and guesses from annotations (`user`: --args / --input-shape); a witness from the repository's own
  *  tests (`test`), a class docstring's `>>>` examples (`doctest`), a Markdown code block
  *  (`readme`) or an examples/ script (`example`) names that source. */
-export type ArgumentsSource = 'witness' | 'test' | 'doctest' | 'readme' | 'example' | 'call-site' | 'config-table' | 'guess';
+export type ArgumentsSource = 'user' | 'witness' | 'test' | 'doctest' | 'readme' | 'example' | 'call-site' | 'config-table' | 'guess';
 
 /** A value as JSON carries it. */
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
@@ -169,6 +173,38 @@ export interface ValidationResult {
   /** the interpreter that validated, when it runs on the host (not inside a --rootfs):
    *  exported requirements are pinned to what it has installed */
   python?: string;
+  /** what the environment that ran was (its probe and workers): export pins and lists
+   *  these, the library keeps one validation per environment id */
+  environment?: EnvironmentFacts;
+}
+
+/** The facts of one validation environment, from its probe (`harness.py --probe`) and its
+ *  workers (torch's and Python's versions as imported), with the lock digest of a PyPI
+ *  environment nnrag made. */
+export interface EnvironmentFacts {
+  /** the environment id (environmentId): same id, same stored validation */
+  id: string;
+  /** short human name: the root filesystem or virtual environment, else the
+   *  interpreter, with Python's and torch's versions (`python 3.13.5, torch 2.9.1`) */
+  label: string;
+  /** Python version the workers ran (`3.13.5`) */
+  python: string;
+  /** torch.__version__ as imported by the workers (`2.9.1+cpu`) */
+  torch: string;
+  /** the root filesystem the interpreter ran in (`--rootfs`), if any */
+  rootfs?: string;
+  /** the interpreter as invoked (inside `rootfs` when given) */
+  interpreter?: string;
+  /** sys.prefix when it differs from base_prefix (a virtual environment, PEP 405) */
+  venv?: string;
+  /** digest of the lock of a PyPI environment `nnrag env create` made (nnrag-lock.txt) */
+  lock?: string;
+  /** installed distributions (`name==version`, PEP 503 names) of the modules the block
+   *  imports, torch included: what the block was tested with */
+  distributions?: string[];
+  /** top-level imports of the block that no installed distribution provides by name and
+   *  that are not in the standard library (export requires them by name, unversioned) */
+  unpinned?: string[];
 }
 
 export interface PoolOptions {

@@ -90,7 +90,7 @@ describe('cli', () => {
       assert.ok(rec.externs.includes('torch'));
     }
     const bad = nnrag('extract', '--store', store, '--block', 'NoSuchBlock', '--no-validate');
-    assert.equal(bad.code, 1);
+    assert.equal(bad.code, 2, 'a name that names no block is bad usage (README)');
     assert.match(bad.stderr, /no block named "NoSuchBlock"/);
     // Mlp is ambiguous: a usage error that lists the candidates with their repositories
     const amb = nnrag('extract', '--store', store, '--block', 'Mlp', '--no-validate', '--out', out);

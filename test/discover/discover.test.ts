@@ -9,6 +9,7 @@ import { describe, it } from 'node:test';
 import * as api from '../../src/nnrag.js';
 import { UsageError } from '../../src/util/errors.js';
 import { fixture, repoRoot, tempDir } from '../helpers.js';
+import { needsTorch } from '../support/tier.js';
 import { PYTHON } from '../support/python.js';
 
 function writeTree(root: string, files: Record<string, string>): void {
@@ -22,6 +23,29 @@ function writeTree(root: string, files: Record<string, string>): void {
 const spec = (name: string, p: string, priority = 1) => ({ name, url: null, path: p, priority, paths: [], description: null, packageRoots: null });
 
 describe('discovery', () => {
+  it("a class defined under `if __name__ == '__main__':` is no block; one in its else branch or another `if` is", async () => {
+    const dir = tempDir();
+    const repo = path.join(dir, 'repo');
+    const block = (name: string, indent = '') => `${indent}class ${name}(nn.Module):\n${indent}    def forward(self, x):\n${indent}        return x\n`;
+    writeTree(repo, {
+      'pkg/__init__.py': '',
+      'pkg/script.py':
+        'from torch import nn\n\n' + block('Real') +
+        "\nif __name__ == '__main__':\n    import sys\n" + block('ScriptOnly', '    ') +
+        '\nif ("__main__" == __name__):\n' + block('AlsoScriptOnly', '    ') +
+        "else:\n" + block('ImportedBranch', '    ') +
+        '\nif __name__ != "__main__":\n' + block('OnImport', '    ') +
+        '\nif nn is not None:\n' + block('Conditional', '    '),
+    });
+    const ws = api.Workspace.open(path.join(dir, 'store'));
+    try {
+      await api.index(ws, { repos: [spec('r', repo)] });
+      assert.deepEqual(api.storedBlocks(ws).map((b) => b.name).sort(), ['Conditional', 'ImportedBranch', 'OnImport', 'Real']);
+    } finally {
+      ws.close();
+    }
+  });
+
   it('follows the index: a block added or deleted by re-indexing appears or disappears', async () => {
     const dir = tempDir();
     const repo = path.join(dir, 'repo');
@@ -171,7 +195,7 @@ describe('discovery', () => {
     }
   });
 
-  it('knows every class of torch.nn as a base, under any module path or alias', async () => {
+  it('knows every class of torch.nn as a base, under any module path or alias', { skip: needsTorch() }, async () => {
     // fixture test/fixtures/discover/torch-bases: private bases of torch.nn's submodules
     // (_BatchNorm, _ConvNd, _DropoutNd, _NormBase), containers, DistributedDataParallel,
     // parametrize.ParametrizationList, import aliases; Parameter is not a module

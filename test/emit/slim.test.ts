@@ -15,7 +15,7 @@ import { chmodSync, cpSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import * as api from '../../src/nnrag.js';
 import { extractAndValidate, type Extraction, type SlimInputs } from '../../src/commands/extract.js';
-import { entryCallFromArgs, entryCallFromText } from '../../src/emit/slim/values.js';
+import { entryCallFromArgs, entryCallFromText } from '../../src/emit/slim/entry.js';
 import { ValidatorPool } from '../../src/validate/index.js';
 import { fixture, tempDir } from '../helpers.js';
 import { BLOCK_RECORD_SCHEMA } from '../../src/library/record-schema.js';
@@ -219,16 +219,16 @@ test('slim is kept where it validates as faithful does (with equivalence), else 
       // package, which does not import slimpkg.blocks) is not used for this one
       assert.equal(v.stages.namespace, 'pass', id);
     }
-    // Computed's option name is computed: slim pruned it and fails to build; faithful works
+    // Computed's option name is computed (`''.join(parts)`): the lookup `_ACTS[name.lower()]`
+    // may ask for any entry, so slim keeps the dict whole and validates (no KeyError)
     const c = by.get('slimpkg.blocks.Computed')!;
-    const em = c.emission as { profile: string; fallbackReason: string };
-    assert.equal(em.profile, 'faithful');
-    assert.match(em.fallbackReason, /slim module failed instantiate/);
+    const em = c.emission as { profile: string; removed: { kind: string }[] };
+    assert.equal(em.profile, 'slim');
+    assert.ok(!em.removed.some((r) => r.kind === 'options'), JSON.stringify(em.removed));
     assert.equal(c.ok, true);
     assert.match((c.validation as { stages: Record<string, string> }).stages.equivalence, /pass/);
-    // the stored module is the faithful one
-    const stored = api.extractText(ws, 'slimpkg.blocks.Computed', { profile: 'faithful' }).text;
-    assert.ok(stored.includes('class Gate'));
+    const cslim = api.extractText(ws, 'slimpkg.blocks.Computed', { profile: 'slim' }).text;
+    for (const s of ['class Gate', 'gate=Gate', 'swishy=Swishy']) assert.ok(cslim.includes(s), s);
     // Switched sets the attribute its branch tests through __dict__: the value analysis
     // prunes the branch that builds Scale, the slim module fails to build, faithful is kept
     const sw = by.get('slimpkg.typed.Switched')!;

@@ -17,10 +17,11 @@ import { declaredDistributionName, envFor, envPython, findUv, lockPins, nativeBu
 import { extractAndValidate } from '../../src/commands/extract.js';
 import { pypiNeeds } from '../../src/commands/environment.js';
 import { tempDir } from '../helpers.js';
+import { needsTorch } from '../support/tier.js';
 
 const BASE = '/usr/bin/python3';
 const uv = findUv();
-const skip = !uv ? 'uv is not installed (scripts/setup.sh installs it)' : !existsSync(BASE) ? 'no /usr/bin/python3' : false;
+const skip = needsTorch() || (!uv ? 'uv is not installed (scripts/setup.sh installs it)' : !existsSync(BASE) ? 'no /usr/bin/python3' : false);
 
 function write(root: string, files: Record<string, string>): string {
   for (const [rel, text] of Object.entries(files)) {

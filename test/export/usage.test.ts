@@ -8,6 +8,7 @@
 // comments (commentBlock) and show only snippets of the renderer's shape (plainUsage).
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
+import { needsTorch } from '../support/tier.js';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { before, describe, test } from 'node:test';
@@ -17,7 +18,7 @@ import { fixture, repoRoot, tempDir } from '../helpers.js';
 
 const PY = '/usr/bin/python3';
 const bin = path.join(repoRoot, 'dist', 'src', 'cli', 'bin.js');
-const haveTorch = existsSync(PY) && (() => {
+const haveTorch = !needsTorch() && existsSync(PY) && (() => {
   try { execFileSync(PY, ['-c', 'import torch'], { stdio: 'ignore' }); return true; } catch { return false; }
 })();
 const haveBwrap = existsSync('/usr/bin/bwrap');

@@ -175,7 +175,7 @@ test('problems: > 2 MB file, invalid UTF-8, syntax error, symlink loop; none fat
   assert.deepEqual(st.problemsByKind, { 'invalid-utf8': 1, 'symlink-loop': 1, 'syntax-error': 1, 'too-large': 1 });
   assert.equal(st.lastRun?.mode, 'missing');
   assert.match(formatStats(st), /4 files, .* 1 files with syntax errors/);
-  assert.match(formatIndexReport(r2), /4 problems:\n  r\/pkg\/big.py: too-large/);
+  assert.match(formatIndexReport(r2), /4 problems:\n {2}r\/pkg\/big.py: too-large/);
   assertConsistent(store);
   store.close();
 });

@@ -19,9 +19,10 @@ import type { BlockSpec } from '../../src/library/spec-types.js';
 import { originUrl } from '../../src/library/swhid.js';
 import { extractAndValidate } from '../../src/commands/extract.js';
 import { repoRoot, tempDir } from '../helpers.js';
+import { needsTorch } from '../support/tier.js';
 
 const PY = '/usr/bin/python3';
-const haveTorch = existsSync(PY) && (() => {
+const haveTorch = !needsTorch() && existsSync(PY) && (() => {
   try { execFileSync(PY, ['-c', 'import torch'], { stdio: 'ignore' }); return true; } catch { return false; }
 })();
 const skip = !haveTorch && 'no /usr/bin/python3 with torch';

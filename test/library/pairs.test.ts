@@ -15,6 +15,7 @@ import { detectLicense, licenseFromName, licenseFromText } from '../../src/libra
 import { listExtractions } from '../../src/store/records.js';
 import { extractAndValidate } from '../../src/commands/extract.js';
 import { repoRoot, tempDir } from '../helpers.js';
+import { needsTorch } from '../support/tier.js';
 
 const MIT = `MIT License
 
@@ -44,7 +45,7 @@ before(async () => {
   }
 });
 
-test('export-pairs: one JSON line per block with license, provenance and the module as target', async () => {
+test('export-pairs: one JSON line per block with license, provenance and the module as target', { skip: needsTorch() }, async () => {
   const file = path.join(store, 'pairs.jsonl');
   const { stdout } = await promisify(execFile)(process.execPath, [BIN, 'export-pairs', '--store', store, '--out', file, '--all', '--json', '--python', '/usr/bin/python3']);
   const summary = JSON.parse(stdout) as { pairs: number; licenses: Record<string, number> };

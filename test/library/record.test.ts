@@ -8,6 +8,7 @@ import path from 'node:path';
 import * as api from '../../src/nnrag.js';
 import { BLOCK_RECORD_SCHEMA, blockRecordSchemaText } from '../../src/library/record-schema.js';
 import { decodeRecord, getExtraction } from '../../src/store/records.js';
+import { addValidation, BLOCK_RECORD_VERSION, matchesEnvironment, validationsOf } from '../../src/library/record.js';
 import { repoRoot, tempDir } from '../helpers.js';
 import { violations } from '../support/json-schema.js';
 
@@ -51,9 +52,38 @@ test('a record stored before the record was versioned decodes to the current rec
   const old = { id: 'pkg.m.Block', file: '/lib/extracted/pkg.m.Block.py', ok: true, lines: 3, diagnostics: [], interned: ['pkg.m'], externs: ['torch'], ms: 2.5 };
   const r = decodeRecord(JSON.stringify(old));
   assert.deepEqual(violations(BLOCK_RECORD_SCHEMA, r), []);
-  assert.equal(r.version, 1);
+  assert.equal(r.version, BLOCK_RECORD_VERSION);
   assert.deepEqual(r.emission, { profile: 'faithful' });
   assert.deepEqual(r.provenance, []);
   assert.equal(r.file, old.file);
   assert.deepEqual(r.externs, ['torch']);
+});
+
+test('a version-1 record keeps its one validation as its one environment; a run elsewhere adds, a failure elsewhere does not unvalidate', () => {
+  const stages = { parse: 'pass', compile: 'pass', import: 'pass', namespace: 'skip', instantiate: 'pass', forward: 'pass', equivalence: 'skip' } as const;
+  const v1 = { version: 1, id: 'pkg.m.Block', ok: true, lines: 3, externs: ['torch'], ms: 1, validation: { stages, category: null, error: null, args: {}, input_shapes: [[1]], output_shapes: [[1]], params: 0, envId: 'aaaa1111bbbb2222', python: '/usr/bin/python3' } };
+  const r = decodeRecord(JSON.stringify(v1));
+  assert.deepEqual(violations(BLOCK_RECORD_SCHEMA, JSON.parse(JSON.stringify(r))), []);
+  assert.deepEqual(Object.keys(r.validations!), ['aaaa1111bbbb2222']);
+  assert.equal(r.validations!.aaaa1111bbbb2222.ok, true);
+  assert.equal(r.validations!.aaaa1111bbbb2222.label, '/usr/bin/python3');
+
+  // the same module fails in another environment (torch too old): added, the block stays validated
+  const failed = { ...v1.validation, stages: { ...stages, forward: 'fail' as const }, category: 'torch-version', envId: 'cccc3333dddd4444', environment: { id: 'cccc3333dddd4444', label: 'python 3.11.2, torch 1.13.1', python: '3.11.2', torch: '1.13.1' } };
+  const m = addValidation(validationsOf(r), failed, false);
+  assert.equal(m.ok, true);
+  assert.deepEqual(Object.keys(m.validations).sort(), ['aaaa1111bbbb2222', 'cccc3333dddd4444']);
+  assert.equal(m.validation.envId, 'aaaa1111bbbb2222', 'the validation shown is the one that passed');
+  assert.equal(m.validations.cccc3333dddd4444.ok, false);
+  // the first environment re-runs and now fails: no environment passes any more
+  const again = addValidation(m.validations, { ...failed, envId: 'aaaa1111bbbb2222', environment: undefined }, false);
+  assert.equal(again.ok, false);
+  assert.equal(Object.keys(again.validations).length, 2, 'a re-run in the same environment replaces its entry');
+  // --env matches an id, a prefix of it, or a part of the label
+  const env = { id: 'cccc3333dddd4444', label: failed.environment.label };
+  assert.ok(matchesEnvironment(env, 'cccc3333dddd4444'));
+  assert.ok(matchesEnvironment(env, 'cccc33'));
+  assert.ok(matchesEnvironment(env, 'torch 1.13'));
+  assert.ok(!matchesEnvironment(env, 'torch 2.6'));
+  assert.ok(!matchesEnvironment(env, 'ccc'), 'an id prefix needs four characters');
 });

@@ -5,6 +5,7 @@ import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, rmSync } from 'node:fs';
 import { debianPackageFor, environmentGaps, readDeclaredRequirements, repositoryRequirements } from '../../src/library/repo-requirements.js';
+import { meetsSpecifier } from '../../src/library/requirements.js';
 import { initParser } from '../../src/parse/parser.js';
 import { fixture } from '../helpers.js';
 
@@ -64,7 +65,7 @@ test('imports of the emitted blocks next to what the repository declares', () =>
     { module: 'cv2', blocks: 1, distribution: 'opencv-python', declared: true },
     { module: 'xformers', blocks: 1, distribution: 'xformers', declared: false },
   ]);
-  assert.equal(r.debian['pyyaml'], debianPackageFor('PyYAML'));
+  assert.equal(r.debian.pyyaml, debianPackageFor('PyYAML'));
 });
 
 test('Debian packages: dh-python\'s table where a name differs, else python3-<name>', () => {
@@ -95,4 +96,33 @@ test('what the environment lacks: imports that do not import, declared requireme
   assert.ok(!names.includes('regex'), 'a requirement with an environment marker is not assumed to apply');
   assert.ok(!names.includes('pytest') && !names.includes('scipy'), 'dev and optional groups are not required');
   for (const g of gaps) assert.ok(g.candidate === null || typeof g.candidate === 'string');
+});
+
+test('the torch a repository declares is checked like any requirement: its version too', async () => {
+  // the fixture declares `torch>=1.8` (requirements.txt line 6)
+  const reqs = repositoryRequirements([{ name: 'fixture', root }], [{ repo: 'fixture', externs: ['torch'] }], (m) => m, () => false, () => true);
+  const installed = new Set(['torch', 'numpy', 'pyyaml', 'termcolor', 'packaging', 'tqdm', 'timm', 'h5py', 'fvcore', 'libjpeg-turbo', 'rich', 'einops', 'regex']);
+  const old = await environmentGaps(reqs, installed, new Map([['torch', '1.7.1']]));
+  const t = old.find((g) => g.distribution === 'torch');
+  assert.ok(t, JSON.stringify(old.map((g) => g.distribution)));
+  assert.deepEqual(t!.version, { installed: '1.7.1', required: 'torch>=1.8', file: 'requirements.txt', line: 6 });
+  assert.deepEqual(t!.neededBy, [{ repo: 'fixture', why: 'declared' }]);
+  assert.equal(t!.candidate, null, 'no Debian candidate is offered for a version gap');
+  // Debian's build of 1.13 meets it (pre-release and local labels do not count)
+  const ok = await environmentGaps(reqs, installed, new Map([['torch', '1.13.0a0+gitunknown']]));
+  assert.ok(!ok.some((g) => g.distribution === 'torch'));
+});
+
+test('PEP 440 specifiers against installed versions', () => {
+  assert.equal(meetsSpecifier('1.13.0a0+gitunknown', 'torch>=2.0'), false);
+  assert.equal(meetsSpecifier('2.6.0+cpu', 'torch>=2.0'), true);
+  assert.equal(meetsSpecifier('2.6.0', 'torch>=2.0,<2.5'), false);
+  assert.equal(meetsSpecifier('2.4.1', 'torch >= 2.0, < 2.5'), true);
+  assert.equal(meetsSpecifier('1.13.1', 'torch==1.13.*'), true);
+  assert.equal(meetsSpecifier('1.12.1', 'torch==1.13.*'), false);
+  assert.equal(meetsSpecifier('1.13.1', 'torch!=1.13.1'), false);
+  assert.equal(meetsSpecifier('1.4.2', 'pkg~=1.4'), true);
+  assert.equal(meetsSpecifier('2.0', 'pkg~=1.4'), false);
+  assert.equal(meetsSpecifier('0.9', 'pkg[extra]>1.0'), false);
+  assert.equal(meetsSpecifier('1.0', 'torch'), true, 'no specifier: met');
 });

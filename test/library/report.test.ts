@@ -14,9 +14,10 @@ import { buildReport, reportHtml, type LibraryReport } from '../../src/library/r
 import { wilson } from '../../src/library/stats.js';
 import { extractAndValidate } from '../../src/commands/extract.js';
 import { repoRoot, tempDir } from '../helpers.js';
+import { needsTorch } from '../support/tier.js';
 
 const PY = '/usr/bin/python3';
-const haveTorch = existsSync(PY) && (() => {
+const haveTorch = !needsTorch() && existsSync(PY) && (() => {
   try { execFileSync(PY, ['-c', 'import torch'], { stdio: 'ignore' }); return true; } catch { return false; }
 })();
 const skip = !haveTorch && 'no /usr/bin/python3 with torch';

@@ -3,11 +3,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { needsTorch } from '../support/tier.js';
 import { existsSync } from 'node:fs';
 import { resolveRequirements, requirementLines, publicVersion, topLevelName } from '../../src/library/requirements.js';
 
 const PY = '/usr/bin/python3';
-const haveTorch = existsSync(PY) && (() => {
+const haveTorch = !needsTorch() && existsSync(PY) && (() => {
   try { execFileSync(PY, ['-c', 'import torch'], { stdio: 'ignore' }); return true; } catch { return false; }
 })();
 

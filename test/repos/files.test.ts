@@ -66,15 +66,16 @@ test('symlink loops and symlinks leaving the root are problems, not failures', a
   symlinkSync('..', path.join(root, 'pkg', 'loop')); // pkg/loop -> root: a cycle
   symlinkSync(outside, path.join(root, 'escape'));
   symlinkSync(path.join(outside, 'secret.py'), path.join(root, 'secret.py'));
-  symlinkSync('m.py', path.join(root, 'pkg', 'alias.py')); // inside the root: kept
+  symlinkSync('m.py', path.join(root, 'pkg', 'alias.py')); // inside the root: the same file, listed once
   const { files, problems } = await listPythonFiles(root);
   assert.deepEqual(
     files.map((f) => f.path),
-    ['pkg/__init__.py', 'pkg/alias.py', 'pkg/m.py'],
+    ['pkg/__init__.py', 'pkg/m.py'],
   );
   const byPath = Object.fromEntries(problems.map((p) => [p.path, p.problem]));
+  assert.match(byPath['pkg/alias.py'], /same file as pkg\/m.py/);
   assert.match(byPath['pkg/loop'], /symlink loop/);
-  assert.match(byPath['escape'], /leaves the repository/);
+  assert.match(byPath.escape, /leaves the repository/);
   assert.match(byPath['secret.py'], /leaves the repository/);
 });
 
@@ -180,4 +181,22 @@ test('gitBlobId equals git hash-object', () => {
     const expected = execFileSync('git', ['hash-object', '--no-filters', '--', f], { encoding: 'utf8' }).trim();
     assert.equal(gitBlobId(content), expected, name);
   }
+});
+
+test('symlink fan-out: a folder reached through many paths is walked once, the listing stays linear', async () => {
+  // every level holds a module and two symlinks to the next level (a DAG, no loop): 2^8
+  // paths reach the deepest folder; each file must be listed once, under its real path
+  const root = tempDir();
+  const depth = 8;
+  for (let i = 0; i <= depth; i++) writeFiles(root, { [`l${i}/__init__.py`]: '', [`l${i}/m${i}.py`]: `x = ${i}\n` });
+  for (let i = 0; i < depth; i++) {
+    symlinkSync(`../l${i + 1}`, path.join(root, `l${i}`, 'a'));
+    symlinkSync(`../l${i + 1}`, path.join(root, `l${i}`, 'b'));
+  }
+  const { files, problems } = await listPythonFiles(root);
+  assert.equal(files.length, 2 * (depth + 1), files.map((f) => f.path).join(' '));
+  assert.deepEqual(files.map((f) => f.path).filter((p) => !/^l\d+\/(m\d+|__init__)\.py$/.test(p)), []);
+  assert.ok(problems.every((p) => /same folder as l\d+/.test(p.problem)), JSON.stringify(problems.slice(0, 3)));
+  // one problem per symlink: nothing below a folder already walked is walked again
+  assert.equal(problems.length, 2 * depth);
 });

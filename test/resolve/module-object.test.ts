@@ -57,7 +57,7 @@ describe('module objects of interned packages', () => {
       await api.index(ws, { repos: [{ name: 'org/modobj', url: null, path: root, priority: 1, paths: ['usepkg'], description: null, packageRoots: null }], workers: 1 });
       const id = 'usepkg.layers.Listing';
       const no = api.extractText(ws, id, { importable: ['torch'] });
-      assert.match(no.text, /^    import verpkg as vp$/m, 'the lazy import stays in the function');
+      assert.match(no.text, /^ {4}import verpkg as vp$/m, 'the lazy import stays in the function');
       assert.doesNotMatch(no.text, /^import verpkg/m);
       assert.ok(no.record.diagnostics.some((d) => d.severity === 'error' && d.reason === 'module-object' && /not importable/.test(d.message)));
       const file = path.join(dir, 'listing.py');

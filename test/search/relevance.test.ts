@@ -15,6 +15,7 @@ import { getDoc, searchBlocks } from '../../src/search/fts.js';
 import { refreshSearch } from '../../src/search/refresh.js';
 import { nameCoverage, queryWords, sameStem } from '../../src/search/tokens.js';
 import { fixture, repoRoot } from '../helpers.js';
+import { needsSandbox } from '../support/tier.js';
 import { buildLibraryOf } from './library-fixture.js';
 
 const bin = path.join(repoRoot, 'dist', 'src', 'cli', 'bin.js');
@@ -44,7 +45,7 @@ describe('query words', () => {
   });
 });
 
-describe('search over the fixture library (validated in the sandbox)', () => {
+describe('search over the fixture library (validated in the sandbox)', { skip: needsSandbox() }, () => {
   let dir: string;
   let store: IndexStore;
   before(async () => {
@@ -126,7 +127,7 @@ describe('search over the fixture library (validated in the sandbox)', () => {
   });
 });
 
-describe('a store with one block', () => {
+describe('a store with one block', { skip: needsSandbox() }, () => {
   let dir: string;
   before(async () => {
     dir = await buildLibraryOf('searchlib', lib, { only: ['RotaryEmbedding'] });

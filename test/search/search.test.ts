@@ -15,6 +15,7 @@ import { firstSentence } from '../../src/search/documents.js';
 import { parseParams } from '../../src/parse/params.js';
 import { initParser } from '../../src/parse/parser.js';
 import { repoRoot } from '../helpers.js';
+import { needsSandbox } from '../support/tier.js';
 import { buildExampleLibrary } from './library-fixture.js';
 
 const bin = path.join(repoRoot, 'dist', 'src', 'cli', 'bin.js');
@@ -55,7 +56,7 @@ describe('tokens', () => {
   });
 });
 
-describe('search over the example library', () => {
+describe('search over the example library', { skip: needsSandbox() }, () => {
   let dir: string;
   let store: IndexStore;
   before(async () => {

@@ -11,25 +11,25 @@ import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { IndexStore } from '../../src/store/store.js';
 import { deleteExtraction, getExtraction, putExtraction, textHash } from '../../src/store/records.js';
-import { syncSearchIndex, getDoc } from '../../src/search/fts.js';
 import { dependencyGraph, graphSvg } from '../../src/serve/graph.js';
 import { escapeHtml, highlightPython } from '../../src/serve/highlight.js';
 import { nextStep, originUrlHtml, startServer, type CatalogServer } from '../../src/serve/server.js';
 import { createHash } from 'node:crypto';
 import { repoRoot, tempDir } from '../helpers.js';
+import { needsSandbox } from '../support/tier.js';
 import { buildExampleLibrary } from '../search/library-fixture.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const bin = path.join(repoRoot, 'dist', 'src', 'cli', 'bin.js');
 const WA = 'tinyvision.layers.attention.WindowAttention';
 
-const unescape = (s: string) => s.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&amp;/g, '&');
+const unescapeHtml = (s: string) => s.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&amp;/g, '&');
 
 describe('highlighting', () => {
   test('every character of the source survives, escaped, with token classes', async () => {
     const src = 'import torch  # x < y & z\n\n@dec\nclass A(nn.Module):\n    """Doc <b>"""\n    def f(self, x=1.5):\n        return x if x > 2 else None  # ünïcode\n';
     const html = await highlightPython(src);
-    assert.equal(unescape(html.replace(/<\/?span[^>]*>/g, '')), src);
+    assert.equal(unescapeHtml(html.replace(/<\/?span[^>]*>/g, '')), src);
     assert.ok(!/<(?!\/?span)/.test(html), 'no tags but spans');
     assert.match(html, /<span class="k">class<\/span> <span class="cl">A<\/span>/);
     assert.match(html, /<span class="k">def<\/span> <span class="f">f<\/span>/);
@@ -56,7 +56,7 @@ function get(url: string, headers: Record<string, string> = {}): Promise<{ statu
   });
 }
 
-describe('catalog server', () => {
+describe('catalog server', { skip: needsSandbox() }, () => {
   let dir: string;
   let server: CatalogServer;
   before(async () => {
@@ -160,12 +160,26 @@ describe('catalog server', () => {
     assert.equal(scriptSrc, `'sha256-${hash}'`, 'exactly that script, no unsafe-inline, no other source');
   });
 
-  test('a failure says what to do next', () => {
-    assert.match(nextStep('missing-extern', "ModuleNotFoundError: No module named 'einops'")!, /python3-einops.*--force/);
-    assert.match(nextStep('runtime-error', "TypeError: __init__() got an unexpected keyword argument 'bias' (torch.nn.LayerNorm)")!, /--rootfs/);
-    assert.match(nextStep('needs-args', 'TypeError: missing 1 required positional argument')!, /arguments/);
-    assert.match(nextStep('timeout', 'no answer')!, /--timeout/);
-    assert.equal(nextStep(null, null), null);
+  test('a failure says what to do next, and only steps that work', () => {
+    // without the environment's verdict no package name is guessed: doctor is asked
+    const unknown = nextStep({ category: 'missing-extern', error: "ModuleNotFoundError: No module named 'einops'" }, 'x.Y')!;
+    assert.match(unknown, /`einops`.*nnrag doctor --store S.*nnrag validate x\.Y --force/);
+    assert.doesNotMatch(unknown, /apt-get/);
+    const miss = { module: 'kornia_rs', distribution: 'kornia-rs', debian: 'python3-kornia-rs', candidate: null, installed: false, verdict: 'no-package' as const };
+    const none = nextStep({ category: 'missing-extern', error: "No module named 'kornia_rs'", missing: miss })!;
+    assert.doesNotMatch(none, /apt-get install/, 'a package Debian does not have is never recommended');
+    assert.match(none, /Debian has no package.*nnrag env create DIR --store S.*--wheels.*--env DIR.*--python/);
+    const has = nextStep({ category: 'missing-extern', error: "No module named 'einops'", missing: { ...miss, module: 'einops', distribution: 'einops', debian: 'python3-einops', candidate: '0.8.1-1', verdict: 'lacks' } })!;
+    assert.match(has, /apt-get install python3-einops` \(Debian 0\.8\.1-1\)/);
+    // a torch API another torch version has: the repository's declared torch is named
+    const tv = nextStep({ category: 'torch-version', error: "AttributeError: module 'torch' has no attribute 'compiler'", torchRequired: { spec: 'torch>=2.0', file: 'setup.py', line: 12 } })!;
+    assert.match(tv, /lacks `compiler`; the repository declares `torch>=2\.0` \(setup\.py:12\).*nnrag env create DIR --store S/);
+    assert.match(nextStep({ category: 'runtime-error', error: "TypeError: __init__() got an unexpected keyword argument 'bias' (torch.nn.LayerNorm)" })!, /nnrag env create DIR --store S.*--env DIR/);
+    assert.match(nextStep({ category: 'needs-args', error: 'TypeError: missing 1 required positional argument' })!, /--args/);
+    assert.match(nextStep({ category: 'forward-shape', error: 'RuntimeError: shape mismatch' })!, /--input-shape/);
+    assert.match(nextStep({ category: 'timeout', error: 'no answer' })!, /--timeout/);
+    assert.equal(nextStep({ category: null, error: null }), null);
+    assert.equal(nextStep(null), null);
   });
 
   test('the dependency graph is the module edges extraction recorded, and the block page draws them', async () => {
@@ -249,7 +263,7 @@ describe('catalog server', () => {
     try {
       const ok = await get(`${server.url}block/usage.plain.WindowAttention`);
       assert.equal(ok.status, 200);
-      const code = unescape(/<code id="usage-code">([\s\S]*?)<\/code>/.exec(ok.body)![1]);
+      const code = unescapeHtml(/<code id="usage-code">([\s\S]*?)<\/code>/.exec(ok.body)![1]);
       assert.match(code, /\nimport torch\nfrom window_attention import \*\n\nimport functools\ny = WindowAttention\(norm=functools\.partial/);
       const bad = await get(`${server.url}block/usage.pasted.WindowAttention`);
       assert.equal(bad.status, 200);
@@ -329,6 +343,13 @@ describe('catalog server', () => {
       assert.match(prov ?? '', /tinyvision\/layers\/attention\.py/);
       assert.match(prov ?? '', /swh:1:cnt:[0-9a-f]{40}/);
       assert.ok(await page.locator('#validation td.pass').count() >= 5);
+      // the environments it was validated in, each with its verdict
+      const envs = (await page.locator('#environments').textContent()) ?? '';
+      const st = IndexStore.open(dir);
+      const env = getExtraction(st, WA)!.record.validation!.environment!;
+      st.close();
+      assert.ok(envs.includes(env.label) && envs.includes(env.id), envs);
+      assert.match(envs, /passed/);
       assert.equal(await page.locator('#graph svg').count(), 1);
       assert.ok((await page.locator('#similar a').count()) > 0);
       // filters through the form: category select + validated checkbox
@@ -340,7 +361,9 @@ describe('catalog server', () => {
       assert.ok(names.includes('ConvBnAct') && !names.includes('WindowAttention'), names.join());
       // a failed block says what to do next
       await page.goto(`${server.url}block/tinyvision.models.wrappers.FeatureTap`);
-      assert.match((await page.locator('#next-step').textContent()) ?? '', /Next step: .*constructor/);
+      const next = (await page.locator('#next-step').textContent()) ?? '';
+      assert.match(next, /Next step: .*constructor/);
+      assert.match(next, /nnrag validate tinyvision\.models\.wrappers\.FeatureTap --force --args/, 'the step names the block and the flag that gives the arguments');
       assert.equal(await page.locator('#usage').count(), 0, 'no usage for a block that did not run');
     } finally {
       await browser.close();

@@ -8,7 +8,7 @@ import Database from 'better-sqlite3';
 import { IndexStore, latestSchemaVersion } from '../../src/store/store.js';
 import { KV_KEYS } from '../../src/store/kv.js';
 import { MIGRATIONS } from '../../src/store/migrations.js';
-import { listExtractions, putExtraction } from '../../src/store/records.js';
+import { blockEnvironments, getExtraction, listExtractions, putExtraction } from '../../src/store/records.js';
 import { getSpec } from '../../src/store/specs.js';
 import type { FactsRow, RepoRow } from '../../src/store/store.js';
 import { FACTS_VERSION } from '../../src/parse/types.js';
@@ -202,5 +202,23 @@ test('blocks: replaceBlocks per repo, listBlocks', () => {
   s.replaceBlocks('r1', [b('A', 'r1')]);
   assert.deepEqual(s.listBlocks().map((x) => x.id), ['A', 'C']);
   assert.deepEqual(s.listBlocks('r2')[0].bases, ['nn.Module']);
+  s.close();
+});
+
+test('migration 11: a store from before per-environment verdicts lists each block\'s one validation as its environment', () => {
+  const dir = tempDir();
+  IndexStore.open(dir).close();
+  const db2 = new Database(path.join(dir, 'index.sqlite'));
+  // the store as version 10 left it, with one validated and one unvalidated block
+  db2.exec('DROP TABLE block_environments; DELETE FROM schema_migrations WHERE version = 11');
+  db2.pragma('user_version = 10');
+  const rec = (id: string, v: object | null) => JSON.stringify({ id, ok: !!v, ...(v ? { validation: v } : {}) });
+  const ins = db2.prepare("INSERT INTO extractions(id, hash, ok, status, lines, record, text, updated) VALUES (?, 'h', ?, ?, 1, ?, 'x', 'now')");
+  ins.run('a.A', 1, 'validated', rec('a.A', { envId: 'e1e1e1e1e1e1e1e1', python: '/usr/bin/python3', stages: {} }));
+  ins.run('b.B', 0, 'extracted', rec('b.B', null));
+  db2.close();
+  const s = IndexStore.open(dir);
+  assert.deepEqual(blockEnvironments(s), [{ id: 'a.A', env: 'e1e1e1e1e1e1e1e1', label: '/usr/bin/python3', ok: true }]);
+  assert.deepEqual(Object.keys(getExtraction(s, 'a.A')!.record.validations!), ['e1e1e1e1e1e1e1e1']);
   s.close();
 });

@@ -32,7 +32,9 @@ export function violations(schema: Schema, value: unknown, at = '$'): string[] {
   if (Array.isArray(value)) {
     if (schema.minItems !== undefined && value.length < schema.minItems) out.push(`${at}: fewer than ${schema.minItems} items`);
     if (schema.maxItems !== undefined && value.length > schema.maxItems) out.push(`${at}: more than ${schema.maxItems} items`);
-    if (schema.items) value.forEach((x, i) => out.push(...violations(schema.items!, x, `${at}[${i}]`)));
+    if (schema.items) value.forEach((x, i) => {
+      out.push(...violations(schema.items!, x, `${at}[${i}]`));
+    });
   } else if (value !== null && typeof value === 'object') {
     const o = value as Record<string, unknown>;
     for (const k of schema.required ?? []) if (!(k in o)) out.push(`${at}.${k}: missing`);

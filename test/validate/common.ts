@@ -5,6 +5,7 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { fixture } from '../helpers.js';
+import { needsSandbox, needsTorch } from '../support/tier.js';
 import { findPython } from '../../src/validate/index.js';
 import { which } from '../../src/validate/environment.js';
 import type { ValidationRequest } from '../../src/validate/index.js';
@@ -33,6 +34,7 @@ let pythonCache: Promise<{ python: string; torch: string } | null> | null = null
  *  torch is installed but the harness's probe finds no interpreter with it, the harness
  *  itself is broken: that rejects (the tests fail), it never makes them skip. */
 export function torchPython() {
+  if (needsTorch()) return Promise.resolve(null);
   pythonCache ??= findPython().then((found) => {
     if (found) return found;
     for (const py of ['python3', '/usr/bin/python3']) {
@@ -47,6 +49,8 @@ export function torchPython() {
 
 /** Reason to skip, or null when real sandboxed validation can run here. */
 export async function cannotValidate(needSandbox = true): Promise<string | null> {
+  const tier = needsTorch() || (needSandbox && needsSandbox());
+  if (tier) return tier;
   if (!(await torchPython())) return 'no Python with torch on this machine';
   if (needSandbox && !which('bwrap')) return 'bubblewrap (bwrap) is not installed';
   return null;

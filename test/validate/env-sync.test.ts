@@ -16,6 +16,7 @@ import { repositoryRequirements } from '../../src/library/repo-requirements.js';
 import { which } from '../../src/validate/environment.js';
 import { initParser } from '../../src/parse/parser.js';
 import { fixture, tempDir } from '../helpers.js';
+import { needsSandbox } from '../support/tier.js';
 
 const MIRROR = 'http://deb.debian.org/debian';
 
@@ -31,7 +32,8 @@ async function reachable(url: string): Promise<boolean> {
 let skip: string | false = false;
 before(async () => {
   await initParser();
-  if (process.getuid?.() !== 0) skip = 'needs root (debootstrap, apt-get in a chroot)';
+  if (needsSandbox()) skip = needsSandbox();
+  else if (process.getuid?.() !== 0) skip = 'needs root (debootstrap, apt-get in a chroot)';
   else if (!which('debootstrap')) skip = 'debootstrap is not installed';
   else if (!which('bwrap')) skip = 'bubblewrap is not installed';
   else if (!(await reachable(`${MIRROR}/dists/trixie/Release`))) skip = `${MIRROR} is not reachable`;

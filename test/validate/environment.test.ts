@@ -123,6 +123,10 @@ describe('validation environment', () => {
     assert.equal(prog.length % 8, 0);
     const ks = Array.from({ length: prog.length / 8 }, (_, i) => prog.readUInt32LE(i * 8 + 4));
     for (const nr of [101, 310, 311, 438]) assert.ok(ks.includes(nr), String(nr));
+    // System V IPC (shmget, shmat, msgget, semget) and memfd_create / memfd_secret
+    for (const nr of [29, 30, 68, 64, 319, 447]) assert.ok(ks.includes(nr), String(nr));
+    const rets = Array.from({ length: prog.length / 8 }, (_, i) => [prog.readUInt16LE(i * 8), prog.readUInt32LE(i * 8 + 4)]).filter(([c]) => c === 0x06).map(([, k]) => k);
+    assert.ok(rets.includes(0x00050000 | 38), 'an ENOSYS return');
     assert.equal(seccompProgram('mips'), null);
   });
 

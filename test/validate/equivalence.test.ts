@@ -58,7 +58,7 @@ describe('equivalence with the original module', { skip: skip ?? false }, () => 
     );
     const a = r.args as { args: unknown[]; kwargs: Record<string, unknown> };
     assert.deepEqual(a.args, [16]);
-    assert.match(String(a.kwargs.gate_layer), /partial\(<class 'nnrag_candidate\.ScaledGate'>, hidden=16\)/);
+    assert.match(String(a.kwargs.gate_layer), /partial\(<class 'nnrag candidate\.ScaledGate'>, hidden=16\)/);
     assert.equal(r.stages.equivalence, 'pass', `${r.equivalence?.reason} ${r.error}`);
     assert.equal(r.equivalence?.maxAbsDiff, 0);
   });

@@ -3,7 +3,9 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { tempDir } from '../helpers.js';
 import { ValidatorPool, type ValidationResult } from '../../src/validate/index.js';
 import { etcEntries } from '../../src/validate/environment.js';
 import { cannotValidate, request } from './common.js';
@@ -18,6 +20,18 @@ const haveMatplotlib = existsSync(py) && (() => {
     return false;
   }
 })();
+
+describe('the /etc entries the sandbox binds', () => {
+  it('are an allow-list: world-readable configuration that may hold credentials stays out', () => {
+    const etc = tempDir();
+    const files = ['ld.so.cache', 'passwd', 'group', 'nsswitch.conf', 'mime.types', 'pip.conf', 'npmrc', 'gitconfig', 'wgetrc', 'netrc', 'environment', 'some-service.conf'];
+    for (const f of files) writeFileSync(path.join(etc, f), 'x\n');
+    for (const d of ['alternatives', 'python3.11', 'apt/auth.conf.d', 'docker', 'pki', 'default']) mkdirSync(path.join(etc, d), { recursive: true });
+    for (const f of files) chmodSync(path.join(etc, f), 0o644);
+    const got = etcEntries(etc);
+    assert.deepEqual(got, ['alternatives', 'group', 'ld.so.cache', 'mime.types', 'nsswitch.conf', 'passwd', 'python3.11']);
+  });
+});
 
 describe('the sandbox /etc', { skip: skip ?? false }, () => {
   let pool: ValidatorPool;

@@ -9,7 +9,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, cpSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ValidatorPool, forStorage, toRecord, MAX_STORED_ERROR, type ValidationRequest, type ValidationResult } from '../../src/validate/index.js';
 import { fixture, tempDir } from '../helpers.js';
@@ -180,5 +180,26 @@ describe('what a stored record keeps of a failure', () => {
     assert.match(s.traceback!, /RuntimeError: boom$/);
     assert.ok(s.error!.length <= MAX_STORED_ERROR + 1);
     assert.ok(toRecord(r).error!.length <= MAX_STORED_ERROR + 1);
+  });
+
+  it('keeps the exception (type, end of the message, innermost frames) of a long error, cut from the middle', () => {
+    // a harness error as the torch-2 batch crash stored it: a long traceback as the message
+    const frames = Array.from({ length: 80 }, (_, i) => `  File "/usr/lib/python3/dist-packages/torch/_dynamo/m${i}.py", line ${i + 1}, in f${i}\n    code_line_${i}()`);
+    const trace = ['Traceback (most recent call last):', ...frames, "RuntimeError: Only a single TORCH_LIBRARY can be used to register the namespace _inductor_test"].join('\n');
+    const r = {
+      id: 'y', ok: false, stages: {}, timings: {}, category: 'crash', stage: 'instantiate', args: null, input_shapes: null,
+      output_shapes: null, params: null, envId: 'e', ms: 1,
+      error: 'harness error: ' + trace,
+      traceback: trace,
+    } as unknown as ValidationResult;
+    for (const e of [forStorage(r).error!, toRecord(r).error!]) {
+      assert.ok(e.length <= MAX_STORED_ERROR + 1, String(e.length));
+      assert.match(e, /^harness error: Traceback/);
+      assert.match(e, /RuntimeError: Only a single TORCH_LIBRARY can be used to register the namespace _inductor_test$/);
+      assert.match(e, /m79\.py", line 80/, 'the innermost frame');
+    }
+    const t = forStorage(r).traceback!;
+    assert.match(t, /m79\.py", line 80, in f79\nRuntimeError: Only a single TORCH_LIBRARY/);
+    assert.ok(!t.includes('code_line_'), 'no source lines');
   });
 });

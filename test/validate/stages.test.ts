@@ -71,7 +71,7 @@ describe('validation stages', { skip: skip ?? false }, () => {
     assert.equal(emb.output_shapes!.length, 2);
 
     const hw = results.get('good/tokens_hw.py')!;
-    assert.deepEqual(hw.input_shapes, [[2, 64, (hw.args as any).dim]]);
+    assert.deepEqual(hw.input_shapes, [[2, 64, (hw.args as { dim: number }).dim]]);
 
     const two = results.get('good/two_inputs.py')!;
     assert.equal(two.input_shapes!.length, 2);
@@ -86,7 +86,7 @@ describe('validation stages', { skip: skip ?? false }, () => {
   it('rebuilds a call in its context: parameter defaults, local assignments, self attributes, **extra', () => {
     const r = results.get('good/context_site.py')!;
     const a = r.args as { args: unknown[]; kwargs: Record<string, unknown> };
-    assert.match(String(a.kwargs.conv_block), /partial\(<class 'nnrag_candidate\.ConvBn'>, padding=0, eps=0\.001\)/);
+    assert.match(String(a.kwargs.conv_block), /partial\(<class 'nnrag candidate\.ConvBn'>, padding=0, eps=0\.001\)/);
     assert.deepEqual(a.args, [8]); // self.width, from the replayed `self.width = 8`
     assert.deepEqual(Object.keys(a.kwargs), ['conv_block']); // **dd gave device=None, which Stem does not take
     assert.equal(r.input_shapes![0][1], 8);
@@ -105,7 +105,7 @@ describe('validation stages', { skip: skip ?? false }, () => {
   it('takes block classes, stage lists and counts from annotations', () => {
     const r = results.get('good/typed_block_arg.py')!;
     const a = r.args as Record<string, unknown>;
-    assert.equal(a.block, 'nnrag_candidate.Basic');
+    assert.equal(a.block, 'nnrag candidate.Basic');
     assert.deepEqual(a.layers, [2, 2, 2, 2]);
     assert.equal(a.convs_per_block, 2);
   });
@@ -147,6 +147,7 @@ describe('validation stages', { skip: skip ?? false }, () => {
     'syntax_error.py': ['parse', 'syntax'],
     'compile_error.py': ['compile', 'syntax'],
     'missing_extern.py': ['import', 'missing-extern'],
+    'torch_version.py': ['import', 'torch-version'],
     'unresolved_name.py': ['import', 'unresolved-name'],
     'native_ext.py': ['import', 'native-extension'],
     'needs_args.py': ['instantiate', 'needs-args'],
@@ -188,7 +189,12 @@ describe('validation stages', { skip: skip ?? false }, () => {
   it('gives a storable record and a cache key that follows content and environment', () => {
     const r = results.get('good/conv_block.py')!;
     const rec = toRecord(r);
-    assert.deepEqual(Object.keys(rec).sort(), ['args', 'argumentsSource', 'category', 'envId', 'equivalence', 'error', 'input_shapes', 'output_shapes', 'params', 'python', 'stages', 'usage', 'usageCheck'].sort());
+    assert.deepEqual(Object.keys(rec).sort(), ['args', 'argumentsSource', 'category', 'envId', 'environment', 'equivalence', 'error', 'input_shapes', 'output_shapes', 'params', 'python', 'stages', 'usage', 'usageCheck'].sort());
+    // the facts of the environment that ran: its id, Python's and torch's versions
+    assert.equal(rec.environment!.id, pool.envId);
+    assert.equal(rec.environment!.torch, pool.torch);
+    assert.equal(rec.environment!.python, pool.pythonVersion);
+    assert.ok(rec.environment!.label.includes(`torch ${pool.torch}`), rec.environment!.label);
     // no witnesses here: the arguments came from the block's defaults or a guess
     assert.equal(rec.argumentsSource, 'guess');
     assert.equal(rec.usage, r.usage);

@@ -92,7 +92,7 @@ test('witnesses from a registry, dataclass, argparse, yacs and dict(type=) confi
     // own settings (token ids for TinyNet, an image for Detector)
     const avg = h.witnesses['wpkg.blocks.Averaged'][0];
     const wrapped = (avg.kwargs.model as { $module: string[] }).$module;
-    assert.ok(wrapped && wrapped[0].startsWith('wpkg.'), JSON.stringify(avg));
+    assert.ok(wrapped?.[0].startsWith('wpkg.'), JSON.stringify(avg));
     const dtype = (avg.inputs?.args[0] as { dtype: string } | undefined)?.dtype;
     assert.equal(dtype, wrapped[1] === 'TinyNet' ? 'int64' : 'float32', JSON.stringify(avg));
     // failed entry points are reported with why, and contained

@@ -26,21 +26,22 @@ import type { CallStatementSite, DecoratorSite } from './syntax.js';
 
 export type DecoratorVerdict = 'identity' | 'unknown';
 
-type FnShape = {
+export type FnShape = {
   params: { name: string; noneDefault: boolean }[];
   /** the parameter every return path returns (never rebound), if any */
   identityParam: string | null;
   factory: { guardedParams: string[]; innerIdentity: boolean; ok: boolean };
 };
 
-const shapes = new Map<string, FnShape | null>();
+/** Function shapes by statement (and method): analysis.ts owns one per resolver. */
+export type ShapeMemo = Map<string, FnShape | null>;
 
 /** The verdict for one decorator of a statement of `mod`. */
-export function decoratorVerdict(resolver: Resolver, mod: CorpusModule, site: DecoratorSite): DecoratorVerdict {
+export function decoratorVerdict(resolver: Resolver, mod: CorpusModule, site: DecoratorSite, shapes: ShapeMemo): DecoratorVerdict {
   const st = mod.facts.statements[site.stmt];
   const ref = st.refs.find((r) => r.start === site.calleeStart);
   if (!ref) return 'unknown';
-  const fn = calleeFunction(resolver, mod, ref, site);
+  const fn = calleeFunction(resolver, mod, ref, site, shapes);
   if (!fn) return 'unknown';
   const { shape, method } = fn;
   const own = method ? shape.params.slice(1) : shape.params;
@@ -55,11 +56,11 @@ export function decoratorVerdict(resolver: Resolver, mod: CorpusModule, site: De
 }
 
 /** Is a call statement a registration call (see the header)? */
-export function registrationCall(resolver: Resolver, mod: CorpusModule, site: CallStatementSite): boolean {
+export function registrationCall(resolver: Resolver, mod: CorpusModule, site: CallStatementSite, shapes: ShapeMemo): boolean {
   if (site.call.star) return false;
   const ref = mod.facts.statements[site.stmt].refs.find((r) => r.start === site.calleeStart);
   if (!ref) return false;
-  const fn = calleeFunction(resolver, mod, ref, site);
+  const fn = calleeFunction(resolver, mod, ref, site, shapes);
   if (!fn) return false;
   const { shape, method } = fn;
   const own = method ? shape.params.slice(1) : shape.params;
@@ -72,7 +73,7 @@ export function registrationCall(resolver: Resolver, mod: CorpusModule, site: Ca
 
 /** The function a decorator's callee names: a top-level def, or a method of the class of
  *  a module-level instance (`MODELS = Registry(...)`, `MODELS.register_module`). */
-function calleeFunction(resolver: Resolver, mod: CorpusModule, ref: Ref, site: { calleeEnd: number }): { shape: FnShape; method: boolean } | null {
+function calleeFunction(resolver: Resolver, mod: CorpusModule, ref: Ref, site: { calleeEnd: number }, shapes: ShapeMemo): { shape: FnShape; method: boolean } | null {
   const { targets, consumed } = resolver.resolveRef(mod, ref);
   if (targets.length !== 1 || targets[0].kind !== 'def') return null;
   const t = targets[0];
@@ -81,7 +82,7 @@ function calleeFunction(resolver: Resolver, mod: CorpusModule, ref: Ref, site: {
   const rest = attrs.slice(consumed);
   if (end === site.calleeEnd && rest.length === 0) {
     if (t.stmts.length !== 1) return null;
-    const shape = functionShape(resolver, t.module, t.stmts[0], null, t.name);
+    const shape = functionShape(resolver, t.module, t.stmts[0], null, t.name, shapes);
     return shape ? { shape, method: false } : null;
   }
   if (rest.length !== 1 || t.stmts.length !== 1 || (ref.attrEnds?.[attrs.length - 1] ?? -1) !== site.calleeEnd) return null;
@@ -98,13 +99,13 @@ function calleeFunction(resolver: Resolver, mod: CorpusModule, ref: Ref, site: {
   if (c.targets.length !== 1 || c.targets[0].kind !== 'def' || c.consumed !== (clsRef.attrs?.length ?? 0)) return null;
   const ct = c.targets[0];
   if (ct.stmts.length !== 1 || !ct.module.facts.classes.some((k) => k.name === ct.name && k.stmt === ct.stmts[0])) return null;
-  const shape = functionShape(resolver, ct.module, ct.stmts[0], rest[0], rest[0]);
+  const shape = functionShape(resolver, ct.module, ct.stmts[0], rest[0], rest[0], shapes);
   return shape ? { shape, method: true } : null;
 }
 
 /** The shape of a function defined by top-level statement `stmt` (or of `method` in the
  *  class that statement defines). */
-function functionShape(resolver: Resolver, mod: CorpusModule, stmt: number, method: string | null, name: string): FnShape | null {
+function functionShape(resolver: Resolver, mod: CorpusModule, stmt: number, method: string | null, name: string, shapes: ShapeMemo): FnShape | null {
   const key = `${mod.repo}\0${mod.name}\0${stmt}\0${method ?? ''}`;
   if (shapes.has(key)) return shapes.get(key)!;
   let out: FnShape | null = null;

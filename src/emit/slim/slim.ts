@@ -15,11 +15,12 @@
 // without `_`/`-` (factories normalise their argument).
 import type { Closure, StmtNode } from '../../resolve/closure.js';
 import { ClosureBuilder, slotKey } from '../../resolve/closure.js';
-import type { Corpus, CorpusModule } from '../../resolve/corpus.js';
+import type { CorpusModule } from '../../resolve/corpus.js';
+import type { SlimAnalysis } from './analysis.js';
 import type { Resolver } from '../../resolve/names.js';
 import type { Edit } from '../emitter.js';
 import { decoratorVerdict, registrationCall } from './decorators.js';
-import { moduleSyntax, type CallStatementSite, type DecoratorSite, type ModuleSyntax, type OptionEntry, type OptionSite } from './syntax.js';
+import { type CallStatementSite, type DecoratorSite, type ModuleSyntax, type OptionEntry, type OptionSite } from './syntax.js';
 import { valuePrunes, type EntryCall, type ValuePrune } from './values.js';
 
 /** One removal of slim emission (the record's `emission.removed`). */
@@ -62,42 +63,34 @@ const MAX_ROUNDS = 12;
 const MAX_OUTER = 6;
 const STRING_LIT = /(['"])((?:\\.|(?!\1)[^\\\n])*)\1/g;
 
-/** Registries: which option sites select definitions (cached per module and site). */
-const registryMemo = new WeakMap<CorpusModule, Map<OptionSite, boolean>>();
-const verdictMemo = new WeakMap<CorpusModule, Map<DecoratorSite, boolean>>();
-const registrationMemo = new WeakMap<CorpusModule, Map<CallStatementSite, boolean>>();
-
-/** A per-module verdict on one of its sites, computed once. */
-function memoOf<S>(memos: WeakMap<CorpusModule, Map<S, boolean>>, m: CorpusModule, site: S, compute: () => boolean): boolean {
-  let memo = memos.get(m);
-  if (!memo) memos.set(m, (memo = new Map()));
-  let r = memo.get(site);
-  if (r === undefined) memo.set(site, (r = compute()));
-  return r;
-}
 
 const DEF_KINDS = new Set(['class_definition', 'function_definition', 'decorated_definition']);
 
-export function slimClosure(corpus: Corpus, resolver: Resolver, mod: CorpusModule, className: string, opts: SlimOptions = {}): SlimResult {
+/** The slim closure of a block (`an`: the analysis of its resolver, analysis.ts). */
+export function slimClosure(an: SlimAnalysis, mod: CorpusModule, className: string, opts: SlimOptions = {}): SlimResult {
+  const { corpus, resolver } = an;
   const builder = new ClosureBuilder(corpus, resolver);
   const seedKeys = new Set<string>();
   for (const t of opts.seeds ?? []) for (const m of t.matchAll(STRING_LIT)) seedKeys.add(optionKey(m[2]));
   let reached = new Set<string>();
-  const syntax = (m: CorpusModule): ModuleSyntax => moduleSyntax(m, corpus.source(m));
+  const syntax = (m: CorpusModule): ModuleSyntax => an.syntax(m);
   /** decorators kept because their registry is still read by the code that stays */
   const keepDecorators = new Set<DecoratorSite | CallStatementSite>();
-  const isRegistration = (m: CorpusModule, c: CallStatementSite): boolean => memoOf(registrationMemo, m, c, () => registrationCall(resolver, m, c));
+  const isRegistration = (m: CorpusModule, c: CallStatementSite): boolean => an.verdict(m, c, () => registrationCall(resolver, m, c, an.shapes));
 
   const removable = (m: CorpusModule, d: DecoratorSite): boolean => {
     if (keepDecorators.has(d)) return false;
-    return memoOf(verdictMemo, m, d, () => decoratorVerdict(resolver, m, d) === 'identity') || !!opts.proven?.has(decoratorKey(m, d));
+    return an.verdict(m, d, () => decoratorVerdict(resolver, m, d, an.shapes) === 'identity') || !!opts.proven?.has(decoratorKey(m, d));
   };
-  const isRegistry = (m: CorpusModule, site: OptionSite): boolean => memoOf(registryMemo, m, site, () => registry(resolver, m, site));
+  const isRegistry = (m: CorpusModule, site: OptionSite): boolean => an.verdict(m, site, () => registry(resolver, m, site));
   // branches no value reaches (values.ts): recomputed on each closure until they repeat
   let prunes: ValuePrune[] = [];
   const prunesOf = (m: CorpusModule, stmt: number) => prunes.filter((p) => p.mod === m && p.stmt === stmt);
   const inPrune = (m: CorpusModule, stmt: number, a: number, b: number) => prunesOf(m, stmt).some((p) => a >= p.start && b <= p.end);
+  // option dicts a lookup with a computed key reads (lookups.ts): kept whole
+  const wholeDicts = new Set<string>();
   const prunable = (m: CorpusModule, site: OptionSite, i: number): boolean => {
+    if (site.kind === 'dict' && wholeDicts.has(`${m.repo}:${m.name}:${site.stmt}`)) return false;
     const e = site.entries[i];
     if (e.keys.some((k) => reached.has(optionKey(k)))) return false;
     const refs = m.facts.statements[site.stmt].refs;
@@ -129,9 +122,26 @@ export function slimClosure(corpus: Corpus, resolver: Resolver, mod: CorpusModul
     const { options, decorators, registrations } = sitesOf(m, stmt);
     for (const d of decorators) if (removable(m, d)) r.push([d.start, d.end]);
     for (const c of registrations) if (!keepDecorators.has(c)) r.push([c.start, c.end]);
-    for (const o of options) o.entries.forEach((e, i) => prunable(m, o, i) && r.push([e.codeStart, e.codeEnd]));
+    for (const o of options) o.entries.forEach((e, i) => {
+        if (prunable(m, o, i)) r.push([e.codeStart, e.codeEnd]);
+      });
     for (const p of prunesOf(m, stmt)) r.push([p.start, p.end]);
     return r;
+  };
+
+  /** option dicts with pruned entries that a lookup with a computed key reads (lookups.ts)
+   *  become whole; whether one did */
+  const computedLookups = (cl: Closure, computed: ReadonlySet<string>): boolean => {
+    let grew = false;
+    for (const n of cl.nodes) {
+      const k = `${n.mod.repo}:${n.mod.name}:${n.stmt}`;
+      if (!computed.has(k) || wholeDicts.has(k)) continue;
+      const dicts = sitesOf(n.mod, n.stmt).options.filter((o) => o.kind === 'dict');
+      if (!dicts.some((o) => o.entries.some((_, i) => prunable(n.mod, o, i)))) continue;
+      wholeDicts.add(k);
+      grew = true;
+    }
+    return grew;
   };
 
   let closure!: Closure;
@@ -195,11 +205,11 @@ export function slimClosure(corpus: Corpus, resolver: Resolver, mod: CorpusModul
     }
   }
     // a clause of an option registry is the registry's to prune (it names the options)
-    const next = valuePrunes(corpus, resolver, closure, skipRanges, { calls: opts.entry ?? [] }).filter(
-      (p) => !sitesOf(p.mod, p.stmt).options.some((o) => o.entries.some((e) => inEntry(e, p.start, p.end))),
-    );
+    const vp = valuePrunes(an, closure, skipRanges, { calls: opts.entry ?? [] });
+    const next = vp.prunes.filter((p) => !sitesOf(p.mod, p.stmt).options.some((o) => o.entries.some((e) => inEntry(e, p.start, p.end))));
     const key = next.map((p) => `${p.mod.repo}:${p.mod.name}:${p.start}:${p.end}`).join(',');
-    if (key === pruneKey || outer >= MAX_OUTER) break;
+    const whole = computedLookups(closure, vp.computed);
+    if ((key === pruneKey && !whole) || outer >= MAX_OUTER) break;
     prunes = next;
     pruneKey = key;
   }
@@ -223,7 +233,7 @@ export function slimClosure(corpus: Corpus, resolver: Resolver, mod: CorpusModul
       if (removable(n.mod, d)) {
         edits.push({ start: d.start, end: d.end, text: '' });
         removed.push({ kind: 'decorator', ...where, lines: [d.line, d.endLine], what: d.text });
-      } else if (!keepDecorators.has(d) && decoratorVerdict(resolver, n.mod, d) === 'unknown') {
+      } else if (!keepDecorators.has(d) && decoratorVerdict(resolver, n.mod, d, an.shapes) === 'unknown') {
         unknownDecorators.push({ key: decoratorKey(n.mod, d), text: d.text, target: d.target, mod: n.mod, line: d.line });
       }
     }
@@ -235,58 +245,69 @@ export function slimClosure(corpus: Corpus, resolver: Resolver, mod: CorpusModul
       edits.push({ start: c.start, end: c.end, text: c.alone ? `${c.indent}pass  # nnrag slim: registration call removed (line${c.line === c.endLine ? ` ${c.line}` : `s ${c.line}-${c.endLine}`})\n` : '' });
       removed.push({ kind: 'registration', ...where, lines: [c.line, c.endLine], what: c.text });
     }
-    for (const o of options) {
-      if (o.kind === 'if' || o.kind === 'if-seq') {
-        const pruned = o.entries.filter((_, i) => prunable(n.mod, o, i));
-        if (!pruned.length) continue;
-        const msg = (keys: string) => `nnrag slim: option ${keys} of ${o.subject} was pruned from this module (restore it from ${n.mod.path}, see the header); the faithful module has it`;
-        const removedClauses = pruned.filter((e) => e.clause && !e.clause.lead);
-        // a leading `if` (or a clause sharing its lines) keeps its test: its body raises
-        for (const e of pruned) {
-          if (removedClauses.includes(e)) continue;
-          const keys = e.keys.map((k) => `'${k}'`).join(', ');
-          edits.push({ start: e.start, end: e.end, text: `raise ValueError(${JSON.stringify(msg(keys))})  # nnrag slim: pruned lines ${e.startLine}-${e.endLine}` });
-        }
-        // removed clauses: one marked clause in place of the first names them all
-        removedClauses.forEach((e, i) => {
-          let text = '';
-          if (i === 0) {
-            const keys = removedClauses.flatMap((x) => x.keys.map((k) => `'${k}'`)).join(', ');
-            const kw = o.kind === 'if' ? 'elif' : 'if';
-            const lines = compactRanges(removedClauses.map((x) => [x.startLine, x.endLine]));
-            text = `${e.clause!.indent}${kw} ${o.subject} in (${keys}${removedClauses.flatMap((x) => x.keys).length === 1 ? ',' : ''}):  # nnrag slim: pruned lines ${lines}\n${e.clause!.indent}    raise ValueError(${JSON.stringify(msg(keys))})\n`;
-          }
-          edits.push({ start: e.clause!.start, end: e.clause!.end, text });
-        });
-        for (const e of pruned) removed.push({ kind: 'branch', ...where, lines: [e.startLine, e.endLine], what: `${o.subject} == ${e.keys.map((k) => `'${k}'`).join(', ')}` });
-        continue;
-      }
-      // runs of consecutive pruned dict entries: one edit, a marked comment when whole lines go
-      for (let i = 0; i < o.entries.length; ) {
-        if (!prunable(n.mod, o, i)) {
-          i++;
-          continue;
-        }
-        let j = i;
-        while (j + 1 < o.entries.length && prunable(n.mod, o, j + 1)) j++;
-        const run = o.entries.slice(i, j + 1);
-        const first = run[0];
-        const last = run[run.length - 1];
-        const keys = run.flatMap((e) => (o.kind === 'set' ? [src(n.mod).slice(e.codeStart, e.codeEnd)] : e.keys.map((k) => `'${k}'`))).join(', ');
-        const lines: [number, number] = [first.startLine, last.endLine];
-        const whole = run.every((e) => e.indent !== null);
-        edits.push({
-          start: first.start,
-          end: last.end,
-          text: whole ? `${first.indent}# nnrag slim: pruned ${keys} (lines ${lines[0]}-${lines[1]})\n` : '',
-        });
-        removed.push({ kind: 'options', ...where, lines, what: `${o.subject}: ${keys}` });
-        i = j + 1;
-      }
-    }
+    for (const o of options) optionEdits(src(n.mod), where, o, (i) => prunable(n.mod, o, i), edits, removed);
     if (edits.length) editsByNode.set(n, edits);
   }
   removed.sort((a, b) => a.path.localeCompare(b.path) || a.lines[0] - b.lines[0]);
+  const header = headerOf(removed);
+  return { closure, edits: (n) => editsByNode.get(n), header, removed, unknownDecorators };
+}
+
+/** The edits and removals of the pruned entries of option site `o` (`pruned(i)`: entry i
+ *  is pruned; `src`: the module's source). */
+function optionEdits(src: string, where: { repo: string; path: string; module: string }, o: OptionSite, isPruned: (i: number) => boolean, edits: Edit[], removed: SlimRemoval[]): void {
+  if (o.kind === 'if' || o.kind === 'if-seq') {
+    const pruned = o.entries.filter((_, i) => isPruned(i));
+    if (!pruned.length) return;
+    const msg = (keys: string) => `nnrag slim: option ${keys} of ${o.subject} was pruned from this module (restore it from ${where.path}, see the header); the faithful module has it`;
+    const removedClauses = pruned.filter((e) => e.clause && !e.clause.lead);
+    // a leading `if` (or a clause sharing its lines) keeps its test: its body raises
+    for (const e of pruned) {
+      if (removedClauses.includes(e)) continue;
+      const keys = e.keys.map((k) => `'${k}'`).join(', ');
+      edits.push({ start: e.start, end: e.end, text: `raise ValueError(${JSON.stringify(msg(keys))})  # nnrag slim: pruned lines ${e.startLine}-${e.endLine}` });
+    }
+    // removed clauses: one marked clause in place of the first names them all
+    removedClauses.forEach((e, i) => {
+      let text = '';
+      if (i === 0) {
+        const keys = removedClauses.flatMap((x) => x.keys.map((k) => `'${k}'`)).join(', ');
+        const kw = o.kind === 'if' ? 'elif' : 'if';
+        const lines = compactRanges(removedClauses.map((x) => [x.startLine, x.endLine]));
+        text = `${e.clause!.indent}${kw} ${o.subject} in (${keys}${removedClauses.flatMap((x) => x.keys).length === 1 ? ',' : ''}):  # nnrag slim: pruned lines ${lines}\n${e.clause!.indent}    raise ValueError(${JSON.stringify(msg(keys))})\n`;
+      }
+      edits.push({ start: e.clause!.start, end: e.clause!.end, text });
+    });
+    for (const e of pruned) removed.push({ kind: 'branch', ...where, lines: [e.startLine, e.endLine], what: `${o.subject} == ${e.keys.map((k) => `'${k}'`).join(', ')}` });
+    return;
+  }
+  // runs of consecutive pruned dict entries: one edit, a marked comment when whole lines go
+  for (let i = 0; i < o.entries.length; ) {
+    if (!isPruned(i)) {
+      i++;
+      continue;
+    }
+    let j = i;
+    while (j + 1 < o.entries.length && isPruned(j + 1)) j++;
+    const run = o.entries.slice(i, j + 1);
+    const first = run[0];
+    const last = run[run.length - 1];
+    const keys = run.flatMap((e) => (o.kind === 'set' ? [src.slice(e.codeStart, e.codeEnd)] : e.keys.map((k) => `'${k}'`))).join(', ');
+    const lines: [number, number] = [first.startLine, last.endLine];
+    const whole = run.every((e) => e.indent !== null);
+    edits.push({
+      start: first.start,
+      end: last.end,
+      text: whole ? `${first.indent}# nnrag slim: pruned ${keys} (lines ${lines[0]}-${lines[1]})\n` : '',
+    });
+    removed.push({ kind: 'options', ...where, lines, what: `${o.subject}: ${keys}` });
+    i = j + 1;
+  }
+}
+
+/** The header lines of the removals (sorted by path and line): one line per file and kind
+ *  of removal (and option subject). */
+function headerOf(removed: readonly SlimRemoval[]): string[] {
   const header: string[] = [];
   if (removed.length) {
     header.push('# Slim profile: removed from the copied statements (the original lines are in the files above):');
@@ -306,20 +327,14 @@ export function slimClosure(corpus: Corpus, resolver: Resolver, mod: CorpusModul
       header.push(`#   ${g.path}:${compactRanges(g.lines)} | ${g.label}: ${what.length > 160 ? what.slice(0, 157) + '...' : what}`);
     }
   }
-  return { closure, edits: (n) => editsByNode.get(n), header, removed, unknownDecorators };
+  return header;
 }
 
 /** Option values compare case-insensitively and without `_`, `-` and spaces: factories
  *  normalise the names they are given (`name.lower()`, `.replace('_', '')`). */
 function optionKey(s: string): string {
-  let k = optionKeys.get(s);
-  if (k === undefined) {
-    if (optionKeys.size > 100_000) optionKeys.clear();
-    optionKeys.set(s, (k = s.toLowerCase().replace(/[-_\s]/g, '')));
-  }
-  return k;
+  return s.toLowerCase().replace(/[-_\s]/g, '');
 }
-const optionKeys = new Map<string, string>();
 
 /** [a, b) lies within an option entry (its key and value, or its whole clause). */
 function inEntry(e: OptionEntry, a: number, b: number): boolean {

@@ -1,5 +1,6 @@
 // What slim emission (docs/ARCHITECTURE.md "Slim emission") reads from one module's
-// syntax tree, once per module: the string literals (option values a block can reach),
+// syntax tree (analysis.ts reads it once per module, off the parse tree the value facts
+// share): the string literals (option values a block can reach),
 // option registries (dicts of string keys to definitions, `if`/`elif` chains comparing
 // one subject with strings) with the byte ranges each option occupies, and the
 // decorators of top-level definitions, and the call statements inside top-level compound
@@ -7,7 +8,6 @@
 // and which decorators return their argument is decided in registry.ts / decorators.ts
 // with the resolver.
 import type { Node } from 'web-tree-sitter';
-import { parsePython } from '../../parse/parser.js';
 import type { CorpusModule } from '../../resolve/corpus.js';
 import { lineIndex, lineStarts } from '../../util/lines.js';
 
@@ -100,16 +100,17 @@ export interface ModuleSyntax {
   calls: CallStatementSite[];
 }
 
-const cache = new WeakMap<CorpusModule, ModuleSyntax>();
-
-/** The module's slim facts (parsed on first use; the parser must be ready). */
-export function moduleSyntax(mod: CorpusModule, source: string): ModuleSyntax {
-  let s = cache.get(mod);
-  if (!s) cache.set(mod, (s = analyze(mod, source)));
-  return s;
+/** Where a module's nodes are: its source, the top-level statement holding an offset,
+ *  where the line of an offset starts, its 1-based line. */
+interface Where {
+  src: string;
+  stmtAt: (offset: number) => number;
+  lineStart: (i: number) => number;
+  lineOf: (i: number) => number;
 }
 
-function analyze(mod: CorpusModule, src: string): ModuleSyntax {
+/** The module's slim facts, read off its parse tree (`root`). */
+export function moduleSyntax(mod: CorpusModule, src: string, root: Node): ModuleSyntax {
   const stmts = mod.facts.statements;
   const stmtAt = (offset: number): number => {
     let lo = 0;
@@ -122,251 +123,271 @@ function analyze(mod: CorpusModule, src: string): ModuleSyntax {
     }
     return -1;
   };
-  const lineStart = (i: number) => src.lastIndexOf('\n', i - 1) + 1;
   const starts = lineStarts(src);
-  const lineOf = (i: number) => lineIndex(starts, i) + 1;
-  const tree = parsePython(src);
-  try {
-    const root = tree.rootNode;
-    const strings: StringLit[] = [];
-    for (const s of root.descendantsOfType('string')) {
-      if (!s) continue;
-      const v = stringValue(s);
-      if (v !== null) strings.push({ start: s.startIndex, end: s.endIndex, value: v.toLowerCase() });
-    }
-    strings.sort((a, b) => a.start - b.start);
+  const at: Where = { src, stmtAt, lineStart: (i: number) => src.lastIndexOf('\n', i - 1) + 1, lineOf: (i: number) => lineIndex(starts, i) + 1 };
+  const options: OptionSite[] = [];
+  dictOptions(root, at, options);
+  setOptions(root, at, options);
+  ifOptions(root, at, options);
+  return { strings: stringLits(root), options, decorators: decoratorSites(root, at), calls: callStatements(root, at) };
+}
 
-    const options: OptionSite[] = [];
-    // dict registries: `{'a': A, 'b': B}` and `dict(a=A, b=B)`
-    for (const d of root.descendantsOfType(['dictionary', 'call'])) {
-      if (!d) continue;
-      let pairs: { key: string; keyStart: number; keyEnd: number; node: Node; value: Node }[] | null = [];
-      if (d.type === 'dictionary') {
-        for (const c of d.namedChildren) {
-          if (!c || c.type === 'comment' || c.type === 'dictionary_splat') continue;
-          const k = c.type === 'pair' ? c.childForFieldName('key') : null;
-          const v = c.type === 'pair' ? c.childForFieldName('value') : null;
-          const kv = k?.type === 'string' ? stringValue(k) : null;
-          if (!k || !v || kv === null) {
-            pairs = null;
-            break;
-          }
-          pairs.push({ key: kv, keyStart: k.startIndex, keyEnd: k.endIndex, node: c, value: v });
+/** The string literals of the module, lowercased, in order. */
+function stringLits(root: Node): StringLit[] {
+  const strings: StringLit[] = [];
+  for (const s of root.descendantsOfType('string')) {
+    if (!s) continue;
+    const v = stringValue(s);
+    if (v !== null) strings.push({ start: s.startIndex, end: s.endIndex, value: v.toLowerCase() });
+  }
+  strings.sort((a, b) => a.start - b.start);
+  return strings;
+}
+
+/** Option registries: dicts of string keys. */
+function dictOptions(root: Node, at: Where, options: OptionSite[]): void {
+  // dict registries: `{'a': A, 'b': B}` and `dict(a=A, b=B)`
+  for (const d of root.descendantsOfType(['dictionary', 'call'])) {
+    if (!d) continue;
+    let pairs: { key: string; keyStart: number; keyEnd: number; node: Node; value: Node }[] | null = [];
+    if (d.type === 'dictionary') {
+      for (const c of d.namedChildren) {
+        if (!c || c.type === 'comment' || c.type === 'dictionary_splat') continue;
+        const k = c.type === 'pair' ? c.childForFieldName('key') : null;
+        const v = c.type === 'pair' ? c.childForFieldName('value') : null;
+        const kv = k?.type === 'string' ? stringValue(k) : null;
+        if (!k || !v || kv === null) {
+          pairs = null;
+          break;
         }
-      } else {
-        const fn = d.childForFieldName('function');
-        const args = d.childForFieldName('arguments');
-        if (fn?.type !== 'identifier' || fn.text !== 'dict' || args?.type !== 'argument_list') continue;
-        for (const c of args.namedChildren) {
-          if (!c || c.type === 'comment' || c.type === 'dictionary_splat') continue;
-          const k = c.type === 'keyword_argument' ? c.childForFieldName('name') : null;
-          const v = c.type === 'keyword_argument' ? c.childForFieldName('value') : null;
-          if (!k || !v) {
-            pairs = null;
-            break;
-          }
-          pairs.push({ key: k.text, keyStart: k.startIndex, keyEnd: k.endIndex, node: c, value: v });
-        }
+        pairs.push({ key: kv, keyStart: k.startIndex, keyEnd: k.endIndex, node: c, value: v });
       }
-      if (!pairs || pairs.length < 2) continue;
-      const stmt = stmtAt(d.startIndex);
-      if (stmt < 0) continue;
-      const entries: OptionEntry[] = pairs.map((p) => {
-        const { start, end, indent } = entrySpan(src, p.node, lineStart);
-        const denoting: [number, number][] = [];
-        const refLike = refLikeValue(p.value, denoting);
-        return {
-          keys: [p.key.toLowerCase()],
-          keyRanges: [[p.keyStart, p.keyEnd]],
-          start,
-          end,
-          codeStart: p.value.startIndex,
-          codeEnd: p.value.endIndex,
-          startLine: lineOf(p.node.startIndex),
-          endLine: lineOf(p.node.endIndex),
-          indent,
-          refLike,
-          denoting,
-        };
-      });
-      options.push({ kind: 'dict', stmt, subject: boundName(d) ?? 'dict', entries });
+    } else {
+      const fn = d.childForFieldName('function');
+      const args = d.childForFieldName('arguments');
+      if (fn?.type !== 'identifier' || fn.text !== 'dict' || args?.type !== 'argument_list') continue;
+      for (const c of args.namedChildren) {
+        if (!c || c.type === 'comment' || c.type === 'dictionary_splat') continue;
+        const k = c.type === 'keyword_argument' ? c.childForFieldName('name') : null;
+        const v = c.type === 'keyword_argument' ? c.childForFieldName('value') : null;
+        if (!k || !v) {
+          pairs = null;
+          break;
+        }
+        pairs.push({ key: k.text, keyStart: k.startIndex, keyEnd: k.endIndex, node: c, value: v });
+      }
     }
-    // sets of definitions (`{BatchNormAct2d, GroupNormAct}`): membership tests of classes;
-    // an element whose definition nothing else reaches cannot match anything the module
-    // makes, so it is an option keyed by its name
-    for (const d of root.descendantsOfType('set')) {
-      if (!d) continue;
-      const els = d.namedChildren.filter((c): c is Node => !!c && c.type !== 'comment');
-      if (els.length < 2 || !els.every((e) => e.type === 'identifier' || e.type === 'attribute')) continue;
-      const stmt = stmtAt(d.startIndex);
-      if (stmt < 0) continue;
-      const entries: OptionEntry[] = els.map((e) => {
-        const { start, end, indent } = entrySpan(src, e, lineStart);
-        return {
-          keys: [(e.text.split('.').pop() ?? e.text).toLowerCase()],
-          keyRanges: [[e.startIndex, e.endIndex]],
-          start,
-          end,
-          codeStart: e.startIndex,
-          codeEnd: e.endIndex,
-          startLine: lineOf(e.startIndex),
-          endLine: lineOf(e.endIndex),
-          indent,
-          refLike: true,
-          denoting: [[e.startIndex, e.endIndex]],
-        };
-      });
-      options.push({ kind: 'set', stmt, subject: boundName(d) ?? 'set', entries });
-    }
-
-    // if/elif chains comparing one subject with strings, and runs of consecutive plain
-    // `if` statements doing so (`if key in ('avg', 'avgpool'): return …`)
-    const clauseEntry = (cond: Node, body: Node, clause: Node, lead: boolean): OptionEntry | null => {
-      const cmp = stringCompare(cond);
-      if (!cmp) return null;
-      const indent = src.slice(lineStart(body.startIndex), body.startIndex);
-      const ls = lineStart(clause.startIndex);
-      const hdrIndent = src.slice(ls, clause.startIndex);
-      const nl = src.indexOf('\n', body.endIndex);
-      const rest = src.slice(body.endIndex, nl === -1 ? src.length : nl);
-      const whole = /^\s*$/.test(hdrIndent) && /^\s*(#.*)?$/.test(rest);
+    if (!pairs || pairs.length < 2) continue;
+    const stmt = at.stmtAt(d.startIndex);
+    if (stmt < 0) continue;
+    const entries: OptionEntry[] = pairs.map((p) => {
+      const { start, end, indent } = entrySpan(at.src, p.node, at.lineStart);
+      const denoting: [number, number][] = [];
+      const refLike = refLikeValue(p.value, denoting);
       return {
-        keys: cmp.keys,
-        keyRanges: cmp.keyRanges,
-        start: body.startIndex,
-        end: body.endIndex,
-        codeStart: lead || !whole ? body.startIndex : clause.startIndex,
-        codeEnd: body.endIndex,
-        startLine: lineOf(clause.startIndex),
-        endLine: lineOf(body.endIndex),
-        indent: /^\s*$/.test(indent) ? indent : null,
-        refLike: true,
-        denoting: [[body.startIndex, body.endIndex]],
-        subject: cmp.subject,
-        clause: whole ? { start: ls, end: nl === -1 ? src.length : nl + 1, indent: hdrIndent, lead } : null,
+        keys: [p.key.toLowerCase()],
+        keyRanges: [[p.keyStart, p.keyEnd]],
+        start,
+        end,
+        codeStart: p.value.startIndex,
+        codeEnd: p.value.endIndex,
+        startLine: at.lineOf(p.node.startIndex),
+        endLine: at.lineOf(p.node.endIndex),
+        indent,
+        refLike,
+        denoting,
       };
-    };
-    const addIfSite = (entries: OptionEntry[], at: number, seq: boolean) => {
-      // one subject for the whole site; at least two options
-      const subject = entries[0]?.subject;
-      const same = entries.filter((e) => e.subject === subject);
-      if (same.length < 2 || subject === undefined) return;
-      const stmt = stmtAt(at);
-      if (stmt >= 0) options.push({ kind: seq ? 'if-seq' : 'if', stmt, subject, entries: same });
-    };
-    for (const ifs of root.descendantsOfType('if_statement')) {
-      if (!ifs) continue;
-      const c0 = ifs.childForFieldName('condition');
-      const b0 = ifs.childForFieldName('consequence');
-      const alts = ifs.childrenForFieldName('alternative');
-      if (!c0 || !b0) continue;
-      if (alts.some((a) => a?.type === 'elif_clause')) {
-        const entries: OptionEntry[] = [];
-        const e0 = clauseEntry(c0, b0, ifs, true);
-        if (e0) entries.push(e0);
-        for (const alt of alts) {
-          if (alt?.type !== 'elif_clause') continue;
-          const c = alt.childForFieldName('condition');
-          const b = alt.childForFieldName('consequence');
-          const e = c && b ? clauseEntry(c, b, alt, false) : null;
-          if (e) entries.push(e);
-        }
-        addIfSite(entries, ifs.startIndex, false);
-        continue;
-      }
-      // the first of a run of plain `if` statements (no elif/else) on one subject
-      if (alts.length) continue;
-      const prev = prevStatement(ifs);
-      if (prev && plainIf(prev) && stringCompare(prev.childForFieldName('condition')!)?.subject === stringCompare(c0)?.subject) continue;
-      const entries: OptionEntry[] = [];
-      for (let n: Node | null = ifs; n && plainIf(n); n = nextStatement(n)) {
-        const e = clauseEntry(n.childForFieldName('condition')!, n.childForFieldName('consequence')!, n, false);
-        if (!e || (entries.length && e.subject !== entries[0].subject)) break;
-        entries.push(e);
-      }
-      addIfSite(entries, ifs.startIndex, true);
-    }
+    });
+    options.push({ kind: 'dict', stmt, subject: boundName(d) ?? 'dict', entries });
+  }
+}
 
-    const decorators: DecoratorSite[] = [];
-    for (const c of root.namedChildren) {
-      if (c?.type !== 'decorated_definition') continue;
-      const def = c.childForFieldName('definition');
-      const stmt = stmtAt(c.startIndex);
-      if (!def || stmt < 0) continue;
-      for (const dec of c.namedChildren) {
-        if (dec?.type !== 'decorator') continue;
-        const expr = dec.namedChildren.find((x) => x && x.type !== 'comment');
-        if (!expr) continue;
-        let callee = expr;
-        let call: DecoratorSite['call'] = null;
-        if (expr.type === 'call') {
-          callee = expr.childForFieldName('function') ?? expr;
-          call = callArgs(expr);
-        }
-        // whole lines only: a decorator sharing its line with other code stays
-        const ls = lineStart(dec.startIndex);
-        const nl = src.indexOf('\n', dec.endIndex);
-        const rest = src.slice(dec.endIndex, nl === -1 ? src.length : nl);
-        if (!/^\s*$/.test(src.slice(ls, dec.startIndex)) || !/^\s*(#.*)?$/.test(rest)) continue;
-        decorators.push({
+/** Option registries: sets of definitions. */
+function setOptions(root: Node, at: Where, options: OptionSite[]): void {
+  // sets of definitions (`{BatchNormAct2d, GroupNormAct}`): membership tests of classes;
+  // an element whose definition nothing else reaches cannot match anything the module
+  // makes, so it is an option keyed by its name
+  for (const d of root.descendantsOfType('set')) {
+    if (!d) continue;
+    const els = d.namedChildren.filter((c): c is Node => !!c && c.type !== 'comment');
+    if (els.length < 2 || !els.every((e) => e.type === 'identifier' || e.type === 'attribute')) continue;
+    const stmt = at.stmtAt(d.startIndex);
+    if (stmt < 0) continue;
+    const entries: OptionEntry[] = els.map((e) => {
+      const { start, end, indent } = entrySpan(at.src, e, at.lineStart);
+      return {
+        keys: [(e.text.split('.').pop() ?? e.text).toLowerCase()],
+        keyRanges: [[e.startIndex, e.endIndex]],
+        start,
+        end,
+        codeStart: e.startIndex,
+        codeEnd: e.endIndex,
+        startLine: at.lineOf(e.startIndex),
+        endLine: at.lineOf(e.endIndex),
+        indent,
+        refLike: true,
+        denoting: [[e.startIndex, e.endIndex]],
+      };
+    });
+    options.push({ kind: 'set', stmt, subject: boundName(d) ?? 'set', entries });
+  }
+}
+
+/** Option registries: if/elif chains and runs of `if` on one subject compared with strings. */
+function ifOptions(root: Node, at: Where, options: OptionSite[]): void {
+  // if/elif chains comparing one subject with strings, and runs of consecutive plain
+  // `if` statements doing so (`if key in ('avg', 'avgpool'): return …`)
+  const clauseEntry = (cond: Node, body: Node, clause: Node, lead: boolean): OptionEntry | null => {
+    const cmp = stringCompare(cond);
+    if (!cmp) return null;
+    const indent = at.src.slice(at.lineStart(body.startIndex), body.startIndex);
+    const ls = at.lineStart(clause.startIndex);
+    const hdrIndent = at.src.slice(ls, clause.startIndex);
+    const nl = at.src.indexOf('\n', body.endIndex);
+    const rest = at.src.slice(body.endIndex, nl === -1 ? at.src.length : nl);
+    const whole = /^\s*$/.test(hdrIndent) && /^\s*(#.*)?$/.test(rest);
+    return {
+      keys: cmp.keys,
+      keyRanges: cmp.keyRanges,
+      start: body.startIndex,
+      end: body.endIndex,
+      codeStart: lead || !whole ? body.startIndex : clause.startIndex,
+      codeEnd: body.endIndex,
+      startLine: at.lineOf(clause.startIndex),
+      endLine: at.lineOf(body.endIndex),
+      indent: /^\s*$/.test(indent) ? indent : null,
+      refLike: true,
+      denoting: [[body.startIndex, body.endIndex]],
+      subject: cmp.subject,
+      clause: whole ? { start: ls, end: nl === -1 ? at.src.length : nl + 1, indent: hdrIndent, lead } : null,
+    };
+  };
+  const addIfSite = (entries: OptionEntry[], pos: number, seq: boolean) => {
+    // one subject for the whole site; at least two options
+    const subject = entries[0]?.subject;
+    const same = entries.filter((e) => e.subject === subject);
+    if (same.length < 2 || subject === undefined) return;
+    const stmt = at.stmtAt(pos);
+    if (stmt >= 0) options.push({ kind: seq ? 'if-seq' : 'if', stmt, subject, entries: same });
+  };
+  for (const ifs of root.descendantsOfType('if_statement')) {
+    if (!ifs) continue;
+    const c0 = ifs.childForFieldName('condition');
+    const b0 = ifs.childForFieldName('consequence');
+    const alts = ifs.childrenForFieldName('alternative');
+    if (!c0 || !b0) continue;
+    if (alts.some((a) => a?.type === 'elif_clause')) {
+      const entries: OptionEntry[] = [];
+      const e0 = clauseEntry(c0, b0, ifs, true);
+      if (e0) entries.push(e0);
+      for (const alt of alts) {
+        if (alt?.type !== 'elif_clause') continue;
+        const c = alt.childForFieldName('condition');
+        const b = alt.childForFieldName('consequence');
+        const e = c && b ? clauseEntry(c, b, alt, false) : null;
+        if (e) entries.push(e);
+      }
+      addIfSite(entries, ifs.startIndex, false);
+      continue;
+    }
+    // the first of a run of plain `if` statements (no elif/else) on one subject
+    if (alts.length) continue;
+    const prev = prevStatement(ifs);
+    if (prev && plainIf(prev) && stringCompare(prev.childForFieldName('condition')!)?.subject === stringCompare(c0)?.subject) continue;
+    const entries: OptionEntry[] = [];
+    for (let n: Node | null = ifs; n && plainIf(n); n = nextStatement(n)) {
+      const e = clauseEntry(n.childForFieldName('condition')!, n.childForFieldName('consequence')!, n, false);
+      if (!e || (entries.length && e.subject !== entries[0].subject)) break;
+      entries.push(e);
+    }
+    addIfSite(entries, ifs.startIndex, true);
+  }
+}
+
+/** Decorators of top-level definitions that are whole lines. */
+function decoratorSites(root: Node, at: Where): DecoratorSite[] {
+  const decorators: DecoratorSite[] = [];
+  for (const c of root.namedChildren) {
+    if (c?.type !== 'decorated_definition') continue;
+    const def = c.childForFieldName('definition');
+    const stmt = at.stmtAt(c.startIndex);
+    if (!def || stmt < 0) continue;
+    for (const dec of c.namedChildren) {
+      if (dec?.type !== 'decorator') continue;
+      const expr = dec.namedChildren.find((x) => x && x.type !== 'comment');
+      if (!expr) continue;
+      let callee = expr;
+      let call: DecoratorSite['call'] = null;
+      if (expr.type === 'call') {
+        callee = expr.childForFieldName('function') ?? expr;
+        call = callArgs(expr);
+      }
+      // whole lines only: a decorator sharing its line with other code stays
+      const ls = at.lineStart(dec.startIndex);
+      const nl = at.src.indexOf('\n', dec.endIndex);
+      const rest = at.src.slice(dec.endIndex, nl === -1 ? at.src.length : nl);
+      if (!/^\s*$/.test(at.src.slice(ls, dec.startIndex)) || !/^\s*(#.*)?$/.test(rest)) continue;
+      decorators.push({
+        stmt,
+        start: ls,
+        end: nl === -1 ? at.src.length : nl + 1,
+        line: at.lineOf(dec.startIndex),
+        endLine: at.lineOf(dec.endIndex),
+        text: dec.text,
+        exprStart: expr.startIndex,
+        calleeStart: callee.startIndex,
+        calleeEnd: callee.endIndex,
+        call,
+        target: def.type === 'class_definition' ? 'class' : 'function',
+      });
+    }
+  }
+  return decorators;
+}
+
+/** Call statements (whole lines) in the blocks of top-level compound statements. */
+function callStatements(root: Node, at: Where): CallStatementSite[] {
+  // call statements in the blocks of top-level compound statements
+  const calls: CallStatementSite[] = [];
+  const visitBlock = (block: Node) => {
+    const body = block.namedChildren.filter((x): x is Node => !!x && x.type !== 'comment');
+    for (const c of body) {
+      if (c.type === 'expression_statement') {
+        const expr = c.namedChildren.find((x) => x && x.type !== 'comment');
+        if (expr?.type !== 'call' || c.namedChildren.filter((x) => x && x.type !== 'comment').length !== 1) continue;
+        const callee = expr.childForFieldName('function');
+        if (!callee || (callee.type !== 'attribute' && callee.type !== 'identifier')) continue;
+        const ls = at.lineStart(c.startIndex);
+        const nl = at.src.indexOf('\n', c.endIndex);
+        const rest = at.src.slice(c.endIndex, nl === -1 ? at.src.length : nl);
+        const stmt = at.stmtAt(c.startIndex);
+        if (stmt < 0 || !/^\s*$/.test(at.src.slice(ls, c.startIndex)) || !/^\s*(#.*)?$/.test(rest)) continue;
+        calls.push({
           stmt,
           start: ls,
-          end: nl === -1 ? src.length : nl + 1,
-          line: lineOf(dec.startIndex),
-          endLine: lineOf(dec.endIndex),
-          text: dec.text,
-          exprStart: expr.startIndex,
+          end: nl === -1 ? at.src.length : nl + 1,
+          line: at.lineOf(c.startIndex),
+          endLine: at.lineOf(c.endIndex),
+          text: c.text,
           calleeStart: callee.startIndex,
           calleeEnd: callee.endIndex,
-          call,
-          target: def.type === 'class_definition' ? 'class' : 'function',
+          call: callArgs(expr),
+          alone: body.length === 1,
+          indent: at.src.slice(ls, c.startIndex),
         });
-      }
+      } else visitCompound(c);
     }
-    // call statements in the blocks of top-level compound statements
-    const calls: CallStatementSite[] = [];
-    const visitBlock = (block: Node) => {
-      const body = block.namedChildren.filter((x): x is Node => !!x && x.type !== 'comment');
-      for (const c of body) {
-        if (c.type === 'expression_statement') {
-          const expr = c.namedChildren.find((x) => x && x.type !== 'comment');
-          if (expr?.type !== 'call' || c.namedChildren.filter((x) => x && x.type !== 'comment').length !== 1) continue;
-          const callee = expr.childForFieldName('function');
-          if (!callee || (callee.type !== 'attribute' && callee.type !== 'identifier')) continue;
-          const ls = lineStart(c.startIndex);
-          const nl = src.indexOf('\n', c.endIndex);
-          const rest = src.slice(c.endIndex, nl === -1 ? src.length : nl);
-          const stmt = stmtAt(c.startIndex);
-          if (stmt < 0 || !/^\s*$/.test(src.slice(ls, c.startIndex)) || !/^\s*(#.*)?$/.test(rest)) continue;
-          calls.push({
-            stmt,
-            start: ls,
-            end: nl === -1 ? src.length : nl + 1,
-            line: lineOf(c.startIndex),
-            endLine: lineOf(c.endIndex),
-            text: c.text,
-            calleeStart: callee.startIndex,
-            calleeEnd: callee.endIndex,
-            call: callArgs(expr),
-            alone: body.length === 1,
-            indent: src.slice(ls, c.startIndex),
-          });
-        } else visitCompound(c);
-      }
-    };
-    const visitCompound = (n: Node) => {
-      if (n.type === 'function_definition' || n.type === 'class_definition' || n.type === 'decorated_definition') return;
-      for (const c of n.namedChildren) {
-        if (!c) continue;
-        if (c.type === 'block') visitBlock(c);
-        else if (/_clause$/.test(c.type)) visitCompound(c);
-      }
-    };
-    for (const c of root.namedChildren) if (c && /^(if|try|for|while|with)_statement$/.test(c.type)) visitCompound(c);
-    return { strings, options, decorators, calls };
-  } finally {
-    tree.delete();
-  }
+  };
+  const visitCompound = (n: Node) => {
+    if (n.type === 'function_definition' || n.type === 'class_definition' || n.type === 'decorated_definition') return;
+    for (const c of n.namedChildren) {
+      if (!c) continue;
+      if (c.type === 'block') visitBlock(c);
+      else if (/_clause$/.test(c.type)) visitCompound(c);
+    }
+  };
+  for (const c of root.namedChildren) if (c && /^(if|try|for|while|with)_statement$/.test(c.type)) visitCompound(c);
+  return calls;
 }
 
 /** A call's arguments: how many positional, which keywords, any `*`/`**` splat. */

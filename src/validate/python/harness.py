@@ -58,7 +58,10 @@ def _load_package():
     pkg.__path__ = []
     pkg.__package__ = "nnrag_harness"
     sys.modules["nnrag_harness"] = pkg
-    for name in sorted(bundle, key=lambda n: (n != "nnrag_harness", n)):
+    # the bundle lists the package first, then each module after those it imports at its
+    # top level (environment.ts harnessSource): executed in that order, every top-level
+    # `from . import x` finds x complete
+    for name in bundle:
         if name == "nnrag_harness":
             exec(compile(bundle[name], "<nnrag_harness/__init__.py>", "exec"), pkg.__dict__)  # noqa: S102 - our own code
             continue
@@ -66,14 +69,15 @@ def _load_package():
         m.__package__ = "nnrag_harness"
         sys.modules[name] = m
         setattr(pkg, name.split(".")[-1], m)
-    for name in sorted(bundle):
+    for name in bundle:
         if name != "nnrag_harness":
             exec(compile(bundle[name], "<%s.py>" % name.replace(".", "/"), "exec"), sys.modules[name].__dict__)  # noqa: S102
 
 
 _load_package()
 
-from nnrag_harness.worker import Channel, Worker  # noqa: E402
+from nnrag_harness.channel import Channel  # noqa: E402
+from nnrag_harness.worker import Worker  # noqa: E402
 
 
 # --------------------------------------------------------------------------- probe
@@ -128,6 +132,8 @@ def probe():
         "torch_spec": spec.origin if spec else None,
         "distributions": installed_distributions(),
         "modules": top_level_modules(),
+        # the standard library's top-level names (Python 3.10+): what needs no distribution
+        "stdlib": sorted(getattr(sys, "stdlib_module_names", ())),
     }
     if "--import-torch" in sys.argv:
         try:

@@ -144,7 +144,7 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
   const list = listed.harvest as
     | { classes?: string[]; entries?: HarvestEntry[]; importFailures?: Record<string, string>; forwardKeys?: Record<string, string>; notes?: Record<string, string>; error?: string }
     | undefined;
-  if (!list || !list.entries) {
+  if (!list?.entries) {
     out.error = list?.error ?? listed.error ?? 'the harness gave no entry points';
     out.ms = performance.now() - t0;
     return out;

@@ -2,7 +2,6 @@
 module: values (encode / decode), harvest (argparse defaults read statically, size ranks,
 configurations by use, entry-point call plans) and sources (the witness source and the
 label -> source rule). Run with a Python that has torch (test/validate/harness-package.test.ts)."""
-import argparse
 import dataclasses
 import functools
 import os
@@ -17,6 +16,7 @@ import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 
 from nnrag_harness import arguments as A  # noqa: E402
+from nnrag_harness import candidates as CA  # noqa: E402
 from nnrag_harness import classify as C  # noqa: E402
 from nnrag_harness import configs as CF  # noqa: E402
 from nnrag_harness import harvest as H  # noqa: E402
@@ -174,7 +174,8 @@ class HarvestTest(unittest.TestCase):
         video = nn.Sequential(nn.Conv3d(3, 4, 3), nn.ReLU())
         signal = nn.Sequential(nn.Conv1d(2, 4, 3))
         image = nn.Sequential(nn.Conv2d(3, 4, 3))
-        shapes = lambda m, h={}: [list(c[0].shape) for c in H.input_candidates(m, h, torch)]
+        def shapes(m, h=None):
+            return [list(c[0].shape) for c in H.input_candidates(m, h or {}, torch)]
         self.assertEqual(shapes(video)[0], [1, 3, H.CLIP_FRAMES, 64, 64])
         self.assertEqual(shapes(signal)[0], [1, 2, 64], "the convolution's input channels")
         self.assertEqual(shapes(image), [[1, 3, 64, 64], [1, 3, 224, 224]])
@@ -229,23 +230,23 @@ class ArgumentsTest(unittest.TestCase):
     """The call-site, configuration-table, defaults and guess sources (arguments.py)."""
 
     def test_guess_by_name(self):
-        cands, why = A.arg_candidates(Attn, [], {}, nn)
+        cands, why = CA.arg_candidates(Attn, [], {}, nn)
         label, args, kwargs = cands[0]
         self.assertEqual(S.source_of(label), "guess")
         self.assertEqual(kwargs["dim"] % kwargs["num_heads"], 0)
         Attn(*args, **kwargs)
 
     def test_literal_call_site_first(self):
-        cands, _ = A.arg_candidates(Attn, ["(48, 6, qkv_bias=True)"], {}, nn)
+        cands, _ = CA.arg_candidates(Attn, ["(48, 6, qkv_bias=True)"], {}, nn)
         label, args, kwargs = cands[0]
         self.assertEqual(S.source_of(label), "call-site")
         m = Attn(*args, **kwargs)
         self.assertEqual((m.qkv.in_features, m.qkv.bias is not None), (48, True))
 
     def test_defaults(self):
-        cands, _ = A.arg_candidates(Lin, [], {}, nn)
+        cands, _ = CA.arg_candidates(Lin, [], {}, nn)
         self.assertTrue(cands)
-        cands, _ = A.arg_candidates(nn.ReLU, [], {}, nn)
+        cands, _ = CA.arg_candidates(nn.ReLU, [], {}, nn)
         self.assertEqual(cands[0][0], "defaults")
 
     def test_seq_variant(self):
@@ -399,6 +400,7 @@ class SourcesTest(unittest.TestCase):
 
     def test_source_of(self):
         self.assertEqual(S.source_of("witness 1 x.y"), "witness")
+        self.assertEqual(S.source_of("witness 1 user-supplied"), "user")
         self.assertEqual(S.source_of("call-site 2 guessed=1"), "call-site")
         self.assertEqual(S.source_of("config cfgs['a']"), "config-table")
         self.assertEqual(S.source_of("defaults"), "guess")
@@ -499,11 +501,11 @@ class SourceInterfaceTest(unittest.TestCase):
 
     def test_order_of_the_sources(self):
         # arg_candidates: defaults, call sites, configuration tables, then guesses
-        cands, _ = A.arg_candidates(Wide, ["(embed_dim=8)"], {}, nn)
+        cands, _ = CA.arg_candidates(Wide, ["(embed_dim=8)"], {}, nn)
         self.assertEqual([c[0] for c in cands], ["widths d=32 h=4", "widths d=16 h=2", "defaults", "call-site 1"],
                          "wide defaults: small widths first, then the defaults before the call sites")
         t = {"name": "T", "text": "T = [dict(depth=3)]"}
-        cands, _ = A.arg_candidates(Tabled, ["(dict(depth=5), 8)"], {}, nn, [t])
+        cands, _ = CA.arg_candidates(Tabled, ["(dict(depth=5), 8)"], {}, nn, [t])
         self.assertEqual([S.source_of(c[0]) for c in cands], ["call-site", "config-table"], "no rule guesses a configuration")
 
 

@@ -1,13 +1,15 @@
 # nnrag_harness: the focused modules of the validation harness (src/validate/README.md).
 #
-#   worker   - the long-lived worker: the protocol with the pool (Channel), a child per
-#              request, deadline, cleanup (Worker)
-#   zygote   - a fork per repository that imported the original once (Zygote, STASH)
+#   worker   - the long-lived worker: a child per request, deadline, cleanup (Worker)
+#   channel  - the nonce-framed protocol of a worker with the pool or a zygote (Channel)
+#   zygote   - a fork per repository that imported the original once (Zygote)
+#   stash    - the original's modules a zygote imported, hidden while a candidate runs (STASH)
 #   stages   - the stages of one candidate in its child (Stages), child_main, harvest_main
 #   procs    - rlimits, working directory, /proc walks, reaping and killing descendants
 #   classify - failure categories, error and traceback text
-#   arguments- guesses by name / annotation; arg_candidates orders the sources' plans and
-#              refines them; values mapped to the original's objects
+#   arguments- guesses by name / annotation, constructor parameters, refinements; values
+#              mapped to the original's objects
+#   candidates - arg_candidates: orders the sources' plans and refines them
 #   inputs   - forward-input candidates from layers, widths and token counts; shape repair
 #   snippet  - the usage snippet: rendered from recorded values through a whitelist IR,
 #              checked with ast, run (or its values compared) before it is recorded
@@ -25,7 +27,12 @@
 #
 # harness.py (the entry point: --probe, --worker) imports this package. Inside the sandbox the package has no folder: the
 # pool sends harness.py with the package's module texts bundled in front of it
-# (environment.ts harnessSource) and harness.py installs them as modules.
+# (environment.ts harnessSource, in dependency order: each module after those it imports
+# at its top level) and harness.py installs them as modules in that order.
 
-# the module name a candidate's text is imported as
-CANDIDATE_MODULE = "nnrag_candidate"
+# the module name a candidate's text is imported as: not an identifier (Language
+# Reference §7.11: an import statement names identifiers), so no repository module can
+# be named like it, and `import` in repository code never reaches the copy; its file in
+# the candidate's scratch folder (an unpredictable name)
+CANDIDATE_MODULE = "nnrag candidate"
+CANDIDATE_FILE = "candidate.py"

@@ -1,8 +1,8 @@
 # Constructor arguments (src/validate/README.md "Constructor arguments and inputs"): the
-# guesses by name and annotation the sources share (guess_value), arg_candidates, which
-# orders the call-site, config-table and guess sources (source_*.py, one interface in
-# sources.py) and refines their plans, and the mapping of a candidate's values to the
-# original module's objects for equivalence (to_original).
+# guesses by name and annotation the sources share (guess_value), the constructor's
+# parameters (ctor_params), the refinements candidates.py applies to the sources' plans,
+# and the mapping of a candidate's values to the original module's objects for
+# equivalence (to_original). Below sources.py and source_*.py, which import it.
 import inspect
 import re
 import sys
@@ -74,7 +74,7 @@ def build_config(cls, d, h, nn, g, depth=0):
         try:
             return cls(**kw)
         except Exception:  # noqa: BLE001
-            raise Unguessable(cls.__name__)
+            raise Unguessable(cls.__name__) from None
     params = ctor_params(cls)
     if params is not None and all(p.default is not inspect.Parameter.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
         try:
@@ -293,69 +293,6 @@ def to_original(v, om, depth=0):
         if ocls is not None and dataclasses.is_dataclass(ocls):
             return ocls(**{f.name: to_original(getattr(v, f.name), om, depth + 1) for f in dataclasses.fields(v) if f.init})
     return v
-
-
-def arg_candidates(cls, call_sites, mod_globals, nn, data_sites=None, data_ns=None):
-    """Ordered, de-duplicated constructor candidates: (label, args, kwargs), from the
-    sources of sources.py in their order: 1. the constructor's defaults, when every
-    parameter has one; 2. call sites from the corpus; 3. configuration-table entries;
-    4. name / annotation heuristics at a few widths (required parameters filled, and
-    width-like parameters whose default is None); then the refinements below. Returns
-    (candidates, why the heuristics could not fill a parameter, or None)."""
-    from . import source_callsite, source_guess, source_table, sources  # the bundle loads modules in name order
-    req = sources.request(cls, mod_globals, nn, call_sites, data_sites, data_ns)
-    out, seen = [], set()
-
-    def add(label, args, kwargs):
-        kwargs = fit_rates(kwargs)
-        key = repr((args, sorted(kwargs.items(), key=lambda kv: kv[0])))
-        if key not in seen:
-            seen.add(key)
-            out.append((label, args, kwargs))
-            return True
-        return False
-
-    if req.params is None:
-        add("defaults", [], {})
-        return out, None
-    guess = source_guess.GuessSource()
-    for src in (source_guess.DefaultsSource(), source_callsite.CallSiteSource(), source_table.ConfigTableSource(), guess):
-        for plan in src.plans(req):
-            add(plan.label, plan.args, plan.kwargs)
-    fillable, required = req.fillable, req.required
-    # ResNet-style bottlenecks add the input to an output of planes * expansion
-    # channels: make the input width match (inplanes = planes * cls.expansion)
-    exp = getattr(cls, "expansion", None)
-    names = [p.name for p in fillable]
-    if isinstance(exp, int) and exp > 1 and "planes" in names:
-        in_name = next((x for x in ("inplanes", "in_planes", "in_chs", "in_channels", "inp") if x in names), None)
-        if in_name:
-            for label, a, kw in list(out):
-                if "planes" in kw and isinstance(kw["planes"], int) and not a:
-                    kw2 = dict(kw)
-                    kw2[in_name] = kw["planes"] * exp
-                    out.insert(out.index((label, a, kw)), (label + " expansion", a, kw2))
-                    seen.add(repr((a, sorted(kw2.items(), key=lambda kv: kv[0]))))
-                    break
-    # layer factories left at None (norm_layer=None, act_layer=None) that the block calls
-    none_layers = [p for p in fillable if p.default is None and p.kind != p.POSITIONAL_ONLY and re.search(r"norm|act|layer$", p.name)]
-    if none_layers and out:
-        label, a, kw = out[0]
-        kw2 = dict(kw)
-        for p in none_layers:
-            kw2[p.name] = guess_value(p.name, p.annotation, 32, 4, nn)
-        add(label + " +layers", a, kw2)
-    if not required:
-        # defaults failed or did not run forward: also try width-like parameters set
-        for plan in source_guess.WidthsSource().plans(req):
-            add(plan.label, plan.args, plan.kwargs)
-        # a whole network whose defaults are wide (embed_dim=768): the same architecture
-        # at small widths first, so building and running it fits the time limit
-        if any(is_wide_default(p) for p in fillable):
-            small = [c for c in out if c[0].startswith("widths")]
-            out[:] = small + [c for c in out if not c[0].startswith("widths")]
-    unguessable = guess.unguessable
-    return out, (unguessable if not out or (required and unguessable) else None)
 
 
 def duck_modules(cls, params, nn):

@@ -75,6 +75,10 @@ class Classifier:
                 return "native-extension"
             if isinstance(e, ModuleNotFoundError) and name and NATIVE_NAME.search(name):
                 return "native-extension"
+            # torch imports, but not this submodule or name (torch.nn.attention, `from
+            # torch.compiler import …`): another torch version has it
+            if TORCH_MODULE.match(name) or TORCH_IMPORT.search(msg):
+                return "torch-version"
             return "missing-extern"
         if isinstance(e, OSError):
             if re.search(r"shared object|\.so\b", msg):
@@ -85,6 +89,10 @@ class Classifier:
                 return "sandbox-denied"
             if isinstance(e, FileNotFoundError) and (self._masked_path(e.filename) or self._masked_path(getattr(e, "filename2", None))):
                 return "sandbox-denied"
+        if isinstance(e, AttributeError) and TORCH_ATTR.match(msg):
+            # torch imported but lacks the API (torch.compiler on 1.13): a torch version
+            # that has it is needed, not a missing package
+            return "torch-version"
         if isinstance(e, AttributeError) and re.match(r"module '[\w.]+' has no attribute", msg):
             # an extern module of another version lacks the API (torch.nn.RMSNorm on 1.13)
             return "missing-extern"
@@ -99,6 +107,12 @@ class Classifier:
         return "runtime-error"
 
 
+# `module 'torch' has no attribute 'compiler'`, `module 'torch.nn' has no attribute 'RMSNorm'`
+TORCH_ATTR = re.compile(r"module 'torch(\.[\w.]+)?' has no attribute")
+# ModuleNotFoundError.name of a torch submodule (`torch.nn.attention`)
+TORCH_MODULE = re.compile(r"torch\.")
+# `cannot import name 'x' from 'torch.y'` (ImportError.name is the module there)
+TORCH_IMPORT = re.compile(r"cannot import name '\w+' from 'torch(\.[\w.]+)?'")
 NO_CPU_KERNEL = re.compile(r"Could not run '[^']+' with arguments from the 'CPU' backend|not (?:yet )?implemented (?:on|for) (?:the )?CPU", re.I)
 SHAPE_LINE = re.compile(r"shape|size|dim|\bH\b|\bW\b|len\(|numel|channels", re.I)
 
@@ -113,8 +127,14 @@ def last_line(e):
 
 
 def fmt_error(e):
-    s = "%s: %s" % (type(e).__name__, e)
-    return s[:MAX_ERROR_CHARS]
+    try:
+        s = "%s: %s" % (type(e).__name__, e)
+    except BaseException:  # noqa: BLE001 - an exception whose __str__ raises
+        s = "%s: <message not printable>" % type(e).__name__
+    if len(s) > MAX_ERROR_CHARS:
+        # cut from the middle: the type in front, the end of the message kept
+        s = s[:MAX_ERROR_CHARS // 2] + "…" + s[-(MAX_ERROR_CHARS // 2):]
+    return s
 
 
 def fmt_trace(e):

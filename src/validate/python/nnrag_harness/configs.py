@@ -25,7 +25,7 @@ class AttrDict(dict):
         try:
             return self[k]
         except KeyError:
-            raise AttributeError(k)
+            raise AttributeError(k) from None
 
     def __setattr__(self, k, v):
         self[k] = v

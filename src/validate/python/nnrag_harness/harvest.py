@@ -31,6 +31,9 @@ import sys
 import time
 
 from . import values as V
+from . import configs as CF
+from . import structured
+from .inputs import flatten_tensors
 
 CLASS_FACTORY = re.compile(r"^(from_(name|config|cfg|args|params|arch|variant|size|type|preset|spec)|build|create|make)$")
 FACTORY_NAME = re.compile(r"^(build|create|make)_\w+$|^get_\w*model|model", re.I)
@@ -67,7 +70,7 @@ def repo_classes(mods, nn):
     """Every nn.Module subclass defined at the top level of a repository module."""
     out = {}
     for name, m in mods.items():
-        for attr, obj in list(vars(m).items()):
+        for _attr, obj in list(vars(m).items()):
             if isinstance(obj, type) and getattr(obj, "__module__", None) == name and issubclass(obj, nn.Module) and "." not in obj.__qualname__:
                 out["%s.%s" % (name, obj.__qualname__)] = obj
     return out
@@ -163,7 +166,7 @@ def dataclass_configs(mods):
     """Dataclasses of the repository whose every field has a default (GPTConfig())."""
     out = []
     for name, m in mods.items():
-        for attr, obj in list(vars(m).items()):
+        for _attr, obj in list(vars(m).items()):
             if not (isinstance(obj, type) and obj.__module__ == name and dataclasses.is_dataclass(obj)):
                 continue
             fields = [f for f in dataclasses.fields(obj) if f.init]
@@ -342,7 +345,6 @@ def list_entries(cfg, torch):
     by_name = {}
     for k, c in classes.items():
         by_name.setdefault(c.__name__, []).append(k)
-    from . import configs as CF  # lazy: the bundle loads the package's modules in name order
     configs = dataclass_configs(mods) + script_configs(roots) + CF.yacs_configs(roots)
     yamls = yaml_files(roots)
     entries = []
@@ -736,7 +738,6 @@ class Recorder:
             finally:
                 rec.active.discard(k)
             if enc is not None:
-                from .inputs import flatten_tensors  # the bundle loads modules in name order
                 shapes = [list(t.shape) for t in flatten_tensors(out, rec.torch)]
                 rec.calls.setdefault(k, []).append((enc[0], enc[1], shapes))
             return out
@@ -871,8 +872,7 @@ def make_config(spec, torch, overrides=None):
             setattr(c, k, v)
         return c
     if spec["kind"] == "yacs":
-        from .configs import to_attrdict
-        return to_attrdict(dict(spec["tree"], **(overrides or {})))
+        return CF.to_attrdict(dict(spec["tree"], **(overrides or {})))
     raise ValueError("unknown configuration kind %r" % spec["kind"])
 
 
@@ -967,7 +967,6 @@ def structured_candidates(model, hints, torch):
     or a dict (`for record in batched_input: record["image"]`, structured.py): that
     structure from the keys its code reads, for one 64-pixel image; its other required
     parameters False when annotated bool, else no candidate."""
-    from . import structured  # lazy: the bundle loads the package's modules in name order
     try:
         params = [p for p in inspect.signature(model.forward).parameters.values()
                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is inspect.Parameter.empty]
@@ -1069,7 +1068,6 @@ def call_companions(result, model, out, inputs, torch):
     on the model's output and targets made from how their code reads them
     (structured.py); their calls, and those of the modules they use (a matcher), are
     recorded like the model's. Returns per companion class: called or why not."""
-    from . import structured  # lazy: the bundle loads the package's modules in name order
     nn = torch.nn
     report = {}
     x = inputs[0] if inputs else None
@@ -1202,8 +1200,7 @@ def run_entry(cfg, torch, send):
         obj = importlib.import_module(entry["module"])
         if entry.get("kind") == "snippet":
             # the module's `if __name__ == "__main__":` block, in a copy of its namespace
-            from .configs import main_snippet
-            code = main_snippet(obj.__file__)[0]
+            code = CF.main_snippet(obj.__file__)[0]
             ns = dict(vars(obj))
             ns["__name__"] = "__main__"
             saved_argv = sys.argv

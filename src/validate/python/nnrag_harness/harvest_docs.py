@@ -22,6 +22,7 @@ import re
 import signal
 import sys
 import time
+from . import harvest as H
 
 TEST_FILE = re.compile(r"^(test_.*|.*_test)\.py$")  # pytest's default python_files
 TEST_DIRS = {"test", "tests", "testing", "unittest", "unittests"}
@@ -207,7 +208,6 @@ def pytest_importable():
 def run_doc_entry(cfg, torch, send):
     """Run one test file or one documented example under the harvest's wrappers; sends one
     {"ev": "harvest"} event like harvest.run_entry."""
-    from . import harvest as H  # the bundle loads the package's modules in name order
     entry = cfg["entry"]
     repo_root = cfg.get("repoRoot")
     budget = float(cfg.get("budgetSeconds", 30))
@@ -311,7 +311,6 @@ def run_test_file(cfg, entry, repo_root, budget, t0, install, torch):
     the wrappers installed once collection imported what the tests use; each test's
     constructions are named by its node id. Returns counts and the tests stopped."""
     import pytest
-    from . import harvest as H
     per_test = float(cfg.get("testSeconds") or DEFAULT_TEST_SECONDS)
     counts = {"collected": 0, "passed": 0, "failed": 0, "skipped": 0, "stopped": [], "errors": []}
 

@@ -9,6 +9,7 @@ import sys
 import types
 
 from . import CANDIDATE_MODULE
+from .classify import fmt_error
 
 MISSING = object()
 PLAIN = (int, float, complex, str, bytes, bool, type(None))
@@ -21,7 +22,6 @@ def check(st, t0, mod, path, ns):
     import bisect
     import functools
     import importlib
-    from .classify import fmt_error  # lazy: the bundle loads the package's modules in name order
     stmts = sorted((tuple(x) for x in ns.get("statements") or []), key=lambda x: x[0])
     starts = [x[0] for x in stmts]
     real = {}

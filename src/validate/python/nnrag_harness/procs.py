@@ -200,6 +200,37 @@ def _libc():
     return ctypes.CDLL(None, use_errno=True)
 
 
+def remove_sysv_ipc():
+    """Remove every System V IPC object of this IPC namespace (the sandbox's own, from
+    bwrap --unshare-all): shared memory segments, message queues, semaphore sets, listed
+    in /proc/sysvipc (second column: the id), removed with IPC_RMID (svipc(7)). The
+    seccomp filter already refuses to create them; this holds where it is not loaded
+    (an architecture it does not know). False when one could not be removed."""
+    IPC_RMID = 0
+    ok = True
+    libc = None
+    for kind in ("shm", "msg", "sem"):
+        try:
+            with open("/proc/sysvipc/" + kind) as f:
+                rows = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            parts = row.split()
+            if len(parts) < 2:
+                continue
+            libc = libc or _libc()
+            ident = int(parts[1])
+            if kind == "shm":
+                r = libc.shmctl(ident, IPC_RMID, None)
+            elif kind == "msg":
+                r = libc.msgctl(ident, IPC_RMID, None)
+            else:
+                r = libc.semctl(ident, 0, IPC_RMID)
+            ok = ok and r == 0
+    return ok
+
+
 def set_subreaper():
     # PR_SET_CHILD_SUBREAPER (36): orphaned descendants of candidates are re-parented
     # to this worker, so kill_descendants() finds double-forked processes too

@@ -255,7 +255,7 @@ def check_snippet(text):
     try:
         tree = ast.parse(text, mode="exec")
     except SyntaxError as e:
-        raise Unrenderable("does not parse: %s" % e.msg)
+        raise Unrenderable("does not parse: %s" % e.msg) from None
     lines = text.split("\n")
     if len(tree.body) != len(lines) or not tree.body:
         raise Unrenderable("one statement per line")
@@ -347,7 +347,7 @@ def spell_in(namespace, torch):
                 for p in parts:
                     obj = getattr(obj, p)
             except (ImportError, AttributeError):
-                raise Unrenderable("%s.%s" % (module, qualname))
+                raise Unrenderable("%s.%s" % (module, qualname)) from None
             if parts[0] in namespace and parts[0] != "torch" and in_namespace()[1] is obj:
                 return in_namespace()[0]
             if len(parts) == 1:

@@ -6,6 +6,7 @@ import ast
 import inspect
 
 from . import arguments as A
+from .sources import Plan
 
 
 class _Self(object):
@@ -308,12 +309,11 @@ class CallSiteSource(object):
     name = "call-site"
 
     def plans(self, req):
-        from .sources import Plan  # the bundle loads the package's modules in name order
         sites = []
         for i, site in enumerate(req.call_sites or ()):
             r = call_site_arguments(site, req.params, req.mod_globals, 32, 4, req.nn, req.data_ns)
             if r is not None:
                 sites.append((r[2], i, site, r[0], r[1]))
-        for guessed, i, site, a, kw in sorted(sites, key=lambda t: (t[0], t[1])):
+        for guessed, i, _site, a, kw in sorted(sites, key=lambda t: (t[0], t[1])):
             label = "call-site %d" % (i + 1) + (" guessed=%d" % guessed if guessed else "")
             yield Plan(self.name, label, a, kw)

@@ -5,6 +5,7 @@ import inspect
 
 from . import arguments as A
 from . import usage as U
+from .sources import Plan
 
 
 class DefaultsSource(object):
@@ -13,7 +14,6 @@ class DefaultsSource(object):
     name = "guess"
 
     def plans(self, req):
-        from .sources import Plan  # the bundle loads the package's modules in name order
         if req.params is None or not req.required:
             yield Plan(self.name, "defaults", [], {})
 
@@ -29,7 +29,6 @@ class GuessSource(object):
         self.unguessable = None
 
     def plans(self, req):
-        from .sources import Plan  # the bundle loads the package's modules in name order
         if req.params is None:
             return
         ducks = A.duck_modules(req.cls, req.required, req.nn)
@@ -65,7 +64,6 @@ class WidthsSource(object):
     name = "guess"
 
     def plans(self, req):
-        from .sources import Plan  # the bundle loads the package's modules in name order
         if req.params is None or req.required:
             return
         for d, h in A.CANDIDATE_WIDTHS[:2]:

@@ -6,6 +6,7 @@ import inspect
 import re
 
 from . import arguments as A
+from .sources import Plan
 
 
 def table_entries(text, g, limit=3):
@@ -56,7 +57,6 @@ class ConfigTableSource(object):
     name = "config-table"
 
     def plans(self, req):
-        from .sources import Plan  # the bundle loads the package's modules in name order
         cfg_params = [p for p in req.fillable if is_config_param(p, req.mod_globals)] if req.data_sites else []
         if len(cfg_params) != 1:
             return

@@ -2,6 +2,7 @@
 # repository's own model builds gave the class (harvest.py), decoded against the copy's
 # names (copy_resolver) or, for equivalence, against the original's (original_resolver).
 from . import values as V
+from .sources import Plan
 
 
 class WitnessSource(object):
@@ -15,7 +16,6 @@ class WitnessSource(object):
         self.skipped = []
 
     def plans(self, req=None):
-        from .sources import Plan  # the bundle loads the package's modules in name order
         out, self.skipped = witness_candidates(self.witnesses, self.resolve, self.torch)
         for label, a, kw, w in out:
             yield Plan(self.name, label, a, kw, w)

@@ -14,13 +14,17 @@
 #   guess         the constructor's own defaults, name / annotation heuristics
 #                 (source_guess.py)
 #
-# arguments.arg_candidates orders the last three and refines their plans; the harness puts
+# candidates.arg_candidates orders the last three and refines their plans; the harness puts
 # the witnesses in front (those without recorded inputs after the class's own defaults,
 # call sites and tables). A candidate's label's first word names its source (source_of).
 import collections
 import inspect
 
-SOURCES = ("witness", "call-site", "config-table", "guess")  # ArgumentsSource in types.ts
+from . import arguments
+
+SOURCES = ("user", "witness", "call-site", "config-table", "guess")  # ArgumentsSource in types.ts
+# the entry of a witness built from the user's --args / --input-shape (src/validate/user-inputs.ts)
+USER_ENTRY = "user-supplied"
 
 
 class Plan(collections.namedtuple("Plan", "source label args kwargs witness")):
@@ -52,7 +56,6 @@ class Request(object):
 
 def request(cls, mod_globals, nn, call_sites=None, data_sites=None, data_ns=None):
     """The Request for a class: its constructor's parameters read once."""
-    from . import arguments  # the bundle loads the package's modules in name order
     return Request(cls, mod_globals, nn, call_sites, data_sites, data_ns, arguments.ctor_params(cls))
 
 
@@ -64,7 +67,7 @@ def plans(req, sources):
 
 
 DOC_SOURCES = ("test", "doctest", "readme", "example")
-LABEL_SUFFIXES = (" expansion", " +layers", " seq")  # what arguments.arg_candidates appends
+LABEL_SUFFIXES = (" expansion", " +layers", " seq")  # what candidates.arg_candidates appends
 
 
 def _entry_of(label):
@@ -89,6 +92,8 @@ def source_of(label):
     if not label:
         return None
     head = label.split(" ", 1)[0]
+    if head == "witness" and label.endswith(" " + USER_ENTRY):
+        return "user"
     if head == "witness":
         if label.endswith(" seq"):
             return "guess"

@@ -12,12 +12,13 @@ import signal
 import sys
 import types
 
-from nnrag_harness import CANDIDATE_MODULE
+from nnrag_harness import CANDIDATE_FILE, CANDIDATE_MODULE
+from nnrag_harness.candidates import arg_candidates
 from nnrag_harness.classify import Classifier, fmt_error, fmt_trace, tb_files
 from nnrag_harness.namespace import check as namespace_check
-from nnrag_harness.arguments import SCALAR_ERR, SEQ_ERR, arg_candidates, ctor_params, jsonable, scalar_variant, seq_variant, subscript_lengths, to_original
+from nnrag_harness.arguments import SCALAR_ERR, SEQ_ERR, ctor_params, jsonable, scalar_variant, seq_variant, subscript_lengths, to_original
 from nnrag_harness.inputs import flatten_tensors, forward_plan, fresh_inputs, input_candidates, make_inputs, repair_specs, seed_all, shapes_of, targets_as_tensors
-from nnrag_harness import zygote as _zygote
+from nnrag_harness import stash as _stash
 from nnrag_harness.procs import _dumps, _write, _getpid, _exit, _monotonic, apply_limits, enter_work_dir, double_cpu_budget
 
 
@@ -78,7 +79,7 @@ def harvest_main(req, rep, torch):
     zygote: its modules are put back and its roots are on sys.path, its CPU budget is
     the doubled one of the equivalence stage."""
     from nnrag_harness import harvest
-    for name, m in _zygote.STASH.items():
+    for name, m in _stash.STASH.items():
         sys.modules.setdefault(name, m)
     cfg = req["harvest"]
     for p in reversed(cfg.get("roots") or []):
@@ -135,7 +136,7 @@ class Stages:
 
     def _run(self):
         req, nn = self.req, self.nn
-        path = os.path.join(self.scratch, CANDIDATE_MODULE + ".py")
+        path = os.path.join(self.scratch, CANDIDATE_FILE)
         source = req.get("source", "")
         # 1. parse
         t0 = self.start("parse")
@@ -151,7 +152,8 @@ class Stages:
         except BaseException as e:  # noqa: BLE001
             self.fail("compile", t0, e)
         self.end("compile", t0, "pass")
-        # 3. import: execute the module body as module `nnrag_candidate`
+        # 3. import: execute the module body as module CANDIDATE_MODULE (a name no import
+        # statement can spell, so no repository module can be or find the copy)
         t0 = self.start("import")
         try:
             with open(path, "w", encoding="utf-8") as f:
@@ -192,7 +194,7 @@ class Stages:
         # witnesses with recorded inputs first; those without (the model's forward did not
         # reach the class) after the candidates of the class's own defaults, call sites
         # and configuration tables, before the guesses
-        from nnrag_harness.sources import origin_of, source_of
+        from nnrag_harness.sources import source_of
         cands = list(cands[:8])
         with_inputs = [c for c in wits if self._witness[c[0]].get("inputs")]
         without = [c for c in wits if not self._witness[c[0]].get("inputs")]
@@ -201,6 +203,10 @@ class Stages:
         # (a class built from its defaults: its own candidates first, small widths included)
         k = next((j for j, c in enumerate(cands) if source_of(c[0]) == "guess"), len(cands)) if required0 else len(cands)
         cands = with_inputs + cands[:k] + without + cands[k:]
+        # what the user gave (--args / --input-shape, a witness with entry "user-supplied")
+        # comes before everything else
+        user = [c for c in cands if source_of(c[0]) == "user"]
+        cands = user + [c for c in cands if source_of(c[0]) != "user"]
         if not cands:
             self.fail("instantiate", t_inst, TypeError("cannot guess constructor argument(s): %s" % unguessable), "needs-args")
         params = ctor_params(cls) or []
@@ -287,7 +293,7 @@ class Stages:
             self.fail("instantiate", t_inst, e, cat)
         # every forward attempt failed: prefer an error that is not about shapes
         best = None
-        for label, args, kwargs, (e, specs) in fwd_errors:
+        for _label, args, kwargs, (e, specs) in fwd_errors:
             cat = self.classifier.classify(e, "forward", tb_files(e))
             if best is None or (best[1] == "forward-shape" and cat != "forward-shape"):
                 best = (e, cat, args, kwargs, specs)
@@ -323,14 +329,13 @@ class Stages:
         instance or container passed in): the zygote's, else imported from the roots and
         hidden again from sys.modules (as in the namespace stage), or None."""
         import importlib
-        import itertools
-        m = _zygote.STASH.get(module)
+        m = _stash.STASH.get(module)
         if m is not None or not self.req.get("original"):
             return m
         before = len(sys.modules)
         saved_path = list(sys.path)
         try:
-            for name, mm in _zygote.STASH.items():
+            for name, mm in _stash.STASH.items():
                 sys.modules.setdefault(name, mm)
             for p in reversed(self.req["original"].get("sysPath") or []):
                 if p not in sys.path:
@@ -339,8 +344,7 @@ class Stages:
         except BaseException:  # noqa: BLE001 - the witness is skipped
             return None
         finally:
-            for name in list(itertools.islice(reversed(sys.modules), max(0, len(sys.modules) - before))):
-                del sys.modules[name]
+            _stash.hide_new_repository_modules(before, self.req["original"].get("sysPath"))
             sys.path[:] = saved_path
 
     def _forward(self, model, kwargs, args, witness=None):
@@ -502,12 +506,19 @@ class Stages:
         sandbox); a zygote has imported it already (see Zygote)."""
         import importlib
         orig = self.req.get("original") or {}
-        for name, m in _zygote.STASH.items():
+        for name, m in _stash.STASH.items():
             sys.modules.setdefault(name, m)
         for p in reversed(orig.get("sysPath") or []):
             if p not in sys.path:
                 sys.path.insert(0, p)
-        return importlib.import_module(orig["module"])
+        m = importlib.import_module(orig["module"])
+        # the module must be the repository's own: a name the process already holds (the
+        # harness's package, a module of the environment) would compare the copy with
+        # something else, or with itself
+        if not _stash.of_roots(m, _stash.root_prefixes(orig.get("sysPath"))):
+            raise ImportError("%s is not the repository's module: its name is taken by %s"
+                              % (orig["module"], getattr(m, "__file__", None) or getattr(m, "__name__", "?")))
+        return m
 
     def _data_namespace(self):
         """The original module's namespace, for plain data the copy cannot compute (a
@@ -665,7 +676,7 @@ def namespace_stage(st, mod, path):
     # sys.modules keeps insertion order: what the stage adds is its tail. (A copy of the
     # whole dict would touch every key, and in a fork of the zygote every touched page is
     # copied: ~15 ms for timm's 1500 modules, against ~0.3 ms for the check itself.)
-    if _zygote.IN_ZYGOTE and req["original"].get("module") not in _zygote.STASH:
+    if _stash.IN_ZYGOTE and req["original"].get("module") not in _stash.STASH:
         r = "original does not import: the repository's zygote did not import %s" % req["original"].get("module")
         st.end("namespace", t0, "skip", reason=r, namespace={"checked": 0, "reason": r})
         return
@@ -681,7 +692,5 @@ def namespace_stage(st, mod, path):
         namespace_check(st, t0, mod, path, ns)
     finally:
         # the original's modules are hidden again while the candidate runs (see STASH)
-        import itertools
-        for name in list(itertools.islice(reversed(sys.modules), max(0, len(sys.modules) - before))):
-            del sys.modules[name]
+        _stash.hide_new_repository_modules(before, req["original"].get("sysPath"))
         sys.path[:] = saved_path

@@ -16,6 +16,7 @@ import math
 import types
 
 import re
+from .configs import AttrDict
 
 ATTR_DICTS = re.compile(r"^(CN|CfgNode|ConfigNode|ConfigDict|AttrDict|EasyDict|edict)$")
 MAX_DEPTH = 6
@@ -165,7 +166,6 @@ def decode(enc, resolve, torch, gen=None, depth=0):
     if "$items" in enc:
         return {k: x for k, x in enc["$items"]}
     if "$attrdict" in enc:
-        from .configs import AttrDict  # lazy: the bundle loads the package's modules in name order
         return AttrDict((k, decode(x, resolve, torch, gen, depth + 1)) for k, x in enc["$attrdict"].items())
     if "$tensor" in enc:
         return decode_tensor(enc, torch, gen)
@@ -251,6 +251,6 @@ def module_resolver(namespace, importable):
                     obj = getattr(obj, p)
                 return obj
             except (ImportError, AttributeError) as e:
-                raise Unresolvable("%s.%s: %s" % (module, qualname, e))
+                raise Unresolvable("%s.%s: %s" % (module, qualname, e)) from None
         raise Unresolvable("%s.%s is not defined by the module" % (module, qualname))
     return resolve

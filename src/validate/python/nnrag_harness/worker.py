@@ -1,7 +1,6 @@
-# The long-lived worker of the validation harness (harness.py --worker): the protocol
-# with its parent (Channel: nonce-framed requests, answers carrying the nonce), and the
-# Worker, which forks a child per request (or hands it to a repository's zygote),
-# enforces the wall-clock deadline, kills and reaps what the child left and classifies
+# The long-lived worker of the validation harness (harness.py --worker), speaking the
+# protocol of channel.py with its parent: the Worker, which forks a child per request
+# (or hands it to a repository's zygote), enforces the wall-clock deadline, kills and reaps what the child left and classifies
 # how it ended.
 import gc
 import os
@@ -10,91 +9,9 @@ import signal
 import sys
 import tempfile
 import time
-import traceback
 
 from nnrag_harness import stages as _stages, zygote as _zygote
-from nnrag_harness.procs import _dumps, _loads, _exit, _monotonic, mount_points, sweep_dir, remove_tree, read_tail, vm_size_kb, count_my_tasks, set_subreaper, set_undumpable, descendants, reap_except, kill_group, close_quietly
-
-
-NONCE_LEN = 32
-MADV_WIPEONFORK = 18  # <linux/mman.h>, Linux 4.14; not exported by the mmap module
-
-
-class Channel(object):
-    """A worker's end of the protocol with its parent (pool.ts; a worker for its
-    zygotes). Requests arrive framed as NONCE (32 hex characters) + payload length
-    (8 hex digits) + JSON, read unbuffered; every progress and result line answers with
-    the nonce of its request and the parent accepts no line without it, so a line
-    written by anyone else cannot answer for any request. The nonce is read straight into
-    a private page the kernel wipes in forked children (MADV_WIPEONFORK), so no candidate
-    ever holds the nonce of its own request, and a finished request's nonce is dead."""
-
-    def __init__(self, rfd, wfd):
-        import mmap
-        self.rfd, self.wfd = rfd, wfd
-        self.page = mmap.mmap(-1, mmap.PAGESIZE, flags=mmap.MAP_PRIVATE)
-        try:
-            self.page.madvise(MADV_WIPEONFORK)
-        except (AttributeError, OSError, ValueError):
-            pass  # kernel before 4.14: a child sees its own request's nonce, no other
-        self.nonce = memoryview(self.page)[:NONCE_LEN]
-
-    def _fill(self, view):
-        got = 0
-        while got < len(view):
-            try:
-                n = os.readv(self.rfd, [view[got:]])
-            except InterruptedError:
-                continue
-            if n == 0:
-                return False
-            got += n
-        return True
-
-    def read(self):
-        """The next request (a dict; {} when unreadable), or None at the end of input."""
-        head = bytearray(8)
-        if not self._fill(self.nonce) or not self._fill(memoryview(head)):
-            return None
-        try:
-            n = int(head.decode("ascii"), 16)
-        except ValueError:
-            return None
-        data = bytearray(n)
-        if not self._fill(memoryview(data)):
-            return None
-        try:
-            msg = _loads(data.decode("utf-8", "replace"))
-        except ValueError:
-            return {}
-        return msg if isinstance(msg, dict) else {}
-
-    def send(self, obj):
-        obj.pop("nonce", None)
-        body = _dumps(obj, default=repr).encode("utf-8", "replace")
-        if obj.get("type") in ("progress", "result") and body.startswith(b"{"):
-            parts = [b'{"nonce":"', self.nonce, b'",' + body[1:] + b"\n"]
-        else:
-            parts = [body + b"\n"]
-        while parts:
-            try:
-                n = os.writev(self.wfd, parts)
-            except InterruptedError:
-                continue
-            while parts and n >= len(parts[0]):
-                n -= len(parts[0])
-                parts.pop(0)
-            if parts and n:
-                parts[0] = memoryview(parts[0])[n:]
-
-    def close(self):
-        close_quietly(self.rfd, self.wfd)
-
-
-def frame(nonce, msg):
-    """A request as Channel.read expects it (used towards a zygote)."""
-    data = _dumps(msg).encode("utf-8")
-    return nonce + ("%08x" % len(data)).encode("ascii") + data
+from nnrag_harness.procs import _dumps, _loads, _exit, _monotonic, mount_points, sweep_dir, remove_tree, read_tail, vm_size_kb, count_my_tasks, set_subreaper, set_undumpable, descendants, reap_except, kill_group, close_quietly, remove_sysv_ipc
 
 
 class Worker:
@@ -220,6 +137,9 @@ class Worker:
                 continue
             if not sweep_dir(d, keep):
                 self.discard = True
+        # System V IPC objects outlive their processes: none passes to the next block
+        if not remove_sysv_ipc():
+            self.discard = True
 
     def new_zygote(self, key, orig):
         while len(self.zygotes) >= _zygote.MAX_ZYGOTES:
@@ -256,9 +176,11 @@ class Worker:
                     z.close_fds()
                 close_quietly(*self.extra_close)
                 _stages.child_main(req, scratch, w, self.lim, self.masked)
-            except BaseException:  # noqa: BLE001
+            except BaseException as e:  # noqa: BLE001
                 try:
-                    os.write(w, (_dumps({"ev": "harness-error", "error": traceback.format_exc()[-2000:]}) + "\n").encode())
+                    # the exception itself (type and message) as the error, its traceback
+                    # apart: a stored record caps both, never losing the exception line
+                    os.write(w, (_dumps({"ev": "harness-error", "error": _stages.fmt_error(e), "traceback": _stages.fmt_trace(e)}) + "\n").encode())
                 except BaseException:  # noqa: BLE001
                     pass
             _exit(0)
@@ -460,6 +382,8 @@ class Worker:
                 done = True
             elif k == "harness-error":
                 harness_error = ev.get("error")
+                if ev.get("traceback") and not res.get("traceback"):
+                    res["traceback"] = ev["traceback"]
         if equivalence is not None:
             if original_ms is not None:
                 equivalence["originalMs"] = original_ms

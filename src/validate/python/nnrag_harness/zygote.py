@@ -1,6 +1,6 @@
 # Per-repository zygotes of the validation harness (harness.py): a fork of the worker that
 # imports the original repository once (zygote_main) and forks that repository's
-# candidates, its modules hidden from sys.modules while a candidate runs (STASH); the
+# candidates, its modules hidden from sys.modules while a candidate runs (stash.py); the
 # worker's handle on one (Zygote).
 import gc
 import os
@@ -8,22 +8,15 @@ import select
 import signal
 import sys
 
-from nnrag_harness import stages as _stages, worker as _worker
+from nnrag_harness import stages as _stages
+from nnrag_harness.channel import NONCE_LEN, Channel, frame
+from nnrag_harness.stash import IN_ZYGOTE, STASH, of_roots, root_prefixes
 from nnrag_harness.procs import _loads, _exit, _monotonic, enter_work_dir, vm_size_kb, count_threads, kill_descendants, _libc, set_subreaper, set_undumpable, descendants, close_quietly
 
 
 MAX_ZYGOTES = 3
 ZYGOTE_UNCLEAN = 75  # exit status of a zygote whose import left a thread running
-# Modules of an original repository imported by a zygote, hidden from sys.modules while
-# a candidate imports, instantiates and runs (so `import timm` in a candidate still fails
-# when timm is not installed) and put back for the equivalence stage.
-STASH = {}
-# Set in a zygote (the module it imported): its candidates know which original modules
-# imported there without trying again (a failing import can take seconds).
-IN_ZYGOTE = []
-
-
-def zygote_main(cfg, roots, module, req_fd, res_fd):
+def zygote_main(worker_class, cfg, roots, module, req_fd, res_fd):
     """A forked copy of the worker that imports the original repository once; the
     candidates of that repository fork from here, so equivalence does not re-import
     the repository for every block. The repository's import-time code runs here, in the
@@ -61,18 +54,9 @@ def zygote_main(cfg, roots, module, req_fd, res_fd):
         importlib.import_module(module)
     except BaseException:  # noqa: BLE001 - the equivalence stage reports it
         pass
-    prefixes = [r.rstrip("/") + "/" for r in roots]
+    prefixes = root_prefixes(roots)
     for name, m in list(sys.modules.items()):
-        # sys.modules may hold objects that are not modules (torch.classes namespaces
-        # under torch 2.6: their __path__ is not a list of folders)
-        try:
-            f = getattr(m, "__file__", None) or ""
-            paths = [str(x) for x in (getattr(m, "__path__", None) or [])]
-        except Exception:  # noqa: BLE001
-            continue
-        if not isinstance(f, str):
-            continue
-        if any(f.startswith(pr) for pr in prefixes) or any(x.startswith(pr) for x in paths for pr in prefixes):
+        if of_roots(m, prefixes):
             STASH[name] = sys.modules.pop(name)
     for p in roots:
         while p in sys.path:
@@ -94,7 +78,7 @@ def zygote_main(cfg, roots, module, req_fd, res_fd):
     zcfg = dict(cfg)
     zcfg["pidns"] = False
     zcfg["no_zygotes"] = True
-    w = _worker.Worker(zcfg, _worker.Channel(req_fd, res_fd))
+    w = worker_class(zcfg, Channel(req_fd, res_fd))
     w.vm_kb = vm_size_kb()
     w.lim = w.limits(w.vm_kb)
     gc.collect()
@@ -123,7 +107,7 @@ class Zygote:
                 for z in worker.zygotes.values():
                     z.close_fds()
                 worker.proto.close()
-                zygote_main(worker.cfg, roots, module, req_r, res_w)
+                zygote_main(type(worker), worker.cfg, roots, module, req_r, res_w)
             except BaseException:  # noqa: BLE001
                 pass
             _exit(0)
@@ -197,10 +181,10 @@ class Zygote:
         self.running = None
         # a fresh token for this request: the zygote answers with it, lines without it
         # (left in the pipe, or written for another request) are ignored
-        token = os.urandom(_worker.NONCE_LEN // 2).hex()
+        token = os.urandom(NONCE_LEN // 2).hex()
         self.buf = b""
         try:
-            data = _worker.frame(token.encode("ascii"), {"type": "validate", "rid": rid, "req": req})
+            data = frame(token.encode("ascii"), {"type": "validate", "rid": rid, "req": req})
             while data:
                 n = os.write(self.w, data)
                 data = data[n:]

@@ -1,0 +1,260 @@
+// The library at scale (docs/SCALE.md): a synthetic merged library of N blocks made from
+// real emitted blocks (the extractions of a store, e.g. one `nnrag extract --all` or one
+// `nnrag merge` of the corpus), each copy edited as repositories copy code: every class the
+// module defines renamed (a structural duplicate of its source), and for some copies an
+// integer literal changed, a statement or a comment added (near duplicates, near-misses).
+// Measured, each on whole N:
+//   dedup        the library's de-duplication (src/library/dedup.ts) over the N texts   (target ≤ 60 s)
+//   store+sync   the N records written as extractions, the FTS index and signatures built
+//   search       searchBlocks p50/p95 over a query mix (names, words, filters)          (target p95 ≤ 50 ms)
+//   catalog      the web catalog's pages over HTTP: search pages and block pages         (target p95 ≤ 100 ms)
+// Wall and CPU time are both printed: this machine's 2 cores are shared, the load average
+// is printed with each figure.
+//
+//   node --max-old-space-size=12000 dist/bench/scale.js --from STORE [--sizes 100000,1000000] [--threads T]
+//        [--only dedup|search] [--json]
+import os from 'node:os';
+import path from 'node:path';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { dedup, type DedupInput } from '../src/library/dedup.js';
+import { emptyRecord, type BlockStatus } from '../src/library/record.js';
+import { listExtractions, putExtraction, textHash } from '../src/store/records.js';
+import { IndexStore } from '../src/store/store.js';
+import { searchBlocks, syncSearchIndex, type SearchOptions } from '../src/search/fts.js';
+import { syncSignatures } from '../src/search/similar.js';
+import { startServer } from '../src/serve/server.js';
+import { rng } from './dedup.js';
+
+interface Source {
+  id: string;
+  repo: string;
+  text: string;
+  classes: string[];
+  status: string;
+}
+
+/** The real blocks: every stored extraction with a module text (at most `maxLines` lines:
+ *  the 10⁶ copies must fit in memory for the in-process dedup). */
+function loadSources(storeDir: string, maxLines: number): Source[] {
+  const store = IndexStore.open(storeDir, { create: false });
+  try {
+    const out: Source[] = [];
+    for (const e of listExtractions(store)) {
+      if (!e.text || e.lines > maxLines) continue;
+      const classes = [...new Set([...e.text.matchAll(/^class\s+([A-Za-z_]\w*)/gm)].map((m) => m[1]))];
+      if (!classes.length) continue;
+      out.push({ id: e.id, repo: e.record.repository ?? 'unknown', text: e.text, classes, status: e.status });
+    }
+    return out;
+  } finally {
+    store.close();
+  }
+}
+
+/** Copy i of the library: source i mod K, its classes renamed (`Name` → `Name_c<i>`), and
+ *  with some probability one integer literal changed, one statement or a comment added.
+ *  Deterministic in i. */
+function variant(sources: Source[], i: number): { id: string; repo: string; text: string; name: string; status: string } {
+  const s = sources[i % sources.length];
+  const r = rng(i * 2654435761);
+  const suffix = `_c${i}`;
+  const names = new RegExp(`\\b(${s.classes.map((c) => c.replace(/[^\w]/g, '')).join('|')})\\b`, 'g');
+  let text = i < sources.length ? s.text : s.text.replace(names, (m) => m + suffix);
+  const u = r();
+  if (u < 0.25) {
+    // one integer literal (a width, a kernel size) changed: a near-miss or near duplicate
+    let seen = 0;
+    const target = Math.floor(r() * 20);
+    text = text.replace(/\b(\d{1,4})\b/g, (m) => (seen++ === target ? String(Number(m) * 2 + 1) : m));
+  } else if (u < 0.45) {
+    text = text.replace(/\n(\s+)return /, (m, ind: string) => `\n${ind}_ = None  # added in copy ${i}${m}`);
+  } else if (u < 0.6) {
+    text = `# vendored copy ${i}\n${text}`;
+  }
+  const name = s.classes[s.classes.length - 1] + (i < sources.length ? '' : suffix);
+  return { id: `r${i % 997}/copy:${s.id.replace(/^.*:/, '')}${i < sources.length ? '' : suffix}`, repo: `r${i % 997}/copy`, text, name, status: s.status };
+}
+
+function pct(xs: number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
+}
+
+const cpuMs = (c: NodeJS.CpuUsage) => Math.round((c.user + c.system) / 1000);
+const load = () => Number(os.loadavg()[0].toFixed(1));
+
+async function benchDedup(sources: Source[], N: number, threads?: number) {
+  const t0 = performance.now();
+  const blocks: DedupInput[] = [];
+  let bytes = 0;
+  for (let i = 0; i < N; i++) {
+    const v = variant(sources, i);
+    bytes += v.text.length;
+    blocks.push({ id: v.id, repo: v.repo, text: v.text, parseable: true });
+  }
+  const genMs = Math.round(performance.now() - t0);
+  const c0 = process.cpuUsage();
+  const t1 = performance.now();
+  const res = await dedup(blocks, { threads });
+  return {
+    blocks: N,
+    megabytes: Math.round(bytes / 1e6),
+    generateMs: genMs,
+    dedupMs: Math.round(performance.now() - t1),
+    dedupCpuMs: cpuMs(process.cpuUsage(c0)),
+    phases: res.timings,
+    clusters: res.clusters.length,
+    unique: res.uniqueCount,
+    load: load(),
+  };
+}
+
+/** CPU ms of the page requests (server and client are this process: its CPU time covers
+ *  the rendering; wall time on a loaded machine mostly measures the wait for a core). */
+const pageCpu: number[] = [];
+
+async function get(url: string): Promise<number> {
+  const c0 = process.cpuUsage();
+  const t0 = performance.now();
+  const r = await fetch(url);
+  await r.text();
+  if (r.status !== 200) throw new Error(`${url}: ${r.status}`);
+  pageCpu.push(cpuMs(process.cpuUsage(c0)));
+  return performance.now() - t0;
+}
+
+async function benchSearch(sources: Source[], N: number) {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'nnrag-bench-scale-'));
+  try {
+    const store = IndexStore.open(dir);
+    let t = performance.now();
+    const BATCH = 5000;
+    const names: string[] = [];
+    for (let i0 = 0; i0 < N; i0 += BATCH) {
+      store.write(() => {
+        for (let i = i0; i < Math.min(N, i0 + BATCH); i++) {
+          const v = variant(sources, i);
+          if (i % 1000 === 0) names.push(v.name);
+          const ok = v.status === 'validated';
+          putExtraction(store, {
+            id: v.id, hash: textHash(v.text), ok, status: (v.status === 'failed' ? 'failed' : 'validated') as BlockStatus, lines: v.text.split('\n').length,
+            record: {
+              ...emptyRecord(v.id, v.repo),
+              externs: ['torch'],
+              validation: {
+                stages: { parse: 'pass', compile: 'pass', import: 'pass', namespace: 'skip', instantiate: 'pass', forward: 'pass', equivalence: 'skip' },
+                category: null, error: null, args: null, input_shapes: null, output_shapes: null, params: (i * 7919) % 5_000_000, envId: 'bench',
+              },
+            },
+            text: v.text,
+          });
+        }
+      });
+    }
+    const storeMs = Math.round(performance.now() - t);
+    t = performance.now();
+    let c0 = process.cpuUsage();
+    const sync = syncSearchIndex(store);
+    const syncMs = Math.round(performance.now() - t);
+    const syncCpuMs = cpuMs(process.cpuUsage(c0));
+    t = performance.now();
+    const sigs = syncSignatures(store);
+    const sigMs = Math.round(performance.now() - t);
+
+    const r = rng(7);
+    const pick = <T>(xs: T[]) => xs[Math.floor(r() * xs.length)];
+    const WORDS = ['attention', 'window attention', 'conv', 'mlp', 'patch embed', 'norm', 'transformer block', 'residual', 'decoder', 'pool', 'gpt', 'yolo', 'detr', 'swin', 'bottleneck'];
+    const queries: [string, SearchOptions][] = [];
+    for (let k = 0; k < 40; k++) queries.push([pick(WORDS), {}]);
+    for (let k = 0; k < 30; k++) queries.push([pick(names), {}]);
+    for (let k = 0; k < 20; k++) queries.push([pick(WORDS), { validated: true, minParams: 1000, maxParams: 2e6 }]);
+    for (let k = 0; k < 10; k++) queries.push([pick(WORDS), { repo: `r${k}/copy` }]);
+    queries.push(['zzznothing', {}], ['', {}], ['', { offset: Math.floor(N / 2) }]);
+    for (const [q, f] of queries) searchBlocks(store, q, f); // warm-up
+    const times: number[] = [];
+    const cpus: number[] = [];
+    for (let rep = 0; rep < 2; rep++) {
+      for (const [q, f] of queries) {
+        c0 = process.cpuUsage();
+        const t0 = performance.now();
+        searchBlocks(store, q, { ...f, limit: 20 });
+        times.push(performance.now() - t0);
+        cpus.push(cpuMs(process.cpuUsage(c0)));
+      }
+    }
+    const worst = queries.map(([q, f]) => {
+      const t0 = performance.now();
+      searchBlocks(store, q, f);
+      return { q, f, ms: Math.round(performance.now() - t0) };
+    }).sort((a, b) => b.ms - a.ms).slice(0, 3);
+    const searchLoad = load();
+    store.close();
+
+    // the catalog: the server on this store (its start brings the search structures up to date: done above)
+    t = performance.now();
+    const srv = await startServer({ storeDir: dir, port: 0, refreshMs: 60_000 });
+    const startMs = Math.round(performance.now() - t);
+    const pages: number[] = [];
+    const blockPages: number[] = [];
+    try {
+      const ids = Array.from({ length: 30 }, (_, k) => variant(sources, Math.floor((k * N) / 30)).id);
+      const at = (p: string) => new URL(p, srv.url).href;
+      await get(at("/?q=attention"));
+      for (const [q] of queries.slice(0, 60)) pages.push(await get(at(`/?q=${encodeURIComponent(q)}`)));
+      for (const o of [0, 20, 1000, Math.floor(N / 2)]) pages.push(await get(at(`/?offset=${o}`)));
+      for (const id of ids) blockPages.push(await get(at(`/block/${encodeURIComponent(id)}`)));
+    } finally {
+      await srv.close();
+    }
+    return {
+      blocks: N,
+      storeMs,
+      syncMs,
+      syncCpuMs,
+      documents: sync.added,
+      signaturesMs: sigMs,
+      signatures: sigs,
+      databaseMb: Math.round(Number(IndexStore.open(dir).db.pragma('page_count', { simple: true })) * 4096 / 1e6),
+      search: { queries: times.length, p50: +pct(times, 50).toFixed(2), p95: +pct(times, 95).toFixed(2), max: +Math.max(...times).toFixed(2), cpuP95: pct(cpus, 95), load: searchLoad, worst },
+      catalog: {
+        startMs,
+        pageCpuP95: pct(pageCpu.splice(0), 95),
+        searchPages: { n: pages.length, p50: +pct(pages, 50).toFixed(1), p95: +pct(pages, 95).toFixed(1), max: +Math.max(...pages).toFixed(1) },
+        blockPages: { n: blockPages.length, p50: +pct(blockPages, 50).toFixed(1), p95: +pct(blockPages, 95).toFixed(1), max: +Math.max(...blockPages).toFixed(1) },
+        load: load(),
+      },
+    };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function main(): Promise<void> {
+  const args = process.argv.slice(2);
+  const opt = (k: string) => {
+    const i = args.indexOf(k);
+    return i >= 0 ? args[i + 1] : undefined;
+  };
+  const from = opt('--from');
+  if (!from) throw new Error('give --from STORE: a store with extracted blocks (the real blocks the library is made of)');
+  const sizes = (opt('--sizes') ?? '100000,1000000').split(',').map(Number);
+  const threads = opt('--threads') ? Number(opt('--threads')) : undefined;
+  const only = opt('--only');
+  const maxLines = Number(opt('--max-lines') ?? 400);
+  const sources = loadSources(from, maxLines);
+  if (!sources.length) throw new Error(`${from}: no extracted blocks`);
+  const env = { node: process.version, cpus: os.availableParallelism?.() ?? os.cpus().length, memGb: Math.round(os.totalmem() / 1e9), sources: sources.length, maxLines, from: path.resolve(from) };
+  console.log(JSON.stringify({ env }));
+  for (const N of sizes) {
+    if (only !== 'search') console.log(JSON.stringify({ dedup: await benchDedup(sources, N, threads) }));
+    if (only !== 'dedup') console.log(JSON.stringify({ search: await benchSearch(sources, N) }));
+  }
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  main().catch((e) => {
+    console.error(e);
+    process.exit(1);
+  });
+}
