@@ -496,12 +496,17 @@ export async function extractAndValidate(ws: Workspace, ids: string[], opts: Pip
     remembered = rememberedWorkers(ws.store, probed);
     envId = remembered ? environmentIdOf(probed, remembered) : null;
   }
-  const getPool = async (): Promise<ValidatorPool> => {
-    if (!pool) {
-      pool = await startRemembering(ws.store, poolOpts, probed ?? undefined);
-      envId = pool.envId;
-    }
-    return pool;
+  // one start, however many blocks ask for the pool at once (a second start would leave
+  // the first pool's workers running after close)
+  let starting: Promise<ValidatorPool> | null = null;
+  const getPool = (): Promise<ValidatorPool> => {
+    if (pool) return Promise.resolve(pool);
+    starting ??= startRemembering(ws.store, poolOpts, probed ?? undefined).then((p) => {
+      pool = p;
+      envId = p.envId;
+      return p;
+    });
+    return starting;
   };
   if (!envId) await getPool();
   const env = pool ? (pool as ValidatorPool).env : probed!.env;
@@ -674,7 +679,8 @@ export async function extractAndValidate(ws: Workspace, ids: string[], opts: Pip
     );
     return records;
   } finally {
-    const p = pool as ValidatorPool | null;
+    // a start still under way when a block failed is waited for, so that it is closed too
+    const p = (pool as ValidatorPool | null) ?? (starting ? await (starting as Promise<ValidatorPool>).catch(() => null) : null);
     if (p) {
       costs.add('worker start', '', p.spawned.readyMs, null, p.spawned.starts + p.spawned.restarts);
       costs.count('worker restart', '', p.spawned.restarts);

@@ -64,6 +64,9 @@ test('a warm run reuses every block; one changed file re-validates only the bloc
     // --force validates everything again
     const forced = await extractAndValidate(ws, ['rpkg.mlp.Mlp', 'rpkg.norm.Norm'], { pool: { workers: 1 }, force: true });
     assert.deepEqual(forced.map((r) => r.reuse?.reused), [false, false]);
+    // one pool per run that validates, however many blocks asked for it at once (a second
+    // start left its workers running and the process never exited)
+    assert.equal(starts, 3);
   } finally {
     ValidatorPool.start = start;
     ws.close();
