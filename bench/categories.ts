@@ -20,7 +20,9 @@ if (!store) {
   process.exit(2);
 }
 const here = path.dirname(fileURLToPath(import.meta.url));
-const labelsFile = (args[1] && !args[1].startsWith('--') ? args[1] : undefined) ?? path.resolve(here, '..', '..', 'bench', 'data', 'category-labels.tsv');
+const labelsFile =
+  (args[1] && !args[1].startsWith('--') ? args[1] : undefined) ??
+  path.resolve(here, '..', '..', 'bench', 'data', 'category-labels.tsv');
 const labels = readFileSync(labelsFile, 'utf8')
   .split('\n')
   .filter((l) => l.trim() && !l.startsWith('#'))
@@ -49,11 +51,25 @@ for (const l of labels) {
   else {
     const k = `${l.category} → ${d.category}`;
     confusion.set(k, (confusion.get(k) ?? 0) + 1);
-    const why = categorize({ name: d.name, docstring: d.docstring, layers: d.layers, bases: d.bases, forwardParams: d.forwardParams }).reason;
+    const why = categorize({
+      name: d.name,
+      docstring: d.docstring,
+      layers: d.layers,
+      bases: d.bases,
+      forwardParams: d.forwardParams,
+    }).reason;
     misses.push(`  ${l.id}: ${l.category}, given ${d.category} (${why})`);
   }
 }
-console.log(`category accuracy ${right}/${found} = ${((100 * right) / Math.max(1, found)).toFixed(1)}% (${labels.length} labelled, ${found} in the store)`);
-console.log('confusions: ' + [...confusion].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ×${n}`).join(', '));
+console.log(
+  `category accuracy ${right}/${found} = ${((100 * right) / Math.max(1, found)).toFixed(1)}% (${labels.length} labelled, ${found} in the store)`,
+);
+console.log(
+  'confusions: ' +
+    [...confusion]
+      .sort((a, b) => b[1] - a[1])
+      .map(([k, n]) => `${k} ×${n}`)
+      .join(', '),
+);
 if (!args.includes('--quiet')) console.log(misses.join('\n'));
 s.close();

@@ -7,6 +7,7 @@ INPUT.json: [{"file": emitted module, "originals": [source files it was copied f
 Undefined names that pyflakes also reports in the original files (e.g. names used only
 in `# type:` comments that the original never imports) are reported apart.
 """
+
 import json
 import re
 import os
@@ -46,6 +47,7 @@ def import_in_child(path):
         import importlib.util
         import signal
         import warnings
+
         warnings.simplefilter("ignore")
         signal.alarm(20)
         msg = "ok"
@@ -69,7 +71,6 @@ def import_in_child(path):
     return data.decode() or "crashed"
 
 
-
 _orig_cache = {}
 
 
@@ -81,7 +82,9 @@ def undefined_in(path):
                 pyflakes_api.check(fh.read(), path, rep)
         except OSError:
             pass
-        _orig_cache[path] = {m.group(1) for u in rep.undefined for m in [re.search(r"undefined name '([^']+)'", u)] if m}
+        _orig_cache[path] = {
+            m.group(1) for u in rep.undefined for m in [re.search(r"undefined name '([^']+)'", u)] if m
+        }
     return _orig_cache[path]
 
 

@@ -21,7 +21,9 @@ import { args, opt } from './args.js';
 
 const config = args[0];
 if (!config || config.startsWith('--')) {
-  console.error('usage: node dist/bench/corpus.js CONFIG [--store DIR] [--repos a/b,c/d] [--no-validate] [--workers N] [--rootfs DIR] [--json FILE]');
+  console.error(
+    'usage: node dist/bench/corpus.js CONFIG [--store DIR] [--repos a/b,c/d] [--no-validate] [--workers N] [--rootfs DIR] [--json FILE]',
+  );
   process.exit(2);
 }
 const only = opt('--repos')?.split(',');
@@ -44,7 +46,12 @@ const ids = [...repoOf.keys()].filter((id) => !only || only.includes(repoOf.get(
 const records = await extractAndValidate(ws, ids, {
   validate,
   profile: (opt('--profile') as 'slim' | 'faithful' | undefined) ?? 'slim',
-  pool: { workers: opt('--workers') ? Number(opt('--workers')) : undefined, rootfs: opt('--rootfs'), env: opt('--env'), python: opt('--python') },
+  pool: {
+    workers: opt('--workers') ? Number(opt('--workers')) : undefined,
+    rootfs: opt('--rootfs'),
+    env: opt('--env'),
+    python: opt('--python'),
+  },
   onWarning: (m) => console.error(`warning: ${m}`),
   witnesses: !args.includes('--no-witnesses'),
   onHarvest: (repo, h, cached) => {
@@ -65,11 +72,45 @@ const records = await extractAndValidate(ws, ids, {
 const secs = (performance.now() - t) / 1000;
 console.log(`extract${validate ? ' + validate' : ''} ${records.length} blocks: ${secs.toFixed(1)} s`);
 
-type Row = { discovered: number; emitted: number; unresolved: number; import: number; instantiate: number; forward: number; eqPass: number; eqRan: number; nsBlocks: number; nsNames: number; nsMismatch: number; importErrors: Map<string, number>; eqSkips: Map<string, number>; sources: Map<string, number> };
+type Row = {
+  discovered: number;
+  emitted: number;
+  unresolved: number;
+  import: number;
+  instantiate: number;
+  forward: number;
+  eqPass: number;
+  eqRan: number;
+  nsBlocks: number;
+  nsNames: number;
+  nsMismatch: number;
+  importErrors: Map<string, number>;
+  eqSkips: Map<string, number>;
+  sources: Map<string, number>;
+};
 const rows = new Map<string, Row>();
 const row = (repo: string): Row => {
   let r = rows.get(repo);
-  if (!r) rows.set(repo, (r = { discovered: 0, emitted: 0, unresolved: 0, import: 0, instantiate: 0, forward: 0, eqPass: 0, eqRan: 0, nsBlocks: 0, nsNames: 0, nsMismatch: 0, importErrors: new Map(), eqSkips: new Map(), sources: new Map() }));
+  if (!r)
+    rows.set(
+      repo,
+      (r = {
+        discovered: 0,
+        emitted: 0,
+        unresolved: 0,
+        import: 0,
+        instantiate: 0,
+        forward: 0,
+        eqPass: 0,
+        eqRan: 0,
+        nsBlocks: 0,
+        nsNames: 0,
+        nsMismatch: 0,
+        importErrors: new Map(),
+        eqSkips: new Map(),
+        sources: new Map(),
+      }),
+    );
   return r;
 };
 for (const rec of records) {
@@ -107,12 +148,29 @@ for (const rec of records) {
 const total = row('total');
 for (const [name, r] of rows) {
   if (name === 'total') continue;
-  for (const k of ['discovered', 'emitted', 'unresolved', 'import', 'instantiate', 'forward', 'eqPass', 'eqRan', 'nsBlocks', 'nsNames', 'nsMismatch'] as const) total[k] += r[k];
+  for (const k of [
+    'discovered',
+    'emitted',
+    'unresolved',
+    'import',
+    'instantiate',
+    'forward',
+    'eqPass',
+    'eqRan',
+    'nsBlocks',
+    'nsNames',
+    'nsMismatch',
+  ] as const)
+    total[k] += r[k];
 }
 const pct = (a: number, b: number) => (b ? `${((100 * a) / b).toFixed(0)}%` : '-');
-console.log('| repository | discovered | emitted | with unresolved | import | instantiate | forward | equivalence pass/ran | namespace blocks / names / mismatches |');
+console.log(
+  '| repository | discovered | emitted | with unresolved | import | instantiate | forward | equivalence pass/ran | namespace blocks / names / mismatches |',
+);
 console.log('|---|---|---|---|---|---|---|---|---|');
-for (const [name, r] of [...rows].sort((a, b) => (a[0] === 'total' ? 1 : b[0] === 'total' ? -1 : a[0].localeCompare(b[0])))) {
+for (const [name, r] of [...rows].sort((a, b) =>
+  a[0] === 'total' ? 1 : b[0] === 'total' ? -1 : a[0].localeCompare(b[0]),
+)) {
   console.log(
     `| ${name} | ${r.discovered} | ${r.emitted} | ${r.unresolved} | ${r.import} (${pct(r.import, r.discovered)}) | ${r.instantiate} (${pct(r.instantiate, r.discovered)}) | ${r.forward} (${pct(r.forward, r.discovered)}) | ${r.eqPass}/${r.eqRan} | ${r.nsBlocks} / ${r.nsNames} / ${r.nsMismatch} |`,
   );
@@ -124,11 +182,24 @@ for (const [name, r] of rows) {
   console.log(`  ${name}: ${top.map(([k, n]) => `${k} ×${n}`).join('; ')}`);
 }
 console.log('\nforward passes by argument source:');
-for (const [name, r] of rows) if (r.sources.size) console.log(`  ${name}: ${[...r.sources].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${n}`).join(', ')}`);
+for (const [name, r] of rows)
+  if (r.sources.size)
+    console.log(
+      `  ${name}: ${[...r.sources]
+        .sort((a, b) => b[1] - a[1])
+        .map(([k, n]) => `${k} ${n}`)
+        .join(', ')}`,
+    );
 console.log('\nequivalence not run after a forward pass, by reason:');
 for (const [name, r] of rows) {
   if (!r.eqSkips.size) continue;
-  console.log(`  ${name}: ${[...r.eqSkips].sort((a, b) => b[1] - a[1]).slice(0, 4).map(([k, n]) => `${k} ×${n}`).join('; ')}`);
+  console.log(
+    `  ${name}: ${[...r.eqSkips]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 4)
+      .map(([k, n]) => `${k} ×${n}`)
+      .join('; ')}`,
+  );
 }
 // missing-extern failures as requirements (src/validate/missing.ts): what the
 // environment lacks though Debian has it, and what has no Debian package
@@ -136,7 +207,14 @@ const lacks = new Map<string, { n: number; how: string }>();
 for (const rec of records) {
   const m = rec.validation?.missing;
   if (!m) continue;
-  const how = m.verdict === 'lacks' ? `Debian ${m.debian} ${m.candidate}, not installed` : m.verdict === 'no-package' ? `no Debian package (tried ${m.debian})` : m.verdict === 'version' ? `installed (${m.debian}), another version's API` : 'unknown';
+  const how =
+    m.verdict === 'lacks'
+      ? `Debian ${m.debian} ${m.candidate}, not installed`
+      : m.verdict === 'no-package'
+        ? `no Debian package (tried ${m.debian})`
+        : m.verdict === 'version'
+          ? `installed (${m.debian}), another version's API`
+          : 'unknown';
   const k = `${m.module} (${m.distribution})`;
   lacks.set(k, { n: (lacks.get(k)?.n ?? 0) + 1, how });
 }
@@ -146,7 +224,10 @@ const q = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length ? s[Math.min(s.length - 1, Math.ceil(p * s.length) - 1)] : 0;
 };
-const sizes = new Map<string, { faithful: number[]; kept: number[]; slim: number; fallback: number; reasons: Map<string, number> }>();
+const sizes = new Map<
+  string,
+  { faithful: number[]; kept: number[]; slim: number; fallback: number; reasons: Map<string, number> }
+>();
 for (const rec of records) {
   const em = rec.emission;
   if (!rec.lines) continue;
@@ -166,10 +247,28 @@ for (const rec of records) {
 console.log('\nemitted lines: faithful vs kept (slim where it validated) — median / p90 / max:');
 console.log('| repository | blocks | faithful | kept | slim | fell back |');
 console.log('|---|---|---|---|---|---|');
-for (const [name, z] of [...sizes].sort((a, b) => (a[0] === 'total' ? 1 : b[0] === 'total' ? -1 : a[0].localeCompare(b[0])))) {
+for (const [name, z] of [...sizes].sort((a, b) =>
+  a[0] === 'total' ? 1 : b[0] === 'total' ? -1 : a[0].localeCompare(b[0]),
+)) {
   const f = (xs: number[]) => `${q(xs, 0.5)} / ${q(xs, 0.9)} / ${Math.max(0, ...xs)}`;
   console.log(`| ${name} | ${z.kept.length} | ${f(z.faithful)} | ${f(z.kept)} | ${z.slim} | ${z.fallback} |`);
 }
-for (const [name, z] of sizes) if (z.reasons.size && name !== 'total') console.log(`  fell back in ${name}: ${[...z.reasons].sort((a, b) => b[1] - a[1]).slice(0, 4).map(([k, n]) => `${k} ×${n}`).join('; ')}`);
+for (const [name, z] of sizes)
+  if (z.reasons.size && name !== 'total')
+    console.log(
+      `  fell back in ${name}: ${[...z.reasons]
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, 4)
+        .map(([k, n]) => `${k} ×${n}`)
+        .join('; ')}`,
+    );
 const json = opt('--json');
-if (json) writeFileSync(json, JSON.stringify(records.map((r) => ({ repo: repoOf.get(r.id), ...r })), null, 1));
+if (json)
+  writeFileSync(
+    json,
+    JSON.stringify(
+      records.map((r) => ({ repo: repoOf.get(r.id), ...r })),
+      null,
+      1,
+    ),
+  );

@@ -22,7 +22,9 @@ import { args, opt } from './args.js';
 
 const config = opt('--config');
 if (!config) {
-  console.error('usage: node dist/bench/cost.js --config FILE [--names-json FILE] [--touch REPO:PATH] [--build DIR …] [--runs N]');
+  console.error(
+    'usage: node dist/bench/cost.js --config FILE [--names-json FILE] [--touch REPO:PATH] [--build DIR …] [--runs N]',
+  );
   process.exit(2);
 }
 const here = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -64,7 +66,17 @@ interface Rec {
 
 function nnrag(build: string, store: string, argv: string[]): Run {
   const sel = names ? ['--names-json', names] : ['--all'];
-  const cmd = ['-f', '%e %U %S', process.execPath, path.join(build, 'dist/src/cli/bin.js'), ...argv, ...sel, '--store', store, '--json'];
+  const cmd = [
+    '-f',
+    '%e %U %S',
+    process.execPath,
+    path.join(build, 'dist/src/cli/bin.js'),
+    ...argv,
+    ...sel,
+    '--store',
+    store,
+    '--json',
+  ];
   const r = spawnSync('/usr/bin/time', cmd, { encoding: 'utf8', maxBuffer: 1 << 30, env: process.env });
   const timeLine = r.stderr.trim().split('\n').pop() ?? '';
   const [wall, user, sys] = timeLine.split(' ').map(Number);
@@ -79,10 +91,19 @@ function nnrag(build: string, store: string, argv: string[]): Run {
 
 /** Verdict of a block: promoted or not, each stage, the profile kept. */
 function verdicts(records: Rec[]): Map<string, string> {
-  return new Map(records.map((r) => [r.id, `${r.ok ? 'ok' : 'failed'} ${r.emission?.profile ?? '-'} ${Object.entries(r.validation?.stages ?? {}).map(([k, v]) => `${k}:${v}`).join(' ')}`]));
+  return new Map(
+    records.map((r) => [
+      r.id,
+      `${r.ok ? 'ok' : 'failed'} ${r.emission?.profile ?? '-'} ${Object.entries(r.validation?.stages ?? {})
+        .map(([k, v]) => `${k}:${v}`)
+        .join(' ')}`,
+    ]),
+  );
 }
 
-function perRepo(records: Rec[]): Record<string, { blocks: number; ok: number; forward: number; equivalence: number; slim: number }> {
+function perRepo(
+  records: Rec[],
+): Record<string, { blocks: number; ok: number; forward: number; equivalence: number; slim: number }> {
   const out: Record<string, { blocks: number; ok: number; forward: number; equivalence: number; slim: number }> = {};
   for (const r of records) {
     const o = (out[r.repository ?? '?'] ??= { blocks: 0, ok: 0, forward: 0, equivalence: 0, slim: 0 });
@@ -98,7 +119,11 @@ function perRepo(records: Rec[]): Record<string, { blocks: number; ok: number; f
 /** The per-phase table of the run that just ended (`nnrag report`'s cost section), for
  *  builds that store one. */
 function costTable(build: string, store: string): void {
-  const rep = spawnSync(process.execPath, [path.join(build, 'dist/src/cli/bin.js'), 'report', '--no-dedup', '--store', store], { encoding: 'utf8' });
+  const rep = spawnSync(
+    process.execPath,
+    [path.join(build, 'dist/src/cli/bin.js'), 'report', '--no-dedup', '--store', store],
+    { encoding: 'utf8' },
+  );
   const lines = rep.status === 0 ? rep.stdout.split('\n') : [];
   const at = lines.findIndex((l) => l.startsWith('cost of the last'));
   if (at < 0) return;
@@ -109,7 +134,11 @@ function costTable(build: string, store: string): void {
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const fmt = (r: { wall: number; cpu: number }) => `${r.wall.toFixed(1)} s wall, ${r.cpu.toFixed(1)} s CPU`;
 
-console.log(`load average at start: ${loadavg().map((x) => x.toFixed(2)).join(' ')}; work folder ${work}`);
+console.log(
+  `load average at start: ${loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ')}; work folder ${work}`,
+);
 const results: { build: string; cold: Run; warm: Run[]; touched: Run | null }[] = [];
 for (const build of builds) {
   const store = path.join(work, `store-${results.length}`);
@@ -117,12 +146,16 @@ for (const build of builds) {
   // --from-store: start from a copy of a store a cold run made (of the same copies)
   if (fromStore) cpSync(fromStore, store, { recursive: true });
   const cold = nnrag(build, store, ['extract', '--config', cfgFile]);
-  console.log(`${build}: ${fromStore ? `first run on a copy of ${fromStore}` : 'cold'} ${fmt(cold)}, ${cold.records.length} blocks (load ${loadavg()[0].toFixed(2)})`);
+  console.log(
+    `${build}: ${fromStore ? `first run on a copy of ${fromStore}` : 'cold'} ${fmt(cold)}, ${cold.records.length} blocks (load ${loadavg()[0].toFixed(2)})`,
+  );
   costTable(build, store);
   const warm: Run[] = [];
   for (let i = 0; i < runs; i++) warm.push(nnrag(build, store, ['extract', '--config', cfgFile]));
   const w = { wall: median(warm.map((x) => x.wall)), cpu: median(warm.map((x) => x.cpu)) };
-  console.log(`${build}: warm (median of ${runs}) ${fmt(w)}; each ${warm.map((x) => x.wall.toFixed(1)).join(', ')} s; reused ${warm[0].records.filter((r) => r.reuse?.reused).length}/${warm[0].records.length} (load ${loadavg()[0].toFixed(2)})`);
+  console.log(
+    `${build}: warm (median of ${runs}) ${fmt(w)}; each ${warm.map((x) => x.wall.toFixed(1)).join(', ')} s; reused ${warm[0].records.filter((r) => r.reuse?.reused).length}/${warm[0].records.length} (load ${loadavg()[0].toFixed(2)})`,
+  );
   costTable(build, store);
   let touched: Run | null = null;
   if (touch) {
@@ -136,7 +169,9 @@ for (const build of builds) {
       writeFileSync(file, before);
     }
     const redone = touched.records.filter((r) => r.reuse && !r.reuse.reused).length;
-    console.log(`${build}: ${rel} changed: ${fmt(touched)}; re-validated ${touched.records.some((r) => r.reuse) ? redone : '? (the build does not say)'} of ${touched.records.length} blocks`);
+    console.log(
+      `${build}: ${rel} changed: ${fmt(touched)}; re-validated ${touched.records.some((r) => r.reuse) ? redone : '? (the build does not say)'} of ${touched.records.length} blocks`,
+    );
     costTable(build, store);
   }
   results.push({ build, cold, warm, touched });
@@ -150,8 +185,14 @@ if (results.length > 1) {
   for (const r of results.slice(1)) {
     const b = verdicts(r.cold.records);
     const diff = [...new Set([...a.keys(), ...b.keys()])].filter((id) => a.get(id) !== b.get(id));
-    console.log(`verdicts ${results[0].build} vs ${r.build}: ${diff.length ? `${diff.length} differ` : 'equal'} (${a.size} vs ${b.size} blocks)`);
+    console.log(
+      `verdicts ${results[0].build} vs ${r.build}: ${diff.length ? `${diff.length} differ` : 'equal'} (${a.size} vs ${b.size} blocks)`,
+    );
     for (const id of diff.slice(0, 20)) console.log(`  ${id}: ${a.get(id) ?? '(none)'} → ${b.get(id) ?? '(none)'}`);
   }
 }
-console.log(`load average at end: ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+console.log(
+  `load average at end: ${loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ')}`,
+);

@@ -24,8 +24,42 @@ export function rng(seed: number): () => number {
 
 const WIDTHS = [8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024];
 const ACTS = ['nn.ReLU()', 'nn.GELU()', 'nn.SiLU()', 'nn.LeakyReLU(0.1)', 'nn.Tanh()', 'nn.Hardswish()'];
-const WORDS = ['conv', 'proj', 'fc', 'mix', 'gate', 'embed', 'head', 'stem', 'block', 'norm', 'attn', 'mlp', 'down', 'up', 'skip', 'pool'];
-const NOUNS = ['Residual', 'Bottleneck', 'Mixer', 'Gated', 'Dense', 'Sparse', 'Squeeze', 'Inverted', 'Depthwise', 'Patch', 'Window', 'Linear', 'Conv', 'Attention', 'Fusion', 'Cross'];
+const WORDS = [
+  'conv',
+  'proj',
+  'fc',
+  'mix',
+  'gate',
+  'embed',
+  'head',
+  'stem',
+  'block',
+  'norm',
+  'attn',
+  'mlp',
+  'down',
+  'up',
+  'skip',
+  'pool',
+];
+const NOUNS = [
+  'Residual',
+  'Bottleneck',
+  'Mixer',
+  'Gated',
+  'Dense',
+  'Sparse',
+  'Squeeze',
+  'Inverted',
+  'Depthwise',
+  'Patch',
+  'Window',
+  'Linear',
+  'Conv',
+  'Attention',
+  'Fusion',
+  'Cross',
+];
 const SUFFIX = ['Block', 'Layer', 'Unit', 'Module', 'Stage', 'Head', 'Net', 'Cell'];
 
 interface Spec {
@@ -55,12 +89,16 @@ function makeSpec(r: () => number, i: number): Spec {
     while (used.has(attr)) attr += '_';
     used.add(attr);
     const kind = r();
-    const a = `self.in_dim` , b = widths[k + 1];
+    const a = `self.in_dim`,
+      b = widths[k + 1];
     const ctor =
-      kind < 0.45 ? `nn.Linear(${k === 0 ? a : widths[k]}, ${b})`
-      : kind < 0.75 ? `nn.Conv2d(${k === 0 ? a : widths[k]}, ${b}, kernel_size=${pick(r, [1, 3, 5, 7])}, padding=${pick(r, [0, 1, 2, 3])})`
-      : kind < 0.9 ? `nn.BatchNorm2d(${widths[k]})`
-      : `nn.LayerNorm(${widths[k]}, eps=${pick(r, ['1e-5', '1e-6'])})`;
+      kind < 0.45
+        ? `nn.Linear(${k === 0 ? a : widths[k]}, ${b})`
+        : kind < 0.75
+          ? `nn.Conv2d(${k === 0 ? a : widths[k]}, ${b}, kernel_size=${pick(r, [1, 3, 5, 7])}, padding=${pick(r, [0, 1, 2, 3])})`
+          : kind < 0.9
+            ? `nn.BatchNorm2d(${widths[k]})`
+            : `nn.LayerNorm(${widths[k]}, eps=${pick(r, ['1e-5', '1e-6'])})`;
     layers.push({ attr, ctor });
   }
   const extra = [];
@@ -81,9 +119,15 @@ function makeSpec(r: () => number, i: number): Spec {
   }
   return {
     name: `${pick(r, NOUNS)}${pick(r, NOUNS)}${pick(r, SUFFIX)}${i}`,
-    layers, widths, act: pick(r, ACTS), extra,
+    layers,
+    widths,
+    act: pick(r, ACTS),
+    extra,
     doc: `${pick(r, NOUNS)} ${pick(r, SUFFIX).toLowerCase()} with ${nLayers} layers (generated ${i}).`,
-    useNorm: r() < 0.5, residual: r() < 0.5, helper: r() < 0.6, dropout: pick(r, [0, 0.1, 0.2, 0.5]),
+    useNorm: r() < 0.5,
+    residual: r() < 0.5,
+    helper: r() < 0.6,
+    dropout: pick(r, [0, 0.1, 0.2, 0.5]),
   };
 }
 
@@ -99,7 +143,8 @@ function render(s: Spec, o: RenderOpts = {}): string {
   const rn = o.rename ?? ((x: string) => x);
   const L: string[] = [];
   L.push(`class ${rn(s.name)}(nn.Module):`);
-  if (o.docstring !== null) L.push(`${I}"""${o.docstring ?? s.doc}`, '', `${I}Args:`, `${I}    in_dim: input width`, `${I}"""`);
+  if (o.docstring !== null)
+    L.push(`${I}"""${o.docstring ?? s.doc}`, '', `${I}Args:`, `${I}    in_dim: input width`, `${I}"""`);
   if (o.comments) L.push(`${I}# layers are created in __init__ and applied in order`);
   L.push('');
   L.push(`${I}def __init__(self, ${rn('in_dim')}=${s.widths[0]}, ${rn('drop')}=${s.dropout}, ${rn('scale')}=1.0):`);
@@ -121,7 +166,15 @@ function render(s: Spec, o: RenderOpts = {}): string {
     L.push(`${I}${I}${rn('x')} = self.${rn(l.attr)}(${rn('x')})`);
     L.push(`${I}${I}${rn('x')} = self.${rn('act')}(${rn('x')})`);
   }
-  for (const e of s.extra) L.push(...e.split('\n').map((line) => `${I}${I}${line.replace(/\bx\b/g, rn('x')).replace(/self\.(scale|drop)\b/g, (_m, a) => `self.${rn(a)}`)}`));
+  for (const e of s.extra)
+    L.push(
+      ...e
+        .split('\n')
+        .map(
+          (line) =>
+            `${I}${I}${line.replace(/\bx\b/g, rn('x')).replace(/self\.(scale|drop)\b/g, (_m, a) => `self.${rn(a)}`)}`,
+        ),
+    );
   if (s.useNorm) L.push(`${I}${I}${rn('x')} = self.${rn('norm')}(${rn('x')})`);
   if (s.residual) {
     L.push(`${I}${I}if ${rn('x')}.shape == ${rn('shortcut')}.shape:`);
@@ -180,7 +233,11 @@ export function generateBlocks(N: number, seed = 1): Planted {
     const u = r();
     let text: string;
     if (u < 0.286) {
-      text = render(s, { comments: true, docstring: `Copied from somewhere else (${id}).`, indent: 2 + 2 * Math.floor(r() * 2) });
+      text = render(s, {
+        comments: true,
+        docstring: `Copied from somewhere else (${id}).`,
+        indent: 2 + 2 * Math.floor(r() * 2),
+      });
       same.push([`b${j}`, id]);
     } else if (u < 0.572) {
       const t = { ...s, extra: [...s.extra] };
@@ -257,12 +314,16 @@ async function main(): Promise<void> {
   };
   if (args.includes('--json')) console.log(JSON.stringify(out));
   else {
-    console.log(`dedup of ${N} synthetic blocks (${lines} lines) on ${out.cpus} cpus: ${out.dedupMs} ms wall, ${out.cpuMs} ms cpu (load average ${out.loadavg.toFixed(2)}; ${out.syntaxCheck})`);
+    console.log(
+      `dedup of ${N} synthetic blocks (${lines} lines) on ${out.cpus} cpus: ${out.dedupMs} ms wall, ${out.cpuMs} ms cpu (load average ${out.loadavg.toFixed(2)}; ${out.syntaxCheck})`,
+    );
     console.log(`  phases, wall ms: ${JSON.stringify(res.timings)}; tree-sitter syntax checks: ${res.syntaxChecked}`);
     console.log(`  phases, cpu ms:  ${JSON.stringify(res.cpu)}`);
     console.log(`  cpu per block: ${((out.cpuMs * 1000) / N).toFixed(0)} us`);
     console.log(`  clusters: ${out.clusters} ${JSON.stringify(kinds)}; unique ${res.uniqueCount}`);
-    console.log(`  planted duplicate pairs found: ${found}/${same.length}; near-misses (width changed) merged: ${wrong}/${different.length}`);
+    console.log(
+      `  planted duplicate pairs found: ${found}/${same.length}; near-misses (width changed) merged: ${wrong}/${different.length}`,
+    );
   }
 }
 

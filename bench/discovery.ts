@@ -22,10 +22,27 @@ const python = pi > 0 ? process.argv[pi + 1] : '/usr/bin/python3';
 const dir = mkdtempSync(path.join(tmpdir(), 'nnrag-discovery-'));
 const ws = api.Workspace.open(path.join(dir, 'store'));
 let t = performance.now();
-await api.index(ws, { repos: [{ name: pkg, url: null, path: path.resolve(root), priority: 1, paths: [pkg], description: null, packageRoots: [''] }] });
+await api.index(ws, {
+  repos: [
+    {
+      name: pkg,
+      url: null,
+      path: path.resolve(root),
+      priority: 1,
+      paths: [pkg],
+      description: null,
+      packageRoots: [''],
+    },
+  ],
+});
 const indexMs = performance.now() - t;
 t = performance.now();
-const ours = new Set(api.discover(ws).filter((b) => b.module === pkg || b.module.startsWith(pkg + '.')).map((b) => b.id));
+const ours = new Set(
+  api
+    .discover(ws)
+    .filter((b) => b.module === pkg || b.module.startsWith(pkg + '.'))
+    .map((b) => b.id),
+);
 const discoverMs = performance.now() - t;
 ws.close();
 
@@ -41,7 +58,9 @@ const missed = [...truth].filter((id) => !ours.has(id));
 // blocks in modules the runtime could not import cannot be checked either way
 const failedMods = Object.keys(rt.import_failures);
 const extra = [...ours].filter((id) => !truth.has(id) && !failedMods.some((m) => id.startsWith(m + '.')));
-console.log(`${pkg}: index ${(indexMs / 1000).toFixed(2)} s, discover ${discoverMs.toFixed(0)} ms, runtime listing ${(runtimeMs / 1000).toFixed(1)} s`);
+console.log(
+  `${pkg}: index ${(indexMs / 1000).toFixed(2)} s, discover ${discoverMs.toFixed(0)} ms, runtime listing ${(runtimeMs / 1000).toFixed(1)} s`,
+);
 console.log(`runtime blocks ${truth.size}, discovered ${ours.size}`);
 console.log(`recall ${found.length}/${truth.size} = ${((100 * found.length) / Math.max(1, truth.size)).toFixed(2)}%`);
 console.log(`not in the runtime listing (false positives, modules that imported): ${extra.length}`);

@@ -31,9 +31,14 @@ const timmSrc = opt('timm', process.env.NNRAG_BENCH_TIMM ?? '');
 const distPackages = '/usr/lib/python3/dist-packages';
 const runs = Number(opt('runs', '3'));
 
-
 const co = (name: string, root: string, paths: string[]): IndexCheckout => ({
-  name, root, revision: null, originUrl: null, local: true, packageRoots: [''], paths,
+  name,
+  root,
+  revision: null,
+  originUrl: null,
+  local: true,
+  packageRoots: [''],
+  paths,
 });
 
 const ms = (t: number) => Math.round(t * 10) / 10;
@@ -66,14 +71,24 @@ async function timed(store: IndexStore, repos: IndexCheckout[], mode: 'missing' 
   const otherLoad = Math.max(0, (machineBusyMs() - busy0 - ours) / wall);
   await pool.close();
   return {
-    wall: ms(wall), report: r, cpuMs: ms(ours), otherLoad: Math.round(otherLoad * 100) / 100,
-    workerInitMs: pool.initMs.map(ms), workerBusyMs: ms(pool.busyMs),
+    wall: ms(wall),
+    report: r,
+    cpuMs: ms(ours),
+    otherLoad: Math.round(otherLoad * 100) / 100,
+    workerInitMs: pool.initMs.map(ms),
+    workerBusyMs: ms(pool.busyMs),
   };
 }
 
 const brief = (r: IndexReport) => ({
-  files: r.files, bytes: r.bytes, hashed: r.hashed, parsed: r.parsed, reused: r.reused,
-  parseErrors: r.parseErrors, problems: r.problems.length, timings: r.timings,
+  files: r.files,
+  bytes: r.bytes,
+  hashed: r.hashed,
+  parsed: r.parsed,
+  reused: r.reused,
+  parseErrors: r.parseErrors,
+  problems: r.problems.length,
+  timings: r.timings,
 });
 
 /** How fast the resolver can load every fact: JSON.parse (what the store does) vs v8. */
@@ -91,8 +106,12 @@ function loadMeasures(store: IndexStore) {
   for (const b of v8s) deserialize(b);
   const tV8 = performance.now() - t;
   return {
-    loadAllFactsMs: ms(tLoad), contents: all.size, jsonMB: Math.round(jsonBytes / 1e5) / 10,
-    jsonParseMs: ms(tJson), v8DeserializeMs: ms(tV8), v8MB: Math.round(v8s.reduce((s, b) => s + b.length, 0) / 1e5) / 10,
+    loadAllFactsMs: ms(tLoad),
+    contents: all.size,
+    jsonMB: Math.round(jsonBytes / 1e5) / 10,
+    jsonParseMs: ms(tJson),
+    v8DeserializeMs: ms(tV8),
+    v8MB: Math.round(v8s.reduce((s, b) => s + b.length, 0) / 1e5) / 10,
   };
 }
 
@@ -103,16 +122,20 @@ async function calibrate(): Promise<{ oneThreadMs: number; twoThreadsMs: number;
   const code = `const { parentPort } = require('node:worker_threads');
     const t = performance.now(); let x = 0; for (let i = 0; i < 2e8; i++) x = (x * 31 + i) | 0;
     parentPort.postMessage([performance.now() - t, x]);`;
-  const spin = () => new Promise<number>((resolve, reject) => {
-    const w = new Worker(code, { eval: true });
-    w.once('message', (m: [number, number]) => { void w.terminate(); resolve(m[0]); });
-    w.once('error', reject);
-  });
+  const spin = () =>
+    new Promise<number>((resolve, reject) => {
+      const w = new Worker(code, { eval: true });
+      w.once('message', (m: [number, number]) => {
+        void w.terminate();
+        resolve(m[0]);
+      });
+      w.once('error', reject);
+    });
   const one = await spin();
   const t = performance.now();
   await Promise.all([spin(), spin()]);
   const two = performance.now() - t;
-  return { oneThreadMs: ms(one), twoThreadsMs: ms(two), scaling: Math.round((2 * one / two) * 100) / 100 };
+  return { oneThreadMs: ms(one), twoThreadsMs: ms(two), scaling: Math.round(((2 * one) / two) * 100) / 100 };
 }
 
 async function scenarioTimm() {
@@ -148,19 +171,35 @@ async function scenarioTimm() {
     const old = new Date(Date.now() - 3600_000);
     utimesSync(f, old, old);
     const changed = await timed(store, repos);
-    if (changed.report.parsed !== 1) throw new Error(`one changed file: expected 1 parsed, got ${changed.report.parsed}`);
+    if (changed.report.parsed !== 1)
+      throw new Error(`one changed file: expected 1 parsed, got ${changed.report.parsed}`);
     const peakIndexMB = rssMB();
     const load = loadMeasures(store);
     store.close();
     return {
-      scenario: 'timm', workers, cores: os.availableParallelism(), machineBefore, machineAfter: await calibrate(),
-      coldWallMs: cold, coldMedianMs: median(cold), coldMinMs: Math.min(...cold), coldRuns, cold: brief(coldReport!),
-      noChangeWallMs: [nochange.wall, nochange2.wall], noChange: brief(nochange2.report),
-      oneChangedWallMs: changed.wall, oneChangedOtherLoad: changed.otherLoad, oneChanged: brief(changed.report),
-      load, peakRssIndexingMB: peakIndexMB, peakRssWithLoadMB: rssMB(),
+      scenario: 'timm',
+      workers,
+      cores: os.availableParallelism(),
+      machineBefore,
+      machineAfter: await calibrate(),
+      coldWallMs: cold,
+      coldMedianMs: median(cold),
+      coldMinMs: Math.min(...cold),
+      coldRuns,
+      cold: brief(coldReport!),
+      noChangeWallMs: [nochange.wall, nochange2.wall],
+      noChange: brief(nochange2.report),
+      oneChangedWallMs: changed.wall,
+      oneChangedOtherLoad: changed.otherLoad,
+      oneChanged: brief(changed.report),
+      load,
+      peakRssIndexingMB: peakIndexMB,
+      peakRssWithLoadMB: rssMB(),
       targets: {
-        coldLe2s: median(cold) <= 2000, noChangeLe300ms: nochange2.wall <= 300,
-        oneChangedParsesOne: changed.report.parsed === 1, peakLe300MB: peakIndexMB <= 300,
+        coldLe2s: median(cold) <= 2000,
+        noChangeLe300ms: nochange2.wall <= 300,
+        oneChangedParsesOne: changed.report.parsed === 1,
+        peakLe300MB: peakIndexMB <= 300,
       },
     };
   } finally {
@@ -179,9 +218,18 @@ async function scenarioAll() {
     const load = loadMeasures(store);
     store.close();
     return {
-      scenario: 'timm+torchvision+torch', workers, cores: os.availableParallelism(),
-      coldWallMs: cold.wall, coldOtherLoad: cold.otherLoad, coldCpuMs: cold.cpuMs, cold: brief(cold.report), noChangeWallMs: nochange.wall, noChange: brief(nochange.report),
-      load, peakRssIndexingMB: peakIndexMB, peakRssWithLoadMB: rssMB(),
+      scenario: 'timm+torchvision+torch',
+      workers,
+      cores: os.availableParallelism(),
+      coldWallMs: cold.wall,
+      coldOtherLoad: cold.otherLoad,
+      coldCpuMs: cold.cpuMs,
+      cold: brief(cold.report),
+      noChangeWallMs: nochange.wall,
+      noChange: brief(nochange.report),
+      load,
+      peakRssIndexingMB: peakIndexMB,
+      peakRssWithLoadMB: rssMB(),
     };
   } finally {
     rmSync(tmp, { recursive: true, force: true });
@@ -197,7 +245,10 @@ if (scenario === 'timm' || scenario === 'all') {
   const self = fileURLToPath(import.meta.url);
   const out: unknown[] = [];
   for (const s of ['timm', 'all']) {
-    const r = spawnSync(process.execPath, [self, '--scenario', s, '--json', ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+    const r = spawnSync(process.execPath, [self, '--scenario', s, '--json', ...args], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     if (r.status !== 0) throw new Error(`scenario ${s} failed (${r.status})`);
     out.push(JSON.parse(r.stdout));
   }

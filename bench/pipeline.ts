@@ -14,14 +14,26 @@ import { args, opt } from './args.js';
 
 const repo = args[0];
 if (!repo) {
-  console.error('usage: node dist/bench/pipeline.js REPO_PATH [--paths P] [--store DIR] [--rootfs DIR] [--limit N] [--workers N]');
+  console.error(
+    'usage: node dist/bench/pipeline.js REPO_PATH [--paths P] [--store DIR] [--rootfs DIR] [--limit N] [--workers N]',
+  );
   process.exit(2);
 }
 const store = opt('--store') ?? mkdtempSync(path.join(tmpdir(), 'nnrag-pipeline-'));
 const ws = api.Workspace.open(store);
 let t = performance.now();
 await api.index(ws, {
-  repos: [{ name: path.basename(path.resolve(repo)), url: null, path: path.resolve(repo), priority: 1, paths: opt('--paths') ? [opt('--paths')!] : [], description: null, packageRoots: null }],
+  repos: [
+    {
+      name: path.basename(path.resolve(repo)),
+      url: null,
+      path: path.resolve(repo),
+      priority: 1,
+      paths: opt('--paths') ? [opt('--paths')!] : [],
+      description: null,
+      packageRoots: null,
+    },
+  ],
 });
 console.log(`index ${((performance.now() - t) / 1000).toFixed(1)} s`);
 let ids = api.discover(ws).map((b) => b.id);
@@ -40,10 +52,15 @@ pool.validate = async (req) => {
   timings.push(r.timings);
   return r;
 };
-const records = await extractAndValidate(ws, ids, { validator: pool, onWarning: (m) => console.error(`warning: ${m}`) });
+const records = await extractAndValidate(ws, ids, {
+  validator: pool,
+  onWarning: (m) => console.error(`warning: ${m}`),
+});
 await pool.close();
 const secs = (performance.now() - t) / 1000;
-console.log(`extract + validate ${records.length} blocks in ${secs.toFixed(1)} s (${(records.length / secs).toFixed(1)} blocks/s)`);
+console.log(
+  `extract + validate ${records.length} blocks in ${secs.toFixed(1)} s (${(records.length / secs).toFixed(1)} blocks/s)`,
+);
 const stages = STAGES;
 const counts: Record<string, Record<string, number>> = {};
 const cats: Record<string, number> = {};
@@ -62,7 +79,9 @@ for (const r of records) {
 console.log('stage        pass  fail  skip  pass%');
 for (const s of stages) {
   const c = counts[s] ?? { pass: 0, fail: 0, skip: 0 };
-  console.log(`${s.padEnd(12)} ${String(c.pass).padStart(4)}  ${String(c.fail).padStart(4)}  ${String(c.skip).padStart(4)}  ${((100 * c.pass) / records.length).toFixed(1)}%`);
+  console.log(
+    `${s.padEnd(12)} ${String(c.pass).padStart(4)}  ${String(c.fail).padStart(4)}  ${String(c.skip).padStart(4)}  ${((100 * c.pass) / records.length).toFixed(1)}%`,
+  );
 }
 const eqRun = (counts.equivalence?.pass ?? 0) + (counts.equivalence?.fail ?? 0);
 console.log(`equivalence passes where it ran: ${counts.equivalence?.pass ?? 0}/${eqRun}`);
@@ -75,7 +94,10 @@ console.log(
     `${ns.reduce((a, x) => a + (x!.skipped ?? 0), 0)} skipped, ${mism.length} mismatches`,
 );
 const nsMs = timings.map((t) => t.namespace).filter((x): x is number => typeof x === 'number');
-if (nsMs.length) console.log(`namespace stage ms per block: median ${quantile(nsMs, 0.5).toFixed(2)}, p90 ${quantile(nsMs, 0.9).toFixed(2)}, max ${Math.max(...nsMs).toFixed(1)} (${nsMs.length} blocks)`);
+if (nsMs.length)
+  console.log(
+    `namespace stage ms per block: median ${quantile(nsMs, 0.5).toFixed(2)}, p90 ${quantile(nsMs, 0.9).toFixed(2)}, max ${Math.max(...nsMs).toFixed(1)} (${nsMs.length} blocks)`,
+  );
 for (const m of mism.slice(0, 20)) console.log(`  rebound: ${m.name}: copy ${m.copy}; original ${m.original}`);
 const reasons = new Map<string, number>();
 for (const x of ns) if (x!.reason) reasons.set(x!.reason.slice(0, 80), (reasons.get(x!.reason.slice(0, 80)) ?? 0) + 1);

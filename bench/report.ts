@@ -48,12 +48,27 @@ ws.close();
 
 console.log(reportText(report));
 console.log('');
-console.log(`library: ${lib.specs} specs (${Object.entries(lib.byStatus).map(([k, v]) => `${k} ${v}`).join(', ')})`);
-console.log(`categories: ${Object.entries(lib.byCategory).sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${v}`).join(', ')}`);
-console.log(`repositories: ${lib.manifest.repos.map((r) => `${r.name} ${r.license} ${r.files.length} files ${r.revision_swhid ?? ''}`).join('; ')}`);
+console.log(
+  `library: ${lib.specs} specs (${Object.entries(lib.byStatus)
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ')})`,
+);
+console.log(
+  `categories: ${Object.entries(lib.byCategory)
+    .sort((a, b) => b[1] - a[1])
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ')}`,
+);
+console.log(
+  `repositories: ${lib.manifest.repos.map((r) => `${r.name} ${r.license} ${r.files.length} files ${r.revision_swhid ?? ''}`).join('; ')}`,
+);
 console.log(`requirements: ${lib.requirements.join(' ')}`);
 console.log(`dedup: ${dd.uniqueCount} unique of ${dd.total}, clusters ${JSON.stringify(dd.kinds)}`);
 console.log(`training pairs (validated): ${pairs.length}`);
 if (lib.warnings.length) console.log(`warnings: ${lib.warnings.length} (first: ${lib.warnings[0]})`);
-console.log(`phases (ms): ${Object.entries(phases).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+console.log(
+  `phases (ms): ${Object.entries(phases)
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ')}`,
+);
 console.log(`wrote ${path.join(lib.out, 'report.json')} and report.html`);

@@ -25,7 +25,8 @@ if (timm && existsSync(timm)) {
   runs.push(['extract (timm)', ['extract.js', timm, '--paths', 'timm']]);
   runs.push(['pipeline (timm)', ['pipeline.js', timm, '--paths', 'timm']]);
 } else console.log('(NNRAG_BENCH_TIMM not set: timm benchmarks skipped)');
-if (tv && existsSync(path.join(tv, 'torchvision'))) runs.push(['discovery recall (torchvision)', ['discovery.js', tv, 'torchvision']]);
+if (tv && existsSync(path.join(tv, 'torchvision')))
+  runs.push(['discovery recall (torchvision)', ['discovery.js', tv, 'torchvision']]);
 
 let failed = 0;
 for (const [title, args] of runs) {

@@ -4,6 +4,7 @@ defined in it that are concrete torch.nn.Module subclasses with a forward.
 
 usage: python3 runtime_blocks.py ROOT PACKAGE OUT.json   (PACKAGE may be a plain module)
 """
+
 import importlib
 import inspect
 import json
@@ -19,7 +20,9 @@ import torch.nn as nn  # noqa: E402
 failed = {}
 found = set()
 pkg = importlib.import_module(package)
-names = [package] + ([m.name for m in pkgutil.walk_packages(pkg.__path__, package + ".")] if hasattr(pkg, "__path__") else [])
+names = [package] + (
+    [m.name for m in pkgutil.walk_packages(pkg.__path__, package + ".")] if hasattr(pkg, "__path__") else []
+)
 for name in names:
     try:
         mod = importlib.import_module(name)

@@ -55,7 +55,10 @@ function loadSources(storeDir: string, maxLines: number): Source[] {
 /** Copy i of the library: source i mod K, its classes renamed (`Name` → `Name_c<i>`), and
  *  with some probability one integer literal changed, one statement or a comment added.
  *  Deterministic in i. */
-function variant(sources: Source[], i: number): { id: string; repo: string; text: string; name: string; status: string } {
+function variant(
+  sources: Source[],
+  i: number,
+): { id: string; repo: string; text: string; name: string; status: string } {
   const s = sources[i % sources.length];
   const r = rng(i * 2654435761);
   const suffix = `_c${i}`;
@@ -73,7 +76,13 @@ function variant(sources: Source[], i: number): { id: string; repo: string; text
     text = `# vendored copy ${i}\n${text}`;
   }
   const name = s.classes[s.classes.length - 1] + (i < sources.length ? '' : suffix);
-  return { id: `r${i % 997}/copy:${s.id.replace(/^.*:/, '')}${i < sources.length ? '' : suffix}`, repo: `r${i % 997}/copy`, text, name, status: s.status };
+  return {
+    id: `r${i % 997}/copy:${s.id.replace(/^.*:/, '')}${i < sources.length ? '' : suffix}`,
+    repo: `r${i % 997}/copy`,
+    text,
+    name,
+    status: s.status,
+  };
 }
 
 function pct(xs: number[], p: number): number {
@@ -138,13 +147,31 @@ async function benchSearch(sources: Source[], N: number) {
           if (i % 1000 === 0) names.push(v.name);
           const ok = v.status === 'validated';
           putExtraction(store, {
-            id: v.id, hash: textHash(v.text), ok, status: (v.status === 'failed' ? 'failed' : 'validated') as BlockStatus, lines: v.text.split('\n').length,
+            id: v.id,
+            hash: textHash(v.text),
+            ok,
+            status: (v.status === 'failed' ? 'failed' : 'validated') as BlockStatus,
+            lines: v.text.split('\n').length,
             record: {
               ...emptyRecord(v.id, v.repo),
               externs: ['torch'],
               validation: {
-                stages: { parse: 'pass', compile: 'pass', import: 'pass', namespace: 'skip', instantiate: 'pass', forward: 'pass', equivalence: 'skip' },
-                category: null, error: null, args: null, input_shapes: null, output_shapes: null, params: (i * 7919) % 5_000_000, envId: 'bench',
+                stages: {
+                  parse: 'pass',
+                  compile: 'pass',
+                  import: 'pass',
+                  namespace: 'skip',
+                  instantiate: 'pass',
+                  forward: 'pass',
+                  equivalence: 'skip',
+                },
+                category: null,
+                error: null,
+                args: null,
+                input_shapes: null,
+                output_shapes: null,
+                params: (i * 7919) % 5_000_000,
+                envId: 'bench',
               },
             },
             text: v.text,
@@ -164,7 +191,23 @@ async function benchSearch(sources: Source[], N: number) {
 
     const r = rng(7);
     const pick = <T>(xs: T[]) => xs[Math.floor(r() * xs.length)];
-    const WORDS = ['attention', 'window attention', 'conv', 'mlp', 'patch embed', 'norm', 'transformer block', 'residual', 'decoder', 'pool', 'gpt', 'yolo', 'detr', 'swin', 'bottleneck'];
+    const WORDS = [
+      'attention',
+      'window attention',
+      'conv',
+      'mlp',
+      'patch embed',
+      'norm',
+      'transformer block',
+      'residual',
+      'decoder',
+      'pool',
+      'gpt',
+      'yolo',
+      'detr',
+      'swin',
+      'bottleneck',
+    ];
     const queries: [string, SearchOptions][] = [];
     for (let k = 0; k < 40; k++) queries.push([pick(WORDS), {}]);
     for (let k = 0; k < 30; k++) queries.push([pick(names), {}]);
@@ -183,11 +226,14 @@ async function benchSearch(sources: Source[], N: number) {
         cpus.push(cpuMs(process.cpuUsage(c0)));
       }
     }
-    const worst = queries.map(([q, f]) => {
-      const t0 = performance.now();
-      searchBlocks(store, q, f);
-      return { q, f, ms: Math.round(performance.now() - t0) };
-    }).sort((a, b) => b.ms - a.ms).slice(0, 3);
+    const worst = queries
+      .map(([q, f]) => {
+        const t0 = performance.now();
+        searchBlocks(store, q, f);
+        return { q, f, ms: Math.round(performance.now() - t0) };
+      })
+      .sort((a, b) => b.ms - a.ms)
+      .slice(0, 3);
     const searchLoad = load();
     store.close();
 
@@ -200,7 +246,7 @@ async function benchSearch(sources: Source[], N: number) {
     try {
       const ids = Array.from({ length: 30 }, (_, k) => variant(sources, Math.floor((k * N) / 30)).id);
       const at = (p: string) => new URL(p, srv.url).href;
-      await get(at("/?q=attention"));
+      await get(at('/?q=attention'));
       for (const [q] of queries.slice(0, 60)) pages.push(await get(at(`/?q=${encodeURIComponent(q)}`)));
       for (const o of [0, 20, 1000, Math.floor(N / 2)]) pages.push(await get(at(`/?offset=${o}`)));
       for (const id of ids) blockPages.push(await get(at(`/block/${encodeURIComponent(id)}`)));
@@ -215,13 +261,31 @@ async function benchSearch(sources: Source[], N: number) {
       documents: sync.added,
       signaturesMs: sigMs,
       signatures: sigs,
-      databaseMb: Math.round(Number(IndexStore.open(dir).db.pragma('page_count', { simple: true })) * 4096 / 1e6),
-      search: { queries: times.length, p50: +pct(times, 50).toFixed(2), p95: +pct(times, 95).toFixed(2), max: +Math.max(...times).toFixed(2), cpuP95: pct(cpus, 95), load: searchLoad, worst },
+      databaseMb: Math.round((Number(IndexStore.open(dir).db.pragma('page_count', { simple: true })) * 4096) / 1e6),
+      search: {
+        queries: times.length,
+        p50: +pct(times, 50).toFixed(2),
+        p95: +pct(times, 95).toFixed(2),
+        max: +Math.max(...times).toFixed(2),
+        cpuP95: pct(cpus, 95),
+        load: searchLoad,
+        worst,
+      },
       catalog: {
         startMs,
         pageCpuP95: pct(pageCpu.splice(0), 95),
-        searchPages: { n: pages.length, p50: +pct(pages, 50).toFixed(1), p95: +pct(pages, 95).toFixed(1), max: +Math.max(...pages).toFixed(1) },
-        blockPages: { n: blockPages.length, p50: +pct(blockPages, 50).toFixed(1), p95: +pct(blockPages, 95).toFixed(1), max: +Math.max(...blockPages).toFixed(1) },
+        searchPages: {
+          n: pages.length,
+          p50: +pct(pages, 50).toFixed(1),
+          p95: +pct(pages, 95).toFixed(1),
+          max: +Math.max(...pages).toFixed(1),
+        },
+        blockPages: {
+          n: blockPages.length,
+          p50: +pct(blockPages, 50).toFixed(1),
+          p95: +pct(blockPages, 95).toFixed(1),
+          max: +Math.max(...blockPages).toFixed(1),
+        },
         load: load(),
       },
     };
@@ -237,14 +301,22 @@ async function main(): Promise<void> {
     return i >= 0 ? args[i + 1] : undefined;
   };
   const from = opt('--from');
-  if (!from) throw new Error('give --from STORE: a store with extracted blocks (the real blocks the library is made of)');
+  if (!from)
+    throw new Error('give --from STORE: a store with extracted blocks (the real blocks the library is made of)');
   const sizes = (opt('--sizes') ?? '100000,1000000').split(',').map(Number);
   const threads = opt('--threads') ? Number(opt('--threads')) : undefined;
   const only = opt('--only');
   const maxLines = Number(opt('--max-lines') ?? 400);
   const sources = loadSources(from, maxLines);
   if (!sources.length) throw new Error(`${from}: no extracted blocks`);
-  const env = { node: process.version, cpus: os.availableParallelism?.() ?? os.cpus().length, memGb: Math.round(os.totalmem() / 1e9), sources: sources.length, maxLines, from: path.resolve(from) };
+  const env = {
+    node: process.version,
+    cpus: os.availableParallelism?.() ?? os.cpus().length,
+    memGb: Math.round(os.totalmem() / 1e9),
+    sources: sources.length,
+    maxLines,
+    from: path.resolve(from),
+  };
   console.log(JSON.stringify({ env }));
   for (const N of sizes) {
     if (only !== 'search') console.log(JSON.stringify({ dedup: await benchDedup(sources, N, threads) }));

@@ -26,7 +26,9 @@ if (!store) {
   process.exit(2);
 }
 const files = args.slice(1).filter((a) => !a.startsWith('--'));
-const sets = files.length ? files : [path.join(data, 'search-queries.tsv'), path.join(data, 'search-queries-heldout.tsv')];
+const sets = files.length
+  ? files
+  : [path.join(data, 'search-queries.tsv'), path.join(data, 'search-queries-heldout.tsv')];
 
 function readQueries(file: string): { q: string; expect: string[] }[] {
   return readFileSync(file, 'utf8')
@@ -34,7 +36,13 @@ function readQueries(file: string): { q: string; expect: string[] }[] {
     .filter((l) => l.trim() && !l.startsWith('#'))
     .map((l) => {
       const [q, names] = l.split('\t');
-      return { q, expect: (names ?? '').split(',').map((s) => s.trim()).filter(Boolean) };
+      return {
+        q,
+        expect: (names ?? '')
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean),
+      };
     });
 }
 
@@ -61,6 +69,8 @@ for (const file of sets) {
     out.push(`${rank ? String(rank).padStart(2) : ' -'}  ${q.padEnd(36)} ${shown.slice(0, 4).join(', ')}`);
   }
   if (!args.includes('--quiet')) console.log(out.join('\n'));
-  console.log(`${path.basename(file)}: MRR ${(rr / Math.max(1, n)).toFixed(3)}  recall@5 ${((100 * at5) / Math.max(1, n)).toFixed(0)}%  (${n} of ${judged.length} queries have a judged block in the store)`);
+  console.log(
+    `${path.basename(file)}: MRR ${(rr / Math.max(1, n)).toFixed(3)}  recall@5 ${((100 * at5) / Math.max(1, n)).toFixed(0)}%  (${n} of ${judged.length} queries have a judged block in the store)`,
+  );
 }
 s.close();

@@ -33,20 +33,32 @@ export const JUDGED: { q: string; expect: string[] }[] = [
   { q: 'residual bottleneck', expect: ['Bottleneck', 'BottleneckBlock', 'ResBottleneck'] },
   { q: 'basic block', expect: ['BasicBlock'] },
   { q: 'inverted residual', expect: ['InvertedResidual', 'InvertedResidualBlock'] },
-  { q: 'depthwise separable convolution', expect: ['DepthwiseSeparableConv', 'SeparableConv2d', 'DepthwiseSeparableConv2d'] },
+  {
+    q: 'depthwise separable convolution',
+    expect: ['DepthwiseSeparableConv', 'SeparableConv2d', 'DepthwiseSeparableConv2d'],
+  },
   { q: 'multi head attention', expect: ['MultiheadAttention', 'MultiHeadAttention', 'Attention'] },
   { q: 'self attention', expect: ['Attention', 'SelfAttention', 'MultiHeadSelfAttention'] },
   { q: 'mlp', expect: ['Mlp', 'MLP'] },
   { q: 'feed forward', expect: ['FeedForward', 'FFN', 'Mlp'] },
   { q: 'gated mlp', expect: ['GatedMlp', 'GluMlp', 'SwiGLU'] },
-  { q: 'conv bn relu', expect: ['ConvBnAct', 'ConvNormAct', 'ConvBNReLU', 'Conv2dNormActivation', 'ConvModule', 'Conv'] },
-  { q: 'convolution batch norm activation', expect: ['ConvBnAct', 'ConvNormAct', 'Conv2dNormActivation', 'ConvModule', 'Conv'] },
+  {
+    q: 'conv bn relu',
+    expect: ['ConvBnAct', 'ConvNormAct', 'ConvBNReLU', 'Conv2dNormActivation', 'ConvModule', 'Conv'],
+  },
+  {
+    q: 'convolution batch norm activation',
+    expect: ['ConvBnAct', 'ConvNormAct', 'Conv2dNormActivation', 'ConvModule', 'Conv'],
+  },
   { q: 'same padding conv', expect: ['Conv2dSame', 'StdConv2dSame'] },
   { q: 'spatial pyramid pooling', expect: ['SPP', 'SPPF', 'ASPP', 'SPPCSPC', 'SPPELAN'] },
   { q: 'atrous spatial pyramid', expect: ['ASPP'] },
   { q: 'feature pyramid network', expect: ['FPN', 'FeaturePyramidNetwork'] },
   { q: 'channel attention', expect: ['ChannelAttention', 'CbamModule', 'EcaModule', 'ChannelAttn'] },
-  { q: 'positional embedding', expect: ['PositionalEncoding', 'PositionEmbeddingSine', 'PositionEmbeddingRandom', 'RotaryEmbedding', 'PosEmbed'] },
+  {
+    q: 'positional embedding',
+    expect: ['PositionalEncoding', 'PositionEmbeddingSine', 'PositionEmbeddingRandom', 'RotaryEmbedding', 'PosEmbed'],
+  },
   { q: 'relative position bias', expect: ['RelativePositionBias', 'RelPosBias'] },
   { q: 'global context', expect: ['GlobalContext', 'GCBlock', 'ContextBlock'] },
   { q: 'vision transformer', expect: ['VisionTransformer'] },
@@ -72,9 +84,12 @@ function run(all: boolean): void {
     const rank = names.findIndex((n) => expect.includes(n)) + 1;
     if (rank > 0) rr += 1 / rank;
     if (rank > 0 && rank <= 5) at5++;
-    if (!args.includes('--quiet')) console.log(`${rank ? String(rank).padStart(2) : ' -'}  ${q.padEnd(36)} ${names.slice(0, 3).join(', ')}`);
+    if (!args.includes('--quiet'))
+      console.log(`${rank ? String(rank).padStart(2) : ' -'}  ${q.padEnd(36)} ${names.slice(0, 3).join(', ')}`);
   }
-  console.log(`${all ? 'every block     ' : 'default (no failed)'}: MRR ${(rr / JUDGED.length).toFixed(3)}  recall@5 ${((100 * at5) / JUDGED.length).toFixed(0)}%  (${JUDGED.length} judged queries)`);
+  console.log(
+    `${all ? 'every block     ' : 'default (no failed)'}: MRR ${(rr / JUDGED.length).toFixed(3)}  recall@5 ${((100 * at5) / JUDGED.length).toFixed(0)}%  (${JUDGED.length} judged queries)`,
+  );
 }
 run(false);
 run(true);

@@ -25,11 +25,96 @@ const rnd = () => {
 };
 const pick = <T>(a: readonly T[]): T => a[Math.floor(rnd() * a.length)];
 
-const PREFIX = ['Window', 'Multi', 'Head', 'Cross', 'Local', 'Global', 'Depthwise', 'Inverted', 'Residual', 'Squeeze', 'Excite', 'Gated', 'Linear', 'Swin', 'Patch', 'Token', 'Channel', 'Spatial', 'Mixer', 'Conv', 'Group', 'Pyramid', 'Dense', 'Sparse', 'Relative', 'Rotary', 'Shifted', 'Dilated', 'Efficient', 'Mobile'];
-const SUFFIX = ['Attention', 'Block', 'Mlp', 'Conv2d', 'Norm', 'Pool', 'Embed', 'Layer', 'Stage', 'Head', 'Bottleneck', 'Unit', 'Module', 'Encoder', 'Decoder', 'Gate', 'Proj', 'Stem'];
-const WORDS = 'tokens attend within windows channels spatial features projection residual shortcut normalization dropout activation kernel stride padding heads embedding positional relative bias scale softmax pooling average maximum depthwise pointwise expansion ratio hidden dimension sequence patch image resolution stage downsample upsample gating squeeze excitation mixing transformer convolution layer block output input'.split(' ');
-const LAYERS = ['Linear', 'Conv2d', 'BatchNorm2d', 'LayerNorm', 'GELU', 'ReLU', 'Dropout', 'AvgPool2d', 'MaxPool2d', 'Softmax', 'Identity', 'GroupNorm', 'Embedding', 'MultiheadAttention'];
-const PARAMS = ['dim', 'num_heads', 'window_size', 'qkv_bias', 'mlp_ratio', 'drop_path', 'in_chs', 'out_chs', 'kernel_size', 'stride', 'act_layer', 'norm_layer', 'expansion', 'groups', 'dilation', 'eps'];
+const PREFIX = [
+  'Window',
+  'Multi',
+  'Head',
+  'Cross',
+  'Local',
+  'Global',
+  'Depthwise',
+  'Inverted',
+  'Residual',
+  'Squeeze',
+  'Excite',
+  'Gated',
+  'Linear',
+  'Swin',
+  'Patch',
+  'Token',
+  'Channel',
+  'Spatial',
+  'Mixer',
+  'Conv',
+  'Group',
+  'Pyramid',
+  'Dense',
+  'Sparse',
+  'Relative',
+  'Rotary',
+  'Shifted',
+  'Dilated',
+  'Efficient',
+  'Mobile',
+];
+const SUFFIX = [
+  'Attention',
+  'Block',
+  'Mlp',
+  'Conv2d',
+  'Norm',
+  'Pool',
+  'Embed',
+  'Layer',
+  'Stage',
+  'Head',
+  'Bottleneck',
+  'Unit',
+  'Module',
+  'Encoder',
+  'Decoder',
+  'Gate',
+  'Proj',
+  'Stem',
+];
+const WORDS =
+  'tokens attend within windows channels spatial features projection residual shortcut normalization dropout activation kernel stride padding heads embedding positional relative bias scale softmax pooling average maximum depthwise pointwise expansion ratio hidden dimension sequence patch image resolution stage downsample upsample gating squeeze excitation mixing transformer convolution layer block output input'.split(
+    ' ',
+  );
+const LAYERS = [
+  'Linear',
+  'Conv2d',
+  'BatchNorm2d',
+  'LayerNorm',
+  'GELU',
+  'ReLU',
+  'Dropout',
+  'AvgPool2d',
+  'MaxPool2d',
+  'Softmax',
+  'Identity',
+  'GroupNorm',
+  'Embedding',
+  'MultiheadAttention',
+];
+const PARAMS = [
+  'dim',
+  'num_heads',
+  'window_size',
+  'qkv_bias',
+  'mlp_ratio',
+  'drop_path',
+  'in_chs',
+  'out_chs',
+  'kernel_size',
+  'stride',
+  'act_layer',
+  'norm_layer',
+  'expansion',
+  'groups',
+  'dilation',
+  'eps',
+];
 
 function moduleText(i: number, name: string): string {
   const layers = Array.from({ length: 2 + Math.floor(rnd() * 5) }, () => pick(LAYERS));
@@ -71,13 +156,31 @@ try {
       const text = moduleText(i, `${name}${i}`);
       const status = rnd() < 0.8 ? 'validated' : 'failed';
       putExtraction(store, {
-        id, hash: textHash(text), ok: status === 'validated', status, lines: text.split('\n').length,
+        id,
+        hash: textHash(text),
+        ok: status === 'validated',
+        status,
+        lines: text.split('\n').length,
         record: {
           ...emptyRecord(id),
           externs: ['torch'],
           validation: {
-            stages: { parse: 'pass', compile: 'pass', import: 'pass', namespace: 'skip', instantiate: 'pass', forward: 'pass', equivalence: 'skip' },
-            category: null, error: null, args: null, input_shapes: null, output_shapes: null, params: Math.floor(rnd() * 5e6), envId: 'bench',
+            stages: {
+              parse: 'pass',
+              compile: 'pass',
+              import: 'pass',
+              namespace: 'skip',
+              instantiate: 'pass',
+              forward: 'pass',
+              equivalence: 'skip',
+            },
+            category: null,
+            error: null,
+            args: null,
+            input_shapes: null,
+            output_shapes: null,
+            params: Math.floor(rnd() * 5e6),
+            envId: 'bench',
           },
         },
         text,
@@ -98,7 +201,13 @@ try {
   for (let i = 0; i < 20; i++) queries.push([`${pick(WORDS)} ${pick(WORDS).slice(0, 4)}`, {}]);
   for (let i = 0; i < 20; i++) queries.push([pick(WORDS), { validated: true, minParams: 1000, maxParams: 2e6 }]);
   for (let i = 0; i < 10; i++) queries.push([`${pick(LAYERS)}`, { repo: 'repo1', category: 'attention' }]);
-  queries.push(['zzznothing', {}], ['attention', {}], ['block', {}], ['window attention', {}], ['"; DROP TABLE x; --', {}]);
+  queries.push(
+    ['zzznothing', {}],
+    ['attention', {}],
+    ['block', {}],
+    ['window attention', {}],
+    ['"; DROP TABLE x; --', {}],
+  );
   for (const [q, f] of queries) searchBlocks(store, q, f); // warm-up: prepared statements, page cache
   const times: number[] = [];
   const cpu: number[] = [];
@@ -115,27 +224,40 @@ try {
     }
   }
   // wall time depends on the machine's load; CPU time is this process's own work
-  console.log(`search: ${times.length} queries over ${N} blocks (load average ${(await import('node:os')).loadavg()[0].toFixed(1)}):`);
-  console.log(`  wall p50 ${pct(times, 50).toFixed(2)} ms, p95 ${pct(times, 95).toFixed(2)} ms, max ${Math.max(...times).toFixed(2)} ms`);
-  console.log(`  cpu  p50 ${pct(cpu, 50).toFixed(2)} ms, p95 ${pct(cpu, 95).toFixed(2)} ms, max ${Math.max(...cpu).toFixed(2)} ms (${(hits / times.length).toFixed(1)} hits/query)`);
-  const worst = queries.map(([q, f]) => {
-    const t0 = performance.now();
-    searchBlocks(store, q, f);
-    return [performance.now() - t0, q] as const;
-  }).sort((a, b) => b[0] - a[0]).slice(0, 3);
+  console.log(
+    `search: ${times.length} queries over ${N} blocks (load average ${(await import('node:os')).loadavg()[0].toFixed(1)}):`,
+  );
+  console.log(
+    `  wall p50 ${pct(times, 50).toFixed(2)} ms, p95 ${pct(times, 95).toFixed(2)} ms, max ${Math.max(...times).toFixed(2)} ms`,
+  );
+  console.log(
+    `  cpu  p50 ${pct(cpu, 50).toFixed(2)} ms, p95 ${pct(cpu, 95).toFixed(2)} ms, max ${Math.max(...cpu).toFixed(2)} ms (${(hits / times.length).toFixed(1)} hits/query)`,
+  );
+  const worst = queries
+    .map(([q, f]) => {
+      const t0 = performance.now();
+      searchBlocks(store, q, f);
+      return [performance.now() - t0, q] as const;
+    })
+    .sort((a, b) => b[0] - a[0])
+    .slice(0, 3);
   console.log(`slowest: ${worst.map(([ms, q]) => `${JSON.stringify(q)} ${ms.toFixed(2)} ms`).join(', ')}`);
 
   t = performance.now();
   const nsig = syncSignatures(store);
   console.log(`signatures: ${nsig} computed in ${(performance.now() - t).toFixed(0)} ms`);
-  const ids = extractionIds(store).sort(() => Math.random() - 0.5).slice(0, 20);
+  const ids = extractionIds(store)
+    .sort(() => Math.random() - 0.5)
+    .slice(0, 20);
   const st: number[] = [];
   for (const id of ids) {
     const t0 = performance.now();
     similarBlocks(store, id, 10);
     st.push(performance.now() - t0);
   }
-  console.log(`similar: ${ids.length} queries over ${N} blocks: p50 ${pct(st, 50).toFixed(1)} ms, p95 ${pct(st, 95).toFixed(1)} ms`);
+  console.log(
+    `similar: ${ids.length} queries over ${N} blocks: p50 ${pct(st, 50).toFixed(1)} ms, p95 ${pct(st, 95).toFixed(1)} ms`,
+  );
   store.close();
 } finally {
   if (process.env.NNRAG_BENCH_KEEP) console.log(`store kept in ${dir}`);

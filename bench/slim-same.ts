@@ -9,7 +9,16 @@
 // usage: node dist/bench/slim-same.js --out DIR [--against DIR] [--config CONFIG]
 //   [--store DIR] (the configuration's repositories indexed into one store, kept: the
 //   run before and the run after index once) [--repos a/b,c/d] [--no-fixtures]
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -35,7 +44,15 @@ cpSync(path.join(root, 'test/fixtures'), fixtures, { recursive: true });
  *  `__init__.py`) or Python files is one; else each of its folders is one. */
 function fixtureRepos(): RepoSpec[] {
   const specs: RepoSpec[] = [];
-  const spec = (dir: string): RepoSpec => ({ name: `fixtures/${path.relative(fixtures, dir)}`, url: null, path: dir, priority: 1, paths: [], description: null, packageRoots: null });
+  const spec = (dir: string): RepoSpec => ({
+    name: `fixtures/${path.relative(fixtures, dir)}`,
+    url: null,
+    path: dir,
+    priority: 1,
+    paths: [],
+    description: null,
+    packageRoots: null,
+  });
   for (const top of readdirSync(fixtures).sort()) {
     const d = path.join(fixtures, top);
     if (!isDir(d)) continue;
@@ -46,7 +63,10 @@ function fixtureRepos(): RepoSpec[] {
   return specs;
 }
 
-const repos: RepoSpec[] = [...(args.includes('--no-fixtures') ? [] : fixtureRepos()), ...(opt('--config') ? loadRepoConfig(opt('--config')!) : [])].filter((r) => !only || only.includes(r.name));
+const repos: RepoSpec[] = [
+  ...(args.includes('--no-fixtures') ? [] : fixtureRepos()),
+  ...(opt('--config') ? loadRepoConfig(opt('--config')!) : []),
+].filter((r) => !only || only.includes(r.name));
 const shared = opt('--store');
 let emitted = 0;
 for (const repo of repos) {
@@ -58,8 +78,16 @@ for (const repo of repos) {
     mkdirSync(dir, { recursive: true });
     for (const b of api.discover(ws).filter((b) => b.repo === repo.name)) {
       const sites = { callSites: callSites(ws, b.id), dataSites: dataSites(ws, b.id) };
-      const s = api.extractText(ws, b.id, { profile: 'slim' }, { seeds: slimSeeds(sites, null), entry: slimEntry(sites, null) });
-      writeFileSync(path.join(dir, `${b.id.replace(/[^\w.-]+/g, '_')}.py`), s.text ?? `# no slim module: ${s.record.error ?? ''}\n`);
+      const s = api.extractText(
+        ws,
+        b.id,
+        { profile: 'slim' },
+        { seeds: slimSeeds(sites, null), entry: slimEntry(sites, null) },
+      );
+      writeFileSync(
+        path.join(dir, `${b.id.replace(/[^\w.-]+/g, '_')}.py`),
+        s.text ?? `# no slim module: ${s.record.error ?? ''}\n`,
+      );
       emitted++;
     }
   } catch (e) {
@@ -70,15 +98,20 @@ for (const repo of repos) {
 }
 console.log(`${emitted} slim modules of ${repos.length} repositories written to ${out}`);
 if (against) {
-  const files = (d: string) => (isDir(d) ? readdirSync(d).flatMap((r) => readdirSync(path.join(d, r)).map((f) => `${r}/${f}`)) : []);
+  const files = (d: string) =>
+    isDir(d) ? readdirSync(d).flatMap((r) => readdirSync(path.join(d, r)).map((f) => `${r}/${f}`)) : [];
   const a = new Set(files(against));
   const b = new Set(files(out));
   let same = 0;
   const differ: string[] = [];
-  for (const f of b) if (a.has(f)) (readFileSync(path.join(against, f), 'utf8') === readFileSync(path.join(out, f), 'utf8') ? same++ : differ.push(f));
+  for (const f of b)
+    if (a.has(f))
+      readFileSync(path.join(against, f), 'utf8') === readFileSync(path.join(out, f), 'utf8') ? same++ : differ.push(f);
   const onlyBefore = [...a].filter((f) => !b.has(f));
   const onlyAfter = [...b].filter((f) => !a.has(f));
-  console.log(`byte-identical ${same}, differing ${differ.length}, only before ${onlyBefore.length}, only after ${onlyAfter.length}`);
+  console.log(
+    `byte-identical ${same}, differing ${differ.length}, only before ${onlyBefore.length}, only after ${onlyAfter.length}`,
+  );
   for (const f of [...differ, ...onlyBefore, ...onlyAfter].slice(0, 20)) console.log(`  ${f}`);
   if (differ.length || onlyBefore.length || onlyAfter.length) process.exitCode = 1;
 }

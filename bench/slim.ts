@@ -27,7 +27,10 @@ else await api.ready();
 const limit = Number(opt('--limit') ?? Infinity);
 const out = opt('--out');
 if (out) mkdirSync(out, { recursive: true });
-const blocks = api.discover(ws).filter((b) => !only || only.includes(b.repo)).slice(0, limit);
+const blocks = api
+  .discover(ws)
+  .filter((b) => !only || only.includes(b.repo))
+  .slice(0, limit);
 const q = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length ? s[Math.min(s.length - 1, Math.ceil(p * s.length) - 1)] : 0;
@@ -45,7 +48,12 @@ for (const b of blocks) {
   // the arguments the stored faithful module was validated with (a store `extract` filled)
   const validated = getExtraction(ws.store, b.id)?.record.validation?.args ?? null;
   const sites = { callSites: callSites(ws, b.id), dataSites: dataSites(ws, b.id) };
-  const s = api.extractText(ws, b.id, { profile: 'slim' }, { seeds: slimSeeds(sites, validated), entry: slimEntry(sites, validated) });
+  const s = api.extractText(
+    ws,
+    b.id,
+    { profile: 'slim' },
+    { seeds: slimSeeds(sites, validated), entry: slimEntry(sites, validated) },
+  );
   r.t += performance.now() - t;
   const dc = process.cpuUsage(c);
   r.cpu += (dc.user + dc.system) / 1000;
@@ -53,18 +61,28 @@ for (const b of blocks) {
   if (!s.text) continue;
   r.faithful.push(f.record.lines);
   r.slim.push(s.record.lines);
-  const body = s.text.split('\n').filter((l) => !l.startsWith('#')).join('\n');
+  const body = s.text
+    .split('\n')
+    .filter((l) => !l.startsWith('#'))
+    .join('\n');
   if (/^\s*(import rich|from rich[. ])/m.test(body)) r.rich.push(b.id);
   if (/^class Registry\b/m.test(body)) r.registry.push(b.id);
 }
 console.log(`${blocks.length} blocks, ${((performance.now() - t0) / 1000).toFixed(0)} s (store ${store})`);
-console.log('| repository | blocks | faithful median / p90 / max | slim median / p90 / max | slim ms per block (CPU ms) | slim importing rich | slim defining Registry |');
+console.log(
+  '| repository | blocks | faithful median / p90 / max | slim median / p90 / max | slim ms per block (CPU ms) | slim importing rich | slim defining Registry |',
+);
 console.log('|---|---|---|---|---|---|---|');
 const f = (xs: number[]) => `${q(xs, 0.5)} / ${q(xs, 0.9)} / ${Math.max(0, ...xs)}`;
 for (const [name, r] of [...rows].sort((a, b) => a[0].localeCompare(b[0]))) {
-  console.log(`| ${name} | ${r.slim.length} | ${f(r.faithful)} | ${f(r.slim)} | ${(r.t / Math.max(1, r.slim.length)).toFixed(0)} (${(r.cpu / Math.max(1, r.slim.length)).toFixed(0)}) | ${r.rich.length} | ${r.registry.length} |`);
+  console.log(
+    `| ${name} | ${r.slim.length} | ${f(r.faithful)} | ${f(r.slim)} | ${(r.t / Math.max(1, r.slim.length)).toFixed(0)} (${(r.cpu / Math.max(1, r.slim.length)).toFixed(0)}) | ${r.rich.length} | ${r.registry.length} |`,
+  );
 }
 for (const [name, r] of rows) {
-  if (r.registry.length) console.log(`  ${name}: Registry kept in ${r.registry.slice(0, 5).join(', ')}${r.registry.length > 5 ? ', …' : ''}`);
+  if (r.registry.length)
+    console.log(
+      `  ${name}: Registry kept in ${r.registry.slice(0, 5).join(', ')}${r.registry.length > 5 ? ', …' : ''}`,
+    );
 }
 ws.close();

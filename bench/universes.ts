@@ -18,7 +18,9 @@ import { probeHost } from '../src/validate/environment.js';
 
 const config = args[0];
 if (!config || config.startsWith('--')) {
-  console.error('usage: node dist/bench/universes.js CONFIG [--repos a/b,c/d] [--store DIR] [--python PY] [--no-check] [--check-repos a/b,c/d] [--verbose]');
+  console.error(
+    'usage: node dist/bench/universes.js CONFIG [--repos a/b,c/d] [--store DIR] [--python PY] [--no-check] [--check-repos a/b,c/d] [--verbose]',
+  );
   process.exit(2);
 }
 const only = opt('--repos')?.split(',');
@@ -39,14 +41,31 @@ t = performance.now();
 // what the checking interpreter can import decides, as in validation, whether an interned
 // package used as a module object keeps its import (src/resolve/closure.ts)
 const importable = (await probeHost(python))?.modules;
-const records = api.extractBlocks(ws, blocks.map((b) => b.id), { importable });
+const records = api.extractBlocks(
+  ws,
+  blocks.map((b) => b.id),
+  { importable },
+);
 console.log(`extract ${records.length} blocks: ${((performance.now() - t) / 1000).toFixed(2)} s`);
-const od = (ws.corpus().moduleLoader as { stats?: { loaded: number; parsed: number; fetched: number; ms: number } } | null)?.stats;
-if (od) console.log(`on demand: ${od.loaded} modules read outside the configured paths (${od.parsed} parsed, ${od.fetched} fetched through git) in ${od.ms.toFixed(0)} ms`);
+const od = (
+  ws.corpus().moduleLoader as { stats?: { loaded: number; parsed: number; fetched: number; ms: number } } | null
+)?.stats;
+if (od)
+  console.log(
+    `on demand: ${od.loaded} modules read outside the configured paths (${od.parsed} parsed, ${od.fetched} fetched through git) in ${od.ms.toFixed(0)} ms`,
+  );
 
-type Row = { discovered: number; emitted: number; reasons: Map<string, number>; imported: number; undef: number; failures: Map<string, number> };
+type Row = {
+  discovered: number;
+  emitted: number;
+  reasons: Map<string, number>;
+  imported: number;
+  undef: number;
+  failures: Map<string, number>;
+};
 const rows = new Map<string, Row>();
-for (const r of repos) rows.set(r.name, { discovered: 0, emitted: 0, reasons: new Map(), imported: 0, undef: 0, failures: new Map() });
+for (const r of repos)
+  rows.set(r.name, { discovered: 0, emitted: 0, reasons: new Map(), imported: 0, undef: 0, failures: new Map() });
 const repoOf = new Map<string, string>();
 records.forEach((rec, i) => {
   const repo = blocks[i].repo;
@@ -54,7 +73,8 @@ records.forEach((rec, i) => {
   const row = rows.get(repo)!;
   row.discovered++;
   if (rec.file) row.emitted++;
-  for (const d of rec.diagnostics) if (d.severity === 'error') row.reasons.set(d.reason, (row.reasons.get(d.reason) ?? 0) + 1);
+  for (const d of rec.diagnostics)
+    if (d.severity === 'error') row.reasons.set(d.reason, (row.reasons.get(d.reason) ?? 0) + 1);
 });
 
 if (!args.includes('--no-check')) {
@@ -65,7 +85,12 @@ if (!args.includes('--no-check')) {
   const checkRepos = opt('--check-repos')?.split(',');
   const inputs = records
     .filter((r) => r.file && (!checkRepos || checkRepos.includes(repoOf.get(r.file) ?? '')))
-    .map((r) => ({ file: r.file, originals: ((r.provenance ?? []) as { repo: string; path: string }[]).map((p) => path.join(roots.get(p.repo) ?? '', p.path)) }));
+    .map((r) => ({
+      file: r.file,
+      originals: ((r.provenance ?? []) as { repo: string; path: string }[]).map((p) =>
+        path.join(roots.get(p.repo) ?? '', p.path),
+      ),
+    }));
   const inputFile = path.join(store, 'check-input.json');
   writeFileSync(inputFile, JSON.stringify(inputs));
   execFileSync(python, [checker, out, inputFile], { stdio: ['ignore', 'ignore', 'inherit'] });

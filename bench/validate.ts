@@ -113,7 +113,15 @@ async function main() {
     const warmS = (performance.now() - t1) / 1000;
     // equivalence against an original package (the test fixture repository): the first
     // request imports it in a zygote, the rest fork from there
-    const eqRoot = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'test', 'fixtures', 'validate', 'equiv');
+    const eqRoot = path.join(
+      path.dirname(fileURLToPath(import.meta.url)),
+      '..',
+      '..',
+      'test',
+      'fixtures',
+      'validate',
+      'equiv',
+    );
     const eqSource = readFileSync(path.join(eqRoot, 'gate_same.py'), 'utf8');
     const eqReqs = Array.from({ length: 20 }, (_, i) => ({
       id: `eq${i}`,
@@ -145,7 +153,9 @@ async function main() {
     if (argv.includes('--json')) console.log(JSON.stringify(out));
     else {
       console.log(`validator pool: ${workers} workers, sandbox ${sandbox ? 'on' : 'OFF'}, torch ${pool.torch}`);
-      console.log(`  pool start            ${out.poolStartMs} ms (target <= 2000): interpreter ${out.findInterpreterMs} ms, workers ready ${out.workersReadyMs} ms`);
+      console.log(
+        `  pool start            ${out.poolStartMs} ms (target <= 2000): interpreter ${out.findInterpreterMs} ms, workers ready ${out.workersReadyMs} ms`,
+      );
       console.log(`  validations/s (1st)   ${out.firstPassPerSecond} over ${n} blocks (target >= 20)`);
       console.log(`  validations/s (2nd)   ${out.secondPassPerSecond}`);
       console.log(`  median check          ${out.medianCheckMs} ms (fork to report, in the worker)`);

@@ -28,8 +28,12 @@ for (let i = 0; i < runs; i++) {
   }
   const got = JSON.parse(r.stdout) as { repo: string; cached: boolean | null }[];
   const fresh = got.filter((x) => x.cached !== true).map((x) => x.repo);
-  console.log(`run ${i + 1}: ${(ms / 1000).toFixed(2)} s, ${got.length} repositories${fresh.length ? `, harvested now: ${fresh.join(', ')}` : ', all stored'}`);
+  console.log(
+    `run ${i + 1}: ${(ms / 1000).toFixed(2)} s, ${got.length} repositories${fresh.length ? `, harvested now: ${fresh.join(', ')}` : ', all stored'}`,
+  );
   times.push(ms);
 }
 const sorted = [...times].sort((a, b) => a - b);
-console.log(`nnrag witnesses, nothing changed: min ${(sorted[0] / 1000).toFixed(2)} s, median ${(sorted[Math.floor(sorted.length / 2)] / 1000).toFixed(2)} s, max ${(sorted[sorted.length - 1] / 1000).toFixed(2)} s over ${runs} runs`);
+console.log(
+  `nnrag witnesses, nothing changed: min ${(sorted[0] / 1000).toFixed(2)} s, median ${(sorted[Math.floor(sorted.length / 2)] / 1000).toFixed(2)} s, max ${(sorted[sorted.length - 1] / 1000).toFixed(2)} s over ${runs} runs`,
+);

@@ -11,6 +11,7 @@ module and qualified name (`__module__.__qualname__`, PEP 3155).
 Regenerate with the torch you validate against (Debian's python3-torch here):
     /usr/bin/python3 scripts/torch_nn_classes.py > src/discover/torch-nn-classes.ts
 """
+
 import importlib
 import inspect
 import pkgutil

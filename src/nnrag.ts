@@ -2,8 +2,26 @@
 // returning what `nnrag <command> --json` prints (src/commands/; the CLI, src/cli/, only
 // parses arguments and prints), the Workspace they work in, the block record and its
 // schema, and the validator.
-export { ready, index, stats, type IndexOptions, type IndexMode, type IndexProgress, type IndexReport, type StoreStats } from './commands/index-repos.js';
-export { discover, storedBlocks, resolveBlockNames, selectBlocks, blockNames, type DiscoverOptions, type NameResolution, type Selection } from './commands/discover.js';
+export {
+  ready,
+  index,
+  stats,
+  type IndexOptions,
+  type IndexMode,
+  type IndexProgress,
+  type IndexReport,
+  type StoreStats,
+} from './commands/index-repos.js';
+export {
+  discover,
+  storedBlocks,
+  resolveBlockNames,
+  selectBlocks,
+  blockNames,
+  type DiscoverOptions,
+  type NameResolution,
+  type Selection,
+} from './commands/discover.js';
 export {
   extract,
   validate,
@@ -27,11 +45,24 @@ export { requirements, type RequirementsOptions } from './commands/requirements.
 export { library, dedupBlocks as dedup, report, exportPairs } from './commands/library.js';
 export { search, similar, serve, exportLibraryBlock as exportBlock } from './commands/search.js';
 export { Workspace } from './workspace.js';
-export type { BlockRecord, BlockStatus, EmissionProfile, EmissionFacts, SourceLocation, BlockRequirement } from './library/record.js';
+export type {
+  BlockRecord,
+  BlockStatus,
+  EmissionProfile,
+  EmissionFacts,
+  SourceLocation,
+  BlockRequirement,
+} from './library/record.js';
 export { BLOCK_RECORD_SCHEMA } from './library/record-schema.js';
 export type { BlockSpec } from './library/spec-types.js';
 export type { Block } from './discover/discover.js';
 export type { FileFacts, StatementFacts, Ref, ImportEdge, ClassFacts } from './parse/types.js';
 export type { Diagnostic } from './resolve/closure.js';
 export { ValidatorPool, findPython } from './validate/index.js';
-export type { ValidationRequest, ValidationResult, PoolOptions, ArgumentsSource, DoctorReport } from './validate/index.js';
+export type {
+  ValidationRequest,
+  ValidationResult,
+  PoolOptions,
+  ArgumentsSource,
+  DoctorReport,
+} from './validate/index.js';

@@ -67,7 +67,13 @@ export class Workspace {
   blockSource(id: string): SourceLocation | null {
     const found = this.blockModule(id);
     if (!found) return null;
-    return { repo: found.mod.repo, module: found.mod.name, className: found.className, path: found.mod.path, line: found.cls.line };
+    return {
+      repo: found.mod.repo,
+      module: found.mod.name,
+      className: found.className,
+      path: found.mod.path,
+      line: found.cls.line,
+    };
   }
 
   resolver(opts: ResolveOptions = {}): Resolver {
@@ -89,4 +95,3 @@ export class Workspace {
     return a;
   }
 }
-

@@ -6,11 +6,26 @@ import path from 'node:path';
 import { demo } from '../commands/demo.js';
 import type { Selection } from '../commands/discover.js';
 import { doctor, env, environmentNeeds, environmentNextStep, pypiEnv, pypiNeeds } from '../commands/environment.js';
-import { extract, validate, type EmissionProfile, type ExtractionRecord, type PipelineOptions } from '../commands/extract.js';
+import {
+  extract,
+  validate,
+  type EmissionProfile,
+  type ExtractionRecord,
+  type PipelineOptions,
+} from '../commands/extract.js';
 import { reportText } from '../library/report.js';
 import { UsageError } from '../util/errors.js';
 import { STAGES, parseInputShapes, userWitness, type DoctorReport, type Stage } from '../validate/index.js';
-import { openWorkspace, repoOptions, repoSpecs, requestedNames, withWorkspaceAsync, workersOpt, type Command, type Ctx } from './context.js';
+import {
+  openWorkspace,
+  repoOptions,
+  repoSpecs,
+  requestedNames,
+  withWorkspaceAsync,
+  workersOpt,
+  type Command,
+  type Ctx,
+} from './context.js';
 import { progress } from './progress.js';
 import { safeText, showId } from './terminal.js';
 
@@ -54,7 +69,9 @@ function pipelineOptions(ctx: Ctx): PipelineOptions {
     return n;
   };
   const required = ctx.values.require as string[] | undefined;
-  for (const r of required ?? []) if (!STAGES.includes(r as Stage)) throw new UsageError(`--require: unknown stage ${r} (stages: ${STAGES.join(', ')})`);
+  for (const r of required ?? [])
+    if (!STAGES.includes(r as Stage))
+      throw new UsageError(`--require: unknown stage ${r} (stages: ${STAGES.join(', ')})`);
   return {
     profile: profileOpt(ctx),
     out: ctx.values.out as string | undefined,
@@ -84,8 +101,10 @@ function userInputs(ctx: Ctx): PipelineOptions['userInputs'] {
   const args = ctx.values.args as string | undefined;
   const shapes = ctx.values['input-shape'] as string[] | undefined;
   if (args === undefined && !shapes?.length) return undefined;
-  if (ctx.values.all || !requestedNames(ctx)?.length) throw new UsageError('--args and --input-shape are for the blocks you name (--block NAME), not for --all');
-  if (ctx.values['no-validate']) throw new UsageError('--args and --input-shape are used by validation: leave out --no-validate');
+  if (ctx.values.all || !requestedNames(ctx)?.length)
+    throw new UsageError('--args and --input-shape are for the blocks you name (--block NAME), not for --all');
+  if (ctx.values['no-validate'])
+    throw new UsageError('--args and --input-shape are used by validation: leave out --no-validate');
   return userWitness(args, shapes?.length ? parseInputShapes(shapes) : undefined);
 }
 
@@ -94,7 +113,8 @@ function userInputs(ctx: Ctx): PipelineOptions['userInputs'] {
 export function profileOpt(ctx: Ctx): EmissionProfile | undefined {
   const p = ctx.values.profile as string | undefined;
   if (p === undefined) return undefined;
-  if (p !== 'slim' && p !== 'faithful') throw new UsageError(`--profile takes slim or faithful, not ${JSON.stringify(p)}`);
+  if (p !== 'slim' && p !== 'faithful')
+    throw new UsageError(`--profile takes slim or faithful, not ${JSON.stringify(p)}`);
   return p;
 }
 
@@ -151,12 +171,16 @@ function blockLine(r: ExtractionRecord): string {
   let status = r.error ? `ERROR ${r.error}` : r.ok ? 'ok' : `${errs.length} unresolved`;
   const more: string[] = [];
   if (v) {
-    const stages = Object.entries(v.stages).map(([k, s]) => `${k}:${s}`).join(' ');
+    const stages = Object.entries(v.stages)
+      .map(([k, s]) => `${k}:${s}`)
+      .join(' ');
     status = r.ok ? stages : `${v.category ?? 'failed'}: ${(v.error ?? '').split('\n')[0].slice(0, 120)} [${stages}]`;
     if (!r.ok) {
       // what the validator tried (the catalog's page shows the same), and what to do
       const tried = [
-        v.args ? `args ${JSON.stringify(v.args)}${v.argumentsSource ? ` (${v.argumentsSource})` : ''}` : 'no arguments built',
+        v.args
+          ? `args ${JSON.stringify(v.args)}${v.argumentsSource ? ` (${v.argumentsSource})` : ''}`
+          : 'no arguments built',
         v.input_shapes ? `input shapes ${JSON.stringify(v.input_shapes)}` : null,
       ].filter(Boolean);
       more.push(`    tried: ${tried.join(', ')}`);
@@ -171,8 +195,16 @@ function blockLine(r: ExtractionRecord): string {
     status += `  [passed in ${envs.length - failedIn.length} of ${envs.length} environments${failedIn.length ? `; failed in ${failedIn.map((e) => `${e.label}: ${e.category ?? 'failed'}`).join('; ')}` : ''}]`;
   }
   const em = r.emission;
-  const prof = em?.profile === 'slim' && em.faithfulLines && em.faithfulLines !== r.lines ? ` (slim; faithful ${em.faithfulLines})` : em?.fallbackReason ? ' (faithful: slim did not validate)' : '';
-  return [`${r.ok ? '✓' : '✗'} ${showId(r.id)}  ${r.lines} lines${prof}  ${r.ms.toFixed(1)} ms  ${status}${r.file ? `  → ${r.file}` : ''}`, ...more].join('\n');
+  const prof =
+    em?.profile === 'slim' && em.faithfulLines && em.faithfulLines !== r.lines
+      ? ` (slim; faithful ${em.faithfulLines})`
+      : em?.fallbackReason
+        ? ' (faithful: slim did not validate)'
+        : '';
+  return [
+    `${r.ok ? '✓' : '✗'} ${showId(r.id)}  ${r.lines} lines${prof}  ${r.ms.toFixed(1)} ms  ${status}${r.file ? `  → ${r.file}` : ''}`,
+    ...more,
+  ].join('\n');
 }
 
 /** The result lines of extract / validate (only the totals when each block's line was
@@ -181,7 +213,11 @@ function summarize(records: ExtractionRecord[], linesShown = false): string {
   const ok = records.filter((r) => r.ok).length;
   const validated = records.some((r) => r.validation);
   const lines = linesShown ? [] : records.map(blockLine);
-  lines.push(validated ? `${ok}/${records.length} validated and promoted` : `${ok}/${records.length} extracted without unresolved names`);
+  lines.push(
+    validated
+      ? `${ok}/${records.length} validated and promoted`
+      : `${ok}/${records.length} extracted without unresolved names`,
+  );
   return lines.join('\n');
 }
 
@@ -190,11 +226,25 @@ function summarize(records: ExtractionRecord[], linesShown = false): string {
 function rootfsLines(rep: DoctorReport): string[] {
   const out = [`packages ${rep.debianPackages?.length ?? 0} Debian packages in ${rep.rootfs} (part of the env id)`];
   const m = rep.environment;
-  if (!m) return [...out, 'packages no nnrag manifest: made without --store (`nnrag env sync DIR --store S` adds what a store needs)'];
+  if (!m)
+    return [
+      ...out,
+      'packages no nnrag manifest: made without --store (`nnrag env sync DIR --store S` adds what a store needs)',
+    ];
   const by = (st: string) => m.entries.filter((e) => e.status === st);
   const deb = [...by('present'), ...by('installed')];
-  out.push(`packages for the store (${m.updated}): ${deb.length} from Debian (${deb.map((e) => e.package).join(' ')})` + (by('wheel').length ? `, ${by('wheel').length} from wheels (${by('wheel').map((e) => e.distribution).join(' ')})` : ''));
-  for (const e of [...by('no-package'), ...by('failed')]) out.push(`  lacks ${e.distribution}: ${e.status === "failed" ? `${e.package} failed to install` : "no Debian package"} — ${[...new Set(e.neededBy.map((n) => n.repo))].join(", ")}`);
+  out.push(
+    `packages for the store (${m.updated}): ${deb.length} from Debian (${deb.map((e) => e.package).join(' ')})` +
+      (by('wheel').length
+        ? `, ${by('wheel').length} from wheels (${by('wheel')
+            .map((e) => e.distribution)
+            .join(' ')})`
+        : ''),
+  );
+  for (const e of [...by('no-package'), ...by('failed')])
+    out.push(
+      `  lacks ${e.distribution}: ${e.status === 'failed' ? `${e.package} failed to install` : 'no Debian package'} — ${[...new Set(e.neededBy.map((n) => n.repo))].join(', ')}`,
+    );
   if (m.packages.length) out.push(`packages added with --packages: ${m.packages.join(' ')}`);
   return out;
 }
@@ -209,34 +259,44 @@ export const commands: Record<string, Command> = {
       // with --repo/--config the store is made as `index` would make it (one step:
       // unchanged files are not parsed again)
       const repos = ctx.values.repo || ctx.values.config ? repoSpecs(ctx) : undefined;
-      return withWorkspaceAsync(ctx, async (ws) => {
-        const sel = selection(ctx);
-        if (!sel.names?.length && !ctx.values.all) throw new UsageError('name blocks with --block, --blocks, --names-json, or use --all');
-        const opts = pipelineOptions(ctx);
-        const indexBar = progress('index');
-        const bar = blockProgress(ctx, 'extract', opts.validate ? 'validate' : 'emit');
-        const records = await extract(ws, {
-          ...opts,
-          ...sel,
-          repos,
-          onIndexProgress: (p) => indexBar.update(p.phase, p.done, p.total),
-          onIndexed: (rep) => {
-            indexBar.done();
-            if (!ctx.json) process.stderr.write(`indexed ${rep.files} files in ${rep.repos.length} repositories (${rep.parsed} parsed)\n`);
-          },
-          onProgress: bar.onProgress,
-        });
-        bar.done();
-        const next = opts.validate === false || opts.pool?.python || opts.pool?.rootfs ? null : environmentNextStep(ws, records);
-        ctx.out([summarize(records, bar.live), ...(next ? [`next: ${next}`] : [])].join('\n'), records);
-        return records.every((r) => r.ok) ? 0 : 1;
-      }, !!repos);
+      return withWorkspaceAsync(
+        ctx,
+        async (ws) => {
+          const sel = selection(ctx);
+          if (!sel.names?.length && !ctx.values.all)
+            throw new UsageError('name blocks with --block, --blocks, --names-json, or use --all');
+          const opts = pipelineOptions(ctx);
+          const indexBar = progress('index');
+          const bar = blockProgress(ctx, 'extract', opts.validate ? 'validate' : 'emit');
+          const records = await extract(ws, {
+            ...opts,
+            ...sel,
+            repos,
+            onIndexProgress: (p) => indexBar.update(p.phase, p.done, p.total),
+            onIndexed: (rep) => {
+              indexBar.done();
+              if (!ctx.json)
+                process.stderr.write(
+                  `indexed ${rep.files} files in ${rep.repos.length} repositories (${rep.parsed} parsed)\n`,
+                );
+            },
+            onProgress: bar.onProgress,
+          });
+          bar.done();
+          const next =
+            opts.validate === false || opts.pool?.python || opts.pool?.rootfs ? null : environmentNextStep(ws, records);
+          ctx.out([summarize(records, bar.live), ...(next ? [`next: ${next}`] : [])].join('\n'), records);
+          return records.every((r) => r.ok) ? 0 : 1;
+        },
+        !!repos,
+      );
     },
   },
 
   validate: {
     summary: 'extract and validate blocks in the sandbox (import, instantiate, forward, equivalence)',
-    usage: 'nnrag validate [ID|NAME …] [--all] [--force] [--env DIR | --python PY | --rootfs DIR] [--no-sandbox] [--workers N [--force-workers]] [--timeout S] [--require STAGE …]',
+    usage:
+      'nnrag validate [ID|NAME …] [--all] [--force] [--env DIR | --python PY | --rootfs DIR] [--no-sandbox] [--workers N [--force-workers]] [--timeout S] [--require STAGE …]',
     options: { ...extractOptions, ...validateOptions },
     async run(ctx) {
       return withWorkspaceAsync(ctx, async (ws) => {
@@ -253,7 +313,12 @@ export const commands: Record<string, Command> = {
   doctor: {
     summary: 'report the validation environment: interpreter, torch, sandbox, limits',
     usage: 'nnrag doctor [--env DIR | --python PY | --rootfs DIR] [--no-sandbox] [--store S]',
-    options: { python: { type: 'string' }, env: { type: 'string' }, rootfs: { type: 'string' }, 'no-sandbox': { type: 'boolean' } },
+    options: {
+      python: { type: 'string' },
+      env: { type: 'string' },
+      rootfs: { type: 'string' },
+      'no-sandbox': { type: 'boolean' },
+    },
     async run(ctx) {
       const opts = {
         python: (ctx.values.python as string | undefined) ?? (ctx.values.env ? undefined : process.env.NNRAG_PYTHON),
@@ -275,24 +340,44 @@ export const commands: Record<string, Command> = {
         `python   ${rep.python ?? 'not found'} ${rep.pythonVersion ?? ''} (${rep.pythonSource ?? '-'})`,
         `torch    ${rep.torch ?? `not importable${rep.torchError ? `: ${rep.torchError}` : ''}`}`,
         `sandbox  ${rep.sandbox.bwrap ?? 'bwrap not found'} ${rep.sandbox.version ?? ''} ${rep.sandbox.working ? 'working' : `NOT working${rep.sandbox.error ? `: ${rep.sandbox.error}` : ''}`}`,
-        `limits   ${Object.entries(rep.limits).map(([k, v]) => `${k}=${v}`).join(' ')}`,
+        `limits   ${Object.entries(rep.limits)
+          .map(([k, v]) => `${k}=${v}`)
+          .join(' ')}`,
         `env id   ${rep.envId ?? '-'} (${rep.distributions?.length ?? 0} installed distributions)`,
         ...rep.problems.map((p) => `problem: ${p}`),
       ];
       if (rep.rootfs) lines.push(...rootfsLines(rep));
       if (gaps) {
         const can = gaps.filter((g) => g.candidate);
-        lines.push(gaps.length ? `the store's repositories need ${gaps.length} distributions this environment lacks:` : "the store's repositories need nothing this environment lacks");
+        lines.push(
+          gaps.length
+            ? `the store's repositories need ${gaps.length} distributions this environment lacks:`
+            : "the store's repositories need nothing this environment lacks",
+        );
         for (const g of gaps) {
-          const by = g.neededBy.map((n) => (n.why === 'import' ? `${n.blocks} blocks of ${n.repo}` : `declared by ${n.repo}`)).join(', ');
-          if (g.version) lines.push(`  ${g.distribution.padEnd(20)} ${g.version.installed} installed, ${g.version.required} declared (${g.version.file}:${g.version.line})  — ${by}`);
-          else lines.push(`  ${g.distribution.padEnd(20)} ${g.candidate ? `${g.debian} ${g.candidate}` : `no Debian package (${g.debian})`}  — ${by}`);
+          const by = g.neededBy
+            .map((n) => (n.why === 'import' ? `${n.blocks} blocks of ${n.repo}` : `declared by ${n.repo}`))
+            .join(', ');
+          if (g.version)
+            lines.push(
+              `  ${g.distribution.padEnd(20)} ${g.version.installed} installed, ${g.version.required} declared (${g.version.file}:${g.version.line})  — ${by}`,
+            );
+          else
+            lines.push(
+              `  ${g.distribution.padEnd(20)} ${g.candidate ? `${g.debian} ${g.candidate}` : `no Debian package (${g.debian})`}  — ${by}`,
+            );
         }
         if (can.length) lines.push(`to add what Debian has: apt-get install ${can.map((g) => g.debian).join(' ')}`);
         const versions = gaps.filter((g) => g.version);
         const noDeb = gaps.filter((g) => !g.version && !g.candidate);
-        if (versions.length) lines.push(`for ${versions.map((g) => g.version!.required).join(', ')}: an environment with it, ${ENVIRONMENT_STEP}`);
-        if (noDeb.length) lines.push(`for what Debian does not package (${noDeb.map((g) => g.distribution).join(', ')}): ${ENVIRONMENT_STEP}`);
+        if (versions.length)
+          lines.push(
+            `for ${versions.map((g) => g.version!.required).join(', ')}: an environment with it, ${ENVIRONMENT_STEP}`,
+          );
+        if (noDeb.length)
+          lines.push(
+            `for what Debian does not package (${noDeb.map((g) => g.distribution).join(', ')}): ${ENVIRONMENT_STEP}`,
+          );
       }
       ctx.out(lines.join('\n'), rep);
       return rep.problems.length ? 1 : 0;
@@ -300,8 +385,10 @@ export const commands: Record<string, Command> = {
   },
 
   env: {
-    summary: 'env create DIR: a PyPI virtual environment (uv) with torch 2.x and what the store\'s repositories need, locked, with their compiled operators built for the CPU (--debian: a Debian trixie root filesystem instead); env sync DIR: bring it up to date',
-    usage: 'nnrag env create DIR [--store S] [--torch 2.x] [--python BASE] [--system-torch] [--offline] [--wheels W] [--packages P …] [--no-native] | nnrag env sync DIR [--store S] [same options] | nnrag env create DIR --debian [--store S] [--packages P,Q …] [--wheels W]',
+    summary:
+      "env create DIR: a PyPI virtual environment (uv) with torch 2.x and what the store's repositories need, locked, with their compiled operators built for the CPU (--debian: a Debian trixie root filesystem instead); env sync DIR: bring it up to date",
+    usage:
+      'nnrag env create DIR [--store S] [--torch 2.x] [--python BASE] [--system-torch] [--offline] [--wheels W] [--packages P …] [--no-native] | nnrag env sync DIR [--store S] [same options] | nnrag env create DIR --debian [--store S] [--packages P,Q …] [--wheels W]',
     options: {
       packages: { type: 'string', multiple: true },
       wheels: { type: 'string' },
@@ -315,7 +402,10 @@ export const commands: Record<string, Command> = {
     async run(ctx) {
       const [sub, dir] = ctx.positionals;
       if ((sub !== 'create' && sub !== 'sync') || !dir) throw new UsageError(`usage: ${commands.env.usage}`);
-      const packages = ((ctx.values.packages as string[] | undefined) ?? []).flatMap((p) => p.split(',')).map((p) => p.trim()).filter(Boolean);
+      const packages = ((ctx.values.packages as string[] | undefined) ?? [])
+        .flatMap((p) => p.split(','))
+        .map((p) => p.trim())
+        .filter(Boolean);
       const wheels = ctx.values.wheels ? path.resolve(ctx.values.wheels as string) : undefined;
       if (wheels && !existsSync(wheels)) throw new UsageError(`--wheels: ${wheels} does not exist`);
       const target = path.resolve(dir);
@@ -325,39 +415,69 @@ export const commands: Record<string, Command> = {
       const warn = (m: string) => process.stderr.write(`warning: ${safeText(m)}\n`);
       const python = ctx.values.python as string | undefined;
       if (!ctx.values.debian) {
-        for (const p of packages) if (!/^[A-Za-z0-9][A-Za-z0-9._-]*(\[[^\]]*\])?\s*([<>=!~].*)?$/.test(p)) throw new UsageError(`--packages: ${JSON.stringify(p)} is not a PEP 508 requirement`);
-        if (sub === 'sync' && !existsSync(path.join(target, 'nnrag-env.json')) && !existsSync(path.join(target, 'pyvenv.cfg'))) throw new UsageError(`env sync: ${target} is not an environment nnrag made (use env create)`);
+        for (const p of packages)
+          if (!/^[A-Za-z0-9][A-Za-z0-9._-]*(\[[^\]]*\])?\s*([<>=!~].*)?$/.test(p))
+            throw new UsageError(`--packages: ${JSON.stringify(p)} is not a PEP 508 requirement`);
+        if (
+          sub === 'sync' &&
+          !existsSync(path.join(target, 'nnrag-env.json')) &&
+          !existsSync(path.join(target, 'pyvenv.cfg'))
+        )
+          throw new UsageError(`env sync: ${target} is not an environment nnrag made (use env create)`);
         // the store is read before minutes of downloads: a wrong --store fails at once
         const ws = withStore ? openWorkspace(ctx) : undefined;
         const needs = ws ? await pypiNeeds(ws, { python, onWarning: warn }) : null;
         const t0 = Date.now();
-        const m = await pypiEnv(target, needs, {
-          python,
-          torch: ctx.values.torch as string | undefined,
-          systemTorch: ctx.values['system-torch'] ? true : undefined,
-          offline: !!ctx.values.offline,
-          wheels,
-          packages,
-          native: !ctx.values['no-native'],
-          onLog,
-        }, ws).finally(() => ws?.close());
+        const m = await pypiEnv(
+          target,
+          needs,
+          {
+            python,
+            torch: ctx.values.torch as string | undefined,
+            systemTorch: ctx.values['system-torch'] ? true : undefined,
+            offline: !!ctx.values.offline,
+            wheels,
+            packages,
+            native: !ctx.values['no-native'],
+            onLog,
+          },
+          ws,
+        ).finally(() => ws?.close());
         const secs = (Date.now() - t0) / 1000;
-        const human: string[] = [`${sub === 'create' ? 'environment ready' : 'environment synced'} in ${target} (${secs.toFixed(0)} s); use --env ${target}`];
+        const human: string[] = [
+          `${sub === 'create' ? 'environment ready' : 'environment synced'} in ${target} (${secs.toFixed(0)} s); use --env ${target}`,
+        ];
         for (const g of m.groups) {
           const torch = g.pins.find((p) => p.startsWith('torch=='));
-          human.push(`${g.name === 'shared' ? 'shared' : `own environment of ${g.name}`}: ${g.dir}, ${g.repos.length} repositories, ${g.pins.length} locked distributions${torch ? ` (${torch})` : m.systemTorch ? ' (the base interpreter\'s torch)' : ''}${g.conflict ? `; does not resolve with the others: ${g.conflict.split('\n').slice(-1)[0]}` : ''}`);
-          for (const x of g.indexed) human.push(`  ${x.distribution} installed from the indexed ${x.repo}${x.error ? `: FAILED ${x.error.split('\n').slice(-1)[0]}` : ''}`);
-          for (const b of g.native) human.push(`  compiled operators of ${b.repo} (${b.dir}): ${b.error ? `not built: ${b.error.split('\n')[0]}` : b.cached ? 'installed from the wheel cache' : `built in ${b.seconds?.toFixed(0)} s`}`);
+          human.push(
+            `${g.name === 'shared' ? 'shared' : `own environment of ${g.name}`}: ${g.dir}, ${g.repos.length} repositories, ${g.pins.length} locked distributions${torch ? ` (${torch})` : m.systemTorch ? " (the base interpreter's torch)" : ''}${g.conflict ? `; does not resolve with the others: ${g.conflict.split('\n').slice(-1)[0]}` : ''}`,
+          );
+          for (const x of g.indexed)
+            human.push(
+              `  ${x.distribution} installed from the indexed ${x.repo}${x.error ? `: FAILED ${x.error.split('\n').slice(-1)[0]}` : ''}`,
+            );
+          for (const b of g.native)
+            human.push(
+              `  compiled operators of ${b.repo} (${b.dir}): ${b.error ? `not built: ${b.error.split('\n')[0]}` : b.cached ? 'installed from the wheel cache' : `built in ${b.seconds?.toFixed(0)} s`}`,
+            );
         }
-        for (const u of m.unresolved) human.push(`not installed (no requirement names it; a guess is never installed): import ${u.module} by ${u.neededBy.join(', ')}; if it is PyPI's ${u.candidates.join(' or ')}, add it with --packages ${u.candidates[0]}`);
+        for (const u of m.unresolved)
+          human.push(
+            `not installed (no requirement names it; a guess is never installed): import ${u.module} by ${u.neededBy.join(', ')}; if it is PyPI's ${u.candidates.join(' or ')}, add it with --packages ${u.candidates[0]}`,
+          );
         ctx.out(human.join('\n'), { env: target, seconds: secs, ...m });
         return m.groups.some((g) => g.native.some((b) => b.error) || g.indexed.some((x) => x.error)) ? 1 : 0;
       }
-      for (const p of packages) if (!/^[a-z0-9][a-z0-9+.-]+$/.test(p)) throw new UsageError(`--packages: ${JSON.stringify(p)} is not a Debian package name`);
-      if (sub === 'sync' && !withStore && !packages.length && !wheels) throw new UsageError('env sync --debian needs --store S (or --packages / --wheels)');
+      for (const p of packages)
+        if (!/^[a-z0-9][a-z0-9+.-]+$/.test(p))
+          throw new UsageError(`--packages: ${JSON.stringify(p)} is not a Debian package name`);
+      if (sub === 'sync' && !withStore && !packages.length && !wheels)
+        throw new UsageError('env sync --debian needs --store S (or --packages / --wheels)');
       // the store is read before minutes of debootstrap: a wrong --store fails at once
       const needs = withStore
-        ? await withWorkspaceAsync(ctx, (ws) => environmentNeeds(ws, { python: python ?? process.env.NNRAG_PYTHON, onWarning: warn }))
+        ? await withWorkspaceAsync(ctx, (ws) =>
+            environmentNeeds(ws, { python: python ?? process.env.NNRAG_PYTHON, onWarning: warn }),
+          )
         : null;
       const res = await env(sub, target, { needs, packages, wheels, onLog });
       if (!res.manifest) {
@@ -370,9 +490,18 @@ export const commands: Record<string, Command> = {
         `${sub === 'create' ? 'root filesystem ready' : 'root filesystem synced'} in ${target}; use --rootfs ${target}`,
         `${r.manifest.entries.length} distributions needed: ${r.manifest.entries.filter((e) => e.status === 'present' || e.status === 'installed').length} from Debian, ${r.manifest.entries.filter((e) => e.status === 'wheel').length} from wheels, ${missing.length} not installed`,
         `installed now: ${r.installed.join(' ') || '(nothing new)'}`,
-        ...missing.map((e) => `  ${e.status === 'failed' ? `${e.package} failed to install` : `no Debian package`}: ${e.distribution} (tried ${[e.debian, ...e.modules.map((m) => `python3-${m.toLowerCase()}`)].filter((x, i, a) => a.indexOf(x) === i).join(', ')}) — ${e.neededBy.map((n) => (n.why === 'import' ? `${n.blocks ?? 0} blocks of ${n.repo}` : `declared by ${n.repo}`)).join(', ')}${e.error ? `: ${e.error}` : ''}`),
-        ...(missing.length ? [`what Debian does not package: a PyPI environment has it (nnrag env create DIR --store S, without --debian), or give its wheels with --wheels`] : []),
-        r.before === r.after ? 'package set unchanged (environment id unchanged)' : 'package set changed: the environment id changed, stored validations will be redone',
+        ...missing.map(
+          (e) =>
+            `  ${e.status === 'failed' ? `${e.package} failed to install` : `no Debian package`}: ${e.distribution} (tried ${[e.debian, ...e.modules.map((m) => `python3-${m.toLowerCase()}`)].filter((x, i, a) => a.indexOf(x) === i).join(', ')}) — ${e.neededBy.map((n) => (n.why === 'import' ? `${n.blocks ?? 0} blocks of ${n.repo}` : `declared by ${n.repo}`)).join(', ')}${e.error ? `: ${e.error}` : ''}`,
+        ),
+        ...(missing.length
+          ? [
+              `what Debian does not package: a PyPI environment has it (nnrag env create DIR --store S, without --debian), or give its wheels with --wheels`,
+            ]
+          : []),
+        r.before === r.after
+          ? 'package set unchanged (environment id unchanged)'
+          : 'package set changed: the environment id changed, stored validations will be redone',
       ];
       ctx.out(human.join('\n'), r);
       return 0;
@@ -380,28 +509,36 @@ export const commands: Record<string, Command> = {
   },
 
   demo: {
-    summary: 'run the whole pipeline on the bundled example corpus (examples/): index, discover, extract, validate, library, report',
+    summary:
+      'run the whole pipeline on the bundled example corpus (examples/): index, discover, extract, validate, library, report',
     usage: 'nnrag demo [--out DIR] [--no-validate] [validation options]',
     options: { out: { type: 'string' }, 'no-validate': { type: 'boolean' }, ...validateOptions },
     async run(ctx) {
-      return withWorkspaceAsync(ctx, async (ws) => {
-        const bar = progress('demo');
-        const { examples, ...r } = await demo(ws, { ...pipelineOptions(ctx), out: ctx.values.out as string | undefined, onProgress: (d, t) => bar.update('validate', d, t) });
-        bar.done();
-        const { records } = r;
-        const human = [
-          `indexed ${r.index.files} files of ${examples}`,
-          `discovered ${r.blocks.length} blocks`,
-          summarize(records),
-          '',
-          reportText(r.report),
-        ].join('\n');
-        ctx.out(human, r);
-        // blocks that fail validation are results (kept in failed/ with their category),
-        // not a failure of the demo; an emission error is
-        return records.every((r) => r.file) ? 0 : 1;
-      }, true);
+      return withWorkspaceAsync(
+        ctx,
+        async (ws) => {
+          const bar = progress('demo');
+          const { examples, ...r } = await demo(ws, {
+            ...pipelineOptions(ctx),
+            out: ctx.values.out as string | undefined,
+            onProgress: (d, t) => bar.update('validate', d, t),
+          });
+          bar.done();
+          const { records } = r;
+          const human = [
+            `indexed ${r.index.files} files of ${examples}`,
+            `discovered ${r.blocks.length} blocks`,
+            summarize(records),
+            '',
+            reportText(r.report),
+          ].join('\n');
+          ctx.out(human, r);
+          // blocks that fail validation are results (kept in failed/ with their category),
+          // not a failure of the demo; an emission error is
+          return records.every((r) => r.file) ? 0 : 1;
+        },
+        true,
+      );
     },
   },
 };
-

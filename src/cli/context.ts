@@ -80,7 +80,9 @@ export function workersOpt(ctx: Ctx): number | undefined {
   if (n > MAX_WORKERS) throw new UsageError(`--workers must be ≤ ${MAX_WORKERS} (got ${n})`);
   const cores = os.availableParallelism?.() ?? os.cpus().length;
   if (n > cores && !ctx.values['force-workers']) {
-    process.stderr.write(`warning: --workers ${n} is more than the ${cores} cores here: using ${cores} (--force-workers keeps ${n})\n`);
+    process.stderr.write(
+      `warning: --workers ${n} is more than the ${cores} cores here: using ${cores} (--force-workers keeps ${n})\n`,
+    );
     return cores;
   }
   return n;
@@ -101,13 +103,15 @@ export function requestedNames(ctx: Ctx): string[] {
     try {
       // `-` is standard input; /dev/stdin too (read through its descriptor: opening the
       // path fails when standard input is a socket)
-      data = JSON.parse(file === '-' || file === '/dev/stdin' ? (stdinText ??= readFileSync(0, 'utf8')) : readFileSync(file, 'utf8'));
+      data = JSON.parse(
+        file === '-' || file === '/dev/stdin' ? (stdinText ??= readFileSync(0, 'utf8')) : readFileSync(file, 'utf8'),
+      );
     } catch (e) {
       throw new UsageError(`--names-json ${file}: ${(e as Error).message}`);
     }
-    if (!Array.isArray(data) || data.some((x) => typeof x !== 'string')) throw new UsageError(`--names-json ${file}: expected a JSON array of names`);
+    if (!Array.isArray(data) || data.some((x) => typeof x !== 'string'))
+      throw new UsageError(`--names-json ${file}: expected a JSON array of names`);
     names.push(...(data as string[]));
   }
   return names;
 }
-

@@ -12,7 +12,7 @@ export const FLAGS: Record<string, string> = {
   store: 'the store folder (default ./.nnrag, or $NNRAG_STORE)',
   help: 'show this help',
   repo: 'a repository: a local folder (indexed in place), a bare repository or a git URL (shallow sparse clone of *.py); repeatable',
-  config: "a repo_config.json (nn-rag's format: {\"owner/name\": {url|path, priority, paths, package_roots}})",
+  config: 'a repo_config.json (nn-rag\'s format: {"owner/name": {url|path, priority, paths, package_roots}})',
   block: 'a block to work on: qualified id (timm.layers.mlp.Mlp) or bare class name (Mlp); repeatable',
   blocks: 'several blocks, as --block',
   'names-json': 'a JSON file with a list of block names (- or /dev/stdin reads standard input)',
@@ -21,10 +21,13 @@ export const FLAGS: Record<string, string> = {
   'start-from': 'skip the selected blocks before this one (resume an interrupted run)',
   out: 'output folder (default <store>/library)',
   'no-validate': 'emit the standalone modules without validating them (stored validation of unchanged modules is kept)',
-  profile: 'slim (default when validating: without registration decorators and unreached options, kept only where it validates as faithful does) or faithful (every option of the original); export: faithful re-emits a slim block',
-  intern: 'module pattern to copy into the emitted module even when it could stay an import (fnmatch on dotted names: timm.layers.*, a.b.**); repeatable',
+  profile:
+    'slim (default when validating: without registration decorators and unreached options, kept only where it validates as faithful does) or faithful (every option of the original); export: faithful re-emits a slim block',
+  intern:
+    'module pattern to copy into the emitted module even when it could stay an import (fnmatch on dotted names: timm.layers.*, a.b.**); repeatable',
   extern: 'module pattern to keep as an import even when it is indexed (torch.package style); repeatable',
-  python: 'the interpreter that validates (default $NNRAG_PYTHON, else the environment scripts/setup.sh built, else the first python3 whose torch imports)',
+  python:
+    'the interpreter that validates (default $NNRAG_PYTHON, else the environment scripts/setup.sh built, else the first python3 whose torch imports)',
   env: 'validate in a PyPI environment made by `nnrag env create DIR` (a repository with an environment of its own there validates in it)',
   rootfs: 'validate inside a root filesystem made by `nnrag env create DIR`',
   'no-sandbox': 'run repository code without bubblewrap (limits and timeouts only): only for code you trust',
@@ -37,10 +40,12 @@ export const FLAGS: Record<string, string> = {
   force: 'validate again even when a stored result for the same module and environment exists',
   mode: 'missing (parse new and changed files, default) | force (parse everything again) | skip (no parsing, only the file list)',
   update: 'fetch remote repositories again before indexing',
-  symbols: 'only blocks whose id or name matches this pattern (fnmatch, case-insensitive: *Attention, timm.layers.*); repeatable',
+  symbols:
+    'only blocks whose id or name matches this pattern (fnmatch, case-insensitive: *Attention, timm.layers.*); repeatable',
   repos: 'only blocks of these repositories (owner/name); repeatable',
   near: 'Jaccard similarity from which two blocks are near-duplicates (default 0.85)',
-  structural: 'similarity of structure (names and literals abstracted) from which two blocks are structural duplicates (default 0.9)',
+  structural:
+    'similarity of structure (names and literals abstracted) from which two blocks are structural duplicates (default 0.9)',
   threads: 'worker threads for de-duplication (default: the number of cores)',
   'top-up': 'add up to N blocks that are least similar to the rest (diversity)',
   html: 'also write the report as an HTML file',
@@ -56,7 +61,7 @@ export const FLAGS: Record<string, string> = {
   packages: 'more Debian packages to install into the root filesystem (python3-einops,python3-timm); repeatable',
   wheels: 'a folder of wheels for what Debian does not package, installed with pip --no-index (nothing downloaded)',
   redis: 'the Redis server of the queue: redis://[user:password@]HOST:PORT[/DB] (default $NNRAG_REDIS)',
-  queue: 'the queue\'s name (default nnrag)',
+  queue: "the queue's name (default nnrag)",
   attempts: 'tries of a job before it ends failed (default 3)',
   backoff: 'seconds before the first retry of a failed job, doubled each retry (default 10)',
   shards: 'the folder of the shard stores (one per repository: <shards>/<owner%2Fname>)',
@@ -67,21 +72,30 @@ export const FLAGS: Record<string, string> = {
   'exit-when-drained': 'stop when no job is waiting, delayed or active (default: run until SIGINT/SIGTERM)',
   host: 'loopback address to listen on (127.0.0.1 or ::1; other addresses are refused)',
   args: 'constructor arguments to try first, as JSON ({"dim": 64}, [64, 4] or {"args": [...], "kwargs": {...}}) or @FILE; for named blocks',
-  'input-shape': 'a forward input to try first: its shape (1,3,224,224, a float32 tensor), or @FILE with a JSON list of shapes or encoded tensors; repeat for more positional inputs',
+  'input-shape':
+    'a forward input to try first: its shape (1,3,224,224, a float32 tensor), or @FILE with a JSON list of shapes or encoded tensors; repeat for more positional inputs',
 };
 
 /** `--env` of report and search: a filter on the environments blocks were validated in. */
-const ENV_FILTER = 'only what passed in this validation environment: its id (or 4+ leading characters of it) or part of its label (`torch 2.6`, an environment or --rootfs folder)';
+const ENV_FILTER =
+  'only what passed in this validation environment: its id (or 4+ leading characters of it) or part of its label (`torch 2.6`, an environment or --rootfs folder)';
 
 /** Where a flag means something else in one command. */
 export const COMMAND_FLAGS: Record<string, Record<string, string>> = {
-  witnesses: { show: 'print the stored harvest without building anything', force: 'harvest again even when nothing changed since the stored harvest' },
+  witnesses: {
+    show: 'print the stored harvest without building anything',
+    force: 'harvest again even when nothing changed since the stored harvest',
+  },
   env: {
-    store: 'install what this store\'s repositories and blocks need (given explicitly or as $NNRAG_STORE)',
-    python: 'PyPI: the base interpreter of the virtual environments (default /usr/bin/python3); --debian: the interpreter whose installed distributions name the store\'s imports',
-    packages: 'PyPI: more requirements to install (PEP 508: torchvision, einops>=0.7); --debian: more Debian packages (python3-einops); repeatable',
-    wheels: 'a folder of wheels: PyPI, searched before the index (--find-links); --debian, installed with pip --no-index',
-    debian: 'build a Debian trixie root filesystem (python3-torch from Debian) instead of a PyPI virtual environment: for machines without PyPI',
+    store: "install what this store's repositories and blocks need (given explicitly or as $NNRAG_STORE)",
+    python:
+      "PyPI: the base interpreter of the virtual environments (default /usr/bin/python3); --debian: the interpreter whose installed distributions name the store's imports",
+    packages:
+      'PyPI: more requirements to install (PEP 508: torchvision, einops>=0.7); --debian: more Debian packages (python3-einops); repeatable',
+    wheels:
+      'a folder of wheels: PyPI, searched before the index (--find-links); --debian, installed with pip --no-index',
+    debian:
+      'build a Debian trixie root filesystem (python3-torch from Debian) instead of a PyPI virtual environment: for machines without PyPI',
     torch: 'the torch release to install (2.6, 2.6.0 or a specifier; default the newest stable)',
     'system-torch': "reuse the base interpreter's torch (and its other packages) instead of installing one from PyPI",
     offline: "install only from uv's cache and --wheels (nothing downloaded)",
@@ -95,11 +109,22 @@ export const COMMAND_FLAGS: Record<string, Record<string, string>> = {
   },
   report: { env: ENV_FILTER },
   similar: { limit: 'number of similar blocks (default 10)' },
-  export: { force: 'replace an existing file of the same name', python: 'interpreter whose installed versions pin the requirements (default: the recorded versions of the environments the block passed in)' },
-  'export-pairs': { out: 'the JSON Lines file to write', all: 'also blocks that failed validation', python: 'interpreter whose installed versions pin the requirements' },
+  export: {
+    force: 'replace an existing file of the same name',
+    python:
+      'interpreter whose installed versions pin the requirements (default: the recorded versions of the environments the block passed in)',
+  },
+  'export-pairs': {
+    out: 'the JSON Lines file to write',
+    all: 'also blocks that failed validation',
+    python: 'interpreter whose installed versions pin the requirements',
+  },
   library: { python: 'interpreter whose installed versions pin the requirements (default /usr/bin/python3)' },
   requirements: { python: 'interpreter that says which distribution provides an import (default /usr/bin/python3)' },
-  merge: { into: 'the store the shards are merged into (created if needed)', out: 'library folder of the merged store (default <store>/library)' },
+  merge: {
+    into: 'the store the shards are merged into (created if needed)',
+    out: 'library folder of the merged store (default <store>/library)',
+  },
   worker: { workers: 'validation workers of each job (default: the number of cores)' },
   demo: { out: 'output folder of the library (default <store>/library)' },
 };
@@ -111,7 +136,7 @@ export const EXAMPLES: Record<string, string> = {
   stats: 'nnrag stats',
   extract: 'nnrag extract --repo ../nanoGPT --block GPT --out ./blocks',
   validate: 'nnrag validate timm.layers.mlp.Mlp --force --require equivalence',
-  doctor: 'nnrag doctor --store .nnrag   # also: what the store\'s repositories need that the environment lacks',
+  doctor: "nnrag doctor --store .nnrag   # also: what the store's repositories need that the environment lacks",
   env: 'nnrag env create /var/lib/nnrag/envs/mm --store .nnrag   # later: nnrag env sync /var/lib/nnrag/envs/mm --store .nnrag',
   demo: 'nnrag demo --store /tmp/nnrag-demo',
   library: 'nnrag library --python /usr/bin/python3',

@@ -12,13 +12,19 @@ import { safeText } from './terminal.js';
 
 function dedupText(d: StoredDedup): string {
   const lines = [
-    `${d.uniqueCount} unique of ${d.total} blocks; clusters: ${Object.entries(d.kinds).map(([k, v]) => `${v} ${k}`).join(', ') || 'none'}` +
-      (d.excluded.length ? `; ${d.excluded.length} not compared (empty or unparseable)` : ''),
+    `${d.uniqueCount} unique of ${d.total} blocks; clusters: ${
+      Object.entries(d.kinds)
+        .map(([k, v]) => `${v} ${k}`)
+        .join(', ') || 'none'
+    }` + (d.excluded.length ? `; ${d.excluded.length} not compared (empty or unparseable)` : ''),
   ];
   for (const [repo, r] of Object.entries(d.perRepo).sort((a, b) => b[1].unique - a[1].unique)) {
-    lines.push(`  ${repo}: ${r.unique} unique of ${r.total} (${(r.uniqueRate * 100).toFixed(1)}%), share of the library ${(r.share * 100).toFixed(1)}%`);
+    lines.push(
+      `  ${repo}: ${r.unique} unique of ${r.total} (${(r.uniqueRate * 100).toFixed(1)}%), share of the library ${(r.share * 100).toFixed(1)}%`,
+    );
   }
-  for (const c of d.clusters.slice(0, 20)) lines.push(`  ${c.kind}: ${c.representative} ← ${c.members.filter((m) => m !== c.representative).join(', ')}`);
+  for (const c of d.clusters.slice(0, 20))
+    lines.push(`  ${c.kind}: ${c.representative} ← ${c.members.filter((m) => m !== c.representative).join(', ')}`);
   if (d.clusters.length > 20) lines.push(`  … ${d.clusters.length - 20} more clusters (--json for all)`);
   return lines.join('\n');
 }
@@ -37,10 +43,17 @@ export const commands: Record<string, Command> = {
     options: { out: { type: 'string' }, python: { type: 'string' } },
     async run(ctx) {
       return withWorkspaceAsync(ctx, async (ws) => {
-        const r = await library(ws, { out: ctx.values.out as string | undefined, python: ctx.values.python as string | undefined });
+        const r = await library(ws, {
+          out: ctx.values.out as string | undefined,
+          python: ctx.values.python as string | undefined,
+        });
         const human = [
-          `${r.specs} specs in ${r.out} (${Object.entries(r.byStatus).map(([k, v]) => `${k} ${v}`).join(', ')})`,
-          `categories: ${Object.entries(r.byCategory).map(([k, v]) => `${k} ${v}`).join(', ')}`,
+          `${r.specs} specs in ${r.out} (${Object.entries(r.byStatus)
+            .map(([k, v]) => `${k} ${v}`)
+            .join(', ')})`,
+          `categories: ${Object.entries(r.byCategory)
+            .map(([k, v]) => `${k} ${v}`)
+            .join(', ')}`,
           `repositories: ${r.manifest.repos.map((x) => `${x.name} (${x.license}, ${x.files.length} files${x.revision_swhid ? `, ${x.revision_swhid}` : ''})`).join(', ')}`,
           `requirements.txt: ${r.requirements.join(' ') || '(none)'}`,
           ...r.warnings.map((w) => `warning: ${w}`),
@@ -55,11 +68,17 @@ export const commands: Record<string, Command> = {
   dedup: {
     summary: 'de-duplicate the stored blocks (exact, near, structural) and store the clusters',
     usage: 'nnrag dedup [--near T] [--structural T] [--threads N] [--top-up N]',
-    options: { near: { type: 'string' }, structural: { type: 'string' }, threads: { type: 'string' }, 'top-up': { type: 'string' } },
+    options: {
+      near: { type: 'string' },
+      structural: { type: 'string' },
+      threads: { type: 'string' },
+      'top-up': { type: 'string' },
+    },
     async run(ctx) {
       return withWorkspaceAsync(ctx, async (ws) => {
         const threads = ctx.values.threads === undefined ? undefined : Number(ctx.values.threads);
-        if (threads !== undefined && !(Number.isInteger(threads) && threads >= 0)) throw new UsageError('--threads takes a whole number');
+        if (threads !== undefined && !(Number.isInteger(threads) && threads >= 0))
+          throw new UsageError('--threads takes a whole number');
         let min: number | undefined;
         if (ctx.values['top-up'] !== undefined) {
           min = Number(ctx.values['top-up']);
@@ -72,7 +91,17 @@ export const commands: Record<string, Command> = {
           topUp: min,
         });
         const topUp = d.topUp;
-        const human = dedupText(d) + (topUp ? '\ndiversity top-up (validated blocks per category):\n' + topUp.map((t) => `  ${t.category}: ${t.unique} unique${t.added.length ? ` + ${t.added.length}: ${t.added.join(', ')}` : ''}`).join('\n') : '');
+        const human =
+          dedupText(d) +
+          (topUp
+            ? '\ndiversity top-up (validated blocks per category):\n' +
+              topUp
+                .map(
+                  (t) =>
+                    `  ${t.category}: ${t.unique} unique${t.added.length ? ` + ${t.added.length}: ${t.added.join(', ')}` : ''}`,
+                )
+                .join('\n')
+            : '');
         ctx.out(human, d);
         return 0;
       });
@@ -80,7 +109,8 @@ export const commands: Record<string, Command> = {
   },
 
   report: {
-    summary: 'per-repository figures: discovered, extracted, validated per stage (Wilson 95%), failures, timings, sizes, uniqueness',
+    summary:
+      'per-repository figures: discovered, extracted, validated per stage (Wilson 95%), failures, timings, sizes, uniqueness',
     usage: 'nnrag report [--html FILE] [--no-dedup] [--env ID|LABEL]',
     options: { html: { type: 'string' }, 'no-dedup': { type: 'boolean' }, env: { type: 'string' } },
     async run(ctx) {
@@ -96,22 +126,31 @@ export const commands: Record<string, Command> = {
   },
 
   requirements: {
-    summary: 'what each repository needs: requirements its packaging files declare, imports of its emitted blocks, Debian packages',
+    summary:
+      'what each repository needs: requirements its packaging files declare, imports of its emitted blocks, Debian packages',
     usage: 'nnrag requirements [--repos NAME …] [--python PY]',
     options: { repos: { type: 'string', multiple: true }, python: { type: 'string' } },
     async run(ctx) {
       const only = ctx.values.repos as string[] | undefined;
       const rows = await withWorkspaceAsync(ctx, (ws) =>
-        requirements(ws, { repos: only, python: (ctx.values.python as string | undefined) ?? process.env.NNRAG_PYTHON, onWarning: (m) => process.stderr.write(`warning: ${safeText(m)}\n`) }),
+        requirements(ws, {
+          repos: only,
+          python: (ctx.values.python as string | undefined) ?? process.env.NNRAG_PYTHON,
+          onWarning: (m) => process.stderr.write(`warning: ${safeText(m)}\n`),
+        }),
       );
       const lines: string[] = [];
       for (const r of rows) {
         lines.push(`${r.repo}:`);
         const groups = new Map<string, string[]>();
-        for (const d of r.declared) groups.set(d.group, [...(groups.get(d.group) ?? []), `${d.spec} (${d.file}:${d.line})`]);
+        for (const d of r.declared)
+          groups.set(d.group, [...(groups.get(d.group) ?? []), `${d.spec} (${d.file}:${d.line})`]);
         if (!groups.size) lines.push('  declares no requirements');
         for (const [g, l] of groups) lines.push(`  ${g}: ${l.join(', ')}`);
-        if (r.imports.length) lines.push(`  emitted blocks import: ${r.imports.map((i) => `${i.module} → ${i.distribution} (${i.blocks} blocks${i.declared ? '' : ', not declared'})`).join(', ')}`);
+        if (r.imports.length)
+          lines.push(
+            `  emitted blocks import: ${r.imports.map((i) => `${i.module} → ${i.distribution} (${i.blocks} blocks${i.declared ? '' : ', not declared'})`).join(', ')}`,
+          );
       }
       ctx.out(lines.join('\n'), rows);
       return 0;
@@ -127,8 +166,18 @@ export const commands: Record<string, Command> = {
       if (!out) throw new UsageError('--out FILE is required');
       return withWorkspaceAsync(ctx, async (ws) => {
         // pairs come from specs: built when the store has none yet
-        const r = await exportPairs(ws, out, { all: !!ctx.values.all, python: ctx.values.python as string | undefined });
-        ctx.out(`${r.pairs} pairs → ${r.file} (licenses: ${Object.entries(r.licenses).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'})`, r);
+        const r = await exportPairs(ws, out, {
+          all: !!ctx.values.all,
+          python: ctx.values.python as string | undefined,
+        });
+        ctx.out(
+          `${r.pairs} pairs → ${r.file} (licenses: ${
+            Object.entries(r.licenses)
+              .map(([k, v]) => `${k} ${v}`)
+              .join(', ') || 'none'
+          })`,
+          r,
+        );
         return 0;
       });
     },

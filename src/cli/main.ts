@@ -12,7 +12,16 @@ import { commands as libraryCommands } from './library-commands.js';
 import { commands as searchCommands } from './search-commands.js';
 import { commands as witnessCommands } from './witness-commands.js';
 import { commands as queueCommands } from './queue-commands.js';
-import { common, repoOptions, repoSpecs, withWorkspace, withWorkspaceAsync, workersOpt, type Command, type Ctx } from './context.js';
+import {
+  common,
+  repoOptions,
+  repoSpecs,
+  withWorkspace,
+  withWorkspaceAsync,
+  workersOpt,
+  type Command,
+  type Ctx,
+} from './context.js';
 import { commandHelp } from './help.js';
 import { progress } from './progress.js';
 import { safeJson, safeText, showId } from './terminal.js';
@@ -20,21 +29,41 @@ import { safeJson, safeText, showId } from './terminal.js';
 export const commands: Record<string, Command> = {
   index: {
     summary: 'clone or locate repositories and index their Python files',
-    usage: 'nnrag index [--repo PATH_OR_URL ...] [--config repo_config.json] [--mode missing|force|skip] [--update] [--workers N [--force-workers]]',
-    options: { ...repoOptions, mode: { type: 'string' }, update: { type: 'boolean' }, workers: { type: 'string' }, 'force-workers': { type: 'boolean' } },
+    usage:
+      'nnrag index [--repo PATH_OR_URL ...] [--config repo_config.json] [--mode missing|force|skip] [--update] [--workers N [--force-workers]]',
+    options: {
+      ...repoOptions,
+      mode: { type: 'string' },
+      update: { type: 'boolean' },
+      workers: { type: 'string' },
+      'force-workers': { type: 'boolean' },
+    },
     async run(ctx) {
       const mode = (ctx.values.mode as string | undefined) ?? 'missing';
-      if (!['missing', 'force', 'skip'].includes(mode)) throw new UsageError(`--mode must be missing, force or skip (got ${mode})`);
+      if (!['missing', 'force', 'skip'].includes(mode))
+        throw new UsageError(`--mode must be missing, force or skip (got ${mode})`);
       const workers = workersOpt(ctx);
       const repos = repoSpecs(ctx);
       const bar = progress('index');
-      const report = await withWorkspaceAsync(ctx, (ws) =>
-        index(ws, { repos, mode: mode as 'missing', update: !!ctx.values.update, workers, onProgress: (p) => bar.update(p.phase, p.done, p.total) }),
+      const report = await withWorkspaceAsync(
+        ctx,
+        (ws) =>
+          index(ws, {
+            repos,
+            mode: mode as 'missing',
+            update: !!ctx.values.update,
+            workers,
+            onProgress: (p) => bar.update(p.phase, p.done, p.total),
+          }),
         true,
       );
       bar.done();
       // a repository without a single Python file is most likely a wrong path or --paths
-      for (const r of report.repos) if (r.files === 0) process.stderr.write(`warning: repository ${safeText(r.name)} has no Python files to index${r.problems ? ` (${r.problems} problems)` : ''}\n`);
+      for (const r of report.repos)
+        if (r.files === 0)
+          process.stderr.write(
+            `warning: repository ${safeText(r.name)} has no Python files to index${r.problems ? ` (${r.problems} problems)` : ''}\n`,
+          );
       const t = report.timings;
       ctx.out(
         `indexed ${report.files} files (${(report.bytes / 1e6).toFixed(1)} MB) in ${report.repos.length} repositories: ` +
@@ -49,14 +78,25 @@ export const commands: Record<string, Command> = {
   discover: {
     summary: 'list the nn.Module blocks of the indexed corpus',
     usage: 'nnrag discover [--symbols PATTERN ...] [--repos NAME ...] [--names-json FILE]',
-    options: { symbols: { type: 'string', multiple: true }, repos: { type: 'string', multiple: true }, 'names-json': { type: 'string' } },
+    options: {
+      symbols: { type: 'string', multiple: true },
+      repos: { type: 'string', multiple: true },
+      'names-json': { type: 'string' },
+    },
     run(ctx) {
       const { blocks, names } = withWorkspace(ctx, (ws) => {
-        const blocks = discover(ws, { symbols: ctx.values.symbols as string[] | undefined, repos: ctx.values.repos as string[] | undefined });
+        const blocks = discover(ws, {
+          symbols: ctx.values.symbols as string[] | undefined,
+          repos: ctx.values.repos as string[] | undefined,
+        });
         return { blocks, names: ctx.values['names-json'] ? blockNames(ws, blocks) : [] };
       });
-      if (ctx.values['names-json']) writeFileSync(ctx.values['names-json'] as string, JSON.stringify(names, null, 2) + '\n');
-      ctx.out(blocks.map((b) => `${showId(b.id)}  (${b.repo}:${b.path}:${b.line})`).join('\n') + `\n${blocks.length} blocks`, blocks);
+      if (ctx.values['names-json'])
+        writeFileSync(ctx.values['names-json'] as string, JSON.stringify(names, null, 2) + '\n');
+      ctx.out(
+        blocks.map((b) => `${showId(b.id)}  (${b.repo}:${b.path}:${b.line})`).join('\n') + `\n${blocks.length} blocks`,
+        blocks,
+      );
       return 0;
     },
   },
@@ -73,7 +113,12 @@ export const commands: Record<string, Command> = {
         `blocks ${s.blocks}`,
         ...s.repos.map((r) => `  ${r.name}: ${r.files} files @ ${r.revision ?? 'working tree'}`),
       ];
-      if (s.lastRun?.timings) lines.push(`last run: ${Object.entries(s.lastRun.timings).map(([k, v]) => `${k} ${Math.round(v)} ms`).join(', ')}`);
+      if (s.lastRun?.timings)
+        lines.push(
+          `last run: ${Object.entries(s.lastRun.timings)
+            .map(([k, v]) => `${k} ${Math.round(v)} ms`)
+            .join(', ')}`,
+        );
       ctx.out(lines.join('\n'), s);
       return 0;
     },
@@ -144,7 +189,8 @@ export async function main(argv: string[]): Promise<number> {
     // ambiguous one; --json still gets the error object
     if (e instanceof UsageError || (e instanceof NnragError && e.code === 'unknown-block')) {
       process.stderr.write(`nnrag ${name}: ${safeText(e.message)}\n`);
-      if (json && !(e instanceof UsageError)) process.stdout.write(safeJson(JSON.stringify({ error: e.message, code: e.code })) + '\n');
+      if (json && !(e instanceof UsageError))
+        process.stdout.write(safeJson(JSON.stringify({ error: e.message, code: e.code })) + '\n');
       return 2;
     }
     if (e instanceof NnragError) {

@@ -16,7 +16,14 @@ export function duration(sec: number): string {
 
 /** The progress line: bar, count, passed/failed so far, rate and time left (from the
  *  average rate since the phase started). */
-export function progressLine(label: string, phase: string, done: number, total: number, elapsedSec: number, counts?: { ok: number; failed: number }): string {
+export function progressLine(
+  label: string,
+  phase: string,
+  done: number,
+  total: number,
+  elapsedSec: number,
+  counts?: { ok: number; failed: number },
+): string {
   const width = 24;
   const frac = total > 0 ? Math.min(1, done / total) : 0;
   const bar = '#'.repeat(Math.round(frac * width)).padEnd(width, '.');

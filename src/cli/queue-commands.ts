@@ -25,7 +25,8 @@ function whole(ctx: Ctx, k: string, min = 1): number | undefined {
 
 export const commands: Record<string, Command> = {
   queue: {
-    summary: 'put one job per repository on the queue (Redis); `queue status`: waiting, active, completed, failed and each failure',
+    summary:
+      'put one job per repository on the queue (Redis); `queue status`: waiting, active, completed, failed and each failure',
     usage:
       'nnrag queue (--config FILE [--repo NAME …] | --repo PATH_OR_URL …) --redis URL [--queue NAME] [--attempts N] [--backoff S] [--no-validate] [--profile slim|faithful] [--no-equivalence] | nnrag queue status --redis URL [--queue NAME]',
     options: {
@@ -53,7 +54,8 @@ export const commands: Record<string, Command> = {
         ctx.out(lines.join('\n'), s);
         return c.failed ? 1 : 0;
       }
-      if (sub !== undefined) throw new UsageError(`nnrag queue: unknown subcommand ${JSON.stringify(sub)} (status, or none to enqueue)`);
+      if (sub !== undefined)
+        throw new UsageError(`nnrag queue: unknown subcommand ${JSON.stringify(sub)} (status, or none to enqueue)`);
       if (!ctx.values.repo && !ctx.values.config) throw new UsageError('give --config FILE and/or --repo … to queue');
       const repos = repoSpecs(ctx);
       // the universe of every job: the whole config when there is one (as one `extract
@@ -67,16 +69,24 @@ export const commands: Record<string, Command> = {
         universe,
         attempts: whole(ctx, 'attempts'),
         backoffMs: backoff === undefined ? undefined : backoff * 1000,
-        pipeline: { validate: !ctx.values['no-validate'], profile: profileOpt(ctx), equivalence: !ctx.values['no-equivalence'] },
+        pipeline: {
+          validate: !ctx.values['no-validate'],
+          profile: profileOpt(ctx),
+          equivalence: !ctx.values['no-equivalence'],
+        },
       });
-      const lines = [`queued ${r.added.length} repositories on ${r.queue}`, ...r.existing.map((e) => `  ${e.repo}: already on the queue (${e.state})`)];
+      const lines = [
+        `queued ${r.added.length} repositories on ${r.queue}`,
+        ...r.existing.map((e) => `  ${e.repo}: already on the queue (${e.state})`),
+      ];
       ctx.out(lines.join('\n'), r);
       return 0;
     },
   },
 
   worker: {
-    summary: 'take repositories from the queue and build each one\'s shard store (index its universe, discover, extract, validate)',
+    summary:
+      "take repositories from the queue and build each one's shard store (index its universe, discover, extract, validate)",
     usage:
       'nnrag worker --redis URL --shards DIR [--queue NAME] [--concurrency N] [--cache DIR] [--lock-duration S] [--stalled-interval S] [--exit-when-drained] [--python PY] [--rootfs DIR] [--no-sandbox] [--workers N]',
     options: {
@@ -120,10 +130,14 @@ export const commands: Record<string, Command> = {
         },
         onEvent: (e) => {
           if (ctx.json) process.stdout.write(JSON.stringify({ pid: process.pid, ...e }) + '\n');
-          else process.stderr.write(`worker ${process.pid}: ${e.event}${e.repo ? ` ${e.repo}` : ''}${e.attempt ? ` (attempt ${e.attempt})` : ''}${e.detail && e.event !== 'completed' ? `: ${typeof e.detail === 'string' ? e.detail : JSON.stringify(e.detail)}` : ''}\n`);
+          else
+            process.stderr.write(
+              `worker ${process.pid}: ${e.event}${e.repo ? ` ${e.repo}` : ''}${e.attempt ? ` (attempt ${e.attempt})` : ''}${e.detail && e.event !== 'completed' ? `: ${typeof e.detail === 'string' ? e.detail : JSON.stringify(e.detail)}` : ''}\n`,
+            );
         },
       });
-      if (!ctx.json) process.stdout.write(`worker ${process.pid} stopped: ${r.completed} completed, ${r.failed} failed attempts\n`);
+      if (!ctx.json)
+        process.stdout.write(`worker ${process.pid} stopped: ${r.completed} completed, ${r.failed} failed attempts\n`);
       return 0;
     },
   },
@@ -137,7 +151,10 @@ export const commands: Record<string, Command> = {
       if (!into) throw new UsageError('give --into STORE');
       const r = merge(into, ctx.positionals, { out: ctx.values.out as string | undefined });
       const lines = [
-        ...r.shards.map((s) => `  ${s.repo}: ${s.rows.blocks} blocks, ${s.rows.extractions} records, ${s.rows.files} files, ${s.rows.facts} new contents`),
+        ...r.shards.map(
+          (s) =>
+            `  ${s.repo}: ${s.rows.blocks} blocks, ${s.rows.extractions} records, ${s.rows.files} files, ${s.rows.facts} new contents`,
+        ),
         `merged ${r.shards.length} shards into ${r.into} (${r.repos.length} repositories merged so far); next: nnrag library / dedup / search --store ${r.into}`,
       ];
       ctx.out(lines.join('\n'), r);

@@ -12,7 +12,9 @@ function numberOpt(ctx: Ctx, key: string, opts: { min?: number; integer?: boolea
   if (v === undefined) return undefined;
   const n = Number(v);
   if (!Number.isFinite(n) || (opts.integer && !Number.isInteger(n)) || (opts.min !== undefined && n < opts.min)) {
-    throw new UsageError(`--${key} takes a ${opts.integer ? 'whole ' : ''}number${opts.min !== undefined ? ` ≥ ${opts.min}` : ''} (got ${String(v)})`);
+    throw new UsageError(
+      `--${key} takes a ${opts.integer ? 'whole ' : ''}number${opts.min !== undefined ? ` ≥ ${opts.min}` : ''} (got ${String(v)})`,
+    );
   }
   return n;
 }
@@ -25,7 +27,8 @@ function fmtParams(n: number | null): string {
 export const commands: Record<string, Command> = {
   search: {
     summary: 'full-text search of the library blocks (names, docstrings, identifiers, layers, categories)',
-    usage: 'nnrag search QUERY [--repo R ...] [--category C ...] [--validated | --all] [--env ID|LABEL] [--min-params N] [--max-params N] [--limit N]',
+    usage:
+      'nnrag search QUERY [--repo R ...] [--category C ...] [--validated | --all] [--env ID|LABEL] [--min-params N] [--max-params N] [--limit N]',
     options: {
       env: { type: 'string' },
       repo: { type: 'string', multiple: true },
@@ -42,10 +45,16 @@ export const commands: Record<string, Command> = {
       const maxParams = numberOpt(ctx, 'max-params', { min: 0 });
       const limit = numberOpt(ctx, 'limit', { min: 1, integer: true }) ?? 20;
       for (const c of (ctx.values.category as string[] | undefined) ?? []) {
-        if (!CATEGORIES.includes(c.toLowerCase() as Category)) throw new UsageError(`--category ${c}: categories are ${CATEGORIES.join(', ')}`);
+        if (!CATEGORIES.includes(c.toLowerCase() as Category))
+          throw new UsageError(`--category ${c}: categories are ${CATEGORIES.join(', ')}`);
       }
-      const filtered = ['repo', 'category', 'validated', 'min-params', 'max-params', 'env'].some((k) => ctx.values[k] !== undefined);
-      if (!query.trim() && !filtered) throw new UsageError('give a query (nnrag search "window attention") or a filter (--repo, --category, --validated, --min-params, --max-params)');
+      const filtered = ['repo', 'category', 'validated', 'min-params', 'max-params', 'env'].some(
+        (k) => ctx.values[k] !== undefined,
+      );
+      if (!query.trim() && !filtered)
+        throw new UsageError(
+          'give a query (nnrag search "window attention") or a filter (--repo, --category, --validated, --min-params, --max-params)',
+        );
       const res = withWorkspace(ctx, (ws) =>
         search(ws, query, {
           repo: ctx.values.repo as string[] | undefined,
@@ -65,18 +74,30 @@ export const commands: Record<string, Command> = {
       const byId = new Map(res.hits.map((h) => [h.id, h]));
       const groups = res.groups.map((g) => ({ name: g.name, ids: g.ids, hits: g.ids.map((i) => byId.get(i)!) }));
       const lines: string[] = [];
-      if (res.failedOnly) lines.push('only blocks that failed validation match (shown, marked failed; they may not run as extracted):');
+      if (res.failedOnly)
+        lines.push('only blocks that failed validation match (shown, marked failed; they may not run as extracted):');
       let n = 0;
-      for (const { name, hits: [h, ...more] } of groups) {
+      for (const {
+        name,
+        hits: [h, ...more],
+      } of groups) {
         lines.push(
           `${String(++n).padStart(2)}. ${showId(h.id)}  score ${h.score.toFixed(2)}  ${h.status}  ${h.category}  ${fmtParams(h.params)} params\n` +
             `    ${h.origin.repo}:${h.origin.path}:${h.origin.line}${h.summary ? `  — ${h.summary}` : ''}`,
         );
-        if (more.length) lines.push(`    also ${name} in: ${more.map((m) => `${showId(m.id)}${m.status === 'validated' ? '' : ` (${m.status})`}`).join(', ')}`);
+        if (more.length)
+          lines.push(
+            `    also ${name} in: ${more.map((m) => `${showId(m.id)}${m.status === 'validated' ? '' : ` (${m.status})`}`).join(', ')}`,
+          );
       }
       const hidden = res.hiddenFailed ? ` (${res.hiddenFailed} that failed validation left out: --all shows them)` : '';
-      const names = res.totalGroups !== undefined && res.totalGroups !== res.total ? ` under ${res.totalGroups} name${res.totalGroups === 1 ? '' : 's'}` : '';
-      lines.push(`${res.total} match${res.total === 1 ? '' : 'es'}${names}${res.mode === 'any' ? ' (some words only)' : ''}${hidden} in ${res.ms.toFixed(1)} ms`);
+      const names =
+        res.totalGroups !== undefined && res.totalGroups !== res.total
+          ? ` under ${res.totalGroups} name${res.totalGroups === 1 ? '' : 's'}`
+          : '';
+      lines.push(
+        `${res.total} match${res.total === 1 ? '' : 'es'}${names}${res.mode === 'any' ? ' (some words only)' : ''}${hidden} in ${res.ms.toFixed(1)} ms`,
+      );
       ctx.out(lines.join('\n'), { ...res, groups });
       return 0;
     },
@@ -91,7 +112,8 @@ export const commands: Record<string, Command> = {
       const k = numberOpt(ctx, 'limit', { min: 1, integer: true }) ?? 10;
       const { id, similar: hits } = withWorkspace(ctx, (ws) => similar(ws, ctx.positionals[0], k));
       const lines = hits.map(
-        (h) => `${h.score.toFixed(3)}  ${showId(h.id)}  lexical ${h.lexical.toFixed(3)} structural ${h.structural.toFixed(3)}${h.duplicate ? `  [${h.duplicate} duplicate]` : ''}`,
+        (h) =>
+          `${h.score.toFixed(3)}  ${showId(h.id)}  lexical ${h.lexical.toFixed(3)} structural ${h.structural.toFixed(3)}${h.duplicate ? `  [${h.duplicate} duplicate]` : ''}`,
       );
       lines.unshift(`blocks similar to ${id}:`);
       if (!hits.length) lines.push('  (none)');
@@ -102,8 +124,16 @@ export const commands: Record<string, Command> = {
 
   export: {
     summary: 'write a library block as a module of another project, merging its requirements',
-    usage: 'nnrag export ID|NAME --into DIR [--module NAME] [--profile slim|faithful] [--force] [--allow-failed] [--python PY]',
-    options: { into: { type: 'string' }, module: { type: 'string' }, profile: { type: 'string' }, force: { type: 'boolean' }, 'allow-failed': { type: 'boolean' }, python: { type: 'string' } },
+    usage:
+      'nnrag export ID|NAME --into DIR [--module NAME] [--profile slim|faithful] [--force] [--allow-failed] [--python PY]',
+    options: {
+      into: { type: 'string' },
+      module: { type: 'string' },
+      profile: { type: 'string' },
+      force: { type: 'boolean' },
+      'allow-failed': { type: 'boolean' },
+      python: { type: 'string' },
+    },
     async run(ctx) {
       if (ctx.positionals.length !== 1) throw new UsageError('name one block: nnrag export ID --into DIR');
       if (!ctx.values.into) throw new UsageError('--into DIR is required');
@@ -135,7 +165,8 @@ export const commands: Record<string, Command> = {
       const port = numberOpt(ctx, 'port', { min: 0, integer: true }) ?? 8765;
       if (port > 65535) throw new UsageError('--port must be ≤ 65535');
       const host = (ctx.values.host as string | undefined) ?? '127.0.0.1';
-      if (!['127.0.0.1', 'localhost', '::1'].includes(host)) throw new UsageError('--host must be a loopback address (127.0.0.1, ::1 or localhost)');
+      if (!['127.0.0.1', 'localhost', '::1'].includes(host))
+        throw new UsageError('--host must be a loopback address (127.0.0.1, ::1 or localhost)');
       const ws = openWorkspace(ctx);
       try {
         const server = await serve(ws, { port, host });

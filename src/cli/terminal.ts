@@ -39,7 +39,12 @@ export function showId(id: string): string {
   let out = '';
   for (const ch of id) {
     const cp = ch.codePointAt(0)!;
-    out += cp >= 0x20 && cp < 0x7f ? ch : cp <= 0xffff ? `\\u${cp.toString(16).padStart(4, '0')}` : `\\U${cp.toString(16).padStart(8, '0')}`;
+    out +=
+      cp >= 0x20 && cp < 0x7f
+        ? ch
+        : cp <= 0xffff
+          ? `\\u${cp.toString(16).padStart(4, '0')}`
+          : `\\U${cp.toString(16).padStart(8, '0')}`;
   }
   return `${out} [non-ASCII]`;
 }

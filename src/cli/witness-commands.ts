@@ -17,19 +17,30 @@ function summary(h: HarvestResult, cached: boolean | null): string[] {
     // a test file: its tests' outcomes and those stopped by their budget
     const what = t
       ? `tests: ${t.passed} passed, ${t.failed} failed, ${t.skipped} skipped of ${t.collected}${t.stopped.length ? `; stopped: ${t.stopped.join(', ')}` : ''}${e.error ? `; ${e.error}` : ''}`
-      : e.forward ? 'built, ran' : e.built ? `built, forward failed: ${e.forwardError ?? '?'}` : `not built: ${e.error ?? '?'}`;
+      : e.forward
+        ? 'built, ran'
+        : e.built
+          ? `built, forward failed: ${e.forwardError ?? '?'}`
+          : `not built: ${e.error ?? '?'}`;
     lines.push(`  ${e.entry}  ${(e.ms / 1000).toFixed(1)} s  ${e.covered.length} classes  ${what.slice(0, 160)}`);
   }
   if (h.docsMs) lines.push(`  tests and documented examples: ${(h.docsMs / 1000).toFixed(1)} s of entry-point time`);
   for (const [k, v] of Object.entries(h.notes ?? {})) lines.push(`  ${k}: ${v}`);
   const failed = Object.entries(h.importFailures);
-  if (failed.length) lines.push(`  modules that did not import: ${failed.slice(0, 5).map(([m, e]) => `${m} (${e.slice(0, 60)})`).join('; ')}${failed.length > 5 ? ' …' : ''}`);
+  if (failed.length)
+    lines.push(
+      `  modules that did not import: ${failed
+        .slice(0, 5)
+        .map(([m, e]) => `${m} (${e.slice(0, 60)})`)
+        .join('; ')}${failed.length > 5 ? ' …' : ''}`,
+    );
   return lines;
 }
 
 export const commands: Record<string, Command> = {
   witnesses: {
-    summary: "harvest (or show) witnesses: what each class got when the repository's own entry points built and ran its models",
+    summary:
+      "harvest (or show) witnesses: what each class got when the repository's own entry points built and ran its models",
     usage: 'nnrag witnesses [--repo R …] [--show] [--force] [--workers N] [--python PY] [--no-sandbox] [--json]',
     options: {
       repo: { type: 'string', multiple: true },
@@ -52,9 +63,16 @@ export const commands: Record<string, Command> = {
             workers: workersOpt(ctx),
             onWarning: (m) => process.stderr.write(`warning: ${safeText(m)}\n`),
           },
-          onEntry: ctx.json ? undefined : (r, e) => process.stderr.write(`  ${safeText(`${r}: ${e.entry}`)} ${e.forward ? 'ran' : e.built ? 'built' : 'failed'} (${(e.ms / 1000).toFixed(1)} s)\n`),
+          onEntry: ctx.json
+            ? undefined
+            : (r, e) =>
+                process.stderr.write(
+                  `  ${safeText(`${r}: ${e.entry}`)} ${e.forward ? 'ran' : e.built ? 'built' : 'failed'} (${(e.ms / 1000).toFixed(1)} s)\n`,
+                ),
         });
-        const text = results.flatMap((x) => (x.harvest ? summary(x.harvest, x.cached) : [`${x.repo}: no harvest stored`])).join('\n');
+        const text = results
+          .flatMap((x) => (x.harvest ? summary(x.harvest, x.cached) : [`${x.repo}: no harvest stored`]))
+          .join('\n');
         ctx.out(
           text,
           results.map((x) => ({

@@ -28,10 +28,24 @@ export interface DemoResult {
 
 export async function demo(ws: Workspace, opts: PipelineOptions & { out?: string } = {}): Promise<DemoResult> {
   const report = await index(ws, {
-    repos: [{ name: 'examples', url: null, path: EXAMPLES_DIR, priority: 1, paths: [], description: 'bundled example corpus', packageRoots: null }],
+    repos: [
+      {
+        name: 'examples',
+        url: null,
+        path: EXAMPLES_DIR,
+        priority: 1,
+        paths: [],
+        description: 'bundled example corpus',
+        packageRoots: null,
+      },
+    ],
   });
   const blocks = discover(ws);
-  const records = await extractAndValidate(ws, blocks.map((b) => b.id), opts);
+  const records = await extractAndValidate(
+    ws,
+    blocks.map((b) => b.id),
+    opts,
+  );
   const library = await buildLibrary(ws, { out: opts.out });
   const dedup = await runDedup(ws);
   return {

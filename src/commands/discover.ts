@@ -29,7 +29,10 @@ export function discover(ws: Workspace, opts: DiscoverOptions = {}): Block[] {
   const symbols = opts.symbols?.map((p) => p.toLowerCase());
   return all.filter(
     (b) =>
-      (!symbols?.length || symbolMatches(symbols, b.id.toLowerCase()) || symbolMatches(symbols, `${b.module}.${b.name}`.toLowerCase()) || symbolMatches(symbols, b.name.toLowerCase())) &&
+      (!symbols?.length ||
+        symbolMatches(symbols, b.id.toLowerCase()) ||
+        symbolMatches(symbols, `${b.module}.${b.name}`.toLowerCase()) ||
+        symbolMatches(symbols, b.name.toLowerCase())) &&
       (!opts.repos?.length || opts.repos.includes(b.repo)),
   );
 }
@@ -73,7 +76,10 @@ export function resolveBlockNames(ws: Workspace, names: string[]): NameResolutio
             : `no nn.Module subclasses were discovered in the indexed repositories${empty.length ? ` (without Python files: ${empty.map((r) => r.name).join(', ')})` : ''}`;
         throw new NnragError(`no block named ${JSON.stringify(requested)}: ${hint}`, 'unknown-block');
       }
-      const near = suggest(want.qualified.split('.').pop()!, blocks.map((b) => b.name));
+      const near = suggest(
+        want.qualified.split('.').pop()!,
+        blocks.map((b) => b.name),
+      );
       throw new NnragError(
         `no block named ${JSON.stringify(requested)}${near.length ? `; did you mean ${near.join(', ')}?` : ''} (\`nnrag discover\` lists the blocks)`,
         'unknown-block',
@@ -81,7 +87,9 @@ export function resolveBlockNames(ws: Workspace, names: string[]): NameResolutio
     }
     if (cands.length > 1) {
       const list = cands.map((b) => `  ${b.id}  (${b.repo}, ${b.path}:${b.line})`).join('\n');
-      throw new UsageError(`${JSON.stringify(requested)} is ambiguous: ${cands.length} blocks answer to it; give one of\n${list}`);
+      throw new UsageError(
+        `${JSON.stringify(requested)} is ambiguous: ${cands.length} blocks answer to it; give one of\n${list}`,
+      );
     }
     return { id: cands[0].id, requested };
   });

@@ -4,11 +4,27 @@
 // needs (src/validate/rootfs.ts, env-packages.ts).
 import { environmentGaps, type EnvironmentGap, type RepoRequirements } from '../library/repo-requirements.js';
 import { normalizeDistName } from '../library/requirements.js';
-import { createRootfs, doctor as checkEnvironment, storeNeeds, syncEnvironment, type DoctorReport, type EnvNeed, type PoolOptions, type SyncResult } from '../validate/index.js';
+import {
+  createRootfs,
+  doctor as checkEnvironment,
+  storeNeeds,
+  syncEnvironment,
+  type DoctorReport,
+  type EnvNeed,
+  type PoolOptions,
+  type SyncResult,
+} from '../validate/index.js';
 import type { Workspace } from '../workspace.js';
 import { requirements } from './requirements.js';
 import { KNOWN_DISTRIBUTIONS } from '../environment/names.js';
-import { envPython, nnragHome, syncPyPIEnvironment, type EnvManifestPyPI, type PyPINeeds, type PyPIOptions } from '../environment/pypi.js';
+import {
+  envPython,
+  nnragHome,
+  syncPyPIEnvironment,
+  type EnvManifestPyPI,
+  type PyPINeeds,
+  type PyPIOptions,
+} from '../environment/pypi.js';
 import { KV_KEYS } from '../store/kv.js';
 import { existsSync } from 'node:fs';
 import { createHash } from 'node:crypto';
@@ -17,24 +33,37 @@ import path from 'node:path';
 /** `nnrag doctor`: the validation environment; with a store (and without a root
  *  filesystem), also the distributions its repositories need that the environment lacks
  *  (`missing`). */
-export async function doctor(opts: PoolOptions = {}, ws?: Workspace, onWarning?: (m: string) => void): Promise<DoctorReport & { missing?: EnvironmentGap[] }> {
+export async function doctor(
+  opts: PoolOptions = {},
+  ws?: Workspace,
+  onWarning?: (m: string) => void,
+): Promise<DoctorReport & { missing?: EnvironmentGap[] }> {
   const rep = await checkEnvironment(opts);
   if (!ws || !rep.distributions || rep.rootfs) return rep;
   const installed = new Set(rep.distributions.map((d) => normalizeDistName(d.split('==')[0])));
   // installed versions, for the declared specifiers (torch as imported: a source build
   // may register no distribution)
-  const versions = new Map(rep.distributions.map((d) => [normalizeDistName(d.split('==')[0]), d.split('==')[1] ?? ''] as [string, string]));
+  const versions = new Map(
+    rep.distributions.map((d) => [normalizeDistName(d.split('==')[0]), d.split('==')[1] ?? ''] as [string, string]),
+  );
   if (rep.torch) {
     versions.set('torch', rep.torch);
     installed.add('torch');
   }
-  const missing = await environmentGaps(await requirements(ws, { python: rep.python ?? undefined, onWarning }), installed, versions);
+  const missing = await environmentGaps(
+    await requirements(ws, { python: rep.python ?? undefined, onWarning }),
+    installed,
+    versions,
+  );
   return { ...rep, missing };
 }
 
 /** What a store's repositories need in a root filesystem (`env create/sync --store`): the
  *  distributions their blocks import or they declare, minus what the store indexes itself. */
-export async function environmentNeeds(ws: Workspace, opts: { python?: string; onWarning?: (m: string) => void } = {}): Promise<EnvNeed[]> {
+export async function environmentNeeds(
+  ws: Workspace,
+  opts: { python?: string; onWarning?: (m: string) => void } = {},
+): Promise<EnvNeed[]> {
   return storeNeeds(await requirements(ws, opts), indexedTopLevel(ws));
 }
 
@@ -43,13 +72,17 @@ export async function environmentNeeds(ws: Workspace, opts: { python?: string; o
  *  distributions its blocks import without declaring them, when the distribution is known
  *  (installed metadata of the probing interpreter, or the table of known names); an
  *  import of an unknown name is reported, never installed on a guess. */
-export async function pypiNeeds(ws: Workspace, opts: { python?: string; onWarning?: (m: string) => void } = {}): Promise<PyPINeeds> {
+export async function pypiNeeds(
+  ws: Workspace,
+  opts: { python?: string; onWarning?: (m: string) => void } = {},
+): Promise<PyPINeeds> {
   const reqs = await requirements(ws, opts);
   const indexed = indexedTopLevel(ws);
   const roots = new Map(ws.store.listRepos().map((r) => [r.name, r.root]));
   // torch is the environment's own; an import the probing interpreter has is known by its
   // installed metadata, else by the table, else it is a guess
-  const open = (i: RepoRequirements['imports'][number]) => !i.declared && !indexed.has(i.module) && i.module !== 'torch';
+  const open = (i: RepoRequirements['imports'][number]) =>
+    !i.declared && !indexed.has(i.module) && i.module !== 'torch';
   const known = (i: RepoRequirements['imports'][number]) => !!KNOWN_DISTRIBUTIONS[i.module] || !!i.importable;
   return {
     indexed,
@@ -67,7 +100,12 @@ export async function pypiNeeds(ws: Workspace, opts: { python?: string; onWarnin
 
 /** `nnrag env create|sync DIR` with the PyPI backend (the default): a virtual environment
  *  made with uv, locked, with the store's requirements (null: torch and the tools). */
-export async function pypiEnv(target: string, needs: PyPINeeds | null, opts: PyPIOptions, ws?: Workspace): Promise<EnvManifestPyPI> {
+export async function pypiEnv(
+  target: string,
+  needs: PyPINeeds | null,
+  opts: PyPIOptions,
+  ws?: Workspace,
+): Promise<EnvManifestPyPI> {
   const m = await syncPyPIEnvironment(target, needs, opts);
   if (ws) ws.store.setKV(KV_KEYS.environment, JSON.stringify(target));
   return m;
@@ -81,13 +119,21 @@ const ENVIRONMENT_FIXES = new Set(['missing-extern', 'torch-version', 'native-ex
  *  `nnrag env create DIR --store S` (a folder under nnrag's home named for the store), or
  *  `env sync` of the environment the store already has. The store remembers the
  *  environment, so the same extract or validate command then validates in it. */
-export function environmentNextStep(ws: Workspace, records: { validation?: { category?: string | null } | null }[]): string | null {
+export function environmentNextStep(
+  ws: Workspace,
+  records: { validation?: { category?: string | null } | null }[],
+): string | null {
   const n = records.filter((r) => r.validation?.category && ENVIRONMENT_FIXES.has(r.validation.category)).length;
   if (!n) return null;
   const store = path.resolve(ws.storeDir);
   const made = storeEnvironment(ws);
-  if (made) return `${n} blocks failed for what the environment lacks: \`nnrag env sync ${made} --store ${store}\` adds what the store's repositories need since it was made; then run this command again`;
-  const dir = path.join(nnragHome(), 'envs', `${path.basename(path.dirname(store)) || 'store'}-${createHash('sha256').update(store).digest('hex').slice(0, 8)}`);
+  if (made)
+    return `${n} blocks failed for what the environment lacks: \`nnrag env sync ${made} --store ${store}\` adds what the store's repositories need since it was made; then run this command again`;
+  const dir = path.join(
+    nnragHome(),
+    'envs',
+    `${path.basename(path.dirname(store)) || 'store'}-${createHash('sha256').update(store).digest('hex').slice(0, 8)}`,
+  );
   return `${n} blocks failed for what the environment lacks (requirements, torch release, compiled operators): \`nnrag env create ${dir} --store ${store}\` makes a PyPI environment with what the store's repositories need; then run this command again (the store remembers the environment)`;
 }
 
@@ -121,7 +167,11 @@ export interface EnvOptions {
 /** `nnrag env create DIR` / `nnrag env sync DIR`: make the root filesystem (create), then
  *  install what the store needs, the packages and the wheels. `create` without a store and
  *  without wheels installs the packages with debootstrap and returns no sync result. */
-export async function env(sub: 'create' | 'sync', target: string, opts: EnvOptions): Promise<{ rootfs: string } & Partial<SyncResult>> {
+export async function env(
+  sub: 'create' | 'sync',
+  target: string,
+  opts: EnvOptions,
+): Promise<{ rootfs: string } & Partial<SyncResult>> {
   const withStore = opts.needs !== null;
   const packages = opts.packages ?? [];
   if (sub === 'create') await createRootfs(target, { packages: withStore ? [] : packages, onLog: opts.onLog });

@@ -16,7 +16,13 @@ import { emitModule, type NamespaceMap } from '../emit/emitter.js';
 import { slimClosure, type SlimResult } from '../emit/slim/slim.js';
 import type { IndexProgress, IndexReport } from '../indexer/indexer.js';
 import { blockFile, libraryDir, placeBlockFile, removeBlockFile, validatedStatus } from '../library/layout.js';
-import { addValidation, emptyRecord, validationsOf, type BlockRecord, type EmissionProfile } from '../library/record.js';
+import {
+  addValidation,
+  emptyRecord,
+  validationsOf,
+  type BlockRecord,
+  type EmissionProfile,
+} from '../library/record.js';
 import { KNOWN_DISTRIBUTIONS } from '../library/requirements.js';
 import { readDeclaredRequirements } from '../library/repo-requirements.js';
 import { classSignature } from '../resolve/classes.js';
@@ -53,7 +59,15 @@ import {
   type ValidationResult,
   type Witness,
 } from '../validate/index.js';
-import { currentHarvest, fileListing, libraryModules, repoTops, repoWitnesses, witnessesOf, type HarvestResult } from '../validate/witness/index.js';
+import {
+  currentHarvest,
+  fileListing,
+  libraryModules,
+  repoTops,
+  repoWitnesses,
+  witnessesOf,
+  type HarvestResult,
+} from '../validate/witness/index.js';
 import { KV_KEYS } from '../store/kv.js';
 import { Costs } from '../util/costs.js';
 import { Blobs, closureFiles, codeDigest, inputDigests, inputsChanged, layoutDigest } from './reuse.js';
@@ -102,7 +116,10 @@ export function extractText(ws: Workspace, id: string, opts: ExtractOptions = {}
   const corpus = ws.corpus();
   const found = ws.blockModule(id);
   if (!found) {
-    return { record: { ...emptyRecord(id), error: `${id} is not a class of an indexed module`, ms: performance.now() - t0 }, text: '' };
+    return {
+      record: { ...emptyRecord(id), error: `${id} is not a class of an indexed module`, ms: performance.now() - t0 },
+      text: '',
+    };
   }
   const { mod, className, cls } = found;
   const base = { ...emptyRecord(id, mod.repo, ws.blockSource(id)), signature: classSignature(ws.resolver(), mod, cls) };
@@ -146,14 +163,21 @@ export function extractBlock(ws: Workspace, id: string, opts: ExtractOptions = {
  *  A block whose emitted module is unchanged keeps its stored validation (and its file in
  *  `blocks/` or `failed/`): extraction without validation proves nothing new, so it must
  *  not demote what was validated. */
-export function extractBlocks(ws: Workspace, ids: string[], opts: ExtractOptions = {}, slimInputs?: (id: string, prev: BlockRecord) => SlimInputs): BlockRecord[] {
+export function extractBlocks(
+  ws: Workspace,
+  ids: string[],
+  opts: ExtractOptions = {},
+  slimInputs?: (id: string, prev: BlockRecord) => SlimInputs,
+): BlockRecord[] {
   const out = libraryDir(ws.storeDir, opts.out);
   return ids.map((id) => {
     // a validated slim module stays when the same slim module comes out again (no
     // profile asked for: the library's choice stands)
     const stored = opts.profile === undefined && slimInputs ? getExtraction(ws.store, id) : null;
     const slimHeld = stored && stored.status !== 'extracted' && stored.record.emission.profile === 'slim';
-    const { record, text } = slimHeld ? extractText(ws, id, { ...opts, profile: 'slim' }, slimInputs!(id, stored.record)) : extractText(ws, id, opts);
+    const { record, text } = slimHeld
+      ? extractText(ws, id, { ...opts, profile: 'slim' }, slimInputs!(id, stored.record))
+      : extractText(ws, id, opts);
     const prev = text ? getExtraction(ws.store, id) : null;
     if (prev && prev.status !== 'extracted' && prev.hash === textHash(text)) {
       const file = blockFile(out, prev.status, id);
@@ -161,7 +185,15 @@ export function extractBlocks(ws: Workspace, ids: string[], opts: ExtractOptions
     }
     if (text) {
       if (!placeOrReport(record, () => placeBlockFile(out, 'extracted', id, '.py', text))) return record;
-      putExtraction(ws.store, { id, hash: textHash(text), ok: record.ok, status: 'extracted', lines: record.lines, record, text });
+      putExtraction(ws.store, {
+        id,
+        hash: textHash(text),
+        ok: record.ok,
+        status: 'extracted',
+        lines: record.lines,
+        record,
+        text,
+      });
     }
     return record;
   });
@@ -304,7 +336,8 @@ function safeSource(corpus: Corpus, mod: CorpusModule): string | null {
   }
 }
 
-const LITERAL_ARGS = /^\(\s*(?:(?:[A-Za-z_]\w*\s*=\s*)?(?:-?\d+(?:\.\d*)?(?:e-?\d+)?|True|False|None|'[^'\n]*'|"[^"\n]*"|\(\s*(?:-?\d+\s*,\s*)*-?\d*\s*\))\s*(?:,\s*|(?=\))))*\)$/;
+const LITERAL_ARGS =
+  /^\(\s*(?:(?:[A-Za-z_]\w*\s*=\s*)?(?:-?\d+(?:\.\d*)?(?:e-?\d+)?|True|False|None|'[^'\n]*'|"[^"\n]*"|\(\s*(?:-?\d+\s*,\s*)*-?\d*\s*\))\s*(?:,\s*|(?=\))))*\)$/;
 
 /** The balanced `( … )` right after `pos` if it holds literal arguments only. */
 function literalCall(src: string, pos: number): string | null {
@@ -365,40 +398,73 @@ async function slimOrFaithful(
   const entry = slimEntry(req, faithful.args);
   const repo = faithfulRecord.repository ?? '';
   let proven: string[] = [];
-  let slim = costs.time('emission slim', repo, () => extractText(ws, id, { ...opts, profile: 'slim' }, { seeds, entry }));
+  let slim = costs.time('emission slim', repo, () =>
+    extractText(ws, id, { ...opts, profile: 'slim' }, { seeds, entry }),
+  );
   const fallback = (reason: string) => {
-    faithfulRecord.emission = { profile: 'faithful', fallbackReason: reason, faithfulLines: faithfulRecord.lines, slimLines: slim.record.lines || null };
+    faithfulRecord.emission = {
+      profile: 'faithful',
+      fallbackReason: reason,
+      faithfulLines: faithfulRecord.lines,
+      slimLines: slim.record.lines || null,
+    };
     return { record: faithfulRecord, text: req.source, result: faithful };
   };
   if (!slim.text) return fallback(`slim emission failed: ${slim.record.error ?? 'no text'}`);
   // decorators not proven statically: the sandbox applies them to a fresh class
   if (slim.unknownDecorators?.length && namespace && faithful.stages.import === 'pass') {
-    const probe = probeSource(req.source, namespace, slim.unknownDecorators.map((d) => ({ key: d.key, module: d.mod.name, line: d.line, target: d.target })));
+    const probe = probeSource(
+      req.source,
+      namespace,
+      slim.unknownDecorators.map((d) => ({ key: d.key, module: d.mod.name, line: d.line, target: d.target })),
+    );
     if (probe) {
-      const r = await validate({ id: `${id}#decorator-probe`, source: probe.source, className: PROBE_CLASS, requiredStages: ['import'] }, 'decorator probe');
+      const r = await validate(
+        { id: `${id}#decorator-probe`, source: probe.source, className: PROBE_CLASS, requiredStages: ['import'] },
+        'decorator probe',
+      );
       if (r.stages.import === 'pass') {
         proven = probe.keys;
-        slim = costs.time('emission slim', repo, () => extractText(ws, id, { ...opts, profile: 'slim' }, { seeds, entry, proven: new Set(proven) }));
+        slim = costs.time('emission slim', repo, () =>
+          extractText(ws, id, { ...opts, profile: 'slim' }, { seeds, entry, proven: new Set(proven) }),
+        );
       }
     }
   }
   const emission = slim.record.emission;
   if (slim.text === req.source) {
-    slim.record.emission = { profile: 'slim', faithfulLines: slim.record.lines, slimLines: slim.record.lines, removed: emission.removed ?? [], proven };
+    slim.record.emission = {
+      profile: 'slim',
+      faithfulLines: slim.record.lines,
+      slimLines: slim.record.lines,
+      removed: emission.removed ?? [],
+      proven,
+    };
     return { record: slim.record, text: slim.text, result: faithful };
   }
   // slim exists to be shorter: one that removed nothing worth a line (its header lists
   // what it removed) is not validated, the faithful module is kept
-  if (slim.record.lines >= faithfulRecord.lines) return fallback(`slim module is not shorter (${slim.record.lines} lines, faithful ${faithfulRecord.lines})`);
+  if (slim.record.lines >= faithfulRecord.lines)
+    return fallback(`slim module is not shorter (${slim.record.lines} lines, faithful ${faithfulRecord.lines})`);
   const sreq: ValidationRequest = { ...req, source: slim.text };
   if (req.namespace && slim.namespace) sreq.namespace = slim.namespace;
   const r = await validate(sreq, 'slim');
-  const lost = (Object.keys(faithful.stages) as Stage[]).filter((s) => faithful.stages[s] === 'pass' && r.stages[s] !== 'pass');
+  const lost = (Object.keys(faithful.stages) as Stage[]).filter(
+    (s) => faithful.stages[s] === 'pass' && r.stages[s] !== 'pass',
+  );
   const faithfulOk = passesStages(faithful, req.requiredStages ?? [...DEFAULT_REQUIRED_STAGES]);
   if (lost.length || (faithfulOk && !passesStages(r, req.requiredStages ?? [...DEFAULT_REQUIRED_STAGES]))) {
-    return fallback(`slim module failed ${lost.join(', ') || 'a required stage'}: ${r.category ?? ''} ${(r.error ?? '').slice(0, 300)}`.trim());
+    return fallback(
+      `slim module failed ${lost.join(', ') || 'a required stage'}: ${r.category ?? ''} ${(r.error ?? '').slice(0, 300)}`.trim(),
+    );
   }
-  slim.record.emission = { profile: 'slim', faithfulLines: faithfulRecord.lines, slimLines: slim.record.lines, removed: emission.removed ?? [], proven };
+  slim.record.emission = {
+    profile: 'slim',
+    faithfulLines: faithfulRecord.lines,
+    slimLines: slim.record.lines,
+    removed: emission.removed ?? [],
+    proven,
+  };
   return { record: slim.record, text: slim.text, result: r };
 }
 
@@ -430,10 +496,11 @@ export function slimEntry(req: Pick<ValidationRequest, 'callSites'>, args: unkno
 function texts(v: unknown, out: string[] = []): string[] {
   if (typeof v === 'string') out.push(v);
   else if (Array.isArray(v)) for (const x of v) texts(x, out);
-  else if (v && typeof v === 'object') for (const [k, x] of Object.entries(v)) {
-    out.push(`'${k}'`);
-    texts(x, out);
-  }
+  else if (v && typeof v === 'object')
+    for (const [k, x] of Object.entries(v)) {
+      out.push(`'${k}'`);
+      texts(x, out);
+    }
   return out;
 }
 
@@ -441,12 +508,20 @@ function texts(v: unknown, out: string[] = []): string[] {
  *  same inputs (commands/reuse.ts) is read from the store: no emission, no validation, and
  *  no worker starts unless some block or harvest needs one. Where the time went is stored
  *  (`nnrag report`, util/costs.ts). */
-export async function extractAndValidate(ws: Workspace, ids: string[], opts: PipelineOptions = {}): Promise<BlockRecord[]> {
+export async function extractAndValidate(
+  ws: Workspace,
+  ids: string[],
+  opts: PipelineOptions = {},
+): Promise<BlockRecord[]> {
   const out = libraryDir(ws.storeDir, opts.out);
   if (opts.validate === false) {
     return extractBlocks(ws, ids, opts, (id, prev) => {
       const sites = { callSites: callSites(ws, id), dataSites: dataSites(ws, id) };
-      return { seeds: slimSeeds(sites, prev.validation?.args), entry: slimEntry(sites, prev.validation?.args), proven: new Set(prev.emission.proven ?? []) };
+      return {
+        seeds: slimSeeds(sites, prev.validation?.args),
+        entry: slimEntry(sites, prev.validation?.args),
+        proven: new Set(prev.emission.proven ?? []),
+      };
     });
   }
   const costs = opts.costs ?? new Costs();
@@ -513,14 +588,19 @@ export async function extractAndValidate(ws: Workspace, ids: string[], opts: Pip
   const missing = missingLookup({ rootfs: env.rootfs });
   const repoOf = (id: string) => ws.blockModule(id)?.mod.repo ?? '';
   // what the environment is (pool.ts environmentFactsOf), known like its id without starting workers
-  const factsOf = () => (pool ? (pool as ValidatorPool).facts : probed && remembered ? environmentFactsOf(probed, remembered) : null);
+  const factsOf = () =>
+    pool ? (pool as ValidatorPool).facts : probed && remembered ? environmentFactsOf(probed, remembered) : null;
   // the torch requirement each repository declares (its packaging files), read once
   const torchOf = new Map<string, { spec: string; file: string; line: number } | null>();
   const declaredTorch = (repo: string | undefined) => {
     if (!repo) return null;
     if (!torchOf.has(repo)) {
       const root = ws.store.getRepo(repo)?.root;
-      const d = root ? readDeclaredRequirements(root).find((r) => r.key === 'torch' && r.group === 'install' && /[<>=~!]/.test(r.spec)) : undefined;
+      const d = root
+        ? readDeclaredRequirements(root).find(
+            (r) => r.key === 'torch' && r.group === 'install' && /[<>=~!]/.test(r.spec),
+          )
+        : undefined;
       torchOf.set(repo, d ? { spec: d.spec, file: d.file, line: d.line } : null);
     }
     return torchOf.get(repo)!;
@@ -547,7 +627,10 @@ export async function extractAndValidate(ws: Workspace, ids: string[], opts: Pip
           }
           const p = await getPool();
           const got = await costs.timeAsync('harvest', repo, () =>
-            repoWitnesses(ws.store, p, repo, { modules: libraryModules(ws.corpus(), repo), onEntry: (e) => costs.add(`harvest entry ${e.entry}`, repo, e.ms) }),
+            repoWitnesses(ws.store, p, repo, {
+              modules: libraryModules(ws.corpus(), repo),
+              onEntry: (e) => costs.add(`harvest entry ${e.entry}`, repo, e.ms),
+            }),
           );
           if (got) {
             harvests.set(repo, got.result);
@@ -561,7 +644,15 @@ export async function extractAndValidate(ws: Workspace, ids: string[], opts: Pip
     const digests = {
       code: costs.time('reuse check', '', () => codeDigest()),
       layout: costs.time('reuse check', '', () => layoutDigest(ws)),
-      options: { profile, required, equivalence: opts.equivalence !== false, witnesses: opts.witnesses !== false, intern: opts.intern ?? [], extern: opts.extern ?? [], importable: importable ?? null },
+      options: {
+        profile,
+        required,
+        equivalence: opts.equivalence !== false,
+        witnesses: opts.witnesses !== false,
+        intern: opts.intern ?? [],
+        extern: opts.extern ?? [],
+        importable: importable ?? null,
+      },
     };
     const blobs = new Blobs(ws);
     const records: BlockRecord[] = [];
@@ -575,23 +666,34 @@ export async function extractAndValidate(ws: Workspace, ids: string[], opts: Pip
         r = await p.validate(req);
         const repo = repoOf(req.id.split('#')[0]);
         for (const [s, ms] of Object.entries(r.timings)) costs.add(`validate ${label} ${s}`, repo, ms ?? 0);
-        if (r.equivalence?.originalMs !== undefined) costs.add(`validate ${label} equivalence: original build`, repo, r.equivalence.originalMs);
+        if (r.equivalence?.originalMs !== undefined)
+          costs.add(`validate ${label} equivalence: original build`, repo, r.equivalence.originalMs);
         // queued behind other requests (summed over requests that wait at once)
         costs.add('queued for a worker', repo, Math.max(0, performance.now() - t - r.ms));
         // (the started pool's id, should it differ from the one remembered)
-        if (r.category !== 'crash' && r.category !== 'timeout') putCachedValidation(ws.store, validationKey(req, p.envId), p.envId, forStorage(r));
+        if (r.category !== 'crash' && r.category !== 'timeout')
+          putCachedValidation(ws.store, validationKey(req, p.envId), p.envId, forStorage(r));
       } else costs.count(`validate ${label} (stored result)`, repoOf(req.id.split('#')[0]));
       return r;
     };
     await Promise.all(
       ids.map(async (id, i) => {
         const repo = repoOf(id);
-        const sites = costs.time('call and data sites', repo, () => ({ callSites: callSites(ws, id), dataSites: dataSites(ws, id) }));
+        const sites = costs.time('call and data sites', repo, () => ({
+          callSites: callSites(ws, id),
+          dataSites: dataSites(ws, id),
+        }));
         const harvest = harvests.get(repo);
         const { module: origModule, className } = parseBlockId(id);
         const wits = harvest ? witnessesOf(harvest, `${origModule}.${className}`) : [];
         const witnessFields = harvest && wits.length ? { witnesses: wits, witnessRepoTops: repoTops(harvest) } : {};
-        const now = inputDigests({ code: digests.code, env: envId!, options: digests.options, layout: digests.layout, request: { ...sites, ...witnessFields, ...(opts.userInputs ? { userInputs: opts.userInputs } : {}) } });
+        const now = inputDigests({
+          code: digests.code,
+          env: envId!,
+          options: digests.options,
+          layout: digests.layout,
+          request: { ...sites, ...witnessFields, ...(opts.userInputs ? { userInputs: opts.userInputs } : {}) },
+        });
         // the stored result, when it was computed from the same inputs
         const stored = opts.force ? null : getExtraction(ws.store, id);
         let why = opts.force ? '--force' : 'not stored';
@@ -599,8 +701,15 @@ export async function extractAndValidate(ws: Workspace, ids: string[], opts: Pip
           const changed = costs.time('reuse check', repo, () => inputsChanged(stored.record.inputs, now, blobs));
           if (changed === null) {
             const cat = stored.record.validation.category;
-            const unsettled = cat === 'crash' || cat === 'timeout' ? `; the stored result is a ${cat} (--force validates again)` : '';
-            const record: BlockRecord = { ...stored.record, reuse: { reused: true, why: `inputs unchanged (files of its closure, call sites, witnesses, environment, options, nnrag)${unsettled}` } };
+            const unsettled =
+              cat === 'crash' || cat === 'timeout' ? `; the stored result is a ${cat} (--force validates again)` : '';
+            const record: BlockRecord = {
+              ...stored.record,
+              reuse: {
+                reused: true,
+                why: `inputs unchanged (files of its closure, call sites, witnesses, environment, options, nnrag)${unsettled}`,
+              },
+            };
             const file = blockFile(out, stored.status, id);
             if (!existsSync(file)) record.file = placeBlockFile(out, stored.status, id, '.py', stored.text);
             else record.file = file;
@@ -610,14 +719,28 @@ export async function extractAndValidate(ws: Workspace, ids: string[], opts: Pip
             return;
           }
           why = changed;
-        } else if (stored) why = stored.status === 'extracted' ? 'stored without validation' : 'stored without a validation result';
-        const { record: faithfulRecord, text: faithfulText, namespace } = costs.time('emission faithful', repo, () => extractText(ws, id, { ...opts, importable, profile: 'faithful' }));
+        } else if (stored)
+          why = stored.status === 'extracted' ? 'stored without validation' : 'stored without a validation result';
+        const {
+          record: faithfulRecord,
+          text: faithfulText,
+          namespace,
+        } = costs.time('emission faithful', repo, () =>
+          extractText(ws, id, { ...opts, importable, profile: 'faithful' }),
+        );
         let result: ValidationResult | null = null;
         let record = faithfulRecord;
         let text = faithfulText;
         if (text) {
           costs.count('blocks validated', repo);
-          const req: ValidationRequest = { id, source: text, className, ...sites, requiredStages: required, ...witnessFields };
+          const req: ValidationRequest = {
+            id,
+            source: text,
+            className,
+            ...sites,
+            requiredStages: required,
+            ...witnessFields,
+          };
           if (opts.userInputs) req.witnesses = [opts.userInputs, ...(req.witnesses ?? [])];
           const crossed = [...new Set(record.provenance.map((p) => p.repo))];
           const sysPath = opts.equivalence === false ? null : originalSysPath(ws, id, crossed);
@@ -626,7 +749,16 @@ export async function extractAndValidate(ws: Workspace, ids: string[], opts: Pip
           if (sysPath && namespace) req.namespace = namespace;
           result = await validateCached(req, 'faithful');
           if (profile === 'slim') {
-            const chosen = await slimOrFaithful(ws, id, { ...opts, importable }, req, { record, result }, namespace, validateCached, costs);
+            const chosen = await slimOrFaithful(
+              ws,
+              id,
+              { ...opts, importable },
+              req,
+              { record, result },
+              namespace,
+              validateCached,
+              costs,
+            );
             record = chosen.record;
             text = chosen.text;
             result = chosen.result;
@@ -663,15 +795,45 @@ export async function extractAndValidate(ws: Workspace, ids: string[], opts: Pip
             if (!record.ok) {
               // why it failed, next to the module (library/layout.ts)
               const storedResult = forStorage(final);
-              placeBlockFile(out, status, id, '.json', JSON.stringify({ id, stage: storedResult.stage, category: storedResult.category, error: storedResult.error, traceback: storedResult.traceback ?? null }, null, 2) + '\n');
+              placeBlockFile(
+                out,
+                status,
+                id,
+                '.json',
+                JSON.stringify(
+                  {
+                    id,
+                    stage: storedResult.stage,
+                    category: storedResult.category,
+                    error: storedResult.error,
+                    traceback: storedResult.traceback ?? null,
+                  },
+                  null,
+                  2,
+                ) + '\n',
+              );
             } else removeBlockFile(out, id, '.json');
             return file;
           });
           // a crash or timeout is kept too (the validation cache does not keep them): a
           // re-run with nothing changed says so and `--force` validates again
-          record.inputs = { ...now, files: costs.time('reuse check', repo, () => closureFiles(ws, id, record === faithfulRecord ? [record] : [faithfulRecord, record])) };
+          record.inputs = {
+            ...now,
+            files: costs.time('reuse check', repo, () =>
+              closureFiles(ws, id, record === faithfulRecord ? [record] : [faithfulRecord, record]),
+            ),
+          };
           record.reuse = { reused: false, why };
-          if (placed) putExtraction(ws.store, { id, hash: textHash(text), ok: record.ok, status, lines: record.lines, record, text });
+          if (placed)
+            putExtraction(ws.store, {
+              id,
+              hash: textHash(text),
+              ok: record.ok,
+              status,
+              lines: record.lines,
+              record,
+              text,
+            });
         }
         records[i] = record;
         opts.onProgress?.(++done, ids.length, record);
@@ -680,7 +842,9 @@ export async function extractAndValidate(ws: Workspace, ids: string[], opts: Pip
     return records;
   } finally {
     // a start still under way when a block failed is waited for, so that it is closed too
-    const p = (pool as ValidatorPool | null) ?? (starting ? await (starting as Promise<ValidatorPool>).catch(() => null) : null);
+    const p =
+      (pool as ValidatorPool | null) ??
+      (starting ? await (starting as Promise<ValidatorPool>).catch(() => null) : null);
     if (p) {
       costs.add('worker start', '', p.spawned.readyMs, null, p.spawned.starts + p.spawned.restarts);
       costs.count('worker restart', '', p.spawned.restarts);

@@ -4,7 +4,14 @@
 // repository's files into stored facts.
 import path from 'node:path';
 import type { RepoSpec } from '../config/repos.js';
-import { indexRepos, stats as storeStats, type IndexMode, type IndexProgress, type IndexReport, type StoreStats } from '../indexer/indexer.js';
+import {
+  indexRepos,
+  stats as storeStats,
+  type IndexMode,
+  type IndexProgress,
+  type IndexReport,
+  type StoreStats,
+} from '../indexer/indexer.js';
 import { initParser } from '../parse/parser.js';
 import { RepoCache } from '../repos/cache.js';
 import { UsageError } from '../util/errors.js';
@@ -51,7 +58,11 @@ export async function index(ws: Workspace, opts: IndexOptions): Promise<IndexRep
     const c = await cache.prepare(spec, { update: opts.update });
     checkouts.push({ ...c, paths: spec.paths.length ? spec.paths : undefined, priority: spec.priority });
   }
-  const report = await indexRepos(ws.store, checkouts, { mode: opts.mode ?? 'missing', workers: opts.workers, onProgress: opts.onProgress });
+  const report = await indexRepos(ws.store, checkouts, {
+    mode: opts.mode ?? 'missing',
+    workers: opts.workers,
+    onProgress: opts.onProgress,
+  });
   ws.invalidate();
   return report;
 }

@@ -5,7 +5,17 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { DedupOptions } from '../library/dedup.js';
-import { buildLibrary, diversityTopUp, getDedup, listSpecs, runDedup, type LibraryOptions, type LibraryResult, type StoredDedup, type TopUp } from '../library/library.js';
+import {
+  buildLibrary,
+  diversityTopUp,
+  getDedup,
+  listSpecs,
+  runDedup,
+  type LibraryOptions,
+  type LibraryResult,
+  type StoredDedup,
+  type TopUp,
+} from '../library/library.js';
 import { trainingPairs, writePairs } from '../library/pairs.js';
 import { buildReport, reportHtml, type LibraryReport } from '../library/report.js';
 import { KV_KEYS } from '../store/kv.js';
@@ -32,7 +42,10 @@ export interface DedupCommandOptions extends DedupOptions {
 }
 
 /** `nnrag dedup`: cluster the stored blocks; with `topUp`, the diversity top-up (stored too). */
-export async function dedupBlocks(ws: Workspace, opts: DedupCommandOptions = {}): Promise<StoredDedup & { topUp?: TopUp[] }> {
+export async function dedupBlocks(
+  ws: Workspace,
+  opts: DedupCommandOptions = {},
+): Promise<StoredDedup & { topUp?: TopUp[] }> {
   requireBlocks(ws);
   const { topUp: min, ...dedupOpts } = opts;
   const d = await runDedup(ws, dedupOpts);
@@ -45,7 +58,10 @@ export async function dedupBlocks(ws: Workspace, opts: DedupCommandOptions = {})
 
 /** `nnrag report`: the library's figures (clusters recomputed first when the stored ones are
  *  stale, unless `dedup` is false); with `html`, also written as an HTML file. */
-export async function report(ws: Workspace, opts: { dedup?: boolean; html?: string; env?: string } = {}): Promise<LibraryReport> {
+export async function report(
+  ws: Workspace,
+  opts: { dedup?: boolean; html?: string; env?: string } = {},
+): Promise<LibraryReport> {
   if (opts.env !== undefined) checkEnvironmentQuery(ws, opts.env);
   if (opts.dedup !== false) {
     const d = getDedup(ws.store);
@@ -58,7 +74,11 @@ export async function report(ws: Workspace, opts: { dedup?: boolean; html?: stri
 
 /** `nnrag export-pairs`: instruction/target pairs as JSON Lines (specs built first when the
  *  store has none). */
-export async function exportPairs(ws: Workspace, out: string, opts: { all?: boolean; python?: string } = {}): Promise<{ file: string; pairs: number; licenses: Record<string, number> }> {
+export async function exportPairs(
+  ws: Workspace,
+  out: string,
+  opts: { all?: boolean; python?: string } = {},
+): Promise<{ file: string; pairs: number; licenses: Record<string, number> }> {
   if (!listSpecs(ws.store).length) await buildLibrary(ws, { python: opts.python });
   const pairs = trainingPairs(ws.store, { all: !!opts.all });
   const file = path.resolve(out);
@@ -74,5 +94,7 @@ export function checkEnvironmentQuery(ws: Workspace, query: string): void {
   const envs = environmentSummaries(ws.store);
   if (envs.some((e) => matchesEnvironment({ id: e.env, label: e.label }, query))) return;
   const known = envs.map((e) => `${e.env} (${e.label})`).join(', ');
-  throw new UsageError(`--env ${JSON.stringify(query)} names no environment blocks were validated in${known ? `; environments: ${known}` : ' (nothing was validated yet)'}`);
+  throw new UsageError(
+    `--env ${JSON.stringify(query)} names no environment blocks were validated in${known ? `; environments: ${known}` : ' (nothing was validated yet)'}`,
+  );
 }

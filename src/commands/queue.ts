@@ -55,7 +55,8 @@ export function redisOptions(url: string): RedisOptions {
   } catch {
     throw new UsageError(`--redis ${url}: not a URL (redis://host:port)`);
   }
-  if (u.protocol !== 'redis:' && u.protocol !== 'rediss:') throw new UsageError(`--redis ${url}: expected redis:// or rediss://`);
+  if (u.protocol !== 'redis:' && u.protocol !== 'rediss:')
+    throw new UsageError(`--redis ${url}: expected redis:// or rediss://`);
   const db = u.pathname.length > 1 ? Number(u.pathname.slice(1)) : 0;
   if (!Number.isInteger(db) || db < 0) throw new UsageError(`--redis ${url}: database must be a whole number`);
   return {
@@ -131,7 +132,11 @@ export async function enqueue(opts: EnqueueOptions): Promise<EnqueueResult> {
       }
       await q.add(
         'repo',
-        { repo: spec.name, universe: universe.some((u) => u.name === spec.name) ? universe : [...universe, spec], pipeline: opts.pipeline },
+        {
+          repo: spec.name,
+          universe: universe.some((u) => u.name === spec.name) ? universe : [...universe, spec],
+          pipeline: opts.pipeline,
+        },
         {
           jobId: id,
           attempts: opts.attempts ?? 3,
@@ -160,17 +165,36 @@ export interface QueueStatus {
 export async function queueStatus(opts: { redis: string; queue?: string }): Promise<QueueStatus> {
   const name = opts.queue ?? DEFAULT_QUEUE;
   return withQueue(opts.redis, name, async (q) => {
-    const c = await q.getJobCounts('waiting', 'active', 'delayed', 'completed', 'failed', 'prioritized', 'waiting-children');
+    const c = await q.getJobCounts(
+      'waiting',
+      'active',
+      'delayed',
+      'completed',
+      'failed',
+      'prioritized',
+      'waiting-children',
+    );
     const n = (k: string) => c[k] ?? 0;
     const active = await q.getActive();
     const failed = await q.getFailed();
     const completed = await q.getCompleted();
     return {
       queue: name,
-      counts: { waiting: n('waiting'), active: n('active'), delayed: n('delayed'), completed: n('completed'), failed: n('failed'), prioritized: n('prioritized') },
+      counts: {
+        waiting: n('waiting'),
+        active: n('active'),
+        delayed: n('delayed'),
+        completed: n('completed'),
+        failed: n('failed'),
+        prioritized: n('prioritized'),
+      },
       active: active.map((j) => ({ repo: j.data.repo, progress: j.progress, attempts: j.attemptsMade })),
-      failed: failed.map((j) => ({ repo: j.data.repo, attempts: j.attemptsMade, error: j.failedReason })).sort((a, b) => (a.repo < b.repo ? -1 : 1)),
-      completed: completed.map((j) => ({ repo: j.data.repo, result: j.returnvalue ?? null, attempts: j.attemptsMade })).sort((a, b) => (a.repo < b.repo ? -1 : 1)),
+      failed: failed
+        .map((j) => ({ repo: j.data.repo, attempts: j.attemptsMade, error: j.failedReason }))
+        .sort((a, b) => (a.repo < b.repo ? -1 : 1)),
+      completed: completed
+        .map((j) => ({ repo: j.data.repo, result: j.returnvalue ?? null, attempts: j.attemptsMade }))
+        .sort((a, b) => (a.repo < b.repo ? -1 : 1)),
     };
   });
 }
@@ -192,16 +216,30 @@ export interface WorkerOptions {
   exitWhenDrained?: boolean;
   /** the worker's own validation environment (interpreter, root filesystem, sandbox, pool size) */
   pool?: ShardOptions['pool'];
-  onEvent?: (e: { event: 'active' | 'completed' | 'failed' | 'stalled' | 'warning' | 'error'; repo?: string; attempt?: number; detail?: unknown }) => void;
+  onEvent?: (e: {
+    event: 'active' | 'completed' | 'failed' | 'stalled' | 'warning' | 'error';
+    repo?: string;
+    attempt?: number;
+    detail?: unknown;
+  }) => void;
 }
 
 /** Build one job's shard in a thread of its own (shard-thread.ts), reporting progress. */
-function buildInThread(job: Job<RepoJob, JobResult>, opts: WorkerOptions, onWarning: (m: string) => void): Promise<Omit<JobResult, 'worker' | 'attempt'>> {
+function buildInThread(
+  job: Job<RepoJob, JobResult>,
+  opts: WorkerOptions,
+  onWarning: (m: string) => void,
+): Promise<Omit<JobResult, 'worker' | 'attempt'>> {
   const input: ShardThreadInput = {
     shardsDir: opts.shardsDir,
     repo: job.data.repo,
     universe: job.data.universe,
-    options: { ...job.data.pipeline, cacheDir: opts.cacheDir, factsCache: opts.cacheDir ? path.join(opts.cacheDir, '.facts') : undefined, pool: opts.pool },
+    options: {
+      ...job.data.pipeline,
+      cacheDir: opts.cacheDir,
+      factsCache: opts.cacheDir ? path.join(opts.cacheDir, '.facts') : undefined,
+      pool: opts.pool,
+    },
   };
   return new Promise((resolve, reject) => {
     const t = new Thread(new URL('./shard-thread.js', import.meta.url), { workerData: input });
@@ -254,7 +292,9 @@ export async function runWorker(opts: WorkerOptions): Promise<{ completed: numbe
     name,
     async (job) => {
       ev({ event: 'active', repo: job.data.repo, attempt: job.attemptsMade + 1 });
-      const r = await buildInThread(job, { ...opts, shardsDir }, (m) => ev({ event: 'warning', repo: job.data.repo, detail: m }));
+      const r = await buildInThread(job, { ...opts, shardsDir }, (m) =>
+        ev({ event: 'warning', repo: job.data.repo, detail: m }),
+      );
       return { ...r, worker: `${process.pid}`, attempt: job.attemptsMade + 1 };
     },
     {

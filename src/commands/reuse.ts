@@ -37,7 +37,8 @@ export function codeDigest(): string {
     for (const name of readdirSync(dir).sort()) {
       const p = path.join(dir, name);
       if (statSync(p).isDirectory()) walk(p);
-      else if (name.endsWith('.js') || name.endsWith('.ts')) h.update(path.relative(root, p) + '\0').update(readFileSync(p));
+      else if (name.endsWith('.js') || name.endsWith('.ts'))
+        h.update(path.relative(root, p) + '\0').update(readFileSync(p));
     }
   };
   walk(root);
@@ -93,14 +94,27 @@ export function closureFiles(ws: Workspace, id: string, records: readonly BlockR
   for (const m of read) {
     add(m);
     withPackages(m.name, m.repo);
-    for (const st of m.facts.statements) for (const e of st.imports) for (const t of importTargets(m, e)) withPackages(t, m.repo);
+    for (const st of m.facts.statements)
+      for (const e of st.imports) for (const t of importTargets(m, e)) withPackages(t, m.repo);
   }
   return [...out.values()].sort((a, b) => a[0].localeCompare(b[0]) || a[1].localeCompare(b[1]));
 }
 
 /** The parts of a block's inputs that are not per file, as digests. */
-export function inputDigests(parts: { code: string; env: string; options: unknown; layout: string; request: unknown }): Omit<BlockInputs, 'files'> {
-  return { code: parts.code, env: parts.env, options: hash(JSON.stringify(parts.options)), layout: parts.layout, request: hash(JSON.stringify(parts.request)) };
+export function inputDigests(parts: {
+  code: string;
+  env: string;
+  options: unknown;
+  layout: string;
+  request: unknown;
+}): Omit<BlockInputs, 'files'> {
+  return {
+    code: parts.code,
+    env: parts.env,
+    options: hash(JSON.stringify(parts.options)),
+    layout: parts.layout,
+    request: hash(JSON.stringify(parts.request)),
+  };
 }
 
 /** Current blob ids of files, from the index (indexed and on-demand modules), else read
@@ -132,14 +146,21 @@ export class Blobs {
 }
 
 /** Why the stored inputs differ from the current ones, or null when they are the same. */
-export function inputsChanged(stored: BlockInputs | undefined, now: Omit<BlockInputs, 'files'>, blobs: Blobs): string | null {
+export function inputsChanged(
+  stored: BlockInputs | undefined,
+  now: Omit<BlockInputs, 'files'>,
+  blobs: Blobs,
+): string | null {
   if (!stored) return 'no stored inputs';
   if (stored.code !== now.code) return 'nnrag changed';
   if (stored.env !== now.env) return 'validation environment changed';
   if (stored.options !== now.options) return 'options changed';
   if (stored.layout !== now.layout) return 'files were added, removed or moved';
   if (stored.request !== now.request) return 'call sites, data sites or witnesses changed';
-  const changed = stored.files.filter(([repo, rel, blob]) => blobs.get(repo, rel) !== blob).map(([repo, rel]) => `${repo}:${rel}`);
-  if (changed.length) return `changed: ${changed.slice(0, 5).join(', ')}${changed.length > 5 ? ` and ${changed.length - 5} more` : ''}`;
+  const changed = stored.files
+    .filter(([repo, rel, blob]) => blobs.get(repo, rel) !== blob)
+    .map(([repo, rel]) => `${repo}:${rel}`);
+  if (changed.length)
+    return `changed: ${changed.slice(0, 5).join(', ')}${changed.length > 5 ? ` and ${changed.length - 5} more` : ''}`;
   return null;
 }

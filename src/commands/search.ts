@@ -25,14 +25,19 @@ export function search(ws: Workspace, query: string, opts: SearchOptions & { env
   const known = facets(ws.store).repos;
   const repos = opts.repo === undefined ? [] : Array.isArray(opts.repo) ? opts.repo : [opts.repo];
   for (const r of repos) {
-    if (!known.includes(r)) throw new UsageError(`--repo ${r}: no library block comes from it (repositories: ${known.join(', ') || 'none'})`);
+    if (!known.includes(r))
+      throw new UsageError(`--repo ${r}: no library block comes from it (repositories: ${known.join(', ') || 'none'})`);
   }
   const { env, ...rest } = opts;
   if (env === undefined) return searchBlocks(ws.store, query, rest);
   // --env: the blocks that passed in the environments it names (with --all, also those
   // that failed there), in the ranking's order; the page is cut after filtering
   checkEnvironmentQuery(ws, env);
-  const keep = new Set(blockEnvironments(ws.store).filter((b) => (b.ok || opts.all) && matchesEnvironment({ id: b.env, label: b.label }, env)).map((b) => b.id));
+  const keep = new Set(
+    blockEnvironments(ws.store)
+      .filter((b) => (b.ok || opts.all) && matchesEnvironment({ id: b.env, label: b.label }, env))
+      .map((b) => b.id),
+  );
   const t0 = performance.now();
   const hits: SearchResult['hits'] = [];
   let first: SearchResult | null = null;
@@ -68,7 +73,11 @@ export function similar(ws: Workspace, idOrName: string, k = 10): { id: string; 
  *  `profile`: the library's module when it is of that profile; a faithful module of a slim
  *  block is emitted again from the indexed sources; a slim module the library does not hold
  *  (it fell back to faithful) is refused with the reason. */
-export async function exportLibraryBlock(ws: Workspace, idOrName: string, opts: ExportOptions & { profile?: EmissionProfile }): Promise<ExportReport> {
+export async function exportLibraryBlock(
+  ws: Workspace,
+  idOrName: string,
+  opts: ExportOptions & { profile?: EmissionProfile },
+): Promise<ExportReport> {
   const id = resolveLibraryId(ws.store, idOrName);
   const { profile, ...rest } = opts;
   const stored = profile ? getExtraction(ws.store, id) : null;
@@ -76,11 +85,18 @@ export async function exportLibraryBlock(ws: Workspace, idOrName: string, opts: 
     const held = heldProfile(stored.record);
     if (held.profile !== profile) {
       if (profile === 'slim') {
-        throw new NnragError(`the library holds the faithful module of ${id}: ${held.fallbackReason ?? 'it was stored before slim emission; extract it again'}`, 'profile-unavailable');
+        throw new NnragError(
+          `the library holds the faithful module of ${id}: ${held.fallbackReason ?? 'it was stored before slim emission; extract it again'}`,
+          'profile-unavailable',
+        );
       }
       await ready();
       const f = extractText(ws, id, { profile: 'faithful' });
-      if (!f.text) throw new NnragError(`cannot emit the faithful module of ${id}: ${f.record.error ?? 'no text'}`, 'profile-unavailable');
+      if (!f.text)
+        throw new NnragError(
+          `cannot emit the faithful module of ${id}: ${f.record.error ?? 'no text'}`,
+          'profile-unavailable',
+        );
       rest.profileText = { profile, text: f.text };
     }
   }

@@ -19,7 +19,17 @@ export interface ShardThreadInput {
 export type ShardThreadMessage =
   | { kind: 'progress'; phase: string; done?: number; total?: number }
   | { kind: 'warning'; message: string }
-  | { kind: 'result'; result: { dir: string; repo: string; blocks: number; ok: number; timings: Record<string, number>; peakRss?: number } }
+  | {
+      kind: 'result';
+      result: {
+        dir: string;
+        repo: string;
+        blocks: number;
+        ok: number;
+        timings: Record<string, number>;
+        peakRss?: number;
+      };
+    }
   | { kind: 'error'; message: string; stack?: string };
 
 async function run(): Promise<void> {
@@ -32,9 +42,23 @@ async function run(): Promise<void> {
       onPhase: (phase, done, total) => post({ kind: 'progress', phase, done, total }),
       onWarning: (message) => post({ kind: 'warning', message }),
     });
-    post({ kind: 'result', result: { dir: r.dir, repo: r.repo, blocks: r.blocks, ok: r.records.filter((x) => x.ok).length, timings: r.timings, peakRss: r.peakRss } });
+    post({
+      kind: 'result',
+      result: {
+        dir: r.dir,
+        repo: r.repo,
+        blocks: r.blocks,
+        ok: r.records.filter((x) => x.ok).length,
+        timings: r.timings,
+        peakRss: r.peakRss,
+      },
+    });
   } catch (e) {
-    post({ kind: 'error', message: e instanceof Error ? e.message : String(e), stack: e instanceof Error ? e.stack : undefined });
+    post({
+      kind: 'error',
+      message: e instanceof Error ? e.message : String(e),
+      stack: e instanceof Error ? e.stack : undefined,
+    });
   }
 }
 

@@ -16,7 +16,16 @@ import type { RepoSpec } from '../config/repos.js';
 import { idFileStem } from '../discover/ids.js';
 import { blockFile, libraryDir, placeBlockFile, removeBlockFile } from '../library/layout.js';
 import type { BlockRecord, BlockStatus } from '../library/record.js';
-import { mergeShardRows, mergedRepos, readShardMark, seedFacts, shareFacts, writeShardMark, type MergedRows, type ShardMark } from '../store/merge.js';
+import {
+  mergeShardRows,
+  mergedRepos,
+  readShardMark,
+  seedFacts,
+  shareFacts,
+  writeShardMark,
+  type MergedRows,
+  type ShardMark,
+} from '../store/merge.js';
 import { IndexStore } from '../store/store.js';
 import { NnragError, UsageError } from '../util/errors.js';
 import { Workspace } from '../workspace.js';
@@ -60,8 +69,14 @@ export interface ShardResult extends ShardMark {
  * validate unless `validate: false`) the blocks of `repo` only. The finished shard replaces
  * an older one of the same repository.
  */
-export async function buildShard(shardsDir: string, repo: string, universe: RepoSpec[], opts: ShardOptions = {}): Promise<ShardResult> {
-  if (!universe.some((r) => r.name === repo)) throw new UsageError(`repository ${repo} is not in its own universe (${universe.map((r) => r.name).join(', ')})`);
+export async function buildShard(
+  shardsDir: string,
+  repo: string,
+  universe: RepoSpec[],
+  opts: ShardOptions = {},
+): Promise<ShardResult> {
+  if (!universe.some((r) => r.name === repo))
+    throw new UsageError(`repository ${repo} is not in its own universe (${universe.map((r) => r.name).join(', ')})`);
   const root = path.resolve(shardsDir);
   mkdirSync(root, { recursive: true });
   const final = shardDir(root, repo);
@@ -86,13 +101,19 @@ export async function buildShard(shardsDir: string, repo: string, universe: Repo
     const factsCache = opts.factsCache === false ? null : path.resolve(opts.factsCache ?? path.join(root, '.facts'));
     if (factsCache) {
       IndexStore.open(factsCache).close(); // created and migrated before it is attached
-      timings.seededFacts = seedFacts(ws.store, path.join(factsCache, 'index.sqlite'), universe.map((r) => r.name));
+      timings.seededFacts = seedFacts(
+        ws.store,
+        path.join(factsCache, 'index.sqlite'),
+        universe.map((r) => r.name),
+      );
     }
     await index(ws, { repos: universe, cacheDir: opts.cacheDir ?? path.join(root, '.repos') });
     t('index', t0);
     t0 = performance.now();
     opts.onPhase?.('discover');
-    const ids = discover(ws).filter((b) => b.repo === repo).map((b) => b.id);
+    const ids = discover(ws)
+      .filter((b) => b.repo === repo)
+      .map((b) => b.id);
     t('discover', t0);
     t0 = performance.now();
     opts.onPhase?.('extract', 0, ids.length);
@@ -152,7 +173,8 @@ export function merge(into: string, shards: string[], opts: { out?: string } = {
   const marks: { dir: string; mark: ShardMark }[] = [];
   for (const s of shards) {
     const dir = path.resolve(s);
-    if (!existsSync(path.join(dir, 'index.sqlite')) || !statSync(dir).isDirectory()) throw new UsageError(`${s}: not an nnrag store (no index.sqlite)`);
+    if (!existsSync(path.join(dir, 'index.sqlite')) || !statSync(dir).isDirectory())
+      throw new UsageError(`${s}: not an nnrag store (no index.sqlite)`);
     const st = IndexStore.open(dir, { create: false });
     let mark: ShardMark | null;
     try {
@@ -160,7 +182,11 @@ export function merge(into: string, shards: string[], opts: { out?: string } = {
     } finally {
       st.close();
     }
-    if (!mark) throw new NnragError(`${s}: not a finished shard (no completion mark: a worker was stopped while building it, or it is not a shard)`, 'not-a-shard');
+    if (!mark)
+      throw new NnragError(
+        `${s}: not a finished shard (no completion mark: a worker was stopped while building it, or it is not a shard)`,
+        'not-a-shard',
+      );
     const twin = marks.find((m) => m.mark.repo === mark!.repo);
     if (twin) throw new UsageError(`${s} and ${twin.dir} are both shards of ${mark.repo}: merge one of them`);
     marks.push({ dir, mark });

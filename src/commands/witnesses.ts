@@ -4,8 +4,22 @@
 import { UsageError } from '../util/errors.js';
 import { workerInfoKey } from '../store/kv.js';
 import type { IndexStore } from '../store/store.js';
-import { environmentIdOf, ValidatorPool, type PoolOptions, type ProbedEnvironment, type WorkerInfo } from '../validate/index.js';
-import { currentHarvest, fileListing, libraryModules, repoWitnesses, storedHarvest, type EntryReport, type HarvestResult } from '../validate/witness/index.js';
+import {
+  environmentIdOf,
+  ValidatorPool,
+  type PoolOptions,
+  type ProbedEnvironment,
+  type WorkerInfo,
+} from '../validate/index.js';
+import {
+  currentHarvest,
+  fileListing,
+  libraryModules,
+  repoWitnesses,
+  storedHarvest,
+  type EntryReport,
+  type HarvestResult,
+} from '../validate/witness/index.js';
 import type { Workspace } from '../workspace.js';
 
 export interface WitnessesOptions {
@@ -30,7 +44,8 @@ export async function witnesses(ws: Workspace, opts: WitnessesOptions = {}): Pro
   const known = ws.store.listRepos().map((r) => r.name);
   if (!known.length) throw new UsageError('the store has no repositories: run `nnrag index` first');
   const wanted = opts.repos?.length ? opts.repos : known;
-  for (const r of wanted) if (!known.includes(r)) throw new UsageError(`unknown repository ${r} (indexed: ${known.join(', ')})`);
+  for (const r of wanted)
+    if (!known.includes(r)) throw new UsageError(`unknown repository ${r} (indexed: ${known.join(', ')})`);
   if (opts.show) return wanted.map((repo) => ({ repo, cached: null, harvest: storedHarvest(ws.store, repo) }));
   const results: RepoHarvest[] = [];
   // a re-run with nothing changed reads the stored harvests without starting a worker
@@ -69,9 +84,14 @@ export function rememberedWorkers(store: IndexStore, probed: Pick<ProbedEnvironm
 }
 
 /** Start a validator pool and remember what its workers reported (rememberedWorkers). */
-export async function startRemembering(store: IndexStore, opts: PoolOptions | undefined, probed?: ProbedEnvironment): Promise<ValidatorPool> {
+export async function startRemembering(
+  store: IndexStore,
+  opts: PoolOptions | undefined,
+  probed?: ProbedEnvironment,
+): Promise<ValidatorPool> {
   const pool = await ValidatorPool.start(opts, probed);
   const info: WorkerInfo = { torch: pool.torch, python: pool.pythonVersion };
-  if (JSON.stringify(rememberedWorkers(store, { key: pool.envKey })) !== JSON.stringify(info)) store.setKV(workerInfoKey(pool.envKey), JSON.stringify(info));
+  if (JSON.stringify(rememberedWorkers(store, { key: pool.envKey })) !== JSON.stringify(info))
+    store.setKV(workerInfoKey(pool.envKey), JSON.stringify(info));
   return pool;
 }

@@ -51,7 +51,8 @@ const KNOWN_KEYS = new Set(['url', 'path', 'priority', 'paths', 'description', '
 /** Validate a path glob / folder written in a config or on the command line. */
 export function checkRelPattern(p: string, where: string): string {
   // eslint-disable-next-line no-control-regex
-  if (/[\u0000-\u001f\u007f]/.test(p)) throw new UsageError(`${where}: ${JSON.stringify(p)} contains control characters`);
+  if (/[\u0000-\u001f\u007f]/.test(p))
+    throw new UsageError(`${where}: ${JSON.stringify(p)} contains control characters`);
   if (p.includes('\\')) throw new UsageError(`${where}: ${JSON.stringify(p)}: use "/" as the path separator`);
   if (/^\/|^[A-Za-z]:/.test(p) && p !== '/') {
     throw new UsageError(`${where}: ${JSON.stringify(p)} must be relative to the repository root`);
@@ -78,14 +79,19 @@ export function parseRepoConfig(data: unknown, file: string): RepoSpec[] {
   const specs: RepoSpec[] = [];
   for (const [key, value] of Object.entries(data as Record<string, unknown>)) {
     const at = `${file}: repository "${key}"`;
-    if (key.trim() === '' || key !== key.trim()) throw new UsageError(`${file}: repository names must be non-empty without surrounding spaces (got ${JSON.stringify(key)})`);
+    if (key.trim() === '' || key !== key.trim())
+      throw new UsageError(
+        `${file}: repository names must be non-empty without surrounding spaces (got ${JSON.stringify(key)})`,
+      );
     if (value === null || typeof value !== 'object' || Array.isArray(value)) {
       throw new UsageError(`${at}: expected an object like {"url": ..., "paths": [...]}`);
     }
     const v = value as Record<string, unknown>;
     for (const k of Object.keys(v)) {
       if (!KNOWN_KEYS.has(k) && !k.startsWith('_')) {
-        throw new UsageError(`${at}: unknown field "${k}" (known: url, path, priority, paths, description, package_roots)`);
+        throw new UsageError(
+          `${at}: unknown field "${k}" (known: url, path, priority, paths, description, package_roots)`,
+        );
       }
     }
     let url: string | null = null;
@@ -100,10 +106,12 @@ export function parseRepoConfig(data: unknown, file: string): RepoSpec[] {
       if (typeof v.path !== 'string') throw new UsageError(`${at}: "path" must be a string`);
       if (url !== null || local !== null) throw new UsageError(`${at}: give either "url" or "path", not both`);
       const kind = vetSource(v.path, `${at}: "path"`);
-      if (kind.kind !== 'path') throw new UsageError(`${at}: "path" must be a local folder; use "url" for ${JSON.stringify(v.path)}`);
+      if (kind.kind !== 'path')
+        throw new UsageError(`${at}: "path" must be a local folder; use "url" for ${JSON.stringify(v.path)}`);
       local = path.resolve(baseDir, kind.path);
     }
-    if (url === null && local === null) throw new UsageError(`${at}: needs a "url" (git URL) or a "path" (local folder)`);
+    if (url === null && local === null)
+      throw new UsageError(`${at}: needs a "url" (git URL) or a "path" (local folder)`);
     // A local bare repository is cloned like a remote one (file:// so --depth works).
     if (local !== null && isBareRepo(local)) {
       url = pathToFileURL(local).href;
@@ -111,7 +119,8 @@ export function parseRepoConfig(data: unknown, file: string): RepoSpec[] {
     }
     let priority = DEFAULT_PRIORITY;
     if (v.priority !== undefined && v.priority !== null) {
-      if (typeof v.priority !== 'number' || !Number.isFinite(v.priority)) throw new UsageError(`${at}: "priority" must be a number`);
+      if (typeof v.priority !== 'number' || !Number.isFinite(v.priority))
+        throw new UsageError(`${at}: "priority" must be a number`);
       priority = v.priority;
     }
     const paths =
@@ -172,10 +181,17 @@ export function repoSpecFromArg(arg: string, config: readonly RepoSpec[] = []): 
     const hint = /^[\w.-]+\/[\w.-]+$/.test(arg)
       ? ' ("owner/name" is only accepted when the repository config defines it; otherwise give a URL)'
       : '';
-    throw new UsageError(`--repo ${JSON.stringify(arg)}: not a URL, a configured repository, or an existing folder${hint}`);
+    throw new UsageError(
+      `--repo ${JSON.stringify(arg)}: not a URL, a configured repository, or an existing folder${hint}`,
+    );
   }
   if (isBareRepo(abs)) {
-    return { ...base, name: path.basename(abs).replace(/\.git$/, '') || 'repo', url: pathToFileURL(abs).href, path: null };
+    return {
+      ...base,
+      name: path.basename(abs).replace(/\.git$/, '') || 'repo',
+      url: pathToFileURL(abs).href,
+      path: null,
+    };
   }
   return { ...base, name: path.basename(abs) || 'repo', url: null, path: abs };
 }

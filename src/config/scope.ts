@@ -131,7 +131,8 @@ function step(segs: (RegExp | null)[], states: Set<number>, name: string): Set<n
   for (const i of states) {
     if (i >= segs.length) continue;
     const m = segs[i];
-    if (m === null) next.add(i); // `**` consumes this segment and stays
+    if (m === null)
+      next.add(i); // `**` consumes this segment and stays
     else if (m.test(name)) next.add(i + 1);
   }
   return closure(segs, next);
@@ -155,7 +156,9 @@ function runMatch(segs: (RegExp | null)[], dirOnly: boolean, path: string[]): bo
 export function matchGlob(pattern: string, path: string): boolean {
   const g = compileGlob(pattern);
   if (g.all) return true;
-  const segs = normalizeRelPath(path).split('/').filter((s) => s !== '');
+  const segs = normalizeRelPath(path)
+    .split('/')
+    .filter((s) => s !== '');
   if (segs.length === 0) return false;
   if (runMatch(g.segs, g.dirOnly, segs)) return true;
   return g.module !== null && runMatch(g.module, false, segs);
@@ -165,7 +168,9 @@ export function matchGlob(pattern: string, path: string): boolean {
 export function globCouldMatchBelow(pattern: string, dir: string): boolean {
   const g = compileGlob(pattern);
   if (g.all) return true;
-  const segs = normalizeRelPath(dir).split('/').filter((s) => s !== '');
+  const segs = normalizeRelPath(dir)
+    .split('/')
+    .filter((s) => s !== '');
   for (const pat of g.module ? [g.segs, g.module] : [g.segs]) {
     let states = closure(pat, new Set([0]));
     let ok = true;

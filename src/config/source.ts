@@ -42,7 +42,9 @@ export function vetSource(source: string, what = 'repository source'): SourceKin
   if (source.startsWith('-')) refuse('starts with "-" and would be read by git as an option');
   const transport = /^([A-Za-z][A-Za-z0-9+.-]*)::/.exec(source);
   if (transport) {
-    refuse(`"${transport[1]}::" is a git remote-helper transport (it can run commands); use a plain https://, ssh:// or file:// URL`);
+    refuse(
+      `"${transport[1]}::" is a git remote-helper transport (it can run commands); use a plain https://, ssh:// or file:// URL`,
+    );
   }
   const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):\/\//.exec(source);
   if (scheme) {

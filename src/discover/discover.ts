@@ -48,7 +48,14 @@ const WITH_FORWARD = new Set(TORCH_NN_WITH_FORWARD);
 const WITHOUT_FORWARD = new Set(TORCH_NN_WITHOUT_FORWARD);
 const NOT_MODULES = new Set(TORCH_NN_NOT_MODULES);
 /** containers and bases of torch.nn's public API without a forward of their own */
-const NO_FORWARD_CONTAINERS = new Set(['ModuleList', 'ModuleDict', 'ParameterList', 'ParameterDict', 'Module', 'Container']);
+const NO_FORWARD_CONTAINERS = new Set([
+  'ModuleList',
+  'ModuleDict',
+  'ParameterList',
+  'ParameterDict',
+  'Module',
+  'Container',
+]);
 const NOT_MODULE_NAMES = new Set(['Parameter', 'UninitializedParameter', 'UninitializedBuffer', 'Buffer']);
 
 /** Without a Python to ask: the reference list of torch.nn's classes (generated from
@@ -147,7 +154,15 @@ export class Discovery {
         const info = this.classInfo(mod, cls);
         if (!info.isModule || !info.hasForward || info.abstract.size) continue;
         if (this.underMainGuard(mod, cls)) continue;
-        out.push({ id: `${mod.name}.${cls.name}`, name: cls.name, module: mod.name, repo: mod.repo, path: mod.path, line: cls.line, bases: cls.bases.map((b) => b.text) });
+        out.push({
+          id: `${mod.name}.${cls.name}`,
+          name: cls.name,
+          module: mod.name,
+          repo: mod.repo,
+          path: mod.path,
+          line: cls.line,
+          bases: cls.bases.map((b) => b.text),
+        });
       }
     }
     // a name defined twice in one module: the last definition is the module attribute

@@ -119,9 +119,13 @@ export function emitModule(corpus: Corpus, closure: Closure, opts: EmitOptions =
   const imports = printImports(closure, names, future);
   const provenance = buildProvenance(corpus, order);
   const interned = [...new Set(order.map((n) => n.mod.name))];
-  const externs = [...new Set([...closure.bindings.values()].filter((b) => b.kind === 'extern').flatMap((b) => b.edges!.map((e) => e.absModule.split('.')[0])))].filter(
-    (m) => m !== '__future__',
-  );
+  const externs = [
+    ...new Set(
+      [...closure.bindings.values()]
+        .filter((b) => b.kind === 'extern')
+        .flatMap((b) => b.edges!.map((e) => e.absModule.split('.')[0])),
+    ),
+  ].filter((m) => m !== '__future__');
 
   const target = `${closure.target.mod.name}.${closure.target.className}`;
   const header = [
@@ -163,7 +167,17 @@ export function emitModule(corpus: Corpus, closure: Closure, opts: EmitOptions =
       .map(([b, name]) => ({ name, origins: b.origins!.map((o): [string, string] => [o.mod.name, o.name]) })),
     statements,
   };
-  return { text, lines: text.split('\n').length - 1, interned, externs, provenance, renames, diagnostics, namespace, moduleGraph: moduleGraph(closure, externs) };
+  return {
+    text,
+    lines: text.split('\n').length - 1,
+    interned,
+    externs,
+    provenance,
+    renames,
+    diagnostics,
+    namespace,
+    moduleGraph: moduleGraph(closure, externs),
+  };
 }
 
 function countLines(s: string): number {
@@ -185,7 +199,15 @@ function assignNames(closure: Closure): Map<Binding, string> {
       // a name bound only by imports of something the closure binds already is that binding
       if (closure.aliases.has(slotKey(n.mod, name))) continue;
       const key = `def:${slotKey(n.mod, name)}`;
-      if (!all.has(key)) all.set(key, { key, name, kind: 'def', mod: n.mod, seq: Number.MAX_SAFE_INTEGER, origins: [{ mod: n.mod, name }] });
+      if (!all.has(key))
+        all.set(key, {
+          key,
+          name,
+          kind: 'def',
+          mod: n.mod,
+          seq: Number.MAX_SAFE_INTEGER,
+          origins: [{ mod: n.mod, name }],
+        });
     }
   }
   for (const b of all.values()) {
@@ -228,7 +250,11 @@ function assignNames(closure: Closure): Map<Binding, string> {
 
 function suffixFor(b: Binding): string {
   const src = b.kind === 'def' ? b.mod!.name : (b.edges?.[0]?.absModule ?? b.origins?.[0]?.mod.name ?? 'ext');
-  const last = src.split('.').filter((p) => p && p !== '__init__').pop() ?? 'mod';
+  const last =
+    src
+      .split('.')
+      .filter((p) => p && p !== '__init__')
+      .pop() ?? 'mod';
   return last.replace(/[^A-Za-z0-9_]/g, '_');
 }
 
@@ -248,7 +274,8 @@ function collectEdits(closure: Closure, names: Map<Binding, string>): Map<StmtNo
   }
   // binding sites of renamed definitions
   const renamedDefs = new Map<string, string>();
-  for (const [b, name] of names) if (b.kind === 'def' && name !== b.name) renamedDefs.set(`${b.mod!.repo}:${b.mod!.name}:${b.name}`, name);
+  for (const [b, name] of names)
+    if (b.kind === 'def' && name !== b.name) renamedDefs.set(`${b.mod!.repo}:${b.mod!.name}:${b.name}`, name);
   if (renamedDefs.size) {
     for (const n of closure.nodes) {
       for (const s of n.facts.bindSpans) {
@@ -319,7 +346,8 @@ function applyEdits(src: string, start: number, end: number, edits: Edit[]): str
  *  `eager-cycle` diagnostic and broken at the first statement in tie order. */
 function orderNodes(closure: Closure): { order: StmtNode[]; diagnostics: Diagnostic[] } {
   const modRank = new Map<CorpusModule, number>();
-  for (const n of [...closure.nodes].sort((a, b) => a.seq - b.seq)) if (!modRank.has(n.mod)) modRank.set(n.mod, modRank.size);
+  for (const n of [...closure.nodes].sort((a, b) => a.seq - b.seq))
+    if (!modRank.has(n.mod)) modRank.set(n.mod, modRank.size);
   // deeper modules (reached later) first; the target's module last
   const cmp = (a: StmtNode, b: StmtNode) => (modRank.get(b.mod) ?? 0) - (modRank.get(a.mod) ?? 0) || a.stmt - b.stmt;
   const hard = new Map<StmtNode, Set<StmtNode>>(); // node → deps
@@ -330,11 +358,15 @@ function orderNodes(closure: Closure): { order: StmtNode[]; diagnostics: Diagnos
     s.add(d);
   };
   const inClosure = new Set(closure.nodes);
-  for (const [n, deps] of closure.eager) for (const d of deps) if (inClosure.has(d) && inClosure.has(n)) addEdge(hard, n, d);
+  for (const [n, deps] of closure.eager)
+    for (const d of deps) if (inClosure.has(d) && inClosure.has(n)) addEdge(hard, n, d);
   // redefinitions and `del` of one name in one module stay in order
   const binders = new Map<string, StmtNode[]>();
   for (const n of closure.nodes) {
-    const names = new Set([...n.facts.binds.filter((x) => !n.facts.globalBinds?.includes(x)), ...(n.facts.deletes ?? [])]);
+    const names = new Set([
+      ...n.facts.binds.filter((x) => !n.facts.globalBinds?.includes(x)),
+      ...(n.facts.deletes ?? []),
+    ]);
     for (const name of names) {
       const k = slotKey(n.mod, name);
       const l = binders.get(k);
@@ -348,7 +380,8 @@ function orderNodes(closure: Closure): { order: StmtNode[]; diagnostics: Diagnos
     for (let i = 1; i < l.length; i++) addEdge(hard, l[i], l[i - 1]);
   }
   const soft = new Map<StmtNode, Set<StmtNode>>();
-  for (const [n, deps] of closure.soft) for (const d of deps) if (inClosure.has(d) && inClosure.has(n) && !hard.get(d)?.has(n)) addEdge(soft, n, d);
+  for (const [n, deps] of closure.soft)
+    for (const d of deps) if (inClosure.has(d) && inClosure.has(n) && !hard.get(d)?.has(n)) addEdge(soft, n, d);
 
   const users = new Map<StmtNode, StmtNode[]>();
   const indeg = new Map<StmtNode, number>();
@@ -503,7 +536,8 @@ function importLine(e: ImportEdge, as: string | null, absModule?: string): strin
 function printImports(closure: Closure, names: Map<Binding, string>, futureAnnotations: boolean): string {
   const plain = new Map<string, Set<string>>(); // group → lines of `import x`
   const froms = new Map<string, Map<string, Set<string>>>(); // group → module → names
-  const groupOf = (mod: string) => (mod === '__future__' ? 'future' : STDLIB_MODULES.has(mod.split('.')[0]) ? 'stdlib' : 'third');
+  const groupOf = (mod: string) =>
+    mod === '__future__' ? 'future' : STDLIB_MODULES.has(mod.split('.')[0]) ? 'stdlib' : 'third';
   const addFrom = (mod: string, item: string) => {
     const g = groupOf(mod);
     let byMod = froms.get(g);
@@ -514,7 +548,9 @@ function printImports(closure: Closure, names: Map<Binding, string>, futureAnnot
   };
   if (futureAnnotations) addFrom('__future__', 'annotations');
   // names held by extern bindings (a side-effect `import a.b.c` must not rebind them)
-  const externNames = new Set([...closure.bindings.values()].filter((b) => b.kind === 'extern').map((b) => names.get(b) ?? b.name));
+  const externNames = new Set(
+    [...closure.bindings.values()].filter((b) => b.kind === 'extern').map((b) => names.get(b) ?? b.name),
+  );
   for (const b of closure.bindings.values()) {
     if (b.kind !== 'extern') continue;
     const name = names.get(b) ?? b.name;
@@ -588,4 +624,3 @@ function buildProvenance(corpus: Corpus, order: StmtNode[]): ProvenanceEntry[] {
   for (const p of byFile.values()) p.ranges.sort((a, b) => a[0] - b[0]);
   return [...byFile.values()];
 }
-

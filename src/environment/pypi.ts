@@ -17,7 +17,18 @@
 // declared requirements name), and the manifest says which (`envFor`).
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { NnragError } from '../util/errors.js';
@@ -150,7 +161,14 @@ export function envPython(dir: string): string {
 
 /** uv: NNRAG_UV, else on PATH, else the copy setup.sh installs under nnrag's home. */
 export function findUv(): string | null {
-  const cands = [process.env.NNRAG_UV, ...(process.env.PATH ?? '').split(':').filter(Boolean).map((d) => path.join(d, 'uv')), path.join(nnragHome(), 'tools', 'bin', 'uv')];
+  const cands = [
+    process.env.NNRAG_UV,
+    ...(process.env.PATH ?? '')
+      .split(':')
+      .filter(Boolean)
+      .map((d) => path.join(d, 'uv')),
+    path.join(nnragHome(), 'tools', 'bin', 'uv'),
+  ];
   for (const c of cands) {
     if (!c) continue;
     try {
@@ -168,12 +186,25 @@ interface Run {
   stderr: string;
 }
 
-function runCmd(cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number; onLine?: (l: string) => void } = {}): Promise<Run> {
+function runCmd(
+  cmd: string,
+  args: string[],
+  opts: { env?: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number; onLine?: (l: string) => void } = {},
+): Promise<Run> {
   return new Promise((resolve) => {
-    const child = execFile(cmd, args, { env: opts.env ?? process.env, cwd: opts.cwd, timeout: opts.timeoutMs ?? 3_600_000, maxBuffer: 256 << 20 }, (err, stdout, stderr) => {
-      const code = err ? (typeof (err as NodeJS.ErrnoException & { code?: unknown }).code === 'number' ? ((err as unknown as { code: number }).code) : 1) : 0;
-      resolve({ code, stdout: String(stdout), stderr: String(stderr) });
-    });
+    const child = execFile(
+      cmd,
+      args,
+      { env: opts.env ?? process.env, cwd: opts.cwd, timeout: opts.timeoutMs ?? 3_600_000, maxBuffer: 256 << 20 },
+      (err, stdout, stderr) => {
+        const code = err
+          ? typeof (err as NodeJS.ErrnoException & { code?: unknown }).code === 'number'
+            ? (err as unknown as { code: number }).code
+            : 1
+          : 0;
+        resolve({ code, stdout: String(stdout), stderr: String(stderr) });
+      },
+    );
     if (opts.onLine) {
       let buf = '';
       child.stderr?.on('data', (d) => {
@@ -205,16 +236,26 @@ export function torchRequirement(v?: string): string {
   throw new NnragError(`--torch: ${JSON.stringify(v)} is not a torch version (e.g. 2.6 or 2.6.0)`);
 }
 
-
 /** A base interpreter the sandbox can run: the one given, else /usr/bin/python3, else the
  *  first python3 on PATH whose prefix the sandbox user can read. */
 export function baseInterpreter(given?: string): string {
-  const cands = given ? [given] : ['/usr/bin/python3', ...(process.env.PATH ?? '').split(':').filter(Boolean).map((d) => path.join(d, 'python3'))];
+  const cands = given
+    ? [given]
+    : [
+        '/usr/bin/python3',
+        ...(process.env.PATH ?? '')
+          .split(':')
+          .filter(Boolean)
+          .map((d) => path.join(d, 'python3')),
+      ];
   for (const c of cands) {
     if (!existsSync(c)) continue;
     const real = realpathSync(c);
     if (!unreachableForSandbox(path.dirname(real))) return real;
-    if (given) throw new NnragError(`--python ${given}: ${real} lies where the sandbox's user (uid 65534) cannot read it; give an interpreter under /usr or /opt`);
+    if (given)
+      throw new NnragError(
+        `--python ${given}: ${real} lies where the sandbox's user (uid 65534) cannot read it; give an interpreter under /usr or /opt`,
+      );
   }
   throw new NnragError('no Python 3 interpreter found for the environment (install python3, or give --python)');
 }
@@ -305,7 +346,8 @@ export function readPyPIManifest(dir: string): EnvManifestPyPI | null {
  *  its own group's, else the shared one (the manifest read once). */
 export function envGroups(dir: string): (repo: string | undefined) => string {
   const own = new Map<string, string>();
-  for (const g of readPyPIManifest(dir)?.groups ?? []) if (g.name !== 'shared') for (const r of g.repos) own.set(r, g.dir);
+  for (const g of readPyPIManifest(dir)?.groups ?? [])
+    if (g.name !== 'shared') for (const r of g.repos) own.set(r, g.dir);
   return (repo) => (repo && own.get(repo)) || dir;
 }
 
@@ -326,7 +368,13 @@ export function lockDigestOf(prefix: string): string | null {
 /** The requirements of a group: torch, the tools, the repositories' declared and known
  *  imported requirements, minus what an indexed repository of the group provides (it is
  *  put on the path or installed from its checkout instead). */
-function groupRequirements(needs: PyPINeeds, repos: string[], torch: string, extra: string[], systemTorch: boolean): EnvRequirement[] {
+function groupRequirements(
+  needs: PyPINeeds,
+  repos: string[],
+  torch: string,
+  extra: string[],
+  systemTorch: boolean,
+): EnvRequirement[] {
   const byKey = new Map<string, EnvRequirement>();
   const add = (given: string, by: string) => {
     // a requirements-file line may carry pip's per-requirement options after the PEP 508
@@ -396,8 +444,10 @@ function indexedInstalls(needs: PyPINeeds, repos: string[]): IndexedInstall[] {
       const name = /^\s*([A-Za-z0-9][A-Za-z0-9._-]*)/.exec(d)?.[1];
       const hit = name ? dists.get(normalizeDistName(name)) : undefined;
       // a checkout without packaging files (sources only) cannot be installed: it stays on the path
-      const packaged = hit && ['setup.py', 'pyproject.toml', 'setup.cfg'].some((f) => existsSync(path.join(hit.root, f)));
-      if (hit && packaged && hit.repo !== r.name && !out.has(hit.repo)) out.set(hit.repo, { repo: hit.repo, distribution: hit.name, root: hit.root });
+      const packaged =
+        hit && ['setup.py', 'pyproject.toml', 'setup.cfg'].some((f) => existsSync(path.join(hit.root, f)));
+      if (hit && packaged && hit.repo !== r.name && !out.has(hit.repo))
+        out.set(hit.repo, { repo: hit.repo, distribution: hit.name, root: hit.root });
     }
   }
   return [...out.values()];
@@ -407,20 +457,40 @@ function indexedInstalls(needs: PyPINeeds, repos: string[]): IndexedInstall[] {
  *  declares (transitively). */
 function universe(needs: PyPINeeds, repo: string): string[] {
   const out = [repo];
-  for (let i = 0; i < out.length; i++) for (const x of indexedInstalls(needs, [out[i]])) if (!out.includes(x.repo)) out.push(x.repo);
+  for (let i = 0; i < out.length; i++)
+    for (const x of indexedInstalls(needs, [out[i]])) if (!out.includes(x.repo)) out.push(x.repo);
   return out;
 }
 
 /** Resolve requirements into a lock with `uv pip compile` (no install). */
-async function compile(uv: string, python: string, reqs: EnvRequirement[], opts: PyPIOptions, workDir: string): Promise<{ lock: string } | { error: string }> {
+async function compile(
+  uv: string,
+  python: string,
+  reqs: EnvRequirement[],
+  opts: PyPIOptions,
+  workDir: string,
+): Promise<{ lock: string } | { error: string }> {
   mkdirSync(workDir, { recursive: true });
   const input = path.join(workDir, 'requirements.in');
   writeFileSync(input, reqs.map((r) => r.spec).join('\n') + '\n');
-  const args = ['pip', 'compile', input, '--python', python, '--quiet', '--no-header', '--annotation-style', 'line', '--python-platform', 'linux'];
+  const args = [
+    'pip',
+    'compile',
+    input,
+    '--python',
+    python,
+    '--quiet',
+    '--no-header',
+    '--annotation-style',
+    'line',
+    '--python-platform',
+    'linux',
+  ];
   if (opts.offline) args.push('--offline');
   if (opts.wheels) args.push('--find-links', opts.wheels);
   const r = await runCmd(uv, args, { env: uvEnv() });
-  if (r.code !== 0) return { error: r.stderr.trim().split('\n').slice(-12).join('\n') || `uv pip compile exited ${r.code}` };
+  if (r.code !== 0)
+    return { error: r.stderr.trim().split('\n').slice(-12).join('\n') || `uv pip compile exited ${r.code}` };
   return { lock: r.stdout };
 }
 
@@ -441,8 +511,15 @@ async function syncLock(uv: string, dir: string, lockFile: string, opts: PyPIOpt
   if (opts.wheels) args.push('--find-links', opts.wheels);
   // keep what nnrag installs beside the lock (indexed checkouts, built operators): sync
   // would remove them; they are installed again after it
-  const r = await runCmd(uv, args, { env: uvEnv(), onLine: opts.onLog ? (l) => /^\s*(Installed|Uninstalled|Prepared|Resolved|Downloading|Downloaded)/.test(l) && opts.onLog!(`  ${l.trim()}`) : undefined });
-  if (r.code !== 0) throw new NnragError(`installing ${lockFile} failed: ${r.stderr.trim().split('\n').slice(-10).join('\n')}`);
+  const r = await runCmd(uv, args, {
+    env: uvEnv(),
+    onLine: opts.onLog
+      ? (l) =>
+          /^\s*(Installed|Uninstalled|Prepared|Resolved|Downloading|Downloaded)/.test(l) && opts.onLog!(`  ${l.trim()}`)
+      : undefined,
+  });
+  if (r.code !== 0)
+    throw new NnragError(`installing ${lockFile} failed: ${r.stderr.trim().split('\n').slice(-10).join('\n')}`);
 }
 
 /** The compiler that builds operators (part of a built wheel's cache key). */
@@ -468,20 +545,46 @@ async function revisionOf(dir: string): Promise<string> {
 /** Build one repository's operators as a wheel (cached by revision, torch and compiler),
  *  for the CPU, against the environment's torch (no build isolation: these setup.py files
  *  import torch), then install it without dependencies. */
-async function buildNative(uv: string, env: string, b: NativeBuild, torchVersion: string, opts: PyPIOptions): Promise<void> {
+async function buildNative(
+  uv: string,
+  env: string,
+  b: NativeBuild,
+  torchVersion: string,
+  opts: PyPIOptions,
+): Promise<void> {
   const cacheRoot = opts.wheelCache ?? path.join(nnragHome(), 'wheels');
-  const key = sha256(JSON.stringify([b.repo, path.basename(b.dir), await revisionOf(b.dir), torchVersion, await compilerId(), process.arch])).slice(0, 16);
+  const key = sha256(
+    JSON.stringify([
+      b.repo,
+      path.basename(b.dir),
+      await revisionOf(b.dir),
+      torchVersion,
+      await compilerId(),
+      process.arch,
+    ]),
+  ).slice(0, 16);
   const cacheDir = path.join(cacheRoot, key);
-  const find = () => (existsSync(cacheDir) ? readdirSync(cacheDir).filter((f) => f.endsWith('.whl')).map((f) => path.join(cacheDir, f))[0] : undefined);
+  const find = () =>
+    existsSync(cacheDir)
+      ? readdirSync(cacheDir)
+          .filter((f) => f.endsWith('.whl'))
+          .map((f) => path.join(cacheDir, f))[0]
+      : undefined;
   let wheel = find();
   const t0 = Date.now();
   if (!wheel) {
-    opts.onLog?.(`  building the compiled operators of ${b.repo} (${b.dir}) for the CPU against torch ${torchVersion}: this can take many minutes, once per machine`);
+    opts.onLog?.(
+      `  building the compiled operators of ${b.repo} (${b.dir}) for the CPU against torch ${torchVersion}: this can take many minutes, once per machine`,
+    );
     const tmp = `${cacheDir}.tmp-${process.pid}`;
     rmSync(tmp, { recursive: true, force: true });
     mkdirSync(tmp, { recursive: true });
     const py = envPython(env);
-    const pip = await runCmd(uv, ['pip', 'install', '--python', py, 'setuptools', 'wheel', 'ninja', ...(opts.offline ? ['--offline'] : [])], { env: uvEnv() });
+    const pip = await runCmd(
+      uv,
+      ['pip', 'install', '--python', py, 'setuptools', 'wheel', 'ninja', ...(opts.offline ? ['--offline'] : [])],
+      { env: uvEnv() },
+    );
     if (pip.code !== 0) {
       b.error = `build tools: ${pip.stderr.trim().slice(-400)}`;
       return;
@@ -490,11 +593,24 @@ async function buildNative(uv: string, env: string, b: NativeBuild, torchVersion
     // the build runs on a copy: a checkout stays untouched (no build/ or egg-info in it)
     const src = path.join(tmp, 'src');
     cpSync(b.dir, src, { recursive: true, filter: (p) => path.basename(p) !== '.git' });
-    const builder: [string, string[]] = [uv, ['build', '--wheel', '--no-build-isolation', '--python', py, '--out-dir', tmp, src]];
+    const builder: [string, string[]] = [
+      uv,
+      ['build', '--wheel', '--no-build-isolation', '--python', py, '--out-dir', tmp, src],
+    ];
     const runBuild = () =>
       runCmd(builder[0], builder[1], {
-        env: uvEnv({ FORCE_CUDA: '0', CUDA_VISIBLE_DEVICES: '', MAX_JOBS: jobs, TORCH_CUDA_ARCH_LIST: '', VIRTUAL_ENV: env, PATH: `${path.join(env, 'bin')}:${process.env.PATH ?? ''}` }),
-        onLine: opts.onLog ? (l) => /^(building|running build|\[\d+\/\d+\])/.test(l.trim()) && opts.onLog!(`    ${l.trim().slice(0, 160)}`) : undefined,
+        env: uvEnv({
+          FORCE_CUDA: '0',
+          CUDA_VISIBLE_DEVICES: '',
+          MAX_JOBS: jobs,
+          TORCH_CUDA_ARCH_LIST: '',
+          VIRTUAL_ENV: env,
+          PATH: `${path.join(env, 'bin')}:${process.env.PATH ?? ''}`,
+        }),
+        onLine: opts.onLog
+          ? (l) =>
+              /^(building|running build|\[\d+\/\d+\])/.test(l.trim()) && opts.onLog!(`    ${l.trim().slice(0, 160)}`)
+          : undefined,
         timeoutMs: 3 * 3_600_000,
       });
     let build = await runBuild();
@@ -502,13 +618,22 @@ async function buildNative(uv: string, env: string, b: NativeBuild, torchVersion
     // removal (setuptools 81): installed for the build, and the build tried once more
     if (build.code !== 0 && /No module named 'pkg_resources'/.test(build.stderr + build.stdout)) {
       opts.onLog?.('    the build imports pkg_resources: building again with setuptools<81');
-      const old = await runCmd(uv, ['pip', 'install', '--python', py, 'setuptools<81', ...(opts.offline ? ['--offline'] : [])], { env: uvEnv() });
+      const old = await runCmd(
+        uv,
+        ['pip', 'install', '--python', py, 'setuptools<81', ...(opts.offline ? ['--offline'] : [])],
+        { env: uvEnv() },
+      );
       if (old.code === 0) build = await runBuild();
     }
     const built = existsSync(tmp) ? readdirSync(tmp).filter((f) => f.endsWith('.whl')) : [];
     if (build.code !== 0 || !built.length) {
       rmSync(tmp, { recursive: true, force: true });
-      const tail = (build.stderr + build.stdout).trim().split('\n').filter((l) => /error|Error|NotImplemented|not available/.test(l)).slice(-6).join('\n');
+      const tail = (build.stderr + build.stdout)
+        .trim()
+        .split('\n')
+        .filter((l) => /error|Error|NotImplemented|not available/.test(l))
+        .slice(-6)
+        .join('\n');
       b.error = tail || `the build exited ${build.code}`;
       return;
     }
@@ -517,7 +642,11 @@ async function buildNative(uv: string, env: string, b: NativeBuild, torchVersion
     wheel = find();
     b.seconds = (Date.now() - t0) / 1000;
   } else b.cached = true;
-  const inst = await runCmd(uv, ['pip', 'install', '--python', envPython(env), '--no-deps', '--reinstall', '--compile-bytecode', wheel!], { env: uvEnv() });
+  const inst = await runCmd(
+    uv,
+    ['pip', 'install', '--python', envPython(env), '--no-deps', '--reinstall', '--compile-bytecode', wheel!],
+    { env: uvEnv() },
+  );
   if (inst.code !== 0) b.error = `installing ${wheel}: ${inst.stderr.trim().slice(-400)}`;
   else b.wheel = wheel;
 }
@@ -529,12 +658,32 @@ async function installIndexed(uv: string, env: string, x: IndexedInstall, opts: 
   // hatchling); a setup.py that imports torch needs the environment's (no isolation), and
   // a legacy one that imports pkg_resources a setuptools from before 81
   const attempt = (isolated: boolean) =>
-    runCmd(uv, ['pip', 'install', '--python', envPython(env), '--no-deps', ...(isolated ? [] : ['--no-build-isolation']), '--compile-bytecode', '--reinstall', x.root, ...(opts.offline ? ['--offline'] : [])], {
-      env: uvEnv({ FORCE_CUDA: '0', CUDA_VISIBLE_DEVICES: '' }),
-    });
+    runCmd(
+      uv,
+      [
+        'pip',
+        'install',
+        '--python',
+        envPython(env),
+        '--no-deps',
+        ...(isolated ? [] : ['--no-build-isolation']),
+        '--compile-bytecode',
+        '--reinstall',
+        x.root,
+        ...(opts.offline ? ['--offline'] : []),
+      ],
+      {
+        env: uvEnv({ FORCE_CUDA: '0', CUDA_VISIBLE_DEVICES: '' }),
+      },
+    );
   let r = await attempt(true);
   if (r.code !== 0) {
-    if (/pkg_resources/.test(r.stderr)) await runCmd(uv, ['pip', 'install', '--python', envPython(env), 'setuptools<81', ...(opts.offline ? ['--offline'] : [])], { env: uvEnv() });
+    if (/pkg_resources/.test(r.stderr))
+      await runCmd(
+        uv,
+        ['pip', 'install', '--python', envPython(env), 'setuptools<81', ...(opts.offline ? ['--offline'] : [])],
+        { env: uvEnv() },
+      );
     r = await attempt(false);
   }
   if (r.code !== 0) x.error = r.stderr.trim().split('\n').slice(-4).join('\n');
@@ -551,11 +700,18 @@ function torchOf(pins: string[]): string {
  * declare, build the compiled operators of the indexed repositories, write the manifest.
  * `needs` null: torch and the tools only.
  */
-export async function syncPyPIEnvironment(dir: string, needs: PyPINeeds | null, opts: PyPIOptions = {}): Promise<EnvManifestPyPI> {
+export async function syncPyPIEnvironment(
+  dir: string,
+  needs: PyPINeeds | null,
+  opts: PyPIOptions = {},
+): Promise<EnvManifestPyPI> {
   const uv = findUv();
   if (!uv) throw new NnragError('uv is not installed: run scripts/setup.sh (it installs uv), or `pip install uv`');
   const target = path.resolve(dir);
-  if (unreachableForSandbox(target)) throw new NnragError(`${target} lies where the sandbox's user (uid 65534) cannot read it; choose a folder outside /root (e.g. ${path.join(nnragHome(), 'envs', path.basename(target))})`);
+  if (unreachableForSandbox(target))
+    throw new NnragError(
+      `${target} lies where the sandbox's user (uid 65534) cannot read it; choose a folder outside /root (e.g. ${path.join(nnragHome(), 'envs', path.basename(target))})`,
+    );
   const previous = readPyPIManifest(target);
   const base = baseInterpreter(opts.python ?? previous?.basePython);
   // what was asked now, else what the environment was made with
@@ -583,7 +739,13 @@ export async function syncPyPIEnvironment(dir: string, needs: PyPINeeds | null, 
     sharedLock = await compile(uv, py, groupRequirements(n, [], torch, extra, systemTorch), opts, work);
     if ('error' in sharedLock) throw new NnragError(`torch and the tools do not resolve: ${sharedLock.error}`);
     for (const r of allRepos) {
-      const tryLock = await compile(uv, py, groupRequirements(n, [...shared, ...universe(n, r)], torch, extra, systemTorch), opts, work);
+      const tryLock = await compile(
+        uv,
+        py,
+        groupRequirements(n, [...shared, ...universe(n, r)], torch, extra, systemTorch),
+        opts,
+        work,
+      );
       if ('error' in tryLock) own.push({ repo: r, conflict: tryLock.error });
       else {
         shared.push(...universe(n, r).filter((x) => !shared.includes(x)));
@@ -592,14 +754,25 @@ export async function syncPyPIEnvironment(dir: string, needs: PyPINeeds | null, 
     }
     if (!own.length) log(`(resolved after all: ${firstError.split('\n')[0]})`);
   }
-  const installGroup = async (name: string, gdir: string, repos: string[], lock: string, conflict?: string): Promise<EnvGroup> => {
+  const installGroup = async (
+    name: string,
+    gdir: string,
+    repos: string[],
+    lock: string,
+    conflict?: string,
+  ): Promise<EnvGroup> => {
     await makeVenv(uv, base, gdir, systemTorch);
     const lockFile = path.join(gdir, 'nnrag-lock.txt');
     const before = existsSync(lockFile) ? readFileSync(lockFile, 'utf8') : null;
     const prevGroup = previous?.groups.find((g) => g.dir === gdir);
-    if (before === lock && prevGroup) log(`${name === 'shared' ? 'the shared environment' : `the environment of ${name}`} is up to date with its lock (${lockPins(lock).length} distributions)`);
+    if (before === lock && prevGroup)
+      log(
+        `${name === 'shared' ? 'the shared environment' : `the environment of ${name}`} is up to date with its lock (${lockPins(lock).length} distributions)`,
+      );
     else {
-      log(`installing ${name === 'shared' ? 'the shared environment' : `the environment of ${name}`} (${lockPins(lock).length} distributions) into ${gdir}`);
+      log(
+        `installing ${name === 'shared' ? 'the shared environment' : `the environment of ${name}`} (${lockPins(lock).length} distributions) into ${gdir}`,
+      );
       const pending = path.join(gdir, 'nnrag-lock.pending.txt');
       writeFileSync(pending, lock);
       await syncLock(uv, gdir, pending, opts);
@@ -621,27 +794,47 @@ export async function syncPyPIEnvironment(dir: string, needs: PyPINeeds | null, 
       }
       for (const b of native) {
         await buildNative(uv, gdir, b, torchOf(pins), opts);
-        log(`  operators of ${b.repo} (${path.relative(n.repos.find((x) => x.name === b.repo)!.root, b.dir) || '.'}): ${b.error ? `not built: ${b.error.split('\n')[0]}` : b.cached ? 'from the cache' : `built in ${b.seconds?.toFixed(0)} s`}`);
+        log(
+          `  operators of ${b.repo} (${path.relative(n.repos.find((x) => x.name === b.repo)!.root, b.dir) || '.'}): ${b.error ? `not built: ${b.error.split('\n')[0]}` : b.cached ? 'from the cache' : `built in ${b.seconds?.toFixed(0)} s`}`,
+        );
       }
     }
-    return { name, dir: gdir, repos, requirements: groupRequirements(n, repos, torch, extra, systemTorch), lockDigest: sha256(lock), pins, native, indexed, ...(conflict ? { conflict } : {}) };
+    return {
+      name,
+      dir: gdir,
+      repos,
+      requirements: groupRequirements(n, repos, torch, extra, systemTorch),
+      lockDigest: sha256(lock),
+      pins,
+      native,
+      indexed,
+      ...(conflict ? { conflict } : {}),
+    };
   };
   groups.push(await installGroup('shared', target, shared, (sharedLock as { lock: string }).lock));
   for (const o of own) {
     const repos = universe(n, o.repo);
     const lock = await compile(uv, py, groupRequirements(n, repos, torch, extra, systemTorch), opts, work);
     if ('error' in lock) {
-      log(`${o.repo}: its own requirements do not resolve either; it validates in the shared environment: ${lock.error.split('\n').slice(-1)[0]}`);
+      log(
+        `${o.repo}: its own requirements do not resolve either; it validates in the shared environment: ${lock.error.split('\n').slice(-1)[0]}`,
+      );
       groups[0].repos.push(o.repo);
       continue;
     }
-    groups.push(await installGroup(o.repo, path.join(target, 'repos', o.repo.replace(/\//g, '__')), repos, lock.lock, o.conflict));
+    groups.push(
+      await installGroup(o.repo, path.join(target, 'repos', o.repo.replace(/\//g, '__')), repos, lock.lock, o.conflict),
+    );
   }
   rmSync(work, { recursive: true, force: true });
   const unresolved = new Map<string, { module: string; candidates: string[]; neededBy: string[] }>();
   for (const r of n.repos) {
     for (const m of r.unknown) {
-      const u = unresolved.get(m) ?? { module: m, candidates: [m, m.replace(/_/g, '-')].filter((x, i, a) => a.indexOf(x) === i), neededBy: [] };
+      const u = unresolved.get(m) ?? {
+        module: m,
+        candidates: [m, m.replace(/_/g, '-')].filter((x, i, a) => a.indexOf(x) === i),
+        neededBy: [],
+      };
       if (!u.neededBy.includes(r.name)) u.neededBy.push(r.name);
       unresolved.set(m, u);
     }

@@ -20,19 +20,26 @@
 // `-`, `_`, `.` equal). Comments, options (`-r`, `-e`, `--index-url`) and order are kept;
 // new requirements are appended.
 import { commentBlock, PYTHON_KEYWORDS } from '../util/python.js';
-import { existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readFileSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import type { IndexStore } from '../store/store.js';
 import { getExtraction } from '../store/records.js';
 import type { BlockRecord } from '../library/record.js';
-import { compareRelease, KNOWN_DISTRIBUTIONS, normalizeDistName, requirementLines, resolveRequirements, testedPin, topLevelName } from '../library/requirements.js';
+import {
+  compareRelease,
+  KNOWN_DISTRIBUTIONS,
+  normalizeDistName,
+  requirementLines,
+  resolveRequirements,
+  testedPin,
+  topLevelName,
+} from '../library/requirements.js';
 import { validationsOf, type EnvValidation } from '../library/record.js';
 import { NnragError, UsageError } from '../util/errors.js';
 import { ensureDir, writeFileAtomic } from '../util/fs.js';
 import { buildDoc, storedSpec } from '../search/documents.js';
 
 const PY_KEYWORDS = PYTHON_KEYWORDS;
-
 
 export interface ExportOptions {
   into: string;
@@ -89,7 +96,8 @@ export function snakeCase(name: string): string {
 export function checkModuleName(name: string): string[] {
   const parts = name.split('.');
   for (const p of parts) {
-    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(p)) throw new UsageError(`--module ${JSON.stringify(name)}: ${JSON.stringify(p)} is not a Python identifier`);
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(p))
+      throw new UsageError(`--module ${JSON.stringify(name)}: ${JSON.stringify(p)} is not a Python identifier`);
     if (PY_KEYWORDS.has(p)) throw new UsageError(`--module ${JSON.stringify(name)}: ${p} is a Python keyword`);
   }
   return parts;
@@ -124,7 +132,11 @@ export function checkPathSafe(root: string, target: string): void {
       } catch {
         throw new NnragError(`refusing to write through ${cur}: dangling symbolic link`, 'unsafe-path');
       }
-      if (!isInside(root, real)) throw new NnragError(`refusing to write through ${cur}: symbolic link to ${real}, outside ${root}`, 'unsafe-path');
+      if (!isInside(root, real))
+        throw new NnragError(
+          `refusing to write through ${cur}: symbolic link to ${real}, outside ${root}`,
+          'unsafe-path',
+        );
     }
   }
 }
@@ -139,7 +151,10 @@ export function requirementName(line: string): string | null {
 }
 
 /** Merge requirement lines into a requirements file's text. */
-export function mergeRequirements(existing: string, reqs: readonly string[]): { text: string; added: string[]; kept: string[] } {
+export function mergeRequirements(
+  existing: string,
+  reqs: readonly string[],
+): { text: string; added: string[]; kept: string[] } {
   const have = new Set<string>();
   for (const line of existing.split(/\r?\n/)) {
     const n = requirementName(line);
@@ -173,7 +188,12 @@ export function mergeRequirements(existing: string, reqs: readonly string[]): { 
  *  - for records without environment facts: the spec's requirements, else the extern
  *    imports as installed in `python` (the interpreter that validated, or --python),
  *    else bare distribution names, each pinned the same way. */
-async function blockRequirements(externs: string[], passed: EnvValidation[], known: string[] | null, python?: string): Promise<string[]> {
+async function blockRequirements(
+  externs: string[],
+  passed: EnvValidation[],
+  known: string[] | null,
+  python?: string,
+): Promise<string[]> {
   const tested = passed.filter((v) => v.environment?.distributions?.length);
   if (tested.length) {
     const lowest = new Map<string, { name: string; version: string }>();
@@ -222,7 +242,10 @@ function testedLine(v: EnvValidation): string {
   const env = v.environment;
   if (!env) return v.label;
   const others = (env.distributions ?? []).filter((d) => !d.startsWith('torch==')).map((d) => d.replace('==', ' '));
-  return [`python ${env.python}`, `torch ${env.torch}`, ...others].join(', ') + ` (${env.rootfs ?? env.venv ?? env.interpreter ?? env.id})`;
+  return (
+    [`python ${env.python}`, `torch ${env.torch}`, ...others].join(', ') +
+    ` (${env.rootfs ?? env.venv ?? env.interpreter ?? env.id})`
+  );
 }
 
 /** Readable module name for a class: snake case, where camel-case fragments of one or two
@@ -243,7 +266,8 @@ export function moduleNameFor(className: string): string {
 
 /** Standard modules a usage snippet may import (snippet.py IMPORTABLE). */
 const SNIPPET_IMPORTS = new Set(['functools', 'argparse', 'math']);
-const PY_TOKEN = /\s+|"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|[A-Za-z_][A-Za-z0-9_]*|\d[\d_]*(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|[()[\]{},:=.-]|./gy;
+const PY_TOKEN =
+  /\s+|"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|[A-Za-z_][A-Za-z0-9_]*|\d[\d_]*(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|[()[\]{},:=.-]|./gy;
 
 /** The stored usage snippet when it has the shape the validator's renderer writes
  *  (snippet.py, checked there with `ast`): printable ASCII, `import` lines of
@@ -254,7 +278,13 @@ export function plainUsage(usage: string | null | undefined): string | null {
   if (typeof usage !== 'string' || !usage || usage.length > 2000 || !/^[\x20-\x7e\n]+$/.test(usage)) return null;
   const lines = usage.split('\n');
   const expr = lines.pop()!;
-  if (!lines.every((l) => { const m = /^import ([a-z]+)$/.exec(l); return !!m && SNIPPET_IMPORTS.has(m[1]); })) return null;
+  if (
+    !lines.every((l) => {
+      const m = /^import ([a-z]+)$/.exec(l);
+      return !!m && SNIPPET_IMPORTS.has(m[1]);
+    })
+  )
+    return null;
   // one expression: brackets balance, no `;`, no operator but unary minus, `=` only as a
   // keyword inside a call, `,` only inside brackets, no keyword but None/True/False
   const stack: string[] = [];
@@ -264,7 +294,7 @@ export function plainUsage(usage: string | null | undefined): string | null {
     const t = m[0];
     // a string right after a name is a prefixed literal (f"{code}" runs code): refused
     if (/^["']/.test(t) && /^[A-Za-z_]/.test(prev)) return null;
-    if (/^\s+$/.test(t) || /^["']/.test(t) || /^[.\d]/.test(t) && t !== '.') continue;
+    if (/^\s+$/.test(t) || /^["']/.test(t) || (/^[.\d]/.test(t) && t !== '.')) continue;
     if (/^[A-Za-z_]/.test(t)) {
       if (PY_KEYWORDS.has(t) && !['None', 'True', 'False'].includes(t)) return null;
       continue;
@@ -273,7 +303,12 @@ export function plainUsage(usage: string | null | undefined): string | null {
     else if (')]}'.includes(t)) {
       if (stack.pop() !== { ')': '(', ']': '[', '}': '{' }[t]) return null;
     } else if (t === ',' || t === ':' || t === '=') {
-      if (!stack.length || (t === '=' && stack[stack.length - 1] !== '(') || (t === ':' && stack[stack.length - 1] !== '{')) return null;
+      if (
+        !stack.length ||
+        (t === '=' && stack[stack.length - 1] !== '(') ||
+        (t === ':' && stack[stack.length - 1] !== '{')
+      )
+        return null;
     } else if (t !== '.' && t !== '-') return null;
   }
   return stack.length ? null : usage;
@@ -293,12 +328,15 @@ export async function exportBlock(store: IndexStore, id: string, opts: ExportOpt
   const validation = e.record.validation;
   const failed = e.status === 'failed' ? (failedStage(doc.stages, validation?.category ?? null) ?? 'validation') : null;
   if (failed && !opts.allowFailed) {
-    throw new NnragError(`${id} failed at ${failed}; it is not a validated block (export it anyway with --allow-failed)`, 'failed-block');
+    throw new NnragError(
+      `${id} failed at ${failed}; it is not a validated block (export it anyway with --allow-failed)`,
+      'failed-block',
+    );
   }
   const moduleName = opts.module ?? moduleNameFor(doc.name);
   const parts = checkModuleName(moduleName);
   if (!opts.into) throw new UsageError('--into DIR is required');
-  ensureDir(opts.into, "export folder");
+  ensureDir(opts.into, 'export folder');
   const root = realpathSync(opts.into);
 
   const file = path.join(root, ...parts.slice(0, -1), `${parts[parts.length - 1]}.py`);
@@ -306,21 +344,32 @@ export async function exportBlock(store: IndexStore, id: string, opts: ExportOpt
   checkPathSafe(root, file);
   checkPathSafe(root, reqFile);
 
-  const passed = doc.stages ? Object.entries(doc.stages).filter(([, s]) => s === 'pass').map(([k]) => k) : [];
+  const passed = doc.stages
+    ? Object.entries(doc.stages)
+        .filter(([, s]) => s === 'pass')
+        .map(([k]) => k)
+    : [];
   // the environments the block passed in (failed export: the one that ran), with what
   // each had installed: the header lists them, the requirements are their lower bounds
   const envs = Object.values(validationsOf(e.record));
   const testedIn = failed ? envs : envs.filter((v) => v.ok);
-  const state = failed ? `FAILED at ${failed}; passed: ${passed.join(', ') || 'none'}` : `${e.status}${passed.length ? ': ' + passed.join(', ') : ''}`;
+  const state = failed
+    ? `FAILED at ${failed}; passed: ${passed.join(', ') || 'none'}`
+    : `${e.status}${passed.length ? ': ' + passed.join(', ') : ''}`;
   const usage = plainUsage(validation?.usage);
   // every value of the record reaches the file only inside comment lines (commentBlock:
   // split on every line break, control characters escaped), so none can become code
   const header =
-    commentBlock(`Exported by nnrag from ${id} (${state}).`) + '\n' +
+    commentBlock(`Exported by nnrag from ${id} (${state}).`) +
+    '\n' +
     (opts.profileText
-      ? commentBlock(`${opts.profileText.profile} profile, emitted again from the indexed sources (the library holds the ${heldProfile(e.record).profile} module, which is what was validated).`) + '\n'
+      ? commentBlock(
+          `${opts.profileText.profile} profile, emitted again from the indexed sources (the library holds the ${heldProfile(e.record).profile} module, which is what was validated).`,
+        ) + '\n'
       : '') +
-    (usage && !failed ? `# Usage, as validated (names of this module, torch imported):\n${commentBlock(usage, '#     ')}\n` : '') +
+    (usage && !failed
+      ? `# Usage, as validated (names of this module, torch imported):\n${commentBlock(usage, '#     ')}\n`
+      : '') +
     testedIn.map((v) => commentBlock(`${failed ? 'Ran' : 'Tested'} with: ${testedLine(v)}`) + '\n').join('') +
     `# The provenance lines below say where every definition comes from; keep them with the code.\n`;
   const text = header + (opts.profileText?.text ?? e.text);
@@ -335,7 +384,14 @@ export async function exportBlock(store: IndexStore, id: string, opts: ExportOpt
     else action = 'replaced';
   }
 
-  const reqs = opts.requirements ?? (await blockRequirements(doc.externs, opts.python ? [] : testedIn, doc.requirements, opts.python ?? validation?.python));
+  const reqs =
+    opts.requirements ??
+    (await blockRequirements(
+      doc.externs,
+      opts.python ? [] : testedIn,
+      doc.requirements,
+      opts.python ?? validation?.python,
+    ));
   const existingReq = existsSync(reqFile) ? readFileSync(reqFile, 'utf8') : '';
   const merged = mergeRequirements(existingReq, reqs);
 
@@ -349,7 +405,8 @@ export async function exportBlock(store: IndexStore, id: string, opts: ExportOpt
       const init = path.join(dir, '__init__.py');
       writeFileAtomic(init, '', { createDirs: false });
       packages.push(init);
-    } else if (!lstatSync(realpathSync(dir)).isDirectory()) throw new NnragError(`${dir} exists and is not a folder`, 'exists');
+    } else if (!lstatSync(realpathSync(dir)).isDirectory())
+      throw new NnragError(`${dir} exists and is not a folder`, 'exists');
   }
   checkPathSafe(root, file);
   if (action !== 'unchanged') writeFileAtomic(file, text, { createDirs: false });

@@ -37,7 +37,10 @@ import type { FactsMeta, FactsRow, FileRow, IndexStore, ProblemRow, RepoRow } fr
 export type IndexMode = 'missing' | 'force' | 'skip';
 
 /** What the indexer needs from a prepared repository (RepoCache.prepare's result). */
-export type IndexCheckout = Pick<RepoCheckout, 'name' | 'root' | 'revision' | 'originUrl' | 'local' | 'packageRoots'> & {
+export type IndexCheckout = Pick<
+  RepoCheckout,
+  'name' | 'root' | 'revision' | 'originUrl' | 'local' | 'packageRoots'
+> & {
   /** optional: restrict to these sub-paths (else IndexOptions.paths) */
   paths?: string[];
   priority?: number;
@@ -57,8 +60,10 @@ export interface ListProblem {
   message?: string;
 }
 
-export type Lister = (root: string, opts: { paths?: string[] }) =>
-  { files: ListedFile[]; problems: ListProblem[] } | Promise<{ files: ListedFile[]; problems: ListProblem[] }>;
+export type Lister = (
+  root: string,
+  opts: { paths?: string[] },
+) => { files: ListedFile[]; problems: ListProblem[] } | Promise<{ files: ListedFile[]; problems: ListProblem[] }>;
 
 export type ModuleNamer = (relPath: string, packageRoots: string[]) => string | null;
 
@@ -165,7 +170,11 @@ function pathsFor(c: IndexCheckout, opts: IndexOptions): string[] | undefined {
 }
 
 /** Index the given repositories into the store (see the policy in the header). */
-export async function indexRepos(store: IndexStore, checkouts: IndexCheckout[], opts: IndexOptions = {}): Promise<IndexReport> {
+export async function indexRepos(
+  store: IndexStore,
+  checkouts: IndexCheckout[],
+  opts: IndexOptions = {},
+): Promise<IndexReport> {
   const names = checkouts.map((c) => c.name);
   const dup = names.find((n, i) => names.indexOf(n) !== i);
   if (dup !== undefined) throw new UsageError(`repository ${JSON.stringify(dup)} given twice`);
@@ -196,7 +205,10 @@ export async function indexRepos(store: IndexStore, checkouts: IndexCheckout[], 
   const moduleName: ModuleNamer = opts.moduleName ?? moduleNameFor;
   const progress = opts.onProgress ?? (() => {});
   const timings: IndexTimings = { list: 0, hash: 0, parse: 0, store: 0, total: 0, parseCpu: 0 };
-  const runId = store.beginRun(mode, checkouts.map((c) => c.name));
+  const runId = store.beginRun(
+    mode,
+    checkouts.map((c) => c.name),
+  );
   const pool = opts.pool ?? new ParsePool(opts.workers);
   const ownPool = !opts.pool;
 
@@ -242,7 +254,9 @@ export async function indexRepos(store: IndexStore, checkouts: IndexCheckout[], 
         done++;
         if (f.size > maxBytes) {
           st.problems.push({
-            repo: c.name, path: f.path, kind: 'too-large',
+            repo: c.name,
+            path: f.path,
+            kind: 'too-large',
             message: `${f.size} bytes > ${maxBytes}: not parsed`,
           });
           continue;
@@ -261,7 +275,9 @@ export async function indexRepos(store: IndexStore, checkouts: IndexCheckout[], 
           } catch (e) {
             const err = e as NodeJS.ErrnoException;
             st.problems.push({
-              repo: c.name, path: f.path, kind: err.code === 'ELOOP' ? 'symlink-loop' : 'read-error',
+              repo: c.name,
+              path: f.path,
+              kind: err.code === 'ELOOP' ? 'symlink-loop' : 'read-error',
               message: err.message,
             });
             continue;
@@ -273,7 +289,12 @@ export async function indexRepos(store: IndexStore, checkouts: IndexCheckout[], 
             mtimeMs = -1; // changed while listing: read again next time
           }
           if (size > maxBytes) {
-            st.problems.push({ repo: c.name, path: f.path, kind: 'too-large', message: `${size} bytes > ${maxBytes}: not parsed` });
+            st.problems.push({
+              repo: c.name,
+              path: f.path,
+              kind: 'too-large',
+              message: `${size} bytes > ${maxBytes}: not parsed`,
+            });
             continue;
           }
         }
@@ -305,46 +326,53 @@ export async function indexRepos(store: IndexStore, checkouts: IndexCheckout[], 
         let done = 0;
         const batches = makeBatches(items, pool.size);
         const byPath = new Map<string, Entry[]>();
-        for (const st of states) for (const e of st.entries) {
-          const l = byPath.get(e.abs);
-          if (l) l.push(e);
-          else byPath.set(e.abs, [e]);
-        }
-        await Promise.all(batches.map(async (batch) => {
-          const outcomes = await pool.parse(batch);
-          const rows: FactsRow[] = [];
-          for (const o of outcomes) {
-            timings.parseCpu += o.parseMs;
-            if (o.readFailed || !o.blob) continue;
-            const row = factsRow(o);
-            rows.push(row);
-            parsedBlobs.add(o.blob);
-            metaCache.set(o.blob, {
-              version: row.version, errors: row.errors, firstError: firstErrorOf(o), problem: row.problem,
-              hasData: row.json !== null,
-            });
-            const expected = batch.find((b) => b.path === o.path)?.blob;
-            if (expected && expected !== o.blob) {
-              // The file changed after we hashed it: record what was parsed.
-              for (const e of byPath.get(o.path) ?? []) {
-                e.blob = o.blob;
-                e.mtimeMs = -1;
-                e.size = o.size;
+        for (const st of states)
+          for (const e of st.entries) {
+            const l = byPath.get(e.abs);
+            if (l) l.push(e);
+            else byPath.set(e.abs, [e]);
+          }
+        await Promise.all(
+          batches.map(async (batch) => {
+            const outcomes = await pool.parse(batch);
+            const rows: FactsRow[] = [];
+            for (const o of outcomes) {
+              timings.parseCpu += o.parseMs;
+              if (o.readFailed || !o.blob) continue;
+              const row = factsRow(o);
+              rows.push(row);
+              parsedBlobs.add(o.blob);
+              metaCache.set(o.blob, {
+                version: row.version,
+                errors: row.errors,
+                firstError: firstErrorOf(o),
+                problem: row.problem,
+                hasData: row.json !== null,
+              });
+              const expected = batch.find((b) => b.path === o.path)?.blob;
+              if (expected && expected !== o.blob) {
+                // The file changed after we hashed it: record what was parsed.
+                for (const e of byPath.get(o.path) ?? []) {
+                  e.blob = o.blob;
+                  e.mtimeMs = -1;
+                  e.size = o.size;
+                }
               }
             }
-          }
-          const ts = now();
-          store.putFacts(rows);
-          storeMs += now() - ts;
-          done += outcomes.length;
-          progress({ phase: 'parse', done, total });
-        }));
+            const ts = now();
+            store.putFacts(rows);
+            storeMs += now() - ts;
+            done += outcomes.length;
+            progress({ phase: 'parse', done, total });
+          }),
+        );
         // Contents still without current facts (vanished or changed files) go again.
-        for (const st of states) for (const e of st.entries) {
-          if (!hasCurrent(e.blob) && !toParse.has(e.blob) && !parsedBlobs.has(e.blob) && round === 0) {
-            toParse.set(e.blob, { path: e.abs, blob: e.blob, size: e.size });
+        for (const st of states)
+          for (const e of st.entries) {
+            if (!hasCurrent(e.blob) && !toParse.has(e.blob) && !parsedBlobs.has(e.blob) && round === 0) {
+              toParse.set(e.blob, { path: e.abs, blob: e.blob, size: e.size });
+            }
           }
-        }
       }
       timings.store += storeMs;
       timings.parse += now() - tp - storeMs;
@@ -354,16 +382,26 @@ export async function indexRepos(store: IndexStore, checkouts: IndexCheckout[], 
     const ts = now();
     const repoReports: RepoIndexReport[] = [];
     const allProblems: ProblemRow[] = [];
-    let files = 0, bytes = 0, reused = 0, parseErrors = 0;
+    let files = 0,
+      bytes = 0,
+      reused = 0,
+      parseErrors = 0;
     const counted = new Set<string>();
     for (const st of states) {
       const c = st.checkout;
       const rows: FileRow[] = [];
-      let rParsed = 0, rReused = 0, rBytes = 0;
+      let rParsed = 0,
+        rReused = 0,
+        rBytes = 0;
       for (const e of st.entries) {
         const m = meta(e.blob);
         if (mode !== 'skip' && m?.version !== FACTS_VERSION) {
-          st.problems.push({ repo: c.name, path: e.path, kind: 'read-error', message: 'file could not be read for parsing' });
+          st.problems.push({
+            repo: c.name,
+            path: e.path,
+            kind: 'read-error',
+            message: 'file could not be read for parsing',
+          });
           continue;
         }
         rows.push({ repo: c.name, path: e.path, module: e.module, blob: e.blob, size: e.size, mtimeMs: e.mtimeMs });
@@ -380,15 +418,23 @@ export async function indexRepos(store: IndexStore, checkouts: IndexCheckout[], 
           if (m.errors > 0) {
             parseErrors++;
             st.problems.push({
-              repo: c.name, path: e.path, kind: 'syntax-error',
+              repo: c.name,
+              path: e.path,
+              kind: 'syntax-error',
               message: (m.firstError ?? 'syntax error') + (m.errors > 1 ? ` (+${m.errors - 1} more)` : ''),
             });
           }
         }
       }
       const repoRow: RepoRow = {
-        name: c.name, url: c.originUrl ?? null, root: c.root, revision: c.revision ?? null, local: !!c.local,
-        priority: c.priority ?? 0, packageRoots: c.packageRoots, indexedAt: new Date().toISOString(),
+        name: c.name,
+        url: c.originUrl ?? null,
+        root: c.root,
+        revision: c.revision ?? null,
+        local: !!c.local,
+        priority: c.priority ?? 0,
+        packageRoots: c.packageRoots,
+        indexedAt: new Date().toISOString(),
       };
       st.problems.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : a.kind.localeCompare(b.kind)));
       store.replaceRepo(repoRow, rows, st.problems);
@@ -397,15 +443,32 @@ export async function indexRepos(store: IndexStore, checkouts: IndexCheckout[], 
       bytes += rBytes;
       reused += rReused;
       allProblems.push(...st.problems);
-      repoReports.push({ name: c.name, files: rows.length, bytes: rBytes, parsed: rParsed, reused: rReused, problems: st.problems.length });
+      repoReports.push({
+        name: c.name,
+        files: rows.length,
+        bytes: rBytes,
+        parsed: rParsed,
+        reused: rReused,
+        problems: st.problems.length,
+      });
     }
     timings.store += now() - ts;
     timings.total = now() - t0;
     for (const k of Object.keys(timings) as (keyof IndexTimings)[]) timings[k] = Math.round(timings[k] * 10) / 10;
 
     const report: IndexReport = {
-      runId, mode, workers: pool.size, repos: repoReports, files, bytes, hashed, parsed: parsedBlobs.size, reused,
-      parseErrors, problems: allProblems, timings,
+      runId,
+      mode,
+      workers: pool.size,
+      repos: repoReports,
+      files,
+      bytes,
+      hashed,
+      parsed: parsedBlobs.size,
+      reused,
+      parseErrors,
+      problems: allProblems,
+      timings,
     };
     const { problems: _p, timings: _t, runId: _r, ...summary } = report;
     store.finishRun(runId, { ...summary, problems: allProblems.length }, { ...timings });
@@ -442,8 +505,14 @@ function firstErrorOf(o: ParseOutcome): string | null {
 
 export function factsRow(o: ParseOutcome): FactsRow {
   return {
-    blob: o.blob, version: FACTS_VERSION, json: o.json, size: o.size, lines: o.lines, errors: o.errors,
-    parseMs: Math.round(o.parseMs * 100) / 100, encoding: o.encoding,
+    blob: o.blob,
+    version: FACTS_VERSION,
+    json: o.json,
+    size: o.size,
+    lines: o.lines,
+    errors: o.errors,
+    parseMs: Math.round(o.parseMs * 100) / 100,
+    encoding: o.encoding,
     problem: o.problem ? JSON.stringify(o.problem) : null,
     firstError: firstErrorOf(o),
   };

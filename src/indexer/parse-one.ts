@@ -15,14 +15,27 @@ export function parseBuffer(path: string, buf: Buffer): ParseOutcome {
     const parseMs = performance.now() - t;
     const e0 = facts.errors[0];
     return {
-      path, blob, json: JSON.stringify(facts), lines: facts.lines, errors: facts.errors.length,
+      path,
+      blob,
+      json: JSON.stringify(facts),
+      lines: facts.lines,
+      errors: facts.errors.length,
       firstError: e0 ? `line ${e0.line}:${e0.column}: ${e0.message}` : null,
-      parseMs, size: buf.length, encoding: dec.encoding, problem: dec.problem,
+      parseMs,
+      size: buf.length,
+      encoding: dec.encoding,
+      problem: dec.problem,
     };
   } catch (e) {
     const err = e as Error;
     return {
-      path, blob, json: null, lines: 0, errors: 0, parseMs: performance.now() - t, size: buf.length,
+      path,
+      blob,
+      json: null,
+      lines: 0,
+      errors: 0,
+      parseMs: performance.now() - t,
+      size: buf.length,
       encoding: dec.encoding,
       problem: { kind: 'binder-error', message: `${err.name}: ${err.message}`.slice(0, 2000) },
     };

@@ -104,7 +104,8 @@ export class ParsePool {
     this.pool = new WorkerPool<Job, ParseWorker>(
       {
         spawn: () => this.spawn(),
-        lost: (job, _w, why) => this.retry(job, why.timedOut ? new Error(`parsing took longer than ${this.timeoutMs / 1000} s`) : why.error),
+        lost: (job, _w, why) =>
+          this.retry(job, why.timedOut ? new Error(`parsing took longer than ${this.timeoutMs / 1000} s`) : why.error),
         reject: (job) => job.reject(new Error('ParsePool closed')),
         timeoutMs: () => this.timeoutMs,
         // keep the process alive while work is pending
@@ -124,7 +125,9 @@ export class ParsePool {
    *  needs them, so a small update does not pay for starting every worker. */
   parse(items: ParseItem[]): Promise<ParseOutcome[]> {
     if (!items.length) return Promise.resolve([]);
-    return new Promise((resolve, reject) => this.pool.submit({ items, isolated: false, resolve, reject }, { grow: true }));
+    return new Promise((resolve, reject) =>
+      this.pool.submit({ items, isolated: false, resolve, reject }, { grow: true }),
+    );
   }
 
   async close(): Promise<void> {
@@ -175,19 +178,33 @@ export class ParsePool {
       const it = job.items[0];
       if (/memory limit|out of memory/i.test(err.message) && this.hasLimits && !job.unlimited) {
         // A huge file outgrew the heap limit: parse it alone in a worker without one.
-        this.runUnlimited(it).then((r) => job.resolve(r), (e: Error) => this.retry({ ...job, unlimited: true }, e));
+        this.runUnlimited(it).then(
+          (r) => job.resolve(r),
+          (e: Error) => this.retry({ ...job, unlimited: true }, e),
+        );
         return;
       }
-      job.resolve([{
-        path: it.path, blob: it.blob ?? '', json: null, lines: 0, errors: 0, parseMs: 0, size: 0, encoding: null,
-        problem: { kind: 'parse-crash', message: err.message }, readFailed: !it.blob,
-      }]);
+      job.resolve([
+        {
+          path: it.path,
+          blob: it.blob ?? '',
+          json: null,
+          lines: 0,
+          errors: 0,
+          parseMs: 0,
+          size: 0,
+          encoding: null,
+          problem: { kind: 'parse-crash', message: err.message },
+          readFailed: !it.blob,
+        },
+      ]);
       return;
     }
     const parts = job.items.map(
-      (it) => new Promise<ParseOutcome[]>((resolve, reject) => {
-        this.pool.requeue({ items: [it], isolated: true, resolve, reject });
-      }),
+      (it) =>
+        new Promise<ParseOutcome[]>((resolve, reject) => {
+          this.pool.requeue({ items: [it], isolated: true, resolve, reject });
+        }),
     );
     Promise.all(parts).then((rs) => job.resolve(rs.flat()), job.reject);
   }
@@ -205,11 +222,13 @@ export class ParsePool {
         void w.terminate();
         f();
       };
-      w.on('message', (res: WorkerResponse) => done(() => {
-        this.parsedFiles += res.results.length;
-        if (res.fatal) reject(new Error(res.fatal));
-        else resolve(res.results);
-      }));
+      w.on('message', (res: WorkerResponse) =>
+        done(() => {
+          this.parsedFiles += res.results.length;
+          if (res.fatal) reject(new Error(res.fatal));
+          else resolve(res.results);
+        }),
+      );
       w.on('error', (e) => done(() => reject(e)));
       w.on('exit', (code) => done(() => reject(new Error(`parse worker exited with code ${code}`))));
       const req: WorkerRequest = { id: this.nextId++, items: [it] };

@@ -8,8 +8,10 @@ const sec = (msv: number) => (msv >= 1000 ? `${(msv / 1000).toFixed(2)} s` : `${
 export function formatIndexReport(r: IndexReport, maxProblems = 20): string {
   const out: string[] = [];
   for (const repo of r.repos) {
-    out.push(`${repo.name}: ${repo.files} files, ${mb(repo.bytes)}, ${repo.parsed} parsed, ${repo.reused} reused` +
-      (repo.problems ? `, ${repo.problems} problems` : ''));
+    out.push(
+      `${repo.name}: ${repo.files} files, ${mb(repo.bytes)}, ${repo.parsed} parsed, ${repo.reused} reused` +
+        (repo.problems ? `, ${repo.problems} problems` : ''),
+    );
   }
   const t = r.timings;
   out.push(
@@ -40,7 +42,9 @@ export function formatStats(s: StoreStats): string {
     const t = s.lastRun.timings ?? {};
     out.push(
       `last run #${s.lastRun.id} (${s.lastRun.mode}, ${s.lastRun.finished ?? 'unfinished'}): ` +
-        Object.entries(t).map(([k, v]) => `${k} ${sec(v)}`).join(', '),
+        Object.entries(t)
+          .map(([k, v]) => `${k} ${sec(v)}`)
+          .join(', '),
     );
   }
   return out.join('\n');

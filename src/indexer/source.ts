@@ -35,8 +35,30 @@ export function codingCookie(buf: Uint8Array): string | null {
   return m ? m[1].toLowerCase() : null;
 }
 
-const UTF8_NAMES = new Set(['utf-8', 'utf8', 'utf_8', 'u8', 'utf', 'cp65001', 'utf-8-sig', 'utf8-sig', 'ascii', 'us-ascii', '646']);
-const LATIN1_NAMES = new Set(['latin-1', 'latin1', 'latin_1', 'iso-8859-1', 'iso8859-1', 'iso_8859_1', '8859', 'cp819', 'l1']);
+const UTF8_NAMES = new Set([
+  'utf-8',
+  'utf8',
+  'utf_8',
+  'u8',
+  'utf',
+  'cp65001',
+  'utf-8-sig',
+  'utf8-sig',
+  'ascii',
+  'us-ascii',
+  '646',
+]);
+const LATIN1_NAMES = new Set([
+  'latin-1',
+  'latin1',
+  'latin_1',
+  'iso-8859-1',
+  'iso8859-1',
+  'iso_8859_1',
+  '8859',
+  'cp819',
+  'l1',
+]);
 
 function firstBadLine(text: string): number {
   const i = text.indexOf('\uFFFD');
@@ -55,7 +77,11 @@ export function decodePython(buf: Uint8Array): DecodedSource {
   if (cookie && !UTF8_NAMES.has(cookie)) {
     // Python's latin-1 is ISO-8859-1 proper (WHATWG maps the label to windows-1252).
     if (LATIN1_NAMES.has(cookie)) {
-      return { text: Buffer.from(buf.buffer, buf.byteOffset, buf.length).toString('latin1'), encoding: 'latin-1', problem: null };
+      return {
+        text: Buffer.from(buf.buffer, buf.byteOffset, buf.length).toString('latin1'),
+        encoding: 'latin-1',
+        problem: null,
+      };
     }
     let dec: TextDecoder | null = null;
     try {
@@ -69,21 +95,30 @@ export function decodePython(buf: Uint8Array): DecodedSource {
       } catch {
         const text = new TextDecoder(cookie.replace(/_/g, '-')).decode(buf);
         return {
-          text, encoding: cookie,
-          problem: { kind: 'undecodable', message: `bytes not valid in declared encoding ${cookie} (first at line ${firstBadLine(text)})` },
+          text,
+          encoding: cookie,
+          problem: {
+            kind: 'undecodable',
+            message: `bytes not valid in declared encoding ${cookie} (first at line ${firstBadLine(text)})`,
+          },
         };
       }
     }
     const text = utf8.decode(buf);
     return {
-      text, encoding: 'utf-8',
+      text,
+      encoding: 'utf-8',
       problem: { kind: 'unknown-encoding', message: `unknown coding cookie ${cookie}; decoded as UTF-8` },
     };
   }
   const text = utf8.decode(buf);
   if (isUtf8(buf)) return { text, encoding: 'utf-8', problem: null };
   return {
-    text, encoding: 'utf-8',
-    problem: { kind: 'invalid-utf8', message: `invalid UTF-8 (first at line ${firstBadLine(text)}); indexed with U+FFFD replacements` },
+    text,
+    encoding: 'utf-8',
+    problem: {
+      kind: 'invalid-utf8',
+      message: `invalid UTF-8 (first at line ${firstBadLine(text)}); indexed with U+FFFD replacements`,
+    },
   };
 }

@@ -22,8 +22,16 @@ function parseOne(path: string, expectedBlob: string | null): ParseOutcome {
     buf = readFileSync(path);
   } catch (e) {
     return {
-      path, blob: expectedBlob ?? '', json: null, lines: 0, errors: 0, parseMs: 0, size: 0,
-      encoding: null, problem: { kind: 'read-error', message: (e as Error).message }, readFailed: true,
+      path,
+      blob: expectedBlob ?? '',
+      json: null,
+      lines: 0,
+      errors: 0,
+      parseMs: 0,
+      size: 0,
+      encoding: null,
+      problem: { kind: 'read-error', message: (e as Error).message },
+      readFailed: true,
     };
   }
   return parseBuffer(path, buf);
@@ -34,7 +42,13 @@ parentPort!.on('message', (msg: WorkerRequest) => {
     () => {
       const t = performance.now();
       const results = msg.items.map((it) => parseOne(it.path, it.blob));
-      const res: WorkerResponse = { id: msg.id, results, initMs, busyMs: performance.now() - t, heapMB: getHeapStatistics().total_heap_size / 1048576 };
+      const res: WorkerResponse = {
+        id: msg.id,
+        results,
+        initMs,
+        busyMs: performance.now() - t,
+        heapMB: getHeapStatistics().total_heap_size / 1048576,
+      };
       initMs = undefined;
       parentPort!.postMessage(res);
     },

@@ -18,7 +18,8 @@ export interface AdviceInput {
 /** The way to build an environment with what the store needs, where Debian lacks it or
  *  another version is needed: a PyPI environment (`env create`, src/environment/pypi.ts),
  *  offline from local wheels with `--wheels W`; or any virtual environment with `--python`. */
-export const ENVIRONMENT_STEP = '`nnrag env create DIR --store S` (a PyPI environment; `--wheels W` installs from local wheels), then validate with `--env DIR`; or a virtual environment of your own given with `--python`';
+export const ENVIRONMENT_STEP =
+  '`nnrag env create DIR --store S` (a PyPI environment; `--wheels W` installs from local wheels), then validate with `--env DIR`; or a virtual environment of your own given with `--python`';
 
 /** The next step for a failure, or null when nnrag has none to give. `id` is put into the
  *  commands it prints (default `ID`). */
@@ -28,12 +29,18 @@ export function nextStep(v: AdviceInput | null | undefined, id = 'ID'): string |
   const category = v.category ?? null;
   const again = `\`nnrag validate ${id} --force\``;
   if (category === 'torch-version') {
-    const what = /has no attribute '(\w+)'/.exec(err)?.[1] ?? /cannot import name '(\w+)'/.exec(err)?.[1] ?? /No module named '([\w.]+)'/.exec(err)?.[1];
-    const declared = v.torchRequired ? `; the repository declares \`${v.torchRequired.spec}\` (${v.torchRequired.file}:${v.torchRequired.line})` : '';
+    const what =
+      /has no attribute '(\w+)'/.exec(err)?.[1] ??
+      /cannot import name '(\w+)'/.exec(err)?.[1] ??
+      /No module named '([\w.]+)'/.exec(err)?.[1];
+    const declared = v.torchRequired
+      ? `; the repository declares \`${v.torchRequired.spec}\` (${v.torchRequired.file}:${v.torchRequired.line})`
+      : '';
     return `this torch lacks ${what ? `\`${what}\`` : 'an API the block uses'}${declared}: validate in an environment with ${v.torchRequired ? `\`${v.torchRequired.spec}\`` : 'a newer torch'}: ${ENVIRONMENT_STEP}`;
   }
   // a keyword a newer torch.nn class takes (LayerNorm(bias=…) since torch 2.1)
-  if (/unexpected keyword argument/.test(err) && /torch/.test(err + category)) return `the block was written for a newer torch: validate in a torch 2 environment: ${ENVIRONMENT_STEP}`;
+  if (/unexpected keyword argument/.test(err) && /torch/.test(err + category))
+    return `the block was written for a newer torch: validate in a torch 2 environment: ${ENVIRONMENT_STEP}`;
   if (category === 'missing-extern' || /No module named '/.test(err)) {
     const m = v.missing;
     if (m) {

@@ -65,16 +65,25 @@ export function layerInventory(text: string, className: string): Record<string, 
   const classes = new Set([...text.matchAll(/^class\s+([A-Za-z_]\w*)/gm)].map((m) => m[1]));
   classes.delete(className);
   for (const m of seg.matchAll(/(?<![\w.])([A-Z]\w*)\s*\(/g)) {
-    if (classes.has(m[1]) && !/^\s*class\s/.test(seg.slice(seg.lastIndexOf('\n', m.index) + 1, m.index + 1))) out[m[1]] = (out[m[1]] ?? 0) + 1;
+    if (classes.has(m[1]) && !/^\s*class\s/.test(seg.slice(seg.lastIndexOf('\n', m.index) + 1, m.index + 1)))
+      out[m[1]] = (out[m[1]] ?? 0) + 1;
   }
   return out;
 }
 
-
 export type Category = BlockCategory;
 
 export const CATEGORIES: readonly Category[] = [
-  'attention', 'convolution', 'transformer block', 'pooling', 'normalization', 'loss', 'architecture', 'embedding', 'wrapper', 'utility',
+  'attention',
+  'convolution',
+  'transformer block',
+  'pooling',
+  'normalization',
+  'loss',
+  'architecture',
+  'embedding',
+  'wrapper',
+  'utility',
 ];
 
 export interface CategoryInput {
@@ -99,9 +108,15 @@ export interface CategoryResult {
 const bare = (s: string) => s.split('.').pop()!.replace(/\[.*$/, '').trim();
 
 const IS = {
-  conv: (t: string) => /^(Lazy)?Conv(Transpose)?[123]d$|Conv(2d|Bn|BN|Norm|Act)|^Conv$|ConvModule|DepthwiseSeparable|SeparableConv/.test(t),
+  conv: (t: string) =>
+    /^(Lazy)?Conv(Transpose)?[123]d$|Conv(2d|Bn|BN|Norm|Act)|^Conv$|ConvModule|DepthwiseSeparable|SeparableConv/.test(
+      t,
+    ),
   attention: (t: string) => /MultiheadAttention|Attention|Attn|MHSA|MSA$|MHA$/.test(t),
-  norm: (t: string) => /Norm(\dd)?$|^(Batch|Layer|Group|Instance|RMS|LocalResponse)Norm|^_?NormBase$|^_BatchNorm$|^FrozenBatchNorm/.test(t),
+  norm: (t: string) =>
+    /Norm(\dd)?$|^(Batch|Layer|Group|Instance|RMS|LocalResponse)Norm|^_?NormBase$|^_BatchNorm$|^FrozenBatchNorm/.test(
+      t,
+    ),
   pool: (t: string) => /Pool(\dd)?$|Pooling|^GeM$/.test(t),
   linear: (t: string) => /^(Lazy)?Linear$|^Bilinear$|^NonDynamicallyQuantizableLinear$/.test(t),
   mlp: (t: string) => /Mlp|MLP|FeedForward|FFN|^FF$/.test(t),
@@ -112,13 +127,15 @@ const IS = {
 /** Names of a position or token embedding: Embedding / Embed / Emb as a word of the name
  *  (`RotaryEmbeddingCat`, `SinusoidalPosEmb`, `TimestepEmbedder`), positional encodings,
  *  rotary, sinusoidal and ALiBi position terms. */
-const EMBEDDING = /Embed(ding|der)?s?(?![a-z])|Emb(?![a-z])|Positional|Position(Encoding|Embedding|Bias)|Rotary|RoPE|Sinusoidal|Alibi|ALiBi/;
+const EMBEDDING =
+  /Embed(ding|der)?s?(?![a-z])|Emb(?![a-z])|Positional|Position(Encoding|Embedding|Bias)|Rotary|RoPE|Sinusoidal|Alibi|ALiBi/;
 
 /** Names of a part of a network (a block, layer or stage of it), never the whole network. */
 const PART = /(Block|Layer|Stage)$/;
 
 /** Non-parameterised helpers that do not make a block "convolutional" etc. */
-const PASSIVE = /^(ReLU|ReLU6|GELU|SiLU|Swish|Mish|Sigmoid|Tanh|Hardswish|Hardsigmoid|LeakyReLU|PReLU|ELU|SELU|Softmax|LogSoftmax|Dropout\dd?|Dropout|DropPath|Identity|Flatten|Unflatten|Sequential|ModuleList|ModuleDict|ParameterList|Upsample|PixelShuffle)$/;
+const PASSIVE =
+  /^(ReLU|ReLU6|GELU|SiLU|Swish|Mish|Sigmoid|Tanh|Hardswish|Hardsigmoid|LeakyReLU|PReLU|ELU|SELU|Softmax|LogSoftmax|Dropout\dd?|Dropout|DropPath|Identity|Flatten|Unflatten|Sequential|ModuleList|ModuleDict|ParameterList|Upsample|PixelShuffle)$/;
 
 export function categorize(input: CategoryInput): CategoryResult {
   const name = input.name;
@@ -142,13 +159,20 @@ export function categorize(input: CategoryInput): CategoryResult {
   const structural = nConv + nAttn + nTLayer;
   // 0. wrapper: a module taking the module it applies (the names PyTorch code gives such an
   // argument), e.g. a residual connection `x + fn(x)` or a pre-norm `fn(norm(x))`
-  const wrapped = (input.initParams ?? []).find((p) => /^(fn|func|function|module|sublayer|sub_layer|wrapped|inner|body)$/.test(p));
-  if (wrapped && structural === 0 && !PART.test(name) && !/Loss/.test(name)) return r('wrapper', `the constructor takes the module it wraps (${wrapped})`);
+  const wrapped = (input.initParams ?? []).find((p) =>
+    /^(fn|func|function|module|sublayer|sub_layer|wrapped|inner|body)$/.test(p),
+  );
+  if (wrapped && structural === 0 && !PART.test(name) && !/Loss/.test(name))
+    return r('wrapper', `the constructor takes the module it wraps (${wrapped})`);
   // 1. loss
   if (/Loss$|Loss[A-Z0-9_]|Criterion/.test(name)) return r('loss', `name ${name} is a loss`);
   const lossBase = bases.find(IS.loss);
   if (lossBase) return r('loss', `base ${lossBase} is a loss`);
-  if (params.some((p) => /^(target|targets|label|labels|gt|y_true|ground_truth)$/.test(p)) && active.length <= 1 && total <= 1) {
+  if (
+    params.some((p) => /^(target|targets|label|labels|gt|y_true|ground_truth)$/.test(p)) &&
+    active.length <= 1 &&
+    total <= 1
+  ) {
     return r('loss', `forward takes a target (${params.join(', ')}) and the block has no layers`);
   }
   // 2. normalization
@@ -160,12 +184,17 @@ export function categorize(input: CategoryInput): CategoryResult {
   }
   // 3. pooling
   // RoI align/pool and graph aggregations reduce a region or a neighbourhood to one value
-  if (/[Pp]ool(ing)?(\dd)?$|Pool[A-Z]|^GeM|SPP(F)?$|^SpatialPyramid|R[Oo]I(Align|Pool)|Aggregation$|Pooler$/.test(name) && nConv + nAttn + nTLayer <= 2) {
+  if (
+    /[Pp]ool(ing)?(\dd)?$|Pool[A-Z]|^GeM|SPP(F)?$|^SpatialPyramid|R[Oo]I(Align|Pool)|Aggregation$|Pooler$/.test(name) &&
+    nConv + nAttn + nTLayer <= 2
+  ) {
     return r('pooling', `name ${name} is a pooling`);
   }
-  if (active.length > 0 && active.every(([t]) => IS.pool(t)) && !PART.test(name)) return r('pooling', 'every layer is a pooling layer');
+  if (active.length > 0 && active.every(([t]) => IS.pool(t)) && !PART.test(name))
+    return r('pooling', 'every layer is a pooling layer');
   // 4. architecture
-  const archName = /(Net|Nets|Model|ResNe[XS]?t|VGG|ViT|Former|Transformer|Classifier|Backbone|EncoderDecoder|Detector|Segmenter|UNet|GAN|Generator|Discriminator)(V?\d+[a-z]?|_.*)?$/;
+  const archName =
+    /(Net|Nets|Model|ResNe[XS]?t|VGG|ViT|Former|Transformer|Classifier|Backbone|EncoderDecoder|Detector|Segmenter|UNet|GAN|Generator|Discriminator)(V?\d+[a-z]?|_.*)?$/;
   // a network named as one; with no known layers (not built, layers inherited) the name alone
   if (archName.test(name) && !PART.test(name)) {
     return r('architecture', `name ${name} names a network`);
@@ -179,11 +208,19 @@ export function categorize(input: CategoryInput): CategoryResult {
   }
   // 4b. embedding
   if (EMBEDDING.test(name) && structural === 0) return r('embedding', `name ${name} is an embedding`);
-  if (active.length > 0 && active.every(([t]) => /^Embedding(Bag)?$/.test(t)) && structural === 0) return r('embedding', 'every layer is an embedding table');
+  if (active.length > 0 && active.every(([t]) => /^Embedding(Bag)?$/.test(t)) && structural === 0)
+    return r('embedding', 'every layer is an embedding table');
   // 5. transformer block
   if (nTLayer > 0) return r('transformer block', 'it contains a transformer layer');
-  if (nAttn > 0 && (nMlp > 0 || nLinear >= 2 || nNorm > 0) && /Block|Layer|Stage|Encoder|Decoder|Transformer/.test(name)) {
-    return r('transformer block', `${name} combines attention with ${nMlp > 0 ? 'an MLP' : nLinear >= 2 ? 'linear layers' : 'normalization'}`);
+  if (
+    nAttn > 0 &&
+    (nMlp > 0 || nLinear >= 2 || nNorm > 0) &&
+    /Block|Layer|Stage|Encoder|Decoder|Transformer/.test(name)
+  ) {
+    return r(
+      'transformer block',
+      `${name} combines attention with ${nMlp > 0 ? 'an MLP' : nLinear >= 2 ? 'linear layers' : 'normalization'}`,
+    );
   }
   // 6. attention
   if (/Attention|Attn|MHSA|MultiHead|SqueezeExcit|^SE(Block|Module|Layer)?$|^SE[A-Z]|CBAM|NonLocal|^ECA/.test(name)) {
@@ -191,11 +228,21 @@ export function categorize(input: CategoryInput): CategoryResult {
   }
   if (nAttn > 0) return r('attention', 'it has an attention layer');
   // 6b. wrapper by name: a residual / skip connection
-  if (/^(Residual|Skip|Shortcut)(Add|Connection|Wrapper)?\d*$|^(Residual|Skip)$|Wrapper$/.test(name) && nConv === 0 && nAttn === 0 && nTLayer === 0) {
+  if (
+    /^(Residual|Skip|Shortcut)(Add|Connection|Wrapper)?\d*$|^(Residual|Skip)$|Wrapper$/.test(name) &&
+    nConv === 0 &&
+    nAttn === 0 &&
+    nTLayer === 0
+  ) {
     return r('wrapper', `name ${name} is a residual connection or wrapper`);
   }
   // 7. convolution
-  if (/Conv(?!ert)|Bottleneck|BasicBlock|ResBlock|ResidualBlock|^Res(Layer|Stage|Unit)|InvertedResidual|Depthwise|DepthWise|MBConv|Stem$/.test(name) && nAttn === 0) {
+  if (
+    /Conv(?!ert)|Bottleneck|BasicBlock|ResBlock|ResidualBlock|^Res(Layer|Stage|Unit)|InvertedResidual|Depthwise|DepthWise|MBConv|Stem$/.test(
+      name,
+    ) &&
+    nAttn === 0
+  ) {
     return r('convolution', `name ${name} is a convolutional block`);
   }
   if (nConv > 0 && nConv >= nLinear && nConv >= nNorm && nConv >= nPool) {

@@ -28,14 +28,19 @@ export interface BarChartOptions {
 
 /** Escape text for XML character data and attribute values. */
 export function escapeXml(s: string): string {
-  return s
-    // characters not allowed in XML 1.0 at all (C0 controls except tab/newline/CR, lone surrogates, U+FFFE/F)
-    .replace(/[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD')
-    .replace(/&/g, '&amp;')
-    .replace(/</g, '&lt;')
-    .replace(/>/g, '&gt;')
-    .replace(/"/g, '&quot;')
-    .replace(/'/g, '&#39;');
+  return (
+    s
+      // characters not allowed in XML 1.0 at all (C0 controls except tab/newline/CR, lone surrogates, U+FFFE/F)
+      .replace(
+        /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g,
+        '\uFFFD',
+      )
+      .replace(/&/g, '&amp;')
+      .replace(/</g, '&lt;')
+      .replace(/>/g, '&gt;')
+      .replace(/"/g, '&quot;')
+      .replace(/'/g, '&#39;')
+  );
 }
 
 const fmtNum = (v: number) =>
@@ -48,7 +53,7 @@ export function niceStep(raw: number): number {
   if (!(raw > 0)) return 1;
   const p = Math.pow(10, Math.floor(Math.log10(raw)));
   let best = p;
-  for (const m of [1, 2, 5, 10]) if (Math.abs(Math.log(m * p / raw)) < Math.abs(Math.log(best / raw))) best = m * p;
+  for (const m of [1, 2, 5, 10]) if (Math.abs(Math.log((m * p) / raw)) < Math.abs(Math.log(best / raw))) best = m * p;
   return best;
 }
 
@@ -113,8 +118,7 @@ export function barChart(opts: BarChartOptions): string {
       );
     }
     const note =
-      b.note ??
-      (opts.percent ? fmtPct(b.value) : fmtNum(b.value) + (b.max !== undefined ? ` / ${fmtNum(b.max)}` : ''));
+      b.note ?? (opts.percent ? fmtPct(b.value) : fmtNum(b.value) + (b.max !== undefined ? ` / ${fmtNum(b.max)}` : ''));
     out.push(`<text class="n" x="${plotX + plotW + 6}" y="${y + 15}">${escapeXml(note)}</text>`);
     out.push(`</g>`);
   });
@@ -125,17 +129,24 @@ export function barChart(opts: BarChartOptions): string {
     const v = step * t;
     const tx = x(v);
     out.push(`<path d="M${tx} ${axisY}V${axisY + 4}" stroke="#888" fill="none"/>`);
-    out.push(`<text class="n" x="${tx}" y="${axisY + 16}" text-anchor="middle">${opts.percent ? `${t * 25}%` : fmtNum(r2(v))}</text>`);
+    out.push(
+      `<text class="n" x="${tx}" y="${axisY + 16}" text-anchor="middle">${opts.percent ? `${t * 25}%` : fmtNum(r2(v))}</text>`,
+    );
   }
   if (opts.axisLabel) {
-    out.push(`<text class="n" x="${plotX + plotW / 2}" y="${axisY + 30}" text-anchor="middle">${escapeXml(opts.axisLabel)}</text>`);
+    out.push(
+      `<text class="n" x="${plotX + plotW / 2}" y="${axisY + 30}" text-anchor="middle">${escapeXml(opts.axisLabel)}</text>`,
+    );
   }
   out.push(`</svg>`);
   return out.join('\n') + '\n';
 }
 
 /** "Blocks per repository": unique blocks drawn inside a track of all blocks. */
-export function blocksPerRepoChart(perRepo: Record<string, { total: number; unique: number }>, title = 'Blocks per repository'): string {
+export function blocksPerRepoChart(
+  perRepo: Record<string, { total: number; unique: number }>,
+  title = 'Blocks per repository',
+): string {
   const bars = Object.entries(perRepo)
     .sort((a, b) => b[1].total - a[1].total || (a[0] < b[0] ? -1 : 1))
     .map(([repo, v]) => ({ label: repo, value: v.unique, max: v.total, note: `${v.unique} unique / ${v.total}` }));

@@ -28,9 +28,7 @@
 import os from 'node:os';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { WorkerPool, type PoolWorker } from '../util/pool.js';
-import {
-  tokenize, docstringMask, structuralHashes, exactFingerprint, intsHash, codeTokenCount,
-} from './structural.js';
+import { tokenize, docstringMask, structuralHashes, exactFingerprint, intsHash, codeTokenCount } from './structural.js';
 import { shinglesInto, ophSignature, ophInto, jaccard, jaccardBound, bandKey, chooseBands, mix32 } from './minhash.js';
 
 /** Bump whenever tokenization, shingling or MinHash hashing changes: stored signatures of
@@ -156,7 +154,15 @@ function signCore(text: string): Core {
   const nNear = shinglesInto(scratchNear, m, SHINGLE_K, nearSetBuf);
   const sm = structuralHashes(t, keep, scratchStruct);
   const nStruct = shinglesInto(scratchStruct, sm, SHINGLE_K, structSetBuf);
-  return { error: null, empty: false, exact: exactFingerprint(t, keep), ints: intsHash(t, keep), tokens: code, nNear, nStruct };
+  return {
+    error: null,
+    empty: false,
+    exact: exactFingerprint(t, keep),
+    ints: intsHash(t, keep),
+    tokens: code,
+    nNear,
+    nStruct,
+  };
 }
 
 /** Signatures of one block from the tokenizer alone (synchronous; no syntax check). */
@@ -180,9 +186,15 @@ export function computeSignature(text: string): BlockSignature {
 
 function invalidSig(error: string | null, empty: boolean): BlockSignature {
   return {
-    exact: '', ints: 0, nearSig: null, structuralSig: null,
-    nearShingles: new Uint32Array(0), structuralShingles: new Uint32Array(0),
-    tokens: 0, empty, error,
+    exact: '',
+    ints: 0,
+    nearSig: null,
+    structuralSig: null,
+    nearShingles: new Uint32Array(0),
+    structuralShingles: new Uint32Array(0),
+    tokens: 0,
+    empty,
+    error,
   };
 }
 
@@ -197,8 +209,16 @@ export async function blockSignatures(text: string, opts: { syntaxCheck?: boolea
 }
 
 /** Pairwise comparison of two signatures, with the verdict dedup would reach. */
-export function similarity(a: BlockSignature, b: BlockSignature, opts: DedupOptions = {}): {
-  exact: boolean; near: number; structural: number; sameInts: boolean; duplicate: DupKind | null;
+export function similarity(
+  a: BlockSignature,
+  b: BlockSignature,
+  opts: DedupOptions = {},
+): {
+  exact: boolean;
+  near: number;
+  structural: number;
+  sameInts: boolean;
+  duplicate: DupKind | null;
 } {
   const ok = (s: BlockSignature) => !s.error && !s.empty;
   const near = jaccard(a.nearShingles, b.nearShingles);
@@ -272,7 +292,11 @@ const fromBytes = (b: Uint8Array) => {
 
 export function signatureToRecord(s: BlockSignature): SignatureRecord {
   return {
-    exact: s.exact, ints: s.ints, tokens: s.tokens, empty: s.empty, error: s.error,
+    exact: s.exact,
+    ints: s.ints,
+    tokens: s.tokens,
+    empty: s.empty,
+    error: s.error,
     nearSig: s.nearSig && toBytes(s.nearSig),
     structuralSig: s.structuralSig && toBytes(s.structuralSig),
     nearShingles: toBytes(s.nearShingles),
@@ -282,7 +306,11 @@ export function signatureToRecord(s: BlockSignature): SignatureRecord {
 
 export function signatureFromRecord(r: SignatureRecord): BlockSignature {
   return {
-    exact: r.exact, ints: r.ints, tokens: r.tokens, empty: r.empty, error: r.error,
+    exact: r.exact,
+    ints: r.ints,
+    tokens: r.tokens,
+    empty: r.empty,
+    error: r.error,
     nearSig: r.nearSig && fromBytes(r.nearSig),
     structuralSig: r.structuralSig && fromBytes(r.structuralSig),
     nearShingles: fromBytes(r.nearShingles),
@@ -304,8 +332,11 @@ export class SimilarityIndex {
   /** Bucket keys of a signature: 'n<band>:<key>' and 's<band>:<key>'. */
   private keys(sig: BlockSignature): string[] {
     const out: string[] = [];
-    if (sig.nearSig) for (let b = 0; b < this.nearBands.b; b++) out.push(`n${b}:${bandKey(sig.nearSig, b, this.nearBands.r)}`);
-    if (sig.structuralSig) for (let b = 0; b < this.structBands.b; b++) out.push(`s${b}:${bandKey(sig.structuralSig, b, this.structBands.r)}`);
+    if (sig.nearSig)
+      for (let b = 0; b < this.nearBands.b; b++) out.push(`n${b}:${bandKey(sig.nearSig, b, this.nearBands.r)}`);
+    if (sig.structuralSig)
+      for (let b = 0; b < this.structBands.b; b++)
+        out.push(`s${b}:${bandKey(sig.structuralSig, b, this.structBands.r)}`);
     return out;
   }
 
@@ -328,8 +359,16 @@ export class SimilarityIndex {
    * (exact, for small libraries or low thresholds); otherwise only LSH candidates, which
    * find pairs above ~0.8 Jaccard reliably.
    */
-  query(sig: BlockSignature, opts: { k?: number; minScore?: number; exhaustive?: boolean; excludeId?: string } = {}): {
-    id: string; score: number; near: number; structural: number; exact: boolean; sameInts: boolean;
+  query(
+    sig: BlockSignature,
+    opts: { k?: number; minScore?: number; exhaustive?: boolean; excludeId?: string } = {},
+  ): {
+    id: string;
+    score: number;
+    near: number;
+    structural: number;
+    exact: boolean;
+    sameInts: boolean;
   }[] {
     const cands = new Set<string>();
     if (opts.exhaustive) for (const id of this.sigs.keys()) cands.add(id);
@@ -342,7 +381,14 @@ export class SimilarityIndex {
       const structural = jaccard(sig.structuralShingles, o.structuralShingles);
       const score = Math.max(near, structural);
       if (score < (opts.minScore ?? 0)) continue;
-      res.push({ id, score, near, structural, exact: !!sig.exact && sig.exact === o.exact, sameInts: sig.ints === o.ints });
+      res.push({
+        id,
+        score,
+        near,
+        structural,
+        exact: !!sig.exact && sig.exact === o.exact,
+        sameInts: sig.ints === o.ints,
+      });
     }
     res.sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : 1));
     return res.slice(0, opts.k ?? 10);
@@ -410,15 +456,19 @@ function packSignatures(texts: readonly string[]): Packed {
     structOff[i + 1] = struct.len;
   }
   return {
-    count, exact, meta, errors, sigs,
-    nearSets: near.buf, nearOff,
-    structSets: struct.buf, structOff,
+    count,
+    exact,
+    meta,
+    errors,
+    sigs,
+    nearSets: near.buf,
+    nearOff,
+    structSets: struct.buf,
+    structOff,
   };
 }
 
-type Job =
-  | { type: 'sign'; id: number; texts: string[] }
-  | { type: 'syntax'; id: number; texts: string[] };
+type Job = { type: 'sign'; id: number; texts: string[] } | { type: 'syntax'; id: number; texts: string[] };
 
 // Worker entry: this same module, started with workerData.nnragDedup.
 if (!isMainThread && (workerData as { nnragDedup?: boolean } | null)?.nnragDedup && parentPort) {
@@ -427,7 +477,12 @@ if (!isMainThread && (workerData as { nnragDedup?: boolean } | null)?.nnragDedup
     if (job.type === 'sign') {
       const p = packSignatures(job.texts);
       port.postMessage({ id: job.id, packed: p }, [
-        p.meta.buffer, p.sigs.buffer, p.nearSets.buffer, p.nearOff.buffer, p.structSets.buffer, p.structOff.buffer,
+        p.meta.buffer,
+        p.sigs.buffer,
+        p.nearSets.buffer,
+        p.nearOff.buffer,
+        p.structSets.buffer,
+        p.structOff.buffer,
       ] as ArrayBuffer[]);
     } else {
       syntaxErrors(job.texts).then(
@@ -488,7 +543,9 @@ class Pool {
   }
 
   run<R>(job: Omit<Job, 'id'>): Promise<R> {
-    return new Promise<R>((resolve, reject) => this.pool.submit({ msg: job, resolve: resolve as (v: unknown) => void, reject }));
+    return new Promise<R>((resolve, reject) =>
+      this.pool.submit({ msg: job, resolve: resolve as (v: unknown) => void, reject }),
+    );
   }
 
   async close(): Promise<void> {
@@ -514,7 +571,8 @@ class UnionFind {
     return x;
   }
   union(a: number, b: number): boolean {
-    const ra = this.find(a), rb = this.find(b);
+    const ra = this.find(a),
+      rb = this.find(b);
     if (ra === rb) return false;
     if (ra < rb) this.parent[rb] = ra;
     else this.parent[ra] = rb;
@@ -556,11 +614,21 @@ function storeFromPacked(parts: Packed[], n: number): SigStore {
     }
   });
   return {
-    valid, empty, ints, exact, errors,
+    valid,
+    empty,
+    ints,
+    exact,
+    errors,
     nearSig: (i) => parts[part[i]].sigs.subarray(local[i] * 2 * K, local[i] * 2 * K + K),
     structSig: (i) => parts[part[i]].sigs.subarray(local[i] * 2 * K + K, local[i] * 2 * K + 2 * K),
-    nearSet: (i) => { const p = parts[part[i]]; return p.nearSets.subarray(p.nearOff[local[i]], p.nearOff[local[i] + 1]); },
-    structSet: (i) => { const p = parts[part[i]]; return p.structSets.subarray(p.structOff[local[i]], p.structOff[local[i] + 1]); },
+    nearSet: (i) => {
+      const p = parts[part[i]];
+      return p.nearSets.subarray(p.nearOff[local[i]], p.nearOff[local[i] + 1]);
+    },
+    structSet: (i) => {
+      const p = parts[part[i]];
+      return p.structSets.subarray(p.structOff[local[i]], p.structOff[local[i] + 1]);
+    },
   };
 }
 
@@ -676,7 +744,8 @@ export async function dedup(blocks: readonly DedupInput[], opts: DedupOptions = 
         if (S.ints[x] !== S.ints[y] || ufNear.find(x) === ufNear.find(y)) return;
         const k = pairKey(x, y);
         if (failed.has(k)) return;
-        const a = S.nearSet(x), b = S.nearSet(y);
+        const a = S.nearSet(x),
+          b = S.nearSet(y);
         if (jaccardBound(a.length, b.length) >= nearThr && jaccard(a, b) >= nearThr) {
           ufNear.union(x, y);
           ufAll.union(x, y);
@@ -688,7 +757,8 @@ export async function dedup(blocks: readonly DedupInput[], opts: DedupOptions = 
         if (S.ints[x] !== S.ints[y] || ufAll.find(x) === ufAll.find(y)) return;
         const k = pairKey(x, y);
         if (failed.has(k)) return;
-        const a = S.structSet(x), b = S.structSet(y);
+        const a = S.structSet(x),
+          b = S.structSet(y);
         if (jaccardBound(a.length, b.length) >= structThr && jaccard(a, b) >= structThr) ufAll.union(x, y);
         else failed.add(k);
       });
@@ -701,7 +771,10 @@ export async function dedup(blocks: readonly DedupInput[], opts: DedupOptions = 
     //    identical normal forms parse identically, so one check covers an exact group.
     if ((opts.syntaxCheck ?? 'tree-sitter') === 'tree-sitter') {
       const size = new Map<number, number>();
-      for (const h of heads) { const r = ufAll.find(h); size.set(r, (size.get(r) ?? 0) + 1); }
+      for (const h of heads) {
+        const r = ufAll.find(h);
+        size.set(r, (size.get(r) ?? 0) + 1);
+      }
       const check: number[] = [];
       for (const h of heads) {
         const g = groups.get(S.exact[h])!;
@@ -740,10 +813,15 @@ export async function dedup(blocks: readonly DedupInput[], opts: DedupOptions = 
     }
 
     // 4. final clusters: exact members join their head
-    for (const g of groups.values()) for (let j = 1; j < g.length; j++) { ufAll.union(g[0], g[j]); ufNear.union(g[0], g[j]); }
+    for (const g of groups.values())
+      for (let j = 1; j < g.length; j++) {
+        ufAll.union(g[0], g[j]);
+        ufNear.union(g[0], g[j]);
+      }
     const prio = new Map((opts.repoPriority ?? []).map((r, i) => [r, i]));
     const better = (a: number, b: number) => {
-      const pa = prio.get(blocks[a].repo) ?? Infinity, pb = prio.get(blocks[b].repo) ?? Infinity;
+      const pa = prio.get(blocks[a].repo) ?? Infinity,
+        pb = prio.get(blocks[b].repo) ?? Infinity;
       if (pa !== pb) return pa < pb;
       if (blocks[a].repo !== blocks[b].repo) return blocks[a].repo < blocks[b].repo;
       return blocks[a].id < blocks[b].id;
@@ -769,7 +847,9 @@ export async function dedup(blocks: readonly DedupInput[], opts: DedupOptions = 
         const r0 = ufNear.find(members[0]);
         kind = members.every((m) => ufNear.find(m) === r0) ? 'near' : 'structural';
       }
-      const sorted = [...members].sort((a, b) => (blocks[a].id < blocks[b].id ? -1 : blocks[a].id > blocks[b].id ? 1 : 0));
+      const sorted = [...members].sort((a, b) =>
+        blocks[a].id < blocks[b].id ? -1 : blocks[a].id > blocks[b].id ? 1 : 0,
+      );
       const round = (v: number) => Math.round(v * 10000) / 10000;
       clusters.push({
         kind,
@@ -789,13 +869,18 @@ export async function dedup(blocks: readonly DedupInput[], opts: DedupOptions = 
     for (let i = 0; i < n; i++) {
       const r = (perRepo[blocks[i].repo] ??= { total: 0, unique: 0, share: 0, uniqueRate: 0 });
       r.total++;
-      if (isRep[i]) { r.unique++; uniqueCount++; }
+      if (isRep[i]) {
+        r.unique++;
+        uniqueCount++;
+      }
     }
     for (const r of Object.values(perRepo)) {
       r.share = uniqueCount ? r.unique / uniqueCount : 0;
       r.uniqueRate = r.total ? r.unique / r.total : 0;
     }
-    const excluded = [...bad.entries()].sort((a, b) => a[0] - b[0]).map(([i, reason]) => ({ id: blocks[i].id, reason }));
+    const excluded = [...bad.entries()]
+      .sort((a, b) => a[0] - b[0])
+      .map(([i, reason]) => ({ id: blocks[i].id, reason }));
     tick('report');
     return { clusters, uniqueCount, total: n, perRepo, excluded, timings, cpu, syntaxChecked };
   } finally {

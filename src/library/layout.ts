@@ -43,10 +43,17 @@ export type BlockFileSuffix = '.py' | '.json' | '.spec.json' | '.required_repos.
 
 /** Write one of a block's files in the folder of its status and remove that file from the
  *  other status folders. Returns the path written. */
-export function placeBlockFile(out: string, status: BlockStatus, id: string, suffix: BlockFileSuffix, text: string): string {
+export function placeBlockFile(
+  out: string,
+  status: BlockStatus,
+  id: string,
+  suffix: BlockFileSuffix,
+  text: string,
+): string {
   const file = blockFile(out, status, id, suffix);
   writeFileAtomic(file, text);
-  for (const other of Object.keys(FOLDERS) as BlockStatus[]) if (other !== status) rmSync(blockFile(out, other, id, suffix), { force: true });
+  for (const other of Object.keys(FOLDERS) as BlockStatus[])
+    if (other !== status) rmSync(blockFile(out, other, id, suffix), { force: true });
   return file;
 }
 

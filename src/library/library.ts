@@ -17,12 +17,18 @@ import { KV_KEYS, requirementsKey } from '../store/kv.js';
 import { clusterOf, listClusters, putDedup, putSpecs } from '../store/specs.js';
 import { parseBlockId } from '../discover/ids.js';
 import { dedup, type DedupCluster, type DedupOptions, type DedupResult } from './dedup.js';
-import { blockManifest, checkSwhids, detectLicense, libraryManifest, type LicenseInfo, type RequiredRepos } from './provenance.js';
+import {
+  blockManifest,
+  checkSwhids,
+  detectLicense,
+  libraryManifest,
+  type LicenseInfo,
+  type RequiredRepos,
+} from './provenance.js';
 import { cachedValidationTexts, extractionHashes, listExtractions, type StoredExtraction } from '../store/records.js';
 import { requirementLines, resolveRequirements, type Requirement } from './requirements.js';
 import { buildSpec, initSpecParser, type ValidationFacts } from './spec.js';
 import type { BlockSpec } from './spec-types.js';
-
 
 export { getSpec, listSpecs, putSpecs } from '../store/specs.js';
 
@@ -64,7 +70,10 @@ export interface ValidationExtras {
  * match the record's. Gives the per-stage timings, and the layer inventory for records
  * stored before the pipeline kept `layers` in them.
  */
-export function storedValidationResults(store: IndexStore, records: readonly StoredExtraction[]): Map<string, ValidationExtras> {
+export function storedValidationResults(
+  store: IndexStore,
+  records: readonly StoredExtraction[],
+): Map<string, ValidationExtras> {
   const want = new Map(records.flatMap((r) => (r.record.validation ? [[r.id, r.record.validation] as const] : [])));
   const out = new Map<string, ValidationExtras>();
   if (!want.size) return out;
@@ -108,7 +117,6 @@ function blockRepo(e: StoredExtraction, blocks: Map<string, { repo: string }>): 
   return blocks.get(e.id)?.repo ?? e.record.provenance[0]?.repo ?? 'unknown';
 }
 
-
 function validationOf(e: StoredExtraction, extras: Map<string, ValidationExtras>): ValidationFacts | null {
   const v = e.record.validation;
   if (!v) return null;
@@ -131,11 +139,16 @@ export async function buildLibrary(ws: Workspace, opts: LibraryOptions = {}): Pr
   const resolver = ws.resolver();
 
   // requirements of every extern top-level name, from the validation environment
-  const externNames = [...new Set(extractions.flatMap((e) => e.record.externs.map((x) => x.split('.')[0])))].filter(Boolean);
+  const externNames = [...new Set(extractions.flatMap((e) => e.record.externs.map((x) => x.split('.')[0])))].filter(
+    Boolean,
+  );
   const envId = extractions.map((e) => e.record.validation?.envId).find((x) => !!x);
   let reqs = new Map<string, Requirement>();
   try {
-    reqs = await environmentRequirements(store, externNames, { python: opts.python, envKey: envId ? `env:${envId}` : undefined });
+    reqs = await environmentRequirements(store, externNames, {
+      python: opts.python,
+      envKey: envId ? `env:${envId}` : undefined,
+    });
   } catch (e) {
     warnings.push(`requirements not resolved: ${(e as Error).message}`);
   }
@@ -148,7 +161,9 @@ export async function buildLibrary(ws: Workspace, opts: LibraryOptions = {}): Pr
   for (const e of extractions) {
     const { module: modName, className, repo: idRepo } = parseBlockId(e.id);
     const own = blocks.get(e.id)?.repo ?? idRepo;
-    const mod = own ? corpus.ownModule(own, modName) : corpus.modulesNamed(modName).find((m) => m.facts.classes.some((c) => c.name === className));
+    const mod = own
+      ? corpus.ownModule(own, modName)
+      : corpus.modulesNamed(modName).find((m) => m.facts.classes.some((c) => c.name === className));
     const cls = classStatement(mod, className);
     // the signature extraction recorded; records made before it carry none: read it now
     const signature = e.record.signature ?? (mod && cls ? classSignature(resolver, mod, cls) : null);
@@ -181,7 +196,13 @@ export async function buildLibrary(ws: Workspace, opts: LibraryOptions = {}): Pr
 
     // files next to the module; copies in the other status folders go (library/layout.ts)
     placeBlockFile(out, e.status, e.id, '.spec.json', JSON.stringify(spec, null, 2) + '\n');
-    placeBlockFile(out, e.status, e.id, '.required_repos.json', JSON.stringify(blockManifest(e.id, provenance, repos, licenses), null, 2) + '\n');
+    placeBlockFile(
+      out,
+      e.status,
+      e.id,
+      '.required_repos.json',
+      JSON.stringify(blockManifest(e.id, provenance, repos, licenses), null, 2) + '\n',
+    );
   }
   putSpecs(store, specs);
 
@@ -192,7 +213,8 @@ export async function buildLibrary(ws: Workspace, opts: LibraryOptions = {}): Pr
   );
   writeFileAtomic(libraryFile(out, 'required_repos.json'), JSON.stringify(manifest, null, 2) + '\n');
   const changedFiles = checkSwhids(manifest, repos);
-  for (const c of changedFiles) warnings.push(`${c.repo}:${c.path} changed since indexing (${c.expected} → ${c.actual ?? 'missing'})`);
+  for (const c of changedFiles)
+    warnings.push(`${c.repo}:${c.path} changed since indexing (${c.expected} → ${c.actual ?? 'missing'})`);
 
   // requirements.txt: the externs of the promoted blocks (of every block when none is validated)
   const validated = specs.filter((s) => s.status === 'validated');
@@ -206,10 +228,11 @@ export async function buildLibrary(ws: Workspace, opts: LibraryOptions = {}): Pr
       requirements.map((l) => l + '\n').join(''),
   );
 
-  const count = (xs: string[]) => xs.reduce<Record<string, number>>((a, x) => {
-    a[x] = (a[x] ?? 0) + 1;
-    return a;
-  }, {});
+  const count = (xs: string[]) =>
+    xs.reduce<Record<string, number>>((a, x) => {
+      a[x] = (a[x] ?? 0) + 1;
+      return a;
+    }, {});
   const result: LibraryResult = {
     out,
     specs: specs.length,
@@ -256,9 +279,20 @@ export async function runDedup(ws: Workspace, opts: DedupOptions = {}): Promise<
     es.map((e) => {
       // validation stage 1 already parsed the module: pass what it found
       const parse = e.record.validation?.stages.parse;
-      return { id: e.id, repo: blockRepo(e, blocks), text: e.text, parseable: parse === 'pass' ? true : parse === 'fail' ? false : undefined };
+      return {
+        id: e.id,
+        repo: blockRepo(e, blocks),
+        text: e.text,
+        parseable: parse === 'pass' ? true : parse === 'fail' ? false : undefined,
+      };
     }),
-    { repoPriority: store.listRepos().sort((a, b) => a.priority - b.priority).map((r) => r.name), ...opts },
+    {
+      repoPriority: store
+        .listRepos()
+        .sort((a, b) => a.priority - b.priority)
+        .map((r) => r.name),
+      ...opts,
+    },
   );
   const kinds: Record<string, number> = {};
   for (const c of res.clusters) kinds[c.kind] = (kinds[c.kind] ?? 0) + 1;
@@ -306,11 +340,17 @@ export interface TopUp {
  * representative first (lowest near-duplicate Jaccard, then id), until it has `min` blocks
  * or runs out of members. Only blocks with specs of the given status count.
  */
-export function diversityTopUp(specs: readonly BlockSpec[], clusters: readonly DedupCluster[], min: number, status = 'validated'): TopUp[] {
+export function diversityTopUp(
+  specs: readonly BlockSpec[],
+  clusters: readonly DedupCluster[],
+  min: number,
+  status = 'validated',
+): TopUp[] {
   const byId = new Map(specs.filter((s) => !status || s.status === status).map((s) => [s.id, s]));
   const nonRep = new Map<string, number>(); // member → near score with its representative
   for (const c of clusters) {
-    for (const sc of c.scores ?? c.members.map((id) => ({ id, near: 1 }))) if (sc.id !== c.representative) nonRep.set(sc.id, sc.near);
+    for (const sc of c.scores ?? c.members.map((id) => ({ id, near: 1 })))
+      if (sc.id !== c.representative) nonRep.set(sc.id, sc.near);
   }
   const unique = new Map<string, number>();
   const spare = new Map<string, [string, number][]>();

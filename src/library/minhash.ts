@@ -102,13 +102,20 @@ function sortUniqueInto(raw: Uint32Array, m: number, out: Uint32Array): number {
 /** Exact Jaccard similarity |A∩B| / |A∪B| of two sorted, de-duplicated sets.
  *  Two empty sets have similarity 0 here: empty blocks are never duplicates. */
 export function jaccard(a: Uint32Array, b: Uint32Array): number {
-  const na = a.length, nb = b.length;
+  const na = a.length,
+    nb = b.length;
   if (na === 0 || nb === 0) return 0;
-  let i = 0, j = 0, inter = 0;
+  let i = 0,
+    j = 0,
+    inter = 0;
   while (i < na && j < nb) {
-    const x = a[i], y = b[j];
-    if (x === y) { inter++; i++; j++; }
-    else if (x < y) i++;
+    const x = a[i],
+      y = b[j];
+    if (x === y) {
+      inter++;
+      i++;
+      j++;
+    } else if (x < y) i++;
     else j++;
   }
   return inter / (na + nb - inter);

@@ -8,7 +8,7 @@ import { writeFileSync } from 'node:fs';
 import type { IndexStore } from '../store/store.js';
 import { detectLicense } from './provenance.js';
 import { listExtractions } from '../store/records.js';
-import { formatSignature, } from './spec.js';
+import { formatSignature } from './spec.js';
 import type { BlockSpec } from './spec-types.js';
 import { listSpecs } from './library.js';
 
@@ -61,7 +61,8 @@ export function trainingPairs(store: IndexStore, opts: PairOptions = {}): Traini
   const licenses = new Map<string, string>();
   const licenseOf = (name: string) => {
     let l = licenses.get(name);
-    if (l === undefined) licenses.set(name, (l = repos.has(name) ? detectLicense(repos.get(name)!.root).spdx : 'unknown'));
+    if (l === undefined)
+      licenses.set(name, (l = repos.has(name) ? detectLicense(repos.get(name)!.root).spdx : 'unknown'));
     return l;
   };
   const out: TrainingPair[] = [];
@@ -77,7 +78,12 @@ export function trainingPairs(store: IndexStore, opts: PairOptions = {}): Traini
       category: spec.category,
       status: spec.status,
       license: licenseOf(spec.origin.repo),
-      repos: names.map((n) => ({ name: n, url: repos.get(n)?.url ?? null, revision: repos.get(n)?.revision ?? null, license: licenseOf(n) })),
+      repos: names.map((n) => ({
+        name: n,
+        url: repos.get(n)?.url ?? null,
+        revision: repos.get(n)?.revision ?? null,
+        license: licenseOf(n),
+      })),
       provenance: prov.map((p) => ({ repo: p.repo, path: p.path, swhid: p.swhid, lines: p.ranges })),
     });
   }

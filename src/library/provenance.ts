@@ -37,10 +37,15 @@ const TEXT_RULES: { spdx: string; test: (t: string) => boolean }[] = [
   { spdx: 'CC-BY-4.0', test: (t) => /Creative Commons Attribution 4\.0/i.test(t) },
   { spdx: 'Unlicense', test: (t) => /This is free and unencumbered software released into the public domain/i.test(t) },
   { spdx: 'MIT', test: (t) => /Permission is hereby granted, free of charge, to any person obtaining a copy/i.test(t) },
-  { spdx: 'ISC', test: (t) => /Permission to use, copy, modify, and\/or distribute this software for any purpose/i.test(t) },
+  {
+    spdx: 'ISC',
+    test: (t) => /Permission to use, copy, modify, and\/or distribute this software for any purpose/i.test(t),
+  },
   {
     spdx: 'BSD-3-Clause',
-    test: (t) => /Redistribution and use in source and binary forms/i.test(t) && /(Neither the name|names of its contributors)/i.test(t),
+    test: (t) =>
+      /Redistribution and use in source and binary forms/i.test(t) &&
+      /(Neither the name|names of its contributors)/i.test(t),
   },
   { spdx: 'BSD-2-Clause', test: (t) => /Redistribution and use in source and binary forms/i.test(t) },
 ];
@@ -154,7 +159,12 @@ export interface RequiredRepos {
 
 const HEX40 = /^[0-9a-f]{40}$/i;
 
-function repoEntry(name: string, repo: RepoRow | undefined, prov: ProvenanceEntry | undefined, license: LicenseInfo | undefined): ManifestRepo {
+function repoEntry(
+  name: string,
+  repo: RepoRow | undefined,
+  prov: ProvenanceEntry | undefined,
+  license: LicenseInfo | undefined,
+): ManifestRepo {
   const revision = repo?.revision ?? prov?.revision ?? null;
   const url = repo?.url ?? prov?.url ?? null;
   return {
@@ -220,7 +230,10 @@ function finish(repos: ManifestRepo[]): ManifestRepo[] {
 
 /** Files of a manifest whose bytes on disk no longer hash to the recorded SWHID (changed
  *  since indexing) or are missing. */
-export function checkSwhids(manifest: RequiredRepos, repos: ReadonlyMap<string, RepoRow>): { repo: string; path: string; expected: string; actual: string | null }[] {
+export function checkSwhids(
+  manifest: RequiredRepos,
+  repos: ReadonlyMap<string, RepoRow>,
+): { repo: string; path: string; expected: string; actual: string | null }[] {
   const bad: { repo: string; path: string; expected: string; actual: string | null }[] = [];
   for (const r of manifest.repos) {
     const root = repos.get(r.name)?.root;

@@ -16,7 +16,12 @@ const params = {
   items: {
     type: 'object',
     required: ['name', 'default', 'annotation', 'kind'],
-    properties: { name: str, default: nullable('string'), annotation: nullable('string'), kind: { enum: ['positional', 'keyword', 'var-positional', 'var-keyword'] } },
+    properties: {
+      name: str,
+      default: nullable('string'),
+      annotation: nullable('string'),
+      kind: { enum: ['positional', 'keyword', 'var-positional', 'var-keyword'] },
+    },
   },
 } as const;
 
@@ -27,60 +32,118 @@ const environment = {
   description: 'the environment that ran: its probe and workers',
   required: ['id', 'label', 'python', 'torch'],
   properties: {
-    id: str, label: str,
+    id: str,
+    label: str,
     python: { ...str, description: 'Python version' },
     torch: { ...str, description: 'torch version as imported' },
-    rootfs: str, interpreter: str, venv: str,
+    rootfs: str,
+    interpreter: str,
+    venv: str,
     lock: { ...str, description: 'digest of the lock of a PyPI environment nnrag made' },
-    distributions: { type: 'array', items: str, description: 'name==version of the distributions the block imports, torch included' },
-    unpinned: { type: 'array', items: str, description: 'imports no installed distribution provides by name (required unversioned)' },
+    distributions: {
+      type: 'array',
+      items: str,
+      description: 'name==version of the distributions the block imports, torch included',
+    },
+    unpinned: {
+      type: 'array',
+      items: str,
+      description: 'imports no installed distribution provides by name (required unversioned)',
+    },
   },
 };
 
 const validation = {
-    type: 'object',
-    description: 'the sandboxed validation',
-    required: ['stages', 'category', 'error', 'args', 'input_shapes', 'output_shapes', 'params', 'envId'],
-    properties: {
-      stages: {
-        type: 'object',
-        required: ['parse', 'compile', 'import', 'namespace', 'instantiate', 'forward', 'equivalence'],
-        properties: Object.fromEntries(['parse', 'compile', 'import', 'namespace', 'instantiate', 'forward', 'equivalence'].map((s) => [s, stageStatus])),
+  type: 'object',
+  description: 'the sandboxed validation',
+  required: ['stages', 'category', 'error', 'args', 'input_shapes', 'output_shapes', 'params', 'envId'],
+  properties: {
+    stages: {
+      type: 'object',
+      required: ['parse', 'compile', 'import', 'namespace', 'instantiate', 'forward', 'equivalence'],
+      properties: Object.fromEntries(
+        ['parse', 'compile', 'import', 'namespace', 'instantiate', 'forward', 'equivalence'].map((s) => [
+          s,
+          stageStatus,
+        ]),
+      ),
+    },
+    category: { ...nullable('string'), description: 'failure category (syntax, missing-extern, needs-args, …)' },
+    error: nullable('string'),
+    args: { type: ['object', 'null'], description: 'constructor arguments used' },
+    argumentsSource: {
+      enum: ['user', 'witness', 'test', 'doctest', 'readme', 'example', 'call-site', 'config-table', 'guess'],
+      description: 'where the arguments came from',
+    },
+    argumentsOrigin: {
+      type: 'string',
+      description: 'the test id, or file and line, of a witness from tests or documented examples',
+    },
+    input_shapes: shapes,
+    output_shapes: shapes,
+    params: nullable('integer'),
+    layers: {
+      type: 'object',
+      additionalProperties: { type: 'integer' },
+      description: 'module type → count in the built instance',
+    },
+    usage: {
+      ...nullable('string'),
+      description:
+        'the construction and call that passed forward, as Python: `import` lines of a few standard modules, then one expression, rendered from the recorded values',
+    },
+    usageCheck: {
+      enum: ['ran', 'values'],
+      description:
+        'how the usage was checked before it was recorded: run as written, or (when building the block again did not fit in the time left) its argument and input expressions evaluated and equal to the validated ones',
+    },
+    envId: { ...str, description: 'validation environment id' },
+    python: str,
+    environment,
+    torchRequired: {
+      type: 'object',
+      required: ['spec', 'file', 'line'],
+      properties: { spec: str, file: str, line: int },
+      description: "a torch-version failure: the repository's declared torch requirement",
+    },
+    equivalence: {
+      type: 'object',
+      required: ['status'],
+      properties: {
+        status: stageStatus,
+        reason: str,
+        maxAbsDiff: { type: 'number' },
+        originalMs: { type: 'number', description: 'milliseconds importing and building the original' },
       },
-      category: { ...nullable('string'), description: 'failure category (syntax, missing-extern, needs-args, …)' },
-      error: nullable('string'),
-      args: { type: ['object', 'null'], description: 'constructor arguments used' },
-      argumentsSource: { enum: ['user', 'witness', 'test', 'doctest', 'readme', 'example', 'call-site', 'config-table', 'guess'], description: 'where the arguments came from' },
-      argumentsOrigin: { type: 'string', description: 'the test id, or file and line, of a witness from tests or documented examples' },
-      input_shapes: shapes,
-      output_shapes: shapes,
-      params: nullable('integer'),
-      layers: { type: 'object', additionalProperties: { type: 'integer' }, description: 'module type → count in the built instance' },
-      usage: { ...nullable('string'), description: 'the construction and call that passed forward, as Python: `import` lines of a few standard modules, then one expression, rendered from the recorded values' },
-      usageCheck: { enum: ['ran', 'values'], description: 'how the usage was checked before it was recorded: run as written, or (when building the block again did not fit in the time left) its argument and input expressions evaluated and equal to the validated ones' },
-      envId: { ...str, description: 'validation environment id' },
-      python: str,
-      environment,
-      torchRequired: { type: 'object', required: ['spec', 'file', 'line'], properties: { spec: str, file: str, line: int }, description: "a torch-version failure: the repository's declared torch requirement" },
-      equivalence: { type: 'object', required: ['status'], properties: { status: stageStatus, reason: str, maxAbsDiff: { type: 'number' }, originalMs: { type: 'number', description: "milliseconds importing and building the original" } } },
-      namespace: {
-        type: 'object',
-        required: ['status', 'checked'],
-        properties: {
-          status: stageStatus, reason: str, checked: int, skipped: int,
-          mismatches: { type: 'array', items: { type: 'object', required: ['name', 'copy', 'original'], properties: { name: str, copy: str, original: str } } },
+    },
+    namespace: {
+      type: 'object',
+      required: ['status', 'checked'],
+      properties: {
+        status: stageStatus,
+        reason: str,
+        checked: int,
+        skipped: int,
+        mismatches: {
+          type: 'array',
+          items: {
+            type: 'object',
+            required: ['name', 'copy', 'original'],
+            properties: { name: str, copy: str, original: str },
+          },
         },
       },
     },
-  };
+  },
+};
 
 const properties = {
   version: { ...int, description: 'record layout version (1)' },
   id: { ...str, description: 'block id: module.Class, or owner/name:module.Class where two repositories define it' },
-  repository: { ...nullable('string'), description: 'repository of the block\'s class' },
+  repository: { ...nullable('string'), description: "repository of the block's class" },
   source: {
     type: ['object', 'null'],
-    description: 'where the block\'s class is defined (the last top-level class statement of that name)',
+    description: "where the block's class is defined (the last top-level class statement of that name)",
     required: ['repo', 'module', 'className', 'path', 'line'],
     properties: { repo: str, module: str, className: str, path: str, line: int },
   },
@@ -99,18 +162,36 @@ const properties = {
     items: {
       type: 'object',
       required: ['severity', 'name', 'reason', 'message', 'module', 'path', 'repo', 'line'],
-      properties: { severity: { enum: ['error', 'warning'] }, name: str, reason: str, message: str, module: str, path: str, repo: str, line: int },
+      properties: {
+        severity: { enum: ['error', 'warning'] },
+        name: str,
+        reason: str,
+        message: str,
+        module: str,
+        path: str,
+        repo: str,
+        line: int,
+      },
     },
   },
   interned: { ...strs, description: 'interned modules whose statements were copied' },
   externs: { ...strs, description: 'extern modules imported' },
   moduleGraph: {
     type: 'object',
-    description: 'module-level edges of the copied code, computed at extraction (absent in records stored before it was recorded)',
+    description:
+      'module-level edges of the copied code, computed at extraction (absent in records stored before it was recorded)',
     required: ['interned', 'extern'],
     properties: {
-      interned: { type: 'array', description: '[reader, definer]: copied statements of the first module read definitions of the second', items: { type: 'array', items: str, minItems: 2, maxItems: 2 } },
-      extern: { type: 'array', description: '[reader, package]: copied statements of the module use an import of the extern top-level package', items: { type: 'array', items: str, minItems: 2, maxItems: 2 } },
+      interned: {
+        type: 'array',
+        description: '[reader, definer]: copied statements of the first module read definitions of the second',
+        items: { type: 'array', items: str, minItems: 2, maxItems: 2 },
+      },
+      extern: {
+        type: 'array',
+        description: '[reader, package]: copied statements of the module use an import of the extern top-level package',
+        items: { type: 'array', items: str, minItems: 2, maxItems: 2 },
+      },
     },
   },
   provenance: {
@@ -120,7 +201,12 @@ const properties = {
       type: 'object',
       required: ['repo', 'revision', 'url', 'path', 'module', 'swhid', 'ranges'],
       properties: {
-        repo: str, revision: nullable('string'), url: nullable('string'), path: str, module: str, swhid: str,
+        repo: str,
+        revision: nullable('string'),
+        url: nullable('string'),
+        path: str,
+        module: str,
+        swhid: str,
         ranges: { type: 'array', items: { type: 'array', items: { type: 'integer' }, minItems: 2, maxItems: 2 } },
       },
     },
@@ -160,28 +246,47 @@ const properties = {
   },
   ms: { type: 'number', description: 'milliseconds of the extraction' },
   error: { ...str, description: 'why nothing was emitted' },
-  validation: { ...validation, description: 'the sandboxed validation shown: one that passed when any did, else the latest' },
+  validation: {
+    ...validation,
+    description: 'the sandboxed validation shown: one that passed when any did, else the latest',
+  },
   validations: {
     type: 'object',
     description: 'one validation per environment id the module ran in (record version 2)',
     additionalProperties: {
       ...validation,
       required: [...validation.required, 'ok', 'label'],
-      properties: { ...validation.properties, ok: { type: 'boolean', description: 'passed the required stages in this environment' }, label: { ...str, description: "the environment's short label" } },
+      properties: {
+        ...validation.properties,
+        ok: { type: 'boolean', description: 'passed the required stages in this environment' },
+        label: { ...str, description: "the environment's short label" },
+      },
     },
   },
   requirements: {
     type: 'array',
     description: 'PEP 508 requirements of the externs',
-    items: { type: 'object', required: ['importName', 'pep508'], properties: { importName: str, pep508: nullable('string') } },
+    items: {
+      type: 'object',
+      required: ['importName', 'pep508'],
+      properties: { importName: str, pep508: nullable('string') },
+    },
   },
   inputs: {
     type: 'object',
     description: 'what the validated result was computed from: a re-run with the same inputs reuses the record',
     required: ['code', 'env', 'options', 'layout', 'request', 'files'],
     properties: {
-      code: str, env: str, options: str, layout: str, request: str,
-      files: { type: 'array', description: '[repository, path, blob id] of every file the closure read', items: { type: 'array', items: str, minItems: 3, maxItems: 3 } },
+      code: str,
+      env: str,
+      options: str,
+      layout: str,
+      request: str,
+      files: {
+        type: 'array',
+        description: '[repository, path, blob id] of every file the closure read',
+        items: { type: 'array', items: str, minItems: 3, maxItems: 3 },
+      },
     },
   },
   reuse: {
@@ -198,12 +303,29 @@ const exact: Exact<typeof properties, BlockRecord> = true;
 void exact;
 
 /** Fields every record has (the optional ones of BlockRecord are left out). */
-const REQUIRED: (keyof BlockRecord)[] = ['version', 'id', 'repository', 'source', 'signature', 'file', 'ok', 'lines', 'diagnostics', 'interned', 'externs', 'provenance', 'renames', 'emission', 'ms'];
+const REQUIRED: (keyof BlockRecord)[] = [
+  'version',
+  'id',
+  'repository',
+  'source',
+  'signature',
+  'file',
+  'ok',
+  'lines',
+  'diagnostics',
+  'interned',
+  'externs',
+  'provenance',
+  'renames',
+  'emission',
+  'ms',
+];
 
 export const BLOCK_RECORD_SCHEMA = {
   $schema: 'https://json-schema.org/draft/2020-12/schema',
   title: 'nnrag block record',
-  description: 'One block as extraction produced it and validation completed it (the records of extract/validate --json, and the store).',
+  description:
+    'One block as extraction produced it and validation completed it (the records of extract/validate --json, and the store).',
   type: 'object',
   required: REQUIRED,
   properties,

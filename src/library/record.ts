@@ -49,8 +49,6 @@ export interface EmissionFacts {
   proven?: string[];
 }
 
-
-
 /** Where the block's class is defined (the class statement Python binds for
  *  `module.Class`, see resolve/corpus.ts `classStatement`). */
 export interface SourceLocation {
@@ -162,7 +160,9 @@ export function matchesEnvironment(env: { id: string; label: string }, query: st
 
 /** The per-environment validations of a record (a record without the map: its one
  *  `validation`, whose pass is the record's `ok`). */
-export function validationsOf(record: Pick<BlockRecord, 'validation' | 'validations' | 'ok'>): Record<string, EnvValidation> {
+export function validationsOf(
+  record: Pick<BlockRecord, 'validation' | 'validations' | 'ok'>,
+): Record<string, EnvValidation> {
   if (record.validations) return record.validations;
   const v = record.validation;
   return v ? { [v.envId]: { ...v, ok: record.ok, label: environmentLabel(v) } } : {};
@@ -174,7 +174,11 @@ export function validationsOf(record: Pick<BlockRecord, 'validation' | 'validati
  * passes when it passed in any environment; the validation shown is the new one when it
  * passed, else one that passed (the most recently added), else the new one.
  */
-export function addValidation(previous: Record<string, EnvValidation>, v: ValidationRecord, ok: boolean): { validations: Record<string, EnvValidation>; validation: ValidationRecord; ok: boolean } {
+export function addValidation(
+  previous: Record<string, EnvValidation>,
+  v: ValidationRecord,
+  ok: boolean,
+): { validations: Record<string, EnvValidation>; validation: ValidationRecord; ok: boolean } {
   const validations: Record<string, EnvValidation> = { ...previous };
   delete validations[v.envId];
   validations[v.envId] = { ...v, ok, label: environmentLabel(v) };
@@ -191,7 +195,11 @@ export type BlockStatus = 'validated' | 'failed' | 'extracted';
 export const BLOCK_STATUSES: readonly BlockStatus[] = ['validated', 'failed', 'extracted'];
 
 /** A record for a block whose extraction produced nothing (yet). */
-export function emptyRecord(id: string, repository: string | null = null, source: SourceLocation | null = null): BlockRecord {
+export function emptyRecord(
+  id: string,
+  repository: string | null = null,
+  source: SourceLocation | null = null,
+): BlockRecord {
   return {
     version: BLOCK_RECORD_VERSION,
     id,

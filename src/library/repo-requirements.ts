@@ -88,7 +88,8 @@ export function readDeclaredRequirements(root: string): DeclaredRequirement[] {
   // requirements files at the root and in a requirements/ folder
   const txt: string[] = [];
   for (const f of safeList(root)) if (/^requirements.*\.txt$/i.test(f)) txt.push(f);
-  if (isDir(path.join(root, 'requirements'))) for (const f of safeList(path.join(root, 'requirements'))) if (f.endsWith('.txt')) txt.push(`requirements/${f}`);
+  if (isDir(path.join(root, 'requirements')))
+    for (const f of safeList(path.join(root, 'requirements'))) if (f.endsWith('.txt')) txt.push(`requirements/${f}`);
   // a requirements.txt that only includes others is read first, so included files keep its group
   txt.sort((a, b) => Number(a.includes('/')) - Number(b.includes('/')) || a.localeCompare(b));
   for (const f of txt) readTxt(f, fileGroup(f, 'install'));
@@ -96,7 +97,8 @@ export function readDeclaredRequirements(root: string): DeclaredRequirement[] {
   if (existsSync(path.join(root, 'setup.py'))) readSetupPy(root, add, readTxt);
   if (existsSync(path.join(root, 'setup.cfg'))) readSetupCfg(root, add);
   if (existsSync(path.join(root, 'pyproject.toml'))) readPyproject(root, add);
-  for (const f of ['environment.yml', 'environment.yaml']) if (existsSync(path.join(root, f))) readCondaEnv(root, f, add);
+  for (const f of ['environment.yml', 'environment.yaml'])
+    if (existsSync(path.join(root, f))) readCondaEnv(root, f, add);
   return out;
 }
 
@@ -252,7 +254,8 @@ function readPyproject(root: string, add: Add): void {
     let rest = kv[2];
     let j = i;
     for (;;) {
-      for (const m of rest.matchAll(/"((?:[^"\\]|\\.)*)"|'([^']*)'/g)) add(m[1] ?? m[2], 'pyproject.toml', j + 1, group);
+      for (const m of rest.matchAll(/"((?:[^"\\]|\\.)*)"|'([^']*)'/g))
+        add(m[1] ?? m[2], 'pyproject.toml', j + 1, group);
       if (/\]\s*(#.*)?$/.test(rest.replace(/"(?:[^"\\]|\\.)*"|'[^']*'/g, '')) || j + 1 >= lines.length) break;
       rest = lines[++j];
     }
@@ -349,7 +352,8 @@ export function repositoryRequirements(
     const counts = new Map<string, number>();
     for (const b of blocks) {
       if (b.repo !== r.name) continue;
-      for (const m of new Set(b.externs.map((e) => e.split('.')[0]).filter((e) => e && !isStdlib(e)))) counts.set(m, (counts.get(m) ?? 0) + 1);
+      for (const m of new Set(b.externs.map((e) => e.split('.')[0]).filter((e) => e && !isStdlib(e))))
+        counts.set(m, (counts.get(m) ?? 0) + 1);
     }
     const imports = [...counts]
       .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
@@ -371,16 +375,21 @@ export function debianCandidates(pkgs: readonly string[]): Promise<Map<string, s
   const out = new Map<string, string | null>(pkgs.map((p) => [p, null]));
   if (!pkgs.length) return Promise.resolve(out);
   return new Promise((resolve) => {
-    execFile('apt-cache', ['policy', ...pkgs], { timeout: 60_000, maxBuffer: 16 << 20, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C' } }, (_err, stdout) => {
-      let cur: string | null = null;
-      for (const line of String(stdout ?? '').split('\n')) {
-        const head = /^(\S+):$/.exec(line);
-        if (head) cur = head[1];
-        const cand = /^\s+Candidate:\s*(\S+)/.exec(line);
-        if (cur && cand && out.has(cur)) out.set(cur, cand[1] === '(none)' ? null : cand[1]);
-      }
-      resolve(out);
-    });
+    execFile(
+      'apt-cache',
+      ['policy', ...pkgs],
+      { timeout: 60_000, maxBuffer: 16 << 20, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C' } },
+      (_err, stdout) => {
+        let cur: string | null = null;
+        for (const line of String(stdout ?? '').split('\n')) {
+          const head = /^(\S+):$/.exec(line);
+          if (head) cur = head[1];
+          const cand = /^\s+Candidate:\s*(\S+)/.exec(line);
+          if (cur && cand && out.has(cur)) out.set(cur, cand[1] === '(none)' ? null : cand[1]);
+        }
+        resolve(out);
+      },
+    );
   });
 }
 
@@ -401,14 +410,19 @@ export interface EnvironmentGap {
  *  Debian package that would add each; and declared requirements whose installed version
  *  (`versions`, PEP 503 key → version) does not meet the declared specifiers, torch
  *  included (`torch>=2.0` on torch 1.13). `installed` holds PEP 503 keys. */
-export async function environmentGaps(reqs: RepoRequirements[], installed: Set<string>, versions: Map<string, string> = new Map()): Promise<EnvironmentGap[]> {
+export async function environmentGaps(
+  reqs: RepoRequirements[],
+  installed: Set<string>,
+  versions: Map<string, string> = new Map(),
+): Promise<EnvironmentGap[]> {
   const gaps = new Map<string, EnvironmentGap>();
   const need = (dist: string, repo: string, why: 'import' | 'declared', blocks?: number) => {
     const key = normalizeDistName(dist);
     if (installed.has(key)) return;
     let g = gaps.get(key);
     if (!g) gaps.set(key, (g = { distribution: dist, neededBy: [], debian: debianPackageFor(dist), candidate: null }));
-    if (!g.neededBy.some((n) => n.repo === repo && n.why === why)) g.neededBy.push({ repo, why, ...(blocks ? { blocks } : {}) });
+    if (!g.neededBy.some((n) => n.repo === repo && n.why === why))
+      g.neededBy.push({ repo, why, ...(blocks ? { blocks } : {}) });
   };
   // a distribution whose module imports is there, whatever name its package registered
   // (Debian's python3-opencv provides cv2 without an opencv-python dist-info)
@@ -424,7 +438,17 @@ export async function environmentGaps(reqs: RepoRequirements[], installed: Set<s
         if (have && !meetsSpecifier(have, d.spec)) {
           const key = `${d.key}@version`;
           let g = gaps.get(key);
-          if (!g) gaps.set(key, (g = { distribution: d.name, neededBy: [], debian: debianPackageFor(d.name), candidate: null, version: { installed: have, required: d.spec, file: d.file, line: d.line } }));
+          if (!g)
+            gaps.set(
+              key,
+              (g = {
+                distribution: d.name,
+                neededBy: [],
+                debian: debianPackageFor(d.name),
+                candidate: null,
+                version: { installed: have, required: d.spec, file: d.file, line: d.line },
+              }),
+            );
           if (!g.neededBy.some((n) => n.repo === r.repo)) g.neededBy.push({ repo: r.repo, why: 'declared' });
         }
       }
@@ -433,6 +457,7 @@ export async function environmentGaps(reqs: RepoRequirements[], installed: Set<s
   const cands = await debianCandidates([...new Set([...gaps.values()].filter((g) => !g.version).map((g) => g.debian))]);
   for (const g of gaps.values()) if (!g.version) g.candidate = cands.get(g.debian) ?? null;
   // what blocks import first, then by how many blocks
-  const weight = (g: EnvironmentGap) => g.neededBy.reduce((a, n) => a + (n.why === 'import' ? 1000 + (n.blocks ?? 0) : 1), 0);
+  const weight = (g: EnvironmentGap) =>
+    g.neededBy.reduce((a, n) => a + (n.why === 'import' ? 1000 + (n.blocks ?? 0) : 1), 0);
   return [...gaps.values()].sort((a, b) => weight(b) - weight(a) || a.distribution.localeCompare(b.distribution));
 }

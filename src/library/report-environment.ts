@@ -37,7 +37,14 @@ export function environmentLacks(records: readonly StoredExtraction[]): Environm
     if (r.status !== 'failed') continue;
     const m = environmentLack(r.record.validation as V | undefined);
     if (!m) continue;
-    const e = out.get(m.module) ?? { module: m.module, distribution: m.distribution, debian: m.debian, candidate: m.candidate, verdict: m.verdict as EnvironmentLack['verdict'], blocks: 0 };
+    const e = out.get(m.module) ?? {
+      module: m.module,
+      distribution: m.distribution,
+      debian: m.debian,
+      candidate: m.candidate,
+      verdict: m.verdict as EnvironmentLack['verdict'],
+      blocks: 0,
+    };
     e.blocks++;
     out.set(m.module, e);
   }

@@ -21,7 +21,15 @@ function lastCosts(store: IndexStore): CostTable | null {
   return got ? (JSON.parse(got) as CostTable) : null;
 }
 
-export const REPORT_STAGES = ['parse', 'compile', 'import', 'namespace', 'instantiate', 'forward', 'equivalence'] as const;
+export const REPORT_STAGES = [
+  'parse',
+  'compile',
+  'import',
+  'namespace',
+  'instantiate',
+  'forward',
+  'equivalence',
+] as const;
 
 export interface StageFigures {
   stage: string;
@@ -51,7 +59,9 @@ export interface EmissionFigures {
 }
 
 /** Faithful vs kept lines and fallbacks, from the records' `emission`. */
-export function emissionFigures(records: readonly { lines: number; record: Pick<BlockRecord, 'emission'> }[]): EmissionFigures {
+export function emissionFigures(
+  records: readonly { lines: number; record: Pick<BlockRecord, 'emission'> }[],
+): EmissionFigures {
   const faithful: number[] = [];
   const kept: number[] = [];
   let slim = 0;
@@ -71,7 +81,14 @@ export function emissionFigures(records: readonly { lines: number; record: Pick<
       fallbackReasons[why] = (fallbackReasons[why] ?? 0) + 1;
     }
   }
-  return { faithful: roundSummary(summarize(faithful)), kept: roundSummary(summarize(kept)), slim, faithfulProfile, fallbacks, fallbackReasons };
+  return {
+    faithful: roundSummary(summarize(faithful)),
+    kept: roundSummary(summarize(kept)),
+    slim,
+    faithfulProfile,
+    fallbacks,
+    fallbackReasons,
+  };
 }
 
 export interface RepoFigures {
@@ -151,7 +168,8 @@ export interface LibraryReport {
 }
 
 const round = (x: number, d = 1) => (Number.isFinite(x) ? Math.round(x * 10 ** d) / 10 ** d : x);
-const roundSummary = (s: Summary): Summary => Object.fromEntries(Object.entries(s).map(([k, v]) => [k, k === 'n' ? v : round(v)])) as Summary;
+const roundSummary = (s: Summary): Summary =>
+  Object.fromEntries(Object.entries(s).map(([k, v]) => [k, k === 'n' ? v : round(v)])) as Summary;
 const roundInterval = (i: Interval): Interval => ({ p: round(i.p, 4), low: round(i.low, 4), high: round(i.high, 4) });
 
 /** Size histogram edges (lines of the emitted module). */
@@ -160,7 +178,9 @@ const SIZE_EDGES = [0, 25, 50, 100, 200, 400, 800, 1600, 3200];
 function stageFigures(records: readonly StoredExtraction[]): StageFigures[] {
   const validated = records.filter((r) => r.record.validation);
   return REPORT_STAGES.map((stage) => {
-    let passed = 0, failed = 0, skipped = 0;
+    let passed = 0,
+      failed = 0,
+      skipped = 0;
     for (const r of validated) {
       const s = r.record.validation!.stages[stage];
       if (s === 'pass') passed++;
@@ -168,7 +188,11 @@ function stageFigures(records: readonly StoredExtraction[]): StageFigures[] {
       else skipped++;
     }
     return {
-      stage, passed, failed, skipped, attempted: passed + failed,
+      stage,
+      passed,
+      failed,
+      skipped,
+      attempted: passed + failed,
       rate: roundInterval(wilson(passed, passed + failed)),
       cumulative: roundInterval(wilson(passed, validated.length)),
     };
@@ -196,7 +220,10 @@ function argumentSources(records: readonly StoredExtraction[]): Record<string, n
   return Object.fromEntries(Object.entries(out).sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)));
 }
 
-function figures(records: readonly StoredExtraction[], discovered: number): Omit<RepoFigures, 'name' | 'url' | 'revision' | 'license' | 'unique' | 'share'> {
+function figures(
+  records: readonly StoredExtraction[],
+  discovered: number,
+): Omit<RepoFigures, 'name' | 'url' | 'revision' | 'license' | 'unique' | 'share'> {
   const envFailed = records.filter((r) => r.status === 'failed' && environmentLack(r.record.validation)).length;
   const run = records.filter((r) => r.record.validation);
   const validated = records.filter((r) => r.status === 'validated').length;
@@ -216,7 +243,10 @@ function figures(records: readonly StoredExtraction[], discovered: number): Omit
 }
 
 /** Per-stage timings of the stored validation results of these blocks. */
-function validationTimings(store: IndexStore, records: readonly StoredExtraction[]): { perStage: Record<string, number[]>; total: number[] } {
+function validationTimings(
+  store: IndexStore,
+  records: readonly StoredExtraction[],
+): { perStage: Record<string, number[]>; total: number[] } {
   const perStage: Record<string, number[]> = {};
   const total: number[] = [];
   for (const res of storedValidationResults(store, records).values()) {
@@ -232,8 +262,7 @@ export function buildReport(store: IndexStore, opts: { storeDir?: string; env?: 
   const records = opts.env ? inEnvironment(stored, opts.env) : stored;
   const blocks = store.listBlocks();
   const blockRepo = new Map(blocks.map((b) => [b.id, b.repo]));
-  const repoOf = (e: StoredExtraction) =>
-    blockRepo.get(e.id) ?? e.record.provenance[0]?.repo ?? 'unknown';
+  const repoOf = (e: StoredExtraction) => blockRepo.get(e.id) ?? e.record.provenance[0]?.repo ?? 'unknown';
   const dd = getDedup(store);
   const repoRows = store.listRepos();
   const names = [...new Set([...repoRows.map((r) => r.name), ...records.map(repoOf)])].sort();
@@ -278,7 +307,9 @@ export function buildReport(store: IndexStore, opts: { storeDir?: string; env?: 
     timings: {
       index: store.lastRun()?.timings ?? null,
       extraction: { ...roundSummary(summarize(ms)), total: round(ms.reduce((a, b) => a + b, 0)) },
-      validation: Object.fromEntries(REPORT_STAGES.filter((s) => vt.perStage[s]).map((s) => [s, roundSummary(summarize(vt.perStage[s]))])),
+      validation: Object.fromEntries(
+        REPORT_STAGES.filter((s) => vt.perStage[s]).map((s) => [s, roundSummary(summarize(vt.perStage[s]))]),
+      ),
       validationTotal: vt.total.length ? roundSummary(summarize(vt.total)) : null,
       dedup: dd?.timings ?? null,
       library: lib ? (JSON.parse(lib) as { ms: number }).ms : null,
@@ -286,7 +317,9 @@ export function buildReport(store: IndexStore, opts: { storeDir?: string; env?: 
     },
     sizes: { lines: roundSummary(summarize(lines)), histogram: lines.length ? histogram(lines, edges) : [] },
     emission: emissionFigures(records),
-    uniqueness: dd ? { uniqueCount: dd.uniqueCount, total: dd.total, kinds: dd.kinds, perRepo: dd.perRepo, fresh: dd.fresh } : null,
+    uniqueness: dd
+      ? { uniqueCount: dd.uniqueCount, total: dd.total, kinds: dd.kinds, perRepo: dd.perRepo, fresh: dd.fresh }
+      : null,
   };
 }
 
@@ -295,7 +328,9 @@ export function buildReport(store: IndexStore, opts: { storeDir?: string; env?: 
  *  them: validated), a block without one counts as not validated. */
 export function inEnvironment(records: readonly StoredExtraction[], query: string): StoredExtraction[] {
   return records.map((e) => {
-    const vs = Object.values(validationsOf(e.record)).filter((v) => matchesEnvironment({ id: v.envId, label: v.label }, query));
+    const vs = Object.values(validationsOf(e.record)).filter((v) =>
+      matchesEnvironment({ id: v.envId, label: v.label }, query),
+    );
     if (!vs.length) {
       const { validation: _v, ...rest } = e.record;
       return { ...e, ok: false, status: 'extracted', record: { ...rest, ok: false } };
@@ -315,7 +350,8 @@ export function reportText(r: LibraryReport): string {
   const out: string[] = [];
   out.push(
     `discovered ${t.discovered}, extracted ${t.extracted} (${t.unresolved} with unresolved names), validated ${t.validated}/${t.validationRun} ` +
-      `= ${pct(t.passRate)} (Wilson 95%), failed ${t.failed}` + (t.unique !== null ? `, unique ${t.unique}` : ''),
+      `= ${pct(t.passRate)} (Wilson 95%), failed ${t.failed}` +
+      (t.unique !== null ? `, unique ${t.unique}` : ''),
   );
   if (r.envFilter) out.push(`(validation figures of the environments matching --env ${JSON.stringify(r.envFilter)})`);
   if (r.environments.length) {
@@ -330,28 +366,74 @@ export function reportText(r: LibraryReport): string {
     );
   }
   out.push('', 'stages (passed/attempted, Wilson 95%; cumulative = of all validated):');
-  for (const s of r.stages) out.push(`  ${s.stage.padEnd(12)} ${s.passed}/${s.attempted} ${pct(s.rate)}  cumulative ${pct(s.cumulative)}  skipped ${s.skipped}`);
+  for (const s of r.stages)
+    out.push(
+      `  ${s.stage.padEnd(12)} ${s.passed}/${s.attempted} ${pct(s.rate)}  cumulative ${pct(s.cumulative)}  skipped ${s.skipped}`,
+    );
   if (Object.keys(r.failureCategories).length) {
-    out.push('', 'failures of the blocks: ' + Object.entries(r.failureCategories).map(([k, v]) => `${k} ${v}`).join(', '));
+    out.push(
+      '',
+      'failures of the blocks: ' +
+        Object.entries(r.failureCategories)
+          .map(([k, v]) => `${k} ${v}`)
+          .join(', '),
+    );
   }
   if (r.environment.length) {
     out.push(`the environment lacks (${t.environmentFailed} blocks failed for it):`);
     for (const e of r.environment) {
-      const how = e.verdict === 'lacks' ? `Debian ${e.debian} ${e.candidate}, not installed` : e.verdict === 'no-package' ? `no Debian package (tried ${e.debian})` : 'unknown';
+      const how =
+        e.verdict === 'lacks'
+          ? `Debian ${e.debian} ${e.candidate}, not installed`
+          : e.verdict === 'no-package'
+            ? `no Debian package (tried ${e.debian})`
+            : 'unknown';
       out.push(`  ${e.module} (${e.distribution}): ${e.blocks} blocks — ${how}`);
     }
   }
   if (Object.keys(t.equivalenceSkips).length) {
-    out.push('equivalence not run after a forward pass: ' + Object.entries(t.equivalenceSkips).map(([k, v]) => `${k} ×${v}`).join('; '));
+    out.push(
+      'equivalence not run after a forward pass: ' +
+        Object.entries(t.equivalenceSkips)
+          .map(([k, v]) => `${k} ×${v}`)
+          .join('; '),
+    );
   }
-  if (Object.keys(r.argumentSources).length) out.push('forward passes by argument source: ' + Object.entries(r.argumentSources).map(([k, v]) => `${k} ${v}`).join(', '));
-  if (r.categories) out.push('block categories: ' + Object.entries(r.categories).map(([k, v]) => `${k} ${v}`).join(', '));
+  if (Object.keys(r.argumentSources).length)
+    out.push(
+      'forward passes by argument source: ' +
+        Object.entries(r.argumentSources)
+          .map(([k, v]) => `${k} ${v}`)
+          .join(', '),
+    );
+  if (r.categories)
+    out.push(
+      'block categories: ' +
+        Object.entries(r.categories)
+          .map(([k, v]) => `${k} ${v}`)
+          .join(', '),
+    );
   const tm = r.timings;
   out.push('', 'timings (ms):');
-  if (tm.index) out.push('  index ' + Object.entries(tm.index).map(([k, v]) => `${k} ${Math.round(v)}`).join(', '));
-  out.push(`  extraction per block p50 ${tm.extraction.p50}, p90 ${tm.extraction.p90}, max ${tm.extraction.max}, total ${tm.extraction.total}`);
-  for (const [s, v] of Object.entries(tm.validation)) out.push(`  validation ${s.padEnd(12)} p50 ${v.p50}, p90 ${v.p90}, max ${v.max}`);
-  if (tm.dedup) out.push('  dedup ' + Object.entries(tm.dedup).map(([k, v]) => `${k} ${v}`).join(', '));
+  if (tm.index)
+    out.push(
+      '  index ' +
+        Object.entries(tm.index)
+          .map(([k, v]) => `${k} ${Math.round(v)}`)
+          .join(', '),
+    );
+  out.push(
+    `  extraction per block p50 ${tm.extraction.p50}, p90 ${tm.extraction.p90}, max ${tm.extraction.max}, total ${tm.extraction.total}`,
+  );
+  for (const [s, v] of Object.entries(tm.validation))
+    out.push(`  validation ${s.padEnd(12)} p50 ${v.p50}, p90 ${v.p90}, max ${v.max}`);
+  if (tm.dedup)
+    out.push(
+      '  dedup ' +
+        Object.entries(tm.dedup)
+          .map(([k, v]) => `${k} ${v}`)
+          .join(', '),
+    );
   if (tm.pipeline) out.push('', ...costText(tm.pipeline));
   const l = r.sizes.lines;
   out.push('', `module size (lines): min ${l.min}, p50 ${l.p50}, p90 ${l.p90}, max ${l.max}, mean ${l.mean}`);
@@ -360,12 +442,26 @@ export function reportText(r: LibraryReport): string {
   if (em.kept.n) {
     out.push(
       `emission: faithful lines p50 ${em.faithful.p50}, p90 ${em.faithful.p90}, max ${em.faithful.max}; kept p50 ${em.kept.p50}, p90 ${em.kept.p90}, max ${em.kept.max}; ` +
-        `slim ${em.slim}, faithful ${em.faithfulProfile} (fell back ${em.fallbacks}${em.fallbacks ? ': ' + Object.entries(em.fallbackReasons).map(([k, v]) => `${k} ${v}`).join(', ') : ''})`,
+        `slim ${em.slim}, faithful ${em.faithfulProfile} (fell back ${em.fallbacks}${
+          em.fallbacks
+            ? ': ' +
+              Object.entries(em.fallbackReasons)
+                .map(([k, v]) => `${k} ${v}`)
+                .join(', ')
+            : ''
+        })`,
     );
   }
   if (r.uniqueness) {
     const u = r.uniqueness;
-    out.push('', `uniqueness: ${u.uniqueCount} unique of ${u.total} (${Object.entries(u.kinds).map(([k, v]) => `${v} ${k} clusters`).join(', ') || 'no clusters'})${u.fresh ? '' : ' — stale: run `nnrag dedup` again'}`);
+    out.push(
+      '',
+      `uniqueness: ${u.uniqueCount} unique of ${u.total} (${
+        Object.entries(u.kinds)
+          .map(([k, v]) => `${v} ${k} clusters`)
+          .join(', ') || 'no clusters'
+      })${u.fresh ? '' : ' — stale: run `nnrag dedup` again'}`,
+    );
   } else out.push('', 'uniqueness: not computed (run `nnrag dedup`)');
   return out.join('\n');
 }
@@ -375,8 +471,19 @@ export function reportCharts(r: LibraryReport): { blocksPerRepo: string; passRat
   const perRepo: Record<string, { total: number; unique: number }> = {};
   for (const p of r.repos) perRepo[p.name] = { total: p.extracted, unique: p.unique ?? p.validated };
   return {
-    blocksPerRepo: blocksPerRepoChart(perRepo, r.uniqueness ? 'Blocks per repository (unique / extracted)' : 'Blocks per repository (validated / extracted)'),
-    passRate: passRateChart(r.stages.map((s) => ({ stage: s.stage, passed: s.passed, total: s.attempted, low: s.rate.low, high: s.rate.high }))),
+    blocksPerRepo: blocksPerRepoChart(
+      perRepo,
+      r.uniqueness ? 'Blocks per repository (unique / extracted)' : 'Blocks per repository (validated / extracted)',
+    ),
+    passRate: passRateChart(
+      r.stages.map((s) => ({
+        stage: s.stage,
+        passed: s.passed,
+        total: s.attempted,
+        low: s.rate.low,
+        high: s.rate.high,
+      })),
+    ),
   };
 }
 
@@ -400,8 +507,30 @@ export function reportHtml(r: LibraryReport): string {
     `<div class="charts">${svg(charts.blocksPerRepo)}${svg(charts.passRate)}</div>`,
     '<h2>Repositories</h2>',
     table(
-      ['repository', 'license', 'discovered', 'extracted', 'unresolved', 'validated', 'failed', 'pass rate (95% CI)', 'unique', 'share'],
-      r.repos.map((p) => [p.name, p.license, p.discovered, p.extracted, p.unresolved, `${p.validated}/${p.validationRun}`, p.failed, pct(p.passRate), p.unique ?? '–', p.share === null ? '–' : `${(p.share * 100).toFixed(1)}%`]),
+      [
+        'repository',
+        'license',
+        'discovered',
+        'extracted',
+        'unresolved',
+        'validated',
+        'failed',
+        'pass rate (95% CI)',
+        'unique',
+        'share',
+      ],
+      r.repos.map((p) => [
+        p.name,
+        p.license,
+        p.discovered,
+        p.extracted,
+        p.unresolved,
+        `${p.validated}/${p.validationRun}`,
+        p.failed,
+        pct(p.passRate),
+        p.unique ?? '–',
+        p.share === null ? '–' : `${(p.share * 100).toFixed(1)}%`,
+      ]),
     ),
     '<h2>Stages</h2>',
     table(
@@ -411,12 +540,21 @@ export function reportHtml(r: LibraryReport): string {
     '<h2>Failure categories</h2>',
     table(['category', 'blocks'], Object.entries(r.failureCategories)),
   ];
-  if (r.categories) parts.push('<h2>Block categories</h2>', table(['category', 'blocks'], Object.entries(r.categories)));
+  if (r.categories)
+    parts.push('<h2>Block categories</h2>', table(['category', 'blocks'], Object.entries(r.categories)));
   const tm = r.timings;
   const timingRows: unknown[][] = [];
-  if (tm.index) for (const [k, v] of Object.entries(tm.index)) timingRows.push([`index: ${k}`, Math.round(v), '', '', '']);
-  timingRows.push(['extraction per block', tm.extraction.total, tm.extraction.p50, tm.extraction.p90, tm.extraction.max]);
-  for (const [s, v] of Object.entries(tm.validation)) timingRows.push([`validation: ${s}`, round(v.mean * v.n), v.p50, v.p90, v.max]);
+  if (tm.index)
+    for (const [k, v] of Object.entries(tm.index)) timingRows.push([`index: ${k}`, Math.round(v), '', '', '']);
+  timingRows.push([
+    'extraction per block',
+    tm.extraction.total,
+    tm.extraction.p50,
+    tm.extraction.p90,
+    tm.extraction.max,
+  ]);
+  for (const [s, v] of Object.entries(tm.validation))
+    timingRows.push([`validation: ${s}`, round(v.mean * v.n), v.p50, v.p90, v.max]);
   if (tm.dedup) for (const [k, v] of Object.entries(tm.dedup)) timingRows.push([`dedup: ${k}`, v, '', '', '']);
   if (tm.library !== null) timingRows.push(['library (specs, manifests)', tm.library, '', '', '']);
   parts.push('<h2>Timings (ms)</h2>', table(['phase', 'total', 'p50', 'p90', 'max'], timingRows));
@@ -424,7 +562,10 @@ export function reportHtml(r: LibraryReport): string {
   parts.push(
     '<h2>Module size (lines)</h2>',
     `<p>min ${l.min}, median ${l.p50}, p90 ${l.p90}, max ${l.max}, mean ${l.mean}</p>`,
-    table(['lines', 'modules'], r.sizes.histogram.map((b) => [`${b.lo}–${b.hi}`, b.count])),
+    table(
+      ['lines', 'modules'],
+      r.sizes.histogram.map((b) => [`${b.lo}–${b.hi}`, b.count]),
+    ),
   );
   if (r.emission.kept.n) {
     const em = r.emission;
@@ -444,7 +585,11 @@ export function reportHtml(r: LibraryReport): string {
     const u = r.uniqueness;
     parts.push(
       '<h2>Uniqueness</h2>',
-      `<p>${u.uniqueCount} unique of ${u.total}; clusters: ${e(Object.entries(u.kinds).map(([k, v]) => `${k} ${v}`).join(', ') || 'none')}${u.fresh ? '' : ' (stale)'}</p>`,
+      `<p>${u.uniqueCount} unique of ${u.total}; clusters: ${e(
+        Object.entries(u.kinds)
+          .map(([k, v]) => `${k} ${v}`)
+          .join(', ') || 'none',
+      )}${u.fresh ? '' : ' (stale)'}</p>`,
     );
   }
   parts.push('</body></html>');

@@ -81,7 +81,6 @@ for n in names:
 json.dump({"python": sys.version.split()[0], "names": out}, sys.stdout)
 `;
 
-
 /** Drop a PEP 440 local version label: `1.13.0a0+gitunknown` → `1.13.0a0`. */
 export function publicVersion(v: string): string {
   const i = v.indexOf('+');
@@ -98,14 +97,21 @@ export function topLevelName(module: string): string | null {
 export function probeEnvironment(
   names: readonly string[],
   opts: RequirementOptions = {},
-): Promise<{ python: string; names: Record<string, { stdlib: boolean; dists: [string, string | null][]; found?: boolean }> }> {
+): Promise<{
+  python: string;
+  names: Record<string, { stdlib: boolean; dists: [string, string | null][]; found?: boolean }>;
+}> {
   const python = opts.python ?? '/usr/bin/python3';
   return new Promise((resolve, reject) => {
     // -I: isolated mode (no PYTHON* variables, no user site, no script dir on sys.path)
     const child = execFile(
       python,
       ['-I', '-c', PROBE],
-      { timeout: opts.timeoutMs ?? 60_000, maxBuffer: 16 << 20, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8' } },
+      {
+        timeout: opts.timeoutMs ?? 60_000,
+        maxBuffer: 16 << 20,
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8' },
+      },
       (err, stdout, stderr) => {
         if (err) {
           reject(new NnragError(`cannot read installed distributions with ${python}: ${stderr.trim() || err.message}`));
@@ -126,7 +132,10 @@ export function probeEnvironment(
  * Requirements for the given import names (module paths are reduced to their top-level
  * name; duplicates merged; result sorted by import name).
  */
-export async function resolveRequirements(imports: readonly string[], opts: RequirementOptions = {}): Promise<Requirement[]> {
+export async function resolveRequirements(
+  imports: readonly string[],
+  opts: RequirementOptions = {},
+): Promise<Requirement[]> {
   const names = [...new Set(imports.map(topLevelName).filter((n): n is string => !!n))].sort();
   if (names.length === 0) return [];
   const probe = await probeEnvironment(names, opts);
@@ -137,7 +146,11 @@ export async function resolveRequirements(imports: readonly string[], opts: Requ
     if (dists.length === 0) {
       const dist = KNOWN_DISTRIBUTIONS[importName] ?? importName;
       return {
-        importName, stdlib: false, distributions: [], version: null, pep508: dist,
+        importName,
+        stdlib: false,
+        distributions: [],
+        version: null,
+        pep508: dist,
         note: 'not installed in the validation environment; version unknown',
       };
     }
@@ -148,7 +161,10 @@ export async function resolveRequirements(imports: readonly string[], opts: Requ
     const [dist, version] = chosen;
     const v = version === null ? null : opts.keepLocalVersion ? version : publicVersion(version);
     const req: Requirement = {
-      importName, stdlib: false, distributions: sorted.map(([d]) => d), version: v,
+      importName,
+      stdlib: false,
+      distributions: sorted.map(([d]) => d),
+      version: v,
       pep508: v ? `${dist}==${v}` : dist,
     };
     if (sorted.length > 1) req.note = `provided by several distributions: ${req.distributions.join(', ')}`;
@@ -185,7 +201,11 @@ export function compareRelease(a: string, b: string): number {
  *  labels ignored: `1.13.0a0+gitunknown` is 1.13.0). A requirement without specifiers, or
  *  one nnrag cannot read (a URL, markers only), is met. */
 export function meetsSpecifier(version: string, requirement: string): boolean {
-  const body = requirement.replace(/;.*$/, '').replace(/^\s*[A-Za-z0-9][A-Za-z0-9._-]*\s*(\[[^\]]*\])?/, '').replace(/[()]/g, '').trim();
+  const body = requirement
+    .replace(/;.*$/, '')
+    .replace(/^\s*[A-Za-z0-9][A-Za-z0-9._-]*\s*(\[[^\]]*\])?/, '')
+    .replace(/[()]/g, '')
+    .trim();
   if (!body || body.startsWith('@')) return true;
   for (const clause of body.split(',')) {
     const m = /^\s*(===|==|!=|~=|<=|>=|<|>)\s*([^\s,]+)\s*$/.exec(clause);
@@ -200,7 +220,19 @@ export function meetsSpecifier(version: string, requirement: string): boolean {
     }
     const c = compareRelease(version, want);
     const ok =
-      op === '>=' ? c >= 0 : op === '>' ? c > 0 : op === '<=' ? c <= 0 : op === '<' ? c < 0 : op === '!=' ? c !== 0 : op === '~=' ? c >= 0 && compatibleUpper(version, want) : c === 0;
+      op === '>='
+        ? c >= 0
+        : op === '>'
+          ? c > 0
+          : op === '<='
+            ? c <= 0
+            : op === '<'
+              ? c < 0
+              : op === '!='
+                ? c !== 0
+                : op === '~='
+                  ? c >= 0 && compatibleUpper(version, want)
+                  : c === 0;
     if (!ok) return false;
   }
   return true;

@@ -21,8 +21,18 @@ export interface BlockSpec {
   /** where it comes from: repository, module, path, line, revision, origin URL */
   origin: { repo: string; module: string; path: string; line: number; revision: string | null; url: string | null };
   /** constructor parameters (without self): name, default and annotation as source text */
-  init: { name: string; default: string | null; annotation: string | null; kind: 'positional' | 'keyword' | 'var-positional' | 'var-keyword' }[];
-  forward: { name: string; default: string | null; annotation: string | null; kind: 'positional' | 'keyword' | 'var-positional' | 'var-keyword' }[];
+  init: {
+    name: string;
+    default: string | null;
+    annotation: string | null;
+    kind: 'positional' | 'keyword' | 'var-positional' | 'var-keyword';
+  }[];
+  forward: {
+    name: string;
+    default: string | null;
+    annotation: string | null;
+    kind: 'positional' | 'keyword' | 'var-positional' | 'var-keyword';
+  }[];
   /** first sentence of the class docstring */
   summary: string | null;
   bases: string[];

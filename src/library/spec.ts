@@ -69,7 +69,6 @@ export function firstSentence(doc: string | null | undefined): string | null {
 /** What a spec reads of a record's validation (`BlockRecord.validation`). */
 export type ValidationFacts = Pick<ValidationRecord, 'stages' | 'params' | 'input_shapes' | 'output_shapes' | 'layers'>;
 
-
 export interface SpecInput {
   id: string;
   status: string;

@@ -67,13 +67,31 @@ export function mean(values: readonly number[]): number {
 
 /** Summary used in reports: count, min, p50, p90, p99, max, mean. */
 export function summarize(values: readonly number[]): {
-  n: number; min: number; p50: number; p90: number; p99: number; max: number; mean: number;
+  n: number;
+  min: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
+  mean: number;
 } {
   const n = values.length;
   if (n === 0) return { n, min: NaN, p50: NaN, p90: NaN, p99: NaN, max: NaN, mean: NaN };
-  let min = Infinity, max = -Infinity;
-  for (const v of values) { if (v < min) min = v; if (v > max) max = v; }
-  return { n, min, p50: quantile(values, 0.5), p90: quantile(values, 0.9), p99: quantile(values, 0.99), max, mean: mean(values) };
+  let min = Infinity,
+    max = -Infinity;
+  for (const v of values) {
+    if (v < min) min = v;
+    if (v > max) max = v;
+  }
+  return {
+    n,
+    min,
+    p50: quantile(values, 0.5),
+    p90: quantile(values, 0.9),
+    p99: quantile(values, 0.99),
+    max,
+    mean: mean(values),
+  };
 }
 
 export interface Bin {
@@ -95,9 +113,16 @@ export function histogram(values: readonly number[], bins: number | readonly num
   if (typeof bins === 'number') {
     if (!Number.isInteger(bins) || bins < 1) throw new RangeError(`histogram: bins=${bins}`);
     if (values.length === 0) return [];
-    let min = Infinity, max = -Infinity;
-    for (const v of values) { if (v < min) min = v; if (v > max) max = v; }
-    if (min === max) { min -= 0.5; max += 0.5; }
+    let min = Infinity,
+      max = -Infinity;
+    for (const v of values) {
+      if (v < min) min = v;
+      if (v > max) max = v;
+    }
+    if (min === max) {
+      min -= 0.5;
+      max += 0.5;
+    }
     edges = Array.from({ length: bins + 1 }, (_, i) => min + ((max - min) * i) / bins);
     edges[bins] = max;
   } else {
@@ -113,10 +138,12 @@ export function histogram(values: readonly number[], bins: number | readonly num
   for (const v of values) {
     if (!(v >= edges[0] && v <= edges[last + 1])) continue;
     // binary search for the bin with lo <= v < hi
-    let a = 0, b = last;
+    let a = 0,
+      b = last;
     while (a < b) {
       const m = (a + b + 1) >> 1;
-      if (edges[m] <= v) a = m; else b = m - 1;
+      if (edges[m] <= v) a = m;
+      else b = m - 1;
     }
     out[Math.min(a, last)].count++;
   }

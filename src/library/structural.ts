@@ -235,8 +235,14 @@ export function tokenize(src: string, reuse = false): Tokens {
     if (c === 92) {
       // explicit line joining (§2.1.5): backslash must end the physical line
       const d = src.charCodeAt(pos + 1);
-      if (d === 10) { pos += 2; continue; }
-      if (d === 13) { pos += src.charCodeAt(pos + 2) === 10 ? 3 : 2; continue; }
+      if (d === 10) {
+        pos += 2;
+        continue;
+      }
+      if (d === 13) {
+        pos += src.charCodeAt(pos + 2) === 10 ? 3 : 2;
+        continue;
+      }
       error = `unexpected character after line continuation at offset ${pos}`;
       break;
     }
@@ -258,7 +264,10 @@ export function tokenize(src: string, reuse = false): Tokens {
       const q = src.charCodeAt(pos);
       if ((q === 34 || q === 39) && pos - s <= 2 && STRING_PREFIXES.has(src.slice(s, pos).toLowerCase())) {
         const e = scanString(src, pos);
-        if (e < 0) { error = `unterminated string at offset ${s}`; break; }
+        if (e < 0) {
+          error = `unterminated string at offset ${s}`;
+          break;
+        }
         pos = e;
         push(T.STRING, s, pos);
         continue;
@@ -278,7 +287,10 @@ export function tokenize(src: string, reuse = false): Tokens {
     }
     if (c === 34 || c === 39) {
       const e = scanString(src, pos);
-      if (e < 0) { error = `unterminated string at offset ${s}`; break; }
+      if (e < 0) {
+        error = `unterminated string at offset ${s}`;
+        break;
+      }
       pos = e;
       push(T.STRING, s, pos);
       continue;
@@ -301,24 +313,35 @@ export function tokenize(src: string, reuse = false): Tokens {
     const c1 = src.charCodeAt(pos + 1);
     let opLen = 1;
     switch (c) {
-      case 40: case 91: case 123: // ( [ {
+      case 40:
+      case 91:
+      case 123: // ( [ {
         push(T.OP, s, s + 1);
         brackets.push(c);
         pos++;
         continue;
-      case 41: case 93: case 125: { // ) ] }
+      case 41:
+      case 93:
+      case 125: {
+        // ) ] }
         const open = brackets.pop();
-        if (open !== (c === 41 ? 40 : c - 2)) { error = `unmatched ${src[pos]} at offset ${pos}`; break; }
+        if (open !== (c === 41 ? 40 : c - 2)) {
+          error = `unmatched ${src[pos]} at offset ${pos}`;
+          break;
+        }
         push(T.OP, s, s + 1);
         pos++;
         continue;
       }
-      case 44: case 59: case 126: // , ; ~
+      case 44:
+      case 59:
+      case 126: // , ; ~
         break;
       case 46: // . ...
         if (c1 === 46 && src.charCodeAt(pos + 2) === 46) opLen = 3;
         break;
-      case 58: case 61: // : := = ==
+      case 58:
+      case 61: // : := = ==
         if (c1 === 61) opLen = 2;
         break;
       case 33: // !=
@@ -328,10 +351,18 @@ export function tokenize(src: string, reuse = false): Tokens {
       case 45: // - -> -=
         if (c1 === 62 || c1 === 61) opLen = 2;
         break;
-      case 43: case 37: case 38: case 124: case 94: case 64: // + % & | ^ @  (X=)
+      case 43:
+      case 37:
+      case 38:
+      case 124:
+      case 94:
+      case 64: // + % & | ^ @  (X=)
         if (c1 === 61) opLen = 2;
         break;
-      case 42: case 47: case 60: case 62: // * / < > : doubled, X=, doubled X=
+      case 42:
+      case 47:
+      case 60:
+      case 62: // * / < > : doubled, X=, doubled X=
         if (c1 === c) opLen = src.charCodeAt(pos + 2) === 61 ? 3 : 2;
         else if (c1 === 61) opLen = 2;
         break;
@@ -355,8 +386,15 @@ export function tokenize(src: string, reuse = false): Tokens {
     }
   }
   const out: Tokens = {
-    src, n, error,
-    kind: B.kind, start: B.start, end: B.end, hash: B.hash, hash2: B.hash2, depth: B.depth,
+    src,
+    n,
+    error,
+    kind: B.kind,
+    start: B.start,
+    end: B.end,
+    hash: B.hash,
+    hash2: B.hash2,
+    depth: B.depth,
   };
   if (!reuse) {
     out.kind = B.kind.slice(0, n);
@@ -388,7 +426,10 @@ function scanString(src: string, q: number): number {
   let p = q + (triple ? 3 : 1);
   while (p < len) {
     const c = src.charCodeAt(p);
-    if (c === 92) { p += 2; continue; }
+    if (c === 92) {
+      p += 2;
+      continue;
+    }
     if (c === quote) {
       if (!triple) return p + 1;
       if (src.charCodeAt(p + 1) === quote && src.charCodeAt(p + 2) === quote) return p + 3;
@@ -407,7 +448,7 @@ function scanNumber(src: string, p: number): { end: number; int: boolean } {
   const c1 = src.charCodeAt(p + 1) | 32;
   if (c0 === 48 && (c1 === 120 || c1 === 111 || c1 === 98)) {
     p += 2;
-    while (p < len && (isIdChar(src.charCodeAt(p)))) p++;
+    while (p < len && isIdChar(src.charCodeAt(p))) p++;
     return { end: p, int: true };
   }
   let int = true;
@@ -427,7 +468,10 @@ function scanNumber(src: string, p: number): { end: number; int: boolean } {
       while (p < len && (isDigit(src.charCodeAt(p)) || src.charCodeAt(p) === 95)) p++;
     }
   }
-  if ((src.charCodeAt(p) | 32) === 106) { int = false; p++; }
+  if ((src.charCodeAt(p) | 32) === 106) {
+    int = false;
+    p++;
+  }
   return { end: p, int };
 }
 
@@ -499,7 +543,10 @@ export function docstringMask(t: Tokens, keep: Uint8Array): number {
       if (headerIsDef) expectDoc = true;
       continue;
     }
-    if (k === T.DEDENT) { expectDoc = false; continue; }
+    if (k === T.DEDENT) {
+      expectDoc = false;
+      continue;
+    }
     if (lineStart) {
       lineStart = false;
       // first token of a logical line
@@ -521,7 +568,8 @@ export function docstringMask(t: Tokens, keep: Uint8Array): number {
         }
       }
       expectDoc = false;
-      headerIsDef = k === T.KEYWORD &&
+      headerIsDef =
+        k === T.KEYWORD &&
         (hash[i] === HK_DEF || hash[i] === HK_CLASS || (hash[i] === HK_ASYNC && i + 1 < n && hash[i + 1] === HK_DEF));
     }
     if (k === T.NEWLINE) lineStart = true;
@@ -562,8 +610,12 @@ export function structuralHashes(t: Tokens, keep: Uint8Array, out: Uint32Array):
   attrs.clear();
   const isOp = (i: number, h: number) => i >= 0 && i < n && kind[i] === T.OP && hash[i] === h;
   const isKw = (i: number, h: number) => i >= 0 && i < n && kind[i] === T.KEYWORD && hash[i] === h;
-  const bind = (i: number) => { role[i] = ROLE_BIND; bound.add(hash[i] & KEY_MASK); };
-  const isSelf = (i: number) => i >= 0 && kind[i] === T.NAME && (hash[i] === HN_SELF || hash[i] === HN_CLS) && !isOp(i - 1, HO_DOT);
+  const bind = (i: number) => {
+    role[i] = ROLE_BIND;
+    bound.add(hash[i] & KEY_MASK);
+  };
+  const isSelf = (i: number) =>
+    i >= 0 && kind[i] === T.NAME && (hash[i] === HN_SELF || hash[i] === HN_CLS) && !isOp(i - 1, HO_DOT);
 
   // pass 1: logical lines
   let a = 0;
@@ -602,7 +654,8 @@ export function structuralHashes(t: Tokens, keep: Uint8Array, out: Uint32Array):
           if (kind[i] === T.OP && depth[i] === d0 && (hash[i] === HO_EQ || HO_AUG.has(hash[i]))) targetEnd = i;
         }
         if (kind[first] === T.NAME && isOp(first + 1, HO_COLON)) targetEnd = Math.max(targetEnd, first + 1);
-        if (isSelf(first) && isOp(first + 1, HO_DOT) && isOp(first + 3, HO_COLON)) targetEnd = Math.max(targetEnd, first + 3);
+        if (isSelf(first) && isOp(first + 1, HO_DOT) && isOp(first + 3, HO_COLON))
+          targetEnd = Math.max(targetEnd, first + 3);
       }
       for (let i = first; i < targetEnd; i++) {
         if (kind[i] !== T.NAME) continue;
@@ -627,12 +680,22 @@ export function structuralHashes(t: Tokens, keep: Uint8Array, out: Uint32Array):
             if (i + 1 < b && kind[i + 1] === T.NAME) bind(i + 1);
           } else if (h === HK_LAMBDA) {
             for (let j = i + 1; j < b && !(isOp(j, HO_COLON) && depth[j] === depth[i]); j++) {
-              if (kind[j] === T.NAME && (isKw(j - 1, HK_LAMBDA) || isOp(j - 1, HO_COMMA) || isOp(j - 1, HO_STAR) || isOp(j - 1, HO_DSTAR))) bind(j);
+              if (
+                kind[j] === T.NAME &&
+                (isKw(j - 1, HK_LAMBDA) || isOp(j - 1, HO_COMMA) || isOp(j - 1, HO_STAR) || isOp(j - 1, HO_DSTAR))
+              )
+                bind(j);
             }
           }
         } else if (k === T.OP) {
           if (hash[i] === HO_WALRUS && i - 1 >= first && kind[i - 1] === T.NAME) bind(i - 1);
-        } else if (k === T.NAME && role[i] === 0 && depth[i] > 0 && isOp(i + 1, HO_EQ) && (isOp(i - 1, HO_LPAR) || isOp(i - 1, HO_COMMA))) {
+        } else if (
+          k === T.NAME &&
+          role[i] === 0 &&
+          depth[i] > 0 &&
+          isOp(i + 1, HO_EQ) &&
+          (isOp(i - 1, HO_LPAR) || isOp(i - 1, HO_COMMA))
+        ) {
           role[i] = ROLE_KWARG;
         }
       }
@@ -668,11 +731,20 @@ export function canonicalText(t: Tokens, keep: Uint8Array): string {
   for (let i = 0; i < t.n; i++) {
     if (!keep[i]) continue;
     switch (t.kind[i]) {
-      case T.NEWLINE: parts.push('\n'); break;
-      case T.INDENT: parts.push('\u0001>'); break;
-      case T.DEDENT: parts.push('\u0001<'); break;
-      case T.INT: parts.push(intText(t.src, t.start[i], t.end[i])); break;
-      default: parts.push(t.src.slice(t.start[i], t.end[i]));
+      case T.NEWLINE:
+        parts.push('\n');
+        break;
+      case T.INDENT:
+        parts.push('\u0001>');
+        break;
+      case T.DEDENT:
+        parts.push('\u0001<');
+        break;
+      case T.INT:
+        parts.push(intText(t.src, t.start[i], t.end[i]));
+        break;
+      default:
+        parts.push(t.src.slice(t.start[i], t.end[i]));
     }
   }
   return parts.join(' ');
@@ -682,7 +754,8 @@ export function canonicalText(t: Tokens, keep: Uint8Array): string {
  *  chained over the kept tokens' (kind, text hash) pairs. Equal normal forms always give
  *  equal fingerprints; different ones collide with probability ≈ 2^-64 per pair. */
 export function exactFingerprint(t: Tokens, keep: Uint8Array): string {
-  let a = 0x811c9dc5, b = 0x3c6ef372;
+  let a = 0x811c9dc5,
+    b = 0x3c6ef372;
   for (let i = 0; i < t.n; i++) {
     if (!keep[i]) continue;
     a = Math.imul(a ^ t.hash[i], 0xcc9e2d51);

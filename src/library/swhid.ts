@@ -24,7 +24,10 @@ export function revisionSwhid(commit: string): string {
 
 /** An origin is identified by its URL; normalise trailing slashes and `.git`. */
 export function originUrl(url: string): string {
-  return url.trim().replace(/\/+$/, '').replace(/\.git$/, '');
+  return url
+    .trim()
+    .replace(/\/+$/, '')
+    .replace(/\.git$/, '');
 }
 
 /** A qualified SWHID: core id plus `;origin=` and `;anchor=` (revision) and `;path=`,

@@ -126,7 +126,16 @@ class Binder {
   }
 
   private newScope(kind: ScopeKind, parent: Scope | null): Scope {
-    const s: Scope = { kind, parent, bindings: new Map(), globals: new Set(), globalSpans: [], nonlocals: new Set(), accesses: [], stmt: this.stmt };
+    const s: Scope = {
+      kind,
+      parent,
+      bindings: new Map(),
+      globals: new Set(),
+      globalSpans: [],
+      nonlocals: new Set(),
+      accesses: [],
+      stmt: this.stmt,
+    };
     this.scopes.push(s);
     return s;
   }
@@ -172,7 +181,8 @@ class Binder {
       // only when the function runs; a class body (outside functions) runs with its
       // class statement, so there it is a plain binding
       let inFunction = false;
-      for (let p: Scope | null = s; p && !inFunction; p = p.parent) inFunction = p.kind === 'function' || p.kind === 'lambda';
+      for (let p: Scope | null = s; p && !inFunction; p = p.parent)
+        inFunction = p.kind === 'function' || p.kind === 'lambda';
       for (const g of s.globals) if (s.bindings.has(g)) (inFunction ? globalBinds : binds)[s.stmt].add(g);
       // renaming such a module binding must rename the declaration and the targets too
       for (const sp of s.globalSpans) if (s.bindings.has(sp.name)) this.statements[s.stmt].bindSpans.push(sp);
@@ -245,8 +255,10 @@ class Binder {
         let set = this.moduleBinds.get(this.stmt);
         if (!set) this.moduleBinds.set(this.stmt, (set = new Set()));
         set.add(name);
-        if (at !== null && this.src.startsWith(name, at)) this.statements[this.stmt].bindSpans.push({ name, start: at, end: at + name.length });
-      } else if (at !== null && this.src.startsWith(name, at)) s.globalSpans.push({ name, start: at, end: at + name.length });
+        if (at !== null && this.src.startsWith(name, at))
+          this.statements[this.stmt].bindSpans.push({ name, start: at, end: at + name.length });
+      } else if (at !== null && this.src.startsWith(name, at))
+        s.globalSpans.push({ name, start: at, end: at + name.length });
     }
     if (!s.bindings.has(name)) s.bindings.set(name, this.seq++);
   }
@@ -374,16 +386,18 @@ class Binder {
       case 'try_statement': {
         // imports in the body of a `try` whose handlers catch ImportError are guarded:
         // their failure is part of what the program means (it runs the handler)
-        const guards = n.namedChildren.some((c) => !!c && (c.type === 'except_clause' || c.type === 'except_group_clause') && catchesImportError(c));
+        const guards = n.namedChildren.some(
+          (c) => !!c && (c.type === 'except_clause' || c.type === 'except_group_clause') && catchesImportError(c),
+        );
         for (const c of n.namedChildren) {
           if (!c) continue;
           if (c.type === 'block') {
             if (guards) this.importGuard++;
             this.visitBlock(c);
             if (guards) this.importGuard--;
-          }
-          else if (c.type === 'except_clause' || c.type === 'except_group_clause') this.visitExcept(c);
-          else if (c.type === 'else_clause' || c.type === 'finally_clause') this.visitBlock(c.childForFieldName('body') ?? c.namedChildren.find((x) => x?.type === 'block') ?? null);
+          } else if (c.type === 'except_clause' || c.type === 'except_group_clause') this.visitExcept(c);
+          else if (c.type === 'else_clause' || c.type === 'finally_clause')
+            this.visitBlock(c.childForFieldName('body') ?? c.namedChildren.find((x) => x?.type === 'block') ?? null);
         }
         return;
       }
@@ -402,8 +416,7 @@ class Binder {
             if (typeOnly) this.typeChecking++;
             this.visitBlock(c);
             if (typeOnly) this.typeChecking--;
-          }
-          else if (c.type === 'elif_clause' || c.type === 'else_clause') this.visitStatement(c);
+          } else if (c.type === 'elif_clause' || c.type === 'else_clause') this.visitStatement(c);
           else this.visitExpr(c);
         }
         return;
@@ -436,7 +449,8 @@ class Binder {
           if (left.type === 'identifier') {
             this.visitExpr(left);
             this.bind(left.text, left.startIndex);
-            if (this.scope === this.module && left.text === '__all__') this.collectAll(n.childForFieldName('right'), true);
+            if (this.scope === this.module && left.text === '__all__')
+              this.collectAll(n.childForFieldName('right'), true);
           } else this.visitExpr(left);
         }
         return;
@@ -465,7 +479,8 @@ class Binder {
       return;
     }
     this.bindTarget(left);
-    if (this.scope === this.module && left.type === 'identifier' && left.text === '__all__') this.collectAll(right, false);
+    if (this.scope === this.module && left.type === 'identifier' && left.text === '__all__')
+      this.collectAll(right, false);
   }
 
   private visitDelete(n: Node): void {
@@ -476,7 +491,12 @@ class Binder {
         const st = this.statements[this.stmt];
         (st.deletes ??= []).push(n.text);
       } else if (!this.scope.bindings.has(n.text)) this.scope.bindings.set(n.text, this.seq++);
-    } else if (n.type === 'expression_list' || n.type === 'tuple' || n.type === 'list' || n.type === 'parenthesized_expression') {
+    } else if (
+      n.type === 'expression_list' ||
+      n.type === 'tuple' ||
+      n.type === 'list' ||
+      n.type === 'parenthesized_expression'
+    ) {
       for (const c of n.namedChildren) if (c) this.visitDelete(c);
     } else this.visitExpr(n);
   }
@@ -603,7 +623,14 @@ class Binder {
         if (!c) continue;
         if (c.type === 'dotted_name') edges.push({ kind: 'import', module: c.text, asname: null, line, start, end });
         else if (c.type === 'aliased_import') {
-          edges.push({ kind: 'import', module: c.childForFieldName('name')!.text, asname: c.childForFieldName('alias')!.text, line, start, end });
+          edges.push({
+            kind: 'import',
+            module: c.childForFieldName('name')!.text,
+            asname: c.childForFieldName('alias')!.text,
+            line,
+            start,
+            end,
+          });
         }
       }
     } else {
@@ -619,17 +646,29 @@ class Binder {
       } else if (mod) module = mod.text;
       for (const c of n.namedChildren) {
         if (!c || c === mod || c.id === mod?.id) continue;
-        if (c.type === 'wildcard_import') edges.push({ kind: 'from', module, level, name: '*', asname: null, line, start, end });
-        else if (c.type === 'dotted_name') edges.push({ kind: 'from', module, level, name: c.text, asname: null, line, start, end });
+        if (c.type === 'wildcard_import')
+          edges.push({ kind: 'from', module, level, name: '*', asname: null, line, start, end });
+        else if (c.type === 'dotted_name')
+          edges.push({ kind: 'from', module, level, name: c.text, asname: null, line, start, end });
         else if (c.type === 'aliased_import') {
-          edges.push({ kind: 'from', module, level, name: c.childForFieldName('name')!.text, asname: c.childForFieldName('alias')!.text, line, start, end });
+          edges.push({
+            kind: 'from',
+            module,
+            level,
+            name: c.childForFieldName('name')!.text,
+            asname: c.childForFieldName('alias')!.text,
+            line,
+            start,
+            end,
+          });
         }
       }
     }
     if (this.importGuard > 0) for (const e of edges) e.guarded = true;
     if (this.typeChecking > 0) for (const e of edges) e.typeChecking = true;
     for (const e of edges) {
-      const name = e.kind === 'import' ? (e.asname ?? e.module.split('.')[0]) : e.name === '*' ? null : (e.asname ?? e.name);
+      const name =
+        e.kind === 'import' ? (e.asname ?? e.module.split('.')[0]) : e.name === '*' ? null : (e.asname ?? e.name);
       // no bindSpan: `from m import y` binds y but renaming it needs `y as z`, which the
       // emitter does by rewriting the whole import statement
       if (name) this.bind(name, null);
@@ -655,7 +694,11 @@ class Binder {
           names.push(p);
           break;
         case 'typed_parameter': {
-          const id = p.namedChildren.find((c) => c && (c.type === 'identifier' || c.type === 'list_splat_pattern' || c.type === 'dictionary_splat_pattern'));
+          const id = p.namedChildren.find(
+            (c) =>
+              c &&
+              (c.type === 'identifier' || c.type === 'list_splat_pattern' || c.type === 'dictionary_splat_pattern'),
+          );
           if (id) names.push(id.type === 'identifier' ? id : id.namedChildren[0]!);
           const t = p.childForFieldName('type');
           if (t) this.visitAnnotation(t, false);
@@ -664,7 +707,7 @@ class Binder {
         case 'default_parameter':
         case 'typed_default_parameter': {
           const nm = p.childForFieldName('name');
-          if (nm) names.push(nm.type === 'identifier' ? nm : nm.namedChildren[0] ?? nm);
+          if (nm) names.push(nm.type === 'identifier' ? nm : (nm.namedChildren[0] ?? nm));
           const t = p.childForFieldName('type');
           if (t) this.visitAnnotation(t, false);
           this.visitExpr(p.childForFieldName('value'));
@@ -734,10 +777,19 @@ class Binder {
     this.defDepth--;
     this.scope = saved;
     if (name) this.bind(name.text, name.startIndex);
-    if (topLevel && name) this.classes.push(this.classFacts(n, name.text, bases, metaclass, decorators, clsScope, body));
+    if (topLevel && name)
+      this.classes.push(this.classFacts(n, name.text, bases, metaclass, decorators, clsScope, body));
   }
 
-  private classFacts(n: Node, name: string, bases: BaseExpr[], metaclass: string | null, decorators: Node[], scope: Scope, body: Node | null): ClassFacts {
+  private classFacts(
+    n: Node,
+    name: string,
+    bases: BaseExpr[],
+    metaclass: string | null,
+    decorators: Node[],
+    scope: Scope,
+    body: Node | null,
+  ): ClassFacts {
     const abstractMethods: string[] = [];
     let docstring: string | null = null;
     let initParams: string | null = null;
@@ -770,7 +822,7 @@ class Binder {
         forward = params ? paramsOf(params, { dropFirst: true }) : null;
       }
     }
-    const outer = decorators.length ? n.parent ?? n : n;
+    const outer = decorators.length ? (n.parent ?? n) : n;
     return {
       name,
       stmt: this.stmt,
@@ -835,7 +887,15 @@ class Binder {
           ends.push(start + m[1].length + am.index + am[0].length);
         }
       }
-      const a: Access = { name: m[1], start, end: start + m[1].length, eager: false, soft: true, stmt: this.stmt, seq: this.seq++ };
+      const a: Access = {
+        name: m[1],
+        start,
+        end: start + m[1].length,
+        eager: false,
+        soft: true,
+        stmt: this.stmt,
+        seq: this.seq++,
+      };
       if (attrs.length) {
         a.attrs = attrs;
         a.attrEnds = ends;
@@ -941,7 +1001,8 @@ class Binder {
         for (const c of n.namedChildren) {
           if (!c) continue;
           if (c.type === 'type_parameter') {
-            for (const t of c.namedChildren) if (t && t.type !== 'comment') this.visitExpr(t, annotation && i++ < types);
+            for (const t of c.namedChildren)
+              if (t && t.type !== 'comment') this.visitExpr(t, annotation && i++ < types);
           } else this.visitExpr(c, annotation);
         }
         return;
@@ -958,7 +1019,8 @@ class Binder {
   private noteDynamic(fn: Node, call: Node): void {
     let kind: DynamicUse['kind'] | undefined;
     if (fn.type === 'identifier') kind = DYNAMIC_CALLS.get(fn.text);
-    else if (fn.type === 'attribute' && fn.childForFieldName('attribute')?.text === 'import_module') kind = 'import_module';
+    else if (fn.type === 'attribute' && fn.childForFieldName('attribute')?.text === 'import_module')
+      kind = 'import_module';
     if (kind) this.dynamic.push({ kind, line: call.startPosition.row + 1, stmt: this.stmt });
   }
 
@@ -976,7 +1038,9 @@ class Binder {
   }
 
   private visitComprehension(n: Node): void {
-    const clauses = n.namedChildren.filter((c): c is Node => !!c && (c.type === 'for_in_clause' || c.type === 'if_clause'));
+    const clauses = n.namedChildren.filter(
+      (c): c is Node => !!c && (c.type === 'for_in_clause' || c.type === 'if_clause'),
+    );
     const body = n.childForFieldName('body');
     // the first iterable is evaluated in the enclosing scope (§6.2.4)
     const first = clauses.find((c) => c.type === 'for_in_clause');
@@ -986,7 +1050,8 @@ class Binder {
     this.scope = scope;
     for (const c of clauses) {
       if (c.type === 'for_in_clause') {
-        if (c !== first && c.id !== first?.id) for (const r of c.childrenForFieldName('right')) if (r) this.visitExpr(r);
+        if (c !== first && c.id !== first?.id)
+          for (const r of c.childrenForFieldName('right')) if (r) this.visitExpr(r);
         const left = c.childForFieldName('left');
         if (left) this.bindTarget(left);
       } else for (const x of c.namedChildren) if (x) this.visitExpr(x);
@@ -1013,15 +1078,15 @@ class Binder {
     const fn = n.childForFieldName('function');
     if (fn?.type !== 'attribute' || fn.childForFieldName('object')?.text !== '__all__') return;
     const method = fn.childForFieldName('attribute')?.text;
-    const args = n.childForFieldName('arguments')?.namedChildren.filter((c): c is Node => !!c && c.type !== 'comment') ?? [];
+    const args =
+      n.childForFieldName('arguments')?.namedChildren.filter((c): c is Node => !!c && c.type !== 'comment') ?? [];
     if (method === 'extend' && args.length === 1) this.collectAll(args[0], true);
     else if (method === 'append' && args.length === 1 && args[0].type === 'string') {
       // one string, not a sequence of strings
       const v = stringValue(args[0]);
       if (v === null) this.allBroken = true;
       else this.all = [...(this.all ?? []), v];
-    }
-    else if (method === 'remove' && args.length === 1 && args[0].type === 'string') {
+    } else if (method === 'remove' && args.length === 1 && args[0].type === 'string') {
       const v = stringValue(args[0]);
       if (this.all) this.all = this.all.filter((x) => x !== v);
     } else this.allBroken = true;
@@ -1038,13 +1103,17 @@ function catchesImportError(clause: Node): boolean {
   if (!head.length) return true;
   let expr = head[0]!;
   if (expr.type === 'as_pattern') expr = expr.namedChildren.find((x) => !!x && x.type !== 'as_pattern_target') ?? expr;
-  const names = expr.type === 'tuple' || expr.type === 'parenthesized_expression' ? expr.namedChildren.filter((c) => !!c) : [expr];
-  return names.some((c) => /(?:^|\.)\s*(?:ImportError|ModuleNotFoundError|Exception|BaseException)$/.test(c!.text.trim()));
+  const names =
+    expr.type === 'tuple' || expr.type === 'parenthesized_expression' ? expr.namedChildren.filter((c) => !!c) : [expr];
+  return names.some((c) =>
+    /(?:^|\.)\s*(?:ImportError|ModuleNotFoundError|Exception|BaseException)$/.test(c!.text.trim()),
+  );
 }
 
 function guardOf(n: Node, src: string): Guard {
   if (n.type === 'try_statement') return 'try';
-  if (n.type === 'if_statement') return isTypeCheckingTest(n.childForFieldName('condition'), src) ? 'type-checking' : 'if';
+  if (n.type === 'if_statement')
+    return isTypeCheckingTest(n.childForFieldName('condition'), src) ? 'type-checking' : 'if';
   return null;
 }
 
@@ -1059,7 +1128,12 @@ function isTypeCheckingTest(cond: Node | null, src: string): boolean {
  *  strings of `Literal['a']` are values (PEP 586) and the metadata of
  *  `Annotated[T, 'm']` are not types (PEP 593), so they are not forward references. */
 function typeArguments(head: Node): number {
-  const last = head.type === 'identifier' ? head.text : head.type === 'attribute' ? head.childForFieldName('attribute')?.text : undefined;
+  const last =
+    head.type === 'identifier'
+      ? head.text
+      : head.type === 'attribute'
+        ? head.childForFieldName('attribute')?.text
+        : undefined;
   if (last === 'Literal') return 0;
   if (last === 'Annotated') return 1;
   return Infinity;
@@ -1101,7 +1175,12 @@ function stringValue(n: Node): string | null {
 
 function literalStrings(n: Node | null): string[] | null {
   if (!n) return null;
-  if (n.type === 'list' || n.type === 'tuple' || n.type === 'parenthesized_expression' || n.type === 'expression_list') {
+  if (
+    n.type === 'list' ||
+    n.type === 'tuple' ||
+    n.type === 'parenthesized_expression' ||
+    n.type === 'expression_list'
+  ) {
     const out: string[] = [];
     for (const c of n.namedChildren) {
       if (!c || c.type === 'comment') continue;
@@ -1134,7 +1213,11 @@ function syntaxIssues(root: TsNode, max = 20): SyntaxIssue[] {
       continue;
     }
     if (n.type === 'ERROR') {
-      out.push({ line: n.startPosition.row + 1, column: n.startPosition.column + 1, message: `syntax error near ${JSON.stringify(n.text.slice(0, 30))}` });
+      out.push({
+        line: n.startPosition.row + 1,
+        column: n.startPosition.column + 1,
+        message: `syntax error near ${JSON.stringify(n.text.slice(0, 30))}`,
+      });
       continue;
     }
     if (!n.hasError) continue;
@@ -1149,7 +1232,12 @@ function hasFutureAnnotations(root: Node): boolean {
   for (const c of root.namedChildren) {
     if (!c) continue;
     if (c.type === 'future_import_statement') {
-      if (c.namedChildren.some((x) => x && (x.text === 'annotations' || x.childForFieldName?.('name')?.text === 'annotations'))) return true;
+      if (
+        c.namedChildren.some(
+          (x) => x && (x.text === 'annotations' || x.childForFieldName?.('name')?.text === 'annotations'),
+        )
+      )
+        return true;
       continue;
     }
     if (c.type === 'comment') continue;
@@ -1172,7 +1260,8 @@ function recoverStatements(source: string, tree: Tree): { text: string; tree: Tr
     const lineStart = text.lastIndexOf('\n', err.startIndex - 1) + 1;
     let lineEnd = text.indexOf('\n', err.startIndex);
     if (lineEnd === -1) lineEnd = text.length;
-    const blanked = text.slice(0, lineStart) + text.slice(lineStart, lineEnd).replace(/[^\r]/g, ' ') + text.slice(lineEnd);
+    const blanked =
+      text.slice(0, lineStart) + text.slice(lineStart, lineEnd).replace(/[^\r]/g, ' ') + text.slice(lineEnd);
     if (blanked === text) break; // nothing left to blank on that line
     text = blanked;
     if (cur !== tree) cur.delete();

@@ -55,7 +55,12 @@ function paramOf(n: ParamNode, keywordOnly: boolean): Param | null {
     case 'identifier':
       return { name: n.text, default: null, annotation: null, kind: plainKind };
     case 'default_parameter':
-      return { name: n.childForFieldName('name')?.text ?? '', default: text(n.childForFieldName('value')), annotation: null, kind: plainKind };
+      return {
+        name: n.childForFieldName('name')?.text ?? '',
+        default: text(n.childForFieldName('value')),
+        annotation: null,
+        kind: plainKind,
+      };
     case 'typed_default_parameter':
       return {
         name: n.childForFieldName('name')?.text ?? '',

@@ -86,9 +86,15 @@ interface CursorExports {
 }
 
 const EXPORTS: (keyof CursorExports)[] = [
-  '_ts_tree_cursor_goto_first_child_wasm', '_ts_tree_cursor_goto_next_sibling_wasm', '_ts_tree_cursor_goto_parent_wasm',
-  '_ts_tree_cursor_current_node_type_id_wasm', '_ts_tree_cursor_current_field_id_wasm', '_ts_tree_cursor_start_index_wasm',
-  '_ts_tree_cursor_end_index_wasm', '_ts_tree_cursor_delete_wasm', '_ts_language_type_is_named_wasm',
+  '_ts_tree_cursor_goto_first_child_wasm',
+  '_ts_tree_cursor_goto_next_sibling_wasm',
+  '_ts_tree_cursor_goto_parent_wasm',
+  '_ts_tree_cursor_current_node_type_id_wasm',
+  '_ts_tree_cursor_current_field_id_wasm',
+  '_ts_tree_cursor_start_index_wasm',
+  '_ts_tree_cursor_end_index_wasm',
+  '_ts_tree_cursor_delete_wasm',
+  '_ts_language_type_is_named_wasm',
 ];
 
 let exportsOf: CursorExports | null = null;
@@ -157,7 +163,15 @@ function walkFast(ex: CursorExports, tree: Tree, cursor: TreeCursor, doc: Syntax
     const parent = depth ? owner[depth - 1] : null;
     const f = depth ? fieldId(T) : 0;
     // web-tree-sitter's nodeType: the error symbol (65535) has no name in the table
-    const node = new SyntaxNode(id++, types[t] || 'ERROR', f ? (fields[f] ?? null) : null, startIndex(T), endIndex(T), parent, doc);
+    const node = new SyntaxNode(
+      id++,
+      types[t] || 'ERROR',
+      f ? (fields[f] ?? null) : null,
+      startIndex(T),
+      endIndex(T),
+      parent,
+      doc,
+    );
     if (parent) addChild(parent, node);
     owner[depth] = node;
     return true;
@@ -196,7 +210,15 @@ function walkPublic(tree: Tree, c: TreeCursor, doc: SyntaxDoc): SyntaxNode {
     if (!c.nodeIsNamed) return false;
     const parent = depth ? owner[depth - 1] : null;
     const f = depth ? c.currentFieldId : 0;
-    const node = new SyntaxNode(id++, c.nodeType, f ? (tab.fields[f] ?? null) : null, c.startIndex, c.endIndex, parent, doc);
+    const node = new SyntaxNode(
+      id++,
+      c.nodeType,
+      f ? (tab.fields[f] ?? null) : null,
+      c.startIndex,
+      c.endIndex,
+      parent,
+      doc,
+    );
     if (parent) addChild(parent, node);
     owner[depth] = node;
     return true;

@@ -97,7 +97,11 @@ export function sparsePatterns(paths: readonly string[]): string[] {
 
 /** A file-system-safe, collision-free folder name for a remote source. */
 export function cacheKey(name: string, url: string): string {
-  const safe = name.replace(/[^A-Za-z0-9._-]+/g, '_').replace(/^[._]+/, '').slice(0, 80) || 'repo';
+  const safe =
+    name
+      .replace(/[^A-Za-z0-9._-]+/g, '_')
+      .replace(/^[._]+/, '')
+      .slice(0, 80) || 'repo';
   return `${safe}-${createHash('sha1').update(url).digest('hex').slice(0, 10)}`;
 }
 
@@ -126,10 +130,12 @@ export class RepoCache {
 
   /** Make the repository available on disk and describe the checkout. */
   async prepare(spec: RepoSpec, opts: { update?: boolean } = {}): Promise<RepoCheckout> {
-    if (spec.url !== null && spec.path !== null) throw new UsageError(`repository "${spec.name}": give either a url or a path, not both`);
+    if (spec.url !== null && spec.path !== null)
+      throw new UsageError(`repository "${spec.name}": give either a url or a path, not both`);
     if (spec.path !== null) {
       const kind = vetSource(spec.path, `repository "${spec.name}" path`);
-      if (kind.kind !== 'path') throw new UsageError(`repository "${spec.name}": path ${JSON.stringify(spec.path)} is not a local folder`);
+      if (kind.kind !== 'path')
+        throw new UsageError(`repository "${spec.name}": path ${JSON.stringify(spec.path)} is not a local folder`);
       const abs = path.resolve(kind.path);
       if (isBareRepo(abs)) return this.prepareRemote(spec, pathToFileURL(abs).href, opts);
       return this.prepareLocal(spec, abs);
@@ -157,13 +163,14 @@ export class RepoCache {
     return detectPackageRoots(
       files.map((f) => f.path),
       (dir) => existsSync(path.join(root, ...dir.split('/'), '__init__.py')),
-      () => files.flatMap((f) => {
-        try {
-          return importedNamesOf(readFileSync(path.join(root, ...f.path.split('/')), 'latin1'));
-        } catch {
-          return [];
-        }
-      }),
+      () =>
+        files.flatMap((f) => {
+          try {
+            return importedNamesOf(readFileSync(path.join(root, ...f.path.split('/')), 'latin1'));
+          } catch {
+            return [];
+          }
+        }),
     );
   }
 

@@ -263,7 +263,10 @@ export function importedNamesOf(text: string): string[] {
   for (const m of text.matchAll(FROM_IMPORT)) {
     out.push(m[1]);
     for (const part of m[2].split(',')) {
-      const n = part.trim().split(/\s+/)[0]?.replace(/[()\\]/g, '');
+      const n = part
+        .trim()
+        .split(/\s+/)[0]
+        ?.replace(/[()\\]/g, '');
       if (n && n !== '*' && isIdentifier(n)) out.push(`${m[1]}.${n}`);
     }
   }

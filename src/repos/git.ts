@@ -9,10 +9,14 @@ import { NnragError } from '../util/errors.js';
  *  commands or talk to file descriptors; never allow them. The fsmonitor of a local
  *  repository we read could name a program to run; turn it off. */
 const SAFE_CONFIG = [
-  '-c', 'protocol.ext.allow=never',
-  '-c', 'protocol.fd.allow=never',
-  '-c', 'core.fsmonitor=false',
-  '-c', 'advice.detachedHead=false',
+  '-c',
+  'protocol.ext.allow=never',
+  '-c',
+  'protocol.fd.allow=never',
+  '-c',
+  'core.fsmonitor=false',
+  '-c',
+  'advice.detachedHead=false',
 ];
 
 /** Environment for git: inherited, minus variables that would redirect git to another
@@ -20,9 +24,19 @@ const SAFE_CONFIG = [
 export function gitEnv(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };
   for (const k of [
-    'GIT_DIR', 'GIT_WORK_TREE', 'GIT_INDEX_FILE', 'GIT_OBJECT_DIRECTORY', 'GIT_ALTERNATE_OBJECT_DIRECTORIES',
-    'GIT_COMMON_DIR', 'GIT_NAMESPACE', 'GIT_PREFIX', 'GIT_CONFIG_PARAMETERS', 'GIT_CONFIG_COUNT',
-    'GIT_EXTERNAL_DIFF', 'GIT_PAGER', 'GIT_EDITOR',
+    'GIT_DIR',
+    'GIT_WORK_TREE',
+    'GIT_INDEX_FILE',
+    'GIT_OBJECT_DIRECTORY',
+    'GIT_ALTERNATE_OBJECT_DIRECTORIES',
+    'GIT_COMMON_DIR',
+    'GIT_NAMESPACE',
+    'GIT_PREFIX',
+    'GIT_CONFIG_PARAMETERS',
+    'GIT_CONFIG_COUNT',
+    'GIT_EXTERNAL_DIFF',
+    'GIT_PAGER',
+    'GIT_EDITOR',
   ]) {
     delete env[k];
   }
@@ -59,7 +73,12 @@ export function git(
       (err, stdout, stderr) => {
         if (err) {
           const e = err as NodeJS.ErrnoException & { killed?: boolean };
-          const why = e.code === 'ENOENT' ? 'git is not installed or not on PATH' : e.killed ? 'timed out' : stderr.trim() || e.message;
+          const why =
+            e.code === 'ENOENT'
+              ? 'git is not installed or not on PATH'
+              : e.killed
+                ? 'timed out'
+                : stderr.trim() || e.message;
           reject(new NnragError(`git ${args[0]} failed: ${why}`, 'git'));
         } else {
           resolve({ stdout, stderr });

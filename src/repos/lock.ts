@@ -60,7 +60,8 @@ async function staleReason(dir: string, o: LockOptions): Promise<{ why: string; 
     return null;
   }
   if (Date.now() - owner.since > (o.maxAgeMs ?? 2 * 3600_000)) return { why: 'too old', token: owner.token };
-  if (owner.host === hostname() && !pidAlive(owner.pid)) return { why: `owner pid ${owner.pid} is dead`, token: owner.token };
+  if (owner.host === hostname() && !pidAlive(owner.pid))
+    return { why: `owner pid ${owner.pid} is dead`, token: owner.token };
   return null;
 }
 

@@ -18,7 +18,10 @@ import type { Resolver, Target } from './names.js';
 
 /** The class statement Python binds for `module.Class` (the last top-level definition),
  *  or null when the module defines no such class. */
-export function classStatement(mod: { facts: { classes: readonly ClassFacts[] } } | null | undefined, name: string): ClassFacts | null {
+export function classStatement(
+  mod: { facts: { classes: readonly ClassFacts[] } } | null | undefined,
+  name: string,
+): ClassFacts | null {
   if (!mod) return null;
   const all = mod.facts.classes;
   for (let i = all.length - 1; i >= 0; i--) if (all[i].name === name && !all[i].nested) return all[i];
@@ -31,9 +34,20 @@ export type BaseTarget =
   | { kind: 'extern'; qualified: string };
 
 /** The resolution of one base expression (`name.attr…`) read eagerly in `mod`. */
-export function resolveBase(resolver: Resolver, mod: CorpusModule, b: BaseExpr): { targets: Target[]; consumed: number } {
+export function resolveBase(
+  resolver: Resolver,
+  mod: CorpusModule,
+  b: BaseExpr,
+): { targets: Target[]; consumed: number } {
   if (!b.name) return { targets: [], consumed: 0 };
-  return resolver.resolveRef(mod, { name: b.name, start: 0, end: 0, eager: true, attrs: b.attrs, attrEnds: b.attrs.map(() => 0) });
+  return resolver.resolveRef(mod, {
+    name: b.name,
+    start: 0,
+    end: 0,
+    eager: true,
+    attrs: b.attrs,
+    attrEnds: b.attrs.map(() => 0),
+  });
 }
 
 /** The bases of a class, left to right, each resolved to what it denotes (an unresolvable
@@ -58,7 +72,13 @@ export function baseClasses(resolver: Resolver, mod: CorpusModule, cls: ClassFac
 /** The parameters of `__init__` or `forward` of a class, or of the first indexed base class
  *  that defines the method (depth-first, left to right: the MRO for single inheritance and
  *  simple diamonds); null when none does (an extern base is not looked into). */
-export function inheritedParams(resolver: Resolver, mod: CorpusModule, cls: ClassFacts, which: 'init' | 'forward', depth = 0): Param[] | null {
+export function inheritedParams(
+  resolver: Resolver,
+  mod: CorpusModule,
+  cls: ClassFacts,
+  which: 'init' | 'forward',
+  depth = 0,
+): Param[] | null {
   const own = ownParams(cls, which);
   if (own !== null) return own;
   if (depth > 12) return null;

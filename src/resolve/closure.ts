@@ -219,8 +219,13 @@ class State {
   private externBinding(local: string, t: Extract<Target, { kind: 'extern' }>, print = true): Binding {
     const key = externKey(local, t);
     let b = this.bindings.get(key);
-    if (!b) this.bindings.set(key, (b = { key, name: key.slice(4, key.indexOf('=')), kind: 'extern', edges: [], seq: this.seq++ }));
-    if (print && !b.edges!.some((x) => sameEdge(x.edge, t.edge, x.absModule, t.absModule))) b.edges!.push({ edge: t.edge, absModule: t.absModule });
+    if (!b)
+      this.bindings.set(
+        key,
+        (b = { key, name: key.slice(4, key.indexOf('=')), kind: 'extern', edges: [], seq: this.seq++ }),
+      );
+    if (print && !b.edges!.some((x) => sameEdge(x.edge, t.edge, x.absModule, t.absModule)))
+      b.edges!.push({ edge: t.edge, absModule: t.absModule });
     return b;
   }
 
@@ -306,7 +311,12 @@ class State {
    *  definition is imported from the installed module instead of copied (an extern
    *  binding, `from pkg.mod import name`), with a warning; else it is copied, and the
    *  warning says what its `__file__` now means. Returns the extern binding, or null. */
-  private ownFileReader(from: StmtNode, t: Extract<Target, { kind: 'def' }>, local: string, ref: { line: number; soft?: boolean }): Binding | null {
+  private ownFileReader(
+    from: StmtNode,
+    t: Extract<Target, { kind: 'def' }>,
+    local: string,
+    ref: { line: number; soft?: boolean },
+  ): Binding | null {
     if (ref.soft) return null;
     const readers = fileReaders(t.module);
     if (!readers.size || !t.stmts.some((i) => readers.has(i))) return null;
@@ -315,13 +325,44 @@ class State {
     const installed = this.resolver.importable(top) === true && t.module.name !== '__main__';
     const where = `${t.module.name}.${t.name}`;
     if (!installed) {
-      const why = this.resolver.importable(top) === false ? `${top} is not importable in the validation environment` : `whether ${top} is installed in the validation environment is unknown here`;
-      this.diag(from, t.name, ref.line, 'module-file', `${where} reads its module's __file__, which in the copy is the standalone module's path (${why}, so it is copied)`, 'warning');
+      const why =
+        this.resolver.importable(top) === false
+          ? `${top} is not importable in the validation environment`
+          : `whether ${top} is installed in the validation environment is unknown here`;
+      this.diag(
+        from,
+        t.name,
+        ref.line,
+        'module-file',
+        `${where} reads its module's __file__, which in the copy is the standalone module's path (${why}, so it is copied)`,
+        'warning',
+      );
       return null;
     }
-    this.diag(from, t.name, ref.line, 'module-file', `${where} reads its module's __file__ (files beside it): imported from the ${top} installed in the validation environment, not copied`, 'warning');
-    const edge: ImportEdge = { kind: 'from', module: t.module.name, level: 0, name: t.name, asname: local === t.name ? null : local, line: ref.line, start: 0, end: 0 };
-    return this.externBinding(local, { kind: 'extern', edge, absModule: t.module.name, qualified: `${t.module.name}.${t.name}` });
+    this.diag(
+      from,
+      t.name,
+      ref.line,
+      'module-file',
+      `${where} reads its module's __file__ (files beside it): imported from the ${top} installed in the validation environment, not copied`,
+      'warning',
+    );
+    const edge: ImportEdge = {
+      kind: 'from',
+      module: t.module.name,
+      level: 0,
+      name: t.name,
+      asname: local === t.name ? null : local,
+      line: ref.line,
+      start: 0,
+      end: 0,
+    };
+    return this.externBinding(local, {
+      kind: 'extern',
+      edge,
+      absModule: t.module.name,
+      qualified: `${t.module.name}.${t.name}`,
+    });
   }
 
   private builtinBinding(name: string): Binding {
@@ -376,7 +417,15 @@ class State {
         }
         case 'extern':
           b = this.externBinding(local, t);
-          if (t.synthesized && !ref.soft) this.diag(from, ref.name, ref.line, 'star-extern', `${ref.name} is assumed to come from \`from ${t.absModule} import *\``, 'warning');
+          if (t.synthesized && !ref.soft)
+            this.diag(
+              from,
+              ref.name,
+              ref.line,
+              'star-extern',
+              `${ref.name} is assumed to come from \`from ${t.absModule} import *\``,
+              'warning',
+            );
           break;
         case 'builtin':
           b = this.builtinBinding(t.name);
@@ -388,8 +437,20 @@ class State {
           // extern (the installed module, §5.3); else the reference cannot work
           const top = t.name.split('.')[0];
           if (this.resolver.importable(top)) {
-            const edge: ImportEdge = { kind: 'import', module: t.name, asname: local === t.name || (local === top && t.name === top) ? null : local, line: ref.line, start: 0, end: 0 };
-            b = this.externBinding(local, { kind: 'extern', edge, absModule: t.name, qualified: edge.asname ? t.name : top });
+            const edge: ImportEdge = {
+              kind: 'import',
+              module: t.name,
+              asname: local === t.name || (local === top && t.name === top) ? null : local,
+              line: ref.line,
+              start: 0,
+              end: 0,
+            };
+            b = this.externBinding(local, {
+              kind: 'extern',
+              edge,
+              absModule: t.name,
+              qualified: edge.asname ? t.name : top,
+            });
           }
           if (!ref.soft) this.moduleObject(from, ref.name, ref.line, t.name, !!b);
           break;
@@ -412,11 +473,23 @@ class State {
     const kept = (offset: number) => !skipped?.some(([a, b]) => offset >= a && offset < b);
     for (const ref of st.refs) if (kept(ref.start)) this.processRef(n, ref, src, lineOf);
     // imports inside compound statements (try/except ImportError, if TYPE_CHECKING)
-    if (!isPlainImport(st.kind) && st.imports.length) this.rewriteImports(n, st.imports.filter((e) => kept(e.start)), false);
+    if (!isPlainImport(st.kind) && st.imports.length)
+      this.rewriteImports(
+        n,
+        st.imports.filter((e) => kept(e.start)),
+        false,
+      );
     for (const ni of st.nestedImports ?? []) if (kept(ni.start)) this.rewriteImports(n, ni.edges, true);
     for (const d of n.mod.facts.dynamic) {
       if (d.stmt === n.stmt) {
-        this.diag(n, d.kind, d.line, 'dynamic', `${d.kind}() makes the names this code uses impossible to know statically`, 'warning');
+        this.diag(
+          n,
+          d.kind,
+          d.line,
+          'dynamic',
+          `${d.kind}() makes the names this code uses impossible to know statically`,
+          'warning',
+        );
       }
     }
   }
@@ -426,9 +499,20 @@ class State {
     const resolvedTargets = ref.soft ? targets.filter((t) => t.kind !== 'unresolved' && t.kind !== 'module') : targets;
     if (!resolvedTargets.length) return;
     const end = consumed > 0 ? ref.attrEnds![consumed - 1] : ref.end;
-    const { chosen: b, unique } = this.bind(n, resolvedTargets, ref.name, ref.eager, { name: ref.name, line: lineOf(ref.start), soft: ref.soft });
+    const { chosen: b, unique } = this.bind(n, resolvedTargets, ref.name, ref.eager, {
+      name: ref.name,
+      line: lineOf(ref.start),
+      soft: ref.soft,
+    });
     if (!b) return;
-    this.uses.push({ node: n, start: ref.start, end, original: src.slice(ref.start, end), binding: b, ...(consumed > 0 && ref.shadows ? { shadows: ref.shadows } : {}) });
+    this.uses.push({
+      node: n,
+      start: ref.start,
+      end,
+      original: src.slice(ref.start, end),
+      binding: b,
+      ...(consumed > 0 && ref.shadows ? { shadows: ref.shadows } : {}),
+    });
     // the module-level name read here denotes the binding (unless it is bound to
     // several things, or the reference goes through module attributes)
     if (unique && consumed === 0 && b.kind !== 'builtin') addOrigin(b, n.mod, ref.name);
@@ -461,12 +545,13 @@ class State {
         const isInterned =
           (e.kind === 'from' && e.level > 0) ||
           (abs !== null &&
-            (this.resolver.isInterned(e.kind === 'import' && !e.asname ? abs.split('.')[0] : abs, n.mod.repo) || this.resolver.isMissingInternal(abs, n.mod.repo)));
+            (this.resolver.isInterned(e.kind === 'import' && !e.asname ? abs.split('.')[0] : abs, n.mod.repo) ||
+              this.resolver.isMissingInternal(abs, n.mod.repo)));
         if (!isInterned) {
           keep.push({ edge: e, absModule: abs });
           continue;
         }
-        const local = e.kind === 'import' ? (e.asname ?? e.module.split('.')[0]) : e.asname ?? e.name;
+        const local = e.kind === 'import' ? (e.asname ?? e.module.split('.')[0]) : (e.asname ?? e.name);
         // A guarded import (`try: from .fused import op` / `except ImportError: op = None`)
         // of an interned module that cannot import in the validation environment fails in
         // the original there and runs the handler. Copying the module's definitions would
@@ -478,12 +563,26 @@ class State {
           // written absolute (a relative import cannot work in a standalone file): where
           // the package is installed, the copy then imports it as the original does
           if (e.kind === 'from' && e.level > 0) interned = true;
-          this.diag(n, local, e.line, 'guarded-import', `the guarded import of ${abs} is kept as written: ${abs} needs ${failing}, which the validation environment cannot import, so the import fails and its handler runs, as in the original`, 'warning');
+          this.diag(
+            n,
+            local,
+            e.line,
+            'guarded-import',
+            `the guarded import of ${abs} is kept as written: ${abs} needs ${failing}, which the validation environment cannot import, so the import fails and its handler runs, as in the original`,
+            'warning',
+          );
           continue;
         }
         interned = true;
         if (e.kind === 'from' && e.name === '*') {
-          this.diag(n, '*', e.line, 'nested-module-import', `star import of interned module ${abs} inside a statement cannot be inlined`, 'error');
+          this.diag(
+            n,
+            '*',
+            e.line,
+            'nested-module-import',
+            `star import of interned module ${abs} inside a statement cannot be inlined`,
+            'error',
+          );
           continue;
         }
         // the import binds `local` in this statement: follow the edge itself
@@ -493,7 +592,13 @@ class State {
           // no copy can be that module, so the import stays, absolute, where it was
           // (lazy in a function body, as in the original)
           keep.push({ edge: e, absModule: abs });
-          this.moduleObject(n, local, e.line, followed[0].name, this.resolver.importable(followed[0].name.split('.')[0]) === true);
+          this.moduleObject(
+            n,
+            local,
+            e.line,
+            followed[0].name,
+            this.resolver.importable(followed[0].name.split('.')[0]) === true,
+          );
           continue;
         }
         const { chosen: b } = this.bind(n, followed, local, !nested, { name: local, line: e.line });
@@ -504,13 +609,15 @@ class State {
         }
       }
       // an all-extern import at module level is recorded too: its binding may be renamed
-      if (interned || !nested) this.rewrites.push({ node: n, start: group[0].start, end: group[0].end, locals, keep, nested, interned });
+      if (interned || !nested)
+        this.rewrites.push({ node: n, start: group[0].start, end: group[0].end, locals, keep, nested, interned });
     }
   }
 
   private followEdge(n: StmtNode, e: ImportEdge): Target[] {
     const abs = this.resolver.absoluteModule(n.mod, e);
-    if (abs === null) return [{ kind: 'unresolved', reason: 'missing-module', detail: 'relative import beyond the top-level package' }];
+    if (abs === null)
+      return [{ kind: 'unresolved', reason: 'missing-module', detail: 'relative import beyond the top-level package' }];
     if (e.kind === 'import') return [{ kind: 'module', name: e.asname ? abs : abs.split('.')[0], repo: n.mod.repo }];
     return this.resolver.resolveAttr(abs, e.name, n.mod.repo);
   }
@@ -521,16 +628,54 @@ class State {
     const top = module.split('.')[0];
     const can = this.resolver.importable(top);
     if (kept) {
-      this.diag(n, name, line, 'module-object', `${name} is the module ${module} itself: its import is kept, of the ${top} installed in the validation environment`, 'warning');
+      this.diag(
+        n,
+        name,
+        line,
+        'module-object',
+        `${name} is the module ${module} itself: its import is kept, of the ${top} installed in the validation environment`,
+        'warning',
+      );
       return;
     }
-    const why = can === false ? `${top} is not importable in the validation environment` : `whether ${top} is installed in the validation environment is unknown here`;
-    this.diag(n, name, line, 'module-object', `${name} refers to the interned module ${module} itself, which a standalone file cannot provide (${why})`, 'error');
+    const why =
+      can === false
+        ? `${top} is not importable in the validation environment`
+        : `whether ${top} is installed in the validation environment is unknown here`;
+    this.diag(
+      n,
+      name,
+      line,
+      'module-object',
+      `${name} refers to the interned module ${module} itself, which a standalone file cannot provide (${why})`,
+      'error',
+    );
   }
 
-  private diag(n: StmtNode, name: string, line: number, reason: Diagnostic['reason'], message: string, severity: Diagnostic['severity']): void {
-    const d: Diagnostic = { severity, name, reason, message, module: n.mod.name, path: n.mod.path, repo: n.mod.repo, line };
-    if (!this.diagnostics.some((x) => x.name === d.name && x.line === d.line && x.path === d.path && x.reason === d.reason)) this.diagnostics.push(d);
+  private diag(
+    n: StmtNode,
+    name: string,
+    line: number,
+    reason: Diagnostic['reason'],
+    message: string,
+    severity: Diagnostic['severity'],
+  ): void {
+    const d: Diagnostic = {
+      severity,
+      name,
+      reason,
+      message,
+      module: n.mod.name,
+      path: n.mod.path,
+      repo: n.mod.repo,
+      line,
+    };
+    if (
+      !this.diagnostics.some(
+        (x) => x.name === d.name && x.line === d.line && x.path === d.path && x.reason === d.reason,
+      )
+    )
+      this.diagnostics.push(d);
   }
 }
 

@@ -73,7 +73,9 @@ export class Corpus {
       this.prefixes.set(r.name, new Set());
     }
     // nn-rag priority: lower numbers are preferred
-    this.order = repos.map((r) => r.name).sort((a, b) => this.repos.get(a)!.priority - this.repos.get(b)!.priority || a.localeCompare(b));
+    this.order = repos
+      .map((r) => r.name)
+      .sort((a, b) => this.repos.get(a)!.priority - this.repos.get(b)!.priority || a.localeCompare(b));
     for (const m of modules) this.add(m);
   }
 
@@ -229,7 +231,8 @@ export class Corpus {
 
   private packageNameUncached(name: string, repo?: string): boolean {
     if (this.module(name, repo)?.isPackage) return true;
-    if (repo !== undefined && this.repos.has(repo) && this.ownsTop(repo, name.split('.')[0])) return this.hasPortion(repo, name, true);
+    if (repo !== undefined && this.repos.has(repo) && this.ownsTop(repo, name.split('.')[0]))
+      return this.hasPortion(repo, name, true);
     return this.universe(repo).some((r) => this.hasPortion(r, name, r === repo));
   }
 

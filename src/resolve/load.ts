@@ -13,7 +13,13 @@ import { parserReady } from '../parse/parser.js';
 export function loadCorpus(store: IndexStore): Corpus {
   const c = store.loadCorpus();
   const facts = store.loadAllFacts();
-  const repos = c.repos.map((r) => ({ name: r.name, url: r.url, root: r.root, revision: r.revision, priority: r.priority ?? 0 }));
+  const repos = c.repos.map((r) => ({
+    name: r.name,
+    url: r.url,
+    root: r.root,
+    revision: r.revision,
+    priority: r.priority ?? 0,
+  }));
   const byName = new Map(repos.map((r) => [r.name, r]));
   const loader = new OnDemandLoader(store);
   const modules: CorpusModule[] = [];
@@ -31,7 +37,14 @@ export function loadCorpus(store: IndexStore): Corpus {
       }
       ff = fresh;
     }
-    modules.push({ name: f.module, repo: f.repo, path: f.path, isPackage: /(^|\/)__init__\.py$/.test(f.path), blob: f.blob, facts: ff });
+    modules.push({
+      name: f.module,
+      repo: f.repo,
+      path: f.path,
+      isPackage: /(^|\/)__init__\.py$/.test(f.path),
+      blob: f.blob,
+      facts: ff,
+    });
   }
   if (stale.length) {
     throw new NnragError(

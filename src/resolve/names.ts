@@ -55,7 +55,14 @@ export function modulePatternMatches(pattern: string, name: string): boolean {
   if (pattern === name) return true;
   if (!/[*?]/.test(pattern)) return name.startsWith(pattern + '.');
   const re = new RegExp(
-    '^' + pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*\*/g, '\0').replace(/\*/g, '[^.]*').replace(/\0/g, '.*').replace(/\?/g, '.') + '(\\..*)?$',
+    '^' +
+      pattern
+        .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+        .replace(/\*\*/g, '\0')
+        .replace(/\*/g, '[^.]*')
+        .replace(/\0/g, '.*')
+        .replace(/\?/g, '.') +
+      '(\\..*)?$',
   );
   return re.test(name);
 }
@@ -125,7 +132,10 @@ export class Resolver {
 
   forcedExtern(name: string): boolean {
     if (this.opts.extern?.some((p) => modulePatternMatches(p, name))) return true;
-    return !!this.opts.intern?.length && !this.opts.intern.some((p) => modulePatternMatches(p, name) || modulePatternMatches(name, p));
+    return (
+      !!this.opts.intern?.length &&
+      !this.opts.intern.some((p) => modulePatternMatches(p, name) || modulePatternMatches(name, p))
+    );
   }
 
   /** An absolute import whose top-level package is indexed but whose module is not. */
@@ -147,7 +157,8 @@ export class Resolver {
     const hit = m.get(name);
     if (hit) return hit;
     const key = `${mod.repo}\0${mod.name}\0${name}`;
-    if (this.inProgress.has(key)) return [{ kind: 'unresolved', reason: 'cycle', detail: `${name} is imported in a cycle through ${mod.name}` }];
+    if (this.inProgress.has(key))
+      return [{ kind: 'unresolved', reason: 'cycle', detail: `${name} is imported in a cycle through ${mod.name}` }];
     this.inProgress.add(key);
     try {
       const out = this.resolveNameUncached(mod, name);
@@ -175,7 +186,8 @@ export class Resolver {
     // not bound in the module: star imports, then builtins and module dunders
     const star = this.fromStars(mod, name, new Set());
     if (star) return star;
-    if (BUILTINS.has(name) || MODULE_DUNDERS.has(name) || (name === '__path__' && mod.isPackage)) return [{ kind: 'builtin', name }];
+    if (BUILTINS.has(name) || MODULE_DUNDERS.has(name) || (name === '__path__' && mod.isPackage))
+      return [{ kind: 'builtin', name }];
     const ext = this.externStar(mod, name);
     if (ext) return [ext];
     return [{ kind: 'unresolved', reason: 'undefined', detail: `${name} is not defined in ${mod.name}` }];
@@ -185,7 +197,14 @@ export class Resolver {
    *  an import inside a compound statement binds). */
   followEdge(mod: CorpusModule, e: ImportEdge): Target[] {
     const abs = this.absoluteModule(mod, e);
-    if (abs === null) return [{ kind: 'unresolved', reason: 'missing-module', detail: `relative import beyond the top-level package in ${mod.name}` }];
+    if (abs === null)
+      return [
+        {
+          kind: 'unresolved',
+          reason: 'missing-module',
+          detail: `relative import beyond the top-level package in ${mod.name}`,
+        },
+      ];
     const repo = mod.repo;
     if (e.kind === 'import') {
       if (e.asname) {
@@ -193,11 +212,13 @@ export class Resolver {
       } else {
         const top = abs.split('.')[0];
         if (this.isInterned(top, repo)) {
-          if (!this.isInterned(abs, repo)) return [{ kind: 'unresolved', reason: 'missing-module', detail: `module ${abs} does not exist` }];
+          if (!this.isInterned(abs, repo))
+            return [{ kind: 'unresolved', reason: 'missing-module', detail: `module ${abs} does not exist` }];
           return [{ kind: 'module', name: top, repo }];
         }
       }
-      if (this.isMissingInternal(abs, repo)) return [{ kind: 'unresolved', reason: 'missing-module', detail: `module ${abs} does not exist` }];
+      if (this.isMissingInternal(abs, repo))
+        return [{ kind: 'unresolved', reason: 'missing-module', detail: `module ${abs} does not exist` }];
       const qualified = e.asname ? abs : abs.split('.')[0];
       return [{ kind: 'extern', edge: e, absModule: abs, qualified }];
     }
@@ -205,7 +226,13 @@ export class Resolver {
     // pkg/__init__.py) binds the submodule (§5.4.2 "Submodules"): following the
     // attribute would only find this very import again
     const ownDefs = () => this.corpus.bindersOf(mod, e.name).some((i) => !isPlainImport(mod.facts.statements[i].kind));
-    if (mod.isPackage && abs === mod.name && e.name !== '*' && this.isInterned(`${abs}.${e.name}`, repo) && !ownDefs()) {
+    if (
+      mod.isPackage &&
+      abs === mod.name &&
+      e.name !== '*' &&
+      this.isInterned(`${abs}.${e.name}`, repo) &&
+      !ownDefs()
+    ) {
       return [{ kind: 'module', name: `${abs}.${e.name}`, repo }];
     }
     if (this.isInterned(abs, repo)) return this.resolveAttr(abs, e.name, repo);
@@ -229,7 +256,8 @@ export class Resolver {
       const ext = this.externStar(mod, attr);
       if (ext) return [ext];
     }
-    if (this.corpus.knowsTopLevel(sub, repo) && !mod) return [{ kind: 'unresolved', reason: 'missing-module', detail: `module ${sub} does not exist` }];
+    if (this.corpus.knowsTopLevel(sub, repo) && !mod)
+      return [{ kind: 'unresolved', reason: 'missing-module', detail: `module ${sub} does not exist` }];
     return [{ kind: 'unresolved', reason: 'undefined', detail: `${attr} is not defined in ${modName}` }];
   }
 
@@ -311,7 +339,9 @@ export class Resolver {
 function sameModule(targets: Target[]): Target[] {
   if (targets.length < 2 || !targets.every((t) => t.kind === 'module')) return targets;
   const [first] = targets as Extract<Target, { kind: 'module' }>[];
-  return targets.every((t) => t.kind === 'module' && t.name === first.name && t.repo === first.repo) ? [first] : targets;
+  return targets.every((t) => t.kind === 'module' && t.name === first.name && t.repo === first.repo)
+    ? [first]
+    : targets;
 }
 
 export function isPlainImport(kind: string): boolean {

@@ -138,7 +138,12 @@ export class OnDemandLoader implements ModuleLoader {
   }
 
   /** Facts of the content (stored, else parsed now and stored), the file recorded. */
-  private index(repo: CorpusRepo, rel: string, name: string, buf: Buffer): { module: CorpusModule; text: string } | null {
+  private index(
+    repo: CorpusRepo,
+    rel: string,
+    name: string,
+    buf: Buffer,
+  ): { module: CorpusModule; text: string } | null {
     const blob = gitBlobId(buf);
     let facts: FileFacts | null = this.store.hasFacts(blob) ? this.store.getFacts(blob) : null;
     if (!facts) {
@@ -168,5 +173,8 @@ function holdsPython(dir: string, depth = 0): boolean {
     return false;
   }
   if (entries.some((e) => e.isFile() && e.name.endsWith('.py'))) return true;
-  return depth < 2 && entries.some((e) => e.isDirectory() && !e.name.startsWith('.') && holdsPython(path.join(dir, e.name), depth + 1));
+  return (
+    depth < 2 &&
+    entries.some((e) => e.isDirectory() && !e.name.startsWith('.') && holdsPython(path.join(dir, e.name), depth + 1))
+  );
 }

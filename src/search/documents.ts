@@ -21,7 +21,6 @@ import type { ClassFacts, FileFacts } from '../parse/types.js';
 /** Bump when the document layout, its derivation (layers, category) or tokenization changes: every row is rebuilt. */
 export const DOC_VERSION = 4;
 
-
 export interface SearchDoc {
   id: string;
   name: string;
@@ -60,14 +59,19 @@ export interface SearchDoc {
 /** First sentence (or first paragraph line) of a docstring. */
 export function firstSentence(doc: string | null | undefined): string | null {
   if (!doc) return null;
-  const para = doc.trim().split(/\n\s*\n/)[0].replace(/\s+/g, ' ').trim();
+  const para = doc
+    .trim()
+    .split(/\n\s*\n/)[0]
+    .replace(/\s+/g, ' ')
+    .trim();
   const m = para.match(/^(.+?[.!?])(\s|$)/);
   return (m ? m[1] : para) || null;
 }
 
 /** Docstring of the class in a segment (the first string statement of the body). */
 function docstringFromSegment(seg: string): string | null {
-  const m = seg.match(/:\s*\n\s+[rRuU]?("""|''')([\s\S]*?)\1/) ?? seg.match(/:\s*\n\s+[rRuU]?(["'])((?:\\.|(?!\1).)*)\1/);
+  const m =
+    seg.match(/:\s*\n\s+[rRuU]?("""|''')([\s\S]*?)\1/) ?? seg.match(/:\s*\n\s+[rRuU]?(["'])((?:\\.|(?!\1).)*)\1/);
   return m ? m[2].trim() : null;
 }
 
@@ -83,7 +87,9 @@ function identifiersOf(seg: string): string[] {
 
 function copiedNames(text: string, className: string): string[] {
   const set = new Set<string>();
-  for (const m of text.matchAll(/^(?:class|def|async\s+def)\s+([A-Za-z_]\w*)|^([A-Za-z_]\w*)\s*(?::[^=\n]*)?=(?!=)/gm)) {
+  for (const m of text.matchAll(
+    /^(?:class|def|async\s+def)\s+([A-Za-z_]\w*)|^([A-Za-z_]\w*)\s*(?::[^=\n]*)?=(?!=)/gm,
+  )) {
     const n = m[1] ?? m[2];
     if (n && n !== className) set.add(n);
   }
@@ -96,7 +102,11 @@ export function storedSpec(store: IndexStore, id: string): BlockSpec | null {
 }
 
 /** Class facts of a discovered block, read from the stored facts of its file. */
-export function classFacts(store: IndexStore, id: string, cache?: Map<string, FileFacts | null>): { facts: ClassFacts | null; row: { repo: string; path: string; line: number; module: string } | null } {
+export function classFacts(
+  store: IndexStore,
+  id: string,
+  cache?: Map<string, FileFacts | null>,
+): { facts: ClassFacts | null; row: { repo: string; path: string; line: number; module: string } | null } {
   const row = store.getBlock(id);
   if (!row) return { facts: null, row: null };
   const blob = store.indexedBlob(row.repo, row.path);
@@ -127,7 +137,12 @@ export function specRows(store: IndexStore): Map<string, string> {
 }
 
 /** Build the search document of one stored extraction. */
-export function buildDoc(store: IndexStore, e: StoredExtraction, spec: BlockSpec | null, factsCache?: Map<string, FileFacts | null>): SearchDoc {
+export function buildDoc(
+  store: IndexStore,
+  e: StoredExtraction,
+  spec: BlockSpec | null,
+  factsCache?: Map<string, FileFacts | null>,
+): SearchDoc {
   const rec = e.record;
   const id = e.id;
   const { className: name, module } = parseBlockId(id);
@@ -138,8 +153,16 @@ export function buildDoc(store: IndexStore, e: StoredExtraction, spec: BlockSpec
   const copied = copiedNames(e.text, name);
   if (spec) {
     return {
-      id, name: spec.class, module: spec.origin.module,
-      origin: { repo: spec.origin.repo, path: spec.origin.path, line: spec.origin.line, revision: spec.origin.revision, url: spec.origin.url },
+      id,
+      name: spec.class,
+      module: spec.origin.module,
+      origin: {
+        repo: spec.origin.repo,
+        path: spec.origin.path,
+        line: spec.origin.line,
+        revision: spec.origin.revision,
+        url: spec.origin.url,
+      },
       status: e.status,
       params: spec.params ?? rec.validation?.params ?? null,
       category: spec.category,
@@ -149,7 +172,8 @@ export function buildDoc(store: IndexStore, e: StoredExtraction, spec: BlockSpec
       hyperparameters: spec.hyperparameters?.length ? spec.hyperparameters : spec.init.map((p) => p.name),
       forwardParams: spec.forward.map((p) => p.name),
       layers: Object.keys(spec.layers ?? {}).length ? spec.layers : layerInventory(e.text, name),
-      identifiers, copied,
+      identifiers,
+      copied,
       dependencies: spec.dependencies ?? rec.interned ?? [],
       externs: spec.externs ?? rec.externs ?? [],
       requirements: spec.requirements ?? null,
@@ -164,7 +188,14 @@ export function buildDoc(store: IndexStore, e: StoredExtraction, spec: BlockSpec
   // the class as extraction recorded it; records made before it: the indexed class
   const sig = rec.signature;
   const docstring = sig?.docstring ?? facts?.docstring ?? docstringFromSegment(seg);
-  const bases = sig?.bases ?? (facts ? facts.bases.map((b) => b.text) : (seg.match(/^class\s+\w+\s*\(([^)]*)\)/)?.[1] ?? '').split(',').map((s) => s.trim()).filter(Boolean));
+  const bases =
+    sig?.bases ??
+    (facts
+      ? facts.bases.map((b) => b.text)
+      : (seg.match(/^class\s+\w+\s*\(([^)]*)\)/)?.[1] ?? '')
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean));
   const init = sig?.init ?? (facts ? ownParams(facts, 'init') : null) ?? [];
   const forward = sig?.forward ?? (facts ? ownParams(facts, 'forward') : null) ?? [];
   // the layers of an instance when validation built one, else those the class's own code
@@ -174,7 +205,9 @@ export function buildDoc(store: IndexStore, e: StoredExtraction, spec: BlockSpec
   const forwardParams = forward.map((p) => p.name);
   const repoRow = row ? store.getRepo(row.repo) : null;
   return {
-    id, name, module,
+    id,
+    name,
+    module,
     origin: {
       repo: row?.repo ?? own?.repo ?? '',
       path: row?.path ?? own?.path ?? '',
@@ -184,14 +217,16 @@ export function buildDoc(store: IndexStore, e: StoredExtraction, spec: BlockSpec
     },
     status: e.status,
     params: rec.validation?.params ?? null,
-    category: categorize({ name, docstring, layers, bases, forwardParams, initParams: init.map((p) => p.name) }).category,
+    category: categorize({ name, docstring, layers, bases, forwardParams, initParams: init.map((p) => p.name) })
+      .category,
     summary: firstSentence(docstring),
     docstring,
     bases,
     hyperparameters: init.map((p) => p.name),
     forwardParams,
     layers,
-    identifiers, copied,
+    identifiers,
+    copied,
     dependencies: rec.interned ?? [],
     externs: rec.externs ?? [],
     requirements: null,

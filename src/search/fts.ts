@@ -10,10 +10,30 @@
 // BM25 (FTS5 `bm25()`, k1 = 1.2, b = 0.75) returns lower = better; it is negated here, so
 // higher = better.
 import type { IndexStore } from '../store/store.js';
-import { extractionStamps, getExtraction, listExtractions, type StoredExtraction, hasExtraction, extractionIds } from '../store/records.js';
 import {
-  browseDocs, countDocs, docFacets, docKeys, docsByRowid, ensureFtsLayout, ftsHasTerm, getDoc as storedDoc, listDocs as storedDocs,
-  matchedDocs, matchRowids, putDocs, rankOf, SEARCH_COLUMNS, type DocFilters,
+  extractionStamps,
+  getExtraction,
+  listExtractions,
+  type StoredExtraction,
+  hasExtraction,
+  extractionIds,
+} from '../store/records.js';
+import {
+  browseDocs,
+  countDocs,
+  docFacets,
+  docKeys,
+  docsByRowid,
+  ensureFtsLayout,
+  ftsHasTerm,
+  getDoc as storedDoc,
+  listDocs as storedDocs,
+  matchedDocs,
+  matchRowids,
+  putDocs,
+  rankOf,
+  SEARCH_COLUMNS,
+  type DocFilters,
 } from '../store/search.js';
 import { specTexts } from '../store/specs.js';
 import { NnragError, UsageError } from '../util/errors.js';
@@ -89,7 +109,11 @@ export function syncSearchIndex(store: IndexStore): SyncReport {
       else report.added++;
     }
     report.removed = gone.length;
-    putDocs(store, docs.map(({ doc, key }) => ({ doc, key, fts: ftsColumns(doc) })), gone);
+    putDocs(
+      store,
+      docs.map(({ doc, key }) => ({ doc, key, fts: ftsColumns(doc) })),
+      gone,
+    );
   }
   report.ms = performance.now() - t0;
   return report;
@@ -186,7 +210,8 @@ const NAME_SHARE = 0.4;
 const PHRASE = 0.5;
 
 function docFilters(f: SearchFilters): DocFilters {
-  const list = (v: string | string[] | undefined) => (v === undefined ? [] : Array.isArray(v) ? v : [v]).filter((x) => x !== '');
+  const list = (v: string | string[] | undefined) =>
+    (v === undefined ? [] : Array.isArray(v) ? v : [v]).filter((x) => x !== '');
   return {
     repos: list(f.repo),
     categories: list(f.category).map((c) => c.toLowerCase()),
@@ -199,7 +224,16 @@ function docFilters(f: SearchFilters): DocFilters {
 
 function hitOf(row: { doc: string; score: number }): SearchHit {
   const d = JSON.parse(row.doc) as SearchDoc;
-  return { id: d.id, name: d.name, score: Math.round(row.score * 1e4) / 1e4, origin: d.origin, status: d.status, category: d.category, params: d.params, summary: d.summary };
+  return {
+    id: d.id,
+    name: d.name,
+    score: Math.round(row.score * 1e4) / 1e4,
+    origin: d.origin,
+    status: d.status,
+    category: d.category,
+    params: d.params,
+    summary: d.summary,
+  };
 }
 
 interface Candidate {
@@ -244,7 +278,16 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
   if (!words.length) {
     const { docs, total } = browseDocs(store, filters, limit, offset);
     const hits = docs.map((doc) => hitOf({ doc, score: 0 }));
-    return { query, mode: 'browse', total, hits, groups: groupsOf(hits), hiddenFailed: 0, failedOnly: false, ms: performance.now() - t0 };
+    return {
+      query,
+      mode: 'browse',
+      total,
+      hits,
+      groups: groupsOf(hits),
+      hiddenFailed: 0,
+      failedOnly: false,
+      ms: performance.now() - t0,
+    };
   }
   // every status the filters allow plus the failed blocks, which are split off below
   const scope: DocFilters = { ...filters, all: !filters.validated };
@@ -252,13 +295,23 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
   const union = words.map((w) => (w.related ? `(${w.expr}) OR (${w.related})` : `(${w.expr})`)).join(' OR ');
   const cands = new Map<number, Candidate & { per: number[] }>();
   for (const r of matchedDocs(store, union, scope)) {
-    cands.set(r.rowid, { rowid: r.rowid, status: r.status, rel: 0, bm: 0, every: false, exact: false, per: words.map(() => 0), name: parseBlockId(r.id).className });
+    cands.set(r.rowid, {
+      rowid: r.rowid,
+      status: r.status,
+      rel: 0,
+      bm: 0,
+      every: false,
+      exact: false,
+      per: words.map(() => 0),
+      name: parseBlockId(r.id).className,
+    });
   }
   // where each word matches: one rowid-only query per field (FTS5 column filters), far
   // cheaper than an auxiliary function per row; IDF over the whole library
   const n = Math.max(1, countDocs(store, { repos: [], categories: [], validated: false, all: true }));
   const idf: number[] = [];
-  const inField = (expr: string, g: (typeof FIELDS)[number]) => matchRowids(store, `{${g.columns.join(' ')}} : (${expr})`);
+  const inField = (expr: string, g: (typeof FIELDS)[number]) =>
+    matchRowids(store, `{${g.columns.join(' ')}} : (${expr})`);
   words.forEach((w, wi) => {
     const own = new Set<number>();
     let relDf = 0;
@@ -338,7 +391,12 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
     let end = last;
     while (end + 1 < all.length && byScore(all[end + 1], all[last]) === 0) end++;
     const head = all.slice(0, end + 1);
-    const bm = rankOf(store, union, RANK, head.map((c) => c.rowid));
+    const bm = rankOf(
+      store,
+      union,
+      RANK,
+      head.map((c) => c.rowid),
+    );
     for (const c of head) c.bm = bm.get(c.rowid) ?? 0;
     head.sort((a, b) => byScore(a, b) || b.bm - a.bm || a.rowid - b.rowid);
     all.splice(0, head.length, ...head);
@@ -352,10 +410,23 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
     totalGroups = byName.size;
     page = [...byName.values()].slice(offset, offset + limit).flat();
   } else page = all.slice(offset, offset + limit);
-  const docs = docsByRowid(store, page.map((c) => c.rowid));
+  const docs = docsByRowid(
+    store,
+    page.map((c) => c.rowid),
+  );
   const hits = page.map((c) => hitOf({ doc: docs.get(c.rowid)!, score: c.rel }));
   const mode: SearchResult['mode'] = all.length && !all[0].every && words.length > 1 ? 'any' : 'all';
-  return { query, mode, total: all.length, hits, groups: groupsOf(hits), totalGroups, hiddenFailed, failedOnly, ms: performance.now() - t0 };
+  return {
+    query,
+    mode,
+    total: all.length,
+    hits,
+    groups: groupsOf(hits),
+    totalGroups,
+    hiddenFailed,
+    failedOnly,
+    ms: performance.now() - t0,
+  };
 }
 
 /** The stored search document of a block (after sync). */
@@ -386,16 +457,29 @@ export function resolveLibraryId(store: IndexStore, idOrName: string): string {
   const tails = [`.${lower(name)}`, `:${lower(name)}`];
   let ids = all.filter((id) => tails.some((t) => lower(id).endsWith(t)));
   if (repo) {
-    const repoOf = (id: string) => store.getBlock(id)?.repo ?? (id.includes(':') ? id.slice(0, id.lastIndexOf(':')) : null);
+    const repoOf = (id: string) =>
+      store.getBlock(id)?.repo ?? (id.includes(':') ? id.slice(0, id.lastIndexOf(':')) : null);
     ids = ids.filter((id) => repoOf(id) === repo);
   }
   if (ids.length > 1) {
-    throw new UsageError(`${JSON.stringify(idOrName)} is ambiguous: ${ids.length} library blocks answer to it; give one of\n${ids.map((i) => `  ${i}`).join('\n')}`);
+    throw new UsageError(
+      `${JSON.stringify(idOrName)} is ambiguous: ${ids.length} library blocks answer to it; give one of\n${ids.map((i) => `  ${i}`).join('\n')}`,
+    );
   }
   if (!ids.length) {
-    if (!all.length) throw new NnragError(`no library block ${JSON.stringify(idOrName)}: the library is empty (run \`nnrag extract\` or \`nnrag demo\` first)`, 'unknown-block');
-    const near = suggest(name.split('.').pop()!, all.map((i) => i.slice(i.lastIndexOf('.') + 1)));
-    throw new NnragError(`no library block ${JSON.stringify(idOrName)}${near.length ? `; did you mean ${near.join(', ')}?` : ''}`, 'unknown-block');
+    if (!all.length)
+      throw new NnragError(
+        `no library block ${JSON.stringify(idOrName)}: the library is empty (run \`nnrag extract\` or \`nnrag demo\` first)`,
+        'unknown-block',
+      );
+    const near = suggest(
+      name.split('.').pop()!,
+      all.map((i) => i.slice(i.lastIndexOf('.') + 1)),
+    );
+    throw new NnragError(
+      `no library block ${JSON.stringify(idOrName)}${near.length ? `; did you mean ${near.join(', ')}?` : ''}`,
+      'unknown-block',
+    );
   }
   return ids[0];
 }

@@ -10,8 +10,10 @@ import { syncSignatures } from './similar.js';
 
 const stamps = new WeakMap<IndexStore, string>();
 
-
-export function refreshSearch(store: IndexStore, opts: { force?: boolean } = {}): SyncReport & { signatures: number; skipped: boolean } {
+export function refreshSearch(
+  store: IndexStore,
+  opts: { force?: boolean } = {},
+): SyncReport & { signatures: number; skipped: boolean } {
   const dv = store.changeCounters().dataVersion;
   if (!opts.force && stamps.get(store) === `${dv}:${store.changeCounters().ownChanges}`) {
     return { added: 0, updated: 0, removed: 0, unchanged: 0, ms: 0, signatures: 0, skipped: true };

@@ -61,7 +61,14 @@ function sigMatrix(store: IndexStore): SigMatrix {
   if (cached && cached.stamp === stamp) return cached;
   const rows = signatureBytes(store);
   const n = rows.length;
-  const m: SigMatrix = { stamp, ids: [], index: new Map(), near: new Uint32Array(n * K), structural: new Uint32Array(n * K), valid: new Uint8Array(n) };
+  const m: SigMatrix = {
+    stamp,
+    ids: [],
+    index: new Map(),
+    near: new Uint32Array(n * K),
+    structural: new Uint32Array(n * K),
+    valid: new Uint8Array(n),
+  };
   const nearBytes = new Uint8Array(m.near.buffer);
   const structBytes = new Uint8Array(m.structural.buffer);
   rows.forEach(([id, a, b], i) => {

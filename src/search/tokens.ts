@@ -66,7 +66,11 @@ export function parseQuery(q: string, opts: { isWord?: (term: string) => boolean
   const words = queryWords(q, opts);
   if (!words.length) return { all: null, any: null, words: [] };
   const groups = words.map((w) => w.expr);
-  return { all: groups.join(' AND '), any: groups.length > 1 ? groups.join(' OR ') : null, words: words.map((w) => w.word) };
+  return {
+    all: groups.join(' AND '),
+    any: groups.length > 1 ? groups.join(' OR ') : null,
+    words: words.map((w) => w.word),
+  };
 }
 
 // ---------------------------------------------------------------- related words
@@ -101,10 +105,26 @@ export const RELATED: readonly (readonly string[])[] = [
 /** Words that name a structural unit of any network (a block, a layer …): they say little
  *  about what a block does, so a query's other words decide (`residual block` is about
  *  residuals). Their IDF counts 0.3 in a query, and 0.5 as an unmatched part of a name. */
-export const GENERIC = new Set(['block', 'blocks', 'layer', 'layers', 'module', 'modules', 'unit', 'stage', 'net', 'network', 'model', 'wrapper', 'op', 'cell']);
+export const GENERIC = new Set([
+  'block',
+  'blocks',
+  'layer',
+  'layers',
+  'module',
+  'modules',
+  'unit',
+  'stage',
+  'net',
+  'network',
+  'model',
+  'wrapper',
+  'op',
+  'cell',
+]);
 
 const relatedIndex = new Map<string, string[]>();
-for (const g of RELATED) for (const w of g) relatedIndex.set(w, [...(relatedIndex.get(w) ?? []), ...g.filter((x) => x !== w)]);
+for (const g of RELATED)
+  for (const w of g) relatedIndex.set(w, [...(relatedIndex.get(w) ?? []), ...g.filter((x) => x !== w)]);
 
 /** The words related to one lower-case word (not the word itself). */
 export function relatedWords(word: string): string[] {
@@ -135,14 +155,23 @@ export function queryWords(q: string, opts: { isWord?: (term: string) => boolean
     // a prefix query scans every indexed word that starts with the term (measured 4× the
     // cost of the word itself on 10,000 blocks), so a last word that is already an indexed
     // word is matched as a word
-    const term = (t: string, prefix: boolean) => quoteTerm(t) + (prefix && t.length >= 2 && !opts.isWord?.(t) ? '*' : '');
-    const expr = parts.length === 1 ? term(parts[0], last) : `(${term(joined, last)} OR (${parts.map((p, i) => term(p, last && i === parts.length - 1)).join(' AND ')}))`;
+    const term = (t: string, prefix: boolean) =>
+      quoteTerm(t) + (prefix && t.length >= 2 && !opts.isWord?.(t) ? '*' : '');
+    const expr =
+      parts.length === 1
+        ? term(parts[0], last)
+        : `(${term(joined, last)} OR (${parts.map((p, i) => term(p, last && i === parts.length - 1)).join(' AND ')}))`;
     // related words of the joined word, and of a part whose related words name the same
     // idea (`ResidualBlock` → `resnet block`)
     const rel = relatedWords(joined);
     let related: string | null = rel.length ? rel.map(quoteTerm).join(' OR ') : null;
     if (!related && parts.length > 1 && parts.some((p) => relatedWords(p).length)) {
-      related = parts.map((p) => { const r = relatedWords(p); return r.length ? `(${[p, ...r].map(quoteTerm).join(' OR ')})` : quoteTerm(p); }).join(' AND ');
+      related = parts
+        .map((p) => {
+          const r = relatedWords(p);
+          return r.length ? `(${[p, ...r].map(quoteTerm).join(' OR ')})` : quoteTerm(p);
+        })
+        .join(' AND ');
     }
     out.push({ word: joined, expr, related });
   });

@@ -27,8 +27,20 @@ export interface DependencyGraph {
 export function dependencyGraph(rec: BlockRecord): DependencyGraph {
   const module = rec.source?.module ?? parseBlockId(rec.id).module;
   const nodes = new Map<string, GraphNode>();
-  for (const p of rec.provenance) nodes.set(p.module, { id: p.module, kind: p.module === module ? 'block' : 'interned', defs: p.ranges.length, path: `${p.repo}:${p.path}` });
-  if (!nodes.has(module)) nodes.set(module, { id: module, kind: 'block', defs: 1, path: rec.source ? `${rec.source.repo}:${rec.source.path}` : null });
+  for (const p of rec.provenance)
+    nodes.set(p.module, {
+      id: p.module,
+      kind: p.module === module ? 'block' : 'interned',
+      defs: p.ranges.length,
+      path: `${p.repo}:${p.path}`,
+    });
+  if (!nodes.has(module))
+    nodes.set(module, {
+      id: module,
+      kind: 'block',
+      defs: 1,
+      path: rec.source ? `${rec.source.repo}:${rec.source.path}` : null,
+    });
   const edges = new Set<string>();
   const g = rec.moduleGraph;
   for (const [a, b] of g?.interned ?? []) if (nodes.has(a) && nodes.has(b)) edges.add(`${a}\u0000${b}`);
@@ -36,8 +48,13 @@ export function dependencyGraph(rec: BlockRecord): DependencyGraph {
     if (nodes.has(x)) continue; // a package both interned and imported: drawn once, as interned
     nodes.set(x, { id: x, kind: 'extern', defs: 0, path: null });
   }
-  for (const [a, x] of g?.extern ?? []) if (nodes.get(x)?.kind === 'extern' && nodes.has(a)) edges.add(`${a}\u0000${x}`);
-  return { nodes: [...nodes.values()], edges: [...edges].map((k) => k.split('\u0000') as [string, string]), recorded: !!g };
+  for (const [a, x] of g?.extern ?? [])
+    if (nodes.get(x)?.kind === 'extern' && nodes.has(a)) edges.add(`${a}\u0000${x}`);
+  return {
+    nodes: [...nodes.values()],
+    edges: [...edges].map((k) => k.split('\u0000') as [string, string]),
+    recorded: !!g,
+  };
 }
 
 /** Layered drawing: the block's module on top, each node one row below its deepest
@@ -61,7 +78,11 @@ export function graphSvg(g: DependencyGraph): string {
   for (const n of g.nodes) if (n.kind === 'extern') level.set(n.id, maxInterned + 1);
   const rows: GraphNode[][] = [];
   for (const n of g.nodes) (rows[level.get(n.id) ?? 0] ??= []).push(n);
-  const H = 34, VGAP = 46, HGAP = 18, PAD = 10, CH = 7.2;
+  const H = 34,
+    VGAP = 46,
+    HGAP = 18,
+    PAD = 10,
+    CH = 7.2;
   const width = (n: GraphNode) => Math.max(60, n.id.length * CH + 20);
   const pos = new Map<string, { x: number; y: number; w: number }>();
   let svgW = 0;
@@ -88,12 +109,17 @@ export function graphSvg(g: DependencyGraph): string {
     '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#667"/></marker></defs>',
   ];
   for (const [a, b] of g.edges) {
-    const p = pos.get(a), q = pos.get(b);
+    const p = pos.get(a),
+      q = pos.get(b);
     if (!p || !q) continue;
     const down = q.y > p.y;
-    const x1 = p.x + p.w / 2, y1 = down ? p.y + H : p.y;
-    const x2 = q.x + q.w / 2, y2 = down ? q.y : q.y + H;
-    parts.push(`<line x1="${x1.toFixed(1)}" y1="${y1}" x2="${x2.toFixed(1)}" y2="${y2}" stroke="#667" stroke-width="1.2" marker-end="url(#arrow)"><title>${escapeHtml(`${a} → ${b}`)}</title></line>`);
+    const x1 = p.x + p.w / 2,
+      y1 = down ? p.y + H : p.y;
+    const x2 = q.x + q.w / 2,
+      y2 = down ? q.y : q.y + H;
+    parts.push(
+      `<line x1="${x1.toFixed(1)}" y1="${y1}" x2="${x2.toFixed(1)}" y2="${y2}" stroke="#667" stroke-width="1.2" marker-end="url(#arrow)"><title>${escapeHtml(`${a} → ${b}`)}</title></line>`,
+    );
   }
   for (const n of g.nodes) {
     const p = pos.get(n.id)!;
@@ -106,6 +132,9 @@ export function graphSvg(g: DependencyGraph): string {
     );
   }
   parts.push('</svg>');
-  if (!g.recorded) parts.push('<p class="muted" id="graph-not-recorded">module edges not recorded: this block was extracted before nnrag recorded them; extract it again to draw them</p>');
+  if (!g.recorded)
+    parts.push(
+      '<p class="muted" id="graph-not-recorded">module edges not recorded: this block was extracted before nnrag recorded them; extract it again to draw them</p>',
+    );
   return parts.join('');
 }

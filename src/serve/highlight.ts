@@ -16,11 +16,14 @@ export function escapeHtml(s: string): string {
 const KEYWORDS = new Set([
   ...[...PYTHON_KEYWORDS].filter((k) => !['True', 'False', 'None'].includes(k)),
   ...[...PYTHON_SOFT_KEYWORDS].filter((k) => k !== '_'),
-  'exec', 'print',
+  'exec',
+  'print',
 ]);
 const CONSTANTS = new Set(['true', 'false', 'none', 'True', 'False', 'None', 'ellipsis']);
 const BUILTINS = new Set(
-  'self super len range isinstance issubclass getattr setattr hasattr print int float str bool list dict tuple set min max sum abs zip enumerate map filter any all sorted reversed type object NotImplementedError ValueError TypeError RuntimeError'.split(' '),
+  'self super len range isinstance issubclass getattr setattr hasattr print int float str bool list dict tuple set min max sum abs zip enumerate map filter any all sorted reversed type object NotImplementedError ValueError TypeError RuntimeError'.split(
+    ' ',
+  ),
 );
 
 /** CSS class of a token node, or null for plain text. */

@@ -87,7 +87,10 @@ function environmentsHtml(rec: Pick<BlockRecord, 'validation' | 'validations' | 
   return (
     `<table id="environments"><tr><th>environment</th><th>id</th><th>verdict</th></tr>` +
     envs
-      .map(([id, e]) => `<tr><td>${esc(e.label)}</td><td><code>${esc(id)}</code></td><td class="${e.ok ? 'pass' : 'fail'}">${e.ok ? 'passed' : `failed${e.category ? ` (${esc(e.category)})` : ''}`}</td></tr>`)
+      .map(
+        ([id, e]) =>
+          `<tr><td>${esc(e.label)}</td><td><code>${esc(id)}</code></td><td class="${e.ok ? 'pass' : 'fail'}">${e.ok ? 'passed' : `failed${e.category ? ` (${esc(e.category)})` : ''}`}</td></tr>`,
+      )
       .join('') +
     `</table><p class="muted">validated in ${passed} of ${envs.length} environment${envs.length === 1 ? '' : 's'}</p>`
   );
@@ -101,8 +104,10 @@ function usageLines(usage: string): string {
 }
 
 function page(title: string, body: string): string {
-  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${esc(title)} · nnrag</title><meta name="viewport" content="width=device-width, initial-scale=1"><style>${CSS}</style></head>` +
-    `<body><header><a href="/">nnrag catalog</a></header><main>${body}</main><script>${COPY_SCRIPT}</script></body></html>`;
+  return (
+    `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${esc(title)} · nnrag</title><meta name="viewport" content="width=device-width, initial-scale=1"><style>${CSS}</style></head>` +
+    `<body><header><a href="/">nnrag catalog</a></header><main>${body}</main><script>${COPY_SCRIPT}</script></body></html>`
+  );
 }
 
 const blockHref = (id: string) => `/block/${encodeURIComponent(id)}`;
@@ -226,12 +231,23 @@ async function blockPage(store: Workspace['store'], id: string, hl: Map<string, 
   sections.push(
     `<section id="validation"><h2>Validation</h2>` +
       (stages
-        ? `<table><tr>${Object.keys(stages).map((s) => `<th>${esc(s)}</th>`).join('')}</tr><tr>${Object.values(stages).map((r) => `<td class="${esc(r)}">${esc(r)}</td>`).join('')}</tr></table>`
+        ? `<table><tr>${Object.keys(stages)
+            .map((s) => `<th>${esc(s)}</th>`)
+            .join('')}</tr><tr>${Object.values(stages)
+            .map((r) => `<td class="${esc(r)}">${esc(r)}</td>`)
+            .join('')}</tr></table>`
         : '<p class="muted">not validated</p>') +
       (v?.error ? `<p><strong>${esc(v.category ?? 'error')}</strong>: <code>${esc(v.error)}</code></p>` : '') +
-      (v?.error || v?.category ? ((n) => (n ? `<p id="next-step"><strong>Next step:</strong> ${esc(n).replace(/`([^`]+)`/g, '<code>$1</code>')}</p>` : ''))(nextStep(v, id)) : '') +
+      (v?.error || v?.category
+        ? ((n) =>
+            n
+              ? `<p id="next-step"><strong>Next step:</strong> ${esc(n).replace(/`([^`]+)`/g, '<code>$1</code>')}</p>`
+              : '')(nextStep(v, id))
+        : '') +
       environmentsHtml(rec) +
-      (v?.input_shapes ? `<p class="muted">input shapes <code>${esc(JSON.stringify(v.input_shapes))}</code> → output shapes <code>${esc(JSON.stringify(v.output_shapes))}</code>${v.args && Object.keys(v.args).length ? ` · constructor args <code>${esc(JSON.stringify(v.args))}</code>` : ''}</p>` : '') +
+      (v?.input_shapes
+        ? `<p class="muted">input shapes <code>${esc(JSON.stringify(v.input_shapes))}</code> → output shapes <code>${esc(JSON.stringify(v.output_shapes))}</code>${v.args && Object.keys(v.args).length ? ` · constructor args <code>${esc(JSON.stringify(v.args))}</code>` : ''}</p>`
+        : '') +
       `</section>`,
   );
   // spec
@@ -240,7 +256,12 @@ async function blockPage(store: Workspace['store'], id: string, hl: Map<string, 
         ['constructor', spec.init.map((p) => p.name + (p.default !== null ? `=${p.default}` : '')).join(', ')],
         ['forward', spec.forward.map((p) => p.name).join(', ')],
         ['bases', spec.bases.join(', ')],
-        ['layers', Object.entries(spec.layers).map(([k, n]) => `${k}×${n}`).join(', ')],
+        [
+          'layers',
+          Object.entries(spec.layers)
+            .map(([k, n]) => `${k}×${n}`)
+            .join(', '),
+        ],
         ['dependencies', spec.dependencies.join(', ')],
         ['requirements', spec.requirements.join(', ')],
       ]
@@ -248,7 +269,12 @@ async function blockPage(store: Workspace['store'], id: string, hl: Map<string, 
         ['constructor', doc.hyperparameters.join(', ')],
         ['forward', doc.forwardParams.join(', ')],
         ['bases', doc.bases.join(', ')],
-        ['layers (constructed in the code)', Object.entries(doc.layers).map(([k, n]) => `${k}×${n}`).join(', ')],
+        [
+          'layers (constructed in the code)',
+          Object.entries(doc.layers)
+            .map(([k, n]) => `${k}×${n}`)
+            .join(', '),
+        ],
         ['dependencies', doc.dependencies.join(', ')],
         ['externs', doc.externs.join(', ')],
       ];
@@ -297,7 +323,8 @@ function send(res: http.ServerResponse, status: number, type: string, body: stri
   res.end(body);
 }
 
-const json = (res: http.ServerResponse, status: number, data: unknown) => send(res, status, 'application/json; charset=utf-8', JSON.stringify(data));
+const json = (res: http.ServerResponse, status: number, data: unknown) =>
+  send(res, status, 'application/json; charset=utf-8', JSON.stringify(data));
 
 /** Start the catalog; `port: 0` picks a free port. */
 /** The origin URL of a block: a link only for http(s) (a javascript: or data: URL from
@@ -329,19 +356,30 @@ export async function startServer(opts: ServerOptions): Promise<CatalogServer> {
   const server = http.createServer((req, res) => {
     void (async () => {
       try {
-        if (!allowedHosts.has((req.headers.host ?? '').toLowerCase())) return send(res, 421, 'text/plain; charset=utf-8', 'misdirected request: unknown Host\n');
-        if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, 'text/plain; charset=utf-8', 'method not allowed\n');
+        if (!allowedHosts.has((req.headers.host ?? '').toLowerCase()))
+          return send(res, 421, 'text/plain; charset=utf-8', 'misdirected request: unknown Host\n');
+        if (req.method !== 'GET' && req.method !== 'HEAD')
+          return send(res, 405, 'text/plain; charset=utf-8', 'method not allowed\n');
         const url = new URL(req.url ?? '/', 'http://localhost');
         const p = url.pathname;
         refresh();
-        if (p === '/' || p === '/index.html') return send(res, 200, 'text/html; charset=utf-8', searchPage(store, url.searchParams));
-        if (p === '/api/search') return json(res, 200, searchBlocks(store, url.searchParams.get('q') ?? '', parseFilters(url.searchParams)));
+        if (p === '/' || p === '/index.html')
+          return send(res, 200, 'text/html; charset=utf-8', searchPage(store, url.searchParams));
+        if (p === '/api/search')
+          return json(res, 200, searchBlocks(store, url.searchParams.get('q') ?? '', parseFilters(url.searchParams)));
         if (p.startsWith('/api/block/')) {
           const id = decodeURIComponent(p.slice('/api/block/'.length));
           const e = getExtraction(store, id);
           const doc: SearchDoc | null = getDoc(store, id);
           if (!e || !doc) return json(res, 404, { error: `no block ${id}` });
-          return json(res, 200, { doc, spec: storedSpec(store, id), record: e.record, text: e.text, similar: similarBlocks(store, id, 8), graph: dependencyGraph(e.record) });
+          return json(res, 200, {
+            doc,
+            spec: storedSpec(store, id),
+            record: e.record,
+            text: e.text,
+            similar: similarBlocks(store, id, 8),
+            graph: dependencyGraph(e.record),
+          });
         }
         if (p.startsWith('/block/')) {
           let id = decodeURIComponent(p.slice('/block/'.length));
@@ -352,12 +390,18 @@ export async function startServer(opts: ServerOptions): Promise<CatalogServer> {
           }
           const html = await blockPage(store, id, hl);
           if (html) return send(res, 200, 'text/html; charset=utf-8', html);
-          return send(res, 404, 'text/html; charset=utf-8', page('not found', `<p>No block <code>${esc(id)}</code>.</p>`));
+          return send(
+            res,
+            404,
+            'text/html; charset=utf-8',
+            page('not found', `<p>No block <code>${esc(id)}</code>.</p>`),
+          );
         }
         return send(res, 404, 'text/html; charset=utf-8', page('not found', '<p>Not found.</p>'));
       } catch (err) {
         // a malformed %-escape in the path is the client's error, not ours
-        if (err instanceof URIError) return send(res, 400, 'text/plain; charset=utf-8', 'bad request: malformed %-escape in the URL\n');
+        if (err instanceof URIError)
+          return send(res, 400, 'text/plain; charset=utf-8', 'bad request: malformed %-escape in the URL\n');
         const msg = err instanceof NnragError ? err.message : `internal error: ${(err as Error).message}`;
         if (!res.headersSent) send(res, 500, 'text/plain; charset=utf-8', msg + '\n');
         else res.end();
@@ -367,7 +411,12 @@ export async function startServer(opts: ServerOptions): Promise<CatalogServer> {
   await new Promise<void>((resolve, reject) => {
     server.once('error', (e: NodeJS.ErrnoException) => {
       if (ownWs) ws.close();
-      const why = e.code === 'EADDRINUSE' ? 'is already in use (another nnrag serve? pick one with --port)' : e.code === 'EACCES' ? 'needs privileges' : e.message;
+      const why =
+        e.code === 'EADDRINUSE'
+          ? 'is already in use (another nnrag serve? pick one with --port)'
+          : e.code === 'EACCES'
+            ? 'needs privileges'
+            : e.message;
       reject(new NnragError(`cannot listen on ${host}:${opts.port ?? 0}: the port ${why}`, 'serve'));
     });
     server.listen(opts.port ?? 0, host, () => resolve());

@@ -43,12 +43,17 @@ export function readShardMark(store: IndexStore): ShardMark | null {
 }
 
 export function writeShardMark(store: IndexStore, mark: ShardMark): void {
-  store.write(() => store.db.prepare('INSERT OR REPLACE INTO kv(key, value) VALUES (?, ?)').run(SHARD_MARK_KEY, JSON.stringify(mark)));
+  store.write(() =>
+    store.db.prepare('INSERT OR REPLACE INTO kv(key, value) VALUES (?, ?)').run(SHARD_MARK_KEY, JSON.stringify(mark)),
+  );
 }
 
 /** The owner repositories already merged into `store`. */
 export function mergedRepos(store: IndexStore): string[] {
-  return store.db.prepare("SELECT substr(key, 8) FROM kv WHERE key LIKE 'merged:%' ORDER BY key").pluck().all() as string[];
+  return store.db
+    .prepare("SELECT substr(key, 8) FROM kv WHERE key LIKE 'merged:%' ORDER BY key")
+    .pluck()
+    .all() as string[];
 }
 
 export interface MergedRows {
@@ -100,24 +105,34 @@ export function mergeShardRows(
       ).run();
 
       // the owner repository: replaced
-      for (const t of ['files', 'support_files', 'problems', 'blocks', 'witness_harvests']) db.prepare(`DELETE FROM main.${t} WHERE repo = ?`).run(R);
+      for (const t of ['files', 'support_files', 'problems', 'blocks', 'witness_harvests'])
+        db.prepare(`DELETE FROM main.${t} WHERE repo = ?`).run(R);
       db.prepare('DELETE FROM main.extractions WHERE id IN (SELECT id FROM shard.blocks WHERE repo = ?)').run(R);
       db.prepare('INSERT OR REPLACE INTO main.repos SELECT * FROM shard.repos WHERE name = ?').run(R);
       counts.files = db.prepare('INSERT INTO main.files SELECT * FROM shard.files WHERE repo = ?').run(R).changes;
       db.prepare('INSERT INTO main.support_files SELECT * FROM shard.support_files WHERE repo = ?').run(R);
       db.prepare('INSERT INTO main.problems SELECT * FROM shard.problems WHERE repo = ?').run(R);
-      counts.blocks = db.prepare('INSERT OR REPLACE INTO main.blocks SELECT * FROM shard.blocks WHERE repo = ?').run(R).changes;
-      db.prepare('INSERT OR REPLACE INTO main.witness_harvests SELECT * FROM shard.witness_harvests WHERE repo = ?').run(R);
-      const ins = db.prepare('INSERT OR REPLACE INTO main.extractions(id, hash, ok, status, lines, record, text, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?)');
+      counts.blocks = db
+        .prepare('INSERT OR REPLACE INTO main.blocks SELECT * FROM shard.blocks WHERE repo = ?')
+        .run(R).changes;
+      db.prepare(
+        'INSERT OR REPLACE INTO main.witness_harvests SELECT * FROM shard.witness_harvests WHERE repo = ?',
+      ).run(R);
+      const ins = db.prepare(
+        'INSERT OR REPLACE INTO main.extractions(id, hash, ok, status, lines, record, text, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+      );
       const rows = db
-        .prepare('SELECT e.id, e.hash, e.ok, e.status, e.lines, e.record, e.text, e.updated FROM shard.extractions e JOIN shard.blocks b ON b.id = e.id WHERE b.repo = ? ORDER BY e.id')
+        .prepare(
+          'SELECT e.id, e.hash, e.ok, e.status, e.lines, e.record, e.text, e.updated FROM shard.extractions e JOIN shard.blocks b ON b.id = e.id WHERE b.repo = ? ORDER BY e.id',
+        )
         .raw()
         .all(R) as [string, string, number, string, number, string, string, string][];
-      for (const [id, hash, ok, status, lines, record, text, updated] of rows) ins.run(id, hash, ok, status, lines, rewriteRecord(id, status, record, text), text, updated);
+      for (const [id, hash, ok, status, lines, record, text, updated] of rows)
+        ins.run(id, hash, ok, status, lines, rewriteRecord(id, status, record, text), text, updated);
       counts.extractions = rows.length;
       // the specs, clusters and search documents of the owner's blocks are derived: stale now
       db.prepare('DELETE FROM main.specs WHERE repo = ?').run(R);
-      db.prepare("INSERT OR REPLACE INTO main.kv(key, value) VALUES (?, ?)").run(mergedKey(R), JSON.stringify(mark));
+      db.prepare('INSERT OR REPLACE INTO main.kv(key, value) VALUES (?, ?)').run(mergedKey(R), JSON.stringify(mark));
 
       // the rest of the universe, for repositories no merged shard owns
       db.prepare(
@@ -127,9 +142,13 @@ export function mergeShardRows(
          WHERE excluded.indexed_at < repos.indexed_at`,
       ).run(R);
       for (const t of ['files', 'support_files']) {
-        db.prepare(`INSERT OR IGNORE INTO main.${t} SELECT * FROM shard.${t} WHERE repo != ? AND repo NOT IN ${owned}`).run(R);
+        db.prepare(
+          `INSERT OR IGNORE INTO main.${t} SELECT * FROM shard.${t} WHERE repo != ? AND repo NOT IN ${owned}`,
+        ).run(R);
       }
-      db.prepare(`INSERT OR IGNORE INTO main.blocks SELECT * FROM shard.blocks WHERE repo != ? AND repo NOT IN ${owned}`).run(R);
+      db.prepare(
+        `INSERT OR IGNORE INTO main.blocks SELECT * FROM shard.blocks WHERE repo != ? AND repo NOT IN ${owned}`,
+      ).run(R);
       return counts;
     });
   } finally {

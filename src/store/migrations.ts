@@ -227,18 +227,22 @@ export const MIGRATIONS: readonly Migration[] = [
     up(db) {
       // one harvest per repository (src/validate/witness/), valid while `key` (blob ids of
       // the files on its sys.path + environment id) is unchanged; result: HarvestResult JSON
-      db.exec('CREATE TABLE witness_harvests(repo TEXT PRIMARY KEY, key TEXT NOT NULL, env TEXT NOT NULL, result TEXT NOT NULL)');
+      db.exec(
+        'CREATE TABLE witness_harvests(repo TEXT PRIMARY KEY, key TEXT NOT NULL, env TEXT NOT NULL, result TEXT NOT NULL)',
+      );
     },
   },
   {
     version: 11,
-    name: 'block_environments: each block\'s verdict per validation environment',
+    name: "block_environments: each block's verdict per validation environment",
     up(db) {
       // one row per (block, environment id) the block's module was validated in, with the
       // environment's short label (record.ts EnvValidation); derived from the record's
       // `validations` (written with it, store/records.ts putExtraction). Stores from before
       // keep one validation per block: it becomes that block's only row.
-      db.exec('CREATE TABLE block_environments(id TEXT NOT NULL, env TEXT NOT NULL, label TEXT NOT NULL, ok INTEGER NOT NULL, PRIMARY KEY(id, env)) WITHOUT ROWID');
+      db.exec(
+        'CREATE TABLE block_environments(id TEXT NOT NULL, env TEXT NOT NULL, label TEXT NOT NULL, ok INTEGER NOT NULL, PRIMARY KEY(id, env)) WITHOUT ROWID',
+      );
       db.exec(`
         INSERT OR REPLACE INTO block_environments(id, env, label, ok)
         SELECT id, env, COALESCE(label, python, 'environment ' || substr(env, 1, 8)), ok FROM (

@@ -3,7 +3,13 @@
 // everything printed is also in the store), and validation results cached by module
 // content hash and validation environment id.
 import { createHash } from 'node:crypto';
-import { BLOCK_RECORD_VERSION, BLOCK_STATUSES, validationsOf, type BlockRecord, type BlockStatus } from '../library/record.js';
+import {
+  BLOCK_RECORD_VERSION,
+  BLOCK_STATUSES,
+  validationsOf,
+  type BlockRecord,
+  type BlockStatus,
+} from '../library/record.js';
 import type { IndexStore } from './store.js';
 
 export function textHash(text: string): string {
@@ -23,7 +29,9 @@ export interface StoredExtraction {
 export function putExtraction(store: IndexStore, e: StoredExtraction): void {
   store.write(() => {
     store
-      .stmt('INSERT OR REPLACE INTO extractions(id, hash, ok, status, lines, record, text, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
+      .stmt(
+        'INSERT OR REPLACE INTO extractions(id, hash, ok, status, lines, record, text, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+      )
       .run(e.id, e.hash, e.ok ? 1 : 0, e.status, e.lines, JSON.stringify(e.record), e.text, new Date().toISOString());
     // the per-environment verdicts (migration 11), for the `--env` filters
     store.stmt('DELETE FROM block_environments WHERE id = ?').run(e.id);
@@ -42,13 +50,24 @@ export interface BlockEnvironment {
 
 /** Every (block, environment) verdict stored, by block id. */
 export function blockEnvironments(store: IndexStore): BlockEnvironment[] {
-  return (store.stmt('SELECT id, env, label, ok FROM block_environments ORDER BY id, env').all() as { id: string; env: string; label: string; ok: number }[]).map((r) => ({ ...r, ok: !!r.ok }));
+  return (
+    store.stmt('SELECT id, env, label, ok FROM block_environments ORDER BY id, env').all() as {
+      id: string;
+      env: string;
+      label: string;
+      ok: number;
+    }[]
+  ).map((r) => ({ ...r, ok: !!r.ok }));
 }
 
 /** The environments blocks were validated in: id, label, blocks passed and failed. */
-export function environmentSummaries(store: IndexStore): { env: string; label: string; passed: number; failed: number }[] {
+export function environmentSummaries(
+  store: IndexStore,
+): { env: string; label: string; passed: number; failed: number }[] {
   return store
-    .stmt('SELECT env, MAX(label) AS label, SUM(ok) AS passed, SUM(1 - ok) AS failed FROM block_environments GROUP BY env ORDER BY label')
+    .stmt(
+      'SELECT env, MAX(label) AS label, SUM(ok) AS passed, SUM(1 - ok) AS failed FROM block_environments GROUP BY env ORDER BY label',
+    )
     .all() as { env: string; label: string; passed: number; failed: number }[];
 }
 
@@ -64,7 +83,10 @@ export function listExtractions(store: IndexStore): StoredExtraction[] {
 /** Id and content hash of every stored extraction that has a module text (what the
  *  library's derived results are computed from), without loading the texts. */
 export function extractionHashes(store: IndexStore): { id: string; hash: string }[] {
-  return store.stmt("SELECT id, hash FROM extractions WHERE text IS NOT NULL AND text != '' ORDER BY id").all() as { id: string; hash: string }[];
+  return store.stmt("SELECT id, hash FROM extractions WHERE text IS NOT NULL AND text != '' ORDER BY id").all() as {
+    id: string;
+    hash: string;
+  }[];
 }
 
 function rowToExtraction(r: Record<string, unknown>): StoredExtraction {
@@ -94,7 +116,8 @@ function decodeStatus(s: string): BlockStatus {
 export function decodeRecord(json: string): BlockRecord {
   const r = JSON.parse(json) as Partial<BlockRecord> & Pick<BlockRecord, 'id'>;
   // version 1 kept one validation: it becomes the only entry of the per-environment map
-  const validations = r.validations ?? (r.validation ? validationsOf({ validation: r.validation, ok: r.ok ?? false }) : undefined);
+  const validations =
+    r.validations ?? (r.validation ? validationsOf({ validation: r.validation, ok: r.ok ?? false }) : undefined);
   return {
     ...r,
     ...(validations ? { validations } : {}),
@@ -118,12 +141,18 @@ export function decodeRecord(json: string): BlockRecord {
 
 /** A validation result cached by module content hash and validation environment. */
 export function getCachedValidation<T>(store: IndexStore, hash: string, env: string): T | null {
-  const v = store.stmt('SELECT result FROM validations WHERE hash = ? AND env = ?').pluck().get(hash, env) as string | undefined;
+  const v = store.stmt('SELECT result FROM validations WHERE hash = ? AND env = ?').pluck().get(hash, env) as
+    | string
+    | undefined;
   return v ? (JSON.parse(v) as T) : null;
 }
 
 export function putCachedValidation(store: IndexStore, hash: string, env: string, result: unknown): void {
-  store.write(() => store.stmt('INSERT OR REPLACE INTO validations(hash, env, result) VALUES (?, ?, ?)').run(hash, env, JSON.stringify(result)));
+  store.write(() =>
+    store
+      .stmt('INSERT OR REPLACE INTO validations(hash, env, result) VALUES (?, ?, ?)')
+      .run(hash, env, JSON.stringify(result)),
+  );
 }
 
 /** Every cached validation result (JSON text), for the library's timings and layers. */

@@ -25,7 +25,9 @@ export function ensureFtsLayout(store: IndexStore): void {
 
 /** Input key of every stored document, by block id. */
 export function docKeys(store: IndexStore): Map<string, string> {
-  return new Map((store.stmt('SELECT id, key FROM search_docs').all() as { id: string; key: string }[]).map((r) => [r.id, r.key]));
+  return new Map(
+    (store.stmt('SELECT id, key FROM search_docs').all() as { id: string; key: string }[]).map((r) => [r.id, r.key]),
+  );
 }
 
 /** A document to store: the document, the key of its inputs and its FTS column texts (in
@@ -55,7 +57,9 @@ export function putDocs(store: IndexStore, rows: readonly DocRow[], gone: readon
       const info = store
         .stmt('INSERT INTO search_docs(id, key, repo, category, status, params, doc) VALUES (?, ?, ?, ?, ?, ?, ?)')
         .run(d.id, key, d.origin.repo, d.category, d.status, d.params, JSON.stringify(d));
-      store.stmt(`INSERT INTO search_fts(rowid, ${cols.join(', ')}) VALUES (?, ${cols.map(() => '?').join(', ')})`).run(info.lastInsertRowid, ...fts);
+      store
+        .stmt(`INSERT INTO search_fts(rowid, ${cols.join(', ')}) VALUES (?, ${cols.map(() => '?').join(', ')})`)
+        .run(info.lastInsertRowid, ...fts);
     }
     for (const id of gone) removeDocRow(store, id, true);
   });
@@ -74,12 +78,15 @@ export function getDoc(store: IndexStore, id: string): SearchDoc | null {
 
 /** Every stored document, by id. */
 export function listDocs(store: IndexStore): SearchDoc[] {
-  return (store.stmt('SELECT doc FROM search_docs ORDER BY id').pluck().all() as string[]).map((s) => JSON.parse(s) as SearchDoc);
+  return (store.stmt('SELECT doc FROM search_docs ORDER BY id').pluck().all() as string[]).map(
+    (s) => JSON.parse(s) as SearchDoc,
+  );
 }
 
 /** Distinct values of the filter columns, for the catalog's filter menus. */
 export function docFacets(store: IndexStore): { repos: string[]; categories: string[]; statuses: string[] } {
-  const col = (c: 'repo' | 'category' | 'status') => store.stmt(`SELECT DISTINCT ${c} FROM search_docs ORDER BY ${c}`).pluck().all() as string[];
+  const col = (c: 'repo' | 'category' | 'status') =>
+    store.stmt(`SELECT DISTINCT ${c} FROM search_docs ORDER BY ${c}`).pluck().all() as string[];
   return { repos: col('repo'), categories: col('category'), statuses: col('status') };
 }
 
@@ -126,21 +133,39 @@ export function ftsHasTerm(store: IndexStore, quoted: string): boolean {
 }
 
 /** Documents in id order, filtered (the browse mode of an empty query). */
-export function browseDocs(store: IndexStore, f: DocFilters, limit: number, offset: number): { docs: string[]; total: number } {
+export function browseDocs(
+  store: IndexStore,
+  f: DocFilters,
+  limit: number,
+  offset: number,
+): { docs: string[]; total: number } {
   const { where, args } = filterSql(f);
   const w = where.length ? `WHERE ${where.join(' AND ')}` : '';
-  const docs = store.stmt(`SELECT d.doc FROM search_docs d ${w} ORDER BY d.id LIMIT ? OFFSET ?`).pluck().all(...args, limit, offset) as string[];
-  const total = store.stmt(`SELECT count(*) FROM search_docs d ${w}`).pluck().get(...args) as number;
+  const docs = store
+    .stmt(`SELECT d.doc FROM search_docs d ${w} ORDER BY d.id LIMIT ? OFFSET ?`)
+    .pluck()
+    .all(...args, limit, offset) as string[];
+  const total = store
+    .stmt(`SELECT count(*) FROM search_docs d ${w}`)
+    .pluck()
+    .get(...args) as number;
   return { docs, total };
 }
 
 const JOIN = 'JOIN search_docs d ON d.rowid = search_fts.rowid';
 
 /** Every document an FTS query matches (filtered): rowid, id and status, unordered. */
-export function matchedDocs(store: IndexStore, match: string, f: DocFilters): { rowid: number; id: string; status: string }[] {
+export function matchedDocs(
+  store: IndexStore,
+  match: string,
+  f: DocFilters,
+): { rowid: number; id: string; status: string }[] {
   const { where, args } = filterSql(f);
   const w = ['search_fts MATCH ?', ...where].join(' AND ');
-  const rows = store.stmt(`SELECT search_fts.rowid, d.id, d.status FROM search_fts ${JOIN} WHERE ${w}`).raw().all(match, ...args) as [number, string, string][];
+  const rows = store
+    .stmt(`SELECT search_fts.rowid, d.id, d.status FROM search_fts ${JOIN} WHERE ${w}`)
+    .raw()
+    .all(match, ...args) as [number, string, string][];
   return rows.map(([rowid, id, status]) => ({ rowid, id, status }));
 }
 
@@ -150,9 +175,20 @@ export function matchedDocs(store: IndexStore, match: string, f: DocFilters): { 
  *  ranked in one pass instead. */
 export function rankOf(store: IndexStore, match: string, rank: string, rowids: readonly number[]): Map<number, number> {
   if (!rowids.length) return new Map();
-  if (rowids.length > 40) return new Map(store.stmt(`SELECT rowid, -${rank} FROM search_fts WHERE search_fts MATCH ?`).raw().all(match) as [number, number][]);
+  if (rowids.length > 40)
+    return new Map(
+      store.stmt(`SELECT rowid, -${rank} FROM search_fts WHERE search_fts MATCH ?`).raw().all(match) as [
+        number,
+        number,
+      ][],
+    );
   return new Map(
-    store.stmt(`SELECT rowid, -${rank} FROM search_fts WHERE search_fts MATCH ? AND rowid IN (SELECT value FROM json_each(?))`).raw().all(match, JSON.stringify(rowids)) as [number, number][],
+    store
+      .stmt(
+        `SELECT rowid, -${rank} FROM search_fts WHERE search_fts MATCH ? AND rowid IN (SELECT value FROM json_each(?))`,
+      )
+      .raw()
+      .all(match, JSON.stringify(rowids)) as [number, number][],
   );
 }
 
@@ -165,20 +201,30 @@ export function matchRowids(store: IndexStore, match: string): number[] {
 /** How many documents pass the filters (matching or not). */
 export function countDocs(store: IndexStore, f: DocFilters): number {
   const { where, args } = filterSql(f);
-  return store.stmt(`SELECT count(*) FROM search_docs d ${where.length ? `WHERE ${where.join(' AND ')}` : ''}`).pluck().get(...args) as number;
+  return store
+    .stmt(`SELECT count(*) FROM search_docs d ${where.length ? `WHERE ${where.join(' AND ')}` : ''}`)
+    .pluck()
+    .get(...args) as number;
 }
 
 /** Document JSON texts by rowid. */
 export function docsByRowid(store: IndexStore, rowids: readonly number[]): Map<number, string> {
   if (!rowids.length) return new Map();
-  return new Map(store.stmt(`SELECT rowid, doc FROM search_docs WHERE rowid IN (${rowids.map(() => '?').join(',')})`).raw().all(...rowids) as [number, string][]);
+  return new Map(
+    store
+      .stmt(`SELECT rowid, doc FROM search_docs WHERE rowid IN (${rowids.map(() => '?').join(',')})`)
+      .raw()
+      .all(...rowids) as [number, string][],
+  );
 }
 
 // ---------------------------------------------------------------- signatures
 
 /** Module content hash of every stored signature, by block id. */
 export function signatureHashes(store: IndexStore): Map<string, string> {
-  return new Map((store.stmt('SELECT id, hash FROM search_sigs').all() as { id: string; hash: string }[]).map((r) => [r.id, r.hash]));
+  return new Map(
+    (store.stmt('SELECT id, hash FROM search_sigs').all() as { id: string; hash: string }[]).map((r) => [r.id, r.hash]),
+  );
 }
 
 export interface SignatureRow {
@@ -195,7 +241,9 @@ const toBlob = (a: Uint32Array | null) => (a ? Buffer.from(a.buffer, a.byteOffse
 /** Store signatures and drop those of `gone` blocks, in one transaction. */
 export function putSignatures(store: IndexStore, rows: readonly SignatureRow[], gone: readonly string[]): void {
   store.write(() => {
-    const ins = store.stmt('INSERT OR REPLACE INTO search_sigs(id, hash, ints, tokens, near, structural) VALUES (?, ?, ?, ?, ?, ?)');
+    const ins = store.stmt(
+      'INSERT OR REPLACE INTO search_sigs(id, hash, ints, tokens, near, structural) VALUES (?, ?, ?, ?, ?, ?)',
+    );
     for (const r of rows) ins.run(r.id, r.hash, r.ints, r.tokens, toBlob(r.near), toBlob(r.structural));
     for (const id of gone) store.stmt('DELETE FROM search_sigs WHERE id = ?').run(id);
   });
@@ -203,11 +251,18 @@ export function putSignatures(store: IndexStore, rows: readonly SignatureRow[], 
 
 /** A value that changes whenever the stored signatures change (count and last rowid). */
 export function signatureStamp(store: IndexStore): string {
-  const st = store.stmt('SELECT count(*) AS n, max(rowid) AS m FROM search_sigs').get() as { n: number; m: number | null };
+  const st = store.stmt('SELECT count(*) AS n, max(rowid) AS m FROM search_sigs').get() as {
+    n: number;
+    m: number | null;
+  };
   return `${st.n}:${st.m}`;
 }
 
 /** Every stored signature as raw bytes, by id. */
 export function signatureBytes(store: IndexStore): [string, Buffer | null, Buffer | null][] {
-  return store.stmt('SELECT id, near, structural FROM search_sigs ORDER BY id').raw().all() as [string, Buffer | null, Buffer | null][];
+  return store.stmt('SELECT id, near, structural FROM search_sigs ORDER BY id').raw().all() as [
+    string,
+    Buffer | null,
+    Buffer | null,
+  ][];
 }

@@ -7,7 +7,9 @@ import { KV_KEYS } from './kv.js';
 import type { IndexStore } from './store.js';
 
 export function putSpecs(store: IndexStore, specs: readonly BlockSpec[]): void {
-  const ins = store.stmt('INSERT OR REPLACE INTO specs(id, repo, status, category, json, updated) VALUES (?, ?, ?, ?, ?, ?)');
+  const ins = store.stmt(
+    'INSERT OR REPLACE INTO specs(id, repo, status, category, json, updated) VALUES (?, ?, ?, ?, ?, ?)',
+  );
   const now = new Date().toISOString();
   store.write(() => {
     for (const s of specs) ins.run(s.id, s.origin.repo, s.status, s.category, JSON.stringify(s), now);
@@ -19,11 +21,19 @@ export function getSpec(store: IndexStore, id: string): BlockSpec | null {
   return j ? (JSON.parse(j) as BlockSpec) : null;
 }
 
-export function listSpecs(store: IndexStore, filter: { status?: string; repo?: string; category?: string } = {}): BlockSpec[] {
+export function listSpecs(
+  store: IndexStore,
+  filter: { status?: string; repo?: string; category?: string } = {},
+): BlockSpec[] {
   const rows = store.stmt('SELECT json FROM specs ORDER BY id').pluck().all() as string[];
   return rows
     .map((j) => JSON.parse(j) as BlockSpec)
-    .filter((s) => (!filter.status || s.status === filter.status) && (!filter.repo || s.origin.repo === filter.repo) && (!filter.category || s.category === filter.category));
+    .filter(
+      (s) =>
+        (!filter.status || s.status === filter.status) &&
+        (!filter.repo || s.origin.repo === filter.repo) &&
+        (!filter.category || s.category === filter.category),
+    );
 }
 
 /** The stored spec JSON by id, for change detection without parsing. */
@@ -41,12 +51,19 @@ interface ClusterRow {
 }
 
 function clusterFromRow(r: ClusterRow): DedupCluster {
-  return { kind: r.kind as DedupCluster['kind'], representative: r.representative, members: JSON.parse(r.members) as string[], scores: JSON.parse(r.scores) as DedupCluster['scores'] };
+  return {
+    kind: r.kind as DedupCluster['kind'],
+    representative: r.representative,
+    members: JSON.parse(r.members) as string[],
+    scores: JSON.parse(r.scores) as DedupCluster['scores'],
+  };
 }
 
 /** Replace the stored clusters and their summary (kv `dedup:last`) in one transaction. */
 export function putDedup(store: IndexStore, clusters: readonly DedupCluster[], summary: object): void {
-  const insC = store.stmt('INSERT INTO dedup_clusters(cluster, kind, representative, members, scores) VALUES (?, ?, ?, ?, ?)');
+  const insC = store.stmt(
+    'INSERT INTO dedup_clusters(cluster, kind, representative, members, scores) VALUES (?, ?, ?, ?, ?)',
+  );
   const insM = store.stmt('INSERT OR REPLACE INTO dedup_members(block, cluster) VALUES (?, ?)');
   store.write(() => {
     store.stmt('DELETE FROM dedup_clusters').run();
@@ -61,13 +78,19 @@ export function putDedup(store: IndexStore, clusters: readonly DedupCluster[], s
 
 /** The stored clusters, in the order they were stored. */
 export function listClusters(store: IndexStore): DedupCluster[] {
-  return (store.stmt('SELECT kind, representative, members, scores FROM dedup_clusters ORDER BY cluster').all() as ClusterRow[]).map(clusterFromRow);
+  return (
+    store
+      .stmt('SELECT kind, representative, members, scores FROM dedup_clusters ORDER BY cluster')
+      .all() as ClusterRow[]
+  ).map(clusterFromRow);
 }
 
 /** The cluster a block belongs to, if any. */
 export function clusterOf(store: IndexStore, id: string): DedupCluster | null {
   const r = store
-    .stmt('SELECT c.kind, c.representative, c.members, c.scores FROM dedup_members m JOIN dedup_clusters c ON c.cluster = m.cluster WHERE m.block = ?')
+    .stmt(
+      'SELECT c.kind, c.representative, c.members, c.scores FROM dedup_members m JOIN dedup_clusters c ON c.cluster = m.cluster WHERE m.block = ?',
+    )
     .get(id) as ClusterRow | undefined;
   return r ? clusterFromRow(r) : null;
 }

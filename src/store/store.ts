@@ -137,7 +137,10 @@ export class IndexStore {
   readonly file: string;
   private readonly stmts = new Map<string, Database.Statement>();
 
-  private constructor(readonly db: DB, readonly dir: string) {
+  private constructor(
+    readonly db: DB,
+    readonly dir: string,
+  ) {
     this.file = db.name;
   }
 
@@ -148,7 +151,10 @@ export class IndexStore {
   static open(dir = '.nnrag', opts: { create?: boolean } = {}): IndexStore {
     const file = path.join(dir, 'index.sqlite');
     if (opts.create === false && !existsSync(file)) {
-      throw new NnragError(`no nnrag store in ${path.resolve(dir)} (index repositories there first with \`nnrag index --store ${dir}\`)`, 'no-store');
+      throw new NnragError(
+        `no nnrag store in ${path.resolve(dir)} (index repositories there first with \`nnrag index --store ${dir}\`)`,
+        'no-store',
+      );
     }
     let db: DB;
     try {
@@ -214,14 +220,19 @@ export class IndexStore {
   /** What indexing needs to know of a stored facts row (one cached statement: it runs
    *  once per file of an index run). */
   factsMeta(blob: string): FactsMeta | null {
-    return (this.stmt(
-      'SELECT version, errors, first_error AS firstError, problem, data IS NOT NULL AS hasData FROM facts WHERE blob = ?',
-    ).get(blob) as FactsMeta | undefined) ?? null;
+    return (
+      (this.stmt(
+        'SELECT version, errors, first_error AS firstError, problem, data IS NOT NULL AS hasData FROM facts WHERE blob = ?',
+      ).get(blob) as FactsMeta | undefined) ?? null
+    );
   }
 
   /** The content (blob id) of an indexed file of a repository. */
   indexedBlob(repo: string, file: string): string | null {
-    return (this.stmt('SELECT blob FROM files WHERE repo = ? AND path = ?').pluck().get(repo, file) as string | undefined) ?? null;
+    return (
+      (this.stmt('SELECT blob FROM files WHERE repo = ? AND path = ?').pluck().get(repo, file) as string | undefined) ??
+      null
+    );
   }
 
   /** Counters that change whenever the database changed: another connection's commits
@@ -265,9 +276,9 @@ export class IndexStore {
    *  (measured on timm in bench/index.ts). */
   loadAllFacts(): Map<string, FileFacts> {
     const out = new Map<string, FileFacts>();
-    const rows = this.stmt(
-      `SELECT blob, data FROM facts WHERE data IS NOT NULL AND blob IN (SELECT blob FROM files)`,
-    ).raw().all() as [string, string][];
+    const rows = this.stmt(`SELECT blob, data FROM facts WHERE data IS NOT NULL AND blob IN (SELECT blob FROM files)`)
+      .raw()
+      .all() as [string, string][];
     for (const [blob, data] of rows) out.set(blob, JSON.parse(data) as FileFacts);
     return out;
   }
@@ -280,9 +291,9 @@ export class IndexStore {
   /** Like loadAllFacts, but each file's JSON is parsed on first use (for callers that
    *  touch only part of the corpus; JSON.parse is ~80% of loadAllFacts on timm). */
   loadFactsLazy(): LazyFacts {
-    const rows = this.stmt(
-      `SELECT blob, data FROM facts WHERE data IS NOT NULL AND blob IN (SELECT blob FROM files)`,
-    ).raw().all() as [string, string][];
+    const rows = this.stmt(`SELECT blob, data FROM facts WHERE data IS NOT NULL AND blob IN (SELECT blob FROM files)`)
+      .raw()
+      .all() as [string, string][];
     return new LazyFacts(new Map(rows));
   }
 
@@ -291,20 +302,37 @@ export class IndexStore {
    *  its files are written at the end of the run. */
   gc(): number {
     return this.write(
-      () => this.stmt('DELETE FROM facts WHERE blob NOT IN (SELECT blob FROM files) AND blob NOT IN (SELECT blob FROM support_files)').run().changes,
+      () =>
+        this.stmt(
+          'DELETE FROM facts WHERE blob NOT IN (SELECT blob FROM files) AND blob NOT IN (SELECT blob FROM support_files)',
+        ).run().changes,
     );
   }
 
   /** Record a module read on demand outside the repository's configured paths. */
   putSupportFile(repo: string, path: string, module: string, blob: string): void {
-    this.write(() => this.stmt('INSERT OR REPLACE INTO support_files(repo, path, module, blob) VALUES (?, ?, ?, ?)').run(repo, path, module, blob));
+    this.write(() =>
+      this.stmt('INSERT OR REPLACE INTO support_files(repo, path, module, blob) VALUES (?, ?, ?, ?)').run(
+        repo,
+        path,
+        module,
+        blob,
+      ),
+    );
   }
 
   /** Modules read on demand, per repository. */
   listSupportFiles(repo?: string): { repo: string; path: string; module: string; blob: string }[] {
-    const sql = 'SELECT repo, path, module, blob FROM support_files' + (repo === undefined ? ' ORDER BY repo, path' : ' WHERE repo = ? ORDER BY path');
+    const sql =
+      'SELECT repo, path, module, blob FROM support_files' +
+      (repo === undefined ? ' ORDER BY repo, path' : ' WHERE repo = ? ORDER BY path');
     const s = this.stmt(sql);
-    return (repo === undefined ? s.all() : s.all(repo)) as { repo: string; path: string; module: string; blob: string }[];
+    return (repo === undefined ? s.all() : s.all(repo)) as {
+      repo: string;
+      path: string;
+      module: string;
+      blob: string;
+    }[];
   }
 
   // ---------------------------------------------------------------- repos & files
@@ -348,19 +376,36 @@ export class IndexStore {
     const delSupport = this.stmt('DELETE FROM support_files WHERE repo = ?');
     const insProblem = this.stmt('INSERT INTO problems(repo, path, kind, message) VALUES (?, ?, ?, ?)');
     const sig = (rows: { path: string; module: string | null; blob: string }[]) =>
-      rows.map((f) => `${f.path}\0${f.module ?? ''}\0${f.blob}`).sort().join('\n');
+      rows
+        .map((f) => `${f.path}\0${f.module ?? ''}\0${f.blob}`)
+        .sort()
+        .join('\n');
     this.write(() => {
-      const old = this.stmt('SELECT path, module, blob FROM files WHERE repo = ?').all(repo.name) as { path: string; module: string | null; blob: string }[];
+      const old = this.stmt('SELECT path, module, blob FROM files WHERE repo = ?').all(repo.name) as {
+        path: string;
+        module: string | null;
+        blob: string;
+      }[];
       const oldRepo = this.getRepo(repo.name);
       // discovered blocks follow the index: any change of files, contents, module
       // names or package roots forgets them all (a base class may live in another
       // repository), and the next listing discovers again
-      if (sig(old) !== sig(files) || JSON.stringify(oldRepo?.packageRoots ?? null) !== JSON.stringify(repo.packageRoots) || oldRepo?.root !== repo.root) {
+      if (
+        sig(old) !== sig(files) ||
+        JSON.stringify(oldRepo?.packageRoots ?? null) !== JSON.stringify(repo.packageRoots) ||
+        oldRepo?.root !== repo.root
+      ) {
         this.stmt('DELETE FROM blocks').run();
       }
       upRepo.run(
-        repo.name, repo.url, repo.root, repo.revision, repo.local ? 1 : 0, repo.priority,
-        JSON.stringify(repo.packageRoots), repo.indexedAt,
+        repo.name,
+        repo.url,
+        repo.root,
+        repo.revision,
+        repo.local ? 1 : 0,
+        repo.priority,
+        JSON.stringify(repo.packageRoots),
+        repo.indexedAt,
       );
       delFiles.run(repo.name);
       for (const f of files) insFile.run(repo.name, f.path, f.module, f.blob, f.size, f.mtimeMs);
@@ -382,7 +427,8 @@ export class IndexStore {
 
   listProblems(repo?: string): ProblemRow[] {
     const sql =
-      'SELECT repo, path, kind, message FROM problems' + (repo === undefined ? '' : ' WHERE repo = ?') +
+      'SELECT repo, path, kind, message FROM problems' +
+      (repo === undefined ? '' : ' WHERE repo = ?') +
       ' ORDER BY repo, path, kind';
     const s = this.stmt(sql);
     return (repo === undefined ? s.all() : s.all(repo)) as ProblemRow[];
@@ -406,8 +452,16 @@ export class IndexStore {
     this.write(() => {
       this.stmt('DELETE FROM blocks WHERE repo = ?').run(repo);
       for (const b of rows) {
-        ins.run(b.id, b.name, b.module, repo, b.path, b.line, JSON.stringify(b.bases),
-          b.data === undefined ? null : JSON.stringify(b.data));
+        ins.run(
+          b.id,
+          b.name,
+          b.module,
+          repo,
+          b.path,
+          b.line,
+          JSON.stringify(b.bases),
+          b.data === undefined ? null : JSON.stringify(b.data),
+        );
       }
     });
   }
@@ -430,8 +484,13 @@ export class IndexStore {
   /** Record the start of a run (keeps the last 1000 runs). */
   beginRun(mode: string, repos: string[]): number {
     return this.write(() => {
-      const id = Number(this.stmt('INSERT INTO runs(started, mode, repos) VALUES (?, ?, ?)')
-        .run(new Date().toISOString(), mode, JSON.stringify(repos)).lastInsertRowid);
+      const id = Number(
+        this.stmt('INSERT INTO runs(started, mode, repos) VALUES (?, ?, ?)').run(
+          new Date().toISOString(),
+          mode,
+          JSON.stringify(repos),
+        ).lastInsertRowid,
+      );
       this.stmt('DELETE FROM runs WHERE id <= ?').run(id - 1000);
       return id;
     });
@@ -439,8 +498,12 @@ export class IndexStore {
 
   finishRun(id: number, stats: object, timings: Record<string, number>): void {
     this.write(() =>
-      this.stmt('UPDATE runs SET finished = ?, stats = ?, timings = ? WHERE id = ?')
-        .run(new Date().toISOString(), JSON.stringify(stats), JSON.stringify(timings), id),
+      this.stmt('UPDATE runs SET finished = ?, stats = ?, timings = ? WHERE id = ?').run(
+        new Date().toISOString(),
+        JSON.stringify(stats),
+        JSON.stringify(timings),
+        id,
+      ),
     );
   }
 
@@ -451,8 +514,11 @@ export class IndexStore {
       | undefined;
     if (!r) return null;
     return {
-      id: r.id as number, started: r.started as string, finished: r.finished as string | null,
-      mode: r.mode as string, repos: JSON.parse(r.repos as string) as string[],
+      id: r.id as number,
+      started: r.started as string,
+      finished: r.finished as string | null,
+      mode: r.mode as string,
+      repos: JSON.parse(r.repos as string) as string[],
       stats: r.stats ? JSON.parse(r.stats as string) : null,
       timings: r.timings ? JSON.parse(r.timings as string) : null,
     };
@@ -493,23 +559,34 @@ export interface StoreStats {
   problemsByKind: Record<string, number>;
   blocks: number;
   lastRun: {
-    id: number; mode: string; started: string; finished: string | null;
-    timings: Record<string, number> | null; stats: Record<string, unknown> | null;
+    id: number;
+    mode: string;
+    started: string;
+    finished: string | null;
+    timings: Record<string, number> | null;
+    stats: Record<string, unknown> | null;
   } | null;
 }
 
 export function storeStats(store: IndexStore): StoreStats {
   const q = <T>(sql: string) => store.stmt(sql).get() as T;
-  const repos = store.stmt(
-    `SELECT r.name, r.revision, r.indexed_at AS indexedAt, COUNT(f.path) AS files, COALESCE(SUM(f.size), 0) AS bytes
+  const repos = store
+    .stmt(
+      `SELECT r.name, r.revision, r.indexed_at AS indexedAt, COUNT(f.path) AS files, COALESCE(SUM(f.size), 0) AS bytes
      FROM repos r LEFT JOIN files f ON f.repo = r.name GROUP BY r.name ORDER BY r.priority DESC, r.name`,
-  ).all() as StoreStats['repos'];
-  const tot = q<{ files: number; bytes: number }>('SELECT COUNT(*) AS files, COALESCE(SUM(size), 0) AS bytes FROM files');
+    )
+    .all() as StoreStats['repos'];
+  const tot = q<{ files: number; bytes: number }>(
+    'SELECT COUNT(*) AS files, COALESCE(SUM(size), 0) AS bytes FROM files',
+  );
   const err = q<{ files: number; errors: number }>(
     `SELECT COUNT(*) AS files, COALESCE(SUM(x.errors), 0) AS errors FROM files f JOIN facts x ON x.blob = f.blob WHERE x.errors > 0`,
   );
   const byKind: Record<string, number> = {};
-  for (const r of store.stmt('SELECT kind, COUNT(*) AS n FROM problems GROUP BY kind ORDER BY kind').all() as { kind: string; n: number }[]) {
+  for (const r of store.stmt('SELECT kind, COUNT(*) AS n FROM problems GROUP BY kind ORDER BY kind').all() as {
+    kind: string;
+    n: number;
+  }[]) {
     byKind[r.kind] = r.n;
   }
   const last = store.lastRun();
@@ -525,7 +602,12 @@ export function storeStats(store: IndexStore): StoreStats {
     problemsByKind: byKind,
     blocks: q<{ n: number }>('SELECT COUNT(*) AS n FROM blocks').n,
     lastRun: last && {
-      id: last.id, mode: last.mode, started: last.started, finished: last.finished, timings: last.timings, stats: last.stats,
+      id: last.id,
+      mode: last.mode,
+      started: last.started,
+      finished: last.finished,
+      timings: last.timings,
+      stats: last.stats,
     },
   };
 }
@@ -561,8 +643,13 @@ export class LazyFacts {
 
 function blockFromDb(r: Record<string, unknown>): BlockRow {
   const b: BlockRow = {
-    id: r.id as string, name: r.name as string, module: r.module as string, repo: r.repo as string,
-    path: r.path as string, line: r.line as number, bases: JSON.parse(r.bases as string) as string[],
+    id: r.id as string,
+    name: r.name as string,
+    module: r.module as string,
+    repo: r.repo as string,
+    path: r.path as string,
+    line: r.line as number,
+    bases: JSON.parse(r.bases as string) as string[],
   };
   if (r.data != null) b.data = JSON.parse(r.data as string);
   return b;
@@ -570,9 +657,14 @@ function blockFromDb(r: Record<string, unknown>): BlockRow {
 
 function repoFromDb(r: Record<string, unknown>): RepoRow {
   return {
-    name: r.name as string, url: (r.url as string | null) ?? null, root: r.root as string,
-    revision: (r.revision as string | null) ?? null, local: !!r.local, priority: r.priority as number,
-    packageRoots: JSON.parse(r.package_roots as string) as string[], indexedAt: (r.indexed_at as string | null) ?? null,
+    name: r.name as string,
+    url: (r.url as string | null) ?? null,
+    root: r.root as string,
+    revision: (r.revision as string | null) ?? null,
+    local: !!r.local,
+    priority: r.priority as number,
+    packageRoots: JSON.parse(r.package_roots as string) as string[],
+    indexedAt: (r.indexed_at as string | null) ?? null,
   };
 }
 
@@ -601,20 +693,28 @@ function retryBusy<T>(fn: () => T): T {
 function migrate(db: DB): void {
   const userVersion = () => db.pragma('user_version', { simple: true }) as number;
   retryBusy(() =>
-    db.transaction(() => {
-      const exists = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").get();
-      if (exists) return;
-      db.exec('CREATE TABLE schema_migrations(version INTEGER PRIMARY KEY, name TEXT NOT NULL, breaking INTEGER NOT NULL DEFAULT 0, applied_at TEXT NOT NULL)');
-      // a store made before schema_migrations existed: its user_version counts
-      const uv = userVersion();
-      const ins = db.prepare('INSERT INTO schema_migrations(version, name, applied_at) VALUES (?, ?, ?)');
-      for (const m of MIGRATIONS) if (m.version <= uv) ins.run(m.version, m.name, new Date().toISOString());
-    }).immediate(),
+    db
+      .transaction(() => {
+        const exists = db
+          .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'")
+          .get();
+        if (exists) return;
+        db.exec(
+          'CREATE TABLE schema_migrations(version INTEGER PRIMARY KEY, name TEXT NOT NULL, breaking INTEGER NOT NULL DEFAULT 0, applied_at TEXT NOT NULL)',
+        );
+        // a store made before schema_migrations existed: its user_version counts
+        const uv = userVersion();
+        const ins = db.prepare('INSERT INTO schema_migrations(version, name, applied_at) VALUES (?, ?, ?)');
+        for (const m of MIGRATIONS) if (m.version <= uv) ins.run(m.version, m.name, new Date().toISOString());
+      })
+      .immediate(),
   );
-  const applied = () => new Map(
-    (db.prepare('SELECT version, breaking FROM schema_migrations').all() as { version: number; breaking: number }[])
-      .map((r) => [r.version, r.breaking]),
-  );
+  const applied = () =>
+    new Map(
+      (
+        db.prepare('SELECT version, breaking FROM schema_migrations').all() as { version: number; breaking: number }[]
+      ).map((r) => [r.version, r.breaking]),
+    );
   const known = new Set(MIGRATIONS.map((m) => m.version));
   const unknownBreaking = [...applied()].filter(([v, b]) => b && !known.has(v)).map(([v]) => v);
   if (unknownBreaking.length) {
@@ -628,13 +728,19 @@ function migrate(db: DB): void {
   for (const m of MIGRATIONS) {
     if (done.has(m.version)) continue;
     retryBusy(() =>
-      db.transaction(() => {
-        if (db.prepare('SELECT 1 FROM schema_migrations WHERE version = ?').get(m.version)) return;
-        m.up(db);
-        db.prepare('INSERT INTO schema_migrations(version, name, breaking, applied_at) VALUES (?, ?, ?, ?)')
-          .run(m.version, m.name, m.breaking ? 1 : 0, new Date().toISOString());
-        if (m.version > userVersion()) db.pragma(`user_version = ${m.version}`);
-      }).immediate(),
+      db
+        .transaction(() => {
+          if (db.prepare('SELECT 1 FROM schema_migrations WHERE version = ?').get(m.version)) return;
+          m.up(db);
+          db.prepare('INSERT INTO schema_migrations(version, name, breaking, applied_at) VALUES (?, ?, ?, ?)').run(
+            m.version,
+            m.name,
+            m.breaking ? 1 : 0,
+            new Date().toISOString(),
+          );
+          if (m.version > userVersion()) db.pragma(`user_version = ${m.version}`);
+        })
+        .immediate(),
     );
   }
 }

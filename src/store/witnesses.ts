@@ -4,12 +4,18 @@ import type { IndexStore } from './store.js';
 
 /** The harvest stored for `repo` under `key`, as JSON text; with no key, whatever is stored. */
 export function getHarvest(store: IndexStore, repo: string, key?: string): string | null {
-  const got = (key === undefined
-    ? store.stmt('SELECT result FROM witness_harvests WHERE repo = ?').pluck().get(repo)
-    : store.stmt('SELECT result FROM witness_harvests WHERE repo = ? AND key = ?').pluck().get(repo, key)) as string | undefined;
+  const got = (
+    key === undefined
+      ? store.stmt('SELECT result FROM witness_harvests WHERE repo = ?').pluck().get(repo)
+      : store.stmt('SELECT result FROM witness_harvests WHERE repo = ? AND key = ?').pluck().get(repo, key)
+  ) as string | undefined;
   return got ?? null;
 }
 
 export function putHarvest(store: IndexStore, repo: string, key: string, env: string, json: string): void {
-  store.write(() => store.stmt('INSERT OR REPLACE INTO witness_harvests(repo, key, env, result) VALUES (?, ?, ?, ?)').run(repo, key, env, json));
+  store.write(() =>
+    store
+      .stmt('INSERT OR REPLACE INTO witness_harvests(repo, key, env, result) VALUES (?, ?, ?, ?)')
+      .run(repo, key, env, json),
+  );
 }

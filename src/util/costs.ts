@@ -73,7 +73,13 @@ export class Costs {
   table(command: string): CostTable {
     const d = process.cpuUsage(this.cpu0);
     const rows = [...this.rows.values()].sort((a, b) => a.repo.localeCompare(b.repo) || a.phase.localeCompare(b.phase));
-    return { at: new Date().toISOString(), command, wallMs: performance.now() - this.t0, cpuMs: (d.user + d.system) / 1000, rows };
+    return {
+      at: new Date().toISOString(),
+      command,
+      wallMs: performance.now() - this.t0,
+      cpuMs: (d.user + d.system) / 1000,
+      rows,
+    };
   }
 }
 
@@ -91,7 +97,8 @@ export function costText(t: CostTable): string[] {
       a.cpuMs = a.cpuMs === null && r.cpuMs === null ? null : (a.cpuMs ?? 0) + (r.cpuMs ?? 0);
     } else totals.set(r.phase, { ...r, repo: '' });
   }
-  const line = (r: CostRow) => `  ${r.phase.padEnd(width)} ${String(r.count).padStart(6)}× ${s(r.wallMs).padStart(9)} wall ${s(r.cpuMs).padStart(9)} CPU`;
+  const line = (r: CostRow) =>
+    `  ${r.phase.padEnd(width)} ${String(r.count).padStart(6)}× ${s(r.wallMs).padStart(9)} wall ${s(r.cpuMs).padStart(9)} CPU`;
   out.push('per phase (all repositories):');
   for (const r of [...totals.values()].sort((a, b) => b.wallMs - a.wallMs)) out.push(line(r));
   let repo: string | null = null;

@@ -2,7 +2,10 @@
 // any other NnragError to exit code 1 (a failure in the work).
 
 export class NnragError extends Error {
-  constructor(message: string, readonly code: string = 'error') {
+  constructor(
+    message: string,
+    readonly code: string = 'error',
+  ) {
     super(message);
     this.name = 'NnragError';
   }

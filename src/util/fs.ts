@@ -49,7 +49,10 @@ export function ensureDir(dir: string, what = 'folder'): void {
  */
 export function writeFileAtomic(file: string, text: string | Uint8Array, opts: { createDirs?: boolean } = {}): void {
   if (opts.createDirs !== false) ensureDir(path.dirname(file));
-  const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
+  const tmp = path.join(
+    path.dirname(file),
+    `.${path.basename(file)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`,
+  );
   try {
     writeFileSync(tmp, text, { flag: 'wx' });
     renameSync(tmp, file);

@@ -1,7 +1,15 @@
 // `nnrag doctor` for the validator: which interpreter would run candidates, its torch
 // version, whether bubblewrap is there and actually works here, the limits in force,
 // and the environment id that stored validation results are keyed by.
-import { defaultLimits, environmentId, findBwrap, locatePython, probeInSandbox, sandboxIds, type Probe } from './environment.js';
+import {
+  defaultLimits,
+  environmentId,
+  findBwrap,
+  locatePython,
+  probeInSandbox,
+  sandboxIds,
+  type Probe,
+} from './environment.js';
 import type { DoctorReport, PoolOptions } from './types.js';
 import path from 'node:path';
 import { installedDebianPackages, readManifest } from './env-packages.js';
@@ -18,12 +26,20 @@ export async function doctor(opts: PoolOptions = {}): Promise<DoctorReport> {
     torch: null,
     pythonSource: null,
     rootfs,
-    sandbox: { bwrap: bw?.path ?? null, version: bw?.version ?? null, working: false, uid: ids.uid ?? (process.getuid?.() ?? null) },
+    sandbox: {
+      bwrap: bw?.path ?? null,
+      version: bw?.version ?? null,
+      working: false,
+      uid: ids.uid ?? process.getuid?.() ?? null,
+    },
     limits,
     envId: null,
     problems,
   };
-  if (!bw) problems.push('bubblewrap (bwrap) not found: validation refuses to run repository code unless --no-sandbox is given');
+  if (!bw)
+    problems.push(
+      'bubblewrap (bwrap) not found: validation refuses to run repository code unless --no-sandbox is given',
+    );
   let realpath: string | null = null;
   let used: Probe | null = null;
   if (rootfs) {
@@ -33,7 +49,10 @@ export async function doctor(opts: PoolOptions = {}): Promise<DoctorReport> {
     const python = opts.python ?? process.env.NNRAG_PYTHON ?? '/usr/bin/python3';
     report.python = python;
     if (bw) {
-      const { probe, error } = await probeInSandbox({ python, probe: null, rootfs, roots: [], limits, bwrap: bw.path }, true);
+      const { probe, error } = await probeInSandbox(
+        { python, probe: null, rootfs, roots: [], limits, bwrap: bw.path },
+        true,
+      );
       if (probe) {
         report.sandbox.working = true;
         report.pythonVersion = probe.version;
@@ -64,7 +83,10 @@ export async function doctor(opts: PoolOptions = {}): Promise<DoctorReport> {
         problems.push(`${loc.python} cannot import torch: ${loc.torchError}`);
       }
       if (bw) {
-        const { probe, error } = await probeInSandbox({ python: loc.python, probe: loc.probe, rootfs: null, roots: [], limits, bwrap: bw.path }, false);
+        const { probe, error } = await probeInSandbox(
+          { python: loc.python, probe: loc.probe, rootfs: null, roots: [], limits, bwrap: bw.path },
+          false,
+        );
         report.sandbox.working = !!probe;
         if (!probe) {
           report.sandbox.error = error;
@@ -74,7 +96,14 @@ export async function doctor(opts: PoolOptions = {}): Promise<DoctorReport> {
     }
   }
   if (report.python && report.torch && report.pythonVersion) {
-    report.envId = environmentId({ python: realpath ?? report.python, pythonVersion: report.pythonVersion, torch: report.torch, sandbox: opts.sandbox !== false, rootfs, probe: used });
+    report.envId = environmentId({
+      python: realpath ?? report.python,
+      pythonVersion: report.pythonVersion,
+      torch: report.torch,
+      sandbox: opts.sandbox !== false,
+      rootfs,
+      probe: used,
+    });
     report.distributions = used?.distributions ?? [];
   }
   return report;

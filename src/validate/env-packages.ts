@@ -178,7 +178,12 @@ async function withMounts<T>(rootfs: string, f: () => Promise<T>): Promise<T> {
   try {
     return await f();
   } finally {
-    if (mounted) await new Promise<void>((resolve) => spawn('umount', ['-l', proc], { stdio: 'ignore' }).on('close', () => resolve()).on('error', () => resolve()));
+    if (mounted)
+      await new Promise<void>((resolve) =>
+        spawn('umount', ['-l', proc], { stdio: 'ignore' })
+          .on('close', () => resolve())
+          .on('error', () => resolve()),
+      );
   }
 }
 
@@ -216,7 +221,15 @@ async function aptInstall(rootfs: string, pkgs: string[], onLog?: (l: string) =>
 }
 
 function lastLines(s: string): string {
-  return s.trim().split('\n').filter((l) => /^E:|error|Error/.test(l)).slice(-3).join(' | ').slice(0, 500) || s.trim().slice(-300);
+  return (
+    s
+      .trim()
+      .split('\n')
+      .filter((l) => /^E:|error|Error/.test(l))
+      .slice(-3)
+      .join(' | ')
+      .slice(0, 500) || s.trim().slice(-300)
+  );
 }
 
 /** The first `deb URL SUITE COMPONENTS…` source of a root filesystem (what debootstrap
@@ -241,7 +254,11 @@ function aptSource(rootfs: string): { url: string; suite: string; components: st
  *  `Contents-all.gz` files of the root filesystem's apt source are read as a stream; they
  *  only choose package names, which apt then installs from its verified lists (apt-file
  *  would refuse a mirror whose Contents and Release disagree mid-sync). Keys: PEP 503 names. */
-async function contentsLookup(rootfs: string, entries: ManifestEntry[], log?: (l: string) => void): Promise<Map<string, string>> {
+async function contentsLookup(
+  rootfs: string,
+  entries: ManifestEntry[],
+  log?: (l: string) => void,
+): Promise<Map<string, string>> {
   const out = new Map<string, string>();
   const src = aptSource(rootfs);
   if (!src) {
@@ -267,7 +284,10 @@ async function contentsLookup(rootfs: string, entries: ManifestEntry[], log?: (l
           log?.(`${url}: HTTP ${res.status}`);
           continue;
         }
-        const lines = createInterface({ input: Readable.fromWeb(res.body as never).pipe(createGunzip()), crlfDelay: Infinity });
+        const lines = createInterface({
+          input: Readable.fromWeb(res.body as never).pipe(createGunzip()),
+          crlfDelay: Infinity,
+        });
         for await (const line of lines) {
           if (!line.startsWith(PREFIX)) continue;
           const sp = line.search(/\s+\S+$/);
@@ -281,7 +301,12 @@ async function contentsLookup(rootfs: string, entries: ManifestEntry[], log?: (l
           const info = /^(.+?)-[^-/]*\.(dist|egg)-info$/.exec(head);
           if (!key && info) key = wantDist.get(normalizeDistName(info[1]).replace(/-/g, '_'));
           if (!key || out.has(key)) continue;
-          const pkg = line.slice(sp).trim().split(',').map((x) => x.split('/').pop()!).find((x) => x.startsWith('python3-'));
+          const pkg = line
+            .slice(sp)
+            .trim()
+            .split(',')
+            .map((x) => x.split('/').pop()!)
+            .find((x) => x.startsWith('python3-'));
           if (pkg) out.set(key, pkg);
         }
       } catch (e) {
@@ -289,7 +314,9 @@ async function contentsLookup(rootfs: string, entries: ManifestEntry[], log?: (l
       }
     }
   }
-  log?.(`Debian's Contents index: ${out.size} of ${entries.length} found (${[...out].map(([k, p]) => `${k} → ${p}`).join(', ') || 'none'})`);
+  log?.(
+    `Debian's Contents index: ${out.size} of ${entries.length} found (${[...out].map(([k, p]) => `${k} → ${p}`).join(', ') || 'none'})`,
+  );
   return out;
 }
 
@@ -303,7 +330,9 @@ export function wheelsFor(dir: string, dist: string): string[] {
   } catch {
     return [];
   }
-  return files.filter((f) => f.endsWith('.whl') && normalizeDistName(f.split('-')[0]).replace(/-/g, '_') === want).sort();
+  return files
+    .filter((f) => f.endsWith('.whl') && normalizeDistName(f.split('-')[0]).replace(/-/g, '_') === want)
+    .sort();
 }
 
 export interface SyncOptions {
@@ -330,8 +359,12 @@ export interface SyncResult {
 /** Install into a root filesystem what `needs` asks for and it does not have yet; the
  *  manifest keeps every need with its outcome (none is dropped). */
 export async function syncEnvironment(rootfs: string, needs: EnvNeed[], opts: SyncOptions = {}): Promise<SyncResult> {
-  if (typeof process.getuid === 'function' && process.getuid() !== 0) throw new NnragError('installing packages into a root filesystem needs root (apt-get in a chroot); run it with sudo');
-  if (!existsSync(path.join(rootfs, 'var/lib/dpkg/status'))) throw new NnragError(`${rootfs} is not a root filesystem made by \`nnrag env create\` (no var/lib/dpkg/status)`);
+  if (typeof process.getuid === 'function' && process.getuid() !== 0)
+    throw new NnragError(
+      'installing packages into a root filesystem needs root (apt-get in a chroot); run it with sudo',
+    );
+  if (!existsSync(path.join(rootfs, 'var/lib/dpkg/status')))
+    throw new NnragError(`${rootfs} is not a root filesystem made by \`nnrag env create\` (no var/lib/dpkg/status)`);
   if (opts.wheels && !existsSync(opts.wheels)) throw new NnragError(`--wheels: ${opts.wheels} does not exist`);
   const log = opts.onLog;
   const before = packageSetDigest(rootfs);
@@ -344,7 +377,9 @@ export async function syncEnvironment(rootfs: string, needs: EnvNeed[], opts: Sy
     if (upd.code !== 0) throw new NnragError(`apt-get update failed in ${rootfs}: ${lastLines(upd.out)}`);
     const installedPkgs = () => new Set(installedDebianPackages(rootfs).map((p) => p.split('=')[0]));
     const have = installedPkgs();
-    const cands = await aptCandidates(rootfs, [...new Set(needs.filter((n) => !n.indexedBy).flatMap(debianCandidatesFor))]);
+    const cands = await aptCandidates(rootfs, [
+      ...new Set(needs.filter((n) => !n.indexedBy).flatMap(debianCandidatesFor)),
+    ]);
     const toInstall = new Set<string>(opts.packages ?? []);
     const fresh: ManifestEntry[] = [];
     for (const n of needs) {
@@ -358,7 +393,12 @@ export async function syncEnvironment(rootfs: string, needs: EnvNeed[], opts: Sy
       }
       const tries = debianCandidatesFor(n);
       const pkg = tries.find((p) => have.has(p)) ?? tries.find((p) => cands.get(p)) ?? null;
-      const e: ManifestEntry = { ...n, debian: tries[0], package: pkg, status: pkg ? (have.has(pkg) ? 'present' : 'installed') : 'no-package' };
+      const e: ManifestEntry = {
+        ...n,
+        debian: tries[0],
+        package: pkg,
+        status: pkg ? (have.has(pkg) ? 'present' : 'installed') : 'no-package',
+      };
       if (prev?.status === 'wheel' && !pkg) Object.assign(e, { status: 'wheel', wheel: prev.wheel });
       if (e.status === 'installed') toInstall.add(pkg!);
       entries.set(key, e);
@@ -382,8 +422,15 @@ export async function syncEnvironment(rootfs: string, needs: EnvNeed[], opts: Sy
       if (e.package && failed.has(e.package)) Object.assign(e, { status: 'failed', error: failed.get(e.package) });
     }
     const extraFailed = (opts.packages ?? []).filter((p) => failed.has(p));
-    if (extraFailed.length) log?.(`--packages not installed: ${extraFailed.map((p) => `${p} (${failed.get(p)})`).join('; ')}`);
-    if (opts.wheels) await installWheels(rootfs, opts.wheels, fresh.filter((e) => e.status === 'no-package' || e.status === 'failed'), log);
+    if (extraFailed.length)
+      log?.(`--packages not installed: ${extraFailed.map((p) => `${p} (${failed.get(p)})`).join('; ')}`);
+    if (opts.wheels)
+      await installWheels(
+        rootfs,
+        opts.wheels,
+        fresh.filter((e) => e.status === 'no-package' || e.status === 'failed'),
+        log,
+      );
     const now = installedPkgs();
     const manifest: EnvManifest = {
       version: 1,
@@ -409,7 +456,12 @@ export async function syncEnvironment(rootfs: string, needs: EnvNeed[], opts: Sy
  *  not in the folder fails and keeps its entry's status). Debian marks its Python as
  *  externally managed (PEP 668), hence `--break-system-packages`; pip installs under
  *  /usr/local, apart from Debian's files. */
-async function installWheels(rootfs: string, dir: string, entries: ManifestEntry[], log?: (l: string) => void): Promise<void> {
+async function installWheels(
+  rootfs: string,
+  dir: string,
+  entries: ManifestEntry[],
+  log?: (l: string) => void,
+): Promise<void> {
   const want = entries.map((e) => ({ e, files: wheelsFor(dir, e.distribution) })).filter((w) => w.files.length);
   if (!want.length) {
     log?.(`no wheel in ${dir} for ${entries.map((e) => e.distribution).join(', ') || 'anything missing'}`);
@@ -423,7 +475,23 @@ async function installWheels(rootfs: string, dir: string, entries: ManifestEntry
   try {
     for (const f of readdirSync(dir)) if (f.endsWith('.whl')) copyFileSync(path.join(dir, f), path.join(stage, f));
     for (const { e, files } of want) {
-      const r = await inRoot(rootfs, ['python3', '-m', 'pip', 'install', '--no-index', '--find-links', '/tmp/nnrag-wheels', '--break-system-packages', '--no-cache-dir', '--root-user-action=ignore', e.distribution], log);
+      const r = await inRoot(
+        rootfs,
+        [
+          'python3',
+          '-m',
+          'pip',
+          'install',
+          '--no-index',
+          '--find-links',
+          '/tmp/nnrag-wheels',
+          '--break-system-packages',
+          '--no-cache-dir',
+          '--root-user-action=ignore',
+          e.distribution,
+        ],
+        log,
+      );
       if (r.code === 0) Object.assign(e, { status: 'wheel', wheel: files[files.length - 1], error: undefined });
       else Object.assign(e, { error: `pip --no-index: ${lastLines(r.out)}` });
     }

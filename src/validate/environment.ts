@@ -16,7 +16,20 @@
 // not be stopped by the process limit.
 import { execFile, execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { accessSync, constants, existsSync, lstatSync, mkdtempSync, readFileSync, readlinkSync, realpathSync, statSync, chownSync, writeFileSync, readdirSync } from 'node:fs';
+import {
+  accessSync,
+  constants,
+  existsSync,
+  lstatSync,
+  mkdtempSync,
+  readFileSync,
+  readlinkSync,
+  realpathSync,
+  statSync,
+  chownSync,
+  writeFileSync,
+  readdirSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -52,9 +65,16 @@ export function harnessLoadOrder(texts: Map<string, string>): string[] {
   const deps = new Map<string, Set<string>>();
   for (const [name, text] of texts) {
     const d = new Set<string>();
-    for (const m of text.matchAll(/^(?:from[ \t]+(?:\.|nnrag_harness\.?)(\w*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#]+)|import[ \t]+nnrag_harness\.(\w+))/gm)) {
+    for (const m of text.matchAll(
+      /^(?:from[ \t]+(?:\.|nnrag_harness\.?)(\w*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#]+)|import[ \t]+nnrag_harness\.(\w+))/gm,
+    )) {
       const named = m[1] || m[3];
-      const mods = named ? [named] : m[2].replace(/[()]/g, '').split(',').map((x) => x.trim().split(/\s+/)[0]);
+      const mods = named
+        ? [named]
+        : m[2]
+            .replace(/[()]/g, '')
+            .split(',')
+            .map((x) => x.trim().split(/\s+/)[0]);
       for (const dep of mods) if (dep !== name && texts.has(dep)) d.add(dep);
     }
     if (name !== '__init__') d.add('__init__');
@@ -78,9 +98,13 @@ export function harnessSource(): { text: string; hash: string } {
   if (!harnessCache) {
     const pkg = path.join(path.dirname(harnessPath()), 'nnrag_harness');
     const texts = new Map<string, string>();
-    for (const f of readdirSync(pkg).filter((n) => n.endsWith('.py')).sort()) texts.set(f.slice(0, -3), readFileSync(path.join(pkg, f), 'utf8'));
+    for (const f of readdirSync(pkg)
+      .filter((n) => n.endsWith('.py'))
+      .sort())
+      texts.set(f.slice(0, -3), readFileSync(path.join(pkg, f), 'utf8'));
     const bundle: Record<string, string> = {};
-    for (const m of harnessLoadOrder(texts)) bundle[m === '__init__' ? 'nnrag_harness' : `nnrag_harness.${m}`] = texts.get(m)!;
+    for (const m of harnessLoadOrder(texts))
+      bundle[m === '__init__' ? 'nnrag_harness' : `nnrag_harness.${m}`] = texts.get(m)!;
     const text = `_NNRAG_BUNDLE = ${JSON.stringify(bundle)}\n` + readFileSync(harnessPath(), 'utf8');
     harnessCache = { text, hash: createHash('sha256').update(text).digest('hex').slice(0, 16) };
   }
@@ -127,7 +151,18 @@ export interface ExecResult {
   stderr: string;
 }
 
-export function run(cmd: string, args: string[], opts: { timeoutMs?: number; input?: string; uid?: number; gid?: number; env?: NodeJS.ProcessEnv; stdio3?: string } = {}): Promise<ExecResult> {
+export function run(
+  cmd: string,
+  args: string[],
+  opts: {
+    timeoutMs?: number;
+    input?: string;
+    uid?: number;
+    gid?: number;
+    env?: NodeJS.ProcessEnv;
+    stdio3?: string;
+  } = {},
+): Promise<ExecResult> {
   return new Promise((resolve) => {
     const stdio: ('pipe' | 'ignore')[] = ['pipe', 'pipe', 'pipe'];
     if (opts.stdio3 !== undefined) stdio.push('pipe');
@@ -218,7 +253,10 @@ function searchCandidates(): string[] {
  * With `fast`, torch is only located (importlib find_spec), not imported: the workers
  * import it anyway and report a failure.
  */
-export async function locatePython(explicit?: string, fast = false): Promise<{ python: string; probe: Probe; source: PythonSource; torchError?: string } | null> {
+export async function locatePython(
+  explicit?: string,
+  fast = false,
+): Promise<{ python: string; probe: Probe; source: PythonSource; torchError?: string } | null> {
   const named = explicit ?? process.env.NNRAG_PYTHON;
   const source: PythonSource = explicit ? 'explicit' : 'env';
   const list = named ? [which(named) ?? named] : searchCandidates();
@@ -313,15 +351,39 @@ const TOP_LEVEL = ['usr', 'bin', 'sbin', 'lib', 'lib64', 'lib32', 'libx32'];
  *  permissions still hold: the sandbox user (uid 65534 when nnrag runs as root) cannot
  *  read a file that is not world-readable. */
 const ETC_ALLOW = [
-  'ld.so.cache', 'ld.so.conf', 'ld.so.conf.d', 'alternatives',
+  'ld.so.cache',
+  'ld.so.conf',
+  'ld.so.conf.d',
+  'alternatives',
   /^python3(\.\d+)?$/,
-  'passwd', 'group', 'nsswitch.conf',
-  'localtime', 'timezone', 'locale.alias', 'locale.conf',
-  'mime.types', 'magic', 'magic.mime',
-  'fonts', 'matplotlibrc',
-  'protocols', 'services', 'hosts', 'host.conf', 'gai.conf', 'networks', 'resolv.conf',
-  'ssl', 'ca-certificates', 'ca-certificates.conf', 'terminfo',
-  'os-release', 'debian_version', 'lsb-release', 'hostname', 'mtab',
+  'passwd',
+  'group',
+  'nsswitch.conf',
+  'localtime',
+  'timezone',
+  'locale.alias',
+  'locale.conf',
+  'mime.types',
+  'magic',
+  'magic.mime',
+  'fonts',
+  'matplotlibrc',
+  'protocols',
+  'services',
+  'hosts',
+  'host.conf',
+  'gai.conf',
+  'networks',
+  'resolv.conf',
+  'ssl',
+  'ca-certificates',
+  'ca-certificates.conf',
+  'terminfo',
+  'os-release',
+  'debian_version',
+  'lsb-release',
+  'hostname',
+  'mtab',
 ];
 
 /** Names of ETC_ALLOW that `/etc` holds and that are world-readable (see ETC_ALLOW). */
@@ -416,8 +478,13 @@ export function seccompProgram(arch: string = process.arch): Buffer | null {
   };
   const t = table[arch];
   if (!t) return null;
-  const LD_ABS_W = 0x20, JEQ = 0x15, JGE = 0x35, RET = 0x06;
-  const ALLOW = 0x7fff0000, ERRNO_EPERM = 0x00050000 | 1, ERRNO_ENOSYS = 0x00050000 | 38;
+  const LD_ABS_W = 0x20,
+    JEQ = 0x15,
+    JGE = 0x35,
+    RET = 0x06;
+  const ALLOW = 0x7fff0000,
+    ERRNO_EPERM = 0x00050000 | 1,
+    ERRNO_ENOSYS = 0x00050000 | 38;
   type Ins = [number, number, number, number];
   const prog: Ins[] = [];
   // the two deny instructions are the last ones (ENOSYS, then EPERM); jumps are relative
@@ -476,12 +543,7 @@ export interface SandboxConfig {
 
 /** bwrap arguments that build the filesystem view (without the command). */
 export function bwrapArgs(cfg: SandboxConfig): string[] {
-  const a: string[] = [
-    '--unshare-all',
-    '--die-with-parent',
-    '--new-session',
-    '--cap-drop', 'ALL',
-  ];
+  const a: string[] = ['--unshare-all', '--die-with-parent', '--new-session', '--cap-drop', 'ALL'];
   const base = cfg.rootfs ? realpathSync(cfg.rootfs) : '';
   const bound: string[] = [];
   for (const top of TOP_LEVEL) {
@@ -517,7 +579,14 @@ export function bwrapArgs(cfg: SandboxConfig): string[] {
     const p = cfg.probe;
     const dirs = new Set<string>();
     if (p) {
-      for (const d of [p.prefix, p.base_prefix, p.exec_prefix, path.dirname(p.realpath), path.dirname(p.executable), ...p.path]) {
+      for (const d of [
+        p.prefix,
+        p.base_prefix,
+        p.exec_prefix,
+        path.dirname(p.realpath),
+        path.dirname(p.executable),
+        ...p.path,
+      ]) {
         if (d && path.isAbsolute(d)) dirs.add(d);
       }
     }
@@ -604,7 +673,12 @@ export function hiddenEntries(root: string): { path: string; dir: boolean }[] {
   };
   let git: string | null = null;
   try {
-    git = execFileSync('git', ['-C', root, 'ls-files', '-z', '--others', '--directory'], { encoding: 'buffer', stdio: ['ignore', 'pipe', 'ignore'], maxBuffer: 64 << 20, timeout: 30000 }).toString('utf8');
+    git = execFileSync('git', ['-C', root, 'ls-files', '-z', '--others', '--directory'], {
+      encoding: 'buffer',
+      stdio: ['ignore', 'pipe', 'ignore'],
+      maxBuffer: 64 << 20,
+      timeout: 30000,
+    }).toString('utf8');
   } catch {
     git = null;
   }
@@ -680,7 +754,12 @@ function workerConfig(scratch: string, limits: Limits, pidns: boolean): WorkerCo
     pidns,
     masked: maskedDirs(),
     timeout_ms: limits.timeoutMs,
-    limits: { memory_mb: limits.memoryMb, cpu_seconds: limits.cpuSeconds, max_procs: limits.maxProcs, file_size_mb: limits.fileSizeMb },
+    limits: {
+      memory_mb: limits.memoryMb,
+      cpu_seconds: limits.cpuSeconds,
+      max_procs: limits.maxProcs,
+      file_size_mb: limits.fileSizeMb,
+    },
   };
 }
 
@@ -696,7 +775,16 @@ export function workerLaunch(cfg: SandboxConfig & { sandbox: boolean; bwrap: str
     if (seccomp) stdio.push('pipe');
     return {
       command: cfg.bwrap,
-      args: [...(seccomp ? ['--seccomp', String(SECCOMP_FD)] : []), ...bwrapArgs(cfg), cfg.python, '-I', '-B', '/nnrag/harness.py', '--worker', JSON.stringify(wc)],
+      args: [
+        ...(seccomp ? ['--seccomp', String(SECCOMP_FD)] : []),
+        ...bwrapArgs(cfg),
+        cfg.python,
+        '-I',
+        '-B',
+        '/nnrag/harness.py',
+        '--worker',
+        JSON.stringify(wc),
+      ],
       ...ids,
       env: {},
       stdio3: text,
@@ -726,7 +814,10 @@ export function workerLaunch(cfg: SandboxConfig & { sandbox: boolean; bwrap: str
 }
 
 /** Run `harness.py --probe` inside the sandbox (used for --rootfs, and by doctor). */
-export async function probeInSandbox(cfg: SandboxConfig & { bwrap: string }, importTorch: boolean): Promise<{ probe: Probe | null; error?: string }> {
+export async function probeInSandbox(
+  cfg: SandboxConfig & { bwrap: string },
+  importTorch: boolean,
+): Promise<{ probe: Probe | null; error?: string }> {
   const args = [...bwrapArgs(cfg), cfg.python, '-I', '-B', '/nnrag/harness.py', '--probe'];
   if (importTorch) args.push('--import-torch');
   const r = await run(cfg.bwrap, args, { ...sandboxIds(), env: {}, stdio3: harnessSource().text, timeoutMs: 120000 });
@@ -743,14 +834,30 @@ export async function probeInSandbox(cfg: SandboxConfig & { bwrap: string }, imp
  *  system interpreter, so the executable and prefix count, not the real path), its
  *  version, torch, every installed distribution with its version, the sandbox, the root
  *  filesystem and the harness: installing, removing or upgrading a package re-validates. */
-export function environmentId(parts: { python: string; pythonVersion: string; torch: string; sandbox: boolean; rootfs: string | null; probe?: Probe | null }): string {
+export function environmentId(parts: {
+  python: string;
+  pythonVersion: string;
+  torch: string;
+  sandbox: boolean;
+  rootfs: string | null;
+  probe?: Probe | null;
+}): string {
   const { probe, ...rest } = parts;
   const h = createHash('sha256');
   // a PyPI environment nnrag made is identified by its lock (and what is installed), not
   // by where it lies: the same lock on another machine validates the same
   const lock = !rest.rootfs && probe?.prefix ? lockDigestOf(probe.prefix) : null;
   if (lock) {
-    h.update(JSON.stringify({ lock, pythonVersion: rest.pythonVersion, torch: rest.torch, sandbox: rest.sandbox, distributions: probe?.distributions ?? null, harness: harnessSource().hash }));
+    h.update(
+      JSON.stringify({
+        lock,
+        pythonVersion: rest.pythonVersion,
+        torch: rest.torch,
+        sandbox: rest.sandbox,
+        distributions: probe?.distributions ?? null,
+        harness: harnessSource().hash,
+      }),
+    );
     return h.digest('hex').slice(0, 16);
   }
   h.update(

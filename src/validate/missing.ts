@@ -43,37 +43,52 @@ function aptPolicy(pkgs: string[], rootfs: string | null): Promise<Map<string, s
   const args = rootfs ? [rootfs, 'apt-cache', 'policy', ...pkgs] : ['policy', ...pkgs];
   if (rootfs && process.getuid?.() !== 0) return Promise.resolve(null);
   return new Promise((resolve) => {
-    execFile(cmd, args, { timeout: 60_000, maxBuffer: 8 << 20, env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', LANG: 'C' } }, (err, stdout) => {
-      if (err && !stdout) return resolve(null);
-      const out = new Map<string, string | null>(pkgs.map((p) => [p, null]));
-      let cur: string | null = null;
-      for (const line of String(stdout).split('\n')) {
-        const head = /^(\S+):$/.exec(line);
-        if (head) cur = head[1];
-        const cand = /^\s+Candidate:\s*(\S+)/.exec(line);
-        if (cur && cand && out.has(cur)) out.set(cur, cand[1] === '(none)' ? null : cand[1]);
-      }
-      resolve(out);
-    });
+    execFile(
+      cmd,
+      args,
+      { timeout: 60_000, maxBuffer: 8 << 20, env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', LANG: 'C' } },
+      (err, stdout) => {
+        if (err && !stdout) return resolve(null);
+        const out = new Map<string, string | null>(pkgs.map((p) => [p, null]));
+        let cur: string | null = null;
+        for (const line of String(stdout).split('\n')) {
+          const head = /^(\S+):$/.exec(line);
+          if (head) cur = head[1];
+          const cand = /^\s+Candidate:\s*(\S+)/.exec(line);
+          if (cur && cand && out.has(cur)) out.set(cur, cand[1] === '(none)' ? null : cand[1]);
+        }
+        resolve(out);
+      },
+    );
   });
 }
 
 /** A memoised lookup for one validation environment (the host's Debian, or a root
  *  filesystem made by `nnrag env create`). */
-export function missingLookup(env: { rootfs: string | null }): (error: string | null | undefined) => Promise<MissingRequirement | null> {
+export function missingLookup(env: {
+  rootfs: string | null;
+}): (error: string | null | undefined) => Promise<MissingRequirement | null> {
   const memo = new Map<string, Promise<MissingRequirement>>();
   let installed: Set<string> | null = null;
   const one = async (module: string): Promise<MissingRequirement> => {
     installed ??= new Set(installedDebianPackages(env.rootfs ?? '/').map((p) => p.split('=')[0]));
     // a root filesystem's manifest knows packages the names do not (found in Debian's
     // Contents index by `env create/sync`: cv2 → python3-opencv)
-    const known = env.rootfs ? readManifest(env.rootfs)?.entries.find((e) => e.modules.includes(module) && e.package) : undefined;
+    const known = env.rootfs
+      ? readManifest(env.rootfs)?.entries.find((e) => e.modules.includes(module) && e.package)
+      : undefined;
     const distribution = known?.distribution ?? KNOWN_DISTRIBUTIONS[module] ?? module;
-    const tries = [...new Set([...(known?.package ? [known.package] : []), ...debianCandidatesFor({ distribution, modules: [module] })])];
+    const tries = [
+      ...new Set([
+        ...(known?.package ? [known.package] : []),
+        ...debianCandidatesFor({ distribution, modules: [module] }),
+      ]),
+    ];
     const inst = tries.find((p) => installed!.has(p));
     if (inst) return { module, distribution, debian: inst, candidate: null, installed: true, verdict: 'version' };
     const policy = await aptPolicy(tries, env.rootfs);
-    if (!policy) return { module, distribution, debian: tries[0], candidate: null, installed: false, verdict: 'unknown' };
+    if (!policy)
+      return { module, distribution, debian: tries[0], candidate: null, installed: false, verdict: 'unknown' };
     const found = tries.find((p) => policy.get(p));
     return found
       ? { module, distribution, debian: found, candidate: policy.get(found)!, installed: false, verdict: 'lacks' }

@@ -32,7 +32,17 @@ import {
   type Probe,
   type SandboxConfig,
 } from './environment.js';
-import { DEFAULT_REQUIRED_STAGES, STAGES, type Limits, type PoolOptions, type Stage, type StageStatus, type ValidationRequest, type ValidationResult, type EnvironmentFacts } from './types.js';
+import {
+  DEFAULT_REQUIRED_STAGES,
+  STAGES,
+  type Limits,
+  type PoolOptions,
+  type Stage,
+  type StageStatus,
+  type ValidationRequest,
+  type ValidationResult,
+  type EnvironmentFacts,
+} from './types.js';
 import { passesStages } from './record.js';
 
 /** One JSON line of the harness (harness.py): untrusted, each field converted where it is
@@ -94,7 +104,15 @@ class Worker implements PoolWorker<Job> {
     const env = this.pool.env;
     let launch;
     try {
-      launch = workerLaunch({ python: env.python, probe: env.probe, rootfs: env.rootfs, roots: [...this.roots], limits: env.limits, sandbox: env.sandbox, bwrap: env.bwrap });
+      launch = workerLaunch({
+        python: env.python,
+        probe: env.probe,
+        rootfs: env.rootfs,
+        roots: [...this.roots],
+        limits: env.limits,
+        sandbox: env.sandbox,
+        bwrap: env.bwrap,
+      });
     } catch (e) {
       // nothing was started: report it like a worker that died while starting
       this.state = 'dead';
@@ -104,7 +122,14 @@ class Worker implements PoolWorker<Job> {
     }
     this.scratchDir = launch.scratchDir;
     this.state = 'starting';
-    const proc = spawn(launch.command, launch.args, { stdio: launch.stdio, uid: launch.uid, gid: launch.gid, env: launch.env, cwd: '/', detached: launch.detached });
+    const proc = spawn(launch.command, launch.args, {
+      stdio: launch.stdio,
+      uid: launch.uid,
+      gid: launch.gid,
+      env: launch.env,
+      cwd: '/',
+      detached: launch.detached,
+    });
     this.proc = proc;
     const fds = proc.stdio as unknown as (NodeJS.ReadWriteStream | null | undefined)[];
     const feed = (fd: number, data: string | Buffer | undefined) => {
@@ -129,7 +154,10 @@ class Worker implements PoolWorker<Job> {
     const p = new Promise<void>((resolve, reject) => {
       this.readyWaiters = { resolve, reject };
     });
-    const t = setTimeout(() => this.fail(new Error(`worker did not start within ${WORKER_START_TIMEOUT_MS} ms`)), WORKER_START_TIMEOUT_MS);
+    const t = setTimeout(
+      () => this.fail(new Error(`worker did not start within ${WORKER_START_TIMEOUT_MS} ms`)),
+      WORKER_START_TIMEOUT_MS,
+    );
     proc.on('error', (e) => {
       this.stderrTail += String(e);
       this.fail(e);
@@ -164,7 +192,8 @@ class Worker implements PoolWorker<Job> {
     const p = this.proc;
     if (!p || p.exitCode !== null || p.signalCode !== null) return;
     try {
-      if (p.pid && this.scratchDir) process.kill(-p.pid, 'SIGKILL'); // detached process group (no-sandbox)
+      if (p.pid && this.scratchDir)
+        process.kill(-p.pid, 'SIGKILL'); // detached process group (no-sandbox)
       else p.kill('SIGKILL');
     } catch {
       try {
@@ -260,7 +289,13 @@ class Worker implements PoolWorker<Job> {
   /** One framed request: nonce (32 hex characters), payload length (8 hex digits), JSON. */
   private send(nonce: string, msg: object) {
     const body = Buffer.from(JSON.stringify(msg), 'utf8');
-    this.requests?.write(Buffer.concat([Buffer.from(nonce.padEnd(32, '0').slice(0, 32), 'ascii'), Buffer.from(body.length.toString(16).padStart(8, '0'), 'ascii'), body]));
+    this.requests?.write(
+      Buffer.concat([
+        Buffer.from(nonce.padEnd(32, '0').slice(0, 32), 'ascii'),
+        Buffer.from(body.length.toString(16).padStart(8, '0'), 'ascii'),
+        body,
+      ]),
+    );
   }
 
   private eqExtended = false;
@@ -279,7 +314,11 @@ class Worker implements PoolWorker<Job> {
     if (this.readyWaiters) {
       const w = this.readyWaiters;
       this.readyWaiters = null;
-      w.reject(new NnragError(`${why} before it was ready${this.stderrTail ? ': ' + this.stderrTail.trim().slice(-1500) : ''}`));
+      w.reject(
+        new NnragError(
+          `${why} before it was ready${this.stderrTail ? ': ' + this.stderrTail.trim().slice(-1500) : ''}`,
+        ),
+      );
     }
     this.pool.workers.exited(this, new Error(why));
     this.job = null;
@@ -304,13 +343,17 @@ class Worker implements PoolWorker<Job> {
       const resolve = job.resolve;
       job.resolve = (r) => {
         if (r.stages.equivalence === 'skip') r.equivalence = { status: 'skip', reason };
-        if (job.req.namespace && r.stages.namespace === 'skip') r.namespace = { checked: 0, reason, status: 'skip' } as ValidationResult['namespace'];
+        if (job.req.namespace && r.stages.namespace === 'skip')
+          r.namespace = { checked: 0, reason, status: 'skip' } as ValidationResult['namespace'];
         resolve(r);
       };
       this.pool.workers.requeue(job);
       return;
     }
-    const stages = Object.fromEntries(STAGES.map((s) => [s, this.progress.stages[s] ?? 'skip'])) as Record<Stage, StageStatus>;
+    const stages = Object.fromEntries(STAGES.map((s) => [s, this.progress.stages[s] ?? 'skip'])) as Record<
+      Stage,
+      StageStatus
+    >;
     // the stage that was running, else the first after the last one reported (a stage
     // whose report was lost is never failed beside later stages that ran); null when
     // every stage reported and only the result line was lost
@@ -377,7 +420,14 @@ export interface WorkerInfo {
  *  formula as ValidatorPool.start's. */
 export function environmentIdOf(p: ProbedEnvironment, info: WorkerInfo): string {
   const env = p.env;
-  return environmentId({ python: env.probe?.realpath ?? env.python, pythonVersion: info.python, torch: info.torch, sandbox: env.sandbox, rootfs: env.rootfs, probe: env.probe });
+  return environmentId({
+    python: env.probe?.realpath ?? env.python,
+    pythonVersion: info.python,
+    torch: info.torch,
+    sandbox: env.sandbox,
+    rootfs: env.rootfs,
+    probe: env.probe,
+  });
 }
 
 /** The facts of a probed environment whose workers reported `info` (types.ts
@@ -408,7 +458,12 @@ export function environmentFactsOf(p: ProbedEnvironment, info: WorkerInfo): Envi
  *  distribution named like it (PEP 503 normalisation) or, for the well-known mismatches
  *  (`PIL` → Pillow), the table `names` gives; an import no distribution provides is left
  *  out (export names it without a version). */
-export function factsForBlock(facts: EnvironmentFacts, probe: Probe | null, imports: readonly string[], names: Record<string, string> = {}): EnvironmentFacts {
+export function factsForBlock(
+  facts: EnvironmentFacts,
+  probe: Probe | null,
+  imports: readonly string[],
+  names: Record<string, string> = {},
+): EnvironmentFacts {
   const norm = normalizeDistName;
   const { installed, stdlib } = probeIndex(probe);
   const out = new Set<string>();
@@ -489,7 +544,12 @@ export class ValidatorPool {
           return w;
         },
         lost: (job, w, why) => w.lost(job, why),
-        reject: (job, why) => job.reject(why === 'closed' ? new NnragError('validator pool closed') : new NnragError('validation workers keep failing to start')),
+        reject: (job, why) =>
+          job.reject(
+            why === 'closed'
+              ? new NnragError('validator pool closed')
+              : new NnragError('validation workers keep failing to start'),
+          ),
         // idle workers take the queued requests whose roots they already have first,
         // else the worker is restarted with the roots of the request at the head
         pick: (w, queue) => queue.findIndex((j) => sameRoots(j.roots, w.roots)),
@@ -510,7 +570,15 @@ export class ValidatorPool {
   static async probe(opts: PoolOptions = {}): Promise<ProbedEnvironment> {
     const env = await resolveEnvironment(opts);
     const h = createHash('sha256');
-    h.update(JSON.stringify({ python: env.python, probe: env.probe, sandbox: env.sandbox, rootfs: env.rootfs, harness: harnessSource().hash }));
+    h.update(
+      JSON.stringify({
+        python: env.python,
+        probe: env.probe,
+        sandbox: env.sandbox,
+        rootfs: env.rootfs,
+        harness: harnessSource().hash,
+      }),
+    );
     return { env, key: h.digest('hex').slice(0, 32) };
   }
 
@@ -523,7 +591,8 @@ export class ValidatorPool {
     const tEnv = performance.now();
     const warnings: string[] = [];
     if (!env.sandbox) {
-      const w = 'running repository code WITHOUT a sandbox (--no-sandbox): only rlimits and timeouts apply; candidates can read your files and use the network';
+      const w =
+        'running repository code WITHOUT a sandbox (--no-sandbox): only rlimits and timeouts apply; candidates can read your files and use the network';
       warnings.push(w);
       opts.onWarning?.(w);
     }
@@ -535,7 +604,9 @@ export class ValidatorPool {
     } catch (e) {
       await pool.close();
       const msg = e instanceof Error ? e.message : String(e);
-      const hint = env.sandbox ? ' (is bubblewrap allowed to create namespaces here? `nnrag doctor` checks; --no-sandbox runs without it)' : '';
+      const hint = env.sandbox
+        ? ' (is bubblewrap allowed to create namespaces here? `nnrag doctor` checks; --no-sandbox runs without it)'
+        : '';
       throw new NnragError(`cannot start the validation workers with ${env.python}: ${msg}${hint}`);
     }
     const w0 = pool.workers.workers()[0].info!;
@@ -579,12 +650,23 @@ export class ValidatorPool {
         .filter((p) => path.isAbsolute(p))
         .map((p) => path.resolve(p))
         .filter((p) => sandboxCanRead(p));
-      this.workers.submit({ rid: ++this.rid, nonce: randomBytes(16).toString('hex'), req, resolve, reject, roots: [...new Set(roots)].sort(), attempts: 0 });
+      this.workers.submit({
+        rid: ++this.rid,
+        nonce: randomBytes(16).toString('hex'),
+        req,
+        resolve,
+        reject,
+        roots: [...new Set(roots)].sort(),
+        attempts: 0,
+      });
     });
   }
 
   /** Validate many; `onResult` is called as each finishes. Results are in request order. */
-  async validateMany(reqs: ValidationRequest[], onResult?: (r: ValidationResult, index: number) => void): Promise<ValidationResult[]> {
+  async validateMany(
+    reqs: ValidationRequest[],
+    onResult?: (r: ValidationResult, index: number) => void,
+  ): Promise<ValidationResult[]> {
     return Promise.all(
       reqs.map((r, i) =>
         this.validate(r).then((res) => {
@@ -637,7 +719,21 @@ export class ValidatorPool {
     const out: ValidationResult = { id: job.req.id, ok, ...r, envId: this.envId };
     if (!this.env.rootfs) out.python = this.env.python;
     if (this.facts) out.environment = this.facts;
-    for (const k of ['layers', 'equivalence', 'namespace', 'traceback', 'output', 'usage', 'usageCheck', 'usageSkipped', 'argumentsSource', 'argumentsOrigin', 'harvest', 'witnessSkipped'] as const) if (out[k] === undefined) delete out[k];
+    for (const k of [
+      'layers',
+      'equivalence',
+      'namespace',
+      'traceback',
+      'output',
+      'usage',
+      'usageCheck',
+      'usageSkipped',
+      'argumentsSource',
+      'argumentsOrigin',
+      'harvest',
+      'witnessSkipped',
+    ] as const)
+      if (out[k] === undefined) delete out[k];
     return out;
   }
 
@@ -663,7 +759,9 @@ export async function resolveEnvironment(opts: PoolOptions): Promise<Resolved> {
   const rootfs = opts.rootfs ? path.resolve(opts.rootfs) : null;
   const bw = await findBwrap();
   if (sandbox && !bw) {
-    throw new NnragError('bubblewrap (bwrap) is not installed: refusing to run repository code without a sandbox. Install bubblewrap, or pass --no-sandbox to run with limits and timeouts only.');
+    throw new NnragError(
+      'bubblewrap (bwrap) is not installed: refusing to run repository code without a sandbox. Install bubblewrap, or pass --no-sandbox to run with limits and timeouts only.',
+    );
   }
   if (rootfs) {
     if (!bw) throw new NnragError('--rootfs needs bubblewrap (bwrap) to enter the root filesystem');
@@ -672,15 +770,23 @@ export async function resolveEnvironment(opts: PoolOptions): Promise<Resolved> {
     const cfg: SandboxConfig & { bwrap: string } = { python, probe: null, rootfs, roots: [], limits, bwrap: bw.path };
     const { probe, error } = await probeInSandbox(cfg, false);
     if (!probe) throw new NnragError(`cannot run ${python} inside ${rootfs}: ${error}`);
-    if (!probe.torch_spec) throw new NnragError(`${python} inside ${rootfs} has no torch (install python3-torch there; see createRootfs)`);
+    if (!probe.torch_spec)
+      throw new NnragError(`${python} inside ${rootfs} has no torch (install python3-torch there; see createRootfs)`);
     return { python, probe, rootfs, sandbox, bwrap: bw.path, limits };
   }
-  if (opts.env && !opts.python && !existsSync(envPython(opts.env))) throw new NnragError(`--env ${opts.env}: no virtual environment there (make one with: nnrag env create ${opts.env} --store S)`);
+  if (opts.env && !opts.python && !existsSync(envPython(opts.env)))
+    throw new NnragError(
+      `--env ${opts.env}: no virtual environment there (make one with: nnrag env create ${opts.env} --store S)`,
+    );
   const explicit = opts.python ?? (opts.env ? envPython(opts.env) : undefined);
   const loc = await locatePython(explicit, true);
   const named = explicit ?? process.env.NNRAG_PYTHON;
-  if (!loc && named) throw new NnragError(`cannot run the Python interpreter ${named}${explicit ? '' : ' (from NNRAG_PYTHON)'}`);
-  if (!loc) throw new NnragError(`no Python with torch found: make a PyPI environment (nnrag env create ${defaultEnvDir()}, or run scripts/setup.sh), or pass --env DIR / --python PY, or set NNRAG_PYTHON`);
+  if (!loc && named)
+    throw new NnragError(`cannot run the Python interpreter ${named}${explicit ? '' : ' (from NNRAG_PYTHON)'}`);
+  if (!loc)
+    throw new NnragError(
+      `no Python with torch found: make a PyPI environment (nnrag env create ${defaultEnvDir()}, or run scripts/setup.sh), or pass --env DIR / --python PY, or set NNRAG_PYTHON`,
+    );
   if (loc.torchError) throw new NnragError(`${loc.python} cannot import torch: ${loc.torchError}`);
   return { python: loc.python, probe: loc.probe, rootfs: null, sandbox, bwrap: bw?.path ?? null, limits };
 }

@@ -8,7 +8,23 @@ import { DEFAULT_REQUIRED_STAGES, type Stage, type ValidationRequest, type Valid
  *  traceback and output. */
 export type ValidationRecord = Pick<
   ValidationResult,
-  'stages' | 'category' | 'error' | 'args' | 'argumentsSource' | 'argumentsOrigin' | 'input_shapes' | 'output_shapes' | 'params' | 'envId' | 'equivalence' | 'namespace' | 'layers' | 'python' | 'usage' | 'usageCheck' | 'environment'
+  | 'stages'
+  | 'category'
+  | 'error'
+  | 'args'
+  | 'argumentsSource'
+  | 'argumentsOrigin'
+  | 'input_shapes'
+  | 'output_shapes'
+  | 'params'
+  | 'envId'
+  | 'equivalence'
+  | 'namespace'
+  | 'layers'
+  | 'python'
+  | 'usage'
+  | 'usageCheck'
+  | 'environment'
 > & {
   /** a missing-extern failure as a requirement (missing.ts): module, distribution, Debian
    *  package, whether the environment could have it */
@@ -101,6 +117,9 @@ export function validationKey(req: ValidationRequest, envId: string): string {
 /** Whether a result passes the given required stages (for re-promotion with other
  *  settings). A namespace stage that ran and failed (a name of the copy means something
  *  else) fails it too, required or not: that copy computes with the wrong object. */
-export function passesStages(r: Pick<ValidationResult, 'stages'>, required: readonly Stage[] = DEFAULT_REQUIRED_STAGES): boolean {
+export function passesStages(
+  r: Pick<ValidationResult, 'stages'>,
+  required: readonly Stage[] = DEFAULT_REQUIRED_STAGES,
+): boolean {
   return required.every((s) => r.stages[s] === 'pass') && r.stages.namespace !== 'fail';
 }

@@ -80,7 +80,9 @@ export async function createRootfs(dir: string, opts: CreateRootfsOptions = {}):
     p.stdout.on('data', onChunk);
     p.stderr.on('data', onChunk);
     p.on('error', (e) => reject(new NnragError(`debootstrap failed to start: ${e.message}`)));
-    p.on('close', (code) => (code === 0 ? resolve() : reject(new NnragError(`debootstrap exited with ${code}: ${tail.trim().slice(-1500)}`))));
+    p.on('close', (code) =>
+      code === 0 ? resolve() : reject(new NnragError(`debootstrap exited with ${code}: ${tail.trim().slice(-1500)}`)),
+    );
   });
   // downloaded packages are not needed any more
   rmSync(path.join(target, 'var/cache/apt/archives'), { recursive: true, force: true });
@@ -90,10 +92,15 @@ export async function createRootfs(dir: string, opts: CreateRootfsOptions = {}):
     opts.onLog?.('bwrap not found: root filesystem built but not checked');
     return;
   }
-  const { probe, error } = await probeInSandbox({ python: '/usr/bin/python3', probe: null, rootfs: target, roots: [], limits: defaultLimits(), bwrap: bw.path }, true);
+  const { probe, error } = await probeInSandbox(
+    { python: '/usr/bin/python3', probe: null, rootfs: target, roots: [], limits: defaultLimits(), bwrap: bw.path },
+    true,
+  );
   const wantTorch = base.includes('python3-torch');
   if (!probe || (wantTorch && !probe.torch)) {
-    throw new NnragError(`root filesystem built in ${target}, but torch does not import in it: ${error ?? probe?.torch_error}`);
+    throw new NnragError(
+      `root filesystem built in ${target}, but torch does not import in it: ${error ?? probe?.torch_error}`,
+    );
   }
   opts.onLog?.(`root filesystem ready: python ${probe.version}${wantTorch ? `, torch ${probe.torch}` : ''}`);
 }

@@ -4,7 +4,15 @@ import type { NamespaceMap } from '../emit/emitter.js';
 
 /** The validation stages, in the order they run. */
 export type Stage = 'parse' | 'compile' | 'import' | 'namespace' | 'instantiate' | 'forward' | 'equivalence';
-export const STAGES: readonly Stage[] = ['parse', 'compile', 'import', 'namespace', 'instantiate', 'forward', 'equivalence'];
+export const STAGES: readonly Stage[] = [
+  'parse',
+  'compile',
+  'import',
+  'namespace',
+  'instantiate',
+  'forward',
+  'equivalence',
+];
 
 /** Stages a block must pass to be promoted unless the caller says otherwise. */
 export const DEFAULT_REQUIRED_STAGES: readonly Stage[] = ['import', 'instantiate', 'forward'];
@@ -117,7 +125,16 @@ export interface EquivalenceResult {
  *  table, or defaults and guesses from annotations (`user`: --args / --input-shape); a witness from the repository's own
  *  tests (`test`), a class docstring's `>>>` examples (`doctest`), a Markdown code block
  *  (`readme`) or an examples/ script (`example`) names that source. */
-export type ArgumentsSource = 'user' | 'witness' | 'test' | 'doctest' | 'readme' | 'example' | 'call-site' | 'config-table' | 'guess';
+export type ArgumentsSource =
+  | 'user'
+  | 'witness'
+  | 'test'
+  | 'doctest'
+  | 'readme'
+  | 'example'
+  | 'call-site'
+  | 'config-table'
+  | 'guess';
 
 /** A value as JSON carries it. */
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };

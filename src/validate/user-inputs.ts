@@ -48,7 +48,10 @@ export function parseInputShapes(values: readonly string[]): unknown[] {
   for (const v of values) {
     if (v.startsWith('@')) {
       const data = jsonArg('--input-shape', v);
-      if (!Array.isArray(data)) throw new UsageError(`--input-shape ${v}: expected a JSON list of shapes ([[1, 3, 224, 224]]) or encoded tensors`);
+      if (!Array.isArray(data))
+        throw new UsageError(
+          `--input-shape ${v}: expected a JSON list of shapes ([[1, 3, 224, 224]]) or encoded tensors`,
+        );
       for (const d of data) out.push(Array.isArray(d) ? shapeTensor(d.join(','), v) : d);
     } else out.push(shapeTensor(v, v));
   }
@@ -56,8 +59,12 @@ export function parseInputShapes(values: readonly string[]): unknown[] {
 }
 
 function shapeTensor(text: string, shown: string): unknown {
-  const dims = text.split(/[,\s]+/).filter(Boolean).map(Number);
-  if (!dims.length || dims.some((d) => !Number.isInteger(d) || d < 0 || d > 1 << 20)) throw new UsageError(`--input-shape ${shown}: give whole numbers, e.g. --input-shape 1,3,224,224`);
+  const dims = text
+    .split(/[,\s]+/)
+    .filter(Boolean)
+    .map(Number);
+  if (!dims.length || dims.some((d) => !Number.isInteger(d) || d < 0 || d > 1 << 20))
+    throw new UsageError(`--input-shape ${shown}: give whole numbers, e.g. --input-shape 1,3,224,224`);
   return { $tensor: dims, dtype: 'float32' };
 }
 
@@ -73,11 +80,19 @@ export function userWitness(argsText: string | undefined, inputs: unknown[] | un
     else if (data && typeof data === 'object') {
       const o = data as Record<string, unknown>;
       const keys = Object.keys(o);
-      if (keys.length && keys.every((k) => k === 'args' || k === 'kwargs') && (o.args === undefined || Array.isArray(o.args)) && (o.kwargs === undefined || (typeof o.kwargs === 'object' && !Array.isArray(o.kwargs)))) {
+      if (
+        keys.length &&
+        keys.every((k) => k === 'args' || k === 'kwargs') &&
+        (o.args === undefined || Array.isArray(o.args)) &&
+        (o.kwargs === undefined || (typeof o.kwargs === 'object' && !Array.isArray(o.kwargs)))
+      ) {
         args = (o.args as unknown[] | undefined) ?? [];
         kwargs = (o.kwargs as Record<string, unknown> | undefined) ?? {};
       } else kwargs = o;
-    } else throw new UsageError('--args: give a JSON object of keyword arguments, a list of positional ones, or {"args": [...], "kwargs": {...}}');
+    } else
+      throw new UsageError(
+        '--args: give a JSON object of keyword arguments, a list of positional ones, or {"args": [...], "kwargs": {...}}',
+      );
   }
   const w: Witness = {
     args: args.map(encodeUserValue),

@@ -38,7 +38,10 @@ describe('cli', () => {
     assert.equal(nnrag('witnesses', '--repo', 'no/such', '--show', '--store', store).code, 2);
     const shown = nnrag('witnesses', '--repo', 'examples', '--show', '--store', store, '--json');
     assert.equal(shown.code, 1, shown.stderr);
-    assert.deepEqual(JSON.parse(shown.stdout).map((x: { repo: string }) => x.repo), ['examples']);
+    assert.deepEqual(
+      JSON.parse(shown.stdout).map((x: { repo: string }) => x.repo),
+      ['examples'],
+    );
   });
 
   it('refuses dangerous repository sources', () => {
@@ -64,7 +67,15 @@ describe('cli', () => {
     const names = path.join(tempDir(), 'names.json');
     const r = nnrag('discover', '--store', store, '--json', '--names-json', names);
     assert.equal(r.code, 0, r.stderr);
-    const blocks = JSON.parse(r.stdout) as { id: string; name: string; module: string; repo: string; path: string; line: number; bases: string[] }[];
+    const blocks = JSON.parse(r.stdout) as {
+      id: string;
+      name: string;
+      module: string;
+      repo: string;
+      path: string;
+      line: number;
+      bases: string[];
+    }[];
     assert.equal(blocks.length, 13);
     const b = blocks.find((x) => x.id === 'tinyvision.models.variants.ResBottleneck')!;
     assert.deepEqual(Object.keys(b).sort(), ['bases', 'id', 'line', 'module', 'name', 'path', 'repo']);
@@ -79,10 +90,31 @@ describe('cli', () => {
 
   it('extract --no-validate --json writes standalone modules; bare names resolve, unknown ones fail', () => {
     const out = tempDir();
-    const r = nnrag('extract', '--store', store, '--blocks', 'WindowAttention', 'tinyvision.models.mixer.Mlp', '--no-validate', '--out', out, '--json');
+    const r = nnrag(
+      'extract',
+      '--store',
+      store,
+      '--blocks',
+      'WindowAttention',
+      'tinyvision.models.mixer.Mlp',
+      '--no-validate',
+      '--out',
+      out,
+      '--json',
+    );
     assert.equal(r.code, 0, r.stderr);
-    const recs = JSON.parse(r.stdout) as { id: string; file: string; ok: boolean; lines: number; interned: string[]; externs: string[] }[];
-    assert.deepEqual(recs.map((x) => x.id), ['tinyvision.layers.attention.WindowAttention', 'tinyvision.models.mixer.Mlp']);
+    const recs = JSON.parse(r.stdout) as {
+      id: string;
+      file: string;
+      ok: boolean;
+      lines: number;
+      interned: string[];
+      externs: string[];
+    }[];
+    assert.deepEqual(
+      recs.map((x) => x.id),
+      ['tinyvision.layers.attention.WindowAttention', 'tinyvision.models.mixer.Mlp'],
+    );
     for (const rec of recs) {
       assert.ok(rec.ok);
       assert.ok(existsSync(rec.file));
@@ -102,9 +134,23 @@ describe('cli', () => {
 
   it('reads --names-json from standard input with - and /dev/stdin', () => {
     for (const file of ['-', '/dev/stdin']) {
-      const r = nnragInput('["WindowAttention"]', 'extract', '--store', store, '--names-json', file, '--no-validate', '--out', tempDir(), '--json');
+      const r = nnragInput(
+        '["WindowAttention"]',
+        'extract',
+        '--store',
+        store,
+        '--names-json',
+        file,
+        '--no-validate',
+        '--out',
+        tempDir(),
+        '--json',
+      );
       assert.equal(r.code, 0, `${file}: ${r.stderr}`);
-      assert.deepEqual((JSON.parse(r.stdout) as { id: string }[]).map((x) => x.id), ['tinyvision.layers.attention.WindowAttention']);
+      assert.deepEqual(
+        (JSON.parse(r.stdout) as { id: string }[]).map((x) => x.id),
+        ['tinyvision.layers.attention.WindowAttention'],
+      );
     }
   });
 
@@ -151,7 +197,10 @@ describe('cli', () => {
     const q = nnrag('index', '--repo', odd, '--store', tempDir(), '--json');
     assert.equal(q.code, 0, q.stderr);
     const problems = JSON.parse(q.stdout).problems as { path: string; message?: string; kind?: string }[];
-    assert.ok(problems.some((p) => /not valid UTF-8/.test(JSON.stringify(p))), JSON.stringify(problems));
+    assert.ok(
+      problems.some((p) => /not valid UTF-8/.test(JSON.stringify(p))),
+      JSON.stringify(problems),
+    );
     assert.ok(!/ENOENT/.test(q.stdout));
   });
 });

@@ -19,9 +19,16 @@ import { duration, progressLine } from '../../src/cli/progress.js';
 import { repoRoot, tempDir } from '../helpers.js';
 
 const PY = '/usr/bin/python3';
-const haveTorch = existsSync(PY) && (() => {
-  try { execFileSync(PY, ['-c', 'import torch'], { stdio: 'ignore' }); return true; } catch { return false; }
-})();
+const haveTorch =
+  existsSync(PY) &&
+  (() => {
+    try {
+      execFileSync(PY, ['-c', 'import torch'], { stdio: 'ignore' });
+      return true;
+    } catch {
+      return false;
+    }
+  })();
 const skip = !haveTorch && 'no /usr/bin/python3 with torch';
 
 const GOOD = 'tinyvision.layers.mlp.Mlp';
@@ -35,7 +42,17 @@ before(async () => {
   if (!haveTorch) return;
   ws = api.Workspace.open(tempDir());
   await api.index(ws, {
-    repos: [{ name: 'examples', url: null, path: path.join(repoRoot, 'examples'), priority: 1, paths: [], description: null, packageRoots: null }],
+    repos: [
+      {
+        name: 'examples',
+        url: null,
+        path: path.join(repoRoot, 'examples'),
+        priority: 1,
+        paths: [],
+        description: null,
+        packageRoots: null,
+      },
+    ],
   });
   pool = await ValidatorPool.start({ python: PY, workers: 1 });
   // count the validations that really run (the pool itself is real)
@@ -51,7 +68,9 @@ after(async () => {
   ws?.close();
 });
 
-test('extraction without validation keeps the stored validation of an unchanged module; force re-validates', { skip }, async () => {
+test('extraction without validation keeps the stored validation of an unchanged module; force re-validates', {
+  skip,
+}, async () => {
   const [first] = await extractAndValidate(ws, [GOOD], { validator: pool });
   assert.equal(first.ok, true, JSON.stringify(first.validation));
   assert.equal(calls, 1);
@@ -75,7 +94,11 @@ test('a failed block is exported only when asked, and its header names the faili
   const [rec] = await extractAndValidate(ws, [FAILING], { validator: pool });
   assert.equal(rec.ok, false);
   const into = tempDir();
-  await assert.rejects(exportBlock(ws.store, FAILING, { into, python: PY }), (e: unknown) => e instanceof NnragError && /failed at instantiate/.test(e.message) && /--allow-failed/.test(e.message));
+  await assert.rejects(
+    exportBlock(ws.store, FAILING, { into, python: PY }),
+    (e: unknown) =>
+      e instanceof NnragError && /failed at instantiate/.test(e.message) && /--allow-failed/.test(e.message),
+  );
   assert.ok(!existsSync(path.join(into, 'feature_tap.py')), 'nothing written');
   const r = await exportBlock(ws.store, FAILING, { into, python: PY, allowFailed: true });
   const head = readFileSync(r.file, 'utf8').split('\n')[0];
@@ -83,7 +106,9 @@ test('a failed block is exported only when asked, and its header names the faili
   assert.doesNotMatch(head, /failed: parse/);
   // the CLI says the same and exits 1
   const bin = path.join(repoRoot, 'dist', 'src', 'cli', 'bin.js');
-  const cli = spawnSync(process.execPath, [bin, 'export', FAILING, '--into', tempDir(), '--store', ws.storeDir], { encoding: 'utf8' });
+  const cli = spawnSync(process.execPath, [bin, 'export', FAILING, '--into', tempDir(), '--store', ws.storeDir], {
+    encoding: 'utf8',
+  });
   assert.equal(cli.status, 1, cli.stderr);
   assert.match(cli.stderr, /failed at instantiate/);
 });
@@ -107,11 +132,21 @@ test('a validated block is exported with pins pip accepts for every extern impor
   const line = header.find((l) => l.startsWith('# Tested with: '));
   assert.ok(line, header.slice(0, 6).join('\n'));
   assert.ok(line!.includes(`python ${env.python}, torch ${env.torch}`), line);
-  assert.equal(env.python, execFileSync(PY, ['-c', 'import platform; print(platform.python_version())'], { encoding: 'utf8' }).trim());
+  assert.equal(
+    env.python,
+    execFileSync(PY, ['-c', 'import platform; print(platform.python_version())'], { encoding: 'utf8' }).trim(),
+  );
   // the recorded usage runs in a fresh interpreter next to the exported module
   assert.ok(r.usage, 'a usage snippet was recorded');
   assert.match(r.usage!, /^Mlp\(.*\)\(torch\./);
-  const shape = execFileSync(PY, ['-c', `import torch, sys; sys.path.insert(0, ${JSON.stringify(into)}); import mlp; y = eval(${JSON.stringify(r.usage)}, dict(vars(mlp), torch=torch)); print(list(y.shape))`], { encoding: 'utf8' }).trim();
+  const shape = execFileSync(
+    PY,
+    [
+      '-c',
+      `import torch, sys; sys.path.insert(0, ${JSON.stringify(into)}); import mlp; y = eval(${JSON.stringify(r.usage)}, dict(vars(mlp), torch=torch)); print(list(y.shape))`,
+    ],
+    { encoding: 'utf8' },
+  ).trim();
   const rec = getExtraction(ws.store, GOOD)!.record.validation as { output_shapes: number[][] };
   assert.equal(shape, JSON.stringify(rec.output_shapes[0]).replace(/,/g, ', '));
 });
@@ -156,7 +191,9 @@ test('common options may come before the command; a closed output pipe is not an
   assert.equal(r.status, 0, r.stderr);
   assert.ok(JSON.parse(r.stdout).files > 0);
   // the reader goes away before nnrag writes (`nnrag discover --json | head -0`)
-  const child = spawn(process.execPath, [bin, 'discover', '--json', '--store', ws.storeDir], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [bin, 'discover', '--json', '--store', ws.storeDir], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   child.stdout.destroy();
   let err = '';
   child.stderr.on('data', (d) => (err += d));
@@ -184,7 +221,10 @@ test('help: every flag of every command has a line, every command an example', a
 test('discover --symbols matches case-insensitively', { skip }, () => {
   const found = api.discover(ws, { symbols: ['*attention'] }).map((b) => b.id);
   assert.ok(found.includes('tinyvision.layers.attention.WindowAttention'), found.join());
-  assert.deepEqual(api.discover(ws, { symbols: ['TINYVISION.LAYERS.MLP.MLP'] }).map((b) => b.id), ['tinyvision.layers.mlp.Mlp']);
+  assert.deepEqual(
+    api.discover(ws, { symbols: ['TINYVISION.LAYERS.MLP.MLP'] }).map((b) => b.id),
+    ['tinyvision.layers.mlp.Mlp'],
+  );
 });
 
 test('an unknown name gets the nearest names; an empty store says to index first', { skip }, async () => {
@@ -201,11 +241,23 @@ test('an unknown name gets the nearest names; an empty store says to index first
   assert.deepEqual(suggest('zzzz', ['Mlp']), []);
 });
 
-test('the first hour, scripted: one-step extract from a local repository, search, export, run the usage', { skip }, () => {
+test('the first hour, scripted: one-step extract from a local repository, search, export, run the usage', {
+  skip,
+}, () => {
   const bin = path.join(repoRoot, 'dist', 'src', 'cli', 'bin.js');
   const store = path.join(tempDir(), 'fresh-store'); // does not exist yet
-  const cli = (...args: string[]) => spawnSync(process.execPath, [bin, ...args, '--store', store], { encoding: 'utf8' });
-  const ex = cli('extract', '--repo', path.join(repoRoot, 'examples'), '--block', 'WindowAttention', '--python', PY, '--json');
+  const cli = (...args: string[]) =>
+    spawnSync(process.execPath, [bin, ...args, '--store', store], { encoding: 'utf8' });
+  const ex = cli(
+    'extract',
+    '--repo',
+    path.join(repoRoot, 'examples'),
+    '--block',
+    'WindowAttention',
+    '--python',
+    PY,
+    '--json',
+  );
   assert.equal(ex.status, 0, ex.stderr);
   const [rec] = JSON.parse(ex.stdout) as { id: string; ok: boolean; validation: { usage?: string } }[];
   assert.equal(rec.id, 'tinyvision.layers.attention.WindowAttention');
@@ -230,9 +282,12 @@ test('the first hour, scripted: one-step extract from a local repository, search
 const nnragBin = path.join(repoRoot, 'dist', 'src', 'cli', 'bin.js');
 const fixtureRepo = (name: string) => path.join(repoRoot, 'test', 'fixtures', 'firsthour', name);
 
-test('a block the validator cannot guess: the failure shows what was tried and the next step; --args and --input-shape are tried first', { skip }, () => {
+test('a block the validator cannot guess: the failure shows what was tried and the next step; --args and --input-shape are tried first', {
+  skip,
+}, () => {
   const store = path.join(tempDir(), 'store');
-  const cli = (...args: string[]) => spawnSync(process.execPath, [nnragBin, ...args, '--store', store, '--python', PY], { encoding: 'utf8' });
+  const cli = (...args: string[]) =>
+    spawnSync(process.execPath, [nnragBin, ...args, '--store', store, '--python', PY], { encoding: 'utf8' });
   // stdout is a pipe here: the block's line is written there as it finishes
   const first = cli('extract', '--repo', fixtureRepo('userargs'), '--block', 'SpecBlock');
   assert.equal(first.status, 1, first.stderr);
@@ -241,11 +296,26 @@ test('a block the validator cannot guess: the failure shows what was tried and t
   assert.ok(at >= 0, first.stdout);
   assert.match(lines[at + 1], /^ {4}tried: (args \{.*\}|no arguments built)/);
   assert.match(lines[at + 2], /^ {4}next: .*nnrag validate pkg\.blocks\.SpecBlock --force --(args|input-shape)/);
-  assert.equal(lines.filter((l) => l.startsWith('✗ pkg.blocks.SpecBlock')).length, 1, 'one line per block, not repeated in the summary');
+  assert.equal(
+    lines.filter((l) => l.startsWith('✗ pkg.blocks.SpecBlock')).length,
+    1,
+    'one line per block, not repeated in the summary',
+  );
 
-  const given = cli('validate', 'SpecBlock', '--args', '{"spec": {"width": 24, "tokens": 7}}', '--input-shape', '2,7,24', '--json');
+  const given = cli(
+    'validate',
+    'SpecBlock',
+    '--args',
+    '{"spec": {"width": 24, "tokens": 7}}',
+    '--input-shape',
+    '2,7,24',
+    '--json',
+  );
   assert.equal(given.status, 0, given.stderr + given.stdout);
-  const [rec] = JSON.parse(given.stdout) as { ok: boolean; validation: { argumentsSource: string; args: unknown; input_shapes: number[][]; output_shapes: number[][] } }[];
+  const [rec] = JSON.parse(given.stdout) as {
+    ok: boolean;
+    validation: { argumentsSource: string; args: unknown; input_shapes: number[][]; output_shapes: number[][] };
+  }[];
   assert.equal(rec.ok, true);
   assert.equal(rec.validation.argumentsSource, 'user');
   assert.deepEqual(rec.validation.args, { spec: { width: 24, tokens: 7 } });
@@ -255,7 +325,15 @@ test('a block the validator cannot guess: the failure shows what was tried and t
   const dir = tempDir();
   writeFileSync(path.join(dir, 'args.json'), '{"args": [{"width": 16, "tokens": 3}]}');
   writeFileSync(path.join(dir, 'inputs.json'), '[[1, 3, 16]]');
-  const files = cli('validate', 'SpecBlock', '--args', `@${path.join(dir, 'args.json')}`, '--input-shape', `@${path.join(dir, 'inputs.json')}`, '--json');
+  const files = cli(
+    'validate',
+    'SpecBlock',
+    '--args',
+    `@${path.join(dir, 'args.json')}`,
+    '--input-shape',
+    `@${path.join(dir, 'inputs.json')}`,
+    '--json',
+  );
   assert.equal(files.status, 0, files.stderr);
   assert.deepEqual(JSON.parse(files.stdout)[0].validation.input_shapes, [[1, 3, 16]]);
   // bad usage: not JSON, not a shape, with --all
@@ -266,17 +344,51 @@ test('a block the validator cannot guess: the failure shows what was tried and t
 
 test('an unknown block name is bad usage (exit 2); a folder without Python files says so', { skip }, () => {
   const store = path.join(tempDir(), 'store');
-  const none = spawnSync(process.execPath, [nnragBin, 'extract', '--repo', fixtureRepo('nopython'), '--block', 'Anything', '--store', store], { encoding: 'utf8' });
+  const none = spawnSync(
+    process.execPath,
+    [nnragBin, 'extract', '--repo', fixtureRepo('nopython'), '--block', 'Anything', '--store', store],
+    { encoding: 'utf8' },
+  );
   assert.equal(none.status, 2, none.stderr);
   assert.match(none.stderr, /no Python files \(.*nopython/);
-  const ok = spawnSync(process.execPath, [nnragBin, 'extract', '--repo', path.join(repoRoot, 'examples'), '--block', 'WindowAtention', '--no-validate', '--store', store], { encoding: 'utf8' });
+  const ok = spawnSync(
+    process.execPath,
+    [
+      nnragBin,
+      'extract',
+      '--repo',
+      path.join(repoRoot, 'examples'),
+      '--block',
+      'WindowAtention',
+      '--no-validate',
+      '--store',
+      store,
+    ],
+    { encoding: 'utf8' },
+  );
   assert.equal(ok.status, 2, ok.stderr);
   assert.match(ok.stderr, /did you mean WindowAttention/);
 });
 
 test('Ctrl-C says what was kept and exits 130; the finished blocks are in the store', { skip }, async () => {
   const store = path.join(tempDir(), 'store');
-  const child = spawn(process.execPath, [nnragBin, 'extract', '--repo', path.join(repoRoot, 'examples'), '--all', '--python', PY, '--workers', '1', '--store', store], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    [
+      nnragBin,
+      'extract',
+      '--repo',
+      path.join(repoRoot, 'examples'),
+      '--all',
+      '--python',
+      PY,
+      '--workers',
+      '1',
+      '--store',
+      store,
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let out = '';
   let err = '';
   child.stderr.on('data', (d) => (err += d));
@@ -302,22 +414,41 @@ test('Ctrl-C says what was kept and exits 130; the finished blocks are in the st
   }
 });
 
-test('results per environment: a run in another environment adds its verdict, a failure there does not demote; --env filters', { skip }, async () => {
+test('results per environment: a run in another environment adds its verdict, a failure there does not demote; --env filters', {
+  skip,
+}, async () => {
   // a second, real environment: a virtual environment over the same interpreter with one
   // more distribution (its own id), readable by the sandbox's user
   const root = tempDir();
   chmodSync(root, 0o755);
   const venv = path.join(root, 'venv');
   execFileSync(PY, ['-m', 'venv', '--system-site-packages', '--without-pip', venv]);
-  const site = execFileSync(path.join(venv, 'bin', 'python'), ['-c', 'import sysconfig; print(sysconfig.get_paths()["purelib"])'], { encoding: 'utf8' }).trim();
+  const site = execFileSync(
+    path.join(venv, 'bin', 'python'),
+    ['-c', 'import sysconfig; print(sysconfig.get_paths()["purelib"])'],
+    { encoding: 'utf8' },
+  ).trim();
   mkdirSync(site, { recursive: true });
   writeFileSync(path.join(site, 'nnrag_fixture_helper.py'), 'def twice(x):\n    return x * 2\n');
   mkdirSync(path.join(site, 'nnrag_fixture_helper-1.2.3.dist-info'));
-  writeFileSync(path.join(site, 'nnrag_fixture_helper-1.2.3.dist-info', 'METADATA'), 'Metadata-Version: 2.1\nName: nnrag-fixture-helper\nVersion: 1.2.3\n');
+  writeFileSync(
+    path.join(site, 'nnrag_fixture_helper-1.2.3.dist-info', 'METADATA'),
+    'Metadata-Version: 2.1\nName: nnrag-fixture-helper\nVersion: 1.2.3\n',
+  );
   execFileSync('chmod', ['-R', 'a+rX', root]);
   const store = path.join(root, 'store');
-  const cli = (...args: string[]) => spawnSync(process.execPath, [nnragBin, ...args, '--store', store], { encoding: 'utf8' });
-  const inVenv = cli('extract', '--repo', fixtureRepo('envs'), '--block', 'Helped', '--python', path.join(venv, 'bin', 'python'), '--json');
+  const cli = (...args: string[]) =>
+    spawnSync(process.execPath, [nnragBin, ...args, '--store', store], { encoding: 'utf8' });
+  const inVenv = cli(
+    'extract',
+    '--repo',
+    fixtureRepo('envs'),
+    '--block',
+    'Helped',
+    '--python',
+    path.join(venv, 'bin', 'python'),
+    '--json',
+  );
   assert.equal(inVenv.status, 0, inVenv.stderr + inVenv.stdout);
   const onHost = cli('validate', 'Helped', '--python', PY, '--json');
   assert.equal(onHost.status, 0, `it passed in the virtual environment, so it stays validated: ${onHost.stderr}`);
@@ -330,7 +461,10 @@ test('results per environment: a run in another environment adds its verdict, a 
   assert.equal(hostEnv.category, 'missing-extern');
   assert.equal(rec.validation!.envId, venvEnv.envId, 'the validation shown is the one that passed');
   assert.ok(existsSync(path.join(store, 'library', 'blocks', 'pkg.uses_helper.Helped.py')), 'still in blocks/');
-  assert.ok(venvEnv.environment!.distributions!.includes('nnrag-fixture-helper==1.2.3'), JSON.stringify(venvEnv.environment));
+  assert.ok(
+    venvEnv.environment!.distributions!.includes('nnrag-fixture-helper==1.2.3'),
+    JSON.stringify(venvEnv.environment),
+  );
   // export pins what was tested where it passed
   const proj = tempDir();
   const exp = cli('export', 'Helped', '--into', proj, '--json');
@@ -345,7 +479,11 @@ test('results per environment: a run in another environment adds its verdict, a 
   assert.equal(repHost.totals.failed, 1);
   assert.equal(repHost.environments.length, 2);
   assert.equal(JSON.parse(cli('search', 'helped', '--env', venv, '--json').stdout).hits.length, 1);
-  assert.equal(JSON.parse(cli('search', 'helped', '--env', hostEnv.envId, '--json').stdout).hits.length, 0, 'failed there');
+  assert.equal(
+    JSON.parse(cli('search', 'helped', '--env', hostEnv.envId, '--json').stdout).hits.length,
+    0,
+    'failed there',
+  );
   assert.equal(JSON.parse(cli('search', 'helped', '--env', hostEnv.envId, '--all', '--json').stdout).hits.length, 1);
   const bad = cli('search', 'helped', '--env', 'no-such-environment');
   assert.equal(bad.status, 2);
@@ -353,12 +491,16 @@ test('results per environment: a run in another environment adds its verdict, a 
 });
 
 test('every installed dependency with an install script is declared in package.json allowScripts (npm 11 warns otherwise)', () => {
-  const pkg = JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { allowScripts?: Record<string, boolean> };
+  const pkg = JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as {
+    allowScripts?: Record<string, boolean>;
+  };
   const nm = path.join(repoRoot, 'node_modules');
   const withScripts: string[] = [];
   const look = (dir: string, name: string) => {
     try {
-      const p = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as { scripts?: Record<string, string> };
+      const p = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as {
+        scripts?: Record<string, string>;
+      };
       if (['preinstall', 'install', 'postinstall'].some((s) => p.scripts?.[s])) withScripts.push(name);
     } catch {
       /* not a package */
@@ -370,5 +512,6 @@ test('every installed dependency with an install script is declared in package.j
     else look(path.join(nm, e), e);
   }
   assert.ok(withScripts.includes('better-sqlite3'), withScripts.join());
-  for (const name of withScripts) assert.equal(pkg.allowScripts?.[name], true, `${name} runs an install script: declare it in allowScripts`);
+  for (const name of withScripts)
+    assert.equal(pkg.allowScripts?.[name], true, `${name} runs an install script: declare it in allowScripts`);
 });

@@ -44,10 +44,18 @@ test('index, discover, extract, library, search and stats print no raw control s
   ];
   let all = '';
   for (const args of runs) {
-    const r = spawnSync(process.execPath, [bin, ...args, '--store', store], { encoding: 'utf8', cwd: dir, timeout: 120_000 });
+    const r = spawnSync(process.execPath, [bin, ...args, '--store', store], {
+      encoding: 'utf8',
+      cwd: dir,
+      timeout: 120_000,
+    });
     assert.equal(r.status, 0, `${args.join(' ')}: ${r.stderr}`);
     const m = RAW.exec(r.stdout + r.stderr);
-    assert.equal(m, null, `${args.join(' ')} printed ${JSON.stringify(m?.[0])}: ${JSON.stringify((r.stdout + r.stderr).slice(0, 400))}`);
+    assert.equal(
+      m,
+      null,
+      `${args.join(' ')} printed ${JSON.stringify(m?.[0])}: ${JSON.stringify((r.stdout + r.stderr).slice(0, 400))}`,
+    );
     all += r.stdout;
   }
   // the docstring reached the output, escaped
@@ -65,10 +73,19 @@ test('ids that look identical print differently: non-ASCII characters escaped an
   writeFileSync(path.join(repo, 'm\u043edels.py'), body); // a Cyrillic о
   const store = path.join(dir, 'store');
   const bin = path.join(repoRoot, 'dist', 'src', 'cli', 'bin.js');
-  const run = (...args: string[]) => spawnSync(process.execPath, [bin, ...args, '--store', store], { encoding: 'utf8', cwd: dir, timeout: 120_000 });
+  const run = (...args: string[]) =>
+    spawnSync(process.execPath, [bin, ...args, '--store', store], { encoding: 'utf8', cwd: dir, timeout: 120_000 });
   assert.equal(run('index', '--repo', repo).status, 0);
-  const out = run('discover').stdout.split('\n').filter((l) => l.includes('Net'));
+  const out = run('discover')
+    .stdout.split('\n')
+    .filter((l) => l.includes('Net'));
   assert.equal(out.length, 2, out.join('\n'));
-  assert.ok(out.some((l) => l.startsWith('models.Net ')), out.join('\n'));
-  assert.ok(out.some((l) => l.startsWith('m\\u043edels.Net [non-ASCII]')), out.join('\n'));
+  assert.ok(
+    out.some((l) => l.startsWith('models.Net ')),
+    out.join('\n'),
+  );
+  assert.ok(
+    out.some((l) => l.startsWith('m\\u043edels.Net [non-ASCII]')),
+    out.join('\n'),
+  );
 });

@@ -13,7 +13,17 @@ let ws: nnrag.Workspace;
 before(async () => {
   ws = nnrag.Workspace.open(tempDir());
   await nnrag.index(ws, {
-    repos: [{ name: 'examples', url: null, path: path.join(repoRoot, 'examples'), priority: 1, paths: [], description: null, packageRoots: null }],
+    repos: [
+      {
+        name: 'examples',
+        url: null,
+        path: path.join(repoRoot, 'examples'),
+        priority: 1,
+        paths: [],
+        description: null,
+        packageRoots: null,
+      },
+    ],
   });
   const ids = nnrag.discover(ws).map((b) => b.id);
   nnrag.extractBlocks(ws, ids);
@@ -35,7 +45,10 @@ test('library, search and similar are functions of the API', async () => {
 
 test('requirements, dedup and report are functions of the API', async () => {
   const reqs = await nnrag.requirements(ws, { python: '/usr/bin/python3' });
-  assert.deepEqual(reqs.map((r) => r.repo), ['examples']);
+  assert.deepEqual(
+    reqs.map((r) => r.repo),
+    ['examples'],
+  );
   const d = await nnrag.dedup(ws, { threads: 0 });
   assert.ok(d.total > 3);
   const r = await nnrag.report(ws, { dedup: false });
@@ -47,14 +60,27 @@ test('extract is one function: it indexes the repositories it is given, discover
   try {
     const indexed: number[] = [];
     const recs = await nnrag.extract(own, {
-      repos: [{ name: 'examples', url: null, path: path.join(repoRoot, 'examples'), priority: 1, paths: [], description: null, packageRoots: null }],
+      repos: [
+        {
+          name: 'examples',
+          url: null,
+          path: path.join(repoRoot, 'examples'),
+          priority: 1,
+          paths: [],
+          description: null,
+          packageRoots: null,
+        },
+      ],
       names: ['ConvBnAct', 'layers.mlp.Mlp'],
       validate: false,
       onIndexed: (r) => indexed.push(r.files),
     });
     assert.equal(indexed.length, 1);
     assert.ok(indexed[0] > 5);
-    assert.deepEqual(recs.map((r) => r.id), ['tinyvision.layers.conv.ConvBnAct', 'tinyvision.layers.mlp.Mlp']);
+    assert.deepEqual(
+      recs.map((r) => r.id),
+      ['tinyvision.layers.conv.ConvBnAct', 'tinyvision.layers.mlp.Mlp'],
+    );
     assert.ok(recs.every((r) => r.ok && existsSync(r.file) && r.file.includes(`${path.sep}extracted${path.sep}`)));
     // an ambiguous bare name is a usage error naming the candidates
     await assert.rejects(nnrag.extract(own, { names: ['Mlp'], validate: false }), /ambiguous: 2 blocks/);

@@ -17,7 +17,9 @@ import { cannotValidate } from '../validate/common.js';
 
 const skip = await cannotValidate(true);
 
-test('a warm run reuses every block; one changed file re-validates only the blocks that read it', { skip: skip ?? false }, async () => {
+test('a warm run reuses every block; one changed file re-validates only the blocks that read it', {
+  skip: skip ?? false,
+}, async () => {
   const dir = tempDir();
   chmodSync(dir, 0o755); // the sandbox runs as an unprivileged user when we are root
   const repo = path.join(dir, 'rrepo');
@@ -31,13 +33,17 @@ test('a warm run reuses every block; one changed file re-validates only the bloc
     return start.apply(ValidatorPool, a);
   };
   const run = () => extractAndValidate(ws, ['rpkg.mlp.Mlp', 'rpkg.norm.Norm'], { pool: { workers: 1 } });
-  const verdicts = (rs: api.BlockRecord[]) => rs.map((r) => ({ id: r.id, ok: r.ok, profile: r.emission.profile, stages: r.validation?.stages }));
+  const verdicts = (rs: api.BlockRecord[]) =>
+    rs.map((r) => ({ id: r.id, ok: r.ok, profile: r.emission.profile, stages: r.validation?.stages }));
   try {
     await api.index(ws, { repos: [spec], workers: 1 });
     api.discover(ws);
     const cold = await run();
     assert.equal(starts, 1);
-    assert.deepEqual(cold.map((r) => r.reuse?.reused), [false, false]);
+    assert.deepEqual(
+      cold.map((r) => r.reuse?.reused),
+      [false, false],
+    );
     for (const r of cold) assert.ok(r.ok && r.validation?.stages.forward === 'pass', JSON.stringify(r.validation));
     const mlpFiles = cold[0].inputs!.files.map(([, p]) => p);
     assert.ok(mlpFiles.includes('rpkg/act.py') && mlpFiles.includes('rpkg/mlp.py'), mlpFiles.join(' '));
@@ -46,10 +52,16 @@ test('a warm run reuses every block; one changed file re-validates only the bloc
     // nothing changed: every block read from the store, no worker started
     const warm = await run();
     assert.equal(starts, 1, 'no pool started for a warm run');
-    assert.deepEqual(warm.map((r) => r.reuse?.reused), [true, true]);
+    assert.deepEqual(
+      warm.map((r) => r.reuse?.reused),
+      [true, true],
+    );
     assert.deepEqual(verdicts(warm), verdicts(cold));
     const costs = JSON.parse(ws.store.getKV(KV_KEYS.costsLast)!) as CostTable;
-    assert.equal(costs.rows.filter((r) => r.phase === 'blocks reused').reduce((a, r) => a + r.count, 0), 2);
+    assert.equal(
+      costs.rows.filter((r) => r.phase === 'blocks reused').reduce((a, r) => a + r.count, 0),
+      2,
+    );
     assert.ok(!costs.rows.some((r) => r.phase.startsWith('emission')), 'no emission in a warm run');
 
     // act.py changes (a comment: same verdicts): Mlp is validated again, Norm is not
@@ -62,8 +74,14 @@ test('a warm run reuses every block; one changed file re-validates only the bloc
     assert.deepEqual(verdicts(touched), verdicts(cold));
 
     // --force validates everything again
-    const forced = await extractAndValidate(ws, ['rpkg.mlp.Mlp', 'rpkg.norm.Norm'], { pool: { workers: 1 }, force: true });
-    assert.deepEqual(forced.map((r) => r.reuse?.reused), [false, false]);
+    const forced = await extractAndValidate(ws, ['rpkg.mlp.Mlp', 'rpkg.norm.Norm'], {
+      pool: { workers: 1 },
+      force: true,
+    });
+    assert.deepEqual(
+      forced.map((r) => r.reuse?.reused),
+      [false, false],
+    );
     // one pool per run that validates, however many blocks asked for it at once (a second
     // start left its workers running and the process never exited)
     assert.equal(starts, 3);

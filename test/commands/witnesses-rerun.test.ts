@@ -28,7 +28,9 @@ test('a re-run of the harvest with nothing changed starts no worker', { skip: sk
     return start.apply(ValidatorPool, a);
   };
   try {
-    await api.index(ws, { repos: [{ name: 'grepo', url: null, path: repo, priority: 1, paths: [], description: null, packageRoots: null }] });
+    await api.index(ws, {
+      repos: [{ name: 'grepo', url: null, path: repo, priority: 1, paths: [], description: null, packageRoots: null }],
+    });
     api.discover(ws);
     const pool = { workers: 1 };
     const first = await witnesses(ws, { pool });

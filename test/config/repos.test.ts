@@ -29,7 +29,11 @@ test('loads nn-rag repo_config.json entries and nnrag extensions', () => {
       paths: ['timm', 'timm/layers/', './timm/models'],
       description: 'Essential for models',
     },
-    'facebookresearch/mae': { url: 'https://github.com/facebookresearch/mae.git', priority: 2, paths: ['models_vit.py'] },
+    'facebookresearch/mae': {
+      url: 'https://github.com/facebookresearch/mae.git',
+      priority: 2,
+      paths: ['models_vit.py'],
+    },
     'local/nets': { path: 'nets', package_roots: ['src/', '.'], _comment: 'ignored' },
   });
   const specs = loadRepoConfig(f);
@@ -57,7 +61,10 @@ test('loads nn-rag repo_config.json entries and nnrag extensions', () => {
 
 test('bad JSON names the file', () => {
   const f = configFile('{"a/b": {"url": "https://x/y.git",}');
-  assert.throws(() => loadRepoConfig(f), (e: Error) => e instanceof UsageError && e.message.includes(f) && /not valid JSON/.test(e.message));
+  assert.throws(
+    () => loadRepoConfig(f),
+    (e: Error) => e instanceof UsageError && e.message.includes(f) && /not valid JSON/.test(e.message),
+  );
   assert.throws(() => loadRepoConfig(path.join(tempDir(), 'missing.json')), /cannot read repository config/);
 });
 
@@ -95,8 +102,13 @@ test('--repo: URLs, configured names, local folders', () => {
   // owner/name is never guessed into a URL
   assert.throws(() => repoSpecFromArg('pytorch/vision'), /only accepted when the repository config defines it/);
   const configured: RepoSpec = {
-    name: 'pytorch/vision', url: 'https://github.com/pytorch/vision.git', path: null,
-    priority: 1, paths: ['torchvision/models'], description: null, packageRoots: null,
+    name: 'pytorch/vision',
+    url: 'https://github.com/pytorch/vision.git',
+    path: null,
+    priority: 1,
+    paths: ['torchvision/models'],
+    description: null,
+    packageRoots: null,
   };
   assert.equal(repoSpecFromArg('pytorch/vision', [configured]), configured);
 

@@ -20,27 +20,48 @@ function writeTree(root: string, files: Record<string, string>): void {
   }
 }
 
-const spec = (name: string, p: string, priority = 1) => ({ name, url: null, path: p, priority, paths: [], description: null, packageRoots: null });
+const spec = (name: string, p: string, priority = 1) => ({
+  name,
+  url: null,
+  path: p,
+  priority,
+  paths: [],
+  description: null,
+  packageRoots: null,
+});
 
 describe('discovery', () => {
   it("a class defined under `if __name__ == '__main__':` is no block; one in its else branch or another `if` is", async () => {
     const dir = tempDir();
     const repo = path.join(dir, 'repo');
-    const block = (name: string, indent = '') => `${indent}class ${name}(nn.Module):\n${indent}    def forward(self, x):\n${indent}        return x\n`;
+    const block = (name: string, indent = '') =>
+      `${indent}class ${name}(nn.Module):\n${indent}    def forward(self, x):\n${indent}        return x\n`;
     writeTree(repo, {
       'pkg/__init__.py': '',
       'pkg/script.py':
-        'from torch import nn\n\n' + block('Real') +
-        "\nif __name__ == '__main__':\n    import sys\n" + block('ScriptOnly', '    ') +
-        '\nif ("__main__" == __name__):\n' + block('AlsoScriptOnly', '    ') +
-        "else:\n" + block('ImportedBranch', '    ') +
-        '\nif __name__ != "__main__":\n' + block('OnImport', '    ') +
-        '\nif nn is not None:\n' + block('Conditional', '    '),
+        'from torch import nn\n\n' +
+        block('Real') +
+        "\nif __name__ == '__main__':\n    import sys\n" +
+        block('ScriptOnly', '    ') +
+        '\nif ("__main__" == __name__):\n' +
+        block('AlsoScriptOnly', '    ') +
+        'else:\n' +
+        block('ImportedBranch', '    ') +
+        '\nif __name__ != "__main__":\n' +
+        block('OnImport', '    ') +
+        '\nif nn is not None:\n' +
+        block('Conditional', '    '),
     });
     const ws = api.Workspace.open(path.join(dir, 'store'));
     try {
       await api.index(ws, { repos: [spec('r', repo)] });
-      assert.deepEqual(api.storedBlocks(ws).map((b) => b.name).sort(), ['Conditional', 'ImportedBranch', 'OnImport', 'Real']);
+      assert.deepEqual(
+        api
+          .storedBlocks(ws)
+          .map((b) => b.name)
+          .sort(),
+        ['Conditional', 'ImportedBranch', 'OnImport', 'Real'],
+      );
     } finally {
       ws.close();
     }
@@ -56,14 +77,28 @@ describe('discovery', () => {
     const ws = api.Workspace.open(path.join(dir, 'store'));
     try {
       await api.index(ws, { repos: [spec('r', repo)] });
-      assert.deepEqual(api.storedBlocks(ws).map((b) => b.name), ['OldOne']);
-      writeTree(repo, { 'pkg/b.py': 'from torch import nn\n\nclass NewOne(nn.Module):\n    def forward(self, x):\n        return x\n' });
+      assert.deepEqual(
+        api.storedBlocks(ws).map((b) => b.name),
+        ['OldOne'],
+      );
+      writeTree(repo, {
+        'pkg/b.py': 'from torch import nn\n\nclass NewOne(nn.Module):\n    def forward(self, x):\n        return x\n',
+      });
       await api.index(ws, { repos: [] });
-      assert.deepEqual(api.storedBlocks(ws).map((b) => b.name).sort(), ['NewOne', 'OldOne']);
+      assert.deepEqual(
+        api
+          .storedBlocks(ws)
+          .map((b) => b.name)
+          .sort(),
+        ['NewOne', 'OldOne'],
+      );
       assert.equal(api.resolveBlockNames(ws, ['NewOne'])[0].id, 'pkg.b.NewOne');
       rmSync(path.join(repo, 'pkg', 'a.py'));
       await api.index(ws, { repos: [] });
-      assert.deepEqual(api.storedBlocks(ws).map((b) => b.name), ['NewOne']);
+      assert.deepEqual(
+        api.storedBlocks(ws).map((b) => b.name),
+        ['NewOne'],
+      );
       assert.throws(() => api.resolveBlockNames(ws, ['OldOne']), /no block named/);
       // an index run that changes nothing keeps the stored list
       await api.index(ws, { repos: [] });
@@ -77,7 +112,10 @@ describe('discovery', () => {
     const ws = api.Workspace.open(tempDir());
     try {
       await api.index(ws, { repos: [spec('examples', path.join(repoRoot, 'examples'))] });
-      const ids = api.discover(ws).map((b) => b.id).sort();
+      const ids = api
+        .discover(ws)
+        .map((b) => b.id)
+        .sort();
       assert.deepEqual(ids, [
         'tinyvision.layers.activations.GELUTanh',
         'tinyvision.layers.activations.HardSigmoid',
@@ -102,64 +140,71 @@ describe('discovery', () => {
     const dir = tempDir();
     writeTree(path.join(dir, 'base'), {
       'basepkg/__init__.py': 'from .core import BaseModule\n__all__ = ["BaseModule"]\n',
-      'basepkg/core.py': 'import torch.nn as tnn\n\nclass BaseModule(tnn.Module):\n    def init_weights(self):\n        pass\n',
+      'basepkg/core.py':
+        'import torch.nn as tnn\n\nclass BaseModule(tnn.Module):\n    def init_weights(self):\n        pass\n',
     });
     writeTree(path.join(dir, 'app'), {
       'app/__init__.py': '',
-      'app/blocks.py': [
-        'import abc',
-        'import torch',
-        'from torch import nn',
-        'from torch.nn import Module as M',
-        'from basepkg import BaseModule',
-        'from . import layers as L',
-        '',
-        'class Uses(BaseModule):',
-        '    def forward(self, x):',
-        '        return x',
-        '',
-        'class Spelled1(torch.nn.Module):',
-        '    def forward(self, x):',
-        '        return x',
-        '',
-        'class Spelled2(M):',
-        '    def forward(self, x):',
-        '        return x',
-        '',
-        'class Seq(nn.Sequential):',
-        '    pass',
-        '',
-        'class NoForward(nn.Module):',
-        '    pass',
-        '',
-        'class Abstract(nn.Module, abc.ABC):',
-        '    @abc.abstractmethod',
-        '    def forward(self, x): ...',
-        '',
-        'class Concrete(Abstract):',
-        '    def forward(self, x):',
-        '        return x',
-        '',
-        'class ViaAlias(L.Thing):',
-        '    pass',
-        '',
-        'class Plain:',
-        '    def forward(self, x):',
-        '        return x',
-        '',
-        'def f():',
-        '    class Nested(nn.Module):',
-        '        def forward(self, x):',
-        '            return x',
-        '    return Nested',
-      ].join('\n') + '\n',
+      'app/blocks.py':
+        [
+          'import abc',
+          'import torch',
+          'from torch import nn',
+          'from torch.nn import Module as M',
+          'from basepkg import BaseModule',
+          'from . import layers as L',
+          '',
+          'class Uses(BaseModule):',
+          '    def forward(self, x):',
+          '        return x',
+          '',
+          'class Spelled1(torch.nn.Module):',
+          '    def forward(self, x):',
+          '        return x',
+          '',
+          'class Spelled2(M):',
+          '    def forward(self, x):',
+          '        return x',
+          '',
+          'class Seq(nn.Sequential):',
+          '    pass',
+          '',
+          'class NoForward(nn.Module):',
+          '    pass',
+          '',
+          'class Abstract(nn.Module, abc.ABC):',
+          '    @abc.abstractmethod',
+          '    def forward(self, x): ...',
+          '',
+          'class Concrete(Abstract):',
+          '    def forward(self, x):',
+          '        return x',
+          '',
+          'class ViaAlias(L.Thing):',
+          '    pass',
+          '',
+          'class Plain:',
+          '    def forward(self, x):',
+          '        return x',
+          '',
+          'def f():',
+          '    class Nested(nn.Module):',
+          '        def forward(self, x):',
+          '            return x',
+          '    return Nested',
+        ].join('\n') + '\n',
       'app/layers.py': 'from torch import nn\n\nclass Thing(nn.Module):\n    def forward(self, x):\n        return x\n',
     });
     const ws = api.Workspace.open(path.join(dir, 'store'));
     try {
-      await api.index(ws, { repos: [spec('org/base', path.join(dir, 'base')), spec('org/app', path.join(dir, 'app'), 2)] });
+      await api.index(ws, {
+        repos: [spec('org/base', path.join(dir, 'base')), spec('org/app', path.join(dir, 'app'), 2)],
+      });
       const blocks = api.discover(ws);
-      const names = blocks.filter((b) => b.module === 'app.blocks').map((b) => b.name).sort();
+      const names = blocks
+        .filter((b) => b.module === 'app.blocks')
+        .map((b) => b.name)
+        .sort();
       assert.deepEqual(names, ['Concrete', 'Seq', 'Spelled1', 'Spelled2', 'Uses', 'ViaAlias']);
       const uses = blocks.find((b) => b.name === 'Uses')!;
       assert.equal(uses.repo, 'org/app');
@@ -180,11 +225,17 @@ describe('discovery', () => {
     writeTree(path.join(dir, 'two'), { 'two/__init__.py': '', 'two/mlp.py': block });
     const ws = api.Workspace.open(path.join(dir, 'store'));
     try {
-      await api.index(ws, { repos: [spec('r/one', path.join(dir, 'one'), 5), spec('r/two', path.join(dir, 'two'), 1)] });
+      await api.index(ws, {
+        repos: [spec('r/one', path.join(dir, 'one'), 5), spec('r/two', path.join(dir, 'two'), 1)],
+      });
       api.discover(ws);
       assert.throws(
         () => api.resolveBlockNames(ws, ['Mlp']),
-        (e: Error) => e instanceof UsageError && /ambiguous/.test(e.message) && /one\.mlp\.Mlp +\(r\/one/.test(e.message) && /two\.mlp\.Mlp +\(r\/two/.test(e.message),
+        (e: Error) =>
+          e instanceof UsageError &&
+          /ambiguous/.test(e.message) &&
+          /one\.mlp\.Mlp +\(r\/one/.test(e.message) &&
+          /two\.mlp\.Mlp +\(r\/two/.test(e.message),
       );
       assert.equal(api.resolveBlockNames(ws, ['two.mlp.Mlp'])[0].id, 'two.mlp.Mlp');
       assert.equal(api.resolveBlockNames(ws, ['r/one:one.mlp.Mlp'])[0].id, 'one.mlp.Mlp');
@@ -203,17 +254,28 @@ describe('discovery', () => {
     const ws = api.Workspace.open(tempDir());
     try {
       await api.index(ws, { repos: [spec('fixtures/torch-bases', root)] });
-      const ids = api.discover(ws).map((b) => b.id).sort();
+      const ids = api
+        .discover(ws)
+        .map((b) => b.id)
+        .sort();
       const expected = [
-        'tb.layers.AliasedBatchNorm', 'tb.layers.BatchNormXd', 'tb.layers.Dropout', 'tb.layers.MyConv2',
-        'tb.layers.Plist', 'tb.layers.StackWithForward', 'tb.layers.Wrapped',
+        'tb.layers.AliasedBatchNorm',
+        'tb.layers.BatchNormXd',
+        'tb.layers.Dropout',
+        'tb.layers.MyConv2',
+        'tb.layers.Plist',
+        'tb.layers.StackWithForward',
+        'tb.layers.Wrapped',
       ];
       assert.deepEqual(ids, expected);
       // the same listing as torch itself gives, when the validation Python is here
       if (existsSync(PYTHON)) {
         const out = path.join(tempDir(), 'runtime.json');
-        const r = spawnSync(PYTHON, [path.join(repoRoot, 'bench', 'runtime_blocks.py'), root, 'tb', out], { encoding: 'utf8' });
-        if (r.status === 0) assert.deepEqual(ids, (JSON.parse(readFileSync(out, 'utf8')) as { blocks: string[] }).blocks);
+        const r = spawnSync(PYTHON, [path.join(repoRoot, 'bench', 'runtime_blocks.py'), root, 'tb', out], {
+          encoding: 'utf8',
+        });
+        if (r.status === 0)
+          assert.deepEqual(ids, (JSON.parse(readFileSync(out, 'utf8')) as { blocks: string[] }).blocks);
       }
     } finally {
       ws.close();
@@ -222,17 +284,28 @@ describe('discovery', () => {
 
   it('gives ids with the repository to a qualified name two repositories define', async () => {
     const dir = tempDir();
-    const block = (n: number) => `import torch.nn as nn\n\nclass Conv(nn.Module):\n    def forward(self, x):\n        return x * ${n}\n`;
-    writeTree(path.join(dir, 'a'), { 'models/__init__.py': '', 'models/common.py': block(1) + '\nclass OnlyA(nn.Module):\n    def forward(self, x):\n        return x\n' });
+    const block = (n: number) =>
+      `import torch.nn as nn\n\nclass Conv(nn.Module):\n    def forward(self, x):\n        return x * ${n}\n`;
+    writeTree(path.join(dir, 'a'), {
+      'models/__init__.py': '',
+      'models/common.py': block(1) + '\nclass OnlyA(nn.Module):\n    def forward(self, x):\n        return x\n',
+    });
     writeTree(path.join(dir, 'b'), { 'models/__init__.py': '', 'models/common.py': block(2) });
     const ws = api.Workspace.open(path.join(dir, 'store'));
     try {
       await api.index(ws, { repos: [spec('org/a', path.join(dir, 'a'), 1), spec('org/b', path.join(dir, 'b'), 1)] });
-      const ids = api.discover(ws).map((b) => b.id).sort();
+      const ids = api
+        .discover(ws)
+        .map((b) => b.id)
+        .sort();
       assert.deepEqual(ids, ['models.common.OnlyA', 'org/a:models.common.Conv', 'org/b:models.common.Conv']);
       assert.throws(() => api.resolveBlockNames(ws, ['models.common.Conv']), UsageError);
       assert.equal(api.resolveBlockNames(ws, ['org/b:Conv'])[0].id, 'org/b:models.common.Conv');
-      const recs = api.extractBlocks(ws, ['org/a:models.common.Conv', 'org/b:models.common.Conv', 'models.common.OnlyA'], { out: path.join(dir, 'lib') });
+      const recs = api.extractBlocks(
+        ws,
+        ['org/a:models.common.Conv', 'org/b:models.common.Conv', 'models.common.OnlyA'],
+        { out: path.join(dir, 'lib') },
+      );
       assert.ok(recs[0].file.endsWith('org%2Fa%3Amodels.common.Conv.py'), recs[0].file);
       assert.match(readFileSync(recs[0].file, 'utf8'), /x \* 1/);
       assert.match(readFileSync(recs[1].file, 'utf8'), /x \* 2/);

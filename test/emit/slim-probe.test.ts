@@ -22,7 +22,19 @@ test('a decorator that marks the function it returns is not removed by slim', as
   const ws = api.Workspace.open(path.join(dir, 'store'), { create: true });
   const pool = await ValidatorPool.start({ workers: 1 });
   try {
-    await api.index(ws, { repos: [{ name: 'org/slim', url: null, path: repo, priority: 1, paths: ['slimpkg'], description: null, packageRoots: null }] });
+    await api.index(ws, {
+      repos: [
+        {
+          name: 'org/slim',
+          url: null,
+          path: repo,
+          priority: 1,
+          paths: ['slimpkg'],
+          description: null,
+          packageRoots: null,
+        },
+      ],
+    });
     api.discover(ws);
     const id = 'slimpkg.marked.Marked';
     // statically unknown (torch's body is not in the corpus): the static slim module keeps

@@ -43,7 +43,12 @@ test('src/emit/slim: no memo at module level', () => {
       if (!ts.isVariableStatement(st)) continue;
       for (const d of st.declarationList.declarations) {
         const init = d.initializer;
-        if (init && ts.isNewExpression(init) && ts.isIdentifier(init.expression) && /^(Weak)?(Map|Set)$/.test(init.expression.text)) {
+        if (
+          init &&
+          ts.isNewExpression(init) &&
+          ts.isIdentifier(init.expression) &&
+          /^(Weak)?(Map|Set)$/.test(init.expression.text)
+        ) {
           // a constant set of names (`new Set(['a', 'b'])`) is no memo
           if (init.arguments?.length && ts.isArrayLiteralExpression(init.arguments[0])) continue;
           memos.push(`${f}: ${d.name.getText(sf)}`);

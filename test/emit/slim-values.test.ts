@@ -37,7 +37,19 @@ for (const name of cases) {
     const exp = JSON.parse(readFileSync(path.join(dir, 'expect.json'), 'utf8')) as Expect;
     const ws = api.Workspace.open(path.join(tempDir(), 'store'), { create: true });
     try {
-      await api.index(ws, { repos: [{ name: `case/${name}`, url: null, path: dir, priority: 1, paths: ['pkg'], description: null, packageRoots: null }] });
+      await api.index(ws, {
+        repos: [
+          {
+            name: `case/${name}`,
+            url: null,
+            path: dir,
+            priority: 1,
+            paths: ['pkg'],
+            description: null,
+            packageRoots: null,
+          },
+        ],
+      });
       api.discover(ws);
       const entry = exp.entry ? [entryCallFromText(exp.entry)!] : undefined;
       const slim = api.extractText(ws, exp.target, { profile: 'slim' }, entry ? { entry } : {});
@@ -47,7 +59,11 @@ for (const name of cases) {
         assert.ok(faithful.text.includes(s), `${exp.rule}: the faithful module has ${s}`);
         assert.ok(!body(slim.text).some((l) => l.includes(s)), `${exp.rule}: slim still has ${s}\n${slim.text}`);
       }
-      for (const s of exp.kept) assert.ok(body(slim.text).some((l) => l.includes(s)), `${exp.rule}: slim lost ${s}\n${slim.text}`);
+      for (const s of exp.kept)
+        assert.ok(
+          body(slim.text).some((l) => l.includes(s)),
+          `${exp.rule}: slim lost ${s}\n${slim.text}`,
+        );
       assert.match(slim.text, /nnrag slim: /, 'the pruned code is marked');
       const py = await torchPython();
       if (py) {
@@ -56,7 +72,14 @@ for (const name of cases) {
         const cls = exp.target.split('.').pop();
         const args = exp.entry ?? '()';
         const dim = Number(/\d+/.exec(args)?.[0] ?? 4);
-        const out = execFileSync(py.python, ['-c', `import torch, slim_block\nb = slim_block.${cls}${args}\nprint(tuple(b(torch.zeros(1, ${dim})).shape))`], { cwd: run, encoding: 'utf8' });
+        const out = execFileSync(
+          py.python,
+          [
+            '-c',
+            `import torch, slim_block\nb = slim_block.${cls}${args}\nprint(tuple(b(torch.zeros(1, ${dim})).shape))`,
+          ],
+          { cwd: run, encoding: 'utf8' },
+        );
         assert.equal(out.trim(), `(1, ${dim})`);
       }
     } finally {

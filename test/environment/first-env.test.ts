@@ -15,7 +15,10 @@ import { repoRoot, tempDir } from '../helpers.js';
 const bin = path.join(repoRoot, 'dist', 'src', 'cli', 'bin.js');
 const skip = findUv() ? false : 'uv is not installed (scripts/setup.sh installs it)';
 
-test('extract fails for a missing requirement, prints the env create command; run as printed, the same extract validates', { skip, timeout: 1_200_000 }, () => {
+test('extract fails for a missing requirement, prints the env create command; run as printed, the same extract validates', {
+  skip,
+  timeout: 1_200_000,
+}, () => {
   const dir = tempDir('nnrag-first-env-');
   chmodSync(dir, 0o755); // the sandbox's user (uid 65534 under root) enters the environment
   const repo = path.join(dir, 'cfgnet');
@@ -31,7 +34,12 @@ test('extract fails for a missing requirement, prints the env create command; ru
   // only the test's own folders: no NNRAG_PYTHON, nnrag's home inside the test
   const env: NodeJS.ProcessEnv = { ...process.env, NNRAG_HOME: path.join(dir, 'home') };
   delete env.NNRAG_PYTHON;
-  const extract = () => spawnSync(process.execPath, [bin, 'extract', '--repo', repo, '--block', 'CfgNet', '--store', store, '--workers', '1'], { encoding: 'utf8', env, timeout: 600_000 });
+  const extract = () =>
+    spawnSync(
+      process.execPath,
+      [bin, 'extract', '--repo', repo, '--block', 'CfgNet', '--store', store, '--workers', '1'],
+      { encoding: 'utf8', env, timeout: 600_000 },
+    );
 
   const first = extract();
   assert.equal(first.status, 1, first.stderr + first.stdout);
@@ -41,7 +49,11 @@ test('extract fails for a missing requirement, prints the env create command; ru
   assert.ok(next[2].startsWith(path.join(dir, 'home', 'envs')), next[2]);
 
   // the printed command, as printed
-  const made = spawnSync(process.execPath, [bin, ...next[1].split(' ').slice(1)], { encoding: 'utf8', env, timeout: 900_000 });
+  const made = spawnSync(process.execPath, [bin, ...next[1].split(' ').slice(1)], {
+    encoding: 'utf8',
+    env,
+    timeout: 900_000,
+  });
   assert.equal(made.status, 0, made.stderr + made.stdout);
   assert.match(made.stdout, /environment ready/);
 

@@ -13,7 +13,16 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import * as api from '../../src/nnrag.js';
-import { declaredDistributionName, envFor, envPython, findUv, lockPins, nativeBuildDirs, syncPyPIEnvironment, torchRequirement } from '../../src/environment/pypi.js';
+import {
+  declaredDistributionName,
+  envFor,
+  envPython,
+  findUv,
+  lockPins,
+  nativeBuildDirs,
+  syncPyPIEnvironment,
+  torchRequirement,
+} from '../../src/environment/pypi.js';
 import { extractAndValidate } from '../../src/commands/extract.js';
 import { pypiNeeds } from '../../src/commands/environment.js';
 import { tempDir } from '../helpers.js';
@@ -21,7 +30,9 @@ import { needsTorch } from '../support/tier.js';
 
 const BASE = '/usr/bin/python3';
 const uv = findUv();
-const skip = needsTorch() || (!uv ? 'uv is not installed (scripts/setup.sh installs it)' : !existsSync(BASE) ? 'no /usr/bin/python3' : false);
+const skip =
+  needsTorch() ||
+  (!uv ? 'uv is not installed (scripts/setup.sh installs it)' : !existsSync(BASE) ? 'no /usr/bin/python3' : false);
 
 function write(root: string, files: Record<string, string>): string {
   for (const [rel, text] of Object.entries(files)) {
@@ -61,13 +72,16 @@ test('torch requirement and lock pins', () => {
   assert.equal(torchRequirement('2.6.0'), 'torch==2.6.0');
   assert.equal(torchRequirement('>=2.4'), 'torch>=2.4');
   assert.throws(() => torchRequirement('latest'), /not a torch version/);
-  assert.deepEqual(lockPins('Torch==2.6.0 ; python_version >= "3.9"\n# comment\nnumpy==2.1.0  # via x\n'), ['numpy==2.1.0', 'torch==2.6.0']);
+  assert.deepEqual(lockPins('Torch==2.6.0 ; python_version >= "3.9"\n# comment\nnumpy==2.1.0  # via x\n'), [
+    'numpy==2.1.0',
+    'torch==2.6.0',
+  ]);
 });
 
 test('compiled operators and distribution names are read from the packaging files, never run', () => {
   const root = write(tempDir(), {
     'setup.py': "from setuptools import setup\nsetup(name='acme-ops', version='1')\n",
-    'ops/setup.py': "from torch.utils.cpp_extension import CppExtension, BuildExtension\nimport sys; sys.exit(3)\n",
+    'ops/setup.py': 'from torch.utils.cpp_extension import CppExtension, BuildExtension\nimport sys; sys.exit(3)\n',
     'other/setup.py': "print('no extension here')\n",
   });
   assert.deepEqual(nativeBuildDirs(root), [path.join(root, 'ops')]);
@@ -76,7 +90,10 @@ test('compiled operators and distribution names are read from the packaging file
   assert.equal(declaredDistributionName(root), 'acme-pyproject');
 });
 
-test('a PyPI environment: shared group, a conflicting repository in its own, indexed repositories installed, routing by --env', { skip, timeout: 600_000 }, async () => {
+test('a PyPI environment: shared group, a conflicting repository in its own, indexed repositories installed, routing by --env', {
+  skip,
+  timeout: 600_000,
+}, async () => {
   const dir = tempDir('nnrag-pypi-');
   chmodSync(dir, 0o755); // the sandbox's user (uid 65534 under root) enters the environment
   const wheels = path.join(dir, 'wheels');
@@ -99,31 +116,66 @@ test('a PyPI environment: shared group, a conflicting repository in its own, ind
     'requirements.txt': 'nnragfix-dep==2.0\n',
     'libc/__init__.py': '',
     'libc/blocks.py': block('BlockC', "assert nnragfix_dep.__version__ == '2.0', nnragfix_dep.__version__"),
-    'libc/extra.py': 'import torch\nimport nnragfix_never_declared\n\n\nclass BlockX(torch.nn.Module):\n    def forward(self, x):\n        return nnragfix_never_declared.f(x)\n',
+    'libc/extra.py':
+      'import torch\nimport nnragfix_never_declared\n\n\nclass BlockX(torch.nn.Module):\n    def forward(self, x):\n        return nnragfix_never_declared.f(x)\n',
   });
   for (const r of [liba, libb, libc]) execFileSync('git', ['init', '-q', r]);
   const ws = api.Workspace.open(path.join(dir, 'store'), { create: true });
-  const spec = (name: string, p: string) => ({ name, url: null, path: p, priority: 1, paths: [] as string[], description: null, packageRoots: null });
-  await api.index(ws, { repos: [spec('acme/liba', liba), spec('acme/libb', libb), spec('acme/libc', libc)], workers: 1 });
-  await extractAndValidate(ws, api.discover(ws).map((b) => b.id), { validate: false });
+  const spec = (name: string, p: string) => ({
+    name,
+    url: null,
+    path: p,
+    priority: 1,
+    paths: [] as string[],
+    description: null,
+    packageRoots: null,
+  });
+  await api.index(ws, {
+    repos: [spec('acme/liba', liba), spec('acme/libb', libb), spec('acme/libc', libc)],
+    workers: 1,
+  });
+  await extractAndValidate(
+    ws,
+    api.discover(ws).map((b) => b.id),
+    { validate: false },
+  );
   const needs = await pypiNeeds(ws, { python: BASE });
-  assert.deepEqual(needs.repos.find((r) => r.name === 'acme/libc')?.unknown, ['nnragfix_never_declared'], 'an import nothing declares is reported, not guessed');
+  assert.deepEqual(
+    needs.repos.find((r) => r.name === 'acme/libc')?.unknown,
+    ['nnragfix_never_declared'],
+    'an import nothing declares is reported, not guessed',
+  );
 
   const env = path.join(dir, 'env');
   const logs: string[] = [];
-  const m = await syncPyPIEnvironment(env, needs, { python: BASE, systemTorch: true, offline: true, wheels, onLog: (l) => logs.push(l) });
+  const m = await syncPyPIEnvironment(env, needs, {
+    python: BASE,
+    systemTorch: true,
+    offline: true,
+    wheels,
+    onLog: (l) => logs.push(l),
+  });
   const shared = m.groups.find((g) => g.name === 'shared')!;
   const own = m.groups.find((g) => g.name === 'acme/libc');
   assert.ok(shared.repos.includes('acme/liba') && shared.repos.includes('acme/libb'), JSON.stringify(shared.repos));
-  assert.ok(own, `libc has an environment of its own: ${JSON.stringify(m.groups.map((g) => g.name))}\n${logs.join('\n')}`);
+  assert.ok(
+    own,
+    `libc has an environment of its own: ${JSON.stringify(m.groups.map((g) => g.name))}\n${logs.join('\n')}`,
+  );
   assert.ok(own!.conflict, 'and the reason it has one');
   assert.ok(shared.pins.includes('nnragfix-dep==1.0') && own!.pins.includes('nnragfix-dep==2.0'));
-  assert.deepEqual(m.unresolved.map((u) => u.module), ['nnragfix_never_declared']);
-  const ver = (e: string) => execFileSync(envPython(e), ['-c', 'import nnragfix_dep, sys; print(nnragfix_dep.__version__)']).toString().trim();
+  assert.deepEqual(
+    m.unresolved.map((u) => u.module),
+    ['nnragfix_never_declared'],
+  );
+  const ver = (e: string) =>
+    execFileSync(envPython(e), ['-c', 'import nnragfix_dep, sys; print(nnragfix_dep.__version__)']).toString().trim();
   assert.equal(ver(env), '1.0');
   assert.equal(ver(own!.dir), '2.0');
   // acme/libb is installed from its checkout: the same file
-  const file = execFileSync(envPython(env), ['-c', 'import libb; print(libb.__file__)'], { cwd: '/' }).toString().trim();
+  const file = execFileSync(envPython(env), ['-c', 'import libb; print(libb.__file__)'], { cwd: '/' })
+    .toString()
+    .trim();
   assert.ok(file.startsWith(env), file);
   assert.equal(readFileSync(file, 'utf8'), readFileSync(path.join(libb, 'libb/__init__.py'), 'utf8'));
   assert.equal(envFor(env, 'acme/libc'), own!.dir);
@@ -131,12 +183,24 @@ test('a PyPI environment: shared group, a conflicting repository in its own, ind
 
   // nothing changed: nothing is installed again
   const again: string[] = [];
-  await syncPyPIEnvironment(env, needs, { python: BASE, systemTorch: true, offline: true, wheels, onLog: (l) => again.push(l) });
-  assert.ok(again.some((l) => /up to date with its lock/.test(l)), again.join('\n'));
+  await syncPyPIEnvironment(env, needs, {
+    python: BASE,
+    systemTorch: true,
+    offline: true,
+    wheels,
+    onLog: (l) => again.push(l),
+  });
+  assert.ok(
+    again.some((l) => /up to date with its lock/.test(l)),
+    again.join('\n'),
+  );
   assert.ok(!again.some((l) => /^installing the shared/.test(l)), again.join('\n'));
 
   // --env routes each repository's blocks to its group: each block asserts its version at import
-  const ids = api.discover(ws).map((b) => b.id).filter((id) => /Block[AC]$/.test(id));
+  const ids = api
+    .discover(ws)
+    .map((b) => b.id)
+    .filter((id) => /Block[AC]$/.test(id));
   assert.equal(ids.length, 2);
   const recs = await extractAndValidate(ws, ids, { pool: { env, workers: 1 }, equivalence: false });
   for (const r of recs) assert.equal(r.validation?.stages.instantiate, 'pass', `${r.id}: ${r.validation?.error}`);

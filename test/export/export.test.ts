@@ -23,8 +23,14 @@ const WA = 'tinyvision.layers.attention.WindowAttention';
 
 describe('requirements merge', () => {
   test('names compare by PEP 503 normalisation; the project pin wins', () => {
-    const existing = '# deps\n-r base.txt\nTorch>=2.0  # pinned by us\ntyping_extensions==4.0\n--index-url https://example.org/simple\nnumpy';
-    const r = mergeRequirements(existing, ['torch==1.13.1', 'typing-extensions==4.4.0', 'einops==0.6.0', 'NumPy==1.24.2']);
+    const existing =
+      '# deps\n-r base.txt\nTorch>=2.0  # pinned by us\ntyping_extensions==4.0\n--index-url https://example.org/simple\nnumpy';
+    const r = mergeRequirements(existing, [
+      'torch==1.13.1',
+      'typing-extensions==4.4.0',
+      'einops==0.6.0',
+      'NumPy==1.24.2',
+    ]);
     assert.deepEqual(r.added, ['einops==0.6.0']);
     assert.deepEqual(r.kept, ['torch==1.13.1', 'typing-extensions==4.4.0', 'NumPy==1.24.2']);
     assert.equal(r.text, existing + '\neinops==0.6.0\n', 'existing lines kept as written, in order');
@@ -71,7 +77,10 @@ describe('export into a project', { skip: needsSandbox() }, () => {
     assert.match(text, /tinyvision\/layers\/attention\.py:[\d,-]+ \| swh:1:cnt:[0-9a-f]{40}/);
     const out = execFileSync(
       PY,
-      ['-c', 'import torch\nfrom window_attention import WindowAttention\nm = WindowAttention()\ny = m(torch.randn(2, 10, 32))\nprint(tuple(y.shape))'],
+      [
+        '-c',
+        'import torch\nfrom window_attention import WindowAttention\nm = WindowAttention()\ny = m(torch.randn(2, 10, 32))\nprint(tuple(y.shape))',
+      ],
       { cwd: proj, encoding: 'utf8', env: { PATH: '/usr/bin:/bin', PYTHONDONTWRITEBYTECODE: '1' } },
     );
     assert.equal(out.trim(), '(2, 10, 32)');
@@ -79,15 +88,30 @@ describe('export into a project', { skip: needsSandbox() }, () => {
 
   test('dotted module names create packages; requirements.txt is created with the pins', async () => {
     const proj = tempDir('nnrag-proj-');
-    const rep = await exportBlock(store, 'tinyvision.layers.conv.ConvBnAct', { into: proj, module: 'mynet.blocks.conv' });
+    const rep = await exportBlock(store, 'tinyvision.layers.conv.ConvBnAct', {
+      into: proj,
+      module: 'mynet.blocks.conv',
+    });
     assert.equal(rep.file, path.join(proj, 'mynet', 'blocks', 'conv.py'));
-    assert.deepEqual(rep.packages, [path.join(proj, 'mynet', '__init__.py'), path.join(proj, 'mynet', 'blocks', '__init__.py')]);
+    assert.deepEqual(rep.packages, [
+      path.join(proj, 'mynet', '__init__.py'),
+      path.join(proj, 'mynet', 'blocks', '__init__.py'),
+    ]);
     assert.equal(rep.added.length, 1);
     assert.match(rep.added[0], /^torch>=\d+(\.\d+)*$/);
     assert.equal(readFileSync(path.join(proj, 'requirements.txt'), 'utf8'), rep.added[0] + '\n');
-    const out = execFileSync(PY, ['-c', 'import torch\nfrom mynet.blocks.conv import ConvBnAct\nprint(tuple(ConvBnAct()(torch.randn(1, 3, 16, 16)).shape))'], {
-      cwd: proj, encoding: 'utf8', env: { PATH: '/usr/bin:/bin', PYTHONDONTWRITEBYTECODE: '1' },
-    });
+    const out = execFileSync(
+      PY,
+      [
+        '-c',
+        'import torch\nfrom mynet.blocks.conv import ConvBnAct\nprint(tuple(ConvBnAct()(torch.randn(1, 3, 16, 16)).shape))',
+      ],
+      {
+        cwd: proj,
+        encoding: 'utf8',
+        env: { PATH: '/usr/bin:/bin', PYTHONDONTWRITEBYTECODE: '1' },
+      },
+    );
     assert.equal(out.trim(), '(1, 16, 16, 16)');
   });
 
@@ -95,13 +119,24 @@ describe('export into a project', { skip: needsSandbox() }, () => {
     const proj = tempDir('nnrag-proj-');
     const file = path.join(proj, 'blk.py');
     writeFileSync(file, 'MINE = 1\n');
-    await assert.rejects(exportBlock(store, WA, { into: proj, module: 'blk' }), (e: unknown) => e instanceof NnragError && /--force/.test(e.message));
+    await assert.rejects(
+      exportBlock(store, WA, { into: proj, module: 'blk' }),
+      (e: unknown) => e instanceof NnragError && /--force/.test(e.message),
+    );
     assert.equal(readFileSync(file, 'utf8'), 'MINE = 1\n');
     const rep = await exportBlock(store, WA, { into: proj, module: 'blk', force: true });
     assert.equal(rep.action, 'replaced');
     assert.match(readFileSync(file, 'utf8'), /class WindowAttention/);
-    assert.equal((await exportBlock(store, WA, { into: proj, module: 'blk' })).action, 'unchanged', 'same content is not an overwrite');
-    assert.deepEqual(readdirSync(proj).filter((f) => f.endsWith('.tmp')), [], 'no temporary files left');
+    assert.equal(
+      (await exportBlock(store, WA, { into: proj, module: 'blk' })).action,
+      'unchanged',
+      'same content is not an overwrite',
+    );
+    assert.deepEqual(
+      readdirSync(proj).filter((f) => f.endsWith('.tmp')),
+      [],
+      'no temporary files left',
+    );
   });
 
   test('nothing is written outside the project', async () => {
@@ -111,7 +146,11 @@ describe('export into a project', { skip: needsSandbox() }, () => {
     mkdirSync(proj);
     mkdirSync(outside);
     for (const bad of ['../evil', '/etc/passwd', 'a/b', 'a..b', 'class', '1abc', 'x.', '']) {
-      await assert.rejects(exportBlock(store, WA, { into: proj, module: bad }), (e: unknown) => e instanceof UsageError, bad);
+      await assert.rejects(
+        exportBlock(store, WA, { into: proj, module: bad }),
+        (e: unknown) => e instanceof UsageError,
+        bad,
+      );
     }
     // a package folder that is a symbolic link leading outside
     symlinkSync(outside, path.join(proj, 'pkg'));
@@ -145,10 +184,24 @@ describe('export into a project', { skip: needsSandbox() }, () => {
     const e = getExtraction(store, WA)!;
     const host = e.record.validation!;
     assert.ok(host.environment, 'validation records the environment facts');
-    const rootfs = { ...host, envId: 'f00dfeedf00dfeed', environment: { id: 'f00dfeedf00dfeed', label: '/srv/envs/t26 (python 3.13.5, torch 2.6.0+cpu)', python: '3.13.5', torch: '2.6.0+cpu', rootfs: '/srv/envs/t26', distributions: ['einops==0.8.1', 'torch==2.6.0+cpu'] } };
+    const rootfs = {
+      ...host,
+      envId: 'f00dfeedf00dfeed',
+      environment: {
+        id: 'f00dfeedf00dfeed',
+        label: '/srv/envs/t26 (python 3.13.5, torch 2.6.0+cpu)',
+        python: '3.13.5',
+        torch: '2.6.0+cpu',
+        rootfs: '/srv/envs/t26',
+        distributions: ['einops==0.8.1', 'torch==2.6.0+cpu'],
+      },
+    };
     const merged = addValidation(validationsOf(e.record), rootfs, true);
     const saved = e.record;
-    putExtraction(store, { ...e, record: { ...e.record, validation: merged.validation, validations: merged.validations, ok: merged.ok } });
+    putExtraction(store, {
+      ...e,
+      record: { ...e.record, validation: merged.validation, validations: merged.validations, ok: merged.ok },
+    });
     try {
       const proj = tempDir('nnrag-proj-');
       const rep = await exportBlock(store, WA, { into: proj });
@@ -158,7 +211,10 @@ describe('export into a project', { skip: needsSandbox() }, () => {
       assert.deepEqual(rep.added, ['einops>=0.8.1', `torch>=${lowest}`]);
       const text = readFileSync(rep.file, 'utf8');
       assert.match(text, /^# Tested with: python 3\.13\.5, torch 2\.6\.0\+cpu, einops 0\.8\.1 \(\/srv\/envs\/t26\)$/m);
-      assert.ok(text.includes(`# Tested with: python ${host.environment!.python}, torch ${host.environment!.torch}`), text.slice(0, 400));
+      assert.ok(
+        text.includes(`# Tested with: python ${host.environment!.python}, torch ${host.environment!.torch}`),
+        text.slice(0, 400),
+      );
     } finally {
       putExtraction(store, { ...e, record: saved });
     }
@@ -166,19 +222,32 @@ describe('export into a project', { skip: needsSandbox() }, () => {
 
   test('nnrag export: exit codes and --json', () => {
     const proj = tempDir('nnrag-proj-');
-    const ok = spawnSync('node', [bin, 'export', 'WindowAttention', '--into', proj, '--store', dir, '--json'], { encoding: 'utf8' });
+    const ok = spawnSync('node', [bin, 'export', 'WindowAttention', '--into', proj, '--store', dir, '--json'], {
+      encoding: 'utf8',
+    });
     assert.equal(ok.status, 0, ok.stderr);
     const rep = JSON.parse(ok.stdout);
     assert.equal(rep.id, WA);
     assert.equal(rep.importLine, 'from window_attention import WindowAttention');
-    const again = spawnSync('node', [bin, 'export', WA, '--into', proj, '--module', 'window_attention', '--store', dir], { encoding: 'utf8' });
+    const again = spawnSync(
+      'node',
+      [bin, 'export', WA, '--into', proj, '--module', 'window_attention', '--store', dir],
+      { encoding: 'utf8' },
+    );
     assert.equal(again.status, 0, 'identical content');
     writeFileSync(path.join(proj, 'window_attention.py'), '# edited\n');
     const refused = spawnSync('node', [bin, 'export', WA, '--into', proj, '--store', dir], { encoding: 'utf8' });
     assert.equal(refused.status, 1);
     assert.match(refused.stderr, /--force/);
     assert.equal(spawnSync('node', [bin, 'export', WA, '--store', dir], { encoding: 'utf8' }).status, 2, 'no --into');
-    assert.equal(spawnSync('node', [bin, 'export', WA, '--into', proj, '--module', '../x', '--store', dir], { encoding: 'utf8' }).status, 2);
-    assert.equal(spawnSync('node', [bin, 'export', WA, '--into', proj, '--force', '--store', dir], { encoding: 'utf8' }).status, 0);
+    assert.equal(
+      spawnSync('node', [bin, 'export', WA, '--into', proj, '--module', '../x', '--store', dir], { encoding: 'utf8' })
+        .status,
+      2,
+    );
+    assert.equal(
+      spawnSync('node', [bin, 'export', WA, '--into', proj, '--force', '--store', dir], { encoding: 'utf8' }).status,
+      0,
+    );
   });
 });

@@ -18,29 +18,51 @@ import { fixture, repoRoot, tempDir } from '../helpers.js';
 
 const PY = '/usr/bin/python3';
 const bin = path.join(repoRoot, 'dist', 'src', 'cli', 'bin.js');
-const haveTorch = !needsTorch() && existsSync(PY) && (() => {
-  try { execFileSync(PY, ['-c', 'import torch'], { stdio: 'ignore' }); return true; } catch { return false; }
-})();
+const haveTorch =
+  !needsTorch() &&
+  existsSync(PY) &&
+  (() => {
+    try {
+      execFileSync(PY, ['-c', 'import torch'], { stdio: 'ignore' });
+      return true;
+    } catch {
+      return false;
+    }
+  })();
 const haveBwrap = existsSync('/usr/bin/bwrap');
 const skip = (!haveTorch && 'no /usr/bin/python3 with torch') || (!haveBwrap && 'no bubblewrap');
 
 const BREAKS = ['\n', '\r', '\r\n', '\x0b', '\x0c', '\x1c', '\x1d', '\x1e', '\x85', '\u2028', '\u2029'];
 
-interface Rec { id: string; ok: boolean; validation: { usage?: string | null; usageCheck?: string; stages: Record<string, string> } }
+interface Rec {
+  id: string;
+  ok: boolean;
+  validation: { usage?: string | null; usageCheck?: string; stages: Record<string, string> };
+}
 
 /** Run Python code in `cwd` with the environment's interpreter, nothing else on its path. */
 function py(code: string, cwd: string) {
-  return spawnSync(PY, ['-c', code], { cwd, encoding: 'utf8', env: { PATH: '/usr/bin:/bin', PYTHONDONTWRITEBYTECODE: '1' } });
+  return spawnSync(PY, ['-c', code], {
+    cwd,
+    encoding: 'utf8',
+    env: { PATH: '/usr/bin:/bin', PYTHONDONTWRITEBYTECODE: '1' },
+  });
 }
 
 describe('commentBlock and plainUsage (no record value leaves a comment)', () => {
-  test('every line break and control character stays inside the comment, in the real Python', { skip: !haveTorch && 'no /usr/bin/python3' }, () => {
+  test('every line break and control character stays inside the comment, in the real Python', {
+    skip: !haveTorch && 'no /usr/bin/python3',
+  }, () => {
     const dir = tempDir('nnrag-comment-');
     const marker = path.join(dir, 'ran');
     const lines = BREAKS.map((b) => commentBlock(`x${b}open(${JSON.stringify(marker)}, 'w').write('1')${b}#`));
     for (const l of lines) {
       for (const line of l.split('\n')) assert.match(line, /^#/, JSON.stringify(l));
-      assert.equal(l.split(/\r\n|[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]/).length, l.split('\n').length, 'only \\n separates lines');
+      assert.equal(
+        l.split(/\r\n|[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]/).length,
+        l.split('\n').length,
+        'only \\n separates lines',
+      );
     }
     writeFileSync(path.join(dir, 'm.py'), lines.join('\n') + '\nVALUE = 1\n');
     const r = py('import m; print(m.VALUE)', dir);
@@ -52,20 +74,53 @@ describe('commentBlock and plainUsage (no record value leaves a comment)', () =>
   });
 
   test('plainUsage keeps snippets of the renderer and refuses older pasted ones', () => {
-    for (const ok of ['Mlp(in_features=8)(torch.randn(2, 8))', 'import functools\nW(functools.partial(torch.nn.LayerNorm, eps=-1e-06), t="a;b\\"c)")(torch.randn(2, 3))',
-      'M(C(n=1, s={"a": (1,)}))(torch.tensor([[1, 2]], dtype=torch.int64))']) assert.equal(plainUsage(ok), ok);
-    for (const bad of ["T(8, tag='x'\nopen('f', 'w').write('1')\n#')(torch.randn(2, 8))", "T(tag='x'); open('f')", "T(tag='x'), open('f')", 'T(f"{open(1)}")(x)',
-      'T(lambda: 1)(x)', 'T(1 + 2)(x)', 'import os\nT()(x)', 'T(\u2028)(x)', 'T()(x) # c', 'y = T()(x)', 'T(x for x in y)(z)']) assert.equal(plainUsage(bad), null, bad);
+    for (const ok of [
+      'Mlp(in_features=8)(torch.randn(2, 8))',
+      'import functools\nW(functools.partial(torch.nn.LayerNorm, eps=-1e-06), t="a;b\\"c)")(torch.randn(2, 3))',
+      'M(C(n=1, s={"a": (1,)}))(torch.tensor([[1, 2]], dtype=torch.int64))',
+    ])
+      assert.equal(plainUsage(ok), ok);
+    for (const bad of [
+      "T(8, tag='x'\nopen('f', 'w').write('1')\n#')(torch.randn(2, 8))",
+      "T(tag='x'); open('f')",
+      "T(tag='x'), open('f')",
+      'T(f"{open(1)}")(x)',
+      'T(lambda: 1)(x)',
+      'T(1 + 2)(x)',
+      'import os\nT()(x)',
+      'T(\u2028)(x)',
+      'T()(x) # c',
+      'y = T()(x)',
+      'T(x for x in y)(z)',
+    ])
+      assert.equal(plainUsage(bad), null, bad);
   });
 });
 
 describe('usage snippets of validated blocks, exported and run as written', { skip }, () => {
   const store = path.join(tempDir(), 'store');
-  const cli = (...args: string[]) => spawnSync(process.execPath, [bin, ...args, '--store', store], { encoding: 'utf8', timeout: 600000 });
+  const cli = (...args: string[]) =>
+    spawnSync(process.execPath, [bin, ...args, '--store', store], { encoding: 'utf8', timeout: 600000 });
   const recs = new Map<string, Rec>();
 
   before(() => {
-    const ex = cli('extract', '--repo', fixture('usage'), '--blocks', 'Model', 'Residual', 'Masked', 'Tagged', 'TaggedCR', 'TaggedLS', '--python', PY, '--workers', '1', '--json');
+    const ex = cli(
+      'extract',
+      '--repo',
+      fixture('usage'),
+      '--blocks',
+      'Model',
+      'Residual',
+      'Masked',
+      'Tagged',
+      'TaggedCR',
+      'TaggedLS',
+      '--python',
+      PY,
+      '--workers',
+      '1',
+      '--json',
+    );
     assert.equal(ex.status, 0, ex.stderr);
     for (const r of JSON.parse(ex.stdout) as Rec[]) recs.set(r.id.split('.').pop()!, r);
   });
@@ -89,7 +144,13 @@ describe('usage snippets of validated blocks, exported and run as written', { sk
     for (let i = at + 1; header[i].startsWith('#     '); i++) shown.push(header[i].slice(6));
     assert.equal(shown.join('\n'), report.usage, 'the header holds the snippet itself');
     const lines = report.usage!.split('\n');
-    const code = ['import torch', `from ${report.module} import *`, ...lines.slice(0, -1), `y = ${lines[lines.length - 1]}`, check].join('\n');
+    const code = [
+      'import torch',
+      `from ${report.module} import *`,
+      ...lines.slice(0, -1),
+      `y = ${lines[lines.length - 1]}`,
+      check,
+    ].join('\n');
     const r = py(code, dir);
     assert.equal(r.status, 0, `${report.usage}\n${r.stderr}`);
     return { usage: report.usage!, out: r.stdout.trim() };
@@ -99,7 +160,10 @@ describe('usage snippets of validated blocks, exported and run as written', { sk
     const rec = recs.get('Model')!;
     assert.equal(rec.ok, true, JSON.stringify(rec.validation));
     const { usage, out } = runUsage('Model', 'print(tuple(y.shape))');
-    assert.match(usage, /^Model\((config=)?ModelConfig\(block_size=\d+, vocab_size=\d+, n_layer=\d+, n_embd=\d+, bias=(True|False)\)\)\(torch\.(randint|tensor)\(/);
+    assert.match(
+      usage,
+      /^Model\((config=)?ModelConfig\(block_size=\d+, vocab_size=\d+, n_layer=\d+, n_embd=\d+, bias=(True|False)\)\)\(torch\.(randint|tensor)\(/,
+    );
     assert.equal(rec.validation.usageCheck, 'ran');
     assert.match(out, /^\(\d+, \d+, \d+\)$/);
   });
@@ -112,7 +176,10 @@ describe('usage snippets of validated blocks, exported and run as written', { sk
 
   test('a block taking a tensor and a mask: both built with their shape and dtype', () => {
     const { usage, out } = runUsage('Masked', 'print(tuple(y.shape), y.dtype)');
-    assert.match(usage, /^Masked\(torch\.randn\(\d+, \d+\)\)\(torch\.randn\(\d+(, \d+)*\), torch\.ones\(\(\d+(, \d+)*\), dtype=torch\.bool\)\)$/);
+    assert.match(
+      usage,
+      /^Masked\(torch\.randn\(\d+, \d+\)\)\(torch\.randn\(\d+(, \d+)*\), torch\.ones\(\(\d+(, \d+)*\), dtype=torch\.bool\)\)$/,
+    );
     assert.match(out, /^\(\d+(, \d+)*\) torch\.float32$/);
   });
 
@@ -126,10 +193,17 @@ describe('usage snippets of validated blocks, exported and run as written', { sk
       assert.match(report.usage ?? '', new RegExp(`^${name}\\(8, "plain"\\)\\(torch\\.randn\\(\\d+(, \\d+)*\\)\\)$`));
       const r = py(`import ${report.module}`, dir);
       assert.equal(r.status, 0, r.stderr);
-      assert.deepEqual(readdirSync(dir).filter((f) => f.endsWith('.pwned')), [], 'importing the exported file ran nothing');
+      assert.deepEqual(
+        readdirSync(dir).filter((f) => f.endsWith('.pwned')),
+        [],
+        'importing the exported file ran nothing',
+      );
       const run = runUsage(name, 'print(type(y).__name__)');
       assert.equal(run.out, 'Tensor');
-      assert.deepEqual(readdirSync(dir).filter((f) => f.endsWith('.pwned')), []);
+      assert.deepEqual(
+        readdirSync(dir).filter((f) => f.endsWith('.pwned')),
+        [],
+      );
     });
   }
 });

@@ -18,7 +18,8 @@ const N = 400; // modules of ~100 lines: a run of a second or more
 
 function runChild(storeDir: string, root: string) {
   const child = spawn(process.execPath, [CHILD, storeDir, root, '2'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '', err = '';
+  let out = '',
+    err = '';
   child.stdout.on('data', (d) => (out += d));
   child.stderr.on('data', (d) => (err += d));
   const done = new Promise<{ code: number | null; signal: string | null; out: string; err: string }>((resolve) =>
@@ -29,7 +30,11 @@ function runChild(storeDir: string, root: string) {
 
 function factsCount(storeDir: string): number {
   try {
-    const db = new Database(path.join(storeDir, 'index.sqlite'), { readonly: true, fileMustExist: true, timeout: 5000 });
+    const db = new Database(path.join(storeDir, 'index.sqlite'), {
+      readonly: true,
+      fileMustExist: true,
+      timeout: 5000,
+    });
     try {
       return db.prepare('SELECT COUNT(*) FROM facts').pluck().get() as number;
     } finally {
@@ -47,9 +52,12 @@ function assertComplete(store: IndexStore, files: number): void {
 
 function assertConsistent(store: IndexStore): void {
   assert.equal(store.integrityCheck(), 'ok');
-  const orphans = store.db.prepare(
-    'SELECT COUNT(*) FROM files f LEFT JOIN facts x ON x.blob = f.blob WHERE x.blob IS NULL OR x.version != ? OR x.data IS NULL',
-  ).pluck().get(FACTS_VERSION);
+  const orphans = store.db
+    .prepare(
+      'SELECT COUNT(*) FROM files f LEFT JOIN facts x ON x.blob = f.blob WHERE x.blob IS NULL OR x.version != ? OR x.data IS NULL',
+    )
+    .pluck()
+    .get(FACTS_VERSION);
   assert.equal(orphans, 0, 'every file row has facts');
 }
 
@@ -85,11 +93,12 @@ test('SIGKILL at random moments of runs over a changing tree always leaves a con
   writeTree(root, pyPackage(200, 100, 20_000));
   const storeDir = path.join(tempDir(), 'store');
   let seed = 12345;
-  const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
   for (let round = 0; round < 3; round++) {
     // change some files between runs so every run has parsing to do
     const changed: Record<string, string> = {};
-    for (let i = 0; i < 40; i++) changed[`pkg/m${Math.floor(rand() * 200)}.py`] = pyModule(50_000 + round * 100 + i, 100);
+    for (let i = 0; i < 40; i++)
+      changed[`pkg/m${Math.floor(rand() * 200)}.py`] = pyModule(50_000 + round * 100 + i, 100);
     writeTree(root, changed);
     const { child, done } = runChild(storeDir, root);
     await new Promise((r) => setTimeout(r, 150 + rand() * 1200));

@@ -22,14 +22,17 @@ const opts = (o: IndexOptions = {}): IndexOptions => ({ pool, ...o });
 /** Every file row points at stored, current facts. */
 function assertConsistent(store: IndexStore): void {
   assert.equal(store.integrityCheck(), 'ok');
-  const orphans = store.db.prepare(
-    'SELECT f.repo, f.path FROM files f LEFT JOIN facts x ON x.blob = f.blob WHERE x.blob IS NULL OR x.version != ?',
-  ).all(FACTS_VERSION);
+  const orphans = store.db
+    .prepare(
+      'SELECT f.repo, f.path FROM files f LEFT JOIN facts x ON x.blob = f.blob WHERE x.blob IS NULL OR x.version != ?',
+    )
+    .all(FACTS_VERSION);
   assert.deepEqual(orphans, []);
 }
 
 test('identical content in two repos is parsed once', async () => {
-  const a = tempDir(), b = tempDir();
+  const a = tempDir(),
+    b = tempDir();
   const files = pyPackage(3);
   writeTree(a, files);
   writeTree(b, { ...files, 'pkg/extra.py': 'X = 1\n' });
@@ -38,7 +41,13 @@ test('identical content in two repos is parsed once', async () => {
   assert.equal(r.files, 9);
   assert.equal(r.parsed, 5, '4 shared contents + extra.py');
   assert.equal(r.reused, 4);
-  assert.deepEqual(r.repos.map((x) => [x.name, x.parsed, x.reused]), [['a', 4, 0], ['b', 1, 4]]);
+  assert.deepEqual(
+    r.repos.map((x) => [x.name, x.parsed, x.reused]),
+    [
+      ['a', 4, 0],
+      ['b', 1, 4],
+    ],
+  );
   // a third repo with the same content later: nothing to parse
   const c = tempDir();
   writeTree(c, files);
@@ -74,7 +83,10 @@ test('missing mode re-parses exactly the changed file; stat cache skips unchange
   assert.equal(r3.parsed, 1);
   const after = store.listFiles('r').find((x) => x.path === 'pkg/m3.py')!.blob;
   assert.notEqual(after, before);
-  assert.deepEqual(store.getFacts(after)?.statements.flatMap((s) => s.binds), ['os', 'changed']);
+  assert.deepEqual(
+    store.getFacts(after)?.statements.flatMap((s) => s.binds),
+    ['os', 'changed'],
+  );
 
   // touched but identical content: read again, not parsed
   utimesSync(f, new Date(), new Date(Date.now() - 30_000));
@@ -117,7 +129,10 @@ test('deleted files disappear from the index; facts stay until gc', async () => 
   rmSync(path.join(root, 'pkg/m2.py'));
   const r = await indexRepos(store, co, opts());
   assert.equal(r.files, 3);
-  assert.deepEqual(store.listFiles('r').map((f) => f.path), ['pkg/__init__.py', 'pkg/m0.py', 'pkg/m1.py']);
+  assert.deepEqual(
+    store.listFiles('r').map((f) => f.path),
+    ['pkg/__init__.py', 'pkg/m0.py', 'pkg/m1.py'],
+  );
   assert.equal(store.hasFacts(gone), true);
   assert.equal(store.gc(), 1);
   assert.equal(store.hasFacts(gone), false);
@@ -148,22 +163,34 @@ test('problems: > 2 MB file, invalid UTF-8, syntax error, symlink loop; none fat
     'pkg/broken.py': 'X = 1\n\ndef f(:\n    pass\n\nclass C:\n    pass\n',
     'pkg/ok.py': 'Z = 3\n',
   });
-  symlinkSync('..', path.join(root, 'pkg/loop')); // pkg/loop/pkg/loop/... 
+  symlinkSync('..', path.join(root, 'pkg/loop')); // pkg/loop/pkg/loop/...
   const store = IndexStore.open(tempDir());
   const r = await indexRepos(store, [checkout('r', root)], opts());
   const kinds = Object.fromEntries(r.problems.map((p) => [p.path, p.kind]));
   assert.deepEqual(kinds, {
-    'pkg/big.py': 'too-large', 'pkg/latin.py': 'invalid-utf8', 'pkg/broken.py': 'syntax-error', 'pkg/loop': 'symlink-loop',
+    'pkg/big.py': 'too-large',
+    'pkg/latin.py': 'invalid-utf8',
+    'pkg/broken.py': 'syntax-error',
+    'pkg/loop': 'symlink-loop',
   });
   assert.match(r.problems.find((p) => p.kind === 'syntax-error')!.message, /^line 3:/);
   assert.match(r.problems.find((p) => p.kind === 'invalid-utf8')!.message, /line 2/);
-  assert.deepEqual(store.listFiles('r').map((f) => f.path), ['pkg/__init__.py', 'pkg/broken.py', 'pkg/latin.py', 'pkg/ok.py']);
+  assert.deepEqual(
+    store.listFiles('r').map((f) => f.path),
+    ['pkg/__init__.py', 'pkg/broken.py', 'pkg/latin.py', 'pkg/ok.py'],
+  );
   assert.equal(r.parseErrors, 1);
   // indexed as far as possible
   const latin = store.getFacts(store.listFiles('r').find((f) => f.path === 'pkg/latin.py')!.blob)!;
-  assert.deepEqual(latin.statements.flatMap((s) => s.binds), ['A', 'S', 'B']);
+  assert.deepEqual(
+    latin.statements.flatMap((s) => s.binds),
+    ['A', 'S', 'B'],
+  );
   const broken = store.getFacts(store.listFiles('r').find((f) => f.path === 'pkg/broken.py')!.blob)!;
-  assert.ok(broken.statements.some((s) => s.binds.includes('C')), 'the class after the syntax error is still bound');
+  assert.ok(
+    broken.statements.some((s) => s.binds.includes('C')),
+    'the class after the syntax error is still bound',
+  );
   // problems are stored, and reported again when the content is reused
   assert.equal(store.listProblems('r').length, 4);
   const r2 = await indexRepos(store, [checkout('r', root)], opts());
@@ -188,13 +215,26 @@ test('a listed file that cannot be read (self-referencing symlink, vanished) is 
   const lister: Lister = async (r, o) => {
     const l = await listTree(r, o);
     return {
-      files: [...l.files.filter((f) => f.path === 'a.py'), { path: 'self.py', size: 10, mtimeMs: 1 }, { path: 'gone.py', size: 5, mtimeMs: 1 }],
+      files: [
+        ...l.files.filter((f) => f.path === 'a.py'),
+        { path: 'self.py', size: 10, mtimeMs: 1 },
+        { path: 'gone.py', size: 5, mtimeMs: 1 },
+      ],
       problems: [],
     };
   };
   const store = IndexStore.open(tempDir());
   const r = await indexRepos(store, [checkout('r', root)], opts({ list: lister }));
-  assert.deepEqual(r.problems.map((p) => [p.path, p.kind]), [['gone.py', 'read-error'], ['self.py', 'symlink-loop']]);
-  assert.deepEqual(store.listFiles('r').map((f) => f.path), ['a.py']);
+  assert.deepEqual(
+    r.problems.map((p) => [p.path, p.kind]),
+    [
+      ['gone.py', 'read-error'],
+      ['self.py', 'symlink-loop'],
+    ],
+  );
+  assert.deepEqual(
+    store.listFiles('r').map((f) => f.path),
+    ['a.py'],
+  );
   store.close();
 });

@@ -19,11 +19,17 @@ test('a batch comes back in order, with blob ids and facts JSON; a missing file 
   try {
     const items = ['a.py', 'b.py', 'bad.py', 'nope.py'].map((p) => ({ path: path.join(root, p), blob: null }));
     const out = await pool.parse(items);
-    assert.deepEqual(out.map((o) => path.basename(o.path)), ['a.py', 'b.py', 'bad.py', 'nope.py']);
+    assert.deepEqual(
+      out.map((o) => path.basename(o.path)),
+      ['a.py', 'b.py', 'bad.py', 'nope.py'],
+    );
     assert.equal(out[1].blob, gitBlobId(readFileSync(path.join(root, 'b.py'))));
     const b = JSON.parse(out[1].json!) as FileFacts;
     assert.equal(b.version, FACTS_VERSION);
-    assert.deepEqual(b.statements.map((s) => s.binds), [['os'], ['X']]);
+    assert.deepEqual(
+      b.statements.map((s) => s.binds),
+      [['os'], ['X']],
+    );
     assert.equal(out[2].errors > 0, true);
     assert.match(out[2].firstError!, /^line 1:/);
     assert.equal(out[3].readFailed, true);
@@ -39,12 +45,18 @@ test('a file that exhausts the worker heap limit is parsed again without the lim
   const root = tempDir();
   const lines: string[] = [];
   for (let i = 0; lines.join('\n').length < 250_000; i++) {
-    lines.push(`def f${i}(a, b=[x * 2 for x in range(3)], *c, **d):`, `    return g${i}(a, b.c.d[e], {k: v for k, v in d.items()}, lambda z: z + q${i})`);
+    lines.push(
+      `def f${i}(a, b=[x * 2 for x in range(3)], *c, **d):`,
+      `    return g${i}(a, b.c.d[e], {k: v for k, v in d.items()}, lambda z: z + q${i})`,
+    );
   }
   writeTree(root, { 'dense.py': lines.join('\n') + '\n', 'small.py': 'Y = 1\n' });
   const pool = new ParsePool(1, { oldMB: 8 });
   try {
-    const out = await pool.parse([{ path: path.join(root, 'small.py'), blob: null }, { path: path.join(root, 'dense.py'), blob: null }]);
+    const out = await pool.parse([
+      { path: path.join(root, 'small.py'), blob: null },
+      { path: path.join(root, 'dense.py'), blob: null },
+    ]);
     assert.equal(out.length, 2);
     assert.equal(out[1].problem, null);
     const facts = JSON.parse(out[1].json!) as FileFacts;
@@ -58,7 +70,8 @@ test('a file that exhausts the worker heap limit is parsed again without the lim
 test('a batch that runs past the timeout is abandoned; its files are retried alone and reported', async () => {
   const root = tempDir();
   const lines: string[] = [];
-  for (let i = 0; i < 3000; i++) lines.push(`def f${i}(a):`, `    return g(a, [x for x in a if x], {k: v for k, v in a})`);
+  for (let i = 0; i < 3000; i++)
+    lines.push(`def f${i}(a):`, `    return g(a, [x for x in a if x], {k: v for k, v in a})`);
   writeTree(root, { 'slow.py': lines.join('\n') + '\n' });
   const pool = new ParsePool(1, { timeoutMs: 1 });
   try {

@@ -14,11 +14,37 @@ const cases: [CategoryInput, string][] = [
   [{ name: 'FrozenBN', bases: ['torch.nn.modules.batchnorm._BatchNorm'] }, 'normalization'],
   [{ name: 'GeM', layers: {} }, 'pooling'],
   [{ name: 'SelectAdaptive', layers: { 'nn.AdaptiveAvgPool2d': 1, 'nn.Flatten': 1 } }, 'pooling'],
-  [{ name: 'ResNet', layers: { 'nn.Conv2d': 53, 'nn.BatchNorm2d': 53, 'nn.ReLU': 1, 'nn.MaxPool2d': 1, 'nn.AdaptiveAvgPool2d': 1, 'nn.Linear': 1 } }, 'architecture'],
+  [
+    {
+      name: 'ResNet',
+      layers: {
+        'nn.Conv2d': 53,
+        'nn.BatchNorm2d': 53,
+        'nn.ReLU': 1,
+        'nn.MaxPool2d': 1,
+        'nn.AdaptiveAvgPool2d': 1,
+        'nn.Linear': 1,
+      },
+    },
+    'architecture',
+  ],
   [{ name: 'VisionTransformer', layers: { PatchEmbed: 1, Block: 12, LayerNorm: 1, Linear: 1 } }, 'architecture'],
-  [{ name: 'Tiny', docstring: 'A small classification model.', layers: { Conv2d: 4, BatchNorm2d: 3, ReLU: 1, Linear: 1 } }, 'architecture'],
+  [
+    {
+      name: 'Tiny',
+      docstring: 'A small classification model.',
+      layers: { Conv2d: 4, BatchNorm2d: 3, ReLU: 1, Linear: 1 },
+    },
+    'architecture',
+  ],
   [{ name: 'Block', layers: { LayerNorm: 2, Attention: 1, Mlp: 1, DropPath: 2 } }, 'transformer block'],
-  [{ name: 'EncoderLayer', layers: { 'nn.MultiheadAttention': 1, 'nn.Linear': 2, 'nn.LayerNorm': 2, 'nn.Dropout': 3 } }, 'transformer block'],
+  [
+    {
+      name: 'EncoderLayer',
+      layers: { 'nn.MultiheadAttention': 1, 'nn.Linear': 2, 'nn.LayerNorm': 2, 'nn.Dropout': 3 },
+    },
+    'transformer block',
+  ],
   [{ name: 'Wrapper', layers: { 'nn.TransformerEncoderLayer': 1 } }, 'transformer block'],
   [{ name: 'Attention', layers: { 'nn.Linear': 2, 'nn.Dropout': 2 } }, 'attention'],
   [{ name: 'SEModule', layers: { Conv2d: 2, ReLU: 1, Sigmoid: 1 } }, 'attention'],
@@ -67,15 +93,28 @@ test('region and neighbourhood reductions are pooling; stages and heads are not 
   assert.equal(categorize({ name: 'MultiScaleRoIAlign', layers: {} }).category, 'pooling');
   assert.equal(categorize({ name: 'ROIAlignRotated' }).category, 'pooling');
   assert.equal(categorize({ name: 'MeanAggregation' }).category, 'pooling');
-  const stage = { name: 'SwinStage', layers: { SwinBlock: 2, WindowAttention: 2, Mlp: 2, LayerNorm: 5, Linear: 10, PatchMerging: 1 } };
+  const stage = {
+    name: 'SwinStage',
+    layers: { SwinBlock: 2, WindowAttention: 2, Mlp: 2, LayerNorm: 5, Linear: 10, PatchMerging: 1 },
+  };
   assert.equal(categorize(stage).category, 'transformer block');
-  assert.equal(categorize({ name: 'ClsHead', layers: { Conv2d: 3, BatchNorm2d: 3, ReLU: 3, AdaptiveAvgPool2d: 1, Flatten: 1, Linear: 1 } }).category, 'convolution');
+  assert.equal(
+    categorize({
+      name: 'ClsHead',
+      layers: { Conv2d: 3, BatchNorm2d: 3, ReLU: 3, AdaptiveAvgPool2d: 1, Flatten: 1, Linear: 1 },
+    }).category,
+    'convolution',
+  );
   assert.equal(categorize({ name: 'ResLayer', layers: { AvgPool2d: 1 } }).category, 'convolution');
 });
 
 test('a network named as one is an architecture even when its layers are not known', () => {
   // not built by validation, layers inherited from a base class
-  assert.equal(categorize({ name: 'VisionTransformer', layers: {}, bases: ['timm.models.vision_transformer.VisionTransformer'] }).category, 'architecture');
+  assert.equal(
+    categorize({ name: 'VisionTransformer', layers: {}, bases: ['timm.models.vision_transformer.VisionTransformer'] })
+      .category,
+    'architecture',
+  );
   assert.equal(categorize({ name: 'ResidualBlock', layers: {} }).category, 'convolution');
 });
 
@@ -101,5 +140,8 @@ test('the layers a block constructs are those of its own class body, not of the 
   assert.deepEqual(layerInventory(text, 'GPT'), { Embedding: 1, LayerNorm: 1, Head: 1 });
   assert.deepEqual(layerInventory(text, 'Head'), { Linear: 2 });
   // a model whose forward takes targets (it returns the loss too) is not a loss
-  assert.notEqual(categorize({ name: 'GPT', layers: layerInventory(text, 'GPT'), forwardParams: ['idx', 'targets'] }).category, 'loss');
+  assert.notEqual(
+    categorize({ name: 'GPT', layers: layerInventory(text, 'GPT'), forwardParams: ['idx', 'targets'] }).category,
+    'loss',
+  );
 });

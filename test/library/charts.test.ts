@@ -10,7 +10,10 @@ import { wilson } from '../../src/library/stats.js';
 function parseXml(svg: string): { root: string; rects: number; texts: string[] } {
   const out = execFileSync(
     'python3',
-    ['-c', 'import sys,json,xml.etree.ElementTree as E\nr=E.fromstring(sys.stdin.buffer.read())\nns="{http://www.w3.org/2000/svg}"\nprint(json.dumps({"root":r.tag,"rects":len(r.findall(".//"+ns+"rect")),"texts":["".join(t.itertext()) for t in r.iter(ns+"text")]}))'],
+    [
+      '-c',
+      'import sys,json,xml.etree.ElementTree as E\nr=E.fromstring(sys.stdin.buffer.read())\nns="{http://www.w3.org/2000/svg}"\nprint(json.dumps({"root":r.tag,"rects":len(r.findall(".//"+ns+"rect")),"texts":["".join(t.itertext()) for t in r.iter(ns+"text")]}))',
+    ],
     { input: svg, encoding: 'utf8' },
   );
   return JSON.parse(out);
@@ -34,11 +37,16 @@ test('bar chart is well-formed and escapes labels', () => {
 });
 
 test('bar widths are proportional; max track drawn behind', () => {
-  const svg = barChart({ title: 't', bars: [{ label: 'x', value: 50, max: 100 }, { label: 'y', value: 100 }] });
-  const widths = [...svg.matchAll(/<rect x="\d+(?:\.\d+)?" y="[\d.]+" width="([\d.]+)" height="14" fill="(#[0-9a-f]+)"/g)].map((m) => [
-    Number(m[1]),
-    m[2],
-  ]);
+  const svg = barChart({
+    title: 't',
+    bars: [
+      { label: 'x', value: 50, max: 100 },
+      { label: 'y', value: 100 },
+    ],
+  });
+  const widths = [
+    ...svg.matchAll(/<rect x="\d+(?:\.\d+)?" y="[\d.]+" width="([\d.]+)" height="14" fill="(#[0-9a-f]+)"/g),
+  ].map((m) => [Number(m[1]), m[2]]);
   // track(100), bar(50), bar(100)
   assert.equal(widths.length, 3);
   assert.equal(widths[0][1], '#c6dbef');

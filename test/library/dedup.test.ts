@@ -6,14 +6,37 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { tokenize, docstringMask, canonicalText, structuralHashes, T } from '../../src/library/structural.js';
-import { shingles, jaccard, ophSignature, estimateJaccard, chooseBands, candidateProbability } from '../../src/library/minhash.js';
-import { dedup, computeSignature, blockSignatures, similarity, signatureToRecord, signatureFromRecord, SimilarityIndex, type DedupInput } from '../../src/library/dedup.js';
+import {
+  shingles,
+  jaccard,
+  ophSignature,
+  estimateJaccard,
+  chooseBands,
+  candidateProbability,
+} from '../../src/library/minhash.js';
+import {
+  dedup,
+  computeSignature,
+  blockSignatures,
+  similarity,
+  signatureToRecord,
+  signatureFromRecord,
+  SimilarityIndex,
+  type DedupInput,
+} from '../../src/library/dedup.js';
 import { generateBlocks, rng } from '../../bench/dedup.js';
 import { TIMM_CHECKOUT } from '../helpers.js';
 
 const KIND: Record<number, string> = {
-  [T.NAME]: 'NAME', [T.KEYWORD]: 'NAME', [T.INT]: 'NUMBER', [T.NUMBER]: 'NUMBER', [T.STRING]: 'STRING',
-  [T.OP]: 'OP', [T.NEWLINE]: 'NEWLINE', [T.INDENT]: 'INDENT', [T.DEDENT]: 'DEDENT',
+  [T.NAME]: 'NAME',
+  [T.KEYWORD]: 'NAME',
+  [T.INT]: 'NUMBER',
+  [T.NUMBER]: 'NUMBER',
+  [T.STRING]: 'STRING',
+  [T.OP]: 'OP',
+  [T.NEWLINE]: 'NEWLINE',
+  [T.INDENT]: 'INDENT',
+  [T.DEDENT]: 'DEDENT',
 };
 
 function cpythonTokens(src: string): string[] {
@@ -115,13 +138,19 @@ test('shingles, exact Jaccard and OPH estimate', () => {
   assert.equal(jaccard(new Uint32Array(0), new Uint32Array(0)), 0);
   // OPH + densification estimates Jaccard (K = 128: standard error ≈ 0.04)
   const r = rng(7);
-  for (const [size, overlap] of [[400, 0.9], [400, 0.5], [60, 0.8], [20, 0.95]] as const) {
+  for (const [size, overlap] of [
+    [400, 0.9],
+    [400, 0.5],
+    [60, 0.8],
+    [20, 0.95],
+  ] as const) {
     let errSum = 0;
     for (let trial = 0; trial < 20; trial++) {
       const common = Array.from({ length: Math.round(size * overlap) }, () => (r() * 2 ** 32) >>> 0);
       const a = [...common, ...Array.from({ length: size - common.length }, () => (r() * 2 ** 32) >>> 0)];
       const b = [...common, ...Array.from({ length: size - common.length }, () => (r() * 2 ** 32) >>> 0)];
-      const A = Uint32Array.from(new Set(a)).sort(), B = Uint32Array.from(new Set(b)).sort();
+      const A = Uint32Array.from(new Set(a)).sort(),
+        B = Uint32Array.from(new Set(b)).sort();
       errSum += estimateJaccard(ophSignature(A)!, ophSignature(B)!) - jaccard(A, B);
     }
     assert.ok(Math.abs(errSum / 20) < 0.05, `biased estimate for size ${size} overlap ${overlap}: ${errSum / 20}`);
@@ -167,13 +196,25 @@ const BASE = `class ConvBlock(nn.Module):
 `;
 
 // comments, docstrings, blank lines and indentation width changed
-const EXACT = BASE.replace(/ {4}/g, '  ').replace(/ *"""[^"]*"""\n/g, '').replace('# two convolutions', '# 2 convs!') + '\n# trailing\n';
+const EXACT =
+  BASE.replace(/ {4}/g, '  ')
+    .replace(/ *"""[^"]*"""\n/g, '')
+    .replace('# two convolutions', '# 2 convs!') + '\n# trailing\n';
 // one statement added: near duplicate
 const NEAR = BASE.replace('        y = self.drop(y)\n', '        y = self.drop(y)\n        y = y.contiguous()\n');
 // every name the block binds renamed: structural duplicate
-const RENAMED = BASE.replace(/ConvBlock/g, 'MyBlock').replace(/\bin_ch\b/g, 'cin').replace(/\bout_ch\b/g, 'cout')
-  .replace(/\bdrop\b/g, 'p').replace(/\bconv(\d)\b/g, 'c$1').replace(/\bbn(\d)\b/g, 'norm$1').replace(/\bact\b/g, 'relu')
-  .replace(/\bproj\b/g, 'head').replace(/\by\b/g, 'h').replace(/\bout\b/g, 'z').replace(/\bblk\b/g, 'layer').replace(/\bx\b/g, 'inp');
+const RENAMED = BASE.replace(/ConvBlock/g, 'MyBlock')
+  .replace(/\bin_ch\b/g, 'cin')
+  .replace(/\bout_ch\b/g, 'cout')
+  .replace(/\bdrop\b/g, 'p')
+  .replace(/\bconv(\d)\b/g, 'c$1')
+  .replace(/\bbn(\d)\b/g, 'norm$1')
+  .replace(/\bact\b/g, 'relu')
+  .replace(/\bproj\b/g, 'head')
+  .replace(/\by\b/g, 'h')
+  .replace(/\bout\b/g, 'z')
+  .replace(/\bblk\b/g, 'layer')
+  .replace(/\bx\b/g, 'inp');
 // near-misses: a different layer width, as an exact-looking copy and as a renamed copy
 const WIDTH = BASE.replace('nn.Linear(out_ch, 256)', 'nn.Linear(out_ch, 512)');
 const WIDTH_RENAMED = RENAMED.replace('nn.Linear(cout, 256)', 'nn.Linear(cout, 512)');
@@ -252,7 +293,10 @@ test('dedup clusters planted duplicates and keeps near-misses apart', async () =
   assert.deepEqual(res.perRepo.r1, { total: 3, unique: 1, share: 1 / 4, uniqueRate: 1 / 3 });
   assert.equal(res.perRepo.r2.unique, 2);
   assert.equal(res.perRepo.r3.unique, 1);
-  assert.equal(Object.values(res.perRepo).reduce((a, r) => a + r.unique, 0), res.uniqueCount);
+  assert.equal(
+    Object.values(res.perRepo).reduce((a, r) => a + r.unique, 0),
+    res.uniqueCount,
+  );
 });
 
 test('near and exact clusters get their kind', async () => {
@@ -263,7 +307,10 @@ test('near and exact clusters get their kind', async () => {
   ]);
   assert.equal(res.clusters.length, 1);
   assert.equal(res.clusters[0].kind, 'near');
-  const only = await dedup([{ id: 'a', repo: 'x', text: BASE }, { id: 'c', repo: 'x', text: EXACT }]);
+  const only = await dedup([
+    { id: 'a', repo: 'x', text: BASE },
+    { id: 'c', repo: 'x', text: EXACT },
+  ]);
   assert.equal(only.clusters[0].kind, 'exact');
 });
 
@@ -284,7 +331,10 @@ test('empty and unparseable blocks never collapse', async () => {
     { id: 'ok1', repo: 'x', text: OTHER },
     { id: 'ok2', repo: 'x', text: OTHER },
   ]);
-  assert.deepEqual(res.clusters.map((c) => c.members), [['ok1', 'ok2']]);
+  assert.deepEqual(
+    res.clusters.map((c) => c.members),
+    [['ok1', 'ok2']],
+  );
   const reasons = Object.fromEntries(res.excluded.map((e) => [e.id, e.reason]));
   assert.equal(reasons.e1, 'empty');
   assert.equal(reasons.e2, 'empty');
@@ -295,10 +345,19 @@ test('empty and unparseable blocks never collapse', async () => {
   assert.equal(reasons.p1, 'unparseable');
   assert.equal(res.uniqueCount, 11);
   // with syntaxCheck 'lexical', the tokenizer-valid syntax errors do cluster
-  const lex = await dedup([{ id: 's1', repo: 'x', text: syntaxError }, { id: 's2', repo: 'x', text: syntaxError }], { syntaxCheck: 'lexical' });
+  const lex = await dedup(
+    [
+      { id: 's1', repo: 'x', text: syntaxError },
+      { id: 's2', repo: 'x', text: syntaxError },
+    ],
+    { syntaxCheck: 'lexical' },
+  );
   assert.equal(lex.clusters.length, 1);
-  const rt = signatureFromRecord(JSON.parse(JSON.stringify(signatureToRecord(computeSignature(BASE))), (_k, v) =>
-    v && v.type === 'Buffer' ? Buffer.from(v.data) : v));
+  const rt = signatureFromRecord(
+    JSON.parse(JSON.stringify(signatureToRecord(computeSignature(BASE))), (_k, v) =>
+      v && v.type === 'Buffer' ? Buffer.from(v.data) : v,
+    ),
+  );
   assert.deepEqual(rt, computeSignature(BASE));
   const sig = await blockSignatures(syntaxError);
   assert.match(sig.error ?? '', /syntax error at line \d/);
@@ -322,7 +381,9 @@ test('worker threads: planted relations in generated blocks, same result as in-t
 });
 
 const TIMM = TIMM_CHECKOUT;
-test('tokenizer agrees with CPython tokenize on every file of a real timm checkout', { skip: !(TIMM && existsSync(TIMM)) && 'no timm checkout (set NNRAG_TEST_TIMM)' }, () => {
+test('tokenizer agrees with CPython tokenize on every file of a real timm checkout', {
+  skip: !(TIMM && existsSync(TIMM)) && 'no timm checkout (set NNRAG_TEST_TIMM)',
+}, () => {
   const files = execFileSync('find', [TIMM, '-name', '*.py'], { encoding: 'utf8' }).trim().split('\n').sort();
   const ours: Record<string, string[]> = {};
   for (const f of files) ours[f] = ourTokens(readFileSync(f, 'utf8'));
@@ -339,14 +400,23 @@ test('tokenizer agrees with CPython tokenize on every file of a real timm checko
     '    if out != toks: bad.append(f)',
     'print(json.dumps(bad))',
   ].join('\n');
-  const bad = JSON.parse(execFileSync('python3', ['-c', py], { input: JSON.stringify(ours), encoding: 'utf8', maxBuffer: 1 << 28 }));
+  const bad = JSON.parse(
+    execFileSync('python3', ['-c', py], { input: JSON.stringify(ours), encoding: 'utf8', maxBuffer: 1 << 28 }),
+  );
   assert.ok(files.length > 100);
   assert.deepEqual(bad, []);
 });
 
 test('SimilarityIndex finds the planted relatives of a block', () => {
   const idx = new SimilarityIndex();
-  const texts: Record<string, string> = { base: BASE, exact: EXACT, near: NEAR, renamed: RENAMED, width: WIDTH, other: OTHER };
+  const texts: Record<string, string> = {
+    base: BASE,
+    exact: EXACT,
+    near: NEAR,
+    renamed: RENAMED,
+    width: WIDTH,
+    other: OTHER,
+  };
   for (const [id, t] of Object.entries(texts)) idx.add(id, computeSignature(t));
   assert.equal(idx.size, 6);
   const hits = idx.query(computeSignature(BASE), { excludeId: 'base', minScore: 0.8 });
@@ -368,9 +438,14 @@ test('structural view: bound names abstracted, API names, keywords and widths ke
     const out = new Uint32Array(t.n);
     return Array.from(out.subarray(0, structuralHashes(t, keep, out)));
   };
-  const a = 'import torch.nn as nn\nclass A(nn.Module):\n    def __init__(self, dim=64):\n        self.fc = nn.Linear(dim, 64, bias=False)\n    def forward(self, x):\n        return self.fc(x).relu()\n';
+  const a =
+    'import torch.nn as nn\nclass A(nn.Module):\n    def __init__(self, dim=64):\n        self.fc = nn.Linear(dim, 64, bias=False)\n    def forward(self, x):\n        return self.fc(x).relu()\n';
   // renaming the class, parameters, attributes and locals changes nothing
-  const renamed = a.replace(/\bA\b/, 'B').replace(/\bdim\b/g, 'd').replace(/\bfc\b/g, 'proj').replace(/\bx\b/g, 'inp');
+  const renamed = a
+    .replace(/\bA\b/, 'B')
+    .replace(/\bdim\b/g, 'd')
+    .replace(/\bfc\b/g, 'proj')
+    .replace(/\bx\b/g, 'inp');
   assert.deepEqual(view(renamed), view(a));
   // but API names, import aliases, keyword-argument names and integer literals are kept
   for (const changed of [
@@ -389,7 +464,11 @@ test('structural view: bound names abstracted, API names, keywords and widths ke
 test('many blocks that differ only in widths are compared quickly and never merged', async () => {
   const blocks: DedupInput[] = [];
   for (let i = 0; i < 3000; i++) {
-    blocks.push({ id: `w${i}`, repo: 'cfg', text: `class Cfg(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(${16 + i}, ${32 + i})\n        self.act = nn.ReLU()\n\n    def forward(self, x):\n        return self.act(self.fc(x))\n` });
+    blocks.push({
+      id: `w${i}`,
+      repo: 'cfg',
+      text: `class Cfg(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(${16 + i}, ${32 + i})\n        self.act = nn.ReLU()\n\n    def forward(self, x):\n        return self.act(self.fc(x))\n`,
+    });
   }
   const t0 = performance.now();
   const res = await dedup(blocks, { threads: 0, syntaxCheck: 'lexical' });

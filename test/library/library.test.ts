@@ -9,7 +9,16 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import * as api from '../../src/nnrag.js';
-import { buildLibrary, clusterOf, diversityTopUp, getDedup, getSpec, listSpecs, runDedup, type LibraryResult } from '../../src/library/library.js';
+import {
+  buildLibrary,
+  clusterOf,
+  diversityTopUp,
+  getDedup,
+  getSpec,
+  listSpecs,
+  runDedup,
+  type LibraryResult,
+} from '../../src/library/library.js';
 import type { RequiredRepos } from '../../src/library/provenance.js';
 import { listExtractions, putExtraction } from '../../src/store/records.js';
 import { BLOCK_RECORD_SCHEMA } from '../../src/library/record-schema.js';
@@ -22,9 +31,17 @@ import { repoRoot, tempDir } from '../helpers.js';
 import { needsTorch } from '../support/tier.js';
 
 const PY = '/usr/bin/python3';
-const haveTorch = !needsTorch() && existsSync(PY) && (() => {
-  try { execFileSync(PY, ['-c', 'import torch'], { stdio: 'ignore' }); return true; } catch { return false; }
-})();
+const haveTorch =
+  !needsTorch() &&
+  existsSync(PY) &&
+  (() => {
+    try {
+      execFileSync(PY, ['-c', 'import torch'], { stdio: 'ignore' });
+      return true;
+    } catch {
+      return false;
+    }
+  })();
 const skip = !haveTorch && 'no /usr/bin/python3 with torch';
 
 let ws: api.Workspace;
@@ -36,10 +53,24 @@ before(async () => {
   const store = tempDir();
   ws = api.Workspace.open(store);
   await api.index(ws, {
-    repos: [{ name: 'examples', url: null, path: path.join(repoRoot, 'examples'), priority: 1, paths: [], description: null, packageRoots: null }],
+    repos: [
+      {
+        name: 'examples',
+        url: null,
+        path: path.join(repoRoot, 'examples'),
+        priority: 1,
+        paths: [],
+        description: null,
+        packageRoots: null,
+      },
+    ],
   });
   const blocks = api.discover(ws);
-  await extractAndValidate(ws, blocks.map((b) => b.id), { pool: { python: PY } });
+  await extractAndValidate(
+    ws,
+    blocks.map((b) => b.id),
+    { pool: { python: PY } },
+  );
   lib = await buildLibrary(ws, { python: PY });
   out = lib.out;
 });
@@ -62,7 +93,10 @@ test('one spec per stored block, next to its module, and the same spec in the st
     assert.ok(existsSync(path.join(out, dir, `${r.id}.required_repos.json`)));
   }
   assert.equal(listSpecs(ws.store).length, records.length);
-  assert.equal(listSpecs(ws.store, { status: 'validated' }).length, readdirSync(path.join(out, 'blocks')).filter((f) => f.endsWith('.py')).length);
+  assert.equal(
+    listSpecs(ws.store, { status: 'validated' }).length,
+    readdirSync(path.join(out, 'blocks')).filter((f) => f.endsWith('.py')).length,
+  );
   assert.deepEqual(lib.byStatus, { validated: 12, failed: 1 });
 });
 
@@ -71,15 +105,28 @@ test('WindowAttention: attention, signature, layers, shapes, dependencies — an
   assert.equal(s.category, 'attention');
   assert.equal(s.class, 'WindowAttention');
   assert.deepEqual(s.origin, {
-    repo: 'examples', module: 'tinyvision.layers.attention', path: 'tinyvision/layers/attention.py', line: s.origin.line,
+    repo: 'examples',
+    module: 'tinyvision.layers.attention',
+    path: 'tinyvision/layers/attention.py',
+    line: s.origin.line,
     // the origin URL (the checkout's remote, when it has one) is normalised without a
     // trailing `.git`, as in SWHID origin qualifiers
-    revision: s.origin.revision, url: originOf(ws.store.getRepo('examples')!.url),
+    revision: s.origin.revision,
+    url: originOf(ws.store.getRepo('examples')!.url),
   });
-  assert.match(readFileSync(path.join(repoRoot, 'examples', s.origin.path), 'utf8').split('\n')[s.origin.line - 1], /^class WindowAttention\b/);
+  assert.match(
+    readFileSync(path.join(repoRoot, 'examples', s.origin.path), 'utf8').split('\n')[s.origin.line - 1],
+    /^class WindowAttention\b/,
+  );
   assert.deepEqual(s.hyperparameters, ['dim', 'num_heads', 'window_size', 'qkv_bias']);
-  assert.deepEqual(s.init.map((p) => p.default), ['32', '4', '4', 'True']);
-  assert.deepEqual(s.forward.map((p) => p.name), ['x']);
+  assert.deepEqual(
+    s.init.map((p) => p.default),
+    ['32', '4', '4', 'True'],
+  );
+  assert.deepEqual(
+    s.forward.map((p) => p.name),
+    ['x'],
+  );
   assert.equal(s.summary, 'Local window attention: tokens attend only within non-overlapping windows.');
   assert.deepEqual(s.bases, ['Attention']);
   assert.deepEqual(s.layers, { Linear: 2 });
@@ -101,7 +148,10 @@ test('categories and inherited signatures of the other blocks', { skip }, () => 
   assert.equal(cat('tinyvision.models.resnet.Bottleneck'), 'convolution');
   // LinearHead defines no forward: it is BaseHead's (tinybase.module), found through the base
   const head = getSpec(ws.store, 'tinyvision.models.mixer.LinearHead')!;
-  assert.deepEqual(head.forward.map((p) => p.name), ['x']);
+  assert.deepEqual(
+    head.forward.map((p) => p.name),
+    ['x'],
+  );
   assert.deepEqual(head.hyperparameters, ['in_features', 'num_classes']);
   // ResBottleneck(…, **kwargs): the var-keyword parameter is not a hyperparameter
   const rb = getSpec(ws.store, 'tinyvision.models.variants.ResBottleneck')!;
@@ -133,7 +183,9 @@ test('manifest SWHIDs equal `git hash-object` of the source files', { skip }, ()
   if (repo.revision) assert.equal(repo.revision_swhid, `swh:1:rev:${repo.revision}`);
   assert.deepEqual(lib.changedFiles, []);
   // per block: exactly the files its provenance names, each with its copied line ranges
-  const wa = readJson<RequiredRepos>(path.join(out, 'blocks', 'tinyvision.layers.attention.WindowAttention.required_repos.json'));
+  const wa = readJson<RequiredRepos>(
+    path.join(out, 'blocks', 'tinyvision.layers.attention.WindowAttention.required_repos.json'),
+  );
   assert.equal(wa.block, 'tinyvision.layers.attention.WindowAttention');
   const paths = wa.repos[0].files.map((f) => f.path);
   // the library holds the slim module: `@register_block` returns its argument, so it and
@@ -149,17 +201,24 @@ test('manifest SWHIDs equal `git hash-object` of the source files', { skip }, ()
 });
 
 test('requirements pin torch to the validation environment version', { skip }, () => {
-  const v = execFileSync(PY, ['-c', 'import importlib.metadata as m; print(m.version("torch"))'], { encoding: 'utf8' }).trim();
+  const v = execFileSync(PY, ['-c', 'import importlib.metadata as m; print(m.version("torch"))'], {
+    encoding: 'utf8',
+  }).trim();
   const pin = `torch==${publicVersion(v)}`;
   assert.ok(lib.requirements.includes(pin), lib.requirements.join(' '));
-  const txt = readFileSync(path.join(out, 'requirements.txt'), 'utf8').split('\n').filter((l) => l && !l.startsWith('#'));
+  const txt = readFileSync(path.join(out, 'requirements.txt'), 'utf8')
+    .split('\n')
+    .filter((l) => l && !l.startsWith('#'));
   assert.deepEqual(txt, lib.requirements);
   // the standard library (math, typing, functools …) needs no requirement
   assert.ok(!txt.some((l) => /^(math|typing|functools|collections|itertools|abc|dataclasses)\b/.test(l)));
   assert.deepEqual(getSpec(ws.store, 'tinyvision.layers.activations.GELUTanh')!.requirements, [pin]);
   // cached by environment in the store: a second build does not need the interpreter
   const envId = (listExtractions(ws.store)[0].record.validation as { envId: string }).envId;
-  const cached = JSON.parse(ws.store.getKV(`requirements:env:${envId}`) ?? '{}') as Record<string, { pep508: string | null }>;
+  const cached = JSON.parse(ws.store.getKV(`requirements:env:${envId}`) ?? '{}') as Record<
+    string,
+    { pep508: string | null }
+  >;
   assert.equal(cached.torch?.pep508, pin);
 });
 
@@ -229,16 +288,36 @@ test('dedup: clusters stored, freshness follows the extractions', { skip }, asyn
 test('diversity top-up adds back the least similar cluster members of thin categories', () => {
   const spec = (id: string, category: string, status = 'validated') => ({ id, category, status }) as BlockSpec;
   const specs = [
-    spec('a.Attn1', 'attention'), spec('b.Attn1', 'attention'), spec('c.Attn1', 'attention'), spec('d.Attn1', 'attention', 'failed'),
-    spec('a.Conv', 'convolution'), spec('b.Conv', 'convolution'), spec('c.Conv', 'convolution'),
+    spec('a.Attn1', 'attention'),
+    spec('b.Attn1', 'attention'),
+    spec('c.Attn1', 'attention'),
+    spec('d.Attn1', 'attention', 'failed'),
+    spec('a.Conv', 'convolution'),
+    spec('b.Conv', 'convolution'),
+    spec('c.Conv', 'convolution'),
     spec('x.Pool', 'pooling'),
   ];
   const clusters = [
-    { kind: 'near' as const, representative: 'a.Attn1', members: ['a.Attn1', 'b.Attn1', 'c.Attn1', 'd.Attn1'],
-      scores: [{ id: 'a.Attn1', exact: true, near: 1, structural: 1 }, { id: 'b.Attn1', exact: false, near: 0.97, structural: 1 },
-        { id: 'c.Attn1', exact: false, near: 0.91, structural: 1 }, { id: 'd.Attn1', exact: false, near: 0.9, structural: 1 }] },
-    { kind: 'exact' as const, representative: 'a.Conv', members: ['a.Conv', 'b.Conv'],
-      scores: [{ id: 'a.Conv', exact: true, near: 1, structural: 1 }, { id: 'b.Conv', exact: true, near: 1, structural: 1 }] },
+    {
+      kind: 'near' as const,
+      representative: 'a.Attn1',
+      members: ['a.Attn1', 'b.Attn1', 'c.Attn1', 'd.Attn1'],
+      scores: [
+        { id: 'a.Attn1', exact: true, near: 1, structural: 1 },
+        { id: 'b.Attn1', exact: false, near: 0.97, structural: 1 },
+        { id: 'c.Attn1', exact: false, near: 0.91, structural: 1 },
+        { id: 'd.Attn1', exact: false, near: 0.9, structural: 1 },
+      ],
+    },
+    {
+      kind: 'exact' as const,
+      representative: 'a.Conv',
+      members: ['a.Conv', 'b.Conv'],
+      scores: [
+        { id: 'a.Conv', exact: true, near: 1, structural: 1 },
+        { id: 'b.Conv', exact: true, near: 1, structural: 1 },
+      ],
+    },
   ];
   const top = Object.fromEntries(diversityTopUp(specs, clusters, 2).map((t) => [t.category, t]));
   // attention: one unique (the representative); the least similar validated member comes back (d is failed)
@@ -247,7 +326,10 @@ test('diversity top-up adds back the least similar cluster members of thin categ
   assert.deepEqual(top.convolution, { category: 'convolution', unique: 2, added: [] });
   // pooling has no duplicates to add back
   assert.deepEqual(top.pooling, { category: 'pooling', unique: 1, added: [] });
-  assert.deepEqual(diversityTopUp(specs, clusters, 3).find((t) => t.category === 'attention')!.added, ['c.Attn1', 'b.Attn1']);
+  assert.deepEqual(diversityTopUp(specs, clusters, 3).find((t) => t.category === 'attention')!.added, [
+    'c.Attn1',
+    'b.Attn1',
+  ]);
 });
 
 test('validated records conform to docs/block-record.schema.json', { skip }, () => {

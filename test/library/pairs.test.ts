@@ -38,16 +38,35 @@ before(async () => {
   store = tempDir();
   const ws = api.Workspace.open(store);
   try {
-    await api.index(ws, { repos: [{ name: 'ex', url: null, path: root, priority: 1, paths: [], description: null, packageRoots: null }] });
-    await extractAndValidate(ws, api.discover(ws).map((b) => b.id), { validate: false });
+    await api.index(ws, {
+      repos: [{ name: 'ex', url: null, path: root, priority: 1, paths: [], description: null, packageRoots: null }],
+    });
+    await extractAndValidate(
+      ws,
+      api.discover(ws).map((b) => b.id),
+      { validate: false },
+    );
   } finally {
     ws.close();
   }
 });
 
-test('export-pairs: one JSON line per block with license, provenance and the module as target', { skip: needsTorch() }, async () => {
+test('export-pairs: one JSON line per block with license, provenance and the module as target', {
+  skip: needsTorch(),
+}, async () => {
   const file = path.join(store, 'pairs.jsonl');
-  const { stdout } = await promisify(execFile)(process.execPath, [BIN, 'export-pairs', '--store', store, '--out', file, '--all', '--json', '--python', '/usr/bin/python3']);
+  const { stdout } = await promisify(execFile)(process.execPath, [
+    BIN,
+    'export-pairs',
+    '--store',
+    store,
+    '--out',
+    file,
+    '--all',
+    '--json',
+    '--python',
+    '/usr/bin/python3',
+  ]);
   const summary = JSON.parse(stdout) as { pairs: number; licenses: Record<string, number> };
   const lines = readFileSync(file, 'utf8').split('\n').filter(Boolean);
   assert.equal(lines.length, 13);
@@ -59,7 +78,10 @@ test('export-pairs: one JSON line per block with license, provenance and the mod
     for (const l of lines) {
       const p = JSON.parse(l) as TrainingPair;
       assert.equal(p.license, 'MIT');
-      assert.deepEqual(p.repos.map((r) => [r.name, r.license]), [['ex', 'MIT']]);
+      assert.deepEqual(
+        p.repos.map((r) => [r.name, r.license]),
+        [['ex', 'MIT']],
+      );
       assert.equal(p.target, texts.get(p.id));
       assert.ok(p.target.includes(`class ${p.id.split('.').pop()}`));
       assert.ok(p.provenance.length > 0 && p.provenance.every((x) => /^swh:1:cnt:[0-9a-f]{40}$/.test(x.swhid)));
@@ -86,7 +108,11 @@ test('instruction mentions shapes, layers and extra imports when the spec has th
     assert.ok(p);
     const spec = {
       ...JSON.parse(readFileSync(path.join(store, 'library', 'extracted', `${p.id}.spec.json`), 'utf8')),
-      input_shapes: [[2, 3, 32, 32]], output_shapes: [[2, 16, 32, 32]], layers: { Conv2d: 1, BatchNorm2d: 1, ReLU: 1 }, params: 480, externs: ['torch', 'einops'],
+      input_shapes: [[2, 3, 32, 32]],
+      output_shapes: [[2, 16, 32, 32]],
+      layers: { Conv2d: 1, BatchNorm2d: 1, ReLU: 1 },
+      params: 480,
+      externs: ['torch', 'einops'],
     };
     const text = instructionOf(spec);
     assert.match(text, /maps inputs of shape \[2, 3, 32, 32\] to outputs of shape \[2, 16, 32, 32\]/);
@@ -100,7 +126,12 @@ test('instruction mentions shapes, layers and extra imports when the spec has th
 
 test('license texts and metadata names map to SPDX ids', () => {
   assert.equal(licenseFromText(MIT), 'MIT');
-  assert.equal(licenseFromText('                                 Apache License\n                           Version 2.0, January 2004'), 'Apache-2.0');
+  assert.equal(
+    licenseFromText(
+      '                                 Apache License\n                           Version 2.0, January 2004',
+    ),
+    'Apache-2.0',
+  );
   assert.equal(licenseFromText('GNU GENERAL PUBLIC LICENSE\n Version 3, 29 June 2007'), 'GPL-3.0');
   assert.equal(licenseFromText('GNU GENERAL PUBLIC LICENSE\n Version 2, June 1991'), 'GPL-2.0');
   assert.equal(licenseFromText('GNU LESSER GENERAL PUBLIC LICENSE Version 3'), 'LGPL-3.0');
@@ -126,11 +157,26 @@ test('license from the root license file, else pyproject.toml, setup.cfg or setu
     return d;
   };
   assert.deepEqual(detectLicense(mk({ 'LICENSE.txt': MIT })), { spdx: 'MIT', source: 'LICENSE.txt' });
-  assert.deepEqual(detectLicense(mk({ COPYING: 'GNU GENERAL PUBLIC LICENSE\nVersion 3' })), { spdx: 'GPL-3.0', source: 'COPYING' });
-  assert.deepEqual(detectLicense(mk({ 'pyproject.toml': '[project]\nname = "x"\nlicense = {text = "Apache-2.0"}\n' })), { spdx: 'Apache-2.0', source: 'pyproject.toml' });
-  assert.deepEqual(detectLicense(mk({ 'pyproject.toml': '[project]\nlicense = "BSD-3-Clause"\n' })), { spdx: 'BSD-3-Clause', source: 'pyproject.toml' });
-  assert.deepEqual(detectLicense(mk({ 'setup.cfg': '[metadata]\nlicense = MIT\n' })), { spdx: 'MIT', source: 'setup.cfg' });
-  assert.deepEqual(detectLicense(mk({ 'setup.py': "setup(name='x', license='Apache 2.0')\n" })), { spdx: 'Apache-2.0', source: 'setup.py' });
+  assert.deepEqual(detectLicense(mk({ COPYING: 'GNU GENERAL PUBLIC LICENSE\nVersion 3' })), {
+    spdx: 'GPL-3.0',
+    source: 'COPYING',
+  });
+  assert.deepEqual(
+    detectLicense(mk({ 'pyproject.toml': '[project]\nname = "x"\nlicense = {text = "Apache-2.0"}\n' })),
+    { spdx: 'Apache-2.0', source: 'pyproject.toml' },
+  );
+  assert.deepEqual(detectLicense(mk({ 'pyproject.toml': '[project]\nlicense = "BSD-3-Clause"\n' })), {
+    spdx: 'BSD-3-Clause',
+    source: 'pyproject.toml',
+  });
+  assert.deepEqual(detectLicense(mk({ 'setup.cfg': '[metadata]\nlicense = MIT\n' })), {
+    spdx: 'MIT',
+    source: 'setup.cfg',
+  });
+  assert.deepEqual(detectLicense(mk({ 'setup.py': "setup(name='x', license='Apache 2.0')\n" })), {
+    spdx: 'Apache-2.0',
+    source: 'setup.py',
+  });
   // a license file in a subfolder is not the repository's license
   assert.deepEqual(detectLicense(mk({ 'sub/LICENSE': MIT })), { spdx: 'unknown', source: null });
   assert.deepEqual(detectLicense(mk({ LICENSE: 'custom terms' })), { spdx: 'unknown', source: 'LICENSE' });

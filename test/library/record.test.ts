@@ -18,7 +18,10 @@ test('docs/block-record.schema.json is the schema the code describes (regenerate
 
 test('the schema checker rejects what does not conform', () => {
   assert.notDeepEqual(violations(BLOCK_RECORD_SCHEMA, { id: 'x' }), []);
-  assert.notDeepEqual(violations(BLOCK_RECORD_SCHEMA, { ...decodeRecord('{"id":"x"}'), emission: { profile: 'tiny' } }), []);
+  assert.notDeepEqual(
+    violations(BLOCK_RECORD_SCHEMA, { ...decodeRecord('{"id":"x"}'), emission: { profile: 'tiny' } }),
+    [],
+  );
   assert.notDeepEqual(violations(BLOCK_RECORD_SCHEMA, { ...decodeRecord('{"id":"x"}'), surprise: 1 }), []);
 });
 
@@ -26,14 +29,36 @@ test('extraction records conform to the schema and keep the fields --json always
   const ws = api.Workspace.open(tempDir());
   try {
     await api.index(ws, {
-      repos: [{ name: 'examples', url: null, path: path.join(repoRoot, 'examples'), priority: 1, paths: [], description: null, packageRoots: null }],
+      repos: [
+        {
+          name: 'examples',
+          url: null,
+          path: path.join(repoRoot, 'examples'),
+          priority: 1,
+          paths: [],
+          description: null,
+          packageRoots: null,
+        },
+      ],
     });
     const ids = api.discover(ws).map((b) => b.id);
     assert.ok(ids.length > 3);
     const records = api.extractBlocks(ws, ids);
     for (const r of records) {
       assert.deepEqual(violations(BLOCK_RECORD_SCHEMA, JSON.parse(JSON.stringify(r))), [], r.id);
-      for (const k of ['id', 'file', 'ok', 'lines', 'diagnostics', 'interned', 'externs', 'ms', 'provenance', 'renames']) assert.ok(k in r, `${r.id}: ${k}`);
+      for (const k of [
+        'id',
+        'file',
+        'ok',
+        'lines',
+        'diagnostics',
+        'interned',
+        'externs',
+        'ms',
+        'provenance',
+        'renames',
+      ])
+        assert.ok(k in r, `${r.id}: ${k}`);
       assert.equal(r.emission.profile, 'faithful');
       assert.equal(r.repository, 'examples');
       assert.equal(r.source?.className, r.id.slice(r.id.lastIndexOf('.') + 1));
@@ -49,7 +74,16 @@ test('extraction records conform to the schema and keep the fields --json always
 });
 
 test('a record stored before the record was versioned decodes to the current record', () => {
-  const old = { id: 'pkg.m.Block', file: '/lib/extracted/pkg.m.Block.py', ok: true, lines: 3, diagnostics: [], interned: ['pkg.m'], externs: ['torch'], ms: 2.5 };
+  const old = {
+    id: 'pkg.m.Block',
+    file: '/lib/extracted/pkg.m.Block.py',
+    ok: true,
+    lines: 3,
+    diagnostics: [],
+    interned: ['pkg.m'],
+    externs: ['torch'],
+    ms: 2.5,
+  };
   const r = decodeRecord(JSON.stringify(old));
   assert.deepEqual(violations(BLOCK_RECORD_SCHEMA, r), []);
   assert.equal(r.version, BLOCK_RECORD_VERSION);
@@ -60,8 +94,34 @@ test('a record stored before the record was versioned decodes to the current rec
 });
 
 test('a version-1 record keeps its one validation as its one environment; a run elsewhere adds, a failure elsewhere does not unvalidate', () => {
-  const stages = { parse: 'pass', compile: 'pass', import: 'pass', namespace: 'skip', instantiate: 'pass', forward: 'pass', equivalence: 'skip' } as const;
-  const v1 = { version: 1, id: 'pkg.m.Block', ok: true, lines: 3, externs: ['torch'], ms: 1, validation: { stages, category: null, error: null, args: {}, input_shapes: [[1]], output_shapes: [[1]], params: 0, envId: 'aaaa1111bbbb2222', python: '/usr/bin/python3' } };
+  const stages = {
+    parse: 'pass',
+    compile: 'pass',
+    import: 'pass',
+    namespace: 'skip',
+    instantiate: 'pass',
+    forward: 'pass',
+    equivalence: 'skip',
+  } as const;
+  const v1 = {
+    version: 1,
+    id: 'pkg.m.Block',
+    ok: true,
+    lines: 3,
+    externs: ['torch'],
+    ms: 1,
+    validation: {
+      stages,
+      category: null,
+      error: null,
+      args: {},
+      input_shapes: [[1]],
+      output_shapes: [[1]],
+      params: 0,
+      envId: 'aaaa1111bbbb2222',
+      python: '/usr/bin/python3',
+    },
+  };
   const r = decodeRecord(JSON.stringify(v1));
   assert.deepEqual(violations(BLOCK_RECORD_SCHEMA, JSON.parse(JSON.stringify(r))), []);
   assert.deepEqual(Object.keys(r.validations!), ['aaaa1111bbbb2222']);
@@ -69,7 +129,13 @@ test('a version-1 record keeps its one validation as its one environment; a run 
   assert.equal(r.validations!.aaaa1111bbbb2222.label, '/usr/bin/python3');
 
   // the same module fails in another environment (torch too old): added, the block stays validated
-  const failed = { ...v1.validation, stages: { ...stages, forward: 'fail' as const }, category: 'torch-version', envId: 'cccc3333dddd4444', environment: { id: 'cccc3333dddd4444', label: 'python 3.11.2, torch 1.13.1', python: '3.11.2', torch: '1.13.1' } };
+  const failed = {
+    ...v1.validation,
+    stages: { ...stages, forward: 'fail' as const },
+    category: 'torch-version',
+    envId: 'cccc3333dddd4444',
+    environment: { id: 'cccc3333dddd4444', label: 'python 3.11.2, torch 1.13.1', python: '3.11.2', torch: '1.13.1' },
+  };
   const m = addValidation(validationsOf(r), failed, false);
   assert.equal(m.ok, true);
   assert.deepEqual(Object.keys(m.validations).sort(), ['aaaa1111bbbb2222', 'cccc3333dddd4444']);

@@ -4,7 +4,12 @@
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, rmSync } from 'node:fs';
-import { debianPackageFor, environmentGaps, readDeclaredRequirements, repositoryRequirements } from '../../src/library/repo-requirements.js';
+import {
+  debianPackageFor,
+  environmentGaps,
+  readDeclaredRequirements,
+  repositoryRequirements,
+} from '../../src/library/repo-requirements.js';
 import { meetsSpecifier } from '../../src/library/requirements.js';
 import { initParser } from '../../src/parse/parser.js';
 import { fixture } from '../helpers.js';
@@ -20,7 +25,8 @@ before(async () => {
 test('every packaging format, with file, line and group', () => {
   const reqs = readDeclaredRequirements(root);
   assert.ok(!existsSync(marker), 'setup.py was read, not run');
-  const by = (name: string) => reqs.filter((r) => r.name === name).map((r) => `${r.group} ${r.file}:${r.line} ${r.spec}`);
+  const by = (name: string) =>
+    reqs.filter((r) => r.name === name).map((r) => `${r.group} ${r.file}:${r.line} ${r.spec}`);
   // requirements files: includes followed, options and -e skipped, comments dropped
   assert.deepEqual(by('torch'), ['install requirements.txt:6 torch>=1.8']);
   assert.deepEqual(by('numpy'), ['install requirements/runtime.txt:1 numpy']);
@@ -68,7 +74,7 @@ test('imports of the emitted blocks next to what the repository declares', () =>
   assert.equal(r.debian.pyyaml, debianPackageFor('PyYAML'));
 });
 
-test('Debian packages: dh-python\'s table where a name differs, else python3-<name>', () => {
+test("Debian packages: dh-python's table where a name differs, else python3-<name>", () => {
   assert.equal(debianPackageFor('einops'), 'python3-einops');
   assert.equal(debianPackageFor('typing_extensions'), 'python3-typing-extensions');
   if (existsSync('/usr/share/dh-python/dist/cpython3_fallback')) {
@@ -85,11 +91,25 @@ test('what the environment lacks: imports that do not import, declared requireme
     () => false,
     (m) => m !== 'einops',
   );
-  const installed = new Set(['torch', 'numpy', 'pyyaml', 'termcolor', 'packaging', 'tqdm', 'timm', 'h5py', 'fvcore', 'libjpeg-turbo']);
+  const installed = new Set([
+    'torch',
+    'numpy',
+    'pyyaml',
+    'termcolor',
+    'packaging',
+    'tqdm',
+    'timm',
+    'h5py',
+    'fvcore',
+    'libjpeg-turbo',
+  ]);
   const gaps = await environmentGaps(reqs, installed);
   const names = gaps.map((g) => g.distribution);
   assert.equal(names[0], 'einops', 'what blocks import comes first');
-  assert.deepEqual(gaps[0].neededBy, [{ repo: 'fixture', why: 'import', blocks: 1 }, { repo: 'fixture', why: 'declared' }]);
+  assert.deepEqual(gaps[0].neededBy, [
+    { repo: 'fixture', why: 'import', blocks: 1 },
+    { repo: 'fixture', why: 'declared' },
+  ]);
   assert.ok(!names.includes('opencv-python'), 'cv2 imports, so opencv-python is there whatever its package is called');
   assert.ok(!names.includes('torch'));
   assert.ok(names.includes('rich'), 'declared and not installed');
@@ -100,8 +120,28 @@ test('what the environment lacks: imports that do not import, declared requireme
 
 test('the torch a repository declares is checked like any requirement: its version too', async () => {
   // the fixture declares `torch>=1.8` (requirements.txt line 6)
-  const reqs = repositoryRequirements([{ name: 'fixture', root }], [{ repo: 'fixture', externs: ['torch'] }], (m) => m, () => false, () => true);
-  const installed = new Set(['torch', 'numpy', 'pyyaml', 'termcolor', 'packaging', 'tqdm', 'timm', 'h5py', 'fvcore', 'libjpeg-turbo', 'rich', 'einops', 'regex']);
+  const reqs = repositoryRequirements(
+    [{ name: 'fixture', root }],
+    [{ repo: 'fixture', externs: ['torch'] }],
+    (m) => m,
+    () => false,
+    () => true,
+  );
+  const installed = new Set([
+    'torch',
+    'numpy',
+    'pyyaml',
+    'termcolor',
+    'packaging',
+    'tqdm',
+    'timm',
+    'h5py',
+    'fvcore',
+    'libjpeg-turbo',
+    'rich',
+    'einops',
+    'regex',
+  ]);
   const old = await environmentGaps(reqs, installed, new Map([['torch', '1.7.1']]));
   const t = old.find((g) => g.distribution === 'torch');
   assert.ok(t, JSON.stringify(old.map((g) => g.distribution)));

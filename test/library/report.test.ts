@@ -17,9 +17,17 @@ import { repoRoot, tempDir } from '../helpers.js';
 import { needsTorch } from '../support/tier.js';
 
 const PY = '/usr/bin/python3';
-const haveTorch = !needsTorch() && existsSync(PY) && (() => {
-  try { execFileSync(PY, ['-c', 'import torch'], { stdio: 'ignore' }); return true; } catch { return false; }
-})();
+const haveTorch =
+  !needsTorch() &&
+  existsSync(PY) &&
+  (() => {
+    try {
+      execFileSync(PY, ['-c', 'import torch'], { stdio: 'ignore' });
+      return true;
+    } catch {
+      return false;
+    }
+  })();
 const skip = !haveTorch && 'no /usr/bin/python3 with torch';
 const BIN = path.join(repoRoot, 'dist', 'src', 'cli', 'bin.js');
 
@@ -35,9 +43,23 @@ before(async () => {
   const ws = api.Workspace.open(store);
   try {
     await api.index(ws, {
-      repos: [{ name: 'examples', url: null, path: path.join(repoRoot, 'examples'), priority: 1, paths: [], description: null, packageRoots: null }],
+      repos: [
+        {
+          name: 'examples',
+          url: null,
+          path: path.join(repoRoot, 'examples'),
+          priority: 1,
+          paths: [],
+          description: null,
+          packageRoots: null,
+        },
+      ],
     });
-    await extractAndValidate(ws, api.discover(ws).map((b) => b.id), { pool: { python: PY } });
+    await extractAndValidate(
+      ws,
+      api.discover(ws).map((b) => b.id),
+      { pool: { python: PY } },
+    );
     records = listExtractions(ws.store);
   } finally {
     ws.close();
@@ -61,7 +83,12 @@ test('totals agree with the records and the library folders', { skip }, () => {
   assert.equal(t.failed, pyFiles(path.join(lib, 'failed')));
   assert.equal(t.validated, records.filter((r) => r.status === 'validated').length);
   assert.equal(t.validated + t.failed, t.validationRun);
-  assert.deepEqual(t.passRate, (({ p, low, high }) => ({ p: +p.toFixed(4), low: +low.toFixed(4), high: +high.toFixed(4) }))(wilson(t.validated, t.validationRun)));
+  assert.deepEqual(
+    t.passRate,
+    (({ p, low, high }) => ({ p: +p.toFixed(4), low: +low.toFixed(4), high: +high.toFixed(4) }))(
+      wilson(t.validated, t.validationRun),
+    ),
+  );
   assert.equal(report.repos.length, 1);
   const r = report.repos[0];
   assert.equal(r.name, 'examples');
@@ -72,7 +99,8 @@ test('totals agree with the records and the library folders', { skip }, () => {
 
 test('per-stage figures count the stored stage results', { skip }, () => {
   for (const s of report.stages) {
-    const got = (st: string) => records.filter((r) => (r.record.validation as { stages: Record<string, string> }).stages[s.stage] === st).length;
+    const got = (st: string) =>
+      records.filter((r) => (r.record.validation as { stages: Record<string, string> }).stages[s.stage] === st).length;
     assert.equal(s.passed, got('pass'), s.stage);
     assert.equal(s.failed, got('fail'), s.stage);
     assert.equal(s.skipped, got('skip'), s.stage);
@@ -93,7 +121,10 @@ test('timings, sizes and uniqueness', { skip }, () => {
   const lines = records.map((r) => r.lines);
   assert.equal(report.sizes.lines.n, records.length);
   assert.equal(report.sizes.lines.max, Math.max(...lines));
-  assert.equal(report.sizes.histogram.reduce((a, b) => a + b.count, 0), records.length);
+  assert.equal(
+    report.sizes.histogram.reduce((a, b) => a + b.count, 0),
+    records.length,
+  );
   // `report` ran the de-duplication because none was stored
   assert.ok(report.uniqueness);
   assert.equal(report.uniqueness.total, records.length);
@@ -128,5 +159,3 @@ test('an empty store gives an empty report, not an error', () => {
     ws.close();
   }
 });
-
-

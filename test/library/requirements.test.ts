@@ -8,18 +8,57 @@ import { existsSync } from 'node:fs';
 import { resolveRequirements, requirementLines, publicVersion, topLevelName } from '../../src/library/requirements.js';
 
 const PY = '/usr/bin/python3';
-const haveTorch = !needsTorch() && existsSync(PY) && (() => {
-  try { execFileSync(PY, ['-c', 'import torch'], { stdio: 'ignore' }); return true; } catch { return false; }
-})();
+const haveTorch =
+  !needsTorch() &&
+  existsSync(PY) &&
+  (() => {
+    try {
+      execFileSync(PY, ['-c', 'import torch'], { stdio: 'ignore' });
+      return true;
+    } catch {
+      return false;
+    }
+  })();
 
-test('torch, numpy, PIL, stdlib and unknown imports in the validation environment', { skip: !haveTorch && 'no /usr/bin/python3 with torch' }, async () => {
-  const expected = execFileSync(PY, ['-c', 'import importlib.metadata as m; print(m.version("torch")); import torch; print(torch.__version__)'], { encoding: 'utf8' }).trim().split('\n');
-  const reqs = await resolveRequirements(['torch.nn.functional', 'torch', 'numpy', 'os.path', '__future__', 'math', 'PIL.Image', 'einops_not_installed_xyz', 'cv2_absent' ,'.relative']);
+test('torch, numpy, PIL, stdlib and unknown imports in the validation environment', {
+  skip: !haveTorch && 'no /usr/bin/python3 with torch',
+}, async () => {
+  const expected = execFileSync(
+    PY,
+    ['-c', 'import importlib.metadata as m; print(m.version("torch")); import torch; print(torch.__version__)'],
+    { encoding: 'utf8' },
+  )
+    .trim()
+    .split('\n');
+  const reqs = await resolveRequirements([
+    'torch.nn.functional',
+    'torch',
+    'numpy',
+    'os.path',
+    '__future__',
+    'math',
+    'PIL.Image',
+    'einops_not_installed_xyz',
+    'cv2_absent',
+    '.relative',
+  ]);
   const by = Object.fromEntries(reqs.map((r) => [r.importName, r]));
-  assert.deepEqual(Object.keys(by), ['PIL', '__future__', 'cv2_absent', 'einops_not_installed_xyz', 'math', 'numpy', 'os', 'torch']);
+  assert.deepEqual(Object.keys(by), [
+    'PIL',
+    '__future__',
+    'cv2_absent',
+    'einops_not_installed_xyz',
+    'math',
+    'numpy',
+    'os',
+    'torch',
+  ]);
   // torch==<installed version without the local label>, consistent with torch.__version__
   assert.equal(by.torch.pep508, `torch==${publicVersion(expected[0])}`);
-  assert.ok(publicVersion(expected[1]).startsWith(by.torch.version!) || by.torch.version!.startsWith(publicVersion(expected[1])));
+  assert.ok(
+    publicVersion(expected[1]).startsWith(by.torch.version!) ||
+      by.torch.version!.startsWith(publicVersion(expected[1])),
+  );
   assert.match(by.torch.pep508!, /^torch==1\.13\./);
   assert.match(by.numpy.pep508!, /^numpy==\d+\.\d+/);
   assert.match(by.PIL.pep508!, /^Pillow==\d/); // import name → distribution name
@@ -35,7 +74,9 @@ test('torch, numpy, PIL, stdlib and unknown imports in the validation environmen
 });
 
 test('local labels kept on request; helpers', { skip: !haveTorch && 'no /usr/bin/python3 with torch' }, async () => {
-  const full = execFileSync(PY, ['-c', 'import importlib.metadata as m; print(m.version("torch"))'], { encoding: 'utf8' }).trim();
+  const full = execFileSync(PY, ['-c', 'import importlib.metadata as m; print(m.version("torch"))'], {
+    encoding: 'utf8',
+  }).trim();
   const [r] = await resolveRequirements(['torch'], { keepLocalVersion: true });
   assert.equal(r.pep508, `torch==${full}`);
   assert.equal(publicVersion('1.13.0a0+gitunknown'), '1.13.0a0');
@@ -45,5 +86,8 @@ test('local labels kept on request; helpers', { skip: !haveTorch && 'no /usr/bin
 });
 
 test('a missing interpreter is a clear error', async () => {
-  await assert.rejects(resolveRequirements(['torch'], { python: '/nonexistent/python3' }), /cannot read installed distributions/);
+  await assert.rejects(
+    resolveRequirements(['torch'], { python: '/nonexistent/python3' }),
+    /cannot read installed distributions/,
+  );
 });

@@ -21,7 +21,10 @@ test('plain, default and annotated parameters; self dropped', () => {
     ['positional', 'scale', null, 'float'],
   ]);
   // without dropFirst the first parameter stays
-  assert.deepEqual(brief('(self, x)', false).map((p) => p[1]), ['self', 'x']);
+  assert.deepEqual(
+    brief('(self, x)', false).map((p) => p[1]),
+    ['self', 'x'],
+  );
 });
 
 test('defaults containing commas, brackets, strings, lambdas and calls', () => {
@@ -43,14 +46,17 @@ test('defaults containing commas, brackets, strings, lambdas and calls', () => {
 });
 
 test('annotations with subscripts and unions; multi-line text collapsed', () => {
-  const ps = parseParams(`(
+  const ps = parseParams(
+    `(
         self,
         norm_layer: Optional[Callable[[int], nn.Module]] = None,  # a comment
         sizes: Tuple[int, ...] = (1,
                                   2),
         mode: "Literal['a', 'b']" = 'a',
         act: type[nn.Module] | None = nn.GELU,
-    )`, { dropFirst: true });
+    )`,
+    { dropFirst: true },
+  );
   assert.deepEqual(
     ps.map((p) => [p.name, p.annotation, p.default]),
     [
@@ -98,13 +104,22 @@ test('formatSignature round-trips the kinds, inserting a bare * before keyword-o
   assert.equal(formatSignature('f', parseParams('(self, *args, c=3)', { dropFirst: true })), 'f(*args, c=3)');
   // and the formatted text parses back to the same parameters
   const again = formatSignature('x', parseParams('(self, a, /, b, *args, c, d=1, **kwargs)', { dropFirst: true }));
-  assert.deepEqual(parseParams(again.slice(1), {}).map((p) => p.kind), ['positional', 'positional', 'var-positional', 'keyword', 'keyword', 'var-keyword']);
+  assert.deepEqual(
+    parseParams(again.slice(1), {}).map((p) => p.kind),
+    ['positional', 'positional', 'var-positional', 'keyword', 'keyword', 'var-keyword'],
+  );
 });
 
 test('first docstring sentence (PEP 257 indentation, abbreviations, paragraphs)', () => {
   assert.equal(firstSentence('Multi-head attention. Uses softmax.'), 'Multi-head attention.');
-  assert.equal(firstSentence('\n    Conv -> BN -> act, e.g. for a stem.\n    More text here.\n'), 'Conv -> BN -> act, e.g. for a stem.');
-  assert.equal(firstSentence('Window attention\n    across windows of size 7\n\n    Args:\n        dim: x'), 'Window attention across windows of size 7');
+  assert.equal(
+    firstSentence('\n    Conv -> BN -> act, e.g. for a stem.\n    More text here.\n'),
+    'Conv -> BN -> act, e.g. for a stem.',
+  );
+  assert.equal(
+    firstSentence('Window attention\n    across windows of size 7\n\n    Args:\n        dim: x'),
+    'Window attention across windows of size 7',
+  );
   assert.equal(firstSentence('Version 1.5 of the block! Then more.'), 'Version 1.5 of the block!');
   assert.equal(firstSentence('   \n  '), null);
   assert.equal(firstSentence(null), null);
@@ -113,28 +128,84 @@ test('first docstring sentence (PEP 257 indentation, abbreviations, paragraphs)'
 
 test('buildSpec: category, hyperparameters, externs to top-level names, requirements, revision SWHID', () => {
   const cls: ClassFacts = {
-    name: 'WindowAttention', stmt: 0, line: 10, start: 0, end: 0,
-    bases: [{ text: 'nn.Module', name: 'nn', attrs: ['Module'] }], metaclass: null, members: [], abstractMethods: [],
-    docstring: 'Window attention with relative position bias. Details follow.', decorators: [],
-    initParams: '(self, dim, num_heads, *, qkv_bias=True, **kw)', forwardParams: '(self, x, mask: Optional[Tensor] = None)', nested: false,
+    name: 'WindowAttention',
+    stmt: 0,
+    line: 10,
+    start: 0,
+    end: 0,
+    bases: [{ text: 'nn.Module', name: 'nn', attrs: ['Module'] }],
+    metaclass: null,
+    members: [],
+    abstractMethods: [],
+    docstring: 'Window attention with relative position bias. Details follow.',
+    decorators: [],
+    initParams: '(self, dim, num_heads, *, qkv_bias=True, **kw)',
+    forwardParams: '(self, x, mask: Optional[Tensor] = None)',
+    nested: false,
   };
   const spec = buildSpec({
-    id: 'pkg.attn.WindowAttention', status: 'validated', lines: 40,
+    id: 'pkg.attn.WindowAttention',
+    status: 'validated',
+    lines: 40,
     signature: {
-      bases: cls.bases.map((b) => b.text), docstring: cls.docstring,
-      init: parseParams(cls.initParams, { dropFirst: true }), forward: parseParams(cls.forwardParams, { dropFirst: true }),
+      bases: cls.bases.map((b) => b.text),
+      docstring: cls.docstring,
+      init: parseParams(cls.initParams, { dropFirst: true }),
+      forward: parseParams(cls.forwardParams, { dropFirst: true }),
     },
-    origin: { repo: 'r', module: 'pkg.attn', path: 'pkg/attn.py', line: 10, revision: 'A'.repeat(40), url: 'https://github.com/o/r.git/' },
-    interned: ['pkg.b', 'pkg.a'], externs: ['torch.nn.functional', 'torch', 'math', 'einops'],
-    provenance: [{ repo: 'r', revision: null, url: null, path: 'pkg/attn.py', module: 'pkg.attn', swhid: 'swh:1:cnt:' + '1'.repeat(40), ranges: [[1, 5]] }],
-    validation: { stages: { parse: 'pass', compile: 'pass', import: 'pass', namespace: 'skip', instantiate: 'pass', forward: 'pass', equivalence: 'skip' }, params: 10, input_shapes: [[2, 3]], output_shapes: [[2, 3]], layers: { Linear: 2, Dropout: 1 } },
-    requirements: new Map([['torch', 'torch==1.13.0'], ['math', null], ['einops', 'einops']]),
+    origin: {
+      repo: 'r',
+      module: 'pkg.attn',
+      path: 'pkg/attn.py',
+      line: 10,
+      revision: 'A'.repeat(40),
+      url: 'https://github.com/o/r.git/',
+    },
+    interned: ['pkg.b', 'pkg.a'],
+    externs: ['torch.nn.functional', 'torch', 'math', 'einops'],
+    provenance: [
+      {
+        repo: 'r',
+        revision: null,
+        url: null,
+        path: 'pkg/attn.py',
+        module: 'pkg.attn',
+        swhid: 'swh:1:cnt:' + '1'.repeat(40),
+        ranges: [[1, 5]],
+      },
+    ],
+    validation: {
+      stages: {
+        parse: 'pass',
+        compile: 'pass',
+        import: 'pass',
+        namespace: 'skip',
+        instantiate: 'pass',
+        forward: 'pass',
+        equivalence: 'skip',
+      },
+      params: 10,
+      input_shapes: [[2, 3]],
+      output_shapes: [[2, 3]],
+      layers: { Linear: 2, Dropout: 1 },
+    },
+    requirements: new Map([
+      ['torch', 'torch==1.13.0'],
+      ['math', null],
+      ['einops', 'einops'],
+    ]),
   });
   assert.equal(spec.class, 'WindowAttention');
   assert.equal(spec.category, 'attention');
   assert.equal(spec.summary, 'Window attention with relative position bias.');
   assert.deepEqual(spec.hyperparameters, ['dim', 'num_heads', 'qkv_bias']);
-  assert.deepEqual(spec.forward.map((p) => [p.name, p.annotation, p.default]), [['x', null, null], ['mask', 'Optional[Tensor]', 'None']]);
+  assert.deepEqual(
+    spec.forward.map((p) => [p.name, p.annotation, p.default]),
+    [
+      ['x', null, null],
+      ['mask', 'Optional[Tensor]', 'None'],
+    ],
+  );
   assert.deepEqual(spec.externs, ['einops', 'math', 'torch']);
   assert.deepEqual(spec.requirements, ['einops', 'torch==1.13.0']);
   assert.deepEqual(spec.dependencies, ['pkg.a', 'pkg.b']);

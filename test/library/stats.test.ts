@@ -23,13 +23,17 @@ test('wilson: published and closed-form values', () => {
   assert.equal(c.high, 1);
   close(c.low, 1 - b.high, 1e-12);
   // symmetry: low(k) = 1 - high(n - k)
-  for (const [k, n] of [[3, 17], [81, 263], [1, 1000]]) {
+  for (const [k, n] of [
+    [3, 17],
+    [81, 263],
+    [1, 1000],
+  ]) {
     close(wilson(k, n).low, 1 - wilson(n - k, n).high, 1e-12);
   }
   // the interval contains p̂ and narrows with n
   const d = wilson(500, 1000);
   assert.ok(d.low < 0.5 && d.high > 0.5);
-  close(d.high - d.low, 2 * Z95 * Math.sqrt(0.25 / 1000) / (1 + z2 / 1000) * Math.sqrt(1 + z2 / 1000), 1e-9);
+  close(d.high - d.low, ((2 * Z95 * Math.sqrt(0.25 / 1000)) / (1 + z2 / 1000)) * Math.sqrt(1 + z2 / 1000), 1e-9);
   assert.ok(wilson(50, 100).high - wilson(50, 100).low > d.high - d.low);
   assert.deepEqual(wilson(0, 0), { p: 0, low: 0, high: 1 });
   assert.throws(() => wilson(5, 3));
@@ -39,7 +43,10 @@ test('wilson: published and closed-form values', () => {
 test('quantiles follow numpy.percentile (linear)', () => {
   const v = [10, 1, 4, 3, 2];
   // numpy.percentile([1,2,3,4,10], [0,25,50,90,100]) = [1, 2, 3, 7.6, 10]
-  assert.deepEqual([0, 25, 50, 100].map((p) => percentile(v, p)), [1, 2, 3, 10]);
+  assert.deepEqual(
+    [0, 25, 50, 100].map((p) => percentile(v, p)),
+    [1, 2, 3, 10],
+  );
   close(percentile(v, 90), 7.6, 1e-12);
   assert.equal(median([4, 1, 3, 2]), 2.5);
   assert.ok(Number.isNaN(quantile([], 0.5)));
@@ -54,13 +61,25 @@ test('quantiles follow numpy.percentile (linear)', () => {
 test('histogram follows numpy.histogram', () => {
   // numpy.histogram([1,2,2,3,4,5,5,5], bins=4) → counts [1,2,1,4], edges [1,2,3,4,5]
   const h = histogram([1, 2, 2, 3, 4, 5, 5, 5], 4);
-  assert.deepEqual(h.map((b) => b.count), [1, 2, 1, 4]);
-  assert.deepEqual(h.map((b) => b.lo), [1, 2, 3, 4]);
+  assert.deepEqual(
+    h.map((b) => b.count),
+    [1, 2, 1, 4],
+  );
+  assert.deepEqual(
+    h.map((b) => b.lo),
+    [1, 2, 3, 4],
+  );
   assert.equal(h[3].hi, 5);
   // explicit edges, out-of-range values ignored, last bin closed
   const e = histogram([0, 10, 20, 30, 31, -1], [0, 10, 30]);
-  assert.deepEqual(e.map((b) => b.count), [1, 3]);
+  assert.deepEqual(
+    e.map((b) => b.count),
+    [1, 3],
+  );
   // constant data still gives bins
-  assert.equal(histogram([7, 7, 7], 3).reduce((a, b) => a + b.count, 0), 3);
+  assert.equal(
+    histogram([7, 7, 7], 3).reduce((a, b) => a + b.count, 0),
+    3,
+  );
   assert.deepEqual(histogram([], 3), []);
 });

@@ -6,7 +6,14 @@ import { execFileSync } from 'node:child_process';
 import { writeFileSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { tempDir } from '../helpers.js';
-import { contentSwhid, gitBlobId, revisionSwhid, parseSwhid, qualifiedSwhid, originUrl } from '../../src/library/swhid.js';
+import {
+  contentSwhid,
+  gitBlobId,
+  revisionSwhid,
+  parseSwhid,
+  qualifiedSwhid,
+  originUrl,
+} from '../../src/library/swhid.js';
 
 function git(args: string[], cwd?: string): string {
   return execFileSync('git', args, { cwd, encoding: 'utf8' }).trim();

@@ -60,7 +60,9 @@ function compare(facts: Record<string, OracleStatement[]>): { statements: number
 
 const hasPython = existsSync(PYTHON);
 
-test('scope-rule fixture: the binder agrees with symtable', { skip: !hasPython && `${PYTHON} is missing` }, async () => {
+test('scope-rule fixture: the binder agrees with symtable', {
+  skip: !hasPython && `${PYTHON} is missing`,
+}, async () => {
   await initParser();
   const { statements, mismatches } = compare(oracle(fixture('scopes', 'tricky.py')));
   assert.ok(statements >= 35, `fixture statements compared: ${statements}`);
@@ -70,7 +72,9 @@ test('scope-rule fixture: the binder agrees with symtable', { skip: !hasPython &
 test('random programs: the binder agrees with symtable', { skip: !hasPython && `${PYTHON} is missing` }, async () => {
   await initParser();
   const dir = tempDir('nnrag-scopes-');
-  const written = Number(execFileSync(PYTHON, [fixture('scopes', 'gen_programs.py'), '7', dir, '1500'], { encoding: 'utf8' }).trim());
+  const written = Number(
+    execFileSync(PYTHON, [fixture('scopes', 'gen_programs.py'), '7', dir, '1500'], { encoding: 'utf8' }).trim(),
+  );
   assert.ok(written > 300, `programs generated: ${written}`);
   const { statements, mismatches } = compare(oracle(dir));
   assert.ok(statements > 500, `statements compared: ${statements}`);

@@ -19,7 +19,10 @@ before(async () => {
 
 /** Snippets are written indented inside template literals: strip the common indent. */
 function py(text: string): string {
-  const lines = text.replace(/^\n/, '').replace(/\n\s*$/, '\n').split('\n');
+  const lines = text
+    .replace(/^\n/, '')
+    .replace(/\n\s*$/, '\n')
+    .split('\n');
   const indent = Math.min(...lines.filter((l) => l.trim()).map((l) => l.match(/^ */)![0].length));
   return lines.map((l) => l.slice(indent)).join('\n');
 }
@@ -44,13 +47,18 @@ function checkSpans(src: string, f: FileFacts): void {
     for (const b of st.bindSpans) {
       assert.equal(src.slice(b.start, b.end), b.name, `bindSpan of ${b.name}`);
       // a whole identifier, not the prefix of a longer word (`f` of `from`)
-      assert.ok(!/[\p{L}\p{N}_]/u.test(src[b.end] ?? '') && !/[\p{L}\p{N}_]/u.test(src[b.start - 1] ?? ''), `bindSpan of ${b.name} is a whole identifier`);
+      assert.ok(
+        !/[\p{L}\p{N}_]/u.test(src[b.end] ?? '') && !/[\p{L}\p{N}_]/u.test(src[b.start - 1] ?? ''),
+        `bindSpan of ${b.name} is a whole identifier`,
+      );
       assert.ok(st.binds.includes(b.name), `bindSpan ${b.name} is in binds`);
     }
     const refs = [...st.refs].sort((a, b) => a.start - b.start);
-    for (let i = 1; i < refs.length; i++) assert.ok(refs[i].start >= refs[i - 1].end, `refs ${refs[i - 1].name} and ${refs[i].name} overlap`);
+    for (let i = 1; i < refs.length; i++)
+      assert.ok(refs[i].start >= refs[i - 1].end, `refs ${refs[i - 1].name} and ${refs[i].name} overlap`);
     const spans = [...st.bindSpans].sort((a, b) => a.start - b.start);
-    for (let i = 1; i < spans.length; i++) assert.ok(spans[i].start >= spans[i - 1].end, `bindSpans ${spans[i - 1].name} and ${spans[i].name} overlap`);
+    for (let i = 1; i < spans.length; i++)
+      assert.ok(spans[i].start >= spans[i - 1].end, `bindSpans ${spans[i - 1].name} and ${spans[i].name} overlap`);
   }
 }
 
@@ -307,7 +315,16 @@ test('match: captures bind, value patterns and class patterns read, _ binds noth
                 return RED_VAL
   `);
   assert.deepEqual(binds(f.statements[0]), ['aa', 'both', 'kv', 'others', 'rest', 'yy']);
-  assert.deepEqual(refs(f.statements[0]), ['cmd', 'Point', 'yy', 'lim', 'Color.RED', 'Color.GREEN', 'Point', 'Other.V']);
+  assert.deepEqual(refs(f.statements[0]), [
+    'cmd',
+    'Point',
+    'yy',
+    'lim',
+    'Color.RED',
+    'Color.GREEN',
+    'Point',
+    'Other.V',
+  ]);
   assert.deepEqual(refs(f.statements[1]), ['Point~', 'Color.RED~', 'RED_VAL~']);
 });
 
@@ -421,7 +438,16 @@ test('strings inside Literal[...] and Annotated metadata are not forward referen
         pass
     v: Literal['q'] = 'q'
   `);
-  assert.deepEqual(refs(f.statements[0]), ['Literal', 'typing.Literal', 'Optional', 'Literal', 'Mode.FAST', 'Annotated', 'Fwd?', 'Out?']);
+  assert.deepEqual(refs(f.statements[0]), [
+    'Literal',
+    'typing.Literal',
+    'Optional',
+    'Literal',
+    'Mode.FAST',
+    'Annotated',
+    'Fwd?',
+    'Out?',
+  ]);
   assert.deepEqual(refs(f.statements[1]), ['Literal']);
 });
 
@@ -436,7 +462,10 @@ test('attribute chains give the root name with attrs and attrEnds; a local alias
   `);
   const [a, d] = f.statements[0].refs;
   assert.deepEqual([a.name, a.attrs, d.name, d.attrs], ['a', ['b', 'c'], 'd', undefined]);
-  assert.deepEqual(a.attrEnds!.map((e) => src.slice(a.start, e)), ['a.b', 'a.b.c']);
+  assert.deepEqual(
+    a.attrEnds!.map((e) => src.slice(a.start, e)),
+    ['a.b', 'a.b.c'],
+  );
   assert.deepEqual(refs(f.statements[1]), ['torch.nn.functional.relu~']);
 });
 
@@ -487,11 +516,16 @@ test('conditional imports keep their edges on the compound statement, with its g
         from typing_extensions import Literal
     x = 1
   `);
-  assert.deepEqual(f.statements.map((s) => s.guard), ['try', 'type-checking', 'if', null]);
+  assert.deepEqual(
+    f.statements.map((s) => s.guard),
+    ['try', 'type-checking', 'if', null],
+  );
   // only a plain TYPE_CHECKING condition is skipped at run time
   const guards = (cond: string) => bindSource(`if ${cond}:\n    import q\n`).statements[0].guard;
   assert.deepEqual(
-    ['typing.TYPE_CHECKING', '(TYPE_CHECKING)', 'not TYPE_CHECKING', 'TYPE_CHECKING or sys.version_info >= (3, 8)'].map(guards),
+    ['typing.TYPE_CHECKING', '(TYPE_CHECKING)', 'not TYPE_CHECKING', 'TYPE_CHECKING or sys.version_info >= (3, 8)'].map(
+      guards,
+    ),
     ['type-checking', 'type-checking', 'if', 'if'],
   );
   assert.deepEqual(f.statements.map(binds), [['foo'], ['Q'], ['Literal'], ['x']]);
@@ -623,7 +657,13 @@ test('class facts: dotted bases, metaclass, abstract methods, init/forward param
             pass
         return Hidden
   `);
-  assert.deepEqual(f.classes.map((c) => [c.name, c.stmt, c.line]), [['Block', 1, 5], ['Inner', 2, 22]]);
+  assert.deepEqual(
+    f.classes.map((c) => [c.name, c.stmt, c.line]),
+    [
+      ['Block', 1, 5],
+      ['Inner', 2, 22],
+    ],
+  );
   const c = f.classes[0];
   assert.deepEqual(c.bases, [
     { text: 'mmcv.runner.BaseModule', name: 'mmcv', attrs: ['runner', 'BaseModule'] },
@@ -641,7 +681,18 @@ test('class facts: dotted bases, metaclass, abstract methods, init/forward param
   assert.ok(src.slice(c.start, c.end).startsWith('@register\n@dataclass(frozen=True)\nclass Block('));
   assert.equal(c.start, f.statements[1].start);
   assert.equal(f.statements[1].kind, 'decorated_definition');
-  assert.deepEqual(refs(f.statements[1]), ['register', 'dataclass', 'mmcv.runner.BaseModule', 'Generic', 'T', 'ABCMeta', 'int', 'super~', 'abc.abstractmethod', 'abstractmethod']);
+  assert.deepEqual(refs(f.statements[1]), [
+    'register',
+    'dataclass',
+    'mmcv.runner.BaseModule',
+    'Generic',
+    'T',
+    'ABCMeta',
+    'int',
+    'super~',
+    'abc.abstractmethod',
+    'abstractmethod',
+  ]);
 });
 
 // ---------------------------------------------------------------- errors, text encodings
@@ -665,10 +716,16 @@ test('a file with syntax errors records them and still yields the valid statemen
       [6, 12],
     ],
   );
-  assert.deepEqual(f.statements.map((s) => s.binds), [['os'], ['x'], ['A'], ['broken'], ['z']]);
+  assert.deepEqual(
+    f.statements.map((s) => s.binds),
+    [['os'], ['x'], ['A'], ['broken'], ['z']],
+  );
   assert.deepEqual(refs(f.statements[2]), ['B', 'os.sep']);
   assert.deepEqual(refs(f.statements[4]), ['os.getcwd']);
-  assert.deepEqual(f.classes.map((c) => c.name), ['A']);
+  assert.deepEqual(
+    f.classes.map((c) => c.name),
+    ['A'],
+  );
   assert.equal(f.lines, 9);
 });
 
@@ -689,10 +746,16 @@ test('statements after an unclosed bracket still yield facts', () => {
     f.errors.map((e) => e.line),
     [2],
   );
-  assert.deepEqual(f.statements.map((s) => s.binds), [['os'], ['f'], ['K'], ['z']]);
+  assert.deepEqual(
+    f.statements.map((s) => s.binds),
+    [['os'], ['f'], ['K'], ['z']],
+  );
   assert.deepEqual(f.statements.map(refs), [[], ['os.sep~'], ['B', 'os.sep'], ['os.getcwd']]);
   assert.ok(src.slice(f.statements[2].start, f.statements[2].end).startsWith('class K(B):'));
-  assert.deepEqual(f.classes.map((c) => [c.name, c.stmt, c.members]), [['K', 2, ['y']]]);
+  assert.deepEqual(
+    f.classes.map((c) => [c.name, c.stmt, c.members]),
+    [['K', 2, ['y']]],
+  );
 
   // the same inside a class body: the methods and functions after it are recovered
   const g = bind(`
@@ -705,18 +768,28 @@ test('statements after an unclosed bracket still yield facts', () => {
     def g():
         return bar
   `).f;
-  assert.deepEqual(g.errors.map((e) => e.line), [4]);
-  assert.deepEqual(g.statements.map((s) => s.binds), [['os'], ['A'], ['g']]);
+  assert.deepEqual(
+    g.errors.map((e) => e.line),
+    [4],
+  );
+  assert.deepEqual(
+    g.statements.map((s) => s.binds),
+    [['os'], ['A'], ['g']],
+  );
   assert.deepEqual(g.statements.map(refs), [[], ['nn.Module', 'os.sep~'], ['bar~']]);
   assert.deepEqual(g.classes[0].members, ['__init__', 'forward']);
 });
 
 test('offsets are JavaScript string indices: BOM, non-ASCII identifiers and astral characters before refs', () => {
-  const src = '\uFEFFimport torch\ns = "h\u00e9llo \u{1F600} \u20AC"\n\u00e9t\u00e9 = torch.zeros(1)\nprint(\u00e9t\u00e9, f"{s!r:>{width}} {d["k"]}")\nclass \u03A9(nn.Module):\n    pass\n';
+  const src =
+    '\uFEFFimport torch\ns = "h\u00e9llo \u{1F600} \u20AC"\n\u00e9t\u00e9 = torch.zeros(1)\nprint(\u00e9t\u00e9, f"{s!r:>{width}} {d["k"]}")\nclass \u03A9(nn.Module):\n    pass\n';
   const f = bindSource(src);
   checkSpans(src, f);
   assert.deepEqual(f.errors, []);
-  assert.deepEqual(f.statements.map((s) => s.binds), [['torch'], ['s'], ['\u00e9t\u00e9'], [], ['\u03A9']]);
+  assert.deepEqual(
+    f.statements.map((s) => s.binds),
+    [['torch'], ['s'], ['\u00e9t\u00e9'], [], ['\u03A9']],
+  );
   assert.deepEqual(refs(f.statements[2]), ['torch.zeros']);
   // the f-string's nested same-kind quotes (PEP 701) and its format-spec interpolation
   assert.deepEqual(refs(f.statements[3]), ['print', '\u00e9t\u00e9', 's', 'width', 'd']);

@@ -25,13 +25,24 @@ function pythonFiles(dir: string): string[] {
 const samples: Record<string, string> = {
   crlf: 'import torch\r\nclass A(torch.nn.Module):\r\n    def forward(self, x):\r\n        return x\r\n',
   'lone-cr': 'x = 1\ry = [x,\r  2]\nz = y\n',
-  unicode: '# é ü 漢字 🙂\nname = "🙂🙂"  # 🙂\ndef f(α=1, *β, **γ):\n    return α + len("漢字")\nclass K: x: "List[int]" = []\n',
+  unicode:
+    '# é ü 漢字 🙂\nname = "🙂🙂"  # 🙂\ndef f(α=1, *β, **γ):\n    return α + len("漢字")\nclass K: x: "List[int]" = []\n',
   'syntax-error': 'def f(x:\n    return (x +\nclass B(nn.Module):\n    def forward(self, x):\n        return x\n',
   'missing-node': 'x = (1,\n',
-  match: 'match p:\n    case Point(x=0, y=yy) as pt if yy > 0:\n        pass\n    case [1, *rest]:\n        pass\n    case {"k": v, **kw}:\n        pass\n',
+  match:
+    'match p:\n    case Point(x=0, y=yy) as pt if yy > 0:\n        pass\n    case [1, *rest]:\n        pass\n    case {"k": v, **kw}:\n        pass\n',
   empty: '',
   // deep nesting grows the cursor's stack inside WebAssembly
-  deep: 'x = ' + '('.repeat(600) + '1' + ')'.repeat(600) + '\n' + 'def f():\n' + Array.from({ length: 100 }, (_, i) => ' '.repeat(4 * (i + 1)) + 'if x:\n').join('') + ' '.repeat(404) + 'pass\n',
+  deep:
+    'x = ' +
+    '('.repeat(600) +
+    '1' +
+    ')'.repeat(600) +
+    '\n' +
+    'def f():\n' +
+    Array.from({ length: 100 }, (_, i) => ' '.repeat(4 * (i + 1)) + 'if x:\n').join('') +
+    ' '.repeat(404) +
+    'pass\n',
   nul: 'a\0b = 1\n',
 };
 
@@ -44,10 +55,20 @@ function refRows(root: Node, fields: readonly (string | null)[]): { nodes: unkno
   const visit = (n: Node, parent: number) => {
     const i = nodes.length;
     index.set(n.id, i);
-    nodes.push([n.type, n.startIndex, n.endIndex, n.startPosition.row, n.startPosition.column, n.endPosition.row, n.endPosition.column, parent]);
+    nodes.push([
+      n.type,
+      n.startIndex,
+      n.endIndex,
+      n.startPosition.row,
+      n.startPosition.column,
+      n.endPosition.row,
+      n.endPosition.column,
+      parent,
+    ]);
     for (const f of fields) {
       if (!f) continue;
-      for (const c of n.childrenForFieldName(f)) if (c?.isNamed) fieldKids.push(`${i} ${f} ${c.type} ${c.startIndex}-${c.endIndex}`);
+      for (const c of n.childrenForFieldName(f))
+        if (c?.isNamed) fieldKids.push(`${i} ${f} ${c.type} ${c.startIndex}-${c.endIndex}`);
     }
     for (const c of n.namedChildren) if (c) visit(c, i);
   };
@@ -62,7 +83,16 @@ function ourRows(root: SyntaxNode, fields: readonly (string | null)[]): { nodes:
   const visit = (n: SyntaxNode) => {
     const i = nodes.length;
     index.set(n, i);
-    nodes.push([n.type, n.startIndex, n.endIndex, n.startPosition.row, n.startPosition.column, n.endPosition.row, n.endPosition.column, n.parent ? index.get(n.parent)! : -1]);
+    nodes.push([
+      n.type,
+      n.startIndex,
+      n.endIndex,
+      n.startPosition.row,
+      n.startPosition.column,
+      n.endPosition.row,
+      n.endPosition.column,
+      n.parent ? index.get(n.parent)! : -1,
+    ]);
     for (const f of fields) {
       if (!f) continue;
       for (const c of n.childrenForFieldName(f)) fieldKids.push(`${i} ${f} ${c.type} ${c.startIndex}-${c.endIndex}`);
@@ -78,7 +108,11 @@ describe('syntax tree copy', () => {
     await initParser();
     assert.ok(fastWalkAvailable(), 'the fast walk finds the WebAssembly exports of the pinned web-tree-sitter');
     const texts: [string, string][] = Object.entries(samples);
-    for (const f of [...pythonFiles(fixture('resolve')), ...pythonFiles(fixture('scopes')), ...pythonFiles(path.join(repoRoot, 'examples'))]) {
+    for (const f of [
+      ...pythonFiles(fixture('resolve')),
+      ...pythonFiles(fixture('scopes')),
+      ...pythonFiles(path.join(repoRoot, 'examples')),
+    ]) {
       texts.push([path.relative(repoRoot, f), readFileSync(f, 'utf8')]);
     }
     assert.ok(texts.length > 20);

@@ -23,7 +23,11 @@ import { IndexStore } from '../../src/store/store.js';
 const BIN = path.join(repoRoot, 'dist', 'src', 'cli', 'bin.js');
 const REDIS_SERVER = ['/usr/bin/redis-server', '/usr/local/bin/redis-server'].find((p) => existsSync(p)) ?? null;
 const PYTHON = '/usr/bin/python3';
-const torchHere = !needsSandbox() && existsSync(PYTHON) && spawnSync(PYTHON, ['-c', 'import torch'], { stdio: 'ignore' }).status === 0 && existsSync('/usr/bin/bwrap');
+const torchHere =
+  !needsSandbox() &&
+  existsSync(PYTHON) &&
+  spawnSync(PYTHON, ['-c', 'import torch'], { stdio: 'ignore' }).status === 0 &&
+  existsSync('/usr/bin/bwrap');
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -39,12 +43,34 @@ function freePort(): Promise<number> {
 /** A redis-server of this test: loopback only, its data (append-only file) in `dir`. */
 class RedisServer {
   proc: ChildProcess | null = null;
-  constructor(readonly dir: string, readonly port: number) {}
+  constructor(
+    readonly dir: string,
+    readonly port: number,
+  ) {}
   get url() {
     return `redis://127.0.0.1:${this.port}`;
   }
   async start(): Promise<void> {
-    this.proc = spawn(REDIS_SERVER!, ['--port', String(this.port), '--bind', '127.0.0.1', '--dir', this.dir, '--appendonly', 'yes', '--appendfsync', 'always', '--save', '', '--daemonize', 'no'], { stdio: 'ignore' });
+    this.proc = spawn(
+      REDIS_SERVER!,
+      [
+        '--port',
+        String(this.port),
+        '--bind',
+        '127.0.0.1',
+        '--dir',
+        this.dir,
+        '--appendonly',
+        'yes',
+        '--appendfsync',
+        'always',
+        '--save',
+        '',
+        '--daemonize',
+        'no',
+      ],
+      { stdio: 'ignore' },
+    );
     for (let i = 0; i < 100; i++) {
       if (await this.ping()) return;
       await sleep(100);
@@ -74,7 +100,11 @@ class RedisServer {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function cli(args: string[], env: NodeJS.ProcessEnv = {}): { status: number; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', env: { ...process.env, ...env }, maxBuffer: 64 << 20 });
+  const r = spawnSync(process.execPath, [BIN, ...args], {
+    encoding: 'utf8',
+    env: { ...process.env, ...env },
+    maxBuffer: 64 << 20,
+  });
   return { status: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -84,8 +114,15 @@ interface WorkerProc {
   exited: Promise<number | null>;
 }
 
-function startWorker(args: string[], env: NodeJS.ProcessEnv = {}, onEvent?: (w: WorkerProc, e: WorkerProc['events'][0]) => void): WorkerProc {
-  const proc = spawn(process.execPath, [BIN, 'worker', '--json', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+function startWorker(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+  onEvent?: (w: WorkerProc, e: WorkerProc['events'][0]) => void,
+): WorkerProc {
+  const proc = spawn(process.execPath, [BIN, 'worker', '--json', ...args], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const w: WorkerProc = { proc, events: [], exited: new Promise((r) => proc.once('exit', (code) => r(code))) };
   let buf = '';
   proc.stdout!.on('data', (d) => {
@@ -145,7 +182,15 @@ function storeView(dir: string) {
       repos: s.listRepos().map(({ indexedAt: _i, ...r }) => r),
       files: s.listFiles(),
       blocks: s.listBlocks().sort((a, b) => (a.id < b.id ? -1 : 1)),
-      records: listExtractions(s).map((e) => ({ id: e.id, hash: e.hash, ok: e.ok, status: e.status, lines: e.lines, text: e.text, record: normal(e.record) })),
+      records: listExtractions(s).map((e) => ({
+        id: e.id,
+        hash: e.hash,
+        ok: e.ok,
+        status: e.status,
+        lines: e.lines,
+        text: e.text,
+        record: normal(e.record),
+      })),
     };
   } finally {
     s.close();
@@ -159,10 +204,14 @@ function writeConfig(file: string, repos: Record<string, { dir: string; priority
 }
 
 function shardDirs(shards: string): string[] {
-  return readdirSync(shards).filter((f) => !f.startsWith('.')).map((f) => path.join(shards, f));
+  return readdirSync(shards)
+    .filter((f) => !f.startsWith('.'))
+    .map((f) => path.join(shards, f));
 }
 
-describe('queue, workers and merge on a real Redis', { skip: REDIS_SERVER ? false : 'redis-server is not installed (scripts/setup.sh installs it)' }, () => {
+describe('queue, workers and merge on a real Redis', {
+  skip: REDIS_SERVER ? false : 'redis-server is not installed (scripts/setup.sh installs it)',
+}, () => {
   let redis: RedisServer;
   let root: string;
   const FOUR = {
@@ -185,7 +234,16 @@ describe('queue, workers and merge on a real Redis', { skip: REDIS_SERVER ? fals
   test('three workers, one killed with SIGKILL mid-job: the merged library equals one extract --all, every job done once', async () => {
     const cfg = path.join(root, 'four.json');
     writeConfig(cfg, FOUR);
-    const ref = cli(['extract', '--all', '--config', cfg, '--store', path.join(root, 'ref'), '--no-validate', '--json']);
+    const ref = cli([
+      'extract',
+      '--all',
+      '--config',
+      cfg,
+      '--store',
+      path.join(root, 'ref'),
+      '--no-validate',
+      '--json',
+    ]);
     assert.equal(ref.status, 0, ref.stderr);
 
     const q = cli(['queue', '--config', cfg, '--redis', redis.url, '--no-validate', '--json']);
@@ -209,7 +267,11 @@ describe('queue, workers and merge on a real Redis', { skip: REDIS_SERVER ? fals
     const workers = [startWorker(args, {}, kill), startWorker(args, {}, kill), startWorker(args, {}, kill)];
     let status: QueueStatus | null = null;
     try {
-      await waitFor(async () => (status = await queueStatus({ redis: redis.url })).counts.completed + status.counts.failed === 4, 180_000, 'four finished jobs');
+      await waitFor(
+        async () => (status = await queueStatus({ redis: redis.url })).counts.completed + status.counts.failed === 4,
+        180_000,
+        'four finished jobs',
+      );
     } finally {
       for (const w of workers) if (w.proc.exitCode === null && w.proc.signalCode === null) w.proc.kill('SIGTERM');
       await Promise.all(workers.map((w) => w.exited));
@@ -275,7 +337,15 @@ describe('queue, workers and merge on a real Redis', { skip: REDIS_SERVER ? fals
     // the first test's finished jobs are there too, and still keep their repositories from being queued again
     const done = await queueStatus({ redis: redis.url });
     assert.equal(done.counts.completed, 4);
-    const w = startWorker(['--redis', redis.url, '--queue', 'later', '--shards', path.join(root, 'later'), '--exit-when-drained']);
+    const w = startWorker([
+      '--redis',
+      redis.url,
+      '--queue',
+      'later',
+      '--shards',
+      path.join(root, 'later'),
+      '--exit-when-drained',
+    ]);
     assert.equal(await w.exited, 0);
     const end = await queueStatus({ redis: redis.url, queue: 'later' });
     assert.equal(end.counts.completed, 2);
@@ -287,10 +357,32 @@ describe('queue, workers and merge on a real Redis', { skip: REDIS_SERVER ? fals
     const gone = path.join(root, 'gone-repo');
     mkdirSync(gone);
     writeFileSync(path.join(gone, 'm.py'), 'import torch.nn as nn\n\nclass M(nn.Module):\n    pass\n');
-    const q = cli(['queue', '--repo', gone, '--redis', redis.url, '--queue', 'doomed', '--attempts', '2', '--backoff', '0', '--no-validate', '--json']);
+    const q = cli([
+      'queue',
+      '--repo',
+      gone,
+      '--redis',
+      redis.url,
+      '--queue',
+      'doomed',
+      '--attempts',
+      '2',
+      '--backoff',
+      '0',
+      '--no-validate',
+      '--json',
+    ]);
     assert.equal(q.status, 0, q.stderr);
     rmSync(gone, { recursive: true, force: true });
-    const w = startWorker(['--redis', redis.url, '--queue', 'doomed', '--shards', path.join(root, 'doomed'), '--exit-when-drained']);
+    const w = startWorker([
+      '--redis',
+      redis.url,
+      '--queue',
+      'doomed',
+      '--shards',
+      path.join(root, 'doomed'),
+      '--exit-when-drained',
+    ]);
     assert.equal(await w.exited, 0);
     assert.equal(w.events.filter((e) => e.event === 'failed').length, 2, 'two attempts, both failed');
     const st = cli(['queue', 'status', '--redis', redis.url, '--queue', 'doomed', '--json']);
@@ -300,14 +392,23 @@ describe('queue, workers and merge on a real Redis', { skip: REDIS_SERVER ? fals
     assert.equal(s.counts.completed, 0);
     assert.equal(s.failed[0].attempts, 2);
     assert.match(s.failed[0].error, /gone-repo/);
-    assert.deepEqual(existsSync(path.join(root, 'doomed')) ? shardDirs(path.join(root, 'doomed')) : [], [], 'no shard from a failed job');
+    assert.deepEqual(
+      existsSync(path.join(root, 'doomed')) ? shardDirs(path.join(root, 'doomed')) : [],
+      [],
+      'no shard from a failed job',
+    );
   });
 
-  test('validated in the sandbox: two workers give the records and files of one validating extract --all', { skip: torchHere ? false : 'needs /usr/bin/python3 with torch and bubblewrap' }, async () => {
+  test('validated in the sandbox: two workers give the records and files of one validating extract --all', {
+    skip: torchHere ? false : 'needs /usr/bin/python3 with torch and bubblewrap',
+  }, async () => {
     const cfg = path.join(root, 'val.json');
     writeConfig(cfg, { 'org/alpha': FOUR['org/alpha'], 'org/beta': FOUR['org/beta'], 'org/gamma': FOUR['org/gamma'] });
     const env = { NNRAG_PYTHON: PYTHON };
-    const ref = cli(['extract', '--all', '--config', cfg, '--store', path.join(root, 'vref'), '--workers', '1', '--json'], env);
+    const ref = cli(
+      ['extract', '--all', '--config', cfg, '--store', path.join(root, 'vref'), '--workers', '1', '--json'],
+      env,
+    );
     assert.equal(ref.status, 0, ref.stderr);
     assert.equal(cli(['queue', '--config', cfg, '--redis', redis.url, '--queue', 'val']).status, 0);
     const shards = path.join(root, 'vshards');
@@ -320,7 +421,10 @@ describe('queue, workers and merge on a real Redis', { skip: REDIS_SERVER ? fals
     assert.equal(cli(['merge', ...shardDirs(shards), '--into', merged]).status, 0);
     const want = storeView(path.join(root, 'vref'));
     const got = storeView(merged);
-    assert.ok(want.records.every((r) => r.status === 'validated'), 'the reference run validated every block');
+    assert.ok(
+      want.records.every((r) => r.status === 'validated'),
+      'the reference run validated every block',
+    );
     assert.deepEqual(got.records, want.records);
     assert.deepEqual(tree(path.join(merged, 'library')), tree(path.join(root, 'vref', 'library')));
   });

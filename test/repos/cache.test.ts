@@ -74,13 +74,22 @@ test('clones shallow, blobless and sparse: only .py files inside the paths, no w
   const pth = sh(remote.work, 'rev-parse', 'HEAD:timm/layers/weights.pth');
   assert.ok(missing.includes(`?${pth}`), `weights blob should be missing, got ${missing.join(',')}`);
   // no temporary folder or lock left in the cache
-  assert.deepEqual(readdirSync(cache.cacheDir).filter((n) => n.includes('.tmp-') || n.endsWith('.lock')), []);
+  assert.deepEqual(
+    readdirSync(cache.cacheDir).filter((n) => n.includes('.tmp-') || n.endsWith('.lock')),
+    [],
+  );
 });
 
 test('without paths every .py file is checked out and nothing else', async () => {
   const remote = shared();
   const co = await new RepoCache(tempDir()).prepare(spec({ url: remote.url }));
-  assert.deepEqual(tree(co.root), ['timm/__init__.py', 'timm/layers/__init__.py', 'timm/layers/mlp.py', 'timm/models/vit.py', 'train.py']);
+  assert.deepEqual(tree(co.root), [
+    'timm/__init__.py',
+    'timm/layers/__init__.py',
+    'timm/layers/mlp.py',
+    'timm/models/vit.py',
+    'train.py',
+  ]);
 });
 
 test('update: a new remote commit gives a new revision; the same head does not fetch', async () => {
@@ -259,7 +268,13 @@ test('waiting for a lock held by a live process times out with a clear error', a
   const lock = path.join(cacheDir, `${cacheKey(s.name, remote.url)}.lock`);
   mkdirSync(lock);
   const host = (await import('node:os')).hostname();
-  writeFileSync(path.join(lock, 'owner.json'), JSON.stringify({ pid: process.pid, host, token: 'other', since: Date.now() }));
-  await assert.rejects(new RepoCache(cacheDir, { timeoutMs: 150 }).prepare(s), /timed out .* waiting for lock .*held by pid/);
+  writeFileSync(
+    path.join(lock, 'owner.json'),
+    JSON.stringify({ pid: process.pid, host, token: 'other', since: Date.now() }),
+  );
+  await assert.rejects(
+    new RepoCache(cacheDir, { timeoutMs: 150 }).prepare(s),
+    /timed out .* waiting for lock .*held by pid/,
+  );
   assert.ok(existsSync(lock), 'a live lock is never broken');
 });

@@ -85,14 +85,24 @@ test('files over 2 MB are reported as too large and skipped', async () => {
   writeFileSync(path.join(root, 'gen', 'table.py'), Buffer.alloc(2 * 1024 * 1024 + 1, 0x23));
   writeFileSync(path.join(root, 'gen', 'ok.py'), '# ok\n');
   const { files, problems } = await listPythonFiles(root);
-  assert.deepEqual(files.map((f) => f.path), ['gen/ok.py']);
+  assert.deepEqual(
+    files.map((f) => f.path),
+    ['gen/ok.py'],
+  );
   assert.equal(problems.length, 1);
   assert.equal(problems[0].path, 'gen/table.py');
   assert.match(problems[0].problem, /too large/);
 });
 
 test('package roots and module names: timm-like layout', () => {
-  const files = ['timm/__init__.py', 'timm/layers/__init__.py', 'timm/layers/mlp.py', 'timm/models/__init__.py', 'timm/models/vit.py', 'setup.py'];
+  const files = [
+    'timm/__init__.py',
+    'timm/layers/__init__.py',
+    'timm/layers/mlp.py',
+    'timm/models/__init__.py',
+    'timm/models/vit.py',
+    'setup.py',
+  ];
   const roots = detectPackageRoots(files);
   assert.deepEqual(roots, ['']);
   assert.equal(moduleNameFor('timm/layers/mlp.py', roots), 'timm.layers.mlp');
@@ -113,7 +123,10 @@ test('package roots and module names: src layout', () => {
   // `tests` holds modules: a namespace package under the repository root
   const roots = detectPackageRoots(files);
   assert.deepEqual(roots, ['', 'src']);
-  assert.equal(moduleNameFor('src/transformers/models/bert/modeling_bert.py', roots), 'transformers.models.bert.modeling_bert');
+  assert.equal(
+    moduleNameFor('src/transformers/models/bert/modeling_bert.py', roots),
+    'transformers.models.bert.modeling_bert',
+  );
   assert.equal(moduleNameFor('tests/test_bert.py', roots), 'tests.test_bert');
 });
 
@@ -132,13 +145,22 @@ test('package roots: nested namespace folders, and the names the code imports wi
   assert.deepEqual(detectPackageRoots(files), ['']);
   assert.equal(moduleNameFor('nets/deep/layers/conv.py', ['']), 'nets.deep.layers.conv');
   // code that imports `block` (its folder on sys.path) names the folder the entry
-  assert.deepEqual(detectPackageRoots(files, undefined, () => ['block', 'layers.conv', 'torch']), ['', 'nets/deep']);
+  assert.deepEqual(
+    detectPackageRoots(files, undefined, () => ['block', 'layers.conv', 'torch']),
+    ['', 'nets/deep'],
+  );
   // evidence for the middle folder
-  assert.deepEqual(detectPackageRoots(files, undefined, () => ['deep.block']), ['', 'nets']);
+  assert.deepEqual(
+    detectPackageRoots(files, undefined, () => ['deep.block']),
+    ['', 'nets'],
+  );
   // a src layout that imports itself through `src.` follows its imports too
   const src = ['src/pkg/__init__.py', 'src/pkg/mod.py'];
   assert.deepEqual(detectPackageRoots(src), ['src']);
-  assert.deepEqual(detectPackageRoots(src, undefined, () => ['src.pkg.mod']), ['']);
+  assert.deepEqual(
+    detectPackageRoots(src, undefined, () => ['src.pkg.mod']),
+    [''],
+  );
   // a folder whose name is no identifier cannot be a package
   assert.deepEqual(detectPackageRoots(['my-tools/run.py', 'my-tools/helper.py']), ['my-tools']);
 });
@@ -153,7 +175,18 @@ test('imported names are read from the source text', () => {
     'from . import sibling',
     '    from a.b import *  # nested',
   ].join('\n');
-  assert.deepEqual(importedNamesOf(text).sort(), ['a.b', 'models', 'torch', 'torch.nn', 'util.pos_embed', 'util.pos_embed.get_2d_sincos_pos_embed', 'util.pos_embed.other'].sort());
+  assert.deepEqual(
+    importedNamesOf(text).sort(),
+    [
+      'a.b',
+      'models',
+      'torch',
+      'torch.nn',
+      'util.pos_embed',
+      'util.pos_embed.get_2d_sincos_pos_embed',
+      'util.pos_embed.other',
+    ].sort(),
+  );
 });
 
 test('names that Python cannot import are null', () => {
@@ -195,8 +228,14 @@ test('symlink fan-out: a folder reached through many paths is walked once, the l
   }
   const { files, problems } = await listPythonFiles(root);
   assert.equal(files.length, 2 * (depth + 1), files.map((f) => f.path).join(' '));
-  assert.deepEqual(files.map((f) => f.path).filter((p) => !/^l\d+\/(m\d+|__init__)\.py$/.test(p)), []);
-  assert.ok(problems.every((p) => /same folder as l\d+/.test(p.problem)), JSON.stringify(problems.slice(0, 3)));
+  assert.deepEqual(
+    files.map((f) => f.path).filter((p) => !/^l\d+\/(m\d+|__init__)\.py$/.test(p)),
+    [],
+  );
+  assert.ok(
+    problems.every((p) => /same folder as l\d+/.test(p.problem)),
+    JSON.stringify(problems.slice(0, 3)),
+  );
   // one problem per symlink: nothing below a folder already walked is walked again
   assert.equal(problems.length, 2 * depth);
 });

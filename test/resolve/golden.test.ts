@@ -43,7 +43,10 @@ describe('resolver golden cases', () => {
       const expect = JSON.parse(readFileSync(path.join(dir, 'expect.json'), 'utf8')) as Expect;
       const ws = api.Workspace.open(path.join(out, name, 'store'));
       try {
-        await api.index(ws, { repos: [{ name, url: null, path: dir, priority: 1, paths: [], description: null, packageRoots: [''] }], workers: 1 });
+        await api.index(ws, {
+          repos: [{ name, url: null, path: dir, priority: 1, paths: [], description: null, packageRoots: [''] }],
+          workers: 1,
+        });
         const { record, text } = api.extractText(ws, expect.target);
         const file = path.join(out, name, 'emitted.py');
         writeFileSync(file, text);
@@ -59,8 +62,10 @@ describe('resolver golden cases', () => {
     it(name, () => {
       const o = outcomes.get(name)!;
       assert.ok(o.text, `nothing emitted: ${o.record.error}`);
-      for (const s of o.expect.mustContain) assert.ok(o.text.includes(s), `missing ${JSON.stringify(s)}\n---\n${o.text}`);
-      for (const s of o.expect.mustNotContain) assert.ok(!o.text.includes(s), `must not contain ${JSON.stringify(s)}\n---\n${o.text}`);
+      for (const s of o.expect.mustContain)
+        assert.ok(o.text.includes(s), `missing ${JSON.stringify(s)}\n---\n${o.text}`);
+      for (const s of o.expect.mustNotContain)
+        assert.ok(!o.text.includes(s), `must not contain ${JSON.stringify(s)}\n---\n${o.text}`);
       let pos = -1;
       for (const s of o.expect.order ?? []) {
         const i = o.text.indexOf(s, pos + 1);
@@ -72,7 +77,11 @@ describe('resolver golden cases', () => {
       // optional imports inside kept try statements count too
       for (const m of o.text.matchAll(/^\s+(?:import|from) ([A-Za-z_][\w]*)/gm)) tops.add(m[1]);
       // an unresolvable import of the case's own package is kept on purpose (missing-module)
-      const interned = new Set(readdirSync(path.join(root, name), { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name));
+      const interned = new Set(
+        readdirSync(path.join(root, name), { withFileTypes: true })
+          .filter((d) => d.isDirectory())
+          .map((d) => d.name),
+      );
       for (const t of [...tops]) if (interned.has(t)) tops.delete(t);
       assert.deepEqual([...tops].sort(), [...o.expect.externs].sort(), `externs\n---\n${o.text}`);
       const diags = o.record.diagnostics.map((d) => `${d.name}:${d.reason}`).sort();

@@ -28,7 +28,20 @@ async function workspace(): Promise<{ ws: api.Workspace; dir: string }> {
   const repo = path.join(dir, 'repo');
   cpSync(fixture('guarded'), repo, { recursive: true });
   const ws = api.Workspace.open(path.join(dir, 'store'), { create: true });
-  await api.index(ws, { repos: [{ name: 'org/guarded', url: null, path: repo, priority: 1, paths: ['guardpkg'], description: null, packageRoots: null }], workers: 1 });
+  await api.index(ws, {
+    repos: [
+      {
+        name: 'org/guarded',
+        url: null,
+        path: repo,
+        priority: 1,
+        paths: ['guardpkg'],
+        description: null,
+        packageRoots: null,
+      },
+    ],
+    workers: 1,
+  });
   return { ws, dir };
 }
 
@@ -55,17 +68,33 @@ describe('guarded imports', () => {
     try {
       assert.ok(api.discover(ws).some((b) => b.id === ID));
       const { text, record } = api.extractText(ws, ID, { importable: ENV });
-      assert.deepEqual(record.diagnostics.filter((d) => d.severity === 'error'), []);
+      assert.deepEqual(
+        record.diagnostics.filter((d) => d.severity === 'error'),
+        [],
+      );
       assert.doesNotMatch(text, /nnrag_absent_fused_ext/, 'the failing extension is not hoisted into the copy');
-      assert.match(text, /^try:\n {4}from guardpkg\.fused import fused_scale\nexcept ImportError:\n {4}fused_scale = None$/m);
+      assert.match(
+        text,
+        /^try:\n {4}from guardpkg\.fused import fused_scale\nexcept ImportError:\n {4}fused_scale = None$/m,
+      );
       assert.match(text, /^def half\w*\(x\):/m, 'a guarded import that works is still replaced by its definitions');
-      assert.match(text, /^ {8}from guardpkg\.fused import fused_scale as fast$/m, 'the lazy guarded import stays, absolute');
+      assert.match(
+        text,
+        /^ {8}from guardpkg\.fused import fused_scale as fast$/m,
+        'the lazy guarded import stays, absolute',
+      );
       const kept = record.diagnostics.filter((d) => d.reason === 'guarded-import');
       assert.equal(kept.length, 2, JSON.stringify(record.diagnostics));
       assert.ok(kept.every((d) => d.severity === 'warning' && /nnrag_absent_fused_ext/.test(d.message)));
       const file = path.join(dir, 'scaled.py');
       writeFileSync(file, text);
-      const r = checkModules([{ name: 's', file, run: 'import torch\ny = m.Scaled()(torch.ones(2, 4))\nassert m.fused_scale is None and tuple(y.shape) == (2, 4)' }]).s;
+      const r = checkModules([
+        {
+          name: 's',
+          file,
+          run: 'import torch\ny = m.Scaled()(torch.ones(2, 4))\nassert m.fused_scale is None and tuple(y.shape) == (2, 4)',
+        },
+      ]).s;
       assert.equal(r.result, 'ok', JSON.stringify(r));
 
       // where the environment is unknown (no probe) the module is interned as before
@@ -87,7 +116,10 @@ describe('guarded imports', () => {
       // DATA_ROOT = os.path.abspath('..') must come out the same in both
       const x = api.extractText(ws, ID, { importable: ENV });
       const direct = await pool.validate({
-        id: ID, source: x.text, className: 'Scaled', namespace: x.namespace!,
+        id: ID,
+        source: x.text,
+        className: 'Scaled',
+        namespace: x.namespace!,
         original: { module: 'guardpkg.blocks', className: 'Scaled', sysPath: [path.join(dir, 'repo')] },
       });
       assert.equal(direct.stages.namespace, 'pass', JSON.stringify(direct.namespace));

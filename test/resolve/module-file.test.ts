@@ -31,7 +31,10 @@ describe("definitions that read their module's __file__", () => {
       const warned = inst.record.diagnostics.filter((d) => d.reason === 'module-file');
       assert.equal(warned.length, 1, JSON.stringify(inst.record.diagnostics));
       assert.equal(warned[0].severity, 'warning');
-      assert.match(warned[0].message, /filepkg\.assets\.asset_path reads its module's __file__.*imported from the filepkg installed/);
+      assert.match(
+        warned[0].message,
+        /filepkg\.assets\.asset_path reads its module's __file__.*imported from the filepkg installed/,
+      );
 
       // not installed: copied, and the warning says what __file__ now means
       const copied = api.extractText(ws, ID, { importable: ENV });
@@ -53,7 +56,11 @@ describe("definitions that read their module's __file__", () => {
       try {
         const r = checkModules([
           { name: 'installed', file: a, run: 'import torch\nassert m.Scaled()(torch.ones(2)).tolist() == [5.0, 5.0]' },
-          { name: 'copied', file: b, run: 'try:\n    m.Scaled()\n    raise AssertionError("built")\nexcept FileNotFoundError:\n    pass' },
+          {
+            name: 'copied',
+            file: b,
+            run: 'try:\n    m.Scaled()\n    raise AssertionError("built")\nexcept FileNotFoundError:\n    pass',
+          },
         ]);
         assert.equal(r.installed.result, 'ok', JSON.stringify(r.installed));
         assert.equal(r.copied.result, 'ok', JSON.stringify(r.copied));

@@ -19,16 +19,38 @@ describe('optional imports of indexed modules the environment cannot import', ()
     const dir = tempDir();
     const ws = api.Workspace.open(path.join(dir, 'store'), { create: true });
     try {
-      await api.index(ws, { repos: [{ name: 'org/optimport', url: null, path: root, priority: 1, paths: ['optpkg'], description: null, packageRoots: null }], workers: 1 });
+      await api.index(ws, {
+        repos: [
+          {
+            name: 'org/optimport',
+            url: null,
+            path: root,
+            priority: 1,
+            paths: ['optpkg'],
+            description: null,
+            packageRoots: null,
+          },
+        ],
+        workers: 1,
+      });
       const id = 'optpkg.layers.Shift';
       assert.ok(api.discover(ws).some((b) => b.id === id));
 
       const lacks = api.extractText(ws, id, { importable: ['torch'] });
       assert.doesNotMatch(lacks.text, /^import optpkg_fused_ext/m, 'the extension import is not hoisted');
-      assert.match(lacks.text, /^try:\n {4}from optpkg\.fused import FusedShift\nexcept ImportError:\n {4}FusedShift = None/m);
+      assert.match(
+        lacks.text,
+        /^try:\n {4}from optpkg\.fused import FusedShift\nexcept ImportError:\n {4}FusedShift = None/m,
+      );
       const file = path.join(dir, 'shift.py');
       writeFileSync(file, lacks.text);
-      const r = checkModules([{ name: 'shift', file, run: 'import torch\nassert m.FusedShift is None\nassert m.Shift(fused=True)(torch.arange(3.0)).tolist() == [2.0, 0.0, 1.0]' }]).shift;
+      const r = checkModules([
+        {
+          name: 'shift',
+          file,
+          run: 'import torch\nassert m.FusedShift is None\nassert m.Shift(fused=True)(torch.arange(3.0)).tolist() == [2.0, 0.0, 1.0]',
+        },
+      ]).shift;
       assert.deepEqual(r.undefined, []);
       assert.equal(r.result, 'ok');
 

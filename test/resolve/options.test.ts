@@ -9,7 +9,19 @@ describe('intern / extern patterns', () => {
   let ws: api.Workspace;
   before(async () => {
     ws = api.Workspace.open(tempDir());
-    await api.index(ws, { repos: [{ name: 'examples', url: null, path: path.join(repoRoot, 'examples'), priority: 1, paths: [], description: null, packageRoots: null }] });
+    await api.index(ws, {
+      repos: [
+        {
+          name: 'examples',
+          url: null,
+          path: path.join(repoRoot, 'examples'),
+          priority: 1,
+          paths: [],
+          description: null,
+          packageRoots: null,
+        },
+      ],
+    });
   });
   after(() => ws.close());
 
@@ -31,10 +43,15 @@ describe('intern / extern patterns', () => {
   });
 
   it('--intern interns only matching modules', () => {
-    const { text, record } = api.extractText(ws, 'tinyvision.models.resnet.Bottleneck', { intern: ['tinyvision.models.*'] });
+    const { text, record } = api.extractText(ws, 'tinyvision.models.resnet.Bottleneck', {
+      intern: ['tinyvision.models.*'],
+    });
     assert.ok(record.ok, JSON.stringify(record.diagnostics));
     assert.match(text, /^class Bottleneck\(BaseModule\):/m);
     assert.doesNotMatch(text, /^class ConvBnAct/m);
-    assert.ok(record.interned.every((m) => m.startsWith('tinyvision.models')), record.interned.join());
+    assert.ok(
+      record.interned.every((m) => m.startsWith('tinyvision.models')),
+      record.interned.join(),
+    );
   });
 });

@@ -12,7 +12,10 @@ describe('emission order', () => {
     const dir = fixture('order', 'eager-cycle');
     const ws = api.Workspace.open(path.join(tempDir('nnrag-order-'), 'store'));
     try {
-      await api.index(ws, { repos: [{ name: 'cycle', url: null, path: dir, priority: 1, paths: [], description: null, packageRoots: [''] }], workers: 1 });
+      await api.index(ws, {
+        repos: [{ name: 'cycle', url: null, path: dir, priority: 1, paths: [], description: null, packageRoots: [''] }],
+        workers: 1,
+      });
       const { record, text } = api.extractText(ws, 'pkg.a.Block');
       assert.ok(text, 'the module is still written, for inspection');
       const cycles = record.diagnostics.filter((d) => d.reason === 'eager-cycle');

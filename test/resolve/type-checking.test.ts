@@ -22,13 +22,22 @@ describe('imports under if TYPE_CHECKING', () => {
         assert.match(e.text, /^if TYPE_CHECKING:\n {4}from tcpkg\.heavy import Trainer\nelse:\n/m);
         // the else branch runs: what it imports is copied
         assert.match(e.text, /^def scale\(dim\):$/m);
-        assert.match(e.text, /^def attach\(model: nn\.Module, trainer: Optional\['Trainer'\] = None\) -> Optional\['Trainer'\]:$/m);
+        assert.match(
+          e.text,
+          /^def attach\(model: nn\.Module, trainer: Optional\['Trainer'\] = None\) -> Optional\['Trainer'\]:$/m,
+        );
         assert.ok(!e.record.externs.some((x) => JSON.stringify(x).includes('tcpkg')), JSON.stringify(e.record.externs));
         assert.ok(!e.record.diagnostics.some((d) => d.severity === 'error'), JSON.stringify(e.record.diagnostics));
         const file = path.join(dir, 'out', `${profile}.py`);
         mkdirSync(path.dirname(file), { recursive: true });
         writeFileSync(file, e.text);
-        const r = checkModules([{ name: profile, file, run: 'import torch\nb = m.Block()\nassert b(torch.ones(1, 4)).shape == (1, 4) and b.k == 0.25\nassert not hasattr(m, "Trainer")' }]);
+        const r = checkModules([
+          {
+            name: profile,
+            file,
+            run: 'import torch\nb = m.Block()\nassert b(torch.ones(1, 4)).shape == (1, 4) and b.k == 0.25\nassert not hasattr(m, "Trainer")',
+          },
+        ]);
         assert.equal(r[profile].result, 'ok', JSON.stringify(r[profile]));
       }
     } finally {

@@ -17,11 +17,21 @@ import { makeRemote } from '../repos/git-helpers.js';
 import { checkModules } from '../support/python.js';
 
 const local = (name: string, p: string, paths: string[] = [], priority = 1): RepoSpec => ({
-  name, url: null, path: p, priority, paths, description: null, packageRoots: null,
+  name,
+  url: null,
+  path: p,
+  priority,
+  paths,
+  description: null,
+  packageRoots: null,
 });
 
 /** Extract `id`, write it, and return its text with the record. */
-function emit(ws: api.Workspace, id: string, dir: string): { text: string; record: api.ExtractionRecord; file: string } {
+function emit(
+  ws: api.Workspace,
+  id: string,
+  dir: string,
+): { text: string; record: api.ExtractionRecord; file: string } {
   const { record, text } = api.extractText(ws, id);
   assert.ok(text, `nothing emitted for ${id}: ${record.error}`);
   const file = path.join(dir, `${id.replace(/[/:]/g, '_')}.py`);
@@ -35,7 +45,13 @@ describe('import universes', () => {
     const ws = api.Workspace.open(path.join(dir, 'store'));
     try {
       // beta has the better priority: with one global namespace its models.common would win
-      await api.index(ws, { repos: [local('org/alpha', fixture('universes', 'alpha'), [], 2), local('org/beta', fixture('universes', 'beta'), [], 1)], workers: 1 });
+      await api.index(ws, {
+        repos: [
+          local('org/alpha', fixture('universes', 'alpha'), [], 2),
+          local('org/beta', fixture('universes', 'beta'), [], 1),
+        ],
+        workers: 1,
+      });
       const blocks = api.discover(ws);
       assert.deepEqual(blocks.map((b) => `${b.repo} ${b.id}`).sort(), [
         'org/alpha models.yolo.AlphaNet',
@@ -50,12 +66,22 @@ describe('import universes', () => {
       assert.match(beta.text, /BETA_SHIFT = 1/);
       assert.doesNotMatch(beta.text, /ALPHA_SCALE/);
       for (const r of [alpha.record, beta.record]) assert.deepEqual(r.diagnostics, []);
-      const provenance = (r: api.ExtractionRecord) => [...new Set((r.provenance as { repo: string }[]).map((p) => p.repo))];
+      const provenance = (r: api.ExtractionRecord) => [
+        ...new Set((r.provenance as { repo: string }[]).map((p) => p.repo)),
+      ];
       assert.deepEqual(provenance(alpha.record), ['org/alpha']);
       assert.deepEqual(provenance(beta.record), ['org/beta']);
       const checks = checkModules([
-        { name: 'alpha', file: alpha.file, run: 'import torch\nassert m.AlphaNet()(torch.ones(1, 4, 2, 2)).shape == (1, 4, 2, 2)' },
-        { name: 'beta', file: beta.file, run: 'import torch\nassert m.BetaNet()(torch.ones(1, 4, 2, 2)).shape == (1, 4, 2, 2)' },
+        {
+          name: 'alpha',
+          file: alpha.file,
+          run: 'import torch\nassert m.AlphaNet()(torch.ones(1, 4, 2, 2)).shape == (1, 4, 2, 2)',
+        },
+        {
+          name: 'beta',
+          file: beta.file,
+          run: 'import torch\nassert m.BetaNet()(torch.ones(1, 4, 2, 2)).shape == (1, 4, 2, 2)',
+        },
       ]);
       assert.equal(checks.alpha.result, 'ok', checks.alpha.result);
       assert.equal(checks.beta.result, 'ok', checks.beta.result);
@@ -68,7 +94,13 @@ describe('import universes', () => {
     const dir = tempDir();
     const ws = api.Workspace.open(path.join(dir, 'store'));
     try {
-      await api.index(ws, { repos: [local('org/gamma', fixture('universes', 'gamma'), [], 2), local('org/beta', fixture('universes', 'beta'), [], 1)], workers: 1 });
+      await api.index(ws, {
+        repos: [
+          local('org/gamma', fixture('universes', 'gamma'), [], 2),
+          local('org/beta', fixture('universes', 'beta'), [], 1),
+        ],
+        workers: 1,
+      });
       api.discover(ws);
       const gamma = emit(ws, 'models_gamma.GammaNet', dir);
       assert.deepEqual(gamma.record.diagnostics, []);
@@ -85,9 +117,20 @@ describe('namespace packages (PEP 420) under a script root', () => {
     const dir = tempDir();
     const ws = api.Workspace.open(path.join(dir, 'store'));
     try {
-      await api.index(ws, { repos: [local('org/flat', fixture('namespace', 'flat')), local('org/nested', fixture('namespace', 'nested'))], workers: 1 });
-      const ids = api.discover(ws).map((b) => b.id).sort();
-      assert.deepEqual(ids, ['models.net.Net', 'models.net.PositionalEncoding', 'nets.deep.block.Block', 'nets.deep.layers.conv.ConvUnit']);
+      await api.index(ws, {
+        repos: [local('org/flat', fixture('namespace', 'flat')), local('org/nested', fixture('namespace', 'nested'))],
+        workers: 1,
+      });
+      const ids = api
+        .discover(ws)
+        .map((b) => b.id)
+        .sort();
+      assert.deepEqual(ids, [
+        'models.net.Net',
+        'models.net.PositionalEncoding',
+        'nets.deep.block.Block',
+        'nets.deep.layers.conv.ConvUnit',
+      ]);
       const net = emit(ws, 'models.net.Net', dir);
       const block = emit(ws, 'nets.deep.block.Block', dir);
       assert.deepEqual(net.record.diagnostics, []);
@@ -97,9 +140,17 @@ describe('namespace packages (PEP 420) under a script root', () => {
       assert.ok(block.record.interned.includes('nets.deep.layers.conv'), JSON.stringify(block.record.interned));
       const pe = emit(ws, 'models.net.PositionalEncoding', dir);
       const checks = checkModules([
-        { name: 'pe', file: pe.file, run: 'import torch\nassert m.PositionalEncoding()(torch.ones(4, 8)).shape == (4, 8)' },
+        {
+          name: 'pe',
+          file: pe.file,
+          run: 'import torch\nassert m.PositionalEncoding()(torch.ones(4, 8)).shape == (4, 8)',
+        },
         { name: 'net', file: net.file, run: 'import torch\nassert m.Net()(torch.ones(4, 8)).shape == (4, 8)' },
-        { name: 'block', file: block.file, run: 'import torch\nassert m.Block()(torch.ones(1, 3, 4, 4)).shape == (1, 3, 4, 4)' },
+        {
+          name: 'block',
+          file: block.file,
+          run: 'import torch\nassert m.Block()(torch.ones(1, 3, 4, 4)).shape == (1, 3, 4, 4)',
+        },
       ]);
       assert.equal(checks.pe.result, 'ok', checks.pe.result);
       assert.equal(checks.net.result, 'ok', checks.net.result);
@@ -112,7 +163,10 @@ describe('namespace packages (PEP 420) under a script root', () => {
 
 describe('closures beyond the configured paths', () => {
   const check = (ws: api.Workspace, dir: string) => {
-    const ids = api.discover(ws).map((b) => b.id).sort();
+    const ids = api
+      .discover(ws)
+      .map((b) => b.id)
+      .sort();
     // paths scope discovery: pkg/typing.py's module is not a block
     assert.deepEqual(ids, ['pkg.nn.lin.Broken', 'pkg.nn.lin.Lin']);
     const lin = emit(ws, 'pkg.nn.lin.Lin', dir);
@@ -120,11 +174,16 @@ describe('closures beyond the configured paths', () => {
     assert.match(lin.text, /DEFAULT_WIDTH = 6/);
     assert.match(lin.text, /def act\(x\)/);
     const broken = api.extractText(ws, 'pkg.nn.lin.Broken').record;
-    assert.deepEqual(broken.diagnostics.map((d) => `${d.name}:${d.reason}`), ['thing:missing-module']);
+    assert.deepEqual(
+      broken.diagnostics.map((d) => `${d.name}:${d.reason}`),
+      ['thing:missing-module'],
+    );
     const support = ws.store.listSupportFiles().map((f) => `${f.path} ${f.module}`);
     assert.ok(support.includes('pkg/typing.py pkg.typing'), JSON.stringify(support));
     assert.ok(support.includes('pkg/utils/act.py pkg.utils.act'), JSON.stringify(support));
-    const c = checkModules([{ name: 'lin', file: lin.file, run: 'import torch\nassert m.Lin()(torch.ones(2, 6)).shape == (2, 6)' }]);
+    const c = checkModules([
+      { name: 'lin', file: lin.file, run: 'import torch\nassert m.Lin()(torch.ones(2, 6)).shape == (2, 6)' },
+    ]);
     assert.equal(c.lin.result, 'ok', c.lin.result);
   };
 
@@ -133,7 +192,10 @@ describe('closures beyond the configured paths', () => {
     const ws = api.Workspace.open(path.join(dir, 'store'));
     try {
       await api.index(ws, { repos: [local('org/pkg', fixture('ondemand'), ['pkg/nn'])], workers: 1 });
-      assert.deepEqual(ws.store.listFiles().map((f) => f.path), ['pkg/nn/__init__.py', 'pkg/nn/lin.py']);
+      assert.deepEqual(
+        ws.store.listFiles().map((f) => f.path),
+        ['pkg/nn/__init__.py', 'pkg/nn/lin.py'],
+      );
       check(ws, dir);
       // a new process finds the stored facts: nothing is parsed again
       ws.invalidate();
@@ -150,13 +212,33 @@ describe('closures beyond the configured paths', () => {
     const src = path.join(dir, 'src');
     cpSync(fixture('ondemand'), src, { recursive: true });
     const files: Record<string, string> = {};
-    for (const rel of ['pkg/__init__.py', 'pkg/nn/__init__.py', 'pkg/nn/lin.py', 'pkg/typing.py', 'pkg/utils/__init__.py', 'pkg/utils/act.py']) {
+    for (const rel of [
+      'pkg/__init__.py',
+      'pkg/nn/__init__.py',
+      'pkg/nn/lin.py',
+      'pkg/typing.py',
+      'pkg/utils/__init__.py',
+      'pkg/utils/act.py',
+    ]) {
       files[rel] = readFileSync(path.join(src, rel), 'utf8');
     }
     const remote = makeRemote(files);
     const ws = api.Workspace.open(path.join(dir, 'store'));
     try {
-      await api.index(ws, { repos: [{ name: 'org/pkg', url: remote.url, path: null, priority: 1, paths: ['pkg/nn'], description: null, packageRoots: null }], workers: 1 });
+      await api.index(ws, {
+        repos: [
+          {
+            name: 'org/pkg',
+            url: remote.url,
+            path: null,
+            priority: 1,
+            paths: ['pkg/nn'],
+            description: null,
+            packageRoots: null,
+          },
+        ],
+        workers: 1,
+      });
       check(ws, dir);
       const stats = (ws.corpus().moduleLoader as unknown as { stats: { fetched: number } }).stats;
       assert.ok(stats.fetched >= 2, JSON.stringify(stats));

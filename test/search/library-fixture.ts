@@ -15,7 +15,11 @@ export async function buildExampleLibrary(opts: { validate?: boolean } = {}): Pr
 
 /** Build the library of one folder of Python packages in a fresh store (every block, or
  *  those of `only` by class name) and return the store's folder. */
-export async function buildLibraryOf(name: string, folder: string, opts: { validate?: boolean; only?: string[] } = {}): Promise<string> {
+export async function buildLibraryOf(
+  name: string,
+  folder: string,
+  opts: { validate?: boolean; only?: string[] } = {},
+): Promise<string> {
   const dir = tempDir('nnrag-search-');
   const ws = api.Workspace.open(dir);
   try {
@@ -23,7 +27,11 @@ export async function buildLibraryOf(name: string, folder: string, opts: { valid
       repos: [{ name, url: null, path: folder, priority: 1, paths: [], description: null, packageRoots: null }],
     });
     const blocks = api.discover(ws).filter((b) => !opts.only || opts.only.includes(b.name));
-    await extractAndValidate(ws, blocks.map((b) => b.id), { validate: opts.validate !== false });
+    await extractAndValidate(
+      ws,
+      blocks.map((b) => b.id),
+      { validate: opts.validate !== false },
+    );
   } finally {
     ws.close();
   }

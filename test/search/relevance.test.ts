@@ -55,12 +55,17 @@ describe('search over the fixture library (validated in the sandbox)', { skip: n
   });
   after(() => store?.close());
 
-  const names = (q: string, opts = {}) => [...new Set(searchBlocks(store, q, { limit: 20, ...opts }).hits.map((h) => h.name))];
+  const names = (q: string, opts = {}) => [
+    ...new Set(searchBlocks(store, q, { limit: 20, ...opts }).hits.map((h) => h.name)),
+  ];
 
   test('the library is what the fixture says: every block validated but Upsample', () => {
     const all = searchBlocks(store, '', { all: true, limit: 100 }).hits;
     assert.equal(all.length, 16);
-    assert.deepEqual(all.filter((h) => h.status !== 'validated').map((h) => h.name), ['Upsample']);
+    assert.deepEqual(
+      all.filter((h) => h.status !== 'validated').map((h) => h.name),
+      ['Upsample'],
+    );
   });
 
   test('"residual block" finds Residual and ResnetBlock first', () => {
@@ -83,7 +88,10 @@ describe('search over the fixture library (validated in the sandbox)', { skip: n
   test('a query only a failed block matches shows it, marked; otherwise failed blocks are counted', () => {
     const r = searchBlocks(store, 'upsample');
     assert.equal(r.failedOnly, true);
-    assert.deepEqual(r.hits.map((h) => [h.name, h.status]), [['Upsample', 'failed']]);
+    assert.deepEqual(
+      r.hits.map((h) => [h.name, h.status]),
+      [['Upsample', 'failed']],
+    );
     assert.equal(searchBlocks(store, 'upsampling').hits[0]?.name, 'Upsample', 'stemmed');
     assert.equal(searchBlocks(store, 'interpolate').hits[0]?.name, 'Upsample', 'a related word');
     const text = execFileSync('node', [bin, 'search', 'upsample', '--store', dir], { encoding: 'utf8' });
@@ -95,21 +103,33 @@ describe('search over the fixture library (validated in the sandbox)', { skip: n
     assert.equal(conv.failedOnly, false);
     assert.ok(!conv.hits.some((h) => h.status === 'failed'));
     assert.equal(conv.hiddenFailed, 1);
-    assert.match(execFileSync('node', [bin, 'search', 'convolution', '--store', dir], { encoding: 'utf8' }), /1 that failed validation left out: --all shows them/);
+    assert.match(
+      execFileSync('node', [bin, 'search', 'convolution', '--store', dir], { encoding: 'utf8' }),
+      /1 that failed validation left out: --all shows them/,
+    );
     assert.ok(searchBlocks(store, 'convolution', { all: true }).hits.some((h) => h.name === 'Upsample'));
     assert.equal(searchBlocks(store, 'upsample', { validated: true }).total, 0, '--validated stays strict');
   });
 
   test('--json groups same-named blocks as the text does, and --limit counts groups', () => {
-    const out = JSON.parse(execFileSync('node', [bin, 'search', 'layer', 'norm', '--limit', '2', '--json', '--store', dir], { encoding: 'utf8' }));
+    const out = JSON.parse(
+      execFileSync('node', [bin, 'search', 'layer', 'norm', '--limit', '2', '--json', '--store', dir], {
+        encoding: 'utf8',
+      }),
+    );
     assert.equal(out.groups.length, 2);
     assert.equal(out.groups[0].name, 'LayerNorm');
-    assert.deepEqual(new Set(out.groups[0].ids), new Set(['searchlib.common.norm.LayerNorm', 'searchlib.text.norm.LayerNorm', 'searchlib.vision.norm.LayerNorm']));
+    assert.deepEqual(
+      new Set(out.groups[0].ids),
+      new Set(['searchlib.common.norm.LayerNorm', 'searchlib.text.norm.LayerNorm', 'searchlib.vision.norm.LayerNorm']),
+    );
     assert.equal(out.groups[0].hits.length, 3);
     assert.equal(out.groups[1].name, 'ChanLayerNorm');
     assert.equal(out.hits.length, 4, 'every block of the two groups');
     assert.ok(out.totalGroups >= 2 && out.total >= 4);
-    const text = execFileSync('node', [bin, 'search', 'layer', 'norm', '--limit', '2', '--store', dir], { encoding: 'utf8' });
+    const text = execFileSync('node', [bin, 'search', 'layer', 'norm', '--limit', '2', '--store', dir], {
+      encoding: 'utf8',
+    });
     assert.match(text, / 1\. searchlib\.\w+\.norm\.LayerNorm/);
     assert.match(text, /also LayerNorm in: /);
     assert.match(text, / 2\. searchlib\.common\.chan\.ChanLayerNorm/);
@@ -135,10 +155,14 @@ describe('a store with one block', { skip: needsSandbox() }, () => {
   after(() => rmSync(dir, { recursive: true, force: true }));
 
   test('its score says how well it matches, not 0.00', () => {
-    const out = JSON.parse(execFileSync('node', [bin, 'search', 'rotary', 'embedding', '--json', '--store', dir], { encoding: 'utf8' }));
+    const out = JSON.parse(
+      execFileSync('node', [bin, 'search', 'rotary', 'embedding', '--json', '--store', dir], { encoding: 'utf8' }),
+    );
     assert.equal(out.hits.length, 1);
     assert.equal(out.hits[0].score, 1, 'the query names the block');
-    const partial = JSON.parse(execFileSync('node', [bin, 'search', 'rotary', '--json', '--store', dir], { encoding: 'utf8' })).hits[0].score;
+    const partial = JSON.parse(
+      execFileSync('node', [bin, 'search', 'rotary', '--json', '--store', dir], { encoding: 'utf8' }),
+    ).hits[0].score;
     assert.ok(partial > 0.5 && partial < 1, String(partial));
     const text = execFileSync('node', [bin, 'search', 'rotary', '--store', dir], { encoding: 'utf8' });
     assert.doesNotMatch(text, /score 0\.00/);

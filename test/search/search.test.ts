@@ -41,7 +41,11 @@ describe('tokens', () => {
     assert.equal(q.all, '"window" AND "attention"*');
     assert.equal(q.any, '"window" OR "attention"*');
     assert.equal(parseQuery('WindowAttention').all, '("windowattention"* OR ("window" AND "attention"*))');
-    assert.equal(parseQuery('window attention', { isWord: (t) => t === 'attention' }).all, '"window" AND "attention"', 'a whole indexed word is not a prefix');
+    assert.equal(
+      parseQuery('window attention', { isWord: (t) => t === 'attention' }).all,
+      '"window" AND "attention"',
+      'a whole indexed word is not a prefix',
+    );
     assert.equal(parseQuery('  ').all, null);
     assert.equal(parseQuery('"()*:^').all, null);
     // FTS5 operators and column filters in the input are plain words
@@ -50,9 +54,14 @@ describe('tokens', () => {
 
   test('parameter names (read as the binder reads them) and first sentences', async () => {
     await initParser();
-    const names = parseParams('(self, dim=32, num_heads: int = 4, *args, act=partial(f, a=1), **kw)', { dropFirst: true }).map((p) => p.name);
+    const names = parseParams('(self, dim=32, num_heads: int = 4, *args, act=partial(f, a=1), **kw)', {
+      dropFirst: true,
+    }).map((p) => p.name);
     assert.deepEqual(names, ['dim', 'num_heads', 'args', 'act', 'kw']);
-    assert.equal(firstSentence('Local window attention: tokens attend. More.\n\nDetails.'), 'Local window attention: tokens attend.');
+    assert.equal(
+      firstSentence('Local window attention: tokens attend. More.\n\nDetails.'),
+      'Local window attention: tokens attend.',
+    );
   });
 });
 
@@ -119,31 +128,56 @@ describe('search over the example library', { skip: needsSandbox() }, () => {
     const validated = searchBlocks(store, 'feature', { validated: true }).hits.map((h) => h.id);
     assert.ok(!validated.includes('tinyvision.models.wrappers.FeatureTap'));
     assert.ok(!searchBlocks(store, 'feature').hits.some((h) => h.id === 'tinyvision.models.wrappers.FeatureTap'));
-    assert.ok(searchBlocks(store, 'feature', { all: true }).hits.some((h) => h.id === 'tinyvision.models.wrappers.FeatureTap'));
+    assert.ok(
+      searchBlocks(store, 'feature', { all: true }).hits.some((h) => h.id === 'tinyvision.models.wrappers.FeatureTap'),
+    );
     const wa = all.hits.find((h) => h.id.endsWith('.WindowAttention'))!;
     assert.ok(wa.params! > 0);
     const range = searchBlocks(store, 'attention', { minParams: wa.params!, maxParams: wa.params! }).hits;
     assert.ok(range.every((h) => h.params === wa.params));
     assert.ok(range.some((h) => h.id === wa.id));
-    assert.ok(!searchBlocks(store, 'attention', { minParams: wa.params! + 1, maxParams: wa.params! + 1 }).hits.some((h) => h.id === wa.id));
+    assert.ok(
+      !searchBlocks(store, 'attention', { minParams: wa.params! + 1, maxParams: wa.params! + 1 }).hits.some(
+        (h) => h.id === wa.id,
+      ),
+    );
     assert.equal(searchBlocks(store, 'attention', { repo: 'nope' }).total, 0);
     assert.ok(searchBlocks(store, 'attention', { repo: 'examples' }).total > 0);
   });
 
   test('FTS5 syntax in queries is never interpreted', () => {
-    for (const q of ['"', 'mlp OR', 'NEAR(a b)', '*', 'name:mlp', 'a AND', '-x', '^mlp', ')(', "'; DROP TABLE search_docs; --", 'ünïcödé', '{name}: mlp', 'mlp"*']) {
+    for (const q of [
+      '"',
+      'mlp OR',
+      'NEAR(a b)',
+      '*',
+      'name:mlp',
+      'a AND',
+      '-x',
+      '^mlp',
+      ')(',
+      "'; DROP TABLE search_docs; --",
+      'ünïcödé',
+      '{name}: mlp',
+      'mlp"*',
+    ]) {
       assert.doesNotThrow(() => searchBlocks(store, q), q);
     }
     // a column filter in the input is two words, not a filter on the name column
     const colon = searchBlocks(store, 'name:mlp');
-    assert.deepEqual(colon.hits.map((h) => h.id), searchBlocks(store, 'name mlp').hits.map((h) => h.id));
+    assert.deepEqual(
+      colon.hits.map((h) => h.id),
+      searchBlocks(store, 'name mlp').hits.map((h) => h.id),
+    );
     assert.equal(searchBlocks(store, '', { all: true }).total, 13, 'table intact');
   });
 
   test('incremental sync rebuilds only changed rows and drops removed ones', () => {
     assert.deepEqual({ ...syncSearchIndex(store), ms: 0 }, { added: 0, updated: 0, removed: 0, unchanged: 13, ms: 0 });
     const e = getExtraction(store, 'tinyvision.layers.mlp.Mlp')!;
-    const text = e.text.replace('class Mlp(', '# zebracorn marker\nclass Mlp(').replace('"""Linear', '"""Zebracorn linear');
+    const text = e.text
+      .replace('class Mlp(', '# zebracorn marker\nclass Mlp(')
+      .replace('"""Linear', '"""Zebracorn linear');
     putExtraction(store, { ...e, text, hash: textHash(text) });
     const r = syncSearchIndex(store);
     assert.equal(r.updated, 1);
@@ -178,32 +212,54 @@ describe('search over the example library', { skip: needsSandbox() }, () => {
     // the same rules as extract: a mistyped name gets the nearest ones, an ambiguous one
     // is a usage error that lists the candidates (no silent pick)
     assert.throws(() => resolveLibraryId(store, 'WindowAtention'), /did you mean WindowAttention\?/);
-    assert.throws(() => resolveLibraryId(store, 'Mlp'), (e: unknown) => e instanceof UsageError && /tinyvision\.layers\.mlp\.Mlp/.test(e.message) && /tinyvision\.models\.mixer\.Mlp/.test(e.message));
+    assert.throws(
+      () => resolveLibraryId(store, 'Mlp'),
+      (e: unknown) =>
+        e instanceof UsageError &&
+        /tinyvision\.layers\.mlp\.Mlp/.test(e.message) &&
+        /tinyvision\.models\.mixer\.Mlp/.test(e.message),
+    );
     assert.equal(resolveLibraryId(store, 'mixer.Mlp'), 'tinyvision.models.mixer.Mlp');
     assert.equal(resolveLibraryId(store, 'examples:layers.mlp.Mlp'), 'tinyvision.layers.mlp.Mlp');
   });
 
   test('nnrag search: human and --json output, exit codes', () => {
-    const out = JSON.parse(execFileSync('node', [bin, 'search', 'window', 'attention', '--store', dir, '--json'], { encoding: 'utf8' }));
+    const out = JSON.parse(
+      execFileSync('node', [bin, 'search', 'window', 'attention', '--store', dir, '--json'], { encoding: 'utf8' }),
+    );
     assert.equal(out.hits[0].id, 'tinyvision.layers.attention.WindowAttention');
     assert.equal(out.hits[0].status, 'validated');
     assert.equal(out.hits[0].origin.path, 'tinyvision/layers/attention.py');
     assert.ok(out.hits[0].score > 0);
-    const human = execFileSync('node', [bin, 'search', 'mlp', '--category', 'utility', '--validated', '--store', dir], { encoding: 'utf8' });
+    const human = execFileSync('node', [bin, 'search', 'mlp', '--category', 'utility', '--validated', '--store', dir], {
+      encoding: 'utf8',
+    });
     assert.match(human, /Mlp/);
     const bad = spawnSync('node', [bin, 'search', 'x', '--min-params', 'lots', '--store', dir], { encoding: 'utf8' });
     assert.equal(bad.status, 2, bad.stderr);
     const empty = spawnSync('node', [bin, 'search', '--store', dir], { encoding: 'utf8' });
     assert.equal(empty.status, 2, 'no query and no filter is a usage error');
-    const nowhere = spawnSync('node', [bin, 'search', 'mlp', '--repo', 'nosuchrepo', '--store', dir], { encoding: 'utf8' });
+    const nowhere = spawnSync('node', [bin, 'search', 'mlp', '--repo', 'nosuchrepo', '--store', dir], {
+      encoding: 'utf8',
+    });
     assert.equal(nowhere.status, 2);
     assert.match(nowhere.stderr, /nosuchrepo.*repositories: examples/);
     // blocks sharing a name are one entry; failed blocks only with --all
-    const grouped = JSON.parse(execFileSync('node', [bin, 'search', 'mlp', '--store', dir, '--json'], { encoding: 'utf8' }));
+    const grouped = JSON.parse(
+      execFileSync('node', [bin, 'search', 'mlp', '--store', dir, '--json'], { encoding: 'utf8' }),
+    );
     const mlp = grouped.groups.find((g: { name: string }) => g.name === 'Mlp');
     assert.deepEqual(new Set(mlp.ids), new Set(['tinyvision.layers.mlp.Mlp', 'tinyvision.models.mixer.Mlp']));
-    assert.match(execFileSync('node', [bin, 'search', 'mlp', '--store', dir], { encoding: 'utf8' }), /also Mlp in: tinyvision\.(layers\.mlp|models\.mixer)\.Mlp/);
-    const tap = (args: string[]) => JSON.parse(execFileSync('node', [bin, 'search', 'feature', 'tap', ...args, '--store', dir, '--json'], { encoding: 'utf8' })).hits.map((h: { id: string }) => h.id);
+    assert.match(
+      execFileSync('node', [bin, 'search', 'mlp', '--store', dir], { encoding: 'utf8' }),
+      /also Mlp in: tinyvision\.(layers\.mlp|models\.mixer)\.Mlp/,
+    );
+    const tap = (args: string[]) =>
+      JSON.parse(
+        execFileSync('node', [bin, 'search', 'feature', 'tap', ...args, '--store', dir, '--json'], {
+          encoding: 'utf8',
+        }),
+      ).hits.map((h: { id: string }) => h.id);
     assert.ok(!tap([]).includes('tinyvision.models.wrappers.FeatureTap'));
     assert.ok(tap(['--all']).includes('tinyvision.models.wrappers.FeatureTap'));
   });

@@ -33,7 +33,10 @@ describe('similar blocks', () => {
     const hits = similarBlocks(store, WA, 5);
     assert.ok(!hits.some((h) => h.id === WA), 'never itself');
     // WindowAttention subclasses Attention (copied into its module); attention.Block copies both
-    assert.deepEqual(new Set(hits.slice(0, 2).map((h) => h.id)), new Set(['tinyvision.layers.attention.Attention', 'tinyvision.layers.attention.Block']));
+    assert.deepEqual(
+      new Set(hits.slice(0, 2).map((h) => h.id)),
+      new Set(['tinyvision.layers.attention.Attention', 'tinyvision.layers.attention.Block']),
+    );
     for (let i = 1; i < hits.length; i++) assert.ok(hits[i - 1].score >= hits[i].score, 'sorted by score');
     for (const h of hits) assert.ok(h.score > 0 && h.score <= 1 && h.lexical >= 0 && h.structural >= 0);
     assert.ok(hits[0].score > hits[hits.length - 1].score + 0.2, 'related blocks stand out from unrelated ones');
@@ -67,7 +70,11 @@ describe('similar blocks', () => {
   });
 
   test('nnrag similar --json', () => {
-    const out = JSON.parse(execFileSync('node', [bin, 'similar', 'WindowAttention', '--store', dir, '--json', '--limit', '3'], { encoding: 'utf8' }));
+    const out = JSON.parse(
+      execFileSync('node', [bin, 'similar', 'WindowAttention', '--store', dir, '--json', '--limit', '3'], {
+        encoding: 'utf8',
+      }),
+    );
     assert.equal(out.id, WA);
     assert.equal(out.similar.length, 3);
     assert.ok(out.similar.every((h: { id: string }) => h.id !== WA));

@@ -23,11 +23,18 @@ const CHROMIUM = '/usr/bin/chromium';
 const bin = path.join(repoRoot, 'dist', 'src', 'cli', 'bin.js');
 const WA = 'tinyvision.layers.attention.WindowAttention';
 
-const unescapeHtml = (s: string) => s.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&amp;/g, '&');
+const unescapeHtml = (s: string) =>
+  s
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&quot;/g, '"')
+    .replace(/&#39;/g, "'")
+    .replace(/&amp;/g, '&');
 
 describe('highlighting', () => {
   test('every character of the source survives, escaped, with token classes', async () => {
-    const src = 'import torch  # x < y & z\n\n@dec\nclass A(nn.Module):\n    """Doc <b>"""\n    def f(self, x=1.5):\n        return x if x > 2 else None  # ünïcode\n';
+    const src =
+      'import torch  # x < y & z\n\n@dec\nclass A(nn.Module):\n    """Doc <b>"""\n    def f(self, x=1.5):\n        return x if x > 2 else None  # ünïcode\n';
     const html = await highlightPython(src);
     assert.equal(unescapeHtml(html.replace(/<\/?span[^>]*>/g, '')), src);
     assert.ok(!/<(?!\/?span)/.test(html), 'no tags but spans');
@@ -41,7 +48,10 @@ describe('highlighting', () => {
   });
 });
 
-function get(url: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string; headers: http.IncomingHttpHeaders }> {
+function get(
+  url: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: string; headers: http.IncomingHttpHeaders }> {
   return new Promise((resolve, reject) => {
     http
       // a connection per request: a kept-alive socket the server closed after its idle
@@ -64,7 +74,10 @@ describe('catalog server', { skip: needsSandbox() }, () => {
     // a block whose docstring tries to inject markup
     const store = IndexStore.open(dir);
     const mlp = getExtraction(store, 'tinyvision.models.mixer.Mlp')!;
-    const text = mlp.text.replace(/class Mlp\(nn\.Module\):\n(\s+)"""/, 'class Mlp(nn.Module):\n$1"""<script>alert(1)</script> <img src=x onerror=alert(2)> ');
+    const text = mlp.text.replace(
+      /class Mlp\(nn\.Module\):\n(\s+)"""/,
+      'class Mlp(nn.Module):\n$1"""<script>alert(1)</script> <img src=x onerror=alert(2)> ',
+    );
     assert.notEqual(text, mlp.text);
     putExtraction(store, { ...mlp, id: 'evil.mod.Mlp', text, hash: textHash(text) });
     store.close();
@@ -93,7 +106,10 @@ describe('catalog server', { skip: needsSandbox() }, () => {
   test('a port in use is a clear error, not a stack trace', async () => {
     const port = Number(new URL(server.url).port);
     await assert.rejects(startServer({ storeDir: dir, port }), /already in use/);
-    const r = spawnSync(process.execPath, [bin, 'serve', '--port', String(port), '--store', dir], { encoding: 'utf8', timeout: 20000 });
+    const r = spawnSync(process.execPath, [bin, 'serve', '--port', String(port), '--store', dir], {
+      encoding: 'utf8',
+      timeout: 20000,
+    });
     assert.equal(r.status, 1, r.stderr);
     assert.match(r.stderr, /already in use/);
     assert.ok(!/\n\s+at /.test(r.stderr), r.stderr);
@@ -122,7 +138,12 @@ describe('catalog server', { skip: needsSandbox() }, () => {
     const s = JSON.parse((await get(`${server.url}api/search?q=window+attention`)).body);
     assert.equal(s.hits[0].id, WA);
     const f = JSON.parse((await get(`${server.url}api/search?q=&category=convolution&validated=1`)).body);
-    assert.ok(f.hits.length >= 3 && f.hits.every((h: { category: string; status: string }) => h.category === 'convolution' && h.status === 'validated'));
+    assert.ok(
+      f.hits.length >= 3 &&
+        f.hits.every(
+          (h: { category: string; status: string }) => h.category === 'convolution' && h.status === 'validated',
+        ),
+    );
     const b = JSON.parse((await get(`${server.url}api/block/${encodeURIComponent(WA)}`)).body);
     assert.equal(b.doc.id, WA);
     assert.match(b.text, /class WindowAttention\(Attention\):/);
@@ -145,13 +166,15 @@ describe('catalog server', { skip: needsSandbox() }, () => {
     assert.ok(!results.body.includes('<script>x</script>'));
   });
 
-  test('the only script a page may run is the copy buttons\', by its hash', async () => {
+  test("the only script a page may run is the copy buttons', by its hash", async () => {
     const res = await new Promise<{ csp: string; body: string }>((resolve, reject) =>
-      http.get(`${server.url}block/${WA}`, (r) => {
-        let body = '';
-        r.on('data', (d) => (body += d));
-        r.on('end', () => resolve({ csp: String(r.headers['content-security-policy']), body }));
-      }).on('error', reject),
+      http
+        .get(`${server.url}block/${WA}`, (r) => {
+          let body = '';
+          r.on('data', (d) => (body += d));
+          r.on('end', () => resolve({ csp: String(r.headers['content-security-policy']), body }));
+        })
+        .on('error', reject),
     );
     const scripts = [...res.body.matchAll(/<script>([\s\S]*?)<\/script>/g)].map((m) => m[1]);
     assert.equal(scripts.length, 1);
@@ -162,20 +185,57 @@ describe('catalog server', { skip: needsSandbox() }, () => {
 
   test('a failure says what to do next, and only steps that work', () => {
     // without the environment's verdict no package name is guessed: doctor is asked
-    const unknown = nextStep({ category: 'missing-extern', error: "ModuleNotFoundError: No module named 'einops'" }, 'x.Y')!;
+    const unknown = nextStep(
+      { category: 'missing-extern', error: "ModuleNotFoundError: No module named 'einops'" },
+      'x.Y',
+    )!;
     assert.match(unknown, /`einops`.*nnrag doctor --store S.*nnrag validate x\.Y --force/);
     assert.doesNotMatch(unknown, /apt-get/);
-    const miss = { module: 'kornia_rs', distribution: 'kornia-rs', debian: 'python3-kornia-rs', candidate: null, installed: false, verdict: 'no-package' as const };
+    const miss = {
+      module: 'kornia_rs',
+      distribution: 'kornia-rs',
+      debian: 'python3-kornia-rs',
+      candidate: null,
+      installed: false,
+      verdict: 'no-package' as const,
+    };
     const none = nextStep({ category: 'missing-extern', error: "No module named 'kornia_rs'", missing: miss })!;
     assert.doesNotMatch(none, /apt-get install/, 'a package Debian does not have is never recommended');
     assert.match(none, /Debian has no package.*nnrag env create DIR --store S.*--wheels.*--env DIR.*--python/);
-    const has = nextStep({ category: 'missing-extern', error: "No module named 'einops'", missing: { ...miss, module: 'einops', distribution: 'einops', debian: 'python3-einops', candidate: '0.8.1-1', verdict: 'lacks' } })!;
+    const has = nextStep({
+      category: 'missing-extern',
+      error: "No module named 'einops'",
+      missing: {
+        ...miss,
+        module: 'einops',
+        distribution: 'einops',
+        debian: 'python3-einops',
+        candidate: '0.8.1-1',
+        verdict: 'lacks',
+      },
+    })!;
     assert.match(has, /apt-get install python3-einops` \(Debian 0\.8\.1-1\)/);
     // a torch API another torch version has: the repository's declared torch is named
-    const tv = nextStep({ category: 'torch-version', error: "AttributeError: module 'torch' has no attribute 'compiler'", torchRequired: { spec: 'torch>=2.0', file: 'setup.py', line: 12 } })!;
-    assert.match(tv, /lacks `compiler`; the repository declares `torch>=2\.0` \(setup\.py:12\).*nnrag env create DIR --store S/);
-    assert.match(nextStep({ category: 'runtime-error', error: "TypeError: __init__() got an unexpected keyword argument 'bias' (torch.nn.LayerNorm)" })!, /nnrag env create DIR --store S.*--env DIR/);
-    assert.match(nextStep({ category: 'needs-args', error: 'TypeError: missing 1 required positional argument' })!, /--args/);
+    const tv = nextStep({
+      category: 'torch-version',
+      error: "AttributeError: module 'torch' has no attribute 'compiler'",
+      torchRequired: { spec: 'torch>=2.0', file: 'setup.py', line: 12 },
+    })!;
+    assert.match(
+      tv,
+      /lacks `compiler`; the repository declares `torch>=2\.0` \(setup\.py:12\).*nnrag env create DIR --store S/,
+    );
+    assert.match(
+      nextStep({
+        category: 'runtime-error',
+        error: "TypeError: __init__() got an unexpected keyword argument 'bias' (torch.nn.LayerNorm)",
+      })!,
+      /nnrag env create DIR --store S.*--env DIR/,
+    );
+    assert.match(
+      nextStep({ category: 'needs-args', error: 'TypeError: missing 1 required positional argument' })!,
+      /--args/,
+    );
     assert.match(nextStep({ category: 'forward-shape', error: 'RuntimeError: shape mismatch' })!, /--input-shape/);
     assert.match(nextStep({ category: 'timeout', error: 'no answer' })!, /--timeout/);
     assert.equal(nextStep({ category: null, error: null }), null);
@@ -200,16 +260,28 @@ describe('catalog server', { skip: needsSandbox() }, () => {
     // the ConvBnAct default argument comes through the tinyvision.layers package re-export:
     // the edge goes to the module that defines it
     assert.ok(has(g0.interned, 'tinyvision.models.resnet', 'tinyvision.layers.conv'), JSON.stringify(g0));
-    assert.ok(!has(g0.interned, 'tinyvision.models.resnet', 'tinyvision.layers'), 'a re-exporting package is not a definer');
+    assert.ok(
+      !has(g0.interned, 'tinyvision.models.resnet', 'tinyvision.layers'),
+      'a re-exporting package is not a definer',
+    );
     // `import torch.nn as nn` in resnet, and in the modules it copies from
     assert.ok(has(g0.extern, 'tinyvision.models.resnet', 'torch'), JSON.stringify(g0));
     assert.ok(has(g0.extern, 'tinyvision.layers.conv', 'torch'), JSON.stringify(g0));
     // the catalog only draws them: every recorded edge, nothing else
     const g = dependencyGraph(rec);
     assert.equal(g.recorded, true);
-    assert.deepEqual(new Set(g.edges.map((e) => e.join(' → '))), new Set([...g0.interned, ...g0.extern].map((e) => e.join(' → '))));
+    assert.deepEqual(
+      new Set(g.edges.map((e) => e.join(' → '))),
+      new Set([...g0.interned, ...g0.extern].map((e) => e.join(' → '))),
+    );
     const ids = g.nodes.map((n) => n.id);
-    assert.ok(ids.includes('tinyvision.models.resnet') && ids.includes('tinyvision.layers.helpers') && ids.includes('tinybase.module') && ids.includes('torch'), ids.join());
+    assert.ok(
+      ids.includes('tinyvision.models.resnet') &&
+        ids.includes('tinyvision.layers.helpers') &&
+        ids.includes('tinybase.module') &&
+        ids.includes('torch'),
+      ids.join(),
+    );
     const svg = graphSvg(g);
     assert.match(svg, /^<svg [^>]*role="img"/);
     assert.equal((svg.match(/<g class="node/g) ?? []).length, g.nodes.length);
@@ -217,7 +289,8 @@ describe('catalog server', { skip: needsSandbox() }, () => {
     // the block page shows them
     const page = await get(`${server.url}block/${BN}`);
     assert.equal(page.status, 200);
-    for (const [a, b] of [...g0.interned, ...g0.extern]) assert.ok(page.body.includes(`<title>${escapeHtml(`${a} → ${b}`)}</title>`), `${a} → ${b} drawn`);
+    for (const [a, b] of [...g0.interned, ...g0.extern])
+      assert.ok(page.body.includes(`<title>${escapeHtml(`${a} → ${b}`)}</title>`), `${a} → ${b} drawn`);
     assert.ok(!page.body.includes('graph-not-recorded'));
   });
 
@@ -251,8 +324,13 @@ describe('catalog server', { skip: needsSandbox() }, () => {
     const store = IndexStore.open(dir);
     const wa = getExtraction(store, WA)!;
     const put = (id: string, usage: string) =>
-      putExtraction(store, { ...wa, id, record: { ...wa.record, id, validation: { ...wa.record.validation!, usage } } });
-    const plain = 'import functools\nWindowAttention(norm=functools.partial(torch.nn.LayerNorm, eps=1e-06), tag="a\\nb")(torch.randn(2, 10, 32))';
+      putExtraction(store, {
+        ...wa,
+        id,
+        record: { ...wa.record, id, validation: { ...wa.record.validation!, usage } },
+      });
+    const plain =
+      'import functools\nWindowAttention(norm=functools.partial(torch.nn.LayerNorm, eps=1e-06), tag="a\\nb")(torch.randn(2, 10, 32))';
     const pasted = "WindowAttention(tag='x'\nopen('/tmp/pwned', 'w').write('1')\n#')(torch.randn(2, 10, 32))";
     try {
       put('usage.plain.WindowAttention', plain);
@@ -264,7 +342,10 @@ describe('catalog server', { skip: needsSandbox() }, () => {
       const ok = await get(`${server.url}block/usage.plain.WindowAttention`);
       assert.equal(ok.status, 200);
       const code = unescapeHtml(/<code id="usage-code">([\s\S]*?)<\/code>/.exec(ok.body)![1]);
-      assert.match(code, /\nimport torch\nfrom window_attention import \*\n\nimport functools\ny = WindowAttention\(norm=functools\.partial/);
+      assert.match(
+        code,
+        /\nimport torch\nfrom window_attention import \*\n\nimport functools\ny = WindowAttention\(norm=functools\.partial/,
+      );
       const bad = await get(`${server.url}block/usage.pasted.WindowAttention`);
       assert.equal(bad.status, 200);
       assert.ok(!bad.body.includes('id="usage"'), 'a snippet pasted from repr() is not shown as code');
@@ -278,7 +359,9 @@ describe('catalog server', { skip: needsSandbox() }, () => {
   });
 
   test('nnrag serve: one command, loopback URL on stdout with --json, exits 0 on SIGINT', async () => {
-    const child = spawn('node', [bin, 'serve', '--port', '0', '--json', '--store', dir], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('node', [bin, 'serve', '--port', '0', '--json', '--store', dir], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     try {
       const url = await new Promise<string>((resolve, reject) => {
         let out = '';
@@ -313,7 +396,16 @@ describe('catalog server', { skip: needsSandbox() }, () => {
     const browser = await chromium.launchPersistentContext(tempDir('nnrag-chromium-'), {
       executablePath: CHROMIUM,
       headless: true,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
     });
     try {
       const page = browser.pages()[0] ?? (await browser.newPage());
@@ -342,7 +434,7 @@ describe('catalog server', { skip: needsSandbox() }, () => {
       const prov = await page.locator('#provenance').textContent();
       assert.match(prov ?? '', /tinyvision\/layers\/attention\.py/);
       assert.match(prov ?? '', /swh:1:cnt:[0-9a-f]{40}/);
-      assert.ok(await page.locator('#validation td.pass').count() >= 5);
+      assert.ok((await page.locator('#validation td.pass').count()) >= 5);
       // the environments it was validated in, each with its verdict
       const envs = (await page.locator('#environments').textContent()) ?? '';
       const st = IndexStore.open(dir);
@@ -363,7 +455,11 @@ describe('catalog server', { skip: needsSandbox() }, () => {
       await page.goto(`${server.url}block/tinyvision.models.wrappers.FeatureTap`);
       const next = (await page.locator('#next-step').textContent()) ?? '';
       assert.match(next, /Next step: .*constructor/);
-      assert.match(next, /nnrag validate tinyvision\.models\.wrappers\.FeatureTap --force --args/, 'the step names the block and the flag that gives the arguments');
+      assert.match(
+        next,
+        /nnrag validate tinyvision\.models\.wrappers\.FeatureTap --force --args/,
+        'the step names the block and the flag that gives the arguments',
+      );
       assert.equal(await page.locator('#usage').count(), 0, 'no usage for a block that did not run');
     } finally {
       await browser.close();

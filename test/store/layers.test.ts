@@ -38,7 +38,8 @@ const LAYERS: [string, number][] = [
 
 function layerOf(rel: string): number {
   let best: [string, number] | null = null;
-  for (const l of LAYERS) if ((rel === l[0] || rel.startsWith(l[0])) && (!best || l[0].length > best[0].length)) best = l;
+  for (const l of LAYERS)
+    if ((rel === l[0] || rel.startsWith(l[0])) && (!best || l[0].length > best[0].length)) best = l;
   if (!best) throw new Error(`src/${rel} is in no layer: add it to LAYERS`);
   return best[1];
 }
@@ -60,7 +61,10 @@ function edges(): [string, string][] {
     const text = readFileSync(f, 'utf8');
     for (const m of text.matchAll(IMPORT)) {
       const spec = (m[1] ?? m[2]).replace(/\.js$/, '.ts');
-      const to = path.relative(src, path.resolve(path.dirname(f), spec)).split(path.sep).join('/');
+      const to = path
+        .relative(src, path.resolve(path.dirname(f), spec))
+        .split(path.sep)
+        .join('/');
       out.push([path.relative(src, f).split(path.sep).join('/'), to]);
     }
   }

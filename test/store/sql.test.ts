@@ -23,9 +23,11 @@ test('no SQL and no migration registration outside src/store/', () => {
   for (const f of sources(src)) {
     const rel = path.relative(repoRoot, f).split(path.sep).join('/');
     if (rel.startsWith('src/store/')) continue;
-    readFileSync(f, 'utf8').split('\n').forEach((line, i) => {
-      if (SQL_USE.some((re) => re.test(line))) leaks.push(`${rel}:${i + 1}: ${line.trim()}`);
-    });
+    readFileSync(f, 'utf8')
+      .split('\n')
+      .forEach((line, i) => {
+        if (SQL_USE.some((re) => re.test(line))) leaks.push(`${rel}:${i + 1}: ${line.trim()}`);
+      });
   }
   assert.deepEqual(leaks, []);
 });

@@ -17,16 +17,38 @@ import { NnragError } from '../../src/util/errors.js';
 import { tempDir } from '../helpers.js';
 
 const facts = (lines: number): FileFacts => ({
-  version: FACTS_VERSION, lines, errors: [], futureAnnotations: false, all: null, statements: [], classes: [], dynamic: [],
+  version: FACTS_VERSION,
+  lines,
+  errors: [],
+  futureAnnotations: false,
+  all: null,
+  statements: [],
+  classes: [],
+  dynamic: [],
 });
 
 const row = (blob: string, f: FileFacts | null, version = FACTS_VERSION): FactsRow => ({
-  blob, version, json: f && JSON.stringify(f), size: 10, lines: f?.lines ?? 0, errors: 0, firstError: null,
-  parseMs: 1, encoding: 'utf-8', problem: f ? null : JSON.stringify({ kind: 'binder-error', message: 'boom' }),
+  blob,
+  version,
+  json: f && JSON.stringify(f),
+  size: 10,
+  lines: f?.lines ?? 0,
+  errors: 0,
+  firstError: null,
+  parseMs: 1,
+  encoding: 'utf-8',
+  problem: f ? null : JSON.stringify({ kind: 'binder-error', message: 'boom' }),
 });
 
 const repo = (name: string): RepoRow => ({
-  name, url: null, root: `/src/${name}`, revision: 'abc', local: true, priority: 0, packageRoots: [''], indexedAt: null,
+  name,
+  url: null,
+  root: `/src/${name}`,
+  revision: 'abc',
+  local: true,
+  priority: 0,
+  packageRoots: [''],
+  indexedAt: null,
 });
 
 test('open creates the schema in WAL mode and reopen keeps the data', () => {
@@ -47,7 +69,10 @@ test('open creates the schema in WAL mode and reopen keeps the data', () => {
 
 test('one static list of migrations, strictly increasing, all applied on every open', () => {
   const versions = MIGRATIONS.map((m) => m.version);
-  assert.deepEqual(versions, [...versions].sort((a, b) => a - b));
+  assert.deepEqual(
+    versions,
+    [...versions].sort((a, b) => a - b),
+  );
   assert.equal(new Set(versions).size, versions.length);
   const s = IndexStore.open(tempDir());
   assert.deepEqual(s.appliedMigrations(), versions);
@@ -89,13 +114,35 @@ test('a store written by the previous schema opens, gains the missing tables and
   const dir = tempDir();
   const db = new Database(path.join(dir, 'index.sqlite'));
   db.exec(OLD_SCHEMA);
-  const record = { id: 'pkg.m.Block', file: 'x.py', ok: true, lines: 3, diagnostics: [], interned: ['pkg.m'], externs: ['torch'], ms: 1 };
-  db.prepare('INSERT INTO extractions VALUES (?, ?, ?, ?, ?, ?, ?, ?)').run('pkg.m.Block', 'h', 1, 'extracted', 3, JSON.stringify(record), 'class Block: pass\n', 'then');
+  const record = {
+    id: 'pkg.m.Block',
+    file: 'x.py',
+    ok: true,
+    lines: 3,
+    diagnostics: [],
+    interned: ['pkg.m'],
+    externs: ['torch'],
+    ms: 1,
+  };
+  db.prepare('INSERT INTO extractions VALUES (?, ?, ?, ?, ?, ?, ?, ?)').run(
+    'pkg.m.Block',
+    'h',
+    1,
+    'extracted',
+    3,
+    JSON.stringify(record),
+    'class Block: pass\n',
+    'then',
+  );
   db.prepare("INSERT INTO kv VALUES ('dedup:last', '{}')").run();
   db.prepare("INSERT INTO repos(name, root) VALUES ('r', '/src/r')").run();
   db.close();
   const s = IndexStore.open(dir);
-  assert.deepEqual(s.appliedMigrations(), MIGRATIONS.map((m) => m.version), 'the migrations the old process did not know are applied');
+  assert.deepEqual(
+    s.appliedMigrations(),
+    MIGRATIONS.map((m) => m.version),
+    'the migrations the old process did not know are applied',
+  );
   const [e] = listExtractions(s);
   assert.equal(e.id, 'pkg.m.Block');
   assert.equal(e.text, 'class Block: pass\n');
@@ -123,14 +170,19 @@ test('migrations unknown to this process are tolerated unless breaking', () => {
   const db2 = new Database(path.join(dir, 'index.sqlite'));
   db2.exec("INSERT INTO schema_migrations VALUES (900001, 'changes files', 1, 'now')");
   db2.close();
-  assert.throws(() => IndexStore.open(dir), (e) => e instanceof NnragError && /newer/.test(e.message));
+  assert.throws(
+    () => IndexStore.open(dir),
+    (e) => e instanceof NnragError && /newer/.test(e.message),
+  );
 });
 
 test('a store with newer unknown versions still gets the known migrations it lacks', () => {
   const dir = tempDir();
   IndexStore.open(dir).close();
   const db2 = new Database(path.join(dir, 'index.sqlite'));
-  db2.exec("DROP TABLE search_sigs; DROP TABLE search_docs; DROP TABLE search_fts; DELETE FROM schema_migrations WHERE version = 4");
+  db2.exec(
+    'DROP TABLE search_sigs; DROP TABLE search_docs; DROP TABLE search_fts; DELETE FROM schema_migrations WHERE version = 4',
+  );
   db2.exec("INSERT INTO schema_migrations VALUES (800000, 'x', 0, 'now')");
   db2.pragma('user_version = 800000');
   db2.close();
@@ -143,7 +195,10 @@ test('a store with newer unknown versions still gets the known migrations it lac
 test('a store path that cannot be a folder is an NnragError', () => {
   const f = path.join(tempDir(), 'file');
   writeFileSync(f, 'x');
-  assert.throws(() => IndexStore.open(f), (e) => e instanceof NnragError && /cannot open index store/.test(e.message));
+  assert.throws(
+    () => IndexStore.open(f),
+    (e) => e instanceof NnragError && /cannot open index store/.test(e.message),
+  );
 });
 
 test('facts: version check, failed contents, loadAllFacts of referenced blobs, gc', () => {
@@ -155,10 +210,14 @@ test('facts: version check, failed contents, loadAllFacts of referenced blobs, g
   assert.equal(s.getFacts('bad'), null);
   assert.equal(s.hasFacts('nope'), false);
 
-  s.replaceRepo(repo('r'), [
-    { repo: 'r', path: 'x.py', module: 'x', blob: 'a', size: 10, mtimeMs: 5 },
-    { repo: 'r', path: 'y.py', module: 'y', blob: 'bad', size: 10, mtimeMs: 5 },
-  ], [{ repo: 'r', path: 'y.py', kind: 'binder-error', message: 'boom' }]);
+  s.replaceRepo(
+    repo('r'),
+    [
+      { repo: 'r', path: 'x.py', module: 'x', blob: 'a', size: 10, mtimeMs: 5 },
+      { repo: 'r', path: 'y.py', module: 'y', blob: 'bad', size: 10, mtimeMs: 5 },
+    ],
+    [{ repo: 'r', path: 'y.py', kind: 'binder-error', message: 'boom' }],
+  );
   const all = s.loadAllFacts();
   assert.deepEqual([...all.keys()], ['a'], 'only facts some file refers to, and only real facts');
   assert.equal(all.get('a')?.lines, 1);
@@ -185,27 +244,50 @@ test('replaceRepo replaces files and problems of that repo only', () => {
   s.replaceRepo(repo('r1'), [f('r1', 'a.py'), f('r1', 'b.py')], []);
   s.replaceRepo(repo('r2'), [f('r2', 'a.py')], []);
   s.replaceRepo(repo('r1'), [f('r1', 'b.py')], [{ repo: 'r1', path: 'c.py', kind: 'too-large', message: 'big' }]);
-  assert.deepEqual(s.listFiles().map((x) => `${x.repo}:${x.path}`), ['r1:b.py', 'r2:a.py']);
-  assert.deepEqual(s.listProblems().map((p) => p.kind), ['too-large']);
-  assert.deepEqual(s.listRepos().map((r) => r.name), ['r1', 'r2']);
+  assert.deepEqual(
+    s.listFiles().map((x) => `${x.repo}:${x.path}`),
+    ['r1:b.py', 'r2:a.py'],
+  );
+  assert.deepEqual(
+    s.listProblems().map((p) => p.kind),
+    ['too-large'],
+  );
+  assert.deepEqual(
+    s.listRepos().map((r) => r.name),
+    ['r1', 'r2'],
+  );
   assert.deepEqual(s.getRepo('r1')?.packageRoots, ['']);
   s.removeRepo('r1');
-  assert.deepEqual(s.listFiles().map((x) => x.repo), ['r2']);
+  assert.deepEqual(
+    s.listFiles().map((x) => x.repo),
+    ['r2'],
+  );
   s.close();
 });
 
 test('blocks: replaceBlocks per repo, listBlocks', () => {
   const s = IndexStore.open(tempDir());
-  const b = (id: string, r: string) => ({ id, name: id, module: 'm', repo: r, path: 'm.py', line: 3, bases: ['nn.Module'] });
+  const b = (id: string, r: string) => ({
+    id,
+    name: id,
+    module: 'm',
+    repo: r,
+    path: 'm.py',
+    line: 3,
+    bases: ['nn.Module'],
+  });
   s.replaceBlocks('r1', [b('A', 'r1'), { ...b('B', 'r1'), data: { abstract: false } }]);
   s.replaceBlocks('r2', [b('C', 'r2')]);
   s.replaceBlocks('r1', [b('A', 'r1')]);
-  assert.deepEqual(s.listBlocks().map((x) => x.id), ['A', 'C']);
+  assert.deepEqual(
+    s.listBlocks().map((x) => x.id),
+    ['A', 'C'],
+  );
   assert.deepEqual(s.listBlocks('r2')[0].bases, ['nn.Module']);
   s.close();
 });
 
-test('migration 11: a store from before per-environment verdicts lists each block\'s one validation as its environment', () => {
+test("migration 11: a store from before per-environment verdicts lists each block's one validation as its environment", () => {
   const dir = tempDir();
   IndexStore.open(dir).close();
   const db2 = new Database(path.join(dir, 'index.sqlite'));
@@ -213,7 +295,9 @@ test('migration 11: a store from before per-environment verdicts lists each bloc
   db2.exec('DROP TABLE block_environments; DELETE FROM schema_migrations WHERE version = 11');
   db2.pragma('user_version = 10');
   const rec = (id: string, v: object | null) => JSON.stringify({ id, ok: !!v, ...(v ? { validation: v } : {}) });
-  const ins = db2.prepare("INSERT INTO extractions(id, hash, ok, status, lines, record, text, updated) VALUES (?, 'h', ?, ?, 1, ?, 'x', 'now')");
+  const ins = db2.prepare(
+    "INSERT INTO extractions(id, hash, ok, status, lines, record, text, updated) VALUES (?, 'h', ?, ?, 1, ?, 'x', 'now')",
+  );
   ins.run('a.A', 1, 'validated', rec('a.A', { envId: 'e1e1e1e1e1e1e1e1', python: '/usr/bin/python3', stages: {} }));
   ins.run('b.B', 0, 'extracted', rec('b.B', null));
   db2.close();

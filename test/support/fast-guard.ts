@@ -19,9 +19,14 @@ function refuse(command: unknown, args: unknown, options: unknown): void {
   const opts = (Array.isArray(args) ? options : args) as { input?: unknown } | undefined;
   const input = opts && typeof opts === 'object' && opts.input != null ? String(opts.input) : '';
   const python = /^python/.test(name);
-  if (SLOW_COMMANDS.has(name) || (python && (SLOW_TEXT.test(argv.join(' ')) || /nnrag_harness|harness\.py/.test(input)))) {
-    throw new Error(`fast tier (NNRAG_TEST_FAST=1) refuses \`${name} ${argv.join(' ').slice(0, 120)}\`: `
-      + 'this test needs torch or the sandbox; skip it with needsTorch()/needsSandbox() from test/support/tier.js');
+  if (
+    SLOW_COMMANDS.has(name) ||
+    (python && (SLOW_TEXT.test(argv.join(' ')) || /nnrag_harness|harness\.py/.test(input)))
+  ) {
+    throw new Error(
+      `fast tier (NNRAG_TEST_FAST=1) refuses \`${name} ${argv.join(' ').slice(0, 120)}\`: ` +
+        'this test needs torch or the sandbox; skip it with needsTorch()/needsSandbox() from test/support/tier.js',
+    );
   }
 }
 
@@ -36,7 +41,11 @@ if (FAST) {
     };
     // promisify(execFile) uses the original's custom form: guard that too
     const custom = original[promisify.custom];
-    if (custom) guarded[promisify.custom] = (...a: unknown[]) => { refuse(a[0], a[1], a[2]); return custom(...a); };
+    if (custom)
+      guarded[promisify.custom] = (...a: unknown[]) => {
+        refuse(a[0], a[1], a[2]);
+        return custom(...a);
+      };
     cp[fn] = guarded;
   }
   syncBuiltinESMExports();

@@ -25,16 +25,22 @@ export function violations(schema: Schema, value: unknown, at = '$'): string[] {
   if (schema.type !== undefined) {
     const types = typeof schema.type === 'string' ? [schema.type] : schema.type;
     const t = typeOf(value);
-    if (!types.includes(t) && !(t === 'integer' && types.includes('number'))) return [`${at}: ${t}, expected ${types.join(' | ')}`];
+    if (!types.includes(t) && !(t === 'integer' && types.includes('number')))
+      return [`${at}: ${t}, expected ${types.join(' | ')}`];
   }
-  if (schema.enum && !schema.enum.includes(value)) out.push(`${at}: ${JSON.stringify(value)} not in ${JSON.stringify(schema.enum)}`);
-  if (schema.minimum !== undefined && typeof value === 'number' && value < schema.minimum) out.push(`${at}: below ${schema.minimum}`);
+  if (schema.enum && !schema.enum.includes(value))
+    out.push(`${at}: ${JSON.stringify(value)} not in ${JSON.stringify(schema.enum)}`);
+  if (schema.minimum !== undefined && typeof value === 'number' && value < schema.minimum)
+    out.push(`${at}: below ${schema.minimum}`);
   if (Array.isArray(value)) {
-    if (schema.minItems !== undefined && value.length < schema.minItems) out.push(`${at}: fewer than ${schema.minItems} items`);
-    if (schema.maxItems !== undefined && value.length > schema.maxItems) out.push(`${at}: more than ${schema.maxItems} items`);
-    if (schema.items) value.forEach((x, i) => {
-      out.push(...violations(schema.items!, x, `${at}[${i}]`));
-    });
+    if (schema.minItems !== undefined && value.length < schema.minItems)
+      out.push(`${at}: fewer than ${schema.minItems} items`);
+    if (schema.maxItems !== undefined && value.length > schema.maxItems)
+      out.push(`${at}: more than ${schema.maxItems} items`);
+    if (schema.items)
+      value.forEach((x, i) => {
+        out.push(...violations(schema.items!, x, `${at}[${i}]`));
+      });
   } else if (value !== null && typeof value === 'object') {
     const o = value as Record<string, unknown>;
     for (const k of schema.required ?? []) if (!(k in o)) out.push(`${at}.${k}: missing`);

@@ -6,6 +6,7 @@ pyflakes reports undefined names (method bodies included); then each module is
 imported in a forked child (torch is imported once, here) and `run` is executed with the
 module bound to `m`.
 """
+
 import json
 import os
 import sys
@@ -42,6 +43,7 @@ def run_in_child(path, code):
         import importlib.util
         import signal
         import traceback
+
         signal.alarm(60)
         msg = "ok"
         try:
@@ -72,6 +74,10 @@ for c in cases:
     rep = Collect()
     with open(c["file"]) as fh:
         pyflakes_api.check(fh.read(), c["file"], rep)
-    out[c["name"]] = {"undefined": rep.undefined, "syntax": rep.syntax, "result": run_in_child(c["file"], c.get("run", ""))}
+    out[c["name"]] = {
+        "undefined": rep.undefined,
+        "syntax": rep.syntax,
+        "result": run_in_child(c["file"], c.get("run", "")),
+    }
 with open(sys.argv[2], "w") as fh:
     json.dump(out, fh, indent=1)

@@ -57,7 +57,11 @@ class TimerWorker implements PoolWorker<Job> {
   }
 }
 
-function makePool(hooks: Partial<PoolHooks<Job, TimerWorker>>, opts: { size: number; maxStartFailures?: number }, start: (key: string | null) => number | 'fail' | null = () => null) {
+function makePool(
+  hooks: Partial<PoolHooks<Job, TimerWorker>>,
+  opts: { size: number; maxStartFailures?: number },
+  start: (key: string | null) => number | 'fail' | null = () => null,
+) {
   let pool!: WorkerPool<Job, TimerWorker>;
   const lost: { n: number; timedOut: boolean; error: string }[] = [];
   const rejected: { n: number; why: string }[] = [];
@@ -79,14 +83,18 @@ function makePool(hooks: Partial<PoolHooks<Job, TimerWorker>>, opts: { size: num
     },
     { readyOnSpawn: start(null) === null, ...opts },
   );
-  const run = (n: number, ms: Job['ms'], key?: string) => new Promise<string>((resolve, reject) => pool.submit({ n, ms, key, resolve, reject }, { grow: true }));
+  const run = (n: number, ms: Job['ms'], key?: string) =>
+    new Promise<string>((resolve, reject) => pool.submit({ n, ms, key, resolve, reject }, { grow: true }));
   return { pool, run, lost, rejected };
 }
 
 test('jobs go to idle workers, at most size at once; workers start as the queue needs them', async () => {
   const { pool, run } = makePool({}, { size: 2 });
   const out = await Promise.all([1, 2, 3, 4, 5].map((n) => run(n, 20)));
-  assert.deepEqual(out.map((x) => x.split('@')[0]), ['1', '2', '3', '4', '5']);
+  assert.deepEqual(
+    out.map((x) => x.split('@')[0]),
+    ['1', '2', '3', '4', '5'],
+  );
   assert.equal(pool.workers().length, 2, 'never more workers than the size');
   assert.equal(new Set(out.map((x) => x.split('@')[1])).size, 2, 'both workers took jobs');
   const { pool: small, run: runSmall } = makePool({}, { size: 4 });
@@ -125,7 +133,10 @@ test('a worker that dies is replaced and its job handed back; a retried job runs
 test('the watchdog kills a worker whose job runs too long; rearm gives the job its time again', async () => {
   const { pool, run, lost } = makePool({ timeoutMs: () => 40 }, { size: 1 });
   await assert.rejects(run(1, 500), /killed/);
-  assert.deepEqual(lost.map((l) => [l.n, l.timedOut]), [[1, true]]);
+  assert.deepEqual(
+    lost.map((l) => [l.n, l.timedOut]),
+    [[1, true]],
+  );
   assert.match(await run(2, 5), /^2@/);
   // a job of 60 ms survives a 40 ms watchdog re-armed after 30 ms
   const p = run(3, 60);

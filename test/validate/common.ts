@@ -15,7 +15,9 @@ export function validateFixture(...parts: string[]): string {
 }
 
 export function listFixtures(dir: string): string[] {
-  return readdirSync(fixture('validate', dir)).filter((f) => f.endsWith('.py')).sort();
+  return readdirSync(fixture('validate', dir))
+    .filter((f) => f.endsWith('.py'))
+    .sort();
 }
 
 /** The last top-level class of a fixture module (the block under test). */
@@ -39,7 +41,9 @@ export function torchPython() {
     if (found) return found;
     for (const py of ['python3', '/usr/bin/python3']) {
       if (spawnSync(py, ['-c', 'import torch'], { stdio: 'ignore', timeout: 60_000 }).status === 0) {
-        throw new Error(`${py} imports torch but the harness's probe finds no Python with torch: the harness is broken (see nnrag doctor)`);
+        throw new Error(
+          `${py} imports torch but the harness's probe finds no Python with torch: the harness is broken (see nnrag doctor)`,
+        );
       }
     }
     return null;

@@ -42,7 +42,10 @@ before(async () => {
 test('Debian package candidates: dh-python table, the distribution, the import name', () => {
   assert.deepEqual(debianCandidatesFor({ distribution: 'PyYAML', modules: ['yaml'] }), ['python3-yaml']);
   assert.deepEqual(debianCandidatesFor({ distribution: 'scikit-learn', modules: ['sklearn'] })[0], 'python3-sklearn');
-  assert.deepEqual(debianCandidatesFor({ distribution: 'opencv-python', modules: ['cv2'] }), ['python3-opencv-python', 'python3-cv2']);
+  assert.deepEqual(debianCandidatesFor({ distribution: 'opencv-python', modules: ['cv2'] }), [
+    'python3-opencv-python',
+    'python3-cv2',
+  ]);
 });
 
 test('needs: imports and install requirements without markers; an indexed repository provides its own', () => {
@@ -60,7 +63,9 @@ test('needs: imports and install requirements without markers; an indexed reposi
   assert.equal(by.six.indexedBy, undefined);
 });
 
-test('env create with a small package set, then sync from a store: installed, named when missing, id changes', { timeout: 20 * 60_000 }, async (t) => {
+test('env create with a small package set, then sync from a store: installed, named when missing, id changes', {
+  timeout: 20 * 60_000,
+}, async (t) => {
   if (skip) return t.skip(skip);
   const work = tempDir('nnrag-env-sync-');
   chmodSync(work, 0o755); // the sandbox's user must reach the root filesystem
@@ -69,12 +74,18 @@ test('env create with a small package set, then sync from a store: installed, na
   mkdirSync(cacheDir, { recursive: true });
   await createRootfs(dir, { base: ['python3'], cacheDir, mirror: MIRROR });
   const probe = { realpath: '/usr/bin/python3' } as never;
-  const id = () => environmentId({ python: '/usr/bin/python3', pythonVersion: '3', torch: '-', sandbox: true, rootfs: dir, probe });
+  const id = () =>
+    environmentId({ python: '/usr/bin/python3', pythonVersion: '3', torch: '-', sandbox: true, rootfs: dir, probe });
   const id0 = id();
   const digest0 = packageSetDigest(dir);
   assert.ok(!installedDebianPackages(dir).some((p) => p.startsWith('python3-six=')));
 
-  const reqs = repositoryRequirements([{ name: 'small', root: fixture('envsync', 'smallrepo') }], [], (m) => m, () => false);
+  const reqs = repositoryRequirements(
+    [{ name: 'small', root: fixture('envsync', 'smallrepo') }],
+    [],
+    (m) => m,
+    () => false,
+  );
   const r = await syncEnvironment(dir, storeNeeds(reqs), {});
   assert.deepEqual(r.installed, ['python3-six']);
   assert.notEqual(r.after, digest0);
@@ -85,9 +96,19 @@ test('env create with a small package set, then sync from a store: installed, na
   assert.equal(by.six.package, 'python3-six');
   assert.equal(by['nnrag-fixture-no-such-dist'].status, 'no-package', 'named, not dropped');
   assert.equal(by.pytest, undefined, 'a requirement with a marker is conditional');
-  assert.deepEqual(r.missing.map((e) => e.distribution), ['nnrag-fixture-no-such-dist']);
+  assert.deepEqual(
+    r.missing.map((e) => e.distribution),
+    ['nnrag-fixture-no-such-dist'],
+  );
   // it imports inside the root filesystem
-  assert.equal(execFileSync('chroot', [dir, 'python3', '-c', 'import six; print(six.__name__)'], { env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' } }).toString().trim(), 'six');
+  assert.equal(
+    execFileSync('chroot', [dir, 'python3', '-c', 'import six; print(six.__name__)'], {
+      env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },
+    })
+      .toString()
+      .trim(),
+    'six',
+  );
 
   // a second sync with nothing new: nothing installed, same id
   const id1 = id();

@@ -24,7 +24,9 @@ describe('validation environment', () => {
     assert.equal(await findPython('/nonexistent/python3'), null);
   });
 
-  it('doctor reports interpreter, torch, sandbox, limits and environment id', { skip: noSandbox ?? false }, async () => {
+  it('doctor reports interpreter, torch, sandbox, limits and environment id', {
+    skip: noSandbox ?? false,
+  }, async () => {
     const d = await doctor({ workers: 1 });
     assert.deepEqual(d.problems, []);
     assert.ok(d.python && d.torch && d.pythonVersion);
@@ -40,7 +42,10 @@ describe('validation environment', () => {
     const empty = mkdtempSync(path.join(os.tmpdir(), 'nnrag-nopath-'));
     process.env.PATH = empty;
     try {
-      await assert.rejects(ValidatorPool.start({ python: '/usr/bin/python3', workers: 1 }), (e: unknown) => e instanceof NnragError && /--no-sandbox/.test(e.message));
+      await assert.rejects(
+        ValidatorPool.start({ python: '/usr/bin/python3', workers: 1 }),
+        (e: unknown) => e instanceof NnragError && /--no-sandbox/.test(e.message),
+      );
     } finally {
       process.env.PATH = saved;
       rmSync(empty, { recursive: true, force: true });
@@ -48,10 +53,16 @@ describe('validation environment', () => {
   });
 
   it('names the interpreter it cannot use', async () => {
-    await assert.rejects(ValidatorPool.start({ python: '/nonexistent/python3', workers: 1 }), (e: unknown) => e instanceof NnragError && /cannot run the Python interpreter \/nonexistent\/python3/.test(e.message));
+    await assert.rejects(
+      ValidatorPool.start({ python: '/nonexistent/python3', workers: 1 }),
+      (e: unknown) =>
+        e instanceof NnragError && /cannot run the Python interpreter \/nonexistent\/python3/.test(e.message),
+    );
   });
 
-  it('runs without the sandbox only when asked, with a warning, still under timeouts and limits', { skip: noTorch ?? false }, async () => {
+  it('runs without the sandbox only when asked, with a warning, still under timeouts and limits', {
+    skip: noTorch ?? false,
+  }, async () => {
     const warnings: string[] = [];
     const pool = await ValidatorPool.start({ sandbox: false, workers: 1, onWarning: (w) => warnings.push(w) });
     try {
@@ -73,9 +84,16 @@ describe('validation environment', () => {
   });
 
   it('builds a sandbox that hides home folders and binds only what it needs', () => {
-    const args = bwrapArgs({ python: '/usr/bin/python3', probe: null, rootfs: null, roots: ['/opt/some-repo-root-that-does-not-exist'], limits: defaultLimits() });
+    const args = bwrapArgs({
+      python: '/usr/bin/python3',
+      probe: null,
+      rootfs: null,
+      roots: ['/opt/some-repo-root-that-does-not-exist'],
+      limits: defaultLimits(),
+    });
     const joined = args.join(' ');
-    for (const flag of ['--unshare-all', '--die-with-parent', '--new-session', '--clearenv', '--remount-ro']) assert.ok(args.includes(flag), flag);
+    for (const flag of ['--unshare-all', '--die-with-parent', '--new-session', '--clearenv', '--remount-ro'])
+      assert.ok(args.includes(flag), flag);
     assert.ok(!/--(ro-)?bind \/ \//.test(joined), 'the whole root must not be bound');
     assert.ok(!/ \/root\b| \/home\b/.test(joined), 'no home folder may be bound');
     assert.ok(!joined.includes('some-repo-root'), 'missing roots are not bound');
@@ -107,9 +125,17 @@ describe('validation environment', () => {
       writeFileSync(path.join(root, 'newpkg', 'weights.pt'), '');
       execFileSync('git', ['init', '-q', root]);
       execFileSync('git', ['-C', root, 'add', 'pkg/__init__.py']);
-      const hidden = hiddenEntries(root).map((h) => path.relative(root, h.path)).sort();
+      const hidden = hiddenEntries(root)
+        .map((h) => path.relative(root, h.path))
+        .sort();
       assert.deepEqual(hidden, ['.env', '.git', 'data', 'newpkg/weights.pt', 'pkg/secret.key']);
-      const args = bwrapArgs({ python: '/usr/bin/python3', probe: null, rootfs: null, roots: [root], limits: defaultLimits() });
+      const args = bwrapArgs({
+        python: '/usr/bin/python3',
+        probe: null,
+        rootfs: null,
+        roots: [root],
+        limits: defaultLimits(),
+      });
       const j = args.join(' ');
       assert.ok(j.includes(`--ro-bind /dev/null ${path.join(root, '.env')}`), j);
       assert.ok(j.includes(`--tmpfs ${path.join(root, '.git')} --remount-ro ${path.join(root, '.git')}`), j);
@@ -125,12 +151,19 @@ describe('validation environment', () => {
     for (const nr of [101, 310, 311, 438]) assert.ok(ks.includes(nr), String(nr));
     // System V IPC (shmget, shmat, msgget, semget) and memfd_create / memfd_secret
     for (const nr of [29, 30, 68, 64, 319, 447]) assert.ok(ks.includes(nr), String(nr));
-    const rets = Array.from({ length: prog.length / 8 }, (_, i) => [prog.readUInt16LE(i * 8), prog.readUInt32LE(i * 8 + 4)]).filter(([c]) => c === 0x06).map(([, k]) => k);
+    const rets = Array.from({ length: prog.length / 8 }, (_, i) => [
+      prog.readUInt16LE(i * 8),
+      prog.readUInt32LE(i * 8 + 4),
+    ])
+      .filter(([c]) => c === 0x06)
+      .map(([, k]) => k);
     assert.ok(rets.includes(0x00050000 | 38), 'an ENOSYS return');
     assert.equal(seccompProgram('mips'), null);
   });
 
-  it('gives a virtual environment its own id, which changes when a distribution is installed, and runs it in the sandbox', { skip: noSandbox ?? false }, async () => {
+  it('gives a virtual environment its own id, which changes when a distribution is installed, and runs it in the sandbox', {
+    skip: noSandbox ?? false,
+  }, async () => {
     const python = (await torchPython())!.python;
     // a venv under the temporary folder (the sandbox mounts its own /tmp: the venv must
     // still be visible) that sees the system's torch
@@ -143,9 +176,15 @@ describe('validation environment', () => {
       const system = await doctor({ python });
       const before = await doctor({ python: vpy });
       assert.ok(before.envId && system.envId);
-      assert.notEqual(before.envId, system.envId, 'a venv is not the system interpreter, even if its binary resolves to it');
+      assert.notEqual(
+        before.envId,
+        system.envId,
+        'a venv is not the system interpreter, even if its binary resolves to it',
+      );
       // install a distribution the way pip leaves it: a dist-info folder with METADATA
-      const site = execFileSync(vpy, ['-c', 'import sysconfig; print(sysconfig.get_paths()["purelib"])'], { encoding: 'utf8' }).trim();
+      const site = execFileSync(vpy, ['-c', 'import sysconfig; print(sysconfig.get_paths()["purelib"])'], {
+        encoding: 'utf8',
+      }).trim();
       const info = path.join(site, 'nnrag_probe_dist-1.2.3.dist-info');
       mkdirSync(info, { recursive: true });
       writeFileSync(path.join(info, 'METADATA'), 'Metadata-Version: 2.1\nName: nnrag_probe_dist\nVersion: 1.2.3\n');

@@ -64,7 +64,8 @@ describe('equivalence with the original module', { skip: skip ?? false }, () => 
   });
 
   it("finds the original's class in another module of its package when the block's module does not name it", async () => {
-    const text = 'class Net(nn.Module):\n    def __init__(self):\n        self.body = GatedStack2(12, gate_layer=partial(ScaledGate, hidden=16))\n';
+    const text =
+      'class Net(nn.Module):\n    def __init__(self):\n        self.body = GatedStack2(12, gate_layer=partial(ScaledGate, hidden=16))\n';
     const r = await pool.validate(
       eq('stack2_same.py', {
         source: 'from functools import partial\n' + validateFixture('equiv', 'stack2_same.py'),
@@ -80,7 +81,15 @@ describe('equivalence with the original module', { skip: skip ?? false }, () => 
     // a pool of its own, so this repository's zygote is made by importing oddmod
     const own = await ValidatorPool.start({ workers: 1 });
     try {
-      const r = await own.validate(eq('gate_same.py', { original: { module: 'eqpkg.oddmod', className: 'ScaledGate', sysPath: [fixture('validate', 'equiv', 'repo')] } }));
+      const r = await own.validate(
+        eq('gate_same.py', {
+          original: {
+            module: 'eqpkg.oddmod',
+            className: 'ScaledGate',
+            sysPath: [fixture('validate', 'equiv', 'repo')],
+          },
+        }),
+      );
       assert.equal(r.category, null, `${r.stage} ${r.error}`);
       assert.equal(r.stages.equivalence, 'pass', `${r.equivalence?.reason}`);
     } finally {
@@ -141,17 +150,29 @@ describe('equivalence with the original module', { skip: skip ?? false }, () => 
   });
 
   it('skips, with the reason, when the original does not import', async () => {
-    const r = await pool.validate(eq('gate_same.py', { original: { module: 'eqpkg.nowhere', className: 'ScaledGate', sysPath: [fixture('validate', 'equiv', 'repo')] }, requiredStages: undefined }));
+    const r = await pool.validate(
+      eq('gate_same.py', {
+        original: { module: 'eqpkg.nowhere', className: 'ScaledGate', sysPath: [fixture('validate', 'equiv', 'repo')] },
+        requiredStages: undefined,
+      }),
+    );
     assert.equal(r.stages.equivalence, 'skip');
     assert.match(r.equivalence!.reason!, /does not import/);
     assert.equal(r.ok, true); // equivalence is not required by default
   });
 
-  it('leaves out a repository root the sandbox user cannot read, and keeps working', { skip: process.getuid?.() !== 0 ? 'only meaningful when nnrag runs as root' : false }, async () => {
+  it('leaves out a repository root the sandbox user cannot read, and keeps working', {
+    skip: process.getuid?.() !== 0 ? 'only meaningful when nnrag runs as root' : false,
+  }, async () => {
     const hidden = tempDir('nnrag-private-root-');
     cpSync(fixture('validate', 'equiv', 'repo'), path.join(hidden, 'repo'), { recursive: true });
     chmodSync(hidden, 0o700);
-    const r = await pool.validate(eq('gate_same.py', { original: { module: 'eqpkg.blocks', className: 'ScaledGate', sysPath: [path.join(hidden, 'repo')] }, requiredStages: undefined }));
+    const r = await pool.validate(
+      eq('gate_same.py', {
+        original: { module: 'eqpkg.blocks', className: 'ScaledGate', sysPath: [path.join(hidden, 'repo')] },
+        requiredStages: undefined,
+      }),
+    );
     assert.equal(r.ok, true, `${r.error}`);
     assert.equal(r.stages.equivalence, 'skip');
     assert.match(r.equivalence!.reason!, /does not import/);
@@ -169,7 +190,8 @@ describe('equivalence with the original module', { skip: skip ?? false }, () => 
   });
 
   it('survives a candidate that kills the process it was forked from', async () => {
-    const source = validateFixture('equiv', 'gate_same.py') + '\nimport os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n';
+    const source =
+      validateFixture('equiv', 'gate_same.py') + '\nimport os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n';
     const r = await pool.validate(eq('gate_same.py', { source }));
     assert.equal(r.ok, false);
     assert.equal(r.category, 'crash');
@@ -179,7 +201,9 @@ describe('equivalence with the original module', { skip: skip ?? false }, () => 
 
   it('does not let the original repository be written', async () => {
     const root = fixture('validate', 'equiv', 'repo');
-    const source = validateFixture('equiv', 'gate_same.py') + `\nopen(${JSON.stringify(root + '/eqpkg/injected.py')}, 'w').write('x = 1')\n`;
+    const source =
+      validateFixture('equiv', 'gate_same.py') +
+      `\nopen(${JSON.stringify(root + '/eqpkg/injected.py')}, 'w').write('x = 1')\n`;
     const r = await pool.validate(eq('gate_same.py', { source }));
     assert.equal(r.stage, 'import');
     assert.equal(r.category, 'sandbox-denied', `${r.error}`);

@@ -12,24 +12,48 @@ import { cannotValidate, request } from './common.js';
 
 const skip = await cannotValidate(true);
 const py = '/usr/bin/python3';
-const haveMatplotlib = existsSync(py) && (() => {
-  try {
-    execFileSync(py, ['-c', 'import matplotlib.pyplot'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
+const haveMatplotlib =
+  existsSync(py) &&
+  (() => {
+    try {
+      execFileSync(py, ['-c', 'import matplotlib.pyplot'], { stdio: 'ignore' });
+      return true;
+    } catch {
+      return false;
+    }
+  })();
 
 describe('the /etc entries the sandbox binds', () => {
   it('are an allow-list: world-readable configuration that may hold credentials stays out', () => {
     const etc = tempDir();
-    const files = ['ld.so.cache', 'passwd', 'group', 'nsswitch.conf', 'mime.types', 'pip.conf', 'npmrc', 'gitconfig', 'wgetrc', 'netrc', 'environment', 'some-service.conf'];
+    const files = [
+      'ld.so.cache',
+      'passwd',
+      'group',
+      'nsswitch.conf',
+      'mime.types',
+      'pip.conf',
+      'npmrc',
+      'gitconfig',
+      'wgetrc',
+      'netrc',
+      'environment',
+      'some-service.conf',
+    ];
     for (const f of files) writeFileSync(path.join(etc, f), 'x\n');
-    for (const d of ['alternatives', 'python3.11', 'apt/auth.conf.d', 'docker', 'pki', 'default']) mkdirSync(path.join(etc, d), { recursive: true });
+    for (const d of ['alternatives', 'python3.11', 'apt/auth.conf.d', 'docker', 'pki', 'default'])
+      mkdirSync(path.join(etc, d), { recursive: true });
     for (const f of files) chmodSync(path.join(etc, f), 0o644);
     const got = etcEntries(etc);
-    assert.deepEqual(got, ['alternatives', 'group', 'ld.so.cache', 'mime.types', 'nsswitch.conf', 'passwd', 'python3.11']);
+    assert.deepEqual(got, [
+      'alternatives',
+      'group',
+      'ld.so.cache',
+      'mime.types',
+      'nsswitch.conf',
+      'passwd',
+      'python3.11',
+    ]);
   });
 });
 
@@ -48,7 +72,8 @@ describe('the sandbox /etc', { skip: skip ?? false }, () => {
   it('binds what packages keep in /etc, never the secrets', () => {
     const etc = etcEntries();
     assert.ok(etc.includes('passwd') && etc.includes('ld.so.cache'));
-    for (const secret of ['shadow', 'gshadow', 'sudoers', 'ssh', 'machine-id']) assert.ok(!etc.includes(secret), secret);
+    for (const secret of ['shadow', 'gshadow', 'sudoers', 'ssh', 'machine-id'])
+      assert.ok(!etc.includes(secret), secret);
   });
 
   it('a block cannot read /etc/shadow', () => {
@@ -65,7 +90,9 @@ describe('the sandbox /etc', { skip: skip ?? false }, () => {
     assert.ok(!existsSync('/etc/nnrag-was-here'));
   });
 
-  it('a block importing matplotlib validates (its /etc configuration is there)', { skip: !haveMatplotlib && 'matplotlib is not installed' }, () => {
+  it('a block importing matplotlib validates (its /etc configuration is there)', {
+    skip: !haveMatplotlib && 'matplotlib is not installed',
+  }, () => {
     const r = results.get('etc/uses_matplotlib.py')!;
     assert.equal(r.ok, true, `${r.category}: ${r.error}`);
   });

@@ -16,11 +16,18 @@ test('the bundled harness package: every module after the ones it imports at top
     const name = full === 'nnrag_harness' ? '__init__' : full.slice('nnrag_harness.'.length);
     for (const m of src.matchAll(/^from (?:\.|nnrag_harness\.?)(\w*) import ([^\n#]+)/gm)) {
       const deps = m[1] ? [m[1]] : m[2].split(',').map((x) => x.trim().split(/\s+/)[0]);
-      for (const d of deps.filter((x) => at.has(x) && x !== name)) assert.ok(at.get(d)! < at.get(name)!, `${name} imports ${d} at top level but loads first`);
+      for (const d of deps.filter((x) => at.has(x) && x !== name))
+        assert.ok(at.get(d)! < at.get(name)!, `${name} imports ${d} at top level but loads first`);
     }
   }
   // the workers and the argument sources load after what they share
-  for (const [low, high] of [['channel', 'zygote'], ['zygote', 'worker'], ['stash', 'stages'], ['sources', 'source_guess'], ['source_guess', 'candidates']]) {
+  for (const [low, high] of [
+    ['channel', 'zygote'],
+    ['zygote', 'worker'],
+    ['stash', 'stages'],
+    ['sources', 'source_guess'],
+    ['source_guess', 'candidates'],
+  ]) {
     assert.ok(at.get(low)! < at.get(high)!, `${low} before ${high}`);
   }
 });

@@ -22,7 +22,12 @@ const names = (b: HarvestEntry[]) => b.map((e) => e.qualname);
 
 test('every family runs its first member before any family runs a second', () => {
   const big = ['a.Net', 'a.Block', 'a.Extra', 'a.More'];
-  const order = new GreedyOrder([entry('net101', big), entry('net18', big), entry('net50', big), entry('small1', ['b.Small'])]);
+  const order = new GreedyOrder([
+    entry('net101', big),
+    entry('net18', big),
+    entry('net50', big),
+    entry('small1', ['b.Small']),
+  ]);
   // the family reaching more classes goes first, its smallest number first
   const first = order.next(1, false);
   assert.deepEqual(names(first), ['net18']);
@@ -51,13 +56,20 @@ test(`a family is exhausted after ${IDLE_RUNS} runs without a new class, not one
 });
 
 test('entry points whose classes are all called are skipped; failed builds twice exhaust a family', () => {
-  const order = new GreedyOrder([entry('a1', ['x.A']), entry('a2', ['x.A']), entry('f1', ['y.F']), entry('f2', ['y.F']), entry('f3', ['y.F'])]);
+  const order = new GreedyOrder([
+    entry('a1', ['x.A']),
+    entry('a2', ['x.A']),
+    entry('f1', ['y.F']),
+    entry('f2', ['y.F']),
+    entry('f3', ['y.F']),
+  ]);
   const ran: string[] = [];
   for (;;) {
     const b = order.next(2, false);
     if (!b.length) break;
     ran.push(...names(b));
-    for (const e of b) order.report(e, e.qualname.startsWith('a'), e.qualname.startsWith('a') ? { 'x.A': { called: true } } : {});
+    for (const e of b)
+      order.report(e, e.qualname.startsWith('a'), e.qualname.startsWith('a') ? { 'x.A': { called: true } } : {});
   }
   assert.deepEqual(ran.sort(), ['a1', 'f1', 'f2']);
   assert.equal(order.skipped, 2);
@@ -70,7 +82,10 @@ test('numberOf reads the model name, not the registry path', () => {
 });
 
 test("the repository's memory budget, once the entry points' peaks sum past it, stops the harvest", () => {
-  const order = new GreedyOrder(['a', 'b', 'c', 'd'].map((k) => entry(`${k}1`, [`${k}.X`])), { memoryMb: 1000 });
+  const order = new GreedyOrder(
+    ['a', 'b', 'c', 'd'].map((k) => entry(`${k}1`, [`${k}.X`])),
+    { memoryMb: 1000 },
+  );
   const ran: string[] = [];
   for (;;) {
     const b = order.next(1, false);
@@ -86,13 +101,22 @@ test("the repository's memory budget, once the entry points' peaks sum past it, 
 
 test('two architectures of one module (one reach) are two families, each run first', () => {
   const reach = ['mx.Model', 'mx.Conv', 'mx.Partition'];
-  const es = ['coat_nano', 'coat_tiny', 'coat_small', 'maxv_nano'].map((k) => ({ ...entry(k, reach), via: `pkg.MODELS['${k}']` }));
+  const es = ['coat_nano', 'coat_tiny', 'coat_small', 'maxv_nano'].map((k) => ({
+    ...entry(k, reach),
+    via: `pkg.MODELS['${k}']`,
+  }));
   const order = new GreedyOrder(es);
   const ran: string[] = [];
   for (let i = 0; i < 2; i++) {
     const b = order.next(1, false);
     ran.push(...names(b));
-    order.report(b[0], true, b[0].qualname.startsWith('coat') ? { 'mx.Model': { called: true }, 'mx.Conv': { called: true } } : { 'mx.Partition': { called: true } });
+    order.report(
+      b[0],
+      true,
+      b[0].qualname.startsWith('coat')
+        ? { 'mx.Model': { called: true }, 'mx.Conv': { called: true } }
+        : { 'mx.Partition': { called: true } },
+    );
   }
   assert.deepEqual(ran, ['coat_nano', 'maxv_nano'], "the second architecture before the first one's second size");
   assert.equal(nameStem(es[0]), 'coat');
@@ -103,9 +127,24 @@ test('tests and documents start from what the builders covered: a test file reac
   const b = builders.next(1, false);
   builders.report(b[0], true, { 'a.Net': { called: true }, 'a.Block': { called: true } }, 100);
   const doc = (file: string, reach: string[], kind: HarvestEntry['kind'] = 'test'): HarvestEntry => ({
-    kind, module: '', qualname: file, via: `${kind}:${file}`, plan: {}, reach, rank: 0, family: `${kind}:${file}`, file,
+    kind,
+    module: '',
+    qualname: file,
+    via: `${kind}:${file}`,
+    plan: {},
+    reach,
+    rank: 0,
+    family: `${kind}:${file}`,
+    file,
   });
-  const docs = new GreedyOrder([doc('tests/test_net.py', ['a.Net', 'a.Block']), doc('tests/test_layer.py', ['a.Net', 'a.Layer', 'a.Norm']), doc('README.md:3', ['a.Layer'], 'readme')], { memoryMb: 1000 });
+  const docs = new GreedyOrder(
+    [
+      doc('tests/test_net.py', ['a.Net', 'a.Block']),
+      doc('tests/test_layer.py', ['a.Net', 'a.Layer', 'a.Norm']),
+      doc('README.md:3', ['a.Layer'], 'readme'),
+    ],
+    { memoryMb: 1000 },
+  );
   docs.seed(builders);
   assert.equal(docs.memorySpent, 100, 'the memory spent carries over');
   assert.deepEqual(names(docs.next(3, false)), ['tests/test_layer.py', 'README.md:3']);

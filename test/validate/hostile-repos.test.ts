@@ -55,18 +55,35 @@ describe('hostile repositories through the pipeline', { skip: skip ?? false }, (
       'plain_mod.py': TWO_FACED('plain_mod.py'),
     });
     ws = api.Workspace.open(path.join(dir, 'store'), { create: true });
-    await api.index(ws, { repos: [{ name: 'evil/clash', url: null, path: repo, priority: 1, paths: [], description: null, packageRoots: null }] });
+    await api.index(ws, {
+      repos: [
+        { name: 'evil/clash', url: null, path: repo, priority: 1, paths: [], description: null, packageRoots: null },
+      ],
+    });
     api.discover(ws);
     const ids = ['plain_mod.TwoFaced', 'nnrag_candidate.TwoFaced', 'nnrag_harness.stages.TwoFaced'];
-    const recs = await extractAndValidate(ws, ids, { validator: pool, force: true, required: ['import', 'instantiate', 'forward', 'equivalence'] });
+    const recs = await extractAndValidate(ws, ids, {
+      validator: pool,
+      force: true,
+      required: ['import', 'instantiate', 'forward', 'equivalence'],
+    });
     const by = new Map(recs.map((r) => [r.id, r]));
-    const v = (id: string) => by.get(id)!.validation as { stages: Record<string, string>; category: string | null; equivalence?: { status: string; reason?: string } };
+    const v = (id: string) =>
+      by.get(id)!.validation as {
+        stages: Record<string, string>;
+        category: string | null;
+        equivalence?: { status: string; reason?: string };
+      };
     for (const id of ['plain_mod.TwoFaced', 'nnrag_candidate.TwoFaced']) {
       assert.equal(v(id).stages.equivalence, 'fail', `${id}: ${JSON.stringify(v(id))}`);
       assert.equal(v(id).category, 'not-equivalent', id);
     }
     // the harness's module cannot be imported as the original: equivalence is not proven
-    assert.notEqual(v('nnrag_harness.stages.TwoFaced').stages.equivalence, 'pass', JSON.stringify(v('nnrag_harness.stages.TwoFaced')));
+    assert.notEqual(
+      v('nnrag_harness.stages.TwoFaced').stages.equivalence,
+      'pass',
+      JSON.stringify(v('nnrag_harness.stages.TwoFaced')),
+    );
     for (const id of ids) assert.equal(by.get(id)!.ok, false, id);
   });
 });
@@ -76,13 +93,21 @@ test('a module path longer than a file name may hold is extracted with the other
   const repo = path.join(dir, 'deep');
   // three folders of 100 characters: the module path is 300+ bytes (NAME_MAX is 255)
   const folders = ['a', 'b', 'c'].map((c) => `${c}${'x'.repeat(99)}`);
-  const body = 'import torch.nn as nn\n\n\nclass Deep(nn.Module):\n    def __init__(self, dim=4):\n        super().__init__()\n        self.fc = nn.Linear(dim, dim)\n\n    def forward(self, x):\n        return self.fc(x)\n';
-  const files: Record<string, string> = { 'shallow.py': body.replace('Deep', 'Shallow'), [`${folders.join('/')}/deepmod.py`]: body };
+  const body =
+    'import torch.nn as nn\n\n\nclass Deep(nn.Module):\n    def __init__(self, dim=4):\n        super().__init__()\n        self.fc = nn.Linear(dim, dim)\n\n    def forward(self, x):\n        return self.fc(x)\n';
+  const files: Record<string, string> = {
+    'shallow.py': body.replace('Deep', 'Shallow'),
+    [`${folders.join('/')}/deepmod.py`]: body,
+  };
   for (let i = 1; i <= folders.length; i++) files[`${folders.slice(0, i).join('/')}/__init__.py`] = '';
   writeTree(repo, files);
   const ws = api.Workspace.open(path.join(dir, 'store'), { create: true });
   try {
-    await api.index(ws, { repos: [{ name: 'evil/deep', url: null, path: repo, priority: 1, paths: [], description: null, packageRoots: null }] });
+    await api.index(ws, {
+      repos: [
+        { name: 'evil/deep', url: null, path: repo, priority: 1, paths: [], description: null, packageRoots: null },
+      ],
+    });
     api.discover(ws);
     const deepId = `${folders.join('.')}.deepmod.Deep`;
     assert.ok(Buffer.byteLength(deepId) > 255);
@@ -123,7 +148,15 @@ test('a second folder with the name of an indexed repository is refused, the fir
   writeTree(first, { 'net.py': 'import torch.nn as nn\n\n\nclass First(nn.Module):\n    pass\n' });
   writeTree(second, { 'net.py': 'import torch.nn as nn\n\n\nclass Second(nn.Module):\n    pass\n' });
   const ws = api.Workspace.open(path.join(dir, 'store'), { create: true });
-  const spec = (p: string) => ({ name: 'models', url: null, path: p, priority: 1, paths: [], description: null, packageRoots: null });
+  const spec = (p: string) => ({
+    name: 'models',
+    url: null,
+    path: p,
+    priority: 1,
+    paths: [],
+    description: null,
+    packageRoots: null,
+  });
   try {
     await api.index(ws, { repos: [spec(first)] });
     await assert.rejects(api.index(ws, { repos: [spec(second)] }), /already indexed from .*a\/models/);

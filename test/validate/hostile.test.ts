@@ -158,7 +158,13 @@ describe('usage snippet of a hostile constructor argument', { skip: skip ?? fals
 
   for (const tag of ['NewlineTag', 'ReturnTag', 'LineSeparatorTag']) {
     it(`writes ${tag}("plain") as the string "plain", on one line of plain Python`, async () => {
-      const r = await pool.validate(request('usage', 'hostile_repr.py', { id: `usage/${tag}`, className: 'Tagged', callSites: [`(8, ${tag}("plain"))`] }));
+      const r = await pool.validate(
+        request('usage', 'hostile_repr.py', {
+          id: `usage/${tag}`,
+          className: 'Tagged',
+          callSites: [`(8, ${tag}("plain"))`],
+        }),
+      );
       assert.equal(r.ok, true, `${r.stage} ${r.category} ${r.error}`);
       assert.equal(r.argumentsSource, 'call-site', 'the hostile value is what the block was built with');
       assert.match(r.usage ?? '', /^Tagged\(8, "plain"\)\(torch\.randn\(\d+(, \d+)*\)\)$/, r.usageSkipped);

@@ -11,7 +11,14 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { chmodSync, cpSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { ValidatorPool, forStorage, toRecord, MAX_STORED_ERROR, type ValidationRequest, type ValidationResult } from '../../src/validate/index.js';
+import {
+  ValidatorPool,
+  forStorage,
+  toRecord,
+  MAX_STORED_ERROR,
+  type ValidationRequest,
+  type ValidationResult,
+} from '../../src/validate/index.js';
 import { fixture, tempDir } from '../helpers.js';
 import { cannotValidate, processTree as tree, request, validateFixture } from './common.js';
 
@@ -21,7 +28,6 @@ function shmemKb(): number {
   const m = /^Shmem:\s+(\d+) kB/m.exec(readFileSync('/proc/meminfo', 'utf8'));
   return m ? Number(m[1]) : 0;
 }
-
 
 function gitRepo(dir: string, tracked: string[]) {
   execFileSync('git', ['init', '-q', dir]);
@@ -79,8 +85,18 @@ describe('isolation between the blocks of one batch', { skip: skip ?? false }, (
     // repository Z tries to read A's and its own secrets
     reqs.push(blockOf(repoA, 'apkg', 'ABlock', 'honest-a'));
     honest.push('honest-a');
-    const paths = [path.join(repoA, '.env'), path.join(repoA, '.git', 'config'), path.join(repoZ, '.env'), path.join(repoZ, '.git', 'config')];
-    reqs.push({ id: 'hostile/reader.py', source: iso('reader.py').replace('__PATHS__', JSON.stringify(paths)), className: 'Hostile', original: { module: 'apkg.blocks', className: 'ABlock', sysPath: [repoZ] } });
+    const paths = [
+      path.join(repoA, '.env'),
+      path.join(repoA, '.git', 'config'),
+      path.join(repoZ, '.env'),
+      path.join(repoZ, '.git', 'config'),
+    ];
+    reqs.push({
+      id: 'hostile/reader.py',
+      source: iso('reader.py').replace('__PATHS__', JSON.stringify(paths)),
+      className: 'Hostile',
+      original: { module: 'apkg.blocks', className: 'ABlock', sysPath: [repoZ] },
+    });
     reqs.push(blockOf(repoZ, 'apkg', 'ABlock', 'honest-z'));
     honest.push('honest-z');
     // a repository whose import starts a daemon in the shared zygote
@@ -99,7 +115,8 @@ describe('isolation between the blocks of one batch', { skip: skip ?? false }, (
     // sampled as each result arrives (a worker restarted later would free what an
     // earlier candidate left, and hide it from a measurement at the end only)
     let peak = 0;
-    for (const r of await pool.validateMany(reqs, () => (peak = Math.max(peak, shmemKb() - shm0)))) results.set(r.id, r);
+    for (const r of await pool.validateMany(reqs, () => (peak = Math.max(peak, shmemKb() - shm0))))
+      results.set(r.id, r);
     shmGrowthMb = Math.max(peak, shmemKb() - shm0) / 1024;
     await new Promise((r) => setTimeout(r, 300));
     workerTree = pool.workerPids().flatMap((p) => tree(p));
@@ -114,13 +131,15 @@ describe('isolation between the blocks of one batch', { skip: skip ?? false }, (
       const r = results.get(id)!;
       assert.ok(r, id);
       assert.equal(r.ok, true, `${id}: ${r.stage} ${r.category} ${r.error}`);
-      if (id.startsWith('honest-') && !id.includes('/')) assert.equal(r.equivalence?.status, 'pass', `${id}: ${JSON.stringify(r.equivalence)}`);
+      if (id.startsWith('honest-') && !id.includes('/'))
+        assert.equal(r.equivalence?.status, 'pass', `${id}: ${JSON.stringify(r.equivalence)}`);
     }
   });
 
   it('passes nothing hostile', () => {
     for (const [id, r] of results) if (id.startsWith('hostile/')) assert.equal(r.ok, false, id);
-    for (const r of results.values()) if (!r.id.startsWith('thread-repo-')) assert.ok(!String(r.error).includes('FORGED'), `${r.id}: ${r.error}`);
+    for (const r of results.values())
+      if (!r.id.startsWith('thread-repo-')) assert.ok(!String(r.error).includes('FORGED'), `${r.id}: ${r.error}`);
   });
 
   it('gives candidates no way to another process: no descriptor, no ptrace, no memory', () => {
@@ -132,17 +151,23 @@ describe('isolation between the blocks of one batch', { skip: skip ?? false }, (
     const reader = results.get('hostile/reader.py')!;
     assert.equal(reader.category, 'runtime-error', `${reader.error}`);
     assert.ok(!/=/.test(reader.error!.replace(/^[^:]*: /, '').replace(/\w+Error/g, '')), reader.error!);
-    for (const r of results.values()) for (const s of secrets) assert.ok(!JSON.stringify(r).includes(s), `${r.id} leaked ${s}`);
+    for (const r of results.values())
+      for (const s of secrets) assert.ok(!JSON.stringify(r).includes(s), `${r.id} leaked ${s}`);
   });
 
   it('keeps shared memory bounded and leaves nothing in the sandbox', () => {
     // the filler ran: /dev is read-only, /dev/shm and /tmp stopped it at their size
-    const m = /'\/dev\/shm': (\d+), '\/dev': (\d+), '\/tmp': (\d+)/.exec(results.get('hostile/shm_filler.py')!.error ?? '');
+    const m = /'\/dev\/shm': (\d+), '\/dev': (\d+), '\/tmp': (\d+)/.exec(
+      results.get('hostile/shm_filler.py')!.error ?? '',
+    );
     assert.ok(m, results.get('hostile/shm_filler.py')!.error!);
     assert.ok(Number(m[1]) <= 64 && Number(m[2]) === 0 && Number(m[1]) + Number(m[3]) <= 256, m[0]);
     assert.ok(shmGrowthMb < 300, `host shared memory grew by ${shmGrowthMb.toFixed(0)} MB`);
     // bwrap → its init → the worker → at most its zygotes, which have no children
-    assert.ok(workerTree.every((p) => p.depth <= 3), JSON.stringify(workerTree));
+    assert.ok(
+      workerTree.every((p) => p.depth <= 3),
+      JSON.stringify(workerTree),
+    );
   });
 
   it('leaves no process behind once the pool is closed', async () => {
@@ -150,7 +175,11 @@ describe('isolation between the blocks of one batch', { skip: skip ?? false }, (
     await pool.close();
     await new Promise((r) => setTimeout(r, 300));
     for (const p of pids) assert.deepEqual(tree(p), [], `worker ${p} left processes`);
-    assert.deepEqual(tree(process.pid).filter((p) => p.depth > 0), [], 'processes left below the test');
+    assert.deepEqual(
+      tree(process.pid).filter((p) => p.depth > 0),
+      [],
+      'processes left below the test',
+    );
   });
 });
 
@@ -159,7 +188,14 @@ describe('what a stored record keeps of a failure', () => {
     const r = {
       id: 'x',
       ok: false,
-      stages: { parse: 'pass', compile: 'pass', import: 'fail', instantiate: 'skip', forward: 'skip', equivalence: 'skip' },
+      stages: {
+        parse: 'pass',
+        compile: 'pass',
+        import: 'fail',
+        instantiate: 'skip',
+        forward: 'skip',
+        equivalence: 'skip',
+      },
       timings: {},
       category: 'runtime-error',
       error: 'RuntimeError: ' + 'S'.repeat(5000),
@@ -171,7 +207,8 @@ describe('what a stored record keeps of a failure', () => {
       envId: 'e',
       ms: 1,
       output: 'TOKEN=printed-secret',
-      traceback: 'Traceback (most recent call last):\n  File "/r/m.py", line 3, in <module>\n    secret = "quoted-source-line"\nRuntimeError: boom',
+      traceback:
+        'Traceback (most recent call last):\n  File "/r/m.py", line 3, in <module>\n    secret = "quoted-source-line"\nRuntimeError: boom',
     } as ValidationResult;
     const s = forStorage(r);
     assert.equal(s.output, undefined);
@@ -184,18 +221,39 @@ describe('what a stored record keeps of a failure', () => {
 
   it('keeps the exception (type, end of the message, innermost frames) of a long error, cut from the middle', () => {
     // a harness error as the torch-2 batch crash stored it: a long traceback as the message
-    const frames = Array.from({ length: 80 }, (_, i) => `  File "/usr/lib/python3/dist-packages/torch/_dynamo/m${i}.py", line ${i + 1}, in f${i}\n    code_line_${i}()`);
-    const trace = ['Traceback (most recent call last):', ...frames, "RuntimeError: Only a single TORCH_LIBRARY can be used to register the namespace _inductor_test"].join('\n');
+    const frames = Array.from(
+      { length: 80 },
+      (_, i) =>
+        `  File "/usr/lib/python3/dist-packages/torch/_dynamo/m${i}.py", line ${i + 1}, in f${i}\n    code_line_${i}()`,
+    );
+    const trace = [
+      'Traceback (most recent call last):',
+      ...frames,
+      'RuntimeError: Only a single TORCH_LIBRARY can be used to register the namespace _inductor_test',
+    ].join('\n');
     const r = {
-      id: 'y', ok: false, stages: {}, timings: {}, category: 'crash', stage: 'instantiate', args: null, input_shapes: null,
-      output_shapes: null, params: null, envId: 'e', ms: 1,
+      id: 'y',
+      ok: false,
+      stages: {},
+      timings: {},
+      category: 'crash',
+      stage: 'instantiate',
+      args: null,
+      input_shapes: null,
+      output_shapes: null,
+      params: null,
+      envId: 'e',
+      ms: 1,
       error: 'harness error: ' + trace,
       traceback: trace,
     } as unknown as ValidationResult;
     for (const e of [forStorage(r).error!, toRecord(r).error!]) {
       assert.ok(e.length <= MAX_STORED_ERROR + 1, String(e.length));
       assert.match(e, /^harness error: Traceback/);
-      assert.match(e, /RuntimeError: Only a single TORCH_LIBRARY can be used to register the namespace _inductor_test$/);
+      assert.match(
+        e,
+        /RuntimeError: Only a single TORCH_LIBRARY can be used to register the namespace _inductor_test$/,
+      );
       assert.match(e, /m79\.py", line 80/, 'the innermost frame');
     }
     const t = forStorage(r).traceback!;

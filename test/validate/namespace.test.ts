@@ -17,7 +17,10 @@ async function extract(name: string, target: string): Promise<{ req: ValidationR
   const dir = fixture('resolve', name);
   const ws = api.Workspace.open(path.join(tempDir('nnrag-ns-'), 'store'));
   try {
-    await api.index(ws, { repos: [{ name, url: null, path: dir, priority: 1, paths: [], description: null, packageRoots: [''] }], workers: 1 });
+    await api.index(ws, {
+      repos: [{ name, url: null, path: dir, priority: 1, paths: [], description: null, packageRoots: [''] }],
+      workers: 1,
+    });
     const { text, namespace, record } = api.extractText(ws, target);
     assert.ok(text && namespace, record.error);
     const dot = target.lastIndexOf('.');
@@ -67,7 +70,10 @@ describe('namespace stage', { skip: skip ?? false }, () => {
   it('fails a copy whose names are bound to the other definitions', async () => {
     const { req } = await extract('name-collision', 'pkg.a.Block');
     // swap the two helpers' names (an emitter that renamed the wrong one)
-    const source = req.source.replace('def helper(', 'def @@(').replace('def helper_y(', 'def helper(').replace('def @@(', 'def helper_y(');
+    const source = req.source
+      .replace('def helper(', 'def @@(')
+      .replace('def helper_y(', 'def helper(')
+      .replace('def @@(', 'def helper_y(');
     assert.notEqual(source, req.source);
     const r = await pool.validate({ ...req, source });
     assert.equal(r.stages.namespace, 'fail');
@@ -84,12 +90,20 @@ describe('namespace stage', { skip: skip ?? false }, () => {
 
   it("catches the issue's rename: a submodule bound where the package was", async () => {
     const { req } = await extract('dotted-import-same-module', 'pkg.a.Block');
-    const source = req.source.replace('    import torch.distributed.nn\n', '    import torch.distributed.nn as torch_loss\n');
+    const source = req.source.replace(
+      '    import torch.distributed.nn\n',
+      '    import torch.distributed.nn as torch_loss\n',
+    );
     assert.notEqual(source, req.source);
-    const namespace = { ...req.namespace!, names: [...req.namespace!.names, { name: 'torch_loss', origins: [['pkg.loss', 'torch']] as [string, string][] }] };
+    const namespace = {
+      ...req.namespace!,
+      names: [...req.namespace!.names, { name: 'torch_loss', origins: [['pkg.loss', 'torch']] as [string, string][] }],
+    };
     const r = await pool.validate({ ...req, source, namespace });
     assert.equal(r.category, 'rebound-name', `${r.error}`);
-    assert.deepEqual(r.namespace!.mismatches, [{ name: 'torch_loss', copy: 'module torch.distributed.nn', original: 'pkg.loss.torch: module torch' }]);
+    assert.deepEqual(r.namespace!.mismatches, [
+      { name: 'torch_loss', copy: 'module torch.distributed.nn', original: 'pkg.loss.torch: module torch' },
+    ]);
   });
 
   it('compares plain data by value', async () => {
@@ -106,7 +120,10 @@ describe('namespace stage', { skip: skip ?? false }, () => {
     assert.equal(r.stages.namespace, 'skip');
     assert.equal(r.namespace?.reason, 'no original module given');
     assert.equal(r.ok, true);
-    const names = req.namespace!.names.map((n) => ({ ...n, origins: n.origins.map(([, a]): [string, string] => ['pkg.nonexistent', a]) }));
+    const names = req.namespace!.names.map((n) => ({
+      ...n,
+      origins: n.origins.map(([, a]): [string, string] => ['pkg.nonexistent', a]),
+    }));
     const r2 = await pool.validate({ ...req, namespace: { ...req.namespace!, names } });
     assert.equal(r2.stages.namespace, 'skip');
     assert.match(r2.namespace?.reason ?? '', /module pkg\.nonexistent does not import/);

@@ -10,7 +10,19 @@ import { fixture, tempDir } from '../helpers.js';
 test('call sites: literal ones first, then calls in context; data sites: configuration tables only', async () => {
   const ws = api.Workspace.open(tempDir());
   try {
-    await api.index(ws, { repos: [{ name: 'sites', url: null, path: fixture('sites'), priority: 1, paths: [], description: null, packageRoots: null }] });
+    await api.index(ws, {
+      repos: [
+        {
+          name: 'sites',
+          url: null,
+          path: fixture('sites'),
+          priority: 1,
+          paths: [],
+          description: null,
+          packageRoots: null,
+        },
+      ],
+    });
     const sites = callSites(ws, 'netpkg.layers.Conv');
     assert.equal(sites[0], '(3, 8)');
     const ctx = sites.filter((s) => typeof s !== 'string') as { module: string; text: string; offset: number }[];
@@ -23,7 +35,10 @@ test('call sites: literal ones first, then calls in context; data sites: configu
     assert.equal(sites.length, 2);
 
     const data = dataSites(ws, 'netpkg.layers.Conv');
-    assert.deepEqual(data.map((d) => d.name), ['model_cfgs']);
+    assert.deepEqual(
+      data.map((d) => d.name),
+      ['model_cfgs'],
+    );
     assert.match(data[0].text, /^model_cfgs = dict\(small=/);
     assert.deepEqual(dataSites(ws, 'netpkg.nowhere.Conv'), []);
   } finally {

@@ -16,7 +16,10 @@ describe('validation stages', { skip: skip ?? false }, () => {
 
   before(async () => {
     pool = await ValidatorPool.start({ workers: 2 });
-    const reqs = [...listFixtures('good').map((f) => request('good', f)), ...listFixtures('fail').map((f) => request('fail', f))];
+    const reqs = [
+      ...listFixtures('good').map((f) => request('good', f)),
+      ...listFixtures('fail').map((f) => request('fail', f)),
+    ];
     reqs.find((r) => r.id === 'fail/timeout.py')!.timeoutMs = 2500;
     const cs = reqs.find((r) => r.id === 'good/callsite_only.py')!;
     cs.callSites = ['(mode, channels)', "('mean', 12)"];
@@ -38,7 +41,8 @@ describe('validation stages', { skip: skip ?? false }, () => {
     for (const f of listFixtures('good')) {
       const r = results.get(`good/${f}`)!;
       assert.equal(r.ok, true, `${f}: ${r.stage} ${r.category} ${r.error}`);
-      for (const s of ['parse', 'compile', 'import', 'instantiate', 'forward'] as const) assert.equal(r.stages[s], 'pass', `${f} ${s}`);
+      for (const s of ['parse', 'compile', 'import', 'instantiate', 'forward'] as const)
+        assert.equal(r.stages[s], 'pass', `${f} ${s}`);
       assert.equal(r.stages.equivalence, 'skip');
       assert.equal(r.equivalence?.status, 'skip');
       assert.ok(r.output_shapes && r.output_shapes.length > 0, f);
@@ -99,7 +103,10 @@ describe('validation stages', { skip: skip ?? false }, () => {
     assert.deepEqual(bias.args, {});
     assert.deepEqual(bias.output_shapes, [[2, 16, 16]]);
     const root = results.get('good/list_input.py')!;
-    assert.deepEqual(root.input_shapes, [[2, 16, 32, 32], [2, 16, 32, 32]]); // two halves of in_chs=32
+    assert.deepEqual(root.input_shapes, [
+      [2, 16, 32, 32],
+      [2, 16, 32, 32],
+    ]); // two halves of in_chs=32
   });
 
   it('takes block classes, stage lists and counts from annotations', () => {
@@ -189,7 +196,25 @@ describe('validation stages', { skip: skip ?? false }, () => {
   it('gives a storable record and a cache key that follows content and environment', () => {
     const r = results.get('good/conv_block.py')!;
     const rec = toRecord(r);
-    assert.deepEqual(Object.keys(rec).sort(), ['args', 'argumentsSource', 'category', 'envId', 'environment', 'equivalence', 'error', 'input_shapes', 'output_shapes', 'params', 'python', 'stages', 'usage', 'usageCheck'].sort());
+    assert.deepEqual(
+      Object.keys(rec).sort(),
+      [
+        'args',
+        'argumentsSource',
+        'category',
+        'envId',
+        'environment',
+        'equivalence',
+        'error',
+        'input_shapes',
+        'output_shapes',
+        'params',
+        'python',
+        'stages',
+        'usage',
+        'usageCheck',
+      ].sort(),
+    );
     // the facts of the environment that ran: its id, Python's and torch's versions
     assert.equal(rec.environment!.id, pool.envId);
     assert.equal(rec.environment!.torch, pool.torch);

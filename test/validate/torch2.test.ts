@@ -26,12 +26,17 @@ function torch2Python(): { python: string } | { skip: string } {
   const tier = needsTorch();
   if (tier) return { skip: tier };
   const named = process.env.NNRAG_TEST_TORCH2_PYTHON;
-  const cands = named ? [named] : [process.env.NNRAG_PYTHON, envPython(defaultEnvDir()), '/usr/bin/python3'].filter((p): p is string => !!p);
+  const cands = named
+    ? [named]
+    : [process.env.NNRAG_PYTHON, envPython(defaultEnvDir()), '/usr/bin/python3'].filter((p): p is string => !!p);
   for (const py of cands) {
     const r = spawnSync(py, ['-c', 'import torch; print(torch.__version__)'], { encoding: 'utf8', timeout: 120_000 });
     const v = r.status === 0 ? r.stdout.trim() : '';
     if (/^2\./.test(v)) return { python: py };
-    if (named) return { skip: `NNRAG_TEST_TORCH2_PYTHON=${named} has no torch 2 (${v || r.stderr?.trim().split('\n').pop() || 'does not run'})` };
+    if (named)
+      return {
+        skip: `NNRAG_TEST_TORCH2_PYTHON=${named} has no torch 2 (${v || r.stderr?.trim().split('\n').pop() || 'does not run'})`,
+      };
   }
   return { skip: 'no Python with torch 2 (set NNRAG_TEST_TORCH2_PYTHON to a virtual environment with torch 2.x)' };
 }
@@ -39,7 +44,9 @@ function torch2Python(): { python: string } | { skip: string } {
 const found = torch2Python();
 const skip = 'skip' in found ? found.skip : !which('bwrap') ? 'bubblewrap (bwrap) is not installed' : false;
 
-test('torch 2: blocks reaching _disable_dynamo validated in one batch equal the same blocks validated one by one', { skip }, async () => {
+test('torch 2: blocks reaching _disable_dynamo validated in one batch equal the same blocks validated one by one', {
+  skip,
+}, async () => {
   const python = (found as { python: string }).python;
   const dir = tempDir();
   chmodSync(dir, 0o755); // the sandbox runs as an unprivileged user when we are root
@@ -48,15 +55,32 @@ test('torch 2: blocks reaching _disable_dynamo validated in one batch equal the 
   // the block of the package's own module first (its zygote imports dynpkg.blocks, not
   // the sibling dynpkg.heads, whose blocks then import their original in the candidate)
   const ids = ['dynpkg.blocks.ZeroA', 'dynpkg.heads.ZeroC', 'dynpkg.blocks.ZeroB', 'dynpkg.heads.ZeroD'];
-  const view = (v: { stages: Record<string, string>; category: string | null; error: string | null; equivalence?: { status: string } }) =>
-    JSON.stringify({ stages: v.stages, category: v.category, error: v.error, equivalence: v.equivalence?.status });
+  const view = (v: {
+    stages: Record<string, string>;
+    category: string | null;
+    error: string | null;
+    equivalence?: { status: string };
+  }) => JSON.stringify({ stages: v.stages, category: v.category, error: v.error, equivalence: v.equivalence?.status });
   try {
-    await api.index(ws, { repos: [{ name: 'org/dyn', url: null, path: repo, priority: 1, paths: ['dynpkg'], description: null, packageRoots: null }] });
+    await api.index(ws, {
+      repos: [
+        {
+          name: 'org/dyn',
+          url: null,
+          path: repo,
+          priority: 1,
+          paths: ['dynpkg'],
+          description: null,
+          packageRoots: null,
+        },
+      ],
+    });
     api.discover(ws);
     const batch = new Map<string, string>();
     const pool = await ValidatorPool.start({ workers: 1, python });
     try {
-      for (const r of await extractAndValidate(ws, ids, { validator: pool, force: true })) batch.set(r.id, view(r.validation as never));
+      for (const r of await extractAndValidate(ws, ids, { validator: pool, force: true }))
+        batch.set(r.id, view(r.validation as never));
     } finally {
       await pool.close();
     }

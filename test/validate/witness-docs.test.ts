@@ -32,7 +32,9 @@ async function cannotRunTests(): Promise<string | null> {
 
 const skip = await cannotRunTests();
 
-test('witnesses from pytest tests (parametrize, fixtures), a README code block and docstring examples; a hanging test stopped; cached', { skip: skip ?? false }, async () => {
+test('witnesses from pytest tests (parametrize, fixtures), a README code block and docstring examples; a hanging test stopped; cached', {
+  skip: skip ?? false,
+}, async () => {
   const dir = tempDir();
   chmodSync(dir, 0o755); // the sandbox runs as an unprivileged user when we are root
   const repo = path.join(dir, 'lrepo');
@@ -40,12 +42,19 @@ test('witnesses from pytest tests (parametrize, fixtures), a README code block a
   const ws = api.Workspace.open(path.join(dir, 'store'), { create: true });
   const pool = await ValidatorPool.start({ workers: 2 });
   try {
-    await api.index(ws, { repos: [{ name: 'lrepo', url: null, path: repo, priority: 1, paths: [], description: null, packageRoots: null }] });
+    await api.index(ws, {
+      repos: [{ name: 'lrepo', url: null, path: repo, priority: 1, paths: [], description: null, packageRoots: null }],
+    });
     api.discover(ws);
     const ids = ['layerlib.layers.Banded', 'layerlib.layers.Scaler', 'layerlib.layers.Spread'];
     // without witnesses no guess builds them
     const none = await extractAndValidate(ws, ids, { validator: pool, witnesses: false, force: true });
-    for (const r of none) assert.equal((r.validation as { category: string }).category, 'needs-args', `${r.id}: ${JSON.stringify(r.validation)}`);
+    for (const r of none)
+      assert.equal(
+        (r.validation as { category: string }).category,
+        'needs-args',
+        `${r.id}: ${JSON.stringify(r.validation)}`,
+      );
 
     const modules = libraryModules(ws.corpus(), 'lrepo');
     const got = await repoWitnesses(ws.store, pool, 'lrepo', { modules, entryMs: 8000, testMs: 2000 });
@@ -66,7 +75,11 @@ test('witnesses from pytest tests (parametrize, fixtures), a README code block a
     const byEntry = new Map(banded.map((w) => [w.entry, w.args]));
     assert.deepEqual(byEntry.get('test:tests/test_layers.py::test_banded[w6-h2]'), ['w6-h2'], JSON.stringify(banded));
     assert.deepEqual(byEntry.get('test:tests/test_layers.py::test_banded[w6-h3]'), ['w6-h3'], JSON.stringify(banded));
-    assert.deepEqual(byEntry.get('test:tests/test_layers.py::test_banded_fails_after_building'), ['w6-h4'], JSON.stringify(banded));
+    assert.deepEqual(
+      byEntry.get('test:tests/test_layers.py::test_banded_fails_after_building'),
+      ['w6-h4'],
+      JSON.stringify(banded),
+    );
     assert.deepEqual((banded[0].inputs!.args[0] as { $tensor: number[] }).$tensor, [3, 6]);
     // what the hanging test built before it hung is kept
     assert.equal(h.witnesses['layerlib.layers.Stalled']?.[0]?.entry, 'test:tests/test_layers.py::test_hangs');
@@ -98,7 +111,12 @@ test('witnesses from pytest tests (parametrize, fixtures), a README code block a
       'layerlib.layers.Spread': ['readme', /^README\.md:17$/],
     };
     for (const r of withW) {
-      const v = r.validation as { stages: Record<string, string>; argumentsSource?: string; argumentsOrigin?: string; equivalence?: unknown };
+      const v = r.validation as {
+        stages: Record<string, string>;
+        argumentsSource?: string;
+        argumentsOrigin?: string;
+        equivalence?: unknown;
+      };
       assert.equal(v.stages.forward, 'pass', `${r.id}: ${JSON.stringify(v)}`);
       assert.equal(v.stages.equivalence, 'pass', `${r.id}: ${JSON.stringify(v.equivalence)}`);
       assert.equal(v.argumentsSource, want[r.id][0], r.id);

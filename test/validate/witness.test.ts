@@ -21,7 +21,9 @@ import { cannotValidate } from './common.js';
 
 const skip = await cannotValidate(true);
 
-test('witnesses from a registry, dataclass, argparse, yacs and dict(type=) configs, a __main__ snippet, a switch variant, companions with structured targets; failed entry points contained', { skip: skip ?? false }, async () => {
+test('witnesses from a registry, dataclass, argparse, yacs and dict(type=) configs, a __main__ snippet, a switch variant, companions with structured targets; failed entry points contained', {
+  skip: skip ?? false,
+}, async () => {
   const dir = tempDir();
   chmodSync(dir, 0o755); // the sandbox runs as an unprivileged user when we are root
   const repo = path.join(dir, 'wrepo');
@@ -29,10 +31,15 @@ test('witnesses from a registry, dataclass, argparse, yacs and dict(type=) confi
   const ws = api.Workspace.open(path.join(dir, 'store'), { create: true });
   const pool = await ValidatorPool.start({ workers: 2 });
   try {
-    await api.index(ws, { repos: [{ name: 'wrepo', url: null, path: repo, priority: 1, paths: [], description: null, packageRoots: null }] });
+    await api.index(ws, {
+      repos: [{ name: 'wrepo', url: null, path: repo, priority: 1, paths: [], description: null, packageRoots: null }],
+    });
     api.discover(ws);
     const modules = libraryModules(ws.corpus(), 'wrepo');
-    assert.ok(modules.includes('wpkg.registry') && !modules.includes('train'), `train.py is a script, not imported: ${modules}`);
+    assert.ok(
+      modules.includes('wpkg.registry') && !modules.includes('train'),
+      `train.py is a script, not imported: ${modules}`,
+    );
     const got = await repoWitnesses(ws.store, pool, 'wrepo', { modules, entryMs: 4000, entryMemoryMb: 256 });
     assert.ok(got && !got.cached);
     const h = got.result;
@@ -52,7 +59,10 @@ test('witnesses from a registry, dataclass, argparse, yacs and dict(type=) confi
     assert.deepEqual(h.witnesses['wpkg.blocks.Odd'][0].args, ['w8-h3']);
     // the structured input: a Pair rebuilt from its fields (a float tensor, a bool mask by value)
     const masked = h.witnesses['wpkg.blocks.Masked'][0];
-    const pair = masked.inputs!.args[0] as { $object: string[]; fields: Record<string, { $tensor: number[]; dtype: string; values?: number[] }> };
+    const pair = masked.inputs!.args[0] as {
+      $object: string[];
+      fields: Record<string, { $tensor: number[]; dtype: string; values?: number[] }>;
+    };
     assert.deepEqual(pair.$object, ['wpkg.blocks', 'Pair']);
     assert.equal(pair.fields.mask.dtype, 'bool');
     assert.deepEqual(pair.fields.mask.values!.slice(0, 6), [0, 0, 0, 0, 0, 1]);
@@ -67,7 +77,10 @@ test('witnesses from a registry, dataclass, argparse, yacs and dict(type=) confi
     const targets = crit.inputs!.args[1] as { $dict: Record<string, { $tensor: number[]; dtype: string }> }[];
     assert.deepEqual(Object.keys(targets[0].$dict).sort(), ['boxes', 'labels']);
     assert.equal(targets[0].$dict.labels.dtype, 'int64');
-    assert.ok(h.witnesses['wpkg.detector.Matcher'].some((w) => w.inputs), 'the matcher the criterion calls is recorded too');
+    assert.ok(
+      h.witnesses['wpkg.detector.Matcher'].some((w) => w.inputs),
+      'the matcher the criterion calls is recorded too',
+    );
     // the base class built through super().__init__ with its body: a witness of its own
     const base = h.witnesses['wpkg.detector.DetectorBase'][0];
     assert.deepEqual((base.args[0] as { $module: string[] }).$module, ['torch.nn.modules.container', 'Sequential']);
@@ -98,7 +111,10 @@ test('witnesses from a registry, dataclass, argparse, yacs and dict(type=) confi
     // failed entry points are reported with why, and contained
     assert.match(entry('build_raises')!.error ?? '', /ValueError: this factory always fails/);
     assert.match(entry('build_sleeps')!.error ?? '', /timeout/);
-    assert.ok(!entry('build_downloads')!.built && entry('build_downloads')!.error, JSON.stringify(entry('build_downloads')));
+    assert.ok(
+      !entry('build_downloads')!.built && entry('build_downloads')!.error,
+      JSON.stringify(entry('build_downloads')),
+    );
     // an entry point allocating past its memory budget (256 MB here) is stopped by it,
     // contained (the others above were harvested) and says so; the others report their peak
     const hog = entry('build_hog')!;
@@ -111,7 +127,10 @@ test('witnesses from a registry, dataclass, argparse, yacs and dict(type=) confi
     assert.ok(spring?.built && !spring.forward && /never runs/.test(spring.forwardError ?? ''), JSON.stringify(spring));
     const coil = h.witnesses['wpkg.spring.Coil'];
     assert.deepEqual(coil?.[0]?.args, [8, 'unwind'], JSON.stringify(coil));
-    assert.ok(coil.every((w) => !w.inputs), 'Coil was never called');
+    assert.ok(
+      coil.every((w) => !w.inputs),
+      'Coil was never called',
+    );
     // nothing changed: read from the store
     const t = performance.now();
     const again = await repoWitnesses(ws.store, pool, 'wrepo', { modules });
@@ -126,12 +145,24 @@ test('witnesses from a registry, dataclass, argparse, yacs and dict(type=) confi
     // the blocks taking a mode string from the yacs defaults, the dict(type=...) config
     // and the __main__ snippet
     // and Coil, whose only witness is a construction without inputs (its model's forward fails)
-    const only = ['wpkg.detector.Criterion', 'wpkg.tower.Gate', 'wpkg.tower.Lens', 'wpkg.tower.Prism', 'wpkg.blocks.Averaged', 'wpkg.spring.Coil'];
+    const only = [
+      'wpkg.detector.Criterion',
+      'wpkg.tower.Gate',
+      'wpkg.tower.Lens',
+      'wpkg.tower.Prism',
+      'wpkg.blocks.Averaged',
+      'wpkg.spring.Coil',
+    ];
     const none = await extractAndValidate(ws, only, { validator: pool, witnesses: false, force: true });
-    for (const r of none) assert.notEqual((r.validation as { stages: Record<string, string> }).stages.forward, 'pass', r.id);
+    for (const r of none)
+      assert.notEqual((r.validation as { stages: Record<string, string> }).stages.forward, 'pass', r.id);
     const withW = await extractAndValidate(ws, [id, 'wpkg.blocks.Masked', ...only], { validator: pool, force: true });
     for (const r of withW) {
-      const v = r.validation as { stages: Record<string, string>; argumentsSource?: string; equivalence?: { status: string } };
+      const v = r.validation as {
+        stages: Record<string, string>;
+        argumentsSource?: string;
+        equivalence?: { status: string };
+      };
       assert.equal(v.stages.forward, 'pass', `${r.id}: ${JSON.stringify(v)}`);
       assert.equal(v.argumentsSource, 'witness');
       assert.equal(v.stages.equivalence, 'pass', `${r.id}: ${JSON.stringify(v.equivalence)}`);

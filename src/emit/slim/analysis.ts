@@ -49,7 +49,10 @@ export class SlimAnalysis {
     const starts = lineStarts(src);
     const tree = parsePython(src);
     try {
-      m = { syntax: moduleSyntax(mod, src, tree.rootNode), facts: moduleFacts(mod, tree.rootNode, (i) => lineIndex(starts, i) + 1) };
+      m = {
+        syntax: moduleSyntax(mod, src, tree.rootNode),
+        facts: moduleFacts(mod, tree.rootNode, (i) => lineIndex(starts, i) + 1),
+      };
     } finally {
       tree.delete();
     }
@@ -81,7 +84,15 @@ export class SlimAnalysis {
     if (!m) this.chains.set(mod, (m = new Map()));
     const key = `${ref.start}\0${ref.name}\0${chain.join('.')}`;
     let r = m.get(key);
-    if (!r) m.set(key, (r = this.resolver.resolveRef(mod, { ...ref, attrs: [...chain], attrEnds: (ref.attrEnds ?? []).slice(0, chain.length) })));
+    if (!r)
+      m.set(
+        key,
+        (r = this.resolver.resolveRef(mod, {
+          ...ref,
+          attrs: [...chain],
+          attrEnds: (ref.attrEnds ?? []).slice(0, chain.length),
+        })),
+      );
     return r;
   }
 
@@ -99,7 +110,8 @@ export class SlimAnalysis {
       if (t.stmts.length === 1) {
         const kind = st[t.stmts[0]].kind;
         const def = kind === 'decorated_definition' ? this.defKind(t.module, t.stmts[0]) : kind;
-        if (def === 'class_definition' && classStatement(t.module, t.name)) return new Set([`cls:${t.module.repo}:${t.module.name}:${t.name}`]);
+        if (def === 'class_definition' && classStatement(t.module, t.name))
+          return new Set([`cls:${t.module.repo}:${t.module.name}:${t.name}`]);
         if (def === 'function_definition') return new Set([`fn:${t.module.repo}:${t.module.name}:${t.name}`]);
       }
     }

@@ -11,7 +11,8 @@
 export type Vals = Set<string> | null;
 export const MAX_ATOMS = 24;
 export const NONE: Vals = new Set(['None']);
-export const TF = (b: boolean | null): Vals => (b === null ? new Set(['True', 'False']) : new Set([b ? 'True' : 'False']));
+export const TF = (b: boolean | null): Vals =>
+  b === null ? new Set(['True', 'False']) : new Set([b ? 'True' : 'False']);
 
 export function union(a: Vals, b: Vals): Vals {
   if (!a || !b) return null;
@@ -58,18 +59,33 @@ export function builtinType(a: string): string | null {
   return null;
 }
 
-export const BUILTIN_TYPES = new Set(['str', 'int', 'float', 'bool', 'dict', 'list', 'tuple', 'set', 'type', 'bytes', 'complex', 'frozenset']);
+export const BUILTIN_TYPES = new Set([
+  'str',
+  'int',
+  'float',
+  'bool',
+  'dict',
+  'list',
+  'tuple',
+  'set',
+  'type',
+  'bytes',
+  'complex',
+  'frozenset',
+]);
 
 /** Equality of two atoms (`==`), null when unknown. */
 export function eqAtoms(a: string, b: string): boolean | null {
-  const simple = (x: string) => x === 'None' || x === 'True' || x === 'False' || x.startsWith('n:') || x.startsWith('s:');
+  const simple = (x: string) =>
+    x === 'None' || x === 'True' || x === 'False' || x.startsWith('n:') || x.startsWith('s:');
   if (simple(a) && simple(b)) {
     const x = numOf(a);
     const y = numOf(b);
     if (!Number.isNaN(x) && !Number.isNaN(y)) return x === y;
     return a === b;
   }
-  if ((a.startsWith('cls:') || a.startsWith('fn:')) && (b.startsWith('cls:') || b.startsWith('fn:') || simple(b))) return a === b;
+  if ((a.startsWith('cls:') || a.startsWith('fn:')) && (b.startsWith('cls:') || b.startsWith('fn:') || simple(b)))
+    return a === b;
   if ((b.startsWith('cls:') || b.startsWith('fn:')) && simple(a)) return false;
   return null;
 }
@@ -89,12 +105,15 @@ export function orderAtoms(a: string, b: string, op: string): boolean | null {
 export function identityAtoms(a: string, b: string): boolean | null {
   const def = (x: string) => x.startsWith('cls:') || x.startsWith('fn:');
   if (def(a) && def(b)) return a === b;
-  if ((def(a) && (b === 'None' || b.startsWith('s:') || b.startsWith('n:'))) || (def(b) && (a === 'None' || a.startsWith('s:') || a.startsWith('n:')))) return false;
+  if (
+    (def(a) && (b === 'None' || b.startsWith('s:') || b.startsWith('n:'))) ||
+    (def(b) && (a === 'None' || a.startsWith('s:') || a.startsWith('n:')))
+  )
+    return false;
   return null;
 }
 
-
 /** The truth values `res` as atoms (negated for `is not`, `!=`, `not in`). */
 export function boolSet(res: Set<boolean>, negate: boolean): Vals {
-  return new Set([...res].map((b) => ((b !== negate) ? 'True' : 'False')));
+  return new Set([...res].map((b) => (b !== negate ? 'True' : 'False')));
 }

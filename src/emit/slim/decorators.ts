@@ -37,7 +37,12 @@ export type FnShape = {
 export type ShapeMemo = Map<string, FnShape | null>;
 
 /** The verdict for one decorator of a statement of `mod`. */
-export function decoratorVerdict(resolver: Resolver, mod: CorpusModule, site: DecoratorSite, shapes: ShapeMemo): DecoratorVerdict {
+export function decoratorVerdict(
+  resolver: Resolver,
+  mod: CorpusModule,
+  site: DecoratorSite,
+  shapes: ShapeMemo,
+): DecoratorVerdict {
   const st = mod.facts.statements[site.stmt];
   const ref = st.refs.find((r) => r.start === site.calleeStart);
   if (!ref) return 'unknown';
@@ -56,7 +61,12 @@ export function decoratorVerdict(resolver: Resolver, mod: CorpusModule, site: De
 }
 
 /** Is a call statement a registration call (see the header)? */
-export function registrationCall(resolver: Resolver, mod: CorpusModule, site: CallStatementSite, shapes: ShapeMemo): boolean {
+export function registrationCall(
+  resolver: Resolver,
+  mod: CorpusModule,
+  site: CallStatementSite,
+  shapes: ShapeMemo,
+): boolean {
   if (site.call.star) return false;
   const ref = mod.facts.statements[site.stmt].refs.find((r) => r.start === site.calleeStart);
   if (!ref) return false;
@@ -73,7 +83,13 @@ export function registrationCall(resolver: Resolver, mod: CorpusModule, site: Ca
 
 /** The function a decorator's callee names: a top-level def, or a method of the class of
  *  a module-level instance (`MODELS = Registry(...)`, `MODELS.register_module`). */
-function calleeFunction(resolver: Resolver, mod: CorpusModule, ref: Ref, site: { calleeEnd: number }, shapes: ShapeMemo): { shape: FnShape; method: boolean } | null {
+function calleeFunction(
+  resolver: Resolver,
+  mod: CorpusModule,
+  ref: Ref,
+  site: { calleeEnd: number },
+  shapes: ShapeMemo,
+): { shape: FnShape; method: boolean } | null {
   const { targets, consumed } = resolver.resolveRef(mod, ref);
   if (targets.length !== 1 || targets[0].kind !== 'def') return null;
   const t = targets[0];
@@ -85,7 +101,8 @@ function calleeFunction(resolver: Resolver, mod: CorpusModule, ref: Ref, site: {
     const shape = functionShape(resolver, t.module, t.stmts[0], null, t.name, shapes);
     return shape ? { shape, method: false } : null;
   }
-  if (rest.length !== 1 || t.stmts.length !== 1 || (ref.attrEnds?.[attrs.length - 1] ?? -1) !== site.calleeEnd) return null;
+  if (rest.length !== 1 || t.stmts.length !== 1 || (ref.attrEnds?.[attrs.length - 1] ?? -1) !== site.calleeEnd)
+    return null;
   // obj.method: obj = C(...) at module level, C a class of the corpus
   const ost = t.module.facts.statements[t.stmts[0]];
   if (ost.kind !== 'expression_statement' || ost.binds.length !== 1) return null;
@@ -98,14 +115,22 @@ function calleeFunction(resolver: Resolver, mod: CorpusModule, ref: Ref, site: {
   const c = resolver.resolveRef(t.module, clsRef);
   if (c.targets.length !== 1 || c.targets[0].kind !== 'def' || c.consumed !== (clsRef.attrs?.length ?? 0)) return null;
   const ct = c.targets[0];
-  if (ct.stmts.length !== 1 || !ct.module.facts.classes.some((k) => k.name === ct.name && k.stmt === ct.stmts[0])) return null;
+  if (ct.stmts.length !== 1 || !ct.module.facts.classes.some((k) => k.name === ct.name && k.stmt === ct.stmts[0]))
+    return null;
   const shape = functionShape(resolver, ct.module, ct.stmts[0], rest[0], rest[0], shapes);
   return shape ? { shape, method: true } : null;
 }
 
 /** The shape of a function defined by top-level statement `stmt` (or of `method` in the
  *  class that statement defines). */
-function functionShape(resolver: Resolver, mod: CorpusModule, stmt: number, method: string | null, name: string, shapes: ShapeMemo): FnShape | null {
+function functionShape(
+  resolver: Resolver,
+  mod: CorpusModule,
+  stmt: number,
+  method: string | null,
+  name: string,
+  shapes: ShapeMemo,
+): FnShape | null {
   const key = `${mod.repo}\0${mod.name}\0${stmt}\0${method ?? ''}`;
   if (shapes.has(key)) return shapes.get(key)!;
   let out: FnShape | null = null;
@@ -125,7 +150,8 @@ function functionShape(resolver: Resolver, mod: CorpusModule, stmt: number, meth
           else def = d;
         }
       }
-    } else if (method || def?.type !== 'function_definition' || def.childForFieldName('name')?.text !== name) def = null;
+    } else if (method || def?.type !== 'function_definition' || def.childForFieldName('name')?.text !== name)
+      def = null;
     // a decorated def may be wrapped by its own decorators
     if (def && def.parent?.type === 'decorated_definition') def = null;
     if (def) out = shapeOf(def);
@@ -148,7 +174,8 @@ function shapeOf(def: Node): FnShape {
   const factory = { guardedParams: [] as string[], innerIdentity: false, ok: !!body };
   if (body) {
     const inner = new Map<string, Node>();
-    for (const c of body.namedChildren) if (c?.type === 'function_definition') inner.set(c.childForFieldName('name')?.text ?? '', c);
+    for (const c of body.namedChildren)
+      if (c?.type === 'function_definition') inner.set(c.childForFieldName('name')?.text ?? '', c);
     const rets = returnsOf(body);
     if (!rets.length || !endsInReturn(body)) factory.ok = false;
     let sawInner = false;
@@ -169,7 +196,13 @@ function shapeOf(def: Node): FnShape {
       // `if p is not None: … return p`
       const guard = r.parent?.parent;
       const cond = guard?.type === 'if_statement' ? guard.childForFieldName('condition') : null;
-      if (cond && r.parent?.type === 'block' && guard!.childForFieldName('consequence')?.startIndex === r.parent.startIndex && new RegExp(`^${v.text}\\s+is\\s+not\\s+None$`).test(cond.text) && params.some((p) => p.name === v.text)) {
+      if (
+        cond &&
+        r.parent?.type === 'block' &&
+        guard!.childForFieldName('consequence')?.startIndex === r.parent.startIndex &&
+        new RegExp(`^${v.text}\\s+is\\s+not\\s+None$`).test(cond.text) &&
+        params.some((p) => p.name === v.text)
+      ) {
         factory.guardedParams.push(v.text);
         continue;
       }
@@ -214,7 +247,13 @@ function returnsOf(n: Node, out: Node[] = []): Node[] {
   for (const c of n.namedChildren) {
     if (!c) continue;
     if (c.type === 'return_statement') out.push(c);
-    else if (c.type !== 'function_definition' && c.type !== 'class_definition' && c.type !== 'lambda' && c.type !== 'decorated_definition') returnsOf(c, out);
+    else if (
+      c.type !== 'function_definition' &&
+      c.type !== 'class_definition' &&
+      c.type !== 'lambda' &&
+      c.type !== 'decorated_definition'
+    )
+      returnsOf(c, out);
   }
   return out;
 }
@@ -245,7 +284,11 @@ function rebound(n: Node, name: string, skip: Node | null): boolean {
               ? c
               : null;
     if (target && bindsName(target, name)) return true;
-    if ((c.type === 'global_statement' || c.type === 'nonlocal_statement' || c.type.startsWith('import')) && new RegExp(`\\b${name}\\b`).test(c.text)) return true;
+    if (
+      (c.type === 'global_statement' || c.type === 'nonlocal_statement' || c.type.startsWith('import')) &&
+      new RegExp(`\\b${name}\\b`).test(c.text)
+    )
+      return true;
     if (rebound(c, name, skip)) return true;
   }
   return false;
@@ -254,7 +297,18 @@ function rebound(n: Node, name: string, skip: Node | null): boolean {
 /** Does an assignment target bind `name` (not an attribute or item of it)? */
 function bindsName(t: Node, name: string): boolean {
   if (t.type === 'identifier') return t.text === name;
-  if (['pattern_list', 'tuple_pattern', 'list_pattern', 'tuple', 'list', 'list_splat_pattern', 'parenthesized_expression', 'as_pattern_target'].includes(t.type)) {
+  if (
+    [
+      'pattern_list',
+      'tuple_pattern',
+      'list_pattern',
+      'tuple',
+      'list',
+      'list_splat_pattern',
+      'parenthesized_expression',
+      'as_pattern_target',
+    ].includes(t.type)
+  ) {
     return t.namedChildren.some((c) => !!c && bindsName(c, name));
   }
   return false;

@@ -36,7 +36,11 @@ export function entryCallFromText(text: string, offset?: number): EntryCall | nu
     const call: EntryCall = { positional: [], keywords: [] };
     for (const a of node.namedChildren) {
       if (!a || a.type === 'comment') continue;
-      if (a.type === 'keyword_argument') call.keywords.push([a.childForFieldName('name')?.text ?? '', literalAtom(a.childForFieldName('value')?.text ?? '')]);
+      if (a.type === 'keyword_argument')
+        call.keywords.push([
+          a.childForFieldName('name')?.text ?? '',
+          literalAtom(a.childForFieldName('value')?.text ?? ''),
+        ]);
       else if (a.type === 'list_splat' || a.type === 'dictionary_splat') break;
       else call.positional.push(literalAtom(a.text));
     }
@@ -58,7 +62,8 @@ export function entryCallFromArgs(args: unknown): EntryCall | null {
     // JSON keeps no int/float distinction for integral values (Python's 1.0 reads as 1):
     // such a number is an int or a float of that value
     if (typeof v === 'number') return new Set(Number.isInteger(v) ? [`n:i:${v}`, `n:f:${v}`] : [`n:f:${v}`]);
-    if (typeof v === 'string') return new Set([/^[A-Za-z_][\w.]*(\(.*\))?$/s.test(v) && /[.(]/.test(v) ? 'obj' : `s:${v}`]);
+    if (typeof v === 'string')
+      return new Set([/^[A-Za-z_][\w.]*(\(.*\))?$/s.test(v) && /[.(]/.test(v) ? 'obj' : `s:${v}`]);
     if (Array.isArray(v) || typeof v === 'object') return new Set([Object.keys(v as object).length ? 'obj' : 'empty']);
     return new Set();
   };
@@ -67,4 +72,3 @@ export function entryCallFromArgs(args: unknown): EntryCall | null {
   }
   return { positional: [], keywords: Object.entries(a).map(([k, v]) => [k, atom(v)]) };
 }
-

@@ -8,7 +8,18 @@
 // `kwargs.pop/get('k', d)`, `copy.deepcopy(x)`, `x.lower()`; everything else is TOP. Also:
 // the callees of a call (a function, a class's `__init__`, `super().m`, `Cls.m(self, …)`,
 // `obj.m(…)` on the instantiated classes).
-import { NONE, TF, boolSet, builtinType, eqAtoms, identityAtoms, orderAtoms, truth, union, type Vals } from './atoms.js';
+import {
+  NONE,
+  TF,
+  boolSet,
+  builtinType,
+  eqAtoms,
+  identityAtoms,
+  orderAtoms,
+  truth,
+  union,
+  type Vals,
+} from './atoms.js';
 import type { CallExpr, Expr } from './expr.js';
 import type { FnFacts, Param } from './facts.js';
 import type { ReachState } from './reach.js';
@@ -46,7 +57,8 @@ export class Evaluator {
         return this.nameValue(f, e.id, pos, depth);
       }
       case 'attr': {
-        if (e.obj.k === 'name' && e.obj.id === 'self' && f.fn.bound && f.fn.params[0]?.name === 'self') return this.selfAttr(e.attr, depth);
+        if (e.obj.k === 'name' && e.obj.id === 'self' && f.fn.bound && f.fn.params[0]?.name === 'self')
+          return this.selfAttr(e.attr, depth);
         const d = this.scope.denote(f.mod, e);
         if (d === undefined && e.obj.k === 'name') {
           const v = this.instanceAttr(f, e.obj, e.attr, pos, depth);
@@ -138,14 +150,26 @@ export class Evaluator {
       const pv = p.kind === 'pos' || p.kind === 'kwonly' ? this.st.params.get(fnKey(f))?.get(id) : null;
       if (!pv || [...pv].some((v) => v !== 'None' && v !== 'empty:dict')) return null;
     }
-    const as = (f.fn.assigns.get(id) ?? []).filter((a) => this.st.live(f, a.pos) && ((a.end ?? a.pos) <= pos || f.fn.loops.some(([s, t]) => s <= a.pos && a.pos < t && s <= pos && pos < t)));
+    const as = (f.fn.assigns.get(id) ?? []).filter(
+      (a) =>
+        this.st.live(f, a.pos) &&
+        ((a.end ?? a.pos) <= pos || f.fn.loops.some(([s, t]) => s <= a.pos && a.pos < t && s <= pos && pos < t)),
+    );
     if (!as.length) return null;
     const out = new Map<string, Vals>();
     for (const a of as) {
       const v = a.value;
       let items: [string, Expr][] | null = null;
       if (v?.k === 'dict') items = v.items;
-      else if (v?.k === 'call' && v.fn.k === 'name' && v.fn.id === 'dict' && !v.args.length && !v.star && !v.kwsplat.length) items = v.kw;
+      else if (
+        v?.k === 'call' &&
+        v.fn.k === 'name' &&
+        v.fn.id === 'dict' &&
+        !v.args.length &&
+        !v.star &&
+        !v.kwsplat.length
+      )
+        items = v.kw;
       if (!items) return null;
       for (const [k, x] of items) {
         if (k !== '**') {
@@ -163,9 +187,11 @@ export class Evaluator {
   /** the keys and values of a dict expression, or null when unknown */
   dictShape(f: FnRef, x: Expr, pos: number, depth: number): Map<string, Vals> | null {
     if (depth > 8) return null;
-    if (x.k === 'dict' && x.items.every(([k]) => k !== '**')) return new Map(x.items.map(([k, v]) => [k, this.evalIn(f, v, pos, 1)]));
+    if (x.k === 'dict' && x.items.every(([k]) => k !== '**'))
+      return new Map(x.items.map(([k, v]) => [k, this.evalIn(f, v, pos, 1)]));
     if (x.k === 'coll' && x.atom === 'empty:dict') return new Map();
-    if (x.k === 'name') return this.kwKeys(f, x.id) ?? (this.mutatedLive(f, x.id) ? null : this.localDict(f, x.id, pos, depth + 1));
+    if (x.k === 'name')
+      return this.kwKeys(f, x.id) ?? (this.mutatedLive(f, x.id) ? null : this.localDict(f, x.id, pos, depth + 1));
     if (x.k === 'bool' && x.op === 'or') {
       // `a or b`: a when a is truthy; only a None/empty a is followed (to b)
       const l = this.evalIn(f, x.l, pos, 1);
@@ -204,14 +230,22 @@ export class Evaluator {
     for (const a of as ?? []) {
       if (!out) return null;
       if (!this.st.live(f, a.pos)) continue;
-      if ((a.end ?? a.pos) > pos && !f.fn.loops.some(([s, t]) => s <= a.pos && a.pos < t && s <= pos && pos < t)) continue;
+      if ((a.end ?? a.pos) > pos && !f.fn.loops.some(([s, t]) => s <= a.pos && a.pos < t && s <= pos && pos < t))
+        continue;
       if (!a.value) return null;
       out = union(out, this.evalIn(f, a.value, a.pos, depth + 1));
     }
     return out;
   }
   selfAttr(attr: string, depth: number): Vals {
-    if (!this.st.anySelfAssign.has(attr) || this.st.otherAttrs.has(attr) || this.st.otherAttrs.has('*') || this.st.otherAttrs.has('*nn') || this.st.properties.has(attr)) return null;
+    if (
+      !this.st.anySelfAssign.has(attr) ||
+      this.st.otherAttrs.has(attr) ||
+      this.st.otherAttrs.has('*') ||
+      this.st.otherAttrs.has('*nn') ||
+      this.st.properties.has(attr)
+    )
+      return null;
     if (this.selfAttrCache.has(attr)) return this.selfAttrCache.get(attr)!;
     this.selfAttrCache.set(attr, null); // a cycle reads TOP
     let out: Vals = new Set();
@@ -265,7 +299,13 @@ export class Evaluator {
     for (const a of l) {
       for (const b of r) {
         let v: boolean | null;
-        if (e.op === 'is' || e.op === 'is not') v = a === 'None' || b === 'None' ? a === b : a.startsWith('cls:') || a.startsWith('fn:') || b.startsWith('cls:') || b.startsWith('fn:') ? identityAtoms(a, b) : null;
+        if (e.op === 'is' || e.op === 'is not')
+          v =
+            a === 'None' || b === 'None'
+              ? a === b
+              : a.startsWith('cls:') || a.startsWith('fn:') || b.startsWith('cls:') || b.startsWith('fn:')
+                ? identityAtoms(a, b)
+                : null;
         else if (e.op === '==' || e.op === '!=') v = eqAtoms(a, b);
         else v = orderAtoms(a, b, e.op);
         if (v === null) return TF(null);
@@ -299,17 +339,40 @@ export class Evaluator {
     }
     if ((isB('dict') || isB('list') || isB('tuple') || isB('set')) && !e.star && !e.kwsplat.length) {
       const kind = [...(callee as Set<string>)][0].slice(2);
-      return new Set([e.args.length || e.kw.length ? (kind === 'dict' && !e.kw.length && e.args.length ? 'obj' : `obj:${kind}`) : `empty:${kind}`]);
+      return new Set([
+        e.args.length || e.kw.length
+          ? kind === 'dict' && !e.kw.length && e.args.length
+            ? 'obj'
+            : `obj:${kind}`
+          : `empty:${kind}`,
+      ]);
     }
     // copy.deepcopy(x) / copy.copy(x) is x as far as these tests go
-    if (callee instanceof Set && callee.size === 1 && /^x:copy\.(deep)?copy$/.test([...callee][0]) && e.args.length === 1) return this.evalIn(f, e.args[0], pos, depth + 1);
+    if (
+      callee instanceof Set &&
+      callee.size === 1 &&
+      /^x:copy\.(deep)?copy$/.test([...callee][0]) &&
+      e.args.length === 1
+    )
+      return this.evalIn(f, e.args[0], pos, depth + 1);
     // kwargs.pop('k', d) / kwargs.get('k', d): the values callers pass for k, or d
-    if (e.fn.k === 'attr' && (fname === 'pop' || fname === 'get') && e.fn.obj.k === 'name' && e.args.length >= 1 && e.args.length <= 2 && e.args[0].k === 'lit' && e.args[0].atom.startsWith('s:')) {
+    if (
+      e.fn.k === 'attr' &&
+      (fname === 'pop' || fname === 'get') &&
+      e.fn.obj.k === 'name' &&
+      e.args.length >= 1 &&
+      e.args.length <= 2 &&
+      e.args[0].k === 'lit' &&
+      e.args[0].atom.startsWith('s:')
+    ) {
       const keys = this.kwKeys(f, e.fn.obj.id);
       if (keys) {
         const k = e.args[0].atom.slice(2);
         let out: Vals = keys.has(k) ? keys.get(k)! : new Set();
-        out = union(out, e.args.length === 2 ? this.evalIn(f, e.args[1], pos, depth + 1) : fname === 'get' ? NONE : new Set());
+        out = union(
+          out,
+          e.args.length === 2 ? this.evalIn(f, e.args[1], pos, depth + 1) : fname === 'get' ? NONE : new Set(),
+        );
         return out;
       }
     }

@@ -79,9 +79,11 @@ export function toExpr(n: Node | null | undefined): Expr {
       if (argl?.type !== 'argument_list') return { ...out, star: true };
       for (const a of argl.namedChildren) {
         if (!a || a.type === 'comment') continue;
-        if (a.type === 'keyword_argument') out.kw.push([a.childForFieldName('name')?.text ?? '', toExpr(a.childForFieldName('value'))]);
+        if (a.type === 'keyword_argument')
+          out.kw.push([a.childForFieldName('name')?.text ?? '', toExpr(a.childForFieldName('value'))]);
         else if (a.type === 'list_splat') out.star = true;
-        else if (a.type === 'dictionary_splat') out.kwsplat.push(toExpr(a.namedChildren.find((x) => x && x.type !== 'comment')));
+        else if (a.type === 'dictionary_splat')
+          out.kwsplat.push(toExpr(a.namedChildren.find((x) => x && x.type !== 'comment')));
         else out.args.push(toExpr(a));
       }
       return out;
@@ -104,17 +106,19 @@ export function toExpr(n: Node | null | undefined): Expr {
           continue;
         }
         const k = it.type === 'pair' ? toExpr(it.childForFieldName('key')) : null;
-        if (!k || k.k !== 'lit' || !k.atom.startsWith('s:')) return { k: 'coll', atom: items.length ? 'obj:dict' : 'empty:dict' };
+        if (!k || k.k !== 'lit' || !k.atom.startsWith('s:'))
+          return { k: 'coll', atom: items.length ? 'obj:dict' : 'empty:dict' };
         pairs.push([k.atom.slice(2), toExpr(it.childForFieldName('value'))]);
       }
       return { k: 'dict', items: pairs };
     }
     case 'conditional_expression': {
       const parts = n.namedChildren.filter((x): x is Node => !!x && x.type !== 'comment');
-      return parts.length === 3 ? { k: 'cond', body: toExpr(parts[0]), test: toExpr(parts[1]), orelse: toExpr(parts[2]) } : TOP_E;
+      return parts.length === 3
+        ? { k: 'cond', body: toExpr(parts[0]), test: toExpr(parts[1]), orelse: toExpr(parts[2]) }
+        : TOP_E;
     }
     default:
       return TOP_E;
   }
 }
-

@@ -115,7 +115,6 @@ export interface ModFacts {
   lookups: { pos: number; obj: Expr; key: Expr; direct: boolean }[];
 }
 
-
 const SCOPES = new Set(['function_definition', 'class_definition', 'lambda']);
 const LOOPS = new Set(['for_statement', 'while_statement']);
 const TRIVIAL = new Set(['raise_statement', 'pass_statement', 'assert_statement', 'comment']);
@@ -124,7 +123,17 @@ const TRIVIAL = new Set(['raise_statement', 'pass_statement', 'assert_statement'
 export function moduleFacts(mod: CorpusModule, root: Node, lineOf: (i: number) => number): ModFacts {
   const stmts = mod.facts.statements;
   const stmtAt = (offset: number): number => stmts.findIndex((s) => s.start <= offset && offset < s.end);
-  const out: ModFacts = { fns: [], otherAttrAssigns: [], typeArgs: [], classAttrs: new Map(), attrValues: [], calleeSpans: new Map(), allCalls: [], properties: new Set(), lookups: [] };
+  const out: ModFacts = {
+    fns: [],
+    otherAttrAssigns: [],
+    typeArgs: [],
+    classAttrs: new Map(),
+    attrValues: [],
+    calleeSpans: new Map(),
+    allCalls: [],
+    properties: new Set(),
+    lookups: [],
+  };
   for (const top of root.namedChildren) {
     if (!top) continue;
     const d = defOf(top);
@@ -140,12 +149,14 @@ export function moduleFacts(mod: CorpusModule, root: Node, lineOf: (i: number) =
         const md = defOf(m);
         if (md?.def.type === 'function_definition') {
           out.fns.push(fnFacts(md.def, md.decorators, stmt, cname, lineOf));
-          if (md.decorators.some((t) => /property|\.setter|cached_property/.test(t))) out.properties.add(md.def.childForFieldName('name')?.text ?? '');
+          if (md.decorators.some((t) => /property|\.setter|cached_property/.test(t)))
+            out.properties.add(md.def.childForFieldName('name')?.text ?? '');
         } else if (m.type === 'expression_statement') {
           const a = m.namedChildren[0];
           if (a?.type === 'assignment') {
             const l = a.childForFieldName('left');
-            if (l?.type === 'identifier') attrs.set(l.text, a.childForFieldName('right') ? toExpr(a.childForFieldName('right')) : null);
+            if (l?.type === 'identifier')
+              attrs.set(l.text, a.childForFieldName('right') ? toExpr(a.childForFieldName('right')) : null);
           }
         }
       }
@@ -175,36 +186,58 @@ function walkModule(root: Node, out: ModFacts): void {
       if (e.k === 'call') out.allCalls.push(e);
     } else if (n.type === 'assignment' || n.type === 'augmented_assignment') {
       const l = n.childForFieldName('left');
-      const targets = l ? (l.type === 'pattern_list' || l.type === 'tuple_pattern' || l.type === 'list_pattern' ? l.namedChildren : [l]) : [];
+      const targets = l
+        ? l.type === 'pattern_list' || l.type === 'tuple_pattern' || l.type === 'list_pattern'
+          ? l.namedChildren
+          : [l]
+        : [];
       for (const t of targets) {
         if (t?.type !== 'attribute') continue;
         const obj = t.childForFieldName('object');
         const attr = t.childForFieldName('attribute')?.text ?? '';
-        if (obj?.type !== 'identifier' || obj.text !== 'self' || n.type === 'augmented_assignment' || targets.length > 1) out.otherAttrAssigns.push({ attr, pos: n.startIndex });
+        if (
+          obj?.type !== 'identifier' ||
+          obj.text !== 'self' ||
+          n.type === 'augmented_assignment' ||
+          targets.length > 1
+        )
+          out.otherAttrAssigns.push({ attr, pos: n.startIndex });
       }
     } else if (n.type === 'attribute') {
       const p = n.parent;
-      const called = p?.type === 'call' && p.childForFieldName('function')?.startIndex === n.startIndex && p.childForFieldName('function')?.endIndex === n.endIndex;
+      const called =
+        p?.type === 'call' &&
+        p.childForFieldName('function')?.startIndex === n.startIndex &&
+        p.childForFieldName('function')?.endIndex === n.endIndex;
       const target = p?.type === 'assignment' && p.childForFieldName('left')?.startIndex === n.startIndex;
-      if (!called && !target) out.attrValues.push({ attr: n.childForFieldName('attribute')?.text ?? '', pos: n.startIndex });
+      if (!called && !target)
+        out.attrValues.push({ attr: n.childForFieldName('attribute')?.text ?? '', pos: n.startIndex });
     }
     // setattr(obj, 'x', v): any attribute may change
     if (n.type === 'call') {
       const fn = n.childForFieldName('function')?.text;
-      const args = n.childForFieldName('arguments')?.namedChildren.filter((x): x is Node => !!x && x.type !== 'comment') ?? [];
+      const args =
+        n.childForFieldName('arguments')?.namedChildren.filter((x): x is Node => !!x && x.type !== 'comment') ?? [];
       // nn.Module's register_buffer / register_parameter / add_module / register_module
       // bind the attribute they name
       const m = /(?:^|\.)(register_buffer|register_parameter|add_module|register_module)$/.exec(fn ?? '');
       if (m) {
         const name = args[0]?.type === 'string' ? toExpr(args[0]) : null;
         // `*nn`: some attribute of an nn.Module (a plain class has none of these methods)
-        out.otherAttrAssigns.push({ attr: name?.k === 'lit' && name.atom.startsWith('s:') ? name.atom.slice(2) : '*nn', pos: n.startIndex });
+        out.otherAttrAssigns.push({
+          attr: name?.k === 'lit' && name.atom.startsWith('s:') ? name.atom.slice(2) : '*nn',
+          pos: n.startIndex,
+        });
       }
       if (fn === 'setattr') {
         const name = args[1]?.type === 'string' ? toExpr(args[1]) : null;
-        out.otherAttrAssigns.push({ attr: name?.k === 'lit' && name.atom.startsWith('s:') ? name.atom.slice(2) : '*', pos: n.startIndex });
+        out.otherAttrAssigns.push({
+          attr: name?.k === 'lit' && name.atom.startsWith('s:') ? name.atom.slice(2) : '*',
+          pos: n.startIndex,
+        });
       }
-      if ((fn === 'isinstance' || fn === 'issubclass') && args[1]) out.typeArgs.push([args[1].startIndex, args[1].endIndex]);
+      if ((fn === 'isinstance' || fn === 'issubclass') && args[1])
+        out.typeArgs.push([args[1].startIndex, args[1].endIndex]);
     }
     // annotations (PEP 484/526), base-class lists and `except` types name classes
     // without calling them
@@ -238,21 +271,29 @@ function lookup(n: Node, fnDepth: number, out: ModFacts): void {
     if (fn?.type === 'attribute' && (meth === 'get' || meth === 'pop')) {
       obj = fn.childForFieldName('object');
       key = n.childForFieldName('arguments')?.namedChildren.find((x) => x && x.type !== 'comment');
-      if (key?.type === 'keyword_argument' || key?.type === 'list_splat' || key?.type === 'dictionary_splat') key = null;
+      if (key?.type === 'keyword_argument' || key?.type === 'list_splat' || key?.type === 'dictionary_splat')
+        key = null;
     }
   }
   if (!obj || (obj.type !== 'identifier' && obj.type !== 'attribute')) return;
   out.lookups.push({ pos: obj.startIndex, obj: toExpr(obj), key: key ? toExpr(key) : TOP_E, direct: fnDepth === 1 });
 }
 
-function fnFacts(def: Node, decorators: string[], stmt: number, cls: string | null, lineOf: (i: number) => number): FnFacts {
+function fnFacts(
+  def: Node,
+  decorators: string[],
+  stmt: number,
+  cls: string | null,
+  lineOf: (i: number) => number,
+): FnFacts {
   const name = def.childForFieldName('name')?.text ?? '';
   const params: Param[] = [];
   let kwonly = false;
   for (const p of def.childForFieldName('parameters')?.namedChildren ?? []) {
     if (!p || p.type === 'comment') continue;
     if (p.type === 'list_splat_pattern' || p.type === 'keyword_separator') {
-      if (p.type === 'list_splat_pattern') params.push({ name: p.namedChildren[0]?.text ?? '', kind: 'star', def: null });
+      if (p.type === 'list_splat_pattern')
+        params.push({ name: p.namedChildren[0]?.text ?? '', kind: 'star', def: null });
       kwonly = true;
       continue;
     }
@@ -262,12 +303,37 @@ function fnFacts(def: Node, decorators: string[], stmt: number, cls: string | nu
       continue;
     }
     const isDefault = p.type === 'default_parameter' || p.type === 'typed_default_parameter';
-    const pname = p.type === 'identifier' ? p.text : (p.childForFieldName('name')?.text ?? p.namedChildren[0]?.text ?? '');
-    params.push({ name: pname, kind: kwonly ? 'kwonly' : 'pos', def: isDefault ? toExpr(p.childForFieldName('value')) : null });
+    const pname =
+      p.type === 'identifier' ? p.text : (p.childForFieldName('name')?.text ?? p.namedChildren[0]?.text ?? '');
+    params.push({
+      name: pname,
+      kind: kwonly ? 'kwonly' : 'pos',
+      def: isDefault ? toExpr(p.childForFieldName('value')) : null,
+    });
   }
   const staticm = decorators.some((d) => /staticmethod/.test(d));
   const body = def.childForFieldName('body');
-  const f: FnFacts = { stmt, cls, name, start: def.startIndex, end: def.endIndex, bodyStart: body?.startIndex ?? def.endIndex, params, bound: !!cls && !staticm, assigns: new Map(), loops: [], ifs: [], conds: [], calls: [], selfAssigns: [], returns: [], fallsOff: true, kwAdds: [], mutated: new Map(), confined: new Map() };
+  const f: FnFacts = {
+    stmt,
+    cls,
+    name,
+    start: def.startIndex,
+    end: def.endIndex,
+    bodyStart: body?.startIndex ?? def.endIndex,
+    params,
+    bound: !!cls && !staticm,
+    assigns: new Map(),
+    loops: [],
+    ifs: [],
+    conds: [],
+    calls: [],
+    selfAssigns: [],
+    returns: [],
+    fallsOff: true,
+    kwAdds: [],
+    mutated: new Map(),
+    confined: new Map(),
+  };
   const mutate = (name: string, pos: number) => {
     const l = f.mutated.get(name);
     if (l) l.push(pos);
@@ -287,7 +353,8 @@ function fnFacts(def: Node, decorators: string[], stmt: number, cls: string | nu
     if (t.type === 'identifier') assign(t.text, { pos, value, end });
     else if (t.type === 'attribute') {
       const obj = t.childForFieldName('object');
-      if (obj?.type === 'identifier' && obj.text === 'self') f.selfAssigns.push({ attr: t.childForFieldName('attribute')?.text ?? '', pos, value });
+      if (obj?.type === 'identifier' && obj.text === 'self')
+        f.selfAssigns.push({ attr: t.childForFieldName('attribute')?.text ?? '', pos, value });
     } else if (t.type !== 'subscript') for (const c of t.namedChildren) bindTarget(c, null, pos); // `d[k] = v` binds no name
   };
   const visit = (n: Node) => {
@@ -306,8 +373,20 @@ function fnFacts(def: Node, decorators: string[], stmt: number, cls: string | nu
           const els = l.namedChildren.filter((x): x is Node => !!x && x.type !== 'comment');
           const rv = toExpr(r);
           const plain = els.every((x) => x.type === 'identifier');
-          for (let i = 0; i < els.length; i++) bindTarget(els[i], plain ? { k: 'unpack', value: rv, index: i, n: els.length } : null, n.startIndex, n.endIndex);
-        } else bindTarget(l, l?.type === 'identifier' || l?.type === 'attribute' ? (r ? toExpr(r) : null) : null, n.startIndex, n.endIndex);
+          for (let i = 0; i < els.length; i++)
+            bindTarget(
+              els[i],
+              plain ? { k: 'unpack', value: rv, index: i, n: els.length } : null,
+              n.startIndex,
+              n.endIndex,
+            );
+        } else
+          bindTarget(
+            l,
+            l?.type === 'identifier' || l?.type === 'attribute' ? (r ? toExpr(r) : null) : null,
+            n.startIndex,
+            n.endIndex,
+          );
         if (l?.type === 'subscript' && kwName && l.childForFieldName('value')?.text === kwName) {
           const k = l.childForFieldName('subscript');
           f.kwAdds.push({ pos: n.startIndex, key: k?.type === 'string' ? k.text.slice(1, -1) : null });
@@ -333,14 +412,23 @@ function fnFacts(def: Node, decorators: string[], stmt: number, cls: string | nu
         for (const c of n.namedChildren) if (c?.type === 'identifier') assign(c.text, { pos: 0, value: null });
         break;
       case 'except_clause':
-        for (const c of n.namedChildren) if (c?.type === 'as_pattern') bindTarget(c.namedChildren[c.namedChildren.length - 1] ?? null, null, n.startIndex);
+        for (const c of n.namedChildren)
+          if (c?.type === 'as_pattern')
+            bindTarget(c.namedChildren[c.namedChildren.length - 1] ?? null, null, n.startIndex);
         break;
       case 'import_statement':
       case 'import_from_statement':
         for (const c of n.namedChildren) {
-          if (c?.type === 'aliased_import') assign(c.childForFieldName('alias')?.text ?? '', { pos: n.startIndex, value: null });
-          else if (c?.type === 'dotted_name' && n.type === 'import_from_statement' && c.startIndex !== n.childForFieldName('module_name')?.startIndex) assign(c.text, { pos: n.startIndex, value: null });
-          else if (c?.type === 'dotted_name' && n.type === 'import_statement') assign(c.text.split('.')[0], { pos: n.startIndex, value: null });
+          if (c?.type === 'aliased_import')
+            assign(c.childForFieldName('alias')?.text ?? '', { pos: n.startIndex, value: null });
+          else if (
+            c?.type === 'dotted_name' &&
+            n.type === 'import_from_statement' &&
+            c.startIndex !== n.childForFieldName('module_name')?.startIndex
+          )
+            assign(c.text, { pos: n.startIndex, value: null });
+          else if (c?.type === 'dotted_name' && n.type === 'import_statement')
+            assign(c.text.split('.')[0], { pos: n.startIndex, value: null });
         }
         break;
       case 'call': {
@@ -356,7 +444,14 @@ function fnFacts(def: Node, decorators: string[], stmt: number, cls: string | nu
         if (parts.length === 3) {
           const span = (x: Node): [number, number] => [x.startIndex, x.endIndex];
           const lines = (x: Node): [number, number] => [lineOf(x.startIndex), lineOf(x.endIndex)];
-          f.conds.push({ start: parts[1].startIndex, test: toExpr(parts[1]), testText: parts[1].text.replace(/\s+/g, ' '), body: span(parts[0]), orelse: span(parts[2]), lines: { body: lines(parts[0]), orelse: lines(parts[2]) } });
+          f.conds.push({
+            start: parts[1].startIndex,
+            test: toExpr(parts[1]),
+            testText: parts[1].text.replace(/\s+/g, ' '),
+            body: span(parts[0]),
+            orelse: span(parts[2]),
+            lines: { body: lines(parts[0]), orelse: lines(parts[2]) },
+          });
         }
         break;
       }
@@ -368,16 +463,27 @@ function fnFacts(def: Node, decorators: string[], stmt: number, cls: string | nu
     }
     if (n.type === 'call' && kwName) {
       const fn = n.childForFieldName('function');
-      const meth = fn?.type === 'attribute' ? fn.childForFieldName('attribute')?.text ?? '' : '';
-      if (fn?.type === 'attribute' && fn.childForFieldName('object')?.text === kwName && /^(setdefault|update|__setitem__)$/.test(meth)) {
+      const meth = fn?.type === 'attribute' ? (fn.childForFieldName('attribute')?.text ?? '') : '';
+      if (
+        fn?.type === 'attribute' &&
+        fn.childForFieldName('object')?.text === kwName &&
+        /^(setdefault|update|__setitem__)$/.test(meth)
+      ) {
         // `kwargs.setdefault('k', v)` adds k; `update` adds what it is given
         const a0 = n.childForFieldName('arguments')?.namedChildren.find((x) => x && x.type !== 'comment');
-        f.kwAdds.push({ pos: n.startIndex, key: meth !== 'update' && a0?.type === 'string' ? a0.text.slice(1, -1) : null });
+        f.kwAdds.push({
+          pos: n.startIndex,
+          key: meth !== 'update' && a0?.type === 'string' ? a0.text.slice(1, -1) : null,
+        });
       }
     }
     if (n.type === 'call') {
       const fn = n.childForFieldName('function');
-      if (fn?.type === 'attribute' && /^(setdefault|update|__setitem__|clear)$/.test(fn.childForFieldName('attribute')?.text ?? '')) mutate(fn.childForFieldName('object')?.text ?? '', n.startIndex);
+      if (
+        fn?.type === 'attribute' &&
+        /^(setdefault|update|__setitem__|clear)$/.test(fn.childForFieldName('attribute')?.text ?? '')
+      )
+        mutate(fn.childForFieldName('object')?.text ?? '', n.startIndex);
     }
     if (LOOPS.has(n.type)) f.loops.push([n.startIndex, n.endIndex]);
     for (const c of n.namedChildren) if (c) visit(c);
@@ -392,7 +498,11 @@ function fnFacts(def: Node, decorators: string[], stmt: number, cls: string | nu
 function directValues(n: Node | null | undefined, out: number[]): number[] {
   if (!n) return out;
   if (n.type === 'identifier' || n.type === 'attribute') out.push(n.startIndex);
-  else if (n.type === 'parenthesized_expression') directValues(n.namedChildren.find((x) => x && x.type !== 'comment'), out);
+  else if (n.type === 'parenthesized_expression')
+    directValues(
+      n.namedChildren.find((x) => x && x.type !== 'comment'),
+      out,
+    );
   else if (n.type === 'boolean_operator') {
     directValues(n.childForFieldName('left'), out);
     directValues(n.childForFieldName('right'), out);
@@ -408,7 +518,10 @@ function directValues(n: Node | null | undefined, out: number[]): number[] {
 
 /** FnFacts.confined: which names of `def` only ever get called or tested in its body */
 function confine(def: Node, body: Node, f: FnFacts) {
-  const names = new Set([...f.params.filter((p) => p.kind === 'pos' || p.kind === 'kwonly').map((p) => p.name), ...f.assigns.keys()]);
+  const names = new Set([
+    ...f.params.filter((p) => p.kind === 'pos' || p.kind === 'kwonly').map((p) => p.name),
+    ...f.assigns.keys(),
+  ]);
   const escapes = new Set<string>();
   const called = new Set<string>();
   const values = new Map<string, number[]>();
@@ -432,7 +545,8 @@ function confine(def: Node, body: Node, f: FnFacts) {
     if (n.type === 'identifier' && names.has(n.text)) {
       const p = n.parent;
       const x = n.text;
-      const field = (name: string) => p?.childForFieldName(name)?.startIndex === n.startIndex && p?.childForFieldName(name)?.endIndex === n.endIndex;
+      const field = (name: string) =>
+        p?.childForFieldName(name)?.startIndex === n.startIndex && p?.childForFieldName(name)?.endIndex === n.endIndex;
       if (nested) escapes.add(x);
       else if (p?.type === 'attribute' && field('attribute')) {
         // `obj.x`: not the name
@@ -441,9 +555,17 @@ function confine(def: Node, body: Node, f: FnFacts) {
       } else if (p?.type === 'assignment' && field('left')) {
         // a binding, not a read
       } else if (p?.type === 'call' && field('function')) called.add(x);
-      else if (p?.type === 'comparison_operator' && p.namedChildren.length === 2 && p.namedChildren.some((c) => c?.type === 'none') && p.children.some((c) => c && !c.isNamed && c.type === 'is')) {
+      else if (
+        p?.type === 'comparison_operator' &&
+        p.namedChildren.length === 2 &&
+        p.namedChildren.some((c) => c?.type === 'none') &&
+        p.children.some((c) => c && !c.isNamed && c.type === 'is')
+      ) {
         // `x is None` / `x is not None`
-      } else if (p?.type === 'not_operator' || ((p?.type === 'if_statement' || p?.type === 'elif_clause') && field('condition'))) {
+      } else if (
+        p?.type === 'not_operator' ||
+        ((p?.type === 'if_statement' || p?.type === 'elif_clause') && field('condition'))
+      ) {
         // a truth test
       } else if (selfFlow.has(n.startIndex) && n.parent && flowsInto(n, x)) {
         // `x = x or C`
@@ -454,8 +576,10 @@ function confine(def: Node, body: Node, f: FnFacts) {
   // is `n` (a direct value of some assignment's right-hand side) the value of `x = …`?
   const flowsInto = (n: Node, x: string): boolean => {
     for (let a: Node | null = n.parent; a; a = a.parent) {
-      if (a.type === 'assignment') return a.childForFieldName('left')?.type === 'identifier' && a.childForFieldName('left')?.text === x;
-      if (a.type !== 'boolean_operator' && a.type !== 'conditional_expression' && a.type !== 'parenthesized_expression') return false;
+      if (a.type === 'assignment')
+        return a.childForFieldName('left')?.type === 'identifier' && a.childForFieldName('left')?.text === x;
+      if (a.type !== 'boolean_operator' && a.type !== 'conditional_expression' && a.type !== 'parenthesized_expression')
+        return false;
     }
     return false;
   };
@@ -489,18 +613,27 @@ function ifSite(n: Node, lineOf: (i: number) => number): IfSite {
       startLine: lineOf(at.startIndex),
       endLine: lineOf(body.endIndex),
       exits: !!last && (last.type === 'return_statement' || last.type === 'raise_statement'),
-      trivial: stmtsOf.every((s) => TRIVIAL.has(s.type) || (s.type === 'expression_statement' && s.namedChildren[0]?.type === 'string')),
+      trivial: stmtsOf.every(
+        (s) => TRIVIAL.has(s.type) || (s.type === 'expression_statement' && s.namedChildren[0]?.type === 'string'),
+      ),
     });
   };
   clause('if', n, n.childForFieldName('condition'), n.childForFieldName('consequence'));
   for (const alt of n.childrenForFieldName('alternative')) {
     if (!alt) continue;
-    if (alt.type === 'elif_clause') clause('elif', alt, alt.childForFieldName('condition'), alt.childForFieldName('consequence'));
+    if (alt.type === 'elif_clause')
+      clause('elif', alt, alt.childForFieldName('condition'), alt.childForFieldName('consequence'));
     else clause('else', alt, null, alt.childForFieldName('body'));
   }
   let rest: IfSite['rest'] = null;
   const sibs: Node[] = [];
   for (let s = n.nextNamedSibling; s; s = s.nextNamedSibling) if (s.type !== 'comment') sibs.push(s);
-  if (sibs.length) rest = { start: sibs[0].startIndex, end: sibs[sibs.length - 1].endIndex, startLine: lineOf(sibs[0].startIndex), endLine: lineOf(sibs[sibs.length - 1].endIndex) };
+  if (sibs.length)
+    rest = {
+      start: sibs[0].startIndex,
+      end: sibs[sibs.length - 1].endIndex,
+      startLine: lineOf(sibs[0].startIndex),
+      endLine: lineOf(sibs[sibs.length - 1].endIndex),
+    };
   return { start: n.startIndex, clauses, rest };
 }

@@ -31,7 +31,13 @@ const MAX_ROUNDS = 40;
 
 /** The dead code of each reachable function at the fixpoint, or null when there is none
  *  within MAX_ROUNDS. */
-export function runFixpoint(scope: BlockScope, st: ReachState, ev: Evaluator, closure: Closure, entry: { calls: readonly EntryCall[] }): Map<string, DeadCode> | null {
+export function runFixpoint(
+  scope: BlockScope,
+  st: ReachState,
+  ev: Evaluator,
+  closure: Closure,
+  entry: { calls: readonly EntryCall[] },
+): Map<string, DeadCode> | null {
   seedEntry(scope, st, ev, closure, entry);
   const fixed = staticFacts(scope);
   const finalPrunes = new Map<string, DeadCode>();
@@ -65,20 +71,28 @@ export function runFixpoint(scope: BlockScope, st: ReachState, ev: Evaluator, cl
 }
 
 /** the block's __init__ takes its defaults, call-site literals and validated arguments */
-function seedEntry(scope: BlockScope, st: ReachState, ev: Evaluator, closure: Closure, entry: { calls: readonly EntryCall[] }): void {
+function seedEntry(
+  scope: BlockScope,
+  st: ReachState,
+  ev: Evaluator,
+  closure: Closure,
+  entry: { calls: readonly EntryCall[] },
+): void {
   const target = closure.target;
   const entryInit = scope.methodOf(target.mod, target.className, '__init__', false);
   const entryVals = new Map<string, Vals>();
   if (entryInit) {
     const ps = entryInit.fn.params.slice(entryInit.fn.bound ? 1 : 0);
     // a required parameter is TOP: the user passes anything
-    for (const p of ps) entryVals.set(p.name, p.def && p.kind !== 'star' && p.kind !== 'kwstar' ? new Set<string>() : null);
+    for (const p of ps)
+      entryVals.set(p.name, p.def && p.kind !== 'star' && p.kind !== 'kwstar' ? new Set<string>() : null);
     // a required parameter that every known call (call sites, validated arguments) gives
     // a literal takes those values' kinds: the strings and None as they are (the options
     // the block is built with), numbers and booleans as "some int/float/bool" (a caller
     // may pass any size or flag), so type tests are decided and value tests are not
     const kinds = new Set<string>();
-    const given = (c: EntryCall, i: number, name: string): Set<string> | undefined => c.keywords.find(([k]) => k === name)?.[1] ?? (ps[i]?.kind === 'pos' ? c.positional[i] : undefined);
+    const given = (c: EntryCall, i: number, name: string): Set<string> | undefined =>
+      c.keywords.find(([k]) => k === name)?.[1] ?? (ps[i]?.kind === 'pos' ? c.positional[i] : undefined);
     ps.forEach((p, i) => {
       if (p.def || (p.kind !== 'pos' && p.kind !== 'kwonly') || !entry.calls.length) return;
       const seen = entry.calls.map((c) => given(c, i, p.name));
@@ -90,7 +104,8 @@ function seedEntry(scope: BlockScope, st: ReachState, ev: Evaluator, closure: Cl
     for (const c of entry.calls) {
       c.positional.forEach((a, i) => {
         const p = ps[i];
-        if (p && p.kind === 'pos' && entryVals.get(p.name) && !kinds.has(p.name)) entryVals.set(p.name, union(entryVals.get(p.name)!, a));
+        if (p && p.kind === 'pos' && entryVals.get(p.name) && !kinds.has(p.name))
+          entryVals.set(p.name, union(entryVals.get(p.name)!, a));
       });
       for (const [k, a] of c.keywords) {
         if (entryVals.has(k)) {
@@ -106,8 +121,8 @@ function seedEntry(scope: BlockScope, st: ReachState, ev: Evaluator, closure: Cl
     }
     if (entryInit.fn.bound) st.setParam(k, entryInit.fn.params[0].name, null);
     st.kwExtra.set(k, ps.some((p) => p.kind === 'kwstar') ? extra : null);
-}
-st.instantiate(`cls:${target.mod.repo}:${target.mod.name}:${target.className}`, false);
+  }
+  st.instantiate(`cls:${target.mod.repo}:${target.mod.name}:${target.className}`, false);
 }
 
 /** What code outside the analysed function bodies does, fixed for the block: value uses and
@@ -167,14 +182,17 @@ function staticFacts(scope: BlockScope): StaticFacts {
  *  with their arguments (Evaluator.calleesOf), so the class-level value is no use as a
  *  value of its own. */
 function attrConfined(scope: BlockScope, st: ReachState, ev: Evaluator, fixed: StaticFacts, attr: string): boolean {
-  for (const [mod] of scope.byMod) if (scope.facts(mod).attrValues.some((a) => a.attr === attr && st.runs(mod, a.pos))) return false;
-  for (const o of fixed.opaque) if (o.call.fn.k === 'attr' && o.call.fn.attr === attr && st.runs(o.mod, o.call.start)) return false;
+  for (const [mod] of scope.byMod)
+    if (scope.facts(mod).attrValues.some((a) => a.attr === attr && st.runs(mod, a.pos))) return false;
+  for (const o of fixed.opaque)
+    if (o.call.fn.k === 'attr' && o.call.fn.attr === attr && st.runs(o.mod, o.call.start)) return false;
   for (const f of scope.fns) {
     if (!st.isReached(f)) continue;
     for (const c of f.fn.calls) {
       if (c.fn.k !== 'attr' || c.fn.attr !== attr || !st.live(f, c.start)) continue;
       const obj = c.fn.obj;
-      if (obj.k !== 'name' || scope.denote(f.mod, obj) !== undefined || !ev.instanceAttr(f, obj, attr, c.start, 0)) return false;
+      if (obj.k !== 'name' || scope.denote(f.mod, obj) !== undefined || !ev.instanceAttr(f, obj, attr, c.start, 0))
+        return false;
     }
   }
   return true;
@@ -197,7 +215,20 @@ function runOutside(scope: BlockScope, st: ReachState, ev: Evaluator, fixed: Sta
     // the value of a confined local: only the function's own calls of that name run it,
     // with their arguments, unless one of them sees an unknown value
     const c = fixed.confinedPos.get(u.mod)?.get(u.pos);
-    if (c && !(st.isReached(c.f) && c.f.fn.calls.some((call) => call.fn.k === 'name' && call.fn.id === c.name && st.live(c.f, call.start) && !ev.nameValue(c.f, c.name, call.start, 0)))) continue;
+    if (
+      c &&
+      !(
+        st.isReached(c.f) &&
+        c.f.fn.calls.some(
+          (call) =>
+            call.fn.k === 'name' &&
+            call.fn.id === c.name &&
+            st.live(c.f, call.start) &&
+            !ev.nameValue(c.f, c.name, call.start, 0),
+        )
+      )
+    )
+      continue;
     const ca = fixed.classAttrPos.get(u.mod)?.get(u.pos);
     if (ca !== undefined && attrConfined(scope, st, ev, fixed, ca)) continue;
     for (const a of u.atoms) st.useAsValue(a);
@@ -213,7 +244,11 @@ function runOutside(scope: BlockScope, st: ReachState, ev: Evaluator, fixed: Sta
 function opaqueCall(st: ReachState, ev: Evaluator, ctxFn: FnRef, c: CallExpr): void {
   // an instance of a class the code does not name (`cls(…)`, `self.__class__(…)`,
   // `type(self)(…)`): every instantiated class's __init__ may run with anything
-  if ((c.fn.k === 'name' && c.fn.id === 'cls') || (c.fn.k === 'attr' && c.fn.attr === '__class__') || (c.fn.k === 'call' && c.fn.fn.k === 'name' && c.fn.fn.id === 'type')) {
+  if (
+    (c.fn.k === 'name' && c.fn.id === 'cls') ||
+    (c.fn.k === 'attr' && c.fn.attr === '__class__') ||
+    (c.fn.k === 'call' && c.fn.fn.k === 'name' && c.fn.fn.id === 'type')
+  ) {
     for (const a of [...st.instantiated]) if (!a.endsWith(':top')) st.instantiate(a, true);
   }
   for (const x of ev.calleesOf(ctxFn, c)) {

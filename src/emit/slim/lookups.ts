@@ -58,7 +58,9 @@ function isComputed(st: ReachState, ev: Evaluator, f: FnRef, e: Expr, pos: numbe
     }
     case 'name': {
       const p = f.fn.params.find((x) => x.name === e.id);
-      if (p) for (const a of st.args.get(fnKey(f))?.get(e.id) ?? []) if (isComputed(st, ev, a.caller, a.expr, a.expr.k === 'name' ? a.expr.start : pos, depth + 1)) return true;
+      if (p)
+        for (const a of st.args.get(fnKey(f))?.get(e.id) ?? [])
+          if (isComputed(st, ev, a.caller, a.expr, a.expr.k === 'name' ? a.expr.start : pos, depth + 1)) return true;
       for (const a of f.fn.assigns.get(e.id) ?? []) {
         if (!st.live(f, a.pos) || (a.end ?? a.pos) > pos) continue;
         if (a.value && isComputed(st, ev, f, a.value, a.pos, depth + 1)) return true;

@@ -21,7 +21,11 @@ export interface ProbeDecorator {
 
 /** The probe module's source, and the keys it proves when it imports; null when no
  *  decorator can be located in the faithful text (one line each, no comment). */
-export function probeSource(faithful: string, namespace: NamespaceMap, decorators: readonly ProbeDecorator[]): { source: string; keys: string[] } | null {
+export function probeSource(
+  faithful: string,
+  namespace: NamespaceMap,
+  decorators: readonly ProbeDecorator[],
+): { source: string; keys: string[] } | null {
   const lines = faithful.split('\n');
   const probes: string[] = [];
   const keys: string[] = [];

@@ -38,8 +38,10 @@ export class ReachState {
   changed = false;
 
   constructor(readonly scope: BlockScope) {
-    for (const f of scope.fns) for (const a of f.fn.selfAssigns) if (scope.kept(f.mod, a.pos)) this.anySelfAssign.add(a.attr);
-    for (const [mod] of scope.byMod) for (const [, attrs] of scope.facts(mod).classAttrs) for (const a of attrs.keys()) this.anySelfAssign.add(a);
+    for (const f of scope.fns)
+      for (const a of f.fn.selfAssigns) if (scope.kept(f.mod, a.pos)) this.anySelfAssign.add(a.attr);
+    for (const [mod] of scope.byMod)
+      for (const [, attrs] of scope.facts(mod).classAttrs) for (const a of attrs.keys()) this.anySelfAssign.add(a);
     for (const [mod] of scope.byMod) for (const a of scope.facts(mod).properties) this.properties.add(a);
   }
 
@@ -54,7 +56,10 @@ export class ReachState {
     if (!this.reachedFns.has(k)) {
       this.reachedFns.add(k);
       // `self` of a method is the instance: not a value this analysis follows
-      this.params.set(k, new Map(f.fn.params.map((p, i) => [p.name, i === 0 && f.fn.bound ? null : new Set<string>()])));
+      this.params.set(
+        k,
+        new Map(f.fn.params.map((p, i) => [p.name, i === 0 && f.fn.bound ? null : new Set<string>()])),
+      );
       this.kwExtra.set(k, new Map());
       this.changed = true;
     }
@@ -108,7 +113,9 @@ export class ReachState {
       seen.add(k);
       for (const f of this.scope.fnsOfClass(m, c)) if (isPublicMethod(f.fn.name)) this.reach(f, true);
       const cf = classStatement(m, c);
-      if (cf) for (const bases of baseClasses(this.scope.an.resolver, m, cf)) for (const b of bases) if (b.kind === 'class') walk(b.module, b.cls.name, depth + 1);
+      if (cf)
+        for (const bases of baseClasses(this.scope.an.resolver, m, cf))
+          for (const b of bases) if (b.kind === 'class') walk(b.module, b.cls.name, depth + 1);
     };
     walk(mod, name, 0);
     if (top) {

@@ -22,7 +22,30 @@ export const fnKey = (r: FnRef) => `${r.mod.repo}:${r.mod.name}:${r.fn.cls ?? ''
 /** A stand-in function for code outside function bodies at `pos` (module level, class
  *  bodies): no parameters, no locals. */
 export function moduleFn(mod: CorpusModule, pos: number): FnRef {
-  return { mod, fn: { stmt: -1, cls: null, name: '', start: pos, end: pos, bodyStart: pos, params: [], bound: false, assigns: new Map(), loops: [], ifs: [], conds: [], calls: [], selfAssigns: [], returns: [], fallsOff: true, kwAdds: [], mutated: new Map(), confined: new Map() } };
+  return {
+    mod,
+    fn: {
+      stmt: -1,
+      cls: null,
+      name: '',
+      start: pos,
+      end: pos,
+      bodyStart: pos,
+      params: [],
+      bound: false,
+      assigns: new Map(),
+      loops: [],
+      ifs: [],
+      conds: [],
+      calls: [],
+      selfAssigns: [],
+      returns: [],
+      fallsOff: true,
+      kwAdds: [],
+      mutated: new Map(),
+      confined: new Map(),
+    },
+  };
 }
 
 /** The parts of a class atom `cls:<repo>:<module>:<name>` (or `fn:`). */
@@ -57,8 +80,14 @@ export class BlockScope {
       if (!m) this.byMod.set(n.mod, (m = new Map()));
       m.set(n.stmt, n);
     }
-    for (const [m, nodes] of this.byMod) this.sortedNodes.set(m, [...nodes.values()].sort((a, b) => a.facts.start - b.facts.start));
-    for (const [mod, nodes] of this.byMod) for (const fn of this.facts(mod).fns) if (nodes.has(fn.stmt) && this.kept(mod, fn.start)) this.fns.push({ mod, fn });
+    for (const [m, nodes] of this.byMod)
+      this.sortedNodes.set(
+        m,
+        [...nodes.values()].sort((a, b) => a.facts.start - b.facts.start),
+      );
+    for (const [mod, nodes] of this.byMod)
+      for (const fn of this.facts(mod).fns)
+        if (nodes.has(fn.stmt) && this.kept(mod, fn.start)) this.fns.push({ mod, fn });
     this.index();
   }
 
@@ -123,7 +152,8 @@ export class BlockScope {
     let m = this.refAt.get(mod);
     if (!m) {
       this.refAt.set(mod, (m = new Map()));
-      for (const [stmt] of this.byMod.get(mod) ?? []) for (const r of mod.facts.statements[stmt].refs) m.set(r.start, { ref: r, stmt });
+      for (const [stmt] of this.byMod.get(mod) ?? [])
+        for (const r of mod.facts.statements[stmt].refs) m.set(r.start, { ref: r, stmt });
     }
     return m.get(pos);
   }
@@ -176,7 +206,8 @@ export class BlockScope {
     if (memo !== undefined) return memo;
     this.plainMemo.set(key, false); // a cycle is not plain
     const cf = classStatement(mod, cls);
-    let ok = !!cf && depth <= 12 && !cf.members.some((m) => /^__(bool|len|getattr|getattribute|new|init_subclass)__$/.test(m));
+    let ok =
+      !!cf && depth <= 12 && !cf.members.some((m) => /^__(bool|len|getattr|getattribute|new|init_subclass)__$/.test(m));
     if (ok && cf) {
       const st = mod.facts.statements[cf.stmt];
       const head = this.an.corpus.source(mod).slice(st.start, st.end).split('\n');
@@ -187,7 +218,12 @@ export class BlockScope {
       }
       if (cf.bases.some((b) => !b.name || b.text.includes('='))) ok = false;
       for (const bases of ok ? baseClasses(this.an.resolver, mod, cf) : []) {
-        if (bases.length !== 1 || bases[0].kind !== 'class' || !this.plainClass(bases[0].module, bases[0].cls.name, depth + 1)) ok = false;
+        if (
+          bases.length !== 1 ||
+          bases[0].kind !== 'class' ||
+          !this.plainClass(bases[0].module, bases[0].cls.name, depth + 1)
+        )
+          ok = false;
       }
     }
     this.plainMemo.set(key, ok);
@@ -252,7 +288,11 @@ export class BlockScope {
 
 /** The item of `sorted` (ordered by start, spans not overlapping) whose [start, end)
  *  holds `pos`, by binary search. */
-function spanAt<T>(sorted: readonly T[] | undefined, pos: number, span: (t: T) => { start: number; end: number }): T | undefined {
+function spanAt<T>(
+  sorted: readonly T[] | undefined,
+  pos: number,
+  span: (t: T) => { start: number; end: number },
+): T | undefined {
   if (!sorted) return undefined;
   let lo = 0;
   let hi = sorted.length - 1;

@@ -20,7 +20,13 @@ import type { SlimAnalysis } from './analysis.js';
 import type { Resolver } from '../../resolve/names.js';
 import type { Edit } from '../emitter.js';
 import { decoratorVerdict, registrationCall } from './decorators.js';
-import { type CallStatementSite, type DecoratorSite, type ModuleSyntax, type OptionEntry, type OptionSite } from './syntax.js';
+import {
+  type CallStatementSite,
+  type DecoratorSite,
+  type ModuleSyntax,
+  type OptionEntry,
+  type OptionSite,
+} from './syntax.js';
 import { valuePrunes, type EntryCall, type ValuePrune } from './values.js';
 
 /** One removal of slim emission (the record's `emission.removed`). */
@@ -63,11 +69,15 @@ const MAX_ROUNDS = 12;
 const MAX_OUTER = 6;
 const STRING_LIT = /(['"])((?:\\.|(?!\1)[^\\\n])*)\1/g;
 
-
 const DEF_KINDS = new Set(['class_definition', 'function_definition', 'decorated_definition']);
 
 /** The slim closure of a block (`an`: the analysis of its resolver, analysis.ts). */
-export function slimClosure(an: SlimAnalysis, mod: CorpusModule, className: string, opts: SlimOptions = {}): SlimResult {
+export function slimClosure(
+  an: SlimAnalysis,
+  mod: CorpusModule,
+  className: string,
+  opts: SlimOptions = {},
+): SlimResult {
   const { corpus, resolver } = an;
   const builder = new ClosureBuilder(corpus, resolver);
   const seedKeys = new Set<string>();
@@ -76,17 +86,23 @@ export function slimClosure(an: SlimAnalysis, mod: CorpusModule, className: stri
   const syntax = (m: CorpusModule): ModuleSyntax => an.syntax(m);
   /** decorators kept because their registry is still read by the code that stays */
   const keepDecorators = new Set<DecoratorSite | CallStatementSite>();
-  const isRegistration = (m: CorpusModule, c: CallStatementSite): boolean => an.verdict(m, c, () => registrationCall(resolver, m, c, an.shapes));
+  const isRegistration = (m: CorpusModule, c: CallStatementSite): boolean =>
+    an.verdict(m, c, () => registrationCall(resolver, m, c, an.shapes));
 
   const removable = (m: CorpusModule, d: DecoratorSite): boolean => {
     if (keepDecorators.has(d)) return false;
-    return an.verdict(m, d, () => decoratorVerdict(resolver, m, d, an.shapes) === 'identity') || !!opts.proven?.has(decoratorKey(m, d));
+    return (
+      an.verdict(m, d, () => decoratorVerdict(resolver, m, d, an.shapes) === 'identity') ||
+      !!opts.proven?.has(decoratorKey(m, d))
+    );
   };
-  const isRegistry = (m: CorpusModule, site: OptionSite): boolean => an.verdict(m, site, () => registry(resolver, m, site));
+  const isRegistry = (m: CorpusModule, site: OptionSite): boolean =>
+    an.verdict(m, site, () => registry(resolver, m, site));
   // branches no value reaches (values.ts): recomputed on each closure until they repeat
   let prunes: ValuePrune[] = [];
   const prunesOf = (m: CorpusModule, stmt: number) => prunes.filter((p) => p.mod === m && p.stmt === stmt);
-  const inPrune = (m: CorpusModule, stmt: number, a: number, b: number) => prunesOf(m, stmt).some((p) => a >= p.start && b <= p.end);
+  const inPrune = (m: CorpusModule, stmt: number, a: number, b: number) =>
+    prunesOf(m, stmt).some((p) => a >= p.start && b <= p.end);
   // option dicts a lookup with a computed key reads (lookups.ts): kept whole
   const wholeDicts = new Set<string>();
   const prunable = (m: CorpusModule, site: OptionSite, i: number): boolean => {
@@ -122,7 +138,8 @@ export function slimClosure(an: SlimAnalysis, mod: CorpusModule, className: stri
     const { options, decorators, registrations } = sitesOf(m, stmt);
     for (const d of decorators) if (removable(m, d)) r.push([d.start, d.end]);
     for (const c of registrations) if (!keepDecorators.has(c)) r.push([c.start, c.end]);
-    for (const o of options) o.entries.forEach((e, i) => {
+    for (const o of options)
+      o.entries.forEach((e, i) => {
         if (prunable(m, o, i)) r.push([e.codeStart, e.codeEnd]);
       });
     for (const p of prunesOf(m, stmt)) r.push([p.start, p.end]);
@@ -147,66 +164,72 @@ export function slimClosure(an: SlimAnalysis, mod: CorpusModule, className: stri
   let closure!: Closure;
   let pruneKey = '';
   for (let outer = 0; ; outer++) {
-  reached = new Set(seedKeys);
-  for (let round = 0; ; round++) {
-    // fixed within a round (reached options and kept decorators change between rounds)
-    const skipMemo = new Map<string, [number, number][]>();
-    const skip = (m: CorpusModule, stmt: number): [number, number][] => {
-      const k = `${m.repo}\0${m.name}\0${stmt}`;
-      let r = skipMemo.get(k);
-      if (!r) skipMemo.set(k, (r = skipRanges(m, stmt)));
-      return r;
-    };
-    closure = builder.build(mod, className, { skip });
-    // strings of the code that stays
-    let grew = false;
-    for (const n of closure.nodes) {
-      const s = syntax(n.mod);
-      const skipped = skip(n.mod, n.stmt);
-      const keys: [number, number][] = [];
-      for (const o of sitesOf(n.mod, n.stmt).options) for (const e of o.entries) keys.push(...e.keyRanges);
-      for (let i = firstAtOrAfter(s.strings, n.facts.start); i < s.strings.length && s.strings[i].start < n.facts.end; i++) {
-        const lit = s.strings[i];
-        const v = optionKey(lit.value);
-        if (reached.has(v) || within(skipped, lit.start) || within(keys, lit.start)) continue;
-        reached.add(v);
-        grew = true;
-      }
-      // the names of the definitions the code that stays uses: code may select an option
-      // by a class's or function's `__name__` (`norm_layer.__name__.lower()`)
-      for (const r of n.facts.refs) {
-        if (within(skipped, r.start) || within(keys, r.start)) continue;
-        for (const name of [r.name, ...(r.attrs ?? [])]) {
-          const v = optionKey(name);
-          if (reached.has(v)) continue;
+    reached = new Set(seedKeys);
+    for (let round = 0; ; round++) {
+      // fixed within a round (reached options and kept decorators change between rounds)
+      const skipMemo = new Map<string, [number, number][]>();
+      const skip = (m: CorpusModule, stmt: number): [number, number][] => {
+        const k = `${m.repo}\0${m.name}\0${stmt}`;
+        let r = skipMemo.get(k);
+        if (!r) skipMemo.set(k, (r = skipRanges(m, stmt)));
+        return r;
+      };
+      closure = builder.build(mod, className, { skip });
+      // strings of the code that stays
+      let grew = false;
+      for (const n of closure.nodes) {
+        const s = syntax(n.mod);
+        const skipped = skip(n.mod, n.stmt);
+        const keys: [number, number][] = [];
+        for (const o of sitesOf(n.mod, n.stmt).options) for (const e of o.entries) keys.push(...e.keyRanges);
+        for (
+          let i = firstAtOrAfter(s.strings, n.facts.start);
+          i < s.strings.length && s.strings[i].start < n.facts.end;
+          i++
+        ) {
+          const lit = s.strings[i];
+          const v = optionKey(lit.value);
+          if (reached.has(v) || within(skipped, lit.start) || within(keys, lit.start)) continue;
           reached.add(v);
           grew = true;
         }
-      }
-    }
-    if (!grew || round >= MAX_ROUNDS) {
-      // a removed decorator whose receiver (`MODELS` of `@MODELS.register_module()`) the
-      // code that stays still reads is kept: that code may look the class up by name
-      let kept = false;
-      for (const n of closure.nodes) {
-        const sites = sitesOf(n.mod, n.stmt);
-        for (const d of sites.decorators) {
-          if (!removable(n.mod, d) || !receiverKept(resolver, closure, n.mod, d)) continue;
-          keepDecorators.add(d);
-          kept = true;
-        }
-        for (const c of sites.registrations) {
-          if (keepDecorators.has(c) || !receiverKept(resolver, closure, n.mod, c)) continue;
-          keepDecorators.add(c);
-          kept = true;
+        // the names of the definitions the code that stays uses: code may select an option
+        // by a class's or function's `__name__` (`norm_layer.__name__.lower()`)
+        for (const r of n.facts.refs) {
+          if (within(skipped, r.start) || within(keys, r.start)) continue;
+          for (const name of [r.name, ...(r.attrs ?? [])]) {
+            const v = optionKey(name);
+            if (reached.has(v)) continue;
+            reached.add(v);
+            grew = true;
+          }
         }
       }
-      if (!kept) break;
+      if (!grew || round >= MAX_ROUNDS) {
+        // a removed decorator whose receiver (`MODELS` of `@MODELS.register_module()`) the
+        // code that stays still reads is kept: that code may look the class up by name
+        let kept = false;
+        for (const n of closure.nodes) {
+          const sites = sitesOf(n.mod, n.stmt);
+          for (const d of sites.decorators) {
+            if (!removable(n.mod, d) || !receiverKept(resolver, closure, n.mod, d)) continue;
+            keepDecorators.add(d);
+            kept = true;
+          }
+          for (const c of sites.registrations) {
+            if (keepDecorators.has(c) || !receiverKept(resolver, closure, n.mod, c)) continue;
+            keepDecorators.add(c);
+            kept = true;
+          }
+        }
+        if (!kept) break;
+      }
     }
-  }
     // a clause of an option registry is the registry's to prune (it names the options)
     const vp = valuePrunes(an, closure, skipRanges, { calls: opts.entry ?? [] });
-    const next = vp.prunes.filter((p) => !sitesOf(p.mod, p.stmt).options.some((o) => o.entries.some((e) => inEntry(e, p.start, p.end))));
+    const next = vp.prunes.filter(
+      (p) => !sitesOf(p.mod, p.stmt).options.some((o) => o.entries.some((e) => inEntry(e, p.start, p.end))),
+    );
     const key = next.map((p) => `${p.mod.repo}:${p.mod.name}:${p.start}:${p.end}`).join(',');
     const whole = computedLookups(closure, vp.computed);
     if ((key === pruneKey && !whole) || outer >= MAX_OUTER) break;
@@ -223,10 +246,19 @@ export function slimClosure(an: SlimAnalysis, mod: CorpusModule, className: stri
     const edits: Edit[] = [];
     const { decorators, registrations } = sitesOf(n.mod, n.stmt);
     // option sites inside a branch no value reaches go with it
-    const options = sitesOf(n.mod, n.stmt).options.filter((o) => !o.entries.some((e) => inPrune(n.mod, n.stmt, e.start, e.end)));
+    const options = sitesOf(n.mod, n.stmt).options.filter(
+      (o) => !o.entries.some((e) => inPrune(n.mod, n.stmt, e.start, e.end)),
+    );
     for (const p of prunesOf(n.mod, n.stmt)) {
       edits.push({ start: p.start, end: p.end, text: p.text });
-      removed.push({ kind: 'unreached', repo: n.mod.repo, path: n.mod.path, module: n.mod.name, lines: p.lines, what: p.what });
+      removed.push({
+        kind: 'unreached',
+        repo: n.mod.repo,
+        path: n.mod.path,
+        module: n.mod.name,
+        lines: p.lines,
+        what: p.what,
+      });
     }
     const where = { repo: n.mod.repo, path: n.mod.path, module: n.mod.name };
     for (const d of decorators) {
@@ -234,7 +266,13 @@ export function slimClosure(an: SlimAnalysis, mod: CorpusModule, className: stri
         edits.push({ start: d.start, end: d.end, text: '' });
         removed.push({ kind: 'decorator', ...where, lines: [d.line, d.endLine], what: d.text });
       } else if (!keepDecorators.has(d) && decoratorVerdict(resolver, n.mod, d, an.shapes) === 'unknown') {
-        unknownDecorators.push({ key: decoratorKey(n.mod, d), text: d.text, target: d.target, mod: n.mod, line: d.line });
+        unknownDecorators.push({
+          key: decoratorKey(n.mod, d),
+          text: d.text,
+          target: d.target,
+          mod: n.mod,
+          line: d.line,
+        });
       }
     }
     // a registration call: its lines go (a `pass` keeps a block it was alone in)
@@ -242,7 +280,13 @@ export function slimClosure(an: SlimAnalysis, mod: CorpusModule, className: stri
       if (keepDecorators.has(c) || inPrune(n.mod, n.stmt, c.start, c.end)) continue;
       // inside a pruned option, it goes with the option's edit
       if (options.some((o) => o.entries.some((e, i) => prunable(n.mod, o, i) && inEntry(e, c.start, c.end)))) continue;
-      edits.push({ start: c.start, end: c.end, text: c.alone ? `${c.indent}pass  # nnrag slim: registration call removed (line${c.line === c.endLine ? ` ${c.line}` : `s ${c.line}-${c.endLine}`})\n` : '' });
+      edits.push({
+        start: c.start,
+        end: c.end,
+        text: c.alone
+          ? `${c.indent}pass  # nnrag slim: registration call removed (line${c.line === c.endLine ? ` ${c.line}` : `s ${c.line}-${c.endLine}`})\n`
+          : '',
+      });
       removed.push({ kind: 'registration', ...where, lines: [c.line, c.endLine], what: c.text });
     }
     for (const o of options) optionEdits(src(n.mod), where, o, (i) => prunable(n.mod, o, i), edits, removed);
@@ -255,17 +299,29 @@ export function slimClosure(an: SlimAnalysis, mod: CorpusModule, className: stri
 
 /** The edits and removals of the pruned entries of option site `o` (`pruned(i)`: entry i
  *  is pruned; `src`: the module's source). */
-function optionEdits(src: string, where: { repo: string; path: string; module: string }, o: OptionSite, isPruned: (i: number) => boolean, edits: Edit[], removed: SlimRemoval[]): void {
+function optionEdits(
+  src: string,
+  where: { repo: string; path: string; module: string },
+  o: OptionSite,
+  isPruned: (i: number) => boolean,
+  edits: Edit[],
+  removed: SlimRemoval[],
+): void {
   if (o.kind === 'if' || o.kind === 'if-seq') {
     const pruned = o.entries.filter((_, i) => isPruned(i));
     if (!pruned.length) return;
-    const msg = (keys: string) => `nnrag slim: option ${keys} of ${o.subject} was pruned from this module (restore it from ${where.path}, see the header); the faithful module has it`;
+    const msg = (keys: string) =>
+      `nnrag slim: option ${keys} of ${o.subject} was pruned from this module (restore it from ${where.path}, see the header); the faithful module has it`;
     const removedClauses = pruned.filter((e) => e.clause && !e.clause.lead);
     // a leading `if` (or a clause sharing its lines) keeps its test: its body raises
     for (const e of pruned) {
       if (removedClauses.includes(e)) continue;
       const keys = e.keys.map((k) => `'${k}'`).join(', ');
-      edits.push({ start: e.start, end: e.end, text: `raise ValueError(${JSON.stringify(msg(keys))})  # nnrag slim: pruned lines ${e.startLine}-${e.endLine}` });
+      edits.push({
+        start: e.start,
+        end: e.end,
+        text: `raise ValueError(${JSON.stringify(msg(keys))})  # nnrag slim: pruned lines ${e.startLine}-${e.endLine}`,
+      });
     }
     // removed clauses: one marked clause in place of the first names them all
     removedClauses.forEach((e, i) => {
@@ -278,7 +334,13 @@ function optionEdits(src: string, where: { repo: string; path: string; module: s
       }
       edits.push({ start: e.clause!.start, end: e.clause!.end, text });
     });
-    for (const e of pruned) removed.push({ kind: 'branch', ...where, lines: [e.startLine, e.endLine], what: `${o.subject} == ${e.keys.map((k) => `'${k}'`).join(', ')}` });
+    for (const e of pruned)
+      removed.push({
+        kind: 'branch',
+        ...where,
+        lines: [e.startLine, e.endLine],
+        what: `${o.subject} == ${e.keys.map((k) => `'${k}'`).join(', ')}`,
+      });
     return;
   }
   // runs of consecutive pruned dict entries: one edit, a marked comment when whole lines go
@@ -292,7 +354,9 @@ function optionEdits(src: string, where: { repo: string; path: string; module: s
     const run = o.entries.slice(i, j + 1);
     const first = run[0];
     const last = run[run.length - 1];
-    const keys = run.flatMap((e) => (o.kind === 'set' ? [src.slice(e.codeStart, e.codeEnd)] : e.keys.map((k) => `'${k}'`))).join(', ');
+    const keys = run
+      .flatMap((e) => (o.kind === 'set' ? [src.slice(e.codeStart, e.codeEnd)] : e.keys.map((k) => `'${k}'`)))
+      .join(', ');
     const lines: [number, number] = [first.startLine, last.endLine];
     const whole = run.every((e) => e.indent !== null);
     edits.push({
@@ -318,13 +382,33 @@ function headerOf(removed: readonly SlimRemoval[]): string[] {
       const subject = plain ? '' : r.what.split(/ == |: /)[0];
       const k = `${r.path}\0${r.kind}\0${subject}`;
       let g = groups.get(k);
-      if (!g) groups.set(k, (g = { path: r.path, label: r.kind === 'decorator' ? 'decorators' : r.kind === 'registration' ? 'registration calls' : r.kind === 'unreached' ? 'branches no value of the defaults and validated arguments reaches' : r.kind === 'branch' ? `branches of ${subject}` : `options of ${subject}`, lines: [], whats: [] }));
+      if (!g)
+        groups.set(
+          k,
+          (g = {
+            path: r.path,
+            label:
+              r.kind === 'decorator'
+                ? 'decorators'
+                : r.kind === 'registration'
+                  ? 'registration calls'
+                  : r.kind === 'unreached'
+                    ? 'branches no value of the defaults and validated arguments reaches'
+                    : r.kind === 'branch'
+                      ? `branches of ${subject}`
+                      : `options of ${subject}`,
+            lines: [],
+            whats: [],
+          }),
+        );
       g.lines.push(r.lines);
       g.whats.push(plain ? r.what.replace(/\s+/g, ' ') : r.what.slice(subject.length).replace(/^( == |: )/, ''));
     }
     for (const g of groups.values()) {
       const what = g.whats.join(', ');
-      header.push(`#   ${g.path}:${compactRanges(g.lines)} | ${g.label}: ${what.length > 160 ? what.slice(0, 157) + '...' : what}`);
+      header.push(
+        `#   ${g.path}:${compactRanges(g.lines)} | ${g.label}: ${what.length > 160 ? what.slice(0, 157) + '...' : what}`,
+      );
     }
   }
   return header;
@@ -375,7 +459,8 @@ function within(ranges: readonly (readonly [number, number])[], offset: number):
 function registry(resolver: Resolver, mod: CorpusModule, site: OptionSite): boolean {
   const st = mod.facts.statements[site.stmt];
   const refsIn = (a: number, b: number) => st.refs.filter((r) => r.start >= a && r.start < b);
-  if (site.kind === 'if' || site.kind === 'if-seq') return site.entries.filter((e) => refsIn(e.codeStart, e.codeEnd).length > 0).length >= 2;
+  if (site.kind === 'if' || site.kind === 'if-seq')
+    return site.entries.filter((e) => refsIn(e.codeStart, e.codeEnd).length > 0).length >= 2;
   if (!site.entries.every((e) => e.refLike)) return false;
   let defs = 0;
   for (const e of site.entries) {
@@ -383,7 +468,14 @@ function registry(resolver: Resolver, mod: CorpusModule, site: OptionSite): bool
     if (!refs.length) continue;
     const denotesDef = refs.every((r) => {
       const { targets } = resolver.resolveRef(mod, r);
-      return targets.length > 0 && targets.every((t) => t.kind === 'extern' || (t.kind === 'def' && t.stmts.every((i) => DEF_KINDS.has(t.module.facts.statements[i].kind))));
+      return (
+        targets.length > 0 &&
+        targets.every(
+          (t) =>
+            t.kind === 'extern' ||
+            (t.kind === 'def' && t.stmts.every((i) => DEF_KINDS.has(t.module.facts.statements[i].kind))),
+        )
+      );
     });
     if (denotesDef) defs++;
   }
@@ -391,7 +483,12 @@ function registry(resolver: Resolver, mod: CorpusModule, site: OptionSite): bool
 }
 
 /** `@R.f(...)` / `@R.f` whose receiver `R` (a module-level object) the closure copies. */
-function receiverKept(resolver: Resolver, closure: Closure, mod: CorpusModule, d: { stmt: number; calleeStart: number }): boolean {
+function receiverKept(
+  resolver: Resolver,
+  closure: Closure,
+  mod: CorpusModule,
+  d: { stmt: number; calleeStart: number },
+): boolean {
   const ref = mod.facts.statements[d.stmt].refs.find((r) => r.start === d.calleeStart);
   if (!ref?.attrs?.length) return false;
   const { targets, consumed } = resolver.resolveRef(mod, ref);

@@ -124,7 +124,12 @@ export function moduleSyntax(mod: CorpusModule, src: string, root: Node): Module
     return -1;
   };
   const starts = lineStarts(src);
-  const at: Where = { src, stmtAt, lineStart: (i: number) => src.lastIndexOf('\n', i - 1) + 1, lineOf: (i: number) => lineIndex(starts, i) + 1 };
+  const at: Where = {
+    src,
+    stmtAt,
+    lineStart: (i: number) => src.lastIndexOf('\n', i - 1) + 1,
+    lineOf: (i: number) => lineIndex(starts, i) + 1,
+  };
   const options: OptionSite[] = [];
   dictOptions(root, at, options);
   setOptions(root, at, options);
@@ -293,7 +298,12 @@ function ifOptions(root: Node, at: Where, options: OptionSite[]): void {
     // the first of a run of plain `if` statements (no elif/else) on one subject
     if (alts.length) continue;
     const prev = prevStatement(ifs);
-    if (prev && plainIf(prev) && stringCompare(prev.childForFieldName('condition')!)?.subject === stringCompare(c0)?.subject) continue;
+    if (
+      prev &&
+      plainIf(prev) &&
+      stringCompare(prev.childForFieldName('condition')!)?.subject === stringCompare(c0)?.subject
+    )
+      continue;
     const entries: OptionEntry[] = [];
     for (let n: Node | null = ifs; n && plainIf(n); n = nextStatement(n)) {
       const e = clauseEntry(n.childForFieldName('condition')!, n.childForFieldName('consequence')!, n, false);
@@ -481,7 +491,11 @@ function refLikeValue(v: Node, denoting: [number, number][]): boolean {
 
 /** The span an entry occupies: with its trailing comma, and with its whole line(s) when
  *  nothing else is on them; `indent` is then the line's indentation. */
-function entrySpan(src: string, node: Node, lineStart: (i: number) => number): { start: number; end: number; indent: string | null } {
+function entrySpan(
+  src: string,
+  node: Node,
+  lineStart: (i: number) => number,
+): { start: number; end: number; indent: string | null } {
   let end = node.endIndex;
   const m = /^\s*,/.exec(src.slice(end, end + 200));
   if (m) end += m[0].length;
@@ -489,7 +503,8 @@ function entrySpan(src: string, node: Node, lineStart: (i: number) => number): {
   const before = src.slice(ls, node.startIndex);
   const nl = src.indexOf('\n', end);
   const rest = src.slice(end, nl === -1 ? src.length : nl);
-  if (/^\s*$/.test(before) && /^\s*(#.*)?$/.test(rest)) return { start: ls, end: nl === -1 ? src.length : nl + 1, indent: before };
+  if (/^\s*$/.test(before) && /^\s*(#.*)?$/.test(rest))
+    return { start: ls, end: nl === -1 ? src.length : nl + 1, indent: before };
   const sp = /^ */.exec(src.slice(end))![0].length;
   return { start: node.startIndex, end: end + sp, indent: null };
 }
@@ -505,7 +520,12 @@ function boundName(d: Node): string | null {
 }
 
 function plainIf(n: Node): boolean {
-  return n.type === 'if_statement' && !n.childrenForFieldName('alternative').length && !!n.childForFieldName('condition') && !!n.childForFieldName('consequence');
+  return (
+    n.type === 'if_statement' &&
+    !n.childrenForFieldName('alternative').length &&
+    !!n.childForFieldName('condition') &&
+    !!n.childForFieldName('consequence')
+  );
 }
 
 function prevStatement(n: Node): Node | null {

@@ -18,12 +18,22 @@ export class TypeTests {
       if (!ty) return null;
       if (tn === ty) return true;
       if (tn === 'int' && ty === 'bool') return true;
-      return ty === 'NoneType' || ty === 'str' || ty === 'int' || ty === 'float' || ty === 'bool' || ty === 'function' || ((ty === 'type') && tn !== 'type') || ['dict', 'list', 'tuple', 'set'].includes(ty) ? false : null;
+      return ty === 'NoneType' ||
+        ty === 'str' ||
+        ty === 'int' ||
+        ty === 'float' ||
+        ty === 'bool' ||
+        ty === 'function' ||
+        (ty === 'type' && tn !== 'type') ||
+        ['dict', 'list', 'tuple', 'set'].includes(ty)
+        ? false
+        : null;
     }
     if (t.startsWith('cls:') || t.startsWith('x:')) {
       // a value of a builtin type, a class object or a function is no instance of a
       // class of the corpus (nor of an extern class, unless that is a metaclass)
-      if (ty === 'NoneType' || ty === 'str' || ty === 'int' || ty === 'float' || ty === 'bool' || ty === 'function') return t.startsWith('x:') && !/\.(Module|Tensor)$/.test(t) ? null : false;
+      if (ty === 'NoneType' || ty === 'str' || ty === 'int' || ty === 'float' || ty === 'bool' || ty === 'function')
+        return t.startsWith('x:') && !/\.(Module|Tensor)$/.test(t) ? null : false;
       if (ty === 'type' && t.startsWith('cls:') && !this.isMeta(t)) return false;
       return null;
     }

@@ -74,5 +74,7 @@ export function valuePrunes(
   const st = new ReachState(scope);
   const ev = new Evaluator(scope, st);
   const dead = runFixpoint(scope, st, ev, closure, entry);
-  return dead ? { prunes: prunesOf(an, scope.fns, dead), computed: computedLookups(scope, st, ev) } : { prunes: [], computed: new Set() };
+  return dead
+    ? { prunes: prunesOf(an, scope.fns, dead), computed: computedLookups(scope, st, ev) }
+    : { prunes: [], computed: new Set() };
 }

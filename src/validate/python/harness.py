@@ -82,6 +82,7 @@ from nnrag_harness.worker import Worker  # noqa: E402
 
 # --------------------------------------------------------------------------- probe
 
+
 def installed_distributions():
     """Every installed distribution as "name==version" (PEP 503 name), sorted, from the
     names of the `name-version.dist-info` / `.egg-info` entries on sys.path (PEP 376,
@@ -108,6 +109,7 @@ def top_level_modules():
     the path entry finders' listing, PEP 302) and the built-in ones. The resolver keeps
     `import pkg` extern for a module object of an indexed package it finds here."""
     import pkgutil
+
     names = set(sys.builtin_module_names)
     try:
         names |= {m.name for m in pkgutil.iter_modules()}
@@ -120,6 +122,7 @@ def probe():
     """Facts about this interpreter without importing torch (fast): where it lives, the
     folders it imports from (the sandbox must bind them) and whether torch is findable."""
     import importlib.util
+
     spec = importlib.util.find_spec("torch")
     info = {
         "executable": sys.executable,
@@ -138,6 +141,7 @@ def probe():
     if "--import-torch" in sys.argv:
         try:
             import torch
+
             info["torch"] = torch.__version__
         except BaseException as e:  # noqa: BLE001 - report anything
             info["torch"] = None

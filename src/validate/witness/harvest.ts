@@ -126,11 +126,27 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
   const repoMs = o.repoMs ?? 240000;
   const perClass = o.perClass ?? 3;
   const entryMemoryMb = o.entryMemoryMb;
-  const base = { roots: o.sysPath, own: o.sysPath.slice(0, o.ownRoots ?? o.sysPath.length), modules: o.modules, ...(o.repoRoot ? { repoRoot: o.repoRoot, testSeconds: (o.testMs ?? 10000) / 1000 } : {}) };
+  const base = {
+    roots: o.sysPath,
+    own: o.sysPath.slice(0, o.ownRoots ?? o.sysPath.length),
+    modules: o.modules,
+    ...(o.repoRoot ? { repoRoot: o.repoRoot, testSeconds: (o.testMs ?? 10000) / 1000 } : {}),
+  };
   // the sandbox binds the roots of a request: the repository's root too when its tests
   // and documents lie outside its import roots (a src/ layout), last on sys.path
-  const bound = o.repoRoot && !o.sysPath.some((p) => o.repoRoot === p || o.repoRoot!.startsWith(p + '/')) ? [...o.sysPath, o.repoRoot] : o.sysPath;
-  const out: HarvestResult = { repo: o.repo, classes: [], witnesses: {}, entries: [], skipped: 0, importFailures: {}, ms: 0 };
+  const bound =
+    o.repoRoot && !o.sysPath.some((p) => o.repoRoot === p || o.repoRoot!.startsWith(p + '/'))
+      ? [...o.sysPath, o.repoRoot]
+      : o.sysPath;
+  const out: HarvestResult = {
+    repo: o.repo,
+    classes: [],
+    witnesses: {},
+    entries: [],
+    skipped: 0,
+    importFailures: {},
+    ms: 0,
+  };
   const ask = (harvest: Record<string, unknown>, timeoutMs: number) =>
     pool.harvestStep({
       id: `harvest:${o.repo}`,
@@ -140,9 +156,19 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
       harvest,
       timeoutMs,
     });
-  const listed = await ask({ ...base, mode: 'list', importBudget: Math.min(120, repoMs / 2000) }, Math.min(repoMs, 180000));
+  const listed = await ask(
+    { ...base, mode: 'list', importBudget: Math.min(120, repoMs / 2000) },
+    Math.min(repoMs, 180000),
+  );
   const list = listed.harvest as
-    | { classes?: string[]; entries?: HarvestEntry[]; importFailures?: Record<string, string>; forwardKeys?: Record<string, string>; notes?: Record<string, string>; error?: string }
+    | {
+        classes?: string[];
+        entries?: HarvestEntry[];
+        importFailures?: Record<string, string>;
+        forwardKeys?: Record<string, string>;
+        notes?: Record<string, string>;
+        error?: string;
+      }
     | undefined;
   if (!list?.entries) {
     out.error = list?.error ?? listed.error ?? 'the harness gave no entry points';
@@ -156,8 +182,14 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
   // two phases: the repository's builders of whole models within `repoMs`, then its tests
   // and documented examples within `docsMs` of their own, aimed at the classes the
   // builders left without a called witness (a slow test suite never takes the builders' budget)
-  const order = new GreedyOrder(list.entries.filter((e) => !DOC_KINDS.has(e.kind)), { memoryMb: o.repoMemoryMb ?? 131072 });
-  const docsOrder = new GreedyOrder(list.entries.filter((e) => DOC_KINDS.has(e.kind)), { memoryMb: o.repoMemoryMb ?? 131072 });
+  const order = new GreedyOrder(
+    list.entries.filter((e) => !DOC_KINDS.has(e.kind)),
+    { memoryMb: o.repoMemoryMb ?? 131072 },
+  );
+  const docsOrder = new GreedyOrder(
+    list.entries.filter((e) => DOC_KINDS.has(e.kind)),
+    { memoryMb: o.repoMemoryMb ?? 131072 },
+  );
   const docsBudget = o.docsMs ?? repoMs;
   const workers = Math.max(1, pool.workerCount);
   // a wrapper of a whole model (`AutoShape(model)`, `ModelEma(model)`) is given the model
@@ -189,7 +221,14 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
       batch.map(async (e) => {
         const budget = Math.max(1000, Math.min(entryMs, left));
         const r = await ask(
-          { ...base, mode: 'run', entry: e, budgetSeconds: budget / 1000, ...(entryMemoryMb ? { memoryMb: entryMemoryMb } : {}), ...(needsModel(e) && provider ? { provider: provider.entry } : {}) },
+          {
+            ...base,
+            mode: 'run',
+            entry: e,
+            budgetSeconds: budget / 1000,
+            ...(entryMemoryMb ? { memoryMb: entryMemoryMb } : {}),
+            ...(needsModel(e) && provider ? { provider: provider.entry } : {}),
+          },
           budget + 15000,
         );
         // what the harness's run step reports: an entry report with its entry point's
@@ -212,7 +251,8 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
         if (h?.tests) rep.tests = h.tests;
         if (DOC_KINDS.has(e.kind)) docsMs += rep.ms;
         // the budget that stopped it: the harness says; a child the pool ended says by its category
-        const stopped = h?.stopped ?? (r.category === 'memory' ? 'memory' : r.category === 'timeout' ? 'time' : undefined);
+        const stopped =
+          h?.stopped ?? (r.category === 'memory' ? 'memory' : r.category === 'timeout' ? 'time' : undefined);
         if (stopped) rep.stopped = stopped;
         const classes: Record<string, { called: boolean }> = {};
         for (const [cls, c] of Object.entries(h?.classes ?? {})) {
@@ -224,7 +264,14 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
         cur.report(e, rep.built, classes, rep.memoryMb ?? 0);
         // the provider: the quickest that built and ran its model, else the quickest that built one
         const rank = (r: EntryReport) => (r.forward ? 0 : 1e9) + r.ms;
-        if (rep.built && !needsModel(e) && e.kind !== 'snippet' && !DOC_KINDS.has(e.kind) && (!provider || rank(rep) < provider.ms)) provider = { entry: e, ms: rank(rep) };
+        if (
+          rep.built &&
+          !needsModel(e) &&
+          e.kind !== 'snippet' &&
+          !DOC_KINDS.has(e.kind) &&
+          (!provider || rank(rep) < provider.ms)
+        )
+          provider = { entry: e, ms: rank(rep) };
         out.entries.push(rep);
         o.onEntry?.(rep);
       }),
@@ -241,7 +288,8 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
 
 const entryName = (e: HarvestEntry) => e.via ?? `${e.module}.${e.qualname}`;
 /** a wrapper of a whole model: its plan asks for a model instance */
-const needsModel = (e: HarvestEntry) => Object.values(e.plan).some((s) => !!s && typeof s === 'object' && 'instance' in (s as object));
+const needsModel = (e: HarvestEntry) =>
+  Object.values(e.plan).some((s) => !!s && typeof s === 'object' && 'instance' in (s as object));
 
 /** Runs without a new class after which a family is exhausted. */
 export const IDLE_RUNS = 2;
@@ -291,7 +339,10 @@ export class GreedyOrder {
   }
 
   private readonly families = new Map<HarvestEntry, string>();
-  private readonly sortKeys = new Map<HarvestEntry, { name: string; resolution: number; number: number; kind: number }>();
+  private readonly sortKeys = new Map<
+    HarvestEntry,
+    { name: string; resolution: number; number: number; kind: number }
+  >();
 
   /** What orders entry points of equal score and rank, from their names (fixed: read once). */
   private sortKey(e: HarvestEntry) {
@@ -306,7 +357,16 @@ export class GreedyOrder {
   family(e: HarvestEntry): string {
     let f = this.families.get(e);
     // a test file or documented example is a family of its own (its own list step names it)
-    if (f === undefined) this.families.set(e, (f = DOC_KINDS.has(e.kind) && e.family ? e.family : (e.reach.join(',') || `${e.module}.${e.qualname}`) + `|${nameStem(e)}` + (e.switch ? `|${e.switch}` : '')));
+    if (f === undefined)
+      this.families.set(
+        e,
+        (f =
+          DOC_KINDS.has(e.kind) && e.family
+            ? e.family
+            : (e.reach.join(',') || `${e.module}.${e.qualname}`) +
+              `|${nameStem(e)}` +
+              (e.switch ? `|${e.switch}` : '')),
+      );
     return f;
   }
 
@@ -324,7 +384,15 @@ export class GreedyOrder {
     this.pending.sort((a, b) => {
       const ka = this.sortKey(a);
       const kb = this.sortKey(b);
-      return started(a) - started(b) || score.get(b)! - score.get(a)! || a.rank - b.rank || ka.resolution - kb.resolution || ka.number - kb.number || ka.kind - kb.kind || ka.name.localeCompare(kb.name);
+      return (
+        started(a) - started(b) ||
+        score.get(b)! - score.get(a)! ||
+        a.rank - b.rank ||
+        ka.resolution - kb.resolution ||
+        ka.number - kb.number ||
+        ka.kind - kb.kind ||
+        ka.name.localeCompare(kb.name)
+      );
     });
     const batch: HarvestEntry[] = [];
     const deferred: HarvestEntry[] = [];
@@ -402,7 +470,9 @@ export function borrowSiblingInputs(
     const own = witnesses[c] ?? [];
     const k = forwardKeys[c];
     if (!k || !own.length || own.some((w) => w.inputs)) continue;
-    const donor = (byKey.get(k) ?? []).find((d) => d !== c && (witnesses[d] ?? []).some((w) => w.inputs && !w.inputsFrom));
+    const donor = (byKey.get(k) ?? []).find(
+      (d) => d !== c && (witnesses[d] ?? []).some((w) => w.inputs && !w.inputsFrom),
+    );
     if (!donor) continue;
     const inputs = witnesses[donor].find((w) => w.inputs && !w.inputsFrom)!.inputs;
     witnesses[c] = mergeWitnesses(own, [{ ...own[0], inputs, inputsFrom: donor }], perClass);
@@ -436,7 +506,10 @@ export function resolutionOf(name: string): number {
 function kindOrder(e: HarvestEntry): number {
   // builders of whole models first; then tests and the documented examples, which build
   // layers one by one; examples/ scripts (which may train) last
-  return { registry: 0, factory: 1, config: 2, snippet: 3, test: 4, doctest: 5, readme: 6, class: 7, example: 8 }[e.kind] ?? 9;
+  return (
+    { registry: 0, factory: 1, config: 2, snippet: 3, test: 4, doctest: 5, readme: 6, class: 7, example: 8 }[e.kind] ??
+    9
+  );
 }
 
 /** Witnesses with recorded inputs first, then by parameters; distinct ones only. */

@@ -32,19 +32,38 @@ export function harvestSysPath(store: IndexStore, repo: string): string[] {
     }
   };
   add(own);
-  for (const r of store.listRepos().sort((a, b) => a.priority - b.priority || a.name.localeCompare(b.name))) if (r.name !== repo) add(r);
+  for (const r of store.listRepos().sort((a, b) => a.priority - b.priority || a.name.localeCompare(b.name)))
+    if (r.name !== repo) add(r);
   return out;
 }
 
 /** The cache key of a repository's harvest: blob ids of the files of every repository
  *  on its sys.path, and the environment id. */
-export function harvestKey(store: IndexStore, repo: string, envId: string, listing: string = fileListing(store)): string {
+export function harvestKey(
+  store: IndexStore,
+  repo: string,
+  envId: string,
+  listing: string = fileListing(store),
+): string {
   const root = store.getRepo(repo)?.root;
-  return createHash('sha256').update(envId + '\0' + repo + '\0').update(listing).update(root ? docsDigest(root) : '').digest('hex');
+  return createHash('sha256')
+    .update(envId + '\0' + repo + '\0')
+    .update(listing)
+    .update(root ? docsDigest(root) : '')
+    .digest('hex');
 }
 
 const TEST_FILE = /^(test_.*|.*_test)\.py$/;
-const SKIP_DIRS = new Set(['node_modules', 'site-packages', 'build', 'dist', '__pycache__', 'venv', '.venv', 'third_party']);
+const SKIP_DIRS = new Set([
+  'node_modules',
+  'site-packages',
+  'build',
+  'dist',
+  '__pycache__',
+  'venv',
+  '.venv',
+  'third_party',
+]);
 
 /** A digest of what a harvest reads besides the indexed files (harvest_docs.py): test
  *  files and conftest.py (pytest's conventions), Markdown files, examples/ scripts — by
@@ -66,10 +85,16 @@ export function docsDigest(root: string): string {
         if (depth < 12) walk(path.join(dir, n), r, depth + 1);
         continue;
       }
-      const wanted = TEST_FILE.test(n) || n === 'conftest.py' || /\.(md|markdown)$/i.test(n) || (/^examples?\//.test(r) && n.endsWith('.py'));
+      const wanted =
+        TEST_FILE.test(n) ||
+        n === 'conftest.py' ||
+        /\.(md|markdown)$/i.test(n) ||
+        (/^examples?\//.test(r) && n.endsWith('.py'));
       if (!wanted || !d.isFile()) continue;
       try {
-        h.update(r + '\0').update(readFileSync(path.join(dir, n))).update('\0');
+        h.update(r + '\0')
+          .update(readFileSync(path.join(dir, n)))
+          .update('\0');
       } catch {
         /* unreadable: left out, as the harvest leaves it out */
       }
@@ -83,8 +108,12 @@ export function docsDigest(root: string): string {
  *  harvest key that is the same for all (read once when several keys are wanted). */
 export function fileListing(store: IndexStore): string {
   const lines: string[] = [];
-  for (const r of store.listRepos().map((x) => x.name).sort()) {
-    for (const f of store.listFiles(r).sort((a, b) => a.path.localeCompare(b.path))) lines.push(`${r}\0${f.path}\0${f.blob}\n`);
+  for (const r of store
+    .listRepos()
+    .map((x) => x.name)
+    .sort()) {
+    for (const f of store.listFiles(r).sort((a, b) => a.path.localeCompare(b.path)))
+      lines.push(`${r}\0${f.path}\0${f.blob}\n`);
   }
   return lines.join('');
 }
@@ -101,7 +130,11 @@ export function libraryModules(corpus: Corpus, repo: string): string[] {
   for (const m of corpus.modules()) {
     if (m.repo !== repo || /(^|\.)(tests?|conftest|setup)(\.|$)/.test(m.name)) continue;
     const sts = m.facts.statements;
-    const script = sts.some((st, i) => SCRIPT_STATEMENTS.has(st.kind) || (st.kind === 'expression_statement' && !st.binds.length && i > 0 && st.refs.length > 0));
+    const script = sts.some(
+      (st, i) =>
+        SCRIPT_STATEMENTS.has(st.kind) ||
+        (st.kind === 'expression_statement' && !st.binds.length && i > 0 && st.refs.length > 0),
+    );
     if (!script) out.push(m.name);
   }
   return out.sort();
@@ -112,7 +145,17 @@ export async function repoWitnesses(
   store: IndexStore,
   pool: ValidatorPool,
   repo: string,
-  opts: { force?: boolean; entryMs?: number; repoMs?: number; entryMemoryMb?: number; repoMemoryMb?: number; testMs?: number; docsMs?: number; onEntry?: (r: EntryReport) => void; modules?: string[] } = {},
+  opts: {
+    force?: boolean;
+    entryMs?: number;
+    repoMs?: number;
+    entryMemoryMb?: number;
+    repoMemoryMb?: number;
+    testMs?: number;
+    docsMs?: number;
+    onEntry?: (r: EntryReport) => void;
+    modules?: string[];
+  } = {},
 ): Promise<RepoWitnesses | null> {
   const row = store.getRepo(repo);
   if (!row) return null;
@@ -133,7 +176,21 @@ export async function repoWitnesses(
   for (const m of modules) tops.set(m.split('.')[0], (tops.get(m.split('.')[0]) ?? 0) + 1);
   const zygoteModule = [...tops].sort((a, b) => b[1] - a[1])[0][0];
   const own = sysPathRoots(row).length;
-  const result = await harvestRepo(pool, { repo, sysPath: harvestSysPath(store, repo), ownRoots: own, modules, zygoteModule, entryMs: opts.entryMs, repoMs: opts.repoMs, entryMemoryMb: opts.entryMemoryMb, repoMemoryMb: opts.repoMemoryMb, testMs: opts.testMs, docsMs: opts.docsMs, repoRoot: row.root, onEntry: opts.onEntry });
+  const result = await harvestRepo(pool, {
+    repo,
+    sysPath: harvestSysPath(store, repo),
+    ownRoots: own,
+    modules,
+    zygoteModule,
+    entryMs: opts.entryMs,
+    repoMs: opts.repoMs,
+    entryMemoryMb: opts.entryMemoryMb,
+    repoMemoryMb: opts.repoMemoryMb,
+    testMs: opts.testMs,
+    docsMs: opts.docsMs,
+    repoRoot: row.root,
+    onEntry: opts.onEntry,
+  });
   putHarvest(store, repo, key, pool.envId, JSON.stringify(result));
   return { result, cached: false };
 }

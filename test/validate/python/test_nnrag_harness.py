@@ -2,6 +2,7 @@
 module: values (encode / decode), harvest (argparse defaults read statically, size ranks,
 configurations by use, entry-point call plans) and sources (the witness source and the
 label -> source rule). Run with a Python that has torch (test/validate/harness-package.test.ts)."""
+
 import dataclasses
 import functools
 import os
@@ -59,16 +60,20 @@ resolve = V.module_resolver(NS, lambda m: m.split(".")[0] in ("torch", "functool
 
 def _legacy(fn):
     """A decorator keeping the factory in its closure (functools.wraps: __wrapped__ too)."""
+
     @functools.wraps(fn)
     def wrapper(*a, **k):
         return fn(*a, **k)
+
     return wrapper
 
 
 def _plain(fn):
     """A decorator without functools.wraps: the factory only in its closure."""
+
     def inner(*a, **k):
         return fn(*a, **k)
+
     return inner
 
 
@@ -137,12 +142,14 @@ class ValuesTest(unittest.TestCase):
 
 class HarvestTest(unittest.TestCase):
     def test_argparse_defaults(self):
-        src = ("import argparse\np = argparse.ArgumentParser()\n"
-               "p.add_argument('--hidden-dim', default=256, type=int)\n"
-               "p.add_argument('--aux', action='store_true')\n"
-               "p.add_argument('--no-x', dest='x', action='store_false')\n"
-               "p.add_argument('--device', default='cuda')\n"
-               "p.add_argument('--lr', type=float)\n")
+        src = (
+            "import argparse\np = argparse.ArgumentParser()\n"
+            "p.add_argument('--hidden-dim', default=256, type=int)\n"
+            "p.add_argument('--aux', action='store_true')\n"
+            "p.add_argument('--no-x', dest='x', action='store_false')\n"
+            "p.add_argument('--device', default='cuda')\n"
+            "p.add_argument('--lr', type=float)\n"
+        )
         with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
             f.write(src)
         try:
@@ -156,7 +163,9 @@ class HarvestTest(unittest.TestCase):
         self.assertEqual(sorted(names, key=H.size_rank)[0], "vit_tiny_patch16")
         # a registry entry's name ends in its key's quote and bracket: the size word still counts
         keyed = ["pkg.MODELS['net_b0']", "pkg.MODELS['net_v2_s']", "pkg.MODELS['net_v2_l']"]
-        self.assertEqual(sorted(keyed, key=H.size_rank), ["pkg.MODELS['net_v2_s']", "pkg.MODELS['net_b0']", "pkg.MODELS['net_v2_l']"])
+        self.assertEqual(
+            sorted(keyed, key=H.size_rank), ["pkg.MODELS['net_v2_s']", "pkg.MODELS['net_b0']", "pkg.MODELS['net_v2_l']"]
+        )
 
     def test_configs_by_use(self):
         class Block(nn.Module):
@@ -164,8 +173,10 @@ class HarvestTest(unittest.TestCase):
                 super().__init__()
                 self.a = config.width + config.heads
 
-        configs = [{"kind": "argparse", "fields": {"lr": 1, "epochs": 2, "depth": 3}},
-                   {"kind": "dataclass", "ref": [__name__, "Cfg"], "fields": ["width", "heads"]}]
+        configs = [
+            {"kind": "argparse", "fields": {"lr": 1, "epochs": 2, "depth": 3}},
+            {"kind": "dataclass", "ref": [__name__, "Cfg"], "fields": ["width", "heads"]},
+        ]
         self.assertEqual(H.choose_configs(Block, "config", configs)[0]["kind"], "dataclass")
         plan = H.call_plan(Block, configs, [])
         self.assertEqual(plan["config"]["config"]["kind"], "dataclass")
@@ -174,8 +185,10 @@ class HarvestTest(unittest.TestCase):
         video = nn.Sequential(nn.Conv3d(3, 4, 3), nn.ReLU())
         signal = nn.Sequential(nn.Conv1d(2, 4, 3))
         image = nn.Sequential(nn.Conv2d(3, 4, 3))
+
         def shapes(m, h=None):
             return [list(c[0].shape) for c in H.input_candidates(m, h or {}, torch)]
+
         self.assertEqual(shapes(video)[0], [1, 3, H.CLIP_FRAMES, 64, 64])
         self.assertEqual(shapes(signal)[0], [1, 2, 64], "the convolution's input channels")
         self.assertEqual(shapes(image), [[1, 3, 64, 64], [1, 3, 224, 224]])
@@ -189,7 +202,9 @@ class HarvestTest(unittest.TestCase):
         self.assertEqual(H.reachable(_make_lin, ids, roots), ["t.Lin"])
         self.assertEqual(H.reachable(wrapped_factory, ids, roots), ["t.Lin"])
         self.assertEqual(H.reachable(closure_factory, ids, roots), ["t.Lin"])
-        self.assertEqual(H.reachable(closure_factory, ids, ["/elsewhere"]), [], "functions outside the roots are not followed")
+        self.assertEqual(
+            H.reachable(closure_factory, ids, ["/elsewhere"]), [], "functions outside the roots are not followed"
+        )
 
     def test_call_plan(self):
         def build(pretrained=True, n=3):
@@ -197,6 +212,7 @@ class HarvestTest(unittest.TestCase):
 
         def needs(width):
             return None
+
         self.assertEqual(H.call_plan(build, [], []), {"pretrained": {"value": False}})
         self.assertIsNone(H.call_plan(needs, [], []))
 
@@ -250,7 +266,9 @@ class ArgumentsTest(unittest.TestCase):
         self.assertEqual(cands[0][0], "defaults")
 
     def test_seq_variant(self):
-        self.assertEqual(A.seq_variant([], {"window_size": 7, "depths": 2}), ([], {"window_size": (7, 7), "depths": [2, 2]}))
+        self.assertEqual(
+            A.seq_variant([], {"window_size": 7, "depths": 2}), ([], {"window_size": (7, 7), "depths": [2, 2]})
+        )
         self.assertIsNone(A.seq_variant([], {"dim": 4}))
 
 
@@ -267,26 +285,49 @@ class InputsTest(unittest.TestCase):
         self.assertEqual(list(m(*x).shape)[-1], 48)
 
     def test_repair_channels(self):
-        fixed = I.repair_specs([("float", (2, 16, 8, 8))], "expected input[2, 16, 8, 8] to have 32 channels, but got 16 channels instead")
+        fixed = I.repair_specs(
+            [("float", (2, 16, 8, 8))], "expected input[2, 16, 8, 8] to have 32 channels, but got 16 channels instead"
+        )
         self.assertEqual(fixed[0][1][1], 32)
 
 
 class ClassifyTest(unittest.TestCase):
     def test_categories(self):
         c = C.Classifier([])
-        self.assertEqual(c.classify(RuntimeError("mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)"), "forward"), "forward-shape")
+        self.assertEqual(
+            c.classify(RuntimeError("mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)"), "forward"),
+            "forward-shape",
+        )
         self.assertEqual(c.classify(ModuleNotFoundError("No module named 'x'", name="x"), "import"), "missing-extern")
         self.assertEqual(c.classify(NameError("y"), "import"), "unresolved-name")
         self.assertEqual(c.classify(MemoryError(), "forward"), "memory")
         # a compiled operator registered without a CPU kernel (torch's dispatcher message)
-        self.assertEqual(c.classify(NotImplementedError("Could not run 'mmcv::ms_deform_attn' with arguments from the 'CPU' backend. This could be because the operator doesn't exist for this backend"), "forward"), "native-op-no-cpu")
+        self.assertEqual(
+            c.classify(
+                NotImplementedError(
+                    "Could not run 'mmcv::ms_deform_attn' with arguments from the 'CPU' backend. This could be because the operator doesn't exist for this backend"
+                ),
+                "forward",
+            ),
+            "native-op-no-cpu",
+        )
         self.assertEqual(c.classify(RuntimeError("Not implemented on the CPU"), "forward"), "native-op-no-cpu")
         self.assertEqual(c.classify(RuntimeError("boom"), "forward"), "runtime-error")
         # a layer that runs only on a GPU: its own category, not a shape failure
         self.assertEqual(c.classify(AssertionError("Torch not compiled with CUDA enabled"), "forward"), "needs-gpu")
         self.assertEqual(c.classify(RuntimeError("Found no NVIDIA driver on your system."), "instantiate"), "needs-gpu")
-        self.assertEqual(c.classify(ValueError("SyncBatchNorm expected input tensor to be on GPU"), "forward"), "needs-gpu")
-        self.assertEqual(c.classify(RuntimeError("Expected all tensors to be on the same device, but found at least two devices, cpu and cuda:0!"), "forward"), "needs-gpu")
+        self.assertEqual(
+            c.classify(ValueError("SyncBatchNorm expected input tensor to be on GPU"), "forward"), "needs-gpu"
+        )
+        self.assertEqual(
+            c.classify(
+                RuntimeError(
+                    "Expected all tensors to be on the same device, but found at least two devices, cpu and cuda:0!"
+                ),
+                "forward",
+            ),
+            "needs-gpu",
+        )
         self.assertEqual(c.classify(RuntimeError("expected input to have 3 channels"), "forward"), "forward-shape")
 
 
@@ -346,10 +387,14 @@ class HarvestDocsTest(unittest.TestCase):
     documents (read statically), and what happens without pytest."""
 
     def test_markdown_blocks(self):
-        text = "# t\n\n```bash\npip install x\n```\n\n```python\nimport torch\nm = M(3)\n```\n\n" \
-               "~~~py\nm(torch.ones(1))\n~~~\n\n```python\n...elided code(\n```\n\n```pycon\n>>> y = M(2)\n>>> y\nM()\n```\n"
+        text = (
+            "# t\n\n```bash\npip install x\n```\n\n```python\nimport torch\nm = M(3)\n```\n\n"
+            "~~~py\nm(torch.ones(1))\n~~~\n\n```python\n...elided code(\n```\n\n```pycon\n>>> y = M(2)\n>>> y\nM()\n```\n"
+        )
         blocks = HD.markdown_blocks(text)
-        self.assertEqual([b[0] for b in blocks], [8, 13, 21], "bash and unparsable blocks left out; first code line of each")
+        self.assertEqual(
+            [b[0] for b in blocks], [8, 13, 21], "bash and unparsable blocks left out; first code line of each"
+        )
         self.assertEqual(blocks[0][1], "import torch\nm = M(3)")
         self.assertEqual(blocks[2][1], "y = M(2)\ny\n", "a pycon session read as doctest examples")
         self.assertEqual(HD.import_lines(blocks[0][1]), "import torch")
@@ -370,12 +415,16 @@ class HarvestDocsTest(unittest.TestCase):
 
         class Alpha(nn.Module):
             """>>> Alpha(3)"""
+
         by_name = {"Alpha": ["lib.Alpha"]}
         entries, notes = HD.doc_entries(root, {"lib.Alpha": Alpha}, by_name, True)
         self.assertEqual(notes, {})
         vias = sorted(e["via"] for e in entries)
-        self.assertEqual([v for v in vias if not v.startswith("doctest:")], ["readme:README.md:6", "test:tests/test_a.py"],
-                         "a test file naming no repository class is left out; the README block that builds one is in")
+        self.assertEqual(
+            [v for v in vias if not v.startswith("doctest:")],
+            ["readme:README.md:6", "test:tests/test_a.py"],
+            "a test file naming no repository class is left out; the README block that builds one is in",
+        )
         readme = next(e for e in entries if e["kind"] == "readme")
         self.assertEqual(readme["prelude"], "from lib import Alpha", "the imports of the blocks above it")
         doc = next(e for e in entries if e["kind"] == "doctest")
@@ -408,8 +457,13 @@ class SourcesTest(unittest.TestCase):
         self.assertEqual(S.source_of("widths d=32 h=4"), "guess")
 
     def test_witness_candidates_and_inputs(self):
-        w = {"args": [4], "kwargs": {"act": {"$ref": ["torch.nn.modules.activation", "GELU"]}},
-             "inputs": {"args": [{"$tensor": [2, 4], "dtype": "float32"}], "kwargs": {}}, "entry": "e", "params": 20}
+        w = {
+            "args": [4],
+            "kwargs": {"act": {"$ref": ["torch.nn.modules.activation", "GELU"]}},
+            "inputs": {"args": [{"$tensor": [2, 4], "dtype": "float32"}], "kwargs": {}},
+            "entry": "e",
+            "params": 20,
+        }
         bad = {"args": [{"$module": ["repo.x", "Missing"], "args": [], "kwargs": {}}], "kwargs": {}, "entry": "e"}
         res = SW.copy_resolver(NS, ["repo"], {})
         cands, skipped = SW.witness_candidates([bad, w], res, torch)
@@ -448,13 +502,19 @@ class SourceInterfaceTest(unittest.TestCase):
         return [(p.source, p.label, p.args, p.kwargs) for p in plans]
 
     def test_witness_source(self):
-        w = {"args": [4], "kwargs": {"act": {"$ref": ["torch.nn.modules.activation", "GELU"]}},
-             "inputs": {"args": [{"$tensor": [2, 4], "dtype": "float32"}], "kwargs": {}}, "entry": "pkg.build"}
+        w = {
+            "args": [4],
+            "kwargs": {"act": {"$ref": ["torch.nn.modules.activation", "GELU"]}},
+            "inputs": {"args": [{"$tensor": [2, 4], "dtype": "float32"}], "kwargs": {}},
+            "entry": "pkg.build",
+        }
         bad = {"args": [{"$module": ["repo.x", "Missing"], "args": [], "kwargs": {}}], "kwargs": {}, "entry": "e"}
         src = SW.WitnessSource([bad, w], SW.copy_resolver(NS, ["repo"], {}), torch)
         plans = list(src.plans(S.request(Lin, NS, nn)))
-        self.assertEqual([(p.source, p.label, p.args, p.kwargs) for p in plans],
-                         [("witness", "witness 2 pkg.build", [4], {"act": nn.GELU})])
+        self.assertEqual(
+            [(p.source, p.label, p.args, p.kwargs) for p in plans],
+            [("witness", "witness 2 pkg.build", [4], {"act": nn.GELU})],
+        )
         self.assertIs(plans[0].witness, w, "the witness record goes with its plan (its inputs)")
         self.assertEqual(len(src.skipped), 1, "a witness naming a class the copy lacks is skipped, with why")
 
@@ -464,37 +524,54 @@ class SourceInterfaceTest(unittest.TestCase):
         plans = list(SC.CallSiteSource().plans(S.request(Attn, {}, nn, sites)))
         # sites whose arguments all evaluated first (a literal list; a call in a function,
         # its local replayed), then those needing a guess; one that does not parse: none
-        self.assertEqual(self.names(plans), [
-            ("call-site", "call-site 1", [48, 6], {"qkv_bias": True}),
-            ("call-site", "call-site 3", [24, 3], {}),
-            ("call-site", "call-site 2 guessed=1", [], {"num_heads": 2, "dim": 32}),
-        ])
+        self.assertEqual(
+            self.names(plans),
+            [
+                ("call-site", "call-site 1", [48, 6], {"qkv_bias": True}),
+                ("call-site", "call-site 3", [24, 3], {}),
+                ("call-site", "call-site 2 guessed=1", [], {"num_heads": 2, "dim": 32}),
+            ],
+        )
 
     def test_config_table_source(self):
         table = {"name": "TABLE", "text": "TABLE = {'s': dict(depth=2), 'm': dict(depth=4), 'x': make(9)}"}
         plans = list(ST.ConfigTableSource().plans(S.request(Tabled, {}, nn, None, [table])))
         # each entry that evaluates, as the configuration parameter; the others guessed
-        self.assertEqual(self.names(plans), [
-            ("config-table", "config TABLE['s']", [], {"cfg": {"depth": 2}, "width": 32}),
-            ("config-table", "config TABLE['m']", [], {"cfg": {"depth": 4}, "width": 32}),
-        ])
-        self.assertEqual(list(ST.ConfigTableSource().plans(S.request(Attn, {}, nn, None, [table]))), [],
-                         "no configuration parameter: no plan")
+        self.assertEqual(
+            self.names(plans),
+            [
+                ("config-table", "config TABLE['s']", [], {"cfg": {"depth": 2}, "width": 32}),
+                ("config-table", "config TABLE['m']", [], {"cfg": {"depth": 4}, "width": 32}),
+            ],
+        )
+        self.assertEqual(
+            list(ST.ConfigTableSource().plans(S.request(Attn, {}, nn, None, [table]))),
+            [],
+            "no configuration parameter: no plan",
+        )
 
     def test_guess_sources(self):
         req = S.request(Attn, {}, nn)
         self.assertEqual(list(SG.DefaultsSource().plans(req)), [], "required parameters: no defaults plan")
         plans = list(SG.GuessSource().plans(req))
-        self.assertEqual(self.names(plans)[:2], [("guess", "heuristic d=32 h=4", [], {"dim": 32, "num_heads": 4}),
-                                                 ("guess", "heuristic d=16 h=2", [], {"dim": 16, "num_heads": 2})])
+        self.assertEqual(
+            self.names(plans)[:2],
+            [
+                ("guess", "heuristic d=32 h=4", [], {"dim": 32, "num_heads": 4}),
+                ("guess", "heuristic d=16 h=2", [], {"dim": 16, "num_heads": 2}),
+            ],
+        )
         wide = S.request(Wide, {}, nn)
         self.assertEqual(self.names(SG.DefaultsSource().plans(wide)), [("guess", "defaults", [], {})])
-        self.assertEqual(self.names(SG.WidthsSource().plans(wide)), [("guess", "widths d=32 h=4", [], {"embed_dim": 32}),
-                                                                    ("guess", "widths d=16 h=2", [], {"embed_dim": 16})])
+        self.assertEqual(
+            self.names(SG.WidthsSource().plans(wide)),
+            [("guess", "widths d=32 h=4", [], {"embed_dim": 32}), ("guess", "widths d=16 h=2", [], {"embed_dim": 16})],
+        )
 
         class Needs(nn.Module):
             def __init__(self, mode: str):
                 super().__init__()
+
         g = SG.GuessSource()
         self.assertEqual(list(g.plans(S.request(Needs, {}, nn))), [])
         self.assertIn("mode", g.unguessable, "no rule makes a string up")
@@ -502,11 +579,16 @@ class SourceInterfaceTest(unittest.TestCase):
     def test_order_of_the_sources(self):
         # arg_candidates: defaults, call sites, configuration tables, then guesses
         cands, _ = CA.arg_candidates(Wide, ["(embed_dim=8)"], {}, nn)
-        self.assertEqual([c[0] for c in cands], ["widths d=32 h=4", "widths d=16 h=2", "defaults", "call-site 1"],
-                         "wide defaults: small widths first, then the defaults before the call sites")
+        self.assertEqual(
+            [c[0] for c in cands],
+            ["widths d=32 h=4", "widths d=16 h=2", "defaults", "call-site 1"],
+            "wide defaults: small widths first, then the defaults before the call sites",
+        )
         t = {"name": "T", "text": "T = [dict(depth=3)]"}
         cands, _ = CA.arg_candidates(Tabled, ["(dict(depth=5), 8)"], {}, nn, [t])
-        self.assertEqual([S.source_of(c[0]) for c in cands], ["call-site", "config-table"], "no rule guesses a configuration")
+        self.assertEqual(
+            [S.source_of(c[0]) for c in cands], ["call-site", "config-table"], "no rule guesses a configuration"
+        )
 
 
 class Criterion(nn.Module):
@@ -602,7 +684,9 @@ class StructuredTest(unittest.TestCase):
         cands = H.structured_candidates(m, {}, torch)
         self.assertEqual(len(cands), 1)
         batched, flag = cands[0]
-        self.assertEqual((sorted(batched[0]), list(batched[0]["image"].shape), flag), (["image", "labels"], [3, 64, 64], False))
+        self.assertEqual(
+            (sorted(batched[0]), list(batched[0]["image"].shape), flag), (["image", "labels"], [3, 64, 64], False)
+        )
         self.assertEqual(list(m(*cands[0]).shape), [2, 4])  # what its code reads is there
         rec = H.Recorder(torch, {"t.Whole": Whole, "t.Head": Head}, [])
         rec.install(nn)
@@ -620,6 +704,7 @@ class StructuredTest(unittest.TestCase):
 
     def test_list_of_dicts_by_use(self):
         import sys as _sys
+
         u = T.usage([_sys.modules[__name__]], "targets")
         self.assertEqual(u, ("list", ["boxes", "labels"]))  # 'ignored' and 'weight' are optional
         self.assertIsNone(T.usage([_sys.modules[__name__]], "outputs"))
@@ -634,6 +719,7 @@ class StructuredTest(unittest.TestCase):
         Criterion()(*args)  # the synthesized targets are what the code reads
         sizes = T.companion_args(PostProc(), out, 2, (8, 6), torch, torch.Generator())[1]
         self.assertEqual(sizes.tolist(), [[8, 6], [8, 6]])
+
         class PostSegm(nn.Module):
             def forward(self, results, outputs, sizes):
                 return results
@@ -697,14 +783,18 @@ class ConstructorOnlyWitnessTest(unittest.TestCase):
 
     def run_entry(self, root, qualname, budget):
         # in a child process, as the harness runs it (the recorder patches torch.nn)
-        code = ("import json, sys; sys.path.insert(0, %r); sys.path.insert(0, %r)\n"
-                "import torch\nfrom nnrag_harness import harvest\n"
-                "cfg = {'roots': [%r], 'entry': {'kind': 'factory', 'module': 'slowpkg', 'qualname': %r, 'plan': {}}, 'budgetSeconds': %r}\n"
-                "harvest.run_entry(cfg, torch, lambda ev: print(json.dumps(ev['result'])))\n") % (HARNESS_DIR, root, root, qualname, budget)
+        code = (
+            "import json, sys; sys.path.insert(0, %r); sys.path.insert(0, %r)\n"
+            "import torch\nfrom nnrag_harness import harvest\n"
+            "cfg = {'roots': [%r], 'entry': {'kind': 'factory', 'module': 'slowpkg', 'qualname': %r, 'plan': {}}, 'budgetSeconds': %r}\n"
+            "harvest.run_entry(cfg, torch, lambda ev: print(json.dumps(ev['result'])))\n"
+        ) % (HARNESS_DIR, root, root, qualname, budget)
         import subprocess
+
         r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
         self.assertEqual(r.returncode, 0, r.stderr[-2000:])
         import json
+
         return json.loads(r.stdout.strip().splitlines()[-1])
 
     def test_forward_fails_or_times_out(self):
@@ -763,6 +853,7 @@ class WitnessRulesTest(unittest.TestCase):
         class Needs(nn.Module):
             def __init__(self, model: int):
                 super().__init__()
+
         self.assertEqual(H.call_plan(Ema, [], []), {"model": {"instance": True}})
         self.assertIsNone(H.call_plan(Needs, [], []))  # annotated as something else than a module
 
@@ -778,6 +869,7 @@ class WitnessRulesTest(unittest.TestCase):
         class Plain(nn.Module):
             def forward(self, x: torch.Tensor):
                 return x
+
         k = H.forward_keys({"m.A": A, "m.B": B, "m.Plain": Plain, "m.Lin": Lin})
         self.assertEqual(sorted(k), ["m.A", "m.B"])  # forward(x) alone is no interface
         self.assertEqual(k["m.A"], k["m.B"])
@@ -785,7 +877,9 @@ class WitnessRulesTest(unittest.TestCase):
     def test_choice_variants(self):
         cfg = {"kind": "argparse", "fields": {"big": False, "width": 4, "kind": "narrow"}}
         self.assertEqual(H.choice_variants(build_chosen, "opts", cfg), [{"big": True, "kind": "wide"}])
-        self.assertEqual(H.choice_variants(build_chosen, "opts", dict(cfg, fields=dict(cfg["fields"], kind="wide"))), [])  # the default already
+        self.assertEqual(
+            H.choice_variants(build_chosen, "opts", dict(cfg, fields=dict(cfg["fields"], kind="wide"))), []
+        )  # the default already
 
     def test_number_keyed_tables(self):
         t = {i: i < 2 for i in range(5)}
@@ -810,6 +904,7 @@ class RulesTest(unittest.TestCase):
 
     def test_duck_module(self):
         import inspect
+
         params = list(inspect.signature(Focal.__init__).parameters.values())[1:]
         d = A.duck_modules(Focal, params, nn)
         self.assertEqual(list(d), ["loss_fcn"])
@@ -838,7 +933,9 @@ class RulesTest(unittest.TestCase):
         self.assertEqual(plan, [("image", "tensor"), ("text", "ids")])
         ids = I.make_inputs([("float", (3, 4))], plan, torch, m)[1]
         self.assertEqual((list(ids.shape), ids.dtype), ([3, 5], torch.int64))
-        self.assertEqual(I.targets_as_tensors([("x", "tensor"), ("label", "target")]), [("x", "tensor"), ("label", "tensor")])
+        self.assertEqual(
+            I.targets_as_tensors([("x", "tensor"), ("label", "target")]), [("x", "tensor"), ("label", "tensor")]
+        )
 
 
 class ConfigsTest(unittest.TestCase):
@@ -850,10 +947,14 @@ class ConfigsTest(unittest.TestCase):
         return p
 
     def test_yacs_defaults_read_statically(self):
-        src = ("from yacs.config import CfgNode as CN\n_C = CN()\n_C.MODEL = CN()\n_C.MODEL.SWIN = CN()\n"
-               "_C.MODEL.SWIN.DEPTHS = [2, 2]\n_C.MODEL.TYPE = 'swin'\n_C.MODEL.NAME = os.environ['X']\n_C.DEVICE = 'cuda:0'\n")
+        src = (
+            "from yacs.config import CfgNode as CN\n_C = CN()\n_C.MODEL = CN()\n_C.MODEL.SWIN = CN()\n"
+            "_C.MODEL.SWIN.DEPTHS = [2, 2]\n_C.MODEL.TYPE = 'swin'\n_C.MODEL.NAME = os.environ['X']\n_C.DEVICE = 'cuda:0'\n"
+        )
         tree = CF.yacs_tree(src)["_C"]
-        self.assertEqual(tree, {"MODEL": {"SWIN": {"DEPTHS": [2, 2]}, "TYPE": "swin"}, "DEVICE": "cpu"})  # no NAME: not a literal
+        self.assertEqual(
+            tree, {"MODEL": {"SWIN": {"DEPTHS": [2, 2]}, "TYPE": "swin"}, "DEVICE": "cpu"}
+        )  # no NAME: not a literal
         cfg = CF.to_attrdict(tree)
         self.assertEqual((cfg.MODEL.SWIN.DEPTHS, cfg["MODEL"]["TYPE"]), ([2, 2], "swin"))
         enc = V.encode(cfg)
@@ -863,12 +964,22 @@ class ConfigsTest(unittest.TestCase):
 
     def test_dict_type_configs_and_snippets(self):
         with tempfile.TemporaryDirectory() as d:
-            self.write(d, "configs/a.py", "_base_ = ['x.py']\nmodel = dict(type='Net', depth=2, head=dict(type='Head', k=[1, 2]))\n")
+            self.write(
+                d,
+                "configs/a.py",
+                "_base_ = ['x.py']\nmodel = dict(type='Net', depth=2, head=dict(type='Head', k=[1, 2]))\n",
+            )
             self.write(d, "pkg/code.py", "def f():\n    pass\nmodel = dict(type='NotAConfig')\n")
-            p = self.write(d, "pkg/m.py", "import torch\nx = 1\nif __name__ == '__main__':\n    net = Net(3)\n    y = net(torch.ones(1))\n")
+            p = self.write(
+                d,
+                "pkg/m.py",
+                "import torch\nx = 1\nif __name__ == '__main__':\n    net = Net(3)\n    y = net(torch.ones(1))\n",
+            )
             got = CF.dict_type_configs([d])
-            self.assertEqual([(c["type"], c["kwargs"], c["types"]) for c in got],
-                             [("Net", {"depth": 2, "head": {"type": "Head", "k": [1, 2]}}, ["Head", "Net"])])
+            self.assertEqual(
+                [(c["type"], c["kwargs"], c["types"]) for c in got],
+                [("Net", {"depth": 2, "head": {"type": "Head", "k": [1, 2]}}, ["Head", "Net"])],
+            )
             code, names = CF.main_snippet(p)
             self.assertTrue({"Net", "torch"} <= names)
             ns = {"Net": lambda n: (lambda t: t * n), "torch": torch}

@@ -1,6 +1,7 @@
 """Unit tests of nnrag_harness.snippet (usage snippets rendered from recorded values
 through a whitelist IR, checked with ast, run as written). Run with a Python that has
 torch (test/validate/harness-package.test.ts)."""
+
 import dataclasses
 import os
 import sys
@@ -43,7 +44,9 @@ class Model(nn.Module):
     def __init__(self, config):
         super().__init__()
         self.emb = nn.Embedding(config.vocab_size, config.n_embd)
-        self.blocks = nn.Sequential(*[nn.Linear(config.n_embd, config.n_embd, bias=config.bias) for _ in range(config.n_layer)])
+        self.blocks = nn.Sequential(
+            *[nn.Linear(config.n_embd, config.n_embd, bias=config.bias) for _ in range(config.n_layer)]
+        )
 
     def forward(self, idx):
         return self.blocks(self.emb(idx))
@@ -72,7 +75,7 @@ def namespace():
 class QuoteTest(unittest.TestCase):
     def test_no_line_break_escapes_a_string(self):
         for br in LINE_BREAKS:
-            s = "a%sb\x00\x1b[2J\U0001F600'\"\\" % br
+            s = "a%sb\x00\x1b[2J\U0001f600'\"\\" % br
             q = S.quote(s)
             self.assertTrue(all(0x20 <= ord(c) < 0x7F for c in q), q)
             self.assertEqual(len(q.splitlines()), 1)
@@ -89,20 +92,39 @@ class RenderTest(unittest.TestCase):
         self.spell = S.spell_in(self.ns, torch)
 
     def text(self, args, kwargs, inputs, ikw=None, eval_mode=False, cls="Model"):
-        return S.snippet_text(cls, S.encode_live(list(args), torch), S.encode_live(dict(kwargs), torch)["$dict"],
-                              S.encode_live(list(inputs), torch), S.encode_live(dict(ikw or {}), torch)["$dict"], self.spell, eval_mode)
+        return S.snippet_text(
+            cls,
+            S.encode_live(list(args), torch),
+            S.encode_live(dict(kwargs), torch)["$dict"],
+            S.encode_live(list(inputs), torch),
+            S.encode_live(dict(ikw or {}), torch)["$dict"],
+            self.spell,
+            eval_mode,
+        )
 
     def test_dataclass_argument(self):
         t = self.text([Config(n_layer=1)], {}, [torch.randint(0, 50, (1, 300))])
-        self.assertEqual(t, "Model(Config(n_layer=1, n_embd=16, vocab_size=50, bias=True, dropout=0.0))(torch.randint(0, 50, (1, 300)))")
+        self.assertEqual(
+            t,
+            "Model(Config(n_layer=1, n_embd=16, vocab_size=50, bias=True, dropout=0.0))(torch.randint(0, 50, (1, 300)))",
+        )
         y = S.run_snippet(t, self.ns, torch)
         self.assertEqual(list(y.shape), [1, 300, 16])
 
     def test_nested_module_tensor_and_mask(self):
         mask = torch.tensor([[True, False, True]])
-        t = self.text([nn.Linear(4, 6, bias=False)], {"scale": 2.0, "name": Sneaky("w")}, [torch.randn(1, 3, 4)], {"mask": mask}, cls="Wrap")
-        self.assertEqual(t, 'Wrap(torch.nn.Linear(in_features=4, out_features=6, bias=False), scale=2.0, name="w")'
-                            "(torch.randn(1, 3, 4), mask=torch.tensor([[True, False, True]], dtype=torch.bool))")
+        t = self.text(
+            [nn.Linear(4, 6, bias=False)],
+            {"scale": 2.0, "name": Sneaky("w")},
+            [torch.randn(1, 3, 4)],
+            {"mask": mask},
+            cls="Wrap",
+        )
+        self.assertEqual(
+            t,
+            'Wrap(torch.nn.Linear(in_features=4, out_features=6, bias=False), scale=2.0, name="w")'
+            "(torch.randn(1, 3, 4), mask=torch.tensor([[True, False, True]], dtype=torch.bool))",
+        )
         self.assertNotIn("open(", t)
         y = S.run_snippet(t, self.ns, torch)
         self.assertEqual(list(y.shape), [1, 3, 6])
@@ -110,7 +132,12 @@ class RenderTest(unittest.TestCase):
 
     def test_hostile_string_stays_a_literal(self):
         for br in LINE_BREAKS:
-            t = self.text([nn.Identity()], {"name": Sneaky("a%sopen('/tmp/x','w').write('1')" % br)}, [torch.randn(2, 3)], cls="Wrap")
+            t = self.text(
+                [nn.Identity()],
+                {"name": Sneaky("a%sopen('/tmp/x','w').write('1')" % br)},
+                [torch.randn(2, 3)],
+                cls="Wrap",
+            )
             self.assertEqual(len(t.splitlines()), 1, repr(t))
             S.check_snippet(t)
             self.assertEqual(list(S.run_snippet(t, self.ns, torch).shape), [2, 3])
@@ -119,14 +146,20 @@ class RenderTest(unittest.TestCase):
         r = S.Renderer(self.spell)
         big = V.encode(torch.zeros(2, 100, dtype=torch.long) + 7)
         self.assertEqual(S.render(r.value(big)), "torch.randint(7, 8, (2, 100))")
-        self.assertEqual(S.render(r.value(V.encode(torch.ones(1, 3, 224, 224, dtype=torch.float16)))), "torch.randn(1, 3, 224, 224, dtype=torch.float16)")
-        self.assertEqual(S.render(r.value(V.encode(torch.ones(200, dtype=torch.bool)))), "torch.ones((200,), dtype=torch.bool)")
+        self.assertEqual(
+            S.render(r.value(V.encode(torch.ones(1, 3, 224, 224, dtype=torch.float16)))),
+            "torch.randn(1, 3, 224, 224, dtype=torch.float16)",
+        )
+        self.assertEqual(
+            S.render(r.value(V.encode(torch.ones(200, dtype=torch.bool)))), "torch.ones((200,), dtype=torch.bool)"
+        )
         self.assertEqual(S.render(r.value(V.encode(torch.tensor(3.0)))), "torch.randn(())")
         self.assertEqual(S.render(r.value({"$float": "inf"})), 'float("inf")')
         self.assertEqual(S.render(r.value({"$tuple": [-1, 2.5e-06]})), "(-1, 2.5e-06)")
 
     def test_partial_imports_functools(self):
         import functools
+
         t = self.text([nn.Identity()], {"scale": 0.5}, [torch.randn(2, 3)], cls="Wrap")
         self.assertTrue(t.startswith("Wrap(torch.nn.Identity()"), t)
         r = S.Renderer(self.spell)
@@ -136,14 +169,23 @@ class RenderTest(unittest.TestCase):
 
     def test_witness_record_of_the_original_module(self):
         # a witness names the original's module; the copy defines the same qualified name
-        enc = {"$dataclass": ["model", "Config"], "fields": {"n_layer": 1, "n_embd": 8, "vocab_size": 10, "bias": False, "dropout": 0.0}}
-        t = S.snippet_text("Model", [enc], {}, [{"$tensor": [1, 4], "dtype": "int64", "values": [1, 2, 3, 9]}], {}, self.spell)
-        self.assertEqual(t, "Model(Config(n_layer=1, n_embd=8, vocab_size=10, bias=False, dropout=0.0))(torch.tensor([[1, 2, 3, 9]], dtype=torch.int64))")
+        enc = {
+            "$dataclass": ["model", "Config"],
+            "fields": {"n_layer": 1, "n_embd": 8, "vocab_size": 10, "bias": False, "dropout": 0.0},
+        }
+        t = S.snippet_text(
+            "Model", [enc], {}, [{"$tensor": [1, 4], "dtype": "int64", "values": [1, 2, 3, 9]}], {}, self.spell
+        )
+        self.assertEqual(
+            t,
+            "Model(Config(n_layer=1, n_embd=8, vocab_size=10, bias=False, dropout=0.0))(torch.tensor([[1, 2, 3, 9]], dtype=torch.int64))",
+        )
         self.assertEqual(list(S.run_snippet(t, self.ns, torch).shape), [1, 4, 8])
 
     def test_a_torch_class_is_not_spelled_by_a_module_class_of_the_same_name(self):
         class Linear(nn.Module):
             pass
+
         ns = dict(self.ns, Linear=Linear, ReLU=nn.ReLU)
         spell = S.spell_in(ns, torch)
         self.assertEqual(S.render(spell("torch.nn.modules.linear", "Linear")), "torch.nn.Linear")
@@ -152,9 +194,15 @@ class RenderTest(unittest.TestCase):
 
     def test_unrenderable_values(self):
         r = S.Renderer(self.spell)
-        for enc in ({"$object": ["m", "Thing"], "fields": {}}, {"$attrdict": {}}, {"$ref": ["nnrag_candidate", "_private"]},
-                    {"$ref": ["os", "system"]}, {"$dataclass": ["m", "Config"], "fields": {"a b": 1}},
-                    {"$enum": ["nnrag_candidate", "Config"], "name": "__class__"}, {"$dtype": "float32\nimport os"}):
+        for enc in (
+            {"$object": ["m", "Thing"], "fields": {}},
+            {"$attrdict": {}},
+            {"$ref": ["nnrag_candidate", "_private"]},
+            {"$ref": ["os", "system"]},
+            {"$dataclass": ["m", "Config"], "fields": {"a b": 1}},
+            {"$enum": ["nnrag_candidate", "Config"], "name": "__class__"},
+            {"$dtype": "float32\nimport os"},
+        ):
             with self.assertRaises(S.Unrenderable, msg=repr(enc)):
                 S.render(r.value(enc))
 
@@ -172,13 +220,32 @@ class RenderTest(unittest.TestCase):
         S.check_values(t, self.ns, torch, [lin], {"name": Sneaky("w")}, [torch.randn(1, 3, 4)], {})
 
     def test_check_refuses_anything_but_plain_expressions(self):
-        for bad in ("__import__('os').system('x')", "Model()\nopen('f', 'w')", "x = 1", "import os", "Model(lambda: 1)",
-                    "Model(*a)", "Model(**k)", "Model().__class__", "Model(1 + 2)", "Model(f'{x}')", "Model(b'x')",
-                    "Model(not 1)", "Model(x[0])", "Model(\u2028)", "Model()\r(1)", "Model([i for i in x])", "Model(-x)",
-                    "Model(1) ; open('f')", "Model(\n1)"):
+        for bad in (
+            "__import__('os').system('x')",
+            "Model()\nopen('f', 'w')",
+            "x = 1",
+            "import os",
+            "Model(lambda: 1)",
+            "Model(*a)",
+            "Model(**k)",
+            "Model().__class__",
+            "Model(1 + 2)",
+            "Model(f'{x}')",
+            "Model(b'x')",
+            "Model(not 1)",
+            "Model(x[0])",
+            "Model(\u2028)",
+            "Model()\r(1)",
+            "Model([i for i in x])",
+            "Model(-x)",
+            "Model(1) ; open('f')",
+            "Model(\n1)",
+        ):
             with self.assertRaises(S.Unrenderable, msg=repr(bad)):
                 S.check_snippet(bad)
-        S.check_snippet("import functools\nWrap(functools.partial(torch.nn.LayerNorm, eps=-1e-06), scale=-2)(torch.randn(2, 3))")
+        S.check_snippet(
+            "import functools\nWrap(functools.partial(torch.nn.LayerNorm, eps=-1e-06), scale=-2)(torch.randn(2, 3))"
+        )
 
 
 if __name__ == "__main__":

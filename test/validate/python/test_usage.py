@@ -1,6 +1,7 @@
 """Unit tests of nnrag_harness.usage (what a forward does with its parameters, read from
 its code) and of the inputs it leads to (inputs.forward_plan / make_inputs). Run with a
 Python that has torch (test/validate/harness-package.test.ts)."""
+
 import os
 import sys
 import unittest

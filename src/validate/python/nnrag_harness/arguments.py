@@ -15,10 +15,16 @@ class Unguessable(Exception):
     pass
 
 
-CONFIG_NAMES = re.compile(r"^(config|cfg|conf|configs|args|opt|opts|options|hparams|hp|params|settings|model_args|model_cfg|arch|spec|kwargs_dict)$", re.I)
+CONFIG_NAMES = re.compile(
+    r"^(config|cfg|conf|configs|args|opt|opts|options|hparams|hp|params|settings|model_args|model_cfg|arch|spec|kwargs_dict)$",
+    re.I,
+)
 HEADS = re.compile(r"^(num_?heads?|n_?heads?|heads|nhead|num_attention_heads|attn_heads|n_head)$", re.I)
 HEAD_DIM = re.compile(r"^(head_?dim|dim_?head|head_size|d_head|attn_head_dim|d_k|d_v)$", re.I)
-OUT_DIM = re.compile(r"^(out|oup|c2|c_out|dim_out|nout|n_out|output)(_?(ch|chs|chans|channels|planes|features|dim|size|width))?$|^out_", re.I)
+OUT_DIM = re.compile(
+    r"^(out|oup|c2|c_out|dim_out|nout|n_out|output)(_?(ch|chs|chans|channels|planes|features|dim|size|width))?$|^out_",
+    re.I,
+)
 DIM_WORDS = re.compile(
     r"^(in_?ch(s|ans|annels)?|in_?planes|inplanes|inp|ch|chs|channels?|c|c1|c_in|dim|d|d_model|n_embd|n_embed|"
     r"embed_?dim|emb_?dim|embedding_dim|hidden|width|planes|nf|nc|features|num_features|num_channels|n_feats?|"
@@ -58,11 +64,13 @@ def build_config(cls, d, h, nn, g, depth=0):
     a dataclass (PEP 557) built from its field defaults, its required fields guessed
     from their names and types; another class only when its constructor needs nothing."""
     import dataclasses
+
     if depth > 3:
         raise Unguessable(cls.__name__)
     if dataclasses.is_dataclass(cls):
         try:
             import typing
+
             hints = typing.get_type_hints(cls, g)
         except Exception:  # noqa: BLE001
             hints = {}
@@ -76,7 +84,9 @@ def build_config(cls, d, h, nn, g, depth=0):
         except Exception:  # noqa: BLE001
             raise Unguessable(cls.__name__) from None
     params = ctor_params(cls)
-    if params is not None and all(p.default is not inspect.Parameter.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
+    if params is not None and all(
+        p.default is not inspect.Parameter.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params
+    ):
         try:
             return cls()
         except Exception:  # noqa: BLE001
@@ -88,6 +98,7 @@ def module_classes_in(ann, nn, depth=0):
     """nn.Module subclasses (other than nn.Module itself) an annotation names, through
     Union / Optional / Type[...] (typing.get_args, PEP 484)."""
     import typing
+
     if depth > 3:
         return []
     if isinstance(ann, type):
@@ -105,7 +116,15 @@ def is_config_class(ann, nn=None):
         return False
     if nn is not None and issubclass(ann, nn.Module):
         return False
-    return getattr(ann, "__module__", "").split(".")[0] not in ("torch", "typing", "builtins", "collections", "enum", "inspect", "numpy")
+    return getattr(ann, "__module__", "").split(".")[0] not in (
+        "torch",
+        "typing",
+        "builtins",
+        "collections",
+        "enum",
+        "inspect",
+        "numpy",
+    )
 
 
 def guess_value(name, ann, d, h, nn, g=None, seq_len=None, depth=0):
@@ -122,7 +141,9 @@ def guess_value(name, ann, d, h, nn, g=None, seq_len=None, depth=0):
     if named:
         return named[0]
     text = ann_text(ann)
-    if re.search(r"(List|Sequence|Tuple|list|tuple)\[float", text) and not re.search(r"Union\[float|Optional\[float|^float", text.replace("typing.", "")):
+    if re.search(r"(List|Sequence|Tuple|list|tuple)\[float", text) and not re.search(
+        r"Union\[float|Optional\[float|^float", text.replace("typing.", "")
+    ):
         # per-block rates (drop_path_rates: List[float]); fit_rates makes them depth long
         v = _guess_by_name(name, "float", d, h, nn)
         if isinstance(v, float):
@@ -175,7 +196,18 @@ def _guess_by_name(name, ann, d, h, nn):
         return 4
     if re.search(r"num_classes|n_classes|num_labels|classes|n_class|num_outputs", n):
         return 10
-    if n in ("depth", "num_layers", "n_layers", "layers", "num_blocks", "n_blocks", "nlayers", "num_block", "repeats", "n"):
+    if n in (
+        "depth",
+        "num_layers",
+        "n_layers",
+        "layers",
+        "num_blocks",
+        "n_blocks",
+        "nlayers",
+        "num_block",
+        "repeats",
+        "n",
+    ):
         return 2
     if re.search(r"window_?size|win_size|^ws$", n):
         return 4
@@ -187,7 +219,9 @@ def _guess_by_name(name, ann, d, h, nn):
         return 32
     if n in ("block_size", "upscale_factor", "scale_factor", "downscale_factor", "bs"):
         return 2
-    if re.search(r"seq_?len|max_?len|max_seq|max_length|num_positions|max_position|context_length|n_ctx|num_tokens_max", n):
+    if re.search(
+        r"seq_?len|max_?len|max_seq|max_length|num_positions|max_position|context_length|n_ctx|num_tokens_max", n
+    ):
         return 64
     if re.search(r"vocab|num_embeddings|n_vocab|num_tokens|n_tokens|num_codes|codebook", n):
         return 100
@@ -202,7 +236,22 @@ def _guess_by_name(name, ann, d, h, nn):
         return nn.ReLU
     if re.search(r"norm", n):
         return nn.Identity
-    if n in ("fn", "func", "module", "block", "layer", "m", "main", "shortcut", "branch", "body", "inner", "sublayer", "wrapped", "mod"):
+    if n in (
+        "fn",
+        "func",
+        "module",
+        "block",
+        "layer",
+        "m",
+        "main",
+        "shortcut",
+        "branch",
+        "body",
+        "inner",
+        "sublayer",
+        "wrapped",
+        "mod",
+    ):
         # an nn.Module instance the block wraps and calls: an identity module works
         return nn.Identity()
     if re.search(r"(^|_)(layer|block|module|fn|func|op|cls)$", n):
@@ -265,7 +314,12 @@ def original_named(v, om):
         if not (name + ".").startswith(top) or m is None:
             continue
         o = getattr(m, v.__name__, None)
-        if o is not None and type(o) is type(v) and getattr(o, "__qualname__", None) == v.__qualname__ and getattr(o, "__module__", "") == name:
+        if (
+            o is not None
+            and type(o) is type(v)
+            and getattr(o, "__qualname__", None) == v.__qualname__
+            and getattr(o, "__module__", "") == name
+        ):
             found.add(o)
     return found.pop() if len(found) == 1 else v
 
@@ -276,12 +330,17 @@ def to_original(v, om, depth=0):
     instances; other values (numbers, torch classes, module instances) are kept."""
     import dataclasses
     import functools
+
     if depth > 6:
         return v
     if isinstance(v, (type, types.FunctionType)) and getattr(v, "__module__", None) == CANDIDATE_MODULE:
         return original_named(v, om)
     if isinstance(v, functools.partial):
-        return functools.partial(to_original(v.func, om, depth + 1), *to_original(list(v.args), om, depth + 1), **to_original(dict(v.keywords), om, depth + 1))
+        return functools.partial(
+            to_original(v.func, om, depth + 1),
+            *to_original(list(v.args), om, depth + 1),
+            **to_original(dict(v.keywords), om, depth + 1),
+        )
     if isinstance(v, list):
         return [to_original(x, om, depth + 1) for x in v]
     if isinstance(v, tuple) and type(v) is tuple:
@@ -291,7 +350,9 @@ def to_original(v, om, depth=0):
     if dataclasses.is_dataclass(v) and not isinstance(v, type) and type(v).__module__ == CANDIDATE_MODULE:
         ocls = getattr(om, type(v).__name__, None)
         if ocls is not None and dataclasses.is_dataclass(ocls):
-            return ocls(**{f.name: to_original(getattr(v, f.name), om, depth + 1) for f in dataclasses.fields(v) if f.init})
+            return ocls(
+                **{f.name: to_original(getattr(v, f.name), om, depth + 1) for f in dataclasses.fields(v) if f.init}
+            )
     return v
 
 
@@ -312,11 +373,19 @@ def duck_modules(cls, params, nn):
         if not reads:
             continue
         import torch.nn.modules.loss as L
+
         # elementwise losses first: they take any two inputs of one shape
         first = ("MSELoss", "L1Loss", "SmoothL1Loss", "BCEWithLogitsLoss")
-        losses = sorted((n for n in dir(L) if n.endswith("Loss") and not n.startswith("_")), key=lambda n: (n not in first, first.index(n) if n in first else 0, n))
+        losses = sorted(
+            (n for n in dir(L) if n.endswith("Loss") and not n.startswith("_")),
+            key=lambda n: (n not in first, first.index(n) if n in first else 0, n),
+        )
         order = [getattr(L, n) for n in losses] if re.search(r"loss|crit|fcn|fn$", p.name, re.I) else []
-        order += [getattr(nn, n) for n in dir(nn) if isinstance(getattr(nn, n, None), type) and issubclass(getattr(nn, n), nn.Module)]
+        order += [
+            getattr(nn, n)
+            for n in dir(nn)
+            if isinstance(getattr(nn, n, None), type) and issubclass(getattr(nn, n), nn.Module)
+        ]
         for c in order:
             try:
                 inst = c()
@@ -335,10 +404,18 @@ RATE_NAMES = re.compile(r"drop|dpr|rate", re.I)
 def fit_rates(kwargs):
     """Per-block rate lists (drop_path_rates=[0.0, 0.0]) as long as the block count they
     are indexed with (depth=3): a stage indexes them dpr[i] for i in range(depth)."""
-    depth = max([v for k, v in kwargs.items() if DEPTH_NAMES.match(k) and isinstance(v, int) and not isinstance(v, bool)] or [0])
+    depth = max(
+        [v for k, v in kwargs.items() if DEPTH_NAMES.match(k) and isinstance(v, int) and not isinstance(v, bool)] or [0]
+    )
     out = kwargs
     for k, v in kwargs.items():
-        if RATE_NAMES.search(k) and isinstance(v, list) and v and all(isinstance(x, float) for x in v) and len(v) < depth:
+        if (
+            RATE_NAMES.search(k)
+            and isinstance(v, list)
+            and v
+            and all(isinstance(x, float) for x in v)
+            and len(v) < depth
+        ):
             if out is kwargs:
                 out = dict(kwargs)
             out[k] = v + [v[-1]] * (depth - len(v))
@@ -353,14 +430,52 @@ def is_wide_default(p):
     return any(isinstance(v, int) and not isinstance(v, bool) and v >= 384 for v in vals)
 
 
-SEQ_ERR = re.compile(r"not subscriptable|has no len|not iterable|cannot unpack non-iterable|must be a tuple|must be a list|tuple index out of range", re.I)
-SIZE_TUPLE = re.compile(r"(img|image|input|window|patch|feat|grid|pool|output)_?size$|^input_resolution$|^resolution$|^size$|^kernel_size$|^stride$", re.I)
-SINGULAR_S = {"bias", "chs", "chans", "channels", "features", "heads", "num_heads", "planes", "groups", "classes", "num_classes",
-              "tokens", "layers", "num_layers", "blocks", "num_blocks", "embeddings", "positions", "eps", "inplanes", "out_chs", "in_chs",
-              "out_channels", "in_channels", "in_features", "out_features", "hidden_features", "num_features", "levels", "num_experts", "experts"}
+SEQ_ERR = re.compile(
+    r"not subscriptable|has no len|not iterable|cannot unpack non-iterable|must be a tuple|must be a list|tuple index out of range",
+    re.I,
+)
+SIZE_TUPLE = re.compile(
+    r"(img|image|input|window|patch|feat|grid|pool|output)_?size$|^input_resolution$|^resolution$|^size$|^kernel_size$|^stride$",
+    re.I,
+)
+SINGULAR_S = {
+    "bias",
+    "chs",
+    "chans",
+    "channels",
+    "features",
+    "heads",
+    "num_heads",
+    "planes",
+    "groups",
+    "classes",
+    "num_classes",
+    "tokens",
+    "layers",
+    "num_layers",
+    "blocks",
+    "num_blocks",
+    "embeddings",
+    "positions",
+    "eps",
+    "inplanes",
+    "out_chs",
+    "in_chs",
+    "out_channels",
+    "in_channels",
+    "in_features",
+    "out_features",
+    "hidden_features",
+    "num_features",
+    "levels",
+    "num_experts",
+    "experts",
+}
 
 
-SCALAR_ERR = re.compile(r"unsupported operand type\(s\) for .+: '(tuple|list)' and '(int|float)'|unsupported operand type\(s\) for .+: '(int|float)' and '(tuple|list)'")
+SCALAR_ERR = re.compile(
+    r"unsupported operand type\(s\) for .+: '(tuple|list)' and '(int|float)'|unsupported operand type\(s\) for .+: '(int|float)' and '(tuple|list)'"
+)
 
 
 def subscript_lengths(cls):
@@ -381,7 +496,13 @@ def scalar_variant(args, kwargs):
     arithmetic with a size (`input_resolution // patch_size`) takes a number."""
     kw2, changed = {}, False
     for k, v in kwargs.items():
-        if isinstance(v, (tuple, list)) and len(v) == 2 and v[0] == v[1] and isinstance(v[0], int) and not isinstance(v[0], bool):
+        if (
+            isinstance(v, (tuple, list))
+            and len(v) == 2
+            and v[0] == v[1]
+            and isinstance(v[0], int)
+            and not isinstance(v[0], bool)
+        ):
             kw2[k] = v[0]
             changed = True
         else:

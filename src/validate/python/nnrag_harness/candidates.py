@@ -31,7 +31,12 @@ def arg_candidates(cls, call_sites, mod_globals, nn, data_sites=None, data_ns=No
         add("defaults", [], {})
         return out, None
     guess = source_guess.GuessSource()
-    for src in (source_guess.DefaultsSource(), source_callsite.CallSiteSource(), source_table.ConfigTableSource(), guess):
+    for src in (
+        source_guess.DefaultsSource(),
+        source_callsite.CallSiteSource(),
+        source_table.ConfigTableSource(),
+        guess,
+    ):
         for plan in src.plans(req):
             add(plan.label, plan.args, plan.kwargs)
     fillable, required = req.fillable, req.required
@@ -50,7 +55,11 @@ def arg_candidates(cls, call_sites, mod_globals, nn, data_sites=None, data_ns=No
                     seen.add(repr((a, sorted(kw2.items(), key=lambda kv: kv[0]))))
                     break
     # layer factories left at None (norm_layer=None, act_layer=None) that the block calls
-    none_layers = [p for p in fillable if p.default is None and p.kind != p.POSITIONAL_ONLY and re.search(r"norm|act|layer$", p.name)]
+    none_layers = [
+        p
+        for p in fillable
+        if p.default is None and p.kind != p.POSITIONAL_ONLY and re.search(r"norm|act|layer$", p.name)
+    ]
     if none_layers and out:
         label, a, kw = out[0]
         kw2 = dict(kw)

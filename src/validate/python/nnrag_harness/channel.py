@@ -21,6 +21,7 @@ class Channel(object):
 
     def __init__(self, rfd, wfd):
         import mmap
+
         self.rfd, self.wfd = rfd, wfd
         self.page = mmap.mmap(-1, mmap.PAGESIZE, flags=mmap.MAP_PRIVATE)
         try:

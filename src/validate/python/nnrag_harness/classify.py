@@ -13,9 +13,19 @@ MAX_TRACE_CHARS = 6000
 # errno values that mean "the sandbox or a limit said no" (PEP 3151 OSError subclasses
 # carry these): read-only filesystem, permission, no network, resource limits.
 SANDBOX_ERRNOS = {
-    errno.EROFS, errno.EACCES, errno.EPERM, errno.ENETUNREACH, errno.ENETDOWN,
-    errno.EHOSTUNREACH, errno.ECONNREFUSED, errno.EAFNOSUPPORT, errno.EFBIG,
-    errno.EAGAIN, errno.EADDRNOTAVAIL, errno.ENOSPC, errno.EDQUOT,
+    errno.EROFS,
+    errno.EACCES,
+    errno.EPERM,
+    errno.ENETUNREACH,
+    errno.ENETDOWN,
+    errno.EHOSTUNREACH,
+    errno.ECONNREFUSED,
+    errno.EAFNOSUPPORT,
+    errno.EFBIG,
+    errno.EAGAIN,
+    errno.EADDRNOTAVAIL,
+    errno.ENOSPC,
+    errno.EDQUOT,
 }
 
 
@@ -37,7 +47,10 @@ GPU_MSG = re.compile(
     r"on the same device.*cuda",
     re.I,
 )
-MEMORY_MSG = re.compile(r"can't allocate memory|not enough memory|out of memory|DefaultCPUAllocator|std::bad_alloc|Cannot allocate memory", re.I)
+MEMORY_MSG = re.compile(
+    r"can't allocate memory|not enough memory|out of memory|DefaultCPUAllocator|std::bad_alloc|Cannot allocate memory",
+    re.I,
+)
 
 
 class Classifier:
@@ -87,7 +100,9 @@ class Classifier:
                 return "sandbox-denied"
             if e.errno in SANDBOX_ERRNOS:
                 return "sandbox-denied"
-            if isinstance(e, FileNotFoundError) and (self._masked_path(e.filename) or self._masked_path(getattr(e, "filename2", None))):
+            if isinstance(e, FileNotFoundError) and (
+                self._masked_path(e.filename) or self._masked_path(getattr(e, "filename2", None))
+            ):
                 return "sandbox-denied"
         if isinstance(e, AttributeError) and TORCH_ATTR.match(msg):
             # torch imported but lacks the API (torch.compiler on 1.13): a torch version
@@ -96,7 +111,11 @@ class Classifier:
         if isinstance(e, AttributeError) and re.match(r"module '[\w.]+' has no attribute", msg):
             # an extern module of another version lacks the API (torch.nn.RMSNorm on 1.13)
             return "missing-extern"
-        if stage == "forward" and isinstance(e, (RuntimeError, ValueError, IndexError, TypeError, AssertionError)) and SHAPE_MSG.search(msg):
+        if (
+            stage == "forward"
+            and isinstance(e, (RuntimeError, ValueError, IndexError, TypeError, AssertionError))
+            and SHAPE_MSG.search(msg)
+        ):
             return "forward-shape"
         if stage == "forward" and isinstance(e, ValueError) and "values to unpack" in msg:
             return "forward-shape"  # b, c, h, w = x.shape on a tensor of another rank
@@ -113,7 +132,10 @@ TORCH_ATTR = re.compile(r"module 'torch(\.[\w.]+)?' has no attribute")
 TORCH_MODULE = re.compile(r"torch\.")
 # `cannot import name 'x' from 'torch.y'` (ImportError.name is the module there)
 TORCH_IMPORT = re.compile(r"cannot import name '\w+' from 'torch(\.[\w.]+)?'")
-NO_CPU_KERNEL = re.compile(r"Could not run '[^']+' with arguments from the 'CPU' backend|not (?:yet )?implemented (?:on|for) (?:the )?CPU", re.I)
+NO_CPU_KERNEL = re.compile(
+    r"Could not run '[^']+' with arguments from the 'CPU' backend|not (?:yet )?implemented (?:on|for) (?:the )?CPU",
+    re.I,
+)
 SHAPE_LINE = re.compile(r"shape|size|dim|\bH\b|\bW\b|len\(|numel|channels", re.I)
 
 
@@ -133,7 +155,7 @@ def fmt_error(e):
         s = "%s: <message not printable>" % type(e).__name__
     if len(s) > MAX_ERROR_CHARS:
         # cut from the middle: the type in front, the end of the message kept
-        s = s[:MAX_ERROR_CHARS // 2] + "…" + s[-(MAX_ERROR_CHARS // 2):]
+        s = s[: MAX_ERROR_CHARS // 2] + "…" + s[-(MAX_ERROR_CHARS // 2) :]
     return s
 
 

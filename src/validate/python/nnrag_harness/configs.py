@@ -156,7 +156,15 @@ def yacs_configs(roots, limit=600):
             continue
         for name, tree in yacs_tree(src).items():
             if _count(tree) >= 3:
-                out.append({"kind": "yacs", "file": os.path.relpath(p, root), "root": name, "fields": sorted(tree), "tree": tree})
+                out.append(
+                    {
+                        "kind": "yacs",
+                        "file": os.path.relpath(p, root),
+                        "root": name,
+                        "fields": sorted(tree),
+                        "tree": tree,
+                    }
+                )
     return out
 
 
@@ -187,8 +195,15 @@ def dict_type_configs(roots, limit=600, max_files=200):
                 continue
             if isinstance(v, dict) and isinstance(v.get("type"), str):
                 kwargs = {k: x for k, x in v.items() if k != "type"}
-                out.append({"file": os.path.relpath(p, root), "name": node.targets[0].id, "type": v["type"], "kwargs": kwargs,
-                            "types": sorted(_types_in(v))})
+                out.append(
+                    {
+                        "file": os.path.relpath(p, root),
+                        "name": node.targets[0].id,
+                        "type": v["type"],
+                        "kwargs": kwargs,
+                        "types": sorted(_types_in(v)),
+                    }
+                )
         if len(out) >= max_files:
             break
     return out
@@ -218,10 +233,19 @@ def main_snippet(path):
     except (SyntaxError, ValueError):
         return None
     for node in tree.body:
-        if isinstance(node, ast.If) and isinstance(node.test, ast.Compare) and len(node.test.ops) == 1 and isinstance(node.test.ops[0], ast.Eq):
+        if (
+            isinstance(node, ast.If)
+            and isinstance(node.test, ast.Compare)
+            and len(node.test.ops) == 1
+            and isinstance(node.test.ops[0], ast.Eq)
+        ):
             sides = [node.test.left] + node.test.comparators
-            if any(isinstance(s, ast.Name) and s.id == "__name__" for s in sides) and any(isinstance(s, ast.Constant) and s.value == "__main__" for s in sides):
+            if any(isinstance(s, ast.Name) and s.id == "__name__" for s in sides) and any(
+                isinstance(s, ast.Constant) and s.value == "__main__" for s in sides
+            ):
                 body = ast.Module(body=node.body, type_ignores=[])
-                names = {n.id for n in ast.walk(body) if isinstance(n, ast.Name)} | {n.attr for n in ast.walk(body) if isinstance(n, ast.Attribute)}
+                names = {n.id for n in ast.walk(body) if isinstance(n, ast.Name)} | {
+                    n.attr for n in ast.walk(body) if isinstance(n, ast.Attribute)
+                }
                 return compile(body, path, "exec"), names
     return None

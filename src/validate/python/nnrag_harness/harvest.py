@@ -35,11 +35,39 @@ from . import configs as CF
 from . import structured
 from .inputs import flatten_tensors
 
-CLASS_FACTORY = re.compile(r"^(from_(name|config|cfg|args|params|arch|variant|size|type|preset|spec)|build|create|make)$")
+CLASS_FACTORY = re.compile(
+    r"^(from_(name|config|cfg|args|params|arch|variant|size|type|preset|spec)|build|create|make)$"
+)
 FACTORY_NAME = re.compile(r"^(build|create|make)_\w+$|^get_\w*model|model", re.I)
 CONFIG_PARAM = re.compile(r"^(cfg|config|conf|args|opt|opts|hparams|hp|params|model_cfg|model_config|cfg_dict)$", re.I)
-SIZE_WORDS = ["nano", "pico", "atto", "femto", "tiny", "micro", "mini", "small", "little", "t", "n", "s",
-              "base", "b", "medium", "m", "large", "l", "huge", "h", "giant", "g", "x", "xl", "xxl", "e"]
+SIZE_WORDS = [
+    "nano",
+    "pico",
+    "atto",
+    "femto",
+    "tiny",
+    "micro",
+    "mini",
+    "small",
+    "little",
+    "t",
+    "n",
+    "s",
+    "base",
+    "b",
+    "medium",
+    "m",
+    "large",
+    "l",
+    "huge",
+    "h",
+    "giant",
+    "g",
+    "x",
+    "xl",
+    "xxl",
+    "e",
+]
 MAX_WITNESSES_PER_CLASS = 3
 MAX_SCRIPT_BYTES = 400_000
 MAX_FILE_VARIANTS = 60
@@ -71,7 +99,12 @@ def repo_classes(mods, nn):
     out = {}
     for name, m in mods.items():
         for _attr, obj in list(vars(m).items()):
-            if isinstance(obj, type) and getattr(obj, "__module__", None) == name and issubclass(obj, nn.Module) and "." not in obj.__qualname__:
+            if (
+                isinstance(obj, type)
+                and getattr(obj, "__module__", None) == name
+                and issubclass(obj, nn.Module)
+                and "." not in obj.__qualname__
+            ):
                 out["%s.%s" % (name, obj.__qualname__)] = obj
     return out
 
@@ -88,6 +121,7 @@ def size_rank(name):
 
 # ------------------------------------------------------------------ configurations
 
+
 def argparse_defaults(path):
     """`dest -> default` of the add_argument calls of one script, read with ast (the
     script is not run): literal defaults, store_true -> False, store_false -> True,
@@ -101,7 +135,9 @@ def argparse_defaults(path):
         return {}
     out = {}
     for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument"):
+        if not (
+            isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument"
+        ):
             continue
         opts = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
         kw = {k.arg: k.value for k in node.keywords if k.arg}
@@ -170,9 +206,17 @@ def dataclass_configs(mods):
             if not (isinstance(obj, type) and obj.__module__ == name and dataclasses.is_dataclass(obj)):
                 continue
             fields = [f for f in dataclasses.fields(obj) if f.init]
-            if all(f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING for f in fields):
-                out.append({"kind": "dataclass", "ref": [name, obj.__qualname__], "fields": [f.name for f in fields],
-                            "flags": [f.name for f in fields if f.default is False]})
+            if all(
+                f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING for f in fields
+            ):
+                out.append(
+                    {
+                        "kind": "dataclass",
+                        "ref": [name, obj.__qualname__],
+                        "fields": [f.name for f in fields],
+                        "flags": [f.name for f in fields if f.default is False],
+                    }
+                )
     return out
 
 
@@ -290,6 +334,7 @@ def yaml_files(roots, limit=200):
 
 # --------------------------------------------------------------------------- list
 
+
 def _own_type(ann):
     """An annotation naming a class that is neither builtin nor torch's nor typing's."""
     if ann is inspect.Parameter.empty or ann is None:
@@ -318,8 +363,13 @@ def forward_keys(classes):
             # `forward(self, x)` says nothing of what x is: only a parameter annotated with
             # a class of its own (tensor_list: NestedTensor) makes two forwards one interface
             continue
-        out[cid] = "%s|%s" % (c.__module__, ",".join("%s:%s:%s" % (p.name, p.kind, p.annotation if p.annotation is not inspect.Parameter.empty else "")
-                                                      for p in ps))
+        out[cid] = "%s|%s" % (
+            c.__module__,
+            ",".join(
+                "%s:%s:%s" % (p.name, p.kind, p.annotation if p.annotation is not inspect.Parameter.empty else "")
+                for p in ps
+            ),
+        )
     return out
 
 
@@ -330,6 +380,7 @@ def list_entries(cfg, torch):
     roots = cfg.get("own") or cfg["roots"]
     t0 = time.monotonic()
     import importlib
+
     failed = {}
     for name in cfg.get("modules") or []:
         if time.monotonic() - t0 > cfg.get("importBudget", 60):
@@ -368,7 +419,9 @@ def list_entries(cfg, torch):
             # a model file by name: one entry point per file of the repository below the
             # module that reads it (the sizes and variants of its architectures)
             own = reach(obj)
-            for f in sorted(near, key=lambda f: (size_rank(os.path.basename(f).rsplit(".", 1)[0]), f))[:MAX_FILE_VARIANTS]:
+            for f in sorted(near, key=lambda f: (size_rank(os.path.basename(f).rsplit(".", 1)[0]), f))[
+                :MAX_FILE_VARIANTS
+            ]:
                 p2 = dict(plan)
                 p2[files[0]] = {"file": f}
                 # what the file builds: the repository classes it names (a model file
@@ -377,14 +430,35 @@ def list_entries(cfg, torch):
                 if not named:
                     continue
                 r = sorted(({class_ids[id(obj)]} & set(own)) | {c for n in named for c in by_name[n]})
-                entries.append({"kind": kind, "module": getattr(obj, "__module__", module), "qualname": getattr(obj, "__qualname__", qualname),
-                                "plan": p2, "reach": r, "rank": size_rank(os.path.basename(f)), "variant": True,
-                                "via": "%s.%s(%s=%r)" % (getattr(obj, "__module__", module), getattr(obj, "__qualname__", qualname), files[0], os.path.relpath(f, here or "/")),
-                                "family": "%s.%s" % (module, qualname)})
+                entries.append(
+                    {
+                        "kind": kind,
+                        "module": getattr(obj, "__module__", module),
+                        "qualname": getattr(obj, "__qualname__", qualname),
+                        "plan": p2,
+                        "reach": r,
+                        "rank": size_rank(os.path.basename(f)),
+                        "variant": True,
+                        "via": "%s.%s(%s=%r)"
+                        % (
+                            getattr(obj, "__module__", module),
+                            getattr(obj, "__qualname__", qualname),
+                            files[0],
+                            os.path.relpath(f, here or "/"),
+                        ),
+                        "family": "%s.%s" % (module, qualname),
+                    }
+                )
             return
-        e = {"kind": kind, "module": getattr(obj, "__module__", module), "qualname": getattr(obj, "__qualname__", qualname),
-             "plan": plan, "reach": reach(obj), "rank": size_rank(qualname if via is None else via),
-             "family": via.split("[")[0] if via else (getattr(obj, "__module__", module) if kind == "factory" else None)}
+        e = {
+            "kind": kind,
+            "module": getattr(obj, "__module__", module),
+            "qualname": getattr(obj, "__qualname__", qualname),
+            "plan": plan,
+            "reach": reach(obj),
+            "rank": size_rank(qualname if via is None else via),
+            "family": via.split("[")[0] if via else (getattr(obj, "__module__", module) if kind == "factory" else None),
+        }
         if via:
             e["via"] = via
         entries.append(e)
@@ -394,25 +468,47 @@ def list_entries(cfg, torch):
             for flag in flag_variants(obj, pname, spec["config"]):
                 p2 = dict(plan)
                 p2[pname] = dict(spec, set={flag: True})
-                v = dict(e, plan=p2, rank=e["rank"] + 1, variant=True, switch="%s.%s" % (pname, flag),
-                         via="%s(%s.%s=True)" % (entry_name(e), pname, flag), family=e["family"] or entry_name(e))
+                v = dict(
+                    e,
+                    plan=p2,
+                    rank=e["rank"] + 1,
+                    variant=True,
+                    switch="%s.%s" % (pname, flag),
+                    via="%s(%s.%s=True)" % (entry_name(e), pname, flag),
+                    family=e["family"] or entry_name(e),
+                )
                 entries.append(v)
             for choice in choice_variants(obj, pname, spec["config"]):
                 p2 = dict(plan)
                 p2[pname] = dict(spec, set=choice)
                 label = ",".join("%s.%s=%r" % (pname, k, x) for k, x in sorted(choice.items()))
-                v = dict(e, plan=p2, rank=e["rank"] + 2, variant=True, switch=label,
-                         via="%s(%s)" % (entry_name(e), label), family=e["family"] or entry_name(e))
+                v = dict(
+                    e,
+                    plan=p2,
+                    rank=e["rank"] + 2,
+                    variant=True,
+                    switch=label,
+                    via="%s(%s)" % (entry_name(e), label),
+                    family=e["family"] or entry_name(e),
+                )
                 entries.append(v)
 
     # `dict(type='X', ...)` config files: the class named X with the other keys
     for dc in CF.dict_type_configs(roots):
         for cid in by_name.get(dc["type"], [])[:1]:
             r = sorted({cid} | {c for n in dc["types"] for c in by_name.get(n, [])})
-            entries.append({"kind": "config", "module": classes[cid].__module__, "qualname": classes[cid].__qualname__,
-                            "plan": {k: {"value": v} for k, v in dc["kwargs"].items()}, "reach": r,
-                            "rank": size_rank(os.path.basename(dc["file"]).rsplit(".", 1)[0]), "family": dc["file"],
-                            "via": "%s:%s(type=%r)" % (dc["file"], dc["name"], dc["type"])})
+            entries.append(
+                {
+                    "kind": "config",
+                    "module": classes[cid].__module__,
+                    "qualname": classes[cid].__qualname__,
+                    "plan": {k: {"value": v} for k, v in dc["kwargs"].items()},
+                    "reach": r,
+                    "rank": size_rank(os.path.basename(dc["file"]).rsplit(".", 1)[0]),
+                    "family": dc["file"],
+                    "via": "%s:%s(type=%r)" % (dc["file"], dc["name"], dc["type"]),
+                }
+            )
     # `if __name__ == "__main__":` snippets of library modules: what they build and run
     for name, m in sorted(mods.items()):
         f = getattr(m, "__file__", None)
@@ -421,19 +517,45 @@ def list_entries(cfg, torch):
             continue
         named = sorted(c for n in sn[1] for c in by_name.get(n, []))
         if named:
-            entries.append({"kind": "snippet", "module": name, "qualname": "__main__", "plan": {}, "reach": named,
-                            "rank": size_rank(name), "family": None, "via": "%s (__main__ snippet)" % name})
+            entries.append(
+                {
+                    "kind": "snippet",
+                    "module": name,
+                    "qualname": "__main__",
+                    "plan": {},
+                    "reach": named,
+                    "rank": size_rank(name),
+                    "family": None,
+                    "via": "%s (__main__ snippet)" % name,
+                }
+            )
     for name, m in sorted(mods.items()):
         for attr, obj in list(vars(m).items()):
             if isinstance(obj, dict) and 0 < len(obj) <= 5000:
                 # a registry: a module-level dict of the repository's factories / classes
-                vals = [v for v in obj.values() if callable(v) and _under(getattr(sys.modules.get(getattr(v, "__module__", "") or ""), "__file__", None), roots)]
+                vals = [
+                    v
+                    for v in obj.values()
+                    if callable(v)
+                    and _under(getattr(sys.modules.get(getattr(v, "__module__", "") or ""), "__file__", None), roots)
+                ]
                 if len(vals) >= max(1, len(obj) // 2):
                     for k, v in list(obj.items()):
                         if callable(v) and isinstance(k, str):
-                            add("registry", getattr(v, "__module__", name), getattr(v, "__qualname__", k), v, via="%s.%s[%r]" % (name, attr, k))
+                            add(
+                                "registry",
+                                getattr(v, "__module__", name),
+                                getattr(v, "__qualname__", k),
+                                v,
+                                via="%s.%s[%r]" % (name, attr, k),
+                            )
                 continue
-            if isinstance(obj, type) and obj.__module__ == name and issubclass(obj, nn.Module) and "." not in obj.__qualname__:
+            if (
+                isinstance(obj, type)
+                and obj.__module__ == name
+                and issubclass(obj, nn.Module)
+                and "." not in obj.__qualname__
+            ):
                 if not inspect.isabstract(obj):
                     add("class", name, obj.__qualname__, obj)
                     # classmethod constructors (`Model.from_name('...-b0')`, `from_config`):
@@ -445,15 +567,27 @@ def list_entries(cfg, torch):
                             add("factory", name, "%s.%s" % (obj.__qualname__, mname), bound)
                             for e in entries[before:]:
                                 e["reach"] = sorted(set(e["reach"]) | {class_ids[id(obj)]})
-            elif inspect.isfunction(obj) and obj.__module__ == name and FACTORY_NAME.search(attr) and not attr.startswith("_"):
+            elif (
+                inspect.isfunction(obj)
+                and obj.__module__ == name
+                and FACTORY_NAME.search(attr)
+                and not attr.startswith("_")
+            ):
                 add("factory", name, obj.__qualname__, obj)
     # the repository's tests and documented examples (harvest_docs.py)
     from . import harvest_docs as HD
+
     docs, notes = HD.doc_entries(cfg.get("repoRoot"), classes, by_name, HD.pytest_importable())
     entries.extend(docs)
-    return {"classes": sorted(classes), "entries": entries, "configs": len(configs), "importFailures": failed,
-            "forwardKeys": forward_keys(classes), "notes": notes,
-            "ms": round((time.monotonic() - t0) * 1000, 1)}
+    return {
+        "classes": sorted(classes),
+        "entries": entries,
+        "configs": len(configs),
+        "importFailures": failed,
+        "forwardKeys": forward_keys(classes),
+        "notes": notes,
+        "ms": round((time.monotonic() - t0) * 1000, 1),
+    }
 
 
 def reachable(obj, class_ids, roots):
@@ -465,7 +599,9 @@ def reachable(obj, class_ids, roots):
     found, todo, seen_ids = set(), [obj], set()
 
     def ours(v):
-        return id(v) in class_ids or (inspect.isfunction(v) and _under(getattr(sys.modules.get(v.__module__ or ""), "__file__", None), roots))
+        return id(v) in class_ids or (
+            inspect.isfunction(v) and _under(getattr(sys.modules.get(v.__module__ or ""), "__file__", None), roots)
+        )
 
     while todo and len(seen_ids) < 2000:
         o = todo.pop()
@@ -534,7 +670,12 @@ def call_plan(obj, configs, yamls):
             plan[p.name] = {"value": False}
             continue
         if p.default is not inspect.Parameter.empty:
-            if isinstance(p.default, str) and p.default.endswith((".yaml", ".yml")) and not os.path.isabs(p.default) and yamls:
+            if (
+                isinstance(p.default, str)
+                and p.default.endswith((".yaml", ".yml"))
+                and not os.path.isabs(p.default)
+                and yamls
+            ):
                 # a model file given by name: the repository's own files of that kind,
                 # smallest first (one family's sizes)
                 picks = sorted(yamls, key=lambda f: (size_rank(os.path.basename(f).rsplit(".", 1)[0]), f))[:1]
@@ -584,7 +725,10 @@ def default_config_method(cls):
                     sig = inspect.signature(getattr(cls, name))
                 except (TypeError, ValueError):
                     continue
-                if all(p.default is not inspect.Parameter.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in sig.parameters.values()):
+                if all(
+                    p.default is not inspect.Parameter.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+                    for p in sig.parameters.values()
+                ):
                     return {"kind": "method", "ref": [cls.__module__, "%s.%s" % (cls.__qualname__, name)], "fields": []}
     return None
 
@@ -602,7 +746,11 @@ def smallest_known_name(obj):
             v = g.get(n)
             if isinstance(v, dict):
                 v = list(v.keys())
-            if isinstance(v, (list, tuple, set, frozenset)) and 1 < len(v) <= 2000 and all(isinstance(x, str) for x in v):
+            if (
+                isinstance(v, (list, tuple, set, frozenset))
+                and 1 < len(v) <= 2000
+                and all(isinstance(x, str) for x in v)
+            ):
                 for x in v:
                     num = re.findall(r"\d+", x)
                     k = (size_rank(x), int(num[0]) if num else 0, len(x), x)
@@ -612,7 +760,9 @@ def smallest_known_name(obj):
 
 
 MODEL_PARAM = re.compile(r"^(model|module|net|network|base|base_model|backbone|teacher|student|wrapped|inner)$")
-WRAPPED_PARAM = re.compile(r"^(model|module|net|network|base_model|teacher|student|wrapped|inner)$")  # runs the whole model
+WRAPPED_PARAM = re.compile(
+    r"^(model|module|net|network|base_model|teacher|student|wrapped|inner)$"
+)  # runs the whole model
 
 
 def _module_annotation(ann):
@@ -621,12 +771,14 @@ def _module_annotation(ann):
         return True
     try:
         import torch.nn as nn
+
         return isinstance(ann, type) and issubclass(ann, nn.Module) or "Module" in str(ann)
     except Exception:  # noqa: BLE001
         return False
 
 
 # ---------------------------------------------------------------------------- run
+
 
 class Recorder:
     """Constructor and forward wrappers on every class of the repository and of
@@ -651,6 +803,7 @@ class Recorder:
 
     def install(self, nn):
         import torch.nn.modules as nnm
+
         targets = set(self.repo.values())
         for name, m in list(sys.modules.items()):
             # torch.nn's classes and those of the libraries the repository builds on
@@ -703,6 +856,7 @@ class Recorder:
                 rec.done.add(k)
             elif base is not None:
                 base[4] = True
+
         cls.__init__ = __init__
         self.patched.append((cls, "__init__", orig))
 
@@ -714,7 +868,12 @@ class Recorder:
         @functools.wraps(orig)
         def forward(self, *args, **kwargs):
             k = id(self)
-            if k in rec.active or type(self) not in repo_types or len(rec.calls.get(k, ())) >= 1 or (rec.meta and k in rec.too_slow):
+            if (
+                k in rec.active
+                or type(self) not in repo_types
+                or len(rec.calls.get(k, ())) >= 1
+                or (rec.meta and k in rec.too_slow)
+            ):
                 return orig(self, *args, **kwargs)
             try:
                 enc = (V.encode(list(args), rec.built), {n: V.encode(v, rec.built) for n, v in kwargs.items()})
@@ -741,6 +900,7 @@ class Recorder:
                 shapes = [list(t.shape) for t in flatten_tensors(out, rec.torch)]
                 rec.calls.setdefault(k, []).append((enc[0], enc[1], shapes))
             return out
+
         cls.forward = forward
         self.patched.append((cls, "forward", orig))
 
@@ -759,7 +919,10 @@ class Recorder:
                 continue
             lst = by_class.setdefault(cid, [])
             try:
-                w = {"args": [V.encode(a, self.built) for a in args], "kwargs": {n: V.encode(v, self.built) for n, v in kwargs.items()}}
+                w = {
+                    "args": [V.encode(a, self.built) for a in args],
+                    "kwargs": {n: V.encode(v, self.built) for n, v in kwargs.items()},
+                }
             except V.Unencodable as e:
                 lst.append({"unencodable": str(e)[:100]})
                 continue
@@ -790,8 +953,12 @@ class Recorder:
                     continue
                 seen.add(key)
                 uniq.append(w)
-            out[cid] = {"witnesses": uniq[:MAX_WITNESSES_PER_CLASS], "built": len(lst), "called": sum(1 for w in good if "inputs" in w),
-                        "unencodable": sorted({w["unencodable"] for w in lst if "unencodable" in w})[:3]}
+            out[cid] = {
+                "witnesses": uniq[:MAX_WITNESSES_PER_CLASS],
+                "built": len(lst),
+                "called": sum(1 for w in good if "inputs" in w),
+                "unencodable": sorted({w["unencodable"] for w in lst if "unencodable" in w})[:3],
+            }
         return out
 
 
@@ -818,7 +985,11 @@ def no_downloads(torch):
 
     def download_url_to_file(*a, **k):
         raise OSError("no network during a witness harvest")
-    repl = {id(hub.load_state_dict_from_url): load_state_dict_from_url, id(hub.download_url_to_file): download_url_to_file}
+
+    repl = {
+        id(hub.load_state_dict_from_url): load_state_dict_from_url,
+        id(hub.download_url_to_file): download_url_to_file,
+    }
     undo = []
     for m in list(sys.modules.values()):
         d = getattr(m, "__dict__", None)
@@ -838,6 +1009,7 @@ def no_downloads(torch):
         if isinstance(state_dict, _NoWeights):
             return None
         return orig(self, state_dict, *a, **k)
+
     torch.nn.Module.load_state_dict = load_state_dict
     undo.append((torch.nn.Module, "load_state_dict", orig))
 
@@ -847,11 +1019,13 @@ def no_downloads(torch):
                 setattr(m, k, v)
             except Exception:  # noqa: BLE001
                 pass
+
     return restore
 
 
 def make_config(spec, torch, overrides=None):
     import importlib
+
     if spec["kind"] == "dataclass":
         mod, qn = spec["ref"]
         obj = importlib.import_module(mod)
@@ -860,6 +1034,7 @@ def make_config(spec, torch, overrides=None):
         return obj(**(overrides or {}))
     if spec["kind"] == "argparse":
         import argparse
+
         return argparse.Namespace(**dict(spec["fields"], **(overrides or {})))
     if spec["kind"] == "method":
         # the class's own default configuration (default_config_method), settings applied
@@ -903,7 +1078,15 @@ def model_hints(model, built, torch, depth=0):
         "img": ("img_size", "image_size", "input_size", "image_resolution", "resolution", "input_resolution", "imgsz"),
         "chans": ("in_chans", "in_channels", "in_ch", "input_channels", "ch", "num_channels", "in_chs"),
         "vocab": ("vocab_size", "n_vocab", "num_tokens", "vocab"),
-        "seq": ("block_size", "context_length", "max_seq_len", "n_positions", "max_position_embeddings", "seq_len", "n_ctx"),
+        "seq": (
+            "block_size",
+            "context_length",
+            "max_seq_len",
+            "n_positions",
+            "max_position_embeddings",
+            "seq_len",
+            "n_ctx",
+        ),
     }
     for src in sources:
         for kind, names in keys.items():
@@ -968,8 +1151,11 @@ def structured_candidates(model, hints, torch):
     structure from the keys its code reads, for one 64-pixel image; its other required
     parameters False when annotated bool, else no candidate."""
     try:
-        params = [p for p in inspect.signature(model.forward).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is inspect.Parameter.empty]
+        params = [
+            p
+            for p in inspect.signature(model.forward).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is inspect.Parameter.empty
+        ]
     except (TypeError, ValueError):
         return []
     if not params:
@@ -988,7 +1174,10 @@ def structured_candidates(model, hints, torch):
 
 def is_memory_error(e):
     """MemoryError, or torch's CPU allocator refusing (under RLIMIT_AS)."""
-    return isinstance(e, MemoryError) or (isinstance(e, RuntimeError) and re.search(r"can't allocate memory|DefaultCPUAllocator|not enough memory", str(e)) is not None)
+    return isinstance(e, MemoryError) or (
+        isinstance(e, RuntimeError)
+        and re.search(r"can't allocate memory|DefaultCPUAllocator|not enough memory", str(e)) is not None
+    )
 
 
 def to_meta(v, torch, depth=0):
@@ -1102,6 +1291,7 @@ def call_companions(result, model, out, inputs, torch):
 def build_entry(entry, torch):
     """Call a (registry, factory, class) entry point with its plan; returns what it built."""
     import importlib
+
     obj = importlib.import_module(entry["module"])
     for p in entry["qualname"].split("."):
         obj = getattr(obj, p)
@@ -1142,6 +1332,7 @@ def limit_memory(mb):
     allocation past it fails (MemoryError, torch's allocator refusing) instead of the
     kernel killing the process. Returns the limit set, or None."""
     import resource
+
     vm = proc_status_kb("VmSize")
     if not mb or vm is None:
         return None
@@ -1170,6 +1361,7 @@ def memory_used_mb(rss0_kb):
 def run_entry(cfg, torch, send):
     """Build one entry point and run its model; sends one {"ev": "harvest"} event."""
     import importlib
+
     nn = torch.nn
     roots = cfg.get("own") or cfg["roots"]
     entry = cfg["entry"]
@@ -1193,6 +1385,7 @@ def run_entry(cfg, torch, send):
 
     def alarm(signum, frame):
         raise EntryTimeout("entry point took longer than %.0f s" % budget)
+
     signal.signal(signal.SIGALRM, alarm)
     signal.setitimer(signal.ITIMER_REAL, budget)
     result = None
@@ -1286,7 +1479,10 @@ def run_entry(cfg, torch, send):
     errs = [str(res.get("error") or ""), str(res.get("forwardError") or "")]
     if any(e.startswith("timeout") for e in errs):
         res["stopped"] = "time"
-    elif any(re.match(r"MemoryError|RuntimeError: .*(can't allocate memory|DefaultCPUAllocator|not enough memory)", e) for e in errs):
+    elif any(
+        re.match(r"MemoryError|RuntimeError: .*(can't allocate memory|DefaultCPUAllocator|not enough memory)", e)
+        for e in errs
+    ):
         res["stopped"] = "memory"
     res["classes"] = rec.witnesses(res["entry"])
     send({"ev": "harvest", "result": res})

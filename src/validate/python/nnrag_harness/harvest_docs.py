@@ -90,7 +90,9 @@ def markdown_blocks(text):
         fence, indent = m.group(2), len(m.group(1))
         start = i + 1
         j = start
-        while j < len(lines) and not re.match(r"^ {0,3}%s%s*\s*$" % (re.escape(fence[0]) * len(fence), re.escape(fence[0])), lines[j]):
+        while j < len(lines) and not re.match(
+            r"^ {0,3}%s%s*\s*$" % (re.escape(fence[0]) * len(fence), re.escape(fence[0])), lines[j]
+        ):
             j += 1
         body = [ln[indent:] if ln[:indent].strip() == "" else ln for ln in lines[start:j]]
         code = "\n".join(body)
@@ -109,6 +111,7 @@ def markdown_blocks(text):
 def doctest_code(text):
     """The source of the `>>>` examples of a docstring (doctest's own parser), one script."""
     import doctest
+
     try:
         return "".join(ex.source for ex in doctest.DocTestParser().get_examples(text))
     except ValueError:
@@ -126,7 +129,7 @@ def import_lines(code):
     out = []
     for st in tree.body:
         if isinstance(st, (ast.Import, ast.ImportFrom)):
-            out.append("\n".join(lines[st.lineno - 1:st.end_lineno]))
+            out.append("\n".join(lines[st.lineno - 1 : st.end_lineno]))
     return "\n".join(out)
 
 
@@ -153,8 +156,19 @@ def doc_entries(repo_root, classes, by_name, pytest_ok):
     for rel in tests:
         r = _reach(_names(_read(os.path.join(repo_root, rel))), by_name)
         if r:
-            entries.append({"kind": "test", "module": "", "qualname": rel, "plan": {}, "reach": r, "rank": 0,
-                            "family": "test:" + rel, "via": "test:" + rel, "file": rel})
+            entries.append(
+                {
+                    "kind": "test",
+                    "module": "",
+                    "qualname": rel,
+                    "plan": {},
+                    "reach": r,
+                    "rank": 0,
+                    "family": "test:" + rel,
+                    "via": "test:" + rel,
+                    "file": rel,
+                }
+            )
     # 2. Markdown code blocks: each a script, after the imports of the blocks above it
     for rel in _walk(repo_root, lambda rel: rel.lower().endswith((".md", ".markdown")) and rel.count(os.sep) <= 2, 200):
         text = _read(os.path.join(repo_root, rel)) or ""
@@ -165,11 +179,25 @@ def doc_entries(repo_root, classes, by_name, pytest_ok):
             imports = import_lines(code)
             before.append(imports)
             if r and _runs_something(code):
-                entries.append({"kind": "readme", "module": "", "qualname": "%s:%d" % (rel, line), "plan": {}, "reach": r, "rank": 0,
-                                "family": "readme:%s:%d" % (rel, line), "via": "readme:%s:%d" % (rel, line), "file": rel, "line": line,
-                                "code": code, "prelude": prefix})
+                entries.append(
+                    {
+                        "kind": "readme",
+                        "module": "",
+                        "qualname": "%s:%d" % (rel, line),
+                        "plan": {},
+                        "reach": r,
+                        "rank": 0,
+                        "family": "readme:%s:%d" % (rel, line),
+                        "via": "readme:%s:%d" % (rel, line),
+                        "file": rel,
+                        "line": line,
+                        "code": code,
+                        "prelude": prefix,
+                    }
+                )
     # 3. `>>>` examples in the docstrings of the repository's classes, run in the class's module namespace
     import inspect
+
     for cid, cls in sorted(classes.items()):
         doc = cls.__dict__.get("__doc__")
         if not isinstance(doc, str) or ">>>" not in doc:
@@ -184,19 +212,48 @@ def doc_entries(repo_root, classes, by_name, pytest_ok):
             f, line = None, 0
         rel = os.path.relpath(f, repo_root) if f else cls.__module__
         r = sorted(set(_reach(_names(code), by_name)) | {cid})
-        entries.append({"kind": "doctest", "module": cls.__module__, "qualname": cls.__qualname__, "plan": {}, "reach": r, "rank": 0,
-                        "family": "doctest:" + cid, "via": "doctest:%s:%d" % (rel, line), "file": rel, "line": line, "code": code})
+        entries.append(
+            {
+                "kind": "doctest",
+                "module": cls.__module__,
+                "qualname": cls.__qualname__,
+                "plan": {},
+                "reach": r,
+                "rank": 0,
+                "family": "doctest:" + cid,
+                "via": "doctest:%s:%d" % (rel, line),
+                "file": rel,
+                "line": line,
+                "code": code,
+            }
+        )
     # 4. examples/ scripts
-    for rel in _walk(repo_root, lambda rel: rel.endswith(".py") and rel.split(os.sep)[0] in ("examples", "example") and not is_test_file(rel), 200):
+    for rel in _walk(
+        repo_root,
+        lambda rel: rel.endswith(".py") and rel.split(os.sep)[0] in ("examples", "example") and not is_test_file(rel),
+        200,
+    ):
         r = _reach(_names(_read(os.path.join(repo_root, rel))), by_name)
         if r:
-            entries.append({"kind": "example", "module": "", "qualname": rel, "plan": {}, "reach": r, "rank": 0,
-                            "family": "example:" + rel, "via": "example:" + rel, "file": rel})
+            entries.append(
+                {
+                    "kind": "example",
+                    "module": "",
+                    "qualname": rel,
+                    "plan": {},
+                    "reach": r,
+                    "rank": 0,
+                    "family": "example:" + rel,
+                    "via": "example:" + rel,
+                    "file": rel,
+                }
+            )
     return entries, notes
 
 
 def pytest_importable():
     import importlib.util
+
     try:
         return importlib.util.find_spec("pytest") is not None
     except (ImportError, ValueError):
@@ -204,6 +261,7 @@ def pytest_importable():
 
 
 # ---------------------------------------------------------------------------- run
+
 
 def run_doc_entry(cfg, torch, send):
     """Run one test file or one documented example under the harvest's wrappers; sends one
@@ -232,6 +290,7 @@ def run_doc_entry(cfg, torch, send):
 
     def alarm(signum, frame):
         raise H.EntryTimeout("step took longer than %.0f s" % budget)
+
     signal.signal(signal.SIGALRM, alarm)
     signal.setitimer(signal.ITIMER_REAL, budget)
     saved_argv, saved_path = sys.argv, list(sys.path)
@@ -256,7 +315,10 @@ def run_doc_entry(cfg, torch, send):
     res["memoryMb"] = H.memory_used_mb(rss0)
     if str(res.get("error") or "").startswith("timeout"):
         res["stopped"] = "time"
-    elif re.match(r"MemoryError|RuntimeError: .*(can't allocate memory|DefaultCPUAllocator|not enough memory)", str(res.get("error") or "")):
+    elif re.match(
+        r"MemoryError|RuntimeError: .*(can't allocate memory|DefaultCPUAllocator|not enough memory)",
+        str(res.get("error") or ""),
+    ):
         res["stopped"] = "memory"
     res["classes"] = rec.witnesses(name) if rec is not None else {}
     send({"ev": "harvest", "result": res})
@@ -268,6 +330,7 @@ def run_example(entry, repo_root, install, torch):
     before the wrappers are installed (the classes they import are then wrapped); a
     statement that raises ends the script, what ran before it is kept."""
     import importlib
+
     kind = entry["kind"]
     if kind == "example":
         path = os.path.join(repo_root, entry["file"])
@@ -311,6 +374,7 @@ def run_test_file(cfg, entry, repo_root, budget, t0, install, torch):
     the wrappers installed once collection imported what the tests use; each test's
     constructions are named by its node id. Returns counts and the tests stopped."""
     import pytest
+
     per_test = float(cfg.get("testSeconds") or DEFAULT_TEST_SECONDS)
     counts = {"collected": 0, "passed": 0, "failed": 0, "skipped": 0, "stopped": [], "errors": []}
 
@@ -346,6 +410,7 @@ def run_test_file(cfg, entry, repo_root, budget, t0, install, torch):
                     raise H.EntryTimeout("step took longer than %.0f s" % budget)
                 state["timed_out"] = True
                 raise TestTimeout("test took longer than %.0f s" % per_test)
+
             old = signal.signal(signal.SIGALRM, test_alarm)
             signal.setitimer(signal.ITIMER_REAL, max(0.1, min(per_test, left)))
             torch.manual_seed(0)
@@ -366,8 +431,20 @@ def run_test_file(cfg, entry, repo_root, budget, t0, install, torch):
                     msg = str(getattr(report, "longrepr", "") or "").strip().split("\n")[-1]
                     counts["errors"].append("%s: %s" % (report.nodeid, msg[:200]))
 
-    args = [os.path.join(repo_root, entry["file"]), "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-            "--rootdir", repo_root, "-o", "console_output_style=classic", "--no-header", "--tb=line"]
+    args = [
+        os.path.join(repo_root, entry["file"]),
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-o",
+        "addopts=",
+        "--rootdir",
+        repo_root,
+        "-o",
+        "console_output_style=classic",
+        "--no-header",
+        "--tb=line",
+    ]
     rc = pytest.main(args, plugins=[Plugin(), Gate()])
     counts["exit"] = int(rc)
     return counts

@@ -66,7 +66,14 @@ def layer_shapes(m, torch, nn):
                 c.append([("float", (2, 8, int(last)))])
                 c.append([("float", (2, int(p.shape[0]), 16, 16))])
                 if p.dim() > 1:
-                    c.append([("float", (2, int(p.shape[1])) + ((16, 16) if p.dim() == 4 else (32,) if p.dim() == 3 else ()))])
+                    c.append(
+                        [
+                            (
+                                "float",
+                                (2, int(p.shape[1])) + ((16, 16) if p.dim() == 4 else (32,) if p.dim() == 3 else ()),
+                            )
+                        ]
+                    )
     return c
 
 
@@ -98,10 +105,15 @@ def forward_plan(model):
     plan = []
     try:  # what the forward's code does with each parameter (usage.py)
         from nnrag_harness.usage import param_uses
+
         uses = param_uses(type(model).forward, model)
     except Exception:  # noqa: BLE001 - reading the code is best effort
         uses = {}
-    required = [p for p in sig.parameters.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.KEYWORD_ONLY) and p.default is inspect.Parameter.empty]
+    required = [
+        p
+        for p in sig.parameters.values()
+        if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.KEYWORD_ONLY) and p.default is inspect.Parameter.empty
+    ]
     all_optional = bool(required) and all(is_optional(p.annotation) for p in required)
     for p in sig.parameters.values():
         if p.kind == p.VAR_POSITIONAL:
@@ -119,7 +131,25 @@ def forward_plan(model):
             plan.append((p.name, "none"))
         elif n in ("h", "w", "height", "width", "hh", "ww", "size_h", "size_w") or an == "int":
             plan.append((p.name, "int"))
-        elif n in ("feat_size", "hw_shape", "hw_size", "size", "hw", "input_size", "shape", "resolution", "grid_size", "spatial_shape", "x_size", "thw") or "Tuple[int" in str(ann) or "List[int" in str(ann):
+        elif (
+            n
+            in (
+                "feat_size",
+                "hw_shape",
+                "hw_size",
+                "size",
+                "hw",
+                "input_size",
+                "shape",
+                "resolution",
+                "grid_size",
+                "spatial_shape",
+                "x_size",
+                "thw",
+            )
+            or "Tuple[int" in str(ann)
+            or "List[int" in str(ann)
+        ):
             plan.append((p.name, "hw"))
         elif re.search(r"(List|Sequence|Tuple)\[(torch\.)?Tensor", str(ann)):
             plan.append((p.name, "tensors"))  # torch.cat(x, 1) over a list of feature maps
@@ -217,16 +247,31 @@ def input_candidates(model, plan, width_values, torch, nn, spatial, hints=None):
     return out[:14]
 
 
-TOKEN_ATTRS = ("window_size", "resolution", "input_resolution", "num_patches", "seq_len", "grid_size", "feat_size", "N", "num_tokens")
+TOKEN_ATTRS = (
+    "window_size",
+    "resolution",
+    "input_resolution",
+    "num_patches",
+    "seq_len",
+    "grid_size",
+    "feat_size",
+    "N",
+    "num_tokens",
+)
 
 
 def token_counts(model, hints=None):
     """Token counts suggested by the block's attributes or constructor values, or by
     the configuration object it keeps (self.cfg.num_tokens of a dataclass config)."""
     import dataclasses
+
     out = []
     hints = hints or {}
-    configs = [v for v in vars(model).values() if dataclasses.is_dataclass(v) and not isinstance(v, type) or isinstance(v, types.SimpleNamespace)]
+    configs = [
+        v
+        for v in vars(model).values()
+        if dataclasses.is_dataclass(v) and not isinstance(v, type) or isinstance(v, types.SimpleNamespace)
+    ]
     # then the direct sub-modules (self.attn.N of a block whose attention fixes its tokens)
     configs += list(model.children())[:8]
     for name in TOKEN_ATTRS:
@@ -254,7 +299,9 @@ def token_counts(model, hints=None):
 SIZE_MISMATCH = re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)")
 CHANNELS_MISMATCH = re.compile(r"expected input\[([\d, ]+)\] to have (\d+) channels, but got (\d+) channels")
 MATMUL_MISMATCH = re.compile(r"mat1 and mat2 shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)")
-NORM_MISMATCH = re.compile(r"normalized_shape=\[(\d+)\], expected input with shape \[\*, \1\], but got input of size\s*\[([\d, ]+)\]")
+NORM_MISMATCH = re.compile(
+    r"normalized_shape=\[(\d+)\], expected input with shape \[\*, \1\], but got input of size\s*\[([\d, ]+)\]"
+)
 
 
 def repair_specs(specs, msg):
@@ -263,6 +310,7 @@ def repair_specs(specs, msg):
     "expected input[2, 16, 8, 8] to have 32 channels, but got 16", "mat1 and mat2 shapes
     cannot be multiplied (16x4 and 32x64)" (last dim 4 → 32), LayerNorm over the wrong
     last dim. Returns None when the message names no dimension of the input."""
+
     def replace(pred, old, new):
         if new > 4096:
             return None
@@ -290,6 +338,7 @@ def repair_specs(specs, msg):
                 if -len(shp) <= j < len(shp) and j != 0 and shp[j] == v:
                     return j
             return None
+
         return pred
 
     m = CHANNELS_MISMATCH.search(msg)
@@ -308,8 +357,10 @@ def repair_specs(specs, msg):
         shape = [int(x) for x in m.group(2).split(",")]
         if len(shape) == 4 and shape[1] == want:
             # channels-first map given to a channels-last norm: the same map channels-last
-            return replace(lambda shp: 1 if list(shp) == shape else None, want, shape[2]) and \
-                [("float", (shape[0], shape[2], shape[3], want)) if sp[0] == "float" and list(sp[1]) == shape else sp for sp in specs]
+            return replace(lambda shp: 1 if list(shp) == shape else None, want, shape[2]) and [
+                ("float", (shape[0], shape[2], shape[3], want)) if sp[0] == "float" and list(sp[1]) == shape else sp
+                for sp in specs
+            ]
         return None
     m = SIZE_MISMATCH.search(msg)
     if m:
@@ -397,7 +448,9 @@ def shapes_of(args, torch):
 def fresh_inputs(args, torch):
     """A copy of forward inputs (tensors cloned, lists copied): a forward that changes
     its input in place (x.add_(), features.append) must not change the next run's."""
-    return [a.clone() if isinstance(a, torch.Tensor) else fresh_inputs(a, torch) if isinstance(a, list) else a for a in args]
+    return [
+        a.clone() if isinstance(a, torch.Tensor) else fresh_inputs(a, torch) if isinstance(a, list) else a for a in args
+    ]
 
 
 def seed_all(torch, n):
@@ -405,6 +458,7 @@ def seed_all(torch, n):
     random, NumPy when loaded), so the original and the copy see the same draws."""
     torch.manual_seed(n)
     import random
+
     random.seed(n)
     np = sys.modules.get("numpy")
     if np is not None:

@@ -22,6 +22,7 @@ def check(st, t0, mod, path, ns):
     import bisect
     import functools
     import importlib
+
     stmts = sorted((tuple(x) for x in ns.get("statements") or []), key=lambda x: x[0])
     starts = [x[0] for x in stmts]
     real = {}
@@ -127,9 +128,14 @@ def check(st, t0, mod, path, ns):
         if isinstance(o, types.ModuleType):
             return isinstance(c, types.ModuleType) and c.__name__ == o.__name__
         if isinstance(o, functools.partial):
-            return (isinstance(c, functools.partial) and same(c.func, o.func, depth + 1) and len(c.args) == len(o.args)
-                    and all(same(x, y, depth + 1) for x, y in zip(c.args, o.args))
-                    and set(c.keywords) == set(o.keywords) and all(same(c.keywords[k], o.keywords[k], depth + 1) for k in o.keywords))
+            return (
+                isinstance(c, functools.partial)
+                and same(c.func, o.func, depth + 1)
+                and len(c.args) == len(o.args)
+                and all(same(x, y, depth + 1) for x, y in zip(c.args, o.args))
+                and set(c.keywords) == set(o.keywords)
+                and all(same(c.keywords[k], o.keywords[k], depth + 1) for k in o.keywords)
+            )
         if isinstance(o, type) or isinstance(o, types.FunctionType):
             return same_def(c, o)
         if plain(o):
@@ -178,7 +184,13 @@ def check(st, t0, mod, path, ns):
             except Exception:  # noqa: BLE001 - an object that cannot be compared
                 ok = type(c) is type(o)
             if not ok and len(mismatches) < 20:
-                mismatches.append({"name": name, "copy": describe(c, True), "original": "%s.%s: %s" % (omod, attr, describe(o, False))})
+                mismatches.append(
+                    {
+                        "name": name,
+                        "copy": describe(c, True),
+                        "original": "%s.%s: %s" % (omod, attr, describe(o, False)),
+                    }
+                )
             elif not ok:
                 mismatches.append(None)
     summary = {"checked": checked}
@@ -188,7 +200,9 @@ def check(st, t0, mod, path, ns):
         shown = [m for m in mismatches if m]
         summary["mismatches"] = shown
         err = "%d name(s) of the copy denote something else than in the original: %s" % (
-            len(mismatches), "; ".join("%s is %s, originally %s" % (m["name"], m["copy"], m["original"]) for m in shown[:5]))
+            len(mismatches),
+            "; ".join("%s is %s, originally %s" % (m["name"], m["copy"], m["original"]) for m in shown[:5]),
+        )
         st.end("namespace", t0, "fail", category="rebound-name", error=err, namespace=summary)
     elif checked:
         st.end("namespace", t0, "pass", namespace=summary)

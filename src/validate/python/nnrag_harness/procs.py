@@ -28,6 +28,7 @@ def apply_limits(lim):
             resource.setrlimit(res, (soft, soft if hard is None else hard))
         except (ValueError, OSError):
             pass
+
     if lim.get("as_bytes"):
         setl(resource.RLIMIT_AS, lim["as_bytes"])
     if lim.get("cpu_seconds"):
@@ -109,6 +110,7 @@ def sweep_dir(d, keep):
 def remove_tree(path):
     """Remove a file or folder a candidate may have made hard to remove (folders
     without write or search permission for their owner)."""
+
     def fix(func, p, _exc):
         try:
             os.chmod(os.path.dirname(p), 0o700)
@@ -119,6 +121,7 @@ def remove_tree(path):
                 os.unlink(p)
         except OSError:
             pass
+
     try:
         if os.path.isdir(path) and not os.path.islink(path):
             try:
@@ -197,6 +200,7 @@ def kill_descendants(pid):
 
 def _libc():
     import ctypes
+
     return ctypes.CDLL(None, use_errno=True)
 
 

@@ -30,6 +30,7 @@ class Unrenderable(Exception):
 # IR: ("name", id) | ("attr", node, id) | ("const", value) | ("list", [node])
 #     | ("tuple", [node]) | ("dict", [(node, node)]) | ("call", node, [node], [(id, node)])
 
+
 def quote(s):
     """A Python string literal for the exact str `s` (Language Reference 2.4.1, string
     literals): printable ASCII kept, backslash and the double quote escaped, every other
@@ -75,7 +76,7 @@ def render(node):
             return "%d" % v
         if type(v) is float:
             if not math.isfinite(v):
-                return 'float(%s)' % quote(float.__repr__(v))
+                return "float(%s)" % quote(float.__repr__(v))
             return float.__repr__(v)
         if isinstance(v, str):
             return quote(v)
@@ -94,6 +95,7 @@ def render(node):
 
 
 # ---------------------------------------------------------------- values -> IR
+
 
 def const(v):
     return ("const", v)
@@ -156,13 +158,21 @@ class Renderer(object):
             return ("attr", self.spell(*enc["$enum"]), ident(enc["name"]))
         if "$partial" in enc:
             self.imports.add("functools")
-            return ("call", dotted("functools.partial"), [self.value(enc["$partial"], depth + 1)] + [self.value(x, depth + 1) for x in enc.get("args", [])],
-                    self.keywords(enc.get("kwargs", {}), depth))
+            return (
+                "call",
+                dotted("functools.partial"),
+                [self.value(enc["$partial"], depth + 1)] + [self.value(x, depth + 1) for x in enc.get("args", [])],
+                self.keywords(enc.get("kwargs", {}), depth),
+            )
         if "$module" in enc:
             # a nested module: its own recorded construction (attributes set after it
             # are not written; the run of the snippet says whether it needs them)
-            return ("call", self.spell(*enc["$module"]), [self.value(x, depth + 1) for x in enc.get("args", [])],
-                    self.keywords(enc.get("kwargs", {}), depth))
+            return (
+                "call",
+                self.spell(*enc["$module"]),
+                [self.value(x, depth + 1) for x in enc.get("args", [])],
+                self.keywords(enc.get("kwargs", {}), depth),
+            )
         if "$dataclass" in enc:
             # PEP 557: a dataclass is built by keyword from its init fields
             return ("call", self.spell(*enc["$dataclass"]), [], self.keywords(enc.get("fields", {}), depth))
@@ -206,7 +216,12 @@ class Renderer(object):
                 raise Unrenderable("tensor range")
         if dtype == "bool":
             return ("call", dotted("torch.ones"), [size], dt)
-        return ("call", dotted("torch.randint"), [const(lo), const(max(hi + 1, lo + 1)), size], [] if dtype == "int64" else dt)
+        return (
+            "call",
+            dotted("torch.randint"),
+            [const(lo), const(max(hi + 1, lo + 1)), size],
+            [] if dtype == "int64" else dt,
+        )
 
 
 def nested(vals, shape, as_bool):
@@ -217,11 +232,12 @@ def nested(vals, shape, as_bool):
 
     def build(off, dims):
         if len(dims) == 1:
-            return ("list", vals[off:off + dims[0]])
+            return ("list", vals[off : off + dims[0]])
         step = 1
         for d in dims[1:]:
             step *= d
         return ("list", [build(off + i * step, dims[1:]) for i in range(dims[0])])
+
     return build(0, shape)
 
 
@@ -244,12 +260,14 @@ def snippet_text(cls_name, args_enc, kwargs_enc, in_args_enc, in_kwargs_enc, spe
 
 # ---------------------------------------------------------------- the check with ast
 
+
 def check_snippet(text):
     """Raise Unrenderable unless `text` is printable ASCII, one statement per line, each
     an `import` of IMPORTABLE or an expression made only of names, attributes (no
     dunder), calls, keywords, constants (numbers, strings, None, True, False), lists,
     tuples, dicts and unary minus on a number (Language Reference 6, Expressions)."""
     import ast
+
     if not isinstance(text, str) or any(not (0x20 <= ord(c) < 0x7F or c == "\n") for c in text):
         raise Unrenderable("not printable ASCII")
     try:
@@ -273,6 +291,7 @@ def check_snippet(text):
 
 def _check_expr(node):
     import ast
+
     if isinstance(node, ast.Name):
         if not isinstance(node.ctx, ast.Load) or node.id.startswith("__"):
             raise Unrenderable("name %s" % node.id)
@@ -301,13 +320,16 @@ def _check_expr(node):
             _check_expr(k)
             _check_expr(v)
     elif isinstance(node, ast.UnaryOp):
-        if not isinstance(node.op, ast.USub) or not (isinstance(node.operand, ast.Constant) and type(node.operand.value) in (int, float)):
+        if not isinstance(node.op, ast.USub) or not (
+            isinstance(node.operand, ast.Constant) and type(node.operand.value) in (int, float)
+        ):
             raise Unrenderable("unary operator")
     else:
         raise Unrenderable("%s in a snippet" % type(node).__name__)
 
 
 # ---------------------------------------------------------------- names and values of a candidate
+
 
 def star_namespace(mod):
     """The names `from module import *` gives (Language Reference 7.11: `__all__` when
@@ -339,6 +361,7 @@ def spell_in(namespace, torch):
             for p in parts[1:]:
                 node, obj = ("attr", node, p), getattr(obj, p, None)
             return node, obj
+
         if module.split(".")[0] == "torch":
             # a torch object: the module's own name for it only when it is the same object
             # (a module may define a class of the same name)
@@ -362,6 +385,7 @@ def spell_in(namespace, torch):
         if module in ("functools", "math") and len(parts) == 1:
             return dotted(module + "." + parts[0])
         raise Unrenderable("%s.%s is not a name of the module" % (module, qualname))
+
     return spell
 
 
@@ -372,6 +396,7 @@ def encode_live(v, torch):
     in_features, Conv2d kernel_size; Parameters, tensors and modules are not plain)."""
     from . import values as V
     import inspect
+
     modules = {}
 
     def walk(x, depth=0):
@@ -395,7 +420,11 @@ def encode_live(v, torch):
                         kw[p.name] = False
                     continue
                 a = vars(x)[p.name]
-                if a is None or type(a) in (bool, int, float, str) or (type(a) is tuple and all(type(i) in (bool, int, float, str) for i in a)):
+                if (
+                    a is None
+                    or type(a) in (bool, int, float, str)
+                    or (type(a) is tuple and all(type(i) in (bool, int, float, str) for i in a))
+                ):
                     if a != p.default or p.default is p.empty:
                         kw[p.name] = a
             modules[id(x)] = (x, type(x), [], kw)
@@ -405,6 +434,7 @@ def encode_live(v, torch):
         elif isinstance(x, dict):
             for i in x.values():
                 walk(i, depth + 1)
+
     walk(v)
     return V.encode(v, modules)
 
@@ -414,6 +444,7 @@ def run_snippet(text, namespace, torch):
     star-import names, `torch` and the builtins: the import lines, then the expression.
     Returns its value; raises what the snippet raises."""
     import ast
+
     g = dict(namespace)
     g["torch"] = torch
     tree = ast.parse(text, mode="exec")
@@ -430,6 +461,7 @@ def check_values(text, namespace, torch, args, kwargs, inputs, input_kwargs):
     are evaluated as written and must equal what the validated run received (same_value).
     Raises Unrenderable."""
     import ast
+
     g = dict(namespace)
     g["torch"] = torch
     tree = ast.parse(text, mode="exec")
@@ -445,9 +477,19 @@ def check_values(text, namespace, torch, args, kwargs, inputs, input_kwargs):
 
     def ev(node):
         return eval(compile(ast.Expression(body=node), "<usage>", "eval"), g)  # noqa: S307 - checked snippet
-    pairs = [(ev(a), v) for a, v in zip(ctor.args, args)] + [(ev(k.value), kwargs.get(k.arg, _MISSING)) for k in ctor.keywords]
-    pairs += [(ev(a), v) for a, v in zip(call.args, inputs)] + [(ev(k.value), input_kwargs.get(k.arg, _MISSING)) for k in call.keywords]
-    if len(ctor.args) != len(args) or len(ctor.keywords) != len(kwargs) or len(call.args) != len(inputs) or len(call.keywords) != len(input_kwargs):
+
+    pairs = [(ev(a), v) for a, v in zip(ctor.args, args)] + [
+        (ev(k.value), kwargs.get(k.arg, _MISSING)) for k in ctor.keywords
+    ]
+    pairs += [(ev(a), v) for a, v in zip(call.args, inputs)] + [
+        (ev(k.value), input_kwargs.get(k.arg, _MISSING)) for k in call.keywords
+    ]
+    if (
+        len(ctor.args) != len(args)
+        or len(ctor.keywords) != len(kwargs)
+        or len(call.args) != len(inputs)
+        or len(call.keywords) != len(input_kwargs)
+    ):
         raise Unrenderable("argument count")
     for got, want in pairs:
         if not same_value(got, want, torch):
@@ -480,11 +522,18 @@ def same_value(a, b, torch, depth=0):
         return type(a) is dict and list(a) == list(b) and all(same_value(a[k], b[k], torch, depth + 1) for k in b)
     import dataclasses
     import functools
+
     if dataclasses.is_dataclass(b) and not isinstance(b, type):
-        return type(a) is type(b) and all(same_value(getattr(a, f.name), getattr(b, f.name), torch, depth + 1) for f in dataclasses.fields(b))
+        return type(a) is type(b) and all(
+            same_value(getattr(a, f.name), getattr(b, f.name), torch, depth + 1) for f in dataclasses.fields(b)
+        )
     if isinstance(b, functools.partial):
-        return (isinstance(a, functools.partial) and a.func is b.func and same_value(list(a.args), list(b.args), torch, depth + 1)
-                and same_value(dict(a.keywords), dict(b.keywords), torch, depth + 1))
+        return (
+            isinstance(a, functools.partial)
+            and a.func is b.func
+            and same_value(list(a.args), list(b.args), torch, depth + 1)
+            and same_value(dict(a.keywords), dict(b.keywords), torch, depth + 1)
+        )
     if isinstance(b, type) or callable(b):
         return a is b
     return type(a) is type(b) and a == b

@@ -54,7 +54,9 @@ def is_plain_data(v, depth=0):
     if type(v) in (list, tuple):
         return len(v) <= 10000 and all(is_plain_data(x, depth + 1) for x in v)
     if type(v) is dict:
-        return len(v) <= 10000 and all(is_plain_data(k, depth + 1) and is_plain_data(x, depth + 1) for k, x in v.items())
+        return len(v) <= 10000 and all(
+            is_plain_data(k, depth + 1) and is_plain_data(x, depth + 1) for k, x in v.items()
+        )
     return False
 
 
@@ -73,19 +75,25 @@ class CallContext(object):
     def __init__(self, text, offset):
         self.tree = ast.parse(text)
         line = text.count("\n", 0, offset) + 1
-        col = len(text[text.rfind("\n", 0, offset) + 1:offset].encode("utf-8"))
+        col = len(text[text.rfind("\n", 0, offset) + 1 : offset].encode("utf-8"))
         self.call, self.chain = None, []
         stack = [(self.tree, [])]
         while stack and self.call is None:
             node, anc = stack.pop()
             for child in ast.iter_child_nodes(node):
-                if isinstance(child, ast.Call) and getattr(child.func, "end_lineno", None) == line and child.func.end_col_offset == col:
+                if (
+                    isinstance(child, ast.Call)
+                    and getattr(child.func, "end_lineno", None) == line
+                    and child.func.end_col_offset == col
+                ):
                     self.call, self.chain = child, anc + [node]
                     break
                 stack.append((child, anc + [node]))
         if self.call is None:
             raise ValueError("call not found at offset %d" % offset)
-        self.fn = next((n for n in reversed(self.chain) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+        self.fn = next(
+            (n for n in reversed(self.chain) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None
+        )
         # names the call needs, closed over every assignment of the function (any order)
         need = set()
         for a in list(self.call.args) + [k.value for k in self.call.keywords]:
@@ -215,7 +223,7 @@ class CallContext(object):
                         continue
                     try:
                         v = ev(st.value)
-                        for t in (st.targets if isinstance(st, ast.Assign) else [st.target]):
+                        for t in st.targets if isinstance(st, ast.Assign) else [st.target]:
                             if isinstance(t, (ast.Tuple, ast.List)):
                                 for k, x in zip(_target_keys(t), v):
                                     bind(k, x)
@@ -257,7 +265,9 @@ class CallContext(object):
             except Exception:  # noqa: BLE001
                 guessed[0] += 1
                 p = by_name.get(pname)
-                return A.guess_value(pname or "x", p.annotation if p else inspect.Parameter.empty, d, h, nn, mod_globals)
+                return A.guess_value(
+                    pname or "x", p.annotation if p else inspect.Parameter.empty, d, h, nn, mod_globals
+                )
 
         args, kwargs = [], {}
         for a in self.call.args:
@@ -273,7 +283,13 @@ class CallContext(object):
             if kw.arg is None:
                 try:
                     extra = ev(kw.value)
-                    kwargs.update({k: v for k, v in dict(extra).items() if k in by_name or any(p.kind == p.VAR_KEYWORD for p in params)})
+                    kwargs.update(
+                        {
+                            k: v
+                            for k, v in dict(extra).items()
+                            if k in by_name or any(p.kind == p.VAR_KEYWORD for p in params)
+                        }
+                    )
                 except Exception:  # noqa: BLE001
                     pass  # `**extra` that does not evaluate is left out
                 continue
@@ -281,7 +297,11 @@ class CallContext(object):
         # required parameters the evaluated call leaves unset (they came from a `**extra`
         # that did not evaluate) are guessed like the others
         for i, p in enumerate(params):
-            if p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name not in kwargs:
+            if (
+                p.default is inspect.Parameter.empty
+                and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+                and p.name not in kwargs
+            ):
                 if p.kind == p.POSITIONAL_OR_KEYWORD and i < len(args):
                     continue
                 guessed[0] += 1
@@ -306,6 +326,7 @@ def call_site_arguments(site, params, mod_globals, d, h, nn, data_ns=None):
 class CallSiteSource(object):
     """Plans from the calls of the class the corpus holds (request callSites): evaluated
     in their context, those needing the fewest guesses first."""
+
     name = "call-site"
 
     def plans(self, req):

@@ -11,6 +11,7 @@ from .sources import Plan
 class DefaultsSource(object):
     """The constructor's defaults, when every parameter has one (tried before the call
     sites: the class as its author configured it)."""
+
     name = "guess"
 
     def plans(self, req):
@@ -23,6 +24,7 @@ class GuessSource(object):
     annotation at each of arguments.CANDIDATE_WIDTHS (width d, heads h); a parameter the
     constructor reads attributes of gets a torch.nn instance that has them (duck typing).
     A parameter no rule fills ends the plans: `unguessable` says which."""
+
     name = "guess"
 
     def __init__(self):
@@ -43,7 +45,9 @@ class GuessSource(object):
                     elif p.default is inspect.Parameter.empty:
                         v = A.guess_value(p.name, p.annotation, d, h, req.nn, req.mod_globals, req.seq_len)
                         v = U.callable_value(v, calls.get(p.name), req.nn)
-                    elif p.default is None and (A.DIM_WORDS.search(p.name) or A.OUT_DIM.search(p.name)) and req.required:
+                    elif (
+                        p.default is None and (A.DIM_WORDS.search(p.name) or A.OUT_DIM.search(p.name)) and req.required
+                    ):
                         continue  # leave width-like Optional defaults alone while others are guessed
                     else:
                         continue
@@ -61,6 +65,7 @@ class WidthsSource(object):
     """A class whose every parameter has a default, again with its width-like parameters
     (dims, output widths, heads) set to small values: its defaults failed or are too
     wide to run within the limits."""
+
     name = "guess"
 
     def plans(self, req):
@@ -69,9 +74,17 @@ class WidthsSource(object):
         for d, h in A.CANDIDATE_WIDTHS[:2]:
             kwargs = {}
             for p in req.fillable:
-                if p.kind != p.POSITIONAL_ONLY and (A.DIM_WORDS.search(p.name) or A.OUT_DIM.search(p.name) or A.HEADS.match(p.name)) and not isinstance(p.default, bool):
+                if (
+                    p.kind != p.POSITIONAL_ONLY
+                    and (A.DIM_WORDS.search(p.name) or A.OUT_DIM.search(p.name) or A.HEADS.match(p.name))
+                    and not isinstance(p.default, bool)
+                ):
                     try:
-                        own = len(p.default) if isinstance(p.default, (tuple, list)) and len(p.default) >= 2 else req.seq_len
+                        own = (
+                            len(p.default)
+                            if isinstance(p.default, (tuple, list)) and len(p.default) >= 2
+                            else req.seq_len
+                        )
                         kwargs[p.name] = A.guess_value(p.name, p.annotation, d, h, req.nn, req.mod_globals, own)
                     except A.Unguessable:
                         pass

@@ -22,8 +22,14 @@ def table_entries(text, g, limit=3):
     if value is None:
         return []
     if isinstance(value, ast.Dict):
-        nodes = [(ast.literal_eval(k) if isinstance(k, ast.Constant) else None, v) for k, v in zip(value.keys, value.values) if k is not None]
-    elif isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "dict" and not value.args:
+        nodes = [
+            (ast.literal_eval(k) if isinstance(k, ast.Constant) else None, v)
+            for k, v in zip(value.keys, value.values)
+            if k is not None
+        ]
+    elif (
+        isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "dict" and not value.args
+    ):
         nodes = [(k.arg, k.value) for k in value.keywords if k.arg]
     elif isinstance(value, (ast.List, ast.Tuple)):
         nodes = list(enumerate(value.elts))
@@ -54,6 +60,7 @@ class ConfigTableSource(object):
     """Plans from the module's configuration tables: each entry (up to three per table)
     as the constructor's one configuration parameter, its other required parameters
     guessed by name."""
+
     name = "config-table"
 
     def plans(self, req):
@@ -67,7 +74,9 @@ class ConfigTableSource(object):
                 try:
                     for p in req.required:
                         if p is not cp:
-                            kwargs[p.name] = A.guess_value(p.name, p.annotation, 32, 4, req.nn, req.mod_globals, req.seq_len)
+                            kwargs[p.name] = A.guess_value(
+                                p.name, p.annotation, 32, 4, req.nn, req.mod_globals, req.seq_len
+                            )
                 except A.Unguessable:
                     continue
                 yield Plan(self.name, "config %s[%r]" % (site.get("name"), key), [], kwargs)

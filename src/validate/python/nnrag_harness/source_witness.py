@@ -9,6 +9,7 @@ class WitnessSource(object):
     """Plans from the witnesses of a validation request: one per witness whose arguments
     decode (its recorded inputs, when it has them, go with it); `skipped` says why the
     others did not."""
+
     name = "witness"
 
     def __init__(self, witnesses, resolve, torch):
@@ -44,6 +45,7 @@ def copy_resolver(namespace, repo_tops, originals=None):
                 if obj is None:
                     raise
             return obj
+
     return resolve
 
 
@@ -57,6 +59,7 @@ def witness_candidates(witnesses, resolve, torch):
     reasons of those that do not."""
     out, skipped = [], []
     from .harvest import no_downloads
+
     restore = no_downloads(torch) if witnesses else None
     try:
         _decode_all(witnesses, resolve, torch, out, skipped)

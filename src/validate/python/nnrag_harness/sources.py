@@ -30,6 +30,7 @@ USER_ENTRY = "user-supplied"
 class Plan(collections.namedtuple("Plan", "source label args kwargs witness")):
     """One candidate construction: the source's name, a label (its first word names the
     source), positional and keyword arguments, and the witness record it came from."""
+
     __slots__ = ()
 
     def __new__(cls, source, label, args, kwargs, witness=None):
@@ -74,7 +75,7 @@ def _entry_of(label):
     origin = (label.split(" ", 2) + ["", ""])[2]
     for suf in LABEL_SUFFIXES:
         if origin.endswith(suf):
-            origin = origin[:-len(suf)]
+            origin = origin[: -len(suf)]
     return origin
 
 

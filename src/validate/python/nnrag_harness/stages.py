@@ -16,10 +16,38 @@ from nnrag_harness import CANDIDATE_FILE, CANDIDATE_MODULE
 from nnrag_harness.candidates import arg_candidates
 from nnrag_harness.classify import Classifier, fmt_error, fmt_trace, tb_files
 from nnrag_harness.namespace import check as namespace_check
-from nnrag_harness.arguments import SCALAR_ERR, SEQ_ERR, ctor_params, jsonable, scalar_variant, seq_variant, subscript_lengths, to_original
-from nnrag_harness.inputs import flatten_tensors, forward_plan, fresh_inputs, input_candidates, make_inputs, repair_specs, seed_all, shapes_of, targets_as_tensors
+from nnrag_harness.arguments import (
+    SCALAR_ERR,
+    SEQ_ERR,
+    ctor_params,
+    jsonable,
+    scalar_variant,
+    seq_variant,
+    subscript_lengths,
+    to_original,
+)
+from nnrag_harness.inputs import (
+    flatten_tensors,
+    forward_plan,
+    fresh_inputs,
+    input_candidates,
+    make_inputs,
+    repair_specs,
+    seed_all,
+    shapes_of,
+    targets_as_tensors,
+)
 from nnrag_harness import stash as _stash
-from nnrag_harness.procs import _dumps, _write, _getpid, _exit, _monotonic, apply_limits, enter_work_dir, double_cpu_budget
+from nnrag_harness.procs import (
+    _dumps,
+    _write,
+    _getpid,
+    _exit,
+    _monotonic,
+    apply_limits,
+    enter_work_dir,
+    double_cpu_budget,
+)
 
 
 STAGES = ("parse", "compile", "import", "namespace", "instantiate", "forward", "equivalence")
@@ -65,6 +93,7 @@ def child_main(req, scratch, wfd, lim, masked):
     sys.dont_write_bytecode = True
     enter_work_dir(os.path.dirname(scratch), fresh=True)
     import torch
+
     torch.set_num_threads(1)
     if req.get("harvest"):
         harvest_main(req, rep, torch)
@@ -79,6 +108,7 @@ def harvest_main(req, rep, torch):
     zygote: its modules are put back and its roots are on sys.path, its CPU budget is
     the doubled one of the equivalence stage."""
     from nnrag_harness import harvest
+
     for name, m in _stash.STASH.items():
         sys.modules.setdefault(name, m)
     cfg = req["harvest"]
@@ -91,6 +121,7 @@ def harvest_main(req, rep, torch):
             rep.send({"ev": "harvest", "result": harvest.list_entries(cfg, torch)})
         elif (cfg.get("entry") or {}).get("kind") in ("test", "readme", "doctest", "example"):
             from nnrag_harness import harvest_docs
+
             harvest_docs.run_doc_entry(cfg, torch, rep.send)
         else:
             harvest.run_entry(cfg, torch, rep.send)
@@ -124,8 +155,14 @@ class Stages:
         self.rep.send(d)
 
     def fail(self, stage, t0, e, category=None):
-        self.end(stage, t0, "fail", category=category or self.classifier.classify(e, stage, tb_files(e)),
-                 error=fmt_error(e), traceback=fmt_trace(e))
+        self.end(
+            stage,
+            t0,
+            "fail",
+            category=category or self.classifier.classify(e, stage, tb_files(e)),
+            error=fmt_error(e),
+            traceback=fmt_trace(e),
+        )
         raise StageFailed()
 
     def run(self):
@@ -166,7 +203,9 @@ class Stages:
             self.fail("import", t0, e)
         cls = mod.__dict__.get(req["className"])
         if cls is None:
-            self.fail("import", t0, NameError("class %r is not defined by the module" % req["className"]), "unresolved-name")
+            self.fail(
+                "import", t0, NameError("class %r is not defined by the module" % req["className"]), "unresolved-name"
+            )
         if not (isinstance(cls, type) and issubclass(cls, nn.Module)):
             self.fail("import", t0, TypeError("%r is not an nn.Module subclass" % req["className"]), "runtime-error")
         self.end("import", t0, "pass")
@@ -186,7 +225,9 @@ class Stages:
         # call sites, configuration tables, defaults and guesses of arg_candidates
         wits = self._witness_candidates(mod)
         try:
-            cands, unguessable = arg_candidates(cls, self.req.get("callSites"), mod.__dict__, nn, self.req.get("dataSites"), self._data_namespace)
+            cands, unguessable = arg_candidates(
+                cls, self.req.get("callSites"), mod.__dict__, nn, self.req.get("dataSites"), self._data_namespace
+            )
         except BaseException as e:  # noqa: BLE001
             if not wits:
                 self.fail("instantiate", t_inst, e)
@@ -195,22 +236,33 @@ class Stages:
         # reach the class) after the candidates of the class's own defaults, call sites
         # and configuration tables, before the guesses
         from nnrag_harness.sources import source_of
+
         cands = list(cands[:8])
         with_inputs = [c for c in wits if self._witness[c[0]].get("inputs")]
         without = [c for c in wits if not self._witness[c[0]].get("inputs")]
         params0 = ctor_params(cls) or []
-        required0 = any(p.default is inspect.Parameter.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params0)
+        required0 = any(
+            p.default is inspect.Parameter.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params0
+        )
         # (a class built from its defaults: its own candidates first, small widths included)
-        k = next((j for j, c in enumerate(cands) if source_of(c[0]) == "guess"), len(cands)) if required0 else len(cands)
+        k = (
+            next((j for j, c in enumerate(cands) if source_of(c[0]) == "guess"), len(cands))
+            if required0
+            else len(cands)
+        )
         cands = with_inputs + cands[:k] + without + cands[k:]
         # what the user gave (--args / --input-shape, a witness with entry "user-supplied")
         # comes before everything else
         user = [c for c in cands if source_of(c[0]) == "user"]
         cands = user + [c for c in cands if source_of(c[0]) != "user"]
         if not cands:
-            self.fail("instantiate", t_inst, TypeError("cannot guess constructor argument(s): %s" % unguessable), "needs-args")
+            self.fail(
+                "instantiate", t_inst, TypeError("cannot guess constructor argument(s): %s" % unguessable), "needs-args"
+            )
         params = ctor_params(cls) or []
-        has_required = any(p.default is inspect.Parameter.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params)
+        has_required = any(
+            p.default is inspect.Parameter.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params
+        )
         inst_errors = []
         fwd_errors = []
         model = None
@@ -228,18 +280,29 @@ class Stages:
                 if label in self._witness:
                     # built as the harvest built it: pretrained weights are not fetched
                     from nnrag_harness.harvest import no_downloads
+
                     restore = no_downloads(torch)
                 m = cls(*args, **kwargs)
             except BaseException as e:  # noqa: BLE001
                 cat = self.classifier.classify(e, "instantiate", tb_files(e))
                 # a witness built with a name the copy lacks (a model file naming a layer the
                 # block never needs): the next candidate, not the end
-                if cat in ("memory", "unresolved-name", "missing-extern", "native-extension", "sandbox-denied") and not (cat in ("memory", "unresolved-name") and label in self._witness):
+                if cat in (
+                    "memory",
+                    "unresolved-name",
+                    "missing-extern",
+                    "native-extension",
+                    "sandbox-denied",
+                ) and not (cat in ("memory", "unresolved-name") and label in self._witness):
                     self.fail("instantiate", t_inst, e, cat)
                 if restore is not None:
                     restore()
                 inst_errors.append((label, args, kwargs, e))
-                if isinstance(e, (TypeError, IndexError, AssertionError, ValueError)) and SEQ_ERR.search(str(e)) and "seq" not in label:
+                if (
+                    isinstance(e, (TypeError, IndexError, AssertionError, ValueError))
+                    and SEQ_ERR.search(str(e))
+                    and "seq" not in label
+                ):
                     v = seq_variant(args, kwargs, subscript_lengths(cls))
                     if v is not None:
                         cands.insert(i, (label + " seq", v[0], v[1]))
@@ -268,9 +331,15 @@ class Stages:
             attempts += 1
             if ok:
                 x, y = res
-                self.rep.send({"ev": "end", "stage": "forward", "status": "pass",
-                               "ms": round((_monotonic() - fwd_t0) * 1000, 3),
-                               "args": self._args_json(args, kwargs)})
+                self.rep.send(
+                    {
+                        "ev": "end",
+                        "stage": "forward",
+                        "status": "pass",
+                        "ms": round((_monotonic() - fwd_t0) * 1000, 3),
+                        "args": self._args_json(args, kwargs),
+                    }
+                )
                 self.info(m, args, kwargs, x, y, label)
                 # the usage snippet, checked by running it: the validated model is let go
                 # first (the snippet builds its own), before equivalence, which has a
@@ -287,7 +356,12 @@ class Stages:
         if model is None:
             label, args, kwargs, e = inst_errors[0] if inst_errors else (None, [], {}, TypeError("no candidate"))
             cat = "needs-args" if has_required else self.classifier.classify(e, "instantiate", tb_files(e))
-            if not has_required and cat == "runtime-error" and isinstance(e, TypeError) and re.search(r"argument", str(e)):
+            if (
+                not has_required
+                and cat == "runtime-error"
+                and isinstance(e, TypeError)
+                and re.search(r"argument", str(e))
+            ):
                 cat = "needs-args"
             self.rep.send({"ev": "info", "args": self._args_json(args, kwargs), "tried": len(inst_errors)})
             self.fail("instantiate", t_inst, e, cat)
@@ -298,8 +372,9 @@ class Stages:
             if best is None or (best[1] == "forward-shape" and cat != "forward-shape"):
                 best = (e, cat, args, kwargs, specs)
         e, cat, args, kwargs, specs = best
-        self.rep.send({"ev": "info", "args": self._args_json(args, kwargs),
-                       "input_shapes": [list(s[1]) for s in specs]})
+        self.rep.send(
+            {"ev": "info", "args": self._args_json(args, kwargs), "input_shapes": [list(s[1]) for s in specs]}
+        )
         self.fail("forward", fwd_t0, e, cat)
 
     def _args_json(self, args, kwargs):
@@ -310,11 +385,14 @@ class Stages:
     def _witness_candidates(self, mod):
         """Witness candidates (nnrag_harness.source_witness) and their witnesses by label."""
         from nnrag_harness import source_witness
+
         self._witness = {}
         wits = self.req.get("witnesses") or []
         if not wits:
             return []
-        resolve = source_witness.copy_resolver(mod.__dict__, self.req.get("witnessRepoTops") or [], self._import_original)
+        resolve = source_witness.copy_resolver(
+            mod.__dict__, self.req.get("witnessRepoTops") or [], self._import_original
+        )
         src = source_witness.WitnessSource(wits, resolve, self.torch)
         plans = list(src.plans())
         self._witness_resolve = resolve
@@ -329,6 +407,7 @@ class Stages:
         instance or container passed in): the zygote's, else imported from the roots and
         hidden again from sys.modules (as in the namespace stage), or None."""
         import importlib
+
         m = _stash.STASH.get(module)
         if m is not None or not self.req.get("original"):
             return m
@@ -359,6 +438,7 @@ class Stages:
         if witness is not None and witness.get("inputs"):
             # the inputs the repository's own model gave this construction
             from nnrag_harness import source_witness
+
             try:
                 a, kw = source_witness.witness_inputs(witness, self._witness_resolve, torch)
                 torch.manual_seed(1)
@@ -388,7 +468,9 @@ class Stages:
             v = kwargs.get(k, getattr(model, k, hints.get(k)))
             if isinstance(v, int) and not isinstance(v, bool) and 4 <= v <= 512:
                 spatial = v
-            elif isinstance(v, (tuple, list)) and len(v) == 2 and all(isinstance(i, int) for i in v) and 4 <= v[0] <= 512:
+            elif (
+                isinstance(v, (tuple, list)) and len(v) == 2 and all(isinstance(i, int) for i in v) and 4 <= v[0] <= 512
+            ):
                 spatial = v[0]
         cands = input_candidates(model, plan, widths, torch, nn, spatial, hints)
         # then the first candidates again with class-index targets as tensors like the
@@ -419,7 +501,9 @@ class Stages:
                     continue
                 if cat in ("memory", "unresolved-name", "missing-extern", "native-extension", "sandbox-denied"):
                     self.fail("forward", self._fwd_t0, e, cat)
-                if first_err is None or (self.classifier.classify(first_err[0], "forward") == "forward-shape" and cat != "forward-shape"):
+                if first_err is None or (
+                    self.classifier.classify(first_err[0], "forward") == "forward-shape" and cat != "forward-shape"
+                ):
                     first_err = (e, specs)
                 if cat == "forward-shape" and repairs < 4:
                     fixed = repair_specs(specs, str(e))
@@ -436,6 +520,7 @@ class Stages:
 
     def info(self, model, args, kwargs, inputs, out, label=None):
         from nnrag_harness.sources import origin_of, source_of
+
         torch = self.torch
         layers = {}
         for m in model.modules():
@@ -443,9 +528,14 @@ class Stages:
                 continue
             n = type(m).__name__
             layers[n] = layers.get(n, 0) + 1
-        d = {"ev": "info", "args": self._args_json(args, kwargs),
-             "params": int(sum(p.numel() for p in model.parameters())), "layers": layers,
-             "argumentsSource": source_of(label), "argumentsOrigin": origin_of(label)}
+        d = {
+            "ev": "info",
+            "args": self._args_json(args, kwargs),
+            "params": int(sum(p.numel() for p in model.parameters())),
+            "layers": layers,
+            "argumentsSource": source_of(label),
+            "argumentsOrigin": origin_of(label),
+        }
         if inputs is not None:
             d["input_shapes"] = shapes_of(inputs, torch)
             d["output_shapes"] = [list(t.shape) for t in flatten_tensors(out, torch)]
@@ -462,6 +552,7 @@ class Stages:
         received (`usageCheck: "values"`). Nothing is recorded when a value has no plain
         spelling or the check fails; a snippet never fails the block."""
         from nnrag_harness import snippet as S
+
         torch = self.torch
         d = {"ev": "info"}
         try:
@@ -505,6 +596,7 @@ class Stages:
         """The block's original module, imported from its repository (read-only in the
         sandbox); a zygote has imported it already (see Zygote)."""
         import importlib
+
         orig = self.req.get("original") or {}
         for name, m in _stash.STASH.items():
             sys.modules.setdefault(name, m)
@@ -516,8 +608,10 @@ class Stages:
         # harness's package, a module of the environment) would compare the copy with
         # something else, or with itself
         if not _stash.of_roots(m, _stash.root_prefixes(orig.get("sysPath"))):
-            raise ImportError("%s is not the repository's module: its name is taken by %s"
-                              % (orig["module"], getattr(m, "__file__", None) or getattr(m, "__name__", "?")))
+            raise ImportError(
+                "%s is not the repository's module: its name is taken by %s"
+                % (orig["module"], getattr(m, "__file__", None) or getattr(m, "__name__", "?"))
+            )
         return m
 
     def _data_namespace(self):
@@ -555,6 +649,7 @@ class Stages:
         except Exception:  # noqa: BLE001
             oargs, okwargs = args, kwargs
         from nnrag_harness import source_witness as sources
+
         orig_resolve = sources.original_resolver()
         if arg_witness is not None:
             # a witness: the original gets the recorded values decoded with its own names
@@ -576,6 +671,7 @@ class Stages:
                 return model(*a_, **kw_)
             seed_all(torch, 1)
             return model(*fresh_inputs(inputs, torch))
+
         def build(ctor, a_, kw_):
             # seeded; a witness's nested modules are built as the harvest built them,
             # without fetching pretrained weights
@@ -583,16 +679,23 @@ class Stages:
             restore = None
             if arg_witness is not None:
                 from nnrag_harness.harvest import no_downloads
+
                 restore = no_downloads(torch)
             try:
                 return ctor(*a_, **kw_)
             finally:
                 if restore is not None:
                     restore()
+
         try:
             a = build(ocls, oargs, okwargs)
         except BaseException as e:  # noqa: BLE001
-            self.end("equivalence", t0, "skip", reason="original does not instantiate with the same arguments: " + fmt_error(e))
+            self.end(
+                "equivalence",
+                t0,
+                "skip",
+                reason="original does not instantiate with the same arguments: " + fmt_error(e),
+            )
             return
         # the cost of the original (its import and build), for `nnrag report`
         self.rep.send({"ev": "info", "originalMs": round((_monotonic() - t_orig) * 1000, 3)})
@@ -601,11 +704,23 @@ class Stages:
             b.load_state_dict(a.state_dict(), strict=True)
         except BaseException as e:  # noqa: BLE001
             if self.classifier.classify(e, "equivalence") == "memory":
-                self.end("equivalence", t0, "fail", reason="memory limit while building the copy: " + fmt_error(e),
-                         category="memory", error=fmt_error(e))
+                self.end(
+                    "equivalence",
+                    t0,
+                    "fail",
+                    reason="memory limit while building the copy: " + fmt_error(e),
+                    category="memory",
+                    error=fmt_error(e),
+                )
                 return
-            self.end("equivalence", t0, "fail", reason="state_dict does not load strictly: " + fmt_error(e),
-                     category="not-equivalent", error=fmt_error(e))
+            self.end(
+                "equivalence",
+                t0,
+                "fail",
+                reason="state_dict does not load strictly: " + fmt_error(e),
+                category="not-equivalent",
+                error=fmt_error(e),
+            )
             return
         a.eval()
         b.eval()
@@ -620,8 +735,14 @@ class Stages:
                 yb = flatten_tensors(call(b, getattr(self, "_witness_resolve", None)), torch)
         except BaseException as e:  # noqa: BLE001
             mem = self.classifier.classify(e, "equivalence") == "memory"
-            self.end("equivalence", t0, "fail", reason=("memory limit in the copy's forward: " if mem else "extracted forward failed: ") + fmt_error(e),
-                     category="memory" if mem else "not-equivalent", error=fmt_error(e))
+            self.end(
+                "equivalence",
+                t0,
+                "fail",
+                reason=("memory limit in the copy's forward: " if mem else "extracted forward failed: ") + fmt_error(e),
+                category="memory" if mem else "not-equivalent",
+                error=fmt_error(e),
+            )
             return
         if len(ya) != len(yb) or any(list(x.shape) != list(y.shape) for x, y in zip(ya, yb)):
             r = "outputs differ in structure: %s vs %s" % ([list(t.shape) for t in ya], [list(t.shape) for t in yb])

@@ -42,6 +42,7 @@ def hide_new_repository_modules(before, roots):
     run a second time re-registers torch._inductor.test_operators' operator library and
     aborts (torch 2), and a C extension cannot be initialised twice."""
     import itertools
+
     prefixes = root_prefixes(roots)
     tail = list(itertools.islice(reversed(sys.modules), max(0, len(sys.modules) - before)))
     for name in tail:

@@ -67,6 +67,7 @@ def usage_in_function(fn, param):
             a = node.args[0]
             if isinstance(a, ast.Name) and a.id in whole:
                 u["list"] = True
+
     def const(sub):
         key = sub.slice
         if isinstance(key, ast.Index):  # Python < 3.9
@@ -74,8 +75,14 @@ def usage_in_function(fn, param):
         return key.value if isinstance(key, ast.Constant) else None
 
     for node in ast.walk(fn):
-        if (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Subscript) and isinstance(node.value.value, ast.Name)
-                and node.value.value.id in whole and isinstance(const(node.value), int) and isinstance(const(node), str)):
+        if (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.value, ast.Subscript)
+            and isinstance(node.value.value, ast.Name)
+            and node.value.value.id in whole
+            and isinstance(const(node.value), int)
+            and isinstance(const(node), str)
+        ):
             # `param[0]["labels"]`: an element read by position
             u["list"] = True
             u["keys"].add(const(node))
@@ -91,11 +98,21 @@ def usage_in_function(fn, param):
                     u["keys"].add(key.value)
         elif isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)):
             c = node.comparators[0]
-            if isinstance(node.left, ast.Constant) and isinstance(node.left.value, str) and isinstance(c, ast.Name) and c.id in whole | elems:
+            if (
+                isinstance(node.left, ast.Constant)
+                and isinstance(node.left.value, str)
+                and isinstance(c, ast.Name)
+                and c.id in whole | elems
+            ):
                 u["optional"].add(node.left.value)
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get":
             v = node.func.value
-            if isinstance(v, ast.Name) and v.id in whole | elems and node.args and isinstance(node.args[0], ast.Constant):
+            if (
+                isinstance(v, ast.Name)
+                and v.id in whole | elems
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+            ):
                 u["optional"].add(node.args[0].value)
     return u
 
@@ -185,7 +202,11 @@ def companion_args(companion, output, batch, hw, torch, gen, previous=None):
         sig = inspect.signature(companion.forward)
     except (TypeError, ValueError):
         return None
-    params = [p for p in sig.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is inspect.Parameter.empty]
+    params = [
+        p
+        for p in sig.parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is inspect.Parameter.empty
+    ]
     if not params:
         return None
     args = []

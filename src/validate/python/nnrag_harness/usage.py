@@ -21,9 +21,22 @@ import types
 # (torch docs: Tensor.index_select(dim, index), torch.gather(input, dim, index), …):
 # the index is the second positional argument of the method, the third of the function
 INDEX_METHODS = {
-    "index_select", "gather", "scatter", "scatter_", "scatter_add", "scatter_add_",
-    "scatter_reduce", "scatter_reduce_", "index_add", "index_add_", "index_copy",
-    "index_copy_", "index_fill", "index_fill_", "index_reduce", "index_reduce_",
+    "index_select",
+    "gather",
+    "scatter",
+    "scatter_",
+    "scatter_add",
+    "scatter_add_",
+    "scatter_reduce",
+    "scatter_reduce_",
+    "index_add",
+    "index_add_",
+    "index_copy",
+    "index_copy_",
+    "index_fill",
+    "index_fill_",
+    "index_reduce",
+    "index_reduce_",
     "take_along_dim",
 }
 # functions whose first argument is integer-valued: counts, one-hot, embedding lookups
@@ -112,7 +125,11 @@ def param_uses(fn, owner=None, depth=3, _seen=None):
                 if kw.arg == "index":
                     mark(kw.value)
             name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
-            on_module = isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and isinstance(g.get(f.value.id), types.ModuleType)
+            on_module = (
+                isinstance(f, ast.Attribute)
+                and isinstance(f.value, ast.Name)
+                and isinstance(g.get(f.value.id), types.ModuleType)
+            )
             if name in INDEX_METHODS:
                 pos = 2 if on_module else 1
                 if len(n.args) > pos:
@@ -183,7 +200,11 @@ def _callee(f, g, owner):
                 if isinstance(m, types.FunctionType):
                     return (m, True)
                 sub = getattr(owner, "_modules", {}).get(f.attr)
-                if sub is not None and type(sub).__name__ == "Embedding" and type(sub).__module__.startswith("torch.nn"):
+                if (
+                    sub is not None
+                    and type(sub).__name__ == "Embedding"
+                    and type(sub).__module__.startswith("torch.nn")
+                ):
                     return (_EMBEDDING, False)
                 return (None, False)
             mod = g.get(base)
@@ -220,7 +241,9 @@ def called_params(cls):
         f = n.func
         if isinstance(f, ast.Name) and f.id in params:
             out[f.id] = "factory"
-        elif isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self" and f.attr in stored:
+        elif (
+            isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self" and f.attr in stored
+        ):
             out.setdefault(stored[f.attr], "factory")
     if stored:
         for name, member in vars(cls).items():
@@ -230,8 +253,13 @@ def called_params(cls):
             if m is None:
                 continue
             for n in ast.walk(m):
-                if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name) \
-                        and n.func.value.id == "self" and n.func.attr in stored:
+                if (
+                    isinstance(n, ast.Call)
+                    and isinstance(n.func, ast.Attribute)
+                    and isinstance(n.func.value, ast.Name)
+                    and n.func.value.id == "self"
+                    and n.func.attr in stored
+                ):
                     out.setdefault(stored[n.func.attr], "callable")
     return out
 

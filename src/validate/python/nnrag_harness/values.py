@@ -41,6 +41,7 @@ def encode(v, modules=None, depth=0):
     """JSON for `v`; `modules` maps id(module instance) -> (instance, class, args, kwargs)
     as the constructor wrappers recorded them. Raises Unencodable."""
     import torch
+
     if depth > MAX_DEPTH:
         raise Unencodable("too deep")
     if v is None or isinstance(v, (bool, str)):
@@ -62,12 +63,24 @@ def encode(v, modules=None, depth=0):
             if len(v) > MAX_ITEMS:
                 raise Unencodable("long dict")
             return {"$dict": {k: encode(x, modules, depth + 1) for k, x in v.items()}}
-        if all(type(k) in (int, bool) and type(x) in (int, float, bool, str, type(None)) and (type(x) is not float or math.isfinite(x))
-               for k, x in v.items()) and len(v) <= MAX_EXACT:
+        if (
+            all(
+                type(k) in (int, bool)
+                and type(x) in (int, float, bool, str, type(None))
+                and (type(x) is not float or math.isfinite(x))
+                for k, x in v.items()
+            )
+            and len(v) <= MAX_EXACT
+        ):
             # a table of plain values by number (detr's is_thing_map: class id -> bool)
             return {"$items": [[k, x] for k, x in v.items()]}
         raise Unencodable("dict with non-string keys")
-    if isinstance(v, dict) and ATTR_DICTS.match(type(v).__name__) and all(isinstance(k, str) for k in v) and len(v) <= MAX_ITEMS:
+    if (
+        isinstance(v, dict)
+        and ATTR_DICTS.match(type(v).__name__)
+        and all(isinstance(k, str) for k in v)
+        and len(v) <= MAX_ITEMS
+    ):
         # a configuration read by attribute and key (yacs CfgNode, easydict, configs.AttrDict)
         return {"$attrdict": {k: encode(x, modules, depth + 1) for k, x in v.items()}}
     if isinstance(v, torch.Tensor):
@@ -83,15 +96,21 @@ def encode(v, modules=None, depth=0):
             raise Unencodable("local class or lambda")
         return {"$ref": _ref(v)}
     if isinstance(v, functools.partial):
-        return {"$partial": encode(v.func, modules, depth + 1), "args": [encode(x, modules, depth + 1) for x in v.args],
-                "kwargs": {k: encode(x, modules, depth + 1) for k, x in v.keywords.items()}}
+        return {
+            "$partial": encode(v.func, modules, depth + 1),
+            "args": [encode(x, modules, depth + 1) for x in v.args],
+            "kwargs": {k: encode(x, modules, depth + 1) for k, x in v.keywords.items()},
+        }
     if isinstance(v, torch.nn.Module):
         rec = (modules or {}).get(id(v))
         if rec is None or rec[0] is not v:
             raise Unencodable("module instance built outside the record")
         _, cls, args, kwargs = rec
-        out = {"$module": _ref(cls), "args": [encode(x, modules, depth + 1) for x in args],
-               "kwargs": {k: encode(x, modules, depth + 1) for k, x in kwargs.items()}}
+        out = {
+            "$module": _ref(cls),
+            "args": [encode(x, modules, depth + 1) for x in args],
+            "kwargs": {k: encode(x, modules, depth + 1) for k, x in kwargs.items()},
+        }
         # plain attributes it holds (some set after construction: detr's
         # `model.num_channels = backbone.num_channels`), put back when missing
         extra = {k: x for k, x in vars(v).items() if not k.startswith("_") and type(x) in (int, float, str, bool)}
@@ -106,7 +125,10 @@ def encode(v, modules=None, depth=0):
     d = getattr(v, "__dict__", None)
     if isinstance(d, dict) and not callable(v) and len(d) <= MAX_ITEMS and "<locals>" not in type(v).__qualname__:
         # a plain container (detr's NestedTensor(tensors, mask)): rebuilt from its fields
-        return {"$object": _ref(type(v)), "fields": {k: encode(x, modules, depth + 1) for k, x in d.items() if isinstance(k, str)}}
+        return {
+            "$object": _ref(type(v)),
+            "fields": {k: encode(x, modules, depth + 1) for k, x in d.items() if isinstance(k, str)},
+        }
     raise Unencodable(type(v).__name__)
 
 
@@ -117,7 +139,9 @@ def encode_tensor(t, torch):
         return out  # a meta tensor (a shapes-only run) has no values
     if t.dtype == torch.bool or not (t.is_floating_point() or t.is_complex()):
         if t.numel() <= MAX_EXACT:
-            out["values"] = t.reshape(-1).tolist() if t.dtype != torch.bool else [int(x) for x in t.reshape(-1).tolist()]
+            out["values"] = (
+                t.reshape(-1).tolist() if t.dtype != torch.bool else [int(x) for x in t.reshape(-1).tolist()]
+            )
         else:
             out["min"], out["max"] = int(t.min()), int(t.max())
         return out
@@ -178,13 +202,17 @@ def decode(enc, resolve, torch, gen=None, depth=0):
     if "$enum" in enc:
         return getattr(resolve(*enc["$enum"]), enc["name"])
     if "$partial" in enc:
-        return functools.partial(decode(enc["$partial"], resolve, torch, gen, depth + 1),
-                                 *[decode(x, resolve, torch, gen, depth + 1) for x in enc.get("args", [])],
-                                 **{k: decode(x, resolve, torch, gen, depth + 1) for k, x in enc.get("kwargs", {}).items()})
+        return functools.partial(
+            decode(enc["$partial"], resolve, torch, gen, depth + 1),
+            *[decode(x, resolve, torch, gen, depth + 1) for x in enc.get("args", [])],
+            **{k: decode(x, resolve, torch, gen, depth + 1) for k, x in enc.get("kwargs", {}).items()},
+        )
     if "$module" in enc:
         cls = resolve(*enc["$module"])
-        obj = cls(*[decode(x, resolve, torch, gen, depth + 1) for x in enc.get("args", [])],
-                  **{k: decode(x, resolve, torch, gen, depth + 1) for k, x in enc.get("kwargs", {}).items()})
+        obj = cls(
+            *[decode(x, resolve, torch, gen, depth + 1) for x in enc.get("args", [])],
+            **{k: decode(x, resolve, torch, gen, depth + 1) for k, x in enc.get("kwargs", {}).items()},
+        )
         for k, x in (enc.get("attrs") or {}).items():
             if not hasattr(obj, k):
                 setattr(obj, k, x)
@@ -199,6 +227,7 @@ def decode(enc, resolve, torch, gen=None, depth=0):
         return cls(**fields)
     if "$namespace" in enc:
         import argparse
+
         return argparse.Namespace(**{k: decode(x, resolve, torch, gen, depth + 1) for k, x in enc["fields"].items()})
     if "$object" in enc:
         cls = resolve(*enc["$object"])
@@ -253,4 +282,5 @@ def module_resolver(namespace, importable):
             except (ImportError, AttributeError) as e:
                 raise Unresolvable("%s.%s: %s" % (module, qualname, e)) from None
         raise Unresolvable("%s.%s is not defined by the module" % (module, qualname))
+
     return resolve

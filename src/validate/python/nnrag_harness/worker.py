@@ -11,7 +11,25 @@ import tempfile
 import time
 
 from nnrag_harness import stages as _stages, zygote as _zygote
-from nnrag_harness.procs import _dumps, _loads, _exit, _monotonic, mount_points, sweep_dir, remove_tree, read_tail, vm_size_kb, count_my_tasks, set_subreaper, set_undumpable, descendants, reap_except, kill_group, close_quietly, remove_sysv_ipc
+from nnrag_harness.procs import (
+    _dumps,
+    _loads,
+    _exit,
+    _monotonic,
+    mount_points,
+    sweep_dir,
+    remove_tree,
+    read_tail,
+    vm_size_kb,
+    count_my_tasks,
+    set_subreaper,
+    set_undumpable,
+    descendants,
+    reap_except,
+    kill_group,
+    close_quietly,
+    remove_sysv_ipc,
+)
 
 
 class Worker:
@@ -47,6 +65,7 @@ class Worker:
     def run(self):
         t0 = _monotonic()
         import torch  # noqa: F401 - imported once; every child inherits it through fork
+
         try:
             torch.set_num_threads(1)
         except Exception:  # noqa: BLE001
@@ -58,9 +77,18 @@ class Worker:
         gc.collect()
         if hasattr(gc, "freeze"):
             gc.freeze()  # fewer copy-on-write pages after fork
-        self.send({"type": "ready", "torch": torch.__version__, "python": "%d.%d.%d" % sys.version_info[:3],
-                   "executable": sys.executable, "pid": os.getpid(), "vm_kb": self.vm_kb,
-                   "limits": self.lim, "import_ms": round((_monotonic() - t0) * 1000, 1)})
+        self.send(
+            {
+                "type": "ready",
+                "torch": torch.__version__,
+                "python": "%d.%d.%d" % sys.version_info[:3],
+                "executable": sys.executable,
+                "pid": os.getpid(),
+                "vm_kb": self.vm_kb,
+                "limits": self.lim,
+                "import_ms": round((_monotonic() - t0) * 1000, 1),
+            }
+        )
         self.serve()
 
     def serve(self):
@@ -180,7 +208,19 @@ class Worker:
                 try:
                     # the exception itself (type and message) as the error, its traceback
                     # apart: a stored record caps both, never losing the exception line
-                    os.write(w, (_dumps({"ev": "harness-error", "error": _stages.fmt_error(e), "traceback": _stages.fmt_trace(e)}) + "\n").encode())
+                    os.write(
+                        w,
+                        (
+                            _dumps(
+                                {
+                                    "ev": "harness-error",
+                                    "error": _stages.fmt_error(e),
+                                    "traceback": _stages.fmt_trace(e),
+                                }
+                            )
+                            + "\n"
+                        ).encode(),
+                    )
                 except BaseException:  # noqa: BLE001
                     pass
             _exit(0)
@@ -264,11 +304,17 @@ class Worker:
                 continue
             if isinstance(ev, dict) and ev.get("ev") == "done":
                 self._done = True
-            if isinstance(ev, dict) and ev.get("ev") == "start" and ev.get("stage") == "equivalence" and self._eq_start is None:
+            if (
+                isinstance(ev, dict)
+                and ev.get("ev") == "start"
+                and ev.get("stage") == "equivalence"
+                and self._eq_start is None
+            ):
                 self._eq_start = _monotonic()
             if isinstance(ev, dict) and ev.get("ev") in ("start", "end") and ev.get("stage") in _stages.STAGES:
-                self.send({"type": "progress", "rid": rid, "ev": ev["ev"], "stage": ev["stage"],
-                           "status": ev.get("status")})
+                self.send(
+                    {"type": "progress", "rid": rid, "ev": ev["ev"], "stage": ev["stage"], "status": ev.get("status")}
+                )
 
     def collect(self, pid, r, deadline, rid=None, eq_timeout=None):
         """Read the child's reports until it exits, the deadline passes (kill) or it
@@ -336,9 +382,20 @@ class Worker:
     def assemble(self, rid, req, events, status, timed_out, overflow, elapsed, timeout, strays, out_tail):
         stages = {s: "skip" for s in _stages.STAGES}
         timings = {}
-        res = {"type": "result", "rid": rid, "stages": stages, "timings": timings, "category": None,
-               "error": None, "stage": None, "args": None, "input_shapes": None, "output_shapes": None,
-               "params": None, "ms": round(elapsed, 3)}
+        res = {
+            "type": "result",
+            "rid": rid,
+            "stages": stages,
+            "timings": timings,
+            "category": None,
+            "error": None,
+            "stage": None,
+            "args": None,
+            "input_shapes": None,
+            "output_shapes": None,
+            "params": None,
+            "ms": round(elapsed, 3),
+        }
         current = None
         done = False
         equivalence = None
@@ -373,7 +430,19 @@ class Worker:
             elif k == "info":
                 if isinstance(ev.get("originalMs"), (int, float)):
                     original_ms = ev["originalMs"]
-                for key in ("args", "input_shapes", "output_shapes", "params", "layers", "usage", "usageCheck", "usageSkipped", "argumentsSource", "argumentsOrigin", "witnessSkipped"):
+                for key in (
+                    "args",
+                    "input_shapes",
+                    "output_shapes",
+                    "params",
+                    "layers",
+                    "usage",
+                    "usageCheck",
+                    "usageSkipped",
+                    "argumentsSource",
+                    "argumentsOrigin",
+                    "witnessSkipped",
+                ):
                     if key in ev and ev[key] is not None:
                         res[key] = ev[key]
             elif k == "harvest":

@@ -11,11 +11,26 @@ import sys
 from nnrag_harness import stages as _stages
 from nnrag_harness.channel import NONCE_LEN, Channel, frame
 from nnrag_harness.stash import IN_ZYGOTE, STASH, of_roots, root_prefixes
-from nnrag_harness.procs import _loads, _exit, _monotonic, enter_work_dir, vm_size_kb, count_threads, kill_descendants, _libc, set_subreaper, set_undumpable, descendants, close_quietly
+from nnrag_harness.procs import (
+    _loads,
+    _exit,
+    _monotonic,
+    enter_work_dir,
+    vm_size_kb,
+    count_threads,
+    kill_descendants,
+    _libc,
+    set_subreaper,
+    set_undumpable,
+    descendants,
+    close_quietly,
+)
 
 
 MAX_ZYGOTES = 3
 ZYGOTE_UNCLEAN = 75  # exit status of a zygote whose import left a thread running
+
+
 def zygote_main(worker_class, cfg, roots, module, req_fd, res_fd):
     """A forked copy of the worker that imports the original repository once; the
     candidates of that repository fork from here, so equivalence does not re-import
@@ -41,6 +56,7 @@ def zygote_main(worker_class, cfg, roots, module, req_fd, res_fd):
         except (OSError, ValueError):
             pass
     import importlib
+
     for p in reversed(roots):
         if p not in sys.path:
             sys.path.insert(0, p)
@@ -194,7 +210,7 @@ class Zygote:
             nl = self.buf.find(b"\n")
             while nl >= 0:
                 line = self.buf[:nl]
-                self.buf = self.buf[nl + 1:]
+                self.buf = self.buf[nl + 1 :]
                 try:
                     obj = _loads(line.decode("utf-8", "replace"))
                 except ValueError:
@@ -247,9 +263,23 @@ class Zygote:
         st = self.running or next((s for s in _stages.STAGES if stages[s] == "skip"), "import")
         stages[st] = "fail"
         hung = getattr(self, "timed_out", False)
-        return {"type": "result", "rid": msg.get("rid"), "stages": stages, "timings": {},
-                "category": "timeout" if hung else "crash",
-                "error": ("the original repository's import did not finish in time" if hung and self.never_answered
-                          else "validation process did not answer in time" if hung
-                          else "validation process (repository zygote) died while validating"),
-                "stage": st, "args": None, "input_shapes": None, "output_shapes": None, "params": None, "ms": 0}
+        return {
+            "type": "result",
+            "rid": msg.get("rid"),
+            "stages": stages,
+            "timings": {},
+            "category": "timeout" if hung else "crash",
+            "error": (
+                "the original repository's import did not finish in time"
+                if hung and self.never_answered
+                else "validation process did not answer in time"
+                if hung
+                else "validation process (repository zygote) died while validating"
+            ),
+            "stage": st,
+            "args": None,
+            "input_shapes": None,
+            "output_shapes": None,
+            "params": None,
+            "ms": 0,
+        }
