@@ -11,9 +11,11 @@ import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { findUv } from '../../src/environment/pypi.js';
 import { repoRoot, tempDir } from '../helpers.js';
+import { needsSandbox, needsTorch } from '../support/tier.js';
 
 const bin = path.join(repoRoot, 'dist', 'src', 'cli', 'bin.js');
-const skip = findUv() ? false : 'uv is not installed (scripts/setup.sh installs it)';
+const skip =
+  needsTorch() || needsSandbox() || (findUv() ? false : 'uv is not installed (scripts/setup.sh installs it)');
 
 test('extract fails for a missing requirement, prints the env create command; run as printed, the same extract validates', {
   skip,

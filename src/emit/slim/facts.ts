@@ -279,14 +279,10 @@ function lookup(n: Node, fnDepth: number, out: ModFacts): void {
   out.lookups.push({ pos: obj.startIndex, obj: toExpr(obj), key: key ? toExpr(key) : TOP_E, direct: fnDepth === 1 });
 }
 
-function fnFacts(
-  def: Node,
-  decorators: string[],
-  stmt: number,
-  cls: string | null,
-  lineOf: (i: number) => number,
-): FnFacts {
-  const name = def.childForFieldName('name')?.text ?? '';
+/** The parameters of function definition `def`, in order, with their kinds (Language
+ *  Reference 8.7: `*args` and a bare `*` start the keyword-only ones, `/` ends the
+ *  positional-only ones) and default expressions. */
+function paramsOf(def: Node): Param[] {
   const params: Param[] = [];
   let kwonly = false;
   for (const p of def.childForFieldName('parameters')?.namedChildren ?? []) {
@@ -311,6 +307,18 @@ function fnFacts(
       def: isDefault ? toExpr(p.childForFieldName('value')) : null,
     });
   }
+  return params;
+}
+
+function fnFacts(
+  def: Node,
+  decorators: string[],
+  stmt: number,
+  cls: string | null,
+  lineOf: (i: number) => number,
+): FnFacts {
+  const name = def.childForFieldName('name')?.text ?? '';
+  const params = paramsOf(def);
   const staticm = decorators.some((d) => /staticmethod/.test(d));
   const body = def.childForFieldName('body');
   const f: FnFacts = {

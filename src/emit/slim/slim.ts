@@ -175,36 +175,7 @@ export function slimClosure(
         return r;
       };
       closure = builder.build(mod, className, { skip });
-      // strings of the code that stays
-      let grew = false;
-      for (const n of closure.nodes) {
-        const s = syntax(n.mod);
-        const skipped = skip(n.mod, n.stmt);
-        const keys: [number, number][] = [];
-        for (const o of sitesOf(n.mod, n.stmt).options) for (const e of o.entries) keys.push(...e.keyRanges);
-        for (
-          let i = firstAtOrAfter(s.strings, n.facts.start);
-          i < s.strings.length && s.strings[i].start < n.facts.end;
-          i++
-        ) {
-          const lit = s.strings[i];
-          const v = optionKey(lit.value);
-          if (reached.has(v) || within(skipped, lit.start) || within(keys, lit.start)) continue;
-          reached.add(v);
-          grew = true;
-        }
-        // the names of the definitions the code that stays uses: code may select an option
-        // by a class's or function's `__name__` (`norm_layer.__name__.lower()`)
-        for (const r of n.facts.refs) {
-          if (within(skipped, r.start) || within(keys, r.start)) continue;
-          for (const name of [r.name, ...(r.attrs ?? [])]) {
-            const v = optionKey(name);
-            if (reached.has(v)) continue;
-            reached.add(v);
-            grew = true;
-          }
-        }
-      }
+      const grew = growReached(closure, syntax, skip, (m, stmt) => sitesOf(m, stmt).options, reached);
       if (!grew || round >= MAX_ROUNDS) {
         // a removed decorator whose receiver (`MODELS` of `@MODELS.register_module()`) the
         // code that stays still reads is kept: that code may look the class up by name
@@ -295,6 +266,48 @@ export function slimClosure(
   removed.sort((a, b) => a.path.localeCompare(b.path) || a.lines[0] - b.lines[0]);
   const header = headerOf(removed);
   return { closure, edits: (n) => editsByNode.get(n), header, removed, unknownDecorators };
+}
+
+/** Adds to `reached` the option keys the code that stays in `closure` names: its string
+ *  literals outside skipped ranges and option keys, and the names of the definitions it
+ *  uses; whether `reached` grew. */
+function growReached(
+  closure: Closure,
+  syntax: (m: CorpusModule) => ModuleSyntax,
+  skip: (m: CorpusModule, stmt: number) => [number, number][],
+  optionsOf: (m: CorpusModule, stmt: number) => OptionSite[],
+  reached: Set<string>,
+): boolean {
+  let grew = false;
+  for (const n of closure.nodes) {
+    const s = syntax(n.mod);
+    const skipped = skip(n.mod, n.stmt);
+    const keys: [number, number][] = [];
+    for (const o of optionsOf(n.mod, n.stmt)) for (const e of o.entries) keys.push(...e.keyRanges);
+    for (
+      let i = firstAtOrAfter(s.strings, n.facts.start);
+      i < s.strings.length && s.strings[i].start < n.facts.end;
+      i++
+    ) {
+      const lit = s.strings[i];
+      const v = optionKey(lit.value);
+      if (reached.has(v) || within(skipped, lit.start) || within(keys, lit.start)) continue;
+      reached.add(v);
+      grew = true;
+    }
+    // the names of the definitions the code that stays uses: code may select an option
+    // by a class's or function's `__name__` (`norm_layer.__name__.lower()`)
+    for (const r of n.facts.refs) {
+      if (within(skipped, r.start) || within(keys, r.start)) continue;
+      for (const name of [r.name, ...(r.attrs ?? [])]) {
+        const v = optionKey(name);
+        if (reached.has(v)) continue;
+        reached.add(v);
+        grew = true;
+      }
+    }
+  }
+  return grew;
 }
 
 /** The edits and removals of the pruned entries of option site `o` (`pruned(i)`: entry i
