@@ -16,7 +16,7 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { BlockInputs, BlockRecord } from '../library/record.js';
+import type { BlockInputs, BlockRecord } from '../records/block.js';
 import type { ImportEdge } from '../parse/types.js';
 import { gitBlobId } from '../repos/git.js';
 import type { CorpusModule } from '../resolve/corpus.js';
