@@ -56,6 +56,8 @@ export interface EquivalenceResult {
   status: StageStatus;
   reason?: string;
   maxAbsDiff?: number;
+  /** milliseconds importing and building the original module (where it got that far) */
+  originalMs?: number;
 }
 
 /** Where the constructor arguments that were used came from: the user (`--args`,

@@ -11,7 +11,7 @@ export {
   type ProbedEnvironment,
   type WorkerInfo,
 } from './pool.js';
-export { findPython, harnessPath, environmentId, checkRootfs } from './environment.js';
+export { findPython, harnessPath, harnessSource, environmentId, checkRootfs } from './environment.js';
 export { doctor } from './doctor.js';
 export {
   toRecord,
