@@ -24,7 +24,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as api from '../src/nnrag.js';
 import { loadRepoConfig, type ConfiguredRepo } from '../src/config/repos.js';
-import { callSites, dataSites, slimEntry, slimSeeds } from '../src/commands/extract.js';
+import { callSites, dataSites, slimEntry, slimSeeds } from '../src/pipeline/pipeline.js';
 import { args, opt } from './args.js';
 
 const out = opt('--out');

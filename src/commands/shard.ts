@@ -30,7 +30,7 @@ import { IndexStore } from '../store/store.js';
 import { NnragError, UsageError } from '../util/errors.js';
 import { Workspace } from '../workspace.js';
 import { discover } from './discover.js';
-import { extractAndValidate, type PipelineOptions } from './extract.js';
+import { extractAndValidate, type PipelineOptions } from '../pipeline/pipeline.js';
 import { index } from './index-repos.js';
 
 /** Does a process with this id run on this machine? (signal 0 checks without sending) */

@@ -12,7 +12,7 @@ import * as api from '../../src/nnrag.js';
 import { exportBlock, moduleNameFor } from '../../src/export/export.js';
 import { getExtraction, listExtractions } from '../../src/store/records.js';
 import { compareRelease, testedPin } from '../../src/environment/requirements.js';
-import { extractAndValidate } from '../../src/commands/extract.js';
+import { extractAndValidate } from '../../src/pipeline/pipeline.js';
 import { ValidatorPool, type ValidationRequest } from '../../src/validate/index.js';
 import { NnragError } from '../../src/util/errors.js';
 import { duration, progressLine } from '../../src/cli/progress.js';
