@@ -13,6 +13,8 @@ import path from 'node:path';
 import type { RepoSpec } from '../config/repos.js';
 import { emitModule, type NamespaceMap } from '../emit/emitter.js';
 import { slimClosure, type SlimResult } from '../emit/slim/slim.js';
+import { importedPackages, installedLookup } from '../emit/slim/packages.js';
+import { InstalledFiles } from '../environment/installed.js';
 import type { IndexProgress, IndexReport } from '../indexer/indexer.js';
 import { blockFile, libraryDir, placeBlockFile, removeBlockFile, validatedStatus } from '../library/layout.js';
 import {
@@ -69,6 +71,10 @@ export interface ExtractOptions {
    *  pipeline defaults to slim and keeps it only when it validates as the faithful
    *  module does (extractAndValidate, below); without validation nothing proves it */
   profile?: EmissionProfile;
+  /** the validation environment's installed distributions (its sys.path): slim emission
+   *  imports another repository's module from there when the installed file is the
+   *  indexed one (emit/slim/packages.ts) */
+  installed?: InstalledFiles;
 }
 
 export type { EmissionProfile };
@@ -110,7 +116,10 @@ export function extractText(ws: Workspace, id: string, opts: ExtractOptions = {}
   try {
     const resolver = ws.resolver({ extern: opts.extern, intern: opts.intern, importable: opts.importable });
     const profile = opts.profile ?? 'faithful';
-    const sl = profile === 'slim' ? slimClosure(ws.slimAnalysis(resolver), mod, className, slim) : null;
+    const installed = opts.installed ? installedLookup(opts.installed) : undefined;
+    const sl =
+      profile === 'slim' ? slimClosure(ws.slimAnalysis(resolver), mod, className, { ...slim, installed }) : null;
+    const packages = sl ? importedPackages(sl.closure.packages) : [];
     const closure = sl ? sl.closure : new ClosureBuilder(corpus, resolver).build(mod, className);
     const em = emitModule(corpus, closure, sl ? { edits: sl.edits, header: sl.header } : {});
     const diagnostics = [...closure.diagnostics, ...em.diagnostics];
@@ -126,7 +135,7 @@ export function extractText(ws: Workspace, id: string, opts: ExtractOptions = {}
         moduleGraph: em.moduleGraph,
         provenance: em.provenance,
         renames: em.renames,
-        emission: { profile, ...(sl ? { removed: sl.removed } : {}) },
+        emission: { profile, ...(sl ? { removed: sl.removed } : {}), ...(packages.length ? { packages } : {}) },
         ms: performance.now() - t0,
       },
       text: em.text,
@@ -341,8 +350,16 @@ function literalCall(src: string, pos: number): string | null {
  *  §5.5, sys.path order), every other indexed repository that its closure copied
  *  definitions from (`crossed`) or that its module imports at top level (an absolute
  *  import whose top-level package another repository provides: Swin-Transformer's
- *  swin_mlp.py imports timm even where the block needs none of it). */
-function originalSysPath(ws: Workspace, id: string, crossed: readonly string[] = []): string[] | null {
+ *  swin_mlp.py imports timm even where the block needs none of it). A repository in
+ *  `installed` (a slim module imports it from its installed distribution, whose files are
+ *  the indexed ones) is left out: the original then imports that same installed package,
+ *  so the namespace stage can see the copy's imported names denote its very objects. */
+function originalSysPath(
+  ws: Workspace,
+  id: string,
+  crossed: readonly string[] = [],
+  installed: ReadonlySet<string> = new Set(),
+): string[] | null {
   const mod = ws.blockModule(id)?.mod;
   if (!mod || !ws.store.getRepo(mod.repo)) return null;
   const corpus = ws.corpus();
@@ -356,6 +373,7 @@ function originalSysPath(ws: Workspace, id: string, crossed: readonly string[] =
   }
   const out = new Set<string>();
   for (const name of repos) {
+    if (installed.has(name) && name !== mod.repo) continue;
     const repo = ws.store.getRepo(name);
     if (repo) for (const r of sysPathRoots(repo)) out.add(path.join(repo.root, ...r.split('/').filter(Boolean)));
   }
@@ -426,6 +444,14 @@ async function slimOrFaithful(
     return fallback(`slim module is not shorter (${slim.record.lines} lines, faithful ${faithfulRecord.lines})`);
   const sreq: ValidationRequest = { ...req, source: slim.text };
   if (req.namespace && slim.namespace) sreq.namespace = slim.namespace;
+  // the original imports what the slim module imports from installed distributions from
+  // there too (their repositories' checkouts leave its sys.path)
+  const packages = emission.packages ?? [];
+  if (req.original && packages.length) {
+    const crossed = [...new Set(slim.record.provenance.map((p) => p.repo))];
+    const sysPath = originalSysPath(ws, id, crossed, new Set(packages.map((p) => p.repo)));
+    if (sysPath) sreq.original = { ...req.original, sysPath };
+  }
   const r = await validate(sreq);
   const lost = (Object.keys(faithful.stages) as Stage[]).filter(
     (s) => faithful.stages[s] === 'pass' && r.stages[s] !== 'pass',
@@ -442,6 +468,7 @@ async function slimOrFaithful(
     slimLines: slim.record.lines,
     removed: emission.removed ?? [],
     proven,
+    ...(packages.length ? { packages } : {}),
   };
   return { record: slim.record, text: slim.text, result: r };
 }
@@ -554,6 +581,8 @@ export async function extractAndValidate(
     // used as a module object keeps its import (closure.ts)
     const importable = opts.importable ?? pool.env.probe?.modules;
     const profile = opts.profile ?? 'slim';
+    // the installed distributions' files, for slim's package boundary (emit/slim/packages.ts)
+    const installed = opts.installed ?? installedFilesOf(pool.env.probe?.path);
     const extracted = ids.map((id) => ({ id, ...extractText(ws, id, { ...opts, importable, profile: 'faithful' }) }));
     // witnesses of the repositories of these blocks, harvested (or read) first
     const harvests = new Map<string, HarvestResult>();
@@ -619,7 +648,7 @@ export async function extractAndValidate(
             const chosen = await slimOrFaithful(
               ws,
               id,
-              { ...opts, importable },
+              { ...opts, importable, installed },
               req,
               { record, result },
               namespace,
@@ -634,7 +663,10 @@ export async function extractAndValidate(
           // the environment that ran (a cached result may predate the facts), with the
           // installed versions of what this block imports: export pins these
           if (pool.facts)
-            v.environment = factsForBlock(pool.facts, pool.env.probe, record.externs, KNOWN_DISTRIBUTIONS);
+            v.environment = factsForBlock(pool.facts, pool.env.probe, record.externs, {
+              ...KNOWN_DISTRIBUTIONS,
+              ...packageDistributions(record.emission.packages),
+            });
           // "environment lacks X" (and whether Debian has X) apart from failures of the block
           if (result.category === 'missing-extern') {
             const m = await missing(result.error);
@@ -728,4 +760,23 @@ export async function extract(ws: Workspace, opts: ExtractCommandOptions = {}): 
  *  validated in the sandbox. */
 export async function validate(ws: Workspace, opts: PipelineOptions & Selection = {}): Promise<BlockRecord[]> {
   return extractAndValidate(ws, selectBlocks(ws, opts), { ...opts, validate: true });
+}
+
+/** The installed files of an environment's sys.path, one reader per path list (its RECORDs
+ *  are read once per run). */
+const installedFilesMemo = new Map<string, InstalledFiles>();
+function installedFilesOf(sysPath: readonly string[] | undefined): InstalledFiles | undefined {
+  if (!sysPath?.length) return undefined;
+  const key = sysPath.join('\0');
+  let f = installedFilesMemo.get(key);
+  if (!f) installedFilesMemo.set(key, (f = new InstalledFiles(sysPath)));
+  return f;
+}
+
+/** The top-level import name → distribution of the packages a slim module imports from
+ *  (`emission.packages`): their RECORD named the distribution, whatever its name. */
+function packageDistributions(packages: BlockRecord['emission']['packages']): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const p of packages ?? []) for (const m of p.modules) out[m.split('.')[0]] = p.distribution;
+  return out;
 }
