@@ -17,15 +17,9 @@ import { importedPackages, installedLookup } from '../emit/slim/packages.js';
 import { InstalledFiles } from '../environment/installed.js';
 import type { IndexProgress, IndexReport } from '../indexer/indexer.js';
 import { blockFile, libraryDir, placeBlockFile, removeBlockFile, validatedStatus } from '../library/layout.js';
-import {
-  addValidation,
-  emptyRecord,
-  validationsOf,
-  type BlockRecord,
-  type EmissionProfile,
-} from '../library/record.js';
-import { KNOWN_DISTRIBUTIONS } from '../library/requirements.js';
-import { readDeclaredRequirements } from '../library/repo-requirements.js';
+import { addValidation, emptyRecord, validationsOf, type BlockRecord, type EmissionProfile } from '../records/block.js';
+import { KNOWN_DISTRIBUTIONS } from '../environment/names.js';
+import { readDeclaredRequirements } from '../environment/repo-requirements.js';
 import { classSignature } from '../resolve/classes.js';
 import { ClosureBuilder } from '../resolve/closure.js';
 import type { Workspace } from '../workspace.js';
@@ -88,7 +82,7 @@ export interface SlimInputs {
   entry?: readonly EntryCall[];
 }
 
-/** The record of one block (src/library/record.ts); the name the API had before. */
+/** The record of one block (src/records/block.ts); the name the API had before. */
 export type ExtractionRecord = BlockRecord;
 
 export interface Extraction {
