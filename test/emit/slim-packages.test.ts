@@ -17,7 +17,7 @@ import { test } from 'node:test';
 import { extractAndValidate, extractText } from '../../src/commands/extract.js';
 import { pypiNeeds } from '../../src/commands/environment.js';
 import { InstalledFiles, parseRecordLine, recordDigest } from '../../src/environment/installed.js';
-import { pinImportedPackages } from '../../src/library/requirements.js';
+import { pinImportedPackages } from '../../src/environment/requirements.js';
 import { envPython, findUv, syncPyPIEnvironment } from '../../src/environment/pypi.js';
 import * as api from '../../src/nnrag.js';
 import { fixture, tempDir } from '../helpers.js';
