@@ -9,6 +9,9 @@
 // usage: node dist/bench/slim-same.js --out DIR [--against DIR] [--config CONFIG]
 //   [--store DIR] (the configuration's repositories indexed into one store, kept: the
 //   run before and the run after index once) [--repos a/b,c/d] [--no-fixtures]
+//   [--env DIR] (a PyPI environment: slim's package boundary imports the other indexed
+//   repositories it has installed with the same files, as the validating pipeline does;
+//   a block's own repository stays copied, so timm's modules must not change)
 import {
   cpSync,
   existsSync,
@@ -25,6 +28,9 @@ import { fileURLToPath } from 'node:url';
 import * as api from '../src/nnrag.js';
 import { loadRepoConfig, type ConfiguredRepo } from '../src/config/repos.js';
 import { callSites, dataSites, slimEntry, slimSeeds } from '../src/pipeline/pipeline.js';
+import { InstalledFiles } from '../src/environment/installed.js';
+import { envPython } from '../src/environment/pypi.js';
+import { execFileSync } from 'node:child_process';
 import { args, opt } from './args.js';
 
 const out = opt('--out');
@@ -68,6 +74,17 @@ const repos: ConfiguredRepo[] = [
   ...(opt('--config') ? loadRepoConfig(opt('--config')!) : []),
 ].filter((r) => !only || only.includes(r.name));
 const shared = opt('--store');
+// the environment's sys.path (its interpreter's, isolated from the caller's environment)
+const envDir = opt('--env');
+const installed = envDir
+  ? new InstalledFiles(
+      JSON.parse(
+        execFileSync(envPython(envDir), ['-I', '-c', 'import sys, json; print(json.dumps(sys.path))'], {
+          cwd: '/',
+        }).toString(),
+      ) as string[],
+    )
+  : undefined;
 let emitted = 0;
 for (const repo of repos) {
   const own = !shared || repo.name.startsWith('fixtures/');
@@ -81,7 +98,7 @@ for (const repo of repos) {
       const s = api.extractText(
         ws,
         b.id,
-        { profile: 'slim' },
+        { profile: 'slim', installed },
         { seeds: slimSeeds(sites, null), entry: slimEntry(sites, null) },
       );
       writeFileSync(

@@ -184,6 +184,29 @@ export function testedPin(dist: string, version: string | null): string {
   return m ? `${dist}>=${m[1]}` : dist;
 }
 
+/** The requirement lines with each distribution a slim module imports from (instead of
+ *  copying its code: `emission.packages`, src/emit/slim/packages.ts) pinned to the very
+ *  version whose files it was emitted and validated against, `dist==version` (PEP 440
+ *  version matching): another release may hold other code under the same names. A line
+ *  naming the distribution (PEP 503 comparison) is replaced, else the pin is added. */
+export function pinImportedPackages(
+  lines: readonly string[],
+  packages: readonly { distribution: string; version: string }[],
+): string[] {
+  const out = [...lines];
+  for (const p of packages) {
+    const pin = `${p.distribution}==${p.version}`;
+    const key = normalizeDistName(p.distribution);
+    const i = out.findIndex((l) => {
+      const name = /^\s*([A-Za-z0-9][A-Za-z0-9._-]*)/.exec(l)?.[1];
+      return !!name && normalizeDistName(name) === key;
+    });
+    if (i >= 0) out[i] = pin;
+    else out.push(pin);
+  }
+  return out;
+}
+
 /** Compare two PEP 440 release segments (`2.6.0` < `2.10`); trailing zeros do not count. */
 export function compareRelease(a: string, b: string): number {
   const pa = (/^\s*v?(\d+(?:\.\d+)*)/.exec(a)?.[1] ?? '0').split('.').map(Number);

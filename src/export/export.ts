@@ -29,6 +29,7 @@ import {
   compareRelease,
   KNOWN_DISTRIBUTIONS,
   normalizeDistName,
+  pinImportedPackages,
   requirementLines,
   resolveRequirements,
   testedPin,
@@ -384,14 +385,20 @@ export async function exportBlock(store: IndexStore, id: string, opts: ExportOpt
     else action = 'replaced';
   }
 
+  // the distributions a slim module imports instead of copying are pinned to the version
+  // it was validated against (not when another profile was emitted again from the sources)
+  const imported = opts.profileText ? [] : (e.record.emission.packages ?? []);
   const reqs =
     opts.requirements ??
-    (await blockRequirements(
-      doc.externs,
-      opts.python ? [] : testedIn,
-      doc.requirements,
-      opts.python ?? validation?.python,
-    ));
+    pinImportedPackages(
+      await blockRequirements(
+        doc.externs,
+        opts.python ? [] : testedIn,
+        doc.requirements,
+        opts.python ?? validation?.python,
+      ),
+      imported,
+    );
   const existingReq = existsSync(reqFile) ? readFileSync(reqFile, 'utf8') : '';
   const merged = mergeRequirements(existingReq, reqs);
 

@@ -242,6 +242,16 @@ const properties = {
         },
       },
       proven: { type: 'array', items: str, description: 'decorators the sandbox proved to return their argument' },
+      packages: {
+        type: 'array',
+        description:
+          "installed distributions the slim module imports from instead of copying another repository's code (their files are the indexed ones); export pins each to this version",
+        items: {
+          type: 'object',
+          required: ['distribution', 'version', 'repo', 'modules'],
+          properties: { distribution: str, version: str, repo: str, modules: { type: 'array', items: str } },
+        },
+      },
     },
   },
   ms: { type: 'number', description: 'milliseconds of the extraction' },

@@ -13,6 +13,8 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { emitModule, type NamespaceMap } from '../emit/emitter.js';
 import { slimClosure, type SlimResult } from '../emit/slim/slim.js';
+import { importedPackages, installedLookup } from '../emit/slim/packages.js';
+import { InstalledFiles } from '../environment/installed.js';
 import { blockFile, libraryDir, placeBlockFile, removeBlockFile, validatedStatus } from '../library/layout.js';
 import { addValidation, emptyRecord, validationsOf, type BlockRecord, type EmissionProfile } from '../records/block.js';
 import { KNOWN_DISTRIBUTIONS } from '../environment/names.js';
@@ -75,6 +77,10 @@ export interface ExtractOptions {
    *  pipeline defaults to slim and keeps it only when it validates as the faithful
    *  module does (extractAndValidate, below); without validation nothing proves it */
   profile?: EmissionProfile;
+  /** the validation environment's installed distributions (its sys.path): slim emission
+   *  imports another repository's module from there when the installed file is the
+   *  indexed one (emit/slim/packages.ts) */
+  installed?: InstalledFiles;
 }
 
 export type { EmissionProfile };
@@ -113,7 +119,10 @@ export function extractText(ws: Workspace, id: string, opts: ExtractOptions = {}
   try {
     const resolver = ws.resolver({ extern: opts.extern, intern: opts.intern, importable: opts.importable });
     const profile = opts.profile ?? 'faithful';
-    const sl = profile === 'slim' ? slimClosure(ws.slimAnalysis(resolver), mod, className, slim) : null;
+    const installed = opts.installed ? installedLookup(opts.installed) : undefined;
+    const sl =
+      profile === 'slim' ? slimClosure(ws.slimAnalysis(resolver), mod, className, { ...slim, installed }) : null;
+    const packages = sl ? importedPackages(sl.closure.packages) : [];
     const closure = sl ? sl.closure : new ClosureBuilder(corpus, resolver).build(mod, className);
     const em = emitModule(corpus, closure, sl ? { edits: sl.edits, header: sl.header } : {});
     const diagnostics = [...closure.diagnostics, ...em.diagnostics];
@@ -129,7 +138,7 @@ export function extractText(ws: Workspace, id: string, opts: ExtractOptions = {}
         moduleGraph: em.moduleGraph,
         provenance: em.provenance,
         renames: em.renames,
-        emission: { profile, ...(sl ? { removed: sl.removed } : {}) },
+        emission: { profile, ...(sl ? { removed: sl.removed } : {}), ...(packages.length ? { packages } : {}) },
         ms: performance.now() - t0,
       },
       text: em.text,
@@ -346,8 +355,16 @@ function literalCall(src: string, pos: number): string | null {
  *  §5.5, sys.path order), every other indexed repository that its closure copied
  *  definitions from (`crossed`) or that its module imports at top level (an absolute
  *  import whose top-level package another repository provides: Swin-Transformer's
- *  swin_mlp.py imports timm even where the block needs none of it). */
-function originalSysPath(ws: Workspace, id: string, crossed: readonly string[] = []): string[] | null {
+ *  swin_mlp.py imports timm even where the block needs none of it). A repository in
+ *  `installed` (a slim module imports it from its installed distribution, whose files are
+ *  the indexed ones) is left out: the original then imports that same installed package,
+ *  so the namespace stage can see the copy's imported names denote its very objects. */
+function originalSysPath(
+  ws: Workspace,
+  id: string,
+  crossed: readonly string[] = [],
+  installed: ReadonlySet<string> = new Set(),
+): string[] | null {
   const mod = ws.blockModule(id)?.mod;
   if (!mod || !ws.store.getRepo(mod.repo)) return null;
   const corpus = ws.corpus();
@@ -361,6 +378,7 @@ function originalSysPath(ws: Workspace, id: string, crossed: readonly string[] =
   }
   const out = new Set<string>();
   for (const name of repos) {
+    if (installed.has(name) && name !== mod.repo) continue;
     const repo = ws.store.getRepo(name);
     if (repo) for (const r of sysPathRoots(repo)) out.add(path.join(repo.root, ...r.split('/').filter(Boolean)));
   }
@@ -435,6 +453,14 @@ async function slimOrFaithful(
     return fallback(`slim module is not shorter (${slim.record.lines} lines, faithful ${faithfulRecord.lines})`);
   const sreq: ValidationRequest = { ...req, source: slim.text };
   if (req.namespace && slim.namespace) sreq.namespace = slim.namespace;
+  // the original imports what the slim module imports from installed distributions from
+  // there too (their repositories' checkouts leave its sys.path)
+  const packages = emission.packages ?? [];
+  if (req.original && packages.length) {
+    const crossed = [...new Set(slim.record.provenance.map((p) => p.repo))];
+    const sysPath = originalSysPath(ws, id, crossed, new Set(packages.map((p) => p.repo)));
+    if (sysPath) sreq.original = { ...req.original, sysPath };
+  }
   const r = await validate(sreq, 'slim');
   const lost = (Object.keys(faithful.stages) as Stage[]).filter(
     (s) => faithful.stages[s] === 'pass' && r.stages[s] !== 'pass',
@@ -451,6 +477,7 @@ async function slimOrFaithful(
     slimLines: slim.record.lines,
     removed: emission.removed ?? [],
     proven,
+    ...(packages.length ? { packages } : {}),
   };
   return { record: slim.record, text: slim.text, result: r };
 }
@@ -597,6 +624,8 @@ export async function extractAndValidate(
     // used as a module object keeps its import (closure.ts)
     const importable = opts.importable ?? env.probe?.modules;
     const profile = opts.profile ?? 'slim';
+    // the installed distributions' files, for slim's package boundary (emit/slim/packages.ts)
+    const installed = opts.installed ?? installedFilesOf(env.probe?.path);
     costs.time('corpus load', '', () => ws.corpus());
     // witnesses of the repositories of these blocks, harvested (or read) first
     const harvests = new Map<string, HarvestResult>();
@@ -739,7 +768,7 @@ export async function extractAndValidate(
             const chosen = await slimOrFaithful(
               ws,
               id,
-              { ...opts, importable },
+              { ...opts, importable, installed },
               req,
               { record, result },
               namespace,
@@ -755,7 +784,11 @@ export async function extractAndValidate(
           // the environment that ran (a cached result may predate the facts), with the
           // installed versions of what this block imports: export pins these
           const facts = factsOf();
-          if (facts) v.environment = factsForBlock(facts, env.probe, record.externs, KNOWN_DISTRIBUTIONS);
+          if (facts)
+            v.environment = factsForBlock(facts, env.probe, record.externs, {
+              ...KNOWN_DISTRIBUTIONS,
+              ...packageDistributions(record.emission.packages),
+            });
           // "environment lacks X" (and whether Debian has X) apart from failures of the block
           if (result.category === 'missing-extern') {
             const m = await missing(result.error);
@@ -839,4 +872,23 @@ export async function extractAndValidate(
     if (p && !opts.validator) await p.close();
     ws.store.setKV(KV_KEYS.costsLast, JSON.stringify(costs.table('extract + validate')));
   }
+}
+
+/** The installed files of an environment's sys.path, one reader per path list (its RECORDs
+ *  are read once per run). */
+const installedFilesMemo = new Map<string, InstalledFiles>();
+function installedFilesOf(sysPath: readonly string[] | undefined): InstalledFiles | undefined {
+  if (!sysPath?.length) return undefined;
+  const key = sysPath.join('\0');
+  let f = installedFilesMemo.get(key);
+  if (!f) installedFilesMemo.set(key, (f = new InstalledFiles(sysPath)));
+  return f;
+}
+
+/** The top-level import name → distribution of the packages a slim module imports from
+ *  (`emission.packages`): their RECORD named the distribution, whatever its name. */
+function packageDistributions(packages: BlockRecord['emission']['packages']): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const p of packages ?? []) for (const m of p.modules) out[m.split('.')[0]] = p.distribution;
+  return out;
 }

@@ -106,6 +106,10 @@ export interface EmissionFacts {
   removed?: SlimRemoval[];
   /** decorators the sandbox proved to return their argument (`repo:module:line`) */
   proven?: string[];
+  /** installed distributions the slim module imports from instead of copying their code
+   *  (another repository's modules whose installed files are the indexed ones,
+   *  src/emit/slim/packages.ts): export pins each to this version */
+  packages?: { distribution: string; version: string; repo: string; modules: string[] }[];
 }
 
 /** Where the block's class is defined (the class statement Python binds for

@@ -32,8 +32,30 @@ import type { Diagnostic } from '../records/block.js';
  *  `stmt` of `mod` that the emitted module leaves out. */
 export type SkipRanges = (mod: CorpusModule, stmt: number) => readonly (readonly [number, number])[] | undefined;
 
+/** A module of another indexed repository that the validation environment has installed
+ *  with the same bytes (the distribution whose RECORD lists its file). */
+export interface InstalledSource {
+  distribution: string;
+  version: string;
+}
+
 export interface BuildOptions {
   skip?: SkipRanges;
+  /** slim emission's package boundary: the installed distribution providing `mod` (a
+   *  module of another repository than the block's) with the indexed file's very bytes,
+   *  else null or a reason it is not (`{ copied }`) */
+  installed?: (mod: CorpusModule) => InstalledSource | { copied: string } | null;
+}
+
+/** A module of another repository the closure reached: imported from its installed
+ *  distribution, or copied and why. */
+export interface PackageUse {
+  repo: string;
+  module: string;
+  distribution?: string;
+  version?: string;
+  /** copied (not imported): why */
+  copied?: string;
 }
 
 /** A top-level statement of an interned module that the closure copies. */
@@ -107,6 +129,9 @@ export interface Closure {
   /** `repo:module:name` of a module-level name bound only by imports → the binding it
    *  denotes (one binding, not a second claim on the name) */
   aliases: Map<string, Binding>;
+  /** with `BuildOptions.installed`: the modules of other repositories the block reached,
+   *  by repository and module name (sorted) */
+  packages: PackageUse[];
 }
 
 /** Key of a module-level name of an interned module (as used by `aliases`). */
@@ -125,7 +150,7 @@ export class ClosureBuilder {
   build(mod: CorpusModule, className: string, opts: BuildOptions = {}): Closure {
     const cls = classStatement(mod, className);
     if (!cls) throw new Error(`class ${className} is not defined at module level in ${mod.name}`);
-    const state = new State(this.corpus, this.resolver, opts.skip);
+    const state = new State(this.corpus, this.resolver, opts.skip, opts.installed, mod.repo);
     const root = state.node(mod, cls.stmt);
     // the class name itself is a binding of the emitted module
     state.defBinding(mod, className);
@@ -141,6 +166,9 @@ export class ClosureBuilder {
       importRewrites: state.rewrites,
       diagnostics: state.diagnostics,
       aliases: state.aliases,
+      packages: [...state.packages.values()].sort(
+        (a, b) => a.repo.localeCompare(b.repo) || a.module.localeCompare(b.module),
+      ),
     };
   }
 }
@@ -156,12 +184,17 @@ class State {
   readonly rewrites: ImportRewrite[] = [];
   readonly diagnostics: Diagnostic[] = [];
   readonly aliases = new Map<string, Binding>();
+  readonly packages = new Map<string, PackageUse>();
+  /** extern bindings of definitions imported from installed packages (`installedDef`) */
+  private readonly installedBindings = new Set<Binding>();
   private seq = 0;
 
   constructor(
     private readonly corpus: Corpus,
     private readonly resolver: Resolver,
     private readonly skip?: SkipRanges,
+    private readonly installed?: BuildOptions['installed'],
+    private readonly ownRepo?: string,
   ) {}
 
   node(mod: CorpusModule, stmt: number): StmtNode {
@@ -269,11 +302,15 @@ class State {
     throw new Error(`no binding for a ${t.kind} target`);
   }
 
-  /** When every binding of `targets` denotes one thing and some are import-only slots. */
-  private sameThing(targets: Target[], local: string): Binding | null {
+  /** When every binding of `targets` denotes one thing and some are import-only slots:
+   *  that thing (a definition of another repository's installed module is imported from
+   *  it, `installedDef`). */
+  private sameThing(targets: Target[], local: string, line: number): Binding | null {
     if (!targets.some((t) => t.kind === 'def' && this.importOnly(t.module, t.name, t.stmts))) return null;
     const id = this.identity(targets, local);
-    return id ? this.bindingFor(id, local) : null;
+    if (!id) return null;
+    const t = id.target;
+    return (t.kind === 'def' ? this.installedDef(t.module, t.name, line) : null) ?? this.bindingFor(id, local);
   }
 
   /** After the worklist: every name a copied statement binds only through imports is
@@ -285,8 +322,9 @@ class State {
         if (this.aliases.has(key) || this.bindings.has(`def:${key}`)) continue;
         const targets = this.resolver.resolveName(n.mod, name);
         if (!targets.some((t) => t.kind === 'def' && t.module === n.mod && t.stmts.includes(n.stmt))) continue;
-        const b = this.sameThing(targets, name);
-        if (!b) continue;
+        const b = this.sameThing(targets, name, 0);
+        // a name the copy binds by a kept import of an installed package is that import's
+        if (!b || this.installedBindings.has(b)) continue;
         this.aliases.set(key, b);
         addOrigin(b, n.mod, name);
       }
@@ -355,6 +393,54 @@ class State {
     });
   }
 
+  /** The package boundary (slim emission): a module of another repository than the
+   *  block's that the validation environment has installed with the indexed file's very
+   *  bytes is that repository as its users have it, so what the block needs from it is
+   *  imported (`from pkg.mod import name`, the definition's own module: Language Reference
+   *  §7.11 binds the object that module's namespace holds) instead of copied. The block's
+   *  own repository is always copied. Records, per module of another repository, whether
+   *  it was imported (distribution, version) or copied (why). */
+  private installedOf(mod: CorpusModule): InstalledSource | null {
+    if (!this.installed || mod.repo === this.ownRepo || mod.name === '__main__') return null;
+    const key = `${mod.repo}\0${mod.name}`;
+    const seen = this.packages.get(key);
+    if (seen) return seen.copied === undefined ? { distribution: seen.distribution!, version: seen.version! } : null;
+    const r = this.installed(mod);
+    const use: PackageUse =
+      r && !('copied' in r)
+        ? { repo: mod.repo, module: mod.name, distribution: r.distribution, version: r.version }
+        : { repo: mod.repo, module: mod.name, copied: r ? r.copied : 'not installed in the validation environment' };
+    this.packages.set(key, use);
+    return use.copied === undefined ? { distribution: use.distribution!, version: use.version! } : null;
+  }
+
+  /** The extern binding importing definition `name` of `mod` from its installed
+   *  distribution, when the package boundary applies to it (`installedOf`); a name the
+   *  module deletes again cannot be imported from it. */
+  private installedDef(mod: CorpusModule, name: string, line: number): Binding | null {
+    if (this.corpus.deletersOf(mod, name).length || !this.installedOf(mod)) return null;
+    const edge: ImportEdge = { kind: 'from', module: mod.name, level: 0, name, asname: null, line, start: 0, end: 0 };
+    const b = this.externBinding(name, { kind: 'extern', edge, absModule: mod.name, qualified: `${mod.name}.${name}` });
+    this.installedBindings.add(b);
+    addOrigin(b, mod, name);
+    return b;
+  }
+
+  /** Every target of an import edge is a definition (or module) of another repository's
+   *  installed module: the import can stay as written, absolute, and runs the installed
+   *  package's code where the original ran it (lazily in a function body). */
+  private installedEdge(targets: Target[]): boolean {
+    if (!this.installed || !targets.length) return false;
+    return targets.every((t) => {
+      if (t.kind === 'def') return !this.corpus.deletersOf(t.module, t.name).length && !!this.installedOf(t.module);
+      if (t.kind === 'module') {
+        const m = this.corpus.module(t.name, t.repo ?? this.ownRepo ?? '');
+        return !!m && !!this.installedOf(m);
+      }
+      return false;
+    });
+  }
+
   private builtinBinding(name: string): Binding {
     const key = `builtin:${name}`;
     let b = this.bindings.get(key);
@@ -372,14 +458,22 @@ class State {
     eager: boolean,
     ref: { name: string; line: number; soft?: boolean },
   ): { chosen: Binding | null; unique: boolean } {
-    const same = this.sameThing(targets, local);
+    const same = this.sameThing(targets, local, ref.line);
+    // one definition of another repository's installed module: imported, not copied
+    const sameInstalled = same && this.installedBindings.has(same) ? same : null;
     let chosen: Binding | null = same;
     const distinct = new Set<Binding>();
     for (const t of targets) {
       let b: Binding | null = null;
       switch (t.kind) {
         case 'def': {
-          const installed = same ? null : this.ownFileReader(from, t, local, ref);
+          if (sameInstalled) {
+            b = sameInstalled;
+            break;
+          }
+          const installed = same
+            ? null
+            : (this.installedDef(t.module, t.name, ref.line) ?? this.ownFileReader(from, t, local, ref));
           if (installed) {
             b = installed;
             break;
@@ -561,6 +655,12 @@ class State {
             `the guarded import of ${abs} is kept as written: ${abs} needs ${failing}, which the validation environment cannot import, so the import fails and its handler runs, as in the original`,
             'warning',
           );
+          continue;
+        }
+        // an import of another repository's installed package stays as written (absolute)
+        if (!(e.kind === 'from' && e.name === '*') && this.installedEdge(this.followEdge(n, e))) {
+          keep.push({ edge: e, absModule: abs });
+          if (e.kind === 'from' && e.level > 0) interned = true;
           continue;
         }
         interned = true;

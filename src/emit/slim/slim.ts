@@ -15,6 +15,7 @@
 // without `_`/`-` (factories normalise their argument).
 import type { Closure, StmtNode } from '../../resolve/closure.js';
 import { ClosureBuilder, slotKey } from '../../resolve/closure.js';
+import { type InstalledLookup, packagesHeader } from './packages.js';
 import type { CorpusModule } from '../../resolve/corpus.js';
 import type { SlimAnalysis } from './analysis.js';
 import type { Resolver } from '../../resolve/names.js';
@@ -38,6 +39,9 @@ export interface SlimOptions {
   /** calls of the block from outside (call sites, validated arguments): the values its
    *  parameters take besides their defaults (values.ts) */
   entry?: readonly EntryCall[];
+  /** the package boundary (packages.ts): modules of other repositories installed in the
+   *  validation environment with the indexed bytes are imported, not copied */
+  installed?: InstalledLookup;
 }
 
 export interface SlimResult {
@@ -163,7 +167,7 @@ export function slimClosure(
         if (!r) skipMemo.set(k, (r = skipRanges(m, stmt)));
         return r;
       };
-      closure = builder.build(mod, className, { skip });
+      closure = builder.build(mod, className, { skip, installed: opts.installed });
       const grew = growReached(closure, syntax, skip, (m, stmt) => sitesOf(m, stmt).options, reached);
       if (!grew || round >= MAX_ROUNDS) {
         // a removed decorator whose receiver (`MODELS` of `@MODELS.register_module()`) the
@@ -253,7 +257,10 @@ export function slimClosure(
     if (edits.length) editsByNode.set(n, edits);
   }
   removed.sort((a, b) => a.path.localeCompare(b.path) || a.lines[0] - b.lines[0]);
-  const header = headerOf(removed);
+  const header = [
+    ...headerOf(removed),
+    ...packagesHeader(closure.packages, new Set(closure.nodes.map((n) => `${n.mod.repo}\0${n.mod.name}`))),
+  ];
   return { closure, edits: (n) => editsByNode.get(n), header, removed, unknownDecorators };
 }
 

@@ -1,7 +1,7 @@
 """Unit tests of the harness package (src/validate/python/nnrag_harness), one class per
 module: values (encode / decode), harvest (argparse defaults read statically, size ranks,
-configurations by use, entry-point call plans) and sources (the witness source and the
-label -> source rule). Run with a Python that has torch (test/validate/harness-package.test.ts)."""
+configurations by use, entry-point call plans), sources (the witness source and the
+label -> source rule) and stash (the original's modules hidden and kept). Run with a Python that has torch (test/validate/harness-package.test.ts)."""
 
 import dataclasses
 import functools
@@ -28,6 +28,7 @@ from nnrag_harness import source_guess as SG  # noqa: E402
 from nnrag_harness import source_table as ST  # noqa: E402
 from nnrag_harness import source_witness as SW  # noqa: E402
 from nnrag_harness import sources as S  # noqa: E402
+from nnrag_harness import stash as STASH_MOD  # noqa: E402
 from nnrag_harness import structured as T  # noqa: E402
 from nnrag_harness import values as V  # noqa: E402
 
@@ -990,3 +991,39 @@ class ConfigsTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class StashTest(unittest.TestCase):
+    """hide_new_repository_modules: the repository's modules a step imported leave
+    sys.modules but stay in STASH, so the next step (equivalence) gets the same modules
+    back instead of running their import-time code a second time against what stayed
+    (an installed package's registry that the first import filled)."""
+
+    def test_hidden_modules_are_kept_and_not_imported_again(self):
+        import importlib
+
+        with tempfile.TemporaryDirectory() as root:
+            os.makedirs(os.path.join(root, "nnragstash_pkg"))
+            with open(os.path.join(root, "nnragstash_pkg", "__init__.py"), "w") as f:
+                f.write("import nnragstash_shared\nnnragstash_shared.REG.append(__name__)\n")
+            shared = types.ModuleType("nnragstash_shared")
+            shared.REG = []
+            sys.modules["nnragstash_shared"] = shared
+            sys.path.insert(0, root)
+            try:
+                before = len(sys.modules)
+                first = importlib.import_module("nnragstash_pkg")
+                STASH_MOD.hide_new_repository_modules(before, [root])
+                self.assertNotIn("nnragstash_pkg", sys.modules)
+                self.assertIs(STASH_MOD.STASH.get("nnragstash_pkg"), first)
+                # put back as the equivalence stage does: the same module, imported once
+                for name, m in STASH_MOD.STASH.items():
+                    sys.modules.setdefault(name, m)
+                self.assertIs(importlib.import_module("nnragstash_pkg"), first)
+                self.assertEqual(shared.REG, ["nnragstash_pkg"])
+                self.assertIn("nnragstash_shared", sys.modules, "what is not the repository's stays")
+            finally:
+                sys.path.remove(root)
+                for name in ("nnragstash_pkg", "nnragstash_shared"):
+                    sys.modules.pop(name, None)
+                    STASH_MOD.STASH.pop(name, None)

@@ -40,11 +40,16 @@ def hide_new_repository_modules(before, roots):
     imports the original package still fails. Everything else it imported stays: torch's
     own submodules above all. Dropping those breaks the process: `import torch._dynamo`
     run a second time re-registers torch._inductor.test_operators' operator library and
-    aborts (torch 2), and a C extension cannot be initialised twice."""
+    aborts (torch 2), and a C extension cannot be initialised twice.
+    The repository's modules are kept in STASH (put back for the equivalence stage, as a
+    zygote's are), not dropped: importing them a second time runs their import-time code
+    again against what stayed, and an installed package the original shares with the copy
+    (slim's package boundary: mmcv registering its transforms in the installed mmengine's
+    registry) then refuses the second registration."""
     import itertools
 
     prefixes = root_prefixes(roots)
     tail = list(itertools.islice(reversed(sys.modules), max(0, len(sys.modules) - before)))
     for name in tail:
         if of_roots(sys.modules.get(name), prefixes):
-            del sys.modules[name]
+            STASH.setdefault(name, sys.modules.pop(name))
