@@ -58,6 +58,8 @@ describe('namespace stage', { skip: skip ?? false }, () => {
       ['cwd-value', 'pkg.a.Block', 2],
       // names bound only under `if TYPE_CHECKING:` are unbound in the original at run time
       ['type-checking-names', 'pkg.a.Block', 2],
+      // a function an extern factory made (one code object, equal closure cells)
+      ['extern-factory-closure', 'pkg.a.Block', 3],
     ] as const) {
       const { req } = await extract(name, target);
       const r = await pool.validate(req);
