@@ -18,6 +18,7 @@ import {
   envFor,
   envPython,
   findUv,
+  indexedInstalls,
   lockPins,
   nativeBuildDirs,
   syncPyPIEnvironment,
@@ -88,6 +89,55 @@ test('compiled operators and distribution names are read from the packaging file
   assert.equal(declaredDistributionName(root), 'acme-ops');
   write(root, { 'pyproject.toml': '[project]\nname = "acme-pyproject"\nversion = "1"\n' });
   assert.equal(declaredDistributionName(root), 'acme-pyproject');
+});
+
+test('a repository is installed from its checkout when it is a package named for its distribution', () => {
+  const dir = tempDir();
+  // a library whose registry imports its own package at run time (PEP 503: acme_lib is acme-lib)
+  const lib = write(path.join(dir, 'lib'), {
+    'setup.cfg': '[metadata]\nname = acme-lib\n',
+    'setup.py': 'from setuptools import setup\nsetup()\n',
+    'acme_lib/__init__.py': '',
+  });
+  // a flat checkout of scripts: its distribution is not one of its top-level packages
+  const scripts = write(path.join(dir, 'scripts'), {
+    'pyproject.toml': '[project]\nname = "AcmeScripts"\nversion = "1"\n',
+    'models/__init__.py': '',
+  });
+  // a package whose root setup.py compiles operators: its own build installs it
+  const ops = write(path.join(dir, 'ops'), {
+    'setup.py': "from torch.utils.cpp_extension import CppExtension\nsetup(name='acme_ops')\n",
+    'acme_ops/__init__.py': '',
+  });
+  // sources only: nothing to install
+  const src = write(path.join(dir, 'src'), { 'acme_src/__init__.py': '' });
+  const repo = (name: string, root: string, declared: string[] = []) => ({
+    name,
+    root,
+    declared,
+    imported: [],
+    unknown: [],
+  });
+  const needs = {
+    repos: [
+      repo('acme/lib', lib),
+      repo('acme/scripts', scripts),
+      repo('acme/ops', ops),
+      repo('acme/src', src, ['acme-lib>=1']),
+    ],
+    indexed: new Map([
+      ['acme_lib', 'acme/lib'],
+      ['models', 'acme/scripts'],
+      ['acme_ops', 'acme/ops'],
+      ['acme_src', 'acme/src'],
+    ]),
+  };
+  const installs = (repos: string[]) => indexedInstalls(needs, repos).map((x) => `${x.repo} ${x.distribution}`);
+  assert.deepEqual(installs(['acme/lib']), ['acme/lib acme-lib']);
+  assert.deepEqual(installs(['acme/scripts']), []);
+  assert.deepEqual(installs(['acme/ops']), []);
+  // a repository that declares an indexed one gets that one installed; itself stays on the path
+  assert.deepEqual(installs(['acme/src']), ['acme/lib acme-lib']);
 });
 
 test('a PyPI environment: shared group, a conflicting repository in its own, indexed repositories installed, routing by --env', {
