@@ -846,6 +846,14 @@ export async function syncPyPIEnvironment(
         `${o.repo}: its own requirements do not resolve either; it validates in the shared environment: ${lock.error.split('\n').slice(-1)[0]}`,
       );
       groups[0].repos.push(o.repo);
+      // the indexed repositories it declares, and itself, go into the environment it
+      // validates in
+      for (const x of indexedInstalls(n, [o.repo])) {
+        if (groups[0].indexed.some((y) => y.repo === x.repo)) continue;
+        log(`  installing ${x.distribution} from the indexed ${x.repo} (${x.root})`);
+        await installIndexed(uv, target, x, opts);
+        groups[0].indexed.push(x);
+      }
       continue;
     }
     groups.push(

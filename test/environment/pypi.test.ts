@@ -169,7 +169,15 @@ test('a PyPI environment: shared group, a conflicting repository in its own, ind
     'libc/extra.py':
       'import torch\nimport nnragfix_never_declared\n\n\nclass BlockX(torch.nn.Module):\n    def forward(self, x):\n        return nnragfix_never_declared.f(x)\n',
   });
-  for (const r of [liba, libb, libc]) execFileSync('git', ['init', '-q', r]);
+  // a package named for its distribution whose requirement resolves nowhere: it validates
+  // in the shared environment, and is installed there
+  const libd = write(path.join(dir, 'libd'), {
+    'requirements.txt': 'nnragfix-dep==3.0\n',
+    'setup.py':
+      "from setuptools import setup\nsetup(name='nnragfix-libd', version='0.1', packages=['nnragfix_libd'])\n",
+    'nnragfix_libd/__init__.py': 'VALUE = 7\n',
+  });
+  for (const r of [liba, libb, libc, libd]) execFileSync('git', ['init', '-q', r]);
   const ws = api.Workspace.open(path.join(dir, 'store'), { create: true });
   const spec = (name: string, p: string) => ({
     name,
@@ -181,7 +189,7 @@ test('a PyPI environment: shared group, a conflicting repository in its own, ind
     packageRoots: null,
   });
   await api.index(ws, {
-    repos: [spec('acme/liba', liba), spec('acme/libb', libb), spec('acme/libc', libc)],
+    repos: [spec('acme/liba', liba), spec('acme/libb', libb), spec('acme/libc', libc), spec('acme/libd', libd)],
     workers: 1,
   });
   await extractAndValidate(
@@ -230,6 +238,17 @@ test('a PyPI environment: shared group, a conflicting repository in its own, ind
   assert.equal(readFileSync(file, 'utf8'), readFileSync(path.join(libb, 'libb/__init__.py'), 'utf8'));
   assert.equal(envFor(env, 'acme/libc'), own!.dir);
   assert.equal(envFor(env, 'acme/liba'), env);
+  assert.ok(shared.repos.includes('acme/libd'), JSON.stringify(shared.repos));
+  assert.ok(
+    shared.indexed.some((x) => x.repo === 'acme/libd' && !x.error),
+    `${JSON.stringify(shared.indexed)}\n${logs.join('\n')}`,
+  );
+  assert.equal(
+    execFileSync(envPython(env), ['-c', 'import nnragfix_libd; print(nnragfix_libd.VALUE)'], { cwd: '/' })
+      .toString()
+      .trim(),
+    '7',
+  );
 
   // nothing changed: nothing is installed again
   const again: string[] = [];
