@@ -434,23 +434,48 @@ function indexedDistributions(needs: PyPINeeds): Map<string, { repo: string; roo
   return out;
 }
 
-/** Indexed repositories a group's repositories declare as requirements (installed from
- *  their checkouts, without their dependencies: those are in the lock). */
-function indexedInstalls(needs: PyPINeeds, repos: string[]): IndexedInstall[] {
+/** A checkout with packaging files; one without (sources only) cannot be installed: it
+ *  stays on the path. */
+function packaged(root: string): boolean {
+  return ['setup.py', 'pyproject.toml', 'setup.cfg'].some((f) => existsSync(path.join(root, f)));
+}
+
+/** The indexed repositories installed into a group from their checkouts (without their
+ *  dependencies: those are in the lock): those its repositories declare as requirements,
+ *  and each repository itself when it is a package named for its distribution (PEP 503
+ *  names: mmpretrain's `mmpretrain`, pytorch_geometric's `torch_geometric` as
+ *  torch-geometric). Such a repository's code imports its own package at run time (a
+ *  registry importing the modules of its scope, a function importing a sibling module,
+ *  `import pkg.sub as sub`), and its users have it installed (`pip install .`), so its
+ *  environment does too. A repository whose setup.py compiles operators at its root is
+ *  installed by that build instead (buildNative), and a flat checkout of scripts
+ *  (top-level `models/`, `utils/`) is not its distribution's package: it stays on the path. */
+export function indexedInstalls(needs: PyPINeeds, repos: string[]): IndexedInstall[] {
   const dists = indexedDistributions(needs);
   const out = new Map<string, IndexedInstall>();
   for (const r of needs.repos.filter((x) => repos.includes(x.name))) {
     for (const d of r.declared) {
       const name = /^\s*([A-Za-z0-9][A-Za-z0-9._-]*)/.exec(d)?.[1];
       const hit = name ? dists.get(normalizeDistName(name)) : undefined;
-      // a checkout without packaging files (sources only) cannot be installed: it stays on the path
-      const packaged =
-        hit && ['setup.py', 'pyproject.toml', 'setup.cfg'].some((f) => existsSync(path.join(hit.root, f)));
-      if (hit && packaged && hit.repo !== r.name && !out.has(hit.repo))
+      if (hit && packaged(hit.root) && hit.repo !== r.name && !out.has(hit.repo))
         out.set(hit.repo, { repo: hit.repo, distribution: hit.name, root: hit.root });
     }
+    const own = ownInstall(needs, r);
+    if (own && !out.has(own.repo)) out.set(own.repo, own);
   }
   return [...out.values()];
+}
+
+/** The repository itself as an install from its checkout, when it is a package named for
+ *  its distribution and no build of its compiled operators installs it. */
+function ownInstall(needs: PyPINeeds, r: PyPINeeds['repos'][number]): IndexedInstall | null {
+  if (!r.root || !packaged(r.root)) return null;
+  const name = declaredDistributionName(r.root);
+  if (!name) return null;
+  const key = normalizeDistName(name);
+  const named = [...needs.indexed].some(([mod, repo]) => repo === r.name && normalizeDistName(mod) === key);
+  if (!named || nativeBuildDirs(r.root, 0).length) return null;
+  return { repo: r.name, distribution: name, root: r.root };
 }
 
 /** The universe of a repository in the store: itself and the indexed repositories it
@@ -697,7 +722,8 @@ function torchOf(pins: string[]): string {
 /**
  * `nnrag env create DIR` / `env sync DIR` with the PyPI backend: resolve the groups, lock
  * each, install each lock, install the indexed repositories that other repositories
- * declare, build the compiled operators of the indexed repositories, write the manifest.
+ * declare and the packaged repositories themselves (indexedInstalls), build the compiled
+ * operators of the indexed repositories, write the manifest.
  * `needs` null: torch and the tools only.
  */
 export async function syncPyPIEnvironment(
@@ -820,6 +846,14 @@ export async function syncPyPIEnvironment(
         `${o.repo}: its own requirements do not resolve either; it validates in the shared environment: ${lock.error.split('\n').slice(-1)[0]}`,
       );
       groups[0].repos.push(o.repo);
+      // the indexed repositories it declares, and itself, go into the environment it
+      // validates in
+      for (const x of indexedInstalls(n, [o.repo])) {
+        if (groups[0].indexed.some((y) => y.repo === x.repo)) continue;
+        log(`  installing ${x.distribution} from the indexed ${x.repo} (${x.root})`);
+        await installIndexed(uv, target, x, opts);
+        groups[0].indexed.push(x);
+      }
       continue;
     }
     groups.push(

@@ -82,7 +82,9 @@ export interface Binding {
   /** order of first use, for deciding who keeps a contested name */
   seq: number;
   /** module-level names of the original modules that denote this binding (for the
-   *  validator's namespace stage): `name` in `mod` is the same object */
+   *  validator's namespace stage): `name` in `mod` is the same object when the original
+   *  runs. A name bound only in the body of `if TYPE_CHECKING:` is none of them: it is
+   *  unbound at run time (PEP 484), so a binding reached only through one has none */
   origins?: { mod: CorpusModule; name: string }[];
 }
 
@@ -229,10 +231,14 @@ class State {
     return soft;
   }
 
-  defBinding(mod: CorpusModule, name: string): Binding {
+  /** The binding of definition `name` of `mod`; `runtime` false when it is reached only
+   *  through a name bound under `if TYPE_CHECKING:` (then `mod.name` is no origin yet:
+   *  the copy binds it for type checkers only, as the original where it is read). */
+  defBinding(mod: CorpusModule, name: string, runtime = true): Binding {
     const key = `def:${slotKey(mod, name)}`;
     let b = this.bindings.get(key);
-    if (!b) this.bindings.set(key, (b = { key, name, kind: 'def', mod, seq: this.seq++, origins: [{ mod, name }] }));
+    if (!b) this.bindings.set(key, (b = { key, name, kind: 'def', mod, seq: this.seq++, origins: [] }));
+    if (runtime) addOrigin(b, mod, name);
     return b;
   }
 
@@ -295,10 +301,10 @@ class State {
     return out;
   }
 
-  private bindingFor(id: { target: Target }, local: string): Binding {
+  private bindingFor(id: { target: Target }, local: string, runtime: boolean): Binding {
     const t = id.target;
     if (t.kind === 'extern') return this.externBinding(local, t, false);
-    if (t.kind === 'def') return this.defBinding(t.module, t.name);
+    if (t.kind === 'def') return this.defBinding(t.module, t.name, runtime);
     throw new Error(`no binding for a ${t.kind} target`);
   }
 
@@ -310,7 +316,25 @@ class State {
     const id = this.identity(targets, local);
     if (!id) return null;
     const t = id.target;
-    return (t.kind === 'def' ? this.installedDef(t.module, t.name, line) : null) ?? this.bindingFor(id, local);
+    return (
+      (t.kind === 'def' ? this.installedDef(t.module, t.name, line) : null) ??
+      this.bindingFor(id, local, !this.typeCheckingOnly(targets))
+    );
+  }
+
+  /** Every target is a name its module binds only by imports in the body of
+   *  `if TYPE_CHECKING:`, which never runs (typing.TYPE_CHECKING is False at run time,
+   *  PEP 484): the name is unbound when the original runs, bound for type checkers only
+   *  (and read in string annotations, which are not evaluated, PEP 563). It denotes
+   *  what the import names for a type checker (the copy keeps the statement, so one
+   *  name serves both), but it is no origin of that binding at run time. */
+  private typeCheckingOnly(targets: Target[]): boolean {
+    return (
+      targets.length > 0 &&
+      targets.every(
+        (t) => t.kind === 'def' && !!this.importOnly(t.module, t.name, t.stmts)?.every((e) => e.typeChecking),
+      )
+    );
   }
 
   /** After the worklist: every name a copied statement binds only through imports is
@@ -326,7 +350,7 @@ class State {
         // a name the copy binds by a kept import of an installed package is that import's
         if (!b || this.installedBindings.has(b)) continue;
         this.aliases.set(key, b);
-        addOrigin(b, n.mod, name);
+        if (!this.typeCheckingOnly(targets)) addOrigin(b, n.mod, name);
       }
     }
   }
@@ -449,18 +473,19 @@ class State {
   }
 
   /** Turn resolved targets into bindings (and pull their statements in). Returns the
-   *  binding the reference should use, if any, and whether it is the only thing the
-   *  targets denote. */
+   *  binding the reference should use, if any, whether it is the only thing the
+   *  targets denote, and whether the name is bound when the original runs. */
   private bind(
     from: StmtNode,
     targets: Target[],
     local: string,
     eager: boolean,
     ref: { name: string; line: number; soft?: boolean },
-  ): { chosen: Binding | null; unique: boolean } {
+  ): { chosen: Binding | null; unique: boolean; runtime: boolean } {
     const same = this.sameThing(targets, local, ref.line);
     // one definition of another repository's installed module: imported, not copied
     const sameInstalled = same && this.installedBindings.has(same) ? same : null;
+    const runtime = !this.typeCheckingOnly(targets);
     let chosen: Binding | null = same;
     const distinct = new Set<Binding>();
     for (const t of targets) {
@@ -478,7 +503,7 @@ class State {
             b = installed;
             break;
           }
-          b = same ?? this.defBinding(t.module, t.name);
+          b = same ?? this.defBinding(t.module, t.name, runtime);
           // `del name` at module level is part of the name's binding history
           for (const i of this.corpus.deletersOf(t.module, t.name)) this.node(t.module, i);
           for (const i of t.stmts) {
@@ -546,7 +571,7 @@ class State {
       if (b) distinct.add(b);
       if (b && !chosen) chosen = b;
     }
-    return { chosen, unique: !!chosen && (!!same || distinct.size === 1) };
+    return { chosen, unique: !!chosen && (!!same || distinct.size === 1), runtime };
   }
 
   process(n: StmtNode): void {
@@ -583,7 +608,11 @@ class State {
     const resolvedTargets = ref.soft ? targets.filter((t) => t.kind !== 'unresolved' && t.kind !== 'module') : targets;
     if (!resolvedTargets.length) return;
     const end = consumed > 0 ? ref.attrEnds![consumed - 1] : ref.end;
-    const { chosen: b, unique } = this.bind(n, resolvedTargets, ref.name, ref.eager, {
+    const {
+      chosen: b,
+      unique,
+      runtime,
+    } = this.bind(n, resolvedTargets, ref.name, ref.eager, {
       name: ref.name,
       line: lineOf(ref.start),
       soft: ref.soft,
@@ -598,8 +627,9 @@ class State {
       ...(consumed > 0 && ref.shadows ? { shadows: ref.shadows } : {}),
     });
     // the module-level name read here denotes the binding (unless it is bound to
-    // several things, or the reference goes through module attributes)
-    if (unique && consumed === 0 && b.kind !== 'builtin') addOrigin(b, n.mod, ref.name);
+    // several things, or the reference goes through module attributes, or it is bound
+    // only under `if TYPE_CHECKING:` and so unbound when the original runs)
+    if (unique && runtime && consumed === 0 && b.kind !== 'builtin') addOrigin(b, n.mod, ref.name);
   }
 
   /** Imports that are not plain top-level import statements: extern edges stay as

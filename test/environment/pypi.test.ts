@@ -18,6 +18,7 @@ import {
   envFor,
   envPython,
   findUv,
+  indexedInstalls,
   lockPins,
   nativeBuildDirs,
   syncPyPIEnvironment,
@@ -90,6 +91,55 @@ test('compiled operators and distribution names are read from the packaging file
   assert.equal(declaredDistributionName(root), 'acme-pyproject');
 });
 
+test('a repository is installed from its checkout when it is a package named for its distribution', () => {
+  const dir = tempDir();
+  // a library whose registry imports its own package at run time (PEP 503: acme_lib is acme-lib)
+  const lib = write(path.join(dir, 'lib'), {
+    'setup.cfg': '[metadata]\nname = acme-lib\n',
+    'setup.py': 'from setuptools import setup\nsetup()\n',
+    'acme_lib/__init__.py': '',
+  });
+  // a flat checkout of scripts: its distribution is not one of its top-level packages
+  const scripts = write(path.join(dir, 'scripts'), {
+    'pyproject.toml': '[project]\nname = "AcmeScripts"\nversion = "1"\n',
+    'models/__init__.py': '',
+  });
+  // a package whose root setup.py compiles operators: its own build installs it
+  const ops = write(path.join(dir, 'ops'), {
+    'setup.py': "from torch.utils.cpp_extension import CppExtension\nsetup(name='acme_ops')\n",
+    'acme_ops/__init__.py': '',
+  });
+  // sources only: nothing to install
+  const src = write(path.join(dir, 'src'), { 'acme_src/__init__.py': '' });
+  const repo = (name: string, root: string, declared: string[] = []) => ({
+    name,
+    root,
+    declared,
+    imported: [],
+    unknown: [],
+  });
+  const needs = {
+    repos: [
+      repo('acme/lib', lib),
+      repo('acme/scripts', scripts),
+      repo('acme/ops', ops),
+      repo('acme/src', src, ['acme-lib>=1']),
+    ],
+    indexed: new Map([
+      ['acme_lib', 'acme/lib'],
+      ['models', 'acme/scripts'],
+      ['acme_ops', 'acme/ops'],
+      ['acme_src', 'acme/src'],
+    ]),
+  };
+  const installs = (repos: string[]) => indexedInstalls(needs, repos).map((x) => `${x.repo} ${x.distribution}`);
+  assert.deepEqual(installs(['acme/lib']), ['acme/lib acme-lib']);
+  assert.deepEqual(installs(['acme/scripts']), []);
+  assert.deepEqual(installs(['acme/ops']), []);
+  // a repository that declares an indexed one gets that one installed; itself stays on the path
+  assert.deepEqual(installs(['acme/src']), ['acme/lib acme-lib']);
+});
+
 test('a PyPI environment: shared group, a conflicting repository in its own, indexed repositories installed, routing by --env', {
   skip,
   timeout: 600_000,
@@ -119,7 +169,15 @@ test('a PyPI environment: shared group, a conflicting repository in its own, ind
     'libc/extra.py':
       'import torch\nimport nnragfix_never_declared\n\n\nclass BlockX(torch.nn.Module):\n    def forward(self, x):\n        return nnragfix_never_declared.f(x)\n',
   });
-  for (const r of [liba, libb, libc]) execFileSync('git', ['init', '-q', r]);
+  // a package named for its distribution whose requirement resolves nowhere: it validates
+  // in the shared environment, and is installed there
+  const libd = write(path.join(dir, 'libd'), {
+    'requirements.txt': 'nnragfix-dep==3.0\n',
+    'setup.py':
+      "from setuptools import setup\nsetup(name='nnragfix-libd', version='0.1', packages=['nnragfix_libd'])\n",
+    'nnragfix_libd/__init__.py': 'VALUE = 7\n',
+  });
+  for (const r of [liba, libb, libc, libd]) execFileSync('git', ['init', '-q', r]);
   const ws = api.Workspace.open(path.join(dir, 'store'), { create: true });
   const spec = (name: string, p: string) => ({
     name,
@@ -131,7 +189,7 @@ test('a PyPI environment: shared group, a conflicting repository in its own, ind
     packageRoots: null,
   });
   await api.index(ws, {
-    repos: [spec('acme/liba', liba), spec('acme/libb', libb), spec('acme/libc', libc)],
+    repos: [spec('acme/liba', liba), spec('acme/libb', libb), spec('acme/libc', libc), spec('acme/libd', libd)],
     workers: 1,
   });
   await extractAndValidate(
@@ -180,6 +238,17 @@ test('a PyPI environment: shared group, a conflicting repository in its own, ind
   assert.equal(readFileSync(file, 'utf8'), readFileSync(path.join(libb, 'libb/__init__.py'), 'utf8'));
   assert.equal(envFor(env, 'acme/libc'), own!.dir);
   assert.equal(envFor(env, 'acme/liba'), env);
+  assert.ok(shared.repos.includes('acme/libd'), JSON.stringify(shared.repos));
+  assert.ok(
+    shared.indexed.some((x) => x.repo === 'acme/libd' && !x.error),
+    `${JSON.stringify(shared.indexed)}\n${logs.join('\n')}`,
+  );
+  assert.equal(
+    execFileSync(envPython(env), ['-c', 'import nnragfix_libd; print(nnragfix_libd.VALUE)'], { cwd: '/' })
+      .toString()
+      .trim(),
+    '7',
+  );
 
   // nothing changed: nothing is installed again
   const again: string[] = [];

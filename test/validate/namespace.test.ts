@@ -56,6 +56,10 @@ describe('namespace stage', { skip: skip ?? false }, () => {
       ['try-flag-unused', 'pkg.a.Block', 2],
       // a value computed from the working directory: the original imports in one like the copy's
       ['cwd-value', 'pkg.a.Block', 2],
+      // names bound only under `if TYPE_CHECKING:` are unbound in the original at run time
+      ['type-checking-names', 'pkg.a.Block', 2],
+      // a function an extern factory made (one code object, equal closure cells)
+      ['extern-factory-closure', 'pkg.a.Block', 3],
     ] as const) {
       const { req } = await extract(name, target);
       const r = await pool.validate(req);

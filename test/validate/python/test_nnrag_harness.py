@@ -977,10 +977,35 @@ class ConfigsTest(unittest.TestCase):
                 "import torch\nx = 1\nif __name__ == '__main__':\n    net = Net(3)\n    y = net(torch.ones(1))\n",
             )
             got = CF.dict_type_configs([d])
+            # the nested dict with a `type` is a call of its own (the registry builds it)
             self.assertEqual(
-                [(c["type"], c["kwargs"], c["types"]) for c in got],
-                [("Net", {"depth": 2, "head": {"type": "Head", "k": [1, 2]}}, ["Head", "Net"])],
+                [(c["name"], c["type"], c["kwargs"], c["types"]) for c in got],
+                [
+                    ("model", "Net", {"depth": 2, "head": {"type": "Head", "k": [1, 2]}}, ["Head", "Net"]),
+                    ("model.head", "Head", {"k": [1, 2]}, ["Head"]),
+                ],
             )
+            # a name reads the file's earlier assignment; a rebinding to code drops it; the
+            # same call twice is one; at most per_type calls of one class
+            self.write(
+                d,
+                "configs/b.py",
+                "norm = dict(type='BN', eps=1e-3)\n"
+                "m1 = dict(type='Body', norm=norm, blocks=[dict(type='Block', k=1), dict(type='Block', k=1)])\n"
+                "norm = make()\n"
+                "m2 = dict(type='Body', norm=norm)\n"
+                "m3 = dict(type='Block', k=2)\nm4 = dict(type='Block', k=3)\n",
+            )
+            got = [(c["name"], c["type"], c["kwargs"]) for c in CF.dict_type_configs([d], per_type=2)]
+            self.assertIn(
+                ("m1", "Body", {"norm": {"type": "BN", "eps": 1e-3}, "blocks": [{"type": "Block", "k": 1}] * 2}), got
+            )
+            self.assertIn(("norm", "BN", {"eps": 1e-3}), got)
+            self.assertNotIn("m1.norm", [g[0] for g in got])
+            self.assertIn(("m1.blocks[0]", "Block", {"k": 1}), got)
+            self.assertNotIn("m1.blocks[1]", [g[0] for g in got])
+            self.assertNotIn("m2", [g[0] for g in got])
+            self.assertEqual([g[2] for g in got if g[1] == "Block"], [{"k": 1}, {"k": 2}])
             code, names = CF.main_snippet(p)
             self.assertTrue({"Net", "torch"} <= names)
             ns = {"Net": lambda n: (lambda t: t * n), "torch": torch}

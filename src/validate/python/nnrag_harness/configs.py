@@ -10,6 +10,7 @@
 #   snippets `if __name__ == "__main__":` blocks of library modules that build a model;
 #            run in the module's namespace under the harvest's recorder and budget
 import ast
+import copy
 import os
 import re
 
@@ -61,16 +62,20 @@ def _read(path):
         return None
 
 
-def _literal(node):
+def _literal(node, names=None):
     """A literal value (ast.literal_eval), with `dict(a=1)` calls as dicts; a device
-    string naming CUDA reads as CPU (the sandbox has none). Raises ValueError."""
+    string naming CUDA reads as CPU (the sandbox has none). `names`: the values of the
+    file's earlier module-level assignments, which a bare name reads (Language Reference
+    §4.2.2: a name is looked up when the statement runs). Raises ValueError."""
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict" and not node.args:
-        return {k.arg: _literal(k.value) for k in node.keywords if k.arg}
+        return {k.arg: _literal(k.value, names) for k in node.keywords if k.arg}
     if isinstance(node, (ast.List, ast.Tuple)):
-        vals = [_literal(e) for e in node.elts]
+        vals = [_literal(e, names) for e in node.elts]
         return vals if isinstance(node, ast.List) else tuple(vals)
     if isinstance(node, ast.Dict):
-        return {_literal(k): _literal(v) for k, v in zip(node.keys, node.values) if k is not None}
+        return {_literal(k, names): _literal(v, names) for k, v in zip(node.keys, node.values) if k is not None}
+    if isinstance(node, ast.Name) and names is not None and node.id in names:
+        return copy.deepcopy(names[node.id])
     v = ast.literal_eval(node)
     if isinstance(v, str) and re.match(r"^cuda(:\d+)?$", v):
         return "cpu"
@@ -172,10 +177,46 @@ def _count(tree):
     return sum(_count(v) if isinstance(v, dict) else 1 for v in tree.values())
 
 
-def dict_type_configs(roots, limit=600, max_files=200):
-    """`NAME = dict(type='X', …)` assignments at the top of the repository's config
-    files (a file that assigns no function or class): (file, name, type, kwargs)."""
-    out = []
+def dict_type_configs(roots, limit=4000, max_files=400, per_type=3):
+    """`dict(type='X', …)` values of the repository's config files (a file that defines no
+    function or class), each a constructor call in the registry convention: `type` names
+    the class, the other keys are its keyword arguments. The module-level assignments
+    (`model = dict(type='Net', …)`) and every such dict nested in them
+    (`backbone=dict(type='ResNet', depth=50)`, which the outer class builds through its
+    registry) are calls: (file, name, type, kwargs, types). A name a value reads is the
+    file's earlier assignment of it (`norm_cfg = dict(type='BN')`, then
+    `norm_cfg=norm_cfg`). Distinct calls only, at most `per_type` of one class, so that
+    many classes have one."""
+    out, seen, count = [], set(), {}
+
+    def add(p, root, name, v):
+        if not isinstance(v.get("type"), str):
+            return
+        kwargs = {k: x for k, x in v.items() if k != "type"}
+        key = (v["type"], repr(kwargs))
+        if key in seen or count.get(v["type"], 0) >= per_type:
+            return
+        seen.add(key)
+        count[v["type"]] = count.get(v["type"], 0) + 1
+        out.append(
+            {
+                "file": os.path.relpath(p, root),
+                "name": name,
+                "type": v["type"],
+                "kwargs": kwargs,
+                "types": sorted(_types_in(v)),
+            }
+        )
+
+    def walk(p, root, name, v):
+        if isinstance(v, dict):
+            add(p, root, name, v)
+            for k, x in v.items():
+                walk(p, root, "%s.%s" % (name, k), x)
+        elif isinstance(v, (list, tuple)):
+            for i, x in enumerate(v):
+                walk(p, root, "%s[%d]" % (name, i), x)
+
     for root, p in _py_files(roots, limit):
         src = _read(p)
         if not src or "type=" not in src:
@@ -186,27 +227,20 @@ def dict_type_configs(roots, limit=600, max_files=200):
             continue
         if any(isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)) for n in tree.body):
             continue  # a module with code, not a config file
+        names = {}
         for node in tree.body:
             if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
                 continue
             try:
-                v = _literal(node.value)
+                v = _literal(node.value, names)
             except (ValueError, TypeError, SyntaxError, RecursionError):
+                names.pop(node.targets[0].id, None)  # rebound to what is not read statically
                 continue
-            if isinstance(v, dict) and isinstance(v.get("type"), str):
-                kwargs = {k: x for k, x in v.items() if k != "type"}
-                out.append(
-                    {
-                        "file": os.path.relpath(p, root),
-                        "name": node.targets[0].id,
-                        "type": v["type"],
-                        "kwargs": kwargs,
-                        "types": sorted(_types_in(v)),
-                    }
-                )
+            names[node.targets[0].id] = v
+            walk(p, root, node.targets[0].id, v)
         if len(out) >= max_files:
             break
-    return out
+    return out[:max_files]
 
 
 def _types_in(v):
