@@ -43,6 +43,10 @@ export interface TestsReport {
   skipped: number;
   stopped: string[];
   errors: string[];
+  /** tests not run: every class their code names already had called witnesses */
+  unneeded?: number;
+  /** tests not run: the step's budget was spent */
+  unrun?: number;
   exit?: number;
 }
 
@@ -228,6 +232,8 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
             budgetSeconds: budget / 1000,
             ...(entryMemoryMb ? { memoryMb: entryMemoryMb } : {}),
             ...(needsModel(e) && provider ? { provider: provider.entry } : {}),
+            // a test file skips the tests that name only classes already called
+            ...(e.kind === 'test' ? { called: [...cur.called] } : {}),
           },
           budget + 15000,
         );

@@ -17,6 +17,7 @@
 # runs; a test that ignores it is ended by the step's budget); what a failing, skipped or
 # stopped test recorded before it stopped is kept, nothing more.
 import ast
+import inspect
 import os
 import re
 import signal
@@ -196,7 +197,6 @@ def doc_entries(repo_root, classes, by_name, pytest_ok):
                     }
                 )
     # 3. `>>>` examples in the docstrings of the repository's classes, run in the class's module namespace
-    import inspect
 
     for cid, cls in sorted(classes.items()):
         doc = cls.__dict__.get("__doc__")
@@ -369,6 +369,44 @@ def run_example(entry, repo_root, install, torch):
         exec(compile(ast.Module([st], []), path, "exec"), ns)  # noqa: S102
 
 
+def test_reach(item, rec):
+    """The repository classes a collected test names: the global names its function's code
+    reads (nested code included) and those of the test module's own functions it calls,
+    one level (helpers that build the layer). Empty when it names none (it runs)."""
+    fn = getattr(item, "function", None) or getattr(item, "obj", None)
+    fn = getattr(fn, "__func__", fn)
+    if not hasattr(fn, "__code__"):
+        return set()
+    ids = getattr(rec, "_class_keys", None)
+    if ids is None:
+        ids = rec._class_keys = {id(c): k for k, c in rec.repo.items()}
+    g = getattr(fn, "__globals__", {})
+    out = set()
+    for code in H.code_objects(fn):
+        for n in code.co_names:
+            v = g.get(n)
+            if v is None:
+                continue
+            if id(v) in ids:
+                out.add(ids[id(v)])
+            elif inspect.isfunction(v) and v.__module__ == fn.__module__:
+                for c2 in H.code_objects(v):
+                    out.update(ids[id(g[m])] for m in c2.co_names if m in g and id(g[m]) in ids)
+    return out
+
+
+def rec_calls(rec):
+    """Per repository class key: how many of its instances this step saw called."""
+    ids = getattr(rec, "_class_keys", None) or {id(c): k for k, c in rec.repo.items()}
+    n = {}
+    for k, calls in rec.calls.items():
+        if calls and k in rec.built:
+            cid = ids.get(id(rec.built[k][1]))
+            if cid is not None:
+                n[cid] = n.get(cid, 0) + 1
+    return n
+
+
 def run_test_file(cfg, entry, repo_root, budget, t0, install, torch):
     """One test file through pytest (its own collection, fixtures and parametrization),
     the wrappers installed once collection imported what the tests use; each test's
@@ -377,6 +415,8 @@ def run_test_file(cfg, entry, repo_root, budget, t0, install, torch):
 
     per_test = float(cfg.get("testSeconds") or DEFAULT_TEST_SECONDS)
     counts = {"collected": 0, "passed": 0, "failed": 0, "skipped": 0, "stopped": [], "errors": []}
+    # classes with a called witness before this step (the harvest's greedy order says which)
+    called_before = set(cfg.get("called") or ())
 
     class Gate(object):
         @pytest.hookimpl(tryfirst=True)
@@ -386,6 +426,14 @@ def run_test_file(cfg, entry, repo_root, budget, t0, install, torch):
             if budget - (time.monotonic() - t0) < 0.5:
                 item.session.shouldstop = "the step's budget is spent"
                 counts["unrun"] = counts.get("unrun", 0) + 1
+                return True
+            # a test whose code names only classes that already have called witnesses
+            # (before this step, or twice in it: the other parameter sets of a
+            # parametrized test) adds nothing: not run (greedy coverage, per test)
+            rec = install()
+            reach = test_reach(item, rec)
+            if reach and all(c in called_before or rec_calls(rec).get(c, 0) >= 2 for c in reach):
+                counts["unneeded"] = counts.get("unneeded", 0) + 1
                 return True
             return None
 
