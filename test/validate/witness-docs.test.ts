@@ -2,7 +2,8 @@
 // "Tests and documented examples"): a fixture library of layers with no model builder,
 // whose layout-string constructors nothing guesses. Its pytest suite (parametrize, a
 // conftest fixture, a test failing after it built its layer, a test left out because the
-// classes it names were called already, a test that never ends),
+// classes it names were called already, a test that never ends, a test file that does not
+// import, in the same pytest session),
 // its README's Python code block and a class docstring's `>>>` examples are run in the
 // real sandbox; each block that is `needs-args` without them passes forward and
 // equivalence with them, named by its source; the hanging test is stopped and reported;
@@ -66,8 +67,11 @@ test('witnesses from pytest tests (parametrize, fixtures), a README code block a
     // building, the first parametrization passed, the second was not run (its code names
     // only Banded, through a helper, which two tests had called by then), one stopped by
     // its own budget
-    const tf = entry('test:tests/test_layers.py');
+    // both test files in one pytest session, the one reaching more classes first; the
+    // file that does not import is reported at collection and the other still runs
+    const tf = entry('test:tests/test_layers.py +1');
     assert.ok(tf?.tests, JSON.stringify(h.entries));
+    assert.deepEqual(tf.tests.files, ['tests/test_layers.py', 'tests/test_unimportable.py'], JSON.stringify(tf));
     assert.equal(tf.tests.collected, 4, JSON.stringify(tf));
     assert.equal(tf.tests.passed, 1, JSON.stringify(tf));
     assert.equal(tf.tests.failed, 2, JSON.stringify(tf)); // the stopped test counts as failed

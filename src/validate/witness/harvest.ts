@@ -47,6 +47,10 @@ export interface TestsReport {
   unneeded?: number;
   /** tests not run: the step's budget was spent */
   unrun?: number;
+  /** the session's test files none of whose tests ran (the step's budget was spent) */
+  unrunFiles?: string[];
+  /** the test files run in the session (the entry's first) */
+  files?: string[];
   exit?: number;
 }
 
@@ -221,9 +225,16 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
       continue;
     }
     const left = limit - (performance.now() - phaseStart);
+    // test files share a pytest session, TEST_FILES_PER_STEP to a step: its start (the
+    // runner, the conftest files) is paid once, and the per-test gate skips what an
+    // earlier file of the session already called
+    const more = new Map(
+      batch.map((e) => [e, e.kind === 'test' ? cur.take((x) => x.kind === 'test', TEST_FILES_PER_STEP - 1) : []]),
+    );
     await Promise.all(
       batch.map(async (e) => {
         const budget = Math.max(1000, Math.min(entryMs, left));
+        const extra = more.get(e) ?? [];
         const r = await ask(
           {
             ...base,
@@ -233,7 +244,7 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
             ...(entryMemoryMb ? { memoryMb: entryMemoryMb } : {}),
             ...(needsModel(e) && provider ? { provider: provider.entry } : {}),
             // a test file skips the tests that name only classes already called
-            ...(e.kind === 'test' ? { called: [...cur.called] } : {}),
+            ...(e.kind === 'test' ? { called: [...cur.called], files: [e, ...extra].map((x) => x.file) } : {}),
           },
           budget + 15000,
         );
@@ -268,6 +279,14 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
           out.witnesses[cls] = mergeWitnesses(out.witnesses[cls] ?? [], c.witnesses, perClass);
         }
         cur.report(e, rep.built, classes, rep.memoryMb ?? 0);
+        if (extra.length) {
+          // the files of the session: run with the first, or given back when none of
+          // their tests started before the step's budget ended
+          const unrun = new Set(h?.tests?.unrunFiles ?? []);
+          cur.giveBack(extra.filter((x) => unrun.has(x.file ?? '')));
+          for (const x of extra.filter((x) => !unrun.has(x.file ?? ''))) cur.report(x, rep.built, {}, 0);
+          rep.entry += ` +${extra.length - unrun.size}`;
+        }
         // the provider: the quickest that built and ran its model, else the quickest that built one
         const rank = (r: EntryReport) => (r.forward ? 0 : 1e9) + r.ms;
         if (
@@ -296,6 +315,9 @@ const entryName = (e: HarvestEntry) => e.via ?? `${e.module}.${e.qualname}`;
 /** a wrapper of a whole model: its plan asks for a model instance */
 const needsModel = (e: HarvestEntry) =>
   Object.values(e.plan).some((s) => !!s && typeof s === 'object' && 'instance' in (s as object));
+
+/** Test files run in one pytest session (one harvest step). */
+export const TEST_FILES_PER_STEP = 4;
 
 /** Runs without a new class after which a family is exhausted. */
 export const IDLE_RUNS = 2;
@@ -423,6 +445,30 @@ export class GreedyOrder {
       this.pending.length = 0;
     }
     return batch;
+  }
+
+  /** Up to `n` more pending entries that `want` accepts and that would still cover a class
+   *  without a called witness, taken out of the order (best score first; their families
+   *  count as started): test files that share one pytest session with a file `next` gave. */
+  take(want: (e: HarvestEntry) => boolean, n: number): HarvestEntry[] {
+    if (n <= 0 || this.stopped) return [];
+    const out: HarvestEntry[] = [];
+    const score = new Map(this.pending.map((e) => [e, this.score(e)]));
+    const ranked = this.pending
+      .filter((e) => want(e) && score.get(e)! > 0 && !this.exhausted.has(this.family(e)))
+      .sort((a, b) => score.get(b)! - score.get(a)! || this.sortKey(a).name.localeCompare(this.sortKey(b).name));
+    for (const e of ranked.slice(0, n)) {
+      this.pending.splice(this.pending.indexOf(e), 1);
+      this.runs.set(this.family(e), (this.runs.get(this.family(e)) ?? 0) + 1);
+      out.push(e);
+    }
+    return out;
+  }
+
+  /** Entries `take` gave back unrun (the step's budget ended before any of their tests). */
+  giveBack(entries: HarvestEntry[]): void {
+    for (const e of entries) this.runs.set(this.family(e), (this.runs.get(this.family(e)) ?? 1) - 1);
+    this.pending.push(...entries);
   }
 
   /** What a run of `e` gave: built or not, per class covered whether it was called, and

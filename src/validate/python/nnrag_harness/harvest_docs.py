@@ -417,6 +417,9 @@ def run_test_file(cfg, entry, repo_root, budget, t0, install, torch):
     counts = {"collected": 0, "passed": 0, "failed": 0, "skipped": 0, "stopped": [], "errors": []}
     # classes with a called witness before this step (the harvest's greedy order says which)
     called_before = set(cfg.get("called") or ())
+    # the files of the session (the harvest gives several test files one pytest session)
+    files = list(cfg.get("files") or [entry["file"]])
+    started, collected_files = set(), set()
 
     class Gate(object):
         @pytest.hookimpl(tryfirst=True)
@@ -427,6 +430,7 @@ def run_test_file(cfg, entry, repo_root, budget, t0, install, torch):
                 item.session.shouldstop = "the step's budget is spent"
                 counts["unrun"] = counts.get("unrun", 0) + 1
                 return True
+            started.add(item.nodeid.split("::")[0])
             # a test whose code names only classes that already have called witnesses
             # (before this step, or twice in it: the other parameter sets of a
             # parametrized test) adds nothing: not run (greedy coverage, per test)
@@ -441,6 +445,7 @@ def run_test_file(cfg, entry, repo_root, budget, t0, install, torch):
         @pytest.hookimpl(trylast=True)
         def pytest_collection_finish(self, session):
             counts["collected"] = len(session.items)
+            collected_files.update(i.nodeid.split("::")[0] for i in session.items)
             install()
 
         @pytest.hookimpl(hookwrapper=True)
@@ -479,8 +484,10 @@ def run_test_file(cfg, entry, repo_root, budget, t0, install, torch):
                     msg = str(getattr(report, "longrepr", "") or "").strip().split("\n")[-1]
                     counts["errors"].append("%s: %s" % (report.nodeid, msg[:200]))
 
-    args = [
-        os.path.join(repo_root, entry["file"]),
+    args = [os.path.join(repo_root, f) for f in files] + [
+        # a file that does not import is reported, the others run (pytest stops the whole
+        # session at a collection error otherwise)
+        "--continue-on-collection-errors",
         "-q",
         "-p",
         "no:cacheprovider",
@@ -495,4 +502,8 @@ def run_test_file(cfg, entry, repo_root, budget, t0, install, torch):
     ]
     rc = pytest.main(args, plugins=[Plugin(), Gate()])
     counts["exit"] = int(rc)
+    if len(files) > 1:
+        counts["files"] = files
+        # files none of whose tests started: the harvest gives them another step
+        counts["unrunFiles"] = [f for f in files if f not in started and f in collected_files]
     return counts
