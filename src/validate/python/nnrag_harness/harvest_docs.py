@@ -34,6 +34,10 @@ NOT_TESTS = {"docs", "doc", "examples", "example", "benchmark", "benchmarks"}
 MAX_FILES = 2000
 MAX_DOC_BYTES = 400_000
 DEFAULT_TEST_SECONDS = 10.0
+# tests naming the same classes that run in a row without calling a class new to the
+# harvest, after which the others naming only called classes are not run (as IDLE_RUNS
+# for the harvest's families, witness/harvest.ts)
+IDLE_TESTS = 2
 
 
 class TestTimeout(Exception):
@@ -420,6 +424,7 @@ def run_test_file(cfg, entry, repo_root, budget, t0, install, torch):
     # the files of the session (the harvest gives several test files one pytest session)
     files = list(cfg.get("files") or [entry["file"]])
     started, collected_files = set(), set()
+    idle = {}  # per set of named classes: tests in a row that called no class new to the harvest
 
     class Gate(object):
         @pytest.hookimpl(tryfirst=True)
@@ -431,14 +436,18 @@ def run_test_file(cfg, entry, repo_root, budget, t0, install, torch):
                 counts["unrun"] = counts.get("unrun", 0) + 1
                 return True
             started.add(item.nodeid.split("::")[0])
-            # a test whose code names only classes that already have called witnesses
-            # (before this step, or twice in it: the other parameter sets of a
-            # parametrized test) adds nothing: not run (greedy coverage, per test)
-            rec = install()
-            reach = test_reach(item, rec)
-            if reach and all(c in called_before or rec_calls(rec).get(c, 0) >= 2 for c in reach):
-                counts["unneeded"] = counts.get("unneeded", 0) + 1
-                return True
+            # greedy coverage per test: a test whose code names only classes that have
+            # called witnesses (before this step or in it) is not run once IDLE_TESTS
+            # tests naming the same classes ran without calling a class not called before
+            # (the rest of a parametrized test, the tenth test of one layer; a test whose
+            # flags reach other inner classes keeps its siblings running)
+            sig = getattr(item, "_nnrag_reach", None)
+            if sig and idle.get(sig, 0) >= IDLE_TESTS:
+                called = set(rec_calls(install()))
+                if all(c in called_before or c in called for c in sig):
+                    item._nnrag_unneeded = True
+                    counts["unneeded"] = counts.get("unneeded", 0) + 1
+                    return True
             return None
 
     class Plugin(object):
@@ -457,6 +466,8 @@ def run_test_file(cfg, entry, repo_root, budget, t0, install, torch):
             rec = install()
             rec.current = "test:" + item.nodeid
             state = {"timed_out": False}
+            item._nnrag_reach = frozenset(test_reach(item, rec))
+            before = set(rec_calls(rec))
 
             def test_alarm(signum, frame):
                 if time.monotonic() - t0 >= budget - 0.05:
@@ -475,6 +486,10 @@ def run_test_file(cfg, entry, repo_root, budget, t0, install, torch):
                 rec.current = "test:" + entry["file"]
                 if state["timed_out"]:
                     counts["stopped"].append(item.nodeid)
+                sig = item._nnrag_reach
+                if sig and not getattr(item, "_nnrag_unneeded", False):
+                    gained = set(rec_calls(rec)) - before - called_before
+                    idle[sig] = 0 if gained else idle.get(sig, 0) + 1
 
         def pytest_runtest_logreport(self, report):
             if report.when == "call" or (report.when == "setup" and not report.passed):
