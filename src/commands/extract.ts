@@ -15,13 +15,7 @@ import { emitModule, type NamespaceMap } from '../emit/emitter.js';
 import { slimClosure, type SlimResult } from '../emit/slim/slim.js';
 import type { IndexProgress, IndexReport } from '../indexer/indexer.js';
 import { blockFile, libraryDir, placeBlockFile, removeBlockFile, validatedStatus } from '../library/layout.js';
-import {
-  addValidation,
-  emptyRecord,
-  validationsOf,
-  type BlockRecord,
-  type EmissionProfile,
-} from '../library/record.js';
+import { addValidation, emptyRecord, validationsOf, type BlockRecord, type EmissionProfile } from '../records/block.js';
 import { KNOWN_DISTRIBUTIONS } from '../library/requirements.js';
 import { readDeclaredRequirements } from '../library/repo-requirements.js';
 import { classSignature } from '../resolve/classes.js';
@@ -82,7 +76,7 @@ export interface SlimInputs {
   entry?: readonly EntryCall[];
 }
 
-/** The record of one block (src/library/record.ts); the name the API had before. */
+/** The record of one block (src/records/block.ts); the name the API had before. */
 export type ExtractionRecord = BlockRecord;
 
 export interface Extraction {

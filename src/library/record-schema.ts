@@ -1,9 +1,9 @@
-// The JSON schema of the block record (library/record.ts `BlockRecord`), for users of
+// The JSON schema of the block record (records/block.ts `BlockRecord`), for users of
 // `--json` and of the records the store keeps. docs/block-record.schema.json is this object
 // written out by scripts/block-record-schema.ts; test/library/record.test.ts checks that
 // the file is current, that every record field is described (the key list below is checked
 // against the type by the compiler) and that real extraction records satisfy it.
-import type { BlockRecord } from './record.js';
+import type { BlockRecord } from '../records/block.js';
 
 const str = { type: 'string' } as const;
 const strs = { type: 'array', items: str } as const;

@@ -12,7 +12,7 @@ import { detectLicense } from './provenance.js';
 import { environmentSummaries, listExtractions, type StoredExtraction } from '../store/records.js';
 import { environmentLack, environmentLacks, equivalenceSkips, type EnvironmentLack } from './report-environment.js';
 import { histogram, summarize, wilson, type Bin, type Interval } from './stats.js';
-import { matchesEnvironment, validationsOf, type BlockRecord } from './record.js';
+import { matchesEnvironment, validationsOf, type BlockRecord } from '../records/block.js';
 
 export const REPORT_STAGES = [
   'parse',

@@ -17,7 +17,7 @@ import { createGunzip } from 'node:zlib';
 import path from 'node:path';
 import { NnragError } from '../util/errors.js';
 import { debianPackageFor, type RepoRequirements } from '../library/repo-requirements.js';
-import { normalizeDistName } from '../library/requirements.js';
+import { normalizeDistName } from '../environment/names.js';
 
 /** One distribution the store needs. */
 export interface EnvNeed {

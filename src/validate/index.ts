@@ -29,6 +29,19 @@ export {
   validationKey,
   passesStages,
   MAX_STORED_ERROR,
-  type ValidationRecord,
 } from './record.js';
+// The vocabulary of the validator's results, defined with the validation record (src/records/).
+export {
+  STAGES,
+  type Stage,
+  type StageStatus,
+  type FailureCategory,
+  type ArgumentsSource,
+  type JsonValue,
+  type EquivalenceResult,
+  type NamespaceResult,
+  type EnvironmentFacts,
+  type MissingRequirement,
+  type ValidationRecord,
+} from '../records/validation.js';
 export { userWitness, parseInputShapes, USER_ENTRY } from './user-inputs.js';

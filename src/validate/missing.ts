@@ -7,22 +7,8 @@
 // Lookups are memoised per module name (one `apt-cache policy` per name and run).
 import { execFile } from 'node:child_process';
 import { debianCandidatesFor, installedDebianPackages, readManifest } from './env-packages.js';
-import { KNOWN_DISTRIBUTIONS } from '../library/requirements.js';
-
-export type MissingVerdict = 'lacks' | 'no-package' | 'version' | 'unknown';
-
-export interface MissingRequirement {
-  /** top-level import name */
-  module: string;
-  distribution: string;
-  /** the Debian package that provides it (or the first name tried when none does) */
-  debian: string;
-  /** Debian's candidate version, null when no package of that name exists */
-  candidate: string | null;
-  /** the package is installed in the environment */
-  installed: boolean;
-  verdict: MissingVerdict;
-}
+import { KNOWN_DISTRIBUTIONS } from '../environment/names.js';
+import type { MissingRequirement } from '../records/validation.js';
 
 /** The missing module of a missing-extern error: `No module named 'x.y'` → x (PEP 328
  *  names; relative imports never reach here), `module 'x' has no attribute` → x with the

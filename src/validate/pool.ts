@@ -32,16 +32,13 @@ import {
   type Probe,
   type SandboxConfig,
 } from './environment.js';
+import { STAGES, type EnvironmentFacts, type Stage, type StageStatus } from '../records/validation.js';
 import {
   DEFAULT_REQUIRED_STAGES,
-  STAGES,
   type Limits,
   type PoolOptions,
-  type Stage,
-  type StageStatus,
   type ValidationRequest,
   type ValidationResult,
-  type EnvironmentFacts,
 } from './types.js';
 import { passesStages } from './record.js';
 

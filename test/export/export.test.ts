@@ -9,7 +9,7 @@ import path from 'node:path';
 import { before, describe, test } from 'node:test';
 import { IndexStore } from '../../src/store/store.js';
 import { getExtraction, putExtraction } from '../../src/store/records.js';
-import { addValidation, validationsOf } from '../../src/library/record.js';
+import { addValidation, validationsOf } from '../../src/records/block.js';
 import { compareRelease } from '../../src/library/requirements.js';
 import { exportBlock, mergeRequirements, requirementName, snakeCase } from '../../src/export/export.js';
 import { NnragError, UsageError } from '../../src/util/errors.js';

@@ -24,7 +24,7 @@ import { listExtractions, putExtraction } from '../../src/store/records.js';
 import { BLOCK_RECORD_SCHEMA } from '../../src/library/record-schema.js';
 import { violations } from '../support/json-schema.js';
 import { publicVersion } from '../../src/library/requirements.js';
-import type { BlockSpec } from '../../src/library/spec-types.js';
+import type { BlockSpec } from '../../src/records/spec.js';
 import { originUrl } from '../../src/library/swhid.js';
 import { extractAndValidate } from '../../src/commands/extract.js';
 import { repoRoot, tempDir } from '../helpers.js';
