@@ -184,3 +184,14 @@ test('test files share a session: take gives the best-scoring others that still 
     'the file given back runs; test_d is skipped',
   );
 });
+
+test('lanes: next leaves out a family that is running and, with steps still running, keeps what cannot start yet', () => {
+  const order = new GreedyOrder([entry('net1', ['a.Net']), entry('net5', ['a.Net']), entry('zed9', ['b.Other'])]);
+  const first = order.next(1, false);
+  assert.deepEqual(names(first), ['net1']);
+  const busy = new Set([order.family(first[0])]);
+  assert.deepEqual(names(order.next(2, false, true, busy)), ['zed9'], 'the running family waits');
+  assert.deepEqual(names(order.next(1, false, true, busy)), [], 'nothing else can start');
+  assert.deepEqual(names(order.pending), ['net5'], 'kept while a step runs');
+  assert.deepEqual(names(order.next(1, false, false)), ['net5'], 'its family is free again');
+});
