@@ -33,7 +33,7 @@ import {
   resolveRequirements,
   testedPin,
   topLevelName,
-} from '../library/requirements.js';
+} from '../environment/requirements.js';
 import { validationsOf, type EnvValidation } from '../records/block.js';
 import { NnragError, UsageError } from '../util/errors.js';
 import { ensureDir, writeFileAtomic } from '../util/fs.js';

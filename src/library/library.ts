@@ -27,7 +27,7 @@ import {
   type RequiredRepos,
 } from './provenance.js';
 import { cachedValidationTexts, extractionHashes, listExtractions, type StoredExtraction } from '../store/records.js';
-import { requirementLines, resolveRequirements, type Requirement } from './requirements.js';
+import { requirementLines, resolveRequirements, type Requirement } from '../environment/requirements.js';
 import { buildSpec, initSpecParser, type ValidationFacts } from './spec.js';
 import type { BlockSpec } from '../records/spec.js';
 

@@ -109,7 +109,12 @@ const validation = {
     equivalence: {
       type: 'object',
       required: ['status'],
-      properties: { status: stageStatus, reason: str, maxAbsDiff: { type: 'number' } },
+      properties: {
+        status: stageStatus,
+        reason: str,
+        maxAbsDiff: { type: 'number' },
+        originalMs: { type: 'number', description: 'milliseconds importing and building the original' },
+      },
     },
     namespace: {
       type: 'object',
@@ -266,6 +271,29 @@ const properties = {
       required: ['importName', 'pep508'],
       properties: { importName: str, pep508: nullable('string') },
     },
+  },
+  inputs: {
+    type: 'object',
+    description: 'what the validated result was computed from: a re-run with the same inputs reuses the record',
+    required: ['code', 'env', 'options', 'layout', 'request', 'files'],
+    properties: {
+      code: str,
+      env: str,
+      options: str,
+      layout: str,
+      request: str,
+      files: {
+        type: 'array',
+        description: '[repository, path, blob id] of every file the closure read',
+        items: { type: 'array', items: str, minItems: 3, maxItems: 3 },
+      },
+    },
+  },
+  reuse: {
+    type: 'object',
+    description: 'whether the run that wrote or read the record reused the stored result, and why',
+    required: ['reused', 'why'],
+    properties: { reused: { type: 'boolean' }, why: str },
   },
 } satisfies Record<keyof BlockRecord, object>;
 

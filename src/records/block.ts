@@ -175,6 +175,27 @@ export interface BlockRecord {
   validations?: Record<string, EnvValidation>;
   /** PEP 508 requirements of the externs (the library stage resolves them) */
   requirements?: BlockRequirement[];
+  /** what the validated result was computed from (commands/reuse.ts): a re-run whose
+   *  inputs are the same reads this record instead of emitting and validating again */
+  inputs?: BlockInputs;
+  /** of the run that wrote or read this record: whether the stored result was reused, and why */
+  reuse?: { reused: boolean; why: string };
+}
+
+/** Digests of what a block's validated result depends on (commands/reuse.ts). */
+export interface BlockInputs {
+  /** nnrag's code (compiled modules and the validation harness) */
+  code: string;
+  /** validation environment id */
+  env: string;
+  /** the pipeline's options (profile, required stages, equivalence, intern/extern, importable) */
+  options: string;
+  /** every repository's name, root and module paths */
+  layout: string;
+  /** call sites, data sites, witnesses */
+  request: string;
+  /** `[repo, path, blob]` of every file the closure read */
+  files: [string, string, string][];
 }
 
 /** One environment's validation of a block: the record plus whether it passed the

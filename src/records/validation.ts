@@ -56,6 +56,8 @@ export interface EquivalenceResult {
   status: StageStatus;
   reason?: string;
   maxAbsDiff?: number;
+  /** milliseconds importing and building the original module (where it got that far) */
+  originalMs?: number;
 }
 
 /** Where the constructor arguments that were used came from: the user (`--args`,
@@ -165,6 +167,6 @@ export interface ValidationRecord {
    *  package, whether the environment could have it */
   missing?: MissingRequirement;
   /** a torch-version failure: the torch requirement the block's repository declares
-   *  (its packaging files, library/repo-requirements.ts), the version that has the API */
+   *  (its packaging files, environment/repo-requirements.ts), the version that has the API */
   torchRequired?: { spec: string; file: string; line: number };
 }

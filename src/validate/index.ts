@@ -1,5 +1,6 @@
 // Public API of the validator: the sandboxed worker pool, environment discovery,
-// doctor, root filesystem creation, and record helpers.
+// doctor, the sandboxed check of a root filesystem, and record helpers. (Making environments
+// — PyPI, a Debian root filesystem — is the environment layer's, src/environment/.)
 export * from './types.js';
 export {
   ValidatorPool,
@@ -10,19 +11,8 @@ export {
   type ProbedEnvironment,
   type WorkerInfo,
 } from './pool.js';
-export { findPython, harnessPath, environmentId } from './environment.js';
+export { findPython, harnessPath, harnessSource, environmentId, checkRootfs } from './environment.js';
 export { doctor } from './doctor.js';
-export { createRootfs, BASE_PACKAGES, type CreateRootfsOptions } from './rootfs.js';
-export {
-  syncEnvironment,
-  storeNeeds,
-  readManifest,
-  installedDebianPackages,
-  type EnvManifest,
-  type EnvNeed,
-  type ManifestEntry,
-  type SyncResult,
-} from './env-packages.js';
 export {
   toRecord,
   forStorage,

@@ -150,7 +150,7 @@ export interface DoctorReport {
   distributions?: string[];
   /** with --rootfs: its installed Debian packages (`name=version`, part of the id) */
   debianPackages?: string[];
-  /** with --rootfs: what `nnrag env create/sync --store` asked for and got (env-packages.ts) */
-  environment?: import('./env-packages.js').EnvManifest | null;
+  /** with --rootfs: what `nnrag env create/sync --store` asked for and got (environment/debian.ts) */
+  environment?: import('../environment/debian.js').EnvManifest | null;
   problems: string[];
 }

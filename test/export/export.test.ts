@@ -10,7 +10,7 @@ import { before, describe, test } from 'node:test';
 import { IndexStore } from '../../src/store/store.js';
 import { getExtraction, putExtraction } from '../../src/store/records.js';
 import { addValidation, validationsOf } from '../../src/records/block.js';
-import { compareRelease } from '../../src/library/requirements.js';
+import { compareRelease } from '../../src/environment/requirements.js';
 import { exportBlock, mergeRequirements, requirementName, snakeCase } from '../../src/export/export.js';
 import { NnragError, UsageError } from '../../src/util/errors.js';
 import { repoRoot, tempDir } from '../helpers.js';

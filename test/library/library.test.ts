@@ -23,7 +23,7 @@ import type { RequiredRepos } from '../../src/library/provenance.js';
 import { listExtractions, putExtraction } from '../../src/store/records.js';
 import { BLOCK_RECORD_SCHEMA } from '../../src/library/record-schema.js';
 import { violations } from '../support/json-schema.js';
-import { publicVersion } from '../../src/library/requirements.js';
+import { publicVersion } from '../../src/environment/requirements.js';
 import type { BlockSpec } from '../../src/records/spec.js';
 import { originUrl } from '../../src/library/swhid.js';
 import { extractAndValidate } from '../../src/commands/extract.js';
