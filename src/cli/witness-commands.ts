@@ -16,7 +16,7 @@ function summary(h: HarvestResult, cached: boolean | null): string[] {
     const t = e.tests;
     // a test file: its tests' outcomes and those stopped by their budget
     const what = t
-      ? `tests: ${t.passed} passed, ${t.failed} failed, ${t.skipped} skipped of ${t.collected}${t.stopped.length ? `; stopped: ${t.stopped.join(', ')}` : ''}${e.error ? `; ${e.error}` : ''}`
+      ? `tests: ${t.passed} passed, ${t.failed} failed, ${t.skipped} skipped${t.unneeded ? `, ${t.unneeded} unneeded` : ''} of ${t.collected}${t.stopped.length ? `; stopped: ${t.stopped.join(', ')}` : ''}${e.error ? `; ${e.error}` : ''}`
       : e.forward
         ? 'built, ran'
         : e.built

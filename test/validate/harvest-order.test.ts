@@ -150,3 +150,48 @@ test('tests and documents start from what the builders covered: a test file reac
   assert.deepEqual(names(docs.next(3, false)), ['tests/test_layer.py', 'README.md:3']);
   assert.equal(docs.skipped, 1, 'the test file reaching only classes the builders called is skipped');
 });
+
+test('test files share a session: take gives the best-scoring others that still reach an uncalled class; giveBack returns the unrun', () => {
+  const doc = (file: string, reach: string[], kind: HarvestEntry['kind'] = 'test'): HarvestEntry => ({
+    kind,
+    module: '',
+    qualname: file,
+    via: `${kind}:${file}`,
+    plan: {},
+    reach,
+    rank: 0,
+    family: `${kind}:${file}`,
+    file,
+  });
+  const docs = new GreedyOrder([
+    doc('t/test_a.py', ['a.A', 'a.B', 'a.C']),
+    doc('t/test_b.py', ['a.B']),
+    doc('t/test_c.py', ['a.C', 'a.D']),
+    doc('t/test_d.py', ['a.X']),
+    doc('README.md:3', ['a.E'], 'readme'),
+  ]);
+  docs.report(doc('seed', []), true, { 'a.X': { called: true } });
+  const head = docs.next(1, false);
+  assert.deepEqual(names(head), ['t/test_a.py']);
+  const more = docs.take((e) => e.kind === 'test', 3);
+  assert.deepEqual(names(more), ['t/test_c.py', 't/test_b.py'], 'by score; test_d reaches only a called class');
+  assert.deepEqual(names(docs.pending), ['README.md:3', 't/test_d.py'], 'documents are not taken');
+  docs.giveBack([more[1]]);
+  docs.report(head[0], true, { 'a.A': { called: true }, 'a.C': { called: true } });
+  assert.deepEqual(
+    names(docs.next(2, false)),
+    ['t/test_b.py', 'README.md:3'],
+    'the file given back runs; test_d is skipped',
+  );
+});
+
+test('lanes: next leaves out a family that is running and, with steps still running, keeps what cannot start yet', () => {
+  const order = new GreedyOrder([entry('net1', ['a.Net']), entry('net5', ['a.Net']), entry('zed9', ['b.Other'])]);
+  const first = order.next(1, false);
+  assert.deepEqual(names(first), ['net1']);
+  const busy = new Set([order.family(first[0])]);
+  assert.deepEqual(names(order.next(2, false, true, busy)), ['zed9'], 'the running family waits');
+  assert.deepEqual(names(order.next(1, false, true, busy)), [], 'nothing else can start');
+  assert.deepEqual(names(order.pending), ['net5'], 'kept while a step runs');
+  assert.deepEqual(names(order.next(1, false, false)), ['net5'], 'its family is free again');
+});

@@ -1,7 +1,9 @@
 // Witnesses from a repository's own tests and documented examples (src/validate/README.md
 // "Tests and documented examples"): a fixture library of layers with no model builder,
 // whose layout-string constructors nothing guesses. Its pytest suite (parametrize, a
-// conftest fixture, a test failing after it built its layer, a test that never ends),
+// conftest fixture, a test failing after it built its layer, a test left out because the
+// classes it names were called already, a test that never ends, a test file that does not
+// import, in the same pytest session),
 // its README's Python code block and a class docstring's `>>>` examples are run in the
 // real sandbox; each block that is `needs-args` without them passes forward and
 // equivalence with them, named by its source; the hanging test is stopped and reported;
@@ -61,20 +63,28 @@ test('witnesses from pytest tests (parametrize, fixtures), a README code block a
     assert.ok(got && !got.cached);
     const h = got.result;
     const entry = (name: string) => h.entries.find((e) => e.entry === name);
-    // the test file: pytest collected four tests (two parametrized), one passed per
-    // parametrization, one failed after building, one stopped by its own budget
-    const tf = entry('test:tests/test_layers.py');
+    // the test file: pytest collected five tests (three parametrized), one failed after
+    // building, two parametrizations passed, the third was not run (its code names only
+    // Banded, through a helper, and two tests naming Banded had run in a row calling no
+    // class new to the harvest), one stopped by its own budget
+    // both test files in one pytest session, the one reaching more classes first; the
+    // file that does not import is reported at collection and the other still runs
+    const tf = entry('test:tests/test_layers.py +1');
     assert.ok(tf?.tests, JSON.stringify(h.entries));
-    assert.equal(tf.tests.collected, 4, JSON.stringify(tf));
+    assert.deepEqual(tf.tests.files, ['tests/test_layers.py', 'tests/test_unimportable.py'], JSON.stringify(tf));
+    assert.equal(tf.tests.collected, 5, JSON.stringify(tf));
     assert.equal(tf.tests.passed, 2, JSON.stringify(tf));
+    assert.equal(tf.tests.failed, 2, JSON.stringify(tf)); // the stopped test counts as failed
+    assert.equal(tf.tests.unneeded, 1, JSON.stringify(tf));
     assert.deepEqual(tf.tests.stopped, ['tests/test_layers.py::test_hangs'], JSON.stringify(tf));
     assert.ok(tf.ms < 8000, 'the hanging test did not take the whole step');
-    // one witness per parametrization (and the failing test's), each named by its test id,
-    // inputs from the fixture
+    // one witness per test run (the failing test's too), each named by its test id,
+    // inputs from the fixture; none from the parametrization not run
     const banded = h.witnesses['layerlib.layers.Banded'];
     const byEntry = new Map(banded.map((w) => [w.entry, w.args]));
     assert.deepEqual(byEntry.get('test:tests/test_layers.py::test_banded[w6-h2]'), ['w6-h2'], JSON.stringify(banded));
     assert.deepEqual(byEntry.get('test:tests/test_layers.py::test_banded[w6-h3]'), ['w6-h3'], JSON.stringify(banded));
+    assert.equal(byEntry.has('test:tests/test_layers.py::test_banded[w6-h1]'), false, JSON.stringify(banded));
     assert.deepEqual(
       byEntry.get('test:tests/test_layers.py::test_banded_fails_after_building'),
       ['w6-h4'],

@@ -43,6 +43,14 @@ export interface TestsReport {
   skipped: number;
   stopped: string[];
   errors: string[];
+  /** tests not run: every class their code names already had called witnesses */
+  unneeded?: number;
+  /** tests not run: the step's budget was spent */
+  unrun?: number;
+  /** the session's test files none of whose tests ran (the step's budget was spent) */
+  unrunFiles?: string[];
+  /** the test files run in the session (the entry's first) */
+  files?: string[];
   exit?: number;
 }
 
@@ -179,9 +187,6 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
   out.importFailures = list.importFailures ?? {};
   if (list.notes && Object.keys(list.notes).length) out.notes = list.notes;
   let docsMs = 0;
-  // two phases: the repository's builders of whole models within `repoMs`, then its tests
-  // and documented examples within `docsMs` of their own, aimed at the classes the
-  // builders left without a called witness (a slow test suite never takes the builders' budget)
   const order = new GreedyOrder(
     list.entries.filter((e) => !DOC_KINDS.has(e.kind)),
     { memoryMb: o.repoMemoryMb ?? 131072 },
@@ -195,88 +200,107 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
   // a wrapper of a whole model (`AutoShape(model)`, `ModelEma(model)`) is given the model
   // of the quickest entry point that built and ran one (the provider)
   let provider: { entry: HarvestEntry; ms: number } | null = null;
-  let phase: 'build' | 'docs' = 'build';
-  let phaseStart = t0;
-  for (;;) {
-    let cur = phase === 'build' ? order : docsOrder;
-    let limit = phase === 'build' ? repoMs : docsBudget;
-    if (!cur.pending.length || cur.stopped || performance.now() - phaseStart >= limit) {
-      if (phase === 'docs') break;
-      // on to the tests and documents: what the builders covered counts as covered
-      phase = 'docs';
-      phaseStart = performance.now();
-      docsOrder.seed(order);
-      cur = docsOrder;
-      limit = docsBudget;
-      if (!cur.pending.length || cur.stopped) break;
-    }
-    const batch = cur.next(workers, !!provider);
-    if (!batch.length) {
-      if (phase === 'docs') break;
-      phaseStart = -Infinity; // only wrappers are left and nothing built a model to give them
-      continue;
-    }
-    const left = limit - (performance.now() - phaseStart);
-    await Promise.all(
-      batch.map(async (e) => {
-        const budget = Math.max(1000, Math.min(entryMs, left));
-        const r = await ask(
-          {
-            ...base,
-            mode: 'run',
-            entry: e,
-            budgetSeconds: budget / 1000,
-            ...(entryMemoryMb ? { memoryMb: entryMemoryMb } : {}),
-            ...(needsModel(e) && provider ? { provider: provider.entry } : {}),
-          },
-          budget + 15000,
-        );
-        // what the harness's run step reports: an entry report with its entry point's
-        // own name, plus the witnesses recorded per class
-        const h = r.harvest as
-          | (Omit<EntryReport, 'covered'> & { classes?: Record<string, { witnesses: Witness[] }> })
-          | undefined;
-        const rep: EntryReport = {
-          entry: entryName(e),
-          built: !!h?.built,
-          forward: !!h?.forward,
-          error: h ? h.error : `${r.category ?? 'error'}: ${r.error ?? 'no answer'}`,
-          ms: h?.ms ?? r.ms,
-          covered: [],
-        };
-        if (h?.forwardError) rep.forwardError = h.forwardError;
-        if (h?.input) rep.input = h.input;
-        if (h?.companions && Object.keys(h.companions).length) rep.companions = h.companions;
-        if (typeof h?.memoryMb === 'number') rep.memoryMb = h.memoryMb;
-        if (h?.tests) rep.tests = h.tests;
-        if (DOC_KINDS.has(e.kind)) docsMs += rep.ms;
-        // the budget that stopped it: the harness says; a child the pool ended says by its category
-        const stopped =
-          h?.stopped ?? (r.category === 'memory' ? 'memory' : r.category === 'timeout' ? 'time' : undefined);
-        if (stopped) rep.stopped = stopped;
-        const classes: Record<string, { called: boolean }> = {};
-        for (const [cls, c] of Object.entries(h?.classes ?? {})) {
-          if (!c.witnesses.length) continue;
-          rep.covered.push(cls);
-          classes[cls] = { called: c.witnesses.some((w) => w.inputs) };
-          out.witnesses[cls] = mergeWitnesses(out.witnesses[cls] ?? [], c.witnesses, perClass);
-        }
-        cur.report(e, rep.built, classes, rep.memoryMb ?? 0);
-        // the provider: the quickest that built and ran its model, else the quickest that built one
-        const rank = (r: EntryReport) => (r.forward ? 0 : 1e9) + r.ms;
-        if (
-          rep.built &&
-          !needsModel(e) &&
-          e.kind !== 'snippet' &&
-          !DOC_KINDS.has(e.kind) &&
-          (!provider || rank(rep) < provider.ms)
-        )
-          provider = { entry: e, ms: rank(rep) };
-        out.entries.push(rep);
-        o.onEntry?.(rep);
-      }),
+  // one lane per worker: a worker that finishes takes the next entry point at once (a
+  // batch that waited for its slowest step left the other worker idle, half of the
+  // tests' budget on pyg); scores change as each step reports
+  const runOne = async (cur: GreedyOrder, e: HarvestEntry, extra: HarvestEntry[], left: number): Promise<void> => {
+    const budget = Math.max(1000, Math.min(entryMs, left));
+    const r = await ask(
+      {
+        ...base,
+        mode: 'run',
+        entry: e,
+        budgetSeconds: budget / 1000,
+        ...(entryMemoryMb ? { memoryMb: entryMemoryMb } : {}),
+        ...(needsModel(e) && provider ? { provider: provider.entry } : {}),
+        // a test file skips the tests that name only classes already called
+        ...(e.kind === 'test' ? { called: [...cur.called], files: [e, ...extra].map((x) => x.file) } : {}),
+      },
+      budget + 15000,
     );
-  }
+    // what the harness's run step reports: an entry report with its entry point's
+    // own name, plus the witnesses recorded per class
+    const h = r.harvest as
+      | (Omit<EntryReport, 'covered'> & { classes?: Record<string, { witnesses: Witness[] }> })
+      | undefined;
+    const rep: EntryReport = {
+      entry: entryName(e),
+      built: !!h?.built,
+      forward: !!h?.forward,
+      error: h ? h.error : `${r.category ?? 'error'}: ${r.error ?? 'no answer'}`,
+      ms: h?.ms ?? r.ms,
+      covered: [],
+    };
+    if (h?.forwardError) rep.forwardError = h.forwardError;
+    if (h?.input) rep.input = h.input;
+    if (h?.companions && Object.keys(h.companions).length) rep.companions = h.companions;
+    if (typeof h?.memoryMb === 'number') rep.memoryMb = h.memoryMb;
+    if (h?.tests) rep.tests = h.tests;
+    if (DOC_KINDS.has(e.kind)) docsMs += rep.ms;
+    // the budget that stopped it: the harness says; a child the pool ended says by its category
+    const stopped = h?.stopped ?? (r.category === 'memory' ? 'memory' : r.category === 'timeout' ? 'time' : undefined);
+    if (stopped) rep.stopped = stopped;
+    const classes: Record<string, { called: boolean }> = {};
+    for (const [cls, c] of Object.entries(h?.classes ?? {})) {
+      if (!c.witnesses.length) continue;
+      rep.covered.push(cls);
+      classes[cls] = { called: c.witnesses.some((w) => w.inputs) };
+      out.witnesses[cls] = mergeWitnesses(out.witnesses[cls] ?? [], c.witnesses, perClass);
+    }
+    cur.report(e, rep.built, classes, rep.memoryMb ?? 0);
+    if (extra.length) {
+      // the files of the session: run with the first, or given back when none of
+      // their tests started before the step's budget ended
+      const unrun = new Set(h?.tests?.unrunFiles ?? []);
+      cur.giveBack(extra.filter((x) => unrun.has(x.file ?? '')));
+      for (const x of extra.filter((x) => !unrun.has(x.file ?? ''))) cur.report(x, rep.built, {}, 0);
+      rep.entry += ` +${extra.length - unrun.size}`;
+    }
+    // the provider: the quickest that built and ran its model, else the quickest that built one
+    const rank = (r: EntryReport) => (r.forward ? 0 : 1e9) + r.ms;
+    if (
+      rep.built &&
+      !needsModel(e) &&
+      e.kind !== 'snippet' &&
+      !DOC_KINDS.has(e.kind) &&
+      (!provider || rank(rep) < provider.ms)
+    )
+      provider = { entry: e, ms: rank(rep) };
+    out.entries.push(rep);
+    o.onEntry?.(rep);
+  };
+  const runPhase = async (cur: GreedyOrder, limit: number, start: number): Promise<void> => {
+    const active = new Map<Promise<void>, string>();
+    for (;;) {
+      const timeUp = !!cur.stopped || performance.now() - start >= limit;
+      if (!timeUp && cur.pending.length && active.size < workers) {
+        // while steps run, what cannot start yet stays pending (a wrapper waiting for a
+        // model, a family already running)
+        const batch = cur.next(workers - active.size, !!provider, active.size > 0, new Set(active.values()));
+        if (batch.length) {
+          const left = limit - (performance.now() - start);
+          for (const e of batch) {
+            // test files share a pytest session, TEST_FILES_PER_STEP to a step: its start
+            // (the runner, the conftest files) is paid once, and the per-test gate skips
+            // what an earlier file of the session already called
+            const extra = e.kind === 'test' ? cur.take((x) => x.kind === 'test', TEST_FILES_PER_STEP - 1) : [];
+            const p: Promise<void> = runOne(cur, e, extra, left).finally(() => active.delete(p));
+            active.set(p, cur.family(e));
+          }
+          continue;
+        }
+      }
+      if (!active.size) break;
+      await Promise.race(active.keys());
+    }
+  };
+  // two phases: the repository's builders of whole models within `repoMs`, then its tests
+  // and documented examples within `docsMs` of their own, aimed at the classes the
+  // builders left without a called witness (a slow test suite never takes the builders' budget)
+  await runPhase(order, repoMs, t0);
+  // on to the tests and documents: what the builders covered counts as covered
+  docsOrder.seed(order);
+  if (docsOrder.pending.length && !docsOrder.stopped) await runPhase(docsOrder, docsBudget, performance.now());
   out.skipped += order.skipped + order.pending.length + docsOrder.skipped + docsOrder.pending.length;
   out.memoryMb = Math.round(Math.max(order.memorySpent, docsOrder.memorySpent)); // the second starts from the first's
   if (docsMs) out.docsMs = Math.round(docsMs);
@@ -290,6 +314,9 @@ const entryName = (e: HarvestEntry) => e.via ?? `${e.module}.${e.qualname}`;
 /** a wrapper of a whole model: its plan asks for a model instance */
 const needsModel = (e: HarvestEntry) =>
   Object.values(e.plan).some((s) => !!s && typeof s === 'object' && 'instance' in (s as object));
+
+/** Test files run in one pytest session (one harvest step). */
+export const TEST_FILES_PER_STEP = 4;
 
 /** Runs without a new class after which a family is exhausted. */
 export const IDLE_RUNS = 2;
@@ -374,9 +401,11 @@ export class GreedyOrder {
     return e.reach.filter((c) => !this.called.has(c)).length;
   }
 
-  /** The next entry points to run at once (at most `workers`, one per family); a
-   *  wrapper of a whole model waits for a provider (`haveModel`). */
-  next(workers: number, haveModel: boolean): HarvestEntry[] {
+  /** The next entry points to run at once (at most `workers`, one per family, none of a
+   *  family in `busy`: running now); a wrapper of a whole model waits for a provider
+   *  (`haveModel`). With nothing to give, what is pending is dropped unless `keep` (steps
+   *  still running may give a model or free a family). */
+  next(workers: number, haveModel: boolean, keep = false, busy?: ReadonlySet<string>): HarvestEntry[] {
     if (this.stopped) return [];
     const started = (e: HarvestEntry) => ((this.runs.get(this.family(e)) ?? 0) > 0 ? 1 : 0);
     // scores change only between batches: once per entry, not per comparison
@@ -407,16 +436,41 @@ export class GreedyOrder {
         continue;
       }
       // variants reaching the same classes: one at a time (the next may be covered then)
-      if (batch.some((b) => this.family(b) === this.family(e))) deferred.push(e);
+      if (batch.some((b) => this.family(b) === this.family(e)) || busy?.has(this.family(e))) deferred.push(e);
       else batch.push(e);
     }
     this.pending.unshift(...deferred);
     for (const e of batch) this.runs.set(this.family(e), (this.runs.get(this.family(e)) ?? 0) + 1);
-    if (!batch.length) {
+    // nothing can run and nothing is running (`keep` false): what is left never will
+    if (!batch.length && !keep) {
       this.skipped += this.pending.length;
       this.pending.length = 0;
     }
     return batch;
+  }
+
+  /** Up to `n` more pending entries that `want` accepts and that would still cover a class
+   *  without a called witness, taken out of the order (best score first; their families
+   *  count as started): test files that share one pytest session with a file `next` gave. */
+  take(want: (e: HarvestEntry) => boolean, n: number): HarvestEntry[] {
+    if (n <= 0 || this.stopped) return [];
+    const out: HarvestEntry[] = [];
+    const score = new Map(this.pending.map((e) => [e, this.score(e)]));
+    const ranked = this.pending
+      .filter((e) => want(e) && score.get(e)! > 0 && !this.exhausted.has(this.family(e)))
+      .sort((a, b) => score.get(b)! - score.get(a)! || this.sortKey(a).name.localeCompare(this.sortKey(b).name));
+    for (const e of ranked.slice(0, n)) {
+      this.pending.splice(this.pending.indexOf(e), 1);
+      this.runs.set(this.family(e), (this.runs.get(this.family(e)) ?? 0) + 1);
+      out.push(e);
+    }
+    return out;
+  }
+
+  /** Entries `take` gave back unrun (the step's budget ended before any of their tests). */
+  giveBack(entries: HarvestEntry[]): void {
+    for (const e of entries) this.runs.set(this.family(e), (this.runs.get(this.family(e)) ?? 1) - 1);
+    this.pending.push(...entries);
   }
 
   /** What a run of `e` gave: built or not, per class covered whether it was called, and

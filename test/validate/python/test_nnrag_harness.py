@@ -362,6 +362,22 @@ class GPT(nn.Module):
     def __init__(self, config):
         super().__init__()
         self.fc = nn.Linear(config.n_embd, config.n_embd)
+
+
+def model_defaults():
+    return dict(width=6, depth=2, learn_sigma=False)
+
+
+def diffusion_defaults():
+    return dict(steps=10)
+
+
+def create_model(width, depth, use_checkpoint=False):
+    return nn.Sequential(*[nn.Linear(width, width) for _ in range(depth)])
+
+
+def create_schedule(steps, sigma):
+    return steps
 """
 
 
@@ -379,6 +395,13 @@ class EntryConventionsTest(unittest.TestCase):
             self.assertEqual(plan["config"]["config"]["ref"], ["conv_fixture", "GPT.get_default_config"])
             self.assertEqual(H.make_config(plan["config"]["config"], torch).n_embd, 8)
             self.assertIsNone(H.call_plan(m.EffNet, [], []), "a plain width stays unplanned")
+            # create_model(**model_defaults()): the defaults dict whose keys cover the
+            # required parameters, only the keys the factory takes
+            plan = H.call_plan(m.create_model, [], [])
+            self.assertEqual(plan, {"**": {"defaults": ["conv_fixture", "model_defaults"], "keys": ["depth", "width"]}})
+            built = m.create_model(**H.plan_kwargs(plan, torch))
+            self.assertEqual([x.in_features for x in built], [6, 6])
+            self.assertIsNone(H.call_plan(m.create_schedule, [], []), "sigma is in no defaults dict")
         finally:
             del sys.modules["conv_fixture"]
 

@@ -663,6 +663,7 @@ def call_plan(obj, configs, yamls):
     except (TypeError, ValueError):
         return None
     plan = {}
+    missing = []  # required parameters no rule gives: a defaults function may (defaults_provider)
     for p in sig.parameters.values():
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             continue
@@ -686,7 +687,8 @@ def call_plan(obj, configs, yamls):
             if not picks:
                 own = default_config_method(obj)
                 if own is None:
-                    return None
+                    missing.append(p.name)
+                    continue
                 picks = [own]
             c = picks[0]
             plan[p.name] = {"config": c}
@@ -704,8 +706,70 @@ def call_plan(obj, configs, yamls):
             # wrapper): given a model the repository's own entry point built (witness/harvest.ts)
             plan[p.name] = {"instance": True}
             continue
-        return None
+        missing.append(p.name)
+    if missing:
+        # only a factory function takes the defaults dict (a class is reached through it)
+        spec = defaults_provider(obj, sig, missing, plan) if inspect.isfunction(obj) else None
+        if spec is None:
+            return None
+        plan["**"] = spec
     return plan
+
+
+DEFAULTS_FN = re.compile(r"(^|_)defaults?($|_)", re.I)
+
+
+def defaults_provider(obj, sig, missing, plan):
+    """A module-level function of the callable's module that returns a dict of defaults
+    its required parameters are keys of: the `create_model(**model_defaults())`
+    convention (keyword unpacking of a mapping, Language Reference 6.3.4 "Calls"). The
+    function is named for defaults (`*_defaults`, `default_*`), takes no argument and
+    is called here, in the sandbox's list step; among those whose keys cover every
+    missing parameter, the one giving the most of the callable's parameters. A plan spec
+    {"defaults": [module, qualname], "keys": [...]} (the keys the callable takes, those
+    the plan gives itself left out), or None."""
+    fn = getattr(obj, "__func__", obj)
+    mod = sys.modules.get(getattr(fn, "__module__", "") or "")
+    if mod is None:
+        return None
+    top = mod.__name__.split(".")[0]
+    takes_any = any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values())
+    named = {p.name for p in sig.parameters.values() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    best = None
+    for name, f in sorted(vars(mod).items()):
+        if not (inspect.isfunction(f) and DEFAULTS_FN.search(name) and (f.__module__ or "").split(".")[0] == top):
+            continue
+        try:
+            fsig = inspect.signature(f)
+        except (TypeError, ValueError):
+            continue
+        if any(
+            p.default is inspect.Parameter.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+            for p in fsig.parameters.values()
+        ):
+            continue
+        d = _defaults_of(f)
+        if not isinstance(d, dict) or not all(m in d for m in missing):
+            continue
+        keys = sorted(k for k in d if isinstance(k, str) and (takes_any or k in named) and k not in plan)
+        if best is None or len(keys) > len(best[1]):
+            best = ((f.__module__, f.__qualname__), keys)
+    if best is None:
+        return None
+    return {"defaults": list(best[0]), "keys": best[1]}
+
+
+_DEFAULTS_SEEN = {}
+
+
+def _defaults_of(f):
+    """What a defaults function returns (called once per function), or None when it raises."""
+    if id(f) not in _DEFAULTS_SEEN:
+        try:
+            _DEFAULTS_SEEN[id(f)] = f()
+        except Exception:  # noqa: BLE001 - a defaults function that fails gives no plan
+            _DEFAULTS_SEEN[id(f)] = None
+    return _DEFAULTS_SEEN[id(f)]
 
 
 DEFAULT_CONFIG_METHOD = re.compile(r"^_?(get_)?default_(config|cfg|conf|hparams|params|args)$|^get_(config|cfg)$")
@@ -1305,7 +1369,16 @@ def plan_kwargs(plan, torch):
     (an `instance` entry, a model to wrap, is the caller's)."""
     kwargs = {}
     for name, spec in plan.items():
-        if "value" in spec:
+        if "defaults" in spec:
+            # `**defaults()`: the function's dict, the keys the callable takes (defaults_provider)
+            import importlib
+
+            f = importlib.import_module(spec["defaults"][0])
+            for part in spec["defaults"][1].split("."):
+                f = getattr(f, part)
+            d = f()
+            kwargs.update({k: d[k] for k in spec["keys"] if k in d})
+        elif "value" in spec:
             kwargs[name] = spec["value"]
         elif "file" in spec:
             kwargs[name] = spec["file"]

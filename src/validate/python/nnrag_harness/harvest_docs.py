@@ -17,6 +17,7 @@
 # runs; a test that ignores it is ended by the step's budget); what a failing, skipped or
 # stopped test recorded before it stopped is kept, nothing more.
 import ast
+import inspect
 import os
 import re
 import signal
@@ -33,6 +34,10 @@ NOT_TESTS = {"docs", "doc", "examples", "example", "benchmark", "benchmarks"}
 MAX_FILES = 2000
 MAX_DOC_BYTES = 400_000
 DEFAULT_TEST_SECONDS = 10.0
+# tests naming the same classes that run in a row without calling a class new to the
+# harvest, after which the others naming only called classes are not run (as IDLE_RUNS
+# for the harvest's families, witness/harvest.ts)
+IDLE_TESTS = 2
 
 
 class TestTimeout(Exception):
@@ -196,7 +201,6 @@ def doc_entries(repo_root, classes, by_name, pytest_ok):
                     }
                 )
     # 3. `>>>` examples in the docstrings of the repository's classes, run in the class's module namespace
-    import inspect
 
     for cid, cls in sorted(classes.items()):
         doc = cls.__dict__.get("__doc__")
@@ -369,6 +373,44 @@ def run_example(entry, repo_root, install, torch):
         exec(compile(ast.Module([st], []), path, "exec"), ns)  # noqa: S102
 
 
+def test_reach(item, rec):
+    """The repository classes a collected test names: the global names its function's code
+    reads (nested code included) and those of the test module's own functions it calls,
+    one level (helpers that build the layer). Empty when it names none (it runs)."""
+    fn = getattr(item, "function", None) or getattr(item, "obj", None)
+    fn = getattr(fn, "__func__", fn)
+    if not hasattr(fn, "__code__"):
+        return set()
+    ids = getattr(rec, "_class_keys", None)
+    if ids is None:
+        ids = rec._class_keys = {id(c): k for k, c in rec.repo.items()}
+    g = getattr(fn, "__globals__", {})
+    out = set()
+    for code in H.code_objects(fn):
+        for n in code.co_names:
+            v = g.get(n)
+            if v is None:
+                continue
+            if id(v) in ids:
+                out.add(ids[id(v)])
+            elif inspect.isfunction(v) and v.__module__ == fn.__module__:
+                for c2 in H.code_objects(v):
+                    out.update(ids[id(g[m])] for m in c2.co_names if m in g and id(g[m]) in ids)
+    return out
+
+
+def rec_calls(rec):
+    """Per repository class key: how many of its instances this step saw called."""
+    ids = getattr(rec, "_class_keys", None) or {id(c): k for k, c in rec.repo.items()}
+    n = {}
+    for k, calls in rec.calls.items():
+        if calls and k in rec.built:
+            cid = ids.get(id(rec.built[k][1]))
+            if cid is not None:
+                n[cid] = n.get(cid, 0) + 1
+    return n
+
+
 def run_test_file(cfg, entry, repo_root, budget, t0, install, torch):
     """One test file through pytest (its own collection, fixtures and parametrization),
     the wrappers installed once collection imported what the tests use; each test's
@@ -377,6 +419,12 @@ def run_test_file(cfg, entry, repo_root, budget, t0, install, torch):
 
     per_test = float(cfg.get("testSeconds") or DEFAULT_TEST_SECONDS)
     counts = {"collected": 0, "passed": 0, "failed": 0, "skipped": 0, "stopped": [], "errors": []}
+    # classes with a called witness before this step (the harvest's greedy order says which)
+    called_before = set(cfg.get("called") or ())
+    # the files of the session (the harvest gives several test files one pytest session)
+    files = list(cfg.get("files") or [entry["file"]])
+    started, collected_files = set(), set()
+    idle = {}  # per set of named classes: tests in a row that called no class new to the harvest
 
     class Gate(object):
         @pytest.hookimpl(tryfirst=True)
@@ -387,12 +435,26 @@ def run_test_file(cfg, entry, repo_root, budget, t0, install, torch):
                 item.session.shouldstop = "the step's budget is spent"
                 counts["unrun"] = counts.get("unrun", 0) + 1
                 return True
+            started.add(item.nodeid.split("::")[0])
+            # greedy coverage per test: a test whose code names only classes that have
+            # called witnesses (before this step or in it) is not run once IDLE_TESTS
+            # tests naming the same classes ran without calling a class not called before
+            # (the rest of a parametrized test, the tenth test of one layer; a test whose
+            # flags reach other inner classes keeps its siblings running)
+            sig = getattr(item, "_nnrag_reach", None)
+            if sig and idle.get(sig, 0) >= IDLE_TESTS:
+                called = set(rec_calls(install()))
+                if all(c in called_before or c in called for c in sig):
+                    item._nnrag_unneeded = True
+                    counts["unneeded"] = counts.get("unneeded", 0) + 1
+                    return True
             return None
 
     class Plugin(object):
         @pytest.hookimpl(trylast=True)
         def pytest_collection_finish(self, session):
             counts["collected"] = len(session.items)
+            collected_files.update(i.nodeid.split("::")[0] for i in session.items)
             install()
 
         @pytest.hookimpl(hookwrapper=True)
@@ -404,6 +466,8 @@ def run_test_file(cfg, entry, repo_root, budget, t0, install, torch):
             rec = install()
             rec.current = "test:" + item.nodeid
             state = {"timed_out": False}
+            item._nnrag_reach = frozenset(test_reach(item, rec))
+            before = set(rec_calls(rec))
 
             def test_alarm(signum, frame):
                 if time.monotonic() - t0 >= budget - 0.05:
@@ -422,6 +486,10 @@ def run_test_file(cfg, entry, repo_root, budget, t0, install, torch):
                 rec.current = "test:" + entry["file"]
                 if state["timed_out"]:
                     counts["stopped"].append(item.nodeid)
+                sig = item._nnrag_reach
+                if sig and not getattr(item, "_nnrag_unneeded", False):
+                    gained = set(rec_calls(rec)) - before - called_before
+                    idle[sig] = 0 if gained else idle.get(sig, 0) + 1
 
         def pytest_runtest_logreport(self, report):
             if report.when == "call" or (report.when == "setup" and not report.passed):
@@ -431,8 +499,10 @@ def run_test_file(cfg, entry, repo_root, budget, t0, install, torch):
                     msg = str(getattr(report, "longrepr", "") or "").strip().split("\n")[-1]
                     counts["errors"].append("%s: %s" % (report.nodeid, msg[:200]))
 
-    args = [
-        os.path.join(repo_root, entry["file"]),
+    args = [os.path.join(repo_root, f) for f in files] + [
+        # a file that does not import is reported, the others run (pytest stops the whole
+        # session at a collection error otherwise)
+        "--continue-on-collection-errors",
         "-q",
         "-p",
         "no:cacheprovider",
@@ -447,4 +517,8 @@ def run_test_file(cfg, entry, repo_root, budget, t0, install, torch):
     ]
     rc = pytest.main(args, plugins=[Plugin(), Gate()])
     counts["exit"] = int(rc)
+    if len(files) > 1:
+        counts["files"] = files
+        # files none of whose tests started: the harvest gives them another step
+        counts["unrunFiles"] = [f for f in files if f not in started and f in collected_files]
     return counts
