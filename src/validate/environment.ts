@@ -17,8 +17,6 @@
 import { execFile, execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
-  accessSync,
-  constants,
   existsSync,
   lstatSync,
   mkdtempSync,
