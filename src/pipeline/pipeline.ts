@@ -58,6 +58,7 @@ import {
   repoTops,
   repoWitnesses,
   witnessesOf,
+  providersOf,
   type HarvestResult,
 } from '../validate/witness/index.js';
 import { KV_KEYS } from '../store/kv.js';
@@ -702,7 +703,13 @@ export async function extractAndValidate(
         const harvest = harvests.get(repo);
         const { module: origModule, className } = parseBlockId(id);
         const wits = harvest ? witnessesOf(harvest, `${origModule}.${className}`) : [];
-        const witnessFields = harvest && wits.length ? { witnesses: wits, witnessRepoTops: repoTops(harvest) } : {};
+        const provs = harvest && !wits.length ? providersOf(harvest, `${origModule}.${className}`) : {};
+        const witnessFields =
+          harvest && wits.length
+            ? { witnesses: wits, witnessRepoTops: repoTops(harvest) }
+            : harvest && Object.keys(provs).length
+              ? { providers: provs, witnessRepoTops: repoTops(harvest) }
+              : {};
         const now = inputDigests({
           code: digests.code,
           env: envId!,

@@ -276,6 +276,7 @@ class Worker implements PoolWorker<Job> {
       namespace: job.withoutOriginal ? null : (job.req.namespace ?? null),
       witnesses: job.req.witnesses ?? [],
       witnessRepoTops: job.req.witnessRepoTops ?? [],
+      providers: job.req.providers ?? {},
       harvest: job.req.harvest ?? null,
       timeoutMs: timeout,
       stages: this.pool.stagesToRun(job.req),

@@ -43,6 +43,10 @@ export interface ValidationRequest {
   /** top-level module names of the witnesses' repository (their classes are resolved in
    *  the copy; other modules, such as torch, are imported) */
   witnessRepoTops?: string[];
+  /** for a class without witnesses: one witness of each other witnessed class of the
+   *  repository (class id → witness), from which a constructor parameter that takes a
+   *  module with attributes is built (`nnrag_harness/source_provider.py`) */
+  providers?: Record<string, Witness>;
   /** a witness-harvest step instead of a validation (witness/harvest.ts) */
   harvest?: Record<string, unknown>;
   /** default ['import','instantiate','forward'] */

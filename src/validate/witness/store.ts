@@ -213,6 +213,27 @@ export function witnessesOf(result: HarvestResult | undefined, classId: string, 
   return (result?.witnesses[classId] ?? []).slice(0, n);
 }
 
+/** Witnesses that can build a module for another class's constructor parameter
+ *  (ValidationRequest.providers): per witnessed class other than `classId`, its first
+ *  witness (called ones come first), without its recorded inputs and outputs; none
+ *  larger than `maxChars` of JSON (a witness holding a large value is left out). */
+export function providersOf(
+  result: HarvestResult | undefined,
+  classId: string,
+  maxChars = 4000,
+): Record<string, Witness> {
+  const out: Record<string, Witness> = {};
+  for (const [id, ws] of Object.entries(result?.witnesses ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+    const w = ws[0];
+    if (id === classId || !w) continue;
+    const slim: Witness = { args: w.args, kwargs: w.kwargs, params: w.params, entry: w.entry };
+    // whether its forward ran (the harness prefers such providers), not the inputs themselves
+    if (w.inputs) slim.inputs = { args: [], kwargs: {} };
+    if (JSON.stringify(slim).length <= maxChars) out[id] = slim;
+  }
+  return out;
+}
+
 /** Top-level module names of the repository's classes (see ValidationRequest.witnessRepoTops). */
 export function repoTops(result: HarvestResult): string[] {
   return [...new Set(result.classes.map((c) => c.split('.')[0]))].sort();

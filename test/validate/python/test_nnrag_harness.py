@@ -25,6 +25,7 @@ from nnrag_harness import harvest_docs as HD  # noqa: E402
 from nnrag_harness import inputs as I  # noqa: E402
 from nnrag_harness import source_callsite as SC  # noqa: E402
 from nnrag_harness import source_guess as SG  # noqa: E402
+from nnrag_harness import source_provider as PR  # noqa: E402
 from nnrag_harness import source_table as ST  # noqa: E402
 from nnrag_harness import source_witness as SW  # noqa: E402
 from nnrag_harness import sources as S  # noqa: E402
@@ -1035,6 +1036,121 @@ class ConfigsTest(unittest.TestCase):
             exec(code, ns)
             self.assertEqual(ns["y"].tolist(), [3.0])
             self.assertIsNone(CF.main_snippet(self.write(d, "pkg/n.py", "x = 1\n")))
+
+
+class Trunk(nn.Module):
+    """A repository's model: its __init__ sets the attributes a wrapper reads."""
+
+    def __init__(self, dim, depth=1):
+        super().__init__()
+        self.attn_layers = nn.Sequential(*[nn.Linear(dim, dim) for _ in range(depth)])
+        self.dim = dim
+
+    def forward(self, x):
+        return self.attn_layers(x)
+
+
+class Plain(nn.Module):
+    """Another class of the repository, without those attributes."""
+
+    def __init__(self, width):
+        super().__init__()
+        self.width = width
+
+    def forward(self, x):
+        return x
+
+
+class Wrapper(nn.Module):
+    """Takes a model and reads its attributes in __init__ (`net.dim`) and, through the
+    attribute it stores it in, in forward (`self.net.attn_layers`)."""
+
+    def __init__(self, net, scale=2.0):
+        super().__init__()
+        self.net = net
+        self.head = nn.Linear(net.dim, 3)
+        self.scale = scale
+
+    def forward(self, x):
+        return self.head(self.net.attn_layers(x)) * self.scale
+
+
+class TypedWrapper(nn.Module):
+    def __init__(self, model: Trunk):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        return self.model(x)
+
+
+class ProviderTest(unittest.TestCase):
+    """Backbone parameters (source_provider.py): a repository class built from its own
+    witness for a parameter used as a module with attributes."""
+
+    def setUp(self):
+        me = sys.modules[__name__]
+        self.resolve = V.module_resolver(me.__dict__, lambda m: False)
+        # one witness per witnessed class, as providersOf sends them (Plain first: the
+        # smallest, and called, so only the attributes can rule it out)
+        self.provs = {
+            "m.Plain": {"args": [4], "kwargs": {}, "params": 0, "entry": "e", "inputs": {"args": [], "kwargs": {}}},
+            "m.Trunk": {"args": [], "kwargs": {"dim": 8, "depth": 2}, "params": 144, "entry": "e"},
+        }
+
+    def test_attribute_reads(self):
+        from nnrag_harness import usage as U
+
+        self.assertEqual(U.attribute_reads(Wrapper), {"net": {"dim", "attn_layers"}})
+        self.assertEqual(U.attribute_reads(Plain), {})
+
+    def test_init_sets_and_wanted(self):
+        self.assertEqual(PR.init_sets(Trunk), {"attn_layers", "dim"})
+        req = S.request(Wrapper, sys.modules[__name__].__dict__, nn)
+        self.assertEqual(PR.wanted(req, nn), {"net": ({"dim", "attn_layers"}, None)})
+        req = S.request(TypedWrapper, sys.modules[__name__].__dict__, nn)
+        self.assertEqual(PR.wanted(req, nn), {"model": (set(), Trunk)})
+        # a parameter annotated as a number is not this rule's, nor one whose reads every
+        # nn.Module has (`net.parameters()`)
+
+        class Counted(nn.Module):
+            def __init__(self, n: int, net):
+                super().__init__()
+                self.bits = n.bit_length()
+                self.count = sum(p.numel() for p in net.parameters())
+
+        req = S.request(Counted, sys.modules[__name__].__dict__, nn)
+        self.assertEqual(PR.wanted(req, nn), {})
+
+    def test_wrapper_built_around_provider(self):
+        g = sys.modules[__name__].__dict__
+        cands, _ = CA.arg_candidates(Wrapper, [], g, nn, providers=(self.provs, self.resolve, torch))
+        label, args, kwargs = next(c for c in cands if c[0].startswith("heuristic"))
+        net = kwargs["net"]
+        self.assertIsInstance(net, Trunk)
+        self.assertEqual((net.dim, len(net.attn_layers)), (8, 2), "built from its witness")
+        m = Wrapper(*args, **kwargs)
+        self.assertEqual(list(m(torch.randn(5, 8)).shape), [5, 3])
+        # each plan gets its own instance (a wrapper may change the module it holds)
+        req = S.request(Wrapper, g, nn)
+        build = PR.module_providers(req, self.provs, self.resolve, torch, nn)["net"]
+        self.assertIsNot(build(), build())
+        # without providers the parameter gets no repository class (the old guess)
+        cands, _ = CA.arg_candidates(Wrapper, [], g, nn)
+        self.assertFalse(any(isinstance(c[2].get("net"), Trunk) for c in cands))
+
+    def test_annotation_names_the_class(self):
+        g = sys.modules[__name__].__dict__
+        cands, _ = CA.arg_candidates(TypedWrapper, [], g, nn, providers=(self.provs, self.resolve, torch))
+        self.assertIsInstance(cands[0][2]["model"], Trunk)
+
+    def test_no_fitting_provider(self):
+        req = S.request(Wrapper, sys.modules[__name__].__dict__, nn)
+        only_plain = {"m.Plain": self.provs["m.Plain"]}
+        self.assertEqual(PR.module_providers(req, only_plain, self.resolve, torch, nn), {})
+        # a provider whose witness does not build is passed over
+        broken = {"m.Trunk": {"args": ["x"], "kwargs": {}, "params": 0, "entry": "e"}}
+        self.assertEqual(PR.module_providers(req, broken, self.resolve, torch, nn), {})
 
 
 if __name__ == "__main__":

@@ -4,18 +4,23 @@
 # sources, which import arguments.py and sources.py.
 import re
 
-from . import source_callsite, source_guess, source_table, sources
+from . import source_callsite, source_guess, source_provider, source_table, sources
 from .arguments import fit_rates, guess_value, is_wide_default
 
 
-def arg_candidates(cls, call_sites, mod_globals, nn, data_sites=None, data_ns=None):
+def arg_candidates(cls, call_sites, mod_globals, nn, data_sites=None, data_ns=None, providers=None):
     """Ordered, de-duplicated constructor candidates: (label, args, kwargs), from the
     sources of sources.py in their order: 1. the constructor's defaults, when every
     parameter has one; 2. call sites from the corpus; 3. configuration-table entries;
     4. name / annotation heuristics at a few widths (required parameters filled, and
     width-like parameters whose default is None); then the refinements below. Returns
-    (candidates, why the heuristics could not fill a parameter, or None)."""
+    (candidates, why the heuristics could not fill a parameter, or None). `providers`:
+    (witnesses of other repository classes by class id, resolver, torch), for the
+    parameters that take a module of the repository (source_provider.py)."""
     req = sources.request(cls, mod_globals, nn, call_sites, data_sites, data_ns)
+    if providers and providers[0] and req.params is not None:
+        wits, resolve, torch = providers
+        req.providers = source_provider.module_providers(req, wits, resolve, torch, nn)
     out, seen = [], set()
 
     def add(label, args, kwargs):

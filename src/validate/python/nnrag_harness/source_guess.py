@@ -22,7 +22,9 @@ class DefaultsSource(object):
 class GuessSource(object):
     """Required parameters (and width-like ones defaulting to None) guessed by name and
     annotation at each of arguments.CANDIDATE_WIDTHS (width d, heads h); a parameter the
-    constructor reads attributes of gets a torch.nn instance that has them (duck typing).
+    constructor reads attributes of gets an instance of a repository class that has them,
+    built from its witness (req.providers, source_provider.py), else a torch.nn instance
+    that has them (duck typing).
     A parameter no rule fills ends the plans: `unguessable` says which."""
 
     name = "guess"
@@ -40,7 +42,11 @@ class GuessSource(object):
             kwargs, posargs = {}, []
             try:
                 for p in req.fillable:
-                    if p.default is inspect.Parameter.empty and p.name in ducks:
+                    if p.default is inspect.Parameter.empty and p.name in req.providers:
+                        # a module whose attributes the code reads: a repository class
+                        # built from its own witness (source_provider.py)
+                        v = req.providers[p.name]()
+                    elif p.default is inspect.Parameter.empty and p.name in ducks:
                         v = ducks[p.name]()
                     elif p.default is inspect.Parameter.empty:
                         v = A.guess_value(p.name, p.annotation, d, h, req.nn, req.mod_globals, req.seq_len)

@@ -41,10 +41,14 @@ class Request(object):
     """What a source plans from: the class and its module's globals, its constructor's
     parameters (None when it has no signature), the fillable and required ones, the
     common length of its sequence defaults, and the validation request's call sites, data
-    sites (configuration tables) and data namespace."""
+    sites (configuration tables) and data namespace, and `providers`: parameter -> a
+    function building the module it takes (source_provider.module_providers)."""
 
-    def __init__(self, cls, mod_globals, nn, call_sites=None, data_sites=None, data_ns=None, params=None):
+    def __init__(
+        self, cls, mod_globals, nn, call_sites=None, data_sites=None, data_ns=None, params=None, providers=None
+    ):
         self.cls, self.mod_globals, self.nn = cls, mod_globals, nn
+        self.providers = providers or {}
         self.call_sites, self.data_sites, self.data_ns = call_sites, data_sites, data_ns
         self.params = params
         ps = params or []
@@ -55,9 +59,9 @@ class Request(object):
         self.seq_len = max(set(lens), key=lens.count) if lens else None
 
 
-def request(cls, mod_globals, nn, call_sites=None, data_sites=None, data_ns=None):
+def request(cls, mod_globals, nn, call_sites=None, data_sites=None, data_ns=None, providers=None):
     """The Request for a class: its constructor's parameters read once."""
-    return Request(cls, mod_globals, nn, call_sites, data_sites, data_ns, arguments.ctor_params(cls))
+    return Request(cls, mod_globals, nn, call_sites, data_sites, data_ns, arguments.ctor_params(cls), providers)
 
 
 def plans(req, sources):

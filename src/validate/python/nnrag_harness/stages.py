@@ -226,7 +226,13 @@ class Stages:
         wits = self._witness_candidates(mod)
         try:
             cands, unguessable = arg_candidates(
-                cls, self.req.get("callSites"), mod.__dict__, nn, self.req.get("dataSites"), self._data_namespace
+                cls,
+                self.req.get("callSites"),
+                mod.__dict__,
+                nn,
+                self.req.get("dataSites"),
+                self._data_namespace,
+                self._providers(mod),
             )
         except BaseException as e:  # noqa: BLE001
             if not wits:
@@ -401,6 +407,19 @@ class Stages:
         for plan in plans:
             self._witness[plan.label] = plan.witness
         return [(plan.label, plan.args, plan.kwargs) for plan in plans]
+
+    def _providers(self, mod):
+        """(witnesses of other repository classes, resolver, torch) for parameters that
+        take a module of the repository (nnrag_harness.source_provider), or None."""
+        from nnrag_harness import source_witness
+
+        provs = self.req.get("providers") or {}
+        if not provs:
+            return None
+        resolve = source_witness.copy_resolver(
+            mod.__dict__, self.req.get("witnessRepoTops") or [], self._import_original
+        )
+        return (provs, resolve, self.torch)
 
     def _import_original(self, module):
         """An original module for a witness value the copy does not define (a module

@@ -289,3 +289,44 @@ def callable_value(v, how, nn):
             return v
         return nn.Identity()
     return v
+
+
+def attribute_reads(cls):
+    """{parameter: set of attribute names} for the constructor parameters of `cls` whose
+    value its code uses as an object with attributes: `p.attr` read in __init__ (also as
+    the start of a chain, `net.attn_layers.dim` reads `attn_layers`), and `self.x.attr`
+    in the class's other methods when __init__ stored the parameter as `self.x = p`. A
+    call's method name counts too (`net.parameters()`); the caller drops what every
+    nn.Module has."""
+    fn, node = _function_node(getattr(cls, "__init__", None))
+    if node is None:
+        return {}
+    positional, keyword_only = _params(node)
+    params = set(positional + keyword_only) - {"self", "cls"}
+    out = {}
+    stored = {}  # attribute of self -> the parameter assigned to it
+    for n in ast.walk(node):
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Name) and n.value.id in params:
+            for t in n.targets:
+                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                    stored[t.attr] = n.value.id
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in params:
+            out.setdefault(n.value.id, set()).add(n.attr)
+    if stored:
+        for name, member in vars(cls).items():
+            if name == "__init__" or not isinstance(member, types.FunctionType):
+                continue
+            _, m = _function_node(member)
+            if m is None:
+                continue
+            for n in ast.walk(m):
+                # `self.net.attn_layers`: an Attribute whose value is `self.<stored>`
+                v = n.value if isinstance(n, ast.Attribute) else None
+                if (
+                    isinstance(v, ast.Attribute)
+                    and isinstance(v.value, ast.Name)
+                    and v.value.id == "self"
+                    and v.attr in stored
+                ):
+                    out.setdefault(stored[v.attr], set()).add(n.attr)
+    return out

@@ -1,0 +1,138 @@
+# Backbone parameters of the guess source (src/validate/README.md "Constructor arguments
+# and inputs"): a required constructor parameter whose value the class's code uses as a
+# module with attributes (a wrapper's `net`, a diffusion model's `model`: `net.attn_layers`,
+# `model.channels`, read with ast by usage.attribute_reads), or whose annotation names a
+# class of the repository, gets an instance of a class of the same repository that has
+# those attributes — set by its __init__ or a base's (`self.attr = ...`) or defined in its
+# class body — built from that class's own recorded witness (the request's `providers`:
+# one witness per witnessed class of the repository, decoded like the witness source's).
+# Attribute access is duck typing (Language Reference 3.3.2, "Customizing attribute
+# access"): any object with the attributes will do, so the rule names no repository.
+import ast
+import inspect
+
+from . import usage as U
+from . import values as V
+
+MAX_BUILDS = 3  # provider classes built per parameter before giving up
+
+
+def _repo_class(ann, mod_globals, nn):
+    """The class an annotation names when it is a repository nn.Module subclass (a string
+    annotation, PEP 563, is looked up in the module's globals); nn.Module itself counts
+    as no class (`net: Module`: any module)."""
+    if isinstance(ann, str):
+        ann = (mod_globals or {}).get(ann.split(".")[-1])
+    if isinstance(ann, type) and issubclass(ann, nn.Module) and ann is not nn.Module:
+        if not (ann.__module__ or "").startswith("torch"):
+            return ann
+    return None
+
+
+def wanted(req, nn):
+    """{parameter: (attributes read, annotated repository class or None)} for the required
+    parameters this rule fills: unannotated, annotated nn.Module, or annotated with a
+    repository class; read attributes that every nn.Module has (`parameters`, `training`)
+    say nothing about the class and are left out."""
+    reads = U.attribute_reads(req.cls)
+    common = set(dir(nn.Module))
+    out = {}
+    for p in req.required:
+        ann = p.annotation
+        cls = _repo_class(ann, req.mod_globals, nn)
+        if ann is not inspect.Parameter.empty and cls is None and ann not in (nn.Module, "Module", "nn.Module"):
+            continue
+        r = reads.get(p.name, set()) - common
+        if r or cls is not None:
+            out[p.name] = (r, cls)
+    return out
+
+
+def init_sets(klass):
+    """Attributes a class's __init__, or a base's (outside torch), sets on self:
+    `self.a = ...`, `self.a: T = ...`, `self.a += ...`, `self.a, self.b = ...`."""
+    out = set()
+    for c in getattr(klass, "__mro__", ()):
+        if (c.__module__ or "").startswith(("torch", "builtins")):
+            continue
+        _, node = U._function_node(vars(c).get("__init__"))
+        if node is None:
+            continue
+        for n in ast.walk(node):
+            targets = (
+                n.targets
+                if isinstance(n, ast.Assign)
+                else [n.target]
+                if isinstance(n, (ast.AnnAssign, ast.AugAssign))
+                else []
+            )
+            stack = list(targets)
+            while stack:
+                t = stack.pop()
+                if isinstance(t, (ast.Tuple, ast.List)):
+                    stack.extend(t.elts)
+                elif isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                    out.add(t.attr)
+    return out
+
+
+def _same_class(a, b):
+    """`a` is `b` or a subclass of it, also across the copy and the original (the same
+    qualified name: the copy keeps a class's name)."""
+    return any(c is b or c.__qualname__ == b.__qualname__ for c in getattr(a, "__mro__", ()))
+
+
+def candidates(reads, ann_cls, providers, resolve):
+    """(class, witness) of the providers that fit: a subclass of the annotated class, or
+    a class having every read attribute (its __init__ sets it, or its class defines it);
+    the annotated class first, then those with recorded inputs (their forward ran), then
+    the smallest (fewest parameters)."""
+    out = []
+    for cid, w in (providers or {}).items():
+        module, _, qual = cid.rpartition(".")
+        try:
+            klass = resolve(module, qual)
+        except Exception:  # noqa: BLE001 - a provider the copy cannot rebuild is no candidate
+            continue
+        if not isinstance(klass, type):
+            continue
+        if ann_cls is not None and not _same_class(klass, ann_cls):
+            continue
+        sets = init_sets(klass)
+        if not all(hasattr(klass, a) or a in sets for a in reads):
+            continue
+        out.append((klass, w))
+    out.sort(key=lambda kw: (not kw[1].get("inputs"), kw[1].get("params") or 0))
+    return out
+
+
+def module_providers(req, providers, resolve, torch, nn):
+    """{parameter: builder}: a zero-argument function making a fresh instance of the
+    first fitting provider class that builds from its witness and has the attributes
+    (checked on the instance: an __init__ may set one only on some paths)."""
+    out = {}
+    if not providers:
+        return out
+    for name, (reads, ann_cls) in wanted(req, nn).items():
+        for klass, w in candidates(reads, ann_cls, providers, resolve)[:MAX_BUILDS]:
+
+            def build(klass=klass, w=w):
+                from .harvest import no_downloads
+
+                restore = no_downloads(torch)  # built as the harvest built it: no weights fetched
+                try:
+                    gen = torch.Generator().manual_seed(0)
+                    args = V.decode(w.get("args") or [], resolve, torch, gen)
+                    kwargs = {k: V.decode(v, resolve, torch, gen) for k, v in (w.get("kwargs") or {}).items()}
+                    return klass(*args, **kwargs)
+                finally:
+                    restore()
+
+            try:
+                inst = build()
+            except Exception:  # noqa: BLE001 - the next provider
+                continue
+            if all(hasattr(inst, a) for a in reads):
+                out[name] = build
+                break
+    return out
