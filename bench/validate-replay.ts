@@ -197,7 +197,6 @@ if (mode === 'capture') {
   const verdict = (r: ValidationResult) => `${JSON.stringify(r.stages)} ${r.category ?? ''}`;
   const pool = await ValidatorPool.start(poolOpts);
   const together: ValidationResult[] = [];
-  const torch = (pool as unknown as { env: { torch?: string } }).env?.torch;
   for (const r of reqs) together.push(await pool.validate(r));
   await pool.close();
   const differ: { id: string; together: string; alone: string }[] = [];
@@ -210,7 +209,7 @@ if (mode === 'capture') {
   }
   const row = {
     requests: reqs.length,
-    torch,
+    environment: together.find((r) => r.environment)?.environment?.label ?? null,
     okTogether: together.filter((r) => r.ok).length,
     crashTogether: together.filter((r) => r.category === 'crash').length,
     same: reqs.length - differ.length,
