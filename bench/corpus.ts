@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import * as api from '../src/nnrag.js';
 import { loadRepoConfig } from '../src/config/repos.js';
-import { extractAndValidate } from '../src/commands/extract.js';
+import { extractAndValidate } from '../src/pipeline/pipeline.js';
 import { args, opt } from './args.js';
 
 const config = args[0];

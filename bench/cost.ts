@@ -13,6 +13,7 @@
 //   --runs     warm runs per build (the median is printed; default 3)
 //   --keep     the work folder (its repository copies are reused when present)
 //   --from-store  start each build from a copy of this store instead of an empty one
+//   --env      validate in this PyPI environment (`nnrag extract --env`)
 import { spawnSync } from 'node:child_process';
 import { appendFileSync, cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -35,6 +36,7 @@ const names = opt('--names-json');
 const touch = opt('--touch');
 const work = opt('--keep') ?? mkdtempSync(path.join(tmpdir(), 'nnrag-cost-'));
 const fromStore = opt('--from-store') ? path.resolve(opt('--from-store')!) : null;
+const envDir = opt('--env');
 
 // copies of the repositories, and the config naming the copies
 const cfg = JSON.parse(readFileSync(config, 'utf8')) as Record<string, { path?: string; [k: string]: unknown }>;
@@ -73,6 +75,7 @@ function nnrag(build: string, store: string, argv: string[]): Run {
     path.join(build, 'dist/src/cli/bin.js'),
     ...argv,
     ...sel,
+    ...(envDir ? ['--env', envDir] : []),
     '--store',
     store,
     '--json',

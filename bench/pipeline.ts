@@ -7,7 +7,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import * as api from '../src/nnrag.js';
-import { extractAndValidate } from '../src/commands/extract.js';
+import { extractAndValidate } from '../src/pipeline/pipeline.js';
 import { quantile } from '../src/library/stats.js';
 import { STAGES, ValidatorPool } from '../src/validate/index.js';
 import { args, opt } from './args.js';

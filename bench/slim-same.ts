@@ -23,8 +23,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as api from '../src/nnrag.js';
-import { loadRepoConfig, type RepoSpec } from '../src/config/repos.js';
-import { callSites, dataSites, slimEntry, slimSeeds } from '../src/commands/extract.js';
+import { loadRepoConfig, type ConfiguredRepo } from '../src/config/repos.js';
+import { callSites, dataSites, slimEntry, slimSeeds } from '../src/pipeline/pipeline.js';
 import { args, opt } from './args.js';
 
 const out = opt('--out');
@@ -42,9 +42,9 @@ const fixtures = path.join(mkdtempSync(path.join(tmpdir(), 'nnrag-slim-same-fixt
 cpSync(path.join(root, 'test/fixtures'), fixtures, { recursive: true });
 /** The fixture repositories: a folder of test/fixtures holding a package (a child with an
  *  `__init__.py`) or Python files is one; else each of its folders is one. */
-function fixtureRepos(): RepoSpec[] {
-  const specs: RepoSpec[] = [];
-  const spec = (dir: string): RepoSpec => ({
+function fixtureRepos(): ConfiguredRepo[] {
+  const specs: ConfiguredRepo[] = [];
+  const spec = (dir: string): ConfiguredRepo => ({
     name: `fixtures/${path.relative(fixtures, dir)}`,
     url: null,
     path: dir,
@@ -63,7 +63,7 @@ function fixtureRepos(): RepoSpec[] {
   return specs;
 }
 
-const repos: RepoSpec[] = [
+const repos: ConfiguredRepo[] = [
   ...(args.includes('--no-fixtures') ? [] : fixtureRepos()),
   ...(opt('--config') ? loadRepoConfig(opt('--config')!) : []),
 ].filter((r) => !only || only.includes(r.name));

@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import * as api from '../src/nnrag.js';
 import { loadRepoConfig } from '../src/config/repos.js';
-import { callSites, dataSites, slimEntry, slimSeeds } from '../src/commands/extract.js';
+import { callSites, dataSites, slimEntry, slimSeeds } from '../src/pipeline/pipeline.js';
 import { getExtraction } from '../src/store/records.js';
 import { args, opt } from './args.js';
 

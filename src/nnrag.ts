@@ -22,22 +22,19 @@ export {
   type NameResolution,
   type Selection,
 } from './commands/discover.js';
+export { extract, validate, type ExtractCommandOptions } from './commands/extract.js';
 export {
-  extract,
-  validate,
   extractAndValidate,
   extractText,
   extractBlock,
   extractBlocks,
   callSites,
   dataSites,
-  type ExtractCommandOptions,
   type ExtractOptions,
-  type ExtractionRecord,
   type Extraction,
   type PipelineOptions,
   type SlimInputs,
-} from './commands/extract.js';
+} from './pipeline/pipeline.js';
 export { demo, type DemoResult } from './commands/demo.js';
 export { doctor, env, environmentNeeds, type EnvOptions } from './commands/environment.js';
 export { witnesses, type WitnessesOptions, type RepoHarvest } from './commands/witnesses.js';

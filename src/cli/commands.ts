@@ -6,20 +6,16 @@ import path from 'node:path';
 import { demo } from '../commands/demo.js';
 import type { Selection } from '../commands/discover.js';
 import { doctor, env, environmentNeeds, environmentNextStep, pypiEnv, pypiNeeds } from '../commands/environment.js';
-import {
-  extract,
-  validate,
-  type EmissionProfile,
-  type ExtractionRecord,
-  type PipelineOptions,
-} from '../commands/extract.js';
+import { extract, validate } from '../commands/extract.js';
+import type { EmissionProfile, PipelineOptions } from '../pipeline/pipeline.js';
+import type { BlockRecord } from '../records/block.js';
 import { reportText } from '../library/report.js';
 import { UsageError } from '../util/errors.js';
 import { STAGES, parseInputShapes, userWitness, type DoctorReport, type Stage } from '../validate/index.js';
 import {
   openWorkspace,
   repoOptions,
-  repoSpecs,
+  configuredRepos,
   requestedNames,
   withWorkspaceAsync,
   workersOpt,
@@ -151,7 +147,7 @@ function blockProgress(ctx: Ctx, label: string, phase: string) {
   process.once('SIGINT', onInterrupt);
   return {
     live,
-    onProgress(done: number, total: number, r: ExtractionRecord) {
+    onProgress(done: number, total: number, r: BlockRecord) {
       counts.total = total;
       if (r.ok) counts.ok++;
       else counts.failed++;
@@ -165,7 +161,7 @@ function blockProgress(ctx: Ctx, label: string, phase: string) {
   };
 }
 
-function blockLine(r: ExtractionRecord): string {
+function blockLine(r: BlockRecord): string {
   const errs = r.diagnostics.filter((d) => d.severity === 'error');
   const v = r.validation;
   let status = r.error ? `ERROR ${r.error}` : r.ok ? 'ok' : `${errs.length} unresolved`;
@@ -209,7 +205,7 @@ function blockLine(r: ExtractionRecord): string {
 
 /** The result lines of extract / validate (only the totals when each block's line was
  *  already shown as it finished). */
-function summarize(records: ExtractionRecord[], linesShown = false): string {
+function summarize(records: BlockRecord[], linesShown = false): string {
   const ok = records.filter((r) => r.ok).length;
   const validated = records.some((r) => r.validation);
   const lines = linesShown ? [] : records.map(blockLine);
@@ -258,7 +254,7 @@ export const commands: Record<string, Command> = {
     async run(ctx) {
       // with --repo/--config the store is made as `index` would make it (one step:
       // unchanged files are not parsed again)
-      const repos = ctx.values.repo || ctx.values.config ? repoSpecs(ctx) : undefined;
+      const repos = ctx.values.repo || ctx.values.config ? configuredRepos(ctx) : undefined;
       return withWorkspaceAsync(
         ctx,
         async (ws) => {

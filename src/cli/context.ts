@@ -1,9 +1,9 @@
 // Shared pieces of the CLI commands: the context a command runs with, common options,
-// repository specs from --repo/--config, block names from --block/--blocks/--names-json.
+// repositories as configured (ConfiguredRepo) from --repo/--config, block names from --block/--blocks/--names-json.
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import type { ParseArgsConfig } from 'node:util';
-import { loadRepoConfig, repoSpecFromArg, type RepoSpec } from '../config/repos.js';
+import { loadRepoConfig, configuredRepoFromArg, type ConfiguredRepo } from '../config/repos.js';
 import { UsageError } from '../util/errors.js';
 import { Workspace } from '../workspace.js';
 
@@ -33,11 +33,11 @@ export const repoOptions: NonNullable<ParseArgsConfig['options']> = {
   config: { type: 'string' },
 };
 
-export function repoSpecs(ctx: Ctx): RepoSpec[] {
+export function configuredRepos(ctx: Ctx): ConfiguredRepo[] {
   const config = ctx.values.config ? loadRepoConfig(ctx.values.config as string) : [];
   const args = (ctx.values.repo as string[] | undefined) ?? [];
   if (!args.length) return config;
-  return args.map((a) => repoSpecFromArg(a, config));
+  return args.map((a) => configuredRepoFromArg(a, config));
 }
 
 /** Only `index` creates a store: every other command refuses a folder without one

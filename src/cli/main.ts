@@ -15,7 +15,7 @@ import { commands as queueCommands } from './queue-commands.js';
 import {
   common,
   repoOptions,
-  repoSpecs,
+  configuredRepos,
   withWorkspace,
   withWorkspaceAsync,
   workersOpt,
@@ -43,7 +43,7 @@ export const commands: Record<string, Command> = {
       if (!['missing', 'force', 'skip'].includes(mode))
         throw new UsageError(`--mode must be missing, force or skip (got ${mode})`);
       const workers = workersOpt(ctx);
-      const repos = repoSpecs(ctx);
+      const repos = configuredRepos(ctx);
       const bar = progress('index');
       const report = await withWorkspaceAsync(
         ctx,

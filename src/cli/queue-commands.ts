@@ -7,7 +7,7 @@ import { merge } from '../commands/shard.js';
 import { loadRepoConfig } from '../config/repos.js';
 import { UsageError } from '../util/errors.js';
 import { profileOpt } from './commands.js';
-import { repoOptions, repoSpecs, workersOpt, type Command, type Ctx } from './context.js';
+import { repoOptions, configuredRepos, workersOpt, type Command, type Ctx } from './context.js';
 
 function redisOpt(ctx: Ctx): string {
   const r = (ctx.values.redis as string | undefined) ?? process.env.NNRAG_REDIS;
@@ -57,7 +57,7 @@ export const commands: Record<string, Command> = {
       if (sub !== undefined)
         throw new UsageError(`nnrag queue: unknown subcommand ${JSON.stringify(sub)} (status, or none to enqueue)`);
       if (!ctx.values.repo && !ctx.values.config) throw new UsageError('give --config FILE and/or --repo … to queue');
-      const repos = repoSpecs(ctx);
+      const repos = configuredRepos(ctx);
       // the universe of every job: the whole config when there is one (as one `extract
       // --all --config` indexes it), else the repositories given
       const universe = ctx.values.config ? loadRepoConfig(ctx.values.config as string) : repos;

@@ -10,7 +10,7 @@ import type { BlockRecord } from '../records/block.js';
 import { buildReport, type LibraryReport } from '../library/report.js';
 import type { Workspace } from '../workspace.js';
 import { discover } from './discover.js';
-import { extractAndValidate, type PipelineOptions } from './extract.js';
+import { extractAndValidate, type PipelineOptions } from '../pipeline/pipeline.js';
 import { index } from './index-repos.js';
 
 /** The bundled example corpus (`examples/` of the package). */

@@ -8,10 +8,10 @@ import { checkRootfs, doctor as checkEnvironment, type DoctorReport, type PoolOp
 import { createRootfs } from '../environment/rootfs.js';
 import { storeNeeds, syncEnvironment, type EnvNeed, type SyncResult } from '../environment/debian.js';
 import type { Workspace } from '../workspace.js';
+import { storeEnvironment } from '../pipeline/environment.js';
 import { requirements } from './requirements.js';
 import { KNOWN_DISTRIBUTIONS } from '../environment/names.js';
 import {
-  envPython,
   nnragHome,
   syncPyPIEnvironment,
   type EnvManifestPyPI,
@@ -19,7 +19,6 @@ import {
   type PyPIOptions,
 } from '../environment/pypi.js';
 import { KV_KEYS } from '../store/kv.js';
-import { existsSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 
@@ -128,13 +127,6 @@ export function environmentNextStep(
     `${path.basename(path.dirname(store)) || 'store'}-${createHash('sha256').update(store).digest('hex').slice(0, 8)}`,
   );
   return `${n} blocks failed for what the environment lacks (requirements, torch release, compiled operators): \`nnrag env create ${dir} --store ${store}\` makes a PyPI environment with what the store's repositories need; then run this command again (the store remembers the environment)`;
-}
-
-/** The PyPI environment made for a store (`env create --store`), when it still exists. */
-export function storeEnvironment(ws: Workspace): string | null {
-  const v = ws.store.getKV(KV_KEYS.environment);
-  const dir = v ? (JSON.parse(v) as string) : null;
-  return dir && existsSync(envPython(dir)) ? dir : null;
 }
 
 /** Top-level module names of the store's indexed repositories → repository. */

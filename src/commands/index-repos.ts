@@ -3,7 +3,7 @@
 // (src/indexer); what the store holds. "Index" in nnrag means this one thing: parsing a
 // repository's files into stored facts.
 import path from 'node:path';
-import type { RepoSpec } from '../config/repos.js';
+import type { ConfiguredRepo } from '../config/repos.js';
 import {
   indexRepos,
   stats as storeStats,
@@ -25,7 +25,7 @@ export async function ready(): Promise<void> {
 }
 
 export interface IndexOptions {
-  repos: RepoSpec[];
+  repos: ConfiguredRepo[];
   mode?: IndexMode;
   update?: boolean;
   workers?: number;

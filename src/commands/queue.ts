@@ -20,7 +20,7 @@ import path from 'node:path';
 import { Worker as Thread } from 'node:worker_threads';
 import { Queue, Worker, type Job } from 'bullmq';
 import { Redis, type RedisOptions } from 'ioredis';
-import type { RepoSpec } from '../config/repos.js';
+import type { ConfiguredRepo } from '../config/repos.js';
 import { idFileStem } from '../discover/ids.js';
 import { UsageError } from '../util/errors.js';
 import type { ShardThreadInput, ShardThreadMessage } from './shard-thread.js';
@@ -32,7 +32,7 @@ export const DEFAULT_QUEUE = 'nnrag';
  *  decide the result (validation, profile, equivalence), the same for every worker. */
 export interface RepoJob {
   repo: string;
-  universe: RepoSpec[];
+  universe: ConfiguredRepo[];
   pipeline: { validate: boolean; profile?: 'slim' | 'faithful'; equivalence?: boolean; witnesses?: boolean };
 }
 
@@ -98,9 +98,9 @@ export interface EnqueueOptions {
   redis: string;
   queue?: string;
   /** the repositories to queue (each gets a job) */
-  repos: RepoSpec[];
+  repos: ConfiguredRepo[];
   /** the universe each job indexes (default: `repos`) */
-  universe?: RepoSpec[];
+  universe?: ConfiguredRepo[];
   pipeline: RepoJob['pipeline'];
   /** tries before a job ends failed (default 3) */
   attempts?: number;

@@ -1,7 +1,7 @@
 // The search-stage commands as functions of the API: `nnrag search`, `nnrag similar`,
 // `nnrag export` and `nnrag serve` (the web catalog). Each brings the search structures up to date with the store first; the
 // CLI parses flags and prints what they return.
-import { extractText } from './extract.js';
+import { extractText } from '../pipeline/pipeline.js';
 import { ready } from './index-repos.js';
 import { exportBlock, heldProfile, type ExportOptions, type ExportReport } from '../export/export.js';
 import type { EmissionProfile } from '../records/block.js';

@@ -5,14 +5,14 @@
 // within lockDuration makes the job "stalled" and another worker would take it while this
 // one still works on it. Messages to the parent: progress, then the result or the error.
 import { parentPort, workerData } from 'node:worker_threads';
-import type { RepoSpec } from '../config/repos.js';
+import type { ConfiguredRepo } from '../config/repos.js';
 import { ready } from './index-repos.js';
 import { buildShard, type ShardOptions } from './shard.js';
 
 export interface ShardThreadInput {
   shardsDir: string;
   repo: string;
-  universe: RepoSpec[];
+  universe: ConfiguredRepo[];
   options: Omit<ShardOptions, 'onPhase' | 'onHarvest' | 'onWarning'>;
 }
 

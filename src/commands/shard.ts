@@ -12,7 +12,7 @@
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, copyFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { RepoSpec } from '../config/repos.js';
+import type { ConfiguredRepo } from '../config/repos.js';
 import { idFileStem } from '../discover/ids.js';
 import { blockFile, libraryDir, placeBlockFile, removeBlockFile } from '../library/layout.js';
 import type { BlockRecord, BlockStatus } from '../records/block.js';
@@ -30,7 +30,7 @@ import { IndexStore } from '../store/store.js';
 import { NnragError, UsageError } from '../util/errors.js';
 import { Workspace } from '../workspace.js';
 import { discover } from './discover.js';
-import { extractAndValidate, type PipelineOptions } from './extract.js';
+import { extractAndValidate, type PipelineOptions } from '../pipeline/pipeline.js';
 import { index } from './index-repos.js';
 
 /** Does a process with this id run on this machine? (signal 0 checks without sending) */
@@ -72,7 +72,7 @@ export interface ShardResult extends ShardMark {
 export async function buildShard(
   shardsDir: string,
   repo: string,
-  universe: RepoSpec[],
+  universe: ConfiguredRepo[],
   opts: ShardOptions = {},
 ): Promise<ShardResult> {
   if (!universe.some((r) => r.name === repo))

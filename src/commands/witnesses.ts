@@ -2,15 +2,7 @@
 // harvest of the store's repositories — what each class got when the repository's own
 // entry points built and ran its models (src/validate/witness/).
 import { UsageError } from '../util/errors.js';
-import { workerInfoKey } from '../store/kv.js';
-import type { IndexStore } from '../store/store.js';
-import {
-  environmentIdOf,
-  ValidatorPool,
-  type PoolOptions,
-  type ProbedEnvironment,
-  type WorkerInfo,
-} from '../validate/index.js';
+import { environmentIdOf, ValidatorPool, type PoolOptions } from '../validate/index.js';
 import {
   currentHarvest,
   fileListing,
@@ -21,6 +13,7 @@ import {
   type HarvestResult,
 } from '../validate/witness/index.js';
 import type { Workspace } from '../workspace.js';
+import { rememberedWorkers, startRemembering } from '../pipeline/environment.js';
 
 export interface WitnessesOptions {
   /** these repositories (every indexed one when empty) */
@@ -75,23 +68,4 @@ export async function witnesses(ws: Workspace, opts: WitnessesOptions = {}): Pro
     await pool?.close();
   }
   return results;
-}
-
-/** What the workers of this environment reported the last time they started, if known. */
-export function rememberedWorkers(store: IndexStore, probed: Pick<ProbedEnvironment, 'key'>): WorkerInfo | null {
-  const got = store.getKV(workerInfoKey(probed.key));
-  return got ? (JSON.parse(got) as WorkerInfo) : null;
-}
-
-/** Start a validator pool and remember what its workers reported (rememberedWorkers). */
-export async function startRemembering(
-  store: IndexStore,
-  opts: PoolOptions | undefined,
-  probed?: ProbedEnvironment,
-): Promise<ValidatorPool> {
-  const pool = await ValidatorPool.start(opts, probed);
-  const info: WorkerInfo = { torch: pool.torch, python: pool.pythonVersion };
-  if (JSON.stringify(rememberedWorkers(store, { key: pool.envKey })) !== JSON.stringify(info))
-    store.setKV(workerInfoKey(pool.envKey), JSON.stringify(info));
-  return pool;
 }

@@ -8,7 +8,7 @@
 // a URL; relative to the config file) and "package_roots" (folders that are sys.path
 // roots, overriding detection, '' or "." for the repository root).
 // `paths` are path globs inside the repository (see scope.ts) that scope the sparse
-// checkout and the indexing. Also builds a RepoSpec from a `--repo PATH_OR_URL` argument.
+// checkout and the indexing. Also builds a ConfiguredRepo from a `--repo PATH_OR_URL` argument.
 import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -28,7 +28,9 @@ export {
   normalizeRelPath,
 } from './scope.js';
 
-export interface RepoSpec {
+/** A repository as the configuration (or the command line) asks for it, before it is
+ *  fetched and indexed; the index's record of it is an `IndexedRepo` (store/store.ts). */
+export interface ConfiguredRepo {
   /** `owner/name` (config key, or derived from the URL / folder name). */
   name: string;
   /** Remote or bare git source (https, ssh, git, file URL). */
@@ -71,12 +73,12 @@ function stringList(v: unknown, where: string): string[] {
 
 /** Parse a config object (already JSON-decoded). `file` is used in messages and to
  *  resolve relative "path" entries. */
-export function parseRepoConfig(data: unknown, file: string): RepoSpec[] {
+export function parseRepoConfig(data: unknown, file: string): ConfiguredRepo[] {
   if (data === null || typeof data !== 'object' || Array.isArray(data)) {
     throw new UsageError(`${file}: the top level must be an object keyed by repository name ("owner/name": {...})`);
   }
   const baseDir = path.dirname(path.resolve(file));
-  const specs: RepoSpec[] = [];
+  const specs: ConfiguredRepo[] = [];
   for (const [key, value] of Object.entries(data as Record<string, unknown>)) {
     const at = `${file}: repository "${key}"`;
     if (key.trim() === '' || key !== key.trim())
@@ -145,7 +147,7 @@ export function parseRepoConfig(data: unknown, file: string): RepoSpec[] {
 }
 
 /** Read and validate a `repo_config.json` file. */
-export function loadRepoConfig(file: string): RepoSpec[] {
+export function loadRepoConfig(file: string): ConfiguredRepo[] {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -161,10 +163,10 @@ export function loadRepoConfig(file: string): RepoSpec[] {
   return parseRepoConfig(data, file);
 }
 
-/** RepoSpec for `--repo PATH_OR_URL`. Order: URL; a name configured in `config`
+/** ConfiguredRepo for `--repo PATH_OR_URL`. Order: URL; a name configured in `config`
  *  (`owner/name` shorthand is never guessed into a URL); an existing local folder
  *  (a bare repository is cloned through file://, a work tree or plain folder used in place). */
-export function repoSpecFromArg(arg: string, config: readonly RepoSpec[] = []): RepoSpec {
+export function configuredRepoFromArg(arg: string, config: readonly ConfiguredRepo[] = []): ConfiguredRepo {
   const kind = vetSource(arg, '--repo');
   const base = { priority: DEFAULT_PRIORITY, paths: [] as string[], description: null, packageRoots: null };
   if (kind.kind === 'url') return { ...base, name: nameFromUrl(kind.url), url: kind.url, path: null };

@@ -32,7 +32,7 @@ import { UsageError } from '../util/errors.js';
 import { ParsePool } from './pool.js';
 import type { ParseItem, ParseOutcome } from './pool.js';
 import { gitBlobId } from './source.js';
-import type { FactsMeta, FactsRow, FileRow, IndexStore, ProblemRow, RepoRow } from '../store/store.js';
+import type { FactsMeta, FactsRow, FileRow, IndexStore, ProblemRow, IndexedRepo } from '../store/store.js';
 
 export type IndexMode = 'missing' | 'force' | 'skip';
 
@@ -426,7 +426,7 @@ export async function indexRepos(
           }
         }
       }
-      const repoRow: RepoRow = {
+      const repoRow: IndexedRepo = {
         name: c.name,
         url: c.originUrl ?? null,
         root: c.root,

@@ -12,7 +12,7 @@ import { writeFileAtomic } from '../util/fs.js';
 import type { Workspace } from '../workspace.js';
 import { classSignature, classStatement } from '../resolve/classes.js';
 import { libraryDir, libraryFile, placeBlockFile } from './layout.js';
-import type { IndexStore, RepoRow } from '../store/store.js';
+import type { IndexStore, IndexedRepo } from '../store/store.js';
 import { KV_KEYS, requirementsKey } from '../store/kv.js';
 import { clusterOf, listClusters, putDedup, putSpecs } from '../store/specs.js';
 import { parseBlockId } from '../discover/ids.js';
@@ -134,7 +134,7 @@ export async function buildLibrary(ws: Workspace, opts: LibraryOptions = {}): Pr
   const store = ws.store;
   const extractions = listExtractions(store).filter((e) => e.text);
   const blocks = new Map(store.listBlocks().map((b) => [b.id, b]));
-  const repos = new Map<string, RepoRow>(store.listRepos().map((r) => [r.name, r]));
+  const repos = new Map<string, IndexedRepo>(store.listRepos().map((r) => [r.name, r]));
   const licenses = new Map<string, LicenseInfo>([...repos.values()].map((r) => [r.name, detectLicense(r.root)]));
   const corpus = ws.corpus();
   const resolver = ws.resolver();

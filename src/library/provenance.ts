@@ -12,7 +12,7 @@
 // (https://spdx.org/licenses/) for common licenses, else 'unknown'.
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import type { RepoRow } from '../store/store.js';
+import type { IndexedRepo } from '../store/store.js';
 import type { ProvenanceEntry } from './spec.js';
 import { contentSwhid, originUrl, revisionSwhid } from './swhid.js';
 
@@ -161,7 +161,7 @@ const HEX40 = /^[0-9a-f]{40}$/i;
 
 function repoEntry(
   name: string,
-  repo: RepoRow | undefined,
+  repo: IndexedRepo | undefined,
   prov: ProvenanceEntry | undefined,
   license: LicenseInfo | undefined,
 ): ManifestRepo {
@@ -183,7 +183,7 @@ function repoEntry(
 export function blockManifest(
   id: string,
   provenance: readonly ProvenanceEntry[],
-  repos: ReadonlyMap<string, RepoRow>,
+  repos: ReadonlyMap<string, IndexedRepo>,
   licenses: ReadonlyMap<string, LicenseInfo>,
 ): RequiredRepos {
   const byRepo = new Map<string, ManifestRepo>();
@@ -198,7 +198,7 @@ export function blockManifest(
 /** The library `required_repos.json`: every repository and file any block copies from. */
 export function libraryManifest(
   blocks: readonly { id: string; provenance: readonly ProvenanceEntry[] }[],
-  repos: ReadonlyMap<string, RepoRow>,
+  repos: ReadonlyMap<string, IndexedRepo>,
   licenses: ReadonlyMap<string, LicenseInfo>,
 ): RequiredRepos {
   const byRepo = new Map<string, ManifestRepo>();
@@ -232,7 +232,7 @@ function finish(repos: ManifestRepo[]): ManifestRepo[] {
  *  since indexing) or are missing. */
 export function checkSwhids(
   manifest: RequiredRepos,
-  repos: ReadonlyMap<string, RepoRow>,
+  repos: ReadonlyMap<string, IndexedRepo>,
 ): { repo: string; path: string; expected: string; actual: string | null }[] {
   const bad: { repo: string; path: string; expected: string; actual: string | null }[] = [];
   for (const r of manifest.repos) {

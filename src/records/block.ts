@@ -175,14 +175,14 @@ export interface BlockRecord {
   validations?: Record<string, EnvValidation>;
   /** PEP 508 requirements of the externs (the library stage resolves them) */
   requirements?: BlockRequirement[];
-  /** what the validated result was computed from (commands/reuse.ts): a re-run whose
+  /** what the validated result was computed from (pipeline/reuse.ts): a re-run whose
    *  inputs are the same reads this record instead of emitting and validating again */
   inputs?: BlockInputs;
   /** of the run that wrote or read this record: whether the stored result was reused, and why */
   reuse?: { reused: boolean; why: string };
 }
 
-/** Digests of what a block's validated result depends on (commands/reuse.ts). */
+/** Digests of what a block's validated result depends on (pipeline/reuse.ts). */
 export interface BlockInputs {
   /** nnrag's code (compiled modules and the validation harness) */
   code: string;

@@ -1,4 +1,4 @@
-// RepoCache: turns a RepoSpec into a work tree on disk with a known revision.
+// RepoCache: turns a ConfiguredRepo into a work tree on disk with a known revision.
 //
 // * Remote sources (https, ssh, git, file URLs, and local bare repositories through
 //   file:// so that --depth works) are cloned shallow (`--depth 1`), blobless
@@ -18,7 +18,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, readdir, readFile, realpath, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { RepoSpec } from '../config/repos.js';
+import type { ConfiguredRepo } from '../config/repos.js';
 import { NnragError, UsageError } from '../util/errors.js';
 import { writeFileAtomic } from '../util/fs.js';
 import { detectPackageRoots, importedNamesOf, listPythonFiles } from './files.js';
@@ -129,7 +129,7 @@ export class RepoCache {
   }
 
   /** Make the repository available on disk and describe the checkout. */
-  async prepare(spec: RepoSpec, opts: { update?: boolean } = {}): Promise<RepoCheckout> {
+  async prepare(spec: ConfiguredRepo, opts: { update?: boolean } = {}): Promise<RepoCheckout> {
     if (spec.url !== null && spec.path !== null)
       throw new UsageError(`repository "${spec.name}": give either a url or a path, not both`);
     if (spec.path !== null) {
@@ -155,7 +155,7 @@ export class RepoCache {
     return { cwd, input, timeoutMs: this.opts.gitTimeoutMs };
   }
 
-  private async packageRoots(spec: RepoSpec, root: string): Promise<string[]> {
+  private async packageRoots(spec: ConfiguredRepo, root: string): Promise<string[]> {
     if (spec.packageRoots !== null) return [...new Set(spec.packageRoots.map((r) => r.replace(/\/+$/, '')))].sort();
     const { files } = await listPythonFiles(root, { paths: spec.paths });
     // Ancestor __init__.py files may lie outside the path globs: look on disk. The
@@ -174,7 +174,7 @@ export class RepoCache {
     );
   }
 
-  private async prepareLocal(spec: RepoSpec, abs: string): Promise<RepoCheckout> {
+  private async prepareLocal(spec: ConfiguredRepo, abs: string): Promise<RepoCheckout> {
     let st;
     try {
       st = await stat(abs);
@@ -209,7 +209,7 @@ export class RepoCache {
     };
   }
 
-  private async prepareRemote(spec: RepoSpec, url: string, opts: { update?: boolean }): Promise<RepoCheckout> {
+  private async prepareRemote(spec: ConfiguredRepo, url: string, opts: { update?: boolean }): Promise<RepoCheckout> {
     await mkdir(this.cacheDir, { recursive: true });
     const key = cacheKey(spec.name, url);
     const dir = path.join(this.cacheDir, key);

@@ -16,17 +16,10 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { FileFacts } from '../parse/types.js';
+import type { IndexedRepo } from '../store/store.js';
 import { NnragError } from '../util/errors.js';
 import { decodePython, gitBlobId } from '../indexer/source.js';
 import { lineIndex, lineStarts } from '../util/lines.js';
-
-export interface CorpusRepo {
-  name: string;
-  url: string | null;
-  root: string;
-  revision: string | null;
-  priority: number;
-}
 
 export interface CorpusModule {
   /** absolute module name, e.g. `timm.layers.mlp`; a package is named by its folder */
@@ -44,13 +37,13 @@ export interface CorpusModule {
 /** Finds modules of a repository that the index does not hold (outside its `paths`). */
 export interface ModuleLoader {
   /** The module `name` of `repo` read and indexed now, or null when it does not exist. */
-  load(repo: CorpusRepo, name: string): { module: CorpusModule; text?: string } | null;
+  load(repo: IndexedRepo, name: string): { module: CorpusModule; text?: string } | null;
   /** Does `repo` have a folder (a PEP 420 namespace portion) for this module name? */
-  hasFolder(repo: CorpusRepo, name: string): boolean;
+  hasFolder(repo: IndexedRepo, name: string): boolean;
 }
 
 export class Corpus {
-  readonly repos = new Map<string, CorpusRepo>();
+  readonly repos = new Map<string, IndexedRepo>();
   /** repository names by priority (lower number first), then name */
   private readonly order: string[];
   private readonly byRepo = new Map<string, Map<string, CorpusModule>>();
@@ -66,7 +59,7 @@ export class Corpus {
   private readonly packageNames = new Map<string, boolean>();
   private loader: ModuleLoader | null = null;
 
-  constructor(repos: CorpusRepo[], modules: CorpusModule[]) {
+  constructor(repos: IndexedRepo[], modules: CorpusModule[]) {
     for (const r of repos) {
       this.repos.set(r.name, r);
       this.byRepo.set(r.name, new Map());

@@ -11,15 +11,9 @@ import { OnDemandLoader } from './ondemand.js';
 import { parserReady } from '../parse/parser.js';
 
 export function loadCorpus(store: IndexStore): Corpus {
-  const c = store.loadCorpus();
+  const c = store.indexContents();
   const facts = store.loadAllFacts();
-  const repos = c.repos.map((r) => ({
-    name: r.name,
-    url: r.url,
-    root: r.root,
-    revision: r.revision,
-    priority: r.priority ?? 0,
-  }));
+  const repos = c.repos;
   const byName = new Map(repos.map((r) => [r.name, r]));
   const loader = new OnDemandLoader(store);
   const modules: CorpusModule[] = [];

@@ -12,12 +12,12 @@ import path from 'node:path';
 import { factsRow, MAX_FILE_BYTES } from '../indexer/indexer.js';
 import { parseBuffer } from '../indexer/parse-one.js';
 import { decodePython, gitBlobId } from '../indexer/source.js';
-import { sysPathRoots, type IndexStore, type RepoRow } from '../store/store.js';
+import { sysPathRoots, type IndexStore, type IndexedRepo } from '../store/store.js';
 import type { FileFacts } from '../parse/types.js';
 import { parserReady } from '../parse/parser.js';
 import { isIdentifier } from '../repos/files.js';
 import { gitSync } from '../repos/git.js';
-import type { CorpusModule, CorpusRepo, ModuleLoader } from './corpus.js';
+import type { CorpusModule, ModuleLoader } from './corpus.js';
 
 export interface OnDemandStats {
   /** modules read on demand */
@@ -32,25 +32,21 @@ export interface OnDemandStats {
 
 export class OnDemandLoader implements ModuleLoader {
   readonly stats: OnDemandStats = { loaded: 0, parsed: 0, fetched: 0, ms: 0 };
-  private readonly rows: Map<string, RepoRow>;
   /** per remote repository: files and folders of the indexed commit's tree */
   private readonly trees = new Map<string, { files: Set<string>; dirs: Set<string> } | null>();
 
-  constructor(private readonly store: IndexStore) {
-    this.rows = new Map(store.listRepos().map((r) => [r.name, r]));
-  }
+  constructor(private readonly store: IndexStore) {}
 
   /** sys.path entries of the repository, relative to its root. */
-  private roots(repo: CorpusRepo): string[] {
-    const r = this.rows.get(repo.name);
-    return r ? sysPathRoots(r) : [''];
+  private roots(repo: IndexedRepo): string[] {
+    return sysPathRoots(repo);
   }
 
-  private isRemote(repo: CorpusRepo): boolean {
-    return this.rows.get(repo.name)?.local === false;
+  private isRemote(repo: IndexedRepo): boolean {
+    return repo.local === false;
   }
 
-  load(repo: CorpusRepo, name: string): { module: CorpusModule; text: string } | null {
+  load(repo: IndexedRepo, name: string): { module: CorpusModule; text: string } | null {
     const parts = name.split('.');
     if (!parts.every(isIdentifier)) return null;
     const t0 = performance.now();
@@ -76,7 +72,7 @@ export class OnDemandLoader implements ModuleLoader {
   /** Facts of an indexed file whose stored facts an older nnrag wrote (another
    *  FACTS_VERSION): the same bytes (same blob id) parsed again now and stored; null
    *  when the file changed or is gone since it was indexed, or no parser is ready. */
-  reparse(repo: CorpusRepo, rel: string, blob: string): FileFacts | null {
+  reparse(repo: IndexedRepo, rel: string, blob: string): FileFacts | null {
     if (!parserReady()) return null;
     const buf = this.read(repo, rel);
     if (!buf || gitBlobId(buf) !== blob) return null;
@@ -86,7 +82,7 @@ export class OnDemandLoader implements ModuleLoader {
     return o.json ? (JSON.parse(o.json) as FileFacts) : null;
   }
 
-  hasFolder(repo: CorpusRepo, name: string): boolean {
+  hasFolder(repo: IndexedRepo, name: string): boolean {
     const parts = name.split('.');
     if (!parts.every(isIdentifier)) return false;
     for (const root of this.roots(repo)) {
@@ -98,7 +94,7 @@ export class OnDemandLoader implements ModuleLoader {
   }
 
   /** The file's bytes from the work tree, else (sparse clone) from git; null when absent. */
-  private read(repo: CorpusRepo, rel: string): Buffer | null {
+  private read(repo: IndexedRepo, rel: string): Buffer | null {
     const file = path.join(repo.root, ...rel.split('/'));
     try {
       const st = statSync(file);
@@ -121,7 +117,7 @@ export class OnDemandLoader implements ModuleLoader {
   }
 
   /** Paths of the indexed commit's tree (trees are in a blobless clone: no blob fetched). */
-  private tree(repo: CorpusRepo): { files: Set<string>; dirs: Set<string> } | null {
+  private tree(repo: IndexedRepo): { files: Set<string>; dirs: Set<string> } | null {
     if (this.trees.has(repo.name)) return this.trees.get(repo.name)!;
     const out = gitSync(['ls-tree', '-r', '-z', '--name-only', repo.revision ?? 'HEAD'], { cwd: repo.root });
     let t: { files: Set<string>; dirs: Set<string> } | null = null;
@@ -139,7 +135,7 @@ export class OnDemandLoader implements ModuleLoader {
 
   /** Facts of the content (stored, else parsed now and stored), the file recorded. */
   private index(
-    repo: CorpusRepo,
+    repo: IndexedRepo,
     rel: string,
     name: string,
     buf: Buffer,

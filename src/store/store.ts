@@ -33,7 +33,10 @@ export function latestSchemaVersion(): number {
   return LATEST_SCHEMA_VERSION;
 }
 
-export interface RepoRow {
+/** A repository as the index holds it (the `repos` table): where its checkout is, the
+ *  revision indexed, its priority and package roots. What the configuration asks for is a
+ *  `ConfiguredRepo` (config/repos.ts). */
+export interface IndexedRepo {
   name: string;
   url: string | null;
   root: string;
@@ -46,7 +49,7 @@ export interface RepoRow {
 
 /** A repository's sys.path entries relative to its root (its package roots; the root
  *  itself, '', when none were detected or configured). */
-export function sysPathRoots(r: Pick<RepoRow, 'packageRoots'>): string[] {
+export function sysPathRoots(r: Pick<IndexedRepo, 'packageRoots'>): string[] {
   return r.packageRoots.length ? r.packageRoots : [''];
 }
 
@@ -117,8 +120,10 @@ export interface RunRow {
   timings: Record<string, number> | null;
 }
 
-export interface Corpus {
-  repos: RepoRow[];
+/** The repositories and files of the whole index, as stored (resolve/load.ts builds the
+ *  resolver's `Corpus` from them). */
+export interface IndexContents {
+  repos: IndexedRepo[];
   files: { repo: string; path: string; module: string | null; blob: string }[];
 }
 
@@ -337,12 +342,12 @@ export class IndexStore {
 
   // ---------------------------------------------------------------- repos & files
 
-  listRepos(): RepoRow[] {
+  listRepos(): IndexedRepo[] {
     const rows = this.stmt('SELECT * FROM repos ORDER BY priority DESC, name').all() as Record<string, unknown>[];
     return rows.map(repoFromDb);
   }
 
-  getRepo(name: string): RepoRow | null {
+  getRepo(name: string): IndexedRepo | null {
     const r = this.stmt('SELECT * FROM repos WHERE name = ?').get(name) as Record<string, unknown> | undefined;
     return r ? repoFromDb(r) : null;
   }
@@ -362,7 +367,7 @@ export class IndexStore {
 
   /** Replace what the store records for one repository (its row, its files, its
    *  problems) in one transaction: readers see the old or the new state, never a mix. */
-  replaceRepo(repo: RepoRow, files: FileRow[], problems: ProblemRow[]): void {
+  replaceRepo(repo: IndexedRepo, files: FileRow[], problems: ProblemRow[]): void {
     const upRepo = this.stmt(
       `INSERT OR REPLACE INTO repos(name, url, root, revision, local, priority, package_roots, indexed_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -435,10 +440,12 @@ export class IndexStore {
   }
 
   /** Repos and files (with module names and blob ids) of the whole index. */
-  loadCorpus(): Corpus {
+  indexContents(): IndexContents {
     return {
       repos: this.listRepos(),
-      files: this.stmt('SELECT repo, path, module, blob FROM files ORDER BY repo, path').all() as Corpus['files'],
+      files: this.stmt(
+        'SELECT repo, path, module, blob FROM files ORDER BY repo, path',
+      ).all() as IndexContents['files'],
     };
   }
 
@@ -655,7 +662,7 @@ function blockFromDb(r: Record<string, unknown>): BlockRow {
   return b;
 }
 
-function repoFromDb(r: Record<string, unknown>): RepoRow {
+function repoFromDb(r: Record<string, unknown>): IndexedRepo {
   return {
     name: r.name as string,
     url: (r.url as string | null) ?? null,

@@ -12,7 +12,7 @@ import * as api from '../../src/nnrag.js';
 import { exportBlock, moduleNameFor } from '../../src/export/export.js';
 import { getExtraction, listExtractions } from '../../src/store/records.js';
 import { compareRelease, testedPin } from '../../src/environment/requirements.js';
-import { extractAndValidate } from '../../src/commands/extract.js';
+import { extractAndValidate } from '../../src/pipeline/pipeline.js';
 import { ValidatorPool, type ValidationRequest } from '../../src/validate/index.js';
 import { NnragError } from '../../src/util/errors.js';
 import { duration, progressLine } from '../../src/cli/progress.js';
@@ -203,14 +203,35 @@ test('common options may come before the command; a closed output pipe is not an
 });
 
 test('help: every flag of every command has a line, every command an example', async () => {
-  const { commands } = await import('../../src/cli/main.js');
+  const { commands, main } = await import('../../src/cli/main.js');
   const { common } = await import('../../src/cli/context.js');
   const { EXAMPLES, flagHelp } = await import('../../src/cli/help.js');
+  // the executable prints a command's help (one process; the other commands in this one:
+  // `main` answers --help before its first await, so stdout is captured for that call only)
   const bin = path.join(repoRoot, 'dist', 'src', 'cli', 'bin.js');
+  const viaBin = spawnSync(process.execPath, [bin, 'index', '--help'], { encoding: 'utf8' });
+  assert.equal(viaBin.status, 0, viaBin.stderr);
+  assert.match(viaBin.stdout, /--store\b.* \S/);
+  const helpOf = async (name: string) => {
+    let stdout = '';
+    const write = process.stdout.write;
+    process.stdout.write = ((chunk: string | Uint8Array) => {
+      stdout += String(chunk);
+      return true;
+    }) as typeof process.stdout.write;
+    let status: Promise<number>;
+    try {
+      status = main([name, '--help']);
+    } finally {
+      process.stdout.write = write;
+    }
+    return { status: await status, stdout };
+  };
   for (const [name, cmd] of Object.entries(commands)) {
     assert.ok(EXAMPLES[name]?.startsWith(`nnrag ${name}`), `an example for ${name}`);
-    const help = spawnSync(process.execPath, [bin, name, '--help'], { encoding: 'utf8' });
+    const help = await helpOf(name);
     assert.equal(help.status, 0);
+    assert.match(help.stdout, /^usage: /m, `nnrag ${name} --help prints its usage`);
     for (const flag of Object.keys({ ...cmd.options, ...common })) {
       assert.ok(flagHelp(name, flag), `nnrag ${name} --${flag} has a description`);
       assert.match(help.stdout, new RegExp(`--${flag}\\b.* \\S`), `nnrag ${name} --help lists --${flag}`);

@@ -8,9 +8,9 @@ import {
   inScope,
   loadRepoConfig,
   matchGlob,
-  repoSpecFromArg,
+  configuredRepoFromArg,
   symbolMatches,
-  type RepoSpec,
+  type ConfiguredRepo,
 } from '../../src/config/repos.js';
 import { UsageError } from '../../src/util/errors.js';
 import { tempDir } from '../helpers.js';
@@ -45,7 +45,7 @@ test('loads nn-rag repo_config.json entries and nnrag extensions', () => {
     paths: ['timm', 'timm/layers/', 'timm/models'],
     description: 'Essential for models',
     packageRoots: null,
-  } satisfies RepoSpec);
+  } satisfies ConfiguredRepo);
   assert.equal(specs[1].priority, 2);
   assert.equal(specs[1].description, null);
   assert.deepEqual(specs[2], {
@@ -93,15 +93,15 @@ test('bad fields name the file and the repository key', () => {
 });
 
 test('--repo: URLs, configured names, local folders', () => {
-  const gh = repoSpecFromArg('https://github.com/huggingface/pytorch-image-models.git');
+  const gh = configuredRepoFromArg('https://github.com/huggingface/pytorch-image-models.git');
   assert.equal(gh.name, 'huggingface/pytorch-image-models');
   assert.equal(gh.url, 'https://github.com/huggingface/pytorch-image-models.git');
-  assert.equal(repoSpecFromArg('git@github.com:pytorch/vision.git').name, 'pytorch/vision');
-  assert.equal(repoSpecFromArg('file:///srv/git/acme/nets.git').name, 'acme/nets');
+  assert.equal(configuredRepoFromArg('git@github.com:pytorch/vision.git').name, 'pytorch/vision');
+  assert.equal(configuredRepoFromArg('file:///srv/git/acme/nets.git').name, 'acme/nets');
 
   // owner/name is never guessed into a URL
-  assert.throws(() => repoSpecFromArg('pytorch/vision'), /only accepted when the repository config defines it/);
-  const configured: RepoSpec = {
+  assert.throws(() => configuredRepoFromArg('pytorch/vision'), /only accepted when the repository config defines it/);
+  const configured: ConfiguredRepo = {
     name: 'pytorch/vision',
     url: 'https://github.com/pytorch/vision.git',
     path: null,
@@ -110,11 +110,11 @@ test('--repo: URLs, configured names, local folders', () => {
     description: null,
     packageRoots: null,
   };
-  assert.equal(repoSpecFromArg('pytorch/vision', [configured]), configured);
+  assert.equal(configuredRepoFromArg('pytorch/vision', [configured]), configured);
 
   const dir = path.join(tempDir(), 'my-nets');
   mkdirSync(dir);
-  const local = repoSpecFromArg(dir);
+  const local = configuredRepoFromArg(dir);
   assert.deepEqual([local.name, local.url, local.path], ['my-nets', null, dir]);
 });
 

@@ -14,7 +14,7 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, cpSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import * as api from '../../src/nnrag.js';
-import { extractAndValidate, type Extraction, type SlimInputs } from '../../src/commands/extract.js';
+import { extractAndValidate, type Extraction, type SlimInputs } from '../../src/pipeline/pipeline.js';
 import { entryCallFromArgs, entryCallFromText } from '../../src/emit/slim/entry.js';
 import { ValidatorPool } from '../../src/validate/index.js';
 import { fixture, tempDir } from '../helpers.js';

@@ -23,7 +23,7 @@ import {
   syncPyPIEnvironment,
   torchRequirement,
 } from '../../src/environment/pypi.js';
-import { extractAndValidate } from '../../src/commands/extract.js';
+import { extractAndValidate } from '../../src/pipeline/pipeline.js';
 import { pypiNeeds } from '../../src/commands/environment.js';
 import { tempDir } from '../helpers.js';
 import { needsTorch } from '../support/tier.js';

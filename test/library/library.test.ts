@@ -26,7 +26,7 @@ import { violations } from '../support/json-schema.js';
 import { publicVersion } from '../../src/environment/requirements.js';
 import type { BlockSpec } from '../../src/records/spec.js';
 import { originUrl } from '../../src/library/swhid.js';
-import { extractAndValidate } from '../../src/commands/extract.js';
+import { extractAndValidate } from '../../src/pipeline/pipeline.js';
 import { repoRoot, tempDir } from '../helpers.js';
 import { needsTorch } from '../support/tier.js';
 

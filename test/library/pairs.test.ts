@@ -13,7 +13,7 @@ import { buildLibrary } from '../../src/library/library.js';
 import { instructionOf, trainingPairs, type TrainingPair } from '../../src/library/pairs.js';
 import { detectLicense, licenseFromName, licenseFromText } from '../../src/library/provenance.js';
 import { listExtractions } from '../../src/store/records.js';
-import { extractAndValidate } from '../../src/commands/extract.js';
+import { extractAndValidate } from '../../src/pipeline/pipeline.js';
 import { repoRoot, tempDir } from '../helpers.js';
 import { needsTorch } from '../support/tier.js';
 

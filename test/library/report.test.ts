@@ -12,7 +12,7 @@ import '../../src/library/library.js';
 import { listExtractions, type StoredExtraction } from '../../src/store/records.js';
 import { buildReport, reportHtml, type LibraryReport } from '../../src/library/report.js';
 import { wilson } from '../../src/library/stats.js';
-import { extractAndValidate } from '../../src/commands/extract.js';
+import { extractAndValidate } from '../../src/pipeline/pipeline.js';
 import { repoRoot, tempDir } from '../helpers.js';
 import { needsTorch } from '../support/tier.js';
 

@@ -8,13 +8,13 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, wri
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { RepoCache, sparsePatterns } from '../../src/repos/cache.js';
-import type { RepoSpec } from '../../src/config/repos.js';
-import { repoSpecFromArg } from '../../src/config/repos.js';
+import type { ConfiguredRepo } from '../../src/config/repos.js';
+import { configuredRepoFromArg } from '../../src/config/repos.js';
 import { UsageError } from '../../src/util/errors.js';
 import { repoRoot, tempDir } from '../helpers.js';
 import { makeRemote, sh, writeFiles, type Remote } from './git-helpers.js';
 
-const spec = (over: Partial<RepoSpec>): RepoSpec => ({
+const spec = (over: Partial<ConfiguredRepo>): ConfiguredRepo => ({
   name: 'acme/nets',
   url: null,
   path: null,
@@ -163,7 +163,7 @@ test('a plain folder is used in place with no revision; config package roots ove
 test('a local bare repository path is cloned (depth 1 through file://)', async () => {
   const remote = makeRemote(timmLike());
   remote.commit({ 'timm/layers/more.py': 'y = 2\n' });
-  const s = repoSpecFromArg(remote.bare);
+  const s = configuredRepoFromArg(remote.bare);
   assert.equal(s.url, pathToFileURL(remote.bare).href);
   assert.equal(s.name, 'remote');
   const co = await new RepoCache(tempDir()).prepare(s);
@@ -188,7 +188,7 @@ test('dangerous sources are refused before git runs', async () => {
     'gopher://example.com/x',
   ]) {
     await assert.rejects(cache.prepare(spec({ url })), UsageError, url);
-    assert.throws(() => repoSpecFromArg(url), UsageError, url);
+    assert.throws(() => configuredRepoFromArg(url), UsageError, url);
   }
   assert.equal(existsSync(marker), false);
 });

@@ -28,7 +28,7 @@ const cases = readdirSync(root, { withFileTypes: true })
 interface Outcome {
   expect: Expect;
   text: string;
-  record: api.ExtractionRecord;
+  record: api.BlockRecord;
   file: string;
 }
 

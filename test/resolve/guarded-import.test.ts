@@ -11,7 +11,7 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import * as api from '../../src/nnrag.js';
 import { bindSource } from '../../src/parse/binder.js';
-import { extractAndValidate } from '../../src/commands/extract.js';
+import { extractAndValidate } from '../../src/pipeline/pipeline.js';
 import { ValidatorPool } from '../../src/validate/index.js';
 import { fixture, tempDir } from '../helpers.js';
 import { checkModules } from '../support/python.js';

@@ -11,12 +11,12 @@ import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import * as api from '../../src/nnrag.js';
-import type { RepoSpec } from '../../src/config/repos.js';
+import type { ConfiguredRepo } from '../../src/config/repos.js';
 import { fixture, tempDir } from '../helpers.js';
 import { makeRemote } from '../repos/git-helpers.js';
 import { checkModules } from '../support/python.js';
 
-const local = (name: string, p: string, paths: string[] = [], priority = 1): RepoSpec => ({
+const local = (name: string, p: string, paths: string[] = [], priority = 1): ConfiguredRepo => ({
   name,
   url: null,
   path: p,
@@ -27,11 +27,7 @@ const local = (name: string, p: string, paths: string[] = [], priority = 1): Rep
 });
 
 /** Extract `id`, write it, and return its text with the record. */
-function emit(
-  ws: api.Workspace,
-  id: string,
-  dir: string,
-): { text: string; record: api.ExtractionRecord; file: string } {
+function emit(ws: api.Workspace, id: string, dir: string): { text: string; record: api.BlockRecord; file: string } {
   const { record, text } = api.extractText(ws, id);
   assert.ok(text, `nothing emitted for ${id}: ${record.error}`);
   const file = path.join(dir, `${id.replace(/[/:]/g, '_')}.py`);
@@ -66,9 +62,7 @@ describe('import universes', () => {
       assert.match(beta.text, /BETA_SHIFT = 1/);
       assert.doesNotMatch(beta.text, /ALPHA_SCALE/);
       for (const r of [alpha.record, beta.record]) assert.deepEqual(r.diagnostics, []);
-      const provenance = (r: api.ExtractionRecord) => [
-        ...new Set((r.provenance as { repo: string }[]).map((p) => p.repo)),
-      ];
+      const provenance = (r: api.BlockRecord) => [...new Set((r.provenance as { repo: string }[]).map((p) => p.repo))];
       assert.deepEqual(provenance(alpha.record), ['org/alpha']);
       assert.deepEqual(provenance(beta.record), ['org/beta']);
       const checks = checkModules([

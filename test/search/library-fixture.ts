@@ -3,7 +3,7 @@
 // `nnrag demo`, into a fresh store; or any fixture folder the same way.
 import path from 'node:path';
 import * as api from '../../src/nnrag.js';
-import { extractAndValidate } from '../../src/commands/extract.js';
+import { extractAndValidate } from '../../src/pipeline/pipeline.js';
 import { repoRoot, tempDir } from '../helpers.js';
 
 export const examplesDir = path.join(repoRoot, 'examples');

@@ -2,7 +2,7 @@
 // a module imports only from its own layer or lower ones, never back up —
 //   util < parse < config < repos < environment < records (the shared record types)
 //   < store < indexer < resolve < discover < emit < validate, library (and the workspace)
-//   < search < export < serve < commands (src/commands/) < cli and the package entry (nnrag.ts).
+//   < pipeline (extract, validate, promote) < search < export < serve < commands (src/commands/) < cli and the package entry (nnrag.ts).
 // Type-only imports count too (`import type`, inline `import('…')` types, dynamic imports):
 // a lower layer that names a higher layer's type depends on it. And the graph has no cycle,
 // neither between files nor between folders (two folders of one layer, such as validate/
@@ -30,6 +30,7 @@ const LAYERS: [string, number][] = [
   ['validate/', 9],
   ['library/', 9],
   ['workspace.ts', 9],
+  ['pipeline/', 9.5],
   ['search/', 10],
   ['export/', 11],
   ['serve/', 12],
@@ -154,5 +155,7 @@ test('the layering check catches an upward import', () => {
   assert.ok(layerOf('store/store.ts') < layerOf('library/spec.ts'));
   assert.ok(layerOf('config/repos.ts') < layerOf('repos/cache.ts'));
   assert.ok(layerOf('records/block.ts') < layerOf('store/records.ts'));
+  assert.ok(layerOf('pipeline/pipeline.ts') < layerOf('commands/extract.ts'));
+  assert.ok(layerOf('validate/pool.ts') < layerOf('pipeline/pipeline.ts'));
   assert.ok(layerOf('records/search.ts') < layerOf('store/search.ts'));
 });

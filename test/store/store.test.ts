@@ -10,7 +10,7 @@ import { KV_KEYS } from '../../src/store/kv.js';
 import { MIGRATIONS } from '../../src/store/migrations.js';
 import { blockEnvironments, getExtraction, listExtractions, putExtraction } from '../../src/store/records.js';
 import { getSpec } from '../../src/store/specs.js';
-import type { FactsRow, RepoRow } from '../../src/store/store.js';
+import type { FactsRow, IndexedRepo } from '../../src/store/store.js';
 import { FACTS_VERSION } from '../../src/parse/types.js';
 import type { FileFacts } from '../../src/parse/types.js';
 import { NnragError } from '../../src/util/errors.js';
@@ -40,7 +40,7 @@ const row = (blob: string, f: FileFacts | null, version = FACTS_VERSION): FactsR
   problem: f ? null : JSON.stringify({ kind: 'binder-error', message: 'boom' }),
 });
 
-const repo = (name: string): RepoRow => ({
+const repo = (name: string): IndexedRepo => ({
   name,
   url: null,
   root: `/src/${name}`,
@@ -226,7 +226,7 @@ test('facts: version check, failed contents, loadAllFacts of referenced blobs, g
   assert.equal(lazy.get('a')?.lines, 1);
   assert.equal(lazy.get('a'), lazy.get('a'), 'parsed once, then cached');
   assert.equal(lazy.get('bad'), undefined);
-  assert.deepEqual(s.loadCorpus().files, [
+  assert.deepEqual(s.indexContents().files, [
     { repo: 'r', path: 'x.py', module: 'x', blob: 'a' },
     { repo: 'r', path: 'y.py', module: 'y', blob: 'bad' },
   ]);

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import * as api from '../../src/nnrag.js';
-import { extractAndValidate } from '../../src/commands/extract.js';
+import { extractAndValidate } from '../../src/pipeline/pipeline.js';
 import { ValidatorPool } from '../../src/validate/index.js';
 import { tempDir } from '../helpers.js';
 import { cannotValidate } from './common.js';

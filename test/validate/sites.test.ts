@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as api from '../../src/nnrag.js';
-import { callSites, dataSites } from '../../src/commands/extract.js';
+import { callSites, dataSites } from '../../src/pipeline/pipeline.js';
 import { fixture, tempDir } from '../helpers.js';
 
 test('call sites: literal ones first, then calls in context; data sites: configuration tables only', async () => {

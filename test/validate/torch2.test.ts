@@ -17,7 +17,7 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import * as api from '../../src/nnrag.js';
-import { extractAndValidate } from '../../src/commands/extract.js';
+import { extractAndValidate } from '../../src/pipeline/pipeline.js';
 import { ValidatorPool } from '../../src/validate/index.js';
 import { which } from '../../src/validate/environment.js';
 import { fixture, tempDir } from '../helpers.js';

@@ -12,7 +12,7 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, cpSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import * as api from '../../src/nnrag.js';
-import { extractAndValidate } from '../../src/commands/extract.js';
+import { extractAndValidate } from '../../src/pipeline/pipeline.js';
 import { ValidatorPool } from '../../src/validate/index.js';
 import { currentHarvest, libraryModules, repoWitnesses } from '../../src/validate/witness/index.js';
 import { fixture, tempDir } from '../helpers.js';

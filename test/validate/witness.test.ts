@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 import { chmodSync, cpSync } from 'node:fs';
 import path from 'node:path';
 import * as api from '../../src/nnrag.js';
-import { extractAndValidate } from '../../src/commands/extract.js';
+import { extractAndValidate } from '../../src/pipeline/pipeline.js';
 import { ValidatorPool } from '../../src/validate/index.js';
 import { libraryModules, repoWitnesses } from '../../src/validate/witness/index.js';
 import { fixture, tempDir } from '../helpers.js';

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { appendFileSync, chmodSync, cpSync } from 'node:fs';
 import path from 'node:path';
 import * as api from '../../src/nnrag.js';
-import { extractAndValidate } from '../../src/commands/extract.js';
+import { extractAndValidate } from '../../src/pipeline/pipeline.js';
 import { KV_KEYS } from '../../src/store/kv.js';
 import type { CostTable } from '../../src/util/costs.js';
 import { ValidatorPool } from '../../src/validate/index.js';

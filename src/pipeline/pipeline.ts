@@ -1,0 +1,842 @@
+// The validating pipeline behind `nnrag extract` and `nnrag validate` (their command
+// functions: commands/extract.ts; docs/ARCHITECTURE.md "Validation", "The path of one
+// block"): each block's closure is
+// computed and its module emitted (`extractText`), validated in the pool (import,
+// instantiate, forward, and equivalence against the original when its repository
+// imports), then written to `<out>/blocks/` when it passes the required stages, else to
+// `<out>/failed/` with a JSON record of the failing stage, category and error; without
+// validation to `<out>/extracted/` (`extractBlocks`). Results are cached by module
+// content and validation environment, so re-validating an unchanged module is free, and
+// a block whose inputs are all unchanged is not even emitted again (pipeline/reuse.ts).
+import { envGroups, envPython } from '../environment/pypi.js';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { emitModule, type NamespaceMap } from '../emit/emitter.js';
+import { slimClosure, type SlimResult } from '../emit/slim/slim.js';
+import { blockFile, libraryDir, placeBlockFile, removeBlockFile, validatedStatus } from '../library/layout.js';
+import { addValidation, emptyRecord, validationsOf, type BlockRecord, type EmissionProfile } from '../records/block.js';
+import { KNOWN_DISTRIBUTIONS } from '../environment/names.js';
+import { readDeclaredRequirements } from '../environment/repo-requirements.js';
+import { classSignature } from '../resolve/classes.js';
+import { ClosureBuilder } from '../resolve/closure.js';
+import type { Workspace } from '../workspace.js';
+import { parseBlockId } from '../discover/ids.js';
+import { sysPathRoots } from '../store/store.js';
+import { putCachedValidation, getCachedValidation, getExtraction, putExtraction, textHash } from '../store/records.js';
+import { missingLookup } from '../validate/missing.js';
+import type { Ref, StatementFacts } from '../parse/types.js';
+import type { Corpus, CorpusModule } from '../resolve/corpus.js';
+import { PROBE_CLASS, probeSource } from '../emit/slim/probe.js';
+import { entryCallFromArgs, entryCallFromText, type EntryCall } from '../emit/slim/entry.js';
+import {
+  DEFAULT_REQUIRED_STAGES,
+  ValidatorPool,
+  environmentIdOf,
+  environmentFactsOf,
+  type ProbedEnvironment,
+  type WorkerInfo,
+  passesStages,
+  toRecord,
+  forStorage,
+  validationKey,
+  factsForBlock,
+  type ValidationRecord,
+  type CallSite,
+  type DataSite,
+  type PoolOptions,
+  type Stage,
+  type ValidationRequest,
+  type ValidationResult,
+  type Witness,
+} from '../validate/index.js';
+import {
+  currentHarvest,
+  fileListing,
+  libraryModules,
+  repoTops,
+  repoWitnesses,
+  witnessesOf,
+  type HarvestResult,
+} from '../validate/witness/index.js';
+import { KV_KEYS } from '../store/kv.js';
+import { Costs } from '../util/costs.js';
+import { Blobs, closureFiles, codeDigest, inputDigests, inputsChanged, layoutDigest } from './reuse.js';
+import { rememberedWorkers, startRemembering, storeEnvironment } from './environment.js';
+
+export interface ExtractOptions {
+  /** output folder for emitted modules (default `<store>/library`) */
+  out?: string;
+  intern?: string[];
+  extern?: string[];
+  /** top-level modules importable in the validation environment (its probe) */
+  importable?: readonly string[];
+  /** 'faithful' (the default here): every option of the original works; 'slim': without
+   *  registration decorators and unreached options (src/emit/slim). The validating
+   *  pipeline defaults to slim and keeps it only when it validates as the faithful
+   *  module does (extractAndValidate, below); without validation nothing proves it */
+  profile?: EmissionProfile;
+}
+
+export type { EmissionProfile };
+
+/** What slim emission may use beyond the code: texts whose strings the block can be
+ *  called with, decorators the sandbox proved to return their argument. */
+export interface SlimInputs {
+  seeds?: readonly string[];
+  proven?: ReadonlySet<string>;
+  /** calls of the block from outside (call sites, validated arguments; emit/slim/values.ts) */
+  entry?: readonly EntryCall[];
+}
+
+export interface Extraction {
+  record: BlockRecord;
+  text: string;
+  /** names of the emitted module and what they denote in the originals (for validation) */
+  namespace?: NamespaceMap;
+  /** slim emission: decorators not proven statically (for the sandbox probe) */
+  unknownDecorators?: SlimResult['unknownDecorators'];
+}
+
+/** Compute the closure of one block and emit its standalone module (not written). */
+export function extractText(ws: Workspace, id: string, opts: ExtractOptions = {}, slim: SlimInputs = {}): Extraction {
+  const t0 = performance.now();
+  const corpus = ws.corpus();
+  const found = ws.blockModule(id);
+  if (!found) {
+    return {
+      record: { ...emptyRecord(id), error: `${id} is not a class of an indexed module`, ms: performance.now() - t0 },
+      text: '',
+    };
+  }
+  const { mod, className, cls } = found;
+  const base = { ...emptyRecord(id, mod.repo, ws.blockSource(id)), signature: classSignature(ws.resolver(), mod, cls) };
+  try {
+    const resolver = ws.resolver({ extern: opts.extern, intern: opts.intern, importable: opts.importable });
+    const profile = opts.profile ?? 'faithful';
+    const sl = profile === 'slim' ? slimClosure(ws.slimAnalysis(resolver), mod, className, slim) : null;
+    const closure = sl ? sl.closure : new ClosureBuilder(corpus, resolver).build(mod, className);
+    const em = emitModule(corpus, closure, sl ? { edits: sl.edits, header: sl.header } : {});
+    const diagnostics = [...closure.diagnostics, ...em.diagnostics];
+    const errors = diagnostics.filter((d) => d.severity === 'error');
+    return {
+      record: {
+        ...base,
+        ok: errors.length === 0,
+        lines: em.lines,
+        diagnostics,
+        interned: em.interned,
+        externs: em.externs,
+        moduleGraph: em.moduleGraph,
+        provenance: em.provenance,
+        renames: em.renames,
+        emission: { profile, ...(sl ? { removed: sl.removed } : {}) },
+        ms: performance.now() - t0,
+      },
+      text: em.text,
+      namespace: em.namespace,
+      ...(sl ? { unknownDecorators: sl.unknownDecorators } : {}),
+    };
+  } catch (e) {
+    return { record: { ...base, error: (e as Error).message, ms: performance.now() - t0 }, text: '' };
+  }
+}
+
+/** Extract one block and write it under `<out>/extracted/` (no validation). */
+export function extractBlock(ws: Workspace, id: string, opts: ExtractOptions = {}): BlockRecord {
+  return extractBlocks(ws, [id], opts)[0];
+}
+
+/** Extract blocks and write them under `<out>/extracted/`, recording them in the store.
+ *  A block whose emitted module is unchanged keeps its stored validation (and its file in
+ *  `blocks/` or `failed/`): extraction without validation proves nothing new, so it must
+ *  not demote what was validated. */
+export function extractBlocks(
+  ws: Workspace,
+  ids: string[],
+  opts: ExtractOptions = {},
+  slimInputs?: (id: string, prev: BlockRecord) => SlimInputs,
+): BlockRecord[] {
+  const out = libraryDir(ws.storeDir, opts.out);
+  return ids.map((id) => {
+    // a validated slim module stays when the same slim module comes out again (no
+    // profile asked for: the library's choice stands)
+    const stored = opts.profile === undefined && slimInputs ? getExtraction(ws.store, id) : null;
+    const slimHeld = stored && stored.status !== 'extracted' && stored.record.emission.profile === 'slim';
+    const { record, text } = slimHeld
+      ? extractText(ws, id, { ...opts, profile: 'slim' }, slimInputs!(id, stored.record))
+      : extractText(ws, id, opts);
+    const prev = text ? getExtraction(ws.store, id) : null;
+    if (prev && prev.status !== 'extracted' && prev.hash === textHash(text)) {
+      const file = blockFile(out, prev.status, id);
+      if (existsSync(file)) return { ...prev.record, file, ms: record.ms };
+    }
+    if (text) {
+      if (!placeOrReport(record, () => placeBlockFile(out, 'extracted', id, '.py', text))) return record;
+      putExtraction(ws.store, {
+        id,
+        hash: textHash(text),
+        ok: record.ok,
+        status: 'extracted',
+        lines: record.lines,
+        record,
+        text,
+      });
+    }
+    return record;
+  });
+}
+
+/** Write a block's library files (`place` returns the module's path) into its record;
+ *  a file that cannot be written (a full disk, a name the file system refuses) is that
+ *  block's failure, recorded as its error, never the end of the whole run. */
+function placeOrReport(record: BlockRecord, place: () => string): boolean {
+  try {
+    record.file = place();
+    return true;
+  } catch (e) {
+    record.file = '';
+    record.ok = false;
+    record.error = `cannot write the library file: ${(e as Error).message}`;
+    return false;
+  }
+}
+
+// ---------------------------------------------------------------- validation
+
+export interface PipelineOptions extends ExtractOptions {
+  /** validate (default true) */
+  validate?: boolean;
+  pool?: PoolOptions;
+  /** an already started pool (not closed here) */
+  validator?: ValidatorPool;
+  required?: Stage[];
+  /** compare with the original module when its repository imports (default true) */
+  equivalence?: boolean;
+  /** re-run validation even when a stored result for the same module and environment exists */
+  force?: boolean;
+  /** harvest witnesses from each repository's own model builds and try them first
+   *  (default true; stored per repository, re-run only when its files change) */
+  witnesses?: boolean;
+  /** called once per repository harvest (ran or read from the store) */
+  onHarvest?: (repo: string, result: HarvestResult, cached: boolean) => void;
+  /** constructor arguments and forward inputs the user gave (validate/user-inputs.ts
+   *  userWitness): tried first for every block validated */
+  userInputs?: Witness;
+  /** after each block, with its record */
+  onProgress?: (done: number, total: number, record: BlockRecord) => void;
+  onWarning?: (msg: string) => void;
+  /** where the run's time goes (a new table when not given); stored with the run */
+  costs?: Costs;
+}
+
+const MAX_CALL_SITES = 6;
+/** a call's enclosing statement larger than this is not sent to the validator */
+const MAX_CONTEXT_CHARS = 200_000;
+
+/** Every reference of the corpus by the last name of its chain (`Mlp` for `layers.Mlp`),
+ *  built once per corpus: finding the call sites of each block then looks at the
+ *  references that can name it instead of scanning every reference again. */
+type NamedRef = { mod: CorpusModule; ref: Ref; st: StatementFacts };
+const refsByLastName = new WeakMap<Corpus, Map<string, NamedRef[]>>();
+
+function refsNamed(corpus: Corpus, name: string): NamedRef[] {
+  let index = refsByLastName.get(corpus);
+  if (!index) {
+    index = new Map();
+    for (const mod of corpus.modules()) {
+      for (const st of mod.facts.statements) {
+        for (const ref of st.refs) {
+          const last = ref.attrs?.length ? ref.attrs[ref.attrs.length - 1] : ref.name;
+          const l = index.get(last);
+          if (l) l.push({ mod, ref, st });
+          else index.set(last, [{ mod, ref, st }]);
+        }
+      }
+    }
+    refsByLastName.set(corpus, index);
+  }
+  return index.get(name) ?? [];
+}
+
+/** Calls of the class found in the corpus, for the validator's constructor candidates:
+ *  - literal argument lists, e.g. `(64, 128, stride=2)`, from references that resolve to
+ *    the class and are directly followed by a call whose arguments are literals only;
+ *  - otherwise the call in its context: the text of the enclosing top-level statement
+ *    and the offset of the call's `(` in it. The harness parses it with Python's `ast`
+ *    and evaluates the arguments with the reaching definitions of the enclosing function
+ *    (parameter defaults, earlier local assignments, `self.x = …`, the first item of an
+ *    enclosing `for`), so `InceptionB(288, conv_block=conv_block, **dd)` after
+ *    `conv_block = partial(ConvNormAct, padding=0)` is built as the network builds it. */
+export function callSites(ws: Workspace, id: string): CallSite[] {
+  const corpus = ws.corpus();
+  const resolver = ws.resolver();
+  const block = ws.blockModule(id);
+  if (!block) return [];
+  const { mod: own, className: cls } = block;
+  const literal = new Set<string>();
+  const contextual: CallSite[] = [];
+  for (const { mod, ref, st } of refsNamed(corpus, cls)) {
+    if (literal.size >= MAX_CALL_SITES) break;
+    const { targets, consumed } = resolver.resolveRef(mod, ref);
+    if (consumed !== (ref.attrs?.length ?? 0)) continue;
+    if (!targets.some((t) => t.kind === 'def' && t.module === own && t.name === cls)) continue;
+    const src = safeSource(corpus, mod);
+    if (src === null) continue;
+    const end = consumed ? ref.attrEnds![consumed - 1] : ref.end;
+    const args = literalCall(src, end);
+    if (args) literal.add(args);
+    else if (src[end] === '(' && contextual.length < MAX_CALL_SITES && st.end - st.start <= MAX_CONTEXT_CHARS) {
+      contextual.push({ module: mod.name, text: src.slice(st.start, st.end), offset: end - st.start });
+    }
+  }
+  return [...literal, ...contextual].slice(0, 2 * MAX_CALL_SITES);
+}
+
+/** Module-level configuration data of the block's own module, for constructors that take
+ *  a configuration (`VGG(cfg)`, `RegNet(cfg: RegNetCfg)`): top-level assignments that bind
+ *  one name spelled like a configuration table (`cfgs`, `model_cfgs`, `arch_configs`).
+ *  The harness evaluates the entries of the table one by one as that argument. */
+export function dataSites(ws: Workspace, id: string): DataSite[] {
+  const corpus = ws.corpus();
+  const mod = ws.blockModule(id)?.mod;
+  if (!mod) return [];
+  const src = safeSource(corpus, mod);
+  if (src === null) return [];
+  const out: DataSite[] = [];
+  for (const st of mod.facts.statements) {
+    if (st.kind !== 'expression_statement' || st.binds.length !== 1 || !CONFIG_TABLE.test(st.binds[0])) continue;
+    if (st.end - st.start > MAX_CONTEXT_CHARS) continue;
+    out.push({ module: mod.name, name: st.binds[0], text: src.slice(st.start, st.end) });
+    if (out.length >= MAX_DATA_SITES) break;
+  }
+  return out;
+}
+
+const CONFIG_TABLE = /cfg|config/i;
+const MAX_DATA_SITES = 4;
+
+function safeSource(corpus: Corpus, mod: CorpusModule): string | null {
+  try {
+    return corpus.source(mod);
+  } catch {
+    return null;
+  }
+}
+
+const LITERAL_ARGS =
+  /^\(\s*(?:(?:[A-Za-z_]\w*\s*=\s*)?(?:-?\d+(?:\.\d*)?(?:e-?\d+)?|True|False|None|'[^'\n]*'|"[^"\n]*"|\(\s*(?:-?\d+\s*,\s*)*-?\d*\s*\))\s*(?:,\s*|(?=\))))*\)$/;
+
+/** The balanced `( … )` right after `pos` if it holds literal arguments only. */
+function literalCall(src: string, pos: number): string | null {
+  if (src[pos] !== '(') return null;
+  let depth = 0;
+  for (let i = pos; i < src.length && i < pos + 400; i++) {
+    const c = src[i];
+    if (c === '(') depth++;
+    else if (c === ')' && --depth === 0) {
+      const text = src.slice(pos, i + 1).replace(/\s+/g, ' ');
+      return LITERAL_ARGS.test(text) ? text : null;
+    }
+  }
+  return null;
+}
+
+/** sys.path entries that make the block's original module importable: its own
+ *  repository first, then, as installed packages after its own code (Language Reference
+ *  §5.5, sys.path order), every other indexed repository that its closure copied
+ *  definitions from (`crossed`) or that its module imports at top level (an absolute
+ *  import whose top-level package another repository provides: Swin-Transformer's
+ *  swin_mlp.py imports timm even where the block needs none of it). */
+function originalSysPath(ws: Workspace, id: string, crossed: readonly string[] = []): string[] | null {
+  const mod = ws.blockModule(id)?.mod;
+  if (!mod || !ws.store.getRepo(mod.repo)) return null;
+  const corpus = ws.corpus();
+  const repos = new Set([mod.repo, ...crossed]);
+  for (const st of mod.facts.statements) {
+    for (const e of st.imports) {
+      if (e.kind === 'from' && e.level > 0) continue;
+      const owner = corpus.module(e.module.split('.')[0], mod.repo)?.repo;
+      if (owner) repos.add(owner);
+    }
+  }
+  const out = new Set<string>();
+  for (const name of repos) {
+    const repo = ws.store.getRepo(name);
+    if (repo) for (const r of sysPathRoots(repo)) out.add(path.join(repo.root, ...r.split('/').filter(Boolean)));
+  }
+  return [...out];
+}
+
+/** The slim module when it passes every stage the faithful one passes (same call sites,
+ *  data sites and original, so equivalence too), else the faithful one with the reason
+ *  on its record (`emission.fallbackReason`). Decorators the corpus does not show to
+ *  return their argument are first tried in the sandbox (emit/slim/probe.ts). */
+async function slimOrFaithful(
+  ws: Workspace,
+  id: string,
+  opts: PipelineOptions,
+  req: ValidationRequest,
+  { record: faithfulRecord, result: faithful }: { record: BlockRecord; result: ValidationResult },
+  namespace: NamespaceMap | undefined,
+  validate: (req: ValidationRequest, label: string) => Promise<ValidationResult>,
+  costs: Costs,
+): Promise<{ record: BlockRecord; text: string; result: ValidationResult }> {
+  const seeds = slimSeeds(req, faithful.args);
+  const entry = slimEntry(req, faithful.args);
+  const repo = faithfulRecord.repository ?? '';
+  let proven: string[] = [];
+  let slim = costs.time('emission slim', repo, () =>
+    extractText(ws, id, { ...opts, profile: 'slim' }, { seeds, entry }),
+  );
+  const fallback = (reason: string) => {
+    faithfulRecord.emission = {
+      profile: 'faithful',
+      fallbackReason: reason,
+      faithfulLines: faithfulRecord.lines,
+      slimLines: slim.record.lines || null,
+    };
+    return { record: faithfulRecord, text: req.source, result: faithful };
+  };
+  if (!slim.text) return fallback(`slim emission failed: ${slim.record.error ?? 'no text'}`);
+  // decorators not proven statically: the sandbox applies them to a fresh class
+  if (slim.unknownDecorators?.length && namespace && faithful.stages.import === 'pass') {
+    const probe = probeSource(
+      req.source,
+      namespace,
+      slim.unknownDecorators.map((d) => ({ key: d.key, module: d.mod.name, line: d.line, target: d.target })),
+    );
+    if (probe) {
+      const r = await validate(
+        { id: `${id}#decorator-probe`, source: probe.source, className: PROBE_CLASS, requiredStages: ['import'] },
+        'decorator probe',
+      );
+      if (r.stages.import === 'pass') {
+        proven = probe.keys;
+        slim = costs.time('emission slim', repo, () =>
+          extractText(ws, id, { ...opts, profile: 'slim' }, { seeds, entry, proven: new Set(proven) }),
+        );
+      }
+    }
+  }
+  const emission = slim.record.emission;
+  if (slim.text === req.source) {
+    slim.record.emission = {
+      profile: 'slim',
+      faithfulLines: slim.record.lines,
+      slimLines: slim.record.lines,
+      removed: emission.removed ?? [],
+      proven,
+    };
+    return { record: slim.record, text: slim.text, result: faithful };
+  }
+  // slim exists to be shorter: one that removed nothing worth a line (its header lists
+  // what it removed) is not validated, the faithful module is kept
+  if (slim.record.lines >= faithfulRecord.lines)
+    return fallback(`slim module is not shorter (${slim.record.lines} lines, faithful ${faithfulRecord.lines})`);
+  const sreq: ValidationRequest = { ...req, source: slim.text };
+  if (req.namespace && slim.namespace) sreq.namespace = slim.namespace;
+  const r = await validate(sreq, 'slim');
+  const lost = (Object.keys(faithful.stages) as Stage[]).filter(
+    (s) => faithful.stages[s] === 'pass' && r.stages[s] !== 'pass',
+  );
+  const faithfulOk = passesStages(faithful, req.requiredStages ?? [...DEFAULT_REQUIRED_STAGES]);
+  if (lost.length || (faithfulOk && !passesStages(r, req.requiredStages ?? [...DEFAULT_REQUIRED_STAGES]))) {
+    return fallback(
+      `slim module failed ${lost.join(', ') || 'a required stage'}: ${r.category ?? ''} ${(r.error ?? '').slice(0, 300)}`.trim(),
+    );
+  }
+  slim.record.emission = {
+    profile: 'slim',
+    faithfulLines: faithfulRecord.lines,
+    slimLines: slim.record.lines,
+    removed: emission.removed ?? [],
+    proven,
+  };
+  return { record: slim.record, text: slim.text, result: r };
+}
+
+/** What a block is built with, whose strings reach options: its call sites, and the
+ *  arguments the faithful module was validated with (the one configuration-table entry
+ *  that worked, not every entry), else its data sites. */
+export function slimSeeds(req: Pick<ValidationRequest, 'callSites' | 'dataSites'>, args: unknown): string[] {
+  const seeds = [...(req.callSites ?? []).map((c) => (typeof c === 'string' ? c : c.text))];
+  if (args) seeds.push(...texts(args));
+  else seeds.push(...(req.dataSites ?? []).map((d) => d.text));
+  return seeds;
+}
+
+/** The calls of the block whose values its parameters take besides their defaults
+ *  (emit/slim/values.ts): the literal arguments of its call sites and the arguments the
+ *  faithful module was validated with. */
+export function slimEntry(req: Pick<ValidationRequest, 'callSites'>, args: unknown): EntryCall[] {
+  const out: EntryCall[] = [];
+  for (const c of req.callSites ?? []) {
+    const e = typeof c === 'string' ? entryCallFromText(c) : entryCallFromText(c.text, c.offset);
+    if (e) out.push(e);
+  }
+  const a = entryCallFromArgs(args);
+  if (a) out.push(a);
+  return out;
+}
+
+/** Every string in a JSON value (the validator's arguments are reprs: `"Cfg(type='x')"`). */
+function texts(v: unknown, out: string[] = []): string[] {
+  if (typeof v === 'string') out.push(v);
+  else if (Array.isArray(v)) for (const x of v) texts(x, out);
+  else if (v && typeof v === 'object')
+    for (const [k, x] of Object.entries(v)) {
+      out.push(`'${k}'`);
+      texts(x, out);
+    }
+  return out;
+}
+
+/** Extract, validate and promote blocks. A block whose stored result was computed from the
+ *  same inputs (pipeline/reuse.ts) is read from the store: no emission, no validation, and
+ *  no worker starts unless some block or harvest needs one. Where the time went is stored
+ *  (`nnrag report`, util/costs.ts). */
+export async function extractAndValidate(
+  ws: Workspace,
+  ids: string[],
+  opts: PipelineOptions = {},
+): Promise<BlockRecord[]> {
+  const out = libraryDir(ws.storeDir, opts.out);
+  if (opts.validate === false) {
+    return extractBlocks(ws, ids, opts, (id, prev) => {
+      const sites = { callSites: callSites(ws, id), dataSites: dataSites(ws, id) };
+      return {
+        seeds: slimSeeds(sites, prev.validation?.args),
+        entry: slimEntry(sites, prev.validation?.args),
+        proven: new Set(prev.emission.proven ?? []),
+      };
+    });
+  }
+  const costs = opts.costs ?? new Costs();
+  // no interpreter named: the PyPI environment `env create --store` made for this store
+  if (!opts.validator && !opts.pool?.python && !opts.pool?.env && !opts.pool?.rootfs) {
+    const made = storeEnvironment(ws);
+    if (made) opts = { ...opts, pool: { ...opts.pool, env: made } };
+  }
+  // --env DIR with repositories in environments of their own (their requirements do not
+  // resolve with the others'): each group of blocks validates in its repository's
+  // environment (environment/pypi.ts `envFor`), in the order given
+  if (opts.pool?.env && !opts.pool.python && !opts.validator) {
+    const envDir = opts.pool.env;
+    const groupOf = envGroups(envDir);
+    const byEnv = new Map<string, string[]>();
+    for (const id of ids) {
+      const dir = groupOf(ws.blockModule(id)?.mod.repo);
+      byEnv.set(dir, [...(byEnv.get(dir) ?? []), id]);
+    }
+    if (byEnv.size > 1) {
+      const records = new Map<string, BlockRecord>();
+      let done = 0;
+      for (const [dir, group] of byEnv) {
+        const rs = await extractAndValidate(ws, group, {
+          ...opts,
+          costs,
+          pool: { ...opts.pool, env: dir, python: envPython(dir) },
+          onProgress: opts.onProgress ? (_d, _t, r) => opts.onProgress!(++done, ids.length, r) : undefined,
+        });
+        for (const r of rs) records.set(r.id, r);
+      }
+      return ids.map((id) => records.get(id)).filter((r): r is BlockRecord => !!r);
+    }
+    const dir = byEnv.keys().next().value ?? envDir;
+    opts = { ...opts, pool: { ...opts.pool, env: dir, python: envPython(dir) } };
+  }
+  const required = opts.required ?? [...DEFAULT_REQUIRED_STAGES];
+  // the environment without starting workers: its id is known from the probe and what its
+  // workers reported before (commands/witnesses.ts); workers start when something runs
+  const poolOpts: PoolOptions = { ...opts.pool, onWarning: opts.onWarning };
+  let pool: ValidatorPool | null = opts.validator ?? null;
+  let probed: ProbedEnvironment | null = null;
+  let envId: string | null = pool?.envId ?? null;
+  let remembered: WorkerInfo | null = null;
+  if (!pool) {
+    probed = await costs.timeAsync('environment probe', '', () => ValidatorPool.probe(poolOpts));
+    remembered = rememberedWorkers(ws.store, probed);
+    envId = remembered ? environmentIdOf(probed, remembered) : null;
+  }
+  // one start, however many blocks ask for the pool at once (a second start would leave
+  // the first pool's workers running after close)
+  let starting: Promise<ValidatorPool> | null = null;
+  const getPool = (): Promise<ValidatorPool> => {
+    if (pool) return Promise.resolve(pool);
+    starting ??= startRemembering(ws.store, poolOpts, probed ?? undefined).then((p) => {
+      pool = p;
+      envId = p.envId;
+      return p;
+    });
+    return starting;
+  };
+  if (!envId) await getPool();
+  const env = pool ? (pool as ValidatorPool).env : probed!.env;
+  const missing = missingLookup({ rootfs: env.rootfs });
+  const repoOf = (id: string) => ws.blockModule(id)?.mod.repo ?? '';
+  // what the environment is (pool.ts environmentFactsOf), known like its id without starting workers
+  const factsOf = () =>
+    pool ? (pool as ValidatorPool).facts : probed && remembered ? environmentFactsOf(probed, remembered) : null;
+  // the torch requirement each repository declares (its packaging files), read once
+  const torchOf = new Map<string, { spec: string; file: string; line: number } | null>();
+  const declaredTorch = (repo: string | undefined) => {
+    if (!repo) return null;
+    if (!torchOf.has(repo)) {
+      const root = ws.store.getRepo(repo)?.root;
+      const d = root
+        ? readDeclaredRequirements(root).find(
+            (r) => r.key === 'torch' && r.group === 'install' && /[<>=~!]/.test(r.spec),
+          )
+        : undefined;
+      torchOf.set(repo, d ? { spec: d.spec, file: d.file, line: d.line } : null);
+    }
+    return torchOf.get(repo)!;
+  };
+  try {
+    // what the validation environment can import decides whether an interned package
+    // used as a module object keeps its import (closure.ts)
+    const importable = opts.importable ?? env.probe?.modules;
+    const profile = opts.profile ?? 'slim';
+    costs.time('corpus load', '', () => ws.corpus());
+    // witnesses of the repositories of these blocks, harvested (or read) first
+    const harvests = new Map<string, HarvestResult>();
+    if (opts.witnesses !== false) {
+      const repos = new Set<string>();
+      for (const id of ids) if (repoOf(id)) repos.add(repoOf(id));
+      const listing = fileListing(ws.store);
+      for (const repo of [...repos].sort()) {
+        try {
+          const stored = currentHarvest(ws.store, repo, envId!, listing);
+          if (stored) {
+            harvests.set(repo, stored);
+            opts.onHarvest?.(repo, stored, true);
+            continue;
+          }
+          const p = await getPool();
+          const got = await costs.timeAsync('harvest', repo, () =>
+            repoWitnesses(ws.store, p, repo, {
+              modules: libraryModules(ws.corpus(), repo),
+              onEntry: (e) => costs.add(`harvest entry ${e.entry}`, repo, e.ms),
+            }),
+          );
+          if (got) {
+            harvests.set(repo, got.result);
+            opts.onHarvest?.(repo, got.result, got.cached);
+          }
+        } catch (e) {
+          opts.onWarning?.(`witness harvest of ${repo} failed: ${e instanceof Error ? e.message : String(e)}`);
+        }
+      }
+    }
+    const digests = {
+      code: costs.time('reuse check', '', () => codeDigest()),
+      layout: costs.time('reuse check', '', () => layoutDigest(ws)),
+      options: {
+        profile,
+        required,
+        equivalence: opts.equivalence !== false,
+        witnesses: opts.witnesses !== false,
+        intern: opts.intern ?? [],
+        extern: opts.extern ?? [],
+        importable: importable ?? null,
+      },
+    };
+    const blobs = new Blobs(ws);
+    const records: BlockRecord[] = [];
+    let done = 0;
+    const validateCached = async (req: ValidationRequest, label: string): Promise<ValidationResult> => {
+      const key = validationKey(req, envId!);
+      let r = opts.force ? null : getCachedValidation<ValidationResult>(ws.store, key, envId!);
+      if (!r) {
+        const p = await getPool();
+        const t = performance.now();
+        r = await p.validate(req);
+        const repo = repoOf(req.id.split('#')[0]);
+        for (const [s, ms] of Object.entries(r.timings)) costs.add(`validate ${label} ${s}`, repo, ms ?? 0);
+        if (r.equivalence?.originalMs !== undefined)
+          costs.add(`validate ${label} equivalence: original build`, repo, r.equivalence.originalMs);
+        // queued behind other requests (summed over requests that wait at once)
+        costs.add('queued for a worker', repo, Math.max(0, performance.now() - t - r.ms));
+        // (the started pool's id, should it differ from the one remembered)
+        if (r.category !== 'crash' && r.category !== 'timeout')
+          putCachedValidation(ws.store, validationKey(req, p.envId), p.envId, forStorage(r));
+      } else costs.count(`validate ${label} (stored result)`, repoOf(req.id.split('#')[0]));
+      return r;
+    };
+    await Promise.all(
+      ids.map(async (id, i) => {
+        const repo = repoOf(id);
+        const sites = costs.time('call and data sites', repo, () => ({
+          callSites: callSites(ws, id),
+          dataSites: dataSites(ws, id),
+        }));
+        const harvest = harvests.get(repo);
+        const { module: origModule, className } = parseBlockId(id);
+        const wits = harvest ? witnessesOf(harvest, `${origModule}.${className}`) : [];
+        const witnessFields = harvest && wits.length ? { witnesses: wits, witnessRepoTops: repoTops(harvest) } : {};
+        const now = inputDigests({
+          code: digests.code,
+          env: envId!,
+          options: digests.options,
+          layout: digests.layout,
+          request: { ...sites, ...witnessFields, ...(opts.userInputs ? { userInputs: opts.userInputs } : {}) },
+        });
+        // the stored result, when it was computed from the same inputs
+        const stored = opts.force ? null : getExtraction(ws.store, id);
+        let why = opts.force ? '--force' : 'not stored';
+        if (stored && stored.status !== 'extracted' && stored.record.validation) {
+          const changed = costs.time('reuse check', repo, () => inputsChanged(stored.record.inputs, now, blobs));
+          if (changed === null) {
+            const cat = stored.record.validation.category;
+            const unsettled =
+              cat === 'crash' || cat === 'timeout' ? `; the stored result is a ${cat} (--force validates again)` : '';
+            const record: BlockRecord = {
+              ...stored.record,
+              reuse: {
+                reused: true,
+                why: `inputs unchanged (files of its closure, call sites, witnesses, environment, options, nnrag)${unsettled}`,
+              },
+            };
+            const file = blockFile(out, stored.status, id);
+            if (!existsSync(file)) record.file = placeBlockFile(out, stored.status, id, '.py', stored.text);
+            else record.file = file;
+            costs.count('blocks reused', repo);
+            records[i] = record;
+            opts.onProgress?.(++done, ids.length, record);
+            return;
+          }
+          why = changed;
+        } else if (stored)
+          why = stored.status === 'extracted' ? 'stored without validation' : 'stored without a validation result';
+        const {
+          record: faithfulRecord,
+          text: faithfulText,
+          namespace,
+        } = costs.time('emission faithful', repo, () =>
+          extractText(ws, id, { ...opts, importable, profile: 'faithful' }),
+        );
+        let result: ValidationResult | null = null;
+        let record = faithfulRecord;
+        let text = faithfulText;
+        if (text) {
+          costs.count('blocks validated', repo);
+          const req: ValidationRequest = {
+            id,
+            source: text,
+            className,
+            ...sites,
+            requiredStages: required,
+            ...witnessFields,
+          };
+          if (opts.userInputs) req.witnesses = [opts.userInputs, ...(req.witnesses ?? [])];
+          const crossed = [...new Set(record.provenance.map((p) => p.repo))];
+          const sysPath = opts.equivalence === false ? null : originalSysPath(ws, id, crossed);
+          if (sysPath) req.original = { module: origModule, className: req.className, sysPath };
+          // the namespace stage compares the copy's names with the original modules'
+          if (sysPath && namespace) req.namespace = namespace;
+          result = await validateCached(req, 'faithful');
+          if (profile === 'slim') {
+            const chosen = await slimOrFaithful(
+              ws,
+              id,
+              { ...opts, importable },
+              req,
+              { record, result },
+              namespace,
+              validateCached,
+              costs,
+            );
+            record = chosen.record;
+            text = chosen.text;
+            result = chosen.result;
+          }
+          // layers (module type → count in the instantiated block) feed the library spec
+          const v: ValidationRecord = result.layers ? { ...toRecord(result), layers: result.layers } : toRecord(result);
+          // the environment that ran (a cached result may predate the facts), with the
+          // installed versions of what this block imports: export pins these
+          const facts = factsOf();
+          if (facts) v.environment = factsForBlock(facts, env.probe, record.externs, KNOWN_DISTRIBUTIONS);
+          // "environment lacks X" (and whether Debian has X) apart from failures of the block
+          if (result.category === 'missing-extern') {
+            const m = await missing(result.error);
+            if (m) v.missing = m;
+          }
+          // torch lacks an API: the torch the repository declares is the version to use
+          if (result.category === 'torch-version') {
+            const t = declaredTorch(ws.blockModule(id)?.mod.repo);
+            if (t) v.torchRequired = t;
+          }
+          // one validation per environment: a run here replaces this environment's entry
+          // and keeps the others' for the same module text; the block is validated when
+          // it passed in any of them
+          const prev = getExtraction(ws.store, id);
+          const earlier = prev && prev.hash === textHash(text) ? validationsOf(prev.record) : {};
+          const merged = addValidation(earlier, v, passesStages(result, required));
+          record.validation = merged.validation;
+          record.validations = merged.validations;
+          record.ok = merged.ok;
+          const status = validatedStatus(record.ok);
+          const final = result;
+          const placed = placeOrReport(record, () => {
+            const file = placeBlockFile(out, status, id, '.py', text);
+            if (!record.ok) {
+              // why it failed, next to the module (library/layout.ts)
+              const storedResult = forStorage(final);
+              placeBlockFile(
+                out,
+                status,
+                id,
+                '.json',
+                JSON.stringify(
+                  {
+                    id,
+                    stage: storedResult.stage,
+                    category: storedResult.category,
+                    error: storedResult.error,
+                    traceback: storedResult.traceback ?? null,
+                  },
+                  null,
+                  2,
+                ) + '\n',
+              );
+            } else removeBlockFile(out, id, '.json');
+            return file;
+          });
+          // a crash or timeout is kept too (the validation cache does not keep them): a
+          // re-run with nothing changed says so and `--force` validates again
+          record.inputs = {
+            ...now,
+            files: costs.time('reuse check', repo, () =>
+              closureFiles(ws, id, record === faithfulRecord ? [record] : [faithfulRecord, record]),
+            ),
+          };
+          record.reuse = { reused: false, why };
+          if (placed)
+            putExtraction(ws.store, {
+              id,
+              hash: textHash(text),
+              ok: record.ok,
+              status,
+              lines: record.lines,
+              record,
+              text,
+            });
+        }
+        records[i] = record;
+        opts.onProgress?.(++done, ids.length, record);
+      }),
+    );
+    return records;
+  } finally {
+    // a start still under way when a block failed is waited for, so that it is closed too
+    const p =
+      (pool as ValidatorPool | null) ??
+      (starting ? await (starting as Promise<ValidatorPool>).catch(() => null) : null);
+    if (p) {
+      costs.add('worker start', '', p.spawned.readyMs, null, p.spawned.starts + p.spawned.restarts);
+      costs.count('worker restart', '', p.spawned.restarts);
+    }
+    if (p && !opts.validator) await p.close();
+    ws.store.setKV(KV_KEYS.costsLast, JSON.stringify(costs.table('extract + validate')));
+  }
+}
