@@ -60,7 +60,7 @@ function cpuSeconds(): { self: number; children: number } {
 
 if (mode === 'capture') {
   const api = await import('../src/nnrag.js');
-  const { extractAndValidate } = await import('../src/commands/extract.js');
+  const { extractAndValidate } = await import('../src/pipeline/pipeline.js');
   const { initParser } = await import('../src/parse/parser.js');
   await initParser(); // extraction reads the syntax trees
   const store = opt('--store');
