@@ -234,7 +234,11 @@ async function benchSearch(sources: Source[], N: number, keep?: string) {
     for (let k = 0; k < 30; k++) queries.push([pick(names), {}]);
     for (let k = 0; k < 20; k++) queries.push([pick(WORDS), { validated: true, minParams: 1000, maxParams: 2e6 }]);
     for (let k = 0; k < 10; k++) queries.push([pick(WORDS), { repo: `r${k}/copy` }]);
-    queries.push(['zzznothing', {}], ['', {}], ['', { offset: Math.floor(N / 2) }]);
+    // the block id before a position in browse order: deep pages are asked for by it
+    // (keyset paging, as the catalog's next links do)
+    const idBefore = (o: number) => searchBlocks(store, '', { offset: o - 1, limit: 1 }).hits[0]?.id ?? '';
+    const deep = [20, 1000, Math.floor(N / 2)].map((o) => ({ o, after: idBefore(o) }));
+    queries.push(['zzznothing', {}], ['', {}], ['', { after: deep[2].after }]);
     for (const [q, f] of queries) searchBlocks(store, q, f); // warm-up
     const times: number[] = [];
     const cpus: number[] = [];
@@ -269,7 +273,8 @@ async function benchSearch(sources: Source[], N: number, keep?: string) {
       const at = (p: string) => new URL(p, srv.url).href;
       await get(at('/?q=attention'));
       for (const [q] of queries.slice(0, 60)) pages.push(await get(at(`/?q=${encodeURIComponent(q)}`)));
-      for (const o of [0, 20, 1000, Math.floor(N / 2)]) pages.push(await get(at(`/?offset=${o}`)));
+      pages.push(await get(at('/?offset=0')));
+      for (const { o, after } of deep) pages.push(await get(at(`/?offset=${o}&after=${encodeURIComponent(after)}`)));
       for (const id of ids) blockPages.push(await get(at(`/block/${encodeURIComponent(id)}`)));
     } finally {
       await srv.close();
