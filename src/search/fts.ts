@@ -26,7 +26,6 @@ import {
   docKeys,
   docsByRowid,
   docFilterRows,
-  docIdsByRowid,
   ensureFtsLayout,
   ftsHasTerm,
   getDoc as storedDoc,
@@ -232,8 +231,8 @@ interface FilterColumns {
   status: Uint8Array;
   failedCode: number;
   statusOf(rowid: number): string;
-  /** block ids of some rowids (one query) */
-  ids(rowids: readonly number[]): string[];
+  /** class name (the block id's last part) */
+  name: string[];
 }
 
 /** The documents' filter columns as typed arrays by rowid, read once per store state. */
@@ -243,15 +242,17 @@ function filterColumns(store: IndexStore): FilterColumns {
     let max = 0;
     for (const r of rows) max = Math.max(max, r[0]);
     const codes = (xs: string[]) => new Map([...new Set(xs)].map((x, i) => [x, i + 1]));
-    const repoCode = codes(rows.map((r) => r[1]));
-    const catCode = codes(rows.map((r) => r[2]));
-    const statusCode = codes(rows.map((r) => r[3]));
+    const repoCode = codes(rows.map((r) => r[2]));
+    const catCode = codes(rows.map((r) => r[3]));
+    const statusCode = codes(rows.map((r) => r[4]));
     const statusName = new Map([...statusCode].map(([k, v]) => [v, k]));
     const repo = new Int32Array(max + 1);
     const cat = new Int32Array(max + 1);
     const status = new Uint8Array(max + 1);
     const params = new Float64Array(max + 1).fill(Number.NaN);
-    for (const [rowid, rp, c, st, p] of rows) {
+    const name: string[] = new Array(max + 1).fill('');
+    for (const [rowid, id, rp, c, st, p] of rows) {
+      name[rowid] = parseBlockId(id).className;
       repo[rowid] = repoCode.get(rp)!;
       cat[rowid] = catCode.get(c)!;
       status[rowid] = statusCode.get(st)!;
@@ -262,10 +263,7 @@ function filterColumns(store: IndexStore): FilterColumns {
       status,
       failedCode: statusCode.get('failed') ?? -1,
       statusOf: (r: number) => statusName.get(status[r]) ?? '',
-      ids: (rowids: readonly number[]) => {
-        const docs = docIdsByRowid(store, rowids);
-        return rowids.map((r) => docs.get(r) ?? '');
-      },
+      name,
       predicate(f: DocFilters) {
         const repos = new Set(f.repos.map((r) => repoCode.get(r) ?? -1));
         const cats = new Set(f.categories.map((c) => catCode.get(c) ?? -1));
@@ -387,6 +385,7 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
   const exactExpr = joined ? `exact : ${quoteTerm(joined)}` : null;
   const cols = filterColumns(store);
   const passes = cols.predicate(filters);
+  const cover = nameCoverer(words.map((w) => w.word));
   const isFailed = (r: number) => cols.status[r] === cols.failedCode;
   const shown: number[] = [];
   const failed: number[] = [];
@@ -406,9 +405,9 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
   const total = matches.length;
   let rowids = matches;
   if (matches.length > CANDIDATES) {
-    // the blocks the query names whole, then the best by BM25 among the blocks it matches
-    // in their name, then (when fewer than CANDIDATES) blocks by the field the words match
-    // in, heaviest field first
+    // the blocks the query names whole, then the blocks it matches in their name (the
+    // most of their name covered first, as the score does), then (when fewer than
+    // CANDIDATES) blocks by the field the words match in, heaviest field first
     const inMatches = new Set(matches);
     const picked = new Set<number>();
     const add = (rs: Iterable<number>) => {
@@ -423,17 +422,16 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
       const inG = matchRowids(store, `{${g.columns.join(' ')}} : (${union})`).filter(
         (r) => inMatches.has(r) && !picked.has(r),
       );
-      if (picked.size + inG.length > CANDIDATES) {
-        const bm = rankOf(store, union, RANK, inG);
-        inG.sort((a, b) => (bm.get(b) ?? 0) - (bm.get(a) ?? 0) || a - b);
+      if (g === FIELDS[0] && picked.size + inG.length > CANDIDATES) {
+        const cov = new Map(inG.map((r) => [r, cover(cols.name[r])]));
+        inG.sort((a, b) => cov.get(b)! - cov.get(a)! || a - b);
       }
       add(inG);
     }
     rowids = [...picked];
   }
-  const ids = cols.ids(rowids);
   const cands = new Map<number, Candidate & { per: number[] }>();
-  rowids.forEach((r, i) => {
+  rowids.forEach((r) => {
     cands.set(r, {
       rowid: r,
       status: cols.statusOf(r),
@@ -442,7 +440,7 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
       every: false,
       exact: false,
       per: words.map(() => 0),
-      name: parseBlockId(ids[i]).className,
+      name: cols.name[r],
     });
   });
   const candIds = [...cands.keys()];
@@ -486,7 +484,6 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
     const p = words.map((w) => quoteTerm(w.word)).join(' + ');
     for (const g of FIELDS) for (const r of inField(p, g)) phrase.set(r, Math.max(phrase.get(r) ?? 0, g.weight));
   }
-  const cover = nameCoverer(words.map((w) => w.word));
   for (const c of cands.values()) {
     const matched = c.per.reduce((a, p, i) => a + p * idf[i], 0) / idfSum;
     const phrased = matched + (1 - matched) * PHRASE * (phrase.get(c.rowid) ?? 0);

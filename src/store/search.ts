@@ -159,15 +159,16 @@ export function countFts(store: IndexStore, match: string): number {
 }
 
 /** −rank of some documents for an FTS query (`rank` an SQL expression over `search_fts`:
- *  higher is better), by rowid. FTS5 would run the query once per value of a `rowid IN
- *  (…)` (measured 0.4 ms each on 10,000 blocks); `+rowid` keeps the list out of FTS5, so
- *  the query runs once and the rank is computed for the listed rows only. */
+ *  higher is better), by rowid. */
 export function rankOf(store: IndexStore, match: string, rank: string, rowids: readonly number[]): Map<number, number> {
   if (!rowids.length) return new Map();
+  // a few hundred rowids: FTS5 seeks each (measured 0.03 ms each on 10^5 blocks); more:
+  // one pass over the matches, the rank computed for the listed rows only
+  const col = rowids.length <= 300 ? 'rowid' : '+rowid';
   return new Map(
     store
       .stmt(
-        `SELECT rowid, -${rank} FROM search_fts WHERE search_fts MATCH ? AND +rowid IN (SELECT value FROM json_each(?))`,
+        `SELECT rowid, -${rank} FROM search_fts WHERE search_fts MATCH ? AND ${col} IN (SELECT value FROM json_each(?))`,
       )
       .raw()
       .all(match, JSON.stringify(rowids)) as [number, number][],
@@ -202,25 +203,15 @@ export function countDocs(store: IndexStore, f: DocFilters): number {
 /** The filter columns of every document, by rowid (search/fts.ts keeps them in memory
  *  to filter a query's matches without a join: the documents' rows hold their JSON, and
  *  a join of 40,000 matches with them was measured at 110 ms on 10^5 blocks). */
-export function docFilterRows(store: IndexStore): [number, string, string, string, number | null][] {
-  return store.stmt('SELECT rowid, repo, category, status, params FROM search_docs').raw().all() as [
+export function docFilterRows(store: IndexStore): [number, string, string, string, string, number | null][] {
+  return store.stmt('SELECT rowid, id, repo, category, status, params FROM search_docs').raw().all() as [
     number,
+    string,
     string,
     string,
     string,
     number | null,
   ][];
-}
-
-/** Block ids by rowid. */
-export function docIdsByRowid(store: IndexStore, rowids: readonly number[]): Map<number, string> {
-  if (!rowids.length) return new Map();
-  return new Map(
-    store
-      .stmt('SELECT rowid, id FROM search_docs WHERE rowid IN (SELECT value FROM json_each(?))')
-      .raw()
-      .all(JSON.stringify(rowids)) as [number, string][],
-  );
 }
 
 /** Document JSON texts by rowid. */
