@@ -20,7 +20,7 @@ import path from 'node:path';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { dedup, type DedupInput } from '../src/library/dedup.js';
-import { emptyRecord, type BlockStatus } from '../src/library/record.js';
+import { emptyRecord, type BlockStatus } from '../src/records/block.js';
 import { extractionIds, listExtractions, putExtraction, textHash } from '../src/store/records.js';
 import { IndexStore } from '../src/store/store.js';
 import { searchBlocks, syncSearchIndex, type SearchOptions } from '../src/search/fts.js';

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { IndexStore } from '../src/store/store.js';
 import { extractionIds, putExtraction, textHash } from '../src/store/records.js';
-import { emptyRecord } from '../src/library/record.js';
+import { emptyRecord } from '../src/records/block.js';
 import { searchBlocks, syncSearchIndex, type SearchOptions } from '../src/search/fts.js';
 import { similarBlocks, syncSignatures } from '../src/search/similar.js';
 

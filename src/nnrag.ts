@@ -52,12 +52,12 @@ export type {
   EmissionFacts,
   SourceLocation,
   BlockRequirement,
-} from './library/record.js';
+} from './records/block.js';
 export { BLOCK_RECORD_SCHEMA } from './library/record-schema.js';
-export type { BlockSpec } from './library/spec-types.js';
+export type { BlockSpec } from './records/spec.js';
 export type { Block } from './discover/discover.js';
 export type { FileFacts, StatementFacts, Ref, ImportEdge, ClassFacts } from './parse/types.js';
-export type { Diagnostic } from './resolve/closure.js';
+export type { Diagnostic } from './records/block.js';
 export { ValidatorPool, findPython } from './validate/index.js';
 export type {
   ValidationRequest,

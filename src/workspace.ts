@@ -3,7 +3,7 @@
 // stage after indexing works through one (resolve, discover, extract, validate, library).
 import path from 'node:path';
 import { parseBlockId } from './discover/ids.js';
-import type { SourceLocation } from './library/record.js';
+import type { SourceLocation } from './records/block.js';
 import type { ClassFacts } from './parse/types.js';
 import { classStatement } from './resolve/classes.js';
 import type { Corpus, CorpusModule } from './resolve/corpus.js';

@@ -6,7 +6,7 @@ import path from 'node:path';
 import type { Block } from '../discover/discover.js';
 import type { IndexReport } from '../indexer/indexer.js';
 import { buildLibrary, runDedup, type LibraryResult, type StoredDedup } from '../library/library.js';
-import type { BlockRecord } from '../library/record.js';
+import type { BlockRecord } from '../records/block.js';
 import { buildReport, type LibraryReport } from '../library/report.js';
 import type { Workspace } from '../workspace.js';
 import { discover } from './discover.js';

@@ -1,19 +1,12 @@
 // `nnrag doctor` and `nnrag env create|sync` as functions of the API: the validation
 // environment (interpreter, torch, sandbox, limits, environment id) with what a store's
 // repositories need that it lacks; a root filesystem made or synced with what a store
-// needs (src/validate/rootfs.ts, env-packages.ts).
-import { environmentGaps, type EnvironmentGap, type RepoRequirements } from '../library/repo-requirements.js';
-import { normalizeDistName } from '../library/requirements.js';
-import {
-  createRootfs,
-  doctor as checkEnvironment,
-  storeNeeds,
-  syncEnvironment,
-  type DoctorReport,
-  type EnvNeed,
-  type PoolOptions,
-  type SyncResult,
-} from '../validate/index.js';
+// needs (src/environment/rootfs.ts, debian.ts).
+import { environmentGaps, type EnvironmentGap, type RepoRequirements } from '../environment/repo-requirements.js';
+import { normalizeDistName } from '../environment/requirements.js';
+import { checkRootfs, doctor as checkEnvironment, type DoctorReport, type PoolOptions } from '../validate/index.js';
+import { createRootfs } from '../environment/rootfs.js';
+import { storeNeeds, syncEnvironment, type EnvNeed, type SyncResult } from '../environment/debian.js';
 import type { Workspace } from '../workspace.js';
 import { requirements } from './requirements.js';
 import { KNOWN_DISTRIBUTIONS } from '../environment/names.js';
@@ -174,7 +167,8 @@ export async function env(
 ): Promise<{ rootfs: string } & Partial<SyncResult>> {
   const withStore = opts.needs !== null;
   const packages = opts.packages ?? [];
-  if (sub === 'create') await createRootfs(target, { packages: withStore ? [] : packages, onLog: opts.onLog });
+  if (sub === 'create')
+    await createRootfs(target, { packages: withStore ? [] : packages, onLog: opts.onLog, check: checkRootfs });
   if (sub === 'create' && !withStore && !opts.wheels) return { rootfs: target };
   const r = await syncEnvironment(target, opts.needs ?? [], { packages, wheels: opts.wheels, onLog: opts.onLog });
   return { rootfs: target, ...r };

@@ -5,7 +5,8 @@
 // imports), then written to `<out>/blocks/` when it passes the required stages, else to
 // `<out>/failed/` with a JSON record of the failing stage, category and error; without
 // validation to `<out>/extracted/` (`extractBlocks`). Results are cached by module
-// content and validation environment, so re-validating an unchanged module is free.
+// content and validation environment, so re-validating an unchanged module is free, and
+// a block whose inputs are all unchanged is not even emitted again (commands/reuse.ts).
 import { storeEnvironment } from './environment.js';
 import { envGroups, envPython } from '../environment/pypi.js';
 import { existsSync } from 'node:fs';
@@ -15,15 +16,9 @@ import { emitModule, type NamespaceMap } from '../emit/emitter.js';
 import { slimClosure, type SlimResult } from '../emit/slim/slim.js';
 import type { IndexProgress, IndexReport } from '../indexer/indexer.js';
 import { blockFile, libraryDir, placeBlockFile, removeBlockFile, validatedStatus } from '../library/layout.js';
-import {
-  addValidation,
-  emptyRecord,
-  validationsOf,
-  type BlockRecord,
-  type EmissionProfile,
-} from '../library/record.js';
-import { KNOWN_DISTRIBUTIONS } from '../library/requirements.js';
-import { readDeclaredRequirements } from '../library/repo-requirements.js';
+import { addValidation, emptyRecord, validationsOf, type BlockRecord, type EmissionProfile } from '../records/block.js';
+import { KNOWN_DISTRIBUTIONS } from '../environment/names.js';
+import { readDeclaredRequirements } from '../environment/repo-requirements.js';
 import { classSignature } from '../resolve/classes.js';
 import { ClosureBuilder } from '../resolve/closure.js';
 import type { Workspace } from '../workspace.js';
@@ -40,6 +35,10 @@ import { entryCallFromArgs, entryCallFromText, type EntryCall } from '../emit/sl
 import {
   DEFAULT_REQUIRED_STAGES,
   ValidatorPool,
+  environmentIdOf,
+  environmentFactsOf,
+  type ProbedEnvironment,
+  type WorkerInfo,
   passesStages,
   toRecord,
   forStorage,
@@ -54,8 +53,19 @@ import {
   type ValidationResult,
   type Witness,
 } from '../validate/index.js';
-import { libraryModules, repoTops, repoWitnesses, witnessesOf, type HarvestResult } from '../validate/witness/index.js';
-import { startRemembering } from './witnesses.js';
+import {
+  currentHarvest,
+  fileListing,
+  libraryModules,
+  repoTops,
+  repoWitnesses,
+  witnessesOf,
+  type HarvestResult,
+} from '../validate/witness/index.js';
+import { KV_KEYS } from '../store/kv.js';
+import { Costs } from '../util/costs.js';
+import { Blobs, closureFiles, codeDigest, inputDigests, inputsChanged, layoutDigest } from './reuse.js';
+import { rememberedWorkers, startRemembering } from './witnesses.js';
 
 export interface ExtractOptions {
   /** output folder for emitted modules (default `<store>/library`) */
@@ -82,7 +92,7 @@ export interface SlimInputs {
   entry?: readonly EntryCall[];
 }
 
-/** The record of one block (src/library/record.ts); the name the API had before. */
+/** The record of one block (src/records/block.ts); the name the API had before. */
 export type ExtractionRecord = BlockRecord;
 
 export interface Extraction {
@@ -222,6 +232,8 @@ export interface PipelineOptions extends ExtractOptions {
   /** after each block, with its record */
   onProgress?: (done: number, total: number, record: BlockRecord) => void;
   onWarning?: (msg: string) => void;
+  /** where the run's time goes (a new table when not given); stored with the run */
+  costs?: Costs;
 }
 
 const MAX_CALL_SITES = 6;
@@ -373,12 +385,16 @@ async function slimOrFaithful(
   req: ValidationRequest,
   { record: faithfulRecord, result: faithful }: { record: ExtractionRecord; result: ValidationResult },
   namespace: NamespaceMap | undefined,
-  validate: (req: ValidationRequest) => Promise<ValidationResult>,
+  validate: (req: ValidationRequest, label: string) => Promise<ValidationResult>,
+  costs: Costs,
 ): Promise<{ record: ExtractionRecord; text: string; result: ValidationResult }> {
   const seeds = slimSeeds(req, faithful.args);
   const entry = slimEntry(req, faithful.args);
+  const repo = faithfulRecord.repository ?? '';
   let proven: string[] = [];
-  let slim = extractText(ws, id, { ...opts, profile: 'slim' }, { seeds, entry });
+  let slim = costs.time('emission slim', repo, () =>
+    extractText(ws, id, { ...opts, profile: 'slim' }, { seeds, entry }),
+  );
   const fallback = (reason: string) => {
     faithfulRecord.emission = {
       profile: 'faithful',
@@ -397,15 +413,15 @@ async function slimOrFaithful(
       slim.unknownDecorators.map((d) => ({ key: d.key, module: d.mod.name, line: d.line, target: d.target })),
     );
     if (probe) {
-      const r = await validate({
-        id: `${id}#decorator-probe`,
-        source: probe.source,
-        className: PROBE_CLASS,
-        requiredStages: ['import'],
-      });
+      const r = await validate(
+        { id: `${id}#decorator-probe`, source: probe.source, className: PROBE_CLASS, requiredStages: ['import'] },
+        'decorator probe',
+      );
       if (r.stages.import === 'pass') {
         proven = probe.keys;
-        slim = extractText(ws, id, { ...opts, profile: 'slim' }, { seeds, entry, proven: new Set(proven) });
+        slim = costs.time('emission slim', repo, () =>
+          extractText(ws, id, { ...opts, profile: 'slim' }, { seeds, entry, proven: new Set(proven) }),
+        );
       }
     }
   }
@@ -426,7 +442,7 @@ async function slimOrFaithful(
     return fallback(`slim module is not shorter (${slim.record.lines} lines, faithful ${faithfulRecord.lines})`);
   const sreq: ValidationRequest = { ...req, source: slim.text };
   if (req.namespace && slim.namespace) sreq.namespace = slim.namespace;
-  const r = await validate(sreq);
+  const r = await validate(sreq, 'slim');
   const lost = (Object.keys(faithful.stages) as Stage[]).filter(
     (s) => faithful.stages[s] === 'pass' && r.stages[s] !== 'pass',
   );
@@ -482,7 +498,10 @@ function texts(v: unknown, out: string[] = []): string[] {
   return out;
 }
 
-/** Extract, validate and promote blocks. */
+/** Extract, validate and promote blocks. A block whose stored result was computed from the
+ *  same inputs (commands/reuse.ts) is read from the store: no emission, no validation, and
+ *  no worker starts unless some block or harvest needs one. Where the time went is stored
+ *  (`nnrag report`, util/costs.ts). */
 export async function extractAndValidate(
   ws: Workspace,
   ids: string[],
@@ -499,6 +518,7 @@ export async function extractAndValidate(
       };
     });
   }
+  const costs = opts.costs ?? new Costs();
   // no interpreter named: the PyPI environment `env create --store` made for this store
   if (!opts.validator && !opts.pool?.python && !opts.pool?.env && !opts.pool?.rootfs) {
     const made = storeEnvironment(ws);
@@ -521,6 +541,7 @@ export async function extractAndValidate(
       for (const [dir, group] of byEnv) {
         const rs = await extractAndValidate(ws, group, {
           ...opts,
+          costs,
           pool: { ...opts.pool, env: dir, python: envPython(dir) },
           onProgress: opts.onProgress ? (_d, _t, r) => opts.onProgress!(++done, ids.length, r) : undefined,
         });
@@ -532,8 +553,37 @@ export async function extractAndValidate(
     opts = { ...opts, pool: { ...opts.pool, env: dir, python: envPython(dir) } };
   }
   const required = opts.required ?? [...DEFAULT_REQUIRED_STAGES];
-  const pool = opts.validator ?? (await startRemembering(ws.store, { ...opts.pool, onWarning: opts.onWarning }));
-  const missing = missingLookup({ rootfs: pool.env.rootfs });
+  // the environment without starting workers: its id is known from the probe and what its
+  // workers reported before (commands/witnesses.ts); workers start when something runs
+  const poolOpts: PoolOptions = { ...opts.pool, onWarning: opts.onWarning };
+  let pool: ValidatorPool | null = opts.validator ?? null;
+  let probed: ProbedEnvironment | null = null;
+  let envId: string | null = pool?.envId ?? null;
+  let remembered: WorkerInfo | null = null;
+  if (!pool) {
+    probed = await costs.timeAsync('environment probe', '', () => ValidatorPool.probe(poolOpts));
+    remembered = rememberedWorkers(ws.store, probed);
+    envId = remembered ? environmentIdOf(probed, remembered) : null;
+  }
+  // one start, however many blocks ask for the pool at once (a second start would leave
+  // the first pool's workers running after close)
+  let starting: Promise<ValidatorPool> | null = null;
+  const getPool = (): Promise<ValidatorPool> => {
+    if (pool) return Promise.resolve(pool);
+    starting ??= startRemembering(ws.store, poolOpts, probed ?? undefined).then((p) => {
+      pool = p;
+      envId = p.envId;
+      return p;
+    });
+    return starting;
+  };
+  if (!envId) await getPool();
+  const env = pool ? (pool as ValidatorPool).env : probed!.env;
+  const missing = missingLookup({ rootfs: env.rootfs });
+  const repoOf = (id: string) => ws.blockModule(id)?.mod.repo ?? '';
+  // what the environment is (pool.ts environmentFactsOf), known like its id without starting workers
+  const factsOf = () =>
+    pool ? (pool as ValidatorPool).facts : probed && remembered ? environmentFactsOf(probed, remembered) : null;
   // the torch requirement each repository declares (its packaging files), read once
   const torchOf = new Map<string, { spec: string; file: string; line: number } | null>();
   const declaredTorch = (repo: string | undefined) => {
@@ -552,20 +602,30 @@ export async function extractAndValidate(
   try {
     // what the validation environment can import decides whether an interned package
     // used as a module object keeps its import (closure.ts)
-    const importable = opts.importable ?? pool.env.probe?.modules;
+    const importable = opts.importable ?? env.probe?.modules;
     const profile = opts.profile ?? 'slim';
-    const extracted = ids.map((id) => ({ id, ...extractText(ws, id, { ...opts, importable, profile: 'faithful' }) }));
+    costs.time('corpus load', '', () => ws.corpus());
     // witnesses of the repositories of these blocks, harvested (or read) first
     const harvests = new Map<string, HarvestResult>();
     if (opts.witnesses !== false) {
       const repos = new Set<string>();
-      for (const id of ids) {
-        const repo = ws.blockModule(id)?.mod.repo;
-        if (repo) repos.add(repo);
-      }
+      for (const id of ids) if (repoOf(id)) repos.add(repoOf(id));
+      const listing = fileListing(ws.store);
       for (const repo of [...repos].sort()) {
         try {
-          const got = await repoWitnesses(ws.store, pool, repo, { modules: libraryModules(ws.corpus(), repo) });
+          const stored = currentHarvest(ws.store, repo, envId!, listing);
+          if (stored) {
+            harvests.set(repo, stored);
+            opts.onHarvest?.(repo, stored, true);
+            continue;
+          }
+          const p = await getPool();
+          const got = await costs.timeAsync('harvest', repo, () =>
+            repoWitnesses(ws.store, p, repo, {
+              modules: libraryModules(ws.corpus(), repo),
+              onEntry: (e) => costs.add(`harvest entry ${e.entry}`, repo, e.ms),
+            }),
+          );
           if (got) {
             harvests.set(repo, got.result);
             opts.onHarvest?.(repo, got.result, got.cached);
@@ -575,46 +635,113 @@ export async function extractAndValidate(
         }
       }
     }
+    const digests = {
+      code: costs.time('reuse check', '', () => codeDigest()),
+      layout: costs.time('reuse check', '', () => layoutDigest(ws)),
+      options: {
+        profile,
+        required,
+        equivalence: opts.equivalence !== false,
+        witnesses: opts.witnesses !== false,
+        intern: opts.intern ?? [],
+        extern: opts.extern ?? [],
+        importable: importable ?? null,
+      },
+    };
+    const blobs = new Blobs(ws);
     const records: BlockRecord[] = [];
     let done = 0;
-    const validateCached = async (req: ValidationRequest): Promise<ValidationResult> => {
-      const key = validationKey(req, pool.envId);
-      let r = opts.force ? null : getCachedValidation<ValidationResult>(ws.store, key, pool.envId);
+    const validateCached = async (req: ValidationRequest, label: string): Promise<ValidationResult> => {
+      const key = validationKey(req, envId!);
+      let r = opts.force ? null : getCachedValidation<ValidationResult>(ws.store, key, envId!);
       if (!r) {
-        r = await pool.validate(req);
+        const p = await getPool();
+        const t = performance.now();
+        r = await p.validate(req);
+        const repo = repoOf(req.id.split('#')[0]);
+        for (const [s, ms] of Object.entries(r.timings)) costs.add(`validate ${label} ${s}`, repo, ms ?? 0);
+        if (r.equivalence?.originalMs !== undefined)
+          costs.add(`validate ${label} equivalence: original build`, repo, r.equivalence.originalMs);
+        // queued behind other requests (summed over requests that wait at once)
+        costs.add('queued for a worker', repo, Math.max(0, performance.now() - t - r.ms));
+        // (the started pool's id, should it differ from the one remembered)
         if (r.category !== 'crash' && r.category !== 'timeout')
-          putCachedValidation(ws.store, key, pool.envId, forStorage(r));
-      }
+          putCachedValidation(ws.store, validationKey(req, p.envId), p.envId, forStorage(r));
+      } else costs.count(`validate ${label} (stored result)`, repoOf(req.id.split('#')[0]));
       return r;
     };
     await Promise.all(
-      extracted.map(async ({ id, record: faithfulRecord, text: faithfulText, namespace }, i) => {
+      ids.map(async (id, i) => {
+        const repo = repoOf(id);
+        const sites = costs.time('call and data sites', repo, () => ({
+          callSites: callSites(ws, id),
+          dataSites: dataSites(ws, id),
+        }));
+        const harvest = harvests.get(repo);
+        const { module: origModule, className } = parseBlockId(id);
+        const wits = harvest ? witnessesOf(harvest, `${origModule}.${className}`) : [];
+        const witnessFields = harvest && wits.length ? { witnesses: wits, witnessRepoTops: repoTops(harvest) } : {};
+        const now = inputDigests({
+          code: digests.code,
+          env: envId!,
+          options: digests.options,
+          layout: digests.layout,
+          request: { ...sites, ...witnessFields, ...(opts.userInputs ? { userInputs: opts.userInputs } : {}) },
+        });
+        // the stored result, when it was computed from the same inputs
+        const stored = opts.force ? null : getExtraction(ws.store, id);
+        let why = opts.force ? '--force' : 'not stored';
+        if (stored && stored.status !== 'extracted' && stored.record.validation) {
+          const changed = costs.time('reuse check', repo, () => inputsChanged(stored.record.inputs, now, blobs));
+          if (changed === null) {
+            const cat = stored.record.validation.category;
+            const unsettled =
+              cat === 'crash' || cat === 'timeout' ? `; the stored result is a ${cat} (--force validates again)` : '';
+            const record: BlockRecord = {
+              ...stored.record,
+              reuse: {
+                reused: true,
+                why: `inputs unchanged (files of its closure, call sites, witnesses, environment, options, nnrag)${unsettled}`,
+              },
+            };
+            const file = blockFile(out, stored.status, id);
+            if (!existsSync(file)) record.file = placeBlockFile(out, stored.status, id, '.py', stored.text);
+            else record.file = file;
+            costs.count('blocks reused', repo);
+            records[i] = record;
+            opts.onProgress?.(++done, ids.length, record);
+            return;
+          }
+          why = changed;
+        } else if (stored)
+          why = stored.status === 'extracted' ? 'stored without validation' : 'stored without a validation result';
+        const {
+          record: faithfulRecord,
+          text: faithfulText,
+          namespace,
+        } = costs.time('emission faithful', repo, () =>
+          extractText(ws, id, { ...opts, importable, profile: 'faithful' }),
+        );
         let result: ValidationResult | null = null;
         let record = faithfulRecord;
         let text = faithfulText;
         if (text) {
-          const { module: origModule, className } = parseBlockId(id);
+          costs.count('blocks validated', repo);
           const req: ValidationRequest = {
             id,
             source: text,
             className,
-            callSites: callSites(ws, id),
-            dataSites: dataSites(ws, id),
+            ...sites,
             requiredStages: required,
+            ...witnessFields,
           };
-          const harvest = harvests.get(ws.blockModule(id)?.mod.repo ?? '');
-          const wits = harvest ? witnessesOf(harvest, `${origModule}.${className}`) : [];
-          if (harvest && wits.length) {
-            req.witnesses = wits;
-            req.witnessRepoTops = repoTops(harvest);
-          }
           if (opts.userInputs) req.witnesses = [opts.userInputs, ...(req.witnesses ?? [])];
           const crossed = [...new Set(record.provenance.map((p) => p.repo))];
           const sysPath = opts.equivalence === false ? null : originalSysPath(ws, id, crossed);
           if (sysPath) req.original = { module: origModule, className: req.className, sysPath };
           // the namespace stage compares the copy's names with the original modules'
           if (sysPath && namespace) req.namespace = namespace;
-          result = await validateCached(req);
+          result = await validateCached(req, 'faithful');
           if (profile === 'slim') {
             const chosen = await slimOrFaithful(
               ws,
@@ -624,6 +751,7 @@ export async function extractAndValidate(
               { record, result },
               namespace,
               validateCached,
+              costs,
             );
             record = chosen.record;
             text = chosen.text;
@@ -633,8 +761,8 @@ export async function extractAndValidate(
           const v: ValidationRecord = result.layers ? { ...toRecord(result), layers: result.layers } : toRecord(result);
           // the environment that ran (a cached result may predate the facts), with the
           // installed versions of what this block imports: export pins these
-          if (pool.facts)
-            v.environment = factsForBlock(pool.facts, pool.env.probe, record.externs, KNOWN_DISTRIBUTIONS);
+          const facts = factsOf();
+          if (facts) v.environment = factsForBlock(facts, env.probe, record.externs, KNOWN_DISTRIBUTIONS);
           // "environment lacks X" (and whether Debian has X) apart from failures of the block
           if (result.category === 'missing-extern') {
             const m = await missing(result.error);
@@ -660,7 +788,7 @@ export async function extractAndValidate(
             const file = placeBlockFile(out, status, id, '.py', text);
             if (!record.ok) {
               // why it failed, next to the module (library/layout.ts)
-              const stored = forStorage(final);
+              const storedResult = forStorage(final);
               placeBlockFile(
                 out,
                 status,
@@ -669,10 +797,10 @@ export async function extractAndValidate(
                 JSON.stringify(
                   {
                     id,
-                    stage: stored.stage,
-                    category: stored.category,
-                    error: stored.error,
-                    traceback: stored.traceback ?? null,
+                    stage: storedResult.stage,
+                    category: storedResult.category,
+                    error: storedResult.error,
+                    traceback: storedResult.traceback ?? null,
                   },
                   null,
                   2,
@@ -681,6 +809,15 @@ export async function extractAndValidate(
             } else removeBlockFile(out, id, '.json');
             return file;
           });
+          // a crash or timeout is kept too (the validation cache does not keep them): a
+          // re-run with nothing changed says so and `--force` validates again
+          record.inputs = {
+            ...now,
+            files: costs.time('reuse check', repo, () =>
+              closureFiles(ws, id, record === faithfulRecord ? [record] : [faithfulRecord, record]),
+            ),
+          };
+          record.reuse = { reused: false, why };
           if (placed)
             putExtraction(ws.store, {
               id,
@@ -693,12 +830,21 @@ export async function extractAndValidate(
             });
         }
         records[i] = record;
-        opts.onProgress?.(++done, extracted.length, record);
+        opts.onProgress?.(++done, ids.length, record);
       }),
     );
     return records;
   } finally {
-    if (!opts.validator) await pool.close();
+    // a start still under way when a block failed is waited for, so that it is closed too
+    const p =
+      (pool as ValidatorPool | null) ??
+      (starting ? await (starting as Promise<ValidatorPool>).catch(() => null) : null);
+    if (p) {
+      costs.add('worker start', '', p.spawned.readyMs, null, p.spawned.starts + p.spawned.restarts);
+      costs.count('worker restart', '', p.spawned.restarts);
+    }
+    if (p && !opts.validator) await p.close();
+    ws.store.setKV(KV_KEYS.costsLast, JSON.stringify(costs.table('extract + validate')));
   }
 }
 
@@ -715,13 +861,19 @@ export interface ExtractCommandOptions extends PipelineOptions, Selection {
 /** `nnrag extract`: (index and discover `repos` first, when given;) the selected blocks
  *  extracted, validated unless `validate: false`, and placed in the library. */
 export async function extract(ws: Workspace, opts: ExtractCommandOptions = {}): Promise<BlockRecord[]> {
-  if (opts.repos) {
+  const costs = opts.costs ?? new Costs();
+  const repos = opts.repos;
+  if (repos) {
     // an empty list indexes the store's repositories again, as `nnrag index` does
-    const report = await index(ws, { repos: opts.repos, onProgress: opts.onIndexProgress });
+    const report = await costs.timeAsync('index', '', () => index(ws, { repos, onProgress: opts.onIndexProgress }));
+    // the indexer's phases; parseCpu: per-file parse time in the parse workers, summed
+    const it = report.timings;
+    for (const k of ['list', 'hash', 'parse', 'store'] as const) costs.add(`index: ${k}`, '', it[k]);
+    costs.add('index: parse in the workers (summed)', '', it.parseCpu);
     opts.onIndexed?.(report);
-    discover(ws);
+    costs.time('discover', '', () => discover(ws));
   }
-  return extractAndValidate(ws, selectBlocks(ws, opts), opts);
+  return extractAndValidate(ws, selectBlocks(ws, opts), { ...opts, costs });
 }
 
 /** `nnrag validate`: the selected blocks (every stored block without names) extracted and

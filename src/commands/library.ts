@@ -20,7 +20,7 @@ import { trainingPairs, writePairs } from '../library/pairs.js';
 import { buildReport, reportHtml, type LibraryReport } from '../library/report.js';
 import { KV_KEYS } from '../store/kv.js';
 import { environmentSummaries, listExtractions } from '../store/records.js';
-import { matchesEnvironment } from '../library/record.js';
+import { matchesEnvironment } from '../records/block.js';
 import { UsageError } from '../util/errors.js';
 import type { Workspace } from '../workspace.js';
 

@@ -1,8 +1,8 @@
 // `nnrag requirements` (and the gaps `nnrag doctor` reports): what each indexed repository
 // needs — requirements its packaging files declare, the imports of its emitted blocks —
 // with the validation interpreter saying which distribution provides an import.
-import { repositoryRequirements, type RepoRequirements } from '../library/repo-requirements.js';
-import { KNOWN_DISTRIBUTIONS, probeEnvironment } from '../library/requirements.js';
+import { repositoryRequirements, type RepoRequirements } from '../environment/repo-requirements.js';
+import { KNOWN_DISTRIBUTIONS, probeEnvironment } from '../environment/requirements.js';
 import { initParser } from '../parse/parser.js';
 import { listExtractions } from '../store/records.js';
 import { UsageError } from '../util/errors.js';

@@ -4,9 +4,9 @@
 import { extractText } from './extract.js';
 import { ready } from './index-repos.js';
 import { exportBlock, heldProfile, type ExportOptions, type ExportReport } from '../export/export.js';
-import type { EmissionProfile } from '../library/record.js';
+import type { EmissionProfile } from '../records/block.js';
 import { blockEnvironments, getExtraction } from '../store/records.js';
-import { matchesEnvironment } from '../library/record.js';
+import { matchesEnvironment } from '../records/block.js';
 import { checkEnvironmentQuery } from './library.js';
 import { facets, resolveLibraryId, searchBlocks, type SearchOptions, type SearchResult } from '../search/fts.js';
 import { refreshSearch } from '../search/refresh.js';

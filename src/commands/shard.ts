@@ -15,7 +15,7 @@ import path from 'node:path';
 import type { RepoSpec } from '../config/repos.js';
 import { idFileStem } from '../discover/ids.js';
 import { blockFile, libraryDir, placeBlockFile, removeBlockFile } from '../library/layout.js';
-import type { BlockRecord, BlockStatus } from '../library/record.js';
+import type { BlockRecord, BlockStatus } from '../records/block.js';
 import {
   mergeShardRows,
   mergedRepos,

@@ -36,21 +36,11 @@
 // - Slim emission (src/emit/slim) hands in more edits (removed decorators, pruned
 //   options) and header lines through `EmitOptions`.
 import type { ImportEdge } from '../parse/types.js';
-import { slotKey, type Binding, type Closure, type Diagnostic, type StmtNode } from '../resolve/closure.js';
+import { slotKey, type Binding, type Closure, type StmtNode } from '../resolve/closure.js';
 import type { Corpus, CorpusModule } from '../resolve/corpus.js';
 import { STDLIB_MODULES } from '../resolve/builtins.js';
-import { moduleGraph, type ModuleGraph } from './graph.js';
-
-export interface ProvenanceEntry {
-  repo: string;
-  revision: string | null;
-  url: string | null;
-  path: string;
-  module: string;
-  swhid: string;
-  /** line ranges (1-based, inclusive) of the copied statements, in emission order */
-  ranges: [number, number][];
-}
+import { moduleGraph } from './graph.js';
+import type { Diagnostic, ModuleGraph, ProvenanceEntry } from '../records/block.js';
 
 export interface EmittedModule {
   text: string;

@@ -1,6 +1,6 @@
 // The module graph of an emitted block, computed once at extraction from what the
 // closure resolved (resolve/closure.ts) and stored with its record (`moduleGraph`,
-// library/record.ts); the catalog draws it (serve/graph.ts) without reading any source.
+// records/block.ts); the catalog draws it (serve/graph.ts) without reading any source.
 //
 // - interned edges `[M, N]`: a copied statement of module M reads a name the resolver
 //   bound to a definition of module N (following imports and re-exports to the module
@@ -10,14 +10,7 @@
 //   binds, or keeps an import (in a compound statement or a function body), of the
 //   top-level package P, a requirement of the block (`externs`).
 import type { Closure, Binding, StmtNode } from '../resolve/closure.js';
-
-export interface ModuleGraph {
-  /** `[reader, definer]`: copied statements of `reader` read definitions of `definer` */
-  interned: [string, string][];
-  /** `[reader, package]`: copied statements of `reader` use an import of the extern
-   *  top-level package (one of the block's `externs`) */
-  extern: [string, string][];
-}
+import type { ModuleGraph } from '../records/block.js';
 
 /** The module edges of a closure; `externs`: the block's extern top-level packages. */
 export function moduleGraph(closure: Closure, externs: readonly string[]): ModuleGraph {

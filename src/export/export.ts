@@ -24,7 +24,7 @@ import { existsSync, lstatSync, mkdirSync, readFileSync, realpathSync } from 'no
 import path from 'node:path';
 import type { IndexStore } from '../store/store.js';
 import { getExtraction } from '../store/records.js';
-import type { BlockRecord } from '../library/record.js';
+import type { BlockRecord } from '../records/block.js';
 import {
   compareRelease,
   KNOWN_DISTRIBUTIONS,
@@ -33,8 +33,8 @@ import {
   resolveRequirements,
   testedPin,
   topLevelName,
-} from '../library/requirements.js';
-import { validationsOf, type EnvValidation } from '../library/record.js';
+} from '../environment/requirements.js';
+import { validationsOf, type EnvValidation } from '../records/block.js';
 import { NnragError, UsageError } from '../util/errors.js';
 import { ensureDir, writeFileAtomic } from '../util/fs.js';
 import { buildDoc, storedSpec } from '../search/documents.js';

@@ -4,7 +4,7 @@
 // block page and with the failure on the command line. Every step it prints is one that
 // works: an `apt-get install` only for a package Debian has (the verdict `lacks`, from
 // `apt-cache policy`, the same lookup `doctor` uses), never a guessed package name.
-import type { MissingRequirement } from '../validate/missing.js';
+import type { MissingRequirement } from '../records/validation.js';
 
 /** What advice reads of a validation record. */
 export interface AdviceInput {

@@ -37,7 +37,7 @@
 //                   or convolutions are its most frequent parameterised layer
 //  8. utility       everything else (activations, DropPath, Identity, reshapes, embeddings …)
 
-import type { BlockCategory } from './spec-types.js';
+import type { BlockCategory } from '../records/spec.js';
 
 /** The source text of top-level class `name` in a module: its line to the next top-level statement. */
 export function classSegment(text: string, name: string): string {

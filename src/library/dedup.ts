@@ -30,6 +30,7 @@ import { Worker, isMainThread, parentPort, workerData } from 'node:worker_thread
 import { WorkerPool, type PoolWorker } from '../util/pool.js';
 import { tokenize, docstringMask, structuralHashes, exactFingerprint, intsHash, codeTokenCount } from './structural.js';
 import { shinglesInto, ophSignature, ophInto, jaccard, jaccardBound, bandKey, chooseBands, mix32 } from './minhash.js';
+import type { DedupCluster, DupKind } from '../records/spec.js';
 
 /** Bump whenever tokenization, shingling or MinHash hashing changes: stored signatures of
  *  another version are not comparable and must be recomputed. */
@@ -47,19 +48,6 @@ export interface DedupInput {
   text: string;
   /** result of a real parse (e.g. validation stage 1); false = never clustered */
   parseable?: boolean;
-}
-
-export type DupKind = 'exact' | 'near' | 'structural';
-
-export interface DedupCluster {
-  kind: DupKind;
-  representative: string;
-  /** all members including the representative, sorted by id */
-  members: string[];
-  /** per member (same order as members): exact Jaccard of its near and structural shingle
-   *  sets with the representative's, and whether the normal forms are identical. Members
-   *  joined transitively may score below the thresholds. */
-  scores?: { id: string; exact: boolean; near: number; structural: number }[];
 }
 
 export interface DedupResult {

@@ -12,7 +12,7 @@ import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { idFileStem } from '../discover/ids.js';
 import { writeFileAtomic } from '../util/fs.js';
-import type { BlockStatus } from './record.js';
+import type { BlockStatus } from '../records/block.js';
 
 export type StatusFolder = 'blocks' | 'failed' | 'extracted';
 

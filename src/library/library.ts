@@ -1,7 +1,7 @@
 // The library stage: from the stored extraction records to the published library folder.
 // For every stored block it writes, next to the block's module (`<out>/blocks/`,
 // `<out>/failed/` or `<out>/extracted/`):
-//   <id>.spec.json            the neutral spec (spec.ts / spec-types.ts), no source code
+//   <id>.spec.json            the neutral spec (spec.ts / records/spec.ts), no source code
 //   <id>.required_repos.json  repositories, revisions and file SWHIDs the block copies from
 // and for the whole library `<out>/required_repos.json` and `<out>/requirements.txt` (PEP 508
 // pins of the extern imports, versions read from the validation environment). Specs and
@@ -16,7 +16,8 @@ import type { IndexStore, RepoRow } from '../store/store.js';
 import { KV_KEYS, requirementsKey } from '../store/kv.js';
 import { clusterOf, listClusters, putDedup, putSpecs } from '../store/specs.js';
 import { parseBlockId } from '../discover/ids.js';
-import { dedup, type DedupCluster, type DedupOptions, type DedupResult } from './dedup.js';
+import { dedup, type DedupOptions, type DedupResult } from './dedup.js';
+import type { DedupCluster } from '../records/spec.js';
 import {
   blockManifest,
   checkSwhids,
@@ -26,9 +27,9 @@ import {
   type RequiredRepos,
 } from './provenance.js';
 import { cachedValidationTexts, extractionHashes, listExtractions, type StoredExtraction } from '../store/records.js';
-import { requirementLines, resolveRequirements, type Requirement } from './requirements.js';
+import { requirementLines, resolveRequirements, type Requirement } from '../environment/requirements.js';
 import { buildSpec, initSpecParser, type ValidationFacts } from './spec.js';
-import type { BlockSpec } from './spec-types.js';
+import type { BlockSpec } from '../records/spec.js';
 
 export { getSpec, listSpecs, putSpecs } from '../store/specs.js';
 

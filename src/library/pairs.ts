@@ -9,7 +9,7 @@ import type { IndexStore } from '../store/store.js';
 import { detectLicense } from './provenance.js';
 import { listExtractions } from '../store/records.js';
 import { formatSignature } from './spec.js';
-import type { BlockSpec } from './spec-types.js';
+import type { BlockSpec } from '../records/spec.js';
 import { listSpecs } from './library.js';
 
 export interface TrainingPair {

@@ -1,9 +1,9 @@
-// The JSON schema of the block record (library/record.ts `BlockRecord`), for users of
+// The JSON schema of the block record (records/block.ts `BlockRecord`), for users of
 // `--json` and of the records the store keeps. docs/block-record.schema.json is this object
 // written out by scripts/block-record-schema.ts; test/library/record.test.ts checks that
 // the file is current, that every record field is described (the key list below is checked
 // against the type by the compiler) and that real extraction records satisfy it.
-import type { BlockRecord } from './record.js';
+import type { BlockRecord } from '../records/block.js';
 
 const str = { type: 'string' } as const;
 const strs = { type: 'array', items: str } as const;
@@ -109,7 +109,12 @@ const validation = {
     equivalence: {
       type: 'object',
       required: ['status'],
-      properties: { status: stageStatus, reason: str, maxAbsDiff: { type: 'number' } },
+      properties: {
+        status: stageStatus,
+        reason: str,
+        maxAbsDiff: { type: 'number' },
+        originalMs: { type: 'number', description: 'milliseconds importing and building the original' },
+      },
     },
     namespace: {
       type: 'object',
@@ -266,6 +271,29 @@ const properties = {
       required: ['importName', 'pep508'],
       properties: { importName: str, pep508: nullable('string') },
     },
+  },
+  inputs: {
+    type: 'object',
+    description: 'what the validated result was computed from: a re-run with the same inputs reuses the record',
+    required: ['code', 'env', 'options', 'layout', 'request', 'files'],
+    properties: {
+      code: str,
+      env: str,
+      options: str,
+      layout: str,
+      request: str,
+      files: {
+        type: 'array',
+        description: '[repository, path, blob id] of every file the closure read',
+        items: { type: 'array', items: str, minItems: 3, maxItems: 3 },
+      },
+    },
+  },
+  reuse: {
+    type: 'object',
+    description: 'whether the run that wrote or read the record reused the stored result, and why',
+    required: ['reused', 'why'],
+    properties: { reused: { type: 'boolean' }, why: str },
   },
 } satisfies Record<keyof BlockRecord, object>;
 

@@ -4,7 +4,7 @@
 // (`no-package`), is the environment's; everything else (another version's API included,
 // which is a fact about the block's expectations) is the block's. And why equivalence
 // did not run after a forward pass, counted by reason.
-import type { MissingRequirement } from '../validate/missing.js';
+import type { MissingRequirement } from '../records/validation.js';
 import type { StoredExtraction } from '../store/records.js';
 
 export interface EnvironmentLack {

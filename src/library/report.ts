@@ -12,7 +12,14 @@ import { detectLicense } from './provenance.js';
 import { environmentSummaries, listExtractions, type StoredExtraction } from '../store/records.js';
 import { environmentLack, environmentLacks, equivalenceSkips, type EnvironmentLack } from './report-environment.js';
 import { histogram, summarize, wilson, type Bin, type Interval } from './stats.js';
-import { matchesEnvironment, validationsOf, type BlockRecord } from './record.js';
+import { matchesEnvironment, validationsOf, type BlockRecord } from '../records/block.js';
+import { costText, type CostTable } from '../util/costs.js';
+
+/** The cost table of the last extract / validate run, if one was stored. */
+function lastCosts(store: IndexStore): CostTable | null {
+  const got = store.getKV(KV_KEYS.costsLast);
+  return got ? (JSON.parse(got) as CostTable) : null;
+}
 
 export const REPORT_STAGES = [
   'parse',
@@ -141,6 +148,10 @@ export interface LibraryReport {
     validationTotal: Summary | null;
     dedup: Record<string, number> | null;
     library: number | null;
+    /** where the time of the last extract / validate run went, per phase and repository
+     *  (util/costs.ts): index, harvest, emission, each validation stage per profile,
+     *  worker starts, waiting, reuse */
+    pipeline: CostTable | null;
   };
   sizes: { lines: Summary; histogram: Bin[] };
   /** emission profiles (docs/ARCHITECTURE.md "Slim emission"): lines of the faithful
@@ -302,6 +313,7 @@ export function buildReport(store: IndexStore, opts: { storeDir?: string; env?: 
       validationTotal: vt.total.length ? roundSummary(summarize(vt.total)) : null,
       dedup: dd?.timings ?? null,
       library: lib ? (JSON.parse(lib) as { ms: number }).ms : null,
+      pipeline: lastCosts(store),
     },
     sizes: { lines: roundSummary(summarize(lines)), histogram: lines.length ? histogram(lines, edges) : [] },
     emission: emissionFigures(records),
@@ -422,6 +434,7 @@ export function reportText(r: LibraryReport): string {
           .map(([k, v]) => `${k} ${v}`)
           .join(', '),
     );
+  if (tm.pipeline) out.push('', ...costText(tm.pipeline));
   const l = r.sizes.lines;
   out.push('', `module size (lines): min ${l.min}, p50 ${l.p50}, p90 ${l.p90}, max ${l.max}, mean ${l.mean}`);
   out.push('  ' + r.sizes.histogram.map((b) => `[${b.lo},${b.hi}) ${b.count}`).join('  '));

@@ -1,16 +1,16 @@
-// The neutral spec of a library block (spec-types.ts `BlockSpec`): derived facts only, no
+// The neutral spec of a library block (records/spec.ts `BlockSpec`): derived facts only, no
 // source code. This file holds the pure pieces — parameter lists (parse/params.ts), the
 // first docstring sentence, and the assembly of a spec from the block record's signature
 // and its validation — while library.ts gathers the inputs.
-import type { ProvenanceEntry } from '../emit/emitter.js';
 import { initParser } from '../parse/parser.js';
-import { parseParams, type Param } from '../parse/params.js';
+import { parseParams } from '../parse/params.js';
+import type { Param } from '../parse/types.js';
 
 export { parseParams };
-import type { ClassSignature } from '../resolve/classes.js';
-import type { ValidationRecord } from '../validate/record.js';
+import type { ClassSignature, ProvenanceEntry } from '../records/block.js';
+import type { ValidationRecord } from '../records/validation.js';
 import { categorize, layerInventory } from './category.js';
-import type { BlockSpec } from './spec-types.js';
+import type { BlockSpec } from '../records/spec.js';
 import { originUrl, revisionSwhid } from './swhid.js';
 
 export type { Param };

@@ -28,7 +28,7 @@
 import type { Node as TsNode } from 'web-tree-sitter';
 import { parsePython, type Tree } from './parser.js';
 import { syntaxTree, type SyntaxNode as Node } from './syntax.js';
-import { paramsOf, type Param } from './params.js';
+import { paramsOf } from './params.js';
 import {
   FACTS_VERSION,
   type BaseExpr,
@@ -38,6 +38,7 @@ import {
   type Guard,
   type ImportEdge,
   type NestedImport,
+  type Param,
   type Ref,
   type StatementFacts,
   type SyntaxIssue,

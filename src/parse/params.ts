@@ -6,13 +6,6 @@
 // annotations. Defaults and annotations are kept as source text (whitespace runs across
 // lines collapsed to one space), never evaluated.
 
-export interface Param {
-  name: string;
-  default: string | null;
-  annotation: string | null;
-  kind: 'positional' | 'keyword' | 'var-positional' | 'var-keyword';
-}
-
 /** What the reader needs of a syntax node: tree-sitter's nodes and the binder's copies
  *  (parse/syntax.ts) both have it. */
 export interface ParamNode {
@@ -23,7 +16,7 @@ export interface ParamNode {
 }
 
 import { parsePython, parserReady } from './parser.js';
-import type { ClassFacts } from './types.js';
+import type { ClassFacts, Param } from './types.js';
 
 const oneLine = (s: string) => s.replace(/\s*\n\s*/g, ' ').trim();
 

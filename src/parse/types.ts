@@ -3,11 +3,19 @@
 // and stored in the IndexStore keyed by the file's git blob id.
 // All offsets are JavaScript string (UTF-16 code unit) indices into the decoded
 // source text; all line numbers are 1-based.
-import type { Param } from './params.js';
 
 /** Bump when the shape or meaning of FileFacts changes: stored facts of an older
  *  version are re-parsed. */
 export const FACTS_VERSION = 8;
+
+/** One parameter of a `def` (parse/params.ts reads them): name, default and annotation as
+ *  source text, and its kind (Language Reference, "Function definitions"). */
+export interface Param {
+  name: string;
+  default: string | null;
+  annotation: string | null;
+  kind: 'positional' | 'keyword' | 'var-positional' | 'var-keyword';
+}
 
 /** One imported name, one edge. `import a.b as c, d` gives two edges.
  *  - `import a.b.c`        → {kind:'import', module:'a.b.c', asname:null} binds `a`

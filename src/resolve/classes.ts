@@ -11,10 +11,11 @@
 // - `classSignature`: what extraction records of the block's class (bases, docstring,
 //   constructor and forward parameters), so the spec, the search document and the catalog
 //   read it from the record instead of deriving it again.
-import { ownParams, type Param } from '../parse/params.js';
-import type { BaseExpr, ClassFacts } from '../parse/types.js';
+import { ownParams } from '../parse/params.js';
+import type { BaseExpr, ClassFacts, Param } from '../parse/types.js';
 import type { CorpusModule } from './corpus.js';
 import type { Resolver, Target } from './names.js';
+import type { ClassSignature } from '../records/block.js';
 
 /** The class statement Python binds for `module.Class` (the last top-level definition),
  *  or null when the module defines no such class. */
@@ -90,16 +91,6 @@ export function inheritedParams(
     }
   }
   return null;
-}
-
-/** A block class's signature as the library and search read it. */
-export interface ClassSignature {
-  /** base expressions as written */
-  bases: string[];
-  docstring: string | null;
-  /** constructor parameters without self (inherited from an indexed base when the class has no __init__) */
-  init: Param[];
-  forward: Param[];
 }
 
 export function classSignature(resolver: Resolver, mod: CorpusModule, cls: ClassFacts): ClassSignature {

@@ -25,7 +25,8 @@
 import { importBinds, type ImportEdge, type Ref, type StatementFacts } from '../parse/types.js';
 import { classStatement } from './classes.js';
 import type { Corpus, CorpusModule } from './corpus.js';
-import { isPlainImport, Resolver, type Target, type UnresolvedReason } from './names.js';
+import { isPlainImport, Resolver, type Target } from './names.js';
+import type { Diagnostic } from '../records/block.js';
 
 /** Byte ranges (`[start, end)` offsets of the module's source) of top-level statement
  *  `stmt` of `mod` that the emitted module leaves out. */
@@ -88,17 +89,6 @@ export interface ImportRewrite {
   nested: boolean;
   /** some edge names an interned module (else only a rename can change the text) */
   interned: boolean;
-}
-
-export interface Diagnostic {
-  severity: 'error' | 'warning';
-  name: string;
-  reason: UnresolvedReason | 'nested-module-import' | 'eager-cycle' | 'guarded-import' | 'module-file';
-  message: string;
-  module: string;
-  path: string;
-  repo: string;
-  line: number;
 }
 
 export interface Closure {

@@ -24,6 +24,7 @@ import { absoluteImport } from '../util/python.js';
 import { importBinds, type ImportEdge, type Ref } from '../parse/types.js';
 import { BUILTINS, MODULE_DUNDERS } from './builtins.js';
 import type { Corpus, CorpusModule } from './corpus.js';
+import type { UnresolvedReason } from '../records/block.js';
 
 /** What a name refers to. */
 export type Target =
@@ -35,8 +36,6 @@ export type Target =
   | { kind: 'extern'; edge: ImportEdge; absModule: string; qualified: string; synthesized?: boolean }
   | { kind: 'builtin'; name: string }
   | { kind: 'unresolved'; reason: UnresolvedReason; detail: string };
-
-export type UnresolvedReason = 'missing-module' | 'undefined' | 'star-extern' | 'dynamic' | 'module-object' | 'cycle';
 
 export interface ResolveOptions {
   /** module-name patterns forced extern even when indexed (`torch.package`'s extern) */

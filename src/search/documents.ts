@@ -9,52 +9,17 @@ import { PYTHON_KEYWORDS } from '../util/python.js';
 import { ownParams } from '../parse/params.js';
 import { classStatement } from '../resolve/classes.js';
 import { parseBlockId } from '../discover/ids.js';
-import type { ProvenanceEntry } from '../emit/emitter.js';
+import type { SearchDoc } from '../records/search.js';
 import { createHash } from 'node:crypto';
 import type { IndexStore } from '../store/store.js';
 import { categorize, classSegment, layerInventory } from '../library/category.js';
 import type { StoredExtraction } from '../store/records.js';
 import { getSpec, specTexts } from '../store/specs.js';
-import type { BlockSpec } from '../library/spec-types.js';
+import type { BlockSpec } from '../records/spec.js';
 import type { ClassFacts, FileFacts } from '../parse/types.js';
 
 /** Bump when the document layout, its derivation (layers, category) or tokenization changes: every row is rebuilt. */
 export const DOC_VERSION = 4;
-
-export interface SearchDoc {
-  id: string;
-  name: string;
-  module: string;
-  origin: { repo: string; path: string; line: number; revision: string | null; url: string | null };
-  /** 'validated' | 'failed' | 'extracted' */
-  status: string;
-  params: number | null;
-  category: string;
-  summary: string | null;
-  docstring: string | null;
-  bases: string[];
-  /** constructor parameter names */
-  hyperparameters: string[];
-  forwardParams: string[];
-  /** layer type → count */
-  layers: Record<string, number>;
-  /** identifiers of the class body */
-  identifiers: string[];
-  /** names of the other top-level definitions copied into the module */
-  copied: string[];
-  /** interned modules */
-  dependencies: string[];
-  externs: string[];
-  /** PEP 508 requirements when the spec knows them */
-  requirements: string[] | null;
-  lines: number;
-  stages: Record<string, string> | null;
-  provenance: ProvenanceEntry[];
-  /** where the document came from */
-  source: 'spec' | 'extraction';
-  /** extraction hash (module content) */
-  hash: string;
-}
 
 /** First sentence (or first paragraph line) of a docstring. */
 export function firstSentence(doc: string | null | undefined): string | null {
@@ -237,5 +202,3 @@ export function buildDoc(
     hash: e.hash,
   };
 }
-
-export type { ProvenanceEntry };

@@ -41,7 +41,8 @@ import { specTexts } from '../store/specs.js';
 import { NnragError, UsageError } from '../util/errors.js';
 import { suggest } from '../util/suggest.js';
 import { parseBlockId } from '../discover/ids.js';
-import { buildDoc, docKey, storedSpec, type SearchDoc } from './documents.js';
+import { buildDoc, docKey, storedSpec } from './documents.js';
+import type { SearchDoc } from '../records/search.js';
 import { expandText, GENERIC, identifierParts, nameCoverer, queryWords, quoteTerm } from './tokens.js';
 import type { FileFacts } from '../parse/types.js';
 

@@ -8,7 +8,8 @@
 import type { IndexStore } from '../store/store.js';
 import { extractionText, extractionStamps } from '../store/records.js';
 import { putSignatures, signatureBytes, signatureHashes, signatureStamp } from '../store/search.js';
-import { computeSignature, MINHASH_K, similarity, type BlockSignature, type DupKind } from '../library/dedup.js';
+import { computeSignature, MINHASH_K, similarity, type BlockSignature } from '../library/dedup.js';
+import type { DupKind } from '../records/spec.js';
 import { NnragError } from '../util/errors.js';
 import { getDoc } from './fts.js';
 

@@ -4,7 +4,7 @@
 // from the closure by emit/graph.ts), drawn as inline SVG. Nothing is derived here: a
 // record stored before the edges were recorded draws its modules without edges and says
 // so (extract the block again to record them).
-import type { BlockRecord } from '../library/record.js';
+import type { BlockRecord } from '../records/block.js';
 import { parseBlockId } from '../discover/ids.js';
 import { escapeHtml } from './highlight.js';
 

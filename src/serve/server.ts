@@ -15,13 +15,14 @@
 // Requests whose Host header is not the loopback address the server listens on are
 // refused (a web page elsewhere cannot reach the catalog through DNS rebinding).
 import { nextStep } from '../library/advice.js';
-import { validationsOf, type BlockRecord } from '../library/record.js';
+import { validationsOf, type BlockRecord } from '../records/block.js';
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Workspace } from '../workspace.js';
 import { getExtraction } from '../store/records.js';
-import { storedSpec, type SearchDoc } from '../search/documents.js';
+import { storedSpec } from '../search/documents.js';
+import type { SearchDoc } from '../records/search.js';
 import { facets, getDoc, searchBlocks, type SearchOptions, type SearchResult } from '../search/fts.js';
 import { refreshSearch } from '../search/refresh.js';
 import { similarBlocks, type SimilarHit } from '../search/similar.js';

@@ -8,6 +8,8 @@ export const KV_KEYS = {
   dedupLast: 'dedup:last',
   /** the diversity top-up of the last `nnrag dedup --top-up N` ({ min, categories }) */
   dedupTopUp: 'dedup:topup',
+  /** where the time of the last extract / validate run went (util/costs.ts CostTable) */
+  costsLast: 'costs:last',
   /** the PyPI environment `nnrag env create|sync DIR --store S` made for this store (its
    *  folder, as JSON text): validation uses it when no --env, --python or --rootfs is given */
   environment: 'environment:pypi',

@@ -123,7 +123,7 @@ export const MIGRATIONS: readonly Migration[] = [
     name: 'extraction records and emitted modules',
     up(db) {
       // one row per block id: the emitted module text, its content hash and the record
-      // (`BlockRecord`, src/library/record.ts) the CLI prints with --json; validation
+      // (`BlockRecord`, src/records/block.ts) the CLI prints with --json; validation
       // results cached by module content hash and validation environment id
       db.exec(`
         CREATE TABLE extractions(

@@ -9,7 +9,7 @@ import {
   validationsOf,
   type BlockRecord,
   type BlockStatus,
-} from '../library/record.js';
+} from '../records/block.js';
 import type { IndexStore } from './store.js';
 
 export function textHash(text: string): string {

@@ -6,7 +6,7 @@
 //
 // BM25 (FTS5 `bm25()`, k1 = 1.2, b = 0.75) returns lower = better; scores returned here
 // are its negation, so higher = better.
-import type { SearchDoc } from '../search/documents.js';
+import type { SearchDoc } from '../records/search.js';
 import { FTS_SQL, SEARCH_COLUMNS } from './migrations.js';
 import type { IndexStore } from './store.js';
 

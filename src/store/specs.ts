@@ -1,8 +1,7 @@
 // The library tables (migration 3): block specs (the neutral `BlockSpec` JSON with its
 // filter columns) and de-duplication clusters with their members. The library stage
 // (src/library/library.ts) computes both; search, the report and the catalog read them.
-import type { DedupCluster } from '../library/dedup.js';
-import type { BlockSpec } from '../library/spec-types.js';
+import type { BlockSpec, DedupCluster } from '../records/spec.js';
 import { KV_KEYS } from './kv.js';
 import type { IndexStore } from './store.js';
 

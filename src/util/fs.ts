@@ -2,7 +2,7 @@
 // atomic file write (the library folder, exported blocks, the repository cache state), and
 // whether the sandbox's user can reach a folder (root filesystems, PyPI environments).
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, mkdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { NnragError } from './errors.js';
 
@@ -79,6 +79,29 @@ export function unreachableForSandbox(dir: string): string | null {
       return null; // does not exist yet: created below with the default mode
     }
     if (st.isDirectory() && (st.mode & 0o001) === 0) return cur;
+  }
+  return null;
+}
+
+/** Find an executable on PATH (or check an explicit path). */
+export function which(cmd: string): string | null {
+  if (cmd.includes('/')) {
+    try {
+      accessSync(cmd, constants.X_OK);
+      return path.resolve(cmd);
+    } catch {
+      return null;
+    }
+  }
+  for (const dir of (process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin').split(':')) {
+    if (!dir) continue;
+    const p = path.join(dir, cmd);
+    try {
+      accessSync(p, constants.X_OK);
+      if (statSync(p).isFile()) return p;
+    } catch {
+      /* next */
+    }
   }
   return null;
 }

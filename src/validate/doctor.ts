@@ -12,7 +12,7 @@ import {
 } from './environment.js';
 import type { DoctorReport, PoolOptions } from './types.js';
 import path from 'node:path';
-import { installedDebianPackages, readManifest } from './env-packages.js';
+import { installedDebianPackages, readManifest } from '../environment/debian.js';
 
 export async function doctor(opts: PoolOptions = {}): Promise<DoctorReport> {
   const limits = defaultLimits(opts);

@@ -34,8 +34,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { defaultEnvDir, envPython, lockDigestOf } from '../environment/pypi.js';
+import { which } from '../util/fs.js';
+import type { RootfsCheck } from '../environment/rootfs.js';
+
+export { which };
 import type { Limits, PoolOptions } from './types.js';
-import { packageSetDigest } from './env-packages.js';
+import { packageSetDigest } from '../environment/debian.js';
 
 export const NOBODY = 65534;
 
@@ -120,29 +124,6 @@ export function defaultLimits(opts: PoolOptions = {}): Limits {
     fileSizeMb: opts.fileSizeMb ?? 64,
     scratchMb: opts.scratchMb ?? 256,
   };
-}
-
-/** Find an executable on PATH (or check an explicit path). */
-export function which(cmd: string): string | null {
-  if (cmd.includes('/')) {
-    try {
-      accessSync(cmd, constants.X_OK);
-      return path.resolve(cmd);
-    } catch {
-      return null;
-    }
-  }
-  for (const dir of (process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin').split(':')) {
-    if (!dir) continue;
-    const p = path.join(dir, cmd);
-    try {
-      accessSync(p, constants.X_OK);
-      if (statSync(p).isFile()) return p;
-    } catch {
-      /* next */
-    }
-  }
-  return null;
 }
 
 export interface ExecResult {
@@ -867,7 +848,7 @@ export function environmentId(parts: {
       prefix: probe?.prefix ?? null,
       distributions: probe?.distributions ?? null,
       harness: harnessSource().hash,
-      // a root filesystem's Debian package set (env-packages.ts): a package without
+      // a root filesystem's Debian package set (environment/debian.ts): a package without
       // Python metadata (python3-opencv has no dist-info) changes the id too; only
       // present with --rootfs, so the host's ids stay as they were
       ...(rest.rootfs ? { debian: packageSetDigest(rest.rootfs) } : {}),
@@ -878,4 +859,18 @@ export function environmentId(parts: {
 
 export function execFileText(cmd: string, args: string[]): Promise<string> {
   return new Promise((resolve, reject) => execFile(cmd, args, (err, out) => (err ? reject(err) : resolve(out))));
+}
+
+/** The check of a finished root filesystem (environment/rootfs.ts `check`): its Python
+ *  run in the sandbox, with torch imported; null without bubblewrap. */
+export async function checkRootfs(rootfs: string): Promise<RootfsCheck | null> {
+  const bw = await findBwrap();
+  if (!bw) return null;
+  const cfg = { python: '/usr/bin/python3', probe: null, rootfs, roots: [], limits: defaultLimits(), bwrap: bw.path };
+  const { probe, error } = await probeInSandbox(cfg, true);
+  return {
+    python: probe?.version ?? null,
+    torch: probe?.torch ?? null,
+    error: error ?? probe?.torch_error ?? undefined,
+  };
 }

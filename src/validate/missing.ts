@@ -5,24 +5,10 @@
 // `no-package`), has the package but another version of the API (`module 'x' has no
 // attribute`: `version`), or that nnrag cannot tell (no apt to ask: `unknown`).
 // Lookups are memoised per module name (one `apt-cache policy` per name and run).
-import { execFile } from 'node:child_process';
-import { debianCandidatesFor, installedDebianPackages, readManifest } from './env-packages.js';
-import { KNOWN_DISTRIBUTIONS } from '../library/requirements.js';
-
-export type MissingVerdict = 'lacks' | 'no-package' | 'version' | 'unknown';
-
-export interface MissingRequirement {
-  /** top-level import name */
-  module: string;
-  distribution: string;
-  /** the Debian package that provides it (or the first name tried when none does) */
-  debian: string;
-  /** Debian's candidate version, null when no package of that name exists */
-  candidate: string | null;
-  /** the package is installed in the environment */
-  installed: boolean;
-  verdict: MissingVerdict;
-}
+import { aptCandidates } from '../environment/apt.js';
+import { debianCandidatesFor, installedDebianPackages, readManifest } from '../environment/debian.js';
+import { KNOWN_DISTRIBUTIONS } from '../environment/names.js';
+import type { MissingRequirement } from '../records/validation.js';
 
 /** The missing module of a missing-extern error: `No module named 'x.y'` → x (PEP 328
  *  names; relative imports never reach here), `module 'x' has no attribute` → x with the
@@ -36,31 +22,6 @@ export function missingModuleOf(error: string | null | undefined): { module: str
   const c = /cannot import name '\w+' from '([\w.]+)'/.exec(error);
   if (c) return { module: c[1].split('.')[0], version: true };
   return null;
-}
-
-function aptPolicy(pkgs: string[], rootfs: string | null): Promise<Map<string, string | null> | null> {
-  const cmd = rootfs ? 'chroot' : 'apt-cache';
-  const args = rootfs ? [rootfs, 'apt-cache', 'policy', ...pkgs] : ['policy', ...pkgs];
-  if (rootfs && process.getuid?.() !== 0) return Promise.resolve(null);
-  return new Promise((resolve) => {
-    execFile(
-      cmd,
-      args,
-      { timeout: 60_000, maxBuffer: 8 << 20, env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', LANG: 'C' } },
-      (err, stdout) => {
-        if (err && !stdout) return resolve(null);
-        const out = new Map<string, string | null>(pkgs.map((p) => [p, null]));
-        let cur: string | null = null;
-        for (const line of String(stdout).split('\n')) {
-          const head = /^(\S+):$/.exec(line);
-          if (head) cur = head[1];
-          const cand = /^\s+Candidate:\s*(\S+)/.exec(line);
-          if (cur && cand && out.has(cur)) out.set(cur, cand[1] === '(none)' ? null : cand[1]);
-        }
-        resolve(out);
-      },
-    );
-  });
 }
 
 /** A memoised lookup for one validation environment (the host's Debian, or a root
@@ -86,7 +47,7 @@ export function missingLookup(env: {
     ];
     const inst = tries.find((p) => installed!.has(p));
     if (inst) return { module, distribution, debian: inst, candidate: null, installed: true, verdict: 'version' };
-    const policy = await aptPolicy(tries, env.rootfs);
+    const policy = await aptCandidates(tries, env.rootfs);
     if (!policy)
       return { module, distribution, debian: tries[0], candidate: null, installed: false, verdict: 'unknown' };
     const found = tries.find((p) => policy.get(p));

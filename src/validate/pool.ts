@@ -32,16 +32,13 @@ import {
   type Probe,
   type SandboxConfig,
 } from './environment.js';
+import { STAGES, type EnvironmentFacts, type Stage, type StageStatus } from '../records/validation.js';
 import {
   DEFAULT_REQUIRED_STAGES,
-  STAGES,
   type Limits,
   type PoolOptions,
-  type Stage,
-  type StageStatus,
   type ValidationRequest,
   type ValidationResult,
-  type EnvironmentFacts,
 } from './types.js';
 import { passesStages } from './record.js';
 
@@ -511,6 +508,9 @@ export class ValidatorPool {
   startBreakdown = { environmentMs: 0, workersMs: 0 };
   torch = '';
   pythonVersion = '';
+  /** worker processes started (the first ones, replacements of dead workers, restarts for
+   *  other repository roots), and the wall time until each was ready (summed) */
+  readonly spawned = { starts: 0, restarts: 0, readyMs: 0 };
   /** @internal the generic pool (util/pool.ts) that queues requests and runs the workers */
   readonly workers: WorkerPool<Job, Worker>;
   private rid = 0;
@@ -528,10 +528,16 @@ export class ValidatorPool {
         // worker restarted for a request gets that request's roots
         spawn: (prev, job) => {
           const w = new Worker(this, job ? job.roots : prev ? prev.roots : this.roots);
+          const t = performance.now();
+          if (prev) this.spawned.restarts++;
+          else this.spawned.starts++;
           w.started = w.start();
-          w.started.catch(() => {
-            /* its exit is reported to the pool */
-          });
+          w.started.then(
+            () => void (this.spawned.readyMs += performance.now() - t),
+            () => {
+              /* its exit is reported to the pool */
+            },
+          );
           return w;
         },
         lost: (job, w, why) => w.lost(job, why),

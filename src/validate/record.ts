@@ -2,37 +2,8 @@
 // and the cache key that lets re-validation skip an unchanged module in the same
 // environment (content hash + environment id).
 import { createHash } from 'node:crypto';
-import { DEFAULT_REQUIRED_STAGES, type Stage, type ValidationRequest, type ValidationResult } from './types.js';
-
-/** The `"validation"` object of a library record: the result without timings,
- *  traceback and output. */
-export type ValidationRecord = Pick<
-  ValidationResult,
-  | 'stages'
-  | 'category'
-  | 'error'
-  | 'args'
-  | 'argumentsSource'
-  | 'argumentsOrigin'
-  | 'input_shapes'
-  | 'output_shapes'
-  | 'params'
-  | 'envId'
-  | 'equivalence'
-  | 'namespace'
-  | 'layers'
-  | 'python'
-  | 'usage'
-  | 'usageCheck'
-  | 'environment'
-> & {
-  /** a missing-extern failure as a requirement (missing.ts): module, distribution, Debian
-   *  package, whether the environment could have it */
-  missing?: import('./missing.js').MissingRequirement;
-  /** a torch-version failure: the torch requirement the block's repository declares
-   *  (its packaging files, library/repo-requirements.ts), the version that has the API */
-  torchRequired?: { spec: string; file: string; line: number };
-};
+import type { Stage, ValidationRecord } from '../records/validation.js';
+import { DEFAULT_REQUIRED_STAGES, type ValidationRequest, type ValidationResult } from './types.js';
 
 /** Longest error message a stored record keeps. */
 export const MAX_STORED_ERROR = 1000;

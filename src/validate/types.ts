@@ -1,45 +1,10 @@
 // Public types of the validator (docs/ARCHITECTURE.md "Validation"): what a caller asks for one
 // block, what comes back per stage, and the pool / environment options.
 import type { NamespaceMap } from '../emit/emitter.js';
-
-/** The validation stages, in the order they run. */
-export type Stage = 'parse' | 'compile' | 'import' | 'namespace' | 'instantiate' | 'forward' | 'equivalence';
-export const STAGES: readonly Stage[] = [
-  'parse',
-  'compile',
-  'import',
-  'namespace',
-  'instantiate',
-  'forward',
-  'equivalence',
-];
+import type { Stage, ValidationRecord } from '../records/validation.js';
 
 /** Stages a block must pass to be promoted unless the caller says otherwise. */
 export const DEFAULT_REQUIRED_STAGES: readonly Stage[] = ['import', 'instantiate', 'forward'];
-
-export type StageStatus = 'pass' | 'fail' | 'skip';
-
-/** Failure categories. `not-equivalent` is only ever set by the equivalence stage,
- *  `rebound-name` only by the namespace stage. */
-export type FailureCategory =
-  | 'syntax'
-  | 'missing-extern'
-  /** torch lacks an API the block uses (`module 'torch' has no attribute 'compiler'`):
-   *  another torch version has it */
-  | 'torch-version'
-  | 'unresolved-name'
-  | 'native-extension'
-  | 'native-op-no-cpu'
-  | 'needs-args'
-  | 'forward-shape'
-  | 'runtime-error'
-  | 'timeout'
-  | 'memory'
-  | 'crash'
-  | 'sandbox-denied'
-  | 'needs-gpu'
-  | 'not-equivalent'
-  | 'rebound-name';
 
 /** A call of the class found in the corpus: a literal argument-list text such as
  *  "(64, 128, stride=2)", or the call in its context — the text of the top-level
@@ -101,125 +66,27 @@ export interface Witness {
   inputsFrom?: string;
 }
 
-export interface NamespaceResult {
-  status: StageStatus;
-  reason?: string;
-  /** name × origin pairs compared */
-  checked: number;
-  /** pairs not compared: the origin module does not import, or neither binds the name */
-  skipped?: number;
-  mismatches?: { name: string; copy: string; original: string }[];
-}
-
-export interface EquivalenceResult {
-  status: StageStatus;
-  reason?: string;
-  maxAbsDiff?: number;
-}
-
-/** Where the constructor arguments that were used came from: the user (`--args`,
- *  `--input-shape`), an observed call of the
- *  original (witness, issue 11), a call site in the corpus, an entry of a configuration
- *  table, or defaults and guesses from annotations (`user`: --args / --input-shape); a witness from the repository's own
- *  tests (`test`), a class docstring's `>>>` examples (`doctest`), a Markdown code block
- *  (`readme`) or an examples/ script (`example`) names that source. */
-export type ArgumentsSource =
-  | 'user'
-  | 'witness'
-  | 'test'
-  | 'doctest'
-  | 'readme'
-  | 'example'
-  | 'call-site'
-  | 'config-table'
-  | 'guess';
-
-/** A value as JSON carries it. */
-export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
-
-export interface ValidationResult {
+/** What the validator returns for one block: the facts the block record keeps
+ *  (`ValidationRecord`, src/records/validation.ts) and what only the run needs. */
+export interface ValidationResult extends Omit<ValidationRecord, 'missing' | 'torchRequired'> {
   id: string;
   /** all required stages passed */
   ok: boolean;
-  stages: Record<Stage, StageStatus>;
   timings: Partial<Record<Stage, number>>;
-  category: FailureCategory | string | null;
-  error: string | null;
   /** the first failing stage */
   stage: Stage | null;
-  /** constructor arguments used: {name: value}, or {args: [...], kwargs: {...}} when some
-   *  were positional (values of classes as 'module.Qualname'); null when none was built */
-  args: { [name: string]: JsonValue } | null;
-  /** where `args` came from, when the validator reports it */
-  argumentsSource?: ArgumentsSource;
-  /** the test id (`tests/test_x.py::test_y[2]`) or file and line (`README.md:40`) of a
-   *  witness from tests or documented examples */
-  argumentsOrigin?: string;
   /** a harvest step's answer (harvest requests only) */
   harvest?: unknown;
   /** why witnesses of the class could not be rebuilt in the copy (at most three) */
   witnessSkipped?: string[];
-  input_shapes: number[][] | null;
-  output_shapes: number[][] | null;
-  params: number | null;
-  /** module type → count in the instantiated block, for specs */
-  layers?: Record<string, number>;
-  /** the construction and call that passed forward, as Python source
-   *  (`Block(dim=32, num_heads=4)(torch.randn(2, 16, 32))`, after `import` lines of a few
-   *  standard modules when its values need them), rendered from the recorded values,
-   *  checked with `ast` and run as written before it is recorded (snippet.py); null when a
-   *  value has no plain spelling or the run failed */
-  usage?: string | null;
-  /** how the usage was checked: run as written (`ran`), or its argument and input
-   *  expressions evaluated and equal to the validated values (`values`: building the block
-   *  again did not fit in the time left) */
-  usageCheck?: 'ran' | 'values';
   /** why no usage snippet was recorded (a value without a plain spelling, the snippet's error) */
   usageSkipped?: string;
-  equivalence?: EquivalenceResult;
-  namespace?: NamespaceResult;
   /** Python traceback of the failure, trimmed */
   traceback?: string;
   /** tail of what the candidate printed, when it ended abnormally */
   output?: string;
   /** wall-clock milliseconds of the whole check inside the worker (fork to report) */
   ms: number;
-  envId: string;
-  /** the interpreter that validated, when it runs on the host (not inside a --rootfs):
-   *  exported requirements are pinned to what it has installed */
-  python?: string;
-  /** what the environment that ran was (its probe and workers): export pins and lists
-   *  these, the library keeps one validation per environment id */
-  environment?: EnvironmentFacts;
-}
-
-/** The facts of one validation environment, from its probe (`harness.py --probe`) and its
- *  workers (torch's and Python's versions as imported), with the lock digest of a PyPI
- *  environment nnrag made. */
-export interface EnvironmentFacts {
-  /** the environment id (environmentId): same id, same stored validation */
-  id: string;
-  /** short human name: the root filesystem or virtual environment, else the
-   *  interpreter, with Python's and torch's versions (`python 3.13.5, torch 2.9.1`) */
-  label: string;
-  /** Python version the workers ran (`3.13.5`) */
-  python: string;
-  /** torch.__version__ as imported by the workers (`2.9.1+cpu`) */
-  torch: string;
-  /** the root filesystem the interpreter ran in (`--rootfs`), if any */
-  rootfs?: string;
-  /** the interpreter as invoked (inside `rootfs` when given) */
-  interpreter?: string;
-  /** sys.prefix when it differs from base_prefix (a virtual environment, PEP 405) */
-  venv?: string;
-  /** digest of the lock of a PyPI environment `nnrag env create` made (nnrag-lock.txt) */
-  lock?: string;
-  /** installed distributions (`name==version`, PEP 503 names) of the modules the block
-   *  imports, torch included: what the block was tested with */
-  distributions?: string[];
-  /** top-level imports of the block that no installed distribution provides by name and
-   *  that are not in the standard library (export requires them by name, unversioned) */
-  unpinned?: string[];
 }
 
 export interface PoolOptions {
@@ -283,7 +150,7 @@ export interface DoctorReport {
   distributions?: string[];
   /** with --rootfs: its installed Debian packages (`name=version`, part of the id) */
   debianPackages?: string[];
-  /** with --rootfs: what `nnrag env create/sync --store` asked for and got (env-packages.ts) */
-  environment?: import('./env-packages.js').EnvManifest | null;
+  /** with --rootfs: what `nnrag env create/sync --store` asked for and got (environment/debian.ts) */
+  environment?: import('../environment/debian.js').EnvManifest | null;
   problems: string[];
 }

@@ -11,7 +11,7 @@ import path from 'node:path';
 import * as api from '../../src/nnrag.js';
 import { exportBlock, moduleNameFor } from '../../src/export/export.js';
 import { getExtraction, listExtractions } from '../../src/store/records.js';
-import { compareRelease, testedPin } from '../../src/library/requirements.js';
+import { compareRelease, testedPin } from '../../src/environment/requirements.js';
 import { extractAndValidate } from '../../src/commands/extract.js';
 import { ValidatorPool, type ValidationRequest } from '../../src/validate/index.js';
 import { NnragError } from '../../src/util/errors.js';

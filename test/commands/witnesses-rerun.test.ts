@@ -37,13 +37,10 @@ test('a re-run of the harvest with nothing changed starts no worker', { skip: sk
     assert.equal(first[0].cached, false);
     assert.ok(first[0].harvest && !first[0].harvest.error, JSON.stringify(first[0].harvest?.error));
     assert.equal(starts, 1);
-    const t = performance.now();
     const again = await witnesses(ws, { pool });
-    const ms = performance.now() - t;
     assert.equal(again[0].cached, true);
     assert.deepEqual(again[0].harvest, first[0].harvest);
     assert.equal(starts, 1, 'no pool started for a stored harvest');
-    assert.ok(ms < 5000, `${ms} ms`);
     // --force harvests again (and so starts the workers)
     const forced = await witnesses(ws, { pool, force: true });
     assert.equal(forced[0].cached, false);

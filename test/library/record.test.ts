@@ -8,7 +8,7 @@ import path from 'node:path';
 import * as api from '../../src/nnrag.js';
 import { BLOCK_RECORD_SCHEMA, blockRecordSchemaText } from '../../src/library/record-schema.js';
 import { decodeRecord, getExtraction } from '../../src/store/records.js';
-import { addValidation, BLOCK_RECORD_VERSION, matchesEnvironment, validationsOf } from '../../src/library/record.js';
+import { addValidation, BLOCK_RECORD_VERSION, matchesEnvironment, validationsOf } from '../../src/records/block.js';
 import { repoRoot, tempDir } from '../helpers.js';
 import { violations } from '../support/json-schema.js';
 

@@ -1,9 +1,13 @@
-// The import graph of src/ follows the layering of docs/ARCHITECTURE.md ("Folders"):
+// The import graph of src/ follows the layering of docs/ARCHITECTURE.md ("Layers"):
 // a module imports only from its own layer or lower ones, never back up —
-//   util < parse < config < repos < environment < store (core) < indexer < resolve < discover < emit
-//   < validate, library (with the store's record and spec tables and the workspace)
+//   util < parse < config < repos < environment < records (the shared record types)
+//   < store < indexer < resolve < discover < emit < validate, library (and the workspace)
 //   < search < export < serve < commands (src/commands/) < cli and the package entry (nnrag.ts).
-// Type-only imports count too: a lower layer that names a higher layer's type depends on it.
+// Type-only imports count too (`import type`, inline `import('…')` types, dynamic imports):
+// a lower layer that names a higher layer's type depends on it. And the graph has no cycle,
+// neither between files nor between folders (two folders of one layer, such as validate/
+// and library/, may not import each other both ways).
+// Run it alone: npm run build && node --test dist/test/store/layers.test.js
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -17,6 +21,7 @@ const LAYERS: [string, number][] = [
   ['config/', 2],
   ['repos/', 3],
   ['environment/', 3.5],
+  ['records/', 3.7],
   ['store/', 4],
   ['indexer/', 5],
   ['resolve/', 6],
@@ -25,10 +30,7 @@ const LAYERS: [string, number][] = [
   ['validate/', 9],
   ['library/', 9],
   ['workspace.ts', 9],
-  ['store/records.ts', 9],
-  ['store/specs.ts', 9],
   ['search/', 10],
-  ['store/search.ts', 10],
   ['export/', 11],
   ['serve/', 12],
   ['commands/', 13],
@@ -51,7 +53,9 @@ function sources(dir: string): string[] {
   });
 }
 
-const IMPORT = /^\s*(?:import|export)\s[^'"]*?from\s+'(\.[^']+)'|^\s*import\s+'(\.[^']+)'/gm;
+/** `import … from './x.js'`, `export … from`, `import './x.js'`, and `import('./x.js')`
+ *  (a dynamic import, or an inline type). */
+const IMPORT = /^\s*(?:import|export)\s[^'"]*?from\s+'(\.[^']+)'|^\s*import\s+'(\.[^']+)'|\bimport\('(\.[^']+)'\)/gm;
 
 /** Every relative import of every file of src/, as [from, to] paths relative to src/. */
 function edges(): [string, string][] {
@@ -60,7 +64,7 @@ function edges(): [string, string][] {
   for (const f of sources(src)) {
     const text = readFileSync(f, 'utf8');
     for (const m of text.matchAll(IMPORT)) {
-      const spec = (m[1] ?? m[2]).replace(/\.js$/, '.ts');
+      const spec = (m[1] ?? m[2] ?? m[3]).replace(/\.js$/, '.ts');
       const to = path
         .relative(src, path.resolve(path.dirname(f), spec))
         .split(path.sep)
@@ -78,8 +82,77 @@ test('no module of src/ imports from a higher layer', () => {
   assert.deepEqual(up, []);
 });
 
+/** The cycles of a directed graph: its strongly connected components of more than one
+ *  node, or of one node with an edge to itself (Tarjan's algorithm). */
+function cycles(graph: Map<string, Set<string>>): string[][] {
+  let next = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const out: string[][] = [];
+  const visit = (v: string): void => {
+    index.set(v, next);
+    low.set(v, next);
+    next++;
+    stack.push(v);
+    onStack.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const component: string[] = [];
+    let w: string;
+    do {
+      w = stack.pop()!;
+      onStack.delete(w);
+      component.push(w);
+    } while (w !== v);
+    if (component.length > 1 || graph.get(v)?.has(v)) out.push(component.sort());
+  };
+  for (const v of graph.keys()) if (!index.has(v)) visit(v);
+  return out;
+}
+
+function graphOf(pairs: [string, string][]): Map<string, Set<string>> {
+  const g = new Map<string, Set<string>>();
+  for (const [a, b] of pairs) {
+    if (!g.has(a)) g.set(a, new Set());
+    if (!g.has(b)) g.set(b, new Set());
+    g.get(a)!.add(b);
+  }
+  return g;
+}
+
+/** The folder of a source file (`library/spec.ts` → `library`), or the file itself at the top. */
+const folderOf = (rel: string) => rel.split('/')[0];
+
+test('the import graph of src/ has no cycle, between files or between folders', () => {
+  const all = edges();
+  assert.deepEqual(cycles(graphOf(all)), [], 'files that import each other');
+  const folders = all.map(([a, b]): [string, string] => [folderOf(a), folderOf(b)]).filter(([a, b]) => a !== b);
+  assert.deepEqual(cycles(graphOf(folders)), [], 'folders that import each other');
+});
+
+test('the cycle check finds a cycle', () => {
+  const g = graphOf([
+    ['a', 'b'],
+    ['b', 'c'],
+    ['c', 'a'],
+    ['c', 'd'],
+  ]);
+  assert.deepEqual(cycles(g), [['a', 'b', 'c']]);
+  assert.deepEqual(cycles(graphOf([['a', 'a']])), [['a']]);
+  assert.deepEqual(cycles(graphOf([['a', 'b']])), []);
+});
+
 test('the layering check catches an upward import', () => {
   assert.ok(layerOf('library/library.ts') < layerOf('commands/discover.ts'));
-  assert.ok(layerOf('store/store.ts') < layerOf('library/record.ts'));
+  assert.ok(layerOf('store/store.ts') < layerOf('library/spec.ts'));
   assert.ok(layerOf('config/repos.ts') < layerOf('repos/cache.ts'));
+  assert.ok(layerOf('records/block.ts') < layerOf('store/records.ts'));
+  assert.ok(layerOf('records/search.ts') < layerOf('store/search.ts'));
 });

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { missingLookup, missingModuleOf } from '../../src/validate/missing.js';
-import { installedDebianPackages } from '../../src/validate/env-packages.js';
+import { installedDebianPackages } from '../../src/environment/debian.js';
 import { environmentLacks, equivalenceSkips, skipReason } from '../../src/library/report-environment.js';
 import { which } from '../../src/validate/environment.js';
 

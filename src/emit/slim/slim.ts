@@ -28,18 +28,7 @@ import {
   type OptionSite,
 } from './syntax.js';
 import { valuePrunes, type EntryCall, type ValuePrune } from './values.js';
-
-/** One removal of slim emission (the record's `emission.removed`). */
-export interface SlimRemoval {
-  kind: 'decorator' | 'registration' | 'options' | 'branch' | 'unreached';
-  repo: string;
-  path: string;
-  module: string;
-  /** original lines removed (1-based, inclusive) */
-  lines: [number, number];
-  /** the decorator's text, or the pruned option values */
-  what: string;
-}
+import type { SlimRemoval } from '../../records/block.js';
 
 export interface SlimOptions {
   /** texts whose string literals can reach options: call sites, data sites, witnesses */

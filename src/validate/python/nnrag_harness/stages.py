@@ -635,6 +635,7 @@ class Stages:
         if not orig:
             self.end("equivalence", t0, "skip", reason="no original module given")
             return
+        t_orig = _monotonic()
         try:
             om = self._original_module()
             ocls = getattr(om, orig["className"])
@@ -696,6 +697,8 @@ class Stages:
                 reason="original does not instantiate with the same arguments: " + fmt_error(e),
             )
             return
+        # the cost of the original (its import and build), for `nnrag report`
+        self.rep.send({"ev": "info", "originalMs": round((_monotonic() - t_orig) * 1000, 3)})
         try:
             b = build(cls, args, kwargs)
             b.load_state_dict(a.state_dict(), strict=True)

@@ -399,6 +399,7 @@ class Worker:
         current = None
         done = False
         equivalence = None
+        original_ms = None  # the original's import and build, when equivalence got that far
         harness_error = None
         for ev in events:
             k = ev.get("ev")
@@ -427,6 +428,8 @@ class Worker:
                         res["traceback"] = ev["traceback"]
                 current = None
             elif k == "info":
+                if isinstance(ev.get("originalMs"), (int, float)):
+                    original_ms = ev["originalMs"]
                 for key in (
                     "args",
                     "input_shapes",
@@ -451,6 +454,8 @@ class Worker:
                 if ev.get("traceback") and not res.get("traceback"):
                     res["traceback"] = ev["traceback"]
         if equivalence is not None:
+            if original_ms is not None:
+                equivalence["originalMs"] = original_ms
             res["equivalence"] = equivalence
         if not done and res["stage"] is None:
             # the child did not finish: attribute the ending to the running stage

@@ -5,7 +5,12 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { needsTorch } from '../support/tier.js';
 import { existsSync } from 'node:fs';
-import { resolveRequirements, requirementLines, publicVersion, topLevelName } from '../../src/library/requirements.js';
+import {
+  resolveRequirements,
+  requirementLines,
+  publicVersion,
+  topLevelName,
+} from '../../src/environment/requirements.js';
 
 const PY = '/usr/bin/python3';
 const haveTorch =

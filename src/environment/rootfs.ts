@@ -10,7 +10,6 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { NnragError } from '../util/errors.js';
-import { defaultLimits, findBwrap, probeInSandbox, which } from './environment.js';
 
 export interface CreateRootfsOptions {
   /** Debian suite, default 'trixie' (python3-torch 2.6) */
@@ -30,13 +29,23 @@ export interface CreateRootfsOptions {
   base?: string[];
   /** debootstrap's package cache (--cache-dir), reused between runs */
   cacheDir?: string;
+  /** checks the finished root filesystem by running its Python in the sandbox (the
+   *  validator's probe, passed in by the caller: the sandbox lives above this layer);
+   *  null when it could not run (no bubblewrap) */
+  check?: (rootfs: string) => Promise<RootfsCheck | null>;
+}
+
+/** What the check of a finished root filesystem found: its Python's version and torch's,
+ *  or why it did not run. */
+export interface RootfsCheck {
+  python: string | null;
+  torch: string | null;
+  error?: string;
 }
 
 export const BASE_PACKAGES = ['python3', 'python3-torch', 'python3-torchvision', 'python3-pil'];
 
-import { unreachableForSandbox } from '../util/fs.js';
-
-export { unreachableForSandbox };
+import { unreachableForSandbox, which } from '../util/fs.js';
 
 export async function createRootfs(dir: string, opts: CreateRootfsOptions = {}): Promise<void> {
   const target = path.resolve(dir);
@@ -87,20 +96,14 @@ export async function createRootfs(dir: string, opts: CreateRootfsOptions = {}):
   // downloaded packages are not needed any more
   rmSync(path.join(target, 'var/cache/apt/archives'), { recursive: true, force: true });
   mkdirSync(path.join(target, 'var/cache/apt/archives/partial'), { recursive: true });
-  const bw = await findBwrap();
-  if (!bw) {
-    opts.onLog?.('bwrap not found: root filesystem built but not checked');
+  const found = opts.check ? await opts.check(target) : null;
+  if (!found) {
+    opts.onLog?.('no sandbox to check it with: root filesystem built but not checked');
     return;
   }
-  const { probe, error } = await probeInSandbox(
-    { python: '/usr/bin/python3', probe: null, rootfs: target, roots: [], limits: defaultLimits(), bwrap: bw.path },
-    true,
-  );
   const wantTorch = base.includes('python3-torch');
-  if (!probe || (wantTorch && !probe.torch)) {
-    throw new NnragError(
-      `root filesystem built in ${target}, but torch does not import in it: ${error ?? probe?.torch_error}`,
-    );
+  if (!found.python || (wantTorch && !found.torch)) {
+    throw new NnragError(`root filesystem built in ${target}, but torch does not import in it: ${found.error}`);
   }
-  opts.onLog?.(`root filesystem ready: python ${probe.version}${wantTorch ? `, torch ${probe.torch}` : ''}`);
+  opts.onLog?.(`root filesystem ready: python ${found.python}${wantTorch ? `, torch ${found.torch}` : ''}`);
 }

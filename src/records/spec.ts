@@ -1,6 +1,9 @@
 // The neutral spec of a block (`<id>.spec.json`): derived facts only, no source code.
 // Written by the library stage from the extraction record, the class facts and the
 // validation result; read by search, similar, export, the report and the web catalog.
+// With it, the de-duplication cluster the library stage stores next to the specs
+// (library/dedup.ts computes them, store/specs.ts keeps them). Low (src/records/) so that
+// the store and search import neither the library nor each other for them.
 
 export type BlockCategory =
   | 'attention'
@@ -58,4 +61,19 @@ export interface BlockSpec {
   /** SWHIDs of every contributing source file and of the revision */
   provenance: { path: string; swhid: string; lines: [number, number][] }[];
   revision_swhid: string | null;
+}
+
+/** How the members of a de-duplication cluster are alike: the same normal form, near
+ *  (token shingles) or structural (AST shingles). */
+export type DupKind = 'exact' | 'near' | 'structural';
+
+export interface DedupCluster {
+  kind: DupKind;
+  representative: string;
+  /** all members including the representative, sorted by id */
+  members: string[];
+  /** per member (same order as members): exact Jaccard of its near and structural shingle
+   *  sets with the representative's, and whether the normal forms are identical. Members
+   *  joined transitively may score below the thresholds. */
+  scores?: { id: string; exact: boolean; near: number; structural: number }[];
 }

@@ -10,9 +10,17 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createRootfs, readManifest, storeNeeds, syncEnvironment, environmentId } from '../../src/validate/index.js';
-import { installedDebianPackages, packageSetDigest, debianCandidatesFor } from '../../src/validate/env-packages.js';
-import { repositoryRequirements } from '../../src/library/repo-requirements.js';
+import { checkRootfs, environmentId } from '../../src/validate/index.js';
+import { createRootfs } from '../../src/environment/rootfs.js';
+import {
+  debianCandidatesFor,
+  installedDebianPackages,
+  packageSetDigest,
+  readManifest,
+  storeNeeds,
+  syncEnvironment,
+} from '../../src/environment/debian.js';
+import { repositoryRequirements } from '../../src/environment/repo-requirements.js';
 import { which } from '../../src/validate/environment.js';
 import { initParser } from '../../src/parse/parser.js';
 import { fixture, tempDir } from '../helpers.js';
@@ -72,7 +80,7 @@ test('env create with a small package set, then sync from a store: installed, na
   const dir = path.join(work, 'rootfs');
   const cacheDir = path.join(tmpdir(), 'nnrag-debootstrap-cache');
   mkdirSync(cacheDir, { recursive: true });
-  await createRootfs(dir, { base: ['python3'], cacheDir, mirror: MIRROR });
+  await createRootfs(dir, { base: ['python3'], cacheDir, mirror: MIRROR, check: checkRootfs });
   const probe = { realpath: '/usr/bin/python3' } as never;
   const id = () =>
     environmentId({ python: '/usr/bin/python3', pythonVersion: '3', torch: '-', sandbox: true, rootfs: dir, probe });

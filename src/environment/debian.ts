@@ -16,8 +16,9 @@ import { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import path from 'node:path';
 import { NnragError } from '../util/errors.js';
-import { debianPackageFor, type RepoRequirements } from '../library/repo-requirements.js';
-import { normalizeDistName } from '../library/requirements.js';
+import { debianPackageFor, type RepoRequirements } from './repo-requirements.js';
+import { normalizeDistName } from './names.js';
+import { parseAptPolicy } from './apt.js';
 
 /** One distribution the store needs. */
 export interface EnvNeed {
@@ -189,18 +190,10 @@ async function withMounts<T>(rootfs: string, f: () => Promise<T>): Promise<T> {
 
 /** Debian's candidate version of each package in the root filesystem's apt lists (null:
  *  no such package in its suite). */
-async function aptCandidates(rootfs: string, pkgs: string[]): Promise<Map<string, string | null>> {
-  const out = new Map<string, string | null>(pkgs.map((p) => [p, null]));
-  if (!pkgs.length) return out;
+async function rootfsCandidates(rootfs: string, pkgs: string[]): Promise<Map<string, string | null>> {
+  if (!pkgs.length) return new Map();
   const r = await inRoot(rootfs, ['apt-cache', 'policy', ...pkgs]);
-  let cur: string | null = null;
-  for (const line of r.out.split('\n')) {
-    const head = /^(\S+):$/.exec(line);
-    if (head) cur = head[1];
-    const cand = /^\s+Candidate:\s*(\S+)/.exec(line);
-    if (cur && cand && out.has(cur)) out.set(cur, cand[1] === '(none)' ? null : cand[1]);
-  }
-  return out;
+  return parseAptPolicy(r.out, pkgs);
 }
 
 /** apt-get install, all at once; when that fails, one package at a time, so one broken
@@ -377,7 +370,7 @@ export async function syncEnvironment(rootfs: string, needs: EnvNeed[], opts: Sy
     if (upd.code !== 0) throw new NnragError(`apt-get update failed in ${rootfs}: ${lastLines(upd.out)}`);
     const installedPkgs = () => new Set(installedDebianPackages(rootfs).map((p) => p.split('=')[0]));
     const have = installedPkgs();
-    const cands = await aptCandidates(rootfs, [
+    const cands = await rootfsCandidates(rootfs, [
       ...new Set(needs.filter((n) => !n.indexedBy).flatMap(debianCandidatesFor)),
     ]);
     const toInstall = new Set<string>(opts.packages ?? []);

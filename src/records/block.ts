@@ -19,12 +19,71 @@
 //   placement     file (where the module was written), ok, ms, error
 // The flat names (`lines`, `provenance`, `interned` …) are the JSON users have always seen
 // and stay where they were; what is new is grouped (`emission`, `source`).
-import type { ProvenanceEntry } from '../emit/emitter.js';
-import type { ModuleGraph } from '../emit/graph.js';
-import type { SlimRemoval } from '../emit/slim/slim.js';
-import type { ClassSignature } from '../resolve/classes.js';
-import type { Diagnostic } from '../resolve/closure.js';
-import type { ValidationRecord } from '../validate/record.js';
+//
+// This module sits low (src/records/, below the store): it names the facts of the later
+// stages the record carries (a diagnostic of the closure, a provenance entry of the
+// emitter, …) so that the store, the library, search and validation all read one type and
+// none of them imports a higher layer for it.
+import type { Param } from '../parse/types.js';
+import type { ValidationRecord } from './validation.js';
+
+/** Why a name did not resolve (resolve/names.ts). */
+export type UnresolvedReason = 'missing-module' | 'undefined' | 'star-extern' | 'dynamic' | 'module-object' | 'cycle';
+
+/** A problem the closure found (resolve/closure.ts): an error keeps the block from validating. */
+export interface Diagnostic {
+  severity: 'error' | 'warning';
+  name: string;
+  reason: UnresolvedReason | 'nested-module-import' | 'eager-cycle' | 'guarded-import' | 'module-file';
+  message: string;
+  module: string;
+  path: string;
+  repo: string;
+  line: number;
+}
+
+/** Where the copied statements of one source file came from (emit/emitter.ts). */
+export interface ProvenanceEntry {
+  repo: string;
+  revision: string | null;
+  url: string | null;
+  path: string;
+  module: string;
+  swhid: string;
+  /** line ranges (1-based, inclusive) of the copied statements, in emission order */
+  ranges: [number, number][];
+}
+
+/** The module edges of the copied code (emit/graph.ts `moduleGraph`). */
+export interface ModuleGraph {
+  /** `[reader, definer]`: copied statements of `reader` read definitions of `definer` */
+  interned: [string, string][];
+  /** `[reader, package]`: copied statements of `reader` use an import of the extern
+   *  top-level package (one of the block's `externs`) */
+  extern: [string, string][];
+}
+
+/** What slim emission left out of a copied statement (emit/slim/slim.ts). */
+export interface SlimRemoval {
+  kind: 'decorator' | 'registration' | 'options' | 'branch' | 'unreached';
+  repo: string;
+  path: string;
+  module: string;
+  /** original lines removed (1-based, inclusive) */
+  lines: [number, number];
+  /** the decorator's text, or the pruned option values */
+  what: string;
+}
+
+/** The class as extraction read it (resolve/classes.ts `classSignature`). */
+export interface ClassSignature {
+  /** base expressions as written */
+  bases: string[];
+  docstring: string | null;
+  /** constructor parameters without self (inherited from an indexed base when the class has no __init__) */
+  init: Param[];
+  forward: Param[];
+}
 
 /** Bump when a field changes meaning; the store's decoder upgrades older records. */
 export const BLOCK_RECORD_VERSION = 2;
@@ -116,6 +175,27 @@ export interface BlockRecord {
   validations?: Record<string, EnvValidation>;
   /** PEP 508 requirements of the externs (the library stage resolves them) */
   requirements?: BlockRequirement[];
+  /** what the validated result was computed from (commands/reuse.ts): a re-run whose
+   *  inputs are the same reads this record instead of emitting and validating again */
+  inputs?: BlockInputs;
+  /** of the run that wrote or read this record: whether the stored result was reused, and why */
+  reuse?: { reused: boolean; why: string };
+}
+
+/** Digests of what a block's validated result depends on (commands/reuse.ts). */
+export interface BlockInputs {
+  /** nnrag's code (compiled modules and the validation harness) */
+  code: string;
+  /** validation environment id */
+  env: string;
+  /** the pipeline's options (profile, required stages, equivalence, intern/extern, importable) */
+  options: string;
+  /** every repository's name, root and module paths */
+  layout: string;
+  /** call sites, data sites, witnesses */
+  request: string;
+  /** `[repo, path, blob]` of every file the closure read */
+  files: [string, string, string][];
 }
 
 /** One environment's validation of a block: the record plus whether it passed the

@@ -9,8 +9,8 @@ import {
   environmentGaps,
   readDeclaredRequirements,
   repositoryRequirements,
-} from '../../src/library/repo-requirements.js';
-import { meetsSpecifier } from '../../src/library/requirements.js';
+} from '../../src/environment/repo-requirements.js';
+import { meetsSpecifier } from '../../src/environment/requirements.js';
 import { initParser } from '../../src/parse/parser.js';
 import { fixture } from '../helpers.js';
 

@@ -5,8 +5,8 @@ import assert from 'node:assert/strict';
 import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { unreachableForSandbox } from '../../src/validate/rootfs.js';
-import { createRootfs } from '../../src/validate/index.js';
+import { unreachableForSandbox } from '../../src/util/fs.js';
+import { createRootfs } from '../../src/environment/rootfs.js';
 import { NnragError } from '../../src/util/errors.js';
 
 const root = process.getuid?.() === 0;

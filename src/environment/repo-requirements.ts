@@ -16,11 +16,16 @@
 //   `pip:` sub-list.
 // Each requirement says where it came from (file and line) and its group: `install`,
 // `optional:<extra>` or `dev` (requirements files named for tests, docs, builds).
-import { execFile } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { parsePython, type Node } from '../parse/parser.js';
 import { meetsSpecifier, normalizeDistName } from './requirements.js';
+import { aptCandidates } from './apt.js';
+
+/** Debian's candidate versions on the host, all null when apt could not be asked. */
+async function hostCandidates(pkgs: string[]): Promise<Map<string, string | null>> {
+  return (await aptCandidates(pkgs)) ?? new Map(pkgs.map((p) => [p, null]));
+}
 
 export interface DeclaredRequirement {
   /** distribution name as written */
@@ -369,30 +374,6 @@ export function repositoryRequirements(
   });
 }
 
-/** Debian's candidate version of each package (`apt-cache policy`), null when Debian has no
- *  such package (or apt knows nothing: run `apt-get update` once). */
-export function debianCandidates(pkgs: readonly string[]): Promise<Map<string, string | null>> {
-  const out = new Map<string, string | null>(pkgs.map((p) => [p, null]));
-  if (!pkgs.length) return Promise.resolve(out);
-  return new Promise((resolve) => {
-    execFile(
-      'apt-cache',
-      ['policy', ...pkgs],
-      { timeout: 60_000, maxBuffer: 16 << 20, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C' } },
-      (_err, stdout) => {
-        let cur: string | null = null;
-        for (const line of String(stdout ?? '').split('\n')) {
-          const head = /^(\S+):$/.exec(line);
-          if (head) cur = head[1];
-          const cand = /^\s+Candidate:\s*(\S+)/.exec(line);
-          if (cur && cand && out.has(cur)) out.set(cur, cand[1] === '(none)' ? null : cand[1]);
-        }
-        resolve(out);
-      },
-    );
-  });
-}
-
 export interface EnvironmentGap {
   distribution: string;
   /** installed in another version than a repository declares (`torch>=2.0` with torch
@@ -454,7 +435,7 @@ export async function environmentGaps(
       }
     }
   }
-  const cands = await debianCandidates([...new Set([...gaps.values()].filter((g) => !g.version).map((g) => g.debian))]);
+  const cands = await hostCandidates([...new Set([...gaps.values()].filter((g) => !g.version).map((g) => g.debian))]);
   for (const g of gaps.values()) if (!g.version) g.candidate = cands.get(g.debian) ?? null;
   // what blocks import first, then by how many blocks
   const weight = (g: EnvironmentGap) =>

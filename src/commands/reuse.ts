@@ -1,0 +1,166 @@
+// Warm runs (issue 27, "Warm runs cost nothing"): what a block's stored result was computed
+// from (its inputs, `BlockRecord.inputs`), and whether they are still the same, so that
+// extract + validate with nothing changed reads the stored record instead of emitting and
+// validating again. A block's result depends on
+//   - the files its closure read: every module its faithful and kept emission copied from
+//     (provenance), its own module, the packages above each (their `__init__` runs first,
+//     Language Reference §5.4.2, and re-exports through them) and the modules each imports
+//     (the resolver follows those imports, §7.11); compared blob by blob, so changing one
+//     file re-validates only the blocks that read it;
+//   - the module names and roots of every repository (a new or removed file can change what
+//     a name resolves to: every block is redone, which is rare and never wrong);
+//   - what the validation request carries besides the module: call sites, data sites,
+//     witnesses (found in other files of the corpus);
+//   - the validation environment's id, the pipeline's options, and nnrag's own code.
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { BlockInputs, BlockRecord } from '../records/block.js';
+import type { ImportEdge } from '../parse/types.js';
+import { gitBlobId } from '../repos/git.js';
+import type { CorpusModule } from '../resolve/corpus.js';
+import { harnessSource } from '../validate/index.js';
+import type { Workspace } from '../workspace.js';
+
+const hash = (s: string) => createHash('sha256').update(s).digest('hex').slice(0, 32);
+
+let codeCache: string | null = null;
+
+/** Digest of nnrag's own code as it runs (its compiled modules and the validation harness):
+ *  another build may emit or validate differently, so nothing it stored is reused. */
+export function codeDigest(): string {
+  if (codeCache) return codeCache;
+  const h = createHash('sha256');
+  const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+  const walk = (dir: string) => {
+    for (const name of readdirSync(dir).sort()) {
+      const p = path.join(dir, name);
+      if (statSync(p).isDirectory()) walk(p);
+      else if (name.endsWith('.js') || name.endsWith('.ts'))
+        h.update(path.relative(root, p) + '\0').update(readFileSync(p));
+    }
+  };
+  walk(root);
+  h.update(harnessSource().hash);
+  return (codeCache = h.digest('hex').slice(0, 32));
+}
+
+/** Digest of every repository's name, root and module paths (not their contents). */
+export function layoutDigest(ws: Workspace): string {
+  const h = createHash('sha256');
+  for (const r of ws.store.listRepos().sort((a, b) => a.name.localeCompare(b.name))) {
+    h.update(`${r.name}\0${r.root}\0${JSON.stringify(r.packageRoots)}\0${r.priority}\n`);
+    for (const f of ws.store.listFiles(r.name)) h.update(`${f.path}\0${f.module ?? ''}\n`);
+  }
+  return h.digest('hex').slice(0, 32);
+}
+
+/** The absolute module names an import edge of `mod` may load: `from a.b import c` loads
+ *  a.b and maybe the submodule a.b.c; a relative import is taken from mod's package
+ *  (Language Reference §5.7, PEP 328). */
+function importTargets(mod: CorpusModule, e: ImportEdge): string[] {
+  if (e.kind === 'import') return [e.module];
+  let base = e.module;
+  if (e.level > 0) {
+    const parts = mod.name.split('.');
+    const pkg = mod.isPackage ? parts : parts.slice(0, -1);
+    const up = pkg.slice(0, Math.max(0, pkg.length - (e.level - 1)));
+    base = [...up, ...(e.module ? e.module.split('.') : [])].join('.');
+  }
+  return e.name === '*' || !base ? [base].filter(Boolean) : [base, `${base}.${e.name}`];
+}
+
+/** The files a block's result was computed from (see the header), with their blob ids. */
+export function closureFiles(ws: Workspace, id: string, records: readonly BlockRecord[]): [string, string, string][] {
+  const corpus = ws.corpus();
+  const out = new Map<string, [string, string, string]>();
+  const add = (m: CorpusModule | undefined) => {
+    if (m) out.set(`${m.repo}\0${m.path}`, [m.repo, m.path, m.blob]);
+  };
+  const withPackages = (name: string, repo: string) => {
+    const parts = name.split('.');
+    for (let i = 1; i <= parts.length; i++) add(corpus.module(parts.slice(0, i).join('.'), repo));
+  };
+  const read = new Set<CorpusModule>();
+  const own = ws.blockModule(id)?.mod;
+  if (own) read.add(own);
+  for (const r of records) {
+    for (const p of r.provenance) {
+      const m = corpus.ownModule(p.repo, p.module);
+      if (m) read.add(m);
+    }
+  }
+  for (const m of read) {
+    add(m);
+    withPackages(m.name, m.repo);
+    for (const st of m.facts.statements)
+      for (const e of st.imports) for (const t of importTargets(m, e)) withPackages(t, m.repo);
+  }
+  return [...out.values()].sort((a, b) => a[0].localeCompare(b[0]) || a[1].localeCompare(b[1]));
+}
+
+/** The parts of a block's inputs that are not per file, as digests. */
+export function inputDigests(parts: {
+  code: string;
+  env: string;
+  options: unknown;
+  layout: string;
+  request: unknown;
+}): Omit<BlockInputs, 'files'> {
+  return {
+    code: parts.code,
+    env: parts.env,
+    options: hash(JSON.stringify(parts.options)),
+    layout: parts.layout,
+    request: hash(JSON.stringify(parts.request)),
+  };
+}
+
+/** Current blob ids of files, from the index (indexed and on-demand modules), else read
+ *  from disk now; null for a file that is gone. */
+export class Blobs {
+  private readonly byRepo = new Map<string, Map<string, string>>();
+  constructor(private readonly ws: Workspace) {}
+
+  get(repo: string, rel: string): string | null {
+    let m = this.byRepo.get(repo);
+    if (!m) {
+      m = new Map();
+      for (const f of this.ws.store.listFiles(repo)) m.set(f.path, f.blob);
+      this.byRepo.set(repo, m);
+    }
+    const got = m.get(rel);
+    if (got !== undefined) return got;
+    // modules read on demand (outside the indexed paths): hashed from disk
+    const root = this.ws.store.getRepo(repo)?.root;
+    let blob: string | null = null;
+    try {
+      if (root) blob = gitBlobId(readFileSync(path.join(root, ...rel.split('/'))));
+    } catch {
+      blob = null;
+    }
+    m.set(rel, blob ?? '');
+    return blob;
+  }
+}
+
+/** Why the stored inputs differ from the current ones, or null when they are the same. */
+export function inputsChanged(
+  stored: BlockInputs | undefined,
+  now: Omit<BlockInputs, 'files'>,
+  blobs: Blobs,
+): string | null {
+  if (!stored) return 'no stored inputs';
+  if (stored.code !== now.code) return 'nnrag changed';
+  if (stored.env !== now.env) return 'validation environment changed';
+  if (stored.options !== now.options) return 'options changed';
+  if (stored.layout !== now.layout) return 'files were added, removed or moved';
+  if (stored.request !== now.request) return 'call sites, data sites or witnesses changed';
+  const changed = stored.files
+    .filter(([repo, rel, blob]) => blobs.get(repo, rel) !== blob)
+    .map(([repo, rel]) => `${repo}:${rel}`);
+  if (changed.length)
+    return `changed: ${changed.slice(0, 5).join(', ')}${changed.length > 5 ? ` and ${changed.length - 5} more` : ''}`;
+  return null;
+}
