@@ -213,6 +213,9 @@ export function witnessesOf(result: HarvestResult | undefined, classId: string, 
   return (result?.witnesses[classId] ?? []).slice(0, n);
 }
 
+/** At most this many provider witnesses go with one request (see providersOf). */
+const MAX_PROVIDERS = 64;
+
 /** Witnesses that can build a module for another class's constructor parameter
  *  (ValidationRequest.providers): per witnessed class other than `classId`, its first
  *  witness (called ones come first), without its recorded inputs and outputs; none
@@ -221,16 +224,23 @@ export function providersOf(
   result: HarvestResult | undefined,
   classId: string,
   maxChars = 4000,
+  maxCount = MAX_PROVIDERS,
 ): Record<string, Witness> {
-  const out: Record<string, Witness> = {};
-  for (const [id, ws] of Object.entries(result?.witnesses ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+  const all: { id: string; w: Witness; size: number }[] = [];
+  for (const [id, ws] of Object.entries(result?.witnesses ?? {})) {
     const w = ws[0];
     if (id === classId || !w) continue;
     const slim: Witness = { args: w.args, kwargs: w.kwargs, params: w.params, entry: w.entry };
     // whether its forward ran (the harness prefers such providers), not the inputs themselves
     if (w.inputs) slim.inputs = { args: [], kwargs: {} };
-    if (JSON.stringify(slim).length <= maxChars) out[id] = slim;
+    const size = JSON.stringify(slim).length;
+    if (size <= maxChars) all.push({ id, w: slim, size });
   }
+  // a bounded request: the classes whose forward ran first, then the smallest (as the
+  // harness orders them), at most `maxCount`, in id order
+  all.sort((a, b) => Number(!!b.w.inputs) - Number(!!a.w.inputs) || a.size - b.size || (a.id < b.id ? -1 : 1));
+  const out: Record<string, Witness> = {};
+  for (const p of all.slice(0, maxCount).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))) out[p.id] = p.w;
   return out;
 }
 
