@@ -12,14 +12,16 @@
 // is printed with each figure.
 //
 //   node --max-old-space-size=12000 dist/bench/scale.js --from STORE [--sizes 100000,1000000] [--threads T]
-//        [--only dedup|search] [--json]
+//        [--only dedup|search] [--clusters FILE] [--keep DIR]
+// --clusters FILE writes each size's clusters to FILE.<N> (one line per cluster: kind and
+// sorted members), to compare two dedup implementations on the same library.
 import os from 'node:os';
 import path from 'node:path';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { dedup, type DedupInput } from '../src/library/dedup.js';
 import { emptyRecord, type BlockStatus } from '../src/records/block.js';
-import { listExtractions, putExtraction, textHash } from '../src/store/records.js';
+import { extractionIds, listExtractions, putExtraction, textHash } from '../src/store/records.js';
 import { IndexStore } from '../src/store/store.js';
 import { searchBlocks, syncSearchIndex, type SearchOptions } from '../src/search/fts.js';
 import { syncSignatures } from '../src/search/similar.js';
@@ -93,7 +95,16 @@ function pct(xs: number[], p: number): number {
 const cpuMs = (c: NodeJS.CpuUsage) => Math.round((c.user + c.system) / 1000);
 const load = () => Number(os.loadavg()[0].toFixed(1));
 
-async function benchDedup(sources: Source[], N: number, threads?: number) {
+/** The clusters as comparable text: one line per cluster, kind and sorted members, lines
+ *  sorted (two dedup implementations agree iff these texts are equal). */
+function clusterText(clusters: { kind: string; members: string[] }[]): string {
+  return clusters
+    .map((c) => `${c.kind} ${[...c.members].sort().join(' ')}`)
+    .sort()
+    .join('\n');
+}
+
+async function benchDedup(sources: Source[], N: number, threads?: number, clustersOut?: string) {
   const t0 = performance.now();
   const blocks: DedupInput[] = [];
   let bytes = 0;
@@ -106,14 +117,20 @@ async function benchDedup(sources: Source[], N: number, threads?: number) {
   const c0 = process.cpuUsage();
   const t1 = performance.now();
   const res = await dedup(blocks, { threads });
+  const dedupMs = Math.round(performance.now() - t1);
+  const dedupCpuMs = cpuMs(process.cpuUsage(c0));
+  if (clustersOut) writeFileSync(`${clustersOut}.${N}`, clusterText(res.clusters));
   return {
     blocks: N,
     megabytes: Math.round(bytes / 1e6),
     generateMs: genMs,
-    dedupMs: Math.round(performance.now() - t1),
-    dedupCpuMs: cpuMs(process.cpuUsage(c0)),
+    dedupMs,
+    dedupCpuMs,
     phases: res.timings,
+    phasesCpu: res.cpu,
     clusters: res.clusters.length,
+    boundedBuckets: res.boundedBuckets,
+    largestBoundedBucket: res.largestBoundedBucket,
     unique: res.uniqueCount,
     load: load(),
   };
@@ -133,14 +150,18 @@ async function get(url: string): Promise<number> {
   return performance.now() - t0;
 }
 
-async function benchSearch(sources: Source[], N: number) {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'nnrag-bench-scale-'));
+async function benchSearch(sources: Source[], N: number, keep?: string) {
+  // --keep DIR: the library is built in DIR.<N> and kept; a later run on the same DIR
+  // reuses it when it already holds the N blocks (only the search structures are synced)
+  const dir = keep ? `${path.resolve(keep)}.${N}` : mkdtempSync(path.join(os.tmpdir(), 'nnrag-bench-scale-'));
   try {
     const store = IndexStore.open(dir);
     let t = performance.now();
     const BATCH = 5000;
     const names: string[] = [];
-    for (let i0 = 0; i0 < N; i0 += BATCH) {
+    const built = !!keep && extractionIds(store).length === N;
+    if (built) for (let i = 0; i < N; i += 1000) names.push(variant(sources, i).name);
+    for (let i0 = 0; i0 < (built ? 0 : N); i0 += BATCH) {
       store.write(() => {
         for (let i = i0; i < Math.min(N, i0 + BATCH); i++) {
           const v = variant(sources, i);
@@ -213,7 +234,11 @@ async function benchSearch(sources: Source[], N: number) {
     for (let k = 0; k < 30; k++) queries.push([pick(names), {}]);
     for (let k = 0; k < 20; k++) queries.push([pick(WORDS), { validated: true, minParams: 1000, maxParams: 2e6 }]);
     for (let k = 0; k < 10; k++) queries.push([pick(WORDS), { repo: `r${k}/copy` }]);
-    queries.push(['zzznothing', {}], ['', {}], ['', { offset: Math.floor(N / 2) }]);
+    // the block id before a position in browse order: deep pages are asked for by it
+    // (keyset paging, as the catalog's next links do)
+    const idBefore = (o: number) => searchBlocks(store, '', { offset: o - 1, limit: 1 }).hits[0]?.id ?? '';
+    const deep = [20, 1000, Math.floor(N / 2)].map((o) => ({ o, after: idBefore(o) }));
+    queries.push(['zzznothing', {}], ['', {}], ['', { after: deep[2].after }]);
     for (const [q, f] of queries) searchBlocks(store, q, f); // warm-up
     const times: number[] = [];
     const cpus: number[] = [];
@@ -248,7 +273,8 @@ async function benchSearch(sources: Source[], N: number) {
       const at = (p: string) => new URL(p, srv.url).href;
       await get(at('/?q=attention'));
       for (const [q] of queries.slice(0, 60)) pages.push(await get(at(`/?q=${encodeURIComponent(q)}`)));
-      for (const o of [0, 20, 1000, Math.floor(N / 2)]) pages.push(await get(at(`/?offset=${o}`)));
+      pages.push(await get(at('/?offset=0')));
+      for (const { o, after } of deep) pages.push(await get(at(`/?offset=${o}&after=${encodeURIComponent(after)}`)));
       for (const id of ids) blockPages.push(await get(at(`/block/${encodeURIComponent(id)}`)));
     } finally {
       await srv.close();
@@ -290,7 +316,7 @@ async function benchSearch(sources: Source[], N: number) {
       },
     };
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    if (!keep) rmSync(dir, { recursive: true, force: true });
   }
 }
 
@@ -306,6 +332,8 @@ async function main(): Promise<void> {
   const sizes = (opt('--sizes') ?? '100000,1000000').split(',').map(Number);
   const threads = opt('--threads') ? Number(opt('--threads')) : undefined;
   const only = opt('--only');
+  const clustersOut = opt('--clusters');
+  const keep = opt('--keep');
   const maxLines = Number(opt('--max-lines') ?? 400);
   const sources = loadSources(from, maxLines);
   if (!sources.length) throw new Error(`${from}: no extracted blocks`);
@@ -319,8 +347,8 @@ async function main(): Promise<void> {
   };
   console.log(JSON.stringify({ env }));
   for (const N of sizes) {
-    if (only !== 'search') console.log(JSON.stringify({ dedup: await benchDedup(sources, N, threads) }));
-    if (only !== 'dedup') console.log(JSON.stringify({ search: await benchSearch(sources, N) }));
+    if (only !== 'search') console.log(JSON.stringify({ dedup: await benchDedup(sources, N, threads, clustersOut) }));
+    if (only !== 'dedup') console.log(JSON.stringify({ search: await benchSearch(sources, N, keep) }));
   }
 }
 

@@ -2,7 +2,12 @@
 // environment (interpreter, torch, sandbox, limits, environment id) with what a store's
 // repositories need that it lacks; a root filesystem made or synced with what a store
 // needs (src/environment/rootfs.ts, debian.ts).
-import { environmentGaps, type EnvironmentGap, type RepoRequirements } from '../environment/repo-requirements.js';
+import {
+  environmentGaps,
+  environmentRequirements,
+  type EnvironmentGap,
+  type RepoRequirements,
+} from '../environment/repo-requirements.js';
 import { normalizeDistName } from '../environment/requirements.js';
 import { checkRootfs, doctor as checkEnvironment, type DoctorReport, type PoolOptions } from '../validate/index.js';
 import { createRootfs } from '../environment/rootfs.js';
@@ -60,7 +65,8 @@ export async function environmentNeeds(
 }
 
 /** What a store asks of a PyPI environment: per repository, its declared requirements
- *  (install group, as written, markers included: the resolver evaluates them) and the
+ *  (install group, and those of other groups its blocks import: `environmentRequirements`;
+ *  as written, markers included: the resolver evaluates them) and the
  *  distributions its blocks import without declaring them, when the distribution is known
  *  (installed metadata of the probing interpreter, or the table of known names); an
  *  import of an unknown name is reported, never installed on a guess. */
@@ -82,7 +88,10 @@ export async function pypiNeeds(
       .map((r) => ({
         name: r.repo,
         root: roots.get(r.repo) ?? '',
-        declared: r.declared.filter((d) => d.group === 'install').map((d) => d.spec),
+        declared: environmentRequirements(
+          r.declared,
+          r.imports.map((i) => i.distribution),
+        ).map((d) => d.spec),
         imported: r.imports.filter((i) => open(i) && known(i)).map((i) => i.distribution),
         unknown: r.imports.filter((i) => open(i) && !known(i)).map((i) => i.module),
       }))

@@ -46,7 +46,7 @@ export function pep508Name(req: string): string | null {
   return m ? m[1] : null;
 }
 
-const DEV_FILE = /(^|[-_/.])(dev|test|tests|testing|doc|docs|build|lint|ci|readthedocs|mminstall)([-_/.]|$)/i;
+const DEV_FILE = /(^|[-_/.])(dev|test|tests|testing|doc|docs|build|lint|ci|readthedocs)([-_/.]|$)/i;
 const OPTIONAL_FILE = /(^|\/)(requirements[-_])?optional/i;
 
 /** The group a requirements file's name gives its lines (`requirements/tests.txt` → dev,
@@ -330,6 +330,30 @@ export function debianPackageFor(dist: string): string {
     }
   }
   return fallback.get(normalizeDistName(dist)) ?? `python3-${dist.toLowerCase().replace(/[_.]+/g, '-')}`;
+}
+
+/** The declared requirements a validation environment installs for a repository: its
+ *  install group, and a requirement of any other group (an extra, a requirements file of
+ *  its own) whose distribution the repository's blocks import. The import says the code
+ *  needs it at run time; the declaration says which distribution and which versions (a
+ *  repository may name what its code imports only in an extra, as detectron2's `all`
+ *  extra names timm). Of several declarations of one distribution outside the install
+ *  group the first of an extra wins over a development file's. */
+export function environmentRequirements(
+  declared: readonly DeclaredRequirement[],
+  importedDistributions: Iterable<string>,
+): DeclaredRequirement[] {
+  const install = declared.filter((d) => d.group === 'install');
+  const have = new Set(install.map((d) => d.key));
+  const imported = new Set([...importedDistributions].map(normalizeDistName));
+  const rank = (d: DeclaredRequirement) => (d.group.startsWith('optional:') ? 0 : 1);
+  const extra = new Map<string, DeclaredRequirement>();
+  for (const d of declared) {
+    if (have.has(d.key) || !imported.has(d.key)) continue;
+    const prev = extra.get(d.key);
+    if (!prev || rank(d) < rank(prev)) extra.set(d.key, d);
+  }
+  return [...install, ...extra.values()];
 }
 
 export interface RepoRequirements {

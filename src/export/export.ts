@@ -272,47 +272,64 @@ const PY_TOKEN =
 
 /** The stored usage snippet when it has the shape the validator's renderer writes
  *  (snippet.py, checked there with `ast`): printable ASCII, `import` lines of
- *  SNIPPET_IMPORTS, then one expression of names, attributes, calls, keywords, numbers,
- *  strings, containers and unary minus; else null. A record written before that renderer
- *  (or edited by hand) is not shown or exported as code. */
+ *  SNIPPET_IMPORTS, then the generated assignments of objects built field by field
+ *  (`value1 = Holder()`, `value1.width = 4`: a plain name, or an attribute of a name an
+ *  earlier line assigned, no dunder), then one expression; every value made of names,
+ *  attributes, calls, keywords, numbers, strings, containers and unary minus; else null.
+ *  A record written before that renderer (or edited by hand) is not shown or exported as
+ *  code. */
 export function plainUsage(usage: string | null | undefined): string | null {
   if (typeof usage !== 'string' || !usage || usage.length > 2000 || !/^[\x20-\x7e\n]+$/.test(usage)) return null;
   const lines = usage.split('\n');
   const expr = lines.pop()!;
-  if (
-    !lines.every((l) => {
-      const m = /^import ([a-z]+)$/.exec(l);
-      return !!m && SNIPPET_IMPORTS.has(m[1]);
-    })
-  )
-    return null;
-  // one expression: brackets balance, no `;`, no operator but unary minus, `=` only as a
-  // keyword inside a call, `,` only inside brackets, no keyword but None/True/False
+  let i = 0;
+  for (; i < lines.length; i++) {
+    const m = /^import ([a-z]+)$/.exec(lines[i]);
+    if (!m) break;
+    if (!SNIPPET_IMPORTS.has(m[1])) return null;
+  }
+  const assigned = new Set<string>();
+  for (; i < lines.length; i++) {
+    const m = /^([A-Za-z_][A-Za-z0-9_]*)(?:\.([A-Za-z_][A-Za-z0-9_]*))? = (.+)$/.exec(lines[i]);
+    if (!m || !plainExpression(m[3])) return null;
+    const [, name, attr] = m;
+    if (PY_KEYWORDS.has(name) || name.startsWith('__') || attr?.startsWith('__') || (attr && PY_KEYWORDS.has(attr)))
+      return null;
+    if (attr === undefined) assigned.add(name);
+    else if (!assigned.has(name)) return null;
+  }
+  return plainExpression(expr) ? usage : null;
+}
+
+/** One expression of the snippet's shape: brackets balance, no `;`, no operator but unary
+ *  minus, `=` only as a keyword inside a call, `,` only inside brackets, no keyword but
+ *  None/True/False, no dunder name, no prefixed string literal. */
+function plainExpression(expr: string): boolean {
   const stack: string[] = [];
   let prev = '';
   PY_TOKEN.lastIndex = 0;
   for (let m = PY_TOKEN.exec(expr); m; prev = m[0], m = PY_TOKEN.exec(expr)) {
     const t = m[0];
     // a string right after a name is a prefixed literal (f"{code}" runs code): refused
-    if (/^["']/.test(t) && /^[A-Za-z_]/.test(prev)) return null;
+    if (/^["']/.test(t) && /^[A-Za-z_]/.test(prev)) return false;
     if (/^\s+$/.test(t) || /^["']/.test(t) || (/^[.\d]/.test(t) && t !== '.')) continue;
     if (/^[A-Za-z_]/.test(t)) {
-      if (PY_KEYWORDS.has(t) && !['None', 'True', 'False'].includes(t)) return null;
+      if ((PY_KEYWORDS.has(t) && !['None', 'True', 'False'].includes(t)) || t.startsWith('__')) return false;
       continue;
     }
     if ('([{'.includes(t)) stack.push(t);
     else if (')]}'.includes(t)) {
-      if (stack.pop() !== { ')': '(', ']': '[', '}': '{' }[t]) return null;
+      if (stack.pop() !== { ')': '(', ']': '[', '}': '{' }[t]) return false;
     } else if (t === ',' || t === ':' || t === '=') {
       if (
         !stack.length ||
         (t === '=' && stack[stack.length - 1] !== '(') ||
         (t === ':' && stack[stack.length - 1] !== '{')
       )
-        return null;
-    } else if (t !== '.' && t !== '-') return null;
+        return false;
+    } else if (t !== '.' && t !== '-') return false;
   }
-  return stack.length ? null : usage;
+  return stack.length === 0;
 }
 
 /** The first stage a record failed and its category, or null when nothing failed. */

@@ -67,6 +67,11 @@ export interface DedupResult {
   cpu: Record<string, number>;
   /** how many blocks tree-sitter had to parse (syntaxCheck 'tree-sitter', parseable unknown) */
   syntaxChecked: number;
+  /** LSH buckets of more than EXHAUSTIVE_BUCKET members in several components, whose
+   *  members were verified against witnesses only, and the largest (0: every candidate
+   *  pair of every band was verified, as exhaustive banding does) */
+  boundedBuckets: number;
+  largestBoundedBucket: number;
 }
 
 export interface DedupOptions {
@@ -621,23 +626,116 @@ function storeFromPacked(parts: Packed[], n: number): SigStore {
 }
 
 /**
+ * A bounded, lossy memo of pairs that failed verification (a direct-mapped table of pair
+ * keys): a pair proposed again by another band is usually not verified twice, and memory
+ * stays fixed however many pairs fail (a JS Set stops at 2^24 entries: 10^6 copies of a
+ * few hundred blocks propose ~10^9 pairs). Forgetting a pair only costs a re-verification,
+ * never a different answer.
+ */
+class FailedPairs {
+  private keys: Float64Array;
+  private mask: number;
+  constructor(bits: number) {
+    this.keys = new Float64Array(1 << bits).fill(-1);
+    this.mask = (1 << bits) - 1;
+  }
+  private slot(k: number): number {
+    return mix32((k % 0x100000000) ^ mix32(Math.floor(k / 0x100000000))) & this.mask;
+  }
+  has(k: number): boolean {
+    return this.keys[this.slot(k)] === k;
+  }
+  add(k: number): void {
+    this.keys[this.slot(k)] = k;
+  }
+  clear(): void {
+    this.keys.fill(-1);
+  }
+}
+
+/** Hash of a sorted shingle set and the integer-literal hash, as a double (53 bits). */
+function setKey(set: Uint32Array, ints: number): number {
+  let h1 = mix32(ints ^ 0x9e3779b9);
+  let h2 = mix32(set.length);
+  for (let i = 0; i < set.length; i++) {
+    h1 = mix32(h1 ^ set[i]);
+    h2 = Math.imul(h2 ^ set[i], 0x01000193) >>> 0;
+  }
+  return (h1 >>> 0) * 0x200000 + (h2 & 0x1fffff);
+}
+
+function sameSet(a: Uint32Array, b: Uint32Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/**
+ * Nodes with identical shingle sets and integer literals collapse to one (the first): they
+ * collide in every band and verify at Jaccard 1, and every other node's verdict against
+ * them is the same, so joining them at once and banding one of them gives the components
+ * exhaustive banding gives (a renamed copy's structural set equals its source's: 10^6
+ * renamed copies of 435 blocks band as ~10^3 nodes in the structural pass).
+ */
+function collapseIdentical(
+  nodes: Int32Array,
+  set: (i: number) => Uint32Array,
+  ints: Uint32Array,
+  join: (a: number, b: number) => void,
+): Int32Array {
+  const firsts = new Map<number, number[]>();
+  const out: number[] = [];
+  for (const i of nodes) {
+    const k = setKey(set(i), ints[i]);
+    const fs = firsts.get(k);
+    const s = set(i);
+    const f = fs?.find((f) => ints[f] === ints[i] && sameSet(set(f), s));
+    if (f !== undefined) {
+      join(f, i);
+      continue;
+    }
+    if (fs) fs.push(i);
+    else firsts.set(k, [i]);
+    out.push(i);
+  }
+  return Int32Array.from(out);
+}
+
+/** Buckets up to this size are verified pairwise (every pair of members in different
+ *  components, as before); larger ones (thousands of copies of one block) are bounded. */
+export const EXHAUSTIVE_BUCKET = 256;
+/** In a larger bucket each member is verified against one member (the first seen) of at
+ *  most this many other components of the bucket. */
+export const BUCKET_WITNESSES = 16;
+
+/**
  * LSH over `nodes`: for each band, group nodes whose band key (mixed with the integer-literal
- * hash, which verification requires to be equal anyway) collides, and hand every pair of a
- * bucket to `visit` (which verifies and unions). Buckets are found by sorting packed
- * (key, position) doubles, which is much faster than a Map for 10^5 nodes.
+ * hash, which verification requires to be equal anyway) collides, and hand candidate pairs
+ * of a bucket to `visit` (which verifies and unions), streamed, never stored. Buckets are
+ * found by sorting packed (key, position) doubles, which is much faster than a Map for 10^5
+ * nodes. A bucket whose members are all in one component already is skipped (its pairs
+ * could add nothing); one of at most EXHAUSTIVE_BUCKET members hands over every pair of
+ * members in different components (the components are those of exhaustive banding); a
+ * larger one hands each member's pairs with one witness per other component, at most
+ * BUCKET_WITNESSES components (bounded work: a member that belongs to a big component
+ * joins it through its first witness; at worst a link only a non-witness member carries
+ * is missed in this band, found in another band or not at all).
  */
 function lshPairs(
   nodes: Int32Array,
   sig: (i: number) => Uint32Array,
   ints: Uint32Array,
   bands: { b: number; r: number },
+  find: (i: number) => number,
   visit: (x: number, y: number) => void,
+  stats: { bounded: number; largest: number },
 ): void {
   const n = nodes.length;
   if (n < 2) return;
   const POS = 2 ** 21;
   if (n >= POS) throw new RangeError('dedup: more than 2^21 distinct blocks');
   const packed = new Float64Array(n);
+  const wit = new Int32Array(BUCKET_WITNESSES);
   for (let band = 0; band < bands.b; band++) {
     for (let p = 0; p < n; p++) {
       const i = nodes[p];
@@ -650,9 +748,30 @@ function lshPairs(
       const key = Math.floor(packed[a] / POS);
       let b = a + 1;
       while (b < n && Math.floor(packed[b] / POS) === key) b++;
-      for (let x = a; x < b; x++) {
-        const px = nodes[packed[x] % POS];
-        for (let y = x + 1; y < b; y++) visit(px, nodes[packed[y] % POS]);
+      if (b - a > 1) {
+        const r0 = find(nodes[packed[a] % POS]);
+        let one = true;
+        for (let x = a + 1; x < b && one; x++) one = find(nodes[packed[x] % POS]) === r0;
+        if (!one && b - a <= EXHAUSTIVE_BUCKET) {
+          for (let x = a; x < b; x++) {
+            const px = nodes[packed[x] % POS];
+            for (let y = x + 1; y < b; y++) visit(px, nodes[packed[y] % POS]);
+          }
+        } else if (!one) {
+          stats.bounded++;
+          stats.largest = Math.max(stats.largest, b - a);
+          let nw = 0;
+          for (let x = a; x < b; x++) {
+            const px = nodes[packed[x] % POS];
+            let seen = false;
+            for (let k = 0; k < nw; k++) {
+              const w = wit[k];
+              if (find(w) !== find(px)) visit(px, w);
+              if (find(w) === find(px)) seen = true;
+            }
+            if (!seen && nw < BUCKET_WITNESSES) wit[nw++] = px;
+          }
+        }
       }
       a = b;
     }
@@ -714,6 +833,7 @@ export async function dedup(blocks: readonly DedupInput[], opts: DedupOptions = 
     let heads = new Int32Array(0);
     let ufNear = new UnionFind(n);
     let ufAll = new UnionFind(n);
+    const lshStats = { bounded: 0, largest: 0 };
     const cluster = () => {
       groups = new Map();
       for (let i = 0; i < n; i++) {
@@ -725,31 +845,52 @@ export async function dedup(blocks: readonly DedupInput[], opts: DedupOptions = 
       heads = Int32Array.from([...groups.values()].map((g) => g[0]));
       ufNear = new UnionFind(n);
       ufAll = new UnionFind(n);
-      const failed = new Set<number>();
+      const failed = new FailedPairs(22);
       const pairKey = (x: number, y: number) => (x < y ? x * n + y : y * n + x);
       // near: exact Jaccard of token shingles
-      lshPairs(heads, S.nearSig, S.ints, nearBands, (x, y) => {
-        if (S.ints[x] !== S.ints[y] || ufNear.find(x) === ufNear.find(y)) return;
-        const k = pairKey(x, y);
-        if (failed.has(k)) return;
-        const a = S.nearSet(x),
-          b = S.nearSet(y);
-        if (jaccardBound(a.length, b.length) >= nearThr && jaccard(a, b) >= nearThr) {
-          ufNear.union(x, y);
-          ufAll.union(x, y);
-        } else failed.add(k);
+      const nearNodes = collapseIdentical(heads, S.nearSet, S.ints, (a, b) => {
+        ufNear.union(a, b);
+        ufAll.union(a, b);
       });
+      lshPairs(
+        nearNodes,
+        S.nearSig,
+        S.ints,
+        nearBands,
+        (i) => ufNear.find(i),
+        (x, y) => {
+          if (S.ints[x] !== S.ints[y] || ufNear.find(x) === ufNear.find(y)) return;
+          const k = pairKey(x, y);
+          if (failed.has(k)) return;
+          const a = S.nearSet(x),
+            b = S.nearSet(y);
+          if (jaccardBound(a.length, b.length) >= nearThr && jaccard(a, b) >= nearThr) {
+            ufNear.union(x, y);
+            ufAll.union(x, y);
+          } else failed.add(k);
+        },
+        lshStats,
+      );
       failed.clear();
       // structural: exact Jaccard of structural shingles
-      lshPairs(heads, S.structSig, S.ints, structBands, (x, y) => {
-        if (S.ints[x] !== S.ints[y] || ufAll.find(x) === ufAll.find(y)) return;
-        const k = pairKey(x, y);
-        if (failed.has(k)) return;
-        const a = S.structSet(x),
-          b = S.structSet(y);
-        if (jaccardBound(a.length, b.length) >= structThr && jaccard(a, b) >= structThr) ufAll.union(x, y);
-        else failed.add(k);
-      });
+      const structNodes = collapseIdentical(heads, S.structSet, S.ints, (a, b) => ufAll.union(a, b));
+      lshPairs(
+        structNodes,
+        S.structSig,
+        S.ints,
+        structBands,
+        (i) => ufAll.find(i),
+        (x, y) => {
+          if (S.ints[x] !== S.ints[y] || ufAll.find(x) === ufAll.find(y)) return;
+          const k = pairKey(x, y);
+          if (failed.has(k)) return;
+          const a = S.structSet(x),
+            b = S.structSet(y);
+          if (jaccardBound(a.length, b.length) >= structThr && jaccard(a, b) >= structThr) ufAll.union(x, y);
+          else failed.add(k);
+        },
+        lshStats,
+      );
     };
     cluster();
     tick('cluster');
@@ -870,7 +1011,18 @@ export async function dedup(blocks: readonly DedupInput[], opts: DedupOptions = 
       .sort((a, b) => a[0] - b[0])
       .map(([i, reason]) => ({ id: blocks[i].id, reason }));
     tick('report');
-    return { clusters, uniqueCount, total: n, perRepo, excluded, timings, cpu, syntaxChecked };
+    return {
+      clusters,
+      uniqueCount,
+      total: n,
+      perRepo,
+      excluded,
+      timings,
+      cpu,
+      syntaxChecked,
+      boundedBuckets: lshStats.bounded,
+      largestBoundedBucket: lshStats.largest,
+    };
   } finally {
     await pool?.close();
   }

@@ -21,15 +21,17 @@ import {
 import {
   browseDocs,
   countDocs,
+  countFts,
   docFacets,
   docKeys,
   docsByRowid,
+  docFilterRows,
   ensureFtsLayout,
   ftsHasTerm,
   getDoc as storedDoc,
   listDocs as storedDocs,
-  matchedDocs,
   matchRowids,
+  matchRowidsIn,
   putDocs,
   rankOf,
   SEARCH_COLUMNS,
@@ -134,6 +136,9 @@ export interface SearchFilters {
 export interface SearchOptions extends SearchFilters {
   limit?: number;
   offset?: number;
+  /** browse mode (empty query): the page after this block id (keyset paging; `offset`
+   *  is ignored). SearchResult.last is the value for the next page */
+  after?: string;
   /** blocks sharing a class name are one entry: `limit` and `offset` count entries (names),
    *  and every block of an entry on the page is returned (`nnrag search`) */
   group?: boolean;
@@ -161,6 +166,11 @@ export interface SearchResult {
   mode: 'all' | 'any' | 'browse';
   /** matching blocks (of the statuses shown) */
   total: number;
+  /** how many of them the ranking ordered (all when at most CANDIDATES match): pages
+   *  past it are empty */
+  ranked?: number;
+  /** browse mode: the last block id of the page (pass it as `after` for the next page) */
+  last?: string;
   hits: SearchHit[];
   /** the page's blocks by class name, in rank order (the best-ranked block first) */
   groups: { name: string; ids: string[] }[];
@@ -209,6 +219,82 @@ const NAME_SHARE = 0.4;
 /** a multi-word query found as a phrase in a field closes this share of the coverage gap,
  *  times the field's weight ("edge detection" in DexiNed's docstring) */
 const PHRASE = 0.5;
+/** A query's candidates are at most this many blocks: when more match, the best by BM25
+ *  (RANK: the name columns weigh most) and every block whose whole name is the query;
+ *  the re-ranking below scores only these (measured on 10^5 blocks: scoring every match
+ *  of a common word cost ~1 s). The judged query sets' stores have fewer blocks than this
+ *  for every query, so their results are unchanged by the cap. */
+export const CANDIDATES = 1000;
+
+interface FilterColumns {
+  /** a predicate on rowids for the filters (every rowid of a document) */
+  predicate(f: DocFilters): (rowid: number) => boolean;
+  status: Uint8Array;
+  failedCode: number;
+  statusOf(rowid: number): string;
+  /** class name (the block id's last part) */
+  name: string[];
+}
+
+/** The documents' filter columns as typed arrays by rowid, read once per store state. */
+function filterColumns(store: IndexStore): FilterColumns {
+  return memoized(store, 'filter-columns', () => {
+    const rows = docFilterRows(store);
+    let max = 0;
+    for (const r of rows) max = Math.max(max, r[0]);
+    const codes = (xs: string[]) => new Map([...new Set(xs)].map((x, i) => [x, i + 1]));
+    const repoCode = codes(rows.map((r) => r[2]));
+    const catCode = codes(rows.map((r) => r[3]));
+    const statusCode = codes(rows.map((r) => r[4]));
+    const statusName = new Map([...statusCode].map(([k, v]) => [v, k]));
+    const repo = new Int32Array(max + 1);
+    const cat = new Int32Array(max + 1);
+    const status = new Uint8Array(max + 1);
+    const params = new Float64Array(max + 1).fill(Number.NaN);
+    const name: string[] = new Array(max + 1).fill('');
+    for (const [rowid, id, rp, c, st, p] of rows) {
+      name[rowid] = parseBlockId(id).className;
+      repo[rowid] = repoCode.get(rp)!;
+      cat[rowid] = catCode.get(c)!;
+      status[rowid] = statusCode.get(st)!;
+      if (p !== null) params[rowid] = p;
+    }
+    const validated = statusCode.get('validated') ?? -1;
+    return {
+      status,
+      failedCode: statusCode.get('failed') ?? -1,
+      statusOf: (r: number) => statusName.get(status[r]) ?? '',
+      name,
+      predicate(f: DocFilters) {
+        const repos = new Set(f.repos.map((r) => repoCode.get(r) ?? -1));
+        const cats = new Set(f.categories.map((c) => catCode.get(c) ?? -1));
+        // SQL comparisons with NULL params are false (filterSql: d.params >= ?)
+        return (r: number) =>
+          status[r] !== 0 &&
+          (!repos.size || repos.has(repo[r])) &&
+          (!cats.size || cats.has(cat[r])) &&
+          (!f.validated || status[r] === validated) &&
+          (f.minParams === undefined || params[r] >= f.minParams) &&
+          (f.maxParams === undefined || params[r] <= f.maxParams);
+      },
+    };
+  });
+}
+
+/** Values that change only when the store does (the number of documents, the facets, a
+ *  browse total), kept per store handle until a write (the refreshSearch stamp). */
+const memo = new WeakMap<IndexStore, { stamp: string; values: Map<string, unknown> }>();
+function memoized<T>(store: IndexStore, key: string, compute: () => T): T {
+  const c = store.changeCounters();
+  const stamp = `${c.dataVersion}:${c.ownChanges}`;
+  let m = memo.get(store);
+  if (!m || m.stamp !== stamp) {
+    m = { stamp, values: new Map() };
+    memo.set(store, m);
+  }
+  if (!m.values.has(key)) m.values.set(key, compute());
+  return m.values.get(key) as T;
+}
 
 function docFilters(f: SearchFilters): DocFilters {
   const list = (v: string | string[] | undefined) =>
@@ -277,7 +363,8 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
     return [...m].map(([name, ids]) => ({ name, ids }));
   };
   if (!words.length) {
-    const { docs, total } = browseDocs(store, filters, limit, offset);
+    const docs = browseDocs(store, filters, limit, offset, opts.after);
+    const total = memoized(store, `count:${JSON.stringify(filters)}`, () => countDocs(store, filters));
     const hits = docs.map((doc) => hitOf({ doc, score: 0 }));
     return {
       query,
@@ -285,67 +372,119 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
       total,
       hits,
       groups: groupsOf(hits),
+      last: hits.length ? hits[hits.length - 1].id : undefined,
       hiddenFailed: 0,
       failedOnly: false,
       ms: performance.now() - t0,
     };
   }
-  // every status the filters allow plus the failed blocks, which are split off below
-  const scope: DocFilters = { ...filters, all: !filters.validated };
-  // the candidates: every block one of the words (or a related word) matches
+  // the candidates: blocks one of the words (or a related word) matches, of the statuses
+  // shown; failed ones only when no other block matches. Matches are filtered here on the
+  // filter columns held in memory (exact totals, no join).
   const union = words.map((w) => (w.related ? `(${w.expr}) OR (${w.related})` : `(${w.expr})`)).join(' OR ');
+  const joined = words.map((w) => w.word).join('');
+  const exactExpr = joined ? `exact : ${quoteTerm(joined)}` : null;
+  const cols = filterColumns(store);
+  const passes = cols.predicate(filters);
+  const cover = nameCoverer(words.map((w) => w.word));
+  const isFailed = (r: number) => cols.status[r] === cols.failedCode;
+  const shown: number[] = [];
+  const failed: number[] = [];
+  for (const r of matchRowids(store, union)) {
+    if (!passes(r)) continue;
+    if (!filters.all && !filters.validated && isFailed(r)) failed.push(r);
+    else shown.push(r);
+  }
+  let hiddenFailed = 0;
+  let failedOnly = false;
+  let matches = shown;
+  if (shown.length) hiddenFailed = failed.length;
+  else {
+    matches = failed;
+    failedOnly = failed.length > 0;
+  }
+  const total = matches.length;
+  let rowids = matches;
+  if (matches.length > CANDIDATES) {
+    // the blocks the query names whole, then the blocks it matches in their name (the
+    // most of their name covered first, as the score does), then (when fewer than
+    // CANDIDATES) blocks by the field the words match in, heaviest field first
+    const inMatches = new Set(matches);
+    const picked = new Set<number>();
+    const add = (rs: Iterable<number>) => {
+      for (const r of rs) {
+        if (picked.size >= CANDIDATES) return;
+        if (inMatches.has(r)) picked.add(r);
+      }
+    };
+    if (exactExpr) add(matchRowids(store, exactExpr));
+    for (const g of FIELDS) {
+      if (picked.size >= CANDIDATES) break;
+      const inG = matchRowids(store, `{${g.columns.join(' ')}} : (${union})`).filter(
+        (r) => inMatches.has(r) && !picked.has(r),
+      );
+      if (g === FIELDS[0] && picked.size + inG.length > CANDIDATES) {
+        const cov = new Map(inG.map((r) => [r, cover(cols.name[r])]));
+        inG.sort((a, b) => cov.get(b)! - cov.get(a)! || a - b);
+      }
+      add(inG);
+    }
+    rowids = [...picked];
+  }
   const cands = new Map<number, Candidate & { per: number[] }>();
-  for (const r of matchedDocs(store, union, scope)) {
-    cands.set(r.rowid, {
-      rowid: r.rowid,
-      status: r.status,
+  rowids.forEach((r) => {
+    cands.set(r, {
+      rowid: r,
+      status: cols.statusOf(r),
       rel: 0,
       bm: 0,
       every: false,
       exact: false,
       per: words.map(() => 0),
-      name: parseBlockId(r.id).className,
+      name: cols.name[r],
     });
-  }
-  // where each word matches: one rowid-only query per field (FTS5 column filters), far
-  // cheaper than an auxiliary function per row; IDF over the whole library
-  const n = Math.max(1, countDocs(store, { repos: [], categories: [], validated: false, all: true }));
+  });
+  const candIds = [...cands.keys()];
+  // where each word matches among the candidates: one query per field (FTS5 column
+  // filters), far cheaper than an auxiliary function per row; IDF over the whole library
+  // (its counts are made inside FTS5)
+  const n = Math.max(
+    1,
+    memoized(store, 'documents', () => countDocs(store, { repos: [], categories: [], validated: false, all: true })),
+  );
   const idf: number[] = [];
-  const inField = (expr: string, g: (typeof FIELDS)[number]) =>
-    matchRowids(store, `{${g.columns.join(' ')}} : (${expr})`);
+  const fieldExpr = (expr: string, g: (typeof FIELDS)[number]) => `{${g.columns.join(' ')}} : (${expr})`;
+  const inField = (expr: string, g: (typeof FIELDS)[number]) => matchRowidsIn(store, fieldExpr(expr, g), candIds);
   words.forEach((w, wi) => {
-    const own = new Set<number>();
     let relDf = 0;
     for (const g of FIELDS) {
       for (const r of inField(w.expr, g)) {
-        own.add(r);
         const c = cands.get(r);
         if (c) c.per[wi] = Math.max(c.per[wi], g.weight);
       }
       if (!w.related) continue;
-      const rel = inField(w.related, g);
-      relDf = Math.max(relDf, rel.length);
-      for (const r of rel) {
+      relDf = Math.max(relDf, countFts(store, fieldExpr(w.related, g)));
+      for (const r of inField(w.related, g)) {
         const c = cands.get(r);
         if (c) c.per[wi] = Math.max(c.per[wi], g.weight * RELATED_WEIGHT);
       }
     }
-    const df = own.size || relDf;
+    // the documents the word matches in some field
+    const own = countFts(store, FIELDS.map((g) => fieldExpr(w.expr, g)).join(' OR '));
+    const df = own || relDf;
     idf.push(Math.log(1 + (n - df + 0.5) / (df + 0.5)) * (GENERIC.has(w.word) ? GENERIC_IDF : 1));
   });
   const idfSum = idf.reduce((a, b) => a + b, 0) || 1;
   // a block whose whole name is the query comes first, whatever the scores say (the
   // `exact` column holds the name's parts joined; `joined` holds letters and digits only
   // and is quoted)
-  const joined = words.map((w) => w.word).join('');
-  const exact = new Set(joined ? matchRowids(store, `exact : ${quoteTerm(joined)}`) : []);
+  const exact = new Set(exactExpr ? matchRowidsIn(store, exactExpr, candIds) : []);
   // the words as a phrase (in query order, adjacent), per field: the best field's weight
   const phrase = new Map<number, number>();
   if (words.length > 1) {
     const p = words.map((w) => quoteTerm(w.word)).join(' + ');
     for (const g of FIELDS) for (const r of inField(p, g)) phrase.set(r, Math.max(phrase.get(r) ?? 0, g.weight));
   }
-  const cover = nameCoverer(words.map((w) => w.word));
   for (const c of cands.values()) {
     const matched = c.per.reduce((a, p, i) => a + p * idf[i], 0) / idfSum;
     const phrased = matched + (1 - matched) * PHRASE * (phrase.get(c.rowid) ?? 0);
@@ -353,17 +492,7 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
     c.every = c.per.every((p) => p > 0);
     c.exact = exact.has(c.rowid);
   }
-  let all = [...cands.values()];
-  const failed = all.filter((c) => c.status === 'failed');
-  let hiddenFailed = 0;
-  let failedOnly = false;
-  if (!filters.all && !filters.validated) {
-    const shown = all.filter((c) => c.status !== 'failed');
-    if (shown.length) {
-      hiddenFailed = failed.length;
-      all = shown;
-    } else failedOnly = failed.length > 0;
-  }
+  const all = [...cands.values()];
   let top = 0;
   for (const c of all) top = Math.max(top, c.rel);
   const tier = (c: Candidate) => (c.exact ? 0 : c.rel >= STRONG * top ? 1 : 2);
@@ -420,7 +549,8 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
   return {
     query,
     mode,
-    total: all.length,
+    total,
+    ranked: all.length,
     hits,
     groups: groupsOf(hits),
     totalGroups,
@@ -442,7 +572,7 @@ export function listDocs(store: IndexStore): SearchDoc[] {
 
 /** Distinct values of the filter columns, for the catalog's filter menus. */
 export function facets(store: IndexStore): { repos: string[]; categories: string[]; statuses: string[] } {
-  return docFacets(store);
+  return memoized(store, 'facets', () => docFacets(store));
 }
 
 /** Resolve a block id or a name to a stored extraction id, the way `extract` resolves

@@ -129,6 +129,7 @@ function parseFilters(q: URLSearchParams): SearchOptions {
     maxParams: num('max-params'),
     limit: num('limit') ?? 50,
     offset: num('offset') ?? 0,
+    after: q.get('after') || undefined,
   };
 }
 
@@ -154,10 +155,15 @@ function searchPage(store: Workspace['store'], q: URLSearchParams): string {
     `<button type="submit">Search</button></form>`;
   let more = '';
   const shown = (f.offset ?? 0) + res.hits.length;
-  if (res.total > shown) {
+  // the blocks a next page can show: every match when browsing, the ranked ones otherwise
+  const reachable = Math.min(res.total, res.ranked ?? res.total);
+  if (reachable > shown) {
     const next = new URLSearchParams(q);
+    // `offset` counts what was shown; browsing pages by `after` (keyset: a page deep in
+    // the library costs what the first does)
     next.set('offset', String(shown));
-    more = `<p><a id="more" href="/?${esc(next.toString())}">next ${Math.min(f.limit ?? 50, res.total - shown)} of ${res.total - shown} more</a></p>`;
+    if (res.mode === 'browse' && res.last) next.set('after', res.last);
+    more = `<p><a id="more" href="/?${esc(next.toString())}">next ${Math.min(f.limit ?? 50, reachable - shown)} of ${res.total - shown} more</a></p>`;
   }
   return page(query || 'search', form + resultsHtml(res) + more);
 }

@@ -374,8 +374,6 @@ class Worker implements PoolWorker<Job> {
       params: null,
       ms: Math.round((performance.now() - this.jobStart) * 1000) / 1000,
     });
-    // without its result line nothing says the block finished: never a pass
-    if (!running) r.ok = false;
     job.resolve(r);
   }
 
@@ -712,7 +710,9 @@ export class ValidatorPool {
   /** @internal */
   finalize(job: Job, r: Omit<ValidationResult, 'id' | 'ok' | 'envId'>): ValidationResult {
     const required = job.req.requiredStages ?? DEFAULT_REQUIRED_STAGES;
-    const ok = passesStages(r, required);
+    // a crash or timeout after the last stage reported, before the result (stage null):
+    // nothing says the block finished, so it is never a pass
+    const ok = passesStages(r, required) && !((r.category === 'crash' || r.category === 'timeout') && r.stage === null);
     const out: ValidationResult = { id: job.req.id, ok, ...r, envId: this.envId };
     if (!this.env.rootfs) out.python = this.env.python;
     if (this.facts) out.environment = this.facts;

@@ -5,6 +5,7 @@ import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, rmSync } from 'node:fs';
 import {
+  environmentRequirements,
   debianPackageFor,
   environmentGaps,
   readDeclaredRequirements,
@@ -165,4 +166,30 @@ test('PEP 440 specifiers against installed versions', () => {
   assert.equal(meetsSpecifier('2.0', 'pkg~=1.4'), false);
   assert.equal(meetsSpecifier('0.9', 'pkg[extra]>1.0'), false);
   assert.equal(meetsSpecifier('1.0', 'torch'), true, 'no specifier: met');
+});
+
+test('an environment installs the install group and what the blocks import from other groups', () => {
+  const req = (name: string, spec: string, group: string, file = 'f') => ({
+    name,
+    key: name.toLowerCase(),
+    spec,
+    file,
+    line: 1,
+    group,
+  });
+  const declared = [
+    req('numpy', 'numpy', 'install'),
+    req('mmcv', 'mmcv-lite', 'dev', 'requirements/docs.txt'),
+    req('mmcv', 'mmcv>=2.0,<2.2', 'optional:mim'),
+    req('mmdet', 'mmdet>=3.0', 'optional:mim'),
+    req('pytest', 'pytest', 'dev'),
+  ];
+  // the blocks import mmcv (declared only in an extra) and numpy; mmdet and pytest nobody imports
+  const got = environmentRequirements(declared, ['MMCV', 'numpy']).map((d) => d.spec);
+  assert.deepEqual(got, ['numpy', 'mmcv>=2.0,<2.2'], 'an extra wins over a development file');
+  assert.deepEqual(
+    environmentRequirements(declared, []).map((d) => d.spec),
+    ['numpy'],
+    'without imports only the install group',
+  );
 });

@@ -2,10 +2,12 @@
 // fixture (test/fixtures/usage) extracted and validated in the real sandbox with
 // /usr/bin/python3's torch, exported with `nnrag export` into fresh folders and run there
 // as written: a dataclass-configured model, a block wrapping another module, a block
-// taking a tensor and a mask; hostile blocks whose constructor argument is a str subclass
-// with a line break (\n, \r, \u2028) in its repr export a file that imports without
-// running anything. The export header and the page keep every record value inside
-// comments (commentBlock) and show only snippets of the renderer's shape (plainUsage).
+// taking a tensor and a mask, blocks taking a named tuple, a plain object and an
+// attribute dict (built from their fields, in generated statements where needed);
+// hostile blocks whose constructor argument is a str subclass with a line break (\n, \r,
+// \u2028) in its repr export a file that imports without running anything. The export
+// header and the page keep every record value inside comments (commentBlock) and show
+// only snippets of the renderer's shape (plainUsage).
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { needsTorch } from '../support/tier.js';
@@ -78,6 +80,8 @@ describe('commentBlock and plainUsage (no record value leaves a comment)', () =>
       'Mlp(in_features=8)(torch.randn(2, 8))',
       'import functools\nW(functools.partial(torch.nn.LayerNorm, eps=-1e-06), t="a;b\\"c)")(torch.randn(2, 3))',
       'M(C(n=1, s={"a": (1,)}))(torch.tensor([[1, 2]], dtype=torch.int64))',
+      // an object built field by field in generated statements (issue 26)
+      'import argparse\nvalue1 = Holder()\nvalue1.width = 4\nvalue1.cfg = argparse.Namespace(a=1)\nB(value1)(torch.randn(2, 4))',
     ])
       assert.equal(plainUsage(ok), ok);
     for (const bad of [
@@ -92,6 +96,16 @@ describe('commentBlock and plainUsage (no record value leaves a comment)', () =>
       'T()(x) # c',
       'y = T()(x)',
       'T(x for x in y)(z)',
+      'T().__class__(x)',
+      'value1.width = 4\nB(value1)(x)',
+      'value1 = H()\nvalue1.__class__ = T\nB(value1)(x)',
+      'value1 = H()\nvalue1[0] = 1\nB(value1)(x)',
+      'value1 = value2 = H()\nB(value1)(x)',
+      'value1 = H(); open(1)\nB(value1)(x)',
+      'value1 = H()\nimport math\nB(value1)(x)',
+      'value1 += 1\nB(value1)(x)',
+      'import = H()\nB()(x)',
+      "value1 = H(tag='x'\nopen('f')\n#')\nB(value1)(x)",
     ])
       assert.equal(plainUsage(bad), null, bad);
   });
@@ -115,6 +129,9 @@ describe('usage snippets of validated blocks, exported and run as written', { sk
       'Tagged',
       'TaggedCR',
       'TaggedLS',
+      'FromWidths',
+      'FromHolder',
+      'FromCfg',
       '--python',
       PY,
       '--workers',
@@ -181,6 +198,41 @@ describe('usage snippets of validated blocks, exported and run as written', { sk
       /^Masked\(torch\.randn\(\d+, \d+\)\)\(torch\.randn\(\d+(, \d+)*\), torch\.ones\(\(\d+(, \d+)*\), dtype=torch\.bool\)\)$/,
     );
     assert.match(out, /^\(\d+(, \d+)*\) torch\.float32$/);
+  });
+
+  // objects rebuilt from their fields (issue 26, usage lines): constructed as written,
+  // never pasted from repr
+  test('a named tuple argument: written as its class called with its fields', () => {
+    const rec = recs.get('FromWidths')!;
+    assert.equal(rec.ok, true, JSON.stringify(rec.validation));
+    assert.equal(rec.validation.usageCheck, 'ran');
+    const { usage, out } = runUsage('FromWidths', 'print(tuple(y.shape))');
+    assert.match(usage, /^FromWidths\(Widths\(width=16, scale=2\.0\)\)\(torch\.randn\(\d+(, \d+)*\)\)$/);
+    assert.match(out, /^\(\d+(, \d+)*, 16\)$/);
+  });
+
+  test('a plain object whose fields are set after construction: generated statements build it', () => {
+    const rec = recs.get('FromHolder')!;
+    assert.equal(rec.ok, true, JSON.stringify(rec.validation));
+    assert.equal(rec.validation.usageCheck, 'ran');
+    const { usage, out } = runUsage('FromHolder', 'print(tuple(y.shape))');
+    assert.match(
+      usage,
+      /^value1 = Holder\(\)\nvalue1\.width = 16\nvalue1\.extra = 6\nFromHolder\(value1\)\(torch\.randn\(\d+(, \d+)*\)\)$/,
+    );
+    assert.match(out, /^\(\d+(, \d+)*, 6\)$/);
+  });
+
+  test('an attribute dict (a dict subclass read by attribute and key): its class called with its items', () => {
+    const rec = recs.get('FromCfg')!;
+    assert.equal(rec.ok, true, JSON.stringify(rec.validation));
+    assert.equal(rec.validation.usageCheck, 'ran');
+    const { usage, out } = runUsage('FromCfg', 'print(tuple(y.shape))');
+    assert.match(
+      usage,
+      /^FromCfg\(CfgNode\(\{"MODEL": CfgNode\(\{"WIDTH": 16, "OUT": 4\}\)\}\)\)\(torch\.randn\(\d+(, \d+)*\)\)$/,
+    );
+    assert.match(out, /^\(\d+(, \d+)*, 4\)$/);
   });
 
   for (const name of ['Tagged', 'TaggedCR', 'TaggedLS']) {

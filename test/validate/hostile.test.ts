@@ -174,3 +174,41 @@ describe('usage snippet of a hostile constructor argument', { skip: skip ?? fals
     });
   }
 });
+
+// Issue 24, finding 7: a candidate that corrupts the harness's report lines (half a line
+// left in the pipe at import swallows the import stage's own line) and then dies after
+// its forward passed. The stage whose line was lost is not failed beside later stages
+// that passed; the failure is put after the last stage reported, and the block is not ok.
+describe('a dropped report line, then a killed process', { skip: skip ?? false }, () => {
+  let pool: ValidatorPool;
+  before(async () => {
+    pool = await ValidatorPool.start({ workers: 1 });
+  });
+  after(async () => {
+    await pool?.close();
+  });
+
+  /** No stage fails before a stage that passed. */
+  const failsBeforeAPass = (r: ValidationResult) => {
+    const order = ['parse', 'compile', 'import', 'namespace', 'instantiate', 'forward', 'equivalence'] as const;
+    const lastPass = Math.max(...order.map((s, i) => (r.stages[s] === 'pass' ? i : -1)));
+    return order.filter((s, i) => r.stages[s] === 'fail' && i < lastPass);
+  };
+
+  for (const [file, who] of [
+    ['self_kill.py', 'the candidate itself (the worker assembles the record)'],
+    ['worker_kill.py', 'its validation worker (the pool assembles the record)'],
+  ] as const) {
+    it(`killing ${who}: no import failure beside the forward that passed`, async () => {
+      const r = await pool.validate(request('dropline', file));
+      assert.equal(r.stages.forward, 'pass', JSON.stringify(r));
+      assert.deepEqual(failsBeforeAPass(r), [], JSON.stringify(r.stages));
+      assert.notEqual(r.stages.import, 'fail');
+      assert.equal(r.ok, false, 'a process killed before its result is never a pass');
+      assert.equal(r.category, 'crash');
+      // the pool goes on
+      const next = await pool.validate(request('good', 'conv_block.py'));
+      assert.equal(next.ok, true, `${next.error}`);
+    });
+  }
+});

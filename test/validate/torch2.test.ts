@@ -7,12 +7,14 @@
 // import of torch._dynamo re-registers an operator library and aborts the process).
 // Needs a Python with torch 2: NNRAG_TEST_TORCH2_PYTHON, else NNRAG_PYTHON, the PyPI
 // environment scripts/setup.sh builds (torch 2.x), or Debian's
-// python3 when their torch is 2.x; skips with the reason otherwise.
+// python3 when their torch is 2.x; skips with the reason otherwise. With
+// NNRAG_TEST_TORCH2_ROOTFS=DIR the pools run in that root filesystem instead (`nnrag env
+// create DIR --debian`: Debian trixie, torch 2.6).
 import { defaultEnvDir, envPython } from '../../src/environment/pypi.js';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { chmodSync } from 'node:fs';
+import { chmodSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import * as api from '../../src/nnrag.js';
 import { extractAndValidate } from '../../src/pipeline/pipeline.js';
@@ -21,10 +23,15 @@ import { which } from '../../src/validate/environment.js';
 import { fixture, tempDir } from '../helpers.js';
 import { needsTorch } from '../support/tier.js';
 
-/** An interpreter whose torch is 2.x, or the reason there is none. */
-function torch2Python(): { python: string } | { skip: string } {
+/** An interpreter whose torch is 2.x (or a root filesystem), or the reason there is none. */
+function torch2Python(): { python: string } | { rootfs: string } | { skip: string } {
   const tier = needsTorch();
   if (tier) return { skip: tier };
+  const rootfs = process.env.NNRAG_TEST_TORCH2_ROOTFS;
+  if (rootfs)
+    return existsSync(path.join(rootfs, 'usr', 'bin', 'python3'))
+      ? { rootfs }
+      : { skip: `NNRAG_TEST_TORCH2_ROOTFS=${rootfs} holds no usr/bin/python3` };
   const named = process.env.NNRAG_TEST_TORCH2_PYTHON;
   const cands = named
     ? [named]
@@ -47,7 +54,7 @@ const skip = 'skip' in found ? found.skip : !which('bwrap') ? 'bubblewrap (bwrap
 test('torch 2: blocks reaching _disable_dynamo validated in one batch equal the same blocks validated one by one', {
   skip,
 }, async () => {
-  const python = (found as { python: string }).python;
+  const target = found as { python: string } | { rootfs: string };
   const dir = tempDir();
   chmodSync(dir, 0o755); // the sandbox runs as an unprivileged user when we are root
   const ws = api.Workspace.open(path.join(dir, 'store'), { create: true });
@@ -77,7 +84,7 @@ test('torch 2: blocks reaching _disable_dynamo validated in one batch equal the 
     });
     api.discover(ws);
     const batch = new Map<string, string>();
-    const pool = await ValidatorPool.start({ workers: 1, python });
+    const pool = await ValidatorPool.start({ workers: 1, ...target });
     try {
       for (const r of await extractAndValidate(ws, ids, { validator: pool, force: true }))
         batch.set(r.id, view(r.validation as never));
@@ -85,7 +92,7 @@ test('torch 2: blocks reaching _disable_dynamo validated in one batch equal the 
       await pool.close();
     }
     for (const id of ids) {
-      const one = await ValidatorPool.start({ workers: 1, python });
+      const one = await ValidatorPool.start({ workers: 1, ...target });
       try {
         const [r] = await extractAndValidate(ws, [id], { validator: one, force: true });
         assert.equal(batch.get(id), view(r.validation as never), `${id}: batch vs alone`);

@@ -6,6 +6,7 @@ import dataclasses
 import os
 import sys
 import types
+import typing
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "src", "validate", "python"))
@@ -62,9 +63,86 @@ class Wrap(nn.Module):
         return y if mask is None else y.masked_fill(~mask[..., None], 0)
 
 
+class Pair(typing.NamedTuple):
+    """A configuration passed as a named tuple."""
+
+    width: int
+    scale: float = 1.0
+
+
+class Nested(object):
+    """A container input rebuilt from its fields (as detr's NestedTensor)."""
+
+    def __init__(self, tensors, mask):
+        self.tensors = tensors
+        self.mask = mask
+
+
+class Holder(object):
+    """A plain object whose fields are set after construction."""
+
+    def __init__(self):
+        self.width = 4
+
+
+class Needy(object):
+    """An object whose constructor takes something that is not one of its fields."""
+
+    def __init__(self, spec):
+        self.width = int(spec)
+
+
+class CfgNode(dict):
+    """A configuration read by attribute and by key (as yacs's CfgNode)."""
+
+    def __init__(self, init=None):
+        super().__init__()
+        for k, v in (init or {}).items():
+            self[k] = CfgNode(v) if type(v) is dict else v
+
+    def __getattr__(self, k):
+        try:
+            return self[k]
+        except KeyError:
+            raise AttributeError(k) from None
+
+
+class FromPair(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.fc = nn.Linear(cfg.width, cfg.width)
+        self.scale = cfg.scale
+
+    def forward(self, x):
+        return self.fc(x) * self.scale
+
+
+class FromHolder(nn.Module):
+    def __init__(self, h):
+        super().__init__()
+        self.fc = nn.Linear(h.width, h.extra)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+class FromCfg(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.fc = nn.Linear(cfg.MODEL.WIDTH, cfg["MODEL"]["OUT"])
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+class Masked(nn.Module):
+    def forward(self, nt):
+        return nt.tensors.masked_fill(nt.mask, 0.0)
+
+
 def namespace():
     mod = types.ModuleType("nnrag_candidate")
-    for c in (Config, Model, Wrap):
+    for c in (Config, Model, Wrap, Pair, Nested, Holder, Needy, CfgNode, FromPair, FromHolder, FromCfg, Masked):
         c.__module__ = "nnrag_candidate"
         setattr(mod, c.__name__, c)
     mod.nn = nn
@@ -196,7 +274,11 @@ class RenderTest(unittest.TestCase):
         r = S.Renderer(self.spell)
         for enc in (
             {"$object": ["m", "Thing"], "fields": {}},
-            {"$attrdict": {}},
+            {"$object": ["nnrag_candidate", "Holder"], "fields": {"__class__": 1}},
+            {"$object": ["nnrag_candidate", "Holder"], "fields": {"a\nimport os": 1}},
+            {"$object": ["nnrag_candidate", "Needy"], "fields": {"width": 4}},
+            {"$namedtuple": ["nnrag_candidate", "Pair"], "fields": {"__class__": 1}},
+            {"$attrdict": {"not an identifier": 1}},
             {"$ref": ["nnrag_candidate", "_private"]},
             {"$ref": ["os", "system"]},
             {"$dataclass": ["m", "Config"], "fields": {"a b": 1}},
@@ -218,6 +300,95 @@ class RenderTest(unittest.TestCase):
         lin = nn.Linear(4, 6)
         t = self.text([lin], {"name": Sneaky("w")}, [torch.randn(1, 3, 4)], cls="Wrap")
         S.check_values(t, self.ns, torch, [lin], {"name": Sneaky("w")}, [torch.randn(1, 3, 4)], {})
+
+    def test_named_tuple_argument_by_its_fields(self):
+        t = self.text([Pair(8, 2.0)], {}, [torch.randn(2, 8)], cls="FromPair")
+        self.assertEqual(t, "FromPair(Pair(width=8, scale=2.0))(torch.randn(2, 8))")
+        self.assertEqual(list(S.run_snippet(t, self.ns, torch).shape), [2, 8])
+        S.check_values(t, self.ns, torch, [Pair(8, 2.0)], {}, [torch.randn(2, 8)], {})
+        with self.assertRaises(S.Unrenderable):
+            S.check_values(t, self.ns, torch, [Pair(8, 3.0)], {}, [torch.randn(2, 8)], {})
+
+    def test_container_input_built_by_its_constructor(self):
+        nt = Nested(torch.randn(2, 3), torch.zeros(2, 3, dtype=torch.bool))
+        t = self.text([], {}, [nt], cls="Masked")
+        self.assertEqual(t, "Masked()(Nested(tensors=torch.randn(2, 3), mask=torch.zeros((2, 3), dtype=torch.bool)))")
+        self.assertEqual(list(S.run_snippet(t, self.ns, torch).shape), [2, 3])
+        S.check_values(t, self.ns, torch, [], {}, [nt], {})
+
+    def test_object_built_field_by_field_in_generated_statements(self):
+        h = Holder()
+        h.width, h.extra, h.tag = 4, 6, Sneaky("t")
+        t = self.text([h], {}, [torch.randn(2, 4)], cls="FromHolder")
+        self.assertEqual(
+            t,
+            'value1 = Holder()\nvalue1.width = 4\nvalue1.extra = 6\nvalue1.tag = "t"\nFromHolder(value1)(torch.randn(2, 4))',
+        )
+        self.assertEqual(list(S.run_snippet(t, self.ns, torch).shape), [2, 6])
+        S.check_values(t, self.ns, torch, [h], {}, [torch.randn(2, 4)], {})
+        h2 = Holder()
+        h2.width, h2.extra, h2.tag = 4, 7, "t"
+        with self.assertRaises(S.Unrenderable):
+            S.check_values(t, self.ns, torch, [h2], {}, [torch.randn(2, 4)], {})
+
+    def test_generated_names_avoid_the_module_names(self):
+        h = Holder()
+        h.extra = 5
+        ns = dict(self.ns, value1=1, value2=2)
+        t = S.snippet_text(
+            "FromHolder",
+            S.encode_live([h], torch),
+            {},
+            S.encode_live([torch.randn(1, 4)], torch),
+            {},
+            S.spell_in(ns, torch),
+            taken=ns,
+        )
+        self.assertTrue(t.startswith("value3 = Holder()\n"), t)
+        self.assertEqual(list(S.run_snippet(t, ns, torch).shape), [1, 5])
+        self.assertEqual(ns["value1"], 1)
+
+    def test_attribute_dict_as_its_own_class(self):
+        cfg = CfgNode({"MODEL": {"WIDTH": 4, "OUT": 3}})
+        t = self.text([cfg], {}, [torch.randn(2, 4)], cls="FromCfg")
+        self.assertEqual(t, 'FromCfg(CfgNode({"MODEL": CfgNode({"WIDTH": 4, "OUT": 3})}))(torch.randn(2, 4))')
+        self.assertEqual(list(S.run_snippet(t, self.ns, torch).shape), [2, 3])
+        S.check_values(t, self.ns, torch, [cfg], {}, [torch.randn(2, 4)], {})
+
+    def test_attribute_dict_of_a_class_the_snippet_cannot_name(self):
+        # the harness's own AttrDict (a configuration read from a defaults file): the
+        # items as an argparse.Namespace, which attribute reads accept
+        from nnrag_harness.configs import to_attrdict
+
+        cfg = to_attrdict({"MODEL": {"WIDTH": 4, "OUT": 3}})
+        enc = S.encode_live([cfg], torch)
+        self.assertEqual(enc[0]["class"], ["nnrag_harness.configs", "AttrDict"])
+        t = S.snippet_text("Model", enc, {}, [], {}, self.spell)
+        self.assertEqual(t, "import argparse\nModel(argparse.Namespace(MODEL=argparse.Namespace(WIDTH=4, OUT=3)))()")
+
+    def test_named_tuple_and_object_records_decode_as_before(self):
+        enc = V.encode(Pair(3, 0.5))
+        self.assertEqual(enc, {"$namedtuple": ["nnrag_candidate", "Pair"], "fields": {"width": 3, "scale": 0.5}})
+        resolve = V.module_resolver(self.ns, lambda m: False)
+        self.assertEqual(V.decode(enc, resolve, torch), Pair(3, 0.5))
+
+    def test_check_accepts_only_generated_assignments(self):
+        S.check_snippet("value1 = Holder()\nvalue1.width = 4\nFromHolder(value1)(torch.randn(2, 4))")
+        for bad in (
+            "value1.width = 4\nModel(value1)",
+            "value1 = Holder()\nvalue1.__class__ = Model\nModel(value1)",
+            "value1 = Holder()\nvalue1[0] = 1\nModel(value1)",
+            "value1 = value2 = Holder()\nModel(value1)",
+            "value1 = Holder()\nvalue1.a.b = 1\nModel(value1)",
+            "value1: int = 1\nModel(value1)",
+            "value1 = 1\nvalue1 += 1\nModel(value1)",
+            "__builtins__ = 1\nModel()",
+            "value1 = Holder()\nimport math\nModel(value1)",
+            "value1 = Holder()",
+            "(value1, value2) = (1, 2)\nModel(value1)",
+        ):
+            with self.assertRaises(S.Unrenderable, msg=repr(bad)):
+                S.check_snippet(bad)
 
     def test_check_refuses_anything_but_plain_expressions(self):
         for bad in (

@@ -11,6 +11,12 @@
 # (check_snippet: only Name / Attribute / Call / Constant / containers / keywords / unary
 # minus, `import` of a few standard modules, one statement per line) and finally run in
 # the candidate's process (run_snippet) before it is recorded.
+#
+# A value that is an object rebuilt from its fields (a NamedTuple, a plain class instance
+# such as detr's NestedTensor, an attribute dict such as yacs's CfgNode or addict's Dict)
+# is written as its class called with those fields when the constructor takes them by
+# name; else as generated statements before the expression: `value1 = Class()` then one
+# `value1.field = <value>` per field (the same IR, names the renderer chose), never repr.
 import keyword
 import math
 import re
@@ -113,11 +119,15 @@ class Renderer(object):
     """Turns encoded values (values.encode's JSON) into IR. `spell(module, qualname)`
     gives the IR of a class / function / dtype the snippet names (a name of the module,
     `torch.nn.X`, `functools.partial`) or raises Unrenderable; `imports` collects the
-    standard modules the snippet needs."""
+    standard modules the snippet needs; `stmts` the generated assignments (IR
+    ("assign", target, node)) an object built field by field needs, in order, binding
+    names not in `taken` (the names the snippet's namespace already has)."""
 
-    def __init__(self, spell):
+    def __init__(self, spell, taken=()):
         self.spell = spell
         self.imports = set()
+        self.stmts = []
+        self.taken = set(taken) | {"torch"} | set(IMPORTABLE)
 
     def value(self, enc, depth=0):
         if depth > 10:
@@ -179,7 +189,73 @@ class Renderer(object):
         if "$namespace" in enc:
             self.imports.add("argparse")
             return ("call", dotted("argparse.Namespace"), [], self.keywords(enc.get("fields", {}), depth))
+        if "$namedtuple" in enc:
+            # a named tuple's constructor takes its fields by name (collections.namedtuple,
+            # typing.NamedTuple)
+            return ("call", self.spell(*enc["$namedtuple"]), [], self.keywords(enc.get("fields", {}), depth))
+        if "$object" in enc:
+            return self.obj(enc, depth)
+        if "$attrdict" in enc:
+            return self.attrdict(enc, depth)
         raise Unrenderable("no plain spelling for %s" % sorted(enc)[:1])
+
+    def fresh(self):
+        """A name for a generated variable, unused by the snippet's namespace."""
+        i = 1
+        while "value%d" % i in self.taken:
+            i += 1
+        self.taken.add("value%d" % i)
+        return "value%d" % i
+
+    def obj(self, enc, depth):
+        """A plain object rebuilt from its recorded fields: `Class(field=...)` when the
+        constructor takes every field by name and needs no other argument (the usual
+        container, `self.x = x`), else `valueN = Class()` (a constructor that needs no
+        argument) and one attribute assignment per field, as generated statements."""
+        cls_node = self.spell(*enc["$object"])
+        fields = enc.get("fields") or {}
+        if not isinstance(fields, dict):
+            raise Unrenderable("object fields")
+        cls = lookup_of(self.spell)(*enc["$object"])
+        params = init_params(cls)
+        if params is None:
+            raise Unrenderable("no signature for %s" % ident(enc["$object"][1].split(".")[-1]))
+        named = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+        required = {p.name for p in params if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+        if set(fields) <= named and required <= set(fields):
+            return ("call", cls_node, [], self.keywords(fields, depth))
+        if required:
+            raise Unrenderable("the constructor of %s does not take its fields" % render(cls_node))
+        values = [(ident(k), self.value(x, depth + 1)) for k, x in fields.items()]
+        var = self.fresh()
+        self.stmts.append(("assign", ("name", var), ("call", cls_node, [], [])))
+        for k, node in values:
+            self.stmts.append(("assign", ("attr", ("name", var), k), node))
+        return ("name", var)
+
+    def attrdict(self, enc, depth):
+        """A configuration read by attribute and by key (a dict subclass such as yacs's
+        CfgNode, addict's Dict, easydict): its own class called with a dict of its items
+        (dict's constructor convention, which these classes keep) when the snippet can
+        name that class; else, keys being identifiers, an argparse.Namespace of them
+        (attribute reads only: the run of the snippet says whether that is enough)."""
+        items = enc["$attrdict"]
+        if not isinstance(items, dict):
+            raise Unrenderable("attribute dict items")
+        ref = enc.get("class")
+        cls_node = None
+        if isinstance(ref, list) and len(ref) == 2:
+            try:
+                cls = lookup_of(self.spell)(*ref)
+                if isinstance(cls, type) and issubclass(cls, dict):
+                    cls_node = self.spell(*ref)
+            except Unrenderable:
+                cls_node = None
+        if cls_node is not None:
+            d = ("dict", [(const(str.__str__(k)), self.value(x, depth + 1)) for k, x in items.items()])
+            return ("call", cls_node, [d], [])
+        self.imports.add("argparse")
+        return ("call", dotted("argparse.Namespace"), [], self.keywords(items, depth))
 
     def keywords(self, kw, depth):
         return [(ident(k), self.value(x, depth + 1)) for k, x in kw.items()]
@@ -224,6 +300,27 @@ class Renderer(object):
         )
 
 
+def lookup_of(spell):
+    """The object a spelling stands for (spell_in's `lookup`), else a lookup that fails."""
+
+    def none(module, qualname):
+        raise Unrenderable("%s.%s cannot be looked up" % (module, qualname))
+
+    return getattr(spell, "lookup", None) or none
+
+
+def init_params(cls):
+    """The parameters of a class's constructor after self, or None."""
+    import inspect
+
+    if not isinstance(cls, type):
+        return None
+    try:
+        return list(inspect.signature(cls).parameters.values())
+    except (TypeError, ValueError):
+        return None
+
+
 def nested(vals, shape, as_bool):
     """The flat values as nested lists of `shape` (row-major, as torch.tensor reads them)."""
     vals = [const(bool(v) if as_bool else int(v)) for v in vals]
@@ -241,16 +338,21 @@ def nested(vals, shape, as_bool):
     return build(0, shape)
 
 
-def snippet_text(cls_name, args_enc, kwargs_enc, in_args_enc, in_kwargs_enc, spell, eval_mode=False):
-    """The snippet's text: `import` lines the values need, then one expression
+def snippet_text(cls_name, args_enc, kwargs_enc, in_args_enc, in_kwargs_enc, spell, eval_mode=False, taken=()):
+    """The snippet's text: `import` lines the values need, the generated assignments of
+    objects built field by field (names not in `taken`), then one expression
     `Block(args)(inputs)` (`Block(args).eval()(inputs)` when `eval_mode`). Raises
     Unrenderable."""
-    r = Renderer(spell)
+    r = Renderer(spell, taken)
     ctor = ("call", ("name", ident(cls_name)), [r.value(a) for a in args_enc], r.keywords(kwargs_enc, 0))
     if eval_mode:
         ctor = ("call", ("attr", ctor, "eval"), [], [])
     call = ("call", ctor, [r.value(a) for a in in_args_enc], r.keywords(in_kwargs_enc, 0))
-    lines = ["import %s" % m for m in sorted(r.imports)] + [render(call)]
+    lines = (
+        ["import %s" % m for m in sorted(r.imports)]
+        + ["%s = %s" % (render(target), render(node)) for _, target, node in r.stmts]
+        + [render(call)]
+    )
     text = "\n".join(lines)
     if len(text) > MAX_LEN:
         raise Unrenderable("longer than %d characters" % MAX_LEN)
@@ -262,10 +364,12 @@ def snippet_text(cls_name, args_enc, kwargs_enc, in_args_enc, in_kwargs_enc, spe
 
 
 def check_snippet(text):
-    """Raise Unrenderable unless `text` is printable ASCII, one statement per line, each
-    an `import` of IMPORTABLE or an expression made only of names, attributes (no
-    dunder), calls, keywords, constants (numbers, strings, None, True, False), lists,
-    tuples, dicts and unary minus on a number (Language Reference 6, Expressions)."""
+    """Raise Unrenderable unless `text` is printable ASCII, one statement per line: `import`
+    lines of IMPORTABLE, then assignments (Language Reference 7.2) to a plain name or to
+    an attribute (no dunder) of a name an earlier line assigned, then one expression;
+    every value made only of names, attributes (no dunder), calls, keywords, constants
+    (numbers, strings, None, True, False), lists, tuples, dicts and unary minus on a
+    number (Language Reference 6, Expressions)."""
     import ast
 
     if not isinstance(text, str) or any(not (0x20 <= ord(c) < 0x7F or c == "\n") for c in text):
@@ -277,12 +381,28 @@ def check_snippet(text):
     lines = text.split("\n")
     if len(tree.body) != len(lines) or not tree.body:
         raise Unrenderable("one statement per line")
+    assigned = set()
     for i, st in enumerate(tree.body):
         if st.lineno != i + 1 or getattr(st, "end_lineno", i + 1) != i + 1:
             raise Unrenderable("one statement per line")
         if isinstance(st, ast.Import):
-            if any(a.name not in IMPORTABLE or a.asname for a in st.names):
+            if assigned or any(a.name not in IMPORTABLE or a.asname for a in st.names):
                 raise Unrenderable("import of %s" % ",".join(a.name for a in st.names))
+            continue
+        if isinstance(st, ast.Assign) and i != len(tree.body) - 1:
+            if len(st.targets) != 1:
+                raise Unrenderable("one target per assignment")
+            t = st.targets[0]
+            _check_expr(st.value)
+            if isinstance(t, ast.Name) and not t.id.startswith("__"):
+                assigned.add(t.id)
+            elif not (
+                isinstance(t, ast.Attribute)
+                and not t.attr.startswith("__")
+                and isinstance(t.value, ast.Name)
+                and t.value.id in assigned
+            ):
+                raise Unrenderable("assignment target")
             continue
         if not isinstance(st, ast.Expr) or i != len(tree.body) - 1:
             raise Unrenderable("not an expression statement")
@@ -386,6 +506,28 @@ def spell_in(namespace, torch):
             return dotted(module + "." + parts[0])
         raise Unrenderable("%s.%s is not a name of the module" % (module, qualname))
 
+    def lookup(module, qualname):
+        """The object spell(module, qualname) names (a class whose constructor decides
+        how an object of it is written)."""
+        node = spell(module, qualname)
+        g = dict(namespace)
+        g["torch"] = torch
+        obj = None
+        path = []
+        while node[0] == "attr":
+            path.append(node[2])
+            node = node[1]
+        if node[0] != "name":
+            raise Unrenderable("bad reference")
+        if node[1] in g:
+            obj = g[node[1]]
+        else:
+            obj = importlib.import_module(node[1])
+        for p in reversed(path):
+            obj = getattr(obj, p)
+        return obj
+
+    spell.lookup = lookup
     return spell
 
 
@@ -518,8 +660,12 @@ def same_value(a, b, torch, depth=0):
         return type(a) is type(b) and (a == b or (a != a and b != b))
     if type(b) in (list, tuple):
         return type(a) is type(b) and len(a) == len(b) and all(same_value(x, y, torch, depth + 1) for x, y in zip(a, b))
-    if type(b) is dict:
-        return type(a) is dict and list(a) == list(b) and all(same_value(a[k], b[k], torch, depth + 1) for k in b)
+    if isinstance(b, dict):
+        # a dict, or an attribute dict (CfgNode, addict's Dict) rebuilt as its class
+        return type(a) is type(b) and list(a) == list(b) and all(same_value(a[k], b[k], torch, depth + 1) for k in b)
+    if isinstance(b, tuple) and isinstance(getattr(type(b), "_fields", None), tuple):
+        # a named tuple: the same class, field by field
+        return type(a) is type(b) and all(same_value(x, y, torch, depth + 1) for x, y in zip(a, b))
     import dataclasses
     import functools
 
@@ -536,4 +682,14 @@ def same_value(a, b, torch, depth=0):
         )
     if isinstance(b, type) or callable(b):
         return a is b
+    d = getattr(b, "__dict__", None)
+    if isinstance(d, dict) and type(b).__eq__ is object.__eq__:
+        # a plain object rebuilt from its fields (values.encode's $object): field by field
+        da = getattr(a, "__dict__", None)
+        return (
+            type(a) is type(b)
+            and isinstance(da, dict)
+            and sorted(da) == sorted(d)
+            and all(same_value(da[k], d[k], torch, depth + 1) for k in d)
+        )
     return type(a) is type(b) and a == b

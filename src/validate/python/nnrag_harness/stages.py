@@ -573,7 +573,9 @@ class Stages:
                 for eval_mode in (False, True):
                     if eval_mode and not 2 * cost + 1.0 < self._deadline - _monotonic():
                         break
-                    text = S.snippet_text(self.req["className"], a_enc, kw_enc, i_enc, ikw_enc, spell, eval_mode)
+                    text = S.snippet_text(
+                        self.req["className"], a_enc, kw_enc, i_enc, ikw_enc, spell, eval_mode, taken=ns
+                    )
                     try:
                         S.run_snippet(text, ns, torch)
                         d["usage"], d["usageCheck"] = text, "ran"
@@ -583,7 +585,7 @@ class Stages:
                 if "usage" not in d:
                     d["usageSkipped"] = why
             elif self._deadline - _monotonic() > 1.0:
-                text = S.snippet_text(self.req["className"], a_enc, kw_enc, i_enc, ikw_enc, spell)
+                text = S.snippet_text(self.req["className"], a_enc, kw_enc, i_enc, ikw_enc, spell, taken=ns)
                 S.check_values(text, ns, torch, list(args), dict(kwargs), list(inputs), dict(fwd_kwargs or {}))
                 d["usage"], d["usageCheck"] = text, "values"
             else:

@@ -54,6 +54,14 @@ def encode(v, modules=None, depth=0):
         return {"$enum": _ref(type(v)), "name": v.name}
     if type(v) is tuple:
         return {"$tuple": [encode(x, modules, depth + 1) for x in v[:MAX_ITEMS]]}
+    if isinstance(v, tuple) and _named_fields(v) is not None:
+        # a named tuple (collections.namedtuple, typing.NamedTuple): its class and fields
+        if "<locals>" in type(v).__qualname__:
+            raise Unencodable("local named tuple")
+        return {
+            "$namedtuple": _ref(type(v)),
+            "fields": {k: encode(x, modules, depth + 1) for k, x in zip(_named_fields(v), v)},
+        }
     if type(v) is list:
         if len(v) > MAX_ITEMS:
             raise Unencodable("long list")
@@ -81,8 +89,9 @@ def encode(v, modules=None, depth=0):
         and all(isinstance(k, str) for k in v)
         and len(v) <= MAX_ITEMS
     ):
-        # a configuration read by attribute and key (yacs CfgNode, easydict, configs.AttrDict)
-        return {"$attrdict": {k: encode(x, modules, depth + 1) for k, x in v.items()}}
+        # a configuration read by attribute and key (yacs CfgNode, easydict, configs.AttrDict),
+        # with its class (a usage snippet builds it again from its items)
+        return {"$attrdict": {k: encode(x, modules, depth + 1) for k, x in v.items()}, "class": _ref(type(v))}
     if isinstance(v, torch.Tensor):
         return encode_tensor(v, torch)
     if isinstance(v, torch.dtype):
@@ -130,6 +139,14 @@ def encode(v, modules=None, depth=0):
             "fields": {k: encode(x, modules, depth + 1) for k, x in d.items() if isinstance(k, str)},
         }
     raise Unencodable(type(v).__name__)
+
+
+def _named_fields(v):
+    """A named tuple's field names (its class's `_fields`, collections.namedtuple), or None."""
+    f = getattr(type(v), "_fields", None)
+    if isinstance(f, tuple) and len(f) == len(v) and all(type(n) is str for n in f):
+        return f
+    return None
 
 
 def encode_tensor(t, torch):
@@ -189,6 +206,9 @@ def decode(enc, resolve, torch, gen=None, depth=0):
         return {k: decode(x, resolve, torch, gen, depth + 1) for k, x in enc["$dict"].items()}
     if "$items" in enc:
         return {k: x for k, x in enc["$items"]}
+    if "$namedtuple" in enc:
+        cls = resolve(*enc["$namedtuple"])
+        return cls(**{k: decode(x, resolve, torch, gen, depth + 1) for k, x in enc["fields"].items()})
     if "$attrdict" in enc:
         return AttrDict((k, decode(x, resolve, torch, gen, depth + 1)) for k, x in enc["$attrdict"].items())
     if "$tensor" in enc:

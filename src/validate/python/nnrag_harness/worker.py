@@ -397,6 +397,7 @@ class Worker:
             "ms": round(elapsed, 3),
         }
         current = None
+        ended = set()
         done = False
         equivalence = None
         original_ms = None  # the original's import and build, when equivalence got that far
@@ -407,6 +408,7 @@ class Worker:
                 current = ev["stage"]
             elif k == "end" and ev.get("stage") in stages:
                 st = ev["stage"]
+                ended.add(st)
                 stages[st] = ev.get("status", "fail")
                 if "ms" in ev:
                     timings[st] = ev["ms"]
@@ -458,9 +460,16 @@ class Worker:
                 equivalence["originalMs"] = original_ms
             res["equivalence"] = equivalence
         if not done and res["stage"] is None:
-            # the child did not finish: attribute the ending to the running stage
-            st = current or next((s for s in _stages.STAGES if stages[s] == "skip"), "import")
-            stages[st] = "fail"
+            # the child did not finish: attribute the ending to the running stage, else
+            # to the first stage after the last one reported. A stage whose report line
+            # was lost (a candidate can corrupt the pipe) is never failed beside later
+            # stages that ran; None when every stage reported and only "done" is missing
+            # (then the record is not ok: nothing says the block finished)
+            reported = [i for i, s in enumerate(_stages.STAGES) if s in ended]
+            after = max(reported) + 1 if reported else 0
+            st = current or (_stages.STAGES[after] if after < len(_stages.STAGES) else None)
+            if st is not None:
+                stages[st] = "fail"
             res["stage"] = st
             if timed_out:
                 res["category"] = "timeout"
@@ -486,7 +495,10 @@ class Worker:
             else:
                 code = os.WEXITSTATUS(status) if status is not None and os.WIFEXITED(status) else None
                 res["category"] = "crash"
-                res["error"] = "process exited with status %s during %s" % (code, st)
+                res["error"] = "process exited with status %s %s" % (
+                    code,
+                    "during %s" % st if st else "after the last stage, before its end",
+                )
             if out_tail:
                 res["output"] = out_tail
             if st == "equivalence" and res["category"] == "timeout":

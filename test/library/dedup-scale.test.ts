@@ -1,0 +1,258 @@
+// dedup() on libraries of many copies (forks, vendored code): the clusters equal those of
+// exhaustive LSH banding (every candidate pair of every band verified, the algorithm dedup
+// used before buckets were bounded), written out here independently from the public
+// signatures, both below the bounded-bucket size (every pair verified) and above it (big
+// buckets verified against witnesses).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { bandKey, chooseBands, jaccard, mix32 } from '../../src/library/minhash.js';
+import {
+  computeSignature,
+  dedup,
+  EXHAUSTIVE_BUCKET,
+  MINHASH_K,
+  NEAR_THRESHOLD,
+  STRUCTURAL_THRESHOLD,
+  type BlockSignature,
+  type DedupInput,
+} from '../../src/library/dedup.js';
+import { rng } from '../../bench/dedup.js';
+
+const SOURCES: { name: string; text: string }[] = [
+  {
+    name: 'Mlp',
+    text: `import torch
+from torch import nn
+
+
+class Mlp(nn.Module):
+    """Two linear layers with an activation between them."""
+
+    def __init__(self, in_features, hidden_features=None, out_features=None, drop=0.0):
+        super().__init__()
+        out_features = out_features or in_features
+        hidden_features = hidden_features or in_features
+        self.fc1 = nn.Linear(in_features, hidden_features)
+        self.act = nn.GELU()
+        self.fc2 = nn.Linear(hidden_features, out_features)
+        self.drop = nn.Dropout(drop)
+        self.scale = 4
+
+    def forward(self, x):
+        x = self.fc1(x)
+        x = self.act(x)
+        x = self.drop(x)
+        x = self.fc2(x)
+        x = self.drop(x)
+        return x
+`,
+  },
+  {
+    // small: renamed copies of it are below the near threshold to each other (the class
+    // name is a large share of its shingles), structural duplicates of it all the same
+    name: 'Scale',
+    text: `import torch
+from torch import nn
+
+
+class Scale(nn.Module):
+    def __init__(self, dim, init=1):
+        super(Scale, self).__init__()
+        self.weight = nn.Parameter(torch.ones(dim) * init)
+
+    def forward(self, x):
+        return x * self.weight
+`,
+  },
+  {
+    name: 'Attention',
+    text: `import torch
+from torch import nn
+
+
+class Attention(nn.Module):
+    def __init__(self, dim, num_heads=8, qkv_bias=False, attn_drop=0.0, proj_drop=0.0):
+        super().__init__()
+        self.num_heads = num_heads
+        head_dim = dim // num_heads
+        self.scale = head_dim ** -0.5
+        self.qkv = nn.Linear(dim, dim * 3, bias=qkv_bias)
+        self.attn_drop = nn.Dropout(attn_drop)
+        self.proj = nn.Linear(dim, dim)
+        self.proj_drop = nn.Dropout(proj_drop)
+
+    def forward(self, x):
+        B, N, C = x.shape
+        qkv = self.qkv(x).reshape(B, N, 3, self.num_heads, C // self.num_heads).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv.unbind(0)
+        attn = (q @ k.transpose(-2, -1)) * self.scale
+        attn = attn.softmax(dim=-1)
+        attn = self.attn_drop(attn)
+        x = (attn @ v).transpose(1, 2).reshape(B, N, C)
+        x = self.proj(x)
+        x = self.proj_drop(x)
+        return x
+`,
+  },
+  {
+    name: 'ConvBnAct',
+    text: `import torch
+from torch import nn
+
+
+class ConvBnAct(nn.Module):
+    def __init__(self, c1, c2, k=3, s=1, p=1, g=1):
+        super().__init__()
+        self.conv = nn.Conv2d(c1, c2, k, s, p, groups=g, bias=False)
+        self.bn = nn.BatchNorm2d(c2)
+        self.act = nn.SiLU()
+
+    def forward(self, x):
+        return self.act(self.bn(self.conv(x)))
+`,
+  },
+];
+
+/** Copy i: source i mod 4 with its class renamed, and for some copies an integer literal
+ *  changed, a statement or a comment added (as bench/scale.ts edits real blocks). */
+function library(copies: number): DedupInput[] {
+  const out: DedupInput[] = [];
+  for (let i = 0; i < copies * SOURCES.length; i++) {
+    const s = SOURCES[i % SOURCES.length];
+    const r = rng(i * 2654435761 + 1);
+    let text = s.text.replace(new RegExp(`\\b${s.name}\\b`, 'g'), `${s.name}_c${i}`);
+    const u = r();
+    if (u < 0.25) {
+      let seen = 0;
+      const target = Math.floor(r() * 6);
+      text = text.replace(/\b(\d{1,4})\b/g, (m) => (seen++ === target ? String(Number(m) * 2 + 1) : m));
+    } else if (u < 0.45) {
+      text = text.replace(/\n(\s+)return /, (m, ind: string) => `\n${ind}_ = None${m}`);
+    } else if (u < 0.6) {
+      text = `# vendored copy ${i}\n${text}`;
+    }
+    out.push({ id: `r${i % 13}:m${i}.${s.name}_c${i}`, repo: `r${i % 13}`, text, parseable: true });
+  }
+  return out;
+}
+
+class UF {
+  p: Int32Array;
+  constructor(n: number) {
+    this.p = Int32Array.from({ length: n }, (_, i) => i);
+  }
+  find(x: number): number {
+    while (this.p[x] !== x) x = this.p[x] = this.p[this.p[x]];
+    return x;
+  }
+  union(a: number, b: number): void {
+    const ra = this.find(a);
+    const rb = this.find(b);
+    if (ra !== rb) this.p[Math.max(ra, rb)] = Math.min(ra, rb);
+  }
+}
+
+/** Exhaustive banding: every pair of blocks that share a band key (mixed with the integer
+ *  literals) in some band is verified by exact Jaccard; clusters are the connected
+ *  components, of kind exact / near / structural as dedup defines them. */
+function reference(blocks: DedupInput[]): string[] {
+  const sigs: BlockSignature[] = blocks.map((b) => computeSignature(b.text));
+  const n = blocks.length;
+  const nearUF = new UF(n);
+  const allUF = new UF(n);
+  const pass = (
+    sig: (s: BlockSignature) => Uint32Array,
+    set: (s: BlockSignature) => Uint32Array,
+    thr: number,
+    uf: UF,
+    onLink: (a: number, b: number) => void,
+  ) => {
+    const bands = chooseBands(MINHASH_K, thr);
+    for (let band = 0; band < bands.b; band++) {
+      const buckets = new Map<number, number[]>();
+      for (let i = 0; i < n; i++) {
+        const k = mix32(bandKey(sig(sigs[i]), band, bands.r) ^ sigs[i].ints);
+        const m = buckets.get(k);
+        if (m) m.push(i);
+        else buckets.set(k, [i]);
+      }
+      for (const m of buckets.values())
+        for (let x = 0; x < m.length; x++)
+          for (let y = x + 1; y < m.length; y++) {
+            const a = sigs[m[x]];
+            const b = sigs[m[y]];
+            // a pair already connected cannot change the components
+            if (uf.find(m[x]) === uf.find(m[y])) continue;
+            if (a.ints === b.ints && jaccard(set(a), set(b)) >= thr) onLink(m[x], m[y]);
+          }
+    }
+  };
+  const firstOf = new Map<string, number>();
+  for (let i = 0; i < n; i++) {
+    const f = firstOf.get(sigs[i].exact);
+    if (f === undefined) firstOf.set(sigs[i].exact, i);
+    else {
+      nearUF.union(f, i);
+      allUF.union(f, i);
+    }
+  }
+  pass(
+    (s) => s.nearSig!,
+    (s) => s.nearShingles,
+    NEAR_THRESHOLD,
+    nearUF,
+    (a, b) => {
+      nearUF.union(a, b);
+      allUF.union(a, b);
+    },
+  );
+  pass(
+    (s) => s.structuralSig!,
+    (s) => s.structuralShingles,
+    STRUCTURAL_THRESHOLD,
+    allUF,
+    (a, b) => allUF.union(a, b),
+  );
+  const comps = new Map<number, number[]>();
+  for (let i = 0; i < n; i++) {
+    const c = comps.get(allUF.find(i));
+    if (c) c.push(i);
+    else comps.set(allUF.find(i), [i]);
+  }
+  return [...comps.values()]
+    .filter((m) => m.length > 1)
+    .map((m) => {
+      const kind = m.every((i) => sigs[i].exact === sigs[m[0]].exact)
+        ? 'exact'
+        : m.every((i) => nearUF.find(i) === nearUF.find(m[0]))
+          ? 'near'
+          : 'structural';
+      return `${kind} ${m
+        .map((i) => blocks[i].id)
+        .sort()
+        .join(' ')}`;
+    })
+    .sort();
+}
+
+const asText = (clusters: { kind: string; members: string[] }[]) =>
+  clusters.map((c) => `${c.kind} ${[...c.members].sort().join(' ')}`).sort();
+
+test('copies below the bounded-bucket size: every pair verified, clusters equal exhaustive banding', async () => {
+  const blocks = library(Math.floor(EXHAUSTIVE_BUCKET / 2));
+  const res = await dedup(blocks, { threads: 0 });
+  assert.equal(res.boundedBuckets, 0);
+  const ref = reference(blocks);
+  // the library is not trivial: several clusters, of more than one kind, and singletons
+  assert.ok(ref.length > 4, `${ref.length} clusters`);
+  assert.ok(new Set(ref.map((c) => c.split(' ')[0])).size > 1);
+  assert.deepEqual(asText(res.clusters), ref);
+});
+
+test('thousands of copies of a block: buckets bounded, clusters still equal exhaustive banding', async () => {
+  const blocks = library(700);
+  const res = await dedup(blocks, { threads: 0 });
+  assert.ok(res.boundedBuckets > 0, 'the bounded path was taken');
+  assert.ok(res.largestBoundedBucket > EXHAUSTIVE_BUCKET);
+  assert.deepEqual(asText(res.clusters), reference(blocks));
+});
