@@ -506,6 +506,9 @@ class State {
           b = same ?? this.defBinding(t.module, t.name, runtime);
           // `del name` at module level is part of the name's binding history
           for (const i of this.corpus.deletersOf(t.module, t.name)) this.node(t.module, i);
+          // and a module-level statement that mutates it in place (`R.register_module(…)`)
+          // is part of its state at import (§7.1): a copy that reads it sees it
+          for (const i of this.corpus.mutatorsOf(t.module, t.name)) this.node(t.module, i);
           for (const i of t.stmts) {
             const dep = this.node(t.module, i);
             if (eager && dep !== from) {
@@ -617,6 +620,13 @@ class State {
       line: lineOf(ref.start),
       soft: ref.soft,
     });
+    // the reading module's own module-level mutations of the name it imported
+    // (`from mmengine.registry import MODELS`, then `MODELS.register_module('BN', …)`)
+    // run when that module is imported (§7.1): copied with the read, which observes them
+    // (the name itself denotes the copied definition: not a module whose attribute does,
+    // nor an object imported from an installed package, whose own module runs its calls)
+    if (consumed === 0 && b?.kind === 'def')
+      for (const i of this.corpus.mutatorsOf(n.mod, ref.name)) this.node(n.mod, i);
     if (!b) return;
     this.uses.push({
       node: n,

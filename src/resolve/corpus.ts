@@ -288,6 +288,34 @@ export class Corpus {
     return map.get(name) ?? [];
   }
 
+  private readonly mutators = new Map<CorpusModule, Map<string, number[]>>();
+
+  /** Statement indexes of `mod` that mutate the module-level name in place without
+   *  binding it: an expression statement that begins with the name followed by `.` or
+   *  `[` (`R.register_module('BN', module=nn.BatchNorm2d)`, `R[k] = v`, `R.attr = v`,
+   *  `R.update(...)`). Expression statements run in order at import (Language Reference
+   *  §7.1), so they are part of the state the binding has once its module is imported. */
+  mutatorsOf(mod: CorpusModule, name: string): number[] {
+    let map = this.mutators.get(mod);
+    if (!map) {
+      map = new Map();
+      const src = mod.facts.statements.some((st) => st.kind === 'expression_statement') ? this.source(mod) : '';
+      mod.facts.statements.forEach((st, i) => {
+        if (st.kind !== 'expression_statement' || st.binds.length || st.deletes?.length) return;
+        let first: (typeof st.refs)[number] | undefined;
+        for (const r of st.refs) if (!first || r.start < first.start) first = r;
+        if (!first || first.start !== st.start || first.soft) return;
+        const next = src[first.end];
+        if (next !== '.' && next !== '[') return;
+        const l = map!.get(first.name);
+        if (l) l.push(i);
+        else map!.set(first.name, [i]);
+      });
+      this.mutators.set(mod, map);
+    }
+    return map.get(name) ?? [];
+  }
+
   /** Absolute path of a module's file. */
   filePath(mod: CorpusModule): string {
     const repo = this.repos.get(mod.repo);
