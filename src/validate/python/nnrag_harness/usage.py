@@ -216,6 +216,33 @@ def _callee(f, g, owner):
     return (None, False)
 
 
+def _init_parameters(cls):
+    """(__init__'s syntax node, its parameter names, {self attribute: parameter} for each
+    `self.x = p` in it), or (None, set(), {}) when its source cannot be read."""
+    fn, node = _function_node(getattr(cls, "__init__", None))
+    if node is None:
+        return None, set(), {}
+    positional, keyword_only = _params(node)
+    params = set(positional + keyword_only) - {"self", "cls"}
+    stored = {}
+    for n in ast.walk(node):
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Name) and n.value.id in params:
+            for t in n.targets:
+                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                    stored[t.attr] = n.value.id
+    return node, params, stored
+
+
+def _other_method_nodes(cls):
+    """Every syntax node of the class's own methods other than __init__."""
+    for name, member in vars(cls).items():
+        if name == "__init__" or not isinstance(member, types.FunctionType):
+            continue
+        _, m = _function_node(member)
+        if m is not None:
+            yield from ast.walk(m)
+
+
 def called_params(cls):
     """{parameter: "factory" | "callable"} for the constructor parameters of `cls` that its
     code calls: called in __init__, directly or through the attribute it is stored in
@@ -223,18 +250,10 @@ def called_params(cls):
     self and called in another method (`self.fn = fn` … `self.fn(x)`: something called on
     the inputs — a function, a module instance). A number or a string there fails with
     "'int' object is not callable"; the guess source uses this to give a callable."""
-    fn, node = _function_node(getattr(cls, "__init__", None))
+    node, params, stored = _init_parameters(cls)
     if node is None:
         return {}
-    positional, keyword_only = _params(node)
-    params = set(positional + keyword_only) - {"self", "cls"}
     out = {}
-    stored = {}  # attribute of self -> the parameter assigned to it
-    for n in ast.walk(node):
-        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Name) and n.value.id in params:
-            for t in n.targets:
-                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
-                    stored[t.attr] = n.value.id
     for n in ast.walk(node):
         if not isinstance(n, ast.Call):
             continue
@@ -246,21 +265,15 @@ def called_params(cls):
         ):
             out.setdefault(stored[f.attr], "factory")
     if stored:
-        for name, member in vars(cls).items():
-            if name == "__init__" or not isinstance(member, types.FunctionType):
-                continue
-            _, m = _function_node(member)
-            if m is None:
-                continue
-            for n in ast.walk(m):
-                if (
-                    isinstance(n, ast.Call)
-                    and isinstance(n.func, ast.Attribute)
-                    and isinstance(n.func.value, ast.Name)
-                    and n.func.value.id == "self"
-                    and n.func.attr in stored
-                ):
-                    out.setdefault(stored[n.func.attr], "callable")
+        for n in _other_method_nodes(cls):
+            if (
+                isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Attribute)
+                and isinstance(n.func.value, ast.Name)
+                and n.func.value.id == "self"
+                and n.func.attr in stored
+            ):
+                out.setdefault(stored[n.func.attr], "callable")
     return out
 
 
@@ -298,35 +311,22 @@ def attribute_reads(cls):
     in the class's other methods when __init__ stored the parameter as `self.x = p`. A
     call's method name counts too (`net.parameters()`); the caller drops what every
     nn.Module has."""
-    fn, node = _function_node(getattr(cls, "__init__", None))
+    node, params, stored = _init_parameters(cls)
     if node is None:
         return {}
-    positional, keyword_only = _params(node)
-    params = set(positional + keyword_only) - {"self", "cls"}
     out = {}
-    stored = {}  # attribute of self -> the parameter assigned to it
     for n in ast.walk(node):
-        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Name) and n.value.id in params:
-            for t in n.targets:
-                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
-                    stored[t.attr] = n.value.id
         if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in params:
             out.setdefault(n.value.id, set()).add(n.attr)
     if stored:
-        for name, member in vars(cls).items():
-            if name == "__init__" or not isinstance(member, types.FunctionType):
-                continue
-            _, m = _function_node(member)
-            if m is None:
-                continue
-            for n in ast.walk(m):
-                # `self.net.attn_layers`: an Attribute whose value is `self.<stored>`
-                v = n.value if isinstance(n, ast.Attribute) else None
-                if (
-                    isinstance(v, ast.Attribute)
-                    and isinstance(v.value, ast.Name)
-                    and v.value.id == "self"
-                    and v.attr in stored
-                ):
-                    out.setdefault(stored[v.attr], set()).add(n.attr)
+        for n in _other_method_nodes(cls):
+            # `self.net.attn_layers`: an Attribute whose value is `self.<stored>`
+            v = n.value if isinstance(n, ast.Attribute) else None
+            if (
+                isinstance(v, ast.Attribute)
+                and isinstance(v.value, ast.Name)
+                and v.value.id == "self"
+                and v.attr in stored
+            ):
+                out.setdefault(stored[v.attr], set()).add(n.attr)
     return out
