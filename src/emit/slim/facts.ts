@@ -279,6 +279,27 @@ function lookup(n: Node, fnDepth: number, out: ModFacts): void {
   out.lookups.push({ pos: obj.startIndex, obj: toExpr(obj), key: key ? toExpr(key) : TOP_E, direct: fnDepth === 1 });
 }
 
+/** The facts of a function before its body is read: where it is, its parameters, and
+ *  empty lists and maps for what the body adds. */
+export function newFnFacts(
+  at: Pick<FnFacts, 'stmt' | 'cls' | 'name' | 'start' | 'end' | 'bodyStart' | 'params' | 'bound'>,
+): FnFacts {
+  return {
+    ...at,
+    assigns: new Map(),
+    loops: [],
+    ifs: [],
+    conds: [],
+    calls: [],
+    selfAssigns: [],
+    returns: [],
+    fallsOff: true,
+    kwAdds: [],
+    mutated: new Map(),
+    confined: new Map(),
+  };
+}
+
 /** The parameters of function definition `def`, in order, with their kinds (Language
  *  Reference 8.7: `*args` and a bare `*` start the keyword-only ones, `/` ends the
  *  positional-only ones) and default expressions. */
@@ -321,7 +342,7 @@ function fnFacts(
   const params = paramsOf(def);
   const staticm = decorators.some((d) => /staticmethod/.test(d));
   const body = def.childForFieldName('body');
-  const f: FnFacts = {
+  const f = newFnFacts({
     stmt,
     cls,
     name,
@@ -330,18 +351,7 @@ function fnFacts(
     bodyStart: body?.startIndex ?? def.endIndex,
     params,
     bound: !!cls && !staticm,
-    assigns: new Map(),
-    loops: [],
-    ifs: [],
-    conds: [],
-    calls: [],
-    selfAssigns: [],
-    returns: [],
-    fallsOff: true,
-    kwAdds: [],
-    mutated: new Map(),
-    confined: new Map(),
-  };
+  });
   const mutate = (name: string, pos: number) => {
     const l = f.mutated.get(name);
     if (l) l.push(pos);

@@ -9,7 +9,7 @@ import type { CorpusModule } from '../../resolve/corpus.js';
 import { stmtKey, type SlimAnalysis } from './analysis.js';
 import type { Vals } from './atoms.js';
 import type { Expr } from './expr.js';
-import type { FnFacts, ModFacts } from './facts.js';
+import { newFnFacts, type FnFacts, type ModFacts } from './facts.js';
 
 /** A copied function or method. */
 export interface FnRef {
@@ -24,27 +24,7 @@ export const fnKey = (r: FnRef) => `${r.mod.repo}:${r.mod.name}:${r.fn.cls ?? ''
 export function moduleFn(mod: CorpusModule, pos: number): FnRef {
   return {
     mod,
-    fn: {
-      stmt: -1,
-      cls: null,
-      name: '',
-      start: pos,
-      end: pos,
-      bodyStart: pos,
-      params: [],
-      bound: false,
-      assigns: new Map(),
-      loops: [],
-      ifs: [],
-      conds: [],
-      calls: [],
-      selfAssigns: [],
-      returns: [],
-      fallsOff: true,
-      kwAdds: [],
-      mutated: new Map(),
-      confined: new Map(),
-    },
+    fn: newFnFacts({ stmt: -1, cls: null, name: '', start: pos, end: pos, bodyStart: pos, params: [], bound: false }),
   };
 }
 
