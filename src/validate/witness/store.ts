@@ -226,22 +226,38 @@ export function providersOf(
   maxChars = 4000,
   maxCount = MAX_PROVIDERS,
 ): Record<string, Witness> {
+  const out: Record<string, Witness> = {};
+  if (!result) return out;
+  const chosen = providerOrder(result, maxChars)
+    .filter((p) => p.id !== classId)
+    .slice(0, maxCount);
+  for (const p of chosen.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))) out[p.id] = p.w;
+  return out;
+}
+
+/** The provider candidates of a harvest in the order they are chosen (the classes whose
+ *  forward ran first, then the smallest, as the harness orders them): computed once per
+ *  harvest and size limit, not for every block that asks. */
+const providerOrders = new WeakMap<HarvestResult, Map<number, { id: string; w: Witness }[]>>();
+function providerOrder(result: HarvestResult, maxChars: number): { id: string; w: Witness }[] {
+  let bySize = providerOrders.get(result);
+  if (!bySize) providerOrders.set(result, (bySize = new Map()));
+  let order = bySize.get(maxChars);
+  if (order) return order;
   const all: { id: string; w: Witness; size: number }[] = [];
-  for (const [id, ws] of Object.entries(result?.witnesses ?? {})) {
+  for (const [id, ws] of Object.entries(result.witnesses)) {
     const w = ws[0];
-    if (id === classId || !w) continue;
+    if (!w) continue;
     const slim: Witness = { args: w.args, kwargs: w.kwargs, params: w.params, entry: w.entry };
     // whether its forward ran (the harness prefers such providers), not the inputs themselves
     if (w.inputs) slim.inputs = { args: [], kwargs: {} };
     const size = JSON.stringify(slim).length;
     if (size <= maxChars) all.push({ id, w: slim, size });
   }
-  // a bounded request: the classes whose forward ran first, then the smallest (as the
-  // harness orders them), at most `maxCount`, in id order
   all.sort((a, b) => Number(!!b.w.inputs) - Number(!!a.w.inputs) || a.size - b.size || (a.id < b.id ? -1 : 1));
-  const out: Record<string, Witness> = {};
-  for (const p of all.slice(0, maxCount).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))) out[p.id] = p.w;
-  return out;
+  order = all.map(({ id, w }) => ({ id, w }));
+  bySize.set(maxChars, order);
+  return order;
 }
 
 /** Top-level module names of the repository's classes (see ValidationRequest.witnessRepoTops). */
