@@ -13,6 +13,7 @@ import { environmentSummaries, listExtractions, type StoredExtraction } from '..
 import { environmentLack, environmentLacks, equivalenceSkips, type EnvironmentLack } from './report-environment.js';
 import { histogram, summarize, wilson, type Bin, type Interval } from './stats.js';
 import { matchesEnvironment, validationsOf, type BlockRecord } from '../records/block.js';
+import { STAGES } from '../records/validation.js';
 import { costText, type CostTable } from '../util/costs.js';
 
 /** The cost table of the last extract / validate run, if one was stored. */
@@ -20,16 +21,6 @@ function lastCosts(store: IndexStore): CostTable | null {
   const got = store.getKV(KV_KEYS.costsLast);
   return got ? (JSON.parse(got) as CostTable) : null;
 }
-
-export const REPORT_STAGES = [
-  'parse',
-  'compile',
-  'import',
-  'namespace',
-  'instantiate',
-  'forward',
-  'equivalence',
-] as const;
 
 export interface StageFigures {
   stage: string;
@@ -177,7 +168,7 @@ const SIZE_EDGES = [0, 25, 50, 100, 200, 400, 800, 1600, 3200];
 
 function stageFigures(records: readonly StoredExtraction[]): StageFigures[] {
   const validated = records.filter((r) => r.record.validation);
-  return REPORT_STAGES.map((stage) => {
+  return STAGES.map((stage) => {
     let passed = 0,
       failed = 0,
       skipped = 0;
@@ -308,7 +299,7 @@ export function buildReport(store: IndexStore, opts: { storeDir?: string; env?: 
       index: store.lastRun()?.timings ?? null,
       extraction: { ...roundSummary(summarize(ms)), total: round(ms.reduce((a, b) => a + b, 0)) },
       validation: Object.fromEntries(
-        REPORT_STAGES.filter((s) => vt.perStage[s]).map((s) => [s, roundSummary(summarize(vt.perStage[s]))]),
+        STAGES.filter((s) => vt.perStage[s]).map((s) => [s, roundSummary(summarize(vt.perStage[s]))]),
       ),
       validationTotal: vt.total.length ? roundSummary(summarize(vt.total)) : null,
       dedup: dd?.timings ?? null,
