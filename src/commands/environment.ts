@@ -8,7 +8,7 @@ import {
   type EnvironmentGap,
   type RepoRequirements,
 } from '../environment/repo-requirements.js';
-import { normalizeDistName } from '../environment/requirements.js';
+import { normalizeDistName } from '../environment/names.js';
 import { checkRootfs, doctor as checkEnvironment, type DoctorReport, type PoolOptions } from '../validate/index.js';
 import { createRootfs } from '../environment/rootfs.js';
 import { storeNeeds, syncEnvironment, type EnvNeed, type SyncResult } from '../environment/debian.js';

@@ -2,7 +2,8 @@
 // needs — requirements its packaging files declare, the imports of its emitted blocks —
 // with the validation interpreter saying which distribution provides an import.
 import { repositoryRequirements, type RepoRequirements } from '../environment/repo-requirements.js';
-import { KNOWN_DISTRIBUTIONS, probeEnvironment } from '../environment/requirements.js';
+import { probeEnvironment } from '../environment/requirements.js';
+import { KNOWN_DISTRIBUTIONS } from '../environment/names.js';
 import { initParser } from '../parse/parser.js';
 import { listExtractions } from '../store/records.js';
 import { UsageError } from '../util/errors.js';

@@ -19,7 +19,8 @@
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { parsePython, type Node } from '../parse/parser.js';
-import { meetsSpecifier, normalizeDistName } from './requirements.js';
+import { meetsSpecifier } from './requirements.js';
+import { normalizeDistName } from './names.js';
 import { aptCandidates } from './apt.js';
 
 /** Debian's candidate versions on the host, all null when apt could not be asked. */

@@ -37,7 +37,6 @@ export interface RequirementOptions {
 }
 
 /** Import names whose distribution is named differently: src/environment/names.ts. */
-export { KNOWN_DISTRIBUTIONS, normalizeDistName } from './names.js';
 import { KNOWN_DISTRIBUTIONS, normalizeDistName } from './names.js';
 
 // Runs in the validation environment; reads a JSON list of top-level names on stdin.

@@ -27,14 +27,13 @@ import { getExtraction } from '../store/records.js';
 import type { BlockRecord } from '../records/block.js';
 import {
   compareRelease,
-  KNOWN_DISTRIBUTIONS,
-  normalizeDistName,
   pinImportedPackages,
   requirementLines,
   resolveRequirements,
   testedPin,
   topLevelName,
 } from '../environment/requirements.js';
+import { KNOWN_DISTRIBUTIONS, normalizeDistName } from '../environment/names.js';
 import { validationsOf, type EnvValidation } from '../records/block.js';
 import { NnragError, UsageError } from '../util/errors.js';
 import { ensureDir, writeFileAtomic } from '../util/fs.js';
