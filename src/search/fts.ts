@@ -32,6 +32,7 @@ import {
   listDocs as storedDocs,
   matchRowids,
   matchRowidsIn,
+  optimizeFts,
   putDocs,
   rankOf,
   SEARCH_COLUMNS,
@@ -64,6 +65,11 @@ export function ftsColumns(d: SearchDoc): string[] {
     expandText(d.copied.join(' ') + ' ' + d.dependencies.join(' ') + ' ' + d.externs.join(' ')),
   ];
 }
+
+/** documents built and written per transaction by a sync */
+const SYNC_CHUNK = 20_000;
+/** a sync that writes at least this many documents merges the FTS segments afterwards */
+const OPTIMIZE_AFTER = 10_000;
 
 export interface SyncReport {
   added: number;
@@ -104,20 +110,24 @@ export function syncSearchIndex(store: IndexStore): SyncReport {
     todo.push({ e, key, spec: specs.has(r.id) ? storedSpec(store, r.id) : null });
   }
   const gone = [...current.keys()].filter((id) => !seen.has(id));
-  if (todo.length || gone.length) {
-    const facts = new Map<string, FileFacts | null>();
-    const docs = todo.map((t) => ({ doc: buildDoc(store, t.e, t.spec, facts), key: t.key }));
+  const facts = new Map<string, FileFacts | null>();
+  // in chunks: a library of 10^6 blocks does not hold all its documents in memory at once
+  for (let i = 0; i < todo.length || (i === 0 && gone.length); i += SYNC_CHUNK) {
+    const docs = todo.slice(i, i + SYNC_CHUNK).map((t) => ({ doc: buildDoc(store, t.e, t.spec, facts), key: t.key }));
     for (const { doc } of docs) {
       if (current.has(doc.id)) report.updated++;
       else report.added++;
     }
-    report.removed = gone.length;
     putDocs(
       store,
       docs.map(({ doc, key }) => ({ doc, key, fts: ftsColumns(doc) })),
-      gone,
+      i === 0 ? gone : [],
     );
   }
+  report.removed = gone.length;
+  // after a large load the index's segments are merged into one (FTS5 'optimize'): a
+  // query reads one segment per term instead of one per flush of the load
+  if (report.added + report.updated >= OPTIMIZE_AFTER) optimizeFts(store);
   report.ms = performance.now() - t0;
   return report;
 }
