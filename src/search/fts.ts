@@ -44,7 +44,7 @@ import { suggest } from '../util/suggest.js';
 import { parseBlockId } from '../discover/ids.js';
 import { buildDoc, docKey, storedSpec } from './documents.js';
 import type { SearchDoc } from '../records/search.js';
-import { expandText, GENERIC, identifierParts, nameCoverer, queryWords, quoteTerm } from './tokens.js';
+import { expandText, GENERIC, identifierParts, partsCoverer, queryWords, quoteTerm } from './tokens.js';
 import type { FileFacts } from '../parse/types.js';
 
 /** FTS columns and their BM25 weights (the block's own name counts most). */
@@ -149,6 +149,9 @@ export interface SearchOptions extends SearchFilters {
   /** browse mode (empty query): the page after this block id (keyset paging; `offset`
    *  is ignored). SearchResult.last is the value for the next page */
   after?: string;
+  /** at most this many matches are re-ranked (default CANDIDATES; Infinity: every match,
+   *  the ranking the cap is compared with) */
+  candidates?: number;
   /** blocks sharing a class name are one entry: `limit` and `offset` count entries (names),
    *  and every block of an entry on the page is returned (`nnrag search`) */
   group?: boolean;
@@ -244,6 +247,8 @@ interface FilterColumns {
   statusOf(rowid: number): string;
   /** class name (the block id's last part) */
   name: string[];
+  /** the class name's identifier parts (split on first use, then kept) */
+  parts(rowid: number): string[];
 }
 
 /** The documents' filter columns as typed arrays by rowid, read once per store state. */
@@ -270,7 +275,13 @@ function filterColumns(store: IndexStore): FilterColumns {
       if (p !== null) params[rowid] = p;
     }
     const validated = statusCode.get('validated') ?? -1;
+    const parts: (string[] | undefined)[] = new Array(max + 1);
     return {
+      parts: (r: number) => {
+        let p = parts[r];
+        if (p === undefined) parts[r] = p = identifierParts(name[r]);
+        return p;
+      },
       status,
       failedCode: statusCode.get('failed') ?? -1,
       statusOf: (r: number) => statusName.get(status[r]) ?? '',
@@ -396,7 +407,8 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
   const exactExpr = joined ? `exact : ${quoteTerm(joined)}` : null;
   const cols = filterColumns(store);
   const passes = cols.predicate(filters);
-  const cover = nameCoverer(words.map((w) => w.word));
+  const coverParts = partsCoverer(words.map((w) => w.word));
+  const cover = (r: number) => coverParts(cols.parts(r));
   const isFailed = (r: number) => cols.status[r] === cols.failedCode;
   const shown: number[] = [];
   const failed: number[] = [];
@@ -415,26 +427,27 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
   }
   const total = matches.length;
   let rowids = matches;
-  if (matches.length > CANDIDATES) {
+  const cap = opts.candidates ?? CANDIDATES;
+  if (matches.length > cap) {
     // the blocks the query names whole, then the blocks it matches in their name (the
     // most of their name covered first, as the score does), then (when fewer than
-    // CANDIDATES) blocks by the field the words match in, heaviest field first
+    // cap) blocks by the field the words match in, heaviest field first
     const inMatches = new Set(matches);
     const picked = new Set<number>();
     const add = (rs: Iterable<number>) => {
       for (const r of rs) {
-        if (picked.size >= CANDIDATES) return;
+        if (picked.size >= cap) return;
         if (inMatches.has(r)) picked.add(r);
       }
     };
     if (exactExpr) add(matchRowids(store, exactExpr));
     for (const g of FIELDS) {
-      if (picked.size >= CANDIDATES) break;
+      if (picked.size >= cap) break;
       const inG = matchRowids(store, `{${g.columns.join(' ')}} : (${union})`).filter(
         (r) => inMatches.has(r) && !picked.has(r),
       );
-      if (g === FIELDS[0] && picked.size + inG.length > CANDIDATES) {
-        const cov = new Map(inG.map((r) => [r, cover(cols.name[r])]));
+      if (g === FIELDS[0] && picked.size + inG.length > cap) {
+        const cov = new Map(inG.map((r) => [r, cover(r)]));
         inG.sort((a, b) => cov.get(b)! - cov.get(a)! || a - b);
       }
       add(inG);
@@ -473,14 +486,20 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
         if (c) c.per[wi] = Math.max(c.per[wi], g.weight);
       }
       if (!w.related) continue;
-      relDf = Math.max(relDf, countFts(store, fieldExpr(w.related, g)));
+      const rel = fieldExpr(w.related, g);
+      relDf = Math.max(
+        relDf,
+        memoized(store, `df:${rel}`, () => countFts(store, rel)),
+      );
       for (const r of inField(w.related, g)) {
         const c = cands.get(r);
         if (c) c.per[wi] = Math.max(c.per[wi], g.weight * RELATED_WEIGHT);
       }
     }
     // the documents the word matches in some field
-    const own = countFts(store, FIELDS.map((g) => fieldExpr(w.expr, g)).join(' OR '));
+    // (a word's document frequency depends on the library only: kept until the store changes)
+    const ownExpr = FIELDS.map((g) => fieldExpr(w.expr, g)).join(' OR ');
+    const own = memoized(store, `df:${ownExpr}`, () => countFts(store, ownExpr));
     const df = own || relDf;
     idf.push(Math.log(1 + (n - df + 0.5) / (df + 0.5)) * (GENERIC.has(w.word) ? GENERIC_IDF : 1));
   });
@@ -498,7 +517,7 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
   for (const c of cands.values()) {
     const matched = c.per.reduce((a, p, i) => a + p * idf[i], 0) / idfSum;
     const phrased = matched + (1 - matched) * PHRASE * (phrase.get(c.rowid) ?? 0);
-    c.rel = (1 - NAME_SHARE) * phrased + NAME_SHARE * cover(c.name);
+    c.rel = (1 - NAME_SHARE) * phrased + NAME_SHARE * cover(c.rowid);
     c.every = c.per.every((p) => p > 0);
     c.exact = exact.has(c.rowid);
   }

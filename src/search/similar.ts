@@ -18,7 +18,8 @@ import {
   signatureBytes,
   signatureHashes,
   signatureOf,
-  signaturesSharing,
+  bandMembers,
+  signaturesByRowid,
   signatureStamp,
   storedBanding,
 } from '../store/search.js';
@@ -47,6 +48,11 @@ export interface SimilarHit {
 const ROWS = 4;
 const BANDS = MINHASH_K / ROWS;
 export const BANDING = `oph${MINHASH_K}-r${ROWS}-b${BANDS}-v1`;
+
+/** members of one band bucket read for a block's candidates, and candidates (those sharing
+ *  the most bands) whose MinHash estimates are computed */
+const BUCKET = 256;
+const SHORTLIST = 512;
 
 /** this many new signatures are banded in one pass after they are stored */
 const BULK_BANDS = 20_000;
@@ -187,8 +193,18 @@ function bandEstimates(store: IndexStore, id: string): Estimates {
   const n0 = words(own[0]);
   const s0 = words(own[1]);
   if (!n0 || !s0) return null;
+  // the blocks sharing the most bands with it (a bucket read up to BUCKET members: a block
+  // copied thousands of times has buckets of thousands, of which the panel shows eight)
+  const shared = new Map<number, number>();
+  for (const members of bandMembers(store, bandKeys(own[0], own[1]), BUCKET))
+    for (const m of members) shared.set(m, (shared.get(m) ?? 0) + 1);
+  const best = [...shared].sort((a, b) => b[1] - a[1] || a[0] - b[0]).slice(0, SHORTLIST);
   const est: [string, number][] = [];
-  for (const [other, nb, sb] of signaturesSharing(store, bandKeys(own[0], own[1]), id)) {
+  for (const [other, nb, sb] of signaturesByRowid(
+    store,
+    best.map(([r]) => r),
+    id,
+  )) {
     const n = words(nb);
     const s = words(sb);
     if (!n || !s) continue;
