@@ -96,7 +96,7 @@ export function syncSearchIndex(store: IndexStore): SyncReport {
   const rows = extractionStamps(store);
   const report: SyncReport = { added: 0, updated: 0, removed: 0, unchanged: 0, ms: 0 };
   const specs = specTexts(store);
-  const todo: { e: StoredExtraction; key: string; spec: ReturnType<typeof storedSpec> }[] = [];
+  const todo: { id: string; key: string }[] = [];
   const seen = new Set<string>();
   for (const r of rows) {
     seen.add(r.id);
@@ -105,15 +105,19 @@ export function syncSearchIndex(store: IndexStore): SyncReport {
       report.unchanged++;
       continue;
     }
-    const e = getExtraction(store, r.id);
-    if (!e) continue;
-    todo.push({ e, key, spec: specs.has(r.id) ? storedSpec(store, r.id) : null });
+    todo.push({ id: r.id, key });
   }
   const gone = [...current.keys()].filter((id) => !seen.has(id));
   const facts = new Map<string, FileFacts | null>();
-  // in chunks: a library of 10^6 blocks does not hold all its documents in memory at once
+  // in chunks, each extraction read when its chunk is built: a library of 10^6 blocks does
+  // not hold all its modules and documents in memory at once
   for (let i = 0; i < todo.length || (i === 0 && gone.length); i += SYNC_CHUNK) {
-    const docs = todo.slice(i, i + SYNC_CHUNK).map((t) => ({ doc: buildDoc(store, t.e, t.spec, facts), key: t.key }));
+    const docs: { doc: SearchDoc; key: string }[] = [];
+    for (const t of todo.slice(i, i + SYNC_CHUNK)) {
+      const e = getExtraction(store, t.id);
+      if (e)
+        docs.push({ doc: buildDoc(store, e, specs.has(t.id) ? storedSpec(store, t.id) : null, facts), key: t.key });
+    }
     for (const { doc } of docs) {
       if (current.has(doc.id)) report.updated++;
       else report.added++;
