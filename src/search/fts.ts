@@ -14,7 +14,6 @@ import {
   extractionStamps,
   getExtraction,
   listExtractions,
-  type StoredExtraction,
   hasExtraction,
   extractionIds,
 } from '../store/records.js';
