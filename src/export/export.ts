@@ -273,11 +273,11 @@ const PY_TOKEN =
  * `from module import *` gives, and the block's own class by name when `*` leaves it out
  * (a name starting with an underscore, or a module that defines `__all__`; Language
  * Reference 7.11). */
-export function usageImports(moduleName: string, className: string, text: string | null): string {
+export function usageImports(moduleName: string, className: string, text: string | null): string[] {
   const lines = ['import torch', `from ${moduleName} import *`];
   if (className.startsWith('_') || /^__all__\s*[:=]/m.test(text ?? ''))
     lines.push(`from ${moduleName} import ${className}`);
-  return lines.map((l) => `\`${l}\``).join(', ');
+  return lines;
 }
 
 /** The stored usage snippet when it has the shape the validator's renderer writes
@@ -396,7 +396,9 @@ export async function exportBlock(store: IndexStore, id: string, opts: ExportOpt
         ) + '\n'
       : '') +
     (usage && !failed
-      ? `# Usage, as validated (after ${usageImports(moduleName, doc.name, e.text)}):\n${commentBlock(usage, '#     ')}\n`
+      ? `# Usage, as validated (after ${usageImports(moduleName, doc.name, e.text)
+          .map((l) => `\`${l}\``)
+          .join(', ')}):\n${commentBlock(usage, '#     ')}\n`
       : '') +
     testedIn.map((v) => commentBlock(`${failed ? 'Ran' : 'Tested'} with: ${testedLine(v)}`) + '\n').join('') +
     `# The provenance lines below say where every definition comes from; keep them with the code.\n`;
