@@ -583,9 +583,7 @@ class Stages:
                 i_enc, ikw_enc = witness["inputs"].get("args") or [], witness["inputs"].get("kwargs") or {}
             else:
                 i_enc, ikw_enc = S.encode_live(list(inputs), torch), {}
-            ns = S.star_namespace(mod)
-            if ns.get(self.req["className"]) is not cls:
-                raise S.Unrenderable("the class is not a name `from module import *` gives")
+            ns = S.usage_namespace(mod, self.req["className"], cls)
             spell = S.spell_in(ns, torch)
             if 2 * cost + 1.0 < self._deadline - _monotonic():
                 why = None
