@@ -113,6 +113,19 @@ export interface ImportRewrite {
   nested: boolean;
   /** some edge names an interned module (else only a rename can change the text) */
   interned: boolean;
+  /** `import a.b as m` of an interned module used as a value (`vars(m)`): `m` is bound
+   *  to a `types.ModuleType` named like the module and holding the copied members */
+  modules?: ModuleNamespace[];
+}
+
+/** A module object the copy rebuilds: a `types.ModuleType(module)` whose namespace holds
+ *  `members` (attribute name → the binding of its copied or imported definition). */
+export interface ModuleNamespace {
+  local: string;
+  module: string;
+  /** the extern binding of `import types` */
+  types: Binding;
+  members: { name: string; binding: Binding }[];
 }
 
 export interface Closure {
@@ -654,6 +667,7 @@ class State {
     for (const group of byStmt.values()) {
       const locals: ImportRewrite['locals'] = [];
       const keep: ImportRewrite['keep'] = [];
+      const modules: ModuleNamespace[] = [];
       let interned = false;
       for (const e of group) {
         const abs = this.resolver.absoluteModule(n.mod, e);
@@ -719,7 +733,13 @@ class State {
         const followed = this.followEdge(n, e);
         if (followed.length === 1 && followed[0].kind === 'module') {
           // a module object (`import pkg.sub as sub` in a function, then `vars(sub)`):
-          // no copy can be that module, so the import stays, absolute, where it was
+          // rebuilt as a module holding the copied definitions it needs (moduleNamespace)
+          const ns = this.moduleNamespace(n, group[0], local, followed[0], nested);
+          if (ns) {
+            modules.push(ns);
+            continue;
+          }
+          // else no copy can be that module, so the import stays, absolute, where it was
           // (lazy in a function body, as in the original)
           keep.push({ edge: e, absModule: abs });
           this.moduleObject(
@@ -740,8 +760,80 @@ class State {
       }
       // an all-extern import at module level is recorded too: its binding may be renamed
       if (interned || !nested)
-        this.rewrites.push({ node: n, start: group[0].start, end: group[0].end, locals, keep, nested, interned });
+        this.rewrites.push({
+          node: n,
+          start: group[0].start,
+          end: group[0].end,
+          locals,
+          keep,
+          nested,
+          interned,
+          ...(modules.length ? { modules } : {}),
+        });
     }
+  }
+
+  /** A module bound by an import (`import a.b as m`, Language Reference §7.11: `m` is the
+   *  module object a.b itself) whose statement uses `m` as a value (`vars(m)`,
+   *  `getattr(m, name)`, passed on), not only through `m.attr` lookups: a copy holds the
+   *  module's definitions, never the module, so `m` becomes a `types.ModuleType` of the
+   *  same `__name__` whose namespace holds them. The names: every attribute read as
+   *  `m.attr` when that is all the statement does with `m`, else every name the module
+   *  binds at its top level and exports (`vars()` and `getattr` may read any of them);
+   *  its submodules and names bound only for type checkers are left out. Null when the
+   *  module has no file of its own (a namespace package) or an attribute the code reads
+   *  cannot be copied: the import then stays, with the diagnostic of `moduleObject`. */
+  private moduleNamespace(
+    n: StmtNode,
+    imp: ImportEdge,
+    local: string,
+    t: Extract<Target, { kind: 'module' }>,
+    nested: boolean,
+  ): ModuleNamespace | null {
+    const mod = this.corpus.module(t.name, t.repo);
+    if (!mod) return null;
+    const needed = attributeUses(this.corpus.source(n.mod), n.facts, imp, local);
+    const names = new Set<string>();
+    if (needed) for (const a of needed) names.add(a);
+    else {
+      for (const st of mod.facts.statements) for (const b of st.binds) names.add(b);
+      for (const x of this.resolver.exports(mod.name, mod.repo) ?? []) names.add(x);
+    }
+    const members: ModuleNamespace['members'] = [];
+    for (const name of [...names].sort()) {
+      const targets = this.resolver.resolveAttr(mod.name, name, mod.repo);
+      const copiable =
+        targets.length > 0 &&
+        targets.every(
+          (x) =>
+            x.kind === 'def' ||
+            x.kind === 'builtin' ||
+            (x.kind === 'extern' && x.absModule !== '__future__' && !x.edge.typeChecking),
+        ) &&
+        !this.typeCheckingOnly(targets);
+      if (!copiable) {
+        if (needed) return null; // the code reads it: the namespace would lack it
+        continue; // a submodule, a `__future__` feature, a name for type checkers only
+      }
+      const { chosen } = this.bind(n, targets, name, !nested, { name, line: imp.line });
+      if (chosen) members.push({ name, binding: chosen });
+      else if (needed) return null;
+    }
+    const types = this.externBinding('types', {
+      kind: 'extern',
+      edge: { kind: 'import', module: 'types', asname: null, line: imp.line, start: 0, end: 0 },
+      absModule: 'types',
+      qualified: 'types',
+    });
+    this.diag(
+      n,
+      local,
+      imp.line,
+      'module-object',
+      `${local} is the module ${mod.name} itself, used as a value: the copy binds it to a module of that name holding ${needed ? 'the attributes the code reads' : 'every name the module binds'} (${members.length}, copied)`,
+      'warning',
+    );
+    return { local, module: mod.name, types, members };
   }
 
   private followEdge(n: StmtNode, e: ImportEdge): Target[] {
@@ -822,6 +914,24 @@ function fileReaders(mod: CorpusModule): Set<number> {
     fileReadersMemo.set(mod, r);
   }
   return r;
+}
+
+/** How the top-level statement `st` uses the name `local` an import inside it binds:
+ *  the attribute names when every other occurrence is an attribute lookup `local.attr`,
+ *  else null (used as a value: `vars(local)`, `getattr(local, …)`, passed on, or bound
+ *  to something else too). Read from the text, with the import statement itself left
+ *  out; an occurrence inside a string or comment only widens the answer to null. */
+function attributeUses(src: string, st: StatementFacts, imp: ImportEdge, local: string): Set<string> | null {
+  const text =
+    src.slice(st.start, imp.start) + ' '.repeat(Math.max(0, imp.end - imp.start)) + src.slice(imp.end, st.end);
+  const esc = local.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const re = new RegExp(`(?<![\\w.])${esc}(?!\\w)(\\s*\\.\\s*([A-Za-z_]\\w*))?`, 'g');
+  const attrs = new Set<string>();
+  for (const m of text.matchAll(re)) {
+    if (!m[2]) return null;
+    attrs.add(m[2]);
+  }
+  return attrs;
 }
 
 function externKey(local: string, t: Extract<Target, { kind: 'extern' }>): BindingKey {
