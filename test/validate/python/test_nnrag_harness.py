@@ -936,6 +936,18 @@ class RulesTest(unittest.TestCase):
         self.assertTrue(hasattr(d["loss_fcn"](), "reduction"))
         self.assertIn(d["loss_fcn"], (nn.MSELoss, nn.L1Loss))
 
+    def test_keyword_only_plan(self):
+        class Cond(nn.Module):
+            def forward(self, x, *, condition, scale=1.0, mask=None):
+                return x * condition * scale
+
+        m = Cond()
+        # the positional plan leaves keyword-only parameters out; keywords=True lists the
+        # required ones (PEP 3102), classified as inputs after the positional ones
+        self.assertEqual(I.forward_plan(m), [("x", "tensor")])
+        self.assertEqual(I.forward_plan(m, keywords=True), [("condition", "tensor")])
+        self.assertEqual(I.forward_plan(nn.Linear(2, 2), keywords=True), [])
+
     def test_optional_and_ids_plan(self):
         from typing import Optional
 
