@@ -141,7 +141,11 @@ def forward_plan(model, keywords=False):
             # Optional[X] accepts None (PEP 484): prompts a decoder may go without; the
             # first input stays a tensor unless every parameter is optional
             plan.append((p.name, "none"))
-        elif n in ("h", "w", "height", "width", "hh", "ww", "size_h", "size_w") or an == "int":
+        elif (
+            n in ("h", "w", "height", "width", "hh", "ww", "size_h", "size_w")
+            or an == "int"
+            or uses.get(p.name) == "size"
+        ):
             plan.append((p.name, "int"))
         elif (
             n
