@@ -559,9 +559,12 @@ class State {
           // the module object itself (`torchvision.__version__`, a module passed as a
           // value): a copy holds some of its definitions, never the module. When the
           // package is importable in the validation environment, its import stays
-          // extern (the installed module, §5.3); else the reference cannot work
+          // extern (the installed module, §5.3); else, when an import of this module
+          // binds the name, the module is rebuilt from its copied names (moduleValue);
+          // else the reference cannot work
           const top = t.name.split('.')[0];
-          if (this.resolver.importable(top)) {
+          let rebuilt = false;
+          if (this.installedEdge([t]) || this.resolver.importable(top)) {
             const edge: ImportEdge = {
               kind: 'import',
               module: t.name,
@@ -576,8 +579,12 @@ class State {
               absModule: t.name,
               qualified: edge.asname ? t.name : top,
             });
+          } else if (!ref.soft) {
+            // else the module rebuilt from its copied names, where the import binds it
+            b = this.moduleValue(from, local, t, eager, ref.line);
+            rebuilt = !!b;
           }
-          if (!ref.soft) this.moduleObject(from, ref.name, ref.line, t.name, !!b);
+          if (!ref.soft && !rebuilt) this.moduleObject(from, ref.name, ref.line, t.name, !!b);
           break;
         }
         case 'unresolved':
@@ -790,16 +797,29 @@ class State {
     t: Extract<Target, { kind: 'module' }>,
     nested: boolean,
   ): ModuleNamespace | null {
+    const needed = attributeUses(this.corpus.source(n.mod), n.facts, imp, local);
+    const plan = this.namespaceMembers(t, needed);
+    return plan && this.bindNamespace(n, imp.line, local, plan, !nested, !!needed);
+  }
+
+  /** The names a rebuilt module holds with what each resolves to: `needed` (attributes
+   *  the code reads: null when one cannot be copied), else every name the module binds at
+   *  its top level or exports, less those that cannot be copied (a submodule, a
+   *  `__future__` feature, a name bound for type checkers only). Null when the module has
+   *  no file of its own (a namespace package). Binds nothing. */
+  private namespaceMembers(
+    t: Extract<Target, { kind: 'module' }>,
+    needed: Set<string> | null,
+  ): { module: CorpusModule; members: { name: string; targets: Target[] }[] } | null {
     const mod = this.corpus.module(t.name, t.repo);
     if (!mod) return null;
-    const needed = attributeUses(this.corpus.source(n.mod), n.facts, imp, local);
     const names = new Set<string>();
     if (needed) for (const a of needed) names.add(a);
     else {
       for (const st of mod.facts.statements) for (const b of st.binds) names.add(b);
       for (const x of this.resolver.exports(mod.name, mod.repo) ?? []) names.add(x);
     }
-    const members: ModuleNamespace['members'] = [];
+    const members: { name: string; targets: Target[] }[] = [];
     for (const name of [...names].sort()) {
       const targets = this.resolver.resolveAttr(mod.name, name, mod.repo);
       const copiable =
@@ -811,29 +831,95 @@ class State {
             (x.kind === 'extern' && x.absModule !== '__future__' && !x.edge.typeChecking),
         ) &&
         !this.typeCheckingOnly(targets);
-      if (!copiable) {
-        if (needed) return null; // the code reads it: the namespace would lack it
-        continue; // a submodule, a `__future__` feature, a name for type checkers only
-      }
-      const { chosen } = this.bind(n, targets, name, !nested, { name, line: imp.line });
+      if (copiable) members.push({ name, targets });
+      else if (needed) return null; // the code reads it: the namespace would lack it
+    }
+    return { module: mod, members };
+  }
+
+  /** Binds the members of a rebuilt module from statement `n` (eagerly at module level)
+   *  and says so in a `module-object` warning. */
+  private bindNamespace(
+    n: StmtNode,
+    line: number,
+    local: string,
+    plan: { module: CorpusModule; members: { name: string; targets: Target[] }[] },
+    eager: boolean,
+    onlyRead: boolean,
+  ): ModuleNamespace {
+    const members: ModuleNamespace['members'] = [];
+    for (const { name, targets } of plan.members) {
+      const { chosen } = this.bind(n, targets, name, eager, { name, line });
       if (chosen) members.push({ name, binding: chosen });
-      else if (needed) return null;
     }
     const types = this.externBinding('types', {
       kind: 'extern',
-      edge: { kind: 'import', module: 'types', asname: null, line: imp.line, start: 0, end: 0 },
+      edge: { kind: 'import', module: 'types', asname: null, line, start: 0, end: 0 },
       absModule: 'types',
       qualified: 'types',
     });
     this.diag(
       n,
       local,
-      imp.line,
+      line,
       'module-object',
-      `${local} is the module ${mod.name} itself, used as a value: the copy binds it to a module of that name holding ${needed ? 'the attributes the code reads' : 'every name the module binds'} (${members.length}, copied)`,
+      `${local} is the module ${plan.module.name} itself, used as a value: the copy binds it to a module of that name holding ${onlyRead ? 'the attributes the code reads' : 'every name the module binds'} (${members.length}, copied)`,
       'warning',
     );
-    return { local, module: mod.name, types, members };
+    return { local, module: plan.module.name, types, members };
+  }
+
+  /** A module-level name of `from.mod` bound by a plain import statement to the interned
+   *  module `t` (`from . import ops`, `import pkg.ops as ops`: Language Reference §7.11)
+   *  and read as a value (`getattr(ops, name)`): that import statement is copied,
+   *  rewritten to build the module (moduleNamespace's rule, with every name it binds),
+   *  and the name is its binding. Null when the name is bound otherwise too, or reached
+   *  through another module's attribute. */
+  private moduleValue(
+    from: StmtNode,
+    local: string,
+    t: Extract<Target, { kind: 'module' }>,
+    eager: boolean,
+    line: number,
+  ): Binding | null {
+    const mod = from.mod;
+    let stmt = -1;
+    for (const i of this.corpus.bindersOf(mod, local)) {
+      const st = mod.facts.statements[i];
+      if (!isPlainImport(st.kind) || this.corpus.deletersOf(mod, local).length) return null;
+      for (const e of st.imports) {
+        if (importBinds(e) !== local) continue;
+        const f = this.resolver.followEdge(mod, e);
+        if (f.length !== 1 || f[0].kind !== 'module' || f[0].name !== t.name) return null;
+        stmt = i;
+      }
+    }
+    if (stmt < 0) return null;
+    const key = `def:${slotKey(mod, local)}`;
+    let b = this.bindings.get(key);
+    if (!b) {
+      const plan = this.namespaceMembers(t, null);
+      if (!plan) return null;
+      const node = this.node(mod, stmt);
+      b = this.defBinding(mod, local);
+      const st = mod.facts.statements[stmt];
+      const ns = this.bindNamespace(node, line, local, plan, true, false);
+      this.rewrites.push({
+        node,
+        start: st.start,
+        end: st.end,
+        locals: [],
+        keep: [],
+        nested: false,
+        interned: true,
+        modules: [ns],
+      });
+    }
+    if (eager) {
+      const node = this.node(mod, stmt);
+      if (node !== from) this.after(from, node);
+    }
+    return b;
   }
 
   private followEdge(n: StmtNode, e: ImportEdge): Target[] {
