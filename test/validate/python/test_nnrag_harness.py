@@ -254,6 +254,16 @@ class ArgumentsTest(unittest.TestCase):
         self.assertEqual(kwargs["dim"] % kwargs["num_heads"], 0)
         Attn(*args, **kwargs)
 
+    def test_float_unions(self):
+        from typing import Optional, Union
+
+        # a Union / Optional naming float first is a float (PEP 484), even where the name
+        # says something else (`hue_factor` holds "act"); Union[int, ...] stays an int
+        self.assertEqual(A._guess_by_name("hue_factor", Union[float, torch.Tensor], 16, 4, nn), 1.0)
+        self.assertEqual(A._guess_by_name("gamma", Optional[float], 16, 4, nn), 1.0)
+        self.assertEqual(A._guess_by_name("alpha_val", "Union[float, torch.Tensor]", 16, 4, nn), 1.0)
+        self.assertEqual(A._guess_by_name("size", Union[int, tuple], 16, 4, nn), 16)
+
     def test_literal_call_site_first(self):
         cands, _ = CA.arg_candidates(Attn, ["(48, 6, qkv_bias=True)"], {}, nn)
         label, args, kwargs = cands[0]
