@@ -810,6 +810,7 @@ class State {
   private namespaceMembers(
     t: Extract<Target, { kind: 'module' }>,
     needed: Set<string> | null,
+    skipSubmodules = false,
   ): { module: CorpusModule; members: { name: string; targets: Target[] }[] } | null {
     const mod = this.corpus.module(t.name, t.repo);
     if (!mod) return null;
@@ -832,6 +833,7 @@ class State {
         ) &&
         !this.typeCheckingOnly(targets);
       if (copiable) members.push({ name, targets });
+      else if (skipSubmodules && targets.every((x) => x.kind === 'module')) continue;
       else if (needed) return null; // the code reads it: the namespace would lack it
     }
     return { module: mod, members };
@@ -898,12 +900,15 @@ class State {
     const key = `def:${slotKey(mod, local)}`;
     let b = this.bindings.get(key);
     if (!b) {
-      const plan = this.namespaceMembers(t, null);
+      // what the module's other statements read of it: attribute chains through modules
+      // were followed to their definitions already, so its submodules are not needed
+      const needed = moduleAttributeUses(this.corpus.source(mod), mod, local);
+      const plan = this.namespaceMembers(t, needed, !!needed);
       if (!plan) return null;
       const node = this.node(mod, stmt);
       b = this.defBinding(mod, local);
       const st = mod.facts.statements[stmt];
-      const ns = this.bindNamespace(node, line, local, plan, true, false);
+      const ns = this.bindNamespace(node, line, local, plan, true, !!needed);
       this.rewrites.push({
         node,
         start: st.start,
@@ -1005,17 +1010,39 @@ function fileReaders(mod: CorpusModule): Set<number> {
 /** How the top-level statement `st` uses the name `local` an import inside it binds:
  *  the attribute names when every other occurrence is an attribute lookup `local.attr`,
  *  else null (used as a value: `vars(local)`, `getattr(local, …)`, passed on, or bound
- *  to something else too). Read from the text, with the import statement itself left
- *  out; an occurrence inside a string or comment only widens the answer to null. */
-function attributeUses(src: string, st: StatementFacts, imp: ImportEdge, local: string): Set<string> | null {
-  const text =
-    src.slice(st.start, imp.start) + ' '.repeat(Math.max(0, imp.end - imp.start)) + src.slice(imp.end, st.end);
+ *  to something else too). Read from the text, with the import statements inside it left
+ *  out (`imp` and the others); an occurrence inside a string or comment only widens the
+ *  answer to null. */
+function attributeUses(src: string, st: StatementFacts, imp: ImportEdge | null, local: string): Set<string> | null {
+  let text = src.slice(st.start, st.end);
+  const blank = (a: number, b: number) => {
+    const i = Math.max(0, a - st.start);
+    const j = Math.min(text.length, b - st.start);
+    if (j > i) text = text.slice(0, i) + ' '.repeat(j - i) + text.slice(j);
+  };
+  if (imp) blank(imp.start, imp.end);
+  for (const e of st.imports) if (!isPlainImport(st.kind)) blank(e.start, e.end);
+  for (const ni of st.nestedImports ?? []) blank(ni.start, ni.end);
   const esc = local.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
   const re = new RegExp(`(?<![\\w.])${esc}(?!\\w)(\\s*\\.\\s*([A-Za-z_]\\w*))?`, 'g');
   const attrs = new Set<string>();
   for (const m of text.matchAll(re)) {
     if (!m[2]) return null;
     attrs.add(m[2]);
+  }
+  return attrs;
+}
+
+/** `attributeUses` over every statement of a module but its plain import statements
+ *  (which bind the name): the attributes read as `local.attr`, or null when a statement
+ *  uses `local` as a value. */
+function moduleAttributeUses(src: string, mod: CorpusModule, local: string): Set<string> | null {
+  const attrs = new Set<string>();
+  for (const st of mod.facts.statements) {
+    if (isPlainImport(st.kind) || !src.slice(st.start, st.end).includes(local)) continue;
+    const a = attributeUses(src, st, null, local);
+    if (!a) return null;
+    for (const x of a) attrs.add(x);
   }
   return attrs;
 }
