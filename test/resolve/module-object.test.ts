@@ -134,7 +134,9 @@ describe('module objects of interned packages', () => {
       const file = path.join(dir, 'listing.py');
       writeFileSync(file, no.text);
       // without verpkg installed, the listing is the original's
-      const r = checkModules([{ name: 'l', file, run: "assert m.Listing().names == ['OTHER', 'scale'], m.Listing().names" }]).l;
+      const r = checkModules([
+        { name: 'l', file, run: "assert m.Listing().names == ['OTHER', 'scale'], m.Listing().names" },
+      ]).l;
       assert.deepEqual(r.undefined, []);
       assert.equal(r.result, 'ok');
     } finally {
