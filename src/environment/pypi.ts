@@ -2,7 +2,8 @@
 // made with uv (https://docs.astral.sh/uv/) from a base interpreter the sandbox can read,
 // torch 2.x and the requirements of the store's repositories resolved into a lock file
 // (`uv pip compile`, pip's requirements format with exact pins), installed with
-// `uv pip sync` (bytecode compiled at install: the sandbox's file system is read-only),
+// `uv pip sync`, its bytecode compiled once everything is installed (the sandbox's file
+// system is read-only; bytecode.ts shares it with the environments beside it),
 // and the compiled operators of indexed repositories built once for the CPU against the
 // environment's torch and cached as wheels.
 //
@@ -33,7 +34,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { NnragError } from '../util/errors.js';
 import { unreachableForSandbox } from '../util/fs.js';
+import { compileBytecode, donorEnvironments, type BytecodeReport } from './bytecode.js';
 import { normalizeDistName } from './names.js';
+import { installableTree, type SourceTree } from './source-tree.js';
 
 /** One requirement line of an environment, with why it is there. */
 export interface EnvRequirement {
@@ -53,6 +56,10 @@ export interface NativeBuild {
   wheel?: string;
   cached?: boolean;
   error?: string;
+  /** the build failed because its operators need CUDA and this machine has no CUDA
+   *  toolkit: a warning, not a failure of the environment (the blocks that call those
+   *  operators fail validation as `native-extension` or `native-op-no-cpu`) */
+  needsCuda?: boolean;
   seconds?: number;
 }
 
@@ -63,6 +70,8 @@ export interface IndexedInstall {
   repo: string;
   distribution: string;
   root: string;
+  /** installed from the whole tree at this revision, because the checkout is sparse */
+  revision?: string;
   error?: string;
 }
 
@@ -81,6 +90,8 @@ export interface EnvGroup {
   indexed: IndexedInstall[];
   /** when this group exists because the shared resolution failed: uv's reason */
   conflict?: string;
+  /** how its bytecode was made: shared from other environments or compiled */
+  bytecode?: Omit<BytecodeReport, 'seconds'>;
 }
 
 export interface EnvManifestPyPI {
@@ -478,6 +489,17 @@ function ownInstall(needs: PyPINeeds, r: PyPINeeds['repos'][number]): IndexedIns
   return { repo: r.name, distribution: name, root: r.root };
 }
 
+/** The repositories whose operator build at their root installed them whole (the wheel
+ *  of a setup.py at the repository's root is the repository's distribution). */
+function installedByBuild(needs: PyPINeeds, native: NativeBuild[]): Set<string> {
+  const out = new Set<string>();
+  for (const b of native) {
+    const root = needs.repos.find((r) => r.name === b.repo)?.root;
+    if (b.wheel && root && path.resolve(b.dir) === path.resolve(root)) out.add(b.repo);
+  }
+  return out;
+}
+
 /** The universe of a repository in the store: itself and the indexed repositories it
  *  declares (transitively). */
 function universe(needs: PyPINeeds, repo: string): string[] {
@@ -528,10 +550,10 @@ async function makeVenv(uv: string, base: string, dir: string, systemTorch: bool
   if (r.code !== 0) throw new NnragError(`uv venv ${dir} failed: ${r.stderr.trim().slice(-800)}`);
 }
 
-/** Install a lock exactly (`uv pip sync`: adds, upgrades and removes to match), bytecode
- *  compiled at install. */
+/** Install a lock exactly (`uv pip sync`: adds, upgrades and removes to match). Bytecode
+ *  is made once the group is installed (groupBytecode). */
 async function syncLock(uv: string, dir: string, lockFile: string, opts: PyPIOptions): Promise<void> {
-  const args = ['pip', 'sync', lockFile, '--python', envPython(dir), '--compile-bytecode'];
+  const args = ['pip', 'sync', lockFile, '--python', envPython(dir)];
   if (opts.offline) args.push('--offline');
   if (opts.wheels) args.push('--find-links', opts.wheels);
   // keep what nnrag installs beside the lock (indexed checkouts, built operators): sync
@@ -565,6 +587,30 @@ async function revisionOf(dir: string): Promise<string> {
   } catch {
     return 'unknown';
   }
+}
+
+/** The CUDA toolkit's compiler, when this machine has one: `$CUDA_HOME/bin/nvcc` (or
+ *  `$CUDA_PATH`), `nvcc` on PATH, `/usr/local/cuda/bin/nvcc` — where
+ *  torch.utils.cpp_extension looks for it. */
+export function cudaToolkit(env: NodeJS.ProcessEnv = process.env): string | null {
+  const cands = [
+    ...[env.CUDA_HOME, env.CUDA_PATH].filter((d): d is string => !!d).map((d) => path.join(d, 'bin', 'nvcc')),
+    ...(env.PATH ?? '')
+      .split(':')
+      .filter(Boolean)
+      .map((d) => path.join(d, 'nvcc')),
+    '/usr/local/cuda/bin/nvcc',
+  ];
+  return cands.find((c) => existsSync(c)) ?? null;
+}
+
+/** Whether a failed operator build failed for want of CUDA on a machine without a CUDA
+ *  toolkit: its error lines name CUDA (a setup.py that raises "CUDA_HOME is None" or "Cuda is
+ *  not available" when torch.cuda.is_available() is false, or a CUDAExtension that finds
+ *  no nvcc). Such an extension is optional on a CPU-only machine: the environment is
+ *  usable without it. */
+export function failedForCuda(output: string, toolkit: string | null = cudaToolkit()): boolean {
+  return !toolkit && /\bcuda(_home|_path)?\b|\bnvcc\b|CUDAExtension/i.test(output);
 }
 
 /** Build one repository's operators as a wheel (cached by revision, torch and compiler),
@@ -615,9 +661,18 @@ async function buildNative(
       return;
     }
     const jobs = String(Math.max(1, os.cpus().length));
-    // the build runs on a copy: a checkout stays untouched (no build/ or egg-info in it)
-    const src = path.join(tmp, 'src');
-    cpSync(b.dir, src, { recursive: true, filter: (p) => path.basename(p) !== '.git' });
+    // the build runs on a copy: a checkout stays untouched (no build/ or egg-info in it);
+    // a sparse checkout's is the whole tree at its revision (source-tree.ts)
+    let tree: SourceTree;
+    try {
+      tree = await installableTree(b.dir);
+    } catch (e) {
+      rmSync(tmp, { recursive: true, force: true });
+      b.error = (e as Error).message;
+      return;
+    }
+    const src = tree.exported ? tree.dir : path.join(tmp, 'src');
+    if (!tree.exported) cpSync(b.dir, src, { recursive: true, filter: (p) => path.basename(p) !== '.git' });
     const builder: [string, string[]] = [
       uv,
       ['build', '--wheel', '--no-build-isolation', '--python', py, '--out-dir', tmp, src],
@@ -650,6 +705,7 @@ async function buildNative(
       );
       if (old.code === 0) build = await runBuild();
     }
+    tree.dispose();
     const built = existsSync(tmp) ? readdirSync(tmp).filter((f) => f.endsWith('.whl')) : [];
     if (build.code !== 0 || !built.length) {
       rmSync(tmp, { recursive: true, force: true });
@@ -660,6 +716,9 @@ async function buildNative(
         .slice(-6)
         .join('\n');
       b.error = tail || `the build exited ${build.code}`;
+      // the error lines, not the whole output: torch's build prints "No CUDA runtime is
+      // found" on every CPU machine, whatever then fails
+      if (failedForCuda(tail)) b.needsCuda = true;
       return;
     }
     rmSync(cacheDir, { recursive: true, force: true });
@@ -667,11 +726,9 @@ async function buildNative(
     wheel = find();
     b.seconds = (Date.now() - t0) / 1000;
   } else b.cached = true;
-  const inst = await runCmd(
-    uv,
-    ['pip', 'install', '--python', envPython(env), '--no-deps', '--reinstall', '--compile-bytecode', wheel!],
-    { env: uvEnv() },
-  );
+  const inst = await runCmd(uv, ['pip', 'install', '--python', envPython(env), '--no-deps', '--reinstall', wheel!], {
+    env: uvEnv(),
+  });
   if (inst.code !== 0) b.error = `installing ${wheel}: ${inst.stderr.trim().slice(-400)}`;
   else b.wheel = wheel;
 }
@@ -679,6 +736,24 @@ async function buildNative(
 /** Install an indexed repository from its checkout, without dependencies and without
  *  building its operators (a build of its own does that): the files users import. */
 async function installIndexed(uv: string, env: string, x: IndexedInstall, opts: PyPIOptions): Promise<void> {
+  // a sparse checkout is installed from its whole tree (source-tree.ts): a build backend
+  // may need a file the checkout left out (flit_core the LICENSE its pyproject names)
+  let tree: SourceTree;
+  try {
+    tree = await installableTree(x.root);
+  } catch (e) {
+    x.error = (e as Error).message;
+    return;
+  }
+  if (tree.exported) x.revision = tree.exported.revision;
+  try {
+    await installTree(uv, env, x, tree.dir, opts);
+  } finally {
+    tree.dispose();
+  }
+}
+
+async function installTree(uv: string, env: string, x: IndexedInstall, dir: string, opts: PyPIOptions): Promise<void> {
   // its build backend from PyPI in an isolated build first (a pyproject's pdm-backend,
   // hatchling); a setup.py that imports torch needs the environment's (no isolation), and
   // a legacy one that imports pkg_resources a setuptools from before 81
@@ -692,9 +767,8 @@ async function installIndexed(uv: string, env: string, x: IndexedInstall, opts: 
         envPython(env),
         '--no-deps',
         ...(isolated ? [] : ['--no-build-isolation']),
-        '--compile-bytecode',
         '--reinstall',
-        x.root,
+        dir,
         ...(opts.offline ? ['--offline'] : []),
       ],
       {
@@ -712,6 +786,21 @@ async function installIndexed(uv: string, env: string, x: IndexedInstall, opts: 
     r = await attempt(false);
   }
   if (r.code !== 0) x.error = r.stderr.trim().split('\n').slice(-4).join('\n');
+}
+
+/** The bytecode of a group's environment, made once everything is installed: the sandbox
+ *  binds it read-only, so what is not compiled now is compiled again at every import.
+ *  Bytecode that an environment of the same interpreter beside it (or under nnrag's own
+ *  folder of environments) has for the very same installed file is hardlinked instead of
+ *  compiled (bytecode.ts): a second environment with the same torch compiles none of
+ *  torch. */
+async function groupBytecode(dir: string, log: (l: string) => void): Promise<Omit<BytecodeReport, 'seconds'>> {
+  const donors = donorEnvironments(dir, [path.join(nnragHome(), 'envs')]);
+  const { seconds, ...rep } = await compileBytecode(dir, { donors });
+  log(
+    `  bytecode: ${rep.sources} source files, ${rep.linked} shared from ${rep.donors.length ? rep.donors.join(', ') : 'no other environment'}, ${rep.compiled} compiled, ${rep.valid} already compiled (${seconds.toFixed(1)} s)`,
+  );
+  return rep;
 }
 
 /** The torch version a lock pins (or the base interpreter's, with systemTorch). */
@@ -806,11 +895,9 @@ export async function syncPyPIEnvironment(
       renameSync(pending, lockFile);
     }
     const pins = lockPins(lock);
-    const indexed = indexedInstalls(n, repos);
-    for (const x of indexed) {
-      log(`  installing ${x.distribution} from the indexed ${x.repo} (${x.root})`);
-      await installIndexed(uv, gdir, x, opts);
-    }
+    // the compiled operators first: a repository whose setup.py at its root builds them
+    // (mmcv, detectron2) is installed by that build's wheel, not again from its checkout
+    // (where a build without them, or a second build of them, would replace it)
     const native: NativeBuild[] = [];
     if (opts.native !== false) {
       for (const repo of repos) {
@@ -821,10 +908,17 @@ export async function syncPyPIEnvironment(
       for (const b of native) {
         await buildNative(uv, gdir, b, torchOf(pins), opts);
         log(
-          `  operators of ${b.repo} (${path.relative(n.repos.find((x) => x.name === b.repo)!.root, b.dir) || '.'}): ${b.error ? `not built: ${b.error.split('\n')[0]}` : b.cached ? 'from the cache' : `built in ${b.seconds?.toFixed(0)} s`}`,
+          `  operators of ${b.repo} (${path.relative(n.repos.find((x) => x.name === b.repo)!.root, b.dir) || '.'}): ${b.error ? `not built${b.needsCuda ? ' (they need CUDA, which this machine does not have)' : ''}: ${b.error.split('\n')[0]}` : b.cached ? 'from the cache' : `built in ${b.seconds?.toFixed(0)} s`}`,
         );
       }
     }
+    const builtWhole = installedByBuild(n, native);
+    const indexed = indexedInstalls(n, repos).filter((x) => !builtWhole.has(x.repo));
+    for (const x of indexed) {
+      log(`  installing ${x.distribution} from the indexed ${x.repo} (${x.root})`);
+      await installIndexed(uv, gdir, x, opts);
+    }
+    const bytecode = await groupBytecode(gdir, log);
     return {
       name,
       dir: gdir,
@@ -835,6 +929,7 @@ export async function syncPyPIEnvironment(
       native,
       indexed,
       ...(conflict ? { conflict } : {}),
+      bytecode,
     };
   };
   groups.push(await installGroup('shared', target, shared, (sharedLock as { lock: string }).lock));
@@ -848,12 +943,14 @@ export async function syncPyPIEnvironment(
       groups[0].repos.push(o.repo);
       // the indexed repositories it declares, and itself, go into the environment it
       // validates in
+      const builtWhole = installedByBuild(n, groups[0].native);
       for (const x of indexedInstalls(n, [o.repo])) {
-        if (groups[0].indexed.some((y) => y.repo === x.repo)) continue;
+        if (groups[0].indexed.some((y) => y.repo === x.repo) || builtWhole.has(x.repo)) continue;
         log(`  installing ${x.distribution} from the indexed ${x.repo} (${x.root})`);
         await installIndexed(uv, target, x, opts);
         groups[0].indexed.push(x);
       }
+      groups[0].bytecode = await groupBytecode(target, log);
       continue;
     }
     groups.push(
