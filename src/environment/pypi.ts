@@ -677,9 +677,10 @@ async function buildNative(
       uv,
       ['build', '--wheel', '--no-build-isolation', '--python', py, '--out-dir', tmp, src],
     ];
-    const runBuild = () =>
+    const runBuild = (extra: Record<string, string> = {}) =>
       runCmd(builder[0], builder[1], {
         env: uvEnv({
+          ...extra,
           FORCE_CUDA: '0',
           CUDA_VISIBLE_DEVICES: '',
           MAX_JOBS: jobs,
@@ -704,6 +705,21 @@ async function buildNative(
         { env: uvEnv() },
       );
       if (old.code === 0) build = await runBuild();
+    }
+    // torch's headers refuse an older C++ standard than they need (ATen.h: "C++20 or later
+    // compatible compiler is required"), and a setup.py written for an older torch may
+    // pin one (`-std=c++17` in its extra_compile_args, after every flag the environment
+    // could add): built again with the compiler wrapped so that the standard torch asks
+    // for comes last on each command line (the last -std wins)
+    const std =
+      build.code !== 0 && /C\+\+(\d+) or later compatible compiler is required/.exec(build.stderr + build.stdout);
+    if (std) {
+      opts.onLog?.(
+        `    torch's headers need C++${std[1]} and the build asks for an older standard: building again with -std=c++${std[1]} last`,
+      );
+      const wrapper = path.join(tmp, `cxx-std-c++${std[1]}`);
+      writeFileSync(wrapper, `#!/bin/sh\nexec ${process.env.CXX ?? 'c++'} "$@" -std=c++${std[1]}\n`, { mode: 0o755 });
+      build = await runBuild({ CXX: wrapper });
     }
     tree.dispose();
     const built = existsSync(tmp) ? readdirSync(tmp).filter((f) => f.endsWith('.whl')) : [];
