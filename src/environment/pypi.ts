@@ -762,11 +762,13 @@ async function installIndexed(uv: string, env: string, x: IndexedInstall, opts: 
     return;
   }
   if (tree.exported) x.revision = tree.exported.revision;
+  if (tree.incomplete) opts.onLog?.(`    ${tree.incomplete}`);
   try {
     await installTree(uv, env, x, tree.dir, opts);
   } finally {
     tree.dispose();
   }
+  if (x.error && tree.incomplete) x.error = `${x.error}\n(${tree.incomplete})`;
 }
 
 async function installTree(uv: string, env: string, x: IndexedInstall, dir: string, opts: PyPIOptions): Promise<void> {

@@ -5,8 +5,10 @@
 // headers. Users install a repository from its whole tree, so a sparse or incomplete
 // checkout is installed from the whole tree at its revision, read from the repository's
 // own objects (`git archive`), with the checkout's modified tracked files laid over it
-// (the indexed files are the ones installed). A partial clone (`git clone --filter`) may
-// lack those objects; it is then refused with the reason, without fetching anything.
+// (the indexed files are the ones installed). A clone may lack those objects (a partial
+// clone, `git clone --filter`, fetches them on demand, which is never done here; a copied
+// or pruned object store just lacks them): the checkout is then used as it is, and the
+// reason is given (`incomplete`), so that a build that fails for a missing file says why.
 import { execFile } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -18,6 +20,9 @@ export interface SourceTree {
   dir: string;
   /** the whole tree was exported from the repository's objects (else `dir` is the checkout) */
   exported?: { revision: string; missingInCheckout: number };
+  /** why the checkout, which lacks tracked files, is used as it is: the repository lacks
+   *  their objects */
+  incomplete?: string;
   /** removes an exported tree */
   dispose(): void;
 }
@@ -54,6 +59,10 @@ export async function installableTree(dir: string): Promise<SourceTree> {
   const deleted = (await git(root, ['ls-files', '--deleted', '-z'])).stdout.split('\0').filter(Boolean).length;
   if (!missing && !deleted) return asIs;
   const rev = (await git(root, ['rev-parse', 'HEAD'])).stdout.trim();
+  const incomplete = (what: string): SourceTree => ({
+    ...asIs,
+    incomplete: `${root} is a sparse checkout (${missing + deleted} tracked files not in it) of a clone that lacks ${what} of ${rev.slice(0, 12)}'s tree, so it is installed from the checkout as it is (\`git -C ${root} fetch --refetch\` gets them)`,
+  });
   // a partial clone: the objects it lacks would be fetched on demand; listed instead
   // (`--missing=print` marks each absent object with `?` and fetches nothing)
   const promisor =
@@ -62,10 +71,7 @@ export async function installableTree(dir: string): Promise<SourceTree> {
   if (promisor) {
     const objs = await git(root, ['rev-list', '--objects', '--missing=print', rev]);
     const absent = objs.stdout.split('\n').filter((l) => l.startsWith('?')).length;
-    if (objs.code !== 0 || absent)
-      throw new NnragError(
-        `${root} is a sparse checkout of a partial clone that lacks ${absent || 'some'} objects of ${rev.slice(0, 12)}: its whole tree cannot be read to install it (fetch them with \`git -C ${root} fetch --refetch\`, or check out the files its build needs)`,
-      );
+    if (objs.code !== 0 || absent) return incomplete(absent ? `${absent} objects` : 'objects');
   }
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'nnrag-tree-'));
   const dispose = () => rmSync(tmp, { recursive: true, force: true });
@@ -80,6 +86,10 @@ export async function installableTree(dir: string): Promise<SourceTree> {
   rmSync(tar, { force: true });
   if (untar !== 0) {
     dispose();
+    // an object store without the objects (`error: cannot read <id>`, or a promisor pack
+    // whose remote cannot give them)
+    if (/cannot read|invalid object|missing|bad object|could not fetch/i.test(arch.stderr))
+      return incomplete('objects');
     throw new NnragError(
       `git archive of ${root} at ${rev.slice(0, 12)} failed: ${arch.stderr.trim().split('\n').slice(-2).join(' ')}`,
     );
