@@ -18,6 +18,7 @@ import {
   existsSync,
   linkSync,
   mkdirSync,
+  mkdtempSync,
   openSync,
   readFileSync,
   readSync,
@@ -26,8 +27,10 @@ import {
   renameSync,
   rmSync,
   statSync,
+  writeFileSync,
   type BigIntStats,
 } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 
 /** What sharing and compiling did in one environment. */
@@ -228,6 +231,20 @@ export function shareBytecode(
 ): Omit<BytecodeReport, 'compiled' | 'seconds'> & { missing: string[] } {
   const rep = { sources: 0, valid: 0, linked: 0, missing: [] as string[], donors: [] as string[] };
   const used = new Set<string>();
+  // each __pycache__ folder of env listed once (null: none yet), not one open per file
+  const listed = new Map<string, Set<string> | null>();
+  const pycacheOf = (dir: string) => {
+    let names = listed.get(dir);
+    if (names === undefined) {
+      try {
+        names = new Set(readdirSync(dir));
+      } catch {
+        names = null;
+      }
+      listed.set(dir, names);
+    }
+    return names;
+  };
   for (const site of sitePackagesOf(env)) {
     const rel = path.relative(env, site);
     const donorSites = donors.map((d) => ({ env: d, site: path.join(d, rel) })).filter((d) => existsSync(d.site));
@@ -238,7 +255,9 @@ export function shareBytecode(
       const st = statBig(src);
       if (!st) continue;
       const mine = pycOf(src, tag.tag);
-      if (validPyc(mine, st, tag.magic, false)) {
+      const cache = path.dirname(mine);
+      const present = pycacheOf(cache)?.has(path.basename(mine)) ?? false;
+      if (present && validPyc(mine, st, tag.magic, false)) {
         rep.valid++;
         continue;
       }
@@ -252,11 +271,17 @@ export function shareBytecode(
         const theirs = pycOf(other, tag.tag);
         if (!validPyc(theirs, st, tag.magic, true)) continue;
         try {
-          mkdirSync(path.dirname(mine), { recursive: true });
-          const tmp = `${mine}.nnrag-${process.pid}`;
-          rmSync(tmp, { force: true });
-          linkSync(theirs, tmp);
-          renameSync(tmp, mine);
+          if (pycacheOf(cache) === null) {
+            mkdirSync(cache, { recursive: true });
+            listed.set(cache, new Set());
+          }
+          if (present) {
+            // a stale one is replaced by a rename, never changed in place
+            const tmp = `${mine}.nnrag-${process.pid}`;
+            rmSync(tmp, { force: true });
+            linkSync(theirs, tmp);
+            renameSync(tmp, mine);
+          } else linkSync(theirs, mine);
         } catch {
           continue; // another file system, or not writable: compiled instead
         }
@@ -272,13 +297,12 @@ export function shareBytecode(
   return rep;
 }
 
-/** Above this many files to compile, compileall walks site-packages on every core (it
- *  skips each file whose bytecode is valid); below, it is given the files themselves: its
- *  process pool costs seconds to start. */
-const PARALLEL_FROM = 400;
+/** Files per compileall process at least: below this, one process compiles them all. */
+const PER_PROCESS = 100;
 
 /** Share what bytecode other environments of the same interpreter already have, then
- *  compile the rest with `python -m compileall` (timestamp-based bytecode, the default). */
+ *  compile the rest with `python -m compileall` (timestamp-based bytecode, the default),
+ *  one process per core. */
 export async function compileBytecode(
   env: string,
   opts: { donors?: string[]; python?: string } = {},
@@ -289,10 +313,23 @@ export async function compileBytecode(
   const shared = tag
     ? shareBytecode(env, opts.donors ?? [], tag)
     : { sources: 0, valid: 0, linked: 0, missing: [] as string[], donors: [] };
-  if (!tag || shared.missing.length >= PARALLEL_FROM) {
+  if (!tag) {
     for (const site of sitePackagesOf(env)) await run(python, ['-m', 'compileall', '-q', '-j', '0', site]);
   } else if (shared.missing.length) {
-    await run(python, ['-m', 'compileall', '-q', ...shared.missing]);
+    // the files left, split over one compileall per core, each given its list (`-i`)
+    const n = Math.max(1, Math.min(os.cpus().length, Math.ceil(shared.missing.length / PER_PROCESS)));
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'nnrag-compile-'));
+    try {
+      await Promise.all(
+        Array.from({ length: n }, (_, i) => {
+          const list = path.join(dir, `${i}.txt`);
+          writeFileSync(list, shared.missing.filter((_, k) => k % n === i).join('\n') + '\n');
+          return run(python, ['-m', 'compileall', '-q', '-i', list]);
+        }),
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   }
   return {
     sources: shared.sources,
