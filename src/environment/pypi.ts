@@ -509,6 +509,26 @@ function universe(needs: PyPINeeds, repo: string): string[] {
   return out;
 }
 
+/** The repositories a resolver's error names: those with a requirement of their own (not
+ *  torch, not the tools every environment has) whose distribution name appears in the
+ *  error as a word (`poseval` in "unable to access 'https://github.com/…/poseval.git/'"). */
+export function blamedRepos(needs: PyPINeeds, repos: string[], error: string): string[] {
+  const common = new Set(['torch', ...TOOL_REQUIREMENTS].map(normalizeDistName));
+  const text = error.toLowerCase();
+  const named = (name: string) => {
+    const forms = new Set([name.toLowerCase(), normalizeDistName(name), normalizeDistName(name).replace(/-/g, '_')]);
+    return [...forms].some((f) => new RegExp(`(^|[^a-z0-9_.-])${f.replace(/[.]/g, '\\.')}($|[^a-z0-9_-])`).test(text));
+  };
+  return repos.filter((r) => {
+    const x = needs.repos.find((y) => y.name === r);
+    if (!x) return false;
+    return [...x.declared, ...x.imported].some((d) => {
+      const name = /^\s*([A-Za-z0-9][A-Za-z0-9._-]*)/.exec(d)?.[1];
+      return !!name && !common.has(normalizeDistName(name)) && named(name);
+    });
+  });
+}
+
 /** Resolve requirements into a lock with `uv pip compile` (no install). */
 async function compile(
   uv: string,
@@ -865,24 +885,58 @@ export async function syncPyPIEnvironment(
   let sharedLock = await compile(uv, py, groupRequirements(n, shared, torch, extra, systemTorch), opts, work);
   const own: { repo: string; conflict: string }[] = [];
   if ('error' in sharedLock) {
-    // add repositories one at a time, in the store's order, keeping those that resolve
-    log(`the requirements of all ${allRepos.length} repositories do not resolve together; resolving them one by one`);
     const firstError = sharedLock.error;
-    shared = [];
-    sharedLock = await compile(uv, py, groupRequirements(n, [], torch, extra, systemTorch), opts, work);
-    if ('error' in sharedLock) throw new NnragError(`torch and the tools do not resolve: ${sharedLock.error}`);
-    for (const r of allRepos) {
-      const tryLock = await compile(
-        uv,
-        py,
-        groupRequirements(n, [...shared, ...universe(n, r)], torch, extra, systemTorch),
-        opts,
-        work,
-      );
-      if ('error' in tryLock) own.push({ repo: r, conflict: tryLock.error });
-      else {
-        shared.push(...universe(n, r).filter((x) => !shared.includes(x)));
-        sharedLock = tryLock;
+    // the repositories whose own requirements the resolver's error names (one that cannot
+    // be fetched or built, a version no index has) are set aside: the others usually
+    // resolve together at once, and each set-aside repository is then tried with them,
+    // as the one-by-one order below would (1 + 1 + k resolutions instead of 1 + 1 + all)
+    const blamed = blamedRepos(n, allRepos, firstError);
+    const others = [...new Set(allRepos.filter((r) => !blamed.includes(r)).flatMap((r) => universe(n, r)))];
+    let sorted = false;
+    if (blamed.length && others.length && !others.some((r) => blamed.includes(r))) {
+      const rest = await compile(uv, py, groupRequirements(n, others, torch, extra, systemTorch), opts, work);
+      if (!('error' in rest)) {
+        log(
+          `the requirements of all ${allRepos.length} repositories do not resolve together; the resolver's error names requirements of ${blamed.join(', ')}; the other ${others.length} resolve together`,
+        );
+        shared = others;
+        sharedLock = rest;
+        for (const r of blamed) {
+          const tryLock = await compile(
+            uv,
+            py,
+            groupRequirements(n, [...shared, ...universe(n, r)], torch, extra, systemTorch),
+            opts,
+            work,
+          );
+          if ('error' in tryLock) own.push({ repo: r, conflict: tryLock.error });
+          else {
+            shared.push(...universe(n, r).filter((x) => !shared.includes(x)));
+            sharedLock = tryLock;
+          }
+        }
+        sorted = true;
+      }
+    }
+    if (!sorted) {
+      // add repositories one at a time, in the store's order, keeping those that resolve
+      log(`the requirements of all ${allRepos.length} repositories do not resolve together; resolving them one by one`);
+      shared = [];
+      sharedLock = await compile(uv, py, groupRequirements(n, [], torch, extra, systemTorch), opts, work);
+      if ('error' in sharedLock) throw new NnragError(`torch and the tools do not resolve: ${sharedLock.error}`);
+      for (const r of allRepos) {
+        const tryLock = await compile(
+          uv,
+          py,
+          groupRequirements(n, [...shared, ...universe(n, r)], torch, extra, systemTorch),
+          opts,
+          work,
+        );
+        if ('error' in tryLock) own.push({ repo: r, conflict: tryLock.error });
+        else {
+          shared.push(...universe(n, r).filter((x) => !shared.includes(x)));
+          sharedLock = tryLock;
+        }
       }
     }
     if (!own.length) log(`(resolved after all: ${firstError.split('\n')[0]})`);

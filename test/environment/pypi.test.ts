@@ -14,6 +14,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'n
 import path from 'node:path';
 import * as api from '../../src/nnrag.js';
 import {
+  blamedRepos,
   cudaToolkit,
   declaredDistributionName,
   envFor,
@@ -142,6 +143,39 @@ test('an operator build that needs CUDA on a machine without a CUDA toolkit is a
     group([], [{ repo: 'acme/d', distribution: 'acme-d', root: '/d', error: 'flit_core: LICENSE not found' }]),
   );
   assert.match(failed.failures[0], /acme-d from the indexed acme\/d did not install: flit_core: LICENSE not found/);
+});
+
+test("the repositories a resolver's error names are set aside: their own requirements, not torch's or the tools'", () => {
+  const needs = {
+    indexed: new Map<string, string>(),
+    repos: [
+      {
+        name: 'acme/pose',
+        root: '/p',
+        declared: ['numpy', 'poseval@git+https://example.org/x/poseval.git'],
+        imported: [],
+        unknown: [],
+      },
+      { name: 'acme/img', root: '/i', declared: ['torch>=2', 'numpy', 'pytest'], imported: ['pillow'], unknown: [] },
+      { name: 'acme/ocr', root: '/o', declared: ['rapid_fuzz>=2'], imported: [], unknown: [] },
+    ],
+  };
+  const all = needs.repos.map((r) => r.name);
+  const git =
+    "fatal: unable to access 'https://example.org/x/poseval.git/': Could not resolve host: example.org\nBecause torch==2.15 and numpy>=2 ...";
+  assert.deepEqual(blamedRepos(needs, all, git), ['acme/pose']);
+  // a name as the resolver normalises it (PEP 503)
+  assert.deepEqual(
+    blamedRepos(
+      needs,
+      all,
+      'No solution found when resolving dependencies:\n  ╰─▶ Because rapid-fuzz>=2 was not found in the package registry',
+    ),
+    ['acme/ocr'],
+  );
+  // a word inside another name is not the name
+  assert.deepEqual(blamedRepos(needs, all, 'Because pillow-simd is yanked'), []);
+  assert.deepEqual(blamedRepos(needs, all, 'because pillow==1 conflicts'), ['acme/img']);
 });
 
 test('a repository is installed from its checkout when it is a package named for its distribution', () => {
