@@ -34,7 +34,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { NnragError } from '../util/errors.js';
 import { unreachableForSandbox } from '../util/fs.js';
-import { compileBytecode, donorEnvironments, type BytecodeReport } from './bytecode.js';
+import { compileBytecode, donorEnvironments, sitePackagesOf, type BytecodeReport } from './bytecode.js';
 import { normalizeDistName } from './names.js';
 import { installableTree, type SourceTree } from './source-tree.js';
 
@@ -609,6 +609,21 @@ async function revisionOf(dir: string): Promise<string> {
   }
 }
 
+/** The C++ standard an environment's torch headers require (`#error C++20 or later
+ *  compatible compiler is required to use ATen.`), when they say. */
+export function torchCxxStandard(env: string): string | null {
+  for (const site of sitePackagesOf(env)) {
+    try {
+      const text = readFileSync(path.join(site, 'torch', 'include', 'ATen', 'ATen.h'), 'utf8');
+      const m = /#error C\+\+(\d+) or later compatible compiler is required/.exec(text);
+      if (m) return m[1];
+    } catch {
+      /* no torch headers here */
+    }
+  }
+  return null;
+}
+
 /** The CUDA toolkit's compiler, when this machine has one: `$CUDA_HOME/bin/nvcc` (or
  *  `$CUDA_PATH`), `nvcc` on PATH, `/usr/local/cuda/bin/nvcc` — where
  *  torch.utils.cpp_extension looks for it. */
@@ -714,7 +729,19 @@ async function buildNative(
           : undefined,
         timeoutMs: 3 * 3_600_000,
       });
-    let build = await runBuild();
+    // torch's headers refuse an older C++ standard than they need (ATen.h: "#error C++20
+    // or later compatible compiler is required"), and a setup.py written for an older
+    // torch may pin one (`-std=c++17` in its extra_compile_args, after every flag the
+    // environment could add): the compiler is wrapped so that the standard torch's
+    // headers name comes last on each command line (the last -std wins)
+    const std = torchCxxStandard(env);
+    const wrapped: Record<string, string> = {};
+    if (std) {
+      const wrapper = path.join(tmp, `cxx-std-c++${std}`);
+      writeFileSync(wrapper, `#!/bin/sh\nexec ${process.env.CXX ?? 'c++'} "$@" -std=c++${std}\n`, { mode: 0o755 });
+      wrapped.CXX = wrapper;
+    }
+    let build = await runBuild(wrapped);
     // a legacy setup.py that imports pkg_resources needs a setuptools from before its
     // removal (setuptools 81): installed for the build, and the build tried once more
     if (build.code !== 0 && /No module named 'pkg_resources'/.test(build.stderr + build.stdout)) {
@@ -724,22 +751,7 @@ async function buildNative(
         ['pip', 'install', '--python', py, 'setuptools<81', ...(opts.offline ? ['--offline'] : [])],
         { env: uvEnv() },
       );
-      if (old.code === 0) build = await runBuild();
-    }
-    // torch's headers refuse an older C++ standard than they need (ATen.h: "C++20 or later
-    // compatible compiler is required"), and a setup.py written for an older torch may
-    // pin one (`-std=c++17` in its extra_compile_args, after every flag the environment
-    // could add): built again with the compiler wrapped so that the standard torch asks
-    // for comes last on each command line (the last -std wins)
-    const std =
-      build.code !== 0 && /C\+\+(\d+) or later compatible compiler is required/.exec(build.stderr + build.stdout);
-    if (std) {
-      opts.onLog?.(
-        `    torch's headers need C++${std[1]} and the build asks for an older standard: building again with -std=c++${std[1]} last`,
-      );
-      const wrapper = path.join(tmp, `cxx-std-c++${std[1]}`);
-      writeFileSync(wrapper, `#!/bin/sh\nexec ${process.env.CXX ?? 'c++'} "$@" -std=c++${std[1]}\n`, { mode: 0o755 });
-      build = await runBuild({ CXX: wrapper });
+      if (old.code === 0) build = await runBuild(wrapped);
     }
     tree.dispose();
     const built = existsSync(tmp) ? readdirSync(tmp).filter((f) => f.endsWith('.whl')) : [];

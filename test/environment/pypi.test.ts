@@ -22,6 +22,7 @@ import {
   failedForCuda,
   type IndexedInstall,
   type NativeBuild,
+  torchCxxStandard,
   envPython,
   findUv,
   indexedInstalls,
@@ -143,6 +144,16 @@ test('an operator build that needs CUDA on a machine without a CUDA toolkit is a
     group([], [{ repo: 'acme/d', distribution: 'acme-d', root: '/d', error: 'flit_core: LICENSE not found' }]),
   );
   assert.match(failed.failures[0], /acme-d from the indexed acme\/d did not install: flit_core: LICENSE not found/);
+});
+
+test("the C++ standard torch's headers require is read from them", () => {
+  const dir = tempDir();
+  assert.equal(torchCxxStandard(dir), null);
+  write(dir, {
+    'lib/python3.11/site-packages/torch/include/ATen/ATen.h':
+      '#pragma once\n#if __cplusplus < 202002L\n#error C++20 or later compatible compiler is required to use ATen.\n#endif\n',
+  });
+  assert.equal(torchCxxStandard(dir), '20');
 });
 
 test("the repositories a resolver's error names are set aside: their own requirements, not torch's or the tools'", () => {
