@@ -729,18 +729,20 @@ async function buildNative(
           : undefined,
         timeoutMs: 3 * 3_600_000,
       });
-    // torch's headers refuse an older C++ standard than they need (ATen.h: "#error C++20
-    // or later compatible compiler is required"), and a setup.py written for an older
-    // torch may pin one (`-std=c++17` in its extra_compile_args, after every flag the
-    // environment could add): the compiler is wrapped so that the standard torch's
-    // headers name comes last on each command line (the last -std wins)
+    // the compiler is wrapped so that flags of ours come last on each command line (for
+    // -std and -g the last one wins): the C++ standard torch's headers require, because
+    // they refuse an older one (ATen.h: "#error C++20 or later compatible compiler is
+    // required") and a setup.py written for an older torch may pin one (`-std=c++17` in
+    // its extra_compile_args, after every flag the environment could add); and no debug
+    // information (-g0), which validation never reads and which the interpreter's own
+    // build flags (sysconfig's CFLAGS: -g) would make the compiler write for every
+    // object, a large part of compiling torch's headers
     const std = torchCxxStandard(env);
-    const wrapped: Record<string, string> = {};
-    if (std) {
-      const wrapper = path.join(tmp, `cxx-std-c++${std}`);
-      writeFileSync(wrapper, `#!/bin/sh\nexec ${process.env.CXX ?? 'c++'} "$@" -std=c++${std}\n`, { mode: 0o755 });
-      wrapped.CXX = wrapper;
-    }
+    const wrapper = path.join(tmp, 'cxx-nnrag');
+    writeFileSync(wrapper, `#!/bin/sh\nexec ${process.env.CXX ?? 'c++'} "$@" -g0${std ? ` -std=c++${std}` : ''}\n`, {
+      mode: 0o755,
+    });
+    const wrapped: Record<string, string> = { CXX: wrapper };
     let build = await runBuild(wrapped);
     // a legacy setup.py that imports pkg_resources needs a setuptools from before its
     // removal (setuptools 81): installed for the build, and the build tried once more
