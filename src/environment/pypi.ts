@@ -72,6 +72,8 @@ export interface IndexedInstall {
   root: string;
   /** installed from the whole tree at this revision, because the checkout is sparse */
   revision?: string;
+  /** the checkout's revision when it was installed (with a digest of its changes) */
+  checkout?: string;
   error?: string;
 }
 
@@ -489,6 +491,21 @@ function ownInstall(needs: PyPINeeds, r: PyPINeeds['repos'][number]): IndexedIns
   return { repo: r.name, distribution: name, root: r.root };
 }
 
+/** Whether a distribution is installed in a virtual environment (a `<name>-<version>
+ *  .dist-info` folder, PEP 503 names compared). */
+function distInstalled(env: string, distribution: string): boolean {
+  const want = normalizeDistName(distribution);
+  return sitePackagesOf(env).some((site) => {
+    try {
+      return readdirSync(site).some(
+        (d) => d.endsWith('.dist-info') && normalizeDistName(d.replace(/-[^-]*\.dist-info$/, '')) === want,
+      );
+    } catch {
+      return false;
+    }
+  });
+}
+
 /** The repositories whose operator build at their root installed them whole (the wheel
  *  of a setup.py at the repository's root is the repository's distribution). */
 function installedByBuild(needs: PyPINeeds, native: NativeBuild[]): Set<string> {
@@ -678,6 +695,15 @@ async function buildNative(
       : undefined;
   let wheel = find();
   const t0 = Date.now();
+  // a build that failed for want of CUDA fails the same way on this machine next time:
+  // its verdict is kept beside the wheels, under the same key
+  const noCuda = `${cacheDir}.needs-cuda`;
+  if (!wheel && !cudaToolkit() && existsSync(noCuda)) {
+    b.error = readFileSync(noCuda, 'utf8');
+    b.needsCuda = true;
+    b.cached = true;
+    return;
+  }
   if (!wheel) {
     opts.onLog?.(
       `  building the compiled operators of ${b.repo} (${b.dir}) for the CPU against torch ${torchVersion}: this can take many minutes, once per machine`,
@@ -768,7 +794,11 @@ async function buildNative(
       b.error = tail || `the build exited ${build.code}`;
       // the error lines, not the whole output: torch's build prints "No CUDA runtime is
       // found" on every CPU machine, whatever then fails
-      if (failedForCuda(tail)) b.needsCuda = true;
+      if (failedForCuda(tail)) {
+        b.needsCuda = true;
+        mkdirSync(cacheRoot, { recursive: true });
+        writeFileSync(noCuda, b.error);
+      }
       return;
     }
     rmSync(cacheDir, { recursive: true, force: true });
@@ -1001,6 +1031,14 @@ export async function syncPyPIEnvironment(
     const builtWhole = installedByBuild(n, native);
     const indexed = indexedInstalls(n, repos).filter((x) => !builtWhole.has(x.repo));
     for (const x of indexed) {
+      // the same revision of the checkout installed here before, and still installed: kept
+      x.checkout = await revisionOf(x.root);
+      const before = prevGroup?.indexed.find((y) => y.repo === x.repo);
+      if (before && !before.error && before.checkout === x.checkout && distInstalled(gdir, x.distribution)) {
+        Object.assign(x, { revision: before.revision });
+        log(`  ${x.distribution} from the indexed ${x.repo} is installed at its checkout's revision`);
+        continue;
+      }
       log(`  installing ${x.distribution} from the indexed ${x.repo} (${x.root})`);
       await installIndexed(uv, gdir, x, opts);
     }
