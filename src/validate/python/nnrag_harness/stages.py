@@ -122,7 +122,9 @@ def harvest_main(req, rep, torch):
     if cfg.get("mode") != "list" and cfg.get("recordReads"):
         from nnrag_harness.reads import Reads
 
-        reads = Reads(list(cfg.get("own") or cfg.get("roots") or []) + [cfg.get("repoRoot")])
+        # every root on its sys.path: the repository's and those it imports from (a
+        # model of one repository built from another's layers reads both)
+        reads = Reads(list(cfg.get("roots") or []) + [cfg.get("repoRoot")])
 
     def send(ev):
         if reads is not None and ev.get("ev") == "harvest" and isinstance(ev.get("result"), dict):
