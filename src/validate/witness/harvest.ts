@@ -157,7 +157,8 @@ export interface HarvestOptions {
   entryMs?: number;
   /** CPU time of the run steps for the whole repository, summed, ms (default 240000) */
   repoMs?: number;
-  /** wall-clock backstop of the whole repository's harvest, ms (default 4 x repoMs) */
+  /** wall-clock backstop of each phase (the builders, then the tests and documents), ms
+   *  (default 4 x the phase's CPU budget) */
   repoWallMs?: number;
   /** entry points in a row that witness no new class, after which a phase stops (default STALL_RUNS) */
   stallRuns?: number;
@@ -182,7 +183,6 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
   const t0 = performance.now();
   const entryMs = o.entryMs ?? 30000;
   const repoMs = o.repoMs ?? 240000;
-  const repoWallMs = o.repoWallMs ?? 4 * repoMs;
   const stallRuns = o.stallRuns ?? STALL_RUNS;
   const perClass = o.perClass ?? 3;
   const entryMemoryMb = o.entryMemoryMb;
@@ -360,10 +360,13 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
   const runPhase = async (cur: GreedyOrder, limit: number): Promise<void> => {
     const active = new Map<Promise<void>, string>();
     const cpu0 = cpuSpent;
+    // per phase: a slow builders' phase on a loaded machine does not starve the tests'
+    const w0 = performance.now();
+    const wallMs = o.repoWallMs ?? 4 * limit;
     for (;;) {
       // the phase's CPU budget, the repository's wall-clock backstop, coverage that stopped growing
       if (!cur.stopped && cpuSpent - cpu0 >= limit) cur.stopped = 'time';
-      if (!cur.stopped && performance.now() - t0 >= repoWallMs) cur.stopped = 'time';
+      if (!cur.stopped && performance.now() - w0 >= wallMs) cur.stopped = 'time';
       if (!cur.stopped && cur.sinceGain >= stallRuns) cur.stopped = 'coverage';
       const timeUp = !!cur.stopped;
       if (!timeUp && cur.pending.length && active.size < workers) {
