@@ -2,7 +2,9 @@
 // jobs on a BullMQ queue in Redis, each built into a shard store by a worker, the shards
 // merged into one library (docs/SCALE.md). Argument parsing and output only; the work is
 // in src/commands/queue.ts and src/commands/shard.ts.
-import { enqueue, queueStatus, runWorker } from '../commands/queue.js';
+// BullMQ and ioredis take about half of the CLI's start-up: src/commands/queue.ts is
+// imported when a queue command runs, not when any command starts
+const queueApi = () => import('../commands/queue.js');
 import { merge } from '../commands/shard.js';
 import { loadRepoConfig } from '../config/repos.js';
 import { UsageError } from '../util/errors.js';
@@ -44,7 +46,7 @@ export const commands: Record<string, Command> = {
       const queue = ctx.values.queue as string | undefined;
       const [sub] = ctx.positionals;
       if (sub === 'status') {
-        const s = await queueStatus({ redis, queue });
+        const s = await (await queueApi()).queueStatus({ redis, queue });
         const c = s.counts;
         const lines = [
           `queue ${s.queue}: ${c.waiting} waiting, ${c.active} active, ${c.delayed} delayed (retry backoff), ${c.completed} completed, ${c.failed} failed`,
@@ -62,7 +64,7 @@ export const commands: Record<string, Command> = {
       // --all --config` indexes it), else the repositories given
       const universe = ctx.values.config ? loadRepoConfig(ctx.values.config as string) : repos;
       const backoff = whole(ctx, 'backoff', 0);
-      const r = await enqueue({
+      const r = await (await queueApi()).enqueue({
         redis,
         queue,
         repos,
@@ -113,7 +115,7 @@ export const commands: Record<string, Command> = {
         return n === undefined ? undefined : n * 1000;
       };
       // one line per event on stderr (JSON with --json, on stdout): which repository, which attempt
-      const r = await runWorker({
+      const r = await (await queueApi()).runWorker({
         redis,
         queue: ctx.values.queue as string | undefined,
         shardsDir: shards,

@@ -13,6 +13,7 @@ import {
   type StoreStats,
 } from '../indexer/indexer.js';
 import { initParser } from '../parse/parser.js';
+import type { ParsePool } from '../indexer/pool.js';
 import { RepoCache } from '../repos/cache.js';
 import { UsageError } from '../util/errors.js';
 import type { Workspace } from '../workspace.js';
@@ -33,6 +34,9 @@ export interface IndexOptions {
    *  workers share one per machine (RepoCache locks each repository) */
   cacheDir?: string;
   onProgress?: (p: IndexProgress) => void;
+  /** parse workers already started (src/indexer/pool.ts), for a caller that indexes many
+   *  stores in one process; the caller closes it. Default: a pool of `workers` for this run */
+  pool?: ParsePool;
 }
 
 /** Prepare repositories (git clone/fetch or local folders) and index their Python files.
@@ -62,6 +66,7 @@ export async function index(ws: Workspace, opts: IndexOptions): Promise<IndexRep
     mode: opts.mode ?? 'missing',
     workers: opts.workers,
     onProgress: opts.onProgress,
+    pool: opts.pool,
   });
   ws.invalidate();
   return report;

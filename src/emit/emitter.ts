@@ -26,7 +26,9 @@
 //   not be touched (another import holds it, or inside a compound statement);
 //   `import a.b as x` → `import a.b as x_1`; `from m import y` → `from m import y as
 //   y_1`; a name from `from m import *` → also `from m import y as y_1`; relative and
-//   interned imports disappear (the definition is copied and renamed).
+//   interned imports disappear (the definition is copied and renamed). An interned
+//   module bound by an import and used as a value (`vars(m)`) becomes
+//   `m = types.ModuleType('a.b')` filled with the copies of its members (closure.ts).
 // - A provenance header records, per copied statement, repository, revision, path,
 //   line range and the SWHID of the source file; `namespace` (for the validator's
 //   namespace stage) lists each emitted name with the original module-level names it
@@ -304,6 +306,16 @@ function collectEdits(closure: Closure, names: Map<Binding, string>): Map<StmtNo
       const name = nameOf(binding);
       const as = bound(local);
       if (name !== as) lines.push(`${as} = ${name}`);
+    }
+    // a module object used as a value: a module of the same name holding the copies
+    // (closure.ts moduleNamespace)
+    for (const m of r.modules ?? []) {
+      const as = bound(m.local);
+      const entries = m.members.map(({ name, binding }) => `${JSON.stringify(name)}: ${nameOf(binding)}`);
+      lines.push(
+        `${as} = ${nameOf(m.types)}.ModuleType(${JSON.stringify(m.module)})`,
+        `${as}.__dict__.update({${entries.join(', ')}})`,
+      );
     }
     add(r.node, { start: r.start, end: r.end, text: lines.length ? lines.join('; ') : 'pass' });
   }

@@ -269,6 +269,17 @@ const SNIPPET_IMPORTS = new Set(['functools', 'argparse', 'math']);
 const PY_TOKEN =
   /\s+|"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|[A-Za-z_][A-Za-z0-9_]*|\d[\d_]*(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|[()[\]{},:=.-]|./gy;
 
+/** The imports a usage snippet runs after (snippet.py usage_namespace): torch, what
+ * `from module import *` gives, and the block's own class by name when `*` leaves it out
+ * (a name starting with an underscore, or a module that defines `__all__`; Language
+ * Reference 7.11). */
+export function usageImports(moduleName: string, className: string, text: string | null): string[] {
+  const lines = ['import torch', `from ${moduleName} import *`];
+  if (className.startsWith('_') || /^__all__\s*[:=]/m.test(text ?? ''))
+    lines.push(`from ${moduleName} import ${className}`);
+  return lines;
+}
+
 /** The stored usage snippet when it has the shape the validator's renderer writes
  *  (snippet.py, checked there with `ast`): printable ASCII, `import` lines of
  *  SNIPPET_IMPORTS, then the generated assignments of objects built field by field
@@ -385,7 +396,9 @@ export async function exportBlock(store: IndexStore, id: string, opts: ExportOpt
         ) + '\n'
       : '') +
     (usage && !failed
-      ? `# Usage, as validated (names of this module, torch imported):\n${commentBlock(usage, '#     ')}\n`
+      ? `# Usage, as validated (after ${usageImports(moduleName, doc.name, e.text)
+          .map((l) => `\`${l}\``)
+          .join(', ')}):\n${commentBlock(usage, '#     ')}\n`
       : '') +
     testedIn.map((v) => commentBlock(`${failed ? 'Ran' : 'Tested'} with: ${testedLine(v)}`) + '\n').join('') +
     `# The provenance lines below say where every definition comes from; keep them with the code.\n`;

@@ -113,6 +113,19 @@ export interface ImportRewrite {
   nested: boolean;
   /** some edge names an interned module (else only a rename can change the text) */
   interned: boolean;
+  /** `import a.b as m` of an interned module used as a value (`vars(m)`): `m` is bound
+   *  to a `types.ModuleType` named like the module and holding the copied members */
+  modules?: ModuleNamespace[];
+}
+
+/** A module object the copy rebuilds: a `types.ModuleType(module)` whose namespace holds
+ *  `members` (attribute name → the binding of its copied or imported definition). */
+export interface ModuleNamespace {
+  local: string;
+  module: string;
+  /** the extern binding of `import types` */
+  types: Binding;
+  members: { name: string; binding: Binding }[];
 }
 
 export interface Closure {
@@ -546,9 +559,12 @@ class State {
           // the module object itself (`torchvision.__version__`, a module passed as a
           // value): a copy holds some of its definitions, never the module. When the
           // package is importable in the validation environment, its import stays
-          // extern (the installed module, §5.3); else the reference cannot work
+          // extern (the installed module, §5.3); else, when an import of this module
+          // binds the name, the module is rebuilt from its copied names (moduleValue);
+          // else the reference cannot work
           const top = t.name.split('.')[0];
-          if (this.resolver.importable(top)) {
+          let rebuilt = false;
+          if (this.installedEdge([t]) || this.resolver.importable(top)) {
             const edge: ImportEdge = {
               kind: 'import',
               module: t.name,
@@ -563,8 +579,12 @@ class State {
               absModule: t.name,
               qualified: edge.asname ? t.name : top,
             });
+          } else if (!ref.soft) {
+            // else the module rebuilt from its copied names, where the import binds it
+            b = this.moduleValue(from, local, t, eager, ref.line);
+            rebuilt = !!b;
           }
-          if (!ref.soft) this.moduleObject(from, ref.name, ref.line, t.name, !!b);
+          if (!ref.soft && !rebuilt) this.moduleObject(from, ref.name, ref.line, t.name, !!b);
           break;
         }
         case 'unresolved':
@@ -654,6 +674,7 @@ class State {
     for (const group of byStmt.values()) {
       const locals: ImportRewrite['locals'] = [];
       const keep: ImportRewrite['keep'] = [];
+      const modules: ModuleNamespace[] = [];
       let interned = false;
       for (const e of group) {
         const abs = this.resolver.absoluteModule(n.mod, e);
@@ -719,7 +740,13 @@ class State {
         const followed = this.followEdge(n, e);
         if (followed.length === 1 && followed[0].kind === 'module') {
           // a module object (`import pkg.sub as sub` in a function, then `vars(sub)`):
-          // no copy can be that module, so the import stays, absolute, where it was
+          // rebuilt as a module holding the copied definitions it needs (moduleNamespace)
+          const ns = this.moduleNamespace(n, group[0], local, followed[0], nested);
+          if (ns) {
+            modules.push(ns);
+            continue;
+          }
+          // else no copy can be that module, so the import stays, absolute, where it was
           // (lazy in a function body, as in the original)
           keep.push({ edge: e, absModule: abs });
           this.moduleObject(
@@ -740,8 +767,164 @@ class State {
       }
       // an all-extern import at module level is recorded too: its binding may be renamed
       if (interned || !nested)
-        this.rewrites.push({ node: n, start: group[0].start, end: group[0].end, locals, keep, nested, interned });
+        this.rewrites.push({
+          node: n,
+          start: group[0].start,
+          end: group[0].end,
+          locals,
+          keep,
+          nested,
+          interned,
+          ...(modules.length ? { modules } : {}),
+        });
     }
+  }
+
+  /** A module bound by an import (`import a.b as m`, Language Reference §7.11: `m` is the
+   *  module object a.b itself) whose statement uses `m` as a value (`vars(m)`,
+   *  `getattr(m, name)`, passed on), not only through `m.attr` lookups: a copy holds the
+   *  module's definitions, never the module, so `m` becomes a `types.ModuleType` of the
+   *  same `__name__` whose namespace holds them. The names: every attribute read as
+   *  `m.attr` when that is all the statement does with `m`, else every name the module
+   *  binds at its top level and exports (`vars()` and `getattr` may read any of them);
+   *  its submodules and names bound only for type checkers are left out. Null when the
+   *  module has no file of its own (a namespace package) or an attribute the code reads
+   *  cannot be copied: the import then stays, with the diagnostic of `moduleObject`. */
+  private moduleNamespace(
+    n: StmtNode,
+    imp: ImportEdge,
+    local: string,
+    t: Extract<Target, { kind: 'module' }>,
+    nested: boolean,
+  ): ModuleNamespace | null {
+    const needed = attributeUses(this.corpus.source(n.mod), n.facts, imp, local);
+    const plan = this.namespaceMembers(t, needed);
+    return plan && this.bindNamespace(n, imp.line, local, plan, !nested, !!needed);
+  }
+
+  /** The names a rebuilt module holds with what each resolves to: `needed` (attributes
+   *  the code reads: null when one cannot be copied), else every name the module binds at
+   *  its top level or exports, less those that cannot be copied (a submodule, a
+   *  `__future__` feature, a name bound for type checkers only). Null when the module has
+   *  no file of its own (a namespace package). Binds nothing. */
+  private namespaceMembers(
+    t: Extract<Target, { kind: 'module' }>,
+    needed: Set<string> | null,
+    skipSubmodules = false,
+  ): { module: CorpusModule; members: { name: string; targets: Target[] }[] } | null {
+    const mod = this.corpus.module(t.name, t.repo);
+    if (!mod) return null;
+    const names = new Set<string>();
+    if (needed) for (const a of needed) names.add(a);
+    else {
+      for (const st of mod.facts.statements) for (const b of st.binds) names.add(b);
+      for (const x of this.resolver.exports(mod.name, mod.repo) ?? []) names.add(x);
+    }
+    const members: { name: string; targets: Target[] }[] = [];
+    for (const name of [...names].sort()) {
+      const targets = this.resolver.resolveAttr(mod.name, name, mod.repo);
+      const copiable =
+        targets.length > 0 &&
+        targets.every(
+          (x) =>
+            x.kind === 'def' ||
+            x.kind === 'builtin' ||
+            (x.kind === 'extern' && x.absModule !== '__future__' && !x.edge.typeChecking),
+        ) &&
+        !this.typeCheckingOnly(targets);
+      if (copiable) members.push({ name, targets });
+      else if (skipSubmodules && targets.every((x) => x.kind === 'module')) continue;
+      else if (needed) return null; // the code reads it: the namespace would lack it
+    }
+    return { module: mod, members };
+  }
+
+  /** Binds the members of a rebuilt module from statement `n` (eagerly at module level)
+   *  and says so in a `module-object` warning. */
+  private bindNamespace(
+    n: StmtNode,
+    line: number,
+    local: string,
+    plan: { module: CorpusModule; members: { name: string; targets: Target[] }[] },
+    eager: boolean,
+    onlyRead: boolean,
+  ): ModuleNamespace {
+    const members: ModuleNamespace['members'] = [];
+    for (const { name, targets } of plan.members) {
+      const { chosen } = this.bind(n, targets, name, eager, { name, line });
+      if (chosen) members.push({ name, binding: chosen });
+    }
+    const types = this.externBinding('types', {
+      kind: 'extern',
+      edge: { kind: 'import', module: 'types', asname: null, line, start: 0, end: 0 },
+      absModule: 'types',
+      qualified: 'types',
+    });
+    this.diag(
+      n,
+      local,
+      line,
+      'module-object',
+      `${local} is the module ${plan.module.name} itself, used as a value: the copy binds it to a module of that name holding ${onlyRead ? 'the attributes the code reads' : 'every name the module binds'} (${members.length}, copied)`,
+      'warning',
+    );
+    return { local, module: plan.module.name, types, members };
+  }
+
+  /** A module-level name of `from.mod` bound by a plain import statement to the interned
+   *  module `t` (`from . import ops`, `import pkg.ops as ops`: Language Reference §7.11)
+   *  and read as a value (`getattr(ops, name)`): that import statement is copied,
+   *  rewritten to build the module (moduleNamespace's rule, with every name it binds),
+   *  and the name is its binding. Null when the name is bound otherwise too, or reached
+   *  through another module's attribute. */
+  private moduleValue(
+    from: StmtNode,
+    local: string,
+    t: Extract<Target, { kind: 'module' }>,
+    eager: boolean,
+    line: number,
+  ): Binding | null {
+    const mod = from.mod;
+    let stmt = -1;
+    for (const i of this.corpus.bindersOf(mod, local)) {
+      const st = mod.facts.statements[i];
+      if (!isPlainImport(st.kind) || this.corpus.deletersOf(mod, local).length) return null;
+      for (const e of st.imports) {
+        if (importBinds(e) !== local) continue;
+        const f = this.resolver.followEdge(mod, e);
+        if (f.length !== 1 || f[0].kind !== 'module' || f[0].name !== t.name) return null;
+        stmt = i;
+      }
+    }
+    if (stmt < 0) return null;
+    const key = `def:${slotKey(mod, local)}`;
+    let b = this.bindings.get(key);
+    if (!b) {
+      // what the module's other statements read of it: attribute chains through modules
+      // were followed to their definitions already, so its submodules are not needed
+      const needed = moduleAttributeUses(this.corpus.source(mod), mod, local);
+      const plan = this.namespaceMembers(t, needed, !!needed);
+      if (!plan) return null;
+      const node = this.node(mod, stmt);
+      b = this.defBinding(mod, local);
+      const st = mod.facts.statements[stmt];
+      const ns = this.bindNamespace(node, line, local, plan, true, !!needed);
+      this.rewrites.push({
+        node,
+        start: st.start,
+        end: st.end,
+        locals: [],
+        keep: [],
+        nested: false,
+        interned: true,
+        modules: [ns],
+      });
+    }
+    if (eager) {
+      const node = this.node(mod, stmt);
+      if (node !== from) this.after(from, node);
+    }
+    return b;
   }
 
   private followEdge(n: StmtNode, e: ImportEdge): Target[] {
@@ -822,6 +1005,46 @@ function fileReaders(mod: CorpusModule): Set<number> {
     fileReadersMemo.set(mod, r);
   }
   return r;
+}
+
+/** How the top-level statement `st` uses the name `local` an import inside it binds:
+ *  the attribute names when every other occurrence is an attribute lookup `local.attr`,
+ *  else null (used as a value: `vars(local)`, `getattr(local, …)`, passed on, or bound
+ *  to something else too). Read from the text, with the import statements inside it left
+ *  out (`imp` and the others); an occurrence inside a string or comment only widens the
+ *  answer to null. */
+function attributeUses(src: string, st: StatementFacts, imp: ImportEdge | null, local: string): Set<string> | null {
+  let text = src.slice(st.start, st.end);
+  const blank = (a: number, b: number) => {
+    const i = Math.max(0, a - st.start);
+    const j = Math.min(text.length, b - st.start);
+    if (j > i) text = text.slice(0, i) + ' '.repeat(j - i) + text.slice(j);
+  };
+  if (imp) blank(imp.start, imp.end);
+  for (const e of st.imports) if (!isPlainImport(st.kind)) blank(e.start, e.end);
+  for (const ni of st.nestedImports ?? []) blank(ni.start, ni.end);
+  const esc = local.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const re = new RegExp(`(?<![\\w.])${esc}(?!\\w)(\\s*\\.\\s*([A-Za-z_]\\w*))?`, 'g');
+  const attrs = new Set<string>();
+  for (const m of text.matchAll(re)) {
+    if (!m[2]) return null;
+    attrs.add(m[2]);
+  }
+  return attrs;
+}
+
+/** `attributeUses` over every statement of a module but its plain import statements
+ *  (which bind the name): the attributes read as `local.attr`, or null when a statement
+ *  uses `local` as a value. */
+function moduleAttributeUses(src: string, mod: CorpusModule, local: string): Set<string> | null {
+  const attrs = new Set<string>();
+  for (const st of mod.facts.statements) {
+    if (isPlainImport(st.kind) || !src.slice(st.start, st.end).includes(local)) continue;
+    const a = attributeUses(src, st, null, local);
+    if (!a) return null;
+    for (const x of a) attrs.add(x);
+  }
+  return attrs;
 }
 
 function externKey(local: string, t: Extract<Target, { kind: 'extern' }>): BindingKey {

@@ -27,7 +27,7 @@ import { facets, getDoc, searchBlocks, type SearchOptions, type SearchResult } f
 import { refreshSearch } from '../search/refresh.js';
 import { similarBlocks, type SimilarHit } from '../search/similar.js';
 import { NnragError } from '../util/errors.js';
-import { moduleNameFor, plainUsage } from '../export/export.js';
+import { moduleNameFor, plainUsage, usageImports } from '../export/export.js';
 import { commentBlock } from '../util/python.js';
 import { dependencyGraph, graphSvg } from './graph.js';
 import { escapeHtml as esc, highlightPython } from './highlight.js';
@@ -216,7 +216,7 @@ async function blockPage(store: Workspace['store'], id: string, hl: Map<string, 
     const modName = moduleNameFor(doc.name);
     sections.push(
       `<section id="usage"><h2>Usage <button type="button" id="copy-usage" data-copy="usage-code">Copy</button></h2>` +
-        `<pre class="code"><code id="usage-code">${esc(`${commentBlock(`nnrag export ${id} --into . --module ${modName}`)}\nimport torch\nfrom ${modName} import *\n\n${usageLines(usage)}`)}</code></pre>` +
+        `<pre class="code"><code id="usage-code">${esc(`${commentBlock(`nnrag export ${id} --into . --module ${modName}`)}\n${usageImports(modName, doc.name, e.text).join('\n')}\n\n${usageLines(usage)}`)}</code></pre>` +
         `<p class="muted">the arguments and input that passed validation</p></section>`,
     );
   }
@@ -233,6 +233,21 @@ async function blockPage(store: Workspace['store'], id: string, hl: Map<string, 
         .join('') +
       `</table></section>`,
   );
+  // installed distributions the slim module imports instead of copying (issue 25: the
+  // package boundary, src/emit/slim/packages.ts); export pins each to this version
+  const pkgs = rec.emission?.packages ?? [];
+  if (pkgs.length)
+    sections.push(
+      `<section id="packages"><h2>Installed packages it imports</h2><p class="muted">not copied: the validating environment had these distributions installed with the indexed files; <code>export</code> pins them</p>` +
+        `<table><tr><th>distribution</th><th>version</th><th>repository</th><th>modules</th></tr>` +
+        pkgs
+          .map(
+            (p) =>
+              `<tr><td><code>${esc(p.distribution)}</code></td><td><code>${esc(p.version)}</code></td><td>${esc(p.repo)}</td><td>${p.modules.map((m) => `<code>${esc(m)}</code>`).join(', ')}</td></tr>`,
+          )
+          .join('') +
+        `</table></section>`,
+    );
   // validation
   const stages = doc.stages ?? v?.stages ?? null;
   sections.push(

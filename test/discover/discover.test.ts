@@ -5,7 +5,8 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
+import { ParsePool } from '../../src/indexer/pool.js';
 import * as api from '../../src/nnrag.js';
 import { UsageError } from '../../src/util/errors.js';
 import { fixture, repoRoot, tempDir } from '../helpers.js';
@@ -31,6 +32,9 @@ const spec = (name: string, p: string, priority = 1) => ({
 });
 
 describe('discovery', () => {
+  // one parse worker for every index run of this file (a pool per run starts tree-sitter each time)
+  const pool = new ParsePool(1);
+  after(() => pool.close());
   it("a class defined under `if __name__ == '__main__':` is no block; one in its else branch or another `if` is", async () => {
     const dir = tempDir();
     const repo = path.join(dir, 'repo');
@@ -54,7 +58,7 @@ describe('discovery', () => {
     });
     const ws = api.Workspace.open(path.join(dir, 'store'));
     try {
-      await api.index(ws, { repos: [spec('r', repo)] });
+      await api.index(ws, { repos: [spec('r', repo)], pool });
       assert.deepEqual(
         api
           .storedBlocks(ws)
@@ -76,7 +80,7 @@ describe('discovery', () => {
     });
     const ws = api.Workspace.open(path.join(dir, 'store'));
     try {
-      await api.index(ws, { repos: [spec('r', repo)] });
+      await api.index(ws, { repos: [spec('r', repo)], pool });
       assert.deepEqual(
         api.storedBlocks(ws).map((b) => b.name),
         ['OldOne'],
@@ -84,7 +88,7 @@ describe('discovery', () => {
       writeTree(repo, {
         'pkg/b.py': 'from torch import nn\n\nclass NewOne(nn.Module):\n    def forward(self, x):\n        return x\n',
       });
-      await api.index(ws, { repos: [] });
+      await api.index(ws, { repos: [], pool });
       assert.deepEqual(
         api
           .storedBlocks(ws)
@@ -94,14 +98,14 @@ describe('discovery', () => {
       );
       assert.equal(api.resolveBlockNames(ws, ['NewOne'])[0].id, 'pkg.b.NewOne');
       rmSync(path.join(repo, 'pkg', 'a.py'));
-      await api.index(ws, { repos: [] });
+      await api.index(ws, { repos: [], pool });
       assert.deepEqual(
         api.storedBlocks(ws).map((b) => b.name),
         ['NewOne'],
       );
       assert.throws(() => api.resolveBlockNames(ws, ['OldOne']), /no block named/);
       // an index run that changes nothing keeps the stored list
-      await api.index(ws, { repos: [] });
+      await api.index(ws, { repos: [], pool });
       assert.equal(ws.store.listBlocks().length, 1);
     } finally {
       ws.close();
@@ -111,7 +115,7 @@ describe('discovery', () => {
   it('finds exactly the blocks of the example corpus', async () => {
     const ws = api.Workspace.open(tempDir());
     try {
-      await api.index(ws, { repos: [spec('examples', path.join(repoRoot, 'examples'))] });
+      await api.index(ws, { repos: [spec('examples', path.join(repoRoot, 'examples'))], pool });
       const ids = api
         .discover(ws)
         .map((b) => b.id)
@@ -199,6 +203,7 @@ describe('discovery', () => {
     try {
       await api.index(ws, {
         repos: [spec('org/base', path.join(dir, 'base')), spec('org/app', path.join(dir, 'app'), 2)],
+        pool,
       });
       const blocks = api.discover(ws);
       const names = blocks
@@ -227,6 +232,7 @@ describe('discovery', () => {
     try {
       await api.index(ws, {
         repos: [spec('r/one', path.join(dir, 'one'), 5), spec('r/two', path.join(dir, 'two'), 1)],
+        pool,
       });
       api.discover(ws);
       assert.throws(
@@ -253,7 +259,7 @@ describe('discovery', () => {
     const root = fixture('discover', 'torch-bases');
     const ws = api.Workspace.open(tempDir());
     try {
-      await api.index(ws, { repos: [spec('fixtures/torch-bases', root)] });
+      await api.index(ws, { repos: [spec('fixtures/torch-bases', root)], pool });
       const ids = api
         .discover(ws)
         .map((b) => b.id)
@@ -293,7 +299,10 @@ describe('discovery', () => {
     writeTree(path.join(dir, 'b'), { 'models/__init__.py': '', 'models/common.py': block(2) });
     const ws = api.Workspace.open(path.join(dir, 'store'));
     try {
-      await api.index(ws, { repos: [spec('org/a', path.join(dir, 'a'), 1), spec('org/b', path.join(dir, 'b'), 1)] });
+      await api.index(ws, {
+        repos: [spec('org/a', path.join(dir, 'a'), 1), spec('org/b', path.join(dir, 'b'), 1)],
+        pool,
+      });
       const ids = api
         .discover(ws)
         .map((b) => b.id)

@@ -132,6 +132,7 @@ describe('usage snippets of validated blocks, exported and run as written', { sk
       'FromWidths',
       'FromHolder',
       'FromCfg',
+      '_Scaled',
       '--python',
       PY,
       '--workers',
@@ -160,14 +161,12 @@ describe('usage snippets of validated blocks, exported and run as written', { sk
     const shown = [];
     for (let i = at + 1; header[i].startsWith('#     '); i++) shown.push(header[i].slice(6));
     assert.equal(shown.join('\n'), report.usage, 'the header holds the snippet itself');
+    // the imports the header names (`import torch`, `from module import *`, and the
+    // class itself when `*` leaves it out), run as written
+    const imports = [...header[at].matchAll(/`([^`]+)`/g)].map((m) => m[1]);
+    assert.deepEqual(imports.slice(0, 2), ['import torch', `from ${report.module} import *`]);
     const lines = report.usage!.split('\n');
-    const code = [
-      'import torch',
-      `from ${report.module} import *`,
-      ...lines.slice(0, -1),
-      `y = ${lines[lines.length - 1]}`,
-      check,
-    ].join('\n');
+    const code = [...imports, ...lines.slice(0, -1), `y = ${lines[lines.length - 1]}`, check].join('\n');
     const r = py(code, dir);
     assert.equal(r.status, 0, `${report.usage}\n${r.stderr}`);
     return { usage: report.usage!, out: r.stdout.trim() };
@@ -233,6 +232,15 @@ describe('usage snippets of validated blocks, exported and run as written', { sk
       /^FromCfg\(CfgNode\(\{"MODEL": CfgNode\(\{"WIDTH": 16, "OUT": 4\}\)\}\)\)\(torch\.randn\(\d+(, \d+)*\)\)$/,
     );
     assert.match(out, /^\(\d+(, \d+)*, 4\)$/);
+  });
+
+  test('a private block (`*` leaves it out): the header imports it by name and its usage runs', () => {
+    const rec = recs.get('_Scaled')!;
+    assert.equal(rec.ok, true, JSON.stringify(rec.validation));
+    assert.equal(rec.validation.usageCheck, 'ran');
+    const { usage, out } = runUsage('_Scaled', 'print(tuple(y.shape))');
+    assert.match(usage, /^_Scaled\([^()]*\)\(torch\.randn\(\d+(, \d+)*\)\)$/);
+    assert.match(out, /^\(\d+(, \d+)*\)$/);
   });
 
   for (const name of ['Tagged', 'TaggedCR', 'TaggedLS']) {

@@ -320,6 +320,46 @@ describe('catalog server', { skip: needsSandbox() }, () => {
     }
   });
 
+  test('a slim block that imports installed distributions lists them with their versions (escaped)', async () => {
+    const store = IndexStore.open(dir);
+    const wa = getExtraction(store, WA)!;
+    const id = 'pkgs.slim.WindowAttention';
+    const packages = [
+      {
+        distribution: 'tinybase',
+        version: '1.2.0',
+        repo: 'acme/tinybase',
+        modules: ['tinybase.model', 'tinybase.registry'],
+      },
+      { distribution: '<b>evil</b>', version: '0.1', repo: 'x/y', modules: ['evil'] },
+    ];
+    try {
+      putExtraction(store, { ...wa, id, record: { ...wa.record, id, emission: { ...wa.record.emission, packages } } });
+    } finally {
+      store.close();
+    }
+    try {
+      const page = await get(`${server.url}block/${id}`);
+      assert.equal(page.status, 200);
+      const section = /<section id="packages">([\s\S]*?)<\/section>/.exec(page.body)?.[1] ?? '';
+      assert.match(section, /<code>tinybase<\/code><\/td><td><code>1\.2\.0<\/code><\/td><td>acme\/tinybase<\/td>/);
+      assert.match(section, /<code>tinybase\.model<\/code>, <code>tinybase\.registry<\/code>/);
+      assert.ok(
+        section.includes('&lt;b&gt;evil&lt;/b&gt;') && !section.includes('<b>evil'),
+        'stored names are escaped',
+      );
+      const plain = await get(`${server.url}block/${WA}`);
+      assert.ok(
+        !plain.body.includes('id="packages"'),
+        'a block that imports no installed distribution has no such section',
+      );
+    } finally {
+      const s2 = IndexStore.open(dir);
+      deleteExtraction(s2, id);
+      s2.close();
+    }
+  });
+
   test('the usage section shows only snippets of the renderer: import lines, then y = the call; a pasted one is not shown', async () => {
     const store = IndexStore.open(dir);
     const wa = getExtraction(store, WA)!;

@@ -2,7 +2,8 @@
 // that needs torch or the sandbox throws, naming the command, so a test that needs them
 // but does not ask test/support/tier.ts's needsTorch()/needsSandbox() fails instead of
 // silently running the slow path. Processes refused: bubblewrap, debootstrap, chroot, and
-// any Python whose command line or standard input mentions torch or the nnrag harness.
+// any Python whose command line or standard input mentions torch or the nnrag harness, and
+// test/support/run_modules.py unless it is told --no-run.
 // Python without torch (e.g. the tokenizer cross-check against CPython) stays allowed.
 import childProcess from 'node:child_process';
 import { syncBuiltinESMExports } from 'node:module';
@@ -19,9 +20,11 @@ function refuse(command: unknown, args: unknown, options: unknown): void {
   const opts = (Array.isArray(args) ? options : args) as { input?: unknown } | undefined;
   const input = opts && typeof opts === 'object' && opts.input != null ? String(opts.input) : '';
   const python = /^python/.test(name);
+  // test/support/run_modules.py imports torch unless told --no-run (pyflakes only)
+  const runsModules = argv.some((a) => a.endsWith('run_modules.py')) && !argv.includes('--no-run');
   if (
     SLOW_COMMANDS.has(name) ||
-    (python && (SLOW_TEXT.test(argv.join(' ')) || /nnrag_harness|harness\.py/.test(input)))
+    (python && (SLOW_TEXT.test(argv.join(' ')) || runsModules || /nnrag_harness|harness\.py/.test(input)))
   ) {
     throw new Error(
       `fast tier (NNRAG_TEST_FAST=1) refuses \`${name} ${argv.join(' ').slice(0, 120)}\`: ` +

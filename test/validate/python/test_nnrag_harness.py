@@ -254,6 +254,16 @@ class ArgumentsTest(unittest.TestCase):
         self.assertEqual(kwargs["dim"] % kwargs["num_heads"], 0)
         Attn(*args, **kwargs)
 
+    def test_float_unions(self):
+        from typing import Optional, Union
+
+        # a Union / Optional naming float first is a float (PEP 484), even where the name
+        # says something else (`hue_factor` holds "act"); Union[int, ...] stays an int
+        self.assertEqual(A._guess_by_name("hue_factor", Union[float, torch.Tensor], 16, 4, nn), 1.0)
+        self.assertEqual(A._guess_by_name("gamma", Optional[float], 16, 4, nn), 1.0)
+        self.assertEqual(A._guess_by_name("alpha_val", "Union[float, torch.Tensor]", 16, 4, nn), 1.0)
+        self.assertEqual(A._guess_by_name("size", Union[int, tuple], 16, 4, nn), 16)
+
     def test_literal_call_site_first(self):
         cands, _ = CA.arg_candidates(Attn, ["(48, 6, qkv_bias=True)"], {}, nn)
         label, args, kwargs = cands[0]
@@ -935,6 +945,18 @@ class RulesTest(unittest.TestCase):
         self.assertEqual(list(d), ["loss_fcn"])
         self.assertTrue(hasattr(d["loss_fcn"](), "reduction"))
         self.assertIn(d["loss_fcn"], (nn.MSELoss, nn.L1Loss))
+
+    def test_keyword_only_plan(self):
+        class Cond(nn.Module):
+            def forward(self, x, *, condition, scale=1.0, mask=None):
+                return x * condition * scale
+
+        m = Cond()
+        # the positional plan leaves keyword-only parameters out; keywords=True lists the
+        # required ones (PEP 3102), classified as inputs after the positional ones
+        self.assertEqual(I.forward_plan(m), [("x", "tensor")])
+        self.assertEqual(I.forward_plan(m, keywords=True), [("condition", "tensor")])
+        self.assertEqual(I.forward_plan(nn.Linear(2, 2), keywords=True), [])
 
     def test_optional_and_ids_plan(self):
         from typing import Optional

@@ -270,6 +270,16 @@ class RenderTest(unittest.TestCase):
         self.assertEqual(S.render(spell("torch.nn.modules.activation", "ReLU")), "ReLU")
         self.assertEqual(S.render(spell("torch.nn.functional", "gelu")), "torch.nn.functional.gelu")
 
+    def test_usage_namespace_adds_the_block_class_that_star_leaves_out(self):
+        mod = types.ModuleType("nnrag_candidate")
+        mod.__all__ = ["Model"]
+        mod.Model, mod._Hidden, mod.Wrap = Model, Wrap, Wrap
+        self.assertEqual(sorted(S.star_namespace(mod)), ["Model"])
+        self.assertEqual(sorted(S.usage_namespace(mod, "_Hidden", Wrap)), ["Model", "_Hidden"])
+        self.assertEqual(sorted(S.usage_namespace(mod, "Wrap", Wrap)), ["Model", "Wrap"])
+        with self.assertRaises(S.Unrenderable):
+            S.usage_namespace(mod, "Model", Wrap)  # the name is bound to another class
+
     def test_unrenderable_values(self):
         r = S.Renderer(self.spell)
         for enc in (

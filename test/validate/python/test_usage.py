@@ -56,6 +56,26 @@ def plain(x, y):
     return x[0] + y * 2
 
 
+class PositionBias(nn.Module):
+    # forward(i, j): sequence lengths of queries and keys, used as arange's bounds
+    def __init__(self, heads=2):
+        super().__init__()
+        self.heads = heads
+
+    def forward(self, i, j):
+        q = torch.arange(j - i, j)
+        k = torch.arange(j)
+        return -(k[None, :] - q[:, None]).abs().float().expand(self.heads, i, j)
+
+
+def count_range(x, n):
+    return [x * k for k in range(n)]
+
+
+def arange_of_shape(x):
+    return torch.arange(x.shape[0])
+
+
 class Pairs(nn.Module):
     def __init__(self):
         super().__init__()
@@ -120,6 +140,16 @@ class UsageTest(unittest.TestCase):
     def test_embedding_input(self):
         m = Lookup()
         self.assertEqual(param_uses(type(m).forward, m), {"tokens": "ids"})
+
+    def test_sizes(self):
+        # bounds of range / torch.arange, alone or in arithmetic, are ints
+        self.assertEqual(param_uses(count_range), {"n": "size"})
+        self.assertEqual(param_uses(arange_of_shape), {})
+        m = PositionBias()
+        self.assertEqual(param_uses(type(m).forward, m), {"i": "size", "j": "size"})
+        plan = I.forward_plan(m)
+        self.assertEqual(plan, [("i", "int"), ("j", "int")])
+        self.assertEqual(tuple(m(*I.make_inputs([], plan, torch, m)).shape), (2, 8, 8))
 
     def test_nothing_for_other_uses(self):
         self.assertEqual(param_uses(plain), {})

@@ -226,12 +226,16 @@ def _guess_by_name(name, ann, d, h, nn):
     if re.search(r"vocab|num_embeddings|n_vocab|num_tokens|n_tokens|num_codes|codebook", n):
         return 100
     at = ann_text(ann).replace("typing.", "")
-    if re.match(r"(int|float|bool|Union\[int|Optional\[int|Tuple\[int|List\[int|Sequence\[int)", at):
+    if re.match(r"(int|float|bool|(Union|Optional)\[(int|float)|Tuple\[int|List\[int|Sequence\[int)", at):
         # a number by its annotation, whatever the name says (layer_per_block: int,
-        # normalized_shape: Union[int, List[int]]): counts per block are small
+        # normalized_shape: Union[int, List[int]]): counts per block are small; a float
+        # also when a Union or Optional (PEP 484) names float first (`factor: Union[float,
+        # Tensor]`: a code that checks isinstance(v, float) refuses an int)
         if re.search(r"(^|_)per(_|$)", n):
             return 2
-        return 1.0 if at.startswith("float") else False if at.startswith("bool") else d
+        if re.match(r"((Union|Optional)\[)?float", at):
+            return 1.0
+        return False if at.startswith("bool") else d
     if re.search(r"act|activation|nonlinearity", n):
         return nn.ReLU
     if re.search(r"norm", n):

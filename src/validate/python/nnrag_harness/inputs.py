@@ -93,13 +93,16 @@ def leaf_layers(model, nn, limit=3):
     return out
 
 
-def forward_plan(model):
+def forward_plan(model, keywords=False):
     """Which forward parameters get a tensor, which an int (H/W-style sizes), which
-    None (masks): returns list of (name, kind) for the required parameters."""
+    None (masks): returns list of (name, kind) for the required parameters. With
+    `keywords`, the same for the required keyword-only parameters (those after `*` or
+    `*args` without a default, PEP 3102: a call must name them, `forward(x, *, cond)`),
+    which the caller passes by name."""
     try:
         sig = inspect.signature(model.forward)
     except (TypeError, ValueError):
-        return [("x", "tensor")]
+        return [] if keywords else [("x", "tensor")]
     if not sig.parameters:
         return []  # forward(self): a bias table, a positional embedding generator
     plan = []
@@ -115,12 +118,21 @@ def forward_plan(model):
         if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.KEYWORD_ONLY) and p.default is inspect.Parameter.empty
     ]
     all_optional = bool(required) and all(is_optional(p.annotation) for p in required)
-    for p in sig.parameters.values():
+    kw_required = [
+        p for p in sig.parameters.values() if p.kind == p.KEYWORD_ONLY and p.default is inspect.Parameter.empty
+    ]
+    if keywords:
+        # classified like positional parameters that follow the positional ones
+        positional = forward_plan(model)
+        plan = list(positional)
+    for p in kw_required if keywords else sig.parameters.values():
         if p.kind == p.VAR_POSITIONAL:
             if not plan:
                 plan.append((p.name, "tensor"))
             continue
-        if p.kind in (p.VAR_KEYWORD, p.KEYWORD_ONLY) or p.default is not inspect.Parameter.empty:
+        if p.kind == p.VAR_KEYWORD or p.default is not inspect.Parameter.empty:
+            continue
+        if p.kind == p.KEYWORD_ONLY and not keywords:
             continue
         n = p.name.lower()
         ann = p.annotation
@@ -129,7 +141,11 @@ def forward_plan(model):
             # Optional[X] accepts None (PEP 484): prompts a decoder may go without; the
             # first input stays a tensor unless every parameter is optional
             plan.append((p.name, "none"))
-        elif n in ("h", "w", "height", "width", "hh", "ww", "size_h", "size_w") or an == "int":
+        elif (
+            n in ("h", "w", "height", "width", "hh", "ww", "size_h", "size_w")
+            or an == "int"
+            or uses.get(p.name) == "size"
+        ):
             plan.append((p.name, "int"))
         elif (
             n
@@ -166,6 +182,8 @@ def forward_plan(model):
             plan.append((p.name, uses[p.name]))
         else:
             plan.append((p.name, "tensor"))
+    if keywords:
+        return plan[len(positional) :]
     if not plan:
         plan.append(("x", "tensor"))
     return plan

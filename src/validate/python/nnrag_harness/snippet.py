@@ -461,6 +461,19 @@ def star_namespace(mod):
     return {n: v for n, v in d.items() if type(n) is str and not n.startswith("_")}
 
 
+def usage_namespace(mod, class_name, cls):
+    """The names a usage snippet sees: what `from module import *` gives, plus the block's
+    own class by its name when `*` leaves it out (a private `_Name`, or a name outside
+    `__all__`): export writes `from module import Name` for it. Unrenderable when the
+    module does not bind that name to the class."""
+    ns = star_namespace(mod)
+    d = mod.__dict__ if hasattr(mod, "__dict__") else mod
+    if d.get(class_name) is not cls:
+        raise Unrenderable("the class is not the module's name %s" % ident(class_name))
+    ns[class_name] = cls
+    return ns
+
+
 def spell_in(namespace, torch):
     """spell(module, qualname) for a snippet run where `namespace` (star_namespace of the
     candidate) and `torch` are visible: a name of the module (first part of the qualified

@@ -116,16 +116,38 @@ def harvest_main(req, rep, torch):
         if p not in sys.path:
             sys.path.insert(0, p)
     double_cpu_budget()
+    # a run step reports the files of the repository it read (reads.py): its stored
+    # result is reused while they are unchanged (witness/harvest.ts)
+    reads = None
+    if cfg.get("mode") != "list" and cfg.get("recordReads"):
+        from nnrag_harness.reads import Reads
+
+        # every root on its sys.path: the repository's and those it imports from (a
+        # model of one repository built from another's layers reads both)
+        reads = Reads(list(cfg.get("roots") or []) + [cfg.get("repoRoot")])
+
+    def send(ev):
+        if reads is not None and ev.get("ev") == "harvest" and isinstance(ev.get("result"), dict):
+            reads.stop()
+            ev["result"]["reads"] = reads.files()
+        rep.send(ev)
+
     try:
         if cfg.get("mode") == "list":
             rep.send({"ev": "harvest", "result": harvest.list_entries(cfg, torch)})
         elif (cfg.get("entry") or {}).get("kind") in ("test", "readme", "doctest", "example"):
             from nnrag_harness import harvest_docs
 
-            harvest_docs.run_doc_entry(cfg, torch, rep.send)
+            if reads is not None:
+                reads.start()
+            harvest_docs.run_doc_entry(cfg, torch, send)
         else:
-            harvest.run_entry(cfg, torch, rep.send)
+            if reads is not None:
+                reads.start()
+            harvest.run_entry(cfg, torch, send)
     except BaseException as e:  # noqa: BLE001 - reported as the step's error
+        if reads is not None:
+            reads.stop()
         rep.send({"ev": "harvest", "result": {"error": fmt_error(e), "traceback": fmt_trace(e)}})
 
 
@@ -448,6 +470,7 @@ class Stages:
     def _forward(self, model, kwargs, args, witness=None):
         torch, nn = self.torch, self.nn
         self._fwd_kwargs = None
+        self._kw_inputs = {}
         try:
             model.eval()
         except Exception as e:  # noqa: BLE001 - a module the constructor left half made
@@ -470,7 +493,11 @@ class Stages:
                 if cat in ("unresolved-name", "missing-extern", "native-extension", "sandbox-denied"):
                     self.fail("forward", self._fwd_t0, e, cat)
                 # else: the heuristic inputs below, with the witness's arguments
-        plan = forward_plan(model)
+        # required keyword-only parameters (PEP 3102) get inputs like positional ones
+        # after them, passed by name
+        kwplan = forward_plan(model, keywords=True)
+        plan = forward_plan(model) + kwplan
+        npos = len(plan) - len(kwplan)
         widths = [v for v in list(kwargs.values()) + list(args) if isinstance(v, int) and not isinstance(v, bool)]
         first_err = None
         hints = {}
@@ -508,8 +535,10 @@ class Stages:
             torch.manual_seed(1)
             try:
                 inputs = make_inputs(specs, plan, torch, model)
+                kw_inputs = {name: v for (name, _), v in zip(kwplan, inputs[npos:])}
+                inputs = inputs[:npos]
                 with torch.no_grad():
-                    out = model(*inputs)
+                    out = model(*inputs, **kw_inputs)
             except BaseException as e:  # noqa: BLE001
                 cat = self.classifier.classify(e, "forward", tb_files(e))
                 if (repaired or witness is not None) and cat == "memory":
@@ -532,6 +561,7 @@ class Stages:
                         cands.insert(i, (plan, fixed))  # try the repaired input next
                 continue
             self._last_inputs = (specs, plan)
+            self._kw_inputs = kw_inputs
             return True, (inputs, out)
         if first_err is None:
             first_err = (RuntimeError("no input candidate for forward"), [])
@@ -582,10 +612,9 @@ class Stages:
             if fwd_kwargs is not None and witness is not None and witness.get("inputs"):
                 i_enc, ikw_enc = witness["inputs"].get("args") or [], witness["inputs"].get("kwargs") or {}
             else:
-                i_enc, ikw_enc = S.encode_live(list(inputs), torch), {}
-            ns = S.star_namespace(mod)
-            if ns.get(self.req["className"]) is not cls:
-                raise S.Unrenderable("the class is not a name `from module import *` gives")
+                kw_inputs = getattr(self, "_kw_inputs", None) or {}
+                i_enc, ikw_enc = S.encode_live(list(inputs), torch), S.encode_live(dict(kw_inputs), torch)["$dict"]
+            ns = S.usage_namespace(mod, self.req["className"], cls)
             spell = S.spell_in(ns, torch)
             if 2 * cost + 1.0 < self._deadline - _monotonic():
                 why = None
@@ -605,7 +634,15 @@ class Stages:
                     d["usageSkipped"] = why
             elif self._deadline - _monotonic() > 1.0:
                 text = S.snippet_text(self.req["className"], a_enc, kw_enc, i_enc, ikw_enc, spell, taken=ns)
-                S.check_values(text, ns, torch, list(args), dict(kwargs), list(inputs), dict(fwd_kwargs or {}))
+                S.check_values(
+                    text,
+                    ns,
+                    torch,
+                    list(args),
+                    dict(kwargs),
+                    list(inputs),
+                    dict(fwd_kwargs or getattr(self, "_kw_inputs", None) or {}),
+                )
                 d["usage"], d["usageCheck"] = text, "values"
             else:
                 d["usageSkipped"] = "no time left to check a snippet"
@@ -691,7 +728,8 @@ class Stages:
                 seed_all(torch, 1)
                 return model(*a_, **kw_)
             seed_all(torch, 1)
-            return model(*fresh_inputs(inputs, torch))
+            kw_inputs = getattr(self, "_kw_inputs", None) or {}
+            return model(*fresh_inputs(inputs, torch), **{k: fresh_inputs([v], torch)[0] for k, v in kw_inputs.items()})
 
         def build(ctor, a_, kw_):
             # seeded; a witness's nested modules are built as the harvest built them,

@@ -7,6 +7,9 @@
 #   "pairs"  its rows are taken apart and used as indices (`row, col = p`, `x[p[0]]`):
 #            a (2, E) integer tensor of index pairs (an edge list, a sparse matrix's
 #            coordinates).
+#   "size"   the parameter (alone or in arithmetic, `j - i`) is an argument of range,
+#            torch.arange or torch.linspace, whose bounds are numbers (a length: the
+#            forward of a position bias table taking (i, j) sequence lengths), so an int.
 # Calls to what the code can resolve — functions of its module's globals (or of a module
 # it names there), the model's own methods — are followed a few levels, mapping the
 # arguments onto the callee's parameters, so an index handed on to a helper counts too.
@@ -41,8 +44,11 @@ INDEX_METHODS = {
 }
 # functions whose first argument is integer-valued: counts, one-hot, embedding lookups
 INDEX_FIRST = {"bincount", "one_hot", "embedding"}
-# a parameter used several ways takes the most specific: pairs, then an index, then ids
-RANK = {"ids": 0, "index": 1, "pairs": 2}
+# functions whose positional arguments are numbers: start, end, step, count
+SIZE_FUNCS = {"range", "arange", "linspace"}
+# a parameter used several ways takes the most specific: pairs, then an index, then ids,
+# then a size (a tensor holding one number is also a valid index)
+RANK = {"size": -0.5, "ids": 0, "index": 1, "pairs": 2}
 
 
 def _function_node(fn):
@@ -136,6 +142,13 @@ def param_uses(fn, owner=None, depth=3, _seen=None):
                     mark(n.args[pos])
             elif name in INDEX_FIRST and n.args:
                 mark(n.args[0])
+            elif name in SIZE_FUNCS and (on_module or isinstance(f, ast.Name)):
+                for a in n.args:
+                    for x in ast.walk(a):  # `j - i`, `n + 1`, `-i`: the operands too
+                        if isinstance(x, ast.Name) and x.id in params:
+                            mark(x, "size")
+                        elif not isinstance(x, (ast.BinOp, ast.UnaryOp, ast.operator, ast.unaryop, ast.Load)):
+                            break
             callee, bound = _callee(f, g, owner)
             if isinstance(callee, _Embedding):
                 if n.args:
