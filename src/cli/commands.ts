@@ -5,7 +5,15 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { demo } from '../commands/demo.js';
 import type { Selection } from '../commands/discover.js';
-import { doctor, env, environmentNeeds, environmentNextStep, pypiEnv, pypiNeeds } from '../commands/environment.js';
+import {
+  doctor,
+  env,
+  environmentNeeds,
+  environmentNextStep,
+  environmentProblems,
+  pypiEnv,
+  pypiNeeds,
+} from '../commands/environment.js';
 import { extract, validate } from '../commands/extract.js';
 import type { EmissionProfile, PipelineOptions } from '../pipeline/pipeline.js';
 import type { BlockRecord } from '../records/block.js';
@@ -454,15 +462,17 @@ export const commands: Record<string, Command> = {
             );
           for (const b of g.native)
             human.push(
-              `  compiled operators of ${b.repo} (${b.dir}): ${b.error ? `not built: ${b.error.split('\n')[0]}` : b.cached ? 'installed from the wheel cache' : `built in ${b.seconds?.toFixed(0)} s`}`,
+              `  compiled operators of ${b.repo} (${b.dir}): ${b.error ? `not built${b.needsCuda ? ' (they need CUDA, which this machine does not have)' : ''}: ${b.error.split('\n')[0]}` : b.cached ? 'installed from the wheel cache' : `built in ${b.seconds?.toFixed(0)} s`}`,
             );
         }
         for (const u of m.unresolved)
           human.push(
             `not installed (no requirement names it; a guess is never installed): import ${u.module} by ${u.neededBy.join(', ')}; if it is PyPI's ${u.candidates.join(' or ')}, add it with --packages ${u.candidates[0]}`,
           );
-        ctx.out(human.join('\n'), { env: target, seconds: secs, ...m });
-        return m.groups.some((g) => g.native.some((b) => b.error) || g.indexed.some((x) => x.error)) ? 1 : 0;
+        const problems = environmentProblems(m);
+        ctx.out(human.join('\n'), { env: target, seconds: secs, ...m, ...problems });
+        for (const w of problems.warnings) warn(w);
+        return problems.failures.length ? 1 : 0;
       }
       for (const p of packages)
         if (!/^[a-z0-9][a-z0-9+.-]+$/.test(p))

@@ -112,6 +112,33 @@ export async function pypiEnv(
   return m;
 }
 
+/** What went wrong in making a PyPI environment, split by whether the environment is
+ *  usable: an indexed repository that did not install, or an operator build that failed
+ *  for another reason, is a failure (`env create` exits 1); an operator build that needs
+ *  CUDA on a machine without a CUDA toolkit is optional there, so a warning (its blocks
+ *  fail validation as `native-extension` or `native-op-no-cpu`, as they would for any
+ *  user of a CPU-only machine). */
+export function environmentProblems(m: EnvManifestPyPI): { failures: string[]; warnings: string[] } {
+  const failures: string[] = [];
+  const warnings: string[] = [];
+  for (const g of m.groups) {
+    for (const x of g.indexed)
+      if (x.error)
+        failures.push(
+          `${x.distribution} from the indexed ${x.repo} did not install: ${x.error.split('\n').slice(-1)[0]}`,
+        );
+    for (const b of g.native) {
+      if (!b.error) continue;
+      if (b.needsCuda)
+        warnings.push(
+          `the compiled operators of ${b.repo} in ${b.dir} need CUDA, which this machine does not have: not built (the environment is usable; blocks calling them fail validation)`,
+        );
+      else failures.push(`the compiled operators of ${b.repo} in ${b.dir} did not build: ${b.error.split('\n')[0]}`);
+    }
+  }
+  return { failures, warnings };
+}
+
 /** Failure categories a PyPI environment made for the store can remove: a requirement the
  *  environment lacks, a torch of another release, an operator its build compiles. */
 const ENVIRONMENT_FIXES = new Set(['missing-extern', 'torch-version', 'native-extension']);

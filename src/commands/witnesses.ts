@@ -59,6 +59,9 @@ export async function witnesses(ws: Workspace, opts: WitnessesOptions = {}): Pro
       pool ??= await startRemembering(ws.store, opts.pool, probed);
       const got = await repoWitnesses(ws.store, pool, repo, {
         force: !!opts.force,
+        // forced: every entry point runs again, none of the previous answers is reused
+        noRunReuse: !!opts.force,
+        corpus: ws.corpus(),
         modules: libraryModules(ws.corpus(), repo),
         onEntry: opts.onEntry ? (e) => opts.onEntry!(repo, e) : undefined,
       });

@@ -2,7 +2,8 @@
 // made with uv (https://docs.astral.sh/uv/) from a base interpreter the sandbox can read,
 // torch 2.x and the requirements of the store's repositories resolved into a lock file
 // (`uv pip compile`, pip's requirements format with exact pins), installed with
-// `uv pip sync` (bytecode compiled at install: the sandbox's file system is read-only),
+// `uv pip sync`, its bytecode compiled once everything is installed (the sandbox's file
+// system is read-only; bytecode.ts shares it with the environments beside it),
 // and the compiled operators of indexed repositories built once for the CPU against the
 // environment's torch and cached as wheels.
 //
@@ -33,7 +34,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { NnragError } from '../util/errors.js';
 import { unreachableForSandbox } from '../util/fs.js';
+import { compileBytecode, donorEnvironments, sitePackagesOf, type BytecodeReport } from './bytecode.js';
 import { normalizeDistName } from './names.js';
+import { installableTree, type SourceTree } from './source-tree.js';
 
 /** One requirement line of an environment, with why it is there. */
 export interface EnvRequirement {
@@ -53,6 +56,10 @@ export interface NativeBuild {
   wheel?: string;
   cached?: boolean;
   error?: string;
+  /** the build failed because its operators need CUDA and this machine has no CUDA
+   *  toolkit: a warning, not a failure of the environment (the blocks that call those
+   *  operators fail validation as `native-extension` or `native-op-no-cpu`) */
+  needsCuda?: boolean;
   seconds?: number;
 }
 
@@ -63,6 +70,10 @@ export interface IndexedInstall {
   repo: string;
   distribution: string;
   root: string;
+  /** installed from the whole tree at this revision, because the checkout is sparse */
+  revision?: string;
+  /** the checkout's revision when it was installed (with a digest of its changes) */
+  checkout?: string;
   error?: string;
 }
 
@@ -81,6 +92,8 @@ export interface EnvGroup {
   indexed: IndexedInstall[];
   /** when this group exists because the shared resolution failed: uv's reason */
   conflict?: string;
+  /** how its bytecode was made: shared from other environments or compiled */
+  bytecode?: Omit<BytecodeReport, 'seconds'>;
 }
 
 export interface EnvManifestPyPI {
@@ -478,6 +491,32 @@ function ownInstall(needs: PyPINeeds, r: PyPINeeds['repos'][number]): IndexedIns
   return { repo: r.name, distribution: name, root: r.root };
 }
 
+/** Whether a distribution is installed in a virtual environment (a `<name>-<version>
+ *  .dist-info` folder, PEP 503 names compared). */
+function distInstalled(env: string, distribution: string): boolean {
+  const want = normalizeDistName(distribution);
+  return sitePackagesOf(env).some((site) => {
+    try {
+      return readdirSync(site).some(
+        (d) => d.endsWith('.dist-info') && normalizeDistName(d.replace(/-[^-]*\.dist-info$/, '')) === want,
+      );
+    } catch {
+      return false;
+    }
+  });
+}
+
+/** The repositories whose operator build at their root installed them whole (the wheel
+ *  of a setup.py at the repository's root is the repository's distribution). */
+function installedByBuild(needs: PyPINeeds, native: NativeBuild[]): Set<string> {
+  const out = new Set<string>();
+  for (const b of native) {
+    const root = needs.repos.find((r) => r.name === b.repo)?.root;
+    if (b.wheel && root && path.resolve(b.dir) === path.resolve(root)) out.add(b.repo);
+  }
+  return out;
+}
+
 /** The universe of a repository in the store: itself and the indexed repositories it
  *  declares (transitively). */
 function universe(needs: PyPINeeds, repo: string): string[] {
@@ -485,6 +524,26 @@ function universe(needs: PyPINeeds, repo: string): string[] {
   for (let i = 0; i < out.length; i++)
     for (const x of indexedInstalls(needs, [out[i]])) if (!out.includes(x.repo)) out.push(x.repo);
   return out;
+}
+
+/** The repositories a resolver's error names: those with a requirement of their own (not
+ *  torch, not the tools every environment has) whose distribution name appears in the
+ *  error as a word (`poseval` in "unable to access 'https://github.com/…/poseval.git/'"). */
+export function blamedRepos(needs: PyPINeeds, repos: string[], error: string): string[] {
+  const common = new Set(['torch', ...TOOL_REQUIREMENTS].map(normalizeDistName));
+  const text = error.toLowerCase();
+  const named = (name: string) => {
+    const forms = new Set([name.toLowerCase(), normalizeDistName(name), normalizeDistName(name).replace(/-/g, '_')]);
+    return [...forms].some((f) => new RegExp(`(^|[^a-z0-9_.-])${f.replace(/[.]/g, '\\.')}($|[^a-z0-9_-])`).test(text));
+  };
+  return repos.filter((r) => {
+    const x = needs.repos.find((y) => y.name === r);
+    if (!x) return false;
+    return [...x.declared, ...x.imported].some((d) => {
+      const name = /^\s*([A-Za-z0-9][A-Za-z0-9._-]*)/.exec(d)?.[1];
+      return !!name && !common.has(normalizeDistName(name)) && named(name);
+    });
+  });
 }
 
 /** Resolve requirements into a lock with `uv pip compile` (no install). */
@@ -528,10 +587,10 @@ async function makeVenv(uv: string, base: string, dir: string, systemTorch: bool
   if (r.code !== 0) throw new NnragError(`uv venv ${dir} failed: ${r.stderr.trim().slice(-800)}`);
 }
 
-/** Install a lock exactly (`uv pip sync`: adds, upgrades and removes to match), bytecode
- *  compiled at install. */
+/** Install a lock exactly (`uv pip sync`: adds, upgrades and removes to match). Bytecode
+ *  is made once the group is installed (groupBytecode). */
 async function syncLock(uv: string, dir: string, lockFile: string, opts: PyPIOptions): Promise<void> {
-  const args = ['pip', 'sync', lockFile, '--python', envPython(dir), '--compile-bytecode'];
+  const args = ['pip', 'sync', lockFile, '--python', envPython(dir)];
   if (opts.offline) args.push('--offline');
   if (opts.wheels) args.push('--find-links', opts.wheels);
   // keep what nnrag installs beside the lock (indexed checkouts, built operators): sync
@@ -567,6 +626,45 @@ async function revisionOf(dir: string): Promise<string> {
   }
 }
 
+/** The C++ standard an environment's torch headers require (`#error C++20 or later
+ *  compatible compiler is required to use ATen.`), when they say. */
+export function torchCxxStandard(env: string): string | null {
+  for (const site of sitePackagesOf(env)) {
+    try {
+      const text = readFileSync(path.join(site, 'torch', 'include', 'ATen', 'ATen.h'), 'utf8');
+      const m = /#error C\+\+(\d+) or later compatible compiler is required/.exec(text);
+      if (m) return m[1];
+    } catch {
+      /* no torch headers here */
+    }
+  }
+  return null;
+}
+
+/** The CUDA toolkit's compiler, when this machine has one: `$CUDA_HOME/bin/nvcc` (or
+ *  `$CUDA_PATH`), `nvcc` on PATH, `/usr/local/cuda/bin/nvcc` — where
+ *  torch.utils.cpp_extension looks for it. */
+export function cudaToolkit(env: NodeJS.ProcessEnv = process.env): string | null {
+  const cands = [
+    ...[env.CUDA_HOME, env.CUDA_PATH].filter((d): d is string => !!d).map((d) => path.join(d, 'bin', 'nvcc')),
+    ...(env.PATH ?? '')
+      .split(':')
+      .filter(Boolean)
+      .map((d) => path.join(d, 'nvcc')),
+    '/usr/local/cuda/bin/nvcc',
+  ];
+  return cands.find((c) => existsSync(c)) ?? null;
+}
+
+/** Whether a failed operator build failed for want of CUDA on a machine without a CUDA
+ *  toolkit: its error lines name CUDA (a setup.py that raises "CUDA_HOME is None" or "Cuda is
+ *  not available" when torch.cuda.is_available() is false, or a CUDAExtension that finds
+ *  no nvcc). Such an extension is optional on a CPU-only machine: the environment is
+ *  usable without it. */
+export function failedForCuda(output: string, toolkit: string | null = cudaToolkit()): boolean {
+  return !toolkit && /\bcuda(_home|_path)?\b|\bnvcc\b|CUDAExtension/i.test(output);
+}
+
 /** Build one repository's operators as a wheel (cached by revision, torch and compiler),
  *  for the CPU, against the environment's torch (no build isolation: these setup.py files
  *  import torch), then install it without dependencies. */
@@ -597,6 +695,15 @@ async function buildNative(
       : undefined;
   let wheel = find();
   const t0 = Date.now();
+  // a build that failed for want of CUDA fails the same way on this machine next time:
+  // its verdict is kept beside the wheels, under the same key
+  const noCuda = `${cacheDir}.needs-cuda`;
+  if (!wheel && !cudaToolkit() && existsSync(noCuda)) {
+    b.error = readFileSync(noCuda, 'utf8');
+    b.needsCuda = true;
+    b.cached = true;
+    return;
+  }
   if (!wheel) {
     opts.onLog?.(
       `  building the compiled operators of ${b.repo} (${b.dir}) for the CPU against torch ${torchVersion}: this can take many minutes, once per machine`,
@@ -615,16 +722,26 @@ async function buildNative(
       return;
     }
     const jobs = String(Math.max(1, os.cpus().length));
-    // the build runs on a copy: a checkout stays untouched (no build/ or egg-info in it)
-    const src = path.join(tmp, 'src');
-    cpSync(b.dir, src, { recursive: true, filter: (p) => path.basename(p) !== '.git' });
+    // the build runs on a copy: a checkout stays untouched (no build/ or egg-info in it);
+    // a sparse checkout's is the whole tree at its revision (source-tree.ts)
+    let tree: SourceTree;
+    try {
+      tree = await installableTree(b.dir);
+    } catch (e) {
+      rmSync(tmp, { recursive: true, force: true });
+      b.error = (e as Error).message;
+      return;
+    }
+    const src = tree.exported ? tree.dir : path.join(tmp, 'src');
+    if (!tree.exported) cpSync(b.dir, src, { recursive: true, filter: (p) => path.basename(p) !== '.git' });
     const builder: [string, string[]] = [
       uv,
       ['build', '--wheel', '--no-build-isolation', '--python', py, '--out-dir', tmp, src],
     ];
-    const runBuild = () =>
+    const runBuild = (extra: Record<string, string> = {}) =>
       runCmd(builder[0], builder[1], {
         env: uvEnv({
+          ...extra,
           FORCE_CUDA: '0',
           CUDA_VISIBLE_DEVICES: '',
           MAX_JOBS: jobs,
@@ -638,7 +755,21 @@ async function buildNative(
           : undefined,
         timeoutMs: 3 * 3_600_000,
       });
-    let build = await runBuild();
+    // the compiler is wrapped so that flags of ours come last on each command line (for
+    // -std and -g the last one wins): the C++ standard torch's headers require, because
+    // they refuse an older one (ATen.h: "#error C++20 or later compatible compiler is
+    // required") and a setup.py written for an older torch may pin one (`-std=c++17` in
+    // its extra_compile_args, after every flag the environment could add); and no debug
+    // information (-g0), which validation never reads and which the interpreter's own
+    // build flags (sysconfig's CFLAGS: -g) would make the compiler write for every
+    // object, a large part of compiling torch's headers
+    const std = torchCxxStandard(env);
+    const wrapper = path.join(tmp, 'cxx-nnrag');
+    writeFileSync(wrapper, `#!/bin/sh\nexec ${process.env.CXX ?? 'c++'} "$@" -g0${std ? ` -std=c++${std}` : ''}\n`, {
+      mode: 0o755,
+    });
+    const wrapped: Record<string, string> = { CXX: wrapper };
+    let build = await runBuild(wrapped);
     // a legacy setup.py that imports pkg_resources needs a setuptools from before its
     // removal (setuptools 81): installed for the build, and the build tried once more
     if (build.code !== 0 && /No module named 'pkg_resources'/.test(build.stderr + build.stdout)) {
@@ -648,8 +779,9 @@ async function buildNative(
         ['pip', 'install', '--python', py, 'setuptools<81', ...(opts.offline ? ['--offline'] : [])],
         { env: uvEnv() },
       );
-      if (old.code === 0) build = await runBuild();
+      if (old.code === 0) build = await runBuild(wrapped);
     }
+    tree.dispose();
     const built = existsSync(tmp) ? readdirSync(tmp).filter((f) => f.endsWith('.whl')) : [];
     if (build.code !== 0 || !built.length) {
       rmSync(tmp, { recursive: true, force: true });
@@ -660,6 +792,13 @@ async function buildNative(
         .slice(-6)
         .join('\n');
       b.error = tail || `the build exited ${build.code}`;
+      // the error lines, not the whole output: torch's build prints "No CUDA runtime is
+      // found" on every CPU machine, whatever then fails
+      if (failedForCuda(tail)) {
+        b.needsCuda = true;
+        mkdirSync(cacheRoot, { recursive: true });
+        writeFileSync(noCuda, b.error);
+      }
       return;
     }
     rmSync(cacheDir, { recursive: true, force: true });
@@ -667,11 +806,9 @@ async function buildNative(
     wheel = find();
     b.seconds = (Date.now() - t0) / 1000;
   } else b.cached = true;
-  const inst = await runCmd(
-    uv,
-    ['pip', 'install', '--python', envPython(env), '--no-deps', '--reinstall', '--compile-bytecode', wheel!],
-    { env: uvEnv() },
-  );
+  const inst = await runCmd(uv, ['pip', 'install', '--python', envPython(env), '--no-deps', '--reinstall', wheel!], {
+    env: uvEnv(),
+  });
   if (inst.code !== 0) b.error = `installing ${wheel}: ${inst.stderr.trim().slice(-400)}`;
   else b.wheel = wheel;
 }
@@ -679,6 +816,26 @@ async function buildNative(
 /** Install an indexed repository from its checkout, without dependencies and without
  *  building its operators (a build of its own does that): the files users import. */
 async function installIndexed(uv: string, env: string, x: IndexedInstall, opts: PyPIOptions): Promise<void> {
+  // a sparse checkout is installed from its whole tree (source-tree.ts): a build backend
+  // may need a file the checkout left out (flit_core the LICENSE its pyproject names)
+  let tree: SourceTree;
+  try {
+    tree = await installableTree(x.root);
+  } catch (e) {
+    x.error = (e as Error).message;
+    return;
+  }
+  if (tree.exported) x.revision = tree.exported.revision;
+  if (tree.incomplete) opts.onLog?.(`    ${tree.incomplete}`);
+  try {
+    await installTree(uv, env, x, tree.dir, opts);
+  } finally {
+    tree.dispose();
+  }
+  if (x.error && tree.incomplete) x.error = `${x.error}\n(${tree.incomplete})`;
+}
+
+async function installTree(uv: string, env: string, x: IndexedInstall, dir: string, opts: PyPIOptions): Promise<void> {
   // its build backend from PyPI in an isolated build first (a pyproject's pdm-backend,
   // hatchling); a setup.py that imports torch needs the environment's (no isolation), and
   // a legacy one that imports pkg_resources a setuptools from before 81
@@ -692,9 +849,8 @@ async function installIndexed(uv: string, env: string, x: IndexedInstall, opts: 
         envPython(env),
         '--no-deps',
         ...(isolated ? [] : ['--no-build-isolation']),
-        '--compile-bytecode',
         '--reinstall',
-        x.root,
+        dir,
         ...(opts.offline ? ['--offline'] : []),
       ],
       {
@@ -712,6 +868,21 @@ async function installIndexed(uv: string, env: string, x: IndexedInstall, opts: 
     r = await attempt(false);
   }
   if (r.code !== 0) x.error = r.stderr.trim().split('\n').slice(-4).join('\n');
+}
+
+/** The bytecode of a group's environment, made once everything is installed: the sandbox
+ *  binds it read-only, so what is not compiled now is compiled again at every import.
+ *  Bytecode that an environment of the same interpreter beside it (or under nnrag's own
+ *  folder of environments) has for the very same installed file is hardlinked instead of
+ *  compiled (bytecode.ts): a second environment with the same torch compiles none of
+ *  torch. */
+async function groupBytecode(dir: string, log: (l: string) => void): Promise<Omit<BytecodeReport, 'seconds'>> {
+  const donors = donorEnvironments(dir, [path.join(nnragHome(), 'envs')]);
+  const { seconds, ...rep } = await compileBytecode(dir, { donors });
+  log(
+    `  bytecode: ${rep.sources} source files, ${rep.linked} shared from ${rep.donors.length ? rep.donors.join(', ') : 'no other environment'}, ${rep.compiled} compiled, ${rep.valid} already compiled (${seconds.toFixed(1)} s)`,
+  );
+  return rep;
 }
 
 /** The torch version a lock pins (or the base interpreter's, with systemTorch). */
@@ -758,24 +929,58 @@ export async function syncPyPIEnvironment(
   let sharedLock = await compile(uv, py, groupRequirements(n, shared, torch, extra, systemTorch), opts, work);
   const own: { repo: string; conflict: string }[] = [];
   if ('error' in sharedLock) {
-    // add repositories one at a time, in the store's order, keeping those that resolve
-    log(`the requirements of all ${allRepos.length} repositories do not resolve together; resolving them one by one`);
     const firstError = sharedLock.error;
-    shared = [];
-    sharedLock = await compile(uv, py, groupRequirements(n, [], torch, extra, systemTorch), opts, work);
-    if ('error' in sharedLock) throw new NnragError(`torch and the tools do not resolve: ${sharedLock.error}`);
-    for (const r of allRepos) {
-      const tryLock = await compile(
-        uv,
-        py,
-        groupRequirements(n, [...shared, ...universe(n, r)], torch, extra, systemTorch),
-        opts,
-        work,
-      );
-      if ('error' in tryLock) own.push({ repo: r, conflict: tryLock.error });
-      else {
-        shared.push(...universe(n, r).filter((x) => !shared.includes(x)));
-        sharedLock = tryLock;
+    // the repositories whose own requirements the resolver's error names (one that cannot
+    // be fetched or built, a version no index has) are set aside: the others usually
+    // resolve together at once, and each set-aside repository is then tried with them,
+    // as the one-by-one order below would (1 + 1 + k resolutions instead of 1 + 1 + all)
+    const blamed = blamedRepos(n, allRepos, firstError);
+    const others = [...new Set(allRepos.filter((r) => !blamed.includes(r)).flatMap((r) => universe(n, r)))];
+    let sorted = false;
+    if (blamed.length && others.length && !others.some((r) => blamed.includes(r))) {
+      const rest = await compile(uv, py, groupRequirements(n, others, torch, extra, systemTorch), opts, work);
+      if (!('error' in rest)) {
+        log(
+          `the requirements of all ${allRepos.length} repositories do not resolve together; the resolver's error names requirements of ${blamed.join(', ')}; the other ${others.length} resolve together`,
+        );
+        shared = others;
+        sharedLock = rest;
+        for (const r of blamed) {
+          const tryLock = await compile(
+            uv,
+            py,
+            groupRequirements(n, [...shared, ...universe(n, r)], torch, extra, systemTorch),
+            opts,
+            work,
+          );
+          if ('error' in tryLock) own.push({ repo: r, conflict: tryLock.error });
+          else {
+            shared.push(...universe(n, r).filter((x) => !shared.includes(x)));
+            sharedLock = tryLock;
+          }
+        }
+        sorted = true;
+      }
+    }
+    if (!sorted) {
+      // add repositories one at a time, in the store's order, keeping those that resolve
+      log(`the requirements of all ${allRepos.length} repositories do not resolve together; resolving them one by one`);
+      shared = [];
+      sharedLock = await compile(uv, py, groupRequirements(n, [], torch, extra, systemTorch), opts, work);
+      if ('error' in sharedLock) throw new NnragError(`torch and the tools do not resolve: ${sharedLock.error}`);
+      for (const r of allRepos) {
+        const tryLock = await compile(
+          uv,
+          py,
+          groupRequirements(n, [...shared, ...universe(n, r)], torch, extra, systemTorch),
+          opts,
+          work,
+        );
+        if ('error' in tryLock) own.push({ repo: r, conflict: tryLock.error });
+        else {
+          shared.push(...universe(n, r).filter((x) => !shared.includes(x)));
+          sharedLock = tryLock;
+        }
       }
     }
     if (!own.length) log(`(resolved after all: ${firstError.split('\n')[0]})`);
@@ -806,11 +1011,9 @@ export async function syncPyPIEnvironment(
       renameSync(pending, lockFile);
     }
     const pins = lockPins(lock);
-    const indexed = indexedInstalls(n, repos);
-    for (const x of indexed) {
-      log(`  installing ${x.distribution} from the indexed ${x.repo} (${x.root})`);
-      await installIndexed(uv, gdir, x, opts);
-    }
+    // the compiled operators first: a repository whose setup.py at its root builds them
+    // (mmcv, detectron2) is installed by that build's wheel, not again from its checkout
+    // (where a build without them, or a second build of them, would replace it)
     const native: NativeBuild[] = [];
     if (opts.native !== false) {
       for (const repo of repos) {
@@ -821,10 +1024,25 @@ export async function syncPyPIEnvironment(
       for (const b of native) {
         await buildNative(uv, gdir, b, torchOf(pins), opts);
         log(
-          `  operators of ${b.repo} (${path.relative(n.repos.find((x) => x.name === b.repo)!.root, b.dir) || '.'}): ${b.error ? `not built: ${b.error.split('\n')[0]}` : b.cached ? 'from the cache' : `built in ${b.seconds?.toFixed(0)} s`}`,
+          `  operators of ${b.repo} (${path.relative(n.repos.find((x) => x.name === b.repo)!.root, b.dir) || '.'}): ${b.error ? `not built${b.needsCuda ? ' (they need CUDA, which this machine does not have)' : ''}: ${b.error.split('\n')[0]}` : b.cached ? 'from the cache' : `built in ${b.seconds?.toFixed(0)} s`}`,
         );
       }
     }
+    const builtWhole = installedByBuild(n, native);
+    const indexed = indexedInstalls(n, repos).filter((x) => !builtWhole.has(x.repo));
+    for (const x of indexed) {
+      // the same revision of the checkout installed here before, and still installed: kept
+      x.checkout = await revisionOf(x.root);
+      const before = prevGroup?.indexed.find((y) => y.repo === x.repo);
+      if (before && !before.error && before.checkout === x.checkout && distInstalled(gdir, x.distribution)) {
+        Object.assign(x, { revision: before.revision });
+        log(`  ${x.distribution} from the indexed ${x.repo} is installed at its checkout's revision`);
+        continue;
+      }
+      log(`  installing ${x.distribution} from the indexed ${x.repo} (${x.root})`);
+      await installIndexed(uv, gdir, x, opts);
+    }
+    const bytecode = await groupBytecode(gdir, log);
     return {
       name,
       dir: gdir,
@@ -835,6 +1053,7 @@ export async function syncPyPIEnvironment(
       native,
       indexed,
       ...(conflict ? { conflict } : {}),
+      bytecode,
     };
   };
   groups.push(await installGroup('shared', target, shared, (sharedLock as { lock: string }).lock));
@@ -848,12 +1067,14 @@ export async function syncPyPIEnvironment(
       groups[0].repos.push(o.repo);
       // the indexed repositories it declares, and itself, go into the environment it
       // validates in
+      const builtWhole = installedByBuild(n, groups[0].native);
       for (const x of indexedInstalls(n, [o.repo])) {
-        if (groups[0].indexed.some((y) => y.repo === x.repo)) continue;
+        if (groups[0].indexed.some((y) => y.repo === x.repo) || builtWhole.has(x.repo)) continue;
         log(`  installing ${x.distribution} from the indexed ${x.repo} (${x.root})`);
         await installIndexed(uv, target, x, opts);
         groups[0].indexed.push(x);
       }
+      groups[0].bytecode = await groupBytecode(target, log);
       continue;
     }
     groups.push(

@@ -426,7 +426,14 @@ async function slimOrFaithful(
     );
     if (probe) {
       const r = await validate(
-        { id: `${id}#decorator-probe`, source: probe.source, className: PROBE_CLASS, requiredStages: ['import'] },
+        {
+          id: `${id}#decorator-probe`,
+          source: probe.source,
+          className: PROBE_CLASS,
+          requiredStages: ['import'],
+          // on the block's own workers (its roots bound, not imported): no restart
+          ...(req.original ? { universe: req.original.sysPath } : {}),
+        },
         'decorator probe',
       );
       if (r.stages.import === 'pass') {
@@ -646,7 +653,16 @@ export async function extractAndValidate(
           const got = await costs.timeAsync('harvest', repo, () =>
             repoWitnesses(ws.store, p, repo, {
               modules: libraryModules(ws.corpus(), repo),
-              onEntry: (e) => costs.add(`harvest entry ${e.entry}`, repo, e.ms),
+              corpus: ws.corpus(),
+              onEntry: (e) => {
+                // a run step's CPU as the harness measured it in its process; a reused
+                // step's stored answer cost nothing now
+                if (e.reused) costs.count('harvest run steps reused', repo);
+                else {
+                  costs.add(`harvest entry ${e.entry}`, repo, e.ms, e.cpuMs ?? null);
+                  costs.add('harvest run steps', repo, e.ms, e.cpuMs ?? null);
+                }
+              },
             }),
           );
           if (got) {

@@ -17,9 +17,8 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { BlockInputs, BlockRecord } from '../records/block.js';
-import type { ImportEdge } from '../parse/types.js';
 import { gitBlobId } from '../repos/git.js';
-import type { CorpusModule } from '../resolve/corpus.js';
+import { importTargets, type CorpusModule } from '../resolve/corpus.js';
 import { harnessSource } from '../validate/index.js';
 import type { Workspace } from '../workspace.js';
 
@@ -54,21 +53,6 @@ export function layoutDigest(ws: Workspace): string {
     for (const f of ws.store.listFiles(r.name)) h.update(`${f.path}\0${f.module ?? ''}\n`);
   }
   return h.digest('hex').slice(0, 32);
-}
-
-/** The absolute module names an import edge of `mod` may load: `from a.b import c` loads
- *  a.b and maybe the submodule a.b.c; a relative import is taken from mod's package
- *  (Language Reference §5.7, PEP 328). */
-function importTargets(mod: CorpusModule, e: ImportEdge): string[] {
-  if (e.kind === 'import') return [e.module];
-  let base = e.module;
-  if (e.level > 0) {
-    const parts = mod.name.split('.');
-    const pkg = mod.isPackage ? parts : parts.slice(0, -1);
-    const up = pkg.slice(0, Math.max(0, pkg.length - (e.level - 1)));
-    base = [...up, ...(e.module ? e.module.split('.') : [])].join('.');
-  }
-  return e.name === '*' || !base ? [base].filter(Boolean) : [base, `${base}.${e.name}`];
 }
 
 /** The files a block's result was computed from (see the header), with their blob ids. */

@@ -15,7 +15,7 @@
 // scope discovery, not what a closure may read.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { FileFacts } from '../parse/types.js';
+import type { FileFacts, ImportEdge } from '../parse/types.js';
 import type { IndexedRepo } from '../store/store.js';
 import { NnragError } from '../util/errors.js';
 import { decodePython, gitBlobId } from '../indexer/source.js';
@@ -32,6 +32,21 @@ export interface CorpusModule {
   facts: FileFacts;
   /** read on demand outside the configured paths: resolved against, never discovered */
   support?: boolean;
+}
+
+/** The absolute module names an import edge of `mod` may load: `from a.b import c` loads
+ *  a.b and maybe the submodule a.b.c; a relative import is taken from mod's package
+ *  (Language Reference §5.7, PEP 328). */
+export function importTargets(mod: CorpusModule, e: ImportEdge): string[] {
+  if (e.kind === 'import') return [e.module];
+  let base = e.module;
+  if (e.level > 0) {
+    const parts = mod.name.split('.');
+    const pkg = mod.isPackage ? parts : parts.slice(0, -1);
+    const up = pkg.slice(0, Math.max(0, pkg.length - (e.level - 1)));
+    base = [...up, ...(e.module ? e.module.split('.') : [])].join('.');
+  }
+  return e.name === '*' || !base ? [base].filter(Boolean) : [base, `${base}.${e.name}`];
 }
 
 /** Finds modules of a repository that the index does not hold (outside its `paths`). */

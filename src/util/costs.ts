@@ -2,7 +2,8 @@
 // phase and per repository, accumulated as the pipeline runs and stored with the run
 // (`nnrag report` prints the table). CPU time is this process's (process.cpuUsage); work
 // done in the validation workers is wall time as the harness measured it, with no CPU
-// figure (`cpuMs` null): its CPU is spent in other processes.
+// figure (`cpuMs` null): its CPU is spent in other processes; except the harvest's run
+// steps, whose CPU the harness measures in the step's own process (os.times).
 
 export interface CostRow {
   phase: string;

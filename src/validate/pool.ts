@@ -642,7 +642,7 @@ export class ValidatorPool {
     return new Promise((resolve, reject) => {
       // roots the sandbox user cannot read would make bwrap fail at start: leave them
       // out (the equivalence stage then reports that the original does not import)
-      const roots = (req.original?.sysPath ?? [])
+      const roots = (req.original?.sysPath ?? req.universe ?? [])
         .filter((p) => path.isAbsolute(p))
         .map((p) => path.resolve(p))
         .filter((p) => sandboxCanRead(p));

@@ -34,6 +34,11 @@ export interface ValidationRequest {
   dataSites?: DataSite[];
   /** for equivalence: import `module` from these roots (bound read-only into the sandbox) */
   original?: { module: string; className: string; sysPath: string[] };
+  /** without `original`: the repository roots of the block the request serves (a
+   *  decorator probe of its faithful module); the pool runs it on a worker that binds
+   *  them (read-only, never on the candidate's sys.path) instead of restarting one with
+   *  none (issue 27: the probes restarted the workers twice each) */
+  universe?: string[];
   /** for the namespace stage (needs `original`): the module's names that came from the
    *  original corpus, what they denote there, and where the copied statements sit */
   namespace?: NamespaceMap;

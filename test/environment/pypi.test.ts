@@ -14,8 +14,15 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'n
 import path from 'node:path';
 import * as api from '../../src/nnrag.js';
 import {
+  blamedRepos,
+  cudaToolkit,
   declaredDistributionName,
   envFor,
+  type EnvManifestPyPI,
+  failedForCuda,
+  type IndexedInstall,
+  type NativeBuild,
+  torchCxxStandard,
   envPython,
   findUv,
   indexedInstalls,
@@ -25,7 +32,7 @@ import {
   torchRequirement,
 } from '../../src/environment/pypi.js';
 import { extractAndValidate } from '../../src/pipeline/pipeline.js';
-import { pypiNeeds } from '../../src/commands/environment.js';
+import { environmentProblems, pypiNeeds } from '../../src/commands/environment.js';
 import { tempDir } from '../helpers.js';
 import { needsTorch } from '../support/tier.js';
 
@@ -89,6 +96,97 @@ test('compiled operators and distribution names are read from the packaging file
   assert.equal(declaredDistributionName(root), 'acme-ops');
   write(root, { 'pyproject.toml': '[project]\nname = "acme-pyproject"\nversion = "1"\n' });
   assert.equal(declaredDistributionName(root), 'acme-pyproject');
+});
+
+test('an operator build that needs CUDA on a machine without a CUDA toolkit is a warning; any other failure fails', () => {
+  const dir = tempDir();
+  // no toolkit: CUDA_HOME unset, no nvcc on PATH (a folder without one), none in /usr/local/cuda
+  const none = cudaToolkit({ PATH: dir }) ?? null;
+  if (!existsSync('/usr/local/cuda/bin/nvcc')) assert.equal(none, null);
+  // a toolkit: $CUDA_HOME/bin/nvcc
+  write(dir, { 'cuda/bin/nvcc': '' });
+  assert.equal(cudaToolkit({ PATH: '', CUDA_HOME: path.join(dir, 'cuda') }), path.join(dir, 'cuda', 'bin', 'nvcc'));
+  // the error lines of real builds: Mask2Former's ops, InternImage's dcnv3, a missing nvcc
+  for (const line of [
+    'NotImplementedError: CUDA_HOME is None. Please set environment variable CUDA_HOME.',
+    'NotImplementedError: Cuda is not availabel',
+    "error: [Errno 2] No such file or directory: '/usr/local/cuda/bin/nvcc'",
+  ]) {
+    assert.equal(failedForCuda(line, null), true, line);
+    assert.equal(failedForCuda(line, '/usr/local/cuda/bin/nvcc'), false, `${line}: a machine with a toolkit`);
+  }
+  assert.equal(failedForCuda("error: command 'c++' failed: No such file or directory", null), false);
+  assert.equal(failedForCuda('ops.cpp:12:10: fatal error: kernel.h: No such file or directory', null), false);
+  const group = (native: NativeBuild[], indexed: IndexedInstall[] = []): EnvManifestPyPI => ({
+    version: 1,
+    backend: 'pypi',
+    created: '',
+    updated: '',
+    basePython: BASE,
+    torch: 'torch',
+    systemTorch: false,
+    groups: [{ name: 'shared', dir, repos: [], requirements: [], lockDigest: '', pins: [], native, indexed }],
+    unresolved: [],
+  });
+  const cuda: NativeBuild = {
+    repo: 'acme/a',
+    dir: '/x/ops',
+    error: 'NotImplementedError: Cuda is not available',
+    needsCuda: true,
+  };
+  const broken: NativeBuild = { repo: 'acme/b', dir: '/y', error: 'fatal error: kernel.h: No such file' };
+  const ok = environmentProblems(group([cuda, { repo: 'acme/c', dir: '/z', wheel: '/w.whl' }]));
+  assert.deepEqual(ok.failures, []);
+  assert.equal(ok.warnings.length, 1);
+  assert.match(ok.warnings[0], /acme\/a in \/x\/ops need CUDA, which this machine does not have/);
+  assert.equal(environmentProblems(group([cuda, broken])).failures.length, 1);
+  const failed = environmentProblems(
+    group([], [{ repo: 'acme/d', distribution: 'acme-d', root: '/d', error: 'flit_core: LICENSE not found' }]),
+  );
+  assert.match(failed.failures[0], /acme-d from the indexed acme\/d did not install: flit_core: LICENSE not found/);
+});
+
+test("the C++ standard torch's headers require is read from them", () => {
+  const dir = tempDir();
+  assert.equal(torchCxxStandard(dir), null);
+  write(dir, {
+    'lib/python3.11/site-packages/torch/include/ATen/ATen.h':
+      '#pragma once\n#if __cplusplus < 202002L\n#error C++20 or later compatible compiler is required to use ATen.\n#endif\n',
+  });
+  assert.equal(torchCxxStandard(dir), '20');
+});
+
+test("the repositories a resolver's error names are set aside: their own requirements, not torch's or the tools'", () => {
+  const needs = {
+    indexed: new Map<string, string>(),
+    repos: [
+      {
+        name: 'acme/pose',
+        root: '/p',
+        declared: ['numpy', 'poseval@git+https://example.org/x/poseval.git'],
+        imported: [],
+        unknown: [],
+      },
+      { name: 'acme/img', root: '/i', declared: ['torch>=2', 'numpy', 'pytest'], imported: ['pillow'], unknown: [] },
+      { name: 'acme/ocr', root: '/o', declared: ['rapid_fuzz>=2'], imported: [], unknown: [] },
+    ],
+  };
+  const all = needs.repos.map((r) => r.name);
+  const git =
+    "fatal: unable to access 'https://example.org/x/poseval.git/': Could not resolve host: example.org\nBecause torch==2.15 and numpy>=2 ...";
+  assert.deepEqual(blamedRepos(needs, all, git), ['acme/pose']);
+  // a name as the resolver normalises it (PEP 503)
+  assert.deepEqual(
+    blamedRepos(
+      needs,
+      all,
+      'No solution found when resolving dependencies:\n  ╰─▶ Because rapid-fuzz>=2 was not found in the package registry',
+    ),
+    ['acme/ocr'],
+  );
+  // a word inside another name is not the name
+  assert.deepEqual(blamedRepos(needs, all, 'Because pillow-simd is yanked'), []);
+  assert.deepEqual(blamedRepos(needs, all, 'because pillow==1 conflicts'), ['acme/img']);
 });
 
 test('a repository is installed from its checkout when it is a package named for its distribution', () => {

@@ -2,10 +2,20 @@
 // family's first member runs before any family's second, a family is exhausted only after
 // IDLE_RUNS runs without a new class (not after one), entry points whose classes are all
 // called are skipped, smaller numbered sizes go first within a family; the repository's
-// memory budget, once spent, ends the order.
+// memory budget, once spent, ends the order; the repository's budget counts CPU time and a
+// phase stops when coverage stops growing (harvestRepo).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { GreedyOrder, IDLE_RUNS, nameStem, numberOf, type HarvestEntry } from '../../src/validate/witness/harvest.js';
+import type { ValidatorPool } from '../../src/validate/pool.js';
+import {
+  GreedyOrder,
+  harvestRepo,
+  IDLE_RUNS,
+  nameStem,
+  numberOf,
+  STALL_RUNS,
+  type HarvestEntry,
+} from '../../src/validate/witness/harvest.js';
 
 const entry = (key: string, reach: string[], rank = 13): HarvestEntry => ({
   kind: 'registry',
@@ -194,4 +204,48 @@ test('lanes: next leaves out a family that is running and, with steps still runn
   assert.deepEqual(names(order.next(1, false, true, busy)), [], 'nothing else can start');
   assert.deepEqual(names(order.pending), ['net5'], 'kept while a step runs');
   assert.deepEqual(names(order.next(1, false, false)), ['net5'], 'its family is free again');
+});
+
+// harvestRepo's stopping rules, with a stand-in for the pool's harvest steps (this tests
+// the order and the budgets, not validation): each run step answers at once with the
+// CPU time it says it spent and the classes it witnessed
+const stepper = (answers: (e: HarvestEntry) => { cpuMs: number; classes: string[] }, entries: HarvestEntry[]) => {
+  const runs: string[] = [];
+  const pool = {
+    workerCount: 1,
+    harvestStep: async (req: { harvest: Record<string, unknown> }) => {
+      if (req.harvest.mode === 'list') return { harvest: { classes: entries.flatMap((e) => e.reach), entries }, ms: 1 };
+      const e = req.harvest.entry as HarvestEntry;
+      runs.push(e.qualname);
+      const a = answers(e);
+      const classes = Object.fromEntries(
+        a.classes.map((c) => [
+          c,
+          { witnesses: [{ args: [], kwargs: {}, params: 1, inputs: { args: [], kwargs: {} } }] },
+        ]),
+      );
+      return { harvest: { built: true, forward: true, error: null, ms: 1, cpuMs: a.cpuMs, classes }, ms: 1 };
+    },
+  } as unknown as ValidatorPool;
+  return { pool, runs };
+};
+const opts = { repo: 'r', sysPath: ['/nowhere'], modules: ['pkg'], zygoteModule: 'pkg' };
+
+test('the repository budget counts the steps CPU time, not the wall clock; a phase stops when STALL_RUNS entry points in a row add nothing', async () => {
+  // each entry point reaches a class of its own (all would run), and says it spent 10 s of CPU
+  const many = Array.from({ length: 60 }, (_, i) => entry(`m${i}x`, [`c.C${i}`]));
+  const a = stepper((e) => ({ cpuMs: 10000, classes: [`c.C${e.qualname.slice(1, -1)}`] }), many);
+  const h = await harvestRepo(a.pool, { ...opts, repoMs: 55000, docsMs: 0 });
+  // 55 s of CPU: six steps of 10 s (the sixth starts with 5 s left), though no wall time passed
+  assert.equal(a.runs.length, 6, a.runs.join());
+  assert.equal(h.stopped, 'time');
+  assert.equal(h.cpuMs, 60000);
+  // no new class from the third step on: the phase stops STALL_RUNS steps later
+  const b = stepper(
+    (e) => ({ cpuMs: 10, classes: ['m0x', 'm1x'].includes(e.qualname) ? [`c.C${e.qualname.slice(1, -1)}`] : [] }),
+    many,
+  );
+  const g = await harvestRepo(b.pool, { ...opts, docsMs: 0 });
+  assert.equal(b.runs.length, 2 + STALL_RUNS, b.runs.join());
+  assert.equal(g.stopped, 'coverage');
 });

@@ -120,6 +120,15 @@ test('witnesses from a registry, dataclass, argparse, yacs and dict(type=) confi
     const hog = entry('build_hog')!;
     assert.ok(!hog.built && hog.stopped === 'memory' && /MemoryError/.test(hog.error ?? ''), JSON.stringify(hog));
     assert.equal(entry('build_sleeps')!.stopped, 'time');
+    // the budget is CPU time: a loop that computes is ended by the harness's timer (its
+    // answer says so), one that waits by the wall-clock backstop
+    const spins = entry('build_spins')!;
+    assert.ok(
+      spins.stopped === 'time' && /^timeout: entry point took longer/.test(spins.error ?? ''),
+      JSON.stringify(spins),
+    );
+    // (it computed for most of the 4 s: the timer samples, so not to the millisecond)
+    assert.ok((spins.cpuMs ?? 0) >= 2000, `its CPU time is about the budget's: ${JSON.stringify(spins)}`);
     assert.ok(typeof reg.memoryMb === 'number' && reg.memoryMb < 256, JSON.stringify(reg));
     assert.ok((h.memoryMb ?? 0) >= reg.memoryMb!, 'the repository total counts every entry point');
     // a model whose forward fails: its blocks' constructions are still witnesses, without inputs

@@ -4,10 +4,18 @@
 // first member (entry points reaching the same classes, at their smallest size) before
 // any family's second, the entry point that can reach the most classes without a witness
 // yet first, an entry point whose reachable classes all have witnesses skipped, a family
-// exhausted after IDLE_RUNS runs without a new class — within a time budget per entry
-// point and per repository.
+// exhausted after IDLE_RUNS runs without a new class — within CPU-time budgets per entry
+// point and per repository (the harness stops a step by a CPU-time timer; a wall-clock
+// budget covered less on a loaded machine), with a wall-clock backstop, and stopped early
+// when STALL_RUNS entry points in a row witnessed no new class.
+// Each run step's answer is kept with the files its run read (the harness's `reads`, and
+// the files those import names from: RunReuse.depends); a later harvest of the repository
+// (some file changed) reuses the answer of a step asked again with the same request while
+// those files are unchanged, and runs only the others (issue 27).
 // The result (per class: witnesses, smallest first; per entry point: built or why not,
 // time, classes covered) is cached by the caller (witness/store.ts).
+import { createHash } from 'node:crypto';
+import { harnessSource } from '../environment.js';
 import type { ValidatorPool } from '../pool.js';
 import type { Witness } from '../types.js';
 
@@ -65,6 +73,10 @@ export interface EntryReport {
   forwardError?: string;
   input?: number[][];
   ms: number;
+  /** CPU time of the step's process (what the budgets count), ms */
+  cpuMs?: number;
+  /** the stored answer of an earlier harvest was used: its files are unchanged */
+  reused?: boolean;
   /** classes that got a witness from this entry point */
   covered: string[];
   /** companions built alongside the model (a criterion, post-processors): called, or why not */
@@ -91,12 +103,44 @@ export interface HarvestResult {
   ms: number;
   /** the entry points' peak memory growth, summed (MB): what the repository budget counts */
   memoryMb?: number;
-  /** the repository budget that ended the harvest before every entry point ran */
-  stopped?: 'time' | 'memory';
+  /** what ended the harvest before every entry point ran: the repository's CPU budget
+   *  (or its wall-clock backstop), its memory budget, or coverage that stopped growing */
+  stopped?: 'time' | 'memory' | 'coverage';
   /** what the list step says about sources it could not use (`tests`: pytest is not importable) */
   notes?: Record<string, string>;
   /** time spent in entry points from tests and documented examples, ms */
   docsMs?: number;
+  /** CPU time of the run steps, summed (reused ones count their stored time), ms */
+  cpuMs?: number;
+  /** run steps whose stored answer was reused, and run steps asked of a worker */
+  reusedRuns?: number;
+  ranRuns?: number;
+  /** each run step's answer by its request's key, with the files it depends on */
+  runs?: Record<string, StoredRun>;
+}
+
+/** A run step's answer, kept for the next harvest of the repository. */
+export interface StoredRun {
+  /** the files the run depends on (absolute paths) with their blob ids then */
+  files: [string, string][];
+  /** the step's CPU budget, seconds */
+  budget: number;
+  /** the harness's answer */
+  harvest: Record<string, unknown>;
+  ms: number;
+}
+
+/** Reuse of run steps across harvests (witness/store.ts gives it). */
+export interface RunReuse {
+  /** the environment the answers were computed in */
+  envId: string;
+  /** the stored runs of the repository's previous harvest */
+  runs: Record<string, StoredRun>;
+  /** the files a run depends on, from the files it read (absolute paths), with their
+   *  current blob ids */
+  depends(read: string[], e: HarvestEntry): [string, string][];
+  /** a file's current blob id, null when it is gone */
+  blob(file: string): string | null;
 }
 
 export interface HarvestOptions {
@@ -109,10 +153,17 @@ export interface HarvestOptions {
   modules: string[];
   /** top-level module that the repository's zygote imports first */
   zygoteModule: string;
-  /** wall-clock per entry point, ms (default 30000) */
+  /** CPU time per entry point, ms (default 30000) */
   entryMs?: number;
-  /** wall-clock for the whole repository, ms (default 240000) */
+  /** CPU time of the run steps for the whole repository, summed, ms (default 240000) */
   repoMs?: number;
+  /** wall-clock backstop of each phase (the builders, then the tests and documents), ms
+   *  (default 4 x the phase's CPU budget) */
+  repoWallMs?: number;
+  /** entry points in a row that witness no new class, after which a phase stops (default STALL_RUNS) */
+  stallRuns?: number;
+  /** run steps of an earlier harvest to reuse, and the files they depend on */
+  reuse?: RunReuse;
   /** memory an entry point may add to its process, MB (RLIMIT_AS, within the pool's own memory limit; default: that limit alone) */
   entryMemoryMb?: number;
   /** the entry points' peak memory growth summed over the repository, MB, after which the harvest stops (default 131072) */
@@ -121,9 +172,9 @@ export interface HarvestOptions {
   perClass?: number;
   /** the repository's root folder: its tests, Markdown files and examples (harvest_docs.py) */
   repoRoot?: string;
-  /** wall-clock per test of a test file, ms (default 10000) */
+  /** CPU time per test of a test file, ms (default 10000) */
   testMs?: number;
-  /** wall-clock for the tests and documented examples, after the builders, ms (default: repoMs) */
+  /** CPU time for the tests and documented examples, after the builders, ms (default: repoMs) */
   docsMs?: number;
   onEntry?: (r: EntryReport) => void;
 }
@@ -132,6 +183,7 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
   const t0 = performance.now();
   const entryMs = o.entryMs ?? 30000;
   const repoMs = o.repoMs ?? 240000;
+  const stallRuns = o.stallRuns ?? STALL_RUNS;
   const perClass = o.perClass ?? 3;
   const entryMemoryMb = o.entryMemoryMb;
   const base = {
@@ -155,6 +207,12 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
     importFailures: {},
     ms: 0,
   };
+  if (o.reuse) {
+    out.runs = {};
+    out.reusedRuns = 0;
+    out.ranRuns = 0;
+  }
+  let cpuSpent = 0;
   const ask = (harvest: Record<string, unknown>, timeoutMs: number) =>
     pool.harvestStep({
       id: `harvest:${o.repo}`,
@@ -164,10 +222,9 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
       harvest,
       timeoutMs,
     });
-  const listed = await ask(
-    { ...base, mode: 'list', importBudget: Math.min(120, repoMs / 2000) },
-    Math.min(repoMs, 180000),
-  );
+  // the list step's import budget is CPU time too; its wall-clock timeout a backstop
+  const importBudget = Math.min(120, repoMs / 2000);
+  const listed = await ask({ ...base, mode: 'list', importBudget }, WALL_PER_CPU * importBudget * 1000 + 60000);
   const list = listed.harvest as
     | {
         classes?: string[];
@@ -205,24 +262,49 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
   // tests' budget on pyg); scores change as each step reports
   const runOne = async (cur: GreedyOrder, e: HarvestEntry, extra: HarvestEntry[], left: number): Promise<void> => {
     const budget = Math.max(1000, Math.min(entryMs, left));
-    const r = await ask(
-      {
-        ...base,
-        mode: 'run',
-        entry: e,
-        budgetSeconds: budget / 1000,
-        ...(entryMemoryMb ? { memoryMb: entryMemoryMb } : {}),
-        ...(needsModel(e) && provider ? { provider: provider.entry } : {}),
-        // a test file skips the tests that name only classes already called
-        ...(e.kind === 'test' ? { called: [...cur.called], files: [e, ...extra].map((x) => x.file) } : {}),
-      },
-      budget + 15000,
-    );
+    const request: Record<string, unknown> = {
+      ...base,
+      mode: 'run',
+      entry: e,
+      ...(entryMemoryMb ? { memoryMb: entryMemoryMb } : {}),
+      ...(needsModel(e) && provider ? { provider: provider.entry } : {}),
+      // a test file skips the tests that name only classes already called
+      ...(e.kind === 'test' ? { called: [...cur.called].sort(), files: [e, ...extra].map((x) => x.file) } : {}),
+    };
+    // the same request (but its budget) asked before, and the files its run read unchanged
+    const key = o.reuse ? runKey(o.reuse.envId, bound, request) : '';
+    const stored = o.reuse ? o.reuse.runs[key] : undefined;
+    let answer: { harvest?: unknown; category?: string | null; error?: string | null; ms: number };
+    let reused = false;
+    if (stored && o.reuse && reusable(stored, budget / 1000, o.reuse)) {
+      answer = { harvest: stored.harvest, ms: stored.ms };
+      reused = true;
+    } else {
+      // the budget is CPU time (the harness's timer); the wall-clock timeout only ends a
+      // step that waits without computing, generous so that load does not end it first
+      answer = await ask(
+        { ...request, budgetSeconds: budget / 1000, ...(o.reuse ? { recordReads: true } : {}) },
+        WALL_PER_CPU * budget + 15000,
+      );
+    }
     // what the harness's run step reports: an entry report with its entry point's
     // own name, plus the witnesses recorded per class
-    const h = r.harvest as
-      | (Omit<EntryReport, 'covered'> & { classes?: Record<string, { witnesses: Witness[] }> })
+    const h = answer.harvest as
+      | (Omit<EntryReport, 'covered'> & { classes?: Record<string, { witnesses: Witness[] }>; reads?: string[] })
       | undefined;
+    if (o.reuse && out.runs) {
+      if (reused) {
+        out.runs[key] = stored!;
+        out.reusedRuns!++;
+      } else {
+        out.ranRuns!++;
+        if (h && Array.isArray(h.reads)) {
+          const { reads, ...rest } = h;
+          out.runs[key] = { files: o.reuse.depends(reads, e), budget: budget / 1000, harvest: rest, ms: answer.ms };
+        }
+      }
+    }
+    const r = answer;
     const rep: EntryReport = {
       entry: entryName(e),
       built: !!h?.built,
@@ -231,6 +313,11 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
       ms: h?.ms ?? r.ms,
       covered: [],
     };
+    // the CPU the step spent counts against the repository's budget (a step without an
+    // answer: its whole budget)
+    rep.cpuMs = typeof h?.cpuMs === 'number' ? h.cpuMs : budget;
+    cpuSpent += rep.cpuMs;
+    if (reused) rep.reused = true;
     if (h?.forwardError) rep.forwardError = h.forwardError;
     if (h?.input) rep.input = h.input;
     if (h?.companions && Object.keys(h.companions).length) rep.companions = h.companions;
@@ -247,7 +334,7 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
       classes[cls] = { called: c.witnesses.some((w) => w.inputs) };
       out.witnesses[cls] = mergeWitnesses(out.witnesses[cls] ?? [], c.witnesses, perClass);
     }
-    cur.report(e, rep.built, classes, rep.memoryMb ?? 0);
+    cur.progress(cur.report(e, rep.built, classes, rep.memoryMb ?? 0));
     if (extra.length) {
       // the files of the session: run with the first, or given back when none of
       // their tests started before the step's budget ended
@@ -256,8 +343,9 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
       for (const x of extra.filter((x) => !unrun.has(x.file ?? ''))) cur.report(x, rep.built, {}, 0);
       rep.entry += ` +${extra.length - unrun.size}`;
     }
-    // the provider: the quickest that built and ran its model, else the quickest that built one
-    const rank = (r: EntryReport) => (r.forward ? 0 : 1e9) + r.ms;
+    // the provider: the quickest (CPU time, not load-dependent wall time) that built and
+    // ran its model, else the quickest that built one
+    const rank = (r: EntryReport) => (r.forward ? 0 : 1e9) + (r.cpuMs ?? r.ms);
     if (
       rep.built &&
       !needsModel(e) &&
@@ -269,16 +357,24 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
     out.entries.push(rep);
     o.onEntry?.(rep);
   };
-  const runPhase = async (cur: GreedyOrder, limit: number, start: number): Promise<void> => {
+  const runPhase = async (cur: GreedyOrder, limit: number): Promise<void> => {
     const active = new Map<Promise<void>, string>();
+    const cpu0 = cpuSpent;
+    // per phase: a slow builders' phase on a loaded machine does not starve the tests'
+    const w0 = performance.now();
+    const wallMs = o.repoWallMs ?? 4 * limit;
     for (;;) {
-      const timeUp = !!cur.stopped || performance.now() - start >= limit;
+      // the phase's CPU budget, the repository's wall-clock backstop, coverage that stopped growing
+      if (!cur.stopped && cpuSpent - cpu0 >= limit) cur.stopped = 'time';
+      if (!cur.stopped && performance.now() - w0 >= wallMs) cur.stopped = 'time';
+      if (!cur.stopped && cur.sinceGain >= stallRuns) cur.stopped = 'coverage';
+      const timeUp = !!cur.stopped;
       if (!timeUp && cur.pending.length && active.size < workers) {
         // while steps run, what cannot start yet stays pending (a wrapper waiting for a
         // model, a family already running)
         const batch = cur.next(workers - active.size, !!provider, active.size > 0, new Set(active.values()));
         if (batch.length) {
-          const left = limit - (performance.now() - start);
+          const left = limit - (cpuSpent - cpu0);
           for (const e of batch) {
             // test files share a pytest session, TEST_FILES_PER_STEP to a step: its start
             // (the runner, the conftest files) is paid once, and the per-test gate skips
@@ -297,13 +393,14 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
   // two phases: the repository's builders of whole models within `repoMs`, then its tests
   // and documented examples within `docsMs` of their own, aimed at the classes the
   // builders left without a called witness (a slow test suite never takes the builders' budget)
-  await runPhase(order, repoMs, t0);
+  await runPhase(order, repoMs);
   // on to the tests and documents: what the builders covered counts as covered
   docsOrder.seed(order);
-  if (docsOrder.pending.length && !docsOrder.stopped) await runPhase(docsOrder, docsBudget, performance.now());
+  if (docsOrder.pending.length && !docsOrder.stopped) await runPhase(docsOrder, docsBudget);
   out.skipped += order.skipped + order.pending.length + docsOrder.skipped + docsOrder.pending.length;
   out.memoryMb = Math.round(Math.max(order.memorySpent, docsOrder.memorySpent)); // the second starts from the first's
   if (docsMs) out.docsMs = Math.round(docsMs);
+  out.cpuMs = Math.round(cpuSpent);
   if (order.pending.length || docsOrder.pending.length) out.stopped = order.stopped ?? docsOrder.stopped ?? 'time';
   borrowSiblingInputs(out.witnesses, list.forwardKeys ?? {}, out.classes, perClass);
   out.ms = performance.now() - t0;
@@ -314,6 +411,35 @@ const entryName = (e: HarvestEntry) => e.via ?? `${e.module}.${e.qualname}`;
 /** a wrapper of a whole model: its plan asks for a model instance */
 const needsModel = (e: HarvestEntry) =>
   Object.values(e.plan).some((s) => !!s && typeof s === 'object' && 'instance' in (s as object));
+
+/** The key of a run step's request: the environment, the harness's code, the sys.path and
+ *  the request without its budget (a stored answer serves another budget when the run
+ *  ended within it: reusable). */
+export function runKey(envId: string, sysPath: string[], request: Record<string, unknown>): string {
+  return createHash('sha256')
+    .update(`${envId}\0${harnessSource().hash}\0${JSON.stringify(sysPath)}\0`)
+    .update(JSON.stringify(request))
+    .digest('hex')
+    .slice(0, 32);
+}
+
+/** A stored answer serves a step asked again when every file its run depends on is
+ *  unchanged, and its budget gives the same ending: a run that ended within its CPU time
+ *  ends so again with at least that budget; one its budget stopped, only with the same. */
+export function reusable(stored: StoredRun, budgetSeconds: number, reuse: RunReuse): boolean {
+  if (stored.files.some(([f, blob]) => reuse.blob(f) !== blob)) return false;
+  const h = stored.harvest as { stopped?: string; cpuMs?: number };
+  if (h.stopped === 'time') return stored.budget === budgetSeconds;
+  return typeof h.cpuMs === 'number' && h.cpuMs / 1000 <= budgetSeconds;
+}
+
+/** A step's wall-clock timeout per second of its CPU budget: a backstop only (a step that
+ *  waits without computing); the CPU-time timer of the harness ends it first. */
+export const WALL_PER_CPU = 8;
+
+/** Entry points in a row whose runs witnessed no new class, after which a phase stops:
+ *  coverage stopped growing (the rest of its budget would buy nothing the order foresees). */
+export const STALL_RUNS = 24;
 
 /** Test files run in one pytest session (one harvest step). */
 export const TEST_FILES_PER_STEP = 4;
@@ -348,8 +474,10 @@ export class GreedyOrder {
   private readonly exhausted = new Set<string>();
   /** the entry points' peak memory growth so far, summed (MB) */
   memorySpent = 0;
-  /** the repository budget that ended the harvest */
-  stopped: 'memory' | undefined;
+  /** the repository budget that ended the harvest, or coverage that stopped growing */
+  stopped: 'memory' | 'time' | 'coverage' | undefined;
+  /** runs since the last that witnessed a new class (or called one first) */
+  sinceGain = 0;
   private readonly memoryMb: number;
 
   constructor(entries: HarvestEntry[], budgets: { memoryMb?: number } = {}) {
@@ -465,6 +593,11 @@ export class GreedyOrder {
       out.push(e);
     }
     return out;
+  }
+
+  /** Counts runs without a gain (report's answer) since the last with one. */
+  progress(gained: number): void {
+    this.sinceGain = gained > 0 ? 0 : this.sinceGain + 1;
   }
 
   /** Entries `take` gave back unrun (the step's budget ended before any of their tests). */

@@ -2,16 +2,22 @@
 // repository, stored in the index store under a key made of the blob ids of every file
 // the harvest imports from (the repository and the repositories on its sys.path) and
 // the validation environment id (which covers the harness); a re-run with nothing
-// changed reads the stored harvest instead of building models again.
+// changed reads the stored harvest instead of building models again. When the key
+// changed (a file was edited), the harvest runs again, but each of its run steps whose
+// files are unchanged reuses the previous harvest's answer (harvest.ts RunReuse): the
+// files a step depends on are those its run read (the harness's `reads`) and the
+// modules those import names from (runDepends).
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { sysPathRoots, type IndexStore } from '../../store/store.js';
 import { getHarvest, putHarvest } from '../../store/witnesses.js';
-import type { Corpus } from '../../resolve/corpus.js';
+import { importTargets, type Corpus, type CorpusModule } from '../../resolve/corpus.js';
+import { importBinds } from '../../parse/types.js';
+import { gitBlobId } from '../../repos/git.js';
 import type { ValidatorPool } from '../pool.js';
 import type { Witness } from '../types.js';
-import { harvestRepo, type EntryReport, type HarvestResult } from './harvest.js';
+import { harvestRepo, type EntryReport, type HarvestEntry, type HarvestResult, type RunReuse } from './harvest.js';
 
 export interface RepoWitnesses {
   result: HarvestResult;
@@ -140,7 +146,92 @@ export function libraryModules(corpus: Corpus, repo: string): string[] {
   return out.sort();
 }
 
-/** The repository's harvest: stored when its key is unchanged, else run and stored. */
+/**
+ * The files a run step depends on: the files its run read (code that ran, files opened),
+ * the entry point's own module (imported before the step, by the zygote) and test file,
+ * and for each module read: the packages above it (their `__init__` ran first, Language
+ * Reference §5.4.2) and the modules it imports names from (§7.11; a name imported from a
+ * package is followed through the package's own imports that bind it, re-exports, up to
+ * three packages deep). A module-level value such as a constant is read at import time,
+ * so its module is one of those.
+ */
+export function runDepends(
+  corpus: Corpus | undefined,
+  repo: string,
+  root: string,
+  read: string[],
+  e: HarvestEntry,
+): string[] {
+  const out = new Set(read);
+  if (e.file) out.add(path.join(root, ...e.file.split('/')));
+  if (!corpus) return [...out].sort();
+  const roots = new Map<string, string>();
+  const fileOf = (m: CorpusModule) => {
+    let r = roots.get(m.repo);
+    if (r === undefined) roots.set(m.repo, (r = corpus.repos.get(m.repo)?.root ?? ''));
+    return r ? path.join(r, ...m.path.split('/')) : null;
+  };
+  const byFile = new Map<string, CorpusModule>();
+  for (const m of corpus.modules()) {
+    const f = fileOf(m);
+    if (f) byFile.set(f, m);
+  }
+  const add = (m: CorpusModule | undefined) => {
+    const f = m && fileOf(m);
+    if (f) out.add(f);
+  };
+  const withPackages = (name: string, from: string) => {
+    const parts = name.split('.');
+    for (let i = 1; i <= parts.length; i++) add(corpus.module(parts.slice(0, i).join('.'), from));
+  };
+  const reexports = (pkg: CorpusModule, name: string, depth: number) => {
+    if (depth > 3 || !pkg.isPackage) return;
+    for (const st of pkg.facts.statements)
+      for (const x of st.imports) {
+        const binds = importBinds(x);
+        if (binds !== name && !(x.kind === 'from' && x.name === '*')) continue;
+        for (const t of importTargets(pkg, x)) {
+          withPackages(t, pkg.repo);
+          const tm = corpus.module(t, pkg.repo);
+          if (tm && x.kind === 'from') reexports(tm, x.name === '*' ? name : x.name, depth + 1);
+        }
+      }
+  };
+  const own = corpus.module(e.module, repo);
+  const mods = [...(own ? [own] : []), ...read.map((f) => byFile.get(f)).filter((m): m is CorpusModule => !!m)];
+  for (const m of mods) {
+    add(m);
+    withPackages(m.name, m.repo);
+    for (const st of m.facts.statements)
+      for (const x of st.imports)
+        for (const t of importTargets(m, x)) {
+          withPackages(t, m.repo);
+          const tm = corpus.module(t, m.repo);
+          if (tm && x.kind === 'from' && x.name !== '*') reexports(tm, x.name, 1);
+        }
+  }
+  return [...out].sort();
+}
+
+/** Blob ids of files read from disk now (once per file), null for a file that is gone. */
+function diskBlobs(): (file: string) => string | null {
+  const cache = new Map<string, string | null>();
+  return (file) => {
+    let b = cache.get(file);
+    if (b === undefined) {
+      try {
+        b = gitBlobId(readFileSync(file));
+      } catch {
+        b = null;
+      }
+      cache.set(file, b);
+    }
+    return b;
+  };
+}
+
+/** The repository's harvest: stored when its key is unchanged, else run and stored (its
+ *  run steps reuse the answers of the previous harvest whose files are unchanged). */
 export async function repoWitnesses(
   store: IndexStore,
   pool: ValidatorPool,
@@ -155,6 +246,10 @@ export async function repoWitnesses(
     docsMs?: number;
     onEntry?: (r: EntryReport) => void;
     modules?: string[];
+    /** the corpus, to follow the imports of the modules a run read (runDepends) */
+    corpus?: Corpus;
+    /** no reuse of run steps (every entry point runs) */
+    noRunReuse?: boolean;
   } = {},
 ): Promise<RepoWitnesses | null> {
   const row = store.getRepo(repo);
@@ -176,7 +271,20 @@ export async function repoWitnesses(
   for (const m of modules) tops.set(m.split('.')[0], (tops.get(m.split('.')[0]) ?? 0) + 1);
   const zygoteModule = [...tops].sort((a, b) => b[1] - a[1])[0][0];
   const own = sysPathRoots(row).length;
+  const blob = diskBlobs();
+  const previous = opts.noRunReuse ? null : storedHarvest(store, repo);
+  const reuse: RunReuse = {
+    envId: pool.envId,
+    runs: previous?.runs ?? {},
+    depends: (read, e) =>
+      runDepends(opts.corpus, repo, row.root, read, e).flatMap((f) => {
+        const b = blob(f);
+        return b ? [[f, b] as [string, string]] : [];
+      }),
+    blob,
+  };
   const result = await harvestRepo(pool, {
+    reuse,
     repo,
     sysPath: harvestSysPath(store, repo),
     ownRoots: own,

@@ -73,6 +73,21 @@ MAX_SCRIPT_BYTES = 400_000
 MAX_FILE_VARIANTS = 60
 
 
+# The budgets of a harvest step count the CPU time of its process (user + system, its
+# threads and waited-for children; os.times, times(2)) and stop it by ITIMER_PROF, which
+# counts the same (setitimer(2)): a wall-clock budget covered less on a loaded machine
+# (issue 27). The pool's wall-clock timeout of the step is only a backstop (a step that
+# waits without computing).
+BUDGET_TIMER = signal.ITIMER_PROF
+BUDGET_SIGNAL = signal.SIGPROF
+
+
+def cpu_seconds():
+    """CPU seconds of this process so far: its threads and its waited-for children."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
 class EntryTimeout(BaseException):
     pass
 
@@ -378,12 +393,14 @@ def list_entries(cfg, torch):
     # entry points and classes of the repository itself ("own"); the other roots are
     # what it imports from (timm for Swin-Transformer)
     roots = cfg.get("own") or cfg["roots"]
-    t0 = time.monotonic()
+    t0 = cpu_seconds()
+    w0 = time.monotonic()
     import importlib
 
     failed = {}
     for name in cfg.get("modules") or []:
-        if time.monotonic() - t0 > cfg.get("importBudget", 60):
+        # the import budget counts CPU seconds, as the steps' budgets do
+        if cpu_seconds() - t0 > cfg.get("importBudget", 60):
             failed[name] = "import budget spent"
             continue
         try:
@@ -586,7 +603,8 @@ def list_entries(cfg, torch):
         "importFailures": failed,
         "forwardKeys": forward_keys(classes),
         "notes": notes,
-        "ms": round((time.monotonic() - t0) * 1000, 1),
+        "ms": round((time.monotonic() - w0) * 1000, 1),
+        "cpuMs": round((cpu_seconds() - t0) * 1000, 1),
     }
 
 
@@ -1439,7 +1457,8 @@ def run_entry(cfg, torch, send):
     roots = cfg.get("own") or cfg["roots"]
     entry = cfg["entry"]
     budget = float(cfg.get("budgetSeconds", 30))
-    t0 = time.monotonic()
+    t0 = cpu_seconds()
+    w0 = time.monotonic()
     res = {"entry": entry_name(entry), "built": False, "forward": False, "error": None}
     rss0 = proc_status_kb("VmRSS")
     limit_memory(cfg.get("memoryMb"))
@@ -1459,8 +1478,8 @@ def run_entry(cfg, torch, send):
     def alarm(signum, frame):
         raise EntryTimeout("entry point took longer than %.0f s" % budget)
 
-    signal.signal(signal.SIGALRM, alarm)
-    signal.setitimer(signal.ITIMER_REAL, budget)
+    signal.signal(BUDGET_SIGNAL, alarm)
+    signal.setitimer(BUDGET_TIMER, budget)
     result = None
     try:
         obj = importlib.import_module(entry["module"])
@@ -1500,7 +1519,7 @@ def run_entry(cfg, torch, send):
         res["error"] = "timeout: %s" % e
     except BaseException as e:  # noqa: BLE001 - a failed entry point is reported, never fatal
         res["error"] = "%s: %s" % (type(e).__name__, str(e)[:300])
-    res["buildMs"] = round((time.monotonic() - t0) * 1000, 1)
+    res["buildMs"] = round((time.monotonic() - w0) * 1000, 1)
     model = None
     try:
         model = root_module(result, rec, nn)
@@ -1514,7 +1533,7 @@ def run_entry(cfg, torch, send):
             for inputs in structured_candidates(model, hints, torch) + input_candidates(model, hints, torch):
                 # keep a third of what is left for a shapes-only run, in case the real
                 # forward is too expensive for the budget or the memory limit
-                signal.setitimer(signal.ITIMER_REAL, max(0.5, (budget - (time.monotonic() - t0)) * 2 / 3))
+                signal.setitimer(BUDGET_TIMER, max(0.5, (budget - (cpu_seconds() - t0)) * 2 / 3))
                 too_costly = None
                 try:
                     with torch.no_grad():
@@ -1532,7 +1551,7 @@ def run_entry(cfg, torch, send):
                     if is_memory_error(e):
                         too_costly = res["forwardError"]
                 finally:
-                    signal.setitimer(signal.ITIMER_REAL, max(0.5, budget - (time.monotonic() - t0)))
+                    signal.setitimer(BUDGET_TIMER, max(0.5, budget - (cpu_seconds() - t0)))
                 if too_costly:
                     res["forwardError"] = too_costly
                     try:
@@ -1545,8 +1564,9 @@ def run_entry(cfg, torch, send):
                     break
         except EntryTimeout as e:
             res["forwardError"] = "timeout: %s" % e
-    signal.setitimer(signal.ITIMER_REAL, 0)
-    res["ms"] = round((time.monotonic() - t0) * 1000, 1)
+    signal.setitimer(BUDGET_TIMER, 0)
+    res["ms"] = round((time.monotonic() - w0) * 1000, 1)
+    res["cpuMs"] = round((cpu_seconds() - t0) * 1000, 1)
     res["memoryMb"] = memory_used_mb(rss0)
     # why the entry point stopped short, when a budget stopped it: its time or its memory
     errs = [str(res.get("error") or ""), str(res.get("forwardError") or "")]

@@ -13,8 +13,9 @@
 #         harvest's constructor and forward wrappers (harvest.Recorder), each completed
 #         construction a witness named by the test (its node id) or the file and line.
 #
-# A test gets a budget of its own (SIGALRM: the test fails with TestTimeout and the next
-# runs; a test that ignores it is ended by the step's budget); what a failing, skipped or
+# A test gets a budget of its own (a CPU-time timer, harvest.py BUDGET_TIMER: the test
+# fails with TestTimeout and the next runs; a test that ignores it is ended by the step's
+# budget); what a failing, skipped or
 # stopped test recorded before it stopped is kept, nothing more.
 import ast
 import inspect
@@ -273,7 +274,9 @@ def run_doc_entry(cfg, torch, send):
     entry = cfg["entry"]
     repo_root = cfg.get("repoRoot")
     budget = float(cfg.get("budgetSeconds", 30))
-    t0 = time.monotonic()
+    # the budgets count CPU seconds (harvest.py BUDGET_TIMER); ms is the wall time
+    t0 = H.cpu_seconds()
+    w0 = time.monotonic()
     name = H.entry_name(entry)
     res = {"entry": name, "built": False, "forward": False, "error": None}
     rss0 = H.proc_status_kb("VmRSS")
@@ -295,8 +298,8 @@ def run_doc_entry(cfg, torch, send):
     def alarm(signum, frame):
         raise H.EntryTimeout("step took longer than %.0f s" % budget)
 
-    signal.signal(signal.SIGALRM, alarm)
-    signal.setitimer(signal.ITIMER_REAL, budget)
+    signal.signal(H.BUDGET_SIGNAL, alarm)
+    signal.setitimer(H.BUDGET_TIMER, budget)
     saved_argv, saved_path = sys.argv, list(sys.path)
     try:
         if entry["kind"] == "test":
@@ -310,12 +313,13 @@ def run_doc_entry(cfg, torch, send):
     except BaseException as e:  # noqa: BLE001 - a failing example is reported, never fatal
         res["error"] = "%s: %s" % (type(e).__name__, str(e)[:300])
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.setitimer(H.BUDGET_TIMER, 0)
         sys.argv = saved_argv
         sys.path[:] = saved_path
     if rec is not None:
         res["forward"] = any(rec.calls.values())
-    res["ms"] = round((time.monotonic() - t0) * 1000, 1)
+    res["ms"] = round((time.monotonic() - w0) * 1000, 1)
+    res["cpuMs"] = round((H.cpu_seconds() - t0) * 1000, 1)
     res["memoryMb"] = H.memory_used_mb(rss0)
     if str(res.get("error") or "").startswith("timeout"):
         res["stopped"] = "time"
@@ -431,7 +435,7 @@ def run_test_file(cfg, entry, repo_root, budget, t0, install, torch):
         def pytest_runtest_protocol(self, item, nextitem):
             # the step's budget spent: this test is not run (a result other than None
             # ends the hook call, firstresult) and the session stops after it
-            if budget - (time.monotonic() - t0) < 0.5:
+            if budget - (H.cpu_seconds() - t0) < 0.5:
                 item.session.shouldstop = "the step's budget is spent"
                 counts["unrun"] = counts.get("unrun", 0) + 1
                 return True
@@ -459,7 +463,7 @@ def run_test_file(cfg, entry, repo_root, budget, t0, install, torch):
 
         @pytest.hookimpl(hookwrapper=True)
         def pytest_runtest_protocol(self, item, nextitem):
-            left = budget - (time.monotonic() - t0)
+            left = budget - (H.cpu_seconds() - t0)
             if left < 0.5:
                 yield
                 return
@@ -470,19 +474,19 @@ def run_test_file(cfg, entry, repo_root, budget, t0, install, torch):
             before = set(rec_calls(rec))
 
             def test_alarm(signum, frame):
-                if time.monotonic() - t0 >= budget - 0.05:
+                if H.cpu_seconds() - t0 >= budget - 0.05:
                     raise H.EntryTimeout("step took longer than %.0f s" % budget)
                 state["timed_out"] = True
                 raise TestTimeout("test took longer than %.0f s" % per_test)
 
-            old = signal.signal(signal.SIGALRM, test_alarm)
-            signal.setitimer(signal.ITIMER_REAL, max(0.1, min(per_test, left)))
+            old = signal.signal(H.BUDGET_SIGNAL, test_alarm)
+            signal.setitimer(H.BUDGET_TIMER, max(0.1, min(per_test, left)))
             torch.manual_seed(0)
             try:
                 yield
             finally:
-                signal.setitimer(signal.ITIMER_REAL, max(0.1, budget - (time.monotonic() - t0)))
-                signal.signal(signal.SIGALRM, old)
+                signal.setitimer(H.BUDGET_TIMER, max(0.1, budget - (H.cpu_seconds() - t0)))
+                signal.signal(H.BUDGET_SIGNAL, old)
                 rec.current = "test:" + entry["file"]
                 if state["timed_out"]:
                     counts["stopped"].append(item.nodeid)

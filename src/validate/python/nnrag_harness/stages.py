@@ -116,16 +116,38 @@ def harvest_main(req, rep, torch):
         if p not in sys.path:
             sys.path.insert(0, p)
     double_cpu_budget()
+    # a run step reports the files of the repository it read (reads.py): its stored
+    # result is reused while they are unchanged (witness/harvest.ts)
+    reads = None
+    if cfg.get("mode") != "list" and cfg.get("recordReads"):
+        from nnrag_harness.reads import Reads
+
+        # every root on its sys.path: the repository's and those it imports from (a
+        # model of one repository built from another's layers reads both)
+        reads = Reads(list(cfg.get("roots") or []) + [cfg.get("repoRoot")])
+
+    def send(ev):
+        if reads is not None and ev.get("ev") == "harvest" and isinstance(ev.get("result"), dict):
+            reads.stop()
+            ev["result"]["reads"] = reads.files()
+        rep.send(ev)
+
     try:
         if cfg.get("mode") == "list":
             rep.send({"ev": "harvest", "result": harvest.list_entries(cfg, torch)})
         elif (cfg.get("entry") or {}).get("kind") in ("test", "readme", "doctest", "example"):
             from nnrag_harness import harvest_docs
 
-            harvest_docs.run_doc_entry(cfg, torch, rep.send)
+            if reads is not None:
+                reads.start()
+            harvest_docs.run_doc_entry(cfg, torch, send)
         else:
-            harvest.run_entry(cfg, torch, rep.send)
+            if reads is not None:
+                reads.start()
+            harvest.run_entry(cfg, torch, send)
     except BaseException as e:  # noqa: BLE001 - reported as the step's error
+        if reads is not None:
+            reads.stop()
         rep.send({"ev": "harvest", "result": {"error": fmt_error(e), "traceback": fmt_trace(e)}})
 
 

@@ -66,6 +66,9 @@ class Worker:
         t0 = _monotonic()
         import torch  # noqa: F401 - imported once; every child inherits it through fork
 
+        from nnrag_harness.extensions import load_each_library_once
+
+        load_each_library_once(torch)
         try:
             torch.set_num_threads(1)
         except Exception:  # noqa: BLE001
