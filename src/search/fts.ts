@@ -10,13 +10,7 @@
 // BM25 (FTS5 `bm25()`, k1 = 1.2, b = 0.75) returns lower = better; it is negated here, so
 // higher = better.
 import type { IndexStore } from '../store/store.js';
-import {
-  extractionStamps,
-  getExtraction,
-  listExtractions,
-  hasExtraction,
-  extractionIds,
-} from '../store/records.js';
+import { extractionStamps, getExtraction, listExtractions, hasExtraction, extractionIds } from '../store/records.js';
 import {
   browseDocs,
   countDocs,
