@@ -10,14 +10,7 @@
 // BM25 (FTS5 `bm25()`, k1 = 1.2, b = 0.75) returns lower = better; it is negated here, so
 // higher = better.
 import type { IndexStore } from '../store/store.js';
-import {
-  extractionStamps,
-  getExtraction,
-  listExtractions,
-  type StoredExtraction,
-  hasExtraction,
-  extractionIds,
-} from '../store/records.js';
+import { extractionStamps, getExtraction, listExtractions, hasExtraction, extractionIds } from '../store/records.js';
 import {
   browseDocs,
   countDocs,
@@ -32,6 +25,7 @@ import {
   listDocs as storedDocs,
   matchRowids,
   matchRowidsIn,
+  optimizeFts,
   putDocs,
   rankOf,
   SEARCH_COLUMNS,
@@ -43,7 +37,7 @@ import { suggest } from '../util/suggest.js';
 import { parseBlockId } from '../discover/ids.js';
 import { buildDoc, docKey, storedSpec } from './documents.js';
 import type { SearchDoc } from '../records/search.js';
-import { expandText, GENERIC, identifierParts, nameCoverer, queryWords, quoteTerm } from './tokens.js';
+import { expandText, GENERIC, identifierParts, partsCoverer, queryWords, quoteTerm } from './tokens.js';
 import type { FileFacts } from '../parse/types.js';
 
 /** FTS columns and their BM25 weights (the block's own name counts most). */
@@ -64,6 +58,11 @@ export function ftsColumns(d: SearchDoc): string[] {
     expandText(d.copied.join(' ') + ' ' + d.dependencies.join(' ') + ' ' + d.externs.join(' ')),
   ];
 }
+
+/** documents built and written per transaction by a sync */
+const SYNC_CHUNK = 20_000;
+/** a sync that writes at least this many documents merges the FTS segments afterwards */
+const OPTIMIZE_AFTER = 10_000;
 
 export interface SyncReport {
   added: number;
@@ -90,7 +89,7 @@ export function syncSearchIndex(store: IndexStore): SyncReport {
   const rows = extractionStamps(store);
   const report: SyncReport = { added: 0, updated: 0, removed: 0, unchanged: 0, ms: 0 };
   const specs = specTexts(store);
-  const todo: { e: StoredExtraction; key: string; spec: ReturnType<typeof storedSpec> }[] = [];
+  const todo: { id: string; key: string }[] = [];
   const seen = new Set<string>();
   for (const r of rows) {
     seen.add(r.id);
@@ -99,25 +98,33 @@ export function syncSearchIndex(store: IndexStore): SyncReport {
       report.unchanged++;
       continue;
     }
-    const e = getExtraction(store, r.id);
-    if (!e) continue;
-    todo.push({ e, key, spec: specs.has(r.id) ? storedSpec(store, r.id) : null });
+    todo.push({ id: r.id, key });
   }
   const gone = [...current.keys()].filter((id) => !seen.has(id));
-  if (todo.length || gone.length) {
-    const facts = new Map<string, FileFacts | null>();
-    const docs = todo.map((t) => ({ doc: buildDoc(store, t.e, t.spec, facts), key: t.key }));
+  const facts = new Map<string, FileFacts | null>();
+  // in chunks, each extraction read when its chunk is built: a library of 10^6 blocks does
+  // not hold all its modules and documents in memory at once
+  for (let i = 0; i < todo.length || (i === 0 && gone.length); i += SYNC_CHUNK) {
+    const docs: { doc: SearchDoc; key: string }[] = [];
+    for (const t of todo.slice(i, i + SYNC_CHUNK)) {
+      const e = getExtraction(store, t.id);
+      if (e)
+        docs.push({ doc: buildDoc(store, e, specs.has(t.id) ? storedSpec(store, t.id) : null, facts), key: t.key });
+    }
     for (const { doc } of docs) {
       if (current.has(doc.id)) report.updated++;
       else report.added++;
     }
-    report.removed = gone.length;
     putDocs(
       store,
       docs.map(({ doc, key }) => ({ doc, key, fts: ftsColumns(doc) })),
-      gone,
+      i === 0 ? gone : [],
     );
   }
+  report.removed = gone.length;
+  // after a large load the index's segments are merged into one (FTS5 'optimize'): a
+  // query reads one segment per term instead of one per flush of the load
+  if (report.added + report.updated >= OPTIMIZE_AFTER) optimizeFts(store);
   report.ms = performance.now() - t0;
   return report;
 }
@@ -139,6 +146,9 @@ export interface SearchOptions extends SearchFilters {
   /** browse mode (empty query): the page after this block id (keyset paging; `offset`
    *  is ignored). SearchResult.last is the value for the next page */
   after?: string;
+  /** at most this many matches are re-ranked (default CANDIDATES; Infinity: every match,
+   *  the ranking the cap is compared with) */
+  candidates?: number;
   /** blocks sharing a class name are one entry: `limit` and `offset` count entries (names),
    *  and every block of an entry on the page is returned (`nnrag search`) */
   group?: boolean;
@@ -234,6 +244,8 @@ interface FilterColumns {
   statusOf(rowid: number): string;
   /** class name (the block id's last part) */
   name: string[];
+  /** the class name's identifier parts (split on first use, then kept) */
+  parts(rowid: number): string[];
 }
 
 /** The documents' filter columns as typed arrays by rowid, read once per store state. */
@@ -260,7 +272,13 @@ function filterColumns(store: IndexStore): FilterColumns {
       if (p !== null) params[rowid] = p;
     }
     const validated = statusCode.get('validated') ?? -1;
+    const parts: (string[] | undefined)[] = new Array(max + 1);
     return {
+      parts: (r: number) => {
+        let p = parts[r];
+        if (p === undefined) parts[r] = p = identifierParts(name[r]);
+        return p;
+      },
       status,
       failedCode: statusCode.get('failed') ?? -1,
       statusOf: (r: number) => statusName.get(status[r]) ?? '',
@@ -386,7 +404,8 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
   const exactExpr = joined ? `exact : ${quoteTerm(joined)}` : null;
   const cols = filterColumns(store);
   const passes = cols.predicate(filters);
-  const cover = nameCoverer(words.map((w) => w.word));
+  const coverParts = partsCoverer(words.map((w) => w.word));
+  const cover = (r: number) => coverParts(cols.parts(r));
   const isFailed = (r: number) => cols.status[r] === cols.failedCode;
   const shown: number[] = [];
   const failed: number[] = [];
@@ -405,26 +424,30 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
   }
   const total = matches.length;
   let rowids = matches;
-  if (matches.length > CANDIDATES) {
+  const cap = opts.candidates ?? CANDIDATES;
+  if (matches.length > cap) {
     // the blocks the query names whole, then the blocks it matches in their name (the
     // most of their name covered first, as the score does), then (when fewer than
-    // CANDIDATES) blocks by the field the words match in, heaviest field first
-    const inMatches = new Set(matches);
+    // cap) blocks by the field the words match in, heaviest field first
+    // the matches as a mark per rowid (a Set of 10^5 numbers per query was the largest
+    // share of the garbage collector's work)
+    const inMatches = new Uint8Array(cols.name.length);
+    for (const r of matches) inMatches[r] = 1;
     const picked = new Set<number>();
     const add = (rs: Iterable<number>) => {
       for (const r of rs) {
-        if (picked.size >= CANDIDATES) return;
-        if (inMatches.has(r)) picked.add(r);
+        if (picked.size >= cap) return;
+        if (inMatches[r]) picked.add(r);
       }
     };
     if (exactExpr) add(matchRowids(store, exactExpr));
     for (const g of FIELDS) {
-      if (picked.size >= CANDIDATES) break;
+      if (picked.size >= cap) break;
       const inG = matchRowids(store, `{${g.columns.join(' ')}} : (${union})`).filter(
-        (r) => inMatches.has(r) && !picked.has(r),
+        (r) => inMatches[r] === 1 && !picked.has(r),
       );
-      if (g === FIELDS[0] && picked.size + inG.length > CANDIDATES) {
-        const cov = new Map(inG.map((r) => [r, cover(cols.name[r])]));
+      if (g === FIELDS[0] && picked.size + inG.length > cap) {
+        const cov = new Map(inG.map((r) => [r, cover(r)]));
         inG.sort((a, b) => cov.get(b)! - cov.get(a)! || a - b);
       }
       add(inG);
@@ -455,22 +478,36 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
   const idf: number[] = [];
   const fieldExpr = (expr: string, g: (typeof FIELDS)[number]) => `{${g.columns.join(' ')}} : (${expr})`;
   const inField = (expr: string, g: (typeof FIELDS)[number]) => matchRowidsIn(store, fieldExpr(expr, g), candIds);
+  // a field's pass is skipped when no candidate could gain from it: each keeps the best
+  // weight it matched at (the fields come heaviest first), so when every candidate already
+  // has at least this field's weight for the word, the pass cannot change a score
+  const cands0 = [...cands.values()];
+  const anyBelow = (wi: number, weight: number) => cands0.some((c) => c.per[wi] < weight);
   words.forEach((w, wi) => {
     let relDf = 0;
     for (const g of FIELDS) {
-      for (const r of inField(w.expr, g)) {
-        const c = cands.get(r);
-        if (c) c.per[wi] = Math.max(c.per[wi], g.weight);
+      if (anyBelow(wi, g.weight)) {
+        for (const r of inField(w.expr, g)) {
+          const c = cands.get(r);
+          if (c) c.per[wi] = Math.max(c.per[wi], g.weight);
+        }
       }
       if (!w.related) continue;
-      relDf = Math.max(relDf, countFts(store, fieldExpr(w.related, g)));
+      const rel = fieldExpr(w.related, g);
+      relDf = Math.max(
+        relDf,
+        memoized(store, `df:${rel}`, () => countFts(store, rel)),
+      );
+      if (!anyBelow(wi, g.weight * RELATED_WEIGHT)) continue;
       for (const r of inField(w.related, g)) {
         const c = cands.get(r);
         if (c) c.per[wi] = Math.max(c.per[wi], g.weight * RELATED_WEIGHT);
       }
     }
     // the documents the word matches in some field
-    const own = countFts(store, FIELDS.map((g) => fieldExpr(w.expr, g)).join(' OR '));
+    // (a word's document frequency depends on the library only: kept until the store changes)
+    const ownExpr = FIELDS.map((g) => fieldExpr(w.expr, g)).join(' OR ');
+    const own = memoized(store, `df:${ownExpr}`, () => countFts(store, ownExpr));
     const df = own || relDf;
     idf.push(Math.log(1 + (n - df + 0.5) / (df + 0.5)) * (GENERIC.has(w.word) ? GENERIC_IDF : 1));
   });
@@ -488,7 +525,7 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
   for (const c of cands.values()) {
     const matched = c.per.reduce((a, p, i) => a + p * idf[i], 0) / idfSum;
     const phrased = matched + (1 - matched) * PHRASE * (phrase.get(c.rowid) ?? 0);
-    c.rel = (1 - NAME_SHARE) * phrased + NAME_SHARE * cover(c.name);
+    c.rel = (1 - NAME_SHARE) * phrased + NAME_SHARE * cover(c.rowid);
     c.every = c.per.every((p) => p > 0);
     c.exact = exact.has(c.rowid);
   }

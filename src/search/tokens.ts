@@ -196,15 +196,14 @@ export function sameStem(a: string, b: string): boolean {
  * 1, `ResnetBlock` 0.87, `LinearAttention` for "attention" 0.5.
  */
 export function nameCoverage(name: string, words: readonly string[]): number {
-  return nameCoverer(words)(name);
+  return partsCoverer(words)(identifierParts(name));
 }
 
-/** nameCoverage for one query, its words' stems and related words read once (and each
- *  name once: libraries repeat names). */
-export function nameCoverer(words: readonly string[]): (name: string) => number {
+/** nameCoverage of a name given by its identifier parts (a caller that keeps the parts of
+ *  its names, as search does per document, splits each name once, not once per query). */
+export function partsCoverer(words: readonly string[]): (parts: readonly string[]) => number {
   const qs = [...new Set(words.flatMap((w) => [w, ...identifierParts(w)]))];
   const rel = new Set(qs.flatMap(relatedWords));
-  const memo = new Map<string, number>();
   const partScore = new Map<string, number>();
   const part = (p: string) => {
     let v = partScore.get(p);
@@ -214,10 +213,7 @@ export function nameCoverer(words: readonly string[]): (name: string) => number 
     }
     return v;
   };
-  return (name) => {
-    let v = memo.get(name);
-    if (v !== undefined) return v;
-    const parts = identifierParts(name);
+  return (parts) => {
     let got = 0;
     let all = 0;
     for (const p of parts) {
@@ -225,8 +221,6 @@ export function nameCoverer(words: readonly string[]): (name: string) => number 
       all += w;
       got += part(p) * w;
     }
-    v = all ? got / all : 0;
-    memo.set(name, v);
-    return v;
+    return all ? got / all : 0;
   };
 }

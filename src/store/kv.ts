@@ -13,6 +13,9 @@ export const KV_KEYS = {
   /** the PyPI environment `nnrag env create|sync DIR --store S` made for this store (its
    *  folder, as JSON text): validation uses it when no --env, --python or --rootfs is given */
   environment: 'environment:pypi',
+  /** the banding the rows of search_bands were made with (src/search/similar.ts BANDING):
+   *  when it differs from the code's, the band keys are rebuilt from the stored signatures */
+  similarBands: 'similar:bands',
 } as const;
 
 /** Requirements (import name → Requirement) probed in one validation environment. */

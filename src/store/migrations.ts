@@ -255,6 +255,19 @@ export const MIGRATIONS: readonly Migration[] = [
       `);
     },
   },
+  {
+    version: 12,
+    name: 'search_bands: LSH band keys of the similarity signatures, for `similar`',
+    up(db) {
+      // one row per (band key, signature): the blocks sharing a band with a block are found
+      // by the primary key's index instead of a scan of every signature (src/search/similar.ts
+      // computes the keys; a store from before is filled from its stored signatures on the
+      // next sync, see the kv entry `similar:bands`)
+      db.exec(
+        'CREATE TABLE search_bands(key INTEGER NOT NULL, sig INTEGER NOT NULL, PRIMARY KEY(key, sig)) WITHOUT ROWID',
+      );
+    },
+  },
 ];
 
 /** The schema version this build of nnrag knows. */

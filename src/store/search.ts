@@ -8,6 +8,7 @@
 // are its negation, so higher = better.
 import type { SearchDoc } from '../records/search.js';
 import { FTS_SQL, SEARCH_COLUMNS } from './migrations.js';
+import { KV_KEYS } from './kv.js';
 import type { IndexStore } from './store.js';
 
 export { SEARCH_COLUMNS };
@@ -38,22 +39,21 @@ export interface DocRow {
   fts: string[];
 }
 
-function removeDocRow(store: IndexStore, id: string, withSignature: boolean): boolean {
+function removeDocRow(store: IndexStore, id: string): boolean {
   const old = store.stmt('SELECT rowid FROM search_docs WHERE id = ?').pluck().get(id) as number | undefined;
   if (old === undefined) return false;
   store.stmt('DELETE FROM search_fts WHERE rowid = ?').run(old);
   store.stmt('DELETE FROM search_docs WHERE rowid = ?').run(old);
-  if (withSignature) store.stmt('DELETE FROM search_sigs WHERE id = ?').run(id);
   return true;
 }
 
-/** Insert or replace documents and drop those of `gone` blocks (with their signatures), in
- *  one transaction. */
+/** Insert or replace documents and drop those of `gone` blocks, in one transaction (their
+ *  signatures and band keys are dropped by the signatures' own sync: putSignatures). */
 export function putDocs(store: IndexStore, rows: readonly DocRow[], gone: readonly string[] = []): void {
   const cols = SEARCH_COLUMNS.map((c) => c.name);
   store.write(() => {
     for (const { doc: d, key, fts } of rows) {
-      removeDocRow(store, d.id, false);
+      removeDocRow(store, d.id);
       const info = store
         .stmt('INSERT INTO search_docs(id, key, repo, category, status, params, doc) VALUES (?, ?, ?, ?, ?, ?, ?)')
         .run(d.id, key, d.origin.repo, d.category, d.status, d.params, JSON.stringify(d));
@@ -61,8 +61,14 @@ export function putDocs(store: IndexStore, rows: readonly DocRow[], gone: readon
         .stmt(`INSERT INTO search_fts(rowid, ${cols.join(', ')}) VALUES (?, ${cols.map(() => '?').join(', ')})`)
         .run(info.lastInsertRowid, ...fts);
     }
-    for (const id of gone) removeDocRow(store, id, true);
+    for (const id of gone) removeDocRow(store, id);
   });
+}
+
+/** Merge the FTS index's segments into one (FTS5's 'optimize' command: one pass over the
+ *  index; queries then read one segment per term). */
+export function optimizeFts(store: IndexStore): void {
+  store.write(() => store.stmt("INSERT INTO search_fts(search_fts) VALUES('optimize')").run());
 }
 
 /** Forget every document (the next sync rebuilds them). */
@@ -162,13 +168,14 @@ export function countFts(store: IndexStore, match: string): number {
  *  higher is better), by rowid. */
 export function rankOf(store: IndexStore, match: string, rank: string, rowids: readonly number[]): Map<number, number> {
   if (!rowids.length) return new Map();
-  // a few hundred rowids: FTS5 seeks each (measured 0.03 ms each on 10^5 blocks); more:
-  // one pass over the matches, the rank computed for the listed rows only
-  const col = rowids.length <= 300 ? 'rowid' : '+rowid';
+  // one pass over the matches, the rank computed for the listed rows only (`+rowid`: not a
+  // seek per rowid, which costs FTS5 a walk of the terms' lists each: measured on 10^5
+  // blocks for 300 rowids of 'norm' (41,000 matches), 320 ms of CPU by seeks, 4 ms by
+  // one pass)
   return new Map(
     store
       .stmt(
-        `SELECT rowid, -${rank} FROM search_fts WHERE search_fts MATCH ? AND ${col} IN (SELECT value FROM json_each(?))`,
+        `SELECT rowid, -${rank} FROM search_fts WHERE search_fts MATCH ? AND +rowid IN (SELECT value FROM json_each(?))`,
       )
       .raw()
       .all(match, JSON.stringify(rowids)) as [number, number][],
@@ -245,15 +252,115 @@ export interface SignatureRow {
 
 const toBlob = (a: Uint32Array | null) => (a ? Buffer.from(a.buffer, a.byteOffset, a.byteLength) : null);
 
-/** Store signatures and drop those of `gone` blocks, in one transaction. */
-export function putSignatures(store: IndexStore, rows: readonly SignatureRow[], gone: readonly string[]): void {
+/** The LSH band keys of a signature's two MinHash blobs (src/search/similar.ts decides
+ *  them; an invalid signature has none). */
+export type BandsOf = (near: Uint8Array | null, structural: Uint8Array | null) => number[];
+
+/** Store signatures with their band keys and drop those of `gone` blocks (with theirs), in
+ *  one transaction. A replaced signature's old keys are recomputed from its stored blobs
+ *  and deleted (search_bands has no index on the signature: its one index is the key's). */
+export function putSignatures(
+  store: IndexStore,
+  rows: readonly SignatureRow[],
+  gone: readonly string[],
+  bandsOf: BandsOf,
+): void {
   store.write(() => {
     const ins = store.stmt(
-      'INSERT OR REPLACE INTO search_sigs(id, hash, ints, tokens, near, structural) VALUES (?, ?, ?, ?, ?, ?)',
+      'INSERT INTO search_sigs(id, hash, ints, tokens, near, structural) VALUES (?, ?, ?, ?, ?, ?)',
     );
-    for (const r of rows) ins.run(r.id, r.hash, r.ints, r.tokens, toBlob(r.near), toBlob(r.structural));
-    for (const id of gone) store.stmt('DELETE FROM search_sigs WHERE id = ?').run(id);
+    const old = store.stmt('SELECT rowid, near, structural FROM search_sigs WHERE id = ?').raw();
+    const delBand = store.stmt('DELETE FROM search_bands WHERE key = ? AND sig = ?');
+    const insBand = store.stmt('INSERT OR IGNORE INTO search_bands(key, sig) VALUES (?, ?)');
+    const drop = (id: string) => {
+      const o = old.get(id) as [number, Buffer | null, Buffer | null] | undefined;
+      if (!o) return;
+      for (const k of bandsOf(o[1], o[2])) delBand.run(k, o[0]);
+      store.stmt('DELETE FROM search_sigs WHERE rowid = ?').run(o[0]);
+    };
+    for (const r of rows) {
+      drop(r.id);
+      const near = toBlob(r.near);
+      const structural = toBlob(r.structural);
+      const sig = ins.run(r.id, r.hash, r.ints, r.tokens, near, structural).lastInsertRowid;
+      for (const k of bandsOf(near, structural)) insBand.run(k, sig);
+    }
+    for (const id of gone) drop(id);
   });
+}
+
+/** The banding the stored band keys were made with (null: none recorded). */
+export function storedBanding(store: IndexStore): string | null {
+  return store.getKV(KV_KEYS.similarBands);
+}
+
+/** Replace every band key by those of `bandsOf` over the stored signatures, and record the
+ *  banding (a store from before search_bands, or one banded another way). The keys of each
+ *  chunk of signatures are inserted in key order, so the index's pages fill in order rather
+ *  than split at random. */
+export function rebuildBands(store: IndexStore, bandsOf: BandsOf, banding: string): number {
+  return store.write(() => {
+    store.db.exec('DELETE FROM search_bands');
+    const ins = store.stmt('INSERT OR IGNORE INTO search_bands(key, sig) VALUES (?, ?)');
+    let n = 0;
+    let keys: number[] = [];
+    let sigs: number[] = [];
+    const flush = () => {
+      const order = keys.map((_, i) => i).sort((a, b) => keys[a] - keys[b] || sigs[a] - sigs[b]);
+      for (const i of order) ins.run(keys[i], sigs[i]);
+      keys = [];
+      sigs = [];
+    };
+    const page = store.stmt(
+      'SELECT rowid, near, structural FROM search_sigs WHERE rowid > ? ORDER BY rowid LIMIT 20000',
+    );
+    for (let last = Number.MIN_SAFE_INTEGER; ; ) {
+      const rows = page.raw().all(last) as [number, Buffer | null, Buffer | null][];
+      if (!rows.length) break;
+      for (const [sig, near, structural] of rows) {
+        for (const k of bandsOf(near, structural)) {
+          keys.push(k);
+          sigs.push(sig);
+        }
+      }
+      n += rows.length;
+      last = rows[rows.length - 1][0];
+      flush();
+    }
+    store.setKV(KV_KEYS.similarBands, banding);
+    return n;
+  });
+}
+
+/** The signatures sharing each band key (at most `perKey` of each key's bucket, in rowid
+ *  order: the primary key's index is entered at the key and read in order), as signature
+ *  rowids, one list per key. */
+export function bandMembers(store: IndexStore, keys: readonly number[], perKey: number): number[][] {
+  const st = store.stmt('SELECT sig FROM search_bands WHERE key = ? LIMIT ?').pluck();
+  return keys.map((k) => st.all(k, perKey) as number[]);
+}
+
+/** Signatures (id, near, structural) by rowid, in id order, `self` left out. */
+export function signaturesByRowid(
+  store: IndexStore,
+  rowids: readonly number[],
+  self: string,
+): [string, Buffer | null, Buffer | null][] {
+  if (!rowids.length) return [];
+  return store
+    .stmt(
+      `SELECT id, near, structural FROM search_sigs
+       WHERE rowid IN (SELECT value FROM json_each(?)) AND id != ? ORDER BY id`,
+    )
+    .raw()
+    .all(JSON.stringify(rowids), self) as [string, Buffer | null, Buffer | null][];
+}
+
+/** The stored signature blobs of one block (undefined: no signature row). */
+export function signatureOf(store: IndexStore, id: string): [Buffer | null, Buffer | null] | undefined {
+  return store.stmt('SELECT near, structural FROM search_sigs WHERE id = ?').raw().get(id) as
+    | [Buffer | null, Buffer | null]
+    | undefined;
 }
 
 /** A value that changes whenever the stored signatures change (count and last rowid). */
