@@ -12,7 +12,6 @@
 // is valid). Python replaces a bytecode file by writing a new one and renaming it over the
 // old (importlib's `_write_atomic`), so a later compile in either environment never
 // changes the other's.
-import { execFile } from 'node:child_process';
 import {
   closeSync,
   existsSync,
@@ -32,6 +31,7 @@ import {
 } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { runCmd } from './run.js';
 
 /** What sharing and compiling did in one environment. */
 export interface BytecodeReport {
@@ -56,22 +56,9 @@ export interface BytecodeTag {
   magic: Buffer;
 }
 
-function run(cmd: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(cmd, args, { maxBuffer: 64 << 20, timeout: 3_600_000 }, (err, stdout, stderr) => {
-      const code = err
-        ? typeof (err as { code?: unknown }).code === 'number'
-          ? (err as { code: number }).code
-          : 1
-        : 0;
-      resolve({ code, stdout: String(stdout), stderr: String(stderr) });
-    });
-  });
-}
-
 /** The cache tag and magic number of an interpreter (asked once). */
 export async function bytecodeTag(python: string): Promise<BytecodeTag | null> {
-  const r = await run(python, [
+  const r = await runCmd(python, [
     '-c',
     'import sys, importlib.util; print(sys.implementation.cache_tag); print(importlib.util.MAGIC_NUMBER.hex())',
   ]);
@@ -314,7 +301,7 @@ export async function compileBytecode(
     ? shareBytecode(env, opts.donors ?? [], tag)
     : { sources: 0, valid: 0, linked: 0, missing: [] as string[], donors: [] };
   if (!tag) {
-    for (const site of sitePackagesOf(env)) await run(python, ['-m', 'compileall', '-q', '-j', '0', site]);
+    for (const site of sitePackagesOf(env)) await runCmd(python, ['-m', 'compileall', '-q', '-j', '0', site]);
   } else if (shared.missing.length) {
     // the files left, split over one compileall per core, each given its list (`-i`)
     const n = Math.max(1, Math.min(os.cpus().length, Math.ceil(shared.missing.length / PER_PROCESS)));
@@ -324,7 +311,7 @@ export async function compileBytecode(
         Array.from({ length: n }, (_, i) => {
           const list = path.join(dir, `${i}.txt`);
           writeFileSync(list, shared.missing.filter((_, k) => k % n === i).join('\n') + '\n');
-          return run(python, ['-m', 'compileall', '-q', '-i', list]);
+          return runCmd(python, ['-m', 'compileall', '-q', '-i', list]);
         }),
       );
     } finally {

@@ -16,7 +16,6 @@
 // Repositories whose requirements resolve together share DIR; each other one validates in
 // the environment of its own universe (the repository and the indexed repositories its
 // declared requirements name), and the manifest says which (`envFor`).
-import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
   cpSync,
@@ -35,6 +34,7 @@ import path from 'node:path';
 import { NnragError } from '../util/errors.js';
 import { unreachableForSandbox } from '../util/fs.js';
 import { compileBytecode, donorEnvironments, sitePackagesOf, type BytecodeReport } from './bytecode.js';
+import { runCmd } from './run.js';
 import { normalizeDistName } from './names.js';
 import { installableTree, type SourceTree } from './source-tree.js';
 
@@ -191,45 +191,6 @@ export function findUv(): string | null {
     }
   }
   return null;
-}
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function runCmd(
-  cmd: string,
-  args: string[],
-  opts: { env?: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number; onLine?: (l: string) => void } = {},
-): Promise<Run> {
-  return new Promise((resolve) => {
-    const child = execFile(
-      cmd,
-      args,
-      { env: opts.env ?? process.env, cwd: opts.cwd, timeout: opts.timeoutMs ?? 3_600_000, maxBuffer: 256 << 20 },
-      (err, stdout, stderr) => {
-        const code = err
-          ? typeof (err as NodeJS.ErrnoException & { code?: unknown }).code === 'number'
-            ? (err as unknown as { code: number }).code
-            : 1
-          : 0;
-        resolve({ code, stdout: String(stdout), stderr: String(stderr) });
-      },
-    );
-    if (opts.onLine) {
-      let buf = '';
-      child.stderr?.on('data', (d) => {
-        buf += d;
-        let i;
-        while ((i = buf.indexOf('\n')) >= 0) {
-          opts.onLine!(buf.slice(0, i));
-          buf = buf.slice(i + 1);
-        }
-      });
-    }
-  });
 }
 
 /** uv's environment: its cache where the user keeps it, no telemetry-like prompts. */
@@ -936,6 +897,22 @@ export async function syncPyPIEnvironment(
     // as the one-by-one order below would (1 + 1 + k resolutions instead of 1 + 1 + all)
     const blamed = blamedRepos(n, allRepos, firstError);
     const others = [...new Set(allRepos.filter((r) => !blamed.includes(r)).flatMap((r) => universe(n, r)))];
+    // a repository (with its universe) joins the shared group when the group still
+    // resolves with it; otherwise it gets an environment of its own
+    const addIfResolves = async (r: string) => {
+      const tryLock = await compile(
+        uv,
+        py,
+        groupRequirements(n, [...shared, ...universe(n, r)], torch, extra, systemTorch),
+        opts,
+        work,
+      );
+      if ('error' in tryLock) own.push({ repo: r, conflict: tryLock.error });
+      else {
+        shared.push(...universe(n, r).filter((x) => !shared.includes(x)));
+        sharedLock = tryLock;
+      }
+    };
     let sorted = false;
     if (blamed.length && others.length && !others.some((r) => blamed.includes(r))) {
       const rest = await compile(uv, py, groupRequirements(n, others, torch, extra, systemTorch), opts, work);
@@ -945,20 +922,7 @@ export async function syncPyPIEnvironment(
         );
         shared = others;
         sharedLock = rest;
-        for (const r of blamed) {
-          const tryLock = await compile(
-            uv,
-            py,
-            groupRequirements(n, [...shared, ...universe(n, r)], torch, extra, systemTorch),
-            opts,
-            work,
-          );
-          if ('error' in tryLock) own.push({ repo: r, conflict: tryLock.error });
-          else {
-            shared.push(...universe(n, r).filter((x) => !shared.includes(x)));
-            sharedLock = tryLock;
-          }
-        }
+        for (const r of blamed) await addIfResolves(r);
         sorted = true;
       }
     }
@@ -968,20 +932,7 @@ export async function syncPyPIEnvironment(
       shared = [];
       sharedLock = await compile(uv, py, groupRequirements(n, [], torch, extra, systemTorch), opts, work);
       if ('error' in sharedLock) throw new NnragError(`torch and the tools do not resolve: ${sharedLock.error}`);
-      for (const r of allRepos) {
-        const tryLock = await compile(
-          uv,
-          py,
-          groupRequirements(n, [...shared, ...universe(n, r)], torch, extra, systemTorch),
-          opts,
-          work,
-        );
-        if ('error' in tryLock) own.push({ repo: r, conflict: tryLock.error });
-        else {
-          shared.push(...universe(n, r).filter((x) => !shared.includes(x)));
-          sharedLock = tryLock;
-        }
-      }
+      for (const r of allRepos) await addIfResolves(r);
     }
     if (!own.length) log(`(resolved after all: ${firstError.split('\n')[0]})`);
   }

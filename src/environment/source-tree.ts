@@ -9,11 +9,11 @@
 // clone, `git clone --filter`, fetches them on demand, which is never done here; a copied
 // or pruned object store just lacks them): the checkout is then used as it is, and the
 // reason is given (`incomplete`), so that a build that fails for a missing file says why.
-import { execFile } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { NnragError } from '../util/errors.js';
+import { runCmd, type Run } from './run.js';
 
 export interface SourceTree {
   /** the folder to install or build from */
@@ -27,22 +27,9 @@ export interface SourceTree {
   dispose(): void;
 }
 
-function git(cwd: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      'git',
-      ['-C', cwd, ...args],
-      { maxBuffer: 256 << 20, env: { ...process.env, GIT_TERMINAL_PROMPT: '0' } },
-      (err, stdout, stderr) => {
-        const code = err
-          ? typeof (err as { code?: unknown }).code === 'number'
-            ? (err as { code: number }).code
-            : 1
-          : 0;
-        resolve({ code, stdout: String(stdout), stderr: String(stderr) });
-      },
-    );
-  });
+/** git in `cwd`, never prompting. */
+function git(cwd: string, args: string[]): Promise<Run> {
+  return runCmd('git', ['-C', cwd, ...args], { env: { ...process.env, GIT_TERMINAL_PROMPT: '0' } });
 }
 
 /** The tree to install `dir` (a folder of a git checkout, or any folder) from: the
@@ -79,10 +66,7 @@ export async function installableTree(dir: string): Promise<SourceTree> {
   const tree = path.join(tmp, 'tree');
   mkdirSync(tree);
   const arch = await git(root, ['archive', '--format=tar', '-o', tar, rev]);
-  const untar =
-    arch.code === 0
-      ? await new Promise<number>((resolve) => execFile('tar', ['-xf', tar, '-C', tree], (err) => resolve(err ? 1 : 0)))
-      : 1;
+  const untar = arch.code === 0 ? (await runCmd('tar', ['-xf', tar, '-C', tree])).code : 1;
   rmSync(tar, { force: true });
   if (untar !== 0) {
     dispose();
