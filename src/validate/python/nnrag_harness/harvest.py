@@ -80,6 +80,18 @@ MAX_FILE_VARIANTS = 60
 # waits without computing).
 BUDGET_TIMER = signal.ITIMER_PROF
 BUDGET_SIGNAL = signal.SIGPROF
+# A run step that waits without computing (a forward that sleeps) is stopped in the step
+# too, by a wall-clock timer (ITIMER_REAL) of WALL_PER_CPU x its CPU slice + WALL_SLACK s:
+# inside the pool's backstop (8 x + 15 s, witness/harvest.ts WALL_PER_CPU), so the step
+# still reports the constructions it recorded instead of being killed with them.
+WALL_PER_CPU = 6
+WALL_SLACK = 10.0
+
+
+def arm_budget(cpu_seconds_left):
+    """Arm the step's CPU-time timer and its wall-clock one (0 disarms both)."""
+    signal.setitimer(BUDGET_TIMER, cpu_seconds_left)
+    signal.setitimer(signal.ITIMER_REAL, cpu_seconds_left * WALL_PER_CPU + WALL_SLACK if cpu_seconds_left > 0 else 0)
 
 
 def cpu_seconds():
@@ -1479,7 +1491,8 @@ def run_entry(cfg, torch, send):
         raise EntryTimeout("entry point took longer than %.0f s" % budget)
 
     signal.signal(BUDGET_SIGNAL, alarm)
-    signal.setitimer(BUDGET_TIMER, budget)
+    signal.signal(signal.SIGALRM, alarm)
+    arm_budget(budget)
     result = None
     try:
         obj = importlib.import_module(entry["module"])
@@ -1533,7 +1546,7 @@ def run_entry(cfg, torch, send):
             for inputs in structured_candidates(model, hints, torch) + input_candidates(model, hints, torch):
                 # keep a third of what is left for a shapes-only run, in case the real
                 # forward is too expensive for the budget or the memory limit
-                signal.setitimer(BUDGET_TIMER, max(0.5, (budget - (cpu_seconds() - t0)) * 2 / 3))
+                arm_budget(max(0.5, (budget - (cpu_seconds() - t0)) * 2 / 3))
                 too_costly = None
                 try:
                     with torch.no_grad():
@@ -1551,7 +1564,7 @@ def run_entry(cfg, torch, send):
                     if is_memory_error(e):
                         too_costly = res["forwardError"]
                 finally:
-                    signal.setitimer(BUDGET_TIMER, max(0.5, budget - (cpu_seconds() - t0)))
+                    arm_budget(max(0.5, budget - (cpu_seconds() - t0)))
                 if too_costly:
                     res["forwardError"] = too_costly
                     try:
@@ -1564,7 +1577,7 @@ def run_entry(cfg, torch, send):
                     break
         except EntryTimeout as e:
             res["forwardError"] = "timeout: %s" % e
-    signal.setitimer(BUDGET_TIMER, 0)
+    arm_budget(0)
     res["ms"] = round((time.monotonic() - w0) * 1000, 1)
     res["cpuMs"] = round((cpu_seconds() - t0) * 1000, 1)
     res["memoryMb"] = memory_used_mb(rss0)
