@@ -1,5 +1,6 @@
 # What a witness-harvest step read (issue 27, harvest reuse per entry point): the files
-# whose code ran while the step ran (a profile hook's "call" events, sys.setprofile; a
+# whose code ran while the step ran (the global trace function's "call" events, sys.settrace
+# and threading.settrace, no line tracing; a
 # module's top level is a code object too, so importing it counts, Language Reference
 # §4.1) and the files it opened (builtins.open, io.open: configuration files, YAML model
 # files), kept when they lie under the given folders. The TypeScript side keys the step's
