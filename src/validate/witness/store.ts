@@ -146,6 +146,22 @@ export function libraryModules(corpus: Corpus, repo: string): string[] {
   return out.sort();
 }
 
+/** The corpus's modules by absolute file, built once per corpus: runDepends runs for every
+ *  harvest step (hundreds per repository) and each would walk every module again. */
+const moduleFileMaps = new WeakMap<Corpus, Map<string, CorpusModule>>();
+function modulesByFile(corpus: Corpus, fileOf: (m: CorpusModule) => string | null): Map<string, CorpusModule> {
+  let byFile = moduleFileMaps.get(corpus);
+  if (!byFile) {
+    byFile = new Map();
+    for (const m of corpus.modules()) {
+      const f = fileOf(m);
+      if (f) byFile.set(f, m);
+    }
+    moduleFileMaps.set(corpus, byFile);
+  }
+  return byFile;
+}
+
 /**
  * The files a run step depends on: the files its run read (code that ran, files opened),
  * the entry point's own module (imported before the step, by the zygote) and test file,
@@ -171,11 +187,7 @@ export function runDepends(
     if (r === undefined) roots.set(m.repo, (r = corpus.repos.get(m.repo)?.root ?? ''));
     return r ? path.join(r, ...m.path.split('/')) : null;
   };
-  const byFile = new Map<string, CorpusModule>();
-  for (const m of corpus.modules()) {
-    const f = fileOf(m);
-    if (f) byFile.set(f, m);
-  }
+  const byFile = modulesByFile(corpus, fileOf);
   const add = (m: CorpusModule | undefined) => {
     const f = m && fileOf(m);
     if (f) out.add(f);
