@@ -12,7 +12,24 @@ import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 
 from nnrag_harness import inputs as I  # noqa: E402
-from nnrag_harness.usage import callable_value, called_params, param_uses  # noqa: E402
+from nnrag_harness.usage import callable_value, called_params, param_uses, record_attrs  # noqa: E402
+
+
+def node_norm(self, batch):
+    batch.x = self.bn(batch.x)
+    return batch
+
+
+def heads(batch):
+    return batch.x, batch.y
+
+
+def tensor_attrs(x):
+    return x.view(-1).shape
+
+
+def passed_on(batch):
+    return len(batch.x) + sum(batch)
 
 
 def gather_rows(src, index):
@@ -169,6 +186,19 @@ class UsageTest(unittest.TestCase):
         self.assertEqual(callable_value(3, None, nn), 3)
         m = Stage(8, callable_value(10, "factory", nn), callable_value(32, "callable", nn), None)
         self.assertEqual(tuple(m(torch.ones(2, 8)).shape), (2, 8))
+
+    def test_records(self):
+        # used only through attributes a tensor lacks, and maybe handed back: a record
+        self.assertEqual(record_attrs(node_norm, torch), {"batch": ["x"]})
+        self.assertEqual(record_attrs(heads, torch), {"batch": ["x", "y"]})
+        # an attribute a tensor has, or the object passed on: not a record
+        self.assertEqual(record_attrs(tensor_attrs, torch), {})
+        self.assertEqual(record_attrs(passed_on, torch), {})
+        args = I.make_inputs([("float", (3, 4))], [("batch", "record:x,y")], torch)
+        self.assertEqual(heads(args[0])[1].shape, (3, 4))
+        again = I.fresh_inputs(args, torch)
+        again[0].x.add_(1)
+        self.assertFalse(torch.equal(again[0].x, args[0].x), "a record is copied with its tensors")
 
     def test_inputs_from_uses(self):
         m = Pairs()

@@ -76,6 +76,36 @@ def _params(node):
     return [p.arg for p in a.posonlyargs + a.args], [p.arg for p in a.kwonlyargs]
 
 
+def record_attrs(fn, torch):
+    """{parameter: [attribute, ...]} for the forward parameters that the code uses only
+    through attributes that a tensor does not have (`batch.x = self.bn(batch.x)`, `return
+    batch.x, batch.y`), and may hand back whole (`return batch`): a record of tensors (a
+    graph batch, a data object), never a tensor itself (an attribute reference reads the
+    object's attribute, Language Reference §6.3.1). Any other use of the name (passed on,
+    subscripted, compared, an attribute a tensor has, such as `.shape` or `.size`) and it
+    is not."""
+    fn, node = _function_node(fn)
+    if node is None:
+        return {}
+    positional, keyword_only = _params(node)
+    params = set(positional + keyword_only) - {"self", "cls"}
+    attrs, other = {}, set()
+    fine = set()  # Name nodes used as an attribute's object or as `return name`
+    for n in ast.walk(node):
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in params:
+            fine.add(id(n.value))
+            if hasattr(torch.Tensor, n.attr):
+                other.add(n.value.id)
+            elif isinstance(n.ctx, ast.Load) and n.attr not in attrs.setdefault(n.value.id, []):
+                attrs[n.value.id].append(n.attr)
+        elif isinstance(n, ast.Return) and isinstance(n.value, ast.Name):
+            fine.add(id(n.value))
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name) and n.id in params and id(n) not in fine:
+            other.add(n.id)
+    return {p: a for p, a in attrs.items() if a and p not in other}
+
+
 def param_uses(fn, owner=None, depth=3, _seen=None):
     """{parameter: "index" | "pairs" | "ids"} for the parameters of `fn` (a function or a
     bound method; `owner` is the model whose methods and attributes it may reach)."""
