@@ -117,6 +117,11 @@ describe('validation stages', { skip: skip ?? false }, () => {
     for (const s of r.output_shapes!) assert.deepEqual(s.slice(0, 2), [2, 8]);
   });
 
+  it('takes a table member for a parameter the constructor tests for membership', () => {
+    const r = results.get('good/member_table.py')!;
+    assert.deepEqual(r.args, { depth: 18, mode: 'max' }, JSON.stringify(r.args));
+  });
+
   it('takes block classes, stage lists and counts from annotations', () => {
     const r = results.get('good/typed_block_arg.py')!;
     const a = r.args as Record<string, unknown>;

@@ -12,7 +12,28 @@ import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 
 from nnrag_harness import inputs as I  # noqa: E402
-from nnrag_harness.usage import callable_value, called_params, param_uses, record_attrs  # noqa: E402
+from nnrag_harness.usage import (  # noqa: E402
+    callable_value,
+    called_params,
+    member_choices,
+    param_uses,
+    record_attrs,
+)
+
+
+KINDS = {"wide": 2, "narrow": 1}
+
+
+class ByDepth(nn.Module):
+    arch_settings = {50: (3, 4, 6, 3), 18: (2, 2, 2, 2), 34: (3, 4, 6, 3)}
+
+    def __init__(self, depth, mode, kind, width=8):
+        super().__init__()
+        if depth not in self.arch_settings:
+            raise KeyError(depth)
+        assert mode in ["collect", "distribute"]
+        assert kind in KINDS and width in range(100)
+        self.blocks = self.arch_settings[depth]
 
 
 def node_norm(self, batch):
@@ -186,6 +207,12 @@ class UsageTest(unittest.TestCase):
         self.assertEqual(callable_value(3, None, nn), 3)
         m = Stage(8, callable_value(10, "factory", nn), callable_value(32, "callable", nn), None)
         self.assertEqual(tuple(m(torch.ones(2, 8)).shape), (2, 8))
+
+    def test_member_choices(self):
+        # tested for membership in a class table, a list display, a module global: one of
+        # the members, the smallest; `width in range(100)` is not a table of constants
+        self.assertEqual(member_choices(ByDepth), {"depth": 18, "mode": "collect", "kind": "narrow"})
+        self.assertEqual(member_choices(nn.Linear), {})
 
     def test_records(self):
         # used only through attributes a tensor lacks, and maybe handed back: a record

@@ -286,6 +286,53 @@ def _other_method_nodes(cls):
             yield from ast.walk(m)
 
 
+def member_choices(cls):
+    """{parameter: value} for the constructor parameters of `cls` that __init__ tests for
+    membership (`assert mode in self.table`, `if depth not in self.arch_settings: raise
+    KeyError`, `assert kind in ['collect', 'distribute']`; Language Reference §6.10.2) in
+    a list, tuple or set display of constants, or in a dict, list, tuple or set that is an
+    attribute of the class or a global of its module: one of its members, the smallest
+    when they compare (a ResNet's smallest depth), else the first. Any other value fails
+    the test."""
+    fn = getattr(cls, "__init__", None)
+    node, params, _ = _init_parameters(cls)
+    if node is None:
+        return {}
+    g = getattr(inspect.unwrap(getattr(fn, "__func__", fn)), "__globals__", {})
+
+    def container(e):
+        if isinstance(e, (ast.List, ast.Tuple, ast.Set)):
+            try:
+                return [ast.literal_eval(x) for x in e.elts]
+            except ValueError:
+                return None
+        if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id in ("self", "cls"):
+            v = inspect.getattr_static(cls, e.attr, None)
+        elif isinstance(e, ast.Name):
+            v = g.get(e.id)
+        else:
+            return None
+        if isinstance(v, dict):
+            return list(v.keys())
+        if isinstance(v, (list, tuple, set, frozenset)):
+            return list(v)
+        return None
+
+    out = {}
+    for n in ast.walk(node):
+        if not (isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], (ast.In, ast.NotIn))):
+            continue
+        if not (isinstance(n.left, ast.Name) and n.left.id in params) or n.left.id in out:
+            continue
+        members = [m for m in container(n.comparators[0]) or [] if isinstance(m, (int, float, str)) and m is not None]
+        if members:
+            try:
+                out[n.left.id] = min(members)
+            except TypeError:
+                out[n.left.id] = members[0]
+    return out
+
+
 def called_params(cls):
     """{parameter: "factory" | "callable"} for the constructor parameters of `cls` that its
     code calls: called in __init__, directly or through the attribute it is stored in
