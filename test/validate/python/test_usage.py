@@ -21,6 +21,40 @@ from nnrag_harness.usage import (  # noqa: E402
 )
 
 
+class Gather(nn.Module):
+    def forward(self, x, edge):
+        src, dst = edge
+        return x[src] + x[dst]
+
+
+class Delegates(nn.Module):
+    """Hands its inputs to the modules it holds: one by attribute, a list by index and in
+    a loop; none of its own code indexes with them."""
+
+    def __init__(self):
+        super().__init__()
+        self.first = Gather()
+        self.convs = nn.ModuleList([Gather(), Gather()])
+
+    def forward(self, x, edges):
+        x = self.first(x, edges)
+        x = self.convs[0](x, edges)
+        for conv in self.convs:
+            x = conv(x, edges)
+        return x
+
+
+class LoopOnly(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.convs = nn.ModuleList([Gather()])
+
+    def forward(self, x, e):
+        for conv in self.convs:
+            x = conv(x, e)
+        return x
+
+
 KINDS = {"wide": 2, "narrow": 1}
 
 
@@ -207,6 +241,16 @@ class UsageTest(unittest.TestCase):
         self.assertEqual(callable_value(3, None, nn), 3)
         m = Stage(8, callable_value(10, "factory", nn), callable_value(32, "callable", nn), None)
         self.assertEqual(tuple(m(torch.ones(2, 8)).shape), (2, 8))
+
+    def test_held_modules(self):
+        # what the sub-modules' forward does with the inputs the model hands them
+        m = Delegates()
+        self.assertEqual(param_uses(type(m).forward, m), {"edges": "pairs"})
+        m = LoopOnly()
+        self.assertEqual(param_uses(type(m).forward, m), {"e": "pairs"})
+        plan = I.forward_plan(m)
+        self.assertEqual(plan, [("x", "tensor"), ("e", "pairs")])
+        self.assertEqual(tuple(m(*I.make_inputs([("float", (4, 8))], plan, torch, m)).shape), (4, 8))
 
     def test_member_choices(self):
         # tested for membership in a class table, a list display, a module global: one of

@@ -106,9 +106,12 @@ def record_attrs(fn, torch):
     return {p: a for p, a in attrs.items() if a and p not in other}
 
 
-def param_uses(fn, owner=None, depth=3, _seen=None):
+def param_uses(fn, owner=None, depth=4, _seen=None):
     """{parameter: "index" | "pairs" | "ids"} for the parameters of `fn` (a function or a
-    bound method; `owner` is the model whose methods and attributes it may reach)."""
+    bound method; `owner` is the model whose methods and attributes it may reach),
+    following calls into module-level functions, the model's own methods and the forward
+    of the sub-modules it holds (`self.conv(x, edge)`, `self.convs[0](…)`, `for conv in
+    self.convs: conv(x, edge)`), `depth` levels deep."""
     _seen = set() if _seen is None else _seen
     fn, node = _function_node(fn)
     if node is None or id(fn) in _seen or depth < 0:
@@ -138,6 +141,22 @@ def param_uses(fn, owner=None, depth=3, _seen=None):
                 if p:
                     rows[t.id] = p
     uses = {}
+    # names bound by `for conv in self.convs:` (an nn.ModuleList / nn.Sequential the
+    # model holds): its first module
+    loops = {}
+    for st in ast.walk(node):
+        if (
+            isinstance(st, ast.For)
+            and isinstance(st.target, ast.Name)
+            and isinstance(st.iter, ast.Attribute)
+            and isinstance(st.iter.value, ast.Name)
+            and st.iter.value.id == "self"
+            and owner is not None
+        ):
+            seq = getattr(owner, "_modules", {}).get(st.iter.attr)
+            first = next(iter(getattr(seq, "_modules", {}).values()), None) if seq is not None else None
+            if first is not None:
+                loops[st.target.id] = first
 
     def mark(expr, how="index"):
         """`expr` is used as an index (how="index"/"ids") or as index pairs ("pairs")."""
@@ -184,9 +203,14 @@ def param_uses(fn, owner=None, depth=3, _seen=None):
                 if n.args:
                     mark(n.args[0], "ids")
                 continue
+            # a sub-module the model holds, called on the parameter (`self.conv(x, edge)`,
+            # or `conv(x, edge)` in `for conv in self.convs`): its own forward's uses
+            held = _held_module(f, owner, loops)
+            if held is not None and callee is None:
+                callee, bound = type(held).forward, True
             if callee is None or depth == 0:
                 continue
-            sub = param_uses(callee, owner, depth - 1, _seen)
+            sub = param_uses(callee, held if held is not None else owner, depth - 1, _seen)
             if not sub:
                 continue
             _, cnode = _function_node(callee)
@@ -223,6 +247,33 @@ class _Embedding:
 
 
 _EMBEDDING = _Embedding()
+
+
+def _held_module(f, owner, loops):
+    """The sub-module (not an nn.Embedding, which _callee answers) a call's function
+    expression denotes: `self.<name>` of the model's registered modules, the first module
+    of a module list it subscripts (`self.convs[i]`), or a name bound by a loop over one
+    (`loops`); else None."""
+    sub = None
+    if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self" and owner is not None:
+        sub = getattr(owner, "_modules", {}).get(f.attr)
+    elif (
+        isinstance(f, ast.Subscript)
+        and isinstance(f.value, ast.Attribute)
+        and isinstance(f.value.value, ast.Name)
+        and f.value.value.id == "self"
+        and owner is not None
+    ):
+        # `self.convs[0](x, edge)`, `self.convs[i](…)`: a module of the list (the first)
+        seq = getattr(owner, "_modules", {}).get(f.value.attr)
+        sub = next(iter(getattr(seq, "_modules", {}).values()), None) if seq is not None else None
+    elif isinstance(f, ast.Name):
+        sub = loops.get(f.id)
+    if sub is None or not isinstance(getattr(type(sub), "forward", None), types.FunctionType):
+        return None
+    if type(sub).__name__ == "Embedding" and type(sub).__module__.startswith("torch.nn"):
+        return None
+    return sub
 
 
 def _callee(f, g, owner):
