@@ -292,6 +292,10 @@ const properties = {
       options: str,
       layout: str,
       request: str,
+      providers: {
+        type: 'string',
+        description: "the request's providers, present only when a parameter of the class could take one",
+      },
       files: {
         type: 'array',
         description: '[repository, path, blob id] of every file the closure read',
