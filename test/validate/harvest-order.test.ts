@@ -323,3 +323,35 @@ test('two lanes: the steps chosen, their order and the witnesses do not depend o
   assert.deepEqual(edited.witnesses, cold.witnesses);
   assert.equal(edited.cpuMs, cold.cpuMs, 'the re-run step is charged what its first run spent');
 });
+
+test('a phase the wall clock stopped (a loaded machine): a harvest reusing its steps stops at the same step, not later', async () => {
+  const many = Array.from({ length: 40 }, (_, i) => entry(`w${i}x`, [`c.C${i}`, `c.C${(i + 3) % 40}`]));
+  const blobs = new Map(many.map((e) => [e.qualname, 'v1']));
+  const reuse = (h: HarvestResult | null): RunReuse => ({
+    envId: 'env',
+    runs: h?.runs ?? {},
+    ...(h?.wallStops ? { wallStops: h.wallStops } : {}),
+    depends: (read) => read.map((f) => [f, blobs.get(f) ?? ''] as [string, string]),
+    blob: (f) => blobs.get(f) ?? null,
+  });
+  // a CPU budget never reached; the steps take 0-7 ms of wall time, the phase's backstop 25 ms
+  const budget = { ...opts, repoMs: 1e7, docsMs: 0, repoWallMs: 25 };
+  const a = lanes(many, 3, () => 1000);
+  const cold = await harvestRepo(a.pool, { ...budget, reuse: reuse(null) });
+  assert.equal(cold.stopped, 'time');
+  const n = cold.wallStops?.builders;
+  assert.ok(n !== undefined && n >= 1 && n < 40, JSON.stringify(cold.wallStops));
+  assert.equal(cold.entries.length, n);
+  // every step answered from the store at once: without the stored stop it would run on
+  const b = lanes(many, 4, () => 1000);
+  const warm = await harvestRepo(b.pool, { ...budget, reuse: reuse(cold) });
+  assert.deepEqual(b.runs, []);
+  assert.deepEqual(order(warm), order(cold));
+  assert.deepEqual(warm.witnesses, cold.witnesses);
+  assert.deepEqual(warm.wallStops, cold.wallStops, 'kept for the next harvest');
+  // the stop is the previous harvest's: without it the phase runs further
+  const c = lanes(many, 4, () => 1000);
+  const fresh = await harvestRepo(c.pool, { ...budget, repoWallMs: 1e7, reuse: reuse(null) });
+  assert.ok(fresh.entries.length > n!, `${fresh.entries.length} > ${n}`);
+  assert.equal(fresh.wallStops, undefined);
+});

@@ -121,7 +121,13 @@ export interface HarvestResult {
   ranRuns?: number;
   /** each run step's answer by its request's key, with the files it depends on */
   runs?: Record<string, StoredRun>;
+  /** per phase stopped by its wall-clock backstop (a loaded machine), the steps it had
+   *  started then: a later harvest reusing its steps stops there too (RunReuse.wallStops) */
+  wallStops?: Partial<Record<HarvestPhase, number>>;
 }
+
+/** The two phases of a harvest: the builders of whole models, then the tests and documents. */
+export type HarvestPhase = 'builders' | 'docs';
 
 /** A run step's answer, kept for the next harvest of the repository. */
 export interface StoredRun {
@@ -155,6 +161,10 @@ export interface RunReuse {
   depends(read: string[], e: HarvestEntry): [string, string][];
   /** a file's current blob id, null when it is gone */
   blob(file: string): string | null;
+  /** the previous harvest's wall-clock stops (HarvestResult.wallStops): its steps
+   *  answered at once from the store, this harvest would otherwise run past the step
+   *  where load stopped that one, and choose and witness differently */
+  wallStops?: Partial<Record<HarvestPhase, number>>;
 }
 
 export interface HarvestOptions {
@@ -416,7 +426,7 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
     out.entries.push(rep);
     o.onEntry?.(rep);
   };
-  const runPhase = async (cur: GreedyOrder, limit: number): Promise<void> => {
+  const runPhase = async (cur: GreedyOrder, limit: number, phase: HarvestPhase): Promise<void> => {
     // dispatched steps whose answers are not applied yet, in the order they were dispatched
     const flight: Step[] = [];
     const applyOldest = async () => {
@@ -427,12 +437,19 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
     // per phase: a slow builders' phase on a loaded machine does not starve the tests'
     const w0 = performance.now();
     const wallMs = o.repoWallMs ?? 4 * limit;
+    const inherited = o.reuse?.wallStops?.[phase];
+    let dispatched = 0;
+    let wallStop: number | undefined;
     for (;;) {
       // the answers the next choice is made from: all but the last lag-1 dispatched
       while (flight.length >= lag) await applyOldest();
-      // the phase's CPU budget, the repository's wall-clock backstop, coverage that stopped growing
+      // the phase's CPU budget, the repository's wall-clock backstop (this harvest's, or
+      // where it stopped the previous one), coverage that stopped growing
       if (!cur.stopped && cpuSpent - cpu0 >= limit) cur.stopped = 'time';
-      if (!cur.stopped && performance.now() - w0 >= wallMs) cur.stopped = 'time';
+      if (!cur.stopped && ((inherited !== undefined && dispatched >= inherited) || performance.now() - w0 >= wallMs)) {
+        cur.stopped = 'time';
+        wallStop = dispatched;
+      }
       if (!cur.stopped && cur.sinceGain >= stallRuns) cur.stopped = 'coverage';
       if (!cur.stopped && cur.pending.length) {
         // a free lane (the timing decides only when the next step starts, never which)
@@ -449,20 +466,22 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
           // what an earlier file of the session already called
           const extra = e.kind === 'test' ? cur.take((x) => x.kind === 'test', TEST_FILES_PER_STEP - 1) : [];
           flight.push(start(cur, e, extra, limit - (cpuSpent - cpu0)));
+          dispatched++;
           continue;
         }
       }
       if (!flight.length) break;
       await applyOldest();
     }
+    if (wallStop !== undefined) (out.wallStops ??= {})[phase] = wallStop;
   };
   // two phases: the repository's builders of whole models within `repoMs`, then its tests
   // and documented examples within `docsMs` of their own, aimed at the classes the
   // builders left without a called witness (a slow test suite never takes the builders' budget)
-  await runPhase(order, repoMs);
+  await runPhase(order, repoMs, 'builders');
   // on to the tests and documents: what the builders covered counts as covered
   docsOrder.seed(order);
-  if (docsOrder.pending.length && !docsOrder.stopped) await runPhase(docsOrder, docsBudget);
+  if (docsOrder.pending.length && !docsOrder.stopped) await runPhase(docsOrder, docsBudget, 'docs');
   out.skipped += order.skipped + order.pending.length + docsOrder.skipped + docsOrder.pending.length;
   out.memoryMb = Math.round(Math.max(order.memorySpent, docsOrder.memorySpent)); // the second starts from the first's
   if (docsMs) out.docsMs = Math.round(docsMs);
