@@ -750,6 +750,8 @@ export async function extractAndValidate(
           options: digests.options,
           layout: digests.layout,
           request: { ...sites, ...ownFields, ...(opts.userInputs ? { userInputs: opts.userInputs } : {}) },
+          sites,
+          witnesses: { ...ownFields, ...(opts.userInputs ? { userInputs: opts.userInputs } : {}) },
           providers: requestProviders,
         });
         // the stored result, when it was computed from the same inputs

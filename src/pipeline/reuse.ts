@@ -96,6 +96,10 @@ export function inputDigests(parts: {
   options: unknown;
   layout: string;
   request: unknown;
+  /** the request's parts, to say which changed: its call and data sites, the class's own
+   *  witnesses (and the user's inputs) */
+  sites?: unknown;
+  witnesses?: unknown;
   /** the request's providers, when it has them */
   providers?: unknown;
 }): Omit<BlockInputs, 'files'> {
@@ -105,6 +109,8 @@ export function inputDigests(parts: {
     options: hash(JSON.stringify(parts.options)),
     layout: parts.layout,
     request: hash(JSON.stringify(parts.request)),
+    ...(parts.sites !== undefined ? { sites: hash(JSON.stringify(parts.sites)) } : {}),
+    ...(parts.witnesses !== undefined ? { witnesses: hash(JSON.stringify(parts.witnesses)) } : {}),
     ...(parts.providers !== undefined ? { providers: hash(JSON.stringify(parts.providers)) } : {}),
   };
 }
@@ -156,7 +162,12 @@ export function inputsChanged(
   if (stored.env !== now.env) return 'validation environment changed';
   if (stored.options !== now.options) return 'options changed';
   if (stored.layout !== now.layout) return 'files were added, removed or moved';
-  if (stored.request !== now.request) return 'call sites, data sites or witnesses changed';
+  if (stored.request !== now.request) {
+    // which part, where the stored inputs say
+    if (stored.witnesses !== undefined && stored.witnesses !== now.witnesses) return "the class's witnesses changed";
+    if (stored.sites !== undefined && stored.sites !== now.sites) return 'call sites or data sites changed';
+    return 'call sites, data sites or witnesses changed';
+  }
   // stored only when the providers could bear on the result (providersRelevant)
   if (stored.providers !== undefined && stored.providers !== now.providers) return 'the providers changed';
   const changed = stored.files

@@ -198,6 +198,9 @@ export interface BlockInputs {
   layout: string;
   /** call sites, data sites, the class's own witnesses */
   request: string;
+  /** its parts apart, to say which changed: call and data sites; the class's own witnesses */
+  sites?: string;
+  witnesses?: string;
   /** the providers (witnesses of other classes), only when a parameter of the class could
    *  take one (pipeline/reuse.ts) */
   providers?: string;

@@ -91,6 +91,10 @@ test('stored inputs: changed providers count only where they were stored (a para
   // stored with them: validated again
   assert.equal(inputsChanged({ ...before, files: [] }, after, blobs), 'the providers changed');
   assert.equal(inputsChanged({ ...before, files: [] }, before, blobs), null);
+  // which part of the request changed
+  const w1 = inputDigests({ ...parts, sites: { callSites: [] }, witnesses: { witnesses: [1] } });
+  const w2 = inputDigests({ ...parts, request: { x: 1 }, sites: { callSites: [] }, witnesses: { witnesses: [2] } });
+  assert.equal(inputsChanged({ ...w1, files: [] }, w2, blobs), "the class's witnesses changed");
   // a result from before the harness said: instantiated, so counted in; import failed: not
   assert.equal(providersRelevant({ stages: { instantiate: 'pass' } as never }), true);
   assert.equal(providersRelevant({ stages: { import: 'fail' } as never }), false);
