@@ -471,10 +471,10 @@ function nameCandidates(
   }
   const best: number[] = [];
   const atThreshold: number[] = [];
-  members.forEach((r, i) => {
+  for (let i = 0; i < members.length; i++) {
     if (key[i] > threshold) best.push(i);
     else if (key[i] === threshold) atThreshold.push(i);
-  });
+  }
   atThreshold.sort((a, b) => members[a] - members[b]);
   best.push(...atThreshold.slice(0, max - best.length));
   best.sort((a, b) => key[b] - key[a] || members[a] - members[b]);
