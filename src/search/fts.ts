@@ -341,6 +341,10 @@ interface NameIndex {
   lists: Map<string, Int32Array>;
   /** a name's parts weighed as nameCoverage weighs them (GENERIC 0.5, others 1) */
   weight: Float64Array;
+  /** a query's marks per rowid, kept between queries (cleared after each: a fresh pair
+   *  of arrays for 10^6 rowids per query was measurable) */
+  bits: Uint32Array;
+  acc: Float64Array;
 }
 
 /** The class names' parts as an inverted index, built once per store state (the large
@@ -374,8 +378,23 @@ function nameIndex(store: IndexStore): NameIndex {
         fill.set(p, i + 1);
       }
     }
-    return { lists, weight };
+    return { lists, weight, bits: new Uint32Array(n), acc: new Float64Array(n) };
   });
+}
+
+/** Which query words a class name holds in its identifier parts (the word's joined form,
+ *  or all of its parts; a prefix for a prefix term): a name that holds a word holds it in
+ *  the name columns, which index those parts, so the word matches there (weight 1). */
+function wordsInName(words: readonly QueryWord[]): (parts: readonly string[]) => boolean[] {
+  const tests = words.map((w) => {
+    const prefix = w.expr.includes('*');
+    const parts = identifierParts(w.word);
+    const has = (ps: readonly string[], q: string, pre: boolean) => ps.some((p) => p === q || (pre && p.startsWith(q)));
+    return (ps: readonly string[]) =>
+      has(ps, w.word, prefix) ||
+      (parts.length > 1 && parts.every((q, i) => has(ps, q, prefix && i === parts.length - 1)));
+  });
+  return (ps) => tests.map((t) => t(ps));
 }
 
 /**
@@ -392,7 +411,7 @@ function nameCandidates(
   validated: (r: number) => boolean,
   max: number,
 ): number[] {
-  const { lists, weight } = nameIndex(store);
+  const { lists, weight, bits, acc } = nameIndex(store);
   const qs = [...new Set(words.flatMap((w) => [w.word, ...identifierParts(w.word)]))];
   const rel = new Set(qs.flatMap(relatedWords));
   // each word's slots: its joined form, each of its parts, its related words; a name holds
@@ -420,10 +439,8 @@ function nameCandidates(
     needs.push(m);
   });
   if (slots.length > 30) return [];
-  const n = weight.length;
-  const bits = new Uint32Array(n);
-  const acc = new Float64Array(n);
   const touched: number[] = [];
+  const dirty: number[] = [];
   for (const [p, list] of lists) {
     // the part's share of coverage (as partsCoverer scores a part)
     const score = qs.some((q) => sameStem(p, q)) ? 1 : rel.has(p) ? 0.8 : 0;
@@ -435,6 +452,7 @@ function nameCandidates(
     const w = (GENERIC.has(p) ? 0.5 : 1) * score;
     for (let i = 0; i < list.length; i++) {
       const r = list[i];
+      if (!bits[r] && !acc[r]) dirty.push(r);
       if (mask && !bits[r]) touched.push(r);
       bits[r] |= mask;
       acc[r] += w;
@@ -453,6 +471,10 @@ function nameCandidates(
     members.push(r);
     // words held, then validated, then coverage (0–1): one number, larger is better
     key.push(h * 4 + (validated(r) ? 2 : 0) + Math.min(1, acc[r] / (weight[r] || 1)));
+  }
+  for (const r of dirty) {
+    bits[r] = 0;
+    acc[r] = 0;
   }
   // the best `max` without sorting every member (10^5 of them for a common word): the keys
   // take few distinct values; the key where the count reaches `max` is the threshold, and
@@ -718,6 +740,14 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
     });
   });
   const candIds = [...cands.keys()];
+  if (large) {
+    // a word the name holds matches in the name field: its best weight (1), no pass needed
+    const inName = wordsInName(words);
+    for (const c of cands.values())
+      inName(cols.parts(c.rowid)).forEach((h, wi) => {
+        if (h) c.per[wi] = 1;
+      });
+  }
   // where each word matches among the candidates: one query per field (FTS5 column
   // filters), far cheaper than an auxiliary function per row; IDF over the whole library
   // (its counts are made inside FTS5)
