@@ -23,7 +23,7 @@ import {
   ftsHasTerm,
   getDoc as storedDoc,
   listDocs as storedDocs,
-  iterateMatchRowids,
+  matchRowidsAfter,
   matchRowids,
   matchRowidsIn,
   matchRowidsLimit,
@@ -193,8 +193,8 @@ export interface SearchResult {
   mode: 'all' | 'any' | 'browse';
   /** matching blocks (of the statuses shown); with `capped`, a lower bound */
   total: number;
-  /** more than `total` blocks match: a query of more than LARGE matches counts them up to
-   *  TOTAL_CAP only (shown as "more than N") */
+  /** more than `total` blocks match: a query of more than LARGE matches counts the blocks
+   *  shown among its first LARGE matches, at most TOTAL_CAP (shown as "more than N") */
   capped?: boolean;
   /** how many of them the ranking ordered (all when at most CANDIDATES match): pages
    *  past it are empty */
@@ -258,8 +258,8 @@ export const CANDIDATES = 1000;
 /** A query whose words match more blocks than this (unfiltered) takes the large path, which
  *  reads, scores and ranks a bounded number of blocks whatever the matches (measured on 10^6 blocks: "conv" matches 414,000,
  *  and every pass over them costs FTS5 15–30 ms of CPU, returning them to JavaScript 80–100
- *  ms, BM25 over them 65–85 ms): the matches are counted up to TOTAL_CAP (the total then
- *  says "more than"), the candidates come from the class names held in memory (the blocks
+ *  ms, BM25 over them 65–85 ms): the blocks shown among the first LARGE matches are
+ *  counted, at most TOTAL_CAP (the total then says "more than" them), the candidates come from the class names held in memory (the blocks
  *  the query names whole, then by the words their name holds and how much of it they
  *  cover, validated first, as the score ranks them) instead of the name columns' matches,
  *  and blocks of equal score are ordered by rowid instead of by BM25 (whose statistics are
@@ -650,11 +650,22 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
     const docs = filteredDocs(store, filters);
     if (docs) for (const r of matchRowidsSeek(store, union, docs)) classify(r);
     else {
-      // counted up to the cap: past it the total is "more than totalCap"
-      for (const r of iterateMatchRowids(store, union)) {
-        classify(r);
-        if (shown.length > totalCap) {
-          complete = false;
+      // counted among the first matches read (those that told the path): past them the
+      // total is "more than" the blocks shown among them (at most totalCap); read on, a
+      // chunk at a time, only while none of them is shown (a filter that passes few)
+      let after = 0;
+      let rows = first;
+      complete = false;
+      for (;;) {
+        for (const r of rows) {
+          after = r;
+          classify(r);
+          if (shown.length > totalCap) break;
+        }
+        if (shown.length) break;
+        rows = matchRowidsAfter(store, union, after, largeAt + 1);
+        if (!rows.length) {
+          complete = true;
           break;
         }
       }
@@ -668,7 +679,7 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
     matches = failed;
     failedOnly = failed.length > 0;
   }
-  const total = complete ? matches.length : totalCap;
+  const total = complete ? matches.length : Math.min(matches.length, totalCap);
   let rowids = matches;
   const cap = opts.candidates ?? CANDIDATES;
   if (large && (!complete || matches.length > cap)) {

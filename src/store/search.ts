@@ -205,13 +205,13 @@ export function matchRowidsSeek(store: IndexStore, match: string, rowids: ArrayL
     .all(match, JSON.stringify(Array.from(rowids))) as number[];
 }
 
-/** The matches of an FTS query one at a time, in rowid order (a caller stops when it has
- *  counted enough). */
-export function iterateMatchRowids(store: IndexStore, match: string): IterableIterator<number> {
+/** At most `limit` rowids an FTS query matches after rowid `after`, in rowid order (the
+ *  next chunk of a count that reads the matches a chunk at a time). */
+export function matchRowidsAfter(store: IndexStore, match: string, after: number, limit: number): number[] {
   return store
-    .stmt('SELECT rowid FROM search_fts WHERE search_fts MATCH ?')
+    .stmt('SELECT rowid FROM search_fts WHERE search_fts MATCH ? AND rowid > ? LIMIT ?')
     .pluck()
-    .iterate(match) as IterableIterator<number>;
+    .all(match, after, limit) as number[];
 }
 
 /** At most `limit` rowids an FTS query matches, the first in rowid order. */

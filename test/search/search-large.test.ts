@@ -1,5 +1,6 @@
-// The search's large path (fts.ts LARGE): a query matching more blocks than LARGE counts its
-// matches up to TOTAL_CAP ("more than N", in the result, the CLI line and the catalog) and
+// The search's large path (fts.ts LARGE): a query matching more blocks than LARGE counts the
+// blocks shown among its first LARGE matches, at most TOTAL_CAP ("more than N", in the
+// result, the CLI line and the catalog) and
 // takes its candidates from the class names held in memory, each looked up in the index.
 // On a small store with the thresholds set low: the capped total, and the first entries
 // equal to the uncapped ranking's (the exact path over every match), validated first, the
@@ -33,7 +34,7 @@ function moduleText(cls: string, doc: string): string {
 }
 
 // the thresholds of the large path, low enough for this store; UNCAPPED is the exact path
-const LOW: SearchOptions = { large: 100, totalCap: 200, candidates: 40 };
+const LOW: SearchOptions = { large: 100, totalCap: 50, candidates: 40 };
 const UNCAPPED: SearchOptions = { large: Number.POSITIVE_INFINITY, candidates: Number.POSITIVE_INFINITY };
 
 describe('search: the large path', () => {
@@ -85,7 +86,7 @@ describe('search: the large path', () => {
     assert.equal(exact.total, 508, 'every match counted by the exact path');
     assert.equal(exact.capped, undefined);
     assert.equal(capped.capped, true);
-    assert.equal(capped.total, 200);
+    assert.equal(capped.total, 50, 'the blocks shown among the first 101 matches, at most totalCap');
     assert.equal(capped.ranked, 40, 'the candidates');
     // failed blocks counted among the matches read (a lower bound, as the total)
     assert.ok(capped.hiddenFailed <= exact.hiddenFailed);
@@ -124,10 +125,12 @@ describe('search: the large path', () => {
     );
   });
 
-  test('below the count cap the total is exact; a repository filter is looked up by rowid', () => {
-    const total = searchBlocks(store, 'conv', { large: 100, totalCap: 1000, candidates: 40, limit: 5 });
-    assert.equal(total.capped, undefined);
-    assert.equal(total.total, 508);
+  test('a filter that shows none of the first matches reads on; a repository filter is looked up by rowid', () => {
+    // the first chunk read shows none (no block has parameters): the count reads on to the end
+    const none = searchBlocks(store, 'conv', { ...LOW, minParams: 1, limit: 5 });
+    assert.equal(none.capped, undefined);
+    assert.equal(none.total, 0);
+    assert.equal(searchBlocks(store, 'conv', { ...UNCAPPED, minParams: 1 }).total, 0);
     const repo = searchBlocks(store, 'conv', { ...LOW, repo: 'org/best', limit: 20 });
     const repoExact = searchBlocks(store, 'conv', { ...UNCAPPED, repo: 'org/best', limit: 20 });
     assert.equal(repo.capped, undefined);
@@ -147,9 +150,9 @@ describe('search: the large path', () => {
     const srv: CatalogServer = await startServer({ storeDir: dir, port: 0, search: LOW });
     try {
       const html = await (await fetch(new URL('/?q=conv', srv.url))).text();
-      assert.match(html, /id="count">more than 200 blocks/);
-      const small = await (await fetch(new URL('/?q=mixer', srv.url))).text();
-      assert.match(small, /id="count">200 blocks/);
+      assert.match(html, /id="count">more than 50 blocks/);
+      const small = await (await fetch(new URL('/?q=gate', srv.url))).text();
+      assert.match(small, /id="count">1 block ·/);
     } finally {
       await srv.close();
     }
