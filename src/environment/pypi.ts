@@ -702,8 +702,9 @@ function fromIndexOf(needs: PyPINeeds, repos: string[], pins: string[]): FromInd
 }
 
 /** The source distribution (sdist) of a release, unpacked under nnrag's folder of built
- *  wheels: from `--wheels DIR` when it holds `<name>-<version>.tar.gz`, else from PyPI's
- *  JSON API (https://docs.pypi.org/api/json/), its sha256 checked. */
+ *  wheels: from `--wheels DIR` when it holds `<name>-<version>.tar.gz`, else from the
+ *  index uv uses (UV_DEFAULT_INDEX, UV_INDEX_URL, else PyPI) through its JSON simple API
+ *  (PEP 691), its sha256 checked. */
 async function sourceDistribution(
   name: string,
   version: string,
@@ -727,13 +728,20 @@ async function sourceDistribution(
   else {
     if (opts.offline) return { error: `no source distribution of ${name} ${version} in --wheels (offline)` };
     try {
-      const meta = (await (await fetch(`https://pypi.org/pypi/${name}/${version}/json`)).json()) as {
-        urls?: { packagetype: string; url: string; digests: { sha256: string } }[];
-      };
-      const sdist = meta.urls?.find((u) => u.packagetype === 'sdist' && u.url.endsWith('.tar.gz'));
-      if (!sdist) return { error: `PyPI has no source distribution of ${name} ${version}` };
-      const bytes = Buffer.from(await (await fetch(sdist.url)).arrayBuffer());
-      if (createHash('sha256').update(bytes).digest('hex') !== sdist.digests.sha256)
+      // PEP 691: the simple repository API as JSON, on the index uv uses
+      const index = (process.env.UV_DEFAULT_INDEX ?? process.env.UV_INDEX_URL ?? 'https://pypi.org/simple').replace(
+        /\/+$/,
+        '',
+      );
+      const page = `${index}/${normalizeDistName(name)}/`;
+      const res = await fetch(page, { headers: { Accept: 'application/vnd.pypi.simple.v1+json' } });
+      if (!res.ok) return { error: `${page}: HTTP ${res.status}` };
+      const meta = (await res.json()) as { files?: { filename: string; url: string; hashes: { sha256?: string } }[] };
+      const want = new Set([`${stem}.tar.gz`, `${name}-${version}.tar.gz`].map((f) => f.toLowerCase()));
+      const sdist = meta.files?.find((f) => want.has(f.filename.toLowerCase()));
+      if (!sdist) return { error: `the index has no source distribution of ${name} ${version}` };
+      const bytes = Buffer.from(await (await fetch(new URL(sdist.url, page))).arrayBuffer());
+      if (sdist.hashes.sha256 && createHash('sha256').update(bytes).digest('hex') !== sdist.hashes.sha256)
         return { error: `the source distribution of ${name} ${version} does not match its sha256` };
       writeFileSync(archive, bytes);
     } catch (e) {
@@ -1116,9 +1124,12 @@ export async function syncPyPIEnvironment(
     // the repositories whose own requirements the resolver's error names (one that cannot
     // be fetched or built, a version no index has) are set aside: the others usually
     // resolve together at once, and each set-aside repository is then tried with them,
-    // as the one-by-one order below would (1 + 1 + k resolutions instead of 1 + 1 + all)
+    // as the one-by-one order below would (1 + 1 + k resolutions instead of 1 + 1 + all).
+    // The resolver reports one reason at a time: while the others do not resolve, the
+    // repositories their error names are set aside too (a few rounds)
     const blamed = blamedRepos(n, allRepos, firstError);
-    const others = [...new Set(allRepos.filter((r) => !blamed.includes(r)).flatMap((r) => universe(n, r)))];
+    const othersOf = () => [...new Set(allRepos.filter((r) => !blamed.includes(r)).flatMap((r) => universe(n, r)))];
+    let others = othersOf();
     // a repository (with its universe) joins the shared group when the group still
     // resolves with it; otherwise it gets an environment of its own
     const addIfResolves = async (r: string) => {
@@ -1136,17 +1147,27 @@ export async function syncPyPIEnvironment(
       }
     };
     let sorted = false;
-    if (blamed.length && others.length && !others.some((r) => blamed.includes(r))) {
+    for (
+      let round = 0;
+      round < 4 && blamed.length && others.length && !others.some((r) => blamed.includes(r));
+      round++
+    ) {
       const rest = await compile(uv, py, groupRequirements(n, others, torch, extra, systemTorch), opts, work);
-      if (!('error' in rest)) {
-        log(
-          `the requirements of all ${allRepos.length} repositories do not resolve together; the resolver's error names requirements of ${blamed.join(', ')}; the other ${others.length} resolve together`,
-        );
-        shared = others;
-        sharedLock = rest;
-        for (const r of blamed) await addIfResolves(r);
-        sorted = true;
+      if ('error' in rest) {
+        const more = blamedRepos(n, others, rest.error).filter((r) => !blamed.includes(r));
+        if (!more.length) break;
+        blamed.push(...more);
+        others = othersOf();
+        continue;
       }
+      log(
+        `the requirements of all ${allRepos.length} repositories do not resolve together; the resolver's errors name requirements of ${blamed.join(', ')}; the other ${others.length} resolve together`,
+      );
+      shared = others;
+      sharedLock = rest;
+      for (const r of blamed) await addIfResolves(r);
+      sorted = true;
+      break;
     }
     if (!sorted) {
       // add repositories one at a time, in the store's order, keeping those that resolve
