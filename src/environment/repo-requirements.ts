@@ -4,7 +4,7 @@
 // - `requirements*.txt` and `requirements/*.txt` (pip's requirements-file format: one PEP 508
 //   requirement a line, `#` comments, `-r`/`--requirement` includes followed, other
 //   options such as `-e`, `--index-url` skipped; a file of requirements/ that neither a
-//   root requirements file nor the packaging reaches is an extra of its own when they
+//   root requirements file nor the packaging names is an extra of its own when they
 //   declare the install requirements);
 // - `setup.py`: the `install_requires=` and `extras_require=` arguments of the setup call,
 //   read from the tree-sitter syntax tree (list literals of strings, a module-level name
@@ -99,21 +99,33 @@ export function readDeclaredRequirements(root: string): DeclaredRequirement[] {
   if (isDir(path.join(root, 'requirements')))
     for (const f of safeList(path.join(root, 'requirements'))) if (f.endsWith('.txt')) txt.push(`requirements/${f}`);
   // a requirements.txt that only includes others is read first, so included files keep its
-  // group; then the packaging files, so a requirements file that setup.py names for an extra
-  // (`extras_require={'mim': parse_requirements('requirements/mminstall.txt')}`) is that extra
+  // group; then the files of requirements/ that the packaging names (setup.py's
+  // `parse_requirements('requirements/runtime.txt')`, `extras_require={'mim':
+  // parse_requirements('requirements/mminstall.txt')}`), by their names' groups
   const rootTxt = txt.filter((f) => !f.includes('/')).sort();
+  const nested = txt.filter((f) => f.includes('/')).sort();
   for (const f of rootTxt) readTxt(f, fileGroup(f, 'install'));
+  const packaging = ['setup.py', 'setup.cfg', 'pyproject.toml']
+    .map((f) => {
+      try {
+        return readFileSync(path.join(root, f), 'utf8');
+      } catch {
+        return '';
+      }
+    })
+    .join('\n');
+  for (const f of nested) if (packaging.includes(f)) readTxt(f, fileGroup(f, 'install'));
   if (existsSync(path.join(root, 'setup.py'))) readSetupPy(root, add, readTxt);
   if (existsSync(path.join(root, 'setup.cfg'))) readSetupCfg(root, add);
   if (existsSync(path.join(root, 'pyproject.toml'))) readPyproject(root, add);
   for (const f of ['environment.yml', 'environment.yaml'])
     if (existsSync(path.join(root, f))) readCondaEnv(root, f, add);
-  // a file of requirements/ that neither a root requirements file nor the packaging reaches
+  // a file of requirements/ that neither a root requirements file nor the packaging names
   // is an extra of its own when they declare the install requirements: `pip install .` and
-  // `pip install -r requirements.txt` never install it (mmpose's requirements/poseval.txt, a
-  // git URL); only when nothing else declares them is it the install requirements
+  // `pip install -r requirements.txt` never install it (mmpose's requirements/poseval.txt,
+  // a git URL); only when nothing else declares them is it the install requirements
   const declaresInstall = out.some((d) => d.group === 'install');
-  for (const f of txt.filter((x) => x.includes('/')).sort())
+  for (const f of nested)
     readTxt(f, fileGroup(f, declaresInstall ? `optional:${path.posix.basename(f, '.txt')}` : 'install'));
   return out;
 }

@@ -211,8 +211,8 @@ test('a requirements file that neither the root requirements nor the packaging r
   );
   const group = (name: string) => readDeclaredRequirements(dir).find((r) => r.name === name)?.group;
   assert.equal(group('numpy'), 'install');
-  // named by setup.py for an extra: that extra
-  assert.equal(group('acme-core'), 'optional:mim');
+  // named by the packaging (here for an extra): declared, by its file name's group
+  assert.equal(group('acme-core'), 'install');
   // named by nothing: `pip install .` and `pip install -r requirements.txt` never install it
   assert.equal(group('poseval'), 'optional:poseval');
   // with no other declaration, a requirements/ file is the install requirements
