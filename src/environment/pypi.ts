@@ -644,15 +644,65 @@ async function compile(
   for (const s of stubs) args.push('--no-emit-package', s);
   if (opts.offline) args.push('--offline');
   if (opts.wheels) args.push('--find-links', opts.wheels);
-  let r = await runCmd(uv, args, { env: uvEnv() });
-  // a source distribution whose setup.py imports pkg_resources (mmcv's) cannot even give
-  // its metadata with the setuptools of today (81 removed pkg_resources): resolved again
-  // with its builds held to a setuptools from before
-  if (r.code !== 0 && /pkg_resources/.test(r.stderr))
-    r = await runCmd(uv, [...args, '--build-constraints', legacyBuildConstraints(workDir)], { env: uvEnv() });
+  const r = await withBuildFixes((extra) => runCmd(uv, [...args, ...extra], { env: uvEnv() }), workDir, opts);
   if (r.code !== 0)
     return { error: r.stderr.trim().split('\n').slice(-12).join('\n') || `uv pip compile exited ${r.code}` };
   return { lock: r.stdout };
+}
+
+/** What the builds of source distributions need beyond what they declare, learnt from
+ *  uv's errors during one `env create`/`env sync` (kept per options object, so the
+ *  resolution and the install of a lock build alike). */
+interface BuildFixes {
+  /** setuptools before 81: a legacy setup.py imports pkg_resources */
+  legacy: boolean;
+  /** distribution → modules its setup.py imports without declaring them as build
+   *  requirements (chumpy's `pip`), given to uv as `extra-build-dependencies` */
+  extra: Map<string, Set<string>>;
+}
+const buildFixesOf = new WeakMap<PyPIOptions, BuildFixes>();
+
+/** Run a uv command that may build source distributions; when a build fails for an
+ *  import its setup.py does not declare (uv's hint: "`chumpy@0.70` depends on `pip`, but
+ *  doesn't declare it as a build dependency"), run it again with that build dependency
+ *  added (pkg_resources: setuptools before 81, which still has it), a few times. */
+async function withBuildFixes(
+  run: (extra: string[]) => Promise<Awaited<ReturnType<typeof runCmd>>>,
+  dir: string,
+  opts: PyPIOptions,
+): Promise<Awaited<ReturnType<typeof runCmd>>> {
+  let fx = buildFixesOf.get(opts);
+  if (!fx) buildFixesOf.set(opts, (fx = { legacy: false, extra: new Map() }));
+  const args = (): string[] => [
+    ...(fx.legacy ? ['--build-constraints', legacyBuildConstraints(dir)] : []),
+    ...(fx.extra.size ? ['--config-file', extraBuildConfig(dir, fx.extra)] : []),
+  ];
+  for (let round = 0; ; round++) {
+    const r = await run(args());
+    if (r.code === 0 || round >= 4) return r;
+    let changed = false;
+    if (/pkg_resources/.test(r.stderr) && !fx.legacy) changed = fx.legacy = true;
+    for (const m of r.stderr.matchAll(
+      /`([A-Za-z0-9][A-Za-z0-9._-]*)@[^`]*` depends on `([A-Za-z0-9][A-Za-z0-9._-]*)`, but doesn't declare it as a build dependency/g,
+    )) {
+      if (m[2] === 'pkg_resources') continue;
+      const mods = fx.extra.get(m[1]) ?? new Set<string>();
+      if (mods.has(m[2])) continue;
+      mods.add(m[2]);
+      fx.extra.set(m[1], mods);
+      changed = true;
+    }
+    if (!changed) return r;
+  }
+}
+
+/** A uv configuration file (uv.toml) of extra build dependencies. */
+function extraBuildConfig(dir: string, extra: Map<string, Set<string>>): string {
+  mkdirSync(dir, { recursive: true });
+  const f = path.join(dir, 'uv-extra-build-dependencies.toml');
+  const lines = [...extra].map(([d, mods]) => `${JSON.stringify(d)} = ${JSON.stringify([...mods])}`);
+  writeFileSync(f, `[extra-build-dependencies]\n${lines.join('\n')}\n`);
+  return f;
 }
 
 /** A build-constraints file holding setuptools before 81, the release that removed
@@ -788,11 +838,7 @@ async function syncLock(uv: string, dir: string, lockFile: string, opts: PyPIOpt
             opts.onLog!(`  ${l.trim()}`)
         : undefined,
     });
-  let r = await run([]);
-  // a source distribution whose legacy setup.py imports pkg_resources: built again with
-  // a setuptools from before its removal (as compile resolves it)
-  if (r.code !== 0 && /pkg_resources/.test(r.stderr))
-    r = await run(['--build-constraints', legacyBuildConstraints(path.dirname(lockFile))]);
+  const r = await withBuildFixes(run, path.dirname(lockFile), opts);
   if (r.code !== 0)
     throw new NnragError(`installing ${lockFile} failed: ${r.stderr.trim().split('\n').slice(-10).join('\n')}`);
 }
