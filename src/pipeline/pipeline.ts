@@ -8,7 +8,7 @@
 // validation to `<out>/extracted/` (`extractBlocks`). Results are cached by module
 // content and validation environment, so re-validating an unchanged module is free, and
 // a block whose inputs are all unchanged is not even emitted again (pipeline/reuse.ts).
-import { envGroups, envPython } from '../environment/pypi.js';
+import { envGroups, envPython, fromIndexRepos } from '../environment/pypi.js';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { emitModule, type NamespaceMap } from '../emit/emitter.js';
@@ -373,6 +373,7 @@ function originalSysPath(
   id: string,
   crossed: readonly string[] = [],
   installed: ReadonlySet<string> = new Set(),
+  env?: string,
 ): string[] | null {
   const mod = ws.blockModule(id)?.mod;
   if (!mod || !ws.store.getRepo(mod.repo)) return null;
@@ -386,8 +387,12 @@ function originalSysPath(
     }
   }
   const out = new Set<string>();
+  // a repository the environment installs from the index at another version than its
+  // checkout (a pin of the block's repository excludes the checkout's) is imported from
+  // there by the original, as by the repository's users
+  const fromIndex = env ? fromIndexRepos(env) : new Set<string>();
   for (const name of repos) {
-    if (installed.has(name) && name !== mod.repo) continue;
+    if ((installed.has(name) || fromIndex.has(name)) && name !== mod.repo) continue;
     const repo = ws.store.getRepo(name);
     if (repo) for (const r of sysPathRoots(repo)) out.add(path.join(repo.root, ...r.split('/').filter(Boolean)));
   }
@@ -474,7 +479,7 @@ async function slimOrFaithful(
   const packages = emission.packages ?? [];
   if (req.original && packages.length) {
     const crossed = [...new Set(slim.record.provenance.map((p) => p.repo))];
-    const sysPath = originalSysPath(ws, id, crossed, new Set(packages.map((p) => p.repo)));
+    const sysPath = originalSysPath(ws, id, crossed, new Set(packages.map((p) => p.repo)), opts.pool?.env);
     if (sysPath) sreq.original = { ...req.original, sysPath };
   }
   const r = await validate(sreq, 'slim');
@@ -803,7 +808,8 @@ export async function extractAndValidate(
           };
           if (opts.userInputs) req.witnesses = [opts.userInputs, ...(req.witnesses ?? [])];
           const crossed = [...new Set(record.provenance.map((p) => p.repo))];
-          const sysPath = opts.equivalence === false ? null : originalSysPath(ws, id, crossed);
+          const sysPath =
+            opts.equivalence === false ? null : originalSysPath(ws, id, crossed, undefined, opts.pool?.env);
           if (sysPath) req.original = { module: origModule, className: req.className, sysPath };
           // the namespace stage compares the copy's names with the original modules'
           if (sysPath && namespace) req.namespace = namespace;
