@@ -269,6 +269,14 @@ describe('usage snippets of validated blocks, exported and run as written', { sk
     const text = readFileSync(report.file, 'utf8');
     assert.match(text, /^# for the usage line: FrozenNorm \(tinygpt\.norms\.FrozenNorm\)/m);
     assert.match(text, /^class FrozenNorm\(nn\.Module\):/m);
+    // emitted again without validation, the module keeps its roots, so it is unchanged
+    // and keeps its validation (a module without them would be a new, unvalidated one)
+    const again = cli('extract', '--repo', fixture('usage'), '--blocks', 'Stem', '--no-validate', '--json');
+    assert.equal(again.status, 0, again.stderr);
+    const [r2] = JSON.parse(again.stdout) as (Rec & { file: string })[];
+    assert.deepEqual(r2.emission.usageRoots, ['tinygpt.norms.FrozenNorm']);
+    assert.equal(r2.validation?.usage, rec.validation.usage);
+    assert.match(r2.file, /[/\\]blocks[/\\]/);
   });
 
   test('a module passed by instance, built with another class: both defined for the usage line', () => {
