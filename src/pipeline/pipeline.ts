@@ -441,8 +441,9 @@ function originalSysPath(
  *  emitted again with those definitions as extra roots of its closure (`usageRootsOf`,
  *  only what that usage line needs) and validated again; it is kept when it passes
  *  every stage the first one passed and now has a usage line (the sandbox ran it, as
- *  for any snippet), else the first module stays. A second round adds what the new
- *  module's arguments still name (a root's own arguments), at most two rounds. */
+ *  for any snippet), else the first module stays. Nothing is tried when one of the names
+ *  cannot become a root (private, not indexed). A second round adds what the new
+ *  module's arguments still name, at most two rounds. */
 async function withUsageRoots(
   ws: Workspace,
   id: string,
@@ -463,7 +464,12 @@ async function withUsageRoots(
   let roots: RootDef[] = [];
   let needs = first.usageNeeds ?? [];
   for (let round = 0; round < 2 && needs.length; round++) {
-    const more = usageRootsOf(ws, id, needs).filter((r) => !roots.some((x) => x.mod === r.mod && x.name === r.name));
+    // every name the line uses must become a root, else the snippet still cannot be
+    // written and a second validation would be wasted
+    const wanted = new Set(needs.map(([m, q]) => `${m}\0${q.split('.')[0]}`));
+    const found = usageRootsOf(ws, id, needs);
+    if (found.length < wanted.size) return null;
+    const more = found.filter((r) => !roots.some((x) => x.mod === r.mod && x.name === r.name));
     if (!more.length) return null;
     roots = [...roots, ...more];
     const em = costs.time('emission faithful', repo, () =>
