@@ -298,6 +298,12 @@ const properties = {
       options: str,
       layout: str,
       request: str,
+      sites: { type: 'string', description: 'the call and data sites of the request' },
+      witnesses: { type: 'string', description: "the class's own witnesses in the request" },
+      providers: {
+        type: 'string',
+        description: "the request's providers, present only when a parameter of the class could take one",
+      },
       files: {
         type: 'array',
         description: '[repository, path, blob id] of every file the closure read',

@@ -63,7 +63,15 @@ import {
 } from '../validate/witness/index.js';
 import { KV_KEYS } from '../store/kv.js';
 import { Costs } from '../util/costs.js';
-import { Blobs, closureFiles, codeDigest, inputDigests, inputsChanged, layoutDigest } from './reuse.js';
+import {
+  Blobs,
+  closureFiles,
+  codeDigest,
+  inputDigests,
+  inputsChanged,
+  layoutDigest,
+  providersRelevant,
+} from './reuse.js';
 import { rememberedWorkers, startRemembering, storeEnvironment } from './environment.js';
 
 export interface ExtractOptions {
@@ -807,7 +815,15 @@ export async function extractAndValidate(
     const blobs = new Blobs(ws);
     const records: BlockRecord[] = [];
     let done = 0;
+    // per block, whether the request's providers could bear on any of its validations
+    // (their result says which parameters the providers could fill: providersRelevant)
+    const providersMatter = new Set<string>();
     const validateCached = async (req: ValidationRequest, label: string): Promise<ValidationResult> => {
+      const r = await validateCachedRaw(req, label);
+      if (req.providers && providersRelevant(r)) providersMatter.add(req.id.split('#')[0]);
+      return r;
+    };
+    const validateCachedRaw = async (req: ValidationRequest, label: string): Promise<ValidationResult> => {
       const key = validationKey(req, envId!);
       let r = opts.force ? null : getCachedValidation<ValidationResult>(ws.store, key, envId!);
       if (!r) {
@@ -843,12 +859,17 @@ export async function extractAndValidate(
             : harvest && Object.keys(provs).length
               ? { providers: provs, witnessRepoTops: repoTops(harvest) }
               : {};
+        // the providers apart: they count only for a block whose validation they could touch
+        const { providers: requestProviders, ...ownFields } = witnessFields as { providers?: unknown };
         const now = inputDigests({
           code: digests.code,
           env: envId!,
           options: digests.options,
           layout: digests.layout,
-          request: { ...sites, ...witnessFields, ...(opts.userInputs ? { userInputs: opts.userInputs } : {}) },
+          request: { ...sites, ...ownFields, ...(opts.userInputs ? { userInputs: opts.userInputs } : {}) },
+          sites,
+          witnesses: { ...ownFields, ...(opts.userInputs ? { userInputs: opts.userInputs } : {}) },
+          providers: requestProviders,
         });
         // the stored result, when it was computed from the same inputs
         const stored = opts.force ? null : getExtraction(ws.store, id);
@@ -986,8 +1007,10 @@ export async function extractAndValidate(
           });
           // a crash or timeout is kept too (the validation cache does not keep them): a
           // re-run with nothing changed says so and `--force` validates again
+          const { providers: nowProviders, ...inputs } = now;
           record.inputs = {
-            ...now,
+            ...inputs,
+            ...(nowProviders !== undefined && providersMatter.has(id) ? { providers: nowProviders } : {}),
             files: costs.time('reuse check', repo, () =>
               closureFiles(ws, id, emitted.includes(record) ? emitted : [...emitted, record]),
             ),

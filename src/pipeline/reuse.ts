@@ -10,7 +10,11 @@
 //   - the module names and roots of every repository (a new or removed file can change what
 //     a name resolves to: every block is redone, which is rare and never wrong);
 //   - what the validation request carries besides the module: call sites, data sites,
-//     witnesses (found in other files of the corpus);
+//     the class's own witnesses (found in other files of the corpus); the providers (one
+//     witness of every other witnessed class, for a block without witnesses of its own)
+//     only when a parameter of the class could take one (the harness says which:
+//     `providersWanted`), else a harvest that changed any class's witnesses would
+//     re-validate every block without witnesses;
 //   - the validation environment's id, the pipeline's options, and nnrag's own code.
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -20,6 +24,7 @@ import type { BlockInputs, BlockRecord } from '../records/block.js';
 import { gitBlobId } from '../repos/git.js';
 import { importTargets, type CorpusModule } from '../resolve/corpus.js';
 import { harnessSource } from '../validate/index.js';
+import type { ValidationResult } from '../validate/types.js';
 import type { Workspace } from '../workspace.js';
 
 const hash = (s: string) => createHash('sha256').update(s).digest('hex').slice(0, 32);
@@ -91,6 +96,12 @@ export function inputDigests(parts: {
   options: unknown;
   layout: string;
   request: unknown;
+  /** the request's parts, to say which changed: its call and data sites, the class's own
+   *  witnesses (and the user's inputs) */
+  sites?: unknown;
+  witnesses?: unknown;
+  /** the request's providers, when it has them */
+  providers?: unknown;
 }): Omit<BlockInputs, 'files'> {
   return {
     code: parts.code,
@@ -98,7 +109,18 @@ export function inputDigests(parts: {
     options: hash(JSON.stringify(parts.options)),
     layout: parts.layout,
     request: hash(JSON.stringify(parts.request)),
+    ...(parts.sites !== undefined ? { sites: hash(JSON.stringify(parts.sites)) } : {}),
+    ...(parts.witnesses !== undefined ? { witnesses: hash(JSON.stringify(parts.witnesses)) } : {}),
+    ...(parts.providers !== undefined ? { providers: hash(JSON.stringify(parts.providers)) } : {}),
   };
+}
+
+/** Whether a validation given providers could have used them: the harness named a
+ *  parameter they could fill, or did not say although the class was instantiated (a
+ *  result from before it said: counted in). */
+export function providersRelevant(r: Pick<ValidationResult, 'providersWanted' | 'stages'>): boolean {
+  if (r.providersWanted) return r.providersWanted.length > 0;
+  return !!r.stages.instantiate && r.stages.instantiate !== 'skip';
 }
 
 /** Current blob ids of files, from the index (indexed and on-demand modules), else read
@@ -140,7 +162,14 @@ export function inputsChanged(
   if (stored.env !== now.env) return 'validation environment changed';
   if (stored.options !== now.options) return 'options changed';
   if (stored.layout !== now.layout) return 'files were added, removed or moved';
-  if (stored.request !== now.request) return 'call sites, data sites or witnesses changed';
+  if (stored.request !== now.request) {
+    // which part, where the stored inputs say
+    if (stored.witnesses !== undefined && stored.witnesses !== now.witnesses) return "the class's witnesses changed";
+    if (stored.sites !== undefined && stored.sites !== now.sites) return 'call sites or data sites changed';
+    return 'call sites, data sites or witnesses changed';
+  }
+  // stored only when the providers could bear on the result (providersRelevant)
+  if (stored.providers !== undefined && stored.providers !== now.providers) return 'the providers changed';
   const changed = stored.files
     .filter(([repo, rel, blob]) => blobs.get(repo, rel) !== blob)
     .map(([repo, rel]) => `${repo}:${rel}`);

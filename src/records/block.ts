@@ -199,8 +199,14 @@ export interface BlockInputs {
   options: string;
   /** every repository's name, root and module paths */
   layout: string;
-  /** call sites, data sites, witnesses */
+  /** call sites, data sites, the class's own witnesses */
   request: string;
+  /** its parts apart, to say which changed: call and data sites; the class's own witnesses */
+  sites?: string;
+  witnesses?: string;
+  /** the providers (witnesses of other classes), only when a parameter of the class could
+   *  take one (pipeline/reuse.ts) */
+  providers?: string;
   /** `[repo, path, blob]` of every file the closure read */
   files: [string, string, string][];
 }

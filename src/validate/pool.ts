@@ -701,6 +701,7 @@ export class ValidatorPool {
       argumentsOrigin: typeof msg.argumentsOrigin === 'string' ? msg.argumentsOrigin.slice(0, 500) : undefined,
       harvest: msg.harvest,
       witnessSkipped: Array.isArray(msg.witnessSkipped) ? msg.witnessSkipped.map(String).slice(0, 3) : undefined,
+      providersWanted: Array.isArray(msg.providersWanted) ? msg.providersWanted.map(String) : undefined,
       equivalence: msg.equivalence,
       namespace: msg.namespace,
       traceback: msg.traceback,
@@ -732,6 +733,7 @@ export class ValidatorPool {
       'argumentsOrigin',
       'harvest',
       'witnessSkipped',
+      'providersWanted',
     ] as const)
       if (out[k] === undefined) delete out[k];
     return out;

@@ -88,6 +88,10 @@ export interface ValidationResult extends Omit<ValidationRecord, 'missing' | 'to
   harvest?: unknown;
   /** why witnesses of the class could not be rebuilt in the copy (at most three) */
   witnessSkipped?: string[];
+  /** the constructor parameters the request's providers could fill (empty: none; absent:
+   *  no providers were asked, or unknown); a block whose result no provider could touch is
+   *  not validated again when only the providers changed (pipeline/reuse.ts) */
+  providersWanted?: string[];
   /** why no usage snippet was recorded (a value without a plain spelling, the snippet's error) */
   usageSkipped?: string;
   /** the classes and functions the chosen arguments name that the module does not define

@@ -3,7 +3,9 @@
 // IDLE_RUNS runs without a new class (not after one), entry points whose classes are all
 // called are skipped, smaller numbered sizes go first within a family; the repository's
 // memory budget, once spent, ends the order; the repository's budget counts CPU time and a
-// phase stops when coverage stops growing (harvestRepo).
+// phase stops when coverage stops growing (harvestRepo); with two lanes, what runs and
+// what it witnesses do not depend on which step finished first, nor on steps read from
+// the store (reused at once) beside steps run again with another CPU time.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ValidatorPool } from '../../src/validate/pool.js';
@@ -15,6 +17,8 @@ import {
   numberOf,
   STALL_RUNS,
   type HarvestEntry,
+  type HarvestResult,
+  type RunReuse,
 } from '../../src/validate/witness/harvest.js';
 
 const entry = (key: string, reach: string[], rank = 13): HarvestEntry => ({
@@ -248,4 +252,106 @@ test('the repository budget counts the steps CPU time, not the wall clock; a pha
   const g = await harvestRepo(b.pool, { ...opts, docsMs: 0 });
   assert.equal(b.runs.length, 2 + STALL_RUNS, b.runs.join());
   assert.equal(g.stopped, 'coverage');
+});
+
+// two lanes: each step answers after a delay drawn from a seeded generator (which step
+// finishes first changes with the seed), with the reads a stored run needs; entry point i
+// reaches classes C<i> and C<i+1>, so what one step covers changes what the next is chosen for
+const lanes = (entries: HarvestEntry[], seed: number, cpuOf: (e: HarvestEntry) => number) => {
+  let x = seed;
+  const rand = () => (x = (x * 1103515245 + 12345) % 2147483648) / 2147483648;
+  const runs: string[] = [];
+  const pool = {
+    workerCount: 2,
+    harvestStep: async (req: { harvest: Record<string, unknown> }) => {
+      if (req.harvest.mode === 'list') return { harvest: { classes: entries.flatMap((e) => e.reach), entries }, ms: 1 };
+      const e = req.harvest.entry as HarvestEntry;
+      runs.push(e.qualname);
+      await new Promise((r) => setTimeout(r, Math.floor(rand() * 8)));
+      const classes = Object.fromEntries(
+        e.reach.map((c) => [
+          c,
+          { witnesses: [{ args: [e.qualname], kwargs: {}, params: 1, inputs: { args: [], kwargs: {} } }] },
+        ]),
+      );
+      // the harness's CPU timer ends a step at its budget
+      const budgetMs = (req.harvest.budgetSeconds as number) * 1000;
+      const cpuMs = Math.min(cpuOf(e), budgetMs);
+      const stopped = cpuOf(e) > budgetMs ? { stopped: 'time' } : {};
+      return {
+        harvest: { built: true, forward: true, error: null, ms: 1, cpuMs, ...stopped, classes, reads: [e.qualname] },
+        ms: 1,
+      };
+    },
+  } as unknown as ValidatorPool;
+  return { pool, runs };
+};
+const order = (h: HarvestResult) => h.entries.map((e) => e.entry);
+
+test('two lanes: the steps chosen, their order and the witnesses do not depend on which step finishes first, nor on reused steps beside re-run ones', async () => {
+  const many = Array.from({ length: 40 }, (_, i) => entry(`n${i}x`, [`c.C${i}`, `c.C${(i + 7) % 40}`], i % 5));
+  const cpu = (e: HarvestEntry) => 1000 + 700 * (Number(e.qualname.slice(1, -1)) % 4);
+  // the budget ends the phase midway (about 20 of 40 steps)
+  const budget = { ...opts, repoMs: 40000, docsMs: 0 };
+  const blobs = new Map(many.map((e) => [e.qualname, 'v1']));
+  const reuse = (runs: HarvestResult['runs']): RunReuse => ({
+    envId: 'env',
+    runs: runs ?? {},
+    depends: (read) => read.map((f) => [f, blobs.get(f) ?? ''] as [string, string]),
+    blob: (f) => blobs.get(f) ?? null,
+  });
+  const a = lanes(many, 1, cpu);
+  const cold = await harvestRepo(a.pool, { ...budget, reuse: reuse({}) });
+  assert.equal(cold.stopped, 'time');
+  assert.ok(cold.entries.length > 10 && cold.entries.length < 30, order(cold).join());
+  // another seed: other steps finish first, the same harvest
+  const b = lanes(many, 977, cpu);
+  const again = await harvestRepo(b.pool, { ...budget, reuse: reuse({}) });
+  assert.notDeepEqual(a.runs, [], 'steps ran');
+  assert.deepEqual(order(again), order(cold));
+  assert.deepEqual(again.witnesses, cold.witnesses);
+  assert.equal(again.cpuMs, cold.cpuMs);
+  // one file read by one step changed: that step runs again (spending 3x the CPU), the
+  // others answer at once from the store; the same steps, order, budget and witnesses
+  const touched = order(cold)[3].replace(/^pkg\.MODELS\['(.*)'\]$/, '$1');
+  blobs.set(touched, 'v2');
+  const c = lanes(many, 5, (e) => 3 * cpu(e));
+  const edited = await harvestRepo(c.pool, { ...budget, reuse: reuse(cold.runs) });
+  assert.deepEqual(c.runs, [touched], 'only the step that read the changed file runs');
+  assert.equal(edited.ranRuns, 1);
+  assert.deepEqual(order(edited), order(cold));
+  assert.deepEqual(edited.witnesses, cold.witnesses);
+  assert.equal(edited.cpuMs, cold.cpuMs, 'the re-run step is charged what its first run spent');
+});
+
+test('a phase the wall clock stopped (a loaded machine): a harvest reusing its steps stops at the same step, not later', async () => {
+  const many = Array.from({ length: 40 }, (_, i) => entry(`w${i}x`, [`c.C${i}`, `c.C${(i + 3) % 40}`]));
+  const blobs = new Map(many.map((e) => [e.qualname, 'v1']));
+  const reuse = (h: HarvestResult | null): RunReuse => ({
+    envId: 'env',
+    runs: h?.runs ?? {},
+    ...(h?.wallStops ? { wallStops: h.wallStops } : {}),
+    depends: (read) => read.map((f) => [f, blobs.get(f) ?? ''] as [string, string]),
+    blob: (f) => blobs.get(f) ?? null,
+  });
+  // a CPU budget never reached; the steps take 0-7 ms of wall time, the phase's backstop 25 ms
+  const budget = { ...opts, repoMs: 1e7, docsMs: 0, repoWallMs: 25 };
+  const a = lanes(many, 3, () => 1000);
+  const cold = await harvestRepo(a.pool, { ...budget, reuse: reuse(null) });
+  assert.equal(cold.stopped, 'time');
+  const n = cold.wallStops?.builders;
+  assert.ok(n !== undefined && n >= 1 && n < 40, JSON.stringify(cold.wallStops));
+  assert.equal(cold.entries.length, n);
+  // every step answered from the store at once: without the stored stop it would run on
+  const b = lanes(many, 4, () => 1000);
+  const warm = await harvestRepo(b.pool, { ...budget, reuse: reuse(cold) });
+  assert.deepEqual(b.runs, []);
+  assert.deepEqual(order(warm), order(cold));
+  assert.deepEqual(warm.witnesses, cold.witnesses);
+  assert.deepEqual(warm.wallStops, cold.wallStops, 'kept for the next harvest');
+  // the stop is the previous harvest's: without it the phase runs further
+  const c = lanes(many, 4, () => 1000);
+  const fresh = await harvestRepo(c.pool, { ...budget, repoWallMs: 1e7, reuse: reuse(null) });
+  assert.ok(fresh.entries.length > n!, `${fresh.entries.length} > ${n}`);
+  assert.equal(fresh.wallStops, undefined);
 });

@@ -11,7 +11,10 @@
 // Each run step's answer is kept with the files its run read (the harness's `reads`, and
 // the files those import names from: RunReuse.depends); a later harvest of the repository
 // (some file changed) reuses the answer of a step asked again with the same request while
-// those files are unchanged, and runs only the others (issue 27).
+// those files are unchanged, and runs only the others (issue 27). Each step is chosen
+// from the answers of the steps before it in dispatch order, not from which finished
+// first, and charged the CPU of its first run: a re-run with some steps reused chooses
+// the same steps and stops at the same one.
 // The result (per class: witnesses, smallest first; per entry point: built or why not,
 // time, classes covered) is cached by the caller (witness/store.ts).
 import { createHash } from 'node:crypto';
@@ -110,14 +113,21 @@ export interface HarvestResult {
   notes?: Record<string, string>;
   /** time spent in entry points from tests and documented examples, ms */
   docsMs?: number;
-  /** CPU time of the run steps, summed (reused ones count their stored time), ms */
+  /** CPU time the run steps were charged, summed, ms (a step that ran before is charged
+   *  what its first run spent: chargeOf) */
   cpuMs?: number;
   /** run steps whose stored answer was reused, and run steps asked of a worker */
   reusedRuns?: number;
   ranRuns?: number;
   /** each run step's answer by its request's key, with the files it depends on */
   runs?: Record<string, StoredRun>;
+  /** per phase stopped by its wall-clock backstop (a loaded machine), the steps it had
+   *  started then: a later harvest reusing its steps stops there too (RunReuse.wallStops) */
+  wallStops?: Partial<Record<HarvestPhase, number>>;
 }
+
+/** The two phases of a harvest: the builders of whole models, then the tests and documents. */
+export type HarvestPhase = 'builders' | 'docs';
 
 /** A run step's answer, kept for the next harvest of the repository. */
 export interface StoredRun {
@@ -128,6 +138,16 @@ export interface StoredRun {
   /** the harness's answer */
   harvest: Record<string, unknown>;
   ms: number;
+  /** the CPU time the step is charged in its phase's budget, ms: what its first run spent
+   *  (kept when it runs again because a file it read changed; see chargeOf) */
+  charge?: number;
+}
+
+/** The CPU a stored step is charged: its first run's, else the run's own. */
+export function chargeOf(stored: StoredRun): number {
+  if (typeof stored.charge === 'number') return stored.charge;
+  const cpu = (stored.harvest as { cpuMs?: unknown }).cpuMs;
+  return typeof cpu === 'number' ? cpu : stored.budget * 1000;
 }
 
 /** Reuse of run steps across harvests (witness/store.ts gives it). */
@@ -141,6 +161,10 @@ export interface RunReuse {
   depends(read: string[], e: HarvestEntry): [string, string][];
   /** a file's current blob id, null when it is gone */
   blob(file: string): string | null;
+  /** the previous harvest's wall-clock stops (HarvestResult.wallStops): its steps
+   *  answered at once from the store, this harvest would otherwise run past the step
+   *  where load stopped that one, and choose and witness differently */
+  wallStops?: Partial<Record<HarvestPhase, number>>;
 }
 
 export interface HarvestOptions {
@@ -257,10 +281,32 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
   // a wrapper of a whole model (`AutoShape(model)`, `ModelEma(model)`) is given the model
   // of the quickest entry point that built and ran one (the provider)
   let provider: { entry: HarvestEntry; ms: number } | null = null;
-  // one lane per worker: a worker that finishes takes the next entry point at once (a
+  // One lane per worker: a worker that finishes takes the next entry point at once (a
   // batch that waited for its slowest step left the other worker idle, half of the
-  // tests' budget on pyg); scores change as each step reports
-  const runOne = async (cur: GreedyOrder, e: HarvestEntry, extra: HarvestEntry[], left: number): Promise<void> => {
+  // tests' budget on pyg). What a step is given to run is decided from the answers of
+  // the steps before it in a fixed order, never from which step happened to finish
+  // first: step k is chosen once the answers of steps 0..k-LAG have been applied, in
+  // order, and no later answer has (an answer read from the store arrives at once, a
+  // re-run one seconds later; applied as they arrive, they changed every later choice,
+  // the budget's stopping point and the witnesses, and one edited file re-validated a
+  // hundred blocks). The CPU a step is charged is fixed by its first run (its stored
+  // charge): a step re-run because a file it read changed costs what it cost then, so
+  // the phase's budget stops at the same step.
+  const lag = 2 * workers - 1;
+  type Answer = { harvest?: unknown; category?: string | null; error?: string | null; ms: number };
+  interface Step {
+    e: HarvestEntry;
+    extra: HarvestEntry[];
+    family: string;
+    key: string;
+    budget: number;
+    /** the stored answer of this request, reusable or not (its charge counts) */
+    stored: StoredRun | undefined;
+    reused: boolean;
+    answer: Promise<Answer>;
+    settled: boolean;
+  }
+  const start = (cur: GreedyOrder, e: HarvestEntry, extra: HarvestEntry[], left: number): Step => {
     const budget = Math.max(1000, Math.min(entryMs, left));
     const request: Record<string, unknown> = {
       ...base,
@@ -274,24 +320,44 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
     // the same request (but its budget) asked before, and the files its run read unchanged
     const key = o.reuse ? runKey(o.reuse.envId, bound, request) : '';
     const stored = o.reuse ? o.reuse.runs[key] : undefined;
-    let answer: { harvest?: unknown; category?: string | null; error?: string | null; ms: number };
-    let reused = false;
-    if (stored && o.reuse && reusable(stored, budget / 1000, o.reuse)) {
-      answer = { harvest: stored.harvest, ms: stored.ms };
-      reused = true;
-    } else {
-      // the budget is CPU time (the harness's timer); the wall-clock timeout only ends a
-      // step that waits without computing, generous so that load does not end it first
-      answer = await ask(
-        { ...request, budgetSeconds: budget / 1000, ...(o.reuse ? { recordReads: true } : {}) },
-        WALL_PER_CPU * budget + 15000,
-      );
-    }
+    const reused = !!(stored && o.reuse && reusable(stored, budget / 1000, o.reuse));
+    const step: Step = {
+      e,
+      extra,
+      family: cur.family(e),
+      key,
+      budget,
+      stored,
+      reused,
+      settled: reused,
+      answer: reused
+        ? Promise.resolve({ harvest: stored!.harvest, ms: stored!.ms })
+        : // the budget is CPU time (the harness's timer); the wall-clock timeout only ends a
+          // step that waits without computing, generous so that load does not end it first
+          ask(
+            { ...request, budgetSeconds: budget / 1000, ...(o.reuse ? { recordReads: true } : {}) },
+            WALL_PER_CPU * budget + 15000,
+          ),
+    };
+    step.answer.then(
+      () => (step.settled = true),
+      () => (step.settled = true),
+    );
+    return step;
+  };
+  /** A step's answer applied: its witnesses merged, the order told what it covered, the
+   *  CPU charged. */
+  const apply = (cur: GreedyOrder, s: Step, r: Answer): void => {
+    const { e, extra, key, budget, stored, reused } = s;
     // what the harness's run step reports: an entry report with its entry point's
     // own name, plus the witnesses recorded per class
-    const h = answer.harvest as
+    const h = r.harvest as
       | (Omit<EntryReport, 'covered'> & { classes?: Record<string, { witnesses: Witness[] }>; reads?: string[] })
       | undefined;
+    // the CPU the step spent (a step without an answer: its whole budget); charged: what
+    // its first run spent, when this request ran before
+    const spent = typeof h?.cpuMs === 'number' ? h.cpuMs : budget;
+    const charge = stored ? chargeOf(stored) : spent;
     if (o.reuse && out.runs) {
       if (reused) {
         out.runs[key] = stored!;
@@ -300,11 +366,16 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
         out.ranRuns!++;
         if (h && Array.isArray(h.reads)) {
           const { reads, ...rest } = h;
-          out.runs[key] = { files: o.reuse.depends(reads, e), budget: budget / 1000, harvest: rest, ms: answer.ms };
+          out.runs[key] = {
+            files: o.reuse.depends(reads, e),
+            budget: budget / 1000,
+            harvest: rest,
+            ms: r.ms,
+            charge,
+          };
         }
       }
     }
-    const r = answer;
     const rep: EntryReport = {
       entry: entryName(e),
       built: !!h?.built,
@@ -313,10 +384,8 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
       ms: h?.ms ?? r.ms,
       covered: [],
     };
-    // the CPU the step spent counts against the repository's budget (a step without an
-    // answer: its whole budget)
-    rep.cpuMs = typeof h?.cpuMs === 'number' ? h.cpuMs : budget;
-    cpuSpent += rep.cpuMs;
+    rep.cpuMs = spent;
+    cpuSpent += charge;
     if (reused) rep.reused = true;
     if (h?.forwardError) rep.forwardError = h.forwardError;
     if (h?.input) rep.input = h.input;
@@ -343,60 +412,76 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
       for (const x of extra.filter((x) => !unrun.has(x.file ?? ''))) cur.report(x, rep.built, {}, 0);
       rep.entry += ` +${extra.length - unrun.size}`;
     }
-    // the provider: the quickest (CPU time, not load-dependent wall time) that built and
-    // ran its model, else the quickest that built one
-    const rank = (r: EntryReport) => (r.forward ? 0 : 1e9) + (r.cpuMs ?? r.ms);
+    // the provider: the quickest (its charged CPU time, not load-dependent wall time)
+    // that built and ran its model, else the quickest that built one
+    const rank = (forward: boolean) => (forward ? 0 : 1e9) + charge;
     if (
       rep.built &&
       !needsModel(e) &&
       e.kind !== 'snippet' &&
       !DOC_KINDS.has(e.kind) &&
-      (!provider || rank(rep) < provider.ms)
+      (!provider || rank(rep.forward) < provider.ms)
     )
-      provider = { entry: e, ms: rank(rep) };
+      provider = { entry: e, ms: rank(rep.forward) };
     out.entries.push(rep);
     o.onEntry?.(rep);
   };
-  const runPhase = async (cur: GreedyOrder, limit: number): Promise<void> => {
-    const active = new Map<Promise<void>, string>();
+  const runPhase = async (cur: GreedyOrder, limit: number, phase: HarvestPhase): Promise<void> => {
+    // dispatched steps whose answers are not applied yet, in the order they were dispatched
+    const flight: Step[] = [];
+    const applyOldest = async () => {
+      const s = flight.shift()!;
+      apply(cur, s, await s.answer);
+    };
     const cpu0 = cpuSpent;
     // per phase: a slow builders' phase on a loaded machine does not starve the tests'
     const w0 = performance.now();
     const wallMs = o.repoWallMs ?? 4 * limit;
+    const inherited = o.reuse?.wallStops?.[phase];
+    let dispatched = 0;
+    let wallStop: number | undefined;
     for (;;) {
-      // the phase's CPU budget, the repository's wall-clock backstop, coverage that stopped growing
+      // the answers the next choice is made from: all but the last lag-1 dispatched
+      while (flight.length >= lag) await applyOldest();
+      // the phase's CPU budget, the repository's wall-clock backstop (this harvest's, or
+      // where it stopped the previous one), coverage that stopped growing
       if (!cur.stopped && cpuSpent - cpu0 >= limit) cur.stopped = 'time';
-      if (!cur.stopped && performance.now() - w0 >= wallMs) cur.stopped = 'time';
+      if (!cur.stopped && ((inherited !== undefined && dispatched >= inherited) || performance.now() - w0 >= wallMs)) {
+        cur.stopped = 'time';
+        wallStop = dispatched;
+      }
       if (!cur.stopped && cur.sinceGain >= stallRuns) cur.stopped = 'coverage';
-      const timeUp = !!cur.stopped;
-      if (!timeUp && cur.pending.length && active.size < workers) {
-        // while steps run, what cannot start yet stays pending (a wrapper waiting for a
-        // model, a family already running)
-        const batch = cur.next(workers - active.size, !!provider, active.size > 0, new Set(active.values()));
-        if (batch.length) {
-          const left = limit - (cpuSpent - cpu0);
-          for (const e of batch) {
-            // test files share a pytest session, TEST_FILES_PER_STEP to a step: its start
-            // (the runner, the conftest files) is paid once, and the per-test gate skips
-            // what an earlier file of the session already called
-            const extra = e.kind === 'test' ? cur.take((x) => x.kind === 'test', TEST_FILES_PER_STEP - 1) : [];
-            const p: Promise<void> = runOne(cur, e, extra, left).finally(() => active.delete(p));
-            active.set(p, cur.family(e));
-          }
+      if (!cur.stopped && cur.pending.length) {
+        // a free lane (the timing decides only when the next step starts, never which)
+        for (let running = flight.filter((s) => !s.settled); running.length >= workers; ) {
+          await Promise.race(running.map((s) => s.answer.catch(() => undefined)));
+          running = flight.filter((s) => !s.settled);
+        }
+        // while steps are unapplied, what cannot start yet stays pending (a wrapper
+        // waiting for a model, a family already running)
+        const [e] = cur.next(1, !!provider, flight.length > 0, new Set(flight.map((s) => s.family)));
+        if (e) {
+          // test files share a pytest session, TEST_FILES_PER_STEP to a step: its start
+          // (the runner, the conftest files) is paid once, and the per-test gate skips
+          // what an earlier file of the session already called
+          const extra = e.kind === 'test' ? cur.take((x) => x.kind === 'test', TEST_FILES_PER_STEP - 1) : [];
+          flight.push(start(cur, e, extra, limit - (cpuSpent - cpu0)));
+          dispatched++;
           continue;
         }
       }
-      if (!active.size) break;
-      await Promise.race(active.keys());
+      if (!flight.length) break;
+      await applyOldest();
     }
+    if (wallStop !== undefined) (out.wallStops ??= {})[phase] = wallStop;
   };
   // two phases: the repository's builders of whole models within `repoMs`, then its tests
   // and documented examples within `docsMs` of their own, aimed at the classes the
   // builders left without a called witness (a slow test suite never takes the builders' budget)
-  await runPhase(order, repoMs);
+  await runPhase(order, repoMs, 'builders');
   // on to the tests and documents: what the builders covered counts as covered
   docsOrder.seed(order);
-  if (docsOrder.pending.length && !docsOrder.stopped) await runPhase(docsOrder, docsBudget);
+  if (docsOrder.pending.length && !docsOrder.stopped) await runPhase(docsOrder, docsBudget, 'docs');
   out.skipped += order.skipped + order.pending.length + docsOrder.skipped + docsOrder.pending.length;
   out.memoryMb = Math.round(Math.max(order.memorySpent, docsOrder.memorySpent)); // the second starts from the first's
   if (docsMs) out.docsMs = Math.round(docsMs);

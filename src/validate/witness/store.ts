@@ -288,6 +288,7 @@ export async function repoWitnesses(
   const reuse: RunReuse = {
     envId: pool.envId,
     runs: previous?.runs ?? {},
+    ...(previous?.wallStops ? { wallStops: previous.wallStops } : {}),
     depends: (read, e) =>
       runDepends(opts.corpus, repo, row.root, read, e).flatMap((f) => {
         const b = blob(f);

@@ -246,6 +246,9 @@ class Stages:
         # the repository's own constructions of the class (witnesses) first, then the
         # call sites, configuration tables, defaults and guesses of arg_candidates
         wits = self._witness_candidates(mod)
+        providers = self._providers(mod)
+        if providers:
+            self._report_providers_wanted(cls, mod)
         try:
             cands, unguessable = arg_candidates(
                 cls,
@@ -254,7 +257,7 @@ class Stages:
                 nn,
                 self.req.get("dataSites"),
                 self._data_namespace,
-                self._providers(mod),
+                providers,
             )
         except BaseException as e:  # noqa: BLE001
             if not wits:
@@ -442,6 +445,19 @@ class Stages:
             mod.__dict__, self.req.get("witnessRepoTops") or [], self._import_original
         )
         return (provs, resolve, self.torch)
+
+    def _report_providers_wanted(self, cls, mod):
+        """Tell the pipeline which parameters the providers could fill (source_provider.wanted;
+        empty: none, so the request's providers do not bear on the result and a change of
+        them re-validates nothing, issue 27); None when that could not be worked out."""
+        from nnrag_harness import source_provider, sources
+
+        try:
+            r = sources.request(cls, mod.__dict__, self.nn)
+            wanted = sorted(source_provider.wanted(r, self.nn)) if r.params is not None else []
+        except Exception:  # noqa: BLE001 - unknown: the pipeline counts the providers in
+            wanted = None
+        self.rep.send({"ev": "info", "providersWanted": wanted})
 
     def _import_original(self, module):
         """An original module for a witness value the copy does not define (a module

@@ -448,6 +448,7 @@ class Worker:
                     "argumentsSource",
                     "argumentsOrigin",
                     "witnessSkipped",
+                    "providersWanted",
                 ):
                     if key in ev and ev[key] is not None:
                         res[key] = ev[key]
