@@ -110,6 +110,9 @@ export interface EmissionFacts {
    *  (another repository's modules whose installed files are the indexed ones,
    *  src/emit/slim/packages.ts): export pins each to this version */
   packages?: { distribution: string; version: string; repo: string; modules: string[] }[];
+  /** definitions copied for the usage line only (`module.name`): the validated arguments
+   *  name them, the block's code does not (resolve/closure.ts usage roots, pipeline.ts) */
+  usageRoots?: string[];
 }
 
 /** Where the block's class is defined (the class statement Python binds for
