@@ -34,7 +34,7 @@ import {
   topLevelName,
 } from '../environment/requirements.js';
 import { KNOWN_DISTRIBUTIONS, normalizeDistName } from '../environment/names.js';
-import { validationsOf, type EnvValidation } from '../records/block.js';
+import { USAGE_MAX_CHARS, validationsOf, type EnvValidation } from '../records/block.js';
 import { NnragError, UsageError } from '../util/errors.js';
 import { ensureDir, writeFileAtomic } from '../util/fs.js';
 import { buildDoc, storedSpec } from '../search/documents.js';
@@ -289,7 +289,8 @@ export function usageImports(moduleName: string, className: string, text: string
  *  A record written before that renderer (or edited by hand) is not shown or exported as
  *  code. */
 export function plainUsage(usage: string | null | undefined): string | null {
-  if (typeof usage !== 'string' || !usage || usage.length > 2000 || !/^[\x20-\x7e\n]+$/.test(usage)) return null;
+  if (typeof usage !== 'string' || !usage || usage.length > USAGE_MAX_CHARS || !/^[\x20-\x7e\n]+$/.test(usage))
+    return null;
   const lines = usage.split('\n');
   const expr = lines.pop()!;
   let i = 0;

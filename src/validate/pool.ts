@@ -33,6 +33,7 @@ import {
   type SandboxConfig,
 } from './environment.js';
 import { STAGES, type EnvironmentFacts, type Stage, type StageStatus } from '../records/validation.js';
+import { USAGE_MAX_CHARS } from '../records/block.js';
 import {
   DEFAULT_REQUIRED_STAGES,
   type Limits,
@@ -693,7 +694,7 @@ export class ValidatorPool {
       params: msg.params ?? null,
       layers: msg.layers,
       // a snippet is recorded whole or not at all (a cut one would not parse)
-      usage: typeof msg.usage === 'string' && msg.usage.length <= 2000 ? msg.usage : undefined,
+      usage: typeof msg.usage === 'string' && msg.usage.length <= USAGE_MAX_CHARS ? msg.usage : undefined,
       usageCheck: msg.usageCheck === 'ran' || msg.usageCheck === 'values' ? msg.usageCheck : undefined,
       usageSkipped: typeof msg.usageSkipped === 'string' ? msg.usageSkipped.slice(0, 200) : undefined,
       usageNeeds: usageNeedsOf(msg.usageNeeds),

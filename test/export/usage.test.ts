@@ -15,6 +15,7 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { before, describe, test } from 'node:test';
 import { plainUsage } from '../../src/export/export.js';
+import { USAGE_MAX_CHARS } from '../../src/records/block.js';
 import { commentBlock } from '../../src/util/python.js';
 import { fixture, repoRoot, tempDir } from '../helpers.js';
 
@@ -87,6 +88,18 @@ describe('commentBlock and plainUsage (no record value leaves a comment)', () =>
       'value1 = Spec.__new__(Spec)\nvalue1.width = 4\nB(value1)(torch.randn(2, 4))',
     ])
       assert.equal(plainUsage(ok), ok);
+    // a list of configuration objects stays whole up to USAGE_MAX_CHARS, none past it
+    const configs = (n: number) =>
+      Array.from(
+        { length: n },
+        (_, i) => `value${i + 1} = Cfg()\nvalue${i + 1}.width = ${i}\nvalue${i + 1}.kernel = 3`,
+      );
+    const listed = (n: number) =>
+      `${configs(n).join('\n')}\nNet([${Array.from({ length: n }, (_, i) => `value${i + 1}`).join(', ')}])(torch.randn(2, 4))`;
+    assert.ok(listed(60).length > 2000 && listed(60).length <= USAGE_MAX_CHARS);
+    assert.equal(plainUsage(listed(60)), listed(60));
+    assert.ok(listed(200).length > USAGE_MAX_CHARS);
+    assert.equal(plainUsage(listed(200)), null);
     for (const bad of [
       "T(8, tag='x'\nopen('f', 'w').write('1')\n#')(torch.randn(2, 8))",
       "T(tag='x'); open('f')",

@@ -392,6 +392,27 @@ class RenderTest(unittest.TestCase):
         self.assertEqual(list(S.run_snippet(t, self.ns, torch).shape), [2, 3])
         S.check_values(t, self.ns, torch, [n], {}, [torch.randn(2, 4)], {})
 
+    def test_a_list_of_configuration_objects_stays_whole_up_to_the_bound(self):
+        # a model given a list of configuration objects (each made field by field) gets
+        # its whole snippet up to MAX_LEN, and none past it: a cut snippet would not parse
+        def holders(n, tag=""):
+            out = []
+            for i in range(n):
+                h = Holder()
+                h.width, h.extra, h.kernel, h.stride, h.dilation = 4, 4 + i, 3, 1 + i % 2, 1
+                if tag:
+                    h.tag = tag
+                out.append(h)
+            return out
+
+        t = self.text([holders(20)], {}, [torch.randn(2, 4)], cls="Wrap")
+        self.assertGreater(len(t), 2000)
+        self.assertLessEqual(len(t), S.MAX_LEN)
+        self.assertEqual(t.count(" = Holder()"), 20)
+        self.assertTrue(t.endswith("Wrap([" + ", ".join("value%d" % i for i in range(1, 21)) + "])(torch.randn(2, 4))"))
+        with self.assertRaises(S.Unrenderable):
+            self.text([holders(50, "t" * 100)], {}, [torch.randn(2, 4)], cls="Wrap")
+
     def test_needs_are_the_names_the_values_use_that_the_module_lacks(self):
         # a class passed by name and a module instance built with another class, both of
         # the original's modules the copy does not define (usage roots, pipeline.ts)

@@ -28,7 +28,11 @@ import math
 import re
 
 IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-MAX_LEN = 2000  # longer snippets are not recorded (never cut: a cut snippet would not parse)
+# longer snippets are not recorded (never cut: a cut snippet would not parse). A model
+# built from a list of configuration objects (torchvision's MobileNetV3 takes about 15
+# InvertedResidualConfig, 9 generated lines each) needs about 6,000 characters; the
+# same bound is USAGE_MAX_CHARS in src/records/block.ts (pool and export check it again)
+MAX_LEN = 8000
 MAX_EXACT = 64  # integer / bool tensors up to this many elements are written by value
 # standard modules a snippet may import (functools.partial, argparse.Namespace, math.inf)
 IMPORTABLE = ("functools", "argparse", "math")
