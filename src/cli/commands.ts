@@ -462,7 +462,7 @@ export const commands: Record<string, Command> = {
             );
           for (const b of g.native)
             human.push(
-              `  compiled operators of ${b.repo} (${b.dir}): ${b.error ? `not built${b.needsCuda ? ' (they need CUDA, which this machine does not have)' : ''}: ${b.error.split('\n')[0]}` : b.cached ? 'installed from the wheel cache' : `built in ${b.seconds?.toFixed(0)} s`}`,
+              `  compiled operators of ${b.repo} (${b.source ? `${b.source} from the index` : b.dir}): ${b.error ? `not built${b.needsCuda ? ' (they need CUDA, which this machine does not have)' : ''}: ${b.error.split('\n')[0]}` : b.cached ? 'installed from the wheel cache' : `built in ${b.seconds?.toFixed(0)} s`}`,
             );
         }
         for (const u of m.unresolved)

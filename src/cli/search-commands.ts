@@ -90,13 +90,15 @@ export const commands: Record<string, Command> = {
             `    also ${name} in: ${more.map((m) => `${showId(m.id)}${m.status === 'validated' ? '' : ` (${m.status})`}`).join(', ')}`,
           );
       }
-      const hidden = res.hiddenFailed ? ` (${res.hiddenFailed} that failed validation left out: --all shows them)` : '';
+      const hidden = res.hiddenFailed
+        ? ` (${res.capped ? 'at least ' : ''}${res.hiddenFailed} that failed validation left out: --all shows them)`
+        : '';
       const names =
-        res.totalGroups !== undefined && res.totalGroups !== res.total
+        res.totalGroups !== undefined && res.totalGroups !== res.total && !res.capped
           ? ` under ${res.totalGroups} name${res.totalGroups === 1 ? '' : 's'}`
           : '';
       lines.push(
-        `${res.total} match${res.total === 1 ? '' : 'es'}${names}${res.mode === 'any' ? ' (some words only)' : ''}${hidden} in ${res.ms.toFixed(1)} ms`,
+        `${res.capped ? 'more than ' : ''}${res.total} match${res.total === 1 && !res.capped ? '' : 'es'}${names}${res.mode === 'any' ? ' (some words only)' : ''}${hidden} in ${res.ms.toFixed(1)} ms`,
       );
       ctx.out(lines.join('\n'), { ...res, groups });
       return 0;

@@ -131,9 +131,12 @@ export function environmentProblems(m: EnvManifestPyPI): { failures: string[]; w
       if (!b.error) continue;
       if (b.needsCuda)
         warnings.push(
-          `the compiled operators of ${b.repo} in ${b.dir} need CUDA, which this machine does not have: not built (the environment is usable; blocks calling them fail validation)`,
+          `the compiled operators of ${b.repo} in ${b.source ?? b.dir} need CUDA, which this machine does not have: not built (the environment is usable; blocks calling them fail validation)`,
         );
-      else failures.push(`the compiled operators of ${b.repo} in ${b.dir} did not build: ${b.error.split('\n')[0]}`);
+      else
+        failures.push(
+          `the compiled operators of ${b.repo} in ${b.source ?? b.dir} did not build: ${b.error.split('\n')[0]}`,
+        );
     }
   }
   return { failures, warnings };

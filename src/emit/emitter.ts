@@ -35,6 +35,8 @@
 //   must denote the same thing as, and where each copied statement sits.
 // - The module graph (graph.ts): which module's copied code reads which module's
 //   definitions and which extern packages, from the closure's resolved uses.
+// - Usage roots (definitions only the validated arguments name, closure.ts) get a header
+//   line each: they are in the module for the usage line.
 // - Slim emission (src/emit/slim) hands in more edits (removed decorators, pruned
 //   options) and header lines through `EmitOptions`.
 import type { ImportEdge } from '../parse/types.js';
@@ -136,6 +138,11 @@ export function emitModule(corpus: Corpus, closure: Closure, opts: EmitOptions =
     .filter(([b, name]) => name !== b.name)
     .map(([b, name]) => ({ from: b.name, to: name, module: b.mod?.name ?? b.origins?.[0]?.mod.name ?? b.key }));
   for (const r of renames) header.push(`# renamed: ${r.module}.${r.from} -> ${r.to}`);
+  // usage roots (closure.ts BuildOptions.roots): copied for the usage line only
+  for (const r of closure.usageRoots)
+    header.push(
+      `# for the usage line: ${names.get(r.binding) ?? r.name} (${r.mod.name}.${r.name}), which the validated arguments name; the block's code does not`,
+    );
   if (opts.header) header.push(...opts.header);
 
   const parts = [header.join('\n')];

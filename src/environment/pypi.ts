@@ -37,6 +37,8 @@ import { compileBytecode, donorEnvironments, sitePackagesOf, type BytecodeReport
 import { runCmd } from './run.js';
 import { normalizeDistName } from './names.js';
 import { installableTree, type SourceTree } from './source-tree.js';
+import { checkoutVersion } from './checkout-version.js';
+import { meetsSpecifier } from './requirements.js';
 
 /** One requirement line of an environment, with why it is there. */
 export interface EnvRequirement {
@@ -44,6 +46,20 @@ export interface EnvRequirement {
   spec: string;
   /** repositories that declare or import it; `nnrag` for what validation itself needs */
   neededBy: string[];
+  /** `name==version` of an indexed repository installed into the group from its checkout:
+   *  resolved as that version (a wheel of its name and version only, never installed), so
+   *  that a requirement of another version is a conflict, and left out of the lock */
+  checkout?: boolean;
+}
+
+/** An indexed repository's distribution that a group takes from the index, at the
+ *  version its repositories pin, because its checkout's version does not meet their pin
+ *  (mmocr's `mmcv<2.2.0` against mmcv's checkout 2.2.0). Its checkout is then left off
+ *  the sys.path of the group's originals: they import the installed version. */
+export interface FromIndex {
+  repo: string;
+  distribution: string;
+  version: string;
 }
 
 /** An indexed repository whose own build compiles C++ operators (a setup.py that builds
@@ -61,6 +77,9 @@ export interface NativeBuild {
    *  operators fail validation as `native-extension` or `native-op-no-cpu`) */
   needsCuda?: boolean;
   seconds?: number;
+  /** built from the index's source distribution of this version (`mmcv==2.1.0`), not from
+   *  the repository's checkout: part of the wheel's cache key in place of the revision */
+  source?: string;
 }
 
 /** An indexed repository installed into the environment from its checkout, because another
@@ -92,6 +111,8 @@ export interface EnvGroup {
   indexed: IndexedInstall[];
   /** when this group exists because the shared resolution failed: uv's reason */
   conflict?: string;
+  /** indexed repositories' distributions installed from the index at another version */
+  fromIndex?: FromIndex[];
   /** how its bytecode was made: shared from other environments or compiled */
   bytecode?: Omit<BytecodeReport, 'seconds'>;
 }
@@ -325,6 +346,26 @@ export function envGroups(dir: string): (repo: string | undefined) => string {
   return (repo) => (repo && own.get(repo)) || dir;
 }
 
+/** The indexed repositories that the group of an environment folder (the shared one, or
+ *  `repos/<name>` of its own) installs from the index at another version than their
+ *  checkouts' (EnvGroup.fromIndex), read from the manifest once per folder. */
+const fromIndexMemo = new Map<string, Set<string>>();
+export function fromIndexRepos(groupDir: string): Set<string> {
+  const dir = path.resolve(groupDir);
+  let out = fromIndexMemo.get(dir);
+  if (out) return out;
+  out = new Set();
+  for (const top of [dir, path.dirname(path.dirname(dir))]) {
+    const g = readPyPIManifest(top)?.groups.find((x) => path.resolve(x.dir) === dir);
+    if (g) {
+      for (const f of g.fromIndex ?? []) out.add(f.repo);
+      break;
+    }
+  }
+  fromIndexMemo.set(dir, out);
+  return out;
+}
+
 /** The virtual environment that validates one repository's blocks (envGroups). */
 export function envFor(dir: string, repo: string | undefined): string {
   return envGroups(dir)(repo);
@@ -350,7 +391,7 @@ function groupRequirements(
   systemTorch: boolean,
 ): EnvRequirement[] {
   const byKey = new Map<string, EnvRequirement>();
-  const add = (given: string, by: string) => {
+  const add = (given: string, by: string, checkout = false) => {
     // a requirements-file line may carry pip's per-requirement options after the PEP 508
     // part (`xtcocotools --no-binary xtcocotools`, `--hash=…`): the resolver takes the
     // requirement alone
@@ -361,19 +402,32 @@ function groupRequirements(
     if (systemTorch && key === 'torch') return;
     // every distinct specifier is a line of its own: the resolver intersects them, so two
     // repositories that pin one distribution differently do not resolve together
-    const line = `${key} ${spec.slice(spec.indexOf(name) + name.length).replace(/\s+/g, '')}`;
+    const line = `${checkout ? 'checkout ' : ''}${key} ${spec.slice(spec.indexOf(name) + name.length).replace(/\s+/g, '')}`;
     const r = byKey.get(line);
     if (r) {
       if (!r.neededBy.includes(by)) r.neededBy.push(by);
       return;
     }
-    byKey.set(line, { spec, neededBy: [by] });
+    byKey.set(line, { spec, neededBy: [by], ...(checkout ? { checkout } : {}) });
   };
   if (!systemTorch) add(torch, 'nnrag');
   for (const t of TOOL_REQUIREMENTS) add(t, 'nnrag');
   for (const p of extra) add(p, 'nnrag');
   const indexedDists = indexedDistributions(needs);
+  // the indexed repositories installed from their checkouts, each at its checkout's version
+  const pinned = checkoutPins(needs, repos);
+  for (const c of pinned.values()) add(`${c.distribution}==${c.version}`, c.repo, true);
   for (const r of needs.repos.filter((x) => repos.includes(x.name))) {
+    for (const d of r.declared) {
+      const name = /^\s*([A-Za-z0-9][A-Za-z0-9._-]*)/.exec(d)?.[1];
+      const hit = name ? indexedDists.get(normalizeDistName(name)) : undefined;
+      if (!hit || hit.repo === r.name || !packaged(hit.root)) continue;
+      // a declared requirement of an indexed repository: against its checkout's version
+      // when the group has the checkout (the resolver intersects them), else from the
+      // index (the checkout's version does not meet it); a checkout whose version cannot
+      // be read is taken as it is
+      if (pinned.has(normalizeDistName(name!)) || !repos.includes(hit.repo)) add(d, r.name);
+    }
     for (const d of [...r.declared, ...r.imported]) {
       const name = /^\s*([A-Za-z0-9][A-Za-z0-9._-]*)/.exec(d)?.[1];
       if (!name) continue;
@@ -431,13 +485,54 @@ export function indexedInstalls(needs: PyPINeeds, repos: string[]): IndexedInsta
     for (const d of r.declared) {
       const name = /^\s*([A-Za-z0-9][A-Za-z0-9._-]*)/.exec(d)?.[1];
       const hit = name ? dists.get(normalizeDistName(name)) : undefined;
-      if (hit && packaged(hit.root) && hit.repo !== r.name && !out.has(hit.repo))
+      // a checkout whose version does not meet the declared pin is not installed: the
+      // pinned version comes from the index (groupRequirements)
+      if (hit && packaged(hit.root) && hit.repo !== r.name && !out.has(hit.repo) && checkoutMeets(hit, d))
         out.set(hit.repo, { repo: hit.repo, distribution: hit.name, root: hit.root });
     }
     const own = ownInstall(needs, r);
     if (own && !out.has(own.repo)) out.set(own.repo, own);
   }
   return [...out.values()];
+}
+
+/** The version a checkout's build gives its distribution (checkout-version.ts), once per
+ *  folder and process. */
+const versions = new Map<string, string | null>();
+function versionOf(root: string, distribution: string): string | null {
+  const key = `${root}\0${distribution}`;
+  if (!versions.has(key)) versions.set(key, checkoutVersion(root, distribution));
+  return versions.get(key)!;
+}
+
+/** Whether an indexed repository's checkout meets a requirement of it (PEP 440 version
+ *  specifiers; a version that cannot be read meets every requirement). */
+function checkoutMeets(hit: { root: string; name: string }, requirement: string): boolean {
+  const v = versionOf(hit.root, hit.name);
+  return !v || meetsSpecifier(v, requirement);
+}
+
+/** The indexed repositories of a group that are distributions (packaging files naming
+ *  them), by PEP 503 name, with their checkouts' versions: each is resolved as
+ *  `name==version` with the group's other requirements. The group installs them from their
+ *  checkouts (those its repositories declare, packages named for their distribution, a
+ *  root setup.py building operators) or validates their blocks from them: either way that
+ *  checkout is the version the group has. */
+export function checkoutPins(
+  needs: PyPINeeds,
+  repos: string[],
+): Map<string, { repo: string; distribution: string; version: string }> {
+  const out = new Map<string, { repo: string; distribution: string; version: string }>();
+  const put = (repo: string, distribution: string, root: string) => {
+    const version = versionOf(root, distribution);
+    if (version) out.set(normalizeDistName(distribution), { repo, distribution, version });
+  };
+  for (const x of indexedInstalls(needs, repos)) put(x.repo, x.distribution, x.root);
+  for (const r of needs.repos.filter((x) => repos.includes(x.name))) {
+    const name = r.root && packaged(r.root) ? declaredDistributionName(r.root) : null;
+    if (name && !out.has(normalizeDistName(name))) put(r.name, name, r.root);
+  }
+  return out;
 }
 
 /** The repository itself as an install from its checkout, when it is a package named for
@@ -517,7 +612,22 @@ async function compile(
 ): Promise<{ lock: string } | { error: string }> {
   mkdirSync(workDir, { recursive: true });
   const input = path.join(workDir, 'requirements.in');
-  writeFileSync(input, reqs.map((r) => r.spec).join('\n') + '\n');
+  // a checkout's pin is a wheel of its name and version only (PEP 427: METADATA, WHEEL,
+  // RECORD), given by path (PEP 508 direct reference): the resolver meets every other
+  // requirement of that distribution against exactly that version, and fetches nothing
+  const stubs: string[] = [];
+  const lines: string[] = [];
+  for (const r of reqs) {
+    if (!r.checkout) {
+      lines.push(r.spec);
+      continue;
+    }
+    const [name, version] = r.spec.split('==');
+    const wheel = await checkoutWheel(python, path.join(workDir, 'checkouts'), name, version);
+    lines.push(`${name} @ file://${wheel}`);
+    stubs.push(name);
+  }
+  writeFileSync(input, lines.join('\n') + '\n');
   const args = [
     'pip',
     'compile',
@@ -531,12 +641,175 @@ async function compile(
     '--python-platform',
     'linux',
   ];
+  for (const s of stubs) args.push('--no-emit-package', s);
   if (opts.offline) args.push('--offline');
   if (opts.wheels) args.push('--find-links', opts.wheels);
-  const r = await runCmd(uv, args, { env: uvEnv() });
+  const r = await withBuildFixes((extra) => runCmd(uv, [...args, ...extra], { env: uvEnv() }), workDir, opts);
   if (r.code !== 0)
     return { error: r.stderr.trim().split('\n').slice(-12).join('\n') || `uv pip compile exited ${r.code}` };
   return { lock: r.stdout };
+}
+
+/** What the builds of source distributions need beyond what they declare, learnt from
+ *  uv's errors during one `env create`/`env sync` (kept per options object, so the
+ *  resolution and the install of a lock build alike). */
+interface BuildFixes {
+  /** setuptools before 81: a legacy setup.py imports pkg_resources */
+  legacy: boolean;
+  /** distribution → modules its setup.py imports without declaring them as build
+   *  requirements (chumpy's `pip`), given to uv as `extra-build-dependencies` */
+  extra: Map<string, Set<string>>;
+}
+const buildFixesOf = new WeakMap<PyPIOptions, BuildFixes>();
+
+/** Run a uv command that may build source distributions; when a build fails for an
+ *  import its setup.py does not declare (uv's hint: "`chumpy@0.70` depends on `pip`, but
+ *  doesn't declare it as a build dependency"), run it again with that build dependency
+ *  added (pkg_resources: setuptools before 81, which still has it), a few times. */
+async function withBuildFixes(
+  run: (extra: string[]) => Promise<Awaited<ReturnType<typeof runCmd>>>,
+  dir: string,
+  opts: PyPIOptions,
+): Promise<Awaited<ReturnType<typeof runCmd>>> {
+  let fx = buildFixesOf.get(opts);
+  if (!fx) buildFixesOf.set(opts, (fx = { legacy: false, extra: new Map() }));
+  const args = (): string[] => [
+    ...(fx.legacy ? ['--build-constraints', legacyBuildConstraints(dir)] : []),
+    ...(fx.extra.size ? ['--config-file', extraBuildConfig(dir, fx.extra)] : []),
+  ];
+  for (let round = 0; ; round++) {
+    const r = await run(args());
+    if (r.code === 0 || round >= 4) return r;
+    let changed = false;
+    if (/pkg_resources/.test(r.stderr) && !fx.legacy) changed = fx.legacy = true;
+    for (const m of r.stderr.matchAll(
+      /`([A-Za-z0-9][A-Za-z0-9._-]*)@[^`]*` depends on `([A-Za-z0-9][A-Za-z0-9._-]*)`, but doesn't declare it as a build dependency/g,
+    )) {
+      if (m[2] === 'pkg_resources') continue;
+      const mods = fx.extra.get(m[1]) ?? new Set<string>();
+      if (mods.has(m[2])) continue;
+      mods.add(m[2]);
+      fx.extra.set(m[1], mods);
+      changed = true;
+    }
+    if (!changed) return r;
+  }
+}
+
+/** A uv configuration file (uv.toml) of extra build dependencies. */
+function extraBuildConfig(dir: string, extra: Map<string, Set<string>>): string {
+  mkdirSync(dir, { recursive: true });
+  const f = path.join(dir, 'uv-extra-build-dependencies.toml');
+  const lines = [...extra].map(([d, mods]) => `${JSON.stringify(d)} = ${JSON.stringify([...mods])}`);
+  writeFileSync(f, `[extra-build-dependencies]\n${lines.join('\n')}\n`);
+  return f;
+}
+
+/** A build-constraints file holding setuptools before 81, the release that removed
+ *  pkg_resources, which legacy setup.py files import. */
+function legacyBuildConstraints(dir: string): string {
+  mkdirSync(dir, { recursive: true });
+  const f = path.join(dir, 'build-constraints-legacy.txt');
+  writeFileSync(f, 'setuptools<81\n');
+  return f;
+}
+
+/** The wheel that stands for a checkout in a resolution: its name and version, no files,
+ *  no requirements (the checkout's own are the group's requirements already). */
+async function checkoutWheel(python: string, dir: string, name: string, version: string): Promise<string> {
+  mkdirSync(dir, { recursive: true });
+  // PEP 427 file name: the name with runs of -_. as one underscore
+  const stem = `${name.replace(/[-_.]+/g, '_')}-${version}`;
+  const file = path.join(dir, `${stem}-py3-none-any.whl`);
+  if (existsSync(file)) return file;
+  const script = [
+    'import sys, zipfile',
+    'f, stem, name, version = sys.argv[1:5]',
+    'with zipfile.ZipFile(f, "w") as z:',
+    '    z.writestr(stem + ".dist-info/METADATA", "Metadata-Version: 2.1\\nName: %s\\nVersion: %s\\n" % (name, version))',
+    '    z.writestr(stem + ".dist-info/WHEEL", "Wheel-Version: 1.0\\nGenerator: nnrag\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n")',
+    '    z.writestr(stem + ".dist-info/RECORD", "")',
+  ].join('\n');
+  const r = await runCmd(python, ['-c', script, file, stem, name, version]);
+  if (r.code !== 0)
+    throw new NnragError(`writing the resolution wheel of ${name} ${version}: ${r.stderr.trim().slice(-400)}`);
+  return file;
+}
+
+/** The indexed repositories whose distribution a group's lock pins: taken from the index,
+ *  because the checkout's version does not meet a pin of the group's repositories (the
+ *  checkouts the group installs are resolved as themselves and left out of the lock). */
+function fromIndexOf(needs: PyPINeeds, repos: string[], pins: string[]): FromIndex[] {
+  const dists = indexedDistributions(needs);
+  const out: FromIndex[] = [];
+  for (const p of pins) {
+    const [key, version] = p.split('==');
+    const hit = dists.get(key);
+    if (hit && !repos.includes(hit.repo) && packaged(hit.root))
+      out.push({ repo: hit.repo, distribution: hit.name, version });
+  }
+  return out;
+}
+
+/** The source distribution (sdist) of a release, unpacked under nnrag's folder of built
+ *  wheels: from `--wheels DIR` when it holds `<name>-<version>.tar.gz`, else from the
+ *  index uv uses (UV_DEFAULT_INDEX, UV_INDEX_URL, else PyPI) through its JSON simple API
+ *  (PEP 691), its sha256 checked. */
+async function sourceDistribution(
+  name: string,
+  version: string,
+  opts: PyPIOptions,
+): Promise<{ dir: string } | { error: string }> {
+  const root = path.join(opts.wheelCache ?? path.join(nnragHome(), 'wheels'), 'sdists');
+  const stem = `${normalizeDistName(name).replace(/-/g, '_')}-${version}`;
+  const dest = path.join(root, stem);
+  const unpacked = () => {
+    const dirs = existsSync(dest) ? readdirSync(dest).filter((d) => statSync(path.join(dest, d)).isDirectory()) : [];
+    return dirs.length === 1 ? path.join(dest, dirs[0]) : null;
+  };
+  const have = unpacked();
+  if (have) return { dir: have };
+  mkdirSync(root, { recursive: true });
+  const archive = path.join(root, `${stem}.tar.gz`);
+  const local = opts.wheels
+    ? readdirSync(opts.wheels).find((f) => f.toLowerCase() === `${stem.toLowerCase()}.tar.gz`)
+    : undefined;
+  if (local) cpSync(path.join(opts.wheels!, local), archive);
+  else {
+    if (opts.offline) return { error: `no source distribution of ${name} ${version} in --wheels (offline)` };
+    try {
+      // PEP 691: the simple repository API as JSON, on the index uv uses
+      const index = (process.env.UV_DEFAULT_INDEX ?? process.env.UV_INDEX_URL ?? 'https://pypi.org/simple').replace(
+        /\/+$/,
+        '',
+      );
+      const page = `${index}/${normalizeDistName(name)}/`;
+      const res = await fetch(page, { headers: { Accept: 'application/vnd.pypi.simple.v1+json' } });
+      if (!res.ok) return { error: `${page}: HTTP ${res.status}` };
+      const meta = (await res.json()) as { files?: { filename: string; url: string; hashes: { sha256?: string } }[] };
+      const want = new Set([`${stem}.tar.gz`, `${name}-${version}.tar.gz`].map((f) => f.toLowerCase()));
+      const sdist = meta.files?.find((f) => want.has(f.filename.toLowerCase()));
+      if (!sdist) return { error: `the index has no source distribution of ${name} ${version}` };
+      const bytes = Buffer.from(await (await fetch(new URL(sdist.url, page))).arrayBuffer());
+      if (sdist.hashes.sha256 && createHash('sha256').update(bytes).digest('hex') !== sdist.hashes.sha256)
+        return { error: `the source distribution of ${name} ${version} does not match its sha256` };
+      writeFileSync(archive, bytes);
+    } catch (e) {
+      return { error: `fetching the source distribution of ${name} ${version}: ${(e as Error).message}` };
+    }
+  }
+  const tmp = `${dest}.tmp-${process.pid}`;
+  rmSync(tmp, { recursive: true, force: true });
+  mkdirSync(tmp, { recursive: true });
+  const r = await runCmd('tar', ['-xzf', archive, '-C', tmp]);
+  rmSync(archive, { force: true });
+  if (r.code !== 0) {
+    rmSync(tmp, { recursive: true, force: true });
+    return { error: `unpacking the source distribution of ${name} ${version}: ${r.stderr.trim().slice(-300)}` };
+  }
+  rmSync(dest, { recursive: true, force: true });
+  renameSync(tmp, dest);
+  return unpacked() ? { dir: unpacked()! } : { error: `the source distribution of ${name} ${version} has no folder` };
 }
 
 /** Make (or reuse) a virtual environment at `dir` for `base`. */
@@ -556,13 +829,16 @@ async function syncLock(uv: string, dir: string, lockFile: string, opts: PyPIOpt
   if (opts.wheels) args.push('--find-links', opts.wheels);
   // keep what nnrag installs beside the lock (indexed checkouts, built operators): sync
   // would remove them; they are installed again after it
-  const r = await runCmd(uv, args, {
-    env: uvEnv(),
-    onLine: opts.onLog
-      ? (l) =>
-          /^\s*(Installed|Uninstalled|Prepared|Resolved|Downloading|Downloaded)/.test(l) && opts.onLog!(`  ${l.trim()}`)
-      : undefined,
-  });
+  const run = (extra: string[]) =>
+    runCmd(uv, [...args, ...extra], {
+      env: uvEnv(),
+      onLine: opts.onLog
+        ? (l) =>
+            /^\s*(Installed|Uninstalled|Prepared|Resolved|Downloading|Downloaded)/.test(l) &&
+            opts.onLog!(`  ${l.trim()}`)
+        : undefined,
+    });
+  const r = await withBuildFixes(run, path.dirname(lockFile), opts);
   if (r.code !== 0)
     throw new NnragError(`installing ${lockFile} failed: ${r.stderr.trim().split('\n').slice(-10).join('\n')}`);
 }
@@ -641,7 +917,7 @@ async function buildNative(
     JSON.stringify([
       b.repo,
       path.basename(b.dir),
-      await revisionOf(b.dir),
+      b.source ?? (await revisionOf(b.dir)),
       torchVersion,
       await compilerId(),
       process.arch,
@@ -894,9 +1170,12 @@ export async function syncPyPIEnvironment(
     // the repositories whose own requirements the resolver's error names (one that cannot
     // be fetched or built, a version no index has) are set aside: the others usually
     // resolve together at once, and each set-aside repository is then tried with them,
-    // as the one-by-one order below would (1 + 1 + k resolutions instead of 1 + 1 + all)
+    // as the one-by-one order below would (1 + 1 + k resolutions instead of 1 + 1 + all).
+    // The resolver reports one reason at a time: while the others do not resolve, the
+    // repositories their error names are set aside too (a few rounds)
     const blamed = blamedRepos(n, allRepos, firstError);
-    const others = [...new Set(allRepos.filter((r) => !blamed.includes(r)).flatMap((r) => universe(n, r)))];
+    const othersOf = () => [...new Set(allRepos.filter((r) => !blamed.includes(r)).flatMap((r) => universe(n, r)))];
+    let others = othersOf();
     // a repository (with its universe) joins the shared group when the group still
     // resolves with it; otherwise it gets an environment of its own
     const addIfResolves = async (r: string) => {
@@ -914,17 +1193,27 @@ export async function syncPyPIEnvironment(
       }
     };
     let sorted = false;
-    if (blamed.length && others.length && !others.some((r) => blamed.includes(r))) {
+    for (
+      let round = 0;
+      round < 4 && blamed.length && others.length && !others.some((r) => blamed.includes(r));
+      round++
+    ) {
       const rest = await compile(uv, py, groupRequirements(n, others, torch, extra, systemTorch), opts, work);
-      if (!('error' in rest)) {
-        log(
-          `the requirements of all ${allRepos.length} repositories do not resolve together; the resolver's error names requirements of ${blamed.join(', ')}; the other ${others.length} resolve together`,
-        );
-        shared = others;
-        sharedLock = rest;
-        for (const r of blamed) await addIfResolves(r);
-        sorted = true;
+      if ('error' in rest) {
+        const more = blamedRepos(n, others, rest.error).filter((r) => !blamed.includes(r));
+        if (!more.length) break;
+        blamed.push(...more);
+        others = othersOf();
+        continue;
       }
+      log(
+        `the requirements of all ${allRepos.length} repositories do not resolve together; the resolver's errors name requirements of ${blamed.join(', ')}; the other ${others.length} resolve together`,
+      );
+      shared = others;
+      sharedLock = rest;
+      for (const r of blamed) await addIfResolves(r);
+      sorted = true;
+      break;
     }
     if (!sorted) {
       // add repositories one at a time, in the store's order, keeping those that resolve
@@ -944,6 +1233,15 @@ export async function syncPyPIEnvironment(
     conflict?: string,
   ): Promise<EnvGroup> => {
     await makeVenv(uv, base, gdir, systemTorch);
+    const pins = lockPins(lock);
+    const fromIndex = fromIndexOf(n, repos, pins);
+    // an indexed repository taken from the index whose root setup.py builds operators
+    // (mmcv) is built from its source distribution like its checkout is (operators for the
+    // CPU against this torch), not by the lock's install, which would build it without them
+    const sdistBuilt =
+      opts.native === false
+        ? []
+        : fromIndex.filter((f) => nativeBuildDirs(n.repos.find((r) => r.name === f.repo)!.root, 0).length);
     const lockFile = path.join(gdir, 'nnrag-lock.txt');
     const before = existsSync(lockFile) ? readFileSync(lockFile, 'utf8') : null;
     const prevGroup = previous?.groups.find((g) => g.dir === gdir);
@@ -957,11 +1255,20 @@ export async function syncPyPIEnvironment(
       );
       const pending = path.join(gdir, 'nnrag-lock.pending.txt');
       writeFileSync(pending, lock);
-      await syncLock(uv, gdir, pending, opts);
+      const skip = new Set(sdistBuilt.map((f) => normalizeDistName(f.distribution)));
+      const toSync = path.join(gdir, 'nnrag-lock.sync.txt');
+      writeFileSync(
+        toSync,
+        lock
+          .split('\n')
+          .filter((l) => !skip.has(normalizeDistName(/^([A-Za-z0-9][A-Za-z0-9._-]*)==/.exec(l)?.[1] ?? '')))
+          .join('\n'),
+      );
+      await syncLock(uv, gdir, toSync, opts);
+      rmSync(toSync, { force: true });
       // the lock names what is installed only once the install worked
       renameSync(pending, lockFile);
     }
-    const pins = lockPins(lock);
     // the compiled operators first: a repository whose setup.py at its root builds them
     // (mmcv, detectron2) is installed by that build's wheel, not again from its checkout
     // (where a build without them, or a second build of them, would replace it)
@@ -972,11 +1279,43 @@ export async function syncPyPIEnvironment(
         if (!r) continue;
         for (const d of nativeBuildDirs(r.root)) native.push({ repo, dir: d });
       }
+      for (const f of sdistBuilt) {
+        const b: NativeBuild = { repo: f.repo, dir: '', source: `${f.distribution}==${f.version}` };
+        native.push(b);
+        const src = await sourceDistribution(f.distribution, f.version, opts);
+        if ('error' in src) b.error = src.error;
+        else b.dir = src.dir;
+      }
       for (const b of native) {
-        await buildNative(uv, gdir, b, torchOf(pins), opts);
+        if (b.dir) await buildNative(uv, gdir, b, torchOf(pins), opts);
+        const where = b.source
+          ? `${b.source} from the index`
+          : path.relative(n.repos.find((x) => x.name === b.repo)!.root, b.dir) || '.';
         log(
-          `  operators of ${b.repo} (${path.relative(n.repos.find((x) => x.name === b.repo)!.root, b.dir) || '.'}): ${b.error ? `not built${b.needsCuda ? ' (they need CUDA, which this machine does not have)' : ''}: ${b.error.split('\n')[0]}` : b.cached ? 'from the cache' : `built in ${b.seconds?.toFixed(0)} s`}`,
+          `  operators of ${b.repo} (${where}): ${b.error ? `not built${b.needsCuda ? ' (they need CUDA, which this machine does not have)' : ''}: ${b.error.split('\n')[0]}` : b.cached ? 'from the cache' : `built in ${b.seconds?.toFixed(0)} s`}`,
         );
+        // without its operators the distribution is still installed, as the index has it
+        if (b.source && !b.wheel) {
+          const r = await runCmd(
+            uv,
+            [
+              'pip',
+              'install',
+              '--python',
+              envPython(gdir),
+              '--no-deps',
+              b.source,
+              '--build-constraints',
+              legacyBuildConstraints(work),
+              ...(opts.offline ? ['--offline'] : []),
+              ...(opts.wheels ? ['--find-links', opts.wheels] : []),
+            ],
+            { env: uvEnv() },
+          );
+          log(
+            `    ${b.source} installed from the index without its operators${r.code === 0 ? '' : `: failed: ${r.stderr.trim().split('\n').slice(-1)[0]}`}`,
+          );
+        }
       }
     }
     const builtWhole = installedByBuild(n, native);
@@ -1004,6 +1343,7 @@ export async function syncPyPIEnvironment(
       native,
       indexed,
       ...(conflict ? { conflict } : {}),
+      ...(fromIndex.length ? { fromIndex } : {}),
       bytecode,
     };
   };

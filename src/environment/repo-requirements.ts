@@ -3,7 +3,9 @@
 //
 // - `requirements*.txt` and `requirements/*.txt` (pip's requirements-file format: one PEP 508
 //   requirement a line, `#` comments, `-r`/`--requirement` includes followed, other
-//   options such as `-e`, `--index-url` skipped);
+//   options such as `-e`, `--index-url` skipped; a file of requirements/ that neither a
+//   root requirements file nor the packaging names is an extra of its own when they
+//   declare the install requirements);
 // - `setup.py`: the `install_requires=` and `extras_require=` arguments of the setup call,
 //   read from the tree-sitter syntax tree (list literals of strings, a module-level name
 //   bound to one, or a call whose string argument names a requirements file, as
@@ -96,15 +98,35 @@ export function readDeclaredRequirements(root: string): DeclaredRequirement[] {
   for (const f of safeList(root)) if (/^requirements.*\.txt$/i.test(f)) txt.push(f);
   if (isDir(path.join(root, 'requirements')))
     for (const f of safeList(path.join(root, 'requirements'))) if (f.endsWith('.txt')) txt.push(`requirements/${f}`);
-  // a requirements.txt that only includes others is read first, so included files keep its group
-  txt.sort((a, b) => Number(a.includes('/')) - Number(b.includes('/')) || a.localeCompare(b));
-  for (const f of txt) readTxt(f, fileGroup(f, 'install'));
-
+  // a requirements.txt that only includes others is read first, so included files keep its
+  // group; then the files of requirements/ that the packaging names (setup.py's
+  // `parse_requirements('requirements/runtime.txt')`, `extras_require={'mim':
+  // parse_requirements('requirements/mminstall.txt')}`), by their names' groups
+  const rootTxt = txt.filter((f) => !f.includes('/')).sort();
+  const nested = txt.filter((f) => f.includes('/')).sort();
+  for (const f of rootTxt) readTxt(f, fileGroup(f, 'install'));
+  const packaging = ['setup.py', 'setup.cfg', 'pyproject.toml']
+    .map((f) => {
+      try {
+        return readFileSync(path.join(root, f), 'utf8');
+      } catch {
+        return '';
+      }
+    })
+    .join('\n');
+  for (const f of nested) if (packaging.includes(f)) readTxt(f, fileGroup(f, 'install'));
   if (existsSync(path.join(root, 'setup.py'))) readSetupPy(root, add, readTxt);
   if (existsSync(path.join(root, 'setup.cfg'))) readSetupCfg(root, add);
   if (existsSync(path.join(root, 'pyproject.toml'))) readPyproject(root, add);
   for (const f of ['environment.yml', 'environment.yaml'])
     if (existsSync(path.join(root, f))) readCondaEnv(root, f, add);
+  // a file of requirements/ that neither a root requirements file nor the packaging names
+  // is an extra of its own when they declare the install requirements: `pip install .` and
+  // `pip install -r requirements.txt` never install it (mmpose's requirements/poseval.txt,
+  // a git URL); only when nothing else declares them is it the install requirements
+  const declaresInstall = out.some((d) => d.group === 'install');
+  for (const f of nested)
+    readTxt(f, fileGroup(f, declaresInstall ? `optional:${path.posix.basename(f, '.txt')}` : 'install'));
   return out;
 }
 

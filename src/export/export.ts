@@ -34,7 +34,7 @@ import {
   topLevelName,
 } from '../environment/requirements.js';
 import { KNOWN_DISTRIBUTIONS, normalizeDistName } from '../environment/names.js';
-import { validationsOf, type EnvValidation } from '../records/block.js';
+import { USAGE_MAX_CHARS, validationsOf, type EnvValidation } from '../records/block.js';
 import { NnragError, UsageError } from '../util/errors.js';
 import { ensureDir, writeFileAtomic } from '../util/fs.js';
 import { buildDoc, storedSpec } from '../search/documents.js';
@@ -289,7 +289,8 @@ export function usageImports(moduleName: string, className: string, text: string
  *  A record written before that renderer (or edited by hand) is not shown or exported as
  *  code. */
 export function plainUsage(usage: string | null | undefined): string | null {
-  if (typeof usage !== 'string' || !usage || usage.length > 2000 || !/^[\x20-\x7e\n]+$/.test(usage)) return null;
+  if (typeof usage !== 'string' || !usage || usage.length > USAGE_MAX_CHARS || !/^[\x20-\x7e\n]+$/.test(usage))
+    return null;
   const lines = usage.split('\n');
   const expr = lines.pop()!;
   let i = 0;
@@ -301,7 +302,7 @@ export function plainUsage(usage: string | null | undefined): string | null {
   const assigned = new Set<string>();
   for (; i < lines.length; i++) {
     const m = /^([A-Za-z_][A-Za-z0-9_]*)(?:\.([A-Za-z_][A-Za-z0-9_]*))? = (.+)$/.exec(lines[i]);
-    if (!m || !plainExpression(m[3])) return null;
+    if (!m || !(plainExpression(m[3]) || (m[2] === undefined && madeWithoutConstructor(m[3])))) return null;
     const [, name, attr] = m;
     if (PY_KEYWORDS.has(name) || name.startsWith('__') || attr?.startsWith('__') || (attr && PY_KEYWORDS.has(attr)))
       return null;
@@ -309,6 +310,15 @@ export function plainUsage(usage: string | null | undefined): string | null {
     else if (!assigned.has(name)) return null;
   }
   return plainExpression(expr) ? usage : null;
+}
+
+/** `Class.__new__(Class)`, the same plain name or dotted path twice (no dunder, no
+ *  keyword in it): an object the snippet makes without running its constructor, then
+ *  gives its fields (snippet.py `_is_new`). */
+function madeWithoutConstructor(expr: string): boolean {
+  const m = /^([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\.__new__\(([A-Za-z0-9_.]+)\)$/.exec(expr);
+  if (!m || m[1] !== m[2]) return false;
+  return m[1].split('.').every((p) => !p.startsWith('__') && !PY_KEYWORDS.has(p));
 }
 
 /** One expression of the snippet's shape: brackets balance, no `;`, no operator but unary

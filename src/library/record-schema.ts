@@ -242,6 +242,12 @@ const properties = {
         },
       },
       proven: { type: 'array', items: str, description: 'decorators the sandbox proved to return their argument' },
+      usageRoots: {
+        type: 'array',
+        items: str,
+        description:
+          "definitions (module.name) copied for the usage line only: the validated arguments name them, the block's code does not",
+      },
       packages: {
         type: 'array',
         description:

@@ -8,7 +8,7 @@
 // validation to `<out>/extracted/` (`extractBlocks`). Results are cached by module
 // content and validation environment, so re-validating an unchanged module is free, and
 // a block whose inputs are all unchanged is not even emitted again (pipeline/reuse.ts).
-import { envGroups, envPython } from '../environment/pypi.js';
+import { envGroups, envPython, fromIndexRepos } from '../environment/pypi.js';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { emitModule, type NamespaceMap } from '../emit/emitter.js';
@@ -20,7 +20,7 @@ import { addValidation, emptyRecord, validationsOf, type BlockRecord, type Emiss
 import { KNOWN_DISTRIBUTIONS } from '../environment/names.js';
 import { readDeclaredRequirements } from '../environment/repo-requirements.js';
 import { classSignature } from '../resolve/classes.js';
-import { ClosureBuilder } from '../resolve/closure.js';
+import { ClosureBuilder, type BuildOptions, type RootDef } from '../resolve/closure.js';
 import type { Workspace } from '../workspace.js';
 import { parseBlockId } from '../discover/ids.js';
 import { sysPathRoots } from '../store/store.js';
@@ -90,6 +90,9 @@ export interface ExtractOptions {
    *  imports another repository's module from there when the installed file is the
    *  indexed one (emit/slim/packages.ts) */
   installed?: InstalledFiles;
+  /** usage roots: definitions only the validated arguments name, added to the closure so
+   *  that the usage line can build them (`usageRootsOf`) */
+  roots?: BuildOptions['roots'];
 }
 
 export type { EmissionProfile };
@@ -129,10 +132,12 @@ export function extractText(ws: Workspace, id: string, opts: ExtractOptions = {}
     const resolver = ws.resolver({ extern: opts.extern, intern: opts.intern, importable: opts.importable });
     const profile = opts.profile ?? 'faithful';
     const installed = opts.installed ? installedLookup(opts.installed) : undefined;
+    const roots = opts.roots;
     const sl =
-      profile === 'slim' ? slimClosure(ws.slimAnalysis(resolver), mod, className, { ...slim, installed }) : null;
+      profile === 'slim' ? slimClosure(ws.slimAnalysis(resolver), mod, className, { ...slim, installed, roots }) : null;
     const packages = sl ? importedPackages(sl.closure.packages) : [];
-    const closure = sl ? sl.closure : new ClosureBuilder(corpus, resolver).build(mod, className);
+    const closure = sl ? sl.closure : new ClosureBuilder(corpus, resolver).build(mod, className, { roots });
+    const usageRoots = closure.usageRoots.map((r) => `${r.mod.name}.${r.name}`);
     const em = emitModule(corpus, closure, sl ? { edits: sl.edits, header: sl.header } : {});
     const diagnostics = [...closure.diagnostics, ...em.diagnostics];
     const errors = diagnostics.filter((d) => d.severity === 'error');
@@ -147,7 +152,12 @@ export function extractText(ws: Workspace, id: string, opts: ExtractOptions = {}
         moduleGraph: em.moduleGraph,
         provenance: em.provenance,
         renames: em.renames,
-        emission: { profile, ...(sl ? { removed: sl.removed } : {}), ...(packages.length ? { packages } : {}) },
+        emission: {
+          profile,
+          ...(sl ? { removed: sl.removed } : {}),
+          ...(packages.length ? { packages } : {}),
+          ...(usageRoots.length ? { usageRoots } : {}),
+        },
         ms: performance.now() - t0,
       },
       text: em.text,
@@ -180,9 +190,12 @@ export function extractBlocks(
     // profile asked for: the library's choice stands)
     const stored = opts.profile === undefined && slimInputs ? getExtraction(ws.store, id) : null;
     const slimHeld = stored && stored.status !== 'extracted' && stored.record.emission.profile === 'slim';
+    // the usage roots a validation added stay (else the module would change and lose it)
+    const held = stored && stored.status !== 'extracted' && !opts.roots ? storedRoots(ws, id, stored.record) : [];
+    const o = held.length ? { ...opts, roots: held } : opts;
     const { record, text } = slimHeld
-      ? extractText(ws, id, { ...opts, profile: 'slim' }, slimInputs!(id, stored.record))
-      : extractText(ws, id, opts);
+      ? extractText(ws, id, { ...o, profile: 'slim' }, slimInputs!(id, stored.record))
+      : extractText(ws, id, o);
     const prev = text ? getExtraction(ws.store, id) : null;
     if (prev && prev.status !== 'extracted' && prev.hash === textHash(text)) {
       const file = blockFile(out, prev.status, id);
@@ -202,6 +215,42 @@ export function extractBlocks(
     }
     return record;
   });
+}
+
+/** The usage roots of a stored record (`emission.usageRoots`, `module.name`) as
+ *  definitions of the corpus (those still there). */
+function storedRoots(ws: Workspace, id: string, record: BlockRecord): RootDef[] {
+  const repo = ws.blockModule(id)?.mod.repo;
+  const out: RootDef[] = [];
+  for (const r of record.emission.usageRoots ?? []) {
+    const dot = r.lastIndexOf('.');
+    const mod = dot > 0 ? ws.corpus().module(r.slice(0, dot), repo) : undefined;
+    if (mod) out.push({ mod, name: r.slice(dot + 1) });
+  }
+  return out;
+}
+
+/** The usage roots of a validation's `usageNeeds` (snippet.py usage_needs: the classes
+ *  and functions the chosen arguments name that the module does not define, by the
+ *  original's module and qualified name): each one's top-level definition in the indexed
+ *  module of that name (as the block's repository imports it), when it is a public name
+ *  (`from module import *` gives it to the usage line, Language Reference §7.11) that
+ *  the module resolves to a definition; at most 8. */
+export function usageRootsOf(ws: Workspace, id: string, needs: readonly (readonly [string, string])[]): RootDef[] {
+  const repo = ws.blockModule(id)?.mod.repo;
+  if (!repo) return [];
+  const resolver = ws.resolver();
+  const out: RootDef[] = [];
+  for (const [module, qualname] of needs) {
+    const name = qualname.split('.')[0];
+    if (!name || name.startsWith('_')) continue;
+    const mod = ws.corpus().module(module, repo);
+    if (!mod || out.some((r) => r.mod === mod && r.name === name)) continue;
+    if (!resolver.resolveName(mod, name).some((t) => t.kind === 'def')) continue;
+    out.push({ mod, name });
+    if (out.length >= 8) break;
+  }
+  return out;
 }
 
 /** Write a block's library files (`place` returns the module's path) into its record;
@@ -373,6 +422,7 @@ function originalSysPath(
   id: string,
   crossed: readonly string[] = [],
   installed: ReadonlySet<string> = new Set(),
+  env?: string,
 ): string[] | null {
   const mod = ws.blockModule(id)?.mod;
   if (!mod || !ws.store.getRepo(mod.repo)) return null;
@@ -386,12 +436,76 @@ function originalSysPath(
     }
   }
   const out = new Set<string>();
+  // a repository the environment installs from the index at another version than its
+  // checkout (a pin of the block's repository excludes the checkout's) is imported from
+  // there by the original, as by the repository's users
+  const fromIndex = env ? fromIndexRepos(env) : new Set<string>();
   for (const name of repos) {
-    if (installed.has(name) && name !== mod.repo) continue;
+    if ((installed.has(name) || fromIndex.has(name)) && name !== mod.repo) continue;
     const repo = ws.store.getRepo(name);
     if (repo) for (const r of sysPathRoots(repo)) out.add(path.join(repo.root, ...r.split('/').filter(Boolean)));
   }
   return [...out];
+}
+
+/** Usage roots (issue 26): the validation passed but the usage line could not be
+ *  written, because the chosen arguments name definitions the module does not hold (its
+ *  code never names them: torchvision's `norm_layer=FrozenBatchNorm2d`). The module is
+ *  emitted again with those definitions as extra roots of its closure (`usageRootsOf`,
+ *  only what that usage line needs) and validated again; it is kept when it passes
+ *  every stage the first one passed and now has a usage line (the sandbox ran it, as
+ *  for any snippet), else the first module stays. Nothing is tried when one of the names
+ *  cannot become a root (private, not indexed). A second round adds what the new
+ *  module's arguments still name, at most two rounds. */
+async function withUsageRoots(
+  ws: Workspace,
+  id: string,
+  opts: PipelineOptions,
+  req: ValidationRequest,
+  first: ValidationResult,
+  validate: (req: ValidationRequest, label: string) => Promise<ValidationResult>,
+  costs: Costs,
+): Promise<{
+  record: BlockRecord;
+  text: string;
+  result: ValidationResult;
+  req: ValidationRequest;
+  namespace: NamespaceMap | undefined;
+  roots: RootDef[];
+} | null> {
+  const repo = ws.blockModule(id)?.mod.repo ?? '';
+  let roots: RootDef[] = [];
+  let needs = first.usageNeeds ?? [];
+  for (let round = 0; round < 2 && needs.length; round++) {
+    // every name the line uses must become a root, else the snippet still cannot be
+    // written and a second validation would be wasted
+    const wanted = new Set(needs.map(([m, q]) => `${m}\0${q.split('.')[0]}`));
+    const found = usageRootsOf(ws, id, needs);
+    if (found.length < wanted.size) return null;
+    const more = found.filter((r) => !roots.some((x) => x.mod === r.mod && x.name === r.name));
+    if (!more.length) return null;
+    roots = [...roots, ...more];
+    const em = costs.time('emission faithful', repo, () =>
+      extractText(ws, id, { ...opts, profile: 'faithful', roots }),
+    );
+    if (!em.text || em.text === req.source || !em.record.emission.usageRoots?.length) return null;
+    const rreq: ValidationRequest = { ...req, source: em.text };
+    if (req.namespace && em.namespace) rreq.namespace = em.namespace;
+    if (req.original) {
+      // the roots may come from another repository: the original imports it too
+      const crossed = [...new Set(em.record.provenance.map((p) => p.repo))];
+      const sysPath = originalSysPath(ws, id, crossed);
+      if (sysPath) rreq.original = { ...req.original, sysPath };
+    }
+    const r = await validate(rreq, 'faithful with usage roots');
+    const lost = (Object.keys(first.stages) as Stage[]).some(
+      (s) => first.stages[s] === 'pass' && r.stages[s] !== 'pass',
+    );
+    if (lost) return null;
+    if (r.usage) return { record: em.record, text: em.text, result: r, req: rreq, namespace: em.namespace, roots };
+    needs = r.usageNeeds ?? [];
+  }
+  return null;
 }
 
 /** The slim module when it passes every stage the faithful one passes (same call sites,
@@ -415,12 +529,14 @@ async function slimOrFaithful(
   let slim = costs.time('emission slim', repo, () =>
     extractText(ws, id, { ...opts, profile: 'slim' }, { seeds, entry }),
   );
+  const usageRoots = faithfulRecord.emission.usageRoots;
   const fallback = (reason: string) => {
     faithfulRecord.emission = {
       profile: 'faithful',
       fallbackReason: reason,
       faithfulLines: faithfulRecord.lines,
       slimLines: slim.record.lines || null,
+      ...(usageRoots ? { usageRoots } : {}),
     };
     return { record: faithfulRecord, text: req.source, result: faithful };
   };
@@ -460,6 +576,7 @@ async function slimOrFaithful(
       slimLines: slim.record.lines,
       removed: emission.removed ?? [],
       proven,
+      ...(emission.usageRoots ? { usageRoots: emission.usageRoots } : {}),
     };
     return { record: slim.record, text: slim.text, result: faithful };
   }
@@ -474,7 +591,7 @@ async function slimOrFaithful(
   const packages = emission.packages ?? [];
   if (req.original && packages.length) {
     const crossed = [...new Set(slim.record.provenance.map((p) => p.repo))];
-    const sysPath = originalSysPath(ws, id, crossed, new Set(packages.map((p) => p.repo)));
+    const sysPath = originalSysPath(ws, id, crossed, new Set(packages.map((p) => p.repo)), opts.pool?.env);
     if (sysPath) sreq.original = { ...req.original, sysPath };
   }
   const r = await validate(sreq, 'slim');
@@ -487,6 +604,10 @@ async function slimOrFaithful(
       `slim module failed ${lost.join(', ') || 'a required stage'}: ${r.category ?? ''} ${(r.error ?? '').slice(0, 300)}`.trim(),
     );
   }
+  // the definitions added for the usage line are there for it: a slim module without one
+  // has lost what they were added for
+  if (usageRoots?.length && faithful.usage && !r.usage)
+    return fallback(`slim module has no usage line: ${(r.usageSkipped ?? '').slice(0, 300)}`.trim());
   slim.record.emission = {
     profile: 'slim',
     faithfulLines: faithfulRecord.lines,
@@ -494,6 +615,7 @@ async function slimOrFaithful(
     removed: emission.removed ?? [],
     proven,
     ...(packages.length ? { packages } : {}),
+    ...(emission.usageRoots ? { usageRoots: emission.usageRoots } : {}),
   };
   return { record: slim.record, text: slim.text, result: r };
 }
@@ -781,19 +903,16 @@ export async function extractAndValidate(
           why = changed;
         } else if (stored)
           why = stored.status === 'extracted' ? 'stored without validation' : 'stored without a validation result';
-        const {
-          record: faithfulRecord,
-          text: faithfulText,
-          namespace,
-        } = costs.time('emission faithful', repo, () =>
+        const first = costs.time('emission faithful', repo, () =>
           extractText(ws, id, { ...opts, importable, profile: 'faithful' }),
         );
+        let namespace = first.namespace;
         let result: ValidationResult | null = null;
-        let record = faithfulRecord;
-        let text = faithfulText;
+        let record = first.record;
+        let text = first.text;
         if (text) {
           costs.count('blocks validated', repo);
-          const req: ValidationRequest = {
+          let req: ValidationRequest = {
             id,
             source: text,
             className,
@@ -803,16 +922,29 @@ export async function extractAndValidate(
           };
           if (opts.userInputs) req.witnesses = [opts.userInputs, ...(req.witnesses ?? [])];
           const crossed = [...new Set(record.provenance.map((p) => p.repo))];
-          const sysPath = opts.equivalence === false ? null : originalSysPath(ws, id, crossed);
+          const sysPath =
+            opts.equivalence === false ? null : originalSysPath(ws, id, crossed, undefined, opts.pool?.env);
           if (sysPath) req.original = { module: origModule, className: req.className, sysPath };
           // the namespace stage compares the copy's names with the original modules'
           if (sysPath && namespace) req.namespace = namespace;
           result = await validateCached(req, 'faithful');
+          // the chosen arguments name definitions the module lacks: with them as roots
+          // the module can have a usage line (kept only when it then has one)
+          const emitted = [record];
+          let roots: BuildOptions['roots'];
+          if (passesStages(result, required) && !result.usage && result.usageNeeds?.length) {
+            const more = await withUsageRoots(ws, id, { ...opts, importable }, req, result, validateCached, costs);
+            if (more) {
+              emitted.push(more.record);
+              ({ record, text, result, req, roots } = more);
+              namespace = more.namespace;
+            }
+          }
           if (profile === 'slim') {
             const chosen = await slimOrFaithful(
               ws,
               id,
-              { ...opts, importable, installed },
+              { ...opts, importable, installed, roots },
               req,
               { record, result },
               namespace,
@@ -886,7 +1018,7 @@ export async function extractAndValidate(
             ...inputs,
             ...(nowProviders !== undefined && providersMatter.has(id) ? { providers: nowProviders } : {}),
             files: costs.time('reuse check', repo, () =>
-              closureFiles(ws, id, record === faithfulRecord ? [record] : [faithfulRecord, record]),
+              closureFiles(ws, id, emitted.includes(record) ? emitted : [...emitted, record]),
             ),
           };
           record.reuse = { reused: false, why };

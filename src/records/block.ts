@@ -88,6 +88,11 @@ export interface ClassSignature {
 /** Bump when a field changes meaning; the store's decoder upgrades older records. */
 export const BLOCK_RECORD_VERSION = 2;
 
+/** The longest usage snippet recorded (characters; nnrag_harness/snippet.py MAX_LEN is the
+ *  same bound): a model built from a list of configuration objects, each made field by
+ *  field, stays whole; a longer one is not recorded, never cut. */
+export const USAGE_MAX_CHARS = 8000;
+
 /** How the module was emitted: `faithful` keeps every binding the closure reached;
  *  `slim` (issue 12) drops what the block does not need and falls back to faithful with a
  *  reason when the slim module does not validate. */
@@ -110,6 +115,9 @@ export interface EmissionFacts {
    *  (another repository's modules whose installed files are the indexed ones,
    *  src/emit/slim/packages.ts): export pins each to this version */
   packages?: { distribution: string; version: string; repo: string; modules: string[] }[];
+  /** definitions copied for the usage line only (`module.name`): the validated arguments
+   *  name them, the block's code does not (resolve/closure.ts usage roots, pipeline.ts) */
+  usageRoots?: string[];
 }
 
 /** Where the block's class is defined (the class statement Python binds for

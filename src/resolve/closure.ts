@@ -45,6 +45,23 @@ export interface BuildOptions {
    *  module of another repository than the block's) with the indexed file's very bytes,
    *  else null or a reason it is not (`{ copied }`) */
   installed?: (mod: CorpusModule) => InstalledSource | { copied: string } | null;
+  /** usage roots: module-level definitions the block's code never names that the
+   *  validated arguments do (`norm_layer=FrozenBatchNorm2d`), pulled in as if the
+   *  block read them lazily, so that its usage line can build them (pipeline.ts) */
+  roots?: readonly RootDef[];
+}
+
+/** A module-level definition by its module and name. */
+export interface RootDef {
+  mod: CorpusModule;
+  name: string;
+}
+
+/** A usage root the closure holds: the definition and the binding it got. */
+export interface UsageRoot {
+  mod: CorpusModule;
+  name: string;
+  binding: Binding;
 }
 
 /** A module of another repository the closure reached: imported from its installed
@@ -147,6 +164,8 @@ export interface Closure {
   /** with `BuildOptions.installed`: the modules of other repositories the block reached,
    *  by repository and module name (sorted) */
   packages: PackageUse[];
+  /** the usage roots (BuildOptions.roots) that resolved to a definition */
+  usageRoots: UsageRoot[];
 }
 
 /** Key of a module-level name of an interned module (as used by `aliases`). */
@@ -169,6 +188,11 @@ export class ClosureBuilder {
     const root = state.node(mod, cls.stmt);
     // the class name itself is a binding of the emitted module
     state.defBinding(mod, className);
+    const usageRoots: UsageRoot[] = [];
+    for (const r of opts.roots ?? []) {
+      const b = state.usageRoot(root, r.mod, r.name);
+      if (b) usageRoots.push({ mod: r.mod, name: r.name, binding: b });
+    }
     while (state.queue.length) state.process(state.queue.shift()!);
     state.aliasSlots();
     return {
@@ -184,6 +208,7 @@ export class ClosureBuilder {
       packages: [...state.packages.values()].sort(
         (a, b) => a.repo.localeCompare(b.repo) || a.module.localeCompare(b.module),
       ),
+      usageRoots,
     };
   }
 }
@@ -595,6 +620,15 @@ class State {
       if (b && !chosen) chosen = b;
     }
     return { chosen, unique: !!chosen && (!!same || distinct.size === 1), runtime };
+  }
+
+  /** A usage root: the module-level name `name` of `mod` resolved and bound as a lazy
+   *  read of the target's statement (it pulls the definition in, orders nothing); null
+   *  when it resolves to no definition or import. */
+  usageRoot(from: StmtNode, mod: CorpusModule, name: string): Binding | null {
+    const targets = this.resolver.resolveName(mod, name).filter((t) => t.kind === 'def' || t.kind === 'extern');
+    if (!targets.length) return null;
+    return this.bind(from, targets, name, false, { name, line: 0, soft: true }).chosen;
   }
 
   process(n: StmtNode): void {

@@ -23,8 +23,11 @@ import {
   ftsHasTerm,
   getDoc as storedDoc,
   listDocs as storedDocs,
+  matchRowidsAfter,
   matchRowids,
   matchRowidsIn,
+  matchRowidsLimit,
+  matchRowidsSeek,
   optimizeFts,
   putDocs,
   rankOf,
@@ -37,7 +40,17 @@ import { suggest } from '../util/suggest.js';
 import { parseBlockId } from '../discover/ids.js';
 import { buildDoc, docKey, storedSpec } from './documents.js';
 import type { SearchDoc } from '../records/search.js';
-import { expandText, GENERIC, identifierParts, partsCoverer, queryWords, quoteTerm } from './tokens.js';
+import {
+  expandText,
+  GENERIC,
+  identifierParts,
+  partsCoverer,
+  queryWords,
+  quoteTerm,
+  relatedWords,
+  sameStem,
+  type QueryWord,
+} from './tokens.js';
 import type { FileFacts } from '../parse/types.js';
 
 /** FTS columns and their BM25 weights (the block's own name counts most). */
@@ -149,6 +162,10 @@ export interface SearchOptions extends SearchFilters {
   /** at most this many matches are re-ranked (default CANDIDATES; Infinity: every match,
    *  the ranking the cap is compared with) */
   candidates?: number;
+  /** more unfiltered matches than this take the large path (default LARGE) */
+  large?: number;
+  /** the large path counts matches up to this many (default TOTAL_CAP) */
+  totalCap?: number;
   /** blocks sharing a class name are one entry: `limit` and `offset` count entries (names),
    *  and every block of an entry on the page is returned (`nnrag search`) */
   group?: boolean;
@@ -174,8 +191,11 @@ export interface SearchResult {
   /** 'all' = the first block matches every word, 'any' = the best blocks match some of the
    *  words, 'browse' = empty query */
   mode: 'all' | 'any' | 'browse';
-  /** matching blocks (of the statuses shown) */
+  /** matching blocks (of the statuses shown); with `capped`, a lower bound */
   total: number;
+  /** more than `total` blocks match: a query of more than LARGE matches counts the blocks
+   *  shown among its first LARGE matches, at most TOTAL_CAP (shown as "more than N") */
+  capped?: boolean;
   /** how many of them the ranking ordered (all when at most CANDIDATES match): pages
    *  past it are empty */
   ranked?: number;
@@ -235,6 +255,22 @@ const PHRASE = 0.5;
  *  of a common word cost ~1 s). The judged query sets' stores have fewer blocks than this
  *  for every query, so their results are unchanged by the cap. */
 export const CANDIDATES = 1000;
+/** A query whose words match more blocks than this (unfiltered) takes the large path, which
+ *  reads, scores and ranks a bounded number of blocks whatever the matches (measured on 10^6 blocks: "conv" matches 414,000,
+ *  and every pass over them costs FTS5 15–30 ms of CPU, returning them to JavaScript 80–100
+ *  ms, BM25 over them 65–85 ms): the blocks shown among the first LARGE matches are
+ *  counted, at most TOTAL_CAP (the total then says "more than" them), the candidates come from the class names held in memory (the blocks
+ *  the query names whole, then by the words their name holds and how much of it they
+ *  cover, validated first, as the score ranks them) instead of the name columns' matches,
+ *  and blocks of equal score are ordered by rowid instead of by BM25 (whose statistics are
+ *  a pass over every match). Below it, the exact path above, unchanged: the judged query
+ *  sets' stores never reach it. */
+export const LARGE = 20_000;
+/** the large path counts matches up to this many */
+export const TOTAL_CAP = 10_000;
+/** a repository or category filter passing at most this many documents: the large path
+ *  looks each of them up in the index instead of reading the matches */
+const SEEK_DOCS = 5_000;
 
 interface FilterColumns {
   /** a predicate on rowids for the filters (every rowid of a document) */
@@ -296,6 +332,191 @@ function filterColumns(store: IndexStore): FilterColumns {
           (f.maxParams === undefined || params[r] <= f.maxParams);
       },
     };
+  });
+}
+
+interface NameIndex {
+  /** the rowids of the class names holding each part (numbers left out; a rowid once per
+   *  occurrence, as nameCoverage counts parts) */
+  lists: Map<string, Int32Array>;
+  /** a name's parts weighed as nameCoverage weighs them (GENERIC 0.5, others 1) */
+  weight: Float64Array;
+  /** a query's marks per rowid, kept between queries (cleared after each: a fresh pair
+   *  of arrays for 10^6 rowids per query was measurable) */
+  bits: Uint32Array;
+  acc: Float64Array;
+}
+
+/** The class names' parts as an inverted index, built once per store state (the large
+ *  path's candidates: which names hold a query word, how much of each it covers). */
+function nameIndex(store: IndexStore): NameIndex {
+  return memoized(store, 'name-index', () => {
+    const cols = filterColumns(store);
+    const n = cols.name.length;
+    const weight = new Float64Array(n);
+    const counts = new Map<string, number>();
+    const numeric = /^\d+$/;
+    for (let r = 0; r < n; r++) {
+      if (!cols.name[r]) continue;
+      let w = 0;
+      for (const p of cols.parts(r)) {
+        w += GENERIC.has(p) ? 0.5 : 1;
+        if (!numeric.test(p)) counts.set(p, (counts.get(p) ?? 0) + 1);
+      }
+      weight[r] = w;
+    }
+    const lists = new Map<string, Int32Array>();
+    for (const [p, c] of counts) lists.set(p, new Int32Array(c));
+    const fill = new Map<string, number>();
+    for (let r = 0; r < n; r++) {
+      if (!cols.name[r]) continue;
+      for (const p of cols.parts(r)) {
+        const l = lists.get(p);
+        if (!l) continue;
+        const i = fill.get(p) ?? 0;
+        l[i] = r;
+        fill.set(p, i + 1);
+      }
+    }
+    return { lists, weight, bits: new Uint32Array(n), acc: new Float64Array(n) };
+  });
+}
+
+/** Which query words a class name holds in its identifier parts (the word's joined form,
+ *  or all of its parts; a prefix for a prefix term): a name that holds a word holds it in
+ *  the name columns, which index those parts, so the word matches there (weight 1). */
+function wordsInName(words: readonly QueryWord[]): (parts: readonly string[]) => boolean[] {
+  const tests = words.map((w) => {
+    const prefix = w.expr.includes('*');
+    const parts = identifierParts(w.word);
+    const has = (ps: readonly string[], q: string, pre: boolean) => ps.some((p) => p === q || (pre && p.startsWith(q)));
+    return (ps: readonly string[]) =>
+      has(ps, w.word, prefix) ||
+      (parts.length > 1 && parts.every((q, i) => has(ps, q, prefix && i === parts.length - 1)));
+  });
+  return (ps) => tests.map((t) => t(ps));
+}
+
+/**
+ * The large path's name candidates: the blocks whose class name holds a query word (one of
+ * its terms as a whole part, or all of its parts; a prefix for a prefix term; a related
+ * word), best first by how many query words the name holds, then validated, then the share
+ * of the name the query covers (nameCoverage, summed over the index), then rowid; at most
+ * `max`, of those `keep` accepts.
+ */
+function nameCandidates(
+  store: IndexStore,
+  words: readonly QueryWord[],
+  keep: (r: number) => boolean,
+  validated: (r: number) => boolean,
+  max: number,
+): number[] {
+  const { lists, weight, bits, acc } = nameIndex(store);
+  const qs = [...new Set(words.flatMap((w) => [w.word, ...identifierParts(w.word)]))];
+  const rel = new Set(qs.flatMap(relatedWords));
+  // each word's slots: its joined form, each of its parts, its related words; a name holds
+  // the word when it holds the joined form, every part, or a related word
+  const slots: { word: number; test: (p: string) => boolean }[] = [];
+  const needs: { joined: number; parts: number; related: number }[] = [];
+  words.forEach((w, wi) => {
+    const prefix = w.expr.includes('*');
+    const parts = identifierParts(w.word);
+    const bit = () => 1 << slots.length;
+    const m = { joined: 0, parts: 0, related: 0 };
+    const lastPart = parts.length - 1;
+    m.joined = bit();
+    slots.push({ word: wi, test: (p) => p === w.word || (prefix && p.startsWith(w.word)) });
+    if (parts.length > 1)
+      parts.forEach((q, i) => {
+        m.parts |= bit();
+        slots.push({ word: wi, test: (p) => p === q || (prefix && i === lastPart && p.startsWith(q)) });
+      });
+    const rw = new Set([...relatedWords(w.word), ...parts.flatMap(relatedWords)]);
+    if (rw.size) {
+      m.related = bit();
+      slots.push({ word: wi, test: (p) => rw.has(p) });
+    }
+    needs.push(m);
+  });
+  if (slots.length > 30) return [];
+  const touched: number[] = [];
+  const dirty: number[] = [];
+  for (const [p, list] of lists) {
+    // the part's share of coverage (as partsCoverer scores a part)
+    const score = qs.some((q) => sameStem(p, q)) ? 1 : rel.has(p) ? 0.8 : 0;
+    let mask = 0;
+    slots.forEach((s, i) => {
+      if (s.test(p)) mask |= 1 << i;
+    });
+    if (!score && !mask) continue;
+    const w = (GENERIC.has(p) ? 0.5 : 1) * score;
+    for (let i = 0; i < list.length; i++) {
+      const r = list[i];
+      if (!bits[r] && !acc[r]) dirty.push(r);
+      if (mask && !bits[r]) touched.push(r);
+      bits[r] |= mask;
+      acc[r] += w;
+    }
+  }
+  const held = (b: number) => {
+    let k = 0;
+    for (const m of needs) if (b & m.joined || (m.parts && (b & m.parts) === m.parts) || b & m.related) k++;
+    return k;
+  };
+  const members: number[] = [];
+  const key: number[] = [];
+  for (const r of touched) {
+    const h = held(bits[r]);
+    if (!h || !keep(r)) continue;
+    members.push(r);
+    // words held, then validated, then coverage (0–1): one number, larger is better
+    key.push(h * 4 + (validated(r) ? 2 : 0) + Math.min(1, acc[r] / (weight[r] || 1)));
+  }
+  for (const r of dirty) {
+    bits[r] = 0;
+    acc[r] = 0;
+  }
+  // the best `max` without sorting every member (10^5 of them for a common word): the keys
+  // take few distinct values; the key where the count reaches `max` is the threshold, and
+  // only the members at the threshold are ordered by rowid
+  const counts = new Map<number, number>();
+  for (const k of key) counts.set(k, (counts.get(k) ?? 0) + 1);
+  const distinct = [...counts.keys()].sort((a, b) => b - a);
+  let threshold = distinct[distinct.length - 1];
+  let above = 0;
+  for (const k of distinct) {
+    if (above + counts.get(k)! >= max) {
+      threshold = k;
+      break;
+    }
+    above += counts.get(k)!;
+  }
+  const best: number[] = [];
+  const atThreshold: number[] = [];
+  for (let i = 0; i < members.length; i++) {
+    if (key[i] > threshold) best.push(i);
+    else if (key[i] === threshold) atThreshold.push(i);
+  }
+  atThreshold.sort((a, b) => members[a] - members[b]);
+  best.push(...atThreshold.slice(0, max - best.length));
+  best.sort((a, b) => key[b] - key[a] || members[a] - members[b]);
+  return best.map((i) => members[i]);
+}
+
+/** The rowids of the documents a repository or category filter passes, when at most
+ *  SEEK_DOCS (null otherwise, or without such a filter); kept per filter and store state. */
+function filteredDocs(store: IndexStore, f: DocFilters): Int32Array | null {
+  if (!f.repos.length && !f.categories.length) return null;
+  return memoized(store, `docs:${JSON.stringify(f)}`, () => {
+    const cols = filterColumns(store);
+    const passes = cols.predicate(f);
+    const out: number[] = [];
+    for (let r = 0; r < cols.name.length; r++) {
+      if (!passes(r)) continue;
+      if (out.length >= SEEK_DOCS) return null;
+      out.push(r);
+    }
+    return Int32Array.from(out);
   });
 }
 
@@ -407,12 +628,48 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
   const coverParts = partsCoverer(words.map((w) => w.word));
   const cover = (r: number) => coverParts(cols.parts(r));
   const isFailed = (r: number) => cols.status[r] === cols.failedCode;
+  const hide = (r: number) => !filters.all && !filters.validated && isFailed(r);
+  const largeAt = opts.large ?? LARGE;
+  const totalCap = opts.totalCap ?? TOTAL_CAP;
+  // the first matches, enough to tell whether the query takes the large path
+  const first = Number.isFinite(largeAt) ? matchRowidsLimit(store, union, largeAt + 1) : matchRowids(store, union);
+  const large = first.length > largeAt;
   const shown: number[] = [];
   const failed: number[] = [];
-  for (const r of matchRowids(store, union)) {
-    if (!passes(r)) continue;
-    if (!filters.all && !filters.validated && isFailed(r)) failed.push(r);
+  let complete = true;
+  // the blocks the query names whole (the `exact` column: few blocks), read once
+  let exactRows: number[] | null = null;
+  const exactList = () => (exactRows ??= exactExpr ? matchRowids(store, exactExpr) : []);
+  const classify = (r: number) => {
+    if (!passes(r)) return;
+    if (hide(r)) failed.push(r);
     else shown.push(r);
+  };
+  if (!large) for (const r of first) classify(r);
+  else {
+    const docs = filteredDocs(store, filters);
+    if (docs) for (const r of matchRowidsSeek(store, union, docs)) classify(r);
+    else {
+      // counted among the first matches read (those that told the path): past them the
+      // total is "more than" the blocks shown among them (at most totalCap); read on, a
+      // chunk at a time, only while none of them is shown (a filter that passes few)
+      let after = 0;
+      let rows = first;
+      complete = false;
+      for (;;) {
+        for (const r of rows) {
+          after = r;
+          classify(r);
+          if (shown.length > totalCap) break;
+        }
+        if (shown.length) break;
+        rows = matchRowidsAfter(store, union, after, largeAt + 1);
+        if (!rows.length) {
+          complete = true;
+          break;
+        }
+      }
+    }
   }
   let hiddenFailed = 0;
   let failedOnly = false;
@@ -422,10 +679,36 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
     matches = failed;
     failedOnly = failed.length > 0;
   }
-  const total = matches.length;
+  const total = complete ? matches.length : Math.min(matches.length, totalCap);
   let rowids = matches;
   const cap = opts.candidates ?? CANDIDATES;
-  if (matches.length > cap) {
+  if (large && (!complete || matches.length > cap)) {
+    // the large path's candidates: the blocks the query names whole, then the name
+    // candidates (nameCandidates, each confirmed by the index), then (when fewer than the
+    // cap) the counted matches in rowid order
+    let ok: (r: number) => boolean;
+    if (complete) {
+      const inMatches = new Uint8Array(cols.name.length);
+      for (const r of matches) inMatches[r] = 1;
+      ok = (r) => inMatches[r] === 1;
+    } else ok = (r) => passes(r) && !hide(r);
+    const picked = new Set<number>();
+    if (exactExpr)
+      for (const r of exactList()) {
+        if (picked.size >= cap) break;
+        if (ok(r)) picked.add(r);
+      }
+    // a name holding a query word's term as a whole part holds it in the name columns
+    // (they index the name's identifier parts): every name candidate is a match
+    const validatedCode = (r: number) => cols.statusOf(r) === 'validated';
+    for (const r of nameCandidates(store, words, (r) => ok(r) && !picked.has(r), validatedCode, cap - picked.size))
+      picked.add(r);
+    for (const r of matches) {
+      if (picked.size >= cap) break;
+      picked.add(r);
+    }
+    rowids = [...picked];
+  } else if (matches.length > cap) {
     // the blocks the query names whole, then the blocks it matches in their name (the
     // most of their name covered first, as the score does), then (when fewer than
     // cap) blocks by the field the words match in, heaviest field first
@@ -468,6 +751,14 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
     });
   });
   const candIds = [...cands.keys()];
+  if (large) {
+    // a word the name holds matches in the name field: its best weight (1), no pass needed
+    const inName = wordsInName(words);
+    for (const c of cands.values())
+      inName(cols.parts(c.rowid)).forEach((h, wi) => {
+        if (h) c.per[wi] = 1;
+      });
+  }
   // where each word matches among the candidates: one query per field (FTS5 column
   // filters), far cheaper than an auxiliary function per row; IDF over the whole library
   // (its counts are made inside FTS5)
@@ -477,7 +768,11 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
   );
   const idf: number[] = [];
   const fieldExpr = (expr: string, g: (typeof FIELDS)[number]) => `{${g.columns.join(' ')}} : (${expr})`;
-  const inField = (expr: string, g: (typeof FIELDS)[number]) => matchRowidsIn(store, fieldExpr(expr, g), candIds);
+  // among the candidates: one pass over the matches (a column filter cannot be looked up
+  // by rowid: FTS5 then walks the term's documents from that rowid to the next one holding
+  // it in the column — measured 600 ms for 1,000 rowids of `exact : "norm"` on 10^5 blocks)
+  const among = (expr: string) => matchRowidsIn(store, expr, candIds);
+  const inField = (expr: string, g: (typeof FIELDS)[number]) => among(fieldExpr(expr, g));
   // a field's pass is skipped when no candidate could gain from it: each keeps the best
   // weight it matched at (the fields come heaviest first), so when every candidate already
   // has at least this field's weight for the word, the pass cannot change a score
@@ -515,7 +810,7 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
   // a block whose whole name is the query comes first, whatever the scores say (the
   // `exact` column holds the name's parts joined; `joined` holds letters and digits only
   // and is quoted)
-  const exact = new Set(exactExpr ? matchRowidsIn(store, exactExpr, candIds) : []);
+  const exact = new Set(large ? exactList().filter((r) => cands.has(r)) : exactExpr ? among(exactExpr) : []);
   // the words as a phrase (in query order, adjacent), per field: the best field's weight
   const phrase = new Map<number, number>();
   if (words.length > 1) {
@@ -554,7 +849,7 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
       }
     }
   }
-  if (last >= 0) {
+  if (last >= 0 && !large) {
     let end = last;
     while (end + 1 < all.length && byScore(all[end + 1], all[last]) === 0) end++;
     const head = all.slice(0, end + 1);
@@ -587,6 +882,7 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
     query,
     mode,
     total,
+    capped: !complete || undefined,
     ranked: all.length,
     hits,
     groups: groupsOf(hits),

@@ -40,6 +40,9 @@ export interface ServerOptions {
   /** minimum milliseconds between two checks of the store for new extractions (default 0:
    *  every request; the check is O(1), see refreshSearch) */
   refreshMs?: number;
+  /** the search's thresholds (SearchOptions large, totalCap, candidates; default the
+   *  search's own): a test sets them low to exercise the large path on a small store */
+  search?: Pick<SearchOptions, 'large' | 'totalCap' | 'candidates'>;
 }
 
 export interface CatalogServer {
@@ -133,9 +136,9 @@ function parseFilters(q: URLSearchParams): SearchOptions {
   };
 }
 
-function searchPage(store: Workspace['store'], q: URLSearchParams): string {
+function searchPage(store: Workspace['store'], q: URLSearchParams, thresholds: ServerOptions['search'] = {}): string {
   const query = q.get('q') ?? '';
-  const f = parseFilters(q);
+  const f = { ...thresholds, ...parseFilters(q) };
   const res = searchBlocks(store, query, f);
   const fc = facets(store);
   const sel = (name: string, values: string[], chosen: string[] | string | undefined) => {
@@ -163,13 +166,13 @@ function searchPage(store: Workspace['store'], q: URLSearchParams): string {
     // the library costs what the first does)
     next.set('offset', String(shown));
     if (res.mode === 'browse' && res.last) next.set('after', res.last);
-    more = `<p><a id="more" href="/?${esc(next.toString())}">next ${Math.min(f.limit ?? 50, reachable - shown)} of ${res.total - shown} more</a></p>`;
+    more = `<p><a id="more" href="/?${esc(next.toString())}">next ${Math.min(f.limit ?? 50, reachable - shown)} of ${res.capped ? 'more than ' : ''}${res.total - shown} more</a></p>`;
   }
   return page(query || 'search', form + resultsHtml(res) + more);
 }
 
 function resultsHtml(res: SearchResult): string {
-  const head = `<p class="muted" id="count">${res.total} block${res.total === 1 ? '' : 's'}${res.mode === 'any' ? ' (matching some of the words)' : ''} · ${res.ms.toFixed(1)} ms</p>`;
+  const head = `<p class="muted" id="count">${res.capped ? 'more than ' : ''}${res.total} block${res.total === 1 && !res.capped ? '' : 's'}${res.mode === 'any' ? ' (matching some of the words)' : ''} · ${res.ms.toFixed(1)} ms</p>`;
   const hits = res.hits
     .map(
       (h) =>
@@ -217,7 +220,12 @@ async function blockPage(store: Workspace['store'], id: string, hl: Map<string, 
     sections.push(
       `<section id="usage"><h2>Usage <button type="button" id="copy-usage" data-copy="usage-code">Copy</button></h2>` +
         `<pre class="code"><code id="usage-code">${esc(`${commentBlock(`nnrag export ${id} --into . --module ${modName}`)}\n${usageImports(modName, doc.name, e.text).join('\n')}\n\n${usageLines(usage)}`)}</code></pre>` +
-        `<p class="muted">the arguments and input that passed validation</p></section>`,
+        `<p class="muted">the arguments and input that passed validation</p>` +
+        // usage roots (resolve/closure.ts): definitions copied for this line only
+        (e.record.emission.usageRoots?.length
+          ? `<p class="muted" id="usage-roots">the module also defines ${e.record.emission.usageRoots.map((r) => `<code>${esc(r)}</code>`).join(', ')} for this line: the validated arguments name them, the block's code does not</p>`
+          : '') +
+        `</section>`,
     );
   }
   // provenance
@@ -386,9 +394,13 @@ export async function startServer(opts: ServerOptions): Promise<CatalogServer> {
         const p = url.pathname;
         refresh();
         if (p === '/' || p === '/index.html')
-          return send(res, 200, 'text/html; charset=utf-8', searchPage(store, url.searchParams));
+          return send(res, 200, 'text/html; charset=utf-8', searchPage(store, url.searchParams, opts.search));
         if (p === '/api/search')
-          return json(res, 200, searchBlocks(store, url.searchParams.get('q') ?? '', parseFilters(url.searchParams)));
+          return json(
+            res,
+            200,
+            searchBlocks(store, url.searchParams.get('q') ?? '', { ...opts.search, ...parseFilters(url.searchParams) }),
+          );
         if (p.startsWith('/api/block/')) {
           const id = decodeURIComponent(p.slice('/api/block/'.length));
           const e = getExtraction(store, id);

@@ -192,6 +192,36 @@ export function matchRowidsIn(store: IndexStore, match: string, rowids: readonly
     .all(match, JSON.stringify(rowids)) as number[];
 }
 
+/** Rowids among `rowids` that an FTS query matches, each looked up by its rowid (FTS5 is
+ *  entered once per rowid: the cost follows the list, not the query's matches — measured
+ *  on 10^6 blocks, 1,000 rowids of "conv" (414,000 matches) 6 ms of CPU, against 22–31 ms
+ *  for one pass over the matches. Not for an auxiliary function such as bm25(), which
+ *  counts each phrase's matches again on every entry). */
+export function matchRowidsSeek(store: IndexStore, match: string, rowids: ArrayLike<number>): number[] {
+  if (!rowids.length) return [];
+  return store
+    .stmt('SELECT rowid FROM search_fts WHERE search_fts MATCH ? AND rowid IN (SELECT value FROM json_each(?))')
+    .pluck()
+    .all(match, JSON.stringify(Array.from(rowids))) as number[];
+}
+
+/** At most `limit` rowids an FTS query matches after rowid `after`, in rowid order (the
+ *  next chunk of a count that reads the matches a chunk at a time). */
+export function matchRowidsAfter(store: IndexStore, match: string, after: number, limit: number): number[] {
+  return store
+    .stmt('SELECT rowid FROM search_fts WHERE search_fts MATCH ? AND rowid > ? LIMIT ?')
+    .pluck()
+    .all(match, after, limit) as number[];
+}
+
+/** At most `limit` rowids an FTS query matches, the first in rowid order. */
+export function matchRowidsLimit(store: IndexStore, match: string, limit: number): number[] {
+  return store
+    .stmt('SELECT rowid FROM search_fts WHERE search_fts MATCH ? LIMIT ?')
+    .pluck()
+    .all(match, limit) as number[];
+}
+
 /** Rowids of every document an FTS query matches (unfiltered: no join, no auxiliary
  *  function — the cheapest FTS5 query). */
 export function matchRowids(store: IndexStore, match: string): number[] {

@@ -33,6 +33,7 @@ import {
   type SandboxConfig,
 } from './environment.js';
 import { STAGES, type EnvironmentFacts, type Stage, type StageStatus } from '../records/validation.js';
+import { USAGE_MAX_CHARS } from '../records/block.js';
 import {
   DEFAULT_REQUIRED_STAGES,
   type Limits,
@@ -693,9 +694,10 @@ export class ValidatorPool {
       params: msg.params ?? null,
       layers: msg.layers,
       // a snippet is recorded whole or not at all (a cut one would not parse)
-      usage: typeof msg.usage === 'string' && msg.usage.length <= 2000 ? msg.usage : undefined,
+      usage: typeof msg.usage === 'string' && msg.usage.length <= USAGE_MAX_CHARS ? msg.usage : undefined,
       usageCheck: msg.usageCheck === 'ran' || msg.usageCheck === 'values' ? msg.usageCheck : undefined,
       usageSkipped: typeof msg.usageSkipped === 'string' ? msg.usageSkipped.slice(0, 200) : undefined,
+      usageNeeds: usageNeedsOf(msg.usageNeeds),
       argumentsSource: typeof msg.argumentsSource === 'string' ? msg.argumentsSource : undefined,
       argumentsOrigin: typeof msg.argumentsOrigin === 'string' ? msg.argumentsOrigin.slice(0, 500) : undefined,
       harvest: msg.harvest,
@@ -727,6 +729,7 @@ export class ValidatorPool {
       'usage',
       'usageCheck',
       'usageSkipped',
+      'usageNeeds',
       'argumentsSource',
       'argumentsOrigin',
       'harvest',
@@ -789,4 +792,24 @@ export async function resolveEnvironment(opts: PoolOptions): Promise<Resolved> {
     );
   if (loc.torchError) throw new NnragError(`${loc.python} cannot import torch: ${loc.torchError}`);
   return { python: loc.python, probe: loc.probe, rootfs: null, sandbox, bwrap: bw?.path ?? null, limits };
+}
+
+/** The harness's `usageNeeds` (snippet.py usage_needs): `[module, qualname]` pairs of
+ *  dotted identifiers, at most 8; anything else is dropped. */
+function usageNeedsOf(v: unknown): [string, string][] | undefined {
+  if (!Array.isArray(v)) return undefined;
+  const dotted = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/;
+  const out = v
+    .filter(
+      (x): x is [string, string] =>
+        Array.isArray(x) &&
+        x.length === 2 &&
+        typeof x[0] === 'string' &&
+        typeof x[1] === 'string' &&
+        dotted.test(x[0]) &&
+        dotted.test(x[1]),
+    )
+    .slice(0, 8)
+    .map(([m, q]) => [m, q] as [string, string]);
+  return out.length ? out : undefined;
 }

@@ -94,6 +94,10 @@ export interface ValidationResult extends Omit<ValidationRecord, 'missing' | 'to
   providersWanted?: string[];
   /** why no usage snippet was recorded (a value without a plain spelling, the snippet's error) */
   usageSkipped?: string;
+  /** the classes and functions the chosen arguments name that the module does not define
+   *  (`[module, qualname]`, the original's names; snippet.py usage_needs): the pipeline
+   *  adds them to the module's closure so that the usage line can build them */
+  usageNeeds?: [string, string][];
   /** Python traceback of the failure, trimmed */
   traceback?: string;
   /** tail of what the candidate printed, when it ended abnormally */

@@ -15,6 +15,7 @@ import path from 'node:path';
 import * as api from '../../src/nnrag.js';
 import {
   blamedRepos,
+  checkoutPins,
   cudaToolkit,
   declaredDistributionName,
   envFor,
@@ -50,15 +51,16 @@ function write(root: string, files: Record<string, string>): string {
   return root;
 }
 
-/** A pure-Python wheel of `nnragfix_dep` at `version`, written with zipfile (PEP 427). */
-function buildWheel(dir: string, version: string): void {
+/** A pure-Python wheel of `nnragfix_dep` (or of a distribution `dist` holding package
+ *  `pkg`) at `version`, written with zipfile (PEP 427). */
+function buildWheel(dir: string, version: string, dist = 'nnragfix-dep', pkg = 'nnragfix_dep'): void {
   const script = String.raw`
 import sys, zipfile, hashlib, base64
-d, v = sys.argv[1], sys.argv[2]
-name = f"nnragfix_dep-{v}"
+d, v, dist, pkg = sys.argv[1:5]
+name = dist.replace("-", "_") + f"-{v}"
 files = {
-  "nnragfix_dep/__init__.py": f"__version__ = '{v}'\n",
-  f"{name}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: nnragfix-dep\nVersion: {v}\n",
+  f"{pkg}/__init__.py": f"__version__ = '{v}'\n",
+  f"{name}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {dist}\nVersion: {v}\n",
   f"{name}.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
 }
 rec = []
@@ -71,7 +73,7 @@ with zipfile.ZipFile(f"{d}/{name}-py3-none-any.whl", "w") as z:
     for p, t in files.items():
         z.writestr(p, t)
 `;
-  execFileSync(BASE, ['-c', script, dir, version]);
+  execFileSync(BASE, ['-c', script, dir, version, dist, pkg]);
 }
 
 test('torch requirement and lock pins', () => {
@@ -238,6 +240,45 @@ test('a repository is installed from its checkout when it is a package named for
   assert.deepEqual(installs(['acme/src']), ['acme/lib acme-lib']);
 });
 
+test("a checkout whose version does not meet another repository's pin is not installed for it", () => {
+  const dir = tempDir();
+  // the library's checkout is 2.2.0 (its setup.py reads its version file)
+  const lib = write(path.join(dir, 'lib'), {
+    'setup.py': "version_file = 'acme_lib/version.py'\nsetup(name='acme-lib', version=get_version())\n",
+    'acme_lib/__init__.py': '',
+    'acme_lib/version.py': "__version__ = '2.2.0'\n",
+  });
+  const repo = (name: string, root: string, declared: string[] = []) => ({
+    name,
+    root,
+    declared,
+    imported: [],
+    unknown: [],
+  });
+  const needs = {
+    repos: [
+      repo('acme/lib', lib),
+      repo('acme/new', write(path.join(dir, 'new'), { 'acme_new/__init__.py': '' }), ['acme-lib>=2.0,<2.4']),
+      repo('acme/old', write(path.join(dir, 'old'), { 'acme_old/__init__.py': '' }), ['acme-lib>=2.0.0rc4,<2.2.0']),
+    ],
+    indexed: new Map([
+      ['acme_lib', 'acme/lib'],
+      ['acme_new', 'acme/new'],
+      ['acme_old', 'acme/old'],
+    ]),
+  };
+  const installs = (repos: string[]) => indexedInstalls(needs, repos).map((x) => x.repo);
+  assert.deepEqual(installs(['acme/new']), ['acme/lib']);
+  // the pin excludes the checkout: the pinned version comes from the index instead
+  assert.deepEqual(installs(['acme/old']), []);
+  // a group that installs the checkout resolves it as itself: name==its version
+  assert.deepEqual(
+    [...checkoutPins(needs, ['acme/new', 'acme/lib']).values()],
+    [{ repo: 'acme/lib', distribution: 'acme-lib', version: '2.2.0' }],
+  );
+  assert.equal(checkoutPins(needs, ['acme/old']).size, 0);
+});
+
 test('a PyPI environment: shared group, a conflicting repository in its own, indexed repositories installed, routing by --env', {
   skip,
   timeout: 600_000,
@@ -248,6 +289,8 @@ test('a PyPI environment: shared group, a conflicting repository in its own, ind
   mkdirSync(wheels);
   buildWheel(wheels, '1.0');
   buildWheel(wheels, '2.0');
+  // a release of acme/libb other than its checkout's 0.1
+  buildWheel(wheels, '1.0', 'nnragfix-libb', 'libb');
   // each block checks, when it is built, the version of nnragfix_dep its environment has
   const block = (name: string, check: string) =>
     `import torch\nimport nnragfix_dep\n\n\nclass ${name}(torch.nn.Module):\n    def __init__(self, dim=4):\n        super().__init__()\n        ${check}\n        self.lin = torch.nn.Linear(dim, dim)\n\n    def forward(self, x):\n        return self.lin(x)\n`;
@@ -275,7 +318,14 @@ test('a PyPI environment: shared group, a conflicting repository in its own, ind
       "from setuptools import setup\nsetup(name='nnragfix-libd', version='0.1', packages=['nnragfix_libd'])\n",
     'nnragfix_libd/__init__.py': 'VALUE = 7\n',
   });
-  for (const r of [liba, libb, libc, libd]) execFileSync('git', ['init', '-q', r]);
+  // pins a version of the indexed acme/libb that its checkout (0.1) is not: its checkout is
+  // resolved as nnragfix-libb==0.1 with the shared requirements, so libe conflicts and gets
+  // an environment of its own, with nnragfix-libb 1.0 from the index
+  const libe = write(path.join(dir, 'libe'), {
+    'requirements.txt': 'nnragfix-libb>=1.0\n',
+    'libe/__init__.py': '',
+  });
+  for (const r of [liba, libb, libc, libd, libe]) execFileSync('git', ['init', '-q', r]);
   const ws = api.Workspace.open(path.join(dir, 'store'), { create: true });
   const spec = (name: string, p: string) => ({
     name,
@@ -287,7 +337,13 @@ test('a PyPI environment: shared group, a conflicting repository in its own, ind
     packageRoots: null,
   });
   await api.index(ws, {
-    repos: [spec('acme/liba', liba), spec('acme/libb', libb), spec('acme/libc', libc), spec('acme/libd', libd)],
+    repos: [
+      spec('acme/liba', liba),
+      spec('acme/libb', libb),
+      spec('acme/libc', libc),
+      spec('acme/libd', libd),
+      spec('acme/libe', libe),
+    ],
     workers: 1,
   });
   await extractAndValidate(
@@ -335,6 +391,19 @@ test('a PyPI environment: shared group, a conflicting repository in its own, ind
   assert.ok(file.startsWith(env), file);
   assert.equal(readFileSync(file, 'utf8'), readFileSync(path.join(libb, 'libb/__init__.py'), 'utf8'));
   assert.equal(envFor(env, 'acme/libc'), own!.dir);
+  // acme/libe: its pin of acme/libb conflicts with the checkout the shared group installs
+  const ownE = m.groups.find((g) => g.name === 'acme/libe');
+  assert.ok(ownE?.conflict, `libe has an environment of its own: ${JSON.stringify(m.groups.map((g) => g.name))}`);
+  assert.match(ownE!.conflict!, /nnragfix-libb/);
+  assert.deepEqual(ownE!.fromIndex, [{ repo: 'acme/libb', distribution: 'nnragfix-libb', version: '1.0' }]);
+  assert.ok(!ownE!.repos.includes('acme/libb') && !ownE!.indexed.some((x) => x.repo === 'acme/libb'));
+  assert.equal(
+    execFileSync(envPython(ownE!.dir), ['-c', 'import libb; print(libb.__version__)'], { cwd: '/' }).toString().trim(),
+    '1.0',
+  );
+  // the checkout's pin never reaches a lock: the shared one has no nnragfix-libb line
+  assert.ok(!shared.pins.some((p) => p.startsWith('nnragfix-libb==')), JSON.stringify(shared.pins));
+  assert.ok(!shared.fromIndex);
   assert.equal(envFor(env, 'acme/liba'), env);
   assert.ok(shared.repos.includes('acme/libd'), JSON.stringify(shared.repos));
   assert.ok(

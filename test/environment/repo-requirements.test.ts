@@ -3,7 +3,8 @@
 // Debian package names of distributions.
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import {
   environmentRequirements,
   debianPackageFor,
@@ -13,7 +14,7 @@ import {
 } from '../../src/environment/repo-requirements.js';
 import { meetsSpecifier } from '../../src/environment/requirements.js';
 import { initParser } from '../../src/parse/parser.js';
-import { fixture } from '../helpers.js';
+import { fixture, tempDir } from '../helpers.js';
 
 const root = fixture('requirements', 'allformats');
 const marker = '/tmp/nnrag-setup-py-was-executed';
@@ -192,4 +193,31 @@ test('an environment installs the install group and what the blocks import from 
     ['numpy'],
     'without imports only the install group',
   );
+});
+
+test('a requirements file that neither the root requirements nor the packaging reach is an extra of its own', () => {
+  const dir = tempDir();
+  const put = (rel: string, text: string) => {
+    mkdirSync(path.dirname(path.join(dir, rel)), { recursive: true });
+    writeFileSync(path.join(dir, rel), text);
+  };
+  put('requirements.txt', '-r requirements/runtime.txt\n');
+  put('requirements/runtime.txt', 'numpy\n');
+  put('requirements/mminstall.txt', 'acme-core>=2.0,<2.2\n');
+  put('requirements/poseval.txt', 'poseval@git+https://example.invalid/poseval.git\n');
+  put(
+    'setup.py',
+    "setup(name='acme', install_requires=parse_requirements('requirements/runtime.txt'),\n      extras_require={'mim': parse_requirements('requirements/mminstall.txt')})\n",
+  );
+  const group = (name: string) => readDeclaredRequirements(dir).find((r) => r.name === name)?.group;
+  assert.equal(group('numpy'), 'install');
+  // named by the packaging (here for an extra): declared, by its file name's group
+  assert.equal(group('acme-core'), 'install');
+  // named by nothing: `pip install .` and `pip install -r requirements.txt` never install it
+  assert.equal(group('poseval'), 'optional:poseval');
+  // with no other declaration, a requirements/ file is the install requirements
+  const bare = tempDir();
+  mkdirSync(path.join(bare, 'requirements'));
+  writeFileSync(path.join(bare, 'requirements', 'base.txt'), 'numpy\n');
+  assert.equal(readDeclaredRequirements(bare).find((r) => r.name === 'numpy')?.group, 'install');
 });

@@ -15,6 +15,7 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { before, describe, test } from 'node:test';
 import { plainUsage } from '../../src/export/export.js';
+import { USAGE_MAX_CHARS } from '../../src/records/block.js';
 import { commentBlock } from '../../src/util/python.js';
 import { fixture, repoRoot, tempDir } from '../helpers.js';
 
@@ -39,6 +40,7 @@ const BREAKS = ['\n', '\r', '\r\n', '\x0b', '\x0c', '\x1c', '\x1d', '\x1e', '\x8
 interface Rec {
   id: string;
   ok: boolean;
+  emission: { profile: string; usageRoots?: string[] };
   validation: { usage?: string | null; usageCheck?: string; stages: Record<string, string> };
 }
 
@@ -82,8 +84,22 @@ describe('commentBlock and plainUsage (no record value leaves a comment)', () =>
       'M(C(n=1, s={"a": (1,)}))(torch.tensor([[1, 2]], dtype=torch.int64))',
       // an object built field by field in generated statements (issue 26)
       'import argparse\nvalue1 = Holder()\nvalue1.width = 4\nvalue1.cfg = argparse.Namespace(a=1)\nB(value1)(torch.randn(2, 4))',
+      // an object whose constructor does not take its fields, made without running it
+      'value1 = Spec.__new__(Spec)\nvalue1.width = 4\nB(value1)(torch.randn(2, 4))',
     ])
       assert.equal(plainUsage(ok), ok);
+    // a list of configuration objects stays whole up to USAGE_MAX_CHARS, none past it
+    const configs = (n: number) =>
+      Array.from(
+        { length: n },
+        (_, i) => `value${i + 1} = Cfg()\nvalue${i + 1}.width = ${i}\nvalue${i + 1}.kernel = 3`,
+      );
+    const listed = (n: number) =>
+      `${configs(n).join('\n')}\nNet([${Array.from({ length: n }, (_, i) => `value${i + 1}`).join(', ')}])(torch.randn(2, 4))`;
+    assert.ok(listed(60).length > 2000 && listed(60).length <= USAGE_MAX_CHARS);
+    assert.equal(plainUsage(listed(60)), listed(60));
+    assert.ok(listed(200).length > USAGE_MAX_CHARS);
+    assert.equal(plainUsage(listed(200)), null);
     for (const bad of [
       "T(8, tag='x'\nopen('f', 'w').write('1')\n#')(torch.randn(2, 8))",
       "T(tag='x'); open('f')",
@@ -106,6 +122,11 @@ describe('commentBlock and plainUsage (no record value leaves a comment)', () =>
       'value1 += 1\nB(value1)(x)',
       'import = H()\nB()(x)',
       "value1 = H(tag='x'\nopen('f')\n#')\nB(value1)(x)",
+      'value1 = Spec.__new__(Other)\nB(value1)(x)',
+      'value1 = Spec.__new__(Spec, 1)\nB(value1)(x)',
+      'value1 = Spec.__class__.__new__(Spec.__class__)\nB(value1)(x)',
+      'value1 = H()\nvalue1.x = Spec.__new__(Spec)\nB(value1)(x)',
+      'B(Spec.__new__(Spec))(x)',
     ])
       assert.equal(plainUsage(bad), null, bad);
   });
@@ -133,6 +154,9 @@ describe('usage snippets of validated blocks, exported and run as written', { sk
       'FromHolder',
       'FromCfg',
       '_Scaled',
+      'Stem',
+      'Wrapped',
+      'FromSpec',
       '--python',
       PY,
       '--workers',
@@ -241,6 +265,54 @@ describe('usage snippets of validated blocks, exported and run as written', { sk
     const { usage, out } = runUsage('_Scaled', 'print(tuple(y.shape))');
     assert.match(usage, /^_Scaled\([^()]*\)\(torch\.randn\(\d+(, \d+)*\)\)$/);
     assert.match(out, /^\(\d+(, \d+)*\)$/);
+  });
+
+  // usage roots (issue 26): the witness's arguments name definitions the block's code
+  // never names; the module holds them for the usage line, and its header says so
+  test('a norm layer passed by class (norm_layer=FrozenNorm): the module defines it for the usage line', () => {
+    const rec = recs.get('Stem')!;
+    assert.equal(rec.ok, true, JSON.stringify(rec.validation));
+    assert.equal(rec.validation.usageCheck, 'ran');
+    assert.deepEqual(rec.emission.usageRoots, ['tinygpt.norms.FrozenNorm']);
+    // FrozenNorm comes from the exported module itself (`from module import *`)
+    const { usage, out } = runUsage('Stem', 'print(type(y).__name__, FrozenNorm.__module__ == Stem.__module__)');
+    assert.match(usage, /^Stem\(3, 16, norm_layer=FrozenNorm\)\(torch\.randn\(\d+(, \d+)*\)\)$/);
+    assert.equal(out, 'Tensor True');
+    const { report } = exportInto('Stem');
+    const text = readFileSync(report.file, 'utf8');
+    assert.match(text, /^# for the usage line: FrozenNorm \(tinygpt\.norms\.FrozenNorm\)/m);
+    assert.match(text, /^class FrozenNorm\(nn\.Module\):/m);
+    // emitted again without validation, the module keeps its roots, so it is unchanged
+    // and keeps its validation (a module without them would be a new, unvalidated one)
+    const again = cli('extract', '--repo', fixture('usage'), '--blocks', 'Stem', '--no-validate', '--json');
+    assert.equal(again.status, 0, again.stderr);
+    const [r2] = JSON.parse(again.stdout) as (Rec & { file: string })[];
+    assert.deepEqual(r2.emission.usageRoots, ['tinygpt.norms.FrozenNorm']);
+    assert.equal(r2.validation?.usage, rec.validation.usage);
+    assert.match(r2.file, /[/\\]blocks[/\\]/);
+  });
+
+  test('a module passed by instance, built with another class: both defined for the usage line', () => {
+    const rec = recs.get('Wrapped')!;
+    assert.equal(rec.ok, true, JSON.stringify(rec.validation));
+    assert.deepEqual([...(rec.emission.usageRoots ?? [])].sort(), ['tinygpt.norms.Gate', 'tinygpt.norms.TwoLayer']);
+    const { usage, out } = runUsage('Wrapped', 'print(tuple(y.shape))');
+    assert.match(usage, /^Wrapped\(TwoLayer\(3, 8, act=Gate\), 0\.5\)\(torch\.randn\(\d+, 3(, \d+)*\)\)$/);
+    assert.match(out, /^\(\d+, 3(, \d+)*\)$/);
+  });
+
+  test('an object whose constructor does not take its fields: made with __new__, then given them', () => {
+    const rec = recs.get('FromSpec')!;
+    assert.equal(rec.ok, true, JSON.stringify(rec.validation));
+    assert.equal(rec.validation.usageCheck, 'ran');
+    assert.equal(rec.emission.usageRoots, undefined, 'BlockSpec is named by the block (its annotation)');
+    const { usage, out } = runUsage('FromSpec', 'print(tuple(y.shape))');
+    assert.equal(
+      usage.split('\n').slice(0, -1).join('\n'),
+      'value1 = BlockSpec.__new__(BlockSpec)\nvalue1.channels = 3\nvalue1.hidden = 6\nvalue1.use_gate = True',
+    );
+    assert.match(usage, /\nFromSpec\(value1\)\(torch\.randn\(\d+, 3(, \d+)*\)\)$/);
+    assert.match(out, /^\(\d+, 3(, \d+)*\)$/);
   });
 
   for (const name of ['Tagged', 'TaggedCR', 'TaggedLS']) {

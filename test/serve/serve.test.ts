@@ -363,11 +363,16 @@ describe('catalog server', { skip: needsSandbox() }, () => {
   test('the usage section shows only snippets of the renderer: import lines, then y = the call; a pasted one is not shown', async () => {
     const store = IndexStore.open(dir);
     const wa = getExtraction(store, WA)!;
-    const put = (id: string, usage: string) =>
+    const put = (id: string, usage: string, usageRoots?: string[]) =>
       putExtraction(store, {
         ...wa,
         id,
-        record: { ...wa.record, id, validation: { ...wa.record.validation!, usage } },
+        record: {
+          ...wa.record,
+          id,
+          validation: { ...wa.record.validation!, usage },
+          emission: { ...wa.record.emission, ...(usageRoots ? { usageRoots } : {}) },
+        },
       });
     const plain =
       'import functools\nWindowAttention(norm=functools.partial(torch.nn.LayerNorm, eps=1e-06), tag="a\\nb")(torch.randn(2, 10, 32))';
@@ -375,6 +380,12 @@ describe('catalog server', { skip: needsSandbox() }, () => {
     try {
       put('usage.plain.WindowAttention', plain);
       put('usage.pasted.WindowAttention', pasted);
+      // an object made without its constructor, a definition copied for the line (issue 26)
+      put(
+        'usage.roots.WindowAttention',
+        'value1 = Spec.__new__(Spec)\nvalue1.dim = 32\nWindowAttention(value1, norm=FrozenNorm)(torch.randn(2, 10, 32))',
+        ['norms.FrozenNorm<b>'],
+      );
     } finally {
       store.close();
     }
@@ -390,10 +401,23 @@ describe('catalog server', { skip: needsSandbox() }, () => {
       assert.equal(bad.status, 200);
       assert.ok(!bad.body.includes('id="usage"'), 'a snippet pasted from repr() is not shown as code');
       assert.ok(!bad.body.includes('/tmp/pwned'));
+      assert.ok(!ok.body.includes('id="usage-roots"'), 'no roots, no note');
+      const rooted = await get(`${server.url}block/usage.roots.WindowAttention`);
+      assert.equal(rooted.status, 200);
+      const code2 = unescapeHtml(/<code id="usage-code">([\s\S]*?)<\/code>/.exec(rooted.body)![1]);
+      assert.match(
+        code2,
+        /\n\nvalue1 = Spec\.__new__\(Spec\)\nvalue1\.dim = 32\ny = WindowAttention\(value1, norm=FrozenNorm\)/,
+      );
+      assert.match(
+        rooted.body,
+        /<p class="muted" id="usage-roots">the module also defines <code>norms\.FrozenNorm&lt;b&gt;<\/code> for this line/,
+      );
     } finally {
       const s2 = IndexStore.open(dir);
       deleteExtraction(s2, 'usage.plain.WindowAttention');
       deleteExtraction(s2, 'usage.pasted.WindowAttention');
+      deleteExtraction(s2, 'usage.roots.WindowAttention');
       s2.close();
     }
   });

@@ -13,7 +13,7 @@
 // reached. The names of the definitions the code that stays reads are reached too (code
 // may select an option by a class's `__name__`). Keys compare case-insensitively and
 // without `_`/`-` (factories normalise their argument).
-import type { Closure, StmtNode } from '../../resolve/closure.js';
+import type { BuildOptions, Closure, StmtNode } from '../../resolve/closure.js';
 import { ClosureBuilder, slotKey } from '../../resolve/closure.js';
 import { type InstalledLookup, packagesHeader } from './packages.js';
 import type { CorpusModule } from '../../resolve/corpus.js';
@@ -42,6 +42,9 @@ export interface SlimOptions {
   /** the package boundary (packages.ts): modules of other repositories installed in the
    *  validation environment with the indexed bytes are imported, not copied */
   installed?: InstalledLookup;
+  /** usage roots (closure.ts BuildOptions.roots): definitions only the validated
+   *  arguments name, in the module for the usage line */
+  roots?: BuildOptions['roots'];
 }
 
 export interface SlimResult {
@@ -167,7 +170,7 @@ export function slimClosure(
         if (!r) skipMemo.set(k, (r = skipRanges(m, stmt)));
         return r;
       };
-      closure = builder.build(mod, className, { skip, installed: opts.installed });
+      closure = builder.build(mod, className, { skip, installed: opts.installed, roots: opts.roots });
       const grew = growReached(closure, syntax, skip, (m, stmt) => sitesOf(m, stmt).options, reached);
       if (!grew || round >= MAX_ROUNDS) {
         // a removed decorator whose receiver (`MODELS` of `@MODELS.register_module()`) the

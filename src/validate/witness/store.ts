@@ -11,6 +11,7 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { sysPathRoots, type IndexStore } from '../../store/store.js';
+import { fromIndexRepos } from '../../environment/pypi.js';
 import { getHarvest, putHarvest } from '../../store/witnesses.js';
 import { importTargets, type Corpus, type CorpusModule } from '../../resolve/corpus.js';
 import { importBinds } from '../../parse/types.js';
@@ -26,8 +27,10 @@ export interface RepoWitnesses {
 }
 
 /** sys.path of a harvest: the repository's roots, then every other indexed repository's
- *  (lower priority: what its modules import from them, such as timm for Swin). */
-export function harvestSysPath(store: IndexStore, repo: string): string[] {
+ *  (lower priority: what its modules import from them, such as timm for Swin), except
+ *  those the environment installs from the index at another version than their checkout
+ *  (`skip`, environment/pypi.ts `fromIndexRepos`): the repository imports those installed. */
+export function harvestSysPath(store: IndexStore, repo: string, skip: ReadonlySet<string> = new Set()): string[] {
   const own = store.getRepo(repo);
   if (!own) return [];
   const out: string[] = [];
@@ -39,7 +42,7 @@ export function harvestSysPath(store: IndexStore, repo: string): string[] {
   };
   add(own);
   for (const r of store.listRepos().sort((a, b) => a.priority - b.priority || a.name.localeCompare(b.name)))
-    if (r.name !== repo) add(r);
+    if (r.name !== repo && !skip.has(r.name)) add(r);
   return out;
 }
 
@@ -299,7 +302,8 @@ export async function repoWitnesses(
   const result = await harvestRepo(pool, {
     reuse,
     repo,
-    sysPath: harvestSysPath(store, repo),
+    // the pool runs `<environment>/bin/python`
+    sysPath: harvestSysPath(store, repo, fromIndexRepos(path.dirname(path.dirname(pool.env.python)))),
     ownRoots: own,
     modules,
     zygoteModule,

@@ -286,7 +286,6 @@ class RenderTest(unittest.TestCase):
             {"$object": ["m", "Thing"], "fields": {}},
             {"$object": ["nnrag_candidate", "Holder"], "fields": {"__class__": 1}},
             {"$object": ["nnrag_candidate", "Holder"], "fields": {"a\nimport os": 1}},
-            {"$object": ["nnrag_candidate", "Needy"], "fields": {"width": 4}},
             {"$namedtuple": ["nnrag_candidate", "Pair"], "fields": {"__class__": 1}},
             {"$attrdict": {"not an identifier": 1}},
             {"$ref": ["nnrag_candidate", "_private"]},
@@ -382,9 +381,71 @@ class RenderTest(unittest.TestCase):
         resolve = V.module_resolver(self.ns, lambda m: False)
         self.assertEqual(V.decode(enc, resolve, torch), Pair(3, 0.5))
 
+    def test_object_whose_constructor_does_not_take_its_fields_is_made_without_it(self):
+        # Needy(spec) computes `width` from `spec`: the snippet makes the object with
+        # object.__new__ and gives it the recorded field, as values.decode rebuilt it
+        n = Needy("4")
+        t = self.text([n], {}, [torch.randn(2, 4)], cls="FromHolder")
+        self.assertEqual(t, "value1 = Needy.__new__(Needy)\nvalue1.width = 4\nFromHolder(value1)(torch.randn(2, 4))")
+        n.extra = 3
+        t = self.text([n], {}, [torch.randn(2, 4)], cls="FromHolder")
+        self.assertEqual(list(S.run_snippet(t, self.ns, torch).shape), [2, 3])
+        S.check_values(t, self.ns, torch, [n], {}, [torch.randn(2, 4)], {})
+
+    def test_a_list_of_configuration_objects_stays_whole_up_to_the_bound(self):
+        # a model given a list of configuration objects (each made field by field) gets
+        # its whole snippet up to MAX_LEN, and none past it: a cut snippet would not parse
+        def holders(n, tag=""):
+            out = []
+            for i in range(n):
+                h = Holder()
+                h.width, h.extra, h.kernel, h.stride, h.dilation = 4, 4 + i, 3, 1 + i % 2, 1
+                if tag:
+                    h.tag = tag
+                out.append(h)
+            return out
+
+        t = self.text([holders(20)], {}, [torch.randn(2, 4)], cls="Wrap")
+        self.assertGreater(len(t), 2000)
+        self.assertLessEqual(len(t), S.MAX_LEN)
+        self.assertEqual(t.count(" = Holder()"), 20)
+        self.assertTrue(t.endswith("Wrap([" + ", ".join("value%d" % i for i in range(1, 21)) + "])(torch.randn(2, 4))"))
+        with self.assertRaises(S.Unrenderable):
+            self.text([holders(50, "t" * 100)], {}, [torch.randn(2, 4)], cls="Wrap")
+
+    def test_needs_are_the_names_the_values_use_that_the_module_lacks(self):
+        # a class passed by name and a module instance built with another class, both of
+        # the original's modules the copy does not define (usage roots, pipeline.ts)
+        enc = [
+            {"$ref": ["repo.norms", "FrozenNorm"]},
+            {
+                "$module": ["repo.layers", "TwoLayer"],
+                "args": [3],
+                "kwargs": {"act": {"$partial": {"$ref": ["repo.acts", "Gate"]}, "args": [], "kwargs": {}}},
+            },
+            {"$ref": ["torch.nn.modules.linear", "Linear"]},
+            {"$dataclass": ["nnrag_candidate", "Config"], "fields": {}},
+            {"$ref": ["repo.norms", "FrozenNorm"]},
+        ]
+        self.assertEqual(
+            S.usage_needs(enc, self.spell),
+            [["repo.norms", "FrozenNorm"], ["repo.layers", "TwoLayer"], ["repo.acts", "Gate"]],
+        )
+        with self.assertRaises(S.NotInModule):
+            S.snippet_text("Model", enc, {}, [], {}, self.spell)
+        self.assertEqual(S.usage_needs([[1, {"$tensor": [2]}], {"$dtype": "float32"}], self.spell), [])
+
     def test_check_accepts_only_generated_assignments(self):
         S.check_snippet("value1 = Holder()\nvalue1.width = 4\nFromHolder(value1)(torch.randn(2, 4))")
+        S.check_snippet("value1 = Needy.__new__(Needy)\nvalue1.width = 4\nFromHolder(value1)(torch.randn(2, 4))")
         for bad in (
+            "value1 = Needy.__new__(Holder)\nModel(value1)",
+            "value1 = Needy.__new__(Needy, 1)\nModel(value1)",
+            "value1 = Needy.__new__(cls=Needy)\nModel(value1)",
+            "value1 = Needy.__class__.__new__(Needy.__class__)\nModel(value1)",
+            "value1 = Needy.__init__(Needy)\nModel(value1)",
+            "value1 = Needy()\nvalue1.x = Needy.__new__(Needy)\nModel(value1)",
+            "Model(Needy.__new__(Needy))",
             "value1.width = 4\nModel(value1)",
             "value1 = Holder()\nvalue1.__class__ = Model\nModel(value1)",
             "value1 = Holder()\nvalue1[0] = 1\nModel(value1)",

@@ -15,14 +15,24 @@
 # A value that is an object rebuilt from its fields (a NamedTuple, a plain class instance
 # such as detr's NestedTensor, an attribute dict such as yacs's CfgNode or addict's Dict)
 # is written as its class called with those fields when the constructor takes them by
-# name; else as generated statements before the expression: `value1 = Class()` then one
-# `value1.field = <value>` per field (the same IR, names the renderer chose), never repr.
+# name; else as generated statements before the expression: `value1 = Class()` (or
+# `value1 = Class.__new__(Class)` when the constructor needs arguments that are not its
+# fields, as values.decode rebuilds it) then one `value1.field = <value>` per field (the
+# same IR, names the renderer chose), never repr.
+#
+# A value naming a class or function the module does not define (its code never names
+# it: a norm layer passed by class) has no spelling; usage_needs lists those names, and
+# the pipeline adds them to the module's closure as usage roots and validates it again.
 import keyword
 import math
 import re
 
 IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-MAX_LEN = 2000  # longer snippets are not recorded (never cut: a cut snippet would not parse)
+# longer snippets are not recorded (never cut: a cut snippet would not parse). A model
+# built from a list of configuration objects (torchvision's MobileNetV3 takes about 15
+# InvertedResidualConfig, 9 generated lines each) needs about 6,000 characters; the
+# same bound is USAGE_MAX_CHARS in src/records/block.ts (pool and export check it again)
+MAX_LEN = 8000
 MAX_EXACT = 64  # integer / bool tensors up to this many elements are written by value
 # standard modules a snippet may import (functools.partial, argparse.Namespace, math.inf)
 IMPORTABLE = ("functools", "argparse", "math")
@@ -30,6 +40,16 @@ IMPORTABLE = ("functools", "argparse", "math")
 
 class Unrenderable(Exception):
     pass
+
+
+class NotInModule(Unrenderable):
+    """A class or function a value names that the module does not define (the block's
+    code never names it): the pipeline can add it to the module for the usage line
+    (`usage_needs`)."""
+
+    def __init__(self, module, qualname):
+        Unrenderable.__init__(self, "%s.%s is not a name of the module" % (module, qualname))
+        self.ref = [module, qualname]
 
 
 # ---------------------------------------------------------------- rendering of the IR
@@ -97,6 +117,11 @@ def render(node):
     if k == "call":
         parts = [render(x) for x in node[2]] + ["%s=%s" % (ident(n), render(v)) for n, v in node[3]]
         return "%s(%s)" % (render(node[1]), ", ".join(parts))
+    if k == "new":
+        # an instance made without its constructor: `Class.__new__(Class)` (check_snippet
+        # allows this one dunder call, as the value of an assignment only)
+        c = render(node[1])
+        return "%s.__new__(%s)" % (c, c)
     raise Unrenderable("unknown node %s" % k)
 
 
@@ -224,11 +249,15 @@ class Renderer(object):
         required = {p.name for p in params if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
         if set(fields) <= named and required <= set(fields):
             return ("call", cls_node, [], self.keywords(fields, depth))
-        if required:
-            raise Unrenderable("the constructor of %s does not take its fields" % render(cls_node))
         values = [(ident(k), self.value(x, depth + 1)) for k, x in fields.items()]
         var = self.fresh()
-        self.stmts.append(("assign", ("name", var), ("call", cls_node, [], [])))
+        # a constructor that needs arguments other than the fields (torchvision's
+        # InvertedResidualConfig(…, width_mult) computes its fields from them): the object
+        # is made without running it, `object.__new__` as pickle and copy make instances
+        # (Data Model §3.3.1, object.__new__), then given its recorded fields, as the
+        # witness's value was rebuilt (values.decode)
+        make = ("new", cls_node) if required else ("call", cls_node, [], [])
+        self.stmts.append(("assign", ("name", var), make))
         for k, node in values:
             self.stmts.append(("assign", ("attr", ("name", var), k), node))
         return ("name", var)
@@ -300,6 +329,53 @@ class Renderer(object):
         )
 
 
+REF_KEYS = ("$ref", "$module", "$dataclass", "$namedtuple", "$object", "$enum")
+MAX_NEEDS = 8
+
+
+def references(enc, out=None, depth=0):
+    """The classes and functions an encoded value names ([module, qualname] of `$ref`,
+    `$module`, `$dataclass`, `$namedtuple`, `$object`, `$enum`, an attribute dict's
+    class), in the order they appear."""
+    out = [] if out is None else out
+    if depth > 12:
+        return out
+    if isinstance(enc, list):
+        for x in enc:
+            references(x, out, depth + 1)
+    elif isinstance(enc, dict):
+        for k in REF_KEYS:
+            r = enc.get(k)
+            if isinstance(r, list) and len(r) == 2 and all(type(x) is str for x in r):
+                out.append(r)
+        r = enc.get("class") if "$attrdict" in enc else None
+        if isinstance(r, list) and len(r) == 2 and all(type(x) is str for x in r):
+            out.append(r)
+        for k, x in enc.items():
+            if k not in REF_KEYS and k != "class":
+                references(x, out, depth + 1)
+    return out
+
+
+def usage_needs(encs, spell):
+    """The definitions the recorded values name that the module does not define
+    ([module, qualname], spell raising NotInModule; at most MAX_NEEDS, each once): with
+    them added to the module (the pipeline's usage roots), the snippet can name them."""
+    out = []
+    for ref in references(list(encs)):
+        if ref in out:
+            continue
+        try:
+            spell(*ref)
+        except NotInModule:
+            out.append(ref)
+        except Unrenderable:
+            pass
+        if len(out) >= MAX_NEEDS:
+            break
+    return out
+
+
 def lookup_of(spell):
     """The object a spelling stands for (spell_in's `lookup`), else a lookup that fails."""
 
@@ -366,7 +442,8 @@ def snippet_text(cls_name, args_enc, kwargs_enc, in_args_enc, in_kwargs_enc, spe
 def check_snippet(text):
     """Raise Unrenderable unless `text` is printable ASCII, one statement per line: `import`
     lines of IMPORTABLE, then assignments (Language Reference 7.2) to a plain name or to
-    an attribute (no dunder) of a name an earlier line assigned, then one expression;
+    an attribute (no dunder) of a name an earlier line assigned (a plain name's value may
+    be `Class.__new__(Class)`, the one dunder allowed), then one expression;
     every value made only of names, attributes (no dunder), calls, keywords, constants
     (numbers, strings, None, True, False), lists, tuples, dicts and unary minus on a
     number (Language Reference 6, Expressions)."""
@@ -393,7 +470,9 @@ def check_snippet(text):
             if len(st.targets) != 1:
                 raise Unrenderable("one target per assignment")
             t = st.targets[0]
-            _check_expr(st.value)
+            # `valueN = Class.__new__(Class)` only as a plain name's value (Renderer.obj)
+            if not (isinstance(t, ast.Name) and _is_new(st.value)):
+                _check_expr(st.value)
             if isinstance(t, ast.Name) and not t.id.startswith("__"):
                 assigned.add(t.id)
             elif not (
@@ -407,6 +486,30 @@ def check_snippet(text):
         if not isinstance(st, ast.Expr) or i != len(tree.body) - 1:
             raise Unrenderable("not an expression statement")
         _check_expr(st.value)
+
+
+def _is_new(node):
+    """`Class.__new__(Class)`, the same plain name or dotted path twice (no dunder in it),
+    no other argument: an instance made without running its constructor."""
+    import ast
+
+    def path(n):
+        if isinstance(n, ast.Name) and not n.id.startswith("__"):
+            return n.id
+        if isinstance(n, ast.Attribute) and not n.attr.startswith("__"):
+            p = path(n.value)
+            return p and p + "." + n.attr
+        return None
+
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "__new__"
+        and len(node.args) == 1
+        and not node.keywords
+        and path(node.func.value) is not None
+        and path(node.func.value) == path(node.args[0])
+    )
 
 
 def _check_expr(node):
@@ -517,7 +620,7 @@ def spell_in(namespace, torch):
             return in_namespace()[0]
         if module in ("functools", "math") and len(parts) == 1:
             return dotted(module + "." + parts[0])
-        raise Unrenderable("%s.%s is not a name of the module" % (module, qualname))
+        raise NotInModule(module, qualname)
 
     def lookup(module, qualname):
         """The object spell(module, qualname) names (a class whose constructor decides

@@ -620,6 +620,7 @@ class Stages:
 
         torch = self.torch
         d = {"ev": "info"}
+        encs, spell = None, None
         try:
             if witness is not None:
                 a_enc, kw_enc = witness.get("args") or [], witness.get("kwargs") or {}
@@ -630,6 +631,7 @@ class Stages:
             else:
                 kw_inputs = getattr(self, "_kw_inputs", None) or {}
                 i_enc, ikw_enc = S.encode_live(list(inputs), torch), S.encode_live(dict(kw_inputs), torch)["$dict"]
+            encs = [a_enc, kw_enc, i_enc, ikw_enc]
             ns = S.usage_namespace(mod, self.req["className"], cls)
             spell = S.spell_in(ns, torch)
             if 2 * cost + 1.0 < self._deadline - _monotonic():
@@ -664,6 +666,15 @@ class Stages:
                 d["usageSkipped"] = "no time left to check a snippet"
         except BaseException as e:  # noqa: BLE001 - no plain spelling (S.Unrenderable), a value that does not encode, the block's error
             d["usageSkipped"] = "%s: %s" % (type(e).__name__, str(e)[:160])
+        if "usage" not in d and encs is not None and spell is not None:
+            # the definitions the values name that the module lacks (its code never names
+            # them): the pipeline adds them to the module and validates it again
+            try:
+                needs = S.usage_needs(encs, spell)
+            except Exception:  # noqa: BLE001 - a malformed record: no needs
+                needs = []
+            if needs:
+                d["usageNeeds"] = needs
         self.rep.send(d)
 
     def _original_module(self):

@@ -444,6 +444,7 @@ class Worker:
                     "usage",
                     "usageCheck",
                     "usageSkipped",
+                    "usageNeeds",
                     "argumentsSource",
                     "argumentsOrigin",
                     "witnessSkipped",

@@ -1,0 +1,160 @@
+// The search's large path (fts.ts LARGE): a query matching more blocks than LARGE counts the
+// blocks shown among its first LARGE matches, at most TOTAL_CAP ("more than N", in the
+// result, the CLI line and the catalog) and
+// takes its candidates from the class names held in memory, each looked up in the index.
+// On a small store with the thresholds set low: the capped total, and the first entries
+// equal to the uncapped ranking's (the exact path over every match), validated first, the
+// whole-name match first, with a repository filter, and hidden failed blocks.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { IndexStore } from '../../src/store/store.js';
+import { putExtraction, textHash } from '../../src/store/records.js';
+import { emptyRecord, type BlockStatus } from '../../src/records/block.js';
+import { searchBlocks, syncSearchIndex, type SearchOptions } from '../../src/search/fts.js';
+import { startServer, type CatalogServer } from '../../src/serve/server.js';
+import { tempDir } from '../helpers.js';
+
+/** A small module defining one class, its docstring given. */
+function moduleText(cls: string, doc: string): string {
+  return [
+    'import torch.nn as nn',
+    '',
+    '',
+    `class ${cls}(nn.Module):`,
+    `    """${doc}"""`,
+    '',
+    '    def __init__(self, dim=8):',
+    '        super().__init__()',
+    '        self.proj = nn.Linear(dim, dim)',
+    '',
+    '    def forward(self, x):',
+    '        return self.proj(x)',
+    '',
+  ].join('\n');
+}
+
+// the thresholds of the large path, low enough for this store; UNCAPPED is the exact path
+const LOW: SearchOptions = { large: 100, totalCap: 50, candidates: 40 };
+const UNCAPPED: SearchOptions = { large: Number.POSITIVE_INFINITY, candidates: Number.POSITIVE_INFINITY };
+
+describe('search: the large path', () => {
+  let dir: string;
+  let store: IndexStore;
+  const put = (repo: string, cls: string, doc: string, status: BlockStatus = 'validated') => {
+    const id = `${repo}:m.${cls}`;
+    const text = moduleText(cls, doc);
+    putExtraction(store, {
+      id,
+      hash: textHash(text),
+      ok: status === 'validated',
+      status,
+      lines: text.split('\n').length,
+      record: {
+        ...emptyRecord(id, repo),
+        provenance: [{ repo, revision: null, url: null, path: 'm.py', module: 'm', swhid: '', ranges: [[4, 12]] }],
+      },
+      text,
+    });
+  };
+  before(() => {
+    dir = tempDir('nnrag-search-large-');
+    store = IndexStore.open(dir);
+    store.write(() => {
+      // 300 name matches of "conv" covering a sixth of their name (all tied), written first
+      for (let i = 0; i < 300; i++) put('org/fill', `ConvAlphaBetaGammaDelta${i}`, 'A projection unit.');
+      // 200 blocks that mention it in their docstring only
+      for (let i = 0; i < 200; i++) put('org/doc', `Mixer${i}`, 'Mixes tokens after a conv.');
+      // 30 failed ones, hidden by default
+      for (let i = 0; i < 30; i++) put('org/bad', `ConvBroken${i}`, 'Fails.', 'failed');
+      // names covering more of the name, each once, written last (highest rowids)
+      put('org/best', 'ConvBnActPoolBlock', 'Conv, norm, activation, pool.');
+      put('org/best', 'ConvBnActPool', 'Conv, norm, activation, pool.');
+      put('org/best', 'ConvBnAct', 'Conv, norm, activation.');
+      put('org/best', 'ConvDownLayer', 'Conv that halves the size.');
+      put('org/best', 'ConvPool', 'Conv then pool.', 'extracted');
+      put('org/best', 'ConvGate', 'Conv, gated.');
+      put('org/best', 'ConvBlock', 'A conv block.');
+      put('org/best', 'Conv', 'A plain conv.');
+    });
+    syncSearchIndex(store);
+  });
+  after(() => store.close());
+
+  test('more matches than the count cap: a capped total, the ranking of every match on the first page', () => {
+    const capped = searchBlocks(store, 'conv', { ...LOW, limit: 10 });
+    const exact = searchBlocks(store, 'conv', { ...UNCAPPED, limit: 10 });
+    assert.equal(exact.total, 508, 'every match counted by the exact path');
+    assert.equal(exact.capped, undefined);
+    assert.equal(capped.capped, true);
+    assert.equal(capped.total, 50, 'the blocks shown among the first 101 matches, at most totalCap');
+    assert.equal(capped.ranked, 40, 'the candidates');
+    // failed blocks counted among the matches read (a lower bound, as the total)
+    assert.ok(capped.hiddenFailed <= exact.hiddenFailed);
+    assert.equal(exact.hiddenFailed, 30);
+    // the names covering most of their name, each once, in the exact ranking's order (the
+    // whole name first; ConvPool covers as much as ConvGate but is not validated: it comes
+    // after every validated name match, past this page)
+    const order = [
+      'Conv',
+      'ConvBlock',
+      'ConvGate',
+      'ConvDownLayer',
+      'ConvBnAct',
+      'ConvBnActPool',
+      'ConvBnActPoolBlock',
+    ];
+    assert.deepEqual(
+      exact.hits.slice(0, 7).map((h) => h.name),
+      order,
+    );
+    assert.deepEqual(capped.hits.slice(0, 7), exact.hits.slice(0, 7));
+    assert.equal(capped.hits[0].name, 'Conv');
+    // past them, blocks of equal score: the same scores (their order among themselves is
+    // by rowid on the large path, by BM25 on the exact one)
+    assert.deepEqual(
+      capped.hits.map((h) => h.score),
+      exact.hits.map((h) => h.score),
+    );
+  });
+
+  test('a page deeper than the distinct scores holds the same blocks in the same scores', () => {
+    const page = (o: SearchOptions) => searchBlocks(store, 'conv', { ...o, limit: 30, offset: 5 });
+    assert.deepEqual(
+      page(LOW).hits.map((h) => h.score),
+      page(UNCAPPED).hits.map((h) => h.score),
+    );
+  });
+
+  test('a filter that shows none of the first matches reads on; a repository filter is looked up by rowid', () => {
+    // the first chunk read shows none (no block has parameters): the count reads on to the end
+    const none = searchBlocks(store, 'conv', { ...LOW, minParams: 1, limit: 5 });
+    assert.equal(none.capped, undefined);
+    assert.equal(none.total, 0);
+    assert.equal(searchBlocks(store, 'conv', { ...UNCAPPED, minParams: 1 }).total, 0);
+    const repo = searchBlocks(store, 'conv', { ...LOW, repo: 'org/best', limit: 20 });
+    const repoExact = searchBlocks(store, 'conv', { ...UNCAPPED, repo: 'org/best', limit: 20 });
+    assert.equal(repo.capped, undefined);
+    assert.equal(repo.total, 8);
+    assert.deepEqual(repo.hits, repoExact.hits);
+    // failed blocks only when asked for, and then ranked like the others
+    const all = searchBlocks(store, 'conv broken', { ...LOW, all: true, limit: 5 });
+    const allExact = searchBlocks(store, 'conv broken', { ...UNCAPPED, all: true, limit: 5 });
+    assert.equal(all.hits[0].name.startsWith('ConvBroken'), true);
+    assert.deepEqual(
+      all.hits.map((h) => [h.score, h.status]),
+      allExact.hits.map((h) => [h.score, h.status]),
+    );
+  });
+
+  test('the catalog says "more than N"', async () => {
+    const srv: CatalogServer = await startServer({ storeDir: dir, port: 0, search: LOW });
+    try {
+      const html = await (await fetch(new URL('/?q=conv', srv.url))).text();
+      assert.match(html, /id="count">more than 50 blocks/);
+      const small = await (await fetch(new URL('/?q=gate', srv.url))).text();
+      assert.match(small, /id="count">1 block ·/);
+    } finally {
+      await srv.close();
+    }
+  });
+});
