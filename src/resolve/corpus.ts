@@ -16,6 +16,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { FileFacts, ImportEdge } from '../parse/types.js';
+import { parsePython, parserReady, type Node } from '../parse/parser.js';
 import type { IndexedRepo } from '../store/store.js';
 import { NnragError } from '../util/errors.js';
 import { decodePython, gitBlobId } from '../indexer/source.js';
@@ -308,23 +309,39 @@ export class Corpus {
   /** Statement indexes of `mod` that mutate the module-level name in place without
    *  binding it: an expression statement that begins with the name followed by `.` or
    *  `[` (`R.register_module('BN', module=nn.BatchNorm2d)`, `R[k] = v`, `R.attr = v`,
-   *  `R.update(...)`). Expression statements run in order at import (Language Reference
-   *  §7.1), so they are part of the state the binding has once its module is imported. */
+   *  `R.update(...)`), and a `for` over a literal list or tuple whose body is only such
+   *  statements on one name (`for m in [nn.ReLU, nn.ELU]: R.register_module(module=m)`,
+   *  see literalLoopMutates). Module-level statements run in order at import (Language
+   *  Reference §7.1), so they are part of the state the binding has once its module is
+   *  imported. */
   mutatorsOf(mod: CorpusModule, name: string): number[] {
     let map = this.mutators.get(mod);
     if (!map) {
       map = new Map();
-      const src = mod.facts.statements.some((st) => st.kind === 'expression_statement') ? this.source(mod) : '';
+      const src = mod.facts.statements.some((st) => st.kind === 'expression_statement' || st.kind === 'for_statement')
+        ? this.source(mod)
+        : '';
+      const add = (name: string, i: number) => {
+        const l = map!.get(name);
+        if (l) l.push(i);
+        else map!.set(name, [i]);
+      };
       mod.facts.statements.forEach((st, i) => {
+        if (st.kind === 'for_statement' && !st.deletes?.length) {
+          const loop = literalLoopMutates(src.slice(st.start, st.end));
+          // the loop variable is bound by this loop only: a read of it (the body's own)
+          // would otherwise copy every other statement that binds it too
+          if (loop && mod.facts.statements.every((o, j) => j === i || !o.binds.includes(loop.target)))
+            add(loop.name, i);
+          return;
+        }
         if (st.kind !== 'expression_statement' || st.binds.length || st.deletes?.length) return;
         let first: (typeof st.refs)[number] | undefined;
         for (const r of st.refs) if (!first || r.start < first.start) first = r;
         if (!first || first.start !== st.start || first.soft) return;
         const next = src[first.end];
         if (next !== '.' && next !== '[') return;
-        const l = map!.get(first.name);
-        if (l) l.push(i);
-        else map!.set(first.name, [i]);
+        add(first.name, i);
       });
       this.mutators.set(mod, map);
     }
@@ -358,5 +375,63 @@ export class Corpus {
       this.sources.set(key, text);
     }
     return text;
+  }
+}
+
+/** The name a module-level `for` statement mutates and its loop variable, or null: `for <name> in <list or
+ *  tuple display>:` (Language Reference §8.3; the display's items names, attributes and
+ *  constants, so the loop runs a fixed number of times with nothing else executed) whose
+ *  body, without an `else` clause, is only expression statements that each begin with the
+ *  same name followed by `.` or `[` (`R.register_module(module=m)`), never the loop
+ *  variable. Copied whole with that name, as a plain mutating statement is; the loop
+ *  variable it binds at module level comes with it, as in the original. Needs the parser
+ *  (tree-sitter); without it, no loop is taken. */
+export function literalLoopMutates(text: string): { name: string; target: string } | null {
+  if (!parserReady() || !/^for\b/.test(text)) return null;
+  const tree = parsePython(text);
+  try {
+    const loop = tree.rootNode.namedChildren[0];
+    if (loop?.type !== 'for_statement' || tree.rootNode.namedChildren.length !== 1) return null;
+    const left = loop.childForFieldName('left');
+    const right = loop.childForFieldName('right');
+    const body = loop.childForFieldName('body');
+    if (left?.type !== 'identifier' || !right || !body || loop.childForFieldName('alternative')) return null;
+    if (right.type !== 'list' && right.type !== 'tuple') return null;
+    const plain = (n: Node): boolean =>
+      n.type === 'identifier' ||
+      n.type === 'string' ||
+      n.type === 'integer' ||
+      n.type === 'float' ||
+      n.type === 'true' ||
+      n.type === 'false' ||
+      n.type === 'none' ||
+      (n.type === 'attribute' && n.childForFieldName('object') !== null && plain(n.childForFieldName('object')!));
+    if (!right.namedChildren.every((n) => n !== null && (n.type === 'comment' || plain(n)))) return null;
+    let name: string | null = null;
+    for (const st of body.namedChildren) {
+      if (!st || st.type === 'comment') continue;
+      if (st.type !== 'expression_statement' || st.namedChildren.length !== 1) return null;
+      // the leftmost name of the statement: R in `R.f(...)`, `R[k] = v`, `R.a.b = v`
+      let head: Node | null = st.namedChildren[0];
+      if (head && (head.type === 'assignment' || head.type === 'augmented_assignment')) {
+        const target: Node | null = head.childForFieldName('left');
+        if (target?.type !== 'subscript' && target?.type !== 'attribute') return null;
+        head = target;
+      }
+      while (head && head.type !== 'identifier') {
+        if (head.type === 'call') head = head.childForFieldName('function');
+        else if (head.type === 'attribute') head = head.childForFieldName('object');
+        else if (head.type === 'subscript') head = head.childForFieldName('value');
+        else return null;
+      }
+      // the name is followed by `.` or `[` (a mutation of it, not a call of it)
+      const after = head ? text[head.endIndex] : undefined;
+      if (!head || (after !== '.' && after !== '[') || head.text === left.text) return null;
+      if (name !== null && name !== head.text) return null;
+      name = head.text;
+    }
+    return name === null ? null : { name, target: left.text };
+  } finally {
+    tree.delete();
   }
 }

@@ -1,6 +1,7 @@
 // Module-level statements that mutate a copied binding in place (closure.ts,
-// Corpus.mutatorsOf): `MODELS.register_module('BN1d', module=nn.BatchNorm1d)` and
-// `MODELS.aliases['BN'] = 'BN1d'` run at import (Language Reference §7.1), so a copy whose
+// Corpus.mutatorsOf): `MODELS.register_module('BN1d', module=nn.BatchNorm1d)`,
+// `MODELS.aliases['BN'] = 'BN1d'` and a loop over a literal list of registrations
+// (`for module in [nn.ReLU, nn.ELU]: MODELS.register_module(module=module)`) run at import (Language Reference §7.1), so a copy whose
 // code reads the registry copies them with it, in both profiles, and the block built from
 // a config dict instantiates and runs forward in the real sandbox; a registry the kept code
 // never reads keeps none of them (slim drops it with its decorators).
@@ -21,6 +22,7 @@ const REGISTRATIONS = [
   "MODELS.register_module('BN1d', module=nn.BatchNorm1d)",
   "MODELS.register_module('LN', module=nn.LayerNorm)",
   "MODELS.aliases['BN'] = 'BN1d'",
+  'for module in [nn.ReLU, nn.ELU]:\n    MODELS.register_module(module=module)',
 ];
 
 async function workspace(): Promise<{ ws: api.Workspace; dir: string }> {
@@ -46,7 +48,8 @@ test('registrations by module-level method calls are copied exactly when the kep
       assert.ok(block.text, block.record.error ?? '');
       for (const s of REGISTRATIONS) assert.ok(block.text.includes(s), `${profile}: missing ${s}\n${block.text}`);
       // the other registry and its calls (and a call of a builtin) are not the block's
-      for (const s of ['OTHER', 'class Unused', "print('norm imported')"])
+      // nor a loop over a computed list (GELU)
+      for (const s of ['OTHER', 'class Unused', "print('norm imported')", 'GELU'])
         assert.ok(!block.text.includes(s), `${profile}: has ${s}`);
     }
     // Plain is only registered: faithful keeps its decorator, so the registry and the

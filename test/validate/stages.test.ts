@@ -109,6 +109,19 @@ describe('validation stages', { skip: skip ?? false }, () => {
     ]); // two halves of in_chs=32
   });
 
+  it('builds a record of tensors for a forward parameter used only through attributes a tensor lacks', () => {
+    // batch.x and batch.edge_attr, each of the first layer's input shape (BatchNorm1d(8):
+    // (N, 8, L)), handed back normalized
+    const r = results.get('good/record_input.py')!;
+    assert.equal(r.output_shapes?.length, 2, JSON.stringify(r.output_shapes));
+    for (const s of r.output_shapes!) assert.deepEqual(s.slice(0, 2), [2, 8]);
+  });
+
+  it('takes a table member for a parameter the constructor tests for membership', () => {
+    const r = results.get('good/member_table.py')!;
+    assert.deepEqual(r.args, { depth: 18, mode: 'max' }, JSON.stringify(r.args));
+  });
+
   it('takes block classes, stage lists and counts from annotations', () => {
     const r = results.get('good/typed_block_arg.py')!;
     const a = r.args as Record<string, unknown>;

@@ -324,6 +324,10 @@ class ClassifyTest(unittest.TestCase):
             "native-op-no-cpu",
         )
         self.assertEqual(c.classify(RuntimeError("Not implemented on the CPU"), "forward"), "native-op-no-cpu")
+        self.assertEqual(
+            c.classify(RuntimeError("carafe_forward_impl: implementation for device cpu not found.\n"), "forward"),
+            "native-op-no-cpu",
+        )
         self.assertEqual(c.classify(RuntimeError("boom"), "forward"), "runtime-error")
         # a layer that runs only on a GPU: its own category, not a shape failure
         self.assertEqual(c.classify(AssertionError("Torch not compiled with CUDA enabled"), "forward"), "needs-gpu")

@@ -12,7 +12,79 @@ import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 
 from nnrag_harness import inputs as I  # noqa: E402
-from nnrag_harness.usage import callable_value, called_params, param_uses  # noqa: E402
+from nnrag_harness.usage import (  # noqa: E402
+    callable_value,
+    called_params,
+    member_choices,
+    param_uses,
+    record_attrs,
+)
+
+
+class Gather(nn.Module):
+    def forward(self, x, edge):
+        src, dst = edge
+        return x[src] + x[dst]
+
+
+class Delegates(nn.Module):
+    """Hands its inputs to the modules it holds: one by attribute, a list by index and in
+    a loop; none of its own code indexes with them."""
+
+    def __init__(self):
+        super().__init__()
+        self.first = Gather()
+        self.convs = nn.ModuleList([Gather(), Gather()])
+
+    def forward(self, x, edges):
+        x = self.first(x, edges)
+        x = self.convs[0](x, edges)
+        for conv in self.convs:
+            x = conv(x, edges)
+        return x
+
+
+class LoopOnly(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.convs = nn.ModuleList([Gather()])
+
+    def forward(self, x, e):
+        for conv in self.convs:
+            x = conv(x, e)
+        return x
+
+
+KINDS = {"wide": 2, "narrow": 1}
+
+
+class ByDepth(nn.Module):
+    arch_settings = {50: (3, 4, 6, 3), 18: (2, 2, 2, 2), 34: (3, 4, 6, 3)}
+
+    def __init__(self, depth, mode, kind, width=8):
+        super().__init__()
+        if depth not in self.arch_settings:
+            raise KeyError(depth)
+        assert mode in ["collect", "distribute"]
+        assert kind in KINDS and width in range(100)
+        self.blocks = self.arch_settings[depth]
+
+
+def node_norm(self, batch):
+    batch.x = self.bn(batch.x)
+    return batch
+
+
+def heads(batch):
+    return batch.x, batch.y
+
+
+def tensor_attrs(x):
+    return x.view(-1).shape
+
+
+def passed_on(batch):
+    return len(batch.x) + sum(batch)
 
 
 def gather_rows(src, index):
@@ -169,6 +241,35 @@ class UsageTest(unittest.TestCase):
         self.assertEqual(callable_value(3, None, nn), 3)
         m = Stage(8, callable_value(10, "factory", nn), callable_value(32, "callable", nn), None)
         self.assertEqual(tuple(m(torch.ones(2, 8)).shape), (2, 8))
+
+    def test_held_modules(self):
+        # what the sub-modules' forward does with the inputs the model hands them
+        m = Delegates()
+        self.assertEqual(param_uses(type(m).forward, m), {"edges": "pairs"})
+        m = LoopOnly()
+        self.assertEqual(param_uses(type(m).forward, m), {"e": "pairs"})
+        plan = I.forward_plan(m)
+        self.assertEqual(plan, [("x", "tensor"), ("e", "pairs")])
+        self.assertEqual(tuple(m(*I.make_inputs([("float", (4, 8))], plan, torch, m)).shape), (4, 8))
+
+    def test_member_choices(self):
+        # tested for membership in a class table, a list display, a module global: one of
+        # the members, the smallest; `width in range(100)` is not a table of constants
+        self.assertEqual(member_choices(ByDepth), {"depth": 18, "mode": "collect", "kind": "narrow"})
+        self.assertEqual(member_choices(nn.Linear), {})
+
+    def test_records(self):
+        # used only through attributes a tensor lacks, and maybe handed back: a record
+        self.assertEqual(record_attrs(node_norm, torch), {"batch": ["x"]})
+        self.assertEqual(record_attrs(heads, torch), {"batch": ["x", "y"]})
+        # an attribute a tensor has, or the object passed on: not a record
+        self.assertEqual(record_attrs(tensor_attrs, torch), {})
+        self.assertEqual(record_attrs(passed_on, torch), {})
+        args = I.make_inputs([("float", (3, 4))], [("batch", "record:x,y")], torch)
+        self.assertEqual(heads(args[0])[1].shape, (3, 4))
+        again = I.fresh_inputs(args, torch)
+        again[0].x.add_(1)
+        self.assertFalse(torch.equal(again[0].x, args[0].x), "a record is copied with its tensors")
 
     def test_inputs_from_uses(self):
         m = Pairs()

@@ -290,10 +290,16 @@ def ctor_params(cls):
     params = list(sig.parameters.values())[1:]  # drop self
     if params and all(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
         # a forwarding constructor, __init__(self, *args, **kwargs) → super().__init__(...):
-        # the parameters are those of the first base that names its own (not nn.Module's)
+        # the parameters are those of the first base that names its own, a torch layer
+        # too (a wrapper of nn.Conv2d forwards to its in_channels, out_channels, …), never
+        # nn.Module's own or object's
         for base in cls.__mro__[1:]:
             init = base.__dict__.get("__init__")
-            if init is None or getattr(base, "__module__", "").startswith("torch."):
+            if (
+                init is None
+                or base is object
+                or (base.__module__, base.__name__) == ("torch.nn.modules.module", "Module")
+            ):
                 continue
             try:
                 named = list(inspect.signature(init).parameters.values())[1:]

@@ -133,7 +133,10 @@ TORCH_MODULE = re.compile(r"torch\.")
 # `cannot import name 'x' from 'torch.y'` (ImportError.name is the module there)
 TORCH_IMPORT = re.compile(r"cannot import name '\w+' from 'torch(\.[\w.]+)?'")
 NO_CPU_KERNEL = re.compile(
-    r"Could not run '[^']+' with arguments from the 'CPU' backend|not (?:yet )?implemented (?:on|for) (?:the )?CPU",
+    r"Could not run '[^']+' with arguments from the 'CPU' backend|not (?:yet )?implemented (?:on|for) (?:the )?CPU|"
+    # an extension's own per-device dispatch table without a CPU entry
+    # ("roi_align_forward_impl: implementation for device cpu not found.")
+    r"implementation for device cpu not found",
     re.I,
 )
 SHAPE_LINE = re.compile(r"shape|size|dim|\bH\b|\bW\b|len\(|numel|channels", re.I)

@@ -112,6 +112,14 @@ def forward_plan(model, keywords=False):
         uses = param_uses(type(model).forward, model)
     except Exception:  # noqa: BLE001 - reading the code is best effort
         uses = {}
+    try:  # parameters used only through attributes a tensor lacks: records of tensors
+        import torch
+
+        from nnrag_harness.usage import record_attrs
+
+        records = record_attrs(type(model).forward, torch)
+    except Exception:  # noqa: BLE001
+        records = {}
     required = [
         p
         for p in sig.parameters.values()
@@ -137,7 +145,11 @@ def forward_plan(model, keywords=False):
         n = p.name.lower()
         ann = p.annotation
         an = getattr(ann, "__name__", str(ann)) if ann is not inspect.Parameter.empty else ""
-        if is_optional(ann) and (plan or all_optional):
+        if p.name in records and an in ("", "Any", "object"):
+            # `batch.x = self.bn(batch.x)`: an object whose attributes (read by the code)
+            # are tensors of the input's shape (make_inputs)
+            plan.append((p.name, "record:" + ",".join(records[p.name])))
+        elif is_optional(ann) and (plan or all_optional):
             # Optional[X] accepts None (PEP 484): prompts a decoder may go without; the
             # first input stays a tensor unless every parameter is optional
             plan.append((p.name, "none"))
@@ -210,7 +222,7 @@ def targets_as_tensors(plan):
 
 
 def input_candidates(model, plan, width_values, torch, nn, spatial, hints=None):
-    n_tensor = sum(1 for _, k in plan if k in ("tensor", "tensors"))
+    n_tensor = sum(1 for _, k in plan if k in ("tensor", "tensors") or k.startswith("record:"))
     if not plan:
         return [[]]
     has_hw = sum(1 for _, k in plan if k == "int") >= 2 or any(k == "hw" for _, k in plan)
@@ -423,6 +435,14 @@ def make_inputs(specs, plan, torch, model=None):
             else:
                 args.append([t, t.clone()])
             ti += 1
+        elif kind.startswith("record:"):
+            # a record of tensors (types.SimpleNamespace): each attribute the code reads
+            # a tensor of this input's shape
+            import types
+
+            t = tensors[ti] if ti < len(tensors) else tensors[-1]
+            args.append(types.SimpleNamespace(**{a: t.clone() for a in kind[len("record:") :].split(",")}))
+            ti += 1
         elif kind == "int":
             args.append(8)
         elif kind == "hw":
@@ -464,11 +484,21 @@ def shapes_of(args, torch):
 
 
 def fresh_inputs(args, torch):
-    """A copy of forward inputs (tensors cloned, lists copied): a forward that changes
-    its input in place (x.add_(), features.append) must not change the next run's."""
-    return [
-        a.clone() if isinstance(a, torch.Tensor) else fresh_inputs(a, torch) if isinstance(a, list) else a for a in args
-    ]
+    """A copy of forward inputs (tensors cloned, lists copied, a record of tensors made
+    again): a forward that changes its input in place (x.add_(), features.append,
+    batch.x = …) must not change the next run's."""
+    import types
+
+    def one(a):
+        if isinstance(a, torch.Tensor):
+            return a.clone()
+        if isinstance(a, list):
+            return fresh_inputs(a, torch)
+        if type(a) is types.SimpleNamespace:
+            return types.SimpleNamespace(**{k: one(v) for k, v in vars(a).items()})
+        return a
+
+    return [one(a) for a in args]
 
 
 def seed_all(torch, n):

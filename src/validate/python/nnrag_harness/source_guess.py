@@ -24,7 +24,8 @@ class GuessSource(object):
     annotation at each of arguments.CANDIDATE_WIDTHS (width d, heads h); a parameter the
     constructor reads attributes of gets an instance of a repository class that has them,
     built from its witness (req.providers, source_provider.py), else a torch.nn instance
-    that has them (duck typing).
+    that has them (duck typing); a parameter the constructor tests for membership in a
+    table (usage.member_choices) gets one of the table's members.
     A parameter no rule fills ends the plans: `unguessable` says which."""
 
     name = "guess"
@@ -38,6 +39,11 @@ class GuessSource(object):
         ducks = A.duck_modules(req.cls, req.required, req.nn)
         # parameters the class's code calls: a factory or a callable, never a number
         calls = U.called_params(req.cls)
+        # parameters its constructor tests for membership in a table: one of its members
+        try:
+            members = U.member_choices(req.cls)
+        except Exception:  # noqa: BLE001 - reading the code is best effort
+            members = {}
         for d, h in A.CANDIDATE_WIDTHS:
             kwargs, posargs = {}, []
             try:
@@ -48,6 +54,9 @@ class GuessSource(object):
                         v = req.providers[p.name]()
                     elif p.default is inspect.Parameter.empty and p.name in ducks:
                         v = ducks[p.name]()
+                    elif p.default is inspect.Parameter.empty and p.name in members:
+                        # `if depth not in self.arch_settings: raise KeyError(...)`
+                        v = members[p.name]
                     elif p.default is inspect.Parameter.empty:
                         v = A.guess_value(p.name, p.annotation, d, h, req.nn, req.mod_globals, req.seq_len)
                         v = U.callable_value(v, calls.get(p.name), req.nn)

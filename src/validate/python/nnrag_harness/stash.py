@@ -1,7 +1,11 @@
 # What a repository's zygote (zygote.py) imported, shared with the stages that run in
 # its forks (stages.py): the original repository's modules hidden from sys.modules while
-# a candidate runs (STASH), the zygote's own module (IN_ZYGOTE), and the test of whether
-# a module comes from the repository's roots. Below both, so neither imports the other.
+# a candidate runs (STASH), the zygote's own module (IN_ZYGOTE), the test of whether
+# a module comes from the repository's roots, and the packages whose installed
+# distribution is the checkout's own code (same_as_installed: those stay importable,
+# imported once). Below both, so neither imports the other.
+import importlib.machinery
+import os
 import sys
 
 
@@ -33,6 +37,76 @@ def of_roots(m, prefixes):
     return any(f.startswith(pr) for pr in prefixes) or any(x.startswith(pr) for x in paths for pr in prefixes)
 
 
+# top-level name -> whether the environment's installed package of that name is the
+# checkout's own code (same_as_installed); decided once per process
+_SAME = {}
+
+
+def _code_files(top_dir):
+    """Relative paths of a package folder's importable files (the suffixes of
+    importlib.machinery.all_suffixes(): source, bytecode-only and extension modules),
+    __pycache__ left out."""
+    suffixes = tuple(importlib.machinery.all_suffixes())
+    out = set()
+    for d, dirs, files in os.walk(top_dir):
+        dirs[:] = [x for x in dirs if x != "__pycache__"]
+        for f in files:
+            if f.endswith(suffixes):
+                out.add(os.path.relpath(os.path.join(d, f), top_dir))
+    return out
+
+
+def _same_bytes(a, b):
+    try:
+        if os.path.getsize(a) != os.path.getsize(b):
+            return False
+        with open(a, "rb") as fa, open(b, "rb") as fb:
+            return fa.read() == fb.read()
+    except OSError:
+        return False
+
+
+def same_as_installed(top, roots):
+    """Whether the top-level module `top`, imported from the repository's roots, is the
+    same code as the package of that name installed in the environment (a checkout the
+    environment installed, as `pip install .` does): the same importable files with the
+    same bytes. Then the installed copy is not hidden behind the checkout's: a candidate
+    whose `import top.sub` resolves to the installed distribution gets the modules the
+    zygote already imported. Importing that package a second time, from the other
+    folder, would run its import-time code again against what stayed in the process:
+    torch's functional DataPipe names and the shared registries of installed
+    libraries refuse the second registration ("Unable to add DataPipe function name …
+    as it is already taken"). A package whose installed files differ (another version,
+    an extension built only in the installed copy) is hidden as before."""
+    if top in _SAME:
+        return _SAME[top]
+    _SAME[top] = False
+    prefixes = root_prefixes(roots)
+    m = sys.modules.get(top) or STASH.get(top)
+    mine = getattr(m, "__path__", None)
+    try:
+        mine = [str(x) for x in mine] if mine is not None else None
+    except Exception:  # noqa: BLE001 - not a list of folders
+        return False
+    if not mine or len(mine) != 1 or not of_roots(m, prefixes):
+        return False  # a plain module or a namespace package (PEP 420): hidden as before
+    # where `import top` resolves without the repository's roots: the installed package
+    path = [p for p in sys.path if not any((p.rstrip("/") + "/").startswith(pr) for pr in prefixes)]
+    try:
+        spec = importlib.machinery.PathFinder.find_spec(top, path)
+    except Exception:  # noqa: BLE001
+        spec = None
+    locs = list(getattr(spec, "submodule_search_locations", None) or [])
+    if len(locs) != 1 or os.path.realpath(locs[0]) == os.path.realpath(mine[0]):
+        return False
+    files = _code_files(mine[0])
+    if not files or files != _code_files(locs[0]):
+        return False
+    same = all(_same_bytes(os.path.join(mine[0], f), os.path.join(locs[0], f)) for f in files)
+    _SAME[top] = same
+    return same
+
+
 def hide_new_repository_modules(before, roots):
     """After a step that imported the original (namespace stage, a witness value's
     module): take the repository's modules it added out of sys.modules again (sys.modules
@@ -51,5 +125,8 @@ def hide_new_repository_modules(before, roots):
     prefixes = root_prefixes(roots)
     tail = list(itertools.islice(reversed(sys.modules), max(0, len(sys.modules) - before)))
     for name in tail:
-        if of_roots(sys.modules.get(name), prefixes):
-            STASH.setdefault(name, sys.modules.pop(name))
+        m = sys.modules.get(name)
+        if of_roots(m, prefixes):
+            STASH.setdefault(name, m)
+            if not same_as_installed(name.partition(".")[0], roots):
+                del sys.modules[name]

@@ -76,9 +76,42 @@ def _params(node):
     return [p.arg for p in a.posonlyargs + a.args], [p.arg for p in a.kwonlyargs]
 
 
-def param_uses(fn, owner=None, depth=3, _seen=None):
+def record_attrs(fn, torch):
+    """{parameter: [attribute, ...]} for the forward parameters that the code uses only
+    through attributes that a tensor does not have (`batch.x = self.bn(batch.x)`, `return
+    batch.x, batch.y`), and may hand back whole (`return batch`): a record of tensors (a
+    graph batch, a data object), never a tensor itself (an attribute reference reads the
+    object's attribute, Language Reference §6.3.1). Any other use of the name (passed on,
+    subscripted, compared, an attribute a tensor has, such as `.shape` or `.size`) and it
+    is not."""
+    fn, node = _function_node(fn)
+    if node is None:
+        return {}
+    positional, keyword_only = _params(node)
+    params = set(positional + keyword_only) - {"self", "cls"}
+    attrs, other = {}, set()
+    fine = set()  # Name nodes used as an attribute's object or as `return name`
+    for n in ast.walk(node):
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in params:
+            fine.add(id(n.value))
+            if hasattr(torch.Tensor, n.attr):
+                other.add(n.value.id)
+            elif isinstance(n.ctx, ast.Load) and n.attr not in attrs.setdefault(n.value.id, []):
+                attrs[n.value.id].append(n.attr)
+        elif isinstance(n, ast.Return) and isinstance(n.value, ast.Name):
+            fine.add(id(n.value))
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name) and n.id in params and id(n) not in fine:
+            other.add(n.id)
+    return {p: a for p, a in attrs.items() if a and p not in other}
+
+
+def param_uses(fn, owner=None, depth=4, _seen=None):
     """{parameter: "index" | "pairs" | "ids"} for the parameters of `fn` (a function or a
-    bound method; `owner` is the model whose methods and attributes it may reach)."""
+    bound method; `owner` is the model whose methods and attributes it may reach),
+    following calls into module-level functions, the model's own methods and the forward
+    of the sub-modules it holds (`self.conv(x, edge)`, `self.convs[0](…)`, `for conv in
+    self.convs: conv(x, edge)`), `depth` levels deep."""
     _seen = set() if _seen is None else _seen
     fn, node = _function_node(fn)
     if node is None or id(fn) in _seen or depth < 0:
@@ -108,6 +141,22 @@ def param_uses(fn, owner=None, depth=3, _seen=None):
                 if p:
                     rows[t.id] = p
     uses = {}
+    # names bound by `for conv in self.convs:` (an nn.ModuleList / nn.Sequential the
+    # model holds): its first module
+    loops = {}
+    for st in ast.walk(node):
+        if (
+            isinstance(st, ast.For)
+            and isinstance(st.target, ast.Name)
+            and isinstance(st.iter, ast.Attribute)
+            and isinstance(st.iter.value, ast.Name)
+            and st.iter.value.id == "self"
+            and owner is not None
+        ):
+            seq = getattr(owner, "_modules", {}).get(st.iter.attr)
+            first = next(iter(getattr(seq, "_modules", {}).values()), None) if seq is not None else None
+            if first is not None:
+                loops[st.target.id] = first
 
     def mark(expr, how="index"):
         """`expr` is used as an index (how="index"/"ids") or as index pairs ("pairs")."""
@@ -154,9 +203,14 @@ def param_uses(fn, owner=None, depth=3, _seen=None):
                 if n.args:
                     mark(n.args[0], "ids")
                 continue
+            # a sub-module the model holds, called on the parameter (`self.conv(x, edge)`,
+            # or `conv(x, edge)` in `for conv in self.convs`): its own forward's uses
+            held = _held_module(f, owner, loops)
+            if held is not None and callee is None:
+                callee, bound = type(held).forward, True
             if callee is None or depth == 0:
                 continue
-            sub = param_uses(callee, owner, depth - 1, _seen)
+            sub = param_uses(callee, held if held is not None else owner, depth - 1, _seen)
             if not sub:
                 continue
             _, cnode = _function_node(callee)
@@ -193,6 +247,33 @@ class _Embedding:
 
 
 _EMBEDDING = _Embedding()
+
+
+def _held_module(f, owner, loops):
+    """The sub-module (not an nn.Embedding, which _callee answers) a call's function
+    expression denotes: `self.<name>` of the model's registered modules, the first module
+    of a module list it subscripts (`self.convs[i]`), or a name bound by a loop over one
+    (`loops`); else None."""
+    sub = None
+    if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self" and owner is not None:
+        sub = getattr(owner, "_modules", {}).get(f.attr)
+    elif (
+        isinstance(f, ast.Subscript)
+        and isinstance(f.value, ast.Attribute)
+        and isinstance(f.value.value, ast.Name)
+        and f.value.value.id == "self"
+        and owner is not None
+    ):
+        # `self.convs[0](x, edge)`, `self.convs[i](…)`: a module of the list (the first)
+        seq = getattr(owner, "_modules", {}).get(f.value.attr)
+        sub = next(iter(getattr(seq, "_modules", {}).values()), None) if seq is not None else None
+    elif isinstance(f, ast.Name):
+        sub = loops.get(f.id)
+    if sub is None or not isinstance(getattr(type(sub), "forward", None), types.FunctionType):
+        return None
+    if type(sub).__name__ == "Embedding" and type(sub).__module__.startswith("torch.nn"):
+        return None
+    return sub
 
 
 def _callee(f, g, owner):
@@ -254,6 +335,53 @@ def _other_method_nodes(cls):
         _, m = _function_node(member)
         if m is not None:
             yield from ast.walk(m)
+
+
+def member_choices(cls):
+    """{parameter: value} for the constructor parameters of `cls` that __init__ tests for
+    membership (`assert mode in self.table`, `if depth not in self.arch_settings: raise
+    KeyError`, `assert kind in ['collect', 'distribute']`; Language Reference §6.10.2) in
+    a list, tuple or set display of constants, or in a dict, list, tuple or set that is an
+    attribute of the class or a global of its module: one of its members, the smallest
+    when they compare (a ResNet's smallest depth), else the first. Any other value fails
+    the test."""
+    fn = getattr(cls, "__init__", None)
+    node, params, _ = _init_parameters(cls)
+    if node is None:
+        return {}
+    g = getattr(inspect.unwrap(getattr(fn, "__func__", fn)), "__globals__", {})
+
+    def container(e):
+        if isinstance(e, (ast.List, ast.Tuple, ast.Set)):
+            try:
+                return [ast.literal_eval(x) for x in e.elts]
+            except ValueError:
+                return None
+        if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id in ("self", "cls"):
+            v = inspect.getattr_static(cls, e.attr, None)
+        elif isinstance(e, ast.Name):
+            v = g.get(e.id)
+        else:
+            return None
+        if isinstance(v, dict):
+            return list(v.keys())
+        if isinstance(v, (list, tuple, set, frozenset)):
+            return list(v)
+        return None
+
+    out = {}
+    for n in ast.walk(node):
+        if not (isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], (ast.In, ast.NotIn))):
+            continue
+        if not (isinstance(n.left, ast.Name) and n.left.id in params) or n.left.id in out:
+            continue
+        members = [m for m in container(n.comparators[0]) or [] if isinstance(m, (int, float, str)) and m is not None]
+        if members:
+            try:
+                out[n.left.id] = min(members)
+            except TypeError:
+                out[n.left.id] = members[0]
+    return out
 
 
 def called_params(cls):

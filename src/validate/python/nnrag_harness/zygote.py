@@ -10,7 +10,7 @@ import sys
 
 from nnrag_harness import stages as _stages
 from nnrag_harness.channel import NONCE_LEN, Channel, frame
-from nnrag_harness.stash import IN_ZYGOTE, STASH, of_roots, root_prefixes
+from nnrag_harness.stash import IN_ZYGOTE, STASH, of_roots, root_prefixes, same_as_installed
 from nnrag_harness.procs import (
     _loads,
     _exit,
@@ -71,13 +71,19 @@ def zygote_main(worker_class, cfg, roots, module, req_fd, res_fd):
     except BaseException:  # noqa: BLE001 - the equivalence stage reports it
         pass
     prefixes = root_prefixes(roots)
-    for name, m in list(sys.modules.items()):
-        if of_roots(m, prefixes):
-            STASH[name] = sys.modules.pop(name)
     for p in roots:
         while p in sys.path:
             sys.path.remove(p)
     importlib.invalidate_caches()
+    # the repository's modules are hidden from its candidates, except a package the
+    # environment has installed from the same code (stash.same_as_installed): a
+    # candidate's `import pkg.sub` of that installed distribution gets these modules
+    # instead of importing the package a second time
+    for name, m in list(sys.modules.items()):
+        if of_roots(m, prefixes):
+            STASH[name] = m
+            if not same_as_installed(name.partition(".")[0], roots):
+                del sys.modules[name]
     # nothing of the import may act later, between or inside other blocks' runs: its
     # processes (daemons) are killed, signal handlers it set are put back, the zygote is
     # made non-dumpable again (candidates cannot open its /proc/PID/fd or memory), and a
