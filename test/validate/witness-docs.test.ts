@@ -67,12 +67,21 @@ test('witnesses from pytest tests (parametrize, fixtures), a README code block a
     // building, two parametrizations passed, the third was not run (its code names only
     // Banded, through a helper, and two tests naming Banded had run in a row calling no
     // class new to the harvest), one stopped by its own budget
-    // both test files in one pytest session, the one reaching more classes first; the
-    // file that does not import is reported at collection and the other still runs
-    const tf = entry('test:tests/test_layers.py +1');
+    // the test files in one pytest session, the one reaching more classes first; the
+    // file that does not import is reported at collection and the others still run. The
+    // harvest chooses from the answers of the steps dispatched before it in dispatch
+    // order (a lag of 2W-1 steps, so the choice never depends on which finished first):
+    // the README block's answer (Spread) is not applied yet when the session is chosen,
+    // so test_skipped.py, naming Spread, joins it, and its one test is skipped
+    const tf = entry('test:tests/test_layers.py +2');
     assert.ok(tf?.tests, JSON.stringify(h.entries));
-    assert.deepEqual(tf.tests.files, ['tests/test_layers.py', 'tests/test_unimportable.py'], JSON.stringify(tf));
-    assert.equal(tf.tests.collected, 5, JSON.stringify(tf));
+    assert.deepEqual(
+      tf.tests.files,
+      ['tests/test_layers.py', 'tests/test_skipped.py', 'tests/test_unimportable.py'],
+      JSON.stringify(tf),
+    );
+    assert.equal(tf.tests.collected, 6, JSON.stringify(tf));
+    assert.equal(tf.tests.skipped, 1, JSON.stringify(tf));
     assert.equal(tf.tests.passed, 2, JSON.stringify(tf));
     assert.equal(tf.tests.failed, 2, JSON.stringify(tf)); // the stopped test counts as failed
     assert.equal(tf.tests.unneeded, 1, JSON.stringify(tf));
