@@ -38,7 +38,7 @@ import { runCmd } from './run.js';
 import { normalizeDistName } from './names.js';
 import { installableTree, type SourceTree } from './source-tree.js';
 import { checkoutVersion } from './checkout-version.js';
-import { meetsSpecifier } from './requirements.js';
+import { meetsSpecifier, requirementName } from './requirements.js';
 
 /** One requirement line of an environment, with why it is there. */
 export interface EnvRequirement {
@@ -396,7 +396,7 @@ function groupRequirements(
     // part (`xtcocotools --no-binary xtcocotools`, `--hash=…`): the resolver takes the
     // requirement alone
     const spec = given.replace(/\s+--?[a-z].*$/i, '').trim();
-    const name = /^\s*([A-Za-z0-9][A-Za-z0-9._-]*)/.exec(spec)?.[1];
+    const name = requirementName(spec);
     if (!name) return;
     const key = normalizeDistName(name);
     if (systemTorch && key === 'torch') return;
@@ -419,7 +419,7 @@ function groupRequirements(
   for (const c of pinned.values()) add(`${c.distribution}==${c.version}`, c.repo, true);
   for (const r of needs.repos.filter((x) => repos.includes(x.name))) {
     for (const d of r.declared) {
-      const name = /^\s*([A-Za-z0-9][A-Za-z0-9._-]*)/.exec(d)?.[1];
+      const name = requirementName(d);
       const hit = name ? indexedDists.get(normalizeDistName(name)) : undefined;
       if (!hit || hit.repo === r.name || !packaged(hit.root)) continue;
       // a declared requirement of an indexed repository: against its checkout's version
@@ -429,7 +429,7 @@ function groupRequirements(
       if (pinned.has(normalizeDistName(name!)) || !repos.includes(hit.repo)) add(d, r.name);
     }
     for (const d of [...r.declared, ...r.imported]) {
-      const name = /^\s*([A-Za-z0-9][A-Za-z0-9._-]*)/.exec(d)?.[1];
+      const name = requirementName(d);
       if (!name) continue;
       const key = normalizeDistName(name);
       if (indexedDists.has(key)) continue;
@@ -483,7 +483,7 @@ export function indexedInstalls(needs: PyPINeeds, repos: string[]): IndexedInsta
   const out = new Map<string, IndexedInstall>();
   for (const r of needs.repos.filter((x) => repos.includes(x.name))) {
     for (const d of r.declared) {
-      const name = /^\s*([A-Za-z0-9][A-Za-z0-9._-]*)/.exec(d)?.[1];
+      const name = requirementName(d);
       const hit = name ? dists.get(normalizeDistName(name)) : undefined;
       // a checkout whose version does not meet the declared pin is not installed: the
       // pinned version comes from the index (groupRequirements)
@@ -596,7 +596,7 @@ export function blamedRepos(needs: PyPINeeds, repos: string[], error: string): s
     const x = needs.repos.find((y) => y.name === r);
     if (!x) return false;
     return [...x.declared, ...x.imported].some((d) => {
-      const name = /^\s*([A-Za-z0-9][A-Za-z0-9._-]*)/.exec(d)?.[1];
+      const name = requirementName(d);
       return !!name && !common.has(normalizeDistName(name)) && named(name);
     });
   });

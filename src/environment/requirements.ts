@@ -183,6 +183,12 @@ export function testedPin(dist: string, version: string | null): string {
   return m ? `${dist}>=${m[1]}` : dist;
 }
 
+/** The distribution name a PEP 508 requirement starts with (`mmcv>=2.0.0rc4` → `mmcv`), as
+ *  written (compare with normalizeDistName), or null. */
+export function requirementName(spec: string): string | null {
+  return /^\s*([A-Za-z0-9][A-Za-z0-9._-]*)/.exec(spec)?.[1] ?? null;
+}
+
 /** The requirement lines with each distribution a slim module imports from (instead of
  *  copying its code: `emission.packages`, src/emit/slim/packages.ts) pinned to the very
  *  version whose files it was emitted and validated against, `dist==version` (PEP 440
@@ -197,7 +203,7 @@ export function pinImportedPackages(
     const pin = `${p.distribution}==${p.version}`;
     const key = normalizeDistName(p.distribution);
     const i = out.findIndex((l) => {
-      const name = /^\s*([A-Za-z0-9][A-Za-z0-9._-]*)/.exec(l)?.[1];
+      const name = requirementName(l);
       return !!name && normalizeDistName(name) === key;
     });
     if (i >= 0) out[i] = pin;
