@@ -153,8 +153,7 @@ def param_uses(fn, owner=None, depth=4, _seen=None):
             and st.iter.value.id == "self"
             and owner is not None
         ):
-            seq = getattr(owner, "_modules", {}).get(st.iter.attr)
-            first = next(iter(getattr(seq, "_modules", {}).values()), None) if seq is not None else None
+            first = _first_held(owner, st.iter.attr)
             if first is not None:
                 loops[st.target.id] = first
 
@@ -249,6 +248,13 @@ class _Embedding:
 _EMBEDDING = _Embedding()
 
 
+def _first_held(owner, attr):
+    """The first module of the module list (nn.ModuleList, nn.Sequential) the model holds
+    as `attr`, or None."""
+    seq = getattr(owner, "_modules", {}).get(attr)
+    return next(iter(getattr(seq, "_modules", {}).values()), None) if seq is not None else None
+
+
 def _held_module(f, owner, loops):
     """The sub-module (not an nn.Embedding, which _callee answers) a call's function
     expression denotes: `self.<name>` of the model's registered modules, the first module
@@ -265,8 +271,7 @@ def _held_module(f, owner, loops):
         and owner is not None
     ):
         # `self.convs[0](x, edge)`, `self.convs[i](…)`: a module of the list (the first)
-        seq = getattr(owner, "_modules", {}).get(f.value.attr)
-        sub = next(iter(getattr(seq, "_modules", {}).values()), None) if seq is not None else None
+        sub = _first_held(owner, f.value.attr)
     elif isinstance(f, ast.Name):
         sub = loops.get(f.id)
     if sub is None or not isinstance(getattr(type(sub), "forward", None), types.FunctionType):
@@ -375,7 +380,7 @@ def member_choices(cls):
             continue
         if not (isinstance(n.left, ast.Name) and n.left.id in params) or n.left.id in out:
             continue
-        members = [m for m in container(n.comparators[0]) or [] if isinstance(m, (int, float, str)) and m is not None]
+        members = [m for m in container(n.comparators[0]) or [] if isinstance(m, (int, float, str))]
         if members:
             try:
                 out[n.left.id] = min(members)
