@@ -26,7 +26,6 @@ import {
   matchRowidsAfter,
   matchRowids,
   matchRowidsIn,
-  matchRowidsLimit,
   matchRowidsSeek,
   optimizeFts,
   putDocs,
@@ -632,7 +631,9 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
   const largeAt = opts.large ?? LARGE;
   const totalCap = opts.totalCap ?? TOTAL_CAP;
   // the first matches, enough to tell whether the query takes the large path
-  const first = Number.isFinite(largeAt) ? matchRowidsLimit(store, union, largeAt + 1) : matchRowids(store, union);
+  const first = Number.isFinite(largeAt)
+    ? matchRowidsAfter(store, union, Number.MIN_SAFE_INTEGER, largeAt + 1)
+    : matchRowids(store, union);
   const large = first.length > largeAt;
   const shown: number[] = [];
   const failed: number[] = [];

@@ -205,21 +205,14 @@ export function matchRowidsSeek(store: IndexStore, match: string, rowids: ArrayL
     .all(match, JSON.stringify(Array.from(rowids))) as number[];
 }
 
-/** At most `limit` rowids an FTS query matches after rowid `after`, in rowid order (the
- *  next chunk of a count that reads the matches a chunk at a time). */
+/** At most `limit` rowids an FTS query matches after rowid `after` (the first ones with
+ *  Number.MIN_SAFE_INTEGER), in rowid order: a count that reads the matches a chunk at a
+ *  time. */
 export function matchRowidsAfter(store: IndexStore, match: string, after: number, limit: number): number[] {
   return store
     .stmt('SELECT rowid FROM search_fts WHERE search_fts MATCH ? AND rowid > ? LIMIT ?')
     .pluck()
     .all(match, after, limit) as number[];
-}
-
-/** At most `limit` rowids an FTS query matches, the first in rowid order. */
-export function matchRowidsLimit(store: IndexStore, match: string, limit: number): number[] {
-  return store
-    .stmt('SELECT rowid FROM search_fts WHERE search_fts MATCH ? LIMIT ?')
-    .pluck()
-    .all(match, limit) as number[];
 }
 
 /** Rowids of every document an FTS query matches (unfiltered: no join, no auxiliary
