@@ -39,6 +39,18 @@ import { normalizeDistName } from './names.js';
 import { installableTree, type SourceTree } from './source-tree.js';
 import { checkoutVersion } from './checkout-version.js';
 import { meetsSpecifier, requirementName } from './requirements.js';
+import {
+  asOfArgs,
+  asOfHeader,
+  asOfPlan,
+  datedFailures,
+  revisionDate,
+  sourceOnlyPins,
+  TORCH_FAMILY,
+  type AsOfChoice,
+  type AsOfContext,
+  type AsOfPlan,
+} from './as-of.js';
 
 /** One requirement line of an environment, with why it is there. */
 export interface EnvRequirement {
@@ -115,6 +127,18 @@ export interface EnvGroup {
   fromIndex?: FromIndex[];
   /** how its bytecode was made: shared from other environments or compiled */
   bytecode?: Omit<BytecodeReport, 'seconds'>;
+  /** the dates its lock was resolved as of (as-of.ts; none with `--no-as-of`) */
+  asOf?: GroupAsOf;
+}
+
+/** The dates of a group's resolution: uv's `--exclude-newer` for all, the distributions
+ *  dated by the repositories that name them, those not dated, and those that fell back to
+ *  the newest release, with why. */
+export interface GroupAsOf {
+  global?: string;
+  dated: Record<string, string>;
+  undated: string[];
+  lifted: { distribution: string; reason: string }[];
 }
 
 export interface EnvManifestPyPI {
@@ -128,6 +152,9 @@ export interface EnvManifestPyPI {
   torch: string;
   /** reuse the base interpreter's own torch (`--system-site-packages`) */
   systemTorch: boolean;
+  /** what the resolution was dated by: the repositories' revisions (default), a date given
+   *  with --as-of, or nothing (--no-as-of); absent in manifests from before it existed */
+  asOf?: AsOfChoice;
   groups: EnvGroup[];
   /** imports no declared requirement or known name provides: never installed on a guess */
   unresolved: { module: string; candidates: string[]; neededBy: string[] }[];
@@ -167,6 +194,9 @@ export interface PyPIOptions {
   native?: boolean;
   /** where built wheels are cached (default `<nnrag home>/wheels`) */
   wheelCache?: string;
+  /** resolve as of the repositories' revisions (default, `revisions`), as of one date, or
+   *  not dated (false); default what the environment was made with */
+  asOf?: AsOfChoice;
   onLog?: (line: string) => void;
 }
 
@@ -602,14 +632,28 @@ export function blamedRepos(needs: PyPINeeds, repos: string[], error: string): s
   });
 }
 
-/** Resolve requirements into a lock with `uv pip compile` (no install). */
+/** How a resolution is dated (as-of.ts): `plain` not at all (torch's own requirements),
+ *  `dated` by the revisions, `final` dated and checked for releases of their date that
+ *  would be built from source here (a group's lock, before it is installed). */
+type CompileMode = 'plain' | 'dated' | 'final';
+
+/** The resolution dates of one `env create`/`env sync` (kept per options object, like the
+ *  build fixes). */
+const asOfOf = new WeakMap<PyPIOptions, AsOfContext>();
+
+/** Resolve requirements into a lock with `uv pip compile` (no install). Dated (as-of.ts):
+ *  a distribution the resolver reports it filtered by date so that nothing resolves, or
+ *  failed to build at the release of its date, and (`final`) one whose release of its
+ *  date has no wheel for this interpreter, is resolved again without its date, and why is
+ *  kept in the context. The lock's header names the dates. */
 async function compile(
   uv: string,
   python: string,
   reqs: EnvRequirement[],
   opts: PyPIOptions,
   workDir: string,
-): Promise<{ lock: string } | { error: string }> {
+  mode: CompileMode = 'dated',
+): Promise<{ lock: string; plan: AsOfPlan } | { error: string }> {
   mkdirSync(workDir, { recursive: true });
   const input = path.join(workDir, 'requirements.in');
   // a checkout's pin is a wheel of its name and version only (PEP 427: METADATA, WHEEL,
@@ -644,10 +688,62 @@ async function compile(
   for (const s of stubs) args.push('--no-emit-package', s);
   if (opts.offline) args.push('--offline');
   if (opts.wheels) args.push('--find-links', opts.wheels);
-  const r = await withBuildFixes((extra) => runCmd(uv, [...args, ...extra], { env: uvEnv() }), workDir, opts);
-  if (r.code !== 0)
-    return { error: r.stderr.trim().split('\n').slice(-12).join('\n') || `uv pip compile exited ${r.code}` };
-  return { lock: r.stdout };
+  const ctx = mode === 'plain' ? undefined : asOfOf.get(opts);
+  const named = reqs.map((r) => ({ ...r, name: requirementName(r.spec) }));
+  const log = opts.onLog ?? (() => {});
+  const lift = (key: string, why: string) => {
+    ctx!.lifted.set(key, why);
+    log(`  ${key}: ${why}`);
+  };
+  for (let round = 0; ; round++) {
+    const plan: AsOfPlan = ctx ? asOfPlan(named, ctx) : { packages: new Map() };
+    const dated = asOfArgs(plan);
+    const isDated = (k: string) =>
+      !ctx!.exempt.has(k) &&
+      !ctx!.lifted.has(k) &&
+      (plan.packages.has(k) ? plan.packages.get(k) !== false : !!plan.global);
+    const dateOf = (k: string) => (plan.packages.get(k) as string | undefined) ?? plan.global;
+    const r = await withBuildFixes(
+      (extra) => runCmd(uv, [...args, ...dated, ...extra], { env: uvEnv() }),
+      workDir,
+      opts,
+    );
+    if (r.code !== 0) {
+      const { filtered, unbuilt } = ctx ? datedFailures(r.stderr) : { filtered: [], unbuilt: [] };
+      const newly = [...filtered.filter(isDated), ...unbuilt.filter((k) => isDated(k) && !filtered.includes(k))];
+      if (ctx && newly.length && round < 8) {
+        for (const k of filtered.filter(isDated))
+          lift(
+            k,
+            `no release before ${dateOf(k)} meets the requirements: resolved without a date (the newest release)`,
+          );
+        for (const k of unbuilt.filter((x) => isDated(x) && !filtered.includes(x)))
+          lift(k, `its release of ${dateOf(k)} did not build here: resolved without a date (the newest release)`);
+        continue;
+      }
+      return { error: r.stderr.trim().split('\n').slice(-12).join('\n') || `uv pip compile exited ${r.code}` };
+    }
+    if (ctx && mode === 'final' && (plan.global || plan.packages.size) && round < 8) {
+      // the same resolution as a PEP 751 lock: its wheels are those that install on this
+      // interpreter and platform, so a dated release with none would be built from source
+      // (a release from before CPython 3.11 had wheels)
+      const pl = await withBuildFixes(
+        (extra) => runCmd(uv, [...args, ...dated, ...extra, '--format', 'pylock.toml'], { env: uvEnv() }),
+        workDir,
+        opts,
+      );
+      const src = pl.code === 0 ? sourceOnlyPins(pl.stdout).filter((p) => isDated(p.name)) : [];
+      if (src.length) {
+        for (const p of src)
+          lift(
+            p.name,
+            `${p.name} ${p.version}, its release before ${dateOf(p.name)}, has no wheel for this interpreter (it would be built from source): resolved without a date`,
+          );
+        continue;
+      }
+    }
+    return { lock: (ctx ? asOfHeader(plan, ctx) : '') + r.stdout, plan };
+  }
 }
 
 /** What the builds of source distributions need beyond what they declare, learnt from
@@ -1122,6 +1218,51 @@ async function groupBytecode(dir: string, log: (l: string) => void): Promise<Omi
   return rep;
 }
 
+/** The dates of one `env create`/`env sync`: each repository's revision date, and what is
+ *  never dated: torch's family, torch's own requirements (resolved once, undated: the torch
+ *  the user asked pins them) and --packages. */
+async function asOfContext(
+  uv: string,
+  py: string,
+  n: PyPINeeds,
+  choice: Exclude<AsOfChoice, false>,
+  torch: string,
+  extra: string[],
+  systemTorch: boolean,
+  opts: PyPIOptions,
+  work: string,
+): Promise<AsOfContext> {
+  const dates = new Map<string, Date | null>();
+  for (const r of n.repos) dates.set(r.name, await revisionDate(r.root));
+  const exempt = new Set(TORCH_FAMILY);
+  for (const p of extra) {
+    const name = requirementName(p);
+    if (name) exempt.add(normalizeDistName(name));
+  }
+  if (!systemTorch) {
+    const t = await compile(uv, py, [{ spec: torch, neededBy: ['nnrag'] }], opts, path.join(work, 'torch'), 'plain');
+    if ('lock' in t) for (const p of lockPins(t.lock)) exempt.add(p.split('==')[0]);
+  }
+  return { choice, dates, exempt, lifted: new Map(), now: new Date() };
+}
+
+/** What a group's manifest says of its dates. */
+function groupAsOf(plan: AsOfPlan, ctx: AsOfContext): GroupAsOf {
+  const dated: Record<string, string> = {};
+  const undated: string[] = [];
+  for (const [k, v] of [...plan.packages].sort(([a], [b]) => a.localeCompare(b)))
+    if (v === false) undated.push(k);
+    else dated[k] = v;
+  return {
+    ...(plan.global ? { global: plan.global } : {}),
+    dated,
+    undated,
+    lifted: [...ctx.lifted]
+      .filter(([k]) => plan.packages.get(k) === false)
+      .map(([distribution, reason]) => ({ distribution, reason })),
+  };
+}
+
 /** The torch version a lock pins (or the base interpreter's, with systemTorch). */
 function torchOf(pins: string[]): string {
   return pins.find((p) => p.startsWith('torch=='))?.slice('torch=='.length) ?? 'system';
@@ -1162,6 +1303,14 @@ export async function syncPyPIEnvironment(
   const allRepos = n.repos.map((r) => r.name);
   const groups: EnvGroup[] = [];
   const extra = opts.packages ?? [];
+  // resolution as of the repositories' revisions (as-of.ts): what was asked now, else what
+  // the environment was made with
+  const asOf: AsOfChoice = opts.asOf ?? previous?.asOf ?? 'revisions';
+  const asOfCtx: AsOfContext =
+    asOf === false
+      ? { choice: false, dates: new Map(), exempt: new Set(), lifted: new Map(), now: new Date() }
+      : await asOfContext(uv, py, n, asOf, torch, extra, systemTorch, opts, work);
+  asOfOf.set(opts, asOfCtx);
   let shared = allRepos;
   let sharedLock = await compile(uv, py, groupRequirements(n, shared, torch, extra, systemTorch), opts, work);
   const own: { repo: string; conflict: string }[] = [];
@@ -1231,6 +1380,7 @@ export async function syncPyPIEnvironment(
     repos: string[],
     lock: string,
     conflict?: string,
+    plan?: AsOfPlan,
   ): Promise<EnvGroup> => {
     await makeVenv(uv, base, gdir, systemTorch);
     const pins = lockPins(lock);
@@ -1345,12 +1495,23 @@ export async function syncPyPIEnvironment(
       ...(conflict ? { conflict } : {}),
       ...(fromIndex.length ? { fromIndex } : {}),
       bytecode,
+      ...(plan && asOf !== false ? { asOf: groupAsOf(plan, asOfCtx) } : {}),
     };
   };
-  groups.push(await installGroup('shared', target, shared, (sharedLock as { lock: string }).lock));
+  // the groups' locks, dated, checked for releases that would be built from source here
+  if (asOf !== false) {
+    const fin = await compile(uv, py, groupRequirements(n, shared, torch, extra, systemTorch), opts, work, 'final');
+    if ('lock' in fin) sharedLock = fin;
+    else
+      log(
+        `the shared lock checked for wheels did not resolve; kept as resolved: ${fin.error.split('\n').slice(-1)[0]}`,
+      );
+  }
+  const sl = sharedLock as { lock: string; plan: AsOfPlan };
+  groups.push(await installGroup('shared', target, shared, sl.lock, undefined, sl.plan));
   for (const o of own) {
     const repos = universe(n, o.repo);
-    const lock = await compile(uv, py, groupRequirements(n, repos, torch, extra, systemTorch), opts, work);
+    const lock = await compile(uv, py, groupRequirements(n, repos, torch, extra, systemTorch), opts, work, 'final');
     if ('error' in lock) {
       log(
         `${o.repo}: its own requirements do not resolve either; it validates in the shared environment: ${lock.error.split('\n').slice(-1)[0]}`,
@@ -1369,7 +1530,14 @@ export async function syncPyPIEnvironment(
       continue;
     }
     groups.push(
-      await installGroup(o.repo, path.join(target, 'repos', o.repo.replace(/\//g, '__')), repos, lock.lock, o.conflict),
+      await installGroup(
+        o.repo,
+        path.join(target, 'repos', o.repo.replace(/\//g, '__')),
+        repos,
+        lock.lock,
+        o.conflict,
+        lock.plan,
+      ),
     );
   }
   rmSync(work, { recursive: true, force: true });
@@ -1394,6 +1562,7 @@ export async function syncPyPIEnvironment(
     basePython: base,
     torch,
     systemTorch,
+    asOf,
     groups,
     unresolved: [...unresolved.values()].sort((a, b) => a.module.localeCompare(b.module)),
   };
