@@ -39,6 +39,7 @@ import { normalizeDistName } from './names.js';
 import { installableTree, type SourceTree } from './source-tree.js';
 import { checkoutVersion } from './checkout-version.js';
 import { meetsSpecifier, requirementName } from './requirements.js';
+import { probeImports, unmetBounds, type ImportConstraint, type ImportFailure } from './import-probe.js';
 import {
   asOfArgs,
   asOfHeader,
@@ -129,6 +130,13 @@ export interface EnvGroup {
   bytecode?: Omit<BytecodeReport, 'seconds'>;
   /** the dates its lock was resolved as of (as-of.ts; none with `--no-as-of`) */
   asOf?: GroupAsOf;
+  /** imports of its repositories' requirements that failed once it was installed */
+  importFailures?: ImportFailure[];
+}
+
+/** A version bound learnt from an import, and the repositories it was added to. */
+export interface LearntConstraint extends ImportConstraint {
+  repos: string[];
 }
 
 /** The dates of a group's resolution: uv's `--exclude-newer` for all, the distributions
@@ -155,6 +163,8 @@ export interface EnvManifestPyPI {
   /** what the resolution was dated by: the repositories' revisions (default), a date given
    *  with --as-of, or nothing (--no-as-of); absent in manifests from before it existed */
   asOf?: AsOfChoice;
+  /** version bounds learnt from imports (import-probe.ts), applied as requirements */
+  importConstraints?: LearntConstraint[];
   groups: EnvGroup[];
   /** imports no declared requirement or known name provides: never installed on a guess */
   unresolved: { module: string; candidates: string[]; neededBy: string[] }[];
@@ -197,6 +207,9 @@ export interface PyPIOptions {
   /** resolve as of the repositories' revisions (default, `revisions`), as of one date, or
    *  not dated (false); default what the environment was made with */
   asOf?: AsOfChoice;
+  /** import the groups' requirements once installed and resolve again with the version
+   *  bounds their imports enforce (import-probe.ts; default true) */
+  probeImports?: boolean;
   onLog?: (line: string) => void;
 }
 
@@ -1246,6 +1259,18 @@ async function asOfContext(
   return { choice, dates, exempt, lifted: new Map(), now: new Date() };
 }
 
+/** The needs with learnt bounds added to the declared requirements of their repositories. */
+function withConstraints(needs: PyPINeeds, learnt: LearntConstraint[]): PyPINeeds {
+  if (!learnt.length) return needs;
+  return {
+    ...needs,
+    repos: needs.repos.map((r) => {
+      const add = learnt.filter((c) => c.repos.includes(r.name)).map((c) => c.requirement);
+      return add.length ? { ...r, declared: [...r.declared, ...add.filter((a) => !r.declared.includes(a))] } : r;
+    }),
+  };
+}
+
 /** What a group's manifest says of its dates. */
 function groupAsOf(plan: AsOfPlan, ctx: AsOfContext): GroupAsOf {
   const dated: Record<string, string> = {};
@@ -1279,6 +1304,7 @@ export async function syncPyPIEnvironment(
   dir: string,
   needs: PyPINeeds | null,
   opts: PyPIOptions = {},
+  learnt?: LearntConstraint[],
 ): Promise<EnvManifestPyPI> {
   const uv = findUv();
   if (!uv) throw new NnragError('uv is not installed: run scripts/setup.sh (it installs uv), or `pip install uv`');
@@ -1294,7 +1320,10 @@ export async function syncPyPIEnvironment(
   const torch = systemTorch ? 'system' : opts.torch ? torchRequirement(opts.torch) : (previous?.torch ?? 'torch');
   const log = opts.onLog ?? (() => {});
   mkdirSync(target, { recursive: true });
-  const n: PyPINeeds = needs ?? { repos: [], indexed: new Map() };
+  // the bounds earlier imports taught (import-probe.ts), as requirements of the
+  // repositories that need the distribution enforcing them
+  const constraints = learnt ?? (opts.probeImports === false ? [] : (previous?.importConstraints ?? []));
+  const n: PyPINeeds = withConstraints(needs ?? { repos: [], indexed: new Map() }, constraints);
   const work = path.join(target, '.nnrag-work');
   // groups: every repository together first; the repositories whose requirements do not
   // resolve with the shared set get an environment of their own universe
@@ -1540,6 +1569,57 @@ export async function syncPyPIEnvironment(
       ),
     );
   }
+  // the groups' requirements imported once: a bound an import enforces that the installed
+  // version does not meet is learnt, and everything is resolved again with it (once)
+  if (opts.probeImports !== false) {
+    const fresh: LearntConstraint[] = [];
+    for (const g of groups) {
+      const prev = previous?.groups.find((x) => x.dir === g.dir);
+      const same =
+        prev?.importFailures &&
+        prev.lockDigest === g.lockDigest &&
+        JSON.stringify(prev.indexed.map((x) => x.checkout)) === JSON.stringify(g.indexed.map((x) => x.checkout));
+      const skip = new Set([...TORCH_FAMILY, ...TOOL_REQUIREMENTS]);
+      const installed = new Map(g.pins.map((p) => p.split('==') as [string, string]));
+      for (const c of checkoutPins(n, g.repos).values()) installed.set(normalizeDistName(c.distribution), c.version);
+      const dists = [
+        ...new Set(
+          g.requirements
+            .filter((r) => !r.checkout && r.neededBy.some((x) => x !== 'nnrag'))
+            .map((r) => normalizeDistName(requirementName(r.spec) ?? ''))
+            .filter((k) => k && installed.has(k) && !skip.has(k)),
+        ),
+      ].sort();
+      const t0 = Date.now();
+      g.importFailures = same ? prev!.importFailures! : await probeImports(envPython(g.dir), dists);
+      if (!same)
+        log(
+          `  imported ${dists.length} requirements of ${g.name === 'shared' ? 'the shared environment' : g.name}: ${g.importFailures.length} failed (${((Date.now() - t0) / 1000).toFixed(0)} s)`,
+        );
+      for (const f of g.importFailures) {
+        const by = `${normalizeDistName(f.distribution)}==${installed.get(normalizeDistName(f.distribution)) ?? '?'}`;
+        for (const b of unmetBounds(f, installed)) {
+          if ([...constraints, ...fresh].some((c) => c.requirement === b.requirement && c.by === by)) continue;
+          const names = (r: string) => {
+            const x = n.repos.find((y) => y.name === r);
+            return [...(x?.declared ?? []), ...(x?.imported ?? [])].map((d) =>
+              normalizeDistName(requirementName(d) ?? ''),
+            );
+          };
+          const named = g.repos.filter((r) => names(r).includes(normalizeDistName(f.distribution)));
+          const c: LearntConstraint = { ...b, by, error: f.error.slice(0, 400), repos: named.length ? named : g.repos };
+          fresh.push(c);
+          log(
+            `  ${by} enforces ${b.requirement} at import (installed: ${b.distribution} ${b.installed}): resolving again with it as a requirement of ${c.repos.join(', ')}`,
+          );
+        }
+      }
+    }
+    if (fresh.length && !learnt) {
+      rmSync(work, { recursive: true, force: true });
+      return syncPyPIEnvironment(dir, needs, { ...opts }, [...constraints, ...fresh]);
+    }
+  }
   rmSync(work, { recursive: true, force: true });
   const unresolved = new Map<string, { module: string; candidates: string[]; neededBy: string[] }>();
   for (const r of n.repos) {
@@ -1563,6 +1643,7 @@ export async function syncPyPIEnvironment(
     torch,
     systemTorch,
     asOf,
+    ...(constraints.length ? { importConstraints: constraints } : {}),
     groups,
     unresolved: [...unresolved.values()].sort((a, b) => a.module.localeCompare(b.module)),
   };
