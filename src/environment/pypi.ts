@@ -1569,6 +1569,33 @@ export async function syncPyPIEnvironment(
       ),
     );
   }
+  rmSync(work, { recursive: true, force: true });
+  const unresolved = new Map<string, { module: string; candidates: string[]; neededBy: string[] }>();
+  for (const r of n.repos) {
+    for (const m of r.unknown) {
+      const u = unresolved.get(m) ?? {
+        module: m,
+        candidates: [m, m.replace(/_/g, '-')].filter((x, i, a) => a.indexOf(x) === i),
+        neededBy: [],
+      };
+      if (!u.neededBy.includes(r.name)) u.neededBy.push(r.name);
+      unresolved.set(m, u);
+    }
+  }
+  const now = new Date().toISOString();
+  const manifest: EnvManifestPyPI = {
+    version: 1,
+    backend: 'pypi',
+    created: previous?.created ?? now,
+    updated: now,
+    basePython: base,
+    torch,
+    systemTorch,
+    asOf,
+    ...(constraints.length ? { importConstraints: constraints } : {}),
+    groups,
+    unresolved: [...unresolved.values()].sort((a, b) => a.module.localeCompare(b.module)),
+  };
   // the groups' requirements imported once: a bound an import enforces that the installed
   // version does not meet is learnt, and everything is resolved again with it (once)
   if (opts.probeImports !== false) {
@@ -1616,37 +1643,12 @@ export async function syncPyPIEnvironment(
       }
     }
     if (fresh.length && !learnt) {
-      rmSync(work, { recursive: true, force: true });
+      // what this pass installed is the previous state of the next: what it left
+      // unchanged (locks, checkouts at the same revision) is not installed again
+      writeFileSync(manifestPath(target), JSON.stringify(manifest, null, 1) + '\n');
       return syncPyPIEnvironment(dir, needs, { ...opts }, [...constraints, ...fresh]);
     }
   }
-  rmSync(work, { recursive: true, force: true });
-  const unresolved = new Map<string, { module: string; candidates: string[]; neededBy: string[] }>();
-  for (const r of n.repos) {
-    for (const m of r.unknown) {
-      const u = unresolved.get(m) ?? {
-        module: m,
-        candidates: [m, m.replace(/_/g, '-')].filter((x, i, a) => a.indexOf(x) === i),
-        neededBy: [],
-      };
-      if (!u.neededBy.includes(r.name)) u.neededBy.push(r.name);
-      unresolved.set(m, u);
-    }
-  }
-  const now = new Date().toISOString();
-  const manifest: EnvManifestPyPI = {
-    version: 1,
-    backend: 'pypi',
-    created: previous?.created ?? now,
-    updated: now,
-    basePython: base,
-    torch,
-    systemTorch,
-    asOf,
-    ...(constraints.length ? { importConstraints: constraints } : {}),
-    groups,
-    unresolved: [...unresolved.values()].sort((a, b) => a.module.localeCompare(b.module)),
-  };
   writeFileSync(manifestPath(target), JSON.stringify(manifest, null, 1) + '\n');
   return manifest;
 }
