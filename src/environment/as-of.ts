@@ -138,15 +138,18 @@ export function asOfArgs(plan: AsOfPlan): string[] {
 }
 
 /** The lock's header lines for a plan (comments: `uv pip sync` skips them; the digest of the
- *  lock covers them). */
-export function asOfHeader(plan: AsOfPlan, ctx: AsOfContext): string {
+ *  lock covers them), naming the distributions of `present` when given. */
+export function asOfHeader(plan: AsOfPlan, ctx: AsOfContext, present?: Set<string>): string {
   if (ctx.choice === false) return '# nnrag as-of: none (newest releases)\n';
   if (!plan.global && !plan.packages.size) return '';
-  const dated = [...plan.packages]
+  // only the distributions of this lock (`present`): a fallback learnt in another group
+  // does not change it
+  const here = [...plan.packages].filter(([k]) => !present || present.has(k));
+  const dated = here
     .filter(([, v]) => v !== false)
     .sort(([a], [b]) => a.localeCompare(b))
     .map(([k, v]) => `${k}=${v}`);
-  const undated = [...plan.packages]
+  const undated = here
     .filter(([, v]) => v === false)
     .map(([k]) => k)
     .sort();

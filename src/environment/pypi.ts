@@ -528,9 +528,17 @@ export function indexedInstalls(needs: PyPINeeds, repos: string[]): IndexedInsta
     for (const d of r.declared) {
       const name = requirementName(d);
       const hit = name ? dists.get(normalizeDistName(name)) : undefined;
-      // a checkout whose version does not meet the declared pin is not installed: the
-      // pinned version comes from the index (groupRequirements)
-      if (hit && packaged(hit.root) && hit.repo !== r.name && !out.has(hit.repo) && checkoutMeets(hit, d))
+      // a checkout whose version does not meet every requirement the repository declares
+      // of it (mmpose's `mmcv>=2.0.0,<3.0.0` and a learnt `mmcv<2.2.0`) is not installed:
+      // the version they pin comes from the index (groupRequirements)
+      const all = r.declared.filter((x) => normalizeDistName(requirementName(x) ?? '') === normalizeDistName(name!));
+      if (
+        hit &&
+        packaged(hit.root) &&
+        hit.repo !== r.name &&
+        !out.has(hit.repo) &&
+        all.every((x) => checkoutMeets(hit, x))
+      )
         out.set(hit.repo, { repo: hit.repo, distribution: hit.name, root: hit.root });
     }
     const own = ownInstall(needs, r);
@@ -755,7 +763,11 @@ async function compile(
         continue;
       }
     }
-    return { lock: (ctx ? asOfHeader(plan, ctx) : '') + r.stdout, plan };
+    const present = new Set([
+      ...lockPins(r.stdout).map((p) => p.split('==')[0]),
+      ...named.map((x) => normalizeDistName(x.name ?? '')),
+    ]);
+    return { lock: (ctx ? asOfHeader(plan, ctx, present) : '') + r.stdout, plan };
   }
 }
 
@@ -1272,18 +1284,21 @@ function withConstraints(needs: PyPINeeds, learnt: LearntConstraint[]): PyPINeed
 }
 
 /** What a group's manifest says of its dates. */
-function groupAsOf(plan: AsOfPlan, ctx: AsOfContext): GroupAsOf {
+function groupAsOf(plan: AsOfPlan, ctx: AsOfContext, pins: string[]): GroupAsOf {
   const dated: Record<string, string> = {};
   const undated: string[] = [];
+  // what the group resolved: a fallback learnt in another group is not this one's
+  const here = new Set(pins.map((p) => p.split('==')[0]));
   for (const [k, v] of [...plan.packages].sort(([a], [b]) => a.localeCompare(b)))
-    if (v === false) undated.push(k);
-    else dated[k] = v;
+    if (v === false) {
+      if (here.has(k)) undated.push(k);
+    } else dated[k] = v;
   return {
     ...(plan.global ? { global: plan.global } : {}),
     dated,
     undated,
     lifted: [...ctx.lifted]
-      .filter(([k]) => plan.packages.get(k) === false)
+      .filter(([k]) => plan.packages.get(k) === false && here.has(k))
       .map(([distribution, reason]) => ({ distribution, reason })),
   };
 }
@@ -1524,7 +1539,7 @@ export async function syncPyPIEnvironment(
       ...(conflict ? { conflict } : {}),
       ...(fromIndex.length ? { fromIndex } : {}),
       bytecode,
-      ...(plan && asOf !== false ? { asOf: groupAsOf(plan, asOfCtx) } : {}),
+      ...(plan && asOf !== false ? { asOf: groupAsOf(plan, asOfCtx, pins) } : {}),
     };
   };
   // the groups' locks, dated, checked for releases that would be built from source here
