@@ -294,6 +294,8 @@ export interface PipelineOptions extends ExtractOptions {
   onWarning?: (msg: string) => void;
   /** where the run's time goes (a new table when not given); stored with the run */
   costs?: Costs;
+  /** the most lines usage roots may add to a module (default USAGE_ROOTS_MAX_LINES) */
+  usageRootsMaxLines?: number;
 }
 
 const MAX_CALL_SITES = 6;
@@ -457,6 +459,15 @@ function originalSysPath(
  *  for any snippet), else the first module stays. Nothing is tried when one of the names
  *  cannot become a root (private, not indexed). A second round adds what the new
  *  module's arguments still name, at most two rounds. */
+/** The most lines usage roots may add to a module (see withUsageRoots): a root that
+ *  brings more (a test's model class with its framework's registry, config and logging
+ *  machinery: mmengine's ToyModel added 12,397 lines to a 146-line block) leaves the
+ *  block without a usage line rather than unreadable. The largest roots the reference
+ *  corpus takes otherwise add about 530 lines (torchvision's RAFT). */
+export const USAGE_ROOTS_MAX_LINES = 1000;
+
+const lineCount = (text: string) => text.split('\n').length;
+
 async function withUsageRoots(
   ws: Workspace,
   id: string,
@@ -489,6 +500,19 @@ async function withUsageRoots(
       extractText(ws, id, { ...opts, profile: 'faithful', roots }),
     );
     if (!em.text || em.text === req.source || !em.record.emission.usageRoots?.length) return null;
+    // a usage example must not bury the block: roots that would add more than
+    // USAGE_ROOTS_MAX_LINES lines (a model class that brings its framework along) are not
+    // copied, and the record says why the block has no usage line
+    const added = lineCount(em.text) - lineCount(req.source);
+    const bound = opts.usageRootsMaxLines ?? USAGE_ROOTS_MAX_LINES;
+    if (added > bound) {
+      const names = roots.map((r) => r.name).join(', ');
+      first.usageSkipped =
+        `copying ${names} for the usage line would add ${added} lines (bound ${bound}); ${first.usageSkipped ?? ''}`
+          .replace(/; $/, '')
+          .slice(0, 300);
+      return null;
+    }
     const rreq: ValidationRequest = { ...req, source: em.text };
     if (req.namespace && em.namespace) rreq.namespace = em.namespace;
     if (req.original) {
