@@ -503,7 +503,17 @@ async function withUsageRoots(
     // a usage example must not bury the block: roots that would add more than
     // USAGE_ROOTS_MAX_LINES lines (a model class that brings its framework along) are not
     // copied, and the record says why the block has no usage line
-    const added = lineCount(em.text) - lineCount(req.source);
+    // measured on the module kept: the slim one drops what the block alone does not
+    // reach, so a root can cost far more lines there than in the faithful module (which
+    // may already hold the root's framework for another reason)
+    let added = lineCount(em.text) - lineCount(req.source);
+    if ((opts.profile ?? 'slim') === 'slim') {
+      const inputs = { seeds: slimSeeds(req, first.args), entry: slimEntry(req, first.args) };
+      const slimOf = (r?: RootDef[]) =>
+        costs.time('emission slim', repo, () => extractText(ws, id, { ...opts, profile: 'slim', roots: r }, inputs));
+      const [without, withRoots] = [slimOf(undefined), slimOf(roots)];
+      if (without.text && withRoots.text) added = Math.max(added, lineCount(withRoots.text) - lineCount(without.text));
+    }
     const bound = opts.usageRootsMaxLines ?? USAGE_ROOTS_MAX_LINES;
     if (added > bound) {
       const names = roots.map((r) => r.name).join(', ');
@@ -957,7 +967,15 @@ export async function extractAndValidate(
           const emitted = [record];
           let roots: BuildOptions['roots'];
           if (passesStages(result, required) && !result.usage && result.usageNeeds?.length) {
-            const more = await withUsageRoots(ws, id, { ...opts, importable }, req, result, validateCached, costs);
+            const more = await withUsageRoots(
+              ws,
+              id,
+              { ...opts, importable, installed, profile },
+              req,
+              result,
+              validateCached,
+              costs,
+            );
             if (more) {
               emitted.push(more.record);
               ({ record, text, result, req, roots } = more);
