@@ -434,7 +434,12 @@ export const commands: Record<string, Command> = {
         const asOfText = ctx.values['as-of'] as string | undefined;
         if (asOfText !== undefined && ctx.values['no-as-of'])
           throw new UsageError('--as-of and --no-as-of: give one of them');
-        if (asOfText !== undefined) parseAsOf(asOfText);
+        if (asOfText !== undefined)
+          try {
+            parseAsOf(asOfText);
+          } catch (e) {
+            throw new UsageError((e as Error).message);
+          }
         const asOf = ctx.values['no-as-of'] ? false : asOfText !== undefined ? { date: asOfText } : undefined;
         // the store is read before minutes of downloads: a wrong --store fails at once
         const ws = withStore ? openWorkspace(ctx) : undefined;
