@@ -7,11 +7,16 @@
 // naming a version specifier of another installed distribution that its installed
 // version does not meet ("Please install mmcv>=2.0.0rc4, <2.2.0.", PEP 440 specifiers) is
 // a constraint learnt from the package itself: the group is resolved again with it (as a
-// requirement of the repositories that need the importing distribution). What the
-// packages declare comes first; this only adds what their own import insists on.
+// requirement of the repositories that need the importing distribution). One message
+// names no specifier but means one: NumPy 2's ABI error for an extension compiled against
+// NumPy 1.x (numpy<2). What the packages declare comes first; this only adds what their
+// own import insists on.
 import { normalizeDistName } from './names.js';
 import { meetsSpecifier } from './requirements.js';
 import { runCmd } from './run.js';
+
+/** The probe's version: results of an older probe are not reused (pypi.ts). */
+export const PROBE_VERSION = 2;
 
 /** An import of a distribution's top-level module that failed. */
 export interface ImportFailure {
@@ -33,7 +38,7 @@ export interface ImportConstraint {
 }
 
 // imports each distribution's top-level modules (top_level.txt, else the first part of its
-// installed files) in turn, printing one JSON line per failure as it comes (a later import
+// installed files) and its compiled extension modules in turn, printing one JSON line per failure as it comes (a later import
 // that hangs or crashes the process loses nothing printed before it)
 const PROBE = String.raw`
 import sys, json, importlib, importlib.metadata as md, traceback
@@ -48,9 +53,13 @@ for name in json.loads(sys.argv[1]):
                        for f in (d.files or []) if len(f.parts) and f.parts[0] != ".."
                        and not f.parts[0].endswith((".dist-info", ".data", ".pth", ".egg-info"))
                        and (f.suffix == ".py" and (len(f.parts) == 1 or f.parts[-1] == "__init__.py"))})
-    for mod in tops:
-        if not mod.isidentifier() or mod.startswith("_") or mod in ("tests", "test", "docs", "examples"):
-            continue
+    mods = [m for m in tops if m.isidentifier() and not m.startswith("_") and m not in ("tests", "test", "docs", "examples")]
+    # its compiled extension modules too (xtcocotools/_mask.*.so): where a binary
+    # incompatibility shows, often not imported by the package's __init__
+    for f in d.files or []:
+        if f.suffix == ".so" and len(f.parts) > 1 and f.parts[0] in mods and all(p.isidentifier() for p in f.parts[:-1]):
+            mods.append(".".join(f.parts[:-1] + (f.parts[-1].split(".")[0],)))
+    for mod in mods:
         try:
             importlib.import_module(mod)
         except BaseException as e:
@@ -105,5 +114,20 @@ export function unmetBounds(
     if (meetsSpecifier(have, requirement)) continue;
     if (!out.some((o) => o.requirement === requirement)) out.push({ distribution: key, requirement, installed: have });
   }
+  // NumPy 2.0 changed its C ABI: an extension compiled against NumPy 1.x fails at import
+  // under NumPy 2 ("numpy.dtype size changed, may indicate binary incompatibility", or
+  // NumPy's own "A module that was compiled using NumPy 1.x cannot be run in NumPy 2");
+  // NumPy 2.0 migration guide, "NumPy 2.0 ABI". The bound it needs is numpy<2.
+  const numpy = installed.get('numpy');
+  if (
+    numpy &&
+    !meetsSpecifier(numpy, 'numpy<2') &&
+    self !== 'numpy' &&
+    /numpy\.dtype size changed, may indicate binary incompatibility|compiled using NumPy 1\.x cannot be run in\s+NumPy 2/.test(
+      failure.error,
+    ) &&
+    !out.some((o) => o.distribution === 'numpy')
+  )
+    out.push({ distribution: 'numpy', requirement: 'numpy<2', installed: numpy });
   return out;
 }

@@ -39,7 +39,7 @@ import { normalizeDistName } from './names.js';
 import { installableTree, type SourceTree } from './source-tree.js';
 import { checkoutVersion } from './checkout-version.js';
 import { meetsSpecifier, requirementName } from './requirements.js';
-import { probeImports, unmetBounds, type ImportConstraint, type ImportFailure } from './import-probe.js';
+import { PROBE_VERSION, probeImports, unmetBounds, type ImportConstraint, type ImportFailure } from './import-probe.js';
 import {
   asOfArgs,
   asOfHeader,
@@ -132,6 +132,8 @@ export interface EnvGroup {
   asOf?: GroupAsOf;
   /** imports of its repositories' requirements that failed once it was installed */
   importFailures?: ImportFailure[];
+  /** the version of the probe that found them */
+  importProbe?: number;
 }
 
 /** A version bound learnt from an import, and the repositories it was added to. */
@@ -1619,6 +1621,7 @@ export async function syncPyPIEnvironment(
       const prev = previous?.groups.find((x) => x.dir === g.dir);
       const same =
         prev?.importFailures &&
+        prev.importProbe === PROBE_VERSION &&
         prev.lockDigest === g.lockDigest &&
         JSON.stringify(prev.indexed.map((x) => x.checkout)) === JSON.stringify(g.indexed.map((x) => x.checkout));
       const skip = new Set([...TORCH_FAMILY, ...TOOL_REQUIREMENTS]);
@@ -1634,6 +1637,7 @@ export async function syncPyPIEnvironment(
       ].sort();
       const t0 = Date.now();
       g.importFailures = same ? prev!.importFailures! : await probeImports(envPython(g.dir), dists);
+      g.importProbe = PROBE_VERSION;
       if (!same)
         log(
           `  imported ${dists.length} requirements of ${g.name === 'shared' ? 'the shared environment' : g.name}: ${g.importFailures.length} failed (${((Date.now() - t0) / 1000).toFixed(0)} s)`,

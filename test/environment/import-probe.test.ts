@@ -44,6 +44,17 @@ test('the bounds an import error names that the installed versions do not meet',
     unmetBounds({ ...mmdet, error: "ImportError: cannot import name 'x' from 'mmcv.ops'" }, installed),
     [],
   );
+  // NumPy 2's ABI error for an extension compiled against NumPy 1.x (xtcocotools 1.14.3)
+  const abi = {
+    distribution: 'xtcocotools',
+    module: 'xtcocotools',
+    error:
+      'ValueError: numpy.dtype size changed, may indicate binary incompatibility. Expected 96 from C header, got 88 from PyObject',
+  };
+  assert.deepEqual(unmetBounds(abi, new Map([['numpy', '2.3.5']])), [
+    { distribution: 'numpy', requirement: 'numpy<2', installed: '2.3.5' },
+  ]);
+  assert.deepEqual(unmetBounds(abi, new Map([['numpy', '1.26.4']])), [], 'already before NumPy 2');
 });
 
 const BASE = '/usr/bin/python3';
