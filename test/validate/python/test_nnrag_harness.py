@@ -3,12 +3,14 @@ module: values (encode / decode), harvest (argparse defaults read statically, si
 configurations by use, entry-point call plans), sources (the witness source and the
 label -> source rule) and stash (the original's modules hidden and kept). Run with a Python that has torch (test/validate/harness-package.test.ts)."""
 
+import copy
 import dataclasses
 import functools
 import os
 import sys
 import tempfile
 import types
+import typing
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "src", "validate", "python"))
@@ -924,8 +926,11 @@ class WitnessRulesTest(unittest.TestCase):
         t = {i: i < 2 for i in range(5)}
         enc = V.encode(t)
         self.assertEqual(V.decode(enc, resolve, torch), t)
+        # a value JSON cannot spell as itself: the general form, keys and values encoded
+        self.assertIn("$map", V.encode({1: float("inf")}))
+        self.assertEqual(V.decode(V.encode({1: float("inf")}), resolve, torch), {1: float("inf")})
         with self.assertRaises(V.Unencodable):
-            V.encode({1: float("inf")})
+            V.encode({1.5: 1})  # a float key is no plain key
 
     def test_flag_variants_read_through_calls(self):
         cfg = {"kind": "argparse", "fields": {"big": False, "width": 4, "quiet": False}}
@@ -1179,10 +1184,6 @@ class ProviderTest(unittest.TestCase):
         self.assertEqual(PR.module_providers(req, broken, self.resolve, torch, nn), {})
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
 class StashTest(unittest.TestCase):
     """hide_new_repository_modules: the repository's modules a step imported leave
     sys.modules but stay in STASH, so the next step (equivalence) gets the same modules
@@ -1217,3 +1218,164 @@ class StashTest(unittest.TestCase):
                 for name in ("nnragstash_pkg", "nnragstash_shared"):
                     sys.modules.pop(name, None)
                     STASH_MOD.STASH.pop(name, None)
+
+
+class Passing(nn.Module):
+    """A message-passing base: no forward of its own worth running (a docstring only)."""
+
+    def forward(self, *args):
+        """Subclasses compute here."""
+
+
+class NoWidths(Passing):
+    def forward(self, x):
+        return x
+
+
+class WideConv(Passing):
+    def __init__(self, in_channels, out_channels):
+        super().__init__()
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.lin = nn.Linear(in_channels, out_channels)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+class Abstract(Passing):
+    def forward(self, x):
+        raise NotImplementedError
+
+
+class Directed(nn.Module):
+    """A wrapper taking an instance (`conv: Passing`, PEP 484) and reading its widths."""
+
+    def __init__(self, conv: Passing, alpha: float = 0.5):
+        super().__init__()
+        self.conv = copy.deepcopy(conv)
+        self.lin = nn.Linear(conv.in_channels, conv.out_channels)
+
+    def forward(self, x):
+        return self.conv(x) + self.lin(x)
+
+
+class Typed(nn.Module):
+    """Takes the class object (`Type[C]`): builds its layer itself."""
+
+    def __init__(self, block: typing.Type[WideConv], width: int):
+        super().__init__()
+        self.layer = block(width, width)
+
+    def forward(self, x):
+        return self.layer(x)
+
+
+class Misannotated(nn.Module):
+    """Annotated with the class but calls it to build (through a method): a factory."""
+
+    def __init__(self, block: WideConv, width: int):
+        super().__init__()
+        self.layer = self._make(block, width)
+
+    def _make(self, b, w):
+        return b(w, w)
+
+    def forward(self, x):
+        return self.layer(x)
+
+
+class Keyed(nn.Module):
+    def __init__(self, convs: typing.Dict[typing.Tuple[str, str, str], Passing]):
+        super().__init__()
+        self.convs = nn.ModuleDict({"__".join(k): v for k, v in convs.items()})
+
+    def forward(self, x):
+        return sum(c(x) for c in self.convs.values())
+
+
+class InstanceAnnotationTest(unittest.TestCase):
+    """PEP 484: a parameter annotated with a class C takes an instance of C (only Type[C]
+    takes the class): built from C or a concrete subclass, with the attributes the
+    constructor reads of it."""
+
+    def test_class_annotation_kinds(self):
+        self.assertEqual(A.class_annotation(Passing, nn), ("instance", [Passing], None))
+        self.assertEqual(A.class_annotation(typing.Optional[Passing], nn), ("instance", [Passing], None))
+        self.assertEqual(A.class_annotation(typing.Type[Passing], nn), ("class", [Passing], None))
+        self.assertEqual(A.class_annotation(typing.Callable[..., Passing], nn), ("class", [Passing], None))
+        self.assertEqual(A.class_annotation(typing.List[Passing], nn), ("list", [Passing], None))
+        self.assertEqual(A.class_annotation(typing.Dict[str, Passing], nn), ("dict", [Passing], str))
+        self.assertIsNone(A.class_annotation(nn.Module, nn), "nn.Module: any module, no class")
+        self.assertIsNone(A.class_annotation(int, nn))
+
+    def test_concrete_classes(self):
+        got = A.concrete_classes(Passing, nn)
+        self.assertNotIn(Passing, got, "a docstring-only forward is a placeholder")
+        self.assertNotIn(Abstract, got, "a forward raising NotImplementedError is abstract")
+        self.assertEqual(got[:2], [NoWidths, WideConv], "fewest required parameters first")
+
+    def test_instance_with_the_attributes_read(self):
+        g = sys.modules[__name__].__dict__
+        cands, why = CA.arg_candidates(Directed, [], g, nn)
+        self.assertIsNone(why)
+        kwargs = next(c for c in cands if c[0].startswith("heuristic"))[2]
+        self.assertIsInstance(kwargs["conv"], WideConv, "NoWidths has no in_channels: passed over")
+        m = Directed(**kwargs)
+        self.assertEqual(list(m(torch.randn(3, kwargs["conv"].in_channels)).shape)[0], 3)
+
+    def test_type_and_factory_keep_the_class(self):
+        g = sys.modules[__name__].__dict__
+        for cls in (Typed, Misannotated):
+            kwargs = next(c for c in CA.arg_candidates(cls, [], g, nn)[0] if c[0].startswith("heuristic"))[2]
+            self.assertIs(kwargs["block"], WideConv, cls.__name__)
+            cls(**kwargs)
+
+    def test_dict_of_instances(self):
+        v = A.guess_value("convs", typing.Dict[typing.Tuple[str, str, str], Passing], 8, 2, nn)
+        self.assertEqual(list(v), [("a", "a", "a")])
+        self.assertIsInstance(v[("a", "a", "a")], NoWidths)
+        Keyed(v)
+
+    def test_dict_keyed_by_tuples_is_recorded(self):
+        # a witness keyed by typed names (edge types) encodes and decodes
+        enc = V.encode({("a", "to", "b"): 1.5, ("b", "to", "a"): [2]})
+        self.assertEqual(V.decode(enc, resolve, torch), {("a", "to", "b"): 1.5, ("b", "to", "a"): [2]})
+
+
+class MaskInputTest(unittest.TestCase):
+    """A required `mask` parameter (no default, not Optional) gets a tensor, boolean when
+    the code uses it as one; only an Optional one gets None (PEP 484)."""
+
+    def test_required_masks(self):
+        class Weighted(nn.Module):
+            def forward(self, x, mask):
+                return x * mask.size(1)
+
+        class Filled(nn.Module):
+            def forward(self, x, mask):
+                return x.masked_fill(mask, 0.0)
+
+        class Positions(nn.Module):
+            def forward(self, mask):
+                return (~mask).cumsum(1)
+
+        class Maybe(nn.Module):
+            def forward(self, x, mask: typing.Optional[torch.Tensor]):
+                return x if mask is None else x * mask
+
+        for m, kind, dtype in (
+            (Weighted(), "mask", torch.float32),
+            (Filled(), "bool-mask", torch.bool),
+            (Positions(), "bool-mask", torch.bool),
+        ):
+            plan = I.forward_plan(m)
+            self.assertEqual(plan[-1], ("mask", kind), type(m).__name__)
+            specs = I.input_candidates(m, plan, [8], torch, nn, 8)[0]
+            inputs = I.make_inputs(specs, plan, torch, m)
+            self.assertEqual(inputs[-1].dtype, dtype)
+            m(*inputs)
+        self.assertEqual(I.forward_plan(Maybe()), [("x", "tensor"), ("mask", "none")])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -186,7 +186,10 @@ def forward_plan(model, keywords=False):
         elif plan and TOKEN_IDS.match(n):
             plan.append((p.name, "ids"))  # token ids beside another input (image, text)
         elif "mask" in n:
-            plan.append((p.name, "none"))
+            # a required mask (no default, not Optional: a call must pass a value, PEP 484
+            # gives None only to Optional) is a tensor like the input: boolean when the code
+            # uses it as one (`~mask`, `x[mask]`, masked_fill), else weights in [0, 1)
+            plan.append((p.name, "bool-mask" if p.name in bool_masks(type(model).forward) else "mask"))
         elif an == "bool":
             plan.append((p.name, "false"))
         elif uses.get(p.name) in ("index", "pairs") or (plan and uses.get(p.name) == "ids"):
@@ -199,6 +202,48 @@ def forward_plan(model, keywords=False):
     if not plan:
         plan.append(("x", "tensor"))
     return plan
+
+
+MASK_BOOL_CALLS = {"masked_fill", "masked_fill_", "masked_select", "masked_scatter", "where", "logical_not"}
+
+
+def bool_masks(fn):
+    """The parameters of `fn` its code uses as booleans: inverted (`~p`, `not`-like
+    `logical_not(p)`), a subscript's index (`x[p]`, boolean indexing), the mask of
+    masked_fill / masked_select / masked_scatter, the condition of torch.where, or
+    converted with `.bool()`. Read with ast; runs nothing."""
+    import ast
+
+    from nnrag_harness.usage import _function_node, _params
+
+    fn, node = _function_node(fn)
+    if node is None:
+        return set()
+    positional, keyword_only = _params(node)
+    params = set(positional + keyword_only) - {"self", "cls"}
+    out = set()
+
+    def name(e):
+        return e.id if isinstance(e, ast.Name) and e.id in params else None
+
+    for e in ast.walk(node):
+        if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Invert) and name(e.operand):
+            out.add(name(e.operand))
+        elif isinstance(e, ast.Subscript) and name(e.slice):
+            out.add(name(e.slice))
+        elif isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute):
+            if e.func.attr == "bool" and name(e.func.value):
+                out.add(name(e.func.value))
+            elif e.func.attr in MASK_BOOL_CALLS:
+                # x.masked_fill(mask, v) / torch.where(mask, a, b) / torch.masked_fill(x, mask, v)
+                is_method = not (isinstance(e.func.value, ast.Name) and e.func.value.id == "torch")
+                pos = 0 if (is_method or e.func.attr in ("where", "logical_not")) else 1
+                if len(e.args) > pos and name(e.args[pos]):
+                    out.add(name(e.args[pos]))
+                for kw in e.keywords:
+                    if kw.arg in ("mask", "condition") and name(kw.value):
+                        out.add(name(kw.value))
+    return out
 
 
 TOKEN_IDS = re.compile(r"^(text|texts|tokens|token_ids|input_ids|ids|tokenized|captions?)$")
@@ -222,7 +267,7 @@ def targets_as_tensors(plan):
 
 
 def input_candidates(model, plan, width_values, torch, nn, spatial, hints=None):
-    n_tensor = sum(1 for _, k in plan if k in ("tensor", "tensors") or k.startswith("record:"))
+    n_tensor = sum(1 for _, k in plan if k in ("tensor", "tensors", "mask", "bool-mask") or k.startswith("record:"))
     if not plan:
         return [[]]
     has_hw = sum(1 for _, k in plan if k == "int") >= 2 or any(k == "hw" for _, k in plan)
@@ -426,6 +471,13 @@ def make_inputs(specs, plan, torch, model=None):
     for _, kind in plan:
         if kind == "tensor":
             args.append(tensors[ti] if ti < len(tensors) else tensors[-1])
+            ti += 1
+        elif kind in ("mask", "bool-mask"):
+            # a required mask: of this input's shape, booleans or weights in [0, 1)
+            t = tensors[ti] if ti < len(tensors) else tensors[-1]
+            if t.is_floating_point():
+                t = t > 0 if kind == "bool-mask" else torch.sigmoid(t)
+            args.append(t)
             ti += 1
         elif kind == "tensors":
             # a list the block concatenates along channels: the spec's channels in two halves
