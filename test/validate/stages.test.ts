@@ -143,6 +143,11 @@ describe('validation stages', { skip: skip ?? false }, () => {
     assert.deepEqual(r.input_shapes![0], r.input_shapes![1]);
   });
 
+  it('gives a forward parameter asserted or annotated with a class of the module an instance of it', () => {
+    const r = results.get('good/object_input.py')!;
+    assert.equal(r.ok, true, `${r.stage} ${r.error}`);
+  });
+
   it('repairs an input from the shape error of a first try (token count 8 → 49)', () => {
     const r = results.get('good/fixed_tokens.py')!;
     assert.deepEqual(r.input_shapes, [[2, 49, 24]]);

@@ -1220,6 +1220,47 @@ class StashTest(unittest.TestCase):
                     STASH_MOD.STASH.pop(name, None)
 
 
+class InstalledIsolationTest(unittest.TestCase):
+    """stash.isolable_installed / hide_installed / restore_installed: an installed
+    pure-Python package that the original's import loaded and filled (a registry) is
+    imported afresh by the candidate and put back for the equivalence stage; one with an
+    extension module, the standard library and the repository's own stay."""
+
+    def test_registry_filled_by_the_original_is_fresh_for_the_copy(self):
+        import importlib
+
+        with tempfile.TemporaryDirectory() as site, tempfile.TemporaryDirectory() as root:
+            os.makedirs(os.path.join(site, "nnragiso_reg"))
+            with open(os.path.join(site, "nnragiso_reg", "__init__.py"), "w") as f:
+                f.write("REG = {}\n")
+            os.makedirs(os.path.join(root, "nnragiso_repo"))
+            with open(os.path.join(root, "nnragiso_repo", "__init__.py"), "w") as f:
+                f.write("import json, nnragiso_reg, nnragiso_ext\nnnragiso_reg.REG['Conv'] = 1\n")
+            ext = types.ModuleType("nnragiso_ext")
+            ext.__file__ = os.path.join(site, "nnragiso_ext.cpython-311-x86_64-linux-gnu.so")
+            sys.path[:0] = [root, site]
+            names = ("nnragiso_repo", "nnragiso_reg", "nnragiso_ext")
+            try:
+                before = set(sys.modules)
+                sys.modules["nnragiso_ext"] = ext  # an extension module the import loaded
+                old = importlib.import_module("nnragiso_repo")
+                got = STASH_MOD.isolable_installed(before, STASH_MOD.root_prefixes([root]))
+                self.assertEqual(sorted(got), ["nnragiso_reg"], "not the repository's, json or an extension")
+                STASH_MOD.INSTALLED.update(got)
+                STASH_MOD.hide_installed()
+                fresh = importlib.import_module("nnragiso_reg")
+                self.assertEqual(fresh.REG, {}, "the copy sees the package as a process of its own would")
+                self.assertIs(old.nnragiso_reg.REG["Conv"], 1)
+                STASH_MOD.restore_installed()
+                self.assertIs(sys.modules["nnragiso_reg"], old.nnragiso_reg, "the original's, for equivalence")
+            finally:
+                STASH_MOD.INSTALLED.clear()
+                for p in (root, site):
+                    sys.path.remove(p)
+                for name in names:
+                    sys.modules.pop(name, None)
+
+
 class Passing(nn.Module):
     """A message-passing base: no forward of its own worth running (a docstring only)."""
 
@@ -1375,6 +1416,43 @@ class MaskInputTest(unittest.TestCase):
             self.assertEqual(inputs[-1].dtype, dtype)
             m(*inputs)
         self.assertEqual(I.forward_plan(Maybe()), [("x", "tensor"), ("mask", "none")])
+
+
+class Coords:
+    """A structured input: features and their integer coordinates."""
+
+    def __init__(self, features: torch.Tensor, indices: torch.Tensor, spatial_shape: typing.List[int], batch_size: int):
+        self.features, self.indices, self.spatial_shape, self.batch_size = features, indices, spatial_shape, batch_size
+
+
+class TakesCoords(nn.Module):
+    def forward(self, input):
+        assert isinstance(input, Coords)
+        return input.features[input.indices[:, 0].long()]
+
+
+class AnnotatedCoords(nn.Module):
+    def forward(self, x: Coords, scale: float = 1.0):
+        return x.features * scale
+
+
+class ObjectInputTest(unittest.TestCase):
+    """A forward parameter asserted (`assert isinstance(p, C)`) or annotated (PEP 484)
+    with a class of the code's own gets an instance of it, built from its constructor."""
+
+    def test_object_inputs(self):
+        self.assertEqual(I.object_inputs(TakesCoords.forward), {"input": Coords})
+        self.assertEqual(I.object_inputs(AnnotatedCoords.forward), {"x": Coords})
+        self.assertEqual(I.object_inputs(Lin.forward), {}, "an unannotated tensor")
+        for m in (TakesCoords(), AnnotatedCoords()):
+            plan = I.forward_plan(m)
+            self.assertEqual(plan[0][1], "object")
+            specs = I.input_candidates(m, plan, [8], torch, nn, 8)[0]
+            (obj,) = I.make_inputs(specs, plan, torch, m)
+            self.assertIsInstance(obj, Coords)
+            self.assertEqual(obj.indices.dtype, torch.int32, "coordinates are integers")
+            self.assertEqual(obj.indices.shape[1], len(obj.spatial_shape) + 1, "batch index and one per dimension")
+            m(obj)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,61 @@ STASH = {}
 IN_ZYGOTE = []
 
 
+# Modules of installed pure-Python packages that the zygote's import of the original
+# loaded first (name -> module, isolable_installed): hidden from sys.modules while a
+# candidate runs, so the copy that imports such a package (mmengine, whose registries the
+# original's import filled: `MODELS.register_module('Conv2d', …)`) gets it afresh, as it
+# would in a process of its own; put back for the equivalence stage (hide_installed,
+# restore_installed).
+INSTALLED = {}
+_HIDDEN = {}
+
+
+def _pure_python(m):
+    """A module loaded from Python source or bytecode (not an extension module, which
+    cannot be initialised a second time in one process)."""
+    f = getattr(m, "__file__", None)
+    return f is None or (isinstance(f, str) and f.endswith((".py", ".pyc")))
+
+
+def isolable_installed(before, prefixes):
+    """{name: module} of the modules imported since `before` (a set of sys.modules' names)
+    that belong to top-level packages the import loaded first, outside the repository's
+    roots, the standard library (sys.stdlib_module_names), torch and the harness, whose
+    every loaded module is pure Python."""
+    std = set(getattr(sys, "stdlib_module_names", ())) | {"torch", "nnrag_harness", "__main__"}
+    tops = {}
+    for name, m in list(sys.modules.items()):
+        if name in before:
+            continue
+        top = name.partition(".")[0]
+        if top in before or top in std or top.startswith("_") or m is None:
+            continue
+        tops.setdefault(top, {})[name] = m
+    out = {}
+    for mods in tops.values():
+        if any(of_roots(m, prefixes) or not _pure_python(m) for m in mods.values()):
+            continue
+        out.update(mods)
+    return out
+
+
+def hide_installed():
+    """Take INSTALLED's modules out of sys.modules (a candidate is about to import)."""
+    for name in INSTALLED:
+        m = sys.modules.pop(name, None)
+        if m is not None:
+            _HIDDEN[name] = m
+
+
+def restore_installed():
+    """Put the zygote's modules of INSTALLED back (the equivalence stage runs the
+    original, which was built against them)."""
+    for name, m in _HIDDEN.items():
+        sys.modules[name] = m
+    _HIDDEN.clear()
+
+
 def root_prefixes(roots):
     return [r.rstrip("/") + "/" for r in roots or []]
 
