@@ -1236,16 +1236,23 @@ class InstalledIsolationTest(unittest.TestCase):
             os.makedirs(os.path.join(root, "nnragiso_repo"))
             with open(os.path.join(root, "nnragiso_repo", "__init__.py"), "w") as f:
                 f.write("import json, nnragiso_reg, nnragiso_ext\nnnragiso_reg.REG['Conv'] = 1\n")
+            os.makedirs(os.path.join(site, "nnragiso_held"))
+            with open(os.path.join(site, "nnragiso_held", "__init__.py"), "w") as f:
+                f.write("class Expr: pass\n")
             ext = types.ModuleType("nnragiso_ext")
             ext.__file__ = os.path.join(site, "nnragiso_ext.cpython-311-x86_64-linux-gnu.so")
             sys.path[:0] = [root, site]
-            names = ("nnragiso_repo", "nnragiso_reg", "nnragiso_ext")
+            names = ("nnragiso_repo", "nnragiso_reg", "nnragiso_ext", "nnragiso_held")
             try:
                 before = set(sys.modules)
                 sys.modules["nnragiso_ext"] = ext  # an extension module the import loaded
+                # ... holding a class of another pure-Python package: that one stays
+                ext.Expr = importlib.import_module("nnragiso_held").Expr
                 old = importlib.import_module("nnragiso_repo")
-                got = STASH_MOD.isolable_installed(before, STASH_MOD.root_prefixes([root]))
-                self.assertEqual(sorted(got), ["nnragiso_reg"], "not the repository's, json or an extension")
+                got = STASH_MOD.isolable_installed(before, [root])
+                self.assertEqual(
+                    sorted(got), ["nnragiso_reg"], "not the repository's, json, an extension or what one holds"
+                )
                 STASH_MOD.INSTALLED.update(got)
                 STASH_MOD.hide_installed()
                 fresh = importlib.import_module("nnragiso_reg")

@@ -82,7 +82,7 @@ def zygote_main(worker_class, cfg, roots, module, req_fd, res_fd):
     prefixes = root_prefixes(roots)
     # installed pure-Python packages the original's import loaded first: its candidates
     # import them afresh (stash.INSTALLED), not as the original's import left them
-    INSTALLED.update(isolable_installed(before, prefixes))
+    INSTALLED.update(isolable_installed(before, roots))
     for p in roots:
         while p in sys.path:
             sys.path.remove(p)
