@@ -769,7 +769,11 @@ async function compile(
       ...lockPins(r.stdout).map((p) => p.split('==')[0]),
       ...named.map((x) => normalizeDistName(x.name ?? '')),
     ]);
-    return { lock: (ctx ? asOfHeader(plan, ctx, present) : '') + r.stdout, plan };
+    // the lock names its input file (`# via -r …/requirements.in`) by its path in this
+    // environment's work folder: written relative, so the same resolution gives the same
+    // lock and digest (the environment id) in any folder and on any machine
+    const text = r.stdout.split(input).join('requirements.in');
+    return { lock: (ctx ? asOfHeader(plan, ctx, present) : '') + text, plan };
   }
 }
 

@@ -241,6 +241,9 @@ test("an environment resolved as of its repository's revision, with per-distribu
     const lock = readFileSync(path.join(env, 'nnrag-lock.txt'), 'utf8');
     assert.match(lock, /^# nnrag as-of: revisions \+ 30 days; others before 2020-05-31T00:00:00Z$/m);
     assert.ok(lockPins(lock).includes('nnragfix-dep==1.0'));
+    // no path of this folder in the lock: the same resolution has the same digest anywhere
+    assert.ok(!lock.includes(env), lock);
+    assert.match(lock, /# via -r requirements\.in/);
     const ver = execFileSync(path.join(env, 'bin', 'python'), [
       '-c',
       'import nnragfix_dep; print(nnragfix_dep.__version__)',
