@@ -422,7 +422,7 @@ class Stages:
         if not wits:
             return []
         resolve = source_witness.copy_resolver(
-            mod.__dict__, self.req.get("witnessRepoTops") or [], self._import_original
+            mod.__dict__, self.req.get("witnessRepoTops") or [], self._import_original, self._copy_names()
         )
         src = source_witness.WitnessSource(wits, resolve, self.torch)
         plans = list(src.plans())
@@ -442,7 +442,7 @@ class Stages:
         if not provs:
             return None
         resolve = source_witness.copy_resolver(
-            mod.__dict__, self.req.get("witnessRepoTops") or [], self._import_original
+            mod.__dict__, self.req.get("witnessRepoTops") or [], self._import_original, self._copy_names()
         )
         return (provs, resolve, self.torch)
 
@@ -458,6 +458,15 @@ class Stages:
         except Exception:  # noqa: BLE001 - unknown: the pipeline counts the providers in
             wanted = None
         self.rep.send({"ev": "info", "providersWanted": wanted})
+
+    def _copy_names(self):
+        """The request's copy names (snippet.CopyNames: the emitted module's names and the
+        original definitions they come from), read once."""
+        from nnrag_harness import snippet as S
+
+        if getattr(self, "_copy_names_read", None) is None:
+            self._copy_names_read = S.CopyNames(self.req.get("copyNames"))
+        return self._copy_names_read
 
     def _import_original(self, module):
         """An original module for a witness value the copy does not define (a module
@@ -632,22 +641,36 @@ class Stages:
                 kw_inputs = getattr(self, "_kw_inputs", None) or {}
                 i_enc, ikw_enc = S.encode_live(list(inputs), torch), S.encode_live(dict(kw_inputs), torch)["$dict"]
             encs = [a_enc, kw_enc, i_enc, ikw_enc]
-            ns = S.usage_namespace(mod, self.req["className"], cls)
-            spell = S.spell_in(ns, torch)
+            names = self._copy_names()
+            ns = S.usage_namespace(mod, self.req["className"], cls, names)
+            spell = S.spell_in(ns, torch, names)
             if 2 * cost + 1.0 < self._deadline - _monotonic():
                 why = None
+
+                def left():
+                    return self._deadline - _monotonic()
+
+                # as validated; then, when that run failed with an error saying its input
+                # must have another dtype (S.wanted_dtype), with inputs of that dtype
+                tries = [(i_enc, ikw_enc)]
                 for eval_mode in (False, True):
-                    if eval_mode and not 2 * cost + 1.0 < self._deadline - _monotonic():
+                    for n, (ins, ikws) in enumerate(tries):
+                        if (eval_mode or n) and not 2 * cost + 1.0 < left():
+                            break
+                        text = S.snippet_text(
+                            self.req["className"], a_enc, kw_enc, ins, ikws, spell, eval_mode, taken=ns
+                        )
+                        try:
+                            S.run_snippet(text, ns, torch, S.RESEEDS, left)
+                            d["usage"], d["usageCheck"] = text, "ran"
+                            break
+                        except BaseException as e:  # noqa: BLE001 - the block's own error on this run (SystemExit included)
+                            why = why or "%s: %s" % (type(e).__name__, str(e)[:160])
+                            fix = S.wanted_dtype(str(e)[:2000], S.tensor_dtypes([ins, ikws]))
+                            if fix and len(tries) == 1:
+                                tries.append((S.retyped(ins, *fix), S.retyped(ikws, *fix)))
+                    if "usage" in d:
                         break
-                    text = S.snippet_text(
-                        self.req["className"], a_enc, kw_enc, i_enc, ikw_enc, spell, eval_mode, taken=ns
-                    )
-                    try:
-                        S.run_snippet(text, ns, torch)
-                        d["usage"], d["usageCheck"] = text, "ran"
-                        break
-                    except BaseException as e:  # noqa: BLE001 - the block's own error on this run (SystemExit included)
-                        why = why or "%s: %s" % (type(e).__name__, str(e)[:160])
                 if "usage" not in d:
                     d["usageSkipped"] = why
             elif self._deadline - _monotonic() > 1.0:
