@@ -6,7 +6,8 @@
 // attribute dict (built from their fields, in generated statements where needed);
 // usage roots `from module import *` does not give as they are (a private class, a class
 // renamed in the module beside another of the same name); a random augmentation whose line
-// runs under every seed only with the 8-bit image its error asks for; hostile blocks whose
+// runs under every seed only with the 8-bit image its error asks for; a block that downloads
+// pretrained weights when built (its line checked without the download); hostile blocks whose
 // constructor argument is a str subclass with a line break (\n, \r,
 // \u2028) in its repr export a file that imports without running anything. The export
 // header and the page keep every record value inside comments (commentBlock) and show
@@ -195,6 +196,7 @@ describe('usage snippets of validated blocks, exported and run as written', { sk
       'Affine',
       'Gated',
       'RandomPosterize',
+      'Backbone',
       '--python',
       PY,
       '--workers',
@@ -408,6 +410,19 @@ describe('usage snippets of validated blocks, exported and run as written', { sk
     );
     assert.equal(r.status, 0, r.stderr);
     assert.equal(r.stdout.trim(), 'torch.uint8 (1, 3, 64, 64)');
+  });
+
+  test('a block that downloads pretrained weights when built: its line is checked as it was validated, without the download', () => {
+    const rec = recs.get('Backbone')!;
+    assert.equal(rec.ok, true, JSON.stringify(rec.validation));
+    assert.equal(rec.validation.usageCheck, 'ran');
+    const { usage } = exportInto('Backbone').report;
+    assert.match(usage ?? '', /^Backbone\(\)\(torch\.randn\(\d+, 3(, \d+)*\)\)$/);
+    // run as written here, it asks for the weights (no such host: the download fails)
+    const { dir, report } = exportInto('Backbone');
+    const r = py(`import torch\nfrom ${report.module} import *\n${usage}`, dir);
+    assert.notEqual(r.status, 0);
+    assert.match(r.stderr, /URLError|example\.invalid|Name or service|resolution/);
   });
 
   for (const name of ['Tagged', 'TaggedCR', 'TaggedLS']) {

@@ -477,6 +477,25 @@ class RenderTest(unittest.TestCase):
         t = self.text([lin], {"name": Sneaky("w")}, [torch.randn(1, 3, 4)], cls="Wrap")
         S.check_values(t, self.ns, torch, [lin], {"name": Sneaky("w")}, [torch.randn(1, 3, 4)], {})
 
+    def test_inputs_are_compared_as_they_were_before_a_forward_that_writes_into_them(self):
+        # as YOLO's Detect: the forward puts its outputs into the list of feature maps
+        class Detect(nn.Module):
+            def forward(self, x):
+                for i in range(len(x)):
+                    x[i] = x[i].flatten(1)
+                return x
+
+        ns = dict(self.ns, Detect=Detect)
+        x = [torch.randn(1, 4, 8, 8), torch.randn(1, 4, 4, 4)]
+        before = S.snapshot([x], torch)
+        t = S.snippet_text("Detect", [], {}, S.encode_live(before, torch), {}, S.spell_in(ns, torch))
+        self.assertEqual(t, "Detect()([torch.randn(1, 4, 8, 8), torch.randn(1, 4, 4, 4)])")
+        Detect()(x)
+        self.assertEqual(list(before[0][0].shape), [1, 4, 8, 8])
+        S.check_values(t, ns, torch, [], {}, before, {})
+        with self.assertRaises(S.Unrenderable):
+            S.check_values(t, ns, torch, [], {}, [x], {})  # the list after the forward
+
     def test_named_tuple_argument_by_its_fields(self):
         t = self.text([Pair(8, 2.0)], {}, [torch.randn(2, 8)], cls="FromPair")
         self.assertEqual(t, "FromPair(Pair(width=8, scale=2.0))(torch.randn(2, 8))")

@@ -809,6 +809,23 @@ def seed_all(torch, n):
         np.random.seed(n)
 
 
+def snapshot(v, torch, depth=0):
+    """A call's inputs as they are before the call (a forward may write into a list it is
+    given, as YOLO's Detect puts its outputs into the list of feature maps): lists,
+    tuples and dicts copied, tensors cloned, anything else shared."""
+    if depth > 6:
+        return v
+    if isinstance(v, torch.Tensor):
+        return v.detach().clone()
+    if type(v) is list:
+        return [snapshot(x, torch, depth + 1) for x in v]
+    if type(v) is tuple:
+        return tuple(snapshot(x, torch, depth + 1) for x in v)
+    if type(v) is dict:
+        return {k: snapshot(x, torch, depth + 1) for k, x in v.items()}
+    return v
+
+
 def run_snippet(text, namespace, torch, reseeds=(), time_left=None):
     """Run the snippet as a user would, in a fresh namespace holding the module's
     star-import names, `torch` and the builtins: the import lines, then the expression

@@ -493,6 +493,8 @@ class Stages:
             sys.path[:] = saved_path
 
     def _forward(self, model, kwargs, args, witness=None):
+        from nnrag_harness import snippet as S
+
         torch, nn = self.torch, self.nn
         self._fwd_kwargs = None
         self._kw_inputs = {}
@@ -508,6 +510,7 @@ class Stages:
 
             try:
                 a, kw = source_witness.witness_inputs(witness, self._witness_resolve, torch)
+                self._inputs_before = (S.snapshot(list(a), torch), S.snapshot(dict(kw), torch))
                 torch.manual_seed(1)
                 with torch.no_grad():
                     out = model(*a, **kw)
@@ -562,6 +565,7 @@ class Stages:
                 inputs = make_inputs(specs, plan, torch, model)
                 kw_inputs = {name: v for (name, _), v in zip(kwplan, inputs[npos:])}
                 inputs = inputs[:npos]
+                self._inputs_before = (S.snapshot(list(inputs), torch), S.snapshot(dict(kw_inputs), torch))
                 with torch.no_grad():
                     out = model(*inputs, **kw_inputs)
             except BaseException as e:  # noqa: BLE001
@@ -630,6 +634,12 @@ class Stages:
         torch = self.torch
         d = {"ev": "info"}
         encs, spell = None, None
+        # the inputs as they were before the forward (a forward may write into a list it
+        # is given: YOLO's Detect puts its outputs into the list of feature maps)
+        kw_inputs = dict(fwd_kwargs or getattr(self, "_kw_inputs", None) or {})
+        before = getattr(self, "_inputs_before", None)
+        if before is not None:
+            inputs, kw_inputs = before
         try:
             if witness is not None:
                 a_enc, kw_enc = witness.get("args") or [], witness.get("kwargs") or {}
@@ -638,7 +648,6 @@ class Stages:
             if fwd_kwargs is not None and witness is not None and witness.get("inputs"):
                 i_enc, ikw_enc = witness["inputs"].get("args") or [], witness["inputs"].get("kwargs") or {}
             else:
-                kw_inputs = getattr(self, "_kw_inputs", None) or {}
                 i_enc, ikw_enc = S.encode_live(list(inputs), torch), S.encode_live(dict(kw_inputs), torch)["$dict"]
             encs = [a_enc, kw_enc, i_enc, ikw_enc]
             names = self._copy_names()
@@ -660,6 +669,11 @@ class Stages:
                         text = S.snippet_text(
                             self.req["className"], a_enc, kw_enc, ins, ikws, spell, eval_mode, taken=ns
                         )
+                        # as the validated block was built: pretrained weights are not
+                        # fetched (no network in the sandbox; a user's run downloads them)
+                        from nnrag_harness.harvest import no_downloads
+
+                        restore = no_downloads(torch)
                         try:
                             S.run_snippet(text, ns, torch, S.RESEEDS, left)
                             d["usage"], d["usageCheck"] = text, "ran"
@@ -669,21 +683,21 @@ class Stages:
                             fix = S.wanted_dtype(str(e)[:2000], S.tensor_dtypes([ins, ikws]))
                             if fix and len(tries) == 1:
                                 tries.append((S.retyped(ins, *fix), S.retyped(ikws, *fix)))
+                        finally:
+                            restore()
                     if "usage" in d:
                         break
                 if "usage" not in d:
                     d["usageSkipped"] = why
             elif self._deadline - _monotonic() > 1.0:
+                from nnrag_harness.harvest import no_downloads
+
                 text = S.snippet_text(self.req["className"], a_enc, kw_enc, i_enc, ikw_enc, spell, taken=ns)
-                S.check_values(
-                    text,
-                    ns,
-                    torch,
-                    list(args),
-                    dict(kwargs),
-                    list(inputs),
-                    dict(fwd_kwargs or getattr(self, "_kw_inputs", None) or {}),
-                )
+                restore = no_downloads(torch)
+                try:
+                    S.check_values(text, ns, torch, list(args), dict(kwargs), list(inputs), kw_inputs)
+                finally:
+                    restore()
                 d["usage"], d["usageCheck"] = text, "values"
             else:
                 d["usageSkipped"] = "no time left to check a snippet"
