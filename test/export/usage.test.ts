@@ -7,7 +7,8 @@
 // usage roots `from module import *` does not give as they are (a private class, a class
 // renamed in the module beside another of the same name); a random augmentation whose line
 // runs under every seed only with the 8-bit image its error asks for; a block that downloads
-// pretrained weights when built (its line checked without the download); hostile blocks whose
+// pretrained weights when built (its line checked without the download); a part given an
+// attribute after it was built (set again by generated lines); hostile blocks whose
 // constructor argument is a str subclass with a line break (\n, \r,
 // \u2028) in its repr export a file that imports without running anything. The export
 // header and the page keep every record value inside comments (commentBlock) and show
@@ -197,6 +198,7 @@ describe('usage snippets of validated blocks, exported and run as written', { sk
       'Gated',
       'RandomPosterize',
       'Backbone',
+      'Head',
       '--python',
       PY,
       '--workers',
@@ -423,6 +425,16 @@ describe('usage snippets of validated blocks, exported and run as written', { sk
     const r = py(`import torch\nfrom ${report.module} import *\n${usage}`, dir);
     assert.notEqual(r.status, 0);
     assert.match(r.stderr, /URLError|example\.invalid|Name or service|resolution/);
+  });
+
+  test('a part given an attribute after it was built (detr: backbone.num_channels): generated lines set it', () => {
+    const rec = recs.get('Head')!;
+    assert.equal(rec.ok, true, JSON.stringify(rec.validation));
+    assert.equal(rec.validation.usageCheck, 'ran');
+    assert.deepEqual(rec.emission.usageRoots, ['tinygpt.late.Features']);
+    const { usage, out } = runUsage('Head', 'print(tuple(y.shape))');
+    assert.equal(usage, 'value1 = Features(5)\nvalue1.num_channels = 5\nHead(value1)(torch.randn(1, 3, 64, 64))');
+    assert.equal(out, '(1, 2, 64, 64)');
   });
 
   for (const name of ['Tagged', 'TaggedCR', 'TaggedLS']) {

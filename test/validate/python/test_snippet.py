@@ -414,6 +414,44 @@ class RenderTest(unittest.TestCase):
         S.run_snippet("Steady()(torch.randn(2))", ns, torch, S.RESEEDS)
         self.assertEqual(Steady.calls, 1)
 
+    def test_an_attribute_set_after_construction_is_written_when_the_block_reads_it(self):
+        # detr's build: `backbone = Joiner(...)`, then `backbone.num_channels = 2048`,
+        # which DETR's constructor reads
+        class Joiner(nn.Module):
+            def __init__(self, width):
+                super().__init__()
+                self.width = width
+
+        class Detr(nn.Module):
+            def __init__(self, backbone):
+                super().__init__()
+                self.proj = nn.Linear(backbone.num_channels, 4)
+
+            def forward(self, x):
+                return self.proj(x)
+
+        ns = dict(self.ns, Joiner=Joiner, Detr=Detr)
+        spell = S.spell_in(ns, torch)
+        joiner = {
+            "$module": ["repo.backbone", "Joiner"],
+            "args": [8],
+            "kwargs": {},
+            "attrs": {"training": False, "width": 8, "num_channels": 6},
+        }
+        x = {"$tensor": [2, 6], "dtype": "float32", "min": -1.0, "max": 1.0}
+        t = S.snippet_text("Detr", [joiner], {}, [x], {}, spell, taken=ns)
+        self.assertEqual(t, "Detr(Joiner(8))(torch.randn(2, 6))")
+        with self.assertRaises(AttributeError) as e:
+            S.run_snippet(t, ns, torch)
+        read = S.attributes_read(str(e.exception), [[joiner], {}, [x], {}])
+        self.assertEqual(read, ("Joiner", "num_channels"))
+        t = S.snippet_text("Detr", [joiner], {}, [x], {}, spell, taken=ns, set_attrs=[read])
+        self.assertEqual(t, "value1 = Joiner(8)\nvalue1.num_channels = 6\nDetr(value1)(torch.randn(2, 6))")
+        self.assertEqual(list(S.run_snippet(t, ns, torch).shape), [2, 4])
+        # an attribute no recorded module of that class had: nothing to write
+        self.assertIsNone(S.attributes_read("'Joiner' object has no attribute 'depth'", [[joiner]]))
+        self.assertIsNone(S.attributes_read("'Other' object has no attribute 'num_channels'", [[joiner]]))
+
     def test_an_error_naming_the_dtype_an_input_must_have(self):
         self.assertEqual(
             S.wanted_dtype("Only torch.uint8 image tensors are supported, but found torch.float32", {"float32"}),

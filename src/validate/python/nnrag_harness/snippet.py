@@ -150,11 +150,14 @@ class Renderer(object):
     ("assign", target, node)) an object built field by field needs, in order, binding
     names not in `taken` (the names the snippet's namespace already has)."""
 
-    def __init__(self, spell, taken=()):
+    def __init__(self, spell, taken=(), set_attrs=()):
         self.spell = spell
         self.imports = set()
         self.stmts = []
         self.taken = set(taken) | {"torch"} | set(IMPORTABLE)
+        # (class name, attribute): recorded attributes of nested modules written after
+        # their construction (attributes_read)
+        self.set_attrs = set(set_attrs)
 
     def value(self, enc, depth=0):
         if depth > 10:
@@ -202,14 +205,28 @@ class Renderer(object):
                 self.keywords(enc.get("kwargs", {}), depth),
             )
         if "$module" in enc:
-            # a nested module: its own recorded construction (attributes set after it
-            # are not written; the run of the snippet says whether it needs them)
-            return (
+            # a nested module: its own recorded construction; attributes set after it
+            # (detr's `model.num_channels = backbone.num_channels`) are written only when
+            # the block reads them (set_attrs, from the snippet's run: attributes_read),
+            # as generated statements after the construction
+            made = (
                 "call",
                 self.spell(*enc["$module"]),
                 [self.value(x, depth + 1) for x in enc.get("args", [])],
                 self.keywords(enc.get("kwargs", {}), depth),
             )
+            attrs = enc.get("attrs") if isinstance(enc.get("attrs"), dict) else {}
+            cls_name = str(enc["$module"][1]).split(".")[-1]
+            wanted = [(ident(k), v) for k, v in attrs.items() if (cls_name, k) in self.set_attrs]
+            if not wanted:
+                return made
+            var = self.fresh()
+            self.stmts.append(("assign", ("name", var), made))
+            for k, v in wanted:
+                if v is not None and type(v) not in (bool, int, float, str):
+                    raise Unrenderable("attribute of type %s" % type(v).__name__)
+                self.stmts.append(("assign", ("attr", ("name", var), k), const(v)))
+            return ("name", var)
         if "$dataclass" in enc:
             # PEP 557: a dataclass is built by keyword from its init fields
             return ("call", self.spell(*enc["$dataclass"]), [], self.keywords(enc.get("fields", {}), depth))
@@ -430,12 +447,14 @@ def nested(vals, shape, as_bool):
     return build(0, shape)
 
 
-def snippet_text(cls_name, args_enc, kwargs_enc, in_args_enc, in_kwargs_enc, spell, eval_mode=False, taken=()):
+def snippet_text(
+    cls_name, args_enc, kwargs_enc, in_args_enc, in_kwargs_enc, spell, eval_mode=False, taken=(), set_attrs=()
+):
     """The snippet's text: `import` lines the values need, the generated assignments of
-    objects built field by field (names not in `taken`), then one expression
-    `Block(args)(inputs)` (`Block(args).eval()(inputs)` when `eval_mode`). Raises
-    Unrenderable."""
-    r = Renderer(spell, taken)
+    objects built field by field (names not in `taken`; nested modules given the
+    recorded attributes `set_attrs` names), then one expression `Block(args)(inputs)`
+    (`Block(args).eval()(inputs)` when `eval_mode`). Raises Unrenderable."""
+    r = Renderer(spell, taken, set_attrs)
     ctor = ("call", ("name", ident(cls_name)), [r.value(a) for a in args_enc], r.keywords(kwargs_enc, 0))
     if eval_mode:
         ctor = ("call", ("attr", ctor, "eval"), [], [])
@@ -919,6 +938,41 @@ def wanted_dtype(message, present):
     if not isinstance(getattr(torch, want, None), torch.dtype):
         return None
     return found, want
+
+
+ATTRIBUTE_ERROR = re.compile(r"'(\w+)' object has no attribute '(\w+)'")
+
+
+def attributes_read(message, encs, depth=0):
+    """(class name, attribute) when an error says a module lacks an attribute ("'Joiner'
+    object has no attribute 'num_channels'", the AttributeError of Language Reference
+    6.3.1) that a nested module of that class in the recorded values had (its `attrs`:
+    set after construction, as detr's build does); else None."""
+    m = ATTRIBUTE_ERROR.search(message)
+    if not m:
+        return None
+    cls_name, attr = m.group(1), m.group(2)
+
+    def find(enc, depth):
+        if depth > 12:
+            return False
+        if isinstance(enc, list):
+            return any(find(x, depth + 1) for x in enc)
+        if not isinstance(enc, dict):
+            return False
+        ref = enc.get("$module")
+        attrs = enc.get("attrs")
+        if (
+            isinstance(ref, list)
+            and len(ref) == 2
+            and str(ref[1]).split(".")[-1] == cls_name
+            and isinstance(attrs, dict)
+            and attr in attrs
+        ):
+            return True
+        return any(find(x, depth + 1) for x in enc.values())
+
+    return (cls_name, attr) if find(list(encs), 0) else None
 
 
 def tensor_dtypes(enc, out=None, depth=0):

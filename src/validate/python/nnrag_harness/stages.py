@@ -660,14 +660,16 @@ class Stages:
                     return self._deadline - _monotonic()
 
                 # as validated; then, when that run failed with an error saying its input
-                # must have another dtype (S.wanted_dtype), with inputs of that dtype
-                tries = [(i_enc, ikw_enc)]
+                # must have another dtype (S.wanted_dtype), with inputs of that dtype; when
+                # it failed reading an attribute the repository set on a nested module
+                # after building it (S.attributes_read), with that attribute set
+                tries = [(i_enc, ikw_enc, ())]
                 for eval_mode in (False, True):
-                    for n, (ins, ikws) in enumerate(tries):
+                    for n, (ins, ikws, attrs) in enumerate(tries):
                         if (eval_mode or n) and not 2 * cost + 1.0 < left():
                             break
                         text = S.snippet_text(
-                            self.req["className"], a_enc, kw_enc, ins, ikws, spell, eval_mode, taken=ns
+                            self.req["className"], a_enc, kw_enc, ins, ikws, spell, eval_mode, ns, attrs
                         )
                         # as the validated block was built: pretrained weights are not
                         # fetched (no network in the sandbox; a user's run downloads them)
@@ -681,8 +683,11 @@ class Stages:
                         except BaseException as e:  # noqa: BLE001 - the block's own error on this run (SystemExit included)
                             why = why or "%s: %s" % (type(e).__name__, str(e)[:160])
                             fix = S.wanted_dtype(str(e)[:2000], S.tensor_dtypes([ins, ikws]))
-                            if fix and len(tries) == 1:
-                                tries.append((S.retyped(ins, *fix), S.retyped(ikws, *fix)))
+                            if fix and not any(t[0] is not i_enc for t in tries):
+                                tries.append((S.retyped(ins, *fix), S.retyped(ikws, *fix), attrs))
+                            read = S.attributes_read(str(e)[:2000], [a_enc, kw_enc, ins, ikws])
+                            if read and read not in attrs and len(tries) < 4:
+                                tries.append((ins, ikws, tuple(attrs) + (read,)))
                         finally:
                             restore()
                     if "usage" in d:
