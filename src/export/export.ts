@@ -270,14 +270,57 @@ const PY_TOKEN =
   /\s+|"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|[A-Za-z_][A-Za-z0-9_]*|\d[\d_]*(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|[()[\]{},:=.-]|./gy;
 
 /** The imports a usage snippet runs after (snippet.py usage_namespace): torch, what
- * `from module import *` gives, and the block's own class by name when `*` leaves it out
- * (a name starting with an underscore, or a module that defines `__all__`; Language
- * Reference 7.11). */
-export function usageImports(moduleName: string, className: string, text: string | null): string[] {
+ * `from module import *` gives, and by name each name of the module that `*` leaves out
+ * (a name starting with an underscore, or any name of a module that defines `__all__`;
+ * Language Reference 7.11): the block's own class, and the module's top-level names the
+ * snippet uses (a private usage root such as `_Shift`). */
+export function usageImports(
+  moduleName: string,
+  className: string,
+  text: string | null,
+  usage: string | null = null,
+): string[] {
   const lines = ['import torch', `from ${moduleName} import *`];
-  if (className.startsWith('_') || /^__all__\s*[:=]/m.test(text ?? ''))
-    lines.push(`from ${moduleName} import ${className}`);
+  const all = /^__all__\s*[:=]/m.test(text ?? '');
+  const byName = [className, ...snippetNames(usage).filter((n) => n !== className && boundAtTopLevel(text ?? '', n))];
+  const named = byName.filter((n) => all || n.startsWith('_'));
+  if (named.length) lines.push(`from ${moduleName} import ${named.join(', ')}`);
   return lines;
+}
+
+/** The names a usage snippet reads from the module (each once, in order): identifiers
+ *  not after a `.` (an attribute), not before a lone `=` (a keyword argument, an
+ *  assignment's target), outside string literals, other than `torch` and the standard
+ *  modules the snippet imports itself. */
+function snippetNames(usage: string | null): string[] {
+  const out: string[] = [];
+  if (!usage) return out;
+  const toks: string[] = [];
+  PY_TOKEN.lastIndex = 0;
+  for (let m = PY_TOKEN.exec(usage); m; m = PY_TOKEN.exec(usage)) if (!/^\s+$/.test(m[0])) toks.push(m[0]);
+  toks.forEach((t, i) => {
+    if (
+      !/^[A-Za-z_][A-Za-z0-9_]*$/.test(t) ||
+      PY_KEYWORDS.has(t) ||
+      t === 'torch' ||
+      SNIPPET_IMPORTS.has(t) ||
+      toks[i - 1] === '.' ||
+      toks[i + 1] === '='
+    )
+      return;
+    if (!out.includes(t)) out.push(t);
+  });
+  return out;
+}
+
+/** Whether the module text binds `name` at its top level: a class or function
+ *  definition, an assignment, or an import that binds it (Language Reference 4.2.1). */
+function boundAtTopLevel(text: string, name: string): boolean {
+  const n = name.replace(/[^A-Za-z0-9_]/g, '');
+  return new RegExp(
+    `^(?:(?:async\\s+)?def\\s+${n}\\b|class\\s+${n}\\b|${n}\\s*(?::[^=\\n]*)?=(?!=)|(?:from\\s+\\S+\\s+)?import\\s+.*\\b(?:as\\s+)?${n}\\s*(?:,|$))`,
+    'm',
+  ).test(text);
 }
 
 /** The stored usage snippet when it has the shape the validator's renderer writes
@@ -406,7 +449,7 @@ export async function exportBlock(store: IndexStore, id: string, opts: ExportOpt
         ) + '\n'
       : '') +
     (usage && !failed
-      ? `# Usage, as validated (after ${usageImports(moduleName, doc.name, e.text)
+      ? `# Usage, as validated (after ${usageImports(moduleName, doc.name, e.text, usage)
           .map((l) => `\`${l}\``)
           .join(', ')}):\n${commentBlock(usage, '#     ')}\n`
       : '') +

@@ -233,9 +233,10 @@ function storedRoots(ws: Workspace, id: string, record: BlockRecord): RootDef[] 
 /** The usage roots of a validation's `usageNeeds` (snippet.py usage_needs: the classes
  *  and functions the chosen arguments name that the module does not define, by the
  *  original's module and qualified name): each one's top-level definition in the indexed
- *  module of that name (as the block's repository imports it), when it is a public name
- *  (`from module import *` gives it to the usage line, Language Reference §7.11) that
- *  the module resolves to a definition; at most 8. */
+ *  module of that name (as the block's repository imports it), when the module resolves
+ *  the name to a definition; at most 8. A private name (`_Shift`, which `from module
+ *  import *` leaves out, Language Reference §7.11) is a root too: the usage line imports
+ *  it by name (export.ts usageImports); a dunder name is not (a snippet never names one). */
 export function usageRootsOf(ws: Workspace, id: string, needs: readonly (readonly [string, string])[]): RootDef[] {
   const repo = ws.blockModule(id)?.mod.repo;
   if (!repo) return [];
@@ -243,7 +244,7 @@ export function usageRootsOf(ws: Workspace, id: string, needs: readonly (readonl
   const out: RootDef[] = [];
   for (const [module, qualname] of needs) {
     const name = qualname.split('.')[0];
-    if (!name || name.startsWith('_')) continue;
+    if (!name || name.startsWith('__')) continue;
     const mod = ws.corpus().module(module, repo);
     if (!mod || out.some((r) => r.mod === mod && r.name === name)) continue;
     if (!resolver.resolveName(mod, name).some((t) => t.kind === 'def')) continue;
@@ -523,7 +524,7 @@ async function withUsageRoots(
           .slice(0, 300);
       return null;
     }
-    const rreq: ValidationRequest = { ...req, source: em.text };
+    const rreq: ValidationRequest = { ...req, source: em.text, copyNames: em.namespace?.names };
     if (req.namespace && em.namespace) rreq.namespace = em.namespace;
     if (req.original) {
       // the roots may come from another repository: the original imports it too
@@ -618,7 +619,7 @@ async function slimOrFaithful(
   // what it removed) is not validated, the faithful module is kept
   if (slim.record.lines >= faithfulRecord.lines)
     return fallback(`slim module is not shorter (${slim.record.lines} lines, faithful ${faithfulRecord.lines})`);
-  const sreq: ValidationRequest = { ...req, source: slim.text };
+  const sreq: ValidationRequest = { ...req, source: slim.text, copyNames: slim.namespace?.names };
   if (req.namespace && slim.namespace) sreq.namespace = slim.namespace;
   // the original imports what the slim module imports from installed distributions from
   // there too (their repositories' checkouts leave its sys.path)
@@ -950,6 +951,7 @@ export async function extractAndValidate(
             id,
             source: text,
             className,
+            ...(namespace ? { copyNames: namespace.names } : {}),
             ...sites,
             requiredStages: required,
             ...witnessFields,

@@ -219,7 +219,7 @@ async function blockPage(store: Workspace['store'], id: string, hl: Map<string, 
     const modName = moduleNameFor(doc.name);
     sections.push(
       `<section id="usage"><h2>Usage <button type="button" id="copy-usage" data-copy="usage-code">Copy</button></h2>` +
-        `<pre class="code"><code id="usage-code">${esc(`${commentBlock(`nnrag export ${id} --into . --module ${modName}`)}\n${usageImports(modName, doc.name, e.text).join('\n')}\n\n${usageLines(usage)}`)}</code></pre>` +
+        `<pre class="code"><code id="usage-code">${esc(`${commentBlock(`nnrag export ${id} --into . --module ${modName}`)}\n${usageImports(modName, doc.name, e.text, usage).join('\n')}\n\n${usageLines(usage)}`)}</code></pre>` +
         `<p class="muted">the arguments and input that passed validation</p>` +
         // usage roots (resolve/closure.ts): definitions copied for this line only
         (e.record.emission.usageRoots?.length

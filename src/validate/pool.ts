@@ -275,6 +275,7 @@ class Worker implements PoolWorker<Job> {
       dataSites: job.req.dataSites ?? [],
       original: job.withoutOriginal ? null : (job.req.original ?? null),
       namespace: job.withoutOriginal ? null : (job.req.namespace ?? null),
+      copyNames: job.req.copyNames ?? [],
       witnesses: job.req.witnesses ?? [],
       witnessRepoTops: job.req.witnessRepoTops ?? [],
       providers: job.req.providers ?? {},

@@ -42,6 +42,11 @@ export interface ValidationRequest {
   /** for the namespace stage (needs `original`): the module's names that came from the
    *  original corpus, what they denote there, and where the copied statements sit */
   namespace?: NamespaceMap;
+  /** the module's top-level names that came from the corpus, each with the original
+   *  definitions it stands for (the namespace map's `names`, given with or without
+   *  `original`): witness values and usage snippets name a definition by the copy's name
+   *  for it, renamed when two of the same name met (issue 26) */
+  copyNames?: NamespaceMap['names'];
   /** what the repository's own model builds gave the class (witness/), smallest first:
    *  tried before call sites, configuration tables and guesses */
   witnesses?: Witness[];

@@ -4,7 +4,12 @@
 // as written: a dataclass-configured model, a block wrapping another module, a block
 // taking a tensor and a mask, blocks taking a named tuple, a plain object and an
 // attribute dict (built from their fields, in generated statements where needed);
-// hostile blocks whose constructor argument is a str subclass with a line break (\n, \r,
+// usage roots `from module import *` does not give as they are (a private class, a class
+// renamed in the module beside another of the same name); a random augmentation whose line
+// runs under every seed only with the 8-bit image its error asks for; a block that downloads
+// pretrained weights when built (its line checked without the download); a part given an
+// attribute after it was built (set again by generated lines); hostile blocks whose
+// constructor argument is a str subclass with a line break (\n, \r,
 // \u2028) in its repr export a file that imports without running anything. The export
 // header and the page keep every record value inside comments (commentBlock) and show
 // only snippets of the renderer's shape (plainUsage).
@@ -14,7 +19,7 @@ import { needsTorch } from '../support/tier.js';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { before, describe, test } from 'node:test';
-import { plainUsage } from '../../src/export/export.js';
+import { plainUsage, usageImports } from '../../src/export/export.js';
 import { USAGE_MAX_CHARS } from '../../src/records/block.js';
 import { commentBlock } from '../../src/util/python.js';
 import { fixture, repoRoot, tempDir } from '../helpers.js';
@@ -132,6 +137,38 @@ describe('commentBlock and plainUsage (no record value leaves a comment)', () =>
   });
 });
 
+describe('usageImports (what the usage line runs after)', () => {
+  test('names `*` leaves out are imported by name: the private class, private usage roots, all with __all__', () => {
+    const text = 'import torch\nclass _Shift:\n    pass\n\n\nclass Affine:\n    pass\n_scale = 2\n';
+    assert.deepEqual(usageImports('m', 'Affine', text, 'Affine(3, norm_layer=_Shift)(torch.randn(2, 3))'), [
+      'import torch',
+      'from m import *',
+      'from m import _Shift',
+    ]);
+    // a keyword's name, an attribute and a string are not names the line reads; a name
+    // the module does not bind is not imported
+    assert.deepEqual(usageImports('m', '_Affine', text, '_Affine(_scale=_Other, s="_Shift")(torch._private(1))'), [
+      'import torch',
+      'from m import *',
+      'from m import _Affine',
+    ]);
+    assert.deepEqual(usageImports('m', 'Affine', text, 'Affine(3)(torch.randn(2, 3))'), [
+      'import torch',
+      'from m import *',
+    ]);
+    const all = `__all__ = ["Affine"]\n${text}class Gate:\n    pass\n`;
+    assert.deepEqual(
+      usageImports(
+        'm',
+        'Affine',
+        all,
+        'value1 = Gate.__new__(Gate)\nAffine(3, act=Gate, norm_layer=_Shift)(torch.randn(2))',
+      ),
+      ['import torch', 'from m import *', 'from m import Affine, Gate, _Shift'],
+    );
+  });
+});
+
 describe('usage snippets of validated blocks, exported and run as written', { skip }, () => {
   const store = path.join(tempDir(), 'store');
   const cli = (...args: string[]) =>
@@ -157,6 +194,11 @@ describe('usage snippets of validated blocks, exported and run as written', { sk
       'Stem',
       'Wrapped',
       'FromSpec',
+      'Affine',
+      'Gated',
+      'RandomPosterize',
+      'Backbone',
+      'Head',
       '--python',
       PY,
       '--workers',
@@ -215,10 +257,11 @@ describe('usage snippets of validated blocks, exported and run as written', { sk
   });
 
   test('a block taking a tensor and a mask: both built with their shape and dtype', () => {
+    // the constructor's matrix was an identity (values in [0, 1]): torch.rand, over that range
     const { usage, out } = runUsage('Masked', 'print(tuple(y.shape), y.dtype)');
     assert.match(
       usage,
-      /^Masked\(torch\.randn\(\d+, \d+\)\)\(torch\.randn\(\d+(, \d+)*\), torch\.ones\(\(\d+(, \d+)*\), dtype=torch\.bool\)\)$/,
+      /^Masked\(torch\.rand\(\d+, \d+\)\)\(torch\.randn\(\d+(, \d+)*\), torch\.ones\(\(\d+(, \d+)*\), dtype=torch\.bool\)\)$/,
     );
     assert.match(out, /^\(\d+(, \d+)*\) torch\.float32$/);
   });
@@ -313,6 +356,85 @@ describe('usage snippets of validated blocks, exported and run as written', { sk
     );
     assert.match(usage, /\nFromSpec\(value1\)\(torch\.randn\(\d+, 3(, \d+)*\)\)$/);
     assert.match(out, /^\(\d+, 3(, \d+)*\)$/);
+  });
+
+  test('a private usage root (norm_layer=_Shift): the header imports it by name and the line runs', () => {
+    const rec = recs.get('Affine')!;
+    assert.equal(rec.ok, true, JSON.stringify(rec.validation));
+    assert.equal(rec.validation.usageCheck, 'ran');
+    assert.deepEqual(rec.emission.usageRoots, ['tinygpt.extra._Shift']);
+    const { report } = exportInto('Affine');
+    const header = readFileSync(report.file, 'utf8');
+    assert.match(
+      header,
+      new RegExp(`^# Usage, as validated \\(after .*\`from ${report.module} import _Shift\`\\)`, 'm'),
+    );
+    const { usage, out } = runUsage('Affine', 'print(tuple(y.shape), type(_Shift).__name__)');
+    assert.match(usage, /^Affine\(3, norm_layer=_Shift\)\(torch\.randn\(\d+, 3(, \d+)*\)\)$/);
+    assert.match(out, /^\(\d+, 3(, \d+)*\) type$/);
+  });
+
+  test('a usage root named like another definition of the module: the line names the one the witness passed', () => {
+    const rec = recs.get('Gated')!;
+    assert.equal(rec.ok, true, JSON.stringify(rec.validation));
+    // built with norms.Gate, as the original was (the module's own Gate is another class)
+    assert.equal(rec.validation.stages.equivalence, 'pass');
+    assert.equal(rec.validation.usageCheck, 'ran');
+    assert.deepEqual(rec.emission.usageRoots, ['tinygpt.norms.Gate']);
+    const { usage } = runUsage('Gated', 'print(1)');
+    const m = /^Gated\(3, act=(Gate\w*)\)\(torch\.randn\(\d+, 3(, \d+)*\)\)$/.exec(usage);
+    assert.ok(m, usage);
+    const { dir, report } = exportInto('Gated');
+    // the module holds both, one renamed
+    const text = readFileSync(report.file, 'utf8');
+    assert.match(text, /^# renamed: tinygpt\.(extra|norms)\.Gate -> Gate_\w+$/m);
+    assert.equal(text.match(/^class Gate(_\w+)?\(nn\.Module\):/gm)?.length, 2);
+    // the class the line names is norms.Gate (x * sigmoid(x)), not the one that clamps
+    const r = py(
+      `import torch\nfrom ${report.module} import *\nx = torch.tensor([-1.0, 2.0])\nprint(torch.allclose(${m[1]}()(x), x * torch.sigmoid(x)))`,
+      dir,
+    );
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(r.stdout.trim(), 'True');
+  });
+
+  test('a random augmentation whose 8-bit operation refuses float images: its line builds a uint8 image and runs for every draw', () => {
+    const rec = recs.get('RandomPosterize')!;
+    assert.equal(rec.ok, true, JSON.stringify(rec.validation));
+    assert.equal(rec.validation.usageCheck, 'ran');
+    const { usage } = runUsage('RandomPosterize', 'print(y.dtype)');
+    assert.equal(usage, 'RandomPosterize()(torch.randint(0, 256, (1, 3, 64, 64), dtype=torch.uint8))');
+    // run as written under many seeds (a user's draws): every one passes
+    const { dir, report } = exportInto('RandomPosterize');
+    const r = py(
+      `import torch\nfrom ${report.module} import *\nfor s in range(16):\n    torch.manual_seed(s)\n    y = ${usage}\nprint(y.dtype, tuple(y.shape))`,
+      dir,
+    );
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(r.stdout.trim(), 'torch.uint8 (1, 3, 64, 64)');
+  });
+
+  test('a block that downloads pretrained weights when built: its line is checked as it was validated, without the download', () => {
+    const rec = recs.get('Backbone')!;
+    assert.equal(rec.ok, true, JSON.stringify(rec.validation));
+    assert.equal(rec.validation.usageCheck, 'ran');
+    const { usage } = exportInto('Backbone').report;
+    assert.match(usage ?? '', /^Backbone\(\)\(torch\.randn\(\d+, 3(, \d+)*\)\)$/);
+    // run as written here, it asks for the weights (no such host: the download fails)
+    const { dir, report } = exportInto('Backbone');
+    const r = py(`import torch\nfrom ${report.module} import *\n${usage}`, dir);
+    assert.notEqual(r.status, 0);
+    assert.match(r.stderr, /URLError|example\.invalid|Name or service|resolution/);
+  });
+
+  test('a part given an attribute after it was built (detr: backbone.num_channels): generated lines set it', () => {
+    const rec = recs.get('Head')!;
+    assert.equal(rec.ok, true, JSON.stringify(rec.validation));
+    assert.equal(rec.validation.usageCheck, 'ran');
+    assert.deepEqual(rec.emission.usageRoots, ['tinygpt.late.Features']);
+    const { usage, out } = runUsage('Head', 'print(tuple(y.shape))');
+    assert.equal(usage, 'value1 = Features(5)\nvalue1.num_channels = 5\nHead(value1)(torch.randn(1, 3, 64, 64))');
+    assert.equal(out, '(1, 2, 64, 64)');
   });
 
   for (const name of ['Tagged', 'TaggedCR', 'TaggedLS']) {

@@ -2,7 +2,7 @@
 // arguments do become extra roots of its closure, so the emitted module defines them for
 // the usage line; the header says so. Without roots the module is the block's closure
 // alone. usageRootsOf maps the harness's `usageNeeds` to definitions of the corpus:
-// public names the module resolves, nothing else. (The sandboxed, end-to-end path is in
+// names the module resolves (private ones too, no dunder), nothing else. (The sandboxed, end-to-end path is in
 // test/export/usage.test.ts.)
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -57,22 +57,24 @@ describe('usage roots', () => {
     assert.deepEqual(em.record.emission.usageRoots, ['tinygpt.norms.TwoLayer', 'tinygpt.norms.Gate']);
   });
 
-  it('usageRootsOf keeps public definitions the corpus has, each once', async () => {
+  it('usageRootsOf keeps the definitions the corpus has, private ones too, each once', async () => {
     const { ws } = await indexedFixture('usage', 'org/usage', ['tinygpt']);
     const got = usageRootsOf(ws, STEM, [
       ['tinygpt.norms', 'FrozenNorm'],
       ['tinygpt.norms', 'FrozenNorm'],
       // a method's qualified name: its class is the root
       ['tinygpt.norms', 'TwoLayer.forward'],
-      // a private name: `from module import *` would not give it to the usage line
+      // a private name: a root too (the usage line imports it by name, export.ts usageImports)
       ['tinygpt.layers', '_Scaled'],
+      // a dunder name never: a snippet names none
+      ['tinygpt.norms', '__name__'],
       // not indexed, not defined
       ['elsewhere.mod', 'Thing'],
       ['tinygpt.norms', 'Missing'],
     ]);
     assert.deepEqual(
       got.map((r) => `${r.mod.name}.${r.name}`),
-      ['tinygpt.norms.FrozenNorm', 'tinygpt.norms.TwoLayer'],
+      ['tinygpt.norms.FrozenNorm', 'tinygpt.norms.TwoLayer', 'tinygpt.layers._Scaled'],
     );
   });
 });

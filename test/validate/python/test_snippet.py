@@ -225,13 +225,29 @@ class RenderTest(unittest.TestCase):
         big = V.encode(torch.zeros(2, 100, dtype=torch.long) + 7)
         self.assertEqual(S.render(r.value(big)), "torch.randint(7, 8, (2, 100))")
         self.assertEqual(
-            S.render(r.value(V.encode(torch.ones(1, 3, 224, 224, dtype=torch.float16)))),
+            S.render(r.value(V.encode(-torch.ones(1, 3, 224, 224, dtype=torch.float16)))),
             "torch.randn(1, 3, 224, 224, dtype=torch.float16)",
         )
+        # non-negative values (an image in [0, 1], pixels in [0, 255]): uniform over the
+        # recorded range, as the validated values were
+        self.assertEqual(
+            S.render(r.value(V.encode(torch.rand(1, 3, 224, 224, dtype=torch.float16)))),
+            "torch.rand(1, 3, 224, 224, dtype=torch.float16)",
+        )
+        pixels = torch.tensor([[0.0, 255.0], [3.0, 7.5]])
+        t = S.render(r.value(V.encode(pixels)))
+        self.assertEqual(t, "torch.empty(2, 2).uniform_(0.0, 255.0)")
+        S.check_snippet("Model()(%s)" % t)
+        made = eval(t, {"torch": torch})  # noqa: S307 - the rendered, checked expression
+        self.assertTrue(bool((made >= 0).all() and (made <= 255).all()) and made.dtype == torch.float32)
+        self.assertEqual(S.render(r.value(V.encode(torch.randn(8) - 10))), "torch.randn(8)")
         self.assertEqual(
             S.render(r.value(V.encode(torch.ones(200, dtype=torch.bool)))), "torch.ones((200,), dtype=torch.bool)"
         )
-        self.assertEqual(S.render(r.value(V.encode(torch.tensor(3.0)))), "torch.randn(())")
+        self.assertEqual(S.render(r.value(V.encode(torch.tensor(-3.0)))), "torch.randn(())")
+        # one value throughout: that value
+        self.assertEqual(S.render(r.value(V.encode(torch.tensor(3.0)))), "torch.full((), 3.0)")
+        self.assertEqual(S.render(r.value(V.encode(torch.ones(2, 3)))), "torch.full((2, 3), 1.0)")
         self.assertEqual(S.render(r.value({"$float": "inf"})), 'float("inf")')
         self.assertEqual(S.render(r.value({"$tuple": [-1, 2.5e-06]})), "(-1, 2.5e-06)")
 
@@ -280,6 +296,195 @@ class RenderTest(unittest.TestCase):
         with self.assertRaises(S.Unrenderable):
             S.usage_namespace(mod, "Model", Wrap)  # the name is bound to another class
 
+    def test_copy_names_spell_a_renamed_definition_and_refuse_another_of_the_same_name(self):
+        # the module's own Gate (from repo.blocks) and repo.acts.Gate met in one module:
+        # the copy renamed the latter Gate_acts; a private root keeps its name
+        class Gate(nn.Module):
+            pass
+
+        class GateActs(nn.Module):
+            pass
+
+        class _Shift(nn.Module):
+            pass
+
+        mod = types.ModuleType("nnrag_candidate")
+        mod.Model, mod.Gate, mod.Gate_acts, mod._Shift = Model, Gate, GateActs, _Shift
+        names = S.CopyNames(
+            [
+                {"name": "Model", "origins": [["repo.blocks", "Model"]]},
+                {"name": "Gate", "origins": [["repo.blocks", "Gate"]]},
+                {"name": "Gate_acts", "origins": [["repo.acts", "Gate"]]},
+                {"name": "_Shift", "origins": [["repo.norms", "_Shift"]]},
+            ]
+        )
+        ns = S.usage_namespace(mod, "Model", Model, names)
+        self.assertEqual(sorted(ns), ["Gate", "Gate_acts", "Model", "_Shift"])
+        spell = S.spell_in(ns, torch, names)
+        self.assertEqual(S.render(spell("repo.acts", "Gate")), "Gate_acts")
+        self.assertEqual(S.render(spell("repo.blocks", "Gate")), "Gate")
+        self.assertEqual(S.render(spell("repo.norms", "_Shift")), "_Shift")
+        # a Gate of a third module is neither: the module lacks it (a usage root)
+        with self.assertRaises(S.NotInModule):
+            spell("repo.other", "Gate")
+        self.assertEqual(S.usage_needs([{"$ref": ["repo.other", "Gate"]}], spell), [["repo.other", "Gate"]])
+        # a live value of the copy names the candidate module: its own name
+        from nnrag_harness import CANDIDATE_MODULE
+
+        self.assertEqual(S.render(spell(CANDIDATE_MODULE, "Gate")), "Gate")
+        # without copy names (an older request) the name is taken as before
+        self.assertEqual(S.render(S.spell_in(ns, torch)("repo.other", "Gate")), "Gate")
+        # a definition whose __module__ names another module than where it was found
+        # (re-exported with `X.__module__ = "repo"`) is the same one
+        orig = types.ModuleType("repo_found_here")
+        orig.Gate = type("Gate", (), {"__module__": "repo"})
+        sys.modules["repo_found_here"] = orig
+        try:
+            found = S.CopyNames([{"name": "Gate", "origins": [["repo_found_here", "Gate"]]}])
+            self.assertFalse(found.other("Gate", "repo", "Gate"))
+            self.assertTrue(found.other("Gate", "repo.elsewhere", "Gate"))
+        finally:
+            del sys.modules["repo_found_here"]
+
+    def test_witness_values_resolve_to_the_copy_name_of_their_definition(self):
+        from nnrag_harness import source_witness
+
+        class Gate(nn.Module):
+            pass
+
+        class GateActs(nn.Module):
+            pass
+
+        acts = types.ModuleType("repo.acts")
+        acts.Gate = type("Gate", (nn.Module,), {})
+        other = types.ModuleType("repo.other")
+        other.Gate = type("Gate", (nn.Module,), {})
+        originals = {"repo.acts": acts, "repo.other": other}
+        names = S.CopyNames(
+            [
+                {"name": "Gate", "origins": [["repo.blocks", "Gate"]]},
+                {"name": "Gate_acts", "origins": [["repo.acts", "Gate"]]},
+            ]
+        )
+        ns = {"Gate": Gate, "Gate_acts": GateActs}
+        resolve = source_witness.copy_resolver(ns, ["repo"], originals, names)
+        self.assertIs(resolve("repo.acts", "Gate"), GateActs)
+        self.assertIs(resolve("repo.blocks", "Gate"), Gate)
+        # another module's Gate: the original's, not the copy's own Gate
+        self.assertIs(resolve("repo.other", "Gate"), other.Gate)
+        from nnrag_harness import CANDIDATE_MODULE
+
+        self.assertIs(resolve(CANDIDATE_MODULE, "Gate"), Gate)
+        # without copy names, the copy's name as before
+        self.assertIs(source_witness.copy_resolver(ns, ["repo"], originals)("repo.other", "Gate"), Gate)
+
+    def test_a_call_that_draws_random_numbers_runs_under_more_seeds(self):
+        # a random augmentation: one operation takes any image, the other 8-bit ones only
+        # (torchvision's RandAugment on a float image fails for about half the draws)
+        class Augment(nn.Module):
+            def forward(self, img):
+                if int(torch.randint(0, 4, ())) == 0 and img.dtype != torch.uint8:
+                    raise TypeError("Only torch.uint8 image tensors are supported, but found %s" % img.dtype)
+                return img
+
+        class Steady(nn.Module):
+            calls = 0
+
+            def forward(self, img):
+                Steady.calls += 1
+                return img
+
+        ns = dict(self.ns, Augment=Augment, Steady=Steady)
+        # which draws fail, seed by seed, as run_snippet makes them (the input first)
+        fails = []
+        for n in (1,) + S.RESEEDS:
+            S.seed_all(torch, n)
+            torch.randn(1, 3, 4, 4)
+            fails.append(int(torch.randint(0, 4, ())) == 0)
+        self.assertTrue(not fails[0] and any(fails[1:]), "the first run passes, a later seed draws the 8-bit operation")
+        # run once, as before, the snippet passes; the runs under more seeds fail it
+        S.run_snippet("Augment()(torch.randn(1, 3, 4, 4))", ns, torch)
+        S.run_snippet("Augment()(torch.randn(1, 3, 4, 4))", ns, torch, S.RESEEDS, lambda: 0.0)
+        with self.assertRaisesRegex(TypeError, "Only torch.uint8"):
+            S.run_snippet("Augment()(torch.randn(1, 3, 4, 4))", ns, torch, S.RESEEDS)
+        # an 8-bit image works for every draw
+        y = S.run_snippet("Augment()(torch.randint(0, 256, (1, 3, 4, 4), dtype=torch.uint8))", ns, torch, S.RESEEDS)
+        self.assertEqual(y.dtype, torch.uint8)
+        # a call that draws nothing runs once
+        S.run_snippet("Steady()(torch.randn(2))", ns, torch, S.RESEEDS)
+        self.assertEqual(Steady.calls, 1)
+
+    def test_an_attribute_set_after_construction_is_written_when_the_block_reads_it(self):
+        # detr's build: `backbone = Joiner(...)`, then `backbone.num_channels = 2048`,
+        # which DETR's constructor reads
+        class Joiner(nn.Module):
+            def __init__(self, width):
+                super().__init__()
+                self.width = width
+
+        class Detr(nn.Module):
+            def __init__(self, backbone):
+                super().__init__()
+                self.proj = nn.Linear(backbone.num_channels, 4)
+
+            def forward(self, x):
+                return self.proj(x)
+
+        ns = dict(self.ns, Joiner=Joiner, Detr=Detr)
+        spell = S.spell_in(ns, torch)
+        joiner = {
+            "$module": ["repo.backbone", "Joiner"],
+            "args": [8],
+            "kwargs": {},
+            "attrs": {"training": False, "width": 8, "num_channels": 6},
+        }
+        x = {"$tensor": [2, 6], "dtype": "float32", "min": -1.0, "max": 1.0}
+        t = S.snippet_text("Detr", [joiner], {}, [x], {}, spell, taken=ns)
+        self.assertEqual(t, "Detr(Joiner(8))(torch.randn(2, 6))")
+        with self.assertRaises(AttributeError) as e:
+            S.run_snippet(t, ns, torch)
+        read = S.attributes_read(str(e.exception), [[joiner], {}, [x], {}])
+        self.assertEqual(read, ("Joiner", "num_channels"))
+        t = S.snippet_text("Detr", [joiner], {}, [x], {}, spell, taken=ns, set_attrs=[read])
+        self.assertEqual(t, "value1 = Joiner(8)\nvalue1.num_channels = 6\nDetr(value1)(torch.randn(2, 6))")
+        self.assertEqual(list(S.run_snippet(t, ns, torch).shape), [2, 4])
+        # an attribute no recorded module of that class had: nothing to write
+        self.assertIsNone(S.attributes_read("'Joiner' object has no attribute 'depth'", [[joiner]]))
+        self.assertIsNone(S.attributes_read("'Other' object has no attribute 'num_channels'", [[joiner]]))
+
+    def test_an_error_naming_the_dtype_an_input_must_have(self):
+        self.assertEqual(
+            S.wanted_dtype("Only torch.uint8 image tensors are supported, but found torch.float32", {"float32"}),
+            ("float32", "uint8"),
+        )
+        self.assertEqual(S.wanted_dtype("expected scalar type Long but found Float", {"float32"}), ("float32", "int64"))
+        self.assertEqual(
+            S.wanted_dtype("Expected input dtype torch.float32, but got torch.float64", {"float64"}),
+            ("float64", "float32"),
+        )
+        # a dtype no input has, an unknown one, none named
+        self.assertIsNone(
+            S.wanted_dtype("Only torch.uint8 image tensors are supported, but found torch.int16", {"float32"})
+        )
+        self.assertIsNone(
+            S.wanted_dtype("Only torch.nothing tensors are supported, but found torch.float32", {"float32"})
+        )
+        self.assertIsNone(S.wanted_dtype("mat1 and mat2 shapes cannot be multiplied", {"float32"}))
+        img = V.encode(torch.randn(1, 3, 64, 64))
+        mask = V.encode(torch.ones(1, 64, dtype=torch.bool))
+        self.assertEqual(S.tensor_dtypes([[img], {"mask": mask}]), {"float32", "bool"})
+        r = S.Renderer(self.spell)
+        # an 8-bit image over its whole range; other tensors as they were
+        self.assertEqual(
+            S.render(r.value(S.retyped(img, "float32", "uint8"))),
+            "torch.randint(0, 256, (1, 3, 64, 64), dtype=torch.uint8)",
+        )
+        self.assertEqual(S.retyped(mask, "float32", "uint8"), mask)
+        self.assertEqual(S.render(r.value(S.retyped(img, "float32", "int64"))).split(", (")[1], "1, 3, 64, 64))")
+        self.assertEqual(
+            S.render(r.value(S.retyped(img, "float32", "bool"))), "torch.ones((1, 3, 64, 64), dtype=torch.bool)"
+        )
+
     def test_unrenderable_values(self):
         r = S.Renderer(self.spell)
         for enc in (
@@ -309,6 +514,25 @@ class RenderTest(unittest.TestCase):
         lin = nn.Linear(4, 6)
         t = self.text([lin], {"name": Sneaky("w")}, [torch.randn(1, 3, 4)], cls="Wrap")
         S.check_values(t, self.ns, torch, [lin], {"name": Sneaky("w")}, [torch.randn(1, 3, 4)], {})
+
+    def test_inputs_are_compared_as_they_were_before_a_forward_that_writes_into_them(self):
+        # as YOLO's Detect: the forward puts its outputs into the list of feature maps
+        class Detect(nn.Module):
+            def forward(self, x):
+                for i in range(len(x)):
+                    x[i] = x[i].flatten(1)
+                return x
+
+        ns = dict(self.ns, Detect=Detect)
+        x = [torch.randn(1, 4, 8, 8), torch.randn(1, 4, 4, 4)]
+        before = S.snapshot([x], torch)
+        t = S.snippet_text("Detect", [], {}, S.encode_live(before, torch), {}, S.spell_in(ns, torch))
+        self.assertEqual(t, "Detect()([torch.randn(1, 4, 8, 8), torch.randn(1, 4, 4, 4)])")
+        Detect()(x)
+        self.assertEqual(list(before[0][0].shape), [1, 4, 8, 8])
+        S.check_values(t, ns, torch, [], {}, before, {})
+        with self.assertRaises(S.Unrenderable):
+            S.check_values(t, ns, torch, [], {}, [x], {})  # the list after the forward
 
     def test_named_tuple_argument_by_its_fields(self):
         t = self.text([Pair(8, 2.0)], {}, [torch.randn(2, 8)], cls="FromPair")

@@ -34,6 +34,8 @@ IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # same bound is USAGE_MAX_CHARS in src/records/block.ts (pool and export check it again)
 MAX_LEN = 8000
 MAX_EXACT = 64  # integer / bool tensors up to this many elements are written by value
+# a call that draws random numbers runs again under these seeds (run_snippet)
+RESEEDS = (2, 3)
 # standard modules a snippet may import (functools.partial, argparse.Namespace, math.inf)
 IMPORTABLE = ("functools", "argparse", "math")
 
@@ -148,11 +150,14 @@ class Renderer(object):
     ("assign", target, node)) an object built field by field needs, in order, binding
     names not in `taken` (the names the snippet's namespace already has)."""
 
-    def __init__(self, spell, taken=()):
+    def __init__(self, spell, taken=(), set_attrs=()):
         self.spell = spell
         self.imports = set()
         self.stmts = []
         self.taken = set(taken) | {"torch"} | set(IMPORTABLE)
+        # (class name, attribute): recorded attributes of nested modules written after
+        # their construction (attributes_read)
+        self.set_attrs = set(set_attrs)
 
     def value(self, enc, depth=0):
         if depth > 10:
@@ -208,14 +213,28 @@ class Renderer(object):
                 self.keywords(enc.get("kwargs", {}), depth),
             )
         if "$module" in enc:
-            # a nested module: its own recorded construction (attributes set after it
-            # are not written; the run of the snippet says whether it needs them)
-            return (
+            # a nested module: its own recorded construction; attributes set after it
+            # (detr's `model.num_channels = backbone.num_channels`) are written only when
+            # the block reads them (set_attrs, from the snippet's run: attributes_read),
+            # as generated statements after the construction
+            made = (
                 "call",
                 self.spell(*enc["$module"]),
                 [self.value(x, depth + 1) for x in enc.get("args", [])],
                 self.keywords(enc.get("kwargs", {}), depth),
             )
+            attrs = enc.get("attrs") if isinstance(enc.get("attrs"), dict) else {}
+            cls_name = str(enc["$module"][1]).split(".")[-1]
+            wanted = [(ident(k), v) for k, v in attrs.items() if (cls_name, k) in self.set_attrs]
+            if not wanted:
+                return made
+            var = self.fresh()
+            self.stmts.append(("assign", ("name", var), made))
+            for k, v in wanted:
+                if v is not None and type(v) not in (bool, int, float, str):
+                    raise Unrenderable("attribute of type %s" % type(v).__name__)
+                self.stmts.append(("assign", ("attr", ("name", var), k), const(v)))
+            return ("name", var)
         if "$dataclass" in enc:
             # PEP 557: a dataclass is built by keyword from its init fields
             return ("call", self.spell(*enc["$dataclass"]), [], self.keywords(enc.get("fields", {}), depth))
@@ -298,9 +317,13 @@ class Renderer(object):
         return [(ident(k), self.value(x, depth + 1)) for k, x in kw.items()]
 
     def tensor(self, enc):
-        """A tensor of the recorded shape and dtype: floats from torch.randn, integer
-        ids from torch.randint over the recorded range (by value when small), masks as
-        ones / zeros (by value when small and mixed)."""
+        """A tensor of the recorded shape and dtype: floats from torch.randn, or, when
+        every recorded value was non-negative (an image, a probability, a length: code
+        may take its log or square root, or refuse negative pixels), uniform over the
+        recorded range (torch.rand for [0, 1], else torch.empty(...).uniform_(lo, hi);
+        torch.full when they were all one value);
+        integer ids from torch.randint over the recorded range (by value when small),
+        masks as ones / zeros (by value when small and mixed)."""
         shape = enc["$tensor"]
         if not isinstance(shape, list) or not all(type(s) is int and s >= 0 for s in shape):
             raise Unrenderable("tensor shape")
@@ -313,7 +336,17 @@ class Renderer(object):
             numel *= s
         floating = dtype.startswith(("float", "bfloat", "complex", "half", "double"))
         if floating:
-            return ("call", dotted("torch.randn"), dims or [("tuple", [])], [] if dtype == "float32" else dt)
+            fdt = [] if dtype == "float32" else dt
+            lo, hi = enc.get("min"), enc.get("max")
+            real = not dtype.startswith("complex")
+            if real and type(lo) in (int, float) and type(hi) in (int, float) and 0 <= lo <= hi and math.isfinite(hi):
+                if lo == hi:
+                    return ("call", dotted("torch.full"), [size, const(float(lo))], fdt)
+                if hi <= 1:
+                    return ("call", dotted("torch.rand"), dims or [("tuple", [])], fdt)
+                empty = ("call", dotted("torch.empty"), dims or [("tuple", [])], fdt)
+                return ("call", ("attr", empty, "uniform_"), [const(float(lo)), const(float(hi))], [])
+            return ("call", dotted("torch.randn"), dims or [("tuple", [])], fdt)
         vals = enc.get("values")
         if numel == 0:
             return ("call", dotted("torch.zeros"), [size], dt)
@@ -422,12 +455,14 @@ def nested(vals, shape, as_bool):
     return build(0, shape)
 
 
-def snippet_text(cls_name, args_enc, kwargs_enc, in_args_enc, in_kwargs_enc, spell, eval_mode=False, taken=()):
+def snippet_text(
+    cls_name, args_enc, kwargs_enc, in_args_enc, in_kwargs_enc, spell, eval_mode=False, taken=(), set_attrs=()
+):
     """The snippet's text: `import` lines the values need, the generated assignments of
-    objects built field by field (names not in `taken`), then one expression
-    `Block(args)(inputs)` (`Block(args).eval()(inputs)` when `eval_mode`). Raises
-    Unrenderable."""
-    r = Renderer(spell, taken)
+    objects built field by field (names not in `taken`; nested modules given the
+    recorded attributes `set_attrs` names), then one expression `Block(args)(inputs)`
+    (`Block(args).eval()(inputs)` when `eval_mode`). Raises Unrenderable."""
+    r = Renderer(spell, taken, set_attrs)
     ctor = ("call", ("name", ident(cls_name)), [r.value(a) for a in args_enc], r.keywords(kwargs_enc, 0))
     if eval_mode:
         ctor = ("call", ("attr", ctor, "eval"), [], [])
@@ -572,25 +607,89 @@ def star_namespace(mod):
     return {n: v for n, v in d.items() if type(n) is str and not n.startswith("_")}
 
 
-def usage_namespace(mod, class_name, cls):
+class CopyNames(object):
+    """The emitted module's top-level names that came from the corpus (the request's
+    `copyNames`: [{name, origins: [[module, name], ...]}], emitter.ts NamespaceMap), read
+    both ways: the copy's name of an original definition (renamed when two definitions
+    of the same name met in one module: `Gate_norms`), and whether a name of the copy is
+    another definition than the one a recorded value names (the block's module defines
+    its own `Gate`, the witness passed `norms.Gate`)."""
+
+    def __init__(self, entries=None):
+        self.by_origin = {}
+        self.origins = {}
+        for e in entries or ():
+            if not isinstance(e, dict) or type(e.get("name")) is not str:
+                continue
+            pairs = []
+            for o in e.get("origins") or ():
+                if isinstance(o, (list, tuple)) and len(o) == 2 and all(type(x) is str for x in o):
+                    pairs.append((o[0], o[1]))
+                    self.by_origin.setdefault((o[0], o[1]), e["name"])
+            self.origins[e["name"]] = pairs
+
+    def names(self):
+        return list(self.origins)
+
+    def name_of(self, module, top):
+        """The copy's name of the original `module.top`, or None."""
+        return self.by_origin.get((module, top))
+
+    def other(self, name, module, top):
+        """True when the copy's `name` is known to come from another definition than
+        `module.top`: its origins name other modules' definitions, none of which is that
+        object under another module's name (a definition whose `__module__` says
+        `module`, checked on the original modules already imported, never importing).
+        A value of the copy itself (a live argument encoded in the candidate's process
+        names the candidate module) is its own name."""
+        from . import CANDIDATE_MODULE
+
+        pairs = self.origins.get(name)
+        if not pairs or (module, top) in pairs or module == CANDIDATE_MODULE:
+            return False
+        import sys
+
+        from . import stash
+
+        for m, n in pairs:
+            mod = stash.STASH.get(m) or sys.modules.get(m)
+            obj = getattr(mod, n, None) if mod is not None else None
+            if (
+                obj is not None
+                and getattr(obj, "__module__", None) == module
+                and str(getattr(obj, "__qualname__", "")).split(".")[0] == top
+            ):
+                return False
+        return True
+
+
+def usage_namespace(mod, class_name, cls, copy_names=None):
     """The names a usage snippet sees: what `from module import *` gives, plus the block's
     own class by its name when `*` leaves it out (a private `_Name`, or a name outside
-    `__all__`): export writes `from module import Name` for it. Unrenderable when the
-    module does not bind that name to the class."""
+    `__all__`), plus the module's other names that came from the corpus (`copy_names`, a
+    CopyNames: a private usage root such as `_Shift`): export writes `from module import
+    Name` for each such name the snippet uses (Language Reference 7.11). Unrenderable
+    when the module does not bind the class's name to the class."""
     ns = star_namespace(mod)
     d = mod.__dict__ if hasattr(mod, "__dict__") else mod
     if d.get(class_name) is not cls:
         raise Unrenderable("the class is not the module's name %s" % ident(class_name))
+    for name in copy_names.names() if copy_names is not None else ():
+        if name not in ns and name in d and IDENT.match(name) and not name.startswith("__"):
+            ns[name] = d[name]
     ns[class_name] = cls
     return ns
 
 
-def spell_in(namespace, torch):
-    """spell(module, qualname) for a snippet run where `namespace` (star_namespace of the
+def spell_in(namespace, torch, copy_names=None):
+    """spell(module, qualname) for a snippet run where `namespace` (usage_namespace of the
     candidate) and `torch` are visible: a name of the module (first part of the qualified
     name; a witness recorded the original's module, the copy defines the same qualified
-    name), else a public torch path (`torch.nn.X`, `torch.nn.functional.f`, `torch.f`),
-    else `functools.X` / `math.X` imported."""
+    name, under the name `copy_names` gives when the module renamed it), else a public
+    torch path (`torch.nn.X`, `torch.nn.functional.f`, `torch.f`), else `functools.X` /
+    `math.X` imported. A name of the copy that `copy_names` shows to be another
+    definition (the same name from another module) does not spell it: NotInModule, so
+    the pipeline can add the named one as a usage root."""
     import importlib
 
     def spell(module, qualname):
@@ -599,9 +698,16 @@ def spell_in(namespace, torch):
         parts = qualname.split(".")
         for p in parts:
             ident(p)
+        top = parts[0]
+        if copy_names is not None and module.split(".")[0] != "torch":
+            renamed = copy_names.name_of(module, parts[0])
+            if renamed is not None and renamed in namespace:
+                top = ident(renamed)
+            elif parts[0] in namespace and copy_names.other(parts[0], module, parts[0]):
+                raise NotInModule(module, qualname)
 
         def in_namespace():
-            node, obj = ("name", parts[0]), namespace[parts[0]]
+            node, obj = ("name", top), namespace[top]
             for p in parts[1:]:
                 node, obj = ("attr", node, p), getattr(obj, p, None)
             return node, obj
@@ -622,7 +728,7 @@ def spell_in(namespace, torch):
                     if getattr(importlib.import_module(path), parts[0], None) is obj:
                         return dotted(path + "." + parts[0])
             raise Unrenderable("no public torch spelling for %s" % qualname)
-        if parts[0] in namespace and parts[0] != "torch":
+        if top in namespace and top != "torch":
             # the copy's definition of the qualified name (a witness names the original's
             # module; the candidate resolved it the same way, source_witness.copy_resolver)
             return in_namespace()[0]
@@ -705,11 +811,61 @@ def encode_live(v, torch):
     return V.encode(v, modules)
 
 
-def run_snippet(text, namespace, torch):
+def rng_state(torch):
+    """The state of every random number generator a block may draw from: torch's CPU
+    generator, Python's random, NumPy's when it is loaded."""
+    import random
+    import sys
+
+    np = sys.modules.get("numpy")
+    return (
+        bytes(torch.random.get_rng_state().numpy().tobytes()),
+        random.getstate(),
+        np.random.get_state()[1].tobytes() if np is not None else None,
+    )
+
+
+def seed_all(torch, n):
+    import random
+    import sys
+
+    torch.manual_seed(n)
+    random.seed(n)
+    np = sys.modules.get("numpy")
+    if np is not None:
+        np.random.seed(n)
+
+
+def snapshot(v, torch, depth=0):
+    """A call's inputs as they are before the call (a forward may write into a list it is
+    given, as YOLO's Detect puts its outputs into the list of feature maps): lists,
+    tuples and dicts copied, tensors cloned, anything else shared."""
+    if depth > 6:
+        return v
+    if isinstance(v, torch.Tensor):
+        return v.detach().clone()
+    if type(v) is list:
+        return [snapshot(x, torch, depth + 1) for x in v]
+    if type(v) is tuple:
+        return tuple(snapshot(x, torch, depth + 1) for x in v)
+    if type(v) is dict:
+        return {k: snapshot(x, torch, depth + 1) for k, x in v.items()}
+    return v
+
+
+def run_snippet(text, namespace, torch, reseeds=(), time_left=None):
     """Run the snippet as a user would, in a fresh namespace holding the module's
-    star-import names, `torch` and the builtins: the import lines, then the expression.
-    Returns its value; raises what the snippet raises."""
+    star-import names, `torch` and the builtins: the import lines, then the expression
+    (its callee, then its arguments, then the call: the order Python evaluates a call
+    in, Language Reference 6.3.4). Returns the call's value; raises what the snippet
+    raises. When the call drew random numbers (a generator's state moved during it: a
+    random augmentation picks its operations, dropout its mask) the inputs are built
+    and the block called again under each seed of `reseeds` while `time_left()` leaves
+    room for it: a block that works only for some draws (float images given to an
+    augmentation whose operations take uint8) would fail its users at random, and
+    raises here what such a draw raises."""
     import ast
+    import time
 
     g = dict(namespace)
     g["torch"] = torch
@@ -718,7 +874,162 @@ def run_snippet(text, namespace, torch):
     if stmts:
         exec(compile(ast.Module(body=stmts, type_ignores=[]), "<usage>", "exec"), g)  # noqa: S102 - checked snippet
     torch.manual_seed(1)
-    return eval(compile(ast.Expression(body=last.value), "<usage>", "eval"), g)  # noqa: S307 - checked snippet
+    call = last.value
+
+    def ev(node):
+        return eval(compile(ast.Expression(body=node), "<usage>", "eval"), g)  # noqa: S307 - checked snippet
+
+    if not isinstance(call, ast.Call):
+        return ev(call)
+    fn = ev(call.func)
+
+    def arguments():
+        return [ev(a) for a in call.args], {k.arg: ev(k.value) for k in call.keywords}
+
+    args, kwargs = arguments()
+    before = rng_state(torch)
+    t0 = time.monotonic()
+    out = fn(*args, **kwargs)
+    cost = time.monotonic() - t0
+    if not reseeds or rng_state(torch) == before:
+        return out
+    for n in reseeds:
+        if time_left is not None and time_left() < 2 * cost + 1.0:
+            break
+        seed_all(torch, n)
+        args, kwargs = arguments()
+        fn(*args, **kwargs)
+    return out
+
+
+# ATen's names of scalar types ("expected scalar type Byte but found Float")
+ATEN_TYPES = {
+    "Byte": "uint8",
+    "Char": "int8",
+    "Short": "int16",
+    "Int": "int32",
+    "Long": "int64",
+    "Half": "float16",
+    "Float": "float32",
+    "Double": "float64",
+    "BFloat16": "bfloat16",
+    "Bool": "bool",
+}
+DTYPE_ERRORS = (
+    # torchvision: "Only torch.uint8 image tensors are supported, but found torch.float32"
+    re.compile(r"\bonly torch\.(\w+)\b[^\n]*?\bfound torch\.(\w+)", re.I),
+    # "expected ... dtype torch.uint8 ... but got torch.float32"
+    re.compile(r"\bexpected\b[^\n]*?\btorch\.(\w+)[^\n]*?\b(?:got|found)\b[^\n]*?\btorch\.(\w+)", re.I),
+)
+ATEN_ERROR = re.compile(r"\bexpected scalar type (\w+) but found (\w+)")
+
+
+def wanted_dtype(message, present):
+    """(found, wanted) when an error message says a tensor must have another dtype than
+    the one it has ("Only torch.uint8 image tensors are supported, but found
+    torch.float32"; ATen's "expected scalar type Byte but found Float"), and `found` is
+    a dtype of the snippet's inputs (`present`); else None."""
+    for rx in DTYPE_ERRORS:
+        m = rx.search(message)
+        if m:
+            want, found = m.group(1), m.group(2)
+            break
+    else:
+        m = ATEN_ERROR.search(message)
+        if not m:
+            return None
+        want, found = ATEN_TYPES.get(m.group(1)), ATEN_TYPES.get(m.group(2))
+    if not want or not found or want == found or found not in present:
+        return None
+    import torch
+
+    if not isinstance(getattr(torch, want, None), torch.dtype):
+        return None
+    return found, want
+
+
+ATTRIBUTE_ERROR = re.compile(r"'(\w+)' object has no attribute '(\w+)'")
+
+
+def attributes_read(message, encs, depth=0):
+    """(class name, attribute) when an error says a module lacks an attribute ("'Joiner'
+    object has no attribute 'num_channels'", the AttributeError of Language Reference
+    6.3.1) that a nested module of that class in the recorded values had (its `attrs`:
+    set after construction, as detr's build does); else None."""
+    m = ATTRIBUTE_ERROR.search(message)
+    if not m:
+        return None
+    cls_name, attr = m.group(1), m.group(2)
+
+    def find(enc, depth):
+        if depth > 12:
+            return False
+        if isinstance(enc, list):
+            return any(find(x, depth + 1) for x in enc)
+        if not isinstance(enc, dict):
+            return False
+        ref = enc.get("$module")
+        attrs = enc.get("attrs")
+        if (
+            isinstance(ref, list)
+            and len(ref) == 2
+            and str(ref[1]).split(".")[-1] == cls_name
+            and isinstance(attrs, dict)
+            and attr in attrs
+        ):
+            return True
+        return any(find(x, depth + 1) for x in enc.values())
+
+    return (cls_name, attr) if find(list(encs), 0) else None
+
+
+def tensor_dtypes(enc, out=None, depth=0):
+    """The dtypes of the tensors in an encoded value."""
+    out = set() if out is None else out
+    if depth > 12:
+        return out
+    if isinstance(enc, list):
+        for x in enc:
+            tensor_dtypes(x, out, depth + 1)
+    elif isinstance(enc, dict):
+        if "$tensor" in enc:
+            out.add(enc.get("dtype", "float32"))
+        else:
+            for x in enc.values():
+                tensor_dtypes(x, out, depth + 1)
+    return out
+
+
+def retyped(enc, found, want, depth=0):
+    """The encoded value with its `found`-dtype tensors made `want` tensors of the same
+    shape: uint8 over its whole range (an 8-bit image's pixels), another integer type
+    over the recorded range rounded out (never below 0 for an unsigned one), a bool as
+    ones, a floating type over the recorded range (Renderer.tensor)."""
+    if depth > 12:
+        return enc
+    if isinstance(enc, list):
+        return [retyped(x, found, want, depth + 1) for x in enc]
+    if not isinstance(enc, dict):
+        return enc
+    if "$tensor" not in enc:
+        return {k: retyped(x, found, want, depth + 1) for k, x in enc.items()}
+    if enc.get("dtype", "float32") != found:
+        return enc
+    out = {"$tensor": enc["$tensor"], "dtype": want}
+    lo, hi = enc.get("min"), enc.get("max")
+    if isinstance(enc.get("values"), list) and enc["values"]:
+        lo, hi = min(enc["values"]), max(enc["values"])
+    if want == "uint8":
+        out["min"], out["max"] = 0, 255
+    elif want == "bool":
+        out["values"] = [1]
+    elif want.startswith(("int", "uint")):
+        lo = math.floor(lo) if type(lo) in (int, float) and math.isfinite(lo) else 0
+        hi = math.ceil(hi) if type(hi) in (int, float) and math.isfinite(hi) else 1
+        out["min"], out["max"] = (max(lo, 0), max(hi, 0)) if want.startswith("uint") else (lo, hi)
+    elif type(lo) in (int, float) and type(hi) in (int, float):
+        out["min"], out["max"] = float(lo), float(hi)
+    return out
 
 
 def check_values(text, namespace, torch, args, kwargs, inputs, input_kwargs):

@@ -22,28 +22,46 @@ class WitnessSource(object):
             yield Plan(self.name, label, a, kw, w)
 
 
-def copy_resolver(namespace, repo_tops, originals=None):
+def copy_resolver(namespace, repo_tops, originals=None, copy_names=None):
     """Resolver for witnesses in the candidate's process: the copy's own definitions
-    by qualified name; modules outside the repository (torch, functools) by import; a
+    by qualified name (under the copy's name when the module renamed it, `copy_names`: a
+    snippet.CopyNames); modules outside the repository (torch, functools) by import; a
     class of the repository the copy does not define (a module instance passed in, such
     as detr's encoder_layer) from the original modules already imported by the zygote
     (`originals`: name -> module, or a function of the name), like a forward input it is
-    scaffolding, not part of the block."""
+    scaffolding, not part of the block. A name of the copy that is another definition
+    (the block's module has its own `Gate`, the witness passed `norms.Gate`) is not
+    taken for it when the original's one can be had."""
     tops = set(repo_tops or ())
     base = V.module_resolver(namespace, lambda m: m.split(".")[0] not in tops)
 
+    def original(module, qualname):
+        m = originals(module) if callable(originals) else (originals or {}).get(module)
+        if m is None:
+            return None
+        obj = m
+        for p in qualname.split("."):
+            obj = getattr(obj, p, None)
+            if obj is None:
+                return None
+        return obj
+
     def resolve(module, qualname):
+        top, _, rest = qualname.partition(".")
+        if copy_names is not None and module.split(".")[0] != "torch":
+            renamed = copy_names.name_of(module, top)
+            if renamed is not None and renamed != top and renamed in namespace:
+                return base(module, renamed + ("." + rest if rest else ""))
+            if top in namespace and copy_names.other(top, module, top):
+                obj = original(module, qualname)
+                if obj is not None:
+                    return obj
         try:
             return base(module, qualname)
         except V.Unresolvable:
-            m = originals(module) if callable(originals) else (originals or {}).get(module)
-            if m is None:
+            obj = original(module, qualname)
+            if obj is None:
                 raise
-            obj = m
-            for p in qualname.split("."):
-                obj = getattr(obj, p, None)
-                if obj is None:
-                    raise
             return obj
 
     return resolve

@@ -425,7 +425,7 @@ class Stages:
         if not wits:
             return []
         resolve = source_witness.copy_resolver(
-            mod.__dict__, self.req.get("witnessRepoTops") or [], self._import_original
+            mod.__dict__, self.req.get("witnessRepoTops") or [], self._import_original, self._copy_names()
         )
         src = source_witness.WitnessSource(wits, resolve, self.torch)
         plans = list(src.plans())
@@ -445,7 +445,7 @@ class Stages:
         if not provs:
             return None
         resolve = source_witness.copy_resolver(
-            mod.__dict__, self.req.get("witnessRepoTops") or [], self._import_original
+            mod.__dict__, self.req.get("witnessRepoTops") or [], self._import_original, self._copy_names()
         )
         return (provs, resolve, self.torch)
 
@@ -461,6 +461,15 @@ class Stages:
         except Exception:  # noqa: BLE001 - unknown: the pipeline counts the providers in
             wanted = None
         self.rep.send({"ev": "info", "providersWanted": wanted})
+
+    def _copy_names(self):
+        """The request's copy names (snippet.CopyNames: the emitted module's names and the
+        original definitions they come from), read once."""
+        from nnrag_harness import snippet as S
+
+        if getattr(self, "_copy_names_read", None) is None:
+            self._copy_names_read = S.CopyNames(self.req.get("copyNames"))
+        return self._copy_names_read
 
     def _import_original(self, module):
         """An original module for a witness value the copy does not define (a module
@@ -487,6 +496,8 @@ class Stages:
             sys.path[:] = saved_path
 
     def _forward(self, model, kwargs, args, witness=None):
+        from nnrag_harness import snippet as S
+
         torch, nn = self.torch, self.nn
         self._fwd_kwargs = None
         self._kw_inputs = {}
@@ -502,6 +513,7 @@ class Stages:
 
             try:
                 a, kw = source_witness.witness_inputs(witness, self._witness_resolve, torch)
+                self._inputs_before = (S.snapshot(list(a), torch), S.snapshot(dict(kw), torch))
                 torch.manual_seed(1)
                 with torch.no_grad():
                     out = model(*a, **kw)
@@ -556,6 +568,7 @@ class Stages:
                 inputs = make_inputs(specs, plan, torch, model)
                 kw_inputs = {name: v for (name, _), v in zip(kwplan, inputs[npos:])}
                 inputs = inputs[:npos]
+                self._inputs_before = (S.snapshot(list(inputs), torch), S.snapshot(dict(kw_inputs), torch))
                 with torch.no_grad():
                     out = model(*inputs, **kw_inputs)
             except BaseException as e:  # noqa: BLE001
@@ -624,6 +637,12 @@ class Stages:
         torch = self.torch
         d = {"ev": "info"}
         encs, spell = None, None
+        # the inputs as they were before the forward (a forward may write into a list it
+        # is given: YOLO's Detect puts its outputs into the list of feature maps)
+        kw_inputs = dict(fwd_kwargs or getattr(self, "_kw_inputs", None) or {})
+        before = getattr(self, "_inputs_before", None)
+        if before is not None:
+            inputs, kw_inputs = before
         try:
             if witness is not None:
                 a_enc, kw_enc = witness.get("args") or [], witness.get("kwargs") or {}
@@ -632,38 +651,61 @@ class Stages:
             if fwd_kwargs is not None and witness is not None and witness.get("inputs"):
                 i_enc, ikw_enc = witness["inputs"].get("args") or [], witness["inputs"].get("kwargs") or {}
             else:
-                kw_inputs = getattr(self, "_kw_inputs", None) or {}
                 i_enc, ikw_enc = S.encode_live(list(inputs), torch), S.encode_live(dict(kw_inputs), torch)["$dict"]
             encs = [a_enc, kw_enc, i_enc, ikw_enc]
-            ns = S.usage_namespace(mod, self.req["className"], cls)
-            spell = S.spell_in(ns, torch)
+            names = self._copy_names()
+            ns = S.usage_namespace(mod, self.req["className"], cls, names)
+            spell = S.spell_in(ns, torch, names)
             if 2 * cost + 1.0 < self._deadline - _monotonic():
                 why = None
+
+                def left():
+                    return self._deadline - _monotonic()
+
+                # as validated; then, when that run failed with an error saying its input
+                # must have another dtype (S.wanted_dtype), with inputs of that dtype; when
+                # it failed reading an attribute the repository set on a nested module
+                # after building it (S.attributes_read), with that attribute set
+                tries = [(i_enc, ikw_enc, ())]
                 for eval_mode in (False, True):
-                    if eval_mode and not 2 * cost + 1.0 < self._deadline - _monotonic():
+                    for n, (ins, ikws, attrs) in enumerate(tries):
+                        if (eval_mode or n) and not 2 * cost + 1.0 < left():
+                            break
+                        text = S.snippet_text(
+                            self.req["className"], a_enc, kw_enc, ins, ikws, spell, eval_mode, ns, attrs
+                        )
+                        # as the validated block was built: pretrained weights are not
+                        # fetched (no network in the sandbox; a user's run downloads them)
+                        from nnrag_harness.harvest import no_downloads
+
+                        restore = no_downloads(torch)
+                        try:
+                            S.run_snippet(text, ns, torch, S.RESEEDS, left)
+                            d["usage"], d["usageCheck"] = text, "ran"
+                            break
+                        except BaseException as e:  # noqa: BLE001 - the block's own error on this run (SystemExit included)
+                            why = why or "%s: %s" % (type(e).__name__, str(e)[:160])
+                            fix = S.wanted_dtype(str(e)[:2000], S.tensor_dtypes([ins, ikws]))
+                            if fix and not any(t[0] is not i_enc for t in tries):
+                                tries.append((S.retyped(ins, *fix), S.retyped(ikws, *fix), attrs))
+                            read = S.attributes_read(str(e)[:2000], [a_enc, kw_enc, ins, ikws])
+                            if read and read not in attrs and len(tries) < 4:
+                                tries.append((ins, ikws, tuple(attrs) + (read,)))
+                        finally:
+                            restore()
+                    if "usage" in d:
                         break
-                    text = S.snippet_text(
-                        self.req["className"], a_enc, kw_enc, i_enc, ikw_enc, spell, eval_mode, taken=ns
-                    )
-                    try:
-                        S.run_snippet(text, ns, torch)
-                        d["usage"], d["usageCheck"] = text, "ran"
-                        break
-                    except BaseException as e:  # noqa: BLE001 - the block's own error on this run (SystemExit included)
-                        why = why or "%s: %s" % (type(e).__name__, str(e)[:160])
                 if "usage" not in d:
                     d["usageSkipped"] = why
             elif self._deadline - _monotonic() > 1.0:
+                from nnrag_harness.harvest import no_downloads
+
                 text = S.snippet_text(self.req["className"], a_enc, kw_enc, i_enc, ikw_enc, spell, taken=ns)
-                S.check_values(
-                    text,
-                    ns,
-                    torch,
-                    list(args),
-                    dict(kwargs),
-                    list(inputs),
-                    dict(fwd_kwargs or getattr(self, "_kw_inputs", None) or {}),
-                )
+                restore = no_downloads(torch)
+                try:
+                    S.check_values(text, ns, torch, list(args), dict(kwargs), list(inputs), kw_inputs)
+                finally:
+                    restore()
                 d["usage"], d["usageCheck"] = text, "values"
             else:
                 d["usageSkipped"] = "no time left to check a snippet"
