@@ -294,6 +294,8 @@ export interface PipelineOptions extends ExtractOptions {
   onWarning?: (msg: string) => void;
   /** where the run's time goes (a new table when not given); stored with the run */
   costs?: Costs;
+  /** the most lines usage roots may add to a module (default USAGE_ROOTS_MAX_LINES) */
+  usageRootsMaxLines?: number;
 }
 
 const MAX_CALL_SITES = 6;
@@ -457,6 +459,15 @@ function originalSysPath(
  *  for any snippet), else the first module stays. Nothing is tried when one of the names
  *  cannot become a root (private, not indexed). A second round adds what the new
  *  module's arguments still name, at most two rounds. */
+/** The most lines usage roots may add to a module (see withUsageRoots): a root that
+ *  brings more (a test's model class with its framework's registry, config and logging
+ *  machinery: mmengine's ToyModel added 12,397 lines to a 146-line block) leaves the
+ *  block without a usage line rather than unreadable. The largest roots the reference
+ *  corpus takes otherwise add about 530 lines (torchvision's RAFT). */
+export const USAGE_ROOTS_MAX_LINES = 1000;
+
+const lineCount = (text: string) => text.split('\n').length;
+
 async function withUsageRoots(
   ws: Workspace,
   id: string,
@@ -489,6 +500,29 @@ async function withUsageRoots(
       extractText(ws, id, { ...opts, profile: 'faithful', roots }),
     );
     if (!em.text || em.text === req.source || !em.record.emission.usageRoots?.length) return null;
+    // a usage example must not bury the block: roots that would add more than
+    // USAGE_ROOTS_MAX_LINES lines (a model class that brings its framework along) are not
+    // copied, and the record says why the block has no usage line
+    // measured on the module kept: the slim one drops what the block alone does not
+    // reach, so a root can cost far more lines there than in the faithful module (which
+    // may already hold the root's framework for another reason)
+    let added = lineCount(em.text) - lineCount(req.source);
+    if ((opts.profile ?? 'slim') === 'slim') {
+      const inputs = { seeds: slimSeeds(req, first.args), entry: slimEntry(req, first.args) };
+      const slimOf = (r?: RootDef[]) =>
+        costs.time('emission slim', repo, () => extractText(ws, id, { ...opts, profile: 'slim', roots: r }, inputs));
+      const [without, withRoots] = [slimOf(undefined), slimOf(roots)];
+      if (without.text && withRoots.text) added = Math.max(added, lineCount(withRoots.text) - lineCount(without.text));
+    }
+    const bound = opts.usageRootsMaxLines ?? USAGE_ROOTS_MAX_LINES;
+    if (added > bound) {
+      const names = roots.map((r) => r.name).join(', ');
+      first.usageSkipped =
+        `copying ${names} for the usage line would add ${added} lines (bound ${bound}); ${first.usageSkipped ?? ''}`
+          .replace(/; $/, '')
+          .slice(0, 300);
+      return null;
+    }
     const rreq: ValidationRequest = { ...req, source: em.text };
     if (req.namespace && em.namespace) rreq.namespace = em.namespace;
     if (req.original) {
@@ -933,7 +967,15 @@ export async function extractAndValidate(
           const emitted = [record];
           let roots: BuildOptions['roots'];
           if (passesStages(result, required) && !result.usage && result.usageNeeds?.length) {
-            const more = await withUsageRoots(ws, id, { ...opts, importable }, req, result, validateCached, costs);
+            const more = await withUsageRoots(
+              ws,
+              id,
+              { ...opts, importable, installed, profile },
+              req,
+              result,
+              validateCached,
+              costs,
+            );
             if (more) {
               emitted.push(more.record);
               ({ record, text, result, req, roots } = more);
