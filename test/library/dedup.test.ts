@@ -399,8 +399,8 @@ test('jaccardAtLeast answers jaccard(a, b) >= t, at and around the threshold', (
 });
 
 test('worker threads: texts with non-ASCII characters and many chunks give the in-thread clusters', async () => {
-  // more than one chunk per thread (at most 5,000 texts a chunk), texts joined per chunk:
-  // two-byte characters in strings and comments must not shift any text's bounds
+  // several chunks per thread; two-byte characters in strings and comments travel to the
+  // signature threads and are tokenized as in this thread
   const { blocks } = generateBlocks(12000, 5);
   const accented = blocks.map((b, i) =>
     i % 3 === 0 ? { ...b, text: `# copié ${'é'.repeat(i % 7)} — ünïcode\n${b.text}` } : b,
