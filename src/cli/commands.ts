@@ -19,6 +19,7 @@ import type { EmissionProfile, PipelineOptions } from '../pipeline/pipeline.js';
 import type { BlockRecord } from '../records/block.js';
 import { reportText } from '../library/report.js';
 import { UsageError } from '../util/errors.js';
+import { parseAsOf } from '../environment/as-of.js';
 import { STAGES, parseInputShapes, userWitness, type DoctorReport, type Stage } from '../validate/index.js';
 import {
   openWorkspace,
@@ -392,7 +393,7 @@ export const commands: Record<string, Command> = {
     summary:
       "env create DIR: a PyPI virtual environment (uv) with torch 2.x and what the store's repositories need, locked, with their compiled operators built for the CPU (--debian: a Debian trixie root filesystem instead); env sync DIR: bring it up to date",
     usage:
-      'nnrag env create DIR [--store S] [--torch 2.x] [--python BASE] [--system-torch] [--offline] [--wheels W] [--packages P …] [--no-native] | nnrag env sync DIR [--store S] [same options] | nnrag env create DIR --debian [--store S] [--packages P,Q …] [--wheels W]',
+      'nnrag env create DIR [--store S] [--torch 2.x] [--python BASE] [--system-torch] [--offline] [--wheels W] [--packages P …] [--no-native] [--as-of DATE | --no-as-of] | nnrag env sync DIR [--store S] [same options] | nnrag env create DIR --debian [--store S] [--packages P,Q …] [--wheels W]',
     options: {
       packages: { type: 'string', multiple: true },
       wheels: { type: 'string' },
@@ -402,6 +403,8 @@ export const commands: Record<string, Command> = {
       'system-torch': { type: 'boolean' },
       offline: { type: 'boolean' },
       'no-native': { type: 'boolean' },
+      'as-of': { type: 'string' },
+      'no-as-of': { type: 'boolean' },
     },
     async run(ctx) {
       const [sub, dir] = ctx.positionals;
@@ -428,6 +431,16 @@ export const commands: Record<string, Command> = {
           !existsSync(path.join(target, 'pyvenv.cfg'))
         )
           throw new UsageError(`env sync: ${target} is not an environment nnrag made (use env create)`);
+        const asOfText = ctx.values['as-of'] as string | undefined;
+        if (asOfText !== undefined && ctx.values['no-as-of'])
+          throw new UsageError('--as-of and --no-as-of: give one of them');
+        if (asOfText !== undefined)
+          try {
+            parseAsOf(asOfText);
+          } catch (e) {
+            throw new UsageError((e as Error).message);
+          }
+        const asOf = ctx.values['no-as-of'] ? false : asOfText !== undefined ? { date: asOfText } : undefined;
         // the store is read before minutes of downloads: a wrong --store fails at once
         const ws = withStore ? openWorkspace(ctx) : undefined;
         const needs = ws ? await pypiNeeds(ws, { python, onWarning: warn }) : null;
@@ -443,6 +456,7 @@ export const commands: Record<string, Command> = {
             wheels,
             packages,
             native: !ctx.values['no-native'],
+            asOf,
             onLog,
           },
           ws,
@@ -456,6 +470,10 @@ export const commands: Record<string, Command> = {
           human.push(
             `${g.name === 'shared' ? 'shared' : `own environment of ${g.name}`}: ${g.dir}, ${g.repos.length} repositories, ${g.pins.length} locked distributions${torch ? ` (${torch})` : m.systemTorch ? " (the base interpreter's torch)" : ''}${g.conflict ? `; does not resolve with the others: ${g.conflict.split('\n').slice(-1)[0]}` : ''}`,
           );
+          if (g.asOf)
+            human.push(
+              `  resolved as of ${g.asOf.global ?? 'no date for all'}; ${Object.keys(g.asOf.dated).length} distributions dated by the repositories that name them${g.asOf.lifted.length ? `; without a date: ${g.asOf.lifted.map((l) => l.distribution).join(', ')}` : ''}`,
+            );
           for (const x of g.indexed)
             human.push(
               `  ${x.distribution} installed from the indexed ${x.repo}${x.error ? `: FAILED ${x.error.split('\n').slice(-1)[0]}` : ''}`,

@@ -100,6 +100,9 @@ export const COMMAND_FLAGS: Record<string, Record<string, string>> = {
     'system-torch': "reuse the base interpreter's torch (and its other packages) instead of installing one from PyPI",
     offline: "install only from uv's cache and --wheels (nothing downloaded)",
     'no-native': "do not build the indexed repositories' compiled operators",
+    'as-of':
+      "resolve as of this date (2024-11-01 or an RFC 3339 time) instead of each repository's revision date plus 30 days (the default); torch, torchvision and --packages are never dated",
+    'no-as-of': 'resolve the newest releases, whatever the revisions of the repositories',
   },
   index: { workers: 'parser threads (default: the number of cores; at most that many unless --force-workers)' },
   search: {

@@ -39,6 +39,19 @@ import { normalizeDistName } from './names.js';
 import { installableTree, type SourceTree } from './source-tree.js';
 import { checkoutVersion } from './checkout-version.js';
 import { meetsSpecifier, requirementName } from './requirements.js';
+import { PROBE_VERSION, probeImports, unmetBounds, type ImportConstraint, type ImportFailure } from './import-probe.js';
+import {
+  asOfArgs,
+  asOfHeader,
+  asOfPlan,
+  datedFailures,
+  revisionDate,
+  sourceOnlyPins,
+  TORCH_FAMILY,
+  type AsOfChoice,
+  type AsOfContext,
+  type AsOfPlan,
+} from './as-of.js';
 
 /** One requirement line of an environment, with why it is there. */
 export interface EnvRequirement {
@@ -115,6 +128,27 @@ export interface EnvGroup {
   fromIndex?: FromIndex[];
   /** how its bytecode was made: shared from other environments or compiled */
   bytecode?: Omit<BytecodeReport, 'seconds'>;
+  /** the dates its lock was resolved as of (as-of.ts; none with `--no-as-of`) */
+  asOf?: GroupAsOf;
+  /** imports of its repositories' requirements that failed once it was installed */
+  importFailures?: ImportFailure[];
+  /** the version of the probe that found them */
+  importProbe?: number;
+}
+
+/** A version bound learnt from an import, and the repositories it was added to. */
+export interface LearntConstraint extends ImportConstraint {
+  repos: string[];
+}
+
+/** The dates of a group's resolution: uv's `--exclude-newer` for all, the distributions
+ *  dated by the repositories that name them, those not dated, and those that fell back to
+ *  the newest release, with why. */
+export interface GroupAsOf {
+  global?: string;
+  dated: Record<string, string>;
+  undated: string[];
+  lifted: { distribution: string; reason: string }[];
 }
 
 export interface EnvManifestPyPI {
@@ -128,6 +162,11 @@ export interface EnvManifestPyPI {
   torch: string;
   /** reuse the base interpreter's own torch (`--system-site-packages`) */
   systemTorch: boolean;
+  /** what the resolution was dated by: the repositories' revisions (default), a date given
+   *  with --as-of, or nothing (--no-as-of); absent in manifests from before it existed */
+  asOf?: AsOfChoice;
+  /** version bounds learnt from imports (import-probe.ts), applied as requirements */
+  importConstraints?: LearntConstraint[];
   groups: EnvGroup[];
   /** imports no declared requirement or known name provides: never installed on a guess */
   unresolved: { module: string; candidates: string[]; neededBy: string[] }[];
@@ -167,6 +206,12 @@ export interface PyPIOptions {
   native?: boolean;
   /** where built wheels are cached (default `<nnrag home>/wheels`) */
   wheelCache?: string;
+  /** resolve as of the repositories' revisions (default, `revisions`), as of one date, or
+   *  not dated (false); default what the environment was made with */
+  asOf?: AsOfChoice;
+  /** import the groups' requirements once installed and resolve again with the version
+   *  bounds their imports enforce (import-probe.ts; default true) */
+  probeImports?: boolean;
   onLog?: (line: string) => void;
 }
 
@@ -485,9 +530,17 @@ export function indexedInstalls(needs: PyPINeeds, repos: string[]): IndexedInsta
     for (const d of r.declared) {
       const name = requirementName(d);
       const hit = name ? dists.get(normalizeDistName(name)) : undefined;
-      // a checkout whose version does not meet the declared pin is not installed: the
-      // pinned version comes from the index (groupRequirements)
-      if (hit && packaged(hit.root) && hit.repo !== r.name && !out.has(hit.repo) && checkoutMeets(hit, d))
+      // a checkout whose version does not meet every requirement the repository declares
+      // of it (mmpose's `mmcv>=2.0.0,<3.0.0` and a learnt `mmcv<2.2.0`) is not installed:
+      // the version they pin comes from the index (groupRequirements)
+      const all = r.declared.filter((x) => normalizeDistName(requirementName(x) ?? '') === normalizeDistName(name!));
+      if (
+        hit &&
+        packaged(hit.root) &&
+        hit.repo !== r.name &&
+        !out.has(hit.repo) &&
+        all.every((x) => checkoutMeets(hit, x))
+      )
         out.set(hit.repo, { repo: hit.repo, distribution: hit.name, root: hit.root });
     }
     const own = ownInstall(needs, r);
@@ -602,14 +655,28 @@ export function blamedRepos(needs: PyPINeeds, repos: string[], error: string): s
   });
 }
 
-/** Resolve requirements into a lock with `uv pip compile` (no install). */
+/** How a resolution is dated (as-of.ts): `plain` not at all (torch's own requirements),
+ *  `dated` by the revisions, `final` dated and checked for releases of their date that
+ *  would be built from source here (a group's lock, before it is installed). */
+type CompileMode = 'plain' | 'dated' | 'final';
+
+/** The resolution dates of one `env create`/`env sync` (kept per options object, like the
+ *  build fixes). */
+const asOfOf = new WeakMap<PyPIOptions, AsOfContext>();
+
+/** Resolve requirements into a lock with `uv pip compile` (no install). Dated (as-of.ts):
+ *  a distribution the resolver reports it filtered by date so that nothing resolves, or
+ *  failed to build at the release of its date, and (`final`) one whose release of its
+ *  date has no wheel for this interpreter, is resolved again without its date, and why is
+ *  kept in the context. The lock's header names the dates. */
 async function compile(
   uv: string,
   python: string,
   reqs: EnvRequirement[],
   opts: PyPIOptions,
   workDir: string,
-): Promise<{ lock: string } | { error: string }> {
+  mode: CompileMode = 'dated',
+): Promise<{ lock: string; plan: AsOfPlan } | { error: string }> {
   mkdirSync(workDir, { recursive: true });
   const input = path.join(workDir, 'requirements.in');
   // a checkout's pin is a wheel of its name and version only (PEP 427: METADATA, WHEEL,
@@ -644,10 +711,70 @@ async function compile(
   for (const s of stubs) args.push('--no-emit-package', s);
   if (opts.offline) args.push('--offline');
   if (opts.wheels) args.push('--find-links', opts.wheels);
-  const r = await withBuildFixes((extra) => runCmd(uv, [...args, ...extra], { env: uvEnv() }), workDir, opts);
-  if (r.code !== 0)
-    return { error: r.stderr.trim().split('\n').slice(-12).join('\n') || `uv pip compile exited ${r.code}` };
-  return { lock: r.stdout };
+  const ctx = mode === 'plain' ? undefined : asOfOf.get(opts);
+  const named = reqs.map((r) => ({ ...r, name: requirementName(r.spec) }));
+  const log = opts.onLog ?? (() => {});
+  const lift = (key: string, why: string) => {
+    ctx!.lifted.set(key, why);
+    log(`  ${key}: ${why}`);
+  };
+  for (let round = 0; ; round++) {
+    const plan: AsOfPlan = ctx ? asOfPlan(named, ctx) : { packages: new Map() };
+    const dated = asOfArgs(plan);
+    const isDated = (k: string) =>
+      !ctx!.exempt.has(k) &&
+      !ctx!.lifted.has(k) &&
+      (plan.packages.has(k) ? plan.packages.get(k) !== false : !!plan.global);
+    const dateOf = (k: string) => (plan.packages.get(k) as string | undefined) ?? plan.global;
+    const r = await withBuildFixes(
+      (extra) => runCmd(uv, [...args, ...dated, ...extra], { env: uvEnv() }),
+      workDir,
+      opts,
+    );
+    if (r.code !== 0) {
+      const { filtered, unbuilt } = ctx ? datedFailures(r.stderr) : { filtered: [], unbuilt: [] };
+      const newly = [...filtered.filter(isDated), ...unbuilt.filter((k) => isDated(k) && !filtered.includes(k))];
+      if (ctx && newly.length && round < 8) {
+        for (const k of filtered.filter(isDated))
+          lift(
+            k,
+            `no release before ${dateOf(k)} meets the requirements: resolved without a date (the newest release)`,
+          );
+        for (const k of unbuilt.filter((x) => isDated(x) && !filtered.includes(x)))
+          lift(k, `its release of ${dateOf(k)} did not build here: resolved without a date (the newest release)`);
+        continue;
+      }
+      return { error: r.stderr.trim().split('\n').slice(-12).join('\n') || `uv pip compile exited ${r.code}` };
+    }
+    if (ctx && mode === 'final' && (plan.global || plan.packages.size) && round < 8) {
+      // the same resolution as a PEP 751 lock: its wheels are those that install on this
+      // interpreter and platform, so a dated release with none would be built from source
+      // (a release from before CPython 3.11 had wheels)
+      const pl = await withBuildFixes(
+        (extra) => runCmd(uv, [...args, ...dated, ...extra, '--format', 'pylock.toml'], { env: uvEnv() }),
+        workDir,
+        opts,
+      );
+      const src = pl.code === 0 ? sourceOnlyPins(pl.stdout).filter((p) => isDated(p.name)) : [];
+      if (src.length) {
+        for (const p of src)
+          lift(
+            p.name,
+            `${p.name} ${p.version}, its release before ${dateOf(p.name)}, has no wheel for this interpreter (it would be built from source): resolved without a date`,
+          );
+        continue;
+      }
+    }
+    const present = new Set([
+      ...lockPins(r.stdout).map((p) => p.split('==')[0]),
+      ...named.map((x) => normalizeDistName(x.name ?? '')),
+    ]);
+    // the lock names its input file (`# via -r …/requirements.in`) by its path in this
+    // environment's work folder: written relative, so the same resolution gives the same
+    // lock and digest (the environment id) in any folder and on any machine
+    const text = r.stdout.split(input).join('requirements.in');
+    return { lock: (ctx ? asOfHeader(plan, ctx, present) : '') + text, plan };
+  }
 }
 
 /** What the builds of source distributions need beyond what they declare, learnt from
@@ -1122,6 +1249,66 @@ async function groupBytecode(dir: string, log: (l: string) => void): Promise<Omi
   return rep;
 }
 
+/** The dates of one `env create`/`env sync`: each repository's revision date, and what is
+ *  never dated: torch's family, torch's own requirements (resolved once, undated: the torch
+ *  the user asked pins them) and --packages. */
+async function asOfContext(
+  uv: string,
+  py: string,
+  n: PyPINeeds,
+  choice: Exclude<AsOfChoice, false>,
+  torch: string,
+  extra: string[],
+  systemTorch: boolean,
+  opts: PyPIOptions,
+  work: string,
+): Promise<AsOfContext> {
+  const dates = new Map<string, Date | null>();
+  for (const r of n.repos) dates.set(r.name, await revisionDate(r.root));
+  const exempt = new Set(TORCH_FAMILY);
+  for (const p of extra) {
+    const name = requirementName(p);
+    if (name) exempt.add(normalizeDistName(name));
+  }
+  if (!systemTorch) {
+    const t = await compile(uv, py, [{ spec: torch, neededBy: ['nnrag'] }], opts, path.join(work, 'torch'), 'plain');
+    if ('lock' in t) for (const p of lockPins(t.lock)) exempt.add(p.split('==')[0]);
+  }
+  return { choice, dates, exempt, lifted: new Map(), now: new Date() };
+}
+
+/** The needs with learnt bounds added to the declared requirements of their repositories. */
+function withConstraints(needs: PyPINeeds, learnt: LearntConstraint[]): PyPINeeds {
+  if (!learnt.length) return needs;
+  return {
+    ...needs,
+    repos: needs.repos.map((r) => {
+      const add = learnt.filter((c) => c.repos.includes(r.name)).map((c) => c.requirement);
+      return add.length ? { ...r, declared: [...r.declared, ...add.filter((a) => !r.declared.includes(a))] } : r;
+    }),
+  };
+}
+
+/** What a group's manifest says of its dates. */
+function groupAsOf(plan: AsOfPlan, ctx: AsOfContext, pins: string[]): GroupAsOf {
+  const dated: Record<string, string> = {};
+  const undated: string[] = [];
+  // what the group resolved: a fallback learnt in another group is not this one's
+  const here = new Set(pins.map((p) => p.split('==')[0]));
+  for (const [k, v] of [...plan.packages].sort(([a], [b]) => a.localeCompare(b)))
+    if (v === false) {
+      if (here.has(k)) undated.push(k);
+    } else dated[k] = v;
+  return {
+    ...(plan.global ? { global: plan.global } : {}),
+    dated,
+    undated,
+    lifted: [...ctx.lifted]
+      .filter(([k]) => plan.packages.get(k) === false && here.has(k))
+      .map(([distribution, reason]) => ({ distribution, reason })),
+  };
+}
+
 /** The torch version a lock pins (or the base interpreter's, with systemTorch). */
 function torchOf(pins: string[]): string {
   return pins.find((p) => p.startsWith('torch=='))?.slice('torch=='.length) ?? 'system';
@@ -1138,6 +1325,7 @@ export async function syncPyPIEnvironment(
   dir: string,
   needs: PyPINeeds | null,
   opts: PyPIOptions = {},
+  learnt?: LearntConstraint[],
 ): Promise<EnvManifestPyPI> {
   const uv = findUv();
   if (!uv) throw new NnragError('uv is not installed: run scripts/setup.sh (it installs uv), or `pip install uv`');
@@ -1153,7 +1341,10 @@ export async function syncPyPIEnvironment(
   const torch = systemTorch ? 'system' : opts.torch ? torchRequirement(opts.torch) : (previous?.torch ?? 'torch');
   const log = opts.onLog ?? (() => {});
   mkdirSync(target, { recursive: true });
-  const n: PyPINeeds = needs ?? { repos: [], indexed: new Map() };
+  // the bounds earlier imports taught (import-probe.ts), as requirements of the
+  // repositories that need the distribution enforcing them
+  const constraints = learnt ?? (opts.probeImports === false ? [] : (previous?.importConstraints ?? []));
+  const n: PyPINeeds = withConstraints(needs ?? { repos: [], indexed: new Map() }, constraints);
   const work = path.join(target, '.nnrag-work');
   // groups: every repository together first; the repositories whose requirements do not
   // resolve with the shared set get an environment of their own universe
@@ -1162,6 +1353,14 @@ export async function syncPyPIEnvironment(
   const allRepos = n.repos.map((r) => r.name);
   const groups: EnvGroup[] = [];
   const extra = opts.packages ?? [];
+  // resolution as of the repositories' revisions (as-of.ts): what was asked now, else what
+  // the environment was made with
+  const asOf: AsOfChoice = opts.asOf ?? previous?.asOf ?? 'revisions';
+  const asOfCtx: AsOfContext =
+    asOf === false
+      ? { choice: false, dates: new Map(), exempt: new Set(), lifted: new Map(), now: new Date() }
+      : await asOfContext(uv, py, n, asOf, torch, extra, systemTorch, opts, work);
+  asOfOf.set(opts, asOfCtx);
   let shared = allRepos;
   let sharedLock = await compile(uv, py, groupRequirements(n, shared, torch, extra, systemTorch), opts, work);
   const own: { repo: string; conflict: string }[] = [];
@@ -1231,6 +1430,7 @@ export async function syncPyPIEnvironment(
     repos: string[],
     lock: string,
     conflict?: string,
+    plan?: AsOfPlan,
   ): Promise<EnvGroup> => {
     await makeVenv(uv, base, gdir, systemTorch);
     const pins = lockPins(lock);
@@ -1345,12 +1545,23 @@ export async function syncPyPIEnvironment(
       ...(conflict ? { conflict } : {}),
       ...(fromIndex.length ? { fromIndex } : {}),
       bytecode,
+      ...(plan && asOf !== false ? { asOf: groupAsOf(plan, asOfCtx, pins) } : {}),
     };
   };
-  groups.push(await installGroup('shared', target, shared, (sharedLock as { lock: string }).lock));
+  // the groups' locks, dated, checked for releases that would be built from source here
+  if (asOf !== false) {
+    const fin = await compile(uv, py, groupRequirements(n, shared, torch, extra, systemTorch), opts, work, 'final');
+    if ('lock' in fin) sharedLock = fin;
+    else
+      log(
+        `the shared lock checked for wheels did not resolve; kept as resolved: ${fin.error.split('\n').slice(-1)[0]}`,
+      );
+  }
+  const sl = sharedLock as { lock: string; plan: AsOfPlan };
+  groups.push(await installGroup('shared', target, shared, sl.lock, undefined, sl.plan));
   for (const o of own) {
     const repos = universe(n, o.repo);
-    const lock = await compile(uv, py, groupRequirements(n, repos, torch, extra, systemTorch), opts, work);
+    const lock = await compile(uv, py, groupRequirements(n, repos, torch, extra, systemTorch), opts, work, 'final');
     if ('error' in lock) {
       log(
         `${o.repo}: its own requirements do not resolve either; it validates in the shared environment: ${lock.error.split('\n').slice(-1)[0]}`,
@@ -1369,7 +1580,14 @@ export async function syncPyPIEnvironment(
       continue;
     }
     groups.push(
-      await installGroup(o.repo, path.join(target, 'repos', o.repo.replace(/\//g, '__')), repos, lock.lock, o.conflict),
+      await installGroup(
+        o.repo,
+        path.join(target, 'repos', o.repo.replace(/\//g, '__')),
+        repos,
+        lock.lock,
+        o.conflict,
+        lock.plan,
+      ),
     );
   }
   rmSync(work, { recursive: true, force: true });
@@ -1394,9 +1612,66 @@ export async function syncPyPIEnvironment(
     basePython: base,
     torch,
     systemTorch,
+    asOf,
+    ...(constraints.length ? { importConstraints: constraints } : {}),
     groups,
     unresolved: [...unresolved.values()].sort((a, b) => a.module.localeCompare(b.module)),
   };
+  // the groups' requirements imported once: a bound an import enforces that the installed
+  // version does not meet is learnt, and everything is resolved again with it (once)
+  if (opts.probeImports !== false) {
+    const fresh: LearntConstraint[] = [];
+    for (const g of groups) {
+      const prev = previous?.groups.find((x) => x.dir === g.dir);
+      const same =
+        prev?.importFailures &&
+        prev.importProbe === PROBE_VERSION &&
+        prev.lockDigest === g.lockDigest &&
+        JSON.stringify(prev.indexed.map((x) => x.checkout)) === JSON.stringify(g.indexed.map((x) => x.checkout));
+      const skip = new Set([...TORCH_FAMILY, ...TOOL_REQUIREMENTS]);
+      const installed = new Map(g.pins.map((p) => p.split('==') as [string, string]));
+      for (const c of checkoutPins(n, g.repos).values()) installed.set(normalizeDistName(c.distribution), c.version);
+      const dists = [
+        ...new Set(
+          g.requirements
+            .filter((r) => !r.checkout && r.neededBy.some((x) => x !== 'nnrag'))
+            .map((r) => normalizeDistName(requirementName(r.spec) ?? ''))
+            .filter((k) => k && installed.has(k) && !skip.has(k)),
+        ),
+      ].sort();
+      const t0 = Date.now();
+      g.importFailures = same ? prev!.importFailures! : await probeImports(envPython(g.dir), dists);
+      g.importProbe = PROBE_VERSION;
+      if (!same)
+        log(
+          `  imported ${dists.length} requirements of ${g.name === 'shared' ? 'the shared environment' : g.name}: ${g.importFailures.length} failed (${((Date.now() - t0) / 1000).toFixed(0)} s)`,
+        );
+      for (const f of g.importFailures) {
+        const by = `${normalizeDistName(f.distribution)}==${installed.get(normalizeDistName(f.distribution)) ?? '?'}`;
+        for (const b of unmetBounds(f, installed)) {
+          if ([...constraints, ...fresh].some((c) => c.requirement === b.requirement && c.by === by)) continue;
+          const names = (r: string) => {
+            const x = n.repos.find((y) => y.name === r);
+            return [...(x?.declared ?? []), ...(x?.imported ?? [])].map((d) =>
+              normalizeDistName(requirementName(d) ?? ''),
+            );
+          };
+          const named = g.repos.filter((r) => names(r).includes(normalizeDistName(f.distribution)));
+          const c: LearntConstraint = { ...b, by, error: f.error.slice(0, 400), repos: named.length ? named : g.repos };
+          fresh.push(c);
+          log(
+            `  ${by} enforces ${b.requirement} at import (installed: ${b.distribution} ${b.installed}): resolving again with it as a requirement of ${c.repos.join(', ')}`,
+          );
+        }
+      }
+    }
+    if (fresh.length && !learnt) {
+      // what this pass installed is the previous state of the next: what it left
+      // unchanged (locks, checkouts at the same revision) is not installed again
+      writeFileSync(manifestPath(target), JSON.stringify(manifest, null, 1) + '\n');
+      return syncPyPIEnvironment(dir, needs, { ...opts }, [...constraints, ...fresh]);
+    }
+  }
   writeFileSync(manifestPath(target), JSON.stringify(manifest, null, 1) + '\n');
   return manifest;
 }

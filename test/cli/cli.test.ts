@@ -33,6 +33,14 @@ describe('cli', () => {
     assert.equal(nnrag('discover', '--no-such-flag').code, 2);
     assert.equal(nnrag('index', '--mode', 'sometimes', '--store', store).code, 2);
     assert.equal(nnrag('extract', '--store', store).code, 2);
+    // env create's dates: a date that is not one, or both --as-of and --no-as-of, before
+    // anything is made
+    const envDir = path.join(tempDir(), 'env');
+    const badDate = nnrag('env', 'create', envDir, '--as-of', 'last year');
+    assert.equal(badDate.code, 2, badDate.stderr);
+    assert.match(badDate.stderr, /--as-of: "last year" is not a date/);
+    assert.equal(nnrag('env', 'create', envDir, '--as-of', '2024-01-01', '--no-as-of').code, 2);
+    assert.equal(existsSync(envDir), false);
     // `witnesses --repo R` as its usage says: an unknown repository is bad usage; a known
     // one with no stored harvest is listed as such (exit 1: nothing harvested)
     assert.equal(nnrag('witnesses', '--repo', 'no/such', '--show', '--store', store).code, 2);

@@ -260,17 +260,25 @@ test("a checkout whose version does not meet another repository's pin is not ins
       repo('acme/lib', lib),
       repo('acme/new', write(path.join(dir, 'new'), { 'acme_new/__init__.py': '' }), ['acme-lib>=2.0,<2.4']),
       repo('acme/old', write(path.join(dir, 'old'), { 'acme_old/__init__.py': '' }), ['acme-lib>=2.0.0rc4,<2.2.0']),
+      // a range the checkout meets, and a bound it does not (one learnt from an import)
+      repo('acme/both', write(path.join(dir, 'both'), { 'acme_both/__init__.py': '' }), [
+        'acme-lib>=2.0,<3.0',
+        'acme-lib>=2.0.0rc4,<2.2.0',
+      ]),
     ],
     indexed: new Map([
       ['acme_lib', 'acme/lib'],
       ['acme_new', 'acme/new'],
       ['acme_old', 'acme/old'],
+      ['acme_both', 'acme/both'],
     ]),
   };
   const installs = (repos: string[]) => indexedInstalls(needs, repos).map((x) => x.repo);
   assert.deepEqual(installs(['acme/new']), ['acme/lib']);
   // the pin excludes the checkout: the pinned version comes from the index instead
   assert.deepEqual(installs(['acme/old']), []);
+  // every requirement of it must be met, not the first one
+  assert.deepEqual(installs(['acme/both']), []);
   // a group that installs the checkout resolves it as itself: name==its version
   assert.deepEqual(
     [...checkoutPins(needs, ['acme/new', 'acme/lib']).values()],

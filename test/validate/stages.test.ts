@@ -130,6 +130,24 @@ describe('validation stages', { skip: skip ?? false }, () => {
     assert.equal(a.convs_per_block, 2);
   });
 
+  it('gives a parameter annotated with a class an instance of a concrete subclass that has what it reads (PEP 484)', () => {
+    const r = results.get('good/instance_param.py')!;
+    const a = r.args as Record<string, unknown>;
+    assert.match(String(a.conv), /^Linear\(/, JSON.stringify(r.args)); // Mean lacks in_channels
+    assert.equal(r.input_shapes!.length, 2);
+  });
+
+  it('gives a required mask a tensor shaped like the input, never None', () => {
+    const r = results.get('good/required_mask.py')!;
+    assert.equal(r.input_shapes!.length, 2, JSON.stringify(r.input_shapes));
+    assert.deepEqual(r.input_shapes![0], r.input_shapes![1]);
+  });
+
+  it('gives a forward parameter asserted or annotated with a class of the module an instance of it', () => {
+    const r = results.get('good/object_input.py')!;
+    assert.equal(r.ok, true, `${r.stage} ${r.error}`);
+  });
+
   it('repairs an input from the shape error of a first try (token count 8 → 49)', () => {
     const r = results.get('good/fixed_tokens.py')!;
     assert.deepEqual(r.input_shapes, [[2, 49, 24]]);

@@ -3,12 +3,14 @@ module: values (encode / decode), harvest (argparse defaults read statically, si
 configurations by use, entry-point call plans), sources (the witness source and the
 label -> source rule) and stash (the original's modules hidden and kept). Run with a Python that has torch (test/validate/harness-package.test.ts)."""
 
+import copy
 import dataclasses
 import functools
 import os
 import sys
 import tempfile
 import types
+import typing
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "src", "validate", "python"))
@@ -924,8 +926,11 @@ class WitnessRulesTest(unittest.TestCase):
         t = {i: i < 2 for i in range(5)}
         enc = V.encode(t)
         self.assertEqual(V.decode(enc, resolve, torch), t)
+        # a value JSON cannot spell as itself: the general form, keys and values encoded
+        self.assertIn("$map", V.encode({1: float("inf")}))
+        self.assertEqual(V.decode(V.encode({1: float("inf")}), resolve, torch), {1: float("inf")})
         with self.assertRaises(V.Unencodable):
-            V.encode({1: float("inf")})
+            V.encode({1.5: 1})  # a float key is no plain key
 
     def test_flag_variants_read_through_calls(self):
         cfg = {"kind": "argparse", "fields": {"big": False, "width": 4, "quiet": False}}
@@ -1179,10 +1184,6 @@ class ProviderTest(unittest.TestCase):
         self.assertEqual(PR.module_providers(req, broken, self.resolve, torch, nn), {})
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
 class StashTest(unittest.TestCase):
     """hide_new_repository_modules: the repository's modules a step imported leave
     sys.modules but stay in STASH, so the next step (equivalence) gets the same modules
@@ -1217,3 +1218,249 @@ class StashTest(unittest.TestCase):
                 for name in ("nnragstash_pkg", "nnragstash_shared"):
                     sys.modules.pop(name, None)
                     STASH_MOD.STASH.pop(name, None)
+
+
+class InstalledIsolationTest(unittest.TestCase):
+    """stash.isolable_installed / hide_installed / restore_installed: an installed
+    pure-Python package that the original's import loaded and filled (a registry) is
+    imported afresh by the candidate and put back for the equivalence stage; one with an
+    extension module, the standard library and the repository's own stay."""
+
+    def test_registry_filled_by_the_original_is_fresh_for_the_copy(self):
+        import importlib
+
+        with tempfile.TemporaryDirectory() as site, tempfile.TemporaryDirectory() as root:
+            os.makedirs(os.path.join(site, "nnragiso_reg"))
+            with open(os.path.join(site, "nnragiso_reg", "__init__.py"), "w") as f:
+                f.write("REG = {}\n")
+            os.makedirs(os.path.join(root, "nnragiso_repo"))
+            with open(os.path.join(root, "nnragiso_repo", "__init__.py"), "w") as f:
+                f.write("import json, nnragiso_reg, nnragiso_ext\nnnragiso_reg.REG['Conv'] = 1\n")
+            os.makedirs(os.path.join(site, "nnragiso_held"))
+            with open(os.path.join(site, "nnragiso_held", "__init__.py"), "w") as f:
+                f.write("class Expr: pass\n")
+            ext = types.ModuleType("nnragiso_ext")
+            ext.__file__ = os.path.join(site, "nnragiso_ext.cpython-311-x86_64-linux-gnu.so")
+            sys.path[:0] = [root, site]
+            names = ("nnragiso_repo", "nnragiso_reg", "nnragiso_ext", "nnragiso_held")
+            try:
+                before = set(sys.modules)
+                sys.modules["nnragiso_ext"] = ext  # an extension module the import loaded
+                # ... holding a class of another pure-Python package: that one stays
+                ext.Expr = importlib.import_module("nnragiso_held").Expr
+                old = importlib.import_module("nnragiso_repo")
+                got = STASH_MOD.isolable_installed(before, [root])
+                self.assertEqual(
+                    sorted(got), ["nnragiso_reg"], "not the repository's, json, an extension or what one holds"
+                )
+                STASH_MOD.INSTALLED.update(got)
+                STASH_MOD.hide_installed()
+                fresh = importlib.import_module("nnragiso_reg")
+                self.assertEqual(fresh.REG, {}, "the copy sees the package as a process of its own would")
+                self.assertIs(old.nnragiso_reg.REG["Conv"], 1)
+                STASH_MOD.restore_installed()
+                self.assertIs(sys.modules["nnragiso_reg"], old.nnragiso_reg, "the original's, for equivalence")
+            finally:
+                STASH_MOD.INSTALLED.clear()
+                for p in (root, site):
+                    sys.path.remove(p)
+                for name in names:
+                    sys.modules.pop(name, None)
+
+
+class Passing(nn.Module):
+    """A message-passing base: no forward of its own worth running (a docstring only)."""
+
+    def forward(self, *args):
+        """Subclasses compute here."""
+
+
+class NoWidths(Passing):
+    def forward(self, x):
+        return x
+
+
+class WideConv(Passing):
+    def __init__(self, in_channels, out_channels):
+        super().__init__()
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.lin = nn.Linear(in_channels, out_channels)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+class Abstract(Passing):
+    def forward(self, x):
+        raise NotImplementedError
+
+
+class Directed(nn.Module):
+    """A wrapper taking an instance (`conv: Passing`, PEP 484) and reading its widths."""
+
+    def __init__(self, conv: Passing, alpha: float = 0.5):
+        super().__init__()
+        self.conv = copy.deepcopy(conv)
+        self.lin = nn.Linear(conv.in_channels, conv.out_channels)
+
+    def forward(self, x):
+        return self.conv(x) + self.lin(x)
+
+
+class Typed(nn.Module):
+    """Takes the class object (`Type[C]`): builds its layer itself."""
+
+    def __init__(self, block: typing.Type[WideConv], width: int):
+        super().__init__()
+        self.layer = block(width, width)
+
+    def forward(self, x):
+        return self.layer(x)
+
+
+class Misannotated(nn.Module):
+    """Annotated with the class but calls it to build (through a method): a factory."""
+
+    def __init__(self, block: WideConv, width: int):
+        super().__init__()
+        self.layer = self._make(block, width)
+
+    def _make(self, b, w):
+        return b(w, w)
+
+    def forward(self, x):
+        return self.layer(x)
+
+
+class Keyed(nn.Module):
+    def __init__(self, convs: typing.Dict[typing.Tuple[str, str, str], Passing]):
+        super().__init__()
+        self.convs = nn.ModuleDict({"__".join(k): v for k, v in convs.items()})
+
+    def forward(self, x):
+        return sum(c(x) for c in self.convs.values())
+
+
+class InstanceAnnotationTest(unittest.TestCase):
+    """PEP 484: a parameter annotated with a class C takes an instance of C (only Type[C]
+    takes the class): built from C or a concrete subclass, with the attributes the
+    constructor reads of it."""
+
+    def test_class_annotation_kinds(self):
+        self.assertEqual(A.class_annotation(Passing, nn), ("instance", [Passing], None))
+        self.assertEqual(A.class_annotation(typing.Optional[Passing], nn), ("instance", [Passing], None))
+        self.assertEqual(A.class_annotation(typing.Type[Passing], nn), ("class", [Passing], None))
+        self.assertEqual(A.class_annotation(typing.Callable[..., Passing], nn), ("class", [Passing], None))
+        self.assertEqual(A.class_annotation(typing.List[Passing], nn), ("list", [Passing], None))
+        self.assertEqual(A.class_annotation(typing.Dict[str, Passing], nn), ("dict", [Passing], str))
+        self.assertIsNone(A.class_annotation(nn.Module, nn), "nn.Module: any module, no class")
+        self.assertIsNone(A.class_annotation(int, nn))
+
+    def test_concrete_classes(self):
+        got = A.concrete_classes(Passing, nn)
+        self.assertNotIn(Passing, got, "a docstring-only forward is a placeholder")
+        self.assertNotIn(Abstract, got, "a forward raising NotImplementedError is abstract")
+        self.assertEqual(got[:2], [NoWidths, WideConv], "fewest required parameters first")
+
+    def test_instance_with_the_attributes_read(self):
+        g = sys.modules[__name__].__dict__
+        cands, why = CA.arg_candidates(Directed, [], g, nn)
+        self.assertIsNone(why)
+        kwargs = next(c for c in cands if c[0].startswith("heuristic"))[2]
+        self.assertIsInstance(kwargs["conv"], WideConv, "NoWidths has no in_channels: passed over")
+        m = Directed(**kwargs)
+        self.assertEqual(list(m(torch.randn(3, kwargs["conv"].in_channels)).shape)[0], 3)
+
+    def test_type_and_factory_keep_the_class(self):
+        g = sys.modules[__name__].__dict__
+        for cls in (Typed, Misannotated):
+            kwargs = next(c for c in CA.arg_candidates(cls, [], g, nn)[0] if c[0].startswith("heuristic"))[2]
+            self.assertIs(kwargs["block"], WideConv, cls.__name__)
+            cls(**kwargs)
+
+    def test_dict_of_instances(self):
+        v = A.guess_value("convs", typing.Dict[typing.Tuple[str, str, str], Passing], 8, 2, nn)
+        self.assertEqual(list(v), [("a", "a", "a")])
+        self.assertIsInstance(v[("a", "a", "a")], NoWidths)
+        Keyed(v)
+
+    def test_dict_keyed_by_tuples_is_recorded(self):
+        # a witness keyed by typed names (edge types) encodes and decodes
+        enc = V.encode({("a", "to", "b"): 1.5, ("b", "to", "a"): [2]})
+        self.assertEqual(V.decode(enc, resolve, torch), {("a", "to", "b"): 1.5, ("b", "to", "a"): [2]})
+
+
+class MaskInputTest(unittest.TestCase):
+    """A required `mask` parameter (no default, not Optional) gets a tensor, boolean when
+    the code uses it as one; only an Optional one gets None (PEP 484)."""
+
+    def test_required_masks(self):
+        class Weighted(nn.Module):
+            def forward(self, x, mask):
+                return x * mask.size(1)
+
+        class Filled(nn.Module):
+            def forward(self, x, mask):
+                return x.masked_fill(mask, 0.0)
+
+        class Positions(nn.Module):
+            def forward(self, mask):
+                return (~mask).cumsum(1)
+
+        class Maybe(nn.Module):
+            def forward(self, x, mask: typing.Optional[torch.Tensor]):
+                return x if mask is None else x * mask
+
+        for m, kind, dtype in (
+            (Weighted(), "mask", torch.float32),
+            (Filled(), "bool-mask", torch.bool),
+            (Positions(), "bool-mask", torch.bool),
+        ):
+            plan = I.forward_plan(m)
+            self.assertEqual(plan[-1], ("mask", kind), type(m).__name__)
+            specs = I.input_candidates(m, plan, [8], torch, nn, 8)[0]
+            inputs = I.make_inputs(specs, plan, torch, m)
+            self.assertEqual(inputs[-1].dtype, dtype)
+            m(*inputs)
+        self.assertEqual(I.forward_plan(Maybe()), [("x", "tensor"), ("mask", "none")])
+
+
+class Coords:
+    """A structured input: features and their integer coordinates."""
+
+    def __init__(self, features: torch.Tensor, indices: torch.Tensor, spatial_shape: typing.List[int], batch_size: int):
+        self.features, self.indices, self.spatial_shape, self.batch_size = features, indices, spatial_shape, batch_size
+
+
+class TakesCoords(nn.Module):
+    def forward(self, input):
+        assert isinstance(input, Coords)
+        return input.features[input.indices[:, 0].long()]
+
+
+class AnnotatedCoords(nn.Module):
+    def forward(self, x: Coords, scale: float = 1.0):
+        return x.features * scale
+
+
+class ObjectInputTest(unittest.TestCase):
+    """A forward parameter asserted (`assert isinstance(p, C)`) or annotated (PEP 484)
+    with a class of the code's own gets an instance of it, built from its constructor."""
+
+    def test_object_inputs(self):
+        self.assertEqual(I.object_inputs(TakesCoords.forward), {"input": Coords})
+        self.assertEqual(I.object_inputs(AnnotatedCoords.forward), {"x": Coords})
+        self.assertEqual(I.object_inputs(Lin.forward), {}, "an unannotated tensor")
+        for m in (TakesCoords(), AnnotatedCoords()):
+            plan = I.forward_plan(m)
+            self.assertEqual(plan[0][1], "object")
+            specs = I.input_candidates(m, plan, [8], torch, nn, 8)[0]
+            (obj,) = I.make_inputs(specs, plan, torch, m)
+            self.assertIsInstance(obj, Coords)
+            self.assertEqual(obj.indices.dtype, torch.int32, "coordinates are integers")
+            self.assertEqual(obj.indices.shape[1], len(obj.spatial_shape) + 1, "batch index and one per dimension")
+            m(obj)
+
+
+if __name__ == "__main__":
+    unittest.main()

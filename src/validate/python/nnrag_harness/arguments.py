@@ -3,9 +3,12 @@
 # parameters (ctor_params), the refinements candidates.py applies to the sources' plans,
 # and the mapping of a candidate's values to the original module's objects for
 # equivalence (to_original). Below sources.py and source_*.py, which import it.
+import ast
+import functools
 import inspect
 import re
 import sys
+import textwrap
 import types
 
 from . import CANDIDATE_MODULE  # noqa: F401
@@ -94,6 +97,176 @@ def build_config(cls, d, h, nn, g, depth=0):
     raise Unguessable(cls.__name__)
 
 
+def class_annotation(ann, nn, depth=0):
+    """How a parameter annotated with nn.Module subclasses takes them (PEP 484, "The type
+    of class objects": an annotation `C` means an instance of C, only `Type[C]` / `type[C]`
+    the class object): ("class", [C, ...], None) for Type[C], type[C] and Callable[..., C]
+    (a factory returning a C); ("instance", [C, ...], None) for C and a Union / Optional
+    of such; ("list", [C], None) for a List / Sequence / Tuple / Iterable of C;
+    ("dict", [C], K) for a Dict / Mapping[K, C]. None when the annotation names no
+    nn.Module subclass other than nn.Module itself (`net: nn.Module`: any module)."""
+    import collections.abc as cabc
+    import typing
+
+    if depth > 3:
+        return None
+    if isinstance(ann, type):
+        if issubclass(ann, nn.Module) and ann is not nn.Module:
+            return ("instance", [ann], None)
+        return None
+    origin, args = typing.get_origin(ann), typing.get_args(ann)
+    if origin is None:
+        return None
+    if origin is type:
+        named = module_classes_in(ann, nn)
+        return ("class", named, None) if named else None
+    if origin is cabc.Callable:
+        f = class_annotation(args[-1], nn, depth + 1) if args else None
+        return ("class", f[1], None) if f and f[0] == "instance" else None
+    if origin is typing.Union or origin is getattr(types, "UnionType", None):
+        found = [f for f in (class_annotation(a, nn, depth + 1) for a in args if a is not type(None)) if f]
+        if not found:
+            return None
+        kind, key = found[0][0], found[0][2]
+        return (kind, [c for f in found if f[0] == kind for c in f[1]], key)
+    if origin in (list, tuple, set, frozenset, cabc.Sequence, cabc.MutableSequence, cabc.Iterable, cabc.Collection):
+        inner = [a for a in args if a is not Ellipsis]
+        f = class_annotation(inner[0], nn, depth + 1) if inner else None
+        return ("list", f[1], None) if f and f[0] == "instance" else None
+    if origin in (dict, cabc.Mapping, cabc.MutableMapping) and len(args) == 2:
+        f = class_annotation(args[1], nn, depth + 1)
+        return ("dict", f[1], args[0]) if f and f[0] == "instance" else None
+    return None
+
+
+@functools.lru_cache(maxsize=512)
+def _unimplemented(fn):
+    """A method whose body (after its docstring) is empty, `pass`, `...` or only `raise
+    NotImplementedError…`: a placeholder for subclasses to fill, abstract by convention
+    (the standard library's pattern besides abc.abstractmethod, PEP 3119)."""
+    try:
+        node = ast.parse(textwrap.dedent(inspect.getsource(fn))).body[0]
+    except Exception:  # noqa: BLE001 - no source: not known to be abstract
+        return False
+    body = [
+        b
+        for b in getattr(node, "body", [])
+        if not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant)) and not isinstance(b, ast.Pass)
+    ]
+    if not body:
+        return True
+    if len(body) != 1 or not isinstance(body[0], ast.Raise) or body[0].exc is None:
+        return False
+    e = body[0].exc.func if isinstance(body[0].exc, ast.Call) else body[0].exc
+    return isinstance(e, ast.Name) and e.id == "NotImplementedError"
+
+
+def is_concrete_module(k, nn):
+    """An nn.Module class that can stand for an instance: not abstract (abc, PEP 3119), a
+    forward of its own or a base's (not nn.Module's unimplemented one) that is more than
+    a placeholder (_unimplemented), and not a class local to a function."""
+    if not (isinstance(k, type) and issubclass(k, nn.Module)) or inspect.isabstract(k):
+        return False
+    if "<locals>" in (getattr(k, "__qualname__", "") or ""):
+        return False
+    fwd = getattr(k, "forward", None)
+    if fwd is None or fwd is nn.Module.forward:
+        return False
+    fwd = inspect.unwrap(getattr(fwd, "__func__", fwd))
+    return not (isinstance(fwd, types.FunctionType) and _unimplemented(fwd))
+
+
+def concrete_classes(cls, nn, limit=200):
+    """`cls` itself when concrete, then its concrete subclasses loaded in the process
+    (type.__subclasses__, transitively) with the fewest required constructor parameters
+    first (the smallest configuration to guess), then by module and name."""
+    seen, order, stack = set(), [], [cls]
+    while stack and len(order) < limit:
+        k = stack.pop(0)
+        if k in seen:
+            continue
+        seen.add(k)
+        order.append(k)
+        try:
+            stack.extend(type.__subclasses__(k))
+        except TypeError:
+            pass
+
+    def required(k):
+        ps = ctor_params(k)
+        if ps is None:
+            return (1 << 20, 0)
+        fill = [p for p in ps if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        return (sum(p.default is inspect.Parameter.empty for p in fill), len(fill))
+
+    rest = sorted(
+        (k for k in order[1:] if is_concrete_module(k, nn)),
+        key=lambda k: (required(k), k.__module__ or "", k.__qualname__),
+    )
+    return ([cls] if is_concrete_module(cls, nn) else []) + rest
+
+
+MAX_INSTANCE_TRIES = 8  # concrete classes built per annotated parameter before giving up
+
+
+def build_module(k, d, h, nn, depth=0):
+    """An instance of nn.Module class `k`, its required parameters guessed by name and
+    annotation (in its own module's namespace) at width d, heads h."""
+    if depth > 3:
+        raise Unguessable(k.__name__)
+    params = ctor_params(k)
+    if params is None:
+        return k()
+    g = getattr(sys.modules.get(k.__module__), "__dict__", None)
+    args, kwargs = [], {}
+    for p in params:
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or p.default is not inspect.Parameter.empty:
+            continue
+        v = guess_value(p.name, p.annotation, d, h, nn, g, depth=depth + 1)
+        if p.kind == p.POSITIONAL_ONLY:
+            args.append(v)
+        else:
+            kwargs[p.name] = v
+    return k(*args, **kwargs)
+
+
+def instance_of(classes, d, h, nn, depth=0, reads=(), fits=None):
+    """An instance for a parameter annotated with a class (PEP 484): of the first class
+    named, or of a concrete subclass of it, that builds from guessed arguments and has
+    every attribute in `reads` (what the constructor reads of it: `conv.in_channels`);
+    `fits(klass)` passes over classes that cannot have them before building any.
+    Raises Unguessable when none does."""
+    tries = 0
+    for c in classes:
+        for k in concrete_classes(c, nn):
+            if tries >= MAX_INSTANCE_TRIES:
+                break
+            if fits is not None and not fits(k):
+                continue
+            tries += 1
+            try:
+                inst = build_module(k, d, h, nn, depth)
+            except Exception:  # noqa: BLE001 - the next class
+                continue
+            if all(hasattr(inst, a) for a in reads):
+                return inst
+    raise Unguessable("an instance of %s" % "/".join(c.__name__ for c in classes))
+
+
+def guess_key(ann):
+    """A dict key for a Dict[K, V] annotation: a string for str, a tuple of them for
+    Tuple[str, ...] (a typed name), an int for int."""
+    import typing
+
+    if ann is int:
+        return 0
+    args = typing.get_args(ann)
+    if typing.get_origin(ann) is tuple and args:
+        n = 2 if Ellipsis in args else len(args)
+        return tuple(guess_key(args[0]) for _ in range(n))
+    return "a"
+
+
 def module_classes_in(ann, nn, depth=0):
     """nn.Module subclasses (other than nn.Module itself) an annotation names, through
     Union / Optional / Type[...] (typing.get_args, PEP 484)."""
@@ -127,19 +300,35 @@ def is_config_class(ann, nn=None):
     )
 
 
-def guess_value(name, ann, d, h, nn, g=None, seq_len=None, depth=0):
+def guess_value(name, ann, d, h, nn, g=None, seq_len=None, depth=0, how=None):
     """A constructor value guessed from a parameter's name and annotation; `g` is the
     module namespace string annotations are evaluated in, `seq_len` the length of the
-    sibling sequences (`channels=(64, 128, 256, 512)` makes `layers: List[int]` 4 long)."""
+    sibling sequences (`channels=(64, 128, 256, 512)` makes `layers: List[int]` 4 long),
+    `how` what the class's code does with it (usage.called_params: "factory" when it
+    builds with it)."""
     ann = resolve_annotation(ann, g)
     # a configuration object of a class the module defines (cfg: CspModelCfg)
     if is_config_class(ann, nn):
         return build_config(ann, d, h, nn, g, depth)
-    # a block class named by the annotation (block: Union[BasicBlock, Bottleneck],
-    # block_fn: Type[ConvBlock]): the first nn.Module subclass it names, not nn.Module
-    named = module_classes_in(ann, nn)
+    # nn.Module classes named by the annotation (class_annotation, PEP 484): the class
+    # object for Type[C] (block_fn: Type[ConvBlock]) and for an annotation `C` the code
+    # calls to build (a factory annotated as its class); else an instance of C or of a
+    # concrete subclass (conv: MessagePassing), in a list or a dict when the annotation
+    # says so (convs: Dict[EdgeType, MessagePassing])
+    named = class_annotation(ann, nn)
     if named:
-        return named[0]
+        kind, classes, key = named
+        if kind == "class" or how == "factory":
+            return classes[0]
+        try:
+            inst = instance_of(classes, d, h, nn, depth)
+        except Unguessable:
+            return classes[0]  # nothing builds: the class, as the annotation's text reads
+        if kind == "list":
+            return [inst]
+        if kind == "dict":
+            return {guess_key(key): inst}
+        return inst
     text = ann_text(ann)
     if re.search(r"(List|Sequence|Tuple|list|tuple)\[float", text) and not re.search(
         r"Union\[float|Optional\[float|^float", text.replace("typing.", "")

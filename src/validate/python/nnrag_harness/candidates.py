@@ -18,8 +18,12 @@ def arg_candidates(cls, call_sites, mod_globals, nn, data_sites=None, data_ns=No
     (witnesses of other repository classes by class id, resolver, torch), for the
     parameters that take a module of the repository (source_provider.py)."""
     req = sources.request(cls, mod_globals, nn, call_sites, data_sites, data_ns)
-    if providers and providers[0] and req.params is not None:
-        wits, resolve, torch = providers
+    if req.params is not None and req.required:
+        # a parameter taking a module: built from another class's witness, else (annotated
+        # with a class) from guessed arguments (source_provider.py)
+        wits, resolve, torch = providers if providers else (None, None, None)
+        if torch is None:
+            import torch
         req.providers = source_provider.module_providers(req, wits, resolve, torch, nn)
     out, seen = [], set()
 

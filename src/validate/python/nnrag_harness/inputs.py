@@ -120,6 +120,10 @@ def forward_plan(model, keywords=False):
         records = record_attrs(type(model).forward, torch)
     except Exception:  # noqa: BLE001
         records = {}
+    try:
+        objects = object_inputs(type(model).forward)
+    except Exception:  # noqa: BLE001 - reading the code is best effort
+        objects = {}
     required = [
         p
         for p in sig.parameters.values()
@@ -145,7 +149,11 @@ def forward_plan(model, keywords=False):
         n = p.name.lower()
         ann = p.annotation
         an = getattr(ann, "__name__", str(ann)) if ann is not inspect.Parameter.empty else ""
-        if p.name in records and an in ("", "Any", "object"):
+        if p.name in objects:
+            # an object of a class the forward asserts (`assert isinstance(input,
+            # SparseConvTensor)`) or its annotation names (PEP 484: an instance of it)
+            plan.append((p.name, "object"))
+        elif p.name in records and an in ("", "Any", "object"):
             # `batch.x = self.bn(batch.x)`: an object whose attributes (read by the code)
             # are tensors of the input's shape (make_inputs)
             plan.append((p.name, "record:" + ",".join(records[p.name])))
@@ -186,7 +194,10 @@ def forward_plan(model, keywords=False):
         elif plan and TOKEN_IDS.match(n):
             plan.append((p.name, "ids"))  # token ids beside another input (image, text)
         elif "mask" in n:
-            plan.append((p.name, "none"))
+            # a required mask (no default, not Optional: a call must pass a value, PEP 484
+            # gives None only to Optional) is a tensor like the input: boolean when the code
+            # uses it as one (`~mask`, `x[mask]`, masked_fill), else weights in [0, 1)
+            plan.append((p.name, "bool-mask" if p.name in bool_masks(type(model).forward) else "mask"))
         elif an == "bool":
             plan.append((p.name, "false"))
         elif uses.get(p.name) in ("index", "pairs") or (plan and uses.get(p.name) == "ids"):
@@ -199,6 +210,154 @@ def forward_plan(model, keywords=False):
     if not plan:
         plan.append(("x", "tensor"))
     return plan
+
+
+def _plain_class(c):
+    """A class whose instances a forward may take as a structured input: defined outside
+    torch, numpy, typing and the builtins, not an nn.Module, not an enum or a protocol."""
+    import enum
+
+    if not isinstance(c, type) or c is inspect.Parameter.empty or issubclass(c, (enum.Enum, BaseException)):
+        return False
+    top = (getattr(c, "__module__", "") or "").split(".")[0]
+    if top in ("torch", "numpy", "typing", "builtins", "collections", "abc", "types", "inspect"):
+        return False
+    return not any(b.__name__ == "Module" and b.__module__.startswith("torch.nn") for b in c.__mro__)
+
+
+def object_inputs(fn):
+    """{parameter: class} for the forward parameters that must be an instance of a class
+    of the code's own: annotated with it (PEP 484), or checked with `assert
+    isinstance(p, C)` / `if not isinstance(p, C): raise …` at the forward's top level.
+    Read with ast; the class looked up in the function's globals."""
+    import ast
+
+    from nnrag_harness.usage import _function_node, _params
+
+    fn, node = _function_node(fn)
+    if node is None:
+        return {}
+    positional, keyword_only = _params(node)
+    params = set(positional + keyword_only) - {"self", "cls"}
+    g = getattr(fn, "__globals__", {})
+    out = {}
+    for name in params:
+        try:
+            ann = inspect.signature(fn).parameters[name].annotation
+        except (KeyError, TypeError, ValueError):
+            continue
+        if isinstance(ann, str):
+            ann = g.get(ann.split(".")[-1], ann)
+        if _plain_class(ann):
+            out[name] = ann
+
+    def checked(test):
+        if (
+            isinstance(test, ast.Call)
+            and isinstance(test.func, ast.Name)
+            and test.func.id == "isinstance"
+            and len(test.args) == 2
+            and isinstance(test.args[0], ast.Name)
+            and test.args[0].id in params
+            and isinstance(test.args[1], ast.Name)
+        ):
+            c = g.get(test.args[1].id)
+            if _plain_class(c):
+                out.setdefault(test.args[0].id, c)
+
+    for st in node.body:
+        if isinstance(st, ast.Assert):
+            checked(st.test)
+        elif (
+            isinstance(st, ast.If)
+            and isinstance(st.test, ast.UnaryOp)
+            and isinstance(st.test.op, ast.Not)
+            and st.body
+            and isinstance(st.body[0], ast.Raise)
+        ):
+            checked(st.test.operand)
+    return out
+
+
+INTEGER_NAMES = re.compile(r"(^|_)(index|indices|idx|ids|coords?|coordinates|positions?)$", re.I)
+
+
+def build_object(cls, t, torch):
+    """An instance of a structured-input class (object_inputs) from its constructor's
+    required parameters, by annotation and name: a tensor the input `t` (integer-named
+    ones — indices, coordinates — zeros with t's rows and one column per spatial size
+    plus the batch index), an int 1 (one sample), a float 1.0, a bool False, a
+    sequence of ints [8, 8, 8]. Raises TypeError when a parameter is none of these."""
+    try:
+        params = list(inspect.signature(cls.__init__).parameters.values())[1:]
+    except (TypeError, ValueError):
+        return cls()
+    seqs = 3
+    kwargs = {}
+    for p in params:
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or p.default is not inspect.Parameter.empty:
+            continue
+        text = str(p.annotation).replace("typing.", "") if p.annotation is not inspect.Parameter.empty else ""
+        a = getattr(p.annotation, "__name__", text) if isinstance(p.annotation, type) else text
+        if "Tensor" in a:
+            if INTEGER_NAMES.search(p.name):
+                rows = int(t.shape[0]) if t.dim() else 1
+                kwargs[p.name] = torch.zeros((rows, seqs + 1), dtype=torch.int32)
+            else:
+                kwargs[p.name] = t.reshape(t.shape[0], -1) if t.dim() > 2 else t
+        elif a in ("int",):
+            kwargs[p.name] = 1
+        elif a in ("float",):
+            kwargs[p.name] = 1.0
+        elif a in ("bool",):
+            kwargs[p.name] = False
+        elif re.search(r"List|Tuple|Sequence|list|tuple", a):
+            kwargs[p.name] = [8] * seqs
+        else:
+            raise TypeError("cannot build %s: parameter %s" % (cls.__name__, p.name))
+    return cls(**kwargs)
+
+
+MASK_BOOL_CALLS = {"masked_fill", "masked_fill_", "masked_select", "masked_scatter", "where", "logical_not"}
+
+
+def bool_masks(fn):
+    """The parameters of `fn` its code uses as booleans: inverted (`~p`, `not`-like
+    `logical_not(p)`), a subscript's index (`x[p]`, boolean indexing), the mask of
+    masked_fill / masked_select / masked_scatter, the condition of torch.where, or
+    converted with `.bool()`. Read with ast; runs nothing."""
+    import ast
+
+    from nnrag_harness.usage import _function_node, _params
+
+    fn, node = _function_node(fn)
+    if node is None:
+        return set()
+    positional, keyword_only = _params(node)
+    params = set(positional + keyword_only) - {"self", "cls"}
+    out = set()
+
+    def name(e):
+        return e.id if isinstance(e, ast.Name) and e.id in params else None
+
+    for e in ast.walk(node):
+        if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Invert) and name(e.operand):
+            out.add(name(e.operand))
+        elif isinstance(e, ast.Subscript) and name(e.slice):
+            out.add(name(e.slice))
+        elif isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute):
+            if e.func.attr == "bool" and name(e.func.value):
+                out.add(name(e.func.value))
+            elif e.func.attr in MASK_BOOL_CALLS:
+                # x.masked_fill(mask, v) / torch.where(mask, a, b) / torch.masked_fill(x, mask, v)
+                is_method = not (isinstance(e.func.value, ast.Name) and e.func.value.id == "torch")
+                pos = 0 if (is_method or e.func.attr in ("where", "logical_not")) else 1
+                if len(e.args) > pos and name(e.args[pos]):
+                    out.add(name(e.args[pos]))
+                for kw in e.keywords:
+                    if kw.arg in ("mask", "condition") and name(kw.value):
+                        out.add(name(kw.value))
+    return out
 
 
 TOKEN_IDS = re.compile(r"^(text|texts|tokens|token_ids|input_ids|ids|tokenized|captions?)$")
@@ -222,7 +381,9 @@ def targets_as_tensors(plan):
 
 
 def input_candidates(model, plan, width_values, torch, nn, spatial, hints=None):
-    n_tensor = sum(1 for _, k in plan if k in ("tensor", "tensors") or k.startswith("record:"))
+    n_tensor = sum(
+        1 for _, k in plan if k in ("tensor", "tensors", "mask", "bool-mask", "object") or k.startswith("record:")
+    )
     if not plan:
         return [[]]
     has_hw = sum(1 for _, k in plan if k == "int") >= 2 or any(k == "hw" for _, k in plan)
@@ -426,6 +587,18 @@ def make_inputs(specs, plan, torch, model=None):
     for _, kind in plan:
         if kind == "tensor":
             args.append(tensors[ti] if ti < len(tensors) else tensors[-1])
+            ti += 1
+        elif kind == "object":
+            t = tensors[ti] if ti < len(tensors) else tensors[-1]
+            cls = object_inputs(type(model).forward).get(plan[len(args)][0]) if model is not None else None
+            args.append(build_object(cls, t, torch) if cls is not None else t)
+            ti += 1
+        elif kind in ("mask", "bool-mask"):
+            # a required mask: of this input's shape, booleans or weights in [0, 1)
+            t = tensors[ti] if ti < len(tensors) else tensors[-1]
+            if t.is_floating_point():
+                t = t > 0 if kind == "bool-mask" else torch.sigmoid(t)
+            args.append(t)
             ti += 1
         elif kind == "tensors":
             # a list the block concatenates along channels: the spec's channels in two halves

@@ -10,6 +10,7 @@ import types
 
 from . import CANDIDATE_MODULE
 from .classify import fmt_error
+from .stash import INSTALLED
 
 MISSING = object()
 PLAIN = (int, float, complex, str, bytes, bool, type(None))
@@ -138,6 +139,18 @@ def check(st, t0, mod, path, ns):
             return o != o
         return c == o
 
+    def fresh_twin(c, o):
+        """One definition of an installed package that the candidate imported afresh
+        (stash.INSTALLED) and the original's import loaded before: the same module and
+        qualified name."""
+        m = getattr(o, "__module__", None)
+        return (
+            isinstance(m, str)
+            and m in INSTALLED
+            and getattr(c, "__module__", None) == m
+            and getattr(c, "__qualname__", None) == getattr(o, "__qualname__", None)
+        )
+
     def same(c, o, depth=0):
         if c is o:
             return True
@@ -157,11 +170,15 @@ def check(st, t0, mod, path, ns):
         if isinstance(o, types.FunctionType) and same_code(c, o, depth):
             return True
         if isinstance(o, type) or isinstance(o, types.FunctionType):
-            return same_def(c, o)
+            return same_def(c, o) or fresh_twin(c, o)
         if plain(o):
             return equal(c, o)
         # other objects: the same kind of thing (their class, compared as a definition)
-        return type(c) is type(o) or (isinstance(type(o), type) and same_def(type(c), type(o)))
+        return (
+            type(c) is type(o)
+            or (isinstance(type(o), type) and same_def(type(c), type(o)))
+            or fresh_twin(type(c), type(o))
+        )
 
     def describe(v, copy):
         if v is MISSING:

@@ -181,6 +181,14 @@ class Renderer(object):
                     raise Unrenderable("dict key")
                 items.append((self.value(k, depth + 1), self.value(x, depth + 1)))
             return ("dict", items)
+        if "$map" in enc:
+            items = []
+            for k, x in enc["$map"]:
+                kt = k.get("$tuple") if isinstance(k, dict) else [k]
+                if not isinstance(kt, list) or not all(i is None or isinstance(i, (bool, int, str)) for i in kt):
+                    raise Unrenderable("dict key")
+                items.append((self.value(k, depth + 1), self.value(x, depth + 1)))
+            return ("dict", items)
         if "$tensor" in enc:
             return self.tensor(enc)
         if "$dtype" in enc:

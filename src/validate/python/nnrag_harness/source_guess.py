@@ -58,7 +58,9 @@ class GuessSource(object):
                         # `if depth not in self.arch_settings: raise KeyError(...)`
                         v = members[p.name]
                     elif p.default is inspect.Parameter.empty:
-                        v = A.guess_value(p.name, p.annotation, d, h, req.nn, req.mod_globals, req.seq_len)
+                        v = A.guess_value(
+                            p.name, p.annotation, d, h, req.nn, req.mod_globals, req.seq_len, how=calls.get(p.name)
+                        )
                         v = U.callable_value(v, calls.get(p.name), req.nn)
                     elif (
                         p.default is None and (A.DIM_WORDS.search(p.name) or A.OUT_DIM.search(p.name)) and req.required

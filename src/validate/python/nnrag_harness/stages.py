@@ -214,6 +214,9 @@ class Stages:
         # 3. import: execute the module body as module CANDIDATE_MODULE (a name no import
         # statement can spell, so no repository module can be or find the copy)
         t0 = self.start("import")
+        # what the original's import did to installed packages (a registry it filled)
+        # is not the copy's: their modules are imported afresh (stash.INSTALLED)
+        _stash.hide_installed()
         try:
             with open(path, "w", encoding="utf-8") as f:
                 f.write(source)
@@ -721,6 +724,7 @@ class Stages:
             self.end("equivalence", t0, "skip", reason="no original module given")
             return
         t_orig = _monotonic()
+        _stash.restore_installed()
         try:
             om = self._original_module()
             ocls = getattr(om, orig["className"])

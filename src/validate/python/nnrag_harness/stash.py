@@ -18,6 +18,102 @@ STASH = {}
 IN_ZYGOTE = []
 
 
+# Modules of installed pure-Python packages that the zygote's import of the original
+# loaded first (name -> module, isolable_installed): hidden from sys.modules while a
+# candidate runs, so the copy that imports such a package (mmengine, whose registries the
+# original's import filled: `MODELS.register_module('Conv2d', …)`) gets it afresh, as it
+# would in a process of its own; put back for the equivalence stage (hide_installed,
+# restore_installed).
+INSTALLED = {}
+_HIDDEN = {}
+
+
+def _pure_python(m):
+    """A module loaded from Python source or bytecode (not an extension module, which
+    cannot be initialised a second time in one process)."""
+    f = getattr(m, "__file__", None)
+    return f is None or (isinstance(f, str) and f.endswith((".py", ".pyc")))
+
+
+def _has_extensions(m):
+    """Whether a package's folder holds an extension module anywhere below it (one loaded
+    by a loader of its own under another name: opencv's `cv2` binary)."""
+    paths = getattr(m, "__path__", None)
+    try:
+        paths = [str(x) for x in paths] if paths is not None else []
+    except Exception:  # noqa: BLE001 - not a list of folders
+        return True
+    suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+    for p in paths:
+        for _d, dirs, files in os.walk(p):
+            dirs[:] = [x for x in dirs if x != "__pycache__"]
+            if any(f.endswith(suffixes) for f in files):
+                return True
+    return False
+
+
+def isolable_installed(before, roots):
+    """{name: module} of the modules imported since `before` (a set of sys.modules' names)
+    that belong to top-level packages the import loaded first, outside the repository's
+    roots, the standard library (sys.stdlib_module_names), torch and the harness, whose
+    every loaded module is pure Python and that no other module the import loaded and the
+    candidate still sees refers to."""
+    prefixes = root_prefixes(roots)
+    std = set(getattr(sys, "stdlib_module_names", ())) | {"torch", "nnrag_harness", "__main__"}
+    tops = {}
+    for name, m in list(sys.modules.items()):
+        if name in before:
+            continue
+        top = name.partition(".")[0]
+        if top in before or top in std or top.startswith("_") or m is None:
+            continue
+        tops.setdefault(top, {})[name] = m
+    out = {}
+    for top, mods in tops.items():
+        if any(of_roots(m, prefixes) or not _pure_python(m) for m in mods.values()):
+            continue
+        if _has_extensions(mods.get(top)):
+            continue
+        out.update(mods)
+    # a package that a module staying visible to the candidate holds (torch's own
+    # submodules the import loaded, a checkout installed from the same code) stays too:
+    # their objects and a fresh import's would be two of everything (`isinstance` of one
+    # against the other's class fails)
+    kept = set()
+    for name, m in list(sys.modules.items()):
+        if name in before or name in out or m is None:
+            continue
+        if of_roots(m, prefixes) and not same_as_installed(name.partition(".")[0], roots):
+            continue  # hidden from the candidate anyway (STASH)
+        try:
+            values = list(vars(m).values())
+        except TypeError:
+            continue
+        for v in values:
+            ref = v.__name__ if isinstance(v, type(sys)) else getattr(v, "__module__", None)
+            if isinstance(ref, str):
+                top = ref.partition(".")[0]
+                if top != name.partition(".")[0]:
+                    kept.add(top)
+    return {n: m for n, m in out.items() if n.partition(".")[0] not in kept}
+
+
+def hide_installed():
+    """Take INSTALLED's modules out of sys.modules (a candidate is about to import)."""
+    for name in INSTALLED:
+        m = sys.modules.pop(name, None)
+        if m is not None:
+            _HIDDEN[name] = m
+
+
+def restore_installed():
+    """Put the zygote's modules of INSTALLED back (the equivalence stage runs the
+    original, which was built against them)."""
+    for name, m in _HIDDEN.items():
+        sys.modules[name] = m
+    _HIDDEN.clear()
+
+
 def root_prefixes(roots):
     return [r.rstrip("/") + "/" for r in roots or []]
 

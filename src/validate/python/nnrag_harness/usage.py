@@ -410,6 +410,11 @@ def called_params(cls):
             isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self" and f.attr in stored
         ):
             out.setdefault(stored[f.attr], "factory")
+        elif isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self":
+            # handed on to a method of the class that calls it (`self._make_layer(block,
+            # 64, 2)` … `block(inplanes, planes)`): a factory too, one level deep
+            for p in _called_in_method(cls, f.attr, n, params):
+                out.setdefault(p, "factory")
     if stored:
         for n in _other_method_nodes(cls):
             if (
@@ -421,6 +426,36 @@ def called_params(cls):
             ):
                 out.setdefault(stored[n.func.attr], "callable")
     return out
+
+
+def _called_in_method(cls, name, call, params):
+    """The parameters of __init__ among `params` that the call `self.name(...)` passes
+    (by position or keyword) to a method of `cls` whose body calls them."""
+    try:
+        raw = inspect.getattr_static(cls, name)
+    except AttributeError:
+        return []
+    fn = raw.__func__ if isinstance(raw, (staticmethod, classmethod)) else raw
+    fn, node = _function_node(fn)
+    if node is None:
+        return []
+    positional, _ = _params(node)
+    if not isinstance(raw, staticmethod):
+        positional = positional[1:]  # self / cls
+    bound = {}
+    for i, a in enumerate(call.args):
+        if isinstance(a, ast.Starred):
+            break
+        if isinstance(a, ast.Name) and a.id in params and i < len(positional):
+            bound[positional[i]] = a.id
+    for kw in call.keywords:
+        if kw.arg and isinstance(kw.value, ast.Name) and kw.value.id in params:
+            bound[kw.arg] = kw.value.id
+    return [
+        bound[n.func.id]
+        for n in ast.walk(node)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in bound
+    ]
 
 
 def callable_value(v, how, nn):

@@ -2,7 +2,8 @@
 #
 # encode() turns what a class received when the repository built its own models into
 # JSON: plain data as itself, tuples / dicts / floats that JSON cannot spell wrapped
-# ({"$tuple": [...]}, {"$dict": {...}}, {"$float": "inf"}), classes and functions by
+# ({"$tuple": [...]}, {"$dict": {...}}, {"$float": "inf"}; a dict keyed by numbers or
+# tuples of plain values as {"$map": [[key, value], ...]}), classes and functions by
 # module and qualified name, functools.partial by its parts, tensors by shape, dtype and
 # statistics (small integer / bool tensors by value: ids, masks), nn.Module instances by
 # their own recorded construction (re-creatable), dataclass / namespace / other plain
@@ -82,6 +83,10 @@ def encode(v, modules=None, depth=0):
         ):
             # a table of plain values by number (detr's is_thing_map: class id -> bool)
             return {"$items": [[k, x] for k, x in v.items()]}
+        if all(_plain_key(k) for k in v) and len(v) <= MAX_ITEMS:
+            # keys that are numbers or tuples of plain values (a typed name: a graph's
+            # edge type ("paper", "cites", "paper") -> the module for it), any values
+            return {"$map": [[encode(k, modules, depth + 1), encode(x, modules, depth + 1)] for k, x in v.items()]}
         raise Unencodable("dict with non-string keys")
     if (
         isinstance(v, dict)
@@ -139,6 +144,14 @@ def encode(v, modules=None, depth=0):
             "fields": {k: encode(x, modules, depth + 1) for k, x in d.items() if isinstance(k, str)},
         }
     raise Unencodable(type(v).__name__)
+
+
+def _plain_key(k):
+    """A dict key encode() can spell and decode() gives back hashable: None, a bool, an
+    int or a string, or a plain tuple of such."""
+    if k is None or type(k) in (bool, int, str):
+        return True
+    return type(k) is tuple and len(k) <= MAX_ITEMS and all(x is None or type(x) in (bool, int, str) for x in k)
 
 
 def _named_fields(v):
@@ -206,6 +219,14 @@ def decode(enc, resolve, torch, gen=None, depth=0):
         return {k: decode(x, resolve, torch, gen, depth + 1) for k, x in enc["$dict"].items()}
     if "$items" in enc:
         return {k: x for k, x in enc["$items"]}
+    if "$map" in enc:
+        out = {}
+        for k, x in enc["$map"]:
+            k = decode(k, resolve, torch, gen, depth + 1)
+            if isinstance(k, list) or not (k is None or isinstance(k, (bool, int, str, tuple))):
+                raise Unresolvable("dict key")
+            out[k] = decode(x, resolve, torch, gen, depth + 1)
+        return out
     if "$namedtuple" in enc:
         cls = resolve(*enc["$namedtuple"])
         return cls(**{k: decode(x, resolve, torch, gen, depth + 1) for k, x in enc["fields"].items()})

@@ -10,7 +10,15 @@ import sys
 
 from nnrag_harness import stages as _stages
 from nnrag_harness.channel import NONCE_LEN, Channel, frame
-from nnrag_harness.stash import IN_ZYGOTE, STASH, of_roots, root_prefixes, same_as_installed
+from nnrag_harness.stash import (
+    IN_ZYGOTE,
+    INSTALLED,
+    STASH,
+    isolable_installed,
+    of_roots,
+    root_prefixes,
+    same_as_installed,
+)
 from nnrag_harness.procs import (
     _loads,
     _exit,
@@ -66,11 +74,15 @@ def zygote_main(worker_class, cfg, roots, module, req_fd, res_fd):
     except OSError:
         pass
     IN_ZYGOTE.append(module)
+    before = set(sys.modules)
     try:
         importlib.import_module(module)
     except BaseException:  # noqa: BLE001 - the equivalence stage reports it
         pass
     prefixes = root_prefixes(roots)
+    # installed pure-Python packages the original's import loaded first: its candidates
+    # import them afresh (stash.INSTALLED), not as the original's import left them
+    INSTALLED.update(isolable_installed(before, roots))
     for p in roots:
         while p in sys.path:
             sys.path.remove(p)
