@@ -8,13 +8,18 @@
 // persistence, as test/queue/queue.test.ts starts it.
 //
 //   node dist/bench/queue.js --config CONFIG [--rounds 2] [--workers 2] [--no-validate]
-//        [--python PY] [--validation-workers N] [--out DIR]
+//        [--python PY] [--validation-workers N] [--worker-validation-workers N] [--out DIR]
+// --validation-workers sizes the single run's validation pool (and each worker's, unless
+// --worker-validation-workers sizes those): on 2 cores, `--validation-workers 2
+// --worker-validation-workers 1` gives both runs two validating interpreters in all.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { listExtractions } from '../src/store/records.js';
+import { IndexStore } from '../src/store/store.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const BIN = path.resolve(here, '..', 'src', 'cli', 'bin.js');
@@ -31,6 +36,7 @@ const workers = Number(opt('--workers') ?? 2);
 const noValidate = args.includes('--no-validate');
 const python = opt('--python');
 const vworkers = opt('--validation-workers');
+const wvworkers = opt('--worker-validation-workers') ?? vworkers;
 const out = opt('--out') ? path.resolve(opt('--out')!) : mkdtempSync(path.join(os.tmpdir(), 'nnrag-bench-queue-'));
 
 const load = () => +os.loadavg()[0].toFixed(1);
@@ -113,6 +119,19 @@ function tree(dir: string, rel = ''): Map<string, Buffer> {
   return m;
 }
 
+/** Each block's verdict in a store: id → status (validated, failed …), with the failing
+ *  stage's category when there is one. */
+function verdicts(dir: string): Map<string, string> {
+  const s = IndexStore.open(dir, { create: false });
+  try {
+    const m = new Map<string, string>();
+    for (const e of listExtractions(s)) m.set(e.id, `${e.status}${e.ok ? '' : ' (not ok)'}`);
+    return m;
+  } finally {
+    s.close();
+  }
+}
+
 const common = [...(noValidate ? ['--no-validate'] : []), ...(vworkers ? ['--workers', vworkers] : [])];
 
 async function single(k: number) {
@@ -156,7 +175,7 @@ async function queued(k: number) {
             '--shards',
             shards,
             '--exit-when-drained',
-            ...(vworkers ? ['--workers', vworkers] : []),
+            ...(wvworkers ? ['--workers', wvworkers] : []),
           ],
           path.join(root, `worker-${w}`),
         ),
@@ -198,6 +217,8 @@ async function main() {
         workers,
         noValidate,
         python: python ?? null,
+        validationWorkers: vworkers ?? null,
+        workerValidationWorkers: wvworkers ?? null,
         out,
       },
     }),
@@ -210,7 +231,24 @@ async function main() {
     const a = tree(path.join(s.store, 'library'));
     const b = tree(path.join(q.store, 'library'));
     const same = [...a].filter(([f, t]) => b.get(f)?.equals(t)).length;
-    console.log(JSON.stringify({ ...q, library: { files: a.size, mergedFiles: b.size, identical: same } }));
+    const va = verdicts(s.store);
+    const vb = verdicts(q.store);
+    const differ = [...va].filter(([id, v]) => vb.get(id) !== v);
+    const tally: Record<string, number> = {};
+    for (const v of va.values()) tally[v] = (tally[v] ?? 0) + 1;
+    console.log(
+      JSON.stringify({
+        ...q,
+        library: { files: a.size, mergedFiles: b.size, identical: same },
+        verdicts: {
+          single: va.size,
+          merged: vb.size,
+          same: va.size - differ.length,
+          tally,
+          differ: differ.slice(0, 20).map(([id, v]) => ({ id, single: v, merged: vb.get(id) ?? null })),
+        },
+      }),
+    );
     console.log(
       JSON.stringify({ round: k, ratioWall: +(q.wall / s.wall).toFixed(2), ratioCpu: +(q.cpu / s.cpu).toFixed(2) }),
     );

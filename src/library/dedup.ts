@@ -29,7 +29,20 @@ import os from 'node:os';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { WorkerPool, type PoolWorker } from '../util/pool.js';
 import { tokenize, docstringMask, structuralHashes, exactFingerprint, intsHash, codeTokenCount } from './structural.js';
-import { shinglesInto, ophSignature, ophInto, jaccard, jaccardBound, bandKey, chooseBands, mix32 } from './minhash.js';
+import {
+  shinglesInto,
+  ophSignature,
+  ophInto,
+  jaccard,
+  jaccardIn,
+  jaccardAtLeastIn,
+  jaccardBound,
+  leastIntersection,
+  bandKey,
+  bandKeyIn,
+  chooseBands,
+  mix32,
+} from './minhash.js';
 import type { DedupCluster, DupKind } from '../records/spec.js';
 
 /** Bump whenever tokenization, shingling or MinHash hashing changes: stored signatures of
@@ -403,6 +416,13 @@ interface Packed {
   nearOff: Uint32Array;
   structSets: Uint32Array;
   structOff: Uint32Array;
+  /** per block: `setKey` of its near and structural sets (with its integers), for
+   *  collapseIdentical; computed here, on the signature threads */
+  nearKeys: Float64Array;
+  structKeys: Float64Array;
+  /** per block: RANGES counts of each set (RangeCounts) */
+  nearCounts: Uint16Array;
+  structCounts: Uint16Array;
 }
 
 /** Growable Uint32Array. */
@@ -431,6 +451,10 @@ function packSignatures(texts: readonly string[]): Packed {
   const struct = new U32();
   const nearOff = new Uint32Array(count + 1);
   const structOff = new Uint32Array(count + 1);
+  const nearKeys = new Float64Array(count);
+  const structKeys = new Float64Array(count);
+  const nearCounts = new Uint16Array(count * RANGES);
+  const structCounts = new Uint16Array(count * RANGES);
   for (let i = 0; i < count; i++) {
     const c = signCore(texts[i]);
     exact[i] = c.exact;
@@ -444,6 +468,10 @@ function packSignatures(texts: readonly string[]): Packed {
       ophInto(structSetBuf, c.nStruct, K, STRUCT_SEED, sigs, i * 2 * K + K);
       near.append(nearSetBuf, c.nNear);
       struct.append(structSetBuf, c.nStruct);
+      nearKeys[i] = setKey(nearSetBuf, c.nNear, c.ints);
+      structKeys[i] = setKey(structSetBuf, c.nStruct, c.ints);
+      rangeCountsInto(nearSetBuf, c.nNear, nearCounts, i * RANGES);
+      rangeCountsInto(structSetBuf, c.nStruct, structCounts, i * RANGES);
     }
     nearOff[i + 1] = near.len;
     structOff[i + 1] = struct.len;
@@ -458,10 +486,20 @@ function packSignatures(texts: readonly string[]): Packed {
     nearOff,
     structSets: struct.buf,
     structOff,
+    nearKeys,
+    structKeys,
+    nearCounts,
+    structCounts,
   };
 }
 
+// (Tried: a chunk's texts sent as one joined string and their end offsets instead of one
+// structured clone per text. At 10^6 it cost the main thread more, not less: the joined
+// strings live on the V8 heap, and allocating them set off full collections of a heap that
+// holds every text, 214 s of CPU for the signatures against 169 s.)
 type Job = { type: 'sign'; id: number; texts: string[] } | { type: 'syntax'; id: number; texts: string[] };
+/** A job as submitted (the pool numbers it). */
+type JobBody = Job extends infer J ? (J extends unknown ? Omit<J, 'id'> : never) : never;
 
 // Worker entry: this same module, started with workerData.nnragDedup.
 if (!isMainThread && (workerData as { nnragDedup?: boolean } | null)?.nnragDedup && parentPort) {
@@ -476,6 +514,10 @@ if (!isMainThread && (workerData as { nnragDedup?: boolean } | null)?.nnragDedup
         p.nearOff.buffer,
         p.structSets.buffer,
         p.structOff.buffer,
+        p.nearKeys.buffer,
+        p.structKeys.buffer,
+        p.nearCounts.buffer,
+        p.structCounts.buffer,
       ] as ArrayBuffer[]);
     } else {
       syntaxErrors(job.texts).then(
@@ -490,7 +532,7 @@ if (!isMainThread && (workerData as { nnragDedup?: boolean } | null)?.nnragDedup
  *  thread; a thread that dies fails its job (the run falls back to nothing: dedup is
  *  all-or-nothing) and is replaced. */
 interface DedupJob {
-  msg: Omit<Job, 'id'>;
+  msg: JobBody;
   resolve: (v: unknown) => void;
   reject: (e: Error) => void;
 }
@@ -535,7 +577,7 @@ class Pool {
     return w;
   }
 
-  run<R>(job: Omit<Job, 'id'>): Promise<R> {
+  run<R>(job: JobBody): Promise<R> {
     return new Promise<R>((resolve, reject) =>
       this.pool.submit({ msg: job, resolve: resolve as (v: unknown) => void, reject }),
     );
@@ -573,16 +615,32 @@ class UnionFind {
   }
 }
 
+/**
+ * One per-block array of every block (a MinHash signature, a shingle set, range counts)
+ * where the signature threads left it: block i's values are arr[i][off[i], off[i] + len[i]).
+ * Read in place: the hot loops take (array, offset, length), never a typed-array view
+ * (allocating one per verification was most of the clustering's garbage at 10^6).
+ */
+interface Column<A extends Uint32Array | Uint16Array | Float64Array = Uint32Array> {
+  arr: A[];
+  off: Uint32Array;
+  len: Uint32Array;
+}
+
 interface SigStore {
   valid: Uint8Array;
   empty: Uint8Array;
   ints: Uint32Array;
   exact: string[];
   errors: (string | null)[];
-  nearSig: (i: number) => Uint32Array;
-  structSig: (i: number) => Uint32Array;
-  nearSet: (i: number) => Uint32Array;
-  structSet: (i: number) => Uint32Array;
+  nearSig: Column;
+  structSig: Column;
+  nearSet: Column;
+  structSet: Column;
+  nearKey: Column<Float64Array>;
+  structKey: Column<Float64Array>;
+  nearCounts: Column<Uint16Array>;
+  structCounts: Column<Uint16Array>;
 }
 
 function storeFromPacked(parts: Packed[], n: number): SigStore {
@@ -592,81 +650,159 @@ function storeFromPacked(parts: Packed[], n: number): SigStore {
   const ints = new Uint32Array(n);
   const exact: string[] = new Array(n);
   const errors: (string | null)[] = new Array(n);
-  const part = new Uint32Array(n);
-  const local = new Uint32Array(n);
-  let g = 0;
-  parts.forEach((p, pi) => {
-    for (let j = 0; j < p.count; j++, g++) {
-      part[g] = pi;
-      local[g] = j;
-      valid[g] = p.meta[j * 3] & 1;
-      empty[g] = (p.meta[j * 3] >> 1) & 1;
-      ints[g] = p.meta[j * 3 + 1];
-      exact[g] = p.exact[j];
-      errors[g] = p.errors[j];
-    }
+  const column = <A extends Uint32Array | Uint16Array | Float64Array>(): Column<A> => ({
+    arr: new Array<A>(n),
+    off: new Uint32Array(n),
+    len: new Uint32Array(n),
   });
-  return {
+  const S: SigStore = {
     valid,
     empty,
     ints,
     exact,
     errors,
-    nearSig: (i) => parts[part[i]].sigs.subarray(local[i] * 2 * K, local[i] * 2 * K + K),
-    structSig: (i) => parts[part[i]].sigs.subarray(local[i] * 2 * K + K, local[i] * 2 * K + 2 * K),
-    nearSet: (i) => {
-      const p = parts[part[i]];
-      return p.nearSets.subarray(p.nearOff[local[i]], p.nearOff[local[i] + 1]);
-    },
-    structSet: (i) => {
-      const p = parts[part[i]];
-      return p.structSets.subarray(p.structOff[local[i]], p.structOff[local[i] + 1]);
-    },
+    nearSig: column(),
+    structSig: column(),
+    nearSet: column(),
+    structSet: column(),
+    nearKey: column(),
+    structKey: column(),
+    nearCounts: column(),
+    structCounts: column(),
   };
+  const put = <A extends Uint32Array | Uint16Array | Float64Array>(
+    c: Column<A>,
+    g: number,
+    arr: A,
+    off: number,
+    len: number,
+  ) => {
+    c.arr[g] = arr;
+    c.off[g] = off;
+    c.len[g] = len;
+  };
+  let g = 0;
+  for (const p of parts) {
+    for (let j = 0; j < p.count; j++, g++) {
+      valid[g] = p.meta[j * 3] & 1;
+      empty[g] = (p.meta[j * 3] >> 1) & 1;
+      ints[g] = p.meta[j * 3 + 1];
+      exact[g] = p.exact[j];
+      errors[g] = p.errors[j];
+      put(S.nearSig, g, p.sigs, j * 2 * K, K);
+      put(S.structSig, g, p.sigs, j * 2 * K + K, K);
+      put(S.nearSet, g, p.nearSets, p.nearOff[j], p.nearOff[j + 1] - p.nearOff[j]);
+      put(S.structSet, g, p.structSets, p.structOff[j], p.structOff[j + 1] - p.structOff[j]);
+      put(S.nearKey, g, p.nearKeys, j, 1);
+      put(S.structKey, g, p.structKeys, j, 1);
+      put(S.nearCounts, g, p.nearCounts, j * RANGES, RANGES);
+      put(S.structCounts, g, p.structCounts, j * RANGES, RANGES);
+    }
+  }
+  return S;
+}
+
+/** The Jaccard similarity of blocks x and y's sets of one column. */
+function jaccardOf(c: Column, x: number, y: number): number {
+  return jaccardIn(c.arr[x], c.off[x], c.len[x], c.arr[y], c.off[y], c.len[y]);
 }
 
 /**
- * A bounded, lossy memo of pairs that failed verification (a direct-mapped table of pair
- * keys): a pair proposed again by another band is usually not verified twice, and memory
+ * A bounded, lossy memo of pairs that failed verification (a direct-mapped table of node
+ * pairs): a pair proposed again by another band is usually not verified twice, and memory
  * stays fixed however many pairs fail (a JS Set stops at 2^24 entries: 10^6 copies of a
  * few hundred blocks propose ~10^9 pairs). Forgetting a pair only costs a re-verification,
- * never a different answer.
+ * never a different answer. The table grows with the number of nodes (16 slots a node, at
+ * most 2^24: 128 MB), keyed by the pair itself (no 53-bit arithmetic).
  */
 class FailedPairs {
-  private keys: Float64Array;
+  /** slot k: the pair (xy[2k], xy[2k + 1]), one cache line per lookup */
+  private xy: Int32Array;
   private mask: number;
-  constructor(bits: number) {
-    this.keys = new Float64Array(1 << bits).fill(-1);
+  constructor(nodes: number) {
+    let bits = 10;
+    while (bits < 24 && 1 << bits < nodes * 16) bits++;
+    this.xy = new Int32Array(2 << bits).fill(-1);
     this.mask = (1 << bits) - 1;
   }
-  private slot(k: number): number {
-    return mix32((k % 0x100000000) ^ mix32(Math.floor(k / 0x100000000))) & this.mask;
+  private slot(x: number, y: number): number {
+    return (mix32(Math.imul(x, 0x9e3779b1) ^ y) & this.mask) << 1;
   }
-  has(k: number): boolean {
-    return this.keys[this.slot(k)] === k;
+  /** x < y */
+  has(x: number, y: number): boolean {
+    const s = this.slot(x, y);
+    return this.xy[s] === x && this.xy[s + 1] === y;
   }
-  add(k: number): void {
-    this.keys[this.slot(k)] = k;
+  /** x < y */
+  add(x: number, y: number): void {
+    const s = this.slot(x, y);
+    this.xy[s] = x;
+    this.xy[s + 1] = y;
   }
   clear(): void {
-    this.keys.fill(-1);
+    this.xy.fill(-1);
   }
 }
 
-/** Hash of a sorted shingle set and the integer-literal hash, as a double (53 bits). */
-function setKey(set: Uint32Array, ints: number): number {
+/**
+ * Per-range counts of the blocks' shingle sets, for an exact upper bound of an
+ * intersection that costs RANGES steps instead of a merge of both sets: the hash space is
+ * cut into RANGES ranges by the top bits, and two sets share at most min(count in A, count
+ * in B) elements of each range. Two copies of one block that differ in a few dozen
+ * shingles (a renamed class, an added statement) differ by about that much in the sum, so
+ * most pairs short of the threshold are refused here; a pair that passes the bound is
+ * merged as before. Counted on the signature threads; a set of more than 65,535 elements
+ * (a count could overflow) is always merged.
+ */
+const RANGES = 64;
+function rangeCountsInto(set: Uint32Array, len: number, out: Uint16Array, off: number): void {
+  if (len > 0xffff) return;
+  for (let k = 0; k < len; k++) out[off + (set[k] >>> 26)]++;
+}
+
+/** Jaccard of blocks x and y's sets in `set` reaches t: the size bound, the range bound
+ *  (`counts`), then the merge. */
+function verified(x: number, y: number, set: Column, counts: Column<Uint16Array>, t: number): boolean {
+  const na = set.len[x],
+    nb = set.len[y];
+  if (jaccardBound(na, nb) < t) return false;
+  const need = leastIntersection(na, nb, t);
+  if (need > Math.min(na, nb)) return false;
+  if (na <= 0xffff && nb <= 0xffff) {
+    const c = counts.arr[x],
+      d = counts.arr[y];
+    const bx = counts.off[x],
+      by = counts.off[y];
+    let ub = 0;
+    for (let k = 0; k < RANGES; k++) {
+      const u = c[bx + k],
+        v = d[by + k];
+      ub += u < v ? u : v;
+    }
+    if (ub < need) return false;
+  }
+  return jaccardAtLeastIn(set.arr[x], set.off[x], na, set.arr[y], set.off[y], nb, t);
+}
+
+/** Hash of a sorted shingle set set[0, len) and the integer-literal hash, as a double (53 bits). */
+function setKey(set: Uint32Array, len: number, ints: number): number {
   let h1 = mix32(ints ^ 0x9e3779b9);
-  let h2 = mix32(set.length);
-  for (let i = 0; i < set.length; i++) {
+  let h2 = mix32(len);
+  for (let i = 0; i < len; i++) {
     h1 = mix32(h1 ^ set[i]);
     h2 = Math.imul(h2 ^ set[i], 0x01000193) >>> 0;
   }
   return (h1 >>> 0) * 0x200000 + (h2 & 0x1fffff);
 }
 
-function sameSet(a: Uint32Array, b: Uint32Array): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+function sameSet(c: Column, x: number, y: number): boolean {
+  const n = c.len[x];
+  if (n !== c.len[y]) return false;
+  const a = c.arr[x],
+    b = c.arr[y];
+  const ax = c.off[x],
+    by = c.off[y];
+  for (let i = 0; i < n; i++) if (a[ax + i] !== b[by + i]) return false;
   return true;
 }
 
@@ -675,30 +811,42 @@ function sameSet(a: Uint32Array, b: Uint32Array): boolean {
  * collide in every band and verify at Jaccard 1, and every other node's verdict against
  * them is the same, so joining them at once and banding one of them gives the components
  * exhaustive banding gives (a renamed copy's structural set equals its source's: 10^6
- * renamed copies of 435 blocks band as ~10^3 nodes in the structural pass).
+ * renamed copies of 435 blocks band as ~10^3 nodes in the structural pass). The sets'
+ * hashes come from the signature threads; equal hashes are confirmed element by element.
  */
 function collapseIdentical(
   nodes: Int32Array,
-  set: (i: number) => Uint32Array,
+  set: Column,
+  keys: Column<Float64Array>,
   ints: Uint32Array,
   join: (a: number, b: number) => void,
 ): Int32Array {
-  const firsts = new Map<number, number[]>();
-  const out: number[] = [];
+  const firsts = new Map<number, number | number[]>();
+  const out = new Int32Array(nodes.length);
+  let m = 0;
   for (const i of nodes) {
-    const k = setKey(set(i), ints[i]);
+    const k = keys.arr[i][keys.off[i]];
     const fs = firsts.get(k);
-    const s = set(i);
-    const f = fs?.find((f) => ints[f] === ints[i] && sameSet(set(f), s));
-    if (f !== undefined) {
+    let f = -1;
+    if (typeof fs === 'number') {
+      if (ints[fs] === ints[i] && sameSet(set, fs, i)) f = fs;
+    } else if (fs) {
+      for (const g of fs)
+        if (ints[g] === ints[i] && sameSet(set, g, i)) {
+          f = g;
+          break;
+        }
+    }
+    if (f >= 0) {
       join(f, i);
       continue;
     }
-    if (fs) fs.push(i);
-    else firsts.set(k, [i]);
-    out.push(i);
+    if (fs === undefined) firsts.set(k, i);
+    else if (typeof fs === 'number') firsts.set(k, [fs, i]);
+    else fs.push(i);
+    out[m++] = i;
   }
-  return Int32Array.from(out);
+  return out.slice(0, m);
 }
 
 /** Buckets up to this size are verified pairwise (every pair of members in different
@@ -723,7 +871,7 @@ export const BUCKET_WITNESSES = 16;
  */
 function lshPairs(
   nodes: Int32Array,
-  sig: (i: number) => Uint32Array,
+  sig: Column,
   ints: Uint32Array,
   bands: { b: number; r: number },
   find: (i: number) => number,
@@ -736,10 +884,39 @@ function lshPairs(
   if (n >= POS) throw new RangeError('dedup: more than 2^21 distinct blocks');
   const packed = new Float64Array(n);
   const wit = new Int32Array(BUCKET_WITNESSES);
+  // Buckets handed over pairwise, by a hash of their members (positions in `nodes`, in
+  // order). The same members colliding again in another band (copies of one block agree on
+  // most bands) propose the same pairs: those in different components were verified and
+  // failed (else they would be one component now), and fail again. Skipping such a bucket
+  // gives exactly the components its visit would.
+  const seen = new Map<number, Int32Array[]>();
+  const seenBucket = (a: number, b: number): boolean => {
+    let h1 = mix32(b - a);
+    let h2 = 0x811c9dc5;
+    for (let x = a; x < b; x++) {
+      const p = packed[x] % POS;
+      h1 = mix32(h1 ^ p);
+      h2 = Math.imul(h2 ^ p, 0x01000193);
+    }
+    const key = (h1 >>> 0) * 0x200000 + ((h2 >>> 0) & 0x1fffff);
+    const same = seen.get(key);
+    if (same)
+      for (const m of same) {
+        if (m.length !== b - a) continue;
+        let eq = true;
+        for (let x = a; x < b && eq; x++) eq = m[x - a] === packed[x] % POS;
+        if (eq) return true;
+      }
+    const m = new Int32Array(b - a);
+    for (let x = a; x < b; x++) m[x - a] = packed[x] % POS;
+    if (same) same.push(m);
+    else seen.set(key, [m]);
+    return false;
+  };
   for (let band = 0; band < bands.b; band++) {
     for (let p = 0; p < n; p++) {
       const i = nodes[p];
-      const key = mix32(bandKey(sig(i), band, bands.r) ^ ints[i]);
+      const key = mix32(bandKeyIn(sig.arr[i], sig.off[i], band, bands.r) ^ ints[i]);
       packed[p] = key * POS + p;
     }
     packed.sort();
@@ -752,12 +929,14 @@ function lshPairs(
         const r0 = find(nodes[packed[a] % POS]);
         let one = true;
         for (let x = a + 1; x < b && one; x++) one = find(nodes[packed[x] % POS]) === r0;
-        if (!one && b - a <= EXHAUSTIVE_BUCKET) {
+        if (one || (b - a <= EXHAUSTIVE_BUCKET && seenBucket(a, b))) {
+          // nothing to hand over
+        } else if (b - a <= EXHAUSTIVE_BUCKET) {
           for (let x = a; x < b; x++) {
             const px = nodes[packed[x] % POS];
             for (let y = x + 1; y < b; y++) visit(px, nodes[packed[y] % POS]);
           }
-        } else if (!one) {
+        } else {
           stats.bounded++;
           stats.largest = Math.max(stats.largest, b - a);
           let nw = 0;
@@ -845,10 +1024,9 @@ export async function dedup(blocks: readonly DedupInput[], opts: DedupOptions = 
       heads = Int32Array.from([...groups.values()].map((g) => g[0]));
       ufNear = new UnionFind(n);
       ufAll = new UnionFind(n);
-      const failed = new FailedPairs(22);
-      const pairKey = (x: number, y: number) => (x < y ? x * n + y : y * n + x);
+      const failed = new FailedPairs(heads.length);
       // near: exact Jaccard of token shingles
-      const nearNodes = collapseIdentical(heads, S.nearSet, S.ints, (a, b) => {
+      const nearNodes = collapseIdentical(heads, S.nearSet, S.nearKey, S.ints, (a, b) => {
         ufNear.union(a, b);
         ufAll.union(a, b);
       });
@@ -860,20 +1038,19 @@ export async function dedup(blocks: readonly DedupInput[], opts: DedupOptions = 
         (i) => ufNear.find(i),
         (x, y) => {
           if (S.ints[x] !== S.ints[y] || ufNear.find(x) === ufNear.find(y)) return;
-          const k = pairKey(x, y);
-          if (failed.has(k)) return;
-          const a = S.nearSet(x),
-            b = S.nearSet(y);
-          if (jaccardBound(a.length, b.length) >= nearThr && jaccard(a, b) >= nearThr) {
+          const lo = x < y ? x : y,
+            hi = x < y ? y : x;
+          if (failed.has(lo, hi)) return;
+          if (verified(x, y, S.nearSet, S.nearCounts, nearThr)) {
             ufNear.union(x, y);
             ufAll.union(x, y);
-          } else failed.add(k);
+          } else failed.add(lo, hi);
         },
         lshStats,
       );
       failed.clear();
       // structural: exact Jaccard of structural shingles
-      const structNodes = collapseIdentical(heads, S.structSet, S.ints, (a, b) => ufAll.union(a, b));
+      const structNodes = collapseIdentical(heads, S.structSet, S.structKey, S.ints, (a, b) => ufAll.union(a, b));
       lshPairs(
         structNodes,
         S.structSig,
@@ -882,12 +1059,11 @@ export async function dedup(blocks: readonly DedupInput[], opts: DedupOptions = 
         (i) => ufAll.find(i),
         (x, y) => {
           if (S.ints[x] !== S.ints[y] || ufAll.find(x) === ufAll.find(y)) return;
-          const k = pairKey(x, y);
-          if (failed.has(k)) return;
-          const a = S.structSet(x),
-            b = S.structSet(y);
-          if (jaccardBound(a.length, b.length) >= structThr && jaccard(a, b) >= structThr) ufAll.union(x, y);
-          else failed.add(k);
+          const lo = x < y ? x : y,
+            hi = x < y ? y : x;
+          if (failed.has(lo, hi)) return;
+          if (verified(x, y, S.structSet, S.structCounts, structThr)) ufAll.union(x, y);
+          else failed.add(lo, hi);
         },
         lshStats,
       );
@@ -987,8 +1163,8 @@ export async function dedup(blocks: readonly DedupInput[], opts: DedupOptions = 
         scores: sorted.map((m) => ({
           id: blocks[m].id,
           exact: S.exact[m] === S.exact[rep],
-          near: round(jaccard(S.nearSet(m), S.nearSet(rep))),
-          structural: round(jaccard(S.structSet(m), S.structSet(rep))),
+          near: round(jaccardOf(S.nearSet, m, rep)),
+          structural: round(jaccardOf(S.structSet, m, rep)),
         })),
       });
     }

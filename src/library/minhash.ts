@@ -102,13 +102,18 @@ function sortUniqueInto(raw: Uint32Array, m: number, out: Uint32Array): number {
 /** Exact Jaccard similarity |A∩B| / |A∪B| of two sorted, de-duplicated sets.
  *  Two empty sets have similarity 0 here: empty blocks are never duplicates. */
 export function jaccard(a: Uint32Array, b: Uint32Array): number {
-  const na = a.length,
-    nb = b.length;
+  return jaccardIn(a, 0, a.length, b, 0, b.length);
+}
+
+/** `jaccard` of a[ao, ao + na) and b[bo, bo + nb) (views without a typed-array object). */
+export function jaccardIn(a: Uint32Array, ao: number, na: number, b: Uint32Array, bo: number, nb: number): number {
   if (na === 0 || nb === 0) return 0;
-  let i = 0,
-    j = 0,
+  let i = ao,
+    j = bo,
     inter = 0;
-  while (i < na && j < nb) {
+  const ea = ao + na,
+    eb = bo + nb;
+  while (i < ea && j < eb) {
     const x = a[i],
       y = b[j];
     if (x === y) {
@@ -119,6 +124,65 @@ export function jaccard(a: Uint32Array, b: Uint32Array): number {
     else j++;
   }
   return inter / (na + nb - inter);
+}
+
+/**
+ * `jaccard(a, b) >= t`, the same answer, stopping as soon as the answer is known to be
+ * false: the intersection can at most grow by the elements left of the shorter remainder,
+ * and inter / (na + nb − inter) only grows with inter (a correctly rounded division of a
+ * larger numerator by a smaller denominator is never smaller), so once
+ * inter + left < need, where need is the least intersection that passes, no rest of the
+ * merge can pass. A verification of dedup mostly fails (LSH proposes, the threshold
+ * disposes), and fails early.
+ */
+export function jaccardAtLeast(a: Uint32Array, b: Uint32Array, t: number): boolean {
+  return jaccardAtLeastIn(a, 0, a.length, b, 0, b.length, t);
+}
+
+/** `jaccardAtLeast` of a[ao, ao + na) and b[bo, bo + nb). */
+export function jaccardAtLeastIn(
+  a: Uint32Array,
+  ao: number,
+  na: number,
+  b: Uint32Array,
+  bo: number,
+  nb: number,
+  t: number,
+): boolean {
+  if (na === 0 || nb === 0) return 0 >= t;
+  const need = leastIntersection(na, nb, t);
+  if (need > Math.min(na, nb)) return false;
+  let i = ao,
+    j = bo,
+    inter = 0;
+  const ea = ao + na,
+    eb = bo + nb;
+  while (i < ea && j < eb) {
+    const x = a[i],
+      y = b[j];
+    if (x === y) {
+      inter++;
+      i++;
+      j++;
+    } else {
+      if (x < y) i++;
+      else j++;
+      // a miss: can the rest still bring the intersection to `need`?
+      if (inter + Math.min(ea - i, eb - j) < need) return false;
+    }
+  }
+  return inter >= need;
+}
+
+/** The least intersection of two sets of na and nb elements (both > 0) whose Jaccard, as
+ *  `jaccard` computes it (inter / (na + nb − inter)), reaches t; more than min(na, nb)
+ *  when none does. */
+export function leastIntersection(na: number, nb: number, t: number): number {
+  const tot = na + nb;
+  const top = Math.min(na, nb);
+  let need = Math.max(0, Math.floor((t * tot) / (1 + t)) - 2);
+  while (need <= top && need / (tot - need) < t) need++;
+  return need;
 }
 
 /** Upper bound of Jaccard from set sizes alone: min/max. Used to skip hopeless pairs. */
@@ -190,8 +254,13 @@ export function estimateJaccard(a: Uint32Array, b: Uint32Array): number {
 
 /** Hash of rows [band*r, band*r + r) of a signature: the LSH bucket key of that band. */
 export function bandKey(sig: Uint32Array, band: number, r: number): number {
+  return bandKeyIn(sig, 0, band, r);
+}
+
+/** `bandKey` of the signature at sig[off, off + K). */
+export function bandKeyIn(sig: Uint32Array, off: number, band: number, r: number): number {
   let h = 0x1b873593 ^ band;
-  const base = band * r;
+  const base = off + band * r;
   for (let i = 0; i < r; i++) {
     h = Math.imul(h ^ sig[base + i], 0xcc9e2d51);
     h = (h << 15) | (h >>> 17);

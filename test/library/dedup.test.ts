@@ -9,6 +9,9 @@ import { tokenize, docstringMask, canonicalText, structuralHashes, T } from '../
 import {
   shingles,
   jaccard,
+  jaccardAtLeast,
+  jaccardIn,
+  leastIntersection,
   ophSignature,
   estimateJaccard,
   chooseBands,
@@ -362,6 +365,51 @@ test('empty and unparseable blocks never collapse', async () => {
   const sig = await blockSignatures(syntaxError);
   assert.match(sig.error ?? '', /syntax error at line \d/);
   assert.equal(sig.nearSig, null);
+});
+
+test('jaccardAtLeast answers jaccard(a, b) >= t, at and around the threshold', () => {
+  const r = rng(11);
+  const set = (xs: number[]) => Uint32Array.from(new Set(xs)).sort();
+  let checked = 0,
+    passed = 0;
+  for (let trial = 0; trial < 3000; trial++) {
+    const size = 1 + Math.floor(r() * 300);
+    const common = Array.from({ length: Math.floor(size * (0.7 + 0.3 * r())) }, () => (r() * 2 ** 32) >>> 0);
+    const extra = () => Array.from({ length: Math.floor(r() * size * 0.2) }, () => (r() * 2 ** 32) >>> 0);
+    const a = set([...common, ...extra()]),
+      b = set([...common, ...extra()]);
+    const j = jaccard(a, b);
+    // the dedup thresholds, random ones, and the pair's own Jaccard (the boundary itself)
+    for (const t of [0.9, 0.95, r(), j, j + 1e-12, 0, 1]) {
+      assert.equal(jaccardAtLeast(a, b, t), j >= t, `|a| ${a.length}, |b| ${b.length}, J ${j}, t ${t}`);
+      checked++;
+      if (j >= t) passed++;
+      if (!a.length || !b.length) continue;
+      const need = leastIntersection(a.length, b.length, t);
+      const inter = Math.round((j * (a.length + b.length)) / (1 + j));
+      assert.equal(inter >= need, j >= t);
+    }
+    // views into larger arrays answer as the sets themselves
+    const big = new Uint32Array(a.length + 7);
+    big.set(a, 3);
+    assert.equal(jaccardIn(big, 3, a.length, b, 0, b.length), j);
+  }
+  assert.equal(jaccardAtLeast(new Uint32Array(0), Uint32Array.from([1]), 0.5), false);
+  assert.ok(passed > 1000 && checked - passed > 1000, `both answers exercised (${passed} of ${checked})`);
+});
+
+test('worker threads: texts with non-ASCII characters and many chunks give the in-thread clusters', async () => {
+  // several chunks per thread; two-byte characters in strings and comments travel to the
+  // signature threads and are tokenized as in this thread
+  const { blocks } = generateBlocks(12000, 5);
+  const accented = blocks.map((b, i) =>
+    i % 3 === 0 ? { ...b, text: `# copié ${'é'.repeat(i % 7)} — ünïcode\n${b.text}` } : b,
+  );
+  const res = await dedup(accented, { threads: 2, syntaxCheck: 'lexical' });
+  const single = await dedup(accented, { threads: 0, syntaxCheck: 'lexical' });
+  assert.deepEqual(res.clusters, single.clusters);
+  assert.deepEqual(res.excluded, single.excluded);
+  assert.ok(res.clusters.length > 100);
 });
 
 test('worker threads: planted relations in generated blocks, same result as in-thread', async () => {

@@ -117,6 +117,29 @@ describe('search: the large path', () => {
     );
   });
 
+  test('BM25 only where two blocks of the head tie: the same pages as BM25 over every head', () => {
+    let untied = 0,
+      tied = 0;
+    for (const q of ['conv', 'ConvBnActPoolBlock', 'ConvGate', 'conv block', 'mixer', 'pool', 'gated conv', 'plain'])
+      for (const [offset, limit] of [
+        [0, 1],
+        [0, 5],
+        [0, 20],
+        [3, 4],
+        [290, 20],
+      ]) {
+        const o = { ...UNCAPPED, offset, limit, all: true };
+        const skip = searchBlocks(store, q, o);
+        const always = searchBlocks(store, q, { ...o, headBm25: 'always' });
+        assert.deepEqual(skip.hits, always.hits, `${q} at ${offset}+${limit}`);
+        const scores = always.hits.map((h) => h.score);
+        if (new Set(scores).size === scores.length) untied++;
+        else tied++;
+      }
+    // both kinds of page were compared: heads without a tie (BM25 skipped) and with ties
+    assert.ok(untied >= 5 && tied >= 5, `untied ${untied}, tied ${tied}`);
+  });
+
   test('a page deeper than the distinct scores holds the same blocks in the same scores', () => {
     const page = (o: SearchOptions) => searchBlocks(store, 'conv', { ...o, limit: 30, offset: 5 });
     assert.deepEqual(
