@@ -23,7 +23,7 @@ import {
 } from '../../src/environment/as-of.js';
 import { findUv, lockPins, syncPyPIEnvironment, type PyPINeeds } from '../../src/environment/pypi.js';
 import { tempDir } from '../helpers.js';
-import { makeFile, serveIndex } from './local-index.js';
+import { makeFile, pointUvAt, serveIndex } from './local-index.js';
 import { needsTorch } from '../support/tier.js';
 
 const ctxOf = (dates: Record<string, string | null>, over: Partial<AsOfContext> = {}): AsOfContext => ({
@@ -208,10 +208,7 @@ test("an environment resolved as of its repository's revision, with per-distribu
     ],
     indexed: new Map(),
   };
-  const saved = { index: process.env.UV_DEFAULT_INDEX, url: process.env.UV_INDEX_URL, cache: process.env.UV_CACHE_DIR };
-  process.env.UV_DEFAULT_INDEX = index.url;
-  delete process.env.UV_INDEX_URL;
-  process.env.UV_CACHE_DIR = path.join(dir, 'uv-cache');
+  const restore = pointUvAt(index.url, path.join(dir, 'uv-cache'));
   try {
     const logs: string[] = [];
     const env = path.join(dir, 'env');
@@ -271,12 +268,6 @@ test("an environment resolved as of its repository's revision, with per-distribu
     assert.notEqual(given.groups[0].lockDigest, newest.groups[0].lockDigest);
   } finally {
     index.close();
-    for (const [k, v] of [
-      ['UV_DEFAULT_INDEX', saved.index],
-      ['UV_INDEX_URL', saved.url],
-      ['UV_CACHE_DIR', saved.cache],
-    ] as const)
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
+    restore();
   }
 });

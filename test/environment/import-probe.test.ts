@@ -13,7 +13,7 @@ import path from 'node:path';
 import { unmetBounds } from '../../src/environment/import-probe.js';
 import { envPython, findUv, syncPyPIEnvironment, type PyPINeeds } from '../../src/environment/pypi.js';
 import { tempDir } from '../helpers.js';
-import { makeFile, serveIndex } from './local-index.js';
+import { makeFile, pointUvAt, serveIndex } from './local-index.js';
 import { needsTorch } from '../support/tier.js';
 
 test('the bounds an import error names that the installed versions do not meet', () => {
@@ -89,10 +89,7 @@ test('a bound an installed distribution enforces at import is learnt and resolve
     repos: [{ name: 'acme/user', root: repo, declared: ['nnragfix-user'], imported: [], unknown: [] }],
     indexed: new Map(),
   };
-  const saved = { index: process.env.UV_DEFAULT_INDEX, url: process.env.UV_INDEX_URL, cache: process.env.UV_CACHE_DIR };
-  process.env.UV_DEFAULT_INDEX = index.url;
-  delete process.env.UV_INDEX_URL;
-  process.env.UV_CACHE_DIR = path.join(dir, 'uv-cache');
+  const restore = pointUvAt(index.url, path.join(dir, 'uv-cache'));
   try {
     const logs: string[] = [];
     const env = path.join(dir, 'env');
@@ -132,12 +129,6 @@ test('a bound an installed distribution enforces at import is learnt and resolve
     assert.equal(plain.importConstraints, undefined);
   } finally {
     index.close();
-    for (const [k, v] of [
-      ['UV_DEFAULT_INDEX', saved.index],
-      ['UV_INDEX_URL', saved.url],
-      ['UV_CACHE_DIR', saved.cache],
-    ] as const)
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
+    restore();
   }
 });

@@ -96,3 +96,18 @@ export async function serveIndex(
   await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/simple`, close: () => server.close() };
 }
+
+/** Point uv at `url` with a cache of its own (`cache`), for a test; the returned function
+ *  puts the three variables back as they were. */
+export function pointUvAt(url: string, cache: string): () => void {
+  const keys = ['UV_DEFAULT_INDEX', 'UV_INDEX_URL', 'UV_CACHE_DIR'] as const;
+  const saved = keys.map((k) => [k, process.env[k]] as const);
+  process.env.UV_DEFAULT_INDEX = url;
+  delete process.env.UV_INDEX_URL;
+  process.env.UV_CACHE_DIR = cache;
+  return () => {
+    for (const [k, v] of saved)
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+  };
+}
