@@ -451,15 +451,6 @@ function originalSysPath(
   return [...out];
 }
 
-/** Usage roots (issue 26): the validation passed but the usage line could not be
- *  written, because the chosen arguments name definitions the module does not hold (its
- *  code never names them: torchvision's `norm_layer=FrozenBatchNorm2d`). The module is
- *  emitted again with those definitions as extra roots of its closure (`usageRootsOf`,
- *  only what that usage line needs) and validated again; it is kept when it passes
- *  every stage the first one passed and now has a usage line (the sandbox ran it, as
- *  for any snippet), else the first module stays. Nothing is tried when one of the names
- *  cannot become a root (private, not indexed). A second round adds what the new
- *  module's arguments still name, at most two rounds. */
 /** The most lines usage roots may add to a module (see withUsageRoots): a root that
  *  brings more (a test's model class with its framework's registry, config and logging
  *  machinery: mmengine's ToyModel added 12,397 lines to a 146-line block) leaves the
@@ -469,6 +460,15 @@ export const USAGE_ROOTS_MAX_LINES = 1000;
 
 const lineCount = (text: string) => text.split('\n').length;
 
+/** Usage roots (issue 26): the validation passed but the usage line could not be
+ *  written, because the chosen arguments name definitions the module does not hold (its
+ *  code never names them: torchvision's `norm_layer=FrozenBatchNorm2d`). The module is
+ *  emitted again with those definitions as extra roots of its closure (`usageRootsOf`,
+ *  only what that usage line needs) and validated again; it is kept when it passes
+ *  every stage the first one passed and now has a usage line (the sandbox ran it, as
+ *  for any snippet), else the first module stays. Nothing is tried when one of the names
+ *  cannot become a root (private, not indexed). A second round adds what the new
+ *  module's arguments still name, at most two rounds. */
 async function withUsageRoots(
   ws: Workspace,
   id: string,
@@ -501,12 +501,11 @@ async function withUsageRoots(
       extractText(ws, id, { ...opts, profile: 'faithful', roots }),
     );
     if (!em.text || em.text === req.source || !em.record.emission.usageRoots?.length) return null;
-    // a usage example must not bury the block: roots that would add more than
-    // USAGE_ROOTS_MAX_LINES lines (a model class that brings its framework along) are not
-    // copied, and the record says why the block has no usage line
-    // measured on the module kept: the slim one drops what the block alone does not
-    // reach, so a root can cost far more lines there than in the faithful module (which
-    // may already hold the root's framework for another reason)
+    // a usage example must not bury the block: roots that would add more than the bound
+    // (a model class that brings its framework along) are not copied, and the result says
+    // why the block has no usage line. Measured on the module kept: slim drops what the
+    // block alone does not reach, so a root can cost far more lines there than in the
+    // faithful module (which may already hold the root's framework for another reason)
     let added = lineCount(em.text) - lineCount(req.source);
     if ((opts.profile ?? 'slim') === 'slim') {
       const inputs = { seeds: slimSeeds(req, first.args), entry: slimEntry(req, first.args) };
@@ -529,7 +528,7 @@ async function withUsageRoots(
     if (req.original) {
       // the roots may come from another repository: the original imports it too
       const crossed = [...new Set(em.record.provenance.map((p) => p.repo))];
-      const sysPath = originalSysPath(ws, id, crossed);
+      const sysPath = originalSysPath(ws, id, crossed, undefined, opts.pool?.env);
       if (sysPath) rreq.original = { ...req.original, sysPath };
     }
     const r = await validate(rreq, 'faithful with usage roots');
