@@ -1621,6 +1621,14 @@ export async function syncPyPIEnvironment(
   // version does not meet is learnt, and everything is resolved again with it (once)
   if (opts.probeImports !== false) {
     const fresh: LearntConstraint[] = [];
+    const skip = new Set([...TORCH_FAMILY, ...TOOL_REQUIREMENTS]);
+    // the distributions a repository declares or imports (PEP 503 names)
+    const namedBy = new Map(
+      n.repos.map((x) => [
+        x.name,
+        new Set([...x.declared, ...x.imported].map((d) => normalizeDistName(requirementName(d) ?? ''))),
+      ]),
+    );
     for (const g of groups) {
       const prev = previous?.groups.find((x) => x.dir === g.dir);
       const same =
@@ -1628,7 +1636,6 @@ export async function syncPyPIEnvironment(
         prev.importProbe === PROBE_VERSION &&
         prev.lockDigest === g.lockDigest &&
         JSON.stringify(prev.indexed.map((x) => x.checkout)) === JSON.stringify(g.indexed.map((x) => x.checkout));
-      const skip = new Set([...TORCH_FAMILY, ...TOOL_REQUIREMENTS]);
       const installed = new Map(g.pins.map((p) => p.split('==') as [string, string]));
       for (const c of checkoutPins(n, g.repos).values()) installed.set(normalizeDistName(c.distribution), c.version);
       const dists = [
@@ -1650,13 +1657,7 @@ export async function syncPyPIEnvironment(
         const by = `${normalizeDistName(f.distribution)}==${installed.get(normalizeDistName(f.distribution)) ?? '?'}`;
         for (const b of unmetBounds(f, installed)) {
           if ([...constraints, ...fresh].some((c) => c.requirement === b.requirement && c.by === by)) continue;
-          const names = (r: string) => {
-            const x = n.repos.find((y) => y.name === r);
-            return [...(x?.declared ?? []), ...(x?.imported ?? [])].map((d) =>
-              normalizeDistName(requirementName(d) ?? ''),
-            );
-          };
-          const named = g.repos.filter((r) => names(r).includes(normalizeDistName(f.distribution)));
+          const named = g.repos.filter((r) => namedBy.get(r)?.has(normalizeDistName(f.distribution)));
           const c: LearntConstraint = { ...b, by, error: f.error.slice(0, 400), repos: named.length ? named : g.repos };
           fresh.push(c);
           log(
