@@ -154,6 +154,10 @@ export interface ValidationRecord {
    *  expressions evaluated and equal to the validated values (`values`: building the block
    *  again did not fit in the time left) */
   usageCheck?: 'ran' | 'values';
+  /** why a block whose forward passed has no usage line: the value without a plain
+   *  spelling, the line's error when it ran, the usage roots refused by their bound or not
+   *  indexed (snippet.py, pipeline.ts withUsageRoots); export and the block page show it */
+  usageSkipped?: string;
   equivalence?: EquivalenceResult;
   namespace?: NamespaceResult;
   envId: string;
