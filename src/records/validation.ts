@@ -146,7 +146,8 @@ export interface ValidationRecord {
   layers?: Record<string, number>;
   /** the construction and call that passed forward, as Python source
    *  (`Block(dim=32, num_heads=4)(torch.randn(2, 16, 32))`, after `import` lines of a few
-   *  standard modules when its values need them), rendered from the recorded values,
+   *  standard modules, and `from P import N` lines of public names of installed
+   *  distributions the block's module imports, when its values need them), rendered from the recorded values,
    *  checked with `ast` and run as written before it is recorded (snippet.py); null when a
    *  value has no plain spelling or the run failed */
   usage?: string | null;
