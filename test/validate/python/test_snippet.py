@@ -829,5 +829,27 @@ class InstalledNamesTest(unittest.TestCase):
                 S.check_snippet(bad, ["instpkg"])
 
 
+class ProvidedModulesTest(unittest.TestCase):
+    def test_a_module_built_from_a_providers_witness_is_written_as_that_construction(self):
+        import weakref
+
+        from nnrag_harness import source_provider as P
+
+        class Net(nn.Module):
+            # keeps no attribute named like its parameter: its attributes cannot say it
+            def __init__(self, dim, depth=1):
+                super().__init__()
+                self.lin = nn.Linear(dim, dim)
+
+        made, other = Net(4, depth=2), Net(4, depth=2)
+        P.BUILT[id(made)] = (weakref.ref(made), Net, [4], {"depth": 2})
+        try:
+            enc = S.encode_live([made, other], torch)
+        finally:
+            del P.BUILT[id(made)]
+        self.assertEqual((enc[0]["args"], enc[0]["kwargs"]), ([4], {"depth": 2}))
+        self.assertEqual((enc[1]["args"], enc[1]["kwargs"]), ([], {}))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -905,11 +905,13 @@ def _getattrs(obj, names):
 
 
 def encode_live(v, torch):
-    """values.encode of a live argument; nn.Module instances without a recorded
-    construction are written as their class called with the constructor parameters they
+    """values.encode of a live argument; an nn.Module a provider built from its class's
+    witness (source_provider.BUILT) as that construction; other nn.Module instances
+    without a recorded construction are written as their class called with the constructor parameters they
     keep as plain attributes of the same name (the torch.nn convention: Linear keeps
     in_features, Conv2d kernel_size; Parameters, tensors and modules are not plain)."""
     from . import values as V
+    from .source_provider import BUILT
     import inspect
 
     modules = {}
@@ -919,6 +921,13 @@ def encode_live(v, torch):
             return
         if isinstance(x, torch.nn.Module):
             if id(x) in modules:
+                return
+            made = BUILT.get(id(x))
+            if made is not None and made[0]() is x:
+                # built from a provider's witness: that construction
+                modules[id(x)] = (x, made[1], made[2], made[3])
+                walk(made[2], depth + 1)
+                walk(made[3], depth + 1)
                 return
             kw = {}
             try:
