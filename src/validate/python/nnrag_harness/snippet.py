@@ -511,7 +511,7 @@ def snippet_text(
         ctor = ("call", ("attr", ctor, "eval"), [], [])
     call = ("call", ctor, [r.value(a) for a in in_args_enc], r.keywords(in_kwargs_enc, 0))
     names = {}
-    for _, target, node in r.stmts:
+    for _, _target, node in r.stmts:
         from_imports(node, names)
     from_imports(call, names)
     clash = [n for n in names if n in r.taken or n == cls_name]
