@@ -1014,7 +1014,27 @@ export async function extractAndValidate(
               const lost = (Object.keys(result.stages) as Stage[]).some(
                 (st) => result!.stages[st] === 'pass' && r.stages[st] !== 'pass',
               );
-              if (!lost && r.usage) {
+              // names of the installed packages imported, the others (the repository's
+              // own definitions the line also names: detr's FrozenBatchNorm2d beside
+              // torchvision's ResNet) copied as usage roots
+              const more =
+                !lost && !r.usage && r.usageNeeds?.length
+                  ? await withUsageRoots(
+                      ws,
+                      id,
+                      { ...opts, importable, installed, profile },
+                      ireq,
+                      r,
+                      validateCached,
+                      costs,
+                    )
+                  : null;
+              if (more) {
+                emitted.push(more.record);
+                ({ record, text, result, req, roots } = more);
+                namespace = more.namespace;
+                rootsWhy = undefined;
+              } else if (!lost && r.usage) {
                 result = r;
                 req = ireq;
                 rootsWhy = undefined;

@@ -6,7 +6,8 @@
 // tinylayers gets `from tinylayers import Scale` in its line, the export pins
 // `tinylayers>=0.3`, and the line runs as written in a fresh folder; a block whose module
 // does not import it gets no line, and its record, the export and the CLI say why
-// (`usageSkipped`).
+// (`usageSkipped`). A block also built with a class of its own repository that its code
+// never names gets that class copied as a usage root beside the import.
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, cpSync, existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -106,6 +107,7 @@ describe('usage lines importing from an installed distribution, exported and run
       '--blocks',
       'Head',
       'Shifted',
+      'Both',
       'Plain',
       '--python',
       python,
@@ -168,6 +170,18 @@ describe('usage lines importing from an installed distribution, exported and run
     assert.equal(usage, 'from tinylayers.blocks import Shift\nShifted(8, layer=Shift)(torch.randn(2, 8))');
     assert.equal(out, '(2, 8)');
     assert.match(requirements, /^tinylayers>=0\.3$/m);
+  });
+
+  test('an installed class and a class of the repository: the line imports the one, the module copies the other', () => {
+    const rec = recs.get('Both')!;
+    assert.equal(rec.ok, true, JSON.stringify(rec.validation));
+    assert.deepEqual((rec as Rec & { emission: { usageRoots?: string[] } }).emission.usageRoots, ['wrapnet.acts.Gate']);
+    const { usage, out } = runUsage('Both', 'print(tuple(y.shape), Gate.__module__ == Both.__module__)');
+    assert.match(
+      usage,
+      /^from tinylayers import Scale\nBoth\(Scale\(8, 2(\.0)?\), act=Gate\)\(torch\.randn\(2, 8\)\)$/,
+    );
+    assert.equal(out, '(2, 8) True');
   });
 
   test('a block whose module does not import the distribution: no line, and the record, export and CLI say why', () => {
