@@ -542,12 +542,14 @@ async function withUsageRoots(
       if (sysPath) rreq.original = { ...req.original, sysPath };
     }
     const r = await validate(rreq, 'faithful with usage roots');
-    const lost = (Object.keys(first.stages) as Stage[]).some(
+    const lost = (Object.keys(first.stages) as Stage[]).filter(
       (s) => first.stages[s] === 'pass' && r.stages[s] !== 'pass',
     );
     const names = roots.map((r) => r.name).join(', ');
-    if (lost)
-      return why(`the module with the usage roots ${names} failed ${r.stage ?? 'a stage'}: ${r.category ?? ''}`);
+    if (lost.length)
+      return why(
+        `with the usage roots ${names}, ${lost.map((s) => `${s} ${r.stages[s] ?? 'did not run'}`).join(', ')}${r.category ? ` (${r.category}: ${(r.error ?? '').slice(0, 120)})` : ''}`,
+      );
     if (r.usage) return { record: em.record, text: em.text, result: r, req: rreq, namespace: em.namespace, roots };
     needs = r.usageNeeds ?? [];
     if (!needs.length || round === 1) return why(`with the usage roots ${names}: ${r.usageSkipped ?? 'no usage line'}`);
