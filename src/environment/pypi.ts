@@ -696,6 +696,17 @@ interface GroupsDecision {
 
 const AS_OF_MARGIN_MS = AS_OF_MARGIN_DAYS * 86_400_000;
 
+/** The bounds the passes of an earlier environment learnt, and the pass it ended with. */
+interface BoundsDecision {
+  bounds: LearntConstraint[];
+  pass: number;
+}
+
+/** Passes of resolve, install and import at most: the bounds the first import teaches can
+ *  change a group (mmpose's gets a group of its own with mmcv<2.2.0), whose import then
+ *  teaches another (its xtcocotools: numpy<2). */
+export const IMPORT_PASSES = 3;
+
 /** The store's needs as key material (decisions.ts): each repository's requirements, its
  *  packaging as read here (distribution name, version, operators to build), and with
  *  `content` the content of its checkout (installed and imported by the probe); null when
@@ -1549,6 +1560,7 @@ export async function syncPyPIEnvironment(
   needs: PyPINeeds | null,
   opts: PyPIOptions = {},
   learnt?: LearntConstraint[],
+  chain: { pass: number; boundsKey: string | null } = { pass: 1, boundsKey: null },
 ): Promise<EnvManifestPyPI> {
   const uv = findUv();
   if (!uv) throw new NnragError('uv is not installed: run scripts/setup.sh (it installs uv), or `pip install uv`');
@@ -1605,22 +1617,26 @@ export async function syncPyPIEnvironment(
     ]),
   ];
   // the bounds an earlier environment of the same input learnt at import: a first pass
-  // without them would install everything only to learn them again (its second pass is
-  // this environment's only one)
+  // without them would install everything only to learn them again (the last pass of
+  // that environment is this one's only one)
   const raw = needs ?? { repos: [], indexed: new Map() };
   const boundsKey =
     reuse && !learnt && opts.probeImports !== false && !constraints.length
       ? await needsMaterial(raw, true, opts).then((m) =>
           m ? reuse.cache.key('bounds', [reuse.machine, m, options]) : null,
         )
-      : null;
-  const knownBounds = reuse?.cache.get<LearntConstraint[]>(boundsKey);
-  if (knownBounds?.length) {
-    for (const c of knownBounds)
+      : chain.boundsKey;
+  const knownBounds = learnt ? undefined : reuse?.cache.get<BoundsDecision>(boundsKey);
+  if (knownBounds?.bounds.length) {
+    for (const c of knownBounds.bounds)
       log(
         `  ${c.by} enforces ${c.requirement} at import (installed: ${c.distribution} ${c.installed}), learnt by an earlier environment of the same requirements: a requirement of ${c.repos.join(', ')}`,
       );
-    return syncPyPIEnvironment(dir, needs, { ...opts }, knownBounds);
+    // at the pass that environment ended with
+    return syncPyPIEnvironment(dir, needs, { ...opts }, knownBounds.bounds, {
+      pass: knownBounds.pass,
+      boundsKey: null,
+    });
   }
   // which repositories share a group, and the fallbacks and build fixes found on the way,
   // as an earlier environment of the same input found them: the resolutions that failed
@@ -1939,7 +1955,8 @@ export async function syncPyPIEnvironment(
     unresolved: [...unresolved.values()].sort((a, b) => a.module.localeCompare(b.module)),
   };
   // the groups' requirements imported once: a bound an import enforces that the installed
-  // version does not meet is learnt, and everything is resolved again with it (once)
+  // version does not meet is learnt, and everything is resolved again with it (up to
+  // IMPORT_PASSES passes: a group the bound changes, mmpose's own, may show another)
   if (opts.probeImports !== false) {
     const fresh: LearntConstraint[] = [];
     const skip = new Set([...TORCH_FAMILY, ...TOOL_REQUIREMENTS]);
@@ -2003,19 +2020,23 @@ export async function syncPyPIEnvironment(
           const c: LearntConstraint = { ...b, by, error: f.error.slice(0, 400), repos: named.length ? named : g.repos };
           fresh.push(c);
           log(
-            `  ${by} enforces ${b.requirement} at import (installed: ${b.distribution} ${b.installed}): resolving again with it as a requirement of ${c.repos.join(', ')}`,
+            `  ${by} enforces ${b.requirement} at import (installed: ${b.distribution} ${b.installed}): ${chain.pass < IMPORT_PASSES ? 'resolving again with it' : `not applied (resolved ${chain.pass} times already; \`env sync\` applies it)`} as a requirement of ${c.repos.join(', ')}`,
           );
         }
       }
     }
-    // what this first pass learnt, for the next environment of the same input
-    if (fresh.length && !learnt) reuse?.cache.put(boundsKey, fresh);
-    if (fresh.length && !learnt) {
+    if (fresh.length && chain.pass < IMPORT_PASSES) {
+      // what the passes learnt, for the next environment of the same input: it starts
+      // at the next pass
+      const all = [...constraints, ...fresh];
+      reuse?.cache.put(boundsKey, { bounds: all, pass: chain.pass + 1 } satisfies BoundsDecision);
       // what this pass installed is the previous state of the next: what it left
       // unchanged (locks, checkouts at the same revision) is not installed again
       writeFileSync(manifestPath(target), JSON.stringify(manifest, null, 1) + '\n');
-      return syncPyPIEnvironment(dir, needs, { ...opts }, [...constraints, ...fresh]);
+      return syncPyPIEnvironment(dir, needs, { ...opts }, all, { pass: chain.pass + 1, boundsKey });
     }
+    // the last pass's: kept in the manifest, for env sync to apply
+    if (fresh.length) manifest.importConstraints = [...constraints, ...fresh];
   }
   writeFileSync(manifestPath(target), JSON.stringify(manifest, null, 1) + '\n');
   return manifest;
