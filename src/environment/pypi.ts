@@ -669,6 +669,9 @@ type CompileMode = 'plain' | 'dated' | 'final';
  *  build fixes). */
 const asOfOf = new WeakMap<PyPIOptions, AsOfContext>();
 
+/** The resolutions that worked in one `env create`/`env sync` pass, by their input. */
+const resolvedOf = new WeakMap<PyPIOptions, Map<string, Awaited<ReturnType<typeof runCmd>>>>();
+
 /** The decisions of earlier environments (decisions.ts) and the resolver's identity, per
  *  `env create`/`env sync` (its options object). */
 const reuseOf = new WeakMap<PyPIOptions, { cache: DecisionCache; machine: unknown }>();
@@ -722,7 +725,7 @@ async function needsMaterial(n: PyPINeeds, content: boolean, opts: PyPIOptions):
       r.unknown,
       name,
       name ? versionOf(r.root, name) : null,
-      nativeBuildDirs(r.root).map((d) => path.relative(r.root, d)),
+      nativeDirsOf(r.root, opts),
     ];
     if (content) {
       const c = await contentOf(r.root, opts);
@@ -732,6 +735,17 @@ async function needsMaterial(n: PyPINeeds, content: boolean, opts: PyPIOptions):
     repos.push(item);
   }
   return [repos, [...n.indexed].sort(([a], [b]) => a.localeCompare(b))];
+}
+
+/** The folders of a checkout's operator builds (nativeBuildDirs, relative), once per folder
+ *  and pass (its options): a walk of the whole checkout. */
+const nativeDirsMemo = new WeakMap<PyPIOptions, Map<string, string[]>>();
+function nativeDirsOf(root: string, opts: PyPIOptions): string[] {
+  let m = nativeDirsMemo.get(opts);
+  if (!m) nativeDirsMemo.set(opts, (m = new Map()));
+  let d = m.get(root);
+  if (!d) m.set(root, (d = nativeBuildDirs(root).map((x) => path.relative(root, x))));
+  return d;
 }
 
 /** checkoutContentKey once per folder and `env create`/`env sync` pass (its options). */
@@ -833,11 +847,15 @@ async function compile(
       !ctx!.lifted.has(k) &&
       (plan.packages.has(k) ? plan.packages.get(k) !== false : !!plan.global);
     const dateOf = (k: string) => (plan.packages.get(k) as string | undefined) ?? plan.global;
-    const r = await withBuildFixes(
-      (extra) => runCmd(uv, [...args, ...dated, ...extra], { env: uvEnv() }),
-      workDir,
-      opts,
-    );
+    // the same input resolved before in this pass (a group's lock resolved, then resolved
+    // again to be checked for wheels): uv's answer of then
+    const runs = resolvedOf.get(opts) ?? new Map<string, Awaited<ReturnType<typeof runCmd>>>();
+    resolvedOf.set(opts, runs);
+    const memo = JSON.stringify([args, lines, dated]);
+    const r =
+      runs.get(memo) ??
+      (await withBuildFixes((extra) => runCmd(uv, [...args, ...dated, ...extra], { env: uvEnv() }), workDir, opts));
+    if (r.code === 0) runs.set(memo, r);
     if (r.code !== 0) {
       const { filtered, unbuilt } = ctx ? datedFailures(r.stderr) : { filtered: [], unbuilt: [] };
       const newly = [...filtered.filter(isDated), ...unbuilt.filter((k) => isDated(k) && !filtered.includes(k))];
