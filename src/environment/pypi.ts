@@ -687,12 +687,16 @@ interface ResolveDecision {
 }
 
 /** How the repositories of one input were grouped: the shared group, those with a group of
- *  their own (and the resolver's reason), the fallbacks and build fixes known once the
- *  groups were found (in the order found), and what was logged on the way. */
+ *  their own (and the resolver's reason), the fallbacks, undated distributions and build
+ *  fixes known once the groups were found (in the order found), and what was logged on
+ *  the way: the state the resolutions after the grouping start from. */
 interface GroupsDecision {
   shared: string[];
   own: { repo: string; conflict: string }[];
   lifted: [string, string][];
+  /** the distributions never dated once the groups were found (asOfPlan adds the
+   *  checkouts of each resolution it plans: the later plans depend on them) */
+  exempt: string[];
   fixes: { legacy: boolean; extra: [string, string[]][] };
   log: string[];
 }
@@ -873,7 +877,11 @@ async function compile(
       return { error: r.stderr.trim().split('\n').slice(-12).join('\n') || `uv pip compile exited ${r.code}` };
     }
     // the same lock as the earlier resolution that checked its wheels: checked
-    let checked = !!known?.wheelsChecked && known.lockDigest === sha256(r.stdout);
+    // the lock names its input file (`# via -r …/requirements.in`) by its path in this
+    // environment's work folder: written relative, so the same resolution gives the same
+    // lock and digest (the environment id) in any folder and on any machine
+    const output = r.stdout.split(input).join('requirements.in');
+    let checked = !!known?.wheelsChecked && known.lockDigest === sha256(output);
     if (ctx && mode === 'final' && (plan.global || plan.packages.size) && round < 8 && !checked) {
       // the same resolution as a PEP 751 lock: its wheels are those that install on this
       // interpreter and platform, so a dated release with none would be built from source
@@ -898,12 +906,8 @@ async function compile(
       ...lockPins(r.stdout).map((p) => p.split('==')[0]),
       ...named.map((x) => normalizeDistName(x.name ?? '')),
     ]);
-    // the lock names its input file (`# via -r …/requirements.in`) by its path in this
-    // environment's work folder: written relative, so the same resolution gives the same
-    // lock and digest (the environment id) in any folder and on any machine
-    const text = r.stdout.split(input).join('requirements.in');
-    remember({ lock: r.stdout, wheelsChecked: checked });
-    return { lock: (ctx ? asOfHeader(plan, ctx, present) : '') + text, plan };
+    remember({ lock: output, wheelsChecked: checked });
+    return { lock: (ctx ? asOfHeader(plan, ctx, present) : '') + output, plan };
   }
 }
 
@@ -1682,11 +1686,12 @@ export async function syncPyPIEnvironment(
   const own: { repo: string; conflict: string }[] = [];
   const groupLog: string[] = [];
   if (
-    knownGroups &&
+    knownGroups?.exempt &&
     [...knownGroups.shared, ...knownGroups.own.map((o) => o.repo)].every((r) => allRepos.includes(r))
   ) {
     shared = knownGroups.shared;
     own.push(...knownGroups.own);
+    for (const k of knownGroups.exempt) asOfCtx.exempt.add(k);
     for (const [k, why] of knownGroups.lifted)
       if (!asOfCtx.lifted.has(k)) {
         asOfCtx.lifted.set(k, why);
@@ -1771,6 +1776,7 @@ export async function syncPyPIEnvironment(
       shared,
       own,
       lifted: [...asOfCtx.lifted],
+      exempt: [...asOfCtx.exempt],
       fixes: { legacy: fixes().legacy, extra: [...fixes().extra].map(([d, x]) => [d, [...x]]) },
       log: groupLog,
     } satisfies GroupsDecision);
