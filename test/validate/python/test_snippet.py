@@ -830,10 +830,10 @@ class InstalledNamesTest(unittest.TestCase):
 
 
 class ProvidedModulesTest(unittest.TestCase):
-    def test_a_module_built_from_a_providers_witness_is_written_as_that_construction(self):
+    def test_a_module_the_harness_built_is_written_as_that_construction(self):
         import weakref
 
-        from nnrag_harness import source_provider as P
+        from nnrag_harness import arguments as A
 
         class Net(nn.Module):
             # keeps no attribute named like its parameter: its attributes cannot say it
@@ -842,13 +842,17 @@ class ProvidedModulesTest(unittest.TestCase):
                 self.lin = nn.Linear(dim, dim)
 
         made, other = Net(4, depth=2), Net(4, depth=2)
-        P.BUILT[id(made)] = (weakref.ref(made), Net, [4], {"depth": 2})
+        V.BUILT[id(made)] = (weakref.ref(made), Net, [4], {"depth": 2})
+        # built from guessed arguments (arguments.build_module): recorded the same way
+        guessed = A.build_module(Net, 8, 2, nn)
         try:
-            enc = S.encode_live([made, other], torch)
+            enc = S.encode_live([made, other, guessed], torch)
         finally:
-            del P.BUILT[id(made)]
+            del V.BUILT[id(made)]
         self.assertEqual((enc[0]["args"], enc[0]["kwargs"]), ([4], {"depth": 2}))
         self.assertEqual((enc[1]["args"], enc[1]["kwargs"]), ([], {}))
+        self.assertEqual(enc[2]["$module"][1].split(".")[-1], "Net")
+        self.assertTrue(enc[2]["args"] or enc[2]["kwargs"].get("dim"), enc[2])
 
 
 if __name__ == "__main__":

@@ -905,13 +905,12 @@ def _getattrs(obj, names):
 
 
 def encode_live(v, torch):
-    """values.encode of a live argument; an nn.Module a provider built from its class's
-    witness (source_provider.BUILT) as that construction; other nn.Module instances
+    """values.encode of a live argument; an nn.Module the harness built (from a provider's
+    witness, or from guessed arguments: values.BUILT) as that construction; other nn.Module instances
     without a recorded construction are written as their class called with the constructor parameters they
     keep as plain attributes of the same name (the torch.nn convention: Linear keeps
     in_features, Conv2d kernel_size; Parameters, tensors and modules are not plain)."""
     from . import values as V
-    from .source_provider import BUILT
     import inspect
 
     modules = {}
@@ -922,7 +921,7 @@ def encode_live(v, torch):
         if isinstance(x, torch.nn.Module):
             if id(x) in modules:
                 return
-            made = BUILT.get(id(x))
+            made = V.BUILT.get(id(x))
             if made is not None and made[0]() is x:
                 # built from a provider's witness: that construction
                 modules[id(x)] = (x, made[1], made[2], made[3])

@@ -12,17 +12,12 @@
 # access"): any object with the attributes will do, so the rule names no repository.
 import ast
 import inspect
-import weakref
 
 from . import arguments as A
 from . import usage as U
 from . import values as V
 
 MAX_BUILDS = 3  # provider classes built per parameter before giving up
-# id(instance) -> (weak reference to it, class, args, kwargs) of the modules built from a
-# provider's witness: how they were made, which a usage line writes as their construction
-# (snippet.encode_live; their attributes alone do not say it: a UViT keeps no `dim`)
-BUILT = {}
 
 
 def _top(klass):
@@ -157,12 +152,8 @@ def module_providers(req, providers, resolve, torch, nn):
                     gen = torch.Generator().manual_seed(0)
                     args = V.decode(w.get("args") or [], resolve, torch, gen)
                     kwargs = {k: V.decode(v, resolve, torch, gen) for k, v in (w.get("kwargs") or {}).items()}
-                    inst = klass(*args, **kwargs)
-                    try:
-                        BUILT[id(inst)] = (weakref.ref(inst), klass, list(args), dict(kwargs))
-                    except TypeError:  # no weak references to it: not recorded
-                        pass
-                    return inst
+                    # how it was built, for the usage line (values.BUILT)
+                    return V.record_built(klass(*args, **kwargs), klass, args, kwargs)
                 finally:
                     restore()
 
