@@ -153,7 +153,7 @@ class for_original(object):
     def __exit__(self, *exc):
         if COPY_INSTALLED:
             tops = _tops(COPY_INSTALLED)
-            for name, m in list(sys.modules.items()):
+            for name in list(sys.modules):
                 if name.partition(".")[0] in tops:
                     ORIGINAL_INSTALLED[name] = sys.modules.pop(name)
             for name, m in COPY_INSTALLED.items():
