@@ -31,6 +31,7 @@ from nnrag_harness import source_provider as PR  # noqa: E402
 from nnrag_harness import source_table as ST  # noqa: E402
 from nnrag_harness import source_witness as SW  # noqa: E402
 from nnrag_harness import sources as S  # noqa: E402
+from nnrag_harness import namespace as NS_MOD  # noqa: E402
 from nnrag_harness import stash as STASH_MOD  # noqa: E402
 from nnrag_harness import structured as T  # noqa: E402
 from nnrag_harness import values as V  # noqa: E402
@@ -1304,6 +1305,17 @@ class InstalledIsolationTest(unittest.TestCase):
                     self.assertIsNot(sys.modules["nnragiso2_reg"], got["nnragiso2_reg"])
                 self.assertIs(sys.modules["nnragiso2_reg"], got["nnragiso2_reg"], "the copy's, back")
                 self.assertIs(cand.__dict__["REG"], got["nnragiso2_reg"].REG)
+                # the namespace stage takes the two registries' definitions as one: the same
+                # module and qualified name (`register` is a twin, not a rebinding)
+                ended = []
+
+                class Stage:
+                    def end(self, stage, t0, status, **kw):
+                        ended.append((status, kw))
+
+                ns = {"names": [{"name": "register", "origins": [["nnragiso2_repo", "register"]]}]}
+                NS_MOD.check(Stage(), 0, cand, __file__, ns)
+                self.assertEqual(ended[-1][0], "pass", ended)
                 STASH_MOD.use_original_installed()
                 self.assertIs(sys.modules["nnragiso2_reg"].register, orig.register, "the original's, for equivalence")
             finally:

@@ -276,6 +276,14 @@ class RoIs(nn.Module):
         return torch.stack(out)
 
 
+class RotatedRoIs(nn.Module):
+    """Pools rotated regions: rois with shape (n, 6), each (batch_index, center_x,
+    center_y, w, h, angle)."""
+
+    def forward(self, input, rois):
+        return input.mean() + rois[:, 5].sum()
+
+
 class UsageTest(unittest.TestCase):
     def test_dtype_guards(self):
         # what the code requires of the dtype (and of the first dimension) is an index
@@ -315,6 +323,10 @@ class UsageTest(unittest.TestCase):
         args = I.make_inputs([("float", (2, 3, 16, 12))], plan, torch, m)
         self.assertEqual(tuple(args[1].shape), (4, 5))
         self.assertEqual(tuple(m(*args).shape), (4, 3))
+        # a docstring that gives the regions another column count is followed: not (K, 5)
+        self.assertEqual(I.roi_columns(RotatedRoIs(), "rois"), 6)
+        self.assertEqual(I.forward_plan(RotatedRoIs()), [("input", "tensor"), ("rois", "tensor")])
+        self.assertIsNone(I.roi_columns(m, "rois"))
 
     def test_index_uses(self):
         self.assertEqual(param_uses(subscript), {"idx": "index"})

@@ -200,7 +200,7 @@ def forward_plan(model, keywords=False):
             plan.append((p.name, "hw"))
         elif re.search(r"(List|Sequence|Tuple)\[(torch\.)?Tensor", str(ann)):
             plan.append((p.name, "tensors"))  # torch.cat(x, 1) over a list of feature maps
-        elif plan and n == "rois":
+        elif plan and n == "rois" and roi_columns(model, p.name) in (None, 5):
             # regions of interest beside a feature map: Tensor[K, 5], each row a batch
             # index then a box (x1, y1, x2, y2) (torchvision.ops.roi_align's `boxes`,
             # the format RoI operators take)
@@ -600,6 +600,27 @@ def index_input(kind, x, torch):
     n = max(1, int(x.shape[0]) if x is not None and x.dim() >= 1 else 2)
     r = torch.arange(n)
     return r // 2 if kind == "index" else torch.stack([r, (r + 1) % n])
+
+
+DOC_SHAPE = r"[\(\[]\s*\w+\s*,\s*(\d+)\s*[\)\]]"
+
+
+def roi_columns(model, name):
+    """The column count the class's or its forward's docstring gives the parameter `name`
+    (`rois with shape (n, 6)`, `rois (Tensor): [N, 7]`): 5 when one of the shapes it names
+    has 5 columns, else the first; None when it names none."""
+    docs = " ".join(
+        d for d in (inspect.getdoc(type(model)) or "", inspect.getdoc(type(model).forward) or "") if d
+    ).split()
+    text = " ".join(docs)
+    cols = [
+        int(c)
+        for m in re.finditer(r"\b%s\b(.{0,120})" % re.escape(name), text)
+        for c in re.findall(DOC_SHAPE, m.group(1))
+    ]
+    if not cols:
+        return None
+    return 5 if 5 in cols else cols[0]
 
 
 def rois_input(x, torch, k=4):
