@@ -219,6 +219,7 @@ class Stages:
         # what the original's import did to installed packages (a registry it filled)
         # is not the copy's: their modules are imported afresh (stash.INSTALLED)
         _stash.hide_installed()
+        loaded_before = set(sys.modules)
         try:
             with open(path, "w", encoding="utf-8") as f:
                 f.write(source)
@@ -228,6 +229,15 @@ class Stages:
             exec(code, mod.__dict__)  # noqa: S102 - sandboxed candidate
         except BaseException as e:  # noqa: BLE001
             self.fail("import", t0, e)
+        if req.get("original"):
+            # and what the copy's import did to installed packages is not the original's,
+            # which imports after it (stash.COPY_INSTALLED)
+            try:
+                _stash.COPY_INSTALLED.update(
+                    _stash.isolable_installed(loaded_before, req["original"].get("sysPath"), exclude={CANDIDATE_MODULE})
+                )
+            except Exception:  # noqa: BLE001 - isolation is best effort
+                pass
         cls = mod.__dict__.get(req["className"])
         if cls is None:
             self.fail(
@@ -391,7 +401,26 @@ class Stages:
                 break
         if model is None:
             label, args, kwargs, e = inst_errors[0] if inst_errors else (None, [], {}, TypeError("no candidate"))
-            cat = "needs-args" if has_required else self.classifier.classify(e, "instantiate", tb_files(e))
+            # a construction that asked for a GPU (nn.SyncBatchNorm outside a process
+            # group, `.cuda()` in __init__) says what the block needs whatever the
+            # arguments: that one is reported, not the first candidate's
+            gpu = next(
+                (
+                    x
+                    for x in inst_errors
+                    if self.classifier.classify(x[3], "instantiate", tb_files(x[3])) == "needs-gpu"
+                ),
+                None,
+            )
+            if gpu is not None:
+                label, args, kwargs, e = gpu
+            cat = (
+                "needs-gpu"
+                if gpu is not None
+                else "needs-args"
+                if has_required
+                else self.classifier.classify(e, "instantiate", tb_files(e))
+            )
             if (
                 not has_required
                 and cat == "runtime-error"
@@ -405,7 +434,12 @@ class Stages:
         best = None
         for _label, args, kwargs, (e, specs) in fwd_errors:
             cat = self.classifier.classify(e, "forward", tb_files(e))
-            if best is None or (best[1] == "forward-shape" and cat != "forward-shape"):
+            # a forward that asked for a GPU (`.cuda()`, a CUDA device) is reported as such
+            if (
+                best is None
+                or (best[1] == "forward-shape" and cat != "forward-shape")
+                or (cat == "needs-gpu" and best[1] != "needs-gpu")
+            ):
                 best = (e, cat, args, kwargs, specs)
         e, cat, args, kwargs, specs = best
         self.rep.send(
@@ -490,7 +524,8 @@ class Stages:
             for p in reversed(self.req["original"].get("sysPath") or []):
                 if p not in sys.path:
                     sys.path.insert(0, p)
-            return importlib.import_module(module)
+            with _stash.for_original():
+                return importlib.import_module(module)
         except BaseException:  # noqa: BLE001 - the witness is skipped
             return None
         finally:
@@ -754,7 +789,8 @@ class Stages:
             self._data_ns_tried = True
             if self.req.get("original"):
                 try:
-                    self._data_ns = self._original_module().__dict__
+                    with _stash.for_original():
+                        self._data_ns = self._original_module().__dict__
                 except BaseException:  # noqa: BLE001
                     pass
         return self._data_ns
@@ -768,6 +804,10 @@ class Stages:
             self.end("equivalence", t0, "skip", reason="no original module given")
             return
         t_orig = _monotonic()
+        # the original runs with its own modules of installed packages: those the
+        # candidate's import loaded first are swapped out (stash.COPY_INSTALLED), the
+        # zygote's put back
+        _stash.use_original_installed()
         _stash.restore_installed()
         try:
             om = self._original_module()
@@ -939,7 +979,8 @@ def namespace_stage(st, mod, path):
     saved_path = list(sys.path)
     try:
         try:
-            st._original_module()
+            with _stash.for_original():
+                st._original_module()
         except BaseException as e:  # noqa: BLE001
             r = "original does not import: " + fmt_error(e)
             st.end("namespace", t0, "skip", reason=r, namespace={"checked": 0, "reason": r})
