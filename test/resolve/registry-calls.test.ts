@@ -72,7 +72,7 @@ test('registrations by module-level method calls are copied exactly when the kep
 test('registrations on a registry an extern `from … import` binds are copied with the code that reads it; calls on an imported module are not', async () => {
   const dir = tempDir();
   const repo = path.join(dir, 'repo');
-  cpSync(fixture('resolve', 'registry-extern'), repo, { recursive: true });
+  cpSync(fixture('registry-extern'), repo, { recursive: true });
   const ws = api.Workspace.open(path.join(dir, 'store'), { create: true });
   try {
     await api.index(ws, {
