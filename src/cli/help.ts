@@ -33,7 +33,8 @@ export const FLAGS: Record<string, string> = {
   'no-sandbox': 'run repository code without bubblewrap (limits and timeouts only): only for code you trust',
   workers: 'number of validation workers (default: the number of cores; at most that many unless --force-workers)',
   'force-workers': 'allow --workers above the number of cores',
-  timeout: 'wall-clock seconds per block (default 20)',
+  timeout:
+    'CPU seconds per block (default 20; a block that waits without computing is stopped after 6x that + 10 s of wall clock)',
   memory: 'memory limit per block in MB (default 2048)',
   require: `a stage that must pass for a block to be promoted (${STAGES}); repeatable; default import, instantiate, forward`,
   'no-equivalence': 'do not compare with the original module',

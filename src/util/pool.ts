@@ -144,7 +144,7 @@ export class WorkerPool<J, W extends PoolWorker<J>> {
   }
 
   /** (Re)start the watchdog of the worker's job, with the job's full time again (a
-   *  stage with a wall-clock budget of its own). */
+   *  stage with a budget of its own). */
   rearm(worker: W): void {
     const slot = this.slotOf(worker);
     if (slot?.job !== null && slot?.job !== undefined) this.arm(slot, slot.job);

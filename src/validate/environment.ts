@@ -116,7 +116,8 @@ export function harnessSource(): { text: string; hash: string } {
 export function defaultLimits(opts: PoolOptions = {}): Limits {
   return {
     memoryMb: opts.memoryMb ?? 2048,
-    cpuSeconds: opts.cpuSeconds ?? 30,
+    // the hard stop (RLIMIT_CPU) stays above the CPU time the harness gives a block
+    cpuSeconds: opts.cpuSeconds ?? Math.max(30, Math.ceil((opts.timeoutMs ?? 20000) / 1000) + 10),
     timeoutMs: opts.timeoutMs ?? 20000,
     maxProcs: opts.maxProcs ?? 64,
     fileSizeMb: opts.fileSizeMb ?? 64,

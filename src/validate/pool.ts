@@ -49,8 +49,13 @@ import { passesStages } from './record.js';
 type HarnessMessage = any;
 
 const WORKER_START_TIMEOUT_MS = 120000;
-/** extra time the TS watchdog gives the harness beyond a request's own timeout */
+/** extra time the TS watchdog gives the harness beyond a request's wall-clock backstop */
 const WATCHDOG_GRACE_MS = 10000;
+/** A request's timeout is CPU time of its candidate; the harness ends a candidate that
+ *  waits without computing by a wall-clock backstop of this many times the timeout plus
+ *  BACKSTOP_SLACK_MS (procs.py WALL_PER_CPU, WALL_SLACK: keep them equal). */
+export const BACKSTOP_PER_CPU = 6;
+const BACKSTOP_SLACK_MS = 10000;
 const MAX_CONSECUTIVE_START_FAILURES = 3;
 
 interface Job {
@@ -238,8 +243,8 @@ class Worker implements PoolWorker<Job> {
       this.progressSeen = true;
       if (msg.ev === 'start') {
         this.progress.running = msg.stage;
-        // equivalence builds and runs two more copies: it has a wall-clock budget of
-        // its own (the harness extends its deadline the same way, once)
+        // equivalence builds and runs two more copies: it has a budget of its own
+        // (the harness extends its limits the same way, once)
         if (msg.stage === 'equivalence' && !this.eqExtended) {
           this.eqExtended = true;
           this.pool.workers.rearm(this);
@@ -553,13 +558,14 @@ export class ValidatorPool {
         // else the worker is restarted with the roots of the request at the head
         pick: (w, queue) => queue.findIndex((j) => sameRoots(j.roots, w.roots)),
         fits: (w, job) => sameRoots(job.roots, w.roots),
-        timeoutMs: (job) => this.requestTimeout(job) + WATCHDOG_GRACE_MS,
+        timeoutMs: (job) => this.requestTimeout(job) * BACKSTOP_PER_CPU + BACKSTOP_SLACK_MS + WATCHDOG_GRACE_MS,
       },
       { size, maxStartFailures: MAX_CONSECUTIVE_START_FAILURES },
     );
   }
 
-  /** @internal the wall clock a request gets in the harness (the TS watchdog adds a grace) */
+  /** @internal the CPU time a request's candidate gets in the harness (the TS watchdog
+   *  waits for its wall-clock backstop and a grace) */
   requestTimeout(job: Job): number {
     return job.req.timeoutMs ?? this.env.limits.timeoutMs;
   }

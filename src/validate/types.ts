@@ -129,9 +129,11 @@ export interface PoolOptions {
   env?: string;
   /** address space a candidate may add on top of the worker (interpreter + torch); default 2048 */
   memoryMb?: number;
-  /** CPU seconds per candidate; default 30 */
+  /** RLIMIT_CPU of a candidate process (SIGXCPU, the hard stop); default 30, or the
+   *  timeout + 10 s when that is more */
   cpuSeconds?: number;
-  /** wall-clock per candidate; default 20000 */
+  /** CPU time per candidate, ms (its process and what it forked; the harness adds a
+   *  wall-clock backstop of 6x + 10 s for a candidate that waits); default 20000 */
   timeoutMs?: number;
   /** processes / threads a candidate may add; default 64 */
   maxProcs?: number;

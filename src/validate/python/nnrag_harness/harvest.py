@@ -31,6 +31,7 @@ import sys
 import time
 
 from . import values as V
+from .procs import WALL_PER_CPU, WALL_SLACK, self_cpu
 from . import configs as CF
 from . import structured
 from .inputs import flatten_tensors
@@ -81,11 +82,10 @@ MAX_FILE_VARIANTS = 60
 BUDGET_TIMER = signal.ITIMER_PROF
 BUDGET_SIGNAL = signal.SIGPROF
 # A run step that waits without computing (a forward that sleeps) is stopped in the step
-# too, by a wall-clock timer (ITIMER_REAL) of WALL_PER_CPU x its CPU slice + WALL_SLACK s:
-# inside the pool's backstop (8 x + 15 s, witness/harvest.ts WALL_PER_CPU), so the step
-# still reports the constructions it recorded instead of being killed with them.
-WALL_PER_CPU = 6
-WALL_SLACK = 10.0
+# too, by a wall-clock timer (ITIMER_REAL) of WALL_PER_CPU x its CPU slice + WALL_SLACK s
+# (procs.py, as a validation's backstop): inside the pool's backstop (8 x + 15 s,
+# witness/harvest.ts WALL_PER_CPU), so the step still reports the constructions it
+# recorded instead of being killed with them.
 
 
 def arm_budget(cpu_seconds_left):
@@ -94,10 +94,8 @@ def arm_budget(cpu_seconds_left):
     signal.setitimer(signal.ITIMER_REAL, cpu_seconds_left * WALL_PER_CPU + WALL_SLACK if cpu_seconds_left > 0 else 0)
 
 
-def cpu_seconds():
-    """CPU seconds of this process so far: its threads and its waited-for children."""
-    t = os.times()
-    return t.user + t.system + t.children_user + t.children_system
+# CPU seconds of this process so far (procs.self_cpu): its threads and waited-for children
+cpu_seconds = self_cpu
 
 
 class EntryTimeout(BaseException):

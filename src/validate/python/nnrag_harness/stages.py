@@ -47,6 +47,7 @@ from nnrag_harness.procs import (
     apply_limits,
     enter_work_dir,
     double_cpu_budget,
+    self_cpu,
 )
 
 
@@ -164,8 +165,9 @@ class Stages:
         self.torch = torch
         self.nn = torch.nn
         self._data_ns, self._data_ns_tried = None, False
-        # the wall clock the worker gives this candidate (before the equivalence stage's own)
-        self._deadline = _monotonic() + float(req.get("timeoutMs") or 20000) / 1000.0
+        # the CPU time the worker gives this candidate (before the equivalence stage's own),
+        # counted as the worker counts it (procs.py): this process forked from zero
+        self._deadline = self_cpu() + float(req.get("timeoutMs") or 20000) / 1000.0
 
     def start(self, stage):
         self.rep.send({"ev": "start", "stage": stage})
@@ -309,7 +311,7 @@ class Stages:
             i += 1
             torch.manual_seed(0)
             restore = None
-            t_cand = _monotonic()
+            t_cand = self_cpu()
             try:
                 if label in self._witness:
                     # built as the harvest built it: pretrained weights are not fetched
@@ -377,8 +379,8 @@ class Stages:
                 self.info(m, args, kwargs, x, y, label)
                 # the usage snippet, checked by running it: the validated model is let go
                 # first (the snippet builds its own), before equivalence, which has a
-                # wall-clock budget of its own
-                cost = _monotonic() - t_cand
+                # CPU budget of its own
+                cost = self_cpu() - t_cand
                 m = model = y = res = None
                 # the arguments only (the pipeline's slim-first order, pipeline.ts
                 # `slimOrFaithful`): every stage up to here ran as in a whole validation,
@@ -635,7 +637,7 @@ class Stages:
         rendered from recorded JSON values (the witness's record, else the live values
         encoded as a witness would be) and checked with ast; then run as written here
         (`usageCheck: "ran"`; `.eval()` added when it only runs in eval mode, as
-        validated), or, when building the block again would not fit in the wall clock
+        validated), or, when building the block again would not fit in the CPU time
         left (`cost`: what this candidate's construction and forward took), its argument
         and input expressions evaluated and compared with the values the validated run
         received (`usageCheck: "values"`). Nothing is recorded when a value has no plain
@@ -669,11 +671,11 @@ class Stages:
             spell = S.spell_in(ns, torch, names)
             if not run:
                 pass
-            elif 2 * cost + 1.0 < self._deadline - _monotonic():
+            elif 2 * cost + 1.0 < self._deadline - self_cpu():
                 why = None
 
                 def left():
-                    return self._deadline - _monotonic()
+                    return self._deadline - self_cpu()
 
                 # as validated; then, when that run failed with an error saying its input
                 # must have another dtype (S.wanted_dtype), with inputs of that dtype; when
@@ -710,7 +712,7 @@ class Stages:
                         break
                 if "usage" not in d:
                     d["usageSkipped"] = why
-            elif self._deadline - _monotonic() > 1.0:
+            elif self._deadline - self_cpu() > 1.0:
                 from nnrag_harness.harvest import no_downloads
 
                 text = S.snippet_text(self.req["className"], a_enc, kw_enc, i_enc, ikw_enc, spell, taken=ns)

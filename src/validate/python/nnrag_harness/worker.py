@@ -29,6 +29,9 @@ from nnrag_harness.procs import (
     kill_group,
     close_quietly,
     remove_sysv_ipc,
+    tree_cpu,
+    WALL_PER_CPU,
+    WALL_SLACK,
 )
 
 
@@ -228,7 +231,7 @@ class Worker:
                     pass
             _exit(0)
         os.close(w)
-        buf, timed_out, overflow, status = self.collect(pid, r, t0 + timeout, rid, timeout)
+        buf, timed_out, overflow, status = self.collect(pid, r, timeout, rid)
         if status is None:
             try:
                 _, status = os.waitpid(pid, 0)
@@ -319,18 +322,22 @@ class Worker:
                     {"type": "progress", "rid": rid, "ev": ev["ev"], "stage": ev["stage"], "status": ev.get("status")}
                 )
 
-    def collect(self, pid, r, deadline, rid=None, eq_timeout=None):
-        """Read the child's reports until it exits, the deadline passes (kill) or it
-        floods the pipe (kill). Returns (bytes, timed_out, overflow, status or None).
-        The equivalence stage, which builds and runs two copies, gets a wall-clock budget
-        of its own (`eq_timeout` from its start, once)."""
+    def collect(self, pid, r, timeout, rid=None):
+        """Read the child's reports until it exits, its time limit passes (kill) or it
+        floods the pipe (kill). Returns (bytes, timed_out, overflow, status or None), with
+        timed_out None, "cpu" or "wall". The limit is `timeout` seconds of CPU time of the
+        child and what it forked (procs.tree_cpu), with a wall-clock backstop for a child
+        that waits (procs.WALL_PER_CPU); the equivalence stage, which builds and runs two
+        copies, gets the same budget of its own from its start, once."""
         buf = b""
         self._eq_start = None
         extended = False
-        timed_out = False
+        timed_out = None
         overflow = False
         status = None
         pidfd = None
+        cpu_limit = timeout
+        wall_deadline = _monotonic() + timeout * WALL_PER_CPU + WALL_SLACK
         if hasattr(os, "pidfd_open"):
             try:
                 pidfd = os.pidfd_open(pid)
@@ -341,14 +348,20 @@ class Worker:
         self._done = False
         try:
             while True:
-                if self._eq_start is not None and not extended and eq_timeout:
+                cpu = tree_cpu(pid)
+                if self._eq_start is not None and not extended:
                     extended = True
-                    deadline = max(deadline, self._eq_start + eq_timeout)
-                left = deadline - _monotonic()
-                if left <= 0:
-                    timed_out = True
+                    cpu_limit = max(cpu_limit, cpu + timeout)
+                    wall_deadline = max(wall_deadline, self._eq_start + timeout * WALL_PER_CPU + WALL_SLACK)
+                left = wall_deadline - _monotonic()
+                if cpu >= cpu_limit or left <= 0:
+                    timed_out = "cpu" if cpu >= cpu_limit else "wall"
+                    self._cpu_used = cpu
                     kill_group(pid)
                     break
+                # CPU time grows no faster than the wall clock per thread: wake when the
+                # limit could be reached (the candidate runs torch on one thread)
+                left = min(left, max(0.01, cpu_limit - cpu))
                 watch = ([r] if r_open else []) + ([pidfd] if pidfd is not None else [])
                 if pidfd is None:
                     done, st = os.waitpid(pid, os.WNOHANG)
@@ -476,9 +489,16 @@ class Worker:
             if st is not None:
                 stages[st] = "fail"
             res["stage"] = st
-            if timed_out:
+            if timed_out == "cpu":
                 res["category"] = "timeout"
-                res["error"] = "wall-clock timeout after %d ms" % int(timeout * 1000)
+                res["error"] = "timeout: the block used its %g s of CPU time" % timeout
+            elif timed_out:
+                res["category"] = "timeout"
+                res["error"] = "timeout: wall-clock backstop after %.0f s (%.1f s of CPU time used of %g s)" % (
+                    elapsed / 1000,
+                    getattr(self, "_cpu_used", 0.0),
+                    timeout,
+                )
             elif overflow:
                 res["category"] = "crash"
                 res["error"] = "candidate flooded the report pipe"

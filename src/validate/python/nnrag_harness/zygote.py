@@ -20,6 +20,8 @@ from nnrag_harness.stash import (
     same_as_installed,
 )
 from nnrag_harness.procs import (
+    WALL_PER_CPU,
+    WALL_SLACK,
     _loads,
     _exit,
     _monotonic,
@@ -208,9 +210,11 @@ class Zygote:
         rid = msg.get("rid")
         req = msg.get("req") or {}
         timeout = max(0.05, float(req.get("timeoutMs") or worker.cfg.get("timeout_ms") or 20000) / 1000.0)
-        # the first answer includes the repository import; stay inside the TS watchdog
-        # (request timeout + 10 s)
-        deadline = _monotonic() + timeout + (8.0 if self.never_answered else 5.0)
+        # the zygote's worker ends its child by CPU time, or by the wall-clock backstop
+        # (procs.WALL_PER_CPU); the first answer includes the repository import; stay
+        # inside the TS watchdog (the backstop + 10 s)
+        backstop = timeout * WALL_PER_CPU + WALL_SLACK
+        deadline = _monotonic() + backstop + (8.0 if self.never_answered else 5.0)
         self.progress = {}
         self.running = None
         # a fresh token for this request: the zygote answers with it, lines without it
@@ -245,7 +249,7 @@ class Zygote:
                             self.running = obj.get("stage")
                             if obj.get("stage") == "equivalence":
                                 # the zygote's child has an equivalence budget of its own
-                                deadline = max(deadline, _monotonic() + timeout + 5.0)
+                                deadline = max(deadline, _monotonic() + backstop + 5.0)
                         else:
                             self.progress[obj.get("stage")] = obj.get("status")
                             self.running = None
