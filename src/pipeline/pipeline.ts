@@ -680,8 +680,9 @@ async function slimOrFaithful(
 
 /** Whether the slim module is likely to be validated, and so worth validating first: the
  *  slim module emitted without chosen arguments (from the call and data sites alone) is
- *  shorter than the faithful one, or has decorators for the sandbox to prove. Only the order of the validations depends on it, never
- *  the module kept or its verdicts: a wrong guess costs the run the guess meant to save. */
+ *  shorter than the faithful one, or has decorators for the sandbox to prove (which then
+ *  make it shorter). Only the order of the validations depends on it, never the module
+ *  kept or its verdicts: a wrong guess costs the run the guess meant to save. */
 function slimLikely(
   ws: Workspace,
   id: string,
@@ -699,7 +700,6 @@ function slimLikely(
       { seeds: slimSeeds(req, undefined), entry: slimEntry(req, undefined) },
     ),
   );
-  // (decorators the sandbox may prove to return their argument make it shorter then)
   if (!guess.text) return false;
   return (guess.text !== req.source && guess.record.lines < faithfulLines) || !!guess.unknownDecorators?.length;
 }
