@@ -10,10 +10,12 @@
 // was downloaded and built.
 //
 // usage: node dist/bench/env-create.js --dir BASE [--store S] [--runs second,warm,again]
-//        [--lib DIST] [--uv-cache DIR] [--keep] [--json OUT]
+//        [--lib DIST] [--uv-cache DIR] [--keep] [--json OUT] [--log]
+// --log: each run's log (nnrag's stderr) kept as BASE-<run>.log, each line prefixed with
+// the seconds since the run began (where the time of a create went).
 // BASE-second and BASE-warm are made (and removed first; --keep leaves them after).
 // --uv-cache: uv's cache folder for these runs (an empty one measures a cold cache).
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import path from 'node:path';
@@ -31,6 +33,7 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const lib = opt('--lib') ?? path.resolve(here, '..');
 const cli = path.join(lib, 'src', 'cli', 'bin.js');
 const uvCache = opt('--uv-cache');
+const keepLog = args.includes('--log');
 
 interface Run {
   run: string;
@@ -45,10 +48,11 @@ interface Run {
   groups: { name: string; pins: number; bytecode?: unknown }[];
 }
 
-function timed(run: string, dir: string, extra: string[]): Run {
+async function timed(run: string, dir: string, extra: string[]): Promise<Run> {
   const loadBefore = loadavg().map((x) => +x.toFixed(2));
   const timeFile = `${dir}.time`;
-  const p = spawnSync(
+  const t0 = Date.now();
+  const p = spawn(
     '/usr/bin/time',
     [
       '-f',
@@ -63,11 +67,24 @@ function timed(run: string, dir: string, extra: string[]): Run {
       dir,
       ...extra,
     ],
-    { encoding: 'utf8', env: { ...process.env, ...(uvCache ? { UV_CACHE_DIR: uvCache } : {}) }, maxBuffer: 256 << 20 },
+    { env: { ...process.env, ...(uvCache ? { UV_CACHE_DIR: uvCache } : {}) }, stdio: ['ignore', 'ignore', 'pipe'] },
   );
+  // stderr line by line, each with the seconds since the run began
+  const stamped: string[] = [];
+  let partial = '';
+  p.stderr.setEncoding('utf8');
+  p.stderr.on('data', (chunk: string) => {
+    const lines = (partial + chunk).split('\n');
+    partial = lines.pop() ?? '';
+    const at = ((Date.now() - t0) / 1000).toFixed(1);
+    for (const l of lines) stamped.push(`${at}\t${l}`);
+  });
+  const status = await new Promise<number | null>((resolve) => p.on('close', (code) => resolve(code)));
+  if (partial) stamped.push(`${((Date.now() - t0) / 1000).toFixed(1)}\t${partial}`);
+  if (keepLog) writeFileSync(`${base}-${run}.log`, stamped.join('\n') + '\n');
   const [wall, user, sys] = readFileSync(timeFile, 'utf8').trim().split('\n').slice(-1)[0].split(' ').map(Number);
   rmSync(timeFile, { force: true });
-  const log = p.stderr.split('\n');
+  const log = stamped.map((l) => l.slice(l.indexOf('\t') + 1));
   let manifest: { groups?: { name: string; pins: string[]; bytecode?: unknown }[] } = {};
   try {
     manifest = JSON.parse(readFileSync(path.join(dir, 'nnrag-env.json'), 'utf8'));
@@ -77,7 +94,7 @@ function timed(run: string, dir: string, extra: string[]): Run {
   return {
     run,
     dir,
-    exit: p.status,
+    exit: status,
     wall,
     cpu: +(user + sys).toFixed(2),
     loadBefore,
@@ -94,14 +111,14 @@ const warm = `${base}-warm`;
 for (const r of runs) {
   if (r === 'second') {
     rmSync(second, { recursive: true, force: true });
-    out.push(timed('second', second, []));
+    out.push(await timed('second', second, []));
   } else if (r === 'warm') {
     if (!store) throw new Error('--runs warm needs --store');
     rmSync(warm, { recursive: true, force: true });
-    out.push(timed('warm', warm, []));
+    out.push(await timed('warm', warm, []));
   } else if (r === 'again') {
     if (!existsSync(warm)) throw new Error('--runs again needs warm first');
-    out.push(timed('again', warm, []));
+    out.push(await timed('again', warm, []));
   } else throw new Error(`unknown run ${r}`);
   const x = out[out.length - 1];
   console.log(

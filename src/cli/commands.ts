@@ -393,7 +393,7 @@ export const commands: Record<string, Command> = {
     summary:
       "env create DIR: a PyPI virtual environment (uv) with torch 2.x and what the store's repositories need, locked, with their compiled operators built for the CPU (--debian: a Debian trixie root filesystem instead); env sync DIR: bring it up to date",
     usage:
-      'nnrag env create DIR [--store S] [--torch 2.x] [--python BASE] [--system-torch] [--offline] [--wheels W] [--packages P …] [--no-native] [--as-of DATE | --no-as-of] | nnrag env sync DIR [--store S] [same options] | nnrag env create DIR --debian [--store S] [--packages P,Q …] [--wheels W]',
+      'nnrag env create DIR [--store S] [--torch 2.x] [--python BASE] [--system-torch] [--offline] [--wheels W] [--packages P …] [--no-native] [--as-of DATE | --no-as-of] [--no-reuse] | nnrag env sync DIR [--store S] [same options] | nnrag env create DIR --debian [--store S] [--packages P,Q …] [--wheels W]',
     options: {
       packages: { type: 'string', multiple: true },
       wheels: { type: 'string' },
@@ -405,6 +405,7 @@ export const commands: Record<string, Command> = {
       'no-native': { type: 'boolean' },
       'as-of': { type: 'string' },
       'no-as-of': { type: 'boolean' },
+      'no-reuse': { type: 'boolean' },
     },
     async run(ctx) {
       const [sub, dir] = ctx.positionals;
@@ -457,6 +458,7 @@ export const commands: Record<string, Command> = {
             packages,
             native: !ctx.values['no-native'],
             asOf,
+            ...(ctx.values['no-reuse'] ? { decisions: false as const } : {}),
             onLog,
           },
           ws,

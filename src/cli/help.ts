@@ -104,6 +104,8 @@ export const COMMAND_FLAGS: Record<string, Record<string, string>> = {
     'as-of':
       "resolve as of this date (2024-11-01 or an RFC 3339 time) instead of each repository's revision date plus 30 days (the default); torch, torchvision and --packages are never dated",
     'no-as-of': 'resolve the newest releases, whatever the revisions of the repositories',
+    'no-reuse':
+      "decide everything afresh: do not reuse what earlier environments on this machine decided for the same input (fallbacks, groups, bounds learnt at import, the import probe's findings), e.g. after the index changed",
   },
   index: { workers: 'parser threads (default: the number of cores; at most that many unless --force-workers)' },
   search: {

@@ -9,8 +9,9 @@
 // a constraint learnt from the package itself: the group is resolved again with it (as a
 // requirement of the repositories that need the importing distribution). One message
 // names no specifier but means one: NumPy 2's ABI error for an extension compiled against
-// NumPy 1.x (numpy<2). What the packages declare comes first; this only adds what their
-// own import insists on.
+// NumPy 1.x (numpy<2), and NumPy 2's error for a member of its main namespace that 2.0
+// removed (`np.sctypes`, `np.float_`: numpy<2). What the packages declare comes first; this
+// only adds what their own import insists on.
 import { normalizeDistName } from './names.js';
 import { meetsSpecifier } from './requirements.js';
 import { runCmd } from './run.js';
@@ -90,6 +91,78 @@ export async function probeImports(
   return out;
 }
 
+/** The members of NumPy's main namespace that NumPy 2.0 removed (NEP 52, "Python API
+ *  cleanup for NumPy 2.0"; the NumPy 2.0 migration guide, "Main namespace"): NumPy 2's own
+ *  list, `numpy/_expired_attrs_2_0.py` (`__expired_attributes__`), whose `__getattr__`
+ *  raises "`np.X` was removed in the NumPy 2.0 release." for each. */
+export const NUMPY2_REMOVED = new Set([
+  'DataSource',
+  'Inf',
+  'Infinity',
+  'NINF',
+  'NZERO',
+  'NaN',
+  'PINF',
+  'PZERO',
+  'add_docstring',
+  'add_newdoc',
+  'add_newdoc_ufunc',
+  'alltrue',
+  'asfarray',
+  'byte_bounds',
+  'cast',
+  'cfloat',
+  'clongfloat',
+  'compare_chararrays',
+  'complex_',
+  'deprecate',
+  'deprecate_with_doc',
+  'fastCopyAndTranspose',
+  'find_common_type',
+  'float_',
+  'format_parser',
+  'get_array_wrap',
+  'geterrobj',
+  'infty',
+  'issctype',
+  'issubclass_',
+  'issubsctype',
+  'longcomplex',
+  'longfloat',
+  'lookfor',
+  'mat',
+  'maximum_sctype',
+  'nbytes',
+  'obj2sctype',
+  'recfromcsv',
+  'recfromtxt',
+  'round_',
+  'safe_eval',
+  'sctype2char',
+  'sctypes',
+  'set_numeric_ops',
+  'set_string_function',
+  'seterrobj',
+  'singlecomplex',
+  'sometrue',
+  'source',
+  'string_',
+  'tracemalloc_domain',
+  'unicode_',
+  'who',
+]);
+
+/** Whether an import error is NumPy 2's statement that the importing code needs NumPy 1:
+ *  its own message for a removed member ("`np.sctypes` was removed in the NumPy 2.0
+ *  release."), or Python's AttributeError for a member of the NumPy 2.0 removals
+ *  ("module 'numpy' has no attribute 'float_'", as a NumPy without that message words
+ *  it). Another missing attribute is not one: a typo, or a member removed later. */
+export function numpy2Removal(error: string): boolean {
+  if (/`np\.[A-Za-z_][A-Za-z0-9_]*` was removed in the NumPy 2\.0 release/.test(error)) return true;
+  const m = /AttributeError: module 'numpy' has no attribute '([A-Za-z_][A-Za-z0-9_]*)'/.exec(error);
+  return !!m && NUMPY2_REMOVED.has(m[1]);
+}
+
 /** The version specifiers an import error names for installed distributions (other than
  *  the importing one) that their installed versions do not meet. `installed`: PEP 503
  *  name → version. */
@@ -118,14 +191,17 @@ export function unmetBounds(
   // under NumPy 2 ("numpy.dtype size changed, may indicate binary incompatibility", or
   // NumPy's own "A module that was compiled using NumPy 1.x cannot be run in NumPy 2");
   // NumPy 2.0 migration guide, "NumPy 2.0 ABI". The bound it needs is numpy<2.
+  // A member of NumPy's main namespace that NumPy 2.0 removed (NEP 52; numpy2Removal) is
+  // needed as well: numpy<2 (imgaug's `np.sctypes`).
   const numpy = installed.get('numpy');
   if (
     numpy &&
     !meetsSpecifier(numpy, 'numpy<2') &&
     self !== 'numpy' &&
-    /numpy\.dtype size changed, may indicate binary incompatibility|compiled using NumPy 1\.x cannot be run in\s+NumPy 2/.test(
+    (/numpy\.dtype size changed, may indicate binary incompatibility|compiled using NumPy 1\.x cannot be run in\s+NumPy 2/.test(
       failure.error,
-    ) &&
+    ) ||
+      numpy2Removal(failure.error)) &&
     !out.some((o) => o.distribution === 'numpy')
   )
     out.push({ distribution: 'numpy', requirement: 'numpy<2', installed: numpy });

@@ -39,8 +39,10 @@ import { normalizeDistName } from './names.js';
 import { installableTree, type SourceTree } from './source-tree.js';
 import { checkoutVersion } from './checkout-version.js';
 import { meetsSpecifier, requirementName } from './requirements.js';
+import { checkoutContentKey, DecisionCache, resolverIdentity } from './decisions.js';
 import { PROBE_VERSION, probeImports, unmetBounds, type ImportConstraint, type ImportFailure } from './import-probe.js';
 import {
+  AS_OF_MARGIN_DAYS,
   asOfArgs,
   asOfHeader,
   asOfPlan,
@@ -212,6 +214,9 @@ export interface PyPIOptions {
   /** import the groups' requirements once installed and resolve again with the version
    *  bounds their imports enforce (import-probe.ts; default true) */
   probeImports?: boolean;
+  /** where the decisions of earlier environments on this machine are kept and reused
+   *  (decisions.ts; default `<nnrag home>/cache/env`); false: every one made afresh */
+  decisions?: string | false;
   onLog?: (line: string) => void;
 }
 
@@ -664,6 +669,99 @@ type CompileMode = 'plain' | 'dated' | 'final';
  *  build fixes). */
 const asOfOf = new WeakMap<PyPIOptions, AsOfContext>();
 
+/** The resolutions that worked in one `env create`/`env sync` pass, by their input. */
+const resolvedOf = new WeakMap<PyPIOptions, Map<string, Awaited<ReturnType<typeof runCmd>>>>();
+
+/** The decisions of earlier environments (decisions.ts) and the resolver's identity, per
+ *  `env create`/`env sync` (its options object). */
+const reuseOf = new WeakMap<PyPIOptions, { cache: DecisionCache; machine: unknown }>();
+
+/** What one resolution found, kept for the next resolution of the same input: the
+ *  distributions that fell back to the newest release (in the order found, with why), the
+ *  digest of uv's output when it resolved, and whether that output was checked for
+ *  releases without a wheel here (`final`). */
+interface ResolveDecision {
+  lifted: [string, string][];
+  lockDigest?: string;
+  wheelsChecked?: boolean;
+}
+
+/** How the repositories of one input were grouped: the shared group, those with a group of
+ *  their own (and the resolver's reason), the fallbacks, undated distributions and build
+ *  fixes known once the groups were found (in the order found), and what was logged on
+ *  the way: the state the resolutions after the grouping start from. */
+interface GroupsDecision {
+  shared: string[];
+  own: { repo: string; conflict: string }[];
+  lifted: [string, string][];
+  /** the distributions never dated once the groups were found (asOfPlan adds the
+   *  checkouts of each resolution it plans: the later plans depend on them) */
+  exempt: string[];
+  fixes: { legacy: boolean; extra: [string, string[]][] };
+  log: string[];
+}
+
+const AS_OF_MARGIN_MS = AS_OF_MARGIN_DAYS * 86_400_000;
+
+/** The bounds the passes of an earlier environment learnt, and the pass it ended with. */
+interface BoundsDecision {
+  bounds: LearntConstraint[];
+  pass: number;
+}
+
+/** Passes of resolve, install and import at most: the bounds the first import teaches can
+ *  change a group (mmpose's gets a group of its own with mmcv<2.2.0), whose import then
+ *  teaches another (its xtcocotools: numpy<2). */
+export const IMPORT_PASSES = 3;
+
+/** The store's needs as key material (decisions.ts): each repository's requirements, its
+ *  packaging as read here (distribution name, version, operators to build), and with
+ *  `content` the content of its checkout (installed and imported by the probe); null when
+ *  a checkout's content cannot be named (outside git). */
+async function needsMaterial(n: PyPINeeds, content: boolean, opts: PyPIOptions): Promise<unknown> {
+  const repos: unknown[] = [];
+  for (const r of n.repos) {
+    const name = r.root && packaged(r.root) ? declaredDistributionName(r.root) : null;
+    const item: unknown[] = [
+      r.name,
+      r.declared,
+      r.imported,
+      r.unknown,
+      name,
+      name ? versionOf(r.root, name) : null,
+      nativeDirsOf(r.root, opts),
+    ];
+    if (content) {
+      const c = await contentOf(r.root, opts);
+      if (!c) return null;
+      item.push(c);
+    }
+    repos.push(item);
+  }
+  return [repos, [...n.indexed].sort(([a], [b]) => a.localeCompare(b))];
+}
+
+/** The folders of a checkout's operator builds (nativeBuildDirs, relative), once per folder
+ *  and pass (its options): a walk of the whole checkout. */
+const nativeDirsMemo = new WeakMap<PyPIOptions, Map<string, string[]>>();
+function nativeDirsOf(root: string, opts: PyPIOptions): string[] {
+  let m = nativeDirsMemo.get(opts);
+  if (!m) nativeDirsMemo.set(opts, (m = new Map()));
+  let d = m.get(root);
+  if (!d) m.set(root, (d = nativeBuildDirs(root).map((x) => path.relative(root, x))));
+  return d;
+}
+
+/** checkoutContentKey once per folder and `env create`/`env sync` pass (its options). */
+const contentsOf = new WeakMap<PyPIOptions, Map<string, Promise<string | null>>>();
+function contentOf(root: string, opts: PyPIOptions): Promise<string | null> {
+  let m = contentsOf.get(opts);
+  if (!m) contentsOf.set(opts, (m = new Map()));
+  let c = m.get(root);
+  if (!c) m.set(root, (c = checkoutContentKey(root)));
+  return c;
+}
+
 /** Resolve requirements into a lock with `uv pip compile` (no install). Dated (as-of.ts):
  *  a distribution the resolver reports it filtered by date so that nothing resolves, or
  *  failed to build at the release of its date, and (`final`) one whose release of its
@@ -716,8 +814,35 @@ async function compile(
   const log = opts.onLog ?? (() => {});
   const lift = (key: string, why: string) => {
     ctx!.lifted.set(key, why);
+    learnt.push([key, why]);
     log(`  ${key}: ${why}`);
   };
+  // the fallbacks an earlier resolution of exactly this input found (decisions.ts), taken
+  // at once: the rounds that found them are not run again, and the plan they give is the
+  // one those rounds reached. The key: the input lines (a checkout's stand-in by its name
+  // and version), the options, the dates as planned now (the fallbacks so far among them),
+  // the build fixes known, the mode, and the resolver's identity
+  const reuse = reuseOf.get(opts);
+  const learnt: [string, string][] = [];
+  const fixesAt = buildFixesOf.get(opts);
+  const key =
+    reuse && ctx
+      ? reuse.cache.key('resolve', [
+          reuse.machine,
+          mode,
+          reqs.map((r) => [r.spec, !!r.checkout]),
+          asOfArgs(asOfPlan(named, ctx)),
+          fixesAt ? [fixesAt.legacy, [...fixesAt.extra].map(([d, m]) => [d, [...m]])] : null,
+        ])
+      : null;
+  const known = reuse?.cache.get<ResolveDecision>(key);
+  if (known) for (const [k, why] of known.lifted) if (!ctx!.lifted.has(k)) lift(k, why);
+  const remember = (outcome: { lock?: string; wheelsChecked?: boolean }) =>
+    reuse?.cache.put(key, {
+      lifted: learnt,
+      ...(outcome.lock ? { lockDigest: sha256(outcome.lock) } : {}),
+      ...(outcome.wheelsChecked ? { wheelsChecked: true } : {}),
+    } satisfies ResolveDecision);
   for (let round = 0; ; round++) {
     const plan: AsOfPlan = ctx ? asOfPlan(named, ctx) : { packages: new Map() };
     const dated = asOfArgs(plan);
@@ -726,11 +851,15 @@ async function compile(
       !ctx!.lifted.has(k) &&
       (plan.packages.has(k) ? plan.packages.get(k) !== false : !!plan.global);
     const dateOf = (k: string) => (plan.packages.get(k) as string | undefined) ?? plan.global;
-    const r = await withBuildFixes(
-      (extra) => runCmd(uv, [...args, ...dated, ...extra], { env: uvEnv() }),
-      workDir,
-      opts,
-    );
+    // the same input resolved before in this pass (a group's lock resolved, then resolved
+    // again to be checked for wheels): uv's answer of then
+    const runs = resolvedOf.get(opts) ?? new Map<string, Awaited<ReturnType<typeof runCmd>>>();
+    resolvedOf.set(opts, runs);
+    const memo = JSON.stringify([args, lines, dated]);
+    const r =
+      runs.get(memo) ??
+      (await withBuildFixes((extra) => runCmd(uv, [...args, ...dated, ...extra], { env: uvEnv() }), workDir, opts));
+    if (r.code === 0) runs.set(memo, r);
     if (r.code !== 0) {
       const { filtered, unbuilt } = ctx ? datedFailures(r.stderr) : { filtered: [], unbuilt: [] };
       const newly = [...filtered.filter(isDated), ...unbuilt.filter((k) => isDated(k) && !filtered.includes(k))];
@@ -744,9 +873,16 @@ async function compile(
           lift(k, `its release of ${dateOf(k)} did not build here: resolved without a date (the newest release)`);
         continue;
       }
+      remember({});
       return { error: r.stderr.trim().split('\n').slice(-12).join('\n') || `uv pip compile exited ${r.code}` };
     }
-    if (ctx && mode === 'final' && (plan.global || plan.packages.size) && round < 8) {
+    // the same lock as the earlier resolution that checked its wheels: checked
+    // the lock names its input file (`# via -r …/requirements.in`) by its path in this
+    // environment's work folder: written relative, so the same resolution gives the same
+    // lock and digest (the environment id) in any folder and on any machine
+    const output = r.stdout.split(input).join('requirements.in');
+    let checked = !!known?.wheelsChecked && known.lockDigest === sha256(output);
+    if (ctx && mode === 'final' && (plan.global || plan.packages.size) && round < 8 && !checked) {
       // the same resolution as a PEP 751 lock: its wheels are those that install on this
       // interpreter and platform, so a dated release with none would be built from source
       // (a release from before CPython 3.11 had wheels)
@@ -756,6 +892,7 @@ async function compile(
         opts,
       );
       const src = pl.code === 0 ? sourceOnlyPins(pl.stdout).filter((p) => isDated(p.name)) : [];
+      checked = !src.length;
       if (src.length) {
         for (const p of src)
           lift(
@@ -769,11 +906,8 @@ async function compile(
       ...lockPins(r.stdout).map((p) => p.split('==')[0]),
       ...named.map((x) => normalizeDistName(x.name ?? '')),
     ]);
-    // the lock names its input file (`# via -r …/requirements.in`) by its path in this
-    // environment's work folder: written relative, so the same resolution gives the same
-    // lock and digest (the environment id) in any folder and on any machine
-    const text = r.stdout.split(input).join('requirements.in');
-    return { lock: (ctx ? asOfHeader(plan, ctx, present) : '') + text, plan };
+    remember({ lock: output, wheelsChecked: checked });
+    return { lock: (ctx ? asOfHeader(plan, ctx, present) : '') + output, plan };
   }
 }
 
@@ -1178,8 +1312,39 @@ async function buildNative(
 }
 
 /** Install an indexed repository from its checkout, without dependencies and without
- *  building its operators (a build of its own does that): the files users import. */
-async function installIndexed(uv: string, env: string, x: IndexedInstall, opts: PyPIOptions): Promise<void> {
+ *  building its operators (a build of its own does that): the files users import. The
+ *  wheel its build makes is kept under nnrag's folder of built wheels, keyed by the
+ *  repository, the content of its checkout (decisions.ts: revision, changes, untracked
+ *  files), the interpreter and the environment's torch (a build without isolation imports
+ *  it), like the operators' wheels: another environment installs that wheel instead of
+ *  building again, and installs the very same files (uv's cache hardlinks them), whose
+ *  bytecode it then shares (bytecode.ts). A checkout outside git is built every time. */
+async function installIndexed(
+  uv: string,
+  env: string,
+  x: IndexedInstall,
+  opts: PyPIOptions,
+  torchVersion: string,
+): Promise<void> {
+  const content = await contentOf(x.root, opts);
+  const cacheDir = content
+    ? path.join(
+        opts.wheelCache ?? path.join(nnragHome(), 'wheels'),
+        'checkouts',
+        sha256(
+          JSON.stringify([x.repo, x.distribution, content, await interpreterId(envPython(env)), torchVersion]),
+        ).slice(0, 16),
+      )
+    : null;
+  const cached = cacheDir ? builtWheel(cacheDir) : null;
+  if (cached) {
+    if (cached.meta.revision) x.revision = cached.meta.revision;
+    const r = await installWheel(uv, env, cached.wheel, opts);
+    if (r.code === 0) {
+      opts.onLog?.(`    the wheel built from this revision before (${path.basename(cached.wheel)})`);
+      return;
+    }
+  }
   // a sparse checkout is installed from its whole tree (source-tree.ts): a build backend
   // may need a file the checkout left out (flit_core the LICENSE its pyproject names)
   let tree: SourceTree;
@@ -1191,15 +1356,87 @@ async function installIndexed(uv: string, env: string, x: IndexedInstall, opts: 
   }
   if (tree.exported) x.revision = tree.exported.revision;
   if (tree.incomplete) opts.onLog?.(`    ${tree.incomplete}`);
+  const out = `${cacheDir ?? path.join(os.tmpdir(), 'nnrag-checkout-wheel')}.tmp-${process.pid}`;
+  rmSync(out, { recursive: true, force: true });
+  mkdirSync(out, { recursive: true });
   try {
-    await installTree(uv, env, x, tree.dir, opts);
+    await buildTree(uv, env, x, tree.dir, out, opts);
   } finally {
     tree.dispose();
   }
-  if (x.error && tree.incomplete) x.error = `${x.error}\n(${tree.incomplete})`;
+  const wheel = x.error ? undefined : readdirSync(out).find((f) => f.endsWith('.whl'));
+  if (!x.error && !wheel) x.error = `building ${x.root} made no wheel`;
+  if (x.error) {
+    rmSync(out, { recursive: true, force: true });
+    if (tree.incomplete) x.error = `${x.error}\n(${tree.incomplete})`;
+    return;
+  }
+  writeFileSync(path.join(out, 'nnrag-built.json'), JSON.stringify({ revision: x.revision ?? null }) + '\n');
+  let file = path.join(out, wheel!);
+  if (cacheDir) {
+    rmSync(cacheDir, { recursive: true, force: true });
+    renameSync(out, cacheDir);
+    file = path.join(cacheDir, wheel!);
+  }
+  const r = await installWheel(uv, env, file, opts);
+  if (r.code !== 0) x.error = r.stderr.trim().split('\n').slice(-4).join('\n');
+  if (!cacheDir) rmSync(out, { recursive: true, force: true });
 }
 
-async function installTree(uv: string, env: string, x: IndexedInstall, dir: string, opts: PyPIOptions): Promise<void> {
+/** The wheel kept in a folder of built wheels, and what was kept beside it. */
+function builtWheel(dir: string): { wheel: string; meta: { revision?: string } } | null {
+  try {
+    const wheel = readdirSync(dir).find((f) => f.endsWith('.whl'));
+    if (!wheel) return null;
+    const meta = JSON.parse(readFileSync(path.join(dir, 'nnrag-built.json'), 'utf8')) as { revision?: string | null };
+    return { wheel: path.join(dir, wheel), meta: meta.revision ? { revision: meta.revision } : {} };
+  } catch {
+    return null;
+  }
+}
+
+/** Install one wheel into an environment, without its dependencies (the lock has them). */
+function installWheel(uv: string, env: string, wheel: string, opts: PyPIOptions) {
+  return runCmd(
+    uv,
+    [
+      'pip',
+      'install',
+      '--python',
+      envPython(env),
+      '--no-deps',
+      '--reinstall',
+      wheel,
+      ...(opts.offline ? ['--offline'] : []),
+    ],
+    { env: uvEnv() },
+  );
+}
+
+/** The interpreter of an environment as a key: its version, platform and the interpreter
+ *  it was made from (once per interpreter and process). */
+const interpreters = new Map<string, Promise<string>>();
+function interpreterId(python: string): Promise<string> {
+  let id = interpreters.get(python);
+  if (!id) {
+    id = runCmd(python, [
+      '-c',
+      'import sys, platform; print(sys.version, platform.machine(), sys.implementation.cache_tag, sys._base_executable)',
+    ]).then((r) => r.stdout.trim());
+    interpreters.set(python, id);
+  }
+  return id;
+}
+
+/** Build a checkout's wheel into `out` (`uv build --wheel`, no dependencies installed). */
+async function buildTree(
+  uv: string,
+  env: string,
+  x: IndexedInstall,
+  dir: string,
+  out: string,
+  opts: PyPIOptions,
+): Promise<void> {
   // its build backend from PyPI in an isolated build first (a pyproject's pdm-backend,
   // hatchling); a setup.py that imports torch needs the environment's (no isolation), and
   // a legacy one that imports pkg_resources a setuptools from before 81
@@ -1207,18 +1444,18 @@ async function installTree(uv: string, env: string, x: IndexedInstall, dir: stri
     runCmd(
       uv,
       [
-        'pip',
-        'install',
+        'build',
+        '--wheel',
         '--python',
         envPython(env),
-        '--no-deps',
         ...(isolated ? [] : ['--no-build-isolation']),
-        '--reinstall',
+        '--out-dir',
+        out,
         dir,
         ...(opts.offline ? ['--offline'] : []),
       ],
       {
-        env: uvEnv({ FORCE_CUDA: '0', CUDA_VISIBLE_DEVICES: '' }),
+        env: uvEnv({ FORCE_CUDA: '0', CUDA_VISIBLE_DEVICES: '', VIRTUAL_ENV: env }),
       },
     );
   let r = await attempt(true);
@@ -1270,11 +1507,30 @@ async function asOfContext(
     const name = requirementName(p);
     if (name) exempt.add(normalizeDistName(name));
   }
-  if (!systemTorch) {
-    const t = await compile(uv, py, [{ spec: torch, neededBy: ['nnrag'] }], opts, path.join(work, 'torch'), 'plain');
-    if ('lock' in t) for (const p of lockPins(t.lock)) exempt.add(p.split('==')[0]);
-  }
+  if (!systemTorch) for (const p of await torchPins(uv, py, torch, opts, work)) exempt.add(p.split('==')[0]);
   return { choice, dates, exempt, lifted: new Map(), now: new Date() };
+}
+
+/** torch's own requirements, resolved once per process for the same torch, interpreter,
+ *  index and options (the second pass after a learnt bound asks again). */
+const torchPinsMemo = new Map<string, Promise<string[]>>();
+function torchPins(uv: string, py: string, torch: string, opts: PyPIOptions, work: string): Promise<string[]> {
+  const key = JSON.stringify([
+    uv,
+    py,
+    torch,
+    !!opts.offline,
+    opts.wheels ?? null,
+    Object.entries(process.env).filter(([k]) => k.startsWith('UV_')),
+  ]);
+  let pins = torchPinsMemo.get(key);
+  if (!pins) {
+    pins = compile(uv, py, [{ spec: torch, neededBy: ['nnrag'] }], opts, path.join(work, 'torch'), 'plain').then((t) =>
+      'lock' in t ? lockPins(t.lock) : [],
+    );
+    torchPinsMemo.set(key, pins);
+  }
+  return pins;
 }
 
 /** The needs with learnt bounds added to the declared requirements of their repositories. */
@@ -1326,6 +1582,7 @@ export async function syncPyPIEnvironment(
   needs: PyPINeeds | null,
   opts: PyPIOptions = {},
   learnt?: LearntConstraint[],
+  chain: { pass: number; boundsKey: string | null } = { pass: 1, boundsKey: null },
 ): Promise<EnvManifestPyPI> {
   const uv = findUv();
   if (!uv) throw new NnragError('uv is not installed: run scripts/setup.sh (it installs uv), or `pip install uv`');
@@ -1361,68 +1618,168 @@ export async function syncPyPIEnvironment(
       ? { choice: false, dates: new Map(), exempt: new Set(), lifted: new Map(), now: new Date() }
       : await asOfContext(uv, py, n, asOf, torch, extra, systemTorch, opts, work);
   asOfOf.set(opts, asOfCtx);
-  let shared = allRepos;
-  let sharedLock = await compile(uv, py, groupRequirements(n, shared, torch, extra, systemTorch), opts, work);
-  const own: { repo: string; conflict: string }[] = [];
-  if ('error' in sharedLock) {
-    const firstError = sharedLock.error;
-    // the repositories whose own requirements the resolver's error names (one that cannot
-    // be fetched or built, a version no index has) are set aside: the others usually
-    // resolve together at once, and each set-aside repository is then tried with them,
-    // as the one-by-one order below would (1 + 1 + k resolutions instead of 1 + 1 + all).
-    // The resolver reports one reason at a time: while the others do not resolve, the
-    // repositories their error names are set aside too (a few rounds)
-    const blamed = blamedRepos(n, allRepos, firstError);
-    const othersOf = () => [...new Set(allRepos.filter((r) => !blamed.includes(r)).flatMap((r) => universe(n, r)))];
-    let others = othersOf();
-    // a repository (with its universe) joins the shared group when the group still
-    // resolves with it; otherwise it gets an environment of its own
-    const addIfResolves = async (r: string) => {
-      const tryLock = await compile(
-        uv,
-        py,
-        groupRequirements(n, [...shared, ...universe(n, r)], torch, extra, systemTorch),
-        opts,
-        work,
-      );
-      if ('error' in tryLock) own.push({ repo: r, conflict: tryLock.error });
-      else {
-        shared.push(...universe(n, r).filter((x) => !shared.includes(x)));
-        sharedLock = tryLock;
-      }
-    };
-    let sorted = false;
-    for (
-      let round = 0;
-      round < 4 && blamed.length && others.length && !others.some((r) => blamed.includes(r));
-      round++
-    ) {
-      const rest = await compile(uv, py, groupRequirements(n, others, torch, extra, systemTorch), opts, work);
-      if ('error' in rest) {
-        const more = blamedRepos(n, others, rest.error).filter((r) => !blamed.includes(r));
-        if (!more.length) break;
-        blamed.push(...more);
-        others = othersOf();
-        continue;
-      }
+  // the decisions of earlier environments on this machine (decisions.ts), keyed by every
+  // input of this one: the resolver's identity, the options, torch's pins, the dates
+  const cache = new DecisionCache(
+    opts.decisions === false ? null : (opts.decisions ?? path.join(nnragHome(), 'cache', 'env')),
+  );
+  const reuse = cache.enabled ? { cache, machine: await resolverIdentity(uv, base, opts) } : null;
+  if (reuse) reuseOf.set(opts, reuse);
+  const options = [
+    torch,
+    systemTorch,
+    extra,
+    asOf,
+    opts.native !== false,
+    systemTorch ? [] : await torchPins(uv, py, torch, opts, work),
+    [...asOfCtx.dates].map(([r, d]) => [
+      r,
+      d?.toISOString() ?? null,
+      !!d && d.getTime() + AS_OF_MARGIN_MS < Date.now(),
+    ]),
+  ];
+  // the bounds an earlier environment of the same input learnt at import: a first pass
+  // without them would install everything only to learn them again (the last pass of
+  // that environment is this one's only one)
+  const raw = needs ?? { repos: [], indexed: new Map() };
+  const boundsKey =
+    reuse && !learnt && opts.probeImports !== false && !constraints.length
+      ? await needsMaterial(raw, true, opts).then((m) =>
+          m ? reuse.cache.key('bounds', [reuse.machine, m, options]) : null,
+        )
+      : chain.boundsKey;
+  const knownBounds = learnt ? undefined : reuse?.cache.get<BoundsDecision>(boundsKey);
+  if (knownBounds?.bounds.length) {
+    for (const c of knownBounds.bounds)
       log(
-        `the requirements of all ${allRepos.length} repositories do not resolve together; the resolver's errors name requirements of ${blamed.join(', ')}; the other ${others.length} resolve together`,
+        `  ${c.by} enforces ${c.requirement} at import (installed: ${c.distribution} ${c.installed}), learnt by an earlier environment of the same requirements: a requirement of ${c.repos.join(', ')}`,
       );
-      shared = others;
-      sharedLock = rest;
-      for (const r of blamed) await addIfResolves(r);
-      sorted = true;
-      break;
-    }
-    if (!sorted) {
-      // add repositories one at a time, in the store's order, keeping those that resolve
-      log(`the requirements of all ${allRepos.length} repositories do not resolve together; resolving them one by one`);
-      shared = [];
-      sharedLock = await compile(uv, py, groupRequirements(n, [], torch, extra, systemTorch), opts, work);
-      if ('error' in sharedLock) throw new NnragError(`torch and the tools do not resolve: ${sharedLock.error}`);
-      for (const r of allRepos) await addIfResolves(r);
-    }
-    if (!own.length) log(`(resolved after all: ${firstError.split('\n')[0]})`);
+    // at the pass that environment ended with
+    return syncPyPIEnvironment(dir, needs, { ...opts }, knownBounds.bounds, {
+      pass: knownBounds.pass,
+      boundsKey: null,
+    });
+  }
+  // which repositories share a group, and the fallbacks and build fixes found on the way,
+  // as an earlier environment of the same input found them: the resolutions that failed
+  // are not run again (the groups' locks are resolved below as always)
+  const fixes = (): BuildFixes => {
+    let fx = buildFixesOf.get(opts);
+    if (!fx) buildFixesOf.set(opts, (fx = { legacy: false, extra: new Map() }));
+    return fx;
+  };
+  const groupsKey = reuse
+    ? await needsMaterial(n, false, opts).then((m) =>
+        reuse.cache.key('groups', [
+          reuse.machine,
+          m,
+          options,
+          [...asOfCtx.exempt].sort(),
+          [...asOfCtx.lifted],
+          [fixes().legacy, [...fixes().extra].map(([d, x]) => [d, [...x]])],
+        ]),
+      )
+    : null;
+  const knownGroups = reuse?.cache.get<GroupsDecision>(groupsKey);
+  let shared = allRepos;
+  let sharedLock: Awaited<ReturnType<typeof compile>> | null = null;
+  const own: { repo: string; conflict: string }[] = [];
+  const groupLog: string[] = [];
+  if (
+    knownGroups?.exempt &&
+    [...knownGroups.shared, ...knownGroups.own.map((o) => o.repo)].every((r) => allRepos.includes(r))
+  ) {
+    shared = knownGroups.shared;
+    own.push(...knownGroups.own);
+    for (const k of knownGroups.exempt) asOfCtx.exempt.add(k);
+    for (const [k, why] of knownGroups.lifted)
+      if (!asOfCtx.lifted.has(k)) {
+        asOfCtx.lifted.set(k, why);
+        log(`  ${k}: ${why}`);
+      }
+    fixes().legacy = knownGroups.fixes.legacy;
+    for (const [d, mods] of knownGroups.fixes.extra) fixes().extra.set(d, new Set(mods));
+    for (const l of knownGroups.log) log(l);
+    log(
+      `  (the groups an earlier environment of the same requirements found: ${own.length ? `${own.map((o) => o.repo).join(', ')} of their own` : 'all together'})`,
+    );
+  } else {
+    sharedLock = await compile(uv, py, groupRequirements(n, shared, torch, extra, systemTorch), opts, work);
+    const log = (l: string) => {
+      groupLog.push(l);
+      opts.onLog?.(l);
+    };
+    await (async () => {
+      if (!('error' in sharedLock)) return;
+      const firstError = sharedLock.error;
+      // the repositories whose own requirements the resolver's error names (one that cannot
+      // be fetched or built, a version no index has) are set aside: the others usually
+      // resolve together at once, and each set-aside repository is then tried with them,
+      // as the one-by-one order below would (1 + 1 + k resolutions instead of 1 + 1 + all).
+      // The resolver reports one reason at a time: while the others do not resolve, the
+      // repositories their error names are set aside too (a few rounds)
+      const blamed = blamedRepos(n, allRepos, firstError);
+      const othersOf = () => [...new Set(allRepos.filter((r) => !blamed.includes(r)).flatMap((r) => universe(n, r)))];
+      let others = othersOf();
+      // a repository (with its universe) joins the shared group when the group still
+      // resolves with it; otherwise it gets an environment of its own
+      const addIfResolves = async (r: string) => {
+        const tryLock = await compile(
+          uv,
+          py,
+          groupRequirements(n, [...shared, ...universe(n, r)], torch, extra, systemTorch),
+          opts,
+          work,
+        );
+        if ('error' in tryLock) own.push({ repo: r, conflict: tryLock.error });
+        else {
+          shared.push(...universe(n, r).filter((x) => !shared.includes(x)));
+          sharedLock = tryLock;
+        }
+      };
+      let sorted = false;
+      for (
+        let round = 0;
+        round < 4 && blamed.length && others.length && !others.some((r) => blamed.includes(r));
+        round++
+      ) {
+        const rest = await compile(uv, py, groupRequirements(n, others, torch, extra, systemTorch), opts, work);
+        if ('error' in rest) {
+          const more = blamedRepos(n, others, rest.error).filter((r) => !blamed.includes(r));
+          if (!more.length) break;
+          blamed.push(...more);
+          others = othersOf();
+          continue;
+        }
+        log(
+          `the requirements of all ${allRepos.length} repositories do not resolve together; the resolver's errors name requirements of ${blamed.join(', ')}; the other ${others.length} resolve together`,
+        );
+        shared = others;
+        sharedLock = rest;
+        for (const r of blamed) await addIfResolves(r);
+        sorted = true;
+        break;
+      }
+      if (!sorted) {
+        // add repositories one at a time, in the store's order, keeping those that resolve
+        log(
+          `the requirements of all ${allRepos.length} repositories do not resolve together; resolving them one by one`,
+        );
+        shared = [];
+        sharedLock = await compile(uv, py, groupRequirements(n, [], torch, extra, systemTorch), opts, work);
+        if ('error' in sharedLock) throw new NnragError(`torch and the tools do not resolve: ${sharedLock.error}`);
+        for (const r of allRepos) await addIfResolves(r);
+      }
+      if (!own.length) log(`(resolved after all: ${firstError.split('\n')[0]})`);
+    })();
+    reuse?.cache.put(groupsKey, {
+      shared,
+      own,
+      lifted: [...asOfCtx.lifted],
+      exempt: [...asOfCtx.exempt],
+      fixes: { legacy: fixes().legacy, extra: [...fixes().extra].map(([d, x]) => [d, [...x]]) },
+      log: groupLog,
+    } satisfies GroupsDecision);
   }
   const installGroup = async (
     name: string,
@@ -1530,7 +1887,7 @@ export async function syncPyPIEnvironment(
         continue;
       }
       log(`  installing ${x.distribution} from the indexed ${x.repo} (${x.root})`);
-      await installIndexed(uv, gdir, x, opts);
+      await installIndexed(uv, gdir, x, opts, torchOf(pins));
     }
     const bytecode = await groupBytecode(gdir, log);
     return {
@@ -1557,7 +1914,11 @@ export async function syncPyPIEnvironment(
         `the shared lock checked for wheels did not resolve; kept as resolved: ${fin.error.split('\n').slice(-1)[0]}`,
       );
   }
-  const sl = sharedLock as { lock: string; plan: AsOfPlan };
+  // the groups were an earlier environment's: the shared lock is resolved here
+  if (!sharedLock || 'error' in sharedLock)
+    sharedLock = await compile(uv, py, groupRequirements(n, shared, torch, extra, systemTorch), opts, work);
+  if ('error' in sharedLock) throw new NnragError(`the shared group does not resolve: ${sharedLock.error}`);
+  const sl = sharedLock;
   groups.push(await installGroup('shared', target, shared, sl.lock, undefined, sl.plan));
   for (const o of own) {
     const repos = universe(n, o.repo);
@@ -1573,7 +1934,7 @@ export async function syncPyPIEnvironment(
       for (const x of indexedInstalls(n, [o.repo])) {
         if (groups[0].indexed.some((y) => y.repo === x.repo) || builtWhole.has(x.repo)) continue;
         log(`  installing ${x.distribution} from the indexed ${x.repo} (${x.root})`);
-        await installIndexed(uv, target, x, opts);
+        await installIndexed(uv, target, x, opts, torchOf(groups[0].pins));
         groups[0].indexed.push(x);
       }
       groups[0].bytecode = await groupBytecode(target, log);
@@ -1618,7 +1979,8 @@ export async function syncPyPIEnvironment(
     unresolved: [...unresolved.values()].sort((a, b) => a.module.localeCompare(b.module)),
   };
   // the groups' requirements imported once: a bound an import enforces that the installed
-  // version does not meet is learnt, and everything is resolved again with it (once)
+  // version does not meet is learnt, and everything is resolved again with it (up to
+  // IMPORT_PASSES passes: a group the bound changes, mmpose's own, may show another)
   if (opts.probeImports !== false) {
     const fresh: LearntConstraint[] = [];
     const skip = new Set([...TORCH_FAMILY, ...TOOL_REQUIREMENTS]);
@@ -1647,11 +2009,32 @@ export async function syncPyPIEnvironment(
         ),
       ].sort();
       const t0 = Date.now();
-      g.importFailures = same ? prev!.importFailures! : await probeImports(envPython(g.dir), dists);
+      // what the probe found in an earlier environment of the same lock, checkouts,
+      // operators and interpreter: the same files import alike
+      const probeKey =
+        reuse && !same
+          ? reuse.cache.key('probe', [
+              reuse.machine,
+              PROBE_VERSION,
+              g.lockDigest,
+              g.indexed.map((x) => [x.repo, x.checkout, !!x.error]),
+              g.native.map((b) => [
+                b.repo,
+                b.dir && path.relative(n.repos.find((r) => r.name === b.repo)?.root ?? '/', b.dir),
+                b.source ?? null,
+                b.wheel ? path.relative(path.dirname(path.dirname(b.wheel)), b.wheel) : null,
+              ]),
+              g.fromIndex ?? [],
+              dists,
+            ])
+          : null;
+      const probed = reuse?.cache.get<ImportFailure[]>(probeKey);
+      g.importFailures = same ? prev!.importFailures! : (probed ?? (await probeImports(envPython(g.dir), dists)));
       g.importProbe = PROBE_VERSION;
+      if (!same && !probed) reuse?.cache.put(probeKey, g.importFailures);
       if (!same)
         log(
-          `  imported ${dists.length} requirements of ${g.name === 'shared' ? 'the shared environment' : g.name}: ${g.importFailures.length} failed (${((Date.now() - t0) / 1000).toFixed(0)} s)`,
+          `  imported ${dists.length} requirements of ${g.name === 'shared' ? 'the shared environment' : g.name}: ${g.importFailures.length} failed (${probed ? 'as in an earlier environment of the same lock' : `${((Date.now() - t0) / 1000).toFixed(0)} s`})`,
         );
       for (const f of g.importFailures) {
         const by = `${normalizeDistName(f.distribution)}==${installed.get(normalizeDistName(f.distribution)) ?? '?'}`;
@@ -1661,17 +2044,23 @@ export async function syncPyPIEnvironment(
           const c: LearntConstraint = { ...b, by, error: f.error.slice(0, 400), repos: named.length ? named : g.repos };
           fresh.push(c);
           log(
-            `  ${by} enforces ${b.requirement} at import (installed: ${b.distribution} ${b.installed}): resolving again with it as a requirement of ${c.repos.join(', ')}`,
+            `  ${by} enforces ${b.requirement} at import (installed: ${b.distribution} ${b.installed}): ${chain.pass < IMPORT_PASSES ? 'resolving again with it' : `not applied (resolved ${chain.pass} times already; \`env sync\` applies it)`} as a requirement of ${c.repos.join(', ')}`,
           );
         }
       }
     }
-    if (fresh.length && !learnt) {
+    if (fresh.length && chain.pass < IMPORT_PASSES) {
+      // what the passes learnt, for the next environment of the same input: it starts
+      // at the next pass
+      const all = [...constraints, ...fresh];
+      reuse?.cache.put(boundsKey, { bounds: all, pass: chain.pass + 1 } satisfies BoundsDecision);
       // what this pass installed is the previous state of the next: what it left
       // unchanged (locks, checkouts at the same revision) is not installed again
       writeFileSync(manifestPath(target), JSON.stringify(manifest, null, 1) + '\n');
-      return syncPyPIEnvironment(dir, needs, { ...opts }, [...constraints, ...fresh]);
+      return syncPyPIEnvironment(dir, needs, { ...opts }, all, { pass: chain.pass + 1, boundsKey });
     }
+    // the last pass's: kept in the manifest, for env sync to apply
+    if (fresh.length) manifest.importConstraints = [...constraints, ...fresh];
   }
   writeFileSync(manifestPath(target), JSON.stringify(manifest, null, 1) + '\n');
   return manifest;
