@@ -65,7 +65,8 @@ export function toRecord(r: ValidationResult): ValidationRecord {
 
 /**
  * Key of one validation: the same module text, class, call sites, original and required
- * stages in the same environment give the same key, so a stored result can be reused.
+ * stages in the same environment give the same key, so a stored result can be reused (an
+ * arguments-only request has a key of its own: its result is not a whole validation).
  */
 export function validationKey(req: ValidationRequest, envId: string): string {
   const h = createHash('sha256');
@@ -79,6 +80,7 @@ export function validationKey(req: ValidationRequest, envId: string): string {
       original: req.original ?? null,
       namespace: req.namespace ?? null,
       required: req.requiredStages ?? DEFAULT_REQUIRED_STAGES,
+      ...(req.argumentsOnly ? { argumentsOnly: true } : {}),
       envId,
     }),
   );

@@ -392,6 +392,14 @@ class Stages:
                 # CPU budget of its own
                 cost = self_cpu() - t_cand
                 m = model = y = res = None
+                # the arguments only (the pipeline's slim-first order, pipeline.ts
+                # `slimOrFaithful`): every stage up to here ran as in a whole validation,
+                # so the arguments and the stages' verdicts are that validation's; the
+                # usage line is not run and equivalence not built, only the definitions
+                # the line would lack are named (`usageNeeds`)
+                if self.req.get("argumentsOnly"):
+                    self._send_usage(cls, mod, args, kwargs, x, self._fwd_kwargs, witness, cost, run=False)
+                    return
                 self._send_usage(cls, mod, args, kwargs, x, self._fwd_kwargs, witness, cost)
                 if "equivalence" in want or self.req.get("original"):
                     self._equivalence(cls, args, kwargs, x, witness if self._fwd_kwargs is not None else None, witness)
@@ -659,7 +667,7 @@ class Stages:
             d["output_shapes"] = [list(t.shape) for t in flatten_tensors(out, torch)]
         self.rep.send(d)
 
-    def _send_usage(self, cls, mod, args, kwargs, inputs, fwd_kwargs, witness, cost):
+    def _send_usage(self, cls, mod, args, kwargs, inputs, fwd_kwargs, witness, cost, run=True):
         """The usage snippet of the construction and call that passed (snippet.py),
         rendered from recorded JSON values (the witness's record, else the live values
         encoded as a witness would be) and checked with ast; then run as written here
@@ -668,7 +676,10 @@ class Stages:
         left (`cost`: what this candidate's construction and forward took), its argument
         and input expressions evaluated and compared with the values the validated run
         received (`usageCheck: "values"`). Nothing is recorded when a value has no plain
-        spelling or the check fails; a snippet never fails the block."""
+        spelling or the check fails; a snippet never fails the block.
+        With `run` false (an arguments-only request) no line is rendered or run: only
+        the definitions the values name that the module lacks (`usageNeeds`, computed
+        as a whole validation computes them when it records no line)."""
         from nnrag_harness import snippet as S
 
         torch = self.torch
@@ -693,7 +704,9 @@ class Stages:
             names = self._copy_names()
             ns = S.usage_namespace(mod, self.req["className"], cls, names)
             spell = S.spell_in(ns, torch, names)
-            if 2 * cost + 1.0 < self._deadline - self_cpu():
+            if not run:
+                pass
+            elif 2 * cost + 1.0 < self._deadline - self_cpu():
                 why = None
 
                 def left():
