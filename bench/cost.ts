@@ -61,8 +61,14 @@ interface Rec {
   id: string;
   ok: boolean;
   repository: string | null;
-  emission?: { profile?: string };
-  validation?: { stages: Record<string, string>; category?: string | null };
+  lines?: number;
+  emission?: { profile?: string; fallbackReason?: string };
+  validation?: {
+    stages: Record<string, string>;
+    category?: string | null;
+    usage?: string;
+    equivalence?: { status?: string };
+  };
   reuse?: { reused: boolean };
 }
 
@@ -92,14 +98,19 @@ function nnrag(build: string, store: string, argv: string[]): Run {
   return { wall, cpu: user + sys, records };
 }
 
-/** Verdict of a block: promoted or not, each stage, the profile kept. */
+/** Verdict of a block: promoted or not, each stage, the profile kept (its lines, the
+ *  fallback's reason), equivalence, and the usage line. */
 function verdicts(records: Rec[]): Map<string, string> {
   return new Map(
     records.map((r) => [
       r.id,
-      `${r.ok ? 'ok' : 'failed'} ${r.emission?.profile ?? '-'} ${Object.entries(r.validation?.stages ?? {})
+      `${r.ok ? 'ok' : 'failed'} ${r.emission?.profile ?? '-'} ${r.lines ?? '-'} lines ${Object.entries(
+        r.validation?.stages ?? {},
+      )
         .map(([k, v]) => `${k}:${v}`)
-        .join(' ')}`,
+        .join(' ')} equivalence ${r.validation?.equivalence?.status ?? '-'}; fallback ${
+        r.emission?.fallbackReason?.split(':')[0] ?? '-'
+      }; usage ${r.validation?.usage ?? '-'}`,
     ]),
   );
 }

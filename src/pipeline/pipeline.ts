@@ -298,6 +298,11 @@ export interface PipelineOptions extends ExtractOptions {
   costs?: Costs;
   /** the most lines usage roots may add to a module (default USAGE_ROOTS_MAX_LINES) */
   usageRootsMaxLines?: number;
+  /** with the slim profile, validate the slim module first and the faithful one whole only
+   *  where the choice needs it (default true; false: the faithful module's whole validation
+   *  first, as before: the modules kept and their verdicts are the same, only the work
+   *  differs, which is what a comparison of the two orders measures) */
+  slimFirst?: boolean;
 }
 
 const MAX_CALL_SITES = 6;
@@ -560,17 +565,31 @@ async function withUsageRoots(
 /** The slim module when it passes every stage the faithful one passes (same call sites,
  *  data sites and original, so equivalence too), else the faithful one with the reason
  *  on its record (`emission.fallbackReason`). Decorators the corpus does not show to
- *  return their argument are first tried in the sandbox (emit/slim/probe.ts). */
+ *  return their argument are first tried in the sandbox (emit/slim/probe.ts).
+ *
+ *  `faithful` is the faithful module's whole validation, or (slim first) its
+ *  arguments-only validation: the stages up to forward and the chosen arguments, as the
+ *  whole validation has them. The whole one (`whole`) is then run only where the choice
+ *  needs it: the faithful module is kept (a fallback, or slim is the faithful text), or
+ *  the slim module's verdict does not settle the choice by itself, because it did not
+ *  pass equivalence (which the faithful module may pass) or a required stage. */
 async function slimOrFaithful(
   ws: Workspace,
   id: string,
   opts: PipelineOptions,
   req: ValidationRequest,
-  { record: faithfulRecord, result: faithful }: { record: BlockRecord; result: ValidationResult },
+  { record: faithfulRecord, result: known }: { record: BlockRecord; result: ValidationResult },
   namespace: NamespaceMap | undefined,
   validate: (req: ValidationRequest, label: string) => Promise<ValidationResult>,
   costs: Costs,
+  whole?: () => Promise<ValidationResult>,
 ): Promise<{ record: BlockRecord; text: string; result: ValidationResult }> {
+  let faithful = known;
+  let wholeRun: Promise<ValidationResult> | undefined;
+  const wholeFaithful = async () => {
+    if (whole) faithful = await (wholeRun ??= whole());
+    return faithful;
+  };
   const seeds = slimSeeds(req, faithful.args);
   const entry = slimEntry(req, faithful.args);
   const repo = faithfulRecord.repository ?? '';
@@ -579,7 +598,7 @@ async function slimOrFaithful(
     extractText(ws, id, { ...opts, profile: 'slim' }, { seeds, entry }),
   );
   const usageRoots = faithfulRecord.emission.usageRoots;
-  const fallback = (reason: string) => {
+  const fallback = async (reason: string) => {
     faithfulRecord.emission = {
       profile: 'faithful',
       fallbackReason: reason,
@@ -587,7 +606,7 @@ async function slimOrFaithful(
       slimLines: slim.record.lines || null,
       ...(usageRoots ? { usageRoots } : {}),
     };
-    return { record: faithfulRecord, text: req.source, result: faithful };
+    return { record: faithfulRecord, text: req.source, result: await wholeFaithful() };
   };
   if (!slim.text) return fallback(`slim emission failed: ${slim.record.error ?? 'no text'}`);
   // decorators not proven statically: the sandbox applies them to a fresh class
@@ -627,7 +646,7 @@ async function slimOrFaithful(
       proven,
       ...(emission.usageRoots ? { usageRoots: emission.usageRoots } : {}),
     };
-    return { record: slim.record, text: slim.text, result: faithful };
+    return { record: slim.record, text: slim.text, result: await wholeFaithful() };
   }
   // slim exists to be shorter: one that removed nothing worth a line (its header lists
   // what it removed) is not validated, the faithful module is kept
@@ -644,11 +663,16 @@ async function slimOrFaithful(
     if (sysPath) sreq.original = { ...req.original, sysPath };
   }
   const r = await validate(sreq, 'slim');
-  const lost = (Object.keys(faithful.stages) as Stage[]).filter(
-    (s) => faithful.stages[s] === 'pass' && r.stages[s] !== 'pass',
-  );
-  const faithfulOk = passesStages(faithful, req.requiredStages ?? [...DEFAULT_REQUIRED_STAGES]);
-  if (lost.length || (faithfulOk && !passesStages(r, req.requiredStages ?? [...DEFAULT_REQUIRED_STAGES]))) {
+  const required = req.requiredStages ?? [...DEFAULT_REQUIRED_STAGES];
+  const lostOf = (f: ValidationResult) =>
+    (Object.keys(f.stages) as Stage[]).filter((s) => f.stages[s] === 'pass' && r.stages[s] !== 'pass');
+  // slim first: the stages the arguments-only run did not reach (usage line, equivalence)
+  // matter only when the slim module failed one the faithful module might pass
+  if (whole && !(lostOf(faithful).length === 0 && passesStages(r, required) && r.stages.equivalence === 'pass'))
+    await wholeFaithful();
+  const lost = lostOf(faithful);
+  const faithfulOk = passesStages(faithful, required);
+  if (lost.length || (faithfulOk && !passesStages(r, required))) {
     return fallback(
       `slim module failed ${lost.join(', ') || 'a required stage'}: ${r.category ?? ''} ${(r.error ?? '').slice(0, 300)}`.trim(),
     );
@@ -667,6 +691,32 @@ async function slimOrFaithful(
     ...(emission.usageRoots ? { usageRoots: emission.usageRoots } : {}),
   };
   return { record: slim.record, text: slim.text, result: r };
+}
+
+/** Whether the slim module is likely to be validated, and so worth validating first: the
+ *  slim module emitted without chosen arguments (from the call and data sites alone) is
+ *  shorter than the faithful one, or has decorators for the sandbox to prove (which then
+ *  make it shorter). Only the order of the validations depends on it, never the module
+ *  kept or its verdicts: a wrong guess costs the run the guess meant to save. */
+function slimLikely(
+  ws: Workspace,
+  id: string,
+  opts: PipelineOptions,
+  req: Pick<ValidationRequest, 'callSites' | 'dataSites' | 'source'>,
+  faithfulLines: number,
+  costs: Costs,
+): boolean {
+  const repo = ws.blockModule(id)?.mod.repo ?? '';
+  const guess = costs.time('emission slim (validation order)', repo, () =>
+    extractText(
+      ws,
+      id,
+      { ...opts, profile: 'slim' },
+      { seeds: slimSeeds(req, undefined), entry: slimEntry(req, undefined) },
+    ),
+  );
+  if (!guess.text) return false;
+  return (guess.text !== req.source && guess.record.lines < faithfulLines) || !!guess.unknownDecorators?.length;
 }
 
 /** What a block is built with, whose strings reach options: its call sites, and the
@@ -977,7 +1027,29 @@ export async function extractAndValidate(
           if (sysPath) req.original = { module: origModule, className: req.className, sysPath };
           // the namespace stage compares the copy's names with the original modules'
           if (sysPath && namespace) req.namespace = namespace;
-          result = await validateCached(req, 'faithful');
+          // slim first: the faithful module's arguments-only validation chooses the
+          // arguments slim emission reads, and the whole faithful validation runs only
+          // where the choice between the two modules needs it (slimOrFaithful)
+          let whole: (() => Promise<ValidationResult>) | undefined;
+          if (
+            profile === 'slim' &&
+            opts.slimFirst !== false &&
+            req.original &&
+            slimLikely(ws, id, { ...opts, importable, installed }, req, record.lines, costs)
+          ) {
+            const a = await validateCached({ ...req, argumentsOnly: true }, 'faithful arguments');
+            // a run that did not pass forward ran exactly as the whole validation would
+            // (the usage line and equivalence come after forward): it is that validation
+            if (a.stages.forward !== 'pass') result = a;
+            // the chosen arguments name definitions the module lacks: the usage roots
+            // below need the whole validation, faithful first as before
+            else if (!a.usageNeeds?.length) {
+              result = a;
+              const wreq = req;
+              whole = () => validateCached(wreq, 'faithful');
+            }
+          }
+          result ??= await validateCached(req, 'faithful');
           // the chosen arguments name definitions the module lacks: with them as roots
           // the module can have a usage line (kept only when it then has one)
           const emitted = [record];
@@ -985,7 +1057,7 @@ export async function extractAndValidate(
           // why the usage roots gave no line (withUsageRoots), kept over the reason of
           // the module finally chosen
           let rootsWhy: string | undefined;
-          if (passesStages(result, required) && !result.usage && result.usageNeeds?.length) {
+          if (!whole && passesStages(result, required) && !result.usage && result.usageNeeds?.length) {
             const more = await withUsageRoots(
               ws,
               id,
@@ -1057,6 +1129,7 @@ export async function extractAndValidate(
               namespace,
               validateCached,
               costs,
+              whole,
             );
             record = chosen.record;
             text = chosen.text;

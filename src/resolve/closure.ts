@@ -676,10 +676,16 @@ class State {
     });
     // the reading module's own module-level mutations of the name it imported
     // (`from mmengine.registry import MODELS`, then `MODELS.register_module('BN', …)`)
-    // run when that module is imported (§7.1): copied with the read, which observes them
-    // (the name itself denotes the copied definition: not a module whose attribute does,
-    // nor an object imported from an installed package, whose own module runs its calls)
-    if (consumed === 0 && b?.kind === 'def')
+    // run when that module is imported (§7.1): copied with the read, which observes them.
+    // The name itself denotes the object (not a module whose attribute does): a copied
+    // definition, or an object an extern `from … import` binds (§7.11: the object itself,
+    // an installed package's registry the reading module fills; a module bound by `import
+    // m` is left alone, its module-level calls are the process's settings, not this state)
+    if (
+      consumed === 0 &&
+      (b?.kind === 'def' ||
+        (b?.kind === 'extern' && resolvedTargets.some((t) => t.kind === 'extern' && t.edge.kind === 'from')))
+    )
       for (const i of this.corpus.mutatorsOf(n.mod, ref.name)) this.node(n.mod, i);
     if (!b) return;
     this.uses.push({

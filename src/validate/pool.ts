@@ -288,6 +288,7 @@ class Worker implements PoolWorker<Job> {
       harvest: job.req.harvest ?? null,
       timeoutMs: timeout,
       stages: this.pool.stagesToRun(job.req),
+      ...(job.req.argumentsOnly ? { argumentsOnly: true } : {}),
     };
     this.send(job.nonce, { type: 'validate', rid: job.rid, req });
   }

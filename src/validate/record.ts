@@ -65,7 +65,8 @@ export function toRecord(r: ValidationResult): ValidationRecord {
 
 /**
  * Key of one validation: the same module text, class, call sites, original and required
- * stages in the same environment give the same key, so a stored result can be reused.
+ * stages in the same environment give the same key, so a stored result can be reused (an
+ * arguments-only request has a key of its own: its result is not a whole validation).
  */
 export function validationKey(req: ValidationRequest, envId: string): string {
   const h = createHash('sha256');
@@ -81,6 +82,7 @@ export function validationKey(req: ValidationRequest, envId: string): string {
       // (only when given: the keys of requests without it stay as they were)
       ...(req.usagePackages?.length ? { usagePackages: req.usagePackages } : {}),
       required: req.requiredStages ?? DEFAULT_REQUIRED_STAGES,
+      ...(req.argumentsOnly ? { argumentsOnly: true } : {}),
       envId,
     }),
   );

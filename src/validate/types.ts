@@ -67,6 +67,10 @@ export interface ValidationRequest {
   harvest?: Record<string, unknown>;
   /** default ['import','instantiate','forward'] */
   requiredStages?: Stage[];
+  /** only choose the arguments (pipeline.ts, slim first): every stage up to forward runs
+   *  as in a whole validation, then the usage line is not run and equivalence not built;
+   *  the result names the definitions the line would lack (`usageNeeds`) */
+  argumentsOnly?: boolean;
   timeoutMs?: number;
 }
 

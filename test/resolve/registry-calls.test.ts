@@ -69,6 +69,34 @@ test('registrations by module-level method calls are copied exactly when the kep
   }
 });
 
+test('registrations on a registry an extern `from … import` binds are copied with the code that reads it; calls on an imported module are not', async () => {
+  const dir = tempDir();
+  const repo = path.join(dir, 'repo');
+  cpSync(fixture('registry-extern'), repo, { recursive: true });
+  const ws = api.Workspace.open(path.join(dir, 'store'), { create: true });
+  try {
+    await api.index(ws, {
+      repos: [
+        { name: 'org/ext', url: null, path: repo, priority: 1, paths: ['pkg'], description: null, packageRoots: null },
+      ],
+    });
+    api.discover(ws);
+    for (const profile of ['faithful', 'slim'] as const) {
+      const block = api.extractText(ws, 'pkg.conv.Block', { profile });
+      assert.ok(block.text, block.record.error ?? '');
+      assert.ok(block.text.includes('from extreg.registry import MODELS'), block.text);
+      for (const s of [
+        "MODELS.register_module('Conv2d', module=nn.Conv2d)",
+        "MODELS.register_module('Conv', module=nn.Conv2d)",
+      ])
+        assert.ok(block.text.includes(s), `${profile}: missing ${s}\n${block.text}`);
+      assert.ok(!block.text.includes('os.environ.setdefault'), `${profile}: ${block.text}`);
+    }
+  } finally {
+    ws.close();
+  }
+});
+
 const skip = await cannotValidate(true);
 
 test('a block that builds its norm from a config through the registry instantiates and runs forward in the sandbox', {

@@ -63,6 +63,37 @@ describe('equivalence with the original module', { skip: skip ?? false }, () => 
     assert.equal(r.equivalence?.maxAbsDiff, 0);
   });
 
+  it('an arguments-only request runs the stages up to forward as the whole one does, then stops', async () => {
+    // the arguments come from a call site and data only the original module has (as above):
+    // the arguments-only run chooses the same ones, and reports the same stages up to
+    // forward, but runs no usage line and builds no original
+    const text =
+      'class Net(nn.Module):\n    def __init__(self):\n        gate = partial(ScaledGate, hidden=16)\n' +
+      '        widths = gate_widths(3)\n        self.body = GatedStack(widths[1], gate_layer=gate)\n';
+    const req = eq('stack_same.py', {
+      source: 'from functools import partial\n' + validateFixture('equiv', 'stack_same.py'),
+      className: 'GatedStack',
+      original: { module: 'eqpkg.blocks', className: 'GatedStack', sysPath: [fixture('validate', 'equiv', 'repo')] },
+      callSites: [{ module: 'net', text, offset: text.indexOf('GatedStack(') + 'GatedStack'.length }],
+      dataSites: [],
+      requiredStages: ['import', 'instantiate', 'forward'],
+    });
+    const whole = await pool.validate(req);
+    const only = await pool.validate({ ...req, argumentsOnly: true });
+    assert.equal(whole.stages.equivalence, 'pass', `${whole.equivalence?.reason} ${whole.error}`);
+    assert.ok(whole.usage, whole.usageSkipped);
+    for (const s of ['parse', 'compile', 'import', 'instantiate', 'forward'] as const)
+      assert.equal(only.stages[s], whole.stages[s], s);
+    assert.deepEqual(only.args, whole.args);
+    assert.deepEqual(only.input_shapes, whole.input_shapes);
+    assert.equal(only.argumentsSource, whole.argumentsSource);
+    // (a stage that did not run is reported as skipped, as after a failed forward)
+    assert.equal(only.stages.equivalence, 'skip');
+    assert.equal(only.equivalence, undefined);
+    assert.equal(only.usage, undefined);
+    assert.equal(only.usageCheck, undefined);
+  });
+
   it("finds the original's class in another module of its package when the block's module does not name it", async () => {
     const text =
       'class Net(nn.Module):\n    def __init__(self):\n        self.body = GatedStack2(12, gate_layer=partial(ScaledGate, hidden=16))\n';

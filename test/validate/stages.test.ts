@@ -148,6 +148,15 @@ describe('validation stages', { skip: skip ?? false }, () => {
     assert.equal(r.ok, true, `${r.stage} ${r.error}`);
   });
 
+  it('gives an edge list the code checks for an integer dtype and two rows (2, E) int64 indices', () => {
+    const r = results.get('good/checked_edges.py')!;
+    assert.equal(r.ok, true, `${r.stage} ${r.error}`);
+    const [x, edges] = r.input_shapes!;
+    assert.equal(edges.length, 2, JSON.stringify(r.input_shapes));
+    assert.equal(edges[0], 2);
+    assert.equal(edges[1], x[0]);
+  });
+
   it('repairs an input from the shape error of a first try (token count 8 → 49)', () => {
     const r = results.get('good/fixed_tokens.py')!;
     assert.deepEqual(r.input_shapes, [[2, 49, 24]]);
@@ -189,6 +198,7 @@ describe('validation stages', { skip: skip ?? false }, () => {
     'unresolved_name.py': ['import', 'unresolved-name'],
     'native_ext.py': ['import', 'native-extension'],
     'needs_args.py': ['instantiate', 'needs-args'],
+    'needs_gpu.py': ['instantiate', 'needs-gpu'],
     'lazy_unresolved.py': ['instantiate', 'unresolved-name'],
     'forward_shape.py': ['forward', 'forward-shape'],
     'runtime_error.py': ['forward', 'runtime-error'],

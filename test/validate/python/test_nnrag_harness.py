@@ -31,9 +31,11 @@ from nnrag_harness import source_provider as PR  # noqa: E402
 from nnrag_harness import source_table as ST  # noqa: E402
 from nnrag_harness import source_witness as SW  # noqa: E402
 from nnrag_harness import sources as S  # noqa: E402
+from nnrag_harness import namespace as NS_MOD  # noqa: E402
 from nnrag_harness import stash as STASH_MOD  # noqa: E402
 from nnrag_harness import structured as T  # noqa: E402
 from nnrag_harness import values as V  # noqa: E402
+from nnrag_harness import CANDIDATE_MODULE  # noqa: E402
 
 
 @dataclasses.dataclass
@@ -1265,6 +1267,63 @@ class InstalledIsolationTest(unittest.TestCase):
                 for p in (root, site):
                     sys.path.remove(p)
                 for name in names:
+                    sys.modules.pop(name, None)
+
+    def test_registry_filled_by_the_copy_is_fresh_for_the_original(self):
+        # the other order: the candidate imported first and registered in the installed
+        # package; the original imports after it (namespace stage) and would register the
+        # same name again, which a registry refuses
+        import importlib
+
+        with tempfile.TemporaryDirectory() as site, tempfile.TemporaryDirectory() as root:
+            os.makedirs(os.path.join(site, "nnragiso2_reg"))
+            with open(os.path.join(site, "nnragiso2_reg", "__init__.py"), "w") as f:
+                f.write(
+                    "REG = {}\n"
+                    "def register(k):\n"
+                    "    if k in REG:\n"
+                    "        raise KeyError(k + ' is already registered')\n"
+                    "    REG[k] = 1\n"
+                )
+            os.makedirs(os.path.join(root, "nnragiso2_repo"))
+            with open(os.path.join(root, "nnragiso2_repo", "__init__.py"), "w") as f:
+                f.write("from nnragiso2_reg import register\nregister('Conv')\n")
+            sys.path[:0] = [root, site]
+            names = ("nnragiso2_repo", "nnragiso2_reg")
+            cand = types.ModuleType(CANDIDATE_MODULE)
+            try:
+                before = set(sys.modules)
+                sys.modules[CANDIDATE_MODULE] = cand
+                exec("from nnragiso2_reg import register, REG\nregister('Conv')\n", cand.__dict__)
+                # the candidate's module holds the package's objects, yet is no reason to
+                # keep it (the original does not see it), and is not taken itself
+                got = STASH_MOD.isolable_installed(before, [root], exclude={CANDIDATE_MODULE})
+                self.assertEqual(sorted(got), ["nnragiso2_reg"])
+                STASH_MOD.COPY_INSTALLED.update(got)
+                with STASH_MOD.for_original():
+                    orig = importlib.import_module("nnragiso2_repo")  # no "already registered"
+                    self.assertIsNot(sys.modules["nnragiso2_reg"], got["nnragiso2_reg"])
+                self.assertIs(sys.modules["nnragiso2_reg"], got["nnragiso2_reg"], "the copy's, back")
+                self.assertIs(cand.__dict__["REG"], got["nnragiso2_reg"].REG)
+                # the namespace stage takes the two registries' definitions as one: the same
+                # module and qualified name (`register` is a twin, not a rebinding)
+                ended = []
+
+                class Stage:
+                    def end(self, stage, t0, status, **kw):
+                        ended.append((status, kw))
+
+                ns = {"names": [{"name": "register", "origins": [["nnragiso2_repo", "register"]]}]}
+                NS_MOD.check(Stage(), 0, cand, __file__, ns)
+                self.assertEqual(ended[-1][0], "pass", ended)
+                STASH_MOD.use_original_installed()
+                self.assertIs(sys.modules["nnragiso2_reg"].register, orig.register, "the original's, for equivalence")
+            finally:
+                STASH_MOD.COPY_INSTALLED.clear()
+                STASH_MOD.ORIGINAL_INSTALLED.clear()
+                for p in (root, site):
+                    sys.path.remove(p)
+                for name in names + (CANDIDATE_MODULE,):
                     sys.modules.pop(name, None)
 
 

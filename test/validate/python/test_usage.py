@@ -189,7 +189,145 @@ class Builds(nn.Module):
         self.body = self.block(4)
 
 
+def checked_dtype(x, edge):
+    # the code refuses a non-integer tensor and one without two rows: (2, E) int64
+    int_dtypes = (torch.int32, torch.int64)
+    if edge.dtype not in int_dtypes:
+        raise ValueError("integer edges expected")
+    if edge.size(0) != 2:
+        raise ValueError("two rows expected")
+    return x
+
+
+def asserted_dtype(x, batch):
+    assert batch.dtype == torch.long
+    return x
+
+
+def float_branch(x, y):
+    # a dtype test that only chooses a branch says nothing about the input
+    if y.dtype == torch.long:
+        return x
+    return x + y
+
+
+def annotated(x, labels: torch.LongTensor):
+    return x * 2
+
+
+def lift(src, edge, dim: int):
+    # a row chosen by an int parameter, then used as an index
+    index = edge[dim]
+    return src.index_select(0, index)
+
+
+class Labels(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(5, 8)
+
+    def forward(self, x, y, mask):
+        # a selection of `y` is looked up: `y` holds ids
+        return x + self.emb(y[mask]).sum()
+
+
+class Zipped(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.convs = nn.ModuleList([Gather()])
+        self.lins = nn.ModuleList([nn.Linear(8, 8)])
+
+    def forward(self, x, e):
+        for conv, lin in zip(self.convs, self.lins):
+            x = lin(conv(x, e))
+        return x
+
+
+class Enumerated(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.convs = nn.ModuleList([Gather()])
+
+    def forward(self, x, e):
+        for _i, conv in enumerate(self.convs):
+            x = conv(x, e)
+        return x
+
+
+class RecordConv(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.model = Gather()
+
+    def forward(self, batch):
+        batch.x = self.model(batch.x, batch.edge_index)
+        return batch
+
+
+class RoIs(nn.Module):
+    def forward(self, input, rois):
+        # one crop per region: batch index, then x1, y1, x2, y2 in the map
+        assert rois.size(1) == 5
+        out = []
+        for r in rois:
+            b, x1, y1, x2, y2 = [int(v) for v in r]
+            assert 0 <= b < input.shape[0] and 0 <= x1 < x2 <= input.shape[-1] and 0 <= y1 < y2 <= input.shape[-2]
+            out.append(input[b, :, y1:y2, x1:x2].mean((-2, -1)))
+        return torch.stack(out)
+
+
+class RotatedRoIs(nn.Module):
+    """Pools rotated regions: rois with shape (n, 6), each (batch_index, center_x,
+    center_y, w, h, angle)."""
+
+    def forward(self, input, rois):
+        return input.mean() + rois[:, 5].sum()
+
+
 class UsageTest(unittest.TestCase):
+    def test_dtype_guards(self):
+        # what the code requires of the dtype (and of the first dimension) is an index
+        self.assertEqual(param_uses(checked_dtype), {"edge": "pairs"})
+        self.assertEqual(param_uses(asserted_dtype), {"batch": "index"})
+        self.assertEqual(param_uses(float_branch), {})
+        self.assertEqual(param_uses(annotated), {"labels": "index"})
+
+    def test_rows_by_int_parameter(self):
+        self.assertEqual(param_uses(lift), {"edge": "pairs", "dim": "index"})
+
+    def test_selection_keeps_dtype(self):
+        m = Labels()
+        self.assertEqual(param_uses(type(m).forward, m), {"y": "ids", "mask": "index"})
+
+    def test_zip_and_enumerate_loops(self):
+        for m in (Zipped(), Enumerated()):
+            self.assertEqual(param_uses(type(m).forward, m), {"e": "pairs"}, type(m).__name__)
+            plan = I.forward_plan(m)
+            self.assertEqual(plan, [("x", "tensor"), ("e", "pairs")])
+            self.assertEqual(tuple(m(*I.make_inputs([("float", (4, 8))], plan, torch, m)).shape), (4, 8))
+
+    def test_record_attribute_index(self):
+        m = RecordConv()
+        self.assertEqual(param_uses(type(m).forward, m), {"batch.edge_index": "pairs"})
+        plan = I.forward_plan(m)
+        self.assertEqual(plan, [("batch", "record:x,edge_index=pairs")])
+        (batch,) = I.make_inputs([("float", (4, 8))], plan, torch, m)
+        self.assertEqual(batch.edge_index.dtype, torch.long)
+        self.assertEqual(tuple(batch.edge_index.shape), (2, 4))
+        self.assertEqual(tuple(m(batch).x.shape), (4, 8))
+
+    def test_rois(self):
+        m = RoIs()
+        plan = I.forward_plan(m)
+        self.assertEqual(plan, [("input", "tensor"), ("rois", "rois")])
+        args = I.make_inputs([("float", (2, 3, 16, 12))], plan, torch, m)
+        self.assertEqual(tuple(args[1].shape), (4, 5))
+        self.assertEqual(tuple(m(*args).shape), (4, 3))
+        # a docstring that gives the regions another column count is followed: not (K, 5)
+        self.assertEqual(I.roi_columns(RotatedRoIs(), "rois"), 6)
+        self.assertEqual(I.forward_plan(RotatedRoIs()), [("input", "tensor"), ("rois", "tensor")])
+        self.assertIsNone(I.roi_columns(m, "rois"))
+
     def test_index_uses(self):
         self.assertEqual(param_uses(subscript), {"idx": "index"})
         self.assertEqual(param_uses(column), {"idx": "index"})

@@ -156,7 +156,18 @@ def forward_plan(model, keywords=False):
         elif p.name in records and an in ("", "Any", "object"):
             # `batch.x = self.bn(batch.x)`: an object whose attributes (read by the code)
             # are tensors of the input's shape (make_inputs)
-            plan.append((p.name, "record:" + ",".join(records[p.name])))
+            # an attribute the code uses as an index (`self.conv(batch.x, batch.edge_index)`)
+            # is an integer tensor: "attr=index" / "attr=pairs"
+            plan.append(
+                (
+                    p.name,
+                    "record:"
+                    + ",".join(
+                        a + ("=" + uses[p.name + "." + a] if uses.get(p.name + "." + a) in ("index", "pairs") else "")
+                        for a in records[p.name]
+                    ),
+                )
+            )
         elif is_optional(ann) and (plan or all_optional):
             # Optional[X] accepts None (PEP 484): prompts a decoder may go without; the
             # first input stays a tensor unless every parameter is optional
@@ -189,6 +200,11 @@ def forward_plan(model, keywords=False):
             plan.append((p.name, "hw"))
         elif re.search(r"(List|Sequence|Tuple)\[(torch\.)?Tensor", str(ann)):
             plan.append((p.name, "tensors"))  # torch.cat(x, 1) over a list of feature maps
+        elif plan and n == "rois" and roi_columns(model, p.name) in (None, 5):
+            # regions of interest beside a feature map: Tensor[K, 5], each row a batch
+            # index then a box (x1, y1, x2, y2) (torchvision.ops.roi_align's `boxes`,
+            # the format RoI operators take)
+            plan.append((p.name, "rois"))
         elif n in ("target", "targets", "label", "labels", "y_true", "gt", "classes"):
             plan.append((p.name, "target"))
         elif plan and TOKEN_IDS.match(n):
@@ -576,6 +592,52 @@ def ids_shape(model, nn, batch):
     return (batch, n or 8), vocab
 
 
+def index_input(kind, x, torch):
+    """Positions among the rows of `x` (the first input: a node, a token, a box): for
+    "index" a vector of one per row, sorted, half as many distinct (a batch assignment
+    works too); for "pairs" a (2, N) tensor linking each row to the next (a ring of
+    edges). int64, torch's index dtype."""
+    n = max(1, int(x.shape[0]) if x is not None and x.dim() >= 1 else 2)
+    r = torch.arange(n)
+    return r // 2 if kind == "index" else torch.stack([r, (r + 1) % n])
+
+
+DOC_SHAPE = r"[\(\[]\s*\w+\s*,\s*(\d+)\s*[\)\]]"
+
+
+def roi_columns(model, name):
+    """The column count the class's or its forward's docstring gives the parameter `name`
+    (`rois with shape (n, 6)`, `rois (Tensor): [N, 7]`): 5 when one of the shapes it names
+    has 5 columns, else the first; None when it names none."""
+    docs = " ".join(
+        d for d in (inspect.getdoc(type(model)) or "", inspect.getdoc(type(model).forward) or "") if d
+    ).split()
+    text = " ".join(docs)
+    cols = [
+        int(c)
+        for m in re.finditer(r"\b%s\b(.{0,120})" % re.escape(name), text)
+        for c in re.findall(DOC_SHAPE, m.group(1))
+    ]
+    if not cols:
+        return None
+    return 5 if 5 in cols else cols[0]
+
+
+def rois_input(x, torch, k=4):
+    """`k` regions of interest of the feature map `x` (B, C, H, W): Tensor[k, 5] of a
+    batch index in [0, B) then a box (x1, y1, x2, y2) inside the map, x1 < x2 and
+    y1 < y2, in the map's own coordinates; the dtype of `x`."""
+    b, h, w = (int(x.shape[0]), int(x.shape[-2]), int(x.shape[-1])) if x is not None and x.dim() >= 3 else (1, 8, 8)
+    g = torch.Generator().manual_seed(0)
+    idx = torch.arange(k) % max(1, b)
+    x1 = torch.rand(k, generator=g) * (w / 2)
+    y1 = torch.rand(k, generator=g) * (h / 2)
+    x2 = x1 + 1 + torch.rand(k, generator=g) * (w / 2 - 1)
+    y2 = y1 + 1 + torch.rand(k, generator=g) * (h / 2 - 1)
+    out = torch.stack([idx.float(), x1, y1, x2, y2], dim=1)
+    return out.to(x.dtype) if x is not None and x.is_floating_point() else out
+
+
 def make_inputs(specs, plan, torch, model=None):
     tensors = []
     for s in specs:
@@ -614,7 +676,11 @@ def make_inputs(specs, plan, torch, model=None):
             import types
 
             t = tensors[ti] if ti < len(tensors) else tensors[-1]
-            args.append(types.SimpleNamespace(**{a: t.clone() for a in kind[len("record:") :].split(",")}))
+            fields = {}
+            for a in kind[len("record:") :].split(","):
+                a, _, how = a.partition("=")
+                fields[a] = index_input(how, t, torch) if how else t.clone()
+            args.append(types.SimpleNamespace(**fields))
             ti += 1
         elif kind == "int":
             args.append(8)
@@ -629,13 +695,9 @@ def make_inputs(specs, plan, torch, model=None):
         elif kind == "false":
             args.append(False)
         elif kind in ("index", "pairs"):
-            # positions among the first input's rows (a node, a token, a box): an index
-            # vector of one per row, sorted, half as many distinct (a batch assignment
-            # works too); pairs link each row to the next (a ring of edges)
-            x = tensors[0] if tensors else None
-            n = int(x.shape[0]) if x is not None and x.dim() >= 1 else 2
-            r = torch.arange(max(1, n))
-            args.append(r // 2 if kind == "index" else torch.stack([r, (r + 1) % max(1, n)]))
+            args.append(index_input(kind, tensors[0] if tensors else None, torch))
+        elif kind == "rois":
+            args.append(rois_input(tensors[0] if tensors else None, torch))
         elif kind == "ids":
             x = tensors[0] if tensors else None
             nb = int(x.shape[0]) if x is not None and x.dim() >= 1 else 2

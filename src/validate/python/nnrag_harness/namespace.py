@@ -10,7 +10,7 @@ import types
 
 from . import CANDIDATE_MODULE
 from .classify import fmt_error
-from .stash import INSTALLED
+from .stash import COPY_INSTALLED, INSTALLED, ORIGINAL_INSTALLED
 
 MISSING = object()
 PLAIN = (int, float, complex, str, bytes, bool, type(None))
@@ -170,12 +170,13 @@ def check(st, t0, mod, path, ns):
 
     def fresh_twin(c, o):
         """One definition of an installed package that the candidate imported afresh
-        (stash.INSTALLED) and the original's import loaded before: the same module and
-        qualified name."""
+        (stash.INSTALLED) and the original's import loaded before, or the other way round
+        (stash.COPY_INSTALLED, the original's fresh ones: ORIGINAL_INSTALLED): the same
+        module and qualified name."""
         m = getattr(o, "__module__", None)
         return (
             isinstance(m, str)
-            and m in INSTALLED
+            and (m in INSTALLED or m in COPY_INSTALLED or m in ORIGINAL_INSTALLED)
             and getattr(c, "__module__", None) == m
             and getattr(c, "__qualname__", None) == getattr(o, "__qualname__", None)
         )

@@ -219,6 +219,7 @@ class Stages:
         # what the original's import did to installed packages (a registry it filled)
         # is not the copy's: their modules are imported afresh (stash.INSTALLED)
         _stash.hide_installed()
+        loaded_before = set(sys.modules)
         try:
             with open(path, "w", encoding="utf-8") as f:
                 f.write(source)
@@ -228,6 +229,15 @@ class Stages:
             exec(code, mod.__dict__)  # noqa: S102 - sandboxed candidate
         except BaseException as e:  # noqa: BLE001
             self.fail("import", t0, e)
+        if req.get("original"):
+            # and what the copy's import did to installed packages is not the original's,
+            # which imports after it (stash.COPY_INSTALLED)
+            try:
+                _stash.COPY_INSTALLED.update(
+                    _stash.isolable_installed(loaded_before, req["original"].get("sysPath"), exclude={CANDIDATE_MODULE})
+                )
+            except Exception:  # noqa: BLE001 - isolation is best effort
+                pass
         cls = mod.__dict__.get(req["className"])
         if cls is None:
             self.fail(
@@ -382,6 +392,14 @@ class Stages:
                 # CPU budget of its own
                 cost = self_cpu() - t_cand
                 m = model = y = res = None
+                # the arguments only (the pipeline's slim-first order, pipeline.ts
+                # `slimOrFaithful`): every stage up to here ran as in a whole validation,
+                # so the arguments and the stages' verdicts are that validation's; the
+                # usage line is not run and equivalence not built, only the definitions
+                # the line would lack are named (`usageNeeds`)
+                if self.req.get("argumentsOnly"):
+                    self._send_usage(cls, mod, args, kwargs, x, self._fwd_kwargs, witness, cost, run=False)
+                    return
                 self._send_usage(cls, mod, args, kwargs, x, self._fwd_kwargs, witness, cost)
                 if "equivalence" in want or self.req.get("original"):
                     self._equivalence(cls, args, kwargs, x, witness if self._fwd_kwargs is not None else None, witness)
@@ -391,7 +409,26 @@ class Stages:
                 break
         if model is None:
             label, args, kwargs, e = inst_errors[0] if inst_errors else (None, [], {}, TypeError("no candidate"))
-            cat = "needs-args" if has_required else self.classifier.classify(e, "instantiate", tb_files(e))
+            # a construction that asked for a GPU (nn.SyncBatchNorm outside a process
+            # group, `.cuda()` in __init__) says what the block needs whatever the
+            # arguments: that one is reported, not the first candidate's
+            gpu = next(
+                (
+                    x
+                    for x in inst_errors
+                    if self.classifier.classify(x[3], "instantiate", tb_files(x[3])) == "needs-gpu"
+                ),
+                None,
+            )
+            if gpu is not None:
+                label, args, kwargs, e = gpu
+            cat = (
+                "needs-gpu"
+                if gpu is not None
+                else "needs-args"
+                if has_required
+                else self.classifier.classify(e, "instantiate", tb_files(e))
+            )
             if (
                 not has_required
                 and cat == "runtime-error"
@@ -405,7 +442,12 @@ class Stages:
         best = None
         for _label, args, kwargs, (e, specs) in fwd_errors:
             cat = self.classifier.classify(e, "forward", tb_files(e))
-            if best is None or (best[1] == "forward-shape" and cat != "forward-shape"):
+            # a forward that asked for a GPU (`.cuda()`, a CUDA device) is reported as such
+            if (
+                best is None
+                or (best[1] == "forward-shape" and cat != "forward-shape")
+                or (cat == "needs-gpu" and best[1] != "needs-gpu")
+            ):
                 best = (e, cat, args, kwargs, specs)
         e, cat, args, kwargs, specs = best
         self.rep.send(
@@ -490,7 +532,8 @@ class Stages:
             for p in reversed(self.req["original"].get("sysPath") or []):
                 if p not in sys.path:
                     sys.path.insert(0, p)
-            return importlib.import_module(module)
+            with _stash.for_original():
+                return importlib.import_module(module)
         except BaseException:  # noqa: BLE001 - the witness is skipped
             return None
         finally:
@@ -624,7 +667,7 @@ class Stages:
             d["output_shapes"] = [list(t.shape) for t in flatten_tensors(out, torch)]
         self.rep.send(d)
 
-    def _send_usage(self, cls, mod, args, kwargs, inputs, fwd_kwargs, witness, cost):
+    def _send_usage(self, cls, mod, args, kwargs, inputs, fwd_kwargs, witness, cost, run=True):
         """The usage snippet of the construction and call that passed (snippet.py),
         rendered from recorded JSON values (the witness's record, else the live values
         encoded as a witness would be) and checked with ast; then run as written here
@@ -633,7 +676,10 @@ class Stages:
         left (`cost`: what this candidate's construction and forward took), its argument
         and input expressions evaluated and compared with the values the validated run
         received (`usageCheck: "values"`). Nothing is recorded when a value has no plain
-        spelling or the check fails; a snippet never fails the block."""
+        spelling or the check fails; a snippet never fails the block.
+        With `run` false (an arguments-only request) no line is rendered or run: only
+        the definitions the values name that the module lacks (`usageNeeds`, computed
+        as a whole validation computes them when it records no line)."""
         from nnrag_harness import snippet as S
 
         torch = self.torch
@@ -662,7 +708,9 @@ class Stages:
             names = self._copy_names()
             ns = S.usage_namespace(mod, self.req["className"], cls, names)
             spell = S.spell_in(ns, torch, names, packages)
-            if 2 * cost + 1.0 < self._deadline - self_cpu():
+            if not run:
+                pass
+            elif 2 * cost + 1.0 < self._deadline - self_cpu():
                 why = None
 
                 def left():
@@ -763,7 +811,8 @@ class Stages:
             self._data_ns_tried = True
             if self.req.get("original"):
                 try:
-                    self._data_ns = self._original_module().__dict__
+                    with _stash.for_original():
+                        self._data_ns = self._original_module().__dict__
                 except BaseException:  # noqa: BLE001
                     pass
         return self._data_ns
@@ -777,6 +826,10 @@ class Stages:
             self.end("equivalence", t0, "skip", reason="no original module given")
             return
         t_orig = _monotonic()
+        # the original runs with its own modules of installed packages: those the
+        # candidate's import loaded first are swapped out (stash.COPY_INSTALLED), the
+        # zygote's put back
+        _stash.use_original_installed()
         _stash.restore_installed()
         try:
             om = self._original_module()
@@ -948,7 +1001,8 @@ def namespace_stage(st, mod, path):
     saved_path = list(sys.path)
     try:
         try:
-            st._original_module()
+            with _stash.for_original():
+                st._original_module()
         except BaseException as e:  # noqa: BLE001
             r = "original does not import: " + fmt_error(e)
             st.end("namespace", t0, "skip", reason=r, namespace={"checked": 0, "reason": r})

@@ -26,6 +26,16 @@ IN_ZYGOTE = []
 # restore_installed).
 INSTALLED = {}
 _HIDDEN = {}
+# The other way round: modules of installed pure-Python packages that the candidate's
+# import loaded first (isolable_installed, the candidate's module left out), hidden while
+# the original imports after it (namespace stage, a witness value's module, equivalence):
+# the copy registered its classes in the installed mmengine's registry, and the
+# original's module-level registration of the same names refuses a second one
+# ("ConvModule is already registered"), as it would not in a process of its own. The
+# original's own modules of those packages are kept aside (ORIGINAL_INSTALLED) and put
+# back whenever it runs again (for_original, use_original_installed).
+COPY_INSTALLED = {}
+ORIGINAL_INSTALLED = {}
 
 
 def _pure_python(m):
@@ -52,17 +62,18 @@ def _has_extensions(m):
     return False
 
 
-def isolable_installed(before, roots):
+def isolable_installed(before, roots, exclude=()):
     """{name: module} of the modules imported since `before` (a set of sys.modules' names)
     that belong to top-level packages the import loaded first, outside the repository's
     roots, the standard library (sys.stdlib_module_names), torch and the harness, whose
     every loaded module is pure Python and that no other module the import loaded and the
-    candidate still sees refers to."""
+    candidate still sees refers to (`exclude`: modules neither taken nor counted as
+    seeing, the candidate's own when the original is the one to import afresh)."""
     prefixes = root_prefixes(roots)
     std = set(getattr(sys, "stdlib_module_names", ())) | {"torch", "nnrag_harness", "__main__"}
     tops = {}
     for name, m in list(sys.modules.items()):
-        if name in before:
+        if name in before or name in exclude:
             continue
         top = name.partition(".")[0]
         if top in before or top in std or top.startswith("_") or m is None:
@@ -81,7 +92,7 @@ def isolable_installed(before, roots):
     # against the other's class fails)
     kept = set()
     for name, m in list(sys.modules.items()):
-        if name in before or name in out or m is None:
+        if name in before or name in out or name in exclude or m is None:
             continue
         if of_roots(m, prefixes) and not same_as_installed(name.partition(".")[0], roots):
             continue  # hidden from the candidate anyway (STASH)
@@ -112,6 +123,42 @@ def restore_installed():
     for name, m in _HIDDEN.items():
         sys.modules[name] = m
     _HIDDEN.clear()
+
+
+def _tops(names):
+    return {n.partition(".")[0] for n in names}
+
+
+def use_original_installed():
+    """Take COPY_INSTALLED's modules out of sys.modules and put the original's of the same
+    packages (imported in an earlier for_original) back: the original imports or runs
+    with its own."""
+    for name in COPY_INSTALLED:
+        sys.modules.pop(name, None)
+    for name, m in ORIGINAL_INSTALLED.items():
+        sys.modules[name] = m
+
+
+class for_original(object):
+    """A with-block in which the original imports against its own modules of the packages
+    the candidate's import loaded first (use_original_installed); on leaving, what the
+    original loaded of them is kept aside (ORIGINAL_INSTALLED) and the candidate's are
+    put back. Nothing to do when the candidate loaded none."""
+
+    def __enter__(self):
+        if COPY_INSTALLED:
+            use_original_installed()
+        return self
+
+    def __exit__(self, *exc):
+        if COPY_INSTALLED:
+            tops = _tops(COPY_INSTALLED)
+            for name in list(sys.modules):
+                if name.partition(".")[0] in tops:
+                    ORIGINAL_INSTALLED[name] = sys.modules.pop(name)
+            for name, m in COPY_INSTALLED.items():
+                sys.modules[name] = m
+        return False
 
 
 def root_prefixes(roots):

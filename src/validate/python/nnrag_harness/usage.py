@@ -7,6 +7,13 @@
 #   "pairs"  its rows are taken apart and used as indices (`row, col = p`, `x[p[0]]`):
 #            a (2, E) integer tensor of index pairs (an edge list, a sparse matrix's
 #            coordinates).
+#            A parameter whose code requires an integer dtype (`assert p.dtype == torch.long`,
+#            `if p.dtype not in (torch.int32, torch.int64): raise …`, Language Reference
+#            §7.3 and §7.8: the statement fails for any other value) or whose annotation is
+#            torch's integer tensor type (`LongTensor`, `IntTensor`) is an "index" too;
+#            "pairs" when the same guards also require two rows (`p.size(0) != 2: raise`).
+#            A selection from a parameter used as an index (`self.emb(y[mask])`) keeps the
+#            parameter's dtype (torch indexing), so the parameter is an index as well.
 #   "size"   the parameter (alone or in arithmetic, `j - i`) is an argument of range,
 #            torch.arange or torch.linspace, whose bounds are numbers (a length: the
 #            forward of a position bias table taking (i, j) sequence lengths), so an int.
@@ -46,6 +53,10 @@ INDEX_METHODS = {
 INDEX_FIRST = {"bincount", "one_hot", "embedding"}
 # functions whose positional arguments are numbers: start, end, step, count
 SIZE_FUNCS = {"range", "arange", "linspace"}
+# torch's integer dtypes (torch docs, "torch.dtype"), by the attribute torch names them
+INT_DTYPES = {"uint8", "int8", "int16", "short", "int32", "int", "int64", "long"}
+# torch's integer tensor types, as an annotation names them (`edge: torch.LongTensor`)
+INT_TENSOR_TYPES = {"LongTensor", "IntTensor", "ShortTensor", "ByteTensor", "CharTensor"}
 # a parameter used several ways takes the most specific: pairs, then an index, then ids,
 # then a size (a tensor holding one number is also a valid index)
 RANK = {"size": -0.5, "ids": 0, "index": 1, "pairs": 2}
@@ -107,7 +118,8 @@ def record_attrs(fn, torch):
 
 
 def param_uses(fn, owner=None, depth=4, _seen=None):
-    """{parameter: "index" | "pairs" | "ids"} for the parameters of `fn` (a function or a
+    """{parameter: "index" | "pairs" | "ids" | "size"} for the parameters of `fn` (and
+    {"parameter.attribute": …} for attributes of them used so: a record's) (a function or a
     bound method; `owner` is the model whose methods and attributes it may reach),
     following calls into module-level functions, the model's own methods and the forward
     of the sub-modules it holds (`self.conv(x, edge)`, `self.convs[0](…)`, `for conv in
@@ -122,6 +134,12 @@ def param_uses(fn, owner=None, depth=4, _seen=None):
     params.discard("self")
     params.discard("cls")
     g = getattr(fn, "__globals__", {})
+    # parameters annotated `int`: a row number when they subscript another (`p[dim]`)
+    ints = {
+        a.arg
+        for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs
+        if isinstance(a.annotation, ast.Name) and a.annotation.id == "int"
+    }
     # names bound to a row of a parameter (`row, col = p`, `src = p[0]`)
     rows = {}
     for st in ast.walk(node):
@@ -133,39 +151,60 @@ def param_uses(fn, owner=None, depth=4, _seen=None):
                         rows[e.id] = v.id
             elif isinstance(t, ast.Tuple) and isinstance(v, ast.Tuple) and len(t.elts) == len(v.elts):
                 for e, x in zip(t.elts, v.elts):
-                    p = _row_of(x, params, rows)
+                    p = _row_of(x, params, rows, ints)
                     if isinstance(e, ast.Name) and p:
                         rows[e.id] = p
             elif isinstance(t, ast.Name):
-                p = _row_of(v, params, rows)
+                p = _row_of(v, params, rows, ints)
                 if p:
                     rows[t.id] = p
     uses = {}
     # names bound by `for conv in self.convs:` (an nn.ModuleList / nn.Sequential the
-    # model holds): its first module
+    # model holds): its first module; also through zip and enumerate (`for conv, lin in
+    # zip(self.convs, self.lins)`, `for i, conv in enumerate(self.convs)`: the builtins
+    # pair the iterables' items, Library Reference "Built-in Functions")
     loops = {}
     for st in ast.walk(node):
-        if (
-            isinstance(st, ast.For)
-            and isinstance(st.target, ast.Name)
-            and isinstance(st.iter, ast.Attribute)
-            and isinstance(st.iter.value, ast.Name)
-            and st.iter.value.id == "self"
-            and owner is not None
-        ):
-            first = _first_held(owner, st.iter.attr)
-            if first is not None:
-                loops[st.target.id] = first
+        if isinstance(st, ast.For) and owner is not None:
+            for target, held in _loop_bindings(st.target, st.iter):
+                first = _first_held(owner, held)
+                if first is not None:
+                    loops[target] = first
 
     def mark(expr, how="index"):
-        """`expr` is used as an index (how="index"/"ids") or as index pairs ("pairs")."""
+        """`expr` is used as an index (how="index"/"ids") or as index pairs ("pairs"); an
+        attribute of a parameter (`batch.edge_index`, a record of tensors) is recorded
+        as "p.attr"."""
         if isinstance(expr, ast.Name) and expr.id in params:
             if RANK[how] > RANK.get(uses.get(expr.id), -1):
                 uses[expr.id] = how
             return
-        p = _row_of(expr, params, rows)
+        if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id in params:
+            key = expr.value.id + "." + expr.attr
+            if RANK[how] > RANK.get(uses.get(key), -1):
+                uses[key] = how
+            return
+        p = _row_of(expr, params, rows, ints)
         if p and how != "pairs":
             uses[p] = "pairs"
+        elif (
+            p is None
+            and how in ("index", "ids")
+            and isinstance(expr, ast.Subscript)
+            and isinstance(expr.value, ast.Name)
+            and expr.value.id in params
+        ):
+            # a selection of the parameter (`y[mask]`, `p[:, 0]`) keeps its dtype
+            mark(expr.value, how)
+
+    for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs:
+        # `edge: torch.LongTensor`: torch's integer tensor type
+        ann = a.annotation
+        name = ann.attr if isinstance(ann, ast.Attribute) else ann.id if isinstance(ann, ast.Name) else None
+        if name in INT_TENSOR_TYPES and a.arg in params:
+            mark(ast.Name(id=a.arg), "index")
+    for p, how in _dtype_guards(node, params).items():
+        mark(ast.Name(id=p), how)
 
     for n in ast.walk(node):
         if isinstance(n, ast.Subscript):
@@ -227,18 +266,100 @@ def param_uses(fn, owner=None, depth=4, _seen=None):
     return uses
 
 
-def _row_of(expr, params, rows):
-    """The parameter whose row `expr` is: `p[0]`, `p[i]` (a plain name: a row number), a
-    name bound to one, else None."""
+def _row_of(expr, params, rows, ints=()):
+    """The parameter whose row `expr` is: `p[0]`, `p[i]` (a plain name: a row number; a
+    parameter only when annotated `int`, `ints`), a name bound to one, else None."""
     if isinstance(expr, ast.Name):
         return rows.get(expr.id)
     if isinstance(expr, ast.Subscript) and isinstance(expr.value, ast.Name) and expr.value.id in params:
         sl = expr.slice
         if isinstance(sl, ast.Constant) and isinstance(sl.value, int) and not isinstance(sl.value, bool):
             return expr.value.id
-        if isinstance(sl, ast.Name) and sl.id not in params:
+        if isinstance(sl, ast.Name) and (sl.id not in params or sl.id in ints):
             return expr.value.id
     return None
+
+
+def _loop_bindings(target, it):
+    """(name, attribute of self) for the names a `for` statement binds to the items of a
+    module list the model holds: `for m in self.ms`, `for a, b in zip(self.as, self.bs)`,
+    `for i, m in enumerate(self.ms)`."""
+
+    def held(e):
+        if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == "self":
+            return e.attr
+        return None
+
+    if isinstance(target, ast.Name):
+        return [(target.id, held(it))] if held(it) else []
+    if not (isinstance(target, ast.Tuple) and isinstance(it, ast.Call) and isinstance(it.func, ast.Name)):
+        return []
+    names = [e.id if isinstance(e, ast.Name) else None for e in target.elts]
+    if it.func.id == "zip" and len(it.args) == len(names):
+        return [(n, held(a)) for n, a in zip(names, it.args) if n and held(a)]
+    if it.func.id == "enumerate" and it.args and len(names) == 2 and names[1] and held(it.args[0]):
+        return [(names[1], held(it.args[0]))]
+    return []
+
+
+def _int_dtype_expr(e, local):
+    """True when `e` names torch integer dtypes only: `torch.long`, a tuple / list / set
+    of them, or a name the function binds to one (`int_dtypes = (torch.int32, …)`)."""
+    if isinstance(e, ast.Name) and e.id in local:
+        return _int_dtype_expr(local[e.id], {})
+    if isinstance(e, ast.Attribute):
+        return e.attr in INT_DTYPES and isinstance(e.value, ast.Name) and e.value.id == "torch"
+    if isinstance(e, (ast.Tuple, ast.List, ast.Set)):
+        return bool(e.elts) and all(_int_dtype_expr(x, local) for x in e.elts)
+    return False
+
+
+def _guarded_param(e, params, attr):
+    """The parameter of `p.<attr>`, `p.<attr>()` or `p.<attr>(0)`, else None."""
+    if isinstance(e, ast.Call) and not e.keywords:
+        if e.args and not (isinstance(e.args[0], ast.Constant) and e.args[0].value == 0):
+            return None
+        e = e.func
+    if isinstance(e, ast.Attribute) and e.attr == attr and isinstance(e.value, ast.Name) and e.value.id in params:
+        return e.value.id
+    return None
+
+
+def _dtype_guards(node, params):
+    """{parameter: "index" | "pairs"} for the parameters the function requires to be
+    integer tensors: an `assert` that their dtype is one of torch's integer dtypes (==,
+    in), or an `if` that raises when it is not (!=, not in). "pairs" when the guards also
+    require a first dimension of 2 (`p.size(0) != 2`, `p.shape[0] != 2`)."""
+    local = {}
+    for st in ast.walk(node):
+        if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
+            local[st.targets[0].id] = st.value
+    ints, two_rows = set(), set()
+
+    def compares(test, positive):
+        for c in ast.walk(test):
+            if not (isinstance(c, ast.Compare) and len(c.ops) == 1):
+                continue
+            op, right = c.ops[0], c.comparators[0]
+            wanted = (ast.Eq, ast.In, ast.Is) if positive else (ast.NotEq, ast.NotIn, ast.IsNot)
+            if not isinstance(op, wanted):
+                continue
+            p = _guarded_param(c.left, params, "dtype")
+            if p and _int_dtype_expr(right, local):
+                ints.add(p)
+            left = c.left
+            if isinstance(left, ast.Subscript) and isinstance(left.slice, ast.Constant) and left.slice.value == 0:
+                left = left.value  # p.shape[0]
+            p = _guarded_param(left, params, "size") or _guarded_param(left, params, "shape")
+            if p and isinstance(right, ast.Constant) and right.value == 2:
+                two_rows.add(p)
+
+    for st in ast.walk(node):
+        if isinstance(st, ast.Assert):
+            compares(st.test, True)
+        elif isinstance(st, ast.If) and any(isinstance(b, ast.Raise) for b in st.body):
+            compares(st.test, False)
+    return {p: "pairs" if p in two_rows else "index" for p in ints}
 
 
 class _Embedding:

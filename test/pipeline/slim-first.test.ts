@@ -1,0 +1,100 @@
+// Slim first (issue 27): with the slim profile the faithful module is first validated for
+// its arguments only (the stages up to forward), the slim module emitted from those
+// arguments is validated whole, and the faithful module is validated whole only where the
+// choice needs it. The modules kept, their verdicts, usage lines and equivalence must be
+// those of the faithful-first order (`slimFirst: false`), with fewer whole validations of
+// the faithful module. Real tree-sitter, real SQLite, real torch in the real sandbox
+// (fixture test/fixtures/slim: slim kept, slim fallen back, a decorator probe).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { chmodSync, cpSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import * as api from '../../src/nnrag.js';
+import { extractAndValidate } from '../../src/pipeline/pipeline.js';
+import type { BlockRecord } from '../../src/records/block.js';
+import { Costs } from '../../src/util/costs.js';
+import { fixture, tempDir } from '../helpers.js';
+import { cannotValidate } from '../validate/common.js';
+
+const skip = await cannotValidate(true);
+
+async function run(slimFirst: boolean): Promise<{ records: BlockRecord[]; costs: Costs }> {
+  const dir = tempDir();
+  chmodSync(dir, 0o755); // the sandbox runs as an unprivileged user when we are root
+  const repo = path.join(dir, 'repo');
+  cpSync(fixture('slim'), repo, { recursive: true });
+  const ws = api.Workspace.open(path.join(dir, 'store'), { create: true });
+  try {
+    const spec = {
+      name: 'org/slim',
+      url: null,
+      path: repo,
+      priority: 1,
+      paths: ['slimpkg'],
+      description: null,
+      packageRoots: null,
+    };
+    await api.index(ws, { repos: [spec], workers: 1 });
+    const ids = api.discover(ws).map((b) => b.id);
+    const costs = new Costs();
+    const records = await extractAndValidate(ws, ids, {
+      pool: { workers: 1 },
+      out: path.join(dir, 'library'),
+      costs,
+      slimFirst,
+    });
+    return { records, costs };
+  } finally {
+    ws.close();
+  }
+}
+
+/** What a block's outcome is: the module kept (its text), its emission and its verdicts. */
+function outcome(r: BlockRecord) {
+  const v = r.validation;
+  return {
+    ok: r.ok,
+    text: r.file ? readFileSync(r.file, 'utf8') : null,
+    emission: r.emission,
+    stages: v?.stages,
+    category: v?.category,
+    args: v?.args,
+    argumentsSource: v?.argumentsSource,
+    input_shapes: v?.input_shapes,
+    output_shapes: v?.output_shapes,
+    usage: v?.usage,
+    usageCheck: v?.usageCheck,
+    equivalence: v?.equivalence ? { status: v.equivalence.status, maxAbsDiff: v.equivalence.maxAbsDiff } : null,
+    namespace: v?.namespace?.status,
+  };
+}
+
+/** How many whole validations of the faithful module ran (the label's import stage). */
+const wholeFaithful = (c: Costs) =>
+  c
+    .table('t')
+    .rows.filter((r) => r.phase === 'validate faithful import')
+    .reduce((n, r) => n + r.count, 0);
+
+test('slim first keeps the modules and verdicts of faithful first, with fewer whole faithful validations', {
+  skip: skip ?? false,
+}, async () => {
+  const before = await run(false);
+  const after = await run(true);
+  assert.equal(after.records.length, before.records.length);
+  const by = new Map(before.records.map((r) => [r.id, r]));
+  for (const r of after.records) assert.deepEqual(outcome(r), outcome(by.get(r.id)!), r.id);
+  // the fixture has each kind of outcome: slim kept, a fallback, a probed decorator
+  const kept = after.records.filter((r) => r.emission.profile === 'slim' && r.lines < (r.emission.faithfulLines ?? 0));
+  assert.ok(kept.length >= 3, kept.map((r) => r.id).join(', '));
+  assert.ok(after.records.some((r) => r.emission.fallbackReason?.startsWith('slim module failed')));
+  assert.ok(after.records.some((r) => r.emission.proven?.length));
+  // faithful first validates every faithful module whole; slim first does not for a block
+  // whose shorter slim module was kept
+  const validated = before.records.filter((r) => r.validation).length;
+  assert.equal(wholeFaithful(before.costs), validated);
+  assert.ok(
+    wholeFaithful(after.costs) + kept.length <= validated,
+    `${wholeFaithful(after.costs)} + ${kept.length} <= ${validated}`,
+  );
+});
