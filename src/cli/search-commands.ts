@@ -1,6 +1,6 @@
 // CLI commands of the search stage: search, similar, export and serve (the local web
 // catalog). Argument parsing and output only; the work is in src/commands/search.ts.
-import { showId } from './terminal.js';
+import { safeText, showId } from './terminal.js';
 import { UsageError } from '../util/errors.js';
 import { exportLibraryBlock, search, serve, similar } from '../commands/search.js';
 import { profileOpt } from './commands.js';
@@ -151,6 +151,7 @@ export const commands: Record<string, Command> = {
       );
       const lines = [`${rep.action} ${rep.file} (${rep.id})`, `import with: ${rep.importLine}`];
       if (rep.usage) lines.push(`use as validated: ${rep.usage}`);
+      else if (rep.usageSkipped) lines.push(`no usage line: ${safeText(rep.usageSkipped)}`);
       for (const p of rep.packages) lines.push(`created package ${p}`);
       if (rep.added.length) lines.push(`added to ${rep.requirementsFile}: ${rep.added.join(', ')}`);
       if (rep.kept.length) lines.push(`already required (kept as written): ${rep.kept.join(', ')}`);

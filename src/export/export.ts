@@ -81,6 +81,8 @@ export interface ExportReport {
   importLine: string;
   /** the construction and call that passed validation, when recorded */
   usage: string | null;
+  /** why a validated block has no usage line (the record's `usageSkipped`) */
+  usageSkipped: string | null;
 }
 
 /** `WindowAttention` → `window_attention`, `MHSABlock` → `mhsa_block`. */
@@ -295,15 +297,28 @@ export function usageImports(
 function snippetNames(usage: string | null): string[] {
   const out: string[] = [];
   if (!usage) return out;
+  // the line's own import lines bind what they import (an installed distribution's names)
+  const lines = usage.split('\n');
+  const own = new Set(
+    lines.flatMap(
+      (l) =>
+        /^from \S+ import (.+)$/
+          .exec(l)?.[1]
+          .split(',')
+          .map((n) => n.trim()) ?? [],
+    ),
+  );
+  const body = lines.filter((l) => !/^(?:import|from) /.test(l)).join('\n');
   const toks: string[] = [];
   PY_TOKEN.lastIndex = 0;
-  for (let m = PY_TOKEN.exec(usage); m; m = PY_TOKEN.exec(usage)) if (!/^\s+$/.test(m[0])) toks.push(m[0]);
+  for (let m = PY_TOKEN.exec(body); m; m = PY_TOKEN.exec(body)) if (!/^\s+$/.test(m[0])) toks.push(m[0]);
   toks.forEach((t, i) => {
     if (
       !/^[A-Za-z_][A-Za-z0-9_]*$/.test(t) ||
       PY_KEYWORDS.has(t) ||
       t === 'torch' ||
       SNIPPET_IMPORTS.has(t) ||
+      own.has(t) ||
       toks[i - 1] === '.' ||
       toks[i + 1] === '='
     )
@@ -323,24 +338,58 @@ function boundAtTopLevel(text: string, name: string): boolean {
   ).test(text);
 }
 
+/** The distributions (PEP 503 names) a set of requirement lines or `name==version`
+ *  entries names: a usage line may import from the packages of these only. */
+export function distributionNames(lines: readonly string[]): Set<string> {
+  const out = new Set<string>();
+  for (const l of lines) {
+    const n = requirementName(l);
+    if (n) out.add(normalizeDistName(n));
+  }
+  return out;
+}
+
+/** Whether a usage line's `from P import N` may stand: P's top-level package is provided
+ *  by one of `distributions` (named like it, or by KNOWN_DISTRIBUTIONS: `PIL` is Pillow),
+ *  never torch (the snippet spells torch by its own paths). */
+export function importableFrom(distributions: ReadonlySet<string>): (module: string) => boolean {
+  return (module) => {
+    const top = module.split('.')[0];
+    if (top === 'torch') return false;
+    return distributions.has(normalizeDistName(KNOWN_DISTRIBUTIONS[top] ?? top));
+  };
+}
+
 /** The stored usage snippet when it has the shape the validator's renderer writes
  *  (snippet.py, checked there with `ast`): printable ASCII, `import` lines of
- *  SNIPPET_IMPORTS, then the generated assignments of objects built field by field
+ *  SNIPPET_IMPORTS and `from P import N, M` lines of public names (no part starting with
+ *  an underscore, not relative, no `as`) of a package `importable` accepts (an installed
+ *  distribution the export pins: `importableFrom`; none without it), then the generated
+ *  assignments of objects built field by field
  *  (`value1 = Holder()`, `value1.width = 4`: a plain name, or an attribute of a name an
  *  earlier line assigned, no dunder), then one expression; every value made of names,
  *  attributes, calls, keywords, numbers, strings, containers and unary minus; else null.
  *  A record written before that renderer (or edited by hand) is not shown or exported as
  *  code. */
-export function plainUsage(usage: string | null | undefined): string | null {
+export function plainUsage(
+  usage: string | null | undefined,
+  importable: (module: string) => boolean = () => false,
+): string | null {
   if (typeof usage !== 'string' || !usage || usage.length > USAGE_MAX_CHARS || !/^[\x20-\x7e\n]+$/.test(usage))
     return null;
   const lines = usage.split('\n');
   const expr = lines.pop()!;
+  const publicName = (p: string) => /^[A-Za-z][A-Za-z0-9_]*$/.test(p) && !PY_KEYWORDS.has(p);
   let i = 0;
   for (; i < lines.length; i++) {
     const m = /^import ([a-z]+)$/.exec(lines[i]);
-    if (!m) break;
-    if (!SNIPPET_IMPORTS.has(m[1])) return null;
+    if (m) {
+      if (!SNIPPET_IMPORTS.has(m[1])) return null;
+      continue;
+    }
+    const f = /^from ([A-Za-z0-9_.]+) import ([A-Za-z0-9_, ]+)$/.exec(lines[i]);
+    if (!f) break;
+    if (!f[1].split('.').every(publicName) || !f[2].split(', ').every(publicName) || !importable(f[1])) return null;
   }
   const assigned = new Set<string>();
   for (; i < lines.length; i++) {
@@ -437,36 +486,6 @@ export async function exportBlock(store: IndexStore, id: string, opts: ExportOpt
   const state = failed
     ? `FAILED at ${failed}; passed: ${passed.join(', ') || 'none'}`
     : `${e.status}${passed.length ? ': ' + passed.join(', ') : ''}`;
-  const usage = plainUsage(validation?.usage);
-  // every value of the record reaches the file only inside comment lines (commentBlock:
-  // split on every line break, control characters escaped), so none can become code
-  const header =
-    commentBlock(`Exported by nnrag from ${id} (${state}).`) +
-    '\n' +
-    (opts.profileText
-      ? commentBlock(
-          `${opts.profileText.profile} profile, emitted again from the indexed sources (the library holds the ${heldProfile(e.record).profile} module, which is what was validated).`,
-        ) + '\n'
-      : '') +
-    (usage && !failed
-      ? `# Usage, as validated (after ${usageImports(moduleName, doc.name, e.text, usage)
-          .map((l) => `\`${l}\``)
-          .join(', ')}):\n${commentBlock(usage, '#     ')}\n`
-      : '') +
-    testedIn.map((v) => commentBlock(`${failed ? 'Ran' : 'Tested'} with: ${testedLine(v)}`) + '\n').join('') +
-    `# The provenance lines below say where every definition comes from; keep them with the code.\n`;
-  const text = header + (opts.profileText?.text ?? e.text);
-
-  let action = 'written';
-  if (existsSync(file) || isLink(file)) {
-    const st = lstatSync(file);
-    if (!st.isFile() && !st.isSymbolicLink()) throw new NnragError(`${file} exists and is not a file`, 'exists');
-    const same = st.isFile() && readFileSync(file, 'utf8') === text;
-    if (same) action = 'unchanged';
-    else if (!opts.force) throw new NnragError(`${file} exists; use --force to replace it`, 'exists');
-    else action = 'replaced';
-  }
-
   // the distributions a slim module imports instead of copying are pinned to the version
   // it was validated against (not when another profile was emitted again from the sources)
   const imported = opts.profileText ? [] : (e.record.emission.packages ?? []);
@@ -481,6 +500,45 @@ export async function exportBlock(store: IndexStore, id: string, opts: ExportOpt
       ),
       imported,
     );
+  // a usage line importing from an installed distribution is exported when the
+  // requirements pin that distribution (the environment that ran it had it)
+  const usage = plainUsage(validation?.usage, importableFrom(distributionNames(reqs)));
+  const usageSkipped = usage
+    ? null
+    : validation?.usage
+      ? 'the recorded usage line imports from a distribution the requirements do not pin'
+      : (validation?.usageSkipped ?? null);
+  // every value of the record reaches the file only inside comment lines (commentBlock:
+  // split on every line break, control characters escaped), so none can become code
+  const header =
+    commentBlock(`Exported by nnrag from ${id} (${state}).`) +
+    '\n' +
+    (opts.profileText
+      ? commentBlock(
+          `${opts.profileText.profile} profile, emitted again from the indexed sources (the library holds the ${heldProfile(e.record).profile} module, which is what was validated).`,
+        ) + '\n'
+      : '') +
+    (usage && !failed
+      ? `# Usage, as validated (after ${usageImports(moduleName, doc.name, e.text, usage)
+          .map((l) => `\`${l}\``)
+          .join(', ')}):\n${commentBlock(usage, '#     ')}\n`
+      : usageSkipped && !failed
+        ? commentBlock(`No usage line: ${usageSkipped}`) + '\n'
+        : '') +
+    testedIn.map((v) => commentBlock(`${failed ? 'Ran' : 'Tested'} with: ${testedLine(v)}`) + '\n').join('') +
+    `# The provenance lines below say where every definition comes from; keep them with the code.\n`;
+  const text = header + (opts.profileText?.text ?? e.text);
+
+  let action = 'written';
+  if (existsSync(file) || isLink(file)) {
+    const st = lstatSync(file);
+    if (!st.isFile() && !st.isSymbolicLink()) throw new NnragError(`${file} exists and is not a file`, 'exists');
+    const same = st.isFile() && readFileSync(file, 'utf8') === text;
+    if (same) action = 'unchanged';
+    else if (!opts.force) throw new NnragError(`${file} exists; use --force to replace it`, 'exists');
+    else action = 'replaced';
+  }
+
   const existingReq = existsSync(reqFile) ? readFileSync(reqFile, 'utf8') : '';
   const merged = mergeRequirements(existingReq, reqs);
 
@@ -512,6 +570,7 @@ export async function exportBlock(store: IndexStore, id: string, opts: ExportOpt
     packages,
     importLine: `from ${moduleName} import ${doc.name}`,
     usage: usage ?? null,
+    usageSkipped: failed ? null : usageSkipped,
   };
 }
 

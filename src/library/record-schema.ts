@@ -90,12 +90,17 @@ const validation = {
     usage: {
       ...nullable('string'),
       description:
-        'the construction and call that passed forward, as Python: `import` lines of a few standard modules, then one expression, rendered from the recorded values',
+        "the construction and call that passed forward, as Python: `import` lines of a few standard modules and `from P import N` lines of public names of installed distributions the block's module imports (export pins them), then one expression, rendered from the recorded values",
     },
     usageCheck: {
       enum: ['ran', 'values'],
       description:
         'how the usage was checked before it was recorded: run as written, or (when building the block again did not fit in the time left) its argument and input expressions evaluated and equal to the validated ones',
+    },
+    usageSkipped: {
+      ...str,
+      description:
+        'why a block whose forward passed has no usage line: the value without a plain spelling, the error of the line when it ran, or the usage roots refused (bound, not indexed)',
     },
     envId: { ...str, description: 'validation environment id' },
     python: str,

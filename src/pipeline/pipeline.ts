@@ -42,6 +42,7 @@ import {
   forStorage,
   validationKey,
   factsForBlock,
+  installedImports,
   type ValidationRecord,
   type CallSite,
   type DataSite,
@@ -498,7 +499,20 @@ async function withUsageRoots(
     // written and a second validation would be wasted
     const wanted = new Set(needs.map(([m, q]) => `${m}\0${q.split('.')[0]}`));
     const found = usageRootsOf(ws, id, needs);
-    if (found.length < wanted.size) return null;
+    // why the block keeps no usage line (the record's usageSkipped), before the error of
+    // the round that found it
+    const why = (reason: string) => {
+      first.usageSkipped = `${reason}; ${first.usageSkipped ?? ''}`.replace(/; $/, '').slice(0, 300);
+      return null;
+    };
+    if (found.length < wanted.size) {
+      const lacking = needs
+        .filter(([m, q]) => !found.some((r) => r.mod.name === m && r.name === q.split('.')[0]))
+        .map(([m, q]) => `${m}.${q}`);
+      return why(
+        `${lacking.join(', ')}: not a definition of the indexed repositories nor a public name of an installed distribution the block's module imports`,
+      );
+    }
     const more = found.filter((r) => !roots.some((x) => x.mod === r.mod && x.name === r.name));
     if (!more.length) return null;
     roots = [...roots, ...more];
@@ -522,11 +536,7 @@ async function withUsageRoots(
     const bound = opts.usageRootsMaxLines ?? USAGE_ROOTS_MAX_LINES;
     if (added > bound) {
       const names = roots.map((r) => r.name).join(', ');
-      first.usageSkipped =
-        `copying ${names} for the usage line would add ${added} lines (bound ${bound}); ${first.usageSkipped ?? ''}`
-          .replace(/; $/, '')
-          .slice(0, 300);
-      return null;
+      return why(`copying ${names} for the usage line would add ${added} lines (bound ${bound})`);
     }
     const rreq: ValidationRequest = { ...req, source: em.text, copyNames: em.namespace?.names };
     if (req.namespace && em.namespace) rreq.namespace = em.namespace;
@@ -537,12 +547,17 @@ async function withUsageRoots(
       if (sysPath) rreq.original = { ...req.original, sysPath };
     }
     const r = await validate(rreq, 'faithful with usage roots');
-    const lost = (Object.keys(first.stages) as Stage[]).some(
+    const lost = (Object.keys(first.stages) as Stage[]).filter(
       (s) => first.stages[s] === 'pass' && r.stages[s] !== 'pass',
     );
-    if (lost) return null;
+    const names = roots.map((r) => r.name).join(', ');
+    if (lost.length)
+      return why(
+        `with the usage roots ${names}, ${lost.map((s) => `${s} ${r.stages[s] ?? 'did not run'}`).join(', ')}${r.category ? ` (${r.category}: ${(r.error ?? '').slice(0, 120)})` : ''}`,
+      );
     if (r.usage) return { record: em.record, text: em.text, result: r, req: rreq, namespace: em.namespace, roots };
     needs = r.usageNeeds ?? [];
+    if (!needs.length || round === 1) return why(`with the usage roots ${names}: ${r.usageSkipped ?? 'no usage line'}`);
   }
   return null;
 }
@@ -1039,6 +1054,9 @@ export async function extractAndValidate(
           // the module can have a usage line (kept only when it then has one)
           const emitted = [record];
           let roots: BuildOptions['roots'];
+          // why the usage roots gave no line (withUsageRoots), kept over the reason of
+          // the module finally chosen
+          let rootsWhy: string | undefined;
           if (!whole && passesStages(result, required) && !result.usage && result.usageNeeds?.length) {
             const more = await withUsageRoots(
               ws,
@@ -1053,6 +1071,52 @@ export async function extractAndValidate(
               emitted.push(more.record);
               ({ record, text, result, req, roots } = more);
               namespace = more.namespace;
+            } else rootsWhy = result.usageSkipped;
+          }
+          // no usage roots could give the line (the names are not indexed, or copying them
+          // would bury the block): a line that imports them from an installed
+          // distribution the block's module imports (export pins it), validated again
+          if (passesStages(result, required) && !result.usage && result.usageNeeds?.length) {
+            const usagePackages = installedImports(
+              env.probe ?? null,
+              [...moduleImportTops(ws.blockModule(id)?.mod), ...record.externs],
+              KNOWN_DISTRIBUTIONS,
+            );
+            if (result.usageNeeds.some(([m]) => usagePackages.includes(m.split('.')[0]))) {
+              const ireq: ValidationRequest = { ...req, usagePackages };
+              const r = await validateCached(ireq, 'faithful, usage from installed packages');
+              const lost = (Object.keys(result.stages) as Stage[]).some(
+                (st) => result!.stages[st] === 'pass' && r.stages[st] !== 'pass',
+              );
+              // names of the installed packages imported, the others (the repository's
+              // own definitions the line also names: detr's FrozenBatchNorm2d beside
+              // torchvision's ResNet) copied as usage roots
+              const more =
+                !lost && !r.usage && r.usageNeeds?.length
+                  ? await withUsageRoots(
+                      ws,
+                      id,
+                      { ...opts, importable, installed, profile },
+                      ireq,
+                      r,
+                      validateCached,
+                      costs,
+                    )
+                  : null;
+              if (more) {
+                emitted.push(more.record);
+                ({ record, text, result, req, roots } = more);
+                namespace = more.namespace;
+                rootsWhy = undefined;
+              } else if (!lost && r.usage) {
+                result = r;
+                req = ireq;
+                rootsWhy = undefined;
+              } else if (rootsWhy !== undefined || r.usageSkipped)
+                rootsWhy =
+                  `${rootsWhy ?? result.usageSkipped ?? ''}; imported from ${usagePackages.join(', ')}: ${lost ? 'a stage failed' : (r.usageSkipped ?? 'no usage line')}`
+                    .replace(/^; /, '')
+                    .slice(0, 400);
             }
           }
           if (profile === 'slim') {
@@ -1073,11 +1137,12 @@ export async function extractAndValidate(
           }
           // layers (module type → count in the instantiated block) feed the library spec
           const v: ValidationRecord = result.layers ? { ...toRecord(result), layers: result.layers } : toRecord(result);
+          if (v.usageSkipped && rootsWhy) v.usageSkipped = rootsWhy;
           // the environment that ran (a cached result may predate the facts), with the
           // installed versions of what this block imports: export pins these
           const facts = factsOf();
           if (facts)
-            v.environment = factsForBlock(facts, env.probe, record.externs, {
+            v.environment = factsForBlock(facts, env.probe, [...record.externs, ...usageImportModules(result.usage)], {
               ...KNOWN_DISTRIBUTIONS,
               ...packageDistributions(record.emission.packages),
             });
@@ -1166,6 +1231,31 @@ export async function extractAndValidate(
     if (p && !opts.validator) await p.close();
     ws.store.setKV(KV_KEYS.costsLast, JSON.stringify(costs.table('extract + validate')));
   }
+}
+
+/** The top-level names of a module's absolute imports (module level and inside
+ *  functions; a relative import is the repository's own package, PEP 328), those of its
+ *  `if __name__ == "__main__":` block left out: they run only when the file is a script
+ *  (Library Reference, `__main__`), not when the module is imported. */
+export function moduleImportTops(mod: CorpusModule | undefined): string[] {
+  const out = new Set<string>();
+  for (const st of mod?.facts.statements ?? []) {
+    // the `if` whose test reads `__name__` first: the script guard
+    const first = st.kind === 'if_statement' ? [...st.refs].sort((a, b) => a.start - b.start)[0] : undefined;
+    if (first?.name === '__name__') continue;
+    for (const e of [...st.imports, ...(st.nestedImports ?? []).flatMap((n) => n.edges)]) {
+      if (e.kind === 'from' && e.level > 0) continue;
+      const top = e.module.split('.')[0];
+      if (top) out.add(top);
+    }
+  }
+  return [...out];
+}
+
+/** The modules a usage line imports public names from (its `from P import N` lines,
+ *  snippet.py installed_spelling): what the block was tested with, export pins them. */
+export function usageImportModules(usage: string | null | undefined): string[] {
+  return [...(usage ?? '').matchAll(/^from ([A-Za-z_][A-Za-z0-9_.]*) import /gm)].map((m) => m[1]);
 }
 
 /** The installed files of an environment's sys.path, one reader per path list (its RECORDs

@@ -146,7 +146,8 @@ export interface ValidationRecord {
   layers?: Record<string, number>;
   /** the construction and call that passed forward, as Python source
    *  (`Block(dim=32, num_heads=4)(torch.randn(2, 16, 32))`, after `import` lines of a few
-   *  standard modules when its values need them), rendered from the recorded values,
+   *  standard modules, and `from P import N` lines of public names of installed
+   *  distributions the block's module imports, when its values need them), rendered from the recorded values,
    *  checked with `ast` and run as written before it is recorded (snippet.py); null when a
    *  value has no plain spelling or the run failed */
   usage?: string | null;
@@ -154,6 +155,10 @@ export interface ValidationRecord {
    *  expressions evaluated and equal to the validated values (`values`: building the block
    *  again did not fit in the time left) */
   usageCheck?: 'ran' | 'values';
+  /** why a block whose forward passed has no usage line: the value without a plain
+   *  spelling, the line's error when it ran, the usage roots refused by their bound or not
+   *  indexed (snippet.py, pipeline.ts withUsageRoots); export and the block page show it */
+  usageSkipped?: string;
   equivalence?: EquivalenceResult;
   namespace?: NamespaceResult;
   envId: string;

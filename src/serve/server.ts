@@ -27,7 +27,7 @@ import { facets, getDoc, searchBlocks, type SearchOptions, type SearchResult } f
 import { refreshSearch } from '../search/refresh.js';
 import { similarBlocks, type SimilarHit } from '../search/similar.js';
 import { NnragError } from '../util/errors.js';
-import { moduleNameFor, plainUsage, usageImports } from '../export/export.js';
+import { distributionNames, importableFrom, moduleNameFor, plainUsage, usageImports } from '../export/export.js';
 import { commentBlock } from '../util/python.js';
 import { dependencyGraph, graphSvg } from './graph.js';
 import { escapeHtml as esc, highlightPython } from './highlight.js';
@@ -214,7 +214,18 @@ async function blockPage(store: Workspace['store'], id: string, hl: Map<string, 
       `<p class="muted">${fmtParams(doc.params)} parameters · ${doc.lines} lines · <a href="${blockHref(id)}.py">module as text</a> · export: <code>nnrag export ${esc(id)} --into DIR</code></p>`,
   );
   // usage: the construction and call that passed validation
-  const usage = plainUsage((v as { usage?: string | null } | undefined)?.usage);
+  // a line importing from an installed distribution is shown when the environments the
+  // block passed in had that distribution (export pins it)
+  const tested = Object.values(validationsOf(rec)).filter((x) => x.ok);
+  const usage = plainUsage(
+    (v as { usage?: string | null } | undefined)?.usage,
+    importableFrom(distributionNames(tested.flatMap((x) => x.environment?.distributions ?? []))),
+  );
+  const usageSkipped = (v as { usageSkipped?: string } | undefined)?.usageSkipped;
+  if (!usage && usageSkipped && doc.status === 'validated')
+    sections.push(
+      `<section id="usage"><h2>Usage</h2><p class="muted" id="usage-skipped">no usage line: ${esc(usageSkipped)}</p></section>`,
+    );
   if (usage && doc.status === 'validated') {
     const modName = moduleNameFor(doc.name);
     sections.push(

@@ -8,6 +8,7 @@ export {
   environmentIdOf,
   environmentFactsOf,
   factsForBlock,
+  installedImports,
   type ProbedEnvironment,
   type WorkerInfo,
 } from './pool.js';

@@ -281,6 +281,7 @@ class Worker implements PoolWorker<Job> {
       original: job.withoutOriginal ? null : (job.req.original ?? null),
       namespace: job.withoutOriginal ? null : (job.req.namespace ?? null),
       copyNames: job.req.copyNames ?? [],
+      usagePackages: job.req.usagePackages ?? [],
       witnesses: job.req.witnesses ?? [],
       witnessRepoTops: job.req.witnessRepoTops ?? [],
       providers: job.req.providers ?? {},
@@ -483,6 +484,26 @@ export function factsForBlock(
   const r: EnvironmentFacts = { ...facts, distributions: [...out].sort() };
   if (unpinned.length) r.unpinned = unpinned.sort();
   return r;
+}
+
+/** The top-level import names of `imports` that an installed distribution of the probe
+ *  provides (named like it, PEP 503 normalisation, or by the table `names`), torch and the
+ *  standard library left out, each once, sorted: the packages a usage line may import a
+ *  public name from (the request's `usagePackages`, snippet.py installed_spelling). */
+export function installedImports(
+  probe: Probe | null,
+  imports: readonly string[],
+  names: Record<string, string> = {},
+): string[] {
+  const norm = normalizeDistName;
+  const { installed, stdlib } = probeIndex(probe);
+  const out = new Set<string>();
+  for (const top of imports.map((m) => m.split('.')[0])) {
+    if (!top || top === 'torch' || top === '__future__' || stdlib.has(top) || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(top))
+      continue;
+    if (installed.has(norm(top)) || (names[top] && installed.has(norm(names[top])))) out.add(top);
+  }
+  return [...out].sort();
 }
 
 /** A probe's installed distributions by PEP 503 name and its standard-library names, built

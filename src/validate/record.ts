@@ -58,7 +58,7 @@ export function toRecord(r: ValidationResult): ValidationRecord {
   if (r.usage) {
     rec.usage = r.usage;
     if (r.usageCheck) rec.usageCheck = r.usageCheck;
-  }
+  } else if (r.usageSkipped && r.stages.forward === 'pass') rec.usageSkipped = r.usageSkipped;
   if (r.environment) rec.environment = r.environment;
   return rec;
 }
@@ -79,6 +79,8 @@ export function validationKey(req: ValidationRequest, envId: string): string {
       witnesses: req.witnesses ?? [],
       original: req.original ?? null,
       namespace: req.namespace ?? null,
+      // (only when given: the keys of requests without it stay as they were)
+      ...(req.usagePackages?.length ? { usagePackages: req.usagePackages } : {}),
       required: req.requiredStages ?? DEFAULT_REQUIRED_STAGES,
       ...(req.argumentsOnly ? { argumentsOnly: true } : {}),
       envId,

@@ -47,6 +47,12 @@ export interface ValidationRequest {
    *  `original`): witness values and usage snippets name a definition by the copy's name
    *  for it, renamed when two of the same name met (issue 26) */
   copyNames?: NamespaceMap['names'];
+  /** top-level packages of installed distributions the block's module imports (its
+   *  extern imports and the original module's absolute imports, torch and the standard
+   *  library left out; pool.ts installedImports): a usage line may import a public name
+   *  from them (`from torchvision.models import ResNet`) when the module lacks a value's
+   *  class, and export then pins that distribution (snippet.py installed_spelling) */
+  usagePackages?: string[];
   /** what the repository's own model builds gave the class (witness/), smallest first:
    *  tried before call sites, configuration tables and guesses */
   witnesses?: Witness[];
@@ -101,8 +107,6 @@ export interface ValidationResult extends Omit<ValidationRecord, 'missing' | 'to
    *  no providers were asked, or unknown); a block whose result no provider could touch is
    *  not validated again when only the providers changed (pipeline/reuse.ts) */
   providersWanted?: string[];
-  /** why no usage snippet was recorded (a value without a plain spelling, the snippet's error) */
-  usageSkipped?: string;
   /** the classes and functions the chosen arguments name that the module does not define
    *  (`[module, qualname]`, the original's names; snippet.py usage_needs): the pipeline
    *  adds them to the module's closure so that the usage line can build them */

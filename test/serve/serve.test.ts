@@ -422,6 +422,59 @@ describe('catalog server', { skip: needsSandbox() }, () => {
     }
   });
 
+  test('a line importing from an installed distribution is shown when the environment had it; a block without a line says why', async () => {
+    const store = IndexStore.open(dir);
+    const wa = getExtraction(store, WA)!;
+    const v = wa.record.validation!;
+    const env = (d: string[]) => ({
+      ...(v.environment ?? { id: v.envId, label: 'x', python: '3', torch: '2' }),
+      distributions: d,
+    });
+    const put = (id: string, validation: typeof v) =>
+      putExtraction(store, {
+        ...wa,
+        id,
+        record: { ...wa.record, id, validation, validations: undefined, ok: true },
+      });
+    const line = 'from tinylayers import Scale\nWindowAttention(Scale(8))(torch.randn(2, 10, 32))';
+    try {
+      put('usage.installed.WindowAttention', {
+        ...v,
+        usage: line,
+        environment: env(['tinylayers==0.3', 'torch==2.1']),
+      });
+      put('usage.notpinned.WindowAttention', { ...v, usage: line, environment: env(['torch==2.1']) });
+      put('usage.skipped.WindowAttention', {
+        ...v,
+        usage: null,
+        usageSkipped: 'NotInModule: acme.Gate<b> is not a name of the module',
+      });
+    } finally {
+      store.close();
+    }
+    try {
+      const ok = await get(`${server.url}block/usage.installed.WindowAttention`);
+      assert.equal(ok.status, 200);
+      const code = unescapeHtml(/<code id="usage-code">([\s\S]*?)<\/code>/.exec(ok.body)![1]);
+      assert.match(code, /\n\nfrom tinylayers import Scale\ny = WindowAttention\(Scale\(8\)\)/);
+      const off = await get(`${server.url}block/usage.notpinned.WindowAttention`);
+      assert.ok(
+        !off.body.includes('id="usage-code"'),
+        'an import of a distribution the environment did not have is not shown',
+      );
+      const skipped = await get(`${server.url}block/usage.skipped.WindowAttention`);
+      assert.match(
+        skipped.body,
+        /<p class="muted" id="usage-skipped">no usage line: NotInModule: acme\.Gate&lt;b&gt; is not a name/,
+      );
+      assert.ok(!ok.body.includes('id="usage-skipped"'));
+    } finally {
+      const s2 = IndexStore.open(dir);
+      for (const id of ['installed', 'notpinned', 'skipped']) deleteExtraction(s2, `usage.${id}.WindowAttention`);
+      s2.close();
+    }
+  });
+
   test('nnrag serve: one command, loopback URL on stdout with --json, exits 0 on SIGINT', async () => {
     const child = spawn('node', [bin, 'serve', '--port', '0', '--json', '--store', dir], {
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -60,6 +60,8 @@ describe('namespace stage', { skip: skip ?? false }, () => {
       ['type-checking-names', 'pkg.a.Block', 2],
       // a function an extern factory made (one code object, equal closure cells)
       ['extern-factory-closure', 'pkg.a.Block', 3],
+      // a function a copied factory made with functools.wraps (builtins.print's name)
+      ['copied-factory-wraps', 'pkg.a.Block', 3],
     ] as const) {
       const { req } = await extract(name, target);
       const r = await pool.validate(req);

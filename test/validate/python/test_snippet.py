@@ -714,5 +714,146 @@ class RenderTest(unittest.TestCase):
         )
 
 
+class InstalledNamesTest(unittest.TestCase):
+    """Public names of an installed distribution the block's module imports (the
+    request's usagePackages, snippet.installed_spelling): `from P import N` lines, the
+    shortest public path that exports the same definition; checked with ast."""
+
+    @classmethod
+    def setUpClass(cls):
+        import tempfile
+
+        cls.tmp = tempfile.mkdtemp(prefix="nnrag-instpkg-")
+        pkg = os.path.join(cls.tmp, "instpkg")
+        os.mkdir(pkg)
+        files = {
+            "__init__.py": "from instpkg._impl import Scale\n",
+            "_impl.py": "import torch.nn as nn\n\nclass Scale(nn.Module):\n"
+            "    def __init__(self, width):\n        super().__init__()\n        self.width = width\n"
+            "    def forward(self, x):\n        return 2 * x\n",
+            "blocks.py": "import torch.nn as nn\n\nclass Shift(nn.Module):\n"
+            "    def __init__(self, width):\n        super().__init__()\n"
+            "    def forward(self, x):\n        return x + 1\n\nRenamed = Shift\n",
+            "_hidden.py": "class Secret:\n    pass\n",
+        }
+        for name, text in files.items():
+            with open(os.path.join(pkg, name), "w") as f:
+                f.write(text)
+        sys.path.insert(0, cls.tmp)
+
+    @classmethod
+    def tearDownClass(cls):
+        import shutil
+
+        sys.path.remove(cls.tmp)
+        for m in [m for m in sys.modules if m == "instpkg" or m.startswith("instpkg.")]:
+            del sys.modules[m]
+        shutil.rmtree(cls.tmp)
+
+    def setUp(self):
+        class Block(nn.Module):
+            def __init__(self, body, layer=None):
+                super().__init__()
+                self.body = body
+                self.layer = layer(4) if layer is not None else nn.Identity()
+
+            def forward(self, x):
+                return self.layer(self.body(x))
+
+        self.Block = Block
+        self.ns = {"Block": Block}
+
+    def test_public_paths_of_the_same_definition(self):
+        spell = S.spell_in(self.ns, torch, None, ["instpkg"])
+        # defined in a private module, exported by the package: the package's name
+        self.assertEqual(spell("instpkg._impl", "Scale"), ("from", "instpkg", "Scale"))
+        # exported by its own module only
+        self.assertEqual(spell("instpkg.blocks", "Shift"), ("from", "instpkg.blocks", "Shift"))
+        # no public path, no such name, or another definition under that name: not spelled
+        for ref in (("instpkg._hidden", "Secret"), ("instpkg.blocks", "Gone"), ("instpkg.blocks", "Renamed")):
+            with self.assertRaises(S.NotInModule, msg=ref):
+                spell(*ref)
+        # a package the request does not name
+        with self.assertRaises(S.NotInModule):
+            S.spell_in(self.ns, torch)("instpkg.blocks", "Shift")
+        # a name the module binds is the copy's definition (as before), never imported over it
+        ns = dict(self.ns, Shift=object())
+        self.assertEqual(S.spell_in(ns, torch, None, ["instpkg"])("instpkg.blocks", "Shift"), ("name", "Shift"))
+        self.assertEqual(
+            S.usage_needs([{"$ref": ["instpkg.blocks", "Shift"]}, {"$ref": ["instpkg._hidden", "Secret"]}], spell),
+            [["instpkg._hidden", "Secret"]],
+        )
+
+    def test_the_line_imports_them_and_runs(self):
+        spell = S.spell_in(self.ns, torch, None, ["instpkg"])
+        text = S.snippet_text(
+            "Block",
+            [{"$module": ["instpkg._impl", "Scale"], "args": [4], "kwargs": {}}],
+            {"layer": {"$ref": ["instpkg.blocks", "Shift"]}},
+            [{"$tensor": [2, 4], "dtype": "float32"}],
+            {},
+            spell,
+            taken=self.ns,
+            packages=["instpkg"],
+        )
+        self.assertEqual(
+            text,
+            "from instpkg import Scale\nfrom instpkg.blocks import Shift\n"
+            "Block(Scale(4), layer=Shift)(torch.randn(2, 4))",
+        )
+        self.assertEqual(S.imported_from(text), ["instpkg", "instpkg.blocks"])
+        y = S.run_snippet(text, self.ns, torch)
+        self.assertEqual(list(y.shape), [2, 4])
+        # without the package in the request, the same text does not pass the check
+        with self.assertRaises(S.Unrenderable):
+            S.check_snippet(text)
+
+    def test_check_allows_exactly_public_imports_of_the_packages(self):
+        S.check_snippet("from instpkg import Scale, Other\nBlock(Scale(4))(x)", ["instpkg"])
+        S.check_snippet("import math\nfrom instpkg.blocks import Shift\nBlock(Shift)(math.inf)", ["instpkg"])
+        with self.assertRaises(S.Unrenderable):
+            S.check_snippet("from instpkg import Scale\nBlock(Scale(4))(x)", [])  # package not named
+        for bad in (
+            "from otherpkg import Scale\nBlock(Scale(4))(x)",
+            "from . import Scale\nBlock(Scale(4))(x)",
+            "from instpkg import Scale as S\nBlock(S(4))(x)",
+            "from instpkg import _Scale\nBlock(_Scale(4))(x)",
+            "from instpkg._impl import Scale\nBlock(Scale(4))(x)",
+            "from instpkg import *\nBlock(Scale(4))(x)",
+            "from torch import nn\nBlock(nn.ReLU())(x)",
+            "import instpkg\nBlock(instpkg.Scale(4))(x)",
+            "value1 = H()\nfrom instpkg import Scale\nBlock(value1)(x)",
+            "from instpkg import Scale; import os\nBlock(Scale(4))(x)",
+        ):
+            with self.assertRaises(S.Unrenderable, msg=bad):
+                S.check_snippet(bad, ["instpkg"])
+
+
+class ProvidedModulesTest(unittest.TestCase):
+    def test_a_module_the_harness_built_is_written_as_that_construction(self):
+        import weakref
+
+        from nnrag_harness import arguments as A
+
+        class Net(nn.Module):
+            # keeps no attribute named like its parameter: its attributes cannot say it
+            def __init__(self, dim, depth=1):
+                super().__init__()
+                self.lin = nn.Linear(dim, dim)
+
+        made, other = Net(4, depth=2), Net(4, depth=2)
+        V.BUILT[id(made)] = (weakref.ref(made), Net, [4], {"depth": 2})
+        # built from guessed arguments (arguments.build_module): recorded the same way
+        guessed = A.build_module(Net, 8, 2, nn)
+        try:
+            enc = S.encode_live([made, other, guessed], torch)
+        finally:
+            del V.BUILT[id(made)]
+        self.assertEqual((enc[0]["args"], enc[0]["kwargs"]), ([4], {"depth": 2}))
+        self.assertEqual((enc[1]["args"], enc[1]["kwargs"]), ([], {}))
+        self.assertEqual(enc[2]["$module"][1].split(".")[-1], "Net")
+        self.assertTrue(enc[2]["args"] or enc[2]["kwargs"].get("dim"), enc[2])
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -227,7 +227,10 @@ def build_module(k, d, h, nn, depth=0):
             args.append(v)
         else:
             kwargs[p.name] = v
-    return k(*args, **kwargs)
+    # how it was built, for the usage line (values.BUILT)
+    from .values import record_built
+
+    return record_built(k(*args, **kwargs), k, args, kwargs)
 
 
 def instance_of(classes, d, h, nn, depth=0, reads=(), fits=None):

@@ -119,6 +119,35 @@ def check(st, t0, mod, path, ns):
                 return False
         return True
 
+    def same_closure(c, o, depth):
+        """Two functions a copied factory made (`print_once = once(print)`, where `once`
+        returns an inner function that functools.wraps gave the wrapped one's `__module__`,
+        `__qualname__` and `__wrapped__`, Library Reference functools.update_wrapper): the
+        copy's code object compiled from the original statement the original's code sits
+        in, the same name, and closure cells holding the same (Language Reference §3.2,
+        "Code objects" and "Cell objects")."""
+        if not isinstance(c, types.FunctionType) or not isinstance(o, types.FunctionType):
+            return False
+        cc, oc = c.__code__, o.__code__
+        if cc.co_name != oc.co_name or realpath(cc.co_filename) != cand_file:
+            return False
+        src = copied_from(cc.co_firstlineno)
+        if src is None:
+            return False
+        omod, first, last = src
+        if module_file(omod) != realpath(oc.co_filename) or not first <= oc.co_firstlineno <= last:
+            return False
+        ccells, ocells = c.__closure__ or (), o.__closure__ or ()
+        if len(ccells) != len(ocells):
+            return False
+        for x, y in zip(ccells, ocells):
+            try:
+                if not same(x.cell_contents, y.cell_contents, depth + 1):
+                    return False
+            except ValueError:  # an empty cell
+                return False
+        return True
+
     def plain(v, depth=0):
         if isinstance(v, PLAIN):
             return True
@@ -168,7 +197,7 @@ def check(st, t0, mod, path, ns):
                 and set(c.keywords) == set(o.keywords)
                 and all(same(c.keywords[k], o.keywords[k], depth + 1) for k in o.keywords)
             )
-        if isinstance(o, types.FunctionType) and same_code(c, o, depth):
+        if isinstance(o, types.FunctionType) and (same_code(c, o, depth) or same_closure(c, o, depth)):
             return True
         if isinstance(o, type) or isinstance(o, types.FunctionType):
             return same_def(c, o) or fresh_twin(c, o)

@@ -57,6 +57,7 @@ class NotInModule(Unrenderable):
 # ---------------------------------------------------------------- rendering of the IR
 # IR: ("name", id) | ("attr", node, id) | ("const", value) | ("list", [node])
 #     | ("tuple", [node]) | ("dict", [(node, node)]) | ("call", node, [node], [(id, node)])
+#     | ("from", module, id): a name `from module import id` binds (an installed distribution's)
 
 
 def quote(s):
@@ -119,6 +120,10 @@ def render(node):
     if k == "call":
         parts = [render(x) for x in node[2]] + ["%s=%s" % (ident(n), render(v)) for n, v in node[3]]
         return "%s(%s)" % (render(node[1]), ", ".join(parts))
+    if k == "from":
+        # a public name of an installed distribution, imported by a `from P import N`
+        # line of the snippet (from_imports collects them)
+        return ident(node[2])
     if k == "new":
         # an instance made without its constructor: `Class.__new__(Class)` (check_snippet
         # allows this one dunder call, as the value of an assignment only)
@@ -455,36 +460,99 @@ def nested(vals, shape, as_bool):
     return build(0, shape)
 
 
+def from_imports(node, out, depth=0):
+    """{name: module path} of the ("from", path, name) nodes of an IR tree (the names the
+    snippet imports from installed distributions); Unrenderable when one name would come
+    from two paths."""
+    if depth > 40 or not isinstance(node, tuple) or not node:
+        return out
+    if node[0] == "from":
+        if out.setdefault(node[2], node[1]) != node[1]:
+            raise Unrenderable("%s imported from two modules" % ident(node[2]))
+        return out
+    if node[0] == "const":
+        return out
+    for x in node[1:]:
+        if isinstance(x, tuple):
+            from_imports(x, out, depth + 1)
+        elif isinstance(x, list):
+            for y in x:
+                if isinstance(y, tuple) and len(y) == 2 and not isinstance(y[0], str):
+                    from_imports(y[0], out, depth + 1)  # a dict's (key, value)
+                    from_imports(y[1], out, depth + 1)
+                elif isinstance(y, tuple) and len(y) == 2 and isinstance(y[0], str) and isinstance(y[1], tuple):
+                    from_imports(y[1], out, depth + 1)  # a keyword (name, value)
+                else:
+                    from_imports(y, out, depth + 1)
+    return out
+
+
 def snippet_text(
-    cls_name, args_enc, kwargs_enc, in_args_enc, in_kwargs_enc, spell, eval_mode=False, taken=(), set_attrs=()
+    cls_name,
+    args_enc,
+    kwargs_enc,
+    in_args_enc,
+    in_kwargs_enc,
+    spell,
+    eval_mode=False,
+    taken=(),
+    set_attrs=(),
+    packages=(),
 ):
-    """The snippet's text: `import` lines the values need, the generated assignments of
-    objects built field by field (names not in `taken`; nested modules given the
-    recorded attributes `set_attrs` names), then one expression `Block(args)(inputs)`
-    (`Block(args).eval()(inputs)` when `eval_mode`). Raises Unrenderable."""
+    """The snippet's text: `import` lines the values need, `from P import N` lines of the
+    public names of installed distributions it uses (`packages`), the generated
+    assignments of objects built field by field (names not in `taken`; nested modules
+    given the recorded attributes `set_attrs` names), then one expression
+    `Block(args)(inputs)` (`Block(args).eval()(inputs)` when `eval_mode`). Raises
+    Unrenderable."""
     r = Renderer(spell, taken, set_attrs)
     ctor = ("call", ("name", ident(cls_name)), [r.value(a) for a in args_enc], r.keywords(kwargs_enc, 0))
     if eval_mode:
         ctor = ("call", ("attr", ctor, "eval"), [], [])
     call = ("call", ctor, [r.value(a) for a in in_args_enc], r.keywords(in_kwargs_enc, 0))
+    names = {}
+    for _, _target, node in r.stmts:
+        from_imports(node, names)
+    from_imports(call, names)
+    clash = [n for n in names if n in r.taken or n == cls_name]
+    if clash:
+        raise Unrenderable("%s is a name of the module" % ident(clash[0]))
+    by_path = {}
+    for n, path in names.items():
+        by_path.setdefault(path, []).append(n)
     lines = (
         ["import %s" % m for m in sorted(r.imports)]
+        + ["from %s import %s" % (path, ", ".join(sorted(ns))) for path, ns in sorted(by_path.items())]
         + ["%s = %s" % (render(target), render(node)) for _, target, node in r.stmts]
         + [render(call)]
     )
     text = "\n".join(lines)
     if len(text) > MAX_LEN:
         raise Unrenderable("longer than %d characters" % MAX_LEN)
-    check_snippet(text)
+    check_snippet(text, packages)
     return text
+
+
+def imported_from(text):
+    """The module paths of a snippet's `from P import N` lines (the installed
+    distributions' modules it imports), in order."""
+    out = []
+    for line in text.split("\n"):
+        m = re.match(r"^from ([A-Za-z_][A-Za-z0-9_.]*) import ", line)
+        if m and m.group(1) not in out:
+            out.append(m.group(1))
+    return out
 
 
 # ---------------------------------------------------------------- the check with ast
 
 
-def check_snippet(text):
+def check_snippet(text, packages=()):
     """Raise Unrenderable unless `text` is printable ASCII, one statement per line: `import`
-    lines of IMPORTABLE, then assignments (Language Reference 7.2) to a plain name or to
+    lines of IMPORTABLE and `from P import N, M` lines (Language Reference 7.11) of public
+    names (no part starting with an underscore, no `as`, no `*`, not relative) of a module
+    whose top-level package is one of `packages` (the installed distributions the
+    block's module imports), then assignments (Language Reference 7.2) to a plain name or to
     an attribute (no dunder) of a name an earlier line assigned (a plain name's value may
     be `Class.__new__(Class)`, the one dunder allowed), then one expression;
     every value made only of names, attributes (no dunder), calls, keywords, constants
@@ -508,6 +576,18 @@ def check_snippet(text):
         if isinstance(st, ast.Import):
             if assigned or any(a.name not in IMPORTABLE or a.asname for a in st.names):
                 raise Unrenderable("import of %s" % ",".join(a.name for a in st.names))
+            continue
+        if isinstance(st, ast.ImportFrom):
+            path = (st.module or "").split(".")
+            if (
+                assigned
+                or st.level
+                or path[0] not in packages
+                or path[0] == "torch"
+                or any(not IDENT.match(p) or p.startswith("_") or keyword.iskeyword(p) for p in path)
+                or any(a.asname or not IDENT.match(a.name) or a.name.startswith("_") for a in st.names)
+            ):
+                raise Unrenderable("import from %s" % quote(st.module or "."))
             continue
         if isinstance(st, ast.Assign) and i != len(tree.body) - 1:
             if len(st.targets) != 1:
@@ -681,16 +761,65 @@ def usage_namespace(mod, class_name, cls, copy_names=None):
     return ns
 
 
-def spell_in(namespace, torch, copy_names=None):
+def installed_spelling(module, parts, packages, namespace=()):
+    """The IR of `module.qualname` (qualified name `parts`) imported from an installed
+    distribution: `module`'s top-level package is one of `packages` (the distributions
+    the block's module imports that the environment has installed, the request's
+    `usagePackages`; export pins them), the installed object has the same module and
+    qualified name as the value recorded (`__module__`, `__qualname__`: the same
+    definition the witness used, PEP 3155), and a public module path exports it: the
+    shortest dotted prefix of `module`, no part private, whose attribute of that name is
+    the same object (`torchvision.models.ResNet`, `torchvision.models.resnet.Bottleneck`),
+    written `from torchvision.models import ResNet` (a ("from", path, name) node). None
+    otherwise, or when the name is one the snippet's namespace already binds."""
+    import importlib
+
+    top = module.split(".")[0]
+    if top not in packages or top == "torch" or not parts or parts[0].startswith("_"):
+        return None
+    if parts[0] in namespace or parts[0] in ("torch",) + IMPORTABLE or any(p.startswith("_") for p in parts):
+        return None
+    try:
+        mod = importlib.import_module(module)
+        obj = mod
+        for p in parts:
+            obj = getattr(obj, p)
+    except Exception:  # noqa: BLE001 - not importable as installed, or no such name there
+        return None
+    if getattr(obj, "__module__", None) != module or getattr(obj, "__qualname__", None) != ".".join(parts):
+        return None
+    head = getattr(mod, parts[0])
+    mparts = module.split(".")
+    for i in range(1, len(mparts) + 1):
+        if mparts[i - 1].startswith("_") or not IDENT.match(mparts[i - 1]) or keyword.iskeyword(mparts[i - 1]):
+            break
+        path = ".".join(mparts[:i])
+        try:
+            pm = importlib.import_module(path)
+        except Exception:  # noqa: BLE001 - a package whose import fails on its own
+            continue
+        if getattr(pm, parts[0], None) is head:
+            node = ("from", path, parts[0])
+            for p in parts[1:]:
+                node = ("attr", node, p)
+            return node
+    return None
+
+
+def spell_in(namespace, torch, copy_names=None, packages=()):
     """spell(module, qualname) for a snippet run where `namespace` (usage_namespace of the
     candidate) and `torch` are visible: a name of the module (first part of the qualified
     name; a witness recorded the original's module, the copy defines the same qualified
     name, under the name `copy_names` gives when the module renamed it), else a public
     torch path (`torch.nn.X`, `torch.nn.functional.f`, `torch.f`), else `functools.X` /
-    `math.X` imported. A name of the copy that `copy_names` shows to be another
-    definition (the same name from another module) does not spell it: NotInModule, so
+    `math.X` imported, else a public name of an installed distribution of `packages`
+    (installed_spelling: `from torchvision.models import ResNet`). A name of the copy
+    that `copy_names` shows to be another definition (the same name from another
+    module) does not spell it: NotInModule (unless an installed distribution has it), so
     the pipeline can add the named one as a usage root."""
     import importlib
+
+    packages = tuple(p for p in packages or () if type(p) is str and IDENT.match(p))
 
     def spell(module, qualname):
         if type(module) is not str or type(qualname) is not str:
@@ -704,6 +833,9 @@ def spell_in(namespace, torch, copy_names=None):
             if renamed is not None and renamed in namespace:
                 top = ident(renamed)
             elif parts[0] in namespace and copy_names.other(parts[0], module, parts[0]):
+                node = installed_spelling(module, parts, packages, namespace)
+                if node is not None:
+                    return node
                 raise NotInModule(module, qualname)
 
         def in_namespace():
@@ -734,6 +866,9 @@ def spell_in(namespace, torch, copy_names=None):
             return in_namespace()[0]
         if module in ("functools", "math") and len(parts) == 1:
             return dotted(module + "." + parts[0])
+        node = installed_spelling(module, parts, packages, namespace)
+        if node is not None:
+            return node
         raise NotInModule(module, qualname)
 
     def lookup(module, qualname):
@@ -747,6 +882,8 @@ def spell_in(namespace, torch, copy_names=None):
         while node[0] == "attr":
             path.append(node[2])
             node = node[1]
+        if node[0] == "from":
+            return _getattrs(getattr(importlib.import_module(node[1]), node[2]), reversed(path))
         if node[0] != "name":
             raise Unrenderable("bad reference")
         if node[1] in g:
@@ -761,9 +898,16 @@ def spell_in(namespace, torch, copy_names=None):
     return spell
 
 
+def _getattrs(obj, names):
+    for p in names:
+        obj = getattr(obj, p)
+    return obj
+
+
 def encode_live(v, torch):
-    """values.encode of a live argument; nn.Module instances without a recorded
-    construction are written as their class called with the constructor parameters they
+    """values.encode of a live argument; an nn.Module the harness built (from a provider's
+    witness, or from guessed arguments: values.BUILT) as that construction; other nn.Module instances
+    without a recorded construction are written as their class called with the constructor parameters they
     keep as plain attributes of the same name (the torch.nn convention: Linear keeps
     in_features, Conv2d kernel_size; Parameters, tensors and modules are not plain)."""
     from . import values as V
@@ -776,6 +920,13 @@ def encode_live(v, torch):
             return
         if isinstance(x, torch.nn.Module):
             if id(x) in modules:
+                return
+            made = V.BUILT.get(id(x))
+            if made is not None and made[0]() is x:
+                # built from a provider's witness: that construction
+                modules[id(x)] = (x, made[1], made[2], made[3])
+                walk(made[2], depth + 1)
+                walk(made[3], depth + 1)
                 return
             kw = {}
             try:

@@ -152,7 +152,8 @@ def module_providers(req, providers, resolve, torch, nn):
                     gen = torch.Generator().manual_seed(0)
                     args = V.decode(w.get("args") or [], resolve, torch, gen)
                     kwargs = {k: V.decode(v, resolve, torch, gen) for k, v in (w.get("kwargs") or {}).items()}
-                    return klass(*args, **kwargs)
+                    # how it was built, for the usage line (values.BUILT)
+                    return V.record_built(klass(*args, **kwargs), klass, args, kwargs)
                 finally:
                     restore()
 

@@ -685,6 +685,10 @@ class Stages:
         torch = self.torch
         d = {"ev": "info"}
         encs, spell = None, None
+        # the installed distributions the block's module imports (the request's
+        # `usagePackages`): a value the module lacks may be imported from them
+        packages = [p for p in self.req.get("usagePackages") or () if type(p) is str]
+        loaded = set(sys.modules)
         # the inputs as they were before the forward (a forward may write into a list it
         # is given: YOLO's Detect puts its outputs into the list of feature maps)
         kw_inputs = dict(fwd_kwargs or getattr(self, "_kw_inputs", None) or {})
@@ -703,7 +707,7 @@ class Stages:
             encs = [a_enc, kw_enc, i_enc, ikw_enc]
             names = self._copy_names()
             ns = S.usage_namespace(mod, self.req["className"], cls, names)
-            spell = S.spell_in(ns, torch, names)
+            spell = S.spell_in(ns, torch, names, packages)
             if not run:
                 pass
             elif 2 * cost + 1.0 < self._deadline - self_cpu():
@@ -722,7 +726,7 @@ class Stages:
                         if (eval_mode or n) and not 2 * cost + 1.0 < left():
                             break
                         text = S.snippet_text(
-                            self.req["className"], a_enc, kw_enc, ins, ikws, spell, eval_mode, ns, attrs
+                            self.req["className"], a_enc, kw_enc, ins, ikws, spell, eval_mode, ns, attrs, packages
                         )
                         # as the validated block was built: pretrained weights are not
                         # fetched (no network in the sandbox; a user's run downloads them)
@@ -750,7 +754,9 @@ class Stages:
             elif self._deadline - self_cpu() > 1.0:
                 from nnrag_harness.harvest import no_downloads
 
-                text = S.snippet_text(self.req["className"], a_enc, kw_enc, i_enc, ikw_enc, spell, taken=ns)
+                text = S.snippet_text(
+                    self.req["className"], a_enc, kw_enc, i_enc, ikw_enc, spell, taken=ns, packages=packages
+                )
                 restore = no_downloads(torch)
                 try:
                     S.check_values(text, ns, torch, list(args), dict(kwargs), list(inputs), kw_inputs)
@@ -770,6 +776,9 @@ class Stages:
                 needs = []
             if needs:
                 d["usageNeeds"] = needs
+        # the installed modules the snippet's imports loaded, where the original's of that
+        # name are hidden (the equivalence stage puts those back)
+        _stash.forget_imported(loaded, packages)
         self.rep.send(d)
 
     def _original_module(self):

@@ -273,3 +273,20 @@ def hide_new_repository_modules(before, roots):
             STASH.setdefault(name, m)
             if not same_as_installed(name.partition(".")[0], roots):
                 del sys.modules[name]
+
+
+def forget_imported(before, paths):
+    """After a usage snippet ran its `from P import N` lines (an installed distribution's
+    public names, snippet.installed_spelling): take out of sys.modules the modules of
+    those top-level packages that the run loaded (names not in `before`) when the
+    original repository's modules of that name are hidden in STASH, so that the
+    equivalence stage, which puts STASH back with setdefault, imports the repository's
+    modules and not the installed ones the snippet loaded (the repository's own package
+    installed in the environment: mmengine's ToyModel). Packages the original never
+    loaded stay: a fresh import of an extension module cannot run twice in a process."""
+    tops = {p.partition(".")[0] for p in paths}
+    stashed = {n.partition(".")[0] for n in STASH}
+    for name in list(sys.modules):
+        top = name.partition(".")[0]
+        if name not in before and top in tops and top in stashed:
+            del sys.modules[name]

@@ -38,6 +38,25 @@ def _ref(obj):
     return [getattr(obj, "__module__", None) or "", getattr(obj, "__qualname__", None) or getattr(obj, "__name__", "")]
 
 
+# id(instance) -> (weak reference to it, class, args, kwargs) of the modules the harness
+# built itself: from a provider's witness (source_provider) or from guessed arguments
+# (arguments.build_module). A usage line writes them as that construction
+# (snippet.encode_live); their attributes alone do not say it (a UViT keeps no `dim`).
+BUILT = {}
+
+
+def record_built(inst, klass, args, kwargs):
+    """Remember how the harness built `inst` (BUILT); an object without weak references
+    is not recorded."""
+    import weakref
+
+    try:
+        BUILT[id(inst)] = (weakref.ref(inst), klass, list(args), dict(kwargs))
+    except TypeError:
+        pass
+    return inst
+
+
 def encode(v, modules=None, depth=0):
     """JSON for `v`; `modules` maps id(module instance) -> (instance, class, args, kwargs)
     as the constructor wrappers recorded them. Raises Unencodable."""
