@@ -10,28 +10,16 @@
 // never names gets that class copied as a usage root beside the import.
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, readdirSync, readFileSync } from 'node:fs';
+import { chmodSync, cpSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { before, describe, test } from 'node:test';
 import { distributionNames, importableFrom, plainUsage, usageImports } from '../../src/export/export.js';
-import { needsTorch } from '../support/tier.js';
+import { PY, debianTorch, skipWithout } from './debian-python.js';
 import { fixture, repoRoot, tempDir } from '../helpers.js';
 
-const PY = '/usr/bin/python3';
 const bin = path.join(repoRoot, 'dist', 'src', 'cli', 'bin.js');
-const haveTorch =
-  !needsTorch() &&
-  existsSync(PY) &&
-  (() => {
-    try {
-      execFileSync(PY, ['-c', 'import torch, venv'], { stdio: 'ignore' });
-      return true;
-    } catch {
-      return false;
-    }
-  })();
-const haveBwrap = existsSync('/usr/bin/bwrap');
-const skip = (!haveTorch && 'no /usr/bin/python3 with torch') || (!haveBwrap && 'no bubblewrap');
+const haveTorch = debianTorch(['venv']);
+const skip = skipWithout(haveTorch);
 
 interface Rec {
   id: string;

@@ -14,8 +14,8 @@
 // header and the page keep every record value inside comments (commentBlock) and show
 // only snippets of the renderer's shape (plainUsage).
 import assert from 'node:assert/strict';
-import { execFileSync, spawnSync } from 'node:child_process';
-import { needsTorch } from '../support/tier.js';
+import { spawnSync } from 'node:child_process';
+import { PY, debianTorch, skipWithout } from './debian-python.js';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { before, describe, test } from 'node:test';
@@ -24,21 +24,9 @@ import { USAGE_MAX_CHARS } from '../../src/records/block.js';
 import { commentBlock } from '../../src/util/python.js';
 import { fixture, repoRoot, tempDir } from '../helpers.js';
 
-const PY = '/usr/bin/python3';
 const bin = path.join(repoRoot, 'dist', 'src', 'cli', 'bin.js');
-const haveTorch =
-  !needsTorch() &&
-  existsSync(PY) &&
-  (() => {
-    try {
-      execFileSync(PY, ['-c', 'import torch'], { stdio: 'ignore' });
-      return true;
-    } catch {
-      return false;
-    }
-  })();
-const haveBwrap = existsSync('/usr/bin/bwrap');
-const skip = (!haveTorch && 'no /usr/bin/python3 with torch') || (!haveBwrap && 'no bubblewrap');
+const haveTorch = debianTorch([]);
+const skip = skipWithout(haveTorch);
 
 const BREAKS = ['\n', '\r', '\r\n', '\x0b', '\x0c', '\x1c', '\x1d', '\x1e', '\x85', '\u2028', '\u2029'];
 

@@ -108,6 +108,11 @@ def check(st, t0, mod, path, ns):
         (Language Reference §3.2, "Code objects" and "Cell objects")."""
         if not isinstance(c, types.FunctionType) or c.__code__ is not o.__code__:
             return False
+        return same_cells(c, o, depth)
+
+    def same_cells(c, o, depth):
+        """The closure cells of two functions hold the same, in order (an empty cell is
+        never the same)."""
         cc, oc = c.__closure__ or (), o.__closure__ or ()
         if len(cc) != len(oc):
             return False
@@ -137,16 +142,7 @@ def check(st, t0, mod, path, ns):
         omod, first, last = src
         if module_file(omod) != realpath(oc.co_filename) or not first <= oc.co_firstlineno <= last:
             return False
-        ccells, ocells = c.__closure__ or (), o.__closure__ or ()
-        if len(ccells) != len(ocells):
-            return False
-        for x, y in zip(ccells, ocells):
-            try:
-                if not same(x.cell_contents, y.cell_contents, depth + 1):
-                    return False
-            except ValueError:  # an empty cell
-                return False
-        return True
+        return same_cells(c, o, depth)
 
     def plain(v, depth=0):
         if isinstance(v, PLAIN):
