@@ -8,7 +8,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import {
   AS_OF_MARGIN_DAYS,
@@ -23,8 +23,7 @@ import {
 } from '../../src/environment/as-of.js';
 import { findUv, lockPins, syncPyPIEnvironment, type PyPINeeds } from '../../src/environment/pypi.js';
 import { tempDir } from '../helpers.js';
-import { makeFile, pointUvAt, serveIndex } from './local-index.js';
-import { needsTorch } from '../support/tier.js';
+import { BASE, commitAt, makeFile, pointUvAt, serveIndex, uvTestSkip } from './local-index.js';
 
 const ctxOf = (dates: Record<string, string | null>, over: Partial<AsOfContext> = {}): AsOfContext => ({
   choice: 'revisions',
@@ -142,11 +141,8 @@ test("uv's messages: what it filtered by date, what failed to build, what would 
 
 // ---- a whole environment, the real uv, a local index ----
 
-const BASE = '/usr/bin/python3';
 const uv = findUv();
-const skip =
-  needsTorch() ||
-  (!uv ? 'uv is not installed (scripts/setup.sh installs it)' : !existsSync(BASE) ? 'no /usr/bin/python3' : false);
+const skip = uvTestSkip(uv);
 
 test("an environment resolved as of its repository's revision, with per-distribution fallbacks, by the real uv", {
   skip,
@@ -180,21 +176,7 @@ test("an environment resolved as of its repository's revision, with per-distribu
   const repo = path.join(dir, 'old');
   mkdirSync(repo);
   writeFileSync(path.join(repo, 'requirements.txt'), 'nnragfix-dep\nnnragfix-src\nnnragfix-late\ntorchvision\n');
-  const git = (...a: string[]) =>
-    execFileSync('git', ['-C', repo, ...a], {
-      env: {
-        ...process.env,
-        GIT_AUTHOR_NAME: 't',
-        GIT_AUTHOR_EMAIL: 't@x',
-        GIT_COMMITTER_NAME: 't',
-        GIT_COMMITTER_EMAIL: 't@x',
-        GIT_AUTHOR_DATE: '2020-05-01T00:00:00Z',
-        GIT_COMMITTER_DATE: '2020-05-01T00:00:00Z',
-      },
-    });
-  git('init', '-q');
-  git('add', '.');
-  git('commit', '-q', '-m', 'revision of May 2020');
+  commitAt(repo, '2020-05-01T00:00:00Z', 'revision of May 2020');
   assert.equal((await revisionDate(repo))?.toISOString(), '2020-05-01T00:00:00.000Z');
   const needs: PyPINeeds = {
     repos: [

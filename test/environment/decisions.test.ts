@@ -10,19 +10,15 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { appendFileSync, chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { checkoutContentKey } from '../../src/environment/decisions.js';
 import { envPython, findUv, syncPyPIEnvironment, type PyPINeeds } from '../../src/environment/pypi.js';
 import { tempDir } from '../helpers.js';
-import { makeFile, pointUvAt, serveIndex } from './local-index.js';
-import { needsTorch } from '../support/tier.js';
+import { BASE, commitAt, makeFile, pointUvAt, serveIndex, uvTestSkip } from './local-index.js';
 
-const BASE = '/usr/bin/python3';
 const uv = findUv();
-const skip =
-  needsTorch() ||
-  (!uv ? 'uv is not installed (scripts/setup.sh installs it)' : !existsSync(BASE) ? 'no /usr/bin/python3' : false);
+const skip = uvTestSkip(uv);
 
 // a PEP 517 build backend inside the source tree (`backend-path`), so that building the
 // checkout needs nothing from an index: it writes a wheel of the package folder
@@ -86,21 +82,7 @@ test("an earlier environment's fallbacks, learnt bounds, probe and checkout whee
   );
   writeFileSync(path.join(repo, 'backend.py'), BACKEND);
   writeFileSync(path.join(repo, 'nnragfix_app', '__init__.py'), 'VALUE = 1\n');
-  const git = (...a: string[]) =>
-    execFileSync('git', ['-C', repo, ...a], {
-      env: {
-        ...process.env,
-        GIT_AUTHOR_NAME: 't',
-        GIT_AUTHOR_EMAIL: 't@x',
-        GIT_COMMITTER_NAME: 't',
-        GIT_COMMITTER_EMAIL: 't@x',
-        GIT_AUTHOR_DATE: '2020-05-01T00:00:00Z',
-        GIT_COMMITTER_DATE: '2020-05-01T00:00:00Z',
-      },
-    });
-  git('init', '-q');
-  git('add', '.');
-  git('commit', '-q', '-m', 'revision of May 2020');
+  commitAt(repo, '2020-05-01T00:00:00Z', 'revision of May 2020');
   const needs: PyPINeeds = {
     repos: [{ name: 'acme/app', root: repo, declared: ['nnragfix-user', 'nnragfix-late'], imported: [], unknown: [] }],
     indexed: new Map([['nnragfix_app', 'acme/app']]),

@@ -10,13 +10,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync } from 'node:fs';
+import { chmodSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { numpy2Removal, unmetBounds } from '../../src/environment/import-probe.js';
 import { envPython, findUv, syncPyPIEnvironment, type PyPINeeds } from '../../src/environment/pypi.js';
 import { tempDir } from '../helpers.js';
-import { makeFile, pointUvAt, serveIndex } from './local-index.js';
-import { needsTorch } from '../support/tier.js';
+import { BASE, makeFile, pointUvAt, serveIndex, uvTestSkip } from './local-index.js';
 
 test('the bounds an import error names that the installed versions do not meet', () => {
   const installed = new Map([
@@ -85,11 +84,8 @@ test("NumPy 2's error for a member its 2.0 release removed means numpy<2", () =>
   );
 });
 
-const BASE = '/usr/bin/python3';
 const uv = findUv();
-const skip =
-  needsTorch() ||
-  (!uv ? 'uv is not installed (scripts/setup.sh installs it)' : !existsSync(BASE) ? 'no /usr/bin/python3' : false);
+const skip = uvTestSkip(uv);
 
 test('a bound an installed distribution enforces at import is learnt and resolved with, by the real uv', {
   skip,

@@ -7,8 +7,10 @@ import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
+import { needsTorch } from '../support/tier.js';
 
-const BASE = '/usr/bin/python3';
+/** The interpreter the environment tests build their virtual environments over. */
+export const BASE = '/usr/bin/python3';
 
 /** Build a wheel (zipfile, PEP 427) or a source distribution (tar, PKG-INFO of metadata
  *  2.2: static, so the resolver reads it without building) of `dist` at `version`. */
@@ -110,4 +112,32 @@ export function pointUvAt(url: string, cache: string): () => void {
       if (v === undefined) delete process.env[k];
       else process.env[k] = v;
   };
+}
+
+/** Why a test that resolves a whole environment with the real uv cannot run here, or false. */
+export function uvTestSkip(uv: string | null): string | false {
+  return (
+    needsTorch() ||
+    (!uv ? 'uv is not installed (scripts/setup.sh installs it)' : !existsSync(BASE) ? 'no /usr/bin/python3' : false)
+  );
+}
+
+/** Commit everything in `repo` as one revision of `date` (ISO 8601): the revision date the
+ *  as-of resolution reads. */
+export function commitAt(repo: string, date: string, message: string): void {
+  const git = (...a: string[]) =>
+    execFileSync('git', ['-C', repo, ...a], {
+      env: {
+        ...process.env,
+        GIT_AUTHOR_NAME: 't',
+        GIT_AUTHOR_EMAIL: 't@x',
+        GIT_COMMITTER_NAME: 't',
+        GIT_COMMITTER_EMAIL: 't@x',
+        GIT_AUTHOR_DATE: date,
+        GIT_COMMITTER_DATE: date,
+      },
+    });
+  git('init', '-q');
+  git('add', '.');
+  git('commit', '-q', '-m', message);
 }

@@ -346,9 +346,15 @@ class Worker:
         r_open = True
         pos = 0
         self._done = False
+        cpu, cpu_at = 0.0, None
         try:
             while True:
-                cpu = tree_cpu(pid)
+                # the candidate's CPU time, read from /proc at most every 20 ms: a child
+                # that reports many lines wakes this loop for each, and the walk of its
+                # descendants is not free
+                now = _monotonic()
+                if cpu_at is None or now - cpu_at >= 0.02:
+                    cpu, cpu_at = tree_cpu(pid), now
                 if self._eq_start is not None and not extended:
                     extended = True
                     cpu_limit = max(cpu_limit, cpu + timeout)
