@@ -8,7 +8,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import {
   AS_OF_MARGIN_DAYS,
@@ -22,8 +22,7 @@ import {
   type AsOfContext,
 } from '../../src/environment/as-of.js';
 import { findUv, lockPins, syncPyPIEnvironment, type PyPINeeds } from '../../src/environment/pypi.js';
-import { tempDir } from '../helpers.js';
-import { BASE, commitAt, makeFile, pointUvAt, serveIndex, uvTestSkip } from './local-index.js';
+import { BASE, commitAt, indexFolder, makeFile, pointUvAt, serveIndex, uvTestSkip } from './local-index.js';
 
 const ctxOf = (dates: Record<string, string | null>, over: Partial<AsOfContext> = {}): AsOfContext => ({
   choice: 'revisions',
@@ -148,10 +147,7 @@ test("an environment resolved as of its repository's revision, with per-distribu
   skip,
   timeout: 300_000,
 }, async () => {
-  const dir = tempDir('nnrag-asof-');
-  chmodSync(dir, 0o755);
-  const files = path.join(dir, 'index');
-  mkdirSync(files);
+  const { dir, files } = indexFolder('nnrag-asof-');
   const OLD = '2020-01-01T00:00:00.000000Z';
   const NEW = '2024-06-01T00:00:00.000000Z';
   const uploaded = new Map<string, string>([

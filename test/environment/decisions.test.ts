@@ -10,12 +10,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { appendFileSync, chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { checkoutContentKey } from '../../src/environment/decisions.js';
 import { envPython, findUv, syncPyPIEnvironment, type PyPINeeds } from '../../src/environment/pypi.js';
-import { tempDir } from '../helpers.js';
-import { BASE, commitAt, makeFile, pointUvAt, serveIndex, uvTestSkip } from './local-index.js';
+import { BASE, commitAt, indexFolder, makeFile, pointUvAt, serveIndex, uvTestSkip } from './local-index.js';
 
 const uv = findUv();
 const skip = uvTestSkip(uv);
@@ -52,10 +51,7 @@ test("an earlier environment's fallbacks, learnt bounds, probe and checkout whee
   skip,
   timeout: 600_000,
 }, async () => {
-  const dir = tempDir('nnrag-decisions-');
-  chmodSync(dir, 0o755);
-  const files = path.join(dir, 'index');
-  mkdirSync(files);
+  const { dir, files } = indexFolder('nnrag-decisions-');
   const OLD = '2020-01-01T00:00:00.000000Z';
   const NEW = '2024-06-01T00:00:00.000000Z';
   const check =

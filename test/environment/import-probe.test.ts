@@ -10,12 +10,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { numpy2Removal, unmetBounds } from '../../src/environment/import-probe.js';
 import { envPython, findUv, syncPyPIEnvironment, type PyPINeeds } from '../../src/environment/pypi.js';
-import { tempDir } from '../helpers.js';
-import { BASE, makeFile, pointUvAt, serveIndex, uvTestSkip } from './local-index.js';
+import { BASE, indexFolder, makeFile, pointUvAt, serveIndex, uvTestSkip } from './local-index.js';
 
 test('the bounds an import error names that the installed versions do not meet', () => {
   const installed = new Map([
@@ -91,10 +90,7 @@ test('a bound an installed distribution enforces at import is learnt and resolve
   skip,
   timeout: 300_000,
 }, async () => {
-  const dir = tempDir('nnrag-probe-');
-  chmodSync(dir, 0o755);
-  const files = path.join(dir, 'index');
-  mkdirSync(files);
+  const { dir, files } = indexFolder('nnrag-probe-');
   const T = '2024-06-01T00:00:00.000000Z';
   const check =
     "import nnragfix_dep\nassert nnragfix_dep.__version__.startswith('1.'), f'nnragfix-dep=={nnragfix_dep.__version__} is used but incompatible. Please install nnragfix-dep>=1.0, <2.0.'\n";
@@ -161,10 +157,7 @@ test('a package that uses a member NumPy 2.0 removed gets numpy<2, learnt at imp
   skip,
   timeout: 300_000,
 }, async () => {
-  const dir = tempDir('nnrag-probe-np2-');
-  chmodSync(dir, 0o755);
-  const files = path.join(dir, 'index');
-  mkdirSync(files);
+  const { dir, files } = indexFolder('nnrag-probe-np2-');
   const T = '2024-06-01T00:00:00.000000Z';
   // stand-ins for numpy: 1.0 has `sctypes`; 2.0's module __getattr__ raises as NumPy 2's
   // does for the members its 2.0 release removed

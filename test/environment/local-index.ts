@@ -3,11 +3,12 @@
 // file's PEP 700 upload time, so that uv's date limits (--exclude-newer) apply to them.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { needsTorch } from '../support/tier.js';
+import { tempDir } from '../helpers.js';
 
 /** The interpreter the environment tests build their virtual environments over. */
 export const BASE = '/usr/bin/python3';
@@ -140,4 +141,14 @@ export function commitAt(repo: string, date: string, message: string): void {
   git('init', '-q');
   git('add', '.');
   git('commit', '-q', '-m', message);
+}
+
+/** A test folder the sandboxed uid can read (0755), with an empty `index` folder for the
+ *  files the index serves. */
+export function indexFolder(prefix: string): { dir: string; files: string } {
+  const dir = tempDir(prefix);
+  chmodSync(dir, 0o755);
+  const files = path.join(dir, 'index');
+  mkdirSync(files);
+  return { dir, files };
 }
