@@ -69,7 +69,8 @@ export interface EnvRequirement {
 
 /** An indexed repository's distribution that a group takes from the index, at the
  *  version its repositories pin, because its checkout's version does not meet their pin
- *  (mmocr's `mmcv<2.2.0` against mmcv's checkout 2.2.0). Its checkout is then left off
+ *  (mmocr's `mmcv<2.2.0` against mmcv's checkout 2.2.0), or torch's family in a group
+ *  without its repository (at the group's torch). Its checkout is then left off
  *  the sys.path of the group's originals: they import the installed version. */
 export interface FromIndex {
   repo: string;
@@ -431,9 +432,10 @@ export function lockDigestOf(prefix: string): string | null {
 }
 
 /** The requirements of a group: torch, the tools, the repositories' declared and known
- *  imported requirements, minus what an indexed repository of the group provides (it is
- *  put on the path or installed from its checkout instead). */
-function groupRequirements(
+ *  imported requirements, minus what an indexed repository provides (it is put on the
+ *  path or installed from its checkout instead), except torch's family in a group without
+ *  its repository (fromIndexFamily: from the index, at the group's torch). */
+export function groupRequirements(
   needs: PyPINeeds,
   repos: string[],
   torch: string,
@@ -482,14 +484,26 @@ function groupRequirements(
       const name = requirementName(d);
       if (!name) continue;
       const key = normalizeDistName(name);
-      if (indexedDists.has(key)) continue;
       // torch is the environment's: a repository's torch pin does not choose it (its
       // declared range is checked by doctor), but its torchvision follows torch
       if (key === 'torch') continue;
+      const hit = indexedDists.get(key);
+      if (hit && !(fromIndexFamily(key, systemTorch) && !repos.includes(hit.repo))) continue;
       add(d, r.name);
     }
   }
   return [...byKey.values()];
+}
+
+/** Whether a distribution is of torch's family other than torch (torchvision,
+ *  torchaudio), which a group that does not hold its indexed repository takes from the
+ *  index: the release that requires the group's torch (each of their releases pins the
+ *  torch it was built with), whose compiled operators match that torch, as PyTorch's
+ *  install command gives them (`pip install torch torchvision`). A checkout of the family
+ *  is another build (another torch, or none of its operators built). With the base
+ *  interpreter's torch (systemTorch), the family is the interpreter's too. */
+function fromIndexFamily(key: string, systemTorch: boolean): boolean {
+  return !systemTorch && key !== 'torch' && TORCH_FAMILY.includes(key);
 }
 
 /** PEP 503 names of the distributions the store's indexed repositories are (read from
@@ -999,14 +1013,17 @@ async function checkoutWheel(python: string, dir: string, name: string, version:
 
 /** The indexed repositories whose distribution a group's lock pins: taken from the index,
  *  because the checkout's version does not meet a pin of the group's repositories (the
- *  checkouts the group installs are resolved as themselves and left out of the lock). */
-function fromIndexOf(needs: PyPINeeds, repos: string[], pins: string[]): FromIndex[] {
+ *  checkouts the group installs are resolved as themselves and left out of the lock), or
+ *  because it is of torch's family and the group does not hold its repository
+ *  (fromIndexFamily; a checkout of sources only too: its originals import the installed
+ *  release, whose operators match the group's torch, not the checkout). */
+export function fromIndexOf(needs: PyPINeeds, repos: string[], pins: string[]): FromIndex[] {
   const dists = indexedDistributions(needs);
   const out: FromIndex[] = [];
   for (const p of pins) {
     const [key, version] = p.split('==');
     const hit = dists.get(key);
-    if (hit && !repos.includes(hit.repo) && packaged(hit.root))
+    if (hit && !repos.includes(hit.repo) && (packaged(hit.root) || fromIndexFamily(key, false)))
       out.push({ repo: hit.repo, distribution: hit.name, version });
   }
   return out;
@@ -1795,10 +1812,15 @@ export async function syncPyPIEnvironment(
     // an indexed repository taken from the index whose root setup.py builds operators
     // (mmcv) is built from its source distribution like its checkout is (operators for the
     // CPU against this torch), not by the lock's install, which would build it without them
+    // (torch's family is not: its wheels carry operators built for the torch they pin)
     const sdistBuilt =
       opts.native === false
         ? []
-        : fromIndex.filter((f) => nativeBuildDirs(n.repos.find((r) => r.name === f.repo)!.root, 0).length);
+        : fromIndex.filter(
+            (f) =>
+              !fromIndexFamily(normalizeDistName(f.distribution), false) &&
+              nativeBuildDirs(n.repos.find((r) => r.name === f.repo)!.root, 0).length,
+          );
     const lockFile = path.join(gdir, 'nnrag-lock.txt');
     const before = existsSync(lockFile) ? readFileSync(lockFile, 'utf8') : null;
     const prevGroup = previous?.groups.find((g) => g.dir === gdir);
