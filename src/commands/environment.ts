@@ -17,6 +17,7 @@ import type { Workspace } from '../workspace.js';
 import { storeEnvironment } from '../pipeline/environment.js';
 import { requirements } from './requirements.js';
 import { KNOWN_DISTRIBUTIONS } from '../environment/names.js';
+import { TORCH_FAMILY } from '../environment/as-of.js';
 import {
   nnragHome,
   syncPyPIEnvironment,
@@ -95,7 +96,11 @@ export async function pypiNeeds(
         // that repository takes it from the index at its torch's version (pypi.ts
         // groupRequirements); a declaration of it in any group gives its versions
         const family = root
-          ? torchFamilyImports(root, packages.get(r.repo) ?? []).filter((m) => indexed.get(m) !== r.repo)
+          ? torchFamilyImports(
+              root,
+              packages.get(r.repo) ?? [],
+              TORCH_FAMILY.filter((m) => m !== 'torch' && indexed.get(m) !== r.repo),
+            )
           : [];
         const imported = r.imports.filter((i) => open(i) && known(i)).map((i) => i.distribution);
         const has = new Set([...r.declared.map((d) => d.key), ...imported.map(normalizeDistName)]);

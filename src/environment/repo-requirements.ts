@@ -351,12 +351,14 @@ const FAMILY_MODULES = TORCH_FAMILY.filter((d) => d !== 'torch');
  * every module of its scope (mmengine's `locations`). Import statements only (Language
  * Reference 7.11, the `import` statement: `import M`, `import M.sub as x`, `from M.sub
  * import n`; relative imports are the package's own), read from the syntax tree, in any
- * block (a lazy import in a function is still made at run time); a file whose text never
- * names the family is not parsed.
+ * block (a lazy import in a function is still made at run time); a file with no line that
+ * may import one is not parsed. `modules`: those looked for (not a repository's own).
  */
-export function torchFamilyImports(root: string, packages: string[]): string[] {
+export function torchFamilyImports(root: string, packages: string[], modules = FAMILY_MODULES): string[] {
   const found = new Set<string>();
-  const named = new RegExp(`\\b(${FAMILY_MODULES.join('|')})\\b`);
+  if (!modules.length) return [];
+  // a line that may import one (`import os, torchvision` included), confirmed on the tree
+  const named = new RegExp(`^[ \\t]*(?:import|from)[ \\t][^\\n]*\\b(?:${modules.join('|')})\\b`, 'm');
   const read = (file: string) => {
     let src: string;
     try {
@@ -376,7 +378,7 @@ export function torchFamilyImports(root: string, packages: string[]): string[] {
         for (const m of mods) {
           if (m?.type !== 'dotted_name') continue; // a relative import is the package's own
           const top = m.text.split('.')[0];
-          if (FAMILY_MODULES.includes(top)) found.add(top);
+          if (modules.includes(top)) found.add(top);
         }
       }
     } finally {
