@@ -40,6 +40,7 @@ import { installableTree, type SourceTree } from './source-tree.js';
 import { checkoutVersion } from './checkout-version.js';
 import { meetsSpecifier, requirementName } from './requirements.js';
 import { checkoutContentKey, DecisionCache, resolverIdentity } from './decisions.js';
+import { indexState, STATE_MARGIN_MS } from './index-state.js';
 import { PROBE_VERSION, probeImports, unmetBounds, type ImportConstraint, type ImportFailure } from './import-probe.js';
 import {
   AS_OF_MARGIN_DAYS,
@@ -698,6 +699,12 @@ interface ResolveDecision {
   lifted: [string, string][];
   lockDigest?: string;
   wheelsChecked?: boolean;
+  /** uv's answer (the lock without nnrag's header), kept with the state of the index
+   *  (index-state.ts) of the distributions it did not date, as of `stateBefore` */
+  output?: string;
+  undated?: string[];
+  stateBefore?: number;
+  state?: string;
 }
 
 /** How the repositories of one input were grouped: the shared group, those with a group of
@@ -839,24 +846,62 @@ async function compile(
   const reuse = reuseOf.get(opts);
   const learnt: [string, string][] = [];
   const fixesAt = buildFixesOf.get(opts);
-  const key =
-    reuse && ctx
-      ? reuse.cache.key('resolve', [
-          reuse.machine,
-          mode,
-          reqs.map((r) => [r.spec, !!r.checkout]),
-          asOfArgs(asOfPlan(named, ctx)),
-          fixesAt ? [fixesAt.legacy, [...fixesAt.extra].map(([d, m]) => [d, [...m]])] : null,
-        ])
-      : null;
+  const key = reuse
+    ? reuse.cache.key('resolve', [
+        reuse.machine,
+        mode,
+        reqs.map((r) => [r.spec, !!r.checkout]),
+        ctx ? asOfArgs(asOfPlan(named, ctx)) : null,
+        fixesAt ? [fixesAt.legacy, [...fixesAt.extra].map(([d, m]) => [d, [...m]])] : null,
+      ])
+    : null;
   const known = reuse?.cache.get<ResolveDecision>(key);
-  if (known) for (const [k, why] of known.lifted) if (!ctx!.lifted.has(k)) lift(k, why);
-  const remember = (outcome: { lock?: string; wheelsChecked?: boolean }) =>
-    reuse?.cache.put(key, {
+  if (known && ctx) for (const [k, why] of known.lifted) if (!ctx.lifted.has(k)) lift(k, why);
+  // uv's answer of an earlier resolution of exactly this input, when the index still offers
+  // the same files of every distribution the answer did not date (index-state.ts): the
+  // resolver would answer the same (a lock checked for wheels, when this one must be)
+  const started = Date.now();
+  const earlier =
+    known?.output !== undefined &&
+    known.state &&
+    known.stateBefore !== undefined &&
+    known.undated &&
+    (mode !== 'final' || known.wheelsChecked) &&
+    !opts.offline &&
+    (await indexState(known.undated, known.stateBefore)) === known.state
+      ? known
+      : null;
+  const remember = async (outcome: { output?: string; wheelsChecked?: boolean; dated?: (k: string) => boolean }) => {
+    if (!reuse || !key) return;
+    const undated = outcome.output
+      ? lockPins(outcome.output)
+          .map((p) => p.split('==')[0])
+          .filter((k) => !outcome.dated?.(k))
+      : [];
+    const before = started - STATE_MARGIN_MS;
+    const state =
+      outcome.output === undefined
+        ? null
+        : earlier && earlier.output === outcome.output
+          ? earlier.state!
+          : opts.offline
+            ? null
+            : await indexState(undated, before);
+    reuse.cache.put(key, {
       lifted: learnt,
-      ...(outcome.lock ? { lockDigest: sha256(outcome.lock) } : {}),
+      ...(outcome.output !== undefined ? { lockDigest: sha256(outcome.output) } : {}),
       ...(outcome.wheelsChecked ? { wheelsChecked: true } : {}),
+      ...(outcome.output !== undefined && state
+        ? {
+            output: outcome.output,
+            undated,
+            stateBefore: earlier && earlier.output === outcome.output ? earlier.stateBefore : before,
+            state,
+          }
+        : {}),
     } satisfies ResolveDecision);
+  };
+  if (earlier) log(`  (uv's answer of an earlier resolution of the same input: the index has the same files since)`);
   for (let round = 0; ; round++) {
     const plan: AsOfPlan = ctx ? asOfPlan(named, ctx) : { packages: new Map() };
     const dated = asOfArgs(plan);
@@ -872,7 +917,9 @@ async function compile(
     const memo = JSON.stringify([args, lines, dated]);
     const r =
       runs.get(memo) ??
-      (await withBuildFixes((extra) => runCmd(uv, [...args, ...dated, ...extra], { env: uvEnv() }), workDir, opts));
+      (round === 0 && earlier
+        ? { code: 0, stdout: earlier.output!, stderr: '' }
+        : await withBuildFixes((extra) => runCmd(uv, [...args, ...dated, ...extra], { env: uvEnv() }), workDir, opts));
     if (r.code === 0) runs.set(memo, r);
     if (r.code !== 0) {
       const { filtered, unbuilt } = ctx ? datedFailures(r.stderr) : { filtered: [], unbuilt: [] };
@@ -887,7 +934,7 @@ async function compile(
           lift(k, `its release of ${dateOf(k)} did not build here: resolved without a date (the newest release)`);
         continue;
       }
-      remember({});
+      await remember({});
       return { error: r.stderr.trim().split('\n').slice(-12).join('\n') || `uv pip compile exited ${r.code}` };
     }
     // the same lock as the earlier resolution that checked its wheels: checked
@@ -920,7 +967,7 @@ async function compile(
       ...lockPins(r.stdout).map((p) => p.split('==')[0]),
       ...named.map((x) => normalizeDistName(x.name ?? '')),
     ]);
-    remember({ lock: output, wheelsChecked: checked });
+    await remember({ output, wheelsChecked: checked, dated: ctx ? isDated : undefined });
     return { lock: (ctx ? asOfHeader(plan, ctx, present) : '') + output, plan };
   }
 }
@@ -1630,18 +1677,19 @@ export async function syncPyPIEnvironment(
   // resolution as of the repositories' revisions (as-of.ts): what was asked now, else what
   // the environment was made with
   const asOf: AsOfChoice = opts.asOf ?? previous?.asOf ?? 'revisions';
-  const asOfCtx: AsOfContext =
-    asOf === false
-      ? { choice: false, dates: new Map(), exempt: new Set(), lifted: new Map(), now: new Date() }
-      : await asOfContext(uv, py, n, asOf, torch, extra, systemTorch, opts, work);
-  asOfOf.set(opts, asOfCtx);
   // the decisions of earlier environments on this machine (decisions.ts), keyed by every
   // input of this one: the resolver's identity, the options, torch's pins, the dates
+  // (torch's own resolution, below, is one of them)
   const cache = new DecisionCache(
     opts.decisions === false ? null : (opts.decisions ?? path.join(nnragHome(), 'cache', 'env')),
   );
   const reuse = cache.enabled ? { cache, machine: await resolverIdentity(uv, base, opts) } : null;
   if (reuse) reuseOf.set(opts, reuse);
+  const asOfCtx: AsOfContext =
+    asOf === false
+      ? { choice: false, dates: new Map(), exempt: new Set(), lifted: new Map(), now: new Date() }
+      : await asOfContext(uv, py, n, asOf, torch, extra, systemTorch, opts, work);
+  asOfOf.set(opts, asOfCtx);
   const options = [
     torch,
     systemTorch,
