@@ -763,7 +763,7 @@ async function needsMaterial(n: PyPINeeds, content: boolean, opts: PyPIOptions):
 }
 
 /** The folders of a checkout's operator builds (nativeBuildDirs, relative), once per folder
- *  and pass (its options): a walk of the whole checkout. */
+ *  and `env create`/`env sync` (nextPass): a walk of the whole checkout. */
 const nativeDirsMemo = new WeakMap<PyPIOptions, Map<string, string[]>>();
 function nativeDirsOf(root: string, opts: PyPIOptions): string[] {
   let m = nativeDirsMemo.get(opts);
@@ -773,7 +773,19 @@ function nativeDirsOf(root: string, opts: PyPIOptions): string[] {
   return d;
 }
 
-/** checkoutContentKey once per folder and `env create`/`env sync` pass (its options). */
+/** The options of the next pass of one `env create`/`env sync`: what a pass decides (the
+ *  fallbacks, the uv answers of its inputs) is its own, but the checkouts are read once for
+ *  all passes (their content and operator folders do not change while nnrag runs). */
+function nextPass(opts: PyPIOptions): PyPIOptions {
+  const next = { ...opts };
+  if (!contentsOf.has(opts)) contentsOf.set(opts, new Map());
+  if (!nativeDirsMemo.has(opts)) nativeDirsMemo.set(opts, new Map());
+  contentsOf.set(next, contentsOf.get(opts)!);
+  nativeDirsMemo.set(next, nativeDirsMemo.get(opts)!);
+  return next;
+}
+
+/** checkoutContentKey once per folder and `env create`/`env sync` (all its passes). */
 const contentsOf = new WeakMap<PyPIOptions, Map<string, Promise<string | null>>>();
 function contentOf(root: string, opts: PyPIOptions): Promise<string | null> {
   let m = contentsOf.get(opts);
@@ -1383,15 +1395,16 @@ async function buildNative(
  *  it), like the operators' wheels: another environment installs that wheel instead of
  *  building again, and installs the very same files (uv's cache hardlinks them), whose
  *  bytecode it then shares (bytecode.ts). A checkout outside git is built every time. */
-async function installIndexed(
-  uv: string,
+/** The folder of a checkout's wheel built for an environment's interpreter and torch,
+ *  keyed by the checkout's content (null outside git: never kept). */
+async function checkoutWheelDir(
   env: string,
   x: IndexedInstall,
   opts: PyPIOptions,
   torchVersion: string,
-): Promise<void> {
+): Promise<string | null> {
   const content = await contentOf(x.root, opts);
-  const cacheDir = content
+  return content
     ? path.join(
         opts.wheelCache ?? path.join(nnragHome(), 'wheels'),
         'checkouts',
@@ -1400,6 +1413,27 @@ async function installIndexed(
         ).slice(0, 16),
       )
     : null;
+}
+
+/** The wheel of a checkout built before for this interpreter and torch, if kept. */
+async function cachedCheckoutWheel(
+  env: string,
+  x: IndexedInstall,
+  opts: PyPIOptions,
+  torchVersion: string,
+): Promise<{ wheel: string; meta: { revision?: string } } | null> {
+  const dir = await checkoutWheelDir(env, x, opts, torchVersion);
+  return dir ? builtWheel(dir) : null;
+}
+
+async function installIndexed(
+  uv: string,
+  env: string,
+  x: IndexedInstall,
+  opts: PyPIOptions,
+  torchVersion: string,
+): Promise<void> {
+  const cacheDir = await checkoutWheelDir(env, x, opts, torchVersion);
   const cached = cacheDir ? builtWheel(cacheDir) : null;
   if (cached) {
     if (cached.meta.revision) x.revision = cached.meta.revision;
@@ -1461,6 +1495,12 @@ function builtWheel(dir: string): { wheel: string; meta: { revision?: string } }
 
 /** Install one wheel into an environment, without its dependencies (the lock has them). */
 function installWheel(uv: string, env: string, wheel: string, opts: PyPIOptions) {
+  return installWheels(uv, env, [wheel], opts);
+}
+
+/** Install wheels into an environment, without their dependencies (those are in its
+ *  lock), replacing what is installed of their names. */
+function installWheels(uv: string, env: string, wheels: string[], opts: PyPIOptions) {
   return runCmd(
     uv,
     [
@@ -1470,7 +1510,7 @@ function installWheel(uv: string, env: string, wheel: string, opts: PyPIOptions)
       envPython(env),
       '--no-deps',
       '--reinstall',
-      wheel,
+      ...wheels,
       ...(opts.offline ? ['--offline'] : []),
     ],
     { env: uvEnv() },
@@ -1720,7 +1760,7 @@ export async function syncPyPIEnvironment(
         `  ${c.by} enforces ${c.requirement} at import (installed: ${c.distribution} ${c.installed}), learnt by an earlier environment of the same requirements: a requirement of ${c.repos.join(', ')}`,
       );
     // at the pass that environment ended with
-    return syncPyPIEnvironment(dir, needs, { ...opts }, knownBounds.bounds, {
+    return syncPyPIEnvironment(dir, needs, nextPass(opts), knownBounds.bounds, {
       pass: knownBounds.pass,
       boundsKey: null,
     });
@@ -1947,9 +1987,12 @@ export async function syncPyPIEnvironment(
     }
     const builtWhole = installedByBuild(n, native);
     const indexed = indexedInstalls(n, repos).filter((x) => !builtWhole.has(x.repo));
-    for (const x of indexed) {
+    const revisions = await Promise.all(indexed.map((x) => revisionOf(x.root)));
+    // the checkouts whose wheel was built before are installed by one uv command
+    const cached: { x: IndexedInstall; wheel: string; revision?: string }[] = [];
+    for (const [i, x] of indexed.entries()) {
       // the same revision of the checkout installed here before, and still installed: kept
-      x.checkout = await revisionOf(x.root);
+      x.checkout = revisions[i];
       const before = prevGroup?.indexed.find((y) => y.repo === x.repo);
       if (before && !before.error && before.checkout === x.checkout && distInstalled(gdir, x.distribution)) {
         Object.assign(x, { revision: before.revision });
@@ -1957,7 +2000,23 @@ export async function syncPyPIEnvironment(
         continue;
       }
       log(`  installing ${x.distribution} from the indexed ${x.repo} (${x.root})`);
-      await installIndexed(uv, gdir, x, opts, torchOf(pins));
+      const c = await cachedCheckoutWheel(gdir, x, opts, torchOf(pins));
+      if (c) cached.push({ x, wheel: c.wheel, revision: c.meta.revision });
+      else await installIndexed(uv, gdir, x, opts, torchOf(pins));
+    }
+    if (cached.length) {
+      const r = await installWheels(
+        uv,
+        gdir,
+        cached.map((c) => c.wheel),
+        opts,
+      );
+      for (const c of cached) {
+        if (r.code === 0) {
+          if (c.revision) c.x.revision = c.revision;
+          log(`    ${c.x.distribution}: the wheel built from this revision before (${path.basename(c.wheel)})`);
+        } else await installIndexed(uv, gdir, c.x, opts, torchOf(pins));
+      }
     }
     const bytecode = await groupBytecode(gdir, log);
     return {
@@ -2127,7 +2186,7 @@ export async function syncPyPIEnvironment(
       // what this pass installed is the previous state of the next: what it left
       // unchanged (locks, checkouts at the same revision) is not installed again
       writeFileSync(manifestPath(target), JSON.stringify(manifest, null, 1) + '\n');
-      return syncPyPIEnvironment(dir, needs, { ...opts }, all, { pass: chain.pass + 1, boundsKey });
+      return syncPyPIEnvironment(dir, needs, nextPass(opts), all, { pass: chain.pass + 1, boundsKey });
     }
     // the last pass's: kept in the manifest, for env sync to apply
     if (fresh.length) manifest.importConstraints = [...constraints, ...fresh];
