@@ -9,8 +9,8 @@
 // simple repository API as JSON) with their upload times (PEP 700):
 //
 // - the state of a resolution is the list of those distributions' files (names, and
-//   whether yanked: PEP 592) uploaded before a time `STATE_MARGIN_MS` before the
-//   resolution started; the margin covers uv's cache of the index's pages, which it may use
+//   whether yanked: PEP 592) uploaded before a time `STATE_MARGIN_MS` (20 minutes) before
+//   the resolution started; the margin covers uv's cache of the index's pages, which it may use
 //   without asking the index while the index's `Cache-Control` allows (PyPI: 10 minutes),
 //   so the resolver saw at least every file of before that time;
 // - the state is the same later when no file of them was uploaded after that time and the
@@ -28,8 +28,10 @@ import path from 'node:path';
 import { normalizeDistName } from './names.js';
 
 /** How long before a resolution's start the files it is known to have seen were uploaded:
- *  an hour, six times PyPI's 10-minute freshness of its simple pages. */
-export const STATE_MARGIN_MS = 3_600_000;
+ *  20 minutes, twice PyPI's 10-minute freshness of its simple pages (a longer margin only
+ *  makes more resolutions run again: a state is not kept while a file of its
+ *  distributions is younger than the margin). */
+export const STATE_MARGIN_MS = 1_200_000;
 
 /** Pages read at once. */
 const CONCURRENCY = 16;
