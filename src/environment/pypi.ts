@@ -1175,6 +1175,15 @@ async function syncLock(uv: string, dir: string, lockFile: string, opts: PyPIOpt
             opts.onLog!(`  ${l.trim()}`)
         : undefined,
     });
+  // the lock pins exact versions, and an index never serves other bytes under a file's name
+  // (PyPI refuses a file name uploaded before): what uv's cache holds of them is installed
+  // first without asking the index (an index whose responses carry no cache headers is
+  // fetched again otherwise, and uv builds its source distributions again), and the index
+  // is asked only when the cache lacks one
+  if (!opts.offline) {
+    const cached = await withBuildFixes((extra) => run(['--offline', ...extra]), path.dirname(lockFile), opts);
+    if (cached.code === 0) return;
+  }
   const r = await withBuildFixes(run, path.dirname(lockFile), opts);
   if (r.code !== 0)
     throw new NnragError(`installing ${lockFile} failed: ${r.stderr.trim().split('\n').slice(-10).join('\n')}`);
