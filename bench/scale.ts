@@ -39,7 +39,7 @@ interface Source {
 
 /** The real blocks: every stored extraction with a module text (at most `maxLines` lines:
  *  the 10⁶ copies must fit in memory for the in-process dedup). */
-function loadSources(storeDir: string, maxLines: number): Source[] {
+export function loadSources(storeDir: string, maxLines: number): Source[] {
   const store = IndexStore.open(storeDir, { create: false });
   try {
     const out: Source[] = [];
@@ -58,7 +58,7 @@ function loadSources(storeDir: string, maxLines: number): Source[] {
 /** Copy i of the library: source i mod K, its classes renamed (`Name` → `Name_c<i>`), and
  *  with some probability one integer literal changed, one statement or a comment added.
  *  Deterministic in i. */
-function variant(
+export function variant(
   sources: Source[],
   i: number,
 ): { id: string; repo: string; text: string; name: string; status: string } {
