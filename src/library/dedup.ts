@@ -999,10 +999,26 @@ function lshPairs(
     else seen.set(key, [m]);
     return false;
   };
+  // Each position's key in every band so far, and whether its bucket there was handed over
+  // pairwise (at most EXHAUSTIVE_BUCKET members). A pair that shared such a bucket in an
+  // earlier band was settled there: verified (and failed, or they are one component now),
+  // or skipped because it was one component already, or its bucket repeated one that was
+  // verified. Proposing it again could change nothing; it is not proposed (before, the
+  // lossy memo of failed pairs caught most such repeats, a cache miss each).
+  const B = bands.b;
+  const keys = new Uint32Array(n * B);
+  const exhaustive = new Uint8Array(n * B);
+  const settled = (p: number, q: number, band: number): boolean => {
+    const bp = p * B,
+      bq = q * B;
+    for (let k = 0; k < band; k++) if (exhaustive[bp + k] === 1 && keys[bp + k] === keys[bq + k]) return true;
+    return false;
+  };
   for (let band = 0; band < bands.b; band++) {
     for (let p = 0; p < n; p++) {
       const i = nodes[p];
       const key = mix32(bandKeyIn(sig.arr[i], sig.off[i], band, bands.r) ^ ints[i]);
+      keys[p * B + band] = key;
       packed[p] = key * POS + p;
     }
     packed.sort();
@@ -1011,6 +1027,8 @@ function lshPairs(
       const key = Math.floor(packed[a] / POS);
       let b = a + 1;
       while (b < n && Math.floor(packed[b] / POS) === key) b++;
+      if (b - a > 1 && b - a <= EXHAUSTIVE_BUCKET)
+        for (let x = a; x < b; x++) exhaustive[(packed[x] % POS) * B + band] = 1;
       if (b - a > 1) {
         const r0 = find(nodes[packed[a] % POS]);
         let one = true;
@@ -1019,8 +1037,13 @@ function lshPairs(
           // nothing to hand over
         } else if (b - a <= EXHAUSTIVE_BUCKET) {
           for (let x = a; x < b; x++) {
-            const px = nodes[packed[x] % POS];
-            for (let y = x + 1; y < b; y++) visit(px, nodes[packed[y] % POS]);
+            const qx = packed[x] % POS;
+            const px = nodes[qx];
+            for (let y = x + 1; y < b; y++) {
+              const qy = packed[y] % POS;
+              if (band > 0 && settled(qx, qy, band)) continue;
+              visit(px, nodes[qy]);
+            }
           }
         } else {
           stats.bounded++;
