@@ -7,9 +7,10 @@
 // stores the builds wrote hold the same facts, files, problems and repository rows (the
 // columns that record a time, a run or a duration left out).
 //
-// usage: node dist/bench/index-cli.js --config FILE [--build DIR …] [--runs N] [--workers N] [--json]
+// usage: node dist/bench/index-cli.js --config FILE [--build DIR …] [--runs N] [--workers N] [--node-arg ARG …] [--json]
 //   --build    an nnrag checkout with dist/ built (repeatable; default this checkout)
 //   --runs     cold runs per build (default 7; the median is printed)
+//   --node-arg an option for node in every run (repeatable), e.g. a V8 flag to compare
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -29,6 +30,8 @@ const builds = args.flatMap((a, i) => (a === '--build' ? [path.resolve(args[i + 
 if (!builds.length) builds.push(here);
 const runs = Number(opt('--runs', '7'));
 const workers = opt('--workers');
+/** extra node options for every run (e.g. a V8 flag to compare) */
+const nodeArgs = args.flatMap((a, i) => (a === '--node-arg' ? [args[i + 1]] : []));
 const work = mkdtempSync(path.join(tmpdir(), 'nnrag-index-cli-'));
 
 interface Run {
@@ -58,6 +61,7 @@ function coldIndex(build: string, store: string): Run & { otherLoad: number; fil
     '-f',
     '%e %U %S %M',
     process.execPath,
+    ...nodeArgs,
     bin,
     'index',
     '--config',
