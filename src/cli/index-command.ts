@@ -3,6 +3,8 @@
 // (bin.ts): a cold index is a short process, and the modules it loads before its parse
 // workers start are part of its time.
 import { index } from '../commands/index-repos.js';
+import { ParsePool } from '../indexer/pool.js';
+import { IndexStore } from '../store/store.js';
 import { UsageError } from '../util/errors.js';
 import { repoOptions, configuredRepos, withWorkspaceAsync, workersOpt, type Command } from './context.js';
 import { progress } from './progress.js';
@@ -27,11 +29,18 @@ export const indexCommand: Command = {
       throw new UsageError(`--mode must be missing, force or skip (got ${mode})`);
     const workers = workersOpt(ctx);
     const repos = configuredRepos(ctx);
+    // A store that does not exist yet is indexed cold: its parse workers start now, while
+    // the store is created (a journal switch and migrations that wait on the disk) and the
+    // repositories are prepared. For an existing store index() decides, once it knows
+    // whether the repositories are new to it.
+    const pool = mode !== 'skip' && !IndexStore.exists(ctx.store) ? new ParsePool(workers) : undefined;
+    pool?.warm();
     const bar = progress('index');
     const report = await withWorkspaceAsync(
       ctx,
       (ws) =>
         index(ws, {
+          pool,
           repos,
           mode: mode as 'missing',
           update: !!ctx.values.update,
@@ -41,7 +50,7 @@ export const indexCommand: Command = {
           onProgress: (p) => bar.update(p.phase, p.done, p.total),
         }),
       true,
-    );
+    ).finally(() => pool?.close());
     bar.done();
     // a repository without a single Python file is most likely a wrong path or --paths
     for (const r of report.repos)
