@@ -1,6 +1,5 @@
 #!/usr/bin/env node
 // The `nnrag` executable: runs the CLI and sets the exit code.
-import { setFlagsFromString } from 'node:v8';
 import { safeText } from './terminal.js';
 
 // A reader that stops early (`nnrag discover --json | head`) closes the pipe: the rest of
@@ -18,11 +17,6 @@ for (const stream of [process.stdout, process.stderr]) {
  *  whole command table (main.ts). */
 async function run(argv: string[]): Promise<number> {
   if (argv[0] === 'index') {
-    // A cold index is a short process in which each parse worker warms up the binder's
-    // code from scratch; TurboFan's inlining recompiles its recursive visitors several
-    // times on the way and costs more compile time than it saves (bench/index-cli.ts).
-    // V8 reads the flag whenever it optimises a function, in every thread.
-    setFlagsFromString('--no-turbo-inlining');
     const [{ runCommand }, { indexCommand }] = await Promise.all([import('./run.js'), import('./index-command.js')]);
     return runCommand('index', indexCommand, argv.slice(1));
   }
