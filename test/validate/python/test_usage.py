@@ -18,6 +18,7 @@ from nnrag_harness.usage import (  # noqa: E402
     member_choices,
     param_uses,
     record_attrs,
+    refused_none,
 )
 
 
@@ -284,6 +285,112 @@ class RotatedRoIs(nn.Module):
         return input.mean() + rois[:, 5].sum()
 
 
+def eval_only_edges(x, edge_index=None, training=False):
+    if not training and edge_index is None:
+        raise ValueError("edges needed at inference")
+    return x
+
+
+def any_of_two(x, type_vec=None, type_ptr=None):
+    # either one given suffices: only the first is required
+    if type_vec is None and type_ptr is None:
+        raise ValueError("give type_vec or type_ptr")
+    return x
+
+
+def each_of_two(x, a=None, b=None, c=None):
+    if a is None or b is None:
+        raise ValueError("a and b are needed")
+    assert c is not None
+    return x
+
+
+def defaulted_none(x, scale=None):
+    # a None the code replaces, never refuses
+    if scale is None:
+        scale = 1.0
+    return x * scale
+
+
+class EvalEdges(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, x, edge_index=None):
+        if not self.training and edge_index is None:
+            raise ValueError("edge_index is needed at inference")
+        x = self.lin(x)
+        if not self.training:
+            src, dst = edge_index
+            x = x.index_add(0, dst, x[src])
+        return x
+
+
+class EdgeLayer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+
+    def propagate(self, x, edge):
+        src, dst = edge
+        return x.index_add(0, dst, x[src])
+
+    def forward(self, batch):
+        batch.x = self.propagate(self.lin(batch.x), batch.edge_index)
+        return batch
+
+
+class EitherLayer(nn.Module):
+    # takes a tensor or a record: itself not a record, but what it reads of one counts
+    def __init__(self):
+        super().__init__()
+        self.layer = EdgeLayer()
+
+    def forward(self, batch):
+        batch = self.layer(batch)
+        if isinstance(batch, torch.Tensor):
+            return batch.relu()
+        batch.x = batch.x.relu()
+        return batch
+
+
+class ChildStage(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layer0 = EitherLayer()
+        self.layer1 = EitherLayer()
+
+    def forward(self, batch):
+        for layer in self.children():
+            x = batch.x
+            batch = layer(batch)
+            batch.x = x + batch.x
+        return batch
+
+
+class RowLabels(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(5, 8)
+
+    def forward(self, x, y, mask):
+        x = torch.clone(x)
+        x[mask] += self.emb(y[mask])
+        return x
+
+
+class IdsFirst(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(7, 8)
+        self.lin = nn.Linear(24, 8)
+
+    def forward(self, z, feats, i, j):
+        h = self.emb(z)
+        return self.lin(torch.cat([h[i], h[j], feats], dim=-1))
+
+
 class UsageTest(unittest.TestCase):
     def test_dtype_guards(self):
         # what the code requires of the dtype (and of the first dimension) is an index
@@ -408,6 +515,55 @@ class UsageTest(unittest.TestCase):
         again = I.fresh_inputs(args, torch)
         again[0].x.add_(1)
         self.assertFalse(torch.equal(again[0].x, args[0].x), "a record is copied with its tensors")
+
+    def test_refused_none(self):
+        # a None default the code raises on is a value the call must give
+        self.assertEqual(refused_none(eval_only_edges), {"edge_index"})
+        self.assertEqual(refused_none(any_of_two), {"type_vec"})
+        self.assertEqual(refused_none(each_of_two), {"a", "b", "c"})
+        self.assertEqual(refused_none(defaulted_none), set())
+        m = EvalEdges().eval()
+        plan = I.forward_plan(m)
+        self.assertEqual(plan, [("x", "tensor"), ("edge_index", "pairs")])
+        args = I.make_inputs([("float", (4, 8))], plan, torch, m)
+        self.assertEqual(tuple(m(*args).shape), (4, 8))
+
+    def test_record_passed_on(self):
+        # passed whole to the sub-modules it loops over (self.children()): a record,
+        # with the attributes they read; their index uses carry over
+        m = ChildStage()
+        self.assertEqual(record_attrs(type(m).forward, torch, m), {"batch": ["x", "edge_index"]})
+        self.assertEqual(record_attrs(type(m).forward, torch), {}, "without the model its modules are unknown")
+        self.assertEqual(record_attrs(EitherLayer.forward, torch, m.layer0), {}, "also used as a tensor")
+        self.assertEqual(param_uses(type(m).forward, m), {"batch.edge_index": "pairs"})
+        plan = I.forward_plan(m)
+        self.assertEqual(plan, [("batch", "record:x,edge_index=pairs")])
+        (batch,) = I.make_inputs([("float", (4, 8))], plan, torch, m)
+        self.assertEqual(tuple(m(batch).x.shape), (4, 8))
+
+    def test_rows_variant(self):
+        # masks and embedding ids per row of the first feature input
+        m = RowLabels()
+        plan = I.forward_plan(m)
+        self.assertEqual(plan, [("x", "tensor"), ("y", "ids"), ("mask", "bool-mask")])
+        with self.assertRaises((IndexError, RuntimeError)):  # a mask of the input's whole shape
+            m(*I.make_inputs([("float", (4, 8))] * 2, plan, torch, m))
+        rows = I.rows_variant(m, plan)
+        self.assertEqual(rows, [("x", "tensor"), ("y", "row-ids"), ("mask", "row-bool-mask")])
+        x, y, mask = I.make_inputs([("float", (4, 8))], rows, torch, m)
+        self.assertEqual((tuple(y.shape), y.dtype, tuple(mask.shape), mask.dtype), ((4,), torch.long, (4,), torch.bool))
+        self.assertTrue(int(y.max()) < 5)
+        self.assertEqual(tuple(m(x, y, mask).shape), (4, 8))
+        # a first input only looked up in an embedding, beside other inputs: ids per row
+        m = IdsFirst()
+        plan = I.forward_plan(m)
+        self.assertEqual(plan[0], ("z", "tensor"))
+        rows = I.rows_variant(m, plan)
+        self.assertEqual(rows, [("z", "row-ids"), ("feats", "tensor"), ("i", "index"), ("j", "index")])
+        args = I.make_inputs([("float", (4, 8))], rows, torch, m)
+        self.assertEqual(tuple(args[0].shape), (4,))
+        self.assertEqual(tuple(m(*args).shape), (4, 8))
+        self.assertIsNone(I.rows_variant(Pairs(), I.forward_plan(Pairs())), "no mask, no ids: no variant")
 
     def test_inputs_from_uses(self):
         m = Pairs()

@@ -117,32 +117,46 @@ def forward_plan(model, keywords=False):
 
         from nnrag_harness.usage import record_attrs
 
-        records = record_attrs(type(model).forward, torch)
+        records = record_attrs(type(model).forward, torch, model)
     except Exception:  # noqa: BLE001
         records = {}
+    try:  # None defaults the code refuses (`if edge_index is None: raise`): required
+        from nnrag_harness.usage import refused_none
+
+        refused = refused_none(type(model).forward)
+    except Exception:  # noqa: BLE001
+        refused = set()
     try:
         objects = object_inputs(type(model).forward)
     except Exception:  # noqa: BLE001 - reading the code is best effort
         objects = {}
+
+    # a parameter is required when it has no default, or a None default the code refuses
+    # (a value the call must give); one after a skipped default could only be passed by
+    # name, so a positional one there is left to its default
+    def needs_value(p):
+        return p.default is inspect.Parameter.empty or p.name in refused
+
     required = [
         p
         for p in sig.parameters.values()
         if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.KEYWORD_ONLY) and p.default is inspect.Parameter.empty
     ]
     all_optional = bool(required) and all(is_optional(p.annotation) for p in required)
-    kw_required = [
-        p for p in sig.parameters.values() if p.kind == p.KEYWORD_ONLY and p.default is inspect.Parameter.empty
-    ]
+    kw_required = [p for p in sig.parameters.values() if p.kind == p.KEYWORD_ONLY and needs_value(p)]
     if keywords:
         # classified like positional parameters that follow the positional ones
         positional = forward_plan(model)
         plan = list(positional)
+    skipped = False
     for p in kw_required if keywords else sig.parameters.values():
         if p.kind == p.VAR_POSITIONAL:
             if not plan:
                 plan.append((p.name, "tensor"))
+            skipped = True  # what follows *args is keyword-only
             continue
-        if p.kind == p.VAR_KEYWORD or p.default is not inspect.Parameter.empty:
+        if p.kind == p.VAR_KEYWORD or not needs_value(p) or (skipped and p.kind != p.KEYWORD_ONLY):
+            skipped = skipped or p.kind != p.KEYWORD_ONLY
             continue
         if p.kind == p.KEYWORD_ONLY and not keywords:
             continue
@@ -168,9 +182,11 @@ def forward_plan(model, keywords=False):
                     ),
                 )
             )
-        elif is_optional(ann) and (plan or all_optional):
+        elif is_optional(ann) and (plan or all_optional) and p.name not in refused:
             # Optional[X] accepts None (PEP 484): prompts a decoder may go without; the
-            # first input stays a tensor unless every parameter is optional
+            # first input stays a tensor unless every parameter is optional (a None the
+            # code refuses is no choice: `edge_index: Optional[Tensor] = None` raising
+            # when it is None gets a value like a required parameter)
             plan.append((p.name, "none"))
         elif (
             n in ("h", "w", "height", "width", "hh", "ww", "size_h", "size_w")
@@ -394,6 +410,37 @@ def targets_as_tensors(plan):
     if not any(k == "target" for _, k in plan):
         return None
     return [(n, "tensor" if k == "target" else k) for n, k in plan]
+
+
+ROW_KINDS = {"ids": "row-ids", "mask": "row-mask", "bool-mask": "row-bool-mask"}
+
+
+def rows_variant(model, plan):
+    """The plan with its masks and embedding ids made per row of the first feature input
+    (its shape without the last, feature, dimension), or None when it has neither: a
+    label or a mask per node or per token (`x[mask] += self.emb(y[mask])`: a boolean
+    index selects along the leading dimensions whose shape it has, and an embedding
+    maps each id to a feature vector, so ids shaped like the rows give features shaped
+    like the input). A first parameter the code only looks up in an embedding the model
+    holds (`x = self.emb(x)` beside other inputs) is such ids too. Tried after the plan's
+    own candidates, whose masks have the input's whole shape."""
+    try:
+        from nnrag_harness.usage import param_uses
+
+        uses = param_uses(type(model).forward, model)
+    except Exception:  # noqa: BLE001 - reading the code is best effort
+        uses = {}
+    out, changed = [], False
+    for i, (name, kind) in enumerate(plan):
+        if kind in ROW_KINDS:
+            out.append((name, ROW_KINDS[kind]))
+            changed = True
+        elif i == 0 and kind == "tensor" and uses.get(name) == "ids" and any(k == "tensor" for _, k in plan[1:]):
+            out.append((name, "row-ids"))
+            changed = True
+        else:
+            out.append((name, kind))
+    return out if changed else None
 
 
 def input_candidates(model, plan, width_values, torch, nn, spatial, hints=None):
@@ -698,6 +745,18 @@ def make_inputs(specs, plan, torch, model=None):
             args.append(index_input(kind, tensors[0] if tensors else None, torch))
         elif kind == "rois":
             args.append(rois_input(tensors[0] if tensors else None, torch))
+        elif kind in ROW_KINDS.values():
+            # one per row of the first feature input (rows_variant): ids below the first
+            # embedding's size, booleans, or weights in [0, 1)
+            x = next((t for t in tensors if t.is_floating_point()), tensors[0] if tensors else None)
+            rows = tuple(x.shape[:-1] if x.dim() >= 2 else x.shape) if x is not None else (2,)
+            if kind == "row-ids":
+                _, vocab = ids_shape(model, torch.nn, 1) if model is not None else (None, 2)
+                args.append(torch.randint(0, max(1, vocab), rows, dtype=torch.long))
+            elif kind == "row-bool-mask":
+                args.append(torch.rand(rows) < 0.5)
+            else:
+                args.append(torch.rand(rows))
         elif kind == "ids":
             x = tensors[0] if tensors else None
             nb = int(x.shape[0]) if x is not None and x.dim() >= 1 else 2

@@ -60,6 +60,8 @@ INT_TENSOR_TYPES = {"LongTensor", "IntTensor", "ShortTensor", "ByteTensor", "Cha
 # a parameter used several ways takes the most specific: pairs, then an index, then ids,
 # then a size (a tensor holding one number is also a valid index)
 RANK = {"size": -0.5, "ids": 0, "index": 1, "pairs": 2}
+# a loop over `self.children()`, as _loop_bindings reports it (no attribute has this name)
+CHILDREN = "()"
 
 
 def _function_node(fn):
@@ -87,21 +89,36 @@ def _params(node):
     return [p.arg for p in a.posonlyargs + a.args], [p.arg for p in a.kwonlyargs]
 
 
-def record_attrs(fn, torch):
+def record_attrs(fn, torch, owner=None, depth=4, _seen=None):
     """{parameter: [attribute, ...]} for the forward parameters that the code uses only
     through attributes that a tensor does not have (`batch.x = self.bn(batch.x)`, `return
     batch.x, batch.y`), and may hand back whole (`return batch`): a record of tensors (a
     graph batch, a data object), never a tensor itself (an attribute reference reads the
-    object's attribute, Language Reference §6.3.1). Any other use of the name (passed on,
-    subscripted, compared, an attribute a tensor has, such as `.shape` or `.size`) and it
-    is not."""
+    object's attribute, Language Reference §6.3.1). It may also be passed on whole to a
+    sub-module the model holds or to a method of the model (`batch = layer(batch)` in
+    `for layer in self.children()`) and rebound to what that returns: the attributes the
+    callee reads of it count too (followed `depth` levels; `owner` is the model). Any other
+    use of the name (passed to anything else, subscripted, compared, an attribute a tensor
+    has, such as `.shape` or `.size`) and it is not."""
+    attrs, other = _record_reads(fn, torch, owner, depth, _seen)
+    return {p: a for p, a in attrs.items() if a and p not in other}
+
+
+def _record_reads(fn, torch, owner, depth, _seen):
+    """({parameter: [attribute, ...]}, {parameter used otherwise}) for record_attrs: the
+    attributes a tensor lacks read of each parameter (here and by the callees it is
+    passed on to whole), and the parameters some other use rules out as records."""
+    _seen = set() if _seen is None else _seen
     fn, node = _function_node(fn)
-    if node is None:
-        return {}
+    if node is None or id(fn) in _seen or depth < 0:
+        return {}, set()
+    _seen = _seen | {id(fn)}
     positional, keyword_only = _params(node)
     params = set(positional + keyword_only) - {"self", "cls"}
+    g = getattr(fn, "__globals__", {})
+    loops = _loops(node, owner)
     attrs, other = {}, set()
-    fine = set()  # Name nodes used as an attribute's object or as `return name`
+    fine = set()  # Name nodes used as an attribute's object, as `return name`, rebound
     for n in ast.walk(node):
         if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in params:
             fine.add(id(n.value))
@@ -111,13 +128,57 @@ def record_attrs(fn, torch):
                 attrs[n.value.id].append(n.attr)
         elif isinstance(n, ast.Return) and isinstance(n.value, ast.Name):
             fine.add(id(n.value))
+        elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            fine.add(id(n))  # `batch = layer(batch)`: rebound to what the callee returns
+        elif isinstance(n, ast.Call) and owner is not None and depth > 0:
+            # passed on whole to a held module or a method of the model: its reads count
+            callee, bound = _callee(n.func, g, owner)
+            held = _held_module(n.func, owner, loops)
+            if held is not None and callee is None:
+                callee, bound = type(held).forward, True
+            if not isinstance(callee, types.FunctionType):
+                continue
+            _, cnode = _function_node(callee)
+            if cnode is None:
+                continue
+            cpos, _ = _params(cnode)
+            if bound and cpos:
+                cpos = cpos[1:]
+            passed = [(cpos[i], a) for i, a in enumerate(n.args) if i < len(cpos) and not isinstance(a, ast.Starred)]
+            passed += [(kw.arg, kw.value) for kw in n.keywords if kw.arg]
+            passed = [(c, a) for c, a in passed if isinstance(a, ast.Name) and a.id in params]
+            if not passed:
+                continue
+            # what the callee reads of it, whatever else it does with it (a callee that
+            # also takes a tensor: `if isinstance(batch, Tensor): … else: batch.x`)
+            sub, _ = _record_reads(callee, torch, held if held is not None else owner, depth - 1, _seen)
+            for c, a in passed:
+                fine.add(id(a))
+                for attr in sub.get(c, ()):
+                    if attr not in attrs.setdefault(a.id, []):
+                        attrs[a.id].append(attr)
     for n in ast.walk(node):
         if isinstance(n, ast.Name) and n.id in params and id(n) not in fine:
             other.add(n.id)
-    return {p: a for p, a in attrs.items() if a and p not in other}
+    return attrs, other
 
 
-def param_uses(fn, owner=None, depth=4, _seen=None):
+def _loops(node, owner):
+    """{name: module} for the names `for` statements of the function bind to the first
+    module of a module list the model holds (_loop_bindings)."""
+    loops = {}
+    if owner is None:
+        return loops
+    for st in ast.walk(node):
+        if isinstance(st, ast.For):
+            for target, held in _loop_bindings(st.target, st.iter):
+                first = _first_held(owner, held)
+                if first is not None:
+                    loops[target] = first
+    return loops
+
+
+def param_uses(fn, owner=None, depth=6, _seen=None):
     """{parameter: "index" | "pairs" | "ids" | "size"} for the parameters of `fn` (and
     {"parameter.attribute": …} for attributes of them used so: a record's) (a function or a
     bound method; `owner` is the model whose methods and attributes it may reach),
@@ -163,13 +224,7 @@ def param_uses(fn, owner=None, depth=4, _seen=None):
     # model holds): its first module; also through zip and enumerate (`for conv, lin in
     # zip(self.convs, self.lins)`, `for i, conv in enumerate(self.convs)`: the builtins
     # pair the iterables' items, Library Reference "Built-in Functions")
-    loops = {}
-    for st in ast.walk(node):
-        if isinstance(st, ast.For) and owner is not None:
-            for target, held in _loop_bindings(st.target, st.iter):
-                first = _first_held(owner, held)
-                if first is not None:
-                    loops[target] = first
+    loops = _loops(node, owner)
 
     def mark(expr, how="index"):
         """`expr` is used as an index (how="index"/"ids") or as index pairs ("pairs"); an
@@ -255,15 +310,73 @@ def param_uses(fn, owner=None, depth=4, _seen=None):
             cpos, ckw = _params(cnode)
             if bound and cpos:
                 cpos = cpos[1:]
+            passed = []
             for i, a in enumerate(n.args):
                 if isinstance(a, ast.Starred):
                     break
-                if i < len(cpos) and cpos[i] in sub:
-                    mark(a, sub[cpos[i]])
-            for kw in n.keywords:
-                if kw.arg and kw.arg in sub:
-                    mark(kw.value, sub[kw.arg])
+                if i < len(cpos):
+                    passed.append((cpos[i], a))
+            passed += [(kw.arg, kw.value) for kw in n.keywords if kw.arg]
+            for c, a in passed:
+                if c in sub:
+                    mark(a, sub[c])
+                if isinstance(a, ast.Name) and a.id in params:
+                    # a record passed on whole: what the callee does with its attributes
+                    # (`batch.edge_index` there is `batch.edge_index` here)
+                    for key, how in sub.items():
+                        if key.startswith(c + "."):
+                            mark(ast.Attribute(value=a, attr=key[len(c) + 1 :], ctx=ast.Load()), how)
     return uses
+
+
+def refused_none(fn):
+    """The parameters of `fn` with a None default that its code refuses as None, so a call
+    must pass a value: an `if` whose body raises when its test holds, the test being `p is
+    None` (`if not self.training and edge_index is None: raise ValueError(…)`), or an
+    `assert` whose test is `p is not None` (Language Reference §7.3, §6.11). Through
+    `and` / `or`: every parameter of an `or` of such tests in an `if` (any of them None
+    raises) and of an `and` in an `assert`; only the first of an `and` in an `if` (`if a
+    is None and b is None: raise`: either one given suffices) and of an `or` in an
+    `assert`. Read with ast; runs nothing."""
+    fn, node = _function_node(fn)
+    if node is None:
+        return set()
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return set()
+    nones = {n for n, p in sig.parameters.items() if p.default is None}
+
+    def needed(test, raises_when):
+        """The parameters that must not be None for `test` to be `not raises_when`."""
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return needed(test.operand, not raises_when)
+        if isinstance(test, ast.BoolOp):
+            parts = [needed(v, raises_when) for v in test.values]
+            # raising when all hold (`and` raising, `or` passing): one None test avoided suffices
+            if isinstance(test.op, ast.And) == raises_when:
+                return next((p for p in parts if p), set())
+            return set().union(*parts)
+        if (
+            isinstance(test, ast.Compare)
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], (ast.Is, ast.IsNot))
+            and isinstance(test.left, ast.Name)
+            and test.left.id in nones
+            and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value is None
+            and isinstance(test.ops[0], ast.Is) == raises_when
+        ):
+            return {test.left.id}
+        return set()
+
+    out = set()
+    for st in ast.walk(node):
+        if isinstance(st, ast.If) and any(isinstance(b, ast.Raise) for b in st.body):
+            out |= needed(st.test, True)
+        elif isinstance(st, ast.Assert):
+            out |= needed(st.test, False)
+    return out
 
 
 def _row_of(expr, params, rows, ints=()):
@@ -283,11 +396,21 @@ def _row_of(expr, params, rows, ints=()):
 def _loop_bindings(target, it):
     """(name, attribute of self) for the names a `for` statement binds to the items of a
     module list the model holds: `for m in self.ms`, `for a, b in zip(self.as, self.bs)`,
-    `for i, m in enumerate(self.ms)`."""
+    `for i, m in enumerate(self.ms)`; CHILDREN for the model's own sub-modules (`for m in
+    self.children()`)."""
 
     def held(e):
         if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == "self":
             return e.attr
+        if (
+            isinstance(e, ast.Call)
+            and not e.args
+            and isinstance(e.func, ast.Attribute)
+            and e.func.attr == "children"
+            and isinstance(e.func.value, ast.Name)
+            and e.func.value.id == "self"
+        ):
+            return CHILDREN  # nn.Module.children(): the model's own sub-modules, in order
         return None
 
     if isinstance(target, ast.Name):
@@ -371,8 +494,8 @@ _EMBEDDING = _Embedding()
 
 def _first_held(owner, attr):
     """The first module of the module list (nn.ModuleList, nn.Sequential) the model holds
-    as `attr`, or None."""
-    seq = getattr(owner, "_modules", {}).get(attr)
+    as `attr` (the model's own first sub-module for CHILDREN), or None."""
+    seq = owner if attr == CHILDREN else getattr(owner, "_modules", {}).get(attr)
     return next(iter(getattr(seq, "_modules", {}).values()), None) if seq is not None else None
 
 
