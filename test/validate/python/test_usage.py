@@ -16,10 +16,17 @@ from nnrag_harness.usage import (  # noqa: E402
     callable_value,
     called_params,
     member_choices,
+    param_ranks,
     param_uses,
+    pattern_rank,
     record_attrs,
     refused_none,
 )
+
+try:
+    import einops
+except ImportError:  # einops is not a dependency of the harness: its tests skip
+    einops = None
 
 
 class Gather(nn.Module):
@@ -305,6 +312,18 @@ def each_of_two(x, a=None, b=None, c=None):
     return x
 
 
+def exists(val):
+    return val is not None
+
+
+def asserted_exists(x, hiddens=None, context=None):
+    # a module helper that tests `is not None`, asserted or raised on
+    assert exists(hiddens), "hiddens must be passed"
+    if not exists(context):
+        raise ValueError("context must be passed")
+    return x
+
+
 def defaulted_none(x, scale=None):
     # a None the code replaces, never refuses
     if scale is None:
@@ -389,6 +408,37 @@ class IdsFirst(nn.Module):
     def forward(self, z, feats, i, j):
         h = self.emb(z)
         return self.lin(torch.cat([h[i], h[j], feats], dim=-1))
+
+
+class TimeEmbedding(nn.Module):
+    # a time step per sample: `t[:, None]` needs (B,), unpacked as its shape first
+    def __init__(self, dim=8):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, t):
+        (b,) = t.shape
+        return torch.cat([t[:, None].sin()] * self.dim, dim=-1)
+
+
+class Denoiser(nn.Module):
+    # the time goes through an nn.Sequential whose first module states its rank
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 3, 3, padding=1)
+        self.time_mlp = nn.Sequential(TimeEmbedding(8), nn.Linear(8, 3))
+
+    def forward(self, x, time):
+        b, c, h, w = x.shape
+        t = self.time_mlp(time)
+        return self.conv(x) + t[:, :, None, None]
+
+
+class Rebound(nn.Module):
+    def forward(self, x):
+        x = x.flatten(1)
+        b, n = x.shape  # the rank of what x became, not of the input
+        return x
 
 
 class UsageTest(unittest.TestCase):
@@ -522,6 +572,7 @@ class UsageTest(unittest.TestCase):
         self.assertEqual(refused_none(any_of_two), {"type_vec"})
         self.assertEqual(refused_none(each_of_two), {"a", "b", "c"})
         self.assertEqual(refused_none(defaulted_none), set())
+        self.assertEqual(refused_none(asserted_exists), {"hiddens", "context"})
         m = EvalEdges().eval()
         plan = I.forward_plan(m)
         self.assertEqual(plan, [("x", "tensor"), ("edge_index", "pairs")])
@@ -564,6 +615,47 @@ class UsageTest(unittest.TestCase):
         self.assertEqual(tuple(args[0].shape), (4,))
         self.assertEqual(tuple(m(*args).shape), (4, 8))
         self.assertIsNone(I.rows_variant(Pairs(), I.forward_plan(Pairs())), "no mask, no ids: no variant")
+
+    def test_ranks(self):
+        self.assertEqual(pattern_rank("b -> b 1"), 1)
+        self.assertEqual(pattern_rank("b (h w) c -> b c h w"), 3)
+        self.assertEqual(pattern_rank("b c () w -> b c w"), 4)
+        self.assertIsNone(pattern_rank("b ... c -> b c ..."))
+        self.assertIsNone(pattern_rank("b c"))
+        m = Denoiser()
+        self.assertEqual(param_ranks(type(m).forward, m), {"x": 4, "time": 1})
+        self.assertEqual(param_ranks(type(m).forward), {"x": 4}, "without the model its modules are unknown")
+        self.assertEqual(param_ranks(Rebound.forward), {})
+        plan = I.forward_plan(m)
+        cands = I.input_candidates(m, plan, [8], torch, nn, 16)
+        self.assertTrue(all(len(c[1][1]) == 1 for c in cands), cands)
+        x, t = I.make_inputs(cands[0], plan, torch, m)
+        self.assertEqual(t.dim(), 1)
+        self.assertEqual(m(x, t).shape, x.shape)
+        self.assertEqual(I.with_rank(("float", (2, 16, 8, 8)), 2), ("float", (2, 16)))
+        self.assertEqual(I.with_rank(("float", (2, 8, 16)), 4), ("float", (2, 16, 8, 8)))
+        self.assertEqual(I.with_rank(("long", (2, 8), 11), 1), ("long", (2,), 11))
+
+    @unittest.skipIf(einops is None, "einops is not installed")
+    def test_einops_ranks(self):
+        # the left side of an einops pattern, called or held as a layer
+        from einops.layers.torch import Rearrange
+
+        def fourier(x):
+            x = einops.rearrange(x, "b -> b 1")
+            return x
+
+        class Patches(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.to_tokens = nn.Sequential(Rearrange("b c h w -> b (h w) c"), nn.Linear(3, 8))
+
+            def forward(self, img):
+                return self.to_tokens(img)
+
+        self.assertEqual(param_ranks(fourier), {"x": 1})
+        m = Patches()
+        self.assertEqual(param_ranks(type(m).forward, m), {"img": 4})
 
     def test_inputs_from_uses(self):
         m = Pairs()

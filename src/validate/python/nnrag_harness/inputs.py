@@ -489,16 +489,48 @@ def input_candidates(model, plan, width_values, torch, nn, spatial, hints=None):
                     expanded.append([("float", (shp[0], 65, c))])
                     continue
         expanded.append(specs)
+    # the rank the code states for a tensor input (`b, c, h, w = x.shape`,
+    # `rearrange(t, 'b -> b 1')`, usage.param_ranks): that input's spec made of that rank
+    try:
+        from nnrag_harness.usage import param_ranks
+
+        ranks = param_ranks(type(model).forward, model)
+    except Exception:  # noqa: BLE001 - reading the code is best effort
+        ranks = {}
+    consumers = [
+        (name, kind)
+        for name, kind in plan
+        if kind in ("tensor", "tensors", "mask", "bool-mask", "object") or kind.startswith("record:")
+    ]
     for specs in expanded:
         if n_tensor > len(specs):
             specs = list(specs) + [specs[-1]] * (n_tensor - len(specs))
         elif n_tensor < len(specs):
             specs = list(specs[:n_tensor])
+        if ranks:
+            specs = [
+                with_rank(sp, ranks[c[0]]) if c[1] == "tensor" and c[0] in ranks else sp
+                for sp, c in zip(specs, consumers)
+            ]
         key = repr(specs)
         if key not in seen:
             seen.add(key)
             out.append(specs)
     return out[:14]
+
+
+def with_rank(spec, r):
+    """The input spec `spec` made `r`-dimensional, keeping its batch and its features (the
+    second dimension of a channels-first map, else the last): (B,), (B, C), (B, 8, C),
+    (B, C, H, W), (B, C, 4, H, W) with the map's H, W when it has them, else 8."""
+    shp = tuple(spec[1])
+    if len(shp) == r or not shp or r < 1 or r > 6:
+        return spec
+    b = shp[0]
+    c = shp[1] if len(shp) >= 4 else shp[-1] if len(shp) >= 2 else 8
+    hw = tuple(shp[-2:]) if len(shp) >= 4 else (8, 8)
+    new = {1: (b,), 2: (b, c), 3: (b, 8, c), 4: (b, c) + hw}.get(r) or (b, c) + (4,) * (r - 4) + hw
+    return (spec[0], new) + tuple(spec[2:])
 
 
 TOKEN_ATTRS = (

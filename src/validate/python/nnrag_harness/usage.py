@@ -329,11 +329,142 @@ def param_uses(fn, owner=None, depth=6, _seen=None):
     return uses
 
 
+# einops operations whose pattern's left side names the input's axes (einops docs:
+# rearrange / repeat / reduce take (tensor, pattern, **axes_lengths))
+EINOPS_OPS = {"rearrange", "repeat", "reduce"}
+
+
+def pattern_rank(pattern):
+    """The number of axes the left side of an einops pattern gives its input (`b c h w`,
+    `b (h w) c` → 3, `b -> b 1` → 1: a parenthesized group is one axis, `1` and `()` an
+    axis of size one); None when it has an ellipsis (any rank) or cannot be read."""
+    if not isinstance(pattern, str) or "->" not in pattern:
+        return None
+    left = pattern.split("->")[0]
+    if "..." in left or "…" in left:
+        return None
+    n, depth = 0, 0
+    for tok in left.replace("(", " ( ").replace(")", " ) ").split():
+        if tok == "(":
+            if depth == 0:
+                n += 1
+            depth += 1
+        elif tok == ")":
+            depth -= 1
+        elif depth == 0:
+            n += 1
+    return n if depth == 0 and n > 0 else None
+
+
+def _is_einops(v):
+    return (getattr(v, "__module__", None) or "").split(".")[0] == "einops"
+
+
+def param_ranks(fn, owner=None, depth=4, _seen=None):
+    """{parameter: number of dimensions} for the tensor parameters whose rank the code
+    states before it rebinds them, in the function's top-level statements: unpacked from
+    its shape (`b, c, h, w = x.shape`, `x.size()`: the unpacking fails for any other rank,
+    Language Reference §7.2), or the input of an einops rearrange / repeat / reduce
+    (`rearrange(x, 'b -> b 1')`: the pattern's left side, `pattern_rank`) or of an einops
+    layer the model holds; followed into the model's methods and the sub-modules it holds
+    (an nn.Sequential's input is its first module's), `depth` levels deep."""
+    _seen = set() if _seen is None else _seen
+    fn, node = _function_node(fn)
+    if node is None or id(fn) in _seen or depth < 0:
+        return {}
+    _seen = _seen | {id(fn)}
+    positional, keyword_only = _params(node)
+    live = set(positional + keyword_only) - {"self", "cls"}
+    g = getattr(fn, "__globals__", {})
+    loops = _loops(node, owner)
+    ranks = {}
+
+    def note(p, r):
+        if p in live and r and p not in ranks:
+            ranks[p] = r
+
+    for st in node.body:
+        simple = not isinstance(st, (ast.If, ast.For, ast.While, ast.Try, ast.With, ast.AsyncFor, ast.AsyncWith))
+        if simple:
+            if (
+                isinstance(st, ast.Assign)
+                and len(st.targets) == 1
+                and isinstance(st.targets[0], (ast.Tuple, ast.List))
+                and not any(isinstance(e, ast.Starred) for e in st.targets[0].elts)
+            ):
+                v = st.value
+                if isinstance(v, ast.Call) and not v.args and not v.keywords:
+                    v = v.func if isinstance(v.func, ast.Attribute) and v.func.attr == "size" else None
+                if isinstance(v, ast.Attribute) and v.attr in ("shape", "size") and isinstance(v.value, ast.Name):
+                    note(v.value.id, len(st.targets[0].elts))
+            for c in ast.walk(st):
+                if not isinstance(c, ast.Call) or not c.args or not isinstance(c.args[0], ast.Name):
+                    continue
+                f, a0 = c.func, c.args[0].id
+                name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+                if name in EINOPS_OPS and len(c.args) > 1 and isinstance(c.args[1], ast.Constant):
+                    fv = (
+                        g.get(f.id)
+                        if isinstance(f, ast.Name)
+                        else g.get(f.value.id)
+                        if isinstance(f.value, ast.Name)
+                        else None
+                    )
+                    if _is_einops(fv) or (isinstance(fv, types.ModuleType) and fv.__name__.startswith("einops")):
+                        note(a0, pattern_rank(c.args[1].value))
+                    continue
+                if owner is None or depth == 0 or a0 not in live:
+                    continue
+                callee, bound = _callee(f, g, owner)
+                held = _held_module(f, owner, loops)
+                while held is not None and type(held).__name__ == "Sequential" and len(held) and callee is None:
+                    held = held[0]  # nn.Sequential hands its input to its first module
+                if held is not None and callee is None:
+                    if _is_einops(type(held)):
+                        note(a0, pattern_rank(getattr(held, "pattern", None)))
+                        continue
+                    callee, bound = type(held).forward, True
+                if not isinstance(callee, types.FunctionType):
+                    continue
+                sub = param_ranks(callee, held if held is not None else owner, depth - 1, _seen)
+                _, cnode = _function_node(callee)
+                cpos, _ = _params(cnode)
+                if bound and cpos:
+                    cpos = cpos[1:]
+                if cpos and cpos[0] in sub:
+                    note(a0, sub[cpos[0]])
+        # a parameter rebound here (anywhere in the statement) is no longer the input
+        for n in ast.walk(st):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                live.discard(n.id)
+    return ranks
+
+
+def _is_not_none_test(f):
+    """True for a function of one parameter whose body is `return v is not None` (a
+    module's `exists(v)` helper)."""
+    f, node = _function_node(f) if isinstance(f, types.FunctionType) else (None, None)
+    if node is None or len(node.args.args) != 1 or len(node.body) != 1:
+        return False
+    r = node.body[0]
+    v = r.value if isinstance(r, ast.Return) else None
+    return (
+        isinstance(v, ast.Compare)
+        and len(v.ops) == 1
+        and isinstance(v.ops[0], ast.IsNot)
+        and isinstance(v.left, ast.Name)
+        and v.left.id == node.args.args[0].arg
+        and isinstance(v.comparators[0], ast.Constant)
+        and v.comparators[0].value is None
+    )
+
+
 def refused_none(fn):
     """The parameters of `fn` with a None default that its code refuses as None, so a call
     must pass a value: an `if` whose body raises when its test holds, the test being `p is
     None` (`if not self.training and edge_index is None: raise ValueError(…)`), or an
-    `assert` whose test is `p is not None` (Language Reference §7.3, §6.11). Through
+    `assert` whose test is `p is not None` or a call of a module function that tests
+    exactly that (`assert exists(p)`) (Language Reference §7.3, §6.11). Through
     `and` / `or`: every parameter of an `or` of such tests in an `if` (any of them None
     raises) and of an `and` in an `assert`; only the first of an `and` in an `if` (`if a
     is None and b is None: raise`: either one given suffices) and of an `or` in an
@@ -346,6 +477,7 @@ def refused_none(fn):
     except (TypeError, ValueError):
         return set()
     nones = {n for n, p in sig.parameters.items() if p.default is None}
+    g = getattr(fn, "__globals__", {})
 
     def needed(test, raises_when):
         """The parameters that must not be None for `test` to be `not raises_when`."""
@@ -368,6 +500,17 @@ def refused_none(fn):
             and isinstance(test.ops[0], ast.Is) == raises_when
         ):
             return {test.left.id}
+        if (
+            not raises_when
+            and isinstance(test, ast.Call)
+            and isinstance(test.func, ast.Name)
+            and len(test.args) == 1
+            and not test.keywords
+            and isinstance(test.args[0], ast.Name)
+            and test.args[0].id in nones
+            and _is_not_none_test(g.get(test.func.id))
+        ):
+            return {test.args[0].id}  # `assert exists(p)`, exists(v) being `v is not None`
         return set()
 
     out = set()
