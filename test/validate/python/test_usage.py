@@ -324,6 +324,21 @@ def asserted_exists(x, hiddens=None, context=None):
     return x
 
 
+def checked_on_a_branch(x=None, prepend=None):
+    # required only when x is missing: a check nested in a branch does not count
+    if x is None:
+        assert prepend is not None
+        x = prepend
+    return x
+
+
+def checked_after_default(x, steps=None):
+    # the None is replaced before the check
+    steps = steps or 3
+    assert steps is not None
+    return x * steps
+
+
 def defaulted_none(x, scale=None):
     # a None the code replaces, never refuses
     if scale is None:
@@ -573,6 +588,8 @@ class UsageTest(unittest.TestCase):
         self.assertEqual(refused_none(each_of_two), {"a", "b", "c"})
         self.assertEqual(refused_none(defaulted_none), set())
         self.assertEqual(refused_none(asserted_exists), {"hiddens", "context"})
+        self.assertEqual(refused_none(checked_on_a_branch), set())
+        self.assertEqual(refused_none(checked_after_default), set())
         m = EvalEdges().eval()
         plan = I.forward_plan(m)
         self.assertEqual(plan, [("x", "tensor"), ("edge_index", "pairs")])

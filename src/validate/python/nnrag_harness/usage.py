@@ -468,7 +468,8 @@ def refused_none(fn):
     `and` / `or`: every parameter of an `or` of such tests in an `if` (any of them None
     raises) and of an `and` in an `assert`; only the first of an `and` in an `if` (`if a
     is None and b is None: raise`: either one given suffices) and of an `or` in an
-    `assert`. Read with ast; runs nothing."""
+    `assert`. Only the function's top-level statements count, and only for parameters it
+    has not rebound before. Read with ast; runs nothing."""
     fn, node = _function_node(fn)
     if node is None:
         return set()
@@ -477,7 +478,12 @@ def refused_none(fn):
     except (TypeError, ValueError):
         return set()
     nones = {n for n, p in sig.parameters.items() if p.default is None}
-    g = getattr(fn, "__globals__", {})
+    return _refused(node, nones, getattr(fn, "__globals__", {}))
+
+
+def _refused(node, nones, g):
+    """refused_none on a function's syntax node: `nones` its parameters with a None
+    default, `g` its globals."""
 
     def needed(test, raises_when):
         """The parameters that must not be None for `test` to be `not raises_when`."""
@@ -513,12 +519,16 @@ def refused_none(fn):
             return {test.args[0].id}  # `assert exists(p)`, exists(v) being `v is not None`
         return set()
 
-    out = set()
-    for st in ast.walk(node):
+    # the function's own top-level statements (a check nested in a branch holds only on
+    # that branch: `if not exists(x): assert exists(prepend)`), for parameters it never
+    # rebinds before (`steps = default(steps, …)` first replaces the None it then checks)
+    rebound, out = set(), set()
+    for st in node.body:
         if isinstance(st, ast.If) and any(isinstance(b, ast.Raise) for b in st.body):
-            out |= needed(st.test, True)
+            out |= needed(st.test, True) - rebound
         elif isinstance(st, ast.Assert):
-            out |= needed(st.test, False)
+            out |= needed(st.test, False) - rebound
+        rebound |= {n.id for n in ast.walk(st) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     return out
 
 
