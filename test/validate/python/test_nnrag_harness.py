@@ -306,6 +306,16 @@ class InputsTest(unittest.TestCase):
         )
         self.assertEqual(fixed[0][1][1], 32)
 
+    def test_repair_recurrent_features(self):
+        # torch's own message for an RNN / LSTM / GRU input of the wrong feature size
+        gru = nn.GRU(input_size=32, hidden_size=8)
+        specs = [("float", (2, 8, 3))]
+        with self.assertRaises(RuntimeError) as e:
+            gru(torch.randn(*specs[0][1]))
+        fixed = I.repair_specs(specs, str(e.exception))
+        self.assertEqual(fixed, [("float", (2, 8, 32))])
+        self.assertEqual(tuple(gru(torch.randn(*fixed[0][1]))[0].shape), (2, 8, 8))
+
 
 class ClassifyTest(unittest.TestCase):
     def test_categories(self):
@@ -1442,6 +1452,28 @@ class InstanceAnnotationTest(unittest.TestCase):
         self.assertEqual(list(v), [("a", "a", "a")])
         self.assertIsInstance(v[("a", "a", "a")], NoWidths)
         Keyed(v)
+
+    def test_tensor_annotation_gets_a_tensor(self):
+        # annotated exactly Tensor: a float tensor of the guessed number, which code that
+        # checks isinstance(v, Tensor) accepts; a Union naming float first stays a float
+        class Turn(nn.Module):
+            def __init__(
+                self, angle: torch.Tensor, scale_factor: torch.Tensor, gain: typing.Union[float, torch.Tensor]
+            ):
+                super().__init__()
+                if not isinstance(angle, torch.Tensor) or not isinstance(scale_factor, torch.Tensor):
+                    raise TypeError("angle and scale_factor must be tensors")
+                self.angle, self.scale, self.gain = angle, scale_factor, gain
+
+            def forward(self, x):
+                return x * self.angle.mean() * self.scale.mean() * self.gain
+
+        kwargs = next(c for c in CA.arg_candidates(Turn, [], {}, nn)[0] if c[0].startswith("heuristic"))[2]
+        self.assertIsInstance(kwargs["angle"], torch.Tensor)
+        self.assertEqual((tuple(kwargs["angle"].shape), kwargs["angle"].dtype), ((2,), torch.float32))
+        self.assertEqual(kwargs["scale_factor"].tolist(), [2.0, 2.0])  # the name's number
+        self.assertEqual(kwargs["gain"], 1.0)
+        self.assertEqual(tuple(Turn(**kwargs)(torch.ones(2, 3)).shape), (2, 3))
 
     def test_dict_keyed_by_tuples_is_recorded(self):
         # a witness keyed by typed names (edge types) encodes and decodes

@@ -585,6 +585,8 @@ def token_counts(model, hints=None):
 SIZE_MISMATCH = re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)")
 CHANNELS_MISMATCH = re.compile(r"expected input\[([\d, ]+)\] to have (\d+) channels, but got (\d+) channels")
 MATMUL_MISMATCH = re.compile(r"mat1 and mat2 shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)")
+# torch.nn.RNN / LSTM / GRU on an input whose features are not the layer's input_size
+RNN_MISMATCH = re.compile(r"input\.size\(-1\) must be equal to input_size\. Expected (\d+), got (\d+)")
 NORM_MISMATCH = re.compile(
     r"normalized_shape=\[(\d+)\], expected input with shape \[\*, \1\], but got input of size\s*\[([\d, ]+)\]"
 )
@@ -594,8 +596,9 @@ def repair_specs(specs, msg):
     """The same input with one dimension changed as a shape error says it should be:
     "size of tensor a (8) must match the size of tensor b (49)" (8 tokens → 49),
     "expected input[2, 16, 8, 8] to have 32 channels, but got 16", "mat1 and mat2 shapes
-    cannot be multiplied (16x4 and 32x64)" (last dim 4 → 32), LayerNorm over the wrong
-    last dim. Returns None when the message names no dimension of the input."""
+    cannot be multiplied (16x4 and 32x64)" (last dim 4 → 32), a recurrent layer's
+    "input.size(-1) must be equal to input_size. Expected 32, got 3" (last dim 3 → 32),
+    LayerNorm over the wrong last dim. Returns None when the message names no dimension of the input."""
 
     def replace(pred, old, new):
         if new > 4096:
@@ -636,6 +639,10 @@ def repair_specs(specs, msg):
     m = MATMUL_MISMATCH.search(msg)
     if m:
         got, want = int(m.group(2)), int(m.group(3))
+        return replace(dim_equal(got, (-1,)), got, want) if got != want else None
+    m = RNN_MISMATCH.search(msg)
+    if m:
+        want, got = int(m.group(1)), int(m.group(2))
         return replace(dim_equal(got, (-1,)), got, want) if got != want else None
     m = NORM_MISMATCH.search(msg)
     if m:
