@@ -132,6 +132,14 @@ def counts(labels):
     return torch.bincount(labels)
 
 
+def like_index(x, batch, w):
+    # a tensor made like `batch` (its dtype) used as an index: `batch` holds integers
+    cluster = torch.empty_like(batch)
+    order = batch.clone()
+    weights = torch.zeros_like(w, dtype=torch.long)  # another dtype: says nothing of w
+    return x.index_select(0, order).index_add(0, cluster, x) + x[weights]
+
+
 def plain(x, y):
     return x[0] + y * 2
 
@@ -507,6 +515,7 @@ class UsageTest(unittest.TestCase):
         self.assertEqual(param_uses(torch_function), {"i": "index"})
         self.assertEqual(param_uses(keyword), {"b": "index"})
         self.assertEqual(param_uses(counts), {"labels": "index"})
+        self.assertEqual(param_uses(like_index), {"batch": "index"})
 
     def test_pairs(self):
         self.assertEqual(param_uses(unpacked), {"edge": "pairs"})

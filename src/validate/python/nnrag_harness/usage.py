@@ -60,6 +60,11 @@ INT_TENSOR_TYPES = {"LongTensor", "IntTensor", "ShortTensor", "ByteTensor", "Cha
 # a parameter used several ways takes the most specific: pairs, then an index, then ids,
 # then a size (a tensor holding one number is also a valid index)
 RANK = {"size": -0.5, "ids": 0, "index": 1, "pairs": 2}
+# torch functions whose result has their first argument's dtype (torch docs: "the same
+# size as input", dtype defaulting to input's), and Tensor methods whose result has the
+# tensor's dtype (clone, detach, the new_* constructors unless given a dtype)
+LIKE_FUNCS = {"empty_like", "zeros_like", "ones_like", "full_like", "clone"}
+SAME_DTYPE_METHODS = {"clone", "detach", "contiguous", "new_empty", "new_zeros", "new_ones", "new_full", "new_tensor"}
 # a loop over `self.children()`, as _loop_bindings reports it (no attribute has this name)
 CHILDREN = "()"
 
@@ -219,6 +224,24 @@ def param_uses(fn, owner=None, depth=6, _seen=None):
                 p = _row_of(v, params, rows, ints)
                 if p:
                     rows[t.id] = p
+    # names bound to a tensor of a parameter's dtype (`cluster = torch.empty_like(batch)`,
+    # `batch.clone()`, `batch.new_zeros(n)`: torch's *_like functions, clone and the
+    # Tensor.new_* constructors keep the dtype): used as an index, the parameter is one
+    same_dtype = {}
+    for st in ast.walk(node):
+        if not (isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)):
+            continue
+        v = st.value
+        if not isinstance(v, ast.Call) or not isinstance(v.func, ast.Attribute):
+            continue
+        f = v.func
+        if any(k.arg == "dtype" for k in v.keywords):
+            continue
+        if f.attr in LIKE_FUNCS and v.args and isinstance(v.args[0], ast.Name) and v.args[0].id in params:
+            if isinstance(f.value, ast.Name) and isinstance(g.get(f.value.id), types.ModuleType):
+                same_dtype[st.targets[0].id] = v.args[0].id
+        elif f.attr in SAME_DTYPE_METHODS and isinstance(f.value, ast.Name) and f.value.id in params:
+            same_dtype[st.targets[0].id] = f.value.id
     uses = {}
     # names bound by `for conv in self.convs:` (an nn.ModuleList / nn.Sequential the
     # model holds): its first module; also through zip and enumerate (`for conv, lin in
@@ -233,6 +256,9 @@ def param_uses(fn, owner=None, depth=6, _seen=None):
         if isinstance(expr, ast.Name) and expr.id in params:
             if RANK[how] > RANK.get(uses.get(expr.id), -1):
                 uses[expr.id] = how
+            return
+        if isinstance(expr, ast.Name) and expr.id in same_dtype and how in ("index", "ids"):
+            mark(ast.Name(id=same_dtype[expr.id]), how)
             return
         if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id in params:
             key = expr.value.id + "." + expr.attr
