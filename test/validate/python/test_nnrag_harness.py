@@ -1523,6 +1523,21 @@ class Coords:
         self.features, self.indices, self.spatial_shape, self.batch_size = features, indices, spatial_shape, batch_size
 
 
+class Selection:
+    """A structured input whose constructor requires one-dimensional tensors."""
+
+    def __init__(self, node_index: torch.Tensor, score: torch.Tensor, num_nodes: int):
+        if node_index.dim() != 1:
+            raise ValueError("node_index must be one-dimensional")
+        assert score.ndim == 1
+        self.node_index, self.score, self.num_nodes = node_index, score, num_nodes
+
+
+class Pick(nn.Module):
+    def forward(self, x, sel: Selection):
+        return x[sel.node_index] * sel.score[:, None]
+
+
 class TakesCoords(nn.Module):
     def forward(self, input):
         assert isinstance(input, Coords)
@@ -1551,6 +1566,19 @@ class ObjectInputTest(unittest.TestCase):
             self.assertEqual(obj.indices.dtype, torch.int32, "coordinates are integers")
             self.assertEqual(obj.indices.shape[1], len(obj.spatial_shape) + 1, "batch index and one per dimension")
             m(obj)
+
+    def test_ranks_the_constructor_requires(self):
+        # `if node_index.dim() != 1: raise`, `assert score.ndim == 1`: one value per row
+        from nnrag_harness.usage import param_ranks
+
+        self.assertEqual(param_ranks(Selection.__init__), {"node_index": 1, "score": 1})
+        m = Pick()
+        plan = I.forward_plan(m)
+        self.assertEqual(plan, [("x", "tensor"), ("sel", "object")])
+        x, sel = I.make_inputs([("float", (4, 8)), ("float", (4, 8))], plan, torch, m)
+        self.assertEqual(sel.node_index.tolist(), [0, 1, 2, 3])
+        self.assertEqual(tuple(sel.score.shape), (4,))
+        self.assertEqual(tuple(m(x, sel).shape), (4, 8))
 
 
 if __name__ == "__main__":

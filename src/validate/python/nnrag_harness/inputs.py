@@ -318,12 +318,19 @@ def build_object(cls, t, torch):
     """An instance of a structured-input class (object_inputs) from its constructor's
     required parameters, by annotation and name: a tensor the input `t` (integer-named
     ones — indices, coordinates — zeros with t's rows and one column per spatial size
-    plus the batch index), an int 1 (one sample), a float 1.0, a bool False, a
+    plus the batch index; 0 … N-1, one per row, when the constructor requires one
+    dimension, `if node_index.dim() != 1: raise`), an int 1 (one sample), a float 1.0, a bool False, a
     sequence of ints [8, 8, 8]. Raises TypeError when a parameter is none of these."""
     try:
         params = list(inspect.signature(cls.__init__).parameters.values())[1:]
     except (TypeError, ValueError):
         return cls()
+    try:  # the rank the constructor requires of a tensor (`if index.dim() != 1: raise`)
+        from nnrag_harness.usage import param_ranks
+
+        ranks = param_ranks(cls.__init__)
+    except Exception:  # noqa: BLE001 - reading the code is best effort
+        ranks = {}
     seqs = 3
     kwargs = {}
     for p in params:
@@ -332,9 +339,13 @@ def build_object(cls, t, torch):
         text = str(p.annotation).replace("typing.", "") if p.annotation is not inspect.Parameter.empty else ""
         a = getattr(p.annotation, "__name__", text) if isinstance(p.annotation, type) else text
         if "Tensor" in a:
-            if INTEGER_NAMES.search(p.name):
-                rows = int(t.shape[0]) if t.dim() else 1
+            rows = int(t.shape[0]) if t.dim() else 1
+            if INTEGER_NAMES.search(p.name) and ranks.get(p.name) == 1:
+                kwargs[p.name] = torch.arange(rows)  # one index per row, each its own
+            elif INTEGER_NAMES.search(p.name):
                 kwargs[p.name] = torch.zeros((rows, seqs + 1), dtype=torch.int32)
+            elif ranks.get(p.name) == 1:
+                kwargs[p.name] = t.reshape(t.shape[0], -1)[:, 0].contiguous()
             else:
                 kwargs[p.name] = t.reshape(t.shape[0], -1) if t.dim() > 2 else t
         elif a in ("int",):

@@ -388,7 +388,8 @@ def _is_einops(v):
 
 def param_ranks(fn, owner=None, depth=4, _seen=None):
     """{parameter: number of dimensions} for the tensor parameters whose rank the code
-    states before it rebinds them, in the function's top-level statements: unpacked from
+    states before it rebinds them, in the function's top-level statements: required by a
+    check (`if p.dim() != 1: raise …`, `assert p.ndim == 4`, `len(p.shape)`), unpacked from
     its shape (`b, c, h, w = x.shape`, `x.size()`: the unpacking fails for any other rank,
     Language Reference §7.2), or the input of an einops rearrange / repeat / reduce
     (`rearrange(x, 'b -> b 1')`: the pattern's left side, `pattern_rank`) or of an einops
@@ -409,7 +410,43 @@ def param_ranks(fn, owner=None, depth=4, _seen=None):
         if p in live and r and p not in ranks:
             ranks[p] = r
 
+    def rank_test(test, positive):
+        """(parameter, rank) of `p.dim() == k`, `p.ndim == k`, `len(p.shape) == k` (!= when
+        not `positive`), else None."""
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+            return None
+        if not isinstance(test.ops[0], ast.Eq if positive else ast.NotEq):
+            return None
+        left, right = test.left, test.comparators[0]
+        if not (isinstance(right, ast.Constant) and isinstance(right.value, int) and not isinstance(right.value, bool)):
+            return None
+        if isinstance(left, ast.Call) and not left.args and isinstance(left.func, ast.Attribute):
+            if left.func.attr == "dim" and isinstance(left.func.value, ast.Name):
+                return left.func.value.id, right.value
+        if isinstance(left, ast.Attribute) and left.attr == "ndim" and isinstance(left.value, ast.Name):
+            return left.value.id, right.value
+        if (
+            isinstance(left, ast.Call)
+            and isinstance(left.func, ast.Name)
+            and left.func.id == "len"
+            and len(left.args) == 1
+            and isinstance(left.args[0], ast.Attribute)
+            and left.args[0].attr == "shape"
+            and isinstance(left.args[0].value, ast.Name)
+        ):
+            return left.args[0].value.id, right.value
+        return None
+
     for st in node.body:
+        # a rank the code requires: `if p.dim() != 1: raise …`, `assert p.ndim == 4`
+        # (§7.3, §7.8: any other rank fails the statement)
+        guard = None
+        if isinstance(st, ast.If) and any(isinstance(b, ast.Raise) for b in st.body):
+            guard = rank_test(st.test, False)
+        elif isinstance(st, ast.Assert):
+            guard = rank_test(st.test, True)
+        if guard:
+            note(*guard)
         simple = not isinstance(st, (ast.If, ast.For, ast.While, ast.Try, ast.With, ast.AsyncFor, ast.AsyncWith))
         if simple:
             if (
