@@ -457,6 +457,23 @@ class Denoiser(nn.Module):
         return self.conv(x) + t[:, :, None, None]
 
 
+class PerSample(nn.Module):
+    # states a (B, D) input
+    def forward(self, t):
+        b, d = t.shape
+        return t.view(b, 1, d)
+
+
+class Modulated(nn.Module):
+    # the condition goes through rank-keeping layers before the one that states its rank
+    def __init__(self):
+        super().__init__()
+        self.to_shift = nn.Sequential(nn.SiLU(), nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.0)), PerSample())
+
+    def forward(self, x, cond):
+        return x + self.to_shift(cond)
+
+
 class Rebound(nn.Module):
     def forward(self, x):
         x = x.flatten(1)
@@ -652,6 +669,8 @@ class UsageTest(unittest.TestCase):
         self.assertEqual(param_ranks(type(m).forward, m), {"x": 4, "time": 1})
         self.assertEqual(param_ranks(type(m).forward), {"x": 4}, "without the model its modules are unknown")
         self.assertEqual(param_ranks(Rebound.forward), {})
+        m = Modulated()
+        self.assertEqual(param_ranks(type(m).forward, m), {"cond": 2})
         plan = I.forward_plan(m)
         cands = I.input_candidates(m, plan, [8], torch, nn, 16)
         self.assertTrue(all(len(c[1][1]) == 1 for c in cands), cands)

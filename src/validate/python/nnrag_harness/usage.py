@@ -386,6 +386,28 @@ def _is_einops(v):
     return (getattr(v, "__module__", None) or "").split(".")[0] == "einops"
 
 
+# torch.nn modules whose output has their input's rank (elementwise activations, layers
+# over the last dimension, dropout): an nn.Sequential's rank is stated past them
+RANK_KEEPING = {"activation", "linear", "dropout"}
+
+
+def _first_rank_stating(seq):
+    """The first module of an nn.Sequential (nested ones entered) that is not one of
+    torch.nn's rank-keeping layers (RANK_KEEPING modules, LayerNorm), or None."""
+    for m in seq:
+        t = type(m)
+        if t.__name__ == "Sequential":
+            inner = _first_rank_stating(m)
+            if inner is not None:
+                return inner
+            continue
+        mod = t.__module__ or ""
+        if mod.startswith("torch.nn.modules.") and (mod.split(".")[-1] in RANK_KEEPING or t.__name__ == "LayerNorm"):
+            continue
+        return m
+    return None
+
+
 def param_ranks(fn, owner=None, depth=4, _seen=None):
     """{parameter: number of dimensions} for the tensor parameters whose rank the code
     states before it rebinds them, in the function's top-level statements: required by a
@@ -480,8 +502,10 @@ def param_ranks(fn, owner=None, depth=4, _seen=None):
                     continue
                 callee, bound = _callee(f, g, owner)
                 held = _held_module(f, owner, loops)
-                while held is not None and type(held).__name__ == "Sequential" and len(held) and callee is None:
-                    held = held[0]  # nn.Sequential hands its input to its first module
+                if held is not None and callee is None and type(held).__name__ == "Sequential":
+                    # nn.Sequential hands its input to its first module, and each one's
+                    # output to the next: past the layers that keep the rank
+                    held = _first_rank_stating(held)
                 if held is not None and callee is None:
                     if _is_einops(type(held)):
                         note(a0, pattern_rank(getattr(held, "pattern", None)))
