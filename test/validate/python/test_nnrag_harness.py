@@ -306,6 +306,14 @@ class InputsTest(unittest.TestCase):
         )
         self.assertEqual(fixed[0][1][1], 32)
 
+    def test_repair_the_input_whose_rows_failed(self):
+        # two inputs of one width: the one whose flattened rows are mat1's is repaired
+        specs = [("float", (2, 8, 32)), ("float", (2, 32))]
+        msg = "addmm: mat1 and mat2 shapes cannot be multiplied (2x32 and 16x256)"
+        self.assertEqual(I.repair_specs(specs, msg), [("float", (2, 8, 32)), ("float", (2, 16))])
+        msg = "mm: mat1 and mat2 shapes cannot be multiplied (16x32 and 16x256)"
+        self.assertEqual(I.repair_specs(specs, msg), [("float", (2, 8, 16)), ("float", (2, 32))])
+
     def test_repair_recurrent_features(self):
         # torch's own message for an RNN / LSTM / GRU input of the wrong feature size
         gru = nn.GRU(input_size=32, hidden_size=8)

@@ -649,8 +649,20 @@ def repair_specs(specs, msg):
         return r if r is not None else replace(dim_equal(got, (1,)), got, want)
     m = MATMUL_MISMATCH.search(msg)
     if m:
-        got, want = int(m.group(2)), int(m.group(3))
-        return replace(dim_equal(got, (-1,)), got, want) if got != want else None
+        rows, got, want = int(m.group(1)), int(m.group(2)), int(m.group(3))
+        if got == want:
+            return None
+
+        def flattened(shp):
+            # a Linear flattens its input's leading dimensions into mat1's rows: the
+            # input whose rows match is the one that failed (another may share its width)
+            n = 1
+            for x in shp[:-1]:
+                n *= x
+            return -1 if shp and shp[-1] == got and n == rows else None
+
+        r = replace(flattened, got, want)
+        return r if r is not None else replace(dim_equal(got, (-1,)), got, want)
     m = RNN_MISMATCH.search(msg)
     if m:
         want, got = int(m.group(1)), int(m.group(2))
