@@ -474,6 +474,29 @@ class Modulated(nn.Module):
         return x + self.to_shift(cond)
 
 
+class Unpacks4(nn.Module):
+    def forward(self, x):
+        res, shape = x, x.shape
+        b, c, h, w = shape
+        return res
+
+
+class PairedLayers(nn.Module):
+    # `for conv, norm in self.layers`: each item a module list, unpacked
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.ModuleList([Unpacks4(), nn.Identity()])])
+        self.edges = nn.ModuleList([nn.ModuleList([Gather(), nn.Identity()])])
+
+    def forward(self, x, e):
+        for attn, ff in self.layers:
+            x = attn(x)
+            x = ff(x)
+        for conv, norm in self.edges:
+            x = norm(conv(x, e))
+        return x
+
+
 class Rebound(nn.Module):
     def forward(self, x):
         x = x.flatten(1)
@@ -669,6 +692,9 @@ class UsageTest(unittest.TestCase):
         self.assertEqual(param_ranks(type(m).forward, m), {"x": 4, "time": 1})
         self.assertEqual(param_ranks(type(m).forward), {"x": 4}, "without the model its modules are unknown")
         self.assertEqual(param_ranks(Rebound.forward), {})
+        pl = PairedLayers()
+        self.assertEqual(param_ranks(type(pl).forward, pl), {"x": 4})
+        self.assertEqual(param_uses(type(pl).forward, pl), {"e": "pairs"})
         mod = Modulated()
         self.assertEqual(param_ranks(type(mod).forward, mod), {"cond": 2})
         plan = I.forward_plan(m)

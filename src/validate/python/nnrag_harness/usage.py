@@ -410,7 +410,8 @@ def _first_rank_stating(seq):
 
 def param_ranks(fn, owner=None, depth=4, _seen=None):
     """{parameter: number of dimensions} for the tensor parameters whose rank the code
-    states before it rebinds them, in the function's top-level statements: required by a
+    states before it rebinds them, in the statements run first (the top level, and the
+    bodies of `for` and `with` statements, not branches): required by a
     check (`if p.dim() != 1: raise …`, `assert p.ndim == 4`, `len(p.shape)`), unpacked from
     its shape (`b, c, h, w = x.shape`, `x.size()`: the unpacking fails for any other rank,
     Language Reference §7.2), or the input of an einops rearrange / repeat / reduce
@@ -426,7 +427,7 @@ def param_ranks(fn, owner=None, depth=4, _seen=None):
     live = set(positional + keyword_only) - {"self", "cls"}
     g = getattr(fn, "__globals__", {})
     loops = _loops(node, owner)
-    ranks = {}
+    ranks, shapes = {}, {}
 
     def note(p, r):
         if p in live and r and p not in ranks:
@@ -459,7 +460,15 @@ def param_ranks(fn, owner=None, depth=4, _seen=None):
             return left.args[0].value.id, right.value
         return None
 
-    for st in node.body:
+    def statements(body):
+        """The statements run in order from the start: the top level, and the bodies of
+        `for` and `with` statements (a loop over held modules runs its body first)."""
+        for st in body:
+            yield st
+            if isinstance(st, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)):
+                yield from statements(st.body)
+
+    for st in statements(node.body):
         # a rank the code requires: `if p.dim() != 1: raise …`, `assert p.ndim == 4`
         # (§7.3, §7.8: any other rank fails the statement)
         guard = None
@@ -478,10 +487,25 @@ def param_ranks(fn, owner=None, depth=4, _seen=None):
                 and not any(isinstance(e, ast.Starred) for e in st.targets[0].elts)
             ):
                 v = st.value
+                if isinstance(v, ast.Name) and v.id in shapes:
+                    note(shapes[v.id], len(st.targets[0].elts))  # `shape = x.shape` … `b, c = shape`
                 if isinstance(v, ast.Call) and not v.args and not v.keywords:
                     v = v.func if isinstance(v.func, ast.Attribute) and v.func.attr == "size" else None
                 if isinstance(v, ast.Attribute) and v.attr in ("shape", "size") and isinstance(v.value, ast.Name):
                     note(v.value.id, len(st.targets[0].elts))
+            if isinstance(st, ast.Assign) and len(st.targets) == 1:
+                # names bound to a parameter's shape: `orig_shape = x.shape`, `res, s = x, x.shape`
+                t, v = st.targets[0], st.value
+                pairs = zip(t.elts, v.elts) if isinstance(t, ast.Tuple) and isinstance(v, ast.Tuple) else [(t, v)]
+                for tn, tv in pairs:
+                    if (
+                        isinstance(tn, ast.Name)
+                        and isinstance(tv, ast.Attribute)
+                        and tv.attr == "shape"
+                        and isinstance(tv.value, ast.Name)
+                        and tv.value.id in live
+                    ):
+                        shapes[tn.id] = tv.value.id
             for c in ast.walk(st):
                 if not isinstance(c, ast.Call) or not c.args or not isinstance(c.args[0], ast.Name):
                     continue
@@ -520,10 +544,16 @@ def param_ranks(fn, owner=None, depth=4, _seen=None):
                     cpos = cpos[1:]
                 if cpos and cpos[0] in sub:
                     note(a0, sub[cpos[0]])
-        # a parameter rebound here (anywhere in the statement) is no longer the input
-        for n in ast.walk(st):
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-                live.discard(n.id)
+        # a parameter rebound here (anywhere in the statement, a compound one's body
+        # included) is no longer the input; a `for` or `with` body's own statements come
+        # next, so only their headers count here
+        header = [st.target, st.iter] if isinstance(st, (ast.For, ast.AsyncFor)) else [st]
+        if isinstance(st, (ast.With, ast.AsyncWith)):
+            header = [i.optional_vars for i in st.items if i.optional_vars is not None]
+        for h in header:
+            for n in ast.walk(h):
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                    live.discard(n.id)
     return ranks
 
 
@@ -637,7 +667,8 @@ def _loop_bindings(target, it):
     """(name, attribute of self) for the names a `for` statement binds to the items of a
     module list the model holds: `for m in self.ms`, `for a, b in zip(self.as, self.bs)`,
     `for i, m in enumerate(self.ms)`; CHILDREN for the model's own sub-modules (`for m in
-    self.children()`)."""
+    self.children()`); (attribute, k) for the k-th name unpacked from each item (`for attn,
+    ff in self.layers`, items that are module lists)."""
 
     def held(e):
         if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == "self":
@@ -655,6 +686,10 @@ def _loop_bindings(target, it):
 
     if isinstance(target, ast.Name):
         return [(target.id, held(it))] if held(it) else []
+    if isinstance(target, ast.Tuple) and held(it) and held(it) != CHILDREN:
+        # `for attn, ff in self.layers`: each item a module list, unpacked (§7.2): the
+        # names are the first item's modules, in order
+        return [(e.id, (held(it), k)) for k, e in enumerate(target.elts) if isinstance(e, ast.Name)]
     if not (isinstance(target, ast.Tuple) and isinstance(it, ast.Call) and isinstance(it.func, ast.Name)):
         return []
     names = [e.id if isinstance(e, ast.Name) else None for e in target.elts]
@@ -735,6 +770,10 @@ _EMBEDDING = _Embedding()
 def _first_held(owner, attr):
     """The first module of the module list (nn.ModuleList, nn.Sequential) the model holds
     as `attr` (the model's own first sub-module for CHILDREN), or None."""
+    if isinstance(attr, tuple):  # (list, k): the k-th module of the list's first item
+        first = _first_held(owner, attr[0])
+        items = list(getattr(first, "_modules", {}).values())
+        return items[attr[1]] if attr[1] < len(items) else None
     seq = owner if attr == CHILDREN else getattr(owner, "_modules", {}).get(attr)
     return next(iter(getattr(seq, "_modules", {}).values()), None) if seq is not None else None
 
