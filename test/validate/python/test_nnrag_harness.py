@@ -306,6 +306,20 @@ class InputsTest(unittest.TestCase):
         )
         self.assertEqual(fixed[0][1][1], 32)
 
+    def test_optional_and_lists_by_annotation_text(self):
+        # PEP 604 unions with None are optional; PEP 585 builtin generics are lists
+        for ann in ("Tensor | None", "None | Tensor", typing.Optional[torch.Tensor], "list[Tensor] | None"):
+            self.assertTrue(I.is_optional(ann), ann)
+        for ann in ("Tensor", torch.Tensor, "int | str", typing.Union[int, str]):
+            self.assertFalse(I.is_optional(ann), ann)
+
+        class Pool(nn.Module):
+            def forward(self, x, hiddens: "list[torch.Tensor]", cond: "Tensor | None"):
+                return torch.cat(hiddens, 1) + (0 if cond is None else cond)
+
+        m = Pool()
+        self.assertEqual(I.forward_plan(m), [("x", "tensor"), ("hiddens", "tensors"), ("cond", "none")])
+
     def test_repair_the_input_whose_rows_failed(self):
         # two inputs of one width: the one whose flattened rows are mat1's is repaired
         specs = [("float", (2, 8, 32)), ("float", (2, 32))]

@@ -214,7 +214,8 @@ def forward_plan(model, keywords=False):
             or "List[int" in str(ann)
         ):
             plan.append((p.name, "hw"))
-        elif re.search(r"(List|Sequence|Tuple)\[(torch\.)?Tensor", str(ann)):
+        elif re.search(r"(List|Sequence|Tuple|list|tuple)\[(torch\.)?Tensor", str(ann)):
+            # (PEP 585's builtin generics too: `list[Tensor]`)
             plan.append((p.name, "tensors"))  # torch.cat(x, 1) over a list of feature maps
         elif plan and n == "rois" and roi_columns(model, p.name) in (None, 5):
             # regions of interest beside a feature map: Tensor[K, 5], each row a batch
@@ -408,10 +409,13 @@ SEQ_ATTRS = ("context_length", "block_size", "max_seq_len", "n_ctx", "seq_len", 
 
 
 def is_optional(ann):
-    """typing.Optional[X] / Union[X, None] (PEP 484), as an object or a string."""
+    """typing.Optional[X] / Union[X, None] (PEP 484) or `X | None` (PEP 604), as an object
+    or a string."""
     if ann is inspect.Parameter.empty:
         return False
     t = str(ann).replace("typing.", "")
+    if re.search(r"(^|\|)\s*None(Type)?\s*(\||$)", t) and "|" in t:
+        return True  # PEP 604: `Tensor | None` (str() of the union, or the annotation's text)
     return t.startswith("Optional[") or (t.startswith("Union[") and "NoneType" in t or t.endswith(", None]"))
 
 
