@@ -314,7 +314,7 @@ class InputsTest(unittest.TestCase):
             self.assertFalse(I.is_optional(ann), ann)
 
         class Pool(nn.Module):
-            def forward(self, x, hiddens: "list[torch.Tensor]", cond: "Tensor | None"):
+            def forward(self, x, hiddens: "list[torch.Tensor]", cond: "torch.Tensor | None"):
                 return torch.cat(hiddens, 1) + (0 if cond is None else cond)
 
         m = Pool()
