@@ -4,6 +4,7 @@ Python that has torch (test/validate/harness-package.test.ts)."""
 
 import os
 import sys
+import typing
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "src", "validate", "python"))
@@ -504,6 +505,13 @@ class Rebound(nn.Module):
         return x
 
 
+class SortsBatch(nn.Module):
+    # required, annotated Optional, and still used: None fails, a value works
+    def forward(self, x, edges, batch: typing.Optional[torch.Tensor]):
+        batch, perm = batch.sort()
+        return x.index_select(0, perm)[edges[0]] + x[batch]
+
+
 class UsageTest(unittest.TestCase):
     def test_dtype_guards(self):
         # what the code requires of the dtype (and of the first dimension) is an index
@@ -727,6 +735,17 @@ class UsageTest(unittest.TestCase):
         self.assertEqual(param_ranks(fourier), {"x": 1})
         m = Patches()
         self.assertEqual(param_ranks(type(m).forward, m), {"img": 4})
+
+    def test_given_variant(self):
+        m = SortsBatch()
+        plan = I.forward_plan(m)
+        self.assertEqual(plan, [("x", "tensor"), ("edges", "pairs"), ("batch", "none")])
+        with self.assertRaises(AttributeError):
+            m(*I.make_inputs([("float", (4, 8))], plan, torch, m))
+        given = I.given_variant(m, plan)
+        self.assertEqual(given, [("x", "tensor"), ("edges", "pairs"), ("batch", "index")])
+        self.assertEqual(tuple(m(*I.make_inputs([("float", (4, 8))], given, torch, m)).shape), (4, 8))
+        self.assertIsNone(I.given_variant(m, [("x", "tensor")]))
 
     def test_inputs_from_uses(self):
         m = Pairs()

@@ -458,6 +458,23 @@ def rows_variant(model, plan):
     return out if changed else None
 
 
+def given_variant(model, plan):
+    """The plan with its required Optional parameters given a value instead of None (an
+    index when the code uses them as one, else a tensor like the others), or None when it
+    has none: PEP 484's Optional says None is accepted by the annotation, not that the
+    code works without the value (`batch: Optional[Tensor]` sorted by a callee). Tried
+    after the plan's own candidates."""
+    if not any(k == "none" for _, k in plan):
+        return None
+    try:
+        from nnrag_harness.usage import param_uses
+
+        uses = param_uses(type(model).forward, model)
+    except Exception:  # noqa: BLE001 - reading the code is best effort
+        uses = {}
+    return [(n, (uses[n] if uses.get(n) in ("index", "pairs") else "tensor") if k == "none" else k) for n, k in plan]
+
+
 def input_candidates(model, plan, width_values, torch, nn, spatial, hints=None):
     n_tensor = sum(
         1 for _, k in plan if k in ("tensor", "tensors", "mask", "bool-mask", "object") or k.startswith("record:")

@@ -30,6 +30,7 @@ from nnrag_harness.inputs import (
     flatten_tensors,
     forward_plan,
     fresh_inputs,
+    given_variant,
     input_candidates,
     make_inputs,
     repair_specs,
@@ -605,6 +606,10 @@ class Stages:
         rows = rows_variant(model, plan)
         if rows:
             cands += [(rows, c) for c in input_candidates(model, rows, widths, torch, nn, spatial, hints)]
+        # then required Optional parameters given a value rather than None
+        given = given_variant(model, plan)
+        if given:
+            cands += [(given, c) for c in input_candidates(model, given, widths, torch, nn, spatial, hints)]
         tried, repairs, repaired_at = set(), 0, set()
         i = 0
         while i < len(cands):
