@@ -4,6 +4,7 @@ Python that has torch (test/validate/harness-package.test.ts)."""
 
 import os
 import sys
+import types
 import typing
 import unittest
 
@@ -412,6 +413,22 @@ class ChildStage(nn.Module):
         return batch
 
 
+class Outputs(nn.Module):
+    def forward(self, x):
+        return types.SimpleNamespace(last_hidden_state=x * 2)
+
+
+class ReadsTheOutput(nn.Module):
+    # `.last_hidden_state` is read of what the backbone returned, not of the input
+    def __init__(self):
+        super().__init__()
+        self.backbone = Outputs()
+
+    def forward(self, x):
+        x = self.backbone(x)
+        return x.last_hidden_state
+
+
 class RowLabels(nn.Module):
     def __init__(self):
         super().__init__()
@@ -660,6 +677,9 @@ class UsageTest(unittest.TestCase):
         self.assertEqual(record_attrs(type(m).forward, torch, m), {"batch": ["x", "edge_index"]})
         self.assertEqual(record_attrs(type(m).forward, torch), {}, "without the model its modules are unknown")
         self.assertEqual(record_attrs(EitherLayer.forward, torch, m.layer0), {}, "also used as a tensor")
+        r = ReadsTheOutput()
+        self.assertEqual(record_attrs(type(r).forward, torch, r), {}, "read after it was rebound")
+        self.assertEqual(I.forward_plan(r), [("x", "tensor")])
         self.assertEqual(param_uses(type(m).forward, m), {"batch.edge_index": "pairs"})
         plan = I.forward_plan(m)
         self.assertEqual(plan, [("batch", "record:x,edge_index=pairs")])

@@ -122,15 +122,37 @@ def _record_reads(fn, torch, owner, depth, _seen):
     params = set(positional + keyword_only) - {"self", "cls"}
     g = getattr(fn, "__globals__", {})
     loops = _loops(node, owner)
+    # where each parameter is first rebound (`batch = layer(batch)`: the end of the
+    # statement, whose value is evaluated first, §7.2): what is read of it after that is
+    # read of the new value; a rebound parameter is a record only on evidence before
+    first_store = {}
+    for st in ast.walk(node):
+        if isinstance(st, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.With)):
+            for n in ast.walk(st.target if isinstance(st, (ast.For, ast.AsyncFor)) else st):
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id in params:
+                    end = (
+                        (st.iter.end_lineno, st.iter.end_col_offset)
+                        if isinstance(st, (ast.For, ast.AsyncFor))
+                        else (st.end_lineno, st.end_col_offset)
+                    )
+                    first_store[n.id] = min(first_store.get(n.id, end), end)
+    evidence = set()  # parameters read as a record before they are rebound
+
+    def before_rebinding(p, n):
+        return p not in first_store or (n.lineno, n.col_offset) < first_store[p]
+
     attrs, other = {}, set()
     fine = set()  # Name nodes used as an attribute's object, as `return name`, rebound
     for n in ast.walk(node):
         if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in params:
             fine.add(id(n.value))
             if hasattr(torch.Tensor, n.attr):
-                other.add(n.value.id)
+                if before_rebinding(n.value.id, n):
+                    other.add(n.value.id)
             elif isinstance(n.ctx, ast.Load) and n.attr not in attrs.setdefault(n.value.id, []):
                 attrs[n.value.id].append(n.attr)
+            if isinstance(n.ctx, ast.Load) and not hasattr(torch.Tensor, n.attr) and before_rebinding(n.value.id, n):
+                evidence.add(n.value.id)
         elif isinstance(n, ast.Return) and isinstance(n.value, ast.Name):
             fine.add(id(n.value))
         elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
@@ -159,12 +181,17 @@ def _record_reads(fn, torch, owner, depth, _seen):
             sub, _ = _record_reads(callee, torch, held if held is not None else owner, depth - 1, _seen)
             for c, a in passed:
                 fine.add(id(a))
+                if sub.get(c) and before_rebinding(a.id, a):
+                    evidence.add(a.id)
                 for attr in sub.get(c, ()):
                     if attr not in attrs.setdefault(a.id, []):
                         attrs[a.id].append(attr)
     for n in ast.walk(node):
         if isinstance(n, ast.Name) and n.id in params and id(n) not in fine:
             other.add(n.id)
+    # a rebound parameter whose record reads all come after it was rebound: those read the
+    # new value (`x = self.backbone(x); return x.last_hidden_state`), not the input
+    other |= {p for p in first_store if p not in evidence}
     return attrs, other
 
 
