@@ -306,6 +306,38 @@ class InputsTest(unittest.TestCase):
         )
         self.assertEqual(fixed[0][1][1], 32)
 
+    def test_optional_and_lists_by_annotation_text(self):
+        # PEP 604 unions with None are optional; PEP 585 builtin generics are lists
+        for ann in ("Tensor | None", "None | Tensor", typing.Optional[torch.Tensor], "list[Tensor] | None"):
+            self.assertTrue(I.is_optional(ann), ann)
+        for ann in ("Tensor", torch.Tensor, "int | str", typing.Union[int, str]):
+            self.assertFalse(I.is_optional(ann), ann)
+
+        class Pool(nn.Module):
+            def forward(self, x, hiddens: "list[torch.Tensor]", cond: "torch.Tensor | None"):
+                return torch.cat(hiddens, 1) + (0 if cond is None else cond)
+
+        m = Pool()
+        self.assertEqual(I.forward_plan(m), [("x", "tensor"), ("hiddens", "tensors"), ("cond", "none")])
+
+    def test_repair_the_input_whose_rows_failed(self):
+        # two inputs of one width: the one whose flattened rows are mat1's is repaired
+        specs = [("float", (2, 8, 32)), ("float", (2, 32))]
+        msg = "addmm: mat1 and mat2 shapes cannot be multiplied (2x32 and 16x256)"
+        self.assertEqual(I.repair_specs(specs, msg), [("float", (2, 8, 32)), ("float", (2, 16))])
+        msg = "mm: mat1 and mat2 shapes cannot be multiplied (16x32 and 16x256)"
+        self.assertEqual(I.repair_specs(specs, msg), [("float", (2, 8, 16)), ("float", (2, 32))])
+
+    def test_repair_recurrent_features(self):
+        # torch's own message for an RNN / LSTM / GRU input of the wrong feature size
+        gru = nn.GRU(input_size=32, hidden_size=8)
+        specs = [("float", (2, 8, 3))]
+        with self.assertRaises(RuntimeError) as e:
+            gru(torch.randn(*specs[0][1]))
+        fixed = I.repair_specs(specs, str(e.exception))
+        self.assertEqual(fixed, [("float", (2, 8, 32))])
+        self.assertEqual(tuple(gru(torch.randn(*fixed[0][1]))[0].shape), (2, 8, 8))
+
 
 class ClassifyTest(unittest.TestCase):
     def test_categories(self):
@@ -1443,6 +1475,28 @@ class InstanceAnnotationTest(unittest.TestCase):
         self.assertIsInstance(v[("a", "a", "a")], NoWidths)
         Keyed(v)
 
+    def test_tensor_annotation_gets_a_tensor(self):
+        # annotated exactly Tensor: a float tensor of the guessed number, which code that
+        # checks isinstance(v, Tensor) accepts; a Union naming float first stays a float
+        class Turn(nn.Module):
+            def __init__(
+                self, angle: torch.Tensor, scale_factor: torch.Tensor, gain: typing.Union[float, torch.Tensor]
+            ):
+                super().__init__()
+                if not isinstance(angle, torch.Tensor) or not isinstance(scale_factor, torch.Tensor):
+                    raise TypeError("angle and scale_factor must be tensors")
+                self.angle, self.scale, self.gain = angle, scale_factor, gain
+
+            def forward(self, x):
+                return x * self.angle.mean() * self.scale.mean() * self.gain
+
+        kwargs = next(c for c in CA.arg_candidates(Turn, [], {}, nn)[0] if c[0].startswith("heuristic"))[2]
+        self.assertIsInstance(kwargs["angle"], torch.Tensor)
+        self.assertEqual((tuple(kwargs["angle"].shape), kwargs["angle"].dtype), ((2,), torch.float32))
+        self.assertEqual(kwargs["scale_factor"].tolist(), [2.0, 2.0])  # the name's number
+        self.assertEqual(kwargs["gain"], 1.0)
+        self.assertEqual(tuple(Turn(**kwargs)(torch.ones(2, 3)).shape), (2, 3))
+
     def test_dict_keyed_by_tuples_is_recorded(self):
         # a witness keyed by typed names (edge types) encodes and decodes
         enc = V.encode({("a", "to", "b"): 1.5, ("b", "to", "a"): [2]})
@@ -1491,6 +1545,21 @@ class Coords:
         self.features, self.indices, self.spatial_shape, self.batch_size = features, indices, spatial_shape, batch_size
 
 
+class Selection:
+    """A structured input whose constructor requires one-dimensional tensors."""
+
+    def __init__(self, node_index: torch.Tensor, score: torch.Tensor, num_nodes: int):
+        if node_index.dim() != 1:
+            raise ValueError("node_index must be one-dimensional")
+        assert score.ndim == 1
+        self.node_index, self.score, self.num_nodes = node_index, score, num_nodes
+
+
+class Pick(nn.Module):
+    def forward(self, x, sel: Selection):
+        return x[sel.node_index] * sel.score[:, None]
+
+
 class TakesCoords(nn.Module):
     def forward(self, input):
         assert isinstance(input, Coords)
@@ -1519,6 +1588,19 @@ class ObjectInputTest(unittest.TestCase):
             self.assertEqual(obj.indices.dtype, torch.int32, "coordinates are integers")
             self.assertEqual(obj.indices.shape[1], len(obj.spatial_shape) + 1, "batch index and one per dimension")
             m(obj)
+
+    def test_ranks_the_constructor_requires(self):
+        # `if node_index.dim() != 1: raise`, `assert score.ndim == 1`: one value per row
+        from nnrag_harness.usage import param_ranks
+
+        self.assertEqual(param_ranks(Selection.__init__), {"node_index": 1, "score": 1})
+        m = Pick()
+        plan = I.forward_plan(m)
+        self.assertEqual(plan, [("x", "tensor"), ("sel", "object")])
+        x, sel = I.make_inputs([("float", (4, 8)), ("float", (4, 8))], plan, torch, m)
+        self.assertEqual(sel.node_index.tolist(), [0, 1, 2, 3])
+        self.assertEqual(tuple(sel.score.shape), (4,))
+        self.assertEqual(tuple(m(x, sel).shape), (4, 8))
 
 
 if __name__ == "__main__":

@@ -30,9 +30,11 @@ from nnrag_harness.inputs import (
     flatten_tensors,
     forward_plan,
     fresh_inputs,
+    given_variant,
     input_candidates,
     make_inputs,
     repair_specs,
+    rows_variant,
     seed_all,
     shapes_of,
     targets_as_tensors,
@@ -599,6 +601,15 @@ class Stages:
         # other inputs (a loss combining its arguments elementwise)
         alt = targets_as_tensors(plan)
         cands = [(plan, c) for c in cands] + ([(alt, c) for c in cands[:4]] if alt else [])
+        # then masks and embedding ids per row of the first feature input (a node's
+        # label, a token's mask), with candidates for that plan's tensor inputs
+        rows = rows_variant(model, plan)
+        if rows:
+            cands += [(rows, c) for c in input_candidates(model, rows, widths, torch, nn, spatial, hints)]
+        # then required Optional parameters given a value rather than None
+        given = given_variant(model, plan)
+        if given:
+            cands += [(given, c) for c in input_candidates(model, given, widths, torch, nn, spatial, hints)]
         tried, repairs, repaired_at = set(), 0, set()
         i = 0
         while i < len(cands):
