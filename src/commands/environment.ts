@@ -15,7 +15,7 @@ import { storeNeeds, syncEnvironment, type EnvNeed, type SyncResult } from '../e
 import type { Workspace } from '../workspace.js';
 import { storeEnvironment } from '../pipeline/environment.js';
 import { requirements } from './requirements.js';
-import { KNOWN_DISTRIBUTIONS } from '../environment/names.js';
+import { KNOWN_DISTRIBUTIONS, REMOVED_MODULES } from '../environment/names.js';
 import {
   nnragHome,
   syncPyPIEnvironment,
@@ -81,7 +81,8 @@ export async function pypiNeeds(
   // installed metadata, else by the table, else it is a guess
   const open = (i: RepoRequirements['imports'][number]) =>
     !i.declared && !indexed.has(i.module) && i.module !== 'torch';
-  const known = (i: RepoRequirements['imports'][number]) => !!KNOWN_DISTRIBUTIONS[i.module] || !!i.importable;
+  const known = (i: RepoRequirements['imports'][number]) =>
+    !!KNOWN_DISTRIBUTIONS[i.module] || !!REMOVED_MODULES[i.module] || !!i.importable;
   return {
     indexed,
     repos: reqs
@@ -92,7 +93,14 @@ export async function pypiNeeds(
           r.declared,
           r.imports.map((i) => i.distribution),
         ).map((d) => d.spec),
-        imported: r.imports.filter((i) => open(i) && known(i)).map((i) => i.distribution),
+        // an import of a module its distribution removed asks for a release before the
+        // removal, declared or not (names.ts REMOVED_MODULES)
+        imported: [
+          ...r.imports.filter((i) => open(i) && known(i) && !REMOVED_MODULES[i.module]).map((i) => i.distribution),
+          ...r.imports
+            .filter((i) => REMOVED_MODULES[i.module] && !indexed.has(i.module))
+            .map((i) => REMOVED_MODULES[i.module]),
+        ],
         unknown: r.imports.filter((i) => open(i) && !known(i)).map((i) => i.module),
       }))
       .filter((r) => r.root),
