@@ -101,6 +101,30 @@ class ValuesTest(unittest.TestCase):
             self.assertEqual(self.roundtrip(v)[1], v)
         self.assertEqual(self.roundtrip(float("inf"))[1], float("inf"))
 
+    def test_integral_floats_stay_floats_through_javascript_json(self):
+        # node reads the harvest's JSON with JSON.parse and writes it back: a number
+        # written `2.0` comes back `2`, an int in Python (JavaScript has one number type)
+        import json
+
+        def via_node(enc):
+            return json.loads(
+                json.dumps(enc), parse_float=lambda t: int(float(t)) if float(t).is_integer() else float(t)
+            )
+
+        m = Lin(4)
+        for v in [2.0, -0.0, 1e20, (0.5, 1.0, 2.0), {"scale": 3.0}, {1: 2.0}]:
+            enc = V.encode(v)
+            dec = V.decode(via_node(enc), resolve, torch)
+            self.assertEqual(dec, v)
+            self.assertEqual(repr(dec), repr(v))
+        self.assertEqual(V.encode(2.0), {"$float": "2.0"})
+        self.assertEqual(V.encode(2.5), 2.5)
+        # a module's plain attributes too
+        m.gain = 1.0
+        enc = V.encode(m, {id(m): (m, Lin, (4,), {})})
+        fresh = V.decode(via_node(enc), resolve, torch)
+        self.assertEqual(repr(fresh.gain), "1.0")
+
     def test_classes_partials_dataclasses(self):
         enc, dec = self.roundtrip(functools.partial(nn.LayerNorm, eps=1e-6))
         self.assertIs(dec.func, nn.LayerNorm)
