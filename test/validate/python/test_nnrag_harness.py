@@ -844,6 +844,39 @@ def build_slow():
 """
 
 
+class CompareOutputsTest(unittest.TestCase):
+    """The equivalence stage compares outputs in chunks (stages.compare_outputs): an output
+    whose comparison in double precision would pass the block's memory limit (ddpm's
+    RMSNorm on a 32 x 64 x 128 x 128 input: 256 MiB as doubles, "can't allocate memory")
+    is compared within it, with the verdict of the whole tensors."""
+
+    def test_large_outputs_compare_within_a_memory_limit(self):
+        # in a child process: the address-space limit (RLIMIT_AS, as the sandbox sets it)
+        # leaves 96 MiB beside two 64 MiB outputs, less than one of them as doubles
+        code = (
+            "import resource, sys\nsys.path.insert(0, %r)\n"
+            "import torch\nfrom nnrag_harness import stages\n"
+            "torch.set_num_threads(1)\n"
+            "x = torch.randn(16, 64, 128, 128)\ny = x.clone()\nz = x.clone()\nz.view(-1)[12345] += 1.0\n"
+            "n = torch.full((3,), float('nan'))\n"
+            "vm = [int(l.split()[1]) * 1024 for l in open('/proc/self/status') if l.startswith('VmSize:')][0]\n"
+            "resource.setrlimit(resource.RLIMIT_AS, (vm + 96 * 2**20, resource.getrlimit(resource.RLIMIT_AS)[1]))\n"
+            "try:\n    (x.double() - y.double()).abs().max()\n    print('whole fits')\n"
+            "except (MemoryError, RuntimeError):\n    print('whole does not fit')\n"
+            "print(stages.compare_outputs([x], [y], torch), stages.compare_outputs([x], [z], torch)[0])\n"
+            "print(stages.compare_outputs([n], [n.clone()], torch), stages.compare_outputs([n], [torch.zeros(3)], torch)[0])\n"
+            "print(stages.compare_outputs([x[:2]], [x[:2].to(torch.float64)], torch)[0])\n"
+        ) % HARNESS_DIR
+        import subprocess
+
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        self.assertEqual(
+            r.stdout.split("\n")[:4],
+            ["whole does not fit", "(True, 0.0) False", "(True, 0.0) False", "False"],
+        )
+
+
 class ConstructorOnlyWitnessTest(unittest.TestCase):
     """A whole model built whose forward fails or runs out of time (on the meta device
     too): the constructions of its blocks are still reported as witnesses, without inputs."""
