@@ -600,6 +600,42 @@ class SourceInterfaceTest(unittest.TestCase):
             ],
         )
 
+    def test_call_site_modules_keep_their_construction(self):
+        # guided diffusion's __main__: `model = Unet(dim=64, ...)` then
+        # `GaussianDiffusion(model, ...)`; Unet keeps no `dim`, so its attributes cannot
+        # say how it was built: the call site's evaluation remembers it (values.BUILT)
+        from nnrag_harness import snippet as SN
+
+        class Body(nn.Module):
+            def __init__(self, dim, mults=(1, 2)):
+                super().__init__()
+                self.fc = nn.Linear(dim, dim * mults[-1])
+                self.channels = 3
+
+        class Outer(nn.Module):
+            def __init__(self, model, scale=1.0):
+                super().__init__()
+                self.model = model
+
+        ctx = "def main():\n    model = Body(\n        dim=8, mults=(1, 4)\n    )\n    return Outer(model, scale=2.0)\n"
+        site = {"text": ctx, "offset": ctx.index("Outer(") + 5}
+        [plan] = list(SC.CallSiteSource().plans(S.request(Outer, {"Body": Body}, nn, [site])))
+        body = plan.args[0]
+        self.assertIsInstance(body, Body)
+        self.assertEqual(plan.kwargs, {"scale": 2.0})
+        enc = SN.encode_live(list(plan.args), torch)
+        self.assertEqual(enc[0]["kwargs"], {"dim": 8, "mults": {"$tuple": [1, 4]}})
+        self.assertEqual(enc[0]["$module"][1].split(".")[-1], "Body")
+        # a call of something else (a function, a class that is no module) is the same call
+        ctx2 = "def main():\n    w = max(*[3, 8], **{})\n    return Outer(Body(w))\n"
+        [plan2] = list(
+            SC.CallSiteSource().plans(
+                S.request(Outer, {"Body": Body}, nn, [{"text": ctx2, "offset": ctx2.index("Outer(") + 5}])
+            )
+        )
+        self.assertEqual(plan2.args[0].fc.in_features, 8)
+        self.assertEqual(SN.encode_live(list(plan2.args), torch)[0]["args"], [8])
+
     def test_config_table_source(self):
         table = {"name": "TABLE", "text": "TABLE = {'s': dict(depth=2), 'm': dict(depth=4), 'x': make(9)}"}
         plans = list(ST.ConfigTableSource().plans(S.request(Tabled, {}, nn, None, [table])))
