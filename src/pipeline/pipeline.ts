@@ -1079,7 +1079,7 @@ export async function extractAndValidate(
           if (passesStages(result, required) && !result.usage && result.usageNeeds?.length) {
             const usagePackages = installedImports(
               env.probe ?? null,
-              [...moduleImportTops(ws.blockModule(id)?.mod), ...record.externs],
+              [...moduleImportTops(ws.blockModule(id)?.mod), ...ownPackage(ws.blockModule(id)?.mod), ...record.externs],
               KNOWN_DISTRIBUTIONS,
             );
             if (result.usageNeeds.some(([m]) => usagePackages.includes(m.split('.')[0]))) {
@@ -1250,6 +1250,16 @@ export function moduleImportTops(mod: CorpusModule | undefined): string[] {
     }
   }
   return [...out];
+}
+
+/** The top-level package a module belongs to, which importing it imports first (Python
+ *  Language Reference 5.2.1, "Regular packages": importing `parent.one` executes
+ *  `parent/__init__.py`): a module's own repository, installed in the environment (`env
+ *  create --store` installs each indexed repository's checkout), is a distribution the
+ *  module imports. A top-level module (no package) gives none. */
+export function ownPackage(mod: CorpusModule | undefined): string[] {
+  const parts = mod?.name.split('.') ?? [];
+  return parts.length > 1 ? [parts[0]] : [];
 }
 
 /** The modules a usage line imports public names from (its `from P import N` lines,
