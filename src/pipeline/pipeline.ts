@@ -288,6 +288,9 @@ export interface PipelineOptions extends ExtractOptions {
   witnesses?: boolean;
   /** called once per repository harvest (ran or read from the store) */
   onHarvest?: (repo: string, result: HarvestResult, cached: boolean) => void;
+  /** called when a repository's harvest is not in the store and starts (it may take
+   *  minutes, before any block's line) */
+  onHarvestStart?: (repo: string) => void;
   /** constructor arguments and forward inputs the user gave (validate/user-inputs.ts
    *  userWitness): tried first for every block validated */
   userInputs?: Witness;
@@ -879,6 +882,7 @@ export async function extractAndValidate(
             continue;
           }
           const p = await getPool();
+          opts.onHarvestStart?.(repo);
           const got = await costs.timeAsync('harvest', repo, () =>
             repoWitnesses(ws.store, p, repo, {
               modules: libraryModules(ws.corpus(), repo),

@@ -424,6 +424,9 @@ test('Ctrl-C says what was kept and exits 130; the finished blocks are in the st
     child.on('close', (c) => resolve(c));
   });
   assert.equal(code, 130, err);
+  // the harvest before the first block's line said what it was doing, into the pipe
+  assert.match(err, /^witnesses of examples: running its own model builds, tests and examples/m);
+  assert.match(err, /^witnesses of examples: \d+ classes from \d+ entry points in /m);
   assert.match(err, /interrupted — (\d+) of \d+ blocks finished and kept/);
   const kept = Number(/interrupted — (\d+)/.exec(err)![1]);
   assert.ok(kept >= 1);
