@@ -6,6 +6,7 @@ label -> source rule) and stash (the original's modules hidden and kept). Run wi
 import copy
 import dataclasses
 import functools
+import json
 import os
 import sys
 import tempfile
@@ -124,6 +125,21 @@ class ValuesTest(unittest.TestCase):
         enc = V.encode(m, {id(m): (m, Lin, (4,), {})})
         fresh = V.decode(via_node(enc), resolve, torch)
         self.assertEqual(repr(fresh.gain), "1.0")
+
+    def test_plans_keep_their_floats(self):
+        plan = {
+            "args": {"config": {"kind": "argparse", "fields": {"w": 2.0, "d": 2, "r": [0.5, 1.0]}}},
+            "n": {"value": 3.0},
+        }
+        kept = V.keep_floats(plan)
+        self.assertEqual(kept["n"], {"value": {"$float": "3.0"}})
+        back = V.plain_floats(
+            json.loads(json.dumps(kept), parse_float=lambda t: int(float(t)) if float(t).is_integer() else float(t))
+        )
+        self.assertEqual(repr(back), repr(plan))
+        # a dict that is not exactly the marker stays a dict
+        self.assertEqual(V.plain_floats({"$float": "x"}), {"$float": "x"})
+        self.assertEqual(V.plain_floats({"$float": "1.0", "k": 1}), {"$float": "1.0", "k": 1})
 
     def test_classes_partials_dataclasses(self):
         enc, dec = self.roundtrip(functools.partial(nn.LayerNorm, eps=1e-6))

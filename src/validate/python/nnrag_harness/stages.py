@@ -133,10 +133,21 @@ def harvest_main(req, rep, torch):
             ev["result"]["reads"] = reads.files()
         rep.send(ev)
 
+    from nnrag_harness import values as V
+
     try:
         if cfg.get("mode") == "list":
-            rep.send({"ev": "harvest", "result": harvest.list_entries(cfg, torch)})
-        elif (cfg.get("entry") or {}).get("kind") in ("test", "readme", "doctest", "example"):
+            # the entries' plans go through node and come back in run steps: floats of
+            # integral value kept floats (an argparse `default=2.0` is 2.0, not 2)
+            listed = harvest.list_entries(cfg, torch)
+            for e in listed.get("entries") or []:
+                if isinstance(e.get("plan"), dict):
+                    e["plan"] = V.keep_floats(e["plan"])
+            rep.send({"ev": "harvest", "result": listed})
+            return
+        if isinstance((cfg.get("entry") or {}).get("plan"), dict):
+            cfg["entry"]["plan"] = V.plain_floats(cfg["entry"]["plan"])
+        if (cfg.get("entry") or {}).get("kind") in ("test", "readme", "doctest", "example"):
             from nnrag_harness import harvest_docs
 
             if reads is not None:

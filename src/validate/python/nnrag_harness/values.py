@@ -189,6 +189,37 @@ def plain_value(x):
     return x
 
 
+def keep_floats(v, depth=0):
+    """Plain JSON data (the harvest's entry plans: argparse defaults, config values) with
+    each float written as _float does, so that it comes back a float from node
+    (plain_floats)."""
+    if type(v) is float:
+        return _float(v)
+    if depth > 40:
+        return v
+    if isinstance(v, list):
+        return [keep_floats(x, depth + 1) for x in v]
+    if isinstance(v, dict):
+        return {k: keep_floats(x, depth + 1) for k, x in v.items()}
+    return v
+
+
+def plain_floats(v, depth=0):
+    """keep_floats undone: each {"$float": text} (and nothing else) a float again."""
+    if isinstance(v, dict):
+        if len(v) == 1 and isinstance(v.get("$float"), str):
+            try:
+                return float(v["$float"])
+            except ValueError:
+                return v
+        if depth > 40:
+            return v
+        return {k: plain_floats(x, depth + 1) for k, x in v.items()}
+    if isinstance(v, list) and depth <= 40:
+        return [plain_floats(x, depth + 1) for x in v]
+    return v
+
+
 def _plain_key(k):
     """A dict key encode() can spell and decode() gives back hashable: None, a bool, an
     int or a string, or a plain tuple of such."""
