@@ -13,6 +13,7 @@
 //
 //   node --max-old-space-size=12000 dist/bench/scale.js --from STORE [--sizes 100000,1000000] [--threads T]
 //        [--only dedup|search] [--clusters FILE] [--keep DIR]
+//   node dist/bench/scale.js --library DIR      search and catalog only, on an existing library (read only)
 // --clusters FILE writes each size's clusters to FILE.<N> (one line per cluster: kind and
 // sorted members), to compare two dedup implementations on the same library.
 import os from 'node:os';
@@ -24,7 +25,7 @@ import { dedup, type DedupInput } from '../src/library/dedup.js';
 import { emptyRecord, type BlockStatus } from '../src/records/block.js';
 import { extractionIds, listExtractions, putExtraction, textHash } from '../src/store/records.js';
 import { IndexStore } from '../src/store/store.js';
-import { searchBlocks, syncSearchIndex, type SearchOptions } from '../src/search/fts.js';
+import { facets, searchBlocks, syncSearchIndex, type SearchOptions } from '../src/search/fts.js';
 import { similarBlocks, syncSignatures } from '../src/search/similar.js';
 import { startServer } from '../src/serve/server.js';
 import { rng } from './dedup.js';
@@ -39,7 +40,7 @@ interface Source {
 
 /** The real blocks: every stored extraction with a module text (at most `maxLines` lines:
  *  the 10⁶ copies must fit in memory for the in-process dedup). */
-function loadSources(storeDir: string, maxLines: number): Source[] {
+export function loadSources(storeDir: string, maxLines: number): Source[] {
   const store = IndexStore.open(storeDir, { create: false });
   try {
     const out: Source[] = [];
@@ -58,7 +59,7 @@ function loadSources(storeDir: string, maxLines: number): Source[] {
 /** Copy i of the library: source i mod K, its classes renamed (`Name` → `Name_c<i>`), and
  *  with some probability one integer literal changed, one statement or a comment added.
  *  Deterministic in i. */
-function variant(
+export function variant(
   sources: Source[],
   i: number,
 ): { id: string; repo: string; text: string; name: string; status: string } {
@@ -247,23 +248,6 @@ async function benchSearch(sources: Source[], N: number, keep?: string) {
 
     const r = rng(7);
     const pick = <T>(xs: T[]) => xs[Math.floor(r() * xs.length)];
-    const WORDS = [
-      'attention',
-      'window attention',
-      'conv',
-      'mlp',
-      'patch embed',
-      'norm',
-      'transformer block',
-      'residual',
-      'decoder',
-      'pool',
-      'gpt',
-      'yolo',
-      'detr',
-      'swin',
-      'bottleneck',
-    ];
     const queries: [string, SearchOptions][] = [];
     for (let k = 0; k < 40; k++) queries.push([pick(WORDS), {}]);
     for (let k = 0; k < 30; k++) queries.push([pick(names), {}]);
@@ -367,12 +351,147 @@ async function benchSearch(sources: Source[], N: number, keep?: string) {
   }
 }
 
+/** the bench's query words (names of common block kinds) */
+const WORDS = [
+  'attention',
+  'window attention',
+  'conv',
+  'mlp',
+  'patch embed',
+  'norm',
+  'transformer block',
+  'residual',
+  'decoder',
+  'pool',
+  'gpt',
+  'yolo',
+  'detr',
+  'swin',
+  'bottleneck',
+];
+
+/**
+ * Search and the catalog on a library that exists already (`--library DIR`: a kept bench
+ * library, a merged store), read only: the query set of the bench (the 15 words unfiltered,
+ * with the bench's filters, with a category filter each of the rarest and the commonest
+ * category, with a repository filter when the documents name repositories, and 15 class
+ * names spread over the library), each timed twice after a warm-up pass; then the catalog
+ * over HTTP: its start, the first pass of search pages, the search pages twice and a browse
+ * page, block pages (30 spread over the library) twice. CPU per query and per page is this
+ * process's (server and client), beside wall time.
+ */
+async function benchLibrary(dir: string) {
+  const store = IndexStore.open(dir, { create: false });
+  const t0 = performance.now();
+  const c00 = process.cpuUsage();
+  const ids = extractionIds(store);
+  const spread = (k: number, of: number) => ids[Math.floor(((k + 0.5) * ids.length) / of)];
+  const names = Array.from({ length: 15 }, (_, k) => spread(k, 15).replace(/^.*[.:]/, ''));
+  const pageIds = Array.from({ length: 30 }, (_, k) => spread(k, 30));
+  const fc = facets(store);
+  // (a library whose documents name no repository lists '' as its one repository)
+  const repos = fc.repos.filter((r) => r);
+  const byCount = fc.categories
+    .map((c) => ({ c, n: searchBlocks(store, '', { category: c, limit: 1 }).total }))
+    .sort((a, b) => a.n - b.n || (a.c < b.c ? -1 : 1));
+  const rare = byCount[0]?.c;
+  const common = byCount[byCount.length - 1]?.c;
+  const queries: [string, SearchOptions][] = [];
+  for (const w of WORDS) queries.push([w, {}]);
+  for (const w of WORDS) queries.push([w, { validated: true, minParams: 1000, maxParams: 2e6 }]);
+  for (let k = 0; k < 5 && rare; k++) queries.push([WORDS[k * 3], { category: rare }]);
+  for (let k = 0; k < 5 && common; k++) queries.push([WORDS[k * 3], { category: common }]);
+  for (let k = 0; k < 5 && repos.length; k++) queries.push([WORDS[k * 3], { repo: repos[k % repos.length] }]);
+  for (const nm of names) queries.push([nm, {}]);
+  const setup = { wallMs: Math.round(performance.now() - t0), cpuMs: cpuMs(process.cpuUsage(c00)) };
+  let t = performance.now();
+  let c0 = process.cpuUsage();
+  for (const [q, f] of queries) searchBlocks(store, q, { ...f, limit: 20 });
+  const warm = { wallMs: Math.round(performance.now() - t), cpuMs: cpuMs(process.cpuUsage(c0)), load: load() };
+  const times: number[] = [];
+  const cpus: number[] = [];
+  const worst = new Map<string, number>();
+  for (let rep = 0; rep < 2; rep++) {
+    for (const [q, f] of queries) {
+      c0 = process.cpuUsage();
+      const s = performance.now();
+      searchBlocks(store, q, { ...f, limit: 20 });
+      times.push(performance.now() - s);
+      const u = process.cpuUsage(c0);
+      const c = (u.user + u.system) / 1000;
+      cpus.push(c);
+      const k = `${q} ${JSON.stringify(f)}`;
+      worst.set(k, Math.max(worst.get(k) ?? 0, c));
+    }
+  }
+  const search = {
+    queries: times.length,
+    categories: { rare, common },
+    repoFiltered: repos.length ? 5 : 0,
+    warm,
+    p50: +pct(times, 50).toFixed(1),
+    p95: +pct(times, 95).toFixed(1),
+    cpuP50: +pct(cpus, 50).toFixed(1),
+    cpuP95: +pct(cpus, 95).toFixed(1),
+    worstCpu: [...worst]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 6)
+      .map(([k, v]) => `${k}: ${v.toFixed(0)} ms`),
+    load: load(),
+  };
+  store.close();
+
+  t = performance.now();
+  c0 = process.cpuUsage();
+  const srv = await startServer({ storeDir: dir, port: 0, refreshMs: 3_600_000 });
+  const start = { wallMs: Math.round(performance.now() - t), cpuMs: cpuMs(process.cpuUsage(c0)), load: load() };
+  const at = (p: string) => new URL(p, srv.url).href;
+  const timed = async (urls: string[]) => {
+    const wall: number[] = [];
+    const c = pageCpu.length;
+    for (const u of urls) wall.push(await get(at(u)));
+    const cpu = pageCpu.splice(c);
+    return {
+      n: wall.length,
+      p50: +pct(wall, 50).toFixed(1),
+      p95: +pct(wall, 95).toFixed(1),
+      cpuP50: pct(cpu, 50),
+      cpuP95: pct(cpu, 95),
+    };
+  };
+  try {
+    const searchUrls = [...WORDS, ...names].map((q) => `/?q=${encodeURIComponent(q)}`);
+    const blockUrls = pageIds.map((id) => `/block/${encodeURIComponent(id)}`);
+    const firstSearch = await timed(searchUrls);
+    const searchPages = await timed([...searchUrls, ...searchUrls, '/?offset=0']);
+    const firstBlocks = await timed(blockUrls);
+    const blockPages = await timed(blockUrls);
+    return {
+      library: dir,
+      blocks: ids.length,
+      setup,
+      search,
+      catalog: { start, firstSearch, searchPages, firstBlocks, blockPages, load: load() },
+    };
+  } finally {
+    await srv.close();
+  }
+}
+
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const opt = (k: string) => {
     const i = args.indexOf(k);
     return i >= 0 ? args[i + 1] : undefined;
   };
+  const library = opt('--library');
+  if (library) {
+    console.log(
+      JSON.stringify({ env: { node: process.version, cpus: os.availableParallelism?.() ?? os.cpus().length } }),
+    );
+    console.log(JSON.stringify({ library: await benchLibrary(path.resolve(library)) }));
+    return;
+  }
   const from = opt('--from');
   if (!from)
     throw new Error('give --from STORE: a store with extracted blocks (the real blocks the library is made of)');

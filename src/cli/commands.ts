@@ -19,6 +19,7 @@ import type { EmissionProfile, PipelineOptions } from '../pipeline/pipeline.js';
 import type { BlockRecord } from '../records/block.js';
 import { reportText } from '../library/report.js';
 import { UsageError } from '../util/errors.js';
+import type { HarvestResult } from '../validate/witness/harvest.js';
 import { parseAsOf } from '../environment/as-of.js';
 import { STAGES, parseInputShapes, userWitness, type DoctorReport, type Stage } from '../validate/index.js';
 import {
@@ -31,7 +32,7 @@ import {
   type Command,
   type Ctx,
 } from './context.js';
-import { progress } from './progress.js';
+import { duration, progress } from './progress.js';
 import { safeText, showId } from './terminal.js';
 
 const extractOptions = {
@@ -97,6 +98,22 @@ function pipelineOptions(ctx: Ctx): PipelineOptions {
     },
     userInputs: userInputs(ctx),
     onWarning: (m) => process.stderr.write(`warning: ${safeText(m)}\n`),
+    // a harvest runs before any block's line and may take minutes: say so, as lines (a
+    // terminal, a pipe or a file alike), so that a redirected run is not silent
+    ...(ctx.json
+      ? {}
+      : {
+          onHarvestStart: (repo: string) =>
+            process.stderr.write(
+              `witnesses of ${safeText(repo)}: running its own model builds, tests and examples in the sandbox (once; stored for later runs)\n`,
+            ),
+          onHarvest: (repo: string, h: HarvestResult, cached: boolean) => {
+            if (!cached)
+              process.stderr.write(
+                `witnesses of ${safeText(repo)}: ${Object.keys(h.witnesses).length} classes from ${h.entries.length} entry points in ${duration(h.ms / 1000)}\n`,
+              );
+          },
+        }),
   };
 }
 

@@ -20,6 +20,9 @@ export interface Command {
   usage: string;
   options: NonNullable<ParseArgsConfig['options']>;
   run(ctx: Ctx): Promise<number> | number;
+  /** the command makes the Python parser ready in this thread itself (cli/run.ts otherwise
+   *  does before it runs) */
+  readiesParser?: boolean;
 }
 
 export const common: NonNullable<ParseArgsConfig['options']> = {

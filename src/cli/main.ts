@@ -3,77 +3,20 @@
 // functions (src/commands/, the package API). Every command takes --json (machine-readable stdout), --store DIR
 // (default ./.nnrag) and exits 0 on success, 1 on failures in the work, 2 on bad usage.
 import { writeFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
-import { NnragError, UsageError } from '../util/errors.js';
 import { blockNames, discover } from '../commands/discover.js';
-import { index, ready, stats } from '../commands/index-repos.js';
+import { stats } from '../commands/index-repos.js';
 import { commands as extraCommands } from './commands.js';
 import { commands as libraryCommands } from './library-commands.js';
 import { commands as searchCommands } from './search-commands.js';
 import { commands as witnessCommands } from './witness-commands.js';
 import { commands as queueCommands } from './queue-commands.js';
-import {
-  common,
-  repoOptions,
-  configuredRepos,
-  withWorkspace,
-  withWorkspaceAsync,
-  workersOpt,
-  type Command,
-  type Ctx,
-} from './context.js';
-import { commandHelp } from './help.js';
-import { progress } from './progress.js';
-import { safeJson, safeText, showId } from './terminal.js';
+import { withWorkspace, type Command } from './context.js';
+import { indexCommand } from './index-command.js';
+import { runCommand } from './run.js';
+import { safeJson, showId } from './terminal.js';
 
 export const commands: Record<string, Command> = {
-  index: {
-    summary: 'clone or locate repositories and index their Python files',
-    usage:
-      'nnrag index [--repo PATH_OR_URL ...] [--config repo_config.json] [--mode missing|force|skip] [--update] [--workers N [--force-workers]]',
-    options: {
-      ...repoOptions,
-      mode: { type: 'string' },
-      update: { type: 'boolean' },
-      workers: { type: 'string' },
-      'force-workers': { type: 'boolean' },
-    },
-    async run(ctx) {
-      const mode = (ctx.values.mode as string | undefined) ?? 'missing';
-      if (!['missing', 'force', 'skip'].includes(mode))
-        throw new UsageError(`--mode must be missing, force or skip (got ${mode})`);
-      const workers = workersOpt(ctx);
-      const repos = configuredRepos(ctx);
-      const bar = progress('index');
-      const report = await withWorkspaceAsync(
-        ctx,
-        (ws) =>
-          index(ws, {
-            repos,
-            mode: mode as 'missing',
-            update: !!ctx.values.update,
-            workers,
-            onProgress: (p) => bar.update(p.phase, p.done, p.total),
-          }),
-        true,
-      );
-      bar.done();
-      // a repository without a single Python file is most likely a wrong path or --paths
-      for (const r of report.repos)
-        if (r.files === 0)
-          process.stderr.write(
-            `warning: repository ${safeText(r.name)} has no Python files to index${r.problems ? ` (${r.problems} problems)` : ''}\n`,
-          );
-      const t = report.timings;
-      ctx.out(
-        `indexed ${report.files} files (${(report.bytes / 1e6).toFixed(1)} MB) in ${report.repos.length} repositories: ` +
-          `${report.parsed} parsed, ${report.reused} reused, ${report.parseErrors} with syntax errors, ${report.problems.length} problems ` +
-          `in ${(t.total / 1000).toFixed(2)} s`,
-        report,
-      );
-      return 0;
-    },
-  },
+  index: indexCommand,
 
   discover: {
     summary: 'list the nn.Module blocks of the indexed corpus',
@@ -159,46 +102,5 @@ export async function main(argv: string[]): Promise<number> {
     process.stderr.write(`nnrag: unknown command ${safeJson(JSON.stringify(name))}\n\n${usage()}\n`);
     return 2;
   }
-  let parsed;
-  try {
-    parsed = parseArgs({ args: rest, options: { ...common, ...cmd.options }, allowPositionals: true, strict: true });
-  } catch (e) {
-    process.stderr.write(`nnrag ${name}: ${safeText((e as Error).message)}\nusage: ${cmd.usage}\n`);
-    return 2;
-  }
-  if (parsed.values.help) {
-    process.stdout.write(commandHelp(name, cmd, common) + '\n');
-    return 0;
-  }
-  const json = !!parsed.values.json;
-  const ctx: Ctx = {
-    json,
-    store: (parsed.values.store as string | undefined) ?? process.env.NNRAG_STORE ?? '.nnrag',
-    values: parsed.values as Record<string, unknown>,
-    positionals: parsed.positionals,
-    out(human, data) {
-      process.stdout.write(json ? safeJson(JSON.stringify(data, null, 2)) + '\n' : safeText(human) + '\n');
-    },
-  };
-  try {
-    // the resolver parses modules it reads on demand synchronously (src/resolve/ondemand.ts)
-    await ready();
-    return await cmd.run(ctx);
-  } catch (e) {
-    // a block name that names no block is bad usage too (README: exit 2), like an
-    // ambiguous one; --json still gets the error object
-    if (e instanceof UsageError || (e instanceof NnragError && e.code === 'unknown-block')) {
-      process.stderr.write(`nnrag ${name}: ${safeText(e.message)}\n`);
-      if (json && !(e instanceof UsageError))
-        process.stdout.write(safeJson(JSON.stringify({ error: e.message, code: e.code })) + '\n');
-      return 2;
-    }
-    if (e instanceof NnragError) {
-      process.stderr.write(`nnrag ${name}: ${safeText(e.message)}\n`);
-      if (json) process.stdout.write(safeJson(JSON.stringify({ error: e.message, code: e.code })) + '\n');
-      return 1;
-    }
-    process.stderr.write(`nnrag ${name}: ${safeText(String((e as Error).stack ?? e))}\n`);
-    return 1;
-  }
+  return runCommand(name, cmd, rest);
 }

@@ -16,7 +16,7 @@ import { storeNeeds, syncEnvironment, type EnvNeed, type SyncResult } from '../e
 import type { Workspace } from '../workspace.js';
 import { storeEnvironment } from '../pipeline/environment.js';
 import { requirements } from './requirements.js';
-import { KNOWN_DISTRIBUTIONS } from '../environment/names.js';
+import { KNOWN_DISTRIBUTIONS, REMOVED_MODULES } from '../environment/names.js';
 import { TORCH_FAMILY } from '../environment/as-of.js';
 import {
   nnragHome,
@@ -84,7 +84,8 @@ export async function pypiNeeds(
   // installed metadata, else by the table, else it is a guess
   const open = (i: RepoRequirements['imports'][number]) =>
     !i.declared && !indexed.has(i.module) && i.module !== 'torch';
-  const known = (i: RepoRequirements['imports'][number]) => !!KNOWN_DISTRIBUTIONS[i.module] || !!i.importable;
+  const known = (i: RepoRequirements['imports'][number]) =>
+    !!KNOWN_DISTRIBUTIONS[i.module] || !!REMOVED_MODULES[i.module] || !!i.importable;
   const packages = storePackages(ws);
   return {
     indexed,
@@ -102,8 +103,15 @@ export async function pypiNeeds(
               TORCH_FAMILY.filter((m) => m !== 'torch' && indexed.get(m) !== r.repo),
             )
           : [];
-        const imported = r.imports.filter((i) => open(i) && known(i)).map((i) => i.distribution);
-        const has = new Set([...r.declared.map((d) => d.key), ...imported.map(normalizeDistName)]);
+        // an import of a module its distribution removed asks for a release before the
+        // removal, declared or not (names.ts REMOVED_MODULES)
+        const imported = [
+          ...r.imports.filter((i) => open(i) && known(i) && !REMOVED_MODULES[i.module]).map((i) => i.distribution),
+          ...r.imports
+            .filter((i) => REMOVED_MODULES[i.module] && !indexed.has(i.module))
+            .map((i) => REMOVED_MODULES[i.module]),
+        ];
+        const has = new Set([...r.declared.map((d) => d.key), ...imported.map((d) => normalizeDistName(d))]);
         for (const m of family) if (!has.has(normalizeDistName(m))) imported.push(m);
         return {
           name: r.repo,

@@ -13,7 +13,7 @@ import {
   type StoreStats,
 } from '../indexer/indexer.js';
 import { initParser } from '../parse/parser.js';
-import type { ParsePool } from '../indexer/pool.js';
+import { ParsePool } from '../indexer/pool.js';
 import { RepoCache } from '../repos/cache.js';
 import { UsageError } from '../util/errors.js';
 import type { Workspace } from '../workspace.js';
@@ -37,12 +37,17 @@ export interface IndexOptions {
   /** parse workers already started (src/indexer/pool.ts), for a caller that indexes many
    *  stores in one process; the caller closes it. Default: a pool of `workers` for this run */
   pool?: ParsePool;
+  /** make the Python parser ready in this thread too (default true: a caller that resolves
+   *  after indexing needs it; the CLI's `index`, which exits after, passes false) */
+  parser?: boolean;
 }
 
 /** Prepare repositories (git clone/fetch or local folders) and index their Python files.
  *  Without repos, the repositories already in the store are indexed again. */
 export async function index(ws: Workspace, opts: IndexOptions): Promise<IndexReport> {
-  await ready();
+  // the parser of this thread starts meanwhile (the work below is in other threads or I/O)
+  const parserReady = opts.parser === false ? Promise.resolve() : ready();
+  parserReady.catch(() => {}); // awaited below; an error before then must not be unhandled
   const cache = new RepoCache(opts.cacheDir ?? path.join(ws.storeDir, 'repos'));
   let specs = opts.repos;
   if (!specs.length) {
@@ -57,19 +62,31 @@ export async function index(ws: Workspace, opts: IndexOptions): Promise<IndexRep
     }));
     if (!specs.length) throw new UsageError('no repositories: give --repo PATH_OR_URL or --config repo_config.json');
   }
-  const checkouts = [];
-  for (const spec of specs) {
-    const c = await cache.prepare(spec, { update: opts.update });
-    checkouts.push({ ...c, paths: spec.paths.length ? spec.paths : undefined, priority: spec.priority });
+  // A first index of these repositories (or a forced one) parses every file: the parse
+  // workers start now (tree-sitter in each), while the repositories are prepared, listed
+  // and hashed, instead of once indexRepos has found files to parse.
+  const mode = opts.mode ?? 'missing';
+  const cold = mode === 'force' || (mode !== 'skip' && specs.every((s) => !ws.store.hasFiles(s.name)));
+  const pool = opts.pool ?? (cold ? new ParsePool(opts.workers) : undefined);
+  try {
+    if (pool && !opts.pool) pool.warm();
+    const checkouts = [];
+    for (const spec of specs) {
+      const c = await cache.prepare(spec, { update: opts.update });
+      checkouts.push({ ...c, paths: spec.paths.length ? spec.paths : undefined, priority: spec.priority });
+    }
+    const report = await indexRepos(ws.store, checkouts, {
+      mode,
+      workers: opts.workers,
+      onProgress: opts.onProgress,
+      pool,
+    });
+    ws.invalidate();
+    await parserReady;
+    return report;
+  } finally {
+    if (pool && !opts.pool) await pool.close();
   }
-  const report = await indexRepos(ws.store, checkouts, {
-    mode: opts.mode ?? 'missing',
-    workers: opts.workers,
-    onProgress: opts.onProgress,
-    pool: opts.pool,
-  });
-  ws.invalidate();
-  return report;
 }
 
 /** `nnrag stats`: files, bytes, distinct contents, parse errors, blocks, the last run. */

@@ -89,3 +89,13 @@ export const KNOWN_DISTRIBUTIONS: Record<string, string> = {
   tensorboard: 'tensorboard',
   torchmetrics: 'torchmetrics',
 };
+
+/** Modules a distribution once provided and removed in a release: an import of one needs a
+ *  release before the removal, whatever else asks for the distribution (torch's undated
+ *  requirements pull the newest). setuptools 82.0.0 removed `pkg_resources` (its changelog,
+ *  "Deprecations and Removals", pypa/setuptools#3085); repositories of every age import it.
+ *  The bound is added to the repository's requirements whether or not it declares the
+ *  distribution (the resolver intersects them). */
+export const REMOVED_MODULES: Record<string, string> = {
+  pkg_resources: 'setuptools<82',
+};

@@ -389,13 +389,27 @@ export function readPyPIManifest(dir: string): EnvManifestPyPI | null {
   }
 }
 
-/** Which virtual environment of an environment folder validates a repository's blocks:
- *  its own group's, else the shared one (the manifest read once). */
+/** Which virtual environment of an environment folder validates a repository's blocks
+ *  (the manifest read once): the group made for it (a group of its own is named for
+ *  its repository), else the shared one. A group's `repos` also lists the indexed
+ *  repositories it installs for its own repository (mmocr's group installs mmengine's
+ *  checkout): that makes it the environment of neither, unless no other group lists the
+ *  repository. */
 export function envGroups(dir: string): (repo: string | undefined) => string {
   const own = new Map<string, string>();
-  for (const g of readPyPIManifest(dir)?.groups ?? [])
-    if (g.name !== 'shared') for (const r of g.repos) own.set(r, g.dir);
-  return (repo) => (repo && own.get(repo)) || dir;
+  const shared = new Set<string>();
+  const installedBy = new Map<string, string>();
+  for (const g of readPyPIManifest(dir)?.groups ?? []) {
+    if (g.name === 'shared') for (const r of g.repos) shared.add(r);
+    else {
+      own.set(g.name, g.dir);
+      for (const r of g.repos) if (!installedBy.has(r)) installedBy.set(r, g.dir);
+    }
+  }
+  return (repo) => {
+    if (!repo) return dir;
+    return own.get(repo) ?? (shared.has(repo) ? dir : (installedBy.get(repo) ?? dir));
+  };
 }
 
 /** The indexed repositories that the group of an environment folder (the shared one, or

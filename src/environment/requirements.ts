@@ -172,15 +172,80 @@ export async function resolveRequirements(
   });
 }
 
+/** A PEP 440 public version's parts ("Version scheme": `[N!]N(.N)*[{a|b|rc}N][.postN][.devN]`,
+ *  in any of the spellings "Normalization" allows: `1.0-rc.1`, `1.0alpha`, `1.0-1`, `v1.0`),
+ *  the local label dropped; null for a text that is not one. */
+interface Pep440 {
+  epoch: number;
+  release: number[];
+  pre: ['a' | 'b' | 'rc', number] | null;
+  post: number | null;
+  dev: number | null;
+}
+const PEP440 =
+  /^\s*v?(?:(\d+)!)?(\d+(?:\.\d+)*)(?:[-_.]?(a|b|c|rc|alpha|beta|pre|preview)[-_.]?(\d*))?(?:-(\d+)|[-_.]?(post|rev|r)[-_.]?(\d*))?(?:[-_.]?(dev)[-_.]?(\d*))?(?:\+[a-z0-9]+(?:[-_.][a-z0-9]+)*)?\s*$/i;
+export function parsePep440(version: string): Pep440 | null {
+  const m = PEP440.exec(version);
+  if (!m) return null;
+  const letter = m[3]?.toLowerCase();
+  const pre: Pep440['pre'] = letter
+    ? [letter === 'a' || letter === 'alpha' ? 'a' : letter === 'b' || letter === 'beta' ? 'b' : 'rc', Number(m[4] || 0)]
+    : null;
+  return {
+    epoch: Number(m[1] ?? 0),
+    release: m[2].split('.').map(Number),
+    pre,
+    post: m[5] !== undefined ? Number(m[5]) : m[6] !== undefined ? Number(m[7] || 0) : null,
+    dev: m[8] !== undefined ? Number(m[9] || 0) : null,
+  };
+}
+
 /** A requirement pip accepts that says what was tested: a lower bound at the installed
- *  version's release segment, `dist>=X.Y.Z` (PEP 440 "Version specifiers"; pre-release,
- *  post-release and local labels dropped, since a distribution's own build such as
- *  Debian's `1.13.0a0+gitunknown` exists on no index). No upper bound: one at the tested
- *  series would downgrade the distribution in any newer project, and only a known break
- *  justifies one. A version with no release segment gives the bare name. */
+ *  version, `dist>=X.Y.Z` (PEP 440 "Version specifiers"). The bound must admit the tested
+ *  version itself: a pre-release or development release keeps its label (mmengine's
+ *  `0.11.0rc0` is `>=0.11.0rc0`; `>=0.11.0` would exclude it, since 0.11.0rc0 < 0.11.0,
+ *  PEP 440 "Summary of permitted suffixes and relative ordering"). A post-release is
+ *  bounded at its release (`2024.1.post1` → `>=2024.1`, which admits it) and a local label
+ *  is dropped (`2.9.1+cpu` → `>=2.9.1`; local labels are not permitted in `>=`, and a
+ *  distribution's own build such as Debian's `1.13.0a0+gitunknown` exists on no index).
+ *  No upper bound: one at the tested series would downgrade the distribution in any newer
+ *  project, and only a known break justifies one. A version that is not PEP 440 is
+ *  bounded at its leading release segment; one without any gives the bare name. */
 export function testedPin(dist: string, version: string | null): string {
+  const v = version ? parsePep440(version) : null;
+  if (v) {
+    const epoch = v.epoch ? `${v.epoch}!` : '';
+    const pre = v.pre ? `${v.pre[0]}${v.pre[1]}` : '';
+    // a development release of a post-release (`1.0.post1.dev0`) sorts after 1.0: the
+    // release bounds it
+    const dev = v.dev !== null && v.post === null ? `.dev${v.dev}` : '';
+    return `${dist}>=${epoch}${v.release.join('.')}${pre}${dev}`;
+  }
   const m = version ? /^\s*v?(\d+(?:\.\d+)*)/.exec(version) : null;
   return m ? `${dist}>=${m[1]}` : dist;
+}
+
+/** Compare two versions in PEP 440's order ("Summary of permitted suffixes and relative
+ *  ordering": `1.0.dev0 < 1.0a1 < 1.0rc0 < 1.0 < 1.0.post1`; trailing zeros of the release
+ *  do not count; local labels ignored). Versions that are not PEP 440 are compared on
+ *  their release segments (compareRelease). */
+export function compareVersions(a: string, b: string): number {
+  const va = parsePep440(a);
+  const vb = parsePep440(b);
+  if (!va || !vb) return compareRelease(a, b);
+  if (va.epoch !== vb.epoch) return va.epoch - vb.epoch;
+  const r = compareRelease(va.release.join('.'), vb.release.join('.'));
+  if (r) return r;
+  // a development release with no pre- or post-release sorts before any pre-release
+  const preKey = (v: Pep440): [number, number] =>
+    v.pre ? [['a', 'b', 'rc'].indexOf(v.pre[0]), v.pre[1]] : v.post === null && v.dev !== null ? [-1, 0] : [3, 0];
+  const [pa, pb] = [preKey(va), preKey(vb)];
+  if (pa[0] !== pb[0]) return pa[0] - pb[0];
+  if (pa[1] !== pb[1]) return pa[1] - pb[1];
+  const postKey = (v: Pep440) => (v.post === null ? -1 : v.post);
+  if (postKey(va) !== postKey(vb)) return postKey(va) - postKey(vb);
+  const devKey = (v: Pep440) => (v.dev === null ? Number.POSITIVE_INFINITY : v.dev);
+  return devKey(va) === devKey(vb) ? 0 : devKey(va) < devKey(vb) ? -1 : 1;
 }
 
 /** The distribution name a PEP 508 requirement starts with (`mmcv>=2.0.0rc4` → `mmcv`), as

@@ -26,7 +26,7 @@ import type { IndexStore } from '../store/store.js';
 import { getExtraction } from '../store/records.js';
 import type { BlockRecord } from '../records/block.js';
 import {
-  compareRelease,
+  compareVersions,
   pinImportedPackages,
   requirementLines,
   resolveRequirements,
@@ -207,7 +207,7 @@ async function blockRequirements(
         const version = d.slice(i + 2);
         const key = normalizeDistName(name);
         const had = lowest.get(key);
-        if (!had || compareRelease(version, had.version) < 0) lowest.set(key, { name, version });
+        if (!had || compareVersions(version, had.version) < 0) lowest.set(key, { name, version });
       }
     }
     const out = new Map<string, string>();

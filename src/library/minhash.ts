@@ -47,8 +47,9 @@ export function shingles(tokens: Uint32Array, count: number, k = 5): Uint32Array
   return u === out.length ? out : out.slice(0, u);
 }
 
-/** `shingles` into a caller buffer of length ≥ max(1, count); returns the set size. */
-export function shinglesInto(tokens: Uint32Array, count: number, k: number, out: Uint32Array): number {
+/** `shingles` into out[at, at + size) (out has room for max(1, count) values from `at`);
+ *  returns the set size. */
+export function shinglesInto(tokens: Uint32Array, count: number, k: number, out: Uint32Array, at = 0): number {
   if (count === 0) return 0;
   const w = Math.min(k, count);
   const m = count - w + 1;
@@ -66,12 +67,12 @@ export function shinglesInto(tokens: Uint32Array, count: number, k: number, out:
     h = (Math.imul(h, B) + tokens[i + w - 1] - Math.imul(tokens[i - 1], Bw)) | 0;
     raw[i] = mix32(h ^ w);
   }
-  return sortUniqueInto(raw, m, out);
+  return sortUniqueInto(raw, m, out, at);
 }
 
-/** Sort the first m values of `raw` (uniformly distributed) into `out`, dropping repeats;
- *  returns the number of distinct values. */
-function sortUniqueInto(raw: Uint32Array, m: number, out: Uint32Array): number {
+/** Sort the first m values of `raw` (uniformly distributed) into out[at, …), dropping
+ *  repeats; returns the number of distinct values. */
+function sortUniqueInto(raw: Uint32Array, m: number, out: Uint32Array, at: number): number {
   let bits = 4;
   while (1 << bits < m && bits < 16) bits++;
   const nb = 1 << bits;
@@ -79,24 +80,26 @@ function sortUniqueInto(raw: Uint32Array, m: number, out: Uint32Array): number {
   if (counts.length < nb + 1) counts = new Int32Array(nb + 1);
   counts.fill(0, 0, nb + 1);
   for (let i = 0; i < m; i++) counts[(raw[i] >>> shift) + 1]++;
+  counts[0] = at;
   for (let i = 1; i <= nb; i++) counts[i] += counts[i - 1];
   for (let i = 0; i < m; i++) {
     const v = raw[i];
     out[counts[v >>> shift]++] = v;
   }
-  for (let i = 1; i < m; i++) {
+  const end = at + m;
+  for (let i = at + 1; i < end; i++) {
     const v = out[i];
     let j = i - 1;
     if (out[j] <= v) continue;
-    while (j >= 0 && out[j] > v) {
+    while (j >= at && out[j] > v) {
       out[j + 1] = out[j];
       j--;
     }
     out[j + 1] = v;
   }
-  let u = 0;
-  for (let i = 0; i < m; i++) if (u === 0 || out[i] !== out[u - 1]) out[u++] = out[i];
-  return u;
+  let u = at;
+  for (let i = at; i < end; i++) if (u === at || out[i] !== out[u - 1]) out[u++] = out[i];
+  return u - at;
 }
 
 /** Exact Jaccard similarity |A∩B| / |A∪B| of two sorted, de-duplicated sets.
@@ -207,8 +210,16 @@ export function ophSignature(set: Uint32Array, K = 128, seed = 0x2545f491, out?:
 
 let filledBuf = new Uint8Array(128);
 
-/** `ophSignature` of set[0, len) into out[off, off + K); len must be > 0. */
-export function ophInto(set: Uint32Array, len: number, K: number, seed: number, out: Uint32Array, off: number): void {
+/** `ophSignature` of set[at, at + len) into out[off, off + K); len must be > 0. */
+export function ophInto(
+  set: Uint32Array,
+  len: number,
+  K: number,
+  seed: number,
+  out: Uint32Array,
+  off: number,
+  at = 0,
+): void {
   if (K & (K - 1) || K < 2 || K > 65536) throw new RangeError(`K must be a power of two, got ${K}`);
   const shift = 32 - Math.log2(K);
   const mask = (1 << shift) - 1 || 0xffffffff; // value = the bits below the bin bits
@@ -216,7 +227,7 @@ export function ophInto(set: Uint32Array, len: number, K: number, seed: number, 
   const filled = filledBuf;
   filled.fill(0, 0, K);
   let nFilled = 0;
-  for (let i = 0; i < len; i++) {
+  for (let i = at; i < at + len; i++) {
     const h = mix32(set[i] ^ seed);
     const bin = h >>> shift;
     const v = h & mask;

@@ -73,7 +73,10 @@ interface Scope {
   stmt: number;
 }
 
-interface Access extends Ref {
+interface Access {
+  /** the reference as FileFacts records it when the read is global (keys in the order
+   *  they are written: the facts' JSON is compared byte for byte) */
+  ref: Ref;
   stmt: number;
   /** walk order: the walk visits reads and bindings in evaluation order (an
    *  assignment's value before its targets), so `seq` orders class-body reads
@@ -200,19 +203,16 @@ class Binder {
     });
 
     for (const s of this.scopes) {
+      // the scope's local names, computed once (the walk is over: its bindings are final)
+      let locals: string[] | null = null;
       for (const a of s.accesses) {
         if (!this.isGlobalRead(a, s)) continue;
-        const { stmt, seq, ...ref } = a;
-        if (ref.attrs === undefined) {
-          delete ref.attrs;
-          delete ref.attrEnds;
-        }
-        if (!ref.soft) delete ref.soft;
+        const ref = a.ref;
         if (ref.attrs) {
-          const shadows = localNames(s);
-          if (shadows.length) ref.shadows = shadows;
+          locals ??= localNames(s);
+          if (locals.length) ref.shadows = locals.slice();
         }
-        this.statements[stmt].refs.push(ref);
+        this.statements[a.stmt].refs.push(ref);
       }
     }
     for (const st of this.statements) st.refs.sort((x, y) => x.start - y.start);
@@ -220,7 +220,7 @@ class Binder {
 
   /** Does the access in scope `s` read a module-scope (or builtin) name? (LEGB) */
   private isGlobalRead(a: Access, s: Scope): boolean {
-    const name = a.name;
+    const name = a.ref.name;
     if (s.kind === 'module') return true;
     if (s.globals.has(name)) return true;
     // a class namespace starts with __module__ and __qualname__ (datamodel §3.3.3.6)
@@ -302,20 +302,13 @@ class Binder {
   // ---------------------------------------------------------------- reads
 
   private access(n: Node, attrs?: string[], attrEnds?: number[], soft = false): void {
-    const a: Access = {
-      name: n.text,
-      start: n.startIndex,
-      end: n.endIndex,
-      eager: !this.lazy,
-      stmt: this.stmt,
-      seq: this.seq++,
-    };
+    const ref: Ref = { name: n.text, start: n.startIndex, end: n.endIndex, eager: !this.lazy };
     if (attrs?.length) {
-      a.attrs = attrs;
-      a.attrEnds = attrEnds;
+      ref.attrs = attrs;
+      ref.attrEnds = attrEnds;
     }
-    if (soft) a.soft = true;
-    this.scope.accesses.push(a);
+    if (soft) ref.soft = true;
+    this.scope.accesses.push({ ref, stmt: this.stmt, seq: this.seq++ });
   }
 
   // ---------------------------------------------------------------- statements
@@ -888,20 +881,12 @@ class Binder {
           ends.push(start + m[1].length + am.index + am[0].length);
         }
       }
-      const a: Access = {
-        name: m[1],
-        start,
-        end: start + m[1].length,
-        eager: false,
-        soft: true,
-        stmt: this.stmt,
-        seq: this.seq++,
-      };
+      const ref: Ref = { name: m[1], start, end: start + m[1].length, eager: false, soft: true };
       if (attrs.length) {
-        a.attrs = attrs;
-        a.attrEnds = ends;
+        ref.attrs = attrs;
+        ref.attrEnds = ends;
       }
-      this.scope.accesses.push(a);
+      this.scope.accesses.push({ ref, stmt: this.stmt, seq: this.seq++ });
     }
   }
 

@@ -288,6 +288,9 @@ export interface PipelineOptions extends ExtractOptions {
   witnesses?: boolean;
   /** called once per repository harvest (ran or read from the store) */
   onHarvest?: (repo: string, result: HarvestResult, cached: boolean) => void;
+  /** called when a repository's harvest is not in the store and starts (it may take
+   *  minutes, before any block's line) */
+  onHarvestStart?: (repo: string) => void;
   /** constructor arguments and forward inputs the user gave (validate/user-inputs.ts
    *  userWitness): tried first for every block validated */
   userInputs?: Witness;
@@ -879,6 +882,7 @@ export async function extractAndValidate(
             continue;
           }
           const p = await getPool();
+          opts.onHarvestStart?.(repo);
           const got = await costs.timeAsync('harvest', repo, () =>
             repoWitnesses(ws.store, p, repo, {
               modules: libraryModules(ws.corpus(), repo),
@@ -1079,7 +1083,7 @@ export async function extractAndValidate(
           if (passesStages(result, required) && !result.usage && result.usageNeeds?.length) {
             const usagePackages = installedImports(
               env.probe ?? null,
-              [...moduleImportTops(ws.blockModule(id)?.mod), ...record.externs],
+              [...moduleImportTops(ws.blockModule(id)?.mod), ...ownPackage(ws.blockModule(id)?.mod), ...record.externs],
               KNOWN_DISTRIBUTIONS,
             );
             if (result.usageNeeds.some(([m]) => usagePackages.includes(m.split('.')[0]))) {
@@ -1250,6 +1254,16 @@ export function moduleImportTops(mod: CorpusModule | undefined): string[] {
     }
   }
   return [...out];
+}
+
+/** The top-level package a module belongs to, which importing it imports first (Python
+ *  Language Reference 5.2.1, "Regular packages": importing `parent.one` executes
+ *  `parent/__init__.py`): a module's own repository, installed in the environment (`env
+ *  create --store` installs each indexed repository's checkout), is a distribution the
+ *  module imports. A top-level module (no package) gives none. */
+export function ownPackage(mod: CorpusModule | undefined): string[] {
+  const parts = mod?.name.split('.') ?? [];
+  return parts.length > 1 ? [parts[0]] : [];
 }
 
 /** The modules a usage line imports public names from (its `from P import N` lines,

@@ -183,28 +183,28 @@ export class RepoCache {
     }
     if (!st.isDirectory()) throw new UsageError(`repository "${spec.name}": ${abs} is not a folder`);
     const root = await realpath(abs);
-    let revision: string | null = null;
-    let originUrl: string | null = null;
-    try {
-      const r = await git(['rev-parse', '--verify', '--quiet', 'HEAD^{commit}'], this.gitOpts(root));
-      revision = r.stdout.trim() || null;
-    } catch {
-      revision = null; // not a git work tree, no commit yet, or not readable by git
-    }
-    if (revision !== null) {
-      try {
-        originUrl = (await git(['config', '--get', 'remote.origin.url'], this.gitOpts(root))).stdout.trim() || null;
-      } catch {
-        originUrl = null;
-      }
-    }
+    // the revision, the origin and the package roots are independent: asked at once (two
+    // git processes and a walk of the tree; `nnrag index` waits for them before listing)
+    const [revision, origin, packageRoots] = await Promise.all([
+      // not a git work tree, no commit yet, or not readable by git: no revision
+      git(['rev-parse', '--verify', '--quiet', 'HEAD^{commit}'], this.gitOpts(root)).then(
+        (r) => r.stdout.trim() || null,
+        () => null,
+      ),
+      git(['config', '--get', 'remote.origin.url'], this.gitOpts(root)).then(
+        (r) => r.stdout.trim() || null,
+        () => null,
+      ),
+      this.packageRoots(spec, root),
+    ]);
     return {
       name: spec.name,
       root,
       revision,
-      originUrl,
+      // the origin of a folder git has no commit in is not recorded
+      originUrl: revision !== null ? origin : null,
       local: true,
-      packageRoots: await this.packageRoots(spec, root),
+      packageRoots,
       action: 'local',
     };
   }

@@ -128,6 +128,8 @@ export interface IndexContents {
 }
 
 const BUSY_TIMEOUT_MS = 10_000;
+/** The database file in a store folder. */
+const STORE_FILE = 'index.sqlite';
 
 function sleepSync(ms: number): void {
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
@@ -153,8 +155,13 @@ export class IndexStore {
    *  default ./.nnrag): the database is `<dir>/index.sqlite`. */
   /** Open the store in `dir`; with `create: false` (read-only commands) a folder that
    *  holds no store is refused instead of becoming an empty store. */
+  /** Does `dir` hold a store (its database file)? */
+  static exists(dir: string): boolean {
+    return existsSync(path.join(dir, STORE_FILE));
+  }
+
   static open(dir = '.nnrag', opts: { create?: boolean } = {}): IndexStore {
-    const file = path.join(dir, 'index.sqlite');
+    const file = path.join(dir, STORE_FILE);
     if (opts.create === false && !existsSync(file)) {
       throw new NnragError(
         `no nnrag store in ${path.resolve(dir)} (index repositories there first with \`nnrag index --store ${dir}\`)`,

@@ -11,7 +11,56 @@ import type { Witness } from './types.js';
 /** The witness entry of user-supplied arguments (sources.py USER_ENTRY). */
 export const USER_ENTRY = 'user-supplied';
 
-/** JSON text, or the text of the file after `@`. */
+/** Marks a number of the user's JSON that is written as a float but has an integral value
+ *  (`2.0`, `1e3`), so that JSON.parse keeps it apart from an integer: JavaScript has one
+ *  number type, and `2.0` would reach Python as the int 2 (`scale=2`). The marker is a
+ *  string no JSON text the tokenizer copies can hold unescaped (it starts with NUL). */
+const FLOAT_MARK = '\u0000float:';
+const NUMBER = /-?\d+(\.\d+)?([eE][+-]?\d+)?/y;
+
+/** `text` with each integral number written with a fraction or an exponent turned into
+ *  the string FLOAT_MARK + its text (JSON, RFC 8259 sections 6 and 7: strings are copied
+ *  whole, escapes included). */
+export function markIntegralFloats(text: string): string {
+  let out = '';
+  let i = 0;
+  while (i < text.length) {
+    const c = text[i];
+    if (c === '"') {
+      let j = i + 1;
+      while (j < text.length && text[j] !== '"') j += text[j] === '\\' ? 2 : 1;
+      out += text.slice(i, j + 1);
+      i = j + 1;
+      continue;
+    }
+    if (c === '-' || (c >= '0' && c <= '9')) {
+      NUMBER.lastIndex = i;
+      const m = NUMBER.exec(text);
+      if (m) {
+        const tok = m[0];
+        out += (m[1] || m[2]) && Number.isInteger(Number(tok)) ? JSON.stringify(FLOAT_MARK + tok) : tok;
+        i += tok.length;
+        continue;
+      }
+    }
+    out += c;
+    i++;
+  }
+  return out;
+}
+
+/** The markers of markIntegralFloats in a parsed value turned back into numbers (inside a
+ *  value the user wrote already encoded: its numbers are the encoding's, e.g. a tensor's
+ *  statistics). */
+function unmarkFloats(v: unknown): unknown {
+  if (typeof v === 'string' && v.startsWith(FLOAT_MARK)) return Number(v.slice(FLOAT_MARK.length));
+  if (Array.isArray(v)) return v.map(unmarkFloats);
+  if (v && typeof v === 'object')
+    return Object.fromEntries(Object.entries(v as object).map(([k, x]) => [k, unmarkFloats(x)]));
+  return v;
+}
+
+/** JSON text, or the text of the file after `@` (integral floats marked: markIntegralFloats). */
 function jsonArg(flag: string, text: string): unknown {
   let body = text;
   if (text.startsWith('@')) {
@@ -22,20 +71,23 @@ function jsonArg(flag: string, text: string): unknown {
     }
   }
   try {
-    return JSON.parse(body);
+    JSON.parse(body);
   } catch (e) {
     throw new UsageError(`${flag}: not JSON (${(e as Error).message}); e.g. ${flag} '{"dim": 64}' or ${flag} @FILE`);
   }
+  return JSON.parse(markIntegralFloats(body));
 }
 
 /** A JSON value in the witness encoding: objects become `{"$dict": …}` (a dict), unless
  *  already an encoded value (a key starting with `$`, e.g. `{"$tensor": [2, 8], "dtype":
- *  "int64"}`); lists, numbers, strings, booleans and null are themselves. */
+ *  "int64"}`); a float of integral value written `2.0` becomes `{"$float": "2.0"}` (as
+ *  values.py encodes it); lists, numbers, strings, booleans and null are themselves. */
 export function encodeUserValue(v: unknown): unknown {
+  if (typeof v === 'string' && v.startsWith(FLOAT_MARK)) return { $float: v.slice(FLOAT_MARK.length) };
   if (Array.isArray(v)) return v.map(encodeUserValue);
   if (v && typeof v === 'object') {
     const o = v as Record<string, unknown>;
-    if (Object.keys(o).some((k) => k.startsWith('$'))) return o;
+    if (Object.keys(o).some((k) => k.startsWith('$'))) return unmarkFloats(o);
     return { $dict: Object.fromEntries(Object.entries(o).map(([k, x]) => [k, encodeUserValue(x)])) };
   }
   return v;
@@ -52,7 +104,8 @@ export function parseInputShapes(values: readonly string[]): unknown[] {
         throw new UsageError(
           `--input-shape ${v}: expected a JSON list of shapes ([[1, 3, 224, 224]]) or encoded tensors`,
         );
-      for (const d of data) out.push(Array.isArray(d) ? shapeTensor(d.join(','), v) : d);
+      for (const d of data)
+        out.push(Array.isArray(d) ? shapeTensor((unmarkFloats(d) as unknown[]).join(','), v) : encodeUserValue(d));
     } else out.push(shapeTensor(v, v));
   }
   return out;

@@ -52,6 +52,24 @@ describe('cli', () => {
     );
   });
 
+  it('index runs the same whether it comes first (the short way, bin.ts) or after common options (main.ts)', () => {
+    const first = tempDir();
+    const after = tempDir();
+    const a = nnrag('index', '--repo', path.join(repoRoot, 'examples'), '--store', first, '--json');
+    const b = nnrag('--store', after, '--json', 'index', '--repo', path.join(repoRoot, 'examples'));
+    assert.equal(a.code, 0, a.stderr);
+    assert.equal(b.code, 0, b.stderr);
+    const brief = (out: string) => {
+      const { runId: _r, timings: _t, ...rest } = JSON.parse(out);
+      return rest;
+    };
+    assert.deepEqual(brief(b.stdout), brief(a.stdout));
+    assert.equal(brief(a.stdout).parsed, 15, 'a cold index parses every file');
+    // bad usage is exit 2 either way, --help prints the same usage
+    assert.equal(nnrag('--store', after, 'index', '--mode', 'sometimes').code, 2);
+    assert.equal(nnrag('index', '--help').stdout, nnrag('--store', after, 'index', '--help').stdout);
+  });
+
   it('refuses dangerous repository sources', () => {
     for (const src of ['ext::sh -c touch% /tmp/pwned', '--upload-pack=touch /tmp/pwned', 'fd::17']) {
       const r = nnrag('index', '--repo', src, '--store', store);

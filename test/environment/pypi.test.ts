@@ -553,3 +553,45 @@ test('a PyPI environment: shared group, a conflicting repository in its own, ind
   const recs = await extractAndValidate(ws, ids, { pool: { env, workers: 1 }, equivalence: false });
   for (const r of recs) assert.equal(r.validation?.stages.instantiate, 'pass', `${r.id}: ${r.validation?.error}`);
 });
+
+test('an import of a module its distribution removed asks for a release before the removal, declared or not', {
+  skip: needsTorch(),
+}, async () => {
+  const dir = tempDir();
+  const block = () =>
+    `import pkg_resources\nimport torch\n\n\nclass M(torch.nn.Module):\n    def forward(self, x):\n        pkg_resources.parse_version('1.0')\n        return x\n`;
+  // one repository declares setuptools, one does not; both import pkg_resources
+  const declares = write(path.join(dir, 'declares'), {
+    'requirements.txt': 'setuptools>=70\n',
+    'a/__init__.py': '',
+    'a/m.py': block(),
+  });
+  const silent = write(path.join(dir, 'silent'), { 'b/__init__.py': '', 'b/m.py': block() });
+  const ws = api.Workspace.open(path.join(dir, 'store'), { create: true });
+  try {
+    const spec = (name: string, root: string) => ({
+      name,
+      url: null,
+      path: root,
+      priority: 1,
+      paths: [] as string[],
+      description: null,
+      packageRoots: null,
+    });
+    await api.index(ws, { repos: [spec('acme/declares', declares), spec('acme/silent', silent)], workers: 1 });
+    await extractAndValidate(
+      ws,
+      api.discover(ws).map((b) => b.id),
+      { validate: false },
+    );
+    const needs = await pypiNeeds(ws, { python: BASE });
+    for (const name of ['acme/declares', 'acme/silent']) {
+      const r = needs.repos.find((x) => x.name === name);
+      assert.ok(r?.imported.includes('setuptools<82'), `${name}: ${JSON.stringify(r)}`);
+      assert.ok(!r?.unknown.includes('pkg_resources'), `${name}: ${JSON.stringify(r)}`);
+    }
+    assert.ok(needs.repos.find((x) => x.name === 'acme/declares')?.declared.includes('setuptools>=70'));
+  } finally {
+    ws.close();
+  }
+});

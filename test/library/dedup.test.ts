@@ -25,6 +25,8 @@ import {
   signatureToRecord,
   signatureFromRecord,
   SimilarityIndex,
+  packSignatures,
+  MINHASH_K,
   type DedupInput,
 } from '../../src/library/dedup.js';
 import { generateBlocks, rng } from '../../bench/dedup.js';
@@ -410,6 +412,50 @@ test('worker threads: texts with non-ASCII characters and many chunks give the i
   assert.deepEqual(res.clusters, single.clusters);
   assert.deepEqual(res.excluded, single.excluded);
   assert.ok(res.clusters.length > 100);
+});
+
+test('packed signatures (sets written in place, one buffer per chunk) equal each block signed alone', () => {
+  const { blocks } = generateBlocks(600, 11);
+  const texts = blocks.map((b, i) => (i % 5 === 0 ? `# déjà vu ${i}\n${b.text}` : b.text));
+  // a lexical error, a block that is only a docstring (empty), a valid one
+  texts.push('x = (1,\n', '"""\n  only a docstring\n"""\n', 'class Z(nn.Module):\n    pass\n');
+  const p = packSignatures(texts);
+  assert.equal(p.count, texts.length);
+  let valid = 0;
+  texts.forEach((text, i) => {
+    const s = computeSignature(text);
+    assert.equal(p.exact[i], s.exact, `exact of ${i}`);
+    assert.equal(p.errors[i], s.error, `error of ${i}`);
+    assert.equal(p.meta[i * 3 + 1], s.ints, `ints of ${i}`);
+    assert.equal(p.meta[i * 3 + 2], s.tokens, `tokens of ${i}`);
+    assert.deepEqual(p.nearSets.subarray(p.nearOff[i], p.nearOff[i + 1]), s.nearShingles, `near set of ${i}`);
+    assert.deepEqual(p.structSets.subarray(p.structOff[i], p.structOff[i + 1]), s.structuralShingles);
+    if (!s.nearSig) return;
+    valid++;
+    const K = MINHASH_K;
+    assert.deepEqual(p.sigs.subarray(i * 2 * K, i * 2 * K + K), s.nearSig, `near signature of ${i}`);
+    assert.deepEqual(p.sigs.subarray(i * 2 * K + K, (i + 1) * 2 * K), s.structuralSig);
+  });
+  assert.equal(valid, texts.length - 2);
+});
+
+test("every cluster member's scores are the exact Jaccard of its sets with the representative's", async () => {
+  const { blocks } = generateBlocks(3000, 5);
+  const res = await dedup(blocks, { threads: 0, syntaxCheck: 'lexical' });
+  const text = new Map(blocks.map((b) => [b.id, b.text]));
+  const round = (v: number) => Math.round(v * 10000) / 10000;
+  let checked = 0;
+  for (const c of res.clusters.slice(0, 60)) {
+    const rep = computeSignature(text.get(c.representative)!);
+    for (const s of c.scores ?? []) {
+      const m = computeSignature(text.get(s.id)!);
+      assert.equal(s.near, round(jaccard(m.nearShingles, rep.nearShingles)), `near of ${s.id}`);
+      assert.equal(s.structural, round(jaccard(m.structuralShingles, rep.structuralShingles)), `structural of ${s.id}`);
+      checked++;
+    }
+  }
+  assert.ok(checked > 120);
+  assert.ok(res.clusters.some((c) => c.scores?.some((s) => s.near < 1 && s.near > 0)));
 });
 
 test('worker threads: planted relations in generated blocks, same result as in-thread', async () => {

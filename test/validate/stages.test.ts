@@ -117,6 +117,36 @@ describe('validation stages', { skip: skip ?? false }, () => {
     for (const s of r.output_shapes!) assert.deepEqual(s.slice(0, 2), [2, 8]);
   });
 
+  it('builds a record for a parameter passed on whole to the sub-modules, with the attributes they read', () => {
+    // SkipStage reads batch.x and hands batch to each child; their layers read
+    // batch.edge_index as (2, E) pairs: handed back with x updated
+    const r = results.get('good/record_passed_on.py')!;
+    const [x, edges] = r.output_shapes!;
+    assert.equal(r.output_shapes!.length, 2, JSON.stringify(r.output_shapes));
+    assert.deepEqual(edges, [2, x[0]]);
+  });
+
+  it('gives a None default the forward refuses a value: (2, E) indices for an eval-mode edge list', () => {
+    const r = results.get('good/refused_none.py')!;
+    const [x, edges] = r.input_shapes!;
+    assert.equal(r.input_shapes!.length, 2, JSON.stringify(r.input_shapes));
+    assert.deepEqual(edges, [2, x[0]]);
+  });
+
+  it('gives labels and a mask that select rows one value per row of the features', () => {
+    const r = results.get('good/row_labels.py')!;
+    const [x, y, mask] = r.input_shapes!;
+    assert.deepEqual(y, x.slice(0, -1), JSON.stringify(r.input_shapes));
+    assert.deepEqual(mask, x.slice(0, -1));
+    assert.deepEqual(r.output_shapes, [x]);
+  });
+
+  it('gives a first input looked up in an embedding one id per row of the next input', () => {
+    const r = results.get('good/embedding_rows.py')!;
+    const [z, feats] = r.input_shapes!;
+    assert.deepEqual(z, feats.slice(0, -1), JSON.stringify(r.input_shapes));
+  });
+
   it('takes a table member for a parameter the constructor tests for membership', () => {
     const r = results.get('good/member_table.py')!;
     assert.deepEqual(r.args, { depth: 18, mode: 'max' }, JSON.stringify(r.args));

@@ -74,6 +74,9 @@ test('witnesses from a registry, dataclass, argparse, yacs and dict(type=) confi
     assert.ok(det?.forward, JSON.stringify(det));
     assert.deepEqual(det!.companions, { Criterion: 'called', PostProc: 'called' });
     const crit = h.witnesses['wpkg.detector.Criterion'][0];
+    // detect.py's `--loss_weight` default, 2.0: a float through the list step's plan, the
+    // run step and the witness (JSON alone would make it the int 2)
+    assert.deepEqual(crit.args[1], { $float: '2.0' }, JSON.stringify(crit.args));
     const targets = crit.inputs!.args[1] as { $dict: Record<string, { $tensor: number[]; dtype: string }> }[];
     assert.deepEqual(Object.keys(targets[0].$dict).sort(), ['boxes', 'labels']);
     assert.equal(targets[0].$dict.labels.dtype, 'int64');

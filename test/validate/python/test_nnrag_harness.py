@@ -6,6 +6,7 @@ label -> source rule) and stash (the original's modules hidden and kept). Run wi
 import copy
 import dataclasses
 import functools
+import json
 import os
 import sys
 import tempfile
@@ -100,6 +101,45 @@ class ValuesTest(unittest.TestCase):
         for v in [1, 2.5, "x", None, True, (1, 2), [1, (2, 3)], {"a": (1,)}]:
             self.assertEqual(self.roundtrip(v)[1], v)
         self.assertEqual(self.roundtrip(float("inf"))[1], float("inf"))
+
+    def test_integral_floats_stay_floats_through_javascript_json(self):
+        # node reads the harvest's JSON with JSON.parse and writes it back: a number
+        # written `2.0` comes back `2`, an int in Python (JavaScript has one number type)
+        import json
+
+        def via_node(enc):
+            return json.loads(
+                json.dumps(enc), parse_float=lambda t: int(float(t)) if float(t).is_integer() else float(t)
+            )
+
+        m = Lin(4)
+        for v in [2.0, -0.0, 1e20, (0.5, 1.0, 2.0), {"scale": 3.0}, {1: 2.0}]:
+            enc = V.encode(v)
+            dec = V.decode(via_node(enc), resolve, torch)
+            self.assertEqual(dec, v)
+            self.assertEqual(repr(dec), repr(v))
+        self.assertEqual(V.encode(2.0), {"$float": "2.0"})
+        self.assertEqual(V.encode(2.5), 2.5)
+        # a module's plain attributes too
+        m.gain = 1.0
+        enc = V.encode(m, {id(m): (m, Lin, (4,), {})})
+        fresh = V.decode(via_node(enc), resolve, torch)
+        self.assertEqual(repr(fresh.gain), "1.0")
+
+    def test_plans_keep_their_floats(self):
+        plan = {
+            "args": {"config": {"kind": "argparse", "fields": {"w": 2.0, "d": 2, "r": [0.5, 1.0]}}},
+            "n": {"value": 3.0},
+        }
+        kept = V.keep_floats(plan)
+        self.assertEqual(kept["n"], {"value": {"$float": "3.0"}})
+        back = V.plain_floats(
+            json.loads(json.dumps(kept), parse_float=lambda t: int(float(t)) if float(t).is_integer() else float(t))
+        )
+        self.assertEqual(repr(back), repr(plan))
+        # a dict that is not exactly the marker stays a dict
+        self.assertEqual(V.plain_floats({"$float": "x"}), {"$float": "x"})
+        self.assertEqual(V.plain_floats({"$float": "1.0", "k": 1}), {"$float": "1.0", "k": 1})
 
     def test_classes_partials_dataclasses(self):
         enc, dec = self.roundtrip(functools.partial(nn.LayerNorm, eps=1e-6))
@@ -305,6 +345,38 @@ class InputsTest(unittest.TestCase):
             [("float", (2, 16, 8, 8))], "expected input[2, 16, 8, 8] to have 32 channels, but got 16 channels instead"
         )
         self.assertEqual(fixed[0][1][1], 32)
+
+    def test_optional_and_lists_by_annotation_text(self):
+        # PEP 604 unions with None are optional; PEP 585 builtin generics are lists
+        for ann in ("Tensor | None", "None | Tensor", typing.Optional[torch.Tensor], "list[Tensor] | None"):
+            self.assertTrue(I.is_optional(ann), ann)
+        for ann in ("Tensor", torch.Tensor, "int | str", typing.Union[int, str]):
+            self.assertFalse(I.is_optional(ann), ann)
+
+        class Pool(nn.Module):
+            def forward(self, x, hiddens: "list[torch.Tensor]", cond: "torch.Tensor | None"):
+                return torch.cat(hiddens, 1) + (0 if cond is None else cond)
+
+        m = Pool()
+        self.assertEqual(I.forward_plan(m), [("x", "tensor"), ("hiddens", "tensors"), ("cond", "none")])
+
+    def test_repair_the_input_whose_rows_failed(self):
+        # two inputs of one width: the one whose flattened rows are mat1's is repaired
+        specs = [("float", (2, 8, 32)), ("float", (2, 32))]
+        msg = "addmm: mat1 and mat2 shapes cannot be multiplied (2x32 and 16x256)"
+        self.assertEqual(I.repair_specs(specs, msg), [("float", (2, 8, 32)), ("float", (2, 16))])
+        msg = "mm: mat1 and mat2 shapes cannot be multiplied (16x32 and 16x256)"
+        self.assertEqual(I.repair_specs(specs, msg), [("float", (2, 8, 16)), ("float", (2, 32))])
+
+    def test_repair_recurrent_features(self):
+        # torch's own message for an RNN / LSTM / GRU input of the wrong feature size
+        gru = nn.GRU(input_size=32, hidden_size=8)
+        specs = [("float", (2, 8, 3))]
+        with self.assertRaises(RuntimeError) as e:
+            gru(torch.randn(*specs[0][1]))
+        fixed = I.repair_specs(specs, str(e.exception))
+        self.assertEqual(fixed, [("float", (2, 8, 32))])
+        self.assertEqual(tuple(gru(torch.randn(*fixed[0][1]))[0].shape), (2, 8, 8))
 
 
 class ClassifyTest(unittest.TestCase):
@@ -576,6 +648,42 @@ class SourceInterfaceTest(unittest.TestCase):
             ],
         )
 
+    def test_call_site_modules_keep_their_construction(self):
+        # guided diffusion's __main__: `model = Unet(dim=64, ...)` then
+        # `GaussianDiffusion(model, ...)`; Unet keeps no `dim`, so its attributes cannot
+        # say how it was built: the call site's evaluation remembers it (values.BUILT)
+        from nnrag_harness import snippet as SN
+
+        class Body(nn.Module):
+            def __init__(self, dim, mults=(1, 2)):
+                super().__init__()
+                self.fc = nn.Linear(dim, dim * mults[-1])
+                self.channels = 3
+
+        class Outer(nn.Module):
+            def __init__(self, model, scale=1.0):
+                super().__init__()
+                self.model = model
+
+        ctx = "def main():\n    model = Body(\n        dim=8, mults=(1, 4)\n    )\n    return Outer(model, scale=2.0)\n"
+        site = {"text": ctx, "offset": ctx.index("Outer(") + 5}
+        [plan] = list(SC.CallSiteSource().plans(S.request(Outer, {"Body": Body}, nn, [site])))
+        body = plan.args[0]
+        self.assertIsInstance(body, Body)
+        self.assertEqual(plan.kwargs, {"scale": 2.0})
+        enc = SN.encode_live(list(plan.args), torch)
+        self.assertEqual(enc[0]["kwargs"], {"dim": 8, "mults": {"$tuple": [1, 4]}})
+        self.assertEqual(enc[0]["$module"][1].split(".")[-1], "Body")
+        # a call of something else (a function, a class that is no module) is the same call
+        ctx2 = "def main():\n    w = max(*[3, 8], **{})\n    return Outer(Body(w))\n"
+        [plan2] = list(
+            SC.CallSiteSource().plans(
+                S.request(Outer, {"Body": Body}, nn, [{"text": ctx2, "offset": ctx2.index("Outer(") + 5}])
+            )
+        )
+        self.assertEqual(plan2.args[0].fc.in_features, 8)
+        self.assertEqual(SN.encode_live(list(plan2.args), torch)[0]["args"], [8])
+
     def test_config_table_source(self):
         table = {"name": "TABLE", "text": "TABLE = {'s': dict(depth=2), 'm': dict(depth=4), 'x': make(9)}"}
         plans = list(ST.ConfigTableSource().plans(S.request(Tabled, {}, nn, None, [table])))
@@ -818,6 +926,39 @@ def build_fails():
 def build_slow():
     return Slow()
 """
+
+
+class CompareOutputsTest(unittest.TestCase):
+    """The equivalence stage compares outputs in chunks (stages.compare_outputs): an output
+    whose comparison in double precision would pass the block's memory limit (ddpm's
+    RMSNorm on a 32 x 64 x 128 x 128 input: 256 MiB as doubles, "can't allocate memory")
+    is compared within it, with the verdict of the whole tensors."""
+
+    def test_large_outputs_compare_within_a_memory_limit(self):
+        # in a child process: the address-space limit (RLIMIT_AS, as the sandbox sets it)
+        # leaves 96 MiB beside two 64 MiB outputs, less than one of them as doubles
+        code = (
+            "import resource, sys\nsys.path.insert(0, %r)\n"
+            "import torch\nfrom nnrag_harness import stages\n"
+            "torch.set_num_threads(1)\n"
+            "x = torch.randn(16, 64, 128, 128)\ny = x.clone()\nz = x.clone()\nz.view(-1)[12345] += 1.0\n"
+            "n = torch.full((3,), float('nan'))\n"
+            "vm = [int(l.split()[1]) * 1024 for l in open('/proc/self/status') if l.startswith('VmSize:')][0]\n"
+            "resource.setrlimit(resource.RLIMIT_AS, (vm + 96 * 2**20, resource.getrlimit(resource.RLIMIT_AS)[1]))\n"
+            "try:\n    (x.double() - y.double()).abs().max()\n    print('whole fits')\n"
+            "except (MemoryError, RuntimeError):\n    print('whole does not fit')\n"
+            "print(stages.compare_outputs([x], [y], torch), stages.compare_outputs([x], [z], torch)[0])\n"
+            "print(stages.compare_outputs([n], [n.clone()], torch), stages.compare_outputs([n], [torch.zeros(3)], torch)[0])\n"
+            "print(stages.compare_outputs([x[:2]], [x[:2].to(torch.float64)], torch)[0])\n"
+        ) % HARNESS_DIR
+        import subprocess
+
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        self.assertEqual(
+            r.stdout.split("\n")[:4],
+            ["whole does not fit", "(True, 0.0) False", "(True, 0.0) False", "False"],
+        )
 
 
 class ConstructorOnlyWitnessTest(unittest.TestCase):
@@ -1443,6 +1584,28 @@ class InstanceAnnotationTest(unittest.TestCase):
         self.assertIsInstance(v[("a", "a", "a")], NoWidths)
         Keyed(v)
 
+    def test_tensor_annotation_gets_a_tensor(self):
+        # annotated exactly Tensor: a float tensor of the guessed number, which code that
+        # checks isinstance(v, Tensor) accepts; a Union naming float first stays a float
+        class Turn(nn.Module):
+            def __init__(
+                self, angle: torch.Tensor, scale_factor: torch.Tensor, gain: typing.Union[float, torch.Tensor]
+            ):
+                super().__init__()
+                if not isinstance(angle, torch.Tensor) or not isinstance(scale_factor, torch.Tensor):
+                    raise TypeError("angle and scale_factor must be tensors")
+                self.angle, self.scale, self.gain = angle, scale_factor, gain
+
+            def forward(self, x):
+                return x * self.angle.mean() * self.scale.mean() * self.gain
+
+        kwargs = next(c for c in CA.arg_candidates(Turn, [], {}, nn)[0] if c[0].startswith("heuristic"))[2]
+        self.assertIsInstance(kwargs["angle"], torch.Tensor)
+        self.assertEqual((tuple(kwargs["angle"].shape), kwargs["angle"].dtype), ((2,), torch.float32))
+        self.assertEqual(kwargs["scale_factor"].tolist(), [2.0, 2.0])  # the name's number
+        self.assertEqual(kwargs["gain"], 1.0)
+        self.assertEqual(tuple(Turn(**kwargs)(torch.ones(2, 3)).shape), (2, 3))
+
     def test_dict_keyed_by_tuples_is_recorded(self):
         # a witness keyed by typed names (edge types) encodes and decodes
         enc = V.encode({("a", "to", "b"): 1.5, ("b", "to", "a"): [2]})
@@ -1491,6 +1654,21 @@ class Coords:
         self.features, self.indices, self.spatial_shape, self.batch_size = features, indices, spatial_shape, batch_size
 
 
+class Selection:
+    """A structured input whose constructor requires one-dimensional tensors."""
+
+    def __init__(self, node_index: torch.Tensor, score: torch.Tensor, num_nodes: int):
+        if node_index.dim() != 1:
+            raise ValueError("node_index must be one-dimensional")
+        assert score.ndim == 1
+        self.node_index, self.score, self.num_nodes = node_index, score, num_nodes
+
+
+class Pick(nn.Module):
+    def forward(self, x, sel: Selection):
+        return x[sel.node_index] * sel.score[:, None]
+
+
 class TakesCoords(nn.Module):
     def forward(self, input):
         assert isinstance(input, Coords)
@@ -1519,6 +1697,19 @@ class ObjectInputTest(unittest.TestCase):
             self.assertEqual(obj.indices.dtype, torch.int32, "coordinates are integers")
             self.assertEqual(obj.indices.shape[1], len(obj.spatial_shape) + 1, "batch index and one per dimension")
             m(obj)
+
+    def test_ranks_the_constructor_requires(self):
+        # `if node_index.dim() != 1: raise`, `assert score.ndim == 1`: one value per row
+        from nnrag_harness.usage import param_ranks
+
+        self.assertEqual(param_ranks(Selection.__init__), {"node_index": 1, "score": 1})
+        m = Pick()
+        plan = I.forward_plan(m)
+        self.assertEqual(plan, [("x", "tensor"), ("sel", "object")])
+        x, sel = I.make_inputs([("float", (4, 8)), ("float", (4, 8))], plan, torch, m)
+        self.assertEqual(sel.node_index.tolist(), [0, 1, 2, 3])
+        self.assertEqual(tuple(sel.score.shape), (4,))
+        self.assertEqual(tuple(m(x, sel).shape), (4, 8))
 
 
 if __name__ == "__main__":

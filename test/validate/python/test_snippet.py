@@ -249,6 +249,9 @@ class RenderTest(unittest.TestCase):
         self.assertEqual(S.render(r.value(V.encode(torch.tensor(3.0)))), "torch.full((), 3.0)")
         self.assertEqual(S.render(r.value(V.encode(torch.ones(2, 3)))), "torch.full((2, 3), 1.0)")
         self.assertEqual(S.render(r.value({"$float": "inf"})), 'float("inf")')
+        # an integral float as values.encode keeps it through node's JSON: written a float
+        self.assertEqual(S.render(r.value(V.encode((0.5, 1.0, 2.0)))), "(0.5, 1.0, 2.0)")
+        self.assertEqual(S.render(r.value({"$float": "2.0"})), "2.0")
         self.assertEqual(S.render(r.value({"$tuple": [-1, 2.5e-06]})), "(-1, 2.5e-06)")
 
     def test_partial_imports_functools(self):

@@ -4,6 +4,8 @@ Python that has torch (test/validate/harness-package.test.ts)."""
 
 import os
 import sys
+import types
+import typing
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "src", "validate", "python"))
@@ -16,9 +18,17 @@ from nnrag_harness.usage import (  # noqa: E402
     callable_value,
     called_params,
     member_choices,
+    param_ranks,
     param_uses,
+    pattern_rank,
     record_attrs,
+    refused_none,
 )
+
+try:
+    import einops
+except ImportError:  # einops is not a dependency of the harness: its tests skip
+    einops = None
 
 
 class Gather(nn.Module):
@@ -122,6 +132,14 @@ def through_helper(x, batch):
 
 def counts(labels):
     return torch.bincount(labels)
+
+
+def like_index(x, batch, w):
+    # a tensor made like `batch` (its dtype) used as an index: `batch` holds integers
+    cluster = torch.empty_like(batch)
+    order = batch.clone()
+    weights = torch.zeros_like(w, dtype=torch.long)  # another dtype: says nothing of w
+    return x.index_select(0, order).index_add(0, cluster, x) + x[weights]
 
 
 def plain(x, y):
@@ -284,6 +302,233 @@ class RotatedRoIs(nn.Module):
         return input.mean() + rois[:, 5].sum()
 
 
+def eval_only_edges(x, edge_index=None, training=False):
+    if not training and edge_index is None:
+        raise ValueError("edges needed at inference")
+    return x
+
+
+def any_of_two(x, type_vec=None, type_ptr=None):
+    # either one given suffices: only the first is required
+    if type_vec is None and type_ptr is None:
+        raise ValueError("give type_vec or type_ptr")
+    return x
+
+
+def each_of_two(x, a=None, b=None, c=None):
+    if a is None or b is None:
+        raise ValueError("a and b are needed")
+    assert c is not None
+    return x
+
+
+def exists(val):
+    return val is not None
+
+
+def asserted_exists(x, hiddens=None, context=None):
+    # a module helper that tests `is not None`, asserted or raised on
+    assert exists(hiddens), "hiddens must be passed"
+    if not exists(context):
+        raise ValueError("context must be passed")
+    return x
+
+
+def checked_on_a_branch(x=None, prepend=None):
+    # required only when x is missing: a check nested in a branch does not count
+    if x is None:
+        assert prepend is not None
+        x = prepend
+    return x
+
+
+def checked_after_default(x, steps=None):
+    # the None is replaced before the check
+    steps = steps or 3
+    assert steps is not None
+    return x * steps
+
+
+def defaulted_none(x, scale=None):
+    # a None the code replaces, never refuses
+    if scale is None:
+        scale = 1.0
+    return x * scale
+
+
+class EvalEdges(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, x, edge_index=None):
+        if not self.training and edge_index is None:
+            raise ValueError("edge_index is needed at inference")
+        x = self.lin(x)
+        if not self.training:
+            src, dst = edge_index
+            x = x.index_add(0, dst, x[src])
+        return x
+
+
+class EdgeLayer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+
+    def propagate(self, x, edge):
+        src, dst = edge
+        return x.index_add(0, dst, x[src])
+
+    def forward(self, batch):
+        batch.x = self.propagate(self.lin(batch.x), batch.edge_index)
+        return batch
+
+
+class EitherLayer(nn.Module):
+    # takes a tensor or a record: itself not a record, but what it reads of one counts
+    def __init__(self):
+        super().__init__()
+        self.layer = EdgeLayer()
+
+    def forward(self, batch):
+        batch = self.layer(batch)
+        if isinstance(batch, torch.Tensor):
+            return batch.relu()
+        batch.x = batch.x.relu()
+        return batch
+
+
+class ChildStage(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layer0 = EitherLayer()
+        self.layer1 = EitherLayer()
+
+    def forward(self, batch):
+        for layer in self.children():
+            x = batch.x
+            batch = layer(batch)
+            batch.x = x + batch.x
+        return batch
+
+
+class Outputs(nn.Module):
+    def forward(self, x):
+        return types.SimpleNamespace(last_hidden_state=x * 2)
+
+
+class ReadsTheOutput(nn.Module):
+    # `.last_hidden_state` is read of what the backbone returned, not of the input
+    def __init__(self):
+        super().__init__()
+        self.backbone = Outputs()
+
+    def forward(self, x):
+        x = self.backbone(x)
+        return x.last_hidden_state
+
+
+class RowLabels(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(5, 8)
+
+    def forward(self, x, y, mask):
+        x = torch.clone(x)
+        x[mask] += self.emb(y[mask])
+        return x
+
+
+class IdsFirst(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(7, 8)
+        self.lin = nn.Linear(24, 8)
+
+    def forward(self, z, feats, i, j):
+        h = self.emb(z)
+        return self.lin(torch.cat([h[i], h[j], feats], dim=-1))
+
+
+class TimeEmbedding(nn.Module):
+    # a time step per sample: `t[:, None]` needs (B,), unpacked as its shape first
+    def __init__(self, dim=8):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, t):
+        (b,) = t.shape
+        return torch.cat([t[:, None].sin()] * self.dim, dim=-1)
+
+
+class Denoiser(nn.Module):
+    # the time goes through an nn.Sequential whose first module states its rank
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 3, 3, padding=1)
+        self.time_mlp = nn.Sequential(TimeEmbedding(8), nn.Linear(8, 3))
+
+    def forward(self, x, time):
+        b, c, h, w = x.shape
+        t = self.time_mlp(time)
+        return self.conv(x) + t[:, :, None, None]
+
+
+class PerSample(nn.Module):
+    # states a (B, D) input
+    def forward(self, t):
+        b, d = t.shape
+        return t.view(b, 1, d)
+
+
+class Modulated(nn.Module):
+    # the condition goes through rank-keeping layers before the one that states its rank
+    def __init__(self):
+        super().__init__()
+        self.to_shift = nn.Sequential(nn.SiLU(), nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.0)), PerSample())
+
+    def forward(self, x, cond):
+        return x + self.to_shift(cond)
+
+
+class Unpacks4(nn.Module):
+    def forward(self, x):
+        res, shape = x, x.shape
+        b, c, h, w = shape
+        return res
+
+
+class PairedLayers(nn.Module):
+    # `for conv, norm in self.layers`: each item a module list, unpacked
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.ModuleList([Unpacks4(), nn.Identity()])])
+        self.edges = nn.ModuleList([nn.ModuleList([Gather(), nn.Identity()])])
+
+    def forward(self, x, e):
+        for attn, ff in self.layers:
+            x = attn(x)
+            x = ff(x)
+        for conv, norm in self.edges:
+            x = norm(conv(x, e))
+        return x
+
+
+class Rebound(nn.Module):
+    def forward(self, x):
+        x = x.flatten(1)
+        b, n = x.shape  # the rank of what x became, not of the input
+        return x
+
+
+class SortsBatch(nn.Module):
+    # required, annotated Optional, and still used: None fails, a value works
+    def forward(self, x, edges, batch: typing.Optional[torch.Tensor]):
+        batch, perm = batch.sort()
+        return x.index_select(0, perm)[edges[0]] + x[batch]
+
+
 class UsageTest(unittest.TestCase):
     def test_dtype_guards(self):
         # what the code requires of the dtype (and of the first dimension) is an index
@@ -335,6 +580,7 @@ class UsageTest(unittest.TestCase):
         self.assertEqual(param_uses(torch_function), {"i": "index"})
         self.assertEqual(param_uses(keyword), {"b": "index"})
         self.assertEqual(param_uses(counts), {"labels": "index"})
+        self.assertEqual(param_uses(like_index), {"batch": "index"})
 
     def test_pairs(self):
         self.assertEqual(param_uses(unpacked), {"edge": "pairs"})
@@ -408,6 +654,118 @@ class UsageTest(unittest.TestCase):
         again = I.fresh_inputs(args, torch)
         again[0].x.add_(1)
         self.assertFalse(torch.equal(again[0].x, args[0].x), "a record is copied with its tensors")
+
+    def test_refused_none(self):
+        # a None default the code raises on is a value the call must give
+        self.assertEqual(refused_none(eval_only_edges), {"edge_index"})
+        self.assertEqual(refused_none(any_of_two), {"type_vec"})
+        self.assertEqual(refused_none(each_of_two), {"a", "b", "c"})
+        self.assertEqual(refused_none(defaulted_none), set())
+        self.assertEqual(refused_none(asserted_exists), {"hiddens", "context"})
+        self.assertEqual(refused_none(checked_on_a_branch), set())
+        self.assertEqual(refused_none(checked_after_default), set())
+        m = EvalEdges().eval()
+        plan = I.forward_plan(m)
+        self.assertEqual(plan, [("x", "tensor"), ("edge_index", "pairs")])
+        args = I.make_inputs([("float", (4, 8))], plan, torch, m)
+        self.assertEqual(tuple(m(*args).shape), (4, 8))
+
+    def test_record_passed_on(self):
+        # passed whole to the sub-modules it loops over (self.children()): a record,
+        # with the attributes they read; their index uses carry over
+        m = ChildStage()
+        self.assertEqual(record_attrs(type(m).forward, torch, m), {"batch": ["x", "edge_index"]})
+        self.assertEqual(record_attrs(type(m).forward, torch), {}, "without the model its modules are unknown")
+        self.assertEqual(record_attrs(EitherLayer.forward, torch, m.layer0), {}, "also used as a tensor")
+        r = ReadsTheOutput()
+        self.assertEqual(record_attrs(type(r).forward, torch, r), {}, "read after it was rebound")
+        self.assertEqual(I.forward_plan(r), [("x", "tensor")])
+        self.assertEqual(param_uses(type(m).forward, m), {"batch.edge_index": "pairs"})
+        plan = I.forward_plan(m)
+        self.assertEqual(plan, [("batch", "record:x,edge_index=pairs")])
+        (batch,) = I.make_inputs([("float", (4, 8))], plan, torch, m)
+        self.assertEqual(tuple(m(batch).x.shape), (4, 8))
+
+    def test_rows_variant(self):
+        # masks and embedding ids per row of the first feature input
+        m = RowLabels()
+        plan = I.forward_plan(m)
+        self.assertEqual(plan, [("x", "tensor"), ("y", "ids"), ("mask", "bool-mask")])
+        with self.assertRaises((IndexError, RuntimeError)):  # a mask of the input's whole shape
+            m(*I.make_inputs([("float", (4, 8))] * 2, plan, torch, m))
+        rows = I.rows_variant(m, plan)
+        self.assertEqual(rows, [("x", "tensor"), ("y", "row-ids"), ("mask", "row-bool-mask")])
+        x, y, mask = I.make_inputs([("float", (4, 8))], rows, torch, m)
+        self.assertEqual((tuple(y.shape), y.dtype, tuple(mask.shape), mask.dtype), ((4,), torch.long, (4,), torch.bool))
+        self.assertTrue(int(y.max()) < 5)
+        self.assertEqual(tuple(m(x, y, mask).shape), (4, 8))
+        # a first input only looked up in an embedding, beside other inputs: ids per row
+        m = IdsFirst()
+        plan = I.forward_plan(m)
+        self.assertEqual(plan[0], ("z", "tensor"))
+        rows = I.rows_variant(m, plan)
+        self.assertEqual(rows, [("z", "row-ids"), ("feats", "tensor"), ("i", "index"), ("j", "index")])
+        args = I.make_inputs([("float", (4, 8))], rows, torch, m)
+        self.assertEqual(tuple(args[0].shape), (4,))
+        self.assertEqual(tuple(m(*args).shape), (4, 8))
+        self.assertIsNone(I.rows_variant(Pairs(), I.forward_plan(Pairs())), "no mask, no ids: no variant")
+
+    def test_ranks(self):
+        self.assertEqual(pattern_rank("b -> b 1"), 1)
+        self.assertEqual(pattern_rank("b (h w) c -> b c h w"), 3)
+        self.assertEqual(pattern_rank("b c () w -> b c w"), 4)
+        self.assertIsNone(pattern_rank("b ... c -> b c ..."))
+        self.assertIsNone(pattern_rank("b c"))
+        m = Denoiser()
+        self.assertEqual(param_ranks(type(m).forward, m), {"x": 4, "time": 1})
+        self.assertEqual(param_ranks(type(m).forward), {"x": 4}, "without the model its modules are unknown")
+        self.assertEqual(param_ranks(Rebound.forward), {})
+        pl = PairedLayers()
+        self.assertEqual(param_ranks(type(pl).forward, pl), {"x": 4})
+        self.assertEqual(param_uses(type(pl).forward, pl), {"e": "pairs"})
+        mod = Modulated()
+        self.assertEqual(param_ranks(type(mod).forward, mod), {"cond": 2})
+        plan = I.forward_plan(m)
+        cands = I.input_candidates(m, plan, [8], torch, nn, 16)
+        self.assertTrue(all(len(c[1][1]) == 1 for c in cands), cands)
+        x, t = I.make_inputs(cands[0], plan, torch, m)
+        self.assertEqual(t.dim(), 1)
+        self.assertEqual(m(x, t).shape, x.shape)
+        self.assertEqual(I.with_rank(("float", (2, 16, 8, 8)), 2), ("float", (2, 16)))
+        self.assertEqual(I.with_rank(("float", (2, 8, 16)), 4), ("float", (2, 16, 8, 8)))
+        self.assertEqual(I.with_rank(("long", (2, 8), 11), 1), ("long", (2,), 11))
+
+    @unittest.skipIf(einops is None, "einops is not installed")
+    def test_einops_ranks(self):
+        # the left side of an einops pattern, called or held as a layer
+        from einops.layers.torch import Rearrange
+
+        def fourier(x):
+            x = einops.rearrange(x, "b -> b 1")
+            return x
+
+        class Patches(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.to_tokens = nn.Sequential(Rearrange("b c h w -> b (h w) c"), nn.Linear(3, 8))
+
+            def forward(self, img):
+                return self.to_tokens(img)
+
+        self.assertEqual(param_ranks(fourier), {"x": 1})
+        m = Patches()
+        self.assertEqual(param_ranks(type(m).forward, m), {"img": 4})
+
+    def test_given_variant(self):
+        m = SortsBatch()
+        plan = I.forward_plan(m)
+        self.assertEqual(plan, [("x", "tensor"), ("edges", "pairs"), ("batch", "none")])
+        with self.assertRaises(AttributeError):
+            m(*I.make_inputs([("float", (4, 8))], plan, torch, m))
+        given = I.given_variant(m, plan)
+        self.assertEqual(given, [("x", "tensor"), ("edges", "pairs"), ("batch", "index")])
+        self.assertEqual(tuple(m(*I.make_inputs([("float", (4, 8))], given, torch, m)).shape), (4, 8))
+        self.assertIsNone(I.given_variant(m, [("x", "tensor")]))
 
     def test_inputs_from_uses(self):
         m = Pairs()

@@ -353,7 +353,15 @@ def guess_value(name, ann, d, h, nn, g=None, seq_len=None, depth=0, how=None):
                 v = w
         if isinstance(v, int) and not isinstance(v, bool):
             return [v] * n
-    return _guess_by_name(name, ann, d, h, nn)
+    v = _guess_by_name(name, ann, d, h, nn)
+    if isinstance(v, (int, float)) and not isinstance(v, bool) and re.fullmatch(r"(torch\.)?Tensor", text):
+        # annotated exactly `Tensor` (PEP 484: an instance of torch.Tensor; code that
+        # checks isinstance(v, Tensor) refuses a number): the guessed number as a float
+        # tensor of two values, one per sample of a batch of two or a pair (x, y)
+        import torch
+
+        return torch.full((2,), float(v))
+    return v
 
 
 def _guess_by_name(name, ann, d, h, nn):

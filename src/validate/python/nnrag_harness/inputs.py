@@ -117,32 +117,46 @@ def forward_plan(model, keywords=False):
 
         from nnrag_harness.usage import record_attrs
 
-        records = record_attrs(type(model).forward, torch)
+        records = record_attrs(type(model).forward, torch, model)
     except Exception:  # noqa: BLE001
         records = {}
+    try:  # None defaults the code refuses (`if edge_index is None: raise`): required
+        from nnrag_harness.usage import refused_none
+
+        refused = refused_none(type(model).forward)
+    except Exception:  # noqa: BLE001
+        refused = set()
     try:
         objects = object_inputs(type(model).forward)
     except Exception:  # noqa: BLE001 - reading the code is best effort
         objects = {}
+
+    # a parameter is required when it has no default, or a None default the code refuses
+    # (a value the call must give); one after a skipped default could only be passed by
+    # name, so a positional one there is left to its default
+    def needs_value(p):
+        return p.default is inspect.Parameter.empty or p.name in refused
+
     required = [
         p
         for p in sig.parameters.values()
         if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.KEYWORD_ONLY) and p.default is inspect.Parameter.empty
     ]
     all_optional = bool(required) and all(is_optional(p.annotation) for p in required)
-    kw_required = [
-        p for p in sig.parameters.values() if p.kind == p.KEYWORD_ONLY and p.default is inspect.Parameter.empty
-    ]
+    kw_required = [p for p in sig.parameters.values() if p.kind == p.KEYWORD_ONLY and needs_value(p)]
     if keywords:
         # classified like positional parameters that follow the positional ones
         positional = forward_plan(model)
         plan = list(positional)
+    skipped = False
     for p in kw_required if keywords else sig.parameters.values():
         if p.kind == p.VAR_POSITIONAL:
             if not plan:
                 plan.append((p.name, "tensor"))
+            skipped = True  # what follows *args is keyword-only
             continue
-        if p.kind == p.VAR_KEYWORD or p.default is not inspect.Parameter.empty:
+        if p.kind == p.VAR_KEYWORD or not needs_value(p) or (skipped and p.kind != p.KEYWORD_ONLY):
+            skipped = skipped or p.kind != p.KEYWORD_ONLY
             continue
         if p.kind == p.KEYWORD_ONLY and not keywords:
             continue
@@ -168,9 +182,11 @@ def forward_plan(model, keywords=False):
                     ),
                 )
             )
-        elif is_optional(ann) and (plan or all_optional):
+        elif is_optional(ann) and (plan or all_optional) and p.name not in refused:
             # Optional[X] accepts None (PEP 484): prompts a decoder may go without; the
-            # first input stays a tensor unless every parameter is optional
+            # first input stays a tensor unless every parameter is optional (a None the
+            # code refuses is no choice: `edge_index: Optional[Tensor] = None` raising
+            # when it is None gets a value like a required parameter)
             plan.append((p.name, "none"))
         elif (
             n in ("h", "w", "height", "width", "hh", "ww", "size_h", "size_w")
@@ -198,7 +214,8 @@ def forward_plan(model, keywords=False):
             or "List[int" in str(ann)
         ):
             plan.append((p.name, "hw"))
-        elif re.search(r"(List|Sequence|Tuple)\[(torch\.)?Tensor", str(ann)):
+        elif re.search(r"(List|Sequence|Tuple|list|tuple)\[(torch\.)?Tensor", str(ann)):
+            # (PEP 585's builtin generics too: `list[Tensor]`)
             plan.append((p.name, "tensors"))  # torch.cat(x, 1) over a list of feature maps
         elif plan and n == "rois" and roi_columns(model, p.name) in (None, 5):
             # regions of interest beside a feature map: Tensor[K, 5], each row a batch
@@ -302,12 +319,19 @@ def build_object(cls, t, torch):
     """An instance of a structured-input class (object_inputs) from its constructor's
     required parameters, by annotation and name: a tensor the input `t` (integer-named
     ones — indices, coordinates — zeros with t's rows and one column per spatial size
-    plus the batch index), an int 1 (one sample), a float 1.0, a bool False, a
+    plus the batch index; 0 … N-1, one per row, when the constructor requires one
+    dimension, `if node_index.dim() != 1: raise`), an int 1 (one sample), a float 1.0, a bool False, a
     sequence of ints [8, 8, 8]. Raises TypeError when a parameter is none of these."""
     try:
         params = list(inspect.signature(cls.__init__).parameters.values())[1:]
     except (TypeError, ValueError):
         return cls()
+    try:  # the rank the constructor requires of a tensor (`if index.dim() != 1: raise`)
+        from nnrag_harness.usage import param_ranks
+
+        ranks = param_ranks(cls.__init__)
+    except Exception:  # noqa: BLE001 - reading the code is best effort
+        ranks = {}
     seqs = 3
     kwargs = {}
     for p in params:
@@ -316,9 +340,13 @@ def build_object(cls, t, torch):
         text = str(p.annotation).replace("typing.", "") if p.annotation is not inspect.Parameter.empty else ""
         a = getattr(p.annotation, "__name__", text) if isinstance(p.annotation, type) else text
         if "Tensor" in a:
-            if INTEGER_NAMES.search(p.name):
-                rows = int(t.shape[0]) if t.dim() else 1
+            rows = int(t.shape[0]) if t.dim() else 1
+            if INTEGER_NAMES.search(p.name) and ranks.get(p.name) == 1:
+                kwargs[p.name] = torch.arange(rows)  # one index per row, each its own
+            elif INTEGER_NAMES.search(p.name):
                 kwargs[p.name] = torch.zeros((rows, seqs + 1), dtype=torch.int32)
+            elif ranks.get(p.name) == 1:
+                kwargs[p.name] = t.reshape(t.shape[0], -1)[:, 0].contiguous()
             else:
                 kwargs[p.name] = t.reshape(t.shape[0], -1) if t.dim() > 2 else t
         elif a in ("int",):
@@ -381,10 +409,13 @@ SEQ_ATTRS = ("context_length", "block_size", "max_seq_len", "n_ctx", "seq_len", 
 
 
 def is_optional(ann):
-    """typing.Optional[X] / Union[X, None] (PEP 484), as an object or a string."""
+    """typing.Optional[X] / Union[X, None] (PEP 484) or `X | None` (PEP 604), as an object
+    or a string."""
     if ann is inspect.Parameter.empty:
         return False
     t = str(ann).replace("typing.", "")
+    if re.search(r"(^|\|)\s*None(Type)?\s*(\||$)", t) and "|" in t:
+        return True  # PEP 604: `Tensor | None` (str() of the union, or the annotation's text)
     return t.startswith("Optional[") or (t.startswith("Union[") and "NoneType" in t or t.endswith(", None]"))
 
 
@@ -394,6 +425,54 @@ def targets_as_tensors(plan):
     if not any(k == "target" for _, k in plan):
         return None
     return [(n, "tensor" if k == "target" else k) for n, k in plan]
+
+
+ROW_KINDS = {"ids": "row-ids", "mask": "row-mask", "bool-mask": "row-bool-mask"}
+
+
+def rows_variant(model, plan):
+    """The plan with its masks and embedding ids made per row of the first feature input
+    (its shape without the last, feature, dimension), or None when it has neither: a
+    label or a mask per node or per token (`x[mask] += self.emb(y[mask])`: a boolean
+    index selects along the leading dimensions whose shape it has, and an embedding
+    maps each id to a feature vector, so ids shaped like the rows give features shaped
+    like the input). A first parameter the code only looks up in an embedding the model
+    holds (`x = self.emb(x)` beside other inputs) is such ids too. Tried after the plan's
+    own candidates, whose masks have the input's whole shape."""
+    try:
+        from nnrag_harness.usage import param_uses
+
+        uses = param_uses(type(model).forward, model)
+    except Exception:  # noqa: BLE001 - reading the code is best effort
+        uses = {}
+    out, changed = [], False
+    for i, (name, kind) in enumerate(plan):
+        if kind in ROW_KINDS:
+            out.append((name, ROW_KINDS[kind]))
+            changed = True
+        elif i == 0 and kind == "tensor" and uses.get(name) == "ids" and any(k == "tensor" for _, k in plan[1:]):
+            out.append((name, "row-ids"))
+            changed = True
+        else:
+            out.append((name, kind))
+    return out if changed else None
+
+
+def given_variant(model, plan):
+    """The plan with its required Optional parameters given a value instead of None (an
+    index when the code uses them as one, else a tensor like the others), or None when it
+    has none: PEP 484's Optional says None is accepted by the annotation, not that the
+    code works without the value (`batch: Optional[Tensor]` sorted by a callee). Tried
+    after the plan's own candidates."""
+    if not any(k == "none" for _, k in plan):
+        return None
+    try:
+        from nnrag_harness.usage import param_uses
+
+        uses = param_uses(type(model).forward, model)
+    except Exception:  # noqa: BLE001 - reading the code is best effort
+        uses = {}
+    return [(n, (uses[n] if uses.get(n) in ("index", "pairs") else "tensor") if k == "none" else k) for n, k in plan]
 
 
 def input_candidates(model, plan, width_values, torch, nn, spatial, hints=None):
@@ -442,16 +521,48 @@ def input_candidates(model, plan, width_values, torch, nn, spatial, hints=None):
                     expanded.append([("float", (shp[0], 65, c))])
                     continue
         expanded.append(specs)
+    # the rank the code states for a tensor input (`b, c, h, w = x.shape`,
+    # `rearrange(t, 'b -> b 1')`, usage.param_ranks): that input's spec made of that rank
+    try:
+        from nnrag_harness.usage import param_ranks
+
+        ranks = param_ranks(type(model).forward, model)
+    except Exception:  # noqa: BLE001 - reading the code is best effort
+        ranks = {}
+    consumers = [
+        (name, kind)
+        for name, kind in plan
+        if kind in ("tensor", "tensors", "mask", "bool-mask", "object") or kind.startswith("record:")
+    ]
     for specs in expanded:
         if n_tensor > len(specs):
             specs = list(specs) + [specs[-1]] * (n_tensor - len(specs))
         elif n_tensor < len(specs):
             specs = list(specs[:n_tensor])
+        if ranks:
+            specs = [
+                with_rank(sp, ranks[c[0]]) if c[1] == "tensor" and c[0] in ranks else sp
+                for sp, c in zip(specs, consumers)
+            ]
         key = repr(specs)
         if key not in seen:
             seen.add(key)
             out.append(specs)
     return out[:14]
+
+
+def with_rank(spec, r):
+    """The input spec `spec` made `r`-dimensional, keeping its batch and its features (the
+    second dimension of a channels-first map, else the last): (B,), (B, C), (B, 8, C),
+    (B, C, H, W), (B, C, 4, H, W) with the map's H, W when it has them, else 8."""
+    shp = tuple(spec[1])
+    if len(shp) == r or not shp or r < 1 or r > 6:
+        return spec
+    b = shp[0]
+    c = shp[1] if len(shp) >= 4 else shp[-1] if len(shp) >= 2 else 8
+    hw = tuple(shp[-2:]) if len(shp) >= 4 else (8, 8)
+    new = {1: (b,), 2: (b, c), 3: (b, 8, c), 4: (b, c) + hw}.get(r) or (b, c) + (4,) * (r - 4) + hw
+    return (spec[0], new) + tuple(spec[2:])
 
 
 TOKEN_ATTRS = (
@@ -506,6 +617,8 @@ def token_counts(model, hints=None):
 SIZE_MISMATCH = re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)")
 CHANNELS_MISMATCH = re.compile(r"expected input\[([\d, ]+)\] to have (\d+) channels, but got (\d+) channels")
 MATMUL_MISMATCH = re.compile(r"mat1 and mat2 shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)")
+# torch.nn.RNN / LSTM / GRU on an input whose features are not the layer's input_size
+RNN_MISMATCH = re.compile(r"input\.size\(-1\) must be equal to input_size\. Expected (\d+), got (\d+)")
 NORM_MISMATCH = re.compile(
     r"normalized_shape=\[(\d+)\], expected input with shape \[\*, \1\], but got input of size\s*\[([\d, ]+)\]"
 )
@@ -515,8 +628,9 @@ def repair_specs(specs, msg):
     """The same input with one dimension changed as a shape error says it should be:
     "size of tensor a (8) must match the size of tensor b (49)" (8 tokens → 49),
     "expected input[2, 16, 8, 8] to have 32 channels, but got 16", "mat1 and mat2 shapes
-    cannot be multiplied (16x4 and 32x64)" (last dim 4 → 32), LayerNorm over the wrong
-    last dim. Returns None when the message names no dimension of the input."""
+    cannot be multiplied (16x4 and 32x64)" (last dim 4 → 32), a recurrent layer's
+    "input.size(-1) must be equal to input_size. Expected 32, got 3" (last dim 3 → 32),
+    LayerNorm over the wrong last dim. Returns None when the message names no dimension of the input."""
 
     def replace(pred, old, new):
         if new > 4096:
@@ -556,7 +670,23 @@ def repair_specs(specs, msg):
         return r if r is not None else replace(dim_equal(got, (1,)), got, want)
     m = MATMUL_MISMATCH.search(msg)
     if m:
-        got, want = int(m.group(2)), int(m.group(3))
+        rows, got, want = int(m.group(1)), int(m.group(2)), int(m.group(3))
+        if got == want:
+            return None
+
+        def flattened(shp):
+            # a Linear flattens its input's leading dimensions into mat1's rows: the
+            # input whose rows match is the one that failed (another may share its width)
+            n = 1
+            for x in shp[:-1]:
+                n *= x
+            return -1 if shp and shp[-1] == got and n == rows else None
+
+        r = replace(flattened, got, want)
+        return r if r is not None else replace(dim_equal(got, (-1,)), got, want)
+    m = RNN_MISMATCH.search(msg)
+    if m:
+        want, got = int(m.group(1)), int(m.group(2))
         return replace(dim_equal(got, (-1,)), got, want) if got != want else None
     m = NORM_MISMATCH.search(msg)
     if m:
@@ -698,6 +828,18 @@ def make_inputs(specs, plan, torch, model=None):
             args.append(index_input(kind, tensors[0] if tensors else None, torch))
         elif kind == "rois":
             args.append(rois_input(tensors[0] if tensors else None, torch))
+        elif kind in ROW_KINDS.values():
+            # one per row of the first feature input (rows_variant): ids below the first
+            # embedding's size, booleans, or weights in [0, 1)
+            x = next((t for t in tensors if t.is_floating_point()), tensors[0] if tensors else None)
+            rows = tuple(x.shape[:-1] if x.dim() >= 2 else x.shape) if x is not None else (2,)
+            if kind == "row-ids":
+                _, vocab = ids_shape(model, torch.nn, 1) if model is not None else (None, 2)
+                args.append(torch.randint(0, max(1, vocab), rows, dtype=torch.long))
+            elif kind == "row-bool-mask":
+                args.append(torch.rand(rows) < 0.5)
+            else:
+                args.append(torch.rand(rows))
         elif kind == "ids":
             x = tensors[0] if tensors else None
             nb = int(x.shape[0]) if x is not None and x.dim() >= 1 else 2

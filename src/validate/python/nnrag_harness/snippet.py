@@ -235,7 +235,10 @@ class Renderer(object):
                 return made
             var = self.fresh()
             self.stmts.append(("assign", ("name", var), made))
+            from .values import plain_value
+
             for k, v in wanted:
+                v = plain_value(v)
                 if v is not None and type(v) not in (bool, int, float, str):
                     raise Unrenderable("attribute of type %s" % type(v).__name__)
                 self.stmts.append(("assign", ("attr", ("name", var), k), const(v)))

@@ -3,6 +3,7 @@
 # assignments replayed in a namespace of the module's globals, unknown names guessed by
 # name), the calls whose arguments all evaluated first.
 import ast
+import copy
 import inspect
 
 from . import arguments as A
@@ -58,6 +59,46 @@ def is_plain_data(v, depth=0):
             is_plain_data(k, depth + 1) and is_plain_data(x, depth + 1) for k, x in v.items()
         )
     return False
+
+
+# the name under which a call-site expression's calls are made (_RecordCalls)
+_CALL = "__nnrag_call_site_call__"
+
+
+class _RecordCalls(ast.NodeTransformer):
+    """`f(a, *b, k=c, **d)` rewritten `__nnrag_call_site_call__(f, a, *b, k=c, **d)`: the
+    same evaluation order (the callee, then the arguments left to right: Python Language
+    Reference 6.3.4 "Calls") and the same call, so that a module the expression builds
+    can be recorded with its construction (_call)."""
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        return ast.copy_location(
+            ast.Call(func=ast.Name(id=_CALL, ctx=ast.Load()), args=[node.func] + node.args, keywords=node.keywords),
+            node,
+        )
+
+
+def _call(f, *args, **kwargs):
+    """Call `f`; an nn.Module it constructs (f is its class) is remembered with its
+    arguments (values.BUILT), so that a usage line writes that construction and not the
+    attributes the instance keeps (guided diffusion's `Unet(dim=64, ...)` keeps no
+    `dim`)."""
+    out = f(*args, **kwargs)
+    if isinstance(f, type) and type(out) is f:
+        import torch
+
+        if isinstance(out, torch.nn.Module):
+            from .values import record_built
+
+            record_built(out, f, args, kwargs)
+    return out
+
+
+def _compile_recorded(node):
+    """An expression node compiled with its calls made through _call."""
+    tree = _RecordCalls().visit(ast.Expression(body=copy.deepcopy(node)))
+    return compile(ast.fix_missing_locations(tree), "<call-site>", "eval")
 
 
 class CallContext(object):
@@ -124,7 +165,8 @@ class CallContext(object):
         def ev(node):
             if _names_in(node) & unknown:
                 raise NameError("unknown at the call site")
-            code = compile(ast.Expression(node), "<call-site>", "eval")
+            code = _compile_recorded(node)
+            ns[_CALL] = _call
             try:
                 return eval(code, ns)  # noqa: S307 - sandboxed
             except NameError:
@@ -134,6 +176,7 @@ class CallContext(object):
                 ons = dict(g)
                 ons.update(local)
                 ons["self"] = self_obj
+                ons[_CALL] = _call
                 v = eval(code, ons)  # noqa: S307 - sandboxed
                 if not is_plain_data(v):
                     raise

@@ -60,6 +60,13 @@ INT_TENSOR_TYPES = {"LongTensor", "IntTensor", "ShortTensor", "ByteTensor", "Cha
 # a parameter used several ways takes the most specific: pairs, then an index, then ids,
 # then a size (a tensor holding one number is also a valid index)
 RANK = {"size": -0.5, "ids": 0, "index": 1, "pairs": 2}
+# torch functions whose result has their first argument's dtype (torch docs: "the same
+# size as input", dtype defaulting to input's), and Tensor methods whose result has the
+# tensor's dtype (clone, detach, the new_* constructors unless given a dtype)
+LIKE_FUNCS = {"empty_like", "zeros_like", "ones_like", "full_like", "clone"}
+SAME_DTYPE_METHODS = {"clone", "detach", "contiguous", "new_empty", "new_zeros", "new_ones", "new_full", "new_tensor"}
+# a loop over `self.children()`, as _loop_bindings reports it (no attribute has this name)
+CHILDREN = "()"
 
 
 def _function_node(fn):
@@ -87,37 +94,123 @@ def _params(node):
     return [p.arg for p in a.posonlyargs + a.args], [p.arg for p in a.kwonlyargs]
 
 
-def record_attrs(fn, torch):
+def record_attrs(fn, torch, owner=None, depth=4, _seen=None):
     """{parameter: [attribute, ...]} for the forward parameters that the code uses only
     through attributes that a tensor does not have (`batch.x = self.bn(batch.x)`, `return
     batch.x, batch.y`), and may hand back whole (`return batch`): a record of tensors (a
     graph batch, a data object), never a tensor itself (an attribute reference reads the
-    object's attribute, Language Reference §6.3.1). Any other use of the name (passed on,
-    subscripted, compared, an attribute a tensor has, such as `.shape` or `.size`) and it
-    is not."""
+    object's attribute, Language Reference §6.3.1). It may also be passed on whole to a
+    sub-module the model holds or to a method of the model (`batch = layer(batch)` in
+    `for layer in self.children()`) and rebound to what that returns: the attributes the
+    callee reads of it count too (followed `depth` levels; `owner` is the model). Any other
+    use of the name (passed to anything else, subscripted, compared, an attribute a tensor
+    has, such as `.shape` or `.size`) and it is not."""
+    attrs, other = _record_reads(fn, torch, owner, depth, _seen)
+    return {p: a for p, a in attrs.items() if a and p not in other}
+
+
+def _record_reads(fn, torch, owner, depth, _seen):
+    """({parameter: [attribute, ...]}, {parameter used otherwise}) for record_attrs: the
+    attributes a tensor lacks read of each parameter (here and by the callees it is
+    passed on to whole), and the parameters some other use rules out as records."""
+    _seen = set() if _seen is None else _seen
     fn, node = _function_node(fn)
-    if node is None:
-        return {}
+    if node is None or id(fn) in _seen or depth < 0:
+        return {}, set()
+    _seen = _seen | {id(fn)}
     positional, keyword_only = _params(node)
     params = set(positional + keyword_only) - {"self", "cls"}
+    g = getattr(fn, "__globals__", {})
+    loops = _loops(node, owner)
+    # where each parameter is first rebound (`batch = layer(batch)`: the end of the
+    # statement, whose value is evaluated first, §7.2): what is read of it after that is
+    # read of the new value; a rebound parameter is a record only on evidence before
+    first_store = {}
+    for st in ast.walk(node):
+        if isinstance(st, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.With)):
+            for n in ast.walk(st.target if isinstance(st, (ast.For, ast.AsyncFor)) else st):
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id in params:
+                    end = (
+                        (st.iter.end_lineno, st.iter.end_col_offset)
+                        if isinstance(st, (ast.For, ast.AsyncFor))
+                        else (st.end_lineno, st.end_col_offset)
+                    )
+                    first_store[n.id] = min(first_store.get(n.id, end), end)
+    evidence = set()  # parameters read as a record before they are rebound
+
+    def before_rebinding(p, n):
+        return p not in first_store or (n.lineno, n.col_offset) < first_store[p]
+
     attrs, other = {}, set()
-    fine = set()  # Name nodes used as an attribute's object or as `return name`
+    fine = set()  # Name nodes used as an attribute's object, as `return name`, rebound
     for n in ast.walk(node):
         if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in params:
             fine.add(id(n.value))
             if hasattr(torch.Tensor, n.attr):
-                other.add(n.value.id)
+                if before_rebinding(n.value.id, n):
+                    other.add(n.value.id)
             elif isinstance(n.ctx, ast.Load) and n.attr not in attrs.setdefault(n.value.id, []):
                 attrs[n.value.id].append(n.attr)
+            if isinstance(n.ctx, ast.Load) and not hasattr(torch.Tensor, n.attr) and before_rebinding(n.value.id, n):
+                evidence.add(n.value.id)
         elif isinstance(n, ast.Return) and isinstance(n.value, ast.Name):
             fine.add(id(n.value))
+        elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            fine.add(id(n))  # `batch = layer(batch)`: rebound to what the callee returns
+        elif isinstance(n, ast.Call) and owner is not None and depth > 0:
+            # passed on whole to a held module or a method of the model: its reads count
+            callee, bound = _callee(n.func, g, owner)
+            held = _held_module(n.func, owner, loops)
+            if held is not None and callee is None:
+                callee, bound = type(held).forward, True
+            if not isinstance(callee, types.FunctionType):
+                continue
+            _, cnode = _function_node(callee)
+            if cnode is None:
+                continue
+            cpos, _ = _params(cnode)
+            if bound and cpos:
+                cpos = cpos[1:]
+            passed = [(cpos[i], a) for i, a in enumerate(n.args) if i < len(cpos) and not isinstance(a, ast.Starred)]
+            passed += [(kw.arg, kw.value) for kw in n.keywords if kw.arg]
+            passed = [(c, a) for c, a in passed if isinstance(a, ast.Name) and a.id in params]
+            if not passed:
+                continue
+            # what the callee reads of it, whatever else it does with it (a callee that
+            # also takes a tensor: `if isinstance(batch, Tensor): … else: batch.x`)
+            sub, _ = _record_reads(callee, torch, held if held is not None else owner, depth - 1, _seen)
+            for c, a in passed:
+                fine.add(id(a))
+                if sub.get(c) and before_rebinding(a.id, a):
+                    evidence.add(a.id)
+                for attr in sub.get(c, ()):
+                    if attr not in attrs.setdefault(a.id, []):
+                        attrs[a.id].append(attr)
     for n in ast.walk(node):
         if isinstance(n, ast.Name) and n.id in params and id(n) not in fine:
             other.add(n.id)
-    return {p: a for p, a in attrs.items() if a and p not in other}
+    # a rebound parameter whose record reads all come after it was rebound: those read the
+    # new value (`x = self.backbone(x); return x.last_hidden_state`), not the input
+    other |= {p for p in first_store if p not in evidence}
+    return attrs, other
 
 
-def param_uses(fn, owner=None, depth=4, _seen=None):
+def _loops(node, owner):
+    """{name: module} for the names `for` statements of the function bind to the first
+    module of a module list the model holds (_loop_bindings)."""
+    loops = {}
+    if owner is None:
+        return loops
+    for st in ast.walk(node):
+        if isinstance(st, ast.For):
+            for target, held in _loop_bindings(st.target, st.iter):
+                first = _first_held(owner, held)
+                if first is not None:
+                    loops[target] = first
+    return loops
+
+
+def param_uses(fn, owner=None, depth=6, _seen=None):
     """{parameter: "index" | "pairs" | "ids" | "size"} for the parameters of `fn` (and
     {"parameter.attribute": …} for attributes of them used so: a record's) (a function or a
     bound method; `owner` is the model whose methods and attributes it may reach),
@@ -158,18 +251,30 @@ def param_uses(fn, owner=None, depth=4, _seen=None):
                 p = _row_of(v, params, rows, ints)
                 if p:
                     rows[t.id] = p
+    # names bound to a tensor of a parameter's dtype (`cluster = torch.empty_like(batch)`,
+    # `batch.clone()`, `batch.new_zeros(n)`: torch's *_like functions, clone and the
+    # Tensor.new_* constructors keep the dtype): used as an index, the parameter is one
+    same_dtype = {}
+    for st in ast.walk(node):
+        if not (isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)):
+            continue
+        v = st.value
+        if not isinstance(v, ast.Call) or not isinstance(v.func, ast.Attribute):
+            continue
+        f = v.func
+        if any(k.arg == "dtype" for k in v.keywords):
+            continue
+        if f.attr in LIKE_FUNCS and v.args and isinstance(v.args[0], ast.Name) and v.args[0].id in params:
+            if isinstance(f.value, ast.Name) and isinstance(g.get(f.value.id), types.ModuleType):
+                same_dtype[st.targets[0].id] = v.args[0].id
+        elif f.attr in SAME_DTYPE_METHODS and isinstance(f.value, ast.Name) and f.value.id in params:
+            same_dtype[st.targets[0].id] = f.value.id
     uses = {}
     # names bound by `for conv in self.convs:` (an nn.ModuleList / nn.Sequential the
     # model holds): its first module; also through zip and enumerate (`for conv, lin in
     # zip(self.convs, self.lins)`, `for i, conv in enumerate(self.convs)`: the builtins
     # pair the iterables' items, Library Reference "Built-in Functions")
-    loops = {}
-    for st in ast.walk(node):
-        if isinstance(st, ast.For) and owner is not None:
-            for target, held in _loop_bindings(st.target, st.iter):
-                first = _first_held(owner, held)
-                if first is not None:
-                    loops[target] = first
+    loops = _loops(node, owner)
 
     def mark(expr, how="index"):
         """`expr` is used as an index (how="index"/"ids") or as index pairs ("pairs"); an
@@ -178,6 +283,9 @@ def param_uses(fn, owner=None, depth=4, _seen=None):
         if isinstance(expr, ast.Name) and expr.id in params:
             if RANK[how] > RANK.get(uses.get(expr.id), -1):
                 uses[expr.id] = how
+            return
+        if isinstance(expr, ast.Name) and expr.id in same_dtype and how in ("index", "ids"):
+            mark(ast.Name(id=same_dtype[expr.id]), how)
             return
         if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id in params:
             key = expr.value.id + "." + expr.attr
@@ -255,15 +363,317 @@ def param_uses(fn, owner=None, depth=4, _seen=None):
             cpos, ckw = _params(cnode)
             if bound and cpos:
                 cpos = cpos[1:]
+            passed = []
             for i, a in enumerate(n.args):
                 if isinstance(a, ast.Starred):
                     break
-                if i < len(cpos) and cpos[i] in sub:
-                    mark(a, sub[cpos[i]])
-            for kw in n.keywords:
-                if kw.arg and kw.arg in sub:
-                    mark(kw.value, sub[kw.arg])
+                if i < len(cpos):
+                    passed.append((cpos[i], a))
+            passed += [(kw.arg, kw.value) for kw in n.keywords if kw.arg]
+            for c, a in passed:
+                if c in sub:
+                    mark(a, sub[c])
+                if isinstance(a, ast.Name) and a.id in params:
+                    # a record passed on whole: what the callee does with its attributes
+                    # (`batch.edge_index` there is `batch.edge_index` here)
+                    for key, how in sub.items():
+                        if key.startswith(c + "."):
+                            mark(ast.Attribute(value=a, attr=key[len(c) + 1 :], ctx=ast.Load()), how)
     return uses
+
+
+# einops operations whose pattern's left side names the input's axes (einops docs:
+# rearrange / repeat / reduce take (tensor, pattern, **axes_lengths))
+EINOPS_OPS = {"rearrange", "repeat", "reduce"}
+
+
+def pattern_rank(pattern):
+    """The number of axes the left side of an einops pattern gives its input (`b c h w`,
+    `b (h w) c` → 3, `b -> b 1` → 1: a parenthesized group is one axis, `1` and `()` an
+    axis of size one); None when it has an ellipsis (any rank) or cannot be read."""
+    if not isinstance(pattern, str) or "->" not in pattern:
+        return None
+    left = pattern.split("->")[0]
+    if "..." in left or "…" in left:
+        return None
+    n, depth = 0, 0
+    for tok in left.replace("(", " ( ").replace(")", " ) ").split():
+        if tok == "(":
+            if depth == 0:
+                n += 1
+            depth += 1
+        elif tok == ")":
+            depth -= 1
+        elif depth == 0:
+            n += 1
+    return n if depth == 0 and n > 0 else None
+
+
+def _is_einops(v):
+    return (getattr(v, "__module__", None) or "").split(".")[0] == "einops"
+
+
+# torch.nn modules whose output has their input's rank (elementwise activations, layers
+# over the last dimension, dropout): an nn.Sequential's rank is stated past them
+RANK_KEEPING = {"activation", "linear", "dropout"}
+
+
+def _first_rank_stating(seq):
+    """The first module of an nn.Sequential (nested ones entered) that is not one of
+    torch.nn's rank-keeping layers (RANK_KEEPING modules, LayerNorm), or None."""
+    for m in seq:
+        t = type(m)
+        if t.__name__ == "Sequential":
+            inner = _first_rank_stating(m)
+            if inner is not None:
+                return inner
+            continue
+        mod = t.__module__ or ""
+        if mod.startswith("torch.nn.modules.") and (mod.split(".")[-1] in RANK_KEEPING or t.__name__ == "LayerNorm"):
+            continue
+        return m
+    return None
+
+
+def param_ranks(fn, owner=None, depth=4, _seen=None):
+    """{parameter: number of dimensions} for the tensor parameters whose rank the code
+    states before it rebinds them, in the statements run first (the top level, and the
+    bodies of `for` and `with` statements, not branches): required by a
+    check (`if p.dim() != 1: raise …`, `assert p.ndim == 4`, `len(p.shape)`), unpacked from
+    its shape (`b, c, h, w = x.shape`, `x.size()`: the unpacking fails for any other rank,
+    Language Reference §7.2), or the input of an einops rearrange / repeat / reduce
+    (`rearrange(x, 'b -> b 1')`: the pattern's left side, `pattern_rank`) or of an einops
+    layer the model holds; followed into the model's methods and the sub-modules it holds
+    (an nn.Sequential's input is its first module's), `depth` levels deep."""
+    _seen = set() if _seen is None else _seen
+    fn, node = _function_node(fn)
+    if node is None or id(fn) in _seen or depth < 0:
+        return {}
+    _seen = _seen | {id(fn)}
+    positional, keyword_only = _params(node)
+    live = set(positional + keyword_only) - {"self", "cls"}
+    g = getattr(fn, "__globals__", {})
+    loops = _loops(node, owner)
+    ranks, shapes = {}, {}
+
+    def note(p, r):
+        if p in live and r and p not in ranks:
+            ranks[p] = r
+
+    def rank_test(test, positive):
+        """(parameter, rank) of `p.dim() == k`, `p.ndim == k`, `len(p.shape) == k` (!= when
+        not `positive`), else None."""
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+            return None
+        if not isinstance(test.ops[0], ast.Eq if positive else ast.NotEq):
+            return None
+        left, right = test.left, test.comparators[0]
+        if not (isinstance(right, ast.Constant) and isinstance(right.value, int) and not isinstance(right.value, bool)):
+            return None
+        if isinstance(left, ast.Call) and not left.args and isinstance(left.func, ast.Attribute):
+            if left.func.attr == "dim" and isinstance(left.func.value, ast.Name):
+                return left.func.value.id, right.value
+        if isinstance(left, ast.Attribute) and left.attr == "ndim" and isinstance(left.value, ast.Name):
+            return left.value.id, right.value
+        if (
+            isinstance(left, ast.Call)
+            and isinstance(left.func, ast.Name)
+            and left.func.id == "len"
+            and len(left.args) == 1
+            and isinstance(left.args[0], ast.Attribute)
+            and left.args[0].attr == "shape"
+            and isinstance(left.args[0].value, ast.Name)
+        ):
+            return left.args[0].value.id, right.value
+        return None
+
+    def statements(body):
+        """The statements run in order from the start: the top level, and the bodies of
+        `for` and `with` statements (a loop over held modules runs its body first)."""
+        for st in body:
+            yield st
+            if isinstance(st, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)):
+                yield from statements(st.body)
+
+    for st in statements(node.body):
+        # a rank the code requires: `if p.dim() != 1: raise …`, `assert p.ndim == 4`
+        # (§7.3, §7.8: any other rank fails the statement)
+        guard = None
+        if isinstance(st, ast.If) and any(isinstance(b, ast.Raise) for b in st.body):
+            guard = rank_test(st.test, False)
+        elif isinstance(st, ast.Assert):
+            guard = rank_test(st.test, True)
+        if guard:
+            note(*guard)
+        simple = not isinstance(st, (ast.If, ast.For, ast.While, ast.Try, ast.With, ast.AsyncFor, ast.AsyncWith))
+        if simple:
+            if (
+                isinstance(st, ast.Assign)
+                and len(st.targets) == 1
+                and isinstance(st.targets[0], (ast.Tuple, ast.List))
+                and not any(isinstance(e, ast.Starred) for e in st.targets[0].elts)
+            ):
+                v = st.value
+                if isinstance(v, ast.Name) and v.id in shapes:
+                    note(shapes[v.id], len(st.targets[0].elts))  # `shape = x.shape` … `b, c = shape`
+                if isinstance(v, ast.Call) and not v.args and not v.keywords:
+                    v = v.func if isinstance(v.func, ast.Attribute) and v.func.attr == "size" else None
+                if isinstance(v, ast.Attribute) and v.attr in ("shape", "size") and isinstance(v.value, ast.Name):
+                    note(v.value.id, len(st.targets[0].elts))
+            if isinstance(st, ast.Assign) and len(st.targets) == 1:
+                # names bound to a parameter's shape: `orig_shape = x.shape`, `res, s = x, x.shape`
+                t, v = st.targets[0], st.value
+                pairs = zip(t.elts, v.elts) if isinstance(t, ast.Tuple) and isinstance(v, ast.Tuple) else [(t, v)]
+                for tn, tv in pairs:
+                    if (
+                        isinstance(tn, ast.Name)
+                        and isinstance(tv, ast.Attribute)
+                        and tv.attr == "shape"
+                        and isinstance(tv.value, ast.Name)
+                        and tv.value.id in live
+                    ):
+                        shapes[tn.id] = tv.value.id
+            for c in ast.walk(st):
+                if not isinstance(c, ast.Call) or not c.args or not isinstance(c.args[0], ast.Name):
+                    continue
+                f, a0 = c.func, c.args[0].id
+                name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+                if name in EINOPS_OPS and len(c.args) > 1 and isinstance(c.args[1], ast.Constant):
+                    fv = (
+                        g.get(f.id)
+                        if isinstance(f, ast.Name)
+                        else g.get(f.value.id)
+                        if isinstance(f.value, ast.Name)
+                        else None
+                    )
+                    if _is_einops(fv) or (isinstance(fv, types.ModuleType) and fv.__name__.startswith("einops")):
+                        note(a0, pattern_rank(c.args[1].value))
+                    continue
+                if owner is None or depth == 0 or a0 not in live:
+                    continue
+                callee, bound = _callee(f, g, owner)
+                held = _held_module(f, owner, loops)
+                if held is not None and callee is None and type(held).__name__ == "Sequential":
+                    # nn.Sequential hands its input to its first module, and each one's
+                    # output to the next: past the layers that keep the rank
+                    held = _first_rank_stating(held)
+                if held is not None and callee is None:
+                    if _is_einops(type(held)):
+                        note(a0, pattern_rank(getattr(held, "pattern", None)))
+                        continue
+                    callee, bound = type(held).forward, True
+                if not isinstance(callee, types.FunctionType):
+                    continue
+                sub = param_ranks(callee, held if held is not None else owner, depth - 1, _seen)
+                _, cnode = _function_node(callee)
+                cpos, _ = _params(cnode)
+                if bound and cpos:
+                    cpos = cpos[1:]
+                if cpos and cpos[0] in sub:
+                    note(a0, sub[cpos[0]])
+        # a parameter rebound here (anywhere in the statement, a compound one's body
+        # included) is no longer the input; a `for` or `with` body's own statements come
+        # next, so only their headers count here
+        header = [st.target, st.iter] if isinstance(st, (ast.For, ast.AsyncFor)) else [st]
+        if isinstance(st, (ast.With, ast.AsyncWith)):
+            header = [i.optional_vars for i in st.items if i.optional_vars is not None]
+        for h in header:
+            for n in ast.walk(h):
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                    live.discard(n.id)
+    return ranks
+
+
+def _is_not_none_test(f):
+    """True for a function of one parameter whose body is `return v is not None` (a
+    module's `exists(v)` helper)."""
+    f, node = _function_node(f) if isinstance(f, types.FunctionType) else (None, None)
+    if node is None or len(node.args.args) != 1 or len(node.body) != 1:
+        return False
+    r = node.body[0]
+    v = r.value if isinstance(r, ast.Return) else None
+    return (
+        isinstance(v, ast.Compare)
+        and len(v.ops) == 1
+        and isinstance(v.ops[0], ast.IsNot)
+        and isinstance(v.left, ast.Name)
+        and v.left.id == node.args.args[0].arg
+        and isinstance(v.comparators[0], ast.Constant)
+        and v.comparators[0].value is None
+    )
+
+
+def refused_none(fn):
+    """The parameters of `fn` with a None default that its code refuses as None, so a call
+    must pass a value: an `if` whose body raises when its test holds, the test being `p is
+    None` (`if not self.training and edge_index is None: raise ValueError(…)`), or an
+    `assert` whose test is `p is not None` or a call of a module function that tests
+    exactly that (`assert exists(p)`) (Language Reference §7.3, §6.11). Through
+    `and` / `or`: every parameter of an `or` of such tests in an `if` (any of them None
+    raises) and of an `and` in an `assert`; only the first of an `and` in an `if` (`if a
+    is None and b is None: raise`: either one given suffices) and of an `or` in an
+    `assert`. Only the function's top-level statements count, and only for parameters it
+    has not rebound before. Read with ast; runs nothing."""
+    fn, node = _function_node(fn)
+    if node is None:
+        return set()
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return set()
+    nones = {n for n, p in sig.parameters.items() if p.default is None}
+    return _refused(node, nones, getattr(fn, "__globals__", {}))
+
+
+def _refused(node, nones, g):
+    """refused_none on a function's syntax node: `nones` its parameters with a None
+    default, `g` its globals."""
+
+    def needed(test, raises_when):
+        """The parameters that must not be None for `test` to be `not raises_when`."""
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return needed(test.operand, not raises_when)
+        if isinstance(test, ast.BoolOp):
+            parts = [needed(v, raises_when) for v in test.values]
+            # raising when all hold (`and` raising, `or` passing): one None test avoided suffices
+            if isinstance(test.op, ast.And) == raises_when:
+                return next((p for p in parts if p), set())
+            return set().union(*parts)
+        if (
+            isinstance(test, ast.Compare)
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], (ast.Is, ast.IsNot))
+            and isinstance(test.left, ast.Name)
+            and test.left.id in nones
+            and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value is None
+            and isinstance(test.ops[0], ast.Is) == raises_when
+        ):
+            return {test.left.id}
+        if (
+            not raises_when
+            and isinstance(test, ast.Call)
+            and isinstance(test.func, ast.Name)
+            and len(test.args) == 1
+            and not test.keywords
+            and isinstance(test.args[0], ast.Name)
+            and test.args[0].id in nones
+            and _is_not_none_test(g.get(test.func.id))
+        ):
+            return {test.args[0].id}  # `assert exists(p)`, exists(v) being `v is not None`
+        return set()
+
+    # the function's own top-level statements (a check nested in a branch holds only on
+    # that branch: `if not exists(x): assert exists(prepend)`), for parameters it never
+    # rebinds before (`steps = default(steps, …)` first replaces the None it then checks)
+    rebound, out = set(), set()
+    for st in node.body:
+        if isinstance(st, ast.If) and any(isinstance(b, ast.Raise) for b in st.body):
+            out |= needed(st.test, True) - rebound
+        elif isinstance(st, ast.Assert):
+            out |= needed(st.test, False) - rebound
+        rebound |= {n.id for n in ast.walk(st) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return out
 
 
 def _row_of(expr, params, rows, ints=()):
@@ -283,15 +693,30 @@ def _row_of(expr, params, rows, ints=()):
 def _loop_bindings(target, it):
     """(name, attribute of self) for the names a `for` statement binds to the items of a
     module list the model holds: `for m in self.ms`, `for a, b in zip(self.as, self.bs)`,
-    `for i, m in enumerate(self.ms)`."""
+    `for i, m in enumerate(self.ms)`; CHILDREN for the model's own sub-modules (`for m in
+    self.children()`); (attribute, k) for the k-th name unpacked from each item (`for attn,
+    ff in self.layers`, items that are module lists)."""
 
     def held(e):
         if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == "self":
             return e.attr
+        if (
+            isinstance(e, ast.Call)
+            and not e.args
+            and isinstance(e.func, ast.Attribute)
+            and e.func.attr == "children"
+            and isinstance(e.func.value, ast.Name)
+            and e.func.value.id == "self"
+        ):
+            return CHILDREN  # nn.Module.children(): the model's own sub-modules, in order
         return None
 
     if isinstance(target, ast.Name):
         return [(target.id, held(it))] if held(it) else []
+    if isinstance(target, ast.Tuple) and held(it) and held(it) != CHILDREN:
+        # `for attn, ff in self.layers`: each item a module list, unpacked (§7.2): the
+        # names are the first item's modules, in order
+        return [(e.id, (held(it), k)) for k, e in enumerate(target.elts) if isinstance(e, ast.Name)]
     if not (isinstance(target, ast.Tuple) and isinstance(it, ast.Call) and isinstance(it.func, ast.Name)):
         return []
     names = [e.id if isinstance(e, ast.Name) else None for e in target.elts]
@@ -371,8 +796,12 @@ _EMBEDDING = _Embedding()
 
 def _first_held(owner, attr):
     """The first module of the module list (nn.ModuleList, nn.Sequential) the model holds
-    as `attr`, or None."""
-    seq = getattr(owner, "_modules", {}).get(attr)
+    as `attr` (the model's own first sub-module for CHILDREN), or None."""
+    if isinstance(attr, tuple):  # (list, k): the k-th module of the list's first item
+        first = _first_held(owner, attr[0])
+        items = list(getattr(first, "_modules", {}).values())
+        return items[attr[1]] if attr[1] < len(items) else None
+    seq = owner if attr == CHILDREN else getattr(owner, "_modules", {}).get(attr)
     return next(iter(getattr(seq, "_modules", {}).values()), None) if seq is not None else None
 
 

@@ -2,7 +2,9 @@
 #
 # encode() turns what a class received when the repository built its own models into
 # JSON: plain data as itself, tuples / dicts / floats that JSON cannot spell wrapped
-# ({"$tuple": [...]}, {"$dict": {...}}, {"$float": "inf"}; a dict keyed by numbers or
+# ({"$tuple": [...]}, {"$dict": {...}}, {"$float": "inf"}; a float of integral value
+# too, {"$float": "2.0"}: JSON has one number type, and node reads `2.0` as 2, which
+# comes back to Python as an int; a dict keyed by numbers or
 # tuples of plain values as {"$map": [[key, value], ...]}), classes and functions by
 # module and qualified name, functools.partial by its parts, tensors by shape, dtype and
 # statistics (small integer / bool tensors by value: ids, masks), nn.Module instances by
@@ -69,7 +71,7 @@ def encode(v, modules=None, depth=0):
     if isinstance(v, int) and type(v) is int:
         return v
     if isinstance(v, float) and type(v) is float:
-        return v if math.isfinite(v) else {"$float": repr(v)}
+        return _float(v)
     if isinstance(v, enum.Enum):
         return {"$enum": _ref(type(v)), "name": v.name}
     if type(v) is tuple:
@@ -101,7 +103,7 @@ def encode(v, modules=None, depth=0):
             and len(v) <= MAX_EXACT
         ):
             # a table of plain values by number (detr's is_thing_map: class id -> bool)
-            return {"$items": [[k, x] for k, x in v.items()]}
+            return {"$items": [[k, _float(x) if type(x) is float else x] for k, x in v.items()]}
         if all(_plain_key(k) for k in v) and len(v) <= MAX_ITEMS:
             # keys that are numbers or tuples of plain values (a typed name: a graph's
             # edge type ("paper", "cites", "paper") -> the module for it), any values
@@ -146,7 +148,11 @@ def encode(v, modules=None, depth=0):
         }
         # plain attributes it holds (some set after construction: detr's
         # `model.num_channels = backbone.num_channels`), put back when missing
-        extra = {k: x for k, x in vars(v).items() if not k.startswith("_") and type(x) in (int, float, str, bool)}
+        extra = {
+            k: _float(x) if type(x) is float else x
+            for k, x in vars(v).items()
+            if not k.startswith("_") and type(x) in (int, float, str, bool)
+        }
         if extra:
             out["attrs"] = extra
         return out
@@ -163,6 +169,55 @@ def encode(v, modules=None, depth=0):
             "fields": {k: encode(x, modules, depth + 1) for k, x in d.items() if isinstance(k, str)},
         }
     raise Unencodable(type(v).__name__)
+
+
+def _float(v):
+    """A float as JSON that keeps it a float through any JSON reader: itself when its
+    text has a fraction or exponent no reader turns into an integer, else {"$float":
+    repr} (an integral value such as 2.0, which JavaScript's JSON.parse reads as the
+    number 2 and writes back as `2`; inf and nan, which JSON cannot spell, RFC 8259
+    section 6)."""
+    if math.isfinite(v) and not v.is_integer():
+        return v
+    return {"$float": repr(v)}
+
+
+def plain_value(x):
+    """A scalar of a record ($items values, a module's attrs) as the value it encodes."""
+    if isinstance(x, dict) and "$float" in x:
+        return float(str.__str__(x["$float"]))
+    return x
+
+
+def keep_floats(v, depth=0):
+    """Plain JSON data (the harvest's entry plans: argparse defaults, config values) with
+    each float written as _float does, so that it comes back a float from node
+    (plain_floats)."""
+    if type(v) is float:
+        return _float(v)
+    if depth > 40:
+        return v
+    if isinstance(v, list):
+        return [keep_floats(x, depth + 1) for x in v]
+    if isinstance(v, dict):
+        return {k: keep_floats(x, depth + 1) for k, x in v.items()}
+    return v
+
+
+def plain_floats(v, depth=0):
+    """keep_floats undone: each {"$float": text} (and nothing else) a float again."""
+    if isinstance(v, dict):
+        if len(v) == 1 and isinstance(v.get("$float"), str):
+            try:
+                return float(v["$float"])
+            except ValueError:
+                return v
+        if depth > 40:
+            return v
+        return {k: plain_floats(x, depth + 1) for k, x in v.items()}
+    if isinstance(v, list) and depth <= 40:
+        return [plain_floats(x, depth + 1) for x in v]
+    return v
 
 
 def _plain_key(k):
@@ -237,7 +292,7 @@ def decode(enc, resolve, torch, gen=None, depth=0):
     if "$dict" in enc:
         return {k: decode(x, resolve, torch, gen, depth + 1) for k, x in enc["$dict"].items()}
     if "$items" in enc:
-        return {k: x for k, x in enc["$items"]}
+        return {k: plain_value(x) for k, x in enc["$items"]}
     if "$map" in enc:
         out = {}
         for k, x in enc["$map"]:
@@ -275,7 +330,7 @@ def decode(enc, resolve, torch, gen=None, depth=0):
         )
         for k, x in (enc.get("attrs") or {}).items():
             if not hasattr(obj, k):
-                setattr(obj, k, x)
+                setattr(obj, k, plain_value(x))
         return obj
     if "$dataclass" in enc:
         fields = {k: decode(x, resolve, torch, gen, depth + 1) for k, x in enc["fields"].items()}
