@@ -5,6 +5,7 @@
 import {
   environmentGaps,
   environmentRequirements,
+  torchFamilyImports,
   type EnvironmentGap,
   type RepoRequirements,
 } from '../environment/repo-requirements.js';
@@ -16,6 +17,7 @@ import type { Workspace } from '../workspace.js';
 import { storeEnvironment } from '../pipeline/environment.js';
 import { requirements } from './requirements.js';
 import { KNOWN_DISTRIBUTIONS, REMOVED_MODULES } from '../environment/names.js';
+import { TORCH_FAMILY } from '../environment/as-of.js';
 import {
   nnragHome,
   syncPyPIEnvironment,
@@ -68,8 +70,9 @@ export async function environmentNeeds(
  *  (install group, and those of other groups its blocks import: `environmentRequirements`;
  *  as written, markers included: the resolver evaluates them) and the
  *  distributions its blocks import without declaring them, when the distribution is known
- *  (installed metadata of the probing interpreter, or the table of known names); an
- *  import of an unknown name is reported, never installed on a guess. */
+ *  (installed metadata of the probing interpreter, or the table of known names), and
+ *  torch's family that its packages import (torchFamilyImports); an import of an unknown
+ *  name is reported, never installed on a guess. */
 export async function pypiNeeds(
   ws: Workspace,
   opts: { python?: string; onWarning?: (m: string) => void } = {},
@@ -83,28 +86,65 @@ export async function pypiNeeds(
     !i.declared && !indexed.has(i.module) && i.module !== 'torch';
   const known = (i: RepoRequirements['imports'][number]) =>
     !!KNOWN_DISTRIBUTIONS[i.module] || !!REMOVED_MODULES[i.module] || !!i.importable;
+  const packages = storePackages(ws);
   return {
     indexed,
     repos: reqs
-      .map((r) => ({
-        name: r.repo,
-        root: roots.get(r.repo) ?? '',
-        declared: environmentRequirements(
-          r.declared,
-          r.imports.map((i) => i.distribution),
-        ).map((d) => d.spec),
+      .map((r) => {
+        const root = roots.get(r.repo) ?? '';
+        // torch's family, imported anywhere in the repository's packages (not its own
+        // package): kept even when an indexed repository provides it, for a group without
+        // that repository takes it from the index at its torch's version (pypi.ts
+        // groupRequirements); a declaration of it in any group gives its versions
+        const family = root
+          ? torchFamilyImports(
+              root,
+              packages.get(r.repo) ?? [],
+              TORCH_FAMILY.filter((m) => m !== 'torch' && indexed.get(m) !== r.repo),
+            )
+          : [];
         // an import of a module its distribution removed asks for a release before the
         // removal, declared or not (names.ts REMOVED_MODULES)
-        imported: [
+        const imported = [
           ...r.imports.filter((i) => open(i) && known(i) && !REMOVED_MODULES[i.module]).map((i) => i.distribution),
           ...r.imports
             .filter((i) => REMOVED_MODULES[i.module] && !indexed.has(i.module))
             .map((i) => REMOVED_MODULES[i.module]),
-        ],
-        unknown: r.imports.filter((i) => open(i) && !known(i)).map((i) => i.module),
-      }))
+        ];
+        const has = new Set([...r.declared.map((d) => d.key), ...imported.map((d) => normalizeDistName(d))]);
+        for (const m of family) if (!has.has(normalizeDistName(m))) imported.push(m);
+        return {
+          name: r.repo,
+          root,
+          declared: environmentRequirements(r.declared, [...r.imports.map((i) => i.distribution), ...family]).map(
+            (d) => d.spec,
+          ),
+          imported,
+          unknown: r.imports.filter((i) => open(i) && !known(i)).map((i) => i.module),
+        };
+      })
       .filter((r) => r.root),
   };
+}
+
+/** Per repository, its top-level packages the store indexes, as paths relative to its root:
+ *  the folder of a package (`mmocr`, `projects/ABCNet/abcnet`) or a top-level module's file
+ *  (`models_vit.py`), read from the stored files' paths and module names. */
+function storePackages(ws: Workspace): Map<string, string[]> {
+  const out = new Map<string, Set<string>>();
+  for (const f of [...ws.store.listFiles(), ...ws.store.listSupportFiles()]) {
+    if (!f.module) continue;
+    const mod = f.module.split('.');
+    const parts = f.path.replace(/\.py$/, '').split('/');
+    const init = parts[parts.length - 1] === '__init__';
+    if (init) parts.pop();
+    const top =
+      mod.length === 1 && !init ? f.path : parts.slice(0, Math.max(1, parts.length - mod.length + 1)).join('/');
+    const set = out.get(f.repo) ?? new Set<string>();
+    set.add(top);
+    out.set(f.repo, set);
+  }
+  return new Map([...out].map(([r, s]) => [r, [...s].sort()]));
 }
 
 /** `nnrag env create|sync DIR` with the PyPI backend (the default): a virtual environment

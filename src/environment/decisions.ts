@@ -5,9 +5,10 @@
 // a digest of every input nnrag gives the resolver or the probe (the requirements and who
 // needs them, the repositories' revisions and dates, the interpreter, uv's version and
 // configuration, the index, torch and its pinned requirements, the options): a different
-// input has a different key, so it can never reuse another's answer. The resolver still
-// runs for every lock: what is reused is the outcome of the resolutions that failed, or
-// the rounds that found a fallback, and of installing an environment only to learn a bound.
+// input has a different key, so it can never reuse another's answer. What is reused is the
+// outcome of the resolutions that failed, or the rounds that found a fallback, of installing
+// an environment only to learn a bound, and uv's answer for a lock while the index offers the
+// same files of the distributions that answer did not date (index-state.ts).
 // An entry is a small JSON file written atomically (a temporary file renamed over it), so
 // that two processes writing one key leave one whole entry.
 import { createHash } from 'node:crypto';

@@ -40,6 +40,7 @@ import { installableTree, type SourceTree } from './source-tree.js';
 import { checkoutVersion } from './checkout-version.js';
 import { meetsSpecifier, requirementName } from './requirements.js';
 import { checkoutContentKey, DecisionCache, resolverIdentity } from './decisions.js';
+import { indexState, STATE_MARGIN_MS } from './index-state.js';
 import { PROBE_VERSION, probeImports, unmetBounds, type ImportConstraint, type ImportFailure } from './import-probe.js';
 import {
   AS_OF_MARGIN_DAYS,
@@ -69,7 +70,8 @@ export interface EnvRequirement {
 
 /** An indexed repository's distribution that a group takes from the index, at the
  *  version its repositories pin, because its checkout's version does not meet their pin
- *  (mmocr's `mmcv<2.2.0` against mmcv's checkout 2.2.0). Its checkout is then left off
+ *  (mmocr's `mmcv<2.2.0` against mmcv's checkout 2.2.0), or torch's family in a group
+ *  without its repository (at the group's torch). Its checkout is then left off
  *  the sys.path of the group's originals: they import the installed version. */
 export interface FromIndex {
   repo: string;
@@ -445,9 +447,10 @@ export function lockDigestOf(prefix: string): string | null {
 }
 
 /** The requirements of a group: torch, the tools, the repositories' declared and known
- *  imported requirements, minus what an indexed repository of the group provides (it is
- *  put on the path or installed from its checkout instead). */
-function groupRequirements(
+ *  imported requirements, minus what an indexed repository provides (it is put on the
+ *  path or installed from its checkout instead), except torch's family in a group without
+ *  its repository (fromIndexFamily: from the index, at the group's torch). */
+export function groupRequirements(
   needs: PyPINeeds,
   repos: string[],
   torch: string,
@@ -496,14 +499,26 @@ function groupRequirements(
       const name = requirementName(d);
       if (!name) continue;
       const key = normalizeDistName(name);
-      if (indexedDists.has(key)) continue;
       // torch is the environment's: a repository's torch pin does not choose it (its
       // declared range is checked by doctor), but its torchvision follows torch
       if (key === 'torch') continue;
+      const hit = indexedDists.get(key);
+      if (hit && !(fromIndexFamily(key, systemTorch) && !repos.includes(hit.repo))) continue;
       add(d, r.name);
     }
   }
   return [...byKey.values()];
+}
+
+/** Whether a distribution is of torch's family other than torch (torchvision,
+ *  torchaudio), which a group that does not hold its indexed repository takes from the
+ *  index: the release that requires the group's torch (each of their releases pins the
+ *  torch it was built with), whose compiled operators match that torch, as PyTorch's
+ *  install command gives them (`pip install torch torchvision`). A checkout of the family
+ *  is another build (another torch, or none of its operators built). With the base
+ *  interpreter's torch (systemTorch), the family is the interpreter's too. */
+function fromIndexFamily(key: string, systemTorch: boolean): boolean {
+  return !systemTorch && key !== 'torch' && TORCH_FAMILY.includes(key);
 }
 
 /** PEP 503 names of the distributions the store's indexed repositories are (read from
@@ -698,6 +713,12 @@ interface ResolveDecision {
   lifted: [string, string][];
   lockDigest?: string;
   wheelsChecked?: boolean;
+  /** uv's answer (the lock without nnrag's header), kept with the state of the index
+   *  (index-state.ts) of the distributions it did not date, as of `stateBefore` */
+  output?: string;
+  undated?: string[];
+  stateBefore?: number;
+  state?: string;
 }
 
 /** How the repositories of one input were grouped: the shared group, those with a group of
@@ -756,7 +777,7 @@ async function needsMaterial(n: PyPINeeds, content: boolean, opts: PyPIOptions):
 }
 
 /** The folders of a checkout's operator builds (nativeBuildDirs, relative), once per folder
- *  and pass (its options): a walk of the whole checkout. */
+ *  and `env create`/`env sync` (nextPass): a walk of the whole checkout. */
 const nativeDirsMemo = new WeakMap<PyPIOptions, Map<string, string[]>>();
 function nativeDirsOf(root: string, opts: PyPIOptions): string[] {
   let m = nativeDirsMemo.get(opts);
@@ -766,7 +787,19 @@ function nativeDirsOf(root: string, opts: PyPIOptions): string[] {
   return d;
 }
 
-/** checkoutContentKey once per folder and `env create`/`env sync` pass (its options). */
+/** The options of the next pass of one `env create`/`env sync`: what a pass decides (the
+ *  fallbacks, the uv answers of its inputs) is its own, but the checkouts are read once for
+ *  all passes (their content and operator folders do not change while nnrag runs). */
+function nextPass(opts: PyPIOptions): PyPIOptions {
+  const next = { ...opts };
+  if (!contentsOf.has(opts)) contentsOf.set(opts, new Map());
+  if (!nativeDirsMemo.has(opts)) nativeDirsMemo.set(opts, new Map());
+  contentsOf.set(next, contentsOf.get(opts)!);
+  nativeDirsMemo.set(next, nativeDirsMemo.get(opts)!);
+  return next;
+}
+
+/** checkoutContentKey once per folder and `env create`/`env sync` (all its passes). */
 const contentsOf = new WeakMap<PyPIOptions, Map<string, Promise<string | null>>>();
 function contentOf(root: string, opts: PyPIOptions): Promise<string | null> {
   let m = contentsOf.get(opts);
@@ -839,24 +872,62 @@ async function compile(
   const reuse = reuseOf.get(opts);
   const learnt: [string, string][] = [];
   const fixesAt = buildFixesOf.get(opts);
-  const key =
-    reuse && ctx
-      ? reuse.cache.key('resolve', [
-          reuse.machine,
-          mode,
-          reqs.map((r) => [r.spec, !!r.checkout]),
-          asOfArgs(asOfPlan(named, ctx)),
-          fixesAt ? [fixesAt.legacy, [...fixesAt.extra].map(([d, m]) => [d, [...m]])] : null,
-        ])
-      : null;
+  const key = reuse
+    ? reuse.cache.key('resolve', [
+        reuse.machine,
+        mode,
+        reqs.map((r) => [r.spec, !!r.checkout]),
+        ctx ? asOfArgs(asOfPlan(named, ctx)) : null,
+        fixesAt ? [fixesAt.legacy, [...fixesAt.extra].map(([d, m]) => [d, [...m]])] : null,
+      ])
+    : null;
   const known = reuse?.cache.get<ResolveDecision>(key);
-  if (known) for (const [k, why] of known.lifted) if (!ctx!.lifted.has(k)) lift(k, why);
-  const remember = (outcome: { lock?: string; wheelsChecked?: boolean }) =>
-    reuse?.cache.put(key, {
+  if (known && ctx) for (const [k, why] of known.lifted) if (!ctx.lifted.has(k)) lift(k, why);
+  // uv's answer of an earlier resolution of exactly this input, when the index still offers
+  // the same files of every distribution the answer did not date (index-state.ts): the
+  // resolver would answer the same (a lock checked for wheels, when this one must be)
+  const started = Date.now();
+  const earlier =
+    known?.output !== undefined &&
+    known.state &&
+    known.stateBefore !== undefined &&
+    known.undated &&
+    (mode !== 'final' || known.wheelsChecked) &&
+    !opts.offline &&
+    (await indexState(known.undated, known.stateBefore)) === known.state
+      ? known
+      : null;
+  const remember = async (outcome: { output?: string; wheelsChecked?: boolean; dated?: (k: string) => boolean }) => {
+    if (!reuse || !key) return;
+    const undated = outcome.output
+      ? lockPins(outcome.output)
+          .map((p) => p.split('==')[0])
+          .filter((k) => !outcome.dated?.(k))
+      : [];
+    const before = started - STATE_MARGIN_MS;
+    const state =
+      outcome.output === undefined
+        ? null
+        : earlier && earlier.output === outcome.output
+          ? earlier.state!
+          : opts.offline
+            ? null
+            : await indexState(undated, before);
+    reuse.cache.put(key, {
       lifted: learnt,
-      ...(outcome.lock ? { lockDigest: sha256(outcome.lock) } : {}),
+      ...(outcome.output !== undefined ? { lockDigest: sha256(outcome.output) } : {}),
       ...(outcome.wheelsChecked ? { wheelsChecked: true } : {}),
+      ...(outcome.output !== undefined && state
+        ? {
+            output: outcome.output,
+            undated,
+            stateBefore: earlier && earlier.output === outcome.output ? earlier.stateBefore : before,
+            state,
+          }
+        : {}),
     } satisfies ResolveDecision);
+  };
+  if (earlier) log(`  (uv's answer of an earlier resolution of the same input: the index has the same files since)`);
   for (let round = 0; ; round++) {
     const plan: AsOfPlan = ctx ? asOfPlan(named, ctx) : { packages: new Map() };
     const dated = asOfArgs(plan);
@@ -872,7 +943,9 @@ async function compile(
     const memo = JSON.stringify([args, lines, dated]);
     const r =
       runs.get(memo) ??
-      (await withBuildFixes((extra) => runCmd(uv, [...args, ...dated, ...extra], { env: uvEnv() }), workDir, opts));
+      (round === 0 && earlier
+        ? { code: 0, stdout: earlier.output!, stderr: '' }
+        : await withBuildFixes((extra) => runCmd(uv, [...args, ...dated, ...extra], { env: uvEnv() }), workDir, opts));
     if (r.code === 0) runs.set(memo, r);
     if (r.code !== 0) {
       const { filtered, unbuilt } = ctx ? datedFailures(r.stderr) : { filtered: [], unbuilt: [] };
@@ -887,7 +960,7 @@ async function compile(
           lift(k, `its release of ${dateOf(k)} did not build here: resolved without a date (the newest release)`);
         continue;
       }
-      remember({});
+      await remember({});
       return { error: r.stderr.trim().split('\n').slice(-12).join('\n') || `uv pip compile exited ${r.code}` };
     }
     // the same lock as the earlier resolution that checked its wheels: checked
@@ -920,7 +993,7 @@ async function compile(
       ...lockPins(r.stdout).map((p) => p.split('==')[0]),
       ...named.map((x) => normalizeDistName(x.name ?? '')),
     ]);
-    remember({ lock: output, wheelsChecked: checked });
+    await remember({ output, wheelsChecked: checked, dated: ctx ? isDated : undefined });
     return { lock: (ctx ? asOfHeader(plan, ctx, present) : '') + output, plan };
   }
 }
@@ -1013,14 +1086,17 @@ async function checkoutWheel(python: string, dir: string, name: string, version:
 
 /** The indexed repositories whose distribution a group's lock pins: taken from the index,
  *  because the checkout's version does not meet a pin of the group's repositories (the
- *  checkouts the group installs are resolved as themselves and left out of the lock). */
-function fromIndexOf(needs: PyPINeeds, repos: string[], pins: string[]): FromIndex[] {
+ *  checkouts the group installs are resolved as themselves and left out of the lock), or
+ *  because it is of torch's family and the group does not hold its repository
+ *  (fromIndexFamily; a checkout of sources only too: its originals import the installed
+ *  release, whose operators match the group's torch, not the checkout). */
+export function fromIndexOf(needs: PyPINeeds, repos: string[], pins: string[]): FromIndex[] {
   const dists = indexedDistributions(needs);
   const out: FromIndex[] = [];
   for (const p of pins) {
     const [key, version] = p.split('==');
     const hit = dists.get(key);
-    if (hit && !repos.includes(hit.repo) && packaged(hit.root))
+    if (hit && !repos.includes(hit.repo) && (packaged(hit.root) || fromIndexFamily(key, false)))
       out.push({ repo: hit.repo, distribution: hit.name, version });
   }
   return out;
@@ -1113,6 +1189,15 @@ async function syncLock(uv: string, dir: string, lockFile: string, opts: PyPIOpt
             opts.onLog!(`  ${l.trim()}`)
         : undefined,
     });
+  // the lock pins exact versions, and an index never serves other bytes under a file's name
+  // (PyPI refuses a file name uploaded before): what uv's cache holds of them is installed
+  // first without asking the index (an index whose responses carry no cache headers is
+  // fetched again otherwise, and uv builds its source distributions again), and the index
+  // is asked only when the cache lacks one
+  if (!opts.offline) {
+    const cached = await withBuildFixes((extra) => run(['--offline', ...extra]), path.dirname(lockFile), opts);
+    if (cached.code === 0) return;
+  }
   const r = await withBuildFixes(run, path.dirname(lockFile), opts);
   if (r.code !== 0)
     throw new NnragError(`installing ${lockFile} failed: ${r.stderr.trim().split('\n').slice(-10).join('\n')}`);
@@ -1333,15 +1418,16 @@ async function buildNative(
  *  it), like the operators' wheels: another environment installs that wheel instead of
  *  building again, and installs the very same files (uv's cache hardlinks them), whose
  *  bytecode it then shares (bytecode.ts). A checkout outside git is built every time. */
-async function installIndexed(
-  uv: string,
+/** The folder of a checkout's wheel built for an environment's interpreter and torch,
+ *  keyed by the checkout's content (null outside git: never kept). */
+async function checkoutWheelDir(
   env: string,
   x: IndexedInstall,
   opts: PyPIOptions,
   torchVersion: string,
-): Promise<void> {
+): Promise<string | null> {
   const content = await contentOf(x.root, opts);
-  const cacheDir = content
+  return content
     ? path.join(
         opts.wheelCache ?? path.join(nnragHome(), 'wheels'),
         'checkouts',
@@ -1350,6 +1436,27 @@ async function installIndexed(
         ).slice(0, 16),
       )
     : null;
+}
+
+/** The wheel of a checkout built before for this interpreter and torch, if kept. */
+async function cachedCheckoutWheel(
+  env: string,
+  x: IndexedInstall,
+  opts: PyPIOptions,
+  torchVersion: string,
+): Promise<{ wheel: string; meta: { revision?: string } } | null> {
+  const dir = await checkoutWheelDir(env, x, opts, torchVersion);
+  return dir ? builtWheel(dir) : null;
+}
+
+async function installIndexed(
+  uv: string,
+  env: string,
+  x: IndexedInstall,
+  opts: PyPIOptions,
+  torchVersion: string,
+): Promise<void> {
+  const cacheDir = await checkoutWheelDir(env, x, opts, torchVersion);
   const cached = cacheDir ? builtWheel(cacheDir) : null;
   if (cached) {
     if (cached.meta.revision) x.revision = cached.meta.revision;
@@ -1411,6 +1518,12 @@ function builtWheel(dir: string): { wheel: string; meta: { revision?: string } }
 
 /** Install one wheel into an environment, without its dependencies (the lock has them). */
 function installWheel(uv: string, env: string, wheel: string, opts: PyPIOptions) {
+  return installWheels(uv, env, [wheel], opts);
+}
+
+/** Install wheels into an environment, without their dependencies (those are in its
+ *  lock), replacing what is installed of their names. */
+function installWheels(uv: string, env: string, wheels: string[], opts: PyPIOptions) {
   return runCmd(
     uv,
     [
@@ -1420,7 +1533,7 @@ function installWheel(uv: string, env: string, wheel: string, opts: PyPIOptions)
       envPython(env),
       '--no-deps',
       '--reinstall',
-      wheel,
+      ...wheels,
       ...(opts.offline ? ['--offline'] : []),
     ],
     { env: uvEnv() },
@@ -1627,18 +1740,19 @@ export async function syncPyPIEnvironment(
   // resolution as of the repositories' revisions (as-of.ts): what was asked now, else what
   // the environment was made with
   const asOf: AsOfChoice = opts.asOf ?? previous?.asOf ?? 'revisions';
-  const asOfCtx: AsOfContext =
-    asOf === false
-      ? { choice: false, dates: new Map(), exempt: new Set(), lifted: new Map(), now: new Date() }
-      : await asOfContext(uv, py, n, asOf, torch, extra, systemTorch, opts, work);
-  asOfOf.set(opts, asOfCtx);
   // the decisions of earlier environments on this machine (decisions.ts), keyed by every
   // input of this one: the resolver's identity, the options, torch's pins, the dates
+  // (torch's own resolution, below, is one of them)
   const cache = new DecisionCache(
     opts.decisions === false ? null : (opts.decisions ?? path.join(nnragHome(), 'cache', 'env')),
   );
   const reuse = cache.enabled ? { cache, machine: await resolverIdentity(uv, base, opts) } : null;
   if (reuse) reuseOf.set(opts, reuse);
+  const asOfCtx: AsOfContext =
+    asOf === false
+      ? { choice: false, dates: new Map(), exempt: new Set(), lifted: new Map(), now: new Date() }
+      : await asOfContext(uv, py, n, asOf, torch, extra, systemTorch, opts, work);
+  asOfOf.set(opts, asOfCtx);
   const options = [
     torch,
     systemTorch,
@@ -1669,7 +1783,7 @@ export async function syncPyPIEnvironment(
         `  ${c.by} enforces ${c.requirement} at import (installed: ${c.distribution} ${c.installed}), learnt by an earlier environment of the same requirements: a requirement of ${c.repos.join(', ')}`,
       );
     // at the pass that environment ended with
-    return syncPyPIEnvironment(dir, needs, { ...opts }, knownBounds.bounds, {
+    return syncPyPIEnvironment(dir, needs, nextPass(opts), knownBounds.bounds, {
       pass: knownBounds.pass,
       boundsKey: null,
     });
@@ -1809,10 +1923,15 @@ export async function syncPyPIEnvironment(
     // an indexed repository taken from the index whose root setup.py builds operators
     // (mmcv) is built from its source distribution like its checkout is (operators for the
     // CPU against this torch), not by the lock's install, which would build it without them
+    // (torch's family is not: its wheels carry operators built for the torch they pin)
     const sdistBuilt =
       opts.native === false
         ? []
-        : fromIndex.filter((f) => nativeBuildDirs(n.repos.find((r) => r.name === f.repo)!.root, 0).length);
+        : fromIndex.filter(
+            (f) =>
+              !fromIndexFamily(normalizeDistName(f.distribution), false) &&
+              nativeBuildDirs(n.repos.find((r) => r.name === f.repo)!.root, 0).length,
+          );
     const lockFile = path.join(gdir, 'nnrag-lock.txt');
     const before = existsSync(lockFile) ? readFileSync(lockFile, 'utf8') : null;
     const prevGroup = previous?.groups.find((g) => g.dir === gdir);
@@ -1891,9 +2010,12 @@ export async function syncPyPIEnvironment(
     }
     const builtWhole = installedByBuild(n, native);
     const indexed = indexedInstalls(n, repos).filter((x) => !builtWhole.has(x.repo));
-    for (const x of indexed) {
+    const revisions = await Promise.all(indexed.map((x) => revisionOf(x.root)));
+    // the checkouts whose wheel was built before are installed by one uv command
+    const cached: { x: IndexedInstall; wheel: string; revision?: string }[] = [];
+    for (const [i, x] of indexed.entries()) {
       // the same revision of the checkout installed here before, and still installed: kept
-      x.checkout = await revisionOf(x.root);
+      x.checkout = revisions[i];
       const before = prevGroup?.indexed.find((y) => y.repo === x.repo);
       if (before && !before.error && before.checkout === x.checkout && distInstalled(gdir, x.distribution)) {
         Object.assign(x, { revision: before.revision });
@@ -1901,7 +2023,23 @@ export async function syncPyPIEnvironment(
         continue;
       }
       log(`  installing ${x.distribution} from the indexed ${x.repo} (${x.root})`);
-      await installIndexed(uv, gdir, x, opts, torchOf(pins));
+      const c = await cachedCheckoutWheel(gdir, x, opts, torchOf(pins));
+      if (c) cached.push({ x, wheel: c.wheel, revision: c.meta.revision });
+      else await installIndexed(uv, gdir, x, opts, torchOf(pins));
+    }
+    if (cached.length) {
+      const r = await installWheels(
+        uv,
+        gdir,
+        cached.map((c) => c.wheel),
+        opts,
+      );
+      for (const c of cached) {
+        if (r.code === 0) {
+          if (c.revision) c.x.revision = c.revision;
+          log(`    ${c.x.distribution}: the wheel built from this revision before (${path.basename(c.wheel)})`);
+        } else await installIndexed(uv, gdir, c.x, opts, torchOf(pins));
+      }
     }
     const bytecode = await groupBytecode(gdir, log);
     return {
@@ -2071,7 +2209,7 @@ export async function syncPyPIEnvironment(
       // what this pass installed is the previous state of the next: what it left
       // unchanged (locks, checkouts at the same revision) is not installed again
       writeFileSync(manifestPath(target), JSON.stringify(manifest, null, 1) + '\n');
-      return syncPyPIEnvironment(dir, needs, { ...opts }, all, { pass: chain.pass + 1, boundsKey });
+      return syncPyPIEnvironment(dir, needs, nextPass(opts), all, { pass: chain.pass + 1, boundsKey });
     }
     // the last pass's: kept in the manifest, for env sync to apply
     if (fresh.length) manifest.importConstraints = [...constraints, ...fresh];

@@ -24,6 +24,7 @@ import { parsePython, type Node } from '../parse/parser.js';
 import { meetsSpecifier } from './requirements.js';
 import { normalizeDistName } from './names.js';
 import { aptCandidates } from './apt.js';
+import { TORCH_FAMILY } from './as-of.js';
 
 /** Debian's candidate versions on the host, all null when apt could not be asked. */
 async function hostCandidates(pkgs: string[]): Promise<Map<string, string | null>> {
@@ -332,6 +333,76 @@ function readCondaEnv(root: string, file: string, add: Add): void {
 }
 
 // ------------------------------------------------------------------ Debian
+
+// ------------------------------------------------------- imports of torch's family
+
+/** The top-level modules of torch's family other than torch (`torchvision`, `torchaudio`):
+ *  each is the distribution of that name. */
+const FAMILY_MODULES = TORCH_FAMILY.filter((d) => d !== 'torch');
+
+/**
+ * The modules of torch's family other than torch that the Python files of a repository's
+ * packages import anywhere (`packages`: folders or module files relative to its root, the
+ * top-level packages the store indexes; every file under them, not only the indexed
+ * ones), sorted. PyTorch installs its family with torch (pytorch.org's command is
+ * `pip install torch torchvision`), so repositories import them without declaring them
+ * (mmocr's datasets module imports torchvision; its requirements name neither), and a
+ * module outside the indexed paths is still imported at run time: a registry imports
+ * every module of its scope (mmengine's `locations`). Import statements only (Language
+ * Reference 7.11, the `import` statement: `import M`, `import M.sub as x`, `from M.sub
+ * import n`; relative imports are the package's own), read from the syntax tree, in any
+ * block (a lazy import in a function is still made at run time); a file with no line that
+ * may import one is not parsed. `modules`: those looked for (not a repository's own).
+ */
+export function torchFamilyImports(root: string, packages: string[], modules = FAMILY_MODULES): string[] {
+  const found = new Set<string>();
+  if (!modules.length) return [];
+  // a line that may import one (`import os, torchvision` included), confirmed on the tree
+  const named = new RegExp(`^[ \\t]*(?:import|from)[ \\t][^\\n]*\\b(?:${modules.join('|')})\\b`, 'm');
+  const read = (file: string) => {
+    let src: string;
+    try {
+      src = readFileSync(file, 'utf8');
+    } catch {
+      return;
+    }
+    if (!named.test(src)) return;
+    const tree = parsePython(src);
+    try {
+      for (const st of tree.rootNode.descendantsOfType(['import_statement', 'import_from_statement'])) {
+        if (!st) continue;
+        const mods =
+          st.type === 'import_statement'
+            ? st.namedChildren.map((c) => (c?.type === 'aliased_import' ? c.childForFieldName('name') : c))
+            : [st.childForFieldName('module_name')];
+        for (const m of mods) {
+          if (m?.type !== 'dotted_name') continue; // a relative import is the package's own
+          const top = m.text.split('.')[0];
+          if (modules.includes(top)) found.add(top);
+        }
+      }
+    } finally {
+      tree.delete();
+    }
+  };
+  const walk = (abs: string, depth: number) => {
+    if (depth > 12) return;
+    let st;
+    try {
+      st = statSync(abs);
+    } catch {
+      return;
+    }
+    if (st.isFile()) {
+      if (abs.endsWith('.py')) read(abs);
+      return;
+    }
+    if (!st.isDirectory()) return;
+    for (const f of safeList(abs)) if (!f.startsWith('.') && f !== '__pycache__') walk(path.join(abs, f), depth + 1);
+  };
+  for (const p of new Set(packages)) walk(path.join(root, ...p.split('/').filter(Boolean)), 0);
+  return [...found].sort();
+}
 
 /** dh-python's table of PyPI distributions whose Debian package is not python3-<name>. */
 const DH_PYTHON_FALLBACK = '/usr/share/dh-python/dist/cpython3_fallback';

@@ -4,9 +4,11 @@
 // distribution with nothing of its date, learns at import a bound nnragfix-user enforces
 // and resolves again, and builds the repository's own checkout as a wheel. A second
 // environment of the same input, in a new folder, reuses all of it: its lock is
-// byte-identical to the first one's (the cold computation), it runs fewer resolutions,
-// builds nothing and imports nothing to probe. An environment of another input (another
-// date, a changed checkout) reuses none of it.
+// byte-identical to the first one's (the cold computation), it runs no resolution (the
+// index offers the same files of the undated distributions), builds nothing and imports
+// nothing to probe. An environment of another input (another date, a changed checkout)
+// reuses none of it; a new release of an undated distribution makes the same input resolve
+// again, to the lock a cold resolution gives.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -14,6 +16,7 @@ import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import path from 'node:path';
 import { checkoutContentKey } from '../../src/environment/decisions.js';
 import { envPython, findUv, syncPyPIEnvironment, type PyPINeeds } from '../../src/environment/pypi.js';
+import { forgetIndexPages } from '../../src/environment/index-state.js';
 import { BASE, commitAt, indexFolder, makeFile, pointUvAt, serveIndex, uvTestSkip } from './local-index.js';
 
 const uv = findUv();
@@ -159,12 +162,17 @@ test("an earlier environment's fallbacks, learnt bounds, probe and checkout whee
       b.show,
     );
     assert.ok(!b.logs.some((l) => /resolving again with it/.test(l)), b.show);
-    // one resolution for its one group: no round that finds a fallback, no check of the
-    // wheels of a lock an earlier environment checked
+    // no resolution: the index offers the same files of the distributions the lock does
+    // not date (nnragfix-late, the fallback), so uv's answer of then is the answer; no round
+    // that finds a fallback, no check of the wheels of a lock an earlier environment checked
     assert.equal(
       compiles(b.uvCalls),
-      1,
+      0,
       `resolutions: ${compiles(b.uvCalls)} against ${compiles(a.uvCalls)}\n${b.uvCalls.join('\n')}`,
+    );
+    assert.ok(
+      b.logs.some((l) => /uv's answer of an earlier resolution of the same input/.test(l)),
+      b.show,
     );
     assert.ok(compiles(a.uvCalls) > 2, a.uvCalls.join('\n'));
     assert.equal(builds(b.uvCalls), 0, b.uvCalls.join('\n'));
@@ -208,6 +216,27 @@ test("an earlier environment's fallbacks, learnt bounds, probe and checkout whee
     });
     assert.equal(readFileSync(path.join(dir, 'env-d', 'nnrag-lock.txt'), 'utf8'), a.lock);
     assert.equal(cold.groups[0].lockDigest, ga.lockDigest);
+
+    // a release of the undated fallback that the index did not have (uploaded two hours
+    // ago: before the time up to which a resolution's index state is kept): the first
+    // environment's input again, but the index has changed, so it is resolved again, to the
+    // lock a cold resolution gives now
+    uploaded.set(makeFile(files, 'wheel', 'nnragfix-late', '4.0'), new Date(Date.now() - 7_200_000).toISOString());
+    forgetIndexPages(); // this process read the index's pages minutes ago
+    const e = await create('env-e');
+    assert.ok(compiles(e.uvCalls) >= 1, e.uvCalls.join('\n'));
+    assert.ok(e.m.groups[0].pins.includes('nnragfix-late==4.0'), `${e.m.groups[0].pins}\n${e.show}`);
+    await syncPyPIEnvironment(path.join(dir, 'env-f'), needs, {
+      python: BASE,
+      systemTorch: true,
+      decisions: false,
+      wheelCache: path.join(dir, 'wheels-f'),
+    });
+    assert.equal(readFileSync(path.join(dir, 'env-f', 'nnrag-lock.txt'), 'utf8'), e.lock);
+    // and the state of then is kept: the next environment reuses it
+    const f = await create('env-g');
+    assert.equal(compiles(f.uvCalls), 0, f.uvCalls.join('\n'));
+    assert.equal(f.lock, e.lock);
   } finally {
     index.close();
     restore();

@@ -26,6 +26,8 @@ import {
   torchCxxStandard,
   envPython,
   findUv,
+  fromIndexOf,
+  groupRequirements,
   indexedInstalls,
   lockPins,
   nativeBuildDirs,
@@ -285,6 +287,108 @@ test("a checkout whose version does not meet another repository's pin is not ins
     [{ repo: 'acme/lib', distribution: 'acme-lib', version: '2.2.0' }],
   );
   assert.equal(checkoutPins(needs, ['acme/old']).size, 0);
+});
+
+test("torch's family is taken from the index, at the group's torch, by a group without its indexed repository", () => {
+  const dir = tempDir();
+  // torchvision's indexed repository, sources only (stays on the path), and another such
+  // library, which the rule does not concern
+  const vision = write(path.join(dir, 'vision'), { 'torchvision/__init__.py': '' });
+  const lib = write(path.join(dir, 'lib'), { 'acme_lib/__init__.py': '' });
+  const repo = (name: string, root: string, declared: string[] = [], imported: string[] = []) => ({
+    name,
+    root,
+    declared,
+    imported,
+    unknown: [],
+  });
+  const needs = {
+    repos: [
+      repo('pytorch/vision', vision),
+      repo('acme/lib', lib),
+      // imports torchvision without declaring it (pypiNeeds keeps it), and the library
+      repo('open/ocr', write(path.join(dir, 'ocr'), { 'ocr/__init__.py': '' }), [], ['torchvision', 'acme_lib']),
+      // declares it with a range
+      repo('open/det', write(path.join(dir, 'det'), { 'det/__init__.py': '' }), ['torchvision>=0.6.0']),
+    ],
+    indexed: new Map([
+      ['torchvision', 'pytorch/vision'],
+      ['acme_lib', 'acme/lib'],
+      ['ocr', 'open/ocr'],
+      ['det', 'open/det'],
+    ]),
+  };
+  const reqs = (repos: string[], systemTorch = false) =>
+    groupRequirements(needs, repos, 'torch', [], systemTorch)
+      .filter((r) => r.neededBy.some((b) => b !== 'nnrag'))
+      .map((r) => `${r.spec} ${r.neededBy.join(',')}`);
+  // resolved with the group's torch: the index's torchvision that requires it
+  assert.deepEqual(reqs(['open/ocr']), ['torchvision open/ocr']);
+  assert.deepEqual(reqs(['open/det']), ['torchvision>=0.6.0 open/det']);
+  // the group holds the repository: its checkout, as for any indexed repository
+  assert.deepEqual(reqs(['open/ocr', 'pytorch/vision', 'acme/lib']), []);
+  assert.deepEqual(reqs(['open/det', 'pytorch/vision']), []);
+  // with the base interpreter's torch, its family is the interpreter's
+  assert.deepEqual(reqs(['open/ocr'], true), []);
+  // the installed release, not the checkout, is what the group's originals import
+  assert.deepEqual(fromIndexOf(needs, ['open/ocr'], ['acme-lib==1.0', 'torch==2.15.0', 'torchvision==0.29.2']), [
+    { repo: 'pytorch/vision', distribution: 'torchvision', version: '0.29.2' },
+  ]);
+  assert.deepEqual(fromIndexOf(needs, ['open/ocr', 'pytorch/vision'], ['torchvision==0.29.2']), []);
+});
+
+test("the store's needs keep torch's family that a repository's package imports outside its blocks, even when an indexed repository provides it", async () => {
+  const dir = tempDir();
+  const vision = write(path.join(dir, 'vision'), {
+    'torchvision/__init__.py': '',
+    'torchvision/ops.py': 'import torch\n\n\nclass Op(torch.nn.Module):\n    pass\n',
+  });
+  const lib = write(path.join(dir, 'lib'), {
+    'acme_lib/__init__.py': '',
+    'acme_lib/m.py': 'import torch\n\n\nclass L(torch.nn.Module):\n    pass\n',
+  });
+  // the indexed models import neither; a module outside the indexed paths (a dataset
+  // transform its registry imports at run time) imports torchvision in a function, and
+  // names torchaudio only in a docstring
+  const ocr = write(path.join(dir, 'ocr'), {
+    'ocr/__init__.py': '',
+    'ocr/models/__init__.py': '',
+    'ocr/models/m.py': 'import torch\nimport acme_lib\n\n\nclass M(torch.nn.Module):\n    pass\n',
+    'ocr/datasets/__init__.py': '',
+    'ocr/datasets/wrappers.py':
+      'def tv(name):\n    """Like `import torchaudio`."""\n    from torchvision.transforms import functional as F\n    return getattr(F, name)\n',
+    // a file outside the packages: not scanned
+    'tools/train.py': 'import torchaudio\n',
+  });
+  const ws = api.Workspace.open(path.join(dir, 'store'), { create: true });
+  try {
+    const spec = (name: string, root: string, paths: string[] = []) => ({
+      name,
+      url: null,
+      path: root,
+      priority: 1,
+      paths,
+      description: null,
+      packageRoots: null,
+    });
+    await api.index(ws, {
+      repos: [spec('pytorch/vision', vision), spec('acme/lib', lib), spec('open/ocr', ocr, ['ocr/models'])],
+      workers: 1,
+    });
+    await extractAndValidate(
+      ws,
+      api.discover(ws).map((b) => b.id),
+      { validate: false },
+    );
+    const needs = await pypiNeeds(ws, { python: BASE });
+    const ocrNeeds = needs.repos.find((r) => r.name === 'open/ocr');
+    assert.deepEqual(ocrNeeds?.imported, ['torchvision'], JSON.stringify(ocrNeeds));
+    // an indexed repository that is not of torch's family stays the checkout's
+    assert.ok(!ocrNeeds?.imported.includes('acme_lib') && !ocrNeeds?.unknown.includes('acme_lib'));
+    assert.deepEqual(needs.repos.find((r) => r.name === 'acme/lib')?.imported, []);
+  } finally {
+    ws.close();
+  }
 });
 
 test('a PyPI environment: shared group, a conflicting repository in its own, indexed repositories installed, routing by --env', {
