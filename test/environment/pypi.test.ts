@@ -45,6 +45,11 @@ const skip =
   needsTorch() ||
   (!uv ? 'uv is not installed (scripts/setup.sh installs it)' : !existsSync(BASE) ? 'no /usr/bin/python3' : false);
 
+/** An index spec of a local folder (paths: the folders indexed; all when empty). */
+function repoSpec(name: string, root: string, paths: string[] = []) {
+  return { name, url: null, path: root, priority: 1, paths, description: null, packageRoots: null };
+}
+
 function write(root: string, files: Record<string, string>): string {
   for (const [rel, text] of Object.entries(files)) {
     mkdirSync(path.dirname(path.join(root, rel)), { recursive: true });
@@ -362,17 +367,8 @@ test("the store's needs keep torch's family that a repository's package imports 
   });
   const ws = api.Workspace.open(path.join(dir, 'store'), { create: true });
   try {
-    const spec = (name: string, root: string, paths: string[] = []) => ({
-      name,
-      url: null,
-      path: root,
-      priority: 1,
-      paths,
-      description: null,
-      packageRoots: null,
-    });
     await api.index(ws, {
-      repos: [spec('pytorch/vision', vision), spec('acme/lib', lib), spec('open/ocr', ocr, ['ocr/models'])],
+      repos: [repoSpec('pytorch/vision', vision), repoSpec('acme/lib', lib), repoSpec('open/ocr', ocr, ['ocr/models'])],
       workers: 1,
     });
     await extractAndValidate(
@@ -439,22 +435,13 @@ test('a PyPI environment: shared group, a conflicting repository in its own, ind
   });
   for (const r of [liba, libb, libc, libd, libe]) execFileSync('git', ['init', '-q', r]);
   const ws = api.Workspace.open(path.join(dir, 'store'), { create: true });
-  const spec = (name: string, p: string) => ({
-    name,
-    url: null,
-    path: p,
-    priority: 1,
-    paths: [] as string[],
-    description: null,
-    packageRoots: null,
-  });
   await api.index(ws, {
     repos: [
-      spec('acme/liba', liba),
-      spec('acme/libb', libb),
-      spec('acme/libc', libc),
-      spec('acme/libd', libd),
-      spec('acme/libe', libe),
+      repoSpec('acme/liba', liba),
+      repoSpec('acme/libb', libb),
+      repoSpec('acme/libc', libc),
+      repoSpec('acme/libd', libd),
+      repoSpec('acme/libe', libe),
     ],
     workers: 1,
   });
@@ -569,16 +556,7 @@ test('an import of a module its distribution removed asks for a release before t
   const silent = write(path.join(dir, 'silent'), { 'b/__init__.py': '', 'b/m.py': block() });
   const ws = api.Workspace.open(path.join(dir, 'store'), { create: true });
   try {
-    const spec = (name: string, root: string) => ({
-      name,
-      url: null,
-      path: root,
-      priority: 1,
-      paths: [] as string[],
-      description: null,
-      packageRoots: null,
-    });
-    await api.index(ws, { repos: [spec('acme/declares', declares), spec('acme/silent', silent)], workers: 1 });
+    await api.index(ws, { repos: [repoSpec('acme/declares', declares), repoSpec('acme/silent', silent)], workers: 1 });
     await extractAndValidate(
       ws,
       api.discover(ws).map((b) => b.id),
