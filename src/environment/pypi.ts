@@ -1410,14 +1410,6 @@ async function buildNative(
   else b.wheel = wheel;
 }
 
-/** Install an indexed repository from its checkout, without dependencies and without
- *  building its operators (a build of its own does that): the files users import. The
- *  wheel its build makes is kept under nnrag's folder of built wheels, keyed by the
- *  repository, the content of its checkout (decisions.ts: revision, changes, untracked
- *  files), the interpreter and the environment's torch (a build without isolation imports
- *  it), like the operators' wheels: another environment installs that wheel instead of
- *  building again, and installs the very same files (uv's cache hardlinks them), whose
- *  bytecode it then shares (bytecode.ts). A checkout outside git is built every time. */
 /** The folder of a checkout's wheel built for an environment's interpreter and torch,
  *  keyed by the checkout's content (null outside git: never kept). */
 async function checkoutWheelDir(
@@ -1449,6 +1441,14 @@ async function cachedCheckoutWheel(
   return dir ? builtWheel(dir) : null;
 }
 
+/** Install an indexed repository from its checkout, without dependencies and without
+ *  building its operators (a build of its own does that): the files users import. The
+ *  wheel its build makes is kept under nnrag's folder of built wheels, keyed by the
+ *  repository, the content of its checkout (decisions.ts: revision, changes, untracked
+ *  files), the interpreter and the environment's torch (a build without isolation imports
+ *  it), like the operators' wheels: another environment installs that wheel instead of
+ *  building again, and installs the very same files (uv's cache hardlinks them), whose
+ *  bytecode it then shares (bytecode.ts). A checkout outside git is built every time. */
 async function installIndexed(
   uv: string,
   env: string,

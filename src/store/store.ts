@@ -151,15 +151,15 @@ export class IndexStore {
     this.file = db.name;
   }
 
-  /** Open (creating and migrating if needed) the store in `dir` (`--store DIR`,
-   *  default ./.nnrag): the database is `<dir>/index.sqlite`. */
-  /** Open the store in `dir`; with `create: false` (read-only commands) a folder that
-   *  holds no store is refused instead of becoming an empty store. */
   /** Does `dir` hold a store (its database file)? */
   static exists(dir: string): boolean {
     return existsSync(path.join(dir, STORE_FILE));
   }
 
+  /** Open (creating and migrating if needed) the store in `dir` (`--store DIR`,
+   *  default ./.nnrag): the database is `<dir>/index.sqlite`. With `create: false`
+   *  (read-only commands) a folder that holds no store is refused instead of becoming an
+   *  empty store. */
   static open(dir = '.nnrag', opts: { create?: boolean } = {}): IndexStore {
     const file = path.join(dir, STORE_FILE);
     if (opts.create === false && !existsSync(file)) {
