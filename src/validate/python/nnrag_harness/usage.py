@@ -94,6 +94,37 @@ def _params(node):
     return [p.arg for p in a.posonlyargs + a.args], [p.arg for p in a.kwonlyargs]
 
 
+def _enter(fn, depth, seen):
+    """Where a walker that follows calls starts on `fn`: (fn unwrapped, its definition
+    node, the functions seen with it added, its parameters other than self and cls), or
+    None when it has no source, is already on the walk (recursion) or `depth` is spent."""
+    seen = set() if seen is None else seen
+    fn, node = _function_node(fn)
+    if node is None or id(fn) in seen or depth < 0:
+        return None
+    positional, keyword_only = _params(node)
+    return fn, node, seen | {id(fn)}, set(positional + keyword_only) - {"self", "cls"}
+
+
+def _passed_args(call, callee, bound):
+    """[(callee parameter, argument expression)] for what `call` passes to `callee` (a
+    bound method when `bound`: self is not among its parameters): by position up to the
+    first starred argument, after which positions are unknown, and by keyword (Language
+    Reference §6.3.4, "Calls"); [] when the callee has no source."""
+    _, cnode = _function_node(callee)
+    if cnode is None:
+        return []
+    cpos, _ = _params(cnode)
+    if bound and cpos:
+        cpos = cpos[1:]
+    out = []
+    for i, a in enumerate(call.args):
+        if isinstance(a, ast.Starred) or i >= len(cpos):
+            break
+        out.append((cpos[i], a))
+    return out + [(kw.arg, kw.value) for kw in call.keywords if kw.arg]
+
+
 def record_attrs(fn, torch, owner=None, depth=4, _seen=None):
     """{parameter: [attribute, ...]} for the forward parameters that the code uses only
     through attributes that a tensor does not have (`batch.x = self.bn(batch.x)`, `return
@@ -113,13 +144,10 @@ def _record_reads(fn, torch, owner, depth, _seen):
     """({parameter: [attribute, ...]}, {parameter used otherwise}) for record_attrs: the
     attributes a tensor lacks read of each parameter (here and by the callees it is
     passed on to whole), and the parameters some other use rules out as records."""
-    _seen = set() if _seen is None else _seen
-    fn, node = _function_node(fn)
-    if node is None or id(fn) in _seen or depth < 0:
+    entry = _enter(fn, depth, _seen)
+    if entry is None:
         return {}, set()
-    _seen = _seen | {id(fn)}
-    positional, keyword_only = _params(node)
-    params = set(positional + keyword_only) - {"self", "cls"}
+    fn, node, _seen, params = entry
     g = getattr(fn, "__globals__", {})
     loops = _loops(node, owner)
     # where each parameter is first rebound (`batch = layer(batch)`: the end of the
@@ -165,15 +193,7 @@ def _record_reads(fn, torch, owner, depth, _seen):
                 callee, bound = type(held).forward, True
             if not isinstance(callee, types.FunctionType):
                 continue
-            _, cnode = _function_node(callee)
-            if cnode is None:
-                continue
-            cpos, _ = _params(cnode)
-            if bound and cpos:
-                cpos = cpos[1:]
-            passed = [(cpos[i], a) for i, a in enumerate(n.args) if i < len(cpos) and not isinstance(a, ast.Starred)]
-            passed += [(kw.arg, kw.value) for kw in n.keywords if kw.arg]
-            passed = [(c, a) for c, a in passed if isinstance(a, ast.Name) and a.id in params]
+            passed = [(c, a) for c, a in _passed_args(n, callee, bound) if isinstance(a, ast.Name) and a.id in params]
             if not passed:
                 continue
             # what the callee reads of it, whatever else it does with it (a callee that
@@ -217,15 +237,10 @@ def param_uses(fn, owner=None, depth=6, _seen=None):
     following calls into module-level functions, the model's own methods and the forward
     of the sub-modules it holds (`self.conv(x, edge)`, `self.convs[0](…)`, `for conv in
     self.convs: conv(x, edge)`), `depth` levels deep."""
-    _seen = set() if _seen is None else _seen
-    fn, node = _function_node(fn)
-    if node is None or id(fn) in _seen or depth < 0:
+    entry = _enter(fn, depth, _seen)
+    if entry is None:
         return {}
-    _seen = _seen | {id(fn)}
-    positional, keyword_only = _params(node)
-    params = set(positional + keyword_only)
-    params.discard("self")
-    params.discard("cls")
+    fn, node, _seen, params = entry
     g = getattr(fn, "__globals__", {})
     # parameters annotated `int`: a row number when they subscript another (`p[dim]`)
     ints = {
@@ -359,18 +374,7 @@ def param_uses(fn, owner=None, depth=6, _seen=None):
             sub = param_uses(callee, held if held is not None else owner, depth - 1, _seen)
             if not sub:
                 continue
-            _, cnode = _function_node(callee)
-            cpos, ckw = _params(cnode)
-            if bound and cpos:
-                cpos = cpos[1:]
-            passed = []
-            for i, a in enumerate(n.args):
-                if isinstance(a, ast.Starred):
-                    break
-                if i < len(cpos):
-                    passed.append((cpos[i], a))
-            passed += [(kw.arg, kw.value) for kw in n.keywords if kw.arg]
-            for c, a in passed:
+            for c, a in _passed_args(n, callee, bound):
                 if c in sub:
                     mark(a, sub[c])
                 if isinstance(a, ast.Name) and a.id in params:
@@ -445,13 +449,10 @@ def param_ranks(fn, owner=None, depth=4, _seen=None):
     (`rearrange(x, 'b -> b 1')`: the pattern's left side, `pattern_rank`) or of an einops
     layer the model holds; followed into the model's methods and the sub-modules it holds
     (an nn.Sequential's input is its first module's), `depth` levels deep."""
-    _seen = set() if _seen is None else _seen
-    fn, node = _function_node(fn)
-    if node is None or id(fn) in _seen or depth < 0:
+    entry = _enter(fn, depth, _seen)
+    if entry is None:
         return {}
-    _seen = _seen | {id(fn)}
-    positional, keyword_only = _params(node)
-    live = set(positional + keyword_only) - {"self", "cls"}
+    fn, node, _seen, live = entry
     g = getattr(fn, "__globals__", {})
     loops = _loops(node, owner)
     ranks, shapes = {}, {}
@@ -565,12 +566,9 @@ def param_ranks(fn, owner=None, depth=4, _seen=None):
                 if not isinstance(callee, types.FunctionType):
                     continue
                 sub = param_ranks(callee, held if held is not None else owner, depth - 1, _seen)
-                _, cnode = _function_node(callee)
-                cpos, _ = _params(cnode)
-                if bound and cpos:
-                    cpos = cpos[1:]
-                if cpos and cpos[0] in sub:
-                    note(a0, sub[cpos[0]])
+                passed = _passed_args(c, callee, bound)
+                if passed and passed[0][1] is c.args[0] and passed[0][0] in sub:
+                    note(a0, sub[passed[0][0]])
         # a parameter rebound here (anywhere in the statement, a compound one's body
         # included) is no longer the input; a `for` or `with` body's own statements come
         # next, so only their headers count here
