@@ -18,8 +18,7 @@ import { spawnSync } from 'node:child_process';
 import { appendFileSync, cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { args, opt } from './args.js';
+import { buildDirs, opt } from './args.js';
 
 const config = opt('--config');
 if (!config) {
@@ -28,9 +27,7 @@ if (!config) {
   );
   process.exit(2);
 }
-const here = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const builds = args.flatMap((a, i) => (a === '--build' ? [path.resolve(args[i + 1])] : []));
-if (!builds.length) builds.push(here);
+const builds = buildDirs();
 const runs = Number(opt('--runs', '3'));
 const names = opt('--names-json');
 const touch = opt('--touch');

@@ -16,22 +16,19 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
-import { args, opt } from './args.js';
+import { args, buildDirs, opt, opts } from './args.js';
 
 const config = opt('--config');
 if (!config) {
   console.error('usage: node dist/bench/index-cli.js --config FILE [--build DIR …] [--runs N] [--workers N] [--json]');
   process.exit(2);
 }
-const here = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const builds = args.flatMap((a, i) => (a === '--build' ? [path.resolve(args[i + 1])] : []));
-if (!builds.length) builds.push(here);
+const builds = buildDirs();
 const runs = Number(opt('--runs', '7'));
 const workers = opt('--workers');
 /** extra node options for every run (e.g. a V8 flag to compare) */
-const nodeArgs = args.flatMap((a, i) => (a === '--node-arg' ? [args[i + 1]] : []));
+const nodeArgs = opts('--node-arg');
 const work = mkdtempSync(path.join(tmpdir(), 'nnrag-index-cli-'));
 
 interface Run {

@@ -40,7 +40,7 @@ interface Source {
 
 /** The real blocks: every stored extraction with a module text (at most `maxLines` lines:
  *  the 10⁶ copies must fit in memory for the in-process dedup). */
-export function loadSources(storeDir: string, maxLines: number): Source[] {
+function loadSources(storeDir: string, maxLines: number): Source[] {
   const store = IndexStore.open(storeDir, { create: false });
   try {
     const out: Source[] = [];
@@ -59,7 +59,7 @@ export function loadSources(storeDir: string, maxLines: number): Source[] {
 /** Copy i of the library: source i mod K, its classes renamed (`Name` → `Name_c<i>`), and
  *  with some probability one integer literal changed, one statement or a comment added.
  *  Deterministic in i. */
-export function variant(
+function variant(
   sources: Source[],
   i: number,
 ): { id: string; repo: string; text: string; name: string; status: string } {
@@ -265,17 +265,7 @@ async function benchSearch(sources: Source[], N: number, keep?: string) {
       const r = searchBlocks(store, q, f);
       if (f.repo && r.total > 0) repoFiltered++;
     }
-    const times: number[] = [];
-    const cpus: number[] = [];
-    for (let rep = 0; rep < 2; rep++) {
-      for (const [q, f] of queries) {
-        c0 = process.cpuUsage();
-        const t0 = performance.now();
-        searchBlocks(store, q, { ...f, limit: 20 });
-        times.push(performance.now() - t0);
-        cpus.push(cpuMs(process.cpuUsage(c0)));
-      }
-    }
+    const { times, cpus } = timeQueries(store, queries);
     const worst = queries
       .map(([q, f]) => {
         const t0 = performance.now();
@@ -351,6 +341,24 @@ async function benchSearch(sources: Source[], N: number, keep?: string) {
   }
 }
 
+/** Each query run twice in turn (a page of 20 hits): the wall and CPU milliseconds (not
+ *  rounded) of every run, in order. */
+function timeQueries(store: IndexStore, queries: [string, SearchOptions][]): { times: number[]; cpus: number[] } {
+  const times: number[] = [];
+  const cpus: number[] = [];
+  for (let rep = 0; rep < 2; rep++) {
+    for (const [q, f] of queries) {
+      const c0 = process.cpuUsage();
+      const t0 = performance.now();
+      searchBlocks(store, q, { ...f, limit: 20 });
+      times.push(performance.now() - t0);
+      const u = process.cpuUsage(c0);
+      cpus.push((u.user + u.system) / 1000);
+    }
+  }
+  return { times, cpus };
+}
+
 /** the bench's query words (names of common block kinds) */
 const WORDS = [
   'attention',
@@ -408,22 +416,13 @@ async function benchLibrary(dir: string) {
   let c0 = process.cpuUsage();
   for (const [q, f] of queries) searchBlocks(store, q, { ...f, limit: 20 });
   const warm = { wallMs: Math.round(performance.now() - t), cpuMs: cpuMs(process.cpuUsage(c0)), load: load() };
-  const times: number[] = [];
-  const cpus: number[] = [];
+  const { times, cpus } = timeQueries(store, queries);
   const worst = new Map<string, number>();
-  for (let rep = 0; rep < 2; rep++) {
-    for (const [q, f] of queries) {
-      c0 = process.cpuUsage();
-      const s = performance.now();
-      searchBlocks(store, q, { ...f, limit: 20 });
-      times.push(performance.now() - s);
-      const u = process.cpuUsage(c0);
-      const c = (u.user + u.system) / 1000;
-      cpus.push(c);
-      const k = `${q} ${JSON.stringify(f)}`;
-      worst.set(k, Math.max(worst.get(k) ?? 0, c));
-    }
-  }
+  cpus.forEach((c, i) => {
+    const [q, f] = queries[i % queries.length];
+    const k = `${q} ${JSON.stringify(f)}`;
+    worst.set(k, Math.max(worst.get(k) ?? 0, c));
+  });
   const search = {
     queries: times.length,
     categories: { rare, common },
