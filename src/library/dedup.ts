@@ -27,7 +27,6 @@
 
 import os from 'node:os';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
-import { IntSet } from '../util/int-set.js';
 import { WorkerPool, type PoolWorker } from '../util/pool.js';
 import { tokenize, docstringMask, structuralHashes, exactFingerprint, intsHash, codeTokenCount } from './structural.js';
 import {
@@ -723,29 +722,70 @@ function storeFromPacked(parts: Packed[], n: number): SigStore {
 }
 
 /**
- * One block's set held in an IntSet, to intersect many sets with it: a probe per element
- * of the other set instead of a merge whose branches go at random. The report scores each
- * member of a cluster against its representative (at 10^6, clusters of hundreds of
- * copies). `jaccard` computes exactly what minhash.ts `jaccardIn` computes.
+ * One block's set as an open-addressing table, to intersect many sets with it: a probe per
+ * element of the other set (the set's values are uniform hashes: the low bits index the
+ * table) instead of a merge whose branches go at random. The report scores each member of
+ * a cluster against its representative (at 10^6, clusters of hundreds of copies).
+ * `jaccard` computes exactly what minhash.ts `jaccardIn` computes.
  */
 class SetProbe {
-  private set = new IntSet();
+  private keys = new Uint32Array(1024);
+  private gens = new Uint32Array(1024);
+  private gen = 0;
+  private mask = 1023;
+  private size = 0;
   load(c: Column, x: number): void {
     const arr = c.arr[x],
-      off = c.off[x];
-    this.set.clear();
-    for (let k = off; k < off + c.len[x]; k++) this.set.add(arr[k]);
+      off = c.off[x],
+      len = c.len[x];
+    let cap = this.keys.length;
+    while (cap < len * 2) cap *= 2;
+    if (cap !== this.keys.length) {
+      this.keys = new Uint32Array(cap);
+      this.gens = new Uint32Array(cap);
+      this.gen = 0;
+    }
+    if (++this.gen === 0xffffffff) {
+      this.gens.fill(0);
+      this.gen = 1;
+    }
+    this.mask = cap - 1;
+    this.size = len;
+    const keys = this.keys,
+      gens = this.gens,
+      gen = this.gen,
+      mask = this.mask;
+    for (let k = off; k < off + len; k++) {
+      const v = arr[k];
+      let i = v & mask;
+      while (gens[i] === gen) i = (i + 1) & mask;
+      gens[i] = gen;
+      keys[i] = v;
+    }
   }
   /** Jaccard of the loaded set and block y's set (a set holds distinct values). */
   jaccard(c: Column, y: number): number {
     const arr = c.arr[y],
       off = c.off[y],
-      len = c.len[y],
-      size = this.set.size;
-    if (size === 0 || len === 0) return 0;
+      len = c.len[y];
+    if (this.size === 0 || len === 0) return 0;
+    const keys = this.keys,
+      gens = this.gens,
+      gen = this.gen,
+      mask = this.mask;
     let inter = 0;
-    for (let k = off; k < off + len; k++) if (this.set.has(arr[k])) inter++;
-    return inter / (size + len - inter);
+    for (let k = off; k < off + len; k++) {
+      const v = arr[k];
+      let i = v & mask;
+      while (gens[i] === gen) {
+        if (keys[i] === v) {
+          inter++;
+          break;
+        }
+        i = (i + 1) & mask;
+      }
+    }
+    return inter / (this.size + len - inter);
   }
 }
 
