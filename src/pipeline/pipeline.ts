@@ -16,6 +16,7 @@ import { slimClosure, type SlimResult } from '../emit/slim/slim.js';
 import { importedPackages, installedLookup } from '../emit/slim/packages.js';
 import { InstalledFiles } from '../environment/installed.js';
 import { blockFile, libraryDir, placeBlockFile, removeBlockFile, validatedStatus } from '../library/layout.js';
+import { dedupSignatureRow } from '../library/dedup.js';
 import { addValidation, emptyRecord, validationsOf, type BlockRecord, type EmissionProfile } from '../records/block.js';
 import { KNOWN_DISTRIBUTIONS } from '../environment/names.js';
 import { readDeclaredRequirements } from '../environment/repo-requirements.js';
@@ -212,6 +213,8 @@ export function extractBlocks(
         lines: record.lines,
         record,
         text,
+        // the de-duplication signature of the module, computed once here (dedup loads it)
+        signature: dedupSignatureRow(text),
       });
     }
     return record;
@@ -1216,6 +1219,8 @@ export async function extractAndValidate(
               lines: record.lines,
               record,
               text,
+              // the de-duplication signature of the module, computed once here (dedup loads it)
+              signature: dedupSignatureRow(text),
             });
         }
         records[i] = record;
