@@ -1046,6 +1046,7 @@ function sameSet(c: Column, x: number, y: number): boolean {
  * exhaustive banding gives (a renamed copy's structural set equals its source's: 10^6
  * renamed copies of 435 blocks band as ~10^3 nodes in the structural pass). The sets'
  * hashes come from the signature threads; equal hashes are confirmed element by element.
+ * `same[i]`, when given, is set to the node whose set node i's equals (i itself if none).
  */
 function collapseIdentical(
   nodes: Int32Array,
@@ -1053,6 +1054,7 @@ function collapseIdentical(
   keys: Column<Float64Array>,
   ints: Uint32Array,
   join: (a: number, b: number) => void,
+  same?: Int32Array,
 ): Int32Array {
   const firsts = new Map<number, number | number[]>();
   const out = new Int32Array(nodes.length);
@@ -1070,6 +1072,7 @@ function collapseIdentical(
           break;
         }
     }
+    if (same) same[i] = f >= 0 ? f : i;
     if (f >= 0) {
       join(f, i);
       continue;
@@ -1304,6 +1307,9 @@ export async function dedup(blocks: readonly DedupBlock[], opts: DedupOptions = 
     let ufNear = new UnionFind(n);
     let ufAll = new UnionFind(n);
     const lshStats = { bounded: 0, largest: 0 };
+    // per head: the head whose near (structural) set its set equals, found by collapseIdentical
+    const nearSame = new Int32Array(n);
+    const structSame = new Int32Array(n);
     const cluster = () => {
       groups = new Map();
       for (let i = 0; i < n; i++) {
@@ -1317,10 +1323,19 @@ export async function dedup(blocks: readonly DedupBlock[], opts: DedupOptions = 
       ufAll = new UnionFind(n);
       const failed = new FailedPairs(heads.length);
       // near: exact Jaccard of token shingles
-      const nearNodes = collapseIdentical(heads, S.nearSet, S.nearKey, S.ints, (a, b) => {
-        ufNear.union(a, b);
-        ufAll.union(a, b);
-      });
+      nearSame.fill(-1);
+      structSame.fill(-1);
+      const nearNodes = collapseIdentical(
+        heads,
+        S.nearSet,
+        S.nearKey,
+        S.ints,
+        (a, b) => {
+          ufNear.union(a, b);
+          ufAll.union(a, b);
+        },
+        nearSame,
+      );
       lshPairs(
         nearNodes,
         S.nearSig,
@@ -1341,7 +1356,14 @@ export async function dedup(blocks: readonly DedupBlock[], opts: DedupOptions = 
       );
       failed.clear();
       // structural: exact Jaccard of structural shingles
-      const structNodes = collapseIdentical(heads, S.structSet, S.structKey, S.ints, (a, b) => ufAll.union(a, b));
+      const structNodes = collapseIdentical(
+        heads,
+        S.structSet,
+        S.structKey,
+        S.ints,
+        (a, b) => ufAll.union(a, b),
+        structSame,
+      );
       lshPairs(
         structNodes,
         S.structSig,
@@ -1435,6 +1457,25 @@ export async function dedup(blocks: readonly DedupBlock[], opts: DedupOptions = 
     const clusters: DedupCluster[] = [];
     const nearProbe = new SetProbe();
     const structProbe = new SetProbe();
+    // A member's Jaccard with the representative is that of any block with the same set:
+    // computed once per set in a cluster (10^6 renamed copies of a few hundred blocks have
+    // a few hundred distinct structural sets). Members that are not heads (exact copies)
+    // take their head's set when it is element for element theirs.
+    const headOf = new Int32Array(n).fill(-1);
+    for (const g of groups.values()) for (const m of g) headOf[m] = g[0];
+    const nearMemo = new Map<number, number>();
+    const structMemo = new Map<number, number>();
+    const score = (probe: SetProbe, set: Column, same: Int32Array, memo: Map<number, number>, m: number) => {
+      const h = headOf[m];
+      const k = h >= 0 && same[h] >= 0 && (h === m || sameSet(set, m, h)) ? same[h] : -1;
+      if (k < 0) return probe.jaccard(set, m);
+      let v = memo.get(k);
+      if (v === undefined) {
+        v = probe.jaccard(set, k);
+        memo.set(k, v);
+      }
+      return v;
+    };
     for (const members of comp.values()) {
       if (members.length < 2) continue;
       let rep = members[0];
@@ -1453,6 +1494,8 @@ export async function dedup(blocks: readonly DedupBlock[], opts: DedupOptions = 
       // every member against the representative: its sets are probed, not merged
       nearProbe.load(S.nearSet, rep);
       structProbe.load(S.structSet, rep);
+      nearMemo.clear();
+      structMemo.clear();
       clusters.push({
         kind,
         representative: blocks[rep].id,
@@ -1460,8 +1503,8 @@ export async function dedup(blocks: readonly DedupBlock[], opts: DedupOptions = 
         scores: sorted.map((m) => ({
           id: blocks[m].id,
           exact: S.exact[m] === S.exact[rep],
-          near: round(nearProbe.jaccard(S.nearSet, m)),
-          structural: round(structProbe.jaccard(S.structSet, m)),
+          near: round(score(nearProbe, S.nearSet, nearSame, nearMemo, m)),
+          structural: round(score(structProbe, S.structSet, structSame, structMemo, m)),
         })),
       });
     }
