@@ -625,6 +625,22 @@ export function dedupSignatureRow(text: string): { version: number; error: strin
   return { version: SIGNATURE_VERSION, error: e.error, data: e.data };
 }
 
+/** The MinHash part of a stored signature (what `similar` keeps per block, as
+ *  `computeSignature` gives it), or null when `data` is not a signature of this version and
+ *  layout (then compute it from the text). */
+export function storedMinHash(
+  data: Uint8Array,
+  error: string | null,
+): { ints: number; tokens: number; nearSig: Uint32Array | null; structuralSig: Uint32Array | null } | null {
+  const copy = new Uint8Array((data.byteLength + 7) & ~7 || 8);
+  copy.set(data);
+  const S = newSigStore(1);
+  if (!putEncoded(S, 0, viewsOf(copy.buffer), 0, data.byteLength, error)) return null;
+  const u32 = new Uint32Array(copy.buffer);
+  const sig = (c: Column) => (S.valid[0] ? u32.slice(c.off[0], c.off[0] + MINHASH_K) : null);
+  return { ints: S.ints[0], tokens: u32[8], nearSig: sig(S.nearSig), structuralSig: sig(S.structSig) };
+}
+
 /** Typed views of one buffer of encoded signatures. */
 interface Views {
   u32: Uint32Array;

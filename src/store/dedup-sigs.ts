@@ -46,7 +46,18 @@ export function eachDedupSignature(
   return n;
 }
 
-/** The content hashes of `version` stored among `hashes`. */
+/** The stored signature of one module content and version (undefined: none). */
+export function dedupSignatureOf(
+  store: IndexStore,
+  hash: string,
+  version: number,
+): { error: string | null; data: Uint8Array } | undefined {
+  return store.stmt('SELECT error, data FROM dedup_sigs WHERE hash = ? AND version = ?').get(hash, version) as
+    | { error: string | null; data: Uint8Array }
+    | undefined;
+}
+
+/** The content hashes of signatures of `version`. */
 export function storedDedupSignatures(store: IndexStore, version: number): Set<string> {
   return new Set(store.stmt('SELECT hash FROM dedup_sigs WHERE version = ?').pluck().all(version) as string[]);
 }

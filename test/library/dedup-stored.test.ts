@@ -16,7 +16,14 @@ import {
 } from '../../src/store/dedup-sigs.js';
 import { mergeShardRows, type ShardMark } from '../../src/store/merge.js';
 import { emptyRecord } from '../../src/records/block.js';
-import { dedup, dedupSignatureRow, encodeSignatures, SIGNATURE_VERSION } from '../../src/library/dedup.js';
+import {
+  computeSignature,
+  dedup,
+  dedupSignatureRow,
+  encodeSignatures,
+  SIGNATURE_VERSION,
+  storedMinHash,
+} from '../../src/library/dedup.js';
 import { runDedup, storeMissingSignatures, type StoredDedup } from '../../src/library/library.js';
 import { generateBlocks } from '../../bench/dedup.js';
 import { tempDir } from '../helpers.js';
@@ -264,4 +271,26 @@ test("a merge takes the owner's signatures from its shard", () => {
     shard.close();
     target.close();
   }
+});
+
+test("`similar`'s MinHash signatures read from a stored signature equal those computed from the text", () => {
+  const blocks = library(60, 8);
+  let valid = 0;
+  for (const b of blocks) {
+    const row = dedupSignatureRow(b.text);
+    const got = storedMinHash(row.data, row.error);
+    const want = computeSignature(b.text);
+    assert.deepEqual(got, {
+      ints: want.ints,
+      tokens: want.tokens,
+      nearSig: want.nearSig,
+      structuralSig: want.structuralSig,
+    });
+    if (want.nearSig) valid++;
+  }
+  // all but the lexical error and the docstring-only module
+  assert.equal(valid, blocks.length - 2);
+  // not a signature of this layout: null (the caller computes it)
+  const row = dedupSignatureRow(blocks[0].text);
+  assert.equal(storedMinHash(row.data.subarray(0, 40), row.error), null);
 });
