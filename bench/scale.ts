@@ -266,6 +266,7 @@ async function benchDedupStore(
         dedupMs,
         dedupCpuMs,
         phases: d.timings,
+        phasesCpu: d.cpu,
         clusters: d.clusters.length,
         unique: d.uniqueCount,
         rssMb: Math.round(process.memoryUsage().rss / 1e6),

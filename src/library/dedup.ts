@@ -71,6 +71,9 @@ export type DedupBlock = Omit<DedupInput, 'text'> & { text?: string };
 /** A stored signature handed to dedup (block `index` of its input): `data` as encoded by
  *  `encodeSignatures`, `error` the lexical error stored beside it. */
 export type StoredSignatureSink = (index: number, error: string | null, data: Uint8Array) => void;
+/** Reads the stored signatures into `sink`; `data` may be a view into a larger buffer
+ *  (several signatures read at once): dedup keeps it, decoding in place when it is 8-byte
+ *  aligned. */
 
 export interface DedupResult {
   clusters: DedupCluster[];
@@ -573,9 +576,10 @@ function encodePacked(p: Packed): Encoded {
       p.meta[j * 3] & 1
         ? encodedWords(p.nearOff[j + 1] - p.nearOff[j], p.structOff[j + 1] - p.structOff[j])
         : HEADER_WORDS;
+    // a whole number of 8-byte units, so that signatures read back to back stay aligned
     off[j] = total;
-    len[j] = words * 4;
-    total += words * 4 + (words & 1 ? 4 : 0);
+    len[j] = (words + (words & 1)) * 4;
+    total += len[j];
   }
   const buf = new ArrayBuffer(total);
   const u32 = new Uint32Array(buf);
@@ -693,7 +697,8 @@ function putEncoded(S: SigStore, g: number, v: Views, b: number, bytes: number, 
   if (flags > 3 || (valid && empty)) return false;
   const nNear = u32[w + 9];
   const nStruct = u32[w + 10];
-  if (bytes !== (valid ? encodedWords(nNear, nStruct) : HEADER_WORDS) * 4) return false;
+  const words = valid ? encodedWords(nNear, nStruct) : HEADER_WORDS;
+  if (bytes !== (words + (words & 1)) * 4) return false;
   // a block that is neither valid nor empty failed to tokenize: its error is stored with it
   if (!valid && !empty && !error) return false;
   const K = MINHASH_K;
@@ -1263,9 +1268,22 @@ export async function dedup(blocks: readonly DedupBlock[], opts: DedupOptions = 
     let storedCount = 0;
     if (opts.stored) {
       const arena = new Arena();
+      // views of the buffer the last signature came in (signatures read together share one)
+      let lastBuf: ArrayBufferLike | null = null;
+      let lastViews: Views | null = null;
       opts.stored((i, error, data) => {
         if (i < 0 || i >= n || have[i]) return;
-        const { v, b } = arena.put(data);
+        let v: Views;
+        let b: number;
+        if (data.byteOffset % 8 === 0 && data.buffer.byteLength % 8 === 0 && data.buffer instanceof ArrayBuffer) {
+          // decoded where it is: the buffer stays referenced by the columns
+          if (data.buffer !== lastBuf) {
+            lastBuf = data.buffer;
+            lastViews = viewsOf(data.buffer);
+          }
+          v = lastViews!;
+          b = data.byteOffset;
+        } else ({ v, b } = arena.put(data));
         if (putEncoded(S, i, v, b, data.byteLength, error)) {
           have[i] = 1;
           storedCount++;

@@ -24,7 +24,12 @@ import {
   type DedupResult,
   type StoredSignatureSink,
 } from './dedup.js';
-import { eachDedupSignature, putDedupSignatures, unsignedTexts, type DedupSignatureRow } from '../store/dedup-sigs.js';
+import {
+  eachDedupSignatureChunked,
+  putDedupSignatures,
+  unsignedTexts,
+  type DedupSignatureRow,
+} from '../store/dedup-sigs.js';
 import type { DedupCluster } from '../records/spec.js';
 import {
   blockManifest,
@@ -270,6 +275,8 @@ export interface StoredDedup {
   perRepo: DedupResult['perRepo'];
   excluded: DedupResult['excluded'];
   timings: DedupResult['timings'];
+  /** CPU milliseconds per phase (all threads of the process) */
+  cpu?: Record<string, number>;
   /** blocks whose signature was stored, and those computed by this run */
   signatures?: DedupResult['signatures'];
   /** counts of clusters by kind */
@@ -316,8 +323,14 @@ export async function runDedup(ws: Pick<Workspace, 'store'>, opts: RunDedupOptio
   const { storedSignatures, ...dedupOpts } = opts;
   const useStored = storedSignatures !== false;
   let t0 = performance.now();
+  let c0 = process.cpuUsage();
+  const cpuSince = (c: NodeJS.CpuUsage) => {
+    const d = process.cpuUsage(c);
+    return Math.round((d.user + d.system) / 1000);
+  };
   const es = dedupRows(store);
   const rowsMs = Math.round(performance.now() - t0);
+  const rowsCpu = cpuSince(c0);
   // block positions by module content hash (identical modules share one signature)
   const byHash = new Map<string, number | number[]>();
   es.forEach((e, i) => {
@@ -345,11 +358,17 @@ export async function runDedup(ws: Pick<Workspace, 'store'>, opts: RunDedupOptio
       ...(useStored
         ? {
             stored: (sink: StoredSignatureSink) =>
-              eachDedupSignature(store, SIGNATURE_VERSION, new Set(byHash.keys()), (hash, error, data) => {
-                const at = byHash.get(hash)!;
-                if (typeof at === 'number') sink(at, error, data);
-                else for (const i of at) sink(i, error, data);
-              }),
+              eachDedupSignatureChunked(
+                store,
+                SIGNATURE_VERSION,
+                new Set(byHash.keys()),
+                (hash, error, data, off, len) => {
+                  const view = new Uint8Array(data.buffer, data.byteOffset + off, len);
+                  const at = byHash.get(hash)!;
+                  if (typeof at === 'number') sink(at, error, view);
+                  else for (const i of at) sink(i, error, view);
+                },
+              ),
             computed: (i: number, error: string | null, data: Uint8Array) => {
               pending.push({ hash: es[i].hash, version: SIGNATURE_VERSION, error, data });
               if (pending.length >= 2000) flush();
@@ -360,6 +379,7 @@ export async function runDedup(ws: Pick<Workspace, 'store'>, opts: RunDedupOptio
   );
   flush();
   t0 = performance.now();
+  c0 = process.cpuUsage();
   const kinds: Record<string, number> = {};
   for (const c of res.clusters) kinds[c.kind] = (kinds[c.kind] ?? 0) + 1;
   const stored: StoredDedup = {
@@ -377,6 +397,7 @@ export async function runDedup(ws: Pick<Workspace, 'store'>, opts: RunDedupOptio
   putDedup(store, res.clusters, { ...stored, clusters: undefined });
   // the block list read from the store, and the clusters written to it
   stored.timings = { rows: rowsMs, ...res.timings, store: Math.round(performance.now() - t0) };
+  stored.cpu = { rows: rowsCpu, ...res.cpu, store: cpuSince(c0) };
   return stored;
 }
 
