@@ -71,9 +71,8 @@ export type DedupBlock = Omit<DedupInput, 'text'> & { text?: string };
 /** A stored signature handed to dedup (block `index` of its input): `data` as encoded by
  *  `encodeSignatures`, `error` the lexical error stored beside it. */
 export type StoredSignatureSink = (index: number, error: string | null, data: Uint8Array) => void;
-/** Reads the stored signatures into `sink`; `data` may be a view into a larger buffer
- *  (several signatures read at once): dedup keeps it, decoding in place when it is 8-byte
- *  aligned. */
+/** dedup reads `data` where it is (when 4-byte aligned) and keeps it: the caller hands
+ *  over a buffer it does not change afterwards (as SQLite's are). */
 
 export interface DedupResult {
   clusters: DedupCluster[];
@@ -639,57 +638,41 @@ export function storedMinHash(
   const copy = new Uint8Array((data.byteLength + 7) & ~7 || 8);
   copy.set(data);
   const S = newSigStore(1);
-  if (!putEncoded(S, 0, viewsOf(copy.buffer), 0, data.byteLength, error)) return null;
+  if (!putEncoded(S, 0, new Uint32Array(copy.buffer), 0, data.byteLength, error)) return null;
   const u32 = new Uint32Array(copy.buffer);
   const sig = (c: Column) => (S.valid[0] ? u32.slice(c.off[0], c.off[0] + MINHASH_K) : null);
   return { ints: S.ints[0], tokens: u32[8], nearSig: sig(S.nearSig), structuralSig: sig(S.structSig) };
 }
 
-/** Typed views of one buffer of encoded signatures. */
-interface Views {
-  u32: Uint32Array;
-  u16: Uint16Array;
-  f64: Float64Array;
-}
-const viewsOf = (buf: ArrayBuffer): Views => ({
-  u32: new Uint32Array(buf),
-  u16: new Uint16Array(buf),
-  f64: new Float64Array(buf),
-});
-
-/** Stored signatures copied into large buffers (one per 64 MB), each at an 8-byte aligned
- *  offset, instead of one small buffer per block. */
+/** Stored signatures that cannot be read where they are (not 4-byte aligned) copied into
+ *  large buffers (one per 64 MB). */
 class Arena {
-  private views: Views | null = null;
-  private u8 = new Uint8Array(0);
+  private u32 = new Uint32Array(0);
   private used = 0;
-  /** copy `data`; returns where it went */
-  put(data: Uint8Array): { v: Views; b: number } {
-    const need = data.byteLength;
-    if (!this.views || this.used + need > this.u8.byteLength) {
-      const buf = new ArrayBuffer(Math.max(64 << 20, need + 8));
-      this.views = viewsOf(buf);
-      this.u8 = new Uint8Array(buf);
+  /** copy `data`; returns the buffer's words and the word it starts at */
+  put(data: Uint8Array): { u32: Uint32Array; w: number } {
+    const words = (data.byteLength + 3) >>> 2;
+    if (this.used + words > this.u32.length) {
+      this.u32 = new Uint32Array(Math.max(16 << 20, words));
       this.used = 0;
     }
-    const b = this.used;
-    this.u8.set(data, b);
-    this.used = b + ((need + 7) & ~7);
-    return { v: this.views, b };
+    const w = this.used;
+    new Uint8Array(this.u32.buffer, w * 4, data.byteLength).set(data);
+    this.used = w + words;
+    return { u32: this.u32, w };
   }
 }
 
 const hex8 = (x: number) => (x >>> 0).toString(16).padStart(8, '0');
 
 /**
- * Block g's columns of S pointed at its encoded signature (bytes [b, b + bytes) of the
- * views' buffer, b 8-aligned). False, and nothing set, when the bytes are not a signature
- * of this version and layout: the caller computes that block's signature instead.
+ * Block g's columns of S pointed at its encoded signature, `bytes` bytes from word `w` of
+ * `u32` (read in place: the columns keep `u32`), except its set keys and range counts,
+ * copied into S's own arrays. False, and nothing set, when the bytes are not a signature of
+ * this version and layout: the caller computes that block's signature instead.
  */
-function putEncoded(S: SigStore, g: number, v: Views, b: number, bytes: number, error: string | null): boolean {
-  if (b % 8 !== 0 || bytes < HEADER_WORDS * 4 || b + bytes > v.u32.byteLength) return false;
-  const w = b >>> 2;
-  const u32 = v.u32;
+function putEncoded(S: SigStore, g: number, u32: Uint32Array, w: number, bytes: number, error: string | null): boolean {
+  if (bytes < HEADER_WORDS * 4 || w * 4 + bytes > u32.byteLength) return false;
   if (u32[w + 4] !== ENCODING_MAGIC || u32[w + 5] !== SIGNATURE_VERSION) return false;
   const flags = u32[w + 6];
   const valid = flags & 1;
@@ -707,21 +690,19 @@ function putEncoded(S: SigStore, g: number, v: Views, b: number, bytes: number, 
   S.ints[g] = u32[w + 7];
   S.exact[g] = valid ? hex8(u32[w + 11]) + hex8(u32[w + 12]) : '';
   S.errors[g] = valid || empty ? null : error;
-  const put = <A extends Uint32Array | Uint16Array | Float64Array>(c: Column<A>, arr: A, off: number, len: number) => {
-    c.arr[g] = arr;
+  // the two keys (doubles, words 0-3) and the range counts (RANGES words of u16 pairs)
+  for (let k = 0; k < 4; k++) S.keyWords[g * 4 + k] = u32[w + k];
+  if (valid) for (let k = 0; k < RANGES; k++) S.countWords[g * RANGES + k] = u32[w + HEADER_WORDS + k];
+  const put = (c: Column, off: number, len: number) => {
+    c.arr[g] = u32;
     c.off[g] = off;
     c.len[g] = len;
   };
-  put(S.nearKey, v.f64, b >>> 3, 1);
-  put(S.structKey, v.f64, (b >>> 3) + 1, 1);
-  const c = (b >>> 1) + HEADER_WORDS * 2;
-  put(S.nearCounts, v.u16, c, valid ? RANGES : 0);
-  put(S.structCounts, v.u16, c + RANGES, valid ? RANGES : 0);
   const s = w + HEADER_WORDS + RANGES;
-  put(S.nearSig, u32, s, valid ? K : 0);
-  put(S.structSig, u32, s + K, valid ? K : 0);
-  put(S.nearSet, u32, s + 2 * K, nNear);
-  put(S.structSet, u32, s + 2 * K + nNear, nStruct);
+  put(S.nearSig, s, valid ? K : 0);
+  put(S.structSig, s + K, valid ? K : 0);
+  put(S.nearSet, s + 2 * K, nNear);
+  put(S.structSet, s + 2 * K + nNear, nStruct);
   return true;
 }
 
@@ -862,6 +843,10 @@ interface SigStore {
   structKey: Column<Float64Array>;
   nearCounts: Column<Uint16Array>;
   structCounts: Column<Uint16Array>;
+  /** the keys' and the counts' storage (block g: keys at doubles 2g, 2g + 1; counts at
+   *  RANGES u16 from 2g·RANGES, near then structural), as words */
+  keyWords: Uint32Array;
+  countWords: Uint32Array;
 }
 
 function newSigStore(n: number): SigStore {
@@ -870,7 +855,9 @@ function newSigStore(n: number): SigStore {
     off: new Uint32Array(n),
     len: new Uint32Array(n),
   });
-  return {
+  const keys = new Float64Array(2 * n);
+  const counts = new Uint16Array(2 * RANGES * n);
+  const S: SigStore = {
     valid: new Uint8Array(n),
     empty: new Uint8Array(n),
     ints: new Uint32Array(n),
@@ -880,11 +867,28 @@ function newSigStore(n: number): SigStore {
     structSig: column(),
     nearSet: column(),
     structSet: column(),
-    nearKey: column(),
-    structKey: column(),
-    nearCounts: column(),
-    structCounts: column(),
+    nearKey: { arr: new Array<Float64Array>(n).fill(keys), off: new Uint32Array(n), len: new Uint32Array(n).fill(1) },
+    structKey: { arr: new Array<Float64Array>(n).fill(keys), off: new Uint32Array(n), len: new Uint32Array(n).fill(1) },
+    nearCounts: {
+      arr: new Array<Uint16Array>(n).fill(counts),
+      off: new Uint32Array(n),
+      len: new Uint32Array(n).fill(RANGES),
+    },
+    structCounts: {
+      arr: new Array<Uint16Array>(n).fill(counts),
+      off: new Uint32Array(n),
+      len: new Uint32Array(n).fill(RANGES),
+    },
+    keyWords: new Uint32Array(keys.buffer),
+    countWords: new Uint32Array(counts.buffer),
   };
+  for (let g = 0; g < n; g++) {
+    S.nearKey.off[g] = 2 * g;
+    S.structKey.off[g] = 2 * g + 1;
+    S.nearCounts.off[g] = 2 * RANGES * g;
+    S.structCounts.off[g] = 2 * RANGES * g + RANGES;
+  }
+  return S;
 }
 
 /**
@@ -1268,23 +1272,14 @@ export async function dedup(blocks: readonly DedupBlock[], opts: DedupOptions = 
     let storedCount = 0;
     if (opts.stored) {
       const arena = new Arena();
-      // views of the buffer the last signature came in (signatures read together share one)
-      let lastBuf: ArrayBufferLike | null = null;
-      let lastViews: Views | null = null;
       opts.stored((i, error, data) => {
         if (i < 0 || i >= n || have[i]) return;
-        let v: Views;
-        let b: number;
-        if (data.byteOffset % 8 === 0 && data.buffer.byteLength % 8 === 0 && data.buffer instanceof ArrayBuffer) {
-          // decoded where it is: the buffer stays referenced by the columns
-          if (data.buffer !== lastBuf) {
-            lastBuf = data.buffer;
-            lastViews = viewsOf(data.buffer);
-          }
-          v = lastViews!;
-          b = data.byteOffset;
-        } else ({ v, b } = arena.put(data));
-        if (putEncoded(S, i, v, b, data.byteLength, error)) {
+        // read where it is when 4-byte aligned (the columns keep the caller's buffer)
+        const { u32, w } =
+          data.byteOffset % 4 === 0
+            ? { u32: new Uint32Array(data.buffer, data.byteOffset, data.byteLength >>> 2), w: 0 }
+            : arena.put(data);
+        if (putEncoded(S, i, u32, w, data.byteLength, error)) {
           have[i] = 1;
           storedCount++;
         }
@@ -1298,9 +1293,9 @@ export async function dedup(blocks: readonly DedupBlock[], opts: DedupOptions = 
       return t;
     };
     const take = (idx: readonly number[], e: Encoded) => {
-      const v = viewsOf(e.buf);
+      const u32 = new Uint32Array(e.buf);
       idx.forEach((i, j) => {
-        if (!putEncoded(S, i, v, e.off[j], e.len[j], e.errors[j]))
+        if (!putEncoded(S, i, u32, e.off[j] >>> 2, e.len[j], e.errors[j]))
           throw new Error(`dedup: a signature computed for ${blocks[i].id} does not decode`);
         opts.computed?.(i, e.errors[j], new Uint8Array(e.buf, e.off[j], e.len[j]));
       });

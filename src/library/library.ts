@@ -24,12 +24,7 @@ import {
   type DedupResult,
   type StoredSignatureSink,
 } from './dedup.js';
-import {
-  eachDedupSignatureChunked,
-  putDedupSignatures,
-  unsignedTexts,
-  type DedupSignatureRow,
-} from '../store/dedup-sigs.js';
+import { eachDedupSignature, putDedupSignatures, unsignedTexts, type DedupSignatureRow } from '../store/dedup-sigs.js';
 import type { DedupCluster } from '../records/spec.js';
 import {
   blockManifest,
@@ -358,17 +353,11 @@ export async function runDedup(ws: Pick<Workspace, 'store'>, opts: RunDedupOptio
       ...(useStored
         ? {
             stored: (sink: StoredSignatureSink) =>
-              eachDedupSignatureChunked(
-                store,
-                SIGNATURE_VERSION,
-                new Set(byHash.keys()),
-                (hash, error, data, off, len) => {
-                  const view = new Uint8Array(data.buffer, data.byteOffset + off, len);
-                  const at = byHash.get(hash)!;
-                  if (typeof at === 'number') sink(at, error, view);
-                  else for (const i of at) sink(i, error, view);
-                },
-              ),
+              eachDedupSignature(store, SIGNATURE_VERSION, new Set(byHash.keys()), (hash, error, data) => {
+                const at = byHash.get(hash)!;
+                if (typeof at === 'number') sink(at, error, data);
+                else for (const i of at) sink(i, error, data);
+              }),
             computed: (i: number, error: string | null, data: Uint8Array) => {
               pending.push({ hash: es[i].hash, version: SIGNATURE_VERSION, error, data });
               if (pending.length >= 2000) flush();

@@ -46,64 +46,6 @@ export function eachDedupSignature(
   return n;
 }
 
-/**
- * Hand every stored signature of `version` whose hash is in `hashes` to `each`, read
- * `chunk` rows at a time as ONE buffer: `data[off, off + len)` is the signature of `hash`.
- * (SQLite concatenates the chunk's blobs: `group_concat` of blobs is their bytes back to
- * back in a UTF-8 database; one buffer per chunk instead of one per row spares the reader
- * a JavaScript object and an allocation per signature.) A chunk whose bytes do not add up
- * to its rows' lengths is read row by row instead. Returns how many were handed over.
- */
-export function eachDedupSignatureChunked(
-  store: IndexStore,
-  version: number,
-  hashes: ReadonlySet<string>,
-  each: (hash: string, error: string | null, data: Uint8Array, off: number, len: number) => void,
-  chunk = 1000,
-): number {
-  const errors = new Map(
-    store.stmt('SELECT hash, error FROM dedup_sigs WHERE version = ? AND error IS NOT NULL').raw().all(version) as [
-      string,
-      string,
-    ][],
-  );
-  const read = store
-    .stmt(
-      `SELECT max(r), group_concat(hash, ',' ORDER BY r), group_concat(length(data), ',' ORDER BY r),
-         CAST(group_concat(CAST(data AS TEXT), '' ORDER BY r) AS BLOB)
-       FROM (SELECT rowid AS r, hash, data FROM dedup_sigs WHERE version = ? AND rowid > ? ORDER BY rowid LIMIT ?)`,
-    )
-    .raw();
-  const rows = store.stmt('SELECT hash, data FROM dedup_sigs WHERE version = ? AND rowid > ? AND rowid <= ?').raw();
-  let n = 0;
-  let after = 0;
-  for (;;) {
-    const [last, hs, ls, data] = read.get(version, after, chunk) as [number | null, string, string, Uint8Array];
-    if (last === null) return n;
-    const hashList = hs.split(',');
-    const lens = ls.split(',').map(Number);
-    let total = 0;
-    for (const l of lens) total += l;
-    if (hashList.length !== lens.length || !data || data.byteLength !== total) {
-      for (const [hash, d] of rows.all(version, after, last) as [string, Uint8Array][]) {
-        if (!hashes.has(hash)) continue;
-        each(hash, errors.get(hash) ?? null, d, 0, d.byteLength);
-        n++;
-      }
-    } else {
-      let off = 0;
-      hashList.forEach((hash, k) => {
-        if (hashes.has(hash)) {
-          each(hash, errors.get(hash) ?? null, data, off, lens[k]);
-          n++;
-        }
-        off += lens[k];
-      });
-    }
-    after = last;
-  }
-}
-
 /** The stored signature of one module content and version (undefined: none). */
 export function dedupSignatureOf(
   store: IndexStore,

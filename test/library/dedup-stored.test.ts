@@ -10,7 +10,6 @@ import { IndexStore } from '../../src/store/store.js';
 import { putExtraction, textHash, type ExtractionWrite } from '../../src/store/records.js';
 import {
   eachDedupSignature,
-  eachDedupSignatureChunked,
   putDedupSignatures,
   pruneDedupSignatures,
   storedDedupSignatures,
@@ -247,21 +246,6 @@ test('signatures missing from a store are computed once (storeMissingSignatures)
       n++;
     });
     assert.equal(n, distinct);
-    // read a few at a time, as one buffer per chunk: the same bytes
-    let m = 0;
-    const read = eachDedupSignatureChunked(
-      store,
-      SIGNATURE_VERSION,
-      new Set(want.keys()),
-      (h, error, data, off, len) => {
-        assert.equal(error, want.get(h)!.error);
-        assert.deepEqual(Uint8Array.from(data.subarray(off, off + len)), Uint8Array.from(want.get(h)!.data));
-        m++;
-      },
-      7,
-    );
-    assert.equal(read, distinct);
-    assert.equal(m, distinct);
   } finally {
     store.close();
   }
