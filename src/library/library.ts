@@ -353,7 +353,7 @@ export async function runDedup(ws: Pick<Workspace, 'store'>, opts: RunDedupOptio
       ...(useStored
         ? {
             stored: (sink: StoredSignatureSink) =>
-              eachDedupSignature(store, SIGNATURE_VERSION, new Set(byHash.keys()), (hash, error, data) => {
+              eachDedupSignature(store, SIGNATURE_VERSION, byHash, (hash, error, data) => {
                 const at = byHash.get(hash)!;
                 if (typeof at === 'number') sink(at, error, data);
                 else for (const i of at) sink(i, error, data);

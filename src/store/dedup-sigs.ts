@@ -33,7 +33,7 @@ export function putDedupSignatures(store: IndexStore, rows: readonly DedupSignat
 export function eachDedupSignature(
   store: IndexStore,
   version: number,
-  hashes: ReadonlySet<string>,
+  hashes: { has(hash: string): boolean },
   each: (hash: string, error: string | null, data: Uint8Array) => void,
 ): number {
   let n = 0;
