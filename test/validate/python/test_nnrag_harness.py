@@ -6,7 +6,6 @@ label -> source rule) and stash (the original's modules hidden and kept). Run wi
 import copy
 import dataclasses
 import functools
-import importlib.machinery
 import json
 import os
 import sys
@@ -1472,7 +1471,7 @@ class InstalledIsolationTest(unittest.TestCase):
         # a pure-Python package whose import registered in the state of a package that
         # stays visible (one with an extension module): imported afresh, it would register
         # a second time in that same state ("scope X exists in runner registry")
-        import importlib
+        import importlib.machinery
 
         with tempfile.TemporaryDirectory() as site, tempfile.TemporaryDirectory() as root:
             os.makedirs(os.path.join(site, "nnragiso3_core"))
