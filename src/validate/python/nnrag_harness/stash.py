@@ -9,6 +9,7 @@ import importlib.machinery
 import importlib.util
 import os
 import sys
+import types
 
 
 # Modules of an original repository imported by a zygote, hidden from sys.modules while
@@ -108,7 +109,60 @@ def isolable_installed(before, roots, exclude=()):
                 top = ref.partition(".")[0]
                 if top != name.partition(".")[0]:
                     kept.add(top)
-    return {n: m for n, m in out.items() if n.partition(".")[0] not in kept}
+    out = {n: m for n, m in out.items() if n.partition(".")[0] not in kept}
+    return _without_writers_into_visible(out, before, prefixes, roots, std)
+
+
+def _is_state(v):
+    """A module-level object that is state rather than code: not a module, class,
+    function or method (a registry, a logger, a dict the package fills)."""
+    return not isinstance(v, (type, type(sys), types.FunctionType, types.BuiltinFunctionType, types.MethodType))
+
+
+def _without_writers_into_visible(out, before, prefixes, roots, std):
+    """Leave out of `out` each package whose modules hold, at module level, state of
+    another package that the import loaded and that stays visible to the candidate (a
+    checkout kept because it is the installed code, an extension package, a package
+    `kept` above): importing that package afresh runs its import-time code against the
+    same state a second time (mmdet's `Registry('runner', parent=RUNNERS)` into the
+    shared mmengine's root registry: "scope mmdet exists in runner registry"), which a
+    process of its own never does. Repeated until nothing changes: a package left out
+    stays visible in turn."""
+    tops = {}
+    for name, m in out.items():
+        tops.setdefault(name.partition(".")[0], []).append(m)
+    refs = {}
+    for top, mods in tops.items():
+        r = set()
+        for m in mods:
+            try:
+                values = list(vars(m).values())
+            except TypeError:
+                continue
+            for v in values:
+                if not _is_state(v):
+                    continue
+                ref = getattr(type(v), "__module__", None)
+                if isinstance(ref, str):
+                    r.add(ref.partition(".")[0])
+        refs[top] = r - {top}
+
+    def visible(t):
+        if t in std or t in before or t in tops or t.startswith("_"):
+            return False
+        m = sys.modules.get(t)
+        if m is None:
+            return False
+        return not of_roots(m, prefixes) or same_as_installed(t, roots)
+
+    changed = True
+    while changed:
+        changed = False
+        for top in list(tops):
+            if any(visible(t) for t in refs[top]):
+                del tops[top]
+                changed = True
+    return {n: m for n, m in out.items() if n.partition(".")[0] in tops}
 
 
 def hide_installed():
@@ -189,14 +243,17 @@ _SAME = {}
 
 def _code_files(top_dir):
     """Relative paths of a package folder's importable files (the suffixes of
-    importlib.machinery.all_suffixes(): source, bytecode-only and extension modules),
-    __pycache__ left out."""
+    importlib.machinery.all_suffixes(): source, bytecode-only and extension modules).
+    Only names an import can spell: each part of a dotted module name is an identifier
+    (Language Reference 2.3, 5.2), so a folder such as `.mim` (package data a wheel
+    carries: OpenMMLab's configs) or `__pycache__`, and a file such as `setup-cfg.py`,
+    hold nothing importable."""
     suffixes = tuple(importlib.machinery.all_suffixes())
     out = set()
     for d, dirs, files in os.walk(top_dir):
-        dirs[:] = [x for x in dirs if x != "__pycache__"]
+        dirs[:] = [x for x in dirs if x.isidentifier() and x != "__pycache__"]
         for f in files:
-            if f.endswith(suffixes):
+            if f.endswith(suffixes) and f.partition(".")[0].isidentifier():
                 out.add(os.path.relpath(os.path.join(d, f), top_dir))
     return out
 
@@ -211,20 +268,25 @@ def _same_bytes(a, b):
         return False
 
 
-def _built_files(mine, theirs):
-    """The importable files of the package folder `mine` (a checkout's) when the package
-    folder `theirs` is a build of that code (every one of them is in `theirs` with the
-    same bytes), else None. A build may add files: the extension modules its setup
-    compiled (setuptools' ext_modules), files its setup copied into the package."""
+def _compare_builds(mine, theirs):
+    """How the package folder `theirs` (the environment's installed package) holds the
+    code of the package folder `mine` (the checkout's): None when a file both hold
+    differs or one holds nothing; else (installed, extra), `installed` whether every
+    importable file of `theirs` is the checkout's (the checkout may hold more: a wheel
+    leaves out what its package data does not list, the configuration modules of a
+    `configs/` folder, which no import of the installed package can reach) save the
+    extension modules its build compiled (setuptools' ext_modules: the checkout, never
+    built in place, has none), and `extra` whether `theirs` holds each of the checkout's
+    files (a build may copy more in: detectron2's model-zoo configs)."""
     files = _code_files(mine)
-    if not files:
-        return None
     built = _code_files(theirs)
-    if not files <= built:
+    if not files or not built:
         return None
-    if not all(_same_bytes(os.path.join(mine, f), os.path.join(theirs, f)) for f in files):
+    if not all(_same_bytes(os.path.join(mine, f), os.path.join(theirs, f)) for f in files & built):
         return None
-    return files, built
+    suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+    only_built = built - files
+    return all(f.endswith(suffixes) for f in only_built), files <= built
 
 
 def _installed_folder(m, prefixes):
@@ -255,27 +317,24 @@ def _installed_folder(m, prefixes):
 def same_as_installed(top, roots):
     """Whether the top-level module `top`, imported from the repository's roots, is the
     same code as the package of that name installed in the environment (a checkout the
-    environment installed, as `pip install .` does): the same importable files with the
-    same bytes, save the extension modules its build compiled, which the checkout's
-    package gets from the installed one (BuiltExtensions). Then the installed copy is
-    not hidden behind the checkout's: a candidate whose `import top.sub` resolves to the
-    installed distribution gets the modules the zygote already imported. Importing that
-    package a second time, from the other folder, would run its import-time code again
-    against what stayed in the process: torch's functional DataPipe names and the shared
-    registries of installed libraries refuse the second registration ("Unable to add
-    DataPipe function name … as it is already taken"). A package whose installed files
-    differ otherwise (another version, modules its build copied in) is hidden as before."""
+    environment installed, as `pip install .` does): every importable file of the
+    installed package is the checkout's file of that path, with the same bytes, save the
+    extension modules its build compiled, which the checkout's package gets from the
+    installed one (BuiltExtensions). Then the installed copy is not hidden behind the
+    checkout's: a candidate whose `import top.sub` resolves to the installed distribution
+    gets the modules the zygote already imported. Importing that package a second time,
+    from the other folder, would run its import-time code again against what stayed in
+    the process: torch's functional DataPipe names and the shared registries of installed
+    libraries refuse the second registration ("Unable to add DataPipe function name …
+    as it is already taken"). A package whose installed files differ otherwise (another
+    version, modules its build copied in) is hidden as before."""
     if top in _SAME:
         return _SAME[top]
     _SAME[top] = False
     m = sys.modules.get(top) or STASH.get(top)
     pair = _installed_folder(m, root_prefixes(roots))
-    got = _built_files(*pair) if pair else None
-    if got is None:
-        return False
-    files, built = got
-    suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
-    same = all(f.endswith(suffixes) for f in built - files)
+    got = _compare_builds(*pair) if pair else None
+    same = bool(got and got[0])
     _SAME[top] = same
     return same
 
@@ -290,8 +349,9 @@ class BuiltExtensions(object):
     environment installed the wheel built from it (environment/pypi.ts buildNative). A
     submodule the checkout's package lacks (every finder before this one found nothing)
     is the installed build's extension module of the same relative path, when the
-    installed package is a build of the checkout's code (_built_files: each of the
-    checkout's modules in it with the same bytes); the same file is loaded, so the
+    installed package is a build of the checkout's code (_compare_builds: the files both
+    hold have the same bytes, and one holds all of the other's, extension modules
+    aside); the same file is loaded, so the
     original and a candidate that imported the installed package share one module.
     Anything else is left to fail as it would."""
 
@@ -317,7 +377,8 @@ class BuiltExtensions(object):
             # the folder holding the checkout's package stands in for the repository's
             # root: the installed copy is found without it
             pair = _installed_folder(m, root_prefixes([os.path.dirname(mine[0])]))
-            if pair and _built_files(*pair) is not None:
+            got = _compare_builds(*pair) if pair else None
+            if got and (got[0] or got[1]):
                 cls._pairs[key] = pair[1]
         theirs = cls._pairs[key]
         if theirs is None:
