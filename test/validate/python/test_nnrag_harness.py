@@ -8,6 +8,7 @@ import dataclasses
 import functools
 import json
 import os
+import shutil
 import sys
 import tempfile
 import types
@@ -1361,6 +1362,68 @@ class StashTest(unittest.TestCase):
                 for name in ("nnragstash_pkg", "nnragstash_shared"):
                     sys.modules.pop(name, None)
                     STASH_MOD.STASH.pop(name, None)
+
+
+class BuiltExtensionsTest(unittest.TestCase):
+    """stash.same_as_installed and stash.BuiltExtensions: an installed package that holds
+    the checkout's modules with the same bytes plus the extension modules its build
+    compiled is the checkout's own code, and a submodule the checkout lacks is the
+    installed build's extension module of that path; an installed copy with a module of
+    its own is not the same code (its extension modules are still the checkout's build),
+    and one whose modules differ gives the checkout nothing. The extension files are not
+    loaded here (test/validate/built-extensions.test.ts loads a compiled one)."""
+
+    def _case(self, name, edit):
+        import importlib
+        import importlib.machinery
+
+        root, site = tempfile.mkdtemp(), tempfile.mkdtemp()
+        self.addCleanup(lambda: [shutil.rmtree(d, ignore_errors=True) for d in (root, site)])
+        for base in (root, site):
+            os.makedirs(os.path.join(base, name, "ops"))
+            for rel, text in (("__init__.py", ""), ("ops/__init__.py", ""), ("ops/layer.py", "X = 1\n")):
+                with open(os.path.join(base, name, rel), "w") as f:
+                    f.write(text)
+        ext = os.path.join(site, name, "ops", "_ext" + importlib.machinery.EXTENSION_SUFFIXES[0])
+        with open(ext, "wb") as f:
+            f.write(b"\x7fELF")
+        edit(os.path.join(site, name))
+        sys.path[:0] = [root, site]
+
+        def undo():
+            sys.path.remove(root)
+            sys.path.remove(site)
+            for n in [n for n in sys.modules if n.partition(".")[0] == name]:
+                del sys.modules[n]
+
+        self.addCleanup(undo)
+        importlib.import_module(name + ".ops.layer")
+        spec = STASH_MOD.BuiltExtensions.find_spec(name + ".ops._ext", [os.path.join(root, name, "ops")])
+        return STASH_MOD.same_as_installed(name, [root]), spec, ext
+
+    def test_a_build_that_adds_extension_modules(self):
+        same, spec, ext = self._case("nnragbuilt_a", lambda pkg: None)
+        self.assertTrue(same)
+        self.assertEqual(spec.origin, ext)
+        self.assertIsInstance(spec.loader, importlib.machinery.ExtensionFileLoader)
+
+    def test_a_build_that_copies_modules_in(self):
+        def copy_in(pkg):
+            with open(os.path.join(pkg, "configs.py"), "w") as f:
+                f.write("Y = 2\n")
+
+        same, spec, ext = self._case("nnragbuilt_b", copy_in)
+        self.assertFalse(same)
+        self.assertEqual(spec.origin, ext)
+
+    def test_other_code(self):
+        def other(pkg):
+            with open(os.path.join(pkg, "ops", "layer.py"), "a") as f:
+                f.write("Z = 3\n")
+
+        same, spec, _ = self._case("nnragbuilt_c", other)
+        self.assertFalse(same)
+        self.assertIsNone(spec)
 
 
 class InstalledIsolationTest(unittest.TestCase):
