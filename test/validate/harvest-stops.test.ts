@@ -1,7 +1,8 @@
 // Harvest steps that were run again although nothing they read had changed (issue 27;
 // src/validate/README.md "Witnesses"), in the real sandbox with two fixture repositories
 // (test/fixtures/harvest-stops): a step whose model's eval() raises still answers (the
-// constructions it recorded, what it read) and is stored; a test that waits without
+// constructions it recorded, what it read) and is stored, as does one whose error escapes
+// the harness's handling (SystemExit); a test that waits without
 // computing is ended by its wall-clock bound (6x + 10 s of its CPU budget) and the tests
 // after it run; a test step whose budget ran out is marked stopped by it. After an edit of
 // a file no step read, every step is reused; after an edit of another repository's file
@@ -37,6 +38,7 @@ const ran = (h: HarvestResult) =>
     .sort();
 
 const LOOPER = 'hspkg.models.build_looper';
+const SEALED = 'hspkg.models.build_sealed';
 const TESTS = 'test:tests/test_waits.py';
 
 test('a step whose eval() fails answers and is reused; a waiting test is stopped by the wall clock; edits of files no step read re-run nothing', {
@@ -86,7 +88,7 @@ test('a step whose eval() fails answers and is reused; a waiting test is stopped
   try {
     await reindex();
     const cold = await harvest();
-    assert.deepEqual(ran(cold), [LOOPER, TESTS], JSON.stringify(cold.entries));
+    assert.deepEqual(ran(cold), [LOOPER, SEALED, TESTS], JSON.stringify(cold.entries));
 
     // eval() raised (Looper.train takes a loader): the step answered, with the
     // constructions it recorded, and its answer is stored with what it read
@@ -100,6 +102,18 @@ test('a step whose eval() fails answers and is reused; a waiting test is stopped
     assert.ok(
       stored.files.some(([f]) => f === path.join(other, 'otherpkg', 'used.py')),
       stored.files.map(([f]) => f).join(),
+    );
+
+    // an error that escaped the harness's handling (SystemExit from the model's
+    // parameters()): the step answered all the same, with what it read, and is stored
+    const sealed = entry(cold, SEALED);
+    assert.match(sealed.error ?? '', /SystemExit/, JSON.stringify(sealed));
+    assert.ok((sealed.cpuMs ?? 4000) < 4000, `charged what it spent, not its whole budget: ${sealed.cpuMs}`);
+    assert.ok(
+      Object.values(cold.runs ?? {}).some((r) =>
+        (r.harvest as { entry?: string; error?: string }).error?.includes('SystemExit'),
+      ),
+      'the step whose error escaped is stored',
     );
 
     // the test that sleeps 60 s was ended by its wall-clock bound (16 s), the test after
@@ -117,7 +131,7 @@ test('a step whose eval() fails answers and is reused; a waiting test is stopped
     assert.equal(currentHarvest(ws.store, 'hsrepo', pool.envId), null, 'an own file changed: harvested again');
     const edited = await harvest();
     assert.deepEqual(ran(edited), [], JSON.stringify(edited.entries));
-    assert.equal(edited.reusedRuns, 2);
+    assert.equal(edited.reusedRuns, 3);
     assert.deepEqual(edited.witnesses, cold.witnesses);
 
     // an edit of another repository's file that the harvest never read: still current

@@ -4,12 +4,14 @@
 # (Reporter); child_main sets the child up (limits, descriptors, working directory) and
 # runs the stages or a witness-harvest step (harvest_main).
 import ast
+import gc
 import inspect
 import io
 import os
 import re
 import signal
 import sys
+import traceback
 import types
 
 from nnrag_harness import CANDIDATE_FILE, CANDIDATE_MODULE
@@ -181,6 +183,11 @@ def harvest_main(req, rep, torch):
         signal.setitimer(signal.ITIMER_PROF, 0)
         signal.setitimer(signal.ITIMER_REAL, 0)
         res = {"error": fmt_error(e), "traceback": fmt_trace(e)}
+        # free what the failed step held (its frames' locals: the recorder and every module
+        # it built) before answering: a MemoryError left too little to answer with
+        traceback.clear_frames(e.__traceback__)
+        e.__traceback__ = None
+        gc.collect()
         if cfg.get("mode") != "list":
             res["cpuMs"] = round((self_cpu() - cpu0) * 1000, 1)
             res["ms"] = round((_monotonic() - wall0) * 1000, 1)
