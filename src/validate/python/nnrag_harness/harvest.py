@@ -1575,6 +1575,10 @@ def run_entry(cfg, torch, send):
                     break
         except EntryTimeout as e:
             res["forwardError"] = "timeout: %s" % e
+        except BaseException as e:  # noqa: BLE001 - the model's own eval() or hints failed: no forward, reported
+            # (a model whose train() takes other arguments fails in eval(), PyTorch's
+            # Module.eval calls self.train(False)); the constructions stay witnesses
+            res["forwardError"] = "%s: %s" % (type(e).__name__, str(e)[:300])
     arm_budget(0)
     res["ms"] = round((time.monotonic() - w0) * 1000, 1)
     res["cpuMs"] = round((cpu_seconds() - t0) * 1000, 1)
