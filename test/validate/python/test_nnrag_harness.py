@@ -6,6 +6,7 @@ label -> source rule) and stash (the original's modules hidden and kept). Run wi
 import copy
 import dataclasses
 import functools
+import importlib.machinery
 import json
 import os
 import shutil
