@@ -1712,5 +1712,147 @@ class ObjectInputTest(unittest.TestCase):
         self.assertEqual(tuple(m(x, sel).shape), (4, 8))
 
 
+CONFIG_FIXTURE = """
+import torch.nn as nn
+
+
+class TextConfig:
+    # a configuration class whose constructor needs no argument (its author's defaults)
+    def __init__(self, vocab_size=1000, hidden_size=768, num_attention_heads=12, intermediate_size=3072, **kwargs):
+        self.vocab_size = vocab_size
+        self.hidden_size = hidden_size
+        self.num_attention_heads = num_attention_heads
+        self.intermediate_size = intermediate_size
+        for k, v in kwargs.items():
+            setattr(self, k, v)
+
+    @classmethod
+    def from_dict(cls, d):
+        if not isinstance(d, dict):
+            raise TypeError("a dict")
+        return cls(**d)
+
+
+class Layer(nn.Module):
+    # reads the configuration's fields, one of them a field TextConfig does not define
+    def __init__(self, config):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.cross = nn.Linear(config.encoder_width, config.hidden_size)
+
+    def forward(self, x):
+        return self.dense(x)
+
+
+class Model(nn.Module):
+    # the module's evidence: the parameter is checked to be a TextConfig
+    def __init__(self, config):
+        super().__init__()
+        if not isinstance(config, TextConfig):
+            config = TextConfig.from_dict(config)
+        self.layer = Layer(config)
+
+
+class FromMapping(nn.Module):
+    # the parameter is the mapping a TextConfig is made from
+    def __init__(self, med_config):
+        super().__init__()
+        med_config = TextConfig.from_dict(med_config)
+        self.dense = nn.Linear(med_config.hidden_size, med_config.hidden_size)
+
+
+class Unrelated(nn.Module):
+    # nothing of the module names a class for `settings`
+    def __init__(self, settings):
+        super().__init__()
+        self.dense = nn.Linear(settings.width, settings.width)
+"""
+
+
+class ConfigObjectsTest(unittest.TestCase):
+    """source_config: a parameter taking a configuration object gets the configuration class
+    its module's code names for it, built from its defaults (small widths first)."""
+
+    @classmethod
+    def setUpClass(cls):
+        import importlib.util
+
+        cls.dir = tempfile.mkdtemp()
+        path = os.path.join(cls.dir, "nnrag_cfg_fixture.py")
+        with open(path, "w") as f:
+            f.write(CONFIG_FIXTURE)
+        spec = importlib.util.spec_from_file_location("nnrag_cfg_fixture", path)
+        cls.mod = importlib.util.module_from_spec(spec)
+        sys.modules["nnrag_cfg_fixture"] = cls.mod
+        spec.loader.exec_module(cls.mod)
+
+    @classmethod
+    def tearDownClass(cls):
+        sys.modules.pop("nnrag_cfg_fixture", None)
+
+    def build(self, name):
+        """arg_candidates of class `name`, built as the harness's loop builds them (with the
+        missing-attribute variant): (label, kwargs, instance or None)."""
+        from nnrag_harness import source_config as SCF
+
+        klass = getattr(self.mod, name)
+        cands, unguessable = CA.arg_candidates(klass, None, self.mod.__dict__, nn)
+        i = 0
+        while i < len(cands):
+            label, a, kw = cands[i]
+            i += 1
+            try:
+                return label, kw, klass(*a, **kw), unguessable
+            except AttributeError as e:
+                v = SCF.missing_attribute_variant(a, kw, e, nn)
+                if v is not None and label.count(" +attr") < 4:
+                    cands.insert(i, (label + " +attr", v[0], v[1]))
+            except Exception:  # noqa: BLE001
+                pass
+        return None, None, None, unguessable
+
+    def test_classes_from_the_module_evidence(self):
+        from nnrag_harness import source_config as SCF
+
+        TextConfig = self.mod.TextConfig
+        # Model's isinstance check makes it a TextConfig first; its from_dict also takes the mapping
+        self.assertEqual(
+            SCF.config_classes(self.mod.Layer, "config", self.mod.__dict__),
+            [(TextConfig, "instance"), (TextConfig, "dict")],
+        )
+        self.assertEqual(
+            SCF.config_classes(self.mod.FromMapping, "med_config", self.mod.__dict__), [(TextConfig, "dict")]
+        )
+        self.assertEqual(SCF.config_classes(self.mod.Unrelated, "settings", self.mod.__dict__), [])
+
+    def test_instance_small_then_missing_field(self):
+        label, kw, inst, _ = self.build("Layer")
+        self.assertIsNotNone(inst, "the layer builds from a TextConfig")
+        cfg = kw["config"]
+        self.assertIsInstance(cfg, self.mod.TextConfig)
+        # small widths and heads first; the field TextConfig lacks given by name
+        self.assertEqual((cfg.hidden_size, cfg.intermediate_size, cfg.num_attention_heads), (32, 32, 4))
+        self.assertEqual(cfg.encoder_width, 32)
+        self.assertTrue(label.endswith(" +attr"), label)
+        self.assertEqual(tuple(inst(torch.randn(2, 32)).shape), (2, 32))
+        # the usage line writes the configuration as its construction
+        from nnrag_harness import snippet as SN
+
+        enc = SN.encode_live({"config": cfg}, torch)
+        self.assertEqual(enc["$dict"]["config"]["$module"][1], "TextConfig")
+        self.assertEqual(enc["$dict"]["config"]["kwargs"]["encoder_width"], 32)
+
+    def test_mapping_form(self):
+        _, kw, inst, _ = self.build("FromMapping")
+        self.assertIsNotNone(inst)
+        self.assertEqual(type(kw["med_config"]), dict)
+        self.assertEqual(inst.dense.in_features, 32)
+
+    def test_no_evidence_stays_unguessable(self):
+        _, _, inst, unguessable = self.build("Unrelated")
+        self.assertIsNone(inst)
+        self.assertEqual(unguessable, "settings")
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -7,7 +7,8 @@
 # comes back to Python as an int; a dict keyed by numbers or
 # tuples of plain values as {"$map": [[key, value], ...]}), classes and functions by
 # module and qualified name, functools.partial by its parts, tensors by shape, dtype and
-# statistics (small integer / bool tensors by value: ids, masks), nn.Module instances by
+# statistics (small integer / bool tensors by value: ids, masks), nn.Module instances (and
+# other objects the harness built by calling their class: configuration objects) by
 # their own recorded construction (re-creatable), dataclass / namespace / other plain
 # objects (detr's NestedTensor) by their class and fields. decode() rebuilds a value
 # with a caller's resolver for classes and functions (the copy's names in a candidate,
@@ -156,6 +157,16 @@ def encode(v, modules=None, depth=0):
         if extra:
             out["attrs"] = extra
         return out
+    rec = (modules or {}).get(id(v))
+    if rec is not None and rec[0] is v and not isinstance(v, type):
+        # another object built by calling its class with these arguments (a configuration
+        # object the harness built, source_config.build): that construction, as a module's
+        _, cls, args, kwargs = rec
+        return {
+            "$module": _ref(cls),
+            "args": [encode(x, modules, depth + 1) for x in args],
+            "kwargs": {k: encode(x, modules, depth + 1) for k, x in kwargs.items()},
+        }
     if dataclasses.is_dataclass(v) and not isinstance(v, type):
         fields = {f.name: encode(getattr(v, f.name), modules, depth + 1) for f in dataclasses.fields(v) if f.init}
         return {"$dataclass": _ref(type(v)), "fields": fields}
