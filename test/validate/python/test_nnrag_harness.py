@@ -1854,5 +1854,78 @@ class ConfigObjectsTest(unittest.TestCase):
         self.assertEqual(unguessable, "settings")
 
 
+class CfgNode(dict):
+    """A yacs-style configuration node: read by attribute, built from a dict of its items."""
+
+    def __init__(self, init=None):
+        super().__init__()
+        for k, v in (init or {}).items():
+            self[k] = CfgNode(v) if isinstance(v, dict) else v
+
+    def __getattr__(self, k):
+        try:
+            return self[k]
+        except KeyError:
+            raise AttributeError(k) from None
+
+
+class RepositoryConfigTest(unittest.TestCase):
+    """A yacs configuration is the repository's own configuration class, in the harvest
+    (harvest.repository_config) and when a recorded one is decoded (values.decode)."""
+
+    def test_decode_keeps_the_recorded_class(self):
+        cfg = CfgNode({"MODEL": {"WIDTH": 8, "NAMES": ["a"]}})
+        enc = V.encode(cfg)
+        self.assertEqual(enc["class"][1], "CfgNode")
+        dec = V.decode(enc, V.module_resolver(globals(), lambda m: False), torch)
+        self.assertIsInstance(dec, CfgNode)
+        self.assertIsInstance(dec.MODEL, CfgNode)
+        self.assertEqual(dec.MODEL.WIDTH, 8)
+        # a class the resolver cannot give: a plain attribute dict, read the same way
+        plain = V.decode(enc, V.module_resolver({}, lambda m: False), torch)
+        self.assertNotIsInstance(plain, CfgNode)
+        self.assertEqual(plain.MODEL.WIDTH, 8)
+
+    def test_harvest_builds_the_repository_defaults_object(self):
+        root = tempfile.mkdtemp()
+        pkg = os.path.join(root, "cfgpkg_fixture")
+        os.makedirs(pkg)
+        with open(os.path.join(pkg, "__init__.py"), "w") as f:
+            f.write("")
+        with open(os.path.join(pkg, "defaults.py"), "w") as f:
+            f.write(
+                "class CfgNode(dict):\n"
+                "    def __getattr__(self, k):\n"
+                "        try:\n"
+                "            return self[k]\n"
+                "        except KeyError:\n"
+                "            raise AttributeError(k) from None\n"
+                "    def __setattr__(self, k, v):\n"
+                "        self[k] = v\n"
+                "    def clone(self):\n"
+                "        import copy\n"
+                "        return copy.deepcopy(self)\n"
+                "_C = CfgNode()\n"
+                "_C.MODEL = CfgNode()\n"
+                "_C.MODEL.DEVICE = 'cuda'\n"
+                "_C.MODEL.WIDTH = 96\n"
+                "_C.MODEL.DEPTH = 4\n"
+            )
+        sys.path.insert(0, root)
+        try:
+            specs = [c for c in CF.yacs_configs([root]) if c["root"] == "_C"]
+            self.assertEqual(len(specs), 1)
+            cfg = H.make_config(specs[0], torch, {"MODEL": {"WIDTH": 32}})
+            defaults = sys.modules["cfgpkg_fixture.defaults"]
+            self.assertIsInstance(cfg, defaults.CfgNode)
+            self.assertIsInstance(cfg.MODEL, defaults.CfgNode)
+            self.assertEqual((cfg.MODEL.DEVICE, cfg.MODEL.WIDTH, cfg.MODEL.DEPTH), ("cpu", 32, 4))
+            self.assertEqual(defaults._C.MODEL.WIDTH, 96, "the module's defaults are left alone")
+        finally:
+            sys.path.remove(root)
+            for n in [n for n in sys.modules if n.startswith("cfgpkg_fixture")]:
+                del sys.modules[n]
+
+
 if __name__ == "__main__":
     unittest.main()

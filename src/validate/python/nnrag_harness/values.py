@@ -10,7 +10,8 @@
 # statistics (small integer / bool tensors by value: ids, masks), nn.Module instances (and
 # other objects the harness built by calling their class: configuration objects) by
 # their own recorded construction (re-creatable), dataclass / namespace / other plain
-# objects (detr's NestedTensor) by their class and fields. decode() rebuilds a value
+# objects (detr's NestedTensor) by their class and fields, attribute dicts (yacs CfgNode)
+# by their items and class. decode() rebuilds a value
 # with a caller's resolver for classes and functions (the copy's names in a candidate,
 # the original's in the equivalence stage) and a seeded generator for tensors.
 import dataclasses
@@ -316,7 +317,24 @@ def decode(enc, resolve, torch, gen=None, depth=0):
         cls = resolve(*enc["$namedtuple"])
         return cls(**{k: decode(x, resolve, torch, gen, depth + 1) for k, x in enc["fields"].items()})
     if "$attrdict" in enc:
-        return AttrDict((k, decode(x, resolve, torch, gen, depth + 1)) for k, x in enc["$attrdict"].items())
+        items = [(k, decode(x, resolve, torch, gen, depth + 1)) for k, x in enc["$attrdict"].items()]
+        # the recorded configuration class when it resolves (a yacs CfgNode is built from
+        # a dict of its items): code dispatches on its type, as a constructor decorated to
+        # accept a configuration does (`isinstance(args[0], CfgNode)`); else a plain
+        # attribute dict, which reads the same
+        ref = enc.get("class")
+        klass = None
+        if isinstance(ref, list) and len(ref) == 2:
+            try:
+                klass = resolve(*ref)
+            except Exception:  # noqa: BLE001 - not resolvable here
+                klass = None
+        if isinstance(klass, type) and issubclass(klass, dict) and klass is not AttrDict:
+            try:
+                return klass(dict(items))
+            except Exception:  # noqa: BLE001 - a constructor that takes no mapping
+                pass
+        return AttrDict(items)
     if "$tensor" in enc:
         return decode_tensor(enc, torch, gen)
     if "$dtype" in enc:
