@@ -1761,6 +1761,25 @@ class FromMapping(nn.Module):
         self.dense = nn.Linear(med_config.hidden_size, med_config.hidden_size)
 
 
+class VisionConfig(TextConfig):
+    pass
+
+
+class VisionModel(nn.Module):
+    # the only evidence for `vcfg`: the model makes its configuration from the mapping
+    def __init__(self, vcfg):
+        super().__init__()
+        vcfg = VisionConfig.from_dict(vcfg)
+        self.layer = VisionLayer(vcfg)
+
+
+class VisionLayer(nn.Module):
+    # takes the configuration once made: an instance, not the mapping
+    def __init__(self, vcfg):
+        super().__init__()
+        self.dense = nn.Linear(vcfg.hidden_size, vcfg.hidden_size)
+
+
 class Unrelated(nn.Module):
     # nothing of the module names a class for `settings`
     def __init__(self, settings):
@@ -1846,6 +1865,13 @@ class ConfigObjectsTest(unittest.TestCase):
         _, kw, inst, _ = self.build("FromMapping")
         self.assertIsNotNone(inst)
         self.assertEqual(type(kw["med_config"]), dict)
+        self.assertEqual(inst.dense.in_features, 32)
+
+    def test_mapping_for_the_converting_class_instance_for_its_layers(self):
+        _, kw, inst, _ = self.build("VisionModel")
+        self.assertEqual(type(kw["vcfg"]), dict)
+        _, kw, inst, _ = self.build("VisionLayer")
+        self.assertIsInstance(kw["vcfg"], self.mod.VisionConfig)
         self.assertEqual(inst.dense.in_features, 32)
 
     def test_no_evidence_stays_unguessable(self):

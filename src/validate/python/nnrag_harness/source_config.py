@@ -33,6 +33,7 @@ import re
 import sys
 
 from . import arguments as A
+from . import usage as U
 from . import values as V
 
 # an alternative constructor (classmethod) of a configuration class: `C.from_dict(...)`
@@ -292,7 +293,9 @@ def build(c, form, d, h, nn, g=None, small=True):
 def config_params(req, nn):
     """{parameter: [(class, form), ...]} for the required parameters of the request's class that
     take a configuration object its module's code names (config_classes): unannotated, or
-    annotated with something that is no class (a string the module cannot evaluate)."""
+    annotated with something that is no class (a string the module cannot evaluate). A
+    class the module makes from a mapping is a candidate instance too; the mapping comes
+    first only for a class whose own __init__ makes the configuration from it (converts)."""
     out = {}
     data_ns = None
     tried = False
@@ -311,6 +314,33 @@ def config_params(req, nn):
             cs = config_classes(req.cls, p.name, req.mod_globals, data_ns, nn)
         except Exception:  # noqa: BLE001 - reading the code is best effort
             cs = []
-        if cs:
-            out[p.name] = cs
+        if not cs:
+            continue
+        # a class the module converts a mapping into is also what its layers take once
+        # converted (`config = C.from_dict(config)`, then `Layer(config)`): a class that
+        # reads attributes of the parameter takes the instance first, else the mapping
+        for c, form in list(cs):
+            if form == "dict" and (c, "instance") not in cs:
+                cs.append((c, "instance"))
+        cs.sort(key=lambda x: x[1] != ("dict" if converts(req.cls, p.name) else "instance"))
+        out[p.name] = cs
     return out
+
+
+def converts(cls, param):
+    """Whether the class's own __init__ makes its configuration from the parameter
+    (`param = C.from_dict(param)`): then the parameter is the mapping."""
+    _, node = U._function_node(getattr(cls, "__init__", None))
+    if node is None:
+        return False
+    for n in ast.walk(node):
+        if (
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr == "from_dict"
+            and n.args
+            and isinstance(n.args[0], ast.Name)
+            and n.args[0].id == param
+        ):
+            return True
+    return False
