@@ -1766,18 +1766,18 @@ class VisionConfig(TextConfig):
 
 
 class VisionModel(nn.Module):
-    # the only evidence for `vcfg`: the model makes its configuration from the mapping
-    def __init__(self, vcfg):
+    # the only evidence for `vision_cfg`: the model makes its configuration from the mapping
+    def __init__(self, vision_cfg):
         super().__init__()
-        vcfg = VisionConfig.from_dict(vcfg)
-        self.layer = VisionLayer(vcfg)
+        vision_cfg = VisionConfig.from_dict(vision_cfg)
+        self.layer = VisionLayer(vision_cfg)
 
 
 class VisionLayer(nn.Module):
     # takes the configuration once made: an instance, not the mapping
-    def __init__(self, vcfg):
+    def __init__(self, vision_cfg):
         super().__init__()
-        self.dense = nn.Linear(vcfg.hidden_size, vcfg.hidden_size)
+        self.dense = nn.Linear(vision_cfg.hidden_size, vision_cfg.hidden_size)
 
 
 class Unrelated(nn.Module):
@@ -1869,9 +1869,9 @@ class ConfigObjectsTest(unittest.TestCase):
 
     def test_mapping_for_the_converting_class_instance_for_its_layers(self):
         _, kw, inst, _ = self.build("VisionModel")
-        self.assertEqual(type(kw["vcfg"]), dict)
+        self.assertEqual(type(kw["vision_cfg"]), dict)
         _, kw, inst, _ = self.build("VisionLayer")
-        self.assertIsInstance(kw["vcfg"], self.mod.VisionConfig)
+        self.assertIsInstance(kw["vision_cfg"], self.mod.VisionConfig)
         self.assertEqual(inst.dense.in_features, 32)
 
     def test_no_evidence_stays_unguessable(self):

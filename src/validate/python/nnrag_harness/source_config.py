@@ -290,35 +290,54 @@ def build(c, form, d, h, nn, g=None, small=True):
     return _made(V.record_built(c(**kw), c, [], kw), c)
 
 
+# a parameter named like a configuration object (`config`, `med_config`, `cfg`)
+CONFIG_PARAM = re.compile(r"(^|_)(config|cfg|conf|configuration)$", re.I)
+
+
 def config_params(req, nn):
     """{parameter: [(class, form), ...]} for the required parameters of the request's class that
-    take a configuration object its module's code names (config_classes): unannotated, or
-    annotated with something that is no class (a string the module cannot evaluate). A
-    class the module makes from a mapping is a candidate instance too; the mapping comes
-    first only for a class whose own __init__ makes the configuration from it (converts)."""
+    take a configuration object its module's code names (config_classes): named like one
+    (CONFIG_PARAM, arguments.CONFIG_NAMES) or read by attribute in the class's code
+    (usage.attribute_reads), unannotated or annotated with something that is no class (a
+    string the module cannot evaluate). The copy's own module is read first; the
+    original module (`req.data_ns`, imported in the candidate's process) only when the
+    copy names no class for it. A class the module makes from a mapping is a candidate
+    instance too; the mapping comes first only for a class whose own __init__ makes the
+    configuration from it (converts)."""
     out = {}
     data_ns = None
     tried = False
+    reads = None
     for p in req.required:
         if p.annotation is not inspect.Parameter.empty and isinstance(
             A.resolve_annotation(p.annotation, req.mod_globals), type
         ):
             continue  # an annotation naming a class: guess_value's rules
-        if not tried:
-            tried = True
-            try:
-                data_ns = req.data_ns() if callable(req.data_ns) else req.data_ns
-            except Exception:  # noqa: BLE001 - the original does not import
-                data_ns = None
+        if not (CONFIG_PARAM.search(p.name) or A.CONFIG_NAMES.match(p.name)):
+            if reads is None:
+                try:
+                    reads = U.attribute_reads(req.cls)
+                except Exception:  # noqa: BLE001 - reading the code is best effort
+                    reads = {}
+            if not reads.get(p.name):
+                continue
         try:
-            cs = config_classes(req.cls, p.name, req.mod_globals, data_ns, nn)
+            cs = config_classes(req.cls, p.name, req.mod_globals, None, nn)
+            if not cs:
+                if not tried:
+                    tried = True
+                    try:
+                        data_ns = req.data_ns() if callable(req.data_ns) else req.data_ns
+                    except Exception:  # noqa: BLE001 - the original does not import
+                        data_ns = None
+                if data_ns:
+                    cs = config_classes(req.cls, p.name, req.mod_globals, data_ns, nn)
         except Exception:  # noqa: BLE001 - reading the code is best effort
             cs = []
         if not cs:
             continue
         # a class the module converts a mapping into is also what its layers take once
-        # converted (`config = C.from_dict(config)`, then `Layer(config)`): a class that
-        # reads attributes of the parameter takes the instance first, else the mapping
+        # converted (`config = C.from_dict(config)`, then `Layer(config)`)
         for c, form in list(cs):
             if form == "dict" and (c, "instance") not in cs:
                 cs.append((c, "instance"))
