@@ -1912,6 +1912,33 @@ class RepositoryConfigTest(unittest.TestCase):
         self.assertNotIsInstance(plain, CfgNode)
         self.assertEqual(plain.MODEL.WIDTH, 8)
 
+    def test_decode_as_the_candidates_base_when_the_original_class_is_foreign(self):
+        # the recorded class derives from an installed package's class that this process
+        # imported afresh (another class object of the same name): the base it resolves to
+        class Installed(dict):
+            pass
+
+        class Fresh(dict):
+            pass
+
+        class Repository(Installed):
+            pass
+
+        def resolve(module, qualname):
+            return {"Repository": Repository, "Installed": Fresh}[qualname.split(".")[-1]]
+
+        Installed.__qualname__, Repository.__qualname__ = "Installed", "Repository"
+        enc = {"$attrdict": {"A": 1}, "class": ["repo.config", "Repository"]}
+        dec = V.decode(enc, resolve, torch)
+        self.assertIs(type(dec), Fresh)
+        self.assertEqual(dec["A"], 1)
+
+        # the same class everywhere (the original's own process): the recorded class
+        def same(module, qualname):
+            return {"Repository": Repository, "Installed": Installed}[qualname.split(".")[-1]]
+
+        self.assertIs(type(V.decode(enc, same, torch)), Repository)
+
     def test_harvest_builds_the_repository_defaults_object(self):
         root = tempfile.mkdtemp()
         pkg = os.path.join(root, "cfgpkg_fixture")

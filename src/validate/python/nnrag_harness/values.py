@@ -330,6 +330,7 @@ def decode(enc, resolve, torch, gen=None, depth=0):
             except Exception:  # noqa: BLE001 - not resolvable here
                 klass = None
         if isinstance(klass, type) and issubclass(klass, dict) and klass is not AttrDict:
+            klass = _class_here(klass, resolve)
             try:
                 return klass(dict(items))
             except Exception:  # noqa: BLE001 - a constructor that takes no mapping
@@ -380,6 +381,25 @@ def decode(enc, resolve, torch, gen=None, depth=0):
             setattr(obj, k, decode(x, resolve, torch, gen, depth + 1))
         return obj
     raise Unresolvable("unknown record %s" % sorted(enc)[:3])
+
+
+def _class_here(klass, resolve):
+    """`klass`, or the first of its bases (below dict) that the resolver gives as another
+    class object: a class of the original's that derives from an installed package's the
+    candidate imported afresh (stash.INSTALLED: detectron2's CfgNode, from the zygote, on
+    fvcore's) is foreign to the candidate's code, which checks `isinstance(cfg,
+    fvcore's CfgNode)` against its own import; the candidate's base class is then what
+    reads and dispatches the same."""
+    for base in klass.__mro__[1:]:
+        if base is dict or base is object:
+            break
+        try:
+            here = resolve(base.__module__, base.__qualname__)
+        except Exception:  # noqa: BLE001 - not resolvable here
+            continue
+        if here is not base and isinstance(here, type) and issubclass(here, dict):
+            return here
+    return klass
 
 
 def decode_tensor(enc, torch, gen=None):
