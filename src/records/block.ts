@@ -25,7 +25,7 @@
 // emitter, …) so that the store, the library, search and validation all read one type and
 // none of them imports a higher layer for it.
 import type { Param } from '../parse/types.js';
-import type { ValidationRecord } from './validation.js';
+import type { EnvironmentFacts, ValidationRecord } from './validation.js';
 
 /** Why a name did not resolve (resolve/names.ts). */
 export type UnresolvedReason = 'missing-module' | 'undefined' | 'star-extern' | 'dynamic' | 'module-object' | 'cycle';
@@ -245,9 +245,31 @@ export function validationsOf(
   return v ? { [v.envId]: { ...v, ok: record.ok, label: environmentLabel(v) } } : {};
 }
 
+/** Whether two validations ran in the same environment, though their ids differ: the
+ *  id also digests nnrag's harness (a newer nnrag validates again), so the same
+ *  interpreter, root filesystem, virtual environment and lock, with the same Python and
+ *  torch and the same versions of what the block imports, is one environment, whose
+ *  newer result replaces the older. Records without the facts are never the same. */
+export function sameEnvironment(
+  a: EnvironmentFacts | null | undefined,
+  b: EnvironmentFacts | null | undefined,
+): boolean {
+  if (!a || !b) return false;
+  return (
+    a.interpreter === b.interpreter &&
+    a.rootfs === b.rootfs &&
+    a.venv === b.venv &&
+    a.lock === b.lock &&
+    a.python === b.python &&
+    a.torch === b.torch &&
+    JSON.stringify(a.distributions ?? null) === JSON.stringify(b.distributions ?? null)
+  );
+}
+
 /**
  * A new validation of the same module added to the earlier ones (`previous`, those of
- * the same module text): its environment's entry is replaced, the others kept. The block
+ * the same module text): its environment's entry is replaced (by id, or an older
+ * nnrag's result in the same environment: sameEnvironment), the others kept. The block
  * passes when it passed in any environment; the validation shown is the new one when it
  * passed, else one that passed (the most recently added), else the new one.
  */
@@ -257,7 +279,8 @@ export function addValidation(
   ok: boolean,
 ): { validations: Record<string, EnvValidation>; validation: ValidationRecord; ok: boolean } {
   const validations: Record<string, EnvValidation> = { ...previous };
-  delete validations[v.envId];
+  for (const [id, x] of Object.entries(validations))
+    if (id === v.envId || sameEnvironment(x.environment, v.environment)) delete validations[id];
   validations[v.envId] = { ...v, ok, label: environmentLabel(v) };
   if (ok) return { validations, validation: v, ok };
   const passed = Object.values(validations).filter((x) => x.ok);

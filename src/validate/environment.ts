@@ -505,6 +505,14 @@ function cleanEnv(home: string): Record<string, string> {
     MKL_NUM_THREADS: '1',
     OPENBLAS_NUM_THREADS: '1',
     TMPDIR: home,
+    // the sandbox has no network, and Hugging Face's hub client retries a failed request
+    // with exponential backoff (huggingface_hub.utils.http_backoff), so a constructor that
+    // fetches a configuration (`AutoConfig.from_pretrained`) slept for minutes before
+    // failing; the libraries' documented offline switches make it fail at once, or use
+    // what a cache holds (huggingface_hub's and transformers' environment variables)
+    HF_HUB_OFFLINE: '1',
+    TRANSFORMERS_OFFLINE: '1',
+    HF_DATASETS_OFFLINE: '1',
   };
 }
 

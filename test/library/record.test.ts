@@ -145,6 +145,30 @@ test('a version-1 record keeps its one validation as its one environment; a run 
   const again = addValidation(m.validations, { ...failed, envId: 'aaaa1111bbbb2222', environment: undefined }, false);
   assert.equal(again.ok, false);
   assert.equal(Object.keys(again.validations).length, 2, 'a re-run in the same environment replaces its entry');
+  // a newer nnrag (another harness, so another id) in the same environment replaces that
+  // environment's entry instead of adding a second one with the same label
+  const facts = {
+    label: '/e (python 3.11.2, torch 2.15.0)',
+    python: '3.11.2',
+    torch: '2.15.0',
+    venv: '/e',
+    lock: 'ab12',
+  };
+  const older = addValidation({}, { ...failed, envId: 'eeee0001', environment: { id: 'eeee0001', ...facts } }, false);
+  const newer = addValidation(
+    older.validations,
+    { ...v1.validation, envId: 'eeee0002', environment: { id: 'eeee0002', ...facts } },
+    true,
+  );
+  assert.deepEqual(Object.keys(newer.validations), ['eeee0002']);
+  assert.equal(newer.ok, true);
+  // another lock at the same path is another environment: both kept
+  const other = addValidation(
+    newer.validations,
+    { ...failed, envId: 'eeee0003', environment: { id: 'eeee0003', ...facts, lock: 'cd34' } },
+    false,
+  );
+  assert.deepEqual(Object.keys(other.validations).sort(), ['eeee0002', 'eeee0003']);
   // --env matches an id, a prefix of it, or a part of the label
   const env = { id: 'cccc3333dddd4444', label: failed.environment.label };
   assert.ok(matchesEnvironment(env, 'cccc3333dddd4444'));

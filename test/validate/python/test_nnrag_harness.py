@@ -6,6 +6,7 @@ label -> source rule) and stash (the original's modules hidden and kept). Run wi
 import copy
 import dataclasses
 import functools
+import importlib.machinery
 import json
 import os
 import sys
@@ -1466,6 +1467,100 @@ class InstalledIsolationTest(unittest.TestCase):
                     sys.path.remove(p)
                 for name in names + (CANDIDATE_MODULE,):
                     sys.modules.pop(name, None)
+
+    def test_package_holding_state_of_a_visible_package_stays(self):
+        # a pure-Python package whose import registered in the state of a package that
+        # stays visible (one with an extension module): imported afresh, it would register
+        # a second time in that same state ("scope X exists in runner registry")
+        import importlib
+
+        with tempfile.TemporaryDirectory() as site, tempfile.TemporaryDirectory() as root:
+            os.makedirs(os.path.join(site, "nnragiso3_core"))
+            with open(os.path.join(site, "nnragiso3_core", "__init__.py"), "w") as f:
+                f.write("class Registry:\n    def __init__(self):\n        self.children = []\nROOT = Registry()\n")
+            suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+            open(os.path.join(site, "nnragiso3_core", "_ops" + suffix), "w").close()
+            for name, body in (
+                ("nnragiso3_child", "from nnragiso3_core import ROOT\nROOT.children.append('child')\n"),
+                ("nnragiso3_grand", "from nnragiso3_child import ROOT as PARENT\nMINE = {}\n"),
+                ("nnragiso3_free", "import nnragiso3_core\nREG = {}\n"),
+            ):
+                os.makedirs(os.path.join(site, name))
+                with open(os.path.join(site, name, "__init__.py"), "w") as f:
+                    f.write(body)
+            os.makedirs(os.path.join(root, "nnragiso3_repo"))
+            with open(os.path.join(root, "nnragiso3_repo", "__init__.py"), "w") as f:
+                f.write("import nnragiso3_child, nnragiso3_grand, nnragiso3_free\n")
+            sys.path[:0] = [root, site]
+            names = ("nnragiso3_repo", "nnragiso3_core", "nnragiso3_child", "nnragiso3_grand", "nnragiso3_free")
+            try:
+                before = set(sys.modules)
+                importlib.import_module("nnragiso3_repo")
+                got = STASH_MOD.isolable_installed(before, [root])
+                # the child holds the visible core's registry, the grandchild the same
+                # registry through the child; the free package only the core's module
+                self.assertEqual(sorted(got), ["nnragiso3_free"])
+            finally:
+                for p in (root, site):
+                    sys.path.remove(p)
+                for name in names:
+                    sys.modules.pop(name, None)
+
+
+class SameAsInstalledTest(unittest.TestCase):
+    """stash.same_as_installed: the checkout is the installed code when every importable
+    file of the installed package is the checkout's, byte for byte; the checkout may hold
+    more (a wheel leaves out a `configs/` folder its package data does not list)."""
+
+    def check(self, edit):
+        import importlib
+
+        with tempfile.TemporaryDirectory() as site, tempfile.TemporaryDirectory() as root:
+            for base in (root, site):
+                os.makedirs(os.path.join(base, "nnragsame_pkg"))
+                for f, body in (("__init__.py", "X = 1\n"), ("layers.py", "Y = 2\n")):
+                    with open(os.path.join(base, "nnragsame_pkg", f), "w") as fh:
+                        fh.write(body)
+            os.makedirs(os.path.join(root, "nnragsame_pkg", "configs"))
+            with open(os.path.join(root, "nnragsame_pkg", "configs", "base.py"), "w") as fh:
+                fh.write("model = dict(depth=2)\n")
+            edit(os.path.join(site, "nnragsame_pkg"))
+            sys.path[:0] = [root, site]
+            STASH_MOD._SAME.pop("nnragsame_pkg", None)
+            try:
+                importlib.import_module("nnragsame_pkg")
+                return STASH_MOD.same_as_installed("nnragsame_pkg", [root])
+            finally:
+                STASH_MOD._SAME.pop("nnragsame_pkg", None)
+                for p in (root, site):
+                    sys.path.remove(p)
+                sys.modules.pop("nnragsame_pkg", None)
+
+    def test_installed_subset_with_the_same_bytes(self):
+        self.assertTrue(self.check(lambda pkg: None))
+
+    def test_installed_package_data_is_not_code(self):
+        # a wheel's package data below a folder no import can name (`.mim/configs/…`)
+        def edit(pkg):
+            os.makedirs(os.path.join(pkg, ".mim", "configs"))
+            with open(os.path.join(pkg, ".mim", "configs", "base.py"), "w") as fh:
+                fh.write("model = dict(depth=2)\n")
+
+        self.assertTrue(self.check(edit))
+
+    def test_installed_file_that_differs(self):
+        def edit(pkg):
+            with open(os.path.join(pkg, "layers.py"), "a") as fh:
+                fh.write("Z = 3\n")
+
+        self.assertFalse(self.check(edit))
+
+    def test_installed_file_the_checkout_lacks(self):
+        def edit(pkg):
+            with open(os.path.join(pkg, "extra.py"), "w") as fh:
+                fh.write("W = 4\n")
+
+        self.assertFalse(self.check(edit))
 
 
 class Passing(nn.Module):

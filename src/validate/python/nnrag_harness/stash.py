@@ -7,6 +7,7 @@
 import importlib.machinery
 import os
 import sys
+import types
 
 
 # Modules of an original repository imported by a zygote, hidden from sys.modules while
@@ -106,7 +107,60 @@ def isolable_installed(before, roots, exclude=()):
                 top = ref.partition(".")[0]
                 if top != name.partition(".")[0]:
                     kept.add(top)
-    return {n: m for n, m in out.items() if n.partition(".")[0] not in kept}
+    out = {n: m for n, m in out.items() if n.partition(".")[0] not in kept}
+    return _without_writers_into_visible(out, before, prefixes, roots, std)
+
+
+def _is_state(v):
+    """A module-level object that is state rather than code: not a module, class,
+    function or method (a registry, a logger, a dict the package fills)."""
+    return not isinstance(v, (type, type(sys), types.FunctionType, types.BuiltinFunctionType, types.MethodType))
+
+
+def _without_writers_into_visible(out, before, prefixes, roots, std):
+    """Leave out of `out` each package whose modules hold, at module level, state of
+    another package that the import loaded and that stays visible to the candidate (a
+    checkout kept because it is the installed code, an extension package, a package
+    `kept` above): importing that package afresh runs its import-time code against the
+    same state a second time (mmdet's `Registry('runner', parent=RUNNERS)` into the
+    shared mmengine's root registry: "scope mmdet exists in runner registry"), which a
+    process of its own never does. Repeated until nothing changes: a package left out
+    stays visible in turn."""
+    tops = {}
+    for name, m in out.items():
+        tops.setdefault(name.partition(".")[0], []).append(m)
+    refs = {}
+    for top, mods in tops.items():
+        r = set()
+        for m in mods:
+            try:
+                values = list(vars(m).values())
+            except TypeError:
+                continue
+            for v in values:
+                if not _is_state(v):
+                    continue
+                ref = getattr(type(v), "__module__", None)
+                if isinstance(ref, str):
+                    r.add(ref.partition(".")[0])
+        refs[top] = r - {top}
+
+    def visible(t):
+        if t in std or t in before or t in tops or t.startswith("_"):
+            return False
+        m = sys.modules.get(t)
+        if m is None:
+            return False
+        return not of_roots(m, prefixes) or same_as_installed(t, roots)
+
+    changed = True
+    while changed:
+        changed = False
+        for top in list(tops):
+            if any(visible(t) for t in refs[top]):
+                del tops[top]
+                changed = True
+    return {n: m for n, m in out.items() if n.partition(".")[0] in tops}
 
 
 def hide_installed():
@@ -187,14 +241,17 @@ _SAME = {}
 
 def _code_files(top_dir):
     """Relative paths of a package folder's importable files (the suffixes of
-    importlib.machinery.all_suffixes(): source, bytecode-only and extension modules),
-    __pycache__ left out."""
+    importlib.machinery.all_suffixes(): source, bytecode-only and extension modules).
+    Only names an import can spell: each part of a dotted module name is an identifier
+    (Language Reference 2.3, 5.2), so a folder such as `.mim` (package data a wheel
+    carries: OpenMMLab's configs) or `__pycache__`, and a file such as `setup-cfg.py`,
+    hold nothing importable."""
     suffixes = tuple(importlib.machinery.all_suffixes())
     out = set()
     for d, dirs, files in os.walk(top_dir):
-        dirs[:] = [x for x in dirs if x != "__pycache__"]
+        dirs[:] = [x for x in dirs if x.isidentifier() and x != "__pycache__"]
         for f in files:
-            if f.endswith(suffixes):
+            if f.endswith(suffixes) and f.partition(".")[0].isidentifier():
                 out.add(os.path.relpath(os.path.join(d, f), top_dir))
     return out
 
@@ -212,8 +269,8 @@ def _same_bytes(a, b):
 def same_as_installed(top, roots):
     """Whether the top-level module `top`, imported from the repository's roots, is the
     same code as the package of that name installed in the environment (a checkout the
-    environment installed, as `pip install .` does): the same importable files with the
-    same bytes. Then the installed copy is not hidden behind the checkout's: a candidate
+    environment installed, as `pip install .` does): every importable file of the installed
+    package is the checkout's file of that path, with the same bytes. Then the installed copy is not hidden behind the checkout's: a candidate
     whose `import top.sub` resolves to the installed distribution gets the modules the
     zygote already imported. Importing that package a second time, from the other
     folder, would run its import-time code again against what stayed in the process:
@@ -242,8 +299,11 @@ def same_as_installed(top, roots):
     locs = list(getattr(spec, "submodule_search_locations", None) or [])
     if len(locs) != 1 or os.path.realpath(locs[0]) == os.path.realpath(mine[0]):
         return False
-    files = _code_files(mine[0])
-    if not files or files != _code_files(locs[0]):
+    # the installed files are the checkout's with the same bytes; the checkout may hold
+    # more (a wheel leaves out what its package data does not list: the configuration
+    # modules of a `configs/` folder), which no import of the installed package can reach
+    files = _code_files(locs[0])
+    if not files or not files <= _code_files(mine[0]):
         return False
     same = all(_same_bytes(os.path.join(mine[0], f), os.path.join(locs[0], f)) for f in files)
     _SAME[top] = same
