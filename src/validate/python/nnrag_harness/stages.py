@@ -405,6 +405,13 @@ class Stages:
                     v = scalar_variant(args, kwargs)
                     if v is not None:
                         cands.insert(i, (label + " scalar", v[0], v[1]))
+                elif isinstance(e, AttributeError) and label.count(" +attr") < 4:
+                    # a configuration object the guess built lacks a field the code reads
+                    from nnrag_harness.source_config import missing_attribute_variant
+
+                    v = missing_attribute_variant(args, kwargs, e, self.nn)
+                    if v is not None:
+                        cands.insert(i, (label + " +attr", v[0], v[1]))
                 continue
             if restore is not None:
                 restore()
