@@ -47,11 +47,11 @@ export async function witnesses(ws: Workspace, opts: WitnessesOptions = {}): Pro
   const probed = await ValidatorPool.probe(opts.pool);
   const remembered = rememberedWorkers(ws.store, probed);
   const envId = remembered ? environmentIdOf(probed, remembered) : null;
-  const listing = envId && !opts.force ? fileListing(ws.store) : '';
+  const listing = envId && !opts.force ? fileListing(ws.store) : null;
   let pool: ValidatorPool | null = null;
   try {
     for (const repo of wanted) {
-      const stored = envId && !opts.force ? currentHarvest(ws.store, repo, envId, listing) : null;
+      const stored = envId && listing ? currentHarvest(ws.store, repo, envId, listing) : null;
       if (stored) {
         results.push({ repo, cached: true, harvest: stored });
         continue;

@@ -13,7 +13,10 @@
 //   needed. A cycle of eager reads is reported (`eager-cycle`), not emitted silently.
 // - Extern imports are printed in their original form (`import a.b as c`,
 //   `from x import y as z`), deduplicated and grouped per PEP 8: `__future__`, then
-//   the standard library, then third party.
+//   the standard library, then third party. A submodule the copied code reads through
+//   an extern module (`packaging.version.parse` after `import packaging`) that the
+//   original had loaded by another import gets `import packaging.version` (submodules.ts,
+//   Language Reference §5.4.2).
 // - Names are bindings identified by what they denote (closure.ts): `import torch` and
 //   `import torch.distributed.nn` (in a `try` or not) are one binding of `torch`, and a
 //   global bound only by imports of one thing is that thing; only two *different*
@@ -44,6 +47,7 @@ import { slotKey, type Binding, type Closure, type StmtNode } from '../resolve/c
 import type { Corpus, CorpusModule } from '../resolve/corpus.js';
 import { STDLIB_MODULES } from '../resolve/builtins.js';
 import { moduleGraph } from './graph.js';
+import { submoduleImports, type Submodules } from './submodules.js';
 import type { Diagnostic, ModuleGraph, ProvenanceEntry } from '../records/block.js';
 
 export interface EmittedModule {
@@ -89,6 +93,9 @@ export interface EmitOptions {
   edits?: (n: StmtNode) => readonly Edit[] | undefined;
   /** lines added to the header after the renames (each starts with `# `) */
   header?: readonly string[];
+  /** the submodule analysis of the block's packages: the submodules the copied code
+   *  reads through an extern module get their own import (submodules.ts) */
+  submodules?: Submodules;
 }
 
 export function emitModule(corpus: Corpus, closure: Closure, opts: EmitOptions = {}): EmittedModule {
@@ -110,7 +117,12 @@ export function emitModule(corpus: Corpus, closure: Closure, opts: EmitOptions =
   }
 
   const future = order.some((n) => n.mod.facts.futureAnnotations);
-  const imports = printImports(closure, names, future);
+  const imports = printImports(
+    closure,
+    names,
+    future,
+    opts.submodules ? submoduleImports(closure, opts.submodules) : new Map(),
+  );
   const provenance = buildProvenance(corpus, order);
   const interned = [...new Set(order.map((n) => n.mod.name))];
   const externs = [
@@ -542,7 +554,12 @@ function importLine(e: ImportEdge, as: string | null, absModule?: string): strin
 }
 
 /** Extern imports, deduplicated and grouped per PEP 8. */
-function printImports(closure: Closure, names: Map<Binding, string>, futureAnnotations: boolean): string {
+function printImports(
+  closure: Closure,
+  names: Map<Binding, string>,
+  futureAnnotations: boolean,
+  submodules: Map<Binding, string[]>,
+): string {
   const plain = new Map<string, Set<string>>(); // group → lines of `import x`
   const froms = new Map<string, Map<string, Set<string>>>(); // group → module → names
   const groupOf = (mod: string) =>
@@ -587,6 +604,20 @@ function printImports(closure: Closure, names: Map<Binding, string>, futureAnnot
           s.add(`import ${absModule}`);
         } else s.add(`import ${absModule} as ${name}\nimport ${top} as ${name}`); // `a` is another import's: leave it alone
       }
+    }
+    // submodules the copied code reads through it that nothing else loads (submodules.ts):
+    // `import P.sub` binds `P`, so where another binding holds that name the submodule is
+    // loaded under this binding's name, then the name is bound to its module again
+    for (const sub of submodules.get(b) ?? []) {
+      const top = sub.split('.')[0];
+      const held = [...names].some(
+        ([o, n]) =>
+          n === top && !(o.kind === 'extern' && o.qualified === top && o.edges?.some((e) => e.edge.kind === 'import')),
+      );
+      const g = groupOf(sub);
+      let s = plain.get(g);
+      if (!s) plain.set(g, (s = new Set()));
+      s.add(held ? `import ${sub} as ${name}\nimport ${b.qualified} as ${name}` : `import ${sub}`);
     }
   }
   const sections: string[] = [];

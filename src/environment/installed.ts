@@ -64,6 +64,47 @@ export class InstalledFiles {
     return row && recordDigest(buf) === row.sha256 ? buf : null;
   }
 
+  /** The file `import <module>` loads from this sys.path, whether or not a RECORD lists it
+   *  (an editable install, a path entry without metadata): the first entry holding the
+   *  top-level name (§5.5), then `a/b/__init__.py` (a regular package), `a/b.py`, an
+   *  extension module `a/b.*.so` (`file` null: no source) or a folder without `__init__.py`
+   *  holding modules (a namespace portion, PEP 420; `file` null); null when there is none. */
+  locate(module: string): { isPackage: boolean; file: string | null } | null {
+    const parts = module.split('.');
+    const entry = this.entryOf(parts[0]);
+    if (entry === null) return null;
+    const base = path.join(entry, ...parts);
+    if (isDir(base)) {
+      const init = path.join(base, '__init__.py');
+      if (existsSync(init)) return { isPackage: true, file: init };
+      // a namespace portion holds modules; a folder of type stubs only (`__init__.pyi`,
+      // PEP 561) or of data is no module the code imports
+      let inside: string[];
+      try {
+        inside = readdirSync(base);
+      } catch {
+        return null;
+      }
+      const modules = inside.some(
+        (n) =>
+          n.endsWith('.py') ||
+          n.endsWith('.so') ||
+          (n !== '__pycache__' && existsSync(path.join(base, n, '__init__.py'))),
+      );
+      return modules ? { isPackage: true, file: null } : null;
+    }
+    if (existsSync(`${base}.py`)) return { isPackage: false, file: `${base}.py` };
+    const last = parts[parts.length - 1];
+    let names: string[];
+    try {
+      names = readdirSync(path.dirname(base));
+    } catch {
+      return null;
+    }
+    // an extension module: `name.so` or `name.<platform tag>.so` (PEP 3149)
+    return names.some((n) => n.startsWith(`${last}.`) && n.endsWith('.so')) ? { isPackage: false, file: null } : null;
+  }
+
   /** The first sys.path entry holding top-level module `top` (a package folder or a
    *  `top.py`): the import system's path finder takes the first (Language Reference §5.5). */
   private entryOf(top: string): string | null {

@@ -14,6 +14,8 @@ import path from 'node:path';
 import { emitModule, type NamespaceMap } from '../emit/emitter.js';
 import { slimClosure, type SlimResult } from '../emit/slim/slim.js';
 import { importedPackages, installedLookup } from '../emit/slim/packages.js';
+import { submodulesFor } from '../emit/submodules.js';
+import { initParser } from '../parse/parser.js';
 import { InstalledFiles } from '../environment/installed.js';
 import { blockFile, libraryDir, placeBlockFile, removeBlockFile, validatedStatus } from '../library/layout.js';
 import { dedupSignatureRow } from '../library/dedup.js';
@@ -140,7 +142,10 @@ export function extractText(ws: Workspace, id: string, opts: ExtractOptions = {}
     const packages = sl ? importedPackages(sl.closure.packages) : [];
     const closure = sl ? sl.closure : new ClosureBuilder(corpus, resolver).build(mod, className, { roots });
     const usageRoots = closure.usageRoots.map((r) => `${r.mod.name}.${r.name}`);
-    const em = emitModule(corpus, closure, sl ? { edits: sl.edits, header: sl.header } : {});
+    // the submodules its extern modules' attributes need (emit/submodules.ts): read from
+    // the indexed sources and the validation environment's files
+    const submodules = submodulesFor(corpus, mod.repo, opts.installed);
+    const em = emitModule(corpus, closure, sl ? { edits: sl.edits, header: sl.header, submodules } : { submodules });
     const diagnostics = [...closure.diagnostics, ...em.diagnostics];
     const errors = diagnostics.filter((d) => d.severity === 'error');
     return {
@@ -782,6 +787,8 @@ export async function extractAndValidate(
     });
   }
   const costs = opts.costs ?? new Costs();
+  // the environment's installed files are parsed on this thread (emit/submodules.ts)
+  await initParser();
   // no interpreter named: the PyPI environment `env create --store` made for this store
   if (!opts.validator && !opts.pool?.python && !opts.pool?.env && !opts.pool?.rootfs) {
     const made = storeEnvironment(ws);
@@ -1010,7 +1017,7 @@ export async function extractAndValidate(
         } else if (stored)
           why = stored.status === 'extracted' ? 'stored without validation' : 'stored without a validation result';
         const first = costs.time('emission faithful', repo, () =>
-          extractText(ws, id, { ...opts, importable, profile: 'faithful' }),
+          extractText(ws, id, { ...opts, importable, installed, profile: 'faithful' }),
         );
         let namespace = first.namespace;
         let result: ValidationResult | null = null;

@@ -96,6 +96,12 @@ export interface Binding {
   mod?: CorpusModule;
   /** extern: the import edges that bind it (all printed for `import a.b` forms) */
   edges?: { edge: ImportEdge; absModule: string }[];
+  /** extern: the dotted name it denotes (`import a.b` → `a`, `import a.b as c` → `a.b`,
+   *  `from a import b` → `a.b`) */
+  qualified?: string;
+  /** extern: the attribute chains the copied code reads through it (`packaging.version.parse`
+   *  → `['version', 'parse']`), for the submodules it must import itself (emit/submodules.ts) */
+  attrChains?: string[][];
   /** order of first use, for deciding who keeps a contested name */
   seq: number;
   /** module-level names of the original modules that denote this binding (for the
@@ -289,7 +295,14 @@ class State {
     if (!b)
       this.bindings.set(
         key,
-        (b = { key, name: key.slice(4, key.indexOf('=')), kind: 'extern', edges: [], seq: this.seq++ }),
+        (b = {
+          key,
+          name: key.slice(4, key.indexOf('=')),
+          kind: 'extern',
+          edges: [],
+          qualified: t.qualified,
+          seq: this.seq++,
+        }),
       );
     if (print && !b.edges!.some((x) => sameEdge(x.edge, t.edge, x.absModule, t.absModule)))
       b.edges!.push({ edge: t.edge, absModule: t.absModule });
@@ -688,6 +701,13 @@ class State {
     )
       for (const i of this.corpus.mutatorsOf(n.mod, ref.name)) this.node(n.mod, i);
     if (!b) return;
+    // the attributes read through an extern binding: a submodule among them may need its
+    // own import in the copy (emit/submodules.ts, Language Reference §5.4.2)
+    const rest = ref.attrs?.slice(consumed);
+    if (b.kind === 'extern' && rest?.length) {
+      const chains = (b.attrChains ??= []);
+      if (!chains.some((c) => c.length === rest.length && c.every((x, i) => x === rest[i]))) chains.push(rest);
+    }
     this.uses.push({
       node: n,
       start: ref.start,

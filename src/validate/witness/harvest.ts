@@ -6,7 +6,8 @@
 // yet first, an entry point whose reachable classes all have witnesses skipped, a family
 // exhausted after IDLE_RUNS runs without a new class — within CPU-time budgets per entry
 // point and per repository (the harness stops a step by a CPU-time timer; a wall-clock
-// budget covered less on a loaded machine), with a wall-clock backstop, and stopped early
+// budget covered less on a loaded machine, and by a wall-clock one of 6x + 10 s of it when
+// it waits without computing), with a wall-clock backstop per phase, and stopped early
 // when STALL_RUNS entry points in a row witnessed no new class.
 // Each run step's answer is kept with the files its run read (the harness's `reads`, and
 // the files those import names from: RunReuse.depends); a later harvest of the repository
@@ -124,7 +125,18 @@ export interface HarvestResult {
   /** per phase stopped by its wall-clock backstop (a loaded machine), the steps it had
    *  started then: a later harvest reusing its steps stops there too (RunReuse.wallStops) */
   wallStops?: Partial<Record<HarvestPhase, number>>;
+  /** the files the list step read: its modules' and those they imported, the files it
+   *  opened (absolute paths, under the roots of its sys.path) */
+  listReads?: string[];
+  /** what the harvest read outside its key (witness/store.ts harvestDepends) */
+  depends?: HarvestDepends;
 }
+
+/** What a stored harvest read outside its key: the files of other repositories, and the
+ *  unindexed ones of its own (a YAML model file), with their blob ids then; or, when some
+ *  step's reads are unknown (it gave no answer, or steps are not recorded), the digest of
+ *  every repository's indexed files. */
+export type HarvestDepends = { files: [string, string][] } | { listing: string };
 
 /** The two phases of a harvest: the builders of whole models, then the tests and documents. */
 export type HarvestPhase = 'builders' | 'docs';
@@ -248,9 +260,13 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
     });
   // the list step's import budget is CPU time too; its wall-clock timeout a backstop
   const importBudget = Math.min(120, repoMs / 2000);
-  const listed = await ask({ ...base, mode: 'list', importBudget }, WALL_PER_CPU * importBudget * 1000 + 60000);
+  const listed = await ask(
+    { ...base, mode: 'list', importBudget, ...(o.reuse ? { recordReads: true } : {}) },
+    stepTimeoutMs(importBudget * 1000) + 45000,
+  );
   const list = listed.harvest as
     | {
+        reads?: string[];
         classes?: string[];
         entries?: HarvestEntry[];
         importFailures?: Record<string, string>;
@@ -266,6 +282,7 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
   }
   out.classes = list.classes ?? [];
   out.importFailures = list.importFailures ?? {};
+  if (o.reuse && Array.isArray(list.reads)) out.listReads = list.reads;
   if (list.notes && Object.keys(list.notes).length) out.notes = list.notes;
   let docsMs = 0;
   const order = new GreedyOrder(
@@ -332,11 +349,11 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
       settled: reused,
       answer: reused
         ? Promise.resolve({ harvest: stored!.harvest, ms: stored!.ms })
-        : // the budget is CPU time (the harness's timer); the wall-clock timeout only ends a
-          // step that waits without computing, generous so that load does not end it first
+        : // the budget is CPU time (the harness's timers: CPU, and 6x + 10 s of wall clock
+          // for a step that waits); the pool's limits only back them up (stepTimeoutMs)
           ask(
             { ...request, budgetSeconds: budget / 1000, ...(o.reuse ? { recordReads: true } : {}) },
-            WALL_PER_CPU * budget + 15000,
+            stepTimeoutMs(budget),
           ),
     };
     step.answer.then(
@@ -509,18 +526,29 @@ export function runKey(envId: string, sysPath: string[], request: Record<string,
 }
 
 /** A stored answer serves a step asked again when every file its run depends on is
- *  unchanged, and its budget gives the same ending: a run that ended within its CPU time
- *  ends so again with at least that budget; one its budget stopped, only with the same. */
+ *  unchanged, and its budget gives the same ending: a run its budget stopped (the harness
+ *  says `stopped: 'time'`: a timer fired, or tests were left unrun) only with the same
+ *  budget; one that ended within its budget, with at least that budget, or with any
+ *  budget above the CPU time it spent. (Its CPU time counts the entry module's import,
+ *  which runs before the budget's timer is armed: a step of the phase's last seconds
+ *  may spend more than its budget without being stopped; such an answer was never reused.) */
 export function reusable(stored: StoredRun, budgetSeconds: number, reuse: RunReuse): boolean {
   if (stored.files.some(([f, blob]) => reuse.blob(f) !== blob)) return false;
   const h = stored.harvest as { stopped?: string; cpuMs?: number };
   if (h.stopped === 'time') return stored.budget === budgetSeconds;
-  return typeof h.cpuMs === 'number' && h.cpuMs / 1000 <= budgetSeconds;
+  return budgetSeconds >= stored.budget || (typeof h.cpuMs === 'number' && h.cpuMs / 1000 <= budgetSeconds);
 }
 
-/** A step's wall-clock timeout per second of its CPU budget: a backstop only (a step that
- *  waits without computing); the CPU-time timer of the harness ends it first. */
-export const WALL_PER_CPU = 8;
+/** What the pool allows a run step whose budget is `budgetMs` of CPU time: the worker
+ *  ends it past twice that in CPU time plus 15 s (the entry module's import and the
+ *  witnesses' encoding run outside the budget's timers), or past its wall-clock backstop
+ *  of 6x + 10 s of that. Both lie beyond the harness's own timers (the budget in CPU time,
+ *  6x + 10 s of it on the wall clock), which end the step with an answer; the pool's
+ *  ending loses it. (The timeout was 8x + 15 s, taken by the worker as CPU time: a step
+ *  that slept was ended after 26 minutes.) */
+export function stepTimeoutMs(budgetMs: number): number {
+  return 2 * budgetMs + 15000;
+}
 
 /** Entry points in a row whose runs witnessed no new class, after which a phase stops:
  *  coverage stopped growing (the rest of its budget would buy nothing the order foresees). */

@@ -1,12 +1,15 @@
 // Witness cache and lookup (src/validate/README.md "Witnesses"): one harvest per
-// repository, stored in the index store under a key made of the blob ids of every file
-// the harvest imports from (the repository and the repositories on its sys.path) and
-// the validation environment id (which covers the harness); a re-run with nothing
-// changed reads the stored harvest instead of building models again. When the key
-// changed (a file was edited), the harvest runs again, but each of its run steps whose
-// files are unchanged reuses the previous harvest's answer (harvest.ts RunReuse): the
-// files a step depends on are those its run read (the harness's `reads`) and the
-// modules those import names from (runDepends).
+// repository, stored in the index store under a key made of the blob ids of the
+// repository's own files, the names of the files of the repositories on its sys.path, its
+// tests and documents, and the validation environment id (which covers the harness); the
+// stored harvest is current while, besides, the files of other repositories it read (its
+// list step's imports, its run steps' files: HarvestResult.depends) are unchanged. A
+// re-run with nothing changed reads the stored harvest instead of building models again;
+// an edit of another repository's file that the harvest never read leaves it current.
+// When it is not current (a file was edited), the harvest runs again, but each of its
+// run steps whose files are unchanged reuses the previous harvest's answer (harvest.ts
+// RunReuse): the files a step depends on are those its run read (the harness's `reads`)
+// and the modules those import names from (runDepends).
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -18,7 +21,14 @@ import { importBinds } from '../../parse/types.js';
 import { gitBlobId } from '../../repos/git.js';
 import type { ValidatorPool } from '../pool.js';
 import type { Witness } from '../types.js';
-import { harvestRepo, type EntryReport, type HarvestEntry, type HarvestResult, type RunReuse } from './harvest.js';
+import {
+  harvestRepo,
+  type EntryReport,
+  type HarvestDepends,
+  type HarvestEntry,
+  type HarvestResult,
+  type RunReuse,
+} from './harvest.js';
 
 export interface RepoWitnesses {
   result: HarvestResult;
@@ -46,20 +56,67 @@ export function harvestSysPath(store: IndexStore, repo: string, skip: ReadonlySe
   return out;
 }
 
-/** The cache key of a repository's harvest: blob ids of the files of every repository
- *  on its sys.path, and the environment id. */
+/** The cache key of a repository's harvest: the blob ids of its own indexed files, the
+ *  names of the files of every other repository on its sys.path (a module added or
+ *  removed there can change what an import finds), its tests and documents (docsDigest),
+ *  and the environment id. The content of other repositories' files is not in it: the
+ *  files the harvest read are checked apart (HarvestResult.depends, harvestIsCurrent). */
 export function harvestKey(
   store: IndexStore,
   repo: string,
   envId: string,
-  listing: string = fileListing(store),
+  listing: FileListing = fileListing(store),
 ): string {
   const root = store.getRepo(repo)?.root;
-  return createHash('sha256')
-    .update(envId + '\0' + repo + '\0')
-    .update(listing)
-    .update(root ? docsDigest(root) : '')
-    .digest('hex');
+  const h = createHash('sha256').update(envId + '\0' + repo + '\0');
+  for (const [r, l] of [...listing.repos].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)))
+    h.update(r === repo ? l.blobs : l.names);
+  return h.update(root ? docsDigest(root) : '').digest('hex');
+}
+
+/** Whether a stored harvest is current: what it read outside its key is unchanged. */
+export function harvestIsCurrent(
+  result: HarvestResult,
+  listing: FileListing,
+  blob: (file: string) => string | null = diskBlobs(),
+): boolean {
+  const d = result.depends;
+  if (!d) return false;
+  if ('listing' in d) return d.listing === listing.digest;
+  return d.files.every(([f, b]) => blob(f) === b);
+}
+
+/** The dependencies of a harvest just made (HarvestDepends): the files its list step and
+ *  its run steps read, less the repository's own indexed files (in its key). */
+export function harvestDepends(
+  result: HarvestResult,
+  ownRoot: string,
+  ownIndexed: ReadonlySet<string>,
+  listing: FileListing,
+  blob: (file: string) => string | null,
+): HarvestDepends {
+  const runs = result.runs;
+  const recorded = runs ? Object.keys(runs).length : 0;
+  const complete =
+    !result.error &&
+    !!runs &&
+    Array.isArray(result.listReads) &&
+    recorded === (result.reusedRuns ?? 0) + (result.ranRuns ?? 0);
+  if (!complete) return { listing: listing.digest };
+  const files = new Map<string, string | null>();
+  const own = ownRoot.endsWith('/') ? ownRoot : ownRoot + '/';
+  const add = (f: string, b: string | null) => {
+    if (files.has(f)) return;
+    if (f.startsWith(own) && ownIndexed.has(f.slice(own.length))) return;
+    files.set(f, b);
+  };
+  for (const r of Object.values(runs!)) for (const [f, b] of r.files) add(f, b);
+  for (const f of result.listReads!) add(f, blob(f));
+  return {
+    files: [...files]
+      .filter((x): x is [string, string] => x[1] !== null)
+      .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)),
+  };
 }
 
 const TEST_FILE = /^(test_.*|.*_test)\.py$/;
@@ -113,18 +170,31 @@ export function docsDigest(root: string): string {
   return h.digest('hex');
 }
 
-/** Every indexed file with its blob id, in a fixed order: the part of every repository's
- *  harvest key that is the same for all (read once when several keys are wanted). */
-export function fileListing(store: IndexStore): string {
-  const lines: string[] = [];
+/** Every repository's indexed files (read once when several keys are wanted): per
+ *  repository its paths with their blob ids, and its paths alone; the digest of all. */
+export interface FileListing {
+  repos: Map<string, { blobs: string; names: string }>;
+  digest: string;
+}
+
+export function fileListing(store: IndexStore): FileListing {
+  const repos = new Map<string, { blobs: string; names: string }>();
+  const all = createHash('sha256');
   for (const r of store
     .listRepos()
     .map((x) => x.name)
     .sort()) {
-    for (const f of store.listFiles(r).sort((a, b) => a.path.localeCompare(b.path)))
-      lines.push(`${r}\0${f.path}\0${f.blob}\n`);
+    const blobs: string[] = [];
+    const names: string[] = [];
+    for (const f of store.listFiles(r).sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))) {
+      blobs.push(`${r}\0${f.path}\0${f.blob}\n`);
+      names.push(`${r}\0${f.path}\n`);
+    }
+    const l = { blobs: blobs.join(''), names: names.join('') };
+    all.update(l.blobs);
+    repos.set(r, l);
   }
-  return lines.join('');
+  return { repos, digest: all.digest('hex') };
 }
 
 const SCRIPT_STATEMENTS = new Set(['for_statement', 'while_statement', 'with_statement']);
@@ -269,10 +339,13 @@ export async function repoWitnesses(
 ): Promise<RepoWitnesses | null> {
   const row = store.getRepo(repo);
   if (!row) return null;
-  const key = harvestKey(store, repo, pool.envId);
+  const listing = fileListing(store);
+  const key = harvestKey(store, repo, pool.envId, listing);
+  const blob = diskBlobs();
   if (!opts.force) {
     const got = getHarvest(store, repo, key);
-    if (got) return { result: JSON.parse(got) as HarvestResult, cached: true };
+    const result = got ? (JSON.parse(got) as HarvestResult) : null;
+    if (result && harvestIsCurrent(result, listing, blob)) return { result, cached: true };
   }
   const modules =
     opts.modules ??
@@ -286,7 +359,6 @@ export async function repoWitnesses(
   for (const m of modules) tops.set(m.split('.')[0], (tops.get(m.split('.')[0]) ?? 0) + 1);
   const zygoteModule = [...tops].sort((a, b) => b[1] - a[1])[0][0];
   const own = sysPathRoots(row).length;
-  const blob = diskBlobs();
   const previous = opts.noRunReuse ? null : storedHarvest(store, repo);
   const reuse: RunReuse = {
     envId: pool.envId,
@@ -316,15 +388,23 @@ export async function repoWitnesses(
     repoRoot: row.root,
     onEntry: opts.onEntry,
   });
+  result.depends = harvestDepends(result, row.root, new Set(store.listFiles(repo).map((f) => f.path)), listing, blob);
   putHarvest(store, repo, key, pool.envId, JSON.stringify(result));
   return { result, cached: false };
 }
 
-/** The stored harvest of a repository if it is still current: same files on its sys.path,
- *  same environment id (no worker is needed to know it, see ValidatorPool.probe). */
-export function currentHarvest(store: IndexStore, repo: string, envId: string, listing?: string): HarvestResult | null {
+/** The stored harvest of a repository if it is still current: same own files, same
+ *  names on its sys.path, same files read elsewhere, same environment id (no worker is
+ *  needed to know it, see ValidatorPool.probe). */
+export function currentHarvest(
+  store: IndexStore,
+  repo: string,
+  envId: string,
+  listing: FileListing = fileListing(store),
+): HarvestResult | null {
   const got = getHarvest(store, repo, harvestKey(store, repo, envId, listing));
-  return got ? (JSON.parse(got) as HarvestResult) : null;
+  const result = got ? (JSON.parse(got) as HarvestResult) : null;
+  return result && harvestIsCurrent(result, listing) ? result : null;
 }
 
 /** The stored harvest of a repository, whatever its key (for `nnrag witnesses` without running). */

@@ -9,6 +9,7 @@ import functools
 import importlib.machinery
 import json
 import os
+import shutil
 import sys
 import tempfile
 import types
@@ -1364,6 +1365,68 @@ class StashTest(unittest.TestCase):
                     STASH_MOD.STASH.pop(name, None)
 
 
+class BuiltExtensionsTest(unittest.TestCase):
+    """stash.same_as_installed and stash.BuiltExtensions: an installed package that holds
+    the checkout's modules with the same bytes plus the extension modules its build
+    compiled is the checkout's own code, and a submodule the checkout lacks is the
+    installed build's extension module of that path; an installed copy with a module of
+    its own is not the same code (its extension modules are still the checkout's build),
+    and one whose modules differ gives the checkout nothing. The extension files are not
+    loaded here (test/validate/built-extensions.test.ts loads a compiled one)."""
+
+    def _case(self, name, edit):
+        import importlib
+        import importlib.machinery
+
+        root, site = tempfile.mkdtemp(), tempfile.mkdtemp()
+        self.addCleanup(lambda: [shutil.rmtree(d, ignore_errors=True) for d in (root, site)])
+        for base in (root, site):
+            os.makedirs(os.path.join(base, name, "ops"))
+            for rel, text in (("__init__.py", ""), ("ops/__init__.py", ""), ("ops/layer.py", "X = 1\n")):
+                with open(os.path.join(base, name, rel), "w") as f:
+                    f.write(text)
+        ext = os.path.join(site, name, "ops", "_ext" + importlib.machinery.EXTENSION_SUFFIXES[0])
+        with open(ext, "wb") as f:
+            f.write(b"\x7fELF")
+        edit(os.path.join(site, name))
+        sys.path[:0] = [root, site]
+
+        def undo():
+            sys.path.remove(root)
+            sys.path.remove(site)
+            for n in [n for n in sys.modules if n.partition(".")[0] == name]:
+                del sys.modules[n]
+
+        self.addCleanup(undo)
+        importlib.import_module(name + ".ops.layer")
+        spec = STASH_MOD.BuiltExtensions.find_spec(name + ".ops._ext", [os.path.join(root, name, "ops")])
+        return STASH_MOD.same_as_installed(name, [root]), spec, ext
+
+    def test_a_build_that_adds_extension_modules(self):
+        same, spec, ext = self._case("nnragbuilt_a", lambda pkg: None)
+        self.assertTrue(same)
+        self.assertEqual(spec.origin, ext)
+        self.assertIsInstance(spec.loader, importlib.machinery.ExtensionFileLoader)
+
+    def test_a_build_that_copies_modules_in(self):
+        def copy_in(pkg):
+            with open(os.path.join(pkg, "configs.py"), "w") as f:
+                f.write("Y = 2\n")
+
+        same, spec, ext = self._case("nnragbuilt_b", copy_in)
+        self.assertFalse(same)
+        self.assertEqual(spec.origin, ext)
+
+    def test_other_code(self):
+        def other(pkg):
+            with open(os.path.join(pkg, "ops", "layer.py"), "a") as f:
+                f.write("Z = 3\n")
+
+        same, spec, _ = self._case("nnragbuilt_c", other)
+        self.assertFalse(same)
+        self.assertIsNone(spec)
+
+
 class InstalledIsolationTest(unittest.TestCase):
     """stash.isolable_installed / hide_installed / restore_installed: an installed
     pure-Python package that the original's import loaded and filled (a registry) is
@@ -1472,7 +1535,7 @@ class InstalledIsolationTest(unittest.TestCase):
         # a pure-Python package whose import registered in the state of a package that
         # stays visible (one with an extension module): imported afresh, it would register
         # a second time in that same state ("scope X exists in runner registry")
-        import importlib
+        import importlib.machinery
 
         with tempfile.TemporaryDirectory() as site, tempfile.TemporaryDirectory() as root:
             os.makedirs(os.path.join(site, "nnragiso3_core"))
@@ -1805,6 +1868,274 @@ class ObjectInputTest(unittest.TestCase):
         self.assertEqual(sel.node_index.tolist(), [0, 1, 2, 3])
         self.assertEqual(tuple(sel.score.shape), (4,))
         self.assertEqual(tuple(m(x, sel).shape), (4, 8))
+
+
+CONFIG_FIXTURE = """
+import torch.nn as nn
+
+
+class TextConfig:
+    # a configuration class whose constructor needs no argument (its author's defaults)
+    def __init__(self, vocab_size=1000, hidden_size=768, num_attention_heads=12, intermediate_size=3072, **kwargs):
+        self.vocab_size = vocab_size
+        self.hidden_size = hidden_size
+        self.num_attention_heads = num_attention_heads
+        self.intermediate_size = intermediate_size
+        for k, v in kwargs.items():
+            setattr(self, k, v)
+
+    @classmethod
+    def from_dict(cls, d):
+        if not isinstance(d, dict):
+            raise TypeError("a dict")
+        return cls(**d)
+
+
+class Layer(nn.Module):
+    # reads the configuration's fields, one of them a field TextConfig does not define
+    def __init__(self, config):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.cross = nn.Linear(config.encoder_width, config.hidden_size)
+
+    def forward(self, x):
+        return self.dense(x)
+
+
+class Model(nn.Module):
+    # the module's evidence: the parameter is checked to be a TextConfig
+    def __init__(self, config):
+        super().__init__()
+        if not isinstance(config, TextConfig):
+            config = TextConfig.from_dict(config)
+        self.layer = Layer(config)
+
+
+class FromMapping(nn.Module):
+    # the parameter is the mapping a TextConfig is made from
+    def __init__(self, med_config):
+        super().__init__()
+        med_config = TextConfig.from_dict(med_config)
+        self.dense = nn.Linear(med_config.hidden_size, med_config.hidden_size)
+
+
+class VisionConfig(TextConfig):
+    pass
+
+
+class VisionModel(nn.Module):
+    # the only evidence for `vision_cfg`: the model makes its configuration from the mapping
+    def __init__(self, vision_cfg):
+        super().__init__()
+        vision_cfg = VisionConfig.from_dict(vision_cfg)
+        self.layer = VisionLayer(vision_cfg)
+
+
+class VisionLayer(nn.Module):
+    # takes the configuration once made: an instance, not the mapping
+    def __init__(self, vision_cfg):
+        super().__init__()
+        self.dense = nn.Linear(vision_cfg.hidden_size, vision_cfg.hidden_size)
+
+
+class Unrelated(nn.Module):
+    # nothing of the module names a class for `settings`
+    def __init__(self, settings):
+        super().__init__()
+        self.dense = nn.Linear(settings.width, settings.width)
+"""
+
+
+class ConfigObjectsTest(unittest.TestCase):
+    """source_config: a parameter taking a configuration object gets the configuration class
+    its module's code names for it, built from its defaults (small widths first)."""
+
+    @classmethod
+    def setUpClass(cls):
+        import importlib.util
+
+        cls.dir = tempfile.mkdtemp()
+        path = os.path.join(cls.dir, "nnrag_cfg_fixture.py")
+        with open(path, "w") as f:
+            f.write(CONFIG_FIXTURE)
+        spec = importlib.util.spec_from_file_location("nnrag_cfg_fixture", path)
+        cls.mod = importlib.util.module_from_spec(spec)
+        sys.modules["nnrag_cfg_fixture"] = cls.mod
+        spec.loader.exec_module(cls.mod)
+
+    @classmethod
+    def tearDownClass(cls):
+        sys.modules.pop("nnrag_cfg_fixture", None)
+
+    def build(self, name):
+        """arg_candidates of class `name`, built as the harness's loop builds them (with the
+        missing-attribute variant): (label, kwargs, instance or None)."""
+        from nnrag_harness import source_config as SCF
+
+        klass = getattr(self.mod, name)
+        cands, unguessable = CA.arg_candidates(klass, None, self.mod.__dict__, nn)
+        i = 0
+        while i < len(cands):
+            label, a, kw = cands[i]
+            i += 1
+            try:
+                return label, kw, klass(*a, **kw), unguessable
+            except AttributeError as e:
+                v = SCF.missing_attribute_variant(a, kw, e, nn)
+                if v is not None and label.count(" +attr") < 4:
+                    cands.insert(i, (label + " +attr", v[0], v[1]))
+            except Exception:  # noqa: BLE001
+                pass
+        return None, None, None, unguessable
+
+    def test_classes_from_the_module_evidence(self):
+        from nnrag_harness import source_config as SCF
+
+        TextConfig = self.mod.TextConfig
+        # Model's isinstance check makes it a TextConfig first; its from_dict also takes the mapping
+        self.assertEqual(
+            SCF.config_classes(self.mod.Layer, "config", self.mod.__dict__),
+            [(TextConfig, "instance"), (TextConfig, "dict")],
+        )
+        self.assertEqual(
+            SCF.config_classes(self.mod.FromMapping, "med_config", self.mod.__dict__), [(TextConfig, "dict")]
+        )
+        self.assertEqual(SCF.config_classes(self.mod.Unrelated, "settings", self.mod.__dict__), [])
+
+    def test_instance_small_then_missing_field(self):
+        label, kw, inst, _ = self.build("Layer")
+        self.assertIsNotNone(inst, "the layer builds from a TextConfig")
+        cfg = kw["config"]
+        self.assertIsInstance(cfg, self.mod.TextConfig)
+        # small widths and heads first; the field TextConfig lacks given by name
+        self.assertEqual((cfg.hidden_size, cfg.intermediate_size, cfg.num_attention_heads), (32, 32, 4))
+        self.assertEqual(cfg.encoder_width, 32)
+        self.assertTrue(label.endswith(" +attr"), label)
+        self.assertEqual(tuple(inst(torch.randn(2, 32)).shape), (2, 32))
+        # the usage line writes the configuration as its construction
+        from nnrag_harness import snippet as SN
+
+        enc = SN.encode_live({"config": cfg}, torch)
+        self.assertEqual(enc["$dict"]["config"]["$module"][1], "TextConfig")
+        self.assertEqual(enc["$dict"]["config"]["kwargs"]["encoder_width"], 32)
+
+    def test_mapping_form(self):
+        _, kw, inst, _ = self.build("FromMapping")
+        self.assertIsNotNone(inst)
+        self.assertEqual(type(kw["med_config"]), dict)
+        self.assertEqual(inst.dense.in_features, 32)
+
+    def test_mapping_for_the_converting_class_instance_for_its_layers(self):
+        _, kw, inst, _ = self.build("VisionModel")
+        self.assertEqual(type(kw["vision_cfg"]), dict)
+        _, kw, inst, _ = self.build("VisionLayer")
+        self.assertIsInstance(kw["vision_cfg"], self.mod.VisionConfig)
+        self.assertEqual(inst.dense.in_features, 32)
+
+    def test_no_evidence_stays_unguessable(self):
+        _, _, inst, unguessable = self.build("Unrelated")
+        self.assertIsNone(inst)
+        self.assertEqual(unguessable, "settings")
+
+
+class CfgNode(dict):
+    """A yacs-style configuration node: read by attribute, built from a dict of its items."""
+
+    def __init__(self, init=None):
+        super().__init__()
+        for k, v in (init or {}).items():
+            self[k] = CfgNode(v) if isinstance(v, dict) else v
+
+    def __getattr__(self, k):
+        try:
+            return self[k]
+        except KeyError:
+            raise AttributeError(k) from None
+
+
+class RepositoryConfigTest(unittest.TestCase):
+    """A yacs configuration is the repository's own configuration class, in the harvest
+    (harvest.repository_config) and when a recorded one is decoded (values.decode)."""
+
+    def test_decode_keeps_the_recorded_class(self):
+        cfg = CfgNode({"MODEL": {"WIDTH": 8, "NAMES": ["a"]}})
+        enc = V.encode(cfg)
+        self.assertEqual(enc["class"][1], "CfgNode")
+        dec = V.decode(enc, V.module_resolver(globals(), lambda m: False), torch)
+        self.assertIsInstance(dec, CfgNode)
+        self.assertIsInstance(dec.MODEL, CfgNode)
+        self.assertEqual(dec.MODEL.WIDTH, 8)
+        # a class the resolver cannot give: a plain attribute dict, read the same way
+        plain = V.decode(enc, V.module_resolver({}, lambda m: False), torch)
+        self.assertNotIsInstance(plain, CfgNode)
+        self.assertEqual(plain.MODEL.WIDTH, 8)
+
+    def test_decode_as_the_candidates_base_when_the_original_class_is_foreign(self):
+        # the recorded class derives from an installed package's class that this process
+        # imported afresh (another class object of the same name): the base it resolves to
+        class Installed(dict):
+            pass
+
+        class Fresh(dict):
+            pass
+
+        class Repository(Installed):
+            pass
+
+        def resolve(module, qualname):
+            return {"Repository": Repository, "Installed": Fresh}[qualname.split(".")[-1]]
+
+        Installed.__qualname__, Repository.__qualname__ = "Installed", "Repository"
+        enc = {"$attrdict": {"A": 1}, "class": ["repo.config", "Repository"]}
+        dec = V.decode(enc, resolve, torch)
+        self.assertIs(type(dec), Fresh)
+        self.assertEqual(dec["A"], 1)
+
+        # the same class everywhere (the original's own process): the recorded class
+        def same(module, qualname):
+            return {"Repository": Repository, "Installed": Installed}[qualname.split(".")[-1]]
+
+        self.assertIs(type(V.decode(enc, same, torch)), Repository)
+
+    def test_harvest_builds_the_repository_defaults_object(self):
+        root = tempfile.mkdtemp()
+        pkg = os.path.join(root, "cfgpkg_fixture")
+        os.makedirs(pkg)
+        with open(os.path.join(pkg, "__init__.py"), "w") as f:
+            f.write("")
+        with open(os.path.join(pkg, "defaults.py"), "w") as f:
+            f.write(
+                "class CfgNode(dict):\n"
+                "    def __getattr__(self, k):\n"
+                "        try:\n"
+                "            return self[k]\n"
+                "        except KeyError:\n"
+                "            raise AttributeError(k) from None\n"
+                "    def __setattr__(self, k, v):\n"
+                "        self[k] = v\n"
+                "    def clone(self):\n"
+                "        import copy\n"
+                "        return copy.deepcopy(self)\n"
+                "_C = CfgNode()\n"
+                "_C.MODEL = CfgNode()\n"
+                "_C.MODEL.DEVICE = 'cuda'\n"
+                "_C.MODEL.WIDTH = 96\n"
+                "_C.MODEL.DEPTH = 4\n"
+            )
+        sys.path.insert(0, root)
+        try:
+            specs = [c for c in CF.yacs_configs([root]) if c["root"] == "_C"]
+            self.assertEqual(len(specs), 1)
+            cfg = H.make_config(specs[0], torch, {"MODEL": {"WIDTH": 32}})
+            defaults = sys.modules["cfgpkg_fixture.defaults"]
+            self.assertIsInstance(cfg, defaults.CfgNode)
+            self.assertIsInstance(cfg.MODEL, defaults.CfgNode)
+            self.assertEqual((cfg.MODEL.DEVICE, cfg.MODEL.WIDTH, cfg.MODEL.DEPTH), ("cpu", 32, 4))
+            self.assertEqual(defaults._C.MODEL.WIDTH, 96, "the module's defaults are left alone")
+        finally:
+            sys.path.remove(root)
+            for n in [n for n in sys.modules if n.startswith("cfgpkg_fixture")]:
+                del sys.modules[n]
 
 
 if __name__ == "__main__":

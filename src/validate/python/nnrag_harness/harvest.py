@@ -21,6 +21,7 @@
 # parameter is passed False (the torchvision / timm convention). A device default that
 # names CUDA is read as CPU (the sandbox has none).
 import ast
+import copy
 import dataclasses
 import functools
 import inspect
@@ -1115,6 +1116,62 @@ def no_downloads(torch):
     return restore
 
 
+def repository_config(spec):
+    """The configuration object a yacs-style defaults file builds (`_C = CN()` filled by
+    `_C.MODEL.X = …`), imported from the repository and copied (its `clone()`, else a deep
+    copy): an instance of the repository's own configuration class, which code may
+    dispatch on (`isinstance(cfg, CfgNode)` in a constructor decorated to take a
+    configuration); None when the module does not import or the name is no mapping (the
+    statically read tree is used then)."""
+    import importlib
+
+    f = (spec.get("file") or "").replace(os.sep, "/")
+    if not f.endswith(".py"):
+        return None
+    name = f[: -len(".py")].replace("/", ".")
+    if name.endswith(".__init__"):
+        name = name[: -len(".__init__")]
+    try:
+        m = importlib.import_module(name)
+    except BaseException:  # noqa: BLE001 - a module that does not import
+        return None
+    mf = (getattr(m, "__file__", None) or "").replace(os.sep, "/")
+    if not mf.endswith(f):
+        return None  # another module of that name
+    obj = getattr(m, spec.get("root") or "", None)
+    if not isinstance(obj, dict):
+        return None
+    try:
+        clone = getattr(obj, "clone", None)
+        out = clone() if callable(clone) else copy.deepcopy(obj)
+    except Exception:  # noqa: BLE001
+        return None
+    cpu_devices(out)
+    return out
+
+
+def cpu_devices(node, depth=0):
+    """A device that names CUDA read as CPU, in place (the sandbox has none), as the
+    statically read tree's literals are (configs._literal)."""
+    if depth > 20:
+        return
+    for k, v in list(node.items()):
+        if isinstance(v, str) and re.match(r"^cuda(:\d+)?$", v):
+            node[k] = "cpu"
+        elif isinstance(v, dict):
+            cpu_devices(v, depth + 1)
+
+
+def merge_config(node, overrides):
+    """`node` with `overrides` (a nested dict) set key by key, sub-nodes kept as they are."""
+    for k, v in overrides.items():
+        if isinstance(v, dict) and isinstance(node.get(k), dict):
+            merge_config(node[k], v)
+        else:
+            node[k] = v
+    return node
+
+
 def make_config(spec, torch, overrides=None):
     import importlib
 
@@ -1139,6 +1196,9 @@ def make_config(spec, torch, overrides=None):
             setattr(c, k, v)
         return c
     if spec["kind"] == "yacs":
+        own = repository_config(spec)
+        if own is not None:
+            return merge_config(own, overrides or {})
         return CF.to_attrdict(dict(spec["tree"], **(overrides or {})))
     raise ValueError("unknown configuration kind %r" % spec["kind"])
 
@@ -1575,6 +1635,10 @@ def run_entry(cfg, torch, send):
                     break
         except EntryTimeout as e:
             res["forwardError"] = "timeout: %s" % e
+        except BaseException as e:  # noqa: BLE001 - the model's own eval() or hints failed: no forward, reported
+            # (a model whose train() takes other arguments fails in eval(), PyTorch's
+            # Module.eval calls self.train(False)); the constructions stay witnesses
+            res["forwardError"] = "%s: %s" % (type(e).__name__, str(e)[:300])
     arm_budget(0)
     res["ms"] = round((time.monotonic() - w0) * 1000, 1)
     res["cpuMs"] = round((cpu_seconds() - t0) * 1000, 1)

@@ -16,7 +16,11 @@
 # A test gets a budget of its own (a CPU-time timer, harvest.py BUDGET_TIMER: the test
 # fails with TestTimeout and the next runs; a test that ignores it is ended by the step's
 # budget); what a failing, skipped or
-# stopped test recorded before it stopped is kept, nothing more.
+# stopped test recorded before it stopped is kept, nothing more. A test or step that waits
+# without computing (a download retried with pauses in a sandbox without network: 23 s of
+# sleeping per file) is ended the same way by a wall-clock timer (ITIMER_REAL) of
+# WALL_PER_CPU x its CPU budget + WALL_SLACK s, as a block's is (procs.py): the step still
+# answers, with what ran before, instead of waiting for the worker's backstop.
 import ast
 import inspect
 import os
@@ -299,11 +303,14 @@ def run_doc_entry(cfg, torch, send):
         raise H.EntryTimeout("step took longer than %.0f s" % budget)
 
     signal.signal(H.BUDGET_SIGNAL, alarm)
-    signal.setitimer(H.BUDGET_TIMER, budget)
+    signal.signal(signal.SIGALRM, alarm)
+    H.arm_budget(budget)
+    # the step's wall-clock bound, as arm_budget armed it
+    deadline = w0 + wall_bound(budget)
     saved_argv, saved_path = sys.argv, list(sys.path)
     try:
         if entry["kind"] == "test":
-            res["tests"] = run_test_file(cfg, entry, repo_root, budget, t0, install, torch)
+            res["tests"] = run_test_file(cfg, entry, repo_root, budget, t0, install, torch, deadline)
             res["built"] = res["tests"]["passed"] + res["tests"]["failed"] > 0
         else:
             run_example(entry, repo_root, install, torch)
@@ -313,7 +320,7 @@ def run_doc_entry(cfg, torch, send):
     except BaseException as e:  # noqa: BLE001 - a failing example is reported, never fatal
         res["error"] = "%s: %s" % (type(e).__name__, str(e)[:300])
     finally:
-        signal.setitimer(H.BUDGET_TIMER, 0)
+        H.arm_budget(0)
         sys.argv = saved_argv
         sys.path[:] = saved_path
     if rec is not None:
@@ -321,7 +328,11 @@ def run_doc_entry(cfg, torch, send):
     res["ms"] = round((time.monotonic() - w0) * 1000, 1)
     res["cpuMs"] = round((H.cpu_seconds() - t0) * 1000, 1)
     res["memoryMb"] = H.memory_used_mb(rss0)
-    if str(res.get("error") or "").startswith("timeout"):
+    # the step's budget (CPU or wall clock) ended it, or ended the session before some of
+    # its tests ran (a larger budget would run more): a stored answer serves only the same
+    # budget (witness/harvest.ts reusable)
+    tests = res.get("tests") or {}
+    if str(res.get("error") or "").startswith("timeout") or tests.get("unrun") or tests.pop("spent", False):
         res["stopped"] = "time"
     elif re.match(
         r"MemoryError|RuntimeError: .*(can't allocate memory|DefaultCPUAllocator|not enough memory)",
@@ -415,10 +426,24 @@ def rec_calls(rec):
     return n
 
 
-def run_test_file(cfg, entry, repo_root, budget, t0, install, torch):
+def wall_bound(cpu_seconds):
+    """The wall-clock bound of a CPU budget: WALL_PER_CPU x + WALL_SLACK s (procs.py)."""
+    return cpu_seconds * H.WALL_PER_CPU + H.WALL_SLACK
+
+
+def run_test_file(cfg, entry, repo_root, budget, t0, install, torch, deadline=None):
     """One test file through pytest (its own collection, fixtures and parametrization),
     the wrappers installed once collection imported what the tests use; each test's
-    constructions are named by its node id. Returns counts and the tests stopped."""
+    constructions are named by its node id. Returns counts and the tests stopped. A
+    test's budget is `testSeconds` of CPU time and wall_bound of that on the wall clock,
+    within the step's (`budget` CPU seconds from `t0`, the wall clock until `deadline`)."""
+    if deadline is None:
+        deadline = time.monotonic() + wall_bound(budget)
+
+    def spent():
+        # the step's budget is spent (this close to it, no test is started)
+        return budget - (H.cpu_seconds() - t0) < 0.5 or deadline - time.monotonic() < 0.5
+
     import pytest
 
     per_test = float(cfg.get("testSeconds") or DEFAULT_TEST_SECONDS)
@@ -435,7 +460,7 @@ def run_test_file(cfg, entry, repo_root, budget, t0, install, torch):
         def pytest_runtest_protocol(self, item, nextitem):
             # the step's budget spent: this test is not run (a result other than None
             # ends the hook call, firstresult) and the session stops after it
-            if budget - (H.cpu_seconds() - t0) < 0.5:
+            if spent():
                 item.session.shouldstop = "the step's budget is spent"
                 counts["unrun"] = counts.get("unrun", 0) + 1
                 return True
@@ -464,7 +489,7 @@ def run_test_file(cfg, entry, repo_root, budget, t0, install, torch):
         @pytest.hookimpl(hookwrapper=True)
         def pytest_runtest_protocol(self, item, nextitem):
             left = budget - (H.cpu_seconds() - t0)
-            if left < 0.5:
+            if spent():
                 yield
                 return
             rec = install()
@@ -474,19 +499,25 @@ def run_test_file(cfg, entry, repo_root, budget, t0, install, torch):
             before = set(rec_calls(rec))
 
             def test_alarm(signum, frame):
-                if H.cpu_seconds() - t0 >= budget - 0.05:
+                # the step's own budget (CPU or wall clock) ends the step; else the test's
+                if H.cpu_seconds() - t0 >= budget - 0.05 or time.monotonic() >= deadline - 0.05:
+                    counts["spent"] = True
                     raise H.EntryTimeout("step took longer than %.0f s" % budget)
                 state["timed_out"] = True
                 raise TestTimeout("test took longer than %.0f s" % per_test)
 
             old = signal.signal(H.BUDGET_SIGNAL, test_alarm)
+            old_wall = signal.signal(signal.SIGALRM, test_alarm)
             signal.setitimer(H.BUDGET_TIMER, max(0.1, min(per_test, left)))
+            signal.setitimer(signal.ITIMER_REAL, max(0.1, min(wall_bound(per_test), deadline - time.monotonic())))
             torch.manual_seed(0)
             try:
                 yield
             finally:
                 signal.setitimer(H.BUDGET_TIMER, max(0.1, budget - (H.cpu_seconds() - t0)))
+                signal.setitimer(signal.ITIMER_REAL, max(0.1, deadline - time.monotonic()))
                 signal.signal(H.BUDGET_SIGNAL, old)
+                signal.signal(signal.SIGALRM, old_wall)
                 rec.current = "test:" + entry["file"]
                 if state["timed_out"]:
                     counts["stopped"].append(item.nodeid)

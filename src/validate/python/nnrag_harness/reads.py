@@ -1,5 +1,5 @@
 # What a witness-harvest step read (issue 27, harvest reuse per entry point): the files
-# whose code ran while the step ran (the global trace function's "call" events, sys.settrace
+# whose code ran while the step ran (the list step: the files of every module imported) (the global trace function's "call" events, sys.settrace
 # and threading.settrace, no line tracing; a
 # module's top level is a code object too, so importing it counts, Language Reference
 # §4.1) and the files it opened (builtins.open, io.open: configuration files, YAML model
@@ -24,9 +24,13 @@ class Reads(object):
         # the global trace function sees "call" only (a new frame): its code object's file
         self.codes.add(frame.f_code.co_filename)
 
-    def start(self):
-        sys.settrace(self._hook)
-        threading.settrace(self._hook)
+    def start(self, calls=True):
+        """Record from here: the files opened, and with `calls` the code that runs (the
+        list step imports every module: it takes them from sys.modules, add_modules,
+        without the trace function's cost)."""
+        if calls:
+            sys.settrace(self._hook)
+            threading.settrace(self._hook)
         real = self._open = builtins.open
         opened = self.opened
 
@@ -44,6 +48,15 @@ class Reads(object):
         if self._open is not None:
             builtins.open = io.open = self._open
             self._open = None
+
+    def add_modules(self):
+        """The files of the modules imported so far (sys.modules; a module imported before
+        the step, by the zygote, too): a module's top level ran when it was imported
+        (Language Reference §5.3), what it binds may decide what the step finds."""
+        for m in list(sys.modules.values()):
+            f = getattr(m, "__file__", None)
+            if isinstance(f, str):
+                self.codes.add(f)
 
     def files(self):
         """The files read, absolute, under the roots, sorted."""

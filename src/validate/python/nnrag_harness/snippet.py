@@ -960,6 +960,12 @@ def encode_live(v, torch):
         elif isinstance(x, dict):
             for i in x.values():
                 walk(i, depth + 1)
+        else:
+            # another object the harness built by calling its class (a configuration
+            # object, source_config.build): that construction
+            made = V.BUILT.get(id(x))
+            if made is not None and made[0]() is x:
+                modules[id(x)] = (x, made[1], made[2], made[3])
 
     walk(v)
     return V.encode(v, modules)

@@ -4,6 +4,7 @@
 import inspect
 
 from . import arguments as A
+from . import source_config as SC
 from . import usage as U
 from .sources import Plan
 
@@ -21,7 +22,9 @@ class DefaultsSource(object):
 
 class GuessSource(object):
     """Required parameters (and width-like ones defaulting to None) guessed by name and
-    annotation at each of arguments.CANDIDATE_WIDTHS (width d, heads h); a parameter the
+    annotation at each of arguments.CANDIDATE_WIDTHS (width d, heads h); a parameter taking a
+    configuration object the module's code names (`isinstance(config, BertConfig)`)
+    gets that class built small, then from its defaults (source_config.py); a parameter the
     constructor reads attributes of gets an instance of a repository class that has them,
     built from its witness (req.providers, source_provider.py), else a torch.nn instance
     that has them (duck typing); a parameter the constructor tests for membership in a
@@ -36,6 +39,11 @@ class GuessSource(object):
     def plans(self, req):
         if req.params is None:
             return
+        # parameters taking a configuration object the module's code names (source_config.py)
+        try:
+            configs = SC.config_params(req, req.nn)
+        except Exception:  # noqa: BLE001 - reading the code is best effort
+            configs = {}
         ducks = A.duck_modules(req.cls, req.required, req.nn)
         # parameters the class's code calls: a factory or a callable, never a number
         calls = U.called_params(req.cls)
@@ -48,7 +56,11 @@ class GuessSource(object):
             kwargs, posargs = {}, []
             try:
                 for p in req.fillable:
-                    if p.default is inspect.Parameter.empty and p.name in req.providers:
+                    if p.default is inspect.Parameter.empty and p.name in configs:
+                        # `isinstance(config, BertConfig)`, `BertConfig.from_dict(config)`:
+                        # that class built from its defaults, small first
+                        v = self._config(configs[p.name], d, h, req)
+                    elif p.default is inspect.Parameter.empty and p.name in req.providers:
                         # a module whose attributes the code reads: a repository class
                         # built from its own witness (source_provider.py)
                         v = req.providers[p.name]()
@@ -76,6 +88,26 @@ class GuessSource(object):
                 self.unguessable = str(u)
                 return
             yield Plan(self.name, "heuristic d=%d h=%d" % (d, h), posargs, kwargs)
+            if configs and d == A.CANDIDATE_WIDTHS[0][0]:
+                # the configuration objects from their defaults alone (the author's sizes)
+                full = dict(kwargs)
+                try:
+                    for name, classes in configs.items():
+                        if name in full:
+                            full[name] = self._config(classes, d, h, req, small=False)
+                except A.Unguessable:
+                    continue
+                yield Plan(self.name, "heuristic config defaults", posargs, full)
+
+    @staticmethod
+    def _config(classes, d, h, req, small=True):
+        """The first configuration class of `classes` that builds (source_config.build)."""
+        for c, form in classes:
+            try:
+                return SC.build(c, form, d, h, req.nn, req.mod_globals, small=small)
+            except Exception:  # noqa: BLE001 - the next class
+                continue
+        raise A.Unguessable("a configuration object (%s)" % "/".join(c.__name__ for c, _ in classes))
 
 
 class WidthsSource(object):

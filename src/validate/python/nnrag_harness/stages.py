@@ -4,12 +4,14 @@
 # (Reporter); child_main sets the child up (limits, descriptors, working directory) and
 # runs the stages or a witness-harvest step (harvest_main).
 import ast
+import gc
 import inspect
 import io
 import os
 import re
 import signal
 import sys
+import traceback
 import types
 
 from nnrag_harness import CANDIDATE_FILE, CANDIDATE_MODULE
@@ -135,16 +137,30 @@ def harvest_main(req, rep, torch):
             ev["result"]["reads"] = reads.files()
         rep.send(ev)
 
+    cpu0, wall0 = self_cpu(), _monotonic()
+
     from nnrag_harness import values as V
 
     try:
         if cfg.get("mode") == "list":
+            # what the list step read (its modules and those they import, the files it
+            # opened): a stored harvest stays current while they are unchanged
+            # (witness/store.ts harvestDepends)
+            listing_reads = None
+            if cfg.get("recordReads"):
+                from nnrag_harness.reads import Reads
+
+                listing_reads = Reads(list(cfg.get("roots") or []) + [cfg.get("repoRoot")]).start(calls=False)
             # the entries' plans go through node and come back in run steps: floats of
             # integral value kept floats (an argparse `default=2.0` is 2.0, not 2)
             listed = harvest.list_entries(cfg, torch)
             for e in listed.get("entries") or []:
                 if isinstance(e.get("plan"), dict):
                     e["plan"] = V.keep_floats(e["plan"])
+            if listing_reads is not None:
+                listing_reads.stop()
+                listing_reads.add_modules()
+                listed["reads"] = listing_reads.files()
             rep.send({"ev": "harvest", "result": listed})
             return
         if isinstance((cfg.get("entry") or {}).get("plan"), dict):
@@ -160,9 +176,29 @@ def harvest_main(req, rep, torch):
                 reads.start()
             harvest.run_entry(cfg, torch, send)
     except BaseException as e:  # noqa: BLE001 - reported as the step's error
-        if reads is not None:
-            reads.stop()
-        rep.send({"ev": "harvest", "result": {"error": fmt_error(e), "traceback": fmt_trace(e)}})
+        # an error that escaped the step (a MemoryError while its witnesses were put
+        # together): an answer all the same, with what it read and the CPU it spent, so
+        # the harvest stores it and reuses it while those files are unchanged (the step
+        # would fail the same way again; without an answer it ran again every time)
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        res = {"error": fmt_error(e), "traceback": fmt_trace(e)}
+        # free what the failed step held (its frames' locals: the recorder and every module
+        # it built) before answering: a MemoryError left too little to answer with
+        traceback.clear_frames(e.__traceback__)
+        e.__traceback__ = None
+        gc.collect()
+        if cfg.get("mode") != "list":
+            res["cpuMs"] = round((self_cpu() - cpu0) * 1000, 1)
+            res["ms"] = round((_monotonic() - wall0) * 1000, 1)
+            if res["error"].startswith(("EntryTimeout", "timeout")):
+                res["stopped"] = "time"
+        try:
+            send({"ev": "harvest", "result": res})
+        except BaseException:  # noqa: BLE001 - the reads could not be listed either
+            if reads is not None:
+                reads.stop()
+            rep.send({"ev": "harvest", "result": {"error": res["error"], "traceback": res["traceback"]}})
 
 
 class StageFailed(Exception):
@@ -369,6 +405,13 @@ class Stages:
                     v = scalar_variant(args, kwargs)
                     if v is not None:
                         cands.insert(i, (label + " scalar", v[0], v[1]))
+                elif isinstance(e, AttributeError) and label.count(" +attr") < 4:
+                    # a configuration object the guess built lacks a field the code reads
+                    from nnrag_harness.source_config import missing_attribute_variant
+
+                    v = missing_attribute_variant(args, kwargs, e, self.nn)
+                    if v is not None:
+                        cands.insert(i, (label + " +attr", v[0], v[1]))
                 continue
             if restore is not None:
                 restore()

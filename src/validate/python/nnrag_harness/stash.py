@@ -1,10 +1,12 @@
 # What a repository's zygote (zygote.py) imported, shared with the stages that run in
 # its forks (stages.py): the original repository's modules hidden from sys.modules while
 # a candidate runs (STASH), the zygote's own module (IN_ZYGOTE), the test of whether
-# a module comes from the repository's roots, and the packages whose installed
+# a module comes from the repository's roots, the packages whose installed
 # distribution is the checkout's own code (same_as_installed: those stay importable,
-# imported once). Below both, so neither imports the other.
+# imported once), and the finder that gives a checkout the extension modules the
+# environment compiled from it (BuiltExtensions). Below both, so neither imports the other.
 import importlib.machinery
+import importlib.util
 import os
 import sys
 import types
@@ -266,30 +268,40 @@ def _same_bytes(a, b):
         return False
 
 
-def same_as_installed(top, roots):
-    """Whether the top-level module `top`, imported from the repository's roots, is the
-    same code as the package of that name installed in the environment (a checkout the
-    environment installed, as `pip install .` does): every importable file of the installed
-    package is the checkout's file of that path, with the same bytes. Then the installed copy is not hidden behind the checkout's: a candidate
-    whose `import top.sub` resolves to the installed distribution gets the modules the
-    zygote already imported. Importing that package a second time, from the other
-    folder, would run its import-time code again against what stayed in the process:
-    torch's functional DataPipe names and the shared registries of installed
-    libraries refuse the second registration ("Unable to add DataPipe function name …
-    as it is already taken"). A package whose installed files differ (another version,
-    an extension built only in the installed copy) is hidden as before."""
-    if top in _SAME:
-        return _SAME[top]
-    _SAME[top] = False
-    prefixes = root_prefixes(roots)
-    m = sys.modules.get(top) or STASH.get(top)
+def _compare_builds(mine, theirs):
+    """How the package folder `theirs` (the environment's installed package) holds the
+    code of the package folder `mine` (the checkout's): None when a file both hold
+    differs or one holds nothing; else (installed, extra), `installed` whether every
+    importable file of `theirs` is the checkout's (the checkout may hold more: a wheel
+    leaves out what its package data does not list, the configuration modules of a
+    `configs/` folder, which no import of the installed package can reach) save the
+    extension modules its build compiled (setuptools' ext_modules: the checkout, never
+    built in place, has none), and `extra` whether `theirs` holds each of the checkout's
+    files (a build may copy more in: detectron2's model-zoo configs)."""
+    files = _code_files(mine)
+    built = _code_files(theirs)
+    if not files or not built:
+        return None
+    if not all(_same_bytes(os.path.join(mine, f), os.path.join(theirs, f)) for f in files & built):
+        return None
+    suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+    only_built = built - files
+    return all(f.endswith(suffixes) for f in only_built), files <= built
+
+
+def _installed_folder(m, prefixes):
+    """The checkout's folder of the package `m` (loaded from the repository's roots) and
+    the folder `import` finds for its name without those roots (the environment's
+    installed package), or None when there is no such pair (a plain module, a namespace
+    package (PEP 420), one folder for both)."""
     mine = getattr(m, "__path__", None)
     try:
         mine = [str(x) for x in mine] if mine is not None else None
     except Exception:  # noqa: BLE001 - not a list of folders
-        return False
+        return None
     if not mine or len(mine) != 1 or not of_roots(m, prefixes):
-        return False  # a plain module or a namespace package (PEP 420): hidden as before
+        return None
+    top = m.__name__.partition(".")[0]
     # where `import top` resolves without the repository's roots: the installed package
     path = [p for p in sys.path if not any((p.rstrip("/") + "/").startswith(pr) for pr in prefixes)]
     try:
@@ -298,16 +310,99 @@ def same_as_installed(top, roots):
         spec = None
     locs = list(getattr(spec, "submodule_search_locations", None) or [])
     if len(locs) != 1 or os.path.realpath(locs[0]) == os.path.realpath(mine[0]):
-        return False
-    # the installed files are the checkout's with the same bytes; the checkout may hold
-    # more (a wheel leaves out what its package data does not list: the configuration
-    # modules of a `configs/` folder), which no import of the installed package can reach
-    files = _code_files(locs[0])
-    if not files or not files <= _code_files(mine[0]):
-        return False
-    same = all(_same_bytes(os.path.join(mine[0], f), os.path.join(locs[0], f)) for f in files)
+        return None
+    return mine[0], locs[0]
+
+
+def same_as_installed(top, roots):
+    """Whether the top-level module `top`, imported from the repository's roots, is the
+    same code as the package of that name installed in the environment (a checkout the
+    environment installed, as `pip install .` does): every importable file of the
+    installed package is the checkout's file of that path, with the same bytes, save the
+    extension modules its build compiled, which the checkout's package gets from the
+    installed one (BuiltExtensions). Then the installed copy is not hidden behind the
+    checkout's: a candidate whose `import top.sub` resolves to the installed distribution
+    gets the modules the zygote already imported. Importing that package a second time,
+    from the other folder, would run its import-time code again against what stayed in
+    the process: torch's functional DataPipe names and the shared registries of installed
+    libraries refuse the second registration ("Unable to add DataPipe function name …
+    as it is already taken"). A package whose installed files differ otherwise (another
+    version, modules its build copied in) is hidden as before."""
+    if top in _SAME:
+        return _SAME[top]
+    _SAME[top] = False
+    m = sys.modules.get(top) or STASH.get(top)
+    pair = _installed_folder(m, root_prefixes(roots))
+    got = _compare_builds(*pair) if pair else None
+    same = bool(got and got[0])
     _SAME[top] = same
     return same
+
+
+class BuiltExtensions(object):
+    """A meta path finder (PEP 451), last on sys.meta_path, for the extension modules a
+    checkout's own build compiles. A package whose setup compiles C/C++ operators
+    (setuptools' ext_modules: mmcv's `mmcv._ext`, detectron2's `detectron2._C`) holds
+    them beside its sources only once built in place (`pip install -e .`,
+    `setup.py build_ext --inplace`): its users, working in the checkout, have built it
+    so. The checkout validation imports originals from is read-only and unbuilt, and the
+    environment installed the wheel built from it (environment/pypi.ts buildNative). A
+    submodule the checkout's package lacks (every finder before this one found nothing)
+    is the installed build's extension module of the same relative path, when the
+    installed package is a build of the checkout's code (_compare_builds: the files both
+    hold have the same bytes, and one holds all of the other's, extension modules
+    aside); the same file is loaded, so the
+    original and a candidate that imported the installed package share one module.
+    Anything else is left to fail as it would."""
+
+    _pairs = {}  # top-level package folder (checkout) -> installed build's folder or None
+
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        parent, _, last = name.rpartition(".")
+        if not parent or not path:
+            return None
+        top = name.partition(".")[0]
+        m = sys.modules.get(top)
+        mine = getattr(m, "__path__", None)
+        try:
+            mine = [str(x) for x in mine] if mine is not None else []
+        except Exception:  # noqa: BLE001 - not a list of folders
+            return None
+        if len(mine) != 1:
+            return None
+        key = os.path.realpath(mine[0])
+        if key not in cls._pairs:
+            cls._pairs[key] = None
+            # the folder holding the checkout's package stands in for the repository's
+            # root: the installed copy is found without it
+            pair = _installed_folder(m, root_prefixes([os.path.dirname(mine[0])]))
+            got = _compare_builds(*pair) if pair else None
+            if got and (got[0] or got[1]):
+                cls._pairs[key] = pair[1]
+        theirs = cls._pairs[key]
+        if theirs is None:
+            return None
+        try:
+            here = os.path.realpath(str(list(path)[0]))
+        except Exception:  # noqa: BLE001 - not a list of folders
+            return None
+        rel = os.path.relpath(here, key)
+        if rel.startswith(".."):
+            return None
+        folder = os.path.normpath(os.path.join(theirs, rel))
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+            f = os.path.join(folder, last + suffix)
+            if os.path.isfile(f):
+                loader = importlib.machinery.ExtensionFileLoader(name, f)
+                return importlib.util.spec_from_file_location(name, f, loader=loader)
+        return None
+
+
+def serve_built_extensions():
+    """Put BuiltExtensions last on sys.meta_path (once per process; forks inherit it)."""
+    if BuiltExtensions not in sys.meta_path:
+        sys.meta_path.append(BuiltExtensions)
 
 
 def hide_new_repository_modules(before, roots):

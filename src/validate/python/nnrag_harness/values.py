@@ -7,9 +7,11 @@
 # comes back to Python as an int; a dict keyed by numbers or
 # tuples of plain values as {"$map": [[key, value], ...]}), classes and functions by
 # module and qualified name, functools.partial by its parts, tensors by shape, dtype and
-# statistics (small integer / bool tensors by value: ids, masks), nn.Module instances by
+# statistics (small integer / bool tensors by value: ids, masks), nn.Module instances (and
+# other objects the harness built by calling their class: configuration objects) by
 # their own recorded construction (re-creatable), dataclass / namespace / other plain
-# objects (detr's NestedTensor) by their class and fields. decode() rebuilds a value
+# objects (detr's NestedTensor) by their class and fields, attribute dicts (yacs CfgNode)
+# by their items and class. decode() rebuilds a value
 # with a caller's resolver for classes and functions (the copy's names in a candidate,
 # the original's in the equivalence stage) and a seeded generator for tensors.
 import dataclasses
@@ -156,6 +158,16 @@ def encode(v, modules=None, depth=0):
         if extra:
             out["attrs"] = extra
         return out
+    rec = (modules or {}).get(id(v))
+    if rec is not None and rec[0] is v and not isinstance(v, type):
+        # another object built by calling its class with these arguments (a configuration
+        # object the harness built, source_config.build): that construction, as a module's
+        _, cls, args, kwargs = rec
+        return {
+            "$module": _ref(cls),
+            "args": [encode(x, modules, depth + 1) for x in args],
+            "kwargs": {k: encode(x, modules, depth + 1) for k, x in kwargs.items()},
+        }
     if dataclasses.is_dataclass(v) and not isinstance(v, type):
         fields = {f.name: encode(getattr(v, f.name), modules, depth + 1) for f in dataclasses.fields(v) if f.init}
         return {"$dataclass": _ref(type(v)), "fields": fields}
@@ -305,7 +317,25 @@ def decode(enc, resolve, torch, gen=None, depth=0):
         cls = resolve(*enc["$namedtuple"])
         return cls(**{k: decode(x, resolve, torch, gen, depth + 1) for k, x in enc["fields"].items()})
     if "$attrdict" in enc:
-        return AttrDict((k, decode(x, resolve, torch, gen, depth + 1)) for k, x in enc["$attrdict"].items())
+        items = [(k, decode(x, resolve, torch, gen, depth + 1)) for k, x in enc["$attrdict"].items()]
+        # the recorded configuration class when it resolves (a yacs CfgNode is built from
+        # a dict of its items): code dispatches on its type, as a constructor decorated to
+        # accept a configuration does (`isinstance(args[0], CfgNode)`); else a plain
+        # attribute dict, which reads the same
+        ref = enc.get("class")
+        klass = None
+        if isinstance(ref, list) and len(ref) == 2:
+            try:
+                klass = resolve(*ref)
+            except Exception:  # noqa: BLE001 - not resolvable here
+                klass = None
+        if isinstance(klass, type) and issubclass(klass, dict) and klass is not AttrDict:
+            klass = _class_here(klass, resolve)
+            try:
+                return klass(dict(items))
+            except Exception:  # noqa: BLE001 - a constructor that takes no mapping
+                pass
+        return AttrDict(items)
     if "$tensor" in enc:
         return decode_tensor(enc, torch, gen)
     if "$dtype" in enc:
@@ -351,6 +381,25 @@ def decode(enc, resolve, torch, gen=None, depth=0):
             setattr(obj, k, decode(x, resolve, torch, gen, depth + 1))
         return obj
     raise Unresolvable("unknown record %s" % sorted(enc)[:3])
+
+
+def _class_here(klass, resolve):
+    """`klass`, or the first of its bases (below dict) that the resolver gives as another
+    class object: a class of the original's that derives from an installed package's the
+    candidate imported afresh (stash.INSTALLED: detectron2's CfgNode, from the zygote, on
+    fvcore's) is foreign to the candidate's code, which checks `isinstance(cfg,
+    fvcore's CfgNode)` against its own import; the candidate's base class is then what
+    reads and dispatches the same."""
+    for base in klass.__mro__[1:]:
+        if base is dict or base is object:
+            break
+        try:
+            here = resolve(base.__module__, base.__qualname__)
+        except Exception:  # noqa: BLE001 - not resolvable here
+            continue
+        if here is not base and isinstance(here, type) and issubclass(here, dict):
+            return here
+    return klass
 
 
 def decode_tensor(enc, torch, gen=None):

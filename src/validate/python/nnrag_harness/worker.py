@@ -72,6 +72,11 @@ class Worker:
         from nnrag_harness.extensions import load_each_library_once
 
         load_each_library_once(torch)
+        # a checkout's package gets the extension modules the environment compiled from
+        # it (stash.BuiltExtensions): its originals import as they do where it was built
+        from nnrag_harness.stash import serve_built_extensions
+
+        serve_built_extensions()
         try:
             torch.set_num_threads(1)
         except Exception:  # noqa: BLE001
