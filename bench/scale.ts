@@ -5,6 +5,7 @@
 // integer literal changed, a statement or a comment added (near duplicates, near-misses).
 // Measured, each on whole N:
 //   dedup        the library's de-duplication (src/library/dedup.ts) over the N texts   (target ≤ 60 s)
+//   dedup-store  the same on a store of the N blocks, their signatures stored at extraction
 //   store+sync   the N records written as extractions, the FTS index and signatures built
 //   search       searchBlocks p50/p95 over a query mix (names, words, filters)          (target p95 ≤ 50 ms)
 //   catalog      the web catalog's pages over HTTP: search pages and block pages         (target p95 ≤ 100 ms)
@@ -14,6 +15,9 @@
 //   node --max-old-space-size=12000 dist/bench/scale.js --from STORE [--sizes 100000,1000000] [--threads T]
 //        [--only dedup|search] [--clusters FILE] [--keep DIR]
 //   node dist/bench/scale.js --library DIR      search and catalog only, on an existing library (read only)
+//   node dist/bench/scale.js --from STORE --sizes N --dedup-store DIR [--signatures stored|computed] [--clusters FILE]
+//        dedup as `nnrag dedup` runs it on a store DIR.<N> of the N copies (built first, with each module's
+//        signature computed as extraction computes it), from the stored signatures or from the texts
 // --clusters FILE writes each size's clusters to FILE.<N> (one line per cluster: kind and
 // sorted members), to compare two dedup implementations on the same library.
 import os from 'node:os';
@@ -21,9 +25,10 @@ import path from 'node:path';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseBlockId } from '../src/discover/ids.js';
-import { dedup, type DedupInput } from '../src/library/dedup.js';
+import { dedup, dedupSignatureRow, type DedupInput } from '../src/library/dedup.js';
+import { runDedup } from '../src/library/library.js';
 import { emptyRecord, type BlockStatus } from '../src/records/block.js';
-import { extractionIds, listExtractions, putExtraction, textHash } from '../src/store/records.js';
+import { extractionIds, listExtractions, putExtraction, textHash, type ExtractionWrite } from '../src/store/records.js';
 import { IndexStore } from '../src/store/store.js';
 import { facets, searchBlocks, syncSearchIndex, type SearchOptions } from '../src/search/fts.js';
 import { similarBlocks, syncSignatures } from '../src/search/similar.js';
@@ -138,6 +143,143 @@ async function benchDedup(sources: Source[], N: number, threads?: number, cluste
   };
 }
 
+/** Copy i as extraction stores it: the module text, a validated record whose provenance
+ *  names the copy's repository, and (with `signature`) the module's de-duplication
+ *  signature, as extraction computes it. */
+function benchExtraction(
+  v: ReturnType<typeof variant>,
+  i: number,
+  signature?: ExtractionWrite['signature'],
+): ExtractionWrite {
+  return {
+    id: v.id,
+    hash: textHash(v.text),
+    ok: v.status === 'validated',
+    status: (v.status === 'failed' ? 'failed' : 'validated') as BlockStatus,
+    lines: v.text.split('\n').length,
+    record: {
+      ...emptyRecord(v.id, v.repo),
+      // where the copy came from, as extraction records it: the search document takes
+      // a block's repository from its provenance (without it, every document had an
+      // empty repository and the repository-filtered queries below matched nothing)
+      provenance: [
+        {
+          repo: v.repo,
+          revision: null,
+          url: null,
+          path: `${parseBlockId(v.id).module.replace(/\./g, '/')}.py`,
+          module: parseBlockId(v.id).module,
+          swhid: '',
+          ranges: [],
+        },
+      ],
+      externs: ['torch'],
+      validation: {
+        stages: {
+          parse: 'pass',
+          compile: 'pass',
+          import: 'pass',
+          namespace: 'skip',
+          instantiate: 'pass',
+          forward: 'pass',
+          equivalence: 'skip',
+        },
+        category: null,
+        error: null,
+        args: null,
+        input_shapes: null,
+        output_shapes: null,
+        params: (i * 7919) % 5_000_000,
+        envId: 'bench',
+      },
+    },
+    text: v.text,
+    ...(signature ? { signature } : {}),
+  };
+}
+
+/**
+ * Dedup as `nnrag dedup` runs it, on a store (`--dedup-store DIR`): the N copies written to
+ * DIR.<N> as extraction writes them, each module's de-duplication signature computed when
+ * it is written (one block at a time, as extraction does: the one-time cost per block is
+ * printed), unless DIR.<N> holds the N blocks already; then library.ts runDedup on it, with
+ * the stored signatures (`--signatures stored`, the default) or computing every block's
+ * from its text as before they were stored (`--signatures computed`). Whole-run wall and
+ * CPU time beside the phases'.
+ */
+async function benchDedupStore(
+  sources: Source[],
+  N: number,
+  dirBase: string,
+  signatures: 'stored' | 'computed',
+  threads?: number,
+  clustersOut?: string,
+) {
+  const dir = `${path.resolve(dirBase)}.${N}`;
+  const store = IndexStore.open(dir);
+  try {
+    let build: Record<string, number> | undefined;
+    if (extractionIds(store).length !== N) {
+      store.bulkLoad(2048);
+      const t = performance.now();
+      const c0 = process.cpuUsage();
+      let signUs = 0;
+      let bytes = 0;
+      const BATCH = 10_000;
+      for (let i0 = 0; i0 < N; i0 += BATCH) {
+        store.write(() => {
+          for (let i = i0; i < Math.min(N, i0 + BATCH); i++) {
+            const v = variant(sources, i);
+            const s0 = process.cpuUsage();
+            const sig = dedupSignatureRow(v.text);
+            const d = process.cpuUsage(s0);
+            signUs += d.user + d.system;
+            bytes += sig.data.byteLength;
+            putExtraction(store, benchExtraction(v, i, sig));
+          }
+        });
+      }
+      build = {
+        wallMs: Math.round(performance.now() - t),
+        cpuMs: cpuMs(process.cpuUsage(c0)),
+        signatureCpuMs: Math.round(signUs / 1000),
+        signatureCpuUsPerBlock: +(signUs / N).toFixed(1),
+        signatureBytesPerBlock: Math.round(bytes / N),
+        databaseMb: Math.round((Number(store.db.pragma('page_count', { simple: true })) * 4096) / 1e6),
+        load: load(),
+      };
+      store.close();
+    } else store.close();
+    const ws = { store: IndexStore.open(dir) };
+    try {
+      const c0 = process.cpuUsage();
+      const t = performance.now();
+      const d = await runDedup(ws, { threads, storedSignatures: signatures === 'stored' });
+      const dedupMs = Math.round(performance.now() - t);
+      const dedupCpuMs = cpuMs(process.cpuUsage(c0));
+      if (clustersOut) writeFileSync(`${clustersOut}.${N}`, clusterText(d.clusters));
+      return {
+        blocks: N,
+        store: dir,
+        build,
+        signatures: d.signatures,
+        dedupMs,
+        dedupCpuMs,
+        phases: d.timings,
+        phasesCpu: d.cpu,
+        clusters: d.clusters.length,
+        unique: d.uniqueCount,
+        rssMb: Math.round(process.memoryUsage().rss / 1e6),
+        load: load(),
+      };
+    } finally {
+      ws.store.close();
+    }
+  } finally {
+    store.close();
+  }
+}
+
 /** CPU ms of the page requests (server and client are this process: its CPU time covers
  *  the rendering; wall time on a loaded machine mostly measures the wait for a core). */
 const pageCpu: number[] = [];
@@ -172,51 +314,7 @@ async function benchSearch(sources: Source[], N: number, keep?: string) {
         for (let i = i0; i < Math.min(N, i0 + BATCH); i++) {
           const v = variant(sources, i);
           if (i % 1000 === 0) names.push(v.name);
-          const ok = v.status === 'validated';
-          putExtraction(store, {
-            id: v.id,
-            hash: textHash(v.text),
-            ok,
-            status: (v.status === 'failed' ? 'failed' : 'validated') as BlockStatus,
-            lines: v.text.split('\n').length,
-            record: {
-              ...emptyRecord(v.id, v.repo),
-              // where the copy came from, as extraction records it: the search document takes
-              // a block's repository from its provenance (without it, every document had an
-              // empty repository and the repository-filtered queries below matched nothing)
-              provenance: [
-                {
-                  repo: v.repo,
-                  revision: null,
-                  url: null,
-                  path: `${parseBlockId(v.id).module.replace(/\./g, '/')}.py`,
-                  module: parseBlockId(v.id).module,
-                  swhid: '',
-                  ranges: [],
-                },
-              ],
-              externs: ['torch'],
-              validation: {
-                stages: {
-                  parse: 'pass',
-                  compile: 'pass',
-                  import: 'pass',
-                  namespace: 'skip',
-                  instantiate: 'pass',
-                  forward: 'pass',
-                  equivalence: 'skip',
-                },
-                category: null,
-                error: null,
-                args: null,
-                input_shapes: null,
-                output_shapes: null,
-                params: (i * 7919) % 5_000_000,
-                envId: 'bench',
-              },
-            },
-            text: v.text,
-          });
+          putExtraction(store, benchExtraction(v, i));
         }
       });
     }
@@ -511,7 +609,18 @@ async function main(): Promise<void> {
     from: path.resolve(from),
   };
   console.log(JSON.stringify({ env }));
+  const dedupStore = opt('--dedup-store');
+  const signatures = opt('--signatures') ?? 'stored';
+  if (signatures !== 'stored' && signatures !== 'computed') throw new Error('--signatures stored|computed');
   for (const N of sizes) {
+    if (dedupStore) {
+      console.log(
+        JSON.stringify({
+          dedupStore: await benchDedupStore(sources, N, dedupStore, signatures, threads, clustersOut),
+        }),
+      );
+      continue;
+    }
     if (only !== 'search') console.log(JSON.stringify({ dedup: await benchDedup(sources, N, threads, clustersOut) }));
     if (only !== 'dedup') console.log(JSON.stringify({ search: await benchSearch(sources, N, keep) }));
   }

@@ -15,6 +15,7 @@ import path from 'node:path';
 import type { ConfiguredRepo } from '../config/repos.js';
 import { idFileStem } from '../discover/ids.js';
 import { blockFile, libraryDir, placeBlockFile, removeBlockFile } from '../library/layout.js';
+import { storeMissingSignatures } from '../library/library.js';
 import type { BlockRecord, BlockStatus } from '../records/block.js';
 import {
   mergeShardRows,
@@ -218,6 +219,8 @@ export function merge(into: string, shards: string[], opts: { out?: string } = {
       }
       done.push({ dir, repo: mark.repo, rows });
     }
+    // modules of shards that came without their de-duplication signatures get them now
+    storeMissingSignatures(ws.store);
     ws.invalidate();
     return { into: ws.storeDir, shards: done, repos: mergedRepos(ws.store) };
   } finally {

@@ -22,8 +22,10 @@
 //    `DedupOptions.syntaxCheck`).
 //
 // The clusters are the connected components of exact ∪ near ∪ structural; a cluster's kind
-// is the loosest relation needed to connect it. Signature computation (the per-block cost)
-// runs on worker threads.
+// is the loosest relation needed to connect it. Signatures (the per-block cost) are computed
+// once per module content, when the block is extracted, and kept in the store
+// (`encodeSignatures`, src/store/dedup-sigs.ts): dedup decodes the stored ones and computes,
+// on worker threads, only those it is not given or cannot decode as this version's.
 
 import os from 'node:os';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
@@ -62,6 +64,16 @@ export interface DedupInput {
   parseable?: boolean;
 }
 
+/** A block as dedup takes it: without its text, `DedupOptions.loadText` gives the text when
+ *  it is needed (the block has no usable stored signature, or its syntax must be checked). */
+export type DedupBlock = Omit<DedupInput, 'text'> & { text?: string };
+
+/** A stored signature handed to dedup (block `index` of its input): `data` as encoded by
+ *  `encodeSignatures`, `error` the lexical error stored beside it. */
+export type StoredSignatureSink = (index: number, error: string | null, data: Uint8Array) => void;
+/** dedup reads `data` where it is (when 4-byte aligned) and keeps it: the caller hands
+ *  over a buffer it does not change afterwards (as SQLite's are). */
+
 export interface DedupResult {
   clusters: DedupCluster[];
   /** number of distinct blocks: singletons (including excluded blocks) + clusters */
@@ -79,6 +91,8 @@ export interface DedupResult {
   cpu: Record<string, number>;
   /** how many blocks tree-sitter had to parse (syntaxCheck 'tree-sitter', parseable unknown) */
   syntaxChecked: number;
+  /** blocks whose signature came from `DedupOptions.stored`, and those computed here */
+  signatures: { stored: number; computed: number };
   /** LSH buckets of more than EXHAUSTIVE_BUCKET members in several components, whose
    *  members were verified against witnesses only, and the largest (0: every candidate
    *  pair of every band was verified, as exhaustive banding does) */
@@ -99,6 +113,17 @@ export interface DedupOptions {
    *  per block, so callers that know the answer — validation stage 1 — should pass
    *  `parseable`); 'lexical': rely on the tokenizer and `parseable` only */
   syntaxCheck?: 'tree-sitter' | 'lexical';
+  /** stored signatures (src/store/dedup-sigs.ts): called once, hands each block's stored
+   *  signature to the sink, streamed. A signature that does not decode as this version's
+   *  (another SIGNATURE_VERSION or encoding, a wrong length, a foreign byte order) is not
+   *  used: that block's signature is computed from its text, as is every block's that got
+   *  none. The clusters are those of signatures computed from the texts. */
+  stored?: (sink: StoredSignatureSink) => void;
+  /** the text of a block given without one (by id) */
+  loadText?: (id: string) => string;
+  /** called with the signatures dedup computed (not those it was handed), encoded as
+   *  `encodeSignatures` does, for the caller to store */
+  computed?: (index: number, error: string | null, data: Uint8Array) => void;
 }
 
 /** Everything dedup and the "similar blocks" search need about one block. */
@@ -411,7 +436,8 @@ export class SimilarityIndex {
 }
 
 // ---------------------------------------------------------------------------------------
-// Packed signatures: what workers send back (transferable typed arrays, no per-block objects)
+// Packed signatures: what a batch of texts yields (typed arrays, no per-block objects),
+// encoded below for the store and for the trip back from a signature thread
 
 export interface Packed {
   count: number;
@@ -439,7 +465,7 @@ class U32 {
   buf: Uint32Array;
   len = 0;
   constructor(capacity: number) {
-    this.buf = new Uint32Array(Math.max(1 << 16, capacity));
+    this.buf = new Uint32Array(Math.max(1 << 10, capacity));
   }
   /** room for n more values after `len` */
   reserve(n: number): void {
@@ -512,6 +538,174 @@ export function packSignatures(texts: readonly string[]): Packed {
   };
 }
 
+// ---------------------------------------------------------------------------------------
+// Encoded signatures: one block's signature as bytes, what the store keeps
+// (src/store/dedup-sigs.ts) and what the signature threads send back. Native byte order
+// (MAGIC, read in the other order, refuses a row written by a machine of the other order);
+// a block starts 8-byte aligned so that its keys read as doubles in place:
+//   f64 nearKey, f64 structKey                      (setKey of the two shingle sets)
+//   u32 MAGIC, SIGNATURE_VERSION, flags (bit0 valid, bit1 empty), ints, tokens,
+//       nNear, nStruct, exact (two words), 0        (HEADER_WORDS = 14 words in all)
+// and, for a valid block only:
+//   u16 nearCounts[RANGES], structCounts[RANGES]    (RangeCounts)
+//   u32 nearSig[K], structSig[K]                    (MinHash)
+//   u32 nearSet[nNear], structSet[nStruct]          (sorted shingle hashes)
+
+/** Identifies this layout (bump it when the layout changes: rows of another are recomputed). */
+const ENCODING_MAGIC = 0x4e534731;
+const HEADER_WORDS = 14;
+const encodedWords = (nNear: number, nStruct: number) => HEADER_WORDS + RANGES + 2 * MINHASH_K + nNear + nStruct;
+
+/** Every block of `p` encoded, each at an 8-byte aligned offset of one buffer. */
+export interface Encoded {
+  buf: ArrayBuffer;
+  /** byte offset and length of block j */
+  off: Uint32Array;
+  len: Uint32Array;
+  errors: (string | null)[];
+}
+
+function encodePacked(p: Packed): Encoded {
+  const K = MINHASH_K;
+  const off = new Uint32Array(p.count);
+  const len = new Uint32Array(p.count);
+  let total = 0;
+  for (let j = 0; j < p.count; j++) {
+    const words =
+      p.meta[j * 3] & 1
+        ? encodedWords(p.nearOff[j + 1] - p.nearOff[j], p.structOff[j + 1] - p.structOff[j])
+        : HEADER_WORDS;
+    // a whole number of 8-byte units, so that signatures read back to back stay aligned
+    off[j] = total;
+    len[j] = (words + (words & 1)) * 4;
+    total += len[j];
+  }
+  const buf = new ArrayBuffer(total);
+  const u32 = new Uint32Array(buf);
+  const u16 = new Uint16Array(buf);
+  const f64 = new Float64Array(buf);
+  for (let j = 0; j < p.count; j++) {
+    const b = off[j];
+    const w = b >>> 2;
+    const valid = p.meta[j * 3] & 1;
+    const nNear = p.nearOff[j + 1] - p.nearOff[j];
+    const nStruct = p.structOff[j + 1] - p.structOff[j];
+    f64[b >>> 3] = p.nearKeys[j];
+    f64[(b >>> 3) + 1] = p.structKeys[j];
+    u32[w + 4] = ENCODING_MAGIC;
+    u32[w + 5] = SIGNATURE_VERSION;
+    u32[w + 6] = p.meta[j * 3] & 3;
+    u32[w + 7] = p.meta[j * 3 + 1];
+    u32[w + 8] = p.meta[j * 3 + 2];
+    u32[w + 9] = valid ? nNear : 0;
+    u32[w + 10] = valid ? nStruct : 0;
+    const x = p.exact[j];
+    u32[w + 11] = x ? parseInt(x.slice(0, 8), 16) : 0;
+    u32[w + 12] = x ? parseInt(x.slice(8, 16), 16) : 0;
+    if (!valid) continue;
+    const c = (b >>> 1) + HEADER_WORDS * 2;
+    u16.set(p.nearCounts.subarray(j * RANGES, (j + 1) * RANGES), c);
+    u16.set(p.structCounts.subarray(j * RANGES, (j + 1) * RANGES), c + RANGES);
+    const s = w + HEADER_WORDS + RANGES;
+    u32.set(p.sigs.subarray(j * 2 * K, (j + 1) * 2 * K), s);
+    u32.set(p.nearSets.subarray(p.nearOff[j], p.nearOff[j + 1]), s + 2 * K);
+    u32.set(p.structSets.subarray(p.structOff[j], p.structOff[j + 1]), s + 2 * K + nNear);
+  }
+  return { buf, off, len, errors: p.errors };
+}
+
+/** The de-duplication signature of each text, encoded as the store keeps it (what
+ *  `dedup` would compute for it; the syntax check is not part of it). */
+export function encodeSignatures(texts: readonly string[]): { error: string | null; data: Uint8Array }[] {
+  const e = encodePacked(packSignatures(texts));
+  return texts.map((_, j) => ({ error: e.errors[j], data: new Uint8Array(e.buf, e.off[j], e.len[j]) }));
+}
+
+/** The stored row of one module text's signature (src/store/dedup-sigs.ts, without the
+ *  content hash): what extraction writes beside the module. */
+export function dedupSignatureRow(text: string): { version: number; error: string | null; data: Uint8Array } {
+  const [e] = encodeSignatures([text]);
+  return { version: SIGNATURE_VERSION, error: e.error, data: e.data };
+}
+
+/** The MinHash part of a stored signature (what `similar` keeps per block, as
+ *  `computeSignature` gives it), or null when `data` is not a signature of this version and
+ *  layout (then compute it from the text). */
+export function storedMinHash(
+  data: Uint8Array,
+  error: string | null,
+): { ints: number; tokens: number; nearSig: Uint32Array | null; structuralSig: Uint32Array | null } | null {
+  const copy = new Uint8Array((data.byteLength + 7) & ~7 || 8);
+  copy.set(data);
+  const S = newSigStore(1);
+  if (!putEncoded(S, 0, new Uint32Array(copy.buffer), 0, data.byteLength, error)) return null;
+  const u32 = new Uint32Array(copy.buffer);
+  const sig = (c: Column) => (S.valid[0] ? u32.slice(c.off[0], c.off[0] + MINHASH_K) : null);
+  return { ints: S.ints[0], tokens: u32[8], nearSig: sig(S.nearSig), structuralSig: sig(S.structSig) };
+}
+
+/** Stored signatures that cannot be read where they are (not 4-byte aligned) copied into
+ *  large buffers (one per 64 MB). */
+class Arena {
+  private u32 = new Uint32Array(0);
+  private used = 0;
+  /** copy `data`; returns the buffer's words and the word it starts at */
+  put(data: Uint8Array): { u32: Uint32Array; w: number } {
+    const words = (data.byteLength + 3) >>> 2;
+    if (this.used + words > this.u32.length) {
+      this.u32 = new Uint32Array(Math.max(16 << 20, words));
+      this.used = 0;
+    }
+    const w = this.used;
+    new Uint8Array(this.u32.buffer, w * 4, data.byteLength).set(data);
+    this.used = w + words;
+    return { u32: this.u32, w };
+  }
+}
+
+const hex8 = (x: number) => (x >>> 0).toString(16).padStart(8, '0');
+
+/**
+ * Block g's columns of S pointed at its encoded signature, `bytes` bytes from word `w` of
+ * `u32` (read in place: the columns keep `u32`), except its set keys and range counts,
+ * copied into S's own arrays. False, and nothing set, when the bytes are not a signature of
+ * this version and layout: the caller computes that block's signature instead.
+ */
+function putEncoded(S: SigStore, g: number, u32: Uint32Array, w: number, bytes: number, error: string | null): boolean {
+  if (bytes < HEADER_WORDS * 4 || w * 4 + bytes > u32.byteLength) return false;
+  if (u32[w + 4] !== ENCODING_MAGIC || u32[w + 5] !== SIGNATURE_VERSION) return false;
+  const flags = u32[w + 6];
+  const valid = flags & 1;
+  const empty = (flags >>> 1) & 1;
+  if (flags > 3 || (valid && empty)) return false;
+  const nNear = u32[w + 9];
+  const nStruct = u32[w + 10];
+  const words = valid ? encodedWords(nNear, nStruct) : HEADER_WORDS;
+  if (bytes !== (words + (words & 1)) * 4) return false;
+  // a block that is neither valid nor empty failed to tokenize: its error is stored with it
+  if (!valid && !empty && !error) return false;
+  const K = MINHASH_K;
+  S.valid[g] = valid;
+  S.empty[g] = empty;
+  S.ints[g] = u32[w + 7];
+  S.exact[g] = valid ? hex8(u32[w + 11]) + hex8(u32[w + 12]) : '';
+  S.errors[g] = valid || empty ? null : error;
+  // the two keys (doubles, words 0-3) and the range counts (RANGES words of u16 pairs)
+  for (let k = 0; k < 4; k++) S.keyWords[g * 4 + k] = u32[w + k];
+  if (valid) for (let k = 0; k < RANGES; k++) S.countWords[g * RANGES + k] = u32[w + HEADER_WORDS + k];
+  const put = (c: Column, off: number, len: number) => {
+    c.arr[g] = u32;
+    c.off[g] = off;
+    c.len[g] = len;
+  };
+  const s = w + HEADER_WORDS + RANGES;
+  put(S.nearSig, s, valid ? K : 0);
+  put(S.structSig, s + K, valid ? K : 0);
+  put(S.nearSet, s + 2 * K, nNear);
+  put(S.structSet, s + 2 * K + nNear, nStruct);
+  return true;
+}
+
 // (Tried: a chunk's texts sent as one joined string and their end offsets instead of one
 // structured clone per text. At 10^6 it cost the main thread more, not less: the joined
 // strings live on the V8 heap, and allocating them set off full collections of a heap that
@@ -525,19 +719,8 @@ if (!isMainThread && (workerData as { nnragDedup?: boolean } | null)?.nnragDedup
   const port = parentPort;
   port.on('message', (job: Job) => {
     if (job.type === 'sign') {
-      const p = packSignatures(job.texts);
-      port.postMessage({ id: job.id, packed: p }, [
-        p.meta.buffer,
-        p.sigs.buffer,
-        p.nearSets.buffer,
-        p.nearOff.buffer,
-        p.structSets.buffer,
-        p.structOff.buffer,
-        p.nearKeys.buffer,
-        p.structKeys.buffer,
-        p.nearCounts.buffer,
-        p.structCounts.buffer,
-      ] as ArrayBuffer[]);
+      const e = encodePacked(packSignatures(job.texts));
+      port.postMessage({ id: job.id, encoded: e }, [e.buf, e.off.buffer, e.len.buffer] as ArrayBuffer[]);
     } else {
       syntaxErrors(job.texts).then(
         (errors) => port.postMessage({ id: job.id, errors }),
@@ -660,63 +843,50 @@ interface SigStore {
   structKey: Column<Float64Array>;
   nearCounts: Column<Uint16Array>;
   structCounts: Column<Uint16Array>;
+  /** the keys' and the counts' storage (block g: keys at doubles 2g, 2g + 1; counts at
+   *  RANGES u16 from 2g·RANGES, near then structural), as words */
+  keyWords: Uint32Array;
+  countWords: Uint32Array;
 }
 
-function storeFromPacked(parts: Packed[], n: number): SigStore {
-  const K = MINHASH_K;
-  const valid = new Uint8Array(n);
-  const empty = new Uint8Array(n);
-  const ints = new Uint32Array(n);
-  const exact: string[] = new Array(n);
-  const errors: (string | null)[] = new Array(n);
+function newSigStore(n: number): SigStore {
   const column = <A extends Uint32Array | Uint16Array | Float64Array>(): Column<A> => ({
     arr: new Array<A>(n),
     off: new Uint32Array(n),
     len: new Uint32Array(n),
   });
+  const keys = new Float64Array(2 * n);
+  const counts = new Uint16Array(2 * RANGES * n);
   const S: SigStore = {
-    valid,
-    empty,
-    ints,
-    exact,
-    errors,
+    valid: new Uint8Array(n),
+    empty: new Uint8Array(n),
+    ints: new Uint32Array(n),
+    exact: new Array<string>(n),
+    errors: new Array<string | null>(n).fill(null),
     nearSig: column(),
     structSig: column(),
     nearSet: column(),
     structSet: column(),
-    nearKey: column(),
-    structKey: column(),
-    nearCounts: column(),
-    structCounts: column(),
+    nearKey: { arr: new Array<Float64Array>(n).fill(keys), off: new Uint32Array(n), len: new Uint32Array(n).fill(1) },
+    structKey: { arr: new Array<Float64Array>(n).fill(keys), off: new Uint32Array(n), len: new Uint32Array(n).fill(1) },
+    nearCounts: {
+      arr: new Array<Uint16Array>(n).fill(counts),
+      off: new Uint32Array(n),
+      len: new Uint32Array(n).fill(RANGES),
+    },
+    structCounts: {
+      arr: new Array<Uint16Array>(n).fill(counts),
+      off: new Uint32Array(n),
+      len: new Uint32Array(n).fill(RANGES),
+    },
+    keyWords: new Uint32Array(keys.buffer),
+    countWords: new Uint32Array(counts.buffer),
   };
-  const put = <A extends Uint32Array | Uint16Array | Float64Array>(
-    c: Column<A>,
-    g: number,
-    arr: A,
-    off: number,
-    len: number,
-  ) => {
-    c.arr[g] = arr;
-    c.off[g] = off;
-    c.len[g] = len;
-  };
-  let g = 0;
-  for (const p of parts) {
-    for (let j = 0; j < p.count; j++, g++) {
-      valid[g] = p.meta[j * 3] & 1;
-      empty[g] = (p.meta[j * 3] >> 1) & 1;
-      ints[g] = p.meta[j * 3 + 1];
-      exact[g] = p.exact[j];
-      errors[g] = p.errors[j];
-      put(S.nearSig, g, p.sigs, j * 2 * K, K);
-      put(S.structSig, g, p.sigs, j * 2 * K + K, K);
-      put(S.nearSet, g, p.nearSets, p.nearOff[j], p.nearOff[j + 1] - p.nearOff[j]);
-      put(S.structSet, g, p.structSets, p.structOff[j], p.structOff[j + 1] - p.structOff[j]);
-      put(S.nearKey, g, p.nearKeys, j, 1);
-      put(S.structKey, g, p.structKeys, j, 1);
-      put(S.nearCounts, g, p.nearCounts, j * RANGES, RANGES);
-      put(S.structCounts, g, p.structCounts, j * RANGES, RANGES);
-    }
+  for (let g = 0; g < n; g++) {
+    S.nearKey.off[g] = 2 * g;
+    S.structKey.off[g] = 2 * g + 1;
+    S.nearCounts.off[g] = 2 * RANGES * g;
+    S.structCounts.off[g] = 2 * RANGES * g + RANGES;
   }
   return S;
 }
@@ -901,6 +1071,7 @@ function sameSet(c: Column, x: number, y: number): boolean {
  * exhaustive banding gives (a renamed copy's structural set equals its source's: 10^6
  * renamed copies of 435 blocks band as ~10^3 nodes in the structural pass). The sets'
  * hashes come from the signature threads; equal hashes are confirmed element by element.
+ * `same[i]`, when given, is set to the node whose set node i's equals (i itself if none).
  */
 function collapseIdentical(
   nodes: Int32Array,
@@ -908,6 +1079,7 @@ function collapseIdentical(
   keys: Column<Float64Array>,
   ints: Uint32Array,
   join: (a: number, b: number) => void,
+  same?: Int32Array,
 ): Int32Array {
   const firsts = new Map<number, number | number[]>();
   const out = new Int32Array(nodes.length);
@@ -925,6 +1097,7 @@ function collapseIdentical(
           break;
         }
     }
+    if (same) same[i] = f >= 0 ? f : i;
     if (f >= 0) {
       join(f, i);
       continue;
@@ -1069,7 +1242,7 @@ function lshPairs(
 }
 
 /** De-duplicate blocks. See the file header for the rules. */
-export async function dedup(blocks: readonly DedupInput[], opts: DedupOptions = {}): Promise<DedupResult> {
+export async function dedup(blocks: readonly DedupBlock[], opts: DedupOptions = {}): Promise<DedupResult> {
   const timings: Record<string, number> = {};
   const cpu: Record<string, number> = {};
   let t0 = performance.now();
@@ -1086,22 +1259,59 @@ export async function dedup(blocks: readonly DedupInput[], opts: DedupOptions = 
   const nearThr = opts.nearThreshold ?? NEAR_THRESHOLD;
   const structThr = opts.structuralThreshold ?? STRUCTURAL_THRESHOLD;
   const threads = opts.threads ?? Math.min(8, os.availableParallelism?.() ?? os.cpus().length);
+  // threads are started on first use: for at least 2000 signatures to compute, or more
+  // than 200 syntax checks
   const useWorkers = threads > 0 && n >= 2000;
-  const pool = useWorkers ? new Pool(threads) : null;
+  const pools: Pool[] = [];
+  const getPool = () => (pools[0] ??= new Pool(threads));
   try {
-    // 1. signatures
-    let parts: Packed[];
-    if (pool) {
-      const chunk = Math.max(500, Math.ceil(n / (threads * 8)));
-      const jobs: Promise<{ packed: Packed }>[] = [];
-      for (let s = 0; s < n; s += chunk) {
-        jobs.push(pool.run({ type: 'sign', texts: blocks.slice(s, s + chunk).map((b) => b.text) }));
-      }
-      parts = (await Promise.all(jobs)).map((r) => r.packed);
-    } else {
-      parts = [packSignatures(blocks.map((b) => b.text))];
+    // 1. signatures: the stored ones the caller hands over, decoded in place; the others
+    //    (none stored, or not decodable as this version's) computed from the texts
+    const S = newSigStore(n);
+    const have = new Uint8Array(n);
+    let storedCount = 0;
+    if (opts.stored) {
+      const arena = new Arena();
+      opts.stored((i, error, data) => {
+        if (i < 0 || i >= n || have[i]) return;
+        // copied into large buffers: the caller's buffer (one per row from SQLite) is garbage
+        // at once (kept as the block's storage, 10^6 of them cost 42 times what 10^5 cost)
+        const { u32, w } = arena.put(data);
+        if (putEncoded(S, i, u32, w, data.byteLength, error)) {
+          have[i] = 1;
+          storedCount++;
+        }
+      });
     }
-    const S = storeFromPacked(parts, n);
+    const todo: number[] = [];
+    for (let i = 0; i < n; i++) if (!have[i]) todo.push(i);
+    const textOf = (i: number): string => {
+      const t = blocks[i].text ?? opts.loadText?.(blocks[i].id);
+      if (t === undefined) throw new Error(`dedup: no text and no stored signature for ${blocks[i].id}`);
+      return t;
+    };
+    const take = (idx: readonly number[], e: Encoded) => {
+      const u32 = new Uint32Array(e.buf);
+      idx.forEach((i, j) => {
+        if (!putEncoded(S, i, u32, e.off[j] >>> 2, e.len[j], e.errors[j]))
+          throw new Error(`dedup: a signature computed for ${blocks[i].id} does not decode`);
+        opts.computed?.(i, e.errors[j], new Uint8Array(e.buf, e.off[j], e.len[j]));
+      });
+    };
+    if (useWorkers && todo.length >= 2000) {
+      const pool = getPool();
+      const chunk = Math.max(500, Math.ceil(todo.length / (threads * 8)));
+      const jobs: Promise<void>[] = [];
+      for (let s = 0; s < todo.length; s += chunk) {
+        const idx = todo.slice(s, s + chunk);
+        jobs.push(
+          pool.run<{ encoded: Encoded }>({ type: 'sign', texts: idx.map(textOf) }).then((r) => take(idx, r.encoded)),
+        );
+      }
+      await Promise.all(jobs);
+    } else if (todo.length) {
+      take(todo, encodePacked(packSignatures(todo.map(textOf))));
+    }
     tick('signatures');
 
     const excludedReason = (i: number): string | null => {
@@ -1124,6 +1334,9 @@ export async function dedup(blocks: readonly DedupInput[], opts: DedupOptions = 
     let ufNear = new UnionFind(n);
     let ufAll = new UnionFind(n);
     const lshStats = { bounded: 0, largest: 0 };
+    // per head: the head whose near (structural) set its set equals, found by collapseIdentical
+    const nearSame = new Int32Array(n);
+    const structSame = new Int32Array(n);
     const cluster = () => {
       groups = new Map();
       for (let i = 0; i < n; i++) {
@@ -1137,10 +1350,19 @@ export async function dedup(blocks: readonly DedupInput[], opts: DedupOptions = 
       ufAll = new UnionFind(n);
       const failed = new FailedPairs(heads.length);
       // near: exact Jaccard of token shingles
-      const nearNodes = collapseIdentical(heads, S.nearSet, S.nearKey, S.ints, (a, b) => {
-        ufNear.union(a, b);
-        ufAll.union(a, b);
-      });
+      nearSame.fill(-1);
+      structSame.fill(-1);
+      const nearNodes = collapseIdentical(
+        heads,
+        S.nearSet,
+        S.nearKey,
+        S.ints,
+        (a, b) => {
+          ufNear.union(a, b);
+          ufAll.union(a, b);
+        },
+        nearSame,
+      );
       lshPairs(
         nearNodes,
         S.nearSig,
@@ -1161,7 +1383,14 @@ export async function dedup(blocks: readonly DedupInput[], opts: DedupOptions = 
       );
       failed.clear();
       // structural: exact Jaccard of structural shingles
-      const structNodes = collapseIdentical(heads, S.structSet, S.structKey, S.ints, (a, b) => ufAll.union(a, b));
+      const structNodes = collapseIdentical(
+        heads,
+        S.structSet,
+        S.structKey,
+        S.ints,
+        (a, b) => ufAll.union(a, b),
+        structSame,
+      );
       lshPairs(
         structNodes,
         S.structSig,
@@ -1201,15 +1430,16 @@ export async function dedup(blocks: readonly DedupInput[], opts: DedupOptions = 
       }
       let errors: (string | null)[];
       if (check.length === 0) errors = [];
-      else if (pool && check.length > 200) {
+      else if (useWorkers && check.length > 200) {
+        const pool = getPool();
         const per = Math.ceil(check.length / (threads * 2));
         const jobs: Promise<{ errors: (string | null)[] }>[] = [];
         for (let s = 0; s < check.length; s += per) {
-          jobs.push(pool.run({ type: 'syntax', texts: check.slice(s, s + per).map((i) => blocks[i].text) }));
+          jobs.push(pool.run({ type: 'syntax', texts: check.slice(s, s + per).map(textOf) }));
         }
         errors = (await Promise.all(jobs)).flatMap((r) => r.errors);
       } else {
-        errors = await syntaxErrors(check.map((i) => blocks[i].text));
+        errors = await syntaxErrors(check.map(textOf));
       }
       let found = false;
       check.forEach((h, j) => {
@@ -1254,6 +1484,25 @@ export async function dedup(blocks: readonly DedupInput[], opts: DedupOptions = 
     const clusters: DedupCluster[] = [];
     const nearProbe = new SetProbe();
     const structProbe = new SetProbe();
+    // A member's Jaccard with the representative is that of any block with the same set:
+    // computed once per set in a cluster (10^6 renamed copies of a few hundred blocks have
+    // a few hundred distinct structural sets). Members that are not heads (exact copies)
+    // take their head's set when it is element for element theirs.
+    const headOf = new Int32Array(n).fill(-1);
+    for (const g of groups.values()) for (const m of g) headOf[m] = g[0];
+    const nearMemo = new Map<number, number>();
+    const structMemo = new Map<number, number>();
+    const score = (probe: SetProbe, set: Column, same: Int32Array, memo: Map<number, number>, m: number) => {
+      const h = headOf[m];
+      const k = h >= 0 && same[h] >= 0 && (h === m || sameSet(set, m, h)) ? same[h] : -1;
+      if (k < 0) return probe.jaccard(set, m);
+      let v = memo.get(k);
+      if (v === undefined) {
+        v = probe.jaccard(set, k);
+        memo.set(k, v);
+      }
+      return v;
+    };
     for (const members of comp.values()) {
       if (members.length < 2) continue;
       let rep = members[0];
@@ -1272,6 +1521,8 @@ export async function dedup(blocks: readonly DedupInput[], opts: DedupOptions = 
       // every member against the representative: its sets are probed, not merged
       nearProbe.load(S.nearSet, rep);
       structProbe.load(S.structSet, rep);
+      nearMemo.clear();
+      structMemo.clear();
       clusters.push({
         kind,
         representative: blocks[rep].id,
@@ -1279,8 +1530,8 @@ export async function dedup(blocks: readonly DedupInput[], opts: DedupOptions = 
         scores: sorted.map((m) => ({
           id: blocks[m].id,
           exact: S.exact[m] === S.exact[rep],
-          near: round(nearProbe.jaccard(S.nearSet, m)),
-          structural: round(structProbe.jaccard(S.structSet, m)),
+          near: round(score(nearProbe, S.nearSet, nearSame, nearMemo, m)),
+          structural: round(score(structProbe, S.structSet, structSame, structMemo, m)),
         })),
       });
     }
@@ -1312,10 +1563,11 @@ export async function dedup(blocks: readonly DedupInput[], opts: DedupOptions = 
       timings,
       cpu,
       syntaxChecked,
+      signatures: { stored: storedCount, computed: n - storedCount },
       boundedBuckets: lshStats.bounded,
       largestBoundedBucket: lshStats.largest,
     };
   } finally {
-    await pool?.close();
+    await pools[0]?.close();
   }
 }

@@ -16,7 +16,15 @@ import type { IndexStore, IndexedRepo } from '../store/store.js';
 import { KV_KEYS, requirementsKey } from '../store/kv.js';
 import { clusterOf, listClusters, putDedup, putSpecs } from '../store/specs.js';
 import { parseBlockId } from '../discover/ids.js';
-import { dedup, type DedupOptions, type DedupResult } from './dedup.js';
+import {
+  dedup,
+  encodeSignatures,
+  SIGNATURE_VERSION,
+  type DedupOptions,
+  type DedupResult,
+  type StoredSignatureSink,
+} from './dedup.js';
+import { eachDedupSignature, putDedupSignatures, unsignedTexts, type DedupSignatureRow } from '../store/dedup-sigs.js';
 import type { DedupCluster } from '../records/spec.js';
 import {
   blockManifest,
@@ -26,7 +34,14 @@ import {
   type LicenseInfo,
   type RequiredRepos,
 } from './provenance.js';
-import { cachedValidationTexts, extractionHashes, listExtractions, type StoredExtraction } from '../store/records.js';
+import {
+  cachedValidationTexts,
+  dedupRows,
+  extractionHashes,
+  extractionText,
+  listExtractions,
+  type StoredExtraction,
+} from '../store/records.js';
 import { requirementLines, resolveRequirements, type Requirement } from '../environment/requirements.js';
 import { buildSpec, initSpecParser, type ValidationFacts } from './spec.js';
 import type { BlockSpec } from '../records/spec.js';
@@ -111,11 +126,6 @@ export interface LibraryResult {
   changedFiles: { repo: string; path: string; expected: string; actual: string | null }[];
   warnings: string[];
   ms: number;
-}
-
-/** Repository of a stored block: the discovered block row, else its first provenance entry. */
-function blockRepo(e: StoredExtraction, blocks: Map<string, { repo: string }>): string {
-  return blocks.get(e.id)?.repo ?? e.record.provenance[0]?.repo ?? 'unknown';
 }
 
 function validationOf(e: StoredExtraction, extras: Map<string, ValidationExtras>): ValidationFacts | null {
@@ -260,6 +270,10 @@ export interface StoredDedup {
   perRepo: DedupResult['perRepo'];
   excluded: DedupResult['excluded'];
   timings: DedupResult['timings'];
+  /** CPU milliseconds per phase (all threads of the process) */
+  cpu?: Record<string, number>;
+  /** blocks whose signature was stored, and those computed by this run */
+  signatures?: DedupResult['signatures'];
   /** counts of clusters by kind */
   kinds: Record<string, number>;
   clusters: DedupCluster[];
@@ -271,30 +285,90 @@ function inputsDigest(es: readonly { id: string; hash: string }[]): string {
   return h.digest('hex').slice(0, 16);
 }
 
-/** De-duplicate every stored extraction's module text and store the clusters. */
-export async function runDedup(ws: Workspace, opts: DedupOptions = {}): Promise<StoredDedup> {
+/** Compute and store the de-duplication signature of every stored module content that has
+ *  none of this version (a store extracted by an older nnrag, a merged shard without them).
+ *  Returns how many were computed. */
+export function storeMissingSignatures(store: IndexStore): number {
+  let n = 0;
+  for (;;) {
+    const batch = unsignedTexts(store, SIGNATURE_VERSION, 500);
+    if (!batch.length) return n;
+    const sigs = encodeSignatures(batch.map(([, text]) => text));
+    putDedupSignatures(
+      store,
+      batch.map(([hash], j) => ({ hash, version: SIGNATURE_VERSION, error: sigs[j].error, data: sigs[j].data })),
+    );
+    n += batch.length;
+  }
+}
+
+export interface RunDedupOptions extends DedupOptions {
+  /** false: ignore the stored signatures, compute every block's from its module text and
+   *  store none (what dedup did before signatures were stored; to compare the two) */
+  storedSignatures?: boolean;
+}
+
+/** De-duplicate every stored extraction's module text and store the clusters. The blocks'
+ *  signatures come from the store (computed when they were extracted or merged); a block
+ *  whose module content has no signature of this version gets one computed from its text,
+ *  stored for the next run. Module texts are read only for those, and for the syntax check
+ *  of clustered blocks that validation did not parse. */
+export async function runDedup(ws: Pick<Workspace, 'store'>, opts: RunDedupOptions = {}): Promise<StoredDedup> {
   const store = ws.store;
-  const es = listExtractions(store).filter((e) => e.text);
-  const blocks = new Map(store.listBlocks().map((b) => [b.id, b]));
+  const { storedSignatures, ...dedupOpts } = opts;
+  const useStored = storedSignatures !== false;
+  let t0 = performance.now();
+  let c0 = process.cpuUsage();
+  const cpuSince = (c: NodeJS.CpuUsage) => {
+    const d = process.cpuUsage(c);
+    return Math.round((d.user + d.system) / 1000);
+  };
+  const es = dedupRows(store);
+  const rowsMs = Math.round(performance.now() - t0);
+  const rowsCpu = cpuSince(c0);
+  // block positions by module content hash (identical modules share one signature)
+  const byHash = new Map<string, number | number[]>();
+  es.forEach((e, i) => {
+    const at = byHash.get(e.hash);
+    if (at === undefined) byHash.set(e.hash, i);
+    else if (typeof at === 'number') byHash.set(e.hash, [at, i]);
+    else at.push(i);
+  });
+  const pending: DedupSignatureRow[] = [];
+  const flush = () => putDedupSignatures(store, pending.splice(0));
   const res = await dedup(
-    es.map((e) => {
+    es.map((e) => ({
+      id: e.id,
+      repo: e.repo ?? 'unknown',
       // validation stage 1 already parsed the module: pass what it found
-      const parse = e.record.validation?.stages.parse;
-      return {
-        id: e.id,
-        repo: blockRepo(e, blocks),
-        text: e.text,
-        parseable: parse === 'pass' ? true : parse === 'fail' ? false : undefined,
-      };
-    }),
+      parseable: e.parse === 'pass' ? true : e.parse === 'fail' ? false : undefined,
+    })),
     {
       repoPriority: store
         .listRepos()
         .sort((a, b) => a.priority - b.priority)
         .map((r) => r.name),
-      ...opts,
+      ...dedupOpts,
+      loadText: (id) => extractionText(store, id),
+      ...(useStored
+        ? {
+            stored: (sink: StoredSignatureSink) =>
+              eachDedupSignature(store, SIGNATURE_VERSION, byHash, (hash, error, data) => {
+                const at = byHash.get(hash)!;
+                if (typeof at === 'number') sink(at, error, data);
+                else for (const i of at) sink(i, error, data);
+              }),
+            computed: (i: number, error: string | null, data: Uint8Array) => {
+              pending.push({ hash: es[i].hash, version: SIGNATURE_VERSION, error, data });
+              if (pending.length >= 2000) flush();
+            },
+          }
+        : {}),
     },
   );
+  flush();
+  t0 = performance.now();
+  c0 = process.cpuUsage();
   const kinds: Record<string, number> = {};
   for (const c of res.clusters) kinds[c.kind] = (kinds[c.kind] ?? 0) + 1;
   const stored: StoredDedup = {
@@ -305,10 +379,14 @@ export async function runDedup(ws: Workspace, opts: DedupOptions = {}): Promise<
     perRepo: res.perRepo,
     excluded: res.excluded,
     timings: res.timings,
+    signatures: res.signatures,
     kinds,
     clusters: res.clusters,
   };
   putDedup(store, res.clusters, { ...stored, clusters: undefined });
+  // the block list read from the store, and the clusters written to it
+  stored.timings = { rows: rowsMs, ...res.timings, store: Math.round(performance.now() - t0) };
+  stored.cpu = { rows: rowsCpu, ...res.cpu, store: cpuSince(c0) };
   return stored;
 }
 

@@ -18,6 +18,7 @@ import { submodulesFor } from '../emit/submodules.js';
 import { initParser } from '../parse/parser.js';
 import { InstalledFiles } from '../environment/installed.js';
 import { blockFile, libraryDir, placeBlockFile, removeBlockFile, validatedStatus } from '../library/layout.js';
+import { dedupSignatureRow } from '../library/dedup.js';
 import { addValidation, emptyRecord, validationsOf, type BlockRecord, type EmissionProfile } from '../records/block.js';
 import { KNOWN_DISTRIBUTIONS } from '../environment/names.js';
 import { readDeclaredRequirements } from '../environment/repo-requirements.js';
@@ -217,6 +218,8 @@ export function extractBlocks(
         lines: record.lines,
         record,
         text,
+        // the de-duplication signature of the module, computed once here (dedup loads it)
+        signature: dedupSignatureRow(text),
       });
     }
     return record;
@@ -1223,6 +1226,8 @@ export async function extractAndValidate(
               lines: record.lines,
               record,
               text,
+              // the de-duplication signature of the module, computed once here (dedup loads it)
+              signature: dedupSignatureRow(text),
             });
         }
         records[i] = record;

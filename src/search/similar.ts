@@ -23,7 +23,15 @@ import {
   signatureStamp,
   storedBanding,
 } from '../store/search.js';
-import { computeSignature, MINHASH_K, similarity, type BlockSignature } from '../library/dedup.js';
+import {
+  computeSignature,
+  MINHASH_K,
+  SIGNATURE_VERSION,
+  similarity,
+  storedMinHash,
+  type BlockSignature,
+} from '../library/dedup.js';
+import { dedupSignatureOf } from '../store/dedup-sigs.js';
 import { bandKey } from '../library/minhash.js';
 import type { DupKind } from '../records/spec.js';
 import { NnragError } from '../util/errors.js';
@@ -96,7 +104,9 @@ export function syncSignatures(store: IndexStore): number {
   if (!bulk && storedBanding(store) !== BANDING) rebuildBands(store, bandKeys, BANDING);
   for (let i = 0; i < todo.length || (i === 0 && gone.length); i += BULK_BANDS) {
     const sigs = todo.slice(i, i + BULK_BANDS).map(({ id, hash }) => {
-      const sig = computeSignature(extractionText(store, id));
+      // the module's de-duplication signature holds these, computed when it was extracted
+      const stored = dedupSignatureOf(store, hash, SIGNATURE_VERSION);
+      const sig = (stored && storedMinHash(stored.data, stored.error)) ?? computeSignature(extractionText(store, id));
       return { id, hash, ints: sig.ints, tokens: sig.tokens, near: sig.nearSig, structural: sig.structuralSig };
     });
     putSignatures(store, sigs, i === 0 ? gone : [], bulk ? () => [] : bandKeys);

@@ -11,6 +11,8 @@
 // - rows of the other repositories of its universe only while no shard owning them has been
 //   merged (their owner's shard replaces them when it comes; until then the smallest
 //   `indexed_at` stays, again independent of order).
+// - the de-duplication signatures of the owner's modules (by content hash; a newer signature
+//   version wins; `nnrag merge` computes those a shard lacks);
 // Derived tables (specs, dedup clusters, search documents) are not copied: `nnrag library`,
 // `dedup` and `search` rebuild them on the merged store. Merging the same shard twice, or
 // the shards in another order, gives the same rows.
@@ -62,6 +64,8 @@ export interface MergedRows {
   blocks: number;
   extractions: number;
   validations: number;
+  /** de-duplication signatures of the owner's modules taken (store/dedup-sigs.ts) */
+  signatures: number;
 }
 
 /**
@@ -81,7 +85,7 @@ export function mergeShardRows(
   try {
     return target.write(() => {
       const R = mark.repo;
-      const counts: MergedRows = { facts: 0, files: 0, blocks: 0, extractions: 0, validations: 0 };
+      const counts: MergedRows = { facts: 0, files: 0, blocks: 0, extractions: 0, validations: 0, signatures: 0 };
       // a repository some merged shard owns: its rows come from that shard only
       const owned = "(SELECT substr(key, 8) FROM main.kv WHERE key LIKE 'merged:%')";
       counts.facts = db
@@ -130,6 +134,16 @@ export function mergeShardRows(
       for (const [id, hash, ok, status, lines, record, text, updated] of rows)
         ins.run(id, hash, ok, status, lines, rewriteRecord(id, status, record, text), text, updated);
       counts.extractions = rows.length;
+      // their de-duplication signatures, content-addressed: a signature of a newer version
+      // replaces an older one; of the same version, the module and so the bytes are the same
+      counts.signatures = db
+        .prepare(
+          `INSERT INTO main.dedup_sigs SELECT s.hash, s.version, s.error, s.data FROM shard.dedup_sigs s
+           WHERE s.hash IN (SELECT e.hash FROM shard.extractions e JOIN shard.blocks b ON b.id = e.id WHERE b.repo = ?)
+           ON CONFLICT(hash) DO UPDATE SET version = excluded.version, error = excluded.error, data = excluded.data
+           WHERE excluded.version > dedup_sigs.version`,
+        )
+        .run(R).changes;
       // the specs, clusters and search documents of the owner's blocks are derived: stale now
       db.prepare('DELETE FROM main.specs WHERE repo = ?').run(R);
       db.prepare('INSERT OR REPLACE INTO main.kv(key, value) VALUES (?, ?)').run(mergedKey(R), JSON.stringify(mark));

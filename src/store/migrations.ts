@@ -268,6 +268,22 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     },
   },
+  {
+    version: 13,
+    name: 'dedup_sigs: the de-duplication signatures of each module content',
+    up(db) {
+      // one row per emitted module content (extractions.hash): what `nnrag dedup` computes
+      // per block (src/library/dedup.ts encodeSignatures: MinHash signatures, shingle sets,
+      // their keys and range counts), computed when the block is extracted or its shard
+      // merged, so that dedup loads them instead of tokenizing every module again. `version`
+      // is dedup.ts SIGNATURE_VERSION: a row of another version is recomputed, never used.
+      // `error`: the lexical error of a module that cannot be tokenized (its data is the
+      // header only).
+      db.exec(
+        'CREATE TABLE dedup_sigs(hash TEXT PRIMARY KEY, version INTEGER NOT NULL, error TEXT, data BLOB NOT NULL)',
+      );
+    },
+  },
 ];
 
 /** The schema version this build of nnrag knows. */

@@ -11,6 +11,7 @@ import {
   type BlockStatus,
 } from '../records/block.js';
 import type { IndexStore } from './store.js';
+import { putDedupSignatures, type DedupSignatureRow } from './dedup-sigs.js';
 
 export function textHash(text: string): string {
   return createHash('sha256').update(text).digest('hex');
@@ -26,13 +27,19 @@ export interface StoredExtraction {
   text: string;
 }
 
-export function putExtraction(store: IndexStore, e: StoredExtraction): void {
+/** An extraction as written: with the de-duplication signature of its module text when the
+ *  caller computed it (src/library/dedup.ts dedupSignatureRow), stored by content hash in
+ *  the same transaction (store/dedup-sigs.ts). */
+export type ExtractionWrite = StoredExtraction & { signature?: Omit<DedupSignatureRow, 'hash'> };
+
+export function putExtraction(store: IndexStore, e: ExtractionWrite): void {
   store.write(() => {
     store
       .stmt(
         'INSERT OR REPLACE INTO extractions(id, hash, ok, status, lines, record, text, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
       )
       .run(e.id, e.hash, e.ok ? 1 : 0, e.status, e.lines, JSON.stringify(e.record), e.text, new Date().toISOString());
+    if (e.signature) putDedupSignatures(store, [{ ...e.signature, hash: e.hash }]);
     // the per-environment verdicts (migration 11), for the `--env` filters
     store.stmt('DELETE FROM block_environments WHERE id = ?').run(e.id);
     const ins = store.stmt('INSERT INTO block_environments(id, env, label, ok) VALUES (?, ?, ?, ?)');
@@ -181,6 +188,28 @@ export interface ExtractionStamp {
 
 export function extractionStamps(store: IndexStore): ExtractionStamp[] {
   return store.stmt('SELECT id, hash, status, updated FROM extractions').all() as ExtractionStamp[];
+}
+
+/** What de-duplication needs of every stored extraction with a module text, without its
+ *  text: id, content hash, repository (the discovered block's, else the record's first
+ *  provenance) and the validation's parse stage (null when not validated), by id. */
+export interface DedupRow {
+  id: string;
+  hash: string;
+  repo: string | null;
+  parse: string | null;
+}
+
+export function dedupRows(store: IndexStore): DedupRow[] {
+  return store
+    .stmt(
+      `SELECT e.id AS id, e.hash AS hash,
+         COALESCE(b.repo, json_extract(e.record, '$.provenance[0].repo')) AS repo,
+         json_extract(e.record, '$.validation.stages.parse') AS parse
+       FROM extractions e LEFT JOIN blocks b ON b.id = e.id
+       WHERE octet_length(e.text) > 0 ORDER BY e.id`,
+    )
+    .all() as DedupRow[];
 }
 
 /** The emitted module text of a block ('' when the block is not stored). */
