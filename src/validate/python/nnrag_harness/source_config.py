@@ -105,14 +105,7 @@ def _names_for(tree, param):
             d = dotted(n.annotation)
             if d:
                 anns.append(d)
-        if (
-            isinstance(n, ast.Call)
-            and isinstance(n.func, ast.Attribute)
-            and n.func.attr == "from_dict"
-            and n.args
-            and isinstance(n.args[0], ast.Name)
-            and n.args[0].id == param
-        ):
+        if _from_dict_of(n, param):
             d = dotted(n.func.value)
             if d:
                 dicts.append(d)
@@ -346,6 +339,19 @@ def config_params(req, nn):
     return out
 
 
+def _from_dict_of(n, param):
+    """Whether the node is a call `C.from_dict(param)` (the parameter is the mapping a
+    configuration class is made from)."""
+    return (
+        isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr == "from_dict"
+        and bool(n.args)
+        and isinstance(n.args[0], ast.Name)
+        and n.args[0].id == param
+    )
+
+
 def converts(cls, param):
     """Whether the class's own __init__ makes its configuration from the parameter
     (`param = C.from_dict(param)`): then the parameter is the mapping."""
@@ -353,13 +359,6 @@ def converts(cls, param):
     if node is None:
         return False
     for n in ast.walk(node):
-        if (
-            isinstance(n, ast.Call)
-            and isinstance(n.func, ast.Attribute)
-            and n.func.attr == "from_dict"
-            and n.args
-            and isinstance(n.args[0], ast.Name)
-            and n.args[0].id == param
-        ):
+        if _from_dict_of(n, param):
             return True
     return False
