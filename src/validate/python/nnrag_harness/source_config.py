@@ -33,6 +33,7 @@ import re
 import sys
 
 from . import arguments as A
+from . import configs as CF
 from . import usage as U
 from . import values as V
 
@@ -59,14 +60,8 @@ def _names_for(tree, param):
     checks, binds, anns, attrs, dicts = [], [], [], [], []
 
     def dotted(e):
-        parts = []
-        while isinstance(e, ast.Attribute):
-            parts.append(e.attr)
-            e = e.value
-        if isinstance(e, ast.Name):
-            parts.append(e.id)
-            return ".".join(reversed(parts))
-        return None
+        parts = CF._attr_path(e)
+        return ".".join(parts) if parts else None
 
     def made_class(call):
         """C of a call `C(...)` or `C.from_…(...)`."""
