@@ -890,6 +890,40 @@ class Binder {
     }
   }
 
+  /** A plain string literal whose value is an identifier (`'CrossEntropyLoss'`), recorded
+   *  on its statement when it is the value given to a config dict's `type` key: the
+   *  registry config convention (mmengine's `build_from_cfg`: "cfg must contain the key
+   *  'type'"; mmcv, detectron2's LazyConfig `_target_` aside) in its four spellings,
+   *  `dict(type='X')`, `{'type': 'X'}`, `cfg.setdefault('type', 'X')` and
+   *  `cfg['type'] = 'X'`. An f-string or bytes literal is no name (Language Reference
+   *  §2.4.1). */
+  private typeString(n: Node): void {
+    const parts = n.namedChildren;
+    if (parts.length !== 3 || parts[1]?.type !== 'string_content') return;
+    if (/[bfBF]/.test((parts[0]?.text ?? '').replace(/['"]+$/, ''))) return;
+    const text = parts[1].text;
+    if (!/^[A-Za-z_]\w*$/.test(text)) return;
+    const p = n.parent;
+    if (!p) return;
+    const isType = (k: Node | null | undefined) =>
+      !!k && k.type === 'string' && k.namedChildren.length === 3 && k.namedChildren[1]?.text === 'type';
+    let typed = false;
+    if (p.type === 'keyword_argument')
+      typed = p.childForFieldName('name')?.text === 'type' && p.childForFieldName('value')?.id === n.id;
+    else if (p.type === 'pair') typed = isType(p.childForFieldName('key')) && p.childForFieldName('value')?.id === n.id;
+    else if (p.type === 'argument_list') {
+      const args = p.namedChildren;
+      typed = args.length >= 2 && isType(args[0]) && args[1]?.id === n.id;
+    } else if (p.type === 'assignment') {
+      const left = p.childForFieldName('left');
+      typed =
+        p.childForFieldName('right')?.id === n.id &&
+        left?.type === 'subscript' &&
+        isType(left.childForFieldName('subscript'));
+    }
+    if (typed) (this.statements[this.stmt].typeNames ??= []).push({ text, start: parts[1].startIndex });
+  }
+
   visitExpr(n: Node | null | undefined, annotation = false): void {
     if (!n) return;
     switch (n.type) {
@@ -918,6 +952,7 @@ class Binder {
           return;
         }
         for (const c of n.namedChildren) if (c?.type === 'interpolation') this.visitExpr(c);
+        this.typeString(n);
         return;
       case 'interpolation':
         for (const c of n.namedChildren) if (c) this.visitExpr(c);

@@ -6,7 +6,7 @@
 
 /** Bump when the shape or meaning of FileFacts changes: stored facts of an older
  *  version are re-parsed. */
-export const FACTS_VERSION = 8;
+export const FACTS_VERSION = 9;
 
 /** One parameter of a `def` (parse/params.ts reads them): name, default and annotation as
  *  source text, and its kind (Language Reference, "Function definitions"). */
@@ -96,6 +96,10 @@ export interface StatementFacts {
   deletes?: string[];
   /** imports inside function or class bodies of this statement (they bind locals) */
   nestedImports?: NestedImport[];
+  /** identifier strings given to a config dict's `type` key in the statement's code
+   *  (`dict(type='CrossEntropyLoss')`, `{'type': 'X'}`, `cfg.setdefault('type', 'X')`,
+   *  `cfg['type'] = 'X'`): the names a registry builds from (resolve/registry.ts). */
+  typeNames?: { text: string; start: number }[];
 }
 
 /** An import statement nested in a def/class body: `def f(): from .x import y`. */

@@ -17,6 +17,10 @@
 // - Imports nested in compound statements or function bodies that name interned
 //   modules are rewritten, because relative imports cannot work in a standalone file.
 // - A name that cannot be resolved is a diagnostic, never silently dropped.
+// - A config's `type` string in copied code naming a class registered in a registry the
+//   copy holds (`R.build(dict(type='X'))` with `@R.register_module() class X`) is a lazy
+//   read of that class (registry.ts): the original's registry imports the package that
+//   registers it.
 // - Bindings are identified by what they denote, not by their text: a module-level name
 //   that a compound statement binds only through imports (`try: import torch.distributed.nn`,
 //   which binds `torch`, Language Reference §7.11) is the same binding as the module or
@@ -26,6 +30,7 @@ import { importBinds, type ImportEdge, type Ref, type StatementFacts } from '../
 import { classStatement } from './classes.js';
 import type { Corpus, CorpusModule } from './corpus.js';
 import { isPlainImport, Resolver, type Target } from './names.js';
+import { registrations, type Registration } from './registry.js';
 import type { Diagnostic } from '../records/block.js';
 
 /** Byte ranges (`[start, end)` offsets of the module's source) of top-level statement
@@ -199,7 +204,11 @@ export class ClosureBuilder {
       const b = state.usageRoot(root, r.mod, r.name);
       if (b) usageRoots.push({ mod: r.mod, name: r.name, binding: b });
     }
-    while (state.queue.length) state.process(state.queue.shift()!);
+    // names looked up through a registry the copy holds pull their classes in, which may
+    // bring further registries and names (registry.ts): to a fixed point
+    do {
+      while (state.queue.length) state.process(state.queue.shift()!);
+    } while (state.registeredByName());
     state.aliasSlots();
     return {
       target: { mod, className, node: root },
@@ -234,6 +243,11 @@ class State {
   /** extern bindings of definitions imported from installed packages (`installedDef`) */
   private readonly installedBindings = new Set<Binding>();
   private seq = 0;
+  /** config `type` strings of copied code that name a registered class, not yet matched to a
+   *  registry the copy holds (registry.ts) */
+  private named: { node: StmtNode; text: string; line: number }[] = [];
+  /** `slotKey`-style key of a registration's receiver → the binding key it denotes */
+  private readonly receivers = new Map<string, string | null>();
 
   constructor(
     private readonly corpus: Corpus,
@@ -638,10 +652,50 @@ class State {
   /** A usage root: the module-level name `name` of `mod` resolved and bound as a lazy
    *  read of the target's statement (it pulls the definition in, orders nothing); null
    *  when it resolves to no definition or import. */
-  usageRoot(from: StmtNode, mod: CorpusModule, name: string): Binding | null {
+  usageRoot(from: StmtNode, mod: CorpusModule, name: string, line = 0): Binding | null {
     const targets = this.resolver.resolveName(mod, name).filter((t) => t.kind === 'def' || t.kind === 'extern');
     if (!targets.length) return null;
-    return this.bind(from, targets, name, false, { name, line: 0, soft: true }).chosen;
+    return this.bind(from, targets, name, false, { name, line, soft: true }).chosen;
+  }
+
+  /** A config's `type` string in copied code that names a class registered in a registry the copy holds
+   *  (a copied definition: its binding is in the closure) is a lazy reference to that
+   *  class (registry.ts): the class is pulled in as if read in a function body. Returns
+   *  whether new statements were queued. */
+  registeredByName(): boolean {
+    const before = this.queue.length;
+    const regs = registrations(this.corpus);
+    this.named = this.named.filter(({ node, text, line }) => {
+      let matched = false;
+      for (const r of regs.get(text) ?? []) {
+        const key = this.receiverKey(r);
+        if (!key || this.bindings.get(key)?.kind !== 'def') continue;
+        this.usageRoot(node, r.mod, r.cls, line);
+        matched = true;
+      }
+      return !matched;
+    });
+    return this.queue.length > before;
+  }
+
+  /** The binding key of the registry a registration's receiver denotes in its module (a
+   *  module-level definition, through imports), or null. */
+  private receiverKey(r: Registration): string | null {
+    const k = `${slotKey(r.mod, r.receiver.name)}\0${r.receiver.attrs.join('.')}`;
+    let v = this.receivers.get(k);
+    if (v === undefined) {
+      const { targets, consumed } = this.resolver.resolveRef(r.mod, {
+        name: r.receiver.name,
+        start: 0,
+        end: 0,
+        eager: true,
+        ...(r.receiver.attrs.length ? { attrs: r.receiver.attrs, attrEnds: r.receiver.attrs.map(() => 0) } : {}),
+      });
+      const id = consumed === r.receiver.attrs.length ? this.identity(targets, r.receiver.name) : null;
+      v = id && id.target.kind === 'def' ? id.key : null;
+      this.receivers.set(k, v);
+    }
+    return v;
   }
 
   process(n: StmtNode): void {
@@ -659,6 +713,11 @@ class State {
         false,
       );
     for (const ni of st.nestedImports ?? []) if (kept(ni.start)) this.rewriteImports(n, ni.edges, true);
+    if (st.typeNames) {
+      const regs = registrations(this.corpus);
+      for (const s of st.typeNames)
+        if (kept(s.start) && regs.has(s.text)) this.named.push({ node: n, text: s.text, line: lineOf(s.start) });
+    }
     for (const d of n.mod.facts.dynamic) {
       if (d.stmt === n.stmt) {
         this.diag(
