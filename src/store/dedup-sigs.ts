@@ -29,21 +29,29 @@ export function putDedupSignatures(store: IndexStore, rows: readonly DedupSignat
 }
 
 /** Hand every stored signature of `version` whose hash is in `hashes` to `each`, streamed
- *  (one row in memory at a time). Returns how many were handed over. */
+ *  (one row in memory at a time). Returns how many were handed over, and how many rows
+ *  are of no use to the caller: of another version, or of a content not in `hashes` (when
+ *  `hashes` holds every stored module content, rows `pruneDedupSignatures` drops). */
 export function eachDedupSignature(
   store: IndexStore,
   version: number,
   hashes: { has(hash: string): boolean },
   each: (hash: string, error: string | null, data: Uint8Array) => void,
-): number {
-  let n = 0;
-  const rows = store.stmt('SELECT hash, error, data FROM dedup_sigs WHERE version = ?').raw().iterate(version);
-  for (const [hash, error, data] of rows as Iterable<[string, string | null, Uint8Array]>) {
-    if (!hashes.has(hash)) continue;
+): { handed: number; unused: number } {
+  let handed = 0;
+  let unused = 0;
+  // every row: those of another version are rare (a content's row is replaced when its
+  // signature is computed again), counted so that the caller knows when to prune
+  const rows = store.stmt('SELECT hash, version, error, data FROM dedup_sigs').raw().iterate();
+  for (const [hash, v, error, data] of rows as Iterable<[string, number, string | null, Uint8Array]>) {
+    if (v !== version || !hashes.has(hash)) {
+      unused++;
+      continue;
+    }
     each(hash, error, data);
-    n++;
+    handed++;
   }
-  return n;
+  return { handed, unused };
 }
 
 /** The stored signature of one module content and version (undefined: none). */
@@ -62,13 +70,19 @@ export function storedDedupSignatures(store: IndexStore, version: number): Set<s
   return new Set(store.stmt('SELECT hash FROM dedup_sigs WHERE version = ?').pluck().all(version) as string[]);
 }
 
-/** Drop the signatures of contents no stored extraction has any more, and those of another
- *  version. Returns how many rows went. */
+/** Drop the signatures of contents no stored extraction with a module text has any more
+ *  (a block extracted again with another module, a block deleted, a merged repository's
+ *  blocks replaced), and those of another version. Returns how many rows went. `nnrag
+ *  dedup` calls it when it read rows it had no use for (library.ts runDedup). */
 export function pruneDedupSignatures(store: IndexStore, version: number): number {
   return store.write(
     () =>
-      store.stmt('DELETE FROM dedup_sigs WHERE version != ? OR hash NOT IN (SELECT hash FROM extractions)').run(version)
-        .changes,
+      store
+        .stmt(
+          // the hashes from the index extractions_list (migration 14), not the table's rows
+          'DELETE FROM dedup_sigs WHERE version != ? OR hash NOT IN (SELECT hash FROM extractions WHERE octet_length(text) > 0)',
+        )
+        .run(version).changes,
   );
 }
 
