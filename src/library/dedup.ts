@@ -973,43 +973,39 @@ class SetProbe {
 }
 
 /**
- * A bounded, lossy memo of pairs that failed verification: a pair proposed again by
- * another band is usually not verified twice, and memory stays fixed however many pairs
- * fail (a JS Set stops at 2^24 entries: 10^6 copies of a few hundred blocks propose ~10^9
- * pairs). Forgetting a pair only costs a re-verification, never a different answer. Kept
- * by the pair's higher node: SLOTS partners a node, one cache line, filled in turn. The
- * proposals of a bucket come in node order (its members sorted by position, the nodes in
- * ascending order), so the lookups walk the table forwards; a table keyed by a hash of the
- * pair (before) cost a cache miss each, 9 s of CPU at 10^6 blocks, where the members of
- * buckets of thousands of copies are proposed against the same few witnesses in each of the
- * 16 bands.
+ * A bounded, lossy memo of pairs that failed verification (a direct-mapped table of node
+ * pairs): a pair proposed again by another band is usually not verified twice, and memory
+ * stays fixed however many pairs fail (a JS Set stops at 2^24 entries: 10^6 copies of a
+ * few hundred blocks propose ~10^9 pairs). Forgetting a pair only costs a re-verification,
+ * never a different answer. The table grows with the number of nodes (16 slots a node, at
+ * most 2^24: 128 MB), keyed by the pair itself (no 53-bit arithmetic).
  */
 class FailedPairs {
-  private static readonly SLOTS = 16;
-  /** node y's failed partners: lo[y·SLOTS .. y·SLOTS + SLOTS) (−1: free) */
-  private lo: Int32Array;
-  /** per node: the slot its next partner takes */
-  private next: Uint8Array;
+  /** slot k: the pair (xy[2k], xy[2k + 1]), one cache line per lookup */
+  private xy: Int32Array;
+  private mask: number;
   constructor(nodes: number) {
-    this.lo = new Int32Array(nodes * FailedPairs.SLOTS).fill(-1);
-    this.next = new Uint8Array(nodes);
+    let bits = 10;
+    while (bits < 24 && 1 << bits < nodes * 16) bits++;
+    this.xy = new Int32Array(2 << bits).fill(-1);
+    this.mask = (1 << bits) - 1;
+  }
+  private slot(x: number, y: number): number {
+    return (mix32(Math.imul(x, 0x9e3779b1) ^ y) & this.mask) << 1;
   }
   /** x < y */
   has(x: number, y: number): boolean {
-    const lo = this.lo;
-    const b = y * FailedPairs.SLOTS;
-    for (let k = b; k < b + FailedPairs.SLOTS; k++) if (lo[k] === x) return true;
-    return false;
+    const s = this.slot(x, y);
+    return this.xy[s] === x && this.xy[s + 1] === y;
   }
   /** x < y */
   add(x: number, y: number): void {
-    const k = this.next[y];
-    this.lo[y * FailedPairs.SLOTS + k] = x;
-    this.next[y] = (k + 1) % FailedPairs.SLOTS;
+    const s = this.slot(x, y);
+    this.xy[s] = x;
+    this.xy[s + 1] = y;
   }
   clear(): void {
-    this.lo.fill(-1);
-    this.next.fill(0);
+    this.xy.fill(-1);
   }
 }
 
@@ -1367,8 +1363,7 @@ export async function dedup(blocks: readonly DedupBlock[], opts: DedupOptions = 
       heads = Int32Array.from([...groups.values()].map((g) => g[0]));
       ufNear = new UnionFind(n);
       ufAll = new UnionFind(n);
-      // (pairs of nodes, which are block positions)
-      const failed = new FailedPairs(n);
+      const failed = new FailedPairs(heads.length);
       // near: exact Jaccard of token shingles
       nearSame.fill(-1);
       structSame.fill(-1);
