@@ -46,12 +46,12 @@ export async function witnesses(ws: Workspace, opts: WitnessesOptions = {}): Pro
   // workers of this environment reported before
   const probed = await ValidatorPool.probe(opts.pool);
   const remembered = rememberedWorkers(ws.store, probed);
-  const envId = remembered ? environmentIdOf(probed, remembered) : null;
-  const listing = envId && !opts.force ? fileListing(ws.store) : null;
+  const harvestId = remembered ? environmentIdOf(probed, remembered, 'harvest') : null;
+  const listing = harvestId && !opts.force ? fileListing(ws.store) : null;
   let pool: ValidatorPool | null = null;
   try {
     for (const repo of wanted) {
-      const stored = envId && listing ? currentHarvest(ws.store, repo, envId, listing) : null;
+      const stored = harvestId && listing ? currentHarvest(ws.store, repo, harvestId, listing) : null;
       if (stored) {
         results.push({ repo, cached: true, harvest: stored });
         continue;

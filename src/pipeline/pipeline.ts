@@ -829,11 +829,14 @@ export async function extractAndValidate(
   let pool: ValidatorPool | null = opts.validator ?? null;
   let probed: ProbedEnvironment | null = null;
   let envId: string | null = pool?.envId ?? null;
+  // the id its witness harvests are stored under (witness/store.ts harvestKey)
+  let harvestId: string | null = pool?.harvestEnvId ?? null;
   let remembered: WorkerInfo | null = null;
   if (!pool) {
     probed = await costs.timeAsync('environment probe', '', () => ValidatorPool.probe(poolOpts));
     remembered = rememberedWorkers(ws.store, probed);
     envId = remembered ? environmentIdOf(probed, remembered) : null;
+    harvestId = remembered ? environmentIdOf(probed, remembered, 'harvest') : null;
   }
   // one start, however many blocks ask for the pool at once (a second start would leave
   // the first pool's workers running after close)
@@ -843,6 +846,7 @@ export async function extractAndValidate(
     starting ??= startRemembering(ws.store, poolOpts, probed ?? undefined).then((p) => {
       pool = p;
       envId = p.envId;
+      harvestId = p.harvestEnvId;
       return p;
     });
     return starting;
@@ -885,7 +889,7 @@ export async function extractAndValidate(
       const listing = fileListing(ws.store);
       for (const repo of [...repos].sort()) {
         try {
-          const stored = currentHarvest(ws.store, repo, envId!, listing);
+          const stored = currentHarvest(ws.store, repo, harvestId!, listing);
           if (stored) {
             harvests.set(repo, stored);
             opts.onHarvest?.(repo, stored, true);

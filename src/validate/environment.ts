@@ -52,24 +52,34 @@ export function harnessPath(): string {
   return candidates[0];
 }
 
-let harnessCache: { text: string; hash: string } | null = null;
-/** The harness as one text: harness.py with its package (python/nnrag_harness/*.py)
- *  bundled in front as `_NNRAG_BUNDLE = {module: text}` (a JSON object is a Python dict
- *  literal), which harness.py installs as modules: the sandbox receives one file
- *  (--ro-bind-data), so the package folder need not be readable there. */
-/** The harness package's modules (name -> text, `__init__` for the package) in the order
- *  harness.py executes them: the package first, then each module after the package's
- *  modules it imports at its top level (`from . import x`, `from .x import …`,
- *  `from nnrag_harness[.x] import …`, `import nnrag_harness.x`; Language Reference §7.11
- *  — an indented import runs later, when its function is called, and does not count),
- *  ties by name. A cycle among top-level imports is an error naming the modules. */
-export function harnessLoadOrder(texts: Map<string, string>): string[] {
+/** The harness package's module texts (name -> text, `__init__` for the package), by
+ *  name: of the nnrag_harness/ folder in `dir` (the folder of harness.py, by default the
+ *  one that runs). */
+export function harnessModuleTexts(dir: string = path.dirname(harnessPath())): Map<string, string> {
+  const pkg = path.join(dir, 'nnrag_harness');
+  const texts = new Map<string, string>();
+  for (const f of readdirSync(pkg)
+    .filter((n) => n.endsWith('.py'))
+    .sort())
+    texts.set(f.slice(0, -3), readFileSync(path.join(pkg, f), 'utf8'));
+  return texts;
+}
+
+/** The package modules each module of the harness package imports (`from . import x`,
+ *  `from .x import …`, `from nnrag_harness[.x] import …`, `import nnrag_harness.x`): at
+ *  its top level only (`indented` false: what runs when the module is executed), or
+ *  anywhere (`indented` true: an import inside a function runs when the function is
+ *  called, Language Reference §7.11). */
+export function harnessImports(texts: Map<string, string>, indented = false): Map<string, Set<string>> {
+  const lead = indented ? '^[ \\t]*' : '^';
+  const re = new RegExp(
+    `${lead}(?:from[ \\t]+(?:\\.|nnrag_harness\\.?)(\\w*)[ \\t]+import[ \\t]+(\\([^)]*\\)|[^\\n#]+)|import[ \\t]+nnrag_harness\\.(\\w+))`,
+    'gm',
+  );
   const deps = new Map<string, Set<string>>();
   for (const [name, text] of texts) {
     const d = new Set<string>();
-    for (const m of text.matchAll(
-      /^(?:from[ \t]+(?:\.|nnrag_harness\.?)(\w*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#]+)|import[ \t]+nnrag_harness\.(\w+))/gm,
-    )) {
+    for (const m of text.matchAll(re)) {
       const named = m[1] || m[3];
       const mods = named
         ? [named]
@@ -79,9 +89,19 @@ export function harnessLoadOrder(texts: Map<string, string>): string[] {
             .map((x) => x.trim().split(/\s+/)[0]);
       for (const dep of mods) if (dep !== name && texts.has(dep)) d.add(dep);
     }
-    if (name !== '__init__') d.add('__init__');
     deps.set(name, d);
   }
+  return deps;
+}
+
+/** The harness package's modules (name -> text, `__init__` for the package) in the order
+ *  harness.py executes them: the package first, then each module after the package's
+ *  modules it imports at its top level (harnessImports; an indented import runs later,
+ *  when its function is called, and does not count), ties by name. A cycle among
+ *  top-level imports is an error naming the modules. */
+export function harnessLoadOrder(texts: Map<string, string>): string[] {
+  const deps = harnessImports(texts);
+  for (const [name, d] of deps) if (name !== '__init__') d.add('__init__');
   const order: string[] = [];
   const done = new Set<string>();
   while (done.size < texts.size) {
@@ -96,22 +116,61 @@ export function harnessLoadOrder(texts: Map<string, string>): string[] {
   return order;
 }
 
-export function harnessSource(): { text: string; hash: string } {
-  if (!harnessCache) {
-    const pkg = path.join(path.dirname(harnessPath()), 'nnrag_harness');
-    const texts = new Map<string, string>();
-    for (const f of readdirSync(pkg)
-      .filter((n) => n.endsWith('.py'))
-      .sort())
-      texts.set(f.slice(0, -3), readFileSync(path.join(pkg, f), 'utf8'));
-    const bundle: Record<string, string> = {};
-    for (const m of harnessLoadOrder(texts))
-      bundle[m === '__init__' ? 'nnrag_harness' : `nnrag_harness.${m}`] = texts.get(m)!;
-    const text = `_NNRAG_BUNDLE = ${JSON.stringify(bundle)}\n` + readFileSync(harnessPath(), 'utf8');
-    harnessCache = { text, hash: createHash('sha256').update(text).digest('hex').slice(0, 16) };
-  }
-  return harnessCache;
+let harnessCache: { text: string; hash: string } | null = null;
+/** The harness as one text: harness.py with its package (python/nnrag_harness/*.py)
+ *  bundled in front as `_NNRAG_BUNDLE = {module: text}` (a JSON object is a Python dict
+ *  literal), which harness.py installs as modules: the sandbox receives one file
+ *  (--ro-bind-data), so the package folder need not be readable there. */
+export function harnessSource(dir?: string): { text: string; hash: string } {
+  if (dir === undefined && harnessCache) return harnessCache;
+  const texts = harnessModuleTexts(dir);
+  const bundle: Record<string, string> = {};
+  for (const m of harnessLoadOrder(texts))
+    bundle[m === '__init__' ? 'nnrag_harness' : `nnrag_harness.${m}`] = texts.get(m)!;
+  const main = readFileSync(dir === undefined ? harnessPath() : path.join(dir, 'harness.py'), 'utf8');
+  const text = `_NNRAG_BUNDLE = ${JSON.stringify(bundle)}\n` + main;
+  const out = { text, hash: createHash('sha256').update(text).digest('hex').slice(0, 16) };
+  if (dir === undefined) harnessCache = out;
+  return out;
 }
+
+/** The harness module a witness-harvest step starts in (nnrag_harness/harvest_step.py,
+ *  harvest_main; stages.child_main hands a harvest request to it). */
+export const HARVEST_ENTRY = 'harvest_step';
+
+/** What a harvest runs of the harness (issue 27): the entry module (HARVEST_ENTRY), the
+ *  package's `__init__` (importing a submodule executes its package first, Language
+ *  Reference §5.4.2) and every package module reached from the entry through imports,
+ *  top-level or indented (harnessImports), with a digest of their texts. A stored
+ *  harvest is keyed by this digest, not by the whole harness (witness/store.ts
+ *  harvestKey): editing a module the harvest does not reach (a validation stage, an
+ *  argument source) keeps every stored harvest; a new module the harvest imports joins
+ *  the digest by itself. The process plumbing a step passes through (harness.py,
+ *  worker, zygote, channel, stages.child_main's set-up) is shared with validation and
+ *  left out: it starts a step, it does not decide what the step finds. */
+export function harvestHarness(dir?: string): { modules: string[]; hash: string } {
+  const known = dir === undefined ? harvestHarnessCache : null;
+  if (known) return known;
+  const texts = harnessModuleTexts(dir);
+  if (!texts.has(HARVEST_ENTRY))
+    throw new Error(`the harness package has no module ${HARVEST_ENTRY}.py (the entry of a harvest step)`);
+  const deps = harnessImports(texts, true);
+  const reached = new Set<string>(['__init__', HARVEST_ENTRY].filter((m) => texts.has(m)));
+  const todo = [...reached];
+  while (todo.length)
+    for (const d of deps.get(todo.pop()!) ?? [])
+      if (!reached.has(d)) {
+        reached.add(d);
+        todo.push(d);
+      }
+  const modules = [...reached].sort();
+  const h = createHash('sha256');
+  for (const m of modules) h.update(`${m}\0${texts.get(m)}\0`);
+  const out = { modules, hash: h.digest('hex').slice(0, 16) };
+  if (dir === undefined) harvestHarnessCache = out;
+  return out;
+}
+let harvestHarnessCache: { modules: string[]; hash: string } | null = null;
 
 export function defaultLimits(opts: PoolOptions = {}): Limits {
   return {
@@ -821,16 +880,28 @@ export async function probeInSandbox(
  *  covers the interpreter as invoked (a virtual environment's `bin/python` resolves to the
  *  system interpreter, so the executable and prefix count, not the real path), its
  *  version, torch, every installed distribution with its version, the sandbox, the root
- *  filesystem and the harness: installing, removing or upgrading a package re-validates. */
-export function environmentId(parts: {
-  python: string;
-  pythonVersion: string;
-  torch: string;
-  sandbox: boolean;
-  rootfs: string | null;
-  probe?: Probe | null;
-}): string {
+ *  filesystem and the harness: installing, removing or upgrading a package re-validates.
+ *  With `scope` 'harvest', the identity a witness harvest is stored under: the same but
+ *  for the harness, of which only the modules a harvest step runs count (harvestHarness),
+ *  so an edit of a validation stage re-validates without harvesting again. */
+export function environmentId(
+  parts: {
+    python: string;
+    pythonVersion: string;
+    torch: string;
+    sandbox: boolean;
+    rootfs: string | null;
+    probe?: Probe | null;
+  },
+  scope: 'validation' | 'harvest' = 'validation',
+  /** the folder of a harness (harness.py and nnrag_harness/) to compute the id for, by
+   *  default the one that runs (tests) */
+  dir?: string,
+): string {
   const { probe, ...rest } = parts;
+  // the harvest's field has another name: a harvest id never equals a validation id
+  const harness =
+    scope === 'harvest' ? { harvestHarness: harvestHarness(dir).hash } : { harness: harnessSource(dir).hash };
   const h = createHash('sha256');
   // a PyPI environment nnrag made is identified by its lock (and what is installed), not
   // by where it lies: the same lock on another machine validates the same
@@ -843,7 +914,7 @@ export function environmentId(parts: {
         torch: rest.torch,
         sandbox: rest.sandbox,
         distributions: probe?.distributions ?? null,
-        harness: harnessSource().hash,
+        ...harness,
       }),
     );
     return h.digest('hex').slice(0, 16);
@@ -854,7 +925,7 @@ export function environmentId(parts: {
       executable: probe?.executable ?? null,
       prefix: probe?.prefix ?? null,
       distributions: probe?.distributions ?? null,
-      harness: harnessSource().hash,
+      ...harness,
       // a root filesystem's Debian package set (environment/debian.ts): a package without
       // Python metadata (python3-opencv has no dist-info) changes the id too; only
       // present with --rootfs, so the host's ids stay as they were

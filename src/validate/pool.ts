@@ -422,17 +422,27 @@ export interface WorkerInfo {
 }
 
 /** The environment id of a probed environment whose workers reported `info`; the same
- *  formula as ValidatorPool.start's. */
-export function environmentIdOf(p: ProbedEnvironment, info: WorkerInfo): string {
+ *  formula as ValidatorPool.start's. With `scope` 'harvest': the id its witness harvests
+ *  are stored under (environment.ts environmentId; `dir` as there). */
+export function environmentIdOf(
+  p: ProbedEnvironment,
+  info: WorkerInfo,
+  scope: 'validation' | 'harvest' = 'validation',
+  dir?: string,
+): string {
   const env = p.env;
-  return environmentId({
-    python: env.probe?.realpath ?? env.python,
-    pythonVersion: info.python,
-    torch: info.torch,
-    sandbox: env.sandbox,
-    rootfs: env.rootfs,
-    probe: env.probe,
-  });
+  return environmentId(
+    {
+      python: env.probe?.realpath ?? env.python,
+      pythonVersion: info.python,
+      torch: info.torch,
+      sandbox: env.sandbox,
+      rootfs: env.rootfs,
+      probe: env.probe,
+    },
+    scope,
+    dir,
+  );
 }
 
 /** The facts of a probed environment whose workers reported `info` (types.ts
@@ -525,6 +535,9 @@ function probeIndex(probe: Probe | null): { installed: Map<string, string>; stdl
 export class ValidatorPool {
   readonly env: Resolved;
   envId = '';
+  /** the id its witness harvests are stored under: envId's environment with only the
+   *  harness modules a harvest runs (environment.ts environmentId, scope 'harvest') */
+  harvestEnvId = '';
   /** what this environment is (EnvironmentFacts without per-block distributions) */
   facts: EnvironmentFacts | null = null;
   /** ProbedEnvironment.key of this pool's environment */
@@ -639,6 +652,7 @@ export class ValidatorPool {
     pool.torch = w0.torch;
     pool.pythonVersion = w0.python;
     pool.envId = environmentIdOf(p, { torch: w0.torch, python: w0.python });
+    pool.harvestEnvId = environmentIdOf(p, { torch: w0.torch, python: w0.python }, 'harvest');
     pool.facts = environmentFactsOf(p, { torch: w0.torch, python: w0.python });
     pool.envKey = p.key;
     pool.startMs = performance.now() - t0;

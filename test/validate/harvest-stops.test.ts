@@ -128,7 +128,7 @@ test('a step whose eval() fails answers and is reused; a waiting test is stopped
     // an edit of a file of the repository that no step read: every step is reused
     appendFileSync(path.join(hsrepo, 'hspkg', 'unrelated.py'), '\n# edited\n');
     await reindex();
-    assert.equal(currentHarvest(ws.store, 'hsrepo', pool.envId), null, 'an own file changed: harvested again');
+    assert.equal(currentHarvest(ws.store, 'hsrepo', pool.harvestEnvId), null, 'an own file changed: harvested again');
     const edited = await harvest();
     assert.deepEqual(ran(edited), [], JSON.stringify(edited.entries));
     assert.equal(edited.reusedRuns, 3);
@@ -137,7 +137,7 @@ test('a step whose eval() fails answers and is reused; a waiting test is stopped
     // an edit of another repository's file that the harvest never read: still current
     appendFileSync(path.join(other, 'otherpkg', 'unused.py'), '\n# edited\n');
     await reindex();
-    const current = currentHarvest(ws.store, 'hsrepo', pool.envId);
+    const current = currentHarvest(ws.store, 'hsrepo', pool.harvestEnvId);
     assert.ok(current, "another repository's file that no step read changed: the stored harvest is current");
     assert.deepEqual(current.witnesses, edited.witnesses);
 
@@ -148,7 +148,7 @@ test('a step whose eval() fails answers and is reused; a waiting test is stopped
       '"""A width read at import time by hspkg.models."""\n\nWIDTH = 5\n',
     );
     await reindex();
-    assert.equal(currentHarvest(ws.store, 'hsrepo', pool.envId), null);
+    assert.equal(currentHarvest(ws.store, 'hsrepo', pool.harvestEnvId), null);
     const wider = await harvest();
     assert.ok(ran(wider).includes(LOOPER), JSON.stringify(wider.entries));
     assert.deepEqual(wider.witnesses['hspkg.models.Looper']?.[0]?.args, [5]);

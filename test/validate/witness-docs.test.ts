@@ -120,9 +120,13 @@ test('witnesses from pytest tests (parametrize, fixtures), a README code block a
     const tf2 = path.join(repo, 'tests', 'test_layers.py');
     const text = readFileSync(tf2, 'utf8');
     writeFileSync(tf2, text + '\n# changed\n');
-    assert.equal(currentHarvest(ws.store, 'lrepo', pool.envId), null, 'a changed test file is not the stored harvest');
+    assert.equal(
+      currentHarvest(ws.store, 'lrepo', pool.harvestEnvId),
+      null,
+      'a changed test file is not the stored harvest',
+    );
     writeFileSync(tf2, text);
-    assert.ok(currentHarvest(ws.store, 'lrepo', pool.envId));
+    assert.ok(currentHarvest(ws.store, 'lrepo', pool.harvestEnvId));
 
     const withW = await extractAndValidate(ws, ids, { validator: pool, force: true });
     const want: Record<string, [string, RegExp]> = {

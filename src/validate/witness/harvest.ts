@@ -19,7 +19,6 @@
 // The result (per class: witnesses, smallest first; per entry point: built or why not,
 // time, classes covered) is cached by the caller (witness/store.ts).
 import { createHash } from 'node:crypto';
-import { harnessSource } from '../environment.js';
 import type { ValidatorPool } from '../pool.js';
 import type { Witness } from '../types.js';
 
@@ -164,7 +163,8 @@ export function chargeOf(stored: StoredRun): number {
 
 /** Reuse of run steps across harvests (witness/store.ts gives it). */
 export interface RunReuse {
-  /** the environment the answers were computed in */
+  /** the environment the answers were computed in: its harvest id (ValidatorPool.harvestEnvId,
+   *  which covers the harness modules a harvest runs) */
   envId: string;
   /** the stored runs of the repository's previous harvest */
   runs: Record<string, StoredRun>;
@@ -514,12 +514,13 @@ const entryName = (e: HarvestEntry) => e.via ?? `${e.module}.${e.qualname}`;
 const needsModel = (e: HarvestEntry) =>
   Object.values(e.plan).some((s) => !!s && typeof s === 'object' && 'instance' in (s as object));
 
-/** The key of a run step's request: the environment, the harness's code, the sys.path and
- *  the request without its budget (a stored answer serves another budget when the run
+/** The key of a run step's request: the environment's harvest id (`harvestId`, which
+ *  covers the harness modules a harvest runs: environment.ts harvestHarness), the sys.path
+ *  and the request without its budget (a stored answer serves another budget when the run
  *  ended within it: reusable). */
-export function runKey(envId: string, sysPath: string[], request: Record<string, unknown>): string {
+export function runKey(harvestId: string, sysPath: string[], request: Record<string, unknown>): string {
   return createHash('sha256')
-    .update(`${envId}\0${harnessSource().hash}\0${JSON.stringify(sysPath)}\0`)
+    .update(`${harvestId}\0${JSON.stringify(sysPath)}\0`)
     .update(JSON.stringify(request))
     .digest('hex')
     .slice(0, 32);

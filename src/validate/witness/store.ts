@@ -1,7 +1,9 @@
 // Witness cache and lookup (src/validate/README.md "Witnesses"): one harvest per
 // repository, stored in the index store under a key made of the blob ids of the
 // repository's own files, the names of the files of the repositories on its sys.path, its
-// tests and documents, and the validation environment id (which covers the harness); the
+// tests and documents, and the environment's harvest id (the validation environment's
+// identity with, of the harness, only the modules a harvest step runs: environment.ts
+// harvestHarness; an edit of a validation stage keeps the stored harvests); the
 // stored harvest is current while, besides, the files of other repositories it read (its
 // list step's imports, its run steps' files: HarvestResult.depends) are unchanged. A
 // re-run with nothing changed reads the stored harvest instead of building models again;
@@ -59,16 +61,19 @@ export function harvestSysPath(store: IndexStore, repo: string, skip: ReadonlySe
 /** The cache key of a repository's harvest: the blob ids of its own indexed files, the
  *  names of the files of every other repository on its sys.path (a module added or
  *  removed there can change what an import finds), its tests and documents (docsDigest),
- *  and the environment id. The content of other repositories' files is not in it: the
+ *  and the environment's harvest id (`harvestId`: ValidatorPool.harvestEnvId, the
+ *  environment with only the harness modules a harvest runs; a harvest stored under a
+ *  key made another way, such as the whole validation environment id of earlier builds,
+ *  is simply not found). The content of other repositories' files is not in it: the
  *  files the harvest read are checked apart (HarvestResult.depends, harvestIsCurrent). */
 export function harvestKey(
   store: IndexStore,
   repo: string,
-  envId: string,
+  harvestId: string,
   listing: FileListing = fileListing(store),
 ): string {
   const root = store.getRepo(repo)?.root;
-  const h = createHash('sha256').update(envId + '\0' + repo + '\0');
+  const h = createHash('sha256').update(harvestId + '\0' + repo + '\0');
   for (const [r, l] of [...listing.repos].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)))
     h.update(r === repo ? l.blobs : l.names);
   return h.update(root ? docsDigest(root) : '').digest('hex');
@@ -340,7 +345,7 @@ export async function repoWitnesses(
   const row = store.getRepo(repo);
   if (!row) return null;
   const listing = fileListing(store);
-  const key = harvestKey(store, repo, pool.envId, listing);
+  const key = harvestKey(store, repo, pool.harvestEnvId, listing);
   const blob = diskBlobs();
   if (!opts.force) {
     const got = getHarvest(store, repo, key);
@@ -361,7 +366,7 @@ export async function repoWitnesses(
   const own = sysPathRoots(row).length;
   const previous = opts.noRunReuse ? null : storedHarvest(store, repo);
   const reuse: RunReuse = {
-    envId: pool.envId,
+    envId: pool.harvestEnvId,
     runs: previous?.runs ?? {},
     ...(previous?.wallStops ? { wallStops: previous.wallStops } : {}),
     depends: (read, e) =>
@@ -394,15 +399,15 @@ export async function repoWitnesses(
 }
 
 /** The stored harvest of a repository if it is still current: same own files, same
- *  names on its sys.path, same files read elsewhere, same environment id (no worker is
- *  needed to know it, see ValidatorPool.probe). */
+ *  names on its sys.path, same files read elsewhere, same harvest id (`harvestId`, see
+ *  harvestKey; no worker is needed to know it, see ValidatorPool.probe). */
 export function currentHarvest(
   store: IndexStore,
   repo: string,
-  envId: string,
+  harvestId: string,
   listing: FileListing = fileListing(store),
 ): HarvestResult | null {
-  const got = getHarvest(store, repo, harvestKey(store, repo, envId, listing));
+  const got = getHarvest(store, repo, harvestKey(store, repo, harvestId, listing));
   const result = got ? (JSON.parse(got) as HarvestResult) : null;
   return result && harvestIsCurrent(result, listing) ? result : null;
 }

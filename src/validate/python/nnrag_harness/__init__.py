@@ -4,7 +4,7 @@
 #   channel  - the nonce-framed protocol of a worker with the pool or a zygote (Channel)
 #   zygote   - a fork per repository that imported the original once (Zygote)
 #   stash    - the original's modules a zygote imported, hidden while a candidate runs (STASH)
-#   stages   - the stages of one candidate in its child (Stages), child_main, harvest_main
+#   stages   - the stages of one candidate in its child (Stages), child_main
 #   procs    - rlimits, working directory, /proc walks, reaping and killing descendants
 #   classify - failure categories, error and traceback text
 #   arguments- guesses by name / annotation, constructor parameters, refinements; values
@@ -19,6 +19,8 @@
 #              rebuilt from their fields
 #   harvest  - witness harvesting: list a repository's own ways to build whole models,
 #              build one and run it on a small input, recording what every class got
+#   harvest_step - a harvest step in its child (harvest_main): the harvest's entry; the
+#              modules it imports, followed through theirs, are the harvest's cache key
 #   harvest_docs - witnesses from the repository's tests (pytest) and documented examples
 #              (Markdown code blocks, docstring `>>>` examples, examples/ scripts)
 #   sources  - the one interface of the argument sources (a source's plans(request) yields
