@@ -342,7 +342,7 @@ export async function runDedup(ws: Pick<Workspace, 'store'>, opts: RunDedupOptio
     else if (typeof at === 'number') byHash.set(e.hash, [at, i]);
     else at.push(i);
   });
-  let unusedRows = 0;
+  let unusedRows: string[] = [];
   const pending: DedupSignatureRow[] = [];
   const flush = () => putDedupSignatures(store, pending.splice(0));
   const res = await dedup(
@@ -379,10 +379,10 @@ export async function runDedup(ws: Pick<Workspace, 'store'>, opts: RunDedupOptio
   flush();
   // rows no block uses (its module changed or went, a merge replaced a repository's
   // blocks, another signature version) are dropped: dedup is what reads them, and it saw
-  // them all (the delete costs a pass over the table, so only when there are some)
+  // them all; those it saw, by hash (a pass over every row costs seconds at 10^6)
   t0 = performance.now();
   c0 = process.cpuUsage();
-  const pruned = unusedRows ? pruneDedupSignatures(store, SIGNATURE_VERSION) : 0;
+  const pruned = pruneDedupSignatures(store, SIGNATURE_VERSION, unusedRows);
   const kinds: Record<string, number> = {};
   for (const c of res.clusters) kinds[c.kind] = (kinds[c.kind] ?? 0) + 1;
   const stored: StoredDedup = {

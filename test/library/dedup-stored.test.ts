@@ -250,6 +250,10 @@ test('a changed module gets its own signature; the others stay; dedup drops the 
     assert.equal(again.prunedSignatures, 0);
     assert.deepEqual(again.signatures, { stored: blocks.length - 1, computed: 0 });
     assert.equal(pruneDedupSignatures(store, SIGNATURE_VERSION), 0);
+    // the whole check (no list of hashes) finds an unused row too, and keeps the others
+    putDedupSignatures(store, [{ ...old, version: SIGNATURE_VERSION, error: null, data: new Uint8Array(8) }]);
+    assert.equal(pruneDedupSignatures(store, SIGNATURE_VERSION), 1);
+    assert.equal(storedDedupSignatures(store, SIGNATURE_VERSION).size, kept.size);
   } finally {
     store.close();
   }
