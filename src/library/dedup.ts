@@ -644,22 +644,33 @@ export function storedMinHash(
   return { ints: S.ints[0], tokens: u32[8], nearSig: sig(S.nearSig), structuralSig: sig(S.structSig) };
 }
 
-/** Stored signatures that cannot be read where they are (not 4-byte aligned) copied into
- *  large buffers (one per 64 MB). */
+/** Stored signatures copied into large buffers, each new buffer as large as all before it
+ *  (64 MB at least, 1 GB at most). A buffer is memory outside the heap, and V8 ran a full
+ *  collection of the heap for about every new one: at 10^6 blocks (4.4 GB of signatures, a
+ *  heap holding the block list) buffers of 64 MB each cost 67 full collections and ~12 s of
+ *  CPU more than growing ones (11). */
 class Arena {
   private u32 = new Uint32Array(0);
+  private u8 = new Uint8Array(0);
   private used = 0;
-  /** copy `data`; returns the buffer's words and the word it starts at */
-  put(data: Uint8Array): { u32: Uint32Array; w: number } {
+  private total = 0;
+  /** the buffer and word `put` last wrote to */
+  buf = this.u32;
+  at = 0;
+  /** copy `data` (sets `buf` and `at`) */
+  put(data: Uint8Array): void {
     const words = (data.byteLength + 3) >>> 2;
     if (this.used + words > this.u32.length) {
-      this.u32 = new Uint32Array(Math.max(16 << 20, words));
+      const size = Math.max(16 << 20, words, Math.min(this.total, 256 << 20));
+      this.u32 = new Uint32Array(size);
+      this.u8 = new Uint8Array(this.u32.buffer);
+      this.total += size;
       this.used = 0;
     }
-    const w = this.used;
-    new Uint8Array(this.u32.buffer, w * 4, data.byteLength).set(data);
-    this.used = w + words;
-    return { u32: this.u32, w };
+    this.u8.set(data, this.used * 4);
+    this.buf = this.u32;
+    this.at = this.used;
+    this.used += words;
   }
 }
 
@@ -1189,13 +1200,17 @@ function lshPairs(
     for (let k = 0; k < band; k++) if (exhaustive[bp + k] === 1 && keys[bp + k] === keys[bq + k]) return true;
     return false;
   };
+  // every band's key of a node at once: a node's signature is read once (one place in
+  // memory per node; band by band, each band cost a cache miss per node)
+  for (let p = 0; p < n; p++) {
+    const i = nodes[p];
+    const arr = sig.arr[i],
+      off = sig.off[i],
+      x = ints[i];
+    for (let band = 0; band < B; band++) keys[p * B + band] = mix32(bandKeyIn(arr, off, band, bands.r) ^ x);
+  }
   for (let band = 0; band < bands.b; band++) {
-    for (let p = 0; p < n; p++) {
-      const i = nodes[p];
-      const key = mix32(bandKeyIn(sig.arr[i], sig.off[i], band, bands.r) ^ ints[i]);
-      keys[p * B + band] = key;
-      packed[p] = key * POS + p;
-    }
+    for (let p = 0; p < n; p++) packed[p] = keys[p * B + band] * POS + p;
     packed.sort();
     let a = 0;
     while (a < n) {
@@ -1276,8 +1291,8 @@ export async function dedup(blocks: readonly DedupBlock[], opts: DedupOptions = 
         if (i < 0 || i >= n || have[i]) return;
         // copied into large buffers: the caller's buffer (one per row from SQLite) is garbage
         // at once (kept as the block's storage, 10^6 of them cost 42 times what 10^5 cost)
-        const { u32, w } = arena.put(data);
-        if (putEncoded(S, i, u32, w, data.byteLength, error)) {
+        arena.put(data);
+        if (putEncoded(S, i, arena.buf, arena.at, data.byteLength, error)) {
           have[i] = 1;
           storedCount++;
         }

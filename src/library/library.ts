@@ -24,7 +24,13 @@ import {
   type DedupResult,
   type StoredSignatureSink,
 } from './dedup.js';
-import { eachDedupSignature, putDedupSignatures, unsignedTexts, type DedupSignatureRow } from '../store/dedup-sigs.js';
+import {
+  eachDedupSignature,
+  pruneDedupSignatures,
+  putDedupSignatures,
+  unsignedTexts,
+  type DedupSignatureRow,
+} from '../store/dedup-sigs.js';
 import type { DedupCluster } from '../records/spec.js';
 import {
   blockManifest,
@@ -274,6 +280,8 @@ export interface StoredDedup {
   cpu?: Record<string, number>;
   /** blocks whose signature was stored, and those computed by this run */
   signatures?: DedupResult['signatures'];
+  /** stored signature rows this run dropped (no stored block's module content any more) */
+  prunedSignatures?: number;
   /** counts of clusters by kind */
   kinds: Record<string, number>;
   clusters: DedupCluster[];
@@ -334,6 +342,7 @@ export async function runDedup(ws: Pick<Workspace, 'store'>, opts: RunDedupOptio
     else if (typeof at === 'number') byHash.set(e.hash, [at, i]);
     else at.push(i);
   });
+  let unusedRows: string[] = [];
   const pending: DedupSignatureRow[] = [];
   const flush = () => putDedupSignatures(store, pending.splice(0));
   const res = await dedup(
@@ -352,12 +361,13 @@ export async function runDedup(ws: Pick<Workspace, 'store'>, opts: RunDedupOptio
       loadText: (id) => extractionText(store, id),
       ...(useStored
         ? {
-            stored: (sink: StoredSignatureSink) =>
-              eachDedupSignature(store, SIGNATURE_VERSION, byHash, (hash, error, data) => {
+            stored: (sink: StoredSignatureSink) => {
+              unusedRows = eachDedupSignature(store, SIGNATURE_VERSION, byHash, (hash, error, data) => {
                 const at = byHash.get(hash)!;
                 if (typeof at === 'number') sink(at, error, data);
                 else for (const i of at) sink(i, error, data);
-              }),
+              }).unused;
+            },
             computed: (i: number, error: string | null, data: Uint8Array) => {
               pending.push({ hash: es[i].hash, version: SIGNATURE_VERSION, error, data });
               if (pending.length >= 2000) flush();
@@ -367,8 +377,12 @@ export async function runDedup(ws: Pick<Workspace, 'store'>, opts: RunDedupOptio
     },
   );
   flush();
+  // rows no block uses (its module changed or went, a merge replaced a repository's
+  // blocks, another signature version) are dropped: dedup is what reads them, and it saw
+  // them all; those it saw, by hash (a pass over every row costs seconds at 10^6)
   t0 = performance.now();
   c0 = process.cpuUsage();
+  const pruned = pruneDedupSignatures(store, SIGNATURE_VERSION, unusedRows);
   const kinds: Record<string, number> = {};
   for (const c of res.clusters) kinds[c.kind] = (kinds[c.kind] ?? 0) + 1;
   const stored: StoredDedup = {
@@ -380,11 +394,13 @@ export async function runDedup(ws: Pick<Workspace, 'store'>, opts: RunDedupOptio
     excluded: res.excluded,
     timings: res.timings,
     signatures: res.signatures,
+    prunedSignatures: pruned,
     kinds,
     clusters: res.clusters,
   };
   putDedup(store, res.clusters, { ...stored, clusters: undefined });
-  // the block list read from the store, and the clusters written to it
+  // the block list read from the store, and the clusters written to it (with the unused
+  // signatures dropped)
   stored.timings = { rows: rowsMs, ...res.timings, store: Math.round(performance.now() - t0) };
   stored.cpu = { rows: rowsCpu, ...res.cpu, store: cpuSince(c0) };
   return stored;

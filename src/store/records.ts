@@ -88,9 +88,11 @@ export function listExtractions(store: IndexStore): StoredExtraction[] {
 }
 
 /** Id and content hash of every stored extraction that has a module text (what the
- *  library's derived results are computed from), without loading the texts. */
+ *  library's derived results are computed from), without loading the texts: read from
+ *  the index extractions_list alone (migration 14). */
+export const EXTRACTION_HASHES_SQL = 'SELECT id, hash FROM extractions WHERE octet_length(text) > 0 ORDER BY id';
 export function extractionHashes(store: IndexStore): { id: string; hash: string }[] {
-  return store.stmt("SELECT id, hash FROM extractions WHERE text IS NOT NULL AND text != '' ORDER BY id").all() as {
+  return store.stmt(EXTRACTION_HASHES_SQL).all() as {
     id: string;
     hash: string;
   }[];
@@ -192,7 +194,10 @@ export function extractionStamps(store: IndexStore): ExtractionStamp[] {
 
 /** What de-duplication needs of every stored extraction with a module text, without its
  *  text: id, content hash, repository (the discovered block's, else the record's first
- *  provenance) and the validation's parse stage (null when not validated), by id. */
+ *  provenance) and the validation's parse stage (null when not validated), by id. Read
+ *  from the index extractions_list (migration 14) alone: its expressions are the ones
+ *  below, written the same way (SQLite uses an indexed expression only where it is
+ *  written as indexed; test/store/records.test.ts checks the plan). */
 export interface DedupRow {
   id: string;
   hash: string;
@@ -200,16 +205,14 @@ export interface DedupRow {
   parse: string | null;
 }
 
+export const DEDUP_ROWS_SQL = `SELECT e.id AS id, e.hash AS hash,
+    COALESCE(b.repo, json_extract(e.record, '$.provenance[0].repo')) AS repo,
+    json_extract(e.record, '$.validation.stages.parse') AS parse
+  FROM extractions e LEFT JOIN blocks b ON b.id = e.id
+  WHERE octet_length(e.text) > 0 ORDER BY e.id`;
+
 export function dedupRows(store: IndexStore): DedupRow[] {
-  return store
-    .stmt(
-      `SELECT e.id AS id, e.hash AS hash,
-         COALESCE(b.repo, json_extract(e.record, '$.provenance[0].repo')) AS repo,
-         json_extract(e.record, '$.validation.stages.parse') AS parse
-       FROM extractions e LEFT JOIN blocks b ON b.id = e.id
-       WHERE octet_length(e.text) > 0 ORDER BY e.id`,
-    )
-    .all() as DedupRow[];
+  return store.stmt(DEDUP_ROWS_SQL).all() as DedupRow[];
 }
 
 /** The emitted module text of a block ('' when the block is not stored). */

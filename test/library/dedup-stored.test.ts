@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { IndexStore } from '../../src/store/store.js';
-import { putExtraction, textHash, type ExtractionWrite } from '../../src/store/records.js';
+import { deleteExtraction, putExtraction, textHash, type ExtractionWrite } from '../../src/store/records.js';
 import {
   eachDedupSignature,
   putDedupSignatures,
@@ -106,7 +106,14 @@ function storeOf(blocks: Block[], signature = true): IndexStore {
 /** What a dedup run stored, without what differs between two runs (time, timings, counts
  *  of stored and computed signatures). */
 const result = (d: StoredDedup) =>
-  JSON.stringify({ ...d, at: undefined, timings: undefined, cpu: undefined, signatures: undefined });
+  JSON.stringify({
+    ...d,
+    at: undefined,
+    timings: undefined,
+    cpu: undefined,
+    signatures: undefined,
+    prunedSignatures: undefined,
+  });
 
 /** The two results are the same text; else fail showing where they part (not both texts). */
 function same(a: string, b: string): void {
@@ -206,22 +213,47 @@ test('a stale, corrupt or missing stored signature is recomputed and stored agai
   }
 });
 
-test('a changed module gets its own signature; the others stay; pruning drops the unused', async () => {
+test('a changed module gets its own signature; the others stay; dedup drops the unused', async () => {
   const blocks = library(300, 9);
   const store = storeOf(blocks);
   try {
     const before = storedDedupSignatures(store, SIGNATURE_VERSION);
+    const first = await runDedup({ store }, { threads: 0 });
+    assert.equal(first.prunedSignatures, 0);
+    // blocks[10] extracted again with another module; blocks[20] deleted; a row of an older
+    // signature version of a content no block has (left by an older nnrag)
     const changed = { ...blocks[10], text: blocks[10].text.replace(/\b(\d+)\b/, (m) => String(Number(m) + 1)) };
     assert.notEqual(changed.text, blocks[10].text);
     putExtraction(store, extraction(changed));
+    deleteExtraction(store, blocks[20].id);
+    const gone = [textHash(blocks[10].text), textHash(blocks[20].text)];
+    // (neither module is another block's too)
+    for (const [k, b] of blocks.entries()) if (k !== 10 && k !== 20) assert.ok(!gone.includes(textHash(b.text)), b.id);
+    const old = { hash: textHash('class Old(nn.Module):\n    pass\n'), version: SIGNATURE_VERSION - 1 };
+    putDedupSignatures(store, [{ ...old, error: null, data: new Uint8Array(8) }]);
     const after = storedDedupSignatures(store, SIGNATURE_VERSION);
     assert.equal(after.size, before.size + 1);
     assert.ok(after.has(textHash(changed.text)));
     const d = await runDedup({ store }, { threads: 0 });
     assert.equal(d.signatures?.computed, 0);
-    // the old content's row is no extraction's any more (blocks[10]'s text is not shared)
+    // the two contents no block has any more and the older version's row went
+    assert.equal(d.prunedSignatures, 3);
+    const kept = storedDedupSignatures(store, SIGNATURE_VERSION);
+    assert.equal(kept.size, before.size - 1);
+    for (const h of gone) assert.ok(!kept.has(h));
+    assert.ok(kept.has(textHash(changed.text)));
+    assert.equal(storedDedupSignatures(store, old.version).size, 0);
+    // the clusters are those of the texts; the next run finds nothing to drop
+    const fromTexts = await runDedup({ store }, { threads: 0, storedSignatures: false });
+    same(result(d), result(fromTexts));
+    const again = await runDedup({ store }, { threads: 0 });
+    assert.equal(again.prunedSignatures, 0);
+    assert.deepEqual(again.signatures, { stored: blocks.length - 1, computed: 0 });
+    assert.equal(pruneDedupSignatures(store, SIGNATURE_VERSION), 0);
+    // the whole check (no list of hashes) finds an unused row too, and keeps the others
+    putDedupSignatures(store, [{ ...old, version: SIGNATURE_VERSION, error: null, data: new Uint8Array(8) }]);
     assert.equal(pruneDedupSignatures(store, SIGNATURE_VERSION), 1);
-    assert.equal(storedDedupSignatures(store, SIGNATURE_VERSION).size, before.size);
+    assert.equal(storedDedupSignatures(store, SIGNATURE_VERSION).size, kept.size);
   } finally {
     store.close();
   }
