@@ -399,6 +399,19 @@ class EitherLayer(nn.Module):
         return batch
 
 
+def tensor_or_image(img):
+    # accepts a tensor (tested), reads image attributes in the other branch (torchvision's
+    # F.resize, F.get_dimensions)
+    if not isinstance(img, torch.Tensor):
+        return img.getbands()
+    return img * 2
+
+
+class TensorOrImage(nn.Module):
+    def forward(self, img):
+        return tensor_or_image(img)
+
+
 class ChildStage(nn.Module):
     def __init__(self):
         super().__init__()
@@ -677,6 +690,11 @@ class UsageTest(unittest.TestCase):
         self.assertEqual(record_attrs(type(m).forward, torch, m), {"batch": ["x", "edge_index"]})
         self.assertEqual(record_attrs(type(m).forward, torch), {}, "without the model its modules are unknown")
         self.assertEqual(record_attrs(EitherLayer.forward, torch, m.layer0), {}, "also used as a tensor")
+        # handed to a function that tests it for a tensor: what it reads of an image in its
+        # other branch makes no record
+        t = TensorOrImage()
+        self.assertEqual(record_attrs(type(t).forward, torch, t), {})
+        self.assertEqual(I.forward_plan(t), [("img", "tensor")])
         r = ReadsTheOutput()
         self.assertEqual(record_attrs(type(r).forward, torch, r), {}, "read after it was rebound")
         self.assertEqual(I.forward_plan(r), [("x", "tensor")])

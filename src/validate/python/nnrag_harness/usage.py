@@ -135,18 +135,55 @@ def record_attrs(fn, torch, owner=None, depth=4, _seen=None):
     `for layer in self.children()`) and rebound to what that returns: the attributes the
     callee reads of it count too (followed `depth` levels; `owner` is the model). Any other
     use of the name (passed to anything else, subscripted, compared, an attribute a tensor
-    has, such as `.shape` or `.size`) and it is not."""
-    attrs, other = _record_reads(fn, torch, owner, depth, _seen)
-    return {p: a for p, a in attrs.items() if a and p not in other}
+    has, such as `.shape` or `.size`) and it is not.
+    A callee that tests the value with `isinstance(p, torch.Tensor)` accepts a tensor
+    (torchvision's `F.resize(img)`: tensors one way, PIL images the other): what it reads of
+    the value in its other branch (`img.getbands()`) names the record's fields when
+    something else makes it a record, but makes none by itself."""
+    attrs, other, strong = _record_reads(fn, torch, owner, depth, _seen)
+    return {p: a for p, a in attrs.items() if a and p not in other and p in strong}
+
+
+def _tests_tensor(node, name, g, torch):
+    """Does the function's code test parameter `name` with `isinstance(name, T)` where T
+    (or a member of a tuple T) is torch.Tensor, read from its globals (`torch.Tensor`,
+    `Tensor`)?"""
+
+    def is_tensor(e):
+        if isinstance(e, ast.Tuple):
+            return any(is_tensor(x) for x in e.elts)
+        try:
+            if isinstance(e, ast.Name):
+                return g.get(e.id) is torch.Tensor
+            if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name):
+                return getattr(g.get(e.value.id), e.attr, None) is torch.Tensor
+        except Exception:  # noqa: BLE001 - a lookup that fails is no test
+            pass
+        return False
+
+    for n in ast.walk(node):
+        if (
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Name)
+            and n.func.id == "isinstance"
+            and len(n.args) == 2
+            and isinstance(n.args[0], ast.Name)
+            and n.args[0].id == name
+            and is_tensor(n.args[1])
+        ):
+            return True
+    return False
 
 
 def _record_reads(fn, torch, owner, depth, _seen):
-    """({parameter: [attribute, ...]}, {parameter used otherwise}) for record_attrs: the
-    attributes a tensor lacks read of each parameter (here and by the callees it is
-    passed on to whole), and the parameters some other use rules out as records."""
+    """({parameter: [attribute, ...]}, {parameter used otherwise}, {parameter a read makes a
+    record}) for record_attrs: the attributes a tensor lacks read of each parameter (here
+    and by the callees it is passed on to whole), the parameters some other use rules out
+    as records, and those whose reads make them one (the function's own, or a callee's
+    that does not accept a tensor for it: _tests_tensor)."""
     entry = _enter(fn, depth, _seen)
     if entry is None:
-        return {}, set()
+        return {}, set(), set()
     fn, node, _seen, params = entry
     g = getattr(fn, "__globals__", {})
     loops = _loops(node, owner)
@@ -169,7 +206,7 @@ def _record_reads(fn, torch, owner, depth, _seen):
     def before_rebinding(p, n):
         return p not in first_store or (n.lineno, n.col_offset) < first_store[p]
 
-    attrs, other = {}, set()
+    attrs, other, strong = {}, set(), set()
     fine = set()  # Name nodes used as an attribute's object, as `return name`, rebound
     for n in ast.walk(node):
         if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in params:
@@ -179,6 +216,8 @@ def _record_reads(fn, torch, owner, depth, _seen):
                     other.add(n.value.id)
             elif isinstance(n.ctx, ast.Load) and n.attr not in attrs.setdefault(n.value.id, []):
                 attrs[n.value.id].append(n.attr)
+            if not hasattr(torch.Tensor, n.attr):
+                strong.add(n.value.id)
             if isinstance(n.ctx, ast.Load) and not hasattr(torch.Tensor, n.attr) and before_rebinding(n.value.id, n):
                 evidence.add(n.value.id)
         elif isinstance(n, ast.Return) and isinstance(n.value, ast.Name):
@@ -198,11 +237,18 @@ def _record_reads(fn, torch, owner, depth, _seen):
                 continue
             # what the callee reads of it, whatever else it does with it (a callee that
             # also takes a tensor: `if isinstance(batch, Tensor): … else: batch.x`)
-            sub, _ = _record_reads(callee, torch, held if held is not None else owner, depth - 1, _seen)
+            sub, _, sub_strong = _record_reads(callee, torch, held if held is not None else owner, depth - 1, _seen)
+            cfn, cnode = _function_node(callee)
             for c, a in passed:
                 fine.add(id(a))
                 if sub.get(c) and before_rebinding(a.id, a):
                     evidence.add(a.id)
+                if (
+                    sub.get(c)
+                    and c in sub_strong
+                    and not (cnode is not None and _tests_tensor(cnode, c, getattr(cfn, "__globals__", {}), torch))
+                ):
+                    strong.add(a.id)
                 for attr in sub.get(c, ()):
                     if attr not in attrs.setdefault(a.id, []):
                         attrs[a.id].append(attr)
@@ -212,7 +258,7 @@ def _record_reads(fn, torch, owner, depth, _seen):
     # a rebound parameter whose record reads all come after it was rebound: those read the
     # new value (`x = self.backbone(x); return x.last_hidden_state`), not the input
     other |= {p for p in first_store if p not in evidence}
-    return attrs, other
+    return attrs, other, strong
 
 
 def _loops(node, owner):
