@@ -898,15 +898,12 @@ class Binder {
    *  `cfg['type'] = 'X'`. An f-string or bytes literal is no name (Language Reference
    *  §2.4.1). */
   private typeString(n: Node): void {
-    const parts = n.namedChildren;
-    if (parts.length !== 3 || parts[1]?.type !== 'string_content') return;
-    if (/[bfBF]/.test((parts[0]?.text ?? '').replace(/['"]+$/, ''))) return;
-    const text = parts[1].text;
-    if (!/^[A-Za-z_]\w*$/.test(text)) return;
+    const content = plainString(n);
+    if (!content || !/^[A-Za-z_]\w*$/.test(content.text)) return;
+    const text = content.text;
     const p = n.parent;
     if (!p) return;
-    const isType = (k: Node | null | undefined) =>
-      !!k && k.type === 'string' && k.namedChildren.length === 3 && k.namedChildren[1]?.text === 'type';
+    const isType = (k: Node | null | undefined) => !!k && plainString(k)?.text === 'type';
     let typed = false;
     if (p.type === 'keyword_argument')
       typed = p.childForFieldName('name')?.text === 'type' && p.childForFieldName('value')?.id === n.id;
@@ -921,7 +918,7 @@ class Binder {
         left?.type === 'subscript' &&
         isType(left.childForFieldName('subscript'));
     }
-    if (typed) (this.statements[this.stmt].typeNames ??= []).push({ text, start: parts[1].startIndex });
+    if (typed) (this.statements[this.stmt].typeNames ??= []).push({ text, start: content.startIndex });
   }
 
   visitExpr(n: Node | null | undefined, annotation = false): void {
@@ -1334,4 +1331,12 @@ export function bindSource(source: string): FileFacts {
     tree.delete();
     recovered?.delete();
   }
+}
+
+/** The content node of a plain string literal (`'X'`: one part, no interpolation), or null;
+ *  an f-string or bytes literal is no plain string (Language Reference §2.4.1). */
+function plainString(n: Node): Node | null {
+  const parts = n.namedChildren;
+  if (n.type !== 'string' || parts.length !== 3 || parts[1]?.type !== 'string_content') return null;
+  return /[bfBF]/.test((parts[0]?.text ?? '').replace(/['"]+$/, '')) ? null : parts[1];
 }

@@ -27,7 +27,7 @@
 //   definition those imports name, when every binding of the name denotes that one thing;
 //   its slot is recorded in `aliases` so the emitter neither claims nor renames it apart.
 import { importBinds, type ImportEdge, type Ref, type StatementFacts } from '../parse/types.js';
-import { classStatement } from './classes.js';
+import { classStatement, resolveBase } from './classes.js';
 import type { Corpus, CorpusModule } from './corpus.js';
 import { isPlainImport, Resolver, type Target } from './names.js';
 import { registrations, type Registration } from './registry.js';
@@ -681,17 +681,11 @@ class State {
   /** The binding key of the registry a registration's receiver denotes in its module (a
    *  module-level definition, through imports), or null. */
   private receiverKey(r: Registration): string | null {
-    const k = `${slotKey(r.mod, r.receiver.name)}\0${r.receiver.attrs.join('.')}`;
+    const k = `${slotKey(r.mod, r.receiver.text)}`;
     let v = this.receivers.get(k);
     if (v === undefined) {
-      const { targets, consumed } = this.resolver.resolveRef(r.mod, {
-        name: r.receiver.name,
-        start: 0,
-        end: 0,
-        eager: true,
-        ...(r.receiver.attrs.length ? { attrs: r.receiver.attrs, attrEnds: r.receiver.attrs.map(() => 0) } : {}),
-      });
-      const id = consumed === r.receiver.attrs.length ? this.identity(targets, r.receiver.name) : null;
+      const { targets, consumed } = resolveBase(this.resolver, r.mod, r.receiver);
+      const id = consumed === r.receiver.attrs.length ? this.identity(targets, r.receiver.name!) : null;
       v = id && id.target.kind === 'def' ? id.key : null;
       this.receivers.set(k, v);
     }

@@ -15,14 +15,16 @@
 // condition is needed: any string would be only text (`layer='Linear'` of an init config
 // names torch's layer, not a registered `Linear`; `'Runner'` in a default pulled a whole
 // training loop into a head), and a registry the block never reads cannot be asked.
+import type { BaseExpr } from '../parse/types.js';
 import type { Corpus, CorpusModule } from './corpus.js';
 
 /** One registration by decorator: class `cls` of `mod`, stored in the registry that the
- *  dotted expression `receiver` (`MODELS`, `registry.MODELS`) denotes in `mod`. */
+ *  dotted expression `receiver` (`MODELS`, `registry.MODELS`) denotes in `mod` (resolved
+ *  like a base class expression, classes.ts resolveBase). */
 export interface Registration {
   mod: CorpusModule;
   cls: string;
-  receiver: { name: string; attrs: string[] };
+  receiver: BaseExpr;
 }
 
 const DECORATOR = /^([A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)*)\s*\.\s*(?:register_module|register)\s*\(([\s\S]*)\)\s*$/;
@@ -60,10 +62,11 @@ export function registrations(corpus: Corpus): Map<string, Registration[]> {
         const r = registrationOf(d, c.name);
         if (!r) continue;
         const [name, ...attrs] = r.receiver;
+        const receiver: BaseExpr = { text: r.receiver.join('.'), name, attrs };
         for (const n of r.names) {
           let l = out.get(n);
           if (!l) out.set(n, (l = []));
-          l.push({ mod, cls: c.name, receiver: { name, attrs } });
+          l.push({ mod, cls: c.name, receiver });
         }
       }
     }
