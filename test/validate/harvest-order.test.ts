@@ -254,6 +254,53 @@ test('the repository budget counts the steps CPU time, not the wall clock; a pha
   assert.equal(g.stopped, 'coverage');
 });
 
+test('each source of witnesses stalls on its own: examples that witness nothing do not stop the tests', async () => {
+  // examples/ scripts reach many classes each (so the order prefers them) and all fail, as
+  // scripts that download a dataset do without network; each test file reaches one class and
+  // witnesses it (test files share a step, TEST_FILES_PER_STEP at a time)
+  const doc = (kind: HarvestEntry['kind'], key: string, reach: string[]): HarvestEntry => ({
+    ...entry(key, reach),
+    kind,
+    family: `${kind}:${key}`,
+    file: `${key}.py`,
+  });
+  const run = async (entries: HarvestEntry[], witnessed: (e: HarvestEntry) => boolean) => {
+    const byFile = new Map(entries.map((e) => [e.file, e]));
+    const ran: string[] = [];
+    const pool = {
+      workerCount: 1,
+      harvestStep: async (req: { harvest: Record<string, unknown> }) => {
+        if (req.harvest.mode === 'list')
+          return { harvest: { classes: entries.flatMap((e) => e.reach), entries }, ms: 1 };
+        const e = req.harvest.entry as HarvestEntry;
+        const step = ((req.harvest.files as string[] | undefined) ?? [e.file!]).map((f) => byFile.get(f)!);
+        ran.push(...step.map((x) => x.qualname));
+        const classes = Object.fromEntries(
+          step
+            .filter(witnessed)
+            .flatMap((x) => x.reach)
+            .map((c) => [c, { witnesses: [{ args: [], kwargs: {}, params: 1, inputs: { args: [], kwargs: {} } }] }]),
+        );
+        return { harvest: { built: true, forward: true, error: null, ms: 1, cpuMs: 10, classes }, ms: 1 };
+      },
+    } as unknown as ValidatorPool;
+    const h = await harvestRepo(pool, { ...opts, docsMs: 600000 });
+    return { h, ran };
+  };
+  const examples = Array.from({ length: STALL_RUNS + 10 }, (_, i) =>
+    doc('example', `ex${i}x`, [`e.A${i}`, `e.B${i}`, `e.C${i}`]),
+  );
+  const tests = Array.from({ length: 10 }, (_, i) => doc('test', `t${i}x`, [`t.T${i}`]));
+  const a = await run([...examples, ...tests], (e) => e.kind === 'test');
+  // the examples stop after STALL_RUNS in a row without a class; every test file still runs
+  assert.equal(a.ran.filter((r) => r.startsWith('ex')).length, STALL_RUNS, a.ran.join());
+  assert.deepEqual(a.ran.filter((r) => r.startsWith('t')).sort(), names(tests).sort(), a.ran.join());
+  assert.equal(a.h.stopped, 'coverage');
+  // a source that gains now and then keeps running: one example in three witnesses its classes
+  const b = await run(examples, (e) => Number(e.qualname.slice(2, -1)) % 3 === 0);
+  assert.equal(b.ran.length, examples.length, b.ran.join());
+});
+
 // two lanes: each step answers after a delay drawn from a seeded generator (which step
 // finishes first changes with the seed), with the reads a stored run needs; entry point i
 // reaches classes C<i> and C<i+1>, so what one step covers changes what the next is chosen for

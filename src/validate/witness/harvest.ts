@@ -287,11 +287,11 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
   let docsMs = 0;
   const order = new GreedyOrder(
     list.entries.filter((e) => !DOC_KINDS.has(e.kind)),
-    { memoryMb: o.repoMemoryMb ?? 131072 },
+    { memoryMb: o.repoMemoryMb ?? 131072, stallRuns },
   );
   const docsOrder = new GreedyOrder(
     list.entries.filter((e) => DOC_KINDS.has(e.kind)),
-    { memoryMb: o.repoMemoryMb ?? 131072 },
+    { memoryMb: o.repoMemoryMb ?? 131072, stallRuns },
   );
   const docsBudget = o.docsMs ?? repoMs;
   const workers = Math.max(1, pool.workerCount);
@@ -420,7 +420,7 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
       classes[cls] = { called: c.witnesses.some((w) => w.inputs) };
       out.witnesses[cls] = mergeWitnesses(out.witnesses[cls] ?? [], c.witnesses, perClass);
     }
-    cur.progress(cur.report(e, rep.built, classes, rep.memoryMb ?? 0));
+    cur.progress(e, cur.report(e, rep.built, classes, rep.memoryMb ?? 0));
     if (extra.length) {
       // the files of the session: run with the first, or given back when none of
       // their tests started before the step's budget ended
@@ -467,7 +467,7 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
         cur.stopped = 'time';
         wallStop = dispatched;
       }
-      if (!cur.stopped && cur.sinceGain >= stallRuns) cur.stopped = 'coverage';
+      if (!cur.stopped && cur.allStalled()) cur.stopped = 'coverage';
       if (!cur.stopped && cur.pending.length) {
         // a free lane (the timing decides only when the next step starts, never which)
         for (let running = flight.filter((s) => !s.settled); running.length >= workers; ) {
@@ -551,9 +551,19 @@ export function stepTimeoutMs(budgetMs: number): number {
   return 2 * budgetMs + 15000;
 }
 
-/** Entry points in a row whose runs witnessed no new class, after which a phase stops:
- *  coverage stopped growing (the rest of its budget would buy nothing the order foresees). */
+/** Entry points of one source in a row whose runs witnessed no new class, after which that
+ *  source stops (its entries left are skipped), and a phase stops once every source it has
+ *  left has: coverage stopped growing (the rest of its budget would buy nothing the order
+ *  foresees). The sources (`stallSource`) are the repository's builders, its tests, its
+ *  docstring examples, its Markdown code blocks and its examples/ scripts: what one yields
+ *  says nothing of another (examples/ scripts that download a dataset all fail in a
+ *  sandbox without network, while the tests beside them build every layer). */
 export const STALL_RUNS = 24;
+
+/** The source of an entry point's witnesses for the stall rule (STALL_RUNS). */
+export function stallSource(e: HarvestEntry): string {
+  return DOC_KINDS.has(e.kind) ? e.kind : 'builders';
+}
 
 /** Test files run in one pytest session (one harvest step). */
 export const TEST_FILES_PER_STEP = 4;
@@ -590,13 +600,22 @@ export class GreedyOrder {
   memorySpent = 0;
   /** the repository budget that ended the harvest, or coverage that stopped growing */
   stopped: 'memory' | 'time' | 'coverage' | undefined;
-  /** runs since the last that witnessed a new class (or called one first) */
-  sinceGain = 0;
+  /** per source (stallSource): runs since its last that witnessed a new class (or called one first) */
+  private readonly sinceGain = new Map<string, number>();
+  /** sources that ran STALL_RUNS entry points in a row without a gain: their entries are skipped */
+  readonly stalled = new Set<string>();
   private readonly memoryMb: number;
+  private readonly stallRuns: number;
 
-  constructor(entries: HarvestEntry[], budgets: { memoryMb?: number } = {}) {
+  constructor(entries: HarvestEntry[], budgets: { memoryMb?: number; stallRuns?: number } = {}) {
     this.pending = [...entries];
     this.memoryMb = budgets.memoryMb ?? Infinity;
+    this.stallRuns = budgets.stallRuns ?? STALL_RUNS;
+  }
+
+  /** Every source with entry points left has stalled (and one has): coverage stopped growing. */
+  allStalled(): boolean {
+    return this.stalled.size > 0 && this.pending.every((e) => this.stalled.has(stallSource(e)));
   }
 
   /** Start where another order left off: its covered and called classes, its memory spent. */
@@ -673,7 +692,8 @@ export class GreedyOrder {
         this.skipped++;
         continue;
       }
-      if (needsModel(e) && !haveModel) {
+      // a stalled source's entries stay pending: the phase stops on them (allStalled)
+      if ((needsModel(e) && !haveModel) || this.stalled.has(stallSource(e))) {
         deferred.push(e);
         continue;
       }
@@ -699,7 +719,9 @@ export class GreedyOrder {
     const out: HarvestEntry[] = [];
     const score = new Map(this.pending.map((e) => [e, this.score(e)]));
     const ranked = this.pending
-      .filter((e) => want(e) && score.get(e)! > 0 && !this.exhausted.has(this.family(e)))
+      .filter(
+        (e) => want(e) && score.get(e)! > 0 && !this.exhausted.has(this.family(e)) && !this.stalled.has(stallSource(e)),
+      )
       .sort((a, b) => score.get(b)! - score.get(a)! || this.sortKey(a).name.localeCompare(this.sortKey(b).name));
     for (const e of ranked.slice(0, n)) {
       this.pending.splice(this.pending.indexOf(e), 1);
@@ -709,9 +731,12 @@ export class GreedyOrder {
     return out;
   }
 
-  /** Counts runs without a gain (report's answer) since the last with one. */
-  progress(gained: number): void {
-    this.sinceGain = gained > 0 ? 0 : this.sinceGain + 1;
+  /** Counts runs of `e`'s source without a gain (report's answer) since its last with one. */
+  progress(e: HarvestEntry, gained: number): void {
+    const src = stallSource(e);
+    const n = gained > 0 ? 0 : (this.sinceGain.get(src) ?? 0) + 1;
+    this.sinceGain.set(src, n);
+    if (n >= this.stallRuns) this.stalled.add(src);
   }
 
   /** Entries `take` gave back unrun (the step's budget ended before any of their tests). */

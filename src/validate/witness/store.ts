@@ -58,11 +58,17 @@ export function harvestSysPath(store: IndexStore, repo: string, skip: ReadonlySe
   return out;
 }
 
+/** The version of the harvest's order and stopping rules (harvest.ts GreedyOrder,
+ *  STALL_RUNS): part of the key, so a harvest an older rule stopped early is run again.
+ *  2: the stall rule counts each source of witnesses apart (stallSource). */
+export const HARVEST_RULES = 2;
+
 /** The cache key of a repository's harvest: the blob ids of its own indexed files, the
  *  names of the files of every other repository on its sys.path (a module added or
  *  removed there can change what an import finds), its tests and documents (docsDigest),
- *  and the environment's harvest id (`harvestId`: ValidatorPool.harvestEnvId, the
- *  environment with only the harness modules a harvest runs; a harvest stored under a
+ *  the version of the harvest's rules (HARVEST_RULES) and the environment's harvest id
+ *  (`harvestId`: ValidatorPool.harvestEnvId, the environment with only the harness
+ *  modules a harvest runs; a harvest stored under a
  *  key made another way, such as the whole validation environment id of earlier builds,
  *  is simply not found). The content of other repositories' files is not in it: the
  *  files the harvest read are checked apart (HarvestResult.depends, harvestIsCurrent). */
@@ -73,7 +79,7 @@ export function harvestKey(
   listing: FileListing = fileListing(store),
 ): string {
   const root = store.getRepo(repo)?.root;
-  const h = createHash('sha256').update(harvestId + '\0' + repo + '\0');
+  const h = createHash('sha256').update(`${HARVEST_RULES}\0${harvestId}\0${repo}\0`);
   for (const [r, l] of [...listing.repos].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)))
     h.update(r === repo ? l.blobs : l.names);
   return h.update(root ? docsDigest(root) : '').digest('hex');
