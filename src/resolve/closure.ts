@@ -195,7 +195,30 @@ export class ClosureBuilder {
   build(mod: CorpusModule, className: string, opts: BuildOptions = {}): Closure {
     const cls = classStatement(mod, className);
     if (!cls) throw new Error(`class ${className} is not defined at module level in ${mod.name}`);
-    const state = new State(this.corpus, this.resolver, opts.skip, opts.installed, mod.repo);
+    // a definition imported from its installed module because it reads its own file
+    // (ownFileReader) runs the installed module's code, whose globals hold the installed
+    // objects: a definition the copy needs that the installed module also binds is the
+    // installed one too (sharedWithInstalled), or the two copies of one class fail the
+    // installed code's isinstance tests. Which modules are installed is known only once
+    // the closure is built: it is built again while that adds definitions (a few rounds).
+    let shared = new Set<string>();
+    for (let round = 0; ; round++) {
+      const state = this.buildState(mod, className, cls.stmt, opts, shared);
+      const more = round < 3 ? state.sharedWithInstalled(shared, slotKey(mod, className)) : shared;
+      if (more.size === shared.size) return this.result(state, mod, className);
+      shared = more;
+    }
+  }
+
+  private buildState(
+    mod: CorpusModule,
+    className: string,
+    clsStmt: number,
+    opts: BuildOptions,
+    shared: ReadonlySet<string>,
+  ): State {
+    const state = new State(this.corpus, this.resolver, opts.skip, opts.installed, mod.repo, shared);
+    const cls = { stmt: clsStmt };
     const root = state.node(mod, cls.stmt);
     // the class name itself is a binding of the emitted module
     state.defBinding(mod, className);
@@ -210,6 +233,13 @@ export class ClosureBuilder {
       while (state.queue.length) state.process(state.queue.shift()!);
     } while (state.registeredByName());
     state.aliasSlots();
+    state.usageRootsFound = usageRoots;
+    return state;
+  }
+
+  private result(state: State, mod: CorpusModule, className: string): Closure {
+    const root = state.node(mod, classStatement(mod, className)!.stmt);
+    const usageRoots = state.usageRootsFound;
     return {
       target: { mod, className, node: root },
       nodes: [...state.nodes.values()],
@@ -248,6 +278,10 @@ class State {
   private named: { node: StmtNode; text: string; line: number }[] = [];
   /** `slotKey`-style key of a registration's receiver → the binding key it denotes */
   private readonly receivers = new Map<string, string | null>();
+  /** modules some definitions of which are imported from their installed module because
+   *  they read their own file (ownFileReader) */
+  private readonly installedReaders = new Set<CorpusModule>();
+  usageRootsFound: UsageRoot[] = [];
 
   constructor(
     private readonly corpus: Corpus,
@@ -255,7 +289,38 @@ class State {
     private readonly skip?: SkipRanges,
     private readonly installed?: BuildOptions['installed'],
     private readonly ownRepo?: string,
+    /** `slotKey`s of definitions imported from their installed module because an
+     *  installed module the copy imports binds them too (sharedWithInstalled) */
+    private readonly shared: ReadonlySet<string> = new Set(),
   ) {}
+
+  /** The classes the copy would copy that a module imported from its installed package
+   *  (installedReaders) binds at module level, itself or by import: an object has
+   *  one identity (Language Reference §3.1), and the installed module's code sees its own
+   *  globals, so `isinstance(aggr, Aggregation)` in installed code is false for an instance
+   *  of a copied `Aggregation`. Returns `known` with those added (`slotKey`s; never `root`,
+   *  the block's own class). */
+  sharedWithInstalled(known: ReadonlySet<string>, root: string): Set<string> {
+    const out = new Set(known);
+    if (!this.installedReaders.size) return out;
+    const wanted = new Set<string>();
+    for (const m of this.installedReaders)
+      for (const st of m.facts.statements)
+        for (const name of st.binds) {
+          const id = this.identity(this.resolver.resolveName(m, name), name);
+          // classes: what isinstance and issubclass test by identity (a copied function
+          // behaves as the installed one does)
+          if (id?.target.kind === 'def' && classStatement(id.target.module, id.target.name))
+            wanted.add(slotKey(id.target.module, id.target.name));
+        }
+    for (const b of this.bindings.values()) {
+      if (b.kind !== 'def' || !b.mod) continue;
+      const key = slotKey(b.mod, b.name);
+      // the block's own class is what the copy is for: always copied
+      if (key !== root && wanted.has(key) && this.resolver.importable(b.mod.name.split('.')[0]) === true) out.add(key);
+    }
+    return out;
+  }
 
   node(mod: CorpusModule, stmt: number): StmtNode {
     const key = `${mod.repo}\0${mod.name}\0${stmt}`;
@@ -464,6 +529,7 @@ class State {
       `${where} reads its module's __file__ (files beside it): imported from the ${top} installed in the validation environment, not copied`,
       'warning',
     );
+    this.installedReaders.add(t.module);
     const edge: ImportEdge = {
       kind: 'from',
       module: t.module.name,
@@ -507,7 +573,8 @@ class State {
    *  distribution, when the package boundary applies to it (`installedOf`); a name the
    *  module deletes again cannot be imported from it. */
   private installedDef(mod: CorpusModule, name: string, line: number): Binding | null {
-    if (this.corpus.deletersOf(mod, name).length || !this.installedOf(mod)) return null;
+    if (this.corpus.deletersOf(mod, name).length) return null;
+    if (!this.shared.has(slotKey(mod, name)) && !this.installedOf(mod)) return null;
     const edge: ImportEdge = { kind: 'from', module: mod.name, level: 0, name, asname: null, line, start: 0, end: 0 };
     const b = this.externBinding(name, { kind: 'extern', edge, absModule: mod.name, qualified: `${mod.name}.${name}` });
     this.installedBindings.add(b);

@@ -72,4 +72,48 @@ describe("definitions that read their module's __file__", () => {
       ws.close();
     }
   });
+
+  it('a definition the installed module binds too is imported from it: one class, one identity', async () => {
+    const { ws, dir } = await indexedFixture('modfile-identity', 'org/modfile-identity', ['idpkg']);
+    try {
+      const id = 'idpkg.conv.Conv';
+      const inst = api.extractText(ws, id, { importable: [...ENV, 'idpkg'] });
+      // Passing reads its file: imported; Aggregation, which passing.py binds and tests
+      // with isinstance, is imported from the installed package as well; ScaledAggregation,
+      // which passing.py does not bind, is copied, a subclass of the installed Aggregation
+      assert.match(inst.text, /^from idpkg\.passing import Passing$/m);
+      assert.match(inst.text, /^from idpkg\.base import Aggregation$/m);
+      assert.doesNotMatch(inst.text, /^class Aggregation\b/m);
+      assert.match(inst.text, /^class ScaledAggregation\(Aggregation\):/m);
+      assert.match(inst.text, /^class Conv\(Passing\):/m);
+      // nothing installed: everything copied, one Aggregation
+      const copied = api.extractText(ws, id, { importable: ENV });
+      assert.match(copied.text, /^class Aggregation\(torch\.nn\.Module\):/m);
+      assert.match(copied.text, /^class Passing\(torch\.nn\.Module\):/m);
+
+      // in the real Python with idpkg installed (on PYTHONPATH): the installed Passing
+      // accepts the copied ScaledAggregation
+      const a = path.join(dir, 'out', 'conv.py');
+      cpSync(fixture('modfile-identity'), path.join(dir, 'site'), { recursive: true });
+      mkdirSync(path.dirname(a), { recursive: true });
+      writeFileSync(a, inst.text);
+      const before = process.env.PYTHONPATH;
+      process.env.PYTHONPATH = path.join(dir, 'site');
+      try {
+        const r = checkModules([
+          {
+            name: 'conv',
+            file: a,
+            run: 'import torch\nassert m.Conv()(torch.ones(2, 3)).tolist() == [14.0, 14.0, 14.0]',
+          },
+        ]);
+        assertRan(r.conv, JSON.stringify(r.conv));
+      } finally {
+        if (before === undefined) delete process.env.PYTHONPATH;
+        else process.env.PYTHONPATH = before;
+      }
+    } finally {
+      ws.close();
+    }
+  });
 });
