@@ -674,8 +674,6 @@ class Arena {
   }
 }
 
-const hex8 = (x: number) => (x >>> 0).toString(16).padStart(8, '0');
-
 /**
  * Block g's columns of S pointed at its encoded signature, `bytes` bytes from word `w` of
  * `u32` (read in place: the columns keep `u32`), except its set keys and range counts,
@@ -699,7 +697,8 @@ function putEncoded(S: SigStore, g: number, u32: Uint32Array, w: number, bytes: 
   S.valid[g] = valid;
   S.empty[g] = empty;
   S.ints[g] = u32[w + 7];
-  S.exact[g] = valid ? hex8(u32[w + 11]) + hex8(u32[w + 12]) : '';
+  S.exactHi[g] = valid ? u32[w + 11] : 0;
+  S.exactLo[g] = valid ? u32[w + 12] : 0;
   S.errors[g] = valid || empty ? null : error;
   // the two keys (doubles, words 0-3) and the range counts (RANGES words of u16 pairs)
   for (let k = 0; k < 4; k++) S.keyWords[g * 4 + k] = u32[w + k];
@@ -834,7 +833,7 @@ class UnionFind {
  * Read in place: the hot loops take (array, offset, length), never a typed-array view
  * (allocating one per verification was most of the clustering's garbage at 10^6).
  */
-interface Column<A extends Uint32Array | Uint16Array | Float64Array = Uint32Array> {
+export interface Column<A extends Uint32Array | Uint16Array | Float64Array = Uint32Array> {
   arr: A[];
   off: Uint32Array;
   len: Uint32Array;
@@ -844,7 +843,9 @@ interface SigStore {
   valid: Uint8Array;
   empty: Uint8Array;
   ints: Uint32Array;
-  exact: string[];
+  /** the 64-bit fingerprint of the normal form, high and low words (0 when not valid) */
+  exactHi: Uint32Array;
+  exactLo: Uint32Array;
   errors: (string | null)[];
   nearSig: Column;
   structSig: Column;
@@ -872,7 +873,8 @@ function newSigStore(n: number): SigStore {
     valid: new Uint8Array(n),
     empty: new Uint8Array(n),
     ints: new Uint32Array(n),
-    exact: new Array<string>(n),
+    exactHi: new Uint32Array(n),
+    exactLo: new Uint32Array(n),
     errors: new Array<string | null>(n).fill(null),
     nearSig: column(),
     structSig: column(),
@@ -1076,6 +1078,52 @@ function sameSet(c: Column, x: number, y: number): boolean {
 }
 
 /**
+ * The exact groups: blocks with the same normal-form fingerprint (64 bits), except those
+ * `excluded`, grouped by an open-addressing table of the first block of each fingerprint
+ * (a Map keyed by the fingerprint's hex string cost a string per block and its hashing).
+ * Sets headOf[i] (the group's first block, -1 for an excluded block) and groupSize[head];
+ * returns the heads in block order.
+ */
+function exactGroups(
+  S: SigStore,
+  n: number,
+  excluded: (i: number) => boolean,
+  headOf: Int32Array,
+  groupSize: Int32Array,
+): Int32Array {
+  let bits = 10;
+  while (bits < 30 && 1 << bits < n * 2) bits++;
+  const mask = (1 << bits) - 1;
+  const table = new Int32Array(mask + 1).fill(-1);
+  const heads = new Int32Array(n);
+  const hi = S.exactHi,
+    lo = S.exactLo;
+  let m = 0;
+  headOf.fill(-1);
+  groupSize.fill(0);
+  for (let i = 0; i < n; i++) {
+    if (excluded(i)) continue;
+    let slot = mix32(hi[i] ^ Math.imul(lo[i], 0x9e3779b1)) & mask;
+    for (;;) {
+      const g = table[slot];
+      if (g < 0) {
+        table[slot] = i;
+        heads[m++] = i;
+        headOf[i] = i;
+        break;
+      }
+      if (hi[g] === hi[i] && lo[g] === lo[i]) {
+        headOf[i] = g;
+        break;
+      }
+      slot = (slot + 1) & mask;
+    }
+    groupSize[headOf[i]]++;
+  }
+  return heads.slice(0, m);
+}
+
+/**
  * Nodes with identical shingle sets and integer literals collapse to one (the first): they
  * collide in every band and verify at Jaccard 1, and every other node's verdict against
  * them is the same, so joining them at once and banding one of them gives the components
@@ -1092,30 +1140,36 @@ function collapseIdentical(
   join: (a: number, b: number) => void,
   same?: Int32Array,
 ): Int32Array {
-  const firsts = new Map<number, number | number[]>();
+  // the first node of each distinct (set, integers), in an open-addressing table keyed by
+  // the set's hash (a Map of 10^6 double keys, and arrays for its rare collisions, cost
+  // more); a slot's node is compared element by element, so equal keys of different sets
+  // only probe on
+  let bits = 10;
+  while (bits < 30 && 1 << bits < nodes.length * 2) bits++;
+  const mask = (1 << bits) - 1;
+  const table = new Int32Array(mask + 1).fill(-1);
   const out = new Int32Array(nodes.length);
   let m = 0;
   for (const i of nodes) {
     const k = keys.arr[i][keys.off[i]];
-    const fs = firsts.get(k);
+    // the key's low 21 bits are the set's second hash (setKey)
+    let slot = mix32((k % 0x200000) | 0) & mask;
     let f = -1;
-    if (typeof fs === 'number') {
-      if (ints[fs] === ints[i] && sameSet(set, fs, i)) f = fs;
-    } else if (fs) {
-      for (const g of fs)
-        if (ints[g] === ints[i] && sameSet(set, g, i)) {
-          f = g;
-          break;
-        }
+    for (;;) {
+      const g = table[slot];
+      if (g < 0) break;
+      if (keys.arr[g][keys.off[g]] === k && ints[g] === ints[i] && sameSet(set, g, i)) {
+        f = g;
+        break;
+      }
+      slot = (slot + 1) & mask;
     }
     if (same) same[i] = f >= 0 ? f : i;
     if (f >= 0) {
       join(f, i);
       continue;
     }
-    if (fs === undefined) firsts.set(k, i);
-    else if (typeof fs === 'number') firsts.set(k, [fs, i]);
-    else fs.push(i);
+    table[slot] = i;
     out[m++] = i;
   }
   return out.slice(0, m);
@@ -1141,7 +1195,7 @@ export const BUCKET_WITNESSES = 16;
  * joins it through its first witness; at worst a link only a non-witness member carries
  * is missed in this band, found in another band or not at all).
  */
-function lshPairs(
+export function lshPairs(
   nodes: Int32Array,
   sig: Column,
   ints: Uint32Array,
@@ -1185,19 +1239,32 @@ function lshPairs(
     else seen.set(key, [m]);
     return false;
   };
-  // Each position's key in every band so far, and whether its bucket there was handed over
-  // pairwise (at most EXHAUSTIVE_BUCKET members). A pair that shared such a bucket in an
-  // earlier band was settled there: verified (and failed, or they are one component now),
-  // or skipped because it was one component already, or its bucket repeated one that was
-  // verified. Proposing it again could change nothing; it is not proposed (before, the
-  // lossy memo of failed pairs caught most such repeats, a cache miss each).
+  // Each position's key in every band so far, and how its bucket there settled pairs.
+  // EXHAUSTIVE: the bucket was handed over pairwise (at most EXHAUSTIVE_BUCKET members); a
+  // pair that shared such a bucket in an earlier band was settled there: verified (and
+  // failed, or they are one component now), or skipped because it was one component
+  // already, or its bucket repeated one that was verified. WITNESS: the position was a
+  // witness of its larger (bounded) bucket; every later member of that bucket (a larger
+  // position: a bucket is in position order) was verified against it, or was in its
+  // component then (a witness is never dropped, so it was in `wit` at that member's turn).
+  // Proposing a settled pair again could change nothing; it is not proposed (before, the
+  // lossy memo of failed pairs caught most such repeats, a cache miss each: at 10^6 the
+  // same member met the same witnesses of its block's bucket in nearly every band).
   const B = bands.b;
   const keys = new Uint32Array(n * B);
-  const exhaustive = new Uint8Array(n * B);
+  const how = new Uint8Array(n * B);
+  const EXHAUSTIVE = 1,
+    WITNESS = 2;
   const settled = (p: number, q: number, band: number): boolean => {
     const bp = p * B,
       bq = q * B;
-    for (let k = 0; k < band; k++) if (exhaustive[bp + k] === 1 && keys[bp + k] === keys[bq + k]) return true;
+    for (let k = 0; k < band; k++) {
+      if (keys[bp + k] !== keys[bq + k]) continue;
+      const hp = how[bp + k];
+      if (hp & EXHAUSTIVE) return true;
+      // one bucket, bounded: the later member met the earlier one if that was a witness
+      if (p < q ? hp & WITNESS : how[bq + k] & WITNESS) return true;
+    }
     return false;
   };
   // every band's key of a node at once: a node's signature is read once (one place in
@@ -1218,7 +1285,7 @@ function lshPairs(
       let b = a + 1;
       while (b < n && Math.floor(packed[b] / POS) === key) b++;
       if (b - a > 1 && b - a <= EXHAUSTIVE_BUCKET)
-        for (let x = a; x < b; x++) exhaustive[(packed[x] % POS) * B + band] = 1;
+        for (let x = a; x < b; x++) how[(packed[x] % POS) * B + band] = EXHAUSTIVE;
       if (b - a > 1) {
         const r0 = find(nodes[packed[a] % POS]);
         let one = true;
@@ -1240,14 +1307,19 @@ function lshPairs(
           stats.largest = Math.max(stats.largest, b - a);
           let nw = 0;
           for (let x = a; x < b; x++) {
-            const px = nodes[packed[x] % POS];
+            const qx = packed[x] % POS;
+            const px = nodes[qx];
             let seen = false;
             for (let k = 0; k < nw; k++) {
-              const w = wit[k];
-              if (find(w) !== find(px)) visit(px, w);
+              const qw = wit[k];
+              const w = nodes[qw];
+              if (find(w) !== find(px) && !(band > 0 && settled(qx, qw, band))) visit(px, w);
               if (find(w) === find(px)) seen = true;
             }
-            if (!seen && nw < BUCKET_WITNESSES) wit[nw++] = px;
+            if (!seen && nw < BUCKET_WITNESSES) {
+              wit[nw++] = qx;
+              how[qx * B + band] = WITNESS;
+            }
           }
         }
       }
@@ -1341,11 +1413,14 @@ export async function dedup(blocks: readonly DedupBlock[], opts: DedupOptions = 
       if (r) bad.set(i, r);
     }
 
-    // 2. exact groups: head = first member; only heads take part in near/structural
+    // 2. exact groups: head = first member; only heads take part in near/structural.
+    //    headOf[i]: the head of block i's group (-1: excluded), groupSize[h] the size of
+    //    head h's group; heads in the order of their blocks
     const nearBands = chooseBands(MINHASH_K, nearThr);
     const structBands = chooseBands(MINHASH_K, structThr);
-    let groups = new Map<string, number[]>();
-    let heads = new Int32Array(0);
+    const headOf = new Int32Array(n);
+    const groupSize = new Int32Array(n);
+    let heads: Int32Array = new Int32Array(0);
     let ufNear = new UnionFind(n);
     let ufAll = new UnionFind(n);
     const lshStats = { bounded: 0, largest: 0 };
@@ -1353,14 +1428,7 @@ export async function dedup(blocks: readonly DedupBlock[], opts: DedupOptions = 
     const nearSame = new Int32Array(n);
     const structSame = new Int32Array(n);
     const cluster = () => {
-      groups = new Map();
-      for (let i = 0; i < n; i++) {
-        if (bad.has(i)) continue;
-        const g = groups.get(S.exact[i]);
-        if (g) g.push(i);
-        else groups.set(S.exact[i], [i]);
-      }
-      heads = Int32Array.from([...groups.values()].map((g) => g[0]));
+      heads = exactGroups(S, n, (i) => bad.has(i), headOf, groupSize);
       ufNear = new UnionFind(n);
       ufAll = new UnionFind(n);
       const failed = new FailedPairs(heads.length);
@@ -1435,13 +1503,14 @@ export async function dedup(blocks: readonly DedupBlock[], opts: DedupOptions = 
         const r = ufAll.find(h);
         size.set(r, (size.get(r) ?? 0) + 1);
       }
+      // blocks the caller already parsed (parseable: true) are trusted; an exact group
+      // needs one check only if none of its members is known to parse
+      const trusted = new Uint8Array(n);
+      for (let i = 0; i < n; i++) if (headOf[i] >= 0 && blocks[i].parseable === true) trusted[headOf[i]] = 1;
       const check: number[] = [];
       for (const h of heads) {
-        const g = groups.get(S.exact[h])!;
-        // blocks the caller already parsed (parseable: true) are trusted; an exact group
-        // needs one check only if none of its members is known to parse
-        if (g.some((m) => blocks[m].parseable === true)) continue;
-        if (g.length > 1 || size.get(ufAll.find(h))! > 1) check.push(h);
+        if (trusted[h]) continue;
+        if (groupSize[h] > 1 || size.get(ufAll.find(h))! > 1) check.push(h);
       }
       let errors: (string | null)[];
       if (check.length === 0) errors = [];
@@ -1456,13 +1525,17 @@ export async function dedup(blocks: readonly DedupBlock[], opts: DedupOptions = 
       } else {
         errors = await syntaxErrors(check.map(textOf));
       }
-      let found = false;
+      const failedHead = new Map<number, string>();
       check.forEach((h, j) => {
         const e = errors[j];
-        if (!e) return;
-        found = true;
-        for (const m of groups.get(S.exact[h])!) bad.set(m, `unparseable: ${e}`);
+        if (e) failedHead.set(h, e);
       });
+      const found = failedHead.size > 0;
+      if (found)
+        for (let i = 0; i < n; i++) {
+          const e = headOf[i] >= 0 ? failedHead.get(headOf[i]) : undefined;
+          if (e) bad.set(i, `unparseable: ${e}`);
+        }
       syntaxChecked = check.length;
       tick('syntax');
       if (found) {
@@ -1474,10 +1547,10 @@ export async function dedup(blocks: readonly DedupBlock[], opts: DedupOptions = 
     }
 
     // 4. final clusters: exact members join their head
-    for (const g of groups.values())
-      for (let j = 1; j < g.length; j++) {
-        ufAll.union(g[0], g[j]);
-        ufNear.union(g[0], g[j]);
+    for (let i = 0; i < n; i++)
+      if (headOf[i] >= 0 && headOf[i] !== i) {
+        ufAll.union(headOf[i], i);
+        ufNear.union(headOf[i], i);
       }
     const prio = new Map((opts.repoPriority ?? []).map((r, i) => [r, i]));
     const better = (a: number, b: number) => {
@@ -1503,8 +1576,6 @@ export async function dedup(blocks: readonly DedupBlock[], opts: DedupOptions = 
     // computed once per set in a cluster (10^6 renamed copies of a few hundred blocks have
     // a few hundred distinct structural sets). Members that are not heads (exact copies)
     // take their head's set when it is element for element theirs.
-    const headOf = new Int32Array(n).fill(-1);
-    for (const g of groups.values()) for (const m of g) headOf[m] = g[0];
     const nearMemo = new Map<number, number>();
     const structMemo = new Map<number, number>();
     const score = (probe: SetProbe, set: Column, same: Int32Array, memo: Map<number, number>, m: number) => {
@@ -1524,8 +1595,8 @@ export async function dedup(blocks: readonly DedupBlock[], opts: DedupOptions = 
       for (const m of members) if (better(m, rep)) rep = m;
       for (const m of members) if (m !== rep) isRep[m] = 0;
       let kind: DupKind = 'exact';
-      const h0 = S.exact[members[0]];
-      if (members.some((m) => S.exact[m] !== h0)) {
+      const h0 = headOf[members[0]];
+      if (members.some((m) => headOf[m] !== h0)) {
         const r0 = ufNear.find(members[0]);
         kind = members.every((m) => ufNear.find(m) === r0) ? 'near' : 'structural';
       }
@@ -1544,7 +1615,7 @@ export async function dedup(blocks: readonly DedupBlock[], opts: DedupOptions = 
         members: sorted.map((m) => blocks[m].id),
         scores: sorted.map((m) => ({
           id: blocks[m].id,
-          exact: S.exact[m] === S.exact[rep],
+          exact: headOf[m] === headOf[rep],
           near: round(score(nearProbe, S.nearSet, nearSame, nearMemo, m)),
           structural: round(score(structProbe, S.structSet, structSame, structMemo, m)),
         })),

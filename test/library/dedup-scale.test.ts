@@ -9,6 +9,7 @@ import { bandKey, chooseBands, jaccard, mix32 } from '../../src/library/minhash.
 import {
   computeSignature,
   dedup,
+  lshPairs,
   EXHAUSTIVE_BUCKET,
   MINHASH_K,
   NEAR_THRESHOLD,
@@ -255,4 +256,43 @@ test('thousands of copies of a block: buckets bounded, clusters still equal exha
   assert.ok(res.boundedBuckets > 0, 'the bounded path was taken');
   assert.ok(res.largestBoundedBucket > EXHAUSTIVE_BUCKET);
   assert.deepEqual(asText(res.clusters), reference(blocks));
+});
+
+test('LSH hands no candidate pair over twice: a pair settled in an earlier band is not proposed again', () => {
+  // 2,800 renamed copies: buckets of hundreds of copies of one block (bounded, verified
+  // against witnesses) in most of the 16 bands, with the same witnesses band after band
+  const blocks = library(700);
+  const sigs = blocks.map((b) => computeSignature(b.text));
+  const n = sigs.length;
+  const nodes = Int32Array.from({ length: n }, (_, i) => i);
+  const column = {
+    arr: sigs.map((s) => s.nearSig!),
+    off: new Uint32Array(n),
+    len: new Uint32Array(n).fill(MINHASH_K),
+  };
+  const ints = Uint32Array.from(sigs, (s) => s.ints);
+  const uf = new UF(n);
+  const handed = new Set<number>();
+  let twice = 0;
+  let verified = 0;
+  const stats = { bounded: 0, largest: 0 };
+  lshPairs(
+    nodes,
+    column,
+    ints,
+    chooseBands(MINHASH_K, NEAR_THRESHOLD),
+    (i) => uf.find(i),
+    (x, y) => {
+      const key = Math.min(x, y) * n + Math.max(x, y);
+      if (handed.has(key)) twice++;
+      handed.add(key);
+      if (ints[x] !== ints[y] || uf.find(x) === uf.find(y)) return;
+      verified++;
+      if (jaccard(sigs[x].nearShingles, sigs[y].nearShingles) >= NEAR_THRESHOLD) uf.union(x, y);
+    },
+    stats,
+  );
+  assert.ok(stats.bounded > 0 && stats.largest > EXHAUSTIVE_BUCKET, 'bounded buckets were met');
+  assert.ok(verified > n, `${verified} pairs verified`);
+  assert.equal(twice, 0);
 });
