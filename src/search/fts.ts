@@ -916,6 +916,20 @@ export function listDocs(store: IndexStore): SearchDoc[] {
   return storedDocs(store);
 }
 
+/**
+ * Build what every query of this store state reads before its first query needs it: the
+ * filter columns, the class names' index, the number of documents and the facets (kept
+ * until the store changes). A process that answers queries as they come (the catalog)
+ * calls it once at its start, so its first page does not pay for them (at 10^6 blocks:
+ * seconds, one read of every document's filter row and one split of every class name).
+ */
+export function prepareSearch(store: IndexStore): void {
+  filterColumns(store);
+  nameIndex(store);
+  memoized(store, 'documents', () => countDocs(store, { repos: [], categories: [], validated: false, all: true }));
+  facets(store);
+}
+
 /** Distinct values of the filter columns, for the catalog's filter menus. */
 export function facets(store: IndexStore): { repos: string[]; categories: string[]; statuses: string[] } {
   return memoized(store, 'facets', () => docFacets(store));

@@ -12,6 +12,7 @@ import { putExtraction, textHash } from '../../src/store/records.js';
 import { emptyRecord, type BlockStatus } from '../../src/records/block.js';
 import { searchBlocks, syncSearchIndex, type SearchOptions } from '../../src/search/fts.js';
 import { startServer, type CatalogServer } from '../../src/serve/server.js';
+import { Workspace } from '../../src/workspace.js';
 import { tempDir } from '../helpers.js';
 
 /** A small module defining one class, its docstring given. */
@@ -167,6 +168,30 @@ describe('search: the large path', () => {
       all.hits.map((h) => [h.score, h.status]),
       allExact.hits.map((h) => [h.score, h.status]),
     );
+  });
+
+  test('the catalog builds the per-store structures at its start: its first search page reads no filter row', async () => {
+    const ws = Workspace.open(dir);
+    // every statement the catalog's store runs, by its SQL
+    const ran: string[] = [];
+    const stmt = ws.store.stmt.bind(ws.store);
+    ws.store.stmt = (sql: string) => {
+      ran.push(sql);
+      return stmt(sql);
+    };
+    const filterRows = (sql: string) => /SELECT rowid, id, repo, category, status, params FROM search_docs/.test(sql);
+    const srv = await startServer({ ws, port: 0, search: LOW });
+    try {
+      assert.equal(ran.filter(filterRows).length, 1, 'the filter columns read once, at the start');
+      ran.length = 0;
+      const html = await (await fetch(new URL('/?q=conv', srv.url))).text();
+      assert.match(html, /id="count">more than 50 blocks/);
+      assert.equal(ran.filter(filterRows).length, 0, 'the first page read no filter row');
+      assert.ok(ran.length > 0);
+    } finally {
+      await srv.close();
+      ws.close();
+    }
   });
 
   test('the catalog says "more than N"', async () => {
