@@ -236,6 +236,8 @@ const FIELDS: { weight: number; columns: string[] }[] = [
   { weight: 0.4, columns: ['category', 'layers', 'params', 'qualname'] },
   { weight: 0.2, columns: ['identifiers', 'deps'] },
 ];
+/** the fields name every FTS column: a match in some field is a match anywhere */
+const FIELDS_COVER_ALL = COLUMNS.every((c) => FIELDS.some((g) => g.columns.includes(c.name)));
 /** what a related word's match is worth against the word's own */
 const RELATED_WEIGHT = 0.8;
 /** blocks scoring at least this share of the best score are "strong" matches: among them
@@ -805,8 +807,14 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
     }
     // the documents the word matches in some field
     // (a word's document frequency depends on the library only: kept until the store changes)
+    // A word of one term (no AND: one identifier part) matches in some field exactly when
+    // it matches at all, since the fields cover every column (FIELDS_COVER_ALL): it is
+    // counted without column filters, which need no position list (at 10^6 blocks, 17 ms
+    // of CPU for "conv" against 57 ms for the four filtered ones; paid by a word's first
+    // query). A word of several parts must match all of them within one field.
     const ownExpr = FIELDS.map((g) => fieldExpr(w.expr, g)).join(' OR ');
-    const own = memoized(store, `df:${ownExpr}`, () => countFts(store, ownExpr));
+    const oneTerm = FIELDS_COVER_ALL && !w.expr.includes(' AND ');
+    const own = memoized(store, `df:${ownExpr}`, () => countFts(store, oneTerm ? w.expr : ownExpr));
     const df = own || relDf;
     idf.push(Math.log(1 + (n - df + 0.5) / (df + 0.5)) * (GENERIC.has(w.word) ? GENERIC_IDF : 1));
   });

@@ -13,6 +13,7 @@ import { emptyRecord, type BlockStatus } from '../../src/records/block.js';
 import { searchBlocks, syncSearchIndex, type SearchOptions } from '../../src/search/fts.js';
 import { startServer, type CatalogServer } from '../../src/serve/server.js';
 import { Workspace } from '../../src/workspace.js';
+import { countFts } from '../../src/store/search.js';
 import { tempDir } from '../helpers.js';
 
 /** A small module defining one class, its docstring given. */
@@ -191,6 +192,17 @@ describe('search: the large path', () => {
     } finally {
       await srv.close();
       ws.close();
+    }
+  });
+
+  test("a one-term word's document frequency: counted unfiltered, it is its count over the fields", () => {
+    // search counts a word of one identifier part without column filters (the fields cover
+    // every column)
+    const fields = ['{exact name}', '{summary}', '{category layers params qualname}', '{identifiers deps}'];
+    const overFields = (e: string) => countFts(store, fields.map((f) => `${f} : (${e})`).join(' OR '));
+    for (const e of ['"conv"', '"mixes"', '"gated"', '"conv"*', '"projection"', '"proj"']) {
+      assert.equal(countFts(store, e), overFields(e), e);
+      assert.ok(countFts(store, e) > 0, e);
     }
   });
 
