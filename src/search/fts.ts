@@ -168,6 +168,9 @@ export interface SearchOptions extends SearchFilters {
   /** 'always': BM25 of the page's head even when no two of its blocks tie (the code before
    *  the skip; for comparisons); default: only when two tie */
   headBm25?: 'ties' | 'always';
+  /** 'every': a multi-word query's phrase checked in every field (the code before the
+   *  skip; for comparisons); default: only in the fields where a candidate could gain */
+  phraseChecks?: 'needed' | 'every';
   /** blocks sharing a class name are one entry: `limit` and `offset` count entries (names),
    *  and every block of an entry on the page is returned (`nnrag search`) */
   group?: boolean;
@@ -827,7 +830,17 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
   const phrase = new Map<number, number>();
   if (words.length > 1) {
     const p = words.map((w) => quoteTerm(w.word)).join(' + ');
-    for (const g of FIELDS) for (const r of inField(p, g)) phrase.set(r, Math.max(phrase.get(r) ?? 0, g.weight));
+    // a field's pass (one over the phrase's matches) is made only when a candidate could
+    // gain from it: the phrase in a field holds every word there, and a word found in a
+    // field has at least that field's weight in c.per (each word's field passes ran, heaviest
+    // first, while some candidate was below the field's weight), so a candidate one of
+    // whose words weighs less than the field cannot hold the phrase there
+    const couldGain = (g: (typeof FIELDS)[number]) =>
+      cands0.some((c) => (phrase.get(c.rowid) ?? 0) < g.weight && c.per.every((x) => x >= g.weight));
+    for (const g of FIELDS) {
+      if (opts.phraseChecks !== 'every' && !couldGain(g)) continue;
+      for (const r of inField(p, g)) phrase.set(r, Math.max(phrase.get(r) ?? 0, g.weight));
+    }
   }
   for (const c of cands.values()) {
     const matched = c.per.reduce((a, p, i) => a + p * idf[i], 0) / idfSum;

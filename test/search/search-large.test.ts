@@ -142,6 +142,57 @@ describe('search: the large path', () => {
     assert.ok(untied >= 5 && tied >= 5, `untied ${untied}, tied ${tied}`);
   });
 
+  test('the phrase of a multi-word query is checked only in the fields where a candidate could hold it: the same pages', () => {
+    const phrasePasses: string[] = [];
+    const stmt = store.stmt.bind(store);
+    // every statement's first argument seen (the MATCH expression), through a proxy
+    store.stmt = (sql: string) => {
+      const st = stmt(sql);
+      const proxy: typeof st = new Proxy(st, {
+        get(t, k) {
+          if (k === 'pluck' || k === 'raw')
+            return (...a: unknown[]) => {
+              (t[k] as (...x: unknown[]) => unknown)(...a);
+              return proxy;
+            };
+          if (k === 'all')
+            return (...a: unknown[]) => {
+              // the phrase checks among the candidates: `{fields} : ("a" + "b")`
+              if (typeof a[0] === 'string' && / \+ /.test(a[0])) phrasePasses.push(a[0]);
+              return t.all(...a);
+            };
+          const v = Reflect.get(t, k, t);
+          return typeof v === 'function' ? v.bind(t) : v;
+        },
+      });
+      return proxy;
+    };
+    try {
+      let fewer = 0;
+      for (const q of [
+        'conv block',
+        'plain conv',
+        'mixes tokens',
+        'conv pool',
+        'projection unit',
+        'gated conv',
+        'after a conv',
+      ])
+        for (const o of [UNCAPPED, LOW, { ...LOW, all: true }]) {
+          phrasePasses.length = 0;
+          const needed = searchBlocks(store, q, { ...o, limit: 30 });
+          const n = phrasePasses.length;
+          const every = searchBlocks(store, q, { ...o, limit: 30, phraseChecks: 'every' });
+          assert.equal(phrasePasses.length - n, 4, `${q}: every field checked`);
+          assert.deepEqual(needed.hits, every.hits, q);
+          if (n < 4) fewer++;
+        }
+      assert.ok(fewer > 0, 'some field passes were skipped');
+    } finally {
+      store.stmt = stmt;
+    }
+  });
+
   test('a page deeper than the distinct scores holds the same blocks in the same scores', () => {
     const page = (o: SearchOptions) => searchBlocks(store, 'conv', { ...o, limit: 30, offset: 5 });
     assert.deepEqual(
