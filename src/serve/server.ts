@@ -23,7 +23,7 @@ import { Workspace } from '../workspace.js';
 import { getExtraction } from '../store/records.js';
 import { storedSpec } from '../search/documents.js';
 import type { SearchDoc } from '../records/search.js';
-import { facets, getDoc, searchBlocks, type SearchOptions, type SearchResult } from '../search/fts.js';
+import { facets, getDoc, prepareSearch, searchBlocks, type SearchOptions, type SearchResult } from '../search/fts.js';
 import { refreshSearch } from '../search/refresh.js';
 import { similarBlocks, type SimilarHit } from '../search/similar.js';
 import { NnragError } from '../util/errors.js';
@@ -31,6 +31,7 @@ import { distributionNames, importableFrom, moduleNameFor, plainUsage, usageImpo
 import { commentBlock } from '../util/python.js';
 import { dependencyGraph, graphSvg } from './graph.js';
 import { escapeHtml as esc, highlightPython } from './highlight.js';
+import { initParser } from '../parse/parser.js';
 
 export interface ServerOptions {
   ws?: Workspace;
@@ -391,6 +392,10 @@ export async function startServer(opts: ServerOptions): Promise<CatalogServer> {
     }
   };
   refresh();
+  // the search's per-store structures and the highlighter's parser, built before the first
+  // request rather than by it
+  prepareSearch(store);
+  await initParser();
   const hl = new Map<string, string>();
   let allowedHosts = new Set<string>();
 

@@ -12,6 +12,8 @@ import { putExtraction, textHash } from '../../src/store/records.js';
 import { emptyRecord, type BlockStatus } from '../../src/records/block.js';
 import { searchBlocks, syncSearchIndex, type SearchOptions } from '../../src/search/fts.js';
 import { startServer, type CatalogServer } from '../../src/serve/server.js';
+import { Workspace } from '../../src/workspace.js';
+import { countFts } from '../../src/store/search.js';
 import { tempDir } from '../helpers.js';
 
 /** A small module defining one class, its docstring given. */
@@ -140,6 +142,57 @@ describe('search: the large path', () => {
     assert.ok(untied >= 5 && tied >= 5, `untied ${untied}, tied ${tied}`);
   });
 
+  test('the phrase of a multi-word query is checked only in the fields where a candidate could hold it: the same pages', () => {
+    const phrasePasses: string[] = [];
+    const stmt = store.stmt.bind(store);
+    // every statement's first argument seen (the MATCH expression), through a proxy
+    store.stmt = (sql: string) => {
+      const st = stmt(sql);
+      const proxy: typeof st = new Proxy(st, {
+        get(t, k) {
+          if (k === 'pluck' || k === 'raw')
+            return (...a: unknown[]) => {
+              (t[k] as (...x: unknown[]) => unknown)(...a);
+              return proxy;
+            };
+          if (k === 'all')
+            return (...a: unknown[]) => {
+              // the phrase checks among the candidates: `{fields} : ("a" + "b")`
+              if (typeof a[0] === 'string' && / \+ /.test(a[0])) phrasePasses.push(a[0]);
+              return t.all(...a);
+            };
+          const v = Reflect.get(t, k, t);
+          return typeof v === 'function' ? v.bind(t) : v;
+        },
+      });
+      return proxy;
+    };
+    try {
+      let fewer = 0;
+      for (const q of [
+        'conv block',
+        'plain conv',
+        'mixes tokens',
+        'conv pool',
+        'projection unit',
+        'gated conv',
+        'after a conv',
+      ])
+        for (const o of [UNCAPPED, LOW, { ...LOW, all: true }]) {
+          phrasePasses.length = 0;
+          const needed = searchBlocks(store, q, { ...o, limit: 30 });
+          const n = phrasePasses.length;
+          const every = searchBlocks(store, q, { ...o, limit: 30, phraseChecks: 'every' });
+          assert.equal(phrasePasses.length - n, 4, `${q}: every field checked`);
+          assert.deepEqual(needed.hits, every.hits, q);
+          if (n < 4) fewer++;
+        }
+      assert.ok(fewer > 0, 'some field passes were skipped');
+    } finally {
+      store.stmt = stmt;
+    }
+  });
+
   test('a page deeper than the distinct scores holds the same blocks in the same scores', () => {
     const page = (o: SearchOptions) => searchBlocks(store, 'conv', { ...o, limit: 30, offset: 5 });
     assert.deepEqual(
@@ -167,6 +220,41 @@ describe('search: the large path', () => {
       all.hits.map((h) => [h.score, h.status]),
       allExact.hits.map((h) => [h.score, h.status]),
     );
+  });
+
+  test('the catalog builds the per-store structures at its start: its first search page reads no filter row', async () => {
+    const ws = Workspace.open(dir);
+    // every statement the catalog's store runs, by its SQL
+    const ran: string[] = [];
+    const stmt = ws.store.stmt.bind(ws.store);
+    ws.store.stmt = (sql: string) => {
+      ran.push(sql);
+      return stmt(sql);
+    };
+    const filterRows = (sql: string) => /SELECT rowid, id, repo, category, status, params FROM search_docs/.test(sql);
+    const srv = await startServer({ ws, port: 0, search: LOW });
+    try {
+      assert.equal(ran.filter(filterRows).length, 1, 'the filter columns read once, at the start');
+      ran.length = 0;
+      const html = await (await fetch(new URL('/?q=conv', srv.url))).text();
+      assert.match(html, /id="count">more than 50 blocks/);
+      assert.equal(ran.filter(filterRows).length, 0, 'the first page read no filter row');
+      assert.ok(ran.length > 0);
+    } finally {
+      await srv.close();
+      ws.close();
+    }
+  });
+
+  test("a one-term word's document frequency: counted unfiltered, it is its count over the fields", () => {
+    // search counts a word of one identifier part without column filters (the fields cover
+    // every column)
+    const fields = ['{exact name}', '{summary}', '{category layers params qualname}', '{identifiers deps}'];
+    const overFields = (e: string) => countFts(store, fields.map((f) => `${f} : (${e})`).join(' OR '));
+    for (const e of ['"conv"', '"mixes"', '"gated"', '"conv"*', '"projection"', '"proj"']) {
+      assert.equal(countFts(store, e), overFields(e), e);
+      assert.ok(countFts(store, e) > 0, e);
+    }
   });
 
   test('the catalog says "more than N"', async () => {
