@@ -966,6 +966,18 @@ def encode_live(v, torch):
             made = V.BUILT.get(id(x))
             if made is not None and made[0]() is x:
                 modules[id(x)] = (x, made[1], made[2], made[3])
+                # the modules its construction was given (a configuration object that
+                # keeps a module instance as a field: torchvision's MBConvConfig(…,
+                # block=…)) are written by their own constructions too
+                walk(made[2], depth + 1)
+                walk(made[3], depth + 1)
+                return
+            # a plain object rebuilt from its fields (values.encode's `$object`,
+            # `$dataclass`, `$namespace`): the modules among its fields likewise
+            d = getattr(x, "__dict__", None)
+            if isinstance(d, dict) and not isinstance(x, type) and not callable(x):
+                for i in list(d.values())[: V.MAX_ITEMS]:
+                    walk(i, depth + 1)
 
     walk(v)
     return V.encode(v, modules)
