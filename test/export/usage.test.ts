@@ -6,9 +6,11 @@
 // attribute dict (built from their fields, in generated statements where needed);
 // usage roots `from module import *` does not give as they are (a private class, a class
 // renamed in the module beside another of the same name); a random augmentation whose line
-// runs under every seed only with the 8-bit image its error asks for; a block that downloads
+// runs under every seed only with the 8-bit image its error asks for, and one whose validated
+// values fail for another draw whatever the image (no line; its reason says so); a block that downloads
 // pretrained weights when built (its line checked without the download); a part given an
-// attribute after it was built (set again by generated lines); hostile blocks whose
+// attribute after it was built (set again by generated lines); a configuration object
+// holding a module instance (written as that module's construction); hostile blocks whose
 // constructor argument is a str subclass with a line break (\n, \r,
 // \u2028) in its repr export a file that imports without running anything. The export
 // header and the page keep every record value inside comments (commentBlock) and show
@@ -187,6 +189,8 @@ describe('usage snippets of validated blocks, exported and run as written', { sk
       'RandomPosterize',
       'Backbone',
       'Head',
+      'Stage',
+      'RandomLevels',
       '--python',
       PY,
       '--workers',
@@ -402,6 +406,22 @@ describe('usage snippets of validated blocks, exported and run as written', { sk
     assert.equal(r.stdout.trim(), 'torch.uint8 (1, 3, 64, 64)');
   });
 
+  test('a random block whose validated values fail for another draw: no line, and the record, export and header say which draw fails and how', () => {
+    const rec = recs.get('RandomLevels')! as Rec & { validation: { usageSkipped?: string } };
+    assert.equal(rec.ok, true, JSON.stringify(rec.validation));
+    assert.equal(rec.validation.usage ?? null, null);
+    const why =
+      /^another random draw than the validated one \(seed \d+\) fails with the validated values: ValueError: levels should be between 1 and 8\. Got 32$/;
+    assert.match(rec.validation.usageSkipped ?? '', why);
+    const { report } = exportInto('RandomLevels');
+    assert.equal(report.usage, null);
+    assert.match((report as { usageSkipped?: string | null }).usageSkipped ?? '', why);
+    assert.match(
+      readFileSync(report.file, 'utf8'),
+      /^# No usage line: another random draw than the validated one \(seed \d+\) fails/m,
+    );
+  });
+
   test('a block that downloads pretrained weights when built: its line is checked as it was validated, without the download', () => {
     const rec = recs.get('Backbone')!;
     assert.equal(rec.ok, true, JSON.stringify(rec.validation));
@@ -423,6 +443,19 @@ describe('usage snippets of validated blocks, exported and run as written', { sk
     const { usage, out } = runUsage('Head', 'print(tuple(y.shape))');
     assert.equal(usage, 'value1 = Features(5)\nvalue1.num_channels = 5\nHead(value1)(torch.randn(1, 3, 64, 64))');
     assert.equal(out, '(1, 2, 64, 64)');
+  });
+
+  test('a configuration object that keeps a module instance as a field (MBConvConfig(…, block=…)): the module written as its construction', () => {
+    const rec = recs.get('Stage')!;
+    assert.equal(rec.ok, true, JSON.stringify(rec.validation));
+    assert.equal(rec.validation.usageCheck, 'ran');
+    const { usage, out } = runUsage('Stage', 'print(tuple(y.shape), type(y).__name__)');
+    assert.equal(
+      usage.split('\n').slice(0, -1).join('\n'),
+      'value1 = StageConfig.__new__(StageConfig)\nvalue1.channels = 8\nvalue1.hidden = 16\nvalue1.block = torch.nn.Identity()',
+    );
+    assert.match(usage, /\nStage\(value1\)\(torch\.randn\(\d+(, \d+)*, 8\)\)$/);
+    assert.match(out, /^\(\d+(, \d+)*, 8\) Tensor$/);
   });
 
   for (const name of ['Tagged', 'TaggedCR', 'TaggedLS']) {

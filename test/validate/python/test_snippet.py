@@ -408,8 +408,14 @@ class RenderTest(unittest.TestCase):
         # run once, as before, the snippet passes; the runs under more seeds fail it
         S.run_snippet("Augment()(torch.randn(1, 3, 4, 4))", ns, torch)
         S.run_snippet("Augment()(torch.randn(1, 3, 4, 4))", ns, torch, S.RESEEDS, lambda: 0.0)
-        with self.assertRaisesRegex(TypeError, "Only torch.uint8"):
+        # the error says which draw failed, and keeps the block's own (wanted_dtype reads it)
+        with self.assertRaisesRegex(
+            S.OtherDraw,
+            r"^another random draw than the validated one \(seed \d+\) fails .*: TypeError: Only torch.uint8",
+        ) as caught:
             S.run_snippet("Augment()(torch.randn(1, 3, 4, 4))", ns, torch, S.RESEEDS)
+        self.assertIsInstance(caught.exception.error, TypeError)
+        self.assertEqual(S.wanted_dtype(str(caught.exception), {"float32"}), ("float32", "uint8"))
         # an 8-bit image works for every draw
         y = S.run_snippet("Augment()(torch.randint(0, 256, (1, 3, 4, 4), dtype=torch.uint8))", ns, torch, S.RESEEDS)
         self.assertEqual(y.dtype, torch.uint8)

@@ -966,6 +966,18 @@ def encode_live(v, torch):
             made = V.BUILT.get(id(x))
             if made is not None and made[0]() is x:
                 modules[id(x)] = (x, made[1], made[2], made[3])
+                # the modules its construction was given (a configuration object that
+                # keeps a module instance as a field: torchvision's MBConvConfig(…,
+                # block=…)) are written by their own constructions too
+                walk(made[2], depth + 1)
+                walk(made[3], depth + 1)
+                return
+            # a plain object rebuilt from its fields (values.encode's `$object`,
+            # `$dataclass`, `$namespace`): the modules among its fields likewise
+            d = getattr(x, "__dict__", None)
+            if isinstance(d, dict) and not isinstance(x, type) and not callable(x):
+                for i in list(d.values())[: V.MAX_ITEMS]:
+                    walk(i, depth + 1)
 
     walk(v)
     return V.encode(v, modules)
@@ -1059,8 +1071,26 @@ def run_snippet(text, namespace, torch, reseeds=(), time_left=None):
             break
         seed_all(torch, n)
         args, kwargs = arguments()
-        fn(*args, **kwargs)
+        try:
+            fn(*args, **kwargs)
+        except Exception as e:  # noqa: BLE001 - the block's own error on this draw
+            raise OtherDraw(n, e) from e
     return out
+
+
+class OtherDraw(Exception):
+    """A random draw other than the validated one fails with the same values (run_snippet's
+    `reseeds`): the validated arguments or inputs work for some draws only, so no line
+    written from them runs for every draw. Its message keeps the block's own error (which
+    wanted_dtype and attributes_read read) and says which draw raised it."""
+
+    def __init__(self, seed, error):
+        Exception.__init__(
+            self,
+            "another random draw than the validated one (seed %d) fails with the validated values: %s: %s"
+            % (seed, type(error).__name__, str(error)[:300]),
+        )
+        self.error = error
 
 
 # ATen's names of scalar types ("expected scalar type Byte but found Float")

@@ -710,7 +710,11 @@ class Stages:
                             d["usage"], d["usageCheck"] = text, "ran"
                             break
                         except BaseException as e:  # noqa: BLE001 - the block's own error on this run (SystemExit included)
-                            why = why or "%s: %s" % (type(e).__name__, str(e)[:160])
+                            why = why or (
+                                str(e)[:240]
+                                if isinstance(e, S.OtherDraw)
+                                else "%s: %s" % (type(e).__name__, str(e)[:160])
+                            )
                             fix = S.wanted_dtype(str(e)[:2000], S.tensor_dtypes([ins, ikws]))
                             if fix and not any(t[0] is not i_enc for t in tries):
                                 tries.append((S.retyped(ins, *fix), S.retyped(ikws, *fix), attrs))
