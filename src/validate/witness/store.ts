@@ -11,7 +11,9 @@
 // When it is not current (a file was edited), the harvest runs again, but each of its
 // run steps whose files are unchanged reuses the previous harvest's answer (harvest.ts
 // RunReuse): the files a step depends on are those its run read (the harness's `reads`)
-// and the modules those import names from (runDepends).
+// and the modules those import names from (runDepends); of a Python module, what the
+// step could have seen of it: its skeleton and the bodies of the functions that ran
+// (parts.ts), a file opened or whose source was read counting whole.
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
