@@ -1,10 +1,11 @@
 // What of a module a harvest step can have seen (witness/parts.ts): its skeleton (no
 // comments, blank lines or function bodies, but decorated functions whole, docstrings and
-// `def` lines kept) and the bodies of the functions named (co_qualnames that ran).
+// `def` lines kept) and the bodies of the functions named (co_qualnames that ran); and a
+// source's code at its lines (codeAtLines, the key of a stored validation).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { initParser } from '../../src/parse/parser.js';
-import { bodyOf, codeParts, partDigest } from '../../src/validate/witness/parts.js';
+import { bodyOf, codeAtLines, codeParts, partDigest } from '../../src/validate/witness/parts.js';
 
 await initParser();
 
@@ -89,4 +90,14 @@ test('the bodies named, the skeleton and decorated functions change the digest',
 
 test('a file that does not parse has no parts', () => {
   assert.equal(codeParts('def f(:\n  return\n'), null);
+});
+
+test('codeAtLines: comments edited in place or added at the end leave it; moved lines and code change it', () => {
+  const d = codeAtLines(SOURCE);
+  assert.ok(d);
+  assert.equal(codeAtLines(`${SOURCE}\n# the end\n\n`), d);
+  assert.equal(codeAtLines(SOURCE.replace('SCALE = 2', 'SCALE = 2  # two')), d);
+  assert.notEqual(codeAtLines(`# moved\n${SOURCE}`), d, 'a line above the code moves it');
+  assert.notEqual(codeAtLines(SOURCE.replace('return 0', 'return 1')), d);
+  assert.notEqual(codeAtLines(SOURCE.replace('"""Doubles."""', '"""Triples."""')), d);
 });

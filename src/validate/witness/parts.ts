@@ -120,3 +120,41 @@ export function partDigest(parts: CodeParts, names: readonly string[]): string {
   }
   return h.digest('hex').slice(0, 32);
 }
+
+/** A digest of a Python source's code at its positions: the text without comments (not
+ *  tokens, Language Reference §2.1.3), trailing spaces and the blank lines at its end,
+ *  every other line kept where it was (a line number in a traceback or a warning stays
+ *  the same). A comment edited in place or added at the end leaves it; one added on a line
+ *  of its own above code moves the code and changes it. Null when the source does not
+ *  parse. Call after `await initParser()`. */
+export function codeAtLines(source: string): string | null {
+  const tree = parsePython(source);
+  try {
+    if (tree.rootNode.hasError) return null;
+    const root = syntaxTree(tree, source);
+    const comments: [number, number][] = [];
+    const walk = (n: SyntaxNode): void => {
+      for (const c of n.namedChildren) {
+        if (c.type === 'comment') comments.push([c.startIndex, c.endIndex]);
+        else walk(c);
+      }
+    };
+    walk(root);
+    comments.sort((a, b) => a[0] - b[0]);
+    let out = '';
+    let at = 0;
+    for (const [s, e] of comments) {
+      out += source.slice(at, s);
+      at = e;
+    }
+    out += source.slice(at);
+    const text = out
+      .split(/\r?\n|\r/)
+      .map((l) => l.trimEnd())
+      .join('\n')
+      .replace(/\n+$/, '');
+    return createHash('sha256').update(text).digest('hex').slice(0, 40);
+  } finally {
+    tree.delete();
+  }
+}
