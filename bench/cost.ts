@@ -1,7 +1,7 @@
 // The pipeline's cost (issue 27), whole processes: for each nnrag build given (default:
 // this one), `nnrag extract` on a corpus config cold (empty store, harvests included),
 // warm (nothing changed), and after one file was changed (a comment line appended to a
-// copy of it); wall and CPU time of each process, the blocks re-validated, and the block
+// copy of it, or a replacement: --replace); wall and CPU time of each process, the blocks re-validated, and the block
 // counts with their verdicts, which must be equal across builds. The repositories are
 // copied first (the change must not touch the corpus). Then, for builds that have it,
 // `nnrag report` of the cold run (the per-phase table).
@@ -14,6 +14,8 @@
 //   --keep     the work folder (its repository copies are reused when present)
 //   --from-store  start each build from a copy of this store instead of an empty one
 //   --env      validate in this PyPI environment (`nnrag extract --env`)
+//   --replace 'FROM=>TO'  change the touched file by replacing the first FROM with TO (a
+//              code edit: a function's body) instead of appending a comment line
 import { spawnSync } from 'node:child_process';
 import { appendFileSync, cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -34,6 +36,7 @@ const touch = opt('--touch');
 const work = opt('--keep') ?? mkdtempSync(path.join(tmpdir(), 'nnrag-cost-'));
 const fromStore = opt('--from-store') ? path.resolve(opt('--from-store')!) : null;
 const envDir = opt('--env');
+const replace = opt('--replace');
 
 // copies of the repositories, and the config naming the copies
 const cfg = JSON.parse(readFileSync(config, 'utf8')) as Record<string, { path?: string; [k: string]: unknown }>;
@@ -173,7 +176,12 @@ for (const build of builds) {
     const [repo, rel] = [touch.slice(0, touch.lastIndexOf(':')), touch.slice(touch.lastIndexOf(':') + 1)];
     const file = path.join(copies[repo], rel);
     const before = readFileSync(file);
-    appendFileSync(file, '\n# changed by bench/cost\n');
+    if (replace) {
+      const [from, to] = replace.split('=>');
+      const text = before.toString('utf8');
+      if (to === undefined || !text.includes(from)) throw new Error(`--replace: '${from}' is not in ${file}`);
+      writeFileSync(file, text.replace(from, to));
+    } else appendFileSync(file, '\n# changed by bench/cost\n');
     try {
       touched = nnrag(build, store, ['extract', '--config', cfgFile]);
     } finally {

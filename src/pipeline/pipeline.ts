@@ -9,7 +9,7 @@
 // content and validation environment, so re-validating an unchanged module is free, and
 // a block whose inputs are all unchanged is not even emitted again (pipeline/reuse.ts).
 import { envGroups, envPython, fromIndexRepos } from '../environment/pypi.js';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { emitModule, type NamespaceMap } from '../emit/emitter.js';
 import { slimClosure, type SlimResult } from '../emit/slim/slim.js';
@@ -66,6 +66,8 @@ import {
   type HarvestResult,
 } from '../validate/witness/index.js';
 import { KV_KEYS } from '../store/kv.js';
+import { gitBlobId } from '../repos/git.js';
+import { codeAtLines } from '../validate/witness/parts.js';
 import { Costs } from '../util/costs.js';
 import {
   Blobs,
@@ -945,8 +947,42 @@ export async function extractAndValidate(
       if (req.providers && providersRelevant(r)) providersMatter.add(req.id.split('#')[0]);
       return r;
     };
+    // The key of a stored validation reads the copy's provenance header (each file of the
+    // closure by its blob, `swh:1:cnt:…`) as the digest of that file's code at its lines
+    // (witness/parts.ts codeAtLines): a comment edited in place or added at the end of a
+    // closure file (not tokens, Language Reference §2.1.3) keeps the stored result of a
+    // copy whose text is otherwise the same; an edit of code, or a line moved, does not.
+    let fileOfBlob: Map<string, string> | null = null;
+    const blobCode = new Map<string, string>();
+    const keyed = (req: ValidationRequest): ValidationRequest => {
+      if (!req.source.includes('swh:1:cnt:')) return req;
+      if (!fileOfBlob) {
+        fileOfBlob = new Map();
+        for (const r of ws.store.listRepos())
+          for (const f of ws.store.listFiles(r.name)) fileOfBlob.set(f.blob, path.join(r.root, ...f.path.split('/')));
+      }
+      const files = fileOfBlob;
+      const source = req.source.replace(/swh:1:cnt:([0-9a-f]{40})/g, (swhid, blob: string) => {
+        let code = blobCode.get(blob);
+        if (code === undefined) {
+          code = swhid;
+          const file = files.get(blob);
+          try {
+            const text = file ? readFileSync(file) : null;
+            // the file as indexed (an edit since keeps the blob)
+            const digest = text && gitBlobId(text) === blob ? codeAtLines(text.toString('utf8')) : null;
+            if (digest) code = `code:${digest}`;
+          } catch {
+            /* unreadable: the blob */
+          }
+          blobCode.set(blob, code);
+        }
+        return code;
+      });
+      return { ...req, source };
+    };
     const validateCachedRaw = async (req: ValidationRequest, label: string): Promise<ValidationResult> => {
-      const key = validationKey(req, envId!);
+      const key = validationKey(keyed(req), envId!);
       let r = opts.force ? null : getCachedValidation<ValidationResult>(ws.store, key, envId!);
       if (!r) {
         const p = await getPool();
@@ -960,7 +996,7 @@ export async function extractAndValidate(
         costs.add('queued for a worker', repo, Math.max(0, performance.now() - t - r.ms));
         // (the started pool's id, should it differ from the one remembered)
         if (r.category !== 'crash' && r.category !== 'timeout')
-          putCachedValidation(ws.store, validationKey(req, p.envId), p.envId, forStorage(r));
+          putCachedValidation(ws.store, validationKey(keyed(req), p.envId), p.envId, forStorage(r));
       } else costs.count(`validate ${label} (stored result)`, repoOf(req.id.split('#')[0]));
       return r;
     };

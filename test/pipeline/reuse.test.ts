@@ -1,11 +1,12 @@
 // Warm runs (issue 27): extract + validate run again with nothing changed reads every
 // block's stored result (no worker starts, the record says it was reused and why); after
 // one file changes, only the blocks whose closure read that file are validated again, and
-// the verdicts are those of the first run. Real validation in the sandbox (skipped where
+// the verdicts are those of the first run; a comment that moves no code finds the stored
+// validations of the copy. Real validation in the sandbox (skipped where
 // this machine has no torch or bubblewrap).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { appendFileSync, chmodSync, cpSync } from 'node:fs';
+import { appendFileSync, chmodSync, cpSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import * as api from '../../src/nnrag.js';
 import { extractAndValidate } from '../../src/pipeline/pipeline.js';
@@ -72,6 +73,28 @@ test('a warm run reuses every block; one changed file re-validates only the bloc
     assert.match(touched[0].reuse!.why, /rpkg\/act\.py/);
     assert.equal(touched[1].reuse?.reused, true);
     assert.deepEqual(verdicts(touched), verdicts(cold));
+    // the comment leaves act.py's code where it was: Mlp's copy, validated again, finds
+    // the stored results of its validations (their key reads the closure's files by code)
+    const validations = () =>
+      (JSON.parse(ws.store.getKV(KV_KEYS.costsLast)!) as CostTable).rows.filter((r) => r.phase.startsWith('validate '));
+    const afterComment = validations();
+    assert.ok(
+      afterComment.some((r) => r.phase.endsWith('(stored result)')),
+      JSON.stringify(afterComment),
+    );
+    assert.ok(!afterComment.some((r) => r.phase.endsWith(' forward')), JSON.stringify(afterComment));
+
+    // a comment line above the code moves it (its lines change): Mlp's copy is validated
+    const act = path.join(repo, 'rpkg', 'act.py');
+    writeFileSync(act, `# moved\n${readFileSync(act, 'utf8')}`);
+    await api.index(ws, { repos: [spec], workers: 1 });
+    const moved = await run();
+    assert.equal(moved[0].reuse?.reused, false);
+    assert.ok(
+      validations().some((r) => r.phase.endsWith(' forward')),
+      JSON.stringify(validations()),
+    );
+    assert.deepEqual(verdicts(moved), verdicts(cold));
 
     // --force validates everything again
     const forced = await extractAndValidate(ws, ['rpkg.mlp.Mlp', 'rpkg.norm.Norm'], {
@@ -84,7 +107,7 @@ test('a warm run reuses every block; one changed file re-validates only the bloc
     );
     // one pool per run that validates, however many blocks asked for it at once (a second
     // start left its workers running and the process never exited)
-    assert.equal(starts, 3);
+    assert.equal(starts, 4);
   } finally {
     ValidatorPool.start = start;
     ws.close();

@@ -3,10 +3,13 @@
 // __init__ imports both; after an edit of a file only one of them reads, a harvest runs
 // that entry point again and reuses the other's stored answer, and its witnesses equal
 // those of a harvest that runs everything. A constant read at import time (beta's width,
-// from another module) counts as read: editing it runs beta again.
+// from another module) counts as read: editing it runs beta again. What counts of a
+// module is its skeleton and the bodies of the functions that ran (witness/parts.ts): a
+// comment, or the body of a function nothing ran, keeps every stored answer; the body of
+// a function that ran at import (the zygote's) counts for the steps that read its module.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { appendFileSync, chmodSync, cpSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, cpSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import * as api from '../../src/nnrag.js';
 import { ValidatorPool } from '../../src/validate/index.js';
@@ -79,11 +82,32 @@ test('a harvest after an edit runs only the entry points that read the edited fi
     assert.ok(!files('hrpkg.beta.build_beta').includes('hrpkg/alpha_parts.py'));
     for (const e of cold.entries) assert.ok((e.cpuMs ?? 0) > 0, `CPU time measured: ${JSON.stringify(e)}`);
 
-    // alpha's block edited (its scale): only build_alpha runs again
     const parts = path.join(repo, 'hrpkg', 'alpha_parts.py');
+    const edit = async (file: string, from: string | RegExp, to: string) => {
+      const text = readFileSync(file, 'utf8');
+      const next = text.replace(from, to);
+      assert.notEqual(next, text, `${String(from)} is in ${file}`);
+      writeFileSync(file, next);
+      await reindex();
+      return harvest();
+    };
+    // comments and blank lines (not tokens): every stored answer is reused
     appendFileSync(parts, '\n# edited\n');
-    await reindex();
-    const edited = await harvest();
+    const commented = await edit(
+      parts,
+      '    def forward(self, x):\n',
+      '    def forward(self, x):\n        # a comment\n\n',
+    );
+    assert.deepEqual(ran(commented), []);
+    assert.deepEqual(reused(commented), ['hrpkg.alpha.build_alpha', 'hrpkg.beta.build_beta']);
+    assert.deepEqual(commented.witnesses, cold.witnesses);
+    // the body of a function no step ran, nor the import: reused
+    const unran = await edit(parts, '"alpha block of scale %s"', '"an alpha block, scale %s"');
+    assert.deepEqual(ran(unran), []);
+    assert.equal(unran.reusedRuns, 2);
+
+    // alpha's block edited (its forward, which build_alpha's step ran): only build_alpha runs again
+    const edited = await edit(parts, 'torch.tanh(', 'torch.sigmoid(');
     assert.deepEqual(ran(edited), ['hrpkg.alpha.build_alpha']);
     assert.deepEqual(reused(edited), ['hrpkg.beta.build_beta']);
     assert.equal(edited.ranRuns, 1);
@@ -94,13 +118,9 @@ test('a harvest after an edit runs only the entry points that read the edited fi
     assert.deepEqual(edited.witnesses, full.witnesses);
     assert.deepEqual(edited.classes, full.classes);
 
-    // a constant beta reads at import time, in a module none of whose code runs in the step
-    writeFileSync(
-      path.join(repo, 'hrpkg', 'sizes.py'),
-      '"""Sizes read at import time by beta.py."""\nBETA_WIDTH = 7\n',
-    );
-    await reindex();
-    const wider = await harvest();
+    // a constant beta reads at import time, in a module none of whose code runs in the
+    // step, computed by a function that ran at import (the zygote's): its body edited
+    const wider = await edit(path.join(repo, 'hrpkg', 'sizes.py'), 'return 5', 'return 7');
     assert.deepEqual(ran(wider), ['hrpkg.beta.build_beta']);
     assert.deepEqual(reused(wider), ['hrpkg.alpha.build_alpha']);
     assert.deepEqual(wider.witnesses['hrpkg.beta.BetaNet']?.[0]?.args, [7, 'relu']);

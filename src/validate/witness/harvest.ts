@@ -140,10 +140,25 @@ export type HarvestDepends = { files: [string, string][] } | { listing: string }
 /** The two phases of a harvest: the builders of whole models, then the tests and documents. */
 export type HarvestPhase = 'builders' | 'docs';
 
+/** A file a run step depends on: its absolute path and blob id then; for a module whose
+ *  functions' runs are known, also the digest of its skeleton with the bodies of the
+ *  functions that ran (in the step or at import) and their names (witness/parts.ts): an
+ *  edit that leaves that digest unchanged leaves the step's answer current. */
+export type RunFile = [string, string] | [string, string, string, string[]];
+
+/** What a run step's harness reported of the functions that ran: per file, their
+ *  co_qualnames in the step (`calls`) and in the zygote's import (`importCalls`), and the
+ *  files the step opened (their whole content counts). */
+export interface RunCalls {
+  calls: Record<string, string[]>;
+  importCalls: Record<string, string[]>;
+  opened: string[];
+}
+
 /** A run step's answer, kept for the next harvest of the repository. */
 export interface StoredRun {
-  /** the files the run depends on (absolute paths) with their blob ids then */
-  files: [string, string][];
+  /** the files the run depends on (absolute paths) with their blob ids then (RunFile) */
+  files: RunFile[];
   /** the step's CPU budget, seconds */
   budget: number;
   /** the harness's answer */
@@ -169,10 +184,13 @@ export interface RunReuse {
   /** the stored runs of the repository's previous harvest */
   runs: Record<string, StoredRun>;
   /** the files a run depends on, from the files it read (absolute paths), with their
-   *  current blob ids */
-  depends(read: string[], e: HarvestEntry): [string, string][];
+   *  current blob ids (and, given which functions ran, their parts' digests) */
+  depends(read: string[], e: HarvestEntry, calls?: RunCalls): RunFile[];
   /** a file's current blob id, null when it is gone */
   blob(file: string): string | null;
+  /** the digest of a file's skeleton with the bodies named now (witness/parts.ts
+   *  partDigest), null when it cannot be told (gone, not parsed) */
+  part?(file: string, names: string[]): string | null;
   /** the previous harvest's wall-clock stops (HarvestResult.wallStops): its steps
    *  answered at once from the store, this harvest would otherwise run past the step
    *  where load stopped that one, and choose and witness differently */
@@ -272,6 +290,10 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
         importFailures?: Record<string, string>;
         forwardKeys?: Record<string, string>;
         notes?: Record<string, string>;
+        /** the functions the zygote's import ran, per file (reads.py): known with `calls` */
+        importCalls?: Record<string, string[]>;
+        /** the files whose source the zygote's import read (linecache): read whole */
+        importSources?: string[];
         error?: string;
       }
     | undefined;
@@ -281,6 +303,7 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
     return out;
   }
   out.classes = list.classes ?? [];
+  const importCalls = list.importCalls;
   out.importFailures = list.importFailures ?? {};
   if (o.reuse && Array.isArray(list.reads)) out.listReads = list.reads;
   if (list.notes && Object.keys(list.notes).length) out.notes = list.notes;
@@ -369,7 +392,12 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
     // what the harness's run step reports: an entry report with its entry point's
     // own name, plus the witnesses recorded per class
     const h = r.harvest as
-      | (Omit<EntryReport, 'covered'> & { classes?: Record<string, { witnesses: Witness[] }>; reads?: string[] })
+      | (Omit<EntryReport, 'covered'> & {
+          classes?: Record<string, { witnesses: Witness[] }>;
+          reads?: string[];
+          calls?: Record<string, string[]>;
+          opened?: string[];
+        })
       | undefined;
     // the CPU the step spent (a step without an answer: its whole budget); charged: what
     // its first run spent, when this request ran before
@@ -382,9 +410,14 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
       } else {
         out.ranRuns!++;
         if (h && Array.isArray(h.reads)) {
-          const { reads, ...rest } = h;
+          const { reads, calls, opened, ...rest } = h;
+          // which functions ran: known when both the step and the list step say
+          const known =
+            calls && opened && importCalls
+              ? { calls, opened: [...opened, ...(list.importSources ?? [])], importCalls }
+              : undefined;
           out.runs[key] = {
-            files: o.reuse.depends(reads, e),
+            files: o.reuse.depends(reads, e, known),
             budget: budget / 1000,
             harvest: rest,
             ms: r.ms,
@@ -534,10 +567,17 @@ export function runKey(harvestId: string, sysPath: string[], request: Record<str
  *  which runs before the budget's timer is armed: a step of the phase's last seconds
  *  may spend more than its budget without being stopped; such an answer was never reused.) */
 export function reusable(stored: StoredRun, budgetSeconds: number, reuse: RunReuse): boolean {
-  if (stored.files.some(([f, blob]) => reuse.blob(f) !== blob)) return false;
+  if (stored.files.some((x) => !unchangedFile(x, reuse))) return false;
   const h = stored.harvest as { stopped?: string; cpuMs?: number };
   if (h.stopped === 'time') return stored.budget === budgetSeconds;
   return budgetSeconds >= stored.budget || (typeof h.cpuMs === 'number' && h.cpuMs / 1000 <= budgetSeconds);
+}
+
+/** A file a step depends on is unchanged: the same blob, or the same digest of the parts
+ *  the step could have seen (its skeleton and the bodies of the functions that ran). */
+export function unchangedFile(x: RunFile, reuse: Pick<RunReuse, 'blob' | 'part'>): boolean {
+  if (reuse.blob(x[0]) === x[1]) return true;
+  return x.length === 4 && !!reuse.part && reuse.part(x[0], x[3]) === x[2];
 }
 
 /** What the pool allows a run step whose budget is `budgetMs` of CPU time: the worker

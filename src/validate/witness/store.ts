@@ -11,7 +11,9 @@
 // When it is not current (a file was edited), the harvest runs again, but each of its
 // run steps whose files are unchanged reuses the previous harvest's answer (harvest.ts
 // RunReuse): the files a step depends on are those its run read (the harness's `reads`)
-// and the modules those import names from (runDepends).
+// and the modules those import names from (runDepends); of a Python module, what the
+// step could have seen of it: its skeleton and the bodies of the functions that ran
+// (parts.ts), a file opened or whose source was read counting whole.
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -29,8 +31,11 @@ import {
   type HarvestDepends,
   type HarvestEntry,
   type HarvestResult,
+  type RunFile,
   type RunReuse,
 } from './harvest.js';
+import { bodyOf, codeParts, partDigest, type CodeParts } from './parts.js';
+import { initParser } from '../../parse/parser.js';
 
 export interface RepoWitnesses {
   result: HarvestResult;
@@ -309,6 +314,26 @@ export function runDepends(
   return [...out].sort();
 }
 
+/** The parts of Python files read from disk now (witness/parts.ts), by blob id: a file
+ *  read again at another blob is parsed again; null for a file gone or not parsed. */
+function diskParts(blob: (file: string) => string | null): (file: string) => CodeParts | null {
+  const byBlob = new Map<string, CodeParts | null>();
+  return (file) => {
+    const b = blob(file);
+    if (!b) return null;
+    let p = byBlob.get(b);
+    if (p === undefined) {
+      try {
+        p = codeParts(readFileSync(file, 'utf8'));
+      } catch {
+        p = null;
+      }
+      byBlob.set(b, p);
+    }
+    return p;
+  };
+}
+
 /** Blob ids of files read from disk now (once per file), null for a file that is gone. */
 function diskBlobs(): (file: string) => string | null {
   const cache = new Map<string, string | null>();
@@ -371,16 +396,34 @@ export async function repoWitnesses(
   const zygoteModule = [...tops].sort((a, b) => b[1] - a[1])[0][0];
   const own = sysPathRoots(row).length;
   const previous = opts.noRunReuse ? null : storedHarvest(store, repo);
+  await initParser();
+  const parts = diskParts(blob);
+  const testFile = (e: HarvestEntry) => (e.file ? path.join(row.root, ...e.file.split('/')) : null);
   const reuse: RunReuse = {
     envId: pool.harvestEnvId,
     runs: previous?.runs ?? {},
     ...(previous?.wallStops ? { wallStops: previous.wallStops } : {}),
-    depends: (read, e) =>
-      runDepends(opts.corpus, repo, row.root, read, e).flatMap((f) => {
+    depends: (read, e, calls) => {
+      const opened = new Set(calls?.opened ?? []);
+      return runDepends(opts.corpus, repo, row.root, read, e).flatMap((f): RunFile[] => {
         const b = blob(f);
-        return b ? [[f, b] as [string, string]] : [];
-      }),
+        if (!b) return [];
+        // a module whose functions' runs are known: its skeleton and the bodies that ran
+        // (witness/parts.ts); a file opened (read as data) or the entry's test file: whole
+        if (!calls || opened.has(f) || f === testFile(e) || !f.endsWith('.py')) return [[f, b]];
+        const p = parts(f);
+        if (!p) return [[f, b]];
+        const names = [...new Set([...(calls.calls[f] ?? []), ...(calls.importCalls[f] ?? [])].map(bodyOf))]
+          .filter((n) => p.bodies.has(n))
+          .sort();
+        return [[f, b, partDigest(p, names), names]];
+      });
+    },
     blob,
+    part: (f, names) => {
+      const p = parts(f);
+      return p ? partDigest(p, names) : null;
+    },
   };
   const result = await harvestRepo(pool, {
     reuse,

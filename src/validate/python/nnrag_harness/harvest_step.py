@@ -38,10 +38,20 @@ def harvest_main(req, rep, torch):
         # model of one repository built from another's layers reads both)
         reads = Reads(list(cfg.get("roots") or []) + [cfg.get("repoRoot")])
 
+    # which functions ran is known when the zygote recorded its import's (reads.py) and
+    # code objects carry their qualified names (co_qualname, Python 3.11)
+    from nnrag_harness import reads as _reads_mod
+
+    by_function = _reads_mod.IMPORT_CODES is not None and sys.version_info >= (3, 11)
+
     def send(ev):
         if reads is not None and ev.get("ev") == "harvest" and isinstance(ev.get("result"), dict):
             reads.stop()
             ev["result"]["reads"] = reads.files()
+            if by_function:
+                # per file the functions that ran, and the files opened (read whole)
+                ev["result"]["calls"] = reads.calls()
+                ev["result"]["opened"] = reads.opened_files()
         rep.send(ev)
 
     cpu0, wall0 = self_cpu(), _monotonic()
@@ -68,6 +78,11 @@ def harvest_main(req, rep, torch):
                 listing_reads.stop()
                 listing_reads.add_modules()
                 listed["reads"] = listing_reads.files()
+                if by_function:
+                    # the functions the zygote's import ran, per file (reads.IMPORT_CODES)
+                    listed["importCalls"] = _reads_mod.calls_of(_reads_mod.IMPORT_CODES, listing_reads.roots)
+                    # and the files whose source it read (whole files for every step)
+                    listed["importSources"] = listing_reads._under(_reads_mod.IMPORT_SOURCES)
             rep.send({"ev": "harvest", "result": listed})
             return
         if isinstance((cfg.get("entry") or {}).get("plan"), dict):

@@ -8,6 +8,7 @@ import select
 import signal
 import sys
 
+from nnrag_harness import reads as _reads
 from nnrag_harness import stages as _stages
 from nnrag_harness.channel import NONCE_LEN, Channel, frame
 from nnrag_harness.stash import (
@@ -78,7 +79,9 @@ def zygote_main(worker_class, cfg, roots, module, req_fd, res_fd):
     IN_ZYGOTE.append(module)
     before = set(sys.modules)
     try:
-        importlib.import_module(module)
+        # the functions the import runs are recorded (reads.IMPORT_CODES): a harvest step
+        # forked from here depends on their bodies as on the modules' top levels
+        _reads.record_import(lambda: importlib.import_module(module))
     except BaseException:  # noqa: BLE001 - the equivalence stage reports it
         pass
     prefixes = root_prefixes(roots)
