@@ -13,6 +13,18 @@ import { fixture } from '../helpers.js';
 import { indexedFixture } from '../support/indexed.js';
 import { assertRan, checkModules } from '../support/python.js';
 
+/** Runs the modules with `site` on PYTHONPATH (the package installed there), as checkModules does. */
+function checkWithSite(site: string, modules: Parameters<typeof checkModules>[0]): ReturnType<typeof checkModules> {
+  const before = process.env.PYTHONPATH;
+  process.env.PYTHONPATH = site;
+  try {
+    return checkModules(modules);
+  } finally {
+    if (before === undefined) delete process.env.PYTHONPATH;
+    else process.env.PYTHONPATH = before;
+  }
+}
+
 const ID = 'filepkg.blocks.Scaled';
 const ENV = ['os', 'sys', 'torch'];
 
@@ -51,23 +63,16 @@ describe("definitions that read their module's __file__", () => {
       mkdirSync(path.dirname(a), { recursive: true });
       writeFileSync(a, inst.text);
       writeFileSync(b, copied.text);
-      const before = process.env.PYTHONPATH;
-      process.env.PYTHONPATH = path.join(dir, 'site');
-      try {
-        const r = checkModules([
-          { name: 'installed', file: a, run: 'import torch\nassert m.Scaled()(torch.ones(2)).tolist() == [5.0, 5.0]' },
-          {
-            name: 'copied',
-            file: b,
-            run: 'try:\n    m.Scaled()\n    raise AssertionError("built")\nexcept FileNotFoundError:\n    pass',
-          },
-        ]);
-        assertRan(r.installed, JSON.stringify(r.installed));
-        assertRan(r.copied, JSON.stringify(r.copied));
-      } finally {
-        if (before === undefined) delete process.env.PYTHONPATH;
-        else process.env.PYTHONPATH = before;
-      }
+      const r = checkWithSite(path.join(dir, 'site'), [
+        { name: 'installed', file: a, run: 'import torch\nassert m.Scaled()(torch.ones(2)).tolist() == [5.0, 5.0]' },
+        {
+          name: 'copied',
+          file: b,
+          run: 'try:\n    m.Scaled()\n    raise AssertionError("built")\nexcept FileNotFoundError:\n    pass',
+        },
+      ]);
+      assertRan(r.installed, JSON.stringify(r.installed));
+      assertRan(r.copied, JSON.stringify(r.copied));
     } finally {
       ws.close();
     }
@@ -97,21 +102,14 @@ describe("definitions that read their module's __file__", () => {
       cpSync(fixture('modfile-identity'), path.join(dir, 'site'), { recursive: true });
       mkdirSync(path.dirname(a), { recursive: true });
       writeFileSync(a, inst.text);
-      const before = process.env.PYTHONPATH;
-      process.env.PYTHONPATH = path.join(dir, 'site');
-      try {
-        const r = checkModules([
-          {
-            name: 'conv',
-            file: a,
-            run: 'import torch\nassert m.Conv()(torch.ones(2, 3)).tolist() == [14.0, 14.0, 14.0]',
-          },
-        ]);
-        assertRan(r.conv, JSON.stringify(r.conv));
-      } finally {
-        if (before === undefined) delete process.env.PYTHONPATH;
-        else process.env.PYTHONPATH = before;
-      }
+      const r = checkWithSite(path.join(dir, 'site'), [
+        {
+          name: 'conv',
+          file: a,
+          run: 'import torch\nassert m.Conv()(torch.ones(2, 3)).tolist() == [14.0, 14.0, 14.0]',
+        },
+      ]);
+      assertRan(r.conv, JSON.stringify(r.conv));
     } finally {
       ws.close();
     }
