@@ -108,13 +108,27 @@ function pipelineOptions(ctx: Ctx): PipelineOptions {
               `witnesses of ${safeText(repo)}: running its own model builds, tests and examples in the sandbox (once; stored for later runs)\n`,
             ),
           onHarvest: (repo: string, h: HarvestResult, cached: boolean) => {
-            if (!cached)
-              process.stderr.write(
-                `witnesses of ${safeText(repo)}: ${Object.keys(h.witnesses).length} classes from ${h.entries.length} entry points in ${duration(h.ms / 1000)}\n`,
-              );
+            if (!cached) process.stderr.write(`${harvestLine(repo, h)}\n`);
           },
         }),
   };
+}
+
+/** The line a finished harvest prints. A harvest that listed no entry point because its
+ *  modules failed to import says so, with the most common error (a checkout that shadows an
+ *  installed package without its compiled files fails every import alike), instead of a
+ *  bare "0 classes from 0 entry points". */
+export function harvestLine(
+  repo: string,
+  h: Pick<HarvestResult, 'witnesses' | 'entries' | 'ms' | 'importFailures'>,
+): string {
+  const line = `witnesses of ${safeText(repo)}: ${Object.keys(h.witnesses).length} classes from ${h.entries.length} entry points in ${duration(h.ms / 1000)}`;
+  const failed = Object.values(h.importFailures ?? {});
+  if (h.entries.length || !failed.length) return line;
+  const counts = new Map<string, number>();
+  for (const e of failed) counts.set(e, (counts.get(e) ?? 0) + 1);
+  const [top, n] = [...counts].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))[0];
+  return `${line}: ${failed.length} of its modules failed to import (${n} with ${safeText(top.slice(0, 200))})`;
 }
 
 /** `--args JSON|@FILE` and `--input-shape 1,3,224,224|@FILE`: the arguments and inputs the

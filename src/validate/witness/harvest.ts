@@ -8,7 +8,8 @@
 // point and per repository (the harness stops a step by a CPU-time timer; a wall-clock
 // budget covered less on a loaded machine, and by a wall-clock one of 6x + 10 s of it when
 // it waits without computing), with a wall-clock backstop per phase, and stopped early
-// when STALL_RUNS entry points in a row witnessed no new class.
+// when every source (builders, tests, doctests, READMEs, examples/ scripts: stallSource)
+// has had STALL_RUNS entry points in a row that witnessed no new class.
 // Each run step's answer is kept with the files its run read (the harness's `reads`, and
 // the files those import names from: RunReuse.depends); a later harvest of the repository
 // (some file changed) reuses the answer of a step asked again with the same request while
