@@ -197,15 +197,15 @@ export class ClosureBuilder {
     if (!cls) throw new Error(`class ${className} is not defined at module level in ${mod.name}`);
     // a definition imported from its installed module because it reads its own file
     // (ownFileReader) runs the installed module's code, whose globals hold the installed
-    // objects: a definition the copy needs that the installed module also binds is the
+    // objects: a class the copy needs that the installed module also binds is the
     // installed one too (sharedWithInstalled), or the two copies of one class fail the
     // installed code's isinstance tests. Which modules are installed is known only once
-    // the closure is built: it is built again while that adds definitions (a few rounds).
+    // the closure is built: it is built again while that adds classes (a few rounds).
     let shared = new Set<string>();
     for (let round = 0; ; round++) {
       const state = this.buildState(mod, className, cls.stmt, opts, shared);
       const more = round < 3 ? state.sharedWithInstalled(shared, slotKey(mod, className)) : shared;
-      if (more.size === shared.size) return this.result(state, mod, className);
+      if (more.size === shared.size) return this.result(state, mod, className, cls.stmt);
       shared = more;
     }
   }
@@ -218,8 +218,7 @@ export class ClosureBuilder {
     shared: ReadonlySet<string>,
   ): State {
     const state = new State(this.corpus, this.resolver, opts.skip, opts.installed, mod.repo, shared);
-    const cls = { stmt: clsStmt };
-    const root = state.node(mod, cls.stmt);
+    const root = state.node(mod, clsStmt);
     // the class name itself is a binding of the emitted module
     state.defBinding(mod, className);
     const usageRoots: UsageRoot[] = [];
@@ -237,8 +236,8 @@ export class ClosureBuilder {
     return state;
   }
 
-  private result(state: State, mod: CorpusModule, className: string): Closure {
-    const root = state.node(mod, classStatement(mod, className)!.stmt);
+  private result(state: State, mod: CorpusModule, className: string, clsStmt: number): Closure {
+    const root = state.node(mod, clsStmt);
     const usageRoots = state.usageRootsFound;
     return {
       target: { mod, className, node: root },
@@ -281,6 +280,7 @@ class State {
   /** modules some definitions of which are imported from their installed module because
    *  they read their own file (ownFileReader) */
   private readonly installedReaders = new Set<CorpusModule>();
+  /** the usage roots (BuildOptions.roots) that resolved to a definition */
   usageRootsFound: UsageRoot[] = [];
 
   constructor(
