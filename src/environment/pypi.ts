@@ -231,6 +231,12 @@ export const TOOL_REQUIREMENTS = ['numpy', 'pytest'];
  *  /root), else ~/.local/share/nnrag. */
 export function nnragHome(): string {
   if (process.env.NNRAG_HOME) return path.resolve(process.env.NNRAG_HOME);
+  return machineHome();
+}
+
+/** nnrag's home when NNRAG_HOME names none: where scripts/setup.sh installs uv when the
+ *  machine has none on PATH. */
+function machineHome(): string {
   if (typeof process.getuid === 'function' && process.getuid() === 0) return '/var/lib/nnrag';
   return path.join(os.homedir(), '.local', 'share', 'nnrag');
 }
@@ -245,7 +251,8 @@ export function envPython(dir: string): string {
   return path.join(dir, 'bin', 'python');
 }
 
-/** uv: NNRAG_UV, else on PATH, else the copy setup.sh installs under nnrag's home. */
+/** uv: NNRAG_UV, else on PATH, else the copy setup.sh installs under nnrag's home
+ *  (NNRAG_HOME's, then the machine's). */
 export function findUv(): string | null {
   const cands = [
     process.env.NNRAG_UV,
@@ -254,6 +261,9 @@ export function findUv(): string | null {
       .filter(Boolean)
       .map((d) => path.join(d, 'uv')),
     path.join(nnragHome(), 'tools', 'bin', 'uv'),
+    // the uv scripts/setup.sh installed is the machine's tool, whatever home NNRAG_HOME
+    // names for the environments (a fresh home found no uv: "uv is not installed")
+    path.join(machineHome(), 'tools', 'bin', 'uv'),
   ];
   for (const c of cands) {
     if (!c) continue;
