@@ -35,14 +35,14 @@ export function codeParts(source: string): CodeParts | null {
   try {
     if (tree.rootNode.hasError) return null;
     const root = syntaxTree(tree, source);
-    const comments: [number, number][] = [];
+    const comments = commentRanges(root);
     const cuts: { from: number; to: number; name: string }[] = [];
     // scope: the class chain of a module- or class-level definition; null inside a
     // function that stays whole (its nested definitions stay with it)
     const walk = (n: SyntaxNode, scope: string[] | null, cut: boolean): void => {
       for (const c of n.namedChildren) {
-        if (c.type === 'comment') comments.push([c.startIndex, c.endIndex]);
-        else if (c.type === 'class_definition') {
+        if (c.type === 'comment') continue;
+        if (c.type === 'class_definition') {
           const name = c.childForFieldName('name')?.text;
           walk(c, scope && name ? [...scope, name] : null, cut);
         } else if (c.type === 'function_definition') {
@@ -64,7 +64,6 @@ export function codeParts(source: string): CodeParts | null {
       }
     };
     walk(root, [], false);
-    comments.sort((a, b) => a[0] - b[0]);
     // the text of [from, to) less the comments and the cut ranges inside it, normalized
     const piece = (from: number, to: number, skip: { from: number; to: number }[]): string => {
       const holes = [
@@ -131,16 +130,7 @@ export function codeAtLines(source: string): string | null {
   const tree = parsePython(source);
   try {
     if (tree.rootNode.hasError) return null;
-    const root = syntaxTree(tree, source);
-    const comments: [number, number][] = [];
-    const walk = (n: SyntaxNode): void => {
-      for (const c of n.namedChildren) {
-        if (c.type === 'comment') comments.push([c.startIndex, c.endIndex]);
-        else walk(c);
-      }
-    };
-    walk(root);
-    comments.sort((a, b) => a[0] - b[0]);
+    const comments = commentRanges(syntaxTree(tree, source));
     let out = '';
     let at = 0;
     for (const [s, e] of comments) {
@@ -157,4 +147,18 @@ export function codeAtLines(source: string): string | null {
   } finally {
     tree.delete();
   }
+}
+
+/** The byte ranges of the comments under `root`, in order (comments are not tokens,
+ *  Language Reference §2.1.3: a digest of code leaves them out). */
+function commentRanges(root: SyntaxNode): [number, number][] {
+  const out: [number, number][] = [];
+  const walk = (n: SyntaxNode): void => {
+    for (const c of n.namedChildren) {
+      if (c.type === 'comment') out.push([c.startIndex, c.endIndex]);
+      else walk(c);
+    }
+  };
+  walk(root);
+  return out.sort((a, b) => a[0] - b[0]);
 }
