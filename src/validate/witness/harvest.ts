@@ -309,13 +309,14 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
   if (o.reuse && Array.isArray(list.reads)) out.listReads = list.reads;
   if (list.notes && Object.keys(list.notes).length) out.notes = list.notes;
   let docsMs = 0;
+  const budgets = { memoryMb: o.repoMemoryMb ?? 131072, stallRuns };
   const order = new GreedyOrder(
     list.entries.filter((e) => !DOC_KINDS.has(e.kind)),
-    { memoryMb: o.repoMemoryMb ?? 131072, stallRuns },
+    budgets,
   );
   const docsOrder = new GreedyOrder(
     list.entries.filter((e) => DOC_KINDS.has(e.kind)),
-    { memoryMb: o.repoMemoryMb ?? 131072, stallRuns },
+    budgets,
   );
   const docsBudget = o.docsMs ?? repoMs;
   const workers = Math.max(1, pool.workerCount);
@@ -593,7 +594,7 @@ export function stepTimeoutMs(budgetMs: number): number {
 }
 
 /** Entry points of one source in a row whose runs witnessed no new class, after which that
- *  source stops (its entries left are skipped), and a phase stops once every source it has
+ *  source stops (its entries left are not run), and a phase stops once every source it has
  *  left has: coverage stopped growing (the rest of its budget would buy nothing the order
  *  foresees). The sources (`stallSource`) are the repository's builders, its tests, its
  *  docstring examples, its Markdown code blocks and its examples/ scripts: what one yields
@@ -643,7 +644,7 @@ export class GreedyOrder {
   stopped: 'memory' | 'time' | 'coverage' | undefined;
   /** per source (stallSource): runs since its last that witnessed a new class (or called one first) */
   private readonly sinceGain = new Map<string, number>();
-  /** sources that ran STALL_RUNS entry points in a row without a gain: their entries are skipped */
+  /** sources that ran STALL_RUNS entry points in a row without a gain: their entries stay pending, unrun */
   readonly stalled = new Set<string>();
   private readonly memoryMb: number;
   private readonly stallRuns: number;
