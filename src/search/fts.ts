@@ -771,10 +771,7 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
   // where each word matches among the candidates: one query per field (FTS5 column
   // filters), far cheaper than an auxiliary function per row; IDF over the whole library
   // (its counts are made inside FTS5)
-  const n = Math.max(
-    1,
-    memoized(store, 'documents', () => countDocs(store, { repos: [], categories: [], validated: false, all: true })),
-  );
+  const n = Math.max(1, libraryDocuments(store));
   const idf: number[] = [];
   const fieldExpr = (expr: string, g: (typeof FIELDS)[number]) => `{${g.columns.join(' ')}} : (${expr})`;
   // among the candidates: one pass over the matches (a column filter cannot be looked up
@@ -937,6 +934,13 @@ export function listDocs(store: IndexStore): SearchDoc[] {
   return storedDocs(store);
 }
 
+/** The number of documents in the library (IDF's N), kept until the store changes. */
+function libraryDocuments(store: IndexStore): number {
+  return memoized(store, 'documents', () =>
+    countDocs(store, { repos: [], categories: [], validated: false, all: true }),
+  );
+}
+
 /**
  * Build what every query of this store state reads before its first query needs it: the
  * filter columns, the class names' index, the number of documents and the facets (kept
@@ -947,7 +951,7 @@ export function listDocs(store: IndexStore): SearchDoc[] {
 export function prepareSearch(store: IndexStore): void {
   filterColumns(store);
   nameIndex(store);
-  memoized(store, 'documents', () => countDocs(store, { repos: [], categories: [], validated: false, all: true }));
+  libraryDocuments(store);
   facets(store);
 }
 
