@@ -19,6 +19,7 @@ import { normalizeDistName } from '../environment/names.js';
 import { defaultEnvDir, envPython, lockDigestOf } from '../environment/pypi.js';
 import { NnragError } from '../util/errors.js';
 import { WorkerPool, type PoolWorker } from '../util/pool.js';
+import { treeCpuMs } from '../util/procs.js';
 import {
   sandboxCanRead,
   defaultLimits,
@@ -49,6 +50,42 @@ import { passesStages } from './record.js';
 type HarnessMessage = any;
 
 const WORKER_START_TIMEOUT_MS = 120000;
+/** A start may take longer than WORKER_START_TIMEOUT_MS of wall time only while it keeps
+ *  computing (a loaded machine slows it down; a start blocked on nothing does not
+ *  compute): at most this much CPU, and this many times the wall timeout. */
+const WORKER_START_CPU_MS = 120000;
+const WORKER_START_WALL_FACTOR = 10;
+/** the window over which a start must have computed to be given more time, and the share
+ *  of one CPU it must have used in it */
+const WORKER_START_WINDOW_MS = 30000;
+const WORKER_START_MIN_SHARE = 0.02;
+const WORKER_START_CHECK_MS = 5000;
+
+/** Why a worker that has not said it is ready should be stopped now, or null to wait
+ *  longer. `cpu` holds readings of the worker's process tree CPU time as [wallMs, cpuMs]
+ *  (oldest first; empty where /proc cannot be read, which keeps the plain wall timeout). */
+export function startOverdue(wallMs: number, cpu: [number, number][]): string | null {
+  const plain = `worker did not start within ${WORKER_START_TIMEOUT_MS} ms`;
+  if (wallMs < WORKER_START_TIMEOUT_MS) return null;
+  const last = cpu[cpu.length - 1];
+  if (!last) return plain;
+  if (last[1] >= WORKER_START_CPU_MS)
+    return `worker did not start within ${WORKER_START_CPU_MS} ms of CPU time (${Math.round(wallMs)} ms of wall time)`;
+  if (wallMs >= WORKER_START_TIMEOUT_MS * WORKER_START_WALL_FACTOR)
+    return `worker did not start within ${WORKER_START_TIMEOUT_MS * WORKER_START_WALL_FACTOR} ms (still computing: the machine is overloaded)`;
+  // the reading at least a window before the last one
+  let base: [number, number] | undefined;
+  for (let i = cpu.length - 1; i >= 0; i--)
+    if (last[0] - cpu[i][0] >= WORKER_START_WINDOW_MS) {
+      base = cpu[i];
+      break;
+    }
+  if (!base) return null; // not a window of readings yet
+  const share = (last[1] - base[1]) / (last[0] - base[0]);
+  return share < WORKER_START_MIN_SHARE
+    ? `${plain} (and it computed for ${Math.round(last[1] - base[1])} ms in the last ${Math.round(last[0] - base[0])} ms: it waits on something)`
+    : null;
+}
 /** extra time the TS watchdog gives the harness beyond a request's wall-clock backstop */
 const WATCHDOG_GRACE_MS = 10000;
 /** A request's timeout is CPU time of its candidate; the harness ends a candidate that
@@ -157,24 +194,41 @@ class Worker implements PoolWorker<Job> {
     const p = new Promise<void>((resolve, reject) => {
       this.readyWaiters = { resolve, reject };
     });
-    const t = setTimeout(
-      () => this.fail(new Error(`worker did not start within ${WORKER_START_TIMEOUT_MS} ms`)),
-      WORKER_START_TIMEOUT_MS,
-    );
+    // the start deadline: wall time, extended while the worker's processes compute
+    // (startOverdue); readings of their CPU time every WORKER_START_CHECK_MS
+    const t0 = performance.now();
+    const readings: [number, number][] = [];
+    let procReadable = true;
+    const t = setInterval(() => {
+      const wall = performance.now() - t0;
+      if (procReadable && proc.pid !== undefined) {
+        const cpu = treeCpuMs(proc.pid);
+        if (cpu === null) procReadable = false;
+        else {
+          readings.push([wall, cpu]);
+          if (readings.length > 64) readings.splice(0, readings.length - 64);
+        }
+      }
+      const why = startOverdue(wall, procReadable ? readings : []);
+      if (why) {
+        clearInterval(t);
+        this.fail(new Error(why));
+      }
+    }, WORKER_START_CHECK_MS);
     proc.on('error', (e) => {
       this.stderrTail += String(e);
       this.fail(e);
       // a process that could not be spawned emits no 'exit'
       if (proc.pid === undefined) {
-        clearTimeout(t);
+        clearInterval(t);
         this.onExit(null, null);
       }
     });
     proc.on('exit', (code, signal) => {
-      clearTimeout(t);
+      clearInterval(t);
       this.onExit(code, signal);
     });
-    return p.finally(() => clearTimeout(t));
+    return p.finally(() => clearInterval(t));
   }
 
   private fail(e: Error) {
