@@ -595,6 +595,7 @@ async function slimOrFaithful(
   namespace: NamespaceMap | undefined,
   validate: (req: ValidationRequest, label: string) => Promise<ValidationResult>,
   costs: Costs,
+  probes: Map<string, Promise<boolean | undefined>>,
   whole?: () => Promise<ValidationResult>,
 ): Promise<{ record: BlockRecord; text: string; result: ValidationResult }> {
   let faithful = known;
@@ -624,13 +625,29 @@ async function slimOrFaithful(
   if (!slim.text) return fallback(`slim emission failed: ${slim.record.error ?? 'no text'}`);
   // decorators not proven statically: the sandbox applies them to a fresh class
   if (slim.unknownDecorators?.length && namespace && faithful.stages.import === 'pass') {
-    const probe = probeSource(
-      req.source,
-      namespace,
-      slim.unknownDecorators.map((d) => ({ key: d.key, module: d.mod.name, line: d.line, target: d.target })),
-    );
+    // A probe applies each decorator expression to a fresh class or function, so its
+    // verdict is the decorator's, whichever block's module it runs after: a decorator
+    // site (repository, module, line, text) probed once in this run, with the same roots,
+    // is not probed again (a block whose probe is running waits for it). A probe passes
+    // when every decorator in it returns its argument: those already proven are left out
+    // of it, and one already refused refuses it.
+    const roots = req.original?.sysPath?.join('\0') ?? '';
+    const sites = slim.unknownDecorators.map((d) => ({ d, k: `${roots}\n${d.key}\n${d.text}` }));
+    const earlier = await Promise.all(sites.map(({ k }) => probes.get(k)));
+    const refused = earlier.includes(false);
+    const known = sites.filter((_, i) => earlier[i] === true).map(({ d }) => d.key);
+    const todo = sites.filter((_, i) => earlier[i] === undefined);
+    const probe =
+      refused || !todo.length
+        ? null
+        : probeSource(
+            req.source,
+            namespace,
+            todo.map(({ d }) => ({ key: d.key, module: d.mod.name, line: d.line, target: d.target })),
+          );
+    let passed = !refused && known.length > 0;
     if (probe) {
-      const r = await validate(
+      const run = validate(
         {
           id: `${id}#decorator-probe`,
           source: probe.source,
@@ -640,14 +657,23 @@ async function slimOrFaithful(
           ...(req.original ? { universe: req.original.sysPath } : {}),
         },
         'decorator probe',
-      );
-      if (r.stages.import === 'pass') {
-        proven = probe.keys;
-        slim = costs.time('emission slim', repo, () =>
-          extractText(ws, id, { ...opts, profile: 'slim' }, { seeds, entry, proven: new Set(proven) }),
-        );
-      }
+      ).then((r) => r.stages.import === 'pass');
+      const probed = todo.filter(({ d }) => probe.keys.includes(d.key));
+      // a failed probe of several decorators does not say which one refused
+      const verdict = run.then((ok) => (ok || probed.length === 1 ? ok : undefined)).catch(() => undefined);
+      for (const { k } of probed) probes.set(k, verdict);
+      passed = await run;
+      // in the order of the sites, however the run's blocks were interleaved
+      if (passed)
+        proven = sites.filter(({ d }) => known.includes(d.key) || probe.keys.includes(d.key)).map(({ d }) => d.key);
+    } else if (passed) {
+      proven = known;
+      costs.count('validate decorator probe (proven earlier in the run)', repo);
     }
+    if (passed && proven.length)
+      slim = costs.time('emission slim', repo, () =>
+        extractText(ws, id, { ...opts, profile: 'slim' }, { seeds, entry, proven: new Set(proven) }),
+      );
   }
   const emission = slim.record.emission;
   if (slim.text === req.source) {
@@ -942,6 +968,9 @@ export async function extractAndValidate(
     // per block, whether the request's providers could bear on any of its validations
     // (their result says which parameters the providers could fill: providersRelevant)
     const providersMatter = new Set<string>();
+    // decorator sites proven (true) or refused (false) by a probe in this environment
+    // during this run, or being probed (slimOrFaithful)
+    const decoratorProbes = new Map<string, Promise<boolean | undefined>>();
     const validateCached = async (req: ValidationRequest, label: string): Promise<ValidationResult> => {
       const r = await validateCachedRaw(req, label);
       if (req.providers && providersRelevant(r)) providersMatter.add(req.id.split('#')[0]);
@@ -1183,6 +1212,7 @@ export async function extractAndValidate(
               namespace,
               validateCached,
               costs,
+              decoratorProbes,
               whole,
             );
             record = chosen.record;

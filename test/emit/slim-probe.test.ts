@@ -4,12 +4,13 @@
 // it. Real tree-sitter, SQLite, torch and sandbox (fixture test/fixtures/slim).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chmodSync, cpSync } from 'node:fs';
+import { chmodSync, cpSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as api from '../../src/nnrag.js';
 import { extractAndValidate } from '../../src/pipeline/pipeline.js';
 import { ValidatorPool } from '../../src/validate/index.js';
 import { fixture, tempDir } from '../helpers.js';
+import { Costs } from '../../src/util/costs.js';
 import { cannotValidate } from '../validate/common.js';
 
 test('a decorator that marks the function it returns is not removed by slim', async (t) => {
@@ -46,6 +47,57 @@ test('a decorator that marks the function it returns is not removed by slim', as
     assert.ok(!(rec.emission.removed ?? []).some((r) => r.what === '@torch.jit.unused'), JSON.stringify(rec.emission));
     const stored = api.extractText(ws, id, { profile: rec.emission.profile }).text;
     assert.match(stored, /^@torch\.jit\.unused\ndef debug_stats/m);
+  } finally {
+    await pool.close();
+    ws.close();
+  }
+});
+
+test('a decorator site in the closure of several blocks is probed once per run', async (t) => {
+  const skip = await cannotValidate(true);
+  if (skip) return t.skip(skip);
+  const dir = tempDir();
+  chmodSync(dir, 0o755);
+  const repo = path.join(dir, 'repo');
+  cpSync(fixture('slim'), repo, { recursive: true });
+  const ws = api.Workspace.open(path.join(dir, 'store'), { create: true });
+  const pool = await ValidatorPool.start({ workers: 1 });
+  try {
+    await api.index(ws, {
+      repos: [
+        {
+          name: 'org/slim',
+          url: null,
+          path: repo,
+          priority: 1,
+          paths: ['slimpkg'],
+          description: null,
+          packageRoots: null,
+        },
+      ],
+    });
+    api.discover(ws);
+    const ids = ['slimpkg.gated.SharedGate', 'slimpkg.gated.GatedA', 'slimpkg.gated.GatedB'];
+    const costs = new Costs();
+    const recs = await extractAndValidate(ws, ids, { validator: pool, out: path.join(dir, 'library'), costs });
+    const count = (phase: string) =>
+      costs
+        .table('t')
+        .rows.filter((r) => r.phase === phase)
+        .reduce((n, r) => n + r.count, 0);
+    for (const r of recs) {
+      assert.equal(r.ok, true, `${r.id}: ${r.validation?.error ?? ''}`);
+      // every block's slim module lost the registration, proven by the one probe
+      assert.equal(r.emission.profile, 'slim', r.id);
+      assert.deepEqual(r.emission.proven, ['org/slim:slimpkg.gated:9'], r.id);
+      assert.ok(
+        (r.emission.removed ?? []).some((x) => x.what === '@HOOKS.register'),
+        r.id,
+      );
+      assert.doesNotMatch(readFileSync(r.file!, 'utf8'), /^@HOOKS\.register$/m, r.id);
+    }
+    assert.equal(count('validate decorator probe import'), 1);
+    assert.equal(count('validate decorator probe (proven earlier in the run)'), 2);
   } finally {
     await pool.close();
     ws.close();
