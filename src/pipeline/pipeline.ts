@@ -31,7 +31,7 @@ import { putCachedValidation, getCachedValidation, getExtraction, putExtraction,
 import { missingLookup } from '../validate/missing.js';
 import type { Ref, StatementFacts } from '../parse/types.js';
 import type { Corpus, CorpusModule } from '../resolve/corpus.js';
-import { PROBE_CLASS, probeSource } from '../emit/slim/probe.js';
+import { PROBE_CLASS, probeSource, probeVerdicts } from '../emit/slim/probe.js';
 import { entryCallFromArgs, entryCallFromText, type EntryCall } from '../emit/slim/entry.js';
 import {
   DEFAULT_REQUIRED_STAGES,
@@ -657,12 +657,25 @@ async function slimOrFaithful(
           ...(req.original ? { universe: req.original.sysPath } : {}),
         },
         'decorator probe',
-      ).then((r) => r.stages.import === 'pass');
+      );
       const probed = todo.filter(({ d }) => probe.keys.includes(d.key));
-      // a failed probe of several decorators does not say which one refused
-      const verdict = run.then((ok) => (ok || probed.length === 1 ? ok : undefined)).catch(() => undefined);
-      for (const { k } of probed) probes.set(k, verdict);
-      passed = await run;
+      // a failed probe says which decorators refused (probeVerdicts); one that failed
+      // otherwise decides only a probe of one decorator
+      const verdicts = run
+        .then((r) => {
+          if (r.stages.import === 'pass') return probe.keys.map(() => true);
+          return (
+            probeVerdicts(r.error, probe.keys.length) ??
+            probe.keys.map(() => (probe.keys.length === 1 ? false : undefined))
+          );
+        })
+        .catch(() => probe.keys.map(() => undefined));
+      for (const { d, k } of probed)
+        probes.set(
+          k,
+          verdicts.then((v) => v[probe.keys.indexOf(d.key)]),
+        );
+      passed = (await run).stages.import === 'pass';
       // in the order of the sites, however the run's blocks were interleaved
       if (passed)
         proven = sites.filter(({ d }) => known.includes(d.key) || probe.keys.includes(d.key)).map(({ d }) => d.key);

@@ -4,6 +4,7 @@
 // it. Real tree-sitter, SQLite, torch and sandbox (fixture test/fixtures/slim).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { chmodSync, cpSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as api from '../../src/nnrag.js';
@@ -11,7 +12,9 @@ import { extractAndValidate } from '../../src/pipeline/pipeline.js';
 import { ValidatorPool } from '../../src/validate/index.js';
 import { fixture, tempDir } from '../helpers.js';
 import { Costs } from '../../src/util/costs.js';
-import { cannotValidate } from '../validate/common.js';
+import { cannotValidate, torchPython } from '../validate/common.js';
+import { probeSource, probeVerdicts } from '../../src/emit/slim/probe.js';
+import type { NamespaceMap } from '../../src/emit/emitter.js';
 
 test('a decorator that marks the function it returns is not removed by slim', async (t) => {
   const skip = await cannotValidate(true);
@@ -102,4 +105,41 @@ test('a decorator site in the closure of several blocks is probed once per run',
     await pool.close();
     ws.close();
   }
+});
+
+test("a failed probe names each decorator's verdict, also when one raises", async (t) => {
+  const found = await torchPython();
+  if (!found) return t.skip('no Python with torch');
+  const python = found.python;
+  // `wrap` runs at the module's top level only (as torch.fx.wrap): the module imports,
+  // the probe's second decorator raises
+  const module = [
+    'class Reg:',
+    '    loaded = False',
+    '    def keep(self, f):',
+    '        return f',
+    '    def wrap(self, f):',
+    '        if Reg.loaded:',
+    "            raise NotImplementedError('must be called at the top level')",
+    '        return f',
+    'R = Reg()',
+    '@R.keep',
+    'def a():',
+    '    pass',
+    '@R.wrap',
+    'def b():',
+    '    pass',
+    'Reg.loaded = True',
+  ].join('\n');
+  // the namespace map: one statement of module m at lines 1-16, copied at lines 1-16
+  const probe = probeSource(module, { statements: [[1, 16, 'm', 1, 16]] } as unknown as NamespaceMap, [
+    { key: 'k:m:10', module: 'm', line: 10, target: 'function' },
+    { key: 'k:m:13', module: 'm', line: 13, target: 'function' },
+  ])!;
+  assert.deepEqual(probe.keys, ['k:m:10', 'k:m:13']);
+  const r = spawnSync(python, ['-c', probe.source], { encoding: 'utf8', timeout: 120_000 });
+  assert.notEqual(r.status, 0);
+  assert.deepEqual(probeVerdicts(r.stderr, probe.keys.length), [true, false], r.stderr.slice(-500));
+  assert.equal(probeVerdicts('ImportError: no module named x', 1), null);
+  assert.equal(probeVerdicts(r.stderr, 3), null); // not this probe's count of keys
 });

@@ -60,10 +60,16 @@ def _nnrag_identity_probe():
         # a registration leaves the object as it was: a decorator that marks it
         # (@torch.jit.unused sets an attribute TorchScript reads) changes what it means
         before = dict(vars(obj))
-        out = make()(obj)
+        try:
+            out = make()(obj)
+        except Exception:
+            # (torch.fx.wrap refuses to run outside a module's top level): not a registration
+            same.append(False)
+            continue
         after = dict(vars(obj))
         same.append(out is obj and after.keys() == before.keys() and all(after[k] is before[k] for k in before))
     if not all(same):
+        # one verdict per decorator, in the order of the probe's keys (probeVerdicts)
         raise AssertionError('nnrag: a decorator does not return its argument: %r' % same)
 
 
@@ -75,4 +81,14 @@ class ${PROBE_CLASS}(_nnrag_torch.nn.Module):
         return x
 `;
   return { source, keys };
+}
+
+/** Each decorator's verdict, in the order of the probe's keys, read from the error of a
+ *  probe that failed on its identity check; null when it failed otherwise. */
+export function probeVerdicts(error: string | null | undefined, keys: number): boolean[] | null {
+  const m = /nnrag: a decorator does not return its argument: \[((?:True|False)(?:, (?:True|False))*)\]/.exec(
+    error ?? '',
+  );
+  const v = m ? m[1].split(', ').map((x) => x === 'True') : null;
+  return v && v.length === keys ? v : null;
 }
