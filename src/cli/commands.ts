@@ -415,6 +415,10 @@ export const commands: Record<string, Command> = {
             `for what Debian does not package (${noDeb.map((g) => g.distribution).join(', ')}): ${ENVIRONMENT_STEP}`,
           );
       }
+      for (const sh of rep.shadowed ?? [])
+        lines.push(
+          `warning: the checkout of ${sh.repo} (${sh.package}/) is imported ahead of the installed ${sh.installed}, whose compiled files it lacks (${sh.missing.slice(0, 4).join(', ')}${sh.missing.length > 4 ? `, … ${sh.missing.length} in all` : ''}): its imports fail in validation and harvests. Build them in the checkout (\`python setup.py build_ext --inplace\` or \`pip install -e .\` there) or index a checkout that has them`,
+        );
       ctx.out(lines.join('\n'), rep);
       return rep.problems.length ? 1 : 0;
     },

@@ -26,6 +26,7 @@ import {
   type PyPIOptions,
 } from '../environment/pypi.js';
 import { KV_KEYS } from '../store/kv.js';
+import { shadowedPackages, type ShadowedPackage } from '../environment/shadowing.js';
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 
@@ -36,7 +37,7 @@ export async function doctor(
   opts: PoolOptions = {},
   ws?: Workspace,
   onWarning?: (m: string) => void,
-): Promise<DoctorReport & { missing?: EnvironmentGap[] }> {
+): Promise<DoctorReport & { missing?: EnvironmentGap[]; shadowed?: ShadowedPackage[] }> {
   const rep = await checkEnvironment(opts);
   if (!ws || !rep.distributions || rep.rootfs) return rep;
   const installed = new Set(rep.distributions.map((d) => normalizeDistName(d.split('==')[0])));
@@ -54,7 +55,19 @@ export async function doctor(
     installed,
     versions,
   );
-  return { ...rep, missing };
+  // a checkout validation puts ahead of an installed release whose compiled files it lacks
+  const roots = new Map(ws.store.listRepos().map((r) => [r.name, r.root]));
+  const shadowed = shadowedPackages(
+    [...storePackages(ws)]
+      .filter(([repo]) => roots.has(repo))
+      .map(([repo, packages]) => ({
+        repo,
+        root: roots.get(repo)!,
+        packages,
+      })),
+    rep.sysPath ?? [],
+  );
+  return { ...rep, missing, shadowed };
 }
 
 /** What a store's repositories need in a root filesystem (`env create/sync --store`): the

@@ -105,6 +105,7 @@ export async function doctor(opts: PoolOptions = {}): Promise<DoctorReport> {
       probe: used,
     });
     report.distributions = used?.distributions ?? [];
+    if (!rootfs && used?.path) report.sysPath = used.path;
   }
   return report;
 }

@@ -180,6 +180,8 @@ export interface DoctorReport {
   envId: string | null;
   /** installed distributions (`name==version`) that the environment id covers */
   distributions?: string[];
+  /** the interpreter's sys.path (without a root filesystem) */
+  sysPath?: string[];
   /** with --rootfs: its installed Debian packages (`name=version`, part of the id) */
   debianPackages?: string[];
   /** with --rootfs: what `nnrag env create/sync --store` asked for and got (environment/debian.ts) */
