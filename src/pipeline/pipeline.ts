@@ -682,7 +682,7 @@ async function slimOrFaithful(
     } else if (passed) {
       proven = known;
       costs.count('validate decorator probe (proven earlier in the run)', repo);
-    }
+    } else if (refused) costs.count('validate decorator probe (refused earlier in the run)', repo);
     if (passed && proven.length)
       slim = costs.time('emission slim', repo, () =>
         extractText(ws, id, { ...opts, profile: 'slim' }, { seeds, entry, proven: new Set(proven) }),
