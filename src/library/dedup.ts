@@ -638,10 +638,11 @@ export function storedMinHash(
   const copy = new Uint8Array((data.byteLength + 7) & ~7 || 8);
   copy.set(data);
   const S = newSigStore(1);
-  if (!putEncoded(S, 0, new Uint32Array(copy.buffer), 0, data.byteLength, error)) return null;
   const u32 = new Uint32Array(copy.buffer);
-  const sig = (c: Column) => (S.valid[0] ? u32.slice(c.off[0], c.off[0] + MINHASH_K) : null);
-  return { ints: S.ints[0], tokens: u32[8], nearSig: sig(S.nearSig), structuralSig: sig(S.structSig) };
+  if (!putEncoded(S, 0, u32, 0, data.byteLength, error)) return null;
+  const s = HEADER_WORDS + RANGES;
+  const sig = (at: number) => (S.valid[0] ? u32.slice(at, at + MINHASH_K) : null);
+  return { ints: S.ints[0], tokens: u32[8], nearSig: sig(s), structuralSig: sig(s + MINHASH_K) };
 }
 
 /** Stored signatures copied into large buffers, each new buffer as large as all before it
@@ -651,23 +652,20 @@ export function storedMinHash(
  *  CPU more than growing ones (11). */
 class Arena {
   private u32 = new Uint32Array(0);
-  private u8 = new Uint8Array(0);
   private used = 0;
   private total = 0;
   /** the buffer and word `put` last wrote to */
   buf = this.u32;
   at = 0;
-  /** copy `data` (sets `buf` and `at`) */
-  put(data: Uint8Array): void {
-    const words = (data.byteLength + 3) >>> 2;
+  /** copy words [from, from + words) of `src` (sets `buf` and `at`) */
+  put(src: Uint32Array, from: number, words: number): void {
     if (this.used + words > this.u32.length) {
       const size = Math.max(16 << 20, words, Math.min(this.total, 256 << 20));
       this.u32 = new Uint32Array(size);
-      this.u8 = new Uint8Array(this.u32.buffer);
       this.total += size;
       this.used = 0;
     }
-    this.u8.set(data, this.used * 4);
+    this.u32.set(src.subarray(from, from + words), this.used);
     this.buf = this.u32;
     this.at = this.used;
     this.used += words;
@@ -675,12 +673,22 @@ class Arena {
 }
 
 /**
- * Block g's columns of S pointed at its encoded signature, `bytes` bytes from word `w` of
- * `u32` (read in place: the columns keep `u32`), except its set keys and range counts,
- * copied into S's own arrays. False, and nothing set, when the bytes are not a signature of
- * this version and layout: the caller computes that block's signature instead.
+ * Block g's columns of S from its encoded signature, `bytes` bytes from word `w` of `u32`:
+ * its set keys and range counts copied into S's own arrays, the LSH band keys of its two
+ * MinHash signatures computed (S.nearBands, S.structBands: the MinHash is read for nothing
+ * else, so it is not kept), and its two shingle sets read in place (the columns keep `u32`)
+ * or, with `arena`, copied there. False, and nothing set, when the bytes are not a
+ * signature of this version and layout: the caller computes that block's signature instead.
  */
-function putEncoded(S: SigStore, g: number, u32: Uint32Array, w: number, bytes: number, error: string | null): boolean {
+function putEncoded(
+  S: SigStore,
+  g: number,
+  u32: Uint32Array,
+  w: number,
+  bytes: number,
+  error: string | null,
+  arena?: Arena,
+): boolean {
   if (bytes < HEADER_WORDS * 4 || w * 4 + bytes > u32.byteLength) return false;
   if (u32[w + 4] !== ENCODING_MAGIC || u32[w + 5] !== SIGNATURE_VERSION) return false;
   const flags = u32[w + 6];
@@ -702,18 +710,57 @@ function putEncoded(S: SigStore, g: number, u32: Uint32Array, w: number, bytes: 
   S.errors[g] = valid || empty ? null : error;
   // the two keys (doubles, words 0-3) and the range counts (RANGES words of u16 pairs)
   for (let k = 0; k < 4; k++) S.keyWords[g * 4 + k] = u32[w + k];
-  if (valid) for (let k = 0; k < RANGES; k++) S.countWords[g * RANGES + k] = u32[w + HEADER_WORDS + k];
+  if (valid) {
+    // the range counts cut each set into its ranges (rangesReach): they must add up to the
+    // set's size (a set of more than 65,535 elements has none, and is merged whole)
+    let sn = 0,
+      ss = 0;
+    for (let k = 0; k < RANGES; k++) {
+      const c = u32[w + HEADER_WORDS + k];
+      if (k < RANGES / 2) sn += (c & 0xffff) + (c >>> 16);
+      else ss += (c & 0xffff) + (c >>> 16);
+    }
+    if ((nNear <= 0xffff && sn !== nNear) || (nStruct <= 0xffff && ss !== nStruct)) return false;
+    for (let k = 0; k < RANGES; k++) S.countWords[g * RANGES + k] = u32[w + HEADER_WORDS + k];
+  }
+  const s = w + HEADER_WORDS + RANGES;
+  if (valid) {
+    bandKeysInto(u32, s, S.nearBands, S.nearBandKeys, g);
+    bandKeysInto(u32, s + K, S.structBands, S.structBandKeys, g);
+  }
+  let sets = u32,
+    at = s + 2 * K;
+  if (arena) {
+    arena.put(u32, at, nNear + nStruct);
+    sets = arena.buf;
+    at = arena.at;
+  }
   const put = (c: Column, off: number, len: number) => {
-    c.arr[g] = u32;
+    c.arr[g] = sets;
     c.off[g] = off;
     c.len[g] = len;
   };
-  const s = w + HEADER_WORDS + RANGES;
-  put(S.nearSig, s, valid ? K : 0);
-  put(S.structSig, s + K, valid ? K : 0);
-  put(S.nearSet, s + 2 * K, nNear);
-  put(S.structSet, s + 2 * K + nNear, nStruct);
+  put(S.nearSet, at, nNear);
+  put(S.structSet, at + nNear, nStruct);
   return true;
+}
+
+/** The LSH band keys of block g's MinHash signature sig[at, at + K): `bands.b` keys from
+ *  `keys[g · bands.b]` (bandKeyIn of each band; without the integer-literal hash, which
+ *  lshPairs mixes in). Nothing when `keys` has no room (a store without banding). */
+function bandKeysInto(sig: Uint32Array, at: number, bands: { b: number; r: number }, keys: Uint32Array, g: number) {
+  const b = bands.b;
+  if (keys.length < (g + 1) * b) return;
+  for (let band = 0; band < b; band++) keys[g * b + band] = bandKeyIn(sig, at, band, bands.r);
+}
+
+/** The LSH band keys of every block of a MinHash column (block i's `bands.b` keys from
+ *  i · bands.b), as putEncoded computes them: what lshPairs takes. */
+export function columnBandKeys(sig: Column, bands: { b: number; r: number }): Uint32Array {
+  const n = sig.off.length;
+  const keys = new Uint32Array(n * bands.b);
+  for (let i = 0; i < n; i++) if (sig.len[i]) bandKeysInto(sig.arr[i], sig.off[i], bands, keys, i);
+  return keys;
 }
 
 // (Tried: a chunk's texts sent as one joined string and their end offsets instead of one
@@ -847,8 +894,12 @@ interface SigStore {
   exactHi: Uint32Array;
   exactLo: Uint32Array;
   errors: (string | null)[];
-  nearSig: Column;
-  structSig: Column;
+  /** LSH banding of the two passes, and each block's band keys (block g's from g · b;
+   *  empty when the store is not for clustering) */
+  nearBands: { b: number; r: number };
+  structBands: { b: number; r: number };
+  nearBandKeys: Uint32Array;
+  structBandKeys: Uint32Array;
   nearSet: Column;
   structSet: Column;
   nearKey: Column<Float64Array>;
@@ -861,7 +912,7 @@ interface SigStore {
   countWords: Uint32Array;
 }
 
-function newSigStore(n: number): SigStore {
+function newSigStore(n: number, nearBands = { b: 0, r: 0 }, structBands = { b: 0, r: 0 }): SigStore {
   const column = <A extends Uint32Array | Uint16Array | Float64Array>(): Column<A> => ({
     arr: new Array<A>(n),
     off: new Uint32Array(n),
@@ -876,8 +927,10 @@ function newSigStore(n: number): SigStore {
     exactHi: new Uint32Array(n),
     exactLo: new Uint32Array(n),
     errors: new Array<string | null>(n).fill(null),
-    nearSig: column(),
-    structSig: column(),
+    nearBands,
+    structBands,
+    nearBandKeys: new Uint32Array(n * nearBands.b),
+    structBandKeys: new Uint32Array(n * structBands.b),
     nearSet: column(),
     structSet: column(),
     nearKey: { arr: new Array<Float64Array>(n).fill(keys), off: new Uint32Array(n), len: new Uint32Array(n).fill(1) },
@@ -975,43 +1028,6 @@ class SetProbe {
 }
 
 /**
- * A bounded, lossy memo of pairs that failed verification (a direct-mapped table of node
- * pairs): a pair proposed again by another band is usually not verified twice, and memory
- * stays fixed however many pairs fail (a JS Set stops at 2^24 entries: 10^6 copies of a
- * few hundred blocks propose ~10^9 pairs). Forgetting a pair only costs a re-verification,
- * never a different answer. The table grows with the number of nodes (16 slots a node, at
- * most 2^24: 128 MB), keyed by the pair itself (no 53-bit arithmetic).
- */
-class FailedPairs {
-  /** slot k: the pair (xy[2k], xy[2k + 1]), one cache line per lookup */
-  private xy: Int32Array;
-  private mask: number;
-  constructor(nodes: number) {
-    let bits = 10;
-    while (bits < 24 && 1 << bits < nodes * 16) bits++;
-    this.xy = new Int32Array(2 << bits).fill(-1);
-    this.mask = (1 << bits) - 1;
-  }
-  private slot(x: number, y: number): number {
-    return (mix32(Math.imul(x, 0x9e3779b1) ^ y) & this.mask) << 1;
-  }
-  /** x < y */
-  has(x: number, y: number): boolean {
-    const s = this.slot(x, y);
-    return this.xy[s] === x && this.xy[s + 1] === y;
-  }
-  /** x < y */
-  add(x: number, y: number): void {
-    const s = this.slot(x, y);
-    this.xy[s] = x;
-    this.xy[s + 1] = y;
-  }
-  clear(): void {
-    this.xy.fill(-1);
-  }
-}
-
-/**
  * Per-range counts of the blocks' shingle sets, for an exact upper bound of an
  * intersection that costs RANGES steps instead of a merge of both sets: the hash space is
  * cut into RANGES ranges by the top bits, and two sets share at most min(count in A, count
@@ -1028,14 +1044,14 @@ function rangeCountsInto(set: Uint32Array, at: number, len: number, out: Uint16A
 }
 
 /** Jaccard of blocks x and y's sets in `set` reaches t: the size bound, the range bound
- *  (`counts`), then the merge. */
+ *  (`counts`), then the merge, range by range (`rangesReach`). */
 function verified(x: number, y: number, set: Column, counts: Column<Uint16Array>, t: number): boolean {
   const na = set.len[x],
     nb = set.len[y];
   if (jaccardBound(na, nb) < t) return false;
   const need = leastIntersection(na, nb, t);
   if (need > Math.min(na, nb)) return false;
-  if (na <= 0xffff && nb <= 0xffff) {
+  if (na > 0 && nb > 0 && na <= 0xffff && nb <= 0xffff) {
     const c = counts.arr[x],
       d = counts.arr[y];
     const bx = counts.off[x],
@@ -1047,8 +1063,59 @@ function verified(x: number, y: number, set: Column, counts: Column<Uint16Array>
       ub += u < v ? u : v;
     }
     if (ub < need) return false;
+    return rangesReach(set.arr[x], set.off[x], c, bx, set.arr[y], set.off[y], d, by, ub - need);
   }
   return jaccardAtLeastIn(set.arr[x], set.off[x], na, set.arr[y], set.off[y], nb, t);
+}
+
+/**
+ * Whether two sorted sets a[ao...] and b[bo...], cut into RANGES ranges by their counts
+ * (c[co + k], d[do + k]: the elements of range k, RangeCounts), share at least
+ * ub − slack elements, where ub = Σ min(c[k], d[k]) (the range bound). Merged range by
+ * range: range k shares at most min(c[k], d[k]) elements, so once the ranges merged so far
+ * fall short of their bound by more than `slack`, the rest cannot make it up and the answer
+ * is no (the intersection is at most ub minus that shortfall). Exact: the same answer as a
+ * merge of the whole sets (jaccardAtLeastIn) with need = ub − slack. The pairs verified at
+ * 10^6 are mostly renamed copies just under the threshold, whose whole merge failed only
+ * near its end; their shortfall builds up evenly over the ranges, so they are refused after
+ * a part of them.
+ */
+export function rangesReach(
+  a: Uint32Array,
+  ao: number,
+  c: Uint16Array,
+  co: number,
+  b: Uint32Array,
+  bo: number,
+  d: Uint16Array,
+  dof: number,
+  slack: number,
+): boolean {
+  let i = ao,
+    j = bo,
+    short = 0;
+  for (let k = 0; k < RANGES; k++) {
+    const u = c[co + k],
+      v = d[dof + k];
+    const ea = i + u,
+      eb = j + v;
+    let inter = 0;
+    while (i < ea && j < eb) {
+      const x = a[i],
+        y = b[j];
+      if (x === y) {
+        inter++;
+        i++;
+        j++;
+      } else if (x < y) i++;
+      else j++;
+    }
+    short += (u < v ? u : v) - inter;
+    if (short > slack) return false;
+    i = ea;
+    j = eb;
+  }
+  return true;
 }
 
 /** Hash of a sorted shingle set set[at, at + len) and the integer-literal hash, as a double (53
@@ -1197,7 +1264,7 @@ export const BUCKET_WITNESSES = 16;
  */
 export function lshPairs(
   nodes: Int32Array,
-  sig: Column,
+  bandKeys: Uint32Array,
   ints: Uint32Array,
   bands: { b: number; r: number },
   find: (i: number) => number,
@@ -1249,7 +1316,11 @@ export function lshPairs(
   // component then (a witness is never dropped, so it was in `wit` at that member's turn).
   // Proposing a settled pair again could change nothing; it is not proposed (before, the
   // lossy memo of failed pairs caught most such repeats, a cache miss each: at 10^6 the
-  // same member met the same witnesses of its block's bucket in nearly every band).
+  // same member met the same witnesses of its block's bucket in nearly every band). So no
+  // pair is handed to `visit` twice (every pair verified was settled in its band), and
+  // `visit` keeps no memo of the pairs that failed: at 10^6 the memo, looked up for each of
+  // the 18.4 million pairs verified, found none of them (one cache miss each into a table of
+  // 128 MB, and one more to add each pair that failed).
   const B = bands.b;
   const keys = new Uint32Array(n * B);
   const how = new Uint8Array(n * B);
@@ -1267,14 +1338,13 @@ export function lshPairs(
     }
     return false;
   };
-  // every band's key of a node at once: a node's signature is read once (one place in
-  // memory per node; band by band, each band cost a cache miss per node)
+  // every band's key of a node, with its integer-literal hash mixed in (the band keys of
+  // each block's signature, `bandKeys`, are computed where the signature is read: the
+  // MinHash is not kept)
   for (let p = 0; p < n; p++) {
     const i = nodes[p];
-    const arr = sig.arr[i],
-      off = sig.off[i],
-      x = ints[i];
-    for (let band = 0; band < B; band++) keys[p * B + band] = mix32(bandKeyIn(arr, off, band, bands.r) ^ x);
+    const x = ints[i];
+    for (let band = 0; band < B; band++) keys[p * B + band] = mix32(bandKeys[i * B + band] ^ x);
   }
   for (let band = 0; band < bands.b; band++) {
     for (let p = 0; p < n; p++) packed[p] = keys[p * B + band] * POS + p;
@@ -1354,17 +1424,28 @@ export async function dedup(blocks: readonly DedupBlock[], opts: DedupOptions = 
   try {
     // 1. signatures: the stored ones the caller hands over, decoded in place; the others
     //    (none stored, or not decodable as this version's) computed from the texts
-    const S = newSigStore(n);
+    const nearBands = chooseBands(MINHASH_K, nearThr);
+    const structBands = chooseBands(MINHASH_K, structThr);
+    const S = newSigStore(n, nearBands, structBands);
     const have = new Uint8Array(n);
     let storedCount = 0;
     if (opts.stored) {
       const arena = new Arena();
+      let scratch = new Uint32Array(1024);
       opts.stored((i, error, data) => {
         if (i < 0 || i >= n || have[i]) return;
-        // copied into large buffers: the caller's buffer (one per row from SQLite) is garbage
-        // at once (kept as the block's storage, 10^6 of them cost 42 times what 10^5 cost)
-        arena.put(data);
-        if (putEncoded(S, i, arena.buf, arena.at, data.byteLength, error)) {
+        // read where the caller has it (copied to an aligned scratch if it is not 4-byte
+        // aligned), its sets copied into large buffers: the caller's buffer (one per row from
+        // SQLite) is garbage at once (kept as the block's storage, 10^6 of them cost 42 times
+        // what 10^5 cost)
+        let u32: Uint32Array;
+        if ((data.byteOffset & 3) === 0) u32 = new Uint32Array(data.buffer, data.byteOffset, data.byteLength >>> 2);
+        else {
+          if (scratch.length * 4 < data.byteLength + 3) scratch = new Uint32Array((data.byteLength >>> 1) + 4);
+          new Uint8Array(scratch.buffer).set(data);
+          u32 = scratch;
+        }
+        if (putEncoded(S, i, u32, 0, data.byteLength, error, arena)) {
           have[i] = 1;
           storedCount++;
         }
@@ -1416,8 +1497,6 @@ export async function dedup(blocks: readonly DedupBlock[], opts: DedupOptions = 
     // 2. exact groups: head = first member; only heads take part in near/structural.
     //    headOf[i]: the head of block i's group (-1: excluded), groupSize[h] the size of
     //    head h's group; heads in the order of their blocks
-    const nearBands = chooseBands(MINHASH_K, nearThr);
-    const structBands = chooseBands(MINHASH_K, structThr);
     const headOf = new Int32Array(n);
     const groupSize = new Int32Array(n);
     let heads: Int32Array = new Int32Array(0);
@@ -1431,7 +1510,6 @@ export async function dedup(blocks: readonly DedupBlock[], opts: DedupOptions = 
       heads = exactGroups(S, n, (i) => bad.has(i), headOf, groupSize);
       ufNear = new UnionFind(n);
       ufAll = new UnionFind(n);
-      const failed = new FailedPairs(heads.length);
       // near: exact Jaccard of token shingles
       nearSame.fill(-1);
       structSame.fill(-1);
@@ -1448,23 +1526,19 @@ export async function dedup(blocks: readonly DedupBlock[], opts: DedupOptions = 
       );
       lshPairs(
         nearNodes,
-        S.nearSig,
+        S.nearBandKeys,
         S.ints,
         nearBands,
         (i) => ufNear.find(i),
         (x, y) => {
           if (S.ints[x] !== S.ints[y] || ufNear.find(x) === ufNear.find(y)) return;
-          const lo = x < y ? x : y,
-            hi = x < y ? y : x;
-          if (failed.has(lo, hi)) return;
           if (verified(x, y, S.nearSet, S.nearCounts, nearThr)) {
             ufNear.union(x, y);
             ufAll.union(x, y);
-          } else failed.add(lo, hi);
+          }
         },
         lshStats,
       );
-      failed.clear();
       // structural: exact Jaccard of structural shingles
       const structNodes = collapseIdentical(
         heads,
@@ -1476,17 +1550,13 @@ export async function dedup(blocks: readonly DedupBlock[], opts: DedupOptions = 
       );
       lshPairs(
         structNodes,
-        S.structSig,
+        S.structBandKeys,
         S.ints,
         structBands,
         (i) => ufAll.find(i),
         (x, y) => {
           if (S.ints[x] !== S.ints[y] || ufAll.find(x) === ufAll.find(y)) return;
-          const lo = x < y ? x : y,
-            hi = x < y ? y : x;
-          if (failed.has(lo, hi)) return;
           if (verified(x, y, S.structSet, S.structCounts, structThr)) ufAll.union(x, y);
-          else failed.add(lo, hi);
         },
         lshStats,
       );
@@ -1568,6 +1638,8 @@ export async function dedup(blocks: readonly DedupBlock[], opts: DedupOptions = 
       if (c) c.push(i);
       else comp.set(r, [i]);
     }
+    let idOrder = true;
+    for (let i = 1; i < n && idOrder; i++) idOrder = blocks[i - 1].id < blocks[i].id;
     const isRep = new Uint8Array(n).fill(1);
     const clusters: DedupCluster[] = [];
     const nearProbe = new SetProbe();
@@ -1600,9 +1672,11 @@ export async function dedup(blocks: readonly DedupBlock[], opts: DedupOptions = 
         const r0 = ufNear.find(members[0]);
         kind = members.every((m) => ufNear.find(m) === r0) ? 'near' : 'structural';
       }
-      const sorted = [...members].sort((a, b) =>
-        blocks[a].id < blocks[b].id ? -1 : blocks[a].id > blocks[b].id ? 1 : 0,
-      );
+      // members are in block order: in id order already when the blocks are (as the store
+      // lists them)
+      const sorted = idOrder
+        ? members
+        : [...members].sort((a, b) => (blocks[a].id < blocks[b].id ? -1 : blocks[a].id > blocks[b].id ? 1 : 0));
       const round = (v: number) => Math.round(v * 10000) / 10000;
       // every member against the representative: its sets are probed, not merged
       nearProbe.load(S.nearSet, rep);

@@ -58,12 +58,20 @@ function clusterFromRow(r: ClusterRow): DedupCluster {
   };
 }
 
+const MEMBER_ROWS = 256;
+
 /** Replace the stored clusters and their summary (kv `dedup:last`) in one transaction. */
 export function putDedup(store: IndexStore, clusters: readonly DedupCluster[], summary: object): void {
   const insC = store.stmt(
     'INSERT INTO dedup_clusters(cluster, kind, representative, members, scores) VALUES (?, ?, ?, ?, ?)',
   );
   const insM = store.stmt('INSERT OR REPLACE INTO dedup_members(block, cluster) VALUES (?, ?)');
+  // and MEMBER_ROWS rows a statement (a VALUES list, rows in the same order: a later row
+  // replaces an earlier one of the same block as the statements one by one did): at 10^6
+  // members, statements one row at a time cost 2.0 s of CPU, 256 rows a statement 1.2 s
+  const insMany = store.stmt(
+    `INSERT OR REPLACE INTO dedup_members(block, cluster) VALUES ${Array(MEMBER_ROWS).fill('(?, ?)').join(', ')}`,
+  );
   // the members inserted in block order (the table's key): in cluster order they went to
   // random places of the index, 8.9 s of CPU for the 10^6 members of a 10^6-block library
   // (the same rows either way; a block in two clusters keeps the later one, as before)
@@ -78,7 +86,16 @@ export function putDedup(store: IndexStore, clusters: readonly DedupCluster[], s
     clusters.forEach((c, i) => {
       insC.run(i + 1, c.kind, c.representative, JSON.stringify(c.members), JSON.stringify(c.scores ?? []));
     });
-    for (const [m, c] of members) insM.run(m, c);
+    const args: (string | number)[] = new Array(2 * MEMBER_ROWS);
+    let i = 0;
+    for (; i + MEMBER_ROWS <= members.length; i += MEMBER_ROWS) {
+      for (let k = 0; k < MEMBER_ROWS; k++) {
+        args[2 * k] = members[i + k][0];
+        args[2 * k + 1] = members[i + k][1];
+      }
+      insMany.run(args);
+    }
+    for (; i < members.length; i++) insM.run(members[i][0], members[i][1]);
     store.stmt('INSERT OR REPLACE INTO kv(key, value) VALUES (?, ?)').run(KV_KEYS.dedupLast, JSON.stringify(summary));
   });
 }

@@ -5,11 +5,20 @@
 // buckets verified against witnesses).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { bandKey, chooseBands, jaccard, mix32 } from '../../src/library/minhash.js';
+import {
+  bandKey,
+  chooseBands,
+  jaccard,
+  jaccardAtLeastIn,
+  leastIntersection,
+  mix32,
+} from '../../src/library/minhash.js';
 import {
   computeSignature,
   dedup,
   lshPairs,
+  columnBandKeys,
+  rangesReach,
   EXHAUSTIVE_BUCKET,
   MINHASH_K,
   NEAR_THRESHOLD,
@@ -276,11 +285,12 @@ test('LSH hands no candidate pair over twice: a pair settled in an earlier band 
   let twice = 0;
   let verified = 0;
   const stats = { bounded: 0, largest: 0 };
+  const bands = chooseBands(MINHASH_K, NEAR_THRESHOLD);
   lshPairs(
     nodes,
-    column,
+    columnBandKeys(column, bands),
     ints,
-    chooseBands(MINHASH_K, NEAR_THRESHOLD),
+    bands,
     (i) => uf.find(i),
     (x, y) => {
       const key = Math.min(x, y) * n + Math.max(x, y);
@@ -295,4 +305,43 @@ test('LSH hands no candidate pair over twice: a pair settled in an earlier band 
   assert.ok(stats.bounded > 0 && stats.largest > EXHAUSTIVE_BUCKET, 'bounded buckets were met');
   assert.ok(verified > n, `${verified} pairs verified`);
   assert.equal(twice, 0);
+});
+
+test('verification range by range (rangesReach) answers as the whole merge does', () => {
+  // sets like renamed copies' (a shared core, tens of own elements each), near and far from
+  // the threshold: the range-by-range merge with slack ub − need answers exactly as
+  // jaccardAtLeastIn, and the range bound never refuses a pair that reaches the threshold
+  const r = rng(7);
+  const u32 = () => Math.floor(r() * 2 ** 32) >>> 0;
+  const counts = (s: Uint32Array) => {
+    const c = new Uint16Array(64);
+    for (const v of s) c[v >>> 26]++;
+    return c;
+  };
+  let reached = 0,
+    refused = 0;
+  for (let trial = 0; trial < 4000; trial++) {
+    const core = Array.from({ length: 1 + Math.floor(r() * 600) }, u32);
+    const own = () => Array.from({ length: Math.floor(r() * 80) }, u32);
+    const a = Uint32Array.from(new Set([...core.slice(Math.floor(r() * 3)), ...own()])).sort();
+    const b = Uint32Array.from(new Set([...core.slice(0, core.length - Math.floor(r() * 3)), ...own()])).sort();
+    if (!a.length || !b.length) continue;
+    const t = [0.9, 0.95, 0.5, 0.99][trial % 4];
+    const whole = jaccardAtLeastIn(a, 0, a.length, b, 0, b.length, t);
+    const need = leastIntersection(a.length, b.length, t);
+    const c = counts(a),
+      d = counts(b);
+    let ub = 0;
+    for (let k = 0; k < 64; k++) ub += Math.min(c[k], d[k]);
+    if (need > Math.min(a.length, b.length) || ub < need) {
+      assert.equal(whole, false);
+      continue;
+    }
+    const ranges = rangesReach(a, 0, c, 0, b, 0, d, 0, ub - need);
+    assert.equal(ranges, whole, `trial ${trial}: |a| ${a.length}, |b| ${b.length}, t ${t}`);
+    assert.equal(whole, jaccard(a, b) >= t);
+    if (whole) reached++;
+    else refused++;
+  }
+  assert.ok(reached > 100 && refused > 100, `${reached} reached, ${refused} refused`);
 });

@@ -15,6 +15,7 @@ import {
   storedDedupSignatures,
 } from '../../src/store/dedup-sigs.js';
 import { mergeShardRows, type ShardMark } from '../../src/store/merge.js';
+import { clusterOf, putDedup } from '../../src/store/specs.js';
 import { emptyRecord } from '../../src/records/block.js';
 import {
   computeSignature,
@@ -336,4 +337,28 @@ test("`similar`'s MinHash signatures read from a stored signature equal those co
   // not a signature of this layout: null (the caller computes it)
   const row = dedupSignatureRow(blocks[0].text);
   assert.equal(storedMinHash(row.data.subarray(0, 40), row.error), null);
+});
+
+test('the clusters stored: members written many rows a statement, each with its cluster, a later cluster winning', () => {
+  // 700 members (two full statements of rows and a remainder written one row a statement),
+  // one block listed in two clusters: it keeps the later one, as one row a statement did
+  const store = IndexStore.open(path.join(tempDir('nnrag-dedup-members-'), 'store'));
+  try {
+    const ids = Array.from({ length: 700 }, (_, i) => `r.m${String(i).padStart(4, '0')}`);
+    const clusters = [0, 1, 2].map((c) => ({
+      kind: 'near' as const,
+      representative: ids[c * 233],
+      members: ids.slice(c * 233, c === 2 ? 700 : (c + 1) * 233),
+    }));
+    clusters[2].members.push(ids[5]);
+    putDedup(store, clusters, { total: 700 });
+    assert.equal(store.db.prepare('SELECT count(*) FROM dedup_members').pluck().get(), 700);
+    for (const [i, id] of ids.entries()) {
+      const want = i === 5 ? 2 : Math.min(2, Math.floor(i / 233));
+      assert.equal(clusterOf(store, id)!.representative, clusters[want].representative, id);
+    }
+    assert.equal(clusterOf(store, 'r.none'), null);
+  } finally {
+    store.close();
+  }
 });
