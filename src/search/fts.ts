@@ -507,7 +507,7 @@ function nameCandidates(
     bits[r] = 0;
     acc[r] = 0;
   }
-  if (!count) return [];
+  if (!count || max <= 0) return [];
   // the best `max` without sorting every member (10^5 of them for a common word): the key
   // of the max-th best member (counting equal keys) is the threshold; the members above it
   // are taken, and those at it in rowid order until `max`
@@ -581,6 +581,9 @@ function filteredDocs(store: IndexStore, f: DocFilters): Int32Array | null {
 function seekCost(expr: string): number {
   return expr.includes(' + ') ? 40 : 100;
 }
+/** at most this many rows are looked up without counting the expression's documents
+ *  (at most ~0.5 ms of lookups, less than a count of a common word) */
+const FEW_LOOKUPS = 50;
 /** the large path's count reads the rest of a window of matches this many at a time */
 const MORE_MATCHES = 4096;
 
@@ -592,6 +595,8 @@ const MORE_MATCHES = 4096;
  * state.
  */
 function checkRows(store: IndexStore, table: FtsTable, expr: string, ids: readonly number[]): number[] {
+  // a few lookups cost less than the count (the first query of an expression)
+  if (ids.length <= FEW_LOOKUPS) return matchRowidsSeek(store, expr, ids, table);
   const docs = memoized(store, `df:${table}:${expr}`, () => countFts(store, expr, table));
   if (!docs) return [];
   return ids.length * seekCost(expr) < docs
@@ -729,12 +734,17 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
   // (at 10^6 blocks, 17 ms of CPU for "conv" against 57 ms for the four filtered ones; paid
   // by a word's first query). A word of several parts must match all of them within one
   // field.
+  // The related words' documents (the most in one field) stand in for a word that matches
+  // none: counted only then.
   const wordDocs = words.map((w) => {
-    let related = 0;
-    if (w.related) for (const g of FIELDS) related = Math.max(related, fieldCount(w.related, g));
     const ownExpr = FIELDS.map((g) => fieldExpr(w.expr, g)).join(' OR ');
     const oneTerm = FIELDS_COVER_ALL && !w.expr.includes(' AND ');
-    const own = memoized(store, `df:${ownExpr}`, () => countFts(store, oneTerm ? w.expr : ownExpr));
+    // (the one-term count under checkRows' key: the low field's check reads it too)
+    const own = oneTerm
+      ? memoized(store, `df:search_fts:${w.expr}`, () => countFts(store, w.expr))
+      : memoized(store, `df:${ownExpr}`, () => countFts(store, ownExpr));
+    let related = 0;
+    if (!own && w.related) for (const g of FIELDS) related = Math.max(related, fieldCount(w.related, g));
     return { own, related };
   });
   // the query's matches are at least each word's (or related word's) documents: past
