@@ -363,12 +363,10 @@ interface NameIndex {
   /** the rowids of the class names holding each part (numbers left out; a rowid once per
    *  occurrence, as nameCoverage counts parts) */
   lists: Map<string, Int32Array>;
-  /** a name's parts weighed as nameCoverage weighs them (GENERIC 0.5, others 1) */
-  weight: Float64Array;
-  /** a query's marks per rowid, kept between queries (cleared after each: a fresh pair
-   *  of arrays for 10^6 rowids per query was measurable) */
-  bits: Uint32Array;
-  acc: Float64Array;
+  /** twice a name's parts weighed as nameCoverage weighs them (GENERIC 0.5, others 1):
+   *  an integer, so 2 bytes a name instead of a double's 8 (the large path reads it at
+   *  random for 10^5 names a query) */
+  weight2: Uint16Array;
 }
 
 /** The class names' parts as an inverted index, built once per store state (the large
@@ -377,17 +375,17 @@ function nameIndex(store: IndexStore): NameIndex {
   return memoized(store, 'name-index', () => {
     const cols = filterColumns(store);
     const n = cols.name.length;
-    const weight = new Float64Array(n);
+    const weight2 = new Uint16Array(n);
     const counts = new Map<string, number>();
     const numeric = /^\d+$/;
     for (let r = 0; r < n; r++) {
       if (!cols.name[r]) continue;
-      let w = 0;
+      let w2 = 0;
       for (const p of cols.parts(r)) {
-        w += GENERIC.has(p) ? 0.5 : 1;
+        w2 += GENERIC.has(p) ? 1 : 2;
         if (!numeric.test(p)) counts.set(p, (counts.get(p) ?? 0) + 1);
       }
-      weight[r] = w;
+      weight2[r] = w2;
     }
     const lists = new Map<string, Int32Array>();
     for (const [p, c] of counts) lists.set(p, new Int32Array(c));
@@ -402,7 +400,7 @@ function nameIndex(store: IndexStore): NameIndex {
         fill.set(p, i + 1);
       }
     }
-    return { lists, weight, bits: new Uint32Array(n), acc: new Float64Array(n) };
+    return { lists, weight2 };
   });
 }
 
@@ -435,7 +433,7 @@ function nameCandidates(
   validated: (r: number) => boolean,
   max: number,
 ): number[] {
-  const { lists, weight, bits, acc } = nameIndex(store);
+  const { lists, weight2 } = nameIndex(store);
   const qs = [...new Set(words.flatMap((w) => [w.word, ...identifierParts(w.word)]))];
   const rel = new Set(qs.flatMap(relatedWords));
   // each word's slots: its joined form, each of its parts, its related words; a name holds
@@ -463,8 +461,8 @@ function nameCandidates(
     needs.push(m);
   });
   if (slots.length > 30) return [];
-  const touched: number[] = [];
-  const dirty: number[] = [];
+  // the parts that count (a share of coverage or a slot), in the index's order
+  const used: { list: Int32Array; mask: number; w: number }[] = [];
   for (const [p, list] of lists) {
     // the part's share of coverage (as partsCoverer scores a part)
     const score = qs.some((q) => sameStem(p, q)) ? 1 : rel.has(p) ? 0.8 : 0;
@@ -473,14 +471,34 @@ function nameCandidates(
       if (s.test(p)) mask |= 1 << i;
     });
     if (!score && !mask) continue;
-    const w = (GENERIC.has(p) ? 0.5 : 1) * score;
-    for (let i = 0; i < list.length; i++) {
-      const r = list[i];
-      if (!bits[r] && !acc[r]) dirty.push(r);
-      if (mask && !bits[r]) touched.push(r);
-      bits[r] |= mask;
-      acc[r] += w;
+    used.push({ list, mask, w: (GENERIC.has(p) ? 0.5 : 1) * score });
+  }
+  // their lists merged in rowid order (each list is): per name the slots it holds and its
+  // coverage summed part by part in the index's order. Sequential, not marks in arrays of
+  // every name (10^5 random accesses into 12 MB a query were most of this function's time)
+  const touched: number[] = [];
+  const touchedBits: number[] = [];
+  const touchedAcc: number[] = [];
+  const at = new Int32Array(used.length);
+  for (;;) {
+    let r = 0x7fffffff;
+    for (let k = 0; k < used.length; k++)
+      if (at[k] < used[k].list.length && used[k].list[at[k]] < r) r = used[k].list[at[k]];
+    if (r === 0x7fffffff) break;
+    let b = 0;
+    let a = 0;
+    for (let k = 0; k < used.length; k++) {
+      const u = used[k];
+      while (at[k] < u.list.length && u.list[at[k]] === r) {
+        b |= u.mask;
+        a += u.w;
+        at[k]++;
+      }
     }
+    if (!b) continue;
+    touched.push(r);
+    touchedBits.push(b);
+    touchedAcc.push(a);
   }
   // how many query words a name's slot bits hold (the bits take few values: kept per value)
   const heldOf = new Map<number, number>();
@@ -496,16 +514,13 @@ function nameCandidates(
   const members = new Int32Array(touched.length);
   const key = new Float64Array(touched.length);
   let count = 0;
-  for (const r of touched) {
-    const h = held(bits[r]);
+  for (let i = 0; i < touched.length; i++) {
+    const r = touched[i];
+    const h = held(touchedBits[i]);
     if (!h || !keep(r)) continue;
     members[count] = r;
     // words held, then validated, then coverage (0–1): one number, larger is better
-    key[count++] = h * 4 + (validated(r) ? 2 : 0) + Math.min(1, acc[r] / (weight[r] || 1));
-  }
-  for (const r of dirty) {
-    bits[r] = 0;
-    acc[r] = 0;
+    key[count++] = h * 4 + (validated(r) ? 2 : 0) + Math.min(1, touchedAcc[i] / (weight2[r] / 2 || 1));
   }
   if (!count || max <= 0) return [];
   // the best `max` without sorting every member (10^5 of them for a common word): the key
