@@ -5,7 +5,8 @@
 // of its name the query covers (searchBlocks); BM25 with per-column weights orders equal
 // scores.
 //
-// The tables and their SQL are in src/store/search.ts (migration 4).
+// The tables and their SQL are in src/store/search.ts (migration 4; the per-field tables,
+// FIELD_TABLES, are derived and rebuilt by a sync when missing or stale).
 //
 // BM25 (FTS5 `bm25()`, k1 = 1.2, b = 0.75) returns lower = better; it is negated here, so
 // higher = better.

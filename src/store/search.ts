@@ -91,7 +91,9 @@ export function fieldTablesCurrent(store: IndexStore): boolean {
 export function ensureFieldTables(store: IndexStore): boolean {
   if (fieldTablesCurrent(store)) return false;
   const index = new Map(SEARCH_COLUMNS.map((c, i) => [c.name, i]));
-  store.write(() => {
+  return store.write(() => {
+    // another process may have rebuilt them while this one waited for the write lock
+    if (fieldTablesCurrent(store)) return false;
     store.db.exec('DROP TRIGGER IF EXISTS search_fields_stale');
     store.db.exec(STALE_TRIGGER);
     for (const t of FIELD_TABLES) {
@@ -104,8 +106,8 @@ export function ensureFieldTables(store: IndexStore): boolean {
       store.db.exec(`INSERT INTO ${t.table}(${t.table}) VALUES('optimize')`);
     }
     store.setKV(FIELDS_KV, FIELDS_CURRENT);
+    return true;
   });
-  return true;
 }
 
 /** Input key of every stored document, by block id. */
