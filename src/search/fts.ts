@@ -5,7 +5,8 @@
 // of its name the query covers (searchBlocks); BM25 with per-column weights orders equal
 // scores.
 //
-// The tables and their SQL are in src/store/search.ts (migration 4).
+// The tables and their SQL are in src/store/search.ts (migration 4; the per-field tables,
+// FIELD_TABLES, are derived and rebuilt by a sync when missing or stale).
 //
 // BM25 (FTS5 `bm25()`, k1 = 1.2, b = 0.75) returns lower = better; it is negated here, so
 // higher = better.
@@ -20,7 +21,10 @@ import {
   docsByRowid,
   docFilterRows,
   ensureFtsLayout,
+  FIELD_TABLES,
+  fieldTablesCurrent,
   ftsHasTerm,
+  type FtsTable,
   getDoc as storedDoc,
   listDocs as storedDocs,
   matchRowidsAfter,
@@ -232,13 +236,25 @@ const RANK =
   ` + bm25(search_fts, ${COLUMNS.map((c) => (NAME_COLS.has(c.name) ? 0 : c.weight)).join(', ')}))`;
 
 /** Where a word can match and what a match there is worth (the score of SearchHit); a
- *  field is a set of FTS columns, queried with an FTS5 column filter. */
-const FIELDS: { weight: number; columns: string[] }[] = [
-  { weight: 1, columns: ['exact', 'name'] },
-  { weight: 0.6, columns: ['summary'] },
-  { weight: 0.4, columns: ['category', 'layers', 'params', 'qualname'] },
-  { weight: 0.2, columns: ['identifiers', 'deps'] },
+ *  field is a set of FTS columns, queried in its own FTS5 table (`table`: FIELD_TABLES in
+ *  src/store/search.ts) or, without one, in search_fts with an FTS5 column filter. */
+interface Field {
+  weight: number;
+  columns: string[];
+  table: FtsTable | null;
+}
+const FIELDS: Field[] = [
+  { weight: 1, columns: ['exact', 'name'], table: 'search_field_name' },
+  { weight: 0.6, columns: ['summary'], table: 'search_field_summary' },
+  { weight: 0.4, columns: ['category', 'layers', 'params', 'qualname'], table: 'search_field_mid' },
+  { weight: 0.2, columns: ['identifiers', 'deps'], table: null },
 ];
+// a field's table indexes exactly the field's columns
+for (const g of FIELDS) {
+  const t = FIELD_TABLES.find((x) => x.table === g.table);
+  if (g.table && (!t || [...t.columns].sort().join() !== [...g.columns].sort().join()))
+    throw new Error(`search field table ${g.table} does not index the field's columns`);
+}
 /** the fields name every FTS column: a match in some field is a match anywhere */
 const FIELDS_COVER_ALL = COLUMNS.every((c) => FIELDS.some((g) => g.columns.includes(c.name)));
 /** what a related word's match is worth against the word's own */
@@ -285,6 +301,7 @@ interface FilterColumns {
   status: Uint8Array;
   failedCode: number;
   statusOf(rowid: number): string;
+  isValidated(rowid: number): boolean;
   /** class name (the block id's last part) */
   name: string[];
   /** the class name's identifier parts (split on first use, then kept) */
@@ -325,6 +342,7 @@ function filterColumns(store: IndexStore): FilterColumns {
       status,
       failedCode: statusCode.get('failed') ?? -1,
       statusOf: (r: number) => statusName.get(status[r]) ?? '',
+      isValidated: (r: number) => status[r] === validated,
       name,
       predicate(f: DocFilters) {
         const repos = new Set(f.repos.map((r) => repoCode.get(r) ?? -1));
@@ -346,12 +364,10 @@ interface NameIndex {
   /** the rowids of the class names holding each part (numbers left out; a rowid once per
    *  occurrence, as nameCoverage counts parts) */
   lists: Map<string, Int32Array>;
-  /** a name's parts weighed as nameCoverage weighs them (GENERIC 0.5, others 1) */
-  weight: Float64Array;
-  /** a query's marks per rowid, kept between queries (cleared after each: a fresh pair
-   *  of arrays for 10^6 rowids per query was measurable) */
-  bits: Uint32Array;
-  acc: Float64Array;
+  /** twice a name's parts weighed as nameCoverage weighs them (GENERIC 0.5, others 1):
+   *  an integer, so 2 bytes a name instead of a double's 8 (the large path reads it at
+   *  random for 10^5 names a query) */
+  weight2: Uint16Array;
 }
 
 /** The class names' parts as an inverted index, built once per store state (the large
@@ -360,17 +376,17 @@ function nameIndex(store: IndexStore): NameIndex {
   return memoized(store, 'name-index', () => {
     const cols = filterColumns(store);
     const n = cols.name.length;
-    const weight = new Float64Array(n);
+    const weight2 = new Uint16Array(n);
     const counts = new Map<string, number>();
     const numeric = /^\d+$/;
     for (let r = 0; r < n; r++) {
       if (!cols.name[r]) continue;
-      let w = 0;
+      let w2 = 0;
       for (const p of cols.parts(r)) {
-        w += GENERIC.has(p) ? 0.5 : 1;
+        w2 += GENERIC.has(p) ? 1 : 2;
         if (!numeric.test(p)) counts.set(p, (counts.get(p) ?? 0) + 1);
       }
-      weight[r] = w;
+      weight2[r] = w2;
     }
     const lists = new Map<string, Int32Array>();
     for (const [p, c] of counts) lists.set(p, new Int32Array(c));
@@ -385,7 +401,7 @@ function nameIndex(store: IndexStore): NameIndex {
         fill.set(p, i + 1);
       }
     }
-    return { lists, weight, bits: new Uint32Array(n), acc: new Float64Array(n) };
+    return { lists, weight2 };
   });
 }
 
@@ -418,7 +434,7 @@ function nameCandidates(
   validated: (r: number) => boolean,
   max: number,
 ): number[] {
-  const { lists, weight, bits, acc } = nameIndex(store);
+  const { lists, weight2 } = nameIndex(store);
   const qs = [...new Set(words.flatMap((w) => [w.word, ...identifierParts(w.word)]))];
   const rel = new Set(qs.flatMap(relatedWords));
   // each word's slots: its joined form, each of its parts, its related words; a name holds
@@ -446,8 +462,8 @@ function nameCandidates(
     needs.push(m);
   });
   if (slots.length > 30) return [];
-  const touched: number[] = [];
-  const dirty: number[] = [];
+  // the parts that count (a share of coverage or a slot), in the index's order
+  const used: { list: Int32Array; mask: number; w: number }[] = [];
   for (const [p, list] of lists) {
     // the part's share of coverage (as partsCoverer scores a part)
     const score = qs.some((q) => sameStem(p, q)) ? 1 : rel.has(p) ? 0.8 : 0;
@@ -456,51 +472,65 @@ function nameCandidates(
       if (s.test(p)) mask |= 1 << i;
     });
     if (!score && !mask) continue;
-    const w = (GENERIC.has(p) ? 0.5 : 1) * score;
-    for (let i = 0; i < list.length; i++) {
-      const r = list[i];
-      if (!bits[r] && !acc[r]) dirty.push(r);
-      if (mask && !bits[r]) touched.push(r);
-      bits[r] |= mask;
-      acc[r] += w;
-    }
+    used.push({ list, mask, w: (GENERIC.has(p) ? 0.5 : 1) * score });
   }
+  // their lists merged in rowid order (each list is): per name the slots it holds and its
+  // coverage summed part by part in the index's order. Sequential, not marks in arrays of
+  // every name (10^5 random accesses into 12 MB a query were most of this function's time)
+  const touched: number[] = [];
+  const touchedBits: number[] = [];
+  const touchedAcc: number[] = [];
+  const at = new Int32Array(used.length);
+  for (;;) {
+    let r = 0x7fffffff;
+    for (let k = 0; k < used.length; k++)
+      if (at[k] < used[k].list.length && used[k].list[at[k]] < r) r = used[k].list[at[k]];
+    if (r === 0x7fffffff) break;
+    let b = 0;
+    let a = 0;
+    for (let k = 0; k < used.length; k++) {
+      const u = used[k];
+      while (at[k] < u.list.length && u.list[at[k]] === r) {
+        b |= u.mask;
+        a += u.w;
+        at[k]++;
+      }
+    }
+    if (!b) continue;
+    touched.push(r);
+    touchedBits.push(b);
+    touchedAcc.push(a);
+  }
+  // how many query words a name's slot bits hold (the bits take few values: kept per value)
+  const heldOf = new Map<number, number>();
   const held = (b: number) => {
-    let k = 0;
-    for (const m of needs) if (b & m.joined || (m.parts && (b & m.parts) === m.parts) || b & m.related) k++;
+    let k = heldOf.get(b);
+    if (k === undefined) {
+      k = 0;
+      for (const m of needs) if (b & m.joined || (m.parts && (b & m.parts) === m.parts) || b & m.related) k++;
+      heldOf.set(b, k);
+    }
     return k;
   };
-  const members: number[] = [];
-  const key: number[] = [];
-  for (const r of touched) {
-    const h = held(bits[r]);
+  const members = new Int32Array(touched.length);
+  const key = new Float64Array(touched.length);
+  let count = 0;
+  for (let i = 0; i < touched.length; i++) {
+    const r = touched[i];
+    const h = held(touchedBits[i]);
     if (!h || !keep(r)) continue;
-    members.push(r);
+    members[count] = r;
     // words held, then validated, then coverage (0–1): one number, larger is better
-    key.push(h * 4 + (validated(r) ? 2 : 0) + Math.min(1, acc[r] / (weight[r] || 1)));
+    key[count++] = h * 4 + (validated(r) ? 2 : 0) + Math.min(1, touchedAcc[i] / (weight2[r] / 2 || 1));
   }
-  for (const r of dirty) {
-    bits[r] = 0;
-    acc[r] = 0;
-  }
-  // the best `max` without sorting every member (10^5 of them for a common word): the keys
-  // take few distinct values; the key where the count reaches `max` is the threshold, and
-  // only the members at the threshold are ordered by rowid
-  const counts = new Map<number, number>();
-  for (const k of key) counts.set(k, (counts.get(k) ?? 0) + 1);
-  const distinct = [...counts.keys()].sort((a, b) => b - a);
-  let threshold = distinct[distinct.length - 1];
-  let above = 0;
-  for (const k of distinct) {
-    if (above + counts.get(k)! >= max) {
-      threshold = k;
-      break;
-    }
-    above += counts.get(k)!;
-  }
+  if (!count || max <= 0) return [];
+  // the best `max` without sorting every member (10^5 of them for a common word): the key
+  // of the max-th best member (counting equal keys) is the threshold; the members above it
+  // are taken, and those at it in rowid order until `max`
+  const threshold = count <= max ? Math.min(...key.subarray(0, count)) : kthLargest(key.slice(0, count), max);
   const best: number[] = [];
   const atThreshold: number[] = [];
-  for (let i = 0; i < members.length; i++) {
+  for (let i = 0; i < count; i++) {
     if (key[i] > threshold) best.push(i);
     else if (key[i] === threshold) atThreshold.push(i);
   }
@@ -508,6 +538,39 @@ function nameCandidates(
   best.push(...atThreshold.slice(0, max - best.length));
   best.sort((a, b) => key[b] - key[a] || members[a] - members[b]);
   return best.map((i) => members[i]);
+}
+
+/** The k-th largest value of `xs` (1-based, equal values counted each), by selection with
+ *  a three-way partition (the keys take few distinct values); `xs` is reordered. */
+function kthLargest(xs: Float64Array, k: number): number {
+  let lo = 0;
+  let hi = xs.length - 1;
+  let want = k - 1; // index in descending order
+  for (;;) {
+    if (lo === hi) return xs[lo];
+    const pivot = xs[lo + ((hi - lo) >> 1)];
+    // [lo, gt): > pivot, [gt, i): = pivot, (lt, hi]: < pivot
+    let gt = lo;
+    let i = lo;
+    let lt = hi;
+    while (i <= lt) {
+      const x = xs[i];
+      if (x > pivot) {
+        xs[i] = xs[gt];
+        xs[gt++] = x;
+        i++;
+      } else if (x < pivot) {
+        xs[i] = xs[lt];
+        xs[lt--] = x;
+      } else i++;
+    }
+    if (want < gt - lo) hi = gt - 1;
+    else if (want < i - lo) return pivot;
+    else {
+      want -= i - lo;
+      lo = i;
+    }
+  }
 }
 
 /** The rowids of the documents a repository or category filter passes, when at most
@@ -525,6 +588,36 @@ function filteredDocs(store: IndexStore, f: DocFilters): Int32Array | null {
     }
     return Int32Array.from(out);
   });
+}
+
+/** A lookup by rowid costs about as much as a pass over this many of an expression's
+ *  documents (checkRows; measured on 10^6 blocks, 1,000 random rowids against a pass:
+ *  6–10 µs a lookup of a word against 0.06–0.07 µs a document, 9 µs a lookup of a phrase
+ *  against 0.2 µs a document, whose positions a pass compares). */
+function seekCost(expr: string): number {
+  return expr.includes(' + ') ? 40 : 100;
+}
+/** at most this many rows are looked up without counting the expression's documents
+ *  (at most ~0.5 ms of lookups, less than a count of a common word) */
+const FEW_LOOKUPS = 50;
+/** the large path's count reads the rest of a window of matches this many at a time */
+const MORE_MATCHES = 4096;
+
+/**
+ * The rows among `ids` that an expression matches in a table, read without a column
+ * filter (so they can be looked up by rowid): each id looked up (matchRowidsSeek: the cost
+ * follows the ids) or one pass over the expression's documents (matchRowidsIn: the cost
+ * follows its documents), whichever reads less; the documents are counted once per store
+ * state.
+ */
+function checkRows(store: IndexStore, table: FtsTable, expr: string, ids: readonly number[]): number[] {
+  // a few lookups cost less than the count (the first query of an expression)
+  if (ids.length <= FEW_LOOKUPS) return matchRowidsSeek(store, expr, ids, table);
+  const docs = memoized(store, `df:${table}:${expr}`, () => countFts(store, expr, table));
+  if (!docs) return [];
+  return ids.length * seekCost(expr) < docs
+    ? matchRowidsSeek(store, expr, ids, table)
+    : matchRowidsIn(store, expr, ids, table);
 }
 
 /** Values that change only when the store does (the number of documents, the facets, a
@@ -629,8 +722,12 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
   // filter columns held in memory (exact totals, no join).
   const union = words.map((w) => (w.related ? `(${w.expr}) OR (${w.related})` : `(${w.expr})`)).join(' OR ');
   const joined = words.map((w) => w.word).join('');
-  const exactExpr = joined ? `exact : ${quoteTerm(joined)}` : null;
   const cols = filterColumns(store);
+  // the field tables hold every document: a field's check is a query on its own table
+  const fieldTables = memoized(store, 'field-tables', () => fieldTablesCurrent(store));
+  // the blocks the query names whole: its joined words as the `exact` column's one term
+  const exactTerm = joined ? quoteTerm(joined) : null;
+  const exactExpr = exactTerm && !fieldTables ? `exact : ${exactTerm}` : null;
   const passes = cols.predicate(filters);
   const coverParts = partsCoverer(words.map((w) => w.word));
   const cover = (r: number) => coverParts(cols.parts(r));
@@ -638,44 +735,104 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
   const hide = (r: number) => !filters.all && !filters.validated && isFailed(r);
   const largeAt = opts.large ?? LARGE;
   const totalCap = opts.totalCap ?? TOTAL_CAP;
-  // the first matches, enough to tell whether the query takes the large path
-  const first = Number.isFinite(largeAt)
-    ? matchRowidsAfter(store, union, Number.MIN_SAFE_INTEGER, largeAt + 1)
-    : matchRowids(store, union);
-  const large = first.length > largeAt;
+  const fieldExpr = (expr: string, g: Field) => `{${g.columns.join(' ')}} : (${expr})`;
+  // a field's documents of an expression, counted (IDF): in the field's table when there
+  // is one (the same documents as the column filter, without its positions)
+  const fieldCount = (expr: string, g: Field) =>
+    fieldTables && g.table
+      ? memoized(store, `df:${g.table}:${expr}`, () => countFts(store, expr, g.table!))
+      : memoized(store, `df:${fieldExpr(expr, g)}`, () => countFts(store, fieldExpr(expr, g)));
+  // each word's documents (a word's document frequency depends on the library only: kept
+  // until the store changes): those it matches in some field, and the most a related
+  // word matches in one field. A word of one term (no AND: one identifier part) matches in
+  // some field exactly when it matches at all, since the fields cover every column
+  // (FIELDS_COVER_ALL): it is counted without column filters, which need no position list
+  // (at 10^6 blocks, 17 ms of CPU for "conv" against 57 ms for the four filtered ones; paid
+  // by a word's first query). A word of several parts must match all of them within one
+  // field.
+  // The related words' documents (the most in one field) stand in for a word that matches
+  // none: counted only then.
+  const wordDocs = words.map((w) => {
+    const ownExpr = FIELDS.map((g) => fieldExpr(w.expr, g)).join(' OR ');
+    const oneTerm = FIELDS_COVER_ALL && !w.expr.includes(' AND ');
+    // (the one-term count under checkRows' key: the low field's check reads it too)
+    const own = oneTerm
+      ? memoized(store, `df:search_fts:${w.expr}`, () => countFts(store, w.expr))
+      : memoized(store, `df:${ownExpr}`, () => countFts(store, ownExpr));
+    let related = 0;
+    if (!own && w.related) for (const g of FIELDS) related = Math.max(related, fieldCount(w.related, g));
+    return { own, related };
+  });
+  // the query's matches are at least each word's (or related word's) documents: past
+  // largeAt, the query takes the large path without reading its first largeAt + 1 matches
+  let atLeast = 0;
+  for (const d of wordDocs) atLeast = Math.max(atLeast, d.own, d.related);
+  const knownLarge = Number.isFinite(largeAt) && atLeast > largeAt;
+  // else the first matches, enough to tell whether the query takes the large path
+  const first = knownLarge
+    ? null
+    : Number.isFinite(largeAt)
+      ? matchRowidsAfter(store, union, Number.MIN_SAFE_INTEGER, largeAt + 1)
+      : matchRowids(store, union);
+  const large = first === null || first.length > largeAt;
   const shown: number[] = [];
   const failed: number[] = [];
   let complete = true;
   // the blocks the query names whole (the `exact` column: few blocks), read once
   let exactRows: number[] | null = null;
-  const exactList = () => (exactRows ??= exactExpr ? matchRowids(store, exactExpr) : []);
+  const exactList = () =>
+    (exactRows ??= !exactTerm
+      ? []
+      : fieldTables
+        ? matchRowids(store, exactTerm, 'search_field_exact')
+        : matchRowids(store, exactExpr!));
   const classify = (r: number) => {
     if (!passes(r)) return;
     if (hide(r)) failed.push(r);
     else shown.push(r);
   };
-  if (!large) for (const r of first) classify(r);
+  if (!large) for (const r of first!) classify(r);
   else {
     const docs = filteredDocs(store, filters);
-    if (docs) for (const r of matchRowidsSeek(store, union, docs)) classify(r);
+    // a filter's few documents: each looked up, or one pass over the matches when they are
+    // fewer than the lookups would cost (checkRows)
+    if (docs)
+      for (const r of docs.length * seekCost(union) < atLeast
+        ? matchRowidsSeek(store, union, docs)
+        : matchRowidsIn(store, union, Array.from(docs)))
+        classify(r);
     else {
-      // counted among the first matches read (those that told the path): past them the
-      // total is "more than" the blocks shown among them (at most totalCap); read on, a
-      // chunk at a time, only while none of them is shown (a filter that passes few)
-      let after = 0;
+      // counted among the first window of largeAt + 1 matches: past it the total is "more
+      // than" the blocks shown among them (at most totalCap); read on, a window at a time,
+      // only while none of them is shown (a filter that passes few). A window is read in
+      // parts, the first of totalCap + 1 matches: the count stops as soon as more than
+      // totalCap are shown, which most queries reach in their first totalCap + 1 matches
+      const windowSize = largeAt + 1;
+      let after = Number.MIN_SAFE_INTEGER;
       let rows = first;
+      let inWindow = first ? first.length : 0;
+      let windowDone = first !== null;
       complete = false;
-      for (;;) {
+      count: for (;;) {
+        if (rows === null) {
+          const want = Math.min(windowSize - inWindow, inWindow ? MORE_MATCHES : totalCap + 1);
+          rows = matchRowidsAfter(store, union, after, want);
+          if (!inWindow && !rows.length) {
+            complete = true;
+            break;
+          }
+          inWindow += rows.length;
+          windowDone = inWindow >= windowSize || rows.length < want;
+        }
         for (const r of rows) {
           after = r;
           classify(r);
-          if (shown.length > totalCap) break;
+          if (shown.length > totalCap) break count;
         }
-        if (shown.length) break;
-        rows = matchRowidsAfter(store, union, after, largeAt + 1);
-        if (!rows.length) {
-          complete = true;
-          break;
+        rows = null;
+        if (windowDone) {
+          if (shown.length) break;
+          inWindow = 0;
         }
       }
     }
@@ -702,14 +859,14 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
       ok = (r) => inMatches[r] === 1;
     } else ok = (r) => passes(r) && !hide(r);
     const picked = new Set<number>();
-    if (exactExpr)
+    if (exactTerm)
       for (const r of exactList()) {
         if (picked.size >= cap) break;
         if (ok(r)) picked.add(r);
       }
     // a name holding a query word's term as a whole part holds it in the name columns
     // (they index the name's identifier parts): every name candidate is a match
-    const validatedCode = (r: number) => cols.statusOf(r) === 'validated';
+    const validatedCode = cols.isValidated;
     for (const r of nameCandidates(store, words, (r) => ok(r) && !picked.has(r), validatedCode, cap - picked.size))
       picked.add(r);
     for (const r of matches) {
@@ -732,12 +889,19 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
         if (inMatches[r]) picked.add(r);
       }
     };
-    if (exactExpr) add(matchRowids(store, exactExpr));
+    if (exactTerm) add(exactList());
     for (const g of FIELDS) {
       if (picked.size >= cap) break;
-      const inG = matchRowids(store, `{${g.columns.join(' ')}} : (${union})`).filter(
-        (r) => inMatches[r] === 1 && !picked.has(r),
-      );
+      // the matches in this field: its table's; for the field without one, every match
+      // not picked yet (the heavier fields' matches were all picked, the cap not being
+      // reached) when no word needs terms in one field (AND)
+      const fieldRows =
+        fieldTables && g.table
+          ? matchRowids(store, union, g.table)
+          : fieldTables && !union.includes(' AND ')
+            ? matches
+            : matchRowids(store, `{${g.columns.join(' ')}} : (${union})`);
+      const inG = fieldRows.filter((r) => inMatches[r] === 1 && !picked.has(r));
       if (g === FIELDS[0] && picked.size + inG.length > cap) {
         const cov = new Map(inG.map((r) => [r, cover(r)]));
         inG.sort((a, b) => cov.get(b)! - cov.get(a)! || a - b);
@@ -768,75 +932,76 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
         if (h) c.per[wi] = 1;
       });
   }
-  // where each word matches among the candidates: one query per field (FTS5 column
-  // filters), far cheaper than an auxiliary function per row; IDF over the whole library
-  // (its counts are made inside FTS5)
+  // where each word matches among the candidates: one query per field, far cheaper than
+  // an auxiliary function per row; IDF over the whole library (its counts are made inside
+  // FTS5)
   const n = Math.max(1, libraryDocuments(store));
   const idf: number[] = [];
-  const fieldExpr = (expr: string, g: (typeof FIELDS)[number]) => `{${g.columns.join(' ')}} : (${expr})`;
-  // among the candidates: one pass over the matches (a column filter cannot be looked up
-  // by rowid: FTS5 then walks the term's documents from that rowid to the next one holding
-  // it in the column — measured 600 ms for 1,000 rowids of `exact : "norm"` on 10^5 blocks)
-  const among = (expr: string) => matchRowidsIn(store, expr, candIds);
-  const inField = (expr: string, g: (typeof FIELDS)[number]) => among(fieldExpr(expr, g));
-  // a field's pass is skipped when no candidate could gain from it: each keeps the best
-  // weight it matched at (the fields come heaviest first), so when every candidate already
-  // has at least this field's weight for the word, the pass cannot change a score
+  /** The candidates among `ids` that hold `expr` in field `g`. Each caller keeps, per
+   *  candidate and word, the best weight found (the fields come heaviest first) and asks
+   *  only about the candidates that could gain (those below the field's weight). */
+  const inField = (expr: string, g: Field, ids: readonly number[]): number[] => {
+    if (!ids.length) return [];
+    // the field's own table: no column filter, so its documents can be looked up by rowid
+    if (fieldTables && g.table) return checkRows(store, g.table, expr, ids);
+    // the field without a table (the lightest): a document holding an expression of
+    // single terms (no AND, whose terms could sit in different fields; a phrase is within
+    // one column) somewhere holds it in this field unless it holds it in a heavier field,
+    // whose check came first and gave the candidate that field's greater weight; so "holds
+    // it anywhere" (search_fts without a column filter) gives the same best weights
+    if (fieldTables && !expr.includes(' AND ')) return checkRows(store, 'search_fts', expr, ids);
+    // a column filter: one pass over the expression's matches (a column filter cannot be
+    // looked up by rowid: FTS5 then walks the term's documents from that rowid to the next
+    // one holding it in the column — measured 600 ms for 1,000 rowids of `exact : "norm"`
+    // on 10^5 blocks)
+    return matchRowidsIn(store, fieldExpr(expr, g), ids);
+  };
+  // the candidates whose weight for word wi is below `weight` (only they can gain from a
+  // field of that weight: when there are none, the field's check is skipped)
   const cands0 = [...cands.values()];
-  const anyBelow = (wi: number, weight: number) => cands0.some((c) => c.per[wi] < weight);
+  const below = (wi: number, weight: number) => cands0.filter((c) => c.per[wi] < weight).map((c) => c.rowid);
   words.forEach((w, wi) => {
-    let relDf = 0;
     for (const g of FIELDS) {
-      if (anyBelow(wi, g.weight)) {
-        for (const r of inField(w.expr, g)) {
-          const c = cands.get(r);
-          if (c) c.per[wi] = Math.max(c.per[wi], g.weight);
-        }
+      for (const r of inField(w.expr, g, below(wi, g.weight))) {
+        const c = cands.get(r);
+        if (c) c.per[wi] = Math.max(c.per[wi], g.weight);
       }
       if (!w.related) continue;
-      const rel = fieldExpr(w.related, g);
-      relDf = Math.max(
-        relDf,
-        memoized(store, `df:${rel}`, () => countFts(store, rel)),
-      );
-      if (!anyBelow(wi, g.weight * RELATED_WEIGHT)) continue;
-      for (const r of inField(w.related, g)) {
+      for (const r of inField(w.related, g, below(wi, g.weight * RELATED_WEIGHT))) {
         const c = cands.get(r);
         if (c) c.per[wi] = Math.max(c.per[wi], g.weight * RELATED_WEIGHT);
       }
     }
-    // the documents the word matches in some field
-    // (a word's document frequency depends on the library only: kept until the store changes)
-    // A word of one term (no AND: one identifier part) matches in some field exactly when
-    // it matches at all, since the fields cover every column (FIELDS_COVER_ALL): it is
-    // counted without column filters, which need no position list (at 10^6 blocks, 17 ms
-    // of CPU for "conv" against 57 ms for the four filtered ones; paid by a word's first
-    // query). A word of several parts must match all of them within one field.
-    const ownExpr = FIELDS.map((g) => fieldExpr(w.expr, g)).join(' OR ');
-    const oneTerm = FIELDS_COVER_ALL && !w.expr.includes(' AND ');
-    const own = memoized(store, `df:${ownExpr}`, () => countFts(store, oneTerm ? w.expr : ownExpr));
-    const df = own || relDf;
+    const df = wordDocs[wi].own || wordDocs[wi].related;
     idf.push(Math.log(1 + (n - df + 0.5) / (df + 0.5)) * (GENERIC.has(w.word) ? GENERIC_IDF : 1));
   });
   const idfSum = idf.reduce((a, b) => a + b, 0) || 1;
   // a block whose whole name is the query comes first, whatever the scores say (the
   // `exact` column holds the name's parts joined; `joined` holds letters and digits only
   // and is quoted)
-  const exact = new Set(large ? exactList().filter((r) => cands.has(r)) : exactExpr ? among(exactExpr) : []);
+  const exact = new Set(
+    large || fieldTables
+      ? exactList().filter((r) => cands.has(r))
+      : exactExpr
+        ? matchRowidsIn(store, exactExpr, candIds)
+        : [],
+  );
   // the words as a phrase (in query order, adjacent), per field: the best field's weight
   const phrase = new Map<number, number>();
   if (words.length > 1) {
     const p = words.map((w) => quoteTerm(w.word)).join(' + ');
-    // a field's pass (one over the phrase's matches) is made only when a candidate could
-    // gain from it: the phrase in a field holds every word there, and a word found in a
-    // field has at least that field's weight in c.per (each word's field passes ran, heaviest
-    // first, while some candidate was below the field's weight), so a candidate one of
-    // whose words weighs less than the field cannot hold the phrase there
-    const couldGain = (g: (typeof FIELDS)[number]) =>
-      cands0.some((c) => (phrase.get(c.rowid) ?? 0) < g.weight && c.per.every((x) => x >= g.weight));
+    // a field's check is made only for the candidates that could gain from it: the phrase
+    // in a field holds every word there, and a word found in a field has at least that
+    // field's weight in c.per (each word's field checks ran, heaviest first, for every
+    // candidate below the field's weight), so a candidate one of whose words weighs less
+    // than the field cannot hold the phrase there
+    const couldGain = (g: Field) =>
+      cands0
+        .filter((c) => (phrase.get(c.rowid) ?? 0) < g.weight && c.per.every((x) => x >= g.weight))
+        .map((c) => c.rowid);
     for (const g of FIELDS) {
-      if (opts.phraseChecks !== 'every' && !couldGain(g)) continue;
-      for (const r of inField(p, g)) phrase.set(r, Math.max(phrase.get(r) ?? 0, g.weight));
+      const ids = opts.phraseChecks === 'every' ? candIds : couldGain(g);
+      for (const r of inField(p, g, ids)) phrase.set(r, Math.max(phrase.get(r) ?? 0, g.weight));
     }
   }
   for (const c of cands.values()) {

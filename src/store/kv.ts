@@ -16,6 +16,9 @@ export const KV_KEYS = {
   /** the banding the rows of search_bands were made with (src/search/similar.ts BANDING):
    *  when it differs from the code's, the band keys are rebuilt from the stored signatures */
   similarBands: 'similar:bands',
+  /** whether the search's field tables hold every stored document (src/store/search.ts
+   *  FIELD_TABLES: 'current:<layout>', or 'stale' after a write they missed) */
+  searchFields: 'search:fields',
 } as const;
 
 /** Requirements (import name → Requirement) probed in one validation environment. */

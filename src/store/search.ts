@@ -1,8 +1,10 @@
 // The search tables (migration 4): `search_docs` (one row per block: filter columns and
 // the SearchDoc JSON; `key` identifies its inputs), `search_fts` (FTS5, rowid =
 // search_docs.rowid, one column per entry of SEARCH_COLUMNS, BM25-ranked) and
-// `search_sigs` (MinHash signatures of each module content, for `similar`). What goes
-// into them is decided in src/search/; the SQL is here.
+// `search_sigs` (MinHash signatures of each module content, for `similar`), and the field
+// tables (FIELD_TABLES: one contentless FTS5 index per group of columns, same rowids, so
+// "which of these documents hold this word in this field" is a lookup in that field's
+// own term lists). What goes into them is decided in src/search/; the SQL is here.
 //
 // BM25 (FTS5 `bm25()`, k1 = 1.2, b = 0.75) returns lower = better; scores returned here
 // are its negation, so higher = better.
@@ -14,13 +16,97 @@ import type { IndexStore } from './store.js';
 export { SEARCH_COLUMNS };
 
 /** The FTS table is a derived cache: when a store holds it with other columns, tokenizer
- *  or prefixes (an older layout), drop it and every document so the next sync rebuilds them. */
+ *  or prefixes (an older layout), drop it and every document so the next sync rebuilds them
+ *  (the field tables with them); then bring the field tables up to date (ensureFieldTables). */
 export function ensureFtsLayout(store: IndexStore): void {
   const sql = store.stmt("SELECT sql FROM sqlite_master WHERE name = 'search_fts'").pluck().get() as string | undefined;
-  if (sql?.replace(/\s+/g, ' ') === FTS_SQL.replace(/\s+/g, ' ')) return;
-  store.write(() => {
-    store.db.exec('DROP TABLE IF EXISTS search_fts; DELETE FROM search_docs;');
-    store.db.exec(FTS_SQL);
+  if (sql?.replace(/\s+/g, ' ') !== FTS_SQL.replace(/\s+/g, ' ')) {
+    store.write(() => {
+      store.db.exec('DROP TABLE IF EXISTS search_fts; DELETE FROM search_docs;');
+      for (const t of FIELD_TABLES) store.db.exec(`DROP TABLE IF EXISTS ${t.table}`);
+      store.db.exec(FTS_SQL);
+    });
+  }
+  ensureFieldTables(store);
+}
+
+// ---------------------------------------------------------------- field tables
+
+/**
+ * One FTS5 index per field of the search's score (src/search/fts.ts FIELDS), beside
+ * search_fts and with its rowids: a field's check among a query's candidates is then a
+ * query on the field's own table, without a column filter. In search_fts a column filter
+ * (`{summary} : "attention"`) reads the term's whole document list with its positions
+ * (FTS5 keeps one list per term across every column), and cannot be looked up by rowid
+ * (FTS5 then walks on from each rowid to the next document holding the term in the
+ * column): at 10^6 blocks each check was one pass over a common word's 10^5 matches.
+ * Contentless (the texts are search_fts's), with deletes by rowid (contentless_delete,
+ * SQLite ≥ 3.43), same tokenizer and prefixes as search_fts so a query expression means
+ * the same in both. `exact` alone has its own table (the blocks a query names whole: one
+ * term per document, no positions needed). The low field (identifiers, deps) has none: it
+ * is two thirds of the text, and a word found in no other field but in the document is
+ * in it (src/search/fts.ts).
+ */
+export const FIELD_TABLES: readonly { table: string; columns: readonly string[]; detail?: 'none' }[] = [
+  { table: 'search_field_exact', columns: ['exact'], detail: 'none' },
+  { table: 'search_field_name', columns: ['exact', 'name'] },
+  { table: 'search_field_summary', columns: ['summary'] },
+  { table: 'search_field_mid', columns: ['qualname', 'category', 'layers', 'params'] },
+];
+
+function fieldSql(t: (typeof FIELD_TABLES)[number]): string {
+  return (
+    `CREATE VIRTUAL TABLE ${t.table} USING fts5(${t.columns.join(', ')}, content = '', contentless_delete = 1, ` +
+    `tokenize = 'porter unicode61 remove_diacritics 2', ` +
+    (t.detail ? `detail = ${t.detail})` : `prefix = '2 3')`)
+  );
+}
+
+/** The kv entry saying the field tables hold every document of search_docs: FIELDS_CURRENT
+ *  when they do, 'stale' after a write they missed. */
+const FIELDS_KV = KV_KEYS.searchFields;
+const FIELDS_CURRENT = 'current:1';
+/** Every insert into search_docs marks the field tables stale, so a document written by
+ *  code that does not know them (an older nnrag writing to this store) makes the next sync
+ *  rebuild them; putDocs, which writes them, keeps them current. */
+const STALE_TRIGGER = `CREATE TRIGGER search_fields_stale AFTER INSERT ON search_docs
+  WHEN (SELECT value FROM kv WHERE key = '${FIELDS_KV}') IS NOT 'stale'
+  BEGIN INSERT OR REPLACE INTO kv(key, value) VALUES ('${FIELDS_KV}', 'stale'); END`;
+
+/** Do the field tables hold every stored document (their layout the code's, none of
+ *  search_docs' writes missed)? */
+export function fieldTablesCurrent(store: IndexStore): boolean {
+  if (store.getKV(FIELDS_KV) !== FIELDS_CURRENT) return false;
+  const sqls = new Map(
+    store.stmt("SELECT name, sql FROM sqlite_master WHERE name LIKE 'search_field%'").raw().all() as [string, string][],
+  );
+  return (
+    sqls.get('search_fields_stale') === STALE_TRIGGER && FIELD_TABLES.every((t) => sqls.get(t.table) === fieldSql(t))
+  );
+}
+
+/** Create the field tables (or replace those of another layout) and fill them from
+ *  search_fts's stored texts, when they are not current (a store from before them, or
+ *  written by code that does not know them). Returns whether they were rebuilt. */
+export function ensureFieldTables(store: IndexStore): boolean {
+  if (fieldTablesCurrent(store)) return false;
+  const index = new Map(SEARCH_COLUMNS.map((c, i) => [c.name, i]));
+  return store.write(() => {
+    // another process may have rebuilt them while this one waited for the write lock
+    if (fieldTablesCurrent(store)) return false;
+    store.db.exec('DROP TRIGGER IF EXISTS search_fields_stale');
+    store.db.exec(STALE_TRIGGER);
+    for (const t of FIELD_TABLES) {
+      store.db.exec(`DROP TABLE IF EXISTS ${t.table}`);
+      store.db.exec(fieldSql(t));
+      // search_fts_content: FTS5's stored texts of search_fts, column i as c<i>
+      store.db.exec(
+        `INSERT INTO ${t.table}(rowid, ${t.columns.join(', ')}) SELECT id, ${t.columns.map((c) => `c${index.get(c)}`).join(', ')} FROM search_fts_content`,
+      );
+      store.db.exec(`INSERT INTO ${t.table}(${t.table}) VALUES('optimize')`);
+    }
+    store.setKV(FIELDS_KV, FIELDS_CURRENT);
+    return true;
   });
 }
 
@@ -39,41 +125,63 @@ export interface DocRow {
   fts: string[];
 }
 
-function removeDocRow(store: IndexStore, id: string): boolean {
+function removeDocRow(store: IndexStore, id: string, fields: boolean): boolean {
   const old = store.stmt('SELECT rowid FROM search_docs WHERE id = ?').pluck().get(id) as number | undefined;
   if (old === undefined) return false;
   store.stmt('DELETE FROM search_fts WHERE rowid = ?').run(old);
+  if (fields) for (const t of FIELD_TABLES) store.stmt(`DELETE FROM ${t.table} WHERE rowid = ?`).run(old);
   store.stmt('DELETE FROM search_docs WHERE rowid = ?').run(old);
   return true;
 }
 
 /** Insert or replace documents and drop those of `gone` blocks, in one transaction (their
- *  signatures and band keys are dropped by the signatures' own sync: putSignatures). */
+ *  signatures and band keys are dropped by the signatures' own sync: putSignatures). The
+ *  field tables are written too when they are current (else they stay stale: the next
+ *  ensureFieldTables rebuilds them from search_fts). */
 export function putDocs(store: IndexStore, rows: readonly DocRow[], gone: readonly string[] = []): void {
   const cols = SEARCH_COLUMNS.map((c) => c.name);
+  const index = new Map(cols.map((c, i) => [c, i]));
   store.write(() => {
+    const fields = fieldTablesCurrent(store);
     for (const { doc: d, key, fts } of rows) {
-      removeDocRow(store, d.id);
+      removeDocRow(store, d.id, fields);
       const info = store
         .stmt('INSERT INTO search_docs(id, key, repo, category, status, params, doc) VALUES (?, ?, ?, ?, ?, ?, ?)')
         .run(d.id, key, d.origin.repo, d.category, d.status, d.params, JSON.stringify(d));
       store
         .stmt(`INSERT INTO search_fts(rowid, ${cols.join(', ')}) VALUES (?, ${cols.map(() => '?').join(', ')})`)
         .run(info.lastInsertRowid, ...fts);
+      if (fields)
+        for (const t of FIELD_TABLES)
+          store
+            .stmt(
+              `INSERT INTO ${t.table}(rowid, ${t.columns.join(', ')}) VALUES (?, ${t.columns.map(() => '?').join(', ')})`,
+            )
+            .run(info.lastInsertRowid, ...t.columns.map((c) => fts[index.get(c)!]));
     }
-    for (const id of gone) removeDocRow(store, id);
+    for (const id of gone) removeDocRow(store, id, fields);
+    // the inserts above fired the stale trigger; these documents are in the field tables
+    if (fields) store.setKV(FIELDS_KV, FIELDS_CURRENT);
   });
 }
 
 /** Merge the FTS index's segments into one (FTS5's 'optimize' command: one pass over the
  *  index; queries then read one segment per term). */
 export function optimizeFts(store: IndexStore): void {
-  store.write(() => store.stmt("INSERT INTO search_fts(search_fts) VALUES('optimize')").run());
+  const fields = fieldTablesCurrent(store);
+  store.write(() => {
+    store.stmt("INSERT INTO search_fts(search_fts) VALUES('optimize')").run();
+    if (fields) for (const t of FIELD_TABLES) store.db.exec(`INSERT INTO ${t.table}(${t.table}) VALUES('optimize')`);
+  });
 }
 
 /** Forget every document (the next sync rebuilds them). */
 export function clearDocs(store: IndexStore): void {
-  store.write(() => store.db.exec('DELETE FROM search_docs; DELETE FROM search_fts;'));
+  const fields = fieldTablesCurrent(store);
+  store.write(() => {
+    store.db.exec('DELETE FROM search_docs; DELETE FROM search_fts;');
+    if (fields) for (const t of FIELD_TABLES) store.db.exec(`INSERT INTO ${t.table}(${t.table}) VALUES('delete-all')`);
+  });
 }
 
 /** The stored search document of a block. */
@@ -158,10 +266,13 @@ export function browseDocs(store: IndexStore, f: DocFilters, limit: number, offs
     .all(...args, limit, after !== undefined ? 0 : offset) as string[];
 }
 
+/** The FTS5 tables a query can read: search_fts (every column) or a field table. */
+export type FtsTable = 'search_fts' | (typeof FIELD_TABLES)[number]['table'];
+
 /** How many documents an FTS query matches, unfiltered (counted inside FTS5: no row
  *  reaches JavaScript). */
-export function countFts(store: IndexStore, match: string): number {
-  return store.stmt('SELECT count(*) FROM search_fts WHERE search_fts MATCH ?').pluck().get(match) as number;
+export function countFts(store: IndexStore, match: string, table: FtsTable = 'search_fts'): number {
+  return store.stmt(`SELECT count(*) FROM ${table} WHERE ${table} MATCH ?`).pluck().get(match) as number;
 }
 
 /** −rank of some documents for an FTS query (`rank` an SQL expression over `search_fts`:
@@ -184,10 +295,15 @@ export function rankOf(store: IndexStore, match: string, rank: string, rowids: r
 
 /** Rowids among `rowids` that an FTS query matches (the query runs once; the list filters
  *  its matches without reaching JavaScript). */
-export function matchRowidsIn(store: IndexStore, match: string, rowids: readonly number[]): number[] {
+export function matchRowidsIn(
+  store: IndexStore,
+  match: string,
+  rowids: readonly number[],
+  table: FtsTable = 'search_fts',
+): number[] {
   if (!rowids.length) return [];
   return store
-    .stmt('SELECT rowid FROM search_fts WHERE search_fts MATCH ? AND +rowid IN (SELECT value FROM json_each(?))')
+    .stmt(`SELECT rowid FROM ${table} WHERE ${table} MATCH ? AND +rowid IN (SELECT value FROM json_each(?))`)
     .pluck()
     .all(match, JSON.stringify(rowids)) as number[];
 }
@@ -197,10 +313,15 @@ export function matchRowidsIn(store: IndexStore, match: string, rowids: readonly
  *  on 10^6 blocks, 1,000 rowids of "conv" (414,000 matches) 6 ms of CPU, against 22–31 ms
  *  for one pass over the matches. Not for an auxiliary function such as bm25(), which
  *  counts each phrase's matches again on every entry). */
-export function matchRowidsSeek(store: IndexStore, match: string, rowids: ArrayLike<number>): number[] {
+export function matchRowidsSeek(
+  store: IndexStore,
+  match: string,
+  rowids: ArrayLike<number>,
+  table: FtsTable = 'search_fts',
+): number[] {
   if (!rowids.length) return [];
   return store
-    .stmt('SELECT rowid FROM search_fts WHERE search_fts MATCH ? AND rowid IN (SELECT value FROM json_each(?))')
+    .stmt(`SELECT rowid FROM ${table} WHERE ${table} MATCH ? AND rowid IN (SELECT value FROM json_each(?))`)
     .pluck()
     .all(match, JSON.stringify(Array.from(rowids))) as number[];
 }
@@ -217,8 +338,8 @@ export function matchRowidsAfter(store: IndexStore, match: string, after: number
 
 /** Rowids of every document an FTS query matches (unfiltered: no join, no auxiliary
  *  function — the cheapest FTS5 query). */
-export function matchRowids(store: IndexStore, match: string): number[] {
-  return store.stmt('SELECT rowid FROM search_fts WHERE search_fts MATCH ?').pluck().all(match) as number[];
+export function matchRowids(store: IndexStore, match: string, table: FtsTable = 'search_fts'): number[] {
+  return store.stmt(`SELECT rowid FROM ${table} WHERE ${table} MATCH ?`).pluck().all(match) as number[];
 }
 
 /** How many documents pass the filters (matching or not). */

@@ -183,9 +183,12 @@ describe('search: the large path', () => {
           const needed = searchBlocks(store, q, { ...o, limit: 30 });
           const n = phrasePasses.length;
           const every = searchBlocks(store, q, { ...o, limit: 30, phraseChecks: 'every' });
-          assert.equal(phrasePasses.length - n, 4, `${q}: every field checked`);
+          // every field asked (a field's table that holds no document of the phrase answers
+          // from its count, without a pass)
+          const e = phrasePasses.length - n;
+          assert.ok(e <= 4, `${q}: ${e} fields checked`);
           assert.deepEqual(needed.hits, every.hits, q);
-          if (n < 4) fewer++;
+          if (n < e) fewer++;
         }
       assert.ok(fewer > 0, 'some field passes were skipped');
     } finally {
