@@ -600,7 +600,9 @@ async function slimOrFaithful(
 ): Promise<{ record: BlockRecord; text: string; result: ValidationResult }> {
   let faithful = known;
   let wholeRun: Promise<ValidationResult> | undefined;
-  const wholeFaithful = async () => {
+  // (why it ran, counted for the cost table: what slim first could not spare)
+  const wholeFaithful = async (why: string) => {
+    if (whole && !wholeRun) costs.count(`validate faithful whole after arguments: ${why}`, repo);
     if (whole) faithful = await (wholeRun ??= whole());
     return faithful;
   };
@@ -620,7 +622,7 @@ async function slimOrFaithful(
       slimLines: slim.record.lines || null,
       ...(usageRoots ? { usageRoots } : {}),
     };
-    return { record: faithfulRecord, text: req.source, result: await wholeFaithful() };
+    return { record: faithfulRecord, text: req.source, result: await wholeFaithful(reason.split(/[:(]/)[0].trim()) };
   };
   if (!slim.text) return fallback(`slim emission failed: ${slim.record.error ?? 'no text'}`);
   // decorators not proven statically: the sandbox applies them to a fresh class
@@ -698,7 +700,7 @@ async function slimOrFaithful(
       proven,
       ...(emission.usageRoots ? { usageRoots: emission.usageRoots } : {}),
     };
-    return { record: slim.record, text: slim.text, result: await wholeFaithful() };
+    return { record: slim.record, text: slim.text, result: await wholeFaithful('slim module is the faithful text') };
   }
   // slim exists to be shorter: one that removed nothing worth a line (its header lists
   // what it removed) is not validated, the faithful module is kept
@@ -721,7 +723,7 @@ async function slimOrFaithful(
   // slim first: the stages the arguments-only run did not reach (usage line, equivalence)
   // matter only when the slim module failed one the faithful module might pass
   if (whole && !(lostOf(faithful).length === 0 && passesStages(r, required) && r.stages.equivalence === 'pass'))
-    await wholeFaithful();
+    await wholeFaithful('slim module did not settle the choice');
   const lost = lostOf(faithful);
   const faithfulOk = passesStages(faithful, required);
   if (lost.length || (faithfulOk && !passesStages(r, required))) {
@@ -1135,11 +1137,14 @@ export async function extractAndValidate(
           ) {
             const a = await validateCached({ ...req, argumentsOnly: true }, 'faithful arguments');
             // a run that did not pass forward ran exactly as the whole validation would
-            // (the usage line and equivalence come after forward): it is that validation
-            if (a.stages.forward !== 'pass') result = a;
-            // the chosen arguments name definitions the module lacks: the usage roots
-            // below need the whole validation, faithful first as before
-            else if (!a.usageNeeds?.length) {
+            // (the usage line and equivalence come after forward): it is that validation.
+            // One whose chosen arguments name definitions the module lacks went on as the
+            // whole validation in the same child (`whole`: the usage roots below need it,
+            // faithful first as before), so the module is built and run once
+            if (a.stages.forward !== 'pass' || a.whole) {
+              result = a;
+              if (a.whole) costs.count('validate faithful arguments went on whole (usage needs)', repo);
+            } else if (!a.usageNeeds?.length) {
               result = a;
               const wreq = req;
               whole = () => validateCached(wreq, 'faithful');

@@ -800,6 +800,8 @@ export class ValidatorPool {
       harvest: msg.harvest,
       witnessSkipped: Array.isArray(msg.witnessSkipped) ? msg.witnessSkipped.map(String).slice(0, 3) : undefined,
       providersWanted: Array.isArray(msg.providersWanted) ? msg.providersWanted.map(String) : undefined,
+      // (an arguments-only request that went on as the whole one: types.ts `argumentsOnly`)
+      whole: job.req.argumentsOnly && msg.whole === true ? true : undefined,
       equivalence: msg.equivalence,
       namespace: msg.namespace,
       traceback: msg.traceback,
@@ -832,6 +834,7 @@ export class ValidatorPool {
       'harvest',
       'witnessSkipped',
       'providersWanted',
+      'whole',
     ] as const)
       if (out[k] === undefined) delete out[k];
     return out;

@@ -69,7 +69,10 @@ export interface ValidationRequest {
   requiredStages?: Stage[];
   /** only choose the arguments (pipeline.ts, slim first): every stage up to forward runs
    *  as in a whole validation, then the usage line is not run and equivalence not built;
-   *  the result names the definitions the line would lack (`usageNeeds`) */
+   *  the result names the definitions the line would lack (`usageNeeds`). When it would
+   *  name some, the pipeline needs the whole validation anyway: the request goes on as
+   *  the whole one (usage line, equivalence) in the same child, and its result says so
+   *  (`whole`) and is the whole request's */
   argumentsOnly?: boolean;
   timeoutMs?: number;
 }
@@ -111,6 +114,9 @@ export interface ValidationResult extends Omit<ValidationRecord, 'missing' | 'to
    *  (`[module, qualname]`, the original's names; snippet.py usage_needs): the pipeline
    *  adds them to the module's closure so that the usage line can build them */
   usageNeeds?: [string, string][];
+  /** an `argumentsOnly` request whose chosen arguments named definitions the module lacks,
+   *  which went on as the whole request (the result is that request's) */
+  whole?: boolean;
   /** Python traceback of the failure, trimmed */
   traceback?: string;
   /** tail of what the candidate printed, when it ended abnormally */

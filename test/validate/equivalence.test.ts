@@ -92,6 +92,8 @@ describe('equivalence with the original module', { skip: skip ?? false }, () => 
     assert.equal(only.equivalence, undefined);
     assert.equal(only.usage, undefined);
     assert.equal(only.usageCheck, undefined);
+    // (its arguments name nothing the module lacks: it did not go on as the whole request)
+    assert.equal(only.whole, undefined);
   });
 
   it("finds the original's class in another module of its package when the block's module does not name it", async () => {

@@ -359,10 +359,17 @@ class Stages:
                 # `slimOrFaithful`): every stage up to here ran as in a whole validation,
                 # so the arguments and the stages' verdicts are that validation's; the
                 # usage line is not run and equivalence not built, only the definitions
-                # the line would lack are named (`usageNeeds`)
+                # the line would lack are named (`usageNeeds`). When it names some, the
+                # pipeline needs the whole validation anyway (its usage roots are chosen
+                # from it): this child goes on as the whole request would from here (the
+                # usage line, equivalence) rather than a second child building and running
+                # the same module again, and says so (`whole`)
                 if self.req.get("argumentsOnly"):
-                    self._send_usage(cls, mod, args, kwargs, x, self._fwd_kwargs, witness, cost, run=False)
-                    return
+                    d = self._usage_info(cls, mod, args, kwargs, x, self._fwd_kwargs, witness, cost, run=False)
+                    if not d.get("usageNeeds"):
+                        self.rep.send(d)
+                        return
+                    self.rep.send({"ev": "info", "whole": True})
                 self._send_usage(cls, mod, args, kwargs, x, self._fwd_kwargs, witness, cost)
                 if "equivalence" in want or self.req.get("original"):
                     self._equivalence(cls, args, kwargs, x, witness if self._fwd_kwargs is not None else None, witness)
@@ -640,6 +647,10 @@ class Stages:
         self.rep.send(d)
 
     def _send_usage(self, cls, mod, args, kwargs, inputs, fwd_kwargs, witness, cost, run=True):
+        """Send the usage line's report (`_usage_info`)."""
+        self.rep.send(self._usage_info(cls, mod, args, kwargs, inputs, fwd_kwargs, witness, cost, run))
+
+    def _usage_info(self, cls, mod, args, kwargs, inputs, fwd_kwargs, witness, cost, run=True):
         """The usage snippet of the construction and call that passed (snippet.py),
         rendered from recorded JSON values (the witness's record, else the live values
         encoded as a witness would be) and checked with ast; then run as written here
@@ -755,7 +766,7 @@ class Stages:
         # the installed modules the snippet's imports loaded, where the original's of that
         # name are hidden (the equivalence stage puts those back)
         _stash.forget_imported(loaded, packages)
-        self.rep.send(d)
+        return d
 
     def _original_module(self):
         """The block's original module, imported from its repository (read-only in the

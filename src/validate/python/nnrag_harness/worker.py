@@ -473,6 +473,7 @@ class Worker:
                     "argumentsOrigin",
                     "witnessSkipped",
                     "providersWanted",
+                    "whole",
                 ):
                     if key in ev and ev[key] is not None:
                         res[key] = ev[key]
