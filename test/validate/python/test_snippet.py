@@ -487,7 +487,7 @@ class RenderTest(unittest.TestCase):
                 pass
         self.assertTrue(0 < len(ok) < 12, "some seeds pass, others fail: the seed decides the draw")
         # a seeded line whose call draws from a generator it does not seed is refused
-        with self.assertRaisesRegex(S.Unseeded, "seeds torch, its call also draws from random"):
+        with self.assertRaisesRegex(S.Unseeded, "seeds torch, it also draws from random"):
             S.run_snippet(S.seeded_text("PyLevels(4)(torch.rand(1))", {"torch"}, 1), ns, torch, ())
         # NumPy's generator cannot be seeded by a line (numpy is not imported by one)
         with self.assertRaises(S.Unrenderable):

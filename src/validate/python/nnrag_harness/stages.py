@@ -748,7 +748,7 @@ class Stages:
                             S.run_snippet(text, ns, torch, S.RESEEDS, left)
                             d["usage"], d["usageCheck"], d["usageDraws"] = text, "seeded", str(draw[1])[:240]
                             break
-                        except S.Unrenderable as e:
+                        except (S.Unrenderable, S.Unseeded) as e:
                             why = "%s; no seeded line: %s" % (why, str(e)[:120])
                             break
                         except BaseException:  # noqa: BLE001 - this seed's draw fails too: the next one
