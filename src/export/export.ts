@@ -83,6 +83,9 @@ export interface ExportReport {
   usage: string | null;
   /** why a validated block has no usage line (the record's `usageSkipped`) */
   usageSkipped: string | null;
+  /** for a seeded usage line (the record's `usageCheck: 'seeded'`): how an unseeded draw
+   *  fails with the same values (`usageDraws`) */
+  usageDraws: string | null;
 }
 
 /** `WindowAttention` → `window_attention`, `MHSABlock` → `mhsa_block`. */
@@ -267,7 +270,10 @@ export function moduleNameFor(className: string): string {
 }
 
 /** Standard modules a usage snippet may import (snippet.py IMPORTABLE). */
-const SNIPPET_IMPORTS = new Set(['functools', 'argparse', 'math']);
+const SNIPPET_IMPORTS = new Set(['functools', 'argparse', 'math', 'random']);
+/** A seeded line's seeding statements (snippet.py SEEDERS, seed_statement): torch's
+ *  generator, Python's (after `import random`), seeded with a non-negative integer. */
+const SEED_STATEMENT = /^(?:torch\.manual_seed|(random)\.seed)\((?:0|[1-9][0-9]*)\)$/;
 const PY_TOKEN =
   /\s+|"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|[A-Za-z_][A-Za-z0-9_]*|\d[\d_]*(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|[()[\]{},:=.-]|./gy;
 
@@ -364,7 +370,8 @@ export function importableFrom(distributions: ReadonlySet<string>): (module: str
  *  (snippet.py, checked there with `ast`): printable ASCII, `import` lines of
  *  SNIPPET_IMPORTS and `from P import N, M` lines of public names (no part starting with
  *  an underscore, not relative, no `as`) of a package `importable` accepts (an installed
- *  distribution the export pins: `importableFrom`; none without it), then the generated
+ *  distribution the export pins: `importableFrom`; none without it), then a seeded line's
+ *  `torch.manual_seed(N)` / `random.seed(N)` (SEED_STATEMENT), then the generated
  *  assignments of objects built field by field
  *  (`value1 = Holder()`, `value1.width = 4`: a plain name, or an attribute of a name an
  *  earlier line assigned, no dunder), then one expression; every value made of names,
@@ -390,6 +397,16 @@ export function plainUsage(
     const f = /^from ([A-Za-z0-9_.]+) import ([A-Za-z0-9_, ]+)$/.exec(lines[i]);
     if (!f) break;
     if (!f[1].split('.').every(publicName) || !f[2].split(', ').every(publicName) || !importable(f[1])) return null;
+  }
+  // a seeded line's `torch.manual_seed(1)` / `random.seed(1)` (after `import random`),
+  // each generator once, before anything is built
+  const seeded = new Set<string>();
+  for (; i < lines.length; i++) {
+    const m = SEED_STATEMENT.exec(lines[i]);
+    if (!m) break;
+    const gen = m[1] ?? 'torch';
+    if (seeded.has(gen) || (gen === 'random' && !lines.includes('import random'))) return null;
+    seeded.add(gen);
   }
   const assigned = new Set<string>();
   for (; i < lines.length; i++) {
@@ -508,6 +525,9 @@ export async function exportBlock(store: IndexStore, id: string, opts: ExportOpt
     : validation?.usage
       ? 'the recorded usage line imports from a distribution the requirements do not pin'
       : (validation?.usageSkipped ?? null);
+  // a seeded line says why it seeds: an unseeded draw fails with these values
+  const usageDraws =
+    usage && validation?.usageCheck === 'seeded' ? (validation.usageDraws ?? 'another random draw fails') : null;
   // every value of the record reaches the file only inside comment lines (commentBlock:
   // split on every line break, control characters escaped), so none can become code
   const header =
@@ -521,7 +541,9 @@ export async function exportBlock(store: IndexStore, id: string, opts: ExportOpt
     (usage && !failed
       ? `# Usage, as validated (after ${usageImports(moduleName, doc.name, e.text, usage)
           .map((l) => `\`${l}\``)
-          .join(', ')}):\n${commentBlock(usage, '#     ')}\n`
+          .join(', ')}):\n${commentBlock(usage, '#     ')}\n${
+          usageDraws ? commentBlock(`The line seeds the random generators: ${usageDraws}`) + '\n' : ''
+        }`
       : usageSkipped && !failed
         ? commentBlock(`No usage line: ${usageSkipped}`) + '\n'
         : '') +
@@ -571,6 +593,7 @@ export async function exportBlock(store: IndexStore, id: string, opts: ExportOpt
     importLine: `from ${moduleName} import ${doc.name}`,
     usage: usage ?? null,
     usageSkipped: failed ? null : usageSkipped,
+    usageDraws: failed ? null : usageDraws,
   };
 }
 

@@ -93,9 +93,14 @@ const validation = {
         "the construction and call that passed forward, as Python: `import` lines of a few standard modules and `from P import N` lines of public names of installed distributions the block's module imports (export pins them), then one expression, rendered from the recorded values",
     },
     usageCheck: {
-      enum: ['ran', 'values'],
+      enum: ['ran', 'values', 'seeded'],
       description:
-        'how the usage was checked before it was recorded: run as written, or (when building the block again did not fit in the time left) its argument and input expressions evaluated and equal to the validated ones',
+        'how the usage was checked before it was recorded: run as written, or (when building the block again did not fit in the time left) its argument and input expressions evaluated and equal to the validated ones, or (seeded) run as written by a line that seeds the random generators its call draws from, because another draw fails with these values',
+    },
+    usageDraws: {
+      ...str,
+      description:
+        'for a seeded usage line: how an unseeded random draw fails with the same values (why the line seeds the generators)',
     },
     usageSkipped: {
       ...str,

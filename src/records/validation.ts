@@ -153,8 +153,13 @@ export interface ValidationRecord {
   usage?: string | null;
   /** how the usage was checked: run as written (`ran`), or its argument and input
    *  expressions evaluated and equal to the validated values (`values`: building the block
-   *  again did not fit in the time left) */
-  usageCheck?: 'ran' | 'values';
+   *  again did not fit in the time left; `seeded`: run as written, a line that seeds the
+   *  random generators its call draws from, because another draw fails with these values,
+   *  `usageDraws` says how) */
+  usageCheck?: 'ran' | 'values' | 'seeded';
+  /** for a seeded line (`usageCheck: 'seeded'`): the failure of an unseeded draw with the
+   *  same values (snippet.py OtherDraw); export and the block page show it */
+  usageDraws?: string;
   /** why a block whose forward passed has no usage line: the value without a plain
    *  spelling, the line's error when it ran, the usage roots refused by their bound or not
    *  indexed (snippet.py, pipeline.ts withUsageRoots); export and the block page show it */

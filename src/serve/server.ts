@@ -233,6 +233,10 @@ async function blockPage(store: Workspace['store'], id: string, hl: Map<string, 
       `<section id="usage"><h2>Usage <button type="button" id="copy-usage" data-copy="usage-code">Copy</button></h2>` +
         `<pre class="code"><code id="usage-code">${esc(`${commentBlock(`nnrag export ${id} --into . --module ${modName}`)}\n${usageImports(modName, doc.name, e.text, usage).join('\n')}\n\n${usageLines(usage)}`)}</code></pre>` +
         `<p class="muted">the arguments and input that passed validation</p>` +
+        // a seeded line (usageCheck 'seeded'): why it seeds the random generators
+        ((v as { usageCheck?: string } | undefined)?.usageCheck === 'seeded'
+          ? `<p class="muted" id="usage-draws">the line seeds the random generators: ${esc((v as { usageDraws?: string }).usageDraws ?? 'another random draw fails')}</p>`
+          : '') +
         // usage roots (resolve/closure.ts): definitions copied for this line only
         (e.record.emission.usageRoots?.length
           ? `<p class="muted" id="usage-roots">the module also defines ${e.record.emission.usageRoots.map((r) => `<code>${esc(r)}</code>`).join(', ')} for this line: the validated arguments name them, the block's code does not</p>`

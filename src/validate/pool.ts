@@ -792,7 +792,11 @@ export class ValidatorPool {
       layers: msg.layers,
       // a snippet is recorded whole or not at all (a cut one would not parse)
       usage: typeof msg.usage === 'string' && msg.usage.length <= USAGE_MAX_CHARS ? msg.usage : undefined,
-      usageCheck: msg.usageCheck === 'ran' || msg.usageCheck === 'values' ? msg.usageCheck : undefined,
+      usageCheck:
+        msg.usageCheck === 'ran' || msg.usageCheck === 'values' || msg.usageCheck === 'seeded'
+          ? msg.usageCheck
+          : undefined,
+      usageDraws: typeof msg.usageDraws === 'string' ? msg.usageDraws.slice(0, 300) : undefined,
       usageSkipped: typeof msg.usageSkipped === 'string' ? msg.usageSkipped.slice(0, 200) : undefined,
       usageNeeds: usageNeedsOf(msg.usageNeeds),
       argumentsSource: typeof msg.argumentsSource === 'string' ? msg.argumentsSource : undefined,
@@ -827,6 +831,7 @@ export class ValidatorPool {
       'output',
       'usage',
       'usageCheck',
+      'usageDraws',
       'usageSkipped',
       'usageNeeds',
       'argumentsSource',

@@ -58,6 +58,7 @@ export function toRecord(r: ValidationResult): ValidationRecord {
   if (r.usage) {
     rec.usage = r.usage;
     if (r.usageCheck) rec.usageCheck = r.usageCheck;
+    if (r.usageDraws) rec.usageDraws = r.usageDraws;
   } else if (r.usageSkipped && r.stages.forward === 'pass') rec.usageSkipped = r.usageSkipped;
   if (r.environment) rec.environment = r.environment;
   return rec;

@@ -7,7 +7,8 @@
 // usage roots `from module import *` does not give as they are (a private class, a class
 // renamed in the module beside another of the same name); a random augmentation whose line
 // runs under every seed only with the 8-bit image its error asks for, and one whose validated
-// values fail for another draw whatever the image (no line; its reason says so); a block that downloads
+// values fail for another draw whatever the image (a line that seeds the generator first,
+// run as written; the other draw's failure is recorded and shown); a block that downloads
 // pretrained weights when built (its line checked without the download); a part given an
 // attribute after it was built (set again by generated lines); a configuration object
 // holding a module instance (written as that module's construction); hostile blocks whose
@@ -81,6 +82,9 @@ describe('commentBlock and plainUsage (no record value leaves a comment)', () =>
       'import argparse\nvalue1 = Holder()\nvalue1.width = 4\nvalue1.cfg = argparse.Namespace(a=1)\nB(value1)(torch.randn(2, 4))',
       // an object whose constructor does not take its fields, made without running it
       'value1 = Spec.__new__(Spec)\nvalue1.width = 4\nB(value1)(torch.randn(2, 4))',
+      // a seeded line: the generators its call draws from seeded first (issue 26)
+      'torch.manual_seed(1)\nRandomLevels(32)(torch.rand(1, 3, 8, 8))',
+      'import math\nimport random\ntorch.manual_seed(3)\nrandom.seed(3)\nvalue1 = H()\nB(value1, math.inf)(x)',
     ])
       assert.equal(plainUsage(ok), ok);
     // a list of configuration objects stays whole up to USAGE_MAX_CHARS, none past it
@@ -122,6 +126,15 @@ describe('commentBlock and plainUsage (no record value leaves a comment)', () =>
       'value1 = Spec.__class__.__new__(Spec.__class__)\nB(value1)(x)',
       'value1 = H()\nvalue1.x = Spec.__new__(Spec)\nB(value1)(x)',
       'B(Spec.__new__(Spec))(x)',
+      'random.seed(1)\nB()(x)',
+      'torch.manual_seed(1)\ntorch.manual_seed(2)\nB()(x)',
+      'value1 = H()\ntorch.manual_seed(1)\nB(value1)(x)',
+      'torch.manual_seed(1)\nimport math\nB()(x)',
+      'torch.manual_seed(-1)\nB()(x)',
+      'torch.manual_seed(01)\nB()(x)',
+      'torch.manual_seed(1); open(1)\nB()(x)',
+      'torch.manual_seed(seed=1)\nB()(x)',
+      'torch.seed()\nB()(x)',
     ])
       assert.equal(plainUsage(bad), null, bad);
   });
@@ -406,20 +419,44 @@ describe('usage snippets of validated blocks, exported and run as written', { sk
     assert.equal(r.stdout.trim(), 'torch.uint8 (1, 3, 64, 64)');
   });
 
-  test('a random block whose validated values fail for another draw: no line, and the record, export and header say which draw fails and how', () => {
-    const rec = recs.get('RandomLevels')! as Rec & { validation: { usageSkipped?: string } };
+  test('a random block whose validated values fail for another draw: a line that seeds the generator runs as written, and the record, export and header say which draw fails and how', () => {
+    const rec = recs.get('RandomLevels')! as Rec & { validation: { usageDraws?: string; usageSkipped?: string } };
     assert.equal(rec.ok, true, JSON.stringify(rec.validation));
-    assert.equal(rec.validation.usage ?? null, null);
+    // the validated values (its call site's levels=32), the generator seeded first
+    assert.equal(rec.validation.usageCheck, 'seeded');
+    assert.match(rec.validation.usage ?? '', /^torch\.manual_seed\(\d+\)\nRandomLevels\(32\)\(torch\./);
+    assert.equal(rec.validation.usageSkipped, undefined);
     const why =
       /^another random draw than the validated one \(seed \d+\) fails with the validated values: ValueError: levels should be between 1 and 8\. Got 32$/;
-    assert.match(rec.validation.usageSkipped ?? '', why);
-    const { report } = exportInto('RandomLevels');
-    assert.equal(report.usage, null);
-    assert.match((report as { usageSkipped?: string | null }).usageSkipped ?? '', why);
+    assert.match(rec.validation.usageDraws ?? '', why);
+    // exported into a fresh folder, run as written: the same draw, which passes
+    const { usage, out } = runUsage('RandomLevels', 'print(tuple(y.shape))');
+    assert.equal(usage, rec.validation.usage);
+    assert.match(out, /^\(\d+(, \d+)*\)$/);
+    const { dir, report } = exportInto('RandomLevels');
+    assert.match((report as { usageDraws?: string | null }).usageDraws ?? '', why);
     assert.match(
       readFileSync(report.file, 'utf8'),
-      /^# No usage line: another random draw than the validated one \(seed \d+\) fails/m,
+      /^# The line seeds the random generators: another random draw than the validated one \(seed \d+\) fails/m,
     );
+    // in a fresh process each time, after other draws (a user's program that drew
+    // before): the line's seed decides, every run passes
+    for (const before of [0, 7, 1000]) {
+      const r = py(
+        `import torch, random\nfrom ${report.module} import *\ntorch.rand(${before})\nrandom.random()\n${usage}\nprint('ok')`,
+        dir,
+      );
+      assert.equal(r.status, 0, r.stderr);
+      assert.equal(r.stdout.trim(), 'ok');
+    }
+    // the same values without the seed fail for some draws (why the line seeds)
+    const bare = usage.split('\n').slice(1).join('\n');
+    const draws = py(
+      `import torch\nfrom ${report.module} import *\nfails = 0\nfor s in range(16):\n    torch.manual_seed(s)\n    try:\n        ${bare}\n    except ValueError:\n        fails += 1\nprint(fails)`,
+      dir,
+    );
+    assert.equal(draws.status, 0, draws.stderr);
+    assert.ok(Number(draws.stdout.trim()) > 0, 'some unseeded draws fail');
   });
 
   test('a block that downloads pretrained weights when built: its line is checked as it was validated, without the download', () => {

@@ -423,6 +423,92 @@ class RenderTest(unittest.TestCase):
         S.run_snippet("Steady()(torch.randn(2))", ns, torch, S.RESEEDS)
         self.assertEqual(Steady.calls, 1)
 
+    def test_a_line_whose_values_pass_on_some_draws_only_is_seeded_and_runs_as_written(self):
+        # a random augmentation built with a value its operation refuses (torchvision's
+        # RandomPosterize with bits=32): the draws that skip the operation pass, the others
+        # fail; Python's random decides in one, torch's generator in the other
+        import random
+
+        class Levels(nn.Module):
+            def __init__(self, levels):
+                super().__init__()
+                self.levels = levels
+
+            def forward(self, img):
+                if float(torch.rand(())) < 0.5:
+                    return img
+                if self.levels > 8:
+                    raise ValueError("levels should be at most 8. Got %d" % self.levels)
+                return img
+
+        class PyLevels(Levels):
+            def forward(self, img):
+                if random.random() < 0.5:
+                    return img
+                if self.levels > 8:
+                    raise ValueError("levels should be at most 8. Got %d" % self.levels)
+                return img
+
+        ns = dict(self.ns, Levels=Levels, PyLevels=PyLevels)
+        line = "Levels(32)(torch.rand(1, 3, 4, 4))"
+        # the seed of a run that passes and one that fails, drawn as run_snippet draws
+        # (the input first, then the call's draw)
+        passing, failing = [], []
+        for n in range(12):
+            S.seed_all(torch, n)
+            torch.rand(1, 3, 4, 4)
+            (passing if float(torch.rand(())) < 0.5 else failing).append(n)
+        self.assertTrue(passing and failing)
+        # the generators the call drew from travel with the other draw's failure
+        S.seed_all(torch, 0)
+        with self.assertRaises(S.OtherDraw) as caught:
+            S.run_snippet(line, ns, torch, tuple(failing[:1] + passing[:1]) * 2)
+        self.assertEqual(caught.exception.moved, {"torch"})
+        # seeded with a seed whose draw passes: the line seeds torch first and runs as
+        # written, once, whatever seeds run_snippet would otherwise try
+        text = S.seeded_text(line, {"torch"}, passing[0])
+        self.assertEqual(text, "torch.manual_seed(%d)\n%s" % (passing[0], line))
+        S.run_snippet(text, ns, torch, tuple(failing))
+        # a seed whose draw fails fails the line: the seeded draw is the one that runs
+        with self.assertRaisesRegex(ValueError, "at most 8"):
+            S.run_snippet(S.seeded_text(line, {"torch"}, failing[0]), ns, torch, ())
+        # Python's generator: `import random` joins the imports, `random.seed(N)` follows
+        # torch's seed; the line's other imports and generated statements stay in order
+        seeded = S.seeded_text("import math\nPyLevels(32)(torch.rand(1))", {"random", "torch"}, 3)
+        self.assertEqual(
+            seeded, "import math\nimport random\ntorch.manual_seed(3)\nrandom.seed(3)\nPyLevels(32)(torch.rand(1))"
+        )
+        ok = []
+        for n in range(12):
+            try:
+                S.run_snippet(S.seeded_text("PyLevels(32)(torch.rand(1))", {"random", "torch"}, n), ns, torch, (1, 2))
+                ok.append(n)
+            except ValueError:
+                pass
+        self.assertTrue(0 < len(ok) < 12, "some seeds pass, others fail: the seed decides the draw")
+        # a seeded line whose call draws from a generator it does not seed is refused
+        with self.assertRaisesRegex(S.Unseeded, "seeds torch, it also draws from random"):
+            S.run_snippet(S.seeded_text("PyLevels(4)(torch.rand(1))", {"torch"}, 1), ns, torch, ())
+        # NumPy's generator cannot be seeded by a line (numpy is not imported by one)
+        with self.assertRaises(S.Unrenderable):
+            S.seeded_text(line, {"torch", "numpy"}, 1)
+        # the check accepts seeding statements only after the imports, before the rest,
+        # `random.seed` only after `import random`, non-negative int literals only
+        S.check_snippet(
+            "import random\ntorch.manual_seed(0)\nrandom.seed(7)\nvalue1 = Levels(32)\nvalue1(torch.rand(1))"
+        )
+        for bad in (
+            "random.seed(1)\nLevels(32)(torch.rand(1))",
+            "value1 = Levels(32)\ntorch.manual_seed(1)\nvalue1(torch.rand(1))",
+            "torch.manual_seed(1)\nimport random\nLevels(32)(torch.rand(1))",
+            "torch.manual_seed(-1)\nLevels(32)(torch.rand(1))",
+            "torch.manual_seed(1.5)\nLevels(32)(torch.rand(1))",
+            "torch.manual_seed(seed=1)\nLevels(32)(torch.rand(1))",
+            "torch.seed()\nLevels(32)(torch.rand(1))",
+        ):
+            with self.assertRaises(S.Unrenderable, msg=bad):
+                S.check_snippet(bad)
+
     def test_an_attribute_set_after_construction_is_written_when_the_block_reads_it(self):
         # detr's build: `backbone = Joiner(...)`, then `backbone.num_channels = 2048`,
         # which DETR's constructor reads

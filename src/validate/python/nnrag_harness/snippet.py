@@ -34,10 +34,25 @@ IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # same bound is USAGE_MAX_CHARS in src/records/block.ts (pool and export check it again)
 MAX_LEN = 8000
 MAX_EXACT = 64  # integer / bool tensors up to this many elements are written by value
-# a call that draws random numbers runs again under these seeds (run_snippet)
-RESEEDS = (2, 3)
-# standard modules a snippet may import (functools.partial, argparse.Namespace, math.inf)
-IMPORTABLE = ("functools", "argparse", "math")
+# a call that draws random numbers runs again under these seeds (run_snippet). An
+# operation a random augmentation applies with probability 1/2 and that refuses the
+# validated values is missed by k more draws with probability 2^-k: two let a quarter of
+# such lines through (torchvision's RandomSolarize(threshold=32) on float images passed
+# seeds 1-3 and failed on the fourth), six 1 in 64. Each run costs one forward, within
+# the candidate's CPU budget (time_left)
+RESEEDS = (2, 3, 4, 5, 6, 7)
+# standard modules a snippet may import (functools.partial, argparse.Namespace, math.inf,
+# random.seed in a seeded line)
+IMPORTABLE = ("functools", "argparse", "math", "random")
+# the generators a line may seed in its first statements after its imports (a seeded line,
+# seeded_text), by the name run_snippet's moved_generators gives them, and the call that
+# seeds each: torch's default CPU generator (torch.manual_seed, torch docs
+# "Reproducibility") and Python's (random.seed, Library Reference "random"); NumPy's global
+# generator is not among them (numpy is not a module a snippet imports)
+SEEDERS = {"torch": ("torch", "manual_seed"), "random": ("random", "seed")}
+# the seeds a seeded line tries, in order: 1 first, the seed run_snippet runs a line's call
+# under (the draw that passed, when nothing before the call draws)
+SEEDED_TRIES = (1, 2, 3, 4, 5)
 
 
 class Unrenderable(Exception):
@@ -573,17 +588,28 @@ def check_snippet(text, packages=()):
     if len(tree.body) != len(lines) or not tree.body:
         raise Unrenderable("one statement per line")
     assigned = set()
+    imported, seeded = set(), set()
     for i, st in enumerate(tree.body):
         if st.lineno != i + 1 or getattr(st, "end_lineno", i + 1) != i + 1:
             raise Unrenderable("one statement per line")
         if isinstance(st, ast.Import):
-            if assigned or any(a.name not in IMPORTABLE or a.asname for a in st.names):
+            if assigned or seeded or any(a.name not in IMPORTABLE or a.asname for a in st.names):
                 raise Unrenderable("import of %s" % ",".join(a.name for a in st.names))
+            imported |= {a.name for a in st.names}
+            continue
+        # `torch.manual_seed(1)`, `random.seed(1)` after the imports, before anything else
+        # (a seeded line, seeded_text); `random` only when a line imported it
+        gen = seed_statement(st)
+        if gen is not None and i != len(tree.body) - 1:
+            if assigned or gen in seeded or (gen != "torch" and gen not in imported):
+                raise Unrenderable("seeding statement")
+            seeded.add(gen)
             continue
         if isinstance(st, ast.ImportFrom):
             path = (st.module or "").split(".")
             if (
                 assigned
+                or seeded
                 or st.level
                 or path[0] not in packages
                 or path[0] == "torch"
@@ -612,6 +638,54 @@ def check_snippet(text, packages=()):
         if not isinstance(st, ast.Expr) or i != len(tree.body) - 1:
             raise Unrenderable("not an expression statement")
         _check_expr(st.value)
+
+
+def seed_statement(st):
+    """The generator ("torch" | "random", SEEDERS) a statement seeds when it is exactly
+    `torch.manual_seed(N)` or `random.seed(N)`, N a non-negative int literal and nothing
+    else; else None."""
+    import ast
+
+    if not (isinstance(st, ast.Expr) and isinstance(st.value, ast.Call)):
+        return None
+    c = st.value
+    if c.keywords or len(c.args) != 1:
+        return None
+    n = c.args[0]
+    if not (isinstance(n, ast.Constant) and type(n.value) is int and n.value >= 0):
+        return None
+    f = c.func
+    for gen, (module, fn) in SEEDERS.items():
+        if isinstance(f, ast.Attribute) and f.attr == fn and isinstance(f.value, ast.Name) and f.value.id == module:
+            return gen
+    return None
+
+
+def seeded_text(text, generators, seed, packages=()):
+    """The snippet `text` made to seed `generators` (a subset of SEEDERS) with `seed` before
+    it builds anything: `import random` among its imports when Python's generator is one,
+    then `torch.manual_seed(seed)` / `random.seed(seed)` after the imports. A line whose
+    values pass on some random draws only (a random augmentation validated with values its
+    operation refuses, on a draw that skipped the operation: torchvision's RandomPosterize
+    with bits=32) then runs as written, on the same draw every time (the generators it
+    seeds are the ones its call draws from: run_snippet checks it). Raises Unrenderable
+    for a generator a line cannot seed (NumPy's)."""
+    if not generators or any(g not in SEEDERS for g in generators):
+        raise Unrenderable("draws from a generator a line cannot seed: %s" % ", ".join(sorted(generators)))
+    lines = text.split("\n")
+    k = 0
+    while k < len(lines) - 1 and re.match(r"^(import|from) ", lines[k]):
+        k += 1
+    imports = [ln for ln in lines[:k] if ln.startswith("import ")]
+    froms = [ln for ln in lines[:k] if ln.startswith("from ")]
+    if "random" in generators and "import random" not in imports:
+        imports = sorted(imports + ["import random"])
+    seeds = ["%s.%s(%d)" % (SEEDERS[g][0], SEEDERS[g][1], seed) for g in sorted(generators, key=list(SEEDERS).index)]
+    out = "\n".join(imports + froms + seeds + lines[k:])
+    if len(out) > MAX_LEN:
+        raise Unrenderable("longer than %d characters" % MAX_LEN)
+    check_snippet(out, packages)
+    return out
 
 
 def _is_new(node):
@@ -997,6 +1071,15 @@ def rng_state(torch):
     )
 
 
+# the generators rng_state reads, in its order
+GENERATORS = ("torch", "random", "numpy")
+
+
+def moved_generators(before, after):
+    """The generators (GENERATORS) whose state differs between two rng_state readings."""
+    return {g for g, b, a in zip(GENERATORS, before, after) if b != a}
+
+
 def seed_all(torch, n):
     import random
     import sys
@@ -1035,7 +1118,10 @@ def run_snippet(text, namespace, torch, reseeds=(), time_left=None):
     and the block called again under each seed of `reseeds` while `time_left()` leaves
     room for it: a block that works only for some draws (float images given to an
     augmentation whose operations take uint8) would fail its users at random, and
-    raises here what such a draw raises."""
+    raises here what such a draw raises.
+    A line that seeds generators itself (seeded_text: `torch.manual_seed(1)` after its
+    imports) is run exactly as written, once: it makes the same draw every time, provided
+    every generator its call draws from is one it seeds (else Unseeded)."""
     import ast
 
     from nnrag_harness.procs import self_cpu
@@ -1044,9 +1130,12 @@ def run_snippet(text, namespace, torch, reseeds=(), time_left=None):
     g["torch"] = torch
     tree = ast.parse(text, mode="exec")
     *stmts, last = tree.body
+    own = {seed_statement(st) for st in stmts} - {None}
+    start = rng_state(torch)
     if stmts:
         exec(compile(ast.Module(body=stmts, type_ignores=[]), "<usage>", "exec"), g)  # noqa: S102 - checked snippet
-    torch.manual_seed(1)
+    if not own:
+        torch.manual_seed(1)
     call = last.value
 
     def ev(node):
@@ -1064,7 +1153,15 @@ def run_snippet(text, namespace, torch, reseeds=(), time_left=None):
     t0 = self_cpu()
     out = fn(*args, **kwargs)
     cost = self_cpu() - t0  # CPU seconds, as time_left() counts them
-    if not reseeds or rng_state(torch) == before:
+    after = rng_state(torch)
+    moved = moved_generators(before, after)
+    if own:
+        # every generator the line's run drew from, building included, must be one it seeds
+        drawn = moved_generators(start, after)
+        if drawn - own:
+            raise Unseeded(own, drawn)
+        return out
+    if not reseeds or not moved:
         return out
     for n in reseeds:
         if time_left is not None and time_left() < 2 * cost + 1.0:
@@ -1074,8 +1171,20 @@ def run_snippet(text, namespace, torch, reseeds=(), time_left=None):
         try:
             fn(*args, **kwargs)
         except Exception as e:  # noqa: BLE001 - the block's own error on this draw
-            raise OtherDraw(n, e) from e
+            raise OtherDraw(n, e, moved) from e
     return out
+
+
+class Unseeded(Exception):
+    """A seeded line drew from a generator it does not seed (building the block or calling
+    it): it would not make the same draw every time."""
+
+    def __init__(self, own, moved):
+        Exception.__init__(
+            self,
+            "the line seeds %s, it also draws from %s"
+            % (", ".join(sorted(own)), ", ".join(sorted(set(moved) - set(own)))),
+        )
 
 
 class OtherDraw(Exception):
@@ -1084,13 +1193,15 @@ class OtherDraw(Exception):
     written from them runs for every draw. Its message keeps the block's own error (which
     wanted_dtype and attributes_read read) and says which draw raised it."""
 
-    def __init__(self, seed, error):
+    def __init__(self, seed, error, moved=()):
         Exception.__init__(
             self,
             "another random draw than the validated one (seed %d) fails with the validated values: %s: %s"
             % (seed, type(error).__name__, str(error)[:300]),
         )
         self.error = error
+        # the generators the call drew from (moved_generators): what a seeded line seeds
+        self.moved = set(moved)
 
 
 # ATen's names of scalar types ("expected scalar type Byte but found Float")

@@ -467,6 +467,7 @@ class Worker:
                     "layers",
                     "usage",
                     "usageCheck",
+                    "usageDraws",
                     "usageSkipped",
                     "usageNeeds",
                     "argumentsSource",
