@@ -15,6 +15,7 @@ import {
   IDLE_RUNS,
   nameStem,
   numberOf,
+  HARVEST_LAG,
   STALL_RUNS,
   type HarvestEntry,
   type HarvestResult,
@@ -240,17 +241,19 @@ test('the repository budget counts the steps CPU time, not the wall clock; a pha
   const many = Array.from({ length: 60 }, (_, i) => entry(`m${i}x`, [`c.C${i}`]));
   const a = stepper((e) => ({ cpuMs: 10000, classes: [`c.C${e.qualname.slice(1, -1)}`] }), many);
   const h = await harvestRepo(a.pool, { ...opts, repoMs: 55000, docsMs: 0 });
-  // 55 s of CPU: six steps of 10 s (the sixth starts with 5 s left), though no wall time passed
-  assert.equal(a.runs.length, 6, a.runs.join());
+  // 55 s of CPU: six steps of 10 s (the sixth starts with 5 s left), though no wall time
+  // passed; step k is chosen knowing the answers up to k-HARVEST_LAG, so HARVEST_LAG-1
+  // steps were chosen before the sixth's answer said the budget was spent
+  assert.equal(a.runs.length, 6 + HARVEST_LAG - 1, a.runs.join());
   assert.equal(h.stopped, 'time');
-  assert.equal(h.cpuMs, 60000);
+  assert.equal(h.cpuMs, (6 + HARVEST_LAG - 1) * 10000);
   // no new class from the third step on: the phase stops STALL_RUNS steps later
   const b = stepper(
     (e) => ({ cpuMs: 10, classes: ['m0x', 'm1x'].includes(e.qualname) ? [`c.C${e.qualname.slice(1, -1)}`] : [] }),
     many,
   );
   const g = await harvestRepo(b.pool, { ...opts, docsMs: 0 });
-  assert.equal(b.runs.length, 2 + STALL_RUNS, b.runs.join());
+  assert.equal(b.runs.length, 2 + STALL_RUNS + HARVEST_LAG - 1, b.runs.join());
   assert.equal(g.stopped, 'coverage');
 });
 
@@ -292,8 +295,9 @@ test('each source of witnesses stalls on its own: examples that witness nothing 
   );
   const tests = Array.from({ length: 10 }, (_, i) => doc('test', `t${i}x`, [`t.T${i}`]));
   const a = await run([...examples, ...tests], (e) => e.kind === 'test');
-  // the examples stop after STALL_RUNS in a row without a class; every test file still runs
-  assert.equal(a.ran.filter((r) => r.startsWith('ex')).length, STALL_RUNS, a.ran.join());
+  // the examples stop after STALL_RUNS in a row without a class (and the HARVEST_LAG-1
+  // chosen before the last of those answered); every test file still runs
+  assert.equal(a.ran.filter((r) => r.startsWith('ex')).length, STALL_RUNS + HARVEST_LAG - 1, a.ran.join());
   assert.deepEqual(a.ran.filter((r) => r.startsWith('t')).sort(), names(tests).sort(), a.ran.join());
   assert.equal(a.h.stopped, 'coverage');
   // a source that gains now and then keeps running: one example in three witnesses its classes
@@ -304,12 +308,12 @@ test('each source of witnesses stalls on its own: examples that witness nothing 
 // two lanes: each step answers after a delay drawn from a seeded generator (which step
 // finishes first changes with the seed), with the reads a stored run needs; entry point i
 // reaches classes C<i> and C<i+1>, so what one step covers changes what the next is chosen for
-const lanes = (entries: HarvestEntry[], seed: number, cpuOf: (e: HarvestEntry) => number) => {
+const lanes = (entries: HarvestEntry[], seed: number, cpuOf: (e: HarvestEntry) => number, workerCount = 2) => {
   let x = seed;
   const rand = () => (x = (x * 1103515245 + 12345) % 2147483648) / 2147483648;
   const runs: string[] = [];
   const pool = {
-    workerCount: 2,
+    workerCount,
     harvestStep: async (req: { harvest: Record<string, unknown> }) => {
       if (req.harvest.mode === 'list') return { harvest: { classes: entries.flatMap((e) => e.reach), entries }, ms: 1 };
       const e = req.harvest.entry as HarvestEntry;
@@ -401,4 +405,18 @@ test('a phase the wall clock stopped (a loaded machine): a harvest reusing its s
   const fresh = await harvestRepo(c.pool, { ...budget, repoWallMs: 1e7, reuse: reuse(null) });
   assert.ok(fresh.entries.length > n!, `${fresh.entries.length} > ${n}`);
   assert.equal(fresh.wallStops, undefined);
+});
+
+test("a pool of one worker, of two or of four harvests the same steps and witnesses (a queue's shard worker and extract --all agree)", async () => {
+  const many = Array.from({ length: 40 }, (_, i) => entry(`n${i}x`, [`c.C${i}`, `c.C${(i + 7) % 40}`], i % 5));
+  const cpu = (e: HarvestEntry) => 1000 + 700 * (Number(e.qualname.slice(1, -1)) % 4);
+  const budget = { ...opts, repoMs: 40000, docsMs: 0 };
+  const two = await harvestRepo(lanes(many, 5, cpu, 2).pool, budget);
+  assert.equal(two.stopped, 'time');
+  for (const workers of [1, 4]) {
+    const other = await harvestRepo(lanes(many, 5 + workers, cpu, workers).pool, budget);
+    assert.deepEqual(order(other), order(two), `${workers} workers`);
+    assert.deepEqual(other.witnesses, two.witnesses, `${workers} workers`);
+    assert.equal(other.cpuMs, two.cpuMs);
+  }
 });

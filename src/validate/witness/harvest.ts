@@ -333,8 +333,11 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
   // the budget's stopping point and the witnesses, and one edited file re-validated a
   // hundred blocks). The CPU a step is charged is fixed by its first run (its stored
   // charge): a step re-run because a file it read changed costs what it cost then, so
-  // the phase's budget stops at the same step.
-  const lag = 2 * workers - 1;
+  // the phase's budget stops at the same step. LAG is fixed, not the pool's size: a
+  // pool of one worker (a queue's shard worker) and one of two (`extract --all`) choose
+  // the same steps and harvest the same witnesses; a larger pool runs at most LAG steps
+  // at once.
+  const lag = HARVEST_LAG;
   type Answer = { harvest?: unknown; category?: string | null; error?: string | null; ms: number };
   interface Step {
     e: HarvestEntry;
@@ -593,6 +596,9 @@ export function stepTimeoutMs(budgetMs: number): number {
   return 2 * budgetMs + 15000;
 }
 
+/** Step k of a harvest phase is chosen once the answers of steps 0..k-HARVEST_LAG are
+ *  applied (see harvestRepo): the lag of two lanes, whatever the pool's size. */
+export const HARVEST_LAG = 3;
 /** Entry points of one source in a row whose runs witnessed no new class, after which that
  *  source stops (its entries left are not run), and a phase stops once every source it has
  *  left has: coverage stopped growing (the rest of its budget would buy nothing the order
