@@ -251,6 +251,12 @@ describe('validation stages', { skip: skip ?? false }, () => {
     });
   }
 
+  it("names the candidate's file in a traceback by its scratch folder's stable name, not its random one", () => {
+    const r = results.get('fail/runtime_error.py')!;
+    assert.match(r.traceback ?? '', /File "<scratch>\/candidate\.py", line \d+, in forward/, r.traceback);
+    assert.doesNotMatch(r.traceback ?? '', /nnrag-[a-z0-9_]{8}/);
+  });
+
   it('bounds the time by the CPU time the block used, within the wall-clock backstop', () => {
     const r = results.get('fail/timeout.py')!;
     assert.match(r.error ?? '', /used its 2\.5 s of CPU time/);

@@ -266,7 +266,13 @@ class Worker:
                 events.append(_loads(ln.decode("utf-8", "replace")))
             except ValueError:
                 continue
-        return self.assemble(rid, req, events, status, timed_out, overflow, elapsed, timeout, strays, out_tail)
+        res = self.assemble(rid, req, events, status, timed_out, overflow, elapsed, timeout, strays, out_tail)
+        # the scratch folder's name is random: a message naming it (the candidate's file in
+        # a traceback) names it `<scratch>`, so that two runs of one request record the same
+        text = _dumps(res)
+        if scratch in text:
+            res = _loads(text.replace(scratch, "<scratch>"))
+        return res
 
     def cleanup(self, child_pid):
         """Kill and reap every process the candidate left behind. Inside the sandbox's
