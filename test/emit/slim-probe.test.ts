@@ -16,30 +16,35 @@ import { cannotValidate, torchPython } from '../validate/common.js';
 import { probeSource, probeVerdicts } from '../../src/emit/slim/probe.js';
 import type { NamespaceMap } from '../../src/emit/emitter.js';
 
-test('a decorator that marks the function it returns is not removed by slim', async (t) => {
-  const skip = await cannotValidate(true);
-  if (skip) return t.skip(skip);
+/** The slim fixture indexed and discovered in a new store, with a pool of one worker. */
+async function slimStore() {
   const dir = tempDir();
   chmodSync(dir, 0o755); // the sandbox runs as an unprivileged user when we are root
   const repo = path.join(dir, 'repo');
   cpSync(fixture('slim'), repo, { recursive: true });
   const ws = api.Workspace.open(path.join(dir, 'store'), { create: true });
-  const pool = await ValidatorPool.start({ workers: 1 });
+  await api.index(ws, {
+    repos: [
+      {
+        name: 'org/slim',
+        url: null,
+        path: repo,
+        priority: 1,
+        paths: ['slimpkg'],
+        description: null,
+        packageRoots: null,
+      },
+    ],
+  });
+  api.discover(ws);
+  return { dir, ws, pool: await ValidatorPool.start({ workers: 1 }) };
+}
+
+test('a decorator that marks the function it returns is not removed by slim', async (t) => {
+  const skip = await cannotValidate(true);
+  if (skip) return t.skip(skip);
+  const { dir, ws, pool } = await slimStore();
   try {
-    await api.index(ws, {
-      repos: [
-        {
-          name: 'org/slim',
-          url: null,
-          path: repo,
-          priority: 1,
-          paths: ['slimpkg'],
-          description: null,
-          packageRoots: null,
-        },
-      ],
-    });
-    api.discover(ws);
     const id = 'slimpkg.marked.Marked';
     // statically unknown (torch's body is not in the corpus): the static slim module keeps
     // it until the probe proves it returns its argument unchanged
@@ -59,27 +64,8 @@ test('a decorator that marks the function it returns is not removed by slim', as
 test('a decorator site in the closure of several blocks is probed once per run', async (t) => {
   const skip = await cannotValidate(true);
   if (skip) return t.skip(skip);
-  const dir = tempDir();
-  chmodSync(dir, 0o755);
-  const repo = path.join(dir, 'repo');
-  cpSync(fixture('slim'), repo, { recursive: true });
-  const ws = api.Workspace.open(path.join(dir, 'store'), { create: true });
-  const pool = await ValidatorPool.start({ workers: 1 });
+  const { dir, ws, pool } = await slimStore();
   try {
-    await api.index(ws, {
-      repos: [
-        {
-          name: 'org/slim',
-          url: null,
-          path: repo,
-          priority: 1,
-          paths: ['slimpkg'],
-          description: null,
-          packageRoots: null,
-        },
-      ],
-    });
-    api.discover(ws);
     const ids = ['slimpkg.gated.SharedGate', 'slimpkg.gated.GatedA', 'slimpkg.gated.GatedB'];
     const costs = new Costs();
     const recs = await extractAndValidate(ws, ids, { validator: pool, out: path.join(dir, 'library'), costs });
