@@ -420,3 +420,37 @@ test("a pool of one worker, of two or of four harvests the same steps and witnes
     assert.equal(other.cpuMs, two.cpuMs);
   }
 });
+
+test("a wrapper's model is the smallest model by its parameters, not the step that took least CPU (CPU time moves from run to run)", async () => {
+  // two models: `big` is quick in this run, `small` slow; a wrapper asks for a model instance
+  const big = entry('big1', ['m.Big']);
+  const small = entry('small1', ['m.Small']);
+  const wrap: HarvestEntry = { ...entry('wrap1', ['m.Wrap']), plan: { model: { instance: 'model' } } };
+  const run = async (cpu: Record<string, number>) => {
+    let given: string | undefined;
+    // other models first, so that both answers are applied before the wrapper is chosen
+    const others = Array.from({ length: 4 }, (_, i) => entry(`other${i}x`, [`m.O${i}`]));
+    const entries = [big, small, ...others, { ...wrap, rank: 99 }];
+    const pool = {
+      workerCount: 1,
+      harvestStep: async (req: { harvest: Record<string, unknown> }) => {
+        if (req.harvest.mode === 'list')
+          return { harvest: { classes: entries.flatMap((e) => e.reach), entries }, ms: 1 };
+        const e = req.harvest.entry as HarvestEntry;
+        if (e.qualname === 'wrap1') given = (req.harvest.provider as HarvestEntry | undefined)?.qualname;
+        const params = e.qualname === 'big1' ? 40_000_000 : e.qualname === 'small1' ? 3_000_000 : 90_000_000;
+        const classes = Object.fromEntries(
+          e.reach.map((c) => [c, { witnesses: [{ args: [], kwargs: {}, params, inputs: { args: [], kwargs: {} } }] }]),
+        );
+        return {
+          harvest: { built: true, forward: true, error: null, ms: 1, cpuMs: cpu[e.qualname] ?? 10, classes },
+          ms: 1,
+        };
+      },
+    } as unknown as ValidatorPool;
+    await harvestRepo(pool, { ...opts, docsMs: 0 });
+    return given;
+  };
+  assert.equal(await run({ big1: 100, small1: 900 }), 'small1');
+  assert.equal(await run({ big1: 900, small1: 100 }), 'small1');
+});

@@ -321,8 +321,8 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
   const docsBudget = o.docsMs ?? repoMs;
   const workers = Math.max(1, pool.workerCount);
   // a wrapper of a whole model (`AutoShape(model)`, `ModelEma(model)`) is given the model
-  // of the quickest entry point that built and ran one (the provider)
-  let provider: { entry: HarvestEntry; ms: number } | null = null;
+  // of the smallest entry point that built and ran one (the provider)
+  let provider: { entry: HarvestEntry; rank: number } | null = null;
   // One lane per worker: a worker that finishes takes the next entry point at once (a
   // batch that waited for its slowest step left the other worker idle, half of the
   // tests' budget on pyg). What a step is given to run is decided from the answers of
@@ -467,17 +467,21 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
       for (const x of extra.filter((x) => !unrun.has(x.file ?? ''))) cur.report(x, rep.built, {}, 0);
       rep.entry += ` +${extra.length - unrun.size}`;
     }
-    // the provider: the quickest (its charged CPU time, not load-dependent wall time)
-    // that built and ran its model, else the quickest that built one
-    const rank = (forward: boolean) => (forward ? 0 : 1e9) + charge;
+    // the provider: the smallest model (the most parameters among the step's witnesses:
+    // its whole model's) that built and ran, else the smallest that built; the first in
+    // dispatch order of equals. Counted parameters, not the CPU time the step took: that
+    // moves from run to run, and two models of close cost swapped places between two
+    // cold harvests of one repository (yolov9's AutoShape got another model, another verdict)
+    const size = Math.max(0, ...Object.values(h?.classes ?? {}).flatMap((c) => c.witnesses.map((w) => w.params ?? 0)));
+    const rank = (rep.forward ? 0 : 1e15) + size;
     if (
       rep.built &&
       !needsModel(e) &&
       e.kind !== 'snippet' &&
       !DOC_KINDS.has(e.kind) &&
-      (!provider || rank(rep.forward) < provider.ms)
+      (!provider || rank < provider.rank)
     )
-      provider = { entry: e, ms: rank(rep.forward) };
+      provider = { entry: e, rank };
     out.entries.push(rep);
     o.onEntry?.(rep);
   };
