@@ -5,38 +5,20 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { chmodSync, cpSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as api from '../../src/nnrag.js';
 import { extractAndValidate } from '../../src/pipeline/pipeline.js';
 import { ValidatorPool } from '../../src/validate/index.js';
-import { fixture, tempDir } from '../helpers.js';
 import { Costs } from '../../src/util/costs.js';
 import { cannotValidate, torchPython } from '../validate/common.js';
+import { slimWorkspace } from './slim-fixture.js';
 import { probeSource, probeVerdicts } from '../../src/emit/slim/probe.js';
 import type { NamespaceMap } from '../../src/emit/emitter.js';
 
 /** The slim fixture indexed and discovered in a new store, with a pool of one worker. */
 async function slimStore() {
-  const dir = tempDir();
-  chmodSync(dir, 0o755); // the sandbox runs as an unprivileged user when we are root
-  const repo = path.join(dir, 'repo');
-  cpSync(fixture('slim'), repo, { recursive: true });
-  const ws = api.Workspace.open(path.join(dir, 'store'), { create: true });
-  await api.index(ws, {
-    repos: [
-      {
-        name: 'org/slim',
-        url: null,
-        path: repo,
-        priority: 1,
-        paths: ['slimpkg'],
-        description: null,
-        packageRoots: null,
-      },
-    ],
-  });
-  api.discover(ws);
+  const { ws, dir } = await slimWorkspace();
   return { dir, ws, pool: await ValidatorPool.start({ workers: 1 }) };
 }
 

@@ -11,39 +11,19 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, cpSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import * as api from '../../src/nnrag.js';
 import { extractAndValidate, type Extraction, type SlimInputs } from '../../src/pipeline/pipeline.js';
 import { entryCallFromArgs, entryCallFromText } from '../../src/emit/slim/entry.js';
 import { ValidatorPool } from '../../src/validate/index.js';
-import { fixture, tempDir } from '../helpers.js';
+import { tempDir } from '../helpers.js';
 import { BLOCK_RECORD_SCHEMA } from '../../src/library/record-schema.js';
 import { violations } from '../support/json-schema.js';
 import { cannotValidate, torchPython } from '../validate/common.js';
+import { slimWorkspace } from './slim-fixture.js';
 
-async function workspace(): Promise<{ ws: api.Workspace; dir: string }> {
-  const dir = tempDir();
-  chmodSync(dir, 0o755); // the sandbox runs as an unprivileged user when we are root
-  const repo = path.join(dir, 'repo');
-  cpSync(fixture('slim'), repo, { recursive: true });
-  const ws = api.Workspace.open(path.join(dir, 'store'), { create: true });
-  await api.index(ws, {
-    repos: [
-      {
-        name: 'org/slim',
-        url: null,
-        path: repo,
-        priority: 1,
-        paths: ['slimpkg'],
-        description: null,
-        packageRoots: null,
-      },
-    ],
-  });
-  api.discover(ws);
-  return { ws, dir };
-}
+const workspace = slimWorkspace;
 
 /** A runner of Python code against a slim module written as `name`.py, with torch, in
  *  the real Python (null when there is none): its stdout, or its stderr when it fails. */
