@@ -1026,7 +1026,9 @@ export async function extractAndValidate(
       return { ...req, source };
     };
     const validateCachedRaw = async (req: ValidationRequest, label: string): Promise<ValidationResult> => {
-      const key = validationKey(keyed(req), envId!);
+      // the request as its key reads it, rewritten once for the lookup and the store
+      const kreq = keyed(req);
+      const key = validationKey(kreq, envId!);
       let r = opts.force ? null : getCachedValidation<ValidationResult>(ws.store, key, envId!);
       if (!r) {
         const p = await getPool();
@@ -1040,7 +1042,7 @@ export async function extractAndValidate(
         costs.add('queued for a worker', repo, Math.max(0, performance.now() - t - r.ms));
         // (the started pool's id, should it differ from the one remembered)
         if (r.category !== 'crash' && r.category !== 'timeout')
-          putCachedValidation(ws.store, validationKey(keyed(req), p.envId), p.envId, forStorage(r));
+          putCachedValidation(ws.store, validationKey(kreq, p.envId), p.envId, forStorage(r));
       } else costs.count(`validate ${label} (stored result)`, repoOf(req.id.split('#')[0]));
       return r;
     };
