@@ -9,7 +9,7 @@
 // module lacks goes on as the whole validation, not run again by another request.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chmodSync, cpSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as api from '../../src/nnrag.js';
 import { extractAndValidate } from '../../src/pipeline/pipeline.js';
@@ -17,8 +17,8 @@ import type { BlockRecord } from '../../src/records/block.js';
 import { Costs } from '../../src/util/costs.js';
 import { ValidatorPool } from '../../src/validate/pool.js';
 import type { ValidationRequest, ValidationResult } from '../../src/validate/types.js';
-import { fixture, tempDir } from '../helpers.js';
 import { cannotValidate } from '../validate/common.js';
+import { slimWorkspace } from '../emit/slim-fixture.js';
 
 const skip = await cannotValidate(true);
 
@@ -29,22 +29,8 @@ interface Seen {
 }
 
 async function run(slimFirst: boolean): Promise<{ records: BlockRecord[]; costs: Costs; seen: Seen[] }> {
-  const dir = tempDir();
-  chmodSync(dir, 0o755); // the sandbox runs as an unprivileged user when we are root
-  const repo = path.join(dir, 'repo');
-  cpSync(fixture('slim'), repo, { recursive: true });
-  const ws = api.Workspace.open(path.join(dir, 'store'), { create: true });
+  const { ws, dir } = await slimWorkspace();
   try {
-    const spec = {
-      name: 'org/slim',
-      url: null,
-      path: repo,
-      priority: 1,
-      paths: ['slimpkg'],
-      description: null,
-      packageRoots: null,
-    };
-    await api.index(ws, { repos: [spec], workers: 1 });
     const ids = api.discover(ws).map((b) => b.id);
     const costs = new Costs();
     // every request the pipeline's pool runs, as it runs it (the real pool, real sandbox)
