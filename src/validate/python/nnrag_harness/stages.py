@@ -275,7 +275,7 @@ class Stages:
         while i < len(cands) and i < 12 + len(wits):
             label, args, kwargs = cands[i]
             i += 1
-            torch.manual_seed(0)
+            seed_all(torch, 0)
             restore = None
             t_cand = self_cpu()
             try:
@@ -529,7 +529,7 @@ class Stages:
             try:
                 a, kw = source_witness.witness_inputs(witness, self._witness_resolve, torch)
                 self._inputs_before = (S.snapshot(list(a), torch), S.snapshot(dict(kw), torch))
-                torch.manual_seed(1)
+                seed_all(torch, 1)
                 with torch.no_grad():
                     out = model(*a, **kw)
                 self._fwd_kwargs = kw
@@ -587,7 +587,7 @@ class Stages:
                 continue
             tried.add(repr((plan, specs)))
             repaired = i - 1 in repaired_at
-            torch.manual_seed(1)
+            seed_all(torch, 1)
             try:
                 inputs = make_inputs(specs, plan, torch, model)
                 kw_inputs = {name: v for (name, _), v in zip(kwplan, inputs[npos:])}
