@@ -27,6 +27,8 @@ import keyword
 import math
 import re
 
+from .inputs import seed_all
+
 IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # longer snippets are not recorded (never cut: a cut snippet would not parse). A model
 # built from a list of configuration objects (torchvision's MobileNetV3 takes about 15
@@ -1078,17 +1080,6 @@ GENERATORS = ("torch", "random", "numpy")
 def moved_generators(before, after):
     """The generators (GENERATORS) whose state differs between two rng_state readings."""
     return {g for g, b, a in zip(GENERATORS, before, after) if b != a}
-
-
-def seed_all(torch, n):
-    import random
-    import sys
-
-    torch.manual_seed(n)
-    random.seed(n)
-    np = sys.modules.get("numpy")
-    if np is not None:
-        np.random.seed(n)
 
 
 def snapshot(v, torch, depth=0):
