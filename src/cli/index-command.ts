@@ -2,11 +2,12 @@
 // A file of its own so that the executable can run it without loading the rest of the CLI
 // (bin.ts): a cold index is a short process, and the modules it loads before its parse
 // workers start are part of its time.
+import path from 'node:path';
 import { index } from '../commands/index-repos.js';
 import { ParsePool } from '../indexer/pool.js';
 import { IndexStore } from '../store/store.js';
 import { UsageError } from '../util/errors.js';
-import { repoOptions, configuredRepos, withWorkspaceAsync, workersOpt, type Command } from './context.js';
+import { repoOptions, configuredRepos, workersOpt, type Command } from './context.js';
 import { progress } from './progress.js';
 import { safeText } from './terminal.js';
 
@@ -36,10 +37,15 @@ export const indexCommand: Command = {
     const pool = mode !== 'skip' && !IndexStore.exists(ctx.store) ? new ParsePool(workers) : undefined;
     pool?.warm();
     const bar = progress('index');
-    const report = await withWorkspaceAsync(
-      ctx,
-      (ws) =>
-        index(ws, {
+    // the store alone, not a Workspace (cli/workspace.ts): indexing needs no resolver, and
+    // this process ends after it; `index` is the one command that creates a store
+    const storeDir = path.resolve(ctx.store);
+    let store: IndexStore | undefined;
+    const report = await (async () => {
+      store = IndexStore.open(storeDir, { create: true });
+      return index(
+        { store, storeDir },
+        {
           pool,
           repos,
           mode: mode as 'missing',
@@ -48,9 +54,12 @@ export const indexCommand: Command = {
           // the process ends after indexing: its own thread never parses
           parser: false,
           onProgress: (p) => bar.update(p.phase, p.done, p.total),
-        }),
-      true,
-    ).finally(() => pool?.close());
+        },
+      );
+    })().finally(() => {
+      store?.close();
+      return pool?.close();
+    });
     bar.done();
     // a repository without a single Python file is most likely a wrong path or --paths
     for (const r of report.repos)
