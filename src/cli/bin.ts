@@ -11,14 +11,24 @@ for (const stream of [process.stdout, process.stderr]) {
   });
 }
 
-/** `nnrag index …` loads only the modules indexing needs (about a third of the CLI's:
- *  a cold index is a short process, and its parse workers start only after they are
- *  loaded); any other command line, including options before `index`, goes through the
- *  whole command table (main.ts). */
+/** `nnrag index …` loads only the modules indexing needs (about a fifth of the CLI's: a
+ *  cold index is a short process), and a cold one starts its parse workers before loading
+ *  them (index-early.ts); any other command line, including options before `index`, goes
+ *  through the whole command table (main.ts). */
 async function run(argv: string[]): Promise<number> {
   if (argv[0] === 'index') {
-    const [{ runCommand }, { indexCommand }] = await Promise.all([import('./run.js'), import('./index-command.js')]);
-    return runCommand('index', indexCommand, argv.slice(1));
+    const { earlyIndexPool } = await import('./index-early.js');
+    const early = earlyIndexPool(argv.slice(1));
+    try {
+      const [{ runCommand }, { makeIndexCommand }] = await Promise.all([
+        import('./run.js'),
+        import('./index-command.js'),
+      ]);
+      return await runCommand('index', makeIndexCommand(early), argv.slice(1));
+    } finally {
+      // the command closes the workers it used; these, when it did not (a usage error)
+      await early?.close();
+    }
   }
   const { main } = await import('./main.js');
   return main(argv);

@@ -22,16 +22,8 @@ import { UsageError } from '../util/errors.js';
 import type { HarvestResult } from '../validate/witness/harvest.js';
 import { parseAsOf } from '../environment/as-of.js';
 import { STAGES, parseInputShapes, userWitness, type DoctorReport, type Stage } from '../validate/index.js';
-import {
-  openWorkspace,
-  repoOptions,
-  configuredRepos,
-  requestedNames,
-  withWorkspaceAsync,
-  workersOpt,
-  type Command,
-  type Ctx,
-} from './context.js';
+import { repoOptions, configuredRepos, requestedNames, workersOpt, type Command, type Ctx } from './context.js';
+import { openWorkspace, withWorkspaceAsync } from './workspace.js';
 import { duration, progress } from './progress.js';
 import { safeText, showId } from './terminal.js';
 

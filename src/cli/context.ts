@@ -1,11 +1,12 @@
 // Shared pieces of the CLI commands: the context a command runs with, common options,
 // repositories as configured (ConfiguredRepo) from --repo/--config, block names from --block/--blocks/--names-json.
+// Opening a command's Workspace is cli/workspace.ts: the Workspace loads the resolver and
+// slim emission, which `nnrag index` (run through this module) never uses.
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import type { ParseArgsConfig } from 'node:util';
 import { loadRepoConfig, configuredRepoFromArg, type ConfiguredRepo } from '../config/repos.js';
 import { UsageError } from '../util/errors.js';
-import { Workspace } from '../workspace.js';
 
 export interface Ctx {
   json: boolean;
@@ -41,30 +42,6 @@ export function configuredRepos(ctx: Ctx): ConfiguredRepo[] {
   const args = (ctx.values.repo as string[] | undefined) ?? [];
   if (!args.length) return config;
   return args.map((a) => configuredRepoFromArg(a, config));
-}
-
-/** Only `index` creates a store: every other command refuses a folder without one
- *  (a mistyped --store must not silently become an empty store). */
-export function openWorkspace(ctx: Ctx, create = false): Workspace {
-  return Workspace.open(ctx.store, { create });
-}
-
-export function withWorkspace<T>(ctx: Ctx, f: (ws: Workspace) => T): T {
-  const ws = openWorkspace(ctx);
-  try {
-    return f(ws);
-  } finally {
-    ws.close();
-  }
-}
-
-export async function withWorkspaceAsync<T>(ctx: Ctx, f: (ws: Workspace) => Promise<T>, create = false): Promise<T> {
-  const ws = openWorkspace(ctx, create);
-  try {
-    return await f(ws);
-  } finally {
-    ws.close();
-  }
 }
 
 /** Most workers --force-workers allows. */

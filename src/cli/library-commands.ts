@@ -7,7 +7,8 @@ import type { StoredDedup } from '../library/library.js';
 import { reportText } from '../library/report.js';
 import { dedupBlocks, exportPairs, library, report } from '../commands/library.js';
 import { requirements } from '../commands/requirements.js';
-import { withWorkspaceAsync, type Command } from './context.js';
+import { type Command } from './context.js';
+import { withWorkspaceAsync } from './workspace.js';
 import { safeText } from './terminal.js';
 
 function dedupText(d: StoredDedup): string {

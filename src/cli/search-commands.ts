@@ -5,7 +5,8 @@ import { UsageError } from '../util/errors.js';
 import { exportLibraryBlock, search, serve, similar } from '../commands/search.js';
 import { profileOpt } from './commands.js';
 import { CATEGORIES, type Category } from '../library/category.js';
-import { openWorkspace, withWorkspace, withWorkspaceAsync, type Command, type Ctx } from './context.js';
+import { type Command, type Ctx } from './context.js';
+import { openWorkspace, withWorkspace, withWorkspaceAsync } from './workspace.js';
 
 function numberOpt(ctx: Ctx, key: string, opts: { min?: number; integer?: boolean } = {}): number | undefined {
   const v = ctx.values[key];

@@ -4,7 +4,8 @@
 // src/commands/witnesses.ts.
 import { witnesses } from '../commands/witnesses.js';
 import type { HarvestResult } from '../validate/witness/index.js';
-import { withWorkspaceAsync, workersOpt, type Command } from './context.js';
+import { workersOpt, type Command } from './context.js';
+import { withWorkspaceAsync } from './workspace.js';
 import { safeText } from './terminal.js';
 
 function summary(h: HarvestResult, cached: boolean | null): string[] {

@@ -12,7 +12,6 @@ import {
   type IndexReport,
   type StoreStats,
 } from '../indexer/indexer.js';
-import { initParser } from '../parse/parser.js';
 import { ParsePool } from '../indexer/pool.js';
 import { RepoCache } from '../repos/cache.js';
 import { UsageError } from '../util/errors.js';
@@ -22,6 +21,9 @@ import type { Workspace } from '../workspace.js';
  *  (outside the configured paths) synchronously; without a parser only contents the store
  *  already has are usable that way. `index` calls it; so does the CLI. */
 export async function ready(): Promise<void> {
+  // loaded here, not with this module: `nnrag index` (whose own thread never parses) does
+  // not load tree-sitter's JavaScript in its main thread
+  const { initParser } = await import('../parse/parser.js');
   await initParser();
 }
 
@@ -42,9 +44,14 @@ export interface IndexOptions {
   parser?: boolean;
 }
 
+/** What indexing needs of a Workspace: its store and folder, and (when it is one) the
+ *  in-memory corpus to forget afterwards. The CLI's `nnrag index` passes its store alone, so
+ *  that it does not load the Workspace's resolver and slim emission (cli/index-command.ts). */
+export type IndexTarget = Pick<Workspace, 'store' | 'storeDir'> & Partial<Pick<Workspace, 'invalidate'>>;
+
 /** Prepare repositories (git clone/fetch or local folders) and index their Python files.
  *  Without repos, the repositories already in the store are indexed again. */
-export async function index(ws: Workspace, opts: IndexOptions): Promise<IndexReport> {
+export async function index(ws: IndexTarget, opts: IndexOptions): Promise<IndexReport> {
   // the parser of this thread starts meanwhile (the work below is in other threads or I/O)
   const parserReady = opts.parser === false ? Promise.resolve() : ready();
   parserReady.catch(() => {}); // awaited below; an error before then must not be unhandled
@@ -81,7 +88,7 @@ export async function index(ws: Workspace, opts: IndexOptions): Promise<IndexRep
       onProgress: opts.onProgress,
       pool,
     });
-    ws.invalidate();
+    ws.invalidate?.();
     await parserReady;
     return report;
   } finally {

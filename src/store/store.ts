@@ -24,6 +24,7 @@ import { FACTS_VERSION } from '../parse/types.js';
 import { NnragError } from '../util/errors.js';
 import { ensureDir } from '../util/fs.js';
 import type { KvKey } from './kv.js';
+import { STORE_FILE, storeExists } from './location.js';
 import { LATEST_SCHEMA_VERSION, MIGRATIONS, type DB, type Migration } from './migrations.js';
 
 export type { DB, Migration };
@@ -128,8 +129,6 @@ export interface IndexContents {
 }
 
 const BUSY_TIMEOUT_MS = 10_000;
-/** The database file in a store folder. */
-const STORE_FILE = 'index.sqlite';
 
 function sleepSync(ms: number): void {
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
@@ -153,7 +152,7 @@ export class IndexStore {
 
   /** Does `dir` hold a store (its database file)? */
   static exists(dir: string): boolean {
-    return existsSync(path.join(dir, STORE_FILE));
+    return storeExists(dir);
   }
 
   /** Open (creating and migrating if needed) the store in `dir` (`--store DIR`,
