@@ -75,6 +75,8 @@ export function nextStep(v: AdviceInput | null | undefined, id = 'ID'): string |
       return "the block calls a compiled operator that has no CPU kernel: it runs only where the repository's GPU build does";
     case 'needs-gpu':
       return 'the block only runs on a GPU (CUDA tensors, nn.SyncBatchNorm): validate it on a machine with one';
+    case 'conditional-class':
+      return 'the class is defined only under a condition this environment does not meet (a device or version check), and the original module lacks it too: validate it where that condition holds';
     default:
       return null;
   }

@@ -39,6 +39,10 @@ export type FailureCategory =
   | 'crash'
   | 'sandbox-denied'
   | 'needs-gpu'
+  /** the class statement sits under a module-level `if` (or try / with) not taken in this
+   *  environment, and the original module does not define the class either: the block
+   *  does not exist here (`if IS_MLU_AVAILABLE: class …`) */
+  | 'conditional-class'
   | 'not-equivalent'
   | 'rebound-name';
 

@@ -73,6 +73,12 @@ class Classifier:
             return "runtime-error"
         if GPU_MSG.search(msg):
             return "needs-gpu"
+        if isinstance(e, AttributeError) and PLUGIN_DEVICE_ATTR.match(msg):
+            # `x.is_musa`, `x.is_npu`: a device query torch's Tensor does not have; that
+            # device's torch plugin (torch_musa, torch_npu, torch_mlu) adds it. Code that
+            # reads it runs only where that plugin is, or on an accelerator tensor an
+            # earlier `x.is_cuda or ...` answered for: not on a CPU tensor here
+            return "needs-gpu"
         if isinstance(e, NameError) and not isinstance(e, UnboundLocalError):
             return "unresolved-name"
         if NO_CPU_KERNEL.search(msg):
@@ -139,6 +145,7 @@ NO_CPU_KERNEL = re.compile(
     r"implementation for device cpu not found",
     re.I,
 )
+PLUGIN_DEVICE_ATTR = re.compile(r"'(Tensor|Parameter)' object has no attribute 'is_[a-z]{2,5}'")
 SHAPE_LINE = re.compile(r"shape|size|dim|\bH\b|\bW\b|len\(|numel|channels", re.I)
 
 

@@ -36,6 +36,7 @@ from .procs import WALL_PER_CPU, WALL_SLACK, self_cpu
 from . import configs as CF
 from . import structured
 from .inputs import flatten_tensors
+from .classify import NO_CPU_KERNEL
 
 CLASS_FACTORY = re.compile(
     r"^(from_(name|config|cfg|args|params|arch|variant|size|type|preset|spec)|build|create|make)$"
@@ -893,6 +894,7 @@ class Recorder:
         self.bases = []  # [id, base class, args, kwargs, returned] of super().__init__ calls
         self.current = None  # the test or example running (harvest_docs): what built an instance
         self.origin = {}  # id(instance) -> the test or example that built it
+        self.no_kernel = set()  # ids of instances whose recorded call raised for want of a CPU kernel
 
     def install(self, nn):
         import torch.nn.modules as nnm
@@ -920,6 +922,77 @@ class Recorder:
                 self._patch_init(cls)
             if cls in self.repo.values() and "forward" in cls.__dict__:
                 self._patch_forward(cls)
+        self.nn = nn
+
+    def watch_imports(self):
+        """Wrap the classes of repository modules imported after install() as well: a test
+        that imports its layer inside the test function (`from pkg.ops import Layer` in
+        the body, the usual way to keep collection fast or an optional dependency out of
+        it) builds a class no module imported at collection defined. A finder first on
+        sys.meta_path (PEP 451) asks the finders after it for the spec of each import and,
+        for a Python source file under the repository's roots, wraps that loader
+        instance's exec_module: once the module body has run, its classes get the
+        wrappers, before the statement that imported it returns."""
+        rec = self
+
+        class LateImports(object):
+            busy = False
+
+            @classmethod
+            def find_spec(cls, name, path=None, target=None):
+                if cls.busy:
+                    return None
+                cls.busy = True
+                try:
+                    for f in list(sys.meta_path):
+                        if f is cls or not hasattr(f, "find_spec"):
+                            continue
+                        spec = f.find_spec(name, path, target)
+                        if spec is not None:
+                            break
+                    else:
+                        return None
+                finally:
+                    cls.busy = False
+                loader = spec.loader
+                origin = spec.origin or ""
+                if loader is None or not origin.endswith(".py") or not _under(origin, rec.roots):
+                    return spec
+                orig_exec = getattr(loader, "exec_module", None)
+                if orig_exec is None or getattr(loader, "_nnrag_late", False):
+                    return spec
+
+                def exec_module(module):
+                    orig_exec(module)
+                    rec.adopt(module)
+
+                try:
+                    loader.exec_module = exec_module  # this module's loader instance only
+                    loader._nnrag_late = True
+                except (AttributeError, TypeError):
+                    pass
+                return spec
+
+        sys.meta_path.insert(0, LateImports)
+        return LateImports
+
+    def adopt(self, module):
+        """The wrappers on the classes of a repository module imported after install()."""
+        try:
+            new = repo_classes({module.__name__: module}, self.nn)
+        except Exception:  # noqa: BLE001 - recording never changes what the tests do
+            return
+        for k, cls in new.items():
+            if k in self.repo or cls in self.repo_types:
+                continue
+            self.repo[k] = cls
+            self.repo_types.add(cls)
+            if "__init__" in cls.__dict__:
+                self._patch_init(cls)
+            if "forward" in cls.__dict__:
+                self._patch_forward(cls)
+        # harvest_docs caches the class keys per recorder
+        self.__dict__.pop("_class_keys", None)
 
     def _patch_init(self, cls):
         orig = cls.__dict__["__init__"]
@@ -956,14 +1029,13 @@ class Recorder:
     def _patch_forward(self, cls):
         orig = cls.__dict__["forward"]
         rec = self
-        repo_types = set(self.repo.values())
 
         @functools.wraps(orig)
         def forward(self, *args, **kwargs):
             k = id(self)
             if (
                 k in rec.active
-                or type(self) not in repo_types
+                or type(self) not in rec.repo_types
                 or len(rec.calls.get(k, ())) >= 1
                 or (rec.meta and k in rec.too_slow)
             ):
@@ -986,6 +1058,13 @@ class Recorder:
                     # a shapes-only run stops at an operation meta tensors cannot do
                     # (data-dependent): the inputs that reached this module still hold
                     rec.calls.setdefault(k, []).append((enc[0], enc[1], []))
+                elif enc is not None and NO_CPU_KERNEL.search(str(e)):
+                    # the inputs reached a compiled operator that has no CPU kernel (a
+                    # test of a GPU-only operator run on the CPU): they passed the
+                    # layer's own checks, and validation on them says what the block
+                    # needs (native-op-no-cpu), not a shape error of guessed inputs
+                    rec.calls.setdefault(k, []).append((enc[0], enc[1], []))
+                    rec.no_kernel.add(k)
                 raise
             finally:
                 rec.active.discard(k)
@@ -1033,6 +1112,8 @@ class Recorder:
                 a, kw, shapes = calls[0]
                 w["inputs"] = {"args": a, "kwargs": kw}
                 w["outputs"] = shapes
+                if k in self.no_kernel:
+                    w["raised"] = "native-op-no-cpu"
             w["entry"] = self.origin.get(k, entry_name)
             lst.append(w)
         out = {}

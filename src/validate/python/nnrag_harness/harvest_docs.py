@@ -296,6 +296,7 @@ def run_doc_entry(cfg, torch, send):
             rec.origin = {}
             rec.current = name
             rec.install(nn)
+            rec.watch_imports()
             H.no_downloads(torch)
         return rec
 
@@ -426,9 +427,127 @@ def rec_calls(rec):
     return n
 
 
+# a test parameter that names the device a test runs on (pytest's convention for tests
+# of one operator on several backends: `device`, `device_type`, `devices`)
+DEVICE_PARAM = re.compile(r"(^|_)(device|dev)s?(_type|_name)?$", re.I)
+DEVICE_VALUE = re.compile(r"^([a-z][a-z0-9_]*)(:\d+)?$")
+
+
+def device_available(torch, value):
+    """Whether this torch can run on the device a string names: cpu, or a backend whose
+    module says so (torch.cuda, torch.mps, torch.xpu; a device plugin such as torch_npu
+    registers torch.npu). A name torch has no module for (mlu, musa without their plugin)
+    is not available."""
+    kind = value.split(":", 1)[0].lower()
+    if kind in ("cpu", "meta"):
+        return True
+    mod = getattr(torch, kind, None)
+    try:
+        return bool(mod.is_available())
+    except Exception:  # noqa: BLE001 - no such backend here
+        return False
+
+
+def cpu_stand_ins(items, torch):
+    """Tests parametrized over accelerator devices only (`@parametrize('device', [cuda,
+    npu, mlu])`, each skipped where its device is missing) run once on the CPU in their
+    stead: what such a test builds and calls before it moves to the device (the layer,
+    its inputs, its CPU reference run) is the repository's own use of the layer, and on a
+    machine without the device nothing else in the test suite may build it. So does a
+    test skipped only for want of a device (device_skip). Per test
+    function with no parametrization on an available device, the first item of each
+    combination of its other parameters gets the device parameter 'cpu' and loses the
+    skip marks of its parametrization (those of the test itself stay); its witnesses are
+    named by its test id with '@cpu'. Returns the items changed."""
+    by_function = {}
+    for it in items:
+        cs = getattr(it, "callspec", None)
+        params = getattr(cs, "params", None)
+        if not isinstance(params, dict):
+            continue
+        devs = [n for n, v in params.items() if DEVICE_PARAM.search(n) and isinstance(v, str) and DEVICE_VALUE.match(v)]
+        if len(devs) != 1:
+            continue
+        key = (getattr(getattr(it, "parent", None), "nodeid", ""), getattr(it, "originalname", it.name))
+        by_function.setdefault(key, []).append((it, devs[0]))
+    changed = []
+    for group in by_function.values():
+        if any(device_available(torch, it.callspec.params[n]) for it, n in group):
+            continue  # the test runs on this machine as it is
+        seen = set()
+        for it, n in group:
+            rest = repr(sorted((k, repr(v)) for k, v in it.callspec.params.items() if k != n))
+            if rest in seen:
+                continue
+            seen.add(rest)
+            try:
+                it.callspec.params[n] = "cpu"
+                own = list(getattr(it.callspec, "marks", ()) or ())
+                it.own_markers[:] = [
+                    m for m in it.own_markers if not (m.name in ("skip", "skipif") and any(m is x for x in own))
+                ]
+            except Exception:  # noqa: BLE001 - a pytest whose items differ: left as they are
+                continue
+            it._nnrag_on = "@cpu"
+            changed.append(it)
+    # tests skipped (skipif with a true condition) for want of a device: run on the CPU
+    for it in items:
+        if getattr(it, "_nnrag_on", None):
+            continue
+        dropped = False
+        for node in it.listchain():
+            marks = getattr(node, "own_markers", None)
+            if not marks:
+                dropped = dropped or getattr(node, "_nnrag_device_skips", False)
+                continue
+            keep = [m for m in marks if not device_skip(m)]
+            if len(keep) < len(marks):
+                marks[:] = keep
+                node._nnrag_device_skips = True
+            dropped = dropped or getattr(node, "_nnrag_device_skips", False)
+        if dropped:
+            it._nnrag_on = "@cpu"
+            changed.append(it)
+    return changed
+
+
+# the reason of a skip for want of a device ("requires CUDA support", "test requires GPU")
+DEVICE_REASON = re.compile(r"\b(cuda|gpus?|npu|mlu|musa|xpu|mps|hpu|accelerators?)\b", re.I)
+
+
+def device_skip(mark):
+    """A `skipif(<true>, reason=...)` mark whose reason names a device this machine lacks:
+    the test is skipped only because its device is missing. What it builds before its
+    first move to the device (the layer with valid arguments, often its inputs and a CPU
+    reference run) is the repository's own use of the layer, so it runs on the CPU like a
+    device-parametrized test does (cpu_stand_ins); a condition given as a string or false,
+    or another reason, is left as pytest evaluates it."""
+    if getattr(mark, "name", None) != "skipif":
+        return False
+    args = list(getattr(mark, "args", ()) or ())
+    kwargs = dict(getattr(mark, "kwargs", {}) or {})
+    cond = args[0] if args else kwargs.get("condition")
+    reason = kwargs.get("reason") or (args[1] if len(args) > 1 else "")
+    truth = isinstance(cond, bool) or type(cond).__name__ == "bool_"  # numpy's too
+    return truth and bool(cond) and bool(DEVICE_REASON.search(str(reason)))
+
+
 def wall_bound(cpu_seconds):
     """The wall-clock bound of a CPU budget: WALL_PER_CPU x + WALL_SLACK s (procs.py)."""
     return cpu_seconds * H.WALL_PER_CPU + H.WALL_SLACK
+
+
+def teardown_towards(item, nextitem):
+    """A test the Gate does not run still tears down what the test before it set up and
+    the next does not share (pytest's runtestprotocol does this in the teardown of the
+    item it runs): else a class's or module's fixtures stay set up into the next test of
+    another class, which then fails ("previous item was not torn down properly")."""
+    state = getattr(item.session, "_setupstate", None)
+    try:
+        if state is not None and hasattr(state, "teardown_exact"):
+            state.teardown_exact(nextitem)
+    except Exception:  # noqa: BLE001 - a fixture's teardown failing is the test suite's (a budget's timeout goes on)
+        pass
 
 
 def run_test_file(cfg, entry, repo_root, budget, t0, install, torch, deadline=None):
@@ -463,6 +582,7 @@ def run_test_file(cfg, entry, repo_root, budget, t0, install, torch, deadline=No
             if spent():
                 item.session.shouldstop = "the step's budget is spent"
                 counts["unrun"] = counts.get("unrun", 0) + 1
+                teardown_towards(item, nextitem)
                 return True
             started.add(item.nodeid.split("::")[0])
             # greedy coverage per test: a test whose code names only classes that have
@@ -476,10 +596,15 @@ def run_test_file(cfg, entry, repo_root, budget, t0, install, torch, deadline=No
                 if all(c in called_before or c in called for c in sig):
                     item._nnrag_unneeded = True
                     counts["unneeded"] = counts.get("unneeded", 0) + 1
+                    teardown_towards(item, nextitem)
                     return True
             return None
 
     class Plugin(object):
+        @pytest.hookimpl(trylast=True)
+        def pytest_collection_modifyitems(self, session, config, items):
+            counts["onCpu"] = len(cpu_stand_ins(items, torch))
+
         @pytest.hookimpl(trylast=True)
         def pytest_collection_finish(self, session):
             counts["collected"] = len(session.items)
@@ -493,7 +618,7 @@ def run_test_file(cfg, entry, repo_root, budget, t0, install, torch, deadline=No
                 yield
                 return
             rec = install()
-            rec.current = "test:" + item.nodeid
+            rec.current = "test:" + item.nodeid + getattr(item, "_nnrag_on", "")
             state = {"timed_out": False}
             item._nnrag_reach = frozenset(test_reach(item, rec))
             before = set(rec_calls(rec))
@@ -550,7 +675,20 @@ def run_test_file(cfg, entry, repo_root, budget, t0, install, torch, deadline=No
         "--no-header",
         "--tb=line",
     ]
-    rc = pytest.main(args, plugins=[Plugin(), Gate()])
+    # tests run from the repository's root, as `pytest` is run there: a test reads its
+    # data by a path relative to it ('tests/data/x.bin')
+    cwd = os.getcwd()
+    try:
+        os.chdir(repo_root)
+    except OSError:
+        pass
+    try:
+        rc = pytest.main(args, plugins=[Plugin(), Gate()])
+    finally:
+        try:
+            os.chdir(cwd)
+        except OSError:
+            pass
     counts["exit"] = int(rc)
     if len(files) > 1:
         counts["files"] = files

@@ -195,6 +195,11 @@ class Stages:
             except Exception:  # noqa: BLE001 - isolation is best effort
                 pass
         cls = mod.__dict__.get(req["className"])
+        if cls is None or (isinstance(cls, type) and getattr(cls, "__module__", None) != CANDIDATE_MODULE):
+            # not bound, or bound to another module's class (`else: X = nn.X`)
+            why = self._conditional_class(tree, req["className"])
+            if why:
+                self.fail("import", t0, NameError(why), "conditional-class")
         if cls is None:
             self.fail(
                 "import", t0, NameError("class %r is not defined by the module" % req["className"]), "unresolved-name"
@@ -295,7 +300,10 @@ class Stages:
                     "missing-extern",
                     "native-extension",
                     "sandbox-denied",
-                ) and not (cat in ("memory", "unresolved-name") and label in self._witness):
+                ) and not (
+                    cat in ("memory", "unresolved-name")
+                    and (label in self._witness or (cat == "memory" and getattr(self, "_no_kernel", False)))
+                ):
                     self.fail("instantiate", t_inst, e, cat)
                 if restore is not None:
                     restore()
@@ -413,10 +421,13 @@ class Stages:
         for _label, args, kwargs, (e, specs) in fwd_errors:
             cat = self.classifier.classify(e, "forward", tb_files(e))
             # a forward that asked for a GPU (`.cuda()`, a CUDA device) is reported as such
+            # and one that reached a compiled operator without a CPU kernel says what the
+            # block needs whatever the input (another candidate's error is a guess's)
             if (
                 best is None
                 or (best[1] == "forward-shape" and cat != "forward-shape")
                 or (cat == "needs-gpu" and best[1] != "needs-gpu")
+                or (cat == "native-op-no-cpu" and best[1] not in ("needs-gpu", "native-op-no-cpu"))
             ):
                 best = (e, cat, args, kwargs, specs)
         e, cat, args, kwargs, specs = best
@@ -485,6 +496,74 @@ class Stages:
             self._copy_names_read = S.CopyNames(self.req.get("copyNames"))
         return self._copy_names_read
 
+    def _conditional_class(self, tree, name):
+        """Why a class the module's import did not define does not exist in this
+        environment, or None. Python runs a class statement only when the branch holding
+        it is taken (`if IS_ACCELERATOR_AVAILABLE: class X`, `if torch_version < (1, 7):
+        class X ... else: X = nn.X`): when the copy's class statement sits in an `if`,
+        `try` or `with` of the module's top level and the original module does not define
+        that class either (it lacks the name, or binds it to another object), the block
+        does not exist here - neither the copy nor the original has it - which is not a
+        name the copy lost (unresolved-name)."""
+        test = None
+        line = 0
+        todo = [(st, None) for st in tree.body]
+        while todo:
+            st, cond = todo.pop(0)
+            if isinstance(st, ast.ClassDef) and st.name == name:
+                if cond is not None:
+                    test, line = cond, st.lineno
+                    break
+                continue
+            if isinstance(st, ast.If):
+                for sub in st.body:
+                    todo.append((sub, st.test))
+                for sub in st.orelse:
+                    todo.append((sub, ast.UnaryOp(ast.Not(), st.test)))
+            elif isinstance(st, (ast.Try, ast.With)) or type(st).__name__ == "TryStar":
+                for part in ("body", "orelse", "finalbody"):
+                    for sub in getattr(st, part, ()) or ():
+                        todo.append((sub, cond if cond is not None else st))
+                for h in getattr(st, "handlers", ()) or ():
+                    for sub in h.body:
+                        todo.append((sub, cond if cond is not None else st))
+        if test is None:
+            return None
+        orig = self.req.get("original") or {}
+        if not orig.get("module"):
+            return None
+        try:
+            om = self._import_original(orig["module"])  # the zygote's, else imported and hidden again
+        except BaseException:  # noqa: BLE001
+            om = None
+        if om is None:
+            return None  # the original cannot say: left a NameError
+        bound = om.__dict__.get(name, None)
+        if (
+            isinstance(bound, type)
+            and getattr(bound, "__module__", None) == om.__name__
+            and getattr(bound, "__qualname__", None) == name
+        ):
+            return None  # the original defines it: the copy lost it
+        try:
+            cond = ast.unparse(test) if isinstance(test, ast.expr) else "a %s block" % type(test).__name__.lower()
+        except Exception:  # noqa: BLE001
+            cond = "a condition"
+        if bound is None:
+            there = "the original module %s does not define it either" % om.__name__
+        else:
+            there = "the original module %s binds %s to %s" % (
+                om.__name__,
+                name,
+                getattr(bound, "__module__", "?") + "." + getattr(bound, "__qualname__", type(bound).__name__),
+            )
+        return "class %r is defined only under `%s` (line %d), false in this environment: %s" % (
+            name,
+            cond[:160],
+            line,
+            there,
+        )
+
     def _import_original(self, module):
         """An original module for a witness value the copy does not define (a module
         instance or container passed in): the zygote's, else imported from the roots and
@@ -522,6 +601,7 @@ class Stages:
             # (an __init__ that never calls nn.Module.__init__ has no _modules): the
             # block's failure, not the harness's
             return False, (e, [])
+        witness_err = None
         if witness is not None and witness.get("inputs"):
             # the inputs the repository's own model gave this construction
             from nnrag_harness import source_witness
@@ -538,6 +618,13 @@ class Stages:
                 cat = self.classifier.classify(e, "forward", tb_files(e))
                 if cat in ("unresolved-name", "missing-extern", "native-extension", "sandbox-denied"):
                     self.fail("forward", self._fwd_t0, e, cat)
+                if cat == "native-op-no-cpu":
+                    # the repository's inputs reached a compiled operator without a CPU
+                    # kernel: unless a guessed input passes, that is the block's failure,
+                    # not the guesses' shape errors (nor a guess too large for memory,
+                    # which is then just a failed try: _no_kernel)
+                    witness_err = (e, [])
+                    self._no_kernel = True
                 # else: the heuristic inputs below, with the witness's arguments
         # required keyword-only parameters (PEP 3102) get inputs like positional ones
         # after them, passed by name
@@ -597,7 +684,7 @@ class Stages:
                     out = model(*inputs, **kw_inputs)
             except BaseException as e:  # noqa: BLE001
                 cat = self.classifier.classify(e, "forward", tb_files(e))
-                if (repaired or witness is not None) and cat == "memory":
+                if (repaired or witness is not None or getattr(self, "_no_kernel", False)) and cat == "memory":
                     # a repaired input, or a witness's full-size block on a guessed input,
                     # too large for the limits: just a failed try
                     if first_err is None:
@@ -619,6 +706,8 @@ class Stages:
             self._last_inputs = (specs, plan)
             self._kw_inputs = kw_inputs
             return True, (inputs, out)
+        if witness_err is not None:
+            return False, witness_err
         if first_err is None:
             first_err = (RuntimeError("no input candidate for forward"), [])
         return False, first_err
