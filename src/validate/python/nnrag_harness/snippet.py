@@ -597,10 +597,11 @@ def laid_out(node, hint, r, taken):
     bound = [False] * len(parts)
     if k == "call":
         while len(render(rebuild([(n, ("name", n) if bound[i] else v) for i, (n, v) in enumerate(parts)]))) > LINE_MAX:
-            left = [(sizes[i], i) for i in range(len(parts)) if not bound[i] and sizes[i] >= LINE_PART]
+            # the longest first, the leftmost of equals
+            left = [(sizes[i], -i) for i in range(len(parts)) if not bound[i] and sizes[i] >= LINE_PART]
             if not left:
                 break
-            bound[max(left)[1]] = True
+            bound[-max(left)[1]] = True
     else:
         bound = [n >= LINE_PART for n in sizes]
     # bound in the order Python evaluates the parts (left to right)
