@@ -713,7 +713,17 @@ async function slimOrFaithful(
   // no validated value reaches): emitted again with it as a usage root, as the faithful
   // module would be (withUsageRoots), kept when it has the line
   if (passesStages(r, required) && !r.usage && r.usageNeeds?.length) {
-    const more = await slimWithUsageRoots(ws, id, opts, req, slim, r, { seeds, entry, proven: new Set(proven) }, validate, costs);
+    const more = await slimWithUsageRoots(
+      ws,
+      id,
+      opts,
+      req,
+      slim,
+      r,
+      { seeds, entry, proven: new Set(proven) },
+      validate,
+      costs,
+    );
     if (more) ({ slim, result: r } = more);
   }
   const emission = slim.record.emission;
@@ -796,9 +806,7 @@ async function slimWithUsageRoots(
   const roots = [...had, ...found.filter((r) => !had.some((x) => x.mod === r.mod && x.name === r.name))];
   if (roots.length === had.length) return null;
   const repo = ws.blockModule(id)?.mod.repo ?? '';
-  const em = costs.time('emission slim', repo, () =>
-    extractText(ws, id, { ...opts, profile: 'slim', roots }, inputs),
-  );
+  const em = costs.time('emission slim', repo, () => extractText(ws, id, { ...opts, profile: 'slim', roots }, inputs));
   if (!em.text || em.text === slim.text) return null;
   const bound = opts.usageRootsMaxLines ?? USAGE_ROOTS_MAX_LINES;
   if (lineCount(em.text) - lineCount(slim.text) > bound) return null;

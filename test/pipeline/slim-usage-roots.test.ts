@@ -23,7 +23,15 @@ test('a class passed by value that slim pruned is a usage root of the slim modul
   const repo = path.join(dir, 'slimroots');
   cpSync(fixture('slimroots'), repo, { recursive: true });
   const ws = api.Workspace.open(path.join(dir, 'store'), { create: true });
-  const spec = { name: 'slimroots', url: null, path: repo, priority: 1, paths: [], description: null, packageRoots: null };
+  const spec = {
+    name: 'slimroots',
+    url: null,
+    path: repo,
+    priority: 1,
+    paths: [],
+    description: null,
+    packageRoots: null,
+  };
   await api.index(ws, { repos: [spec], workers: 1 });
   api.discover(ws);
   const recs = await extractAndValidate(ws, ['actblocks.acts.Mixer', 'actblocks.pool.Down'], { pool: { workers: 1 } });
@@ -34,7 +42,10 @@ test('a class passed by value that slim pruned is a usage root of the slim modul
   for (const { rec, root, arg, pruned } of cases) {
     const v = rec.validation!;
     assert.equal(rec.ok, true, JSON.stringify(v));
-    assert.ok(Object.values(v.stages).every((s) => s === 'pass'), JSON.stringify(v.stages));
+    assert.ok(
+      Object.values(v.stages).every((s) => s === 'pass'),
+      JSON.stringify(v.stages),
+    );
     // the witness passed the class itself; the slim module keeps its pruning, and the class
     assert.equal(v.argumentsSource, 'witness');
     assert.equal(rec.emission.profile, 'slim');

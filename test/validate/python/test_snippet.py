@@ -950,7 +950,6 @@ class ProvidedModulesTest(unittest.TestCase):
         self.assertTrue(enc[2]["args"] or enc[2]["kwargs"].get("dim"), enc[2])
 
 
-
 @dataclasses.dataclass
 class UnitCfg:
     """One unit of a stage: most fields keep their defaults."""
@@ -1055,7 +1054,7 @@ class LayoutTest(unittest.TestCase):
         # the longest bound first (the leftmost of equals) until the call fits, each list
         # whole (within LINE_MAX), written in the order Python evaluates them
         self.assertEqual(names, ["arg_1", "stages_2"])
-        self.assertEqual(S.render(out)[:32], "f(arg_1, stages=stages_2, b=[\"xx")
+        self.assertEqual(S.render(out)[:32], 'f(arg_1, stages=stages_2, b=["xx')
 
 
 if __name__ == "__main__":

@@ -643,7 +643,9 @@ def snippet_text(
     given the recorded attributes `set_attrs` names), then one expression
     `Block(args)(inputs)` (`Block(args).eval()(inputs)` when `eval_mode`). Raises
     Unrenderable."""
-    text = _snippet_lines(cls_name, args_enc, kwargs_enc, in_args_enc, in_kwargs_enc, spell, eval_mode, taken, set_attrs)
+    text = _snippet_lines(
+        cls_name, args_enc, kwargs_enc, in_args_enc, in_kwargs_enc, spell, eval_mode, taken, set_attrs
+    )
     if max(len(line) for line in text.split("\n")) > LINE_MAX:
         # a long value becomes a few generated lines: its dataclasses without the fields
         # their defaults give, its parts bound to named variables before the call
