@@ -6,11 +6,10 @@
 // validation in the sandbox (skipped where this machine has no torch or bubblewrap).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chmodSync, cpSync, readFileSync } from 'node:fs';
-import path from 'node:path';
+import { chmodSync, readFileSync } from 'node:fs';
 import * as api from '../../src/nnrag.js';
 import { extractAndValidate } from '../../src/pipeline/pipeline.js';
-import { fixture, tempDir } from '../helpers.js';
+import { indexedFixture } from '../support/indexed.js';
 import { cannotValidate } from '../validate/common.js';
 
 const skip = await cannotValidate(true);
@@ -18,21 +17,8 @@ const skip = await cannotValidate(true);
 test('a class passed by value that slim pruned is a usage root of the slim module: the line runs', {
   skip: skip ?? false,
 }, async () => {
-  const dir = tempDir();
+  const { ws, dir } = await indexedFixture('slimroots', 'slimroots', []);
   chmodSync(dir, 0o755); // the sandbox runs as an unprivileged user when we are root
-  const repo = path.join(dir, 'slimroots');
-  cpSync(fixture('slimroots'), repo, { recursive: true });
-  const ws = api.Workspace.open(path.join(dir, 'store'), { create: true });
-  const spec = {
-    name: 'slimroots',
-    url: null,
-    path: repo,
-    priority: 1,
-    paths: [],
-    description: null,
-    packageRoots: null,
-  };
-  await api.index(ws, { repos: [spec], workers: 1 });
   api.discover(ws);
   const recs = await extractAndValidate(ws, ['actblocks.acts.Mixer', 'actblocks.pool.Down'], { pool: { workers: 1 } });
   const cases = [
