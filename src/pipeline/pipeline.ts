@@ -690,8 +690,8 @@ async function slimOrFaithful(
         extractText(ws, id, { ...opts, profile: 'slim' }, { seeds, entry, proven: new Set(proven) }),
       );
   }
-  const emission = slim.record.emission;
   if (slim.text === req.source) {
+    const emission = slim.record.emission;
     slim.record.emission = {
       profile: 'slim',
       faithfulLines: slim.record.lines,
@@ -706,18 +706,28 @@ async function slimOrFaithful(
   // what it removed) is not validated, the faithful module is kept
   if (slim.record.lines >= faithfulRecord.lines)
     return fallback(`slim module is not shorter (${slim.record.lines} lines, faithful ${faithfulRecord.lines})`);
-  const sreq: ValidationRequest = { ...req, source: slim.text, copyNames: slim.namespace?.names };
-  if (req.namespace && slim.namespace) sreq.namespace = slim.namespace;
-  // the original imports what the slim module imports from installed distributions from
-  // there too (their repositories' checkouts leave its sys.path)
-  const packages = emission.packages ?? [];
-  if (req.original && packages.length) {
-    const crossed = [...new Set(slim.record.provenance.map((p) => p.repo))];
-    const sysPath = originalSysPath(ws, id, crossed, new Set(packages.map((p) => p.repo)), opts.pool?.env);
-    if (sysPath) sreq.original = { ...req.original, sysPath };
-  }
-  const r = await validate(sreq, 'slim');
+  let r = await validate(slimRequest(ws, id, opts, req, slim), 'slim');
   const required = req.requiredStages ?? [...DEFAULT_REQUIRED_STAGES];
+  // the slim module dropped a definition the chosen arguments name (a class passed by
+  // value that the faithful module held only as an option of a registry, or in a branch
+  // no validated value reaches): emitted again with it as a usage root, as the faithful
+  // module would be (withUsageRoots), kept when it has the line
+  if (passesStages(r, required) && !r.usage && r.usageNeeds?.length) {
+    const more = await slimWithUsageRoots(
+      ws,
+      id,
+      opts,
+      req,
+      slim,
+      r,
+      { seeds, entry, proven: new Set(proven) },
+      validate,
+      costs,
+    );
+    if (more) ({ slim, result: r } = more);
+  }
+  const emission = slim.record.emission;
+  const packages = emission.packages ?? [];
   const lostOf = (f: ValidationResult) =>
     (Object.keys(f.stages) as Stage[]).filter((s) => f.stages[s] === 'pass' && r.stages[s] !== 'pass');
   // slim first: the stages the arguments-only run did not reach (usage line, equivalence)
@@ -745,6 +755,64 @@ async function slimOrFaithful(
     ...(emission.usageRoots ? { usageRoots: emission.usageRoots } : {}),
   };
   return { record: slim.record, text: slim.text, result: r };
+}
+
+/** The validation request of a slim module: the faithful module's, with the slim text
+ *  and names; the original imports what the slim module imports from installed
+ *  distributions from there too (their repositories' checkouts leave its sys.path). */
+function slimRequest(
+  ws: Workspace,
+  id: string,
+  opts: PipelineOptions,
+  req: ValidationRequest,
+  slim: Extraction,
+): ValidationRequest {
+  const sreq: ValidationRequest = { ...req, source: slim.text, copyNames: slim.namespace?.names };
+  if (req.namespace && slim.namespace) sreq.namespace = slim.namespace;
+  const packages = slim.record.emission.packages ?? [];
+  if (req.original && packages.length) {
+    const crossed = [...new Set(slim.record.provenance.map((p) => p.repo))];
+    const sysPath = originalSysPath(ws, id, crossed, new Set(packages.map((p) => p.repo)), opts.pool?.env);
+    if (sysPath) sreq.original = { ...req.original, sysPath };
+  }
+  return sreq;
+}
+
+/** Usage roots of a slim module (issue 26): its validation passed, but the usage line
+ *  names definitions the slim module lacks (`usageNeeds`), which the faithful module may
+ *  have held for another reason (slim prunes the options of a registry no validated
+ *  string selects, and the branches no validated value reaches, with the definitions
+ *  only they named; a class passed as an argument is a value, not a string). The slim
+ *  module is emitted again with them as extra roots (`usageRootsOf`, added to the roots
+ *  it had) and validated again; kept when it passes every stage the first slim module
+ *  passed and has a usage line, with the line bound of withUsageRoots on the lines the
+ *  roots add. Else null: the first slim module stays, without a line. */
+async function slimWithUsageRoots(
+  ws: Workspace,
+  id: string,
+  opts: PipelineOptions,
+  req: ValidationRequest,
+  slim: Extraction,
+  first: ValidationResult,
+  inputs: SlimInputs,
+  validate: (req: ValidationRequest, label: string) => Promise<ValidationResult>,
+  costs: Costs,
+): Promise<{ slim: Extraction; result: ValidationResult } | null> {
+  const needs = first.usageNeeds ?? [];
+  const found = usageRootsOf(ws, id, needs);
+  // every name the line uses must become a root, else a second validation is wasted
+  if (found.length < new Set(needs.map(([m, q]) => `${m}\0${q.split('.')[0]}`)).size) return null;
+  const had = opts.roots ?? [];
+  const roots = [...had, ...found.filter((r) => !had.some((x) => x.mod === r.mod && x.name === r.name))];
+  if (roots.length === had.length) return null;
+  const repo = ws.blockModule(id)?.mod.repo ?? '';
+  const em = costs.time('emission slim', repo, () => extractText(ws, id, { ...opts, profile: 'slim', roots }, inputs));
+  if (!em.text || em.text === slim.text) return null;
+  const bound = opts.usageRootsMaxLines ?? USAGE_ROOTS_MAX_LINES;
+  if (lineCount(em.text) - lineCount(slim.text) > bound) return null;
+  const r = await validate(slimRequest(ws, id, opts, req, em), 'slim with usage roots');
+  const lost = (Object.keys(first.stages) as Stage[]).some((s) => first.stages[s] === 'pass' && r.stages[s] !== 'pass');
+  return !lost && r.usage ? { slim: em, result: r } : null;
 }
 
 /** Whether the slim module is likely to be validated, and so worth validating first: the

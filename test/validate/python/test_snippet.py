@@ -950,5 +950,112 @@ class ProvidedModulesTest(unittest.TestCase):
         self.assertTrue(enc[2]["args"] or enc[2]["kwargs"].get("dim"), enc[2])
 
 
+@dataclasses.dataclass
+class UnitCfg:
+    """One unit of a stage: most fields keep their defaults."""
+
+    kind: str
+    width: int
+    stride: int = 1
+    groups: typing.Optional[int] = None
+    expand: float = 1.0
+    attn: typing.Optional[str] = None
+    attn_kwargs: typing.Optional[dict] = None
+    extra: dict = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass
+class NetCfg:
+    stages: typing.Any
+    stem_width: int = 4
+    act: str = "relu"
+
+
+class StagedNet(nn.Module):
+    """A network built from a nested configuration: stages of unit configurations."""
+
+    def __init__(self, cfg, num_classes=10):
+        super().__init__()
+        layers, ch = [nn.Conv2d(3, cfg.stem_width, 3, padding=1)], cfg.stem_width
+        for stage in cfg.stages:
+            for u in stage:
+                layers.append(nn.Conv2d(ch, u.width, 3, stride=u.stride, padding=1, groups=u.groups or 1))
+                ch = u.width
+        self.body = nn.Sequential(*layers)
+        self.head = nn.Linear(ch, num_classes)
+
+    def forward(self, x):
+        return self.head(self.body(x).mean((2, 3)))
+
+
+class LayoutTest(unittest.TestCase):
+    """A long value becomes a few generated lines (LINE_MAX), never one line of thousands
+    of characters or no line."""
+
+    def setUp(self):
+        mod = types.ModuleType("nnrag_candidate")
+        for c in (UnitCfg, NetCfg, StagedNet):
+            c.__module__ = "nnrag_candidate"
+            setattr(mod, c.__name__, c)
+        self.ns = S.star_namespace(mod)
+        self.spell = S.spell_in(self.ns, torch)
+
+    def text(self, cfg):
+        return S.snippet_text(
+            "StagedNet",
+            S.encode_live([cfg], torch),
+            {"num_classes": 5},
+            S.encode_live([torch.randn(1, 3, 8, 8)], torch),
+            {},
+            self.spell,
+            taken=self.ns,
+        )
+
+    def test_a_nested_configuration_is_laid_out_in_named_lines_that_run(self):
+        stages = [[UnitCfg("conv", 4 + (i % 2) * 4, attn_kwargs=None, extra={}) for i in range(30)] for _ in range(4)]
+        cfg = NetCfg(stages=stages)
+        # as one line, with every field: longer than the bound a recorded line may have
+        r = S.Renderer(self.spell)
+        one = S.render(r.value(S.encode_live([cfg], torch)[0]))
+        self.assertGreater(len(one), S.MAX_LEN)
+        t = self.text(cfg)
+        lines = t.split("\n")
+        self.assertLessEqual(len(t), S.MAX_LEN)
+        self.assertTrue(all(len(line) <= S.LINE_MAX for line in lines), [len(x) for x in lines])
+        # a few lines: one per stage, then the call naming them
+        self.assertEqual([x.split(" = ")[0] for x in lines[:-1]], ["stages_1", "stages_2", "stages_3", "stages_4"])
+        self.assertTrue(
+            lines[-1].startswith("StagedNet(NetCfg(stages=[stages_1, stages_2, stages_3, stages_4]), num_classes=5)("),
+            lines[-1],
+        )
+        # the fields equal to their defaults (PEP 557) are left out, the others kept
+        self.assertIn('UnitCfg(kind="conv", width=8)', lines[0])
+        self.assertNotIn("attn_kwargs", t)
+        self.assertNotIn("extra=", t)
+        S.check_snippet(t)
+        y = S.run_snippet(t, self.ns, torch)
+        self.assertEqual(list(y.shape), [1, 5])
+
+    def test_a_short_configuration_keeps_its_one_line_with_every_field(self):
+        t = self.text(NetCfg(stages=[[UnitCfg("conv", 4)]]))
+        self.assertEqual(
+            t,
+            'StagedNet(NetCfg(stages=[[UnitCfg(kind="conv", width=4, stride=1, groups=None, expand=1.0, attn=None, '
+            'attn_kwargs=None, extra={})]], stem_width=4, act="relu"), num_classes=5)(torch.randn(1, 3, 8, 8))',
+        )
+
+    def test_laid_out_names_avoid_the_module_names_and_keep_the_order_of_evaluation(self):
+        taken = {"stages", "stages_1"}
+        r = S.Renderer(self.spell, taken)
+        long_list = ("list", [S.const("x" * 150) for _ in range(12)])
+        node = ("call", ("name", "f"), [long_list], [("stages", long_list), ("b", long_list)])
+        out = S.laid_out(node, "arg", r, r.taken)
+        names = [st[1][1] for st in r.stmts]
+        # the longest bound first (the leftmost of equals) until the call fits, each list
+        # whole (within LINE_MAX), written in the order Python evaluates them
+        self.assertEqual(names, ["arg_1", "stages_2"])
+        self.assertEqual(S.render(out)[:32], 'f(arg_1, stages=stages_2, b=["xx')
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -35,6 +35,15 @@ IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # InvertedResidualConfig, 9 generated lines each) needs about 6,000 characters; the
 # same bound is USAGE_MAX_CHARS in src/records/block.ts (pool and export check it again)
 MAX_LEN = 8000
+# a snippet one of whose lines is longer than this is laid out again (Renderer compact,
+# laid_out): a model built from a nested configuration (a list of stages of block
+# configurations) would otherwise be one line of thousands of characters. Its longest
+# parts are then bound to named variables on lines of their own, built before the call,
+# until each line keeps to this width where it can; a part shorter than LINE_PART stays
+# where it is (a list of many short values is one line). Lines of the reference corpus's
+# snippets are at most about 1,300 characters: they stay as they are
+LINE_MAX = 2000
+LINE_PART = 100
 MAX_EXACT = 64  # integer / bool tensors up to this many elements are written by value
 # a call that draws random numbers runs again under these seeds (run_snippet). An
 # operation a random augmentation applies with probability 1/2 and that refuses the
@@ -172,8 +181,10 @@ class Renderer(object):
     ("assign", target, node)) an object built field by field needs, in order, binding
     names not in `taken` (the names the snippet's namespace already has)."""
 
-    def __init__(self, spell, taken=(), set_attrs=()):
+    def __init__(self, spell, taken=(), set_attrs=(), compact=False):
         self.spell = spell
+        # a long snippet's layout (LINE_MAX): dataclass fields equal to their defaults left out
+        self.compact = compact
         self.imports = set()
         self.stmts = []
         self.taken = set(taken) | {"torch"} | set(IMPORTABLE)
@@ -262,7 +273,10 @@ class Renderer(object):
             return ("name", var)
         if "$dataclass" in enc:
             # PEP 557: a dataclass is built by keyword from its init fields
-            return ("call", self.spell(*enc["$dataclass"]), [], self.keywords(enc.get("fields", {}), depth))
+            fields = enc.get("fields", {})
+            if self.compact and isinstance(fields, dict):
+                fields = self.non_default(enc["$dataclass"], fields)
+            return ("call", self.spell(*enc["$dataclass"]), [], self.keywords(fields, depth))
         if "$namespace" in enc:
             self.imports.add("argparse")
             return ("call", dotted("argparse.Namespace"), [], self.keywords(enc.get("fields", {}), depth))
@@ -275,6 +289,40 @@ class Renderer(object):
         if "$attrdict" in enc:
             return self.attrdict(enc, depth)
         raise Unrenderable("no plain spelling for %s" % sorted(enc)[:1])
+
+    def non_default(self, ref, fields):
+        """A dataclass's recorded init fields without those equal to the field's default
+        (PEP 557: the generated __init__ gives an omitted field its `default`, or calls
+        its `default_factory`; only the factories of the built-in containers are called
+        here), compared as encodings (values.encode: 1 and 1.0 differ). Unchanged when
+        the class cannot be looked up or is not a dataclass."""
+        import dataclasses
+
+        from .values import encode
+
+        try:
+            cls = lookup_of(self.spell)(*ref)
+        except Unrenderable:
+            return fields
+        if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
+            return fields
+        out = dict(fields)
+        for f in dataclasses.fields(cls):
+            if not f.init or f.name not in out:
+                continue
+            if f.default is not dataclasses.MISSING:
+                default = f.default
+            elif f.default_factory in (list, dict, tuple, set):
+                default = f.default_factory()
+            else:
+                continue
+            try:
+                same = _same_encoding(encode(default), out[f.name])
+            except Exception:  # noqa: BLE001 - a default that does not encode is written
+                same = False
+            if same:
+                del out[f.name]
+        return out
 
     def fresh(self):
         """A name for a generated variable, unused by the snippet's namespace."""
@@ -507,6 +555,78 @@ def from_imports(node, out, depth=0):
     return out
 
 
+def _same_encoding(a, b):
+    """Whether two encoded values are the same encoding (JSON text with sorted keys: the
+    type of a number matters, 1 is not 1.0)."""
+    import json
+
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+def laid_out(node, hint, r, taken):
+    """`node` (IR) with parts bound to named variables so that its rendering keeps to
+    LINE_MAX where it can; its own parts are laid out first (innermost first). Of a call,
+    the longest arguments are bound, one at a time, until it fits; of a list, tuple or
+    dict, every element (of LINE_PART characters or more), so that its elements stay
+    alike. Each is a generated statement `name = <part>` (r.stmts, in the order Python
+    would have evaluated them; a part bound before its siblings that are not is evaluated
+    before them, which the sandbox's run of the text checks). A part is named after its
+    keyword (`cfg`), else after its parent and position (`blocks_2`), never a name of the
+    module's namespace (`taken`)."""
+    if len(render(node)) <= LINE_MAX:
+        return node
+    k = node[0]
+    if k == "call":
+        parts = [("%s_%d" % (hint, i + 1), a) for i, a in enumerate(node[2])] + list(node[3])
+    elif k in ("list", "tuple"):
+        parts = [("%s_%d" % (hint, i + 1), a) for i, a in enumerate(node[1])]
+    elif k == "dict":
+        parts = [("%s_%d" % (hint, i + 1), b) for i, (_, b) in enumerate(node[1])]
+    else:
+        return node
+    parts = [(n, laid_out(v, n, r, taken)) for n, v in parts]
+
+    def rebuild(ps):
+        vals = [v for _, v in ps]
+        if k == "call":
+            n = len(node[2])
+            return ("call", node[1], vals[:n], [(kw, v) for (kw, _), v in zip(node[3], vals[n:])])
+        if k == "dict":
+            return ("dict", [(a, v) for (a, _), v in zip(node[1], vals)])
+        return (k, vals)
+
+    sizes = [len(render(v)) for _, v in parts]
+    bound = [False] * len(parts)
+    if k == "call":
+        while len(render(rebuild([(n, ("name", n) if bound[i] else v) for i, (n, v) in enumerate(parts)]))) > LINE_MAX:
+            # the longest first, the leftmost of equals
+            left = [(sizes[i], -i) for i in range(len(parts)) if not bound[i] and sizes[i] >= LINE_PART]
+            if not left:
+                break
+            bound[-max(left)[1]] = True
+    else:
+        bound = [n >= LINE_PART for n in sizes]
+    # bound in the order Python evaluates the parts (left to right)
+    for i, (n, v) in enumerate(parts):
+        if bound[i]:
+            name = _fresh_name(n, taken)
+            r.stmts.append(("assign", ("name", name), v))
+            parts[i] = (n, ("name", name))
+    return rebuild(parts)
+
+
+def _fresh_name(base, taken):
+    """`base` when it is an identifier no name of `taken` is (then taken), else `base_2`,
+    `base_3`, ..."""
+    base = base if IDENT.match(base) and not keyword.iskeyword(base) and not base.startswith("_") else "value"
+    name, i = base, 1
+    while name in taken:
+        i += 1
+        name = "%s_%d" % (base, i)
+    taken.add(name)
+    return name
+
+
 def snippet_text(
     cls_name,
     args_enc,
@@ -525,8 +645,30 @@ def snippet_text(
     given the recorded attributes `set_attrs` names), then one expression
     `Block(args)(inputs)` (`Block(args).eval()(inputs)` when `eval_mode`). Raises
     Unrenderable."""
-    r = Renderer(spell, taken, set_attrs)
+    text = _snippet_lines(
+        cls_name, args_enc, kwargs_enc, in_args_enc, in_kwargs_enc, spell, eval_mode, taken, set_attrs
+    )
+    if max(len(line) for line in text.split("\n")) > LINE_MAX:
+        # a long value becomes a few generated lines: its dataclasses without the fields
+        # their defaults give, its parts bound to named variables before the call
+        text = _snippet_lines(
+            cls_name, args_enc, kwargs_enc, in_args_enc, in_kwargs_enc, spell, eval_mode, taken, set_attrs, True
+        )
+    if len(text) > MAX_LEN:
+        raise Unrenderable("longer than %d characters" % MAX_LEN)
+    check_snippet(text, packages)
+    return text
+
+
+def _snippet_lines(
+    cls_name, args_enc, kwargs_enc, in_args_enc, in_kwargs_enc, spell, eval_mode, taken, set_attrs, compact=False
+):
+    """snippet_text's lines, one statement each (`compact`: laid out, laid_out)."""
+    r = Renderer(spell, taken, set_attrs, compact)
     ctor = ("call", ("name", ident(cls_name)), [r.value(a) for a in args_enc], r.keywords(kwargs_enc, 0))
+    if compact:
+        r.taken.add(cls_name)
+        ctor = laid_out(ctor, "arg", r, r.taken)
     if eval_mode:
         ctor = ("call", ("attr", ctor, "eval"), [], [])
     call = ("call", ctor, [r.value(a) for a in in_args_enc], r.keywords(in_kwargs_enc, 0))
@@ -546,11 +688,7 @@ def snippet_text(
         + ["%s = %s" % (render(target), render(node)) for _, target, node in r.stmts]
         + [render(call)]
     )
-    text = "\n".join(lines)
-    if len(text) > MAX_LEN:
-        raise Unrenderable("longer than %d characters" % MAX_LEN)
-    check_snippet(text, packages)
-    return text
+    return "\n".join(lines)
 
 
 def imported_from(text):
