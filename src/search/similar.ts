@@ -32,7 +32,7 @@ import {
   type BlockSignature,
 } from '../library/dedup.js';
 import { dedupSignatureOf } from '../store/dedup-sigs.js';
-import { bandKey } from '../library/minhash.js';
+import { bandKey } from '../util/minhash.js';
 import type { DupKind } from '../records/spec.js';
 import { NnragError } from '../util/errors.js';
 import { getDoc } from './fts.js';
