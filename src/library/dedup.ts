@@ -624,21 +624,55 @@ export function storedMinHash(
 ): { ints: number; tokens: number; nearSig: Uint32Array | null; structuralSig: Uint32Array | null } | null {
   const copy = new Uint8Array((data.byteLength + 7) & ~7 || 8);
   copy.set(data);
-  const S = newSigStore(1);
   const u32 = new Uint32Array(copy.buffer);
-  if (!putEncoded(S, 0, u32, copy, 0, data.byteLength, error, new Arena())) return null;
-  const sig = (c: Column, seed: number) => {
-    if (!S.valid[0] || !c.len[0]) return null;
+  const shape = rowShape(u32, 0, data.byteLength, error);
+  if (!shape) return null;
+  const { valid, nNear, nStruct } = shape;
+  if (minHashSets.length < nNear + nStruct) minHashSets = new Uint32Array(2 * (nNear + nStruct));
+  const sets = minHashSets;
+  const p = HEADER_WORDS + STORED_NEAR_BANDS.b + STORED_STRUCT_BANDS.b;
+  if (
+    valid &&
+    (!unpackSetInto(u32, copy, p, nNear, sets, 0, null, 0) ||
+      !unpackSetInto(u32, copy, p + packedWords(nNear), nStruct, sets, nNear, null, 0))
+  )
+    return null;
+  const sig = (at: number, n: number, seed: number) => {
+    if (!valid || !n) return null;
     const out = new Uint32Array(MINHASH_K);
-    ophInto(c.arr[0], c.len[0], MINHASH_K, seed, out, 0, c.off[0]);
+    ophInto(sets, n, MINHASH_K, seed, out, 0, at);
     return out;
   };
   return {
-    ints: S.ints[0],
+    ints: u32[7],
     tokens: u32[8],
-    nearSig: sig(S.nearSet, NEAR_SEED),
-    structuralSig: sig(S.structSet, STRUCT_SEED),
+    nearSig: sig(0, nNear, NEAR_SEED),
+    structuralSig: sig(nNear, nStruct, STRUCT_SEED),
   };
+}
+let minHashSets = new Uint32Array(4096);
+
+/** The shape of an encoded signature `bytes` bytes from word w of u32, or null when the
+ *  bytes are not a signature of this version and layout (store/dedup-layout.ts). */
+function rowShape(
+  u32: Uint32Array,
+  w: number,
+  bytes: number,
+  error: string | null,
+): { valid: number; empty: number; nNear: number; nStruct: number } | null {
+  if (bytes < HEADER_WORDS * 4 || w * 4 + bytes > u32.byteLength) return null;
+  if (u32[w + 4] !== LAYOUT2_MAGIC || u32[w + 5] !== SIGNATURE_VERSION) return null;
+  const flags = u32[w + 6];
+  const valid = flags & 1;
+  const empty = (flags >>> 1) & 1;
+  if (flags > 3 || (valid && empty)) return null;
+  const nNear = u32[w + 9];
+  const nStruct = u32[w + 10];
+  if (!valid && (nNear || nStruct)) return null;
+  if (bytes !== layoutWords(valid === 1, nNear, nStruct) * 4) return null;
+  // a block that is neither valid nor empty failed to tokenize: its error is stored with it
+  if (!valid && !empty && !error) return null;
+  return { valid, empty, nNear, nStruct };
 }
 
 /** The blocks' shingle sets, unpacked into large buffers, each new buffer as large as all
@@ -650,13 +684,16 @@ class Arena {
   private u32 = new Uint32Array(0);
   private used = 0;
   private total = 0;
+  /** `least`: the first buffer's least size in words (one block's sets need far less than
+   *  16 MB: `similar` reads signatures one at a time) */
+  constructor(private least = 16 << 20) {}
   /** the buffer and word of the room `take` gave last */
   buf = this.u32;
   at = 0;
   /** room for `words` words (sets `buf` and `at`) */
   take(words: number): void {
     if (this.used + words > this.u32.length) {
-      const size = Math.max(16 << 20, words, Math.min(this.total, 256 << 20));
+      const size = Math.max(this.least, words, Math.min(this.total, 256 << 20));
       this.u32 = new Uint32Array(size);
       this.total += size;
       this.used = 0;
@@ -688,18 +725,9 @@ function putEncoded(
   error: string | null,
   arena: Arena,
 ): boolean {
-  if (bytes < HEADER_WORDS * 4 || w * 4 + bytes > u32.byteLength) return false;
-  if (u32[w + 4] !== LAYOUT2_MAGIC || u32[w + 5] !== SIGNATURE_VERSION) return false;
-  const flags = u32[w + 6];
-  const valid = flags & 1;
-  const empty = (flags >>> 1) & 1;
-  if (flags > 3 || (valid && empty)) return false;
-  const nNear = u32[w + 9];
-  const nStruct = u32[w + 10];
-  if (!valid && (nNear || nStruct)) return false;
-  if (bytes !== layoutWords(valid === 1, nNear, nStruct) * 4) return false;
-  // a block that is neither valid nor empty failed to tokenize: its error is stored with it
-  if (!valid && !empty && !error) return false;
+  const shape = rowShape(u32, w, bytes, error);
+  if (!shape) return false;
+  const { valid, empty, nNear, nStruct } = shape;
   const counts = S.nearCounts.arr[g];
   const nc = S.nearCounts.off[g],
     sc = S.structCounts.off[g];
