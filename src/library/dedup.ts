@@ -684,16 +684,13 @@ class Arena {
   private u32 = new Uint32Array(0);
   private used = 0;
   private total = 0;
-  /** `least`: the first buffer's least size in words (one block's sets need far less than
-   *  16 MB: `similar` reads signatures one at a time) */
-  constructor(private least = 16 << 20) {}
   /** the buffer and word of the room `take` gave last */
   buf = this.u32;
   at = 0;
   /** room for `words` words (sets `buf` and `at`) */
   take(words: number): void {
     if (this.used + words > this.u32.length) {
-      const size = Math.max(this.least, words, Math.min(this.total, 256 << 20));
+      const size = Math.max(16 << 20, words, Math.min(this.total, 256 << 20));
       this.u32 = new Uint32Array(size);
       this.total += size;
       this.used = 0;
