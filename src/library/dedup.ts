@@ -43,8 +43,21 @@ import {
   bandKeyIn,
   chooseBands,
   mix32,
-} from './minhash.js';
+} from '../util/minhash.js';
 import type { DedupCluster, DupKind } from '../records/spec.js';
+import {
+  MINHASH_K,
+  RANGES,
+  HEADER_WORDS,
+  LAYOUT2_MAGIC,
+  STORED_NEAR_BANDS,
+  STORED_STRUCT_BANDS,
+  layoutWords,
+  packedWords,
+  storedBandsAre,
+  unpackSetInto,
+  writeSignature,
+} from '../store/dedup-layout.js';
 
 /** Bump whenever tokenization, shingling or MinHash hashing changes: stored signatures of
  *  another version are not comparable and must be recomputed. */
@@ -52,7 +65,7 @@ export const SIGNATURE_VERSION = 3;
 export const NEAR_THRESHOLD = 0.9;
 export const STRUCTURAL_THRESHOLD = 0.95;
 export const SHINGLE_K = 5;
-export const MINHASH_K = 128;
+export { MINHASH_K };
 const NEAR_SEED = 0x2545f491;
 const STRUCT_SEED = 0x6c8e9cf5;
 
@@ -71,8 +84,8 @@ export type DedupBlock = Omit<DedupInput, 'text'> & { text?: string };
 /** A stored signature handed to dedup (block `index` of its input): `data` as encoded by
  *  `encodeSignatures`, `error` the lexical error stored beside it. */
 export type StoredSignatureSink = (index: number, error: string | null, data: Uint8Array) => void;
-/** dedup reads `data` where it is (when 4-byte aligned) and keeps it: the caller hands
- *  over a buffer it does not change afterwards (as SQLite's are). */
+/** dedup reads `data` where it is (copied first when it is not 4-byte aligned) and keeps
+ *  nothing of it: its sets are unpacked into dedup's own buffers. */
 
 export interface DedupResult {
   clusters: DedupCluster[];
@@ -455,9 +468,6 @@ export interface Packed {
    *  collapseIdentical; computed here, on the signature threads */
   nearKeys: Float64Array;
   structKeys: Float64Array;
-  /** per block: RANGES counts of each set (RangeCounts) */
-  nearCounts: Uint16Array;
-  structCounts: Uint16Array;
 }
 
 /** Growable Uint32Array. */
@@ -494,8 +504,6 @@ export function packSignatures(texts: readonly string[]): Packed {
   const structOff = new Uint32Array(count + 1);
   const nearKeys = new Float64Array(count);
   const structKeys = new Float64Array(count);
-  const nearCounts = new Uint16Array(count * RANGES);
-  const structCounts = new Uint16Array(count * RANGES);
   for (let i = 0; i < count; i++) {
     const c = signCore(texts[i], near, struct);
     exact[i] = c.exact;
@@ -513,8 +521,6 @@ export function packSignatures(texts: readonly string[]): Packed {
       ophInto(sb, c.nStruct, K, STRUCT_SEED, sigs, i * 2 * K + K, sa);
       nearKeys[i] = setKey(nb, na, c.nNear, c.ints);
       structKeys[i] = setKey(sb, sa, c.nStruct, c.ints);
-      rangeCountsInto(nb, na, c.nNear, nearCounts, i * RANGES);
-      rangeCountsInto(sb, sa, c.nStruct, structCounts, i * RANGES);
       near.len += c.nNear;
       struct.len += c.nStruct;
     }
@@ -533,28 +539,14 @@ export function packSignatures(texts: readonly string[]): Packed {
     structOff,
     nearKeys,
     structKeys,
-    nearCounts,
-    structCounts,
   };
 }
 
 // ---------------------------------------------------------------------------------------
 // Encoded signatures: one block's signature as bytes, what the store keeps
-// (src/store/dedup-sigs.ts) and what the signature threads send back. Native byte order
-// (MAGIC, read in the other order, refuses a row written by a machine of the other order);
-// a block starts 8-byte aligned so that its keys read as doubles in place:
-//   f64 nearKey, f64 structKey                      (setKey of the two shingle sets)
-//   u32 MAGIC, SIGNATURE_VERSION, flags (bit0 valid, bit1 empty), ints, tokens,
-//       nNear, nStruct, exact (two words), 0        (HEADER_WORDS = 14 words in all)
-// and, for a valid block only:
-//   u16 nearCounts[RANGES], structCounts[RANGES]    (RangeCounts)
-//   u32 nearSig[K], structSig[K]                    (MinHash)
-//   u32 nearSet[nNear], structSet[nStruct]          (sorted shingle hashes)
-
-/** Identifies this layout (bump it when the layout changes: rows of another are recomputed). */
-const ENCODING_MAGIC = 0x4e534731;
-const HEADER_WORDS = 14;
-const encodedWords = (nNear: number, nStruct: number) => HEADER_WORDS + RANGES + 2 * MINHASH_K + nNear + nStruct;
+// (src/store/dedup-sigs.ts) and what the signature threads send back, in the layout of
+// src/store/dedup-layout.ts (header, the LSH band keys of the default banding, the two
+// shingle sets packed); a block starts 8-byte aligned so that its keys read as doubles.
 
 /** Every block of `p` encoded, each at an 8-byte aligned offset of one buffer. */
 export interface Encoded {
@@ -571,45 +563,39 @@ function encodePacked(p: Packed): Encoded {
   const len = new Uint32Array(p.count);
   let total = 0;
   for (let j = 0; j < p.count; j++) {
-    const words =
-      p.meta[j * 3] & 1
-        ? encodedWords(p.nearOff[j + 1] - p.nearOff[j], p.structOff[j + 1] - p.structOff[j])
-        : HEADER_WORDS;
     // a whole number of 8-byte units, so that signatures read back to back stay aligned
     off[j] = total;
-    len[j] = (words + (words & 1)) * 4;
+    len[j] =
+      layoutWords((p.meta[j * 3] & 1) === 1, p.nearOff[j + 1] - p.nearOff[j], p.structOff[j + 1] - p.structOff[j]) * 4;
     total += len[j];
   }
   const buf = new ArrayBuffer(total);
   const u32 = new Uint32Array(buf);
-  const u16 = new Uint16Array(buf);
-  const f64 = new Float64Array(buf);
+  const u8 = new Uint8Array(buf);
+  const keyWords = new Uint32Array(4);
+  const keyPair = new Float64Array(keyWords.buffer);
   for (let j = 0; j < p.count; j++) {
-    const b = off[j];
-    const w = b >>> 2;
-    const valid = p.meta[j * 3] & 1;
-    const nNear = p.nearOff[j + 1] - p.nearOff[j];
-    const nStruct = p.structOff[j + 1] - p.structOff[j];
-    f64[b >>> 3] = p.nearKeys[j];
-    f64[(b >>> 3) + 1] = p.structKeys[j];
-    u32[w + 4] = ENCODING_MAGIC;
-    u32[w + 5] = SIGNATURE_VERSION;
-    u32[w + 6] = p.meta[j * 3] & 3;
-    u32[w + 7] = p.meta[j * 3 + 1];
-    u32[w + 8] = p.meta[j * 3 + 2];
-    u32[w + 9] = valid ? nNear : 0;
-    u32[w + 10] = valid ? nStruct : 0;
+    keyPair[0] = p.nearKeys[j];
+    keyPair[1] = p.structKeys[j];
     const x = p.exact[j];
-    u32[w + 11] = x ? parseInt(x.slice(0, 8), 16) : 0;
-    u32[w + 12] = x ? parseInt(x.slice(8, 16), 16) : 0;
-    if (!valid) continue;
-    const c = (b >>> 1) + HEADER_WORDS * 2;
-    u16.set(p.nearCounts.subarray(j * RANGES, (j + 1) * RANGES), c);
-    u16.set(p.structCounts.subarray(j * RANGES, (j + 1) * RANGES), c + RANGES);
-    const s = w + HEADER_WORDS + RANGES;
-    u32.set(p.sigs.subarray(j * 2 * K, (j + 1) * 2 * K), s);
-    u32.set(p.nearSets.subarray(p.nearOff[j], p.nearOff[j + 1]), s + 2 * K);
-    u32.set(p.structSets.subarray(p.structOff[j], p.structOff[j + 1]), s + 2 * K + nNear);
+    writeSignature(
+      {
+        keyWords,
+        flags: p.meta[j * 3] & 3,
+        ints: p.meta[j * 3 + 1],
+        tokens: p.meta[j * 3 + 2],
+        exactHi: x ? parseInt(x.slice(0, 8), 16) : 0,
+        exactLo: x ? parseInt(x.slice(8, 16), 16) : 0,
+        near: { arr: p.nearSets, at: p.nearOff[j], n: p.nearOff[j + 1] - p.nearOff[j] },
+        struct: { arr: p.structSets, at: p.structOff[j], n: p.structOff[j + 1] - p.structOff[j] },
+        nearSig: { arr: p.sigs, at: j * 2 * K },
+        structSig: { arr: p.sigs, at: j * 2 * K + K },
+        version: SIGNATURE_VERSION,
+      },
+      u32,
+      u8,
+      off[j] >>> 2,
+    );
   }
   return { buf, off, len, errors: p.errors };
 }
@@ -630,111 +616,145 @@ export function dedupSignatureRow(text: string): { version: number; error: strin
 
 /** The MinHash part of a stored signature (what `similar` keeps per block, as
  *  `computeSignature` gives it), or null when `data` is not a signature of this version and
- *  layout (then compute it from the text). */
+ *  layout (then compute it from the text). The layout keeps the sets, not the MinHash: it
+ *  is computed from them (ophInto, as the signature threads do). */
 export function storedMinHash(
   data: Uint8Array,
   error: string | null,
 ): { ints: number; tokens: number; nearSig: Uint32Array | null; structuralSig: Uint32Array | null } | null {
   const copy = new Uint8Array((data.byteLength + 7) & ~7 || 8);
   copy.set(data);
-  const S = newSigStore(1);
   const u32 = new Uint32Array(copy.buffer);
-  if (!putEncoded(S, 0, u32, 0, data.byteLength, error)) return null;
-  const s = HEADER_WORDS + RANGES;
-  const sig = (at: number) => (S.valid[0] ? u32.slice(at, at + MINHASH_K) : null);
-  return { ints: S.ints[0], tokens: u32[8], nearSig: sig(s), structuralSig: sig(s + MINHASH_K) };
+  const shape = rowShape(u32, 0, data.byteLength, error);
+  if (!shape) return null;
+  const { valid, nNear, nStruct } = shape;
+  if (minHashSets.length < nNear + nStruct) minHashSets = new Uint32Array(2 * (nNear + nStruct));
+  const sets = minHashSets;
+  const p = HEADER_WORDS + STORED_NEAR_BANDS.b + STORED_STRUCT_BANDS.b;
+  if (
+    valid &&
+    (!unpackSetInto(u32, copy, p, nNear, sets, 0, null, 0) ||
+      !unpackSetInto(u32, copy, p + packedWords(nNear), nStruct, sets, nNear, null, 0))
+  )
+    return null;
+  const sig = (at: number, n: number, seed: number) => {
+    if (!valid || !n) return null;
+    const out = new Uint32Array(MINHASH_K);
+    ophInto(sets, n, MINHASH_K, seed, out, 0, at);
+    return out;
+  };
+  return {
+    ints: u32[7],
+    tokens: u32[8],
+    nearSig: sig(0, nNear, NEAR_SEED),
+    structuralSig: sig(nNear, nStruct, STRUCT_SEED),
+  };
+}
+let minHashSets = new Uint32Array(4096);
+
+/** The shape of an encoded signature `bytes` bytes from word w of u32, or null when the
+ *  bytes are not a signature of this version and layout (store/dedup-layout.ts). */
+function rowShape(
+  u32: Uint32Array,
+  w: number,
+  bytes: number,
+  error: string | null,
+): { valid: number; empty: number; nNear: number; nStruct: number } | null {
+  if (bytes < HEADER_WORDS * 4 || w * 4 + bytes > u32.byteLength) return null;
+  if (u32[w + 4] !== LAYOUT2_MAGIC || u32[w + 5] !== SIGNATURE_VERSION) return null;
+  const flags = u32[w + 6];
+  const valid = flags & 1;
+  const empty = (flags >>> 1) & 1;
+  if (flags > 3 || (valid && empty)) return null;
+  const nNear = u32[w + 9];
+  const nStruct = u32[w + 10];
+  if (!valid && (nNear || nStruct)) return null;
+  if (bytes !== layoutWords(valid === 1, nNear, nStruct) * 4) return null;
+  // a block that is neither valid nor empty failed to tokenize: its error is stored with it
+  if (!valid && !empty && !error) return null;
+  return { valid, empty, nNear, nStruct };
 }
 
-/** Stored signatures copied into large buffers, each new buffer as large as all before it
- *  (64 MB at least, 1 GB at most). A buffer is memory outside the heap, and V8 ran a full
- *  collection of the heap for about every new one: at 10^6 blocks (4.4 GB of signatures, a
- *  heap holding the block list) buffers of 64 MB each cost 67 full collections and ~12 s of
- *  CPU more than growing ones (11). */
+/** The blocks' shingle sets, unpacked into large buffers, each new buffer as large as all
+ *  before it (16 MB at least, 1 GB at most). A buffer is memory outside the heap, and V8 ran
+ *  a full collection of the heap for about every new one: at 10^6 blocks (4.4 GB of sets,
+ *  a heap holding the block list) buffers of 64 MB each cost 67 full collections and ~12 s
+ *  of CPU more than growing ones (11). */
 class Arena {
   private u32 = new Uint32Array(0);
   private used = 0;
   private total = 0;
-  /** the buffer and word `put` last wrote to */
+  /** the buffer and word of the room `take` gave last */
   buf = this.u32;
   at = 0;
-  /** copy words [from, from + words) of `src` (sets `buf` and `at`) */
-  put(src: Uint32Array, from: number, words: number): void {
+  /** room for `words` words (sets `buf` and `at`) */
+  take(words: number): void {
     if (this.used + words > this.u32.length) {
       const size = Math.max(16 << 20, words, Math.min(this.total, 256 << 20));
       this.u32 = new Uint32Array(size);
       this.total += size;
       this.used = 0;
     }
-    this.u32.set(src.subarray(from, from + words), this.used);
     this.buf = this.u32;
     this.at = this.used;
     this.used += words;
   }
 }
 
+const bandSig = new Uint32Array(MINHASH_K);
+
 /**
- * Block g's columns of S from its encoded signature, `bytes` bytes from word `w` of `u32`:
- * its set keys and range counts copied into S's own arrays, the LSH band keys of its two
- * MinHash signatures computed (S.nearBands, S.structBands: the MinHash is read for nothing
- * else, so it is not kept), and its two shingle sets read in place (the columns keep `u32`)
- * or, with `arena`, copied there. False, and nothing set, when the bytes are not a
- * signature of this version and layout: the caller computes that block's signature instead.
+ * Block g's columns of S from its encoded signature (store/dedup-layout.ts), `bytes` bytes
+ * from word `w` of `u32` (`u8`: the same memory as bytes, from the same start): its set
+ * keys copied into S's own arrays, its two shingle sets unpacked into `arena` and their
+ * range counts counted on the way, and the LSH band keys of its two passes (S.nearBands,
+ * S.structBands) copied when the row stores those of that banding, else computed from the
+ * sets' MinHash. False, and the block left unset, when the bytes are not a signature of
+ * this version and layout: the caller computes that block's signature instead.
  */
 function putEncoded(
   S: SigStore,
   g: number,
   u32: Uint32Array,
+  u8: Uint8Array,
   w: number,
   bytes: number,
   error: string | null,
-  arena?: Arena,
+  arena: Arena,
 ): boolean {
-  if (bytes < HEADER_WORDS * 4 || w * 4 + bytes > u32.byteLength) return false;
-  if (u32[w + 4] !== ENCODING_MAGIC || u32[w + 5] !== SIGNATURE_VERSION) return false;
-  const flags = u32[w + 6];
-  const valid = flags & 1;
-  const empty = (flags >>> 1) & 1;
-  if (flags > 3 || (valid && empty)) return false;
-  const nNear = u32[w + 9];
-  const nStruct = u32[w + 10];
-  const words = valid ? encodedWords(nNear, nStruct) : HEADER_WORDS;
-  if (bytes !== (words + (words & 1)) * 4) return false;
-  // a block that is neither valid nor empty failed to tokenize: its error is stored with it
-  if (!valid && !empty && !error) return false;
-  const K = MINHASH_K;
+  const shape = rowShape(u32, w, bytes, error);
+  if (!shape) return false;
+  const { valid, empty, nNear, nStruct } = shape;
+  const counts = S.nearCounts.arr[g];
+  const nc = S.nearCounts.off[g],
+    sc = S.structCounts.off[g];
+  counts.fill(0, nc, nc + RANGES);
+  counts.fill(0, sc, sc + RANGES);
+  let sets = arena.buf,
+    at = 0;
+  if (valid) {
+    // the sets, unpacked; the range counts (rangesReach) counted as they are
+    arena.take(nNear + nStruct);
+    sets = arena.buf;
+    at = arena.at;
+    const p = w + HEADER_WORDS + STORED_NEAR_BANDS.b + STORED_STRUCT_BANDS.b;
+    if (
+      !unpackSetInto(u32, u8, p, nNear, sets, at, counts, nc) ||
+      !unpackSetInto(u32, u8, p + packedWords(nNear), nStruct, sets, at + nNear, counts, sc)
+    ) {
+      counts.fill(0, nc, nc + RANGES);
+      counts.fill(0, sc, sc + RANGES);
+      return false;
+    }
+  }
   S.valid[g] = valid;
   S.empty[g] = empty;
   S.ints[g] = u32[w + 7];
   S.exactHi[g] = valid ? u32[w + 11] : 0;
   S.exactLo[g] = valid ? u32[w + 12] : 0;
   S.errors[g] = valid || empty ? null : error;
-  // the two keys (doubles, words 0-3) and the range counts (RANGES words of u16 pairs)
+  // the two keys (doubles, words 0-3)
   for (let k = 0; k < 4; k++) S.keyWords[g * 4 + k] = u32[w + k];
-  if (valid) {
-    // the range counts cut each set into its ranges (rangesReach): they must add up to the
-    // set's size (a set of more than 65,535 elements has none, and is merged whole)
-    let sn = 0,
-      ss = 0;
-    for (let k = 0; k < RANGES; k++) {
-      const c = u32[w + HEADER_WORDS + k];
-      if (k < RANGES / 2) sn += (c & 0xffff) + (c >>> 16);
-      else ss += (c & 0xffff) + (c >>> 16);
-    }
-    if ((nNear <= 0xffff && sn !== nNear) || (nStruct <= 0xffff && ss !== nStruct)) return false;
-    for (let k = 0; k < RANGES; k++) S.countWords[g * RANGES + k] = u32[w + HEADER_WORDS + k];
-  }
-  const s = w + HEADER_WORDS + RANGES;
-  if (valid) {
-    bandKeysInto(u32, s, S.nearBands, S.nearBandKeys, g);
-    bandKeysInto(u32, s + K, S.structBands, S.structBandKeys, g);
-  }
-  let sets = u32,
-    at = s + 2 * K;
-  if (arena) {
-    arena.put(u32, at, nNear + nStruct);
-    sets = arena.buf;
-    at = arena.at;
-  }
   const put = (c: Column, off: number, len: number) => {
     c.arr[g] = sets;
     c.off[g] = off;
@@ -742,7 +762,48 @@ function putEncoded(
   };
   put(S.nearSet, at, nNear);
   put(S.structSet, at + nNear, nStruct);
+  if (valid) {
+    const same = storedBandsAre(u32[w + 13], S.nearBands, S.structBands);
+    const k = w + HEADER_WORDS;
+    bandKeysOf(S.nearBands, S.nearBandKeys, g, same.near ? u32 : null, k, sets, at, nNear, NEAR_SEED);
+    bandKeysOf(
+      S.structBands,
+      S.structBandKeys,
+      g,
+      same.struct ? u32 : null,
+      k + STORED_NEAR_BANDS.b,
+      sets,
+      at + nNear,
+      nStruct,
+      STRUCT_SEED,
+    );
+  }
   return true;
+}
+
+/** Block g's `bands.b` LSH band keys into `keys` from g · bands.b: copied from
+ *  stored[from, …) when the row stores them, else computed from the MinHash of the set
+ *  set[at, at + n). Nothing when `keys` has no room (a store without banding). */
+function bandKeysOf(
+  bands: { b: number; r: number },
+  keys: Uint32Array,
+  g: number,
+  stored: Uint32Array | null,
+  from: number,
+  set: Uint32Array,
+  at: number,
+  n: number,
+  seed: number,
+): void {
+  const b = bands.b;
+  if (!b || keys.length < (g + 1) * b) return;
+  if (stored) {
+    for (let band = 0; band < b; band++) keys[g * b + band] = stored[from + band];
+    return;
+  }
+  if (!n) return;
+  ophInto(set, n, MINHASH_K, seed, bandSig, 0, at);
+  bandKeysInto(bandSig, 0, bands, keys, g);
 }
 
 /** The LSH band keys of block g's MinHash signature sig[at, at + K): `bands.b` keys from
@@ -876,7 +937,7 @@ class UnionFind {
 
 /**
  * One per-block array of every block (a MinHash signature, a shingle set, range counts)
- * where the signature threads left it: block i's values are arr[i][off[i], off[i] + len[i]).
+ * where it was unpacked or computed: block i's values are arr[i][off[i], off[i] + len[i]).
  * Read in place: the hot loops take (array, offset, length), never a typed-array view
  * (allocating one per verification was most of the clustering's garbage at 10^6).
  */
@@ -1034,14 +1095,11 @@ class SetProbe {
  * in B) elements of each range. Two copies of one block that differ in a few dozen
  * shingles (a renamed class, an added statement) differ by about that much in the sum, so
  * most pairs short of the threshold are refused here; a pair that passes the bound is
- * merged as before. Counted on the signature threads; a set of more than 65,535 elements
- * (a count could overflow) is always merged.
+ * merged as before. Counted as each set is unpacked from its stored signature
+ * (store/dedup-layout.ts unpackSetInto; the layout before stored them); a set of more than
+ * 65,535 elements (a count could overflow) has none and is always merged.
  */
-const RANGES = 64;
-function rangeCountsInto(set: Uint32Array, at: number, len: number, out: Uint16Array, off: number): void {
-  if (len > 0xffff) return;
-  for (let k = at; k < at + len; k++) out[off + (set[k] >>> 26)]++;
-}
+// (RANGES: store/dedup-layout.ts, where the counts are made as a stored set is unpacked)
 
 /** Jaccard of blocks x and y's sets in `set` reaches t: the size bound, the range bound
  *  (`counts`), then the merge, range by range (`rangesReach`). */
@@ -1429,23 +1487,30 @@ export async function dedup(blocks: readonly DedupBlock[], opts: DedupOptions = 
     const S = newSigStore(n, nearBands, structBands);
     const have = new Uint8Array(n);
     let storedCount = 0;
+    // every block's sets, unpacked from the stored or computed signatures
+    const arena = new Arena();
     if (opts.stored) {
-      const arena = new Arena();
       let scratch = new Uint32Array(1024);
+      let scratch8 = new Uint8Array(scratch.buffer);
       opts.stored((i, error, data) => {
         if (i < 0 || i >= n || have[i]) return;
         // read where the caller has it (copied to an aligned scratch if it is not 4-byte
-        // aligned), its sets copied into large buffers: the caller's buffer (one per row from
-        // SQLite) is garbage at once (kept as the block's storage, 10^6 of them cost 42 times
-        // what 10^5 cost)
+        // aligned), its sets unpacked into large buffers: the caller's buffer (one per row
+        // from SQLite) is garbage at once (kept as the block's storage, 10^6 of them cost 42
+        // times what 10^5 cost)
         let u32: Uint32Array;
+        let u8: Uint8Array = data;
         if ((data.byteOffset & 3) === 0) u32 = new Uint32Array(data.buffer, data.byteOffset, data.byteLength >>> 2);
         else {
-          if (scratch.length * 4 < data.byteLength + 3) scratch = new Uint32Array((data.byteLength >>> 1) + 4);
-          new Uint8Array(scratch.buffer).set(data);
+          if (scratch.length * 4 < data.byteLength + 3) {
+            scratch = new Uint32Array((data.byteLength >>> 1) + 4);
+            scratch8 = new Uint8Array(scratch.buffer);
+          }
+          scratch8.set(data);
           u32 = scratch;
+          u8 = scratch8;
         }
-        if (putEncoded(S, i, u32, 0, data.byteLength, error, arena)) {
+        if (putEncoded(S, i, u32, u8, 0, data.byteLength, error, arena)) {
           have[i] = 1;
           storedCount++;
         }
@@ -1460,8 +1525,9 @@ export async function dedup(blocks: readonly DedupBlock[], opts: DedupOptions = 
     };
     const take = (idx: readonly number[], e: Encoded) => {
       const u32 = new Uint32Array(e.buf);
+      const u8 = new Uint8Array(e.buf);
       idx.forEach((i, j) => {
-        if (!putEncoded(S, i, u32, e.off[j] >>> 2, e.len[j], e.errors[j]))
+        if (!putEncoded(S, i, u32, u8, e.off[j] >>> 2, e.len[j], e.errors[j], arena))
           throw new Error(`dedup: a signature computed for ${blocks[i].id} does not decode`);
         opts.computed?.(i, e.errors[j], new Uint8Array(e.buf, e.off[j], e.len[j]));
       });

@@ -25,7 +25,7 @@
 // of integer literals (`intsHash`); near and structural duplicates must have equal multisets.
 
 import { PYTHON_KEYWORDS } from '../util/python.js';
-import { fnv1a, mix32 } from './minhash.js';
+import { fnv1a, mix32 } from '../util/minhash.js';
 
 export enum T {
   NAME = 1,

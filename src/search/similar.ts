@@ -32,7 +32,7 @@ import {
   type BlockSignature,
 } from '../library/dedup.js';
 import { dedupSignatureOf } from '../store/dedup-sigs.js';
-import { bandKey } from '../library/minhash.js';
+import { bandKey } from '../util/minhash.js';
 import type { DupKind } from '../records/spec.js';
 import { NnragError } from '../util/errors.js';
 import { getDoc } from './fts.js';
@@ -104,7 +104,8 @@ export function syncSignatures(store: IndexStore): number {
   if (!bulk && storedBanding(store) !== BANDING) rebuildBands(store, bandKeys, BANDING);
   for (let i = 0; i < todo.length || (i === 0 && gone.length); i += BULK_BANDS) {
     const sigs = todo.slice(i, i + BULK_BANDS).map(({ id, hash }) => {
-      // the module's de-duplication signature holds these, computed when it was extracted
+      // from the module's de-duplication signature, stored when it was extracted (its
+      // shingle sets: the MinHash is computed from them, ~1/10 of a signature from the text)
       const stored = dedupSignatureOf(store, hash, SIGNATURE_VERSION);
       const sig = (stored && storedMinHash(stored.data, stored.error)) ?? computeSignature(extractionText(store, id));
       return { id, hash, ints: sig.ints, tokens: sig.tokens, near: sig.nearSig, structural: sig.structuralSig };

@@ -1,4 +1,5 @@
-// The de-duplication signatures of module contents (migration 13, table `dedup_sigs`): one
+// The de-duplication signatures of module contents (table `dedup_signatures`, migration 15;
+// `dedup_sigs` of migration 13 before it, in the layout before store/dedup-layout.ts): one
 // row per emitted module content hash (extractions.hash) with what `nnrag dedup` computes
 // per block, encoded by src/library/dedup.ts (`encodeSignatures`; this module only keeps the
 // bytes). Written when a block is extracted (putExtraction) or a shard is merged, and by
@@ -22,7 +23,7 @@ export interface DedupSignatureRow {
 export function putDedupSignatures(store: IndexStore, rows: readonly DedupSignatureRow[]): void {
   if (!rows.length) return;
   store.write(() => {
-    const ins = store.stmt('INSERT OR REPLACE INTO dedup_sigs(hash, version, error, data) VALUES (?, ?, ?, ?)');
+    const ins = store.stmt('INSERT OR REPLACE INTO dedup_signatures(hash, version, error, data) VALUES (?, ?, ?, ?)');
     for (const r of rows)
       ins.run(r.hash, r.version, r.error, Buffer.from(r.data.buffer, r.data.byteOffset, r.data.byteLength));
   });
@@ -42,7 +43,7 @@ export function eachDedupSignature(
   const unused: string[] = [];
   // every row, of every version: those of another version are rare (a content's row is
   // replaced when its signature is computed again)
-  const rows = store.stmt('SELECT hash, version, error, data FROM dedup_sigs').raw().iterate();
+  const rows = store.stmt('SELECT hash, version, error, data FROM dedup_signatures').raw().iterate();
   for (const [hash, v, error, data] of rows as Iterable<[string, number, string | null, Uint8Array]>) {
     if (!hashes.has(hash)) {
       unused.push(hash);
@@ -63,14 +64,14 @@ export function dedupSignatureOf(
   hash: string,
   version: number,
 ): { error: string | null; data: Uint8Array } | undefined {
-  return store.stmt('SELECT error, data FROM dedup_sigs WHERE hash = ? AND version = ?').get(hash, version) as
+  return store.stmt('SELECT error, data FROM dedup_signatures WHERE hash = ? AND version = ?').get(hash, version) as
     | { error: string | null; data: Uint8Array }
     | undefined;
 }
 
 /** The content hashes of signatures of `version`. */
 export function storedDedupSignatures(store: IndexStore, version: number): Set<string> {
-  return new Set(store.stmt('SELECT hash FROM dedup_sigs WHERE version = ?').pluck().all(version) as string[]);
+  return new Set(store.stmt('SELECT hash FROM dedup_signatures WHERE version = ?').pluck().all(version) as string[]);
 }
 
 /** Drop the signatures of contents no stored extraction with a module text has any more
@@ -84,7 +85,7 @@ export function storedDedupSignatures(store: IndexStore, version: number): Set<s
 export function pruneDedupSignatures(store: IndexStore, version: number, unused?: readonly string[]): number {
   if (unused) {
     if (!unused.length) return 0;
-    const del = store.stmt('DELETE FROM dedup_sigs WHERE hash = ?');
+    const del = store.stmt('DELETE FROM dedup_signatures WHERE hash = ?');
     return store.write(() => {
       let n = 0;
       for (const h of unused) n += del.run(h).changes;
@@ -96,7 +97,7 @@ export function pruneDedupSignatures(store: IndexStore, version: number, unused?
       store
         .stmt(
           // the hashes from the index extractions_list (migration 14), not the table's rows
-          'DELETE FROM dedup_sigs WHERE version != ? OR hash NOT IN (SELECT hash FROM extractions WHERE octet_length(text) > 0)',
+          'DELETE FROM dedup_signatures WHERE version != ? OR hash NOT IN (SELECT hash FROM extractions WHERE octet_length(text) > 0)',
         )
         .run(version).changes,
   );
@@ -108,7 +109,7 @@ export function unsignedTexts(store: IndexStore, version: number, limit: number)
   return store
     .stmt(
       `SELECT hash, min(text) FROM extractions e WHERE octet_length(text) > 0
-       AND NOT EXISTS (SELECT 1 FROM dedup_sigs s WHERE s.hash = e.hash AND s.version = ?) GROUP BY hash LIMIT ?`,
+       AND NOT EXISTS (SELECT 1 FROM dedup_signatures s WHERE s.hash = e.hash AND s.version = ?) GROUP BY hash LIMIT ?`,
     )
     .raw()
     .all(version, limit) as [string, string][];

@@ -138,10 +138,10 @@ export function mergeShardRows(
       // replaces an older one; of the same version, the module and so the bytes are the same
       counts.signatures = db
         .prepare(
-          `INSERT INTO main.dedup_sigs SELECT s.hash, s.version, s.error, s.data FROM shard.dedup_sigs s
+          `INSERT INTO main.dedup_signatures SELECT s.hash, s.version, s.error, s.data FROM shard.dedup_signatures s
            WHERE s.hash IN (SELECT e.hash FROM shard.extractions e JOIN shard.blocks b ON b.id = e.id WHERE b.repo = ?)
            ON CONFLICT(hash) DO UPDATE SET version = excluded.version, error = excluded.error, data = excluded.data
-           WHERE excluded.version > dedup_sigs.version`,
+           WHERE excluded.version > dedup_signatures.version`,
         )
         .run(R).changes;
       // the specs, clusters and search documents of the owner's blocks are derived: stale now

@@ -5,14 +5,7 @@
 // buckets verified against witnesses).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import {
-  bandKey,
-  chooseBands,
-  jaccard,
-  jaccardAtLeastIn,
-  leastIntersection,
-  mix32,
-} from '../../src/library/minhash.js';
+import { bandKey, chooseBands, jaccard, jaccardAtLeastIn, leastIntersection, mix32 } from '../../src/util/minhash.js';
 import {
   computeSignature,
   dedup,

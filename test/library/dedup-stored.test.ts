@@ -27,6 +27,8 @@ import {
 } from '../../src/library/dedup.js';
 import { runDedup, storeMissingSignatures, type StoredDedup } from '../../src/library/library.js';
 import { generateBlocks } from '../../bench/dedup.js';
+import { chooseBands } from '../../src/util/minhash.js';
+import { MINHASH_K, STORED_NEAR_BANDS, STORED_STRUCT_BANDS } from '../../src/store/dedup-layout.js';
 import { tempDir } from '../helpers.js';
 
 interface Block {
@@ -358,6 +360,96 @@ test('the clusters stored: members written many rows a statement, each with its 
       assert.equal(clusterOf(store, id)!.representative, clusters[want].representative, id);
     }
     assert.equal(clusterOf(store, 'r.none'), null);
+  } finally {
+    store.close();
+  }
+});
+
+/** A module's signature row in the layout before migration 15 (store/dedup-layout.ts,
+ *  'NSG1'): the header, each set's 64 range counts (u16, by the top 6 bits of a value), the
+ *  two MinHash signatures, the two sets as words. The set keys (words 0-3) are the same in
+ *  both layouts; the rest from the signature computed from the text. */
+function layout1Row(text: string): { error: string | null; data: Uint8Array } {
+  const now = dedupSignatureRow(text);
+  const sig = computeSignature(text);
+  const valid = !sig.error && !sig.empty;
+  const nNear = valid ? sig.nearShingles.length : 0;
+  const nStruct = valid ? sig.structuralShingles.length : 0;
+  const words = valid ? 14 + 64 + 256 + nNear + nStruct : 14;
+  const u32 = new Uint32Array(words + (words & 1));
+  u32.set(new Uint32Array(now.data.buffer, now.data.byteOffset, 4));
+  u32.set([0x4e534731, SIGNATURE_VERSION, valid ? 1 : sig.empty ? 2 : 0, sig.ints, sig.tokens, nNear, nStruct], 4);
+  if (valid) {
+    u32[11] = parseInt(sig.exact.slice(0, 8), 16);
+    u32[12] = parseInt(sig.exact.slice(8, 16), 16);
+    const counts = new Uint16Array(u32.buffer, 14 * 4, 128);
+    for (const v of sig.nearShingles) counts[v >>> 26]++;
+    for (const v of sig.structuralShingles) counts[64 + (v >>> 26)]++;
+    u32.set(sig.nearSig!, 78);
+    u32.set(sig.structuralSig!, 78 + 128);
+    u32.set(sig.nearShingles, 78 + 256);
+    u32.set(sig.structuralShingles, 78 + 256 + nNear);
+  }
+  return { error: sig.error, data: new Uint8Array(u32.buffer) };
+}
+
+test('migration 15: a store of the layout before gets every signature rewritten, and the same clusters', async () => {
+  const blocks = library(2400, 23);
+  const dir = path.join(tempDir(), 'store');
+  // a store as nnrag before migration 15 left it: signatures in dedup_sigs, layout 'NSG1'
+  let store = IndexStore.open(dir);
+  const hashes = [...new Set(blocks.map((b) => textHash(b.text)))];
+  const byHash = new Map(blocks.map((b) => [textHash(b.text), b.text]));
+  let oldBytes = 0;
+  store.write(() => {
+    for (const b of blocks) putExtraction(store, extraction(b, false));
+    store.db.exec(
+      'CREATE TABLE dedup_sigs(hash TEXT PRIMARY KEY, version INTEGER NOT NULL, error TEXT, data BLOB NOT NULL)',
+    );
+    const ins = store.db.prepare('INSERT INTO dedup_sigs(hash, version, error, data) VALUES (?, ?, ?, ?)');
+    for (const h of hashes) {
+      const r = layout1Row(byHash.get(h)!);
+      oldBytes += r.data.byteLength;
+      ins.run(h, SIGNATURE_VERSION, r.error, r.data);
+    }
+    // one row that is not of that layout: left out, computed again by the next dedup
+    store.db.prepare("UPDATE dedup_sigs SET data = x'00000000000000000000000000000000' WHERE hash = ?").run(hashes[7]);
+    store.db.exec('DROP TABLE dedup_signatures');
+    store.db.prepare('DELETE FROM schema_migrations WHERE version = 15').run();
+    store.db.pragma('user_version = 14');
+  });
+  store.close();
+  store = IndexStore.open(dir);
+  try {
+    assert.equal(store.db.prepare("SELECT count(*) FROM sqlite_master WHERE name = 'dedup_sigs'").pluck().get(), 0);
+    // every row transcoded is what this build writes for the module, byte for byte
+    const want = new Map(hashes.map((h) => [h, dedupSignatureRow(byHash.get(h)!)]));
+    let n = 0,
+      newBytes = 0;
+    eachDedupSignature(store, SIGNATURE_VERSION, new Set(hashes), (h, error, data) => {
+      assert.equal(error, want.get(h)!.error);
+      assert.deepEqual(Uint8Array.from(data), Uint8Array.from(want.get(h)!.data), h);
+      newBytes += data.byteLength;
+      n++;
+    });
+    assert.equal(n, hashes.length - 1);
+    // the point of the layout: ~36% fewer bytes (generated blocks are smaller than real ones)
+    assert.ok(newBytes < 0.72 * oldBytes, `${newBytes} of ${oldBytes} bytes`);
+    // dedup reads them: the clusters of the texts; the row left out computed and stored
+    const fromStore = await runDedup({ store }, { threads: 2 });
+    const copies = blocks.filter((b) => textHash(b.text) === hashes[7]).length;
+    assert.deepEqual(fromStore.signatures, { stored: blocks.length - copies, computed: copies });
+    const fromTexts = await runDedup({ store }, { threads: 2, storedSignatures: false });
+    same(result(fromStore), result(fromTexts));
+    assert.deepEqual(new Set(fromStore.clusters.map((c) => c.kind)), new Set(['exact', 'near', 'structural']));
+    // at other thresholds the band keys are not the stored ones: computed from the sets
+    const opts = { nearThreshold: 0.75, structuralThreshold: 0.85, threads: 0 };
+    const otherStored = await runDedup({ store }, opts);
+    assert.deepEqual(otherStored.signatures, { stored: blocks.length, computed: 0 });
+    same(result(otherStored), result(await runDedup({ store }, { ...opts, storedSignatures: false })));
+    // (bandings other than the stored ones: the keys were computed)
+    assert.notDeepEqual(chooseBands(MINHASH_K, opts.nearThreshold), STORED_NEAR_BANDS);
+    assert.notDeepEqual(chooseBands(MINHASH_K, opts.structuralThreshold), STORED_STRUCT_BANDS);
   } finally {
     store.close();
   }

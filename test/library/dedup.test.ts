@@ -16,7 +16,7 @@ import {
   estimateJaccard,
   chooseBands,
   candidateProbability,
-} from '../../src/library/minhash.js';
+} from '../../src/util/minhash.js';
 import {
   dedup,
   computeSignature,
