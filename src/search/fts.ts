@@ -474,33 +474,6 @@ function nameCandidates(
     if (!score && !mask) continue;
     used.push({ list, mask, w: (GENERIC.has(p) ? 0.5 : 1) * score });
   }
-  // their lists merged in rowid order (each list is): per name the slots it holds and its
-  // coverage summed part by part in the index's order. Sequential, not marks in arrays of
-  // every name (10^5 random accesses into 12 MB a query were most of this function's time)
-  const touched: number[] = [];
-  const touchedBits: number[] = [];
-  const touchedAcc: number[] = [];
-  const at = new Int32Array(used.length);
-  for (;;) {
-    let r = 0x7fffffff;
-    for (let k = 0; k < used.length; k++)
-      if (at[k] < used[k].list.length && used[k].list[at[k]] < r) r = used[k].list[at[k]];
-    if (r === 0x7fffffff) break;
-    let b = 0;
-    let a = 0;
-    for (let k = 0; k < used.length; k++) {
-      const u = used[k];
-      while (at[k] < u.list.length && u.list[at[k]] === r) {
-        b |= u.mask;
-        a += u.w;
-        at[k]++;
-      }
-    }
-    if (!b) continue;
-    touched.push(r);
-    touchedBits.push(b);
-    touchedAcc.push(a);
-  }
   // how many query words a name's slot bits hold (the bits take few values: kept per value)
   const heldOf = new Map<number, number>();
   const held = (b: number) => {
@@ -512,16 +485,44 @@ function nameCandidates(
     }
     return k;
   };
-  const members = new Int32Array(touched.length);
-  const key = new Float64Array(touched.length);
+  // their lists merged in rowid order (each list is): per name the slots it holds and its
+  // coverage summed part by part in the index's order. Sequential, not marks in arrays of
+  // every name (10^5 random accesses into 12 MB a query were most of this function's time).
+  // Each name is kept or dropped as it is merged, into arrays sized once (at 10^6 blocks a
+  // common word's lists hold 10^5 names: three growing arrays of them per query were
+  // garbage and copies)
+  const ls = used.map((u) => u.list);
+  const masks = Int32Array.from(used, (u) => u.mask);
+  const ws = Float64Array.from(used, (u) => u.w);
+  let size = 0;
+  for (const l of ls) size += l.length;
+  const members = new Int32Array(size);
+  const key = new Float64Array(size);
   let count = 0;
-  for (let i = 0; i < touched.length; i++) {
-    const r = touched[i];
-    const h = held(touchedBits[i]);
+  const at = new Int32Array(ls.length);
+  for (;;) {
+    let r = 0x7fffffff;
+    for (let k = 0; k < ls.length; k++) {
+      const l = ls[k];
+      if (at[k] < l.length && l[at[k]] < r) r = l[at[k]];
+    }
+    if (r === 0x7fffffff) break;
+    let b = 0;
+    let a = 0;
+    for (let k = 0; k < ls.length; k++) {
+      const l = ls[k];
+      while (at[k] < l.length && l[at[k]] === r) {
+        b |= masks[k];
+        a += ws[k];
+        at[k]++;
+      }
+    }
+    if (!b) continue;
+    const h = held(b);
     if (!h || !keep(r)) continue;
     members[count] = r;
     // words held, then validated, then coverage (0–1): one number, larger is better
-    key[count++] = h * 4 + (validated(r) ? 2 : 0) + Math.min(1, touchedAcc[i] / (weight2[r] / 2 || 1));
+    key[count++] = h * 4 + (validated(r) ? 2 : 0) + Math.min(1, a / (weight2[r] / 2 || 1));
   }
   if (!count || max <= 0) return [];
   // the best `max` without sorting every member (10^5 of them for a common word): the key

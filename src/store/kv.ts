@@ -19,6 +19,11 @@ export const KV_KEYS = {
   /** whether the search's field tables hold every stored document (src/store/search.ts
    *  FIELD_TABLES: 'current:<layout>', or 'stale' after a write they missed) */
   searchFields: 'search:fields',
+  /** whether the search structures (documents, field tables, similarity signatures) were
+   *  brought up to date with every stored extraction and spec: 'current:<digest of the
+   *  code's layouts>' after a sync, 'syncing:<nonce>' during one, 'stale' after a write to
+   *  extractions or specs (src/store/search.ts SYNC_TRIGGERS) */
+  searchSynced: 'search:synced',
 } as const;
 
 /** Requirements (import name → Requirement) probed in one validation environment. */

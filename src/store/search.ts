@@ -110,6 +110,82 @@ export function ensureFieldTables(store: IndexStore): boolean {
   });
 }
 
+// ---------------------------------------------------------------- the stored sync stamp
+
+/** The kv entry saying the search structures are in step with the stored extractions and
+ *  specs (KV_KEYS.searchSynced): a sync's check of every extraction's stamp reads the whole
+ *  extractions table (at 10^6 blocks, 10 GB of rows holding modules and records: minutes),
+ *  so a process that finds this entry current (the catalog's start, `nnrag search`) skips
+ *  it. */
+const SYNCED_KV = KV_KEYS.searchSynced;
+/** Every write to what the search structures are made of (an extraction's row: its hash,
+ *  status and time are a document's key, its hash a signature's; a spec's row) marks the
+ *  stamp stale, whatever code writes it (triggers live in the database: an older nnrag's
+ *  writes fire them too). One trigger per table and statement kind. */
+export const SYNC_TRIGGERS: readonly { name: string; sql: string }[] = ['extractions', 'specs'].flatMap((table) =>
+  ['INSERT', 'UPDATE', 'DELETE'].map((ev) => {
+    const name = `search_synced_${table}_${ev.toLowerCase()}`;
+    return {
+      name,
+      sql:
+        `CREATE TRIGGER ${name} AFTER ${ev} ON ${table}\n` +
+        `  WHEN (SELECT value FROM kv WHERE key = '${SYNCED_KV}') IS NOT 'stale'\n` +
+        `  BEGIN INSERT OR REPLACE INTO kv(key, value) VALUES ('${SYNCED_KV}', 'stale'); END`,
+    };
+  }),
+);
+
+/** The stored sync stamp when the triggers that keep it honest are in place, their SQL the
+ *  code's, and the search's tables are of the code's layout (search_fts, the field tables
+ *  current); null otherwise (a store from before the stamp, or one whose tables a sync
+ *  must rebuild). */
+export function syncedStamp(store: IndexStore): string | null {
+  const value = store.getKV(SYNCED_KV);
+  if (!value?.startsWith('current:')) return null;
+  const names = ['search_fts', ...SYNC_TRIGGERS.map((t) => t.name)];
+  const sqls = new Map(
+    store
+      .stmt(`SELECT name, sql FROM sqlite_master WHERE name IN (${names.map(() => '?').join(', ')})`)
+      .raw()
+      .all(...names) as [string, string][],
+  );
+  if (sqls.get('search_fts')?.replace(/\s+/g, ' ') !== FTS_SQL.replace(/\s+/g, ' ')) return null;
+  if (!SYNC_TRIGGERS.every((t) => sqls.get(t.name) === t.sql)) return null;
+  return fieldTablesCurrent(store) ? value : null;
+}
+
+/** Before a sync reads the extractions: the triggers put in place (or replaced by the
+ *  code's), and the stamp set to a mark of this sync. A write that commits after this
+ *  marks it stale, so endSync does not call current a sync that may have missed it. */
+export function beginSync(store: IndexStore): string {
+  const mark = `syncing:${process.pid}:${Date.now()}:${Math.random().toString(36).slice(2)}`;
+  store.write(() => {
+    const have = new Map(
+      store
+        .stmt("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'search_synced_%'")
+        .raw()
+        .all() as [string, string][],
+    );
+    for (const t of SYNC_TRIGGERS) {
+      if (have.get(t.name) === t.sql) continue;
+      store.db.exec(`DROP TRIGGER IF EXISTS ${t.name}`);
+      store.db.exec(t.sql);
+    }
+    store.setKV(SYNCED_KV, mark);
+  });
+  return mark;
+}
+
+/** After a sync: the stamp set to `stamp` when nothing was written to extractions or specs
+ *  since beginSync gave `mark` (compare and set, in one write transaction); whether it was. */
+export function endSync(store: IndexStore, mark: string, stamp: string): boolean {
+  return store.write(() => {
+    if (store.getKV(SYNCED_KV) !== mark) return false;
+    store.setKV(SYNCED_KV, stamp);
+    return true;
+  });
+}
+
 /** Input key of every stored document, by block id. */
 export function docKeys(store: IndexStore): Map<string, string> {
   return new Map(
