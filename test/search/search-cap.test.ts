@@ -10,25 +10,7 @@ import { putExtraction, textHash } from '../../src/store/records.js';
 import { emptyRecord } from '../../src/records/block.js';
 import { CANDIDATES, searchBlocks, syncSearchIndex } from '../../src/search/fts.js';
 import { tempDir } from '../helpers.js';
-
-/** A small module defining one class, its docstring given. */
-function moduleText(cls: string, doc: string): string {
-  return [
-    'import torch.nn as nn',
-    '',
-    '',
-    `class ${cls}(nn.Module):`,
-    `    """${doc}"""`,
-    '',
-    '    def __init__(self, dim=8):',
-    '        super().__init__()',
-    '        self.proj = nn.Linear(dim, dim)',
-    '',
-    '    def forward(self, x):',
-    '        return self.proj(x)',
-    '',
-  ].join('\n');
-}
+import { moduleText } from './module-text.js';
 
 describe('search: the candidate cap', () => {
   let store: IndexStore;

@@ -14,25 +14,7 @@ import { searchBlocks, syncSearchIndex, type SearchOptions } from '../../src/sea
 import { ensureFieldTables, FIELD_TABLES, fieldTablesCurrent } from '../../src/store/search.js';
 import { KV_KEYS } from '../../src/store/kv.js';
 import { tempDir } from '../helpers.js';
-
-/** A small module defining one class, its docstring and one layer attribute given. */
-function moduleText(cls: string, doc: string, layer = 'nn.Linear(dim, dim)'): string {
-  return [
-    'import torch.nn as nn',
-    '',
-    '',
-    `class ${cls}(nn.Module):`,
-    `    """${doc}"""`,
-    '',
-    '    def __init__(self, dim=8):',
-    '        super().__init__()',
-    `        self.proj = ${layer}`,
-    '',
-    '    def forward(self, x):',
-    '        return self.proj(x)',
-    '',
-  ].join('\n');
-}
+import { moduleText } from './module-text.js';
 
 const LOW: SearchOptions = { large: 60, totalCap: 30, candidates: 25 };
 const UNCAPPED: SearchOptions = { large: Number.POSITIVE_INFINITY, candidates: Number.POSITIVE_INFINITY };

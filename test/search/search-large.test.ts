@@ -15,25 +15,7 @@ import { startServer, type CatalogServer } from '../../src/serve/server.js';
 import { Workspace } from '../../src/workspace.js';
 import { countFts } from '../../src/store/search.js';
 import { tempDir } from '../helpers.js';
-
-/** A small module defining one class, its docstring given. */
-function moduleText(cls: string, doc: string): string {
-  return [
-    'import torch.nn as nn',
-    '',
-    '',
-    `class ${cls}(nn.Module):`,
-    `    """${doc}"""`,
-    '',
-    '    def __init__(self, dim=8):',
-    '        super().__init__()',
-    '        self.proj = nn.Linear(dim, dim)',
-    '',
-    '    def forward(self, x):',
-    '        return self.proj(x)',
-    '',
-  ].join('\n');
-}
+import { moduleText } from './module-text.js';
 
 // the thresholds of the large path, low enough for this store; UNCAPPED is the exact path
 const LOW: SearchOptions = { large: 100, totalCap: 50, candidates: 40 };

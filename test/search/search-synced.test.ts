@@ -14,24 +14,7 @@ import { refreshSearch, SYNC_STAMP } from '../../src/search/refresh.js';
 import { beginSync, endSync, syncedStamp } from '../../src/store/search.js';
 import { KV_KEYS } from '../../src/store/kv.js';
 import { tempDir } from '../helpers.js';
-
-function moduleText(cls: string, doc: string): string {
-  return [
-    'import torch.nn as nn',
-    '',
-    '',
-    `class ${cls}(nn.Module):`,
-    `    """${doc}"""`,
-    '',
-    '    def __init__(self, dim=8):',
-    '        super().__init__()',
-    '        self.proj = nn.Linear(dim, dim)',
-    '',
-    '    def forward(self, x):',
-    '        return self.proj(x)',
-    '',
-  ].join('\n');
-}
+import { moduleText } from './module-text.js';
 
 function put(store: IndexStore, cls: string, doc: string): void {
   const repo = 'org/r';
