@@ -1057,5 +1057,64 @@ class LayoutTest(unittest.TestCase):
         self.assertEqual(S.render(out)[:32], 'f(arg_1, stages=stages_2, b=["xx')
 
 
+class MemoryTest(unittest.TestCase):
+    """What a usage line's check keeps alive: the runs under more seeds do not hold the
+    first run's autograd graph, and a failed draw kept for the seeded line does not hold
+    the block (a large block's two graphs, or a graph and a second build, exceed a memory
+    limit its one forward fits)."""
+
+    def test_the_first_runs_graph_is_let_go_before_the_runs_under_more_seeds(self):
+        import weakref
+
+        class Drawn(nn.Module):
+            refs = []
+            earlier_alive = []
+
+            def __init__(self):
+                super().__init__()
+                self.w = nn.Parameter(torch.ones(4))
+
+            def forward(self, x):
+                Drawn.earlier_alive.append(any(r() is not None for r in Drawn.refs))
+                x = x + 0.01 * torch.rand(())  # draws: the call runs again under more seeds
+                h = (x * self.w).exp()  # exp saves its result for backward: the graph holds h
+                Drawn.refs.append(weakref.ref(h))
+                return h * 3
+
+        y = S.run_snippet("Drawn()(torch.randn(2, 4))", dict(namespace(), Drawn=Drawn), torch, S.RESEEDS)
+        self.assertEqual(len(Drawn.earlier_alive), 1 + len(S.RESEEDS))
+        self.assertEqual(Drawn.earlier_alive, [False] * len(Drawn.earlier_alive))
+        self.assertEqual(list(y.shape), [2, 4])
+        self.assertIsNone(y.grad_fn)
+
+    def test_a_failed_draw_is_kept_without_the_block(self):
+        import gc
+        import weakref
+
+        class Flaky(nn.Module):
+            built = []
+
+            def __init__(self):
+                super().__init__()
+                Flaky.built.append(weakref.ref(self))
+
+            def forward(self, img):
+                if int(torch.randint(0, 4, ())) == 0:
+                    raise TypeError("this draw fails")
+                return img
+
+        # the draws of the test above: the first run passes, a later seed fails
+        kept = None
+        try:
+            S.run_snippet("Flaky()(torch.randn(1, 3, 4, 4))", dict(namespace(), Flaky=Flaky), torch, S.RESEEDS)
+        except S.OtherDraw as e:
+            kept = S.without_frames(e)
+        self.assertIsNotNone(kept, "a later seed fails")
+        gc.collect()
+        self.assertIsNone(Flaky.built[0](), "the kept error holds no frame with the block")
+        self.assertIn("this draw fails", str(kept))
+        self.assertIsInstance(kept.error, TypeError)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -27,7 +27,7 @@ import keyword
 import math
 import re
 
-from .inputs import seed_all
+from .inputs import flatten_tensors, seed_all
 
 IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # longer snippets are not recorded (never cut: a cut snippet would not parse). A model
@@ -1292,6 +1292,10 @@ def run_snippet(text, namespace, torch, reseeds=(), time_left=None):
         return out
     if not reseeds or not moved:
         return out
+    # the first call's autograd graph (what its operations saved for a backward pass that
+    # never runs here) is let go before the block runs again: a large block's two graphs at
+    # once exceed a memory limit its one forward fits
+    release_graph(out, torch)
     for n in reseeds:
         if time_left is not None and time_left() < 2 * cost + 1.0:
             break
@@ -1302,6 +1306,33 @@ def run_snippet(text, namespace, torch, reseeds=(), time_left=None):
         except Exception as e:  # noqa: BLE001 - the block's own error on this draw
             raise OtherDraw(n, e, moved) from e
     return out
+
+
+def release_graph(value, torch):
+    """Let go of the autograd graph a call's output holds: each output tensor that has a
+    grad_fn is detached in place (`Tensor.detach_`), so the value keeps its tensors and
+    shapes and the saved activations are freed. A view cannot be detached in place; it
+    keeps its graph."""
+    for t in flatten_tensors(value, torch):
+        if t.grad_fn is not None:
+            try:
+                t.detach_()
+            except RuntimeError:
+                pass
+
+
+def without_frames(e):
+    """The exception `e` with its traceback, and those of its causes and contexts, let go:
+    a traceback keeps every frame it passed through alive, with their locals (the block,
+    its inputs, the first call's output and graph), for as long as the exception is kept.
+    Its message and fields are unchanged."""
+    seen = set()
+    x = e
+    while x is not None and id(x) not in seen:
+        seen.add(id(x))
+        x.__traceback__ = None
+        x = x.__cause__ or x.__context__
+    return e
 
 
 class Unseeded(Exception):

@@ -812,7 +812,10 @@ class Stages:
                             break
                         except BaseException as e:  # noqa: BLE001 - the block's own error on this run (SystemExit included)
                             if isinstance(e, S.OtherDraw) and draw is None:
-                                draw = (text, e)
+                                # kept for the seeded line below, without the frames its
+                                # traceback holds (the line's block and its output, alive
+                                # through equivalence otherwise)
+                                draw = (text, S.without_frames(e))
                             why = why or (
                                 str(e)[:240]
                                 if isinstance(e, S.OtherDraw)
