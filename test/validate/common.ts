@@ -60,6 +60,18 @@ export async function cannotValidate(needSandbox = true): Promise<string | null>
   return null;
 }
 
+/** Reason to skip, or null when the repository's tests can be run as a witness source
+ *  here: real sandboxed validation and an interpreter with both torch and pytest. */
+export async function cannotRunTests(): Promise<string | null> {
+  const why = await cannotValidate(true);
+  if (why) return why;
+  const py = (await torchPython())!.python;
+  if (spawnSync(py, ['-c', 'import pytest'], { stdio: 'ignore', timeout: 60_000 }).status !== 0) {
+    return `${py} has torch but not pytest: set NNRAG_PYTHON to an interpreter with both (scripts/setup.sh's PyPI environment)`;
+  }
+  return null;
+}
+
 /** Live descendants of a host process with their depth below it (from /proc). */
 export function processTree(root: number): { pid: number; depth: number }[] {
   const kids = new Map<number, number[]>();

@@ -10,7 +10,6 @@
 // the step that read it runs again.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { appendFileSync, chmodSync, cpSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import * as api from '../../src/nnrag.js';
@@ -18,16 +17,7 @@ import { ValidatorPool } from '../../src/validate/index.js';
 import { currentHarvest, libraryModules, repoWitnesses } from '../../src/validate/witness/index.js';
 import type { HarvestResult } from '../../src/validate/witness/harvest.js';
 import { fixture, tempDir } from '../helpers.js';
-import { cannotValidate, torchPython } from './common.js';
-
-async function cannotRunTests(): Promise<string | null> {
-  const why = await cannotValidate(true);
-  if (why) return why;
-  const py = (await torchPython())!.python;
-  if (spawnSync(py, ['-c', 'import pytest'], { stdio: 'ignore', timeout: 60_000 }).status !== 0)
-    return `${py} has torch but not pytest`;
-  return null;
-}
+import { cannotRunTests } from './common.js';
 
 const skip = await cannotRunTests();
 

@@ -11,7 +11,6 @@
 // from the original module too, is `conditional-class`, not a NameError.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { chmodSync, cpSync } from 'node:fs';
 import path from 'node:path';
 import * as api from '../../src/nnrag.js';
@@ -19,17 +18,7 @@ import { extractAndValidate } from '../../src/pipeline/pipeline.js';
 import { ValidatorPool } from '../../src/validate/index.js';
 import { libraryModules, repoWitnesses } from '../../src/validate/witness/index.js';
 import { fixture, tempDir } from '../helpers.js';
-import { cannotValidate, torchPython } from './common.js';
-
-async function cannotRunTests(): Promise<string | null> {
-  const why = await cannotValidate(true);
-  if (why) return why;
-  const py = (await torchPython())!.python;
-  if (spawnSync(py, ['-c', 'import pytest'], { stdio: 'ignore', timeout: 60_000 }).status !== 0) {
-    return `${py} has torch but not pytest: set NNRAG_PYTHON to an interpreter with both (scripts/setup.sh's PyPI environment)`;
-  }
-  return null;
-}
+import { cannotRunTests } from './common.js';
 
 const skip = await cannotRunTests();
 

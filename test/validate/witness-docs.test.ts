@@ -10,7 +10,6 @@
 // a second harvest with nothing changed is read from the store.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { chmodSync, cpSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import * as api from '../../src/nnrag.js';
@@ -18,19 +17,10 @@ import { extractAndValidate } from '../../src/pipeline/pipeline.js';
 import { ValidatorPool } from '../../src/validate/index.js';
 import { currentHarvest, libraryModules, repoWitnesses } from '../../src/validate/witness/index.js';
 import { fixture, tempDir } from '../helpers.js';
-import { cannotValidate, torchPython } from './common.js';
+import { cannotRunTests } from './common.js';
 
 /** Why these tests cannot run here: no sandbox, no torch, or a torch interpreter without
  *  pytest (the validator's interpreter: NNRAG_PYTHON, else the one it finds). */
-async function cannotRunTests(): Promise<string | null> {
-  const why = await cannotValidate(true);
-  if (why) return why;
-  const py = (await torchPython())!.python;
-  if (spawnSync(py, ['-c', 'import pytest'], { stdio: 'ignore', timeout: 60_000 }).status !== 0) {
-    return `${py} has torch but not pytest: set NNRAG_PYTHON to an interpreter with both (scripts/setup.sh's PyPI environment)`;
-  }
-  return null;
-}
 
 const skip = await cannotRunTests();
 
