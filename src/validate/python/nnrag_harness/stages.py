@@ -121,6 +121,8 @@ class Stages:
         self.torch = torch
         self.nn = torch.nn
         self._data_ns, self._data_ns_tried = None, False
+        # the repository's inputs reached a compiled operator without a CPU kernel (forward)
+        self._no_kernel = False
         # the CPU time the worker gives this candidate (before the equivalence stage's own),
         # counted as the worker counts it (procs.py): this process forked from zero
         self._deadline = self_cpu() + float(req.get("timeoutMs") or 20000) / 1000.0
@@ -302,7 +304,7 @@ class Stages:
                     "sandbox-denied",
                 ) and not (
                     cat in ("memory", "unresolved-name")
-                    and (label in self._witness or (cat == "memory" and getattr(self, "_no_kernel", False)))
+                    and (label in self._witness or (cat == "memory" and self._no_kernel))
                 ):
                     self.fail("instantiate", t_inst, e, cat)
                 if restore is not None:
@@ -684,7 +686,7 @@ class Stages:
                     out = model(*inputs, **kw_inputs)
             except BaseException as e:  # noqa: BLE001
                 cat = self.classifier.classify(e, "forward", tb_files(e))
-                if (repaired or witness is not None or getattr(self, "_no_kernel", False)) and cat == "memory":
+                if (repaired or witness is not None or self._no_kernel) and cat == "memory":
                     # a repaired input, or a witness's full-size block on a guessed input,
                     # too large for the limits: just a failed try
                     if first_err is None:
