@@ -15,12 +15,17 @@ import type { IndexStore } from './store.js';
 
 export { SEARCH_COLUMNS };
 
+/** Whether search_fts's stored SQL is the code's layout (FTS_SQL, whitespace aside). */
+function isFtsLayout(sql: string | undefined): boolean {
+  return sql?.replace(/\s+/g, ' ') === FTS_SQL.replace(/\s+/g, ' ');
+}
+
 /** The FTS table is a derived cache: when a store holds it with other columns, tokenizer
  *  or prefixes (an older layout), drop it and every document so the next sync rebuilds them
  *  (the field tables with them); then bring the field tables up to date (ensureFieldTables). */
 export function ensureFtsLayout(store: IndexStore): void {
   const sql = store.stmt("SELECT sql FROM sqlite_master WHERE name = 'search_fts'").pluck().get() as string | undefined;
-  if (sql?.replace(/\s+/g, ' ') !== FTS_SQL.replace(/\s+/g, ' ')) {
+  if (!isFtsLayout(sql)) {
     store.write(() => {
       store.db.exec('DROP TABLE IF EXISTS search_fts; DELETE FROM search_docs;');
       for (const t of FIELD_TABLES) store.db.exec(`DROP TABLE IF EXISTS ${t.table}`);
@@ -149,7 +154,7 @@ export function syncedStamp(store: IndexStore): string | null {
       .raw()
       .all(...names) as [string, string][],
   );
-  if (sqls.get('search_fts')?.replace(/\s+/g, ' ') !== FTS_SQL.replace(/\s+/g, ' ')) return null;
+  if (!isFtsLayout(sqls.get('search_fts'))) return null;
   if (!SYNC_TRIGGERS.every((t) => sqls.get(t.name) === t.sql)) return null;
   return fieldTablesCurrent(store) ? value : null;
 }
