@@ -26,6 +26,7 @@ import { repoOptions, configuredRepos, requestedNames, workersOpt, type Command,
 import { openWorkspace, withWorkspaceAsync } from './workspace.js';
 import { duration, progress } from './progress.js';
 import { safeText, showId } from './terminal.js';
+import { storeExists } from '../store/location.js';
 
 const extractOptions = {
   block: { type: 'string', multiple: true },
@@ -356,7 +357,7 @@ export const commands: Record<string, Command> = {
       };
       const onWarning = (m: string) => process.stderr.write(`warning: ${safeText(m)}\n`);
       // with a store: what its repositories need that this environment lacks
-      const ws = existsSync(path.join(ctx.store, 'index.sqlite')) ? openWorkspace(ctx) : undefined;
+      const ws = storeExists(ctx.store) ? openWorkspace(ctx) : undefined;
       let rep: Awaited<ReturnType<typeof doctor>>;
       try {
         rep = await doctor(opts, ws, onWarning);

@@ -28,6 +28,7 @@ import {
   type ShardMark,
 } from '../store/merge.js';
 import { IndexStore } from '../store/store.js';
+import { storeExists } from '../store/location.js';
 import { NnragError, UsageError } from '../util/errors.js';
 import { Workspace } from '../workspace.js';
 import { discover } from './discover.js';
@@ -174,7 +175,7 @@ export function merge(into: string, shards: string[], opts: { out?: string } = {
   const marks: { dir: string; mark: ShardMark }[] = [];
   for (const s of shards) {
     const dir = path.resolve(s);
-    if (!existsSync(path.join(dir, 'index.sqlite')) || !statSync(dir).isDirectory())
+    if (!storeExists(dir) || !statSync(dir).isDirectory())
       throw new UsageError(`${s}: not an nnrag store (no index.sqlite)`);
     const st = IndexStore.open(dir, { create: false });
     let mark: ShardMark | null;
