@@ -15,6 +15,7 @@ import { ensureFieldTables, FIELD_TABLES, fieldTablesCurrent } from '../../src/s
 import { KV_KEYS } from '../../src/store/kv.js';
 import { tempDir } from '../helpers.js';
 import { moduleText } from './module-text.js';
+import { spyStatements } from './spy-statements.js';
 
 const LOW: SearchOptions = { large: 60, totalCap: 30, candidates: 25 };
 const UNCAPPED: SearchOptions = { large: Number.POSITIVE_INFINITY, candidates: Number.POSITIVE_INFINITY };
@@ -109,35 +110,17 @@ describe('search: the field tables', () => {
   test("a field's check reads the field's own table: no column filter for words of one term, the same pages", () => {
     assert.ok(fieldTablesCurrent(store), 'the sync built the field tables');
     const seen: string[] = [];
-    const stmt = store.stmt.bind(store);
-    // the MATCH expression of every statement that returns rows, through a proxy
-    store.stmt = (sql: string) => {
-      const st = stmt(sql);
-      const proxy: typeof st = new Proxy(st, {
-        get(t, k) {
-          if (k === 'pluck' || k === 'raw')
-            return (...a: unknown[]) => {
-              (t[k] as (...x: unknown[]) => unknown)(...a);
-              return proxy;
-            };
-          if (k === 'all')
-            return (...a: unknown[]) => {
-              if (/ MATCH /.test(sql)) seen.push(`${sql.match(/FROM (\w+)/)?.[1]} ${String(a[0])}`);
-              return t.all(...a);
-            };
-          const v = Reflect.get(t, k, t);
-          return typeof v === 'function' ? v.bind(t) : v;
-        },
-      });
-      return proxy;
-    };
+    // the MATCH expression of every statement that returns rows
+    const restore = spyStatements(store, (sql, a) => {
+      if (/ MATCH /.test(sql)) seen.push(`${sql.match(/FROM (\w+)/)?.[1]} ${String(a[0])}`);
+    });
     let withTables: ReturnType<typeof pages>;
     try {
       for (const q of ['conv', 'pool', 'conv block', 'window attention', 'mixes tokens', 'gated conv', 'norm'])
         for (const o of [UNCAPPED, LOW, { ...LOW, repo: 'org/doc' }]) searchBlocks(store, q, o);
       withTables = pages();
     } finally {
-      store.stmt = stmt;
+      restore();
     }
     const oneTerm = seen.filter((s) => !s.includes(' AND '));
     assert.ok(oneTerm.length > 50, `${oneTerm.length} statements`);

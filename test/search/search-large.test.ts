@@ -16,6 +16,7 @@ import { Workspace } from '../../src/workspace.js';
 import { countFts } from '../../src/store/search.js';
 import { tempDir } from '../helpers.js';
 import { moduleText } from './module-text.js';
+import { spyStatements } from './spy-statements.js';
 
 // the thresholds of the large path, low enough for this store; UNCAPPED is the exact path
 const LOW: SearchOptions = { large: 100, totalCap: 50, candidates: 40 };
@@ -126,29 +127,11 @@ describe('search: the large path', () => {
 
   test('the phrase of a multi-word query is checked only in the fields where a candidate could hold it: the same pages', () => {
     const phrasePasses: string[] = [];
-    const stmt = store.stmt.bind(store);
-    // every statement's first argument seen (the MATCH expression), through a proxy
-    store.stmt = (sql: string) => {
-      const st = stmt(sql);
-      const proxy: typeof st = new Proxy(st, {
-        get(t, k) {
-          if (k === 'pluck' || k === 'raw')
-            return (...a: unknown[]) => {
-              (t[k] as (...x: unknown[]) => unknown)(...a);
-              return proxy;
-            };
-          if (k === 'all')
-            return (...a: unknown[]) => {
-              // the phrase checks among the candidates: `{fields} : ("a" + "b")`
-              if (typeof a[0] === 'string' && / \+ /.test(a[0])) phrasePasses.push(a[0]);
-              return t.all(...a);
-            };
-          const v = Reflect.get(t, k, t);
-          return typeof v === 'function' ? v.bind(t) : v;
-        },
-      });
-      return proxy;
-    };
+    // every statement's first argument seen (the MATCH expression)
+    const restore = spyStatements(store, (_sql, a) => {
+      // the phrase checks among the candidates: `{fields} : ("a" + "b")`
+      if (typeof a[0] === 'string' && / \+ /.test(a[0])) phrasePasses.push(a[0]);
+    });
     try {
       let fewer = 0;
       for (const q of [
@@ -174,7 +157,7 @@ describe('search: the large path', () => {
         }
       assert.ok(fewer > 0, 'some field passes were skipped');
     } finally {
-      store.stmt = stmt;
+      restore();
     }
   });
 
