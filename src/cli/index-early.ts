@@ -7,7 +7,7 @@
 // only when it would have started the same pool; otherwise it closes them.
 import { parseArgs } from 'node:util';
 import { ParsePool } from '../indexer/pool.js';
-import { storeExists } from '../store/location.js';
+import { storeExists, storeFolder } from '../store/location.js';
 
 /** Start the parse workers for `nnrag index <args>` when the index is certainly cold. */
 export function earlyIndexPool(args: string[]): ParsePool | undefined {
@@ -29,7 +29,7 @@ export function earlyIndexPool(args: string[]): ParsePool | undefined {
     return undefined;
   }
   if (values.help || values.workers !== undefined || values.mode === 'skip') return undefined;
-  const store = typeof values.store === 'string' ? values.store : (process.env.NNRAG_STORE ?? '.nnrag');
+  const store = storeFolder(typeof values.store === 'string' ? values.store : undefined);
   if (storeExists(store)) return undefined;
   const pool = new ParsePool();
   pool.warm();

@@ -5,6 +5,7 @@
 import { parseArgs } from 'node:util';
 import { NnragError, UsageError } from '../util/errors.js';
 import { ready } from '../commands/index-repos.js';
+import { storeFolder } from '../store/location.js';
 import { common, type Command, type Ctx } from './context.js';
 import { commandHelp } from './help.js';
 import { safeJson, safeText } from './terminal.js';
@@ -25,7 +26,7 @@ export async function runCommand(name: string, cmd: Command, rest: string[]): Pr
   const json = !!parsed.values.json;
   const ctx: Ctx = {
     json,
-    store: (parsed.values.store as string | undefined) ?? process.env.NNRAG_STORE ?? '.nnrag',
+    store: storeFolder(parsed.values.store as string | undefined),
     values: parsed.values as Record<string, unknown>,
     positionals: parsed.positionals,
     out(human, data) {
