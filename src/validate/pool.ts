@@ -811,6 +811,7 @@ export class ValidatorPool {
       traceback: msg.traceback,
       output: msg.output,
       ms: msg.ms ?? 0,
+      zygoteMs: typeof msg.zygoteMs === 'number' ? msg.zygoteMs : undefined,
     });
   }
 
@@ -840,6 +841,7 @@ export class ValidatorPool {
       'witnessSkipped',
       'providersWanted',
       'whole',
+      'zygoteMs',
     ] as const)
       if (out[k] === undefined) delete out[k];
     return out;
