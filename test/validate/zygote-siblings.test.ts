@@ -20,7 +20,9 @@ describe('zygote: sibling modules imported once', { skip: skip ?? false }, () =>
     const ws = api.Workspace.open(path.join(tempDir('nnrag-sib-'), 'store'));
     try {
       await api.index(ws, {
-        repos: [{ name: 'sibling', url: null, path: dir, priority: 1, paths: [], description: null, packageRoots: [''] }],
+        repos: [
+          { name: 'sibling', url: null, path: dir, priority: 1, paths: [], description: null, packageRoots: [''] },
+        ],
         workers: 1,
       });
       for (const target of [
