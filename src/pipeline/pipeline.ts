@@ -1106,7 +1106,8 @@ export async function extractAndValidate(
         for (const [s, ms] of Object.entries(r.timings)) costs.add(`validate ${label} ${s}`, repo, ms ?? 0);
         if (r.equivalence?.originalMs !== undefined)
           costs.add(`validate ${label} equivalence: original build`, repo, r.equivalence.originalMs);
-        if (r.zygoteMs !== undefined) costs.add('repository zygote import', repo, r.zygoteMs);
+        if (r.zygoteMs !== undefined)
+          costs.add(`repository zygote import${r.zygoteSibling ? ': sibling module' : ''}`, repo, r.zygoteMs);
         // queued behind other requests (summed over requests that wait at once)
         costs.add('queued for a worker', repo, Math.max(0, performance.now() - t - r.ms));
         // (the started pool's id, should it differ from the one remembered)

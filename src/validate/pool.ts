@@ -812,6 +812,7 @@ export class ValidatorPool {
       output: msg.output,
       ms: msg.ms ?? 0,
       zygoteMs: typeof msg.zygoteMs === 'number' ? msg.zygoteMs : undefined,
+      zygoteSibling: msg.zygoteSibling === true ? true : undefined,
     });
   }
 
@@ -842,6 +843,7 @@ export class ValidatorPool {
       'providersWanted',
       'whole',
       'zygoteMs',
+      'zygoteSibling',
     ] as const)
       if (out[k] === undefined) delete out[k];
     return out;

@@ -126,6 +126,8 @@ export interface ValidationResult extends Omit<ValidationRecord, 'missing' | 'to
   /** wall-clock milliseconds of the repository zygote's import this request waited for
    *  (its first request, or the sibling module it imported for this one), not in `ms` */
   zygoteMs?: number;
+  /** `zygoteMs` was the import of a sibling module into the zygote (zygote.py zygote_extend) */
+  zygoteSibling?: boolean;
 }
 
 export interface PoolOptions {

@@ -70,6 +70,7 @@ describe('zygote: sibling modules imported once', { skip: skip ?? false }, () =>
     // that waited for it; no stage imports the module again
     const waited = runs.filter((r) => r.zygoteMs !== undefined);
     assert.equal(waited.length, 1, JSON.stringify(runs.map((r) => r.zygoteMs)));
+    assert.equal(waited[0].zygoteSibling, true);
     assert.ok(waited[0].zygoteMs! >= 900, `zygote import ${waited[0].zygoteMs} ms`);
     for (const r of runs) {
       const inStages = (r.timings.namespace ?? 0) + (r.timings.equivalence ?? 0);

@@ -137,6 +137,7 @@ class Worker:
                     self.drop_zygote(key)
                     z = None
                 waited = None
+                sibling = False
                 if z is None or not z.alive():
                     z = self.new_zygote(key, orig)
                 elif z.modules is not None and orig["module"] != z.module and orig["module"] not in z.modules:
@@ -150,6 +151,7 @@ class Worker:
                         self.sweep()
                         return res
                     waited = z.extend_ms
+                    sibling = True
                 if z is not None:
                     res = z.ask(self, msg)
                     if waited is None and z.import_ms is not None and not z.import_reported:
@@ -158,6 +160,8 @@ class Worker:
                     if res is not None and waited is not None:
                         # the zygote's import this request waited for (the cost table's)
                         res["zygoteMs"] = waited
+                        if sibling:
+                            res["zygoteSibling"] = True
                     if res is not None:
                         # orphans re-parented to this worker die too, and a zygote that
                         # kept a thread or process of anything it ran is not used again
