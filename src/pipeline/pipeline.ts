@@ -46,6 +46,7 @@ import {
   validationKey,
   factsForBlock,
   installedImports,
+  requestRoots,
   type ValidationRecord,
   type CallSite,
   type DataSite,
@@ -952,9 +953,13 @@ export async function extractAndValidate(
   // one start, however many blocks ask for the pool at once (a second start would leave
   // the first pool's workers running after close)
   let starting: Promise<ValidatorPool> | null = null;
-  const getPool = (): Promise<ValidatorPool> => {
+  // Started for a request (`first`), the workers bind that request's roots from the
+  // start: warmed with none, each was restarted for its first request (a worker start,
+  // ~2.5 s, per worker and run)
+  const getPool = (first?: ValidationRequest): Promise<ValidatorPool> => {
     if (pool) return Promise.resolve(pool);
-    starting ??= startRemembering(ws.store, poolOpts, probed ?? undefined).then((p) => {
+    const o = first && !poolOpts.roots?.length ? { ...poolOpts, roots: requestRoots(first) } : poolOpts;
+    starting ??= startRemembering(ws.store, o, probed ?? undefined).then((p) => {
       pool = p;
       envId = p.envId;
       harvestId = p.harvestEnvId;
@@ -1099,13 +1104,15 @@ export async function extractAndValidate(
       const key = validationKey(kreq, envId!);
       let r = opts.force ? null : getCachedValidation<ValidationResult>(ws.store, key, envId!);
       if (!r) {
-        const p = await getPool();
+        const p = await getPool(req);
         const t = performance.now();
         r = await p.validate(req);
         const repo = repoOf(req.id.split('#')[0]);
         for (const [s, ms] of Object.entries(r.timings)) costs.add(`validate ${label} ${s}`, repo, ms ?? 0);
         if (r.equivalence?.originalMs !== undefined)
           costs.add(`validate ${label} equivalence: original build`, repo, r.equivalence.originalMs);
+        if (r.zygoteMs !== undefined)
+          costs.add(`repository zygote import${r.zygoteSibling ? ': sibling module' : ''}`, repo, r.zygoteMs);
         // queued behind other requests (summed over requests that wait at once)
         costs.add('queued for a worker', repo, Math.max(0, performance.now() - t - r.ms));
         // (the started pool's id, should it differ from the one remembered)

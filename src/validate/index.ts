@@ -9,6 +9,7 @@ export {
   environmentFactsOf,
   factsForBlock,
   installedImports,
+  requestRoots,
   type ProbedEnvironment,
   type WorkerInfo,
 } from './pool.js';

@@ -738,19 +738,14 @@ export class ValidatorPool {
     if (this.workers.closed) return Promise.reject(new NnragError('validator pool is closed'));
     if (this.workers.broken) return Promise.reject(new NnragError('validation workers keep failing to start'));
     return new Promise((resolve, reject) => {
-      // roots the sandbox user cannot read would make bwrap fail at start: leave them
-      // out (the equivalence stage then reports that the original does not import)
-      const roots = (req.original?.sysPath ?? req.universe ?? [])
-        .filter((p) => path.isAbsolute(p))
-        .map((p) => path.resolve(p))
-        .filter((p) => sandboxCanRead(p));
+      const roots = requestRoots(req);
       this.workers.submit({
         rid: ++this.rid,
         nonce: randomBytes(16).toString('hex'),
         req,
         resolve,
         reject,
-        roots: [...new Set(roots)].sort(),
+        roots,
         attempts: 0,
       });
     });
@@ -811,6 +806,8 @@ export class ValidatorPool {
       traceback: msg.traceback,
       output: msg.output,
       ms: msg.ms ?? 0,
+      zygoteMs: typeof msg.zygoteMs === 'number' ? msg.zygoteMs : undefined,
+      zygoteSibling: msg.zygoteSibling === true ? true : undefined,
     });
   }
 
@@ -840,6 +837,8 @@ export class ValidatorPool {
       'witnessSkipped',
       'providersWanted',
       'whole',
+      'zygoteMs',
+      'zygoteSibling',
     ] as const)
       if (out[k] === undefined) delete out[k];
     return out;
@@ -854,6 +853,19 @@ export class ValidatorPool {
   workerPids(): number[] {
     return this.workers.workers().map((w) => w.proc?.pid ?? -1);
   }
+}
+
+/** The repository roots a worker binds to run `req` (its original's sys.path, else its
+ *  universe), sorted. Roots the sandbox user cannot read would make bwrap fail at start:
+ *  they are left out (the equivalence stage then reports that the original does not
+ *  import). A pool started with the roots of its first request (`PoolOptions.roots`)
+ *  runs it without restarting a worker. */
+export function requestRoots(req: Pick<ValidationRequest, 'original' | 'universe'>): string[] {
+  const roots = (req.original?.sysPath ?? req.universe ?? [])
+    .filter((p) => path.isAbsolute(p))
+    .map((p) => path.resolve(p))
+    .filter((p) => sandboxCanRead(p));
+  return [...new Set(roots)].sort();
 }
 
 function sameRoots(a: string[], b: Set<string>): boolean {

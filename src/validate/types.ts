@@ -123,6 +123,11 @@ export interface ValidationResult extends Omit<ValidationRecord, 'missing' | 'to
   output?: string;
   /** wall-clock milliseconds of the whole check inside the worker (fork to report) */
   ms: number;
+  /** wall-clock milliseconds of the repository zygote's import this request waited for
+   *  (its first request, or the sibling module it imported for this one), not in `ms` */
+  zygoteMs?: number;
+  /** `zygoteMs` was the import of a sibling module into the zygote (zygote.py zygote_extend) */
+  zygoteSibling?: boolean;
 }
 
 export interface PoolOptions {

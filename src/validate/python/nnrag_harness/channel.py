@@ -63,7 +63,7 @@ class Channel(object):
     def send(self, obj):
         obj.pop("nonce", None)
         body = _dumps(obj, default=repr).encode("utf-8", "replace")
-        if obj.get("type") in ("progress", "result") and body.startswith(b"{"):
+        if obj.get("type") in ("progress", "result", "extended") and body.startswith(b"{"):
             parts = [b'{"nonce":"', self.nonce, b'",' + body[1:] + b"\n"]
         else:
             parts = [body + b"\n"]

@@ -48,6 +48,9 @@ class Worker:
         self.pidns = bool(cfg.get("pidns")) and self.me <= 3
         self.zygotes = {}
         self.failed_zygotes = set()
+        # (zygote key, module) whose import into the zygote failed or unsettled it: its
+        # requests import the module in their own child
+        self.unextendable = set()
         self.zygote_ok = not cfg.get("no_zygotes")
         self.extra_close = []
         self._eq_start = None  # when the running child's equivalence stage started (collect)
@@ -107,6 +110,10 @@ class Worker:
             msg = self.proto.read()
             if msg is None or msg.get("type") == "exit":
                 break
+            if msg.get("type") == "extend" and getattr(self, "zygote_roots", None) is not None:
+                # (in a zygote) a sibling module imported once for its requests
+                _zygote.zygote_extend(self, str(msg.get("module") or ""))
+                continue
             if msg.get("type") == "validate":
                 res = self.route(msg)
                 self.send(res)
@@ -124,17 +131,37 @@ class Worker:
             key = (tuple(orig["sysPath"]), orig["module"].split(".")[0])
             if key not in self.failed_zygotes:
                 z = self.zygotes.get(key)
+                if z is not None and z.extended and req.get("harvest"):
+                    # a harvest step reads what its zygote imported (reads.add_modules,
+                    # IMPORT_CODES): it runs in a zygote of the package's import alone
+                    self.drop_zygote(key)
+                    z = None
+                waited = None
+                sibling = False
                 if z is None or not z.alive():
                     z = self.new_zygote(key, orig)
                 elif z.modules is not None and orig["module"] != z.module and orig["module"] not in z.modules:
                     # the zygote imported a sibling module that does not import this
-                    # one: its candidate imports the original in its own child
-                    z = None
-                    res = self.validate(msg)
-                    self.sweep()
-                    return res
+                    # one: the zygote imports it too, once for all its requests (not for
+                    # a harvest step, see above); failing that, the candidate imports the
+                    # original in its own child
+                    if req.get("harvest") or not self.extend_zygote(key, z, orig["module"], req):
+                        z = None
+                        res = self.validate(msg)
+                        self.sweep()
+                        return res
+                    waited = z.extend_ms
+                    sibling = True
                 if z is not None:
                     res = z.ask(self, msg)
+                    if waited is None and z.import_ms is not None and not z.import_reported:
+                        waited = z.import_ms
+                        z.import_reported = True
+                    if res is not None and waited is not None:
+                        # the zygote's import this request waited for (the cost table's)
+                        res["zygoteMs"] = waited
+                        if sibling:
+                            res["zygoteSibling"] = True
                     if res is not None:
                         # orphans re-parented to this worker die too, and a zygote that
                         # kept a thread or process of anything it ran is not used again
@@ -189,6 +216,23 @@ class Worker:
             return None
         self.zygotes[key] = z
         return z
+
+    def extend_zygote(self, key, z, module, req):
+        """Have zygote `z` import `module` as well (Zygote.extend): True when its
+        requests can fork from it. A failed import is not tried again in this worker; a
+        zygote that died, hung or was left changed by it is dropped."""
+        if (key, module) in self.unextendable:
+            return False
+        ok = z.extend(self, module, req)
+        if ok and z.unchanged():
+            self.sweep()
+            return True
+        self.unextendable.add((key, module))
+        if ok is None or not z.unchanged():
+            self.drop_zygote(key)
+            self.cleanup(None)
+        self.sweep()
+        return False
 
     def drop_zygote(self, key):
         z = self.zygotes.pop(key, None)

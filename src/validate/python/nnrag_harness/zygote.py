@@ -124,6 +124,7 @@ def zygote_main(worker_class, cfg, roots, module, req_fd, res_fd):
     if hasattr(gc, "freeze"):
         gc.freeze()
     w.extra_close = [req_fd]
+    w.zygote_roots = list(roots)
     if threads != 1:
         # said by the exit status: a thread of the import may be writing into the pipe
         _exit(ZYGOTE_UNCLEAN)
@@ -132,6 +133,77 @@ def zygote_main(worker_class, cfg, roots, module, req_fd, res_fd):
     # outside the zygote, where its original is imported for it (Worker.route)
     w.send({"type": "zygote-ready", "threads": threads, "modules": sorted(STASH)})
     w.serve()
+
+
+def zygote_extend(w, module):
+    """Import one more module of the repository into this zygote (a sibling module its
+    package's __init__ does not import, Worker.route): as zygote_main's import, in a
+    fresh work folder with the roots on sys.path and the zygote's modules put back, its
+    new modules then hidden from the candidates (STASH), the installed pure-Python
+    packages it loaded first taken afresh by them (INSTALLED, with the new submodules of
+    a package already there), its processes killed, signal handlers put back. Its
+    requests then fork from here instead of importing the module each (~4-8 s for a
+    repository's model module, every time). Answers `extended` (whether the module is
+    held now, the threads, the modules); a zygote left with a thread exits unclean."""
+    import importlib
+
+    roots = w.zygote_roots
+    handlers = {}
+    for sig in signal.valid_signals() if hasattr(signal, "valid_signals") else ():
+        try:
+            handlers[sig] = signal.getsignal(sig)
+        except (OSError, ValueError):
+            pass
+    for name, m in STASH.items():
+        sys.modules.setdefault(name, m)
+    for p in reversed(roots):
+        if p not in sys.path:
+            sys.path.insert(0, p)
+    try:
+        enter_work_dir(w.cfg.get("scratch") or "/tmp", fresh=True)
+    except OSError:
+        pass
+    before = set(sys.modules)
+    t0 = _monotonic()
+    try:
+        importlib.import_module(module)
+    except BaseException:  # noqa: BLE001 - the request is validated outside (Worker.route)
+        pass
+    ms = round((_monotonic() - t0) * 1000, 1)
+    prefixes = root_prefixes(roots)
+    installed_tops = {n.partition(".")[0] for n in INSTALLED}
+    for name, m in list(sys.modules.items()):
+        # a new submodule of a package its candidates import afresh is theirs afresh too
+        if name not in before and name.partition(".")[0] in installed_tops and not of_roots(m, prefixes):
+            INSTALLED[name] = m
+    INSTALLED.update(isolable_installed(before, roots))
+    for p in roots:
+        while p in sys.path:
+            sys.path.remove(p)
+    importlib.invalidate_caches()
+    for name, m in list(sys.modules.items()):
+        if of_roots(m, prefixes):
+            STASH[name] = m
+            if not same_as_installed(name.partition(".")[0], roots):
+                del sys.modules[name]
+    for sig, h in handlers.items():
+        try:
+            if signal.getsignal(sig) is not h:
+                signal.signal(sig, h)
+        except (OSError, ValueError, TypeError):
+            pass
+    set_undumpable()
+    kill_descendants(os.getpid())
+    threads = count_threads(os.getpid())
+    # the candidates' address space budget counts from what the zygote maps now
+    w.vm_kb = vm_size_kb()
+    w.lim = w.limits(w.vm_kb)
+    gc.collect()
+    if hasattr(gc, "freeze"):
+        gc.freeze()
+    w.send({"type": "extended", "ok": module in STASH, "threads": threads, "modules": sorted(STASH), "ms": ms})
+    if threads != 1:
+        _exit(ZYGOTE_UNCLEAN)
 
 
 class Zygote:
@@ -164,6 +236,11 @@ class Zygote:
         self.threads = None  # after its import (zygote-ready)
         self.module = module
         self.modules = None  # the original modules it imported (zygote-ready)
+        self.extended = False  # it imported more modules since (extend)
+        self.t0 = _monotonic()
+        self.import_ms = None  # from its start to zygote-ready: the repository's import
+        self.import_reported = False
+        self.extend_ms = None
 
     def unchanged(self):
         """Still as it was when it became ready: alive, the same threads, no process
@@ -245,6 +322,7 @@ class Zygote:
                     if t == "zygote-ready" and self.threads is None:
                         self.threads = obj.get("threads")
                         self.modules = frozenset(obj.get("modules") or ())
+                        self.import_ms = round((_monotonic() - self.t0) * 1000, 1)
                     elif obj.get("nonce") != token:
                         pass
                     elif t == "progress" and obj.get("rid") == rid:
@@ -261,6 +339,52 @@ class Zygote:
                         self.never_answered = False
                         return obj
                 nl = self.buf.find(b"\n")
+            left = deadline - _monotonic()
+            if left <= 0:
+                self.timed_out = True
+                return None
+            ready = select.select([self.r], [], [], min(left, 0.5))[0]
+            if ready:
+                chunk = os.read(self.r, 65536)
+                if not chunk:
+                    self.ended()
+                    return None
+                self.buf += chunk
+
+    def extend(self, worker, module, req):
+        """Have the zygote import `module` too (zygote_extend). True when it holds the
+        module now and is as it was (same threads); False when the import failed (the
+        zygote is kept); None when the zygote died, exited unclean or did not answer in
+        time (the request timeout's backstop + 8 s, as a first import)."""
+        timeout = max(0.05, float(req.get("timeoutMs") or worker.cfg.get("timeout_ms") or 20000) / 1000.0)
+        deadline = _monotonic() + timeout * WALL_PER_CPU + WALL_SLACK + 8.0
+        token = os.urandom(NONCE_LEN // 2).hex()
+        self.buf = b""
+        try:
+            data = frame(token.encode("ascii"), {"type": "extend", "module": module})
+            while data:
+                n = os.write(self.w, data)
+                data = data[n:]
+        except OSError:
+            return None
+        self.extended = True
+        while True:
+            nl = self.buf.find(b"\n")
+            while nl >= 0:
+                line = self.buf[:nl]
+                self.buf = self.buf[nl + 1 :]
+                nl = self.buf.find(b"\n")
+                try:
+                    obj = _loads(line.decode("utf-8", "replace"))
+                except ValueError:
+                    continue
+                if isinstance(obj, dict) and obj.get("type") == "extended" and obj.get("nonce") == token:
+                    self.modules = frozenset(obj.get("modules") or ())
+                    self.extend_ms = obj.get("ms")
+                    if obj.get("threads") != self.threads:
+                        self.ended()
+                        return None
+                    return bool(obj.get("ok")) and module in self.modules
             left = deadline - _monotonic()
             if left <= 0:
                 self.timed_out = True

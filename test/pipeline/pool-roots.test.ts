@@ -1,0 +1,45 @@
+// A run whose validator pool starts for its first request (the environment known from an
+// earlier run) starts its workers with that request's repository roots: no worker is
+// restarted before its first block (warmed without roots, each was, ~2.5 s per worker).
+// Real validation in the sandbox (skipped where this machine has no torch or bubblewrap).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { chmodSync, cpSync } from 'node:fs';
+import path from 'node:path';
+import * as api from '../../src/nnrag.js';
+import { extractAndValidate } from '../../src/pipeline/pipeline.js';
+import { KV_KEYS } from '../../src/store/kv.js';
+import type { CostTable } from '../../src/util/costs.js';
+import { fixture, tempDir } from '../helpers.js';
+import { cannotValidate } from '../validate/common.js';
+
+const skip = await cannotValidate(true);
+
+test('workers start with the roots of the first request', { skip: skip ?? false }, async () => {
+  const dir = tempDir();
+  chmodSync(dir, 0o755); // the sandbox runs as an unprivileged user when we are root
+  const repo = path.join(dir, 'rrepo');
+  cpSync(fixture('reuse'), repo, { recursive: true });
+  const ws = api.Workspace.open(path.join(dir, 'store'), { create: true });
+  const spec = { name: 'rrepo', url: null, path: repo, priority: 1, paths: [], description: null, packageRoots: null };
+  const starts = () =>
+    (JSON.parse(ws.store.getKV(KV_KEYS.costsLast)!) as CostTable).rows
+      .filter((r) => r.phase === 'worker start')
+      .reduce((a, r) => a + r.count, 0);
+  try {
+    await api.index(ws, { repos: [spec], workers: 1 });
+    api.discover(ws);
+    // the first run learns what the environment's workers report (its id)
+    const cold = await extractAndValidate(ws, ['rpkg.mlp.Mlp', 'rpkg.norm.Norm'], { pool: { workers: 1 } });
+    for (const r of cold) assert.equal(r.validation?.stages.equivalence, 'pass', JSON.stringify(r.validation));
+    const again = await extractAndValidate(ws, ['rpkg.mlp.Mlp', 'rpkg.norm.Norm'], {
+      pool: { workers: 1 },
+      force: true,
+    });
+    for (const r of again) assert.equal(r.validation?.stages.equivalence, 'pass', JSON.stringify(r.validation));
+    // one worker, started once, with the repository's roots its requests bind
+    assert.equal(starts(), 1);
+  } finally {
+    ws.close();
+  }
+});
