@@ -307,7 +307,7 @@ test('verification range by range (rangesReach) answers as the whole merge does'
   const r = rng(7);
   const u32 = () => Math.floor(r() * 2 ** 32) >>> 0;
   const counts = (s: Uint32Array) => {
-    const c = new Uint16Array(64);
+    const c = new Uint8Array(64);
     for (const v of s) c[v >>> 26]++;
     return c;
   };
