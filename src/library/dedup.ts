@@ -677,22 +677,32 @@ function rowShape(
   return { valid, empty, nNear, nStruct };
 }
 
-/** The blocks' shingle sets, unpacked into large buffers, each new buffer as large as all
- *  before it (16 MB at least, 1 GB at most). A buffer is memory outside the heap, and V8 ran
- *  a full collection of the heap for about every new one: at 10^6 blocks (4.4 GB of sets,
- *  a heap holding the block list) buffers of 64 MB each cost 67 full collections and ~12 s
- *  of CPU more than growing ones (11). */
+/** The blocks' shingle sets, unpacked into large buffers. A buffer is memory outside the
+ *  heap, and V8 runs a full collection of the heap (at 10^6 blocks one that holds the block
+ *  list: ~0.5–0.8 s of CPU each) for about every new one: buffers of 64 MB each cost 67
+ *  full collections, buffers each as large as all before it (up to 1 GB) 9. So once the
+ *  first buffer (64 MB) is full, the next is sized for every block still to come (`expect`
+ *  takes in all), from the words a take used so far, with a margin (pages never written are
+ *  never given memory by the system: the margin costs address space only); should that
+ *  fall short, buffers grow as before. */
 class Arena {
   private u32 = new Uint32Array(0);
   private used = 0;
   private total = 0;
+  private takes = 0;
+  private words = 0;
   /** the buffer and word of the room `take` gave last */
   buf = this.u32;
   at = 0;
+  /** expect: how many takes there will be in all (at most), 0 when not known */
+  constructor(private readonly expect = 0) {}
   /** room for `words` words (sets `buf` and `at`) */
   take(words: number): void {
     if (this.used + words > this.u32.length) {
-      const size = Math.max(16 << 20, words, Math.min(this.total, 256 << 20));
+      let size = Math.max(16 << 20, words, Math.min(this.total, 256 << 20));
+      const left = this.expect - this.takes;
+      if (this.total > 0 && this.takes > 0 && left > 0)
+        size = Math.max(size, Math.min(ARENA_MAX, Math.ceil((this.words / this.takes) * left * 1.15) + words));
       this.u32 = new Uint32Array(size);
       this.total += size;
       this.used = 0;
@@ -700,8 +710,12 @@ class Arena {
     this.buf = this.u32;
     this.at = this.used;
     this.used += words;
+    this.words += words;
+    this.takes++;
   }
 }
+/** The largest arena buffer, in words (8 GB: above 10^6 blocks' 4.4 GB of sets). */
+const ARENA_MAX = 2 ** 31;
 
 const bandSig = new Uint32Array(MINHASH_K);
 
@@ -1050,7 +1064,7 @@ function newSigStore(n: number, nearBands = { b: 0, r: 0 }, structBands = { b: 0
  * IntSet: that one mixes its keys, which small name hashes need and these do not; through
  * it the report ran 15-30% slower.)
  */
-class SetProbe {
+export class SetProbe {
   // the set's values in their slots, 0 in an empty slot (the value 0 itself is `hasZero`):
   // one array read a probe. The table is cleared at each load (once per cluster).
   private keys = new Uint32Array(1024);
@@ -1244,8 +1258,25 @@ function sameSet(c: Column, x: number, y: number): boolean {
     b = c.arr[y];
   const ax = c.off[x],
     by = c.off[y];
-  for (let i = 0; i < n; i++) if (a[ax + i] !== b[by + i]) return false;
-  return true;
+  if (n < 64) {
+    for (let i = 0; i < n; i++) if (a[ax + i] !== b[by + i]) return false;
+    return true;
+  }
+  // a long set compared by memcmp (Buffer#compare of the two ranges, no view made): at 10^6
+  // blocks collapseIdentical confirms ~10^6 identical structural sets of ~550 values,
+  // which the loop above compared at ~1 ns a value
+  return bytesOf(b).compare(bytesOf(a), ax * 4, (ax + n) * 4, by * 4, (by + n) * 4) === 0;
+}
+
+/** The bytes of an arena buffer (or any set's array) as a Buffer, made once per array. */
+const byteViews = new WeakMap<Uint32Array, Buffer>();
+function bytesOf(a: Uint32Array): Buffer {
+  let v = byteViews.get(a);
+  if (!v) {
+    v = Buffer.from(a.buffer, a.byteOffset, a.byteLength);
+    byteViews.set(a, v);
+  }
+  return v;
 }
 
 /**
@@ -1346,6 +1377,29 @@ function collapseIdentical(
   return out.slice(0, m);
 }
 
+const RADIX = 1 << 16;
+
+/**
+ * pos[0, n): the positions 0 … n − 1 sorted by key[position], equal keys by position: two
+ * stable counting passes of 16 bits (low half, then high half) through `tmp`; `count` has
+ * RADIX + 1 entries. The order a sort of the doubles key · 2^21 + position gives (what
+ * lshPairs sorted before: at 10^6 nodes ~80 ms a band, 16 bands, and a division and a
+ * remainder of a double for every position read).
+ */
+export function radixOrder(key: Uint32Array, n: number, pos: Int32Array, tmp: Int32Array, count: Uint32Array): void {
+  count.fill(0);
+  for (let p = 0; p < n; p++) count[(key[p] & 0xffff) + 1]++;
+  for (let d = 1; d <= RADIX; d++) count[d] += count[d - 1];
+  for (let p = 0; p < n; p++) tmp[count[key[p] & 0xffff]++] = p;
+  count.fill(0);
+  for (let p = 0; p < n; p++) count[(key[p] >>> 16) + 1]++;
+  for (let d = 1; d <= RADIX; d++) count[d] += count[d - 1];
+  for (let x = 0; x < n; x++) {
+    const p = tmp[x];
+    pos[count[key[p] >>> 16]++] = p;
+  }
+}
+
 /** Buckets up to this size are verified pairwise (every pair of members in different
  *  components, as before); larger ones (thousands of copies of one block) are bounded. */
 export const EXHAUSTIVE_BUCKET = 256;
@@ -1357,7 +1411,7 @@ export const BUCKET_WITNESSES = 16;
  * LSH over `nodes`: for each band, group nodes whose band key (mixed with the integer-literal
  * hash, which verification requires to be equal anyway) collides, and hand candidate pairs
  * of a bucket to `visit` (which verifies and unions), streamed, never stored. Buckets are
- * found by sorting packed (key, position) doubles, which is much faster than a Map for 10^5
+ * found by sorting the positions by key (radixOrder), which is much faster than a Map for 10^5
  * nodes. A bucket whose members are all in one component already is skipped (its pairs
  * could add nothing); one of at most EXHAUSTIVE_BUCKET members hands over every pair of
  * members in different components (the components are those of exhaustive banding); a
@@ -1377,9 +1431,12 @@ export function lshPairs(
 ): void {
   const n = nodes.length;
   if (n < 2) return;
-  const POS = 2 ** 21;
-  if (n >= POS) throw new RangeError('dedup: more than 2^21 distinct blocks');
-  const packed = new Float64Array(n);
+  // pos: the positions (in `nodes`) of one band sorted by their key, then position
+  // (radixOrder); keyAt: each position's key in that band
+  const pos = new Int32Array(n);
+  const keyAt = new Uint32Array(n);
+  const tmp = new Int32Array(n);
+  const radix = new Uint32Array(RADIX + 1);
   const wit = new Int32Array(BUCKET_WITNESSES);
   // Buckets handed over pairwise, by a hash of their members (positions in `nodes`, in
   // order). The same members colliding again in another band (copies of one block agree on
@@ -1391,7 +1448,7 @@ export function lshPairs(
     let h1 = mix32(b - a);
     let h2 = 0x811c9dc5;
     for (let x = a; x < b; x++) {
-      const p = packed[x] % POS;
+      const p = pos[x];
       h1 = mix32(h1 ^ p);
       h2 = Math.imul(h2 ^ p, 0x01000193);
     }
@@ -1401,11 +1458,11 @@ export function lshPairs(
       for (const m of same) {
         if (m.length !== b - a) continue;
         let eq = true;
-        for (let x = a; x < b && eq; x++) eq = m[x - a] === packed[x] % POS;
+        for (let x = a; x < b && eq; x++) eq = m[x - a] === pos[x];
         if (eq) return true;
       }
     const m = new Int32Array(b - a);
-    for (let x = a; x < b; x++) m[x - a] = packed[x] % POS;
+    for (let x = a; x < b; x++) m[x - a] = pos[x];
     if (same) same.push(m);
     else seen.set(key, [m]);
     return false;
@@ -1451,27 +1508,26 @@ export function lshPairs(
     for (let band = 0; band < B; band++) keys[p * B + band] = mix32(bandKeys[i * B + band] ^ x);
   }
   for (let band = 0; band < bands.b; band++) {
-    for (let p = 0; p < n; p++) packed[p] = keys[p * B + band] * POS + p;
-    packed.sort();
+    for (let p = 0; p < n; p++) keyAt[p] = keys[p * B + band];
+    radixOrder(keyAt, n, pos, tmp, radix);
     let a = 0;
     while (a < n) {
-      const key = Math.floor(packed[a] / POS);
+      const k = keyAt[pos[a]];
       let b = a + 1;
-      while (b < n && Math.floor(packed[b] / POS) === key) b++;
-      if (b - a > 1 && b - a <= EXHAUSTIVE_BUCKET)
-        for (let x = a; x < b; x++) how[(packed[x] % POS) * B + band] = EXHAUSTIVE;
+      while (b < n && keyAt[pos[b]] === k) b++;
+      if (b - a > 1 && b - a <= EXHAUSTIVE_BUCKET) for (let x = a; x < b; x++) how[pos[x] * B + band] = EXHAUSTIVE;
       if (b - a > 1) {
-        const r0 = find(nodes[packed[a] % POS]);
+        const r0 = find(nodes[pos[a]]);
         let one = true;
-        for (let x = a + 1; x < b && one; x++) one = find(nodes[packed[x] % POS]) === r0;
+        for (let x = a + 1; x < b && one; x++) one = find(nodes[pos[x]]) === r0;
         if (one || (b - a <= EXHAUSTIVE_BUCKET && seenBucket(a, b))) {
           // nothing to hand over
         } else if (b - a <= EXHAUSTIVE_BUCKET) {
           for (let x = a; x < b; x++) {
-            const qx = packed[x] % POS;
+            const qx = pos[x];
             const px = nodes[qx];
             for (let y = x + 1; y < b; y++) {
-              const qy = packed[y] % POS;
+              const qy = pos[y];
               if (band > 0 && settled(qx, qy, band)) continue;
               visit(px, nodes[qy]);
             }
@@ -1481,7 +1537,7 @@ export function lshPairs(
           stats.largest = Math.max(stats.largest, b - a);
           let nw = 0;
           for (let x = a; x < b; x++) {
-            const qx = packed[x] % POS;
+            const qx = pos[x];
             const px = nodes[qx];
             let seen = false;
             for (let k = 0; k < nw; k++) {
@@ -1511,7 +1567,9 @@ function repoRanks(blocks: readonly DedupBlock[], prio: ReadonlyMap<string, numb
   let top = 0;
   for (const p of prio.values()) top = Math.max(top, p + 1);
   const rankOf = new Map<string, number>(prio);
-  order.forEach((r, i) => rankOf.set(r, top + i));
+  order.forEach((r, i) => {
+    rankOf.set(r, top + i);
+  });
   const rank = new Int32Array(blocks.length);
   let last: string | undefined;
   let lastRank = 0;
@@ -1558,7 +1616,7 @@ export async function dedup(blocks: readonly DedupBlock[], opts: DedupOptions = 
     const have = new Uint8Array(n);
     let storedCount = 0;
     // every block's sets, unpacked from the stored or computed signatures
-    const arena = new Arena();
+    const arena = new Arena(n);
     if (opts.stored) {
       let scratch = new Uint32Array(1024);
       let scratch8 = new Uint8Array(scratch.buffer);
