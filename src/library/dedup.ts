@@ -714,8 +714,9 @@ class Arena {
     this.takes++;
   }
 }
-/** The largest arena buffer, in words (8 GB: above 10^6 blocks' 4.4 GB of sets). */
-const ARENA_MAX = 2 ** 31;
+/** The largest arena buffer, in words: just under 4 GB, the most a Buffer (sameSet's view
+ *  of the bytes) can cover. */
+const ARENA_MAX = 2 ** 30 - 1024;
 
 const bandSig = new Uint32Array(MINHASH_K);
 
@@ -1133,8 +1134,9 @@ export class SetProbe {
  * shingles (a renamed class, an added statement) differ by about that much in the sum, so
  * most pairs short of the threshold are refused here; a pair that passes the bound is
  * merged as before. Counted as each set is unpacked from its stored signature
- * (store/dedup-layout.ts unpackSetInto; the layout before stored them); a set of more than
- * 65,535 elements (a count could overflow) has none and is always merged.
+ * (store/dedup-layout.ts unpackSetInto; the layout before stored them) and kept a byte a
+ * range (narrowCounts); a set with a range of more than 127 elements (thousands of
+ * shingles) has none and is always merged.
  */
 // (RANGES: store/dedup-layout.ts, where the counts are made as a stored set is unpacked)
 
