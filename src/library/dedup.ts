@@ -1012,41 +1012,60 @@ interface SigStore {
 }
 
 function newSigStore(n: number, nearBands = { b: 0, r: 0 }, structBands = { b: 0, r: 0 }): SigStore {
-  const column = <A extends Uint32Array | Uint16Array | Uint8Array | Float64Array>(): Column<A> => ({
-    arr: new Array<A>(n),
-    off: new Uint32Array(n),
-    len: new Uint32Array(n),
-  });
-  const keys = new Float64Array(2 * n);
-  const counts = new Uint8Array(2 * RANGES * n);
+  // every per-block typed array in one ArrayBuffer (slab): V8 runs a full collection of the
+  // heap for about every 64 MB of new memory outside it, and made one at a time these ~400
+  // MB at 10^6 blocks cost several (each ~0.5 s of CPU with the block list in the heap)
+  const slab = new Slab();
+  const u32 = (len: number) => slab.take(len * 4, (b, o) => new Uint32Array(b, o, len));
+  const u8 = (len: number) => slab.take(len, (b, o) => new Uint8Array(b, o, len));
+  const f64 = (len: number) => slab.take(len * 8, (b, o) => new Float64Array(b, o, len));
+  const column = <A extends Uint32Array | Uint16Array | Uint8Array | Float64Array = Uint32Array>() => {
+    const off = u32(n),
+      len = u32(n);
+    return (): Column<A> => ({ arr: new Array<A>(n), off: off(), len: len() });
+  };
+  const keys = f64(2 * n);
+  const counts = u8(2 * RANGES * n);
+  const valid = u8(n),
+    empty = u8(n),
+    ints = u32(n),
+    exactHi = u32(n),
+    exactLo = u32(n),
+    nearBandKeys = u32(n * nearBands.b),
+    structBandKeys = u32(n * structBands.b),
+    nearSet = column(),
+    structSet = column(),
+    nearKeyOff = u32(n),
+    nearKeyLen = u32(n),
+    structKeyOff = u32(n),
+    structKeyLen = u32(n),
+    nearCounts = column<Uint8Array>(),
+    structCounts = column<Uint8Array>();
+  slab.make();
+  const keyArr = keys();
+  const countArr = counts();
   const S: SigStore = {
-    valid: new Uint8Array(n),
-    empty: new Uint8Array(n),
-    ints: new Uint32Array(n),
-    exactHi: new Uint32Array(n),
-    exactLo: new Uint32Array(n),
+    valid: valid(),
+    empty: empty(),
+    ints: ints(),
+    exactHi: exactHi(),
+    exactLo: exactLo(),
     errors: new Array<string | null>(n).fill(null),
     nearBands,
     structBands,
-    nearBandKeys: new Uint32Array(n * nearBands.b),
-    structBandKeys: new Uint32Array(n * structBands.b),
-    nearSet: column(),
-    structSet: column(),
-    nearKey: { arr: new Array<Float64Array>(n).fill(keys), off: new Uint32Array(n), len: new Uint32Array(n).fill(1) },
-    structKey: { arr: new Array<Float64Array>(n).fill(keys), off: new Uint32Array(n), len: new Uint32Array(n).fill(1) },
-    nearCounts: {
-      arr: new Array<Uint8Array>(n).fill(counts),
-      off: new Uint32Array(n),
-      len: new Uint32Array(n),
-    },
-    structCounts: {
-      arr: new Array<Uint8Array>(n).fill(counts),
-      off: new Uint32Array(n),
-      len: new Uint32Array(n),
-    },
-    keyWords: new Uint32Array(keys.buffer),
-    countWords: new Uint32Array(counts.buffer),
+    nearBandKeys: nearBandKeys(),
+    structBandKeys: structBandKeys(),
+    nearSet: nearSet(),
+    structSet: structSet(),
+    nearKey: { arr: new Array<Float64Array>(n).fill(keyArr), off: nearKeyOff(), len: nearKeyLen().fill(1) },
+    structKey: { arr: new Array<Float64Array>(n).fill(keyArr), off: structKeyOff(), len: structKeyLen().fill(1) },
+    nearCounts: nearCounts(),
+    structCounts: structCounts(),
+    keyWords: new Uint32Array(keyArr.buffer, keyArr.byteOffset, keyArr.length * 2),
+    countWords: new Uint32Array(countArr.buffer, countArr.byteOffset, countArr.length >>> 2),
   };
+  S.nearCounts.arr.fill(countArr);
+  S.structCounts.arr.fill(countArr);
   for (let g = 0; g < n; g++) {
     S.nearKey.off[g] = 2 * g;
     S.structKey.off[g] = 2 * g + 1;
@@ -1054,6 +1073,21 @@ function newSigStore(n: number, nearBands = { b: 0, r: 0 }, structBands = { b: 0
     S.structCounts.off[g] = 2 * RANGES * g + RANGES;
   }
   return S;
+}
+
+/** Typed arrays in one ArrayBuffer: `take` reserves room (8-byte aligned) and returns a
+ *  function that makes the array once `make` has allocated the buffer. */
+class Slab {
+  private bytes = 0;
+  private buf: ArrayBuffer | null = null;
+  take<T>(bytes: number, view: (buf: ArrayBuffer, offset: number) => T): () => T {
+    const at = this.bytes;
+    this.bytes += (bytes + 7) & ~7;
+    return () => view(this.buf!, at);
+  }
+  make(): void {
+    this.buf = new ArrayBuffer(this.bytes);
+  }
 }
 
 /**
@@ -1435,9 +1469,18 @@ export function lshPairs(
   if (n < 2) return;
   // pos: the positions (in `nodes`) of one band sorted by their key, then position
   // (radixOrder); keyAt: each position's key in that band
-  const pos = new Int32Array(n);
-  const keyAt = new Uint32Array(n);
-  const tmp = new Int32Array(n);
+  // (with `keys` and `how` below, in one ArrayBuffer: ~90 MB at 10^6 nodes, see Slab)
+  const B = bands.b;
+  const slab = new Slab();
+  const posOf = slab.take(n * 4, (b, o) => new Int32Array(b, o, n));
+  const keyAtOf = slab.take(n * 4, (b, o) => new Uint32Array(b, o, n));
+  const tmpOf = slab.take(n * 4, (b, o) => new Int32Array(b, o, n));
+  const keysOf = slab.take(n * B * 4, (b, o) => new Uint32Array(b, o, n * B));
+  const howOf = slab.take(n * B, (b, o) => new Uint8Array(b, o, n * B));
+  slab.make();
+  const pos = posOf();
+  const keyAt = keyAtOf();
+  const tmp = tmpOf();
   const radix = new Uint32Array(RADIX + 1);
   const wit = new Int32Array(BUCKET_WITNESSES);
   // Buckets handed over pairwise, by a hash of their members (positions in `nodes`, in
@@ -1484,9 +1527,8 @@ export function lshPairs(
   // `visit` keeps no memo of the pairs that failed: at 10^6 the memo, looked up for each of
   // the 18.4 million pairs verified, found none of them (one cache miss each into a table of
   // 128 MB, and one more to add each pair that failed).
-  const B = bands.b;
-  const keys = new Uint32Array(n * B);
-  const how = new Uint8Array(n * B);
+  const keys = keysOf();
+  const how = howOf();
   const EXHAUSTIVE = 1,
     WITNESS = 2;
   const settled = (p: number, q: number, band: number): boolean => {
