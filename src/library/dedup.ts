@@ -89,6 +89,8 @@ export type StoredSignatureSink = (index: number, error: string | null, data: Ui
 
 export interface DedupResult {
   clusters: DedupCluster[];
+  /** per block (position in the input), the place of its cluster in `clusters` (-1: none) */
+  memberOf: Int32Array;
   /** number of distinct blocks: singletons (including excluded blocks) + clusters */
   uniqueCount: number;
   total: number;
@@ -675,22 +677,32 @@ function rowShape(
   return { valid, empty, nNear, nStruct };
 }
 
-/** The blocks' shingle sets, unpacked into large buffers, each new buffer as large as all
- *  before it (16 MB at least, 1 GB at most). A buffer is memory outside the heap, and V8 ran
- *  a full collection of the heap for about every new one: at 10^6 blocks (4.4 GB of sets,
- *  a heap holding the block list) buffers of 64 MB each cost 67 full collections and ~12 s
- *  of CPU more than growing ones (11). */
+/** The blocks' shingle sets, unpacked into large buffers. A buffer is memory outside the
+ *  heap, and V8 runs a full collection of the heap (at 10^6 blocks one that holds the block
+ *  list: ~0.5–0.8 s of CPU each) for about every new one: buffers of 64 MB each cost 67
+ *  full collections, buffers each as large as all before it (up to 1 GB) 9. So once the
+ *  first buffer (64 MB) is full, the next is sized for every block still to come (`expect`
+ *  takes in all), from the words a take used so far, with a margin (pages never written are
+ *  never given memory by the system: the margin costs address space only); should that
+ *  fall short, buffers grow as before. */
 class Arena {
   private u32 = new Uint32Array(0);
   private used = 0;
   private total = 0;
+  private takes = 0;
+  private words = 0;
   /** the buffer and word of the room `take` gave last */
   buf = this.u32;
   at = 0;
+  /** expect: how many takes there will be in all (at most), 0 when not known */
+  constructor(private readonly expect = 0) {}
   /** room for `words` words (sets `buf` and `at`) */
   take(words: number): void {
     if (this.used + words > this.u32.length) {
-      const size = Math.max(16 << 20, words, Math.min(this.total, 256 << 20));
+      let size = Math.max(16 << 20, words, Math.min(this.total, 256 << 20));
+      const left = this.expect - this.takes;
+      if (this.total > 0 && this.takes > 0 && left > 0)
+        size = Math.max(size, Math.min(ARENA_MAX, Math.ceil((this.words / this.takes) * left * 1.15) + words));
       this.u32 = new Uint32Array(size);
       this.total += size;
       this.used = 0;
@@ -698,8 +710,13 @@ class Arena {
     this.buf = this.u32;
     this.at = this.used;
     this.used += words;
+    this.words += words;
+    this.takes++;
   }
 }
+/** The largest arena buffer, in words: just under 4 GB, the most a Buffer (sameSet's view
+ *  of the bytes) can cover. */
+const ARENA_MAX = 2 ** 30 - 1024;
 
 const bandSig = new Uint32Array(MINHASH_K);
 
@@ -725,11 +742,8 @@ function putEncoded(
   const shape = rowShape(u32, w, bytes, error);
   if (!shape) return false;
   const { valid, empty, nNear, nStruct } = shape;
-  const counts = S.nearCounts.arr[g];
-  const nc = S.nearCounts.off[g],
-    sc = S.structCounts.off[g];
-  counts.fill(0, nc, nc + RANGES);
-  counts.fill(0, sc, sc + RANGES);
+  const wide = countScratch;
+  wide.fill(0);
   let sets = arena.buf,
     at = 0;
   if (valid) {
@@ -739,14 +753,13 @@ function putEncoded(
     at = arena.at;
     const p = w + HEADER_WORDS + STORED_NEAR_BANDS.b + STORED_STRUCT_BANDS.b;
     if (
-      !unpackSetInto(u32, u8, p, nNear, sets, at, counts, nc) ||
-      !unpackSetInto(u32, u8, p + packedWords(nNear), nStruct, sets, at + nNear, counts, sc)
-    ) {
-      counts.fill(0, nc, nc + RANGES);
-      counts.fill(0, sc, sc + RANGES);
+      !unpackSetInto(u32, u8, p, nNear, sets, at, wide, 0) ||
+      !unpackSetInto(u32, u8, p + packedWords(nNear), nStruct, sets, at + nNear, wide, RANGES)
+    )
       return false;
-    }
   }
+  narrowCounts(S.nearCounts, g, wide, 0, nNear);
+  narrowCounts(S.structCounts, g, wide, RANGES, nStruct);
   S.valid[g] = valid;
   S.empty[g] = empty;
   S.ints[g] = u32[w + 7];
@@ -779,6 +792,30 @@ function putEncoded(
     );
   }
   return true;
+}
+
+/** The range counts of one set as unpackSetInto counts them (16 bits a range). */
+const countScratch = new Uint16Array(2 * RANGES);
+
+/**
+ * Block g's range counts into its column of byte counts (`rangeBound` reads them four to a
+ * word), from wide[w0, w0 + RANGES) as unpackSetInto counted them for a set of n values.
+ * A set with a range of more than 127 values (thousands of values; unpackSetInto does not
+ * count a set of more than 65,535 at all) gets none (`len` 0): its pairs are merged whole
+ * (jaccardAtLeastIn), the same answer without the bound.
+ */
+function narrowCounts(c: Column<Uint8Array>, g: number, wide: Uint16Array, w0: number, n: number): void {
+  const arr = c.arr[g],
+    off = c.off[g];
+  let sum = 0,
+    max = 0;
+  for (let k = 0; k < RANGES; k++) {
+    const v = wide[w0 + k];
+    sum += v;
+    if (v > max) max = v;
+    arr[off + k] = v;
+  }
+  c.len[g] = n > 0 && sum === n && max <= 127 ? RANGES : 0;
 }
 
 /** Block g's `bands.b` LSH band keys into `keys` from g · bands.b: copied from
@@ -941,7 +978,7 @@ class UnionFind {
  * Read in place: the hot loops take (array, offset, length), never a typed-array view
  * (allocating one per verification was most of the clustering's garbage at 10^6).
  */
-export interface Column<A extends Uint32Array | Uint16Array | Float64Array = Uint32Array> {
+export interface Column<A extends Uint32Array | Uint16Array | Uint8Array | Float64Array = Uint32Array> {
   arr: A[];
   off: Uint32Array;
   len: Uint32Array;
@@ -965,8 +1002,9 @@ interface SigStore {
   structSet: Column;
   nearKey: Column<Float64Array>;
   structKey: Column<Float64Array>;
-  nearCounts: Column<Uint16Array>;
-  structCounts: Column<Uint16Array>;
+  /** per-range counts of the two sets, a byte a range (len 0: none, see narrowCounts) */
+  nearCounts: Column<Uint8Array>;
+  structCounts: Column<Uint8Array>;
   /** the keys' and the counts' storage (block g: keys at doubles 2g, 2g + 1; counts at
    *  RANGES u16 from 2g·RANGES, near then structural), as words */
   keyWords: Uint32Array;
@@ -974,41 +1012,60 @@ interface SigStore {
 }
 
 function newSigStore(n: number, nearBands = { b: 0, r: 0 }, structBands = { b: 0, r: 0 }): SigStore {
-  const column = <A extends Uint32Array | Uint16Array | Float64Array>(): Column<A> => ({
-    arr: new Array<A>(n),
-    off: new Uint32Array(n),
-    len: new Uint32Array(n),
-  });
-  const keys = new Float64Array(2 * n);
-  const counts = new Uint16Array(2 * RANGES * n);
+  // every per-block typed array in one ArrayBuffer (slab): V8 runs a full collection of the
+  // heap for about every 64 MB of new memory outside it, and made one at a time these ~400
+  // MB at 10^6 blocks cost several (each ~0.5 s of CPU with the block list in the heap)
+  const slab = new Slab();
+  const u32 = (len: number) => slab.take(len * 4, (b, o) => new Uint32Array(b, o, len));
+  const u8 = (len: number) => slab.take(len, (b, o) => new Uint8Array(b, o, len));
+  const f64 = (len: number) => slab.take(len * 8, (b, o) => new Float64Array(b, o, len));
+  const column = <A extends Uint32Array | Uint16Array | Uint8Array | Float64Array = Uint32Array>() => {
+    const off = u32(n),
+      len = u32(n);
+    return (): Column<A> => ({ arr: new Array<A>(n), off: off(), len: len() });
+  };
+  const keys = f64(2 * n);
+  const counts = u8(2 * RANGES * n);
+  const valid = u8(n),
+    empty = u8(n),
+    ints = u32(n),
+    exactHi = u32(n),
+    exactLo = u32(n),
+    nearBandKeys = u32(n * nearBands.b),
+    structBandKeys = u32(n * structBands.b),
+    nearSet = column(),
+    structSet = column(),
+    nearKeyOff = u32(n),
+    nearKeyLen = u32(n),
+    structKeyOff = u32(n),
+    structKeyLen = u32(n),
+    nearCounts = column<Uint8Array>(),
+    structCounts = column<Uint8Array>();
+  slab.make();
+  const keyArr = keys();
+  const countArr = counts();
   const S: SigStore = {
-    valid: new Uint8Array(n),
-    empty: new Uint8Array(n),
-    ints: new Uint32Array(n),
-    exactHi: new Uint32Array(n),
-    exactLo: new Uint32Array(n),
+    valid: valid(),
+    empty: empty(),
+    ints: ints(),
+    exactHi: exactHi(),
+    exactLo: exactLo(),
     errors: new Array<string | null>(n).fill(null),
     nearBands,
     structBands,
-    nearBandKeys: new Uint32Array(n * nearBands.b),
-    structBandKeys: new Uint32Array(n * structBands.b),
-    nearSet: column(),
-    structSet: column(),
-    nearKey: { arr: new Array<Float64Array>(n).fill(keys), off: new Uint32Array(n), len: new Uint32Array(n).fill(1) },
-    structKey: { arr: new Array<Float64Array>(n).fill(keys), off: new Uint32Array(n), len: new Uint32Array(n).fill(1) },
-    nearCounts: {
-      arr: new Array<Uint16Array>(n).fill(counts),
-      off: new Uint32Array(n),
-      len: new Uint32Array(n).fill(RANGES),
-    },
-    structCounts: {
-      arr: new Array<Uint16Array>(n).fill(counts),
-      off: new Uint32Array(n),
-      len: new Uint32Array(n).fill(RANGES),
-    },
-    keyWords: new Uint32Array(keys.buffer),
-    countWords: new Uint32Array(counts.buffer),
+    nearBandKeys: nearBandKeys(),
+    structBandKeys: structBandKeys(),
+    nearSet: nearSet(),
+    structSet: structSet(),
+    nearKey: { arr: new Array<Float64Array>(n).fill(keyArr), off: nearKeyOff(), len: nearKeyLen().fill(1) },
+    structKey: { arr: new Array<Float64Array>(n).fill(keyArr), off: structKeyOff(), len: structKeyLen().fill(1) },
+    nearCounts: nearCounts(),
+    structCounts: structCounts(),
+    keyWords: new Uint32Array(keyArr.buffer, keyArr.byteOffset, keyArr.length * 2),
+    countWords: new Uint32Array(countArr.buffer, countArr.byteOffset, countArr.length >>> 2),
   };
+  S.nearCounts.arr.fill(countArr);
+  S.structCounts.arr.fill(countArr);
   for (let g = 0; g < n; g++) {
     S.nearKey.off[g] = 2 * g;
     S.structKey.off[g] = 2 * g + 1;
@@ -1016,6 +1073,21 @@ function newSigStore(n: number, nearBands = { b: 0, r: 0 }, structBands = { b: 0
     S.structCounts.off[g] = 2 * RANGES * g + RANGES;
   }
   return S;
+}
+
+/** Typed arrays in one ArrayBuffer: `take` reserves room (8-byte aligned) and returns a
+ *  function that makes the array once `make` has allocated the buffer. */
+class Slab {
+  private bytes = 0;
+  private buf: ArrayBuffer | null = null;
+  take<T>(bytes: number, view: (buf: ArrayBuffer, offset: number) => T): () => T {
+    const at = this.bytes;
+    this.bytes += (bytes + 7) & ~7;
+    return () => view(this.buf!, at);
+  }
+  make(): void {
+    this.buf = new ArrayBuffer(this.bytes);
+  }
 }
 
 /**
@@ -1027,38 +1099,34 @@ function newSigStore(n: number, nearBands = { b: 0, r: 0 }, structBands = { b: 0
  * IntSet: that one mixes its keys, which small name hashes need and these do not; through
  * it the report ran 15-30% slower.)
  */
-class SetProbe {
+export class SetProbe {
+  // the set's values in their slots, 0 in an empty slot (the value 0 itself is `hasZero`):
+  // one array read a probe. The table is cleared at each load (once per cluster).
   private keys = new Uint32Array(1024);
-  private gens = new Uint32Array(1024);
-  private gen = 0;
   private mask = 1023;
   private size = 0;
+  private hasZero = 0;
   load(c: Column, x: number): void {
     const arr = c.arr[x],
       off = c.off[x],
       len = c.len[x];
-    let cap = this.keys.length;
+    let cap = 1024;
     while (cap < len * 2) cap *= 2;
-    if (cap !== this.keys.length) {
-      this.keys = new Uint32Array(cap);
-      this.gens = new Uint32Array(cap);
-      this.gen = 0;
-    }
-    if (++this.gen === 0xffffffff) {
-      this.gens.fill(0);
-      this.gen = 1;
-    }
+    if (cap > this.keys.length) this.keys = new Uint32Array(cap);
+    const keys = this.keys;
+    keys.fill(0, 0, cap);
     this.mask = cap - 1;
     this.size = len;
-    const keys = this.keys,
-      gens = this.gens,
-      gen = this.gen,
-      mask = this.mask;
+    this.hasZero = 0;
+    const mask = this.mask;
     for (let k = off; k < off + len; k++) {
       const v = arr[k];
+      if (v === 0) {
+        this.hasZero = 1;
+        continue;
+      }
       let i = v & mask;
-      while (gens[i] === gen) i = (i + 1) & mask;
-      gens[i] = gen;
+      while (keys[i] !== 0) i = (i + 1) & mask;
       keys[i] = v;
     }
   }
@@ -1069,18 +1137,22 @@ class SetProbe {
       len = c.len[y];
     if (this.size === 0 || len === 0) return 0;
     const keys = this.keys,
-      gens = this.gens,
-      gen = this.gen,
       mask = this.mask;
     let inter = 0;
     for (let k = off; k < off + len; k++) {
       const v = arr[k];
+      if (v === 0) {
+        inter += this.hasZero;
+        continue;
+      }
       let i = v & mask;
-      while (gens[i] === gen) {
-        if (keys[i] === v) {
+      for (;;) {
+        const s = keys[i];
+        if (s === v) {
           inter++;
           break;
         }
+        if (s === 0) break;
         i = (i + 1) & mask;
       }
     }
@@ -1096,34 +1168,58 @@ class SetProbe {
  * shingles (a renamed class, an added statement) differ by about that much in the sum, so
  * most pairs short of the threshold are refused here; a pair that passes the bound is
  * merged as before. Counted as each set is unpacked from its stored signature
- * (store/dedup-layout.ts unpackSetInto; the layout before stored them); a set of more than
- * 65,535 elements (a count could overflow) has none and is always merged.
+ * (store/dedup-layout.ts unpackSetInto; the layout before stored them) and kept a byte a
+ * range (narrowCounts); a set with a range of more than 127 elements (thousands of
+ * shingles) has none and is always merged.
  */
 // (RANGES: store/dedup-layout.ts, where the counts are made as a stored set is unpacked)
 
 /** Jaccard of blocks x and y's sets in `set` reaches t: the size bound, the range bound
- *  (`counts`), then the merge, range by range (`rangesReach`). */
-function verified(x: number, y: number, set: Column, counts: Column<Uint16Array>, t: number): boolean {
+ *  (`counts`, read four ranges to a word from `words`: rangeBound), then the merge, range
+ *  by range (`rangesReach`). */
+function verified(
+  x: number,
+  y: number,
+  set: Column,
+  counts: Column<Uint8Array>,
+  words: Uint32Array,
+  t: number,
+): boolean {
   const na = set.len[x],
     nb = set.len[y];
   if (jaccardBound(na, nb) < t) return false;
   const need = leastIntersection(na, nb, t);
   if (need > Math.min(na, nb)) return false;
-  if (na > 0 && nb > 0 && na <= 0xffff && nb <= 0xffff) {
-    const c = counts.arr[x],
-      d = counts.arr[y];
+  if (na > 0 && nb > 0 && counts.len[x] !== 0 && counts.len[y] !== 0) {
     const bx = counts.off[x],
       by = counts.off[y];
-    let ub = 0;
-    for (let k = 0; k < RANGES; k++) {
-      const u = c[bx + k],
-        v = d[by + k];
-      ub += u < v ? u : v;
-    }
+    const ub = rangeBound(words, bx >>> 2, by >>> 2);
     if (ub < need) return false;
-    return rangesReach(set.arr[x], set.off[x], c, bx, set.arr[y], set.off[y], d, by, ub - need);
+    return rangesReach(set.arr[x], set.off[x], counts.arr[x], bx, set.arr[y], set.off[y], counts.arr[y], by, ub - need);
   }
   return jaccardAtLeastIn(set.arr[x], set.off[x], na, set.arr[y], set.off[y], nb, t);
+}
+
+/**
+ * The range bound Σ min(c[k], d[k]) of two sets' RANGES byte counts, each a value of at
+ * most 127 (narrowCounts), from words wx and wy of `words` (four counts a word, in the
+ * platform's byte order: the sum does not depend on which byte is which range). Four
+ * minimums at once (SWAR): a lane of (a | 0x80) − b is 128 + a − b, between 1 and 255 (no
+ * borrow from the next lane), whose top bit says a ≥ b; the minimums' bytes are summed in
+ * two 16-bit lanes (at most 16 · 2 · 127 each). At 10^6 the bound is computed for ~18
+ * million pairs: a loop over 64 16-bit counts was a third of the verifications' time.
+ */
+export function rangeBound(words: Uint32Array, wx: number, wy: number): number {
+  let acc = 0;
+  for (let k = 0; k < RANGES >>> 2; k++) {
+    const a = words[wx + k] | 0,
+      b = words[wy + k] | 0;
+    const ge = ((((a | 0x80808080) - b) | 0) & 0x80808080) >>> 7;
+    const m = Math.imul(ge, 0xff);
+    const mn = (b & m) | (a & ~m);
+    acc += (mn & 0x00ff00ff) + ((mn >>> 8) & 0x00ff00ff);
+  }
+  return (acc & 0xffff) + (acc >>> 16);
 }
 
 /**
@@ -1141,11 +1237,11 @@ function verified(x: number, y: number, set: Column, counts: Column<Uint16Array>
 export function rangesReach(
   a: Uint32Array,
   ao: number,
-  c: Uint16Array,
+  c: Uint8Array,
   co: number,
   b: Uint32Array,
   bo: number,
-  d: Uint16Array,
+  d: Uint8Array,
   dof: number,
   slack: number,
 ): boolean {
@@ -1198,8 +1294,25 @@ function sameSet(c: Column, x: number, y: number): boolean {
     b = c.arr[y];
   const ax = c.off[x],
     by = c.off[y];
-  for (let i = 0; i < n; i++) if (a[ax + i] !== b[by + i]) return false;
-  return true;
+  if (n < 64) {
+    for (let i = 0; i < n; i++) if (a[ax + i] !== b[by + i]) return false;
+    return true;
+  }
+  // a long set compared by memcmp (Buffer#compare of the two ranges, no view made): at 10^6
+  // blocks collapseIdentical confirms ~10^6 identical structural sets of ~550 values,
+  // which the loop above compared at ~1 ns a value
+  return bytesOf(b).compare(bytesOf(a), ax * 4, (ax + n) * 4, by * 4, (by + n) * 4) === 0;
+}
+
+/** The bytes of an arena buffer (or any set's array) as a Buffer, made once per array. */
+const byteViews = new WeakMap<Uint32Array, Buffer>();
+function bytesOf(a: Uint32Array): Buffer {
+  let v = byteViews.get(a);
+  if (!v) {
+    v = Buffer.from(a.buffer, a.byteOffset, a.byteLength);
+    byteViews.set(a, v);
+  }
+  return v;
 }
 
 /**
@@ -1300,6 +1413,29 @@ function collapseIdentical(
   return out.slice(0, m);
 }
 
+const RADIX = 1 << 16;
+
+/**
+ * pos[0, n): the positions 0 … n − 1 sorted by key[position], equal keys by position: two
+ * stable counting passes of 16 bits (low half, then high half) through `tmp`; `count` has
+ * RADIX + 1 entries. The order a sort of the doubles key · 2^21 + position gives (what
+ * lshPairs sorted before: at 10^6 nodes ~80 ms a band, 16 bands, and a division and a
+ * remainder of a double for every position read).
+ */
+export function radixOrder(key: Uint32Array, n: number, pos: Int32Array, tmp: Int32Array, count: Uint32Array): void {
+  count.fill(0);
+  for (let p = 0; p < n; p++) count[(key[p] & 0xffff) + 1]++;
+  for (let d = 1; d <= RADIX; d++) count[d] += count[d - 1];
+  for (let p = 0; p < n; p++) tmp[count[key[p] & 0xffff]++] = p;
+  count.fill(0);
+  for (let p = 0; p < n; p++) count[(key[p] >>> 16) + 1]++;
+  for (let d = 1; d <= RADIX; d++) count[d] += count[d - 1];
+  for (let x = 0; x < n; x++) {
+    const p = tmp[x];
+    pos[count[key[p] >>> 16]++] = p;
+  }
+}
+
 /** Buckets up to this size are verified pairwise (every pair of members in different
  *  components, as before); larger ones (thousands of copies of one block) are bounded. */
 export const EXHAUSTIVE_BUCKET = 256;
@@ -1311,7 +1447,7 @@ export const BUCKET_WITNESSES = 16;
  * LSH over `nodes`: for each band, group nodes whose band key (mixed with the integer-literal
  * hash, which verification requires to be equal anyway) collides, and hand candidate pairs
  * of a bucket to `visit` (which verifies and unions), streamed, never stored. Buckets are
- * found by sorting packed (key, position) doubles, which is much faster than a Map for 10^5
+ * found by sorting the positions by key (radixOrder), which is much faster than a Map for 10^5
  * nodes. A bucket whose members are all in one component already is skipped (its pairs
  * could add nothing); one of at most EXHAUSTIVE_BUCKET members hands over every pair of
  * members in different components (the components are those of exhaustive banding); a
@@ -1331,9 +1467,21 @@ export function lshPairs(
 ): void {
   const n = nodes.length;
   if (n < 2) return;
-  const POS = 2 ** 21;
-  if (n >= POS) throw new RangeError('dedup: more than 2^21 distinct blocks');
-  const packed = new Float64Array(n);
+  // pos: the positions (in `nodes`) of one band sorted by their key, then position
+  // (radixOrder); keyAt: each position's key in that band
+  // (with `keys` and `how` below, in one ArrayBuffer: ~90 MB at 10^6 nodes, see Slab)
+  const B = bands.b;
+  const slab = new Slab();
+  const posOf = slab.take(n * 4, (b, o) => new Int32Array(b, o, n));
+  const keyAtOf = slab.take(n * 4, (b, o) => new Uint32Array(b, o, n));
+  const tmpOf = slab.take(n * 4, (b, o) => new Int32Array(b, o, n));
+  const keysOf = slab.take(n * B * 4, (b, o) => new Uint32Array(b, o, n * B));
+  const howOf = slab.take(n * B, (b, o) => new Uint8Array(b, o, n * B));
+  slab.make();
+  const pos = posOf();
+  const keyAt = keyAtOf();
+  const tmp = tmpOf();
+  const radix = new Uint32Array(RADIX + 1);
   const wit = new Int32Array(BUCKET_WITNESSES);
   // Buckets handed over pairwise, by a hash of their members (positions in `nodes`, in
   // order). The same members colliding again in another band (copies of one block agree on
@@ -1345,7 +1493,7 @@ export function lshPairs(
     let h1 = mix32(b - a);
     let h2 = 0x811c9dc5;
     for (let x = a; x < b; x++) {
-      const p = packed[x] % POS;
+      const p = pos[x];
       h1 = mix32(h1 ^ p);
       h2 = Math.imul(h2 ^ p, 0x01000193);
     }
@@ -1355,11 +1503,11 @@ export function lshPairs(
       for (const m of same) {
         if (m.length !== b - a) continue;
         let eq = true;
-        for (let x = a; x < b && eq; x++) eq = m[x - a] === packed[x] % POS;
+        for (let x = a; x < b && eq; x++) eq = m[x - a] === pos[x];
         if (eq) return true;
       }
     const m = new Int32Array(b - a);
-    for (let x = a; x < b; x++) m[x - a] = packed[x] % POS;
+    for (let x = a; x < b; x++) m[x - a] = pos[x];
     if (same) same.push(m);
     else seen.set(key, [m]);
     return false;
@@ -1379,9 +1527,8 @@ export function lshPairs(
   // `visit` keeps no memo of the pairs that failed: at 10^6 the memo, looked up for each of
   // the 18.4 million pairs verified, found none of them (one cache miss each into a table of
   // 128 MB, and one more to add each pair that failed).
-  const B = bands.b;
-  const keys = new Uint32Array(n * B);
-  const how = new Uint8Array(n * B);
+  const keys = keysOf();
+  const how = howOf();
   const EXHAUSTIVE = 1,
     WITNESS = 2;
   const settled = (p: number, q: number, band: number): boolean => {
@@ -1405,27 +1552,26 @@ export function lshPairs(
     for (let band = 0; band < B; band++) keys[p * B + band] = mix32(bandKeys[i * B + band] ^ x);
   }
   for (let band = 0; band < bands.b; band++) {
-    for (let p = 0; p < n; p++) packed[p] = keys[p * B + band] * POS + p;
-    packed.sort();
+    for (let p = 0; p < n; p++) keyAt[p] = keys[p * B + band];
+    radixOrder(keyAt, n, pos, tmp, radix);
     let a = 0;
     while (a < n) {
-      const key = Math.floor(packed[a] / POS);
+      const k = keyAt[pos[a]];
       let b = a + 1;
-      while (b < n && Math.floor(packed[b] / POS) === key) b++;
-      if (b - a > 1 && b - a <= EXHAUSTIVE_BUCKET)
-        for (let x = a; x < b; x++) how[(packed[x] % POS) * B + band] = EXHAUSTIVE;
+      while (b < n && keyAt[pos[b]] === k) b++;
+      if (b - a > 1 && b - a <= EXHAUSTIVE_BUCKET) for (let x = a; x < b; x++) how[pos[x] * B + band] = EXHAUSTIVE;
       if (b - a > 1) {
-        const r0 = find(nodes[packed[a] % POS]);
+        const r0 = find(nodes[pos[a]]);
         let one = true;
-        for (let x = a + 1; x < b && one; x++) one = find(nodes[packed[x] % POS]) === r0;
+        for (let x = a + 1; x < b && one; x++) one = find(nodes[pos[x]]) === r0;
         if (one || (b - a <= EXHAUSTIVE_BUCKET && seenBucket(a, b))) {
           // nothing to hand over
         } else if (b - a <= EXHAUSTIVE_BUCKET) {
           for (let x = a; x < b; x++) {
-            const qx = packed[x] % POS;
+            const qx = pos[x];
             const px = nodes[qx];
             for (let y = x + 1; y < b; y++) {
-              const qy = packed[y] % POS;
+              const qy = pos[y];
               if (band > 0 && settled(qx, qy, band)) continue;
               visit(px, nodes[qy]);
             }
@@ -1435,7 +1581,7 @@ export function lshPairs(
           stats.largest = Math.max(stats.largest, b - a);
           let nw = 0;
           for (let x = a; x < b; x++) {
-            const qx = packed[x] % POS;
+            const qx = pos[x];
             const px = nodes[qx];
             let seen = false;
             for (let k = 0; k < nw; k++) {
@@ -1454,6 +1600,32 @@ export function lshPairs(
       a = b;
     }
   }
+}
+
+/** Each block's repository as its rank among the repositories: those of `prio` (name →
+ *  place) by their place, then every other in name order (`<`), after them. */
+function repoRanks(blocks: readonly DedupBlock[], prio: ReadonlyMap<string, number>): Int32Array {
+  const others = new Set<string>();
+  for (const b of blocks) if (!prio.has(b.repo)) others.add(b.repo);
+  const order = [...others].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  let top = 0;
+  for (const p of prio.values()) top = Math.max(top, p + 1);
+  const rankOf = new Map<string, number>(prio);
+  order.forEach((r, i) => {
+    rankOf.set(r, top + i);
+  });
+  const rank = new Int32Array(blocks.length);
+  let last: string | undefined;
+  let lastRank = 0;
+  for (let i = 0; i < blocks.length; i++) {
+    const r = blocks[i].repo;
+    if (r !== last) {
+      last = r;
+      lastRank = rankOf.get(r)!;
+    }
+    rank[i] = lastRank;
+  }
+  return rank;
 }
 
 /** De-duplicate blocks. See the file header for the rules. */
@@ -1488,7 +1660,7 @@ export async function dedup(blocks: readonly DedupBlock[], opts: DedupOptions = 
     const have = new Uint8Array(n);
     let storedCount = 0;
     // every block's sets, unpacked from the stored or computed signatures
-    const arena = new Arena();
+    const arena = new Arena(n);
     if (opts.stored) {
       let scratch = new Uint32Array(1024);
       let scratch8 = new Uint8Array(scratch.buffer);
@@ -1598,7 +1770,7 @@ export async function dedup(blocks: readonly DedupBlock[], opts: DedupOptions = 
         (i) => ufNear.find(i),
         (x, y) => {
           if (S.ints[x] !== S.ints[y] || ufNear.find(x) === ufNear.find(y)) return;
-          if (verified(x, y, S.nearSet, S.nearCounts, nearThr)) {
+          if (verified(x, y, S.nearSet, S.nearCounts, S.countWords, nearThr)) {
             ufNear.union(x, y);
             ufAll.union(x, y);
           }
@@ -1622,7 +1794,7 @@ export async function dedup(blocks: readonly DedupBlock[], opts: DedupOptions = 
         (i) => ufAll.find(i),
         (x, y) => {
           if (S.ints[x] !== S.ints[y] || ufAll.find(x) === ufAll.find(y)) return;
-          if (verified(x, y, S.structSet, S.structCounts, structThr)) ufAll.union(x, y);
+          if (verified(x, y, S.structSet, S.structCounts, S.countWords, structThr)) ufAll.union(x, y);
         },
         lshStats,
       );
@@ -1689,12 +1861,20 @@ export async function dedup(blocks: readonly DedupBlock[], opts: DedupOptions = 
         ufNear.union(headOf[i], i);
       }
     const prio = new Map((opts.repoPriority ?? []).map((r, i) => [r, i]));
+    let idOrder = true;
+    for (let i = 1; i < n && idOrder; i++) idOrder = blocks[i - 1].id < blocks[i].id;
+    // The representative: the block of the most preferred repository (repoPriority's order,
+    // then the others by name), then of the least id. Each block's repository as its rank
+    // in that order (the repositories of the priority list first, then every other by
+    // name), so that a comparison is of two integers (at 10^6 blocks, two Map lookups of
+    // strings a member cost ~1.5 s); the ids compared as their positions when the blocks
+    // are in id order.
+    const rank = repoRanks(blocks, prio);
     const better = (a: number, b: number) => {
-      const pa = prio.get(blocks[a].repo) ?? Infinity,
-        pb = prio.get(blocks[b].repo) ?? Infinity;
+      const pa = rank[a],
+        pb = rank[b];
       if (pa !== pb) return pa < pb;
-      if (blocks[a].repo !== blocks[b].repo) return blocks[a].repo < blocks[b].repo;
-      return blocks[a].id < blocks[b].id;
+      return idOrder ? a < b : blocks[a].id < blocks[b].id;
     };
     const comp = new Map<number, number[]>();
     for (let i = 0; i < n; i++) {
@@ -1704,10 +1884,10 @@ export async function dedup(blocks: readonly DedupBlock[], opts: DedupOptions = 
       if (c) c.push(i);
       else comp.set(r, [i]);
     }
-    let idOrder = true;
-    for (let i = 1; i < n && idOrder; i++) idOrder = blocks[i - 1].id < blocks[i].id;
     const isRep = new Uint8Array(n).fill(1);
     const clusters: DedupCluster[] = [];
+    // each cluster's members (block positions), in its members' order
+    const clusterMembers: number[][] = [];
     const nearProbe = new SetProbe();
     const structProbe = new SetProbe();
     // A member's Jaccard with the representative is that of any block with the same set:
@@ -1749,6 +1929,7 @@ export async function dedup(blocks: readonly DedupBlock[], opts: DedupOptions = 
       structProbe.load(S.structSet, rep);
       nearMemo.clear();
       structMemo.clear();
+      clusterMembers.push(sorted);
       clusters.push({
         kind,
         representative: blocks[rep].id,
@@ -1761,7 +1942,18 @@ export async function dedup(blocks: readonly DedupBlock[], opts: DedupOptions = 
         })),
       });
     }
-    clusters.sort((a, b) => (a.representative < b.representative ? -1 : a.representative > b.representative ? 1 : 0));
+    // clusters by representative; memberOf[i]: the place of block i's cluster there
+    const order = clusters.map((_, k) => k);
+    order.sort((a, b) => {
+      const ra = clusters[a].representative,
+        rb = clusters[b].representative;
+      return ra < rb ? -1 : ra > rb ? 1 : 0;
+    });
+    const memberOf = new Int32Array(n).fill(-1);
+    order.forEach((k, j) => {
+      for (const m of clusterMembers[k]) memberOf[m] = j;
+    });
+    const byRep = order.map((k) => clusters[k]);
     let uniqueCount = 0;
     const perRepo: DedupResult['perRepo'] = {};
     for (let i = 0; i < n; i++) {
@@ -1781,7 +1973,8 @@ export async function dedup(blocks: readonly DedupBlock[], opts: DedupOptions = 
       .map(([i, reason]) => ({ id: blocks[i].id, reason }));
     tick('report');
     return {
-      clusters,
+      clusters: byRep,
+      memberOf,
       uniqueCount,
       total: n,
       perRepo,

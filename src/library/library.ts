@@ -14,7 +14,7 @@ import { classSignature, classStatement } from '../resolve/classes.js';
 import { libraryDir, libraryFile, placeBlockFile } from './layout.js';
 import type { IndexStore, IndexedRepo } from '../store/store.js';
 import { KV_KEYS, requirementsKey } from '../store/kv.js';
-import { clusterOf, listClusters, putDedup, putSpecs } from '../store/specs.js';
+import { clusterOf, listClusters, putDedup, putSpecs, type MemberRows } from '../store/specs.js';
 import { parseBlockId } from '../discover/ids.js';
 import {
   dedup,
@@ -376,10 +376,9 @@ export async function runDedup(ws: Pick<Workspace, 'store'>, opts: RunDedupOptio
       ...(useStored
         ? {
             stored: (sink: StoredSignatureSink) => {
-              unusedRows = eachDedupSignature(store, SIGNATURE_VERSION, byHash, (hash, error, data) => {
-                const at = byHash.get(hash)!;
+              unusedRows = eachDedupSignature(store, SIGNATURE_VERSION, byHash, (_hash, error, data, at) => {
                 if (typeof at === 'number') sink(at, error, data);
-                else for (const i of at) sink(i, error, data);
+                else for (const i of at!) sink(i, error, data);
               }).unused;
             },
             computed: (i: number, error: string | null, data: Uint8Array) => {
@@ -412,7 +411,22 @@ export async function runDedup(ws: Pick<Workspace, 'store'>, opts: RunDedupOptio
     kinds,
     clusters: res.clusters,
   };
-  putDedup(store, res.clusters, { ...stored, clusters: undefined });
+  // the member rows in block order, which is id order as the store lists the blocks
+  // (dedupRows: ORDER BY id; checked here with the `<` putDedup sorts by)
+  let idOrder = true;
+  for (let i = 1; i < es.length && idOrder; i++) idOrder = es[i - 1].id < es[i].id;
+  let rows: MemberRows | undefined;
+  if (idOrder) {
+    const ids: string[] = [];
+    const cluster: number[] = [];
+    for (let i = 0; i < es.length; i++)
+      if (res.memberOf[i] >= 0) {
+        ids.push(es[i].id);
+        cluster.push(res.memberOf[i] + 1);
+      }
+    rows = { ids, cluster };
+  }
+  putDedup(store, res.clusters, { ...stored, clusters: undefined }, rows);
   // the block list read from the store, and the clusters written to it (with the unused
   // signatures dropped)
   stored.timings = { rows: rowsMs, ...res.timings, store: Math.round(performance.now() - t0) };

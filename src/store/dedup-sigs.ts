@@ -30,29 +30,39 @@ export function putDedupSignatures(store: IndexStore, rows: readonly DedupSignat
 }
 
 /** Hand every stored signature of `version` whose hash is in `hashes` to `each`, streamed
- *  (one row in memory at a time). Returns how many were handed over, and the hashes of the
- *  rows of a content not in `hashes`, of any version (when `hashes` holds every stored
- *  module content, rows `pruneDedupSignatures` drops). */
-export function eachDedupSignature(
+ *  (one row in memory at a time), with the hash's value when `hashes` is a Map (one lookup
+ *  a row: at 10^6 rows a second lookup of each hash string was ~0.5 s). Returns how many
+ *  were handed over, and the hashes of the rows of a content not in `hashes`, of any
+ *  version (when `hashes` holds every stored module content, rows `pruneDedupSignatures`
+ *  drops). */
+export function eachDedupSignature<T = undefined>(
   store: IndexStore,
   version: number,
-  hashes: { has(hash: string): boolean },
-  each: (hash: string, error: string | null, data: Uint8Array) => void,
+  hashes: { has(hash: string): boolean } | ReadonlyMap<string, T>,
+  each: (hash: string, error: string | null, data: Uint8Array, value: T | undefined) => void,
 ): { handed: number; unused: string[] } {
   let handed = 0;
   const unused: string[] = [];
+  const map = hashes instanceof Map ? (hashes as ReadonlyMap<string, T>) : null;
   // every row, of every version: those of another version are rare (a content's row is
   // replaced when its signature is computed again)
   const rows = store.stmt('SELECT hash, version, error, data FROM dedup_signatures').raw().iterate();
   for (const [hash, v, error, data] of rows as Iterable<[string, number, string | null, Uint8Array]>) {
-    if (!hashes.has(hash)) {
+    let value: T | undefined;
+    if (map) {
+      value = map.get(hash);
+      if (value === undefined) {
+        unused.push(hash);
+        continue;
+      }
+    } else if (!hashes.has(hash)) {
       unused.push(hash);
       continue;
     }
     // (a row of another version of a content in `hashes`: the caller computes that
     // signature again and replaces the row)
     if (v !== version) continue;
-    each(hash, error, data);
+    each(hash, error, data, value);
     handed++;
   }
   return { handed, unused };

@@ -60,8 +60,35 @@ function clusterFromRow(r: ClusterRow): DedupCluster {
 
 const MEMBER_ROWS = 256;
 
-/** Replace the stored clusters and their summary (kv `dedup:last`) in one transaction. */
-export function putDedup(store: IndexStore, clusters: readonly DedupCluster[], summary: object): void {
+/** The member rows of stored clusters, in the order they are inserted: block `ids[k]` in
+ *  cluster `cluster[k]` (1-based, the cluster's place in the list + 1). */
+export interface MemberRows {
+  ids: readonly string[];
+  cluster: Int32Array | readonly number[];
+}
+
+/** The member rows of `clusters` in block id order (the table's key), a block in two
+ *  clusters once per cluster, the later last (its row replaces the earlier one). */
+function memberRowsOf(clusters: readonly DedupCluster[]): MemberRows {
+  const members: [string, number][] = [];
+  clusters.forEach((c, i) => {
+    for (const m of c.members) members.push([m, i + 1]);
+  });
+  members.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] - b[1]));
+  return { ids: members.map((m) => m[0]), cluster: members.map((m) => m[1]) };
+}
+
+/** Replace the stored clusters and their summary (kv `dedup:last`) in one transaction.
+ *  `rows`, when the caller has them (runDedup: the blocks in id order with their clusters,
+ *  each block in at most one), are the member rows of `clusters` in id order; without
+ *  them they are listed from the clusters and sorted by id (at 10^6 members the sort of
+ *  the id strings cost ~3 s of CPU). */
+export function putDedup(
+  store: IndexStore,
+  clusters: readonly DedupCluster[],
+  summary: object,
+  rows: MemberRows = memberRowsOf(clusters),
+): void {
   const insC = store.stmt(
     'INSERT INTO dedup_clusters(cluster, kind, representative, members, scores) VALUES (?, ?, ?, ?, ?)',
   );
@@ -75,11 +102,7 @@ export function putDedup(store: IndexStore, clusters: readonly DedupCluster[], s
   // the members inserted in block order (the table's key): in cluster order they went to
   // random places of the index, 8.9 s of CPU for the 10^6 members of a 10^6-block library
   // (the same rows either way; a block in two clusters keeps the later one, as before)
-  const members: [string, number][] = [];
-  clusters.forEach((c, i) => {
-    for (const m of c.members) members.push([m, i + 1]);
-  });
-  members.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] - b[1]));
+  const { ids, cluster } = rows;
   store.write(() => {
     store.stmt('DELETE FROM dedup_clusters').run();
     store.stmt('DELETE FROM dedup_members').run();
@@ -88,14 +111,14 @@ export function putDedup(store: IndexStore, clusters: readonly DedupCluster[], s
     });
     const args: (string | number)[] = new Array(2 * MEMBER_ROWS);
     let i = 0;
-    for (; i + MEMBER_ROWS <= members.length; i += MEMBER_ROWS) {
+    for (; i + MEMBER_ROWS <= ids.length; i += MEMBER_ROWS) {
       for (let k = 0; k < MEMBER_ROWS; k++) {
-        args[2 * k] = members[i + k][0];
-        args[2 * k + 1] = members[i + k][1];
+        args[2 * k] = ids[i + k];
+        args[2 * k + 1] = cluster[i + k];
       }
       insMany.run(args);
     }
-    for (; i < members.length; i++) insM.run(members[i][0], members[i][1]);
+    for (; i < ids.length; i++) insM.run(ids[i], cluster[i]);
     store.stmt('INSERT OR REPLACE INTO kv(key, value) VALUES (?, ?)').run(KV_KEYS.dedupLast, JSON.stringify(summary));
   });
 }

@@ -12,6 +12,8 @@ import {
   lshPairs,
   columnBandKeys,
   rangesReach,
+  rangeBound,
+  radixOrder,
   EXHAUSTIVE_BUCKET,
   MINHASH_K,
   NEAR_THRESHOLD,
@@ -307,7 +309,7 @@ test('verification range by range (rangesReach) answers as the whole merge does'
   const r = rng(7);
   const u32 = () => Math.floor(r() * 2 ** 32) >>> 0;
   const counts = (s: Uint32Array) => {
-    const c = new Uint16Array(64);
+    const c = new Uint8Array(64);
     for (const v of s) c[v >>> 26]++;
     return c;
   };
@@ -337,4 +339,77 @@ test('verification range by range (rangesReach) answers as the whole merge does'
     else refused++;
   }
   assert.ok(reached > 100 && refused > 100, `${reached} reached, ${refused} refused`);
+});
+
+test('the range bound of byte counts four to a word (rangeBound) is the sum of the minimums', () => {
+  // counts from 0 to 127 (narrowCounts keeps no more), the extremes in every lane
+  const r = rng(11);
+  const words = new Uint32Array(2 * 16);
+  const bytes = new Uint8Array(words.buffer);
+  for (let trial = 0; trial < 5000; trial++) {
+    for (let k = 0; k < 128; k++) {
+      const x = r();
+      bytes[k] = trial % 5 === 0 ? (x < 0.5 ? 0 : 127) : trial % 5 === 1 ? Math.floor(x * 128) : Math.floor(x * 20);
+    }
+    let want = 0;
+    for (let k = 0; k < 64; k++) want += Math.min(bytes[k], bytes[64 + k]);
+    assert.equal(rangeBound(words, 0, 16), want, `trial ${trial}`);
+  }
+});
+
+test('a set with a range of more than 127 values is verified without the range bound, and clusters as before', async () => {
+  // two large blocks (thousands of shingles: ~140 a range) that differ in a few lines, and
+  // a third that differs in many: the first two are near duplicates, the third is not
+  const lines = (n: number, renamed: (i: number) => boolean) =>
+    Array.from(
+      { length: n },
+      (_, i) => `        self.w${i} = x.mean(dim=${i % 7}) + ${renamed(i) ? 'q' : 'v'}${i} * ${i}`,
+    );
+  const block = (rename: (i: number) => boolean) =>
+    `import torch\n\n\nclass Big(torch.nn.Module):\n    def forward(self, x):\n${lines(1600, rename).join('\n')}\n        return x\n`;
+  const blocks: DedupInput[] = [
+    { id: 'a', repo: 'r', text: block(() => false) },
+    { id: 'b', repo: 'r', text: block((i) => i % 97 === 3) },
+    { id: 'c', repo: 'r', text: block((i) => i % 4 === 1) },
+  ];
+  const sig = blocks.map((b) => computeSignature(b.text));
+  const maxRange = (s: Uint32Array) => {
+    const c = new Array(64).fill(0);
+    for (const v of s) c[v >>> 26]++;
+    return Math.max(...c);
+  };
+  assert.ok(maxRange(sig[0].nearShingles) > 127, 'a range of more than 127 values');
+  assert.ok(jaccard(sig[0].nearShingles, sig[1].nearShingles) >= NEAR_THRESHOLD);
+  assert.ok(jaccard(sig[0].nearShingles, sig[2].nearShingles) < NEAR_THRESHOLD);
+  const res = await dedup(blocks, { threads: 0, syntaxCheck: 'lexical' });
+  assert.deepEqual(
+    res.clusters.map((c) => [c.kind, c.members]),
+    [['near', ['a', 'b']]],
+  );
+});
+
+test('LSH buckets: positions sorted by key then position (radixOrder), as the sort of key · 2^21 + position', () => {
+  const r = rng(13);
+  const count = new Uint32Array((1 << 16) + 1);
+  for (const [n, spread] of [
+    [1, 2 ** 32],
+    [5000, 2 ** 32],
+    [5000, 40],
+    [70000, 2 ** 20],
+    [3000, 2 ** 17],
+  ]) {
+    // keys spread over the whole range, or few (many equal keys: buckets), or in the high
+    // half only; keys of a band are uint32
+    const key = Uint32Array.from(
+      { length: n },
+      () => (Math.floor(r() * spread) * (spread < 2 ** 32 ? 65599 : 1)) >>> 0,
+    );
+    const pos = new Int32Array(n);
+    radixOrder(key, n, pos, new Int32Array(n), count);
+    const packed = Float64Array.from({ length: n }, (_, p) => key[p] * 2 ** 21 + p).sort();
+    assert.deepEqual(
+      Array.from(pos),
+      Array.from(packed, (v) => v % 2 ** 21),
+    );
+  }
 });

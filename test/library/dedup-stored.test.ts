@@ -162,6 +162,14 @@ test('dedup from the stored signatures gives the clusters dedup from the texts g
     assert.match(why.get('edge.syntax.A') ?? '', /syntax error/);
     assert.equal(why.get('edge.failed.A'), 'unparseable');
     assert.ok(fromStore.clusters.some((c) => c.members.includes('edge.twice.A') && c.members.includes('edge.twice.B')));
+    // the member rows runDedup wrote from the blocks in id order are those putDedup lists
+    // from the clusters: every member of the k-th cluster, and no other block
+    const rows = store.db.prepare('SELECT block, cluster FROM dedup_members ORDER BY block').raw().all();
+    const want = fromStore.clusters
+      .flatMap((c, k) => c.members.map((m) => [m, k + 1] as [string, number]))
+      .sort((a, b) => (a[0] < b[0] ? -1 : 1));
+    assert.ok(want.length > 1000);
+    assert.deepEqual(rows, want);
   } finally {
     store.close();
   }

@@ -26,6 +26,7 @@ import {
   signatureFromRecord,
   SimilarityIndex,
   packSignatures,
+  SetProbe,
   MINHASH_K,
   type DedupInput,
 } from '../../src/library/dedup.js';
@@ -569,4 +570,69 @@ test('many blocks that differ only in widths are compared quickly and never merg
   assert.equal(res.clusters.length, 0);
   assert.equal(res.uniqueCount, 3000);
   assert.ok(performance.now() - t0 < 30_000);
+});
+
+test("the representative: the preferred repository's block, then by repository name, then by id, in any input order", async () => {
+  // copies of three texts in blocks of six repositories, two of them preferred; the blocks
+  // in id order (positions compared) and shuffled (ids compared)
+  const r = rng(3);
+  const texts = [BASE, OTHER, WIDTH];
+  const repos = ['r0', 'r1', 'r2', 'r3', 'r4', 'r5'];
+  const prio = ['r3', 'r1'];
+  const sorted: DedupInput[] = Array.from({ length: 90 }, (_, i) => ({
+    id: `b${String(Math.floor(r() * 1e6)).padStart(6, '0')}.${i}`,
+    repo: repos[Math.floor(r() * repos.length)],
+    text: texts[i % 3],
+  })).sort((a, b) => (a.id < b.id ? -1 : 1));
+  const want = (members: string[], blocks: DedupInput[]) => {
+    const of = new Map(blocks.map((b) => [b.id, b]));
+    const key = (id: string) => {
+      const p = prio.indexOf(of.get(id)!.repo);
+      return [p < 0 ? Infinity : p, of.get(id)!.repo, id] as const;
+    };
+    return [...members].sort((a, b) => {
+      const [pa, ra, ia] = key(a),
+        [pb, rb, ib] = key(b);
+      return pa !== pb ? pa - pb : ra !== rb ? (ra < rb ? -1 : 1) : ia < ib ? -1 : 1;
+    })[0];
+  };
+  const shuffled = [...sorted].sort(() => r() - 0.5);
+  for (const blocks of [sorted, shuffled]) {
+    const res = await dedup(blocks, { threads: 0, syntaxCheck: 'lexical', repoPriority: prio });
+    assert.equal(res.clusters.length, 3);
+    for (const c of res.clusters) assert.equal(c.representative, want(c.members, blocks));
+    // memberOf: each block's cluster
+    blocks.forEach((b, i) => {
+      assert.ok(res.clusters[res.memberOf[i]].members.includes(b.id));
+    });
+  }
+  // without a priority list: by repository name, then id
+  const res = await dedup(shuffled, { threads: 0, syntaxCheck: 'lexical' });
+  const of = new Map(shuffled.map((b) => [b.id, b]));
+  for (const c of res.clusters) {
+    const best = [...c.members].sort((a, b) =>
+      of.get(a)!.repo !== of.get(b)!.repo ? (of.get(a)!.repo < of.get(b)!.repo ? -1 : 1) : a < b ? -1 : 1,
+    )[0];
+    assert.equal(c.representative, best);
+  }
+});
+
+test('the set probe (report scores) counts the value 0 and every other value as a merge does', () => {
+  const r = rng(5);
+  const probe = new SetProbe();
+  for (let trial = 0; trial < 300; trial++) {
+    const pick = () => {
+      const s = new Set<number>();
+      const n = 1 + Math.floor(r() * 900);
+      // small values too: they share slots (the low bits index the table)
+      while (s.size < n) s.add(r() < 0.3 ? Math.floor(r() * 64) * 1024 : Math.floor(r() * 2 ** 32));
+      if (trial % 3 === 0) s.add(0);
+      return Uint32Array.from(s).sort();
+    };
+    const a = pick();
+    const b = trial % 2 ? pick() : Uint32Array.from(new Set([...a.slice(0, a.length >> 1), 0, 7 * 1024])).sort();
+    const col = { arr: [a, b], off: Uint32Array.of(0, 0), len: Uint32Array.of(a.length, b.length) };
+    probe.load(col, 0);
+    assert.equal(probe.jaccard(col, 1), jaccard(a, b), `trial ${trial}`);
+  }
 });
