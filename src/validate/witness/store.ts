@@ -64,9 +64,11 @@ export function harvestSysPath(store: IndexStore, repo: string, skip: ReadonlySe
 }
 
 /** The version of the harvest's order and stopping rules (harvest.ts GreedyOrder,
- *  STALL_RUNS): part of the key, so a harvest an older rule stopped early is run again.
- *  2: the stall rule counts each source of witnesses apart (stallSource). */
-export const HARVEST_RULES = 2;
+ *  STALL_RUNS, PHASE_STEPS): part of the key, so a harvest an older rule stopped early is
+ *  run again. 2: the stall rule counts each source of witnesses apart (stallSource).
+ *  3: a phase's budget is counted in steps (PHASE_STEPS), no longer in summed CPU time
+ *  (a backstop now), and every step has the whole entry budget. */
+export const HARVEST_RULES = 3;
 
 /** The cache key of a repository's harvest: the blob ids of its own indexed files, the
  *  names of the files of every other repository on its sys.path (a module added or
