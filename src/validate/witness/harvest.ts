@@ -143,6 +143,8 @@ export interface HarvestResult {
   listReads?: string[];
   /** what the harvest read outside its key (witness/store.ts harvestDepends) */
   depends?: HarvestDepends;
+  /** the version of the rules it was made by (witness/store.ts HARVEST_RULES) */
+  rules?: number;
 }
 
 /** What a stored harvest read outside its key: the files of other repositories, and the

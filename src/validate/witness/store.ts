@@ -404,7 +404,9 @@ export async function repoWitnesses(
   const reuse: RunReuse = {
     envId: pool.harvestEnvId,
     runs: previous?.runs ?? {},
-    ...(previous?.wallStops ? { wallStops: previous.wallStops } : {}),
+    // where a wall-clock backstop stopped the previous harvest, if made by these rules
+    // (a harvest of older rules stopped by time at a step these rules need not stop at)
+    ...(previous?.wallStops && previous.rules === HARVEST_RULES ? { wallStops: previous.wallStops } : {}),
     depends: (read, e, calls) => {
       const opened = new Set(calls?.opened ?? []);
       return runDepends(opts.corpus, repo, row.root, read, e).flatMap((f): RunFile[] => {
@@ -445,6 +447,7 @@ export async function repoWitnesses(
     onEntry: opts.onEntry,
   });
   result.depends = harvestDepends(result, row.root, new Set(store.listFiles(repo).map((f) => f.path)), listing, blob);
+  result.rules = HARVEST_RULES;
   putHarvest(store, repo, key, pool.envId, JSON.stringify(result));
   return { result, cached: false };
 }
