@@ -298,8 +298,9 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
       harvest,
       timeoutMs,
     });
-  // the list step's import budget is CPU time too; its wall-clock timeout a backstop
-  const importBudget = Math.min(120, repoMs / 4000);
+  // the list step's import budget is CPU time too (120 s, a quarter of the default CPU
+  // backstop, as it was half of the old budget; 10 s at least); its wall-clock timeout a backstop
+  const importBudget = Math.min(120, Math.max(10, repoMs / 4000));
   const listed = await ask(
     { ...base, mode: 'list', importBudget, ...(o.reuse ? { recordReads: true } : {}) },
     stepTimeoutMs(importBudget * 1000) + 45000,
