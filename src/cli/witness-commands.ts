@@ -11,8 +11,13 @@ import { safeText } from './terminal.js';
 function summary(h: HarvestResult, cached: boolean | null): string[] {
   const lines = [
     `${h.repo}: ${cached === null ? 'stored harvest' : cached ? 'unchanged, stored harvest' : `harvested in ${(h.ms / 1000).toFixed(1)} s`}; ` +
-      `${Object.keys(h.witnesses).length}/${h.classes.length} classes with witnesses; ${h.entries.length} entry points run, ${h.skipped} skipped${h.error ? `; error: ${h.error}` : ''}`,
+      `${Object.keys(h.witnesses).length}/${h.classes.length} classes with witnesses; ${h.entries.length} entry points run, ${h.skipped} skipped${h.stopped ? ` (stopped: ${h.stopped})` : ''}${h.error ? `; error: ${h.error}` : ''}`,
   ];
+  // a phase a backstop ended ran what this machine's speed and load allowed
+  for (const [phase, by] of Object.entries(h.backstops ?? {}))
+    lines.push(
+      `  not reproducible: the ${phase} phase was ended by its ${by === 'cpu' ? 'CPU' : 'wall-clock'} backstop`,
+    );
   for (const e of h.entries) {
     const t = e.tests;
     // a test file: its tests' outcomes and those stopped by their budget
@@ -85,6 +90,10 @@ export const commands: Record<string, Command> = {
             error: x.harvest?.error ?? null,
             entries: x.harvest?.entries ?? [],
             skipped: x.harvest?.skipped ?? 0,
+            stopped: x.harvest?.stopped ?? null,
+            cpuMs: x.harvest?.cpuMs ?? null,
+            reproducible: x.harvest?.reproducible ?? null,
+            backstops: x.harvest?.backstops ?? {},
             importFailures: x.harvest?.importFailures ?? {},
           })),
         );

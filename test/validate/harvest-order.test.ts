@@ -2,8 +2,9 @@
 // family's first member runs before any family's second, a family is exhausted only after
 // IDLE_RUNS runs without a new class (not after one), entry points whose classes are all
 // called are skipped, smaller numbered sizes go first within a family; the repository's
-// memory budget, once spent, ends the order; the repository's budget counts CPU time and a
-// phase stops when coverage stops growing (harvestRepo); with two lanes, what runs and
+// memory budget, once spent, ends the order; a phase's budget counts steps, whatever CPU
+// time they take, its backstop counts CPU time (and says the harvest is not reproducible),
+// and a phase stops when coverage stops growing (harvestRepo); with two lanes, what runs and
 // what it witnesses do not depend on which step finished first, nor on steps read from
 // the store (reused at once) beside steps run again with another CPU time.
 import { test } from 'node:test';
@@ -16,6 +17,7 @@ import {
   nameStem,
   numberOf,
   HARVEST_LAG,
+  PHASE_STEPS,
   STALL_RUNS,
   type HarvestEntry,
   type HarvestResult,
@@ -236,16 +238,44 @@ const stepper = (answers: (e: HarvestEntry) => { cpuMs: number; classes: string[
 };
 const opts = { repo: 'r', sysPath: ['/nowhere'], modules: ['pkg'], zygoteModule: 'pkg' };
 
-test('the repository budget counts the steps CPU time, not the wall clock; a phase stops when STALL_RUNS entry points in a row add nothing', async () => {
+test("a phase's budget counts steps, whatever CPU time they took: a machine ten times slower runs the same steps", async () => {
+  // each entry point reaches a class of its own (all would run)
+  const many = Array.from({ length: 60 }, (_, i) => entry(`m${i}x`, [`c.C${i}`]));
+  const classes = (e: HarvestEntry) => [`c.C${e.qualname.slice(1, -1)}`];
+  const fast = stepper((e) => ({ cpuMs: 100 + 37 * (Number(e.qualname.slice(1, -1)) % 5), classes: classes(e) }), many);
+  const slow = stepper(
+    (e) => ({ cpuMs: 1000 + 370 * (Number(e.qualname.slice(1, -1)) % 3), classes: classes(e) }),
+    many,
+  );
+  const a = await harvestRepo(fast.pool, { ...opts, repoSteps: 17, docsMs: 0 });
+  const b = await harvestRepo(slow.pool, { ...opts, repoSteps: 17, docsMs: 0 });
+  assert.equal(fast.runs.length, 17, fast.runs.join());
+  assert.deepEqual(slow.runs, fast.runs);
+  assert.deepEqual(b.witnesses, a.witnesses);
+  for (const h of [a, b]) {
+    assert.equal(h.stopped, 'steps');
+    assert.equal(h.reproducible, true);
+    assert.equal(h.backstops, undefined);
+  }
+  // the default: PHASE_STEPS
+  const many2 = Array.from({ length: PHASE_STEPS + 5 }, (_, i) => entry(`m${i}x`, [`c.C${i}`]));
+  const c = stepper((e) => ({ cpuMs: 10, classes: classes(e) }), many2);
+  assert.equal((await harvestRepo(c.pool, { ...opts, docsMs: 0 })).stopped, 'steps');
+  assert.equal(c.runs.length, PHASE_STEPS);
+});
+
+test('the CPU backstop ends a phase of pathologically slow steps, and the harvest says it is not reproducible; a phase stops when STALL_RUNS entry points in a row add nothing', async () => {
   // each entry point reaches a class of its own (all would run), and says it spent 10 s of CPU
   const many = Array.from({ length: 60 }, (_, i) => entry(`m${i}x`, [`c.C${i}`]));
   const a = stepper((e) => ({ cpuMs: 10000, classes: [`c.C${e.qualname.slice(1, -1)}`] }), many);
   const h = await harvestRepo(a.pool, { ...opts, repoMs: 55000, docsMs: 0 });
-  // 55 s of CPU: six steps of 10 s (the sixth starts with 5 s left), though no wall time
-  // passed; step k is chosen knowing the answers up to k-HARVEST_LAG, so HARVEST_LAG-1
-  // steps were chosen before the sixth's answer said the budget was spent
+  // 55 s of CPU: six steps of 10 s, though no wall time passed; step k is chosen knowing
+  // the answers up to k-HARVEST_LAG, so HARVEST_LAG-1 steps were chosen before the
+  // sixth's answer said the backstop was reached
   assert.equal(a.runs.length, 6 + HARVEST_LAG - 1, a.runs.join());
   assert.equal(h.stopped, 'time');
+  assert.deepEqual(h.backstops, { builders: 'cpu' });
+  assert.equal(h.reproducible, false);
   assert.equal(h.cpuMs, (6 + HARVEST_LAG - 1) * 10000);
   // no new class from the third step on: the phase stops STALL_RUNS steps later
   const b = stepper(
@@ -255,6 +285,7 @@ test('the repository budget counts the steps CPU time, not the wall clock; a pha
   const g = await harvestRepo(b.pool, { ...opts, docsMs: 0 });
   assert.equal(b.runs.length, 2 + STALL_RUNS + HARVEST_LAG - 1, b.runs.join());
   assert.equal(g.stopped, 'coverage');
+  assert.equal(g.reproducible, true);
 });
 
 test('each source of witnesses stalls on its own: examples that witness nothing do not stop the tests', async () => {
@@ -342,7 +373,8 @@ const order = (h: HarvestResult) => h.entries.map((e) => e.entry);
 test('two lanes: the steps chosen, their order and the witnesses do not depend on which step finishes first, nor on reused steps beside re-run ones', async () => {
   const many = Array.from({ length: 40 }, (_, i) => entry(`n${i}x`, [`c.C${i}`, `c.C${(i + 7) % 40}`], i % 5));
   const cpu = (e: HarvestEntry) => 1000 + 700 * (Number(e.qualname.slice(1, -1)) % 4);
-  // the budget ends the phase midway (about 20 of 40 steps)
+  // the CPU backstop ends the phase midway (about 20 of 40 steps): the steps a re-run
+  // reuses keep their charge, so even a backstop stops a re-run at the same step
   const budget = { ...opts, repoMs: 40000, docsMs: 0 };
   const blobs = new Map(many.map((e) => [e.qualname, 'v1']));
   const reuse = (runs: HarvestResult['runs']): RunReuse => ({
@@ -390,6 +422,8 @@ test('a phase the wall clock stopped (a loaded machine): a harvest reusing its s
   const a = lanes(many, 3, () => 1000);
   const cold = await harvestRepo(a.pool, { ...budget, reuse: reuse(null) });
   assert.equal(cold.stopped, 'time');
+  assert.deepEqual(cold.backstops, { builders: 'wall' });
+  assert.equal(cold.reproducible, false);
   const n = cold.wallStops?.builders;
   assert.ok(n !== undefined && n >= 1 && n < 40, JSON.stringify(cold.wallStops));
   assert.equal(cold.entries.length, n);
@@ -410,9 +444,9 @@ test('a phase the wall clock stopped (a loaded machine): a harvest reusing its s
 test("a pool of one worker, of two or of four harvests the same steps and witnesses (a queue's shard worker and extract --all agree)", async () => {
   const many = Array.from({ length: 40 }, (_, i) => entry(`n${i}x`, [`c.C${i}`, `c.C${(i + 7) % 40}`], i % 5));
   const cpu = (e: HarvestEntry) => 1000 + 700 * (Number(e.qualname.slice(1, -1)) % 4);
-  const budget = { ...opts, repoMs: 40000, docsMs: 0 };
+  const budget = { ...opts, repoSteps: 20, docsMs: 0 };
   const two = await harvestRepo(lanes(many, 5, cpu, 2).pool, budget);
-  assert.equal(two.stopped, 'time');
+  assert.equal(two.stopped, 'steps');
   for (const workers of [1, 4]) {
     const other = await harvestRepo(lanes(many, 5 + workers, cpu, workers).pool, budget);
     assert.deepEqual(order(other), order(two), `${workers} workers`);

@@ -4,12 +4,16 @@
 // first member (entry points reaching the same classes, at their smallest size) before
 // any family's second, the entry point that can reach the most classes without a witness
 // yet first, an entry point whose reachable classes all have witnesses skipped, a family
-// exhausted after IDLE_RUNS runs without a new class — within CPU-time budgets per entry
-// point and per repository (the harness stops a step by a CPU-time timer; a wall-clock
-// budget covered less on a loaded machine, and by a wall-clock one of 6x + 10 s of it when
-// it waits without computing), with a wall-clock backstop per phase, and stopped early
-// when every source (builders, tests, doctests, READMEs, examples/ scripts: stallSource)
-// has had STALL_RUNS entry points in a row that witnessed no new class.
+// exhausted after IDLE_RUNS runs without a new class — within a CPU-time budget per entry
+// point (the harness stops a step by a CPU-time timer; a wall-clock budget covered less
+// on a loaded machine, and by a wall-clock one of 6x + 10 s of it when it waits without
+// computing) and a budget of PHASE_STEPS steps per phase, stopped early when every source
+// (builders, tests, doctests, READMEs, examples/ scripts: stallSource) has had STALL_RUNS
+// entry points in a row that witnessed no new class. Which steps run is so a function of
+// the repository and the environment alone, not of the machine's speed or load (a budget
+// of summed CPU time ended one cold harvest a step later than another: issue 28); a CPU
+// and a wall-clock backstop per phase only end a pathological repository's phase, and
+// such a harvest says it is not reproducible (HarvestResult.backstops).
 // Each run step's answer is kept with the files its run read (the harness's `reads`, and
 // the files those import names from: RunReuse.depends); a later harvest of the repository
 // (some file changed) reuses the answer of a step asked again with the same request while
@@ -107,9 +111,18 @@ export interface HarvestResult {
   ms: number;
   /** the entry points' peak memory growth, summed (MB): what the repository budget counts */
   memoryMb?: number;
-  /** what ended the harvest before every entry point ran: the repository's CPU budget
-   *  (or its wall-clock backstop), its memory budget, or coverage that stopped growing */
-  stopped?: 'time' | 'memory' | 'coverage';
+  /** what ended the harvest before every entry point ran: a phase's budget of steps
+   *  (PHASE_STEPS), its CPU or wall-clock backstop (`time`: see backstops), the memory
+   *  budget, or coverage that stopped growing */
+  stopped?: 'steps' | 'time' | 'memory' | 'coverage';
+  /** per phase ended by a backstop, which: its CPU time (BACKSTOP_MS) or the wall clock.
+   *  Such a phase ran as many steps as the machine's speed and load allowed: another
+   *  harvest of the same repository may run more or fewer steps and witness differently */
+  backstops?: Partial<Record<HarvestPhase, 'cpu' | 'wall'>>;
+  /** the steps run are the repository's and the environment's alone (no backstop ended
+   *  a phase); false when one did. (A step its own CPU timer stopped, entries[].stopped
+   *  `time`, may still witness more or less on a machine of another speed.) */
+  reproducible?: boolean;
   /** what the list step says about sources it could not use (`tests`: pytest is not importable) */
   notes?: Record<string, string>;
   /** time spent in entry points from tests and documented examples, ms */
@@ -130,6 +143,8 @@ export interface HarvestResult {
   listReads?: string[];
   /** what the harvest read outside its key (witness/store.ts harvestDepends) */
   depends?: HarvestDepends;
+  /** the version of the rules it was made by (witness/store.ts HARVEST_RULES) */
+  rules?: number;
 }
 
 /** What a stored harvest read outside its key: the files of other repositories, and the
@@ -210,10 +225,15 @@ export interface HarvestOptions {
   zygoteModule: string;
   /** CPU time per entry point, ms (default 30000) */
   entryMs?: number;
-  /** CPU time of the run steps for the whole repository, summed, ms (default 240000) */
+  /** steps of the builders' phase (default PHASE_STEPS) */
+  repoSteps?: number;
+  /** steps of the tests' and documents' phase (default: repoSteps) */
+  docsSteps?: number;
+  /** CPU backstop of the builders' phase: the CPU time of its run steps, summed, ms
+   *  (default BACKSTOP_MS) */
   repoMs?: number;
   /** wall-clock backstop of each phase (the builders, then the tests and documents), ms
-   *  (default 4 x the phase's CPU budget) */
+   *  (default 4 x the phase's CPU backstop) */
   repoWallMs?: number;
   /** entry points in a row that witness no new class, after which a phase stops (default STALL_RUNS) */
   stallRuns?: number;
@@ -229,7 +249,7 @@ export interface HarvestOptions {
   repoRoot?: string;
   /** CPU time per test of a test file, ms (default 10000) */
   testMs?: number;
-  /** CPU time for the tests and documented examples, after the builders, ms (default: repoMs) */
+  /** CPU backstop of the tests and documented examples, after the builders, ms (default: repoMs) */
   docsMs?: number;
   onEntry?: (r: EntryReport) => void;
 }
@@ -237,7 +257,8 @@ export interface HarvestOptions {
 export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promise<HarvestResult> {
   const t0 = performance.now();
   const entryMs = o.entryMs ?? 30000;
-  const repoMs = o.repoMs ?? 240000;
+  const repoMs = o.repoMs ?? BACKSTOP_MS;
+  const repoSteps = o.repoSteps ?? PHASE_STEPS;
   const stallRuns = o.stallRuns ?? STALL_RUNS;
   const perClass = o.perClass ?? 3;
   const entryMemoryMb = o.entryMemoryMb;
@@ -277,8 +298,9 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
       harvest,
       timeoutMs,
     });
-  // the list step's import budget is CPU time too; its wall-clock timeout a backstop
-  const importBudget = Math.min(120, repoMs / 2000);
+  // the list step's import budget is CPU time too (120 s, a quarter of the default CPU
+  // backstop, as it was half of the old budget; 10 s at least); its wall-clock timeout a backstop
+  const importBudget = Math.min(120, Math.max(10, repoMs / 4000));
   const listed = await ask(
     { ...base, mode: 'list', importBudget, ...(o.reuse ? { recordReads: true } : {}) },
     stepTimeoutMs(importBudget * 1000) + 45000,
@@ -351,8 +373,10 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
     answer: Promise<Answer>;
     settled: boolean;
   }
-  const start = (cur: GreedyOrder, e: HarvestEntry, extra: HarvestEntry[], left: number): Step => {
-    const budget = Math.max(1000, Math.min(entryMs, left));
+  const start = (cur: GreedyOrder, e: HarvestEntry, extra: HarvestEntry[]): Step => {
+    // every step has the whole entry budget: one cut to what a phase's CPU had left
+    // depended on how fast the steps before it ran
+    const budget = Math.max(1000, entryMs);
     const request: Record<string, unknown> = {
       ...base,
       mode: 'run',
@@ -485,7 +509,7 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
     out.entries.push(rep);
     o.onEntry?.(rep);
   };
-  const runPhase = async (cur: GreedyOrder, limit: number, phase: HarvestPhase): Promise<void> => {
+  const runPhase = async (cur: GreedyOrder, steps: number, limit: number, phase: HarvestPhase): Promise<void> => {
     // dispatched steps whose answers are not applied yet, in the order they were dispatched
     const flight: Step[] = [];
     const applyOldest = async () => {
@@ -502,14 +526,21 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
     for (;;) {
       // the answers the next choice is made from: all but the last lag-1 dispatched
       while (flight.length >= lag) await applyOldest();
-      // the phase's CPU budget, the repository's wall-clock backstop (this harvest's, or
-      // where it stopped the previous one), coverage that stopped growing
-      if (!cur.stopped && cpuSpent - cpu0 >= limit) cur.stopped = 'time';
+      // coverage that stopped growing, the phase's budget of steps (both counted in
+      // steps: the same on any machine); then its backstops, against a repository whose
+      // steps are pathologically slow: its CPU time, and the wall clock (this harvest's,
+      // or where it stopped the previous one)
+      if (!cur.stopped && cur.allStalled()) cur.stopped = 'coverage';
+      if (!cur.stopped && dispatched >= steps && cur.pending.length) cur.stopped = 'steps';
+      if (!cur.stopped && cpuSpent - cpu0 >= limit) {
+        cur.stopped = 'time';
+        (out.backstops ??= {})[phase] = 'cpu';
+      }
       if (!cur.stopped && ((inherited !== undefined && dispatched >= inherited) || performance.now() - w0 >= wallMs)) {
         cur.stopped = 'time';
+        (out.backstops ??= {})[phase] = 'wall';
         wallStop = dispatched;
       }
-      if (!cur.stopped && cur.allStalled()) cur.stopped = 'coverage';
       if (!cur.stopped && cur.pending.length) {
         // a free lane (the timing decides only when the next step starts, never which)
         for (let running = flight.filter((s) => !s.settled); running.length >= workers; ) {
@@ -524,7 +555,7 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
           // (the runner, the conftest files) is paid once, and the per-test gate skips
           // what an earlier file of the session already called
           const extra = e.kind === 'test' ? cur.take((x) => x.kind === 'test', TEST_FILES_PER_STEP - 1) : [];
-          flight.push(start(cur, e, extra, limit - (cpuSpent - cpu0)));
+          flight.push(start(cur, e, extra));
           dispatched++;
           continue;
         }
@@ -537,15 +568,17 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
   // two phases: the repository's builders of whole models within `repoMs`, then its tests
   // and documented examples within `docsMs` of their own, aimed at the classes the
   // builders left without a called witness (a slow test suite never takes the builders' budget)
-  await runPhase(order, repoMs, 'builders');
+  await runPhase(order, repoSteps, repoMs, 'builders');
   // on to the tests and documents: what the builders covered counts as covered
   docsOrder.seed(order);
-  if (docsOrder.pending.length && !docsOrder.stopped) await runPhase(docsOrder, docsBudget, 'docs');
+  if (docsOrder.pending.length && !docsOrder.stopped)
+    await runPhase(docsOrder, o.docsSteps ?? repoSteps, docsBudget, 'docs');
   out.skipped += order.skipped + order.pending.length + docsOrder.skipped + docsOrder.pending.length;
   out.memoryMb = Math.round(Math.max(order.memorySpent, docsOrder.memorySpent)); // the second starts from the first's
   if (docsMs) out.docsMs = Math.round(docsMs);
   out.cpuMs = Math.round(cpuSpent);
   if (order.pending.length || docsOrder.pending.length) out.stopped = order.stopped ?? docsOrder.stopped ?? 'time';
+  out.reproducible = !out.backstops;
   borrowSiblingInputs(out.witnesses, list.forwardKeys ?? {}, out.classes, perClass);
   out.ms = performance.now() - t0;
   return out;
@@ -600,6 +633,22 @@ export function stepTimeoutMs(budgetMs: number): number {
   return 2 * budgetMs + 15000;
 }
 
+/** The steps of a harvest phase (a test session of several files is one step), after
+ *  which it stops: its budget, counted in steps so that it ends at the same step on any
+ *  machine, at any load. Chosen from the corpus's measured costs: a phase stopped by
+ *  the earlier budget of 240 s of summed CPU time is timm's builders (every other
+ *  repository of the corpus runs out of entry points or stalls first: torchvision after
+ *  ~150 steps, pyg's tests after ~90), and that budget ran 259-277 of timm's steps
+ *  (0.9 s of CPU a step; more on a faster machine): 280 steps keep every step those
+ *  harvests ran, at about 6% more CPU than the old budget. */
+export const PHASE_STEPS = 280;
+
+/** The CPU backstop of a phase, ms: twice the budget of summed CPU time it replaces.
+ *  Only a repository whose steps are pathologically slow reaches it (the heaviest of
+ *  the corpus, yolov9's 47 builders at 5 s each, spend about 230 s); a phase it ends is
+ *  not reproducible (HarvestResult.backstops). */
+export const BACKSTOP_MS = 480000;
+
 /** Step k of a harvest phase is chosen once the answers of steps 0..k-HARVEST_LAG are
  *  applied (see harvestRepo): the lag of two lanes, whatever the pool's size. */
 export const HARVEST_LAG = 3;
@@ -650,8 +699,9 @@ export class GreedyOrder {
   private readonly exhausted = new Set<string>();
   /** the entry points' peak memory growth so far, summed (MB) */
   memorySpent = 0;
-  /** the repository budget that ended the harvest, or coverage that stopped growing */
-  stopped: 'memory' | 'time' | 'coverage' | undefined;
+  /** what ended the phase: the memory budget, its budget of steps, a backstop (`time`),
+   *  or coverage that stopped growing */
+  stopped: 'memory' | 'steps' | 'time' | 'coverage' | undefined;
   /** per source (stallSource): runs since its last that witnessed a new class (or called one first) */
   private readonly sinceGain = new Map<string, number>();
   /** sources that ran STALL_RUNS entry points in a row without a gain: their entries stay pending, unrun */

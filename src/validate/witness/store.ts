@@ -64,9 +64,11 @@ export function harvestSysPath(store: IndexStore, repo: string, skip: ReadonlySe
 }
 
 /** The version of the harvest's order and stopping rules (harvest.ts GreedyOrder,
- *  STALL_RUNS): part of the key, so a harvest an older rule stopped early is run again.
- *  2: the stall rule counts each source of witnesses apart (stallSource). */
-export const HARVEST_RULES = 2;
+ *  STALL_RUNS, PHASE_STEPS): part of the key, so a harvest an older rule stopped early is
+ *  run again. 2: the stall rule counts each source of witnesses apart (stallSource).
+ *  3: a phase's budget is counted in steps (PHASE_STEPS), no longer in summed CPU time
+ *  (a backstop now), and every step has the whole entry budget. */
+export const HARVEST_RULES = 3;
 
 /** The cache key of a repository's harvest: the blob ids of its own indexed files, the
  *  names of the files of every other repository on its sys.path (a module added or
@@ -402,7 +404,9 @@ export async function repoWitnesses(
   const reuse: RunReuse = {
     envId: pool.harvestEnvId,
     runs: previous?.runs ?? {},
-    ...(previous?.wallStops ? { wallStops: previous.wallStops } : {}),
+    // where a wall-clock backstop stopped the previous harvest, if made by these rules
+    // (a harvest of older rules stopped by time at a step these rules need not stop at)
+    ...(previous?.wallStops && previous.rules === HARVEST_RULES ? { wallStops: previous.wallStops } : {}),
     depends: (read, e, calls) => {
       const opened = new Set(calls?.opened ?? []);
       return runDepends(opts.corpus, repo, row.root, read, e).flatMap((f): RunFile[] => {
@@ -443,6 +447,7 @@ export async function repoWitnesses(
     onEntry: opts.onEntry,
   });
   result.depends = harvestDepends(result, row.root, new Set(store.listFiles(repo).map((f) => f.path)), listing, blob);
+  result.rules = HARVEST_RULES;
   putHarvest(store, repo, key, pool.envId, JSON.stringify(result));
   return { result, cached: false };
 }
