@@ -1160,22 +1160,13 @@ function libraryDocuments(store: IndexStore): number {
  * filter columns, the class names' index, the number of documents and the facets (kept
  * until the store changes). A process that answers queries as they come (the catalog)
  * calls it once at its start, so its first page does not pay for them (at 10^6 blocks:
- * seconds, one read of every document's filter row and one split of every class name),
- * nor for the first run of the name candidates' merge (below).
+ * seconds, one read of every document's filter row and one split of every class name).
  */
 export function prepareSearch(store: IndexStore): void {
-  const cols = filterColumns(store);
-  const { lists } = nameIndex(store);
+  filterColumns(store);
+  nameIndex(store);
   libraryDocuments(store);
   facets(store);
-  // one query of the commonest class-name part, its result dropped: a query's code (the
-  // merge of the name index's lists over 10^5–10^6 names, the filters, the field checks)
-  // runs as interpreted code in its first calls, until V8 compiles it (measured at 10^6
-  // blocks: ~150 ms of CPU more than a compiled run in nameCandidates alone, on the first
-  // search pages of a fresh catalog). What it keeps is that word's counts.
-  let common = '';
-  for (const [p, l] of lists) if (l.length > (lists.get(common)?.length ?? 0)) common = p;
-  if (common && cols.size) searchBlocks(store, common, { limit: 1 });
 }
 
 /** Distinct values of the filter columns, for the catalog's filter menus. */
