@@ -14,7 +14,7 @@ import type { IndexStore } from '../store/store.js';
 import { extractionStamps, getExtraction, listExtractions, hasExtraction, extractionIds } from '../store/records.js';
 import {
   browseDocs,
-  countDocs,
+  maxDocRowid,
   countFts,
   docFacets,
   docKeys,
@@ -42,6 +42,7 @@ import { NnragError, UsageError } from '../util/errors.js';
 import { suggest } from '../util/suggest.js';
 import { parseBlockId } from '../discover/ids.js';
 import { buildDoc, docKey, storedSpec } from './documents.js';
+import { PackedStringsBuilder } from './packed.js';
 import type { SearchDoc } from '../records/search.js';
 import {
   expandText,
@@ -298,63 +299,101 @@ const SEEK_DOCS = 5_000;
 interface FilterColumns {
   /** a predicate on rowids for the filters (every rowid of a document) */
   predicate(f: DocFilters): (rowid: number) => boolean;
+  /** how many documents pass the filters, of the statuses they show (what countDocs
+   *  counts in SQL: a scan of search_docs, whose rows hold the documents' JSON) */
+  count(f: DocFilters): number;
   status: Uint8Array;
   failedCode: number;
   statusOf(rowid: number): string;
   isValidated(rowid: number): boolean;
-  /** class name (the block id's last part) */
-  name: string[];
-  /** the class name's identifier parts (split on first use, then kept) */
+  /** rowids are below this */
+  size: number;
+  /** class name (the block id's last part; '' for a rowid without a document) */
+  nameOf(rowid: number): string;
+  /** whether the rowid's document has a class name */
+  hasName(rowid: number): boolean;
+  /** the class name's identifier parts */
   parts(rowid: number): string[];
 }
 
-/** The documents' filter columns as typed arrays by rowid, read once per store state. */
+/** documents whose filter columns are read per statement (the rows of a chunk are garbage
+ *  once read: a chunk, unlike the whole table, dies young) */
+const FILTER_CHUNK = 50_000;
+/** joins a name's identifier parts in the packed parts (a part holds letters and digits
+ *  only, or a whole identifier chunk: never NUL) */
+const PART_SEP = '\0';
+
+/** The documents' filter columns as typed arrays by rowid, and their class names and the
+ *  names' identifier parts packed (src/search/packed.ts), read once per store state. */
 function filterColumns(store: IndexStore): FilterColumns {
   return memoized(store, 'filter-columns', () => {
-    const rows = docFilterRows(store);
-    let max = 0;
-    for (const r of rows) max = Math.max(max, r[0]);
-    const codes = (xs: string[]) => new Map([...new Set(xs)].map((x, i) => [x, i + 1]));
-    const repoCode = codes(rows.map((r) => r[2]));
-    const catCode = codes(rows.map((r) => r[3]));
-    const statusCode = codes(rows.map((r) => r[4]));
-    const statusName = new Map([...statusCode].map(([k, v]) => [v, k]));
-    const repo = new Int32Array(max + 1);
-    const cat = new Int32Array(max + 1);
-    const status = new Uint8Array(max + 1);
-    const params = new Float64Array(max + 1).fill(Number.NaN);
-    const name: string[] = new Array(max + 1).fill('');
-    for (const [rowid, id, rp, c, st, p] of rows) {
-      name[rowid] = parseBlockId(id).className;
-      repo[rowid] = repoCode.get(rp)!;
-      cat[rowid] = catCode.get(c)!;
-      status[rowid] = statusCode.get(st)!;
-      if (p !== null) params[rowid] = p;
+    const max = maxDocRowid(store);
+    const size = max + 1;
+    const repoCode = new Map<string, number>();
+    const catCode = new Map<string, number>();
+    const statusCode = new Map<string, number>();
+    const code = (m: Map<string, number>, x: string) => {
+      let c = m.get(x);
+      if (c === undefined) m.set(x, (c = m.size + 1));
+      return c;
+    };
+    const repo = new Int32Array(size);
+    const cat = new Int32Array(size);
+    const status = new Uint8Array(size);
+    const params = new Float64Array(size).fill(Number.NaN);
+    const names = new PackedStringsBuilder(size);
+    const partsOf = new PackedStringsBuilder(size);
+    for (let after = Number.MIN_SAFE_INTEGER; ; ) {
+      const rows = docFilterRows(store, after, FILTER_CHUNK);
+      if (!rows.length) break;
+      for (const [rowid, id, rp, c, st, p] of rows) {
+        const name = parseBlockId(id).className;
+        names.set(rowid, name);
+        partsOf.set(rowid, identifierParts(name).join(PART_SEP));
+        repo[rowid] = code(repoCode, rp);
+        cat[rowid] = code(catCode, c);
+        status[rowid] = code(statusCode, st);
+        if (p !== null) params[rowid] = p;
+      }
+      if (rows.length < FILTER_CHUNK) break;
+      after = rows[rows.length - 1][0];
     }
+    const name = names.build();
+    const parts = partsOf.build();
+    const statusName = new Map([...statusCode].map(([k, v]) => [v, k]));
     const validated = statusCode.get('validated') ?? -1;
-    const parts: (string[] | undefined)[] = new Array(max + 1);
+    const failed = statusCode.get('failed') ?? -1;
+    const predicate = (f: DocFilters) => {
+      const repos = new Set(f.repos.map((r) => repoCode.get(r) ?? -1));
+      const cats = new Set(f.categories.map((c) => catCode.get(c) ?? -1));
+      // SQL comparisons with NULL params are false (filterSql: d.params >= ?)
+      return (r: number) =>
+        status[r] !== 0 &&
+        (!repos.size || repos.has(repo[r])) &&
+        (!cats.size || cats.has(cat[r])) &&
+        (!f.validated || status[r] === validated) &&
+        (f.minParams === undefined || params[r] >= f.minParams) &&
+        (f.maxParams === undefined || params[r] <= f.maxParams);
+    };
     return {
-      parts: (r: number) => {
-        let p = parts[r];
-        if (p === undefined) parts[r] = p = identifierParts(name[r]);
-        return p;
-      },
+      parts: (r: number) => (parts.byteLength(r) ? parts.get(r).split(PART_SEP) : []),
       status,
-      failedCode: statusCode.get('failed') ?? -1,
+      failedCode: failed,
       statusOf: (r: number) => statusName.get(status[r]) ?? '',
       isValidated: (r: number) => status[r] === validated,
-      name,
-      predicate(f: DocFilters) {
-        const repos = new Set(f.repos.map((r) => repoCode.get(r) ?? -1));
-        const cats = new Set(f.categories.map((c) => catCode.get(c) ?? -1));
-        // SQL comparisons with NULL params are false (filterSql: d.params >= ?)
-        return (r: number) =>
-          status[r] !== 0 &&
-          (!repos.size || repos.has(repo[r])) &&
-          (!cats.size || cats.has(cat[r])) &&
-          (!f.validated || status[r] === validated) &&
-          (f.minParams === undefined || params[r] >= f.minParams) &&
-          (f.maxParams === undefined || params[r] <= f.maxParams);
+      size,
+      nameOf: (r: number) => name.get(r),
+      hasName: (r: number) => name.byteLength(r) > 0,
+      predicate,
+      count(f: DocFilters) {
+        const passes = predicate({ ...f, validated: false });
+        // filterSql's status conditions: only failed ones, else only validated ones, else
+        // all but failed ones unless `all`
+        const shown = (r: number) =>
+          f.failedOnly ? status[r] === failed : f.validated ? status[r] === validated : f.all || status[r] !== failed;
+        let n = 0;
+        for (let r = 0; r < size; r++) if (passes(r) && shown(r)) n++;
+        return n;
       },
     };
   });
@@ -375,12 +414,12 @@ interface NameIndex {
 function nameIndex(store: IndexStore): NameIndex {
   return memoized(store, 'name-index', () => {
     const cols = filterColumns(store);
-    const n = cols.name.length;
+    const n = cols.size;
     const weight2 = new Uint16Array(n);
     const counts = new Map<string, number>();
     const numeric = /^\d+$/;
     for (let r = 0; r < n; r++) {
-      if (!cols.name[r]) continue;
+      if (!cols.hasName(r)) continue;
       let w2 = 0;
       for (const p of cols.parts(r)) {
         w2 += GENERIC.has(p) ? 1 : 2;
@@ -392,7 +431,7 @@ function nameIndex(store: IndexStore): NameIndex {
     for (const [p, c] of counts) lists.set(p, new Int32Array(c));
     const fill = new Map<string, number>();
     for (let r = 0; r < n; r++) {
-      if (!cols.name[r]) continue;
+      if (!cols.hasName(r)) continue;
       for (const p of cols.parts(r)) {
         const l = lists.get(p);
         if (!l) continue;
@@ -582,7 +621,7 @@ function filteredDocs(store: IndexStore, f: DocFilters): Int32Array | null {
     const cols = filterColumns(store);
     const passes = cols.predicate(f);
     const out: number[] = [];
-    for (let r = 0; r < cols.name.length; r++) {
+    for (let r = 0; r < cols.size; r++) {
       if (!passes(r)) continue;
       if (out.length >= SEEK_DOCS) return null;
       out.push(r);
@@ -704,7 +743,8 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
   };
   if (!words.length) {
     const docs = browseDocs(store, filters, limit, offset, opts.after);
-    const total = memoized(store, `count:${JSON.stringify(filters)}`, () => countDocs(store, filters));
+    // counted on the filter columns in memory (in SQL, a scan of every document's row)
+    const total = memoized(store, `count:${JSON.stringify(filters)}`, () => filterColumns(store).count(filters));
     const hits = docs.map((doc) => hitOf({ doc, score: 0 }));
     return {
       query,
@@ -731,7 +771,15 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
   const exactExpr = exactTerm && !fieldTables ? `exact : ${exactTerm}` : null;
   const passes = cols.predicate(filters);
   const coverParts = partsCoverer(words.map((w) => w.word));
-  const cover = (r: number) => coverParts(cols.parts(r));
+  // a name's parts are decoded from the packed buffer once per query (the large path reads
+  // a candidate's for the words its name holds and for its coverage)
+  const partsMemo = new Map<number, string[]>();
+  const partsOf = (r: number) => {
+    let p = partsMemo.get(r);
+    if (p === undefined) partsMemo.set(r, (p = cols.parts(r)));
+    return p;
+  };
+  const cover = (r: number) => coverParts(partsOf(r));
   const isFailed = (r: number) => cols.status[r] === cols.failedCode;
   const hide = (r: number) => !filters.all && !filters.validated && isFailed(r);
   const largeAt = opts.large ?? LARGE;
@@ -855,7 +903,7 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
     // cap) the counted matches in rowid order
     let ok: (r: number) => boolean;
     if (complete) {
-      const inMatches = new Uint8Array(cols.name.length);
+      const inMatches = new Uint8Array(cols.size);
       for (const r of matches) inMatches[r] = 1;
       ok = (r) => inMatches[r] === 1;
     } else ok = (r) => passes(r) && !hide(r);
@@ -881,7 +929,7 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
     // cap) blocks by the field the words match in, heaviest field first
     // the matches as a mark per rowid (a Set of 10^5 numbers per query was the largest
     // share of the garbage collector's work)
-    const inMatches = new Uint8Array(cols.name.length);
+    const inMatches = new Uint8Array(cols.size);
     for (const r of matches) inMatches[r] = 1;
     const picked = new Set<number>();
     const add = (rs: Iterable<number>) => {
@@ -921,7 +969,7 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
       every: false,
       exact: false,
       per: words.map(() => 0),
-      name: cols.name[r],
+      name: cols.nameOf(r),
     });
   });
   const candIds = [...cands.keys()];
@@ -929,7 +977,7 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
     // a word the name holds matches in the name field: its best weight (1), no pass needed
     const inName = wordsInName(words);
     for (const c of cands.values())
-      inName(cols.parts(c.rowid)).forEach((h, wi) => {
+      inName(partsOf(c.rowid)).forEach((h, wi) => {
         if (h) c.per[wi] = 1;
       });
   }
@@ -1103,7 +1151,7 @@ export function listDocs(store: IndexStore): SearchDoc[] {
 /** The number of documents in the library (IDF's N), kept until the store changes. */
 function libraryDocuments(store: IndexStore): number {
   return memoized(store, 'documents', () =>
-    countDocs(store, { repos: [], categories: [], validated: false, all: true }),
+    filterColumns(store).count({ repos: [], categories: [], validated: false, all: true }),
   );
 }
 

@@ -156,6 +156,33 @@ describe('catalog server', { skip: needsSandbox() }, () => {
     assert.match(raw.headers['content-type'] as string, /^text\/plain/);
   });
 
+  test('filter menus show a selection on its page only; parameter counts are en-US, from one formatter', async () => {
+    // the search page formats counts with one Intl.NumberFormat (a toLocaleString per count
+    // made a formatter each, the first ~130 ms at 10^6 blocks) and renders a menu's
+    // unselected options once per facet list
+    const toLocale = Number.prototype.toLocaleString;
+    let calls = 0;
+    Number.prototype.toLocaleString = function (this: number, ...a: Parameters<typeof toLocale>) {
+      calls++;
+      return toLocale.apply(this, a);
+    };
+    const noMs = (html: string) => html.replace(/ · [\d.]+ ms/, '');
+    try {
+      const plain = (await get(`${server.url}?q=attention`)).body;
+      assert.match(plain, /\d,\d{3} params/);
+      const repos = [...plain.matchAll(/<option value="([^"]+)">/g)].map((m) => m[1]);
+      assert.ok(repos.length > 0);
+      const chosen = (await get(`${server.url}?q=attention&repo=${encodeURIComponent(unescapeHtml(repos[0]))}`)).body;
+      assert.ok(chosen.includes(`<option value="${repos[0]}" selected>`));
+      const again = (await get(`${server.url}?q=attention`)).body;
+      assert.ok(!again.includes(' selected>'));
+      assert.equal(noMs(again), noMs(plain));
+      assert.equal(calls, 0, 'no toLocaleString per count');
+    } finally {
+      Number.prototype.toLocaleString = toLocale;
+    }
+  });
+
   test('stored text is escaped in pages', async () => {
     const page = await get(`${server.url}block/evil.mod.Mlp`);
     assert.equal(page.status, 200);
