@@ -42,48 +42,22 @@ MAX_ZYGOTES = 3
 ZYGOTE_UNCLEAN = 75  # exit status of a zygote whose import left a thread running
 
 
-def zygote_main(worker_class, cfg, roots, module, req_fd, res_fd):
-    """A forked copy of the worker that imports the original repository once; the
-    candidates of that repository fork from here, so equivalence does not re-import
-    the repository for every block. The repository's import-time code runs here, in the
-    same sandbox, never in the worker that serves other repositories."""
-    try:
-        _libc().prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: die with the worker
-    except Exception:  # noqa: BLE001
-        pass
-    try:
-        os.setpgid(0, 0)
-    except OSError:
-        pass
-    devnull = os.open(os.devnull, os.O_RDWR)
-    os.dup2(devnull, 0)
-    os.dup2(devnull, 1)
-    # processes the import starts, double-forked or not, come back to this zygote
-    set_subreaper()
+def signal_handlers():
+    """The signal handlers set now, to put back after an import (settle_import)."""
     handlers = {}
     for sig in signal.valid_signals() if hasattr(signal, "valid_signals") else ():
         try:
             handlers[sig] = signal.getsignal(sig)
         except (OSError, ValueError):
             pass
+    return handlers
+
+
+def settle_import(before, roots, handlers):
+    """After the zygote imported repository code (its first import, or a sibling module:
+    zygote_extend), leave it as its candidates need it; the number of its threads."""
     import importlib
 
-    for p in reversed(roots):
-        if p not in sys.path:
-            sys.path.insert(0, p)
-    sys.dont_write_bytecode = True
-    try:
-        enter_work_dir(cfg.get("scratch") or "/tmp", fresh=False)
-    except OSError:
-        pass
-    IN_ZYGOTE.append(module)
-    before = set(sys.modules)
-    try:
-        # the functions the import runs are recorded (reads.IMPORT_CODES): a harvest step
-        # forked from here depends on their bodies as on the modules' top levels
-        _reads.record_import(lambda: importlib.import_module(module))
-    except BaseException:  # noqa: BLE001 - the equivalence stage reports it
-        pass
     prefixes = root_prefixes(roots)
     # installed pure-Python packages the original's import loaded first: its candidates
     # import them afresh (stash.INSTALLED), not as the original's import left them
@@ -113,7 +87,47 @@ def zygote_main(worker_class, cfg, roots, module, req_fd, res_fd):
             pass
     set_undumpable()
     kill_descendants(os.getpid())
-    threads = count_threads(os.getpid())
+    return count_threads(os.getpid())
+
+
+def zygote_main(worker_class, cfg, roots, module, req_fd, res_fd):
+    """A forked copy of the worker that imports the original repository once; the
+    candidates of that repository fork from here, so equivalence does not re-import
+    the repository for every block. The repository's import-time code runs here, in the
+    same sandbox, never in the worker that serves other repositories."""
+    try:
+        _libc().prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: die with the worker
+    except Exception:  # noqa: BLE001
+        pass
+    try:
+        os.setpgid(0, 0)
+    except OSError:
+        pass
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(devnull, 1)
+    # processes the import starts, double-forked or not, come back to this zygote
+    set_subreaper()
+    handlers = signal_handlers()
+    import importlib
+
+    for p in reversed(roots):
+        if p not in sys.path:
+            sys.path.insert(0, p)
+    sys.dont_write_bytecode = True
+    try:
+        enter_work_dir(cfg.get("scratch") or "/tmp", fresh=False)
+    except OSError:
+        pass
+    IN_ZYGOTE.append(module)
+    before = set(sys.modules)
+    try:
+        # the functions the import runs are recorded (reads.IMPORT_CODES): a harvest step
+        # forked from here depends on their bodies as on the modules' top levels
+        _reads.record_import(lambda: importlib.import_module(module))
+    except BaseException:  # noqa: BLE001 - the equivalence stage reports it
+        pass
+    threads = settle_import(before, roots, handlers)
     zcfg = dict(cfg)
     zcfg["pidns"] = False
     zcfg["no_zygotes"] = True
@@ -148,12 +162,7 @@ def zygote_extend(w, module):
     import importlib
 
     roots = w.zygote_roots
-    handlers = {}
-    for sig in signal.valid_signals() if hasattr(signal, "valid_signals") else ():
-        try:
-            handlers[sig] = signal.getsignal(sig)
-        except (OSError, ValueError):
-            pass
+    handlers = signal_handlers()
     for name, m in STASH.items():
         sys.modules.setdefault(name, m)
     for p in reversed(roots):
@@ -176,25 +185,7 @@ def zygote_extend(w, module):
         # a new submodule of a package its candidates import afresh is theirs afresh too
         if name not in before and name.partition(".")[0] in installed_tops and not of_roots(m, prefixes):
             INSTALLED[name] = m
-    INSTALLED.update(isolable_installed(before, roots))
-    for p in roots:
-        while p in sys.path:
-            sys.path.remove(p)
-    importlib.invalidate_caches()
-    for name, m in list(sys.modules.items()):
-        if of_roots(m, prefixes):
-            STASH[name] = m
-            if not same_as_installed(name.partition(".")[0], roots):
-                del sys.modules[name]
-    for sig, h in handlers.items():
-        try:
-            if signal.getsignal(sig) is not h:
-                signal.signal(sig, h)
-        except (OSError, ValueError, TypeError):
-            pass
-    set_undumpable()
-    kill_descendants(os.getpid())
-    threads = count_threads(os.getpid())
+    threads = settle_import(before, roots, handlers)
     # the candidates' address space budget counts from what the zygote maps now
     w.vm_kb = vm_size_kb()
     w.lim = w.limits(w.vm_kb)
