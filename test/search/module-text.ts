@@ -1,5 +1,9 @@
 // The search tests' module text: a small module defining one class, its docstring and one
-// layer attribute given (search-cap, search-large, search-fields, search-synced).
+// layer attribute given (search-cap, search-large, search-fields, search-synced), and the
+// stored block of such a module (putModule: search-fields, search-large, search-packed).
+import { putExtraction, textHash } from '../../src/store/records.js';
+import { emptyRecord, type BlockStatus } from '../../src/records/block.js';
+import type { IndexStore } from '../../src/store/store.js';
 
 /** A small module defining one class, its docstring and one layer attribute given. */
 export function moduleText(cls: string, doc: string, layer = 'nn.Linear(dim, dim)'): string {
@@ -18,4 +22,36 @@ export function moduleText(cls: string, doc: string, layer = 'nn.Linear(dim, dim
     '        return self.proj(x)',
     '',
   ].join('\n');
+}
+
+/** Store block `id` of `repo` whose module is `text`, from file `path` (module `module`),
+ *  with the given status (validated blocks are `ok`). */
+export function putModule(
+  store: IndexStore,
+  o: { id: string; repo: string; text: string; status?: BlockStatus; path?: string; module?: string },
+): void {
+  const status = o.status ?? 'validated';
+  const path = o.path ?? 'm.py';
+  putExtraction(store, {
+    id: o.id,
+    hash: textHash(o.text),
+    ok: status === 'validated',
+    status,
+    lines: o.text.split('\n').length,
+    record: {
+      ...emptyRecord(o.id, o.repo),
+      provenance: [
+        {
+          repo: o.repo,
+          revision: null,
+          url: null,
+          path,
+          module: o.module ?? path.replace(/\.py$/, ''),
+          swhid: '',
+          ranges: [[4, 12]],
+        },
+      ],
+    },
+    text: o.text,
+  });
 }

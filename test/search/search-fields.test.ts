@@ -8,13 +8,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { IndexStore } from '../../src/store/store.js';
-import { putExtraction, textHash } from '../../src/store/records.js';
-import { emptyRecord, type BlockStatus } from '../../src/records/block.js';
+import type { BlockStatus } from '../../src/records/block.js';
 import { searchBlocks, syncSearchIndex, type SearchOptions } from '../../src/search/fts.js';
 import { ensureFieldTables, FIELD_TABLES, fieldTablesCurrent } from '../../src/store/search.js';
 import { KV_KEYS } from '../../src/store/kv.js';
 import { tempDir } from '../helpers.js';
-import { moduleText } from './module-text.js';
+import { moduleText, putModule } from './module-text.js';
 import { spyStatements } from './spy-statements.js';
 
 const LOW: SearchOptions = { large: 60, totalCap: 30, candidates: 25 };
@@ -49,19 +48,7 @@ describe('search: the field tables', () => {
   let store: IndexStore;
   const put = (repo: string, cls: string, doc: string, status: BlockStatus = 'validated', layer?: string) => {
     const id = `${repo}:m.${cls}`;
-    const text = moduleText(cls, doc, layer);
-    putExtraction(store, {
-      id,
-      hash: textHash(text),
-      ok: status === 'validated',
-      status,
-      lines: text.split('\n').length,
-      record: {
-        ...emptyRecord(id, repo),
-        provenance: [{ repo, revision: null, url: null, path: 'm.py', module: 'm', swhid: '', ranges: [[4, 12]] }],
-      },
-      text,
-    });
+    putModule(store, { id, repo, text: moduleText(cls, doc, layer), status });
   };
   /** every page of the query set, as the search returns it now */
   const pages = () =>

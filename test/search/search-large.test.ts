@@ -8,14 +8,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { IndexStore } from '../../src/store/store.js';
-import { putExtraction, textHash } from '../../src/store/records.js';
-import { emptyRecord, type BlockStatus } from '../../src/records/block.js';
+import type { BlockStatus } from '../../src/records/block.js';
 import { searchBlocks, syncSearchIndex, type SearchOptions } from '../../src/search/fts.js';
 import { startServer, type CatalogServer } from '../../src/serve/server.js';
 import { Workspace } from '../../src/workspace.js';
 import { countFts } from '../../src/store/search.js';
 import { tempDir } from '../helpers.js';
-import { moduleText } from './module-text.js';
+import { moduleText, putModule } from './module-text.js';
 import { spyStatements } from './spy-statements.js';
 
 // the thresholds of the large path, low enough for this store; UNCAPPED is the exact path
@@ -27,19 +26,7 @@ describe('search: the large path', () => {
   let store: IndexStore;
   const put = (repo: string, cls: string, doc: string, status: BlockStatus = 'validated') => {
     const id = `${repo}:m.${cls}`;
-    const text = moduleText(cls, doc);
-    putExtraction(store, {
-      id,
-      hash: textHash(text),
-      ok: status === 'validated',
-      status,
-      lines: text.split('\n').length,
-      record: {
-        ...emptyRecord(id, repo),
-        provenance: [{ repo, revision: null, url: null, path: 'm.py', module: 'm', swhid: '', ranges: [[4, 12]] }],
-      },
-      text,
-    });
+    putModule(store, { id, repo, text: moduleText(cls, doc), status });
   };
   before(() => {
     dir = tempDir('nnrag-search-large-');

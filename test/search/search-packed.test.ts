@@ -11,13 +11,12 @@ import v8 from 'node:v8';
 import vm from 'node:vm';
 import { after, before, describe, test } from 'node:test';
 import { IndexStore } from '../../src/store/store.js';
-import { putExtraction, textHash } from '../../src/store/records.js';
-import { emptyRecord, type BlockStatus } from '../../src/records/block.js';
+import type { BlockStatus } from '../../src/records/block.js';
 import { prepareSearch, searchBlocks, syncSearchIndex } from '../../src/search/fts.js';
 import { countDocs, type DocFilters } from '../../src/store/search.js';
 import { PackedStrings, PackedStringsBuilder } from '../../src/search/packed.js';
 import { tempDir } from '../helpers.js';
-import { moduleText } from './module-text.js';
+import { moduleText, putModule } from './module-text.js';
 
 const N = 3000;
 
@@ -36,20 +35,7 @@ describe('search: packed per-document structures', () => {
         const id = `${repo}:pkg.layers.m${i}.${cls}`;
         const text = moduleText(cls, `Block ${i}: attends within windows.`);
         const status = statuses[i % 3];
-        putExtraction(store, {
-          id,
-          hash: textHash(text),
-          ok: status === 'validated',
-          status,
-          lines: text.split('\n').length,
-          record: {
-            ...emptyRecord(id, repo),
-            provenance: [
-              { repo, revision: null, url: null, path: `m${i}.py`, module: `m${i}`, swhid: '', ranges: [[4, 12]] },
-            ],
-          },
-          text,
-        });
+        putModule(store, { id, repo, text, status, path: `m${i}.py` });
       }
     });
     syncSearchIndex(store);
