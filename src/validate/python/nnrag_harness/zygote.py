@@ -285,20 +285,74 @@ class Zygote:
         # (procs.WALL_PER_CPU); the first answer includes the repository import; stay
         # inside the TS watchdog (the backstop + 10 s)
         backstop = timeout * WALL_PER_CPU + WALL_SLACK
-        deadline = _monotonic() + backstop + (8.0 if self.never_answered else 5.0)
+        self.deadline = _monotonic() + backstop + (8.0 if self.never_answered else 5.0)
         self.progress = {}
         self.running = None
-        # a fresh token for this request: the zygote answers with it, lines without it
-        # (left in the pipe, or written for another request) are ignored
+        token = self.send({"type": "validate", "rid": rid, "req": req})
+        if token is None:
+            return None
+        for obj in self.messages():
+            t = obj.get("type")
+            if t == "zygote-ready" and self.threads is None:
+                self.threads = obj.get("threads")
+                self.modules = frozenset(obj.get("modules") or ())
+                self.import_ms = round((_monotonic() - self.t0) * 1000, 1)
+            elif obj.get("nonce") != token:
+                pass
+            elif t == "progress" and obj.get("rid") == rid:
+                if obj.get("ev") == "start":
+                    self.running = obj.get("stage")
+                    if obj.get("stage") == "equivalence":
+                        # the zygote's child has an equivalence budget of its own
+                        self.deadline = max(self.deadline, _monotonic() + backstop + 5.0)
+                else:
+                    self.progress[obj.get("stage")] = obj.get("status")
+                    self.running = None
+                worker.send(obj)
+            elif t == "result" and obj.get("rid") == rid:
+                self.never_answered = False
+                return obj
+        return None
+
+    def extend(self, worker, module, req):
+        """Have the zygote import `module` too (zygote_extend). True when it holds the
+        module now and is as it was (same threads); False when the import failed (the
+        zygote is kept); None when the zygote died, exited unclean or did not answer in
+        time (the request timeout's backstop + 8 s, as a first import)."""
+        timeout = max(0.05, float(req.get("timeoutMs") or worker.cfg.get("timeout_ms") or 20000) / 1000.0)
+        self.deadline = _monotonic() + timeout * WALL_PER_CPU + WALL_SLACK + 8.0
+        token = self.send({"type": "extend", "module": module})
+        if token is None:
+            return None
+        self.extended = True
+        for obj in self.messages():
+            if obj.get("type") == "extended" and obj.get("nonce") == token:
+                self.modules = frozenset(obj.get("modules") or ())
+                self.extend_ms = obj.get("ms")
+                if obj.get("threads") != self.threads:
+                    self.ended()
+                    return None
+                return bool(obj.get("ok")) and module in self.modules
+        return None
+
+    def send(self, obj):
+        """Write `obj` to the zygote under a fresh token, which its answers carry (lines
+        without it, left in the pipe or written for another request, are ignored); the
+        token, None when the pipe is closed."""
         token = os.urandom(NONCE_LEN // 2).hex()
         self.buf = b""
         try:
-            data = frame(token.encode("ascii"), {"type": "validate", "rid": rid, "req": req})
+            data = frame(token.encode("ascii"), obj)
             while data:
                 n = os.write(self.w, data)
                 data = data[n:]
         except OSError:
             return None
+        return token
+
+    def messages(self):
+        """Each JSON object the zygote writes, until `self.deadline` (which the reader may
+        move) passes (`timed_out`) or the zygote closes its pipe (`ended`)."""
         while True:
             nl = self.buf.find(b"\n")
             while nl >= 0:
@@ -309,83 +363,18 @@ class Zygote:
                 except ValueError:
                     obj = None
                 if isinstance(obj, dict):
-                    t = obj.get("type")
-                    if t == "zygote-ready" and self.threads is None:
-                        self.threads = obj.get("threads")
-                        self.modules = frozenset(obj.get("modules") or ())
-                        self.import_ms = round((_monotonic() - self.t0) * 1000, 1)
-                    elif obj.get("nonce") != token:
-                        pass
-                    elif t == "progress" and obj.get("rid") == rid:
-                        if obj.get("ev") == "start":
-                            self.running = obj.get("stage")
-                            if obj.get("stage") == "equivalence":
-                                # the zygote's child has an equivalence budget of its own
-                                deadline = max(deadline, _monotonic() + backstop + 5.0)
-                        else:
-                            self.progress[obj.get("stage")] = obj.get("status")
-                            self.running = None
-                        worker.send(obj)
-                    elif t == "result" and obj.get("rid") == rid:
-                        self.never_answered = False
-                        return obj
+                    yield obj
                 nl = self.buf.find(b"\n")
-            left = deadline - _monotonic()
+            left = self.deadline - _monotonic()
             if left <= 0:
                 self.timed_out = True
-                return None
+                return
             ready = select.select([self.r], [], [], min(left, 0.5))[0]
             if ready:
                 chunk = os.read(self.r, 65536)
                 if not chunk:
                     self.ended()
-                    return None
-                self.buf += chunk
-
-    def extend(self, worker, module, req):
-        """Have the zygote import `module` too (zygote_extend). True when it holds the
-        module now and is as it was (same threads); False when the import failed (the
-        zygote is kept); None when the zygote died, exited unclean or did not answer in
-        time (the request timeout's backstop + 8 s, as a first import)."""
-        timeout = max(0.05, float(req.get("timeoutMs") or worker.cfg.get("timeout_ms") or 20000) / 1000.0)
-        deadline = _monotonic() + timeout * WALL_PER_CPU + WALL_SLACK + 8.0
-        token = os.urandom(NONCE_LEN // 2).hex()
-        self.buf = b""
-        try:
-            data = frame(token.encode("ascii"), {"type": "extend", "module": module})
-            while data:
-                n = os.write(self.w, data)
-                data = data[n:]
-        except OSError:
-            return None
-        self.extended = True
-        while True:
-            nl = self.buf.find(b"\n")
-            while nl >= 0:
-                line = self.buf[:nl]
-                self.buf = self.buf[nl + 1 :]
-                nl = self.buf.find(b"\n")
-                try:
-                    obj = _loads(line.decode("utf-8", "replace"))
-                except ValueError:
-                    continue
-                if isinstance(obj, dict) and obj.get("type") == "extended" and obj.get("nonce") == token:
-                    self.modules = frozenset(obj.get("modules") or ())
-                    self.extend_ms = obj.get("ms")
-                    if obj.get("threads") != self.threads:
-                        self.ended()
-                        return None
-                    return bool(obj.get("ok")) and module in self.modules
-            left = deadline - _monotonic()
-            if left <= 0:
-                self.timed_out = True
-                return None
-            ready = select.select([self.r], [], [], min(left, 0.5))[0]
-            if ready:
-                chunk = os.read(self.r, 65536)
-                if not chunk:
-                    self.ended()
-                    return None
+                    return
                 self.buf += chunk
 
     def ended(self):
