@@ -5,22 +5,16 @@
 // its workers start again.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chmodSync, cpSync } from 'node:fs';
-import path from 'node:path';
 import * as api from '../../src/nnrag.js';
 import { witnesses } from '../../src/commands/witnesses.js';
 import { ValidatorPool } from '../../src/validate/index.js';
-import { fixture, tempDir } from '../helpers.js';
+import { fixtureWorkspace } from '../support/indexed.js';
 import { cannotValidate } from '../validate/common.js';
 
 const skip = await cannotValidate(true);
 
 test('a re-run of the harvest with nothing changed starts no worker', { skip: skip ?? false }, async () => {
-  const dir = tempDir();
-  chmodSync(dir, 0o755); // the sandbox runs as an unprivileged user when we are root
-  const repo = path.join(dir, 'grepo');
-  cpSync(fixture('guarded'), repo, { recursive: true });
-  const ws = api.Workspace.open(path.join(dir, 'store'), { create: true });
+  const { ws, spec } = fixtureWorkspace('guarded', 'grepo');
   const start = ValidatorPool.start;
   let starts = 0;
   ValidatorPool.start = (...a: Parameters<typeof start>) => {
@@ -28,9 +22,7 @@ test('a re-run of the harvest with nothing changed starts no worker', { skip: sk
     return start.apply(ValidatorPool, a);
   };
   try {
-    await api.index(ws, {
-      repos: [{ name: 'grepo', url: null, path: repo, priority: 1, paths: [], description: null, packageRoots: null }],
-    });
+    await api.index(ws, { repos: [spec], workers: 1 });
     api.discover(ws);
     const pool = { workers: 1 };
     const first = await witnesses(ws, { pool });

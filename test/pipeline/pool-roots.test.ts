@@ -4,24 +4,17 @@
 // Real validation in the sandbox (skipped where this machine has no torch or bubblewrap).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chmodSync, cpSync } from 'node:fs';
-import path from 'node:path';
 import * as api from '../../src/nnrag.js';
 import { extractAndValidate } from '../../src/pipeline/pipeline.js';
 import { KV_KEYS } from '../../src/store/kv.js';
 import type { CostTable } from '../../src/util/costs.js';
-import { fixture, tempDir } from '../helpers.js';
+import { fixtureWorkspace } from '../support/indexed.js';
 import { cannotValidate } from '../validate/common.js';
 
 const skip = await cannotValidate(true);
 
 test('workers start with the roots of the first request', { skip: skip ?? false }, async () => {
-  const dir = tempDir();
-  chmodSync(dir, 0o755); // the sandbox runs as an unprivileged user when we are root
-  const repo = path.join(dir, 'rrepo');
-  cpSync(fixture('reuse'), repo, { recursive: true });
-  const ws = api.Workspace.open(path.join(dir, 'store'), { create: true });
-  const spec = { name: 'rrepo', url: null, path: repo, priority: 1, paths: [], description: null, packageRoots: null };
+  const { ws, spec } = fixtureWorkspace('reuse', 'rrepo');
   const starts = () =>
     (JSON.parse(ws.store.getKV(KV_KEYS.costsLast)!) as CostTable).rows
       .filter((r) => r.phase === 'worker start')

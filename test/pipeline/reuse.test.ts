@@ -6,14 +6,14 @@
 // this machine has no torch or bubblewrap).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { appendFileSync, chmodSync, cpSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import * as api from '../../src/nnrag.js';
 import { extractAndValidate } from '../../src/pipeline/pipeline.js';
 import { KV_KEYS } from '../../src/store/kv.js';
 import type { CostTable } from '../../src/util/costs.js';
 import { ValidatorPool } from '../../src/validate/index.js';
-import { fixture, tempDir } from '../helpers.js';
+import { fixtureWorkspace } from '../support/indexed.js';
 import { cannotValidate } from '../validate/common.js';
 
 const skip = await cannotValidate(true);
@@ -21,12 +21,7 @@ const skip = await cannotValidate(true);
 test('a warm run reuses every block; one changed file re-validates only the blocks that read it', {
   skip: skip ?? false,
 }, async () => {
-  const dir = tempDir();
-  chmodSync(dir, 0o755); // the sandbox runs as an unprivileged user when we are root
-  const repo = path.join(dir, 'rrepo');
-  cpSync(fixture('reuse'), repo, { recursive: true });
-  const ws = api.Workspace.open(path.join(dir, 'store'), { create: true });
-  const spec = { name: 'rrepo', url: null, path: repo, priority: 1, paths: [], description: null, packageRoots: null };
+  const { ws, repo, spec } = fixtureWorkspace('reuse', 'rrepo');
   const start = ValidatorPool.start;
   let starts = 0;
   ValidatorPool.start = (...a: Parameters<typeof start>) => {

@@ -4,23 +4,15 @@
 // sandbox (skipped where this machine has no torch or bubblewrap).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chmodSync, cpSync } from 'node:fs';
-import path from 'node:path';
 import * as api from '../../src/nnrag.js';
 import { extractAndValidate, USAGE_ROOTS_MAX_LINES } from '../../src/pipeline/pipeline.js';
-import { fixture, tempDir } from '../helpers.js';
+import { indexedFixture } from '../support/indexed.js';
 import { cannotValidate } from '../validate/common.js';
 
 const skip = await cannotValidate(true);
 
 async function stem(maxLines?: number) {
-  const dir = tempDir();
-  chmodSync(dir, 0o755); // the sandbox runs as an unprivileged user when we are root
-  const repo = path.join(dir, 'usage');
-  cpSync(fixture('usage'), repo, { recursive: true });
-  const ws = api.Workspace.open(path.join(dir, 'store'), { create: true });
-  const spec = { name: 'usage', url: null, path: repo, priority: 1, paths: [], description: null, packageRoots: null };
-  await api.index(ws, { repos: [spec], workers: 1 });
+  const { ws } = await indexedFixture('usage', 'usage');
   api.discover(ws);
   const opts = maxLines === undefined ? {} : { usageRootsMaxLines: maxLines };
   const [rec] = await extractAndValidate(ws, ['tinygpt.roots.Stem'], { pool: { workers: 1 }, ...opts });

@@ -6,14 +6,14 @@
 // module runs in the real Python with torch; the pipeline validates it in the sandbox,
 // and the namespace stage sees the same working directory in the original and the copy.
 import assert from 'node:assert/strict';
-import { chmodSync, cpSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import * as api from '../../src/nnrag.js';
 import { bindSource } from '../../src/parse/binder.js';
 import { extractAndValidate } from '../../src/pipeline/pipeline.js';
 import { ValidatorPool } from '../../src/validate/index.js';
-import { fixture, tempDir } from '../helpers.js';
+import { type FixtureWorkspace, indexedFixture } from '../support/indexed.js';
 import { assertRan, checkModules } from '../support/python.js';
 import { cannotValidate } from '../validate/common.js';
 
@@ -22,27 +22,8 @@ const ID = 'guardpkg.blocks.Scaled';
 // extension guardpkg.fused needs
 const ENV = ['os', 'sys', 'math', 'torch'];
 
-async function workspace(): Promise<{ ws: api.Workspace; dir: string }> {
-  const dir = tempDir();
-  chmodSync(dir, 0o755); // the sandbox runs as an unprivileged user when we are root
-  const repo = path.join(dir, 'repo');
-  cpSync(fixture('guarded'), repo, { recursive: true });
-  const ws = api.Workspace.open(path.join(dir, 'store'), { create: true });
-  await api.index(ws, {
-    repos: [
-      {
-        name: 'org/guarded',
-        url: null,
-        path: repo,
-        priority: 1,
-        paths: ['guardpkg'],
-        description: null,
-        packageRoots: null,
-      },
-    ],
-    workers: 1,
-  });
-  return { ws, dir };
+async function workspace(): Promise<FixtureWorkspace> {
+  return indexedFixture('guarded', 'org/guarded', ['guardpkg']);
 }
 
 describe('guarded imports', () => {

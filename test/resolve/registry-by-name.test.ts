@@ -7,29 +7,19 @@
 // both profiles. Real tree-sitter, real SQLite, real torch in the real sandbox (fixture
 // test/fixtures/resolve/registry-by-name).
 import assert from 'node:assert/strict';
-import { chmodSync, cpSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import * as api from '../../src/nnrag.js';
 import { extractAndValidate } from '../../src/pipeline/pipeline.js';
 import { registeredNames, registrationOf } from '../../src/resolve/registry.js';
 import { ValidatorPool } from '../../src/validate/index.js';
-import { fixture, tempDir } from '../helpers.js';
+import { type FixtureWorkspace, indexedFixture } from '../support/indexed.js';
 import { cannotValidate } from '../validate/common.js';
 
-async function workspace(): Promise<{ ws: api.Workspace; dir: string }> {
-  const dir = tempDir();
-  chmodSync(dir, 0o755); // the sandbox runs as an unprivileged user when we are root
-  const repo = path.join(dir, 'repo');
-  cpSync(fixture('resolve', 'registry-by-name'), repo, { recursive: true });
-  const ws = api.Workspace.open(path.join(dir, 'store'), { create: true });
-  await api.index(ws, {
-    repos: [
-      { name: 'org/byname', url: null, path: repo, priority: 1, paths: ['pkg'], description: null, packageRoots: null },
-    ],
-  });
-  api.discover(ws);
-  return { ws, dir };
+async function workspace(): Promise<FixtureWorkspace> {
+  const f = await indexedFixture('resolve/registry-by-name', 'org/byname', ['pkg']);
+  api.discover(f.ws);
+  return f;
 }
 
 test('registration decorators: the names a class is registered under', () => {

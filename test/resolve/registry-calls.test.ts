@@ -8,13 +8,12 @@
 // Real tree-sitter, real SQLite, real torch in the real sandbox (fixture
 // test/fixtures/resolve/registry-method-calls).
 import assert from 'node:assert/strict';
-import { chmodSync, cpSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import * as api from '../../src/nnrag.js';
 import { extractAndValidate } from '../../src/pipeline/pipeline.js';
 import { ValidatorPool } from '../../src/validate/index.js';
-import { fixture, tempDir } from '../helpers.js';
+import { type FixtureWorkspace, fixtureWorkspace, indexedFixture } from '../support/indexed.js';
 import { cannotValidate } from '../validate/common.js';
 
 const REGISTRATIONS = [
@@ -25,19 +24,10 @@ const REGISTRATIONS = [
   'for module in [nn.ReLU, nn.ELU]:\n    MODELS.register_module(module=module)',
 ];
 
-async function workspace(): Promise<{ ws: api.Workspace; dir: string }> {
-  const dir = tempDir();
-  chmodSync(dir, 0o755); // the sandbox runs as an unprivileged user when we are root
-  const repo = path.join(dir, 'repo');
-  cpSync(fixture('resolve', 'registry-method-calls'), repo, { recursive: true });
-  const ws = api.Workspace.open(path.join(dir, 'store'), { create: true });
-  await api.index(ws, {
-    repos: [
-      { name: 'org/reg', url: null, path: repo, priority: 1, paths: ['pkg'], description: null, packageRoots: null },
-    ],
-  });
-  api.discover(ws);
-  return { ws, dir };
+async function workspace(): Promise<FixtureWorkspace> {
+  const f = await indexedFixture('resolve/registry-method-calls', 'org/reg', ['pkg']);
+  api.discover(f.ws);
+  return f;
 }
 
 test('registrations by module-level method calls are copied exactly when the kept code reads the registry, in both profiles', async () => {
@@ -70,16 +60,9 @@ test('registrations by module-level method calls are copied exactly when the kep
 });
 
 test('registrations on a registry an extern `from … import` binds are copied with the code that reads it; calls on an imported module are not', async () => {
-  const dir = tempDir();
-  const repo = path.join(dir, 'repo');
-  cpSync(fixture('registry-extern'), repo, { recursive: true });
-  const ws = api.Workspace.open(path.join(dir, 'store'), { create: true });
+  const { ws, spec } = fixtureWorkspace('registry-extern', 'org/ext', ['pkg']);
   try {
-    await api.index(ws, {
-      repos: [
-        { name: 'org/ext', url: null, path: repo, priority: 1, paths: ['pkg'], description: null, packageRoots: null },
-      ],
-    });
+    await api.index(ws, { repos: [spec], workers: 1 });
     api.discover(ws);
     for (const profile of ['faithful', 'slim'] as const) {
       const block = api.extractText(ws, 'pkg.conv.Block', { profile });

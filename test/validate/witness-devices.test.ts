@@ -11,13 +11,11 @@
 // from the original module too, is `conditional-class`, not a NameError.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chmodSync, cpSync } from 'node:fs';
-import path from 'node:path';
 import * as api from '../../src/nnrag.js';
 import { extractAndValidate } from '../../src/pipeline/pipeline.js';
 import { ValidatorPool } from '../../src/validate/index.js';
 import { libraryModules, repoWitnesses } from '../../src/validate/witness/index.js';
-import { fixture, tempDir } from '../helpers.js';
+import { fixtureWorkspace } from '../support/indexed.js';
 import { cannotRunTests } from './common.js';
 
 const skip = await cannotRunTests();
@@ -33,16 +31,10 @@ interface V {
 test('test witnesses: lazy imports, device-only parametrizations on the CPU, data by relative path, no-CPU-kernel calls; a class under an untaken branch', {
   skip: skip ?? false,
 }, async () => {
-  const dir = tempDir();
-  chmodSync(dir, 0o755); // the sandbox runs as an unprivileged user when we are root
-  const repo = path.join(dir, 'drepo');
-  cpSync(fixture('testdev'), repo, { recursive: true });
-  const ws = api.Workspace.open(path.join(dir, 'store'), { create: true });
+  const { ws, spec } = fixtureWorkspace('testdev', 'drepo');
   const pool = await ValidatorPool.start({ workers: 2 });
   try {
-    await api.index(ws, {
-      repos: [{ name: 'drepo', url: null, path: repo, priority: 1, paths: [], description: null, packageRoots: null }],
-    });
+    await api.index(ws, { repos: [spec], workers: 1 });
     api.discover(ws);
     const modules = libraryModules(ws.corpus(), 'drepo');
     const got = await repoWitnesses(ws.store, pool, 'drepo', { modules, entryMs: 20000, testMs: 5000 });
