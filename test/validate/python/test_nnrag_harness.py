@@ -1260,6 +1260,42 @@ class TypedWrapper(nn.Module):
         return self.model(x)
 
 
+class LinearHead(nn.Module):
+    """A repository model whose classifier is a Linear (has `weight`)."""
+
+    def __init__(self, dim=4):
+        super().__init__()
+        self.num_features = dim
+        self.head = nn.Linear(dim, 3)
+
+    def get_classifier(self):
+        return self.head
+
+    def forward(self, x):
+        return self.head(x)
+
+
+class BareHead(LinearHead):
+    """The same attributes by name, but a classifier without `weight` (smaller: first)."""
+
+    def __init__(self, dim=4):
+        super().__init__(dim)
+        self.head = nn.Identity()
+
+
+class Pooled(nn.Module):
+    """Reads `base.num_features` and `base.get_classifier` by name, and the `weight` of
+    what the method returns, which no attribute read shows."""
+
+    def __init__(self, base):
+        super().__init__()
+        self.base = base
+        self.fc = nn.Linear(base.num_features, base.get_classifier().weight.shape[0])
+
+    def forward(self, x):
+        return self.fc(x)
+
+
 class ProviderTest(unittest.TestCase):
     """Backbone parameters (source_provider.py): a repository class built from its own
     witness for a parameter used as a module with attributes."""
@@ -1309,7 +1345,7 @@ class ProviderTest(unittest.TestCase):
         self.assertEqual(list(m(torch.randn(5, 8)).shape), [5, 3])
         # each plan gets its own instance (a wrapper may change the module it holds)
         req = S.request(Wrapper, g, nn)
-        build = PR.module_providers(req, self.provs, self.resolve, torch, nn)["net"]
+        build = PR.module_providers(req, self.provs, self.resolve, torch, nn)["net"][0]
         self.assertIsNot(build(), build())
         # without providers the parameter gets no repository class (the old guess)
         cands, _ = CA.arg_candidates(Wrapper, [], g, nn)
@@ -1319,6 +1355,34 @@ class ProviderTest(unittest.TestCase):
         g = sys.modules[__name__].__dict__
         cands, _ = CA.arg_candidates(TypedWrapper, [], g, nn, providers=(self.provs, self.resolve, torch))
         self.assertIsInstance(cands[0][2]["model"], Trunk)
+
+    def test_next_provider_when_the_first_does_not_build_the_class(self):
+        g = sys.modules[__name__].__dict__
+        inputs = {"args": [], "kwargs": {}}
+        provs = {
+            "m.BareHead": {"args": [], "kwargs": {}, "params": 0, "entry": "e", "inputs": inputs},
+            "m.LinearHead": {"args": [], "kwargs": {}, "params": 15, "entry": "e", "inputs": inputs},
+        }
+        cands, _ = CA.arg_candidates(Pooled, [], g, nn, providers=(provs, self.resolve, torch))
+        bases = [type(c[2]["base"]).__name__ for c in cands if isinstance(c[2].get("base"), LinearHead)]
+        # the smallest first (as before), then the next fitting class in a plan of its own
+        self.assertEqual(bases, ["BareHead", "LinearHead"], [c[0] for c in cands])
+        built = []
+        for label, args, kwargs in cands:
+            try:
+                built.append((label, Pooled(*args, **kwargs)))
+            except AttributeError:
+                continue
+        self.assertTrue(built, [c[0] for c in cands])
+        label, m = built[0]
+        self.assertIsInstance(m.base, LinearHead)
+        self.assertNotIsInstance(m.base, BareHead)
+        self.assertEqual(list(m(torch.randn(2, 4)).shape), [2, 3])
+        # a next provider whose instance lacks a read attribute is left out (NoFit)
+        req = S.request(Pooled, g, nn)
+        builds = PR.module_providers(req, provs, self.resolve, torch, nn)["base"]
+        self.assertEqual(len(builds), 2)
+        self.assertIsInstance(builds[1](), LinearHead)
 
     def test_no_fitting_provider(self):
         req = S.request(Wrapper, sys.modules[__name__].__dict__, nn)

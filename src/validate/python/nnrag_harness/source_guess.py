@@ -28,7 +28,9 @@ class GuessSource(object):
     constructor reads attributes of gets an instance of a repository class that has them,
     built from its witness (req.providers, source_provider.py), else a torch.nn instance
     that has them (duck typing); a parameter the constructor tests for membership in a
-    table (usage.member_choices) gets one of the table's members.
+    table (usage.member_choices) gets one of the table's members. The next fitting
+    providers follow, each in the first width's plan (the class may need more of the
+    module than the attributes its code names).
     A parameter no rule fills ends the plans: `unguessable` says which."""
 
     name = "guess"
@@ -52,6 +54,7 @@ class GuessSource(object):
             members = U.member_choices(req.cls)
         except Exception:  # noqa: BLE001 - reading the code is best effort
             members = {}
+        first = None  # the first width's plan: (d, h, posargs, kwargs)
         for d, h in A.CANDIDATE_WIDTHS:
             kwargs, posargs = {}, []
             try:
@@ -63,7 +66,7 @@ class GuessSource(object):
                     elif p.default is inspect.Parameter.empty and p.name in req.providers:
                         # a module whose attributes the code reads: a repository class
                         # built from its own witness (source_provider.py)
-                        v = req.providers[p.name]()
+                        v = req.providers[p.name][0]()
                     elif p.default is inspect.Parameter.empty and p.name in ducks:
                         v = ducks[p.name]()
                     elif p.default is inspect.Parameter.empty and p.name in members:
@@ -88,6 +91,8 @@ class GuessSource(object):
                 self.unguessable = str(u)
                 return
             yield Plan(self.name, "heuristic d=%d h=%d" % (d, h), posargs, kwargs)
+            if d == A.CANDIDATE_WIDTHS[0][0]:
+                first = (d, h, posargs, kwargs)
             if configs and d == A.CANDIDATE_WIDTHS[0][0]:
                 # the configuration objects from their defaults alone (the author's sizes)
                 full = dict(kwargs)
@@ -98,6 +103,26 @@ class GuessSource(object):
                 except A.Unguessable:
                     continue
                 yield Plan(self.name, "heuristic config defaults", posargs, full)
+
+        if first is not None:
+            yield from self._next_providers(req, *first)
+
+    def _next_providers(self, req, d, h, posargs, kwargs):
+        """The first width's plan again with the k-th fitting provider of each parameter
+        that has one (k = 2, 3, ...; source_provider.module_providers): one that does not
+        build or lacks an attribute is left out."""
+        more = {n: bs[1:] for n, bs in req.providers.items() if len(bs) > 1 and n in kwargs}
+        for k in range(max((len(bs) for bs in more.values()), default=0)):
+            kw, changed = dict(kwargs), False
+            for n, bs in more.items():
+                if k < len(bs):
+                    try:
+                        kw[n] = bs[k]()
+                        changed = True
+                    except Exception:  # noqa: BLE001 - that provider is no candidate
+                        pass
+            if changed:
+                yield Plan(self.name, "heuristic d=%d h=%d provider %d" % (d, h, k + 2), posargs, kw)
 
     @staticmethod
     def _config(classes, d, h, req, small=True):

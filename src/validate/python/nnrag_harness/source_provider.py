@@ -7,7 +7,10 @@
 # ...`) or defined in its class body, a subclass of the annotated class — built from that
 # class's own recorded witness (the request's `providers`: one witness per witnessed class
 # of the repository, decoded like the witness source's); an annotated parameter no
-# witness fits gets the annotated class or a concrete subclass built from guesses.
+# witness fits gets the annotated class or a concrete subclass built from guesses. The
+# attributes read by name are what the class's code shows, not all it needs (an attribute
+# of what a method returns: `base.get_classifier().weight`): the next fitting providers
+# are further candidates, for a class that does not build or run with the first.
 # Attribute access is duck typing (Language Reference 3.3.2, "Customizing attribute
 # access"): any object with the attributes will do, so the rule names no repository.
 import ast
@@ -131,39 +134,33 @@ def candidates(reads, ann_cls, providers, resolve):
     return out
 
 
+class NoFit(Exception):
+    """A provider's instance lacks an attribute the class reads (set only on some paths)."""
+
+
 def module_providers(req, providers, resolve, torch, nn):
-    """{parameter: builder}: a zero-argument function making a fresh instance of the
-    first fitting provider class that builds from its witness and has the attributes
-    (checked on the instance: an __init__ may set one only on some paths). A parameter
-    annotated with a class that no witnessed provider fits gets an instance of that
-    class or of a concrete subclass loaded in the process, built from guessed arguments
-    and having the attributes (arguments.instance_of: the fewest required parameters
-    first)."""
+    """{parameter: [builder, ...]}: zero-argument functions making a fresh instance of a
+    fitting provider class from its witness. The first is the first fitting class that
+    builds and has the attributes (checked on the instance: an __init__ may set one only
+    on some paths); the others, up to MAX_BUILDS classes in all, are the fitting classes
+    after it, checked when they are built (NoFit). A parameter annotated with a class that
+    no witnessed provider fits gets an instance of that class or of a concrete subclass
+    loaded in the process, built from guessed arguments and having the attributes
+    (arguments.instance_of: the fewest required parameters first)."""
     out = {}
     for name, (reads, ann_cls) in wanted(req, nn).items():
         fits = candidates(reads, ann_cls, providers, resolve)[:MAX_BUILDS] if providers else []
         for klass, w in fits:
-
-            def build(klass=klass, w=w):
-                from .harvest import no_downloads
-
-                restore = no_downloads(torch)  # built as the harvest built it: no weights fetched
-                try:
-                    gen = torch.Generator().manual_seed(0)
-                    args = V.decode(w.get("args") or [], resolve, torch, gen)
-                    kwargs = {k: V.decode(v, resolve, torch, gen) for k, v in (w.get("kwargs") or {}).items()}
-                    # how it was built, for the usage line (values.BUILT)
-                    return V.record_built(klass(*args, **kwargs), klass, args, kwargs)
-                finally:
-                    restore()
-
+            if name in out:
+                out[name].append(_builder(klass, w, reads, resolve, torch, check=True))
+                continue
+            build = _builder(klass, w, reads, resolve, torch)
             try:
                 inst = build()
             except Exception:  # noqa: BLE001 - the next provider
                 continue
             if all(hasattr(inst, a) for a in reads):
-                out[name] = build
-                break
+                out[name] = [build]
         if name in out or ann_cls is None:
             continue
 
@@ -175,5 +172,28 @@ def module_providers(req, providers, resolve, torch, nn):
         except A.Unguessable:
             continue
 
-        out[name] = guessed
+        out[name] = [guessed]
     return out
+
+
+def _builder(klass, w, reads, resolve, torch, check=False):
+    """A function building a fresh instance of `klass` from its witness `w`; with `check`,
+    raising NoFit when the instance lacks an attribute of `reads`."""
+
+    def build():
+        from .harvest import no_downloads
+
+        restore = no_downloads(torch)  # built as the harvest built it: no weights fetched
+        try:
+            gen = torch.Generator().manual_seed(0)
+            args = V.decode(w.get("args") or [], resolve, torch, gen)
+            kwargs = {k: V.decode(v, resolve, torch, gen) for k, v in (w.get("kwargs") or {}).items()}
+            # how it was built, for the usage line (values.BUILT)
+            inst = V.record_built(klass(*args, **kwargs), klass, args, kwargs)
+        finally:
+            restore()
+        if check and not all(hasattr(inst, a) for a in reads):
+            raise NoFit(klass.__name__)
+        return inst
+
+    return build
