@@ -293,6 +293,26 @@ class Attn(nn.Module):
 class ArgumentsTest(unittest.TestCase):
     """The call-site, configuration-table, defaults and guess sources (arguments.py)."""
 
+    def test_recorded_arguments_name_no_address(self):
+        def make_conv(c):
+            return nn.Conv2d(c, c, 1)
+
+        class Opaque(object):
+            pass
+
+        got = A.jsonable(
+            {"conv_layer": make_conv, "round": functools.partial(make_conv, 3), "o": Opaque(), "t": nn.ReLU}
+        )
+        # a function by its qualified name, as a class; a partial and a default repr without
+        # the address that differs from process to process
+        self.assertEqual(
+            got["conv_layer"], __name__ + ".ArgumentsTest.test_recorded_arguments_name_no_address.<locals>.make_conv"
+        )
+        self.assertEqual(got["t"], "torch.nn.modules.activation.ReLU")
+        self.assertNotIn(" at 0x", json.dumps(got))
+        self.assertTrue(got["round"].startswith("functools.partial(<function "), got["round"])
+        self.assertTrue(got["o"].endswith("Opaque object>"), got["o"])
+
     def test_guess_by_name(self):
         cands, why = CA.arg_candidates(Attn, [], {}, nn)
         label, args, kwargs = cands[0]

@@ -750,9 +750,21 @@ def seq_variant(args, kwargs, lengths=None):
     return (list(args), kw2) if changed else None
 
 
+# the object's address in CPython's default repr (object.__repr__, a function's or a bound
+# method's: `<function f at 0x7f…>`): it differs from process to process, and a record
+# must not (the same block validated twice, or by another worker, records the same)
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def _repr(v):
+    return _ADDRESS.sub("", repr(v))[:200]
+
+
 def jsonable(v, depth=0):
+    """A constructor argument as JSON for the record: plain values as they are, a class or
+    function by its qualified name, anything else by its repr without addresses."""
     if depth > 4:
-        return repr(v)[:200]
+        return _repr(v)
     if v is None or isinstance(v, (bool, int, str)):
         return v
     if isinstance(v, float):
@@ -761,6 +773,6 @@ def jsonable(v, depth=0):
         return [jsonable(x, depth + 1) for x in v]
     if isinstance(v, dict):
         return {str(k): jsonable(x, depth + 1) for k, x in v.items()}
-    if isinstance(v, type):
+    if isinstance(v, (type, types.FunctionType, types.BuiltinFunctionType)):
         return "%s.%s" % (v.__module__, v.__qualname__)
-    return repr(v)[:200]
+    return _repr(v)
