@@ -3,12 +3,15 @@
 // `nnrag extract --all`, alternately (single, queue, single, queue …) on the same machine,
 // each from a fresh store. Prints per run the wall time, the CPU time of every process it
 // started (user + sys, from /usr/bin/time), their peak RSS, the load average before and
-// after, and whether the merged library's files equal the single run's byte for byte.
+// after, and whether the merged library's files equal the single run's byte for byte, and
+// its block records the single run's (but for the fields that measure the run: `file`, the
+// store's path; `ms` and `…Ms`, times).
 // A real redis-server (Debian's) is started here on a loopback port, with append-only
 // persistence, as test/queue/queue.test.ts starts it.
 //
 //   node dist/bench/queue.js --config CONFIG [--rounds 2] [--workers 2] [--no-validate]
 //        [--python PY] [--validation-workers N] [--worker-validation-workers N] [--out DIR]
+//   node dist/bench/queue.js --compare SINGLE_STORE MERGED_STORE   (the comparison alone)
 // --validation-workers sizes the single run's validation pool (and each worker's, unless
 // --worker-validation-workers sizes those): on 2 cores, `--validation-workers 2
 // --worker-validation-workers 1` gives both runs two validating interpreters in all.
@@ -132,6 +135,42 @@ function verdicts(dir: string): Map<string, string> {
   }
 }
 
+/** A record's fields that measure the run, not the block: the library file's path (it names
+ *  the store), and times. */
+const RUN_FIELDS = (k: string) => k === 'file' || k === 'ms' || k.endsWith('Ms');
+
+/** Each block's record without its run fields, as JSON: id → text. */
+function records(dir: string): Map<string, string> {
+  const s = IndexStore.open(dir, { create: false });
+  try {
+    const m = new Map<string, string>();
+    for (const e of listExtractions(s))
+      m.set(
+        e.id,
+        JSON.stringify(e.record, (k, v) => (RUN_FIELDS(k) ? undefined : v)),
+      );
+    return m;
+  } finally {
+    s.close();
+  }
+}
+
+/** The paths (a.b[], ids left out) at which two records differ. */
+function differingFields(a: unknown, b: unknown, at = '', out = new Set<string>()): Set<string> {
+  if (a && b && typeof a === 'object' && typeof b === 'object' && Array.isArray(a) === Array.isArray(b)) {
+    if (Array.isArray(a) && Array.isArray(b) && a.length !== b.length) out.add(at);
+    else
+      for (const k of new Set([...Object.keys(a), ...Object.keys(b)]))
+        differingFields(
+          (a as Record<string, unknown>)[k],
+          (b as Record<string, unknown>)[k],
+          Array.isArray(a) ? `${at}[]` : `${at}.${k}`,
+          out,
+        );
+  } else if (JSON.stringify(a) !== JSON.stringify(b)) out.add(at);
+  return out;
+}
+
 const common = [...(noValidate ? ['--no-validate'] : []), ...(vworkers ? ['--workers', vworkers] : [])];
 
 async function single(k: number) {
@@ -204,7 +243,46 @@ async function queued(k: number) {
   }
 }
 
+/** The merged store against the single run's: library files byte for byte, verdicts, and
+ *  records without their run fields. */
+function compare(single: string, merged: string) {
+  const a = tree(path.join(single, 'library'));
+  const b = tree(path.join(merged, 'library'));
+  const same = [...a].filter(([f, t]) => b.get(f)?.equals(t)).length;
+  const va = verdicts(single);
+  const vb = verdicts(merged);
+  const differ = [...va].filter(([id, v]) => vb.get(id) !== v);
+  const ra = records(single);
+  const rb = records(merged);
+  const recDiffer = [...ra].filter(([id, r]) => rb.get(id) !== r);
+  const tally: Record<string, number> = {};
+  for (const v of va.values()) tally[v] = (tally[v] ?? 0) + 1;
+  return {
+    library: { files: a.size, mergedFiles: b.size, identical: same },
+    verdicts: {
+      single: va.size,
+      merged: vb.size,
+      same: va.size - differ.length,
+      tally,
+      differ: differ.slice(0, 20).map(([id, v]) => ({ id, single: v, merged: vb.get(id) ?? null })),
+    },
+    records: {
+      same: ra.size - recDiffer.length,
+      differ: recDiffer.slice(0, 20).map(([id, r]) => ({
+        id,
+        fields: [...differingFields(JSON.parse(r), JSON.parse(rb.get(id) ?? 'null'))].slice(0, 8),
+      })),
+    },
+  };
+}
+
 async function main() {
+  const pair = args.indexOf('--compare');
+  if (pair >= 0) {
+    // two stores made before (a single run's and a merged one): the comparison alone
+    console.log(JSON.stringify(compare(path.resolve(args[pair + 1]), path.resolve(args[pair + 2]))));
+    return;
+  }
   if (!config) throw new Error('give --config CONFIG');
   if (!REDIS) throw new Error('redis-server is not installed (scripts/setup.sh installs it)');
   mkdirSync(out, { recursive: true });
@@ -228,27 +306,7 @@ async function main() {
     const s = await single(k);
     console.log(JSON.stringify(s));
     const q = await queued(k);
-    const a = tree(path.join(s.store, 'library'));
-    const b = tree(path.join(q.store, 'library'));
-    const same = [...a].filter(([f, t]) => b.get(f)?.equals(t)).length;
-    const va = verdicts(s.store);
-    const vb = verdicts(q.store);
-    const differ = [...va].filter(([id, v]) => vb.get(id) !== v);
-    const tally: Record<string, number> = {};
-    for (const v of va.values()) tally[v] = (tally[v] ?? 0) + 1;
-    console.log(
-      JSON.stringify({
-        ...q,
-        library: { files: a.size, mergedFiles: b.size, identical: same },
-        verdicts: {
-          single: va.size,
-          merged: vb.size,
-          same: va.size - differ.length,
-          tally,
-          differ: differ.slice(0, 20).map(([id, v]) => ({ id, single: v, merged: vb.get(id) ?? null })),
-        },
-      }),
-    );
+    console.log(JSON.stringify({ ...q, ...compare(s.store, q.store) }));
     console.log(
       JSON.stringify({ round: k, ratioWall: +(q.wall / s.wall).toFixed(2), ratioCpu: +(q.cpu / s.cpu).toFixed(2) }),
     );
