@@ -296,9 +296,23 @@ export const TOTAL_CAP = 10_000;
  *  looks each of them up in the index instead of reading the matches */
 const SEEK_DOCS = 5_000;
 
+/** FilterColumns.mask's values by rowid */
+export const MASK_OUT = 0;
+/** the filters pass the document and its status is shown (not a failed block hidden) */
+export const MASK_SHOWN = 1;
+/** the filters pass the document, a failed block the default filter hides */
+export const MASK_HIDDEN = 2;
+
 interface FilterColumns {
   /** a predicate on rowids for the filters (every rowid of a document) */
   predicate(f: DocFilters): (rowid: number) => boolean;
+  /** the filters' verdict on every rowid, one byte each (MASK_OUT, MASK_SHOWN, MASK_HIDDEN):
+   *  made by one sequential pass over the columns and kept per filter (the last
+   *  MASKS_KEPT filters) and store state, so a query tests a name by one read of a 1-byte
+   *  array instead of the predicate's reads of the status, repository, category and
+   *  parameter columns (at 10^6 blocks, 14 MB read at random for a common word's 10^5
+   *  name holders) */
+  mask(f: DocFilters): Uint8Array;
   /** how many documents pass the filters, of the statuses they show (what countDocs
    *  counts in SQL: a scan of search_docs, whose rows hold the documents' JSON) */
   count(f: DocFilters): number;
@@ -314,6 +328,33 @@ interface FilterColumns {
   hasName(rowid: number): boolean;
   /** the class name's identifier parts */
   parts(rowid: number): string[];
+}
+
+/** the masks kept per store state (the most recently used filters; 1 byte a document each) */
+const MASKS_KEPT = 16;
+/** masks made in this process (a test counts them: a filter's second query makes none) */
+let maskBuilds = 0;
+export function filterMaskBuilds(): number {
+  return maskBuilds;
+}
+
+/** The filters' verdict on every rowid of the store's documents (MASK_OUT, MASK_SHOWN,
+ *  MASK_HIDDEN), as the search reads it: kept per filter and store state. */
+export function filterMask(store: IndexStore, f: SearchFilters): Uint8Array {
+  return filterColumns(store).mask(docFilters(f));
+}
+
+/** A filter's key for its mask: the fields the mask depends on (not `failedOnly`, which
+ *  only the browse count reads). */
+function maskKey(f: DocFilters): string {
+  return JSON.stringify([
+    [...f.repos].sort(),
+    [...f.categories].sort(),
+    f.validated,
+    f.all,
+    f.minParams ?? null,
+    f.maxParams ?? null,
+  ]);
 }
 
 /** documents whose filter columns are read per statement (the rows of a chunk are garbage
@@ -363,6 +404,47 @@ function filterColumns(store: IndexStore): FilterColumns {
     const statusName = new Map([...statusCode].map(([k, v]) => [v, k]));
     const validated = statusCode.get('validated') ?? -1;
     const failed = statusCode.get('failed') ?? -1;
+    const masks = new Map<string, Uint8Array>();
+    const mask = (f: DocFilters) => {
+      const k = maskKey(f);
+      let m = masks.get(k);
+      if (m) {
+        // most recently used last: the first entry is the one evicted
+        masks.delete(k);
+        masks.set(k, m);
+        return m;
+      }
+      maskBuilds++;
+      // each column's verdict per code, looked up per rowid (no Set or closure per row)
+      const ofCodes = (codes: Map<string, number>, wanted: string[]) => {
+        const t = new Uint8Array(codes.size + 1).fill(wanted.length ? 0 : 1);
+        for (const x of wanted) {
+          const c = codes.get(x);
+          if (c !== undefined) t[c] = 1;
+        }
+        return t;
+      };
+      const repoOk = ofCodes(repoCode, f.repos);
+      const catOk = ofCodes(catCode, f.categories);
+      // a status's verdict: out (code 0: no document; or not validated when only validated
+      // ones pass), hidden (failed, unless `all`), or shown
+      const statusOk = new Uint8Array(statusCode.size + 1);
+      for (const c of statusCode.values())
+        statusOk[c] = f.validated && c !== validated ? MASK_OUT : c === failed && !f.all ? MASK_HIDDEN : MASK_SHOWN;
+      const lo = f.minParams;
+      const hi = f.maxParams;
+      m = new Uint8Array(size);
+      for (let r = 0; r < size; r++) {
+        const v = statusOk[status[r]];
+        if (v === MASK_OUT || !repoOk[repo[r]] || !catOk[cat[r]]) continue;
+        // SQL comparisons with NULL params are false (NaN here)
+        if ((lo !== undefined && !(params[r] >= lo)) || (hi !== undefined && !(params[r] <= hi))) continue;
+        m[r] = v;
+      }
+      masks.set(k, m);
+      if (masks.size > MASKS_KEPT) masks.delete(masks.keys().next().value!);
+      return m;
+    };
     const predicate = (f: DocFilters) => {
       const repos = new Set(f.repos.map((r) => repoCode.get(r) ?? -1));
       const cats = new Set(f.categories.map((c) => catCode.get(c) ?? -1));
@@ -385,6 +467,7 @@ function filterColumns(store: IndexStore): FilterColumns {
       nameOf: (r: number) => name.get(r),
       hasName: (r: number) => name.byteLength(r) > 0,
       predicate,
+      mask,
       count(f: DocFilters) {
         const passes = predicate({ ...f, validated: false });
         // filterSql's status conditions: only failed ones, else only validated ones, else
@@ -464,15 +547,16 @@ function wordsInName(words: readonly QueryWord[]): (parts: readonly string[]) =>
  * its terms as a whole part, or all of its parts; a prefix for a prefix term; a related
  * word), best first by how many query words the name holds, then validated, then the share
  * of the name the query covers (nameCoverage, summed over the index), then rowid; at most
- * `max`, of those `keep` accepts.
+ * `max`, of those whose `keep.ok` is `keep.okValue` and not in `keep.picked`.
  */
 function nameCandidates(
   store: IndexStore,
   words: readonly QueryWord[],
-  keep: (r: number) => boolean,
+  keep: { ok: Uint8Array; okValue: number; picked: ReadonlySet<number> },
   validated: (r: number) => boolean,
   max: number,
 ): number[] {
+  const { ok, okValue, picked } = keep;
   const { lists, weight2 } = nameIndex(store);
   const qs = [...new Set(words.flatMap((w) => [w.word, ...identifierParts(w.word)]))];
   const rel = new Set(qs.flatMap(relatedWords));
@@ -556,9 +640,10 @@ function nameCandidates(
         at[k]++;
       }
     }
-    if (!b) continue;
+    // the filters' verdict first: one read of a byte per name (the mask), not the columns'
+    if (!b || ok[r] !== okValue || (picked.size && picked.has(r))) continue;
     const h = held(b);
-    if (!h || !keep(r)) continue;
+    if (!h) continue;
     members[count] = r;
     // words held, then validated, then coverage (0–1): one number, larger is better
     key[count++] = h * 4 + (validated(r) ? 2 : 0) + Math.min(1, a / (weight2[r] / 2 || 1));
@@ -619,10 +704,10 @@ function filteredDocs(store: IndexStore, f: DocFilters): Int32Array | null {
   if (!f.repos.length && !f.categories.length) return null;
   return memoized(store, `docs:${JSON.stringify(f)}`, () => {
     const cols = filterColumns(store);
-    const passes = cols.predicate(f);
+    const verdict = cols.mask(f);
     const out: number[] = [];
     for (let r = 0; r < cols.size; r++) {
-      if (!passes(r)) continue;
+      if (verdict[r] === MASK_OUT) continue;
       if (out.length >= SEEK_DOCS) return null;
       out.push(r);
     }
@@ -769,7 +854,8 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
   // the blocks the query names whole: its joined words as the `exact` column's one term
   const exactTerm = joined ? quoteTerm(joined) : null;
   const exactExpr = exactTerm && !fieldTables ? `exact : ${exactTerm}` : null;
-  const passes = cols.predicate(filters);
+  // the filters' verdict per rowid (out, shown, or a failed block hidden), kept per filter
+  const verdict = cols.mask(filters);
   const coverParts = partsCoverer(words.map((w) => w.word));
   // a name's parts are decoded from the packed buffer once per query (the large path reads
   // a candidate's for the words its name holds and for its coverage)
@@ -780,8 +866,6 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
     return p;
   };
   const cover = (r: number) => coverParts(partsOf(r));
-  const isFailed = (r: number) => cols.status[r] === cols.failedCode;
-  const hide = (r: number) => !filters.all && !filters.validated && isFailed(r);
   const largeAt = opts.large ?? LARGE;
   const totalCap = opts.totalCap ?? TOTAL_CAP;
   const fieldExpr = (expr: string, g: Field) => `{${g.columns.join(' ')}} : (${expr})`;
@@ -836,15 +920,20 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
         ? matchRowids(store, exactTerm, 'search_field_exact')
         : matchRowids(store, exactExpr!));
   const classify = (r: number) => {
-    if (!passes(r)) return;
-    if (hide(r)) failed.push(r);
-    else shown.push(r);
+    const v = verdict[r];
+    if (v === MASK_SHOWN) shown.push(r);
+    else if (v === MASK_HIDDEN) failed.push(r);
   };
   if (!large) for (const r of first!) classify(r);
   else {
     const docs = filteredDocs(store, filters);
     // a filter's few documents: each looked up, or one pass over the matches when they are
-    // fewer than the lookups would cost (checkRows)
+    // fewer than the lookups would cost (checkRows). A lookup seeks every term of the
+    // union and a pass reads every term's documents (measured at 10^6 on a repository's
+    // ~1,000 rowids: 5 µs a rowid and term; 0.04–0.065 µs a document of each term's list):
+    // `mlp` or its two related words, 1,004 lookups 12–17 ms against a pass over their
+    // 133,000 documents 8–9 ms. The words' own documents are counted already; the related
+    // words' are counted only when the lookups cost more than a pass over the own ones.
     if (docs)
       for (const r of docs.length * seekCost(union) < atLeast
         ? matchRowidsSeek(store, union, docs)
@@ -901,22 +990,24 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
     // the large path's candidates: the blocks the query names whole, then the name
     // candidates (nameCandidates, each confirmed by the index), then (when fewer than the
     // cap) the counted matches in rowid order
-    let ok: (r: number) => boolean;
+    // the blocks a candidate may be: the counted matches when they are all known, else
+    // those the filters show (`ok[r] === okValue`)
+    let ok = verdict;
+    let okValue = MASK_SHOWN;
     if (complete) {
-      const inMatches = new Uint8Array(cols.size);
-      for (const r of matches) inMatches[r] = 1;
-      ok = (r) => inMatches[r] === 1;
-    } else ok = (r) => passes(r) && !hide(r);
+      ok = new Uint8Array(cols.size);
+      for (const r of matches) ok[r] = 1;
+      okValue = 1;
+    }
     const picked = new Set<number>();
     if (exactTerm)
       for (const r of exactList()) {
         if (picked.size >= cap) break;
-        if (ok(r)) picked.add(r);
+        if (ok[r] === okValue) picked.add(r);
       }
     // a name holding a query word's term as a whole part holds it in the name columns
     // (they index the name's identifier parts): every name candidate is a match
-    const validatedCode = cols.isValidated;
-    for (const r of nameCandidates(store, words, (r) => ok(r) && !picked.has(r), validatedCode, cap - picked.size))
+    for (const r of nameCandidates(store, words, { ok, okValue, picked }, cols.isValidated, cap - picked.size))
       picked.add(r);
     for (const r of matches) {
       if (picked.size >= cap) break;
@@ -1163,7 +1254,8 @@ function libraryDocuments(store: IndexStore): number {
  * seconds, one read of every document's filter row and one split of every class name).
  */
 export function prepareSearch(store: IndexStore): void {
-  filterColumns(store);
+  // the columns, and the default filter's mask (a query without filters reads it)
+  filterColumns(store).mask(docFilters({}));
   nameIndex(store);
   libraryDocuments(store);
   facets(store);
