@@ -722,6 +722,12 @@ function filteredDocs(store: IndexStore, f: DocFilters): Int32Array | null {
 function seekCost(expr: string): number {
   return expr.includes(' + ') ? 40 : 100;
 }
+
+/** The quoted terms of an FTS5 expression (a phrase's words each count: a lookup seeks
+ *  every term's list). */
+function termCount(expr: string): number {
+  return expr.match(/"(?:[^"]|"")*"/g)?.length ?? 1;
+}
 /** at most this many rows are looked up without counting the expression's documents
  *  (at most ~0.5 ms of lookups, less than a count of a common word) */
 const FEW_LOOKUPS = 50;
@@ -934,12 +940,19 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
     // `mlp` or its two related words, 1,004 lookups 12–17 ms against a pass over their
     // 133,000 documents 8–9 ms. The words' own documents are counted already; the related
     // words' are counted only when the lookups cost more than a pass over the own ones.
-    if (docs)
-      for (const r of docs.length * seekCost(union) < atLeast
+    if (docs) {
+      const lookups = docs.length * seekCost(union) * termCount(union);
+      let pass = wordDocs.reduce((a, d) => a + Math.max(d.own, d.related), 0);
+      if (lookups >= pass)
+        words.forEach((w, i) => {
+          if (w.related && wordDocs[i].own)
+            pass += memoized(store, `df:search_fts:${w.related}`, () => countFts(store, w.related!));
+        });
+      for (const r of lookups < pass
         ? matchRowidsSeek(store, union, docs)
         : matchRowidsIn(store, union, Array.from(docs)))
         classify(r);
-    else {
+    } else {
       // counted among the first window of largeAt + 1 matches: past it the total is "more
       // than" the blocks shown among them (at most totalCap); read on, a window at a time,
       // only while none of them is shown (a filter that passes few). A window is read in

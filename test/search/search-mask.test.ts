@@ -1,9 +1,12 @@
 // The search's filters as one byte per document (fts.ts filterMask), made once per filter and
-// store state. On a small store with the large path's threshold set low:
+// store state, and the repository filter's choice between looking its documents up and one
+// pass over the query's matches. On a small store with the large path's threshold set low:
 // every filter's mask equals the verdict computed here from the documents' columns in SQL
 // (repository, category, status, parameters, NULL parameters failing a range); a filter's
 // second query makes no mask, and a filter given in another order is the same mask; the
-// masks kept are bounded.
+// masks kept are bounded; and a repository filter whose query has related words (three
+// terms to seek per document) reads the matches once instead of seeking each document,
+// with the same page.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { IndexStore } from '../../src/store/store.js';
@@ -20,6 +23,7 @@ import {
 } from '../../src/search/fts.js';
 import { tempDir } from '../helpers.js';
 import { moduleText, putModule } from './module-text.js';
+import { spyStatements } from './spy-statements.js';
 
 describe('search: filter masks', () => {
   let dir: string;
@@ -109,5 +113,30 @@ describe('search: filter masks', () => {
     const before = filterMaskBuilds();
     assert.notEqual(filterMask(store, f), kept);
     assert.equal(filterMaskBuilds(), before + 1);
+  });
+
+  test('a repository filter reads the matches once when seeking each of its documents costs more', () => {
+    const ran: string[] = [];
+    const restore = spyStatements(store, (sql) => ran.push(sql));
+    let page;
+    try {
+      // "mlp" matches 403 blocks (> large: the large path); org/small has 3 documents, each
+      // sought for 3 terms (mlp, feedforward, ffn): 3 × 100 × 3 lookups' cost against a
+      // pass over mlp's 403 documents and its related words' 400
+      page = searchBlocks(store, 'mlp', { repo: 'org/small', large: 50, limit: 5 });
+    } finally {
+      restore();
+    }
+    const union = ran.filter((s) => /search_fts MATCH \? AND \+?rowid IN \(SELECT value FROM json_each/.test(s));
+    assert.ok(union.length >= 1, ran.join('\n'));
+    assert.match(union[0], /\+rowid IN/, 'one pass over the matches, not a seek per document');
+    assert.deepEqual(page.hits.map((h) => h.name).sort(), ['SmallMlp0', 'SmallMlp1', 'SmallMlp2']);
+    assert.equal(page.total, 3);
+    // the same page as the exact path's (every match read)
+    const exact = searchBlocks(store, 'mlp', { repo: 'org/small', large: Number.POSITIVE_INFINITY, limit: 5 });
+    assert.deepEqual(
+      page.hits.map((h) => [h.id, h.score]),
+      exact.hits.map((h) => [h.id, h.score]),
+    );
   });
 });
