@@ -318,6 +318,8 @@ interface FilterColumns {
   count(f: DocFilters): number;
   status: Uint8Array;
   failedCode: number;
+  /** status code of validated blocks (−1 when none is) */
+  validatedCode: number;
   statusOf(rowid: number): string;
   isValidated(rowid: number): boolean;
   /** rowids are below this */
@@ -461,6 +463,7 @@ function filterColumns(store: IndexStore): FilterColumns {
       parts: (r: number) => (parts.byteLength(r) ? parts.get(r).split(PART_SEP) : []),
       status,
       failedCode: failed,
+      validatedCode: validated,
       statusOf: (r: number) => statusName.get(status[r]) ?? '',
       isValidated: (r: number) => status[r] === validated,
       size,
@@ -553,7 +556,6 @@ function nameCandidates(
   store: IndexStore,
   words: readonly QueryWord[],
   keep: { ok: Uint8Array; okValue: number; picked: ReadonlySet<number> },
-  validated: (r: number) => boolean,
   max: number,
 ): number[] {
   const { ok, okValue, picked } = keep;
@@ -597,17 +599,6 @@ function nameCandidates(
     if (!score && !mask) continue;
     used.push({ list, mask, w: (GENERIC.has(p) ? 0.5 : 1) * score });
   }
-  // how many query words a name's slot bits hold (the bits take few values: kept per value)
-  const heldOf = new Map<number, number>();
-  const held = (b: number) => {
-    let k = heldOf.get(b);
-    if (k === undefined) {
-      k = 0;
-      for (const m of needs) if (b & m.joined || (m.parts && (b & m.parts) === m.parts) || b & m.related) k++;
-      heldOf.set(b, k);
-    }
-    return k;
-  };
   // their lists merged in rowid order (each list is): per name the slots it holds and its
   // coverage summed part by part in the index's order. Sequential, not marks in arrays of
   // every name (10^5 random accesses into 12 MB a query were most of this function's time).
@@ -615,13 +606,72 @@ function nameCandidates(
   // common word's lists hold 10^5 names: three growing arrays of them per query were
   // garbage and copies)
   const ls = used.map((u) => u.list);
-  const masks = Int32Array.from(used, (u) => u.mask);
-  const ws = Float64Array.from(used, (u) => u.w);
   let size = 0;
   for (const l of ls) size += l.length;
   const members = new Int32Array(size);
   const key = new Float64Array(size);
+  const cols = filterColumns(store);
+  const count = mergeNameLists(
+    {
+      lists: ls,
+      masks: Int32Array.from(used, (u) => u.mask),
+      ws: Float64Array.from(used, (u) => u.w),
+      needs: Int32Array.from(needs.flatMap((m) => [m.joined, m.parts, m.related])),
+      ok,
+      okValue,
+      skip: Int32Array.from(picked).sort(),
+      status: cols.status,
+      validatedCode: cols.validatedCode,
+      weight2,
+    },
+    members,
+    key,
+  );
+  if (!count || max <= 0) return [];
+  // the best `max` without sorting every member (10^5 of them for a common word): the key
+  // of the max-th best member (counting equal keys) is the threshold; the members above it
+  // are taken, and those at it in rowid order until `max`
+  const threshold = count <= max ? Math.min(...key.subarray(0, count)) : kthLargest(key.slice(0, count), max);
+  const best: number[] = [];
+  const atThreshold: number[] = [];
+  for (let i = 0; i < count; i++) {
+    if (key[i] > threshold) best.push(i);
+    else if (key[i] === threshold) atThreshold.push(i);
+  }
+  // (members are in rowid order, as merged: so are those at the threshold)
+  best.push(...atThreshold.slice(0, max - best.length));
+  best.sort((a, b) => key[b] - key[a] || members[a] - members[b]);
+  return best.map((i) => members[i]);
+}
+
+/** What mergeNameLists reads: typed arrays only, so the loop compiled once (or at
+ *  prepareSearch's warm-up) serves every query without a deoptimization (a closure made per
+ *  query, as the words' test was, is a new call target each time). */
+interface NameLists {
+  /** each part's rowids, in rowid order */
+  lists: Int32Array[];
+  /** each list's slot bits and coverage share */
+  masks: Int32Array;
+  ws: Float64Array;
+  /** per query word, its joined, parts and related slot bits */
+  needs: Int32Array;
+  /** a rowid may be a candidate when ok[rowid] === okValue, and it is not in `skip`
+   *  (ascending) */
+  ok: Uint8Array;
+  okValue: number;
+  skip: Int32Array;
+  status: Uint8Array;
+  validatedCode: number;
+  weight2: Uint16Array;
+}
+
+/** The k-way merge of nameCandidates: every name holding some query word (its slots),
+ *  kept when `ok` passes it, into `members` with its key (words held, then validated, then
+ *  coverage: larger is better); returns how many. */
+function mergeNameLists(x: NameLists, members: Int32Array, key: Float64Array): number {
+  const { lists: ls, masks, ws, needs, ok, okValue, skip, status, validatedCode, weight2 } = x;
   let count = 0;
+  let sp = 0;
   const at = new Int32Array(ls.length);
   for (;;) {
     let r = 0x7fffffff;
@@ -641,28 +691,21 @@ function nameCandidates(
       }
     }
     // the filters' verdict first: one read of a byte per name (the mask), not the columns'
-    if (!b || ok[r] !== okValue || (picked.size && picked.has(r))) continue;
-    const h = held(b);
+    if (!b || ok[r] !== okValue) continue;
+    while (sp < skip.length && skip[sp] < r) sp++;
+    if (sp < skip.length && skip[sp] === r) continue;
+    // how many query words the slot bits hold: the joined form, every part, or a related word
+    let h = 0;
+    for (let i = 0; i < needs.length; i += 3) {
+      const parts = needs[i + 1];
+      if (b & needs[i] || (parts && (b & parts) === parts) || b & needs[i + 2]) h++;
+    }
     if (!h) continue;
     members[count] = r;
     // words held, then validated, then coverage (0–1): one number, larger is better
-    key[count++] = h * 4 + (validated(r) ? 2 : 0) + Math.min(1, a / (weight2[r] / 2 || 1));
+    key[count++] = h * 4 + (status[r] === validatedCode ? 2 : 0) + Math.min(1, a / (weight2[r] / 2 || 1));
   }
-  if (!count || max <= 0) return [];
-  // the best `max` without sorting every member (10^5 of them for a common word): the key
-  // of the max-th best member (counting equal keys) is the threshold; the members above it
-  // are taken, and those at it in rowid order until `max`
-  const threshold = count <= max ? Math.min(...key.subarray(0, count)) : kthLargest(key.slice(0, count), max);
-  const best: number[] = [];
-  const atThreshold: number[] = [];
-  for (let i = 0; i < count; i++) {
-    if (key[i] > threshold) best.push(i);
-    else if (key[i] === threshold) atThreshold.push(i);
-  }
-  atThreshold.sort((a, b) => members[a] - members[b]);
-  best.push(...atThreshold.slice(0, max - best.length));
-  best.sort((a, b) => key[b] - key[a] || members[a] - members[b]);
-  return best.map((i) => members[i]);
+  return count;
 }
 
 /** The k-th largest value of `xs` (1-based, equal values counted each), by selection with
@@ -1020,8 +1063,7 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
       }
     // a name holding a query word's term as a whole part holds it in the name columns
     // (they index the name's identifier parts): every name candidate is a match
-    for (const r of nameCandidates(store, words, { ok, okValue, picked }, cols.isValidated, cap - picked.size))
-      picked.add(r);
+    for (const r of nameCandidates(store, words, { ok, okValue, picked }, cap - picked.size)) picked.add(r);
     for (const r of matches) {
       if (picked.size >= cap) break;
       picked.add(r);
@@ -1268,8 +1310,25 @@ function libraryDocuments(store: IndexStore): number {
  */
 export function prepareSearch(store: IndexStore): void {
   // the columns, and the default filter's mask (a query without filters reads it)
-  filterColumns(store).mask(docFilters({}));
-  nameIndex(store);
+  const shown = filterColumns(store).mask(docFilters({}));
+  const { lists } = nameIndex(store);
+  // the large path's name merge run on the commonest name part, twice: the first queries
+  // then run its compiled code. Compiled during a query, it was most of the first catalog
+  // pages' CPU (at 10^6 blocks ~30 ms a page: the merge of 10^5 names interpreted until
+  // V8 compiles it, ~25 ms of compiler CPU a compilation, and compiled again after each
+  // deoptimization)
+  let common = '';
+  let most = 0;
+  for (const [p, l] of lists)
+    if (l.length > most) {
+      common = p;
+      most = l.length;
+    }
+  if (common) {
+    const words = queryWords(common, { isWord: () => true });
+    for (let i = 0; i < 2; i++)
+      nameCandidates(store, words, { ok: shown, okValue: MASK_SHOWN, picked: new Set() }, CANDIDATES);
+  }
   libraryDocuments(store);
   facets(store);
 }
