@@ -35,6 +35,7 @@ import {
   putDocs,
   rankOf,
   SEARCH_COLUMNS,
+  termDocs,
   type DocFilters,
 } from '../store/search.js';
 import { specTexts } from '../store/specs.js';
@@ -787,11 +788,18 @@ const MORE_MATCHES = 4096;
 function checkRows(store: IndexStore, table: FtsTable, expr: string, ids: readonly number[]): number[] {
   // a few lookups cost less than the count (the first query of an expression)
   if (ids.length <= FEW_LOOKUPS) return matchRowidsSeek(store, expr, ids, table);
-  const docs = memoized(store, `df:${table}:${expr}`, () => countFts(store, expr, table));
+  const docs = memoized(store, `df:${table}:${expr}`, () => docCount(store, expr, table));
   if (!docs) return [];
   return ids.length * seekCost(expr) < docs
     ? matchRowidsSeek(store, expr, ids, table)
     : matchRowidsIn(store, expr, ids, table);
+}
+
+/** An expression's documents in a table: a term of search_fts read from its vocabulary
+ *  (termDocs: a word's first query at 10^6 blocks pays 4–8 ms instead of 7–22), any other
+ *  expression counted. */
+function docCount(store: IndexStore, expr: string, table: FtsTable): number {
+  return (table === 'search_fts' ? termDocs(store, expr) : null) ?? countFts(store, expr, table);
 }
 
 /** Values that change only when the store does (the number of documents, the facets, a
@@ -939,7 +947,7 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
     const oneTerm = FIELDS_COVER_ALL && !w.expr.includes(' AND ');
     // (the one-term count under checkRows' key: the low field's check reads it too)
     const own = oneTerm
-      ? memoized(store, `df:search_fts:${w.expr}`, () => countFts(store, w.expr))
+      ? memoized(store, `df:search_fts:${w.expr}`, () => docCount(store, w.expr, 'search_fts'))
       : memoized(store, `df:${ownExpr}`, () => countFts(store, ownExpr));
     let related = 0;
     if (!own && w.related) for (const g of FIELDS) related = Math.max(related, fieldCount(w.related, g));
