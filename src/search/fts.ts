@@ -1315,8 +1315,10 @@ function libraryDocuments(store: IndexStore): number {
  * until the store changes). A process that answers queries as they come (the catalog)
  * calls it once at its start, so its first page does not pay for them (at 10^6 blocks:
  * seconds, one read of every document's filter row and one split of every class name).
+ * Returns the commonest class-name part (null without names): a query of it at the start
+ * compiles the rest of a query's path (startServer renders one page of it).
  */
-export function prepareSearch(store: IndexStore): void {
+export function prepareSearch(store: IndexStore): string | null {
   // the columns, and the default filter's mask (a query without filters reads it)
   const shown = filterColumns(store).mask(docFilters({}));
   const { lists } = nameIndex(store);
@@ -1339,6 +1341,7 @@ export function prepareSearch(store: IndexStore): void {
   }
   libraryDocuments(store);
   facets(store);
+  return common || null;
 }
 
 /** Distinct values of the filter columns, for the catalog's filter menus. */
