@@ -6,7 +6,7 @@
 // second query makes no mask, and a filter given in another order is the same mask; the
 // masks kept are bounded; and a repository filter whose query has related words (three
 // terms to seek per document) reads the matches once instead of seeking each document,
-// with the same page.
+// with the same page; and prepareSearch names the commonest class-name part.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { IndexStore } from '../../src/store/store.js';
@@ -17,6 +17,7 @@ import {
   MASK_HIDDEN,
   MASK_OUT,
   MASK_SHOWN,
+  prepareSearch,
   searchBlocks,
   syncSearchIndex,
   type SearchFilters,
@@ -138,5 +139,11 @@ describe('search: filter masks', () => {
       page.hits.map((h) => [h.id, h.score]),
       exact.hits.map((h) => [h.id, h.score]),
     );
+  });
+
+  test('prepareSearch returns the commonest class-name part (the catalog renders a page of it at its start)', () => {
+    // TokenMixerMlp<i> (200 names) and SmallMlp<i> (3) hold `mlp`; ChannelStage<i> (200)
+    // hold `channel` and `stage`
+    assert.equal(prepareSearch(store), 'mlp');
   });
 });
