@@ -35,6 +35,7 @@ import {
   putDocs,
   rankOf,
   SEARCH_COLUMNS,
+  termDocs,
   type DocFilters,
 } from '../store/search.js';
 import { specTexts } from '../store/specs.js';
@@ -296,14 +297,30 @@ export const TOTAL_CAP = 10_000;
  *  looks each of them up in the index instead of reading the matches */
 const SEEK_DOCS = 5_000;
 
+/** FilterColumns.mask's values by rowid */
+export const MASK_OUT = 0;
+/** the filters pass the document and its status is shown (not a failed block hidden) */
+export const MASK_SHOWN = 1;
+/** the filters pass the document, a failed block the default filter hides */
+export const MASK_HIDDEN = 2;
+
 interface FilterColumns {
   /** a predicate on rowids for the filters (every rowid of a document) */
   predicate(f: DocFilters): (rowid: number) => boolean;
+  /** the filters' verdict on every rowid, one byte each (MASK_OUT, MASK_SHOWN, MASK_HIDDEN):
+   *  made by one sequential pass over the columns and kept per filter (the last
+   *  MASKS_KEPT filters) and store state, so a query tests a name by one read of a 1-byte
+   *  array instead of the predicate's reads of the status, repository, category and
+   *  parameter columns (at 10^6 blocks, 14 MB read at random for a common word's 10^5
+   *  name holders) */
+  mask(f: DocFilters): Uint8Array;
   /** how many documents pass the filters, of the statuses they show (what countDocs
    *  counts in SQL: a scan of search_docs, whose rows hold the documents' JSON) */
   count(f: DocFilters): number;
   status: Uint8Array;
   failedCode: number;
+  /** status code of validated blocks (−1 when none is) */
+  validatedCode: number;
   statusOf(rowid: number): string;
   isValidated(rowid: number): boolean;
   /** rowids are below this */
@@ -314,6 +331,33 @@ interface FilterColumns {
   hasName(rowid: number): boolean;
   /** the class name's identifier parts */
   parts(rowid: number): string[];
+}
+
+/** the masks kept per store state (the most recently used filters; 1 byte a document each) */
+const MASKS_KEPT = 16;
+/** masks made in this process (a test counts them: a filter's second query makes none) */
+let maskBuilds = 0;
+export function filterMaskBuilds(): number {
+  return maskBuilds;
+}
+
+/** The filters' verdict on every rowid of the store's documents (MASK_OUT, MASK_SHOWN,
+ *  MASK_HIDDEN), as the search reads it: kept per filter and store state. */
+export function filterMask(store: IndexStore, f: SearchFilters): Uint8Array {
+  return filterColumns(store).mask(docFilters(f));
+}
+
+/** A filter's key for its mask: the fields the mask depends on (not `failedOnly`, which
+ *  only the browse count reads). */
+function maskKey(f: DocFilters): string {
+  return JSON.stringify([
+    [...f.repos].sort(),
+    [...f.categories].sort(),
+    f.validated,
+    f.all,
+    f.minParams ?? null,
+    f.maxParams ?? null,
+  ]);
 }
 
 /** documents whose filter columns are read per statement (the rows of a chunk are garbage
@@ -363,6 +407,47 @@ function filterColumns(store: IndexStore): FilterColumns {
     const statusName = new Map([...statusCode].map(([k, v]) => [v, k]));
     const validated = statusCode.get('validated') ?? -1;
     const failed = statusCode.get('failed') ?? -1;
+    const masks = new Map<string, Uint8Array>();
+    const mask = (f: DocFilters) => {
+      const k = maskKey(f);
+      let m = masks.get(k);
+      if (m) {
+        // most recently used last: the first entry is the one evicted
+        masks.delete(k);
+        masks.set(k, m);
+        return m;
+      }
+      maskBuilds++;
+      // each column's verdict per code, looked up per rowid (no Set or closure per row)
+      const ofCodes = (codes: Map<string, number>, wanted: string[]) => {
+        const t = new Uint8Array(codes.size + 1).fill(wanted.length ? 0 : 1);
+        for (const x of wanted) {
+          const c = codes.get(x);
+          if (c !== undefined) t[c] = 1;
+        }
+        return t;
+      };
+      const repoOk = ofCodes(repoCode, f.repos);
+      const catOk = ofCodes(catCode, f.categories);
+      // a status's verdict: out (code 0: no document; or not validated when only validated
+      // ones pass), hidden (failed, unless `all`), or shown
+      const statusOk = new Uint8Array(statusCode.size + 1);
+      for (const c of statusCode.values())
+        statusOk[c] = f.validated && c !== validated ? MASK_OUT : c === failed && !f.all ? MASK_HIDDEN : MASK_SHOWN;
+      const lo = f.minParams;
+      const hi = f.maxParams;
+      m = new Uint8Array(size);
+      for (let r = 0; r < size; r++) {
+        const v = statusOk[status[r]];
+        if (v === MASK_OUT || !repoOk[repo[r]] || !catOk[cat[r]]) continue;
+        // SQL comparisons with NULL params are false (NaN here)
+        if ((lo !== undefined && !(params[r] >= lo)) || (hi !== undefined && !(params[r] <= hi))) continue;
+        m[r] = v;
+      }
+      masks.set(k, m);
+      if (masks.size > MASKS_KEPT) masks.delete(masks.keys().next().value!);
+      return m;
+    };
     const predicate = (f: DocFilters) => {
       const repos = new Set(f.repos.map((r) => repoCode.get(r) ?? -1));
       const cats = new Set(f.categories.map((c) => catCode.get(c) ?? -1));
@@ -379,12 +464,14 @@ function filterColumns(store: IndexStore): FilterColumns {
       parts: (r: number) => (parts.byteLength(r) ? parts.get(r).split(PART_SEP) : []),
       status,
       failedCode: failed,
+      validatedCode: validated,
       statusOf: (r: number) => statusName.get(status[r]) ?? '',
       isValidated: (r: number) => status[r] === validated,
       size,
       nameOf: (r: number) => name.get(r),
       hasName: (r: number) => name.byteLength(r) > 0,
       predicate,
+      mask,
       count(f: DocFilters) {
         const passes = predicate({ ...f, validated: false });
         // filterSql's status conditions: only failed ones, else only validated ones, else
@@ -464,15 +551,15 @@ function wordsInName(words: readonly QueryWord[]): (parts: readonly string[]) =>
  * its terms as a whole part, or all of its parts; a prefix for a prefix term; a related
  * word), best first by how many query words the name holds, then validated, then the share
  * of the name the query covers (nameCoverage, summed over the index), then rowid; at most
- * `max`, of those `keep` accepts.
+ * `max`, of those whose `keep.ok` is `keep.okValue` and not in `keep.picked`.
  */
 function nameCandidates(
   store: IndexStore,
   words: readonly QueryWord[],
-  keep: (r: number) => boolean,
-  validated: (r: number) => boolean,
+  keep: { ok: Uint8Array; okValue: number; picked: ReadonlySet<number> },
   max: number,
 ): number[] {
+  const { ok, okValue, picked } = keep;
   const { lists, weight2 } = nameIndex(store);
   const qs = [...new Set(words.flatMap((w) => [w.word, ...identifierParts(w.word)]))];
   const rel = new Set(qs.flatMap(relatedWords));
@@ -513,17 +600,6 @@ function nameCandidates(
     if (!score && !mask) continue;
     used.push({ list, mask, w: (GENERIC.has(p) ? 0.5 : 1) * score });
   }
-  // how many query words a name's slot bits hold (the bits take few values: kept per value)
-  const heldOf = new Map<number, number>();
-  const held = (b: number) => {
-    let k = heldOf.get(b);
-    if (k === undefined) {
-      k = 0;
-      for (const m of needs) if (b & m.joined || (m.parts && (b & m.parts) === m.parts) || b & m.related) k++;
-      heldOf.set(b, k);
-    }
-    return k;
-  };
   // their lists merged in rowid order (each list is): per name the slots it holds and its
   // coverage summed part by part in the index's order. Sequential, not marks in arrays of
   // every name (10^5 random accesses into 12 MB a query were most of this function's time).
@@ -531,13 +607,72 @@ function nameCandidates(
   // common word's lists hold 10^5 names: three growing arrays of them per query were
   // garbage and copies)
   const ls = used.map((u) => u.list);
-  const masks = Int32Array.from(used, (u) => u.mask);
-  const ws = Float64Array.from(used, (u) => u.w);
   let size = 0;
   for (const l of ls) size += l.length;
   const members = new Int32Array(size);
   const key = new Float64Array(size);
+  const cols = filterColumns(store);
+  const count = mergeNameLists(
+    {
+      lists: ls,
+      masks: Int32Array.from(used, (u) => u.mask),
+      ws: Float64Array.from(used, (u) => u.w),
+      needs: Int32Array.from(needs.flatMap((m) => [m.joined, m.parts, m.related])),
+      ok,
+      okValue,
+      skip: Int32Array.from(picked).sort(),
+      status: cols.status,
+      validatedCode: cols.validatedCode,
+      weight2,
+    },
+    members,
+    key,
+  );
+  if (!count || max <= 0) return [];
+  // the best `max` without sorting every member (10^5 of them for a common word): the key
+  // of the max-th best member (counting equal keys) is the threshold; the members above it
+  // are taken, and those at it in rowid order until `max`
+  const threshold = count <= max ? Math.min(...key.subarray(0, count)) : kthLargest(key.slice(0, count), max);
+  const best: number[] = [];
+  const atThreshold: number[] = [];
+  for (let i = 0; i < count; i++) {
+    if (key[i] > threshold) best.push(i);
+    else if (key[i] === threshold) atThreshold.push(i);
+  }
+  // (members are in rowid order, as merged: so are those at the threshold)
+  best.push(...atThreshold.slice(0, max - best.length));
+  best.sort((a, b) => key[b] - key[a] || members[a] - members[b]);
+  return best.map((i) => members[i]);
+}
+
+/** What mergeNameLists reads: typed arrays only, so the loop compiled once (or at
+ *  prepareSearch's warm-up) serves every query without a deoptimization (a closure made per
+ *  query, as the words' test was, is a new call target each time). */
+interface NameLists {
+  /** each part's rowids, in rowid order */
+  lists: Int32Array[];
+  /** each list's slot bits and coverage share */
+  masks: Int32Array;
+  ws: Float64Array;
+  /** per query word, its joined, parts and related slot bits */
+  needs: Int32Array;
+  /** a rowid may be a candidate when ok[rowid] === okValue, and it is not in `skip`
+   *  (ascending) */
+  ok: Uint8Array;
+  okValue: number;
+  skip: Int32Array;
+  status: Uint8Array;
+  validatedCode: number;
+  weight2: Uint16Array;
+}
+
+/** The k-way merge of nameCandidates: every name holding some query word (its slots),
+ *  kept when `ok` passes it, into `members` with its key (words held, then validated, then
+ *  coverage: larger is better); returns how many. */
+function mergeNameLists(x: NameLists, members: Int32Array, key: Float64Array): number {
+  const { lists: ls, masks, ws, needs, ok, okValue, skip, status, validatedCode, weight2 } = x;
   let count = 0;
+  let sp = 0;
   const at = new Int32Array(ls.length);
   for (;;) {
     let r = 0x7fffffff;
@@ -556,28 +691,22 @@ function nameCandidates(
         at[k]++;
       }
     }
-    if (!b) continue;
-    const h = held(b);
-    if (!h || !keep(r)) continue;
+    // the filters' verdict first: one read of a byte per name (the mask), not the columns'
+    if (!b || ok[r] !== okValue) continue;
+    while (sp < skip.length && skip[sp] < r) sp++;
+    if (sp < skip.length && skip[sp] === r) continue;
+    // how many query words the slot bits hold: the joined form, every part, or a related word
+    let h = 0;
+    for (let i = 0; i < needs.length; i += 3) {
+      const parts = needs[i + 1];
+      if (b & needs[i] || (parts && (b & parts) === parts) || b & needs[i + 2]) h++;
+    }
+    if (!h) continue;
     members[count] = r;
     // words held, then validated, then coverage (0–1): one number, larger is better
-    key[count++] = h * 4 + (validated(r) ? 2 : 0) + Math.min(1, a / (weight2[r] / 2 || 1));
+    key[count++] = h * 4 + (status[r] === validatedCode ? 2 : 0) + Math.min(1, a / (weight2[r] / 2 || 1));
   }
-  if (!count || max <= 0) return [];
-  // the best `max` without sorting every member (10^5 of them for a common word): the key
-  // of the max-th best member (counting equal keys) is the threshold; the members above it
-  // are taken, and those at it in rowid order until `max`
-  const threshold = count <= max ? Math.min(...key.subarray(0, count)) : kthLargest(key.slice(0, count), max);
-  const best: number[] = [];
-  const atThreshold: number[] = [];
-  for (let i = 0; i < count; i++) {
-    if (key[i] > threshold) best.push(i);
-    else if (key[i] === threshold) atThreshold.push(i);
-  }
-  atThreshold.sort((a, b) => members[a] - members[b]);
-  best.push(...atThreshold.slice(0, max - best.length));
-  best.sort((a, b) => key[b] - key[a] || members[a] - members[b]);
-  return best.map((i) => members[i]);
+  return count;
 }
 
 /** The k-th largest value of `xs` (1-based, equal values counted each), by selection with
@@ -619,10 +748,10 @@ function filteredDocs(store: IndexStore, f: DocFilters): Int32Array | null {
   if (!f.repos.length && !f.categories.length) return null;
   return memoized(store, `docs:${JSON.stringify(f)}`, () => {
     const cols = filterColumns(store);
-    const passes = cols.predicate(f);
+    const verdict = cols.mask(f);
     const out: number[] = [];
     for (let r = 0; r < cols.size; r++) {
-      if (!passes(r)) continue;
+      if (verdict[r] === MASK_OUT) continue;
       if (out.length >= SEEK_DOCS) return null;
       out.push(r);
     }
@@ -636,6 +765,12 @@ function filteredDocs(store: IndexStore, f: DocFilters): Int32Array | null {
  *  against 0.2 µs a document, whose positions a pass compares). */
 function seekCost(expr: string): number {
   return expr.includes(' + ') ? 40 : 100;
+}
+
+/** The quoted terms of an FTS5 expression (a phrase's words each count: a lookup seeks
+ *  every term's list). */
+function termCount(expr: string): number {
+  return expr.match(/"(?:[^"]|"")*"/g)?.length ?? 1;
 }
 /** at most this many rows are looked up without counting the expression's documents
  *  (at most ~0.5 ms of lookups, less than a count of a common word) */
@@ -653,11 +788,18 @@ const MORE_MATCHES = 4096;
 function checkRows(store: IndexStore, table: FtsTable, expr: string, ids: readonly number[]): number[] {
   // a few lookups cost less than the count (the first query of an expression)
   if (ids.length <= FEW_LOOKUPS) return matchRowidsSeek(store, expr, ids, table);
-  const docs = memoized(store, `df:${table}:${expr}`, () => countFts(store, expr, table));
+  const docs = memoized(store, `df:${table}:${expr}`, () => docCount(store, expr, table));
   if (!docs) return [];
   return ids.length * seekCost(expr) < docs
     ? matchRowidsSeek(store, expr, ids, table)
     : matchRowidsIn(store, expr, ids, table);
+}
+
+/** An expression's documents in a table: a term of search_fts read from its vocabulary
+ *  (termDocs: a word's first query at 10^6 blocks pays 4–8 ms instead of 7–22), any other
+ *  expression counted. */
+function docCount(store: IndexStore, expr: string, table: FtsTable): number {
+  return (table === 'search_fts' ? termDocs(store, expr) : null) ?? countFts(store, expr, table);
 }
 
 /** Values that change only when the store does (the number of documents, the facets, a
@@ -769,7 +911,8 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
   // the blocks the query names whole: its joined words as the `exact` column's one term
   const exactTerm = joined ? quoteTerm(joined) : null;
   const exactExpr = exactTerm && !fieldTables ? `exact : ${exactTerm}` : null;
-  const passes = cols.predicate(filters);
+  // the filters' verdict per rowid (out, shown, or a failed block hidden), kept per filter
+  const verdict = cols.mask(filters);
   const coverParts = partsCoverer(words.map((w) => w.word));
   // a name's parts are decoded from the packed buffer once per query (the large path reads
   // a candidate's for the words its name holds and for its coverage)
@@ -780,8 +923,6 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
     return p;
   };
   const cover = (r: number) => coverParts(partsOf(r));
-  const isFailed = (r: number) => cols.status[r] === cols.failedCode;
-  const hide = (r: number) => !filters.all && !filters.validated && isFailed(r);
   const largeAt = opts.large ?? LARGE;
   const totalCap = opts.totalCap ?? TOTAL_CAP;
   const fieldExpr = (expr: string, g: Field) => `{${g.columns.join(' ')}} : (${expr})`;
@@ -806,7 +947,7 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
     const oneTerm = FIELDS_COVER_ALL && !w.expr.includes(' AND ');
     // (the one-term count under checkRows' key: the low field's check reads it too)
     const own = oneTerm
-      ? memoized(store, `df:search_fts:${w.expr}`, () => countFts(store, w.expr))
+      ? memoized(store, `df:search_fts:${w.expr}`, () => docCount(store, w.expr, 'search_fts'))
       : memoized(store, `df:${ownExpr}`, () => countFts(store, ownExpr));
     let related = 0;
     if (!own && w.related) for (const g of FIELDS) related = Math.max(related, fieldCount(w.related, g));
@@ -836,21 +977,33 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
         ? matchRowids(store, exactTerm, 'search_field_exact')
         : matchRowids(store, exactExpr!));
   const classify = (r: number) => {
-    if (!passes(r)) return;
-    if (hide(r)) failed.push(r);
-    else shown.push(r);
+    const v = verdict[r];
+    if (v === MASK_SHOWN) shown.push(r);
+    else if (v === MASK_HIDDEN) failed.push(r);
   };
   if (!large) for (const r of first!) classify(r);
   else {
     const docs = filteredDocs(store, filters);
     // a filter's few documents: each looked up, or one pass over the matches when they are
-    // fewer than the lookups would cost (checkRows)
-    if (docs)
-      for (const r of docs.length * seekCost(union) < atLeast
+    // fewer than the lookups would cost (checkRows). A lookup seeks every term of the
+    // union and a pass reads every term's documents (measured at 10^6 on a repository's
+    // ~1,000 rowids: 5 µs a rowid and term; 0.04–0.065 µs a document of each term's list):
+    // `mlp` or its two related words, 1,004 lookups 12–17 ms against a pass over their
+    // 133,000 documents 8–9 ms. The words' own documents are counted already; the related
+    // words' are counted only when the lookups cost more than a pass over the own ones.
+    if (docs) {
+      const lookups = docs.length * seekCost(union) * termCount(union);
+      let pass = wordDocs.reduce((a, d) => a + Math.max(d.own, d.related), 0);
+      if (lookups >= pass)
+        words.forEach((w, i) => {
+          if (w.related && wordDocs[i].own)
+            pass += memoized(store, `df:search_fts:${w.related}`, () => countFts(store, w.related!));
+        });
+      for (const r of lookups < pass
         ? matchRowidsSeek(store, union, docs)
         : matchRowidsIn(store, union, Array.from(docs)))
         classify(r);
-    else {
+    } else {
       // counted among the first window of largeAt + 1 matches: past it the total is "more
       // than" the blocks shown among them (at most totalCap); read on, a window at a time,
       // only while none of them is shown (a filter that passes few). A window is read in
@@ -901,23 +1054,24 @@ export function searchBlocks(store: IndexStore, query: string, opts: SearchOptio
     // the large path's candidates: the blocks the query names whole, then the name
     // candidates (nameCandidates, each confirmed by the index), then (when fewer than the
     // cap) the counted matches in rowid order
-    let ok: (r: number) => boolean;
+    // the blocks a candidate may be: the counted matches when they are all known, else
+    // those the filters show (`ok[r] === okValue`)
+    let ok = verdict;
+    let okValue = MASK_SHOWN;
     if (complete) {
-      const inMatches = new Uint8Array(cols.size);
-      for (const r of matches) inMatches[r] = 1;
-      ok = (r) => inMatches[r] === 1;
-    } else ok = (r) => passes(r) && !hide(r);
+      ok = new Uint8Array(cols.size);
+      for (const r of matches) ok[r] = 1;
+      okValue = 1;
+    }
     const picked = new Set<number>();
     if (exactTerm)
       for (const r of exactList()) {
         if (picked.size >= cap) break;
-        if (ok(r)) picked.add(r);
+        if (ok[r] === okValue) picked.add(r);
       }
     // a name holding a query word's term as a whole part holds it in the name columns
     // (they index the name's identifier parts): every name candidate is a match
-    const validatedCode = cols.isValidated;
-    for (const r of nameCandidates(store, words, (r) => ok(r) && !picked.has(r), validatedCode, cap - picked.size))
-      picked.add(r);
+    for (const r of nameCandidates(store, words, { ok, okValue, picked }, cap - picked.size)) picked.add(r);
     for (const r of matches) {
       if (picked.size >= cap) break;
       picked.add(r);
@@ -1161,12 +1315,33 @@ function libraryDocuments(store: IndexStore): number {
  * until the store changes). A process that answers queries as they come (the catalog)
  * calls it once at its start, so its first page does not pay for them (at 10^6 blocks:
  * seconds, one read of every document's filter row and one split of every class name).
+ * Returns the commonest class-name part (null without names): a query of it at the start
+ * compiles the rest of a query's path (startServer renders one page of it).
  */
-export function prepareSearch(store: IndexStore): void {
-  filterColumns(store);
-  nameIndex(store);
+export function prepareSearch(store: IndexStore): string | null {
+  // the columns, and the default filter's mask (a query without filters reads it)
+  const shown = filterColumns(store).mask(docFilters({}));
+  const { lists } = nameIndex(store);
+  // the large path's name merge run on the commonest name part, twice: the first queries
+  // then run its compiled code. Compiled during a query, it was most of the first catalog
+  // pages' CPU (at 10^6 blocks ~30 ms a page: the merge of 10^5 names interpreted until
+  // V8 compiles it, ~25 ms of compiler CPU a compilation, and compiled again after each
+  // deoptimization)
+  let common = '';
+  let most = 0;
+  for (const [p, l] of lists)
+    if (l.length > most) {
+      common = p;
+      most = l.length;
+    }
+  if (common) {
+    const words = queryWords(common, { isWord: () => true });
+    for (let i = 0; i < 2; i++)
+      nameCandidates(store, words, { ok: shown, okValue: MASK_SHOWN, picked: new Set() }, CANDIDATES);
+  }
   libraryDocuments(store);
   facets(store);
+  return common || null;
 }
 
 /** Distinct values of the filter columns, for the catalog's filter menus. */

@@ -11,6 +11,7 @@
 import type { SearchDoc } from '../records/search.js';
 import { FTS_SQL, SEARCH_COLUMNS } from './migrations.js';
 import { KV_KEYS } from './kv.js';
+import Database from 'better-sqlite3';
 import type { IndexStore } from './store.js';
 
 export { SEARCH_COLUMNS };
@@ -355,6 +356,52 @@ export type FtsTable = 'search_fts' | (typeof FIELD_TABLES)[number]['table'];
 export function countFts(store: IndexStore, match: string, table: FtsTable = 'search_fts'): number {
   return store.stmt(`SELECT count(*) FROM ${table} WHERE ${table} MATCH ?`).pluck().get(match) as number;
 }
+
+/** search_fts's tokenizer (FTS_SQL's), for the terms termDocs looks up */
+const FTS_TOKENIZE = /tokenize = '([^']*)'/.exec(FTS_SQL)?.[1] ?? 'unicode61';
+
+/** An in-memory FTS5 table with search_fts's tokenizer, which gives a string's indexed
+ *  terms (its tokens, Porter-stemmed) as FTS5 itself makes them: a query's quoted string is
+ *  tokenized by the same tokenizer. One per process; no store is written. */
+let tokenizerDb: Database.Database | null = null;
+function ftsTerms(text: string): string[] {
+  if (!tokenizerDb) {
+    tokenizerDb = new Database(':memory:');
+    tokenizerDb.exec(`CREATE VIRTUAL TABLE t USING fts5(x, tokenize = '${FTS_TOKENIZE}');
+      CREATE VIRTUAL TABLE v USING fts5vocab(t, 'row');`);
+  }
+  const db = tokenizerDb;
+  return db.transaction(() => {
+    db.prepare('INSERT INTO t(rowid, x) VALUES (1, ?)').run(text);
+    const terms = db.prepare('SELECT term FROM v').pluck().all() as string[];
+    db.prepare('DELETE FROM t').run();
+    return terms;
+  })();
+}
+
+/**
+ * How many documents of search_fts hold a one-term expression (`"conv"`: a quoted string
+ * that the tokenizer makes one term), read from FTS5's vocabulary (fts5vocab, a table of
+ * this connection's temp schema: nothing is written to the store): the same number as
+ * countFts, which returns each match to SQL's count, while the vocabulary walks the term's
+ * list inside FTS5 (measured at 10^6 blocks: `conv`'s 437,184 documents in 8 ms of CPU
+ * against 16–22 ms, `attention`'s 186,950 in 3.6 against 7–10). search_fts keeps its
+ * texts, so a deleted or replaced row's terms leave its lists. null for any other
+ * expression (a prefix, a phrase, an OR): countFts counts those.
+ */
+export function termDocs(store: IndexStore, expr: string): number | null {
+  const m = /^"((?:[^"]|"")+)"$/.exec(expr);
+  if (!m) return null;
+  const terms = ftsTerms(m[1].replace(/""/g, '"'));
+  if (terms.length !== 1) return null;
+  if (!vocabReady.has(store)) {
+    store.db.exec("CREATE VIRTUAL TABLE IF NOT EXISTS temp.search_fts_vocab USING fts5vocab(main, search_fts, 'row')");
+    vocabReady.add(store);
+  }
+  return (store.stmt('SELECT doc FROM temp.search_fts_vocab WHERE term = ?').pluck().get(terms[0]) as number) ?? 0;
+}
+/** the store handles whose connection has the vocabulary table */
+const vocabReady = new WeakSet<IndexStore>();
 
 /** −rank of some documents for an FTS query (`rank` an SQL expression over `search_fts`:
  *  higher is better), by rowid. */
