@@ -808,6 +808,7 @@ export class ValidatorPool {
       ms: msg.ms ?? 0,
       zygoteMs: typeof msg.zygoteMs === 'number' ? msg.zygoteMs : undefined,
       zygoteSibling: msg.zygoteSibling === true ? true : undefined,
+      usageMs: typeof msg.usageMs === 'number' ? msg.usageMs : undefined,
     });
   }
 
@@ -839,6 +840,7 @@ export class ValidatorPool {
       'whole',
       'zygoteMs',
       'zygoteSibling',
+      'usageMs',
     ] as const)
       if (out[k] === undefined) delete out[k];
     return out;

@@ -509,6 +509,8 @@ class Worker:
             elif k == "info":
                 if isinstance(ev.get("originalMs"), (int, float)):
                     original_ms = ev["originalMs"]
+                if isinstance(ev.get("usageMs"), (int, float)):
+                    res["usageMs"] = ev["usageMs"]
                 for key in (
                     "args",
                     "input_shapes",
