@@ -374,16 +374,13 @@ class Stages:
                 # from it): this child goes on as the whole request would from here (the
                 # usage line, equivalence) rather than a second child building and running
                 # the same module again, and says so (`whole`)
-                t_usage = _monotonic()
                 if self.req.get("argumentsOnly"):
                     d = self._usage_info(cls, mod, args, kwargs, x, self._fwd_kwargs, witness, cost, run=False)
                     if not d.get("usageNeeds"):
                         self.rep.send(d)
-                        self._usage_ms(t_usage)
                         return
                     self.rep.send({"ev": "info", "whole": True})
                 self._send_usage(cls, mod, args, kwargs, x, self._fwd_kwargs, witness, cost)
-                self._usage_ms(t_usage)
                 if "equivalence" in want or self.req.get("original"):
                     self._equivalence(cls, args, kwargs, x, witness if self._fwd_kwargs is not None else None, witness)
                 return
@@ -739,11 +736,6 @@ class Stages:
             d["input_shapes"] = shapes_of(inputs, torch)
             d["output_shapes"] = [list(t.shape) for t in flatten_tensors(out, torch)]
         self.rep.send(d)
-
-    def _usage_ms(self, t0):
-        """The usage line's wall time since `t0` (rendering, running it, its reseeded
-        draws), for `nnrag report`: it runs between forward and equivalence, outside both."""
-        self.rep.send({"ev": "info", "usageMs": round((_monotonic() - t0) * 1000, 3)})
 
     def _send_usage(self, cls, mod, args, kwargs, inputs, fwd_kwargs, witness, cost, run=True):
         """Send the usage line's report (`_usage_info`)."""

@@ -339,6 +339,8 @@ class Worker:
             except ValueError:
                 continue
         res = self.assemble(rid, req, events, status, timed_out, overflow, elapsed, timeout, strays, out_tail)
+        if self._usage_ms is not None:
+            res["usageMs"] = self._usage_ms
         # the scratch folder's name is random: a message naming it (the candidate's file in
         # a traceback) names it `<scratch>`, so that two runs of one request record the same
         text = _dumps(res)
@@ -391,6 +393,17 @@ class Worker:
                 ev = _loads(line.decode("utf-8", "replace"))
             except ValueError:
                 continue
+            if isinstance(ev, dict) and ev.get("ev") == "end" and ev.get("stage") == "forward":
+                self._forward_end = _monotonic() if ev.get("status") == "pass" else None
+            elif (
+                isinstance(ev, dict)
+                and self._forward_end is not None
+                and (ev.get("ev") == "done" or (ev.get("ev") == "start" and ev.get("stage") == "equivalence"))
+            ):
+                # the usage line runs between forward and equivalence (stages.py
+                # `_send_usage`), in no stage's timing: its time, for the cost table
+                self._usage_ms = round((_monotonic() - self._forward_end) * 1000, 3)
+                self._forward_end = None
             if isinstance(ev, dict) and ev.get("ev") == "done":
                 self._done = True
             if (
@@ -414,6 +427,8 @@ class Worker:
         copies, gets the same budget of its own from its start, once."""
         buf = b""
         self._eq_start = None
+        self._forward_end = None
+        self._usage_ms = None
         extended = False
         timed_out = None
         overflow = False
@@ -537,8 +552,6 @@ class Worker:
             elif k == "info":
                 if isinstance(ev.get("originalMs"), (int, float)):
                     original_ms = ev["originalMs"]
-                if isinstance(ev.get("usageMs"), (int, float)):
-                    res["usageMs"] = ev["usageMs"]
                 for key in (
                     "args",
                     "input_shapes",
