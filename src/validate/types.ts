@@ -129,7 +129,8 @@ export interface ValidationResult extends Omit<ValidationRecord, 'missing' | 'to
   /** `zygoteMs` was the import of a sibling module into the zygote (zygote.py zygote_extend) */
   zygoteSibling?: boolean;
   /** wall-clock milliseconds of the usage line (rendered, run as written, its reseeded
-   *  draws; stages.py `_usage_info`), part of `ms` but of no stage's timing */
+   *  draws; stages.py `_usage_info`): from forward's end to equivalence's start, as the
+   *  worker reads the child's reports; part of `ms` but of no stage's timing */
   usageMs?: number;
 }
 

@@ -221,9 +221,9 @@ class Worker:
     def zygote_of_roots(self, key, module, req):
         """A live zygote of the same repository roots as `key` but another top-level
         package that holds `module` or can import it as a sibling (extend_zygote):
-        (its key, it, whether it imported `module` now), else None. Python imports a module by its name on sys.path
-        (Language Reference 5.3): with the same roots, a module of another top-level
-        package imports in that zygote as in one of its own."""
+        (its key, it, whether it imported `module` now), else None. Python imports a
+        module by its name on sys.path (Language Reference 5.3): with the same roots, a
+        module of another top-level package imports in that zygote as in one of its own."""
         for k, z in list(self.zygotes.items()):
             if k[0] != key[0] or k == key or k in self.failed_zygotes or not z.alive():
                 continue
