@@ -1108,7 +1108,20 @@ export async function extractAndValidate(
         const t = performance.now();
         r = await p.validate(req);
         const repo = repoOf(req.id.split('#')[0]);
-        for (const [s, ms] of Object.entries(r.timings)) costs.add(`validate ${label} ${s}`, repo, ms ?? 0);
+        let staged = 0;
+        for (const [s, ms] of Object.entries(r.timings)) {
+          costs.add(`validate ${label} ${s}`, repo, ms ?? 0);
+          staged += ms ?? 0;
+        }
+        // the usage line runs between forward and equivalence, in no stage's timing
+        if (r.usageMs !== undefined) costs.add(`validate ${label} usage line`, repo, r.usageMs);
+        // the rest of the request's time in the worker: forking the child, its set-up,
+        // what a stage that did not end (a timeout) took, ending and clearing up after it
+        costs.add(
+          `validate ${label}: outside the stages (fork, set-up, clean-up, unfinished stage)`,
+          repo,
+          Math.max(0, r.ms - staged - (r.usageMs ?? 0)),
+        );
         if (r.equivalence?.originalMs !== undefined)
           costs.add(`validate ${label} equivalence: original build`, repo, r.equivalence.originalMs);
         if (r.zygoteMs !== undefined)

@@ -643,8 +643,18 @@ export class ValidatorPool {
               : new NnragError('validation workers keep failing to start'),
           ),
         // idle workers take the queued requests whose roots they already have first,
-        // else the worker is restarted with the roots of the request at the head
-        pick: (w, queue) => queue.findIndex((j) => sameRoots(j.roots, w.roots)),
+        // else the worker is restarted with the roots of the first queued request no
+        // other worker has (a repository with few requests gets one worker, not a start
+        // and a repository import in each), else of the request at the head
+        pick: (w, queue) =>
+          nextRequest(
+            w.roots,
+            this.workers
+              .workers()
+              .filter((o) => o !== w && o.alive())
+              .map((o) => o.roots),
+            queue,
+          ),
         fits: (w, job) => sameRoots(job.roots, w.roots),
         timeoutMs: (job) => this.requestTimeout(job) * BACKSTOP_PER_CPU + BACKSTOP_SLACK_MS + WATCHDOG_GRACE_MS,
       },
@@ -808,6 +818,7 @@ export class ValidatorPool {
       ms: msg.ms ?? 0,
       zygoteMs: typeof msg.zygoteMs === 'number' ? msg.zygoteMs : undefined,
       zygoteSibling: msg.zygoteSibling === true ? true : undefined,
+      usageMs: typeof msg.usageMs === 'number' ? msg.usageMs : undefined,
     });
   }
 
@@ -839,6 +850,7 @@ export class ValidatorPool {
       'whole',
       'zygoteMs',
       'zygoteSibling',
+      'usageMs',
     ] as const)
       if (out[k] === undefined) delete out[k];
     return out;
@@ -866,6 +878,18 @@ export function requestRoots(req: Pick<ValidationRequest, 'original' | 'universe
     .map((p) => path.resolve(p))
     .filter((p) => sandboxCanRead(p));
   return [...new Set(roots)].sort();
+}
+
+/** The queued request an idle worker with roots `own` takes next: the first with its
+ *  roots; else (the worker is restarted for it) the first whose roots none of the
+ *  `others` workers has, so that a repository with few requests is run by one worker
+ *  rather than restarted into by each (a worker start and the repository's import in
+ *  each, issue 27) while the other goes on with the next repository; else the head. */
+export function nextRequest(own: Set<string>, others: Set<string>[], queue: readonly { roots: string[] }[]): number {
+  const mine = queue.findIndex((j) => sameRoots(j.roots, own));
+  if (mine >= 0) return mine;
+  const unserved = queue.findIndex((j) => !others.some((o) => sameRoots(j.roots, o)));
+  return unserved >= 0 ? unserved : 0;
 }
 
 function sameRoots(a: string[], b: Set<string>): boolean {

@@ -128,6 +128,10 @@ export interface ValidationResult extends Omit<ValidationRecord, 'missing' | 'to
   zygoteMs?: number;
   /** `zygoteMs` was the import of a sibling module into the zygote (zygote.py zygote_extend) */
   zygoteSibling?: boolean;
+  /** wall-clock milliseconds of the usage line (rendered, run as written, its reseeded
+   *  draws; stages.py `_usage_info`): from forward's end to equivalence's start, as the
+   *  worker reads the child's reports; part of `ms` but of no stage's timing */
+  usageMs?: number;
 }
 
 export interface PoolOptions {

@@ -131,13 +131,24 @@ class Worker:
             key = (tuple(orig["sysPath"]), orig["module"].split(".")[0])
             if key not in self.failed_zygotes:
                 z = self.zygotes.get(key)
+                waited = None
+                sibling = False
+                if z is None and not req.get("harvest"):
+                    # another top-level package of the same roots (yolov9's `utils` beside
+                    # its `models`): the zygote that imported one imports the other as a
+                    # sibling module, sharing what both import (the repository's common
+                    # modules, the installed packages); a harvest step keeps a zygote of
+                    # its package's import alone (see below). Failing that, its own zygote
+                    shared = self.zygote_of_roots(key, orig["module"], req)
+                    if shared is not None:
+                        key, z, sibling = shared
+                        if sibling:
+                            waited = z.extend_ms
                 if z is not None and z.extended and req.get("harvest"):
                     # a harvest step reads what its zygote imported (reads.add_modules,
                     # IMPORT_CODES): it runs in a zygote of the package's import alone
                     self.drop_zygote(key)
                     z = None
-                waited = None
-                sibling = False
                 if z is None or not z.alive():
                     z = self.new_zygote(key, orig)
                 elif z.modules is not None and orig["module"] != z.module and orig["module"] not in z.modules:
@@ -206,6 +217,23 @@ class Worker:
         # System V IPC objects outlive their processes: none passes to the next block
         if not remove_sysv_ipc():
             self.discard = True
+
+    def zygote_of_roots(self, key, module, req):
+        """A live zygote of the same repository roots as `key` but another top-level
+        package that holds `module` or can import it as a sibling (extend_zygote):
+        (its key, it, whether it imported `module` now), else None. Python imports a
+        module by its name on sys.path (Language Reference 5.3): with the same roots, a
+        module of another top-level package imports in that zygote as in one of its own."""
+        for k, z in list(self.zygotes.items()):
+            if k[0] != key[0] or k == key or k in self.failed_zygotes or not z.alive():
+                continue
+            if z.modules is None or (k, module) in self.unextendable:
+                continue
+            if module in z.modules:
+                return k, z, False
+            if self.extend_zygote(k, z, module, req):
+                return k, z, True
+        return None
 
     def new_zygote(self, key, orig):
         while len(self.zygotes) >= _zygote.MAX_ZYGOTES:
@@ -311,6 +339,8 @@ class Worker:
             except ValueError:
                 continue
         res = self.assemble(rid, req, events, status, timed_out, overflow, elapsed, timeout, strays, out_tail)
+        if self._usage_ms is not None:
+            res["usageMs"] = self._usage_ms
         # the scratch folder's name is random: a message naming it (the candidate's file in
         # a traceback) names it `<scratch>`, so that two runs of one request record the same
         text = _dumps(res)
@@ -363,6 +393,17 @@ class Worker:
                 ev = _loads(line.decode("utf-8", "replace"))
             except ValueError:
                 continue
+            if isinstance(ev, dict) and ev.get("ev") == "end" and ev.get("stage") == "forward":
+                self._forward_end = _monotonic() if ev.get("status") == "pass" else None
+            elif (
+                isinstance(ev, dict)
+                and self._forward_end is not None
+                and (ev.get("ev") == "done" or (ev.get("ev") == "start" and ev.get("stage") == "equivalence"))
+            ):
+                # the usage line runs between forward and equivalence (stages.py
+                # `_send_usage`), in no stage's timing: its time, for the cost table
+                self._usage_ms = round((_monotonic() - self._forward_end) * 1000, 3)
+                self._forward_end = None
             if isinstance(ev, dict) and ev.get("ev") == "done":
                 self._done = True
             if (
@@ -386,6 +427,8 @@ class Worker:
         copies, gets the same budget of its own from its start, once."""
         buf = b""
         self._eq_start = None
+        self._forward_end = None
+        self._usage_ms = None
         extended = False
         timed_out = None
         overflow = False
