@@ -1110,11 +1110,11 @@ export async function extractAndValidate(
         const repo = repoOf(req.id.split('#')[0]);
         let staged = 0;
         for (const [s, ms] of Object.entries(r.timings)) {
-          costs.add(`validate ${label} ${s}`, repo, ms ?? 0);
+          costs.add(`validate ${label} ${s}`, repo, ms ?? 0, r.cpuTimings?.[s as Stage] ?? null);
           staged += ms ?? 0;
         }
         // the usage line runs between forward and equivalence, in no stage's timing
-        if (r.usageMs !== undefined) costs.add(`validate ${label} usage line`, repo, r.usageMs);
+        if (r.usageMs !== undefined) costs.add(`validate ${label} usage line`, repo, r.usageMs, r.usageCpuMs ?? null);
         // the rest of the request's time in the worker: forking the child, its set-up,
         // what a stage that did not end (a timeout) took, ending and clearing up after it
         costs.add(

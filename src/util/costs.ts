@@ -1,9 +1,12 @@
 // Where a run's time goes (issue 27, "Know where the time goes"): wall and CPU time per
 // phase and per repository, accumulated as the pipeline runs and stored with the run
 // (`nnrag report` prints the table). CPU time is this process's (process.cpuUsage); work
-// done in the validation workers is wall time as the harness measured it, with no CPU
-// figure (`cpuMs` null): its CPU is spent in other processes; except the harvest's run
-// steps, whose CPU the harness measures in the step's own process (os.times).
+// done in the validation workers is wall time as the harness measured it, and CPU time
+// where the harness measures it in the process that did the work: a block's stages and
+// its usage line (the worker reads its child's CPU from /proc as the child's reports
+// arrive), the harvest's run steps (os.times in the step's own process); other rows of
+// theirs (worker starts, the zygote's import, the original's build) have no CPU figure
+// (`cpuMs` null).
 
 export interface CostRow {
   phase: string;

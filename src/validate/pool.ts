@@ -819,6 +819,8 @@ export class ValidatorPool {
       zygoteMs: typeof msg.zygoteMs === 'number' ? msg.zygoteMs : undefined,
       zygoteSibling: msg.zygoteSibling === true ? true : undefined,
       usageMs: typeof msg.usageMs === 'number' ? msg.usageMs : undefined,
+      cpuTimings: msg.cpuTimings && typeof msg.cpuTimings === 'object' ? msg.cpuTimings : undefined,
+      usageCpuMs: typeof msg.usageCpuMs === 'number' ? msg.usageCpuMs : undefined,
     });
   }
 
@@ -851,6 +853,8 @@ export class ValidatorPool {
       'zygoteMs',
       'zygoteSibling',
       'usageMs',
+      'cpuTimings',
+      'usageCpuMs',
     ] as const)
       if (out[k] === undefined) delete out[k];
     return out;

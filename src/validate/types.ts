@@ -132,6 +132,11 @@ export interface ValidationResult extends Omit<ValidationRecord, 'missing' | 'to
    *  draws; stages.py `_usage_info`): from forward's end to equivalence's start, as the
    *  worker reads the child's reports; part of `ms` but of no stage's timing */
   usageMs?: number;
+  /** CPU milliseconds of each stage and of the usage line, as the worker reads the child's
+   *  CPU time from /proc when its reports arrive (to a clock tick, 10 ms): the cost
+   *  table's CPU column */
+  cpuTimings?: Partial<Record<Stage, number>>;
+  usageCpuMs?: number;
 }
 
 export interface PoolOptions {

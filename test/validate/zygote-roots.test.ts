@@ -49,5 +49,12 @@ describe('zygote: one per repository roots', { skip: skip ?? false }, () => {
     assert.ok(r.usageMs !== undefined && r.usageMs >= 450, `usage line ${r.usageMs} ms`);
     const staged = Object.values(r.timings).reduce((a, b) => a + (b ?? 0), 0);
     assert.ok(staged + r.usageMs <= r.ms, `stages ${staged} + usage ${r.usageMs} > request ${r.ms} ms`);
+    // and their CPU time, read by the worker: the half second of CPU in the usage line and
+    // in instantiate, none of it counted twice (one thread: the CPU of the stages and the
+    // line within the request's wall time, but for the worker's lag in reading it)
+    assert.ok(r.usageCpuMs !== undefined && r.usageCpuMs >= 400, `usage line ${r.usageCpuMs} ms of CPU`);
+    assert.ok((r.cpuTimings?.instantiate ?? 0) >= 400, JSON.stringify(r.cpuTimings));
+    const cpu = Object.values(r.cpuTimings ?? {}).reduce((a, b) => a + (b ?? 0), 0) + r.usageCpuMs;
+    assert.ok(cpu <= r.ms + 200, `${cpu} ms of CPU in a request of ${r.ms} ms`);
   });
 });

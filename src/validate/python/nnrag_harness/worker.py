@@ -30,6 +30,7 @@ from nnrag_harness.procs import (
     close_quietly,
     remove_sysv_ipc,
     tree_cpu,
+    cpu_of,
     WALL_PER_CPU,
     WALL_SLACK,
 )
@@ -341,6 +342,9 @@ class Worker:
         res = self.assemble(rid, req, events, status, timed_out, overflow, elapsed, timeout, strays, out_tail)
         if self._usage_ms is not None:
             res["usageMs"] = self._usage_ms
+            res["usageCpuMs"] = self._usage_cpu_ms
+        if self._stage_cpu:
+            res["cpuTimings"] = self._stage_cpu
         # the scratch folder's name is random: a message naming it (the candidate's file in
         # a traceback) names it `<scratch>`, so that two runs of one request record the same
         text = _dumps(res)
@@ -393,27 +397,30 @@ class Worker:
                 ev = _loads(line.decode("utf-8", "replace"))
             except ValueError:
                 continue
-            if isinstance(ev, dict) and ev.get("ev") == "end" and ev.get("stage") == "forward":
-                self._forward_end = _monotonic() if ev.get("status") == "pass" else None
-            elif (
-                isinstance(ev, dict)
-                and self._forward_end is not None
-                and (ev.get("ev") == "done" or (ev.get("ev") == "start" and ev.get("stage") == "equivalence"))
+            if not isinstance(ev, dict):
+                continue
+            staged = ev.get("ev") in ("start", "end") and ev.get("stage") in _stages.STAGES
+            cpu = cpu_of(self._child) if staged or ev.get("ev") == "done" else None
+            if staged and ev["ev"] == "start":
+                self._cpu_start[ev["stage"]] = cpu
+            elif staged and ev["stage"] in self._cpu_start:
+                self._stage_cpu[ev["stage"]] = round(max(0.0, cpu - self._cpu_start.pop(ev["stage"])) * 1000, 1)
+            if ev.get("ev") == "end" and ev.get("stage") == "forward":
+                self._forward_end = (_monotonic(), cpu) if ev.get("status") == "pass" else None
+            elif self._forward_end is not None and (
+                ev.get("ev") == "done" or (ev.get("ev") == "start" and ev.get("stage") == "equivalence")
             ):
                 # the usage line runs between forward and equivalence (stages.py
                 # `_send_usage`), in no stage's timing: its time, for the cost table
-                self._usage_ms = round((_monotonic() - self._forward_end) * 1000, 3)
+                t, c = self._forward_end
+                self._usage_ms = round((_monotonic() - t) * 1000, 3)
+                self._usage_cpu_ms = round(max(0.0, cpu - c) * 1000, 1)
                 self._forward_end = None
-            if isinstance(ev, dict) and ev.get("ev") == "done":
+            if ev.get("ev") == "done":
                 self._done = True
-            if (
-                isinstance(ev, dict)
-                and ev.get("ev") == "start"
-                and ev.get("stage") == "equivalence"
-                and self._eq_start is None
-            ):
+            if ev.get("ev") == "start" and ev.get("stage") == "equivalence" and self._eq_start is None:
                 self._eq_start = _monotonic()
-            if isinstance(ev, dict) and ev.get("ev") in ("start", "end") and ev.get("stage") in _stages.STAGES:
+            if staged:
                 self.send(
                     {"type": "progress", "rid": rid, "ev": ev["ev"], "stage": ev["stage"], "status": ev.get("status")}
                 )
@@ -429,6 +436,13 @@ class Worker:
         self._eq_start = None
         self._forward_end = None
         self._usage_ms = None
+        # each stage's CPU time and the usage line's, read from /proc as their reports
+        # arrive (the child's own, procs.cpu_of; to a clock tick): the cost table's CPU
+        # column, which the child cannot report without changing stages.py
+        self._child = pid
+        self._cpu_start = {}
+        self._stage_cpu = {}
+        self._usage_cpu_ms = None
         extended = False
         timed_out = None
         overflow = False
