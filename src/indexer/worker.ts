@@ -3,6 +3,8 @@
 // and decodes it, so the main thread only moves paths and JSON strings.
 // Results are sent as JSON text (the form the store keeps), which costs the main
 // thread a string copy instead of a structured-clone of a large object graph.
+// tiering.ts sets V8's tier-up budget before the binder loads: it must come first.
+import './tiering.js';
 import { readFileSync } from 'node:fs';
 import { parentPort } from 'node:worker_threads';
 import { getHeapStatistics } from 'node:v8';
