@@ -248,8 +248,11 @@ export function validationsOf(
 /** Whether two validations ran in the same environment, though their ids differ: the
  *  id also digests nnrag's harness (a newer nnrag validates again), so the same
  *  interpreter, root filesystem, virtual environment and lock, with the same Python and
- *  torch and the same versions of what the block imports, is one environment, whose
- *  newer result replaces the older. Records without the facts are never the same. */
+ *  torch, and no distribution the two imported at different versions, is one environment,
+ *  whose newer result replaces the older. The distributions are the block's own (those its
+ *  validation imported, pool.ts factsForBlock): a newer validation that imports one more
+ *  (a usage line naming an installed package's class) ran in the same environment. Records
+ *  without the facts are never the same. */
 export function sameEnvironment(
   a: EnvironmentFacts | null | undefined,
   b: EnvironmentFacts | null | undefined,
@@ -262,8 +265,15 @@ export function sameEnvironment(
     a.lock === b.lock &&
     a.python === b.python &&
     a.torch === b.torch &&
-    JSON.stringify(a.distributions ?? null) === JSON.stringify(b.distributions ?? null)
+    sameVersions(a.distributions ?? [], b.distributions ?? [])
   );
+}
+
+/** No distribution named in both lists (`name==version`) at different versions. */
+function sameVersions(a: readonly string[], b: readonly string[]): boolean {
+  const split = (d: string) => [d.split('==')[0].toLowerCase(), d.slice(d.indexOf('==') + 2)] as const;
+  const versions = new Map(a.map(split));
+  return b.map(split).every(([name, v]) => !versions.has(name) || versions.get(name) === v);
 }
 
 /**

@@ -169,6 +169,30 @@ test('a version-1 record keeps its one validation as its one environment; a run 
     false,
   );
   assert.deepEqual(Object.keys(other.validations).sort(), ['eeee0002', 'eeee0003']);
+  // the block's distributions are what its validation imported: one more (a usage line
+  // naming an installed package's class) is the same environment; another version is not
+  const imported = { ...facts, distributions: ['torch==2.15.0'] };
+  const first = addValidation(
+    {},
+    { ...failed, envId: 'ffff0001', environment: { id: 'ffff0001', ...imported } },
+    false,
+  );
+  const more = addValidation(
+    first.validations,
+    {
+      ...v1.validation,
+      envId: 'ffff0002',
+      environment: { id: 'ffff0002', ...imported, distributions: ['timm==1.0.29', 'torch==2.15.0'] },
+    },
+    true,
+  );
+  assert.deepEqual(Object.keys(more.validations), ['ffff0002']);
+  const upgraded = addValidation(
+    more.validations,
+    { ...failed, envId: 'ffff0003', environment: { id: 'ffff0003', ...imported, distributions: ['Timm==1.1.0'] } },
+    false,
+  );
+  assert.deepEqual(Object.keys(upgraded.validations).sort(), ['ffff0002', 'ffff0003']);
   // --env matches an id, a prefix of it, or a part of the label
   const env = { id: 'cccc3333dddd4444', label: failed.environment.label };
   assert.ok(matchesEnvironment(env, 'cccc3333dddd4444'));
