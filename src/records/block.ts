@@ -24,6 +24,7 @@
 // stages the record carries (a diagnostic of the closure, a provenance entry of the
 // emitter, …) so that the store, the library, search and validation all read one type and
 // none of them imports a higher layer for it.
+import { normalizeDistName } from '../environment/names.js';
 import type { Param } from '../parse/types.js';
 import type { EnvironmentFacts, ValidationRecord } from './validation.js';
 
@@ -269,9 +270,10 @@ export function sameEnvironment(
   );
 }
 
-/** No distribution named in both lists (`name==version`) at different versions. */
+/** No distribution named in both lists (`name==version`, names compared as PEP 503
+ *  normalises them) at different versions. */
 function sameVersions(a: readonly string[], b: readonly string[]): boolean {
-  const split = (d: string) => [d.split('==')[0].toLowerCase(), d.slice(d.indexOf('==') + 2)] as const;
+  const split = (d: string) => [normalizeDistName(d.split('==')[0]), d.slice(d.indexOf('==') + 2)] as const;
   const versions = new Map(a.map(split));
   return b.map(split).every(([name, v]) => !versions.has(name) || versions.get(name) === v);
 }
