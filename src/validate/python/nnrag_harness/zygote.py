@@ -53,6 +53,29 @@ def signal_handlers():
     return handlers
 
 
+def enter_roots(roots, scratch, fresh):
+    """Before an import of repository code: its roots first on sys.path, and the work
+    folder import-time code runs in (procs.enter_work_dir)."""
+    for p in reversed(roots):
+        if p not in sys.path:
+            sys.path.insert(0, p)
+    try:
+        enter_work_dir(scratch or "/tmp", fresh=fresh)
+    except OSError:
+        pass
+
+
+def ready_for_candidates(w):
+    """After an import: the candidates' address-space budget counted from what the zygote
+    maps now (Worker.limits), and the import's objects frozen out of the collector's
+    reach (gc.freeze: a forked candidate does not touch their pages)."""
+    w.vm_kb = vm_size_kb()
+    w.lim = w.limits(w.vm_kb)
+    gc.collect()
+    if hasattr(gc, "freeze"):
+        gc.freeze()
+
+
 def settle_import(before, roots, handlers):
     """After the zygote imported repository code (its first import, or a sibling module:
     zygote_extend), leave it as its candidates need it; the number of its threads."""
@@ -111,14 +134,8 @@ def zygote_main(worker_class, cfg, roots, module, req_fd, res_fd):
     handlers = signal_handlers()
     import importlib
 
-    for p in reversed(roots):
-        if p not in sys.path:
-            sys.path.insert(0, p)
     sys.dont_write_bytecode = True
-    try:
-        enter_work_dir(cfg.get("scratch") or "/tmp", fresh=False)
-    except OSError:
-        pass
+    enter_roots(roots, cfg.get("scratch"), fresh=False)
     IN_ZYGOTE.append(module)
     before = set(sys.modules)
     try:
@@ -132,11 +149,7 @@ def zygote_main(worker_class, cfg, roots, module, req_fd, res_fd):
     zcfg["pidns"] = False
     zcfg["no_zygotes"] = True
     w = worker_class(zcfg, Channel(req_fd, res_fd))
-    w.vm_kb = vm_size_kb()
-    w.lim = w.limits(w.vm_kb)
-    gc.collect()
-    if hasattr(gc, "freeze"):
-        gc.freeze()
+    ready_for_candidates(w)
     w.extra_close = [req_fd]
     w.zygote_roots = list(roots)
     if threads != 1:
@@ -165,13 +178,7 @@ def zygote_extend(w, module):
     handlers = signal_handlers()
     for name, m in STASH.items():
         sys.modules.setdefault(name, m)
-    for p in reversed(roots):
-        if p not in sys.path:
-            sys.path.insert(0, p)
-    try:
-        enter_work_dir(w.cfg.get("scratch") or "/tmp", fresh=True)
-    except OSError:
-        pass
+    enter_roots(roots, w.cfg.get("scratch"), fresh=True)
     before = set(sys.modules)
     t0 = _monotonic()
     try:
@@ -186,12 +193,7 @@ def zygote_extend(w, module):
         if name not in before and name.partition(".")[0] in installed_tops and not of_roots(m, prefixes):
             INSTALLED[name] = m
     threads = settle_import(before, roots, handlers)
-    # the candidates' address space budget counts from what the zygote maps now
-    w.vm_kb = vm_size_kb()
-    w.lim = w.limits(w.vm_kb)
-    gc.collect()
-    if hasattr(gc, "freeze"):
-        gc.freeze()
+    ready_for_candidates(w)
     w.send({"type": "extended", "ok": module in STASH, "threads": threads, "modules": sorted(STASH), "ms": ms})
     if threads != 1:
         _exit(ZYGOTE_UNCLEAN)
