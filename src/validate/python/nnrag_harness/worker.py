@@ -36,6 +36,49 @@ from nnrag_harness.procs import (
 )
 
 
+class StageClock(object):
+    """One request's times the child does not report itself (stages.py stays as it is):
+    each stage's CPU time and the usage line's wall and CPU time (it runs between forward
+    and equivalence, stages.py `_send_usage`, in no stage's timing). Read as the child's
+    reports arrive, its CPU time from /proc (procs.cpu_of; to a clock tick)."""
+
+    def __init__(self, pid):
+        self.pid = pid
+        self.started = {}  # stage -> the child's CPU seconds at its start
+        self.stages = {}  # stage -> CPU ms
+        self.forward_end = None  # (monotonic, CPU seconds) when forward passed
+        self.usage_ms = None
+        self.usage_cpu_ms = None
+
+    def event(self, ev, staged):
+        """Account one report of the child (`staged`: a stage's start or end)."""
+        kind = ev.get("ev")
+        if not staged and kind != "done":
+            return
+        cpu = cpu_of(self.pid)
+        if staged and kind == "start":
+            self.started[ev["stage"]] = cpu
+        elif staged and ev["stage"] in self.started:
+            self.stages[ev["stage"]] = round(max(0.0, cpu - self.started.pop(ev["stage"])) * 1000, 1)
+        if kind == "end" and ev.get("stage") == "forward":
+            self.forward_end = (_monotonic(), cpu) if ev.get("status") == "pass" else None
+        elif self.forward_end is not None and (
+            kind == "done" or (kind == "start" and ev.get("stage") == "equivalence")
+        ):
+            t, c = self.forward_end
+            self.usage_ms = round((_monotonic() - t) * 1000, 3)
+            self.usage_cpu_ms = round(max(0.0, cpu - c) * 1000, 1)
+            self.forward_end = None
+
+    def report(self, res):
+        """Add the times to a request's result (`usageMs`, `usageCpuMs`, `cpuTimings`)."""
+        if self.usage_ms is not None:
+            res["usageMs"] = self.usage_ms
+            res["usageCpuMs"] = self.usage_cpu_ms
+        if self.stages:
+            res["cpuTimings"] = self.stages
+
+
 class Worker:
     def __init__(self, cfg, proto):
         self.cfg = cfg
@@ -340,11 +383,7 @@ class Worker:
             except ValueError:
                 continue
         res = self.assemble(rid, req, events, status, timed_out, overflow, elapsed, timeout, strays, out_tail)
-        if self._usage_ms is not None:
-            res["usageMs"] = self._usage_ms
-            res["usageCpuMs"] = self._usage_cpu_ms
-        if self._stage_cpu:
-            res["cpuTimings"] = self._stage_cpu
+        self._clock.report(res)
         # the scratch folder's name is random: a message naming it (the candidate's file in
         # a traceback) names it `<scratch>`, so that two runs of one request record the same
         text = _dumps(res)
@@ -400,22 +439,7 @@ class Worker:
             if not isinstance(ev, dict):
                 continue
             staged = ev.get("ev") in ("start", "end") and ev.get("stage") in _stages.STAGES
-            cpu = cpu_of(self._child) if staged or ev.get("ev") == "done" else None
-            if staged and ev["ev"] == "start":
-                self._cpu_start[ev["stage"]] = cpu
-            elif staged and ev["stage"] in self._cpu_start:
-                self._stage_cpu[ev["stage"]] = round(max(0.0, cpu - self._cpu_start.pop(ev["stage"])) * 1000, 1)
-            if ev.get("ev") == "end" and ev.get("stage") == "forward":
-                self._forward_end = (_monotonic(), cpu) if ev.get("status") == "pass" else None
-            elif self._forward_end is not None and (
-                ev.get("ev") == "done" or (ev.get("ev") == "start" and ev.get("stage") == "equivalence")
-            ):
-                # the usage line runs between forward and equivalence (stages.py
-                # `_send_usage`), in no stage's timing: its time, for the cost table
-                t, c = self._forward_end
-                self._usage_ms = round((_monotonic() - t) * 1000, 3)
-                self._usage_cpu_ms = round(max(0.0, cpu - c) * 1000, 1)
-                self._forward_end = None
+            self._clock.event(ev, staged)
             if ev.get("ev") == "done":
                 self._done = True
             if ev.get("ev") == "start" and ev.get("stage") == "equivalence" and self._eq_start is None:
@@ -434,15 +458,7 @@ class Worker:
         copies, gets the same budget of its own from its start, once."""
         buf = b""
         self._eq_start = None
-        self._forward_end = None
-        self._usage_ms = None
-        # each stage's CPU time and the usage line's, read from /proc as their reports
-        # arrive (the child's own, procs.cpu_of; to a clock tick): the cost table's CPU
-        # column, which the child cannot report without changing stages.py
-        self._child = pid
-        self._cpu_start = {}
-        self._stage_cpu = {}
-        self._usage_cpu_ms = None
+        self._clock = StageClock(pid)
         extended = False
         timed_out = None
         overflow = False
