@@ -1020,6 +1020,72 @@ class ConstructorOnlyWitnessTest(unittest.TestCase):
             self.assertEqual((w["args"], "inputs" in w), ([4, "wind"], False))
 
 
+HEAVY_PKG = """
+import time
+import torch.nn as nn
+
+
+class Stage(nn.Module):
+    def __init__(self, width, seconds):
+        super().__init__()
+        self.conv = nn.Conv2d(width, width, 1)
+        self.seconds = seconds
+
+    def forward(self, x):
+        if not x.is_meta:
+            t0 = time.process_time()
+            while time.process_time() - t0 < self.seconds:  # CPU work the budget counts
+                pass
+        return self.conv(x)
+
+
+class Body(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stages = nn.ModuleList([Stage(3, 0.4) for _ in range(8)])
+
+    def forward(self, x):
+        for s in self.stages:
+            x = s(x)
+        return x
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = Body()
+        self.head = nn.Conv2d(3, 1, 1)
+
+    def forward(self, x):
+        return self.head(self.body(x))
+
+
+def build():
+    return Net()
+"""
+
+
+class BudgetStopTest(unittest.TestCase):
+    """A real forward stopped by its budget: where it stopped depends on the machine, so
+    the step's records must not. The shapes-only run records every block, and the modules
+    doing most of the model's work (the model, its body) are recorded without inputs."""
+
+    def test_records_do_not_depend_on_where_the_budget_stopped(self):
+        runs = []
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "slowpkg.py"), "w") as f:
+                f.write(HEAVY_PKG)
+            for budget in (1.2, 3.0):  # the real forward stops in the 2nd stage, then in the 5th
+                res = ConstructorOnlyWitnessTest.run_entry(self, d, "build", budget)
+                self.assertTrue(res["forwardError"].startswith("timeout"), res)
+                runs.append(res["classes"])
+        self.assertEqual(runs[0], runs[1])
+        classes = runs[0]
+        self.assertNotIn("inputs", classes["slowpkg.Net"]["witnesses"][0])
+        self.assertNotIn("inputs", classes["slowpkg.Body"]["witnesses"][0])
+        self.assertIn("inputs", classes["slowpkg.Stage"]["witnesses"][0])
+
+
 class WitnessRulesTest(unittest.TestCase):
     def test_base_class_witness(self):
         rec = H.Recorder(torch, {"m.Base": Base, "m.Sub": Sub}, [])

@@ -895,6 +895,7 @@ class Recorder:
         self.current = None  # the test or example running (harvest_docs): what built an instance
         self.origin = {}  # id(instance) -> the test or example that built it
         self.no_kernel = set()  # ids of instances whose recorded call raised for want of a CPU kernel
+        self.running = None  # during a counted shapes-only run: id(instance) -> forwards of it under way
 
     def install(self, nn):
         import torch.nn.modules as nnm
@@ -1032,6 +1033,21 @@ class Recorder:
 
         @functools.wraps(orig)
         def forward(self, *args, **kwargs):
+            running = rec.running
+            if running is None:
+                return record(self, args, kwargs)
+            # a counted shapes-only run (meta_forward): the work done under way of each
+            # instance's forward is counted for it, recorded or not
+            k = id(self)
+            running[k] = running.get(k, 0) + 1
+            try:
+                return record(self, args, kwargs)
+            finally:
+                running[k] -= 1
+                if not running[k]:
+                    del running[k]
+
+        def record(self, args, kwargs):
             k = id(self)
             if (
                 k in rec.active
@@ -1427,12 +1443,67 @@ def to_meta(v, torch, depth=0):
     return v
 
 
-def meta_forward(model, inputs, rec, torch):
+# An instance whose forward does at least this share of the model's work (counted in the
+# shapes-only run) is too expensive to validate on the inputs that were too costly for
+# the model: its recorded call is dropped (meta_forward).
+HEAVY_SHARE = 0.5
+
+
+def work_counter(torch, rec):
+    """A TorchFunctionMode (torch.overrides, torch >= 1.12; None without one) that counts,
+    per instance whose forward is under way (rec.running), the elements every torch
+    function and tensor method of the shapes-only run returns: a machine-independent
+    measure of the work a module's forward does on these inputs, which meta tensors give
+    without computing anything. (A function mode, not a dispatch mode: the first dispatch
+    mode imports some 400 modules, sympy among them, ~0.8 s of CPU per step.)"""
+    try:
+        from torch.overrides import TorchFunctionMode
+    except ImportError:
+        return None
+
+    class WorkCounter(TorchFunctionMode):
+        def __init__(self):
+            super().__init__()
+            self.total = 0
+            self.by = {}
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            n = 0
+            for t in flatten_tensors(out, torch):
+                n += t.numel()
+            if n:
+                self.total += n
+                for k in rec.running:
+                    self.by[k] = self.by.get(k, 0) + n
+            return out
+
+    return WorkCounter()
+
+
+def meta_forward(model, inputs, rec, torch, recorded_before=None):
     """A forward too expensive for the budget, again on the meta device: shapes only, no
     arithmetic, so every module it reaches records the shapes of its inputs (values.py
     keeps no values for meta tensors; validation draws them). The model's own tensors are
     moved to meta (it is not used for anything after). `repeat_interleave` by an int is
-    given its output size, which its meta kernel needs (torch 1.13)."""
+    given its output size, which its meta kernel needs (torch 1.13).
+
+    Where the real forward stopped (which block was running when the CPU timer fired or
+    the allocator refused under RLIMIT_AS) depends on the machine, its load and the heap
+    the process started with, so nothing of the interrupted forward is kept: the calls it
+    recorded (those not in `recorded_before`, the ids recorded before it) are dropped,
+    and the instances too expensive to validate on these inputs are decided from the
+    shapes-only run instead: those doing at least HEAVY_SHARE of its counted work (the
+    model and its wrappers; one of twelve blocks is not). The same model and inputs then
+    give the same records on every machine. Without a function mode to count with, the
+    instances that were running at the stop stay the too expensive ones."""
+    counter = work_counter(torch, rec) if recorded_before is not None else None
+    if recorded_before is not None:
+        for k in [k for k in rec.calls if k not in recorded_before]:
+            del rec.calls[k]
+            rec.no_kernel.discard(k)
+        if counter is not None:
+            rec.too_slow = set()
     orig_ri = torch.repeat_interleave
     tensor_ri = torch.Tensor.repeat_interleave
 
@@ -1449,7 +1520,21 @@ def meta_forward(model, inputs, rec, torch):
     try:
         model.to("meta")
         with torch.no_grad():
-            model(*to_meta(list(inputs), torch))
+            if counter is None:
+                model(*to_meta(list(inputs), torch))
+            else:
+                rec.running = {}
+                try:
+                    with counter:
+                        model(*to_meta(list(inputs), torch))
+                finally:
+                    rec.running = None
+                    heavy = {k for k, n in counter.by.items() if counter.total and n >= HEAVY_SHARE * counter.total}
+                    rec.too_slow = heavy
+                    for k in heavy:
+                        if k not in recorded_before:
+                            rec.calls.pop(k, None)
+                            rec.no_kernel.discard(k)
     finally:
         torch.repeat_interleave = orig_ri
         torch.Tensor.repeat_interleave = tensor_ri
@@ -1687,6 +1772,7 @@ def run_entry(cfg, torch, send):
                 # forward is too expensive for the budget or the memory limit
                 arm_budget(max(0.5, (budget - (cpu_seconds() - t0)) * 2 / 3))
                 too_costly = None
+                recorded_before = set(rec.calls)
                 try:
                     with torch.no_grad():
                         torch.manual_seed(1)
@@ -1707,7 +1793,7 @@ def run_entry(cfg, torch, send):
                 if too_costly:
                     res["forwardError"] = too_costly
                     try:
-                        meta_forward(model, inputs, rec, torch)
+                        meta_forward(model, inputs, rec, torch, recorded_before)
                         res["metaForward"] = "ran"
                     except EntryTimeout:
                         raise
