@@ -1024,6 +1024,8 @@ HEAVY_PKG = """
 import time
 import torch.nn as nn
 
+CHECK = False
+
 
 class Stage(nn.Module):
     def __init__(self, width, seconds):
@@ -1045,8 +1047,10 @@ class Body(nn.Module):
         self.stages = nn.ModuleList([Stage(3, 0.4) for _ in range(8)])
 
     def forward(self, x):
-        for s in self.stages:
+        for i, s in enumerate(self.stages):
             x = s(x)
+            if CHECK and i == 3 and not (x.abs().sum() >= 0):  # data-dependent: no meta kernel
+                raise ValueError("nan")
         return x
 
 
@@ -1084,6 +1088,18 @@ class BudgetStopTest(unittest.TestCase):
         self.assertNotIn("inputs", classes["slowpkg.Net"]["witnesses"][0])
         self.assertNotIn("inputs", classes["slowpkg.Body"]["witnesses"][0])
         self.assertIn("inputs", classes["slowpkg.Stage"]["witnesses"][0])
+
+    def test_a_shapes_only_run_that_stops_short_keeps_the_real_forwards_records(self):
+        # the forward reads a value after the 4th stage (`if x.abs().sum() >= 0`), which
+        # the meta device cannot give: the stages are known only from the real forward
+        # (stopped in its 5th stage), whose records stay, values included
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "slowpkg.py"), "w") as f:
+                f.write(HEAVY_PKG.replace("CHECK = False", "CHECK = True"))
+            res = ConstructorOnlyWitnessTest.run_entry(self, d, "build", 3.0)
+        self.assertTrue(res["forwardError"].startswith("timeout"), res)
+        w = res["classes"]["slowpkg.Stage"]["witnesses"][0]
+        self.assertIn("min", w["inputs"]["args"][0])  # a real tensor's values, not shapes only
 
 
 class WitnessRulesTest(unittest.TestCase):

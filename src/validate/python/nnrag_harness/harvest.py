@@ -1490,20 +1490,24 @@ def meta_forward(model, inputs, rec, torch, recorded_before=None):
 
     Where the real forward stopped (which block was running when the CPU timer fired or
     the allocator refused under RLIMIT_AS) depends on the machine, its load and the heap
-    the process started with, so nothing of the interrupted forward is kept: the calls it
-    recorded (those not in `recorded_before`, the ids recorded before it) are dropped,
-    and the instances too expensive to validate on these inputs are decided from the
-    shapes-only run instead: those doing at least HEAVY_SHARE of its counted work (the
-    model and its wrappers; one of twelve blocks is not). The same model and inputs then
-    give the same records on every machine. Without a function mode to count with, the
-    instances that were running at the stop stay the too expensive ones."""
+    the process started with. When the shapes-only run gets through the whole forward,
+    nothing of the interrupted one is kept: the calls it recorded (those not in
+    `recorded_before`, the ids recorded before it) give way to the shapes-only run's, and
+    the instances too expensive to validate on these inputs are decided from that run:
+    those doing at least HEAVY_SHARE of its counted work (the model and its wrappers; one
+    of twelve blocks is not). The same model and inputs then give the same records on
+    every machine. When it stops short (an operation meta tensors cannot do: `if
+    mask.any():`), the modules after that point are known only from the interrupted
+    forward, so its records stay, and the instances that were running at its stop are the
+    too expensive ones, as without a function mode to count with."""
     counter = work_counter(torch, rec) if recorded_before is not None else None
-    if recorded_before is not None:
+    interrupted = {}
+    at_stop = set(rec.too_slow)
+    if counter is not None:
+        # set aside: the shapes-only run records these instances afresh
         for k in [k for k in rec.calls if k not in recorded_before]:
-            del rec.calls[k]
-            rec.no_kernel.discard(k)
-        if counter is not None:
-            rec.too_slow = set()
+            interrupted[k] = rec.calls.pop(k)
+        rec.too_slow = set()
     orig_ri = torch.repeat_interleave
     tensor_ri = torch.Tensor.repeat_interleave
 
@@ -1524,17 +1528,24 @@ def meta_forward(model, inputs, rec, torch, recorded_before=None):
                 model(*to_meta(list(inputs), torch))
             else:
                 rec.running = {}
+                through = False
                 try:
                     with counter:
                         model(*to_meta(list(inputs), torch))
+                    through = True
                 finally:
                     rec.running = None
-                    heavy = {k for k, n in counter.by.items() if counter.total and n >= HEAVY_SHARE * counter.total}
+                    if through:
+                        heavy = {k for k, n in counter.by.items() if counter.total and n >= HEAVY_SHARE * counter.total}
+                        for k in interrupted:
+                            rec.no_kernel.discard(k)
+                    else:
+                        heavy = at_stop
+                        rec.calls.update(interrupted)
                     rec.too_slow = heavy
                     for k in heavy:
-                        if k not in recorded_before:
+                        if k not in recorded_before and k not in (() if through else interrupted):
                             rec.calls.pop(k, None)
-                            rec.no_kernel.discard(k)
     finally:
         torch.repeat_interleave = orig_ri
         torch.Tensor.repeat_interleave = tensor_ri
