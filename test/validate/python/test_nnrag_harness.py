@@ -1089,6 +1089,28 @@ class BudgetStopTest(unittest.TestCase):
         self.assertNotIn("inputs", classes["slowpkg.Body"]["witnesses"][0])
         self.assertIn("inputs", classes["slowpkg.Stage"]["witnesses"][0])
 
+    def test_a_construction_stopped_by_memory_runs_no_forward(self):
+        # the allocator refused in the middle of a construction: which parts were built
+        # depends on where it refused, so nothing partly built is run; the parts built stay
+        # witnesses (constructions only)
+        pkg = (
+            "import torch.nn as nn\n\n"
+            "class Part(nn.Module):\n"
+            "    def __init__(self, width):\n        super().__init__()\n        self.conv = nn.Conv2d(width, width, 1)\n\n"
+            "    def forward(self, x):\n        return self.conv(x)\n\n"
+            "class Huge(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n        self.a = Part(3)\n"
+            "        raise MemoryError('the next part does not fit')\n\n"
+            "def build():\n    return Huge()\n"
+        )
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "slowpkg.py"), "w") as f:
+                f.write(pkg)
+            res = ConstructorOnlyWitnessTest.run_entry(self, d, "build", 10)
+        self.assertEqual((res["built"], res["forward"], res.get("stopped")), (False, False, "memory"), res)
+        self.assertNotIn("forwardError", res)
+        self.assertNotIn("inputs", res["classes"]["slowpkg.Part"]["witnesses"][0])
+
     def test_a_shapes_only_run_that_stops_short_keeps_the_real_forwards_records(self):
         # the forward reads a value after the 4th stage (`if x.abs().sum() >= 0`), which
         # the meta device cannot give: the stages are known only from the real forward

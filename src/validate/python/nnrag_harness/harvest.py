@@ -1773,7 +1773,10 @@ def run_entry(cfg, torch, send):
         model = root_module(result, rec, nn)
     except Exception:  # noqa: BLE001
         model = None
-    if model is not None and not str(res["error"] or "").startswith("timeout"):
+    # a construction stopped by the budget or the memory limit: what it built before the
+    # stop (the largest module, which the forward would run) depends on where the stop
+    # fell, which depends on the machine; its completed constructions stay witnesses
+    if model is not None and not budget_stop(str(res["error"] or "")):
         try:
             model.eval()
             hints = model_hints(model, rec.built, torch)
@@ -1823,15 +1826,24 @@ def run_entry(cfg, torch, send):
     res["memoryMb"] = memory_used_mb(rss0)
     # why the entry point stopped short, when a budget stopped it: its time or its memory
     errs = [str(res.get("error") or ""), str(res.get("forwardError") or "")]
-    if any(e.startswith("timeout") for e in errs):
+    stops = [budget_stop(e) for e in errs]
+    if "time" in stops:
         res["stopped"] = "time"
-    elif any(
-        re.match(r"MemoryError|RuntimeError: .*(can't allocate memory|DefaultCPUAllocator|not enough memory)", e)
-        for e in errs
-    ):
+    elif "memory" in stops:
         res["stopped"] = "memory"
     res["classes"] = rec.witnesses(res["entry"])
     send({"ev": "harvest", "result": res})
+
+
+def budget_stop(error):
+    """ "time" or "memory" when a step's reported error is its CPU budget running out or
+    the address-space limit refusing an allocation (MemoryError, torch's allocator), else
+    None."""
+    if error.startswith("timeout"):
+        return "time"
+    if re.match(r"MemoryError|RuntimeError: .*(can't allocate memory|DefaultCPUAllocator|not enough memory)", error):
+        return "memory"
+    return None
 
 
 def entry_name(entry):
