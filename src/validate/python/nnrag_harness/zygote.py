@@ -26,6 +26,7 @@ from nnrag_harness.procs import (
     _loads,
     _exit,
     _monotonic,
+    self_cpu,
     enter_work_dir,
     vm_size_kb,
     count_threads,
@@ -158,7 +159,15 @@ def zygote_main(worker_class, cfg, roots, module, req_fd, res_fd):
     # the original modules this zygote holds: a request whose original module is not
     # among them (a sibling module the package's __init__ does not import) is validated
     # outside the zygote, where its original is imported for it (Worker.route)
-    w.send({"type": "zygote-ready", "threads": threads, "modules": sorted(STASH)})
+    # its CPU time since the fork (the import, settling it): the cost table's
+    w.send(
+        {
+            "type": "zygote-ready",
+            "threads": threads,
+            "modules": sorted(STASH),
+            "cpu_ms": round(self_cpu() * 1000, 1),
+        }
+    )
     w.serve()
 
 
@@ -181,6 +190,7 @@ def zygote_extend(w, module):
     enter_roots(roots, w.cfg.get("scratch"), fresh=True)
     before = set(sys.modules)
     t0 = _monotonic()
+    c0 = self_cpu()
     try:
         importlib.import_module(module)
     except BaseException:  # noqa: BLE001 - the request is validated outside (Worker.route)
@@ -194,7 +204,16 @@ def zygote_extend(w, module):
             INSTALLED[name] = m
     threads = settle_import(before, roots, handlers)
     ready_for_candidates(w)
-    w.send({"type": "extended", "ok": module in STASH, "threads": threads, "modules": sorted(STASH), "ms": ms})
+    w.send(
+        {
+            "type": "extended",
+            "ok": module in STASH,
+            "threads": threads,
+            "modules": sorted(STASH),
+            "ms": ms,
+            "cpu_ms": round((self_cpu() - c0) * 1000, 1),
+        }
+    )
     if threads != 1:
         _exit(ZYGOTE_UNCLEAN)
 
@@ -232,8 +251,10 @@ class Zygote:
         self.extended = False  # it imported more modules since (extend)
         self.t0 = _monotonic()
         self.import_ms = None  # from its start to zygote-ready: the repository's import
+        self.import_cpu_ms = None  # the zygote's CPU time of it
         self.import_reported = False
         self.extend_ms = None
+        self.extend_cpu_ms = None
 
     def unchanged(self):
         """Still as it was when it became ready: alive, the same threads, no process
@@ -299,6 +320,7 @@ class Zygote:
                 self.threads = obj.get("threads")
                 self.modules = frozenset(obj.get("modules") or ())
                 self.import_ms = round((_monotonic() - self.t0) * 1000, 1)
+                self.import_cpu_ms = obj.get("cpu_ms")
             elif obj.get("nonce") != token:
                 pass
             elif t == "progress" and obj.get("rid") == rid:
@@ -331,6 +353,7 @@ class Zygote:
             if obj.get("type") == "extended" and obj.get("nonce") == token:
                 self.modules = frozenset(obj.get("modules") or ())
                 self.extend_ms = obj.get("ms")
+                self.extend_cpu_ms = obj.get("cpu_ms")
                 if obj.get("threads") != self.threads:
                     self.ended()
                     return None
