@@ -21,9 +21,6 @@ _getpid = os.getpid
 _exit = os._exit
 _monotonic = time.monotonic
 _times = os.times
-# the calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID): the worker's own part of a
-# request's time outside its stages (Worker.validate, OutsideClock)
-_thread_cpu = time.thread_time
 
 # A block's time limit counts CPU time (user + system), not the wall clock: on a loaded
 # machine a wall-clock limit ended blocks that computed no more than on a quiet one, and
