@@ -404,10 +404,11 @@ export function dataSites(ws: Workspace, id: string): DataSite[] {
 
 const CONFIG_TABLE = /cfg|config/i;
 const MAX_DATA_SITES = 4;
-/** The parts of a request's time outside its stages (ValidationResult `outside`) that come
- *  after its `ms`: the worker's removal of the scratch folder, the sweep of the sandbox,
- *  the zygote's worker's clean-up (worker.py OutsideClock) */
-const AFTER_MS_PARTS = new Set(['scratch removal', 'sweep', "zygote's worker"]);
+/** The parts of a request's time outside its stages (ValidationResult `outside`) that are
+ *  not in its `ms`: the worker's removal of the scratch folder, the sweep of the sandbox,
+ *  the zygote's worker's clean-up, after it; the heap's collapse into huge pages, before
+ *  it (worker.py OutsideClock) */
+const AFTER_MS_PARTS = new Set(['scratch removal', 'sweep', "zygote's worker", 'huge pages']);
 
 function safeSource(corpus: Corpus, mod: CorpusModule): string | null {
   try {

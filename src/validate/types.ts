@@ -143,7 +143,8 @@ export interface ValidationResult extends Omit<ValidationRecord, 'missing' | 'to
    *  `OutsideClock`): part -> [wall ms, CPU ms] (CPU of the worker thread and of the child
    *  where it runs). `fork`, `child start`, `child between stages`, `child exit`,
    *  `clean-up` are in `ms`; `scratch removal`, `sweep` and `zygote's worker` come after
-   *  it; `worker reading the child (CPU only)` has no wall time of its own */
+   *  it, `huge pages` (the worker's heap collapsed, once) before it; `worker reading the
+   *  child (CPU only)` has no wall time of its own */
   outside?: Record<string, [number, number]>;
 }
 
