@@ -33,7 +33,10 @@ describe('zygote: one per repository roots', { skip: skip ?? false }, () => {
     // the zygote's import (models.net, utils.general's second of CPU) is the first's
     assert.ok(first.zygoteMs !== undefined && first.zygoteMs >= 900, `first import ${first.zygoteMs} ms`);
     // and its CPU time, the zygote's own from its fork (the cost table's CPU column)
-    assert.ok(first.zygoteCpuMs !== undefined && first.zygoteCpuMs >= 800, `first import ${first.zygoteCpuMs} ms of CPU`);
+    assert.ok(
+      first.zygoteCpuMs !== undefined && first.zygoteCpuMs >= 800,
+      `first import ${first.zygoteCpuMs} ms of CPU`,
+    );
     const second = await pool.validate(reqs.get('utils.loss.Smooth')!);
     passesWithOriginal(second);
     // utils.loss imported into that zygote: utils.general is not imported a second time
