@@ -49,11 +49,13 @@ ZYGOTE_UNCLEAN = 75  # exit status of a zygote whose import left a thread runnin
 # repository's import: 300-900 MB of heap) forks every candidate of its repository: its
 # heap collapsed into huge pages, each fork and each exit costs a third (yolov9's zygote:
 # ~18 -> 6 ms of CPU for the fork, ~20 -> 8 ms for the exit). The collapse itself copies
-# the memory (~2 ms of CPU per MB), so a worker does it once it has forked COLLAPSE_AFTER
-# candidates (Worker.validate), when more are likely to follow. The memory's contents, the
-# address space (VmSize: the candidates' RLIMIT_AS budget counts from it) and what a
-# candidate can reach are unchanged; a candidate's write into a huge page the two share
-# copies a 4 KiB page, as before (the kernel splits the shared huge page's mapping).
+# the memory (0.5-2.5 ms of CPU per MB), and the pages a zygote still shared with its
+# worker become its own (yolov9's: ~220 MB more resident), so a worker does it once it has
+# forked COLLAPSE_AFTER candidates (Worker.validate), when more are likely to follow. The
+# memory's contents, the address space (VmSize: the candidates' RLIMIT_AS budget counts
+# from it) and what a candidate can reach are unchanged; a candidate's write into a huge
+# page the two share copies a 4 KiB page, as before (the kernel splits the shared huge
+# page's mapping).
 MADV_COLLAPSE = 25
 HUGE = 1 << 21
 COLLAPSE_AFTER = 32
