@@ -404,6 +404,11 @@ export function dataSites(ws: Workspace, id: string): DataSite[] {
 
 const CONFIG_TABLE = /cfg|config/i;
 const MAX_DATA_SITES = 4;
+/** The parts of a request's time outside its stages (ValidationResult `outside`) that are
+ *  not in its `ms`: the worker's removal of the scratch folder, the sweep of the sandbox,
+ *  the zygote's worker's clean-up, after it; the heap's collapse into huge pages, before
+ *  it (worker.py OutsideClock) */
+const AFTER_MS_PARTS = new Set(['scratch removal', 'sweep', "zygote's worker", 'huge pages']);
 
 function safeSource(corpus: Corpus, mod: CorpusModule): string | null {
   try {
@@ -1115,19 +1120,31 @@ export async function extractAndValidate(
         }
         // the usage line runs between forward and equivalence, in no stage's timing
         if (r.usageMs !== undefined) costs.add(`validate ${label} usage line`, repo, r.usageMs, r.usageCpuMs ?? null);
-        // the rest of the request's time in the worker: forking the child, its set-up,
-        // what a stage that did not end (a timeout) took, ending and clearing up after it
-        costs.add(
-          `validate ${label}: outside the stages (fork, set-up, clean-up, unfinished stage)`,
-          repo,
-          Math.max(0, r.ms - staged - (r.usageMs ?? 0)),
-        );
+        // the rest of the request's time in the worker, in its parts as the worker
+        // measured them (worker.py OutsideClock: forking the child, its start, its time
+        // between stages or in a stage that did not end, its exit, clearing up after it;
+        // then its scratch folder's removal and the sandbox's sweep, after `ms`); what
+        // the parts do not cover (a result without them: a zygote that died) is `rest`
+        let inMs = 0;
+        let afterMs = 0;
+        for (const [part, [wall, cpu]] of Object.entries(r.outside ?? {})) {
+          costs.add(`validate ${label} outside the stages: ${part}`, repo, wall, cpu);
+          if (AFTER_MS_PARTS.has(part)) afterMs += wall;
+          else inMs += wall;
+        }
+        const rest = r.ms - staged - (r.usageMs ?? 0) - inMs;
+        if (rest > 0.5 || !r.outside) costs.add(`validate ${label} outside the stages: rest`, repo, Math.max(0, rest));
         if (r.equivalence?.originalMs !== undefined)
           costs.add(`validate ${label} equivalence: original build`, repo, r.equivalence.originalMs);
         if (r.zygoteMs !== undefined)
-          costs.add(`repository zygote import${r.zygoteSibling ? ': sibling module' : ''}`, repo, r.zygoteMs);
+          costs.add(
+            `repository zygote import${r.zygoteSibling ? ': sibling module' : ''}`,
+            repo,
+            r.zygoteMs,
+            r.zygoteCpuMs ?? null,
+          );
         // queued behind other requests (summed over requests that wait at once)
-        costs.add('queued for a worker', repo, Math.max(0, performance.now() - t - r.ms));
+        costs.add('queued for a worker', repo, Math.max(0, performance.now() - t - r.ms - afterMs));
         // (the started pool's id, should it differ from the one remembered)
         if (r.category !== 'crash' && r.category !== 'timeout')
           putCachedValidation(ws.store, validationKey(kreq, p.envId), p.envId, forStorage(r));
@@ -1419,7 +1436,7 @@ export async function extractAndValidate(
       (pool as ValidatorPool | null) ??
       (starting ? await (starting as Promise<ValidatorPool>).catch(() => null) : null);
     if (p) {
-      costs.add('worker start', '', p.spawned.readyMs, null, p.spawned.starts + p.spawned.restarts);
+      costs.add('worker start', '', p.spawned.readyMs, p.spawned.readyCpuMs, p.spawned.starts + p.spawned.restarts);
       costs.count('worker restart', '', p.spawned.restarts);
     }
     if (p && !opts.validator) await p.close();

@@ -282,6 +282,8 @@ class Worker implements PoolWorker<Job> {
   private onMessage(msg: HarnessMessage) {
     if (msg.type === 'ready' && this.state === 'starting') {
       this.info = { torch: String(msg.torch), python: String(msg.python), executable: String(msg.executable) };
+      // the worker's CPU time until ready (its interpreter's start, torch's import)
+      if (typeof msg.cpu_ms === 'number') this.pool.spawned.readyCpuMs += msg.cpu_ms;
       this.state = 'idle';
       if (this.readyWaiters) {
         const w = this.readyWaiters;
@@ -605,7 +607,7 @@ export class ValidatorPool {
   pythonVersion = '';
   /** worker processes started (the first ones, replacements of dead workers, restarts for
    *  other repository roots), and the wall time until each was ready (summed) */
-  readonly spawned = { starts: 0, restarts: 0, readyMs: 0 };
+  readonly spawned = { starts: 0, restarts: 0, readyMs: 0, readyCpuMs: 0 };
   /** @internal the generic pool (util/pool.ts) that queues requests and runs the workers */
   readonly workers: WorkerPool<Job, Worker>;
   private rid = 0;
@@ -821,6 +823,8 @@ export class ValidatorPool {
       usageMs: typeof msg.usageMs === 'number' ? msg.usageMs : undefined,
       cpuTimings: msg.cpuTimings && typeof msg.cpuTimings === 'object' ? msg.cpuTimings : undefined,
       usageCpuMs: typeof msg.usageCpuMs === 'number' ? msg.usageCpuMs : undefined,
+      zygoteCpuMs: typeof msg.zygoteCpuMs === 'number' ? msg.zygoteCpuMs : undefined,
+      outside: outsideOf(msg.outside),
     });
   }
 
@@ -855,6 +859,8 @@ export class ValidatorPool {
       'usageMs',
       'cpuTimings',
       'usageCpuMs',
+      'zygoteCpuMs',
+      'outside',
     ] as const)
       if (out[k] === undefined) delete out[k];
     return out;
@@ -869,6 +875,15 @@ export class ValidatorPool {
   workerPids(): number[] {
     return this.workers.workers().map((w) => w.proc?.pid ?? -1);
   }
+}
+
+/** A result's `outside` parts (worker.py OutsideClock) as sent: part -> [wall ms, CPU ms]. */
+function outsideOf(v: unknown): Record<string, [number, number]> | undefined {
+  if (!v || typeof v !== 'object') return undefined;
+  const out: Record<string, [number, number]> = {};
+  for (const [k, x] of Object.entries(v as Record<string, unknown>))
+    if (Array.isArray(x) && typeof x[0] === 'number' && typeof x[1] === 'number') out[k.slice(0, 60)] = [x[0], x[1]];
+  return Object.keys(out).length ? out : undefined;
 }
 
 /** The repository roots a worker binds to run `req` (its original's sys.path, else its

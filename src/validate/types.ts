@@ -137,6 +137,15 @@ export interface ValidationResult extends Omit<ValidationRecord, 'missing' | 'to
    *  table's CPU column */
   cpuTimings?: Partial<Record<Stage, number>>;
   usageCpuMs?: number;
+  /** CPU milliseconds of the zygote's import `zygoteMs` counts (its process's, from its fork) */
+  zygoteCpuMs?: number;
+  /** the request's time outside its stages and usage line, in parts (worker.py
+   *  `OutsideClock`): part -> [wall ms, CPU ms] (CPU of the worker thread and of the child
+   *  where it runs). `fork`, `child start`, `child between stages`, `child exit`,
+   *  `clean-up` are in `ms`; `scratch removal`, `sweep` and `zygote's worker` come after
+   *  it, `huge pages` (the worker's heap collapsed, once) before it; `worker reading the
+   *  child (CPU only)` has no wall time of its own */
+  outside?: Record<string, [number, number]>;
 }
 
 export interface PoolOptions {

@@ -32,11 +32,18 @@ test('workers start with the roots of the first request', { skip: skip ?? false 
     for (const r of again) assert.equal(r.validation?.stages.equivalence, 'pass', JSON.stringify(r.validation));
     // one worker, started once, with the repository's roots its requests bind
     assert.equal(starts(), 1);
-    // the usage lines' time is a phase of its own, and so is what no stage covers
+    // the usage lines' time is a phase of its own, and so is what no stage covers, in its
+    // parts with their CPU time; a worker's start has its CPU time too
     const rows = (JSON.parse(ws.store.getKV(KV_KEYS.costsLast)!) as CostTable).rows;
     const usage = rows.filter((r) => / usage line$/.test(r.phase));
     assert.ok(usage.length && usage.every((r) => r.wallMs > 0), JSON.stringify(rows.map((r) => r.phase)));
-    assert.ok(rows.some((r) => /: outside the stages/.test(r.phase) && r.wallMs > 0));
+    for (const part of ['fork', 'child exit'])
+      assert.ok(
+        rows.some((r) => r.phase.endsWith(` outside the stages: ${part}`) && r.wallMs > 0 && (r.cpuMs ?? 0) > 0),
+        JSON.stringify(rows.filter((r) => / outside the stages/.test(r.phase))),
+      );
+    const start = rows.find((r) => r.phase === 'worker start');
+    assert.ok(start && (start.cpuMs ?? 0) > 0, JSON.stringify(start));
   } finally {
     ws.close();
   }

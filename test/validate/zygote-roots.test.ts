@@ -3,8 +3,10 @@
 // imports it into the zygote as a sibling module (worker.py zygote_of_roots) instead of a
 // second zygote importing the repository's common modules again. And the usage line's
 // time is reported apart (`usageMs`): it runs between forward and equivalence, in no
-// stage's timing. Real sandbox, real torch; the fixture's common module costs a second of
-// CPU at import, its loss block half a second to build.
+// stage's timing; so is the rest of a request's time outside its stages, in its parts
+// (`outside`: fork, the child's start and exit, clean-up, ...), and the CPU time of the
+// zygote's import. Real sandbox, real torch; the fixture's common module costs a second
+// of CPU at import, its loss block half a second to build.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { fixture } from '../helpers.js';
@@ -30,6 +32,11 @@ describe('zygote: one per repository roots', { skip: skip ?? false }, () => {
     passesWithOriginal(first);
     // the zygote's import (models.net, utils.general's second of CPU) is the first's
     assert.ok(first.zygoteMs !== undefined && first.zygoteMs >= 900, `first import ${first.zygoteMs} ms`);
+    // and its CPU time, the zygote's own from its fork (the cost table's CPU column)
+    assert.ok(
+      first.zygoteCpuMs !== undefined && first.zygoteCpuMs >= 800,
+      `first import ${first.zygoteCpuMs} ms of CPU`,
+    );
     const second = await pool.validate(reqs.get('utils.loss.Smooth')!);
     passesWithOriginal(second);
     // utils.loss imported into that zygote: utils.general is not imported a second time
@@ -56,5 +63,31 @@ describe('zygote: one per repository roots', { skip: skip ?? false }, () => {
     assert.ok((r.cpuTimings?.instantiate ?? 0) >= 400, JSON.stringify(r.cpuTimings));
     const cpu = Object.values(r.cpuTimings ?? {}).reduce((a, b) => a + (b ?? 0), 0) + r.usageCpuMs;
     assert.ok(cpu <= r.ms + 200, `${cpu} ms of CPU in a request of ${r.ms} ms`);
+  });
+
+  it('reports the time outside the stages in its parts, with their CPU', async () => {
+    const r = await pool.validate({ ...reqs.get('utils.loss.Smooth')!, id: 'utils.loss.Smooth#outside' });
+    passesWithOriginal(r);
+    const parts = r.outside ?? {};
+    // a candidate forked from the zygote, started, reported, exited and was cleaned up
+    // after; then its scratch folder was removed, the sandbox swept, and the zygote's
+    // worker cleaned up behind the zygote
+    for (const part of ['fork', 'child start', 'child between stages', 'child exit', 'clean-up'])
+      assert.ok(parts[part] !== undefined, `${part}: ${JSON.stringify(parts)}`);
+    for (const part of ['scratch removal', 'sweep', "zygote's worker"])
+      assert.ok(parts[part] !== undefined, `${part}: ${JSON.stringify(parts)}`);
+    // the parts inside the request's time are the rest of it beside the stages and the
+    // usage line (each clock read a moment apart)
+    const staged = Object.values(r.timings).reduce((a, b) => a + (b ?? 0), 0) + (r.usageMs ?? 0);
+    const inside = ['fork', 'child start', 'child between stages', 'child exit', 'clean-up'].reduce(
+      (a, p) => a + parts[p][0],
+      0,
+    );
+    assert.ok(Math.abs(staged + inside - r.ms) <= 20, `stages ${staged} + outside ${inside} against ${r.ms} ms`);
+    // CPU where it can be read: the child's start (it forked from the zygote and ran)
+    // and the worker's fork of it; none beyond what a request of this length can hold
+    assert.ok(parts.fork[1] > 0 && parts['child start'][1] >= 0, JSON.stringify(parts));
+    const cpu = Object.values(parts).reduce((a, [, c]) => a + c, 0);
+    assert.ok(cpu <= r.ms + 200, `${cpu} ms of CPU outside the stages of a ${r.ms} ms request`);
   });
 });

@@ -31,9 +31,15 @@ from nnrag_harness.procs import (
     remove_sysv_ipc,
     tree_cpu,
     cpu_of,
+    self_cpu,
     WALL_PER_CPU,
     WALL_SLACK,
 )
+
+# the calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID): the worker's own part of a
+# request's time outside its stages (OutsideClock). Kept here, not in procs.py, which a
+# harvest step imports (an edit there is a new harvest key: environment.ts harvestHarness)
+_thread_cpu = time.thread_time
 
 
 class StageClock(object):
@@ -46,9 +52,12 @@ class StageClock(object):
         self.pid = pid
         self.started = {}  # stage -> the child's CPU seconds at its start
         self.stages = {}  # stage -> CPU ms
+        self.stage_ms = {}  # stage -> wall ms, as the child reported it
         self.forward_end = None  # (monotonic, CPU seconds) when forward passed
         self.usage_ms = None
         self.usage_cpu_ms = None
+        self.first = None  # (monotonic, CPU seconds) at the child's first stage report
+        self.done = None  # (monotonic, CPU seconds) at its "done"
 
     def event(self, ev, staged):
         """Account one report of the child (`staged`: a stage's start or end)."""
@@ -56,10 +65,16 @@ class StageClock(object):
         if not staged and kind != "done":
             return
         cpu = cpu_of(self.pid)
+        if self.first is None:
+            self.first = (_monotonic(), cpu)
+        if kind == "done":
+            self.done = (_monotonic(), cpu)
         if staged and kind == "start":
             self.started[ev["stage"]] = cpu
         elif staged and ev["stage"] in self.started:
             self.stages[ev["stage"]] = round(max(0.0, cpu - self.started.pop(ev["stage"])) * 1000, 1)
+            if isinstance(ev.get("ms"), (int, float)):
+                self.stage_ms[ev["stage"]] = ev["ms"]
         if kind == "end" and ev.get("stage") == "forward":
             self.forward_end = (_monotonic(), cpu) if ev.get("status") == "pass" else None
         elif self.forward_end is not None and (
@@ -77,6 +92,48 @@ class StageClock(object):
             res["usageCpuMs"] = self.usage_cpu_ms
         if self.stages:
             res["cpuTimings"] = self.stages
+
+
+class OutsideClock(object):
+    """A request's time outside its stages and usage line, in parts (the cost table's
+    `outside` rows, issue 27): part -> [wall ms, CPU ms]. The CPU of a part is this
+    worker thread's (time.thread_time) and, for the parts the child runs in, the child's
+    (from /proc as its reports arrive, StageClock; its total from wait4 when it is reaped).
+    Parts inside the request's `ms`: `fork` (its scratch folder, pipe, fork), `child
+    start` (from the fork to the child's first report: its limits, output log, work
+    folder), `child between stages` (the child's time in no stage or usage line, an
+    unfinished stage's too), `child exit` (from its last report until it is reaped),
+    `clean-up` (what it left: processes, the pipe); after `ms`: `scratch removal`,
+    `sweep` (/tmp, /dev/shm, System V IPC) and, for a zygote's request, `zygote's worker`
+    (its worker's clean-up after the answer); before it, once a worker: `huge pages`
+    (zygote.collapse_anonymous)."""
+
+    def __init__(self):
+        self.parts = {}
+        self.mark()
+
+    def mark(self):
+        self.t, self.c = _monotonic(), _thread_cpu()
+
+    def lap(self, part, child_cpu=0.0):
+        """Close `part` at now: its wall and this thread's CPU since the last mark, plus
+        `child_cpu` seconds of the child's."""
+        t, c = self.t, self.c
+        self.mark()
+        self.add(part, (self.t - t) * 1000, (self.c - c + max(0.0, child_cpu)) * 1000)
+
+    def add(self, part, wall_ms, cpu_ms):
+        row = self.parts.setdefault(part, [0.0, 0.0])
+        row[0] += max(0.0, wall_ms)
+        row[1] += max(0.0, cpu_ms)
+
+    def report(self, res):
+        if self.parts:
+            out = res.setdefault("outside", {})
+            for part, (wall, cpu) in self.parts.items():
+                row = out.setdefault(part, [0.0, 0.0])
+                row[0] = round(row[0] + wall, 3)
+                row[1] = round(row[1] + cpu, 3)
 
 
 class Worker:
@@ -145,6 +202,8 @@ class Worker:
                 "vm_kb": self.vm_kb,
                 "limits": self.lim,
                 "import_ms": round((_monotonic() - t0) * 1000, 1),
+                # this process's CPU time so far: the interpreter's start and torch's import
+                "cpu_ms": round(self_cpu() * 1000, 1),
             }
         )
         self.serve()
@@ -176,6 +235,7 @@ class Worker:
             if key not in self.failed_zygotes:
                 z = self.zygotes.get(key)
                 waited = None
+                waited_cpu = None
                 sibling = False
                 if z is None and not req.get("harvest"):
                     # another top-level package of the same roots (yolov9's `utils` beside
@@ -187,7 +247,7 @@ class Worker:
                     if shared is not None:
                         key, z, sibling = shared
                         if sibling:
-                            waited = z.extend_ms
+                            waited, waited_cpu = z.extend_ms, z.extend_cpu_ms
                 if z is not None and z.extended and req.get("harvest"):
                     # a harvest step reads what its zygote imported (reads.add_modules,
                     # IMPORT_CODES): it runs in a zygote of the package's import alone
@@ -202,29 +262,31 @@ class Worker:
                     # original in its own child
                     if req.get("harvest") or not self.extend_zygote(key, z, orig["module"], req):
                         z = None
-                        res = self.validate(msg)
-                        self.sweep()
-                        return res
-                    waited = z.extend_ms
+                        return self.swept(self.validate(msg))
+                    waited, waited_cpu = z.extend_ms, z.extend_cpu_ms
                     sibling = True
                 if z is not None:
                     res = z.ask(self, msg)
                     if waited is None and z.import_ms is not None and not z.import_reported:
-                        waited = z.import_ms
+                        waited, waited_cpu = z.import_ms, z.import_cpu_ms
                         z.import_reported = True
                     if res is not None and waited is not None:
                         # the zygote's import this request waited for (the cost table's)
                         res["zygoteMs"] = waited
+                        if waited_cpu is not None:
+                            res["zygoteCpuMs"] = waited_cpu
                         if sibling:
                             res["zygoteSibling"] = True
                     if res is not None:
                         # orphans re-parented to this worker die too, and a zygote that
                         # kept a thread or process of anything it ran is not used again
+                        clock = OutsideClock()
                         self.cleanup(None)
                         if not z.unchanged():
                             self.drop_zygote(key)
-                        self.sweep()
-                        return res
+                        clock.lap("zygote's worker")
+                        clock.report(res)
+                        return self.swept(res)
                     self.drop_zygote(key)
                     self.cleanup(None)
                     self.sweep()
@@ -237,8 +299,14 @@ class Worker:
                     if z.never_answered:
                         self.failed_zygotes.add(key)
                     return z.failure(msg)
-        res = self.validate(msg)
+        return self.swept(self.validate(msg))
+
+    def swept(self, res):
+        """`res` after the sweep (below), whose time is its `outside` part `sweep`."""
+        clock = OutsideClock()
         self.sweep()
+        clock.lap("sweep")
+        clock.report(res)
         return res
 
     def sweep(self):
@@ -316,6 +384,12 @@ class Worker:
         req = msg.get("req") or {}
         timeout = max(0.05, float(req.get("timeoutMs") or self.cfg.get("timeout_ms") or 20000) / 1000.0)
         self.seq += 1
+        clock = OutsideClock()
+        if self.seq == _zygote.COLLAPSE_AFTER:
+            # this process forks candidate after candidate: its heap in huge pages from
+            # now on (zygote.collapse_anonymous), which makes each fork and exit cheaper
+            _zygote.collapse_anonymous()
+            clock.lap("huge pages")
         # an unpredictable name, created exclusively (mode 0700): nothing a candidate
         # left can stand in for the next one's scratch
         scratch = tempfile.mkdtemp(prefix="nnrag-", dir=self.scratch_root)
@@ -351,13 +425,17 @@ class Worker:
                 except BaseException:  # noqa: BLE001
                     pass
             _exit(0)
+        clock.lap("fork")
+        forked = clock.t
         os.close(w)
+        self._rusage = None
         buf, timed_out, overflow, status = self.collect(pid, r, timeout, rid)
         if status is None:
             try:
-                _, status = os.waitpid(pid, 0)
+                _, status, self._rusage = os.wait4(pid, 0)
             except ChildProcessError:
                 pass
+        self.child_parts(clock, forked)
         strays = self.cleanup(pid)
         # drain whatever is still in the pipe, without waiting for stray holders of it
         try:
@@ -372,8 +450,10 @@ class Worker:
         os.close(r)
         strays += self.cleanup(pid)
         elapsed = (_monotonic() - t0) * 1000
+        clock.lap("clean-up")
         out_tail = read_tail(os.path.join(scratch, "output.log"))
         remove_tree(scratch)
+        clock.lap("scratch removal")
         events = []
         for ln in buf.split(b"\n"):
             if not ln.strip():
@@ -384,12 +464,40 @@ class Worker:
                 continue
         res = self.assemble(rid, req, events, status, timed_out, overflow, elapsed, timeout, strays, out_tail)
         self._clock.report(res)
+        clock.report(res)
         # the scratch folder's name is random: a message naming it (the candidate's file in
         # a traceback) names it `<scratch>`, so that two runs of one request record the same
         text = _dumps(res)
         if scratch in text:
             res = _loads(text.replace(scratch, "<scratch>"))
         return res
+
+    def child_parts(self, clock, forked):
+        """The child's parts of `clock` once it is reaped: its start (fork to first
+        report), its time outside the stages and usage line (first report to "done", or
+        to now when it did not finish), its exit (from "done" to now, reaped)."""
+        sc = self._clock
+        now = _monotonic()
+        total = None
+        if self._rusage is not None:
+            total = self._rusage.ru_utime + self._rusage.ru_stime
+        first = sc.first or (now, total if total is not None else 0.0)
+        end = sc.done or (now, total if total is not None else first[1])
+        staged_ms = sum(sc.stage_ms.values())
+        staged_cpu = sum(sc.stages.values()) / 1000.0 + (sc.usage_cpu_ms or 0.0) / 1000.0
+        staged_ms += sc.usage_ms or 0.0
+        clock.add("child start", (first[0] - forked) * 1000, first[1] * 1000)
+        clock.add(
+            "child between stages",
+            (end[0] - first[0]) * 1000 - staged_ms,
+            (end[1] - first[1] - staged_cpu) * 1000,
+        )
+        exit_cpu = (total - end[1]) if total is not None and sc.done is not None else 0.0
+        # the worker's own CPU while the child ran (reading its reports, its CPU time):
+        # beside the child's parts, no wall time of its own
+        clock.add("worker reading the child (CPU only)", 0.0, (_thread_cpu() - clock.c) * 1000)
+        clock.add("child exit", (now - end[0]) * 1000, exit_cpu * 1000)
+        clock.mark()
 
     def cleanup(self, child_pid):
         """Kill and reap every process the candidate left behind. Inside the sandbox's
@@ -498,9 +606,10 @@ class Worker:
                 left = min(left, max(0.01, cpu_limit - cpu))
                 watch = ([r] if r_open else []) + ([pidfd] if pidfd is not None else [])
                 if pidfd is None:
-                    done, st = os.waitpid(pid, os.WNOHANG)
+                    done, st, ru = os.wait4(pid, os.WNOHANG)
                     if done:
                         status = st
+                        self._rusage = ru
                         break
                     wait = min(left, 0.002 if not r_open else 0.05)
                 else:
