@@ -939,6 +939,8 @@ export async function extractAndValidate(
   // workers reported before (commands/witnesses.ts); workers start when something runs
   const poolOpts: PoolOptions = { ...opts.pool, onWarning: opts.onWarning };
   let pool: ValidatorPool | null = opts.validator ?? null;
+  // a pool given by the caller names this workspace's checkouts too (validate/places.ts)
+  pool?.nameRepositories(ws.store.listRepos());
   let probed: ProbedEnvironment | null = null;
   let envId: string | null = pool?.envId ?? null;
   // the id its witness harvests are stored under (witness/store.ts harvestKey)
