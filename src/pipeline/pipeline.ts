@@ -1180,11 +1180,15 @@ export async function extractAndValidate(
             ...ownFields,
             ...(opts.userInputs ? { userInputs: opts.userInputs } : {}),
             // recorded values that name paths hold where the harvest ran (reuse.ts rootsKeyed)
-            ...(rootsKeyed([witnessFields, opts.userInputs]) ? { roots: repoRoots } : {}),
+            ...(rootsKeyed([ownFields, opts.userInputs]) ? { roots: repoRoots } : {}),
           },
           sites,
           witnesses: { ...ownFields, ...(opts.userInputs ? { userInputs: opts.userInputs } : {}) },
-          providers: requestProviders,
+          // (the providers' paths count where the providers do)
+          providers:
+            requestProviders !== undefined && rootsKeyed(requestProviders)
+              ? { providers: requestProviders, roots: repoRoots }
+              : requestProviders,
         });
         // the stored result, when it was computed from the same inputs
         const stored = opts.force ? null : getExtraction(ws.store, id);
