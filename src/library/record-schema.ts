@@ -123,7 +123,10 @@ const validation = {
         status: stageStatus,
         reason: str,
         maxAbsDiff: { type: 'number' },
-        originalMs: { type: 'number', description: 'milliseconds importing and building the original' },
+        originalMs: {
+          type: 'number',
+          description: 'milliseconds importing and building the original (records written before issue 28 only)',
+        },
       },
     },
     namespace: {

@@ -22,13 +22,16 @@ export function rememberedWorkers(store: IndexStore, probed: Pick<ProbedEnvironm
   return got ? (JSON.parse(got) as WorkerInfo) : null;
 }
 
-/** Start a validator pool and remember what its workers reported (rememberedWorkers). */
+/** Start a validator pool and remember what its workers reported (rememberedWorkers); its
+ *  results name the store's repositories' checkouts by their names (validate/places.ts). */
 export async function startRemembering(
   store: IndexStore,
   opts: PoolOptions | undefined,
   probed?: ProbedEnvironment,
 ): Promise<ValidatorPool> {
   const pool = await ValidatorPool.start(opts, probed);
+  // the store's repositories are named in its results' texts, not their checkouts' folders
+  pool.nameRepositories(store.listRepos());
   const info: WorkerInfo = { torch: pool.torch, python: pool.pythonVersion };
   if (JSON.stringify(rememberedWorkers(store, { key: pool.envKey })) !== JSON.stringify(info))
     store.setKV(workerInfoKey(pool.envKey), JSON.stringify(info));

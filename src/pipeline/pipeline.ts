@@ -76,9 +76,12 @@ import {
   codeDigest,
   inputDigests,
   inputsChanged,
+  keyedSysPath,
   layoutDigest,
   providersRelevant,
+  rootsKeyed,
 } from './reuse.js';
+import { Places, repositoryPlaces } from '../validate/places.js';
 import { rememberedWorkers, startRemembering, storeEnvironment } from './environment.js';
 
 export interface ExtractOptions {
@@ -944,6 +947,8 @@ export async function extractAndValidate(
   // workers reported before (commands/witnesses.ts); workers start when something runs
   const poolOpts: PoolOptions = { ...opts.pool, onWarning: opts.onWarning };
   let pool: ValidatorPool | null = opts.validator ?? null;
+  // a pool given by the caller names this workspace's checkouts too (validate/places.ts)
+  pool?.nameRepositories(ws.store.listRepos());
   let probed: ProbedEnvironment | null = null;
   let envId: string | null = pool?.envId ?? null;
   // the id its witness harvests are stored under (witness/store.ts harvestKey)
@@ -1056,6 +1061,10 @@ export async function extractAndValidate(
       },
     };
     const blobs = new Blobs(ws);
+    const repoRoots = ws.store
+      .listRepos()
+      .map((r) => r.root)
+      .sort();
     const records: BlockRecord[] = [];
     let done = 0;
     // per block, whether the request's providers could bear on any of its validations
@@ -1076,7 +1085,15 @@ export async function extractAndValidate(
     // copy whose text is otherwise the same; an edit of code, or a line moved, does not.
     let fileOfBlob: Map<string, string> | null = null;
     const blobCode = new Map<string, string>();
+    // The key names the original's checkouts `<owner/name>/path`, not their folders
+    // (reuse.ts header): a moved checkout finds its stored validations, unless the
+    // request's recorded values name paths (rootsKeyed)
+    let repoPlaces: Places | null = null;
     const keyed = (req: ValidationRequest): ValidationRequest => {
+      if (req.original && !rootsKeyed([req.witnesses, req.providers])) {
+        repoPlaces ??= new Places(repositoryPlaces(ws.store.listRepos()));
+        req = { ...req, original: { ...req.original, sysPath: keyedSysPath(req.original.sysPath, repoPlaces) } };
+      }
       if (!req.source.includes('swh:1:cnt:')) return req;
       if (!fileOfBlob) {
         fileOfBlob = new Map();
@@ -1175,10 +1192,20 @@ export async function extractAndValidate(
           env: envId!,
           options: digests.options,
           layout: digests.layout,
-          request: { ...sites, ...ownFields, ...(opts.userInputs ? { userInputs: opts.userInputs } : {}) },
+          request: {
+            ...sites,
+            ...ownFields,
+            ...(opts.userInputs ? { userInputs: opts.userInputs } : {}),
+            // recorded values that name paths hold where the harvest ran (reuse.ts rootsKeyed)
+            ...(rootsKeyed([ownFields, opts.userInputs]) ? { roots: repoRoots } : {}),
+          },
           sites,
           witnesses: { ...ownFields, ...(opts.userInputs ? { userInputs: opts.userInputs } : {}) },
-          providers: requestProviders,
+          // (the providers' paths count where the providers do)
+          providers:
+            requestProviders !== undefined && rootsKeyed(requestProviders)
+              ? { providers: requestProviders, roots: repoRoots }
+              : requestProviders,
         });
         // the stored result, when it was computed from the same inputs
         const stored = opts.force ? null : getExtraction(ws.store, id);

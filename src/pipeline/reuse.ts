@@ -7,8 +7,14 @@
 //     Language Reference §5.4.2, and re-exports through them) and the modules each imports
 //     (the resolver follows those imports, §7.11); compared blob by blob, so changing one
 //     file re-validates only the blocks that read it;
-//   - the module names and roots of every repository (a new or removed file can change what
-//     a name resolves to: every block is redone, which is rare and never wrong);
+//   - the module names of every repository (a new or removed file can change what a name
+//     resolves to: every block is redone, which is rare and never wrong), its package roots,
+//     whether the sandbox can read its checkout (else the original does not import), and
+//     where one checkout lies inside another (their files overlap); not the folder a
+//     checkout lies in (issue 28): the stored texts name it `<owner/name>`
+//     (validate/places.ts), so a result is the same wherever its files are, and a moved
+//     checkout keeps its blocks (`rootsKeyed` keeps the folders where a request's recorded
+//     values name paths, which a move does not rewrite);
 //   - what the validation request carries besides the module: call sites, data sites,
 //     the class's own witnesses (found in other files of the corpus); the providers (one
 //     witness of every other witnessed class, for a block without witnesses of its own)
@@ -24,6 +30,8 @@ import type { BlockInputs, BlockRecord } from '../records/block.js';
 import { gitBlobId } from '../repos/git.js';
 import { importTargets, type CorpusModule } from '../resolve/corpus.js';
 import { harnessSource } from '../validate/index.js';
+import { sandboxCanRead } from '../validate/environment.js';
+import type { Places } from '../validate/places.js';
 import type { ValidationResult } from '../validate/types.js';
 import type { Workspace } from '../workspace.js';
 
@@ -50,14 +58,42 @@ export function codeDigest(): string {
   return (codeCache = h.digest('hex').slice(0, 32));
 }
 
-/** Digest of every repository's name, root and module paths (not their contents). */
+/** Digest of every repository's name, package roots, priority and module paths (not their
+ *  contents), whether the sandbox can read its checkout, and the checkouts it lies in
+ *  (with its path there); not the checkout's folder (see the header). */
 export function layoutDigest(ws: Workspace): string {
   const h = createHash('sha256');
-  for (const r of ws.store.listRepos().sort((a, b) => a.name.localeCompare(b.name))) {
-    h.update(`${r.name}\0${r.root}\0${JSON.stringify(r.packageRoots)}\0${r.priority}\n`);
+  const repos = ws.store.listRepos().sort((a, b) => a.name.localeCompare(b.name));
+  for (const r of repos) {
+    const within = repos
+      .filter((o) => o !== r && isInside(r.root, o.root))
+      .map((o) => `${o.name}:${path.relative(o.root, r.root)}`);
+    const readable = sandboxCanRead(r.root) ? 'readable' : 'unreadable';
+    h.update(`${r.name}\0${JSON.stringify(within)}\0${readable}\0${JSON.stringify(r.packageRoots)}\0${r.priority}\n`);
     for (const f of ws.store.listFiles(r.name)) h.update(`${f.path}\0${f.module ?? ''}\n`);
   }
   return h.digest('hex').slice(0, 32);
+}
+
+const isInside = (p: string, dir: string) => p === dir || p.startsWith(dir.endsWith('/') ? dir : dir + '/');
+
+/** Whether a request's checkouts must be keyed by their folders: its recorded values (the
+ *  witnesses and providers a harvest recorded, the user's inputs) hold an absolute path,
+ *  such as a configuration file's, which names the folder the harvest ran in; a stored
+ *  harvest outlives a move of the checkout (its key reads contents), so a result computed
+ *  with those values is valid only where they were recorded. */
+export function rootsKeyed(values: unknown): boolean {
+  return /"\/[^"]/.test(JSON.stringify(values ?? null));
+}
+
+/** A request's sys.path as its validation key reads it (pipeline `keyed`): each checkout
+ *  named `<owner/name>/path` (validate/places.ts), with whether the sandbox can read it,
+ *  unless `rootsKeyed`. */
+export function keyedSysPath(sysPath: readonly string[], places: Places): string[] {
+  return sysPath.map((p) => {
+    const named = places.name(p);
+    return sandboxCanRead(p) ? named : `${named}\0unreadable`;
+  });
 }
 
 /** The files a block's result was computed from (see the header), with their blob ids. */

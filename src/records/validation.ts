@@ -60,7 +60,8 @@ export interface EquivalenceResult {
   status: StageStatus;
   reason?: string;
   maxAbsDiff?: number;
-  /** milliseconds importing and building the original module (where it got that far) */
+  /** milliseconds importing and building the original module (where it got that far): in
+   *  a validation's result, for the cost table; a record does not keep it (toRecord) */
   originalMs?: number;
 }
 

@@ -251,6 +251,8 @@ export interface Probe {
   modules?: string[];
   /** the standard library's top-level module names (sys.stdlib_module_names, 3.10+) */
   stdlib?: string[];
+  /** sysconfig.get_paths()'s `stdlib`, `platstdlib`, `purelib` and `platlib` (places.ts) */
+  paths?: Partial<Record<'stdlib' | 'platstdlib' | 'purelib' | 'platlib', string>>;
   torch?: string | null;
   torch_error?: string;
 }

@@ -42,6 +42,7 @@ import {
   type ValidationRequest,
   type ValidationResult,
 } from './types.js';
+import { interpreterPlaces, Places, repositoryPlaces, type Place } from './places.js';
 import { passesStages } from './record.js';
 
 /** One JSON line of the harness (harness.py): untrusted, each field converted where it is
@@ -613,10 +614,16 @@ export class ValidatorPool {
   private rid = 0;
   private roots = new Set<string>();
   private size: number;
+  /** the folders a result's texts name by what they are (places.ts): the interpreter's,
+   *  and the repositories' checkouts the caller named (`nameRepositories`) */
+  private placeList: Place[] = [];
+  private places: Places;
 
   private constructor(env: Resolved, size: number, roots: string[]) {
     this.env = env;
     this.size = size;
+    this.placeList = interpreterPlaces(env.probe?.paths, env.probe?.path);
+    this.places = new Places(this.placeList);
     for (const r of roots) this.roots.add(path.resolve(r));
     this.workers = new WorkerPool<Job, Worker>(
       {
@@ -735,6 +742,16 @@ export class ValidatorPool {
     return this.env.limits;
   }
 
+  /** Name these repositories' checkouts by their names in every result's texts from now
+   *  on (`<owner/name>/path`, places.ts); the pipeline gives its workspace's. */
+  nameRepositories(repos: readonly { name: string; root: string }[]): void {
+    const known = new Set(this.placeList.map((p) => `${p.dir}\0${p.name}`));
+    const add = repositoryPlaces(repos).filter((p) => !known.has(`${p.dir}\0${p.name}`));
+    if (!add.length) return;
+    this.placeList = [...this.placeList, ...add];
+    this.places = new Places(this.placeList);
+  }
+
   /** Validate one block (queued until a worker is free). Never rejects for candidate failures. */
   validate(req: ValidationRequest): Promise<ValidationResult> {
     return this.enqueue(req);
@@ -835,6 +852,7 @@ export class ValidatorPool {
     // nothing says the block finished, so it is never a pass
     const ok = passesStages(r, required) && !((r.category === 'crash' || r.category === 'timeout') && r.stage === null);
     const out: ValidationResult = { id: job.req.id, ok, ...r, envId: this.envId };
+    this.namePlaces(out);
     if (!this.env.rootfs) out.python = this.env.python;
     if (this.facts) out.environment = this.facts;
     for (const k of [
@@ -864,6 +882,28 @@ export class ValidatorPool {
     ] as const)
       if (out[k] === undefined) delete out[k];
     return out;
+  }
+
+  /** @internal Every text of a result that reports what happened (not the values it
+   *  computed with: `args`, `usage` and a harvest's answer must still run here) with its
+   *  folders named by what they are and harness frames without line numbers (places.ts):
+   *  the same validation stores the same bytes on any machine and in any folder. */
+  namePlaces(r: ValidationResult): void {
+    const n = this.places;
+    r.error = n.name(r.error) ?? null;
+    if (r.traceback !== undefined) r.traceback = n.name(r.traceback);
+    if (r.output !== undefined) r.output = n.name(r.output);
+    if (r.usageSkipped !== undefined) r.usageSkipped = n.name(r.usageSkipped);
+    if (r.witnessSkipped) r.witnessSkipped = r.witnessSkipped.map((w) => n.name(w));
+    if (r.equivalence?.reason !== undefined) r.equivalence = { ...r.equivalence, reason: n.name(r.equivalence.reason) };
+    if (r.namespace) {
+      const ns = { ...r.namespace };
+      if (ns.reason !== undefined) ns.reason = n.name(ns.reason);
+      // what a copied name denotes in the copy and in the original (a value's repr)
+      if (ns.mismatches)
+        ns.mismatches = ns.mismatches.map((m) => ({ ...m, copy: n.name(m.copy), original: n.name(m.original) }));
+      r.namespace = ns;
+    }
   }
 
   /** Stop every worker; queued requests are rejected. */

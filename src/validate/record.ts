@@ -52,7 +52,12 @@ export function toRecord(r: ValidationResult): ValidationRecord {
   };
   if (r.argumentsSource) rec.argumentsSource = r.argumentsSource;
   if (r.argumentsOrigin) rec.argumentsOrigin = r.argumentsOrigin;
-  if (r.equivalence) rec.equivalence = r.equivalence;
+  if (r.equivalence) {
+    // the original's build time is the run's (the cost table reads it from the result),
+    // not a fact of the block: a record keeps the same bytes from run to run (issue 28)
+    const { originalMs: _ms, ...equivalence } = r.equivalence;
+    rec.equivalence = equivalence;
+  }
   if (r.namespace) rec.namespace = r.namespace;
   if (r.python) rec.python = r.python;
   if (r.usage) {

@@ -122,6 +122,7 @@ def probe():
     """Facts about this interpreter without importing torch (fast): where it lives, the
     folders it imports from (the sandbox must bind them) and whether torch is findable."""
     import importlib.util
+    import sysconfig
 
     spec = importlib.util.find_spec("torch")
     info = {
@@ -137,6 +138,12 @@ def probe():
         "modules": top_level_modules(),
         # the standard library's top-level names (Python 3.10+): what needs no distribution
         "stdlib": sorted(getattr(sys, "stdlib_module_names", ())),
+        # the folders of the interpreter's installation scheme (sysconfig): the standard
+        # library and the environment's site-packages, which stored texts name as
+        # `<stdlib>` and `<site-packages>` (validate/places.ts)
+        "paths": {
+            k: v for k, v in sysconfig.get_paths().items() if k in ("stdlib", "platstdlib", "purelib", "platlib")
+        },
     }
     if "--import-torch" in sys.argv:
         try:
