@@ -4,7 +4,8 @@
 // done in the validation workers is wall time as the harness measured it, and CPU time
 // where the harness measures it in the process that did the work: a block's stages and
 // its usage line (the worker reads its child's CPU from /proc as the child's reports
-// arrive), the harvest's run steps (os.times in the step's own process); other rows of
+// arrive) and the usage line's parts (its build, call and calls on other draws, timed in
+// the child), the harvest's run steps (os.times in the step's own process); other rows of
 // theirs (worker starts, the zygote's import, the original's build) have no CPU figure
 // (`cpuMs` null).
 

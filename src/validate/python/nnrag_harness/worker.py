@@ -593,6 +593,7 @@ class Worker:
                     "usageDraws",
                     "usageSkipped",
                     "usageNeeds",
+                    "usageParts",
                     "argumentsSource",
                     "argumentsOrigin",
                     "witnessSkipped",
