@@ -52,6 +52,7 @@ import {
   type DataSite,
   type PoolOptions,
   type Stage,
+  type UsagePart,
   type ValidationRequest,
   type ValidationResult,
   type Witness,
@@ -478,6 +479,13 @@ function originalSysPath(
   }
   return [...out];
 }
+
+/** The cost table's names of a usage line's parts (ValidationResult.usageParts). */
+const USAGE_PART_LABEL: Record<UsagePart, string> = {
+  build: 'build (its imports, the block built as written)',
+  call: 'call (its inputs, then the block called)',
+  draws: 'calls on other draws',
+};
 
 /** The most lines usage roots may add to a module (see withUsageRoots): a root that
  *  brings more (a test's model class with its framework's registry, config and logging
@@ -1137,6 +1145,10 @@ export async function extractAndValidate(
         }
         // the usage line runs between forward and equivalence, in no stage's timing
         if (r.usageMs !== undefined) costs.add(`validate ${label} usage line`, repo, r.usageMs, r.usageCpuMs ?? null);
+        // and its parts, as the child measured them: the block built again as the line writes
+        // it, its call, its calls on other draws (snippet.py run_snippet)
+        for (const [part, p] of Object.entries(r.usageParts ?? {}))
+          costs.add(`validate ${label} usage line: ${USAGE_PART_LABEL[part as UsagePart]}`, repo, p.ms, p.cpuMs, p.n);
         // the rest of the request's time in the worker, in its parts as the worker
         // measured them (worker.py OutsideClock: forking the child, its start, its time
         // between stages or in a stage that did not end, its exit, clearing up after it;

@@ -5,7 +5,8 @@
 // where the harness measures it in the process that did the work: a block's stages and
 // its usage line (the worker reads its child's CPU from /proc as the child's reports
 // arrive), the parts of a request outside its stages (the worker's thread CPU and the
-// child's: worker.py OutsideClock), the harvest's run steps (os.times in the step's own
+// child's: worker.py OutsideClock), the usage line's parts (its build, call and calls on
+// other draws, timed in the child), the harvest's run steps (os.times in the step's own
 // process), a worker's start (its interpreter's CPU until ready) and a zygote's import
 // (the zygote's CPU from its fork); the original's build in equivalence has no CPU figure
 // (`cpuMs` null).

@@ -37,6 +37,7 @@ import { STAGES, type EnvironmentFacts, type Stage, type StageStatus } from '../
 import { USAGE_MAX_CHARS } from '../records/block.js';
 import {
   DEFAULT_REQUIRED_STAGES,
+  USAGE_PARTS,
   type Limits,
   type PoolOptions,
   type ValidationRequest,
@@ -842,6 +843,7 @@ export class ValidatorPool {
       usageCpuMs: typeof msg.usageCpuMs === 'number' ? msg.usageCpuMs : undefined,
       zygoteCpuMs: typeof msg.zygoteCpuMs === 'number' ? msg.zygoteCpuMs : undefined,
       outside: outsideOf(msg.outside),
+      usageParts: usagePartsOf(msg.usageParts),
     });
   }
 
@@ -879,6 +881,7 @@ export class ValidatorPool {
       'usageCpuMs',
       'zygoteCpuMs',
       'outside',
+      'usageParts',
     ] as const)
       if (out[k] === undefined) delete out[k];
     return out;
@@ -992,6 +995,19 @@ export async function resolveEnvironment(opts: PoolOptions): Promise<Resolved> {
     );
   if (loc.torchError) throw new NnragError(`${loc.python} cannot import torch: ${loc.torchError}`);
   return { python: loc.python, probe: loc.probe, rootfs: null, sandbox, bwrap: bw?.path ?? null, limits };
+}
+
+/** The harness's `usageParts` (snippet.py run_snippet): the parts of USAGE_PARTS given
+ *  as numbers; undefined when none is. */
+function usagePartsOf(v: unknown): ValidationResult['usageParts'] {
+  if (!v || typeof v !== 'object') return undefined;
+  const out: NonNullable<ValidationResult['usageParts']> = {};
+  for (const k of USAGE_PARTS) {
+    const p = (v as Record<string, unknown>)[k] as Record<string, unknown> | undefined;
+    if (p && typeof p.ms === 'number' && typeof p.cpuMs === 'number' && typeof p.n === 'number')
+      out[k] = { ms: p.ms, cpuMs: p.cpuMs, n: p.n };
+  }
+  return Object.keys(out).length ? out : undefined;
 }
 
 /** The harness's `usageNeeds` (snippet.py usage_needs): `[module, qualname]` pairs of

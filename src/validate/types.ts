@@ -146,7 +146,17 @@ export interface ValidationResult extends Omit<ValidationRecord, 'missing' | 'to
    *  it, `huge pages` (the worker's heap collapsed, once) before it; `worker reading the
    *  child (CPU only)` has no wall time of its own */
   outside?: Record<string, [number, number]>;
+  /** the usage line's run in parts (snippet.py run_snippet), wall and CPU milliseconds
+   *  each as the child measures them, summed over the lines it tried: `build` (its
+   *  import lines and the block built as the line writes it), `call` (its inputs, then
+   *  the call), `draws` (the calls under other seeds of a block that draws random
+   *  numbers, `n` of them). What a usage line costs beside its rendering. */
+  usageParts?: Partial<Record<UsagePart, { ms: number; cpuMs: number; n: number }>>;
 }
+
+/** The parts of a usage line's run (ValidationResult.usageParts). */
+export const USAGE_PARTS = ['build', 'call', 'draws'] as const;
+export type UsagePart = (typeof USAGE_PARTS)[number];
 
 export interface PoolOptions {
   /** interpreter (inside `rootfs` when given); else NNRAG_PYTHON, else the first python with torch */

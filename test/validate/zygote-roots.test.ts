@@ -3,10 +3,11 @@
 // imports it into the zygote as a sibling module (worker.py zygote_of_roots) instead of a
 // second zygote importing the repository's common modules again. And the usage line's
 // time is reported apart (`usageMs`): it runs between forward and equivalence, in no
-// stage's timing; so is the rest of a request's time outside its stages, in its parts
-// (`outside`: fork, the child's start and exit, clean-up, ...), and the CPU time of the
-// zygote's import. Real sandbox, real torch; the fixture's common module costs a second
-// of CPU at import, its loss block half a second to build.
+// stage's timing, with its parts (its build, its call, its calls on other draws); so is
+// the rest of a request's time outside its stages, in its parts (`outside`: fork, the
+// child's start and exit, clean-up, ...), and the CPU time of the zygote's import. Real
+// sandbox, real torch; the fixture's common module costs a second of CPU at import, its
+// loss block half a second to build, and its dropout block draws a mask in training mode.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { fixture } from '../helpers.js';
@@ -21,7 +22,7 @@ describe('zygote: one per repository roots', { skip: skip ?? false }, () => {
   let pool: ValidatorPool;
   let reqs: Map<string, ValidationRequest>;
   before(async () => {
-    reqs = await originalRequests(dir, 'twotops', ['models.net.Net', 'utils.loss.Smooth']);
+    reqs = await originalRequests(dir, 'twotops', ['models.net.Net', 'utils.loss.Smooth', 'utils.loss.Jitter']);
     // one worker: both requests meet the same worker
     pool = await ValidatorPool.start({ workers: 1, roots: [dir] });
   });
@@ -89,5 +90,32 @@ describe('zygote: one per repository roots', { skip: skip ?? false }, () => {
     assert.ok(parts.fork[1] > 0 && parts['child start'][1] >= 0, JSON.stringify(parts));
     const cpu = Object.values(parts).reduce((a, [, c]) => a + c, 0);
     assert.ok(cpu <= r.ms + 200, `${cpu} ms of CPU outside the stages of a ${r.ms} ms request`);
+  });
+
+  it("reports the usage line's parts: its build, its call, its calls on other draws", async () => {
+    const r = await pool.validate({ ...reqs.get('utils.loss.Smooth')!, id: 'utils.loss.Smooth#parts' });
+    passesWithOriginal(r);
+    assert.equal(r.usageCheck, 'ran', r.usageSkipped);
+    const parts = r.usageParts ?? {};
+    // the half second of CPU is the block's build, as the line writes it; one call, no
+    // other draw (the call draws no random number)
+    assert.ok((parts.build?.cpuMs ?? 0) >= 450, JSON.stringify(parts));
+    assert.equal(parts.build?.n, 1);
+    assert.equal(parts.call?.n, 1);
+    assert.ok((parts.call?.cpuMs ?? 0) < 400, JSON.stringify(parts));
+    assert.equal(parts.draws, undefined);
+    // the parts lie within the line's time as the worker reads it (its CPU to a clock
+    // tick, read as the child's reports arrive)
+    const cpu = (parts.build?.cpuMs ?? 0) + (parts.call?.cpuMs ?? 0);
+    assert.ok(cpu <= (r.usageCpuMs ?? 0) + 30, `parts ${cpu} ms, line ${r.usageCpuMs} ms of CPU`);
+    assert.ok((parts.build?.ms ?? 0) + (parts.call?.ms ?? 0) <= (r.usageMs ?? 0) + 1, JSON.stringify(r));
+
+    // dropout in training mode: the line's call drew a mask, so it is called again under
+    // each other seed (snippet.py RESEEDS, six)
+    const j = await pool.validate(reqs.get('utils.loss.Jitter')!);
+    passesWithOriginal(j);
+    assert.equal(j.usageCheck, 'ran', j.usageSkipped);
+    assert.equal(j.usageParts?.call?.n, 1, JSON.stringify(j.usageParts));
+    assert.equal(j.usageParts?.draws?.n, 6, JSON.stringify(j.usageParts));
   });
 });

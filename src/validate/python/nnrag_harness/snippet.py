@@ -1237,7 +1237,7 @@ def snapshot(v, torch, depth=0):
     return v
 
 
-def run_snippet(text, namespace, torch, reseeds=(), time_left=None):
+def run_snippet(text, namespace, torch, reseeds=(), time_left=None, parts=None):
     """Run the snippet as a user would, in a fresh namespace holding the module's
     star-import names, `torch` and the builtins: the import lines, then the expression
     (its callee, then its arguments, then the call: the order Python evaluates a call
@@ -1250,38 +1250,46 @@ def run_snippet(text, namespace, torch, reseeds=(), time_left=None):
     raises here what such a draw raises.
     A line that seeds generators itself (seeded_text: `torch.manual_seed(1)` after its
     imports) is run exactly as written, once: it makes the same draw every time, provided
-    every generator its call draws from is one it seeds (else Unseeded)."""
+    every generator its call draws from is one it seeds (else Unseeded).
+    `parts`, a dict, is given the wall and CPU time of each part of the run (spent):
+    "build" (the import lines and the callee, which builds the block), "call" (the
+    arguments, then the call) and "draws" (the calls under `reseeds`, with their count
+    `n`), added to what it holds (a line tried several ways: stages.py `_usage_info`).
+    The cost table shows them (issue 27: what the line's check costs, and why)."""
     import ast
 
     from nnrag_harness.procs import self_cpu
 
+    clock = _PartClock(parts)
     g = dict(namespace)
     g["torch"] = torch
     tree = ast.parse(text, mode="exec")
     *stmts, last = tree.body
     own = {seed_statement(st) for st in stmts} - {None}
     start = rng_state(torch)
-    if stmts:
-        exec(compile(ast.Module(body=stmts, type_ignores=[]), "<usage>", "exec"), g)  # noqa: S102 - checked snippet
-    if not own:
-        torch.manual_seed(1)
     call = last.value
 
     def ev(node):
         return eval(compile(ast.Expression(body=node), "<usage>", "eval"), g)  # noqa: S307 - checked snippet
 
-    if not isinstance(call, ast.Call):
-        return ev(call)
-    fn = ev(call.func)
+    with clock("build"):
+        if stmts:
+            exec(compile(ast.Module(body=stmts, type_ignores=[]), "<usage>", "exec"), g)  # noqa: S102 - checked snippet
+        if not own:
+            torch.manual_seed(1)
+        if not isinstance(call, ast.Call):
+            return ev(call)
+        fn = ev(call.func)
 
     def arguments():
         return [ev(a) for a in call.args], {k.arg: ev(k.value) for k in call.keywords}
 
-    args, kwargs = arguments()
-    before = rng_state(torch)
-    t0 = self_cpu()
-    out = fn(*args, **kwargs)
-    cost = self_cpu() - t0  # CPU seconds, as time_left() counts them
+    with clock("call"):
+        args, kwargs = arguments()
+        before = rng_state(torch)
+        t0 = self_cpu()
+        out = fn(*args, **kwargs)
+        cost = self_cpu() - t0  # CPU seconds, as time_left() counts them
     after = rng_state(torch)
     moved = moved_generators(before, after)
     if own:
@@ -1299,13 +1307,46 @@ def run_snippet(text, namespace, torch, reseeds=(), time_left=None):
     for n in reseeds:
         if time_left is not None and time_left() < 2 * cost + 1.0:
             break
-        seed_all(torch, n)
-        args, kwargs = arguments()
-        try:
-            fn(*args, **kwargs)
-        except Exception as e:  # noqa: BLE001 - the block's own error on this draw
-            raise OtherDraw(n, e, moved) from e
+        with clock("draws"):
+            seed_all(torch, n)
+            args, kwargs = arguments()
+            try:
+                fn(*args, **kwargs)
+            except Exception as e:  # noqa: BLE001 - the block's own error on this draw
+                raise OtherDraw(n, e, moved) from e
     return out
+
+
+class _PartClock(object):
+    """Adds the wall and CPU milliseconds of a part of run_snippet to `parts[name]`
+    (`{"ms", "cpuMs", "n"}`: `n` the times the part ran), whether the part ends or
+    raises; nothing when `parts` is None. CPU time is the process's
+    (time.process_time: to the nanosecond, where self_cpu counts clock ticks)."""
+
+    def __init__(self, parts):
+        self.parts = parts
+
+    def __call__(self, name):
+        import contextlib
+        import time
+
+        parts = self.parts
+
+        @contextlib.contextmanager
+        def part():
+            if parts is None:
+                yield
+                return
+            t, c = time.monotonic(), time.process_time()
+            try:
+                yield
+            finally:
+                p = parts.setdefault(name, {"ms": 0.0, "cpuMs": 0.0, "n": 0})
+                p["ms"] = round(p["ms"] + (time.monotonic() - t) * 1000, 3)
+                p["cpuMs"] = round(p["cpuMs"] + (time.process_time() - c) * 1000, 3)
+                p["n"] += 1
+
+        return part()
 
 
 def release_graph(value, torch):

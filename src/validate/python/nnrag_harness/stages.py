@@ -809,7 +809,7 @@ class Stages:
 
                         restore = no_downloads(torch)
                         try:
-                            S.run_snippet(text, ns, torch, S.RESEEDS, left)
+                            S.run_snippet(text, ns, torch, S.RESEEDS, left, d.setdefault("usageParts", {}))
                             d["usage"], d["usageCheck"] = text, "ran"
                             break
                         except BaseException as e:  # noqa: BLE001 - the block's own error on this run (SystemExit included)
@@ -850,7 +850,7 @@ class Stages:
                         restore = no_downloads(torch)
                         try:
                             text = S.seeded_text(draw[0], draw[1].moved, seed, packages)
-                            S.run_snippet(text, ns, torch, S.RESEEDS, left)
+                            S.run_snippet(text, ns, torch, S.RESEEDS, left, d.setdefault("usageParts", {}))
                             d["usage"], d["usageCheck"], d["usageDraws"] = text, "seeded", str(draw[1])[:240]
                             break
                         except (S.Unrenderable, S.Unseeded) as e:

@@ -702,6 +702,7 @@ class Worker:
                     "usageDraws",
                     "usageSkipped",
                     "usageNeeds",
+                    "usageParts",
                     "argumentsSource",
                     "argumentsOrigin",
                     "witnessSkipped",
