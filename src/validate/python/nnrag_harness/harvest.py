@@ -1421,11 +1421,14 @@ def structured_candidates(model, hints, torch):
     return [args]
 
 
+# torch's CPU allocator refusing an allocation (under RLIMIT_AS), in a RuntimeError's text
+ALLOCATOR_REFUSED = r"can't allocate memory|DefaultCPUAllocator|not enough memory"
+
+
 def is_memory_error(e):
     """MemoryError, or torch's CPU allocator refusing (under RLIMIT_AS)."""
     return isinstance(e, MemoryError) or (
-        isinstance(e, RuntimeError)
-        and re.search(r"can't allocate memory|DefaultCPUAllocator|not enough memory", str(e)) is not None
+        isinstance(e, RuntimeError) and re.search(ALLOCATOR_REFUSED, str(e)) is not None
     )
 
 
@@ -1543,9 +1546,11 @@ def meta_forward(model, inputs, rec, torch, recorded_before=None):
                         heavy = at_stop
                         rec.calls.update(interrupted)
                     rec.too_slow = heavy
-                    for k in heavy:
-                        if k not in recorded_before and k not in (() if through else interrupted):
-                            rec.calls.pop(k, None)
+                    # the too expensive ones keep no inputs from the shapes-only run (a
+                    # record from before the forward, or the interrupted one's kept, stays)
+                    kept = recorded_before if through else recorded_before | set(interrupted)
+                    for k in heavy - kept:
+                        rec.calls.pop(k, None)
     finally:
         torch.repeat_interleave = orig_ri
         torch.Tensor.repeat_interleave = tensor_ri
@@ -1841,7 +1846,7 @@ def budget_stop(error):
     None."""
     if error.startswith("timeout"):
         return "time"
-    if re.match(r"MemoryError|RuntimeError: .*(can't allocate memory|DefaultCPUAllocator|not enough memory)", error):
+    if re.match(r"MemoryError|RuntimeError: .*(%s)" % ALLOCATOR_REFUSED, error):
         return "memory"
     return None
 

@@ -333,12 +333,10 @@ def run_doc_entry(cfg, torch, send):
     # its tests ran (a larger budget would run more): a stored answer serves only the same
     # budget (witness/harvest.ts reusable)
     tests = res.get("tests") or {}
-    if str(res.get("error") or "").startswith("timeout") or tests.get("unrun") or tests.pop("spent", False):
+    stop = H.budget_stop(str(res.get("error") or ""))
+    if stop == "time" or tests.get("unrun") or tests.pop("spent", False):
         res["stopped"] = "time"
-    elif re.match(
-        r"MemoryError|RuntimeError: .*(can't allocate memory|DefaultCPUAllocator|not enough memory)",
-        str(res.get("error") or ""),
-    ):
+    elif stop == "memory":
         res["stopped"] = "memory"
     res["classes"] = rec.witnesses(name) if rec is not None else {}
     send({"ev": "harvest", "result": res})
