@@ -36,7 +36,7 @@ import {
 import { KNOWN_DISTRIBUTIONS, normalizeDistName } from '../environment/names.js';
 import { USAGE_MAX_CHARS, validationsOf, type EnvValidation } from '../records/block.js';
 import { NnragError, UsageError } from '../util/errors.js';
-import { ensureDir, writeFileAtomic } from '../util/fs.js';
+import { ensureDir, isInside, writeFileAtomic } from '../util/fs.js';
 import { buildDoc, storedSpec } from '../search/documents.js';
 
 const PY_KEYWORDS = PYTHON_KEYWORDS;
@@ -106,12 +106,6 @@ export function checkModuleName(name: string): string[] {
     if (PY_KEYWORDS.has(p)) throw new UsageError(`--module ${JSON.stringify(name)}: ${p} is a Python keyword`);
   }
   return parts;
-}
-
-/** Whether `p` is `root` or inside it (both absolute, real paths). */
-export function isInside(root: string, p: string): boolean {
-  const rel = path.relative(root, p);
-  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
 }
 
 /** Check that writing `target` (under `root`, a real path) cannot land outside `root`:

@@ -34,6 +34,7 @@ import { sandboxCanRead } from '../validate/environment.js';
 import type { Places } from '../validate/places.js';
 import type { ValidationResult } from '../validate/types.js';
 import type { Workspace } from '../workspace.js';
+import { isInside } from '../util/fs.js';
 
 const hash = (s: string) => createHash('sha256').update(s).digest('hex').slice(0, 32);
 
@@ -66,7 +67,7 @@ export function layoutDigest(ws: Workspace): string {
   const repos = ws.store.listRepos().sort((a, b) => a.name.localeCompare(b.name));
   for (const r of repos) {
     const within = repos
-      .filter((o) => o !== r && isInside(r.root, o.root))
+      .filter((o) => o !== r && isInside(o.root, r.root))
       .map((o) => `${o.name}:${path.relative(o.root, r.root)}`);
     const readable = sandboxCanRead(r.root) ? 'readable' : 'unreadable';
     h.update(`${r.name}\0${JSON.stringify(within)}\0${readable}\0${JSON.stringify(r.packageRoots)}\0${r.priority}\n`);
@@ -74,8 +75,6 @@ export function layoutDigest(ws: Workspace): string {
   }
   return h.digest('hex').slice(0, 32);
 }
-
-const isInside = (p: string, dir: string) => p === dir || p.startsWith(dir.endsWith('/') ? dir : dir + '/');
 
 /** Whether a request's checkouts must be keyed by their folders: its recorded values (the
  *  witnesses and providers a harvest recorded, the user's inputs) hold an absolute path,

@@ -105,3 +105,9 @@ export function which(cmd: string): string | null {
   }
   return null;
 }
+
+/** Whether `p` is `root` or inside it (both absolute, real paths). */
+export function isInside(root: string, p: string): boolean {
+  const rel = path.relative(root, p);
+  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
+}
