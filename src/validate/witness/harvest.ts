@@ -107,6 +107,9 @@ export interface HarvestResult {
   /** entry points listed but not run (covered already, or budget spent) */
   skipped: number;
   importFailures: Record<string, string>;
+  /** the installed modules the repository's code imports, which the run steps' zygote
+   *  imported once before the repository (its list step found them) */
+  preload?: string[];
   error?: string;
   ms: number;
   /** the entry points' peak memory growth, summed (MB): what the repository budget counts */
@@ -289,12 +292,15 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
     out.ranRuns = 0;
   }
   let cpuSpent = 0;
+  // the installed modules the repository's code imports (its list step finds them): the
+  // run steps' zygote imports them once, before the repository (zygote.py `preload`)
+  let preload: string[] = [];
   const ask = (harvest: Record<string, unknown>, timeoutMs: number) =>
     pool.harvestStep({
       id: `harvest:${o.repo}`,
       source: '',
       className: '',
-      original: { module: o.zygoteModule, className: '', sysPath: bound },
+      original: { module: o.zygoteModule, className: '', sysPath: bound, ...(preload.length ? { preload } : {}) },
       harvest,
       timeoutMs,
     });
@@ -317,6 +323,8 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
         importCalls?: Record<string, string[]>;
         /** the files whose source the zygote's import read (linecache): read whole */
         importSources?: string[];
+        /** the installed modules the repository's code imports (harvest.InstalledImports) */
+        preload?: string[];
         error?: string;
       }
     | undefined;
@@ -326,6 +334,7 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
     return out;
   }
   out.classes = list.classes ?? [];
+  if (Array.isArray(list.preload) && list.preload.length) out.preload = preload = list.preload.slice();
   const importCalls = list.importCalls;
   out.importFailures = list.importFailures ?? {};
   if (o.reuse && Array.isArray(list.reads)) out.listReads = list.reads;

@@ -410,15 +410,17 @@ def list_entries(cfg, torch):
     import importlib
 
     failed = {}
-    for name in cfg.get("modules") or []:
-        # the import budget counts CPU seconds, as the steps' budgets do
-        if cpu_seconds() - t0 > cfg.get("importBudget", 60):
-            failed[name] = "import budget spent"
-            continue
-        try:
-            importlib.import_module(name)
-        except BaseException as e:  # noqa: BLE001 - a module that does not import is reported
-            failed[name] = "%s: %s" % (type(e).__name__, str(e)[:200])
+    installed = InstalledImports(cfg["roots"])
+    with installed:
+        for name in cfg.get("modules") or []:
+            # the import budget counts CPU seconds, as the steps' budgets do
+            if cpu_seconds() - t0 > cfg.get("importBudget", 60):
+                failed[name] = "import budget spent"
+                continue
+            try:
+                importlib.import_module(name)
+            except BaseException as e:  # noqa: BLE001 - a module that does not import is reported
+                failed[name] = "%s: %s" % (type(e).__name__, str(e)[:200])
     mods = repo_modules(roots)
     classes = repo_classes(mods, nn)
     class_ids = {id(c): k for k, c in classes.items()}
@@ -613,11 +615,79 @@ def list_entries(cfg, torch):
         "entries": entries,
         "configs": len(configs),
         "importFailures": failed,
+        "preload": installed.names(),
         "forwardKeys": forward_keys(classes),
         "notes": notes,
         "ms": round((time.monotonic() - w0) * 1000, 1),
         "cpuMs": round((cpu_seconds() - t0) * 1000, 1),
     }
+
+
+# The most modules a list step names for the run steps' zygote to import first
+MAX_PRELOAD = 400
+
+
+class InstalledImports:
+    """The modules outside the repository's roots (installed packages, the standard
+    library) that the repository's own code imports by absolute name while the list step
+    imports its modules, and that the zygote had not imported already: what every run
+    step's import of an entry module would otherwise import again in its own child (~4 s
+    of CPU for a detection repository's pandas, OpenCV, matplotlib and SciPy, each step).
+    The run steps' zygote imports them before the repository (zygote.py `preload`).
+
+    Recorded at the import statement (builtins.__import__, Language Reference §7.11): the
+    importer's globals name a file under the roots, the import is absolute (level 0), and
+    the module it binds is not under the roots; `from pkg import sub` names `pkg.sub`
+    when that is a module (importlib's _handle_fromlist imports it). importlib's
+    `import_module` calls and imports run inside functions the list step never called are
+    not seen: those run steps import them as before."""
+
+    def __init__(self, roots):
+        self.prefixes = tuple(os.path.realpath(r).rstrip("/") + "/" for r in roots if r)
+        self.raw = tuple(r.rstrip("/") + "/" for r in roots if r)
+        self.found = set()
+        self.before = set()
+        self.real = None
+
+    def _under(self, f):
+        return isinstance(f, str) and (f.startswith(self.raw) or os.path.realpath(f).startswith(self.prefixes))
+
+    def _outside(self, name):
+        m = sys.modules.get(name)
+        return m is not None and not self._under(getattr(m, "__file__", None)) and name not in self.before
+
+    def __enter__(self):
+        import builtins
+
+        self.before = set(sys.modules)
+        self.real = real = builtins.__import__
+
+        def recording_import(name, globals=None, locals=None, fromlist=(), level=0):
+            mod = real(name, globals, locals, fromlist, level)
+            try:
+                if level == 0 and isinstance(globals, dict) and self._under(globals.get("__file__")):
+                    if self._outside(name):
+                        self.found.add(name)
+                    for item in fromlist or ():
+                        if isinstance(item, str) and item != "*" and self._outside(name + "." + item):
+                            self.found.add(name + "." + item)
+            except Exception:  # noqa: BLE001 - recording never changes the import's outcome
+                pass
+            return mod
+
+        builtins.__import__ = recording_import
+        return self
+
+    def __exit__(self, *exc):
+        import builtins
+
+        builtins.__import__ = self.real
+        return False
+
+    def names(self):
+        """The modules found, still outside the roots, in import order of their names
+        (a package before its submodules)."""
+        return sorted(n for n in self.found if self._outside(n) and n != "__main__")[:MAX_PRELOAD]
 
 
 def reachable(obj, class_ids, roots):

@@ -232,6 +232,13 @@ class Worker:
         orig = req.get("original")
         if self.zygote_ok and orig and orig.get("module") and orig.get("sysPath"):
             key = (tuple(orig["sysPath"]), orig["module"].split(".")[0])
+            # a harvest's run steps name the installed modules their zygote imports first
+            # (zygote_main's `preload`): a zygote of its own, which other requests do not
+            # extend (zygote_of_roots); one that failed (a preloaded module left a thread
+            # running) gives way to the zygote of the package's import alone
+            preload = tuple(orig.get("preload") or ()) if req.get("harvest") else ()
+            if preload and key + (preload,) not in self.failed_zygotes:
+                key = key + (preload,)
             if key not in self.failed_zygotes:
                 z = self.zygotes.get(key)
                 waited = None
@@ -337,7 +344,7 @@ class Worker:
         module by its name on sys.path (Language Reference 5.3): with the same roots, a
         module of another top-level package imports in that zygote as in one of its own."""
         for k, z in list(self.zygotes.items()):
-            if k[0] != key[0] or k == key or k in self.failed_zygotes or not z.alive():
+            if k[0] != key[0] or k == key or len(k) > 2 or k in self.failed_zygotes or not z.alive():
                 continue
             if z.modules is None or (k, module) in self.unextendable:
                 continue
@@ -351,7 +358,7 @@ class Worker:
         while len(self.zygotes) >= _zygote.MAX_ZYGOTES:
             self.drop_zygote(next(iter(self.zygotes)))
         try:
-            z = _zygote.Zygote(self, list(orig["sysPath"]), orig["module"])
+            z = _zygote.Zygote(self, list(orig["sysPath"]), orig["module"], key[2] if len(key) > 2 else ())
         except OSError:
             return None
         self.zygotes[key] = z

@@ -165,11 +165,18 @@ def settle_import(before, roots, handlers):
     return count_threads(os.getpid())
 
 
-def zygote_main(worker_class, cfg, roots, module, req_fd, res_fd):
+def zygote_main(worker_class, cfg, roots, module, req_fd, res_fd, preload=()):
     """A forked copy of the worker that imports the original repository once; the
     candidates of that repository fork from here, so equivalence does not re-import
     the repository for every block. The repository's import-time code runs here, in the
-    same sandbox, never in the worker that serves other repositories."""
+    same sandbox, never in the worker that serves other repositories.
+
+    `preload`: for a harvest's run steps, the installed modules the repository's code
+    imports (harvest.InstalledImports, found by its list step), imported first: each run
+    step then imports only the repository's own modules for its entry point, not
+    pandas, OpenCV or SciPy again. They are imported before the repository, as its own
+    import would have them (a module-level `os.environ[...] = ...` of the repository set
+    before its `import cv2` now comes after it, as in any process that had cv2 already)."""
     try:
         _libc().prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: die with the worker
     except Exception:  # noqa: BLE001
@@ -193,7 +200,7 @@ def zygote_main(worker_class, cfg, roots, module, req_fd, res_fd):
     try:
         # the functions the import runs are recorded (reads.IMPORT_CODES): a harvest step
         # forked from here depends on their bodies as on the modules' top levels
-        _reads.record_import(lambda: importlib.import_module(module))
+        _reads.record_import(lambda: import_with_preload(importlib, preload, module))
     except BaseException:  # noqa: BLE001 - the equivalence stage reports it
         pass
     threads = settle_import(before, roots, handlers)
@@ -220,6 +227,19 @@ def zygote_main(worker_class, cfg, roots, module, req_fd, res_fd):
         }
     )
     w.serve()
+
+
+def import_with_preload(importlib, preload, module):
+    """Import the `preload` modules (each failing alone, silently: its run steps import
+    it themselves, as before), then `module`. Inside the import's recording (reads.py):
+    repository code an installed module's import runs is recorded as the repository's
+    own import is."""
+    for name in preload:
+        try:
+            importlib.import_module(name)
+        except BaseException:  # noqa: BLE001 - the run steps import it as they did without
+            pass
+    importlib.import_module(module)
 
 
 def zygote_extend(w, module):
@@ -270,7 +290,7 @@ def zygote_extend(w, module):
 
 
 class Zygote:
-    def __init__(self, worker, roots, module):
+    def __init__(self, worker, roots, module, preload=()):
         req_r, req_w = os.pipe()
         res_r, res_w = os.pipe()
         pid = os.fork()
@@ -281,7 +301,7 @@ class Zygote:
                 for z in worker.zygotes.values():
                     z.close_fds()
                 worker.proto.close()
-                zygote_main(type(worker), worker.cfg, roots, module, req_r, res_w)
+                zygote_main(type(worker), worker.cfg, roots, module, req_r, res_w, preload)
             except BaseException:  # noqa: BLE001
                 pass
             _exit(0)

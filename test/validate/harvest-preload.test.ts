@@ -1,0 +1,47 @@
+// The run steps of a harvest import the repository's installed dependencies once, in
+// their zygote, not each in its own child (issue 27; src/validate/README.md
+// "Witnesses"), in the real sandbox with a fixture repository
+// (test/fixtures/harvest-preload): its list step names the modules outside the
+// repository that the repository's own code imports by absolute name (not its own
+// modules, not an import inside a function nothing called), and the model module,
+// imported in a run step, finds them imported already.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { chmodSync, cpSync } from 'node:fs';
+import path from 'node:path';
+import { ValidatorPool } from '../../src/validate/index.js';
+import { harvestRepo } from '../../src/validate/witness/harvest.js';
+import { fixture, tempDir } from '../helpers.js';
+import { cannotValidate } from './common.js';
+
+const skip = await cannotValidate(true);
+
+test("a harvest's run steps fork from a zygote that imported the repository's installed imports", {
+  skip: skip ?? false,
+}, async () => {
+  const dir = tempDir();
+  chmodSync(dir, 0o755); // the sandbox runs as an unprivileged user when we are root
+  cpSync(fixture('harvest-preload'), dir, { recursive: true });
+  const prepo = path.join(dir, 'prepo');
+  const pool = await ValidatorPool.start({ workers: 1 });
+  try {
+    const h = await harvestRepo(pool, {
+      repo: 'prepo',
+      sysPath: [prepo],
+      ownRoots: 1,
+      modules: ['ppkg', 'ppkg.layers', 'ppkg.models'],
+      zygoteModule: 'ppkg',
+      entryMs: 20000,
+      docsMs: 0,
+    });
+    // `from email.mime import text` binds email.mime and imports email.mime.text; torch
+    // and sys were imported before the repository's modules; mailbox never was
+    assert.deepEqual(h.preload, ['email.mime', 'email.mime.text', 'wave'], JSON.stringify(h));
+    const net = h.entries.find((e) => e.entry === 'ppkg.models.Net');
+    assert.ok(net?.forward, JSON.stringify(h.entries));
+    // Net built Block(8): `wave` was in sys.modules before ppkg.models imported it
+    assert.deepEqual(h.witnesses['ppkg.layers.Block']?.[0]?.args, [8], JSON.stringify(h.witnesses));
+  } finally {
+    await pool.close();
+  }
+});
