@@ -18,6 +18,7 @@ import {
   numberOf,
   HARVEST_LAG,
   PHASE_STEPS,
+  reusable,
   STALL_RUNS,
   type HarvestEntry,
   type HarvestResult,
@@ -487,4 +488,26 @@ test("a wrapper's model is the smallest model by its parameters, not the step th
   };
   assert.equal(await run({ big1: 100, small1: 900 }), 'small1');
   assert.equal(await run({ big1: 900, small1: 100 }), 'small1');
+});
+
+test('a stored step stopped by its work budget serves only the same budget; one that completed, a smaller budget only above the work it counted', () => {
+  const reuse: RunReuse = { envId: 'e', runs: {}, depends: () => [], blob: () => 'b1' };
+  const run = (harvest: Record<string, unknown>) => ({
+    files: [['/r/m.py', 'b1'] as [string, string]],
+    budget: 30,
+    harvest,
+    ms: 1,
+  });
+  // the work budget is a pure function of the step's budget: the same budget, the same stop
+  const stopped = run({ cpuMs: 9000, stopped: 'work', workSeconds: 30.01 });
+  assert.equal(reusable(stopped, 30, reuse), true);
+  assert.equal(reusable(stopped, 60, reuse), false); // a larger budget may let the forward complete
+  assert.equal(reusable(stopped, 20, reuse), false);
+  // completed with 4 s of CPU and work worth 12 s of budget: a budget of 10 s would stop it by work
+  const done = run({ cpuMs: 4000, workSeconds: 12 });
+  assert.equal(reusable(done, 60, reuse), true);
+  assert.equal(reusable(done, 15, reuse), true);
+  assert.equal(reusable(done, 10, reuse), false);
+  // a file it read changed: never
+  assert.equal(reusable(done, 30, { ...reuse, blob: () => 'b2' }), false);
 });

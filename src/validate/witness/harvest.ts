@@ -91,8 +91,12 @@ export interface EntryReport {
   companions?: Record<string, string>;
   /** how far the entry point's resident memory rose at its peak, MB */
   memoryMb?: number;
-  /** the budget that stopped it short: its time or its memory */
-  stopped?: 'time' | 'memory';
+  /** the budget that stopped it short: its time (the CPU timer), the work budget of its
+   *  real forward (counted operations: the same stop on every machine) or its memory */
+  stopped?: 'time' | 'work' | 'memory';
+  /** the step's budget its real forwards' counted work needed, s (the harness's
+   *  FORWARD_WORK_PER_SECOND): past the budget, the forward stops by work */
+  workSeconds?: number;
   /** a test file's tests (kind `test`) */
   tests?: TestsReport;
 }
@@ -479,6 +483,7 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
     if (h?.input) rep.input = h.input;
     if (h?.companions && Object.keys(h.companions).length) rep.companions = h.companions;
     if (typeof h?.memoryMb === 'number') rep.memoryMb = h.memoryMb;
+    if (typeof h?.workSeconds === 'number') rep.workSeconds = h.workSeconds;
     if (h?.tests) rep.tests = h.tests;
     if (DOC_KINDS.has(e.kind)) docsMs += rep.ms;
     // the budget that stopped it: the harness says; a child the pool ended says by its category
@@ -612,16 +617,20 @@ export function runKey(harvestId: string, sysPath: string[], request: Record<str
 
 /** A stored answer serves a step asked again when every file its run depends on is
  *  unchanged, and its budget gives the same ending: a run its budget stopped (the harness
- *  says `stopped: 'time'`: a timer fired, or tests were left unrun) only with the same
- *  budget; one that ended within its budget, with at least that budget, or with any
- *  budget above the CPU time it spent. (Its CPU time counts the entry module's import,
- *  which runs before the budget's timer is armed: a step of the phase's last seconds
- *  may spend more than its budget without being stopped; such an answer was never reused.) */
+ *  says `stopped: 'time'`: a timer fired, or tests were left unrun; `stopped: 'work'`:
+ *  the real forward's counted work passed its budget, a pure function of the budget)
+ *  only with the same budget; one that ended within its budget, with at least that
+ *  budget, or with any budget above both the CPU time it spent and the budget its real
+ *  forwards' counted work needed (`workSeconds`: a smaller budget would stop them by
+ *  work). (Its CPU time counts the entry module's import, which runs before the
+ *  budget's timer is armed: a step of the phase's last seconds may spend more than its
+ *  budget without being stopped; such an answer was never reused.) */
 export function reusable(stored: StoredRun, budgetSeconds: number, reuse: RunReuse): boolean {
   if (stored.files.some((x) => !unchangedFile(x, reuse))) return false;
-  const h = stored.harvest as { stopped?: string; cpuMs?: number };
-  if (h.stopped === 'time') return stored.budget === budgetSeconds;
-  return budgetSeconds >= stored.budget || (typeof h.cpuMs === 'number' && h.cpuMs / 1000 <= budgetSeconds);
+  const h = stored.harvest as { stopped?: string; cpuMs?: number; workSeconds?: number };
+  if (h.stopped === 'time' || h.stopped === 'work') return stored.budget === budgetSeconds;
+  if (budgetSeconds >= stored.budget) return true;
+  return typeof h.cpuMs === 'number' && h.cpuMs / 1000 <= budgetSeconds && (h.workSeconds ?? 0) <= budgetSeconds;
 }
 
 /** A file a step depends on is unchanged: the same blob, or the same digest of the parts

@@ -1124,6 +1124,127 @@ class BudgetStopTest(unittest.TestCase):
         self.assertIn("min", w["inputs"]["args"][0])  # a real tensor's values, not shapes only
 
 
+WORK_PKG = """
+import torch
+import torch.nn as nn
+
+
+class Stage(nn.Module):
+    def __init__(self, width, index):
+        super().__init__()
+        self.fc = nn.Linear(width, width)
+        self.index = index
+
+    def forward(self, x):
+        for _ in range(4):
+            x = torch.tanh(self.fc(x))
+        return x
+
+
+class Body(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stages = nn.ModuleList([Stage(64, i) for i in range(8)])
+
+    def forward(self, x):
+        for i, s in enumerate(self.stages):
+            x = s(x)
+            if i == 1 and not (x.abs().sum() >= 0):  # data-dependent: no meta kernel
+                raise ValueError("nan")
+        return x
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = Body()
+        self.head = nn.Linear(64, 2)
+
+    def forward(self, x):
+        return self.head(self.body(x))
+
+
+def build():
+    return Net()
+"""
+
+
+class WorkBudgetTest(unittest.TestCase):
+    """The real forward's work budget (harvest.work_counter): counted operations, not CPU
+    time, so a forward too expensive for it stops at the same operation in every run, on
+    every machine, and one below it completes. The fixture's shapes-only run stops short
+    (a data-dependent test after its 2nd stage), so its records are the interrupted real
+    forward's: they depend on where the stop fell."""
+
+    def run_entry(self, root, rate, budget=60):
+        # the CPU budget (60 s) is far above what the forward takes: only the work budget
+        # (rate x budget) can stop it
+        code = (
+            "import json, sys; sys.path.insert(0, %r); sys.path.insert(0, %r)\n"
+            "import torch\nfrom nnrag_harness import harvest\n"
+            "harvest.FORWARD_WORK_PER_SECOND = %r\n"
+            "cfg = {'roots': [%r], 'entry': {'kind': 'factory', 'module': 'workpkg', 'qualname': 'build', 'plan': {}}, 'budgetSeconds': %r}\n"
+            "harvest.run_entry(cfg, torch, lambda ev: print(json.dumps(ev['result'])))\n"
+        ) % (HARNESS_DIR, root, rate, root, budget)
+        import subprocess
+
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        return json.loads(r.stdout.strip().splitlines()[-1])
+
+    def test_a_forward_past_its_work_budget_stops_at_the_same_operation(self):
+        if H.work_counter(torch) is None:
+            self.skipTest("no TorchFunctionMode in this torch")
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "workpkg.py"), "w") as f:
+                f.write(WORK_PKG)
+            # the whole forward's counted work, in millions (a budget far above it)
+            whole = self.run_entry(d, 1e6)
+            self.assertTrue(whole["forward"], whole)
+            self.assertNotIn("stopped", whole)
+            work = whole["workSeconds"] * 1e6
+            self.assertGreater(work, 8 * 4 * 64 * 64)  # 32 linear layers of 64 x 64, at least
+            # a budget of half of it (rate x 60 s): stopped by work, at the same operation
+            runs = [self.run_entry(d, work / 2 / 60) for _ in range(2)]
+            for res in runs:
+                self.assertFalse(res["forward"], res)
+                self.assertEqual(res.get("stopped"), "work", res)
+                self.assertTrue(res["forwardError"].startswith(H.WORK_STOP), res)
+                self.assertEqual(H.budget_stop(res["forwardError"]), "work")
+            self.assertEqual(runs[0]["workSeconds"], runs[1]["workSeconds"])
+            self.assertGreater(runs[0]["workSeconds"], 60)
+            self.assertLess(runs[0]["workSeconds"], 61)
+            self.assertEqual(runs[0]["classes"], runs[1]["classes"])
+            # stopped past the data-dependent test the meta device cannot pass: the stages
+            # before the stop keep the real forward's inputs (values), the model does not
+            w = runs[0]["classes"]["workpkg.Stage"]["witnesses"][0]
+            self.assertIn("min", w["inputs"]["args"][0])
+            self.assertNotIn("inputs", runs[0]["classes"]["workpkg.Net"]["witnesses"][0])
+            # a budget of twice the work: the forward completes
+            done = self.run_entry(d, work * 2 / 60)
+            self.assertTrue(done["forward"], done)
+            self.assertNotIn("stopped", done)
+            self.assertLess(done["workSeconds"], 31)
+
+    def test_matmul_like_operations_count_their_multiply_adds(self):
+        counter = H.work_counter(torch)
+        if counter is None:
+            self.skipTest("no TorchFunctionMode in this torch")
+        conv = nn.Conv2d(3, 16, 3)
+        fc = nn.Linear(16 * 30 * 30, 10)
+        x = torch.randn(2, 3, 32, 32)
+        with torch.no_grad(), counter:
+            y = torch.relu(conv(x))
+            fc(y.flatten(1))
+            torch.einsum("bik,bjk->bij", torch.randn(2, 5, 4), torch.randn(2, 6, 4))
+            torch.randn(4, 8) @ torch.randn(8, 3)
+        macs = 2 * 16 * 30 * 30 * 27 + 2 * 10 * 16 * 900 + 2 * 5 * 6 * 4 + 4 * 3 * 8
+        # the rest: the elements other operations returned (bias-free relu, flatten,
+        # the random operands)
+        rest = 2 * 16 * 30 * 30 * 2 + 2 * 5 * 4 + 2 * 6 * 4 + 4 * 8 + 8 * 3
+        self.assertEqual(counter.total, macs + rest)
+
+
 class WitnessRulesTest(unittest.TestCase):
     def test_base_class_witness(self):
         rec = H.Recorder(torch, {"m.Base": Base, "m.Sub": Sub}, [])

@@ -1522,33 +1522,220 @@ def to_meta(v, torch, depth=0):
 HEAVY_SHARE = 0.5
 
 
-def work_counter(torch, rec):
-    """A TorchFunctionMode (torch.overrides, torch >= 1.12; None without one) that counts,
-    per instance whose forward is under way (rec.running), the elements every torch
-    function and tensor method of the shapes-only run returns: a machine-independent
-    measure of the work a module's forward does on these inputs, which meta tensors give
-    without computing anything. (A function mode, not a dispatch mode: the first dispatch
-    mode imports some 400 modules, sympy among them, ~0.8 s of CPU per step.)"""
+def _macs_rules(torch):
+    """Per matmul-like torch function, an estimate of its multiply-adds from its operands'
+    and output's shapes (a GEMM of an [m, k] and a [k, n] operand: m*n*k): the arithmetic
+    that dominates a model's forward, where the elements an operation returns (its output's
+    size) undercount it by the contracted dimension. Functions a torch version lacks are
+    left out."""
+    F = torch.nn.functional
+    T = torch.Tensor
+
+    def numel(out):
+        return out.numel() if isinstance(out, torch.Tensor) else 0
+
+    def last(i):
+        # out * K, K the last dimension of the left operand (matmul, mm, bmm, linear: the
+        # weight's in_features, addmm / baddbmm: the first product operand)
+        def rule(args, kwargs, out):
+            a = args[i] if len(args) > i else None
+            if not isinstance(a, torch.Tensor) or a.dim() == 0:
+                return numel(out)
+            return numel(out) * int(a.shape[-1])
+
+        return rule
+
+    def conv(args, kwargs, out):
+        # each output element: in_channels / groups x kernel size multiply-adds (weight
+        # [out, in / groups, *kernel])
+        w = args[1] if len(args) > 1 else kwargs.get("weight")
+        if not isinstance(w, torch.Tensor) or w.dim() == 0 or not w.shape[0]:
+            return numel(out)
+        return numel(out) * (w.numel() // int(w.shape[0]))
+
+    def conv_transpose(args, kwargs, out):
+        # each input element: out_channels / groups x kernel size (weight [in, out / groups, *kernel])
+        x = args[0] if args else kwargs.get("input")
+        w = args[1] if len(args) > 1 else kwargs.get("weight")
+        if not isinstance(w, torch.Tensor) or not isinstance(x, torch.Tensor) or w.dim() == 0 or not w.shape[0]:
+            return numel(out)
+        return x.numel() * (w.numel() // int(w.shape[0]))
+
+    def convolution(args, kwargs, out):
+        transposed = args[6] if len(args) > 6 else kwargs.get("transposed", False)
+        return conv_transpose(args, kwargs, out) if transposed else conv(args, kwargs, out)
+
+    def addbmm(args, kwargs, out):
+        b = args[1] if len(args) > 1 else kwargs.get("batch1")
+        if not isinstance(b, torch.Tensor) or b.dim() != 3:
+            return numel(out)
+        return numel(out) * int(b.shape[0]) * int(b.shape[2])
+
+    def rmatmul(args, kwargs, out):
+        return last(1)(args, kwargs, out)
+
+    def einsum(args, kwargs, out):
+        # the product of every index's size (ellipsis dimensions: the largest operand's)
+        eq = args[0] if args and isinstance(args[0], str) else None
+        ops = list(args[1:])
+        if len(ops) == 1 and isinstance(ops[0], (list, tuple)):
+            ops = list(ops[0])
+        if eq is None or not all(isinstance(o, torch.Tensor) for o in ops):
+            return numel(out)
+        terms = eq.split("->")[0].replace(" ", "").split(",")
+        if len(terms) != len(ops):
+            return numel(out)
+        sizes, ell = {}, 1
+        for term, o in zip(terms, ops):
+            shape = [int(x) for x in o.shape]
+            if "..." in term:
+                pre, post = term.split("...", 1)
+                n_ell = len(shape) - len(pre) - len(post)
+                e = 1
+                for x in shape[len(pre) : len(pre) + max(0, n_ell)]:
+                    e *= x
+                ell = max(ell, e)
+                pairs = list(zip(pre, shape)) + list(zip(post, shape[len(shape) - len(post) :]))
+            else:
+                pairs = zip(term, shape)
+            for c, x in pairs:
+                sizes[c] = max(sizes.get(c, 1), x)
+        n = ell
+        for s in sizes.values():
+            n *= s
+        return max(n, numel(out))
+
+    def tensordot(args, kwargs, out):
+        # out x K with K^2 = |a| |b| / |out|
+        a = args[0] if args else None
+        b = args[1] if len(args) > 1 else None
+        o = numel(out)
+        if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor) or not o:
+            return o
+        return int(o * (a.numel() * b.numel() / o) ** 0.5)
+
+    def sdpa(args, kwargs, out):
+        # q [..., L, E], k [..., S, E], v [..., S, Ev]: L x S x (E + Ev) per batch and head
+        q, k, v = (list(args[:3]) + [kwargs.get(n) for n in ("query", "key", "value")[len(args) :]])[:3]
+        if not all(isinstance(t, torch.Tensor) and t.dim() >= 2 for t in (q, k, v)):
+            return numel(out)
+        return (q.numel() // max(1, int(q.shape[-1]))) * int(k.shape[-2]) * (int(q.shape[-1]) + int(v.shape[-1]))
+
+    def mha(args, kwargs, out):
+        # query [L, N, E], key / value [S, N, E]: the q, k, v and output projections (E x E
+        # each) and the attention itself (2 x L x S x E per batch element)
+        q, k, v = args[:3] if len(args) >= 3 else (kwargs.get("query"), kwargs.get("key"), kwargs.get("value"))
+        if not all(isinstance(t, torch.Tensor) and t.dim() >= 2 for t in (q, k, v)):
+            return numel(out)
+        e = int(q.shape[-1])
+        lq, sk, sv = q.numel() // e, k.numel() // e, v.numel() // max(1, int(v.shape[-1]))
+        return 2 * lq * e * e + (sk + sv) * e * e + 2 * lq * int(k.shape[0]) * e
+
+    rules = {}
+    for owner, names, rule in (
+        (torch, ("matmul", "mm", "bmm", "mv", "dot", "inner"), last(0)),
+        (T, ("matmul", "__matmul__", "mm", "bmm", "mv", "dot", "inner"), last(0)),
+        (T, ("__rmatmul__",), rmatmul),
+        (torch, ("addmm", "baddbmm", "addmv"), last(1)),
+        (T, ("addmm", "baddbmm", "addmv", "addmm_", "baddbmm_"), last(1)),
+        (torch, ("addbmm",), addbmm),
+        (T, ("addbmm",), addbmm),
+        (F, ("linear", "bilinear"), last(0)),
+        (torch, ("conv1d", "conv2d", "conv3d"), conv),
+        (F, ("conv1d", "conv2d", "conv3d"), conv),
+        (torch, ("conv_transpose1d", "conv_transpose2d", "conv_transpose3d"), conv_transpose),
+        (F, ("conv_transpose1d", "conv_transpose2d", "conv_transpose3d"), conv_transpose),
+        (torch, ("convolution",), convolution),
+        (torch, ("einsum",), einsum),
+        (torch, ("tensordot",), tensordot),
+        (F, ("scaled_dot_product_attention",), sdpa),
+        (F, ("multi_head_attention_forward",), mha),
+    ):
+        for n in names:
+            f = getattr(owner, n, None)
+            if f is not None:
+                rules[f] = rule
+    return rules
+
+
+# The real forwards' work budget per second of the step's CPU budget (work_counter): a
+# step of 30 s may count 1.5e11 (multiply-adds and elements) in its real forwards.
+# Measured on the dev set (timm, detr, segment-anything, Swin, yolov9, CLIP, nanoGPT;
+# torch 2.15, one 2-core x86 machine): forwards dominated by large matmuls and
+# convolutions count 1.8-3.2e10 per second of CPU, forwards of many small operations
+# 4-7e9. Every forward that completed there counted at most 6.2e10 (timm's
+# eva_large_patch14_196; detr, yolov9, Swin, nanoGPT at most 4.6e9), while the four that
+# their CPU slice stopped or nearly stopped (Gemma4 ViTs, VisionTransformerSAM on a
+# 1024 x 1024 image: 3.2-4.0e11 at 15-19 s of CPU) now stop after 6-8 s of CPU, a third
+# to a half of their slice. The budget is a fixed rate, never a measured speed: the same
+# forward stops at the same operation on a faster or a slower machine.
+FORWARD_WORK_PER_SECOND = 5e9
+
+
+# how a stop by the work budget is told from one by the CPU timer (budget_stop)
+WORK_STOP_REASON = "the real forward's counted work passed its budget"
+WORK_STOP = "timeout: the real forward's counted work passed its share"
+
+
+def work_counter(torch, rec=None, limit=None):
+    """A TorchFunctionMode (torch.overrides, torch >= 1.12; None without one) that counts the
+    work of a forward, a machine-independent measure of it: per torch function and tensor
+    method called, the multiply-adds of a matmul-like one (linear, matmul, conv, einsum,
+    attention: _macs_rules, from the shapes), else the elements it returns. Meta tensors
+    give the same count without computing anything.
+
+    With `rec.running` set (the shapes-only run, meta_forward), the work is also counted
+    per instance whose forward is under way. With a `limit` (the real forward's work
+    budget, FORWARD_WORK_PER_SECOND x the step's budget), the operation that takes the
+    total past it raises EntryTimeout, as the CPU timer does: the same model and inputs
+    stop at the same operation on every machine, in every run. (A function mode, not a
+    dispatch mode: the first dispatch mode imports some 400 modules, sympy among them,
+    ~0.8 s of CPU per step. A function mode sees what Python calls: a torch function
+    written in Python is seen as itself, not the functions it calls, which is why
+    multi_head_attention_forward has its own rule.)"""
     try:
         from torch.overrides import TorchFunctionMode
     except ImportError:
         return None
+    rules = _macs_rules(torch)
+    Tensor = torch.Tensor
+    scalars = (bool, int, float, str, torch.Size, torch.dtype, torch.device)
+
+    def count(func, args, kwargs, out):
+        rule = rules.get(func)
+        if rule is not None:
+            return rule(args, kwargs or {}, out)
+        if isinstance(out, Tensor):
+            return out.numel()
+        if out is None or isinstance(out, scalars):
+            return 0
+        n = 0
+        for t in flatten_tensors(out, torch):
+            n += t.numel()
+        return n
 
     class WorkCounter(TorchFunctionMode):
         def __init__(self):
             super().__init__()
             self.total = 0
             self.by = {}
+            self.limit = limit
 
         def __torch_function__(self, func, types, args=(), kwargs=None):
             out = func(*args, **(kwargs or {}))
-            n = 0
-            for t in flatten_tensors(out, torch):
-                n += t.numel()
+            try:
+                n = count(func, args, kwargs, out)
+            except Exception:  # noqa: BLE001 - counting never changes what the model does
+                n = 0
             if n:
                 self.total += n
-                for k in rec.running:
-                    self.by[k] = self.by.get(k, 0) + n
+                running = rec.running if rec is not None else None
+                if running:
+                    for k in running:
+                        self.by[k] = self.by.get(k, 0) + n
+                if self.limit is not None and self.total > self.limit:
+                    self.limit = None  # raised once: what handles it may call torch again
+                    raise EntryTimeout(WORK_STOP_REASON)
             return out
 
     return WorkCounter()
@@ -1844,6 +2031,7 @@ def run_entry(cfg, torch, send):
         res["error"] = "%s: %s" % (type(e).__name__, str(e)[:300])
     res["buildMs"] = round((time.monotonic() - w0) * 1000, 1)
     model = None
+    meter = None
     try:
         model = root_module(result, rec, nn)
     except Exception:  # noqa: BLE001
@@ -1856,23 +2044,37 @@ def run_entry(cfg, torch, send):
             model.eval()
             hints = model_hints(model, rec.built, torch)
             res["hints"] = hints
+            # the real forwards' work budget, shared by the input candidates: a pure
+            # function of the request, so that a forward too expensive for it stops at
+            # the same operation on every machine (work_counter); None without a
+            # function mode (torch < 1.12): the CPU timer alone
+            meter = work_counter(torch, limit=FORWARD_WORK_PER_SECOND * budget)
             for inputs in structured_candidates(model, hints, torch) + input_candidates(model, hints, torch):
                 # keep a third of what is left for a shapes-only run, in case the real
-                # forward is too expensive for the budget or the memory limit
+                # forward is too expensive for the budget or the memory limit; the CPU
+                # timer is the backstop of the work budget (pure-Python loops, operations
+                # the function mode does not see)
                 arm_budget(max(0.5, (budget - (cpu_seconds() - t0)) * 2 / 3))
                 too_costly = None
                 recorded_before = set(rec.calls)
                 try:
                     with torch.no_grad():
                         torch.manual_seed(1)
-                        out = model(*inputs)
+                        if meter is None:
+                            out = model(*inputs)
+                        else:
+                            with meter:
+                                out = model(*inputs)
                     res["forward"] = True
                     res.pop("forwardError", None)  # an earlier input candidate's failure: not why it stopped
                     res["input"] = shapes_of_input(inputs)
                     res["companions"] = call_companions(result, model, out, inputs, torch)
                     break
-                except EntryTimeout:
-                    too_costly = "timeout: the real forward took longer than its share of %.0f s" % budget
+                except EntryTimeout as e:
+                    if str(e) == WORK_STOP_REASON:
+                        too_costly = "%s of %.0f s" % (WORK_STOP, budget)
+                    else:
+                        too_costly = "timeout: the real forward took longer than its share of %.0f s" % budget
                 except BaseException as e:  # noqa: BLE001
                     res["forwardError"] = "%s: %s" % (type(e).__name__, str(e)[:300])
                     if is_memory_error(e):
@@ -1896,6 +2098,9 @@ def run_entry(cfg, torch, send):
             # Module.eval calls self.train(False)); the constructions stay witnesses
             res["forwardError"] = "%s: %s" % (type(e).__name__, str(e)[:300])
     arm_budget(0)
+    if meter is not None and meter.total:
+        # the step's budget the real forwards' counted work needed (harvest.ts reusable)
+        res["workSeconds"] = round(meter.total / FORWARD_WORK_PER_SECOND, 3)
     res["ms"] = round((time.monotonic() - w0) * 1000, 1)
     res["cpuMs"] = round((cpu_seconds() - t0) * 1000, 1)
     res["memoryMb"] = memory_used_mb(rss0)
@@ -1904,6 +2109,8 @@ def run_entry(cfg, torch, send):
     stops = [budget_stop(e) for e in errs]
     if "time" in stops:
         res["stopped"] = "time"
+    elif "work" in stops:
+        res["stopped"] = "work"
     elif "memory" in stops:
         res["stopped"] = "memory"
     res["classes"] = rec.witnesses(res["entry"])
@@ -1912,8 +2119,11 @@ def run_entry(cfg, torch, send):
 
 def budget_stop(error):
     """ "time" or "memory" when a step's reported error is its CPU budget running out or
-    the address-space limit refusing an allocation (MemoryError, torch's allocator), else
-    None."""
+    the address-space limit refusing an allocation (MemoryError, torch's allocator);
+    "work" when the real forward's counted work passed its budget (work_counter: the same
+    stop on every machine); else None."""
+    if error.startswith(WORK_STOP):
+        return "work"
     if error.startswith("timeout"):
         return "time"
     if re.match(r"MemoryError|RuntimeError: .*(%s)" % ALLOCATOR_REFUSED, error):
