@@ -4,7 +4,9 @@
 // (test/fixtures/harvest-preload): its list step names the modules outside the
 // repository that the repository's own code imports by absolute name (not its own
 // modules, not an import inside a function nothing called), and the model module,
-// imported in a run step, finds them imported already.
+// imported in a run step, finds them imported already. A test file's values drawn at
+// collection are the same in two harvests (two processes, whose torch seeded its default
+// generator differently at start-up): the step seeds the global generators first.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { chmodSync, cpSync } from 'node:fs';
@@ -12,9 +14,10 @@ import path from 'node:path';
 import { ValidatorPool } from '../../src/validate/index.js';
 import { harvestRepo } from '../../src/validate/witness/harvest.js';
 import { fixture, tempDir } from '../helpers.js';
-import { cannotValidate } from './common.js';
+import { cannotRunTests, cannotValidate } from './common.js';
 
 const skip = await cannotValidate(true);
+const skipTests = await cannotRunTests();
 
 test("a harvest's run steps fork from a zygote that imported the repository's installed imports", {
   skip: skip ?? false,
@@ -44,4 +47,34 @@ test("a harvest's run steps fork from a zygote that imported the repository's in
   } finally {
     await pool.close();
   }
+});
+
+test('values a test file draws at collection are the same in two harvests', { skip: skipTests ?? false }, async () => {
+  const dir = tempDir();
+  chmodSync(dir, 0o755); // the sandbox runs as an unprivileged user when we are root
+  cpSync(fixture('harvest-preload'), dir, { recursive: true });
+  const prepo = path.join(dir, 'prepo');
+  const harvest = async () => {
+    // a new pool: new processes, their own start-up seeds
+    const pool = await ValidatorPool.start({ workers: 1 });
+    try {
+      return await harvestRepo(pool, {
+        repo: 'prepo',
+        sysPath: [prepo],
+        ownRoots: 1,
+        modules: ['ppkg', 'ppkg.layers', 'ppkg.models'],
+        zygoteModule: 'ppkg',
+        repoRoot: prepo,
+        entryMs: 20000,
+        testMs: 20000,
+      });
+    } finally {
+      await pool.close();
+    }
+  };
+  const a = await harvest();
+  const b = await harvest();
+  const head = (h: typeof a) => h.witnesses['ppkg.layers.Head'];
+  assert.ok(head(a)?.[0]?.inputs, JSON.stringify(a.entries));
+  assert.deepEqual(head(b), head(a));
 });

@@ -12,7 +12,7 @@ import traceback
 
 from nnrag_harness import stash as _stash
 from nnrag_harness.classify import fmt_error, fmt_trace
-from nnrag_harness.procs import _monotonic, double_cpu_budget, self_cpu
+from nnrag_harness.procs import _monotonic, double_cpu_budget, seed_global_generators, self_cpu
 
 
 def harvest_main(req, rep, torch):
@@ -28,6 +28,9 @@ def harvest_main(req, rep, torch):
         if p not in sys.path:
             sys.path.insert(0, p)
     double_cpu_budget()
+    # what the step draws before the harness's own seeds (an entry module's import, a test
+    # file's collection) is the same in every run, whatever its zygote drew before the fork
+    seed_global_generators()
     # a run step reports the files of the repository it read (reads.py): its stored
     # result is reused while they are unchanged (witness/harvest.ts)
     reads = None

@@ -36,6 +36,7 @@ from nnrag_harness.procs import (
     set_undumpable,
     descendants,
     close_quietly,
+    seed_global_generators,
 )
 
 
@@ -197,6 +198,8 @@ def zygote_main(worker_class, cfg, roots, module, req_fd, res_fd, preload=()):
     enter_roots(roots, cfg.get("scratch"), fresh=False)
     IN_ZYGOTE.append(module)
     before = set(sys.modules)
+    # the repository's import-time draws (a module-level random tensor) the same in every run
+    seed_global_generators()
     try:
         # the functions the import runs are recorded (reads.IMPORT_CODES): a harvest step
         # forked from here depends on their bodies as on the modules' top levels
