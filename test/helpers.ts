@@ -1,6 +1,6 @@
 // Shared helpers for the test suite: paths of the repository and its fixtures,
 // and temporary folders that are removed when the test process exits.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -27,6 +27,15 @@ export function tempDir(prefix = 'nnrag-test-'): string {
   const d = mkdtempSync(path.join(tmpdir(), prefix));
   temps.push(d);
   return d;
+}
+
+/** A copy of a fixture (under test/fixtures) in a fresh temporary folder that the
+ *  sandbox's unprivileged user can enter (we may be root): that folder. */
+export function sandboxFixture(...parts: string[]): string {
+  const dir = tempDir();
+  chmodSync(dir, 0o755);
+  cpSync(fixture(...parts), dir, { recursive: true });
+  return dir;
 }
 
 /** A checkout of pytorch-image-models (timm) for the tests that run over real code,

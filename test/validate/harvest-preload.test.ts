@@ -9,11 +9,10 @@
 // generator differently at start-up): the step seeds the global generators first.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chmodSync, cpSync } from 'node:fs';
 import path from 'node:path';
 import { ValidatorPool } from '../../src/validate/index.js';
 import { harvestRepo } from '../../src/validate/witness/harvest.js';
-import { fixture, tempDir } from '../helpers.js';
+import { sandboxFixture } from '../helpers.js';
 import { cannotRunTests, cannotValidate } from './common.js';
 
 const skip = await cannotValidate(true);
@@ -22,9 +21,7 @@ const skipTests = await cannotRunTests();
 test("a harvest's run steps fork from a zygote that imported the repository's installed imports", {
   skip: skip ?? false,
 }, async () => {
-  const dir = tempDir();
-  chmodSync(dir, 0o755); // the sandbox runs as an unprivileged user when we are root
-  cpSync(fixture('harvest-preload'), dir, { recursive: true });
+  const dir = sandboxFixture('harvest-preload');
   const prepo = path.join(dir, 'prepo');
   const pool = await ValidatorPool.start({ workers: 1 });
   try {
@@ -50,9 +47,7 @@ test("a harvest's run steps fork from a zygote that imported the repository's in
 });
 
 test('values a test file draws at collection are the same in two harvests', { skip: skipTests ?? false }, async () => {
-  const dir = tempDir();
-  chmodSync(dir, 0o755); // the sandbox runs as an unprivileged user when we are root
-  cpSync(fixture('harvest-preload'), dir, { recursive: true });
+  const dir = sandboxFixture('harvest-preload');
   const prepo = path.join(dir, 'prepo');
   const harvest = async () => {
     // a new pool: new processes, their own start-up seeds

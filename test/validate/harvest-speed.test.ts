@@ -6,11 +6,11 @@
 // harvest steps earlier), and its CPU backstop is not reached.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chmodSync, cpSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ValidatorPool } from '../../src/validate/index.js';
 import { harvestRepo, type HarvestResult } from '../../src/validate/witness/harvest.js';
-import { fixture, tempDir } from '../helpers.js';
+import { sandboxFixture } from '../helpers.js';
 import { cannotValidate } from './common.js';
 
 const skip = await cannotValidate(true);
@@ -18,9 +18,7 @@ const skip = await cannotValidate(true);
 test('a harvest on a machine many times slower runs the same steps and records the same witnesses', {
   skip: skip ?? false,
 }, async () => {
-  const dir = tempDir();
-  chmodSync(dir, 0o755); // the sandbox runs as an unprivileged user when we are root
-  cpSync(fixture('harvest-speed'), dir, { recursive: true });
+  const dir = sandboxFixture('harvest-speed');
   const srepo = path.join(dir, 'srepo');
   const machine = path.join(dir, 'machine');
   // three steps of the builders' phase; a CPU backstop of 3 s that the slow steps would

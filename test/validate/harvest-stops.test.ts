@@ -10,13 +10,13 @@
 // the step that read it runs again.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { appendFileSync, chmodSync, cpSync, writeFileSync } from 'node:fs';
+import { appendFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import * as api from '../../src/nnrag.js';
 import { ValidatorPool } from '../../src/validate/index.js';
 import { currentHarvest, libraryModules, repoWitnesses } from '../../src/validate/witness/index.js';
 import type { HarvestResult } from '../../src/validate/witness/harvest.js';
-import { fixture, tempDir } from '../helpers.js';
+import { sandboxFixture } from '../helpers.js';
 import { cannotRunTests } from './common.js';
 
 const skip = await cannotRunTests();
@@ -34,9 +34,7 @@ const TESTS = 'test:tests/test_waits.py';
 test('a step whose eval() fails answers and is reused; a waiting test is stopped by the wall clock; edits of files no step read re-run nothing', {
   skip: skip ?? false,
 }, async () => {
-  const dir = tempDir();
-  chmodSync(dir, 0o755); // the sandbox runs as an unprivileged user when we are root
-  cpSync(fixture('harvest-stops'), dir, { recursive: true });
+  const dir = sandboxFixture('harvest-stops');
   const hsrepo = path.join(dir, 'hsrepo');
   const other = path.join(dir, 'otherrepo');
   const ws = api.Workspace.open(path.join(dir, 'store'), { create: true });
