@@ -37,6 +37,7 @@ from . import configs as CF
 from . import structured
 from .inputs import flatten_tensors
 from .classify import NO_CPU_KERNEL
+from .stash import of_roots, root_prefixes
 
 CLASS_FACTORY = re.compile(
     r"^(from_(name|config|cfg|args|params|arch|variant|size|type|preset|spec)|build|create|make)$"
@@ -643,18 +644,15 @@ class InstalledImports:
     not seen: those run steps import them as before."""
 
     def __init__(self, roots):
-        self.prefixes = tuple(os.path.realpath(r).rstrip("/") + "/" for r in roots if r)
-        self.raw = tuple(r.rstrip("/") + "/" for r in roots if r)
+        self.roots = [r for r in roots if r]
+        self.prefixes = root_prefixes(self.roots)
         self.found = set()
         self.before = set()
         self.real = None
 
-    def _under(self, f):
-        return isinstance(f, str) and (f.startswith(self.raw) or os.path.realpath(f).startswith(self.prefixes))
-
     def _outside(self, name):
         m = sys.modules.get(name)
-        return m is not None and not self._under(getattr(m, "__file__", None)) and name not in self.before
+        return m is not None and name not in self.before and not of_roots(m, self.prefixes)
 
     def __enter__(self):
         import builtins
@@ -665,7 +663,7 @@ class InstalledImports:
         def recording_import(name, globals=None, locals=None, fromlist=(), level=0):
             mod = real(name, globals, locals, fromlist, level)
             try:
-                if level == 0 and isinstance(globals, dict) and self._under(globals.get("__file__")):
+                if level == 0 and isinstance(globals, dict) and _under(globals.get("__file__"), self.roots):
                     if self._outside(name):
                         self.found.add(name)
                     for item in fromlist or ():
@@ -1672,9 +1670,13 @@ def _macs_rules(torch):
 FORWARD_WORK_PER_SECOND = 5e9
 
 
-# how a stop by the work budget is told from one by the CPU timer (budget_stop)
-WORK_STOP_REASON = "the real forward's counted work passed its budget"
+# how a step's reported error tells a stop by the work budget from one by the CPU timer
+# (budget_stop)
 WORK_STOP = "timeout: the real forward's counted work passed its share"
+
+
+class WorkBudgetSpent(EntryTimeout):
+    """The real forward's counted work passed its budget (work_counter)."""
 
 
 def work_counter(torch, rec=None, limit=None):
@@ -1735,7 +1737,7 @@ def work_counter(torch, rec=None, limit=None):
                         self.by[k] = self.by.get(k, 0) + n
                 if self.limit is not None and self.total > self.limit:
                     self.limit = None  # raised once: what handles it may call torch again
-                    raise EntryTimeout(WORK_STOP_REASON)
+                    raise WorkBudgetSpent("the real forward's counted work passed its budget")
             return out
 
     return WorkCounter()
@@ -2070,11 +2072,10 @@ def run_entry(cfg, torch, send):
                     res["input"] = shapes_of_input(inputs)
                     res["companions"] = call_companions(result, model, out, inputs, torch)
                     break
-                except EntryTimeout as e:
-                    if str(e) == WORK_STOP_REASON:
-                        too_costly = "%s of %.0f s" % (WORK_STOP, budget)
-                    else:
-                        too_costly = "timeout: the real forward took longer than its share of %.0f s" % budget
+                except WorkBudgetSpent:
+                    too_costly = "%s of %.0f s" % (WORK_STOP, budget)
+                except EntryTimeout:
+                    too_costly = "timeout: the real forward took longer than its share of %.0f s" % budget
                 except BaseException as e:  # noqa: BLE001
                     res["forwardError"] = "%s: %s" % (type(e).__name__, str(e)[:300])
                     if is_memory_error(e):

@@ -12,7 +12,8 @@ import traceback
 
 from nnrag_harness import stash as _stash
 from nnrag_harness.classify import fmt_error, fmt_trace
-from nnrag_harness.procs import _monotonic, double_cpu_budget, seed_global_generators, self_cpu
+from nnrag_harness.inputs import seed_all
+from nnrag_harness.procs import _monotonic, double_cpu_budget, self_cpu
 
 
 def harvest_main(req, rep, torch):
@@ -29,8 +30,9 @@ def harvest_main(req, rep, torch):
             sys.path.insert(0, p)
     double_cpu_budget()
     # what the step draws before the harness's own seeds (an entry module's import, a test
-    # file's collection) is the same in every run, whatever its zygote drew before the fork
-    seed_global_generators()
+    # file's collection) is the same in every run, whatever its zygote drew before the fork:
+    # torch and NumPy seed their global generators from the operating system at start-up
+    seed_all(torch, 0)
     # a run step reports the files of the repository it read (reads.py): its stored
     # result is reused while they are unchanged (witness/harvest.ts)
     reads = None

@@ -89,28 +89,6 @@ def enter_work_dir(scratch_root, fresh):
     os.chdir(d)
 
 
-def seed_global_generators():
-    """Seed the process-wide random generators a repository's code may draw from before
-    any seed of the harness's own: Python's `random`, NumPy's legacy global generator
-    (when imported) and torch's default generator. torch seeds its default generator
-    from the operating system at start-up (`torch.initial_seed()` differs from process to
-    process), NumPy's global generator likewise, so a module-level `torch.randn(...)` or a
-    test's parametrization drawn at collection gave other values in every run."""
-    import random
-    import sys
-
-    random.seed(0)
-    np = sys.modules.get("numpy")
-    if np is not None:
-        try:
-            np.random.seed(0)
-        except Exception:  # noqa: BLE001 - a NumPy without the legacy global generator
-            pass
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        torch.manual_seed(0)
-
-
 def double_cpu_budget():
     """Equivalence and harvest run two models: twice the candidate's CPU seconds, within
     the hard limit (RLIMIT_CPU, setrlimit(2))."""

@@ -23,9 +23,11 @@
 # A value naming a class or function the module does not define (its code never names
 # it: a norm layer passed by class) has no spelling; usage_needs lists those names, and
 # the pipeline adds them to the module's closure as usage roots and validates it again.
+import contextlib
 import keyword
 import math
 import re
+import time
 
 from .inputs import flatten_tensors, seed_all
 
@@ -1260,7 +1262,6 @@ def run_snippet(text, namespace, torch, reseeds=(), time_left=None, parts=None):
 
     from nnrag_harness.procs import self_cpu
 
-    clock = _PartClock(parts)
     g = dict(namespace)
     g["torch"] = torch
     tree = ast.parse(text, mode="exec")
@@ -1272,7 +1273,7 @@ def run_snippet(text, namespace, torch, reseeds=(), time_left=None, parts=None):
     def ev(node):
         return eval(compile(ast.Expression(body=node), "<usage>", "eval"), g)  # noqa: S307 - checked snippet
 
-    with clock("build"):
+    with _part(parts, "build"):
         if stmts:
             exec(compile(ast.Module(body=stmts, type_ignores=[]), "<usage>", "exec"), g)  # noqa: S102 - checked snippet
         if not own:
@@ -1284,7 +1285,7 @@ def run_snippet(text, namespace, torch, reseeds=(), time_left=None, parts=None):
     def arguments():
         return [ev(a) for a in call.args], {k.arg: ev(k.value) for k in call.keywords}
 
-    with clock("call"):
+    with _part(parts, "call"):
         args, kwargs = arguments()
         before = rng_state(torch)
         t0 = self_cpu()
@@ -1307,7 +1308,7 @@ def run_snippet(text, namespace, torch, reseeds=(), time_left=None, parts=None):
     for n in reseeds:
         if time_left is not None and time_left() < 2 * cost + 1.0:
             break
-        with clock("draws"):
+        with _part(parts, "draws"):
             seed_all(torch, n)
             args, kwargs = arguments()
             try:
@@ -1317,36 +1318,23 @@ def run_snippet(text, namespace, torch, reseeds=(), time_left=None, parts=None):
     return out
 
 
-class _PartClock(object):
+@contextlib.contextmanager
+def _part(parts, name):
     """Adds the wall and CPU milliseconds of a part of run_snippet to `parts[name]`
     (`{"ms", "cpuMs", "n"}`: `n` the times the part ran), whether the part ends or
     raises; nothing when `parts` is None. CPU time is the process's
     (time.process_time: to the nanosecond, where self_cpu counts clock ticks)."""
-
-    def __init__(self, parts):
-        self.parts = parts
-
-    def __call__(self, name):
-        import contextlib
-        import time
-
-        parts = self.parts
-
-        @contextlib.contextmanager
-        def part():
-            if parts is None:
-                yield
-                return
-            t, c = time.monotonic(), time.process_time()
-            try:
-                yield
-            finally:
-                p = parts.setdefault(name, {"ms": 0.0, "cpuMs": 0.0, "n": 0})
-                p["ms"] = round(p["ms"] + (time.monotonic() - t) * 1000, 3)
-                p["cpuMs"] = round(p["cpuMs"] + (time.process_time() - c) * 1000, 3)
-                p["n"] += 1
-
-        return part()
+    if parts is None:
+        yield
+        return
+    t, c = time.monotonic(), time.process_time()
+    try:
+        yield
+    finally:
+        p = parts.setdefault(name, {"ms": 0.0, "cpuMs": 0.0, "n": 0})
+        p["ms"] = round(p["ms"] + (time.monotonic() - t) * 1000, 3)
+        p["cpuMs"] = round(p["cpuMs"] + (time.process_time() - c) * 1000, 3)
+        p["n"] += 1
 
 
 def release_graph(value, torch):

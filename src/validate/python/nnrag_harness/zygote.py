@@ -10,6 +10,7 @@ import sys
 
 from nnrag_harness import reads as _reads
 from nnrag_harness import stages as _stages
+from nnrag_harness.inputs import seed_all
 from nnrag_harness.channel import NONCE_LEN, Channel, frame
 from nnrag_harness.stash import (
     IN_ZYGOTE,
@@ -36,7 +37,6 @@ from nnrag_harness.procs import (
     set_undumpable,
     descendants,
     close_quietly,
-    seed_global_generators,
 )
 
 
@@ -192,18 +192,17 @@ def zygote_main(worker_class, cfg, roots, module, req_fd, res_fd, preload=()):
     # processes the import starts, double-forked or not, come back to this zygote
     set_subreaper()
     handlers = signal_handlers()
-    import importlib
-
     sys.dont_write_bytecode = True
     enter_roots(roots, cfg.get("scratch"), fresh=False)
     IN_ZYGOTE.append(module)
     before = set(sys.modules)
-    # the repository's import-time draws (a module-level random tensor) the same in every run
-    seed_global_generators()
+    # the repository's import-time draws (a module-level random tensor) the same in every
+    # run: torch and NumPy seed their global generators from the operating system
+    seed_all(sys.modules["torch"], 0)
     try:
         # the functions the import runs are recorded (reads.IMPORT_CODES): a harvest step
         # forked from here depends on their bodies as on the modules' top levels
-        _reads.record_import(lambda: import_with_preload(importlib, preload, module))
+        _reads.record_import(lambda: import_with_preload(preload, module))
     except BaseException:  # noqa: BLE001 - the equivalence stage reports it
         pass
     threads = settle_import(before, roots, handlers)
@@ -232,11 +231,13 @@ def zygote_main(worker_class, cfg, roots, module, req_fd, res_fd, preload=()):
     w.serve()
 
 
-def import_with_preload(importlib, preload, module):
+def import_with_preload(preload, module):
     """Import the `preload` modules (each failing alone, silently: its run steps import
     it themselves, as before), then `module`. Inside the import's recording (reads.py):
     repository code an installed module's import runs is recorded as the repository's
     own import is."""
+    import importlib
+
     for name in preload:
         try:
             importlib.import_module(name)
