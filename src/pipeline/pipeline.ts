@@ -1097,10 +1097,12 @@ export async function extractAndValidate(
     // (reuse.ts header): a moved checkout finds its stored validations, unless the
     // request's recorded values name paths (rootsKeyed)
     let repoPlaces: Places | null = null;
+    const keyedRoots = new Map<string, string>();
     const keyed = (req: ValidationRequest): ValidationRequest => {
       if (req.original && !rootsKeyed([req.witnesses, req.providers])) {
         repoPlaces ??= new Places(repositoryPlaces(ws.store.listRepos()));
-        req = { ...req, original: { ...req.original, sysPath: keyedSysPath(req.original.sysPath, repoPlaces) } };
+        const sysPath = keyedSysPath(req.original.sysPath, repoPlaces, keyedRoots);
+        req = { ...req, original: { ...req.original, sysPath } };
       }
       if (!req.source.includes('swh:1:cnt:')) return req;
       if (!fileOfBlob) {

@@ -85,13 +85,24 @@ export function rootsKeyed(values: unknown): boolean {
   return /"\/[^"]/.test(JSON.stringify(values ?? null));
 }
 
-/** A request's sys.path as its validation key reads it (pipeline `keyed`): each checkout
- *  named `<owner/name>/path` (validate/places.ts), with whether the sandbox can read it,
- *  unless `rootsKeyed`. */
-export function keyedSysPath(sysPath: readonly string[], places: Places): string[] {
+/** A request's sys.path as its validation key reads it (pipeline `keyed`, for a request
+ *  whose values are not `rootsKeyed`): each checkout named `<owner/name>/path`
+ *  (validate/places.ts), with whether the sandbox can read it. `seen` keeps each entry's
+ *  answer for the run (every request of a repository has the same sys.path; the
+ *  sandbox's test stats every folder above the checkout). */
+export function keyedSysPath(
+  sysPath: readonly string[],
+  places: Places,
+  seen: Map<string, string> = new Map(),
+): string[] {
   return sysPath.map((p) => {
-    const named = places.name(p);
-    return sandboxCanRead(p) ? named : `${named}\0unreadable`;
+    let keyed = seen.get(p);
+    if (keyed === undefined) {
+      const named = places.name(p);
+      keyed = sandboxCanRead(p) ? named : `${named}\0unreadable`;
+      seen.set(p, keyed);
+    }
+    return keyed;
   });
 }
 
