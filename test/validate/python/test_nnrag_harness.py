@@ -264,6 +264,32 @@ class HarvestTest(unittest.TestCase):
         self.assertEqual(H.call_plan(build, [], []), {"pretrained": {"value": False}})
         self.assertIsNone(H.call_plan(needs, [], []))
 
+    def test_module_classes_scanned_once_and_again_when_names_change(self):
+        mod = types.ModuleType("scanned_fixture")
+        exec(  # noqa: S102 - the test's own module
+            "import torch.nn as nn\nclass A(nn.Module):\n    class Inner(nn.Module):\n        pass\n"
+            "Alias = A.Inner\nclass NotModule(object):\n    pass\nImported = nn.Linear\n",
+            vars(mod),
+        )
+        sys.modules["scanned_fixture"] = mod
+        try:
+            H.warm_scans(nn)
+            first = H.module_classes("scanned_fixture", mod, nn)
+            self.assertEqual(sorted(c.__qualname__ for c in first), ["A", "A.Inner"], "its own classes by their names")
+            self.assertIs(H.module_classes("scanned_fixture", mod, nn), first, "answered from the zygote's scan")
+            self.assertEqual(list(H.repo_classes({"scanned_fixture": mod}, nn)), ["scanned_fixture.A"])
+            # a class defined in the module after the scan (a test's late definition)
+            exec("class B(nn.Module):\n    pass\n", vars(mod))  # noqa: S102
+            self.assertEqual(
+                sorted(c.__qualname__ for c in H.module_classes("scanned_fixture", mod, nn)), ["A", "A.Inner", "B"]
+            )
+            # another module object under the same name (imported again) is scanned afresh
+            other = types.ModuleType("scanned_fixture")
+            self.assertEqual(H.module_classes("scanned_fixture", other, nn), [])
+        finally:
+            del sys.modules["scanned_fixture"]
+            H._SCANS.pop("scanned_fixture", None)
+
     def test_recorder(self):
         rec = H.Recorder(torch, {"m.Lin": Lin}, [])
         rec.install(nn)

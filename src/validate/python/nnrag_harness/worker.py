@@ -261,7 +261,7 @@ class Worker:
                     self.drop_zygote(key)
                     z = None
                 if z is None or not z.alive():
-                    z = self.new_zygote(key, orig)
+                    z = self.new_zygote(key, orig, bool(req.get("harvest")))
                 elif z.modules is not None and orig["module"] != z.module and orig["module"] not in z.modules:
                     # the zygote imported a sibling module that does not import this
                     # one: the zygote imports it too, once for all its requests (not for
@@ -354,11 +354,11 @@ class Worker:
                 return k, z, True
         return None
 
-    def new_zygote(self, key, orig):
+    def new_zygote(self, key, orig, harvest=False):
         while len(self.zygotes) >= _zygote.MAX_ZYGOTES:
             self.drop_zygote(next(iter(self.zygotes)))
         try:
-            z = _zygote.Zygote(self, list(orig["sysPath"]), orig["module"], key[2] if len(key) > 2 else ())
+            z = _zygote.Zygote(self, list(orig["sysPath"]), orig["module"], key[2] if len(key) > 2 else (), harvest)
         except OSError:
             return None
         self.zygotes[key] = z

@@ -166,7 +166,7 @@ def settle_import(before, roots, handlers):
     return count_threads(os.getpid())
 
 
-def zygote_main(worker_class, cfg, roots, module, req_fd, res_fd, preload=()):
+def zygote_main(worker_class, cfg, roots, module, req_fd, res_fd, preload=(), harvest=False):
     """A forked copy of the worker that imports the original repository once; the
     candidates of that repository fork from here, so equivalence does not re-import
     the repository for every block. The repository's import-time code runs here, in the
@@ -206,6 +206,13 @@ def zygote_main(worker_class, cfg, roots, module, req_fd, res_fd, preload=()):
     except BaseException:  # noqa: BLE001 - the equivalence stage reports it
         pass
     threads = settle_import(before, roots, handlers)
+    if harvest:
+        try:
+            from nnrag_harness import harvest as _harvest
+
+            _harvest.warm_scans(sys.modules["torch"].nn, STASH)
+        except Exception:  # noqa: BLE001 - each step scans for itself, as without it
+            pass
     zcfg = dict(cfg)
     zcfg["pidns"] = False
     zcfg["no_zygotes"] = True
@@ -294,7 +301,7 @@ def zygote_extend(w, module):
 
 
 class Zygote:
-    def __init__(self, worker, roots, module, preload=()):
+    def __init__(self, worker, roots, module, preload=(), harvest=False):
         req_r, req_w = os.pipe()
         res_r, res_w = os.pipe()
         pid = os.fork()
@@ -305,7 +312,7 @@ class Zygote:
                 for z in worker.zygotes.values():
                     z.close_fds()
                 worker.proto.close()
-                zygote_main(type(worker), worker.cfg, roots, module, req_r, res_w, preload)
+                zygote_main(type(worker), worker.cfg, roots, module, req_r, res_w, preload, harvest)
             except BaseException:  # noqa: BLE001
                 pass
             _exit(0)
