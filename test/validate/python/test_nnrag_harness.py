@@ -8,6 +8,7 @@ import dataclasses
 import functools
 import importlib.machinery
 import json
+import math
 import os
 import shutil
 import sys
@@ -98,6 +99,53 @@ class ValuesTest(unittest.TestCase):
     def roundtrip(self, v, modules=None):
         enc = V.encode(v, modules)
         return enc, V.decode(enc, resolve, torch, torch.Generator().manual_seed(0))
+
+    def test_tensor_statistics_are_those_of_its_finite_values(self):
+        def reference(t):
+            # the finite values gathered by a mask, then their statistics
+            f = t.detach().float()
+            finite = f[f.isfinite()]
+            if not finite.numel():
+                return {}
+            return {
+                "min": float(finite.min()),
+                "max": float(finite.max()),
+                "mean": float(finite.mean()),
+                "std": float(finite.std()) if finite.numel() > 1 else 0.0,
+            }
+
+        g = torch.Generator().manual_seed(3)
+        base = torch.randn(2, 5, 7, 9, generator=g) * 3
+        with_nan = base.clone()
+        with_nan[0, 1, 2, 3] = float("nan")
+        with_inf = base.clone()
+        with_inf[1, 4, 6, 8] = float("-inf")
+        zeros = torch.tensor([0.0, -0.0, 1.0, -0.0, 0.0])
+        cases = {
+            "contiguous": base,
+            "permuted": base.permute(0, 2, 3, 1),
+            "a view with an offset": base[1, 2:, 1:, 3:],
+            "half": base.half(),
+            "bfloat16": base.bfloat16(),
+            "double": base.double(),
+            "a NaN": with_nan,
+            "a NaN, permuted": with_nan.transpose(1, 3),
+            "an infinity": with_inf,
+            "all NaN": torch.full((3, 4), float("nan")),
+            "one value": torch.tensor([2.5]),
+            "a scalar": torch.tensor(-1.5),
+            "signed zeros": zeros,
+            "a parameter": nn.Parameter(base[0]),
+        }
+        for name, t in cases.items():
+            enc = V.encode(t)
+            got = {k: enc[k] for k in ("min", "max", "mean", "std") if k in enc}
+            want = reference(t)
+            self.assertEqual(got, want, name)
+            # the same bits: a zero's sign too
+            self.assertEqual(
+                [math.copysign(1, v) for v in got.values()], [math.copysign(1, v) for v in want.values()], name
+            )
 
     def test_plain_data(self):
         for v in [1, 2.5, "x", None, True, (1, 2), [1, (2, 3)], {"a": (1,)}]:
@@ -907,6 +955,26 @@ class StructuredTest(unittest.TestCase):
         u = T.usage([_sys.modules[__name__]], "targets")
         self.assertEqual(u, ("list", ["boxes", "labels"]))  # 'ignored' and 'weight' are optional
         self.assertIsNone(T.usage([_sys.modules[__name__]], "outputs"))
+
+    def test_every_function_definition_at_any_depth(self):
+        import ast
+
+        src = (
+            "def a(): \n    def a_inner(): pass\n"
+            "class C:\n    def m(self):\n        if x:\n            def in_if(): pass\n        else:\n"
+            "            def in_else(): pass\n"
+            "try:\n    def in_try(): pass\nexcept E:\n    def in_except(): pass\nelse:\n"
+            "    def in_try_else(): pass\nfinally:\n    def in_finally(): pass\n"
+            "for i in y:\n    async def in_for(): pass\nelse:\n    def in_for_else(): pass\n"
+            "while z:\n    with w:\n        def in_with(): pass\n"
+            "f = lambda: 0\n"
+        )
+        if sys.version_info >= (3, 10):
+            src += "match v:\n    case 1:\n        def in_case(): pass\n"
+        tree = ast.parse(src)
+        want = sorted(n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+        self.assertEqual(sorted(n.name for n in T._functions(tree)), want)
+        self.assertEqual(len(want), 13 if sys.version_info >= (3, 10) else 12)
 
     def test_companion_arguments_and_call(self):
         out = torch.randn(2, 4)

@@ -28,10 +28,24 @@ def _module_tree(mod):
         return None
 
 
+# the fields of a node that hold statements (a block's body, an else, a finally, an
+# except clause, a match case): a function definition is a statement (Language Reference
+# §8.7), so it is found among them and never inside an expression
+_BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
 def _functions(tree):
-    for node in ast.walk(tree):
+    """Every function definition of `tree`, at any depth (methods, nested functions),
+    walking its statements only: a third of a whole-tree walk's nodes."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             yield node
+        for field in _BLOCKS:
+            block = getattr(node, field, None)
+            if isinstance(block, list):
+                todo.extend(block)
 
 
 def usage_in_function(fn, param):
