@@ -6,7 +6,9 @@
 // modules, not an import inside a function nothing called), and the model module,
 // imported in a run step, finds them imported already. A test file's values drawn at
 // collection are the same in two harvests (two processes, whose torch seeded its default
-// generator differently at start-up): the step seeds the global generators first.
+// generator differently at start-up): the step seeds the global generators first. The
+// tests run with their asserts as written (pytest's rewriting compiled every test file and
+// plugin module afresh in every step).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
@@ -72,4 +74,10 @@ test('values a test file draws at collection are the same in two harvests', { sk
   const head = (h: typeof a) => h.witnesses['ppkg.layers.Head'];
   assert.ok(head(a)?.[0]?.inputs, JSON.stringify(a.entries));
   assert.deepEqual(head(b), head(a));
+  // the tests ran as written: pytest did not rewrite their asserts (--assert=plain)
+  assert.deepEqual(
+    a.witnesses['ppkg.layers.Tail']?.map((w) => w.args),
+    [[6]],
+    JSON.stringify(a.witnesses['ppkg.layers.Tail']),
+  );
 });
