@@ -243,7 +243,7 @@ function testedLine(v: EnvValidation): string {
   const others = (env.distributions ?? []).filter((d) => !d.startsWith('torch==')).map((d) => d.replace('==', ' '));
   return (
     [`python ${env.python}`, `torch ${env.torch}`, ...others].join(', ') +
-    ` (${env.rootfs ?? env.venv ?? env.interpreter ?? env.id})`
+    ` (${env.rootfs ?? env.venv ?? env.interpreter ?? (env.lock ? `PyPI environment, lock ${env.lock}` : env.id)})`
   );
 }
 

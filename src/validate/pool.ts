@@ -511,6 +511,21 @@ export function environmentFactsOf(p: ProbedEnvironment, info: WorkerInfo): Envi
   const venv = probe && probe.prefix !== probe.base_prefix ? probe.prefix : undefined;
   const versions = `python ${info.python}, torch ${info.torch}`;
   const where = env.rootfs ?? venv;
+  // a PyPI environment nnrag made: its lock (what the environment id is made of). It is
+  // named by what it is, its lock and versions, not by its folder (issue 28: two workers
+  // whose environments made from the same lock lie in different folders record the same
+  // bytes); `nnrag env create DIR` with the lock's requirements (nnrag-lock.txt, whose
+  // digest this is) makes it again. Any other interpreter is identified by its path (the
+  // environment id reads it), and named by it.
+  const lock = !env.rootfs && probe?.prefix ? lockDigestOf(probe.prefix) : null;
+  if (lock)
+    return {
+      id: environmentIdOf(p, info),
+      label: `PyPI environment, lock ${lock} (${versions})`,
+      python: info.python,
+      torch: info.torch,
+      lock,
+    };
   const facts: EnvironmentFacts = {
     id: environmentIdOf(p, info),
     label: where ? `${where} (${versions})` : `${env.python} (${versions})`,
@@ -520,9 +535,6 @@ export function environmentFactsOf(p: ProbedEnvironment, info: WorkerInfo): Envi
   };
   if (env.rootfs) facts.rootfs = env.rootfs;
   if (venv) facts.venv = venv;
-  // a PyPI environment nnrag made: its lock (what the environment id is made of)
-  const lock = !env.rootfs && probe?.prefix ? lockDigestOf(probe.prefix) : null;
-  if (lock) facts.lock = lock;
   return facts;
 }
 
@@ -855,7 +867,9 @@ export class ValidatorPool {
     const ok = passesStages(r, required) && !((r.category === 'crash' || r.category === 'timeout') && r.stage === null);
     const out: ValidationResult = { id: job.req.id, ok, ...r, envId: this.envId };
     this.namePlaces(out);
-    if (!this.env.rootfs) out.python = this.env.python;
+    // the interpreter by its path only where its path is what identifies it (not a PyPI
+    // environment nnrag made, which its facts name by its lock)
+    if (!this.env.rootfs && !this.facts?.lock) out.python = this.env.python;
     if (this.facts) out.environment = this.facts;
     for (const k of [
       'layers',
