@@ -43,7 +43,7 @@ import {
   type ValidationRequest,
   type ValidationResult,
 } from './types.js';
-import { interpreterPlaces, Places, repositoryPlaces, type Place } from './places.js';
+import { interpreterPlaces, Places, storePlaces, type Place } from './places.js';
 import { passesStages } from './record.js';
 
 /** One JSON line of the harness (harness.py): untrusted, each field converted where it is
@@ -755,11 +755,12 @@ export class ValidatorPool {
     return this.env.limits;
   }
 
-  /** Name these repositories' checkouts by their names in every result's texts from now
-   *  on (`<owner/name>/path`, places.ts); the pipeline gives its workspace's. */
-  nameRepositories(repos: readonly { name: string; root: string }[]): void {
+  /** Name these repositories' checkouts by their names in every result's texts and values
+   *  from now on (`<owner/name>/path`, places.ts), and the store's folder and nnrag's home
+   *  (`storePlaces`); the pipeline gives its workspace's. */
+  nameRepositories(repos: readonly { name: string; root: string }[], storeDir?: string): void {
     const known = new Set(this.placeList.map((p) => `${p.dir}\0${p.name}`));
-    const add = repositoryPlaces(repos).filter((p) => !known.has(`${p.dir}\0${p.name}`));
+    const add = storePlaces(repos, storeDir).filter((p) => !known.has(`${p.dir}\0${p.name}`));
     if (!add.length) return;
     this.placeList = [...this.placeList, ...add];
     this.places = new Places(this.placeList);
@@ -901,12 +902,17 @@ export class ValidatorPool {
     return out;
   }
 
-  /** @internal Every text of a result that reports what happened (not the values it
-   *  computed with: `args`, `usage` and a harvest's answer must still run here) with its
-   *  folders named by what they are and harness frames without line numbers (places.ts):
-   *  the same validation stores the same bytes on any machine and in any folder. */
+  /** @internal Every text of a result that reports what happened with its folders named
+   *  by what they are and harness frames without line numbers (places.ts), and the values
+   *  it computed with (`args`, the usage line) with their folders named (a configuration
+   *  file's path under a checkout: `<owner/name>/models/x.yaml`): the same validation
+   *  stores the same bytes on any machine and in any folder. A harvest's answer is named
+   *  where it is stored (witness/store.ts); what uses a value again maps it back
+   *  (`Places.localValue`). */
   namePlaces(r: ValidationResult): void {
     const n = this.places;
+    if (r.args) r.args = n.nameValue(r.args);
+    if (typeof r.usage === 'string') r.usage = n.nameFolders(r.usage);
     r.error = n.name(r.error) ?? null;
     if (r.traceback !== undefined) r.traceback = n.name(r.traceback);
     if (r.output !== undefined) r.output = n.name(r.output);
