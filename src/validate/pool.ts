@@ -514,8 +514,8 @@ export function environmentFactsOf(p: ProbedEnvironment, info: WorkerInfo): Envi
   // a PyPI environment nnrag made: its lock (what the environment id is made of). It is
   // named by what it is, its lock and versions, not by its folder (issue 28: two workers
   // whose environments made from the same lock lie in different folders record the same
-  // bytes); `nnrag env create DIR` with the lock's requirements (nnrag-lock.txt, whose
-  // digest this is) makes it again. Any other interpreter is identified by its path (the
+  // bytes): the lock is the digest of its nnrag-lock.txt, the exact distributions it
+  // installed, wherever it lies. Any other interpreter is identified by its path (the
   // environment id reads it), and named by it.
   const lock = !env.rootfs && probe?.prefix ? lockDigestOf(probe.prefix) : null;
   if (lock)
