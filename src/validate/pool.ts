@@ -631,6 +631,10 @@ export class ValidatorPool {
    *  and the repositories' checkouts the caller named (`nameRepositories`) */
   private placeList: Place[] = [];
   private places: Places;
+  /** the folders a result's values (`args`, the usage line) are named by: those the store
+   *  knows (`storePlaces`, as witness/store.ts names a harvest), which every reader of a
+   *  stored value can map back; not the interpreter's */
+  private valuePlaces = new Places([]);
 
   private constructor(env: Resolved, size: number, roots: string[]) {
     this.env = env;
@@ -760,10 +764,12 @@ export class ValidatorPool {
    *  (`storePlaces`); the pipeline gives its workspace's. */
   nameRepositories(repos: readonly { name: string; root: string }[], storeDir?: string): void {
     const known = new Set(this.placeList.map((p) => `${p.dir}\0${p.name}`));
-    const add = storePlaces(repos, storeDir).filter((p) => !known.has(`${p.dir}\0${p.name}`));
+    const stored = storePlaces(repos, storeDir);
+    const add = stored.filter((p) => !known.has(`${p.dir}\0${p.name}`));
     if (!add.length) return;
     this.placeList = [...this.placeList, ...add];
     this.places = new Places(this.placeList);
+    this.valuePlaces = new Places(stored);
   }
 
   /** Validate one block (queued until a worker is free). Never rejects for candidate failures. */
@@ -911,8 +917,8 @@ export class ValidatorPool {
    *  (`Places.localValue`). */
   namePlaces(r: ValidationResult): void {
     const n = this.places;
-    if (r.args) r.args = n.nameValue(r.args);
-    if (typeof r.usage === 'string') r.usage = n.nameFolders(r.usage);
+    if (r.args) r.args = this.valuePlaces.nameValue(r.args);
+    if (typeof r.usage === 'string') r.usage = this.valuePlaces.nameFolders(r.usage);
     r.error = n.name(r.error) ?? null;
     if (r.traceback !== undefined) r.traceback = n.name(r.traceback);
     if (r.output !== undefined) r.output = n.name(r.output);
