@@ -84,9 +84,11 @@ export function repositoryPlaces(repos: readonly { name: string; root: string }[
  *  named with them maps back there (`Places.localValue`). */
 export function storePlaces(repos: readonly { name: string; root: string }[], storeDir?: string): Place[] {
   const out = repositoryPlaces(repos);
-  if (storeDir && path.isAbsolute(storeDir)) out.push({ dir: storeDir, name: '<store>' });
+  // (a repository configured under one of these names keeps it: a name maps back to one folder)
+  const free = (name: string) => !out.some((p) => p.name === name);
+  if (storeDir && path.isAbsolute(storeDir) && free('<store>')) out.push({ dir: storeDir, name: '<store>' });
   const home = nnragHome();
-  if (path.isAbsolute(home)) out.push({ dir: home, name: '<nnrag-home>' });
+  if (path.isAbsolute(home) && free('<nnrag-home>')) out.push({ dir: home, name: '<nnrag-home>' });
   return out;
 }
 

@@ -133,6 +133,14 @@ test("values are named by their folders and mapped back to this machine's; the s
     there.localText('Net(cfg="<acme/net>/models/a.yaml", other="<acme/other>/z")'),
     'Net(cfg="/elsewhere/net/models/a.yaml", other="<acme/other>/z")',
   );
+  // a repository configured as `store` keeps its name; the store's folder is then not named
+  assert.deepEqual(
+    storePlaces([{ name: 'store', root: '/src/s' }], '/data/store').map((p) => [p.name, p.dir]),
+    [
+      ['<store>', '/src/s'],
+      ['<nnrag-home>', home],
+    ],
+  );
   // a parsed value's `__proto__` key stays a key
   const odd = JSON.parse('{"__proto__": "/src/net/p", "k": 1}') as Record<string, unknown>;
   const oddNamed = places.nameValue(odd);
