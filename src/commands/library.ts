@@ -20,6 +20,7 @@ import { trainingPairs, writePairs } from '../library/pairs.js';
 import { buildReport, reportHtml, type LibraryReport } from '../library/report.js';
 import { KV_KEYS } from '../store/kv.js';
 import { environmentSummaries, listExtractions } from '../store/records.js';
+import { environmentQuery } from '../environment/pypi.js';
 import { matchesEnvironment } from '../records/block.js';
 import { UsageError } from '../util/errors.js';
 import type { Workspace } from '../workspace.js';
@@ -92,7 +93,8 @@ export async function exportPairs(
  *  a prefix of one, or a part of a label); otherwise a usage error lists them. */
 export function checkEnvironmentQuery(ws: Workspace, query: string): void {
   const envs = environmentSummaries(ws.store);
-  if (envs.some((e) => matchesEnvironment({ id: e.env, label: e.label }, query))) return;
+  const q = environmentQuery(query);
+  if (envs.some((e) => matchesEnvironment({ id: e.env, label: e.label }, q))) return;
   const known = envs.map((e) => `${e.env} (${e.label})`).join(', ');
   throw new UsageError(
     `--env ${JSON.stringify(query)} names no environment blocks were validated in${known ? `; environments: ${known}` : ' (nothing was validated yet)'}`,

@@ -6,6 +6,7 @@ import { ready } from './index-repos.js';
 import { exportBlock, heldProfile, type ExportOptions, type ExportReport } from '../export/export.js';
 import type { EmissionProfile } from '../records/block.js';
 import { blockEnvironments, getExtraction } from '../store/records.js';
+import { environmentQuery } from '../environment/pypi.js';
 import { matchesEnvironment } from '../records/block.js';
 import { checkEnvironmentQuery } from './library.js';
 import { facets, resolveLibraryId, searchBlocks, type SearchOptions, type SearchResult } from '../search/fts.js';
@@ -33,9 +34,10 @@ export function search(ws: Workspace, query: string, opts: SearchOptions & { env
   // --env: the blocks that passed in the environments it names (with --all, also those
   // that failed there), in the ranking's order; the page is cut after filtering
   checkEnvironmentQuery(ws, env);
+  const q = environmentQuery(env);
   const keep = new Set(
     blockEnvironments(ws.store)
-      .filter((b) => (b.ok || opts.all) && matchesEnvironment({ id: b.env, label: b.label }, env))
+      .filter((b) => (b.ok || opts.all) && matchesEnvironment({ id: b.env, label: b.label }, q))
       .map((b) => b.id),
   );
   const t0 = performance.now();

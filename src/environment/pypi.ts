@@ -456,6 +456,15 @@ export function lockDigestOf(prefix: string): string | null {
   }
 }
 
+/** An `--env` query as the environments' labels name it: a folder holding a PyPI
+ *  environment nnrag made is named by its lock in records (validate/pool.ts
+ *  environmentFactsOf: `PyPI environment, lock <digest> (…)`), so such a folder is asked
+ *  for as `lock <digest>`; any other query as it is. */
+export function environmentQuery(query: string): string {
+  const lock = query.includes('/') ? lockDigestOf(path.resolve(query)) : null;
+  return lock ? `lock ${lock}` : query;
+}
+
 /** The requirements of a group: torch, the tools, the repositories' declared and known
  *  imported requirements, minus what an indexed repository provides (it is put on the
  *  path or installed from its checkout instead), except torch's family in a group without

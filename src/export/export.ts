@@ -24,6 +24,7 @@ import { existsSync, lstatSync, mkdirSync, readFileSync, realpathSync } from 'no
 import path from 'node:path';
 import type { IndexStore } from '../store/store.js';
 import { getExtraction } from '../store/records.js';
+import { storeValuePlaces } from '../validate/places.js';
 import type { BlockRecord } from '../records/block.js';
 import {
   compareVersions,
@@ -243,7 +244,7 @@ function testedLine(v: EnvValidation): string {
   const others = (env.distributions ?? []).filter((d) => !d.startsWith('torch==')).map((d) => d.replace('==', ' '));
   return (
     [`python ${env.python}`, `torch ${env.torch}`, ...others].join(', ') +
-    ` (${env.rootfs ?? env.venv ?? env.interpreter ?? env.id})`
+    ` (${env.rootfs ?? env.venv ?? env.interpreter ?? (env.lock ? `PyPI environment, lock ${env.lock}` : env.id)})`
   );
 }
 
@@ -513,7 +514,12 @@ export async function exportBlock(store: IndexStore, id: string, opts: ExportOpt
     );
   // a usage line importing from an installed distribution is exported when the
   // requirements pin that distribution (the environment that ran it had it)
-  const usage = plainUsage(validation?.usage, importableFrom(distributionNames(reqs)));
+  // (its values name checkouts by place, `<owner/name>/cfg.yaml`: written with this
+  // machine's checkout, the line runs here as it ran when validated)
+  const usage = plainUsage(
+    validation?.usage ? storeValuePlaces(store).localText(validation.usage) : validation?.usage,
+    importableFrom(distributionNames(reqs)),
+  );
   const usageSkipped = usage
     ? null
     : validation?.usage

@@ -33,12 +33,19 @@ const environment = {
   required: ['id', 'label', 'python', 'torch'],
   properties: {
     id: str,
-    label: str,
+    label: {
+      ...str,
+      description:
+        'short human name: `PyPI environment, lock <lock> (python X, torch Y)` for a PyPI environment nnrag made (named by its lock, not its folder), else its root filesystem, virtual environment or interpreter with the versions',
+    },
     python: { ...str, description: 'Python version' },
     torch: { ...str, description: 'torch version as imported' },
     rootfs: str,
-    interpreter: str,
-    venv: str,
+    interpreter: {
+      ...str,
+      description: 'the interpreter as invoked; absent for a PyPI environment nnrag made (its lock names it)',
+    },
+    venv: { ...str, description: 'sys.prefix of a virtual environment; absent for a PyPI environment nnrag made' },
     lock: { ...str, description: 'digest of the lock of a PyPI environment nnrag made' },
     distributions: {
       type: 'array',
@@ -70,7 +77,11 @@ const validation = {
     },
     category: { ...nullable('string'), description: 'failure category (syntax, missing-extern, needs-args, …)' },
     error: nullable('string'),
-    args: { type: ['object', 'null'], description: 'constructor arguments used' },
+    args: {
+      type: ['object', 'null'],
+      description:
+        "constructor arguments used; a path under a known folder is named by place (`<owner/name>/models/x.yaml`: that repository's checkout; `<store>`, `<nnrag-home>`)",
+    },
     argumentsSource: {
       enum: ['user', 'witness', 'test', 'doctest', 'readme', 'example', 'call-site', 'config-table', 'guess'],
       description: 'where the arguments came from',
@@ -90,7 +101,7 @@ const validation = {
     usage: {
       ...nullable('string'),
       description:
-        "the construction and call that passed forward, as Python: `import` lines of a few standard modules and `from P import N` lines of public names of installed distributions the block's module imports (export pins them), then one expression, rendered from the recorded values",
+        "the construction and call that passed forward, as Python: `import` lines of a few standard modules and `from P import N` lines of public names of installed distributions the block's module imports (export pins them), then one expression, rendered from the recorded values; a path under a repository's checkout is written `<owner/name>/path` (replace `<owner/name>` by your checkout of that repository; export and the catalog show it with this machine's checkout)",
     },
     usageCheck: {
       enum: ['ran', 'values', 'seeded'],
@@ -108,7 +119,11 @@ const validation = {
         'why a block whose forward passed has no usage line: the value without a plain spelling, the error of the line when it ran, or the usage roots refused (bound, not indexed)',
     },
     envId: { ...str, description: 'validation environment id' },
-    python: str,
+    python: {
+      ...str,
+      description:
+        'the interpreter that validated, on the host, when its path identifies it (absent for a PyPI environment nnrag made: `environment.lock` names it)',
+    },
     environment,
     torchRequired: {
       type: 'object',

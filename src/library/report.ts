@@ -12,6 +12,7 @@ import { detectLicense } from './provenance.js';
 import { environmentSummaries, listExtractions, type StoredExtraction } from '../store/records.js';
 import { environmentLack, environmentLacks, equivalenceSkips, type EnvironmentLack } from './report-environment.js';
 import { histogram, summarize, wilson, type Bin, type Interval } from './stats.js';
+import { environmentQuery } from '../environment/pypi.js';
 import { matchesEnvironment, validationsOf, type BlockRecord } from '../records/block.js';
 import { STAGES } from '../records/validation.js';
 import { costText, type CostTable } from '../util/costs.js';
@@ -318,9 +319,10 @@ export function buildReport(store: IndexStore, opts: { storeDir?: string; env?: 
  *  matchesEnvironment): a block with a verdict there takes that verdict (passed in any of
  *  them: validated), a block without one counts as not validated. */
 export function inEnvironment(records: readonly StoredExtraction[], query: string): StoredExtraction[] {
+  const q = environmentQuery(query);
   return records.map((e) => {
     const vs = Object.values(validationsOf(e.record)).filter((v) =>
-      matchesEnvironment({ id: v.envId, label: v.label }, query),
+      matchesEnvironment({ id: v.envId, label: v.label }, q),
     );
     if (!vs.length) {
       const { validation: _v, ...rest } = e.record;

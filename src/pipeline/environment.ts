@@ -2,6 +2,7 @@
 // store (`nnrag env create --store`), and a validator pool started with what its workers
 // reported (torch's and Python's versions) remembered in the store, so a later run can
 // tell whether blocks validated there are still current without starting workers.
+import path from 'node:path';
 import { existsSync } from 'node:fs';
 import { envPython } from '../environment/pypi.js';
 import { KV_KEYS, workerInfoKey } from '../store/kv.js';
@@ -31,7 +32,7 @@ export async function startRemembering(
 ): Promise<ValidatorPool> {
   const pool = await ValidatorPool.start(opts, probed);
   // the store's repositories are named in its results' texts, not their checkouts' folders
-  pool.nameRepositories(store.listRepos());
+  pool.nameRepositories(store.listRepos(), path.resolve(store.dir));
   const info: WorkerInfo = { torch: pool.torch, python: pool.pythonVersion };
   if (JSON.stringify(rememberedWorkers(store, { key: pool.envKey })) !== JSON.stringify(info))
     store.setKV(workerInfoKey(pool.envKey), JSON.stringify(info));

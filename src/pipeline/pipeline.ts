@@ -82,7 +82,7 @@ import {
   providersRelevant,
   rootsKeyed,
 } from './reuse.js';
-import { Places, repositoryPlaces } from '../validate/places.js';
+import { storeValuePlaces, type Places } from '../validate/places.js';
 import { rememberedWorkers, startRemembering, storeEnvironment } from './environment.js';
 
 export interface ExtractOptions {
@@ -557,7 +557,8 @@ async function withUsageRoots(
     // faithful module (which may already hold the root's framework for another reason)
     let added = lineCount(em.text) - lineCount(req.source);
     if ((opts.profile ?? 'slim') === 'slim') {
-      const inputs = { seeds: slimSeeds(req, first.args), entry: slimEntry(req, first.args) };
+      const args = localValues(ws, first.args);
+      const inputs = { seeds: slimSeeds(req, args), entry: slimEntry(req, args) };
       const slimOf = (r?: RootDef[]) =>
         costs.time('emission slim', repo, () => extractText(ws, id, { ...opts, profile: 'slim', roots: r }, inputs));
       const [without, withRoots] = [slimOf(undefined), slimOf(roots)];
@@ -623,8 +624,9 @@ async function slimOrFaithful(
     if (whole) faithful = await (wholeRun ??= whole());
     return faithful;
   };
-  const seeds = slimSeeds(req, faithful.args);
-  const entry = slimEntry(req, faithful.args);
+  const args = localValues(ws, faithful.args);
+  const seeds = slimSeeds(req, args);
+  const entry = slimEntry(req, args);
   const repo = faithfulRecord.repository ?? '';
   let proven: string[] = [];
   let slim = costs.time('emission slim', repo, () =>
@@ -858,6 +860,19 @@ function slimLikely(
   return (guess.text !== req.source && guess.record.lines < faithfulLines) || !!guess.unknownDecorators?.length;
 }
 
+/** The folders the store's recorded values name by place (validate/places.ts
+ *  storePlaces: the checkouts, the store, nnrag's home), as this workspace has them now. */
+function valuePlaces(ws: Workspace): Places {
+  return storeValuePlaces(ws.store);
+}
+
+/** A validation's arguments (named by place where it was stored, ValidatorPool.namePlaces)
+ *  with this machine's folders: slim reads their strings as the run that chose them had
+ *  them, so it emits what it emitted before the values were named. */
+function localValues<T>(ws: Workspace, v: T): T {
+  return v ? valuePlaces(ws).localValue(v) : v;
+}
+
 /** What a block is built with, whose strings reach options: its call sites, and the
  *  arguments the faithful module was validated with (the one configuration-table entry
  *  that worked, not every entry), else its data sites. */
@@ -908,8 +923,8 @@ export async function extractAndValidate(
     return extractBlocks(ws, ids, opts, (id, prev) => {
       const sites = { callSites: callSites(ws, id), dataSites: dataSites(ws, id) };
       return {
-        seeds: slimSeeds(sites, prev.validation?.args),
-        entry: slimEntry(sites, prev.validation?.args),
+        seeds: slimSeeds(sites, localValues(ws, prev.validation?.args)),
+        entry: slimEntry(sites, localValues(ws, prev.validation?.args)),
         proven: new Set(prev.emission.proven ?? []),
       };
     });
@@ -956,7 +971,7 @@ export async function extractAndValidate(
   const poolOpts: PoolOptions = { ...opts.pool, onWarning: opts.onWarning };
   let pool: ValidatorPool | null = opts.validator ?? null;
   // a pool given by the caller names this workspace's checkouts too (validate/places.ts)
-  pool?.nameRepositories(ws.store.listRepos());
+  pool?.nameRepositories(ws.store.listRepos(), ws.storeDir);
   let probed: ProbedEnvironment | null = null;
   let envId: string | null = pool?.envId ?? null;
   // the id its witness harvests are stored under (witness/store.ts harvestKey)
@@ -1096,12 +1111,16 @@ export async function extractAndValidate(
     // The key names the original's checkouts `<owner/name>/path`, not their folders
     // (reuse.ts header): a moved checkout finds its stored validations, unless the
     // request's recorded values name paths (rootsKeyed)
-    let repoPlaces: Places | null = null;
     const keyedRoots = new Map<string, string>();
     const keyed = (req: ValidationRequest): ValidationRequest => {
-      if (req.original && !rootsKeyed([req.witnesses, req.providers])) {
-        repoPlaces ??= new Places(repositoryPlaces(ws.store.listRepos()));
-        const sysPath = keyedSysPath(req.original.sysPath, repoPlaces, keyedRoots);
+      // the recorded values as stored (named by place: the request has them mapped back
+      // to this machine's folders)
+      const places = valuePlaces(ws);
+      const witnesses = places.nameValue(req.witnesses);
+      const providers = places.nameValue(req.providers);
+      if (witnesses !== req.witnesses || providers !== req.providers) req = { ...req, witnesses, providers };
+      if (req.original && !rootsKeyed([witnesses, providers])) {
+        const sysPath = keyedSysPath(req.original.sysPath, places, keyedRoots);
         req = { ...req, original: { ...req.original, sysPath } };
       }
       if (!req.source.includes('swh:1:cnt:')) return req;
@@ -1200,7 +1219,13 @@ export async function extractAndValidate(
               ? { providers: provs, witnessRepoTops: repoTops(harvest) }
               : {};
         // the providers apart: they count only for a block whose validation they could touch
-        const { providers: requestProviders, ...ownFields } = witnessFields as { providers?: unknown };
+        // (as stored: their folders named by place, so that the digests are the same on any
+        // machine; a value still naming an absolute path keys the checkouts' folders)
+        const places = valuePlaces(ws);
+        const { providers: requestProviders, ...ownFields } = places.nameValue(witnessFields) as {
+          providers?: unknown;
+        };
+        const userInputs = places.nameValue(opts.userInputs);
         const now = inputDigests({
           code: digests.code,
           env: envId!,
@@ -1209,12 +1234,12 @@ export async function extractAndValidate(
           request: {
             ...sites,
             ...ownFields,
-            ...(opts.userInputs ? { userInputs: opts.userInputs } : {}),
+            ...(userInputs ? { userInputs } : {}),
             // recorded values that name paths hold where the harvest ran (reuse.ts rootsKeyed)
-            ...(rootsKeyed([ownFields, opts.userInputs]) ? { roots: repoRoots } : {}),
+            ...(rootsKeyed([ownFields, userInputs]) ? { roots: repoRoots } : {}),
           },
           sites,
-          witnesses: { ...ownFields, ...(opts.userInputs ? { userInputs: opts.userInputs } : {}) },
+          witnesses: { ...ownFields, ...(userInputs ? { userInputs } : {}) },
           // (the providers' paths count where the providers do)
           providers:
             requestProviders !== undefined && rootsKeyed(requestProviders)

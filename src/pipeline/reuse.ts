@@ -13,8 +13,9 @@
 //     where one checkout lies inside another (their files overlap); not the folder a
 //     checkout lies in (issue 28): the stored texts name it `<owner/name>`
 //     (validate/places.ts), so a result is the same wherever its files are, and a moved
-//     checkout keeps its blocks (`rootsKeyed` keeps the folders where a request's recorded
-//     values name paths, which a move does not rewrite);
+//     checkout keeps its blocks (recorded values that name a file in a checkout name it
+//     `<owner/name>/path` too; `rootsKeyed` keeps the folders where they still name an
+//     absolute path, which a move does not rewrite);
 //   - what the validation request carries besides the module: call sites, data sites,
 //     the class's own witnesses (found in other files of the corpus); the providers (one
 //     witness of every other witnessed class, for a block without witnesses of its own)
@@ -77,8 +78,10 @@ export function layoutDigest(ws: Workspace): string {
 }
 
 /** Whether a request's checkouts must be keyed by their folders: its recorded values (the
- *  witnesses and providers a harvest recorded, the user's inputs) hold an absolute path,
- *  such as a configuration file's, which names the folder the harvest ran in; a stored
+ *  witnesses and providers a harvest recorded, the user's inputs), as stored (a path under
+ *  a checkout, the store or nnrag's home named by place, validate/places.ts storePlaces,
+ *  and mapped back to this machine's folder where the request is built), still hold an
+ *  absolute path, which names a folder of the machine the harvest ran on; a stored
  *  harvest outlives a move of the checkout (its key reads contents), so a result computed
  *  with those values is valid only where they were recorded. */
 export function rootsKeyed(values: unknown): boolean {

@@ -248,7 +248,8 @@ export function validationsOf(
 
 /** Whether two validations ran in the same environment, though their ids differ: the
  *  id also digests nnrag's harness (a newer nnrag validates again), so the same
- *  interpreter, root filesystem, virtual environment and lock, with the same Python and
+ *  interpreter, root filesystem, virtual environment and lock (a lock alone, for a PyPI
+ *  environment nnrag made: wherever it lies, it is that lock), with the same Python and
  *  torch, and no distribution the two imported at different versions, is one environment,
  *  whose newer result replaces the older. The distributions are the block's own (those its
  *  validation imported, pool.ts factsForBlock): a newer validation that imports one more
@@ -259,10 +260,11 @@ export function sameEnvironment(
   b: EnvironmentFacts | null | undefined,
 ): boolean {
   if (!a || !b) return false;
+  // a PyPI environment nnrag made is its lock wherever it lies (its facts name no folder
+  // since issue 28; an older record of it still names its folder)
+  const byLock = a.lock && b.lock && !a.rootfs && !b.rootfs;
   return (
-    a.interpreter === b.interpreter &&
-    a.rootfs === b.rootfs &&
-    a.venv === b.venv &&
+    (byLock || (a.interpreter === b.interpreter && a.rootfs === b.rootfs && a.venv === b.venv)) &&
     a.lock === b.lock &&
     a.python === b.python &&
     a.torch === b.torch &&

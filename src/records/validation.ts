@@ -91,8 +91,10 @@ export type JsonValue = null | boolean | number | string | JsonValue[] | { [key:
 export interface EnvironmentFacts {
   /** the environment id (environmentId): same id, same stored validation */
   id: string;
-  /** short human name: the root filesystem or virtual environment, else the
-   *  interpreter, with Python's and torch's versions (`python 3.13.5, torch 2.9.1`) */
+  /** short human name: a PyPI environment nnrag made by its lock (`PyPI environment, lock
+   *  69d8322797eca1ee (python 3.11.2, torch 2.15.0)`: not its folder, so two machines
+   *  record the same bytes, issue 28), else the root filesystem or virtual environment,
+   *  else the interpreter, with Python's and torch's versions */
   label: string;
   /** Python version the workers ran (`3.13.5`) */
   python: string;
@@ -100,9 +102,11 @@ export interface EnvironmentFacts {
   torch: string;
   /** the root filesystem the interpreter ran in (`--rootfs`), if any */
   rootfs?: string;
-  /** the interpreter as invoked (inside `rootfs` when given) */
+  /** the interpreter as invoked (inside `rootfs` when given); absent for a PyPI environment
+   *  nnrag made, which `lock` names wherever it lies */
   interpreter?: string;
-  /** sys.prefix when it differs from base_prefix (a virtual environment, PEP 405) */
+  /** sys.prefix when it differs from base_prefix (a virtual environment, PEP 405); absent
+   *  for a PyPI environment nnrag made */
   venv?: string;
   /** digest of the lock of a PyPI environment `nnrag env create` made (nnrag-lock.txt) */
   lock?: string;
@@ -137,7 +141,9 @@ export interface ValidationRecord {
   category: FailureCategory | string | null;
   error: string | null;
   /** constructor arguments used: {name: value}, or {args: [...], kwargs: {...}} when some
-   *  were positional (values of classes as 'module.Qualname'); null when none was built */
+   *  were positional (values of classes as 'module.Qualname'); null when none was built.
+   *  A path under a repository's checkout, the store or nnrag's home is named by place
+   *  (`<owner/name>/models/x.yaml`, validate/places.ts), as in `usage` */
   args: { [name: string]: JsonValue } | null;
   /** where `args` came from, when the validator reports it */
   argumentsSource?: ArgumentsSource;
@@ -172,8 +178,10 @@ export interface ValidationRecord {
   equivalence?: EquivalenceResult;
   namespace?: NamespaceResult;
   envId: string;
-  /** the interpreter that validated, when it runs on the host (not inside a --rootfs):
-   *  exported requirements are pinned to what it has installed */
+  /** the interpreter that validated, when it runs on the host (not inside a --rootfs) and
+   *  its path is what identifies it (not a PyPI environment nnrag made: `environment.lock`
+   *  names that one): exported requirements of a record without environment facts are
+   *  pinned to what it has installed */
   python?: string;
   /** what the environment that ran was (its probe and workers): export pins and lists
    *  these, the library keeps one validation per environment id */

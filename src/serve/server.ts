@@ -21,6 +21,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Workspace } from '../workspace.js';
 import { getExtraction } from '../store/records.js';
+import { storeValuePlaces } from '../validate/places.js';
 import { storedSpec } from '../search/documents.js';
 import type { SearchDoc } from '../records/search.js';
 import { facets, getDoc, prepareSearch, searchBlocks, type SearchOptions, type SearchResult } from '../search/fts.js';
@@ -233,8 +234,10 @@ async function blockPage(store: Workspace['store'], id: string, hl: Map<string, 
   // a line importing from an installed distribution is shown when the environments the
   // block passed in had that distribution (export pins it)
   const tested = Object.values(validationsOf(rec)).filter((x) => x.ok);
+  // (its values name checkouts by place: shown with this machine's, to be copied and run)
+  const recorded = (v as { usage?: string | null } | undefined)?.usage;
   const usage = plainUsage(
-    (v as { usage?: string | null } | undefined)?.usage,
+    recorded ? storeValuePlaces(store).localText(recorded) : recorded,
     importableFrom(distributionNames(tested.flatMap((x) => x.environment?.distributions ?? []))),
   );
   const usageSkipped = (v as { usageSkipped?: string } | undefined)?.usageSkipped;

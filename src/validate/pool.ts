@@ -43,7 +43,7 @@ import {
   type ValidationRequest,
   type ValidationResult,
 } from './types.js';
-import { interpreterPlaces, Places, repositoryPlaces, type Place } from './places.js';
+import { interpreterPlaces, Places, storePlaces, type Place } from './places.js';
 import { passesStages } from './record.js';
 
 /** One JSON line of the harness (harness.py): untrusted, each field converted where it is
@@ -511,6 +511,21 @@ export function environmentFactsOf(p: ProbedEnvironment, info: WorkerInfo): Envi
   const venv = probe && probe.prefix !== probe.base_prefix ? probe.prefix : undefined;
   const versions = `python ${info.python}, torch ${info.torch}`;
   const where = env.rootfs ?? venv;
+  // a PyPI environment nnrag made: its lock (what the environment id is made of). It is
+  // named by what it is, its lock and versions, not by its folder (issue 28: two workers
+  // whose environments made from the same lock lie in different folders record the same
+  // bytes): the lock is the digest of its nnrag-lock.txt, the exact distributions it
+  // installed, wherever it lies. Any other interpreter is identified by its path (the
+  // environment id reads it), and named by it.
+  const lock = !env.rootfs && probe?.prefix ? lockDigestOf(probe.prefix) : null;
+  if (lock)
+    return {
+      id: environmentIdOf(p, info),
+      label: `PyPI environment, lock ${lock} (${versions})`,
+      python: info.python,
+      torch: info.torch,
+      lock,
+    };
   const facts: EnvironmentFacts = {
     id: environmentIdOf(p, info),
     label: where ? `${where} (${versions})` : `${env.python} (${versions})`,
@@ -520,9 +535,6 @@ export function environmentFactsOf(p: ProbedEnvironment, info: WorkerInfo): Envi
   };
   if (env.rootfs) facts.rootfs = env.rootfs;
   if (venv) facts.venv = venv;
-  // a PyPI environment nnrag made: its lock (what the environment id is made of)
-  const lock = !env.rootfs && probe?.prefix ? lockDigestOf(probe.prefix) : null;
-  if (lock) facts.lock = lock;
   return facts;
 }
 
@@ -619,6 +631,10 @@ export class ValidatorPool {
    *  and the repositories' checkouts the caller named (`nameRepositories`) */
   private placeList: Place[] = [];
   private places: Places;
+  /** the folders a result's values (`args`, the usage line) are named by: those the store
+   *  knows (`storePlaces`, as witness/store.ts names a harvest), which every reader of a
+   *  stored value can map back; not the interpreter's */
+  private valuePlaces = new Places([]);
 
   private constructor(env: Resolved, size: number, roots: string[]) {
     this.env = env;
@@ -743,14 +759,17 @@ export class ValidatorPool {
     return this.env.limits;
   }
 
-  /** Name these repositories' checkouts by their names in every result's texts from now
-   *  on (`<owner/name>/path`, places.ts); the pipeline gives its workspace's. */
-  nameRepositories(repos: readonly { name: string; root: string }[]): void {
+  /** Name these repositories' checkouts by their names in every result's texts and values
+   *  from now on (`<owner/name>/path`, places.ts), and the store's folder and nnrag's home
+   *  (`storePlaces`); the pipeline gives its workspace's. */
+  nameRepositories(repos: readonly { name: string; root: string }[], storeDir?: string): void {
     const known = new Set(this.placeList.map((p) => `${p.dir}\0${p.name}`));
-    const add = repositoryPlaces(repos).filter((p) => !known.has(`${p.dir}\0${p.name}`));
+    const stored = storePlaces(repos, storeDir);
+    const add = stored.filter((p) => !known.has(`${p.dir}\0${p.name}`));
     if (!add.length) return;
     this.placeList = [...this.placeList, ...add];
     this.places = new Places(this.placeList);
+    this.valuePlaces = new Places(stored);
   }
 
   /** Validate one block (queued until a worker is free). Never rejects for candidate failures. */
@@ -855,7 +874,9 @@ export class ValidatorPool {
     const ok = passesStages(r, required) && !((r.category === 'crash' || r.category === 'timeout') && r.stage === null);
     const out: ValidationResult = { id: job.req.id, ok, ...r, envId: this.envId };
     this.namePlaces(out);
-    if (!this.env.rootfs) out.python = this.env.python;
+    // the interpreter by its path only where its path is what identifies it (not a PyPI
+    // environment nnrag made, which its facts name by its lock)
+    if (!this.env.rootfs && !this.facts?.lock) out.python = this.env.python;
     if (this.facts) out.environment = this.facts;
     for (const k of [
       'layers',
@@ -887,12 +908,17 @@ export class ValidatorPool {
     return out;
   }
 
-  /** @internal Every text of a result that reports what happened (not the values it
-   *  computed with: `args`, `usage` and a harvest's answer must still run here) with its
-   *  folders named by what they are and harness frames without line numbers (places.ts):
-   *  the same validation stores the same bytes on any machine and in any folder. */
+  /** @internal Every text of a result that reports what happened with its folders named
+   *  by what they are and harness frames without line numbers (places.ts), and the values
+   *  it computed with (`args`, the usage line) with their folders named (a configuration
+   *  file's path under a checkout: `<owner/name>/models/x.yaml`): the same validation
+   *  stores the same bytes on any machine and in any folder. A harvest's answer is named
+   *  where it is stored (witness/store.ts); what uses a value again maps it back
+   *  (`Places.localValue`). */
   namePlaces(r: ValidationResult): void {
     const n = this.places;
+    if (r.args) r.args = this.valuePlaces.nameValue(r.args);
+    if (typeof r.usage === 'string') r.usage = this.valuePlaces.nameFolders(r.usage);
     r.error = n.name(r.error) ?? null;
     if (r.traceback !== undefined) r.traceback = n.name(r.traceback);
     if (r.output !== undefined) r.output = n.name(r.output);

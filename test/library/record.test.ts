@@ -169,6 +169,20 @@ test('a version-1 record keeps its one validation as its one environment; a run 
     false,
   );
   assert.deepEqual(Object.keys(other.validations).sort(), ['eeee0002', 'eeee0003']);
+  // a record of a PyPI environment names it by its lock, not its folder (issue 28): the
+  // same lock in its older record (with its folder), or reached through another folder,
+  // is the same environment, whose newer result replaces the older
+  const { venv: _venv, ...locked } = facts;
+  const byLock = addValidation(
+    newer.validations,
+    {
+      ...failed,
+      envId: 'eeee0004',
+      environment: { id: 'eeee0004', ...locked, label: 'PyPI environment, lock ab12 (python 3.11.2, torch 2.15.0)' },
+    },
+    false,
+  );
+  assert.deepEqual(Object.keys(byLock.validations), ['eeee0004']);
   // the block's distributions are what its validation imported: one more (a usage line
   // naming an installed package's class) is the same environment; another version is not
   const imported = { ...facts, distributions: ['torch==2.15.0'] };

@@ -4,7 +4,8 @@
 // (two checkout folders, real sandbox and torch) is test/pipeline/places.test.ts.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { interpreterPlaces, Places, repositoryPlaces } from '../../src/validate/places.js';
+import { nnragHome } from '../../src/environment/pypi.js';
+import { interpreterPlaces, Places, repositoryPlaces, storePlaces } from '../../src/validate/places.js';
 
 const venv = '/envs/e1';
 const paths = {
@@ -76,4 +77,73 @@ test("a harness frame keeps its file and function, never its line; a candidate's
   // a repository's own harness.py is not the harness
   const theirs = '  File "/src/net/harness.py", line 3, in run';
   assert.equal(places.name(theirs), theirs);
+});
+
+test("values are named by their folders and mapped back to this machine's; the store and nnrag home by name", () => {
+  const places = new Places([
+    ...repositoryPlaces([
+      { name: 'acme/net', root: '/src/net' },
+      { name: 'acme/vendored', root: '/src/net/third_party/vendored' },
+    ]),
+    ...storePlaces([], '/data/store'),
+  ]);
+  const home = nnragHome();
+  const witness = {
+    args: ['/src/net/models/a.yaml', '/src/net2/b.yaml', '/src/net'],
+    kwargs: { cfg: '/src/net/third_party/vendored/c.yaml', cache: '/data/store/x', env: `${home}/envs/e`, n: 3 },
+    inputs: { args: [{ $tensor: [1, 3] }], kwargs: {} },
+  };
+  const named = places.nameValue(witness);
+  assert.deepEqual(named, {
+    args: ['<acme/net>/models/a.yaml', '/src/net2/b.yaml', '<acme/net>'],
+    kwargs: {
+      cfg: '<acme/vendored>/c.yaml',
+      cache: '<store>/x',
+      env: '<nnrag-home>/envs/e',
+      n: 3,
+    },
+    inputs: { args: [{ $tensor: [1, 3] }], kwargs: {} },
+  });
+  // what did not change is shared, not copied
+  assert.equal(named.inputs, witness.inputs);
+  // and back: the same value on this machine
+  assert.deepEqual(places.localValue(named), witness);
+  // on another machine, its folders: the names map to where that machine has them
+  const there = new Places(
+    storePlaces(
+      [
+        { name: 'acme/net', root: '/elsewhere/net' },
+        { name: 'acme/vendored', root: '/elsewhere/vendored' },
+      ],
+      '/elsewhere/store',
+    ),
+  );
+  assert.deepEqual(there.localValue(named).kwargs, {
+    cfg: '/elsewhere/vendored/c.yaml',
+    cache: '/elsewhere/store/x',
+    env: `${home}/envs/e`,
+    n: 3,
+  });
+  // a usage line: the folder where a path starts only
+  assert.equal(
+    places.nameFolders('Net(cfg="/src/net/models/a.yaml", alt="/x/src/net/y")'),
+    'Net(cfg="<acme/net>/models/a.yaml", alt="/x/src/net/y")',
+  );
+  assert.equal(
+    there.localText('Net(cfg="<acme/net>/models/a.yaml", other="<acme/other>/z")'),
+    'Net(cfg="/elsewhere/net/models/a.yaml", other="<acme/other>/z")',
+  );
+  // a repository configured as `store` keeps its name; the store's folder is then not named
+  assert.deepEqual(
+    storePlaces([{ name: 'store', root: '/src/s' }], '/data/store').map((p) => [p.name, p.dir]),
+    [
+      ['<store>', '/src/s'],
+      ['<nnrag-home>', home],
+    ],
+  );
+  // a parsed value's `__proto__` key stays a key
+  const odd = JSON.parse('{"__proto__": "/src/net/p", "k": 1}') as Record<string, unknown>;
+  const oddNamed = places.nameValue(odd);
+  assert.deepEqual(Object.getOwnPropertyDescriptor(oddNamed, '__proto__')?.value, '<acme/net>/p');
+  assert.equal(Object.getPrototypeOf(oddNamed), Object.prototype);
 });

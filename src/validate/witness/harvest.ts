@@ -218,6 +218,10 @@ export interface RunReuse {
    *  answered at once from the store, this harvest would otherwise run past the step
    *  where load stopped that one, and choose and witness differently */
   wallStops?: Partial<Record<HarvestPhase, number>>;
+  /** the key's view of a value: its folders named by place (store.ts, places.ts
+   *  `nameValue`), so that a run's key, stored with the harvest, is the same on every
+   *  machine (issue 28); absent: as it is */
+  named?<T>(v: T): T;
 }
 
 export interface HarvestOptions {
@@ -400,7 +404,8 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
       ...(e.kind === 'test' ? { called: [...cur.called].sort(), files: [e, ...extra].map((x) => x.file) } : {}),
     };
     // the same request (but its budget) asked before, and the files its run read unchanged
-    const key = o.reuse ? runKey(o.reuse.envId, bound, request) : '';
+    const named = o.reuse?.named ?? (<T>(v: T) => v);
+    const key = o.reuse ? runKey(o.reuse.envId, named(bound), named(request)) : '';
     const stored = o.reuse ? o.reuse.runs[key] : undefined;
     const reused = !!(stored && o.reuse && reusable(stored, budget / 1000, o.reuse));
     const step: Step = {

@@ -14,6 +14,11 @@
 // and the modules those import names from (runDepends); of a Python module, what the
 // step could have seen of it: its skeleton and the bodies of the functions that ran
 // (parts.ts), a file opened or whose source was read counting whole.
+// A harvest is stored with the folders its values name (a configuration file a test
+// passed, the files its steps read) named by place (`<owner/name>/models/x.yaml`,
+// places.ts `storePlaces`), so that two machines whose checkouts lie in different folders
+// store the same bytes (issue 28), and read back with this machine's folders (`decode`):
+// everything that uses a harvest sees the paths of this machine, as when it ran.
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -24,6 +29,7 @@ import { importTargets, type Corpus, type CorpusModule } from '../../resolve/cor
 import { importBinds } from '../../parse/types.js';
 import { gitBlobId } from '../../repos/git.js';
 import type { ValidatorPool } from '../pool.js';
+import { storeValuePlaces } from '../places.js';
 import type { Witness } from '../types.js';
 import {
   harvestRepo,
@@ -353,6 +359,16 @@ function diskBlobs(): (file: string) => string | null {
   };
 }
 
+/** A harvest as stored: its folders named by place. */
+export function encodeHarvest(store: IndexStore, result: HarvestResult): string {
+  return JSON.stringify(storeValuePlaces(store).nameValue(result));
+}
+
+/** A stored harvest with this machine's folders. */
+export function decodeHarvest(store: IndexStore, text: string | null): HarvestResult | null {
+  return text ? storeValuePlaces(store).localValue(JSON.parse(text) as HarvestResult) : null;
+}
+
 /** The repository's harvest: stored when its key is unchanged, else run and stored (its
  *  run steps reuse the answers of the previous harvest whose files are unchanged). */
 export async function repoWitnesses(
@@ -381,8 +397,7 @@ export async function repoWitnesses(
   const key = harvestKey(store, repo, pool.harvestEnvId, listing);
   const blob = diskBlobs();
   if (!opts.force) {
-    const got = getHarvest(store, repo, key);
-    const result = got ? (JSON.parse(got) as HarvestResult) : null;
+    const result = decodeHarvest(store, getHarvest(store, repo, key));
     if (result && harvestIsCurrent(result, listing, blob)) return { result, cached: true };
   }
   const modules =
@@ -401,8 +416,10 @@ export async function repoWitnesses(
   await initParser();
   const parts = diskParts(blob);
   const testFile = (e: HarvestEntry) => (e.file ? path.join(row.root, ...e.file.split('/')) : null);
+  const places = storeValuePlaces(store);
   const reuse: RunReuse = {
     envId: pool.harvestEnvId,
+    named: (v) => places.nameValue(v),
     runs: previous?.runs ?? {},
     // where a wall-clock backstop stopped the previous harvest, if made by these rules
     // (a harvest of older rules stopped by time at a step these rules need not stop at)
@@ -448,7 +465,7 @@ export async function repoWitnesses(
   });
   result.depends = harvestDepends(result, row.root, new Set(store.listFiles(repo).map((f) => f.path)), listing, blob);
   result.rules = HARVEST_RULES;
-  putHarvest(store, repo, key, pool.envId, JSON.stringify(result));
+  putHarvest(store, repo, key, pool.envId, encodeHarvest(store, result));
   return { result, cached: false };
 }
 
@@ -461,15 +478,13 @@ export function currentHarvest(
   harvestId: string,
   listing: FileListing = fileListing(store),
 ): HarvestResult | null {
-  const got = getHarvest(store, repo, harvestKey(store, repo, harvestId, listing));
-  const result = got ? (JSON.parse(got) as HarvestResult) : null;
+  const result = decodeHarvest(store, getHarvest(store, repo, harvestKey(store, repo, harvestId, listing)));
   return result && harvestIsCurrent(result, listing) ? result : null;
 }
 
 /** The stored harvest of a repository, whatever its key (for `nnrag witnesses` without running). */
 export function storedHarvest(store: IndexStore, repo: string): HarvestResult | null {
-  const got = getHarvest(store, repo);
-  return got ? (JSON.parse(got) as HarvestResult) : null;
+  return decodeHarvest(store, getHarvest(store, repo));
 }
 
 /** Witnesses of one class (`module.Qualname`), at most n. */
