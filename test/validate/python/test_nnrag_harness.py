@@ -1495,17 +1495,19 @@ class CountedMemoryTest(unittest.TestCase):
 
         procs = HD.ProcessStarts().start()
         try:
-            subprocess.run([sys.executable, "-c", "pass"], check=True)
+            subprocess.run([sys.executable, "-c", "pass"], check=True)  # an interpreter
+            subprocess.run(["true"], check=True)  # another program
             pid = os.fork()
             if pid == 0:
                 os._exit(0)
             os.waitpid(pid, 0)
         finally:
             procs.stop()
-        self.assertEqual(procs.n, 2)
+        self.assertEqual(procs.n, 3)
+        self.assertEqual(procs.work, HD.TEST_PYTHON_START_WORK + HD.TEST_EXEC_WORK + HD.TEST_FORK_WORK)
         # restored: what starts a process after the step is not counted
         subprocess.run([sys.executable, "-c", "pass"], check=True)
-        self.assertEqual(procs.n, 2)
+        self.assertEqual(procs.n, 3)
 
     def test_python_calls_are_counted(self):
         def leaf():

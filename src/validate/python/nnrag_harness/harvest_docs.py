@@ -77,12 +77,17 @@ TEST_OP_WORK = 3e5
 TEST_CALL_WORK = 9e3
 # a backward pass: twice the work of the forward operations it differentiates
 TEST_BACKWARD = 2
-# a process the step starts (ProcessStarts: a distributed test's workers, a subprocess):
-# its work is done where the count does not see it, but its CPU time is the step's (a
-# waited-for child's, times(2)). An interpreter that imports torch and runs a little:
-# mmengine's optimizer tests spend 18.9 s of CPU in the processes they start, 7.1 s in
-# their own
-TEST_PROCESS_WORK = 2.5e10
+# a process the step starts (ProcessStarts): its work is done where the count does not
+# see it, but its CPU time is the step's (a waited-for child's, times(2)). A Python
+# interpreter started (a distributed test's workers, multiprocessing's spawn) imports
+# torch and runs a little: a session of mmengine's model and wrapper tests started 11 and
+# spent 18.7 s of CPU, about 14 s of it in them; a fork of the step (multiprocessing's fork)
+# runs on what it inherited; another program (git, a compiler asked its version: the
+# environment a runner collects, 10-11 a session in mmengine's hook tests) takes
+# milliseconds
+TEST_PYTHON_START_WORK = 1.5e10
+TEST_FORK_WORK = 5e9
+TEST_EXEC_WORK = 5e8
 # the CPU (and wall-clock) timers of a doc step and of a test, past their counted budget,
 # within the child's RLIMIT_CPU (twice the pool's 30 s, harness double_cpu_budget) for the
 # default 30 s budget
@@ -137,14 +142,38 @@ class PythonCalls(object):
 
 
 class ProcessStarts(object):
-    """The processes the step starts, counted where Python starts them: os.fork
-    (multiprocessing's fork start method), _posixsubprocess.fork_exec (subprocess, which
-    binds it at import, and multiprocessing's spawn and forkserver through
-    spawnv_passfds), os.posix_spawn(p)."""
+    """The processes the step starts, counted where Python starts them, and their work
+    (`work`): os.fork (multiprocessing's fork start method: TEST_FORK_WORK),
+    _posixsubprocess.fork_exec (subprocess, which binds it at import, and
+    multiprocessing's spawn and forkserver through spawnv_passfds) and os.posix_spawn(p):
+    TEST_PYTHON_START_WORK for a Python interpreter (this one, or a program named
+    python*), else TEST_EXEC_WORK."""
 
     def __init__(self):
         self.n = 0
+        self.work = 0
         self.saved = []
+
+    def _charge(self, name, a, k):
+        self.n += 1
+        if name == "fork":
+            self.work += TEST_FORK_WORK
+            return
+        # the program: fork_exec(args, executable_list, ...), posix_spawn(path, argv, env)
+        prog = None
+        try:
+            if name.endswith("fork_exec"):
+                exe = a[1] if len(a) > 1 else None
+                prog = exe[0] if exe else (a[0][0] if a and a[0] else None)
+            else:
+                prog = a[0] if a else k.get("path")
+            prog = os.fsdecode(prog)
+        except Exception:  # noqa: BLE001 - an odd call: charged as another program
+            prog = None
+        py = isinstance(prog, str) and (
+            prog == sys.executable or re.match(r"python[\d.]*$", os.path.basename(prog)) is not None
+        )
+        self.work += TEST_PYTHON_START_WORK if py else TEST_EXEC_WORK
 
     def start(self):
         import _posixsubprocess
@@ -161,8 +190,8 @@ class ProcessStarts(object):
             if f is None:
                 continue
 
-            def counted(*a, _f=f, **k):
-                self.n += 1
+            def counted(*a, _f=f, _name=name, **k):
+                self._charge(_name, a, k)
                 return _f(*a, **k)
 
             try:
@@ -183,7 +212,7 @@ class StepMeter(object):
     harvest.work_counter function mode (the torch operations' multiply-adds and elements,
     TEST_OP_WORK per operation, the live tensor storages' bytes) entered while a test or
     an example runs, plus TEST_CALL_WORK per Python call (PythonCalls) and
-    TEST_PROCESS_WORK per process started (ProcessStarts). The step's budget
+    the processes it starts (ProcessStarts). The step's budget
     is TEST_WORK_PER_SECOND x its seconds, a test's the same of its own seconds; the
     operation that passes a test's budget fails that test (TestWorkSpent), the one that
     passes the step's or the memory budget fails the running test and ends the session
@@ -211,7 +240,7 @@ class StepMeter(object):
 
     def python_work(self):
         # the work the mode does not see: Python calls, processes started
-        return self.calls.count() * TEST_CALL_WORK + self.procs.n * TEST_PROCESS_WORK
+        return self.calls.count() * TEST_CALL_WORK + self.procs.work
 
     def start(self):
         self.calls.start()
