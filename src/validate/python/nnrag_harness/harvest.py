@@ -1742,6 +1742,10 @@ def work_counter(torch, rec=None, limit=None, op_work=0, memory_limit=None, on_l
         )
         if f is not None
     }
+    # under torch.jit.trace every tensor query is recorded in the traced graph: counting
+    # (numel, the storage) would add nodes to what the model's own code traces (a test
+    # that analyses a traced graph failed on them), so only the operation is counted there
+    tracing = getattr(torch._C, "_get_tracing_state", lambda: None)
 
     def outputs(out):
         if isinstance(out, Tensor):
@@ -1800,6 +1804,8 @@ def work_counter(torch, rec=None, limit=None, op_work=0, memory_limit=None, on_l
             out = func(*args, **(kwargs or {}))
             self.ops += 1
             try:
+                if tracing() is not None:
+                    raise LookupError("tracing")
                 rule = rules.get(func)
                 ts = outputs(out) if (rule is None or track) else ()
                 if rule is not None:
@@ -1820,7 +1826,7 @@ def work_counter(torch, rec=None, limit=None, op_work=0, memory_limit=None, on_l
                         self.graph += n
             except Exception:  # noqa: BLE001 - counting never changes what the model does
                 n = 0
-            n += op_work
+            n = max(0, n) + op_work
             if n:
                 self.total += n
                 running = rec.running if rec is not None else None
