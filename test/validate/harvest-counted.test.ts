@@ -20,7 +20,7 @@ const skip = await cannotRunTests();
 
 test('a test step stops at the same test by its counted work, with or without a busy thread beside it', {
   skip: skip ?? false,
-}, async () => {
+}, async (t) => {
   const dir = sandboxFixture('harvest-counted');
   const repo = path.join(dir, 'crepo');
   const ws = api.Workspace.open(path.join(dir, 'store'), { create: true });
@@ -65,6 +65,9 @@ test('a test step stops at the same test by its counted work, with or without a 
       assert.ok((s.tests!.unrun ?? 0) > 0, JSON.stringify(s));
       assert.ok(s.tests!.passed > 2 && s.tests!.passed < 11, JSON.stringify(s));
     }
+    t.diagnostic(
+      `budget ${budget} ms; quiet: ${q.cpuMs} ms of CPU, busy: ${b.cpuMs} ms; ${q.tests!.passed} tests passed, ${q.tests!.unrun} unrun, work ${q.workSeconds} s`,
+    );
     // the busy thread spent CPU time in the step's process: a CPU budget would have
     // ended it at an earlier test
     assert.ok((b.cpuMs ?? 0) > (q.cpuMs ?? 0) * 1.15, `busy ${b.cpuMs} ms, quiet ${q.cpuMs} ms of CPU`);
