@@ -1439,22 +1439,26 @@ class TestSessionStopTest(unittest.TestCase):
         self.assertEqual([w["args"] for w in res["classes"]["sesspkg.Layer"]["witnesses"]][:1], [[8]])
         self.assertFalse(any(w["args"] == [7] for w in res["classes"]["sesspkg.Layer"]["witnesses"]))
 
-    def test_live_tensors_past_their_budget_stop_the_session(self):
+    def test_an_operation_past_the_live_tensors_budget_is_refused(self):
         if not hasattr(torch.Tensor, "untyped_storage"):
             self.skipTest("no weak references to storages in this torch")
-        # 32 MB of live tensors held by test_big, a budget of 16 MB: it stops there, in
-        # every run, and test_after does not run
-        runs = [self.run_step(1e9, 30, 10, files=("tests/test_big.py",), memory_mb=16) for _ in range(2)]
+        # test_big would hold 32 MB of tensors, the budget is 18 MB: its fifth 4 MB tensor is
+        # refused (a MemoryError) in every run; test_after's small ones fit beside the four
+        runs = [self.run_step(1e9, 30, 10, files=("tests/test_big.py",), memory_mb=18) for _ in range(2)]
         for res in runs:
             self.assertEqual(res.get("stopped"), "memory", res)
             self.assertNotIn("backstop", res)
-            self.assertEqual(res["tests"]["passed"], 1, res["tests"])
-            self.assertEqual(res["tests"]["unrun"], 1, res["tests"])
+            self.assertEqual(res["tests"]["passed"], 2, res["tests"])
+            self.assertEqual(res["tests"]["memory"], ["tests/test_big.py::test_big"], res["tests"])
+            self.assertEqual(res["tests"]["stopped"], ["tests/test_big.py::test_big"], res["tests"])
+            self.assertIn("TestMemorySpent", res["tests"]["errors"][0])
             self.assertGreaterEqual(res["work"]["tensorMb"], 16)
             self.assertLess(res["work"]["tensorMb"], 21)
-            self.assertEqual(sorted(w["args"][0] for w in res["classes"]["sesspkg.Layer"]["witnesses"]), [4])
+            # test_big's Layer(5) came after the refusal: not built
+            self.assertEqual(sorted(w["args"][0] for w in res["classes"]["sesspkg.Layer"]["witnesses"]), [4, 6])
         self.assertEqual(runs[0]["classes"], runs[1]["classes"])
-        # a budget above it: the session completes
+        self.assertEqual(runs[0]["work"], runs[1]["work"])
+        # a budget above it: every test passes
         done = self.run_step(1e9, 30, 10, files=("tests/test_big.py",), memory_mb=64)
         self.assertNotIn("stopped", done, done)
         self.assertEqual(done["tests"]["passed"], 3, done["tests"])
@@ -1481,7 +1485,7 @@ class CountedMemoryTest(unittest.TestCase):
             self.assertEqual(counter.bytes, 4000)  # the view and the parameter hold it
             del v, p
             self.assertEqual(counter.bytes, 0)
-        # past the limit: the operation that passed it raises
+        # past the limit: the operation that passed it raises, every time
         counter = H.work_counter(torch, memory_limit=6000)
         with self.assertRaises(H.MemoryBudgetSpent):
             with counter:

@@ -1718,7 +1718,8 @@ def work_counter(torch, rec=None, limit=None, op_work=0, memory_limit=None, on_l
     made of it adds nothing) until it is freed (a weak reference to the storage, whose
     Python object torch keeps for as long as the storage lives, torch >= 2.0); an
     operation whose result takes the live bytes past the limit raises (`on_limit("memory")`,
-    else MemoryBudgetSpent). The count follows what the program allocates and frees, in
+    else MemoryBudgetSpent), every such operation, as an allocator refuses an allocation
+    past the address-space limit. The count follows what the program allocates and frees, in
     the order it does, so it stops at the same operation in every run, whatever the
     process inherited (the address-space limit, RLIMIT_AS, counts the heap's layout
     too). `memory_limit` False counts nothing; without weak references to storages (torch
@@ -1839,7 +1840,10 @@ def work_counter(torch, rec=None, limit=None, op_work=0, memory_limit=None, on_l
                         self.on_limit("work")
                     raise WorkBudgetSpent("the real forward's counted work passed its budget")
             if self.memory_limit is not None and self.bytes > self.memory_limit:
-                self.memory_limit = None  # raised once, as the work limit
+                # refused as an allocator refuses past RLIMIT_AS: the result is dropped here
+                # (the exception's traceback keeps this frame: pytest holds it), its storage
+                # freed, and the next operation that fits goes on
+                out = ts = t = None  # noqa: F841
                 if self.on_limit is not None:
                     self.on_limit("memory")
                 raise MemoryBudgetSpent(MEMORY_STOP)

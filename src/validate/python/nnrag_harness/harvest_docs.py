@@ -54,6 +54,13 @@ class TestWorkSpent(TestTimeout):
     every run; pytest records it as failed and runs the next."""
 
 
+class TestMemorySpent(MemoryError):
+    """An operation of a test took the step's live tensors past their budget (StepMeter):
+    refused, as the allocator refuses one past the address-space limit (a MemoryError),
+    at the same operation in every run; pytest records the test as failed and runs the
+    next, whose operations go on while they fit."""
+
+
 # The counted work of a test session or example (StepMeter), in the unit of the real
 # forwards' work (harvest.work_counter: multiply-adds and elements), so that a step stops
 # at the same operation, or the same test, on every machine and at any load, as a builder
@@ -220,9 +227,12 @@ class StepMeter(object):
     the processes it starts (ProcessStarts). The step's budget
     is TEST_WORK_PER_SECOND x its seconds, a test's the same of its own seconds; the
     operation that passes a test's budget fails that test (TestWorkSpent), the one that
-    passes the step's or the memory budget fails the running test and ends the session
-    (`stop`: "work" or "memory"); Python work without torch operations is checked between
-    tests. None without a function mode (torch < 1.12: the CPU timers alone)."""
+    passes the step's fails the running test and ends the session (`stop`: "work"); Python
+    work without torch operations is checked between tests. An operation that takes the
+    live tensors past the memory budget is refused (TestMemorySpent, a MemoryError: the
+    test fails and the next runs, as under the address-space limit, but at the same
+    operation in every run; an example ends, `stop`: "memory"). None without a function
+    mode (torch < 1.12: the CPU timers alone)."""
 
     def __new__(cls, torch, budget, memory_mb):
         mode = H.work_counter(
@@ -240,6 +250,8 @@ class StepMeter(object):
         self.limit = TEST_WORK_PER_SECOND * budget
         self.stop = None
         self.test_stopped = False
+        self.memory_stopped = False  # an operation of the running test passed the memory budget
+        self.in_test = False
         mode.extra = self.python_work
         return self
 
@@ -278,8 +290,11 @@ class StepMeter(object):
 
     def _passed(self, kind):
         if kind == "memory":
+            self.memory_stopped = True
+            if self.in_test:
+                raise TestMemorySpent(H.MEMORY_STOP)
             self.stop = self.stop or "memory"
-            return  # work_counter raises MemoryBudgetSpent
+            return  # an example: work_counter raises MemoryBudgetSpent, which ends it
         if self.work() > self.limit:
             self.stop = self.stop or "work"
             return  # work_counter raises WorkBudgetSpent: the session ends
@@ -614,10 +629,14 @@ def run_doc_entry(cfg, torch, send):
     stop = H.budget_stop(str(res.get("error") or ""))
     timed = tests.pop("spent", None) or stop == "time"
     counted = meter.stop if meter is not None else None
-    if counted == "memory" or stop == "memory":
+    # the address-space limit (RLIMIT_AS) ended the step: its error is a MemoryError or the
+    # allocator's, not the counted budget's
+    by_address_space = stop == "memory" and not str(res.get("error") or "").startswith(H.MEMORY_STOP)
+    if by_address_space:
         res["stopped"] = "memory"
-        if counted != "memory":
-            res["backstop"] = "address-space"
+        res["backstop"] = "address-space"
+    elif counted == "memory" or stop == "memory":
+        res["stopped"] = "memory"
     elif timed:
         res["stopped"] = "time"
         res["backstop"] = ended.get("by", "cpu")
@@ -625,6 +644,9 @@ def run_doc_entry(cfg, torch, send):
         res["stopped"] = "work"
     elif tests.get("unrun"):
         res["stopped"] = "time"
+    elif tests.get("memory"):
+        # tests whose operations the memory budget refused (a larger budget runs them further)
+        res["stopped"] = "memory"
     res["classes"] = rec.witnesses(name) if rec is not None else {}
     send({"ev": "harvest", "result": res})
 
@@ -946,19 +968,25 @@ def run_test_file(cfg, entry, repo_root, budget, t0, install, torch, deadline=No
             if meter is not None:
                 # the test's counted budget within the step's, its operations counted
                 meter.arm(per_test)
-                meter.test_stopped = False
+                meter.test_stopped = meter.memory_stopped = False
+                meter.in_test = True
                 meter.mode.__enter__()
             try:
                 yield
             finally:
                 if meter is not None:
                     meter.mode.__exit__(None, None, None)
+                    meter.in_test = False
                 signal.setitimer(H.BUDGET_TIMER, max(0.1, budget - (H.cpu_seconds() - t0)))
                 signal.setitimer(signal.ITIMER_REAL, max(0.1, deadline - time.monotonic()))
                 signal.signal(H.BUDGET_SIGNAL, old)
                 signal.signal(signal.SIGALRM, old_wall)
                 rec.current = "test:" + entry["file"]
-                if meter is not None and meter.test_stopped:
+                if meter is not None and meter.memory_stopped:
+                    # an operation refused by the memory budget: stopped, the next runs
+                    counts["stopped"].append(item.nodeid)
+                    counts.setdefault("memory", []).append(item.nodeid)
+                elif meter is not None and meter.test_stopped:
                     counts["stopped"].append(item.nodeid)
                 elif state["timed_out"]:
                     # stopped by its timer, the backstop: another machine may stop it elsewhere
