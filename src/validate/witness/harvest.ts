@@ -66,6 +66,9 @@ export interface TestsReport {
   /** of the tests stopped, those ended by their CPU or wall-clock timer (a backstop of
    *  their counted budget: another machine may stop them elsewhere) */
   timedOut?: string[];
+  /** of the tests stopped, those an operation of which the live tensors' budget refused
+   *  (a MemoryError, as under the address-space limit, at the same operation in every run) */
+  memory?: string[];
   /** the session's test files none of whose tests ran (the step's budget was spent) */
   unrunFiles?: string[];
   /** the test files run in the session (the entry's first) */
