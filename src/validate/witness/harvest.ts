@@ -61,8 +61,14 @@ export interface TestsReport {
   errors: string[];
   /** tests not run: every class their code names already had called witnesses */
   unneeded?: number;
-  /** tests not run: the step's budget was spent */
+  /** tests not run: the step's budget was spent (its counted work or memory, or a backstop) */
   unrun?: number;
+  /** of the tests stopped, those ended by their CPU or wall-clock timer (a backstop of
+   *  their counted budget: another machine may stop them elsewhere) */
+  timedOut?: string[];
+  /** of the tests stopped, those an operation of which the live tensors' budget refused
+   *  (a MemoryError, as under the address-space limit, at the same operation in every run) */
+  memory?: string[];
   /** the session's test files none of whose tests ran (the step's budget was spent) */
   unrunFiles?: string[];
   /** the test files run in the session (the entry's first) */
@@ -92,11 +98,27 @@ export interface EntryReport {
   /** how far the entry point's resident memory rose at its peak, MB */
   memoryMb?: number;
   /** the budget that stopped it short: its time (the CPU timer), the work budget of its
-   *  real forward (counted operations: the same stop on every machine) or its memory */
+   *  real forward or of its test session (counted operations and calls: the same stop on
+   *  every machine) or its memory (a test session's live tensors, counted, or the
+   *  address-space limit) */
   stopped?: 'time' | 'work' | 'memory';
-  /** the step's budget its real forwards' counted work needed, s (the harness's
-   *  FORWARD_WORK_PER_SECOND): past the budget, the forward stops by work */
+  /** a doc step ended by a backstop rather than its counted budgets: its CPU or wall-clock
+   *  timer, or the address-space limit (RLIMIT_AS); another machine may stop it elsewhere */
+  backstop?: 'cpu' | 'wall' | 'address-space';
+  /** the step's budget its real forwards' (or its doc step's) counted work needed, s (the
+   *  harness's FORWARD_WORK_PER_SECOND, harvest_docs TEST_WORK_PER_SECOND): past the
+   *  budget, it stops by work */
   workSeconds?: number;
+  /** a doc step's counted work: torch operations, their multiply-adds and elements, what
+   *  backward passes counted, Python calls, processes started, and the live tensors' peak (MB) */
+  work?: {
+    ops: number;
+    elements: number;
+    backward?: number;
+    calls: number;
+    processes?: number;
+    tensorMb: number | null;
+  };
   /** a test file's tests (kind `test`) */
   tests?: TestsReport;
 }
@@ -489,6 +511,8 @@ export async function harvestRepo(pool: ValidatorPool, o: HarvestOptions): Promi
     if (h?.companions && Object.keys(h.companions).length) rep.companions = h.companions;
     if (typeof h?.memoryMb === 'number') rep.memoryMb = h.memoryMb;
     if (typeof h?.workSeconds === 'number') rep.workSeconds = h.workSeconds;
+    if (h?.work) rep.work = h.work;
+    if (h?.backstop) rep.backstop = h.backstop;
     if (h?.tests) rep.tests = h.tests;
     if (DOC_KINDS.has(e.kind)) docsMs += rep.ms;
     // the budget that stopped it: the harness says; a child the pool ended says by its category

@@ -1339,6 +1339,295 @@ class WorkBudgetTest(unittest.TestCase):
         self.assertEqual(counter.total, macs + rest)
 
 
+# A test suite for the counted stops of a test session (harvest_docs.StepMeter): each test
+# builds a layer and runs a few operations and Python calls, test_long far more, and
+# test_big allocates live tensors past a small memory budget.
+SESSION_PKG = """
+import torch
+from torch import nn
+
+
+class Layer(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.fc = nn.Linear(d, d)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+class Other(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones(d))
+
+    def forward(self, x):
+        return x * self.scale
+"""
+
+SESSION_TESTS = """
+import torch
+
+import sesspkg
+
+
+def helper(n):
+    return sum(int(i) for i in range(n))
+
+
+def _work(d, n):
+    # the layer through its module: the tests name no class of the package, so the greedy
+    # gate (harvest_docs IDLE_TESTS) runs every one of them
+    m = sesspkg.Layer(d)
+    x = torch.randn(2, d)
+    for _ in range(n):
+        x = torch.tanh(m(x))
+    helper(50)
+    return x
+
+
+""" + "".join("def test_step_%02d():\n    _work(%d, 40)\n\n\n" % (i, 8 + i) for i in range(40))
+
+SESSION_LONG = """
+import torch
+
+import sesspkg
+
+
+def test_long():
+    # far past a test's counted budget: stopped by it, the tests after it still run
+    sesspkg.Other(3)(torch.ones(2, 3))
+    for _ in range(100000):
+        torch.ones(8) + 1
+    sesspkg.Layer(7)
+"""
+
+SESSION_BIG = """
+import torch
+
+from sesspkg import Layer
+
+kept = []
+
+
+def test_small():
+    Layer(4)(torch.ones(1, 4))
+
+
+def test_big():
+    for _ in range(8):
+        kept.append(torch.zeros(1 << 20))  # 4 MB each, held
+    Layer(5)(torch.ones(1, 5))
+
+
+def test_after():
+    Layer(6)(torch.ones(1, 6))
+"""
+
+
+class TestSessionStopTest(unittest.TestCase):
+    """A test session's stops (harvest_docs.StepMeter): counted work (torch operations,
+    Python calls) and the bytes of live tensors, never the CPU timer, which is only a
+    backstop: the same tests run, stop and go unrun, and the same witnesses are recorded, in
+    every run, however fast the process spends CPU time (a busy thread beside the tests)."""
+
+    def setUp(self):
+        try:
+            import pytest  # noqa: F401
+        except ImportError:
+            self.skipTest("pytest is not importable")
+        if H.work_counter(torch) is None:
+            self.skipTest("no TorchFunctionMode in this torch")
+        self.dir = tempfile.mkdtemp()
+        os.makedirs(os.path.join(self.dir, "sesspkg"))
+        os.makedirs(os.path.join(self.dir, "tests"))
+        for rel, text in (
+            ("sesspkg/__init__.py", SESSION_PKG),
+            ("tests/test_long.py", SESSION_LONG),
+            ("tests/test_session.py", SESSION_TESTS),
+            ("tests/test_big.py", SESSION_BIG),
+        ):
+            with open(os.path.join(self.dir, rel), "w") as f:
+                f.write(text)
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def run_step(self, rate, budget, test_seconds, busy=False, files=("tests/test_session.py",), memory_mb=None):
+        cfg = {
+            "roots": [self.dir],
+            "repoRoot": self.dir,
+            "entry": {
+                "kind": "test",
+                "module": "",
+                "qualname": files[0],
+                "plan": {},
+                "via": "test:" + files[0],
+                "file": files[0],
+            },
+            "files": list(files),
+            "called": [],
+            "budgetSeconds": budget,
+            "testSeconds": test_seconds,
+        }
+        if memory_mb:
+            cfg["tensorMemoryMb"] = memory_mb
+        # busy: a thread spinning beside the step, started before it (the process spends CPU
+        # time twice as fast, as on a slower or loaded machine: a CPU timer fires earlier)
+        code = (
+            "import json, sys, threading; sys.path.insert(0, %r); sys.path.insert(0, %r)\n"
+            "import torch\nfrom nnrag_harness import harvest_docs\n"
+            "harvest_docs.TEST_WORK_PER_SECOND = %r\n"
+            "def spin():\n    while True:\n        pass\n"
+            "if %r:\n    threading.Thread(target=spin, daemon=True).start()\n"
+            "harvest_docs.run_doc_entry(json.loads(%r), torch, lambda ev: print('RESULT ' + json.dumps(ev['result'])))\n"
+        ) % (HARNESS_DIR, self.dir, rate, busy, json.dumps(cfg))
+        import subprocess
+
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd=self.dir)
+        lines = [ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")]
+        self.assertTrue(lines, r.stdout[-2000:] + r.stderr[-2000:])
+        return json.loads(lines[-1][len("RESULT ") :])
+
+    def test_a_session_stops_at_the_same_test_by_counted_work(self):
+        # the whole session's counted work, with a budget far above it
+        whole = self.run_step(1e9, 300, 300)
+        self.assertNotIn("stopped", whole, whole)
+        self.assertEqual(whole["tests"]["passed"], 40, whole["tests"])
+        total = whole["workSeconds"] * 1e9
+        # a rate that gives a 30 s step 60 % of that work and a test 30 s of it: the session
+        # stops by work, in a test past the middle, at the same test with a thread spinning
+        # beside it (CPU time spent twice as fast: the backstop, 45 s, is far away)
+        rate = total * 0.6 / 30
+        runs = [self.run_step(rate, 30, 30), self.run_step(rate, 30, 30, busy=True)]
+        for res in runs:
+            self.assertEqual(res.get("stopped"), "work", res)
+            self.assertNotIn("backstop", res)
+            self.assertGreater(res["tests"]["unrun"], 0, res["tests"])
+            self.assertLess(res["cpuMs"], 45000)
+        self.assertGreater(runs[1]["cpuMs"], runs[0]["cpuMs"] * 1.3, "the busy thread spent CPU time")
+        for k in ("passed", "failed", "unrun", "stopped"):
+            self.assertEqual(runs[0]["tests"][k], runs[1]["tests"][k], k)
+        self.assertEqual(runs[0]["classes"], runs[1]["classes"])
+        self.assertEqual(runs[0]["work"]["ops"], runs[1]["work"]["ops"])
+        # the test that passed the budget failed with the step's work stop, and none after it ran
+        self.assertTrue(
+            any(H.WORK_STOP[len("timeout: ") :] in e or "WorkBudgetSpent" in e for e in runs[0]["tests"]["errors"]),
+            runs[0]["tests"],
+        )
+        self.assertEqual(H.budget_stop("%s of 30 s" % H.WORK_STOP), "work")
+
+    def test_a_test_past_its_own_counted_budget_is_stopped_and_the_next_runs(self):
+        whole = self.run_step(1e9, 300, 300, files=("tests/test_long.py", "tests/test_session.py"))
+        total = whole["workSeconds"] * 1e9
+        # a test's budget of a tenth of the session's work: test_long (most of it) is
+        # stopped, the forty of the next file run and the session completes
+        rate = total / 10 / 30
+        res = self.run_step(rate, 300, 30, files=("tests/test_long.py", "tests/test_session.py"))
+        self.assertNotIn("stopped", res, res)
+        self.assertEqual(res["tests"]["stopped"], ["tests/test_long.py::test_long"], res["tests"])
+        self.assertNotIn("timedOut", res["tests"])
+        self.assertEqual(res["tests"]["passed"], 40, res["tests"])
+        # what test_long built before its stop is kept, what it would have built after is not
+        self.assertIn("sesspkg.Other", res["classes"])
+        self.assertEqual([w["args"] for w in res["classes"]["sesspkg.Layer"]["witnesses"]][:1], [[8]])
+        self.assertFalse(any(w["args"] == [7] for w in res["classes"]["sesspkg.Layer"]["witnesses"]))
+
+    def test_an_operation_past_the_live_tensors_budget_is_refused(self):
+        if not hasattr(torch.Tensor, "untyped_storage"):
+            self.skipTest("no weak references to storages in this torch")
+        # test_big would hold 32 MB of tensors, the budget is 18 MB: its fifth 4 MB tensor is
+        # refused (a MemoryError) in every run; test_after's small ones fit beside the four
+        runs = [self.run_step(1e9, 30, 10, files=("tests/test_big.py",), memory_mb=18) for _ in range(2)]
+        for res in runs:
+            self.assertEqual(res.get("stopped"), "memory", res)
+            self.assertNotIn("backstop", res)
+            self.assertEqual(res["tests"]["passed"], 2, res["tests"])
+            self.assertEqual(res["tests"]["memory"], ["tests/test_big.py::test_big"], res["tests"])
+            self.assertEqual(res["tests"]["stopped"], ["tests/test_big.py::test_big"], res["tests"])
+            self.assertIn("TestMemorySpent", res["tests"]["errors"][0])
+            self.assertGreaterEqual(res["work"]["tensorMb"], 16)
+            self.assertLess(res["work"]["tensorMb"], 21)
+            # test_big's Layer(5) came after the refusal: not built
+            self.assertEqual(sorted(w["args"][0] for w in res["classes"]["sesspkg.Layer"]["witnesses"]), [4, 6])
+        self.assertEqual(runs[0]["classes"], runs[1]["classes"])
+        self.assertEqual(runs[0]["work"], runs[1]["work"])
+        # a budget above it: every test passes
+        done = self.run_step(1e9, 30, 10, files=("tests/test_big.py",), memory_mb=64)
+        self.assertNotIn("stopped", done, done)
+        self.assertEqual(done["tests"]["passed"], 3, done["tests"])
+
+
+class CountedMemoryTest(unittest.TestCase):
+    """harvest.work_counter's live tensor bytes and harvest_docs.PythonCalls."""
+
+    def test_live_storages_are_counted_once_until_freed(self):
+        if not hasattr(torch.Tensor, "untyped_storage"):
+            self.skipTest("no weak references to storages in this torch")
+        counter = H.work_counter(torch, memory_limit=1 << 40)
+        with counter:
+            a = torch.zeros(1000)  # 4000 bytes
+            v = a[:10]  # a view: nothing new
+            a.add_(1)  # in place: nothing new
+            p = nn.Parameter(a)  # the same storage
+            b = torch.ones(250)  # 1000 bytes
+            self.assertEqual(counter.bytes, 5000)
+            del b
+            self.assertEqual(counter.bytes, 4000)
+            self.assertEqual(counter.peak, 5000)
+            del a
+            self.assertEqual(counter.bytes, 4000)  # the view and the parameter hold it
+            del v, p
+            self.assertEqual(counter.bytes, 0)
+        # past the limit: the operation that passed it raises, every time
+        counter = H.work_counter(torch, memory_limit=6000)
+        with self.assertRaises(H.MemoryBudgetSpent):
+            with counter:
+                keep = [torch.zeros(1000), torch.zeros(1000)]  # noqa: F841
+        # the second storage passed it; both freed since (the list was never made)
+        self.assertEqual(counter.peak, 8000)
+        self.assertEqual(counter.bytes, 0)
+
+    def test_processes_started_are_counted(self):
+        import subprocess
+
+        procs = HD.ProcessStarts().start()
+        try:
+            subprocess.run([sys.executable, "-c", "pass"], check=True)  # an interpreter
+            subprocess.run(["true"], check=True)  # another program
+            pid = os.fork()
+            if pid == 0:
+                os._exit(0)
+            os.waitpid(pid, 0)
+        finally:
+            procs.stop()
+        self.assertEqual(procs.n, 3)
+        self.assertEqual(procs.work, HD.TEST_PYTHON_START_WORK + HD.TEST_EXEC_WORK + HD.TEST_FORK_WORK)
+        # restored: what starts a process after the step is not counted
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        self.assertEqual(procs.n, 3)
+
+    def test_python_calls_are_counted(self):
+        def leaf():
+            return 1
+
+        def caller(n):
+            return sum(leaf() for _ in range(n))
+
+        counts = []
+        for _ in range(2):
+            calls = HD.PythonCalls().start()
+            try:
+                caller(10)
+            finally:
+                calls.stop()
+            counts.append(calls.count())
+        # caller, its generator expression (one frame start per resumption: 11), leaf x 10
+        self.assertEqual(counts[0], counts[1])
+        self.assertGreaterEqual(counts[0], 21)
+        self.assertIsNone(sys.gettrace())
+
+
 class WitnessRulesTest(unittest.TestCase):
     def test_base_class_witness(self):
         rec = H.Recorder(torch, {"m.Base": Base, "m.Sub": Sub}, [])

@@ -1710,65 +1710,174 @@ class WorkBudgetSpent(EntryTimeout):
     """The real forward's counted work passed its budget (work_counter)."""
 
 
-def work_counter(torch, rec=None, limit=None):
+class MemoryBudgetSpent(EntryTimeout):
+    """The bytes of live tensor storages passed their budget (work_counter's `memory_limit`)."""
+
+
+# how a step's reported error tells a stop by the counted memory budget (budget_stop)
+MEMORY_STOP = "memory: the live tensors passed their budget"
+
+
+def work_counter(torch, rec=None, limit=None, op_work=0, memory_limit=None, on_limit=None, backward=0):
     """A TorchFunctionMode (torch.overrides, torch >= 1.12; None without one) that counts the
     work of a forward, a machine-independent measure of it: per torch function and tensor
     method called, the multiply-adds of a matmul-like one (linear, matmul, conv, einsum,
-    attention: _macs_rules, from the shapes), else the elements it returns. Meta tensors
-    give the same count without computing anything.
+    attention: _macs_rules, from the shapes), else the elements it returns, plus `op_work`
+    per call (the cost of calling an operation at all, which the elements of a small
+    tensor undercount: a test session's many small operations). Meta tensors give the same
+    count without computing anything. With `backward` (a test session), a call of autograd
+    (`Tensor.backward`, `torch.autograd.backward` / `grad`), whose operations run in C++
+    unseen, counts `backward` x the work of the operations whose results required grad
+    since the last such call: the gradients of a matmul's inputs and of its weights are two
+    products the size of the forward's.
 
     With `rec.running` set (the shapes-only run, meta_forward), the work is also counted
     per instance whose forward is under way. With a `limit` (the real forward's work
     budget, FORWARD_WORK_PER_SECOND x the step's budget), the operation that takes the
-    total past it raises EntryTimeout, as the CPU timer does: the same model and inputs
-    stop at the same operation on every machine, in every run. (A function mode, not a
+    total (with what `extra()` adds, set by the caller: a test session's Python calls) past
+    it raises EntryTimeout, as the CPU timer does (or calls `on_limit("work")`, which
+    raises what its caller wants): the same model and inputs stop at the same operation on
+    every machine, in every run. (A function mode, not a
     dispatch mode: the first dispatch mode imports some 400 modules, sympy among them,
     ~0.8 s of CPU per step. A function mode sees what Python calls: a torch function
     written in Python is seen as itself, not the functions it calls, which is why
-    multi_head_attention_forward has its own rule.)"""
+    multi_head_attention_forward has its own rule.)
+
+    With a `memory_limit` (bytes), the bytes of the live tensor storages the operations
+    returned are counted too (`bytes`, `peak`): a storage counts once, from the first
+    operation that returned a tensor on it (a view, an in-place result or a Parameter
+    made of it adds nothing) until it is freed (a weak reference to the storage, whose
+    Python object torch keeps for as long as the storage lives, torch >= 2.0); an
+    operation whose result takes the live bytes past the limit raises (`on_limit("memory")`,
+    else MemoryBudgetSpent), every such operation, as an allocator refuses an allocation
+    past the address-space limit. The count follows what the program allocates and frees, in
+    the order it does, so it stops at the same operation in every run, whatever the
+    process inherited (the address-space limit, RLIMIT_AS, counts the heap's layout
+    too). `memory_limit` False counts nothing; without weak references to storages (torch
+    1.13) `bytes` stays None."""
     try:
         from torch.overrides import TorchFunctionMode
     except ImportError:
         return None
+    import weakref
+
     rules = _macs_rules(torch)
     Tensor = torch.Tensor
     scalars = (bool, int, float, str, torch.Size, torch.dtype, torch.device)
+    track = memory_limit is not None and hasattr(Tensor, "untyped_storage")
+    autograd = {
+        f
+        for f in (
+            getattr(Tensor, "backward", None),
+            getattr(torch.autograd, "backward", None),
+            getattr(torch.autograd, "grad", None),
+        )
+        if f is not None
+    }
+    # under torch.jit.trace every tensor query is recorded in the traced graph: counting
+    # (numel, the storage) would add nodes to what the model's own code traces (a test
+    # that analyses a traced graph failed on them), so only the operation is counted there
+    tracing = getattr(torch._C, "_get_tracing_state", lambda: None)
 
-    def count(func, args, kwargs, out):
-        rule = rules.get(func)
-        if rule is not None:
-            return rule(args, kwargs or {}, out)
+    def outputs(out):
         if isinstance(out, Tensor):
-            return out.numel()
+            return (out,)
         if out is None or isinstance(out, scalars):
-            return 0
-        n = 0
-        for t in flatten_tensors(out, torch):
-            n += t.numel()
-        return n
+            return ()
+        return flatten_tensors(out, torch)
 
     class WorkCounter(TorchFunctionMode):
         def __init__(self):
             super().__init__()
             self.total = 0
+            self.ops = 0
+            self.graph = 0  # work of the operations whose results required grad, since the last backward
+            self.backward_work = 0  # what the backward calls counted
             self.by = {}
             self.limit = limit
+            self.extra = None  # () -> work counted elsewhere (a test session's Python calls)
+            self.on_limit = on_limit
+            self.memory_limit = memory_limit if track else None
+            self.bytes = 0 if track else None
+            self.peak = 0 if track else None
+            self.live = {}  # id(storage) -> [weak reference, bytes counted]
+
+        def _freed(self, key):
+            e = self.live.pop(key, None)
+            if e is not None:
+                self.bytes -= e[1]
+
+        def _storages(self, ts):
+            # the storages of the tensors an operation returned: a new one counts its
+            # bytes until it is freed; one that grew (resize_, out=) counts the growth
+            grew = False
+            for t in ts:
+                try:
+                    if t.is_meta:
+                        continue
+                    s = t.untyped_storage()
+                    k = id(s)
+                    n = s.nbytes()
+                except Exception:  # noqa: BLE001 - sparse, nested, a subclass without storage
+                    continue
+                e = self.live.get(k)
+                if e is None:
+                    self.live[k] = [weakref.ref(s, lambda _r, k=k: self._freed(k)), n]
+                    self.bytes += n
+                    grew = True
+                elif n > e[1]:
+                    self.bytes += n - e[1]
+                    e[1] = n
+                    grew = True
+            if grew and self.bytes > self.peak:
+                self.peak = self.bytes
 
         def __torch_function__(self, func, types, args=(), kwargs=None):
             out = func(*args, **(kwargs or {}))
+            self.ops += 1
             try:
-                n = count(func, args, kwargs, out)
+                if tracing() is not None:
+                    raise LookupError("tracing")
+                rule = rules.get(func)
+                ts = outputs(out) if (rule is None or track) else ()
+                if rule is not None:
+                    n = rule(args, kwargs or {}, out)
+                else:
+                    n = 0
+                    for t in ts:
+                        n += t.numel()
+                if track:
+                    self._storages(ts)
+                if backward:
+                    if func in autograd:
+                        b = int(backward * self.graph)
+                        n += b
+                        self.backward_work += b
+                        self.graph = 0
+                    elif n and isinstance(out, Tensor) and out.requires_grad:
+                        self.graph += n
             except Exception:  # noqa: BLE001 - counting never changes what the model does
                 n = 0
+            n = max(0, n) + op_work
             if n:
                 self.total += n
                 running = rec.running if rec is not None else None
                 if running:
                     for k in running:
                         self.by[k] = self.by.get(k, 0) + n
-                if self.limit is not None and self.total > self.limit:
+                if self.limit is not None and self.total + (self.extra() if self.extra else 0) > self.limit:
                     self.limit = None  # raised once: what handles it may call torch again
+                    if self.on_limit is not None:
+                        self.on_limit("work")
                     raise WorkBudgetSpent("the real forward's counted work passed its budget")
+            if self.memory_limit is not None and self.bytes > self.memory_limit:
+                # refused as an allocator refuses past RLIMIT_AS: the result is dropped here
+                # (the exception's traceback keeps this frame: pytest holds it), its storage
+                # freed, and the next operation that fits goes on
+                out = ts = t = None  # noqa: F841
+                if self.on_limit is not None:
+                    self.on_limit("memory")
+                raise MemoryBudgetSpent(MEMORY_STOP)
             return out
 
     return WorkCounter()
@@ -2151,11 +2260,14 @@ def run_entry(cfg, torch, send):
 
 def budget_stop(error):
     """ "time" or "memory" when a step's reported error is its CPU budget running out or
-    the address-space limit refusing an allocation (MemoryError, torch's allocator);
-    "work" when the real forward's counted work passed its budget (work_counter: the same
-    stop on every machine); else None."""
+    the address-space limit refusing an allocation (MemoryError, torch's allocator) or
+    the live tensors passing their counted budget (MEMORY_STOP); "work" when the real
+    forward's counted work passed its budget (work_counter: the same stop on every
+    machine); else None."""
     if error.startswith(WORK_STOP):
         return "work"
+    if error.startswith(MEMORY_STOP):
+        return "memory"
     if error.startswith("timeout"):
         return "time"
     if re.match(r"MemoryError|RuntimeError: .*(%s)" % ALLOCATOR_REFUSED, error):

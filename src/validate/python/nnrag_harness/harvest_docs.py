@@ -49,6 +49,262 @@ class TestTimeout(Exception):
     """A test ran past its own budget: pytest records it as failed and runs the next."""
 
 
+class TestWorkSpent(TestTimeout):
+    """A test's counted work passed its own budget (StepMeter): at the same operation in
+    every run; pytest records it as failed and runs the next."""
+
+
+class TestMemorySpent(MemoryError):
+    """An operation of a test took the step's live tensors past their budget (StepMeter):
+    refused, as the allocator refuses one past the address-space limit (a MemoryError),
+    at the same operation in every run; pytest records the test as failed and runs the
+    next, whose operations go on while they fit."""
+
+
+# The counted work of a test session or example (StepMeter), in the unit of the real
+# forwards' work (harvest.work_counter: multiply-adds and elements), so that a step stops
+# at the same operation, or the same test, on every machine and at any load, as a builder
+# step's forward does; its CPU timer is only a backstop, BACKSTOP_PER_BUDGET x the budget.
+# A test spends its CPU on what a forward's count sees (multiply-adds, elements), on calling
+# torch at all (TEST_OP_WORK per operation: the Python around it, small tensors) and on
+# Python (a runner's hooks, configurations, registries: TEST_CALL_WORK per Python call, the
+# global trace function's "call" events in the main thread); a backward pass counts
+# TEST_BACKWARD x the forward operations it differentiates. The rates are fixed, never a
+# measured speed. Calibrated on this project's 2-core x86 machine (torch 2.15, under the
+# load of other work; src/validate/README.md "Tests and documented examples" gives the
+# figures): sessions of the reference corpus count 7 G per second of CPU for their
+# multiply-adds and elements (mmpose's VGG and V2V backbone tests: 5.9e10 in 8.5 s with
+# 1.9 M calls), about 15 us per operation (the function mode's own Python and a small
+# tensor's; a test indexing a tensor element by element makes 100,000s of them), 1 us per
+# Python call (mmengine's runner tests: 29.3 M calls in 29.2 s), so that a second of CPU
+# there counts 0.8-1.2 s of work: a step that completed within its 30 s there still does,
+# one that ran to its timer stops by its work, and the backstop (45 s) is reached only on
+# a machine much slower, or by work the count does not see (a loop that calls no function
+# and no torch operation).
+TEST_WORK_PER_SECOND = 7e9
+TEST_OP_WORK = 15e-6 * TEST_WORK_PER_SECOND
+TEST_CALL_WORK = 1e-6 * TEST_WORK_PER_SECOND
+# a backward pass: twice the work of the forward operations it differentiates
+TEST_BACKWARD = 2
+# a process the step starts (ProcessStarts): its work is done where the count does not
+# see it, but its CPU time is the step's (a waited-for child's, times(2)). A Python
+# interpreter started (a distributed test's workers, multiprocessing's spawn) imports
+# torch and runs a little: a session of mmengine's model and wrapper tests started 11 and
+# spent 18.7 s of CPU, about 14 s of it in them; a fork of the step (multiprocessing's fork)
+# runs on what it inherited; another program (git, a compiler asked its version: the
+# environment a runner collects, 10-11 a session in mmengine's hook tests) takes
+# milliseconds
+TEST_PYTHON_START_WORK = 1.5 * TEST_WORK_PER_SECOND
+TEST_FORK_WORK = 0.5 * TEST_WORK_PER_SECOND
+TEST_EXEC_WORK = 0.05 * TEST_WORK_PER_SECOND
+# the CPU (and wall-clock) timers of a doc step and of a test, past their counted budget,
+# within the child's RLIMIT_CPU (twice the pool's 30 s, harness double_cpu_budget) for the
+# default 30 s budget
+BACKSTOP_PER_BUDGET = 1.5
+# the bytes of live tensor storages a doc step may hold (StepMeter), when the request
+# gives no memory budget (`tensorMemoryMb`): below the address space the pool gives a step
+# (2048 MB from its zygote's), which the interpreter's objects, the allocator's free lists
+# and arenas, thread stacks and the libraries mapped later share with the tensors. In the
+# harvest (the repository imported in the zygote), mmpose's backbone sessions stopped at
+# 1,280 MB of tensors had grown 1,373-1,491 MB resident, and sessions the address-space
+# limit stopped had grown 2,034-2,103 MB: 1,536 MB of tensors leaves some 300 MB below
+# those; 1,280 MB cut sessions that had run on with a few allocations refused, and two
+# classes of mmpose lost a second witness
+TEST_TENSOR_MB = 1536
+
+
+class PythonCalls(object):
+    """Python function calls in this thread from start(): the global trace function's
+    "call" events (a new frame; no line events). The harvest step's own recording of what
+    ran (reads.Reads) counts them when it is the trace function; else a counting trace
+    function of its own, chained to any other. A pure function of the code that runs
+    (the same calls in the same order on every machine); other threads are not counted
+    (they run as the scheduler lets them)."""
+
+    def __init__(self):
+        self.n = 0
+        self.src = None
+        self.prev = None
+        self.base = 0
+        self.on = False
+
+    def _hook(self, frame, event, arg):
+        self.n += 1
+        prev = self.prev
+        return prev(frame, event, arg) if prev is not None else None
+
+    def start(self):
+        tr = sys.gettrace()
+        owner = getattr(tr, "__self__", None)
+        if owner is not None and hasattr(owner, "main_calls"):
+            self.src, self.base = owner, owner.main_calls
+        else:
+            self.prev = tr
+            sys.settrace(self._hook)
+        self.on = True
+        return self
+
+    def count(self):
+        return self.src.main_calls - self.base if self.src is not None else self.n
+
+    def stop(self):
+        if self.on and self.src is None and sys.gettrace() == self._hook:
+            sys.settrace(self.prev)
+        self.on = False
+
+
+class ProcessStarts(object):
+    """The processes the step starts, counted where Python starts them, and their work
+    (`work`): os.fork (multiprocessing's fork start method: TEST_FORK_WORK),
+    _posixsubprocess.fork_exec (subprocess, which binds it at import, and
+    multiprocessing's spawn and forkserver through spawnv_passfds) and os.posix_spawn(p):
+    TEST_PYTHON_START_WORK for a Python interpreter (this one, or a program named
+    python*), else TEST_EXEC_WORK."""
+
+    def __init__(self):
+        self.n = 0
+        self.work = 0
+        self.saved = []
+
+    def _charge(self, name, a, k):
+        self.n += 1
+        if name == "fork":
+            self.work += TEST_FORK_WORK
+            return
+        # the program: fork_exec(args, executable_list, ...), posix_spawn(path, argv, env)
+        prog = None
+        try:
+            if name.endswith("fork_exec"):
+                exe = a[1] if len(a) > 1 else None
+                prog = exe[0] if exe else (a[0][0] if a and a[0] else None)
+            else:
+                prog = a[0] if a else k.get("path")
+            prog = os.fsdecode(prog)
+        except Exception:  # noqa: BLE001 - an odd call: charged as another program
+            prog = None
+        py = isinstance(prog, str) and (
+            prog == sys.executable or re.match(r"python[\d.]*$", os.path.basename(prog)) is not None
+        )
+        self.work += TEST_PYTHON_START_WORK if py else TEST_EXEC_WORK
+
+    def start(self):
+        import _posixsubprocess
+        import subprocess
+
+        for owner, name in (
+            (os, "fork"),
+            (_posixsubprocess, "fork_exec"),
+            (subprocess, "_fork_exec"),  # bound at its import (Python 3.11)
+            (os, "posix_spawn"),
+            (os, "posix_spawnp"),
+        ):
+            f = getattr(owner, name, None)
+            if f is None:
+                continue
+
+            def counted(*a, _f=f, _name=name, **k):
+                self._charge(_name, a, k)
+                return _f(*a, **k)
+
+            try:
+                setattr(owner, name, counted)
+            except (AttributeError, TypeError):
+                continue
+            self.saved.append((owner, name, f))
+        return self
+
+    def stop(self):
+        for owner, name, f in reversed(self.saved):
+            setattr(owner, name, f)
+        self.saved = []
+
+
+class StepMeter(object):
+    """The counted work and memory of a doc step (a test session or an example): a
+    harvest.work_counter function mode (the torch operations' multiply-adds and elements,
+    TEST_OP_WORK per operation, the live tensor storages' bytes) entered while a test or
+    an example runs, plus TEST_CALL_WORK per Python call (PythonCalls) and
+    the processes it starts (ProcessStarts). The step's budget
+    is TEST_WORK_PER_SECOND x its seconds, a test's the same of its own seconds; the
+    operation that passes a test's budget fails that test (TestWorkSpent), the one that
+    passes the step's fails the running test and ends the session (`stop`: "work"); Python
+    work without torch operations is checked between tests. An operation that takes the
+    live tensors past the memory budget is refused (TestMemorySpent, a MemoryError: the
+    test fails and the next runs, as under the address-space limit, but at the same
+    operation in every run; an example ends, `stop`: "memory"). None without a function
+    mode (torch < 1.12: the CPU timers alone)."""
+
+    def __new__(cls, torch, budget, memory_mb):
+        mode = H.work_counter(
+            torch,
+            op_work=TEST_OP_WORK,
+            backward=TEST_BACKWARD,
+            memory_limit=int(memory_mb * (1 << 20)) if memory_mb else None,
+        )
+        if mode is None:
+            return None
+        self = object.__new__(cls)
+        self.mode = mode
+        self.calls = PythonCalls()
+        self.procs = ProcessStarts()
+        self.limit = TEST_WORK_PER_SECOND * budget
+        self.stop = None
+        self.test_stopped = False
+        self.memory_stopped = False  # an operation of the running test passed the memory budget
+        self.in_test = False
+        mode.extra = self.python_work
+        return self
+
+    def python_work(self):
+        # the work the mode does not see: Python calls, processes started
+        return self.calls.count() * TEST_CALL_WORK + self.procs.work
+
+    def start(self):
+        self.calls.start()
+        self.procs.start()
+
+    def stop_counting(self):
+        self.calls.stop()
+        self.procs.stop()
+
+    def work(self):
+        return self.mode.total + self.python_work()
+
+    def seconds(self):
+        return round(self.work() / TEST_WORK_PER_SECOND, 3)
+
+    def spent(self):
+        """The step's counted work or memory is spent (checked between tests: Python
+        work is not checked while it runs)."""
+        if self.stop is None and self.work() > self.limit:
+            self.stop = "work"
+        return self.stop is not None
+
+    def arm(self, test_seconds=None):
+        """The limit for what runs next: the step's, or a test's of `test_seconds` within it."""
+        lim = self.limit
+        if test_seconds:
+            lim = min(lim, self.work() + TEST_WORK_PER_SECOND * test_seconds)
+        self.mode.limit = lim if self.stop is None else None
+        self.mode.on_limit = self._passed
+
+    def _passed(self, kind):
+        if kind == "memory":
+            self.memory_stopped = True
+            if self.in_test:
+                raise TestMemorySpent(H.MEMORY_STOP)
+            self.stop = self.stop or "memory"
+            return  # an example: work_counter raises MemoryBudgetSpent, which ends it
+        if self.work() > self.limit:
+            self.stop = self.stop or "work"
+            return  # work_counter raises WorkBudgetSpent: the session ends
+        self.test_stopped = True
+        raise TestWorkSpent("test's counted work passed its budget")
+
+    def peak_mb(self):
+        return None if self.mode.peak is None else round(self.mode.peak / float(1 << 20), 1)
+
+
 def _walk(root, want, limit=MAX_FILES):
     """Files under root (sorted, hidden and vendored folders left out) for which want(rel) holds."""
     out = []
@@ -300,28 +556,51 @@ def run_doc_entry(cfg, torch, send):
             H.no_downloads(torch)
         return rec
 
+    # the step's counted work and memory (StepMeter): what stops it, the same in every run;
+    # its CPU and wall-clock timers are backstops, BACKSTOP_PER_BUDGET x the budget
+    # (without a function mode, torch < 1.12: the budget itself). The collector starts from
+    # a known state (what the zygote left between forks differs from step to step): the
+    # storages it frees, and when, are then the same in every run
+    import gc
+
+    gc.collect()
+    memory_mb = cfg.get("tensorMemoryMb") or TEST_TENSOR_MB
+    meter = StepMeter(torch, budget, memory_mb)
+    backstop = budget * (BACKSTOP_PER_BUDGET if meter is not None else 1.0)
+    # which backstop ended the step: "cpu" or "wall"
+    ended = {}
+
     def alarm(signum, frame):
-        raise H.EntryTimeout("step took longer than %.0f s" % budget)
+        ended["by"] = "wall" if signum == signal.SIGALRM else "cpu"
+        raise H.EntryTimeout("step took longer than %.0f s" % backstop)
 
     signal.signal(H.BUDGET_SIGNAL, alarm)
     signal.signal(signal.SIGALRM, alarm)
-    H.arm_budget(budget)
+    H.arm_budget(backstop)
     # the step's wall-clock bound, as arm_budget armed it
-    deadline = w0 + wall_bound(budget)
+    deadline = w0 + wall_bound(backstop)
     saved_argv, saved_path = sys.argv, list(sys.path)
+    if meter is not None:
+        meter.start()
     try:
         if entry["kind"] == "test":
-            res["tests"] = run_test_file(cfg, entry, repo_root, budget, t0, install, torch, deadline)
+            res["tests"] = run_test_file(cfg, entry, repo_root, backstop, t0, install, torch, deadline, meter, ended)
             res["built"] = res["tests"]["passed"] + res["tests"]["failed"] > 0
         else:
-            run_example(entry, repo_root, install, torch)
+            run_example(entry, repo_root, install, torch, meter)
             res["built"] = True
+    except H.WorkBudgetSpent:
+        res["error"] = "%s of %.0f s" % (H.WORK_STOP, budget)
+    except H.MemoryBudgetSpent:
+        res["error"] = "%s of %d MB" % (H.MEMORY_STOP, memory_mb)
     except H.EntryTimeout as e:
         res["error"] = "timeout: %s" % e
     except BaseException as e:  # noqa: BLE001 - a failing example is reported, never fatal
         res["error"] = "%s: %s" % (type(e).__name__, str(e)[:300])
     finally:
         H.arm_budget(0)
+        if meter is not None:
+            meter.stop_counting()
         sys.argv = saved_argv
         sys.path[:] = saved_path
     if rec is not None:
@@ -329,20 +608,50 @@ def run_doc_entry(cfg, torch, send):
     res["ms"] = round((time.monotonic() - w0) * 1000, 1)
     res["cpuMs"] = round((H.cpu_seconds() - t0) * 1000, 1)
     res["memoryMb"] = H.memory_used_mb(rss0)
-    # the step's budget (CPU or wall clock) ended it, or ended the session before some of
-    # its tests ran (a larger budget would run more): a stored answer serves only the same
-    # budget (witness/harvest.ts reusable)
+    if meter is not None:
+        # the step's counted work, in seconds of its budget (witness/harvest.ts reusable:
+        # a completed answer serves a smaller budget only above it), the live tensors' peak
+        res["workSeconds"] = meter.seconds()
+        res["work"] = {
+            "ops": meter.mode.ops,
+            "elements": meter.mode.total - meter.mode.ops * TEST_OP_WORK - meter.mode.backward_work,
+            "backward": meter.mode.backward_work,
+            "calls": meter.calls.count(),
+            "processes": meter.procs.n,
+            "tensorMb": meter.peak_mb(),
+        }
+    # what ended the step, or the session before some of its tests ran (a larger budget
+    # would run more; a stored answer then serves only the same budget, witness/harvest.ts
+    # reusable): its counted work ("work") or memory ("memory", also the address-space
+    # limit refusing an allocation), the same in every run; or a backstop ("time": its CPU
+    # or wall-clock timer, `backstop` says which), which depends on the machine and its load
     tests = res.get("tests") or {}
     stop = H.budget_stop(str(res.get("error") or ""))
-    if stop == "time" or tests.get("unrun") or tests.pop("spent", False):
+    timed = tests.pop("spent", None) or stop == "time"
+    counted = meter.stop if meter is not None else None
+    # the address-space limit (RLIMIT_AS) ended the step: its error is a MemoryError or the
+    # allocator's, not the counted budget's
+    by_address_space = stop == "memory" and not str(res.get("error") or "").startswith(H.MEMORY_STOP)
+    if by_address_space:
+        res["stopped"] = "memory"
+        res["backstop"] = "address-space"
+    elif counted == "memory" or stop == "memory":
+        res["stopped"] = "memory"
+    elif timed:
         res["stopped"] = "time"
-    elif stop == "memory":
+        res["backstop"] = ended.get("by", "cpu")
+    elif counted == "work" or stop == "work":
+        res["stopped"] = "work"
+    elif tests.get("unrun"):
+        res["stopped"] = "time"
+    elif tests.get("memory"):
+        # tests whose operations the memory budget refused (a larger budget runs them further)
         res["stopped"] = "memory"
     res["classes"] = rec.witnesses(name) if rec is not None else {}
     send({"ev": "harvest", "result": res})
 
 
-def run_example(entry, repo_root, install, torch):
+def run_example(entry, repo_root, install, torch, meter=None):
     """A Markdown block, a docstring's examples or an examples/ script, run as a script
     (`__name__ == "__main__"`, no command-line arguments). Its import statements run
     before the wrappers are installed (the classes they import are then wrapped); a
@@ -383,6 +692,13 @@ def run_example(entry, repo_root, install, torch):
             pass  # a later statement that uses the name fails and ends the example
     install()
     torch.manual_seed(0)
+    if meter is not None:
+        # the example's statements under the step's counted work and memory
+        meter.arm()
+        with meter.mode:
+            for st in rest:
+                exec(compile(ast.Module([st], []), path, "exec"), ns)  # noqa: S102
+        return
     for st in rest:
         exec(compile(ast.Module([st], []), path, "exec"), ns)  # noqa: S102
 
@@ -548,22 +864,36 @@ def teardown_towards(item, nextitem):
         pass
 
 
-def run_test_file(cfg, entry, repo_root, budget, t0, install, torch, deadline=None):
+def run_test_file(cfg, entry, repo_root, budget, t0, install, torch, deadline=None, meter=None, ended=None):
     """One test file through pytest (its own collection, fixtures and parametrization),
     the wrappers installed once collection imported what the tests use; each test's
     constructions are named by its node id. Returns counts and the tests stopped. A
-    test's budget is `testSeconds` of CPU time and wall_bound of that on the wall clock,
-    within the step's (`budget` CPU seconds from `t0`, the wall clock until `deadline`)."""
+    test's budget is `testSeconds` of counted work (`meter`, StepMeter) within the step's,
+    backed up by BACKSTOP_PER_BUDGET x that of CPU time and wall_bound of that on the wall
+    clock, within the step's timers (`budget` CPU seconds from `t0`, the wall clock until
+    `deadline`; without a meter, `testSeconds` of CPU time)."""
     if deadline is None:
         deadline = time.monotonic() + wall_bound(budget)
+    if ended is None:
+        ended = {}
 
     def spent():
-        # the step's budget is spent (this close to it, no test is started)
-        return budget - (H.cpu_seconds() - t0) < 0.5 or deadline - time.monotonic() < 0.5
+        # the step's counted work or memory is spent (checked again between tests: Python
+        # work is not checked while it runs), or its timers' (this close to them, no test
+        # is started)
+        if meter is not None and meter.spent():
+            return True
+        if budget - (H.cpu_seconds() - t0) < 0.5 or deadline - time.monotonic() < 0.5:
+            counts["spent"] = counts.get("spent") or "time"
+            ended.setdefault("by", "cpu" if budget - (H.cpu_seconds() - t0) < 0.5 else "wall")
+            return True
+        return False
 
     import pytest
 
     per_test = float(cfg.get("testSeconds") or DEFAULT_TEST_SECONDS)
+    # a test's timers: the backstop of its counted budget
+    per_test_timer = per_test * (BACKSTOP_PER_BUDGET if meter is not None else 1.0)
     counts = {"collected": 0, "passed": 0, "failed": 0, "skipped": 0, "stopped": [], "errors": []}
     # classes with a called witness before this step (the harvest's greedy order says which)
     called_before = set(cfg.get("called") or ())
@@ -622,28 +952,46 @@ def run_test_file(cfg, entry, repo_root, budget, t0, install, torch, deadline=No
             before = set(rec_calls(rec))
 
             def test_alarm(signum, frame):
-                # the step's own budget (CPU or wall clock) ends the step; else the test's
+                # the step's own timers (CPU or wall clock) end the step; else the test's
                 if H.cpu_seconds() - t0 >= budget - 0.05 or time.monotonic() >= deadline - 0.05:
-                    counts["spent"] = True
+                    counts["spent"] = "time"
+                    ended.setdefault("by", "wall" if signum == signal.SIGALRM else "cpu")
                     raise H.EntryTimeout("step took longer than %.0f s" % budget)
                 state["timed_out"] = True
-                raise TestTimeout("test took longer than %.0f s" % per_test)
+                raise TestTimeout("test took longer than %.0f s" % per_test_timer)
 
             old = signal.signal(H.BUDGET_SIGNAL, test_alarm)
             old_wall = signal.signal(signal.SIGALRM, test_alarm)
-            signal.setitimer(H.BUDGET_TIMER, max(0.1, min(per_test, left)))
-            signal.setitimer(signal.ITIMER_REAL, max(0.1, min(wall_bound(per_test), deadline - time.monotonic())))
+            signal.setitimer(H.BUDGET_TIMER, max(0.1, min(per_test_timer, left)))
+            signal.setitimer(signal.ITIMER_REAL, max(0.1, min(wall_bound(per_test_timer), deadline - time.monotonic())))
             torch.manual_seed(0)
+            if meter is not None:
+                # the test's counted budget within the step's, its operations counted
+                meter.arm(per_test)
+                meter.test_stopped = meter.memory_stopped = False
+                meter.in_test = True
+                meter.mode.__enter__()
             try:
                 yield
             finally:
+                if meter is not None:
+                    meter.mode.__exit__(None, None, None)
+                    meter.in_test = False
                 signal.setitimer(H.BUDGET_TIMER, max(0.1, budget - (H.cpu_seconds() - t0)))
                 signal.setitimer(signal.ITIMER_REAL, max(0.1, deadline - time.monotonic()))
                 signal.signal(H.BUDGET_SIGNAL, old)
                 signal.signal(signal.SIGALRM, old_wall)
                 rec.current = "test:" + entry["file"]
-                if state["timed_out"]:
+                if meter is not None and meter.memory_stopped:
+                    # an operation refused by the memory budget: stopped, the next runs
                     counts["stopped"].append(item.nodeid)
+                    counts.setdefault("memory", []).append(item.nodeid)
+                elif meter is not None and meter.test_stopped:
+                    counts["stopped"].append(item.nodeid)
+                elif state["timed_out"]:
+                    # stopped by its timer, the backstop: another machine may stop it elsewhere
+                    counts["stopped"].append(item.nodeid)
+                    counts.setdefault("timedOut", []).append(item.nodeid)
                 sig = item._nnrag_reach
                 if sig and not getattr(item, "_nnrag_unneeded", False):
                     gained = set(rec_calls(rec)) - before - called_before

@@ -86,18 +86,28 @@ class Reads(object):
         self._getlines = None
         # id -> code object of each code that ran (held, so an id is not reused)
         self.seen = {}
+        # Python calls in the thread that started recording (the global trace function's
+        # "call" events there)
+        self.main_calls = 0
 
     def _hook(self, frame, event, arg):
         # the global trace function sees "call" only (a new frame): its code object
         co = frame.f_code
         self.seen[id(co)] = co
 
+    def _main_hook(self, frame, event, arg):
+        # the main thread's: the same, and the calls counted (main_calls: a test session's
+        # Python work, harvest_docs.PythonCalls; other threads run as the scheduler lets them)
+        co = frame.f_code
+        self.seen[id(co)] = co
+        self.main_calls += 1
+
     def start(self, calls=True):
         """Record from here: the files opened, and with `calls` the code that runs (the
         list step imports every module: it takes them from sys.modules, add_modules,
         without the trace function's cost)."""
         if calls:
-            sys.settrace(self._hook)
+            sys.settrace(self._main_hook)
             threading.settrace(self._hook)
         real = self._open = builtins.open
         opened = self.opened
