@@ -1510,11 +1510,11 @@ class TestSessionStopTest(unittest.TestCase):
             self.assertEqual(runs[0]["tests"][k], runs[1]["tests"][k], k)
         self.assertEqual(runs[0]["classes"], runs[1]["classes"])
         self.assertEqual(runs[0]["work"]["ops"], runs[1]["work"]["ops"])
-        # the test that passed the budget failed with the step's work stop, and none after it ran
-        self.assertTrue(
-            any(H.WORK_STOP[len("timeout: ") :] in e or "WorkBudgetSpent" in e for e in runs[0]["tests"]["errors"]),
-            runs[0]["tests"],
-        )
+        # the budget was passed in a test's operation (that test failed with the step's work
+        # stop) or in the Python work between tests (checked there: no test failed); either
+        # way none after it ran
+        by_op = any(H.WORK_STOP[len("timeout: ") :] in e or "WorkBudgetSpent" in e for e in runs[0]["tests"]["errors"])
+        self.assertTrue(by_op or runs[0]["tests"]["failed"] == 0, runs[0]["tests"])
         self.assertEqual(H.budget_stop("%s of 30 s" % H.WORK_STOP), "work")
 
     def test_a_test_past_its_own_counted_budget_is_stopped_and_the_next_runs(self):
