@@ -1778,6 +1778,12 @@ def work_counter(torch, rec=None, limit=None, op_work=0, memory_limit=None, on_l
     # (numel, the storage) would add nodes to what the model's own code traces (a test
     # that analyses a traced graph failed on them), so only the operation is counted there
     tracing = getattr(torch._C, "_get_tracing_state", lambda: None)
+    # while torch.compile's dynamo traces a function it traces this mode's Python too, and
+    # a `fullgraph=True` compile fails on what it cannot put in a graph (the counting's
+    # dicts and weak references): the documented test, torch.compiler.is_compiling, is
+    # True there and False in eager code, so the traced mode only calls the function
+    # (what the compiled code then does is not counted; the CPU timer is its backstop)
+    compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)
 
     def outputs(out):
         if isinstance(out, Tensor):
@@ -1833,6 +1839,8 @@ def work_counter(torch, rec=None, limit=None, op_work=0, memory_limit=None, on_l
                 self.peak = self.bytes
 
         def __torch_function__(self, func, types, args=(), kwargs=None):
+            if compiling is not None and compiling():
+                return func(*args, **(kwargs or {}))
             out = func(*args, **(kwargs or {}))
             self.ops += 1
             try:
