@@ -288,7 +288,9 @@ describe('validation stages', { skip: skip ?? false }, () => {
         'input_shapes',
         'output_shapes',
         'params',
-        'python',
+        // the host interpreter's path, except for a PyPI environment nnrag made: its lock
+        // names it wherever it lies (issue 28)
+        ...(rec.environment?.lock ? [] : ['python']),
         'stages',
         'usage',
         'usageCheck',
@@ -304,7 +306,8 @@ describe('validation stages', { skip: skip ?? false }, () => {
     assert.equal(rec.usage, r.usage);
     assert.match(rec.usage!, /^ConvNormAct\(.*\)\(torch\.randn\(\d+(, \d+)*\)\)$/);
     assert.equal(rec.usageCheck, 'ran', 'the snippet was run as written before it was recorded');
-    assert.equal(rec.python, pool.env.python, 'the host interpreter that validated, for pinning requirements');
+    if (rec.environment?.lock) assert.equal(rec.python, undefined, 'named by its lock, not its folder');
+    else assert.equal(rec.python, pool.env.python, 'the host interpreter that validated, for pinning requirements');
     const req = request('good', 'conv_block.py');
     const k = validationKey(req, pool.envId);
     assert.equal(k, validationKey({ ...req }, pool.envId));
