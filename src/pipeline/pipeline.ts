@@ -1112,10 +1112,13 @@ export async function extractAndValidate(
     // (reuse.ts header): a moved checkout finds its stored validations, unless the
     // request's recorded values name paths (rootsKeyed)
     const keyedRoots = new Map<string, string>();
+    // the folders recorded values are named by, once for the run (the checkouts do not
+    // move while it runs), and the user's inputs named with them
+    const places = valuePlaces(ws);
+    const userInputs = places.nameValue(opts.userInputs);
     const keyed = (req: ValidationRequest): ValidationRequest => {
       // the recorded values as stored (named by place: the request has them mapped back
       // to this machine's folders)
-      const places = valuePlaces(ws);
       const witnesses = places.nameValue(req.witnesses);
       const providers = places.nameValue(req.providers);
       if (witnesses !== req.witnesses || providers !== req.providers) req = { ...req, witnesses, providers };
@@ -1221,11 +1224,9 @@ export async function extractAndValidate(
         // the providers apart: they count only for a block whose validation they could touch
         // (as stored: their folders named by place, so that the digests are the same on any
         // machine; a value still naming an absolute path keys the checkouts' folders)
-        const places = valuePlaces(ws);
         const { providers: requestProviders, ...ownFields } = places.nameValue(witnessFields) as {
           providers?: unknown;
         };
-        const userInputs = places.nameValue(opts.userInputs);
         const now = inputDigests({
           code: digests.code,
           env: envId!,

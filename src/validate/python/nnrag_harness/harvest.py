@@ -133,8 +133,9 @@ _SCANS = {}
 
 
 def module_classes(name, m, nn):
-    """The nn.Module subclasses module `name` defines (`__module__` is its name), at any
-    nesting of their qualified name; [] for a module whose names cannot be listed."""
+    """The nn.Module subclasses bound to a name of module `name` that it defines
+    (`__module__` is its name; a nested class only through such a name); [] for a module
+    whose names cannot be listed."""
     try:
         names = vars(m)
     except TypeError:
